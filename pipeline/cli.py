@@ -1,0 +1,162 @@
+"""The `arcstudy` command line. Each command says in --help what it reads and writes.
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 completed with rejected input (see the `quarantine` table).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table as RichTable
+
+import pipeline
+from pipeline.console import out
+from pipeline.workspace import Workspace, WorkspaceError, default_db_path, describe_tables
+from schemas import TABLES, data_dictionary
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
+
+app = typer.Typer(
+    name="arcstudy",
+    help="Trustworthy numbers from ARC human studies and agent runs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option("--db", help="DuckDB database file (default: $ARCSTUDY_DB or ./arcstudy.duckdb).",
+                 dir_okay=False, show_default=False),
+]
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"arcstudy {pipeline.__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+    plain: Annotated[bool, typer.Option("--plain", help="No colours or live progress bars (automatic in CI "
+                                        "and when output is not a terminal).")] = False,
+) -> None:
+    out.set_plain(plain)
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
+    out.error(message)
+    return typer.Exit(code)
+
+
+def open_workspace(db: Path | None, *, read_only: bool = False, lock_timeout_s: float = 30.0) -> Workspace:
+    try:
+        return Workspace(db or default_db_path(), read_only=read_only, lock_timeout_s=lock_timeout_s)
+    except WorkspaceError as err:
+        raise fail(str(err)) from err
+
+
+@app.command("tables")
+def tables_command(db: DbOption = None) -> None:
+    """List the tables in the database with their layer, row count and description.
+
+    Reads: the database (read-only). Writes: nothing.
+    """
+    path = db or default_db_path()
+    if not path.exists():
+        raise fail(f"database {path} does not exist (run `arcstudy ingest` first, or pass --db)")
+    with open_workspace(path, read_only=True) as ws:
+        rows = describe_tables(ws)
+    table = RichTable(title=f"tables in {path}")
+    for col in ("table", "layer", "rows", "description"):
+        table.add_column(col, justify="right" if col == "rows" else "left")
+    for name, layer, n, desc in rows:
+        table.add_row(name, layer, f"{n:,}", desc)
+    out.console.print(table)
+
+
+@app.command("schema")
+def schema_command(
+    table: Annotated[str | None, typer.Argument(help="A table name; all tables when omitted.")] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", help="Write the Markdown to this file.")] = None,
+) -> None:
+    """Print the data dictionary (every column's type, constraints and meaning) as Markdown.
+
+    Reads: schemas/ (no database needed). Writes: --out FILE when given, else stdout.
+    """
+    if table is not None and table not in TABLES:
+        raise fail(f"unknown table {table!r}; known: {', '.join(sorted(TABLES))}", EXIT_USAGE)
+    text = data_dictionary([table] if table else None)
+    if out_file:
+        out_file.write_text(text + "\n")
+        out.info(f"wrote {out_file}")
+    else:
+        typer.echo(text)
+
+
+class QueryFormat(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    parquet = "parquet"
+
+
+@app.command("query")
+def query_command(
+    sql: Annotated[str, typer.Argument(help="A SQL query (DuckDB dialect).")],
+    db: DbOption = None,
+    fmt: Annotated[QueryFormat, typer.Option("--format", help="Output format.")] = QueryFormat.table,
+    out_file: Annotated[Path | None, typer.Option("--out", help="Write results to this file.")] = None,
+    limit: Annotated[int, typer.Option(help="Rows shown in table format (files get every row).")] = 50,
+) -> None:
+    """Run a read-only SQL query against the database.
+
+    Reads: the database through a read-only connection (INSERT, DROP and other writes fail).
+    Writes: --out FILE when given (csv, json or parquet), else stdout.
+    """
+    import duckdb
+
+    path = db or default_db_path()
+    if fmt is QueryFormat.parquet and out_file is None:
+        raise fail("--format parquet needs --out FILE", EXIT_USAGE)
+    with open_workspace(path, read_only=True) as ws:
+        try:
+            df = ws.read(sql)
+        except duckdb.Error as err:
+            raise fail(f"query failed: {err}") from err
+    if fmt is QueryFormat.table and out_file is None:
+        table = RichTable(caption=f"{df.height:,} rows" + (f" (first {limit} shown)" if df.height > limit else ""))
+        for col in df.columns:
+            table.add_column(col)
+        for row in df.head(limit).iter_rows():
+            table.add_row(*["" if v is None else str(v) for v in row])
+        out.console.print(table)
+        return
+    if fmt is QueryFormat.parquet:
+        df.write_parquet(out_file)
+    elif fmt is QueryFormat.json or (fmt is QueryFormat.table and out_file is not None):
+        text = json.dumps(df.to_dicts(), default=str, indent=1)
+        _write_or_echo(text, out_file)
+    else:
+        _write_or_echo(df.write_csv(), out_file)
+    if out_file:
+        out.info(f"wrote {df.height:,} rows to {out_file}")
+
+
+def _write_or_echo(text: str, out_file: Path | None) -> None:
+    if out_file:
+        out_file.write_text(text)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

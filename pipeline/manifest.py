@@ -1,0 +1,121 @@
+"""Run manifests: what ran, on which code, with which configuration, reading and writing which bytes.
+
+Every command that writes outputs records one (CONVENTIONS.md, "Runs and outputs"): in the `runs` table and
+as JSON next to the outputs, so a number can always be traced back to its inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import pipeline
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TRACKED_PACKAGES = ("arcstudy", "polars", "duckdb", "pandera", "pyarrow", "numpy", "altair",
+                    "vl-convert-python", "statsmodels", "typer", "rich", "jinja2")
+
+
+def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk_size):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def git_state(repo: Path = REPO_ROOT) -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the arcstudy checkout, or (None, None) outside a git checkout."""
+    if not (repo / ".git").exists():
+        return None, None
+    try:
+        commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=10, check=True).stdout.strip()
+        status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return commit or None, bool(status.strip())
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in TRACKED_PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Sortable and unique: a timestamp for people, a random suffix so two runs never collide."""
+    now = now or datetime.now(UTC)
+    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+
+
+@dataclass
+class RunManifest:
+    command: str
+    config: dict[str, Any] = field(default_factory=dict)
+    seeds: dict[str, int] = field(default_factory=dict)
+    policy_ids: list[str] = field(default_factory=list)
+    run_id: str = field(default_factory=new_run_id)
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    finished_at: datetime | None = None
+    exit_code: int | None = None
+    inputs: dict[str, str] = field(default_factory=dict)  # path -> sha256
+    outputs: dict[str, str] = field(default_factory=dict)  # path -> sha256
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def add_input(self, path: Path | str, digest: str | None = None) -> None:
+        p = Path(path)
+        self.inputs[str(p)] = digest or sha256_file(p)
+
+    def add_output(self, path: Path | str) -> None:
+        p = Path(path)
+        self.outputs[str(p)] = sha256_file(p)
+
+    def finish(self, exit_code: int) -> None:
+        self.finished_at = datetime.now(UTC)
+        self.exit_code = exit_code
+
+    def to_dict(self) -> dict[str, Any]:
+        commit, dirty = git_state()
+        return {
+            "run_id": self.run_id,
+            "command": self.command,
+            "arcstudy_version": pipeline.__version__,
+            "git_commit": commit,
+            "is_git_dirty": dirty,
+            "started_at": self.started_at.isoformat(),
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "exit_code": self.exit_code,
+            "python_executable": sys.executable,
+            "platform": platform.platform(),
+            "packages": package_versions(),
+            "config": self.config,
+            "seeds": self.seeds,
+            "policy_ids": self.policy_ids,
+            "inputs": dict(sorted(self.inputs.items())),
+            "outputs": dict(sorted(self.outputs.items())),
+            "notes": self.notes,
+            "env": {k: os.environ[k] for k in ("ONLY_RESET_LEVELS", "CI") if k in os.environ},
+        }
+
+    def write_json(self, directory: Path) -> Path:
+        """Write `manifest.json` next to the outputs (the manifest itself is not one of its outputs)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / "manifest.json"
+        path.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=False, default=str) + "\n")
+        return path

@@ -1,0 +1,183 @@
+"""The DuckDB workspace: one database file holding every layer, opened safely.
+
+- Tables are created from schemas/ (never hand-written DDL).
+- Writes happen inside one transaction (`Workspace.transaction`), so a failure leaves nothing half-written.
+- DuckDB allows one writing process per file. A second writer waits up to `lock_timeout_s` for the lock
+  and then fails with a clear message instead of corrupting anything.
+- Read-only opens (`arcstudy query`) cannot modify the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import duckdb
+import polars as pl
+
+from pipeline.manifest import RunManifest
+from schemas import TABLES, create_table_sql, get_table, validate_frame
+from schemas.validate import conform
+
+DEFAULT_DB = Path("arcstudy.duckdb")
+T = TypeVar("T")
+
+
+class WorkspaceError(RuntimeError):
+    """A problem opening or using the database, with a message meant for the user."""
+
+
+def default_db_path() -> Path:
+    """`$ARCSTUDY_DB` if set, else `arcstudy.duckdb` in the current directory."""
+    return Path(os.environ.get("ARCSTUDY_DB", DEFAULT_DB))
+
+
+def _is_lock_error(err: Exception) -> bool:
+    text = str(err).lower()
+    return "lock" in text and ("conflicting" in text or "could not set lock" in text)
+
+
+class Workspace:
+    def __init__(self, path: Path | str | None = None, *, read_only: bool = False, lock_timeout_s: float = 30.0):
+        self.path = Path(path) if path is not None else default_db_path()
+        self.read_only = read_only
+        if read_only and not self.path.exists():
+            raise WorkspaceError(f"database {self.path} does not exist (run `arcstudy ingest` first, or pass --db)")
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.con = self._connect(lock_timeout_s)
+        if not read_only:
+            self.ensure_tables()
+
+    def _connect(self, lock_timeout_s: float) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + lock_timeout_s
+        delay = 0.05
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=self.read_only)
+            except duckdb.Error as err:
+                if not _is_lock_error(err):
+                    raise WorkspaceError(f"cannot open database {self.path}: {err}") from err
+                if time.monotonic() >= deadline:
+                    raise WorkspaceError(
+                        f"database {self.path} is locked by another arcstudy process (waited "
+                        f"{lock_timeout_s:.0f} s). Wait for it to finish or raise --lock-timeout."
+                    ) from err
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- schema --------------------------------------------------------------------------------------
+    def ensure_tables(self, names: list[str] | None = None) -> None:
+        for name in names or list(TABLES):
+            if not self.has_table(name):
+                for stmt in create_table_sql(name):
+                    self.con.execute(stmt)
+
+    def has_table(self, name: str) -> bool:
+        rows = self.con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = ? AND table_schema = 'main'",
+            [name],
+        ).fetchall()
+        return bool(rows and rows[0][0])
+
+    def table_names(self) -> list[str]:
+        rows = self.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY table_name"
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def row_count(self, name: str) -> int:
+        return int(self.con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0])
+
+    # -- transactions and writes ---------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield self.con
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    def run_in_transaction(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+        with self.transaction() as con:
+            return fn(con)
+
+    def insert_frame(self, table_name: str, df: pl.DataFrame, *, con: duckdb.DuckDBPyConnection | None = None,
+                     validate: bool = True) -> None:
+        """Append a frame to a table after validating it against the table's schema.
+
+        Callers quarantine bad rows before this point; a failure here is a programming error, so it
+        raises with every failure listed rather than dropping rows.
+        """
+        con = con or self.con
+        table = get_table(table_name)
+        df = conform(table_name, df)
+        if validate:
+            result = validate_frame(table_name, df)
+            if result.failures:
+                lines = "\n".join(f"  row {f.row}: {f.reason}" for f in result.failures[:20])
+                raise WorkspaceError(f"refusing to write invalid rows to {table_name}:\n{lines}")
+        if df.height == 0:
+            return
+        con.register("_incoming", df.to_arrow())
+        try:
+            cols = ", ".join(table.columns)
+            con.execute(f"INSERT INTO {table_name} ({cols}) SELECT {cols} FROM _incoming")
+        finally:
+            con.unregister("_incoming")
+
+    def replace_table(self, table_name: str, df: pl.DataFrame, *, con: duckdb.DuckDBPyConnection | None = None) -> None:
+        con = con or self.con
+        con.execute(f"DELETE FROM {table_name}")
+        self.insert_frame(table_name, df, con=con)
+
+    def read(self, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
+        # duckdb 2.x: relations (`sql`) convert to polars; `execute` results must be fully fetched.
+        rel = self.con.sql(sql, params=params) if params else self.con.sql(sql)
+        return rel.pl() if rel is not None else pl.DataFrame()
+
+    # -- runs ----------------------------------------------------------------------------------------
+    def record_run(self, manifest: RunManifest) -> None:
+        data = manifest.to_dict()
+        row = {
+            "run_id": manifest.run_id,
+            "command": manifest.command,
+            "started_at": manifest.started_at,
+            "finished_at": manifest.finished_at,
+            "arcstudy_version": data["arcstudy_version"],
+            "git_commit": data["git_commit"],
+            "is_git_dirty": data["is_git_dirty"],
+            "exit_code": manifest.exit_code,
+            "manifest_json": json.dumps(data, default=str, sort_keys=True),
+        }
+        with self.transaction() as con:
+            con.execute("DELETE FROM runs WHERE run_id = ?", [manifest.run_id])
+            self.insert_frame("runs", pl.DataFrame([row]), con=con)
+
+
+def describe_tables(ws: Workspace) -> list[tuple[str, str, int, str]]:
+    """(name, layer, rows, description) for every table present in the database."""
+    out = []
+    for name in ws.table_names():
+        table = TABLES.get(name)
+        layer = table.layer if table else "?"
+        desc = table.description if table else "(not defined in schemas/)"
+        out.append((name, layer, ws.row_count(name), desc))
+    return out

@@ -1,0 +1,129 @@
+"""Validation that reports records, not exception strings.
+
+`validate_frame` runs the generated pandera schema lazily (all failures collected) on a collected frame
+(data checks are skipped on LazyFrames), adds the primary-key check, and returns the rows that passed
+plus one `FailureRecord` per problem: table, row, column, check, value, reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import pandera.errors
+import polars as pl
+
+from schemas.generate import get_table, pandera_schema
+
+ROW_INDEX = "__row_index"
+
+
+@dataclass(frozen=True)
+class FailureRecord:
+    table: str
+    row: int | None  # 0-based row of the validated frame; None for frame-level problems
+    column: str | None
+    check: str
+    value: str | None
+    reason: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class ValidationResult:
+    valid: pl.DataFrame  # the rows without any row-level failure (empty if the frame is unusable)
+    failures: list[FailureRecord]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    @property
+    def failed_rows(self) -> set[int]:
+        return {f.row for f in self.failures if f.row is not None}
+
+    @property
+    def frame_level_failures(self) -> list[FailureRecord]:
+        return [f for f in self.failures if f.row is None]
+
+
+def _reason(check: str, column: str | None, value: str | None) -> str:
+    if check == "column_in_dataframe":
+        return f"required column '{value}' is missing"
+    if check == "column_in_schema":
+        return f"unexpected column '{value}' (not in the schema)"
+    if check == "not_nullable":
+        return f"column '{column}' must not be null"
+    if check.startswith("dtype("):
+        expected = check[len("dtype('"):-2]
+        return f"column '{column}' has type {value}, expected {expected}"
+    return f"column '{column}' fails {check}: got {value!r}"
+
+
+def check_primary_key(df: pl.DataFrame | pl.LazyFrame, key: tuple[str, ...] | list[str]) -> pl.DataFrame:
+    """Rows whose key is duplicated or null, with their 0-based row index in `ROW_INDEX`.
+
+    Uses a hash group-by over the key columns only, so it stays cheap on frames of many million rows.
+    """
+    lf = df.lazy().select(list(key)).with_row_index(ROW_INDEX)
+    dup = pl.len().over(list(key)) > 1
+    has_null = pl.any_horizontal([pl.col(k).is_null() for k in key])
+    return lf.filter(dup | has_null).collect()
+
+
+def validate_frame(table_name: str, df: pl.DataFrame) -> ValidationResult:
+    table = get_table(table_name)
+    schema = pandera_schema(table_name)
+    failures: list[FailureRecord] = []
+    try:
+        schema.validate(df, lazy=True)
+    except pandera.errors.SchemaErrors as err:
+        for case in err.failure_cases.iter_rows(named=True):
+            check = str(case["check"])
+            column = case["column"]
+            value = None if case["failure_case"] is None else str(case["failure_case"])
+            row = case["index"]
+            failures.append(FailureRecord(table.name, row, column, check, value, _reason(check, column, value)))
+        # A column of the wrong type also makes its value checks error out; report the type once.
+        wrong_type = {f.column for f in failures if f.check.startswith("dtype(")}
+        failures = [f for f in failures if f.column not in wrong_type or f.check.startswith("dtype(")]
+
+    if all(k in df.columns for k in table.primary_key):
+        dups = check_primary_key(df, table.primary_key)
+        for rec in dups.iter_rows(named=True):
+            key_text = ", ".join(f"{k}={rec[k]!r}" for k in table.primary_key)
+            failures.append(FailureRecord(
+                table.name, rec[ROW_INDEX], ",".join(table.primary_key), "primary_key",
+                key_text, f"primary key ({key_text}) is null or appears more than once",
+            ))
+
+    if any(f.row is None for f in failures):
+        # A missing column or a wrong dtype affects every row: nothing in the frame is trustworthy.
+        valid = df.clear()
+    else:
+        bad = sorted({f.row for f in failures})
+        valid = df.with_row_index(ROW_INDEX).filter(~pl.col(ROW_INDEX).is_in(bad)).drop(ROW_INDEX)
+    return ValidationResult(valid=valid, failures=failures)
+
+
+def empty_frame(table_name: str) -> pl.DataFrame:
+    """A zero-row frame with the table's exact columns and dtypes."""
+    from schemas.fields import FIELDS
+    from schemas.model import polars_dtype
+
+    table = get_table(table_name)
+    return pl.DataFrame(schema={c: polars_dtype(FIELDS[c].dtype) for c in table.columns})
+
+
+def conform(table_name: str, rows: list[dict] | pl.DataFrame) -> pl.DataFrame:
+    """Build a frame with the table's columns, order and dtypes from python rows (missing keys = null)."""
+    from schemas.fields import FIELDS
+    from schemas.model import polars_dtype
+
+    table = get_table(table_name)
+    schema = {c: polars_dtype(FIELDS[c].dtype) for c in table.columns}
+    if isinstance(rows, pl.DataFrame):
+        return rows.select([pl.col(c).cast(schema[c]) if c in rows.columns else pl.lit(None, schema[c]).alias(c)
+                            for c in table.columns])
+    return pl.DataFrame([{c: r.get(c) for c in table.columns} for r in rows], schema=schema, orient="row")

@@ -1,0 +1,119 @@
+"""The schema machinery: one record per problem, with the right row and column."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import polars as pl
+import pytest
+
+from schemas import FIELDS, TABLES, conform, create_table_sql, data_dictionary, validate_frame
+from schemas.model import Table, duckdb_type
+from schemas.validate import check_primary_key
+
+
+def good_files_frame(n: int = 3) -> pl.DataFrame:
+    now = datetime(2026, 11, 1, tzinfo=UTC)
+    rows = [
+        dict(file_id=f"{i:064x}", file_path=f"/data/f{i}.jsonl", file_name=f"f{i}.jsonl", n_bytes=100 + i,
+             source_format="toolkit-jsonl", detection_evidence="ids are enum names", ingested_at=now,
+             run_id="r1", n_records_loaded=10, n_records_quarantined=0, flags=[])
+        for i in range(n)
+    ]
+    return conform("raw_ingest__files", rows)
+
+
+def test_valid_frame_passes():
+    result = validate_frame("raw_ingest__files", good_files_frame())
+    assert result.ok
+    assert result.valid.height == 3
+
+
+def test_wrong_dtype_is_one_record_for_the_column():
+    df = good_files_frame().with_columns(pl.col("n_bytes").cast(pl.String))
+    result = validate_frame("raw_ingest__files", df)
+    assert len(result.failures) == 1
+    (f,) = result.failures
+    assert (f.table, f.column, f.row) == ("raw_ingest__files", "n_bytes", None)
+    assert f.check.startswith("dtype(")
+    assert "expected Int64" in f.reason and "String" in f.reason
+    assert result.valid.height == 0  # a column-level failure taints every row
+
+
+def test_missing_column_is_one_record():
+    df = good_files_frame().drop("source_format")
+    result = validate_frame("raw_ingest__files", df)
+    assert len(result.failures) == 1
+    (f,) = result.failures
+    assert f.check == "column_in_dataframe"
+    assert f.value == "source_format"
+    assert "missing" in f.reason
+
+
+def test_out_of_range_value_names_row_and_column():
+    df = good_files_frame().with_columns(
+        pl.when(pl.int_range(pl.len()) == 1).then(-5).otherwise(pl.col("n_bytes")).alias("n_bytes")
+    )
+    result = validate_frame("raw_ingest__files", df)
+    assert len(result.failures) == 1
+    (f,) = result.failures
+    assert (f.row, f.column, f.value) == (1, "n_bytes", "-5")
+    assert "greater_than_or_equal_to(0)" in f.check
+    assert result.valid.height == 2  # the other rows still pass
+
+
+def test_duplicate_primary_key_is_reported_per_offending_row():
+    df = good_files_frame()
+    df = pl.concat([df, df.slice(2, 1)])  # row 3 duplicates row 2's file_id
+    result = validate_frame("raw_ingest__files", df)
+    pk = [f for f in result.failures if f.check == "primary_key"]
+    assert {f.row for f in pk} == {2, 3}
+    assert all(f.column == "file_id" for f in pk)
+    assert len(result.failures) == len(pk)
+
+
+def test_regex_and_null_checks():
+    df = good_files_frame().with_columns(
+        pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("not-a-hash")).otherwise(pl.col("file_id")).alias("file_id"),
+        pl.when(pl.int_range(pl.len()) == 2).then(None).otherwise(pl.col("run_id")).alias("run_id"),
+    )
+    result = validate_frame("raw_ingest__files", df)
+    got = {(f.row, f.column, f.check.split("(")[0]) for f in result.failures}
+    assert (0, "file_id", "str_matches") in got
+    assert (2, "run_id", "not_nullable") in got
+
+
+def test_primary_key_check_scales_and_finds_the_only_duplicate():
+    n = 2_000_000
+    df = pl.DataFrame({"a": pl.int_range(n, eager=True) // 2, "b": pl.int_range(n, eager=True) % 2})
+    df = df.with_columns(pl.when(pl.int_range(pl.len()) == n - 1).then(0).otherwise(pl.col("b")).alias("b"))
+    dups = check_primary_key(df, ("a", "b"))
+    assert sorted(dups["__row_index"].to_list()) == [n - 2, n - 1]
+
+
+def test_every_table_is_generated_consistently():
+    for name, table in TABLES.items():
+        assert set(table.columns) <= set(FIELDS), name
+        ddl = create_table_sql(name)[0]
+        for col in table.columns:
+            assert f"    {col} " in ddl
+    text = data_dictionary()
+    for name in TABLES:
+        assert f"## `{name}`" in text
+
+
+def test_table_definition_errors():
+    with pytest.raises(ValueError, match="layer"):
+        Table("bad", "nope", "x", ("run_id",), ("run_id",))
+    with pytest.raises(ValueError, match="must start"):
+        Table("bad", "raw", "x", ("run_id",), ("run_id",))
+    with pytest.raises(ValueError, match="primary key"):
+        Table("raw_x__y", "raw", "x", ("run_id",), ("file_id",))
+
+
+def test_duckdb_types():
+    assert duckdb_type(pl.Int64) == "BIGINT"
+    assert duckdb_type(pl.Datetime("us", "UTC")) == "TIMESTAMPTZ"
+    assert duckdb_type(pl.List(pl.String)) == "VARCHAR[]"
+    with pytest.raises(TypeError):
+        duckdb_type(pl.Object)

@@ -1,0 +1,88 @@
+"""The DuckDB workspace: tables from schemas/, transactions, run manifests, locking."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.manifest import RunManifest, sha256_file
+from pipeline.workspace import Workspace, WorkspaceError
+from schemas import TABLES
+from tests.unit.test_schemas import good_files_frame
+
+
+def test_creates_every_table_from_schemas(db_path: Path):
+    with Workspace(db_path) as ws:
+        assert set(TABLES) <= set(ws.table_names())
+        cols = ws.read("SELECT column_name FROM information_schema.columns WHERE table_name = 'runs' "
+                       "ORDER BY ordinal_position")["column_name"].to_list()
+        assert cols == list(TABLES["runs"].columns)
+
+
+def test_transaction_rolls_back_on_error(db_path: Path):
+    with Workspace(db_path) as ws:
+        with pytest.raises(RuntimeError):
+            with ws.transaction() as con:
+                ws.insert_frame("raw_ingest__files", good_files_frame(), con=con)
+                raise RuntimeError("crash mid-file")
+        assert ws.row_count("raw_ingest__files") == 0
+        ws.run_in_transaction(lambda con: ws.insert_frame("raw_ingest__files", good_files_frame(), con=con))
+        assert ws.row_count("raw_ingest__files") == 3
+
+
+def test_insert_refuses_invalid_rows(db_path: Path):
+    bad = good_files_frame().with_columns(pl.lit(-1).alias("n_bytes"))
+    with Workspace(db_path) as ws, pytest.raises(WorkspaceError, match="n_bytes"):
+        ws.insert_frame("raw_ingest__files", bad)
+
+
+def test_run_manifest_recorded_in_table_and_json(db_path: Path, tmp_path: Path):
+    src = tmp_path / "input.txt"
+    src.write_text("hello")
+    manifest = RunManifest(command="arcstudy test", config={"rule": "upper-median"}, seeds={"simulate": 7})
+    manifest.add_input(src)
+    out_file = tmp_path / "out" / "result.csv"
+    out_file.parent.mkdir()
+    out_file.write_text("a,b\n1,2\n")
+    manifest.add_output(out_file)
+    manifest.finish(0)
+    path = manifest.write_json(out_file.parent)
+    data = json.loads(path.read_text())
+    assert data["inputs"][str(src)] == sha256_file(src)
+    assert data["outputs"][str(out_file)] == sha256_file(out_file)
+    assert data["config"] == {"rule": "upper-median"} and data["seeds"] == {"simulate": 7}
+    assert "polars" in data["packages"] and "duckdb" in data["packages"]
+    assert data["arcstudy_version"]
+    with Workspace(db_path) as ws:
+        ws.record_run(manifest)
+        row = ws.read("SELECT * FROM runs").row(0, named=True)
+        assert row["run_id"] == manifest.run_id and row["exit_code"] == 0
+        assert json.loads(row["manifest_json"])["inputs"] == data["inputs"]
+
+
+def test_read_only_workspace_needs_existing_file(tmp_path: Path):
+    with pytest.raises(WorkspaceError, match="does not exist"):
+        Workspace(tmp_path / "missing.duckdb", read_only=True)
+
+
+def test_second_writer_waits_then_fails_clearly(db_path: Path):
+    Workspace(db_path).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('locked', flush=True); time.sleep(30)",
+         str(db_path)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(WorkspaceError, match="locked by another arcstudy process"):
+            Workspace(db_path, lock_timeout_s=0.5)
+    finally:
+        holder.kill()
+        holder.wait()
+    Workspace(db_path, lock_timeout_s=5).close()  # free again once the holder is gone
