@@ -1,0 +1,497 @@
+"""Official action counting (shared/spec/scoring.md §B): steps -> toolkit ``Card`` -> per-level actions.
+
+The input is a sequence of normalized ``StepRecord`` (one per engine response, in file order). The rules are
+the toolkit's ``Scorecard.update_scorecard`` (arc-agi 0.9.8):
+
+- the RESET that opens the session opens play 1 and is free; a file without it (older human client,
+  benchmarking recorder) opens play 1 implicitly and its first line is counted normally;
+- a level RESET costs 1 action and 1 reset, charged to the current play; a full RESET opens a new play slot;
+- ACTION1-ACTION7 cost 1 each (optionally not ACTION7, to mimic released human cards, §B.5);
+- post-terminal echoes (empty frame, or ``win_levels == 0`` without frames, or any non-RESET action after a
+  terminal state) are ignored;
+- GAME_OVER / WIN set the play state (sticky); each change of ``levels_completed`` appends
+  ``[levels_completed, actions so far]`` (cumulative pairs).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+__all__ = [
+    "ACTION_NAMES",
+    "Card",
+    "CardPlay",
+    "CountingOptions",
+    "LevelCounts",
+    "StepEffect",
+    "StepRecord",
+    "TERMINAL_STATES",
+    "action_id_from",
+    "classify_steps",
+    "detect_action_ids_lost",
+    "is_post_terminal_echo",
+    "normalize_actions_by_level",
+    "per_level_actions",
+    "play_flags",
+    "raw_level_actions",
+    "rebuild_card",
+    "recover_action_ids",
+]
+
+ACTION_NAMES: tuple[str, ...] = ("RESET", "ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION5", "ACTION6",
+                                 "ACTION7")
+RESET = 0
+UNDO = 7
+NOT_FINISHED = "NOT_FINISHED"
+WIN = "WIN"
+GAME_OVER = "GAME_OVER"
+TERMINAL_STATES = frozenset({WIN, GAME_OVER})
+STATES = frozenset({"NOT_PLAYED", NOT_FINISHED, WIN, GAME_OVER})
+
+
+def action_id_from(value: int | str) -> int:
+    """Normalize an action id given as int (0-7), numeric string or enum name (``"ACTION6"``, ``"RESET"``)."""
+    if isinstance(value, bool):
+        raise ValueError(f"invalid action id {value!r}")
+    if isinstance(value, int):
+        if 0 <= value < len(ACTION_NAMES):
+            return value
+        raise ValueError(f"action id out of range: {value!r}")
+    if isinstance(value, str):
+        name = value.strip().upper()
+        if name.startswith("GAMEACTION."):
+            name = name.split(".", 1)[1]
+        if name in ACTION_NAMES:
+            return ACTION_NAMES.index(name)
+        if name.isdigit():
+            return action_id_from(int(name))
+    raise ValueError(f"invalid action id {value!r}")
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One engine response, normalized from a recording line (or produced by a replay).
+
+    ``full_reset`` None = not recorded; ``win_levels`` None = absent (never 0 for "unknown");
+    ``frame_count`` None = frames not recorded, 0 = empty frame list (post-terminal echo).
+    """
+
+    action_id: int
+    state: str
+    levels_completed: int
+    full_reset: bool | None = None
+    win_levels: int | None = None
+    frame_count: int | None = None
+    guid: str | None = None
+    frame_digest: str | None = None
+    line_number: int | None = None
+
+    @property
+    def action_name(self) -> str:
+        return ACTION_NAMES[self.action_id]
+
+    @property
+    def is_reset(self) -> bool:
+        return self.action_id == RESET
+
+
+class StepEffect(enum.StrEnum):
+    """What a step does to the card."""
+
+    OPEN = "open"  # the opening RESET: opens play 1, not counted
+    FULL_RESET = "full_reset"  # opens a new play slot, not counted
+    LEVEL_RESET = "level_reset"  # actions += 1, resets += 1
+    ACTION = "action"  # actions += 1
+    UNCOUNTED_UNDO = "uncounted_undo"  # ACTION7 when count_undo is False (human-card convention)
+    ECHO = "post_terminal_echo"  # ignored entirely
+
+    @property
+    def is_counted(self) -> bool:
+        return self in (StepEffect.LEVEL_RESET, StepEffect.ACTION)
+
+
+FullResetRule = Literal["recorded", "after-win", "engine"]
+LeadingReset = Literal["auto", "present", "absent"]
+
+
+@dataclass(frozen=True)
+class CountingOptions:
+    """How to read RESETs and the first line.
+
+    full_reset_rule:
+      ``recorded``  use the step's ``full_reset`` flag (toolkit recorder); when it is None fall back to ``engine``.
+      ``after-win`` a RESET is a full reset only right after a WIN (``ONLY_RESET_LEVELS=true``, and REST-produced
+                    lines, which never set ``full_reset``: the human dataset).
+      ``engine``    infer the engine's rule: full reset when the state is WIN or the current level's action
+                    counter is 0 (after the opening, after any RESET, or right after a level was completed).
+    leading_reset:
+      ``auto``      the first non-echo step opens play 1 if it is a RESET, otherwise play 1 opens implicitly and
+                    the step is counted normally (older human client).
+      ``present``   the first step is the opening RESET (toolkit recorder, REST human files).
+      ``absent``    the opening RESET was not recorded (agents/benchmarking recorder): play 1 opens implicitly
+                    and every line, RESET or not, is counted by the usual rules.
+    competition_mode: toolkit 0.9.8 REST server; a RESET is never a full reset: the server re-applies the
+      previous response, whose echoed ``action_input`` is what the line shows, so a line showing RESET after
+      the opening counts as a level reset (1 action, 1 reset) and a line echoing another action counts 1.
+    count_undo: False mimics the released human cards, which mostly did not count ACTION7 (§B.5).
+    """
+
+    full_reset_rule: FullResetRule = "recorded"
+    leading_reset: LeadingReset = "auto"
+    competition_mode: bool = False
+    count_undo: bool = True
+
+    @classmethod
+    def toolkit(cls) -> CountingOptions:
+        return cls(full_reset_rule="recorded", leading_reset="present")
+
+    @classmethod
+    def human_dataset(cls) -> CountingOptions:
+        return cls(full_reset_rule="after-win", leading_reset="auto")
+
+    @classmethod
+    def benchmarking(cls) -> CountingOptions:
+        return cls(full_reset_rule="recorded", leading_reset="absent")
+
+
+def is_post_terminal_echo(step: StepRecord, previous_state: str | None) -> bool:
+    """§B.4.1: empty frame, or ``win_levels == 0`` when frames are absent, or a non-RESET action sent while the
+    engine state (of the last non-echo step) is GAME_OVER or WIN (the toolkit ignores those since 0.9.6)."""
+    if step.frame_count is not None:
+        if step.frame_count == 0:
+            return True
+    elif step.win_levels == 0:
+        return True
+    return step.action_id != RESET and previous_state in TERMINAL_STATES
+
+
+def classify_steps(steps: Sequence[StepRecord], options: CountingOptions | None = None) -> tuple[StepEffect, ...]:
+    """The effect of every step on the card (same length and order as ``steps``)."""
+    opts = options or CountingOptions()
+    effects: list[StepEffect] = []
+    opened = False
+    prev_state: str | None = None
+    prev_levels = 0
+    level_counter = 0  # the engine's action counter on the current level (for the "engine" rule)
+    for step in steps:
+        if is_post_terminal_echo(step, prev_state):
+            effects.append(StepEffect.ECHO)
+            continue
+        if not opened:
+            opened = True
+            if step.is_reset and opts.leading_reset != "absent":
+                effects.append(StepEffect.OPEN)
+                prev_state, prev_levels, level_counter = step.state, step.levels_completed, 0
+                continue
+            if opts.leading_reset == "present":
+                raise ValueError("first step is not the opening RESET (leading_reset='present')")
+            # implicit opening: fall through and count this step normally
+        if step.is_reset:
+            if opts.competition_mode:
+                full = False
+            elif opts.full_reset_rule == "after-win":
+                full = prev_state == WIN
+            elif opts.full_reset_rule == "recorded" and step.full_reset is not None:
+                full = step.full_reset
+            else:  # engine rule (or recorded flag missing)
+                full = prev_state == WIN or level_counter == 0
+            effects.append(StepEffect.FULL_RESET if full else StepEffect.LEVEL_RESET)
+            level_counter = 0
+        else:
+            if step.action_id == UNDO and not opts.count_undo:
+                effects.append(StepEffect.UNCOUNTED_UNDO)
+            else:
+                effects.append(StepEffect.ACTION)
+            level_counter = 0 if step.levels_completed > prev_levels else level_counter + 1
+        prev_state, prev_levels = step.state, step.levels_completed
+    return tuple(effects)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Card
+
+
+Pair = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class CardPlay:
+    """One play slot of a toolkit ``Card``: the span between full resets."""
+
+    guid: str | None
+    actions: int
+    resets: int
+    state: str
+    levels_completed: int
+    actions_by_level: tuple[Pair, ...] = ()
+
+    @property
+    def completed(self) -> bool:
+        return self.state == WIN
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.actions_by_level)
+
+
+@dataclass(frozen=True)
+class Card:
+    """The toolkit's per-game ``Card`` (parallel lists in the JSON, one ``CardPlay`` per slot here)."""
+
+    game_id: str | None
+    plays: tuple[CardPlay, ...] = field(default_factory=tuple)
+
+    @property
+    def total_plays(self) -> int:
+        return len(self.plays)
+
+    @property
+    def guids(self) -> list[str | None]:
+        return [p.guid for p in self.plays]
+
+    @property
+    def levels_completed(self) -> list[int]:
+        return [p.levels_completed for p in self.plays]
+
+    @property
+    def states(self) -> list[str]:
+        return [p.state for p in self.plays]
+
+    @property
+    def actions(self) -> list[int]:
+        return [p.actions for p in self.plays]
+
+    @property
+    def resets(self) -> list[int]:
+        return [p.resets for p in self.plays]
+
+    @property
+    def actions_by_level(self) -> list[list[list[int]]]:
+        return [[list(pair) for pair in p.actions_by_level] for p in self.plays]
+
+    @property
+    def total_actions(self) -> int:
+        return sum(p.actions for p in self.plays)
+
+    def play_for_guid(self, guid: str) -> CardPlay:
+        """Select a play slot by session guid (formats.md A.3): the slot whose guid matches; if ``guids`` is
+        empty and there is one play, slot 0; otherwise the single slot with non-zero actions."""
+        matches = [p for p in self.plays if p.guid == guid]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise ValueError(f"guid {guid} owns {len(matches)} slots (full resets); select by index instead")
+        if all(p.guid is None for p in self.plays):
+            if len(self.plays) == 1:
+                return self.plays[0]
+            active = [p for p in self.plays if p.actions > 0]
+            if len(active) == 1:
+                return active[0]
+        raise LookupError(f"no play slot for guid {guid} in card {self.game_id}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The toolkit's ``Card.model_dump()`` shape. ``guids`` is empty when no play has a guid."""
+        guids = self.guids
+        return {
+            "game_id": self.game_id,
+            "total_plays": self.total_plays,
+            "guids": [] if all(g is None for g in guids) else guids,
+            "levels_completed": self.levels_completed,
+            "states": self.states,
+            "actions": self.actions,
+            "actions_by_level": self.actions_by_level,
+            "resets": self.resets,
+            "total_actions": self.total_actions,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Card:
+        """Load a toolkit/human card. Normalizes ``actions_by_level`` per play (None, [], [[]] -> no pairs),
+        tolerates an ``actions_by_level`` list shorter than its siblings and empty ``guids`` (human data)."""
+        actions = list(data.get("actions") or [])
+        n = len(actions)
+        for key in ("levels_completed", "states", "resets"):
+            if len(data.get(key) or []) != n:
+                raise ValueError(f"card {data.get('game_id')}: {key} has {len(data.get(key) or [])} slots, "
+                                 f"actions has {n}")
+        guids = list(data.get("guids") or [])
+        if guids and len(guids) != n:
+            raise ValueError(f"card {data.get('game_id')}: {len(guids)} guids for {n} plays")
+        abl = list(data.get("actions_by_level") or [])
+        if len(abl) > n:
+            raise ValueError(f"card {data.get('game_id')}: actions_by_level longer than actions")
+        plays = []
+        for i in range(n):
+            plays.append(CardPlay(
+                guid=guids[i] if guids else None,
+                actions=int(actions[i]),
+                resets=int(data["resets"][i]),
+                state=str(data["states"][i]),
+                levels_completed=int(data["levels_completed"][i]),
+                actions_by_level=normalize_actions_by_level(abl[i] if i < len(abl) else None),
+            ))
+        return cls(game_id=data.get("game_id"), plays=tuple(plays))
+
+
+def normalize_actions_by_level(value: Any) -> tuple[Pair, ...]:
+    """``None``, ``[]`` and ``[[]]`` mean "no pairs"; otherwise a list of ``[level, cumulative]`` pairs."""
+    if value is None:
+        return ()
+    items = list(value)
+    if all(isinstance(it, (list, tuple)) and len(it) == 0 for it in items):
+        return ()
+    pairs = []
+    for it in items:
+        if not isinstance(it, (list, tuple)) or len(it) != 2:
+            raise ValueError(f"malformed actions_by_level entry {it!r}")
+        pairs.append((int(it[0]), int(it[1])))
+    return tuple(pairs)
+
+
+@dataclass
+class _PlayBuilder:
+    guid: str | None
+    actions: int = 0
+    resets: int = 0
+    state: str = NOT_FINISHED
+    levels_completed: int = 0
+    pairs: list[Pair] = field(default_factory=list)
+
+    def observe(self, step: StepRecord) -> None:
+        if step.state in TERMINAL_STATES:
+            self.state = step.state
+        if step.levels_completed != self.levels_completed:
+            self.pairs.append((step.levels_completed, self.actions))
+            self.levels_completed = step.levels_completed
+
+    def freeze(self) -> CardPlay:
+        return CardPlay(self.guid, self.actions, self.resets, self.state, self.levels_completed, tuple(self.pairs))
+
+
+def rebuild_card(steps: Sequence[StepRecord], options: CountingOptions | None = None,
+                 game_id: str | None = None) -> Card:
+    """Rebuild the toolkit ``Card`` from normalized steps (§B.4)."""
+    effects = classify_steps(steps, options)
+    plays: list[_PlayBuilder] = []
+    for step, effect in zip(steps, effects, strict=True):
+        if effect is StepEffect.ECHO:
+            continue
+        if effect in (StepEffect.OPEN, StepEffect.FULL_RESET):
+            plays.append(_PlayBuilder(guid=step.guid))
+            plays[-1].observe(step)
+            continue
+        if not plays:  # implicit opening (no leading RESET recorded)
+            plays.append(_PlayBuilder(guid=step.guid))
+        play = plays[-1]
+        if effect is StepEffect.LEVEL_RESET:
+            play.actions += 1
+            play.resets += 1
+        elif effect is StepEffect.ACTION:
+            play.actions += 1
+        play.observe(step)
+    return Card(game_id=game_id, plays=tuple(p.freeze() for p in plays))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Per-level actions (§B.2)
+
+
+@dataclass(frozen=True)
+class LevelCounts:
+    """Per-level charged actions over ``n`` baseline levels and which of them were completed."""
+
+    actions: tuple[int, ...]
+    completed: tuple[bool, ...]
+
+    @property
+    def n_completed(self) -> int:
+        return sum(self.completed)
+
+
+def _differences(pairs: Sequence[Pair]) -> list[int]:
+    out, prev = [], 0
+    for _, cumulative in pairs:
+        out.append(cumulative - prev)
+        prev = cumulative
+    return out
+
+
+def per_level_actions(play: CardPlay, n_levels: int) -> LevelCounts:
+    """§B.2: pairs matched to levels **by position**; level ``i <= k`` costs ``c_i - c_{i-1}`` (completed), level
+    ``k+1`` gets the remainder ``A - c_k`` (not completed), later levels 0. Raises ValueError when the play has
+    more pairs than ``n_levels`` (the toolkit's "size mismatch")."""
+    pairs = play.actions_by_level
+    k = len(pairs)
+    if k > n_levels:
+        raise ValueError(f"play has {k} completed-level entries but only {n_levels} levels")
+    actions = _differences(pairs)
+    if k < n_levels:
+        actions.append(play.actions - (pairs[-1][1] if pairs else 0))
+        actions.extend([0] * (n_levels - k - 1))
+    return LevelCounts(tuple(actions), tuple(i < k for i in range(n_levels)))
+
+
+def raw_level_actions(play: CardPlay) -> tuple[int, ...]:
+    """The toolkit's ``level_actions`` for an unscorable play: differences of the pairs, plus the remainder
+    when the play did not WIN."""
+    actions = _differences(play.actions_by_level)
+    if play.state != WIN:
+        actions.append(play.actions - (play.actions_by_level[-1][1] if play.actions_by_level else 0))
+    return tuple(actions)
+
+
+def play_flags(play: CardPlay) -> tuple[str, ...]:
+    """Quality flags for a card play (formats.md A.3/C): the toolkit still scores such plays positionally."""
+    flags = []
+    pairs = play.actions_by_level
+    if [lvl for lvl, _ in pairs] != list(range(1, len(pairs) + 1)):
+        flags.append("pair_levels_not_1_to_k")
+    cumulative = [c for _, c in pairs]
+    if any(b < a for a, b in zip(cumulative, cumulative[1:], strict=False)):
+        flags.append("cumulative_decreasing")
+    if any(b == a for a, b in zip([0, *cumulative], cumulative, strict=False)):
+        flags.append("completed_level_zero_actions")
+    if cumulative and cumulative[-1] > play.actions:
+        flags.append("cumulative_exceeds_actions")
+    if play.levels_completed != len(pairs):
+        flags.append("levels_completed_ne_pairs")
+    return tuple(flags)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The benchmarking "every action id is 0" defect (formats.md A.2)
+
+
+def detect_action_ids_lost(steps: Sequence[StepRecord]) -> bool:
+    """True when the lines show the ``action_ids_lost`` pattern: at least two non-echo steps, every one with
+    action id 0 (RESET), and evidence that they were not RESETs: ``levels_completed`` changes between
+    consecutive steps (a RESET cannot advance levels), or the settled frame changes between consecutive
+    steps (repeated RESETs show the same level start), or, without frame digests, no step after the first
+    is a full reset (in the toolkit a RESET right after a RESET is always a full reset)."""
+    live = [s for s in steps if not (s.frame_count == 0 or (s.frame_count is None and s.win_levels == 0))]
+    if len(live) < 2 or any(s.action_id != RESET for s in live):
+        return False
+    pairs = list(zip(live, live[1:], strict=False))
+    if any(a.levels_completed != b.levels_completed for a, b in pairs):
+        return True
+    digests = [s.frame_digest for s in live]
+    if all(d is not None for d in digests):
+        return len(set(digests)) > 1
+    return not any(s.full_reset for s in live[1:])
+
+
+def recover_action_ids(steps: Sequence[StepRecord], action_ids: Iterable[int | str]) -> list[StepRecord]:
+    """Replace the action ids of the non-echo steps, in order, by recovered ones (e.g. the harness's
+    ``step_NNN.json`` ``parsed_action``). Echo steps keep theirs. Raises if the counts differ."""
+    ids = [action_id_from(a) for a in action_ids]
+    live_idx = [i for i, s in enumerate(steps) if not (s.frame_count == 0 or (s.frame_count is None
+                                                                                and s.win_levels == 0))]
+    if len(ids) != len(live_idx):
+        raise ValueError(f"{len(ids)} recovered ids for {len(live_idx)} frame steps")
+    out = list(steps)
+    for i, aid in zip(live_idx, ids, strict=True):
+        out[i] = replace(out[i], action_id=aid, full_reset=False if aid != RESET else out[i].full_reset)
+    return out
