@@ -143,8 +143,13 @@ def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
-def run_to_dict(run: PlayScore) -> dict[str, Any]:
+def run_to_dict(run: PlayScore, game_id: str | None = None) -> dict[str, Any]:
+    """A ``runs[]`` entry. Toolkit quirk (pinned by the bt33 size-mismatch sample): an unscorable run also
+    carries ``id`` (the game id) and ``number_of_environments: 0``; reproduced when ``game_id`` is given."""
+    unscorable = run.message is not None and game_id is not None
     return _drop_none({
+        "id": game_id if unscorable else None,
+        "number_of_environments": 0 if unscorable else None,
         "guid": run.guid,
         "score": float(run.score),
         "levels_completed": run.levels_completed,
@@ -164,7 +169,7 @@ def run_to_dict(run: PlayScore) -> dict[str, Any]:
 def environment_to_dict(game: GameScore) -> dict[str, Any]:
     return {
         "id": game.game_id,
-        "runs": [run_to_dict(r) for r in game.plays],
+        "runs": [run_to_dict(r, game.game_id) for r in game.plays],
         "score": float(game.score),
         "actions": game.actions,
         "levels_completed": game.levels_completed,
@@ -209,6 +214,7 @@ def _num(v: Any) -> int | float:
 
 
 def run_from_dict(d: Mapping[str, Any]) -> PlayScore:
+    """Parse a ``runs[]`` entry (the unscorable-run ``id`` / ``number_of_environments`` keys are ignored)."""
     run = PlayScore(
         guid=d.get("guid"),
         score=float(d["score"]),

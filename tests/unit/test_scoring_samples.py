@@ -1,0 +1,191 @@
+"""Every recording in shared/samples/arc-agi-3 reproduces its sidecar ``*.expected.json`` from its lines alone.
+
+Per sample: the card (actions, actions_by_level, resets, levels_completed, states, guids) rebuilt with the §B
+counting rules, then, under arc-agi-3/2026-04 with the sidecar's ``baseline_actions``, every run's
+level_actions / level_scores / score and the game score.
+
+Human-dataset files (formats.md A.3): a file records one session, but its card can hold other slots (a stub
+from an abandoned session, cd82). Rule: rebuild the file's own play, select the card slot by the filename
+guid, compare that slot, and score the card with the rebuilt play substituted in its slot (the other slots
+are not reconstructable from the file and are taken from the card as they are).
+
+Benchmarking file: every action id is 0 (``action_ids_lost``). It is detected; counted literally it does not
+reproduce the card; with the actions recovered (ACTION1 x3, as the sidecar records) it does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pipeline.scoring import (
+    Card,
+    CountingOptions,
+    StepEffect,
+    build_scorecard,
+    classify_steps,
+    counting_options_for_variant,
+    detect_action_ids_lost,
+    detect_recording_variant,
+    environment_to_dict,
+    rebuild_card,
+    recover_action_ids,
+    score_game,
+    steps_from_recording_lines,
+    trailing_scorecard,
+)
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+SAMPLES = SHARED / "samples" / "arc-agi-3"
+SIDECARS = sorted(SAMPLES.rglob("*.expected.json"))
+TOL = 1e-9
+POLICY = "arc-agi-3/2026-04"
+FORMAT_TO_VARIANT = {"toolkit-jsonl": "toolkit", "human-dataset-jsonl": "human-dataset",
+                     "benchmarking-jsonl": "benchmarking"}
+
+
+def assert_close(actual, expected, path="$"):
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict), path
+        assert set(actual) == set(expected), f"{path}: keys {sorted(actual)} != {sorted(expected)}"
+        for key in expected:
+            assert_close(actual[key], expected[key], f"{path}.{key}")
+    elif isinstance(expected, (list, tuple)):
+        assert isinstance(actual, (list, tuple)) and len(actual) == len(expected), f"{path}: {actual} != {expected}"
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            assert_close(a, e, f"{path}[{i}]")
+    elif isinstance(expected, float):
+        assert math.isclose(actual, expected, rel_tol=0.0, abs_tol=TOL), f"{path}: {actual!r} != {expected!r}"
+    else:
+        assert actual == expected, f"{path}: {actual!r} != {expected!r}"
+
+
+def load(sidecar: Path):
+    recording = sidecar.with_name(sidecar.name.replace(".expected.json", ".jsonl"))
+    expected = json.loads(sidecar.read_text())
+    lines = [json.loads(text) for text in recording.read_text().splitlines() if text.strip()]
+    return recording, expected, lines
+
+
+def sample_id(sidecar: Path) -> str:
+    return str(sidecar.relative_to(SAMPLES)).replace(".expected.json", "")
+
+
+def game_id_of(lines) -> str:
+    for line in lines:
+        data = line.get("data", line)
+        if "game_id" in data and "action_input" in data:
+            return data["game_id"]
+    raise AssertionError("no frame line")
+
+
+def rebuilt(sidecar: Path):
+    """(expected sidecar, rebuilt card, expected card, variant, steps) for a sample, from its lines."""
+    recording, expected, lines = load(sidecar)
+    assert len(lines) == expected["line_count"]
+    variant = detect_recording_variant(lines)
+    steps = steps_from_recording_lines(lines)
+    if variant == "benchmarking":
+        steps = recover_action_ids(steps, expected["reconstructed_actions"])
+    card = rebuild_card(steps, counting_options_for_variant(variant), game_id=game_id_of(lines))
+    return expected, card, Card.from_dict(expected["card"]), variant, steps, recording
+
+
+def test_all_sample_sidecars_found():
+    manifest = json.loads((SAMPLES / "manifest.json").read_text())
+    listed = {SHARED / "samples" / s["expected"] for s in manifest["samples"]}
+    assert listed <= set(SIDECARS)  # the manifest indexes toolkit/, human/, benchmarking/; fixtures/ come extra
+    assert {p.parent.name for p in SIDECARS} >= {"toolkit", "fixtures", "benchmarking"}
+    for sidecar in SIDECARS:
+        assert sidecar.with_name(sidecar.name.replace(".expected.json", ".jsonl")).is_file()
+
+
+@pytest.mark.parametrize("sidecar", SIDECARS, ids=sample_id)
+def test_sample_card_and_scores(sidecar):
+    expected, card, exp_card, variant, steps, recording = rebuilt(sidecar)
+    assert variant == FORMAT_TO_VARIANT[expected["format"]]
+    assert card.game_id == expected["game_id"]
+
+    if variant == "human-dataset":
+        guid = recording.name.split(".")[0]
+        assert guid == expected["guid"]
+        assert card.total_plays == 1, "a human-dataset file records one session (level-only resets)"
+        own = card.plays[0]
+        assert own.guid == guid
+        slot = exp_card.guids.index(guid)
+        assert own == exp_card.play_for_guid(guid)
+        card_to_score = replace(exp_card, plays=exp_card.plays[:slot] + (own,) + exp_card.plays[slot + 1:])
+    else:
+        assert card == exp_card
+        assert card.to_dict() == expected["card"]
+        card_to_score = card
+
+    game = score_game(card.game_id, card_to_score.plays, expected["baseline_actions"], POLICY)
+    scored = expected["scored"]
+    assert_close(environment_to_dict(game), scored["environment"])
+    assert game.best_play_index == scored["best_run_index"]
+    assert_close(game.score, scored["game_score"])
+
+    sc = build_scorecard("sample", [card_to_score], {card.game_id: expected["baseline_actions"]}, POLICY)
+    assert_close(sc.score, scored["scorecard_score"])
+
+
+@pytest.mark.parametrize("sidecar", [s for s in SIDECARS if "/human/" in str(s)], ids=sample_id)
+def test_human_file_trailing_card_matches_sidecar(sidecar):
+    _, expected, lines = load(sidecar)
+    summary = trailing_scorecard(lines)
+    assert summary is not None
+    assert summary["cards"][expected["game_id"]] == expected["card"]
+
+
+@pytest.mark.parametrize("sidecar", SIDECARS, ids=sample_id)
+def test_action_ids_lost_detection(sidecar):
+    recording, expected, lines = load(sidecar)
+    steps = steps_from_recording_lines(lines)
+    lost = expected["format"] == "benchmarking-jsonl"
+    assert detect_action_ids_lost(steps) is lost
+    # Without frames the detector falls back on the full_reset evidence; it must agree.
+    frameless = [replace(s, frame_digest=None) for s in steps]
+    assert detect_action_ids_lost(frameless) is lost
+    if lost:
+        literal = rebuild_card(steps, counting_options_for_variant("benchmarking"), game_id=expected["game_id"])
+        assert literal != Card.from_dict(expected["card"]), "counted literally, the defect must not reproduce"
+        recovered = recover_action_ids(steps, expected["reconstructed_actions"])
+        assert not detect_action_ids_lost(recovered)
+
+
+@pytest.mark.parametrize("sidecar", [s for s in SIDECARS if "/human/" not in str(s)
+                                     and "/benchmarking/" not in str(s)], ids=sample_id)
+def test_engine_rule_infers_recorded_full_resets(sidecar):
+    """The 'engine' full-reset inference (for lines without a usable flag) agrees with every recorded flag."""
+    _, _, lines = load(sidecar)
+    steps = steps_from_recording_lines(lines, with_frame_digest=False)
+    recorded = classify_steps(steps, CountingOptions(full_reset_rule="recorded"))
+    inferred = classify_steps(steps, CountingOptions(full_reset_rule="engine"))
+    assert inferred == recorded
+    unflagged = [replace(s, full_reset=None) for s in steps]
+    assert classify_steps(unflagged, CountingOptions(full_reset_rule="recorded")) == recorded
+
+
+@pytest.mark.parametrize("sidecar", SIDECARS, ids=sample_id)
+def test_echo_detection_does_not_depend_on_frames(sidecar):
+    _, _, lines = load(sidecar)
+    steps = steps_from_recording_lines(lines, with_frame_digest=False)
+    opts = counting_options_for_variant(detect_recording_variant(lines))
+    with_frames = classify_steps(steps, opts)
+    without = classify_steps([replace(s, frame_count=None) for s in steps], opts)
+    assert with_frames == without
+
+
+def test_undo_counting_option_on_su15():
+    sidecar = SAMPLES / "toolkit" / "su15_random_clicks_undo.noframes.expected.json"
+    expected, card, _, _, steps, _ = rebuilt(sidecar)
+    effects = classify_steps(steps, CountingOptions.toolkit())
+    undos = sum(1 for s, e in zip(steps, effects, strict=True) if e is StepEffect.ACTION and s.action_id == 7)
+    assert undos > 0
+    human_like = rebuild_card(steps, CountingOptions(leading_reset="present", count_undo=False))
+    assert human_like.total_actions == card.total_actions - undos
