@@ -379,12 +379,12 @@ def rebuild_card(steps: Sequence[StepRecord], options: CountingOptions | None = 
     for step, effect in zip(steps, effects, strict=True):
         if effect is StepEffect.ECHO:
             continue
+        if not plays and effect is not StepEffect.OPEN:  # implicit opening (no leading RESET recorded)
+            plays.append(_PlayBuilder(guid=step.guid))
         if effect in (StepEffect.OPEN, StepEffect.FULL_RESET):
             plays.append(_PlayBuilder(guid=step.guid))
             plays[-1].observe(step)
             continue
-        if not plays:  # implicit opening (no leading RESET recorded)
-            plays.append(_PlayBuilder(guid=step.guid))
         play = plays[-1]
         if effect is StepEffect.LEVEL_RESET:
             play.actions += 1
@@ -421,8 +421,10 @@ def _differences(pairs: Sequence[Pair]) -> list[int]:
 
 def per_level_actions(play: CardPlay, n_levels: int) -> LevelCounts:
     """§B.2: pairs matched to levels **by position**; level ``i <= k`` costs ``c_i - c_{i-1}`` (completed), level
-    ``k+1`` gets the remainder ``A - c_k`` (not completed), later levels 0. Raises ValueError when the play has
-    more pairs than ``n_levels`` (the toolkit's "size mismatch")."""
+    ``k+1`` gets the remainder ``A - c_k`` (not completed), later levels 0. When ``k == n_levels`` there is no
+    level left to charge the remainder to and it is dropped (a play that completed every baseline level of a
+    game with more levels than baseline values, without a WIN). Raises ValueError when the play has more pairs
+    than ``n_levels`` (the toolkit's "size mismatch")."""
     pairs = play.actions_by_level
     k = len(pairs)
     if k > n_levels:
