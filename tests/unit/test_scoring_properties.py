@@ -21,8 +21,8 @@ from pipeline.scoring import (
 )
 
 policies = st.sampled_from(sorted(POLICIES))
-settings.register_profile("scoring", max_examples=150, deadline=None)
-settings.load_profile("scoring")
+# Per-test settings (not a global profile: other modules' hypothesis tests keep theirs).
+LOCAL = settings(max_examples=150, deadline=None)
 
 
 @st.composite
@@ -44,11 +44,13 @@ def game_and_play(draw, allow_extra_levels: bool = False):
     return baseline, play
 
 
+@LOCAL
 @given(policies, st.integers(1, 500), st.integers(1, 5000), st.integers(0, 5000))
 def test_level_score_monotone_non_increasing_in_actions(policy_id, baseline, a, extra):
     assert level_score(a, baseline, True, policy_id) >= level_score(a + extra, baseline, True, policy_id)
 
 
+@LOCAL
 @given(policies, st.integers(1, 500), st.integers(0, 5000))
 def test_level_score_bounds(policy_id, baseline, a):
     policy = POLICIES[policy_id]
@@ -57,6 +59,7 @@ def test_level_score_bounds(policy_id, baseline, a):
     assert level_score(a, baseline, False, policy) == 0.0
 
 
+@LOCAL
 @given(policies, game_and_play(allow_extra_levels=True))
 def test_play_and_game_score_within_0_100(policy_id, gp):
     baseline, play = gp
@@ -72,6 +75,7 @@ def test_play_and_game_score_within_0_100(policy_id, gp):
     assert 0.0 <= game.score <= 100.0
 
 
+@LOCAL
 @given(policies, st.lists(game_and_play(), min_size=1, max_size=5), st.lists(st.integers(1, 300), min_size=1,
                                                                              max_size=8))
 def test_best_play_is_max_of_play_scores(policy_id, gps, baseline):
@@ -83,6 +87,7 @@ def test_best_play_is_max_of_play_scores(policy_id, gps, baseline):
     assert game.best_play_index == scores.index(max(scores))
 
 
+@LOCAL
 @given(game_and_play())
 def test_per_level_actions_partition_the_play(gp):
     baseline, play = gp
@@ -96,6 +101,7 @@ def test_per_level_actions_partition_the_play(gp):
 costs = st.lists(st.integers(0, 10_000), min_size=1, max_size=60)
 
 
+@LOCAL
 @given(costs, st.sampled_from(["upper-median", "second-best", "best"]))
 def test_baseline_rule_picks_a_member(values, rule):
     if rule == "second-best" and len(values) < 2:
@@ -103,12 +109,14 @@ def test_baseline_rule_picks_a_member(values, rule):
     assert apply_rule(values, rule) in values
 
 
+@LOCAL
 @given(costs)
 def test_upper_median_is_median_high(values):
     assert apply_rule(values, "upper-median") == statistics.median_high(values)
     assert min(values) <= apply_rule(values, "median") <= max(values)
 
 
+@LOCAL
 @given(costs)
 def test_baseline_rule_ignores_participant_order(values):
     for rule in ("upper-median", "best", "median"):
@@ -125,6 +133,7 @@ STEP = st.builds(
 )
 
 
+@LOCAL
 @given(st.lists(STEP, max_size=60), st.sampled_from(["recorded", "after-win", "engine"]), st.booleans())
 def test_rebuilt_card_invariants(steps, rule, competition):
     card = rebuild_card(steps, CountingOptions(full_reset_rule=rule, competition_mode=competition))
