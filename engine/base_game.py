@@ -1,0 +1,362 @@
+"""``ARCBaseGame``: levels, the action loop, resets and progress (spec §7).
+
+Games subclass it, call ``super().__init__`` and override ``step()`` / ``on_set_level()``.  Every
+hook listed in spec §7.14 is reached through normal attribute lookup so overrides take effect.
+Engine-private state on game objects uses the ``_engine_`` prefix (games own every other name).
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC
+from typing import Any
+
+import numpy as np
+
+from ._model import ValidationError
+from .camera import Camera
+from .enums import ActionInput, FrameData, FrameDataRaw, GameAction, GameState
+from .level import Level
+from .sprites import Sprite, sprites_collide
+
+__all__ = ["ARCBaseGame", "MAX_FRAME_PER_ACTION"]
+
+MAX_FRAME_PER_ACTION = 1000
+
+_RESET = GameAction.RESET
+_WIN = GameState.WIN
+_GAME_OVER = GameState.GAME_OVER
+_NOT_FINISHED = GameState.NOT_FINISHED
+_NOT_PLAYED = GameState.NOT_PLAYED
+_TERMINAL = (_WIN, _GAME_OVER)
+
+# One list shared by every game built without ``available_actions`` (reference quirk Q13).
+_SHARED_DEFAULT_ACTIONS = [1, 2, 3, 4, 5, 6]
+
+# Frame production modes of the engine loop (``perform_action`` always uses FRAMES_ALL).
+FRAMES_ALL = "all"  # every frame, exactly like the reference
+FRAMES_LAST = "last"  # every camera.render call happens; only the last frame is returned
+FRAMES_NONE = "none"  # no composition; interfaces still run on a scratch canvas (see env docs)
+
+
+def _copy_actions(actions: Any) -> list[int]:
+    out = list(actions)
+    for value in out:
+        if type(value) is not int:
+            return [int(v) for v in out]
+    return out
+
+
+def _check_count(name: str, value: Any) -> None:
+    if type(value) is not int or not 0 <= value <= 254:
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 0 <= value <= 254:
+            return
+        raise ValidationError(
+            "FrameData",
+            [{"type": "less_than_equal", "loc": (name,), "msg": "Input should be between 0 and 254", "input": value}],
+        )
+
+
+class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract methods
+    # Engine-only switches, set by engine.env; class-level defaults keep game instances clean.
+    _engine_only_reset_levels: bool | None = None
+
+    def __init__(
+        self,
+        game_id: str,
+        levels: list[Level],
+        camera: Camera | None = None,
+        debug: bool = False,
+        win_score: int = 1,
+        available_actions: list[int] = _SHARED_DEFAULT_ACTIONS,
+        seed: int = 0,
+    ) -> None:
+        if not levels:
+            raise ValueError("Game must have at least one level")
+        self._game_id = game_id
+        self._levels = [level.clone() for level in levels]
+        self._clean_levels = [level.clone() for level in levels]
+        self._current_level_index = 0
+        self._debug = debug
+        self._camera = camera if camera is not None else Camera()
+        self._state = _NOT_PLAYED
+        self._score = 0
+        self._next_level = False
+        self._action = ActionInput()
+        self._action_complete = False
+        self._action_count = 0
+        self._full_reset = False
+        self._win_score = win_score if win_score > 1 else len(levels)
+        self.set_level(0)
+        self._available_actions = available_actions
+        self._placeable_sprite: Sprite | None = None
+        self._seed = seed
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def current_level(self) -> Level:
+        return self._levels[self._current_level_index]
+
+    @property
+    def camera(self) -> Camera:
+        return self._camera
+
+    @property
+    def game_id(self) -> str:
+        return self._game_id
+
+    @property
+    def win_score(self) -> int:
+        return self._win_score
+
+    @property
+    def level_index(self) -> int:
+        return self._current_level_index
+
+    @property
+    def action(self) -> ActionInput:
+        return self._action
+
+    # ------------------------------------------------------------------ the action loop
+    def perform_action(self, action_input: ActionInput, raw: bool = False) -> FrameData | FrameDataRaw:
+        return self._engine_perform(action_input, raw, FRAMES_ALL)
+
+    def _engine_perform(self, action_input: ActionInput, raw: bool, frames_mode: str) -> FrameData | FrameDataRaw:
+        """``perform_action`` with a choice of which frames to produce (spec §7.3)."""
+        self._full_reset = False
+        if action_input.id is _RESET:
+            self.handle_reset()
+        elif self._state in _TERMINAL:
+            # Q1: the reference passes obsolete keyword names here, so both counters fall back to 0.
+            return FrameData._engine_fast(
+                self._game_id, [], self._state, 0, 0, action_input, False, _copy_actions(self._available_actions)
+            )
+        self._state = _NOT_FINISHED
+        self._action = action_input
+        self._action_complete = False
+        if action_input.id is not _RESET:
+            self._action_count += 1
+
+        frames: list = []
+        iterations = 0
+        keep_all = frames_mode == FRAMES_ALL
+        render_frames = frames_mode != FRAMES_NONE
+        last = None
+        while not self.is_action_complete():
+            if iterations > MAX_FRAME_PER_ACTION:
+                raise ValueError("Action took too many frames")
+            if self._next_level:
+                self.set_level(self._current_level_index + 1)
+                self._next_level = False
+            else:
+                self.step()
+            if render_frames:
+                last = self.camera.render(self.current_level.get_sprites())
+                if keep_all:
+                    frames.append(last if raw else last.tolist())
+            else:
+                self._engine_run_interfaces_only()
+            iterations += 1
+        if frames_mode == FRAMES_LAST and last is not None:
+            frames.append(last if raw else last.tolist())
+
+        if raw:
+            return FrameDataRaw._engine_fast(
+                self._game_id,
+                frames,
+                self._state,
+                self._score,
+                self._win_score,
+                action_input,
+                self._full_reset,
+                self._available_actions,
+            )
+        _check_count("levels_completed", self._score)
+        _check_count("win_levels", self._win_score)
+        return FrameData._engine_fast(
+            self._game_id,
+            frames,
+            GameState(self._state),
+            self._score,
+            self._win_score,
+            action_input,
+            bool(self._full_reset),
+            _copy_actions(self._available_actions),
+        )
+
+    def _engine_run_interfaces_only(self) -> None:
+        """FRAMES_NONE stand-in for ``camera.render``: keeps interface side effects, skips drawing."""
+        camera = self.camera
+        if type(camera).render is not Camera.render:
+            camera.render(self.current_level.get_sprites())  # a custom render may do anything: run it
+            return
+        canvas = np.full((64, 64), camera._letter_box, dtype=np.int8)
+        for interface in camera._interfaces:
+            canvas = interface.render_interface(canvas)
+
+    # ------------------------------------------------------------------ resets
+    def handle_reset(self) -> None:
+        only_levels = self._engine_only_reset_levels
+        if only_levels is None:
+            only_levels = os.environ.get("ONLY_RESET_LEVELS") == "true"
+        if only_levels and self._state != _WIN:
+            self.level_reset()
+        elif self._action_count == 0 or self._state == _WIN:
+            self.full_reset()
+        else:
+            self.level_reset()
+
+    def full_reset(self) -> None:
+        self._levels = [level.clone() for level in self._clean_levels]
+        self._score = 0
+        self._action_count = 0
+        self._full_reset = True
+        self.set_level(0)
+        self._state = _NOT_FINISHED
+
+    def level_reset(self) -> None:
+        index = self._current_level_index
+        self._levels[index] = self._clean_levels[index].clone()
+        self.set_level(index)
+        self._state = _NOT_FINISHED
+
+    # ------------------------------------------------------------------ level selection
+    def set_level(self, index: int) -> None:
+        count = len(self._levels)
+        if not 0 <= index < count:
+            raise IndexError(f"Level index {index} out of range [0, {count})")
+        self._current_level_index = index
+        self._action_count = 0
+        level = self.current_level
+        grid_size = level.grid_size
+        if grid_size:
+            self.camera.resize(grid_size[0], grid_size[1])
+        self.on_set_level(level)
+
+    def set_level_by_name(self, name: str) -> None:
+        for index, level in enumerate(self._levels):
+            if level.name == name:
+                self.set_level(index)
+                return
+        raise ValueError(f"Level with name {name} not found")
+
+    # ------------------------------------------------------------------ game hooks
+    def step(self) -> None:
+        self.complete_action()
+
+    def on_set_level(self, level: Level) -> None:  # noqa: B027 - optional hook, deliberately empty
+        pass
+
+    # ------------------------------------------------------------------ progress
+    def next_level(self) -> None:
+        self._score += 1
+        if not self.is_last_level():
+            self._next_level = True
+        else:
+            self.win()
+
+    def win(self) -> None:
+        self._state = _WIN
+
+    def lose(self) -> None:
+        self._state = _GAME_OVER
+
+    def complete_action(self) -> None:
+        self._action_complete = True
+
+    def is_action_complete(self) -> bool:
+        return not self._next_level and self._action_complete
+
+    def is_last_level(self) -> bool:
+        return self._current_level_index == len(self._levels) - 1
+
+    # ------------------------------------------------------------------ movement
+    def try_move_sprite(self, sprite: Sprite, dx: int, dy: int) -> list[Sprite]:
+        x, y = sprite.x, sprite.y
+        sprite.move(dx, dy)
+        hits = [other for other in self.current_level.get_sprites() if sprites_collide(sprite, other)]
+        if hits:
+            sprite.set_position(x, y)
+        return hits
+
+    def try_move(self, sprite_name: str, dx: int, dy: int) -> list[Sprite]:
+        for sprite in self.current_level._sprites:
+            if sprite.name == sprite_name:
+                return self.try_move_sprite(sprite, dx, dy)
+        raise ValueError(f"No sprite found with name: {sprite_name}")
+
+    # ------------------------------------------------------------------ pixel read-back
+    def get_pixels(self, x: int, y: int, width: int, height: int) -> np.ndarray:
+        view = self.camera._raw_render(self.current_level.get_sprites())
+        return view[y : y + height, x : x + width]
+
+    def get_pixels_at_sprite(self, sprite: Sprite) -> np.ndarray:
+        camera = self.camera
+        return self.get_pixels(sprite.x - camera.x, sprite.y - camera.y, sprite.width, sprite.height)
+
+    # ------------------------------------------------------------------ graph-builder helpers (spec §7.11)
+    def set_placeable_sprite(self, sprite: Sprite | None) -> None:
+        self._placeable_sprite = sprite
+
+    def _is_sprite_clickable_now(self, sprite: Sprite) -> bool:
+        return True
+
+    def _get_valid_actions(self) -> list[ActionInput]:
+        actions: list[ActionInput] = []
+        for action_id in self._available_actions:
+            if action_id in (1, 2, 3, 4, 5):
+                actions.append(ActionInput(id=GameAction.from_id(action_id)))
+            elif action_id == 6:
+                if self._placeable_sprite:
+                    actions.extend(self._get_valid_placeable_actions())
+                else:
+                    actions.extend(self._get_valid_clickable_actions())
+        return actions
+
+    def _get_valid_placeable_actions(self) -> list[ActionInput]:
+        scale, x_off, y_off = self.camera._calculate_scale_and_offset()
+        actions = []
+        for area in self.current_level.placeable_areas:
+            y = area.y
+            while y < area.y + area.height:
+                x = area.x
+                while x < area.x + area.width:
+                    actions.append(
+                        ActionInput(id=GameAction.ACTION6, data={"x": x * scale + x_off, "y": y * scale + y_off})
+                    )
+                    x += area.x_scale
+                y += area.y_scale
+        return actions
+
+    def _get_valid_clickable_actions(self) -> list[ActionInput]:
+        scale, x_off, y_off = self.camera._calculate_scale_and_offset()
+        level = self.current_level
+        candidates = level.get_sprites_by_tag("sys_click") + level.get_sprites_by_tag("sys_place")
+        actions = []
+        for sprite in candidates:
+            if not self._is_sprite_clickable_now(sprite):
+                continue
+            image = sprite.render()
+            every_pixel = "sys_every_pixel" in sprite.tags
+            rows, cols = np.nonzero(image >= 0)
+            for row, col in zip(rows.tolist(), cols.tolist(), strict=True):
+                actions.append(
+                    ActionInput(
+                        id=GameAction.ACTION6,
+                        data={"x": (sprite.x + col) * scale + x_off, "y": (sprite.y + row) * scale + y_off},
+                    )
+                )
+                if not every_pixel:
+                    break
+        return actions
+
+    def _get_hidden_state(self) -> np.ndarray:
+        return np.zeros((4, 4), dtype=np.int8)
+
+    def _get_graph_location(self) -> Any:
+        return None
+
+    # ------------------------------------------------------------------ misc
+    def debug(self, message: str) -> None:
+        if self._debug:
+            print(message)

@@ -1,0 +1,219 @@
+"""``Level``: an ordered sprite list plus grid size, data and placeable areas (spec §4).
+
+``_sprites`` is the single authoritative list (games read it, and dc22-style games replace it).
+The only cache kept here is the layer-sorted order used by ``get_sprite_at``, whose *stale*
+behaviour is part of the reference API (spec §4.4, quirk Q4) and is reproduced exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .enums import BlockingMode, InteractionMode, PlaceableArea
+from .sprites import Sprite, sprites_collide
+
+__all__ = ["Level"]
+
+_PIXEL_PERFECT = BlockingMode.PIXEL_PERFECT
+_TANGIBLE = InteractionMode.TANGIBLE
+_INVISIBLE = InteractionMode.INVISIBLE
+
+# One dict shared by every Level built without ``data`` (reference quirk Q13).
+_SHARED_DEFAULT_DATA: dict[str, Any] = {}
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def copy_data(value: Any, memo: dict[int, Any] | None = None) -> Any:
+    """``copy.deepcopy`` with a fast path for the JSON-like dicts games keep in level data."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        if memo is None:
+            memo = {}
+        found = memo.get(id(value))
+        if found is not None:
+            return found
+        out: dict[Any, Any] = {}
+        memo[id(value)] = out
+        for key, item in value.items():
+            out[key if type(key) in _ATOMS else copy.deepcopy(key, memo)] = copy_data(item, memo)
+        return out
+    if kind is list:
+        if memo is None:
+            memo = {}
+        found = memo.get(id(value))
+        if found is not None:
+            return found
+        out_list: list[Any] = []
+        memo[id(value)] = out_list
+        out_list.extend(copy_data(item, memo) for item in value)
+        return out_list
+    if kind is tuple and all(type(item) in _ATOMS for item in value):
+        return value
+    return copy.deepcopy(value, memo if memo is not None else {})
+
+
+class Level:
+    def __init__(
+        self,
+        sprites: list[Sprite] | None = None,
+        grid_size: tuple[int, int] | None = None,
+        data: dict[str, Any] = _SHARED_DEFAULT_DATA,
+        name: str = "Level",
+        placeable_areas: list[PlaceableArea] | None = None,
+    ) -> None:
+        self._sprites: list[Sprite] = list(sprites) if sprites else []
+        self._grid_size = grid_size
+        self._data = data
+        self._name = name
+        self._placeable_areas = placeable_areas if placeable_areas is not None else []
+        # get_sprite_at ordering cache: None = never computed; dirty = add_sprite since then.
+        self._engine_order: list[Sprite] | None = None
+        self._engine_order_dirty = True
+        if self._sprites:
+            self._merge_static_sprites()
+
+    def _merge_static_sprites(self) -> None:
+        """Merge PIXEL_PERFECT ``sys_static`` sprites per layer (spec §4.2, quirk Q19)."""
+        groups: dict[int, list[Sprite]] = {}
+        others: list[Sprite] = []
+        for sprite in self._sprites:
+            if sprite._blocking is _PIXEL_PERFECT and "sys_static" in sprite._tags:
+                groups.setdefault(sprite._layer, []).append(sprite)
+            else:
+                others.append(sprite)
+        if not groups:
+            return
+        for layer, members in groups.items():
+            if len(members) == 1:
+                others.append(members[0])
+                continue
+            merged = members[0]
+            for member in members[1:]:
+                merged = merged.merge(member)
+            merged.set_layer(layer)
+            if "sys_static" not in merged._tags:
+                merged._tags.append("sys_static")
+            others.append(merged)
+        self._sprites = others
+
+    # ------------------------------------------------------------------ sprite list
+    def add_sprite(self, sprite: Sprite) -> None:
+        self._sprites.append(sprite)
+        self._engine_order_dirty = True
+
+    def remove_sprite(self, sprite: Sprite) -> None:
+        try:
+            self._sprites.remove(sprite)
+        except ValueError:
+            pass  # not in the level: nothing to do
+
+    def remove_all_sprites(self) -> None:
+        self._sprites = []
+
+    def get_sprites(self) -> list[Sprite]:
+        return self._sprites.copy()
+
+    def get_sprites_by_name(self, name: str) -> list[Sprite]:
+        return [s for s in self._sprites if s._name == name]
+
+    def get_sprites_by_tag(self, tag: str) -> list[Sprite]:
+        return [s for s in self._sprites if tag in s._tags]
+
+    def get_sprites_by_tags(self, tags: list[str]) -> list[Sprite]:
+        if not tags:
+            return []
+        return [s for s in self._sprites if all(tag in s._tags for tag in tags)]
+
+    def get_sprites_by_any_tag(self, tags: list[str]) -> list[Sprite]:
+        if not tags:
+            return []
+        return [s for s in self._sprites if any(tag in s._tags for tag in tags)]
+
+    def get_all_tags(self) -> set[str]:
+        found: set[str] = set()
+        for sprite in self._sprites:
+            found.update(sprite._tags)
+        return found
+
+    def get_sprite_at(self, x: int, y: int, tag: str | None = None, ignore_collidable: bool = False) -> Sprite | None:
+        order = self._engine_order
+        if order is None or self._engine_order_dirty or len(order) != len(self._sprites):
+            # Stable sort, highest layer first; equal layers keep list order (earliest wins).
+            order = sorted(self._sprites, key=_layer_of, reverse=True)
+            self._engine_order = order
+            self._engine_order_dirty = False
+        for sprite in order:
+            if not ignore_collidable:
+                mode = sprite._interaction
+                if mode is not _TANGIBLE and mode is not _INVISIBLE:
+                    continue
+            if tag is not None and tag not in sprite._tags:
+                continue
+            sx = sprite._x
+            sy = sprite._y
+            if x < sx or y < sy:
+                continue
+            image = sprite._engine_image()
+            if x >= sx + image.w or y >= sy + image.h:
+                continue
+            if sprite._blocking is _PIXEL_PERFECT:
+                mask = image.solid_mask()
+                if mask is not None and not mask[y - sy, x - sx]:
+                    continue
+            return sprite
+        return None
+
+    def collides_with(self, sprite: Sprite, ignoreMode: bool = False) -> list[Sprite]:  # noqa: N803 - API name
+        return [other for other in self._sprites if sprites_collide(sprite, other, ignoreMode)]
+
+    # ------------------------------------------------------------------ properties and data
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def grid_size(self) -> tuple[int, int] | None:
+        return self._grid_size
+
+    @property
+    def placeable_areas(self) -> list[PlaceableArea]:
+        return self._placeable_areas
+
+    def get_data(self, key: str) -> Any:
+        return self._data.get(key)
+
+    def clone(self) -> Level:
+        return Level(
+            sprites=[sprite.clone() for sprite in self._sprites],
+            grid_size=self._grid_size,
+            data=copy_data(self._data),
+            name=self._name,
+            placeable_areas=self._placeable_areas,
+        )
+
+    # ------------------------------------------------------------------ copying
+    def __deepcopy__(self, memo: dict[int, Any]) -> Level:
+        cls = type(self)
+        new = cls.__new__(cls)
+        memo[id(self)] = new
+        state = new.__dict__
+        for key, value in self.__dict__.items():
+            if key == "_engine_order":
+                # The stale order is observable (Q4), so it is copied along with the sprites.
+                state[key] = None if value is None else [copy.deepcopy(s, memo) for s in value]
+            elif key == "_data":
+                state[key] = copy_data(value, memo)
+            else:
+                state[key] = copy.deepcopy(value, memo)
+        return new
+
+    def __repr__(self) -> str:
+        return f"Level(name={self._name!r}, sprites={len(self._sprites)}, grid_size={self._grid_size!r})"
+
+
+def _layer_of(sprite: Sprite) -> int:
+    return sprite._layer
