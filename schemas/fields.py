@@ -1,4 +1,7 @@
-"""Every column of every table, defined once.
+"""The field registry: every column of every table, defined exactly once.
+
+Definitions live beside their tables in one module per source (`schemas.meta`, `schemas.arc3`, ...);
+this module gathers them and refuses a name defined twice.
 
 Naming (CONVENTIONS.md): ids end in `_id`; booleans start with `is_`/`has_`; timestamps end in `_at`;
 durations carry their unit (`_s`, `_ms`); counts start with `n_`. A column with the same name means the
@@ -7,52 +10,12 @@ same thing in every table.
 
 from __future__ import annotations
 
-import polars as pl
-
 from schemas.model import Field
-
-UTC = pl.Datetime("us", "UTC")
-SHA256 = r"^[0-9a-f]{64}$"
-
-_FIELDS: list[Field] = [
-    # --- provenance -------------------------------------------------------------------------------
-    Field("file_id", pl.String, "sha256 of the ingested file's bytes; identifies a file version", regex=SHA256),
-    Field("file_path", pl.String, "path of the file as given to the command (absolute)"),
-    Field("file_name", pl.String, "base name of the file"),
-    Field("n_bytes", pl.Int64, "size of the file in bytes", ge=0),
-    Field("source_format", pl.String, "detected (or forced) input format of the file"),
-    Field("detection_evidence", pl.String, "why the format detector chose source_format", nullable=True),
-    Field("line_number", pl.Int64, "1-based line number in the source file (JSONL)", ge=1),
-    Field("row_number", pl.Int64, "1-based data row number in the source file (CSV, header excluded)", ge=1),
-    Field("source_location", pl.String, "where in the file: 'line 12', 'row 7', or 'file'"),
-    Field("raw_text", pl.String, "the offending text exactly as read (truncated to 4 KiB)", nullable=True),
-    Field("content_sha256", pl.String, "sha256 of the raw line or row text", regex=SHA256),
-    Field("ingested_at", UTC, "when the file was ingested"),
-    Field("run_id", pl.String, "id of the arcstudy run that wrote the row"),
-    Field("n_records_loaded", pl.Int64, "records that landed in core tables", ge=0),
-    Field("n_records_quarantined", pl.Int64, "records sent to quarantine", ge=0),
-    Field("flags", pl.List(pl.String), "quality flags raised for this record (see the data dictionary)"),
-    # --- quarantine -------------------------------------------------------------------------------
-    Field("quarantine_id", pl.String, "stable id of a quarantined record: sha256(file_id, location, reason)"),
-    Field("target_table", pl.String, "the table the record was meant for", nullable=True),
-    Field("column_name", pl.String, "the column at fault, when one is", nullable=True),
-    Field("check_name", pl.String, "the rule that failed (pandera check or ingest rule id)"),
-    Field("failing_value", pl.String, "the failing value as text", nullable=True),
-    Field("reason", pl.String, "what is wrong, in words a person can act on"),
-    # --- runs (manifests) -------------------------------------------------------------------------
-    Field("command", pl.String, "the arcstudy command line that ran"),
-    Field("started_at", UTC, "when the run started"),
-    Field("finished_at", UTC, "when the run finished", nullable=True),
-    Field("arcstudy_version", pl.String, "version of arcstudy that ran"),
-    Field("git_commit", pl.String, "git commit of the arcstudy checkout, when known", nullable=True),
-    Field("is_git_dirty", pl.Boolean, "the checkout had uncommitted changes", nullable=True),
-    Field("exit_code", pl.Int64, "0 ok, 1 error, 2 usage, 3 completed with rejected input", nullable=True),
-    Field("manifest_json", pl.String, "the full run manifest as JSON"),
-]
+from schemas.sources import SOURCE_MODULES
 
 FIELDS: dict[str, Field] = {}
-for _f in _FIELDS:
-    if _f.name in FIELDS:
-        raise ValueError(f"field {_f.name} defined twice")
-    FIELDS[_f.name] = _f
-
+for _module in SOURCE_MODULES:
+    for _f in _module.FIELDS:
+        if _f.name in FIELDS:
+            raise ValueError(f"field {_f.name!r} defined twice ({_module.__name__} and an earlier module)")
+        FIELDS[_f.name] = _f

@@ -1,0 +1,182 @@
+"""ARC-AGI-3 JSON documents: environment `metadata.json` (spec/formats.md §B) and scorecards (§C).
+
+Scorecards come in three shapes: the scored summary (`environments[].runs[]`, from the toolkit or from
+`arcstudy score`), the REST card wrapper (`{won, played, cards}`) and a bare per-game `Card`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from pipeline.ingest.arc3_cards import card_rows
+from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
+from pipeline.ingest.formats import Head, InputFormat, register
+from schemas.validate import conform
+
+METADATA_KEYS = {"baseline_actions", "title", "default_fps", "tags", "class_name", "date_downloaded",
+                 "level_tags", "private_tags", "local_dir", "date_created"}
+CARD_KEYS = {"game_id", "total_plays", "actions", "states"}
+
+
+def _load_json_document(ctx: FileContext) -> Any:
+    try:
+        text = ctx.path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise FileRejected(f"not UTF-8 text ({err.reason})", "not_utf8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise FileRejected(f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})", "invalid_json",
+                           f"line {err.lineno}", clip(text.splitlines()[err.lineno - 1] if text else "")) from None
+
+
+def _whole_json(head: Head) -> Any:
+    if not head.text.lstrip().startswith("{"):
+        return None
+    if not head.is_complete:
+        return "partial"
+    try:
+        return json.loads(head.text)
+    except json.JSONDecodeError:
+        return None
+
+
+# ------------------------------------------------------------------------------------------------ metadata
+def sniff_metadata(head: Head) -> str | None:
+    obj = _whole_json(head)
+    if isinstance(obj, dict) and isinstance(obj.get("game_id"), str) and METADATA_KEYS & obj.keys() \
+            and not CARD_KEYS <= obj.keys():
+        return f"JSON object with game_id and metadata keys {sorted(METADATA_KEYS & obj.keys())}"
+    if obj is None and head.path.name == "metadata.json":
+        return "file named metadata.json (content will be checked)"
+    return None
+
+
+def _positive_int_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+
+
+def read_metadata(ctx: FileContext) -> ReaderOutput:
+    doc = _load_json_document(ctx)
+    if not isinstance(doc, dict):
+        raise FileRejected("metadata.json must hold a JSON object", "bad_metadata")
+    game_id = doc.get("game_id")
+    if not isinstance(game_id, str) or not re.fullmatch(r"[a-z0-9]{4}-[0-9a-f]{8,12}", game_id):
+        raise FileRejected(f"game_id {game_id!r} is missing or not `<code>-<version>`", "bad_game_id")
+    code, version = game_id.split("-", 1)
+    folder_version, folder_code = ctx.path.parent.name, ctx.path.parent.parent.name
+    if ctx.path.name == "metadata.json" and folder_code == code and folder_version != version:
+        raise FileRejected(f"game_id {game_id} does not match its folder {folder_code}/{folder_version}",
+                           "game_id_folder_mismatch")
+    baseline = doc.get("baseline_actions")
+    flags = []
+    if baseline is not None and not _positive_int_list(baseline):
+        raise FileRejected(f"baseline_actions must be a list of positive integers, got {baseline!r} (zeros or "
+                           "negatives silently score 0 in the toolkit)", "bad_baseline_actions")
+    if not baseline:
+        flags.append("baseline_missing")
+    downloaded = None
+    if isinstance(doc.get("date_downloaded"), str):
+        try:
+            downloaded = datetime.fromisoformat(doc["date_downloaded"].replace("Z", "+00:00"))
+            downloaded = downloaded if downloaded.tzinfo else downloaded.replace(tzinfo=UTC)
+        except ValueError:
+            flags.append("bad_date_downloaded")
+    out = ReaderOutput(flags=flags)
+    out.tables["core_arc3__environments"] = conform("core_arc3__environments", [{
+        "game_id": game_id, "file_id": ctx.file_id, "game_code": code, "version": version,
+        "title": doc.get("title"), "default_fps": doc.get("default_fps"), "tags": doc.get("tags"),
+        "baseline_actions": baseline, "date_downloaded": downloaded,
+        "class_name": doc.get("class_name") or code.capitalize(),
+        "metadata_json": json.dumps(doc, sort_keys=True), "flags": flags,
+    }])
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ scorecards
+def sniff_scorecard(head: Head) -> str | None:
+    obj = _whole_json(head)
+    if obj == "partial":
+        start = head.text[:4000]
+        if '"environments"' in start or '"cards"' in start:
+            return "large JSON object with environments/cards keys (scorecard)"
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("environments"), list):
+        return "scored summary: `environments[].runs[]`"
+    if isinstance(obj.get("cards"), dict):
+        return "card wrapper: `{won, played, cards}`"
+    if CARD_KEYS <= obj.keys():
+        return "a bare per-game Card"
+    return None
+
+
+def read_scorecard(ctx: FileContext) -> ReaderOutput:
+    doc = _load_json_document(ctx)
+    out = ReaderOutput()
+    if not isinstance(doc, dict):
+        raise FileRejected("a scorecard must be a JSON object", "bad_scorecard")
+    if isinstance(doc.get("environments"), list):
+        _scored_summary(ctx, doc, out)
+    else:
+        cards = doc["cards"] if isinstance(doc.get("cards"), dict) else {doc.get("game_id"): doc}
+        rows, rejects, flags = card_rows(ctx, cards, None, None, [])
+        out.tables["core_arc3__card_plays"] = conform("core_arc3__card_plays", rows)
+        out.rejects.extend(rejects)
+        out.flags.extend(flags)
+    return out
+
+
+def _scored_summary(ctx: FileContext, doc: dict, out: ReaderOutput) -> None:
+    policy = doc.get("scoring_policy") or doc.get("policy_id")
+    policy_id = policy.get("policy_id") if isinstance(policy, dict) else policy
+    runs = []
+    for e_i, env in enumerate(doc["environments"]):
+        if not isinstance(env, dict) or not isinstance(env.get("id"), str):
+            out.rejects.append(Reject(f"environments[{e_i}]", "bad_environment",
+                                      "environment entry without a string `id`", clip(json.dumps(env)),
+                                      "core_arc3__scorecard_runs"))
+            continue
+        for r_i, run in enumerate(env.get("runs") or []):
+            if not isinstance(run, dict):
+                out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", "bad_run", "run is not an object",
+                                          clip(json.dumps(run)), "core_arc3__scorecard_runs"))
+                continue
+            lists = [run.get(k) for k in ("level_scores", "level_actions", "level_baseline_actions")]
+            if len({len(v) for v in lists if isinstance(v, list)}) > 1:
+                out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", "parallel_lists_differ",
+                                          "level_scores, level_actions and level_baseline_actions differ in length",
+                                          clip(json.dumps(run)), "core_arc3__scorecard_runs"))
+                continue
+            runs.append({
+                "file_id": ctx.file_id, "card_id": doc.get("card_id"), "policy_id": policy_id,
+                "game_id": env["id"], "run_index": r_i, "guid": run.get("guid"), "score": run.get("score"),
+                "levels_completed": run.get("levels_completed"), "actions": run.get("actions"),
+                "resets": run.get("resets"), "state": run.get("state"), "is_completed": run.get("completed"),
+                "level_scores": run.get("level_scores"), "level_actions": run.get("level_actions"),
+                "level_baseline_actions": run.get("level_baseline_actions"), "message": run.get("message"),
+            })
+    out.tables["core_arc3__scorecard_runs"] = conform("core_arc3__scorecard_runs", runs)
+    out.tables["core_arc3__scorecards"] = conform("core_arc3__scorecards", [{
+        "file_id": ctx.file_id, "card_id": doc.get("card_id"), "policy_id": policy_id, "score": doc.get("score"),
+        "scorecard_json": json.dumps(doc, sort_keys=True),
+    }])
+    if any(-1 in (r["level_baseline_actions"] or []) for r in runs):
+        out.flags.append("unscored_runs")
+
+
+register(InputFormat(
+    name="arc3-metadata",
+    description="ARC-AGI-3 environment metadata.json (game id, baseline actions, tags)",
+    reader=read_metadata, sniff=sniff_metadata, tables=("core_arc3__environments",),
+))
+register(InputFormat(
+    name="arc3-scorecard",
+    description="ARC-AGI-3 scorecard JSON: scored summary, card wrapper or bare card (toolkit or arcstudy)",
+    reader=read_scorecard, sniff=sniff_scorecard,
+    tables=("core_arc3__scorecard_runs", "core_arc3__scorecards", "core_arc3__card_plays"),
+))

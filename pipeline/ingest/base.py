@@ -1,0 +1,72 @@
+"""What every reader returns, and the vocabulary for bad input.
+
+A reader turns one file into frames for schema tables plus `Reject`s. It never writes to the database and
+never raises for bad content: a bad line or row becomes a `Reject` (quarantined, the rest loads); only a
+file that cannot be used at all raises `FileRejected` (the whole file is refused, the run goes on).
+Verdicts follow spec/formats.md: reject (file), quarantine (line/row/play), flag (loaded, marked),
+normalize (loaded after a documented rewrite; the raw layer keeps the original).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+MAX_RAW_TEXT = 4096
+
+
+def clip(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return text if len(text) <= MAX_RAW_TEXT else text[:MAX_RAW_TEXT] + f"... [{len(text) - MAX_RAW_TEXT} more chars]"
+
+
+class FileRejected(Exception):
+    """The whole file is refused (nothing from it loads); the message says why, for a person."""
+
+    def __init__(self, reason: str, check: str = "file_rejected", location: str = "file", raw_text: str | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.check = check
+        self.location = location
+        self.raw_text = raw_text
+
+
+@dataclass(frozen=True)
+class Reject:
+    """One quarantined line, row or play."""
+
+    location: str  # "line 12", "row 7", "play 2", "file"
+    check: str  # short rule id, e.g. "invalid_json", "unknown_action"
+    reason: str  # what is wrong, in words a person can act on
+    raw_text: str | None = None
+    target_table: str | None = None
+    column: str | None = None
+    value: str | None = None
+
+
+@dataclass
+class FileContext:
+    path: Path
+    file_id: str
+    run_id: str
+    ingested_at: datetime
+    keep_frames: bool = False
+    frames_dir: Path | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ReaderOutput:
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    rejects: list[Reject] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)  # file-level quality flags
+    written_files: list[Path] = field(default_factory=list)  # side outputs (frame Parquet)
+    detection_evidence: str | None = None  # the reader's finer-grained variant detection, if any
+
+    def n_records(self) -> int:
+        return sum(df.height for df in self.tables.values())

@@ -1,0 +1,65 @@
+"""The format registry: each input format names its reader, its sniffer and the tables it writes.
+
+Detection is by content (the first KiB of the file and its name), in registry order; `--format NAME`
+overrides it. A reader module registers its formats at import (see `pipeline.ingest.READER_MODULES`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.ingest.base import FileContext, ReaderOutput
+
+HEAD_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Head:
+    """What sniffers look at: the file name and the beginning of the file."""
+
+    path: Path
+    text: str  # decoded (utf-8, errors replaced) first HEAD_BYTES bytes
+    first_line: str
+    is_complete: bool  # the whole file fits in `text`
+
+
+@dataclass(frozen=True)
+class InputFormat:
+    name: str
+    description: str
+    reader: Callable[[FileContext], ReaderOutput]
+    sniff: Callable[[Head], str | None]  # evidence text when the file looks like this format, else None
+    tables: tuple[str, ...]  # every table the reader may write (a re-ingest clears them for the file)
+
+
+FORMATS: dict[str, InputFormat] = {}
+
+
+def register(fmt: InputFormat) -> InputFormat:
+    if fmt.name in FORMATS:
+        raise ValueError(f"input format {fmt.name!r} registered twice")
+    FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def read_head(path: Path) -> Head:
+    with open(path, "rb") as fh:
+        raw = fh.read(HEAD_BYTES + 1)
+    complete = len(raw) <= HEAD_BYTES
+    text = raw[:HEAD_BYTES].decode("utf-8", errors="replace").lstrip("\ufeff")
+    first_line = text.split("\n", 1)[0].strip()
+    return Head(path=path, text=text, first_line=first_line, is_complete=complete)
+
+
+def detect(path: Path) -> tuple[InputFormat | None, str]:
+    """The first registered format whose sniffer recognises the file, with the evidence."""
+    head = read_head(path)
+    if not head.text.strip():
+        return None, "the file is empty"
+    for fmt in FORMATS.values():
+        evidence = fmt.sniff(head)
+        if evidence:
+            return fmt, evidence
+    return None, f"content not recognised (starts with {head.first_line[:80]!r})"

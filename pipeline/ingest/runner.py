@@ -1,0 +1,252 @@
+"""Ingest orchestration: hash, skip or replace, detect, read, validate, quarantine, write atomically.
+
+Guarantees (CONVENTIONS.md, issue "Ingest"):
+- idempotent: a file whose content hash is already in `raw_ingest__files` is skipped (`force` re-reads it);
+  a changed file at a path ingested before replaces the older version, so plays are never counted twice;
+- atomic per file: everything a file produces is written in one transaction, or nothing is;
+- lossless and loud: every rejected line, row, play or file lands in `quarantine` with its location, the raw
+  text and a reason, and the caller's exit code says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
+from pipeline.ingest.formats import FORMATS, InputFormat, detect
+from pipeline.manifest import sha256_file
+from pipeline.workspace import Workspace
+from schemas import validate_frame
+from schemas.validate import conform
+
+SKIP_DIR_NAMES = {".git", "__pycache__", ".venv"}
+# Not inputs: test sidecars beside sample recordings, and game source code in environment folders
+# (game code is only ever executed by the engine, from folders the user names).
+SKIPPED_SUFFIXES = (".expected.json", ".py", ".pyc")
+
+
+@dataclass
+class FileReport:
+    path: Path
+    status: str  # "loaded", "skipped", "replaced", "rejected", "unreadable"
+    source_format: str | None = None
+    n_loaded: int = 0
+    n_quarantined: int = 0
+    message: str = ""
+    tables: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class IngestReport:
+    files: list[FileReport] = field(default_factory=list)
+
+    @property
+    def n_quarantined(self) -> int:
+        return sum(f.n_quarantined for f in self.files)
+
+    @property
+    def has_rejections(self) -> bool:
+        return any(f.n_quarantined or f.status in ("rejected", "unreadable") for f in self.files)
+
+
+def expand_paths(paths: list[Path]) -> list[Path]:
+    """Files as given, and every file below the directories given (sorted, hidden and sidecars skipped)."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                if not f.is_file() or any(part in SKIP_DIR_NAMES or part.startswith(".") for part in f.relative_to(p).parts):
+                    continue
+                if f.name.endswith(SKIPPED_SUFFIXES):
+                    continue
+                out.append(f)
+        else:
+            out.append(p)
+    return out
+
+
+def _quarantine_rows(ctx: FileContext, fmt_name: str | None, rejects: list[Reject]) -> pl.DataFrame:
+    rows = []
+    for r in rejects:
+        key = f"{ctx.file_id}|{ctx.path}|{r.location}|{r.check}|{r.column}|{r.reason}".encode()
+        rows.append({
+            "quarantine_id": hashlib.sha256(key).hexdigest(),
+            "run_id": ctx.run_id,
+            "file_id": ctx.file_id,
+            "file_path": str(ctx.path),
+            "source_format": fmt_name,
+            "source_location": r.location,
+            "target_table": r.target_table,
+            "column_name": r.column,
+            "check_name": r.check,
+            "failing_value": clip(r.value),
+            "reason": r.reason,
+            "raw_text": clip(r.raw_text),
+        })
+    return conform("quarantine", rows).unique("quarantine_id", keep="first", maintain_order=True)
+
+
+def _location_column(df: pl.DataFrame) -> str | None:
+    for col in ("line_number", "row_number"):
+        if col in df.columns:
+            return col
+    return None
+
+
+def validate_output(output: ReaderOutput) -> None:
+    """Run each table's schema; rows that fail move from the table to the rejects, one reject per failure."""
+    for name, df in list(output.tables.items()):
+        df = conform(name, df)
+        result = validate_frame(name, df)
+        if result.failures:
+            loc_col = _location_column(df)
+            for f in result.failures:
+                if f.row is None:
+                    location = "file"
+                elif loc_col is not None and df[loc_col][f.row] is not None:
+                    unit = "line" if loc_col == "line_number" else "row"
+                    location = f"{unit} {df[loc_col][f.row]}"
+                else:
+                    location = f"record {f.row + 1}"
+                raw = None if f.row is None else str(df.row(f.row, named=True))
+                output.rejects.append(Reject(location, f.check, f.reason, raw, name, f.column, f.value))
+        output.tables[name] = result.valid
+
+
+def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids: list[str]) -> None:
+    """Primary keys are checked on load across files too: a row whose key another file already loaded is
+    quarantined (naming that file) instead of silently doubling a play, session or participant."""
+    from schemas import TABLES
+
+    for name, df in list(output.tables.items()):
+        key = list(TABLES[name].primary_key)
+        if "file_id" in key or df.height == 0 or not ws.has_table(name):
+            continue
+        ws.con.register("_keys", df.select(key).to_arrow())
+        try:
+            cond = " AND ".join(f"t.{k} = n.{k}" for k in key)
+            placeholders = ", ".join("?" for _ in own_file_ids)
+            clash = ws.read(
+                f"SELECT {', '.join('n.' + k for k in key)}, any_value(t.file_id) AS other_file_id, "
+                f"any_value(f.file_path) AS other_path FROM _keys n JOIN {name} t ON {cond} "
+                f"LEFT JOIN raw_ingest__files f ON f.file_id = t.file_id "
+                f"WHERE t.file_id NOT IN ({placeholders}) GROUP BY {', '.join('n.' + k for k in key)}",
+                own_file_ids,
+            )
+        finally:
+            ws.con.unregister("_keys")
+        if clash.height == 0:
+            continue
+        loc_col = _location_column(df)
+        for row in clash.iter_rows(named=True):
+            key_text = ", ".join(f"{k}={row[k]!r}" for k in key)
+            match = df.with_row_index("__i").filter(pl.all_horizontal([pl.col(k) == row[k] for k in key]))
+            for rec in match.iter_rows(named=True):
+                unit = "line" if loc_col == "line_number" else "row"
+                location = f"{unit} {rec[loc_col]}" if loc_col else f"record {rec['__i'] + 1}"
+                output.rejects.append(Reject(location, "duplicate_across_files",
+                                             f"{name} already holds ({key_text}) from {row['other_path']}",
+                                             str({k: v for k, v in rec.items() if k != '__i'}), name))
+        bad = clash.select(key)
+        output.tables[name] = df.join(bad, on=key, how="anti")
+
+
+def ingest_file(ws: Workspace, path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
+                keep_frames: bool = False, frames_dir: Path | None = None) -> FileReport:
+    path = path.resolve()
+    now = datetime.now(UTC)
+    try:
+        file_id = sha256_file(path)
+        n_bytes = path.stat().st_size
+    except OSError as err:
+        ctx = FileContext(path, None, run_id, now)  # type: ignore[arg-type]
+        _write_file_failure(ws, ctx, None, "unreadable", f"cannot read the file: {err.strerror or err}")
+        return FileReport(path, "unreadable", message=str(err), n_quarantined=1)
+
+    ctx = FileContext(path, file_id, run_id, now, keep_frames=keep_frames, frames_dir=frames_dir)
+    known = ws.read("SELECT file_id FROM raw_ingest__files WHERE file_id = ?", [file_id])
+    if known.height and not force:
+        return FileReport(path, "skipped", message="already ingested (same content hash); --force re-reads it")
+
+    fmt: InputFormat | None
+    if fmt_name == "auto":
+        try:
+            fmt, evidence = detect(path)
+        except OSError as err:
+            _write_file_failure(ws, ctx, None, "unreadable", f"cannot read the file: {err}")
+            return FileReport(path, "unreadable", message=str(err), n_quarantined=1)
+        if fmt is None:
+            _write_file_failure(ws, ctx, None, "unknown_format",
+                                f"format not recognised: {evidence}; pass --format to force one")
+            return FileReport(path, "rejected", message=evidence, n_quarantined=1)
+    else:
+        fmt, evidence = FORMATS[fmt_name], "forced with --format"
+
+    try:
+        output = fmt.reader(ctx)
+    except FileRejected as err:
+        _write_file_failure(ws, ctx, fmt.name, err.check, err.reason, err.location, err.raw_text)
+        return FileReport(path, "rejected", fmt.name, message=err.reason, n_quarantined=1)
+    except (UnicodeDecodeError, OSError) as err:
+        _write_file_failure(ws, ctx, fmt.name, "unreadable", f"cannot read the file as {fmt.name}: {err}")
+        return FileReport(path, "unreadable", fmt.name, message=str(err), n_quarantined=1)
+
+    validate_output(output)
+    replaced = ws.read("SELECT file_id FROM raw_ingest__files WHERE file_path = ? AND file_id <> ?",
+                       [str(path), file_id])["file_id"].to_list()
+    drop_cross_file_duplicates(ws, output, [file_id, *replaced])
+    quarantine = _quarantine_rows(ctx, fmt.name, output.rejects)
+    file_row = conform("raw_ingest__files", [{
+        "file_id": file_id, "file_path": str(path), "file_name": path.name, "n_bytes": n_bytes,
+        "source_format": fmt.name, "detection_evidence": output.detection_evidence or evidence, "ingested_at": now, "run_id": run_id,
+        "n_records_loaded": output.n_records(), "n_records_quarantined": quarantine.height,
+        "flags": sorted(set(output.flags)),
+    }])
+
+    with ws.transaction() as con:
+        for old_id in [file_id, *replaced]:
+            _delete_file_rows(ws, con, old_id)
+        ws.insert_frame("raw_ingest__files", file_row, con=con)
+        for name, df in output.tables.items():
+            ws.insert_frame(name, df, con=con, validate=False)  # validated above
+        ws.insert_frame("quarantine", quarantine, con=con)
+
+    status = "replaced" if replaced else "loaded"
+    message = f"replaced {len(replaced)} older version(s) of this path" if replaced else ""
+    return FileReport(path, status, fmt.name, output.n_records(), quarantine.height, message,
+                      {n: df.height for n, df in output.tables.items()})
+
+
+def _delete_file_rows(ws: Workspace, con, file_id: str) -> None:
+    """Remove everything an earlier ingest of `file_id` wrote (tables of every format carry file_id)."""
+    from schemas import TABLES
+
+    for name, table in TABLES.items():
+        if "file_id" in table.columns and ws.has_table(name):
+            con.execute(f"DELETE FROM {name} WHERE file_id = ?", [file_id])
+
+
+def _write_file_failure(ws: Workspace, ctx: FileContext, fmt_name: str | None, check: str, reason: str,
+                        location: str = "file", raw_text: str | None = None) -> None:
+    rows = _quarantine_rows(ctx, fmt_name, [Reject(location, check, reason, raw_text)])
+    with ws.transaction() as con:
+        if ctx.file_id:
+            con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])
+        ws.insert_frame("quarantine", rows, con=con)
+
+
+def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str = "auto", force: bool = False,
+                 keep_frames: bool = False, frames_dir: Path | None = None, progress=None) -> IngestReport:
+    if fmt_name != "auto" and fmt_name not in FORMATS:
+        raise ValueError(f"unknown format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")
+    report = IngestReport()
+    files = expand_paths(paths)
+    for path in (progress(files, "ingesting", len(files)) if progress else files):
+        report.files.append(ingest_file(ws, path, run_id=run_id, fmt_name=fmt_name, force=force,
+                                        keep_frames=keep_frames, frames_dir=frames_dir))
+    return report

@@ -1,0 +1,137 @@
+"""The study-session manifest (`arcstudy-study-manifest/1`), our own format, documented in the README.
+
+It links recordings (by guid) to sessions and participants. Entries that contradict each other are
+quarantined one by one (a session of an unknown participant, a play in an unknown session, a play whose
+participant differs from its session's, a session ending before it starts); the rest loads.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pipeline.ingest.arc3_json import _load_json_document, _whole_json
+from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
+from pipeline.ingest.formats import Head, InputFormat, register
+from schemas.validate import conform
+
+FORMAT_ID = "arcstudy-study-manifest/1"
+
+
+def sniff(head: Head) -> str | None:
+    if f'"{FORMAT_ID}"' in head.text[:2000]:
+        return f"JSON document declaring format {FORMAT_ID}"
+    obj = _whole_json(head)
+    if isinstance(obj, dict) and {"participants", "sessions", "plays"} <= obj.keys():
+        return "JSON object with participants, sessions and plays"
+    return None
+
+
+def _time(value: Any) -> datetime | None | str:
+    """A timezone-aware timestamp, None when absent, or an error message."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return f"expected an ISO-8601 string, got {value!r}"
+    try:
+        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return f"{value!r} is not ISO-8601"
+    return ts if ts.tzinfo else f"{value!r} has no UTC offset"
+
+
+def read_manifest(ctx: FileContext) -> ReaderOutput:
+    doc = _load_json_document(ctx)
+    if not isinstance(doc, dict):
+        raise FileRejected("a study manifest must be a JSON object", "bad_manifest")
+    if doc.get("format") not in (None, FORMAT_ID):
+        raise FileRejected(f"unsupported manifest format {doc.get('format')!r} (this version reads {FORMAT_ID})",
+                           "unsupported_version")
+    for key in ("participants", "sessions", "plays"):
+        if not isinstance(doc.get(key), list):
+            raise FileRejected(f"`{key}` must be a list", "bad_manifest")
+    study_id = doc.get("study_id") or ctx.path.stem
+    out = ReaderOutput()
+
+    def reject(kind: str, i: int, check: str, reason: str, entry: Any, table: str, column: str | None = None):
+        out.rejects.append(Reject(f"{kind}[{i}]", check, reason, clip(json.dumps(entry, default=str)), table, column))
+
+    participants: dict[str, dict] = {}
+    for i, p in enumerate(doc["participants"]):
+        pid = p.get("participant_id") if isinstance(p, dict) else None
+        if not isinstance(pid, str) or not pid:
+            reject("participants", i, "missing_id", "participant without a participant_id", p,
+                   "core_study__participants", "participant_id")
+            continue
+        if pid in participants:
+            reject("participants", i, "duplicate_id", f"participant {pid} is listed twice", p,
+                   "core_study__participants", "participant_id")
+            continue
+        attrs = {k: v for k, v in p.items() if k not in ("participant_id", "cohort", "site")}
+        participants[pid] = {"participant_id": pid, "file_id": ctx.file_id, "study_id": study_id,
+                             "cohort": p.get("cohort"), "site": p.get("site"),
+                             "attributes_json": json.dumps(attrs, sort_keys=True) if attrs else None}
+
+    sessions: dict[str, dict] = {}
+    for i, s in enumerate(doc["sessions"]):
+        if not isinstance(s, dict) or not isinstance(s.get("session_id"), str):
+            reject("sessions", i, "missing_id", "session without a session_id", s, "core_study__sessions", "session_id")
+            continue
+        sid, pid = s["session_id"], s.get("participant_id")
+        started, ended = _time(s.get("started_at")), _time(s.get("ended_at"))
+        problem = None
+        if pid not in participants:
+            problem = ("unknown_participant", f"session {sid} names participant {pid!r}, who is not in participants",
+                       "participant_id")
+        elif sid in sessions:
+            problem = ("duplicate_id", f"session {sid} is listed twice", "session_id")
+        elif isinstance(started, str) or isinstance(ended, str):
+            problem = ("bad_timestamp", f"session {sid}: {started if isinstance(started, str) else ended}",
+                       "started_at" if isinstance(started, str) else "ended_at")
+        elif started and ended and ended < started:
+            problem = ("ends_before_start", f"session {sid} ends ({ended}) before it starts ({started})", "ended_at")
+        if problem:
+            reject("sessions", i, problem[0], problem[1], s, "core_study__sessions", problem[2])
+            continue
+        sessions[sid] = {"session_id": sid, "file_id": ctx.file_id, "study_id": study_id, "participant_id": pid,
+                         "started_at": started, "ended_at": ended, "site": s.get("site"),
+                         "cohort": s.get("cohort"), "protocol": s.get("protocol")}
+
+    plays: dict[str, dict] = {}
+    for i, p in enumerate(doc["plays"]):
+        if not isinstance(p, dict) or not isinstance(p.get("guid"), str):
+            reject("plays", i, "missing_id", "play without a guid", p, "core_study__session_plays", "guid")
+            continue
+        guid, sid = p["guid"], p.get("session_id")
+        session = sessions.get(sid)
+        problem = None
+        if session is None:
+            problem = ("unknown_session", f"play {guid} names session {sid!r}, which is not in sessions (or was "
+                       "rejected)", "session_id")
+        elif p.get("participant_id") not in (None, session["participant_id"]):
+            problem = ("contradicts_session", f"play {guid} says participant {p.get('participant_id')!r} but its "
+                       f"session {sid} belongs to {session['participant_id']!r}", "participant_id")
+        elif guid in plays:
+            problem = ("duplicate_id", f"play {guid} is listed twice", "guid")
+        elif not isinstance(p.get("is_first_run", True), bool):
+            problem = ("bad_value", f"play {guid}: is_first_run must be true or false", "is_first_run")
+        if problem:
+            reject("plays", i, problem[0], problem[1], p, "core_study__session_plays", problem[2])
+            continue
+        plays[guid] = {"guid": guid, "file_id": ctx.file_id, "study_id": study_id, "session_id": sid,
+                       "participant_id": session["participant_id"], "game_id": p.get("game_id"),
+                       "order_in_session": p.get("order_in_session"), "is_first_run": p.get("is_first_run", True)}
+
+    out.tables["core_study__participants"] = conform("core_study__participants", list(participants.values()))
+    out.tables["core_study__sessions"] = conform("core_study__sessions", list(sessions.values()))
+    out.tables["core_study__session_plays"] = conform("core_study__session_plays", list(plays.values()))
+    return out
+
+
+register(InputFormat(
+    name="study-manifest",
+    description=f"arcstudy study-session manifest ({FORMAT_ID}): participants, sessions, plays",
+    reader=read_manifest, sniff=sniff,
+    tables=("core_study__participants", "core_study__sessions", "core_study__session_plays"),
+))

@@ -1,0 +1,178 @@
+"""ARC-AGI-3 recordings, environment metadata and scorecards (spec/formats.md §A-C)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from schemas.model import Field, Table
+
+UTC = pl.Datetime("us", "UTC")
+SHA256 = r"^[0-9a-f]{64}$"
+STATES = ("NOT_PLAYED", "NOT_FINISHED", "WIN", "GAME_OVER")
+GAME_ID = r"^[a-z0-9]{4}(-[0-9a-f]{8}|-[0-9a-f]{12})?$"
+
+FIELDS: list[Field] = [
+    Field("game_id", pl.String, "game and version, `<code>-<version>` (e.g. `ls20-9607627b`); the bare 4-char "
+          "code when a source gives no version", regex=GAME_ID),
+    Field("game_code", pl.String, "the 4-character game code (`ls20`)", regex=r"^[a-z0-9]{4}$"),
+    Field("guid", pl.String, "session id of the environment instance (stays the same across full resets)"),
+    Field("play_id", pl.String, "one play = the span between full resets: `<guid>/<play_index>`"),
+    Field("play_index", pl.Int64, "0-based index of the play within its recording file", ge=0),
+    Field("step_index", pl.Int64, "0-based index of the frame line within its recording file", ge=0),
+    Field("recorded_at", UTC, "wall-clock time the line was written (UTC)", nullable=True),
+    Field("line_kind", pl.String, "what the line holds", isin=("frame", "usage", "scorecard", "other")),
+    Field("raw_json", pl.String, "the line as written, with frame pixel arrays replaced by their count "
+          "(pixels are summarised by frame hashes in core tables and kept in Parquet with --keep-frames)"),
+    Field("action_id", pl.Int64, "action id as recorded: 0 RESET, 1-5 ACTION1-5, 6 click, 7 undo", ge=0, le=7),
+    Field("action_name", pl.String, "action as named by the engine",
+          isin=("RESET", "ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION5", "ACTION6", "ACTION7")),
+    Field("click_x", pl.Int64, "ACTION6 display column 0-63", nullable=True, ge=0, le=63),
+    Field("click_y", pl.Int64, "ACTION6 display row 0-63", nullable=True, ge=0, le=63),
+    Field("state", pl.String, "game state after the action", isin=STATES),
+    Field("levels_completed", pl.Int64, "levels completed so far in the current play (preview: `score`)",
+          ge=0, le=254),
+    Field("win_levels", pl.Int64, "levels needed to win; 0 on post-terminal echoes; null when the build "
+          "did not report it", nullable=True, ge=0, le=254),
+    Field("is_full_reset", pl.Boolean, "the engine reported this RESET as a full reset (null: field absent)",
+          nullable=True),
+    Field("available_actions", pl.List(pl.Int64), "action ids the game accepted after this action",
+          nullable=True),
+    Field("n_frames", pl.Int64, "animation frames returned by the action; null when the recording has no "
+          "frames", nullable=True, ge=0),
+    Field("frame_sha256s", pl.List(pl.String), "sha256 of each frame's 4096 uint8 cells, row-major "
+          "(the conformance kit's definition)", nullable=True),
+    Field("last_frame_sha256", pl.String, "sha256 of the settled (last) frame", nullable=True, regex=SHA256),
+    Field("frames_file", pl.String, "Parquet file holding this line's frames (ingest --keep-frames)",
+          nullable=True),
+    Field("is_post_terminal", pl.Boolean, "a non-RESET action sent after WIN/GAME_OVER: echoed, never counted"),
+    Field("reasoning_json", pl.String, "the client's opaque reasoning blob as JSON text", nullable=True),
+    Field("recording_variant", pl.String, "recording writer (spec/formats.md §A)",
+          isin=("toolkit", "human-dataset", "benchmarking", "preview-2025")),
+    Field("schema_generation", pl.String, "field generation of frame records",
+          isin=("2026", "preview-2025")),
+    Field("first_line_number", pl.Int64, "first line of the play in its file", ge=1),
+    Field("last_line_number", pl.Int64, "last line of the play in its file", ge=1),
+    Field("n_steps", pl.Int64, "frame lines in the play (post-terminal echoes included)", ge=0),
+    Field("ended_at", UTC, "time of the play's last line", nullable=True),
+    Field("has_frames", pl.Boolean, "the recording carries frame pixels"),
+    Field("is_only_reset_levels", pl.Boolean, "recorded with ONLY_RESET_LEVELS semantics (human testing)"),
+    Field("is_action_ids_lost", pl.Boolean, "the benchmarking defect: every action id recorded as 0, so "
+          "actions cannot be counted from the lines"),
+    Field("has_leading_reset", pl.Boolean, "the play's file starts with the RESET that opens the session"),
+    # usage lines (agents/benchmarking recorder)
+    Field("n_tokens", pl.Int64, "LLM tokens of this call", nullable=True, ge=0),
+    Field("n_total_tokens", pl.Int64, "LLM tokens so far", nullable=True, ge=0),
+    Field("conversation_length", pl.Int64, "messages in the conversation", nullable=True, ge=0),
+    Field("assistant_text", pl.String, "the assistant message", nullable=True),
+    # cards (per-game scorecard slots)
+    Field("slot_index", pl.Int64, "0-based play slot in the card", ge=0),
+    Field("is_file_play", pl.Boolean, "this slot is the recording file's own play (chosen by filename guid)"),
+    Field("card_actions", pl.Int64, "counted actions of the slot, as the card says", ge=0),
+    Field("card_resets", pl.Int64, "level resets of the slot, as the card says", nullable=True, ge=0),
+    Field("card_state", pl.String, "sticky state of the slot, as the card says", nullable=True, isin=STATES),
+    Field("card_actions_by_level", pl.List(pl.List(pl.Int64)),
+          "cumulative `[levels_completed, actions]` pairs of the slot, normalised to a list"),
+    Field("card_score", pl.Int64, "preview cards: the slot's score (levels completed)", nullable=True, ge=0),
+    # environments (metadata.json)
+    Field("version", pl.String, "the game version hash", nullable=True),
+    Field("title", pl.String, "display name", nullable=True),
+    Field("default_fps", pl.Int64, "playback speed", nullable=True),
+    Field("tags", pl.List(pl.String), "environment tags", nullable=True),
+    Field("baseline_actions", pl.List(pl.Int64), "human baseline action count per level (not cumulative)",
+          nullable=True),
+    Field("date_downloaded", UTC, "when this copy was fetched (picks the latest version)", nullable=True),
+    Field("class_name", pl.String, "game class name", nullable=True),
+    Field("metadata_json", pl.String, "the metadata file as written"),
+    # scorecards
+    Field("card_id", pl.String, "scorecard id", nullable=True),
+    Field("run_index", pl.Int64, "0-based run (play) in the scored environment", ge=0),
+    Field("score", pl.Float64, "score in percent", nullable=True, ge=0),
+    Field("is_completed", pl.Boolean, "the run reached WIN", nullable=True),
+    Field("actions", pl.Int64, "counted actions", nullable=True, ge=0),
+    Field("resets", pl.Int64, "level resets", nullable=True, ge=0),
+    Field("level_scores", pl.List(pl.Float64), "per-level scores (percent)", nullable=True),
+    Field("level_actions", pl.List(pl.Int64), "per-level charged actions", nullable=True),
+    Field("level_baseline_actions", pl.List(pl.Int64), "per-level baselines (-1 = not scorable)", nullable=True),
+    Field("message", pl.String, "why a run could not be scored", nullable=True),
+    Field("policy_id", pl.String, "scoring policy id (arcstudy scorecards)", nullable=True),
+    Field("scorecard_json", pl.String, "the scorecard document as written"),
+]
+
+TABLES: list[Table] = [
+    Table(
+        name="raw_arc3__recording_lines", layer="raw",
+        description="Every line of every ARC-AGI-3 recording as written (frame pixels summarised), with its "
+                    "file, line number and content hash.",
+        columns=("file_id", "line_number", "content_sha256", "line_kind", "raw_json"),
+        primary_key=("file_id", "line_number"),
+    ),
+    Table(
+        name="core_arc3__steps", layer="core",
+        description="One row per engine response (frame line) of a recording: the action, the resulting state "
+                    "and level counts, and frame hashes (not pixels).",
+        columns=(
+            "file_id", "line_number", "step_index", "play_id", "game_id", "guid", "recorded_at", "action_id",
+            "action_name", "click_x", "click_y", "state", "levels_completed", "win_levels", "is_full_reset",
+            "available_actions", "n_frames", "frame_sha256s", "last_frame_sha256", "frames_file",
+            "is_post_terminal", "reasoning_json", "flags",
+        ),
+        primary_key=("file_id", "line_number"),
+    ),
+    Table(
+        name="core_arc3__plays", layer="core",
+        description="One row per play (the span between full resets) in a recording, with how it was "
+                    "recorded and its quality flags.",
+        columns=(
+            "play_id", "file_id", "guid", "game_id", "play_index", "recording_variant", "schema_generation",
+            "first_line_number", "last_line_number", "n_steps", "started_at", "ended_at", "has_frames",
+            "is_only_reset_levels", "is_action_ids_lost", "has_leading_reset", "flags",
+        ),
+        primary_key=("play_id",),
+        nullable_here=("started_at",),
+    ),
+    Table(
+        name="core_arc3__usage", layer="core",
+        description="LLM usage lines interleaved in agent recordings (kept as metadata, never counted).",
+        columns=("file_id", "line_number", "recorded_at", "n_tokens", "n_total_tokens", "conversation_length",
+                 "assistant_text"),
+        primary_key=("file_id", "line_number"),
+    ),
+    Table(
+        name="core_arc3__card_plays", layer="core",
+        description="Per-game card slots (the toolkit's per-play counters) from a recording's trailing "
+                    "scorecard line or a card file, kept beside the line-derived counts.",
+        columns=(
+            "file_id", "line_number", "game_id", "slot_index", "guid", "play_id", "is_file_play",
+            "card_actions", "card_resets", "levels_completed", "card_state", "card_actions_by_level",
+            "card_score", "flags",
+        ),
+        primary_key=("file_id", "game_id", "slot_index"),
+        nullable_here=("line_number", "guid", "play_id", "levels_completed"),
+    ),
+    Table(
+        name="core_arc3__environments", layer="core",
+        description="Environment metadata.json files: one row per game version and snapshot (file).",
+        columns=(
+            "game_id", "file_id", "game_code", "version", "title", "default_fps", "tags", "baseline_actions",
+            "date_downloaded", "class_name", "metadata_json", "flags",
+        ),
+        primary_key=("game_id", "file_id"),
+    ),
+    Table(
+        name="core_arc3__scorecard_runs", layer="core",
+        description="Runs of scored summaries (official toolkit or arcstudy scorecards): one row per game and run.",
+        columns=(
+            "file_id", "card_id", "policy_id", "game_id", "run_index", "guid", "score", "levels_completed",
+            "actions", "resets", "state", "is_completed", "level_scores", "level_actions",
+            "level_baseline_actions", "message",
+        ),
+        primary_key=("file_id", "game_id", "run_index"),
+        nullable_here=("guid", "levels_completed", "state"),
+    ),
+    Table(
+        name="core_arc3__scorecards", layer="core",
+        description="Scored summary documents (one per file) with their total score.",
+        columns=("file_id", "card_id", "policy_id", "score", "scorecard_json"),
+        primary_key=("file_id",),
+    ),
+]
