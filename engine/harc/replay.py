@@ -196,6 +196,7 @@ class _TraceReplayer:
         self.handlers: dict[str, Callable[[Mapping[str, Any]], None]] | None = None
         self.input_known = False
         self.answer: Grid | None = None
+        self.solved_grid: Grid | None = None  # the grid of the first correct submit row
         # Context of the row being replayed, for notes and errors.
         self.index = 0
         self.action_id: int | None = None
@@ -421,19 +422,23 @@ class _TraceReplayer:
     def _submit(self, row: Mapping[str, Any]) -> None:
         ed = self.editor
         logged = _opt_bool(row, "solved", self._where())
-        judged = None if self.answer is None else judge_submission(ed.grid, self.answer)
-        if judged is not None:
-            if judged == "error":
-                self._note("V5", "submit row although judging this grid throws in the page (Q11)", True)
-            elif logged is not None and logged != (judged == "correct") and not (ed.solved and logged):
-                self._note("V5", f"logged solved={logged} but the answer judges {judged}", True)
+        # Once a submission was correct its grid is the answer. A later submit in the same task (Q15) must be
+        # judged against it: the logged flag stays true whatever that submission was.
+        answer = self.answer if self.answer is not None else self.solved_grid
+        judged = None if answer is None else judge_submission(ed.grid, answer)
+        if judged == "error":
+            self._note("V5", "submit row although judging this grid throws in the page (Q11)", True)
+        elif judged is not None and logged is not None and not ed.solved and logged != (judged == "correct"):
+            self._note("V5", f"logged solved={logged} but the answer judges the grid {judged}", True)
         if ed.attempt > 1 and ed.grid_string == ed.previous_submission:
             self._note("Q12", "resubmission of the previous grid: participant predates the 2023-12-01 block")
-        if logged is not None:
-            solved = logged
+        if judged is not None and (ed.solved or logged is None):
+            correct = judged == "correct"
         else:
-            solved = judged == "correct"
-        ed.submit(solved)
+            correct = bool(logged)
+        ed.submit(correct)
+        if correct and self.solved_grid is None:
+            self.solved_grid = ed.grid.copy()
 
     def _auto_solve(self, row: Mapping[str, Any]) -> None:
         self.editor.auto_solve(self._recorded_grid(row))
