@@ -12,9 +12,10 @@ Two layers of methods:
   apply one logged action. They raise ``ActionRejected`` when the page could not have logged that row in
   the current state for a reason visible in the grid data (editing a cell to the colour it already has,
   undo on an empty stack, a cell outside the grid, an empty clipboard, a drop-down set to the value it
-  already shows). Conditions that depend only on the highlight model (which cells are highlighted, see
-  spec §9 Q-D) are not enforced when the caller supplies the logged inputs; predicates such as
-  ``can_paste`` and ``palette_action`` expose them.
+  already shows), and ``InvalidInput`` when an argument is malformed (a symbol outside 0-9, an unknown
+  tool, a cell that is not [row, col]). Conditions that depend only on the highlight model (which
+  cells are highlighted, spec §9 Q-D) are not enforced when the caller supplies the logged inputs;
+  predicates such as ``can_paste`` and ``palette_action`` expose them.
 - *Interface methods* (``palette_click``, ``press_submit``, ``send_first_description``, ``end_task``)
   model what a click does, including the clicks that log nothing, and return the list of rows logged.
 """
@@ -151,7 +152,7 @@ class Editor:
         self.undo_stack: list[Grid | _OpaqueSnapshot] = []
         # True when the trace began mid-task: the stack below what we pushed is unknown, not empty.
         self.unknown_history = False
-        self.test_input: Grid = as_grid(PLACEHOLDER_INPUT)
+        self.test_input = as_grid(PLACEHOLDER_INPUT)
         self.attempt = 1
         self.solved = False
         self.first_pending = True
@@ -253,6 +254,16 @@ class Editor:
             previous_submission=self.previous_submission,
             action_count=self.action_count,
         )
+
+    @property
+    def test_input(self) -> Grid:
+        """The test input shown beside the output (the 3x3 placeholder while a task starts)."""
+        return self._test_input
+
+    @test_input.setter
+    def test_input(self, value: Grid) -> None:
+        self._test_input = as_grid(value)
+        self._test_input_text = format_grid(self._test_input)  # logged on every row: format once
 
     @property
     def grid_string(self) -> str:
@@ -615,7 +626,7 @@ class Editor:
             "test_output_grid": format_grid(self.grid),
             "test_output_size_x": self.dropdown[0],
             "test_output_size_y": self.dropdown[1],
-            "test_input_grid": format_grid(self.test_input),
+            "test_input_grid": self._test_input_text,
             "test_input_size_x": in_h,
             "test_input_size_y": in_w,
         }

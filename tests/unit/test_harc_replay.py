@@ -741,3 +741,11 @@ def test_state_graph_rejects_mixed_tasks_and_bad_grids():
         build_state_graph([bad])
     with pytest.raises(ValueError, match="given twice"):
         build_state_graph([with_ids(worked_rows(), "a"), with_ids(worked_rows(), "a")])
+
+
+def test_paste_without_logged_target_uses_the_highlighted_cell():
+    rows = worked_rows()
+    rows[12]["action_x"] = rows[12]["action_y"] = ""
+    result = replay_trace(rows, previous_grid=PREV, strict=True)
+    assert result.status == "consistent"
+    assert [(n.row_index, n.code) for n in result.notes] == [(12, "selection")]
