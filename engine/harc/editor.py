@@ -432,7 +432,8 @@ class Editor:
         """
         entries = self.derive_clipboard() if clipboard is None else [_clip_entry(e) for e in clipboard]
         if not entries:
-            raise ActionRejected("select_copy with nothing highlighted: the page logs no row")
+            what = "nothing highlighted" if clipboard is None else "an empty clipboard"
+            raise ActionRejected(f"select_copy with {what}: C with no highlighted cell logs no row")
         self.clipboard = entries
         return self._log("select_copy")
 
