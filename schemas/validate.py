@@ -58,6 +58,14 @@ def _reason(check: str, column: str | None, value: str | None) -> str:
     if check.startswith("dtype("):
         expected = check[len("dtype('"):-2]
         return f"column '{column}' has type {value}, expected {expected}"
+    if check.startswith("isin("):
+        return f"column '{column}': {value!r} is not one of {check[len('isin('):-1]}"
+    if check.startswith("greater_than_or_equal_to("):
+        return f"column '{column}': {value} is below the minimum {check[len('greater_than_or_equal_to('):-1]}"
+    if check.startswith("less_than_or_equal_to("):
+        return f"column '{column}': {value} is above the maximum {check[len('less_than_or_equal_to('):-1]}"
+    if check.startswith("str_matches("):
+        return f"column '{column}': {value!r} does not match the pattern {check[len('str_matches('):-1]}"
     return f"column '{column}' fails {check}: got {value!r}"
 
 

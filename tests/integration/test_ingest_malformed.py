@@ -1,0 +1,179 @@
+"""A corpus of malformed recordings, one defect per file: each defect is quarantined with the right
+reason and location, the good lines of the same file still land, and the CLI exits with 3."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pipeline.ingest import ingest_paths
+from pipeline.workspace import Workspace
+
+SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3"
+BASE = SAMPLES / "toolkit" / "bt33_click_three_levels.frames.jsonl"  # 29 lines, clicks, frames
+
+
+def base_lines() -> list[dict]:
+    return [json.loads(ln) for ln in BASE.read_text().splitlines()]
+
+
+def dump(lines: list[dict | str]) -> str:
+    return "".join((ln if isinstance(ln, str) else json.dumps(ln)) + "\n" for ln in lines)
+
+
+def edit(i: int, fn: Callable[[dict], None]) -> Callable[[list], list]:
+    def apply(lines: list) -> list:
+        fn(lines[i])
+        return lines
+    return apply
+
+
+def _set(path: str, value) -> Callable[[dict], None]:
+    def apply(line: dict) -> None:
+        obj = line
+        keys = path.split(".")
+        for k in keys[:-1]:
+            obj = obj[k]
+        obj[keys[-1]] = value
+    return apply
+
+
+def _frame_cell(value: int) -> Callable[[dict], None]:
+    def apply(line: dict) -> None:
+        line["data"]["frame"][0][10][20] = value
+    return apply
+
+
+def _frame_rows(n: int) -> Callable[[dict], None]:
+    def apply(line: dict) -> None:
+        line["data"]["frame"][0] = line["data"]["frame"][0][:n]
+    return apply
+
+
+def _earlier_time(lines: list) -> list:
+    lines[12]["timestamp"] = "2020-01-01T00:00:00.000000+00:00"
+    return lines
+
+
+def _duplicate(lines: list) -> list:
+    return lines[:8] + [lines[7]] + lines[8:]
+
+
+def _broken_json(lines: list) -> list:
+    lines[5] = json.dumps(lines[5])[:-40] + "}}"
+    return lines
+
+
+def _truncated(lines: list) -> str:
+    return dump(lines[:-1]) + json.dumps(lines[-1])[:5000]  # cut mid-write: no closing newline
+
+
+def _other_game(lines: list) -> list:
+    lines[6]["data"]["game_id"] = "zz99-0123abcd"
+    return lines
+
+
+# name -> (mutation, 1-based line that must be quarantined, check name, words expected in the reason)
+DEFECTS: dict[str, tuple[Callable[[list], list | str], int, str, str]] = {
+    "broken_json": (_broken_json, 6, "invalid_json", "not valid JSON"),
+    "truncated_last_line": (_truncated, 29, "truncated_line", "cut off"),
+    "wrong_type": (edit(3, _set("data.levels_completed", "one")), 4, "bad_levels", "must be an integer"),
+    "click_out_of_range": (edit(4, _set("data.action_input.data.x", 64)), 5, "bad_click", "0-63"),
+    "colour_out_of_range": (edit(9, _frame_cell(16)), 10, "bad_frame", "outside the 16-colour range"),
+    "frame_not_64x64": (edit(10, _frame_rows(63)), 11, "bad_frame", "not a 64x64 grid"),
+    "unknown_action_id": (edit(11, _set("data.action_input.id", "ACTION9")), 12, "unknown_action", "ACTION9"),
+    "time_goes_backwards": (_earlier_time, 13, "time_goes_backwards", "earlier than the previous"),
+    "duplicate_step": (_duplicate, 9, "duplicate_step", "repeats line 8"),
+    "contradicts_play": (_other_game, 7, "contradicts_file", "differs from the file's"),
+    "state_outside_enum": (edit(14, _set("data.state", "PAUSED")), 15, "isin", "'PAUSED' is not one of"),
+    "levels_exceed_win": (edit(15, _set("data.levels_completed", 9)), 16, "levels_exceed_win", "exceeds win_levels"),
+}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("malformed")
+    for name, (mutate, *_rest) in DEFECTS.items():
+        lines = base_lines()
+        guid = str(uuid.uuid5(uuid.NAMESPACE_URL, name))  # each file its own session, as on disk
+        for ln in lines:
+            ln["data"]["guid"] = guid
+        mutated = mutate(lines)
+        (folder / f"{name}.jsonl").write_text(mutated if isinstance(mutated, str) else dump(mutated))
+    return folder
+
+
+@pytest.mark.parametrize("name", list(DEFECTS))
+def test_each_defect_is_quarantined_and_good_lines_land(corpus: Path, tmp_path: Path, name: str):
+    _, line_no, check, words = DEFECTS[name]
+    path = corpus / f"{name}.jsonl"
+    n_lines = len(path.read_text().splitlines())
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        report = ingest_paths(ws, [path], run_id="t")
+        assert report.has_rejections
+        q = ws.read("SELECT * FROM quarantine")
+        assert q.height == 1, q
+        row = q.row(0, named=True)
+        assert row["source_location"] == f"line {line_no}"
+        assert check in row["check_name"]
+        assert words in row["reason"]
+        assert row["raw_text"] and row["file_path"] == str(path.resolve())
+        steps = ws.read("SELECT line_number FROM core_arc3__steps")["line_number"].to_list()
+        assert line_no not in steps
+        assert len(steps) == n_lines - 1  # every other line landed
+
+
+def test_file_without_frame_lines_is_refused(tmp_path: Path):
+    path = tmp_path / "usage_only.jsonl"
+    path.write_text(dump([{"timestamp": "2026-04-01T03:04:19.555969+00:00",
+                           "data": {"tokens": 1, "total_tokens": 1, "conversation_length": 1, "assistant": ""}}]))
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        report = ingest_paths(ws, [path], run_id="t")
+        assert report.files[0].status == "rejected"
+        q = ws.read("SELECT check_name, reason, source_location FROM quarantine").row(0, named=True)
+        assert q["check_name"] == "no_frame_line" and q["source_location"] == "file"
+        assert ws.row_count("raw_ingest__files") == 0
+
+
+def test_toolkit_file_without_leading_reset_is_refused(tmp_path: Path):
+    path = tmp_path / "no_reset.jsonl"
+    path.write_text(dump(base_lines()[1:]))
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        report = ingest_paths(ws, [path], run_id="t")
+        assert report.files[0].status == "rejected"
+        assert "start with the RESET" in report.files[0].message
+
+
+def test_unreadable_and_unknown_files_do_not_stop_the_run(tmp_path: Path):
+    good = tmp_path / "good.jsonl"
+    good.write_text(BASE.read_text())
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(bytes(range(256)) * 4)
+    gone = tmp_path / "gone.jsonl"
+    gone.symlink_to(tmp_path / "does-not-exist.jsonl")
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        report = ingest_paths(ws, [junk, gone, good], run_id="t")
+        assert [f.status for f in report.files] == ["rejected", "unreadable", "loaded"]
+        reasons = ws.read("SELECT file_path, reason FROM quarantine ORDER BY file_path")
+        assert reasons.height == 2
+        assert any("cannot read" in r for r in reasons["reason"])
+        assert any("not recognised" in r for r in reasons["reason"])
+        assert ws.row_count("core_arc3__steps") == 29
+
+
+def test_cli_reports_rejections_with_exit_code_3(corpus: Path, tmp_path: Path):
+    res = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", "ingest", str(corpus), "--db",
+                          str(tmp_path / "cli.duckdb")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 3, res.stderr
+    assert f"{len(DEFECTS)} records quarantined" in res.stdout
+    with Workspace(tmp_path / "cli.duckdb", read_only=True) as ws:
+        assert ws.row_count("quarantine") == len(DEFECTS)
+        runs = ws.read("SELECT exit_code, manifest_json FROM runs")
+        assert runs["exit_code"].to_list() == [3]
+        assert len(json.loads(runs["manifest_json"][0])["inputs"]) == len(DEFECTS)
