@@ -1,0 +1,621 @@
+"""H-ARC CSV readers (spec/formats.md §D) and the registration of every H-ARC / ARC / ARC-TGI format.
+
+Formats (detected by the CSV header; the file name is only supporting evidence):
+- `harc-data`: data.csv (current, 40 columns with `action_id`) and clean_data*.csv (2024, `num_actions`)
+- `harc-summary`: summary_data.csv / clean_summary_data*.csv (13 columns)
+- `harc-errors`: incorrect_submissions.csv / clean_errors*.csv (with or without `hashed_output_grid`)
+- `harc-survey`: feedback, demographics, withdraw (current and 2024 column sets, either file-name spelling)
+- `arc-task`, `arc-tgi`: see pipeline/ingest/harc_arc.py
+
+Validator (§D.9), rule ids as written to `quarantine.check_name`:
+- reject file: `header_unknown` (not a known column set; the reason names missing/unexpected columns).
+- quarantine row: `field_count`, `csv_malformed` (the row does not split into the header's fields),
+  `missing_value`, `not_an_integer`, `not_a_boolean`, `out_of_range`, `out_of_vocabulary`,
+  `grid_malformed`, `size_mismatch` (drop-downs disagree with the grid and no undo explains it),
+  `unknown_action`, `attempt_out_of_range`, `time_unparsable`, `invalid_json`, `joint_id_mismatch`,
+  `invalid_md5`, `duplicate_row` (exact copy of an earlier row: the copy is quarantined),
+  `duplicate_action` / `duplicate_attempt` / `duplicate_grid` / `duplicate_participant` (the same key
+  with different contents: every row of the key is quarantined).
+- flag (row `flags`): `tutorial`, `no_terminal_row`, `time_not_monotonic`, `incomplete_participant`,
+  `size_lags_undo`, `input_size_mismatch`, `input_placeholder`, `description_varies`, `md5_mismatch`.
+- normalize: task_name -> task_id without `.json`; action_id/num_actions -> action_number;
+  times (four formats) -> naive timestamps on the participant's clock; x/y -> row/col; sizes ->
+  height/width.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from pipeline.ingest import harc_arc
+from pipeline.ingest.base import FileContext, ReaderOutput
+from pipeline.ingest.formats import Head, InputFormat, register
+from pipeline.ingest.harc_csv import (
+    ROW,
+    ROW_JSON,
+    RowCheck,
+    Variant,
+    apply_checks,
+    as_bool,
+    as_int,
+    as_time,
+    grid_exprs,
+    json_explain,
+    json_list_ok,
+    load_csv,
+    match_variant,
+    not_in,
+    out_of_range,
+    parse_failed,
+    raw_frame,
+    read_header,
+    required,
+    short_row,
+    src,
+)
+from schemas.harc import HARC_ACTIONS, HARC_TOOLS, SELECT_LOCATIONS, SPLITS
+
+RAW = "raw_harc__csv_rows"
+ACTIONS = "core_harc__actions"
+TASKS = "core_harc__participant_tasks"
+ATTEMPTS = "core_harc__attempts"
+ERRORS = "core_harc__incorrect_submissions"
+FEEDBACK = "core_harc__feedback"
+DEMOGRAPHICS = "core_harc__demographics"
+WITHDRAWALS = "core_harc__withdrawals"
+
+TERMINAL_ACTIONS = ("no_last_description", "write_description", "write_last_description")
+REALIGNING_ACTIONS = ("change_height", "change_width", "copy_from_input", "reset_grid")
+PLACEHOLDER = "|000|000|000|"
+
+_SURVEY_TAIL = ("age", "gender", "race", "education_level", "household_income", "normal_vision", "color_blind",
+                "fluent_english")
+DATA_CURRENT = (
+    "exp_name", "task_type", "hashed_id", "joint_id_task", "task_name", "task_number", "is_tutorial", "time",
+    "attempt_number", "action_id", "solved", "done", "test_input_grid", "test_input_size_x",
+    "test_input_size_y", "test_output_grid", "test_output_size_x", "test_output_size_y", "action", "action_x",
+    "action_y", "select_loc", "selected_data", "selected_symbol", "selected_tool", "copy_paste_data",
+    "first_written_solution", "last_written_solution", "withdraw", "withdraw_reason", "withdraw_comment",
+    *_SURVEY_TAIL, "complete",
+)
+DATA_2024 = tuple("num_actions" if c == "action_id" else c for c in DATA_CURRENT)
+DATA_VARIANTS = (
+    Variant("current (OSF) 40-column data.csv", DATA_CURRENT, "osf-current"),
+    Variant("2024 clean_data*.csv (num_actions)", DATA_2024, "2024"),
+)
+SUMMARY = ("exp_name", "task_type", "hashed_id", "joint_id_task", "task_name", "task_number", "attempt_number",
+           "num_actions", "solved", "test_output_grid", "first_written_solution", "last_written_solution",
+           "complete")
+SUMMARY_VARIANTS = (Variant("13-column summary_data.csv", SUMMARY),)
+ERRORS_CURRENT = ("task_name", "task_type", "test_output_grid", "count")
+ERROR_VARIANTS = (
+    Variant("current incorrect_submissions.csv", ERRORS_CURRENT),
+    Variant("2024 clean_errors*.csv (with hashed_output_grid)", (*ERRORS_CURRENT, "hashed_output_grid"), "2024"),
+)
+_WHO = ("exp_name", "task_type", "hashed_id")
+SURVEY_VARIANTS = (
+    Variant("feedback survey", (*_WHO, "feedback")),
+    Variant("current demographics survey", (*_WHO, "age", "gender", "race", "education_level", "normal_vision",
+                                            "color_blind", "fluent_english"), "osf-current"),
+    Variant("2024 demographics survey", (*_WHO, "age", "gender", "race", "education_level", "household_income",
+                                         "normal_vision", "color_blind", "fluent_english", "complete"), "2024"),
+    Variant("current withdraw survey", (*_WHO, "withdraw", "withdraw_reason", "withdraw_comment"), "osf-current"),
+    Variant("2024 withdraw survey", (*_WHO, "withdraw", "withdraw_reason", "withdraw_comment", "complete"), "2024"),
+)
+TIME_HELP = ("YYYY-MM-DDTHH:MM:SS.ffffff, YYYY-MM-DD HH:MM:SS.ffffff, M/D/YYYY, h:mm:ss AM/PM or "
+             "M/D/YYYY, HH:MM:SS")
+
+
+def release_from_name(path: Path, variant: Variant) -> str:
+    """The header decides when it can; otherwise the 2024 files are the ones named clean_*.csv."""
+    if variant.release:
+        return variant.release
+    return "2024" if path.name.lower().startswith("clean_") else "osf-current"
+
+
+def _flags(*pairs: tuple[pl.Expr, str]) -> pl.Expr:
+    """A List[String] column of the flag names whose condition is true (in the order given)."""
+    return pl.concat_list([pl.when(cond.fill_null(False)).then(pl.lit(name)).otherwise(pl.lit(None, pl.String))
+                           for cond, name in pairs]).list.drop_nulls()
+
+
+def _duplicates(keys: list[str], what: str, check: str) -> tuple[list[pl.Expr], list[RowCheck]]:
+    """Precomputed columns and the two duplicate rules for a key: exact copies (the later copies go to
+    quarantine) and conflicting rows (all of them go, since nobody can tell which one is right)."""
+    key_ok = pl.all_horizontal([pl.col(k).is_not_null() for k in keys])
+    prep = [
+        pl.when(key_ok).then(pl.len().over(keys)).alias("__dup_n"),
+        pl.when(key_ok).then(pl.col(ROW_JSON).n_unique().over(keys)).alias("__dup_distinct"),
+        pl.when(key_ok).then(pl.col(ROW).min().over(keys)).alias("__dup_first"),
+    ]
+    key_text = pl.format(", ".join(f"{k}={{}}" for k in keys), *[pl.col(k) for k in keys])
+    conflict = RowCheck(
+        check, (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") > 1),
+        pl.format(f"{what} ({{}}) appears on rows {{}} with different contents; keep the right row and remove "
+                  f"the others", key_text, pl.col(ROW).cast(pl.String).str.join(", ").over(keys)),
+        value=key_text)
+    copy = RowCheck(
+        "duplicate_row", (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") == 1) & (pl.col(ROW) != pl.col("__dup_first")),
+        pl.format(f"exact copy of row {{}} ({what} {{}}); the first copy was loaded", pl.col("__dup_first"), key_text),
+        value=key_text)
+    return prep, [conflict, copy]
+
+
+
+
+def _structural(loaded, header: Sequence[str], last_required: bool) -> list[RowCheck]:
+    n_rows = loaded.frame.height and int(loaded.frame[ROW].max())
+    check = short_row(header, last_required, loaded.ends_with_newline, n_rows)
+    return [check] if check is not None else []
+
+
+def _source_frame(loaded, header: Sequence[str]) -> pl.DataFrame:
+    return loaded.frame.rename({h: src(h) for h in header})
+
+
+def _common_who(split_required: bool = True) -> list[RowCheck]:
+    checks = [required("hashed_id", "the participant id")]
+    if split_required:
+        checks.append(required("task_type", "the split (training or evaluation)"))
+    checks.append(not_in("task_type", SPLITS))
+    return checks
+
+
+# --- data.csv -------------------------------------------------------------------------------------
+
+
+def read_data(ctx: FileContext) -> ReaderOutput:
+    header = read_header(ctx.path)
+    variant = match_variant(header, DATA_VARIANTS, "H-ARC data file")
+    release = variant.release
+    counter = "action_id" if release == "osf-current" else "num_actions"
+    loaded = load_csv(ctx.path, header, raw_table=RAW)
+    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
+                       detection_evidence=f"header is the {variant.name}")
+    out.tables[RAW] = raw_frame(loaded, ctx.file_id)
+
+    df = _source_frame(loaded, header).with_columns(
+        pl.lit(release).alias("release_generation"),
+        pl.col(src("hashed_id")).alias("participant_id"),
+        pl.col(src("task_name")).str.strip_suffix(".json").alias("task_id"),
+        pl.col(src("task_name")).alias("task_file_name"),
+        pl.col(src("exp_name")).alias("exp_name"),
+        pl.col(src("task_type")).alias("task_split"),
+        as_int(src("task_number")).alias("task_number"),
+        as_int(src("attempt_number")).alias("attempt_number"),
+        as_int(src(counter)).alias("action_number"),
+        pl.col(src("action")).alias("action"),
+        as_time(src("time")).alias("occurred_at"),
+        as_bool(src("solved")).alias("is_solved"),
+        as_bool(src("done")).alias("is_done"),
+        as_bool(src("is_tutorial")).alias("__is_tutorial"),
+        as_bool(src("complete")).alias("is_complete"),
+        pl.col(src("test_input_grid")).alias("test_input_grid"),
+        as_int(src("test_input_size_x")).alias("test_input_height"),
+        as_int(src("test_input_size_y")).alias("test_input_width"),
+        pl.col(src("test_output_grid")).alias("test_output_grid"),
+        as_int(src("test_output_size_x")).alias("test_output_height"),
+        as_int(src("test_output_size_y")).alias("test_output_width"),
+        as_int(src("action_x")).alias("action_row"),
+        as_int(src("action_y")).alias("action_col"),
+        pl.col(src("select_loc")).alias("select_loc"),
+        pl.col(src("selected_data")).alias("selected_data_json"),
+        as_int(src("selected_symbol")).alias("selected_symbol"),
+        pl.col(src("selected_tool")).alias("selected_tool"),
+        pl.col(src("copy_paste_data")).alias("copy_paste_data_json"),
+        pl.col(src("first_written_solution")).alias("first_description"),
+        pl.col(src("last_written_solution")).alias("last_description"),
+        pl.col(src("joint_id_task")).alias("__joint"),
+    )
+    in_h, in_w, in_problem = grid_exprs("test_input_grid")
+    out_h, out_w, out_problem = grid_exprs("test_output_grid")
+    df = df.with_columns(in_h.alias("__in_h"), in_w.alias("__in_w"), in_problem.alias("__in_problem"),
+                         out_h.alias("__out_h"), out_w.alias("__out_w"), out_problem.alias("__out_problem"))
+
+    # Per-task context, computed on the task's events in their authoritative order.
+    df = df.sort("__joint", "action_number", ROW, nulls_last=True)
+    task = "__joint"
+    is_undo = pl.col("action") == "undo"
+    realigns = pl.col("action").is_in(REALIGNING_ACTIONS)
+    last_undo = pl.when(is_undo).then(pl.col("action_number")).forward_fill().over(task)
+    last_realign = pl.when(realigns).then(pl.col("action_number")).forward_fill().over(task)
+    key_ok = pl.col("action_number").is_not_null() & pl.col("attempt_number").is_not_null()
+    attempt_recoded = pl.when(pl.col("attempt_number") == 4).then(3).otherwise(pl.col("attempt_number"))
+    df = df.with_columns(
+        (last_undo.is_not_null() & (last_realign.is_null() | (last_undo > last_realign))).alias("__lag_ok"),
+        (pl.col("occurred_at") < pl.col("occurred_at").shift(1).over(task)).alias("__time_back"),
+        pl.col("action").filter(key_ok).sort_by([attempt_recoded.filter(key_ok), pl.col("action_number").filter(key_ok)])
+        .last().over(task).is_in(TERMINAL_ACTIONS).fill_null(False).alias("has_terminal_row"),
+        (pl.col("action_number") == pl.col("action_number").min().over(task)).alias("__first_event"),
+    )
+    df = df.with_columns(
+        pl.col("__time_back").fill_null(False).any().over(task).alias("__task_time_back"),
+    )
+    dup_prep, dup_checks = _duplicates(["__joint", "action_number"], "joint_id_task/action_id", "duplicate_action")
+    df = df.with_columns(dup_prep).sort(ROW)
+
+    size_differs = (pl.col("test_output_height") != pl.col("__out_h")) | (pl.col("test_output_width") != pl.col("__out_w"))
+    input_differs = (pl.col("test_input_height") != pl.col("__in_h")) | (pl.col("test_input_width") != pl.col("__in_w"))
+    checks: list[RowCheck] = [
+        *_common_who(),
+        required("joint_id_task", "joint_id_task"), required("task_name", "the ARC task file name"),
+        required("task_number", "the task position"), required("attempt_number", "the attempt number"),
+        required(counter, "the per-task event counter"), required("action", "an event name"),
+        required("time", "a time"), required("solved", "true/false"), required("done", "true/false"),
+        required("is_tutorial", "true/false"),
+        *[required(c, "a size 1-30") for c in ("test_input_size_x", "test_input_size_y", "test_output_size_x",
+                                              "test_output_size_y")],
+        *[parse_failed(c, pl.col(t), "an integer", "not_an_integer") for c, t in (
+            ("task_number", "task_number"), ("attempt_number", "attempt_number"), (counter, "action_number"),
+            ("test_input_size_x", "test_input_height"), ("test_input_size_y", "test_input_width"),
+            ("test_output_size_x", "test_output_height"), ("test_output_size_y", "test_output_width"),
+            ("action_x", "action_row"), ("action_y", "action_col"), ("selected_symbol", "selected_symbol"))],
+        *[parse_failed(c, pl.col(t), "true or false", "not_a_boolean") for c, t in (
+            ("solved", "is_solved"), ("done", "is_done"), ("is_tutorial", "__is_tutorial"),
+            ("complete", "is_complete"))],
+        out_of_range("task_number", pl.col("task_number"), 0, 10_000),
+        out_of_range(counter, pl.col("action_number"), 1, 10_000_000),
+        *[out_of_range(c, pl.col(t), 1, 30) for c, t in (
+            ("test_input_size_x", "test_input_height"), ("test_input_size_y", "test_input_width"),
+            ("test_output_size_x", "test_output_height"), ("test_output_size_y", "test_output_width"))],
+        out_of_range("action_x", pl.col("action_row"), 0, 29), out_of_range("action_y", pl.col("action_col"), 0, 29),
+        out_of_range("selected_symbol", pl.col("selected_symbol"), 0, 9),
+        not_in("action", HARC_ACTIONS, "unknown_action"),
+        not_in("select_loc", SELECT_LOCATIONS), not_in("selected_tool", HARC_TOOLS),
+        RowCheck("attempt_out_of_range",
+                 (pl.col("attempt_number") < 1) | (pl.col("attempt_number") > 4),
+                 pl.format("attempt_number is {}, outside 1-4", pl.col("attempt_number")), "attempt_number"),
+        RowCheck("attempt_out_of_range",
+                 (pl.col("attempt_number") == 4) & (pl.col("action") != "write_last_description"),
+                 pl.format("attempt_number 4 is only valid on the closing write_last_description row, but this "
+                           "row is '{}'", pl.col("action")), "attempt_number"),
+        RowCheck("time_unparsable", pl.col(src("time")).is_not_null() & pl.col("occurred_at").is_null(),
+                 pl.format("time '{}' is not a valid time in a known format ({})", pl.col(src("time")),
+                           pl.lit(TIME_HELP)), "time"),
+        RowCheck("grid_malformed", pl.col("__in_problem").is_not_null(),
+                 pl.format("test_input_grid {}", pl.col("__in_problem")), "test_input_grid"),
+        RowCheck("grid_malformed", pl.col("__out_problem").is_not_null(),
+                 pl.format("test_output_grid {}", pl.col("__out_problem")), "test_output_grid"),
+        RowCheck("size_mismatch", size_differs & ~pl.col("__lag_ok"),
+                 pl.format("test_output_size_x/_y say {} x {} but test_output_grid is {} x {}, and no undo since "
+                           "the last resize/reset/copy explains the difference", pl.col("test_output_height"),
+                           pl.col("test_output_width"), pl.col("__out_h"), pl.col("__out_w")),
+                 "test_output_size_x",
+                 value=pl.format("{}x{} vs grid {}x{}", pl.col("test_output_height"), pl.col("test_output_width"),
+                                 pl.col("__out_h"), pl.col("__out_w"))),
+        *[RowCheck("invalid_json", pl.col(src(c)).is_not_null() & ~json_list_ok(src(c)),
+                   pl.lit(f"{c} is not a JSON list"), c, explain=json_explain(c))
+          for c in ("selected_data", "copy_paste_data")],
+        RowCheck("joint_id_mismatch",
+                 pl.col("__joint") != pl.format("{}_{}", pl.col(src("hashed_id")), pl.col(src("task_name"))),
+                 pl.format("joint_id_task '{}' is not hashed_id + '_' + task_name ('{}_{}')", pl.col("__joint"),
+                           pl.col(src("hashed_id")), pl.col(src("task_name"))), "joint_id_task"),
+        *dup_checks,
+    ]
+    structural = _structural(loaded, header, last_required=True)
+    rejects, bad = apply_checks(df, checks, ACTIONS, structural=structural)
+    out.rejects += rejects
+    good = df.filter(~bad)
+
+    tutorial = (pl.col("task_number") == 0) | pl.col("__is_tutorial")
+    incomplete = ~pl.col("is_complete")
+    good = good.with_columns(
+        tutorial.alias("is_tutorial"),
+        pl.lit(ctx.file_id).alias("file_id"),
+        _flags(
+            (tutorial, "tutorial"),
+            (~pl.col("has_terminal_row"), "no_terminal_row"),
+            (pl.col("__time_back"), "time_not_monotonic"),
+            (incomplete, "incomplete_participant"),
+            (size_differs, "size_lags_undo"),
+            (input_differs, "input_size_mismatch"),
+            (pl.col("__first_event") & (pl.col("test_input_grid") == PLACEHOLDER), "input_placeholder"),
+        ).alias("flags"),
+    )
+    out.tables[ACTIONS] = good
+    out.tables[TASKS] = _participant_tasks(good)
+    return out
+
+
+def _participant_tasks(good: pl.DataFrame) -> pl.DataFrame:
+    keys = ["release_generation", "participant_id", "task_id"]
+    ordered = good.sort(*keys, "action_number")
+    tasks = ordered.group_by(keys, maintain_order=True).agg(
+        pl.col("file_id").first(),
+        pl.col("exp_name").first(),
+        pl.col("task_split").first(),
+        pl.col("task_number").first(),
+        pl.col("first_description").drop_nulls().last(),
+        pl.col("last_description").drop_nulls().last(),
+        (pl.col("first_description").drop_nulls().n_unique() > 1).alias("__first_varies"),
+        (pl.col("last_description").drop_nulls().n_unique() > 1).alias("__last_varies"),
+        pl.col("has_terminal_row").first(),
+        pl.col("is_tutorial").any(),
+        pl.col("is_complete").first(),
+        pl.col("__task_time_back").first(),
+    )
+    return tasks.with_columns(_flags(
+        (pl.col("is_tutorial"), "tutorial"),
+        (~pl.col("has_terminal_row"), "no_terminal_row"),
+        (pl.col("__task_time_back"), "time_not_monotonic"),
+        (~pl.col("is_complete"), "incomplete_participant"),
+        (pl.col("__first_varies") | pl.col("__last_varies"), "description_varies"),
+    ).alias("flags"))
+
+
+# --- summary_data.csv ----------------------------------------------------------------------------
+
+
+def read_summary(ctx: FileContext) -> ReaderOutput:
+    header = read_header(ctx.path)
+    variant = match_variant(header, SUMMARY_VARIANTS, "H-ARC summary file")
+    release = release_from_name(ctx.path, variant)
+    loaded = load_csv(ctx.path, header, raw_table=RAW)
+    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
+                       detection_evidence=f"header is the {variant.name} ({release} by file name)")
+    out.tables[RAW] = raw_frame(loaded, ctx.file_id)
+    df = _source_frame(loaded, header).with_columns(
+        pl.lit(release).alias("release_generation"),
+        pl.col(src("hashed_id")).alias("participant_id"),
+        pl.col(src("task_name")).str.strip_suffix(".json").alias("task_id"),
+        pl.col(src("task_name")).alias("task_file_name"),
+        pl.col(src("exp_name")).alias("exp_name"),
+        pl.col(src("task_type")).alias("task_split"),
+        as_int(src("task_number")).alias("task_number"),
+        as_int(src("attempt_number")).alias("attempt_number"),
+        as_int(src("num_actions")).alias("last_action_number"),
+        as_bool(src("solved")).alias("is_solved"),
+        pl.col(src("test_output_grid")).alias("test_output_grid"),
+        pl.col(src("first_written_solution")).alias("first_description"),
+        pl.col(src("last_written_solution")).alias("last_description"),
+        as_bool(src("complete")).alias("is_complete"),
+        pl.col(src("joint_id_task")).alias("__joint"),
+    )
+    _, _, problem = grid_exprs("test_output_grid")
+    dup_prep, dup_checks = _duplicates(["__joint", "attempt_number"], "joint_id_task/attempt_number",
+                                       "duplicate_attempt")
+    df = df.with_columns(problem.alias("__out_problem"), *dup_prep)
+    checks = [
+        *_common_who(),
+        required("joint_id_task", "joint_id_task"), required("task_name", "the ARC task file name"),
+        required("task_number", "the task position"), required("attempt_number", "the attempt number"),
+        required("num_actions", "the attempt's last event counter"), required("solved", "true/false"),
+        *[parse_failed(c, pl.col(t), "an integer", "not_an_integer") for c, t in (
+            ("task_number", "task_number"), ("attempt_number", "attempt_number"), ("num_actions", "last_action_number"))],
+        *[parse_failed(c, pl.col(t), "true or false", "not_a_boolean") for c, t in (
+            ("solved", "is_solved"), ("complete", "is_complete"))],
+        out_of_range("task_number", pl.col("task_number"), 0, 10_000),
+        out_of_range("num_actions", pl.col("last_action_number"), 1, 10_000_000),
+        RowCheck("attempt_out_of_range", (pl.col("attempt_number") < 1) | (pl.col("attempt_number") > 3),
+                 pl.format("attempt_number is {}, outside 1-3 (summaries recode the closing attempt 4 as 3)",
+                           pl.col("attempt_number")), "attempt_number"),
+        RowCheck("grid_malformed", pl.col("__out_problem").is_not_null(),
+                 pl.format("test_output_grid {}", pl.col("__out_problem")), "test_output_grid"),
+        RowCheck("joint_id_mismatch",
+                 pl.col("__joint") != pl.format("{}_{}", pl.col(src("hashed_id")), pl.col(src("task_name"))),
+                 pl.format("joint_id_task '{}' is not hashed_id + '_' + task_name ('{}_{}')", pl.col("__joint"),
+                           pl.col(src("hashed_id")), pl.col(src("task_name"))), "joint_id_task"),
+        *dup_checks,
+    ]
+    rejects, bad = apply_checks(df, checks, ATTEMPTS, structural=_structural(loaded, header, True))
+    out.rejects += rejects
+    good = df.filter(~bad).with_columns(
+        pl.lit(ctx.file_id).alias("file_id"),
+        _flags(((pl.col("task_number") == 0), "tutorial"), (~pl.col("is_complete"), "incomplete_participant"))
+        .alias("flags"),
+    )
+    out.tables[ATTEMPTS] = good
+    return out
+
+
+# --- incorrect_submissions.csv -------------------------------------------------------------------
+
+
+def _md5(values: pl.Series) -> pl.Series:
+    con = duckdb.connect()
+    try:
+        con.register("_v", pl.DataFrame({"v": values}).to_arrow())
+        return con.sql("SELECT md5(v) AS h FROM _v").pl()["h"]
+    finally:
+        con.close()
+
+
+def read_errors(ctx: FileContext) -> ReaderOutput:
+    header = read_header(ctx.path)
+    variant = match_variant(header, ERROR_VARIANTS, "H-ARC incorrect-submissions file")
+    release = release_from_name(ctx.path, variant)
+    loaded = load_csv(ctx.path, header, raw_table=RAW)
+    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
+                       detection_evidence=f"header is the {variant.name}")
+    out.tables[RAW] = raw_frame(loaded, ctx.file_id)
+    has_md5 = "hashed_output_grid" in header
+    df = _source_frame(loaded, header)
+    df = df.with_columns(
+        pl.lit(release).alias("release_generation"),
+        pl.col(src("task_name")).str.strip_suffix(".json").alias("task_id"),
+        pl.col(src("task_name")).alias("task_file_name"),
+        pl.col(src("task_type")).alias("task_split"),
+        pl.col(src("test_output_grid")).alias("test_output_grid"),
+        as_int(src("count")).alias("n_submissions"),
+        (pl.col(src("hashed_output_grid")).str.strip_chars().str.to_lowercase() if has_md5
+         else pl.lit(None, pl.String)).alias("output_grid_md5"),
+        _md5(df[src("test_output_grid")]).alias("__md5"),
+    )
+    _, _, problem = grid_exprs("test_output_grid")
+    dup_prep, dup_checks = _duplicates(["task_id", "test_output_grid"], "task_name/test_output_grid",
+                                       "duplicate_grid")
+    df = df.with_columns(problem.alias("__out_problem"), *dup_prep)
+    checks = [
+        required("task_name", "the ARC task file name"), required("task_type", "the split"),
+        not_in("task_type", SPLITS), required("count", "the number of submissions"),
+        parse_failed("count", pl.col("n_submissions"), "an integer", "not_an_integer"),
+        out_of_range("count", pl.col("n_submissions"), 1, 10_000_000),
+        RowCheck("grid_malformed", pl.col("__out_problem").is_not_null(),
+                 pl.format("test_output_grid {}", pl.col("__out_problem")), "test_output_grid"),
+        *dup_checks,
+    ]
+    if has_md5:
+        checks.append(RowCheck(
+            "invalid_md5", pl.col("output_grid_md5").is_not_null() & ~pl.col("output_grid_md5").str.contains(r"^[0-9a-f]{32}$"),
+            pl.format("hashed_output_grid '{}' is not 32 hex characters", pl.col(src("hashed_output_grid"))),
+            "hashed_output_grid"))
+    rejects, bad = apply_checks(df, checks, ERRORS, structural=_structural(loaded, header, True))
+    out.rejects += rejects
+    out.tables[ERRORS] = df.filter(~bad).with_columns(
+        pl.lit(ctx.file_id).alias("file_id"),
+        _flags((pl.col("output_grid_md5").is_not_null() & (pl.col("output_grid_md5") != pl.col("__md5")),
+                "md5_mismatch")).alias("flags"),
+    )
+    return out
+
+
+# --- surveys --------------------------------------------------------------------------------------
+
+
+def read_survey(ctx: FileContext) -> ReaderOutput:
+    header = read_header(ctx.path)
+    variant = match_variant(header, SURVEY_VARIANTS, "H-ARC survey file")
+    release = release_from_name(ctx.path, variant)
+    loaded = load_csv(ctx.path, header, raw_table=RAW)
+    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
+                       detection_evidence=f"header is the {variant.name}")
+    out.tables[RAW] = raw_frame(loaded, ctx.file_id)
+    cols = set(header)
+    if "feedback" in cols:
+        target = FEEDBACK
+    elif "age" in cols:
+        target = DEMOGRAPHICS
+    else:
+        target = WITHDRAWALS
+    df = _source_frame(loaded, header).with_columns(
+        pl.lit(release).alias("release_generation"),
+        pl.col(src("hashed_id")).alias("participant_id"),
+        pl.col(src("exp_name")).alias("exp_name"),
+        pl.col(src("task_type")).alias("task_split"),
+    )
+    checks = [*_common_who()]
+    if target == FEEDBACK:
+        df = df.with_columns(pl.col(src("feedback")).alias("feedback_text"))
+    elif target == DEMOGRAPHICS:
+        df = df.with_columns([pl.col(src(c)).alias(c) if c in cols else pl.lit(None, pl.String).alias(c)
+                              for c in _SURVEY_TAIL])
+    else:
+        df = df.with_columns(as_bool(src("withdraw")).alias("is_withdrawn"),
+                             pl.col(src("withdraw_reason")).alias("withdraw_reason"),
+                             pl.col(src("withdraw_comment")).alias("withdraw_comment"))
+        checks += [required("withdraw", "true/false"),
+                   parse_failed("withdraw", pl.col("is_withdrawn"), "true or false", "not_a_boolean")]
+    if "complete" in cols:
+        df = df.with_columns(as_bool(src("complete")).alias("is_complete"))
+        checks.append(parse_failed("complete", pl.col("is_complete"), "true or false", "not_a_boolean"))
+    else:
+        df = df.with_columns(pl.lit(None, pl.Boolean).alias("is_complete"))
+    dup_prep, dup_checks = _duplicates(["participant_id"], "hashed_id", "duplicate_participant")
+    df = df.with_columns(dup_prep)
+    checks += dup_checks
+    rejects, bad = apply_checks(df, checks, target, structural=_structural(loaded, header, "complete" in cols))
+    out.rejects += rejects
+    out.tables[target] = df.filter(~bad).with_columns(
+        pl.lit(ctx.file_id).alias("file_id"),
+        _flags((pl.col("is_complete") == False, "incomplete_participant")).alias("flags"),  # noqa: E712
+    )
+    return out
+
+
+# --- sniffing -------------------------------------------------------------------------------------
+
+_DATA_ONLY = {"action", "action_x", "action_y", "select_loc", "selected_data", "selected_symbol", "selected_tool",
+              "copy_paste_data", "test_input_grid", "test_output_size_x", "test_output_size_y", "time"}
+_HARC_IDS = {"hashed_id", "joint_id_task", "task_name", "exp_name", "task_type"}
+
+
+def header_columns(head: Head) -> set[str] | None:
+    """The CSV header's column names, or None when the first line is not a plausible CSV header."""
+    line = head.first_line
+    if not line or line[0] in "{[" or "," not in line:
+        return None
+    try:
+        cols = next(csv.reader([line]))
+    except csv.Error:
+        return None
+    return {c.strip() for c in cols}
+
+
+def _name_hint(head: Head, pattern: str) -> str:
+    return f"; file name {head.path.name} fits" if re.search(pattern, head.path.name.lower()) else ""
+
+
+def sniff_data(head: Head) -> str | None:
+    cols = header_columns(head)
+    if not cols:
+        return None
+    data_cols = cols & _DATA_ONLY
+    if len(data_cols) >= 4 and cols & _HARC_IDS:
+        which = "action_id" if "action_id" in cols else "num_actions" if "num_actions" in cols else "no counter"
+        return (f"CSV header has {len(cols & set(DATA_CURRENT + DATA_2024))} H-ARC data.csv columns "
+                f"(event columns {', '.join(sorted(data_cols)[:4])}, ...; {which})"
+                + _name_hint(head, r"^(clean_)?data.*\.csv$"))
+    return None
+
+
+def sniff_summary(head: Head) -> str | None:
+    cols = header_columns(head)
+    if not cols or cols & _DATA_ONLY:
+        return None
+    core = {"joint_id_task", "attempt_number", "num_actions", "test_output_grid", "solved"}
+    if len(cols & core) >= 4:
+        return (f"CSV header has the H-ARC summary columns {', '.join(sorted(cols & core))}"
+                + _name_hint(head, r"summary.*\.csv$"))
+    return None
+
+
+def sniff_errors(head: Head) -> str | None:
+    cols = header_columns(head)
+    if not cols or cols & _DATA_ONLY or "hashed_id" in cols:
+        return None
+    if {"task_name", "test_output_grid", "count"} <= cols:
+        return ("CSV header has task_name, test_output_grid and count (H-ARC incorrect submissions)"
+                + _name_hint(head, r"(incorrect|error).*\.csv$"))
+    return None
+
+
+def sniff_survey(head: Head) -> str | None:
+    cols = header_columns(head)
+    if not cols or "hashed_id" not in cols or cols & (_DATA_ONLY | {"task_name", "joint_id_task"}):
+        return None
+    answers = cols & {"feedback", "age", "gender", "withdraw", "withdraw_reason", "education_level"}
+    if answers:
+        return (f"CSV header has hashed_id and the survey columns {', '.join(sorted(answers))}"
+                + _name_hint(head, r"(feedback|demographics|withdraw)"))
+    return None
+
+
+def _register() -> None:
+    harc_tables = (RAW,)
+    register(InputFormat(
+        "harc-data", "H-ARC event log: data.csv (current OSF release) or clean_data*.csv (2024 release)",
+        read_data, sniff_data, (*harc_tables, ACTIONS, TASKS)))
+    register(InputFormat(
+        "harc-summary", "H-ARC attempts: summary_data.csv or clean_summary_data*.csv",
+        read_summary, sniff_summary, (*harc_tables, ATTEMPTS)))
+    register(InputFormat(
+        "harc-errors", "H-ARC wrong grids per task: incorrect_submissions.csv or clean_errors*.csv",
+        read_errors, sniff_errors, (*harc_tables, ERRORS)))
+    register(InputFormat(
+        "harc-survey", "H-ARC surveys: feedback, demographics, withdraw (current and 2024 column sets)",
+        read_survey, sniff_survey, (*harc_tables, FEEDBACK, DEMOGRAPHICS, WITHDRAWALS)))
+    register(InputFormat(
+        "arc-tgi", "ARC-TGI task-generator export CSV (code stored, never executed)",
+        harc_arc.read_tgi, harc_arc.sniff_tgi, harc_arc.TGI_TABLES))
+    register(InputFormat(
+        "arc-task", "ARC task JSON (ARC-AGI-1/2): one task per file, or a {task_id: task} collection",
+        harc_arc.read_task_json, harc_arc.sniff_task_json, harc_arc.TASK_TABLES))
+
+
+_register()

@@ -1,0 +1,320 @@
+"""ARC task JSON (spec/formats.md §E) and ARC-TGI export CSV (§F) readers.
+
+ARC task JSON: `{"train": [{"input": grid, "output": grid}, ...], "test": [...]}` (key order free, test
+outputs optional), or a Kaggle-style collection `{task_id: task, ...}`. A grid is a list of rows of ints
+0-9, rectangular, 1x1 to 30x30. A single-task file with a bad task is rejected (`task_structure`,
+`grid_invalid`); in a collection the bad task is quarantined (location `task <id>`) and the others load.
+Flags: `id_not_filename` (the task carries an `id`/`task_id`/`name` that differs from the file name),
+`nonstandard_task_id` (not 8 lowercase hex characters), `extra_keys` (top-level keys besides
+train/test).
+
+ARC-TGI: the CSV written by `ARCTask.append_to_csv`. Each JSON column is parsed (`invalid_json`,
+`wrong_json_type`), `data` must pass the ARC task checks, and `code` is stored as text: ingest never
+executes, imports or compiles it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import polars as pl
+
+from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject
+from pipeline.ingest.formats import Head
+from pipeline.ingest.harc_csv import (
+    ROW,
+    ROW_JSON,
+    RowCheck,
+    Variant,
+    apply_checks,
+    load_csv,
+    match_variant,
+    raw_frame,
+    read_header,
+    required,
+    short_row,
+    src,
+)
+
+TASKS = "core_arc__tasks"
+PAIRS = "core_arc__task_pairs"
+TGI_RAW = "raw_arctgi__csv_rows"
+TGI_TASKS = "core_arctgi__tasks"
+TASK_TABLES = (TASKS, PAIRS)
+TGI_TABLES = (TGI_RAW, TGI_TASKS, PAIRS)
+ARC_ID = re.compile(r"^[0-9a-f]{8}$")
+ID_KEYS = ("id", "task_id", "name")
+MAX_SIDE = 30
+
+TGI_COLUMNS = ("task_id", "created_at", "generator_name", "input_reasoning_chain",
+               "transformation_reasoning_chain", "task_variables", "code", "data")
+TGI_VARIANTS = (Variant("ARC-TGI export (ARCTask.append_to_csv)", TGI_COLUMNS),)
+
+
+class TaskInvalid(ValueError):
+    def __init__(self, check: str, where: str, reason: str):
+        super().__init__(f"{where}: {reason}")
+        self.check = check
+        self.where = where
+        self.reason = reason
+
+
+def grid_to_string(value: Any, where: str) -> tuple[str, int, int]:
+    """An ARC JSON grid as an H-ARC grid string, with its height and width; TaskInvalid if malformed."""
+    if not isinstance(value, list) or not value:
+        raise TaskInvalid("grid_invalid", where, "must be a non-empty list of rows")
+    if not all(isinstance(row, list) for row in value):
+        raise TaskInvalid("grid_invalid", where, "every row must be a list of cells")
+    height, width = len(value), len(value[0])
+    for i, row in enumerate(value):
+        if len(row) != width:
+            raise TaskInvalid("grid_invalid", where,
+                              f"is not rectangular: row 0 has {width} cells, row {i} has {len(row)}")
+        for j, cell in enumerate(row):
+            if type(cell) is not int or not 0 <= cell <= 9:
+                raise TaskInvalid("grid_invalid", where, f"cell ({i}, {j}) is {cell!r}, expected an integer 0-9")
+    if not (1 <= height <= MAX_SIDE and 1 <= width <= MAX_SIDE):
+        raise TaskInvalid("grid_invalid", where, f"is {height} x {width}; sides must be 1-30")
+    return "|" + "|".join("".join(map(str, row)) for row in value) + "|", height, width
+
+
+def parse_task(obj: Any, task_id: str, where: str) -> tuple[list[dict], dict]:
+    """Pairs (rows for core_arc__task_pairs, without file_id) and task facts; TaskInvalid if malformed."""
+    if not isinstance(obj, dict):
+        raise TaskInvalid("task_structure", where, f"a task must be a JSON object, got {type(obj).__name__}")
+    missing = [k for k in ("train", "test") if k not in obj]
+    if missing:
+        raise TaskInvalid("task_structure", where, f"missing {' and '.join(missing)} (a task needs train and test)")
+    pairs: list[dict] = []
+    has_test_outputs = True
+    for split in ("train", "test"):
+        items = obj[split]
+        if not isinstance(items, list) or not items:
+            raise TaskInvalid("task_structure", where, f"{split} must be a non-empty list of pairs")
+        for i, pair in enumerate(items):
+            at = f"{where} {split}[{i}]"
+            if not isinstance(pair, dict) or "input" not in pair:
+                raise TaskInvalid("task_structure", at, "a pair must be an object with an input grid")
+            if split == "train" and "output" not in pair:
+                raise TaskInvalid("task_structure", at, "a train pair needs an output grid")
+            in_text, in_h, in_w = grid_to_string(pair["input"], f"{at}.input")
+            out_text = out_h = out_w = None
+            if pair.get("output") is not None:
+                out_text, out_h, out_w = grid_to_string(pair["output"], f"{at}.output")
+            elif split == "test":
+                has_test_outputs = False
+            pairs.append({"task_id": task_id, "pair_split": split, "pair_index": i, "input_grid": in_text,
+                          "output_grid": out_text, "input_height": in_h, "input_width": in_w,
+                          "output_height": out_h, "output_width": out_w})
+    facts = {"task_id": task_id, "n_train_pairs": len(obj["train"]), "n_test_pairs": len(obj["test"]),
+             "has_test_outputs": has_test_outputs, "task_json": json.dumps(obj, separators=(",", ":"))}
+    return pairs, facts
+
+
+def _task_flags(obj: dict, task_id: str, file_stem: str | None) -> list[str]:
+    flags = []
+    embedded = next((obj[k] for k in ID_KEYS if isinstance(obj.get(k), str)), None)
+    if file_stem is not None and embedded is not None and embedded.removesuffix(".json") != file_stem:
+        flags.append("id_not_filename")
+    if not ARC_ID.match(task_id):
+        flags.append("nonstandard_task_id")
+    if set(obj) - {"train", "test"}:
+        flags.append("extra_keys")
+    return flags
+
+
+def _is_task(obj: Any) -> bool:
+    return isinstance(obj, dict) and "train" in obj and "test" in obj
+
+
+def _is_collection(obj: Any) -> bool:
+    return (isinstance(obj, dict) and bool(obj) and not _is_task(obj)
+            and all(isinstance(v, dict) and ("train" in v or "test" in v) for v in obj.values()))
+
+
+def read_task_json(ctx: FileContext) -> ReaderOutput:
+    text = ctx.path.read_text(encoding="utf-8-sig")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise FileRejected(f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno}",
+                           check="invalid_json", raw_text=text) from err
+    out = ReaderOutput()
+    tasks: list[dict] = []
+    pairs: list[dict] = []
+    stem = ctx.path.stem
+    if _is_collection(obj):
+        out.detection_evidence = f"a collection of {len(obj)} ARC tasks keyed by task id"
+        for task_id, task in obj.items():
+            try:
+                task_pairs, facts = parse_task(task, task_id, f"task {task_id}")
+            except TaskInvalid as err:
+                out.rejects.append(Reject(f"task {task_id}", err.check, f"{err.where} {err.reason}",
+                                          raw_text=json.dumps(task), target_table=TASKS, value=task_id))
+                continue
+            tasks.append({**facts, "flags": _task_flags(task, task_id, None)})
+            pairs += task_pairs
+    else:
+        if not isinstance(obj, dict):
+            raise FileRejected(f"an ARC task file holds a JSON object, this one holds a {type(obj).__name__}",
+                               check="task_structure", raw_text=text)
+        try:
+            task_pairs, facts = parse_task(obj, stem, "task")
+        except TaskInvalid as err:
+            raise FileRejected(f"{err.where} {err.reason}; the file is not a valid ARC task",
+                               check=err.check, raw_text=text) from err
+        out.detection_evidence = "a single ARC task (train/test) named by its file"
+        tasks.append({**facts, "flags": _task_flags(obj, stem, stem)})
+        pairs += task_pairs
+    fid = {"file_id": ctx.file_id}
+    out.tables[TASKS] = pl.DataFrame([{**fid, "file_name": ctx.path.name, **t} for t in tasks],
+                                     schema_overrides={"flags": pl.List(pl.String)}) if tasks else pl.DataFrame()
+    out.tables[PAIRS] = pl.DataFrame([{**fid, **p} for p in pairs], infer_schema_length=None) if pairs \
+        else pl.DataFrame()
+    if not tasks:
+        out.tables.pop(TASKS)
+        out.tables.pop(PAIRS)
+    return out
+
+
+def sniff_task_json(head: Head) -> str | None:
+    text = head.text.lstrip()
+    if not text.startswith("{"):
+        return None
+    if head.is_complete:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            obj = None
+        if obj is not None:
+            if _is_task(obj):
+                return "JSON object with train and test lists (ARC task)"
+            if _is_collection(obj):
+                return f"JSON object of {len(obj)} tasks with train/test (ARC task collection)"
+            return None
+    if re.match(r'\{\s*"(train|test)"\s*:\s*\[', text):
+        return "JSON starting with a train/test list (ARC task)"
+    if re.match(r'\{\s*"[^"]{1,64}"\s*:\s*\{\s*"(train|test)"\s*:\s*\[', text):
+        return "JSON object of tasks starting with train/test (ARC task collection)"
+    return None
+
+
+# --- ARC-TGI --------------------------------------------------------------------------------------
+
+TGI_TIME_FORMATS = ("%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f")
+
+
+def _tgi_time() -> tuple[pl.Expr, pl.Expr]:
+    text = pl.col(src("created_at")).str.strip_chars()
+    naive = pl.coalesce([text.str.to_datetime(f, strict=False, time_unit="us") for f in TGI_TIME_FORMATS])
+    with_offset = pl.coalesce([
+        text.str.to_datetime(f + "%:z", strict=False, time_unit="us", time_zone="UTC").dt.replace_time_zone(None)
+        for f in TGI_TIME_FORMATS] + [
+        text.str.replace(r"Z$", "+00:00").str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False,
+                                                           time_unit="us", time_zone="UTC")
+        .dt.replace_time_zone(None)])
+    return pl.coalesce(naive, with_offset), naive.is_null() & with_offset.is_not_null()
+
+
+def _json_of(value: str | None, column: str, kind: type, kind_name: str) -> tuple[Any, tuple[str, str] | None]:
+    try:
+        parsed = json.loads(value or "")
+    except json.JSONDecodeError as err:
+        return None, ("invalid_json", f"{column} is not valid JSON: {err.msg} at character {err.pos}")
+    if not isinstance(parsed, kind):
+        return None, ("wrong_json_type", f"{column} is a JSON {type(parsed).__name__}, expected {kind_name}")
+    if kind is list and not all(isinstance(x, str) for x in parsed):
+        return None, ("wrong_json_type", f"{column} must be a JSON list of strings")
+    return parsed, None
+
+
+def read_tgi(ctx: FileContext) -> ReaderOutput:
+    header = read_header(ctx.path)
+    variant = match_variant(header, TGI_VARIANTS, "ARC-TGI export")
+    loaded = load_csv(ctx.path, header, raw_table=TGI_RAW)
+    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
+                       detection_evidence=f"header is the {variant.name}")
+    out.tables[TGI_RAW] = raw_frame(loaded, ctx.file_id)
+    generated_at, converted = _tgi_time()
+    df = loaded.frame.rename({h: src(h) for h in header}).with_columns(
+        pl.col(src("task_id")).alias("task_id"), generated_at.alias("generated_at"), converted.alias("__converted"))
+    key_ok = pl.col("task_id").is_not_null()
+    df = df.with_columns(pl.when(key_ok).then(pl.len().over("task_id")).alias("__dup_n"),
+                         pl.when(key_ok).then(pl.col(ROW_JSON).n_unique().over("task_id")).alias("__dup_distinct"),
+                         pl.when(key_ok).then(pl.col(ROW).min().over("task_id")).alias("__dup_first"))
+    checks = [
+        required("task_id", "the generated task's id"), required("created_at", "a creation time"),
+        required("generator_name", "the generator name"), required("code", "the transform code (as text)"),
+        *[required(c, "a JSON value") for c in ("input_reasoning_chain", "transformation_reasoning_chain",
+                                                 "task_variables", "data")],
+        RowCheck("time_unparsable", pl.col(src("created_at")).is_not_null() & pl.col("generated_at").is_null(),
+                 pl.format("created_at '{}' is not an ISO-8601 time", pl.col(src("created_at"))), "created_at"),
+        RowCheck("duplicate_task", (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") > 1),
+                 pl.format("task_id {} appears on rows {} with different contents", pl.col("task_id"),
+                           pl.col(ROW).cast(pl.String).str.join(", ").over("task_id")), "task_id"),
+        RowCheck("duplicate_row", (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") == 1)
+                 & (pl.col(ROW) != pl.col("__dup_first")),
+                 pl.format("exact copy of row {} (task_id {}); the first copy was loaded", pl.col("__dup_first"),
+                           pl.col("task_id")), "task_id"),
+    ]
+    structural = [c for c in [short_row(header, True, loaded.ends_with_newline,
+                                        int(df[ROW].max()) if df.height else 0)] if c is not None]
+    rejects, bad = apply_checks(df, checks, TGI_TASKS, structural=structural)
+    out.rejects += rejects
+    tasks: list[dict] = []
+    pairs: list[dict] = []
+    for rec in df.filter(~bad).iter_rows(named=True):
+        row = rec[ROW]
+        problems: list[tuple[str, str, str]] = []
+        parsed = {}
+        for column, kind, kind_name in (("input_reasoning_chain", list, "a list of strings"),
+                                        ("transformation_reasoning_chain", list, "a list of strings"),
+                                        ("task_variables", dict, "an object"), ("data", dict, "an ARC task object")):
+            value, problem = _json_of(rec[src(column)], column, kind, kind_name)
+            if problem:
+                problems.append((problem[0], column, problem[1]))
+            parsed[column] = value
+        task_pairs: list[dict] = []
+        facts: dict = {}
+        if parsed["data"] is not None:
+            try:
+                task_pairs, facts = parse_task(parsed["data"], rec["task_id"], "data")
+            except TaskInvalid as err:
+                problems.append((err.check, "data", f"{err.where} {err.reason} (data must be an ARC task)"))
+        if problems:
+            for check, column, reason in problems:
+                out.rejects.append(Reject(f"row {row}", check, reason, raw_text=rec[ROW_JSON], target_table=TGI_TASKS,
+                                          column=column, value=(rec[src(column)] or "")[:200]))
+            continue
+        flags = ["offset_converted_to_utc"] if rec["__converted"] else []
+        tasks.append({
+            "file_id": ctx.file_id, "task_id": rec["task_id"], "row_number": row,
+            "generated_at": rec["generated_at"], "generator_name": rec[src("generator_name")],
+            "input_reasoning_chain_json": rec[src("input_reasoning_chain")],
+            "transformation_reasoning_chain_json": rec[src("transformation_reasoning_chain")],
+            "task_variables_json": rec[src("task_variables")], "code_text": rec[src("code")],
+            "task_json": facts["task_json"], "n_train_pairs": facts["n_train_pairs"],
+            "n_test_pairs": facts["n_test_pairs"], "has_test_outputs": facts["has_test_outputs"], "flags": flags,
+        })
+        pairs += [{"file_id": ctx.file_id, **p} for p in task_pairs]
+    if tasks:
+        out.tables[TGI_TASKS] = pl.DataFrame(tasks, infer_schema_length=None,
+                                             schema_overrides={"flags": pl.List(pl.String)})
+        out.tables[PAIRS] = pl.DataFrame(pairs, infer_schema_length=None)
+    return out
+
+
+def sniff_tgi(head: Head) -> str | None:
+    from pipeline.ingest.harc import header_columns
+
+    cols = header_columns(head)
+    if not cols:
+        return None
+    hits = cols & set(TGI_COLUMNS)
+    if {"generator_name", "code", "data"} <= cols or len(hits) >= 5:
+        return f"CSV header has the ARC-TGI columns {', '.join(sorted(hits))}"
+    return None
+
+

@@ -1,0 +1,393 @@
+"""CSV machinery shared by the H-ARC and ARC-TGI readers: header variants, loading, row checks.
+
+Loading: the header is read first (a wrong header rejects the file before anything else is parsed), then
+polars reads every column as text. A file polars cannot split into rows (a row with more fields than the
+header, a broken quote) is re-read with Python's csv module, which reports the bad records one by one so
+they can be quarantined while the rest loads. Blank lines are skipped (flag `blank_lines_skipped`).
+
+Checks: a `RowCheck` is a vectorised rule (a boolean polars expression, true where the row fails) with the
+reason as an expression, so ~600k rows are checked without per-row Python. Failing rows become `Reject`s
+(quarantine) with the row number, the rule id, the column, the value and the row's fields as JSON.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from pipeline.ingest.base import FileRejected, Reject
+
+ROW = "row_number"
+ROW_JSON = "row_json"
+EXTRA = "__extra_fields"
+SRC = "src:"  # prefix of the source (text) columns while typed columns are derived from them
+GRID_RE = r"^\|([0-9]+\|)+$"
+MAX_SIDE = 30
+
+
+def src(name: str) -> str:
+    return SRC + name
+
+
+# --- header variants ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One known column set of a CSV format."""
+
+    name: str  # what a person calls it: "current 40-column data.csv"
+    columns: tuple[str, ...]
+    release: str | None = None  # release generation implied by the header (None: decided by file name)
+
+
+def read_header(path: Path) -> list[str]:
+    """The header record of a CSV file (BOM removed), parsed with a real CSV parser."""
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        try:
+            header = next(csv.reader(fh), None)
+        except csv.Error as err:
+            raise FileRejected(f"the header line cannot be parsed as CSV: {err}", check="header_unknown") from err
+    if not header or not any(h.strip() for h in header):
+        raise FileRejected("the file has no header line (the first line is empty)", check="header_unknown")
+    return header
+
+
+def match_variant(header: list[str], variants: Sequence[Variant], what: str) -> Variant:
+    """The variant whose column set equals the header's; otherwise reject naming what is missing/extra."""
+    seen: set[str] = set()
+    dups = sorted({h for h in header if h in seen or seen.add(h)})  # type: ignore[func-returns-value]
+    if dups:
+        raise FileRejected(f"{what}: column(s) {', '.join(dups)} appear more than once in the header",
+                           check="header_unknown", raw_text=",".join(header))
+    got = set(header)
+    for v in variants:
+        if got == set(v.columns):
+            return v
+    best = min(variants, key=lambda v: (len(got ^ set(v.columns)), variants.index(v)))
+    missing = [c for c in best.columns if c not in got]
+    extra = [c for c in header if c not in best.columns]
+    parts = []
+    if missing:
+        parts.append("missing " + ", ".join(missing))
+    if extra:
+        parts.append("unexpected " + ", ".join(extra))
+    known = "; ".join(f"{v.name} ({len(v.columns)} columns)" for v in variants)
+    raise FileRejected(
+        f"{what}: the header is not a known column set; closest is the {best.name}: {'; '.join(parts)}. "
+        f"Known column sets: {known}. Fix the header or pass the right --format.",
+        check="header_unknown", raw_text=",".join(header),
+    )
+
+
+# --- loading --------------------------------------------------------------------------------------
+
+
+@dataclass
+class LoadedCsv:
+    frame: pl.DataFrame  # header columns (String) + row_number (Int64) + row_json; blank lines dropped
+    rejects: list[Reject]  # records that could not be split into the header's fields
+    flags: list[str]  # file-level flags
+    ends_with_newline: bool
+
+
+def load_csv(path: Path, header: list[str], *, raw_table: str) -> LoadedCsv:
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        fh.seek(max(0, size - 1))
+        ends_nl = fh.read(1) in (b"\n", b"\r") if size else True
+    flags: list[str] = []
+    rejects: list[Reject] = []
+    try:
+        df = pl.read_csv(path, infer_schema=False, has_header=True, encoding="utf8", raise_if_empty=False)
+        if df.columns != header:  # polars de-duplicates or trims names; the header check ran before
+            df.columns = header
+        df = df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64))
+    except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
+        flags.append("csv_fallback_parser")
+        df, rejects = _load_with_csv_module(path, header, raw_table, str(err).splitlines()[0])
+    blank = pl.all_horizontal([pl.col(c).is_null() for c in header])
+    if EXTRA in df.columns:
+        blank = blank & pl.col(EXTRA).is_null()
+    n_blank = df.select(blank.sum()).item()
+    if n_blank:
+        flags.append("blank_lines_skipped")
+        df = df.filter(~blank)
+    cols = header + ([EXTRA] if EXTRA in df.columns and df[EXTRA].null_count() < df.height else [])
+    df = df.with_columns(pl.struct(cols).struct.json_encode().alias(ROW_JSON))
+    if EXTRA in df.columns:
+        df = df.drop(EXTRA)
+    return LoadedCsv(df, rejects, flags, ends_nl)
+
+
+class _LineTap:
+    """Feeds lines to csv.reader and remembers the text of the record being parsed."""
+
+    def __init__(self, fh: io.TextIOBase):
+        self.fh = fh
+        self.buffer: list[str] = []
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        line = self.fh.readline()
+        if not line:
+            raise StopIteration
+        self.buffer.append(line)
+        return line
+
+    def take(self) -> str:
+        text = "".join(self.buffer)
+        self.buffer = []
+        return text
+
+
+def _load_with_csv_module(path: Path, header: list[str], raw_table: str, polars_error: str
+                          ) -> tuple[pl.DataFrame, list[Reject]]:
+    """Slow path for files polars refuses: parse record by record, quarantine records that do not fit."""
+    n = len(header)
+    records: list[list[str | None]] = []
+    rows: list[int] = []
+    extras: list[str | None] = []
+    rejects: list[Reject] = []
+    with open(path, encoding="utf-8-sig", errors="strict", newline="") as fh:
+        tap = _LineTap(fh)
+        reader = csv.reader(tap, strict=True)
+        next(reader)  # header, checked by the caller
+        tap.take()
+        row = 0
+        while True:
+            try:
+                fields = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as err:
+                row += 1
+                at_eof = "unexpected end of data" in str(err)
+                rejects.append(Reject(
+                    f"row {row}", "csv_malformed",
+                    f"row {row} cannot be split into fields ({err}): a quote is not closed or is followed by "
+                    f"text{'; the file ends inside a quoted field (cut off?)' if at_eof else ''}. "
+                    "Fix the quoting of this row",
+                    raw_text=tap.take(), target_table=raw_table,
+                ))
+                continue  # csv.reader starts a fresh record on the next line
+            row += 1
+            text = tap.take()
+            if not fields:  # blank line: polars numbers it too, then it is dropped as blank
+                records.append([None] * n)
+                rows.append(row)
+                extras.append(None)
+                continue
+            values: list[str | None] = [f if f != "" else None for f in fields]
+            if len(values) != n:
+                kind = "more" if len(values) > n else "fewer"
+                rejects.append(Reject(
+                    f"row {row}", "field_count",
+                    f"row {row} has {len(values)} fields but the header has {n} ({kind} than expected"
+                    f"{': an unquoted comma inside a value?' if kind == 'more' else ': truncated row?'})",
+                    raw_text=text, target_table=raw_table,
+                ))
+            records.append((values + [None] * n)[:n])
+            extras.append(json.dumps(values[n:], ensure_ascii=False) if len(values) > n else None)
+            rows.append(row)
+    data = {h: [r[i] for r in records] for i, h in enumerate(header)}
+    df = pl.DataFrame(data, schema={h: pl.String for h in header})
+    df = df.with_columns(pl.Series(ROW, rows, dtype=pl.Int64), pl.Series(EXTRA, extras, dtype=pl.String))
+    df = df.select([ROW, *header, EXTRA])
+    return df, rejects
+
+
+def raw_frame(loaded: LoadedCsv, file_id: str) -> pl.DataFrame:
+    """file_id, row_number, content_sha256 (sha256 of row_json, computed by DuckDB), row_json."""
+    df = loaded.frame.select(ROW, ROW_JSON)
+    con = duckdb.connect()
+    try:
+        con.register("_rows", df.to_arrow())
+        hashed = con.sql(f"SELECT {ROW}, sha256({ROW_JSON}) AS content_sha256, {ROW_JSON} FROM _rows "
+                         f"ORDER BY {ROW}").pl()
+    finally:
+        con.close()
+    return hashed.select(pl.lit(file_id).alias("file_id"), pl.col(ROW).cast(pl.Int64), "content_sha256", ROW_JSON)
+
+
+# --- typed parsing (expressions over source text columns) -----------------------------------------
+
+TRUE_TEXT = ("true", "1", "1.0", "t", "yes")
+FALSE_TEXT = ("false", "0", "0.0", "f", "no")
+TIME_FORMATS = ("%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%m/%d/%Y, %I:%M:%S %p", "%m/%d/%Y, %H:%M:%S")
+
+
+def as_int(col: str) -> pl.Expr:
+    """Integer text (`"3"`, or `"3.0"` as pandas writes integer columns that had gaps) -> Int64."""
+    text = pl.col(col).str.strip_chars()
+    direct = text.cast(pl.Int64, strict=False)
+    as_float = text.cast(pl.Float64, strict=False)
+    integral = pl.when(as_float.is_finite() & (as_float == as_float.floor()) & (as_float.abs() < 2**53)) \
+        .then(as_float).cast(pl.Int64, strict=False)
+    return pl.coalesce(direct, integral)
+
+
+def as_bool(col: str) -> pl.Expr:
+    text = pl.col(col).str.strip_chars().str.to_lowercase()
+    return pl.when(text.is_in(TRUE_TEXT)).then(True).when(text.is_in(FALSE_TEXT)).then(False) \
+        .otherwise(None).cast(pl.Boolean)
+
+
+def as_time(col: str) -> pl.Expr:
+    """The four time formats of spec/formats.md §D.6 -> naive timestamp (participant-local)."""
+    text = pl.col(col).str.strip_chars()
+    return pl.coalesce([text.str.to_datetime(f, strict=False, time_unit="us") for f in TIME_FORMATS])
+
+
+def json_list_ok(col: str) -> pl.Expr:
+    """True where the text is a JSON list (vectorised: polars' JSON parser, no Python per row)."""
+    text = pl.col(col)
+    return text.str.strip_chars().str.starts_with("[") & text.str.json_path_match("$").is_not_null()
+
+
+def grid_exprs(col: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """(height, width, problem) of a grid-string column; problem is null when the grid is well formed.
+
+    Well formed (spec/formats.md §D.6): `|` at both ends and between rows, every row non-empty, digits
+    0-9 only, all rows the same length, at most 30 x 30.
+    """
+    s = pl.col(col)
+    pieces = s.str.strip_chars("|").str.split("|")
+    lengths = pieces.list.eval(pl.element().str.len_bytes())
+    height = pieces.list.len().cast(pl.Int64)
+    w_min = lengths.list.min().cast(pl.Int64)
+    w_max = lengths.list.max().cast(pl.Int64)
+    shape_ok = s.str.contains(GRID_RE)
+    problem = (
+        pl.when(s.is_null()).then(pl.lit("is empty"))
+        .when(~(s.str.starts_with("|") & s.str.ends_with("|")))
+        .then(pl.lit("does not start and end with '|' (expected rows of digits between bars, e.g. |012|345|)"))
+        .when(s.str.contains(r"[^0-9|]"))
+        .then(pl.format("contains '{}' which is not a digit 0-9 or '|'", s.str.extract(r"([^0-9|])", 1)))
+        .when(~shape_ok).then(pl.lit("has an empty row (two adjacent bars, or only bars)"))
+        .when(w_min != w_max)
+        .then(pl.format("has rows of uneven length (shortest {} cells, longest {})", w_min, w_max))
+        .when((height > MAX_SIDE) | (w_max > MAX_SIDE))
+        .then(pl.format("is {} x {}, larger than the 30 x 30 maximum", height, w_max))
+        .otherwise(None)
+    )
+    ok = problem.is_null()
+    return pl.when(ok).then(height), pl.when(ok).then(w_min), problem
+
+
+def grid_problems(values: Sequence[str | None]) -> pl.DataFrame:
+    """Grid checks on a list of strings (height, width, problem) - the vectorised check, callable directly."""
+    h, w, p = grid_exprs("g")
+    return pl.DataFrame({"g": list(values)}, schema={"g": pl.String}).select(
+        h.alias("height"), w.alias("width"), p.alias("problem"))
+
+
+# --- row checks -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RowCheck:
+    check: str  # rule id (quarantine.check_name)
+    failed: pl.Expr  # true where the row fails; null counts as passing
+    reason: pl.Expr  # text, evaluated on failing rows
+    column: str | None = None  # source column at fault
+    value: pl.Expr | None = None  # failing value (text)
+    explain: Callable[[str | None], str] | None = None  # optional python refinement of the reason
+
+
+def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str, *,
+                 structural: Sequence[RowCheck] = ()) -> tuple[list[Reject], pl.Series]:
+    """Rejects for every failing (row, check), and a boolean Series: row has at least one failure.
+
+    A row failing a `structural` check (its fields are not what the header says) gets only that reject:
+    the other checks would only repeat the same problem column by column.
+    """
+    checks = [*structural, *checks]
+    if df.height == 0 or not checks:
+        return [], pl.Series("bad", [False] * df.height, dtype=pl.Boolean)
+    broken = pl.any_horizontal([c.failed.fill_null(False) for c in structural]) if structural else pl.lit(False)
+    flags = df.select([
+        (c.failed.fill_null(False) & (pl.lit(True) if i < len(structural) else ~broken)).alias(f"__c{i}")
+        for i, c in enumerate(checks)])
+    rejects: list[Reject] = []
+    for i, c in enumerate(checks):
+        mask = flags[f"__c{i}"]
+        if not mask.any():
+            continue
+        value = c.value if c.value is not None else (pl.col(src(c.column)) if c.column and src(c.column)
+                                                     in df.columns else pl.lit(None, pl.String))
+        bad = df.filter(mask).select(
+            pl.col(ROW), c.reason.cast(pl.String).alias("reason"), value.cast(pl.String).alias("value"),
+            pl.col(ROW_JSON))
+        for row, reason, val, raw in bad.iter_rows():
+            if c.explain is not None:
+                reason = f"{reason}: {c.explain(val)}"
+            rejects.append(Reject(f"row {row}", c.check, reason, raw_text=raw, target_table=target_table,
+                                  column=c.column, value=val))
+    any_bad = flags.select(pl.any_horizontal(pl.all()).alias("bad")).to_series()
+    return rejects, any_bad
+
+
+def required(column: str, what: str | None = None) -> RowCheck:
+    return RowCheck("missing_value", pl.col(src(column)).is_null(),
+                    pl.lit(f"{column} is empty; every row needs {what or 'a value here'}"), column)
+
+
+def parse_failed(column: str, typed: pl.Expr, expected: str, check: str) -> RowCheck:
+    """The source text is present but did not parse as `expected`."""
+    return RowCheck(check, pl.col(src(column)).is_not_null() & typed.is_null(),
+                    pl.format(f"{column} is {{}}, expected {expected}",
+                              pl.col(src(column)).map_elements(repr, return_dtype=pl.String)), column)
+
+
+def out_of_range(column: str, typed: pl.Expr, lo: int, hi: int, check: str = "out_of_range") -> RowCheck:
+    return RowCheck(check, typed.is_not_null() & ((typed < lo) | (typed > hi)),
+                    pl.format(f"{column} is {{}}, outside {lo}-{hi}", typed), column)
+
+
+def not_in(column: str, allowed: Sequence[str], check: str = "out_of_vocabulary") -> RowCheck:
+    col = pl.col(src(column))
+    shown = ", ".join(allowed) if len(allowed) <= 6 else ", ".join(allowed[:6]) + ", ..."
+    return RowCheck(check, col.is_not_null() & ~col.is_in(list(allowed)),
+                    pl.format(f"{column} is {{}}, not one of {shown}",
+                              col.map_elements(repr, return_dtype=pl.String)), column)
+
+
+def json_explain(column: str) -> Callable[[str | None], str]:
+    def explain(value: str | None) -> str:
+        try:
+            parsed = json.loads(value or "")
+        except json.JSONDecodeError as err:
+            return f"{err.msg} at character {err.pos}"
+        return f"it parses as a JSON {type(parsed).__name__}, not a list"
+    return explain
+
+
+def short_row(header: Sequence[str], last_required: bool, ends_with_newline: bool, n_rows: int) -> RowCheck | None:
+    """Rows that stop early (polars fills the missing trailing fields with null): detectable when the last
+    column may not be empty. The reason says how many trailing fields are missing."""
+    if not last_required:
+        return None
+    n = len(header)
+    cols = [src(c) for c in header]
+    trailing = pl.sum_horizontal([pl.all_horizontal([pl.col(c).is_null() for c in cols[k:]]).cast(pl.Int64)
+                                  for k in range(n)])
+    first_missing = trailing.replace_strict({k: header[n - k] for k in range(1, n + 1)}, default=None,
+                                            return_dtype=pl.String)
+    hint = "" if ends_with_newline else "; the file ends without a newline, so it was probably cut off"
+    return RowCheck(
+        "field_count", pl.col(cols[-1]).is_null(),
+        pl.format(f"row ends early: the last {{}} of {n} fields are empty, from column {{}} on (truncated row?){{}}",
+                  trailing, first_missing, pl.when(pl.col(ROW) == n_rows).then(pl.lit(hint)).otherwise(pl.lit(""))),
+        header[-1],
+    )

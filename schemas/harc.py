@@ -1,0 +1,276 @@
+"""H-ARC human traces, ARC task JSON and ARC-TGI exports (spec/formats.md §D, §E, §F).
+
+Conventions specific to these sources:
+- H-ARC coordinates: every `*_x` of the CSVs is a row and every `*_y` a column; here they are named
+  `action_row`/`action_col` and `*_height`/`*_width` so nobody has to remember that.
+- H-ARC times are the participant's local clock without a zone: `occurred_at` is a naive timestamp and
+  only differences within one participant are meaningful.
+- Grids are stored as H-ARC grid strings (`"|077|777|077|"`, row by row), also for ARC task JSON, so that
+  a participant's submission can be compared with the ARC truth by string equality.
+- The H-ARC CSV names `action_id` (2024: `num_actions`) and `action` are stored as `action_number` and
+  `action`, because `action_id` already names the ARC-AGI-3 action id (0-7) in `schemas.arc3`.
+- Provenance fields (`file_id`, `file_name`, `row_number`, `content_sha256`, `flags`) come from
+  `schemas.meta`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from schemas.model import Field, Table
+
+GRID_STRING = r"^\|([0-9]+\|)+$"
+RELEASES = ("osf-current", "2024")
+SPLITS = ("training", "evaluation")
+# D.7 plus `write_description` (the predecessor interface's single closing row, which the authors'
+# `get_summary` accepts as a terminal action; spec/harc-editor.md §8.2).
+HARC_ACTIONS = (
+    "edit", "floodfill", "select_cells", "select_copy", "select_paste", "select_change_color",
+    "copy_from_input", "change_height", "change_width", "reset_grid", "undo",
+    "change_color", "change_tool", "submit", "write_first_description", "write_last_description",
+    "no_last_description", "write_description", "submit_tutorial", "write_first_tutorial_description",
+    "write_last_tutorial_description", "submit_feedback", "Help", "auto_solve",
+)
+HARC_TOOLS = ("edit", "select", "floodfill")
+SELECT_LOCATIONS = ("test_input", "test_output")
+
+FIELDS: list[Field] = [
+    # --- raw CSV rows ----------------------------------------------------------------------------
+    Field("row_json", pl.String,
+          "the CSV row's fields exactly as read, as a JSON object {header name: text, or null when the "
+          "field was empty} in header order; content_sha256 is the sha256 of this text"),
+    # --- H-ARC identity ---------------------------------------------------------------------------
+    Field("release_generation", pl.String,
+          "which H-ARC release the file belongs to: `osf-current` (OSF archive, complete and incomplete "
+          "participants merged) or `2024` (the original clean_*.csv files); from the header where it "
+          "differs (`action_id` vs `num_actions`, survey columns), else from the `clean_` file-name prefix",
+          isin=RELEASES),
+    Field("task_id", pl.String,
+          "id of an ARC-format task: the ARC task id (H-ARC `task_name` or the task file name, without "
+          "`.json`; 8 hex chars for ARC-AGI-1/2), or the shortuuid of an ARC-TGI generated task"),
+    Field("task_file_name", pl.String, "H-ARC `task_name` exactly as written (with `.json`)"),
+    Field("exp_name", pl.String, "H-ARC experiment build (`expv0` ... `expv6_1`)", nullable=True),
+    Field("task_split", pl.String, "ARC split the task comes from (H-ARC `task_type`)", isin=SPLITS),
+    Field("task_number", pl.Int64,
+          "1-based position of the task in the participant's sequence; 0 = tutorial", ge=0),
+    Field("attempt_number", pl.Int64,
+          "attempt 1-3; 4 only on the closing `write_last_description` row after a third wrong submit "
+          "(summaries recode 4 as 3)", ge=1, le=4),
+    # --- H-ARC events -----------------------------------------------------------------------------
+    Field("action_number", pl.Int64,
+          "per-task event counter 1, 2, 3, ... (H-ARC `action_id`, 2024 `num_actions`); not reset between "
+          "attempts; the authoritative order of a task's events", ge=1),
+    Field("action", pl.String, "H-ARC interface event name (spec/formats.md §D.7)", isin=HARC_ACTIONS),
+    Field("occurred_at", pl.Datetime("us"),
+          "when the event was logged: naive timestamp on the participant's local clock (tagged "
+          "participant_local; no zone, 1-second resolution); compare only within a participant"),
+    Field("is_solved", pl.Boolean, "the task was solved (events: from the correct submit onward; attempts: "
+          "this attempt's submission was correct)"),
+    Field("is_done", pl.Boolean, "H-ARC `done`: post-processing marker of a finished attempt"),
+    Field("test_input_grid", pl.String,
+          "the task's test input as shown, as a grid string; the first event of each task holds the 3x3 "
+          "zero placeholder (flag `input_placeholder`)", regex=GRID_STRING),
+    Field("test_input_height", pl.Int64, "test input height as logged (`test_input_size_x`)", ge=1, le=30),
+    Field("test_input_width", pl.Int64, "test input width as logged (`test_input_size_y`)", ge=1, le=30),
+    Field("test_output_grid", pl.String,
+          "the participant's output grid as a grid string: after the event (events), as submitted "
+          "(attempts, incorrect submissions)", regex=GRID_STRING),
+    Field("test_output_height", pl.Int64,
+          "height drop-down value (`test_output_size_x`); may lag the grid after an undo", ge=1, le=30),
+    Field("test_output_width", pl.Int64,
+          "width drop-down value (`test_output_size_y`); may lag the grid after an undo", ge=1, le=30),
+    Field("action_row", pl.Int64, "row of the cell the event touched (`action_x`); null when no cell",
+          nullable=True, ge=0, le=29),
+    Field("action_col", pl.Int64, "column of the cell the event touched (`action_y`); null when no cell",
+          nullable=True, ge=0, le=29),
+    Field("select_loc", pl.String, "grid of a selection event; null otherwise", nullable=True,
+          isin=SELECT_LOCATIONS),
+    Field("selected_data_json", pl.String, "`selected_data`: JSON list of [row, col] (persists, may be stale)",
+          nullable=True),
+    Field("selected_symbol", pl.Int64, "selected colour 0-9", nullable=True, ge=0, le=9),
+    Field("selected_tool", pl.String, "selected tool", nullable=True, isin=HARC_TOOLS),
+    Field("copy_paste_data_json", pl.String, "`copy_paste_data`: JSON list of [row, col, symbol] (clipboard)",
+          nullable=True),
+    Field("is_tutorial", pl.Boolean, "a tutorial row or task (`is_tutorial`, or task_number 0)"),
+    Field("is_complete", pl.Boolean, "the participant finished the whole experiment (`complete`)"),
+    # --- H-ARC per task / attempt -----------------------------------------------------------------
+    Field("first_description", pl.String, "the participant's first written description of the rule "
+          "(`first_written_solution`)", nullable=True),
+    Field("last_description", pl.String, "the final written description (`last_written_solution`)",
+          nullable=True),
+    Field("has_terminal_row", pl.Boolean,
+          "the task's last event (highest attempt, then highest action_number) is `no_last_description`, "
+          "`write_description` or `write_last_description`; tasks without one are dropped by the "
+          "authors' get_summary"),
+    Field("last_action_number", pl.Int64,
+          "action_number of the attempt's last event (summary `num_actions`: events until the submission, "
+          "cumulative within the task)", ge=1),
+    # --- H-ARC incorrect submissions --------------------------------------------------------------
+    Field("n_submissions", pl.Int64, "how many times this wrong grid was submitted for the task (`count`)",
+          ge=1),
+    Field("output_grid_md5", pl.String,
+          "md5 hex of the grid string (2024 `hashed_output_grid`; flag `md5_mismatch` when it disagrees)",
+          nullable=True, regex=r"^[0-9a-f]{32}$"),
+    # --- H-ARC surveys ----------------------------------------------------------------------------
+    Field("feedback_text", pl.String, "free-text feedback at the end of the experiment", nullable=True),
+    Field("age", pl.String, "survey answer as given", nullable=True),
+    Field("gender", pl.String, "survey answer as given", nullable=True),
+    Field("race", pl.String, "survey answer as given", nullable=True),
+    Field("education_level", pl.String, "survey answer as given", nullable=True),
+    Field("household_income", pl.String, "survey answer as given (2024 release only)", nullable=True),
+    Field("normal_vision", pl.String, "survey answer as given (text, not a boolean)", nullable=True),
+    Field("color_blind", pl.String, "survey answer as given (text, not a boolean)", nullable=True),
+    Field("fluent_english", pl.String, "survey answer as given (text, not a boolean)", nullable=True),
+    Field("is_withdrawn", pl.Boolean, "the participant withdrew (`withdraw`)"),
+    Field("withdraw_reason", pl.String, "reason chosen when withdrawing", nullable=True),
+    Field("withdraw_comment", pl.String, "free-text comment when withdrawing", nullable=True),
+    # --- ARC task JSON ----------------------------------------------------------------------------
+    Field("n_train_pairs", pl.Int64, "demonstration (train) pairs in the task", ge=0),
+    Field("n_test_pairs", pl.Int64, "test pairs in the task", ge=0),
+    Field("has_test_outputs", pl.Boolean, "every test pair carries its output (evaluation files may omit it)"),
+    Field("task_json", pl.String, "the task object (`train`, `test`, ...) as compact JSON text"),
+    Field("pair_split", pl.String, "which list of the task the pair is in", isin=("train", "test")),
+    Field("pair_index", pl.Int64, "0-based position of the pair in its list", ge=0),
+    Field("input_grid", pl.String, "the pair's input as a grid string", regex=GRID_STRING),
+    Field("output_grid", pl.String, "the pair's output as a grid string; null when the file omits it",
+          nullable=True, regex=GRID_STRING),
+    Field("input_height", pl.Int64, "rows of the input grid", ge=1, le=30),
+    Field("input_width", pl.Int64, "columns of the input grid", ge=1, le=30),
+    Field("output_height", pl.Int64, "rows of the output grid", nullable=True, ge=1, le=30),
+    Field("output_width", pl.Int64, "columns of the output grid", nullable=True, ge=1, le=30),
+    # --- ARC-TGI ----------------------------------------------------------------------------------
+    Field("generated_at", pl.Datetime("us"),
+          "ARC-TGI `created_at`: when the generator produced the task, as written (naive; a written "
+          "offset is converted to UTC and flagged `offset_converted_to_utc`)"),
+    Field("generator_name", pl.String, "ARC-TGI generator module name (e.g. `task0b148d64`)"),
+    Field("input_reasoning_chain_json", pl.String, "JSON list of strings describing the inputs"),
+    Field("transformation_reasoning_chain_json", pl.String, "JSON list of strings describing the "
+          "transformation"),
+    Field("task_variables_json", pl.String, "JSON object of the sampled task variables"),
+    Field("code_text", pl.String,
+          "Python source of the generator's transform, stored as text and NEVER executed by ingest "
+          "(re-execution belongs in a sandboxed verification step)"),
+]
+
+_CSV_RAW = ("file_id", "row_number", "content_sha256", "row_json")
+
+TABLES: list[Table] = [
+    Table(
+        name="raw_harc__csv_rows", layer="raw",
+        description="Every data row of every H-ARC CSV (data, summary, incorrect submissions, surveys, both "
+                    "release generations) exactly as read, quarantined rows included: the fields as a JSON "
+                    "object keyed by the file's own header names.",
+        columns=_CSV_RAW,
+        primary_key=("file_id", "row_number"),
+    ),
+    Table(
+        name="core_harc__actions", layer="core",
+        description="One row per logged H-ARC interface event (data.csv / clean_data*.csv), typed and "
+                    "renamed: x/y become row/column, sizes become height/width, task_name loses `.json`. "
+                    "Descriptions live in core_harc__participant_tasks; survey answers in the survey tables.",
+        columns=(
+            "release_generation", "participant_id", "task_id", "action_number", "file_id", "row_number",
+            "exp_name", "task_split", "task_file_name", "task_number", "attempt_number", "action",
+            "occurred_at", "is_solved", "is_done", "test_input_grid", "test_input_height",
+            "test_input_width", "test_output_grid", "test_output_height", "test_output_width",
+            "action_row", "action_col", "select_loc", "selected_data_json", "selected_symbol",
+            "selected_tool", "copy_paste_data_json", "is_tutorial", "is_complete", "flags",
+        ),
+        primary_key=("release_generation", "participant_id", "task_id", "action_number"),
+    ),
+    Table(
+        name="core_harc__participant_tasks", layer="core",
+        description="One row per participant x task seen in an H-ARC data file: the task-level facts the "
+                    "file repeats on every event row (descriptions, task position), and whether the task "
+                    "ends on a terminal description row.",
+        columns=(
+            "release_generation", "participant_id", "task_id", "file_id", "exp_name", "task_split",
+            "task_number", "first_description", "last_description", "has_terminal_row", "is_tutorial",
+            "is_complete", "flags",
+        ),
+        primary_key=("release_generation", "participant_id", "task_id"),
+    ),
+    Table(
+        name="core_harc__attempts", layer="core",
+        description="One row per participant x task x attempt (summary_data.csv / clean_summary_data*.csv): "
+                    "the attempt's last event, its grid and whether it solved the task.",
+        columns=(
+            "release_generation", "participant_id", "task_id", "attempt_number", "file_id", "row_number",
+            "exp_name", "task_split", "task_file_name", "task_number", "last_action_number", "is_solved",
+            "test_output_grid", "first_description", "last_description", "is_complete", "flags",
+        ),
+        primary_key=("release_generation", "participant_id", "task_id", "attempt_number"),
+    ),
+    Table(
+        name="core_harc__incorrect_submissions", layer="core",
+        description="One row per task x distinct wrong grid of a file (incorrect_submissions.csv / "
+                    "clean_errors*.csv): the grid and how often it was submitted. The key includes the file "
+                    "because the 2024 release split complete and incomplete participants into two files.",
+        columns=(
+            "file_id", "task_id", "test_output_grid", "row_number", "release_generation", "task_split",
+            "task_file_name", "n_submissions", "output_grid_md5", "flags",
+        ),
+        primary_key=("file_id", "task_id", "test_output_grid"),
+    ),
+    Table(
+        name="core_harc__feedback", layer="core",
+        description="One row per participant of an H-ARC feedback survey file (feedback.csv, "
+                    "feedback_data.csv, clean_feedback_data.csv).",
+        columns=("release_generation", "participant_id", "file_id", "row_number", "exp_name", "task_split",
+                 "feedback_text", "flags"),
+        primary_key=("release_generation", "participant_id"),
+    ),
+    Table(
+        name="core_harc__demographics", layer="core",
+        description="One row per participant of an H-ARC demographics survey file (answers as given; "
+                    "household_income and is_complete only in the 2024 release).",
+        columns=("release_generation", "participant_id", "file_id", "row_number", "exp_name", "task_split",
+                 "age", "gender", "race", "education_level", "household_income", "normal_vision",
+                 "color_blind", "fluent_english", "is_complete", "flags"),
+        primary_key=("release_generation", "participant_id"),
+        nullable_here=("is_complete",),
+    ),
+    Table(
+        name="core_harc__withdrawals", layer="core",
+        description="One row per participant of an H-ARC withdraw survey file (is_complete only in the 2024 "
+                    "release).",
+        columns=("release_generation", "participant_id", "file_id", "row_number", "exp_name", "task_split",
+                 "is_withdrawn", "withdraw_reason", "withdraw_comment", "is_complete", "flags"),
+        primary_key=("release_generation", "participant_id"),
+        nullable_here=("is_complete",),
+    ),
+    Table(
+        name="core_arc__tasks", layer="core",
+        description="One row per ARC task of an ARC task JSON file (one task per file, or a Kaggle-style "
+                    "collection `{task_id: task}`). Grids of the pairs are in core_arc__task_pairs.",
+        columns=("file_id", "task_id", "file_name", "n_train_pairs", "n_test_pairs", "has_test_outputs",
+                 "task_json", "flags"),
+        primary_key=("file_id", "task_id"),
+    ),
+    Table(
+        name="core_arc__task_pairs", layer="core",
+        description="One row per train or test pair of an ARC-format task, from ARC task JSON "
+                    "(core_arc__tasks) and from the `data` column of ARC-TGI exports (core_arctgi__tasks); "
+                    "join on (file_id, task_id).",
+        columns=("file_id", "task_id", "pair_split", "pair_index", "input_grid", "output_grid",
+                 "input_height", "input_width", "output_height", "output_width"),
+        primary_key=("file_id", "task_id", "pair_split", "pair_index"),
+    ),
+    Table(
+        name="raw_arctgi__csv_rows", layer="raw",
+        description="Every data row of every ARC-TGI export CSV exactly as read (code included, never run), "
+                    "quarantined rows included.",
+        columns=_CSV_RAW,
+        primary_key=("file_id", "row_number"),
+    ),
+    Table(
+        name="core_arctgi__tasks", layer="core",
+        description="One row per generated task of an ARC-TGI export CSV: generator, reasoning chains and "
+                    "variables as JSON text, the transform code as text (never executed), and the task "
+                    "(checked like ARC task JSON; pairs in core_arc__task_pairs).",
+        columns=("file_id", "task_id", "row_number", "generated_at", "generator_name",
+                 "input_reasoning_chain_json", "transformation_reasoning_chain_json", "task_variables_json",
+                 "code_text", "task_json", "n_train_pairs", "n_test_pairs", "has_test_outputs", "flags"),
+        primary_key=("file_id", "task_id"),
+    ),
+]
