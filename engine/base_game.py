@@ -17,7 +17,7 @@ from ._model import ValidationError
 from .camera import Camera
 from .enums import ActionInput, FrameData, FrameDataRaw, GameAction, GameState
 from .level import Level
-from .sprites import Sprite, sprites_collide
+from .sprites import Sprite, colliding_sprites
 
 __all__ = ["ARCBaseGame", "MAX_FRAME_PER_ACTION"]
 
@@ -274,7 +274,7 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
     def try_move_sprite(self, sprite: Sprite, dx: int, dy: int) -> list[Sprite]:
         x, y = sprite.x, sprite.y
         sprite.move(dx, dy)
-        hits = [other for other in self.current_level.get_sprites() if sprites_collide(sprite, other)]
+        hits = colliding_sprites(sprite, self.current_level.get_sprites())
         if hits:
             sprite.set_position(x, y)
         return hits

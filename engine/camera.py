@@ -11,6 +11,7 @@ Camera subclass bypasses the cache entirely.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -29,13 +30,16 @@ _MAX_DIRTY_RECTS = 4
 
 
 class _Composite:
-    """Cached view + base frame of one camera configuration."""
+    """Cached view + base frame of one camera size/colour configuration."""
 
-    __slots__ = ("params", "entries", "view", "canvas", "canvas4", "scale", "x_off", "y_off")
+    __slots__ = ("params", "cam", "entries", "images", "view", "canvas", "canvas4", "scale", "x_off", "y_off")
 
     def __init__(self, params: tuple, width: int, height: int, background: Any, letter_box: Any) -> None:
         self.params = params
-        self.entries: list[tuple[int, int, int, int, int]] = []
+        self.cam: tuple[int, int] | None = None
+        # Draw list of the cached view: (image token, world x, world y) per drawn sprite, in order.
+        self.entries: list[tuple[int, int, int]] = []
+        self.images: list = []
         scale = min(_FRAME // width, _FRAME // height)
         self.scale = scale
         self.x_off = (_FRAME - width * scale) // 2
@@ -51,15 +55,7 @@ class _Composite:
             self.canvas4 = None
 
 
-def _visible_sorted(sprites: list) -> list:
-    visible = [s for s in sprites if s._interaction is _TANGIBLE or s._interaction is _INTANGIBLE]
-    if len(visible) > 1:
-        visible.sort(key=_layer_of)  # stable: equal layers keep list order, later ones on top
-    return visible
-
-
-def _layer_of(sprite: Any) -> int:
-    return sprite._layer
+_layer_of = attrgetter("_layer")
 
 
 class Camera:
@@ -209,52 +205,116 @@ class Camera:
         """Bring the cached view and base frame up to date with ``sprites``; returns the cache."""
         width = self._width
         height = self._height
-        background = self._background
-        params = (width, height, background, self._letter_box)
-        visible = _visible_sorted(sprites)
-        images = [s._engine_image() for s in visible]
-        cam_x = self._x
-        cam_y = self._y
-        entries = [
-            (image.token, s._x - cam_x, s._y - cam_y, image.w, image.h) for s, image in zip(visible, images, strict=True)
-        ]
+        params = (width, height, self._background, self._letter_box)
+        visible = [s for s in sprites if s._interaction is _TANGIBLE or s._interaction is _INTANGIBLE]
+        if len(visible) > 1:
+            visible.sort(key=_layer_of)  # stable: equal layers keep list order, later ones on top
+        images = []
+        entries = []
+        add_image = images.append
+        add_entry = entries.append
+        for sprite in visible:
+            # Inlined Sprite._engine_image() fast path: this loop runs for every sprite of every frame.
+            cache = sprite._engine_cache
+            pixels = sprite.pixels
+            if (
+                cache is not None
+                and cache.src is pixels
+                and cache.rotation == sprite.rotation
+                and cache.scale == sprite._scale
+                and cache.mirror_ud == sprite._mirror_ud
+                and cache.mirror_lr == sprite._mirror_lr
+                and cache.shape == pixels.shape
+                and cache.raw == pixels.tobytes()
+            ):
+                image = cache.image
+            else:
+                image = sprite._engine_refresh()
+            add_image(image)
+            add_entry((image.token, sprite._x, sprite._y))
+        cam = (self._x, self._y)
         state = self._engine_composite
         if state is None or state.params != params:
-            state = _Composite(params, width, height, background, self._letter_box)
+            state = _Composite(params, width, height, self._background, self._letter_box)
             self._engine_composite = state
             rects = [(0, 0, width, height)]
+        elif state.cam != cam:
+            rects = self._engine_scroll(state, cam)
+            rects += _dirty_rects(state.entries, state.images, entries, images, cam, width, height)
+        elif state.entries == entries:
+            return state
         else:
-            old = state.entries
-            if old == entries:
-                return state
-            rects = _dirty_rects(old, entries, width, height)
+            rects = _dirty_rects(state.entries, state.images, entries, images, cam, width, height)
         for x0, y0, x1, y1 in rects:
-            self._engine_redraw(state, entries, images, x0, y0, x1, y1)
+            self._engine_redraw(state, entries, images, cam, x0, y0, x1, y1)
+        state.cam = cam
         state.entries = entries
+        state.images = images
         return state
 
-    def _engine_redraw(self, state: _Composite, entries: list, images: list, x0: int, y0: int, x1: int, y1: int) -> None:
+    def _engine_scroll(self, state: _Composite, cam: tuple[int, int]) -> list[tuple[int, int, int, int]]:
+        """Shift the cached view for a camera move; returns the newly exposed view rectangles."""
+        width, height = state.view.shape[1], state.view.shape[0]
+        old_x, old_y = state.cam if state.cam is not None else cam
+        dx = cam[0] - old_x
+        dy = cam[1] - old_y
+        if state.cam is None or abs(dx) >= width or abs(dy) >= height:
+            return [(0, 0, width, height)]
         view = state.view
-        view[y0:y1, x0:x1] = self._background
-        for (_, ex, ey, ew, eh), image in zip(entries, images, strict=True):
-            ix0 = ex if ex > x0 else x0
-            ix1 = ex + ew if ex + ew < x1 else x1
-            if ix0 >= ix1:
-                continue
-            iy0 = ey if ey > y0 else y0
-            iy1 = ey + eh if ey + eh < y1 else y1
-            if iy0 >= iy1:
-                continue
-            source = image.img8()[iy0 - ey : iy1 - ey, ix0 - ex : ix1 - ex]
-            mask = image.draw_mask()
-            if mask is None:
-                view[iy0:iy1, ix0:ix1] = source
-            else:
-                np.copyto(view[iy0:iy1, ix0:ix1], source, where=mask[iy0 - ey : iy1 - ey, ix0 - ex : ix1 - ex])
+        # New view cell (r, c) shows what old cell (r + dy, c + dx) showed.
+        src_y0, src_y1 = max(dy, 0), height + min(dy, 0)
+        src_x0, src_x1 = max(dx, 0), width + min(dx, 0)
+        view[src_y0 - dy : src_y1 - dy, src_x0 - dx : src_x1 - dx] = view[src_y0:src_y1, src_x0:src_x1].copy()
+        exposed = []
+        if dy > 0:
+            exposed.append((0, height - dy, width, height))
+        elif dy < 0:
+            exposed.append((0, 0, width, -dy))
+        if dx > 0:
+            exposed.append((width - dx, 0, width, height))
+        elif dx < 0:
+            exposed.append((0, 0, -dx, height))
+        # The scaled canvas is rebuilt from the shifted view by the caller's redraws plus this copy.
+        self._engine_upscale(state, 0, 0, width, height)
+        return exposed
+
+    @staticmethod
+    def _engine_upscale(state: _Composite, x0: int, y0: int, x1: int, y1: int) -> None:
+        view = state.view
         if state.canvas4 is None:
             state.canvas[state.y_off + y0 : state.y_off + y1, state.x_off + x0 : state.x_off + x1] = view[y0:y1, x0:x1]
         else:
             state.canvas4[y0:y1, :, x0:x1, :] = view[y0:y1, None, x0:x1, None]
+
+    def _engine_redraw(
+        self, state: _Composite, entries: list, images: list, cam: tuple[int, int], x0: int, y0: int, x1: int, y1: int
+    ) -> None:
+        """Recomposite view rectangle [x0, x1) x [y0, y1) from the full draw list."""
+        view = state.view
+        view[y0:y1, x0:x1] = self._background
+        cam_x, cam_y = cam
+        for (_, ex, ey), image in zip(entries, images, strict=True):
+            ex -= cam_x
+            ey -= cam_y
+            ix0 = ex if ex > x0 else x0
+            ix1 = ex + image.w
+            if ix1 > x1:
+                ix1 = x1
+            if ix0 >= ix1:
+                continue
+            iy0 = ey if ey > y0 else y0
+            iy1 = ey + image.h
+            if iy1 > y1:
+                iy1 = y1
+            if iy0 >= iy1:
+                continue
+            source = image.img8[iy0 - ey : iy1 - ey, ix0 - ex : ix1 - ex]
+            mask = image.draw
+            if mask is None:
+                view[iy0:iy1, ix0:ix1] = source
+            else:
+                np.copyto(view[iy0:iy1, ix0:ix1], source, where=mask[iy0 - ey : iy1 - ey, ix0 - ex : ix1 - ex])
+        self._engine_upscale(state, x0, y0, x1, y1)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Camera:
         import copy
@@ -272,38 +332,47 @@ class Camera:
         return state
 
 
-def _dirty_rects(old: list, new: list, width: int, height: int) -> list[tuple[int, int, int, int]]:
-    """View rectangles whose pixels can differ between the draw lists ``old`` and ``new``."""
+def _dirty_rects(
+    old: list, old_images: list, new: list, new_images: list, cam: tuple[int, int], width: int, height: int
+) -> list[tuple[int, int, int, int]]:
+    """View rectangles whose pixels can differ between draw lists ``old`` and ``new``.
+
+    Entries equal in both lists and in the same relative order cover the same pixels in the same
+    order, so only the rectangles of the other entries (old and new positions) need redrawing.
+    """
     n_old = len(old)
     n_new = len(new)
-    shortest = n_old if n_old < n_new else n_new
-    start = 0
-    while start < shortest and old[start] == new[start]:
-        start += 1
-    tail = 0
-    while tail < shortest - start and old[n_old - 1 - tail] == new[n_new - 1 - tail]:
-        tail += 1
-    old_mid = old[start : n_old - tail]
-    new_mid = new[start : n_new - tail]
-    pairs: list[tuple[tuple, ...]] = []
-    if len(old_mid) == len(new_mid):
-        for before, after in zip(old_mid, new_mid, strict=True):
-            if before != after:
-                pairs.append((before, after))
+    groups: list[list[tuple[int, int, Any]]] = []
+    if n_old == n_new:
+        for index in range(n_old):
+            if old[index] != new[index]:
+                groups.append([(old[index][1], old[index][2], old_images[index]), (new[index][1], new[index][2], new_images[index])])
     else:
-        pairs.extend((entry,) for entry in old_mid)
-        pairs.extend((entry,) for entry in new_mid)
+        shortest = n_old if n_old < n_new else n_new
+        start = 0
+        while start < shortest and old[start] == new[start]:
+            start += 1
+        tail = 0
+        while tail < shortest - start and old[n_old - 1 - tail] == new[n_new - 1 - tail]:
+            tail += 1
+        for index in range(start, n_old - tail):
+            groups.append([(old[index][1], old[index][2], old_images[index])])
+        for index in range(start, n_new - tail):
+            groups.append([(new[index][1], new[index][2], new_images[index])])
+    cam_x, cam_y = cam
     rects = []
-    for group in pairs:
-        x0 = y0 = 1 << 30
-        x1 = y1 = -(1 << 30)
-        for _, ex, ey, ew, eh in group:
-            if ew <= 0 or eh <= 0:
+    for group in groups:
+        x0 = y0 = 1 << 60
+        x1 = y1 = -(1 << 60)
+        for ex, ey, image in group:
+            if image.w <= 0 or image.h <= 0:
                 continue
+            ex -= cam_x
+            ey -= cam_y
             x0 = min(x0, ex)
             y0 = min(y0, ey)
-            x1 = max(x1, ex + ew)
-            y1 = max(y1, ey + eh)
+            x1 = max(x1, ex + image.w)
+            y1 = max(y1, ey + image.h)
         x0 = max(x0, 0)
         y0 = max(y0, 0)
         x1 = min(x1, width)

@@ -18,6 +18,7 @@ __all__ = ["RenderableUserDisplay", "ToggleableUserDisplay"]
 _REMOVED = InteractionMode.REMOVED
 _INTANGIBLE = InteractionMode.INTANGIBLE
 _FRAME = 64
+_INT8 = np.dtype(np.int8)
 
 
 class RenderableUserDisplay(ABC):
@@ -35,7 +36,7 @@ class RenderableUserDisplay(ABC):
         if x0 >= x1 or y0 >= y1:
             return frame
         source = image.img[y0 - start_y : y1 - start_y, x0 - start_x : x1 - start_x]
-        mask = image.draw_mask()
+        mask = image.draw
         if mask is None:
             frame[y0:y1, x0:x1] = source
         else:
@@ -102,8 +103,53 @@ class ToggleableUserDisplay(RenderableUserDisplay):
         return ToggleableUserDisplay(self._sprite_pairs)
 
     def render_interface(self, frame: np.ndarray) -> np.ndarray:
+        drawn = []
         for first, second in self._sprite_pairs:
-            for sprite in (first, second):
-                if sprite._interaction is not _REMOVED:
-                    self.draw_sprite(frame, sprite, sprite._x, sprite._y)
+            if first._interaction is not _REMOVED:
+                drawn.append(first)
+            if second._interaction is not _REMOVED:
+                drawn.append(second)
+        if (
+            type(self).draw_sprite is not RenderableUserDisplay.draw_sprite
+            or type(frame) is not np.ndarray
+            or frame.dtype != _INT8
+            or frame.shape != (_FRAME, _FRAME)
+        ):
+            for sprite in drawn:
+                self.draw_sprite(frame, sprite, sprite._x, sprite._y)
+            return frame
+        # Same pixels as drawing each sprite in turn, composed once per distinct pair state.
+        images = [sprite._engine_image() for sprite in drawn]
+        key = [(image.token, sprite._x, sprite._y) for sprite, image in zip(drawn, images, strict=True)]
+        overlay = self.__dict__.get("_engine_overlay")
+        if overlay is None or overlay[0] != key:
+            values = np.zeros((_FRAME, _FRAME), dtype=np.int8)
+            mask = np.zeros((_FRAME, _FRAME), dtype=bool)
+            for sprite, image in zip(drawn, images, strict=True):
+                _paint(values, mask, image, sprite._x, sprite._y)
+            overlay = (key, values, mask if not mask.all() else None)
+            self.__dict__["_engine_overlay"] = overlay
+        if overlay[2] is None:
+            frame[...] = overlay[1]
+        else:
+            np.copyto(frame, overlay[1], where=overlay[2])
         return frame
+
+
+def _paint(values: np.ndarray, mask: np.ndarray, image: object, start_x: int, start_y: int) -> None:
+    """draw_sprite into an overlay: values written where the image is >= 0, and mask marks them."""
+    x0 = max(start_x, 0)
+    y0 = max(start_y, 0)
+    x1 = min(start_x + image.w, _FRAME)
+    y1 = min(start_y + image.h, _FRAME)
+    if x0 >= x1 or y0 >= y1:
+        return
+    source = image.img8[y0 - start_y : y1 - start_y, x0 - start_x : x1 - start_x]
+    draw = image.draw
+    if draw is None:
+        values[y0:y1, x0:x1] = source
+        mask[y0:y1, x0:x1] = True
+    else:
+        cells = draw[y0 - start_y : y1 - start_y, x0 - start_x : x1 - start_x]
+        np.copyto(values[y0:y1, x0:x1], source, where=cells)
+        mask[y0:y1, x0:x1] |= cells

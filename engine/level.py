@@ -23,6 +23,7 @@ _INVISIBLE = InteractionMode.INVISIBLE
 _SHARED_DEFAULT_DATA: dict[str, Any] = {}
 
 _ATOMS = (str, int, float, bool, type(None))
+_new_object = object.__new__
 
 
 def copy_data(value: Any, memo: dict[int, Any] | None = None) -> Any:
@@ -131,7 +132,11 @@ class Level:
     def get_sprites_by_any_tag(self, tags: list[str]) -> list[Sprite]:
         if not tags:
             return []
-        return [s for s in self._sprites if any(tag in s._tags for tag in tags)]
+        try:
+            wanted = frozenset(tags)
+        except TypeError:  # unhashable query items: plain membership tests
+            return [s for s in self._sprites if any(tag in s._tags for tag in tags)]
+        return [s for s in self._sprites if not wanted.isdisjoint(s._tags)]
 
     def get_all_tags(self) -> set[str]:
         found: set[str] = set()
@@ -161,7 +166,7 @@ class Level:
             if x >= sx + image.w or y >= sy + image.h:
                 continue
             if sprite._blocking is _PIXEL_PERFECT:
-                mask = image.solid_mask()
+                mask = image.solid
                 if mask is not None and not mask[y - sy, x - sx]:
                     continue
             return sprite
@@ -187,13 +192,24 @@ class Level:
         return self._data.get(key)
 
     def clone(self) -> Level:
-        return Level(
-            sprites=[sprite.clone() for sprite in self._sprites],
-            grid_size=self._grid_size,
-            data=copy_data(self._data),
-            name=self._name,
-            placeable_areas=self._placeable_areas,
-        )
+        # Equivalent to Level(sprites=[s.clone() ...], grid_size, deepcopy(data), name, areas),
+        # without the constructor's argument handling.
+        sprites = [sprite.clone() for sprite in self._sprites]
+        new = _new_object(Level)
+        new.__dict__ = {
+            "_sprites": sprites,
+            "_grid_size": self._grid_size,
+            "_data": copy_data(self._data),
+            "_name": self._name,
+            "_placeable_areas": self._placeable_areas,
+            "_engine_order": None,
+            "_engine_order_dirty": True,
+        }
+        for sprite in sprites:
+            if sprite._blocking is _PIXEL_PERFECT and "sys_static" in sprite._tags:
+                new._merge_static_sprites()
+                break
+        return new
 
     # ------------------------------------------------------------------ copying
     def __deepcopy__(self, memo: dict[int, Any]) -> Level:
