@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 # Environment API, loaded on first use so that importing the game API stays light.
-_LAZY = {"make": "env", "Env": "env", "GameEnv": "env"}
+_LAZY = {"make": "env", "GameEnv": "env", "Snapshot": "env"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,196 @@
+"""Finding and loading game files laid out like the official ``environment_files``.
+
+Layout: ``<root>/<id>/<version>/<id>.py`` next to a ``metadata.json`` (searched at any depth under
+each environments directory, as the toolkit does).  ``"ls20"`` selects the most recent version by
+``date_downloaded``; ``"ls20-9607627b"`` selects exactly that version.
+
+Game code runs only from directories the caller names (default: the repository's ``games/``).
+Its ``from arcengine import ...`` / ``from arcengine.enums import ...`` statements resolve to this
+package through an ``__import__`` installed in the game module's own ``__builtins__``: the
+redirection is scoped to code defined in that module (including imports inside functions that run
+later) and never touches ``sys.modules``, so an installed official ``arcengine`` stays importable
+and unshadowed everywhere else.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import importlib
+import json
+import types
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "GameInfo",
+    "GameNotFoundError",
+    "default_environments_dir",
+    "find_games",
+    "resolve_game",
+    "load_game_class",
+    "load_game_module",
+]
+
+_ENGINE_PACKAGE = __name__.rpartition(".")[0]  # "engine"
+_REFERENCE_PACKAGE = "arcengine"
+
+
+class GameNotFoundError(LookupError):
+    """No game (or no such version) under the environments directories."""
+
+
+@dataclass(frozen=True)
+class GameInfo:
+    """One game version found on disk."""
+
+    game_id: str  # full id, e.g. "ls20-9607627b"
+    short_id: str  # e.g. "ls20"
+    version: str  # e.g. "9607627b" ("" when the id has no version part)
+    directory: Path
+    source: Path | None
+    class_name: str
+    date_downloaded: datetime | None
+    metadata: dict[str, Any] = field(compare=False, repr=False)
+
+    @property
+    def baseline_actions(self) -> list[int] | None:
+        value = self.metadata.get("baseline_actions")
+        return list(value) if isinstance(value, list) else None
+
+    def source_sha256(self) -> str:
+        if self.source is None:
+            raise GameNotFoundError(f"{self.game_id}: no source file for class {self.class_name} in {self.directory}")
+        return hashlib.sha256(self.source.read_bytes()).hexdigest()
+
+
+def default_environments_dir() -> Path:
+    """The repository's ``games/`` directory (next to the ``engine`` package)."""
+    return Path(__file__).resolve().parent.parent / "games"
+
+
+def _as_dirs(environments_dir: str | Path | Iterable[str | Path] | None) -> list[Path]:
+    if environments_dir is None:
+        return [default_environments_dir()]
+    if isinstance(environments_dir, (str, Path)):
+        return [Path(environments_dir)]
+    return [Path(item) for item in environments_dir]
+
+
+def _parse_date(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def _read_info(metadata_path: Path) -> GameInfo:
+    metadata = json.loads(metadata_path.read_text(encoding="utf-8"))
+    game_id = metadata["game_id"]
+    if not isinstance(game_id, str) or not game_id:
+        raise ValueError("metadata game_id must be a non-empty string")
+    short_id, _, version = game_id.partition("-")
+    class_name = metadata.get("class_name") or (game_id[:4][:1].upper() + game_id[:4][1:])
+    directory = metadata_path.parent
+    candidates = [directory / f"{class_name.lower()}.py", directory / f"{class_name}.py"]
+    source = next((path for path in candidates if path.is_file()), None)
+    return GameInfo(
+        game_id=game_id,
+        short_id=short_id,
+        version=version,
+        directory=directory,
+        source=source,
+        class_name=class_name,
+        date_downloaded=_parse_date(metadata.get("date_downloaded")),
+        metadata=metadata,
+    )
+
+
+def find_games(environments_dir: str | Path | Iterable[str | Path] | None = None) -> list[GameInfo]:
+    """Every game version under the directories (``metadata.json`` at any depth), sorted by id."""
+    found: dict[str, GameInfo] = {}
+    for root in _as_dirs(environments_dir):
+        if not root.is_dir():
+            continue
+        for metadata_path in sorted(root.rglob("metadata.json")):
+            try:
+                info = _read_info(metadata_path)
+            except (ValueError, KeyError, TypeError):
+                continue  # not a game's metadata (or unreadable): skipped, like the toolkit does
+            found.setdefault(info.game_id, info)  # the first directory listed wins duplicates
+    return [found[key] for key in sorted(found)]
+
+
+def _recency(info: GameInfo) -> tuple:
+    stamp = info.date_downloaded.timestamp() if info.date_downloaded is not None else float("-inf")
+    return (stamp, info.version)
+
+
+def resolve_game(game_id: str, environments_dir: str | Path | Iterable[str | Path] | None = None) -> GameInfo:
+    """``"ls20-9607627b"`` exactly, or ``"ls20"`` as its most recently downloaded version."""
+    games = find_games(environments_dir)
+    for info in games:
+        if info.game_id == game_id:
+            return info
+    if "-" not in game_id:
+        versions = [info for info in games if info.short_id == game_id]
+        if versions:
+            return max(versions, key=_recency)
+    where = ", ".join(str(path) for path in _as_dirs(environments_dir))
+    raise GameNotFoundError(f"game {game_id!r} not found under {where}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Executing game files with ``arcengine`` resolved to this package
+# ----------------------------------------------------------------------------------------------
+
+def _redirecting_import(real_import: Any) -> Any:
+    def import_(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if level == 0 and (name == _REFERENCE_PACKAGE or name.startswith(_REFERENCE_PACKAGE + ".")):
+            name = _ENGINE_PACKAGE + name[len(_REFERENCE_PACKAGE) :]
+        return real_import(name, globals, locals, fromlist, level)
+
+    return import_
+
+
+def _game_builtins() -> dict[str, Any]:
+    scoped = dict(vars(builtins))
+    scoped["__import__"] = _redirecting_import(builtins.__import__)
+    return scoped
+
+
+_MODULE_CACHE: dict[tuple[str, str], types.ModuleType] = {}
+
+
+def load_game_module(info: GameInfo, *, fresh: bool = False) -> types.ModuleType:
+    """Execute the game file once (cached by path and content hash unless ``fresh``)."""
+    if info.source is None:
+        raise GameNotFoundError(f"{info.game_id}: no {info.class_name.lower()}.py or {info.class_name}.py in {info.directory}")
+    code = info.source.read_bytes()
+    key = (str(info.source.resolve()), hashlib.sha256(code).hexdigest())
+    if not fresh and key in _MODULE_CACHE:
+        return _MODULE_CACHE[key]
+    importlib.import_module(_ENGINE_PACKAGE + ".enums")  # make sure submodules exist before the game imports them
+    module = types.ModuleType(f"arc_agi_3.{info.game_id}")
+    module.__file__ = str(info.source)
+    module.__dict__["__builtins__"] = _game_builtins()
+    exec(compile(code, str(info.source), "exec"), module.__dict__)
+    _MODULE_CACHE[key] = module
+    return module
+
+
+def load_game_class(info: GameInfo, *, fresh: bool = False) -> type:
+    module = load_game_module(info, fresh=fresh)
+    cls = getattr(module, info.class_name, None)
+    if not isinstance(cls, type):
+        raise GameNotFoundError(f"class {info.class_name} not found in {info.source}")
+    return cls
