@@ -45,7 +45,7 @@ from pipeline.ingest.harc_csv import (
     as_bool,
     as_int,
     as_time,
-    grid_exprs,
+    grid_check,
     json_explain,
     json_list_ok,
     load_csv,
@@ -58,6 +58,7 @@ from pipeline.ingest.harc_csv import (
     required,
     short_row,
     src,
+    with_grid_columns,
 )
 from schemas.harc import HARC_ACTIONS, HARC_TOOLS, SELECT_LOCATIONS, SPLITS
 
@@ -125,7 +126,8 @@ def _flags(*pairs: tuple[pl.Expr, str]) -> pl.Expr:
                            for cond, name in pairs]).list.drop_nulls()
 
 
-def _duplicates(keys: list[str], what: str, check: str) -> tuple[list[pl.Expr], list[RowCheck]]:
+def _duplicates(keys: list[str], what: str, check: str, shown: list[str] | None = None
+                ) -> tuple[list[pl.Expr], list[RowCheck]]:
     """Precomputed columns and the two duplicate rules for a key: exact copies (the later copies go to
     quarantine) and conflicting rows (all of them go, since nobody can tell which one is right)."""
     key_ok = pl.all_horizontal([pl.col(k).is_not_null() for k in keys])
@@ -134,7 +136,7 @@ def _duplicates(keys: list[str], what: str, check: str) -> tuple[list[pl.Expr], 
         pl.when(key_ok).then(pl.col(ROW_JSON).n_unique().over(keys)).alias("__dup_distinct"),
         pl.when(key_ok).then(pl.col(ROW).min().over(keys)).alias("__dup_first"),
     ]
-    key_text = pl.format(", ".join(f"{k}={{}}" for k in keys), *[pl.col(k) for k in keys])
+    key_text = pl.format(", ".join(f"{k}={{}}" for k in shown or keys), *[pl.col(k) for k in keys])
     conflict = RowCheck(
         check, (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") > 1),
         pl.format(f"{what} ({{}}) appears on rows {{}} with different contents; keep the right row and remove "
@@ -213,10 +215,7 @@ def read_data(ctx: FileContext) -> ReaderOutput:
         pl.col(src("last_written_solution")).alias("last_description"),
         pl.col(src("joint_id_task")).alias("__joint"),
     )
-    in_h, in_w, in_problem = grid_exprs("test_input_grid")
-    out_h, out_w, out_problem = grid_exprs("test_output_grid")
-    df = df.with_columns(in_h.alias("__in_h"), in_w.alias("__in_w"), in_problem.alias("__in_problem"),
-                         out_h.alias("__out_h"), out_w.alias("__out_w"), out_problem.alias("__out_problem"))
+    df = with_grid_columns(with_grid_columns(df, "test_input_grid", "__in"), "test_output_grid", "__out")
 
     # Per-task context, computed on the task's events in their authoritative order.
     df = df.sort("__joint", "action_number", ROW, nulls_last=True)
@@ -237,7 +236,8 @@ def read_data(ctx: FileContext) -> ReaderOutput:
     df = df.with_columns(
         pl.col("__time_back").fill_null(False).any().over(task).alias("__task_time_back"),
     )
-    dup_prep, dup_checks = _duplicates(["__joint", "action_number"], "joint_id_task/action_id", "duplicate_action")
+    dup_prep, dup_checks = _duplicates(["__joint", "action_number"], "joint_id_task/action_id", "duplicate_action",
+                                       ["joint_id_task", counter])
     df = df.with_columns(dup_prep).sort(ROW)
 
     size_differs = (pl.col("test_output_height") != pl.col("__out_h")) | (pl.col("test_output_width") != pl.col("__out_w"))
@@ -278,10 +278,8 @@ def read_data(ctx: FileContext) -> ReaderOutput:
         RowCheck("time_unparsable", pl.col(src("time")).is_not_null() & pl.col("occurred_at").is_null(),
                  pl.format("time '{}' is not a valid time in a known format ({})", pl.col(src("time")),
                            pl.lit(TIME_HELP)), "time"),
-        RowCheck("grid_malformed", pl.col("__in_problem").is_not_null(),
-                 pl.format("test_input_grid {}", pl.col("__in_problem")), "test_input_grid"),
-        RowCheck("grid_malformed", pl.col("__out_problem").is_not_null(),
-                 pl.format("test_output_grid {}", pl.col("__out_problem")), "test_output_grid"),
+        grid_check("test_input_grid", "__in"),
+        grid_check("test_output_grid", "__out"),
         RowCheck("size_mismatch", size_differs & ~pl.col("__lag_ok"),
                  pl.format("test_output_size_x/_y say {} x {} but test_output_grid is {} x {}, and no undo since "
                            "the last resize/reset/copy explains the difference", pl.col("test_output_height"),
@@ -377,10 +375,10 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
         as_bool(src("complete")).alias("is_complete"),
         pl.col(src("joint_id_task")).alias("__joint"),
     )
-    _, _, problem = grid_exprs("test_output_grid")
+    df = with_grid_columns(df, "test_output_grid", "__out")
     dup_prep, dup_checks = _duplicates(["__joint", "attempt_number"], "joint_id_task/attempt_number",
-                                       "duplicate_attempt")
-    df = df.with_columns(problem.alias("__out_problem"), *dup_prep)
+                                       "duplicate_attempt", ["joint_id_task", "attempt_number"])
+    df = df.with_columns(*dup_prep)
     checks = [
         *_common_who(),
         required("joint_id_task", "joint_id_task"), required("task_name", "the ARC task file name"),
@@ -395,8 +393,7 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
         RowCheck("attempt_out_of_range", (pl.col("attempt_number") < 1) | (pl.col("attempt_number") > 3),
                  pl.format("attempt_number is {}, outside 1-3 (summaries recode the closing attempt 4 as 3)",
                            pl.col("attempt_number")), "attempt_number"),
-        RowCheck("grid_malformed", pl.col("__out_problem").is_not_null(),
-                 pl.format("test_output_grid {}", pl.col("__out_problem")), "test_output_grid"),
+        grid_check("test_output_grid", "__out"),
         RowCheck("joint_id_mismatch",
                  pl.col("__joint") != pl.format("{}_{}", pl.col(src("hashed_id")), pl.col(src("task_name"))),
                  pl.format("joint_id_task '{}' is not hashed_id + '_' + task_name ('{}_{}')", pl.col("__joint"),
@@ -447,17 +444,16 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
          else pl.lit(None, pl.String)).alias("output_grid_md5"),
         _md5(df[src("test_output_grid")]).alias("__md5"),
     )
-    _, _, problem = grid_exprs("test_output_grid")
-    dup_prep, dup_checks = _duplicates(["task_id", "test_output_grid"], "task_name/test_output_grid",
-                                       "duplicate_grid")
-    df = df.with_columns(problem.alias("__out_problem"), *dup_prep)
+    df = with_grid_columns(df, "test_output_grid", "__out")
+    dup_prep, dup_checks = _duplicates(["task_file_name", "test_output_grid"], "task_name/test_output_grid",
+                                       "duplicate_grid", ["task_name", "test_output_grid"])
+    df = df.with_columns(*dup_prep)
     checks = [
         required("task_name", "the ARC task file name"), required("task_type", "the split"),
         not_in("task_type", SPLITS), required("count", "the number of submissions"),
         parse_failed("count", pl.col("n_submissions"), "an integer", "not_an_integer"),
         out_of_range("count", pl.col("n_submissions"), 1, 10_000_000),
-        RowCheck("grid_malformed", pl.col("__out_problem").is_not_null(),
-                 pl.format("test_output_grid {}", pl.col("__out_problem")), "test_output_grid"),
+        grid_check("test_output_grid", "__out"),
         *dup_checks,
     ]
     if has_md5:
@@ -516,7 +512,7 @@ def read_survey(ctx: FileContext) -> ReaderOutput:
         checks.append(parse_failed("complete", pl.col("is_complete"), "true or false", "not_a_boolean"))
     else:
         df = df.with_columns(pl.lit(None, pl.Boolean).alias("is_complete"))
-    dup_prep, dup_checks = _duplicates(["participant_id"], "hashed_id", "duplicate_participant")
+    dup_prep, dup_checks = _duplicates(["participant_id"], "hashed_id", "duplicate_participant", ["hashed_id"])
     df = df.with_columns(dup_prep)
     checks += dup_checks
     rejects, bad = apply_checks(df, checks, target, structural=_structural(loaded, header, "complete" in cols))

@@ -114,6 +114,8 @@ def load_csv(path: Path, header: list[str], *, raw_table: str) -> LoadedCsv:
     except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
         flags.append("csv_fallback_parser")
         df, rejects = _load_with_csv_module(path, header, raw_table, str(err).splitlines()[0])
+    # "" (a quoted empty field) and an unquoted empty field mean the same: no value.
+    df = df.with_columns([pl.when(pl.col(c) != "").then(pl.col(c)).alias(c) for c in header])
     blank = pl.all_horizontal([pl.col(c).is_null() for c in header])
     if EXTRA in df.columns:
         blank = blank & pl.col(EXTRA).is_null()
@@ -213,8 +215,7 @@ def raw_frame(loaded: LoadedCsv, file_id: str) -> pl.DataFrame:
     con = duckdb.connect()
     try:
         con.register("_rows", df.to_arrow())
-        hashed = con.sql(f"SELECT {ROW}, sha256({ROW_JSON}) AS content_sha256, {ROW_JSON} FROM _rows "
-                         f"ORDER BY {ROW}").pl()
+        hashed = con.sql(f"SELECT {ROW}, sha256({ROW_JSON}) AS content_sha256, {ROW_JSON} FROM _rows").pl()
     finally:
         con.close()
     return hashed.select(pl.lit(file_id).alias("file_id"), pl.col(ROW).cast(pl.Int64), "content_sha256", ROW_JSON)
@@ -255,41 +256,73 @@ def json_list_ok(col: str) -> pl.Expr:
     return text.str.strip_chars().str.starts_with("[") & text.str.json_path_match("$").is_not_null()
 
 
-def grid_exprs(col: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-    """(height, width, problem) of a grid-string column; problem is null when the grid is well formed.
+GRID_PROBLEMS = {
+    1: "is empty",
+    2: "does not start and end with '|' (expected rows of digits between bars, e.g. |012|345|)",
+    3: "contains a character that is not a digit 0-9 or '|'",
+    4: "has an empty row (two adjacent bars, or only bars)",
+    5: "has rows of uneven length",
+    6: "is larger than the 30 x 30 maximum",
+}
+
+
+def with_grid_columns(df: pl.DataFrame, col: str, prefix: str) -> pl.DataFrame:
+    """Add `{prefix}_h`, `{prefix}_w` (null unless well formed) and `{prefix}_code` (0 = well formed, else a
+    key of GRID_PROBLEMS) for a grid-string column, plus the raw shape numbers the reasons quote.
 
     Well formed (spec/formats.md §D.6): `|` at both ends and between rows, every row non-empty, digits
-    0-9 only, all rows the same length, at most 30 x 30.
+    0-9 only, all rows the same length, at most 30 x 30. Two passes so that the split runs once.
     """
     s = pl.col(col)
-    pieces = s.str.strip_chars("|").str.split("|")
-    lengths = pieces.list.eval(pl.element().str.len_bytes())
-    height = pieces.list.len().cast(pl.Int64)
-    w_min = lengths.list.min().cast(pl.Int64)
-    w_max = lengths.list.max().cast(pl.Int64)
-    shape_ok = s.str.contains(GRID_RE)
-    problem = (
-        pl.when(s.is_null()).then(pl.lit("is empty"))
-        .when(~(s.str.starts_with("|") & s.str.ends_with("|")))
-        .then(pl.lit("does not start and end with '|' (expected rows of digits between bars, e.g. |012|345|)"))
-        .when(s.str.contains(r"[^0-9|]"))
-        .then(pl.format("contains '{}' which is not a digit 0-9 or '|'", s.str.extract(r"([^0-9|])", 1)))
-        .when(~shape_ok).then(pl.lit("has an empty row (two adjacent bars, or only bars)"))
-        .when(w_min != w_max)
-        .then(pl.format("has rows of uneven length (shortest {} cells, longest {})", w_min, w_max))
-        .when((height > MAX_SIDE) | (w_max > MAX_SIDE))
-        .then(pl.format("is {} x {}, larger than the 30 x 30 maximum", height, w_max))
-        .otherwise(None)
+    lengths = s.str.strip_chars("|").str.split("|").list.eval(pl.element().str.len_bytes())
+    df = df.with_columns(
+        s.str.contains(GRID_RE).alias(f"{prefix}_shape_ok"),
+        (s.str.count_matches("|", literal=True) - 1).cast(pl.Int64).alias(f"{prefix}_hraw"),
+        lengths.list.min().cast(pl.Int64).alias(f"{prefix}_wmin"),
+        lengths.list.max().cast(pl.Int64).alias(f"{prefix}_wmax"),
     )
-    ok = problem.is_null()
-    return pl.when(ok).then(height), pl.when(ok).then(w_min), problem
+    shape_ok, h, wmin, wmax = (pl.col(f"{prefix}_{k}") for k in ("shape_ok", "hraw", "wmin", "wmax"))
+    code = (
+        pl.when(s.is_null()).then(1)
+        .when(~(s.str.starts_with("|") & s.str.ends_with("|"))).then(2)
+        .when(s.str.contains(r"[^0-9|]")).then(3)
+        .when(~shape_ok).then(4)
+        .when(wmin != wmax).then(5)
+        .when((h > MAX_SIDE) | (wmax > MAX_SIDE)).then(6)
+        .otherwise(0).cast(pl.Int8)
+    )
+    return df.with_columns(code.alias(f"{prefix}_code")).with_columns(
+        pl.when(pl.col(f"{prefix}_code") == 0).then(h).alias(f"{prefix}_h"),
+        pl.when(pl.col(f"{prefix}_code") == 0).then(wmin).alias(f"{prefix}_w"),
+    )
+
+
+def grid_reason(col: str, prefix: str) -> pl.Expr:
+    """The words for a malformed grid (evaluated on failing rows only)."""
+    code = pl.col(f"{prefix}_code")
+    s = pl.col(col)
+    text = pl.col(f"{prefix}_code").replace_strict(GRID_PROBLEMS, default="", return_dtype=pl.String)
+    detail = (
+        pl.when(code == 3).then(pl.format(" ('{}')", s.str.extract(r"([^0-9|])", 1)))
+        .when(code == 5).then(pl.format(" (shortest {} cells, longest {})", pl.col(f"{prefix}_wmin"),
+                                        pl.col(f"{prefix}_wmax")))
+        .when(code == 6).then(pl.format(" (it is {} x {})", pl.col(f"{prefix}_hraw"), pl.col(f"{prefix}_wmax")))
+        .otherwise(pl.lit(""))
+    )
+    return pl.format(f"{col} {{}}{{}}", text, detail)
+
+
+def grid_check(col: str, prefix: str, source_column: str | None = None) -> RowCheck:
+    return RowCheck("grid_malformed", pl.col(f"{prefix}_code") != 0, grid_reason(col, prefix),
+                    source_column or col, value=pl.col(col))
 
 
 def grid_problems(values: Sequence[str | None]) -> pl.DataFrame:
-    """Grid checks on a list of strings (height, width, problem) - the vectorised check, callable directly."""
-    h, w, p = grid_exprs("g")
-    return pl.DataFrame({"g": list(values)}, schema={"g": pl.String}).select(
-        h.alias("height"), w.alias("width"), p.alias("problem"))
+    """The vectorised grid check on a list of strings: height, width, problem (null when well formed)."""
+    df = with_grid_columns(pl.DataFrame({"g": list(values)}, schema={"g": pl.String}), "g", "__g")
+    return df.select(pl.col("__g_h").alias("height"), pl.col("__g_w").alias("width"),
+                     pl.when(pl.col("__g_code") != 0).then(grid_reason("g", "__g").str.strip_prefix("g "))
+                     .alias("problem"))
 
 
 # --- row checks -----------------------------------------------------------------------------------
