@@ -126,7 +126,7 @@ def _flags(*pairs: tuple[pl.Expr, str]) -> pl.Expr:
                            for cond, name in pairs]).list.drop_nulls()
 
 
-def _duplicates(keys: list[str], what: str, check: str, shown: list[str] | None = None
+def _duplicates(keys: list[str], check: str, shown: list[str] | None = None
                 ) -> tuple[list[pl.Expr], list[RowCheck]]:
     """Precomputed columns and the two duplicate rules for a key: exact copies (the later copies go to
     quarantine) and conflicting rows (all of them go, since nobody can tell which one is right)."""
@@ -139,12 +139,12 @@ def _duplicates(keys: list[str], what: str, check: str, shown: list[str] | None 
     key_text = pl.format(", ".join(f"{k}={{}}" for k in shown or keys), *[pl.col(k) for k in keys])
     conflict = RowCheck(
         check, (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") > 1),
-        pl.format(f"{what} ({{}}) appears on rows {{}} with different contents; keep the right row and remove "
-                  f"the others", key_text, pl.col(ROW).cast(pl.String).str.join(", ").over(keys)),
+        pl.format("{} appears on rows {} with different contents; keep the right row and remove the others",
+                  key_text, pl.col(ROW).cast(pl.String).str.join(", ").over(keys)),
         value=key_text)
     copy = RowCheck(
         "duplicate_row", (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") == 1) & (pl.col(ROW) != pl.col("__dup_first")),
-        pl.format(f"exact copy of row {{}} ({what} {{}}); the first copy was loaded", pl.col("__dup_first"), key_text),
+        pl.format("exact copy of row {} ({}); the first copy was loaded", pl.col("__dup_first"), key_text),
         value=key_text)
     return prep, [conflict, copy]
 
@@ -236,7 +236,7 @@ def read_data(ctx: FileContext) -> ReaderOutput:
     df = df.with_columns(
         pl.col("__time_back").fill_null(False).any().over(task).alias("__task_time_back"),
     )
-    dup_prep, dup_checks = _duplicates(["__joint", "action_number"], "joint_id_task/action_id", "duplicate_action",
+    dup_prep, dup_checks = _duplicates(["__joint", "action_number"], "duplicate_action",
                                        ["joint_id_task", counter])
     df = df.with_columns(dup_prep).sort(ROW)
 
@@ -376,8 +376,7 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
         pl.col(src("joint_id_task")).alias("__joint"),
     )
     df = with_grid_columns(df, "test_output_grid", "__out")
-    dup_prep, dup_checks = _duplicates(["__joint", "attempt_number"], "joint_id_task/attempt_number",
-                                       "duplicate_attempt", ["joint_id_task", "attempt_number"])
+    dup_prep, dup_checks = _duplicates(["__joint", "attempt_number"], "duplicate_attempt", ["joint_id_task", "attempt_number"])
     df = df.with_columns(*dup_prep)
     checks = [
         *_common_who(),
@@ -445,8 +444,7 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
         _md5(df[src("test_output_grid")]).alias("__md5"),
     )
     df = with_grid_columns(df, "test_output_grid", "__out")
-    dup_prep, dup_checks = _duplicates(["task_file_name", "test_output_grid"], "task_name/test_output_grid",
-                                       "duplicate_grid", ["task_name", "test_output_grid"])
+    dup_prep, dup_checks = _duplicates(["task_file_name", "test_output_grid"], "duplicate_grid", ["task_name", "test_output_grid"])
     df = df.with_columns(*dup_prep)
     checks = [
         required("task_name", "the ARC task file name"), required("task_type", "the split"),
@@ -512,7 +510,7 @@ def read_survey(ctx: FileContext) -> ReaderOutput:
         checks.append(parse_failed("complete", pl.col("is_complete"), "true or false", "not_a_boolean"))
     else:
         df = df.with_columns(pl.lit(None, pl.Boolean).alias("is_complete"))
-    dup_prep, dup_checks = _duplicates(["participant_id"], "hashed_id", "duplicate_participant", ["hashed_id"])
+    dup_prep, dup_checks = _duplicates(["participant_id"], "duplicate_participant", ["hashed_id"])
     df = df.with_columns(dup_prep)
     checks += dup_checks
     rejects, bad = apply_checks(df, checks, target, structural=_structural(loaded, header, "complete" in cols))

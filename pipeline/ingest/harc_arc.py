@@ -83,10 +83,10 @@ def grid_to_string(value: Any, where: str) -> tuple[str, int, int]:
 def parse_task(obj: Any, task_id: str, where: str) -> tuple[list[dict], dict]:
     """Pairs (rows for core_arc__task_pairs, without file_id) and task facts; TaskInvalid if malformed."""
     if not isinstance(obj, dict):
-        raise TaskInvalid("task_structure", where, f"a task must be a JSON object, got {type(obj).__name__}")
+        raise TaskInvalid("task_structure", where, f"is not a JSON object (got {type(obj).__name__})")
     missing = [k for k in ("train", "test") if k not in obj]
     if missing:
-        raise TaskInvalid("task_structure", where, f"missing {' and '.join(missing)} (a task needs train and test)")
+        raise TaskInvalid("task_structure", where, f"is missing {' and '.join(missing)} (a task needs train and test)")
     pairs: list[dict] = []
     has_test_outputs = True
     for split in ("train", "test"):
@@ -96,9 +96,9 @@ def parse_task(obj: Any, task_id: str, where: str) -> tuple[list[dict], dict]:
         for i, pair in enumerate(items):
             at = f"{where} {split}[{i}]"
             if not isinstance(pair, dict) or "input" not in pair:
-                raise TaskInvalid("task_structure", at, "a pair must be an object with an input grid")
+                raise TaskInvalid("task_structure", at, "is not an object with an input grid")
             if split == "train" and "output" not in pair:
-                raise TaskInvalid("task_structure", at, "a train pair needs an output grid")
+                raise TaskInvalid("task_structure", at, "has no output grid (train pairs need one)")
             in_text, in_h, in_w = grid_to_string(pair["input"], f"{at}.input")
             out_text = out_h = out_w = None
             if pair.get("output") is not None:

@@ -27,6 +27,7 @@ from pipeline.ingest.base import FileRejected, Reject
 ROW = "row_number"
 ROW_JSON = "row_json"
 EXTRA = "__extra_fields"
+UNSPLIT = "__unsplit"  # the row's field count differs from the header's (already quarantined by the loader)
 SRC = "src:"  # prefix of the source (text) columns while typed columns are derived from them
 GRID_RE = r"^\|([0-9]+\|)+$"
 MAX_SIDE = 30
@@ -110,7 +111,7 @@ def load_csv(path: Path, header: list[str], *, raw_table: str) -> LoadedCsv:
         df = pl.read_csv(path, infer_schema=False, has_header=True, encoding="utf8", raise_if_empty=False)
         if df.columns != header:  # polars de-duplicates or trims names; the header check ran before
             df.columns = header
-        df = df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64))
+        df = df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64), pl.lit(False).alias(UNSPLIT))
     except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
         flags.append("csv_fallback_parser")
         df, rejects = _load_with_csv_module(path, header, raw_table, str(err).splitlines()[0])
@@ -204,8 +205,10 @@ def _load_with_csv_module(path: Path, header: list[str], raw_table: str, polars_
             rows.append(row)
     data = {h: [r[i] for r in records] for i, h in enumerate(header)}
     df = pl.DataFrame(data, schema={h: pl.String for h in header})
-    df = df.with_columns(pl.Series(ROW, rows, dtype=pl.Int64), pl.Series(EXTRA, extras, dtype=pl.String))
-    df = df.select([ROW, *header, EXTRA])
+    unsplit = {int(r.location.split()[1]) for r in rejects if r.check == "field_count"}
+    df = df.with_columns(pl.Series(ROW, rows, dtype=pl.Int64), pl.Series(EXTRA, extras, dtype=pl.String),
+                         pl.Series(UNSPLIT, [r in unsplit for r in rows], dtype=pl.Boolean))
+    df = df.select([ROW, *header, EXTRA, UNSPLIT])
     return df, rejects
 
 
@@ -348,10 +351,11 @@ def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str
     checks = [*structural, *checks]
     if df.height == 0 or not checks:
         return [], pl.Series("bad", [False] * df.height, dtype=pl.Boolean)
-    broken = pl.any_horizontal([c.failed.fill_null(False) for c in structural]) if structural else pl.lit(False)
+    unsplit = pl.col(UNSPLIT) if UNSPLIT in df.columns else pl.lit(False)
+    broken = pl.any_horizontal([unsplit, *[c.failed.fill_null(False) for c in structural]])
     flags = df.select([
-        (c.failed.fill_null(False) & (pl.lit(True) if i < len(structural) else ~broken)).alias(f"__c{i}")
-        for i, c in enumerate(checks)])
+        (c.failed.fill_null(False) & (~unsplit if i < len(structural) else ~broken)).alias(f"__c{i}")
+        for i, c in enumerate(checks)] + [unsplit.alias("__unsplit_bad")])
     rejects: list[Reject] = []
     for i, c in enumerate(checks):
         mask = flags[f"__c{i}"]

@@ -1,0 +1,471 @@
+"""H-ARC / ARC task JSON / ARC-TGI readers, called directly (no database): parsing, checks, flags, sniffing.
+
+Expected values are derived by hand from tests/fixtures/harc (see its docstring for the event log).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import engine.harc
+import pipeline.ingest  # noqa: F401  (registers the ARC-AGI-3 formats, so sniffing order is realistic)
+import pipeline.ingest.harc  # noqa: F401  (registers the H-ARC / ARC formats)
+from pipeline.ingest.base import FileContext, FileRejected
+from pipeline.ingest.formats import detect, read_head
+from pipeline.ingest.harc import (
+    ACTIONS,
+    ATTEMPTS,
+    DEMOGRAPHICS,
+    ERRORS,
+    FEEDBACK,
+    RAW,
+    TASKS,
+    WITHDRAWALS,
+    read_data,
+    read_errors,
+    read_summary,
+    read_survey,
+    sniff_data,
+    sniff_errors,
+    sniff_summary,
+    sniff_survey,
+)
+from pipeline.ingest.harc_arc import (
+    PAIRS,
+    TGI_TASKS,
+    grid_to_string,
+    read_task_json,
+    read_tgi,
+    sniff_task_json,
+)
+from pipeline.ingest.harc_csv import (
+    TIME_FORMATS,
+    Variant,
+    as_bool,
+    as_int,
+    as_time,
+    grid_problems,
+    match_variant,
+)
+from schemas.harc import HARC_ACTIONS
+from tests.fixtures import harc as fx
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+
+
+def ctx(path: Path) -> FileContext:
+    return FileContext(path, "f" * 64, "test", datetime.now(UTC))
+
+
+def flags_by_event(df: pl.DataFrame) -> dict[tuple[str, int], list[str]]:
+    return {(r["task_id"], r["action_number"]): r["flags"] for r in df.iter_rows(named=True)}
+
+
+# --- grid strings -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, height, width, problem", [
+    ("|077|777|077|", 3, 3, None),
+    ("|0|", 1, 1, None),
+    ("|" + "9" * 30 + "|", 1, 30, None),
+    (None, None, None, "is empty"),
+    ("077|777", None, None, "does not start and end with '|'"),
+    ("|07a|777|", None, None, "contains a character that is not a digit 0-9 or '|' ('a')"),
+    ("| 7|77|", None, None, "contains a character that is not a digit 0-9 or '|' (' ')"),
+    ("|07||77|", None, None, "has an empty row"),
+    ("|", None, None, "has an empty row"),
+    ("|077|77|", None, None, "has rows of uneven length (shortest 2 cells, longest 3)"),
+    ("|" + "0|" * 31, None, None, "is larger than the 30 x 30 maximum (it is 31 x 1)"),
+    ("|" + "1" * 31 + "|", None, None, "is larger than the 30 x 30 maximum (it is 1 x 31)"),
+])
+def test_grid_check_cases(text, height, width, problem):
+    got = grid_problems([text]).row(0, named=True)
+    assert (got["height"], got["width"]) == (height, width)
+    if problem is None:
+        assert got["problem"] is None
+    else:
+        assert got["problem"] is not None and got["problem"].startswith(problem), got["problem"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="0123456789|x ", min_size=0, max_size=40), min_size=1, max_size=20))
+def test_grid_check_agrees_with_the_editor_parser(texts):
+    """The vectorised check accepts exactly the strings engine.harc.parse_grid accepts, with its shape."""
+    got = grid_problems(texts)
+    for text, row in zip(texts, got.iter_rows(named=True), strict=True):
+        try:
+            shape = engine.harc.parse_grid(text).shape
+        except engine.harc.GridFormatError:
+            assert row["problem"] is not None, text
+        else:
+            assert row["problem"] is None, (text, row)
+            assert (row["height"], row["width"]) == shape
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 30), st.integers(1, 30), st.integers(0, 2**32 - 1))
+def test_arc_grid_round_trip(height, width, seed):
+    """ARC JSON grid -> grid string (ingest) -> array (editor parser) gives the same grid back."""
+    rows = np.random.default_rng(seed).integers(0, 10, size=(height, width)).tolist()
+    text, h, w = grid_to_string(rows, "grid")
+    assert text == engine.harc.format_grid(rows)
+    assert (h, w) == (len(rows), len(rows[0]))
+    assert np.array_equal(engine.harc.parse_grid(text), np.array(rows, dtype=np.uint8))
+    assert grid_problems([text]).row(0) == (h, w, None)
+
+
+@pytest.mark.parametrize("value, reason", [
+    ([], "must be a non-empty list of rows"),
+    ([[1, 2], [3]], "is not rectangular: row 0 has 2 cells, row 1 has 1"),
+    ([[1, 10]], "cell (0, 1) is 10, expected an integer 0-9"),
+    ([[True]], "cell (0, 0) is True, expected an integer 0-9"),
+    ([[0] * 31], "is 1 x 31; sides must be 1-30"),
+    ([1, 2], "every row must be a list of cells"),
+])
+def test_arc_grid_rejections(value, reason):
+    with pytest.raises(ValueError) as err:
+        grid_to_string(value, "train[0].input")
+    assert err.value.reason == reason
+
+
+# --- typed parsing ------------------------------------------------------------------------------
+
+
+def test_time_accepts_the_four_formats_and_nothing_else():
+    texts = ["2023-08-03T04:22:11.000000", "2023-08-03 04:22:11.000000", "8/3/2023, 4:22:11 AM",
+             "8/3/2023, 16:22:11", "12/13/2023, 12:05:01 PM", "2023-02-30T01:00:00.000000", "yesterday", None]
+    got = pl.DataFrame({"t": texts}).select(as_time("t")).to_series().to_list()
+    assert got[:5] == [datetime(2023, 8, 3, 4, 22, 11), datetime(2023, 8, 3, 4, 22, 11),
+                       datetime(2023, 8, 3, 4, 22, 11), datetime(2023, 8, 3, 16, 22, 11),
+                       datetime(2023, 12, 13, 12, 5, 1)]
+    assert got[5:] == [None, None, None]
+    assert len(TIME_FORMATS) == 4
+
+
+def test_int_and_bool_parsing():
+    ints = pl.DataFrame({"v": ["3", " 4 ", "5.0", "5.5", "x", None, "-1"]}).select(as_int("v")).to_series()
+    assert ints.to_list() == [3, 4, 5, None, None, None, -1]
+    bools = pl.DataFrame({"v": ["True", "false", "1", "0.0", "maybe", None]}).select(as_bool("v")).to_series()
+    assert bools.to_list() == [True, False, True, False, None, None]
+
+
+def test_vocabulary_matches_the_editor_replay():
+    assert set(HARC_ACTIONS) == set(engine.harc.KNOWN_ACTIONS)
+
+
+# --- headers ------------------------------------------------------------------------------------
+
+
+def test_unknown_header_names_missing_and_unexpected_columns():
+    variants = (Variant("small", ("a", "b", "c")), Variant("big", ("a", "b", "c", "d", "e")))
+    assert match_variant(["c", "a", "b"], variants, "file").name == "small"  # order does not matter
+    with pytest.raises(FileRejected) as err:
+        match_variant(["a", "b", "x"], variants, "test file")
+    assert err.value.check == "header_unknown"
+    assert "closest is the small: missing c; unexpected x" in err.value.reason
+    with pytest.raises(FileRejected) as err:
+        match_variant(["a", "b", "b"], variants, "test file")
+    assert "column(s) b appear more than once" in err.value.reason
+
+
+def test_data_file_with_a_renamed_column_is_rejected(tmp_path):
+    path = fx.write_data(tmp_path / "data.csv")
+    path.write_text(path.read_text().replace("selected_tool", "tool", 1))
+    with pytest.raises(FileRejected) as err:
+        read_data(ctx(path))
+    assert "missing selected_tool; unexpected tool" in err.value.reason
+
+
+# --- data.csv -----------------------------------------------------------------------------------
+
+
+def test_current_data_file_typed_values_and_flags(tmp_path):
+    out = read_data(ctx(fx.write_data(tmp_path / "data.csv")))
+    assert out.rejects == []
+    acts = out.tables[ACTIONS].sort("row_number")
+    assert acts.height == out.tables[RAW].height == 25
+    assert set(acts["release_generation"]) == {"osf-current"}
+    first = acts.row(0, named=True)
+    assert first["participant_id"] == fx.HASH_A and first["task_id"] == "007bbfb7"
+    assert first["task_file_name"] == "007bbfb7.json" and first["task_split"] == "training"
+    assert first["occurred_at"] == datetime(2023, 8, 3, 10, 0, 0)
+    edit = acts.row(2, named=True)  # A, 007bbfb7, event 3: edit at row 0, column 1
+    assert (edit["action"], edit["action_row"], edit["action_col"], edit["selected_symbol"]) == ("edit", 0, 1, 7)
+    assert (edit["test_output_grid"], edit["test_output_height"], edit["test_output_width"]) == ("|070|000|", 2, 3)
+    assert (edit["test_input_height"], edit["test_input_width"]) == (2, 2)
+    closing = acts.filter(pl.col("task_id") == "0d3d703e").row(-1, named=True)
+    assert (closing["action"], closing["attempt_number"], closing["is_done"]) == ("write_last_description", 4, True)
+
+    flags = flags_by_event(acts)
+    assert flags[("007bbfb7", 1)] == ["input_placeholder"]
+    assert all(flags[("007bbfb7", n)] == [] for n in range(2, 9))  # the undo at event 4 keeps sizes aligned
+    assert flags[("0d3d703e", 7)] == []
+    assert all(flags[("0d3d703e", n)] == ["size_lags_undo"] for n in range(8, 12))
+    assert flags[("e9afcf9a", 2)] == ["tutorial", "no_terminal_row", "incomplete_participant"]
+    assert flags[("00576224", 3)] == ["no_terminal_row", "incomplete_participant"]
+    assert flags[("00576224", 4)] == ["no_terminal_row", "time_not_monotonic", "incomplete_participant"]
+    assert acts.filter(pl.col("task_id") == "e9afcf9a")["is_tutorial"].to_list() == [True, True]
+
+
+def test_participant_tasks(tmp_path):
+    out = read_data(ctx(fx.write_data(tmp_path / "data.csv")))
+    tasks = {r["task_id"]: r for r in out.tables[TASKS].iter_rows(named=True)}
+    assert set(tasks) == {"007bbfb7", "0d3d703e", "e9afcf9a", "00576224"}
+    a2 = tasks["0d3d703e"]
+    assert (a2["first_description"], a2["last_description"]) == (fx.DESC_A2_FIRST, fx.DESC_A2_LAST)
+    assert (a2["task_number"], a2["has_terminal_row"], a2["is_complete"], a2["flags"]) == (2, True, True, [])
+    assert tasks["007bbfb7"]["last_description"] is None
+    b = tasks["00576224"]
+    assert (b["has_terminal_row"], b["is_complete"]) == (False, False)
+    assert b["flags"] == ["no_terminal_row", "time_not_monotonic", "incomplete_participant"]
+    assert tasks["e9afcf9a"]["flags"] == ["tutorial", "no_terminal_row", "incomplete_participant"]
+
+
+def test_2024_data_file_uses_num_actions(tmp_path):
+    out = read_data(ctx(fx.write_data(tmp_path / "clean_data.csv", release="2024")))
+    acts = out.tables[ACTIONS]
+    assert out.rejects == [] and acts.height == 25
+    assert set(acts["release_generation"]) == {"2024"}
+    assert acts.filter(pl.col("task_id") == "0d3d703e")["action_number"].sort().to_list() == list(range(1, 12))
+    assert "2024 clean_data" in out.detection_evidence
+    raw = json.loads(out.tables[RAW].sort("row_number")["row_json"][0])
+    assert raw["num_actions"] == "1" and "action_id" not in raw and raw["action_x"] is None
+
+
+def test_raw_rows_keep_the_fields_and_hash_them(tmp_path):
+    import hashlib
+
+    out = read_data(ctx(fx.write_data(tmp_path / "data.csv")))
+    raw = out.tables[RAW].sort("row_number")
+    first = json.loads(raw["row_json"][0])
+    assert list(first) == fx.DATA_COLUMNS
+    assert first["first_written_solution"] == fx.DESC_A1 and first["action_y"] is None
+    assert raw["content_sha256"][0] == hashlib.sha256(raw["row_json"][0].encode()).hexdigest()
+
+
+@pytest.mark.parametrize("row, change, check, column, reason", [
+    (3, {"test_output_grid": "070|000"}, "grid_malformed", "test_output_grid",
+     "test_output_grid does not start and end with '|'"),
+    (3, {"action": "paste"}, "unknown_action", "action", "action is 'paste', not one of edit, floodfill"),
+    (3, {"attempt_number": "0"}, "attempt_out_of_range", "attempt_number", "attempt_number is 0, outside 1-4"),
+    (3, {"time": "03/08/2023 10:00"}, "time_unparsable", "time", "time '03/08/2023 10:00' is not a valid time"),
+    (3, {"copy_paste_data": "[[0,1,"}, "invalid_json", "copy_paste_data", "copy_paste_data is not a JSON list"),
+    (3, {"selected_symbol": "12"}, "out_of_range", "selected_symbol", "selected_symbol is 12, outside 0-9"),
+    (3, {"solved": "yes please"}, "not_a_boolean", "solved", "solved is 'yes please', expected true or false"),
+    (3, {"action_x": "0.5"}, "not_an_integer", "action_x", "action_x is '0.5', expected an integer"),
+    (3, {"hashed_id": ""}, "missing_value", "hashed_id", "hashed_id is empty"),
+    (3, {"selected_tool": "lasso"}, "out_of_vocabulary", "selected_tool", "selected_tool is 'lasso'"),
+    (3, {"test_output_size_y": "4"}, "size_mismatch", "test_output_size_x",
+     "test_output_size_x/_y say 2 x 4 but test_output_grid is 2 x 3, and no undo"),
+])
+def test_row_defects_are_quarantined_with_a_reason(tmp_path, row, change, check, column, reason):
+    rows = fx.data_rows()
+    rows[row - 1] = {**rows[row - 1], **change}
+    out = read_data(ctx(fx.write_data(tmp_path / "data.csv", rows)))
+    mine = [r for r in out.rejects if r.check == check]
+    assert [r.location for r in mine] == [f"row {row}"], out.rejects
+    assert mine[0].column == column and mine[0].reason.startswith(reason), mine[0].reason
+    assert mine[0].target_table == ACTIONS and json.loads(mine[0].raw_text)["action_id"] == str(row)
+    assert out.tables[ACTIONS].height == 24 and row not in out.tables[ACTIONS]["row_number"].to_list()
+    assert out.tables[RAW].height == 25  # the raw layer keeps the bad row
+
+
+def test_hashed_id_change_is_caught_as_a_joint_id_mismatch(tmp_path):
+    rows = fx.data_rows()
+    rows[0] = {**rows[0], "hashed_id": fx.HASH_B}
+    out = read_data(ctx(fx.write_data(tmp_path / "data.csv", rows)))
+    assert [(r.location, r.check) for r in out.rejects] == [("row 1", "joint_id_mismatch")]
+
+
+# --- summary, errors, surveys -------------------------------------------------------------------
+
+
+def test_summary_rows(tmp_path):
+    out = read_summary(ctx(fx.write_summary(tmp_path / "summary_data.csv")))
+    assert out.rejects == []
+    att = out.tables[ATTEMPTS].sort("row_number")
+    assert att["attempt_number"].to_list() == [1, 1, 2, 3]
+    assert att["last_action_number"].to_list() == [8, 4, 6, 11]
+    assert att["is_solved"].to_list() == [True, False, False, False]
+    assert set(att["release_generation"]) == {"osf-current"}
+    out24 = read_summary(ctx(fx.write_summary(tmp_path / "clean_summary_data.csv")))
+    assert set(out24.tables[ATTEMPTS]["release_generation"]) == {"2024"}
+
+
+def test_summary_keeps_attempt_4_out(tmp_path):
+    rows = fx.summary_rows()
+    rows[3] = {**rows[3], "attempt_number": "4"}
+    out = read_summary(ctx(fx.write_summary(tmp_path / "summary_data.csv", rows)))
+    assert [(r.location, r.check) for r in out.rejects] == [("row 4", "attempt_out_of_range")]
+    assert "outside 1-3" in out.rejects[0].reason
+
+
+def test_errors_with_and_without_md5(tmp_path):
+    cur = read_errors(ctx(fx.write_errors(tmp_path / "incorrect_submissions.csv")))
+    df = cur.tables[ERRORS].sort("row_number")
+    assert df["n_submissions"].to_list() == [2, 1, 1] and df["output_grid_md5"].null_count() == 3
+    assert set(df["release_generation"]) == {"osf-current"}
+    old = read_errors(ctx(fx.write_errors(tmp_path / "clean_errors.csv", with_md5=True, bad_md5_row=2)))
+    df = old.tables[ERRORS].sort("row_number")
+    assert df["flags"].to_list() == [[], ["md5_mismatch"], []]
+    assert set(df["release_generation"]) == {"2024"}
+
+
+@pytest.mark.parametrize("release, readme_names", [("osf-current", False), ("osf-current", True), ("2024", False)])
+def test_surveys(tmp_path, release, readme_names):
+    paths = fx.write_surveys(tmp_path, release=release, readme_names=readme_names)
+    fb = read_survey(ctx(paths["feedback"])).tables[FEEDBACK].sort("row_number")
+    assert fb["participant_id"].to_list() == [fx.HASH_A, fx.HASH_B]
+    assert fb["feedback_text"].to_list() == ["fun, but task 2 was hard", None]
+    demo = read_survey(ctx(paths["demographics"])).tables[DEMOGRAPHICS].sort("row_number")
+    assert demo["age"].to_list() == ["34", None]
+    wd = read_survey(ctx(paths["withdraw"])).tables[WITHDRAWALS].sort("row_number")
+    assert wd["is_withdrawn"].to_list() == [False, True]
+    assert wd["withdraw_reason"].to_list() == [None, "It took too long"]
+    assert set(fb["release_generation"]) == set(demo["release_generation"]) == {release}
+    if release == "2024":
+        assert demo["household_income"].to_list() == ["$50,000 - $74,999", None]
+        assert demo["is_complete"].to_list() == [True, False]
+        assert wd["flags"].to_list() == [[], ["incomplete_participant"]]
+    else:
+        assert demo["household_income"].null_count() == 2 and demo["is_complete"].null_count() == 2
+
+
+# --- ARC task JSON ------------------------------------------------------------------------------
+
+
+def test_single_task_file(tmp_path):
+    out = read_task_json(ctx(fx.write_task(tmp_path / "007bbfb7.json", fx.TASK_007)))
+    task = out.tables["core_arc__tasks"].row(0, named=True)
+    assert (task["task_id"], task["n_train_pairs"], task["n_test_pairs"], task["has_test_outputs"]) == \
+        ("007bbfb7", 2, 1, True)
+    assert task["flags"] == []
+    pairs = out.tables[PAIRS].sort("pair_split", "pair_index")
+    assert pairs.select("pair_split", "pair_index", "input_grid", "output_grid").rows() == [
+        ("test", 0, "|07|70|", "|070|000|"),
+        ("train", 0, "|10|01|", "|100|010|"),
+        ("train", 1, "|2|", "|200|"),
+    ]
+
+
+def test_task_flags_and_missing_test_outputs(tmp_path):
+    task = {**fx.TASK_EVAL_NO_OUTPUT, "id": "somethingelse"}
+    out = read_task_json(ctx(fx.write_task(tmp_path / "ConceptAboveBelow1.json", task)))
+    row = out.tables["core_arc__tasks"].row(0, named=True)
+    assert row["task_id"] == "ConceptAboveBelow1" and row["has_test_outputs"] is False
+    assert row["flags"] == ["id_not_filename", "nonstandard_task_id", "extra_keys"]
+    assert out.tables[PAIRS].filter(pl.col("pair_split") == "test")["output_grid"].to_list() == [None, None]
+
+
+@pytest.mark.parametrize("task, check, reason", [
+    ({"train": [{"input": [[1]], "output": [[1]]}]}, "task_structure", "task is missing test"),
+    ({"train": [{"input": [[1, 2], [3]], "output": [[1]]}], "test": [{"input": [[1]]}]}, "grid_invalid",
+     "task train[0].input is not rectangular: row 0 has 2 cells, row 1 has 1"),
+    ({"train": [{"input": [[1]]}], "test": [{"input": [[1]]}]}, "task_structure",
+     "task train[0] has no output grid (train pairs need one)"),
+    ([{"train": []}], "task_structure", "an ARC task file holds a JSON object, this one holds a list"),
+])
+def test_bad_single_task_file_is_rejected(tmp_path, task, check, reason):
+    with pytest.raises(FileRejected) as err:
+        read_task_json(ctx(fx.write_task(tmp_path / "0000000a.json", task)))
+    assert err.value.check == check
+    assert err.value.reason.startswith(reason), err.value.reason
+
+
+def test_collection_quarantines_only_the_bad_task(tmp_path):
+    bad = {"train": [{"input": [[1, 12]], "output": [[1]]}], "test": [{"input": [[1]]}]}
+    coll = {"007bbfb7": fx.TASK_007, "0badbad0": bad, "11223344": fx.TASK_EVAL_NO_OUTPUT}
+    out = read_task_json(ctx(fx.write_task(tmp_path / "arc-agi_training_challenges.json", coll)))
+    assert out.tables["core_arc__tasks"]["task_id"].to_list() == ["007bbfb7", "11223344"]
+    assert [(r.location, r.check) for r in out.rejects] == [("task 0badbad0", "grid_invalid")]
+    assert "cell (0, 1) is 12" in out.rejects[0].reason
+
+
+# --- ARC-TGI ------------------------------------------------------------------------------------
+
+
+def test_tgi_rows_are_loaded_and_code_is_never_run(tmp_path):
+    marker = tmp_path / "EXECUTED"
+    out = read_tgi(ctx(fx.write_tgi(tmp_path / "task0b148d64.csv", fx.tgi_rows(marker))))
+    assert not marker.exists()
+    assert out.rejects == []
+    tasks = out.tables[TGI_TASKS].sort("row_number")
+    assert tasks["code_text"].to_list() == [fx.tgi_code(marker)] * 2  # multi-line, quotes and commas intact
+    assert tasks["generated_at"].to_list() == [datetime(2025, 1, 14, 9, 31, 2, 123456),
+                                               datetime(2025, 1, 14, 8, 31, 5, 1)]
+    assert tasks["flags"].to_list() == [[], ["offset_converted_to_utc"]]
+    assert tasks["n_train_pairs"].to_list() == [1, 2]
+    assert json.loads(tasks["task_variables_json"][0]) == {"rows": 2, "columns": 2, "border": 7}
+    assert out.tables[PAIRS].height == 5
+
+
+@pytest.mark.parametrize("column, value, check, reason", [
+    ("task_variables", "{rows: 2}", "invalid_json", "task_variables is not valid JSON"),
+    ("input_reasoning_chain", '{"a": 1}', "wrong_json_type", "input_reasoning_chain is a JSON dict, expected a list"),
+    ("data", '{"train": []}', "task_structure", "data is missing test"),
+    ("data", json.dumps({"train": [{"input": [[1]], "output": [[11]]}], "test": [{"input": [[1]]}]}),
+     "grid_invalid", "data train[0].output cell (0, 0) is 11"),
+    ("created_at", "last tuesday", "time_unparsable", "created_at 'last tuesday' is not an ISO-8601 time"),
+])
+def test_tgi_row_defects(tmp_path, column, value, check, reason):
+    rows = fx.tgi_rows(tmp_path / "EXECUTED")
+    rows[1] = {**rows[1], column: value}
+    out = read_tgi(ctx(fx.write_tgi(tmp_path / "all.csv", rows)))
+    assert [(r.location, r.check, r.column) for r in out.rejects] == [("row 2", check, column)]
+    assert out.rejects[0].reason.startswith(reason), out.rejects[0].reason
+    assert out.tables[TGI_TASKS]["row_number"].to_list() == [1]
+
+
+# --- sniffing -----------------------------------------------------------------------------------
+
+
+def _fixture_tree(root: Path) -> dict[str, str]:
+    """Path name -> expected format for every valid fixture file."""
+    fx.write_data(root / "data" / "data.csv")
+    fx.write_data(root / "2024" / "clean_data.csv", release="2024")
+    fx.write_summary(root / "data" / "summary_data.csv")
+    fx.write_errors(root / "data" / "incorrect_submissions.csv")
+    fx.write_errors(root / "2024" / "clean_errors.csv", with_md5=True)
+    fx.write_surveys(root / "survey")
+    fx.write_surveys(root / "2024", release="2024")
+    fx.write_task(root / "arc" / "007bbfb7.json", fx.TASK_007)
+    fx.write_task(root / "arc" / "challenges.json", {"007bbfb7": fx.TASK_007})
+    fx.write_tgi(root / "tgi" / "all.csv", fx.tgi_rows(root / "EXECUTED"))
+    return {
+        "data.csv": "harc-data", "clean_data.csv": "harc-data", "summary_data.csv": "harc-summary",
+        "incorrect_submissions.csv": "harc-errors", "clean_errors.csv": "harc-errors",
+        "feedback.csv": "harc-survey", "demographics.csv": "harc-survey", "withdraw.csv": "harc-survey",
+        "clean_feedback_data.csv": "harc-survey", "clean_demographics_data.csv": "harc-survey",
+        "clean_withdraw_data.csv": "harc-survey", "007bbfb7.json": "arc-task", "challenges.json": "arc-task",
+        "all.csv": "arc-tgi",
+    }
+
+
+def test_detection_by_content(tmp_path):
+    expected = _fixture_tree(tmp_path)
+    for path in sorted(p for p in tmp_path.rglob("*") if p.is_file()):
+        fmt, evidence = detect(path)
+        assert fmt is not None and fmt.name == expected[path.name], (path, evidence)
+        renamed = path.with_name("renamed_" + path.stem + ".bin")
+        renamed.write_bytes(path.read_bytes())
+        assert detect(renamed)[0].name == expected[path.name]  # the name is only supporting evidence
+        renamed.unlink()
+
+
+def test_arc3_files_are_not_claimed():
+    files = [p for p in (SHARED / "samples" / "arc-agi-3").rglob("*") if p.is_file()]
+    files += list((SHARED / "conformance" / "environment_files").rglob("metadata.json"))
+    assert len(files) > 10
+    sniffers = (sniff_data, sniff_summary, sniff_errors, sniff_survey, sniff_task_json,
+                pipeline.ingest.harc_arc.sniff_tgi)
+    for path in files:
+        head = read_head(path)
+        assert [s.__name__ for s in sniffers if s(head)] == [], path
