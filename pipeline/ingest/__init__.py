@@ -13,6 +13,7 @@ READER_MODULES = (
     "pipeline.ingest.arc3_recordings",
     "pipeline.ingest.study_manifest",
     "pipeline.ingest.arc3_json",
+    "pipeline.ingest.harc",
 )
 for _name in READER_MODULES:
     import_module(_name)
