@@ -258,5 +258,10 @@ def _write_or_echo(text: str, out_file: Path | None) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
+from pipeline.transforms.cli import register as _register_transforms  # noqa: E402
+
+_register_transforms(app)
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

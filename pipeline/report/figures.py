@@ -1,0 +1,42 @@
+"""Saving altair figures the house way (CONVENTIONS.md, "Interfaces"): PNG and SVG rendered with
+vl-convert, plus the Vega-Lite JSON spec that produced them, side by side.
+
+    paths = save_figure(chart, out_dir, "durations_by_outcome")
+    # {"png": out_dir/durations_by_outcome.png, "svg": ....svg, "json": ....vl.json}
+
+Files are written to a temporary name and renamed, so a crash never leaves a half-written figure. The
+spec is written with sorted keys, so the same chart gives the same JSON bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import vl_convert as vlc
+
+PNG_SCALE = 2.0
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def save_figure(chart: Any, out_dir: Path | str, name: str, *, png_scale: float = PNG_SCALE) -> dict[str, Path]:
+    """Render `chart` (an altair chart, or a Vega-Lite spec as a dict) to `<out_dir>/<name>.png`, `.svg` and
+    `.vl.json`; returns {"png": path, "svg": path, "json": path}."""
+    if not name or "/" in name or name.startswith("."):
+        raise ValueError(f"figure name {name!r} must be a plain file stem")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    spec = chart if isinstance(chart, dict) else chart.to_dict()
+    spec_json = json.dumps(spec, sort_keys=True, indent=1, default=str)
+    paths = {"png": out / f"{name}.png", "svg": out / f"{name}.svg", "json": out / f"{name}.vl.json"}
+    _write_atomic(paths["json"], (spec_json + "\n").encode())
+    _write_atomic(paths["svg"], vlc.vegalite_to_svg(spec_json).encode())
+    _write_atomic(paths["png"], vlc.vegalite_to_png(spec_json, scale=png_scale))
+    return paths

@@ -1,0 +1,413 @@
+"""`arcstudy build`: read core tables, run the transforms, validate, replace out tables in one transaction.
+
+Steps (each a pure function in its own module) and what they make:
+
+    plays_levels     out_arc3__plays, out_arc3__levels, out_arc3__card_checks
+    attempts         out_arc3__attempts, out_study__session_features, out_study__low_effort_exclusions
+    baselines        out_arc3__level_baselines
+    solvability      out_arc3__game_solvability, out_arc3__level_completion
+    durations        out_arc3__durations_summary
+    reference_points out_arc3__level_reference_points
+    figures          PNG/SVG/Vega-Lite files in the output folder
+
+Incremental rebuilds (after owid/etl): every step has an input fingerprint, sha256 over
+- the source of the modules it runs (and schemas/outputs_arc3.py),
+- the resolved configuration keys it reads,
+- its core inputs, each summarised as the (file_id, row count) pairs of the table,
+- the fingerprints of the steps it reads from, and step-specific extras (optimal source, output folder).
+The fingerprint and its parts are stored per target in the `build_state` meta table. A step reruns when
+its fingerprint changed (the parts diff says why: code, config key, input table, upstream step), when it
+was never built, when its table no longer holds the rows it wrote, or when forced; everything else is
+read back from the database. Because upstream fingerprints are part of downstream ones, the plan is known
+before anything runs, which is what `--dry-run` prints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.config import BuildConfig
+from pipeline.manifest import RunManifest
+from pipeline.transforms import attempts as attempts_mod
+from pipeline.transforms import baselines as baselines_mod
+from pipeline.transforms import durations as durations_mod
+from pipeline.transforms import low_effort as low_effort_mod
+from pipeline.transforms import plays_levels as plays_levels_mod
+from pipeline.transforms import reference_points as refpoints_mod
+from pipeline.transforms import solvability as solvability_mod
+from pipeline.workspace import Workspace
+from schemas import TABLES
+from schemas.validate import conform
+
+STATE_TABLE = "build_state"
+FIGURES = "figures"
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    outputs: tuple[str, ...]
+    core_inputs: tuple[str, ...] = ()
+    upstream: tuple[str, ...] = ()
+    config_keys: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
+
+
+STEPS: tuple[Step, ...] = (
+    Step("plays_levels", ("out_arc3__plays", "out_arc3__levels", "out_arc3__card_checks"),
+         core_inputs=("core_arc3__steps", "core_arc3__plays", "core_arc3__card_plays", "core_arc3__environments"),
+         modules=("pipeline.transforms.plays_levels", "pipeline.scoring.counting", "pipeline.scoring.lines")),
+    Step("attempts", ("out_arc3__attempts", "out_study__session_features", "out_study__low_effort_exclusions"),
+         core_inputs=("core_study__session_plays",), upstream=("plays_levels",),
+         config_keys=("attempts", "low_effort"),
+         modules=("pipeline.transforms.attempts", "pipeline.transforms.low_effort")),
+    Step("baselines", ("out_arc3__level_baselines",), upstream=("plays_levels", "attempts"),
+         config_keys=("baselines",), modules=("pipeline.transforms.baselines", "pipeline.scoring.baselines")),
+    Step("solvability", ("out_arc3__game_solvability", "out_arc3__level_completion"),
+         upstream=("plays_levels", "attempts"), config_keys=("solvability",),
+         modules=("pipeline.transforms.solvability",)),
+    Step("durations", ("out_arc3__durations_summary",), upstream=("attempts",),
+         config_keys=("attempts.soft_limit_s",), modules=("pipeline.transforms.durations",)),
+    Step("reference_points", ("out_arc3__level_reference_points",), upstream=("baselines",),
+         config_keys=("baselines.rule", "reference_points"), modules=("pipeline.transforms.reference_points",)),
+    Step(FIGURES, (FIGURES,), upstream=("attempts", "solvability", "reference_points"),
+         config_keys=("figures", "attempts.soft_limit_s", "attempts.duration_less_than_s"),
+         modules=("pipeline.transforms.figures", "pipeline.report.figures")),
+)
+STEP_BY_NAME = {s.name: s for s in STEPS}
+OUT_TABLES = tuple(t for s in STEPS for t in s.outputs if t != FIGURES)
+
+
+class BuildError(RuntimeError):
+    """A build that cannot run (missing inputs, bad optimal source), with a message for the user."""
+
+
+@dataclass
+class StepPlan:
+    step: Step
+    fingerprint: str
+    parts: dict[str, Any]
+    reasons: list[str]  # empty: up to date
+
+    @property
+    def needs_run(self) -> bool:
+        return bool(self.reasons)
+
+
+@dataclass
+class BuildReport:
+    plans: list[StepPlan]
+    dry_run: bool
+    rows: dict[str, int] = field(default_factory=dict)
+    figures: dict[str, dict[str, Path]] = field(default_factory=dict)
+    skipped_figures: list[str] = field(default_factory=list)
+    manifest: RunManifest | None = None
+    manifest_path: Path | None = None
+
+    @property
+    def rebuilt(self) -> list[str]:
+        return [p.step.name for p in self.plans if p.needs_run]
+
+
+# --------------------------------------------------------------------------------------------------
+# fingerprints
+# --------------------------------------------------------------------------------------------------
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def module_digest(module: str) -> str:
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise BuildError(f"cannot locate module {module}")
+    return hashlib.sha256(Path(spec.origin).read_bytes()).hexdigest()
+
+
+def core_digest(ws: Workspace, table: str) -> dict[str, Any]:
+    """A core table summarised as its (file_id, row count) pairs: changes when a file is added, replaced,
+    removed or loads a different number of rows."""
+    if not ws.has_table(table):
+        return {"sha256": _sha(""), "files": 0, "rows": 0}
+    df = ws.read(f"SELECT file_id, count(*) AS n FROM {table} GROUP BY file_id ORDER BY file_id")
+    text = "".join(f"{f}:{n}\n" for f, n in df.iter_rows())
+    return {"sha256": _sha(text), "files": df.height, "rows": int(df["n"].sum()) if df.height else 0}
+
+
+def frame_digest(df: pl.DataFrame) -> str:
+    return _sha(df.sort(df.columns).write_csv())
+
+
+def _load_state(ws: Workspace) -> dict[str, dict[str, Any]]:
+    if not ws.has_table(STATE_TABLE):
+        return {}
+    df = ws.read(f"SELECT * FROM {STATE_TABLE}")
+    return {r["build_target"]: r for r in df.iter_rows(named=True)}
+
+
+def _diff_reasons(old: dict[str, Any], new: dict[str, Any], rebuilt_upstream: set[str]) -> list[str]:
+    reasons = []
+    for mod, digest in new["code"].items():
+        if old.get("code", {}).get(mod) != digest:
+            reasons.append(f"code changed: {mod}")
+    for key, value in new["config"].items():
+        before = old.get("config", {}).get(key, "<unset>")
+        if before != value:
+            reasons.append(f"config changed: {key} ({json.dumps(before)} -> {json.dumps(value)})")
+    for table, digest in new["inputs"].items():
+        before = old.get("inputs", {}).get(table)
+        if before == digest:
+            continue
+        if isinstance(digest, dict):
+            b = before or {"files": 0, "rows": 0}
+            reasons.append(f"input changed: {table} ({b['files']} -> {digest['files']} files, "
+                           f"{b['rows']} -> {digest['rows']} rows)")
+        elif table in rebuilt_upstream:
+            reasons.append(f"upstream rebuilt: {table}")
+        else:
+            reasons.append(f"upstream changed: {table}")
+    for key, value in new["extra"].items():
+        if old.get("extra", {}).get(key) != value:
+            reasons.append(f"{key} changed")
+    return reasons or ["fingerprint changed"]
+
+
+def plan(ws: Workspace, config: BuildConfig, *, force: bool = False, out_dir: Path | None = None,
+         optimal_identity: str | None = None, figures: bool = True) -> list[StepPlan]:
+    """What would run and why, without running anything."""
+    state = _load_state(ws)
+    core_cache: dict[str, dict[str, Any]] = {}
+    schema_digest = module_digest("schemas.outputs_arc3")
+    fingerprints: dict[str, str] = {}
+    rebuilt: set[str] = set()
+    plans = []
+    for step in STEPS:
+        if step.name == FIGURES and (not figures or out_dir is None or not config.figures.enabled):
+            continue
+        inputs: dict[str, Any] = {}
+        for t in step.core_inputs:
+            if t not in core_cache:
+                core_cache[t] = core_digest(ws, t)
+            inputs[t] = core_cache[t]
+        for up in step.upstream:
+            inputs[up] = fingerprints[up]
+        extra: dict[str, Any] = {}
+        if step.name == "reference_points":
+            extra["optimal source"] = optimal_identity
+        if step.name == FIGURES:
+            extra["output folder"] = str(out_dir)
+        parts = {
+            "code": {m: module_digest(m) for m in (*step.modules, "schemas.outputs_arc3")},
+            "config": config.section_hash(*step.config_keys),
+            "inputs": inputs,
+            "extra": extra,
+        }
+        parts["code"]["schemas.outputs_arc3"] = schema_digest
+        fp = _sha(json.dumps(parts, sort_keys=True, default=str))
+        fingerprints[step.name] = fp
+        reasons: list[str] = []
+        previous = [state.get(t) for t in step.outputs]
+        if force:
+            reasons.append("forced (--force)")
+        elif any(p is None for p in previous):
+            reasons.append("never built")
+        else:
+            if any(p["input_fingerprint"] != fp for p in previous):  # type: ignore[index]
+                reasons.extend(_diff_reasons(json.loads(previous[0]["fingerprint_parts_json"]), parts, rebuilt))
+            for t, p in zip(step.outputs, previous, strict=True):
+                if t == FIGURES:
+                    missing = [n for n in json.loads(p["fingerprint_parts_json"]).get("files", [])  # type: ignore[index]
+                               if not Path(n).exists()]
+                    if missing:
+                        reasons.append(f"figure files missing ({len(missing)})")
+                elif not ws.has_table(t) or ws.row_count(t) != p["n_rows"]:  # type: ignore[index]
+                    reasons.append(f"{t} no longer holds the {p['n_rows']} rows the last build wrote")  # type: ignore[index]
+                elif _columns_differ(ws, t):
+                    reasons.append(f"{t} has an outdated column layout")
+        if reasons:
+            rebuilt.add(step.name)
+        plans.append(StepPlan(step, fp, parts, reasons))
+    return plans
+
+
+def _columns_differ(ws: Workspace, table: str) -> bool:
+    rows = ws.con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+                          "AND table_schema = 'main' ORDER BY ordinal_position", [table]).fetchall()
+    return tuple(r[0] for r in rows) != TABLES[table].columns
+
+
+# --------------------------------------------------------------------------------------------------
+# running
+# --------------------------------------------------------------------------------------------------
+class _Frames:
+    """Frames by table name: computed in this run, else read back from the database."""
+
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+        self.frames: dict[str, pl.DataFrame] = {}
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        if name not in self.frames:
+            if not self.ws.has_table(name):
+                raise BuildError(f"table {name} does not exist in {self.ws.path}")
+            self.frames[name] = conform(name, self.ws.read(f"SELECT * FROM {name}"))
+        return self.frames[name]
+
+    def put(self, name: str, df: pl.DataFrame) -> None:
+        self.frames[name] = conform(name, df)
+
+
+def _games(plays: pl.DataFrame) -> pl.DataFrame:
+    return plays.group_by("game_id").agg(pl.col("n_levels").max()).sort("game_id")
+
+
+def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str | None]) -> None:
+    if name == "plays_levels":
+        r = plays_levels_mod.build_plays_levels(f["core_arc3__steps"], f["core_arc3__plays"],
+                                                f["core_arc3__card_plays"], f["core_arc3__environments"])
+        f.put("out_arc3__plays", r.plays)
+        f.put("out_arc3__levels", r.levels)
+        f.put("out_arc3__card_checks", r.card_checks)
+    elif name == "attempts":
+        rec = attempts_mod.participant_recordings(f["out_arc3__plays"], f["core_study__session_plays"], config)
+        rules = attempts_mod.apply_attempt_rules(rec, config)
+        le = low_effort_mod.detect_low_effort(rules, config)
+        f.put("out_arc3__attempts", attempts_mod.finalize_attempts(rules, le.excluded_guids))
+        f.put("out_study__session_features", le.features)
+        f.put("out_study__low_effort_exclusions", le.exclusions)
+    elif name == "baselines":
+        eligible = baselines_mod.eligible_recordings(f["out_arc3__attempts"], config)
+        costs = baselines_mod.level_costs(eligible, f["out_arc3__plays"], f["out_arc3__card_checks"], config)
+        f.put("out_arc3__level_baselines",
+              baselines_mod.level_baselines(costs, eligible, _games(f["out_arc3__plays"]), config))
+    elif name == "solvability":
+        games = _games(f["out_arc3__plays"])
+        completion = solvability_mod.level_completion(f["out_arc3__attempts"], games, config)
+        f.put("out_arc3__level_completion", completion)
+        f.put("out_arc3__game_solvability",
+              solvability_mod.game_solvability(f["out_arc3__attempts"], completion, games, config))
+    elif name == "durations":
+        f.put("out_arc3__durations_summary", durations_mod.durations_summary(f["out_arc3__attempts"], config))
+    elif name == "reference_points":
+        points = refpoints_mod.reference_points(f["out_arc3__level_baselines"], config.baselines.rule)
+        source, source_name = optimal
+        f.put("out_arc3__level_reference_points",
+              refpoints_mod.fill_optimal(points, source, source_name or "provider"))
+    else:  # pragma: no cover - STEPS and this dispatch are kept together
+        raise BuildError(f"unknown step {name}")
+
+
+def resolve_optimal(config: BuildConfig, optimal_path: Path | None = None,
+                    optimal_source: Any = None) -> tuple[Any, str | None, str | None]:
+    """(source, name, identity-for-the-fingerprint). Precedence: explicit source, --optimal FILE,
+    reference_points.optimal_table, reference_points.optimal_provider."""
+    from pipeline.manifest import sha256_file
+
+    try:
+        if optimal_source is not None:
+            if isinstance(optimal_source, pl.DataFrame):
+                return optimal_source, "table", "frame:" + frame_digest(optimal_source)
+            name = getattr(optimal_source, "__qualname__", repr(optimal_source))
+            return optimal_source, name, "callable:" + name
+        table = optimal_path or (Path(config.reference_points.optimal_table)
+                                 if config.reference_points.optimal_table else None)
+        if table is not None:
+            if not table.exists():
+                raise BuildError(f"optimal table {table} does not exist")
+            src, name = refpoints_mod.load_optimal_source(table=table)
+            return src, name, "file:" + sha256_file(table)
+        if config.reference_points.optimal_provider:
+            src, name = refpoints_mod.load_optimal_source(provider=config.reference_points.optimal_provider)
+            return src, name, "provider:" + config.reference_points.optimal_provider
+    except (ImportError, AttributeError, ValueError, OSError, pl.exceptions.PolarsError) as err:
+        raise BuildError(f"cannot use the optimal source: {err}") from err
+    return None, None, None
+
+
+def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dry_run: bool = False,
+          force: bool = False, figures: bool = True, optimal_path: Path | None = None, optimal_source: Any = None,
+          command: str = "arcstudy build",
+          progress: Callable[[Iterable[Any], str, int], Iterable[Any]] | None = None) -> BuildReport:
+    """Plan, then (unless dry_run) run what changed, replace the out tables in one transaction, write the
+    figures and record the run (runs table + manifest.json in out_dir)."""
+    source, source_name, identity = resolve_optimal(config, optimal_path, optimal_source)
+    plans = plan(ws, config, force=force, out_dir=out_dir, optimal_identity=identity, figures=figures)
+    report = BuildReport(plans=plans, dry_run=dry_run)
+    if dry_run:
+        return report
+
+    manifest = RunManifest(command=command, config={**config.to_dict(), "config_source": config.source,
+                                                    "config_sha256": config.config_hash()})
+    todo = [p for p in plans if p.needs_run]
+    frames = _Frames(ws)
+    table_steps = [p for p in todo if p.step.name != FIGURES]
+    for p in (progress(table_steps, "building", len(table_steps)) if progress else table_steps):
+        run_step(p.step.name, frames, config, (source, source_name))
+
+    now = datetime.now(UTC)
+    state_rows = []
+    with ws.transaction() as con:
+        for p in table_steps:
+            for t in p.step.outputs:
+                if _columns_differ(ws, t):
+                    con.execute(f"DROP TABLE IF EXISTS {t}")
+                    ws.ensure_tables([t])
+                ws.replace_table(t, frames[t], con=con)
+                report.rows[t] = frames[t].height
+                state_rows.append(_state_row(t, p, manifest.run_id, now, frames[t].height))
+        if state_rows:
+            targets = [r["build_target"] for r in state_rows]
+            con.execute(f"DELETE FROM {STATE_TABLE} WHERE build_target IN ({', '.join('?' for _ in targets)})",
+                        targets)
+            ws.insert_frame(STATE_TABLE, pl.DataFrame(state_rows), con=con)
+
+    fig_plan = next((p for p in todo if p.step.name == FIGURES), None)
+    if fig_plan is not None and out_dir is not None:
+        from pipeline.transforms.figures import write_figures
+
+        fig_dir = out_dir / "figures"
+        written, skipped = write_figures(fig_dir, frames["out_arc3__attempts"], frames["out_arc3__level_completion"],
+                                         frames["out_arc3__level_reference_points"], config)
+        report.figures, report.skipped_figures = written, skipped
+        files = sorted(str(path) for paths in written.values() for path in paths.values())
+        parts = {**fig_plan.parts, "files": files}
+        row = _state_row(FIGURES, StepPlan(fig_plan.step, fig_plan.fingerprint, parts, []), manifest.run_id,
+                         datetime.now(UTC), len(files))
+        with ws.transaction() as con:
+            con.execute(f"DELETE FROM {STATE_TABLE} WHERE build_target = ?", [FIGURES])
+            ws.insert_frame(STATE_TABLE, pl.DataFrame([row]), con=con)
+        for f in files:
+            manifest.add_output(f)
+
+    for p in plans:
+        for t, digest in p.parts["inputs"].items():
+            if isinstance(digest, dict):
+                manifest.inputs[f"db:{ws.path}#{t}"] = digest["sha256"]
+        for t in p.step.outputs:
+            if t != FIGURES:
+                manifest.outputs[f"db:{ws.path}#{t}"] = p.fingerprint
+    manifest.notes["steps"] = {p.step.name: {"rebuilt": p.needs_run, "reasons": p.reasons,
+                                             "fingerprint": p.fingerprint} for p in plans}
+    manifest.notes["rows"] = {t: ws.row_count(t) for t in OUT_TABLES}
+    manifest.notes["skipped_figures"] = report.skipped_figures
+    manifest.notes["optimal_source"] = identity
+    manifest.finish(0)
+    ws.record_run(manifest)
+    if out_dir is not None:
+        report.manifest_path = manifest.write_json(out_dir)
+    report.manifest = manifest
+    return report
+
+
+def _state_row(target: str, p: StepPlan, run_id: str, now: datetime, n_rows: int) -> dict[str, Any]:
+    return {"build_target": target, "build_step": p.step.name, "input_fingerprint": p.fingerprint,
+            "fingerprint_parts_json": json.dumps(p.parts, sort_keys=True, default=str), "run_id": run_id,
+            "built_at": now, "n_rows": n_rows}

@@ -1,0 +1,89 @@
+"""Efficiency reference points per level, as in the paper's Figure 6: optimal, best first run, baseline.
+
+- best first run: the fewest actions any eligible first-run participant needed on the level (the `best`
+  rule over the same completer costs as the baselines, so possibly different people per level);
+- baseline: the configured rule (baselines.rule);
+- optimal: the fewest actions once the mechanics are known, from the state-graph explorer. It is null
+  unless an *optimal source* fills it, which is the hook for the explorer:
+
+      fill_optimal(points, source, source_name)
+
+  `source` is either a callable `f(game_id, level_index) -> int | None` or a frame with columns game_id,
+  level_index, optimal_actions (optional optimal_source). `arcstudy build` finds a source in this order:
+  the `--optimal FILE` option, `reference_points.optimal_table`, `reference_points.optimal_provider`
+  ("module:function", imported at build time). Nothing else in the pipeline needs to change to wire it.
+
+best_minus_optimal is the cost of exploration and learning (the paper's reading of the gap).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+
+OptimalCallable = Callable[[str, int], "int | None"]
+OptimalSource = OptimalCallable | pl.DataFrame
+
+
+def reference_points(level_baselines: pl.DataFrame, rule: str) -> pl.DataFrame:
+    """out_arc3__level_reference_points with optimal_actions still null."""
+    best = (level_baselines.filter(pl.col("baseline_rule") == "best")
+            .select("game_id", "level_index", pl.col("baseline_value").cast(pl.Int64).alias("best_first_run_actions")))
+    chosen = (level_baselines.filter(pl.col("baseline_rule") == rule)
+              .select("game_id", "level_index", "baseline_value", "baseline_rule", "n_completers"))
+    return (chosen.join(best, on=["game_id", "level_index"], how="left")
+            .with_columns(pl.lit(None, pl.Int64).alias("optimal_actions"),
+                          pl.lit(None, pl.String).alias("optimal_source"),
+                          pl.lit(None, pl.Int64).alias("best_minus_optimal"))
+            .sort("game_id", "level_index"))
+
+
+def optimal_frame(points: pl.DataFrame, source: OptimalSource, source_name: str) -> pl.DataFrame:
+    """(game_id, level_index, optimal_actions, optimal_source) for the levels in `points`."""
+    schema = {"game_id": pl.String, "level_index": pl.Int64, "optimal_actions": pl.Int64, "optimal_source": pl.String}
+    if isinstance(source, pl.DataFrame):
+        missing = {"game_id", "level_index", "optimal_actions"} - set(source.columns)
+        if missing:
+            raise ValueError(f"optimal table {source_name} lacks columns {sorted(missing)}")
+        src = source.select(
+            pl.col("game_id").cast(pl.String), pl.col("level_index").cast(pl.Int64),
+            pl.col("optimal_actions").cast(pl.Int64),
+            (pl.col("optimal_source").cast(pl.String) if "optimal_source" in source.columns
+             else pl.lit(source_name)).alias("optimal_source"))
+        return src.unique(["game_id", "level_index"], keep="first", maintain_order=True)
+    rows = []
+    for game_id, level in points.select("game_id", "level_index").iter_rows():
+        value = source(game_id, level)
+        if value is not None:
+            rows.append((game_id, level, int(value), source_name))
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def fill_optimal(points: pl.DataFrame, source: OptimalSource | None, source_name: str = "provider") -> pl.DataFrame:
+    """Fill optimal_actions (and best_minus_optimal) from a callable or a precomputed table."""
+    if source is None:
+        return points
+    opt = optimal_frame(points, source, source_name)
+    out = points.drop("optimal_actions", "optimal_source").join(opt, on=["game_id", "level_index"], how="left")
+    return out.with_columns((pl.col("best_first_run_actions") - pl.col("optimal_actions")).alias("best_minus_optimal"))
+
+
+def load_optimal_source(*, table: Path | str | None = None, provider: str | None = None
+                        ) -> tuple[OptimalSource | None, str | None]:
+    """Resolve a source: a CSV/Parquet table path, or a 'module:function' provider. (None, None) if neither."""
+    if table:
+        path = Path(table)
+        df = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
+        return df, str(path)
+    if provider:
+        module, sep, name = provider.partition(":")
+        if not sep or not module or not name:
+            raise ValueError(f"optimal_provider {provider!r} must look like 'package.module:function'")
+        fn = getattr(importlib.import_module(module), name)
+        if not callable(fn):
+            raise ValueError(f"optimal_provider {provider!r} is not callable")
+        return fn, provider
+    return None, None
