@@ -78,7 +78,7 @@ def filename_guid(path: Path) -> tuple[str | None, str]:
 @dataclass
 class Line:
     number: int
-    text: str
+    text: str  # the line as read, clipped to 4 KiB: kept for quarantine records, not the whole frame text
     sha: str
     kind: str = "other"
     data: dict[str, Any] = field(default_factory=dict)
@@ -121,7 +121,8 @@ class LineError(Exception):
 
 
 def parse_line(number: int, text: str, want_frames: bool) -> Line:
-    line = Line(number=number, text=text, sha=hashlib.sha256(text.encode()).hexdigest())
+    # Only a clipped copy of the text is kept: a recording can be hundreds of MB of frame JSON.
+    line = Line(number=number, text=clip(text), sha=hashlib.sha256(text.encode()).hexdigest())
     stripped, frame_text = split_frame_field(text)
     try:
         obj = json.loads(stripped)
@@ -363,7 +364,7 @@ def read_recording(ctx: FileContext) -> ReaderOutput:
         elif guid is not None and ln.data.get("guid") not in (None, guid):
             reject = ("contradicts_file", f"guid {ln.data.get('guid')!r} differs from the file's {guid!r}",
                       "guid", ln.data.get("guid"))
-        elif prev is not None and ln.text == prev.text:
+        elif prev is not None and ln.sha == prev.sha:
             reject = ("duplicate_step", f"line repeats line {prev.number} exactly (duplicated write)", None, None)
         elif last_time is not None and ln.recorded_at is not None and ln.recorded_at < last_time:
             reject = ("time_goes_backwards", f"timestamp {ln.recorded_at.isoformat()} is earlier than the "

@@ -11,6 +11,10 @@ Guarantees (CONVENTIONS.md, issue "Ingest"):
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
+import os
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -156,8 +160,24 @@ def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids
         output.tables[name] = df.join(bad, on=key, how="anti")
 
 
-def ingest_file(ws: Workspace, path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
-                keep_frames: bool = False, frames_dir: Path | None = None) -> FileReport:
+@dataclass
+class PreparedFile:
+    """Everything a file produced before touching the database (made in a worker process when parallel)."""
+
+    path: Path
+    ctx: FileContext
+    n_bytes: int = 0
+    fmt_name: str | None = None
+    evidence: str = ""
+    output: ReaderOutput | None = None
+    failure: tuple[str, str, str, str, str | None] | None = None  # status, check, reason, location, raw text
+    skipped: bool = False
+
+
+def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
+                 keep_frames: bool = False, frames_dir: Path | None = None,
+                 known_file_ids: frozenset[str] = frozenset()) -> PreparedFile:
+    """Hash, detect, read and validate one file. Pure with respect to the database."""
     path = path.resolve()
     now = datetime.now(UTC)
     try:
@@ -165,61 +185,79 @@ def ingest_file(ws: Workspace, path: Path, *, run_id: str, fmt_name: str = "auto
         n_bytes = path.stat().st_size
     except OSError as err:
         ctx = FileContext(path, None, run_id, now)  # type: ignore[arg-type]
-        _write_file_failure(ws, ctx, None, "unreadable", f"cannot read the file: {err.strerror or err}")
-        return FileReport(path, "unreadable", message=str(err), n_quarantined=1)
-
+        return PreparedFile(path, ctx, failure=("unreadable", "unreadable",
+                                                f"cannot read the file: {err.strerror or err}", "file", None))
     ctx = FileContext(path, file_id, run_id, now, keep_frames=keep_frames, frames_dir=frames_dir)
-    known = ws.read("SELECT file_id FROM raw_ingest__files WHERE file_id = ?", [file_id])
-    if known.height and not force:
-        return FileReport(path, "skipped", message="already ingested (same content hash); --force re-reads it")
+    prepared = PreparedFile(path, ctx, n_bytes)
+    if file_id in known_file_ids and not force:
+        prepared.skipped = True
+        return prepared
 
     fmt: InputFormat | None
     if fmt_name == "auto":
         try:
             fmt, evidence = detect(path)
         except OSError as err:
-            _write_file_failure(ws, ctx, None, "unreadable", f"cannot read the file: {err}")
-            return FileReport(path, "unreadable", message=str(err), n_quarantined=1)
+            prepared.failure = ("unreadable", "unreadable", f"cannot read the file: {err}", "file", None)
+            return prepared
         if fmt is None:
-            _write_file_failure(ws, ctx, None, "unknown_format",
-                                f"format not recognised: {evidence}; pass --format to force one")
-            return FileReport(path, "rejected", message=evidence, n_quarantined=1)
+            prepared.failure = ("rejected", "unknown_format",
+                                f"format not recognised: {evidence}; pass --format to force one", "file", None)
+            return prepared
     else:
         fmt, evidence = FORMATS[fmt_name], "forced with --format"
-
+    prepared.fmt_name, prepared.evidence = fmt.name, evidence
     try:
-        output = fmt.reader(ctx)
+        prepared.output = fmt.reader(ctx)
     except FileRejected as err:
-        _write_file_failure(ws, ctx, fmt.name, err.check, err.reason, err.location, err.raw_text)
-        return FileReport(path, "rejected", fmt.name, message=err.reason, n_quarantined=1)
+        prepared.failure = ("rejected", err.check, err.reason, err.location, err.raw_text)
+        return prepared
     except (UnicodeDecodeError, OSError) as err:
-        _write_file_failure(ws, ctx, fmt.name, "unreadable", f"cannot read the file as {fmt.name}: {err}")
-        return FileReport(path, "unreadable", fmt.name, message=str(err), n_quarantined=1)
+        prepared.failure = ("unreadable", "unreadable", f"cannot read the file as {fmt.name}: {err}", "file", None)
+        return prepared
+    validate_output(prepared.output)
+    return prepared
 
-    validate_output(output)
+
+def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
+    """Write a prepared file in one transaction (or record why it was refused)."""
+    path, ctx = prepared.path, prepared.ctx
+    if prepared.skipped:
+        return FileReport(path, "skipped", message="already ingested (same content hash); --force re-reads it")
+    if prepared.failure is not None:
+        status, check, reason, location, raw = prepared.failure
+        _write_file_failure(ws, ctx, prepared.fmt_name, check, reason, location, raw)
+        return FileReport(path, status, prepared.fmt_name, message=reason, n_quarantined=1)
+    output = prepared.output
+    assert output is not None and ctx.file_id is not None
     replaced = ws.read("SELECT file_id FROM raw_ingest__files WHERE file_path = ? AND file_id <> ?",
-                       [str(path), file_id])["file_id"].to_list()
-    drop_cross_file_duplicates(ws, output, [file_id, *replaced])
-    quarantine = _quarantine_rows(ctx, fmt.name, output.rejects)
+                       [str(path), ctx.file_id])["file_id"].to_list()
+    drop_cross_file_duplicates(ws, output, [ctx.file_id, *replaced])
+    quarantine = _quarantine_rows(ctx, prepared.fmt_name, output.rejects)
     file_row = conform("raw_ingest__files", [{
-        "file_id": file_id, "file_path": str(path), "file_name": path.name, "n_bytes": n_bytes,
-        "source_format": fmt.name, "detection_evidence": output.detection_evidence or evidence, "ingested_at": now, "run_id": run_id,
-        "n_records_loaded": output.n_records(), "n_records_quarantined": quarantine.height,
-        "flags": sorted(set(output.flags)),
+        "file_id": ctx.file_id, "file_path": str(path), "file_name": path.name, "n_bytes": prepared.n_bytes,
+        "source_format": prepared.fmt_name, "detection_evidence": output.detection_evidence or prepared.evidence,
+        "ingested_at": ctx.ingested_at, "run_id": ctx.run_id, "n_records_loaded": output.n_records(),
+        "n_records_quarantined": quarantine.height, "flags": sorted(set(output.flags)),
     }])
-
     with ws.transaction() as con:
-        for old_id in [file_id, *replaced]:
+        for old_id in [ctx.file_id, *replaced]:
             _delete_file_rows(ws, con, old_id)
         ws.insert_frame("raw_ingest__files", file_row, con=con)
         for name, df in output.tables.items():
-            ws.insert_frame(name, df, con=con, validate=False)  # validated above
+            ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
         ws.insert_frame("quarantine", quarantine, con=con)
-
     status = "replaced" if replaced else "loaded"
     message = f"replaced {len(replaced)} older version(s) of this path" if replaced else ""
-    return FileReport(path, status, fmt.name, output.n_records(), quarantine.height, message,
+    return FileReport(path, status, prepared.fmt_name, output.n_records(), quarantine.height, message,
                       {n: df.height for n, df in output.tables.items()})
+
+
+def ingest_file(ws: Workspace, path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
+                keep_frames: bool = False, frames_dir: Path | None = None) -> FileReport:
+    known = ws.read("SELECT file_id FROM raw_ingest__files")["file_id"].to_list()
+    return commit_file(ws, prepare_file(path, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
+                                        frames_dir=frames_dir, known_file_ids=frozenset(known)))
 
 
 def _delete_file_rows(ws: Workspace, con, file_id: str) -> None:
@@ -240,13 +278,44 @@ def _write_file_failure(ws: Workspace, ctx: FileContext, fmt_name: str | None, c
         ws.insert_frame("quarantine", rows, con=con)
 
 
+PARALLEL_MIN_BYTES = 256 * 1024 * 1024
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str = "auto", force: bool = False,
-                 keep_frames: bool = False, frames_dir: Path | None = None, progress=None) -> IngestReport:
+                 keep_frames: bool = False, frames_dir: Path | None = None, progress=None,
+                 workers: int | None = None) -> IngestReport:
+    """Ingest files and folders. With several files, worker processes read and validate files while this
+    process writes them, one transaction per file, in input order (bounded look-ahead keeps memory flat)."""
     if fmt_name != "auto" and fmt_name not in FORMATS:
         raise ValueError(f"unknown format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")
     report = IngestReport()
     files = expand_paths(paths)
-    for path in (progress(files, "ingesting", len(files)) if progress else files):
-        report.files.append(ingest_file(ws, path, run_id=run_id, fmt_name=fmt_name, force=force,
-                                        keep_frames=keep_frames, frames_dir=frames_dir))
+    known = frozenset(ws.read("SELECT file_id FROM raw_ingest__files")["file_id"].to_list())
+    options = dict(run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames, frames_dir=frames_dir,
+                   known_file_ids=known)
+    if workers is None:
+        # Worker processes pay a start-up cost (spawned, since forking a process that runs polars' and
+        # DuckDB's thread pools can deadlock): worth it for large inputs only.
+        total = sum(p.stat().st_size for p in files if p.is_file())
+        workers = default_workers() if total >= PARALLEL_MIN_BYTES else 1
+    ordered = progress(files, "ingesting", len(files)) if progress else files
+    if workers <= 1 or len(files) <= 1:
+        for path in ordered:
+            report.files.append(commit_file(ws, prepare_file(path, **options)))
+        return report
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        pending: deque = deque()
+        it = iter(ordered)
+        for path in it:
+            pending.append(pool.submit(prepare_file, path, **options))
+            if len(pending) > workers:  # look ahead by one file per worker, no more
+                report.files.append(commit_file(ws, pending.popleft().result()))
+        while pending:
+            report.files.append(commit_file(ws, pending.popleft().result()))
     return report

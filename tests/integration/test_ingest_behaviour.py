@@ -165,3 +165,19 @@ def test_scorecards_load_runs(tmp_path: Path):
         assert runs["score"][0] == env_run["score"]
         slots = ws.read("SELECT * FROM core_arc3__card_plays")
         assert slots["card_actions"].to_list() == expected["card"]["actions"]
+
+
+def test_parallel_ingest_writes_exactly_what_sequential_ingest_writes(tmp_path: Path):
+    folder = SHARED / "samples" / "arc-agi-3" / "toolkit"
+    results = {}
+    for workers in (1, 2):
+        with Workspace(tmp_path / f"db{workers}.duckdb") as ws:
+            report = ingest_paths(ws, [folder], run_id="p", workers=workers)
+            assert [f.status for f in report.files] == ["loaded"] * 12
+            results[workers] = (
+                ws.read("SELECT * EXCLUDE (frames_file) FROM core_arc3__steps ORDER BY file_id, line_number"),
+                ws.read("SELECT * FROM core_arc3__plays ORDER BY play_id"),
+                ws.read("SELECT file_path, file_id FROM raw_ingest__files ORDER BY file_path"),
+            )
+    for seq, par in zip(results[1], results[2], strict=True):
+        assert seq.equals(par)

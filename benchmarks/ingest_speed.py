@@ -1,0 +1,160 @@
+"""Ingest throughput and memory, as ratios against DuckDB's own scan of the same files in the same run.
+
+Generates (deterministically, under benchmarks/data/, git-ignored) a corpus of ARC-AGI-3 recordings with
+frames of at least --gb gigabytes, and an H-ARC-sized data.csv (~600k action rows) when the H-ARC reader is
+available. Then, each in a fresh process so peak RSS is the command's own:
+  1. arcstudy ingest of the recordings (frames hashed, not stored),
+  2. DuckDB's bare scan of the same JSONL files (read_json_objects: split + validate JSON),
+  3. DuckDB's full parse of the same files (read_ndjson with the nested frame arrays),
+  4. arcstudy ingest of the H-ARC CSV and DuckDB's read_csv of it.
+Prints MB/s, rows/s, peak RSS and the ratios. No assertion on time: machines here are noisy.
+
+    python benchmarks/ingest_speed.py [--gb 1.0] [--harc-rows 600000] [--keep-data]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "benchmarks" / "data" / "ingest"
+ARCSTUDY_IMPORTS = ("from pathlib import Path\nfrom pipeline.workspace import Workspace\n"
+                    "from pipeline.ingest import ingest_paths")
+
+
+def make_recordings(folder: Path, target_bytes: int, seed: int = 7) -> tuple[int, int]:
+    """Toolkit-format recordings with one frame per line; returns (bytes, lines)."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    # A pool of pre-serialised frames keeps generation fast; each line still carries a full 64x64 grid.
+    pool = []
+    for _ in range(64):
+        grid = [[rng.randrange(16) if rng.random() < 0.3 else 0 for _ in range(64)] for _ in range(64)]
+        pool.append(json.dumps([grid]))
+    total, n_lines, file_no = 0, 0, 0
+    while total < target_bytes:
+        guid = str(uuid.UUID(int=rng.getrandbits(128)))
+        path = folder / f"bm{file_no % 10:02d}-0123abcd-{guid}.jsonl"
+        lines = []
+        for i in range(2000):
+            action = "RESET" if i == 0 else rng.choice(["ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION6"])
+            data = {"x": rng.randrange(64), "y": rng.randrange(64)} if action == "ACTION6" else {}
+            head = json.dumps({"game_id": f"bm{file_no % 10:02d}-0123abcd"})[:-1]
+            tail = json.dumps({"state": "NOT_FINISHED", "levels_completed": 0, "win_levels": 5,
+                               "action_input": {"id": action, "data": data, "reasoning": None}, "guid": guid,
+                               "full_reset": i == 0, "available_actions": [1, 2, 3, 4, 6]})[1:]
+            ts = f"2026-05-01T10:{(i // 60) % 60:02d}:{i % 60:02d}.{i:06d}+00:00"
+            lines.append(f'{{"timestamp": "{ts}", "data": {head}, "frame": {pool[rng.randrange(64)]}, {tail}}}\n')
+        text = "".join(lines)
+        path.write_text(text)
+        total += len(text.encode())
+        n_lines += len(lines)
+        file_no += 1
+    return total, n_lines
+
+
+def run_measured(code: str, setup: str = "") -> tuple[float, float, str]:
+    """Run python code in a fresh process, timing `code` only (imports go in `setup`);
+    (seconds, peak RSS MiB, stdout)."""
+    wrapper = (
+        "import resource, time, sys\n"
+        f"{setup}\n"
+        "t0 = time.perf_counter()\n"
+        f"{code}\n"
+        "dt = time.perf_counter() - t0\n"
+        "print('__RESULT__', dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True, cwd=REPO)
+    if res.returncode != 0:
+        raise RuntimeError(res.stderr[-3000:])
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("__RESULT__"))
+    _, dt, rss = line.split()
+    return float(dt), float(rss), res.stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gb", type=float, default=1.0, help="size of the recording corpus to generate")
+    parser.add_argument("--harc-rows", type=int, default=600_000)
+    parser.add_argument("--keep-data", action="store_true", help="keep the generated corpus for the next run")
+    args = parser.parse_args()
+
+    rec_dir = DATA / f"recordings-{args.gb:g}gb"
+    if not rec_dir.exists():
+        t = time.perf_counter()
+        size, n_lines = make_recordings(rec_dir, int(args.gb * 1e9))
+        print(f"generated {size / 1e6:,.0f} MB, {n_lines:,} lines in {time.perf_counter() - t:.0f} s")
+    files = sorted(rec_dir.glob("*.jsonl"))
+    size = sum(f.stat().st_size for f in files)
+    n_lines = sum(1 for f in files for _ in open(f, "rb"))
+    mb = size / 1e6
+    glob = str(rec_dir / "*.jsonl")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "bench.duckdb"
+        ours, ours_rss, _ = run_measured(
+            f"ws = Workspace(Path({str(db)!r}))\n"
+            f"r = ingest_paths(ws, [Path({str(rec_dir)!r})], run_id='bench')\n"
+            "assert not r.has_rejections, [f.message for f in r.files if f.n_quarantined]\n"
+            "ws.close()\n", setup=ARCSTUDY_IMPORTS,
+        )
+        scan, scan_rss, _ = run_measured(
+            f"n = duckdb.sql(\"SELECT count(*) FROM read_json_objects({glob!r}, format='newline_delimited')\").fetchall()\n",
+            setup="import duckdb",
+        )
+        parse, parse_rss, _ = run_measured(
+            f"n = duckdb.sql(\"SELECT count(*), sum(len(data.frame)) FROM read_ndjson({glob!r}, "
+            "maximum_object_size=100000000)\").fetchall()\n", setup="import duckdb",
+        )
+    print(f"\nrecordings: {len(files)} files, {mb:,.0f} MB, {n_lines:,} lines (one 64x64 frame each)")
+    print(f"{'':34}{'seconds':>9}{'MB/s':>9}{'lines/s':>12}{'peak RSS MiB':>14}")
+    for name, dt, rss in (("arcstudy ingest", ours, ours_rss), ("duckdb read_json_objects (scan)", scan, scan_rss),
+                          ("duckdb read_ndjson (full parse)", parse, parse_rss)):
+        print(f"{name:34}{dt:9.1f}{mb / dt:9.1f}{n_lines / dt:12,.0f}{rss:14,.0f}")
+    print(f"ratio arcstudy / duckdb scan:       {ours / scan:.2f}x the time")
+    print(f"ratio arcstudy / duckdb full parse: {ours / parse:.2f}x the time")
+
+    harc_gen = REPO / "benchmarks" / "harc_ingest_data.py"
+    if harc_gen.exists():
+        harc_dir = DATA / "harc"
+        if not (harc_dir / "data.csv").exists():
+            subprocess.run([sys.executable, str(harc_gen), "--rows", str(args.harc_rows), "--out",
+                            str(harc_dir / "data.csv")],
+                           check=True, cwd=REPO)
+        csv = harc_dir / "data.csv"
+        rows = sum(1 for _ in open(csv, "rb")) - 1
+        csv_mb = csv.stat().st_size / 1e6
+        with tempfile.TemporaryDirectory() as tmp:
+            db = Path(tmp) / "harc.duckdb"
+            h_ours, h_rss, _ = run_measured(
+                f"ws = Workspace(Path({str(db)!r}))\n"
+                f"r = ingest_paths(ws, [Path({str(csv)!r})], run_id='bench')\n"
+                "ws.close()\n", setup=ARCSTUDY_IMPORTS,
+            )
+            h_scan, h_scan_rss, _ = run_measured(
+                f"n = duckdb.sql(\"SELECT count(*) FROM read_csv({str(csv)!r}, all_varchar=true)\").fetchall()\n",
+                setup="import duckdb",
+            )
+        print(f"\nH-ARC data.csv: {rows:,} rows, {csv_mb:,.0f} MB")
+        print(f"arcstudy ingest {h_ours:.1f} s ({rows / h_ours:,.0f} rows/s, {csv_mb / h_ours:.1f} MB/s, "
+              f"peak {h_rss:,.0f} MiB); duckdb read_csv {h_scan:.1f} s; ratio {h_ours / h_scan:.2f}x")
+    else:
+        print("\n(H-ARC generator benchmarks/harc_ingest_data.py not present: CSV part skipped)")
+
+    if not args.keep_data:
+        shutil.rmtree(rec_dir)
+    print(f"\nmachine: {resource.getpagesize()} B pages; python {sys.version.split()[0]}")
+
+
+if __name__ == "__main__":
+    main()
