@@ -2,12 +2,15 @@
 
 A recording is written as a script of one-character steps, each one engine response:
 
-    R  RESET: the opening RESET when first, otherwise a RESET recorded as a level reset (``r`` is the same)
-    F  RESET recorded as a full reset (toolkit) -- in human-dataset files only a RESET after WIN is full
+    R  RESET (``r`` is the same): the opening RESET when first; otherwise the engine decides: a full reset
+       (new play, progress lost) after WIN or when the level has no action yet, else a level reset. Human-
+       dataset lines never record `full_reset` (level-only resets: only a RESET after WIN is full).
+    F  RESET forced to be recorded as a full reset
     a  ACTION1 that changes nothing          c  ACTION6 (click)          u  ACTION7 (undo)
     L  ACTION1 that completes the current level (WIN on the last level)
     G  ACTION1 that ends in GAME_OVER
-    e  an action sent after WIN/GAME_OVER (post-terminal echo: empty frame, win_levels 0)
+    e  an action echoed without effect (empty frame, win_levels 0); any action sent while the game is
+       won or over is such an echo automatically
 
 Plays, echoes and the trailing card are derived with the same counting code ingest uses
 (`pipeline.scoring.counting`), so the tables look exactly like what `arcstudy ingest` would load from the
@@ -138,32 +141,33 @@ class SyntheticStudy:
     def _script_rows(self, script: str, n_levels: int, variant: str, guid: str, game_id: str, file_id: str,
                      start: datetime, times: list[float], timestamps: bool) -> tuple[list[StepRecord], list[dict]]:
         levels, state = 0, "NOT_FINISHED"
+        level_counter = 0  # the engine's action counter on the current level
         records, rows = [], []
         for i, (tok, t) in enumerate(zip(script, times, strict=True)):
-            echo = False
+            if tok not in "RrFeaLGcu":
+                raise ValueError(f"unknown script step {tok!r} in {script!r}")
+            # Any non-RESET action while the game is over or won is echoed by the engine (empty frame).
+            echo = tok == "e" or (tok not in "RrF" and state in ("WIN", "GAME_OVER"))
             full: bool | None = False
             if tok in "RrF":
                 action = 0
-                if tok == "F" or (i == 0):
-                    full = variant != "human-dataset"
-                if tok == "F" or (state == "WIN"):
+                # The engine's rule: a RESET is full when the game is won or the level has no actions yet.
+                engine_full = i == 0 or tok == "F" or state == "WIN" or level_counter == 0
+                full = engine_full if variant != "human-dataset" else False  # REST lines never say full
+                if tok == "F" or state == "WIN" or (engine_full and variant != "human-dataset"):
                     levels = 0
-                state = "NOT_FINISHED"
-            elif tok == "e":
-                action, echo = 1, True
-            elif tok in "aLG":
+                state, level_counter = "NOT_FINISHED", 0
+            elif echo:
                 action = 1
+            else:
+                action = {"a": 1, "L": 1, "G": 1, "c": 6, "u": 7}[tok]
+                level_counter += 1
                 if tok == "L":
                     levels += 1
+                    level_counter = 0
                     state = "WIN" if levels >= n_levels else "NOT_FINISHED"
                 elif tok == "G":
                     state = "GAME_OVER"
-            elif tok == "c":
-                action = 6
-            elif tok == "u":
-                action = 7
-            else:
-                raise ValueError(f"unknown script step {tok!r} in {script!r}")
             rec_levels = 0 if echo else levels
             win_levels = 0 if echo else n_levels
             records.append(StepRecord(action_id=action, state=state, levels_completed=rec_levels,

@@ -1,0 +1,105 @@
+"""Solvability (players, full solvers, inclusion bar, Wilson intervals, drop-off), the duration summaries
+and the reference points with the optimal hook, on a four-player fixture with hand-derived numbers."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from pipeline.config import load_config, resolve
+from pipeline.transforms.build import run_in_memory
+from pipeline.transforms.reference_points import fill_optimal, load_optimal_source
+from pipeline.transforms.synthetic import SyntheticStudy
+
+GAME = "so01-000000f1"
+
+
+def study() -> SyntheticStudy:
+    """Four analysis attempts on a 3-level game (40 actions each): A solves it (600 s), B completes 2 levels
+    (300 s), C 1 level (900 s), D 1 level (1500 s, past the soft limit); E has 20 actions (not an attempt)."""
+    st = SyntheticStudy()
+    l10 = "a" * 9 + "L"
+    st.add_recording(GAME, "R" + l10 + l10 + "a" * 19 + "L", n_levels=3, duration_s=600)
+    st.add_recording(GAME, "R" + l10 + l10 + "a" * 20, n_levels=3, duration_s=300)
+    st.add_recording(GAME, "R" + l10 + "a" * 30, n_levels=3, duration_s=900)
+    st.add_recording(GAME, "R" + l10 + "a" * 30, n_levels=3, duration_s=1500)
+    st.add_recording(GAME, "R" + "a" * 20, n_levels=3, duration_s=60)
+    return st
+
+
+@pytest.fixture(scope="module")
+def out() -> dict[str, pl.DataFrame]:
+    return run_in_memory(study().tables(), load_config())
+
+
+def test_level_completion_with_wilson_intervals(out):
+    lc = out["out_arc3__level_completion"].sort("level_index")
+    assert lc["n_players"].to_list() == [4, 4, 4]
+    assert lc["n_completers"].to_list() == [4, 2, 1]
+    assert lc["completion_rate"].to_list() == [1.0, 0.5, 0.25]
+    assert lc["conditional_completion_rate"].to_list() == [1.0, 0.5, 0.5]
+    assert lc["completion_drop"].to_list() == [0.0, 0.5, 0.25]
+    assert lc["is_drop_off_level"].to_list() == [False, True, False]
+    # Wilson 95 %: 4/4 -> [0.5101, 1]; 2/4 -> [0.1500, 0.8500]; 1/4 -> [0.0456, 0.6994]
+    assert lc["completion_ci_low"].to_list() == pytest.approx([0.5101, 0.1500, 0.0456], abs=1e-4)
+    assert lc["completion_ci_high"].to_list() == pytest.approx([1.0, 0.8500, 0.6994], abs=1e-4)
+    assert lc["confidence_level"].unique().to_list() == [0.95]
+
+
+def test_game_solvability_and_inclusion_bar(out):
+    g = out["out_arc3__game_solvability"].row(0, named=True)
+    assert (g["n_levels"], g["n_players"], g["n_full_solvers"], g["full_solve_rate"]) == (3, 4, 1, 0.25)
+    assert (g["min_full_solvers"], g["is_included"]) == (2, False)
+    assert (g["drop_off_level"], g["max_completion_drop"]) == (2, 0.5)
+    one = run_in_memory(study().tables(), resolve({"solvability": {"min_full_solvers": 1}}))
+    assert one["out_arc3__game_solvability"]["is_included"].to_list() == [True]
+
+
+def test_duration_summaries(out):
+    d = out["out_arc3__durations_summary"]
+    assert d["scope_id"].unique(maintain_order=True).to_list() == ["all", GAME]
+    rows = {r["outcome_group"]: r for r in d.filter(pl.col("scope_id") == "all").iter_rows(named=True)}
+    assert (rows["all"]["n_attempts"], rows["all"]["median_duration_s"], rows["all"]["mean_duration_s"]) == \
+        (4, 750.0, 825.0)
+    assert (rows["all"]["p25_duration_s"], rows["all"]["p75_duration_s"]) == (525.0, 1050.0)
+    assert (rows["successful"]["n_attempts"], rows["successful"]["median_duration_s"]) == (1, 600.0)
+    assert (rows["unsuccessful"]["n_attempts"], rows["unsuccessful"]["median_duration_s"]) == (3, 900.0)
+    assert (rows["unsuccessful_under_soft_limit"]["n_attempts"],
+            rows["unsuccessful_under_soft_limit"]["median_duration_s"]) == (2, 600.0)
+    per_game = d.filter(pl.col("scope_id") == GAME).drop("scope_id")
+    assert per_game.equals(d.filter(pl.col("scope_id") == "all").drop("scope_id"))
+
+
+def test_reference_points_and_the_optimal_hook(out):
+    rp = out["out_arc3__level_reference_points"].sort("level_index")
+    # completers' costs: level 1 all 10; level 2: 10, 10; level 3: 20 (A only)
+    assert rp["best_first_run_actions"].to_list() == [10, 10, 20]
+    assert rp["baseline_value"].to_list() == [10.0, 10.0, 20.0]
+    assert rp["optimal_actions"].to_list() == [None, None, None]
+
+    def explorer(game_id: str, level: int) -> int | None:
+        return {1: 6, 2: 9}.get(level)
+
+    filled = fill_optimal(rp, explorer, "explorer")
+    assert filled["optimal_actions"].to_list() == [6, 9, None]
+    assert filled["best_minus_optimal"].to_list() == [4, 1, None]
+    assert filled["optimal_source"].to_list() == ["explorer", "explorer", None]
+    table = pl.DataFrame({"game_id": [GAME], "level_index": [3], "optimal_actions": [15]})
+    via_build = run_in_memory(study().tables(), load_config(), optimal_source=table)
+    assert via_build["out_arc3__level_reference_points"].sort("level_index")["best_minus_optimal"].to_list() == \
+        [None, None, 5]
+
+
+def test_optimal_provider_and_table_loading(tmp_path):
+    src, name = load_optimal_source(provider="tests.unit.test_transforms_solvability:constant_optimal")
+    assert src(GAME, 1) == 3 and name == "tests.unit.test_transforms_solvability:constant_optimal"
+    csv = tmp_path / "opt.csv"
+    pl.DataFrame({"game_id": [GAME], "level_index": [1], "optimal_actions": [4]}).write_csv(csv)
+    table, name = load_optimal_source(table=csv)
+    assert table["optimal_actions"].to_list() == [4] and name == str(csv)
+    with pytest.raises(ValueError, match="module:function"):
+        load_optimal_source(provider="no_colon_here")
+
+
+def constant_optimal(game_id: str, level_index: int) -> int:
+    return 3
