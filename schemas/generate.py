@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from functools import cache
 
-import pandera.polars as pa
-
 from schemas.fields import FIELDS
 from schemas.model import Table, duckdb_type, polars_dtype
 from schemas.tables import TABLES
@@ -23,7 +21,9 @@ def is_nullable(table: Table, column: str) -> bool:
     return FIELDS[column].nullable or column in table.nullable_here
 
 
-def _checks(column: str) -> list[pa.Check]:
+def _checks(column: str) -> list:
+    import pandera.polars as pa
+
     f = FIELDS[column]
     checks = []
     if f.ge is not None:
@@ -38,8 +38,13 @@ def _checks(column: str) -> list[pa.Check]:
 
 
 @cache
-def pandera_schema(table_name: str) -> pa.DataFrameSchema:
-    """The pandera schema of a table: exact columns (strict, ordered), dtypes, nullability, checks."""
+def pandera_schema(table_name: str):
+    """The pandera schema of a table: exact columns (strict, ordered), dtypes, nullability, checks.
+
+    pandera is imported here, not at module level: it pulls in pandas (~1 s), which commands that never
+    validate (`--version`, `schema`, `query`) should not pay for."""
+    import pandera.polars as pa
+
     table = get_table(table_name)
     columns = {
         c: pa.Column(polars_dtype(FIELDS[c].dtype), checks=_checks(c), nullable=is_nullable(table, c),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import pandera.errors
 import polars as pl
 
 from schemas.generate import get_table, pandera_schema
@@ -81,6 +80,8 @@ def check_primary_key(df: pl.DataFrame | pl.LazyFrame, key: tuple[str, ...] | li
 
 
 def validate_frame(table_name: str, df: pl.DataFrame) -> ValidationResult:
+    import pandera.errors
+
     table = get_table(table_name)
     schema = pandera_schema(table_name)
     failures: list[FailureRecord] = []

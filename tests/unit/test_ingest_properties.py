@@ -50,7 +50,7 @@ actions = st.lists(
 
 
 @given(steps=actions, with_frames=st.booleans())
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_ingest_then_export_reproduces_the_actions(steps, with_frames: bool):
     guid = str(uuid.uuid4())
     t0 = datetime(2026, 5, 1, tzinfo=UTC)
