@@ -30,7 +30,6 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-import duckdb
 import polars as pl
 
 from pipeline.ingest import harc_arc
@@ -50,6 +49,7 @@ from pipeline.ingest.harc_csv import (
     json_list_ok,
     load_csv,
     match_variant,
+    md5_texts,
     not_in,
     out_of_range,
     parse_failed,
@@ -413,15 +413,6 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
 # --- incorrect_submissions.csv -------------------------------------------------------------------
 
 
-def _md5(values: pl.Series) -> pl.Series:
-    con = duckdb.connect()
-    try:
-        con.register("_v", pl.DataFrame({"v": values}).to_arrow())
-        return con.sql("SELECT md5(v) AS h FROM _v").pl()["h"]
-    finally:
-        con.close()
-
-
 def read_errors(ctx: FileContext) -> ReaderOutput:
     header = read_header(ctx.path)
     variant = match_variant(header, ERROR_VARIANTS, "H-ARC incorrect-submissions file")
@@ -441,7 +432,7 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
         as_int(src("count")).alias("n_submissions"),
         (pl.col(src("hashed_output_grid")).str.strip_chars().str.to_lowercase() if has_md5
          else pl.lit(None, pl.String)).alias("output_grid_md5"),
-        _md5(df[src("test_output_grid")]).alias("__md5"),
+        md5_texts(df[src("test_output_grid")]).alias("__md5"),
     )
     df = with_grid_columns(df, "test_output_grid", "__out")
     dup_prep, dup_checks = _duplicates(["task_file_name", "test_output_grid"], "duplicate_grid", ["task_name", "test_output_grid"])

@@ -13,6 +13,7 @@ reason as an expression, so ~600k rows are checked without per-row Python. Faili
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 from collections.abc import Callable, Iterator, Sequence
@@ -212,16 +213,40 @@ def _load_with_csv_module(path: Path, header: list[str], raw_table: str, polars_
     return df, rejects
 
 
-def raw_frame(loaded: LoadedCsv, file_id: str) -> pl.DataFrame:
-    """file_id, row_number, content_sha256 (sha256 of row_json, computed by DuckDB), row_json."""
-    df = loaded.frame.select(ROW, ROW_JSON)
+SMALL = 50_000  # below this many rows hashlib is faster than starting an in-memory DuckDB
+
+
+def sha256_texts(values: pl.Series) -> pl.Series:
+    """Hex sha256 of each UTF-8 text (DuckDB's vectorised sha256 for big frames, hashlib for small ones)."""
+    return _digest(values, "sha256")
+
+
+def md5_texts(values: pl.Series) -> pl.Series:
+    return _digest(values, "md5")
+
+
+def _digest(values: pl.Series, algo: str) -> pl.Series:
+    if values.len() < SMALL:
+        fn = getattr(hashlib, algo)
+        return pl.Series(values.name, [None if v is None else fn(v.encode()).hexdigest() for v in values],
+                         dtype=pl.String)
     con = duckdb.connect()
     try:
-        con.register("_rows", df.to_arrow())
-        hashed = con.sql(f"SELECT {ROW}, sha256({ROW_JSON}) AS content_sha256, {ROW_JSON} FROM _rows").pl()
+        con.register("_v", pl.DataFrame({"v": values}).to_arrow())
+        return con.sql(f"SELECT {algo}(v) AS h FROM _v").pl()["h"].alias(values.name)
     finally:
         con.close()
-    return hashed.select(pl.lit(file_id).alias("file_id"), pl.col(ROW).cast(pl.Int64), "content_sha256", ROW_JSON)
+
+
+def raw_frame(loaded: LoadedCsv, file_id: str) -> pl.DataFrame:
+    """file_id, row_number, content_sha256 (sha256 of row_json), row_json."""
+    df = loaded.frame
+    return pl.DataFrame({
+        "file_id": pl.Series([file_id] * df.height, dtype=pl.String),
+        ROW: df[ROW].cast(pl.Int64),
+        "content_sha256": sha256_texts(df[ROW_JSON]),
+        ROW_JSON: df[ROW_JSON],
+    })
 
 
 # --- typed parsing (expressions over source text columns) -----------------------------------------

@@ -1,0 +1,402 @@
+"""H-ARC, ARC task JSON and ARC-TGI files end to end: detection, tables, idempotency, and a malformed corpus.
+
+Valid files: the fixtures of tests/fixtures/harc (current and 2024 releases, surveys under both names,
+ARC task JSON, ARC-TGI with multi-line code) go through `arcstudy ingest` (exit 0) and land in their
+tables with hand-counted row numbers.
+
+Malformed corpus: one defect per file. The whole corpus goes through `arcstudy ingest` once (exit 3);
+then each defect is checked on its own: the quarantine rows of that file (location, rule, column, reason),
+the good rows of the same file that still landed, and that the file alone counts as rejected input (its
+own quarantine count is what the CLI turns into exit code 3). Each corpus file uses its own participant
+ids so that files never collide on primary keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from pipeline.cli import app
+from pipeline.ingest import ingest_paths
+from pipeline.workspace import Workspace
+from tests.fixtures import harc as fx
+
+EXIT_OK, EXIT_REJECTED = 0, 3
+
+
+def arcstudy_ingest(paths: list[Path], db: Path) -> Result:
+    """`arcstudy --plain ingest PATHS --db DB`, run in-process (the interpreter start costs more than the test)."""
+    return CliRunner().invoke(app, ["--plain", "ingest", *map(str, paths), "--db", str(db)])
+
+
+# --- valid release files --------------------------------------------------------------------------
+
+VALID_FILES = {
+    "osf/data/data.csv": "harc-data", "osf/data/summary_data.csv": "harc-summary",
+    "osf/data/incorrect_submissions.csv": "harc-errors", "osf/survey/feedback_data.csv": "harc-survey",
+    "osf/survey/demographics_data.csv": "harc-survey", "osf/survey/withdraw_data.csv": "harc-survey",
+    "2024/clean_data.csv": "harc-data", "2024/clean_data_incomplete.csv": "harc-data",
+    "2024/clean_summary_data.csv": "harc-summary", "2024/clean_errors.csv": "harc-errors",
+    "2024/clean_feedback_data.csv": "harc-survey", "2024/clean_demographics_data.csv": "harc-survey",
+    "2024/clean_withdraw_data.csv": "harc-survey", "arc/007bbfb7.json": "arc-task",
+    "arc/evaluation_challenges.json": "arc-task", "tgi/task0b148d64.csv": "arc-tgi",
+}
+
+
+def write_valid_tree(root: Path) -> None:
+    rows = fx.data_rows()
+    fx.write_data(root / "osf" / "data" / "data.csv", rows)
+    fx.write_summary(root / "osf" / "data" / "summary_data.csv")
+    fx.write_errors(root / "osf" / "data" / "incorrect_submissions.csv")
+    fx.write_surveys(root / "osf" / "survey", readme_names=True)
+    # 2024: complete and incomplete participants in separate files
+    fx.write_data(root / "2024" / "clean_data.csv", [r for r in rows if r["hashed_id"] == fx.HASH_A], release="2024")
+    fx.write_data(root / "2024" / "clean_data_incomplete.csv", [r for r in rows if r["hashed_id"] == fx.HASH_B],
+                  release="2024")
+    fx.write_summary(root / "2024" / "clean_summary_data.csv", fx.summary_rows()[::-1])  # not byte-identical
+    fx.write_errors(root / "2024" / "clean_errors.csv", with_md5=True)
+    fx.write_surveys(root / "2024", release="2024")
+    fx.write_task(root / "arc" / "007bbfb7.json", fx.TASK_007)
+    fx.write_task(root / "arc" / "evaluation_challenges.json",
+                  {"11223344": fx.TASK_EVAL_NO_OUTPUT, "007bbfb7": fx.TASK_007})
+    fx.write_tgi(root / "tgi" / "task0b148d64.csv", fx.tgi_rows(root / "EXECUTED"))
+
+
+@pytest.fixture(scope="module")
+def empty_db(tmp_path_factory) -> Path:
+    """A database with every table created (creating the ~40 tables costs seconds; copying is instant)."""
+    path = tmp_path_factory.mktemp("harc_empty") / "empty.duckdb"
+    Workspace(path).close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def valid(tmp_path_factory, empty_db) -> tuple[Path, Path, Result]:
+    root = tmp_path_factory.mktemp("harc_valid")
+    write_valid_tree(root / "files")
+    db = root / "valid.duckdb"
+    db.write_bytes(empty_db.read_bytes())
+    res = arcstudy_ingest([root / "files"], db)
+    return root / "files", db, res
+
+
+def test_valid_files_load_through_the_cli_with_exit_code_0(valid):
+    files, db, res = valid
+    assert res.exit_code == EXIT_OK, res.output
+    assert "16 files: 16 loaded" in res.output
+    with Workspace(db, read_only=True) as ws:
+        assert ws.row_count("quarantine") == 0
+        got = {Path(p).relative_to(files).as_posix(): f
+               for p, f in ws.read("SELECT file_path, source_format FROM raw_ingest__files").rows()}
+        assert got == VALID_FILES
+        assert not (files / "EXECUTED").exists()
+
+
+def test_valid_files_table_counts(valid):
+    _, db, _ = valid
+    expected = {
+        "raw_harc__csv_rows": 25 + 4 + 3 + 2 * 3 + 25 + 4 + 3 + 2 * 3,
+        "core_harc__actions": 50, "core_harc__participant_tasks": 8, "core_harc__attempts": 8,
+        "core_harc__incorrect_submissions": 6, "core_harc__feedback": 4, "core_harc__demographics": 4,
+        "core_harc__withdrawals": 4, "core_arc__tasks": 3, "core_arc__task_pairs": 3 + 3 + 3 + 5,
+        "raw_arctgi__csv_rows": 2, "core_arctgi__tasks": 2,
+    }
+    with Workspace(db, read_only=True) as ws:
+        assert {t: ws.row_count(t) for t in expected} == expected
+        gens = ws.read("SELECT release_generation, count(*) AS n, count(DISTINCT participant_id) AS p, "
+                       "sum(CASE WHEN is_complete THEN 1 ELSE 0 END) AS complete FROM core_harc__actions "
+                       "GROUP BY 1 ORDER BY 1").rows()
+        assert gens == [("2024", 25, 2, 19), ("osf-current", 25, 2, 19)]
+
+
+def test_participant_local_times_and_rules_survive_the_database(valid):
+    _, db, _ = valid
+    with Workspace(db, read_only=True) as ws:
+        lag = ws.read("SELECT action_number FROM core_harc__actions WHERE release_generation = 'osf-current' "
+                      "AND list_contains(flags, 'size_lags_undo') ORDER BY 1")["action_number"].to_list()
+        assert lag == [8, 9, 10, 11]
+        back = ws.read("SELECT task_id, action_number, occurred_at::VARCHAR AS t FROM core_harc__actions WHERE "
+                       "release_generation = '2024' AND list_contains(flags, 'time_not_monotonic')").rows()
+        assert back == [("00576224", 4, "2023-08-03 09:05:20")]
+        # the ARC truth joins the H-ARC submission by grid-string equality
+        hit = ws.read("SELECT a.participant_id, a.is_solved FROM core_harc__attempts a JOIN core_arc__task_pairs p "
+                      "ON p.task_id = a.task_id AND p.pair_split = 'test' AND p.pair_index = 0 "
+                      "AND p.output_grid = a.test_output_grid JOIN core_arc__tasks t ON t.file_id = p.file_id "
+                      "AND t.task_id = p.task_id WHERE t.file_name = '007bbfb7.json' "
+                      "AND a.release_generation = 'osf-current'").rows()
+        assert hit == [(fx.HASH_A, True)]
+
+
+def test_reingest_is_idempotent(valid, tmp_path):
+    files, db, _ = valid
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(db.read_bytes())
+    with Workspace(copy) as ws:
+        before = {t: ws.row_count(t) for t in ("core_harc__actions", "raw_harc__csv_rows", "quarantine")}
+        report = ingest_paths(ws, [files], run_id="again")
+        assert {f.status for f in report.files} == {"skipped"}
+        forced = ingest_paths(ws, [files / "osf" / "data" / "data.csv"], run_id="force", force=True)
+        assert [(f.status, f.n_quarantined) for f in forced.files] == [("loaded", 0)]
+        assert {t: ws.row_count(t) for t in before} == before
+
+
+def test_a_changed_file_at_the_same_path_replaces_the_old_version(valid, tmp_path):
+    _, db, _ = valid
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(db.read_bytes())
+    path = fx.write_data(tmp_path / "data.csv", relabel(fx.data_rows(), "replace"))
+    with Workspace(copy) as ws:
+        before = ws.row_count("core_harc__actions")
+        assert ingest_paths(ws, [path], run_id="one").files[0].n_quarantined == 0
+        assert ws.row_count("core_harc__actions") == before + 25
+        fx.write_data(path, relabel(fx.data_rows()[:19], "replace"))  # participant B's rows removed
+        report = ingest_paths(ws, [path], run_id="two")
+        assert (report.files[0].status, report.files[0].n_quarantined) == ("replaced", 0)
+        assert ws.row_count("core_harc__actions") == before + 19
+        assert ws.row_count("core_harc__participant_tasks") == 8 + 2
+
+
+# --- malformed corpus -----------------------------------------------------------------------------
+
+
+def relabel(rows: list[dict[str, str]], name: str) -> list[dict[str, str]]:
+    """The same rows under participant ids of their own (so corpus files never share a key)."""
+    new = {fx.HASH_A: hashlib.md5(f"{name}/a".encode()).hexdigest(),
+           fx.HASH_B: hashlib.md5(f"{name}/b".encode()).hexdigest()}
+    out = []
+    for r in rows:
+        r = dict(r)
+        for old, repl in new.items():
+            for key in ("hashed_id", "joint_id_task"):
+                if key in r:
+                    r[key] = r[key].replace(old, repl)
+        out.append(r)
+    return out
+
+
+def data_with(name: str, row: int, **change: str) -> Callable[[Path], Path]:
+    def build(path: Path) -> Path:
+        rows = relabel(fx.data_rows(), name)
+        rows[row - 1] = {**rows[row - 1], **change}
+        return fx.write_data(path, rows)
+    return build
+
+
+def edited_text(name: str, edit: Callable[[str], str], rows: Callable[[], list[dict]] = fx.data_rows,
+                columns: list[str] = fx.DATA_COLUMNS) -> Callable[[Path], Path]:
+    def build(path: Path) -> Path:
+        path.write_text(edit(fx.csv_text(relabel(rows(), name), columns)), encoding="utf-8")
+        return path
+    return build
+
+
+def _duplicate_row_3(rows: list[dict]) -> list[dict]:
+    return rows[:3] + [dict(rows[2])] + rows[3:]
+
+
+def _cut_inside_quotes(text: str) -> str:
+    # the last row's last description holds a comma, so it is quoted; the file stops inside that quote
+    return text[: text.rindex('"I gave up, sorry') + 10]
+
+
+def _add_field_to_row_3(text: str) -> str:
+    lines = text.split("\n")  # the data fixture has no multi-line fields: line k is row k
+    lines[3] = lines[3].replace("expv2,", "expv2,oops,", 1)
+    return "\n".join(lines)
+
+
+def _withdraw_maybe(path: Path) -> Path:
+    paths = fx.write_surveys(path.parent)
+    for other in ("feedback", "demographics"):
+        paths[other].unlink()
+    path.write_text(paths["withdraw"].read_text().replace(",True,", ",maybe,"))
+    return path
+
+
+def _errors_count_text(path: Path) -> Path:
+    path.write_text(fx.write_errors(path).read_text().replace(",2\n", ",two\n"))
+    return path
+
+
+def _tgi(edit: Callable[[list[dict]], list[dict]] | None = None,
+         text_edit: Callable[[str], str] | None = None) -> Callable[[Path], Path]:
+    def build(path: Path) -> Path:
+        rows = fx.tgi_rows(path.parent / "EXECUTED")
+        text = fx.csv_text(edit(rows) if edit else rows, fx.TGI_COLUMNS)
+        path.write_text(text_edit(text) if text_edit else text, encoding="utf-8")
+        return path
+    return build
+
+
+@dataclass(frozen=True)
+class Defect:
+    file: str
+    build: Callable[[Path], Path]
+    expected: list[tuple[str, str, str | None, str]]  # location, check, column, reason (prefix)
+    table: str
+    n_good: int  # rows of the file that still land in `table`
+
+
+ACTIONS = "core_harc__actions"
+DEFECTS: dict[str, Defect] = {
+    "grid_no_bars": Defect("data.csv", data_with("grid_no_bars", 3, test_output_grid="070|000"),
+                           [("row 3", "grid_malformed", "test_output_grid",
+                             "test_output_grid does not start and end with '|'")], ACTIONS, 24),
+    "grid_uneven_rows": Defect("data.csv", data_with("grid_uneven_rows", 5, test_output_grid="|070|00|"),
+                               [("row 5", "grid_malformed", "test_output_grid",
+                                 "test_output_grid has rows of uneven length (shortest 2 cells, longest 3)")],
+                               ACTIONS, 24),
+    "grid_non_digit": Defect("data.csv", data_with("grid_non_digit", 3, test_input_grid="|07|7x|"),
+                             [("row 3", "grid_malformed", "test_input_grid",
+                               "test_input_grid contains a character that is not a digit 0-9 or '|' ('x')")],
+                             ACTIONS, 24),
+    "grid_too_big": Defect("data.csv", data_with("grid_too_big", 3, test_output_grid="|" + "0|" * 31),
+                           [("row 3", "grid_malformed", "test_output_grid",
+                             "test_output_grid is larger than the 30 x 30 maximum (it is 31 x 1)")], ACTIONS, 24),
+    "unknown_action": Defect("data.csv", data_with("unknown_action", 3, action="paste"),
+                             [("row 3", "unknown_action", "action", "action is 'paste', not one of")], ACTIONS, 24),
+    "attempt_5": Defect("data.csv", data_with("attempt_5", 3, attempt_number="5"),
+                        [("row 3", "attempt_out_of_range", "attempt_number", "attempt_number is 5, outside 1-4")],
+                        ACTIONS, 24),
+    "attempt_4_on_submit": Defect(
+        "data.csv", data_with("attempt_4_on_submit", 7, attempt_number="4"),
+        [("row 7", "attempt_out_of_range", "attempt_number",
+          "attempt_number 4 is only valid on the closing write_last_description row, but this row is 'submit'")],
+        ACTIONS, 24),
+    "time_unparsable": Defect("data.csv", data_with("time_unparsable", 3, time="2023-13-45T10:00:09.000000"),
+                              [("row 3", "time_unparsable", "time",
+                                "time '2023-13-45T10:00:09.000000' is not a valid time in a known format")],
+                              ACTIONS, 24),
+    "json_broken": Defect("data.csv", data_with("json_broken", 3, selected_data="[[0,1],"),
+                          [("row 3", "invalid_json", "selected_data",
+                            "selected_data is not a JSON list: Expecting value at character 7")], ACTIONS, 24),
+    "json_not_a_list": Defect("data.csv", data_with("json_not_a_list", 3, copy_paste_data='{"cells": 1}'),
+                              [("row 3", "invalid_json", "copy_paste_data",
+                                "copy_paste_data is not a JSON list: it parses as a JSON dict, not a list")],
+                              ACTIONS, 24),
+    "duplicate_conflict": Defect(
+        "data.csv", data_with("duplicate_conflict", 4, action_id="3"),
+        [(f"row {n}", "duplicate_action", None, "joint_id_task=") for n in (3, 4)], ACTIONS, 23),
+    "duplicate_copy": Defect(
+        "data.csv", edited_text("duplicate_copy", lambda t: t, lambda: _duplicate_row_3(fx.data_rows())),
+        [("row 4", "duplicate_row", None, "exact copy of row 3 (joint_id_task=")], ACTIONS, 25),
+    "size_mismatch": Defect(
+        "data.csv", data_with("size_mismatch", 3, test_output_size_y="4"),
+        [("row 3", "size_mismatch", "test_output_size_x",
+          "test_output_size_x/_y say 2 x 4 but test_output_grid is 2 x 3, and no undo")], ACTIONS, 24),
+    "joint_id_mismatch": Defect(
+        "data.csv", data_with("joint_id_mismatch", 9, task_name="007bbfb7.json"),
+        [("row 9", "joint_id_mismatch", "joint_id_task", "joint_id_task '")], ACTIONS, 24),
+    "truncated_last_row": Defect(
+        "data.csv", edited_text("truncated_last_row", lambda t: t[: t.rindex("|333|333|333|") + 5]),
+        [("row 25", "field_count", "complete",
+          "row ends early: the last 24 of 40 fields are empty, from column test_output_size_x on (truncated "
+          "row?); the file ends without a newline, so it was probably cut off")], ACTIONS, 24),
+    "cut_inside_quotes": Defect(
+        "data.csv", edited_text("cut_inside_quotes", _cut_inside_quotes, lambda: [
+            *fx.data_rows()[:-1], {**fx.data_rows()[-1], "last_written_solution": "I gave up, sorry"}]),
+        [("row 25", "csv_malformed", None, "row 25 cannot be split into fields (unexpected end of data)")],
+        ACTIONS, 24),
+    "extra_field": Defect(
+        "data.csv", edited_text("extra_field", _add_field_to_row_3),
+        [("row 3", "field_count", None, "row 3 has 41 fields but the header has 40")], ACTIONS, 24),
+    "wrong_header": Defect(
+        "data.csv", edited_text("wrong_header", lambda t: t.replace(",complete\n", ",completed\n", 1)),
+        [("file", "header_unknown", None, "H-ARC data file: the header is not a known column set; closest is the "
+          "current (OSF) 40-column data.csv: missing complete; unexpected completed")], ACTIONS, 0),
+    "summary_duplicate_attempt": Defect(
+        "summary_data.csv", edited_text(
+            "summary_duplicate_attempt", lambda t: t,
+            lambda: [*fx.summary_rows()[:3], {**fx.summary_rows()[3], "attempt_number": "2"}], fx.SUMMARY_COLUMNS),
+        [(f"row {n}", "duplicate_attempt", None, "joint_id_task=") for n in (3, 4)], "core_harc__attempts", 2),
+    "errors_count_text": Defect(
+        "incorrect_submissions.csv",
+        _errors_count_text,
+        [("row 1", "not_an_integer", "count", "count is 'two', expected an integer")],
+        "core_harc__incorrect_submissions", 2),
+    "withdraw_not_boolean": Defect(
+        "withdraw.csv",
+        _withdraw_maybe,
+        [("row 2", "not_a_boolean", "withdraw", "withdraw is 'maybe', expected true or false")],
+        "core_harc__withdrawals", 1),
+    "arc_collection_bad_task": Defect(
+        "challenges.json",
+        lambda p: fx.write_task(p, {"007bbfb7": fx.TASK_007, "0badbad0": {"train": [{"input": [[1, 12]],
+                                "output": [[1]]}], "test": [{"input": [[1]]}]}}),
+        [("task 0badbad0", "grid_invalid", None, "task 0badbad0 train[0].input cell (0, 1) is 12")],
+        "core_arc__tasks", 1),
+    "arc_task_not_rectangular": Defect(
+        "0000000a.json",
+        lambda p: fx.write_task(p, {"train": [{"input": [[1, 2], [3]], "output": [[1]]}], "test": [{"input": [[1]]}]}),
+        [("file", "grid_invalid", None, "task train[0].input is not rectangular")], "core_arc__tasks", 0),
+    "tgi_broken_json": Defect(
+        "all.csv", _tgi(lambda rows: [rows[0], {**rows[1], "task_variables": "{rows: 1}"}]),
+        [("row 2", "invalid_json", "task_variables", "task_variables is not valid JSON")], "core_arctgi__tasks", 1),
+    "tgi_cut_inside_code": Defect(
+        "all.csv", _tgi(text_edit=lambda t: t[: t.rindex("def transform_input")]),
+        [("row 2", "csv_malformed", None, "row 2 cannot be split into fields (unexpected end of data)")],
+        "core_arctgi__tasks", 1),
+}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, empty_db) -> tuple[Path, Path, Result, dict[str, Path]]:
+    root = tmp_path_factory.mktemp("harc_corpus")
+    paths = {}
+    for name, d in DEFECTS.items():
+        folder = root / "files" / name
+        folder.mkdir(parents=True)
+        paths[name] = d.build(folder / d.file).resolve()
+    db = root / "corpus.duckdb"
+    db.write_bytes(empty_db.read_bytes())
+    res = arcstudy_ingest([root / "files"], db)
+    return root / "files", db, res, paths
+
+
+def test_cli_exit_code_3_on_the_corpus(corpus):
+    _, db, res, paths = corpus
+    assert res.exit_code == EXIT_REJECTED, res.output
+    n_expected = sum(len(d.expected) for d in DEFECTS.values())
+    assert f"{n_expected} records quarantined" in res.output
+    with Workspace(db, read_only=True) as ws:
+        assert ws.read("SELECT count(DISTINCT file_path) AS n FROM quarantine")["n"][0] == len(DEFECTS)
+        assert ws.read("SELECT exit_code FROM runs")["exit_code"].to_list() == [EXIT_REJECTED]
+
+
+@pytest.mark.parametrize("name", list(DEFECTS))
+def test_defect_is_quarantined_and_good_rows_land(corpus, name):
+    _, db, _, paths = corpus
+    defect = DEFECTS[name]
+    path = paths[name]
+    with Workspace(db, read_only=True) as ws:
+        got = ws.read("SELECT source_location, check_name, column_name, reason, raw_text FROM quarantine "
+                      "WHERE file_path = ? ORDER BY source_location", [str(path)]).rows()
+        assert [(loc, check, col) for loc, check, col, _, _ in got] == [e[:3] for e in defect.expected], got
+        for (_, _, _, reason, raw), (*_, expected_reason) in zip(got, defect.expected, strict=True):
+            assert reason.startswith(expected_reason), reason
+            assert raw, "the offending text is kept"
+        files = ws.read("SELECT file_id, n_records_quarantined FROM raw_ingest__files WHERE file_path = ?",
+                        [str(path)])
+        if defect.expected[0][0] == "file":
+            assert files.height == 0  # refused: nothing from it loaded
+        else:
+            assert files["n_records_quarantined"].to_list() == [len(defect.expected)]  # => exit code 3 alone
+            n = ws.read(f"SELECT count(*) AS n FROM {defect.table} WHERE file_id = ?", [files["file_id"][0]])
+            assert n["n"][0] == defect.n_good
+
+
+def test_quarantined_data_row_keeps_its_fields(corpus):
+    _, db, _, paths = corpus
+    with Workspace(db, read_only=True) as ws:
+        raw = ws.read("SELECT raw_text, failing_value FROM quarantine WHERE file_path = ?",
+                      [str(paths["unknown_action"])]).row(0)
+        assert json.loads(raw[0])["action"] == "paste" and raw[1] == "paste"
+        kept = ws.read("SELECT count(*) AS n FROM raw_harc__csv_rows r JOIN raw_ingest__files f USING (file_id) "
+                       "WHERE f.file_path = ?", [str(paths["unknown_action"])])
+        assert kept["n"][0] == 25  # the raw layer holds the quarantined row too
