@@ -51,6 +51,7 @@ class SyntheticStudy:
     sessions: dict[str, dict] = field(default_factory=dict)
     session_plays: list[dict] = field(default_factory=list)
     environments: list[dict] = field(default_factory=list)
+    namespace: str = "8000"  # 4 hex digits in generated guids: studies loaded together need distinct ones
     manifest_file_id: str = field(default_factory=lambda: _sha("synthetic-manifest"))
     _counter: int = 0
 
@@ -88,7 +89,7 @@ class SyntheticStudy:
         card. With `session_id` the recording is listed in the session manifest."""
         script = script.replace(" ", "")
         self._counter += 1
-        guid = guid or f"00000000-0000-4000-8000-{self._counter:012d}"
+        guid = guid or f"00000000-0000-4000-{self.namespace}-{self._counter:012d}"
         file_id = _sha("file:" + guid)
         start = start or EPOCH + timedelta(hours=self._counter)
         n = len(script)

@@ -64,7 +64,7 @@ def test_lines_instead_of_cards_count_the_undo():
 
 def test_a_reset_mid_level_is_charged_to_the_level():
     out = run_in_memory(baseline_study().tables(), load_config(), steps=["plays_levels"])
-    lv = out["out_arc3__levels"].filter(pl.col("guid") == "00000000-0000-4000-8000-000000000003")
+    lv = out["out_arc3__levels"].filter(pl.col("guid") == "00000000-0000-4000-b000-000000000003")
     assert lv.sort("level_index").select("level_index", "n_actions", "n_resets", "is_level_completed").rows() == [
         (1, 25, 1, True), (2, 5, 0, False)]
 
