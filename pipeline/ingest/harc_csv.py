@@ -12,6 +12,7 @@ reason as an expression, so ~600k rows are checked without per-row Python. Faili
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import io
@@ -108,14 +109,18 @@ def load_csv(path: Path, header: list[str], *, raw_table: str) -> LoadedCsv:
         ends_nl = fh.read(1) in (b"\n", b"\r") if size else True
     flags: list[str] = []
     rejects: list[Reject] = []
+    bad_utf8 = False
     try:
-        df = pl.read_csv(path, infer_schema=False, has_header=True, encoding="utf8", raise_if_empty=False)
-        if df.columns != header:  # polars de-duplicates or trims names; the header check ran before
-            df.columns = header
-        df = df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64), pl.lit(False).alias(UNSPLIT))
+        df = _read_polars(path, header, "utf8")
     except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
-        flags.append("csv_fallback_parser")
-        df, rejects = _load_with_csv_module(path, header, raw_table, str(err).splitlines()[0])
+        bad_utf8 = not _is_utf8(path)
+        try:
+            if not bad_utf8:
+                raise
+            df = _read_polars(path, header, "utf8-lossy")
+        except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError):
+            flags.append("csv_fallback_parser")
+            df, rejects = _load_with_csv_module(path, header, raw_table, str(err).splitlines()[0])
     # "" (a quoted empty field) and an unquoted empty field mean the same: no value.
     df = df.with_columns([pl.when(pl.col(c) != "").then(pl.col(c)).alias(c) for c in header])
     blank = pl.all_horizontal([pl.col(c).is_null() for c in header])
@@ -125,11 +130,42 @@ def load_csv(path: Path, header: list[str], *, raw_table: str) -> LoadedCsv:
     if n_blank:
         flags.append("blank_lines_skipped")
         df = df.filter(~blank)
+    if bad_utf8:
+        # bytes that are not UTF-8 were replaced by U+FFFD on reading: those rows cannot be trusted
+        flags.append("invalid_utf8")
+        mangled = pl.any_horizontal([pl.col(c).str.contains("\ufffd", literal=True) for c in header])
+        df = df.with_columns((pl.col(UNSPLIT) | mangled.fill_null(False)).alias(UNSPLIT))
+        for row, raw in df.filter(mangled).select(ROW, pl.struct(header).struct.json_encode()).iter_rows():
+            if any(r.location == f"row {row}" for r in rejects):
+                continue
+            rejects.append(Reject(
+                f"row {row}", "invalid_utf8",
+                f"row {row} holds bytes that are not valid UTF-8 (shown as \ufffd in raw_text); re-save the file "
+                "as UTF-8 or fix the row", raw_text=raw, target_table=raw_table))
     cols = header + ([EXTRA] if EXTRA in df.columns and df[EXTRA].null_count() < df.height else [])
     df = df.with_columns(pl.struct(cols).struct.json_encode().alias(ROW_JSON))
     if EXTRA in df.columns:
         df = df.drop(EXTRA)
     return LoadedCsv(df, rejects, flags, ends_nl)
+
+
+def _read_polars(path: Path, header: list[str], encoding: str) -> pl.DataFrame:
+    df = pl.read_csv(path, infer_schema=False, has_header=True, encoding=encoding, raise_if_empty=False)
+    if df.columns != header:  # polars de-duplicates or trims names; the header check ran before
+        df.columns = header
+    return df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64), pl.lit(False).alias(UNSPLIT))
+
+
+def _is_utf8(path: Path) -> bool:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    with open(path, "rb") as fh:
+        try:
+            while chunk := fh.read(1 << 20):
+                decoder.decode(chunk)
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            return False
+    return True
 
 
 class _LineTap:
@@ -163,7 +199,7 @@ def _load_with_csv_module(path: Path, header: list[str], raw_table: str, polars_
     rows: list[int] = []
     extras: list[str | None] = []
     rejects: list[Reject] = []
-    with open(path, encoding="utf-8-sig", errors="strict", newline="") as fh:
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
         tap = _LineTap(fh)
         reader = csv.reader(tap, strict=True)
         next(reader)  # header, checked by the caller

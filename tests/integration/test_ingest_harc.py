@@ -224,6 +224,13 @@ def _errors_count_text(path: Path) -> Path:
     return path
 
 
+def _bad_byte_in_row_3(path: Path) -> Path:
+    lines = fx.write_data(path, relabel(fx.data_rows(), "invalid_utf8")).read_bytes().split(b"\n")
+    lines[3] = lines[3].replace(b"expv2", b"exp\xffv2", 1)  # latin-1 debris in one row
+    path.write_bytes(b"\n".join(lines))
+    return path
+
+
 def _tgi(edit: Callable[[list[dict]], list[dict]] | None = None,
          text_edit: Callable[[str], str] | None = None) -> Callable[[Path], Path]:
     def build(path: Path) -> Path:
@@ -306,6 +313,9 @@ DEFECTS: dict[str, Defect] = {
     "extra_field": Defect(
         "data.csv", edited_text("extra_field", _add_field_to_row_3),
         [("row 3", "field_count", None, "row 3 has 41 fields but the header has 40")], ACTIONS, 24),
+    "invalid_utf8": Defect(
+        "data.csv", _bad_byte_in_row_3,
+        [("row 3", "invalid_utf8", None, "row 3 holds bytes that are not valid UTF-8")], ACTIONS, 24),
     "wrong_header": Defect(
         "data.csv", edited_text("wrong_header", lambda t: t.replace(",complete\n", ",completed\n", 1)),
         [("file", "header_unknown", None, "H-ARC data file: the header is not a known column set; closest is the "

@@ -278,6 +278,16 @@ def test_row_defects_are_quarantined_with_a_reason(tmp_path, row, change, check,
     assert out.tables[RAW].height == 25  # the raw layer keeps the bad row
 
 
+def test_blank_lines_are_skipped_and_rows_keep_their_line_based_numbers(tmp_path):
+    path = fx.write_data(tmp_path / "data.csv")
+    lines = path.read_text().split("\n")
+    path.write_text("\n".join([*lines[:3], "", *lines[3:]]) + "\n")  # a blank line after data row 2
+    out = read_data(ctx(path))
+    assert out.rejects == [] and out.flags == ["blank_lines_skipped"]
+    numbers = out.tables[ACTIONS].sort("row_number")["row_number"].to_list()
+    assert numbers == [1, 2, *range(4, 27)]  # data row 3 is the 4th line after the header
+
+
 def test_hashed_id_change_is_caught_as_a_joint_id_mismatch(tmp_path):
     rows = fx.data_rows()
     rows[0] = {**rows[0], "hashed_id": fx.HASH_B}
