@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -112,6 +113,7 @@ class BuildReport:
     skipped_figures: list[str] = field(default_factory=list)
     manifest: RunManifest | None = None
     manifest_path: Path | None = None
+    timings_s: dict[str, float] = field(default_factory=dict)  # plan, each step run, write, figures
 
     @property
     def rebuilt(self) -> list[str]:
@@ -354,9 +356,11 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
           progress: Callable[[Iterable[Any], str, int], Iterable[Any]] | None = None) -> BuildReport:
     """Plan, then (unless dry_run) run what changed, replace the out tables in one transaction, write the
     figures and record the run (runs table + manifest.json in out_dir)."""
+    t0 = time.perf_counter()
     source, source_name, identity = resolve_optimal(config, optimal_path, optimal_source)
     plans = plan(ws, config, force=force, out_dir=out_dir, optimal_identity=identity, figures=figures)
     report = BuildReport(plans=plans, dry_run=dry_run)
+    report.timings_s["plan"] = time.perf_counter() - t0
     if dry_run:
         return report
 
@@ -366,8 +370,11 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
     frames = _Frames(ws)
     table_steps = [p for p in todo if p.step.name != FIGURES]
     for p in (progress(table_steps, "building", len(table_steps)) if progress else table_steps):
+        t0 = time.perf_counter()
         run_step(p.step.name, frames, config, (source, source_name))
+        report.timings_s[p.step.name] = time.perf_counter() - t0
 
+    t0 = time.perf_counter()
     now = datetime.now(UTC)
     state_rows = []
     with ws.transaction() as con:
@@ -384,9 +391,11 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
             con.execute(f"DELETE FROM {STATE_TABLE} WHERE build_target IN ({', '.join('?' for _ in targets)})",
                         targets)
             ws.insert_frame(STATE_TABLE, pl.DataFrame(state_rows), con=con)
+    report.timings_s["validate_and_write"] = time.perf_counter() - t0
 
     fig_plan = next((p for p in todo if p.step.name == FIGURES), None)
     if fig_plan is not None and out_dir is not None:
+        t0 = time.perf_counter()
         from pipeline.transforms.figures import write_figures
 
         fig_dir = out_dir / "figures"
@@ -402,6 +411,7 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
             ws.insert_frame(STATE_TABLE, pl.DataFrame([row]), con=con)
         for f in files:
             manifest.add_output(f)
+        report.timings_s["figures"] = time.perf_counter() - t0
 
     for p in plans:
         for t, digest in p.parts["inputs"].items():
@@ -415,6 +425,7 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
     manifest.notes["rows"] = {t: ws.row_count(t) for t in OUT_TABLES}
     manifest.notes["skipped_figures"] = report.skipped_figures
     manifest.notes["optimal_source"] = identity
+    manifest.notes["timings_s"] = {k: round(v, 3) for k, v in report.timings_s.items()}
     manifest.finish(0)
     ws.record_run(manifest)
     if out_dir is not None:
