@@ -38,7 +38,7 @@ def durations_chart(attempts: pl.DataFrame, config: BuildConfig) -> alt.TopLevel
     limits = pl.DataFrame({"minutes": [config.attempts.soft_limit_s / 60, config.attempts.duration_less_than_s / 60],
                            "limit": ["soft limit", "hard limit"]})
     box = alt.Chart(df).mark_boxplot(extent="min-max", size=40).encode(
-        x=alt.X("outcome:N", title=None, sort=["successful", "unsuccessful"]),
+        x=alt.X("outcome:N", title=None, sort=["successful", "unsuccessful"], axis=alt.Axis(labelAngle=0)),
         y=alt.Y("minutes:Q", title="attempt duration (minutes)"),
         color=alt.Color("outcome:N", legend=None))
     rules = alt.Chart(limits).mark_rule(strokeDash=[4, 3], color="gray").encode(y="minutes:Q", tooltip=["limit:N"])
@@ -49,10 +49,11 @@ def completion_chart(completion: pl.DataFrame, games: list[str]) -> alt.TopLevel
     df = completion.filter(pl.col("game_id").is_in(games) & pl.col("completion_rate").is_not_null())
     if df.height == 0:
         return None
-    base = alt.Chart(df).encode(x=alt.X("level_index:O", title="level"))
+    base = alt.Chart(df).encode(x=alt.X("level_index:O", title="level", axis=alt.Axis(labelAngle=0)))
     line = base.mark_line(point=True).encode(y=alt.Y("completion_rate:Q", title="completion rate",
                                                      scale=alt.Scale(domain=[0, 1])))
-    band = base.mark_errorbar().encode(y="completion_ci_low:Q", y2="completion_ci_high:Q")
+    band = base.mark_errorbar().encode(y=alt.Y("completion_ci_low:Q", title="completion rate"),
+                                       y2="completion_ci_high:Q")
     return (band + line).properties(width=180, height=140).facet(
         facet=alt.Facet("game_id:N", title=None), columns=4).properties(title="Completion by level (Wilson intervals)")
 
@@ -68,7 +69,7 @@ def actions_chart(points: pl.DataFrame, games: list[str]) -> alt.TopLevelMixin |
     if df.height == 0:
         return None
     chart = alt.Chart(df).mark_line(point=True).encode(
-        x=alt.X("level_index:O", title="level"),
+        x=alt.X("level_index:O", title="level", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("actions:Q", title="actions", scale=alt.Scale(type="log")),
         color=alt.Color("reference:N", scale=alt.Scale(domain=["optimal", "best first run", "baseline"])))
     return chart.properties(width=180, height=140).facet(
