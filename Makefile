@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.arcstudy-installed
 PYTEST_WORKERS ?= 2
 
-.PHONY: install test lint unit integration conformance clean help
+.PHONY: install test lint unit integration conformance clean help browser
 
 help:
 	@echo "make test    install into $(VENV) (if needed) and run ruff plus the whole test suite"
@@ -24,14 +24,26 @@ install: $(STAMP)
 lint: install
 	$(BIN)/ruff check .
 
-test: install lint
+test: install lint browser
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=15
 
 unit: install
 	$(BIN)/python -m pytest tests/unit -q
 
-integration: install
+integration: install browser
 	$(BIN)/python -m pytest tests/integration -q
+
+# Headless Chromium for the HTML report and replay-viewer tests (Debian's package; CI runs as root).
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "$(CHROMIUM) missing: installing Debian's chromium"; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	else \
+	  echo "make browser: $(CHROMIUM) is missing and apt-get is unavailable: install Chromium by hand," \
+	       "or the browser tests (tests/integration/test_viewer.py, test_report_framework.py) will fail." >&2; \
+	fi
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

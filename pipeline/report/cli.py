@@ -1,0 +1,101 @@
+"""`arcstudy view` (the replay viewer), registered on the main app by `register(app)`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipeline.console import out
+
+
+def _cli():
+    # Imported lazily: pipeline.cli imports this module at the end of its own import.
+    from pipeline import cli
+
+    return cli
+
+
+def manifest_path_for(out_file: Path) -> Path:
+    """`view.html` -> `view.manifest.json` beside it (one page, one manifest)."""
+    return out_file.with_name(out_file.stem + ".manifest.json")
+
+
+def view_command(
+    target: Annotated[str, typer.Argument(help="A recording file (.jsonl), or a play guid / play_id to look up "
+                                          "in the database (--db).", show_default=False)],
+    out_file: Annotated[Path, typer.Option("--out", help="The HTML page to write.", dir_okay=False,
+                                           show_default=False)],
+    db: Annotated[Path | None, typer.Option("--db", help="DuckDB database to look up a guid/play_id in, and to "
+                                            "read baselines from (core_arc3__environments). Default: "
+                                            "$ARCSTUDY_DB or ./arcstudy.duckdb when TARGET is not a file.",
+                                            dir_okay=False, show_default=False)] = None,
+    games: Annotated[list[Path] | None, typer.Option("--games", help="Environment files directory (repeatable) "
+                                                     "holding the game: enables replay verification, "
+                                                     "re-rendering of frames and metadata baselines.",
+                                                     exists=True, file_okay=False, show_default=False)] = None,
+    baselines: Annotated[str | None, typer.Option("--baselines", help="Per-level baseline actions: comma-separated "
+                                                  "integers (e.g. 7,18,23) or a metadata.json path; overrides "
+                                                  "--games and --db.", show_default=False)] = None,
+    only_reset_levels: Annotated[bool | None, typer.Option("--only-reset-levels/--no-only-reset-levels",
+                                                           help="Replay with level-only resets (default: on for "
+                                                           "human-dataset recordings, off otherwise).",
+                                                           show_default=False)] = None,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Replay through the engine to verify the "
+                                         "recording (needs --games).")] = True,
+) -> None:
+    """Write a self-contained HTML replay viewer for one recording (play/pause, step, speed, jump to level,
+    timeline; action, click, level, state, actions per level against the baseline; replay verification with
+    the first divergence marked).
+
+    Reads: the recording file, or core_arc3__plays/core_arc3__steps in --db (and the frames Parquet written by
+    `ingest --keep-frames`); game files under --games (replayed to verify and, without stored frames, to
+    re-render); baselines from --baselines, metadata.json under --games, or core_arc3__environments in --db.
+    Writes: the --out HTML file (no network needed to view it) and its run manifest `<out stem>.manifest.json`
+    beside it. Never writes to the database.
+    """
+    from pipeline.manifest import RunManifest
+    from pipeline.report.viewer import ViewerError, write_viewer
+    from pipeline.workspace import default_db_path
+
+    cli = _cli()
+    if out_file.suffix.lower() not in (".html", ".htm"):
+        raise cli.fail(f"--out {out_file}: the viewer is an HTML page, give a .html file name", cli.EXIT_USAGE)
+    is_file = Path(target).is_file()
+    db_path = db if db is not None else (None if is_file else default_db_path())
+    if not is_file and (db_path is None or not db_path.exists()):
+        raise cli.fail(f"{target} is not a recording file, and there is no database to look it up in "
+                       f"({db_path}); pass a file path or --db FILE", cli.EXIT_USAGE)
+    command = "arcstudy view " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "arcstudy view"
+    manifest = RunManifest(command=command, config={
+        "target": target, "out": str(out_file), "db": str(db_path) if db_path else None,
+        "games": [str(g) for g in games or []], "baselines": baselines, "only_reset_levels": only_reset_levels,
+        "verify": verify})
+    with out.progress("replaying", None) as bar:
+        on_step = (lambda: bar.advance(0)) if bar is not None else None  # type: ignore[union-attr]
+        try:
+            result = write_viewer(target, out_file, db=db_path, games=games, baselines=baselines, verify=verify,
+                                  only_reset_levels=only_reset_levels, manifest=manifest, on_step=on_step)
+        except ViewerError as err:
+            raise cli.fail(str(err)) from err
+    manifest.finish(cli.EXIT_OK)
+    manifest_file = manifest_path_for(out_file)
+    manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    data = result.data
+    out.console.print(
+        f"wrote {out_file} ({result.n_bytes:,} bytes): {data['n_steps']:,} steps, {data['n_plays']} play(s), "
+        f"frames: {data['frames_origin']}, replay: {result.verification.status}")
+    out.console.print(f"  {result.verification.detail}")
+    if data["baseline"]:
+        out.console.print(f"  baseline {data['baseline']} from {data['baseline_source']}")
+    for note in data["notes"]:
+        out.console.print(f"  note: {note}")
+    out.info(f"manifest: {manifest_file}")
+    raise typer.Exit(cli.EXIT_OK)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("view")(view_command)

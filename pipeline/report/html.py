@@ -1,0 +1,378 @@
+"""Self-contained HTML reports: one file per report, built from typed sections (jinja2, autoescape on).
+
+    from pipeline.report.html import Callout, Facts, Figure, Prose, Table, render_report
+    paths = save_figure(chart, out_dir / "figures", "completion")
+    render_report("Calibration", [
+        Prose("What this shows", "Who solved what...\\n\\nA second paragraph."),
+        Figure("Completion by level", paths, caption="..."),
+        Table("Per-level baselines", df, name="level_baselines"),
+        Facts("Key numbers", {"players": 41, "games": 25}),
+        Callout("Caveats", ["3 sessions lack a scorecard line"], kind="warning"),
+    ], manifest, out_dir / "calibration.html")
+
+What "self-contained" means here: the HTML needs nothing else to display: CSS is inline, figures are embedded
+(SVG and/or PNG as data: URIs), tables are HTML. Files written beside it are extras, linked relatively: each
+table's CSV and Parquet export (`write_table_exports`), and each figure's Vega-Lite spec/PNG/SVG as saved by
+`pipeline.report.figures.save_figure`. No script, font or style is fetched from the network.
+
+Text is always escaped: prose is plain text (blank lines separate paragraphs; no HTML or Markdown is
+interpreted), table cells and fact values are formatted and escaped. The run manifest (inputs with sha256,
+policy ids, versions, configuration) closes every report and index page.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import jinja2
+import polars as pl
+
+__all__ = [
+    "Prose",
+    "Figure",
+    "Table",
+    "Facts",
+    "Callout",
+    "Link",
+    "Section",
+    "render_report",
+    "render_index",
+    "write_table_exports",
+    "template_environment",
+    "slugify",
+    "format_value",
+    "manifest_context",
+]
+
+FigureEmbed = Literal["svg", "png", "both"]
+CalloutKind = Literal["note", "warning", "error"]
+
+
+@dataclass(frozen=True)
+class Prose:
+    """A heading and plain-text paragraphs (separated by blank lines)."""
+
+    title: str
+    text: str = ""
+
+    @property
+    def paragraphs(self) -> list[str]:
+        return [p.strip() for p in re.split(r"\n\s*\n", self.text) if p.strip()]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure saved by `save_figure` (the dict it returns, or the same keys given by hand).
+
+    `embed`: "svg" (vector, crisp in print; the default when an SVG exists), "png" or "both". SVG is embedded
+    as an <img> data URI, so nothing in it can run. Links to the Vega-Lite spec and image files are added when
+    those files exist.
+    """
+
+    title: str
+    paths: Mapping[str, Path | str]
+    caption: str = ""
+    alt: str = ""
+    embed: FigureEmbed | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """A polars DataFrame shown as an HTML table (first `max_rows` rows) and, with `export`, written beside the
+    report as `<name>.csv` and `<name>.parquet` (every row) and linked. Floats show `float_digits` significant
+    digits; the exports keep full precision."""
+
+    title: str
+    df: pl.DataFrame
+    name: str | None = None
+    caption: str = ""
+    export: bool = True
+    max_rows: int = 200
+    float_digits: int = 4
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Key-value facts (a mapping or (key, value) pairs)."""
+
+    title: str
+    items: Mapping[str, Any] | Sequence[tuple[str, Any]]
+
+    @property
+    def pairs(self) -> list[tuple[str, Any]]:
+        return list(self.items.items()) if isinstance(self.items, Mapping) else [tuple(p) for p in self.items]
+
+
+@dataclass(frozen=True)
+class Callout:
+    """A boxed list of notes, warnings or errors."""
+
+    title: str
+    items: Sequence[str]
+    kind: CalloutKind = "note"
+
+
+Section = Prose | Figure | Table | Facts | Callout
+
+
+@dataclass(frozen=True)
+class Link:
+    """One entry of an index page."""
+
+    title: str
+    href: Path | str
+    description: str = ""
+    group: str = ""
+
+
+# --------------------------------------------------------------------------------------------------------
+# Templates
+# --------------------------------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def template_environment() -> jinja2.Environment:
+    """The package's jinja2 environment: templates from pipeline/report/templates, autoescape always on."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("pipeline.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["fmt"] = format_value
+    return env
+
+
+def slugify(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug or "section"
+
+
+def _unique(slug: str, used: set[str]) -> str:
+    candidate, n = slug, 2
+    while candidate in used:
+        candidate, n = f"{slug}-{n}", n + 1
+    used.add(candidate)
+    return candidate
+
+
+def format_value(value: Any, float_digits: int = 4) -> str:
+    """A readable cell: ints with thousands separators, floats to `float_digits` significant digits, lists
+    and dicts as compact JSON, None as an empty string (shown as a dash by the CSS)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "∞" if value > 0 else "-∞"
+        if value == int(value) and abs(value) < 1e15:
+            return f"{int(value):,}"
+        return f"{value:,.{float_digits}g}" if abs(value) < 1e6 else f"{value:.{float_digits}g}"
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+    return str(value)
+
+
+def _relative(target: Path | str, base_dir: Path) -> str:
+    target = Path(target)
+    try:
+        rel = os.path.relpath(target.resolve(), base_dir.resolve())
+    except ValueError:  # another drive (Windows)
+        rel = str(target.resolve())
+    return Path(rel).as_posix()
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Table exports
+# --------------------------------------------------------------------------------------------------------
+def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
+    """CSV cannot hold nested values: lists, arrays and structs become JSON text."""
+    nested = [name for name, dtype in df.schema.items() if isinstance(dtype, (pl.List, pl.Array, pl.Struct))]
+    if not nested:
+        return df
+    return df.with_columns(
+        pl.col(name).map_elements(lambda v: json.dumps(v.to_list() if hasattr(v, "to_list") else v, default=str),
+                                  return_dtype=pl.String)
+        for name in nested
+    )
+
+
+def write_table_exports(df: pl.DataFrame, out_dir: Path | str, name: str) -> dict[str, Path]:
+    """Write `<out_dir>/<name>.csv` (nested values as JSON text) and `<name>.parquet` (exact types), atomically;
+    returns {"csv": path, "parquet": path}."""
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        raise ValueError(f"table export name {name!r} must be a plain file stem")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out / f"{name}.csv", "parquet": out / f"{name}.parquet"}
+    _write_atomic(paths["csv"], _csv_ready(df).write_csv().encode("utf-8"))
+    tmp = paths["parquet"].with_name(paths["parquet"].name + ".tmp")
+    df.write_parquet(tmp, compression="zstd")
+    os.replace(tmp, paths["parquet"])
+    return paths
+
+
+# --------------------------------------------------------------------------------------------------------
+# Section -> template context
+# --------------------------------------------------------------------------------------------------------
+def _data_uri(path: Path, mime: str) -> str:
+    return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _figure_context(section: Figure, base_dir: Path) -> dict[str, Any]:
+    paths = {key: Path(value) for key, value in section.paths.items()}
+    for key, path in paths.items():
+        if not path.is_file():
+            raise FileNotFoundError(f"figure {section.title!r}: {key} file {path} does not exist")
+    embed = section.embed or ("svg" if "svg" in paths else "png")
+    images = []
+    for kind in (("svg", "png") if embed == "both" else (embed,)):
+        if kind not in paths:
+            raise ValueError(f"figure {section.title!r}: embed={embed!r} needs a {kind} file (have {sorted(paths)})")
+        mime = "image/svg+xml" if kind == "svg" else "image/png"
+        images.append({"kind": kind, "src": _data_uri(paths[kind], mime)})
+    labels = {"json": "Vega-Lite spec", "png": "PNG", "svg": "SVG"}
+    links = [{"label": labels.get(key, key), "href": _relative(path, base_dir)}
+             for key, path in sorted(paths.items(), key=lambda kv: ("json", "png", "svg").index(kv[0])
+                                     if kv[0] in labels else 9)]
+    return {"images": images, "links": links, "caption": section.caption, "alt": section.alt or section.title}
+
+
+def _table_context(section: Table, base_dir: Path, manifest: Any) -> dict[str, Any]:
+    df = section.df
+    shown = df.head(section.max_rows)
+    numeric = {name for name, dtype in df.schema.items() if dtype.is_numeric()}
+    rows = [[format_value(v, section.float_digits) for v in row] for row in shown.iter_rows()]
+    links = []
+    if section.export:
+        name = section.name or slugify(section.title)
+        exports = write_table_exports(df, base_dir, name)
+        for kind, path in exports.items():
+            links.append({"label": kind.upper(), "href": _relative(path, base_dir)})
+            if manifest is not None and hasattr(manifest, "add_output"):
+                manifest.add_output(path)
+    return {
+        "columns": [{"name": name, "dtype": str(dtype), "numeric": name in numeric} for name, dtype in df.schema.items()],
+        "rows": rows,
+        "n_rows": df.height,
+        "n_shown": shown.height,
+        "links": links,
+        "caption": section.caption,
+    }
+
+
+def _sections_context(sections: Iterable[Section], base_dir: Path, manifest: Any) -> list[dict[str, Any]]:
+    used: set[str] = {"contents", "run-manifest"}
+    out = []
+    for section in sections:
+        item: dict[str, Any] = {"title": section.title, "id": _unique(slugify(section.title), used)}
+        if isinstance(section, Prose):
+            item.update(kind="prose", paragraphs=section.paragraphs)
+        elif isinstance(section, Figure):
+            item.update(kind="figure", **_figure_context(section, base_dir))
+        elif isinstance(section, Table):
+            item.update(kind="table", **_table_context(section, base_dir, manifest))
+        elif isinstance(section, Facts):
+            item.update(kind="facts", pairs=[(str(k), format_value(v)) for k, v in section.pairs])
+        elif isinstance(section, Callout):
+            if section.kind not in ("note", "warning", "error"):
+                raise ValueError(f"callout kind must be note, warning or error, got {section.kind!r}")
+            item.update(kind="callout", callout_kind=section.kind, items=[str(i) for i in section.items])
+        else:
+            raise TypeError(f"unknown report section {type(section).__name__}")
+        out.append(item)
+    return out
+
+
+def manifest_context(manifest: Any) -> dict[str, Any] | None:
+    """What the `_manifest.html.j2` section shows, from a RunManifest or its `to_dict()`."""
+    if manifest is None:
+        return None
+    data = manifest.to_dict() if hasattr(manifest, "to_dict") else dict(manifest)
+    return {
+        "facts": [(key, format_value(data.get(key))) for key in (
+            "run_id", "command", "arcstudy_version", "git_commit", "is_git_dirty", "started_at", "python_executable",
+            "platform") if key in data],
+        "policy_ids": list(data.get("policy_ids") or []),
+        "seeds": dict(data.get("seeds") or {}),
+        "packages": dict(data.get("packages") or {}),
+        "inputs": dict(data.get("inputs") or {}),
+        "outputs": dict(data.get("outputs") or {}),
+        "config": json.dumps(data.get("config") or {}, indent=1, sort_keys=True, default=str),
+        "notes": json.dumps(data.get("notes") or {}, indent=1, sort_keys=True, default=str),
+    }
+
+
+def _generated_at(manifest: Any) -> str:
+    started = getattr(manifest, "started_at", None)
+    if isinstance(started, dt.datetime):
+        return started.isoformat(timespec="seconds")
+    if isinstance(manifest, Mapping) and manifest.get("started_at"):
+        return str(manifest["started_at"])
+    return ""
+
+
+def render_report(title: str, sections: Sequence[Section], manifest: Any, out_path: Path | str, *,
+                  subtitle: str = "") -> Path:
+    """Write one self-contained HTML report to `out_path` (atomically) and return its path.
+
+    `manifest`: a pipeline.manifest.RunManifest (or its `to_dict()`), shown at the end; table exports written
+    beside the report are added to its outputs (the caller adds the HTML itself and writes the manifest).
+    """
+    out = Path(out_path)
+    base_dir = out.parent
+    base_dir.mkdir(parents=True, exist_ok=True)
+    context_sections = _sections_context(sections, base_dir, manifest)
+    html = template_environment().get_template("report.html.j2").render(
+        title=title, subtitle=subtitle, sections=context_sections, manifest=manifest_context(manifest),
+        generated_at=_generated_at(manifest),
+    )
+    _write_atomic(out, html.encode("utf-8"))
+    return out
+
+
+def render_index(title: str, links: Sequence[Link | tuple], manifest: Any, out_path: Path | str, *,
+                 intro: str = "") -> Path:
+    """Write an index page linking reports, tables and figures (`Link`s or (title, href[, description[, group]])
+    tuples; hrefs are made relative to the page). Links are grouped by `group` in first-seen order."""
+    out = Path(out_path)
+    base_dir = out.parent
+    base_dir.mkdir(parents=True, exist_ok=True)
+    groups: dict[str, list[dict[str, str]]] = {}
+    for entry in links:
+        link = entry if isinstance(entry, Link) else Link(*entry)
+        href = str(link.href)
+        if not re.match(r"^[a-z][a-z0-9+.-]*:", href):  # a local file: relative to the index page
+            href = _relative(link.href, base_dir)
+        groups.setdefault(link.group, []).append({"title": link.title, "href": href,
+                                                  "description": link.description})
+    html = template_environment().get_template("index.html.j2").render(
+        title=title, intro=Prose("", intro).paragraphs, groups=list(groups.items()),
+        manifest=manifest_context(manifest), generated_at=_generated_at(manifest),
+    )
+    _write_atomic(out, html.encode("utf-8"))
+    return out
+
