@@ -262,6 +262,10 @@ from pipeline.transforms.cli import register as _register_transforms  # noqa: E4
 
 _register_transforms(app)
 
+from pipeline.harc.cli import register as _register_harc  # noqa: E402
+
+_register_harc(app)
+
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -1,0 +1,285 @@
+"""H-ARC end to end at the paper's scale: ingest + replay-harc + harc-analyses, time per stage.
+
+Data: a synthetic H-ARC study of 1,729 participants (783 training, 946 evaluation; 5 tasks each, 10 for the
+first 241 training participants; withdrawals leave tasks unfinished) on 400 + 400 synthetic ARC tasks, about
+the release's 586k event rows. Every row is logged by engine.harc.Editor, so the traces replay consistently
+(benchmarks/harc_ingest_data.py's rows are random-valid and would mostly diverge, which is a different
+workload). When the synthetic H-ARC study generator (pipeline/simulate/harc*.py) offers a study writer, it is
+used instead (--generator simulate); this file's own generator is the fallback (--generator editor).
+
+Stages, each timed (wall clock, this process; replay on --workers processes):
+  generate   write data.csv and the ARC task JSON files (not part of the pipeline, reported for context)
+  ingest     arcstudy ingest of data.csv and the task files
+  replay     arcstudy replay-harc (all traces)
+  analyses   arcstudy harc-analyses (every table, 1,000 bound simulations, figures), with its own stage split
+
+    .venv/bin/python benchmarks/harc_speed.py                       # paper scale, 2 workers
+    .venv/bin/python benchmarks/harc_speed.py --participants 200    # quick look
+
+No assertion on time: machines here are noisy. Prints what dominates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import random
+import shutil
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from engine.harc import Editor, format_grid  # noqa: E402
+
+N_TRAINING, N_EVALUATION, N_TEN_TASK = 783, 946, 241
+DATA_COLUMNS = [
+    "exp_name", "task_type", "hashed_id", "joint_id_task", "task_name", "task_number", "is_tutorial", "time",
+    "attempt_number", "action_id", "solved", "done", "test_input_grid", "test_input_size_x",
+    "test_input_size_y", "test_output_grid", "test_output_size_x", "test_output_size_y", "action", "action_x",
+    "action_y", "select_loc", "selected_data", "selected_symbol", "selected_tool", "copy_paste_data",
+    "first_written_solution", "last_written_solution", "withdraw", "withdraw_reason", "withdraw_comment",
+    "age", "gender", "race", "education_level", "household_income", "normal_vision", "color_blind",
+    "fluent_english", "complete",
+]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# fallback generator: random ARC-like tasks and participants playing them through the editor
+# ---------------------------------------------------------------------------------------------------------
+def _grid(rng: random.Random, h: int, w: int, density: float = 0.35) -> list[list[int]]:
+    return [[rng.randrange(1, 10) if rng.random() < density else 0 for _ in range(w)] for _ in range(h)]
+
+
+def make_tasks(split: str, n: int, seed: int) -> list[dict]:
+    """Tasks whose answer is the test input recoloured (colour c -> c+1) on a maybe resized canvas."""
+    rng = random.Random(f"{seed}-{split}")
+    tasks = []
+    for i in range(n):
+        task_id = hashlib.md5(f"{seed}-{split}-{i}".encode()).hexdigest()[:8]
+        h, w = rng.randint(3, 7), rng.randint(3, 7)
+
+        def pair(h=h, w=w):
+            inp = _grid(rng, h, w)
+            out = [[(v % 9) + 1 if v else 0 for v in row] for row in inp]
+            return {"input": inp, "output": out}
+        tasks.append({"task_id": task_id, "split": split, "difficulty": rng.gauss(0, 1.2),
+                      "json": {"train": [pair(), pair(), pair()], "test": [pair()]}})
+    return tasks
+
+
+def _build(ed: Editor, target: list[list[int]], rng: random.Random, noise: float) -> None:
+    """Drive the editor from its grid to `target`: copy the input or resize, then paint cell by cell."""
+    h, w = len(target), len(target[0])
+    if rng.random() < 0.6:
+        ed.copy_from_input()
+    if ed.dropdown[0] != h:
+        ed.change_height(h)
+    if ed.dropdown[1] != w:
+        ed.change_width(w)
+    if ed.tool != "edit":
+        ed.change_tool("edit")
+    cells = [(r, c) for r in range(h) for c in range(w)]
+    for r, c in cells:
+        if rng.random() < noise and ed.grid.shape == (h, w):  # a misclick, then undo
+            wrong = (target[r][c] + 1) % 10
+            if ed.symbol != wrong:
+                ed.palette_click(wrong)
+            if int(ed.grid[r, c]) != ed.symbol:
+                ed.edit(r, c)
+                ed.undo()
+        if ed.grid.shape == (h, w) and int(ed.grid[r, c]) != target[r][c]:
+            if ed.symbol != target[r][c]:
+                ed.palette_click(target[r][c])
+            ed.edit(r, c)
+
+
+def play_participant(rng: random.Random, tasks: list[dict], skill: float, withdraw_after: int | None) -> list[dict]:
+    """The participant's logged rows (engine ROW_KEYS plus task bookkeeping) over its task sequence."""
+    ed = Editor(block_duplicate_submissions=True)
+    rows = []
+    for number, task in enumerate(tasks, 1):
+        test = task["json"]["test"][0]
+        answer = format_grid(test["output"])
+        start = len(ed.log)
+        ed.load_task(test["input"])
+        p = 1 / (1 + pow(2.718281828, -(skill - task["difficulty"])))
+        stop_at = None if withdraw_after is None or number <= withdraw_after else 0
+        for _try in range(12):  # a blocked resubmission logs nothing: try again until 3 attempts are used
+            if ed.solved or ed.attempt > 3:
+                break
+            if rng.random() < p and _try < 6:
+                target = test["output"]
+            else:  # a wrong hypothesis: a few cells off, or a copy of a train output / the input
+                pick = rng.random()
+                if pick < 0.15 and _try < 6:
+                    target = task["json"]["train"][0]["output"]
+                elif pick < 0.25 and _try < 6:
+                    target = test["input"]
+                else:
+                    target = [list(r) for r in test["output"]]
+                    for _ in range(1 + _try):
+                        r, c = rng.randrange(len(target)), rng.randrange(len(target[0]))
+                        target[r][c] = (target[r][c] + rng.randint(1, 9)) % 10
+            _build(ed, target, rng, noise=0.05)
+            if stop_at is not None:
+                break
+            ed.press_submit(answer)
+            if ed.first_pending:
+                ed.send_first_description(answer)
+        if stop_at is not None:  # withdrew in the middle of this task: truncated trace, no terminal row
+            rows.extend(_tag(ed.log[start:], task, number))
+            break
+        ed.end_task(final_description=True)
+        rows.extend(_tag(ed.log[start:], task, number))
+    return rows
+
+
+def _tag(log: list[dict], task: dict, number: int) -> list[dict]:
+    return [{**row, "__task": task, "__number": number} for row in log]
+
+
+def write_study(root: Path, *, seed: int = 0, n_training: int = N_TRAINING, n_evaluation: int = N_EVALUATION,
+                n_ten_task: int = N_TEN_TASK, n_tasks: int = 400) -> dict[str, int]:
+    """data.csv plus one ARC task JSON per task under root; returns counts."""
+    rng = random.Random(seed)
+    pools = {s: make_tasks(s, n_tasks, seed) for s in ("training", "evaluation")}
+    (root / "arc").mkdir(parents=True, exist_ok=True)
+    for pool in pools.values():
+        for t in pool:
+            (root / "arc" / f"{t['task_id']}.json").write_text(json.dumps(t["json"]))
+    n_rows = 0
+    path = root / "data.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(DATA_COLUMNS)
+        people = [("training", i) for i in range(n_training)] + [("evaluation", i) for i in range(n_evaluation)]
+        for split, i in people:
+            hashed = hashlib.md5(f"p-{seed}-{split}-{i}".encode()).hexdigest()
+            ten = split == "training" and i < n_ten_task
+            exp = ("expv0" if ten else "expv2") if split == "training" else "expv6_1"
+            tasks = rng.sample(pools[split], 10 if ten else 5)
+            withdraw_after = rng.randrange(len(tasks)) if rng.random() < 0.15 else None
+            rows = play_participant(rng, tasks, rng.gauss(1.0, 1.0), withdraw_after)
+            complete = withdraw_after is None
+            clock = datetime(2023, 8, 1) + timedelta(hours=i)
+            for row in rows:
+                clock += timedelta(seconds=rng.choice((0, 1, 1, 2, 3, 4, 6, 9, 15)))
+                writer.writerow(_csv_row(row, exp, split, hashed, clock, complete))
+                n_rows += 1
+    return {"rows": n_rows, "participants": n_training + n_evaluation, "tasks": 2 * n_tasks}
+
+
+def _csv_row(row: dict, exp: str, split: str, hashed: str, clock: datetime, complete: bool) -> list[str]:
+    task = row["__task"]
+    name = f"{task['task_id']}.json"
+
+    def text(v):
+        if v is None:
+            return ""
+        if isinstance(v, bool):
+            return str(v)
+        if isinstance(v, list):
+            return json.dumps(v)
+        return str(v)
+
+    values = {
+        "exp_name": exp, "task_type": split, "hashed_id": hashed, "joint_id_task": f"{hashed}_{name}",
+        "task_name": name, "task_number": str(row["__number"]), "is_tutorial": "False",
+        "time": clock.strftime("%Y-%m-%dT%H:%M:%S.000000"), "done": "False",
+        "first_written_solution": "recolour each cell", "last_written_solution": "",
+        "withdraw": str(not complete), "complete": str(complete),
+        **{k: text(row[k]) for k in ("attempt_number", "action_id", "solved", "action", "select_loc",
+                                     "selected_data", "selected_symbol", "selected_tool", "copy_paste_data",
+                                     "test_output_grid", "test_output_size_x", "test_output_size_y",
+                                     "test_input_grid", "test_input_size_x", "test_input_size_y")},
+        "action_x": "" if row["action_x"] is None else f"{float(row['action_x']):.1f}",
+        "action_y": "" if row["action_y"] is None else f"{float(row['action_y']):.1f}",
+    }
+    return [values.get(c, "") for c in DATA_COLUMNS]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the benchmark
+# ---------------------------------------------------------------------------------------------------------
+def _generate(root: Path, args: argparse.Namespace) -> dict[str, int]:
+    scale = args.participants / (N_TRAINING + N_EVALUATION)
+    n_training = max(1, round(N_TRAINING * scale))
+    n_evaluation = max(1, args.participants - n_training)
+    n_ten = round(N_TEN_TASK * scale)
+    if args.generator == "simulate":
+        import pipeline.simulate as sim  # noqa: F401  (fails clearly when the generator is absent)
+        from pipeline.simulate import harc_study  # type: ignore[attr-defined]
+
+        return harc_study.write_study(root, seed=args.seed, n_training=n_training, n_evaluation=n_evaluation)
+    return write_study(root, seed=args.seed, n_training=n_training, n_evaluation=n_evaluation, n_ten_task=n_ten)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--participants", type=int, default=N_TRAINING + N_EVALUATION)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--simulations", type=int, default=1000)
+    ap.add_argument("--generator", choices=("editor", "simulate"), default="editor")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the data and database in this folder")
+    args = ap.parse_args()
+
+    from pipeline.console import out
+    from pipeline.harc.build import run_analyses, run_trace_checks
+    from pipeline.ingest import ingest_paths
+    from pipeline.workspace import Workspace
+
+    out.set_plain(True)
+    root = args.keep or Path(tempfile.mkdtemp(prefix="harc_speed_"))
+    root.mkdir(parents=True, exist_ok=True)
+    stages: dict[str, float] = {}
+    try:
+        t0 = time.perf_counter()
+        counts = _generate(root / "files", args)
+        stages["generate (not pipeline)"] = time.perf_counter() - t0
+        print(f"study: {counts}")
+        db = root / "harc.duckdb"
+        db.unlink(missing_ok=True)
+        with Workspace(db) as ws:
+            t0 = time.perf_counter()
+            report = ingest_paths(ws, [root / "files"], run_id="bench")
+            stages["ingest"] = time.perf_counter() - t0
+            print(f"ingest: {len(report.files)} files, {report.n_quarantined} quarantined, "
+                  f"{ws.row_count('core_harc__actions'):,} action rows")
+            t0 = time.perf_counter()
+            checks = run_trace_checks(ws, workers=args.workers)
+            stages["replay"] = time.perf_counter() - t0
+            print(f"replay: {checks.counts} sub-stages {_fmt(checks.timings)}")
+            t0 = time.perf_counter()
+            analyses = run_analyses(ws, seed=args.seed, n_simulations=args.simulations, out_dir=root / "out")
+            stages["analyses"] = time.perf_counter() - t0
+            print(f"analyses: sub-stages {_fmt(analyses.timings)}")
+            acc = analyses.tables["out_harc__split_accuracy"].filter(
+                analyses.tables["out_harc__split_accuracy"]["max_attempts"] == 3)
+            print(acc.select("task_split", "n_tasks", "mean_task_accuracy").to_dicts())
+        total = sum(v for k, v in stages.items() if "not pipeline" not in k)
+        print("\nstage                     seconds   share of pipeline")
+        for name, secs in stages.items():
+            share = "" if "not pipeline" in name else f"{100 * secs / total:5.1f} %"
+            print(f"{name:24s} {secs:8.1f}   {share}")
+        print(f"{'pipeline total':24s} {total:8.1f}")
+        top = max((k for k in stages if "not pipeline" not in k), key=stages.get)
+        print(f"dominant stage: {top}")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _fmt(timings: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.1f}s" for k, v in timings.items())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""`arcstudy replay-harc`, `arcstudy harc-analyses` and `arcstudy harc-graph`, registered by `register(app)`.
+
+Exit codes (pipeline/cli.py): 0 ok, 1 error (no H-ARC data, database locked, ...), 2 usage. Divergent or
+non-replayable traces are findings about the data, not rejected input: replay-harc records them and exits 0
+with a summary, unless --strict asks for exit code 3 when any trace is not consistent.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+from rich.table import Table as RichTable
+
+from pipeline.console import out
+
+DbOption = Annotated[Path | None, typer.Option("--db", help="DuckDB database file (default: $ARCSTUDY_DB or "
+                                               "./arcstudy.duckdb).", dir_okay=False, show_default=False)]
+ReleaseOption = Annotated[str | None, typer.Option("--release", help="H-ARC release generation to analyse: "
+                                                   "osf-current or 2024 (default: osf-current when present, "
+                                                   "else 2024).", show_default=False)]
+
+
+def _cli():
+    # Imported lazily: pipeline.cli imports this module at the end of its own import.
+    from pipeline import cli
+
+    return cli
+
+
+def _command(name: str) -> str:
+    return f"arcstudy {name} " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else f"arcstudy {name}"
+
+
+def replay_harc_command(
+    db: DbOption = None,
+    only_task: Annotated[str | None, typer.Option("--only-task", help="Replay only this task's traces (task id "
+                                                  "without .json) and replace only its rows.",
+                                                  show_default=False)] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes for the replay (results do "
+                                         "not depend on it).")] = 1,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit with code 3 when any trace is divergent or not "
+                                         "replayable.")] = False,
+    strict_replay: Annotated[bool, typer.Option("--strict-replay", help="Also treat secondary mismatches "
+                                                "(colour, tool, clipboard, selection, attempt, solved, input) as "
+                                                "divergences of kind `state`.")] = False,
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another writer.")] = 30.0,
+) -> None:
+    """Replay every H-ARC participant-task trace through the editor engine and check each logged row.
+
+    After every row, the replayed grid must equal the row's test_output_grid and the drop-downs its sizes. Each
+    participant's tasks are chained (the previous task's final grid is on the undo stack at task start).
+    Reads: core_harc__actions (every release generation), core_arc__task_pairs (answers, to re-judge
+    submissions). Writes: out_harc__trace_checks (all rows, or the --only-task rows, in one transaction), a row
+    in `runs` and its manifest under <db>.runs/. Divergent traces are reported, not rejected: exit code 0
+    unless --strict.
+    """
+    from pipeline.harc.build import HarcError, run_trace_checks
+    from pipeline.workspace import WorkspaceError, default_db_path
+
+    cli = _cli()
+    db_path = db or default_db_path()
+    if not db_path.exists():
+        raise cli.fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
+    with cli.open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+        try:
+            report = run_trace_checks(ws, only_task=only_task, workers=workers, strict=strict_replay,
+                                      command=_command("replay-harc"), progress=out.track,
+                                      manifest_dir=cli.run_manifest_dir(db_path))
+        except (HarcError, WorkspaceError) as err:
+            raise cli.fail(str(err)) from err
+    _print_trace_summary(report)
+    bad = report.counts["divergent"] + report.counts["not_replayable"]
+    raise typer.Exit(cli.EXIT_REJECTED if strict and bad else cli.EXIT_OK)
+
+
+def _print_trace_summary(report) -> None:
+    checks = report.checks
+    c = report.counts
+    out.console.print(f"{checks.height:,} traces replayed: {c['consistent']:,} consistent, {c['divergent']:,} "
+                      f"divergent, {c['not_replayable']:,} not replayable (out_harc__trace_checks)")
+    if checks.height:
+        kinds = (checks.filter(pl.col("replay_status") == "divergent").group_by("divergence_kind").len()
+                 .sort("len", descending=True))
+        if kinds.height:
+            out.console.print("divergences by kind: " + ", ".join(f"{k} {n}" for k, n in kinds.iter_rows()))
+        adopted = checks.filter(pl.col("n_adopted_rows") > 0).height
+        if adopted:
+            out.console.print(f"{adopted:,} traces adopted a logged grid (undo into an unknown previous grid, "
+                              "late start or auto_solve)")
+    bad = checks.filter(pl.col("replay_status") != "consistent").head(10)
+    if bad.height:
+        table = RichTable(title="first traces that are not consistent")
+        for col in ("participant", "task", "status", "action_number", "action", "reason"):
+            table.add_column(col)
+        for r in bad.iter_rows(named=True):
+            table.add_row(r["participant_id"][:10], r["task_id"], r["replay_status"],
+                          "-" if r["divergence_action_number"] is None else str(r["divergence_action_number"]),
+                          r["divergence_action"] or "-", (r["reason"] or "")[:90])
+        out.console.print(table)
+    if report.manifest is not None:
+        out.console.print(f"run {report.manifest.run_id}; timings: "
+                          + ", ".join(f"{k} {v:.1f}s" for k, v in report.timings.items()))
+
+
+def default_out_dir(db_path: Path) -> Path:
+    """Figures, graphs and the analyses' manifest live beside the database: `<db>.harc/`."""
+    return db_path.parent / (db_path.stem + ".harc")
+
+
+def harc_analyses_command(
+    db: DbOption = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for figures/ and manifest.json (default: "
+                                                 "<db>.harc/ beside the database).", file_okay=False,
+                                                 show_default=False)] = None,
+    release: ReleaseOption = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bound simulations.")] = 0,
+    simulations: Annotated[int, typer.Option("--simulations", min=1, help="Imputation simulations per bound.")] = 1000,
+    thinking_threshold: Annotated[float, typer.Option("--thinking-threshold-s", min=0.0, help="Shortest gap "
+                                                      "between two events counted as thinking time.")] = 5.0,
+    no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the figures.")] = False,
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another writer.")] = 30.0,
+) -> None:
+    """Compute the H-ARC paper's analyses for one release generation as out_harc__* tables and figures.
+
+    k-attempt accuracy (k = 1, 2, 3) per task and split, tasks solved by anyone / everyone / no one, Figure 5
+    (tasks with at least N solvers), Figure 6 (per-participant accuracy), pessimistic/optimistic bounds by
+    imputation (--simulations, --seed), errors (grid size, edit distance, copy errors, error divergence and
+    its correlation with success), time (per attempt, to first action, thinking time; t-tests), first grid
+    changes, accuracy by task position with a logistic GEE, visited-state counts (Table 2).
+    Reads: core_harc__actions (the chosen release), core_arc__task_pairs (correct outputs, train/test grids).
+    Writes: out_harc__task_state_graphs, out_harc__split_descriptives, out_harc__task_outcomes,
+    out_harc__task_accuracy, out_harc__split_accuracy, out_harc__tasks_by_min_solvers,
+    out_harc__participant_accuracy, out_harc__accuracy_bounds, out_harc__submissions, out_harc__task_errors,
+    out_harc__error_summary, out_harc__statistical_tests, out_harc__time_summary, out_harc__first_actions,
+    out_harc__position_accuracy, out_harc__learning_model (that release's rows, one transaction); figures
+    (--out/figures/*.png, *.svg, *.vl.json), --out/manifest.json and a row in `runs`.
+    """
+    from pipeline.harc.build import HarcError, run_analyses
+    from pipeline.workspace import WorkspaceError, default_db_path
+
+    cli = _cli()
+    db_path = db or default_db_path()
+    if not db_path.exists():
+        raise cli.fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
+    out_dir = out_dir or default_out_dir(db_path)
+    with cli.open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+        try:
+            report = run_analyses(ws, release=release, seed=seed, n_simulations=simulations,
+                                  thinking_threshold_s=thinking_threshold, out_dir=out_dir,
+                                  figures=not no_figures, command=_command("harc-analyses"), progress=out.track)
+        except (HarcError, WorkspaceError) as err:
+            raise cli.fail(str(err)) from err
+    _print_analyses(report)
+    raise typer.Exit(cli.EXIT_OK)
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _print_analyses(report) -> None:
+    t = report.tables
+    acc = t["out_harc__split_accuracy"]
+    table = RichTable(title=f"H-ARC task-averaged accuracy ({report.release})")
+    for col in ("split", "tasks", "k=1", "k=2", "k=3", "solved by any", "by all", "by none",
+                "bounds k=3 (pess., opt.)"):
+        table.add_column(col)
+    bounds = t["out_harc__accuracy_bounds"].filter(pl.col("max_attempts") == 3)
+    for split in ("training", "evaluation"):
+        rows = {r["max_attempts"]: r for r in acc.filter(pl.col("task_split") == split).iter_rows(named=True)}
+        if not rows:
+            continue
+        b = {r["bound_kind"]: r["bound_estimate"] for r in bounds.filter(pl.col("task_split") == split)
+             .iter_rows(named=True)}
+        k3 = rows.get(3, {})
+        table.add_row(split, str(k3.get("n_tasks", "-")), *(_pct(rows.get(k, {}).get("mean_task_accuracy"))
+                                                             for k in (1, 2, 3)),
+                      str(k3.get("n_tasks_solved_by_any", "-")), str(k3.get("n_tasks_solved_by_all", "-")),
+                      str(k3.get("n_tasks_solved_by_none", "-")),
+                      f"[{_pct(b.get('pessimistic'))}, {_pct(b.get('optimistic'))}]")
+    out.console.print(table)
+    for r in t["out_harc__statistical_tests"].iter_rows(named=True):
+        stat = "-" if r["statistic"] is None else f"{r['statistic']:.2f}"
+        df = "-" if r["degrees_of_freedom"] is None else f"{r['degrees_of_freedom']:.0f}"
+        p = "-" if r["p_value"] is None else f"{r['p_value']:.3g}"
+        name = "r" if r["test_kind"] == "pearson" else "t"
+        out.console.print(f"{r['test_id']}: {name}({df}) = {stat}, p = {p}")
+    out.console.print("tables: " + ", ".join(f"{n} ({df.height:,})" for n, df in t.items()))
+    if report.figures:
+        folder = next(iter(report.figures.values()))["png"].parent
+        out.console.print(f"figures: {', '.join(report.figures)} in {folder}")
+    if report.skipped_figures:
+        out.console.print(f"figures skipped for lack of data: {', '.join(report.skipped_figures)}")
+    if report.manifest_path:
+        out.console.print(f"manifest: {report.manifest_path}")
+
+
+def harc_graph_command(
+    task_id: Annotated[str, typer.Argument(help="ARC task id (without .json).")],
+    db: DbOption = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for <task>.graph.json and the figure "
+                                                 "(default: <db>.harc/graphs/).", file_okay=False,
+                                                 show_default=False)] = None,
+    release: ReleaseOption = None,
+    no_figure: Annotated[bool, typer.Option("--no-figure", help="Write only the JSON.")] = False,
+) -> None:
+    """Export one task's visited-state graph (H-ARC Figure 1) as JSON and a figure.
+
+    Nodes are the distinct grids participants visited, edges the observed transitions between them, with the
+    start state and correct / incorrect submissions marked; the figure lays nodes out by first-visit step and
+    distance to the correct output. Reads: core_harc__actions (the task's rows of the release),
+    core_arc__task_pairs (its correct output). Writes: --out/<task>.graph.json and, unless --no-figure,
+    --out/<task>_state_graph.png, .svg and .vl.json. The database is opened read-only.
+    """
+    from pipeline.harc.build import HarcError, task_graph
+    from pipeline.workspace import default_db_path
+
+    cli = _cli()
+    db_path = db or default_db_path()
+    if not db_path.exists():
+        raise cli.fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
+    out_dir = out_dir or default_out_dir(db_path) / "graphs"
+    with cli.open_workspace(db_path, read_only=True) as ws:
+        try:
+            doc = task_graph(ws, task_id, release=release)
+        except HarcError as err:
+            raise cli.fail(str(err)) from err
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{task_id}.graph.json"
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    out.console.print(f"task {task_id} ({doc['task_split']}, {doc['release_generation']}): {doc['n_unique_states']} "
+                      f"states, {len(doc['edges'])} transitions, {doc['n_traces']} traces; wrote {path}")
+    if not no_figure:
+        from pipeline.harc.graphs import graph_chart
+        from pipeline.report.figures import save_figure
+
+        paths = save_figure(graph_chart(doc), out_dir, f"{task_id}_state_graph")
+        out.console.print(f"figure: {paths['png']}")
+    raise typer.Exit(cli.EXIT_OK)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("replay-harc")(replay_harc_command)
+    app.command("harc-analyses")(harc_analyses_command)
+    app.command("harc-graph")(harc_graph_command)

@@ -1,0 +1,237 @@
+"""Replay every H-ARC participant-task trace through the editor engine (engine.harc) and tabulate the result.
+
+One row per trace in `out_harc__trace_checks`:
+
+- `consistent`: after every row the editor's grid equals the logged `test_output_grid` and its drop-downs equal
+  the logged sizes (harc-editor.md §4.3 V1, V2);
+- `divergent`: the first row where they disagree, or a row the page could not have logged in the replayed
+  state (row's action_number, action, recorded vs replayed grid and sizes, and the engine's reason);
+- `not_replayable`: a row the engine cannot apply at all (unknown action, malformed value, copy_from_input with
+  no known test input, ...), with the reason.
+
+Documented logging quirks (Q3-Q16) are modelled by the engine and listed as note codes, not divergences.
+Secondary checks (V3-V6: colour, tool, clipboard, selection, attempt, solved, input) are notes too unless
+`strict=True` (the CLI's --strict-replay), which makes the first one a `state` divergence.
+
+Chaining (spec §1.2, §6): the previous task's final grid sits on the undo stack at task start, so each trace
+gets the last logged grid of the same participant's trace with task_number - 1 (the tutorial trace for task
+1, when the release has it). When that trace is absent the grid is unknown and an undo reaching it adopts the
+logged grid (note Q3). Chaining by explicit task_number rather than by list position keeps a missing task from
+feeding the wrong grid.
+
+Parallelism: participants are independent once their previous grids are known, so traces are replayed in
+chunks on a process pool (spawned workers: no DuckDB handle or progress-bar thread is forked). Rows are
+sorted by the primary key afterwards, so the table is identical for any number of workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from typing import Any
+
+import polars as pl
+
+from engine.harc import ReplayResult, replay_trace
+
+TABLE = "out_harc__trace_checks"
+KEY = ("release_generation", "participant_id", "task_id")
+# core_harc__actions columns -> the CSV column names the engine's row mappings use (engine/harc/editor.py).
+ENGINE_COLUMNS = {
+    "action_number": "action_id",
+    "attempt_number": "attempt_number",
+    "is_solved": "solved",
+    "action": "action",
+    "action_row": "action_x",
+    "action_col": "action_y",
+    "select_loc": "select_loc",
+    "selected_data_json": "selected_data",
+    "selected_symbol": "selected_symbol",
+    "selected_tool": "selected_tool",
+    "copy_paste_data_json": "copy_paste_data",
+    "test_output_grid": "test_output_grid",
+    "test_output_height": "test_output_size_x",
+    "test_output_width": "test_output_size_y",
+    "test_input_grid": "test_input_grid",
+    "test_input_height": "test_input_size_x",
+    "test_input_width": "test_input_size_y",
+}
+# Columns of core_harc__actions a replay needs.
+ACTION_COLUMNS = (*KEY, "task_split", "task_number", "is_tutorial", "flags", *ENGINE_COLUMNS)
+# Row flags that describe the whole participant-task; carried into the trace check.
+TASK_FLAGS = ("tutorial", "no_terminal_row", "time_not_monotonic", "incomplete_participant")
+
+Progress = Callable[[Iterable[Any], str, int], Iterable[Any]]
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """Everything needed to replay one trace, picklable for the worker processes."""
+
+    key: tuple[str, str, str]
+    task_split: str
+    task_number: int
+    rows: tuple[dict[str, Any], ...]
+    previous_grid: str | None
+    previous_grid_source: str
+    answer: str | None
+    flags: tuple[str, ...]
+
+
+def previous_grids(last_grids: pl.DataFrame) -> dict[tuple[str, str, str], tuple[str | None, str]]:
+    """(previous grid, its source) for every trace, from each trace's last logged grid.
+
+    `last_grids`: release_generation, participant_id, task_id, task_number, last_grid (the test_output_grid of
+    the trace's highest action_number). A participant with two traces at the same task_number (not expected)
+    gives neither as a previous grid: ambiguous is treated as unknown.
+    """
+    by_position: dict[tuple[str, str, int], list[str]] = {}
+    for r in last_grids.iter_rows(named=True):
+        by_position.setdefault((r["release_generation"], r["participant_id"], r["task_number"]), []).append(
+            r["last_grid"])
+    result = {}
+    for r in last_grids.iter_rows(named=True):
+        key = (r["release_generation"], r["participant_id"], r["task_id"])
+        candidates = by_position.get((r["release_generation"], r["participant_id"], r["task_number"] - 1), [])
+        if len(candidates) == 1:
+            source = "tutorial_task" if r["task_number"] == 1 else "previous_task"
+            result[key] = (candidates[0], source)
+        else:
+            result[key] = (None, "unknown")
+    return result
+
+
+def last_grids_of(actions: pl.DataFrame) -> pl.DataFrame:
+    """The last logged grid of every trace (input of `previous_grids`)."""
+    return (actions.sort(*KEY, "action_number")
+            .group_by(list(KEY), maintain_order=True)
+            .agg(pl.col("task_number").first(), pl.col("test_output_grid").last().alias("last_grid")))
+
+
+def build_jobs(actions: pl.DataFrame, previous: Mapping[tuple[str, str, str], tuple[str | None, str]],
+               answers: Mapping[str, str] | None = None) -> list[TraceJob]:
+    """One job per trace of `actions` (core_harc__actions columns, ACTION_COLUMNS at least), in key order.
+
+    `answers`: task_id -> the ARC file's test[0].output grid; submissions are then re-judged (V5 notes).
+    """
+    answers = answers or {}
+    ordered = actions.select(ACTION_COLUMNS).sort(*KEY, "action_number")
+    engine = ordered.select([pl.col(c).alias(e) for c, e in ENGINE_COLUMNS.items()])
+    rows = engine.to_dicts()
+    keys = ordered.select(*KEY, "task_split", "task_number", "is_tutorial", "flags")
+    jobs = []
+    start = 0
+    for (release, participant, task), group in keys.group_by(list(KEY), maintain_order=True):
+        n = group.height
+        first = group.row(0, named=True)
+        row_flags = set(group["flags"].explode().drop_nulls().to_list())
+        if group["is_tutorial"].any():
+            row_flags.add("tutorial")
+        key = (release, participant, task)
+        prev_grid, source = previous.get(key, (None, "unknown"))
+        jobs.append(TraceJob(
+            key=key, task_split=first["task_split"], task_number=first["task_number"],
+            rows=tuple(rows[start:start + n]), previous_grid=prev_grid, previous_grid_source=source,
+            answer=answers.get(task), flags=tuple(f for f in TASK_FLAGS if f in row_flags),
+        ))
+        start += n
+    return jobs
+
+
+def check_trace(job: TraceJob, *, strict: bool = False) -> dict[str, Any]:
+    """Replay one trace and return its out_harc__trace_checks row."""
+    result = replay_trace(job.rows, previous_grid=job.previous_grid, answer=job.answer, strict=strict)
+    return result_row(job, result)
+
+
+def result_row(job: TraceJob, result: ReplayResult) -> dict[str, Any]:
+    release, participant, task = job.key
+    row: dict[str, Any] = {
+        "release_generation": release, "participant_id": participant, "task_id": task,
+        "task_split": job.task_split, "task_number": job.task_number, "replay_status": result.status,
+        "n_trace_rows": result.n_rows, "n_rows_replayed": result.n_rows_replayed,
+        "divergence_action_number": None, "divergence_action": None, "divergence_kind": None, "reason": None,
+        "recorded_grid": None, "replayed_grid": None, "recorded_height": None, "recorded_width": None,
+        "replayed_height": None, "replayed_width": None,
+        "note_codes": sorted({n.code for n in result.notes}),
+        "n_mismatch_notes": sum(1 for n in result.notes if n.is_mismatch),
+        "n_adopted_rows": len(result.adopted_rows),
+        "previous_grid_source": job.previous_grid_source,
+        "flags": list(job.flags),
+    }
+    if result.divergence is not None:
+        d = result.divergence
+        row.update(divergence_action_number=_action_number(job, d.row_index), divergence_action=d.action,
+                   divergence_kind=d.kind, reason=d.reason, recorded_grid=d.expected_grid,
+                   replayed_grid=d.got_grid or None, replayed_height=d.got_size[0] or None,
+                   replayed_width=d.got_size[1] or None)
+        if d.expected_size is not None:
+            row.update(recorded_height=d.expected_size[0], recorded_width=d.expected_size[1])
+    elif result.status == "not_replayable":
+        index = result.row_index
+        row.update(reason=result.reason, divergence_action_number=_action_number(job, index))
+        if index is not None and 0 <= index < len(job.rows):
+            row["divergence_action"] = job.rows[index].get("action")
+    return row
+
+
+def _action_number(job: TraceJob, index: int | None) -> int | None:
+    if index is None or not 0 <= index < len(job.rows):
+        return None
+    value = job.rows[index].get("action_id")
+    return None if value is None else int(value)
+
+
+def _check_chunk(jobs: Sequence[TraceJob], strict: bool) -> list[dict[str, Any]]:
+    return [check_trace(job, strict=strict) for job in jobs]
+
+
+def _chunks(jobs: Sequence[TraceJob], n_chunks: int) -> list[list[TraceJob]]:
+    """Contiguous chunks of about equal row counts (a participant's traces may straddle chunks: each job
+    carries its own previous grid, so that is harmless)."""
+    total = sum(len(j.rows) for j in jobs)
+    target = max(1, total // max(1, n_chunks))
+    chunks: list[list[TraceJob]] = [[]]
+    size = 0
+    for job in jobs:
+        if size >= target and chunks[-1]:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(job)
+        size += len(job.rows)
+    return [c for c in chunks if c]
+
+
+def check_traces(jobs: Sequence[TraceJob], *, strict: bool = False, workers: int = 1,
+                 progress: Progress | None = None) -> pl.DataFrame:
+    """Replay every job (serially, or on `workers` processes) and return out_harc__trace_checks rows sorted by
+    the primary key. The result does not depend on `workers`."""
+    rows: list[dict[str, Any]] = []
+    if workers <= 1 or len(jobs) < 2:
+        items: Iterable[TraceJob] = progress(jobs, "replaying traces", len(jobs)) if progress else jobs
+        rows = [check_trace(job, strict=strict) for job in items]
+    else:
+        chunks = _chunks(jobs, workers * 8)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(_check_chunk, chunk, strict) for chunk in chunks]
+            done: Iterator[Any] = as_completed(futures)
+            if progress:
+                done = iter(progress(done, f"replaying traces ({workers} workers, {len(chunks)} chunks)",
+                                     len(futures)))
+            for future in done:
+                rows.extend(future.result())
+    return to_frame(rows)
+
+
+def to_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    from schemas.validate import conform
+
+    return conform(TABLE, rows).sort(*KEY)
+
+
+def summarize(checks: pl.DataFrame) -> dict[str, int]:
+    """Counts by replay_status (all three statuses present, zero when absent)."""
+    counts = dict(checks.group_by("replay_status").len().iter_rows())
+    return {s: int(counts.get(s, 0)) for s in ("consistent", "divergent", "not_replayable")}
