@@ -38,6 +38,7 @@ from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.ingest.harc_csv import (
     ROW,
     ROW_JSON,
+    LoadedCsv,
     RowCheck,
     Variant,
     apply_checks,
@@ -74,6 +75,7 @@ WITHDRAWALS = "core_harc__withdrawals"
 TERMINAL_ACTIONS = ("no_last_description", "write_description", "write_last_description")
 REALIGNING_ACTIONS = ("change_height", "change_width", "copy_from_input", "reset_grid")
 PLACEHOLDER = "|000|000|000|"
+ROW_HASH = "__row_hash"  # 64-bit hash of row_json: tells exact copies from conflicting rows
 
 _SURVEY_TAIL = ("age", "gender", "race", "education_level", "household_income", "normal_vision", "color_blind",
                 "fluent_english")
@@ -133,7 +135,7 @@ def _duplicates(keys: list[str], check: str, shown: list[str] | None = None
     key_ok = pl.all_horizontal([pl.col(k).is_not_null() for k in keys])
     prep = [
         pl.when(key_ok).then(pl.len().over(keys)).alias("__dup_n"),
-        pl.when(key_ok).then(pl.col(ROW_JSON).n_unique().over(keys)).alias("__dup_distinct"),
+        pl.when(key_ok).then(pl.col(ROW_HASH).n_unique().over(keys)).alias("__dup_distinct"),
         pl.when(key_ok).then(pl.col(ROW).min().over(keys)).alias("__dup_first"),
     ]
     key_text = pl.format(", ".join(f"{k}={{}}" for k in shown or keys), *[pl.col(k) for k in keys])
@@ -149,15 +151,13 @@ def _duplicates(keys: list[str], check: str, shown: list[str] | None = None
     return prep, [conflict, copy]
 
 
-
-
-def _structural(loaded, header: Sequence[str], last_required: bool) -> list[RowCheck]:
+def _structural(loaded: LoadedCsv, header: Sequence[str], last_required: bool) -> list[RowCheck]:
     n_rows = loaded.frame.height and int(loaded.frame[ROW].max())
     check = short_row(header, last_required, loaded.ends_with_newline, n_rows)
     return [check] if check is not None else []
 
 
-def _source_frame(loaded, header: Sequence[str]) -> pl.DataFrame:
+def _source_frame(loaded: LoadedCsv, header: Sequence[str]) -> pl.DataFrame:
     return loaded.frame.rename({h: src(h) for h in header})
 
 
@@ -217,28 +217,30 @@ def read_data(ctx: FileContext) -> ReaderOutput:
     )
     df = with_grid_columns(with_grid_columns(df, "test_input_grid", "__in"), "test_output_grid", "__out")
 
-    # Per-task context, computed on the task's events in their authoritative order.
-    df = df.sort("__joint", "action_number", ROW, nulls_last=True)
+    # Per-task context, computed on a narrow copy sorted into each task's authoritative event order
+    # (sorting the wide frame would move every column), then put back beside the rows in file order.
     task = "__joint"
+    narrow = df.select(ROW, task, "action_number", "attempt_number", "action", "occurred_at",
+                       pl.col(ROW_JSON).hash().alias(ROW_HASH)).sort(task, "action_number", ROW, nulls_last=True)
     is_undo = pl.col("action") == "undo"
     realigns = pl.col("action").is_in(REALIGNING_ACTIONS)
     last_undo = pl.when(is_undo).then(pl.col("action_number")).forward_fill().over(task)
     last_realign = pl.when(realigns).then(pl.col("action_number")).forward_fill().over(task)
     key_ok = pl.col("action_number").is_not_null() & pl.col("attempt_number").is_not_null()
     attempt_recoded = pl.when(pl.col("attempt_number") == 4).then(3).otherwise(pl.col("attempt_number"))
-    df = df.with_columns(
+    dup_prep, dup_checks = _duplicates([task, "action_number"], "duplicate_action", ["joint_id_task", counter])
+    narrow = narrow.with_columns(
         (last_undo.is_not_null() & (last_realign.is_null() | (last_undo > last_realign))).alias("__lag_ok"),
         (pl.col("occurred_at") < pl.col("occurred_at").shift(1).over(task)).alias("__time_back"),
         pl.col("action").filter(key_ok).sort_by([attempt_recoded.filter(key_ok), pl.col("action_number").filter(key_ok)])
         .last().over(task).is_in(TERMINAL_ACTIONS).fill_null(False).alias("has_terminal_row"),
         (pl.col("action_number") == pl.col("action_number").min().over(task)).alias("__first_event"),
-    )
-    df = df.with_columns(
+        *dup_prep,
+    ).with_columns(
         pl.col("__time_back").fill_null(False).any().over(task).alias("__task_time_back"),
-    )
-    dup_prep, dup_checks = _duplicates(["__joint", "action_number"], "duplicate_action",
-                                       ["joint_id_task", counter])
-    df = df.with_columns(dup_prep).sort(ROW)
+    ).sort(ROW)
+    df = df.with_columns(narrow.select(pl.exclude(ROW, task, "action_number", "attempt_number", "action",
+                                                  "occurred_at", ROW_HASH)).get_columns())
 
     size_differs = (pl.col("test_output_height") != pl.col("__out_h")) | (pl.col("test_output_width") != pl.col("__out_w"))
     input_differs = (pl.col("test_input_height") != pl.col("__in_h")) | (pl.col("test_input_width") != pl.col("__in_w"))
@@ -323,7 +325,9 @@ def read_data(ctx: FileContext) -> ReaderOutput:
 
 def _participant_tasks(good: pl.DataFrame) -> pl.DataFrame:
     keys = ["release_generation", "participant_id", "task_id"]
-    ordered = good.sort(*keys, "action_number")
+    ordered = good.select(*keys, "action_number", "file_id", "exp_name", "task_split", "task_number",
+                          "first_description", "last_description", "has_terminal_row", "is_tutorial",
+                          "is_complete", "__task_time_back").sort(*keys, "action_number")
     tasks = ordered.group_by(keys, maintain_order=True).agg(
         pl.col("file_id").first(),
         pl.col("exp_name").first(),
@@ -377,7 +381,7 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
     )
     df = with_grid_columns(df, "test_output_grid", "__out")
     dup_prep, dup_checks = _duplicates(["__joint", "attempt_number"], "duplicate_attempt", ["joint_id_task", "attempt_number"])
-    df = df.with_columns(*dup_prep)
+    df = df.with_columns(pl.col(ROW_JSON).hash().alias(ROW_HASH)).with_columns(*dup_prep)
     checks = [
         *_common_who(),
         required("joint_id_task", "joint_id_task"), required("task_name", "the ARC task file name"),
@@ -436,7 +440,7 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
     )
     df = with_grid_columns(df, "test_output_grid", "__out")
     dup_prep, dup_checks = _duplicates(["task_file_name", "test_output_grid"], "duplicate_grid", ["task_name", "test_output_grid"])
-    df = df.with_columns(*dup_prep)
+    df = df.with_columns(pl.col(ROW_JSON).hash().alias(ROW_HASH)).with_columns(*dup_prep)
     checks = [
         required("task_name", "the ARC task file name"), required("task_type", "the split"),
         not_in("task_type", SPLITS), required("count", "the number of submissions"),
@@ -502,7 +506,7 @@ def read_survey(ctx: FileContext) -> ReaderOutput:
     else:
         df = df.with_columns(pl.lit(None, pl.Boolean).alias("is_complete"))
     dup_prep, dup_checks = _duplicates(["participant_id"], "duplicate_participant", ["hashed_id"])
-    df = df.with_columns(dup_prep)
+    df = df.with_columns(pl.col(ROW_JSON).hash().alias(ROW_HASH)).with_columns(dup_prep)
     checks += dup_checks
     rejects, bad = apply_checks(df, checks, target, structural=_structural(loaded, header, "complete" in cols))
     out.rejects += rejects
