@@ -44,7 +44,7 @@ from pipeline.ingest.harc_csv import (
     apply_checks,
     as_bool,
     as_int,
-    as_time,
+    flag_lists,
     grid_check,
     json_explain,
     json_list_ok,
@@ -59,6 +59,7 @@ from pipeline.ingest.harc_csv import (
     required,
     short_row,
     src,
+    typed,
     with_grid_columns,
 )
 from schemas.harc import HARC_ACTIONS, HARC_TOOLS, SELECT_LOCATIONS, SPLITS
@@ -122,12 +123,6 @@ def release_from_name(path: Path, variant: Variant) -> str:
     return "2024" if path.name.lower().startswith("clean_") else "osf-current"
 
 
-def _flags(*pairs: tuple[pl.Expr, str]) -> pl.Expr:
-    """A List[String] column of the flag names whose condition is true (in the order given)."""
-    return pl.concat_list([pl.when(cond.fill_null(False)).then(pl.lit(name)).otherwise(pl.lit(None, pl.String))
-                           for cond, name in pairs]).list.drop_nulls()
-
-
 def _duplicates(keys: list[str], check: str, shown: list[str] | None = None
                 ) -> tuple[list[pl.Expr], list[RowCheck]]:
     """Precomputed columns and the two duplicate rules for a key: exact copies (the later copies go to
@@ -182,33 +177,27 @@ def read_data(ctx: FileContext) -> ReaderOutput:
                        detection_evidence=f"header is the {variant.name}")
     out.tables[RAW] = raw_frame(loaded, ctx.file_id)
 
-    df = _source_frame(loaded, header).with_columns(
+    df = typed(_source_frame(loaded, header), ints={
+        "task_number": src("task_number"), "attempt_number": src("attempt_number"), "action_number": src(counter),
+        "test_input_height": src("test_input_size_x"), "test_input_width": src("test_input_size_y"),
+        "test_output_height": src("test_output_size_x"), "test_output_width": src("test_output_size_y"),
+        "action_row": src("action_x"), "action_col": src("action_y"), "selected_symbol": src("selected_symbol"),
+    }, bools={
+        "is_solved": src("solved"), "is_done": src("done"), "__is_tutorial": src("is_tutorial"),
+        "is_complete": src("complete"),
+    }, times={"occurred_at": src("time")})
+    df = df.with_columns(
         pl.lit(release).alias("release_generation"),
         pl.col(src("hashed_id")).alias("participant_id"),
         pl.col(src("task_name")).str.strip_suffix(".json").alias("task_id"),
         pl.col(src("task_name")).alias("task_file_name"),
         pl.col(src("exp_name")).alias("exp_name"),
         pl.col(src("task_type")).alias("task_split"),
-        as_int(src("task_number")).alias("task_number"),
-        as_int(src("attempt_number")).alias("attempt_number"),
-        as_int(src(counter)).alias("action_number"),
         pl.col(src("action")).alias("action"),
-        as_time(src("time")).alias("occurred_at"),
-        as_bool(src("solved")).alias("is_solved"),
-        as_bool(src("done")).alias("is_done"),
-        as_bool(src("is_tutorial")).alias("__is_tutorial"),
-        as_bool(src("complete")).alias("is_complete"),
         pl.col(src("test_input_grid")).alias("test_input_grid"),
-        as_int(src("test_input_size_x")).alias("test_input_height"),
-        as_int(src("test_input_size_y")).alias("test_input_width"),
         pl.col(src("test_output_grid")).alias("test_output_grid"),
-        as_int(src("test_output_size_x")).alias("test_output_height"),
-        as_int(src("test_output_size_y")).alias("test_output_width"),
-        as_int(src("action_x")).alias("action_row"),
-        as_int(src("action_y")).alias("action_col"),
         pl.col(src("select_loc")).alias("select_loc"),
         pl.col(src("selected_data")).alias("selected_data_json"),
-        as_int(src("selected_symbol")).alias("selected_symbol"),
         pl.col(src("selected_tool")).alias("selected_tool"),
         pl.col(src("copy_paste_data")).alias("copy_paste_data_json"),
         pl.col(src("first_written_solution")).alias("first_description"),
@@ -305,19 +294,16 @@ def read_data(ctx: FileContext) -> ReaderOutput:
 
     tutorial = (pl.col("task_number") == 0) | pl.col("__is_tutorial")
     incomplete = ~pl.col("is_complete")
-    good = good.with_columns(
-        tutorial.alias("is_tutorial"),
-        pl.lit(ctx.file_id).alias("file_id"),
-        _flags(
-            (tutorial, "tutorial"),
-            (~pl.col("has_terminal_row"), "no_terminal_row"),
-            (pl.col("__time_back"), "time_not_monotonic"),
-            (incomplete, "incomplete_participant"),
-            (size_differs, "size_lags_undo"),
-            (input_differs, "input_size_mismatch"),
-            (pl.col("__first_event") & (pl.col("test_input_grid") == PLACEHOLDER), "input_placeholder"),
-        ).alias("flags"),
-    )
+    flags = flag_lists(good, [
+        (tutorial, "tutorial"),
+        (~pl.col("has_terminal_row"), "no_terminal_row"),
+        (pl.col("__time_back"), "time_not_monotonic"),
+        (incomplete, "incomplete_participant"),
+        (size_differs, "size_lags_undo"),
+        (input_differs, "input_size_mismatch"),
+        (pl.col("__first_event") & (pl.col("test_input_grid") == PLACEHOLDER), "input_placeholder"),
+    ])
+    good = good.with_columns(tutorial.alias("is_tutorial"), pl.lit(ctx.file_id).alias("file_id"), flags)
     out.tables[ACTIONS] = good
     out.tables[TASKS] = _participant_tasks(good)
     return out
@@ -342,13 +328,13 @@ def _participant_tasks(good: pl.DataFrame) -> pl.DataFrame:
         pl.col("is_complete").first(),
         pl.col("__task_time_back").first(),
     )
-    return tasks.with_columns(_flags(
+    return tasks.with_columns(flag_lists(tasks, [
         (pl.col("is_tutorial"), "tutorial"),
         (~pl.col("has_terminal_row"), "no_terminal_row"),
         (pl.col("__task_time_back"), "time_not_monotonic"),
         (~pl.col("is_complete"), "incomplete_participant"),
         (pl.col("__first_varies") | pl.col("__last_varies"), "description_varies"),
-    ).alias("flags"))
+    ]))
 
 
 # --- summary_data.csv ----------------------------------------------------------------------------
@@ -405,12 +391,9 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
     ]
     rejects, bad = apply_checks(df, checks, ATTEMPTS, structural=_structural(loaded, header, True))
     out.rejects += rejects
-    good = df.filter(~bad).with_columns(
-        pl.lit(ctx.file_id).alias("file_id"),
-        _flags(((pl.col("task_number") == 0), "tutorial"), (~pl.col("is_complete"), "incomplete_participant"))
-        .alias("flags"),
-    )
-    out.tables[ATTEMPTS] = good
+    good = df.filter(~bad)
+    out.tables[ATTEMPTS] = good.with_columns(pl.lit(ctx.file_id).alias("file_id"), flag_lists(good, [
+        (pl.col("task_number") == 0, "tutorial"), (~pl.col("is_complete"), "incomplete_participant")]))
     return out
 
 
@@ -456,11 +439,9 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
             "hashed_output_grid"))
     rejects, bad = apply_checks(df, checks, ERRORS, structural=_structural(loaded, header, True))
     out.rejects += rejects
-    out.tables[ERRORS] = df.filter(~bad).with_columns(
-        pl.lit(ctx.file_id).alias("file_id"),
-        _flags((pl.col("output_grid_md5").is_not_null() & (pl.col("output_grid_md5") != pl.col("__md5")),
-                "md5_mismatch")).alias("flags"),
-    )
+    good = df.filter(~bad)
+    out.tables[ERRORS] = good.with_columns(pl.lit(ctx.file_id).alias("file_id"), flag_lists(good, [
+        (pl.col("output_grid_md5").is_not_null() & (pl.col("output_grid_md5") != pl.col("__md5")), "md5_mismatch")]))
     return out
 
 
@@ -510,10 +491,9 @@ def read_survey(ctx: FileContext) -> ReaderOutput:
     checks += dup_checks
     rejects, bad = apply_checks(df, checks, target, structural=_structural(loaded, header, "complete" in cols))
     out.rejects += rejects
-    out.tables[target] = df.filter(~bad).with_columns(
-        pl.lit(ctx.file_id).alias("file_id"),
-        _flags((pl.col("is_complete") == False, "incomplete_participant")).alias("flags"),  # noqa: E712
-    )
+    good = df.filter(~bad)
+    out.tables[target] = good.with_columns(pl.lit(ctx.file_id).alias("file_id"), flag_lists(good, [
+        (~pl.col("is_complete"), "incomplete_participant")]))
     return out
 
 

@@ -150,6 +150,21 @@ def test_time_accepts_the_four_formats_and_nothing_else():
     assert len(TIME_FORMATS) == 4
 
 
+def test_a_file_may_mix_the_time_formats(tmp_path):
+    rows = fx.data_rows()
+    rows[1]["time"] = "2023-08-03 10:00:05.000000"
+    rows[2]["time"] = "8/3/2023, 10:00:09 AM"
+    rows[3]["time"] = "8/3/2023, 10:00:12"
+    rows[4]["task_number"] = " 1 "  # padded integers and odd boolean spellings take the tolerant path
+    rows[4]["solved"] = "f"
+    out = read_data(ctx(fx.write_data(tmp_path / "data.csv", rows)))
+    assert out.rejects == []
+    acts = out.tables[ACTIONS].sort("row_number")
+    assert acts["occurred_at"].to_list()[:5] == [datetime(2023, 8, 3, 10, 0, s) for s in (0, 5, 9, 12, 14)]
+    assert acts.row(4, named=True)["task_number"] == 1 and acts.row(4, named=True)["is_solved"] is False
+    assert acts["action_row"].to_list()[2] == 0  # "0.0" as pandas wrote the float column
+
+
 def test_int_and_bool_parsing():
     ints = pl.DataFrame({"v": ["3", " 4 ", "5.0", "5.5", "x", None, "-1"]}).select(as_int("v")).to_series()
     assert ints.to_list() == [3, 4, 5, None, None, None, -1]
