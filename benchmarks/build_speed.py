@@ -108,6 +108,7 @@ def main() -> None:
 
     def warm_imports() -> None:  # import costs are paid once per process: measured apart from the build
         import altair  # noqa: F401
+        import pandera.polars  # noqa: F401
         import statsmodels.stats.proportion  # noqa: F401
         import vl_convert  # noqa: F401
 
@@ -149,7 +150,7 @@ def main() -> None:
     print(f"study: {args.participants} participants, {args.games} games, {sizes['core_arc3__plays']:,} recordings, "
           f"{sizes['core_arc3__steps']:,} steps ({n_actions:,} actions), {attempts[1]:,} analysis attempts, "
           f"{attempts[2]:,} recordings excluded as low effort")
-    print(f"generate {t_gen:6.2f} s   load into DuckDB {t_load:6.2f} s   import altair/statsmodels/vl-convert "
+    print(f"generate {t_gen:6.2f} s   load into DuckDB {t_load:6.2f} s   import altair/pandera/statsmodels/vl-convert "
           f"{t_imports:5.2f} s   (setup, not part of the build)")
     print(f"\n{'what':<26}{'seconds':>9}{'x read core':>13}")
     print(f"{'read core (baseline)':<26}{t_read:9.2f}{1.0:13.1f}")
