@@ -10,6 +10,7 @@ Formats (detected by the CSV header; the file name is only supporting evidence):
 Validator (§D.9), rule ids as written to `quarantine.check_name`:
 - reject file: `header_unknown` (not a known column set; the reason names missing/unexpected columns).
 - quarantine row: `field_count`, `csv_malformed` (the row does not split into the header's fields),
+  `invalid_utf8` (the row holds bytes that are not UTF-8),
   `missing_value`, `not_an_integer`, `not_a_boolean`, `out_of_range`, `out_of_vocabulary`,
   `grid_malformed`, `size_mismatch` (drop-downs disagree with the grid and no undo explains it),
   `unknown_action`, `attempt_out_of_range`, `time_unparsable`, `invalid_json`, `joint_id_mismatch`,
@@ -20,7 +21,13 @@ Validator (§D.9), rule ids as written to `quarantine.check_name`:
   `size_lags_undo`, `input_size_mismatch`, `input_placeholder`, `description_varies`, `md5_mismatch`.
 - normalize: task_name -> task_id without `.json`; action_id/num_actions -> action_number;
   times (four formats) -> naive timestamps on the participant's clock; x/y -> row/col; sizes ->
-  height/width.
+  height/width; empty fields -> null.
+
+Not carried into core tables (the raw layer keeps them): the survey and withdraw columns that data.csv
+repeats on every row (the survey files are their source), and `joint_id_task` (checked against
+hashed_id + "_" + task_name, then implied by participant_id and task_id).
+Where the header does not tell the release (summary, feedback, current-form errors), the `clean_`
+file-name prefix does; a byte-identical file under both names is one file (same content hash).
 """
 
 from __future__ import annotations

@@ -293,6 +293,14 @@ def test_row_defects_are_quarantined_with_a_reason(tmp_path, row, change, check,
     assert out.tables[RAW].height == 25  # the raw layer keeps the bad row
 
 
+def test_bom_and_windows_line_endings(tmp_path):
+    path = fx.write_data(tmp_path / "data.csv")
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
+    out = read_data(ctx(path))
+    assert out.rejects == [] and out.tables[ACTIONS].height == 25
+    assert json.loads(out.tables[RAW].sort("row_number")["row_json"][0])["complete"] == "True"  # no stray \r
+
+
 def test_blank_lines_are_skipped_and_rows_keep_their_line_based_numbers(tmp_path):
     path = fx.write_data(tmp_path / "data.csv")
     lines = path.read_text().split("\n")
