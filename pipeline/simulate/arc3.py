@@ -1,0 +1,310 @@
+"""Simulated ARC-AGI-3 human studies, played through our engine on real game files.
+
+Protocol (spec/study-protocol.md §3): sessions of up to 90 minutes; several environments per session in a
+per-participant order; a 20-minute soft limit and a 30-minute hard cutoff per environment; level resets
+allowed (humans played with ONLY_RESET_LEVELS=true, so every RESET restarts the level); no revisiting a
+completed level; first runs only.
+
+Participant model. Each participant has a skill in (0, 1) and a pace. On every level they first *explore*
+(random available actions: presses and clicks that teach the rules), sometimes restart the level, then
+*exploit*: they follow a winning line for the level (the game's shipped solution, or the explorer's
+shortest path), making mistakes with a skill-dependent probability. A mistake that changes the state sends
+them back to the level start (a counted RESET), as people do when they realise they broke something; a
+GAME_OVER is answered the same way. They give up on a level when it costs far more than they are willing
+to spend (patience grows with skill) or when the 30-minute cutoff arrives. Inter-action times are
+log-normal around a personal pace, with longer "reading" pauses at each new level, so attempts last
+minutes, as in the paper.
+
+Low-effort participants (a minority, labelled only in the ground-truth file) cycle rapidly through
+environments: a few quick actions on each, abandoning anything not solved at once — the pattern the paper
+excluded. Their labels are written apart from the data, so the detector can be evaluated honestly.
+
+Everything is drawn from one seeded `random.Random` (per participant: a child seed), so the same seed gives
+the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import engine
+from engine.recording import response_to_record
+from pipeline.scoring.counting import CountingOptions, StepRecord, rebuild_card
+
+Action = tuple[int, dict[str, int] | None]  # (action id, click data)
+
+SOFT_LIMIT_S = 20 * 60
+HARD_CUTOFF_S = 30 * 60
+SESSION_LIMIT_S = 90 * 60
+
+
+@dataclass(frozen=True)
+class Participant:
+    participant_id: str
+    skill: float  # 0..1
+    pace_s: float  # median seconds between actions
+    is_low_effort: bool
+    cohort: str
+
+
+@dataclass
+class PlayLog:
+    """One first-run play of one game by one participant, as written to disk."""
+
+    guid: str
+    game_id: str
+    participant_id: str
+    session_id: str
+    order_in_session: int
+    started_at: datetime
+    ended_at: datetime
+    lines: list[dict] = field(default_factory=list)
+    levels_completed: int = 0
+    n_actions: int = 0
+    gave_up: bool = False
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    game_id: str
+    n_levels: int
+    solutions: list[list[Action]]  # one winning line per level, from that level's start
+
+
+def _guid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def make_participants(n: int, rng: random.Random, low_effort_share: float) -> list[Participant]:
+    people = []
+    n_low = round(n * low_effort_share)
+    low_ids = set(rng.sample(range(n), n_low)) if n_low else set()
+    for i in range(n):
+        low = i in low_ids
+        skill = rng.betavariate(1.2, 3.0) if low else rng.betavariate(3.0, 2.0)
+        pace = math.exp(rng.gauss(math.log(2.4 if not low else 1.2), 0.3))
+        people.append(Participant(f"p{i + 1:04d}", round(skill, 4), round(pace, 3), low,
+                                  rng.choice(["online-a", "online-b", "lab"])))
+    return people
+
+
+class _Clock:
+    """Synthetic wall clock for one play."""
+
+    def __init__(self, start: datetime):
+        self.now = start
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=max(0.05, seconds))
+        return self.now
+
+
+def _random_action(env: Any, rng: random.Random) -> Action:
+    available = [a for a in env.available_actions if a != 7] or list(env.available_actions)
+    action = rng.choice(available)
+    if action == 6:
+        return 6, {"x": rng.randrange(64), "y": rng.randrange(64)}
+    return action, None
+
+
+class _HumanRecorder:
+    """Writes the official human-dataset shape: integer ids, `action_input.data` carrying the game id,
+    `full_reset` false (the REST server never passes it on), a trailing scorecard line."""
+
+    def __init__(self, play: PlayLog, clock: _Clock, frames: bool = True):
+        self.play, self.clock, self.frames = play, clock, frames
+        self.steps: list[StepRecord] = []
+
+    def record(self, response: Any, seconds: float) -> None:
+        data = response_to_record(response, include_frames=self.frames, action_ids="int")
+        payload = dict(data["action_input"]["data"] or {})
+        payload["game_id"] = self.play.game_id
+        data["action_input"]["data"] = payload
+        data["full_reset"] = False
+        ts = self.clock.advance(seconds)
+        self.play.lines.append({"timestamp": ts.isoformat(timespec="microseconds"), "data": data})
+        self.steps.append(StepRecord(action_id=int(data["action_input"]["id"]), state=data["state"],
+                                     levels_completed=data["levels_completed"], full_reset=False,
+                                     win_levels=data["win_levels"],
+                                     frame_count=len(data["frame"]) if self.frames else None,
+                                     guid=self.play.guid))
+
+    def finish(self) -> None:
+        card = rebuild_card(self.steps, CountingOptions.human_dataset(), self.play.game_id).to_dict()
+        won = int("WIN" in card["states"])
+        summary = {"won": won, "played": 1, "total_actions": card["total_actions"],
+                   "levels_completed": max(card["levels_completed"] or [0]), "cards": {self.play.game_id: card}}
+        self.play.lines.append({"timestamp": self.clock.now.isoformat(timespec="microseconds"), "data": summary})
+        self.play.n_actions = card["total_actions"]
+        self.play.levels_completed = max(card["levels_completed"] or [0])
+
+
+def play_game(spec: GameSpec, person: Participant, rng: random.Random, *, environments_dir: Path,
+              started_at: datetime, session_id: str, order: int, low_effort_budget: int | None = None,
+              frames: bool = True) -> PlayLog:
+    """One participant's first run of one game."""
+    guid = _guid(rng)
+    play = PlayLog(guid, spec.game_id, person.participant_id, session_id, order, started_at, started_at)
+    clock = _Clock(started_at)
+    env = engine.make(spec.game_id, environments_dir=environments_dir, only_reset_levels=True,
+                      frames="all" if frames else "none", guid=guid)
+    rec = _HumanRecorder(play, clock, frames)
+    rec.record(env.reset(), rng.uniform(2, 6))
+
+    def pause() -> float:
+        return math.exp(rng.gauss(math.log(person.pace_s), 0.55))
+
+    def act(action: Action) -> Any:
+        response = env.step(action[0], action[1])
+        rec.record(response, pause())
+        return response
+
+    def elapsed() -> float:
+        return (clock.now - started_at).total_seconds()
+
+    for level, solution in enumerate(spec.solutions):
+        if env.levels_completed != level or str(env.state.value if hasattr(env.state, "value") else env.state) == "WIN":
+            break
+        clock.advance(rng.uniform(3, 25) * (1.5 - person.skill))  # reading the new level
+        spent = 0
+        if low_effort_budget is not None:
+            # Rapid cycling: a handful of quick actions, then on to the next environment unless it fell.
+            for _ in range(low_effort_budget):
+                act(_random_action(env, rng))
+                spent += 1
+                if env.levels_completed > level or _state(env) in ("GAME_OVER", "WIN"):
+                    break
+            if env.levels_completed <= level:
+                play.gave_up = True
+                break
+            continue
+        difficulty = 1.0 + 0.35 * level
+        n_explore = int(rng.expovariate(1.0) * len(solution) * (0.3 + 2.2 * (1 - person.skill)) * difficulty)
+        patience = len(solution) * (4 + 12 * person.skill) + 20
+        for _ in range(n_explore):
+            act(_random_action(env, rng))
+            spent += 1
+            if env.levels_completed > level or _state(env) == "WIN":
+                break
+            if _state(env) == "GAME_OVER":
+                act((0, None))
+                spent += 1
+        if env.levels_completed > level:
+            continue
+        if n_explore and _state(env) != "GAME_OVER" and rng.random() < 0.6:
+            act((0, None))  # start the level over before solving it for real
+            spent += 1
+        p_mistake = 0.02 + 0.12 * (1 - person.skill) * difficulty
+        solved = False
+        while not solved and spent < patience and elapsed() < HARD_CUTOFF_S:
+            if _state(env) == "GAME_OVER":
+                act((0, None))
+                spent += 1
+            for action in solution:
+                if elapsed() >= HARD_CUTOFF_S or spent >= patience:
+                    break
+                if rng.random() < p_mistake:
+                    before = env.state_hash()
+                    act(_random_action(env, rng))
+                    spent += 1
+                    if env.levels_completed > level:
+                        solved = True
+                        break
+                    if env.state_hash() != before:
+                        act((0, None))  # the mistake changed something: restart the level
+                        spent += 1
+                        break
+                act(action)
+                spent += 1
+                if env.levels_completed > level or _state(env) in ("GAME_OVER", "WIN"):
+                    break
+            if env.levels_completed > level:
+                solved = True
+            elif _state(env) != "GAME_OVER" and not solved:
+                act((0, None))  # the line did not work out from here: restart and retry
+                spent += 1
+        if not solved:
+            play.gave_up = True
+            break
+        if elapsed() >= HARD_CUTOFF_S:
+            break
+    rec.finish()
+    play.ended_at = clock.now
+    return play
+
+
+def _state(env: Any) -> str:
+    state = env.state
+    return str(getattr(state, "value", state))
+
+
+@dataclass
+class Arc3StudyPlan:
+    n_participants: int
+    low_effort_share: float = 0.12
+    games_per_session: int = 9
+    seed: int = 0
+    study_id: str = "arcstudy-synthetic"
+    start: datetime = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def simulate_arc3_study(plan: Arc3StudyPlan, games: Sequence[GameSpec], *, environments_dir: Path,
+                        out_dir: Path, progress: Callable | None = None, frames: bool = True) -> dict[str, Any]:
+    """Write human-dataset recordings (`human/<game>/<guid>.recording.jsonl`), the session manifest
+    (`study.json`) and, apart from the data, the ground truth (`../ground_truth/arc3_participants.csv`).
+    Returns a summary of what was written."""
+    rng = random.Random(plan.seed)
+    people = make_participants(plan.n_participants, rng, plan.low_effort_share)
+    seeds = [rng.getrandbits(64) for _ in people]
+    human_dir = out_dir / "human"
+    participants, sessions, plays_index = [], [], []
+    n_plays = n_lines = 0
+    iterator = list(zip(people, seeds, strict=True))
+    for person, seed in (progress(iterator, "simulating participants", len(iterator)) if progress else iterator):
+        prng = random.Random(seed)
+        session_id = f"s{person.participant_id[1:]}"
+        start = plan.start + timedelta(days=prng.randrange(0, 21), hours=prng.randrange(0, 9),
+                                       minutes=prng.randrange(0, 60))
+        order = list(games)
+        prng.shuffle(order)
+        order = order[: plan.games_per_session]
+        t = start
+        for i, spec in enumerate(order, 1):
+            if (t - start).total_seconds() > SESSION_LIMIT_S - 5 * 60:
+                break
+            budget = prng.randint(4, 22) if person.is_low_effort else None
+            play = play_game(spec, person, prng, environments_dir=environments_dir, started_at=t,
+                             session_id=session_id, order=i, low_effort_budget=budget, frames=frames)
+            path = human_dir / spec.game_id.split("-")[0] / f"{play.guid}.recording.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                for line in play.lines:
+                    fh.write(json.dumps(line, separators=(", ", ": ")) + "\n")
+            n_plays += 1
+            n_lines += len(play.lines)
+            plays_index.append({"guid": play.guid, "session_id": session_id, "participant_id": person.participant_id,
+                                "game_id": spec.game_id, "order_in_session": i, "is_first_run": True})
+            t = play.ended_at + timedelta(seconds=prng.uniform(10, 90))
+        participants.append({"participant_id": person.participant_id, "cohort": person.cohort})
+        sessions.append({"session_id": session_id, "participant_id": person.participant_id,
+                         "started_at": start.isoformat(), "ended_at": t.isoformat(), "site": person.cohort,
+                         "cohort": person.cohort, "protocol": "arc-agi-3-2026"})
+    manifest = {"format": "arcstudy-study-manifest/1", "study_id": plan.study_id, "participants": participants,
+                "sessions": sessions, "plays": plays_index}
+    (out_dir / "study.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    truth_dir = out_dir.parent / "ground_truth"
+    truth_dir.mkdir(parents=True, exist_ok=True)
+    with open(truth_dir / "arc3_participants.csv", "w", encoding="utf-8") as fh:
+        fh.write("participant_id,session_id,is_low_effort,skill,pace_s\n")
+        for p in people:
+            fh.write(f"{p.participant_id},s{p.participant_id[1:]},{str(p.is_low_effort).lower()},{p.skill},{p.pace_s}\n")
+    return {"participants": len(people), "low_effort": sum(p.is_low_effort for p in people), "plays": n_plays,
+            "lines": n_lines}

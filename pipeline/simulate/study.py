@@ -1,0 +1,125 @@
+"""`arcstudy simulate`: a whole synthetic study on our games, at a chosen scale, from one seed.
+
+Layout written under OUT (what `arcstudy ingest` reads is under `arc3/human`, `arc3/study.json` and
+`harc/current`; agent runs are scored from their files; ground truth is kept apart from the data):
+
+    OUT/SIMULATION.json                      scale, seed, games, counts, arcstudy version
+    OUT/arc3/human/<game>/<guid>.recording.jsonl   official human-dataset shape (frames, trailing scorecard)
+    OUT/arc3/study.json                      session manifest (participants, sessions, plays)
+    OUT/arc3/agents/<agent>/<card_id>/<game_id>-<guid>.jsonl   toolkit recordings
+    OUT/arc3/agents/agents-repo/<game_id>.<agent>.<max>.<guid>.recording.jsonl   agents-repository format
+    OUT/harc/current/... OUT/harc/tasks/...  H-ARC release-format CSVs and the ARC tasks (see simulate.harc)
+    OUT/ground_truth/arc3_participants.csv   low-effort labels, skills (never ingested)
+
+Same seed, same bytes: every random draw descends from `seed`, and nothing reads the clock.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pipeline
+from pipeline.simulate.agents import AGENTS, run_agent, write_agents_repo, write_toolkit
+from pipeline.simulate.arc3 import Arc3StudyPlan, GameSpec, simulate_arc3_study
+from pipeline.simulate.specs import game_specs, verify_specs
+
+
+@dataclass(frozen=True)
+class Scale:
+    name: str
+    participants: int
+    games_per_session: int
+    human_frames: bool
+    agent_repeats: int
+    harc_scale: str | None
+
+
+SCALES = {
+    # Small enough that `make demo` (simulate + ingest + build + score + reports) runs in ~2 minutes.
+    "demo": Scale("demo", participants=16, games_per_session=9, human_frames=True, agent_repeats=1,
+                  harc_scale="demo"),
+    # The paper's human study: 486 participants (attempts = participants x games each, capped by our games).
+    "arc3": Scale("arc3", participants=486, games_per_session=9, human_frames=False, agent_repeats=3,
+                  harc_scale="paper"),
+    # Ten times the paper, for benchmarks.
+    "large": Scale("large", participants=4860, games_per_session=9, human_frames=False, agent_repeats=10,
+                   harc_scale="paper"),
+}
+
+
+def _baselines(spec: GameSpec, environments_dir: Path) -> list[int]:
+    from engine.loader import resolve_game
+
+    info = resolve_game(spec.game_id, environments_dir)
+    baseline = info.baseline_actions
+    if not baseline:
+        # No baseline yet: the harness budget falls back to 3x the winning line per level.
+        baseline = [3 * len(line) for line in spec.solutions]
+    return baseline
+
+
+def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environments_dir: Path,
+                   specs: list[GameSpec] | None = None, with_harc: bool = True, overwrite: bool = False,
+                   progress=None) -> dict[str, Any]:
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; one of {', '.join(SCALES)}")
+    cfg = SCALES[scale]
+    out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()):
+        if not overwrite:
+            raise FileExistsError(f"{out_dir} is not empty (pass overwrite=True / --overwrite to replace it)")
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    specs = specs if specs is not None else game_specs(environments_dir)
+    if not specs:
+        raise ValueError(f"no game under {environments_dir} ships solution recordings (games/<id>/<v>/solutions)")
+    verify_specs(specs, environments_dir)
+
+    arc3_dir = out_dir / "arc3"
+    plan = Arc3StudyPlan(n_participants=cfg.participants, games_per_session=cfg.games_per_session, seed=seed)
+    human = simulate_arc3_study(plan, specs, environments_dir=environments_dir, out_dir=arc3_dir,
+                                progress=progress, frames=cfg.human_frames)
+
+    rng = random.Random(seed + 1)
+    agent_runs = []
+    for spec in specs:
+        baseline = _baselines(spec, environments_dir)
+        for agent in AGENTS:
+            for repeat in range(cfg.agent_repeats):
+                frames = agent == "random" and repeat == 0  # one agent with frames, the others without
+                run = run_agent(agent, spec, baseline, rng, environments_dir=environments_dir, frames=frames)
+                path = write_toolkit(run, arc3_dir / "agents" / agent, f"card-{agent}-{seed}")
+                agent_runs.append({"agent": agent, "game_id": spec.game_id, "file": str(path.relative_to(out_dir)),
+                                   "levels_completed": run.levels_completed, "actions": run.n_actions})
+        run = run_agent("near-optimal", spec, baseline, rng, environments_dir=environments_dir, frames=True,
+                        action_ids="int")
+        path = write_agents_repo(run, arc3_dir / "agents" / "agents-repo", rng, max_actions=sum(baseline) * 5)
+        agent_runs.append({"agent": "near-optimal (agents-repo format)", "game_id": spec.game_id,
+                           "file": str(path.relative_to(out_dir)), "levels_completed": run.levels_completed,
+                           "actions": run.n_actions})
+
+    harc = None
+    if with_harc and cfg.harc_scale:
+        from pipeline.simulate.harc import simulate_harc_study
+
+        summary = simulate_harc_study(out_dir / "harc", scale=cfg.harc_scale, seed=seed, generation="current")
+        harc = summary.as_dict() if hasattr(summary, "as_dict") else json.loads(json.dumps(summary, default=str))
+
+    description = {
+        "generator": "arcstudy simulate",
+        "arcstudy_version": pipeline.__version__,
+        "scale": scale,
+        "seed": seed,
+        "games": [{"game_id": s.game_id, "levels": s.n_levels, "solution_lengths": [len(x) for x in s.solutions]}
+                  for s in specs],
+        "arc3_human": human,
+        "agents": agent_runs,
+        "harc": harc,
+    }
+    (out_dir / "SIMULATION.json").write_text(json.dumps(description, indent=1, default=str) + "\n")
+    return description
