@@ -167,7 +167,11 @@ TABLES: list[Table] = [
         name="core_harc__actions", layer="core",
         description="One row per logged H-ARC interface event (data.csv / clean_data*.csv), typed and "
                     "renamed: x/y become row/column, sizes become height/width, task_name loses `.json`. "
-                    "Descriptions live in core_harc__participant_tasks; survey answers in the survey tables.",
+                    "Descriptions live in core_harc__participant_tasks; survey answers in the survey tables. "
+                    "Flags: tutorial (task_number 0 or is_tutorial), no_terminal_row (the task has no closing "
+                    "description row), time_not_monotonic (earlier than the previous event of the task), "
+                    "incomplete_participant, size_lags_undo (drop-downs differ from the grid after an undo), "
+                    "input_size_mismatch, input_placeholder (first event: the 3x3 zero placeholder input).",
         columns=(
             "release_generation", "participant_id", "task_id", "action_number", "file_id", "row_number",
             "exp_name", "task_split", "task_file_name", "task_number", "attempt_number", "action",
@@ -182,7 +186,8 @@ TABLES: list[Table] = [
         name="core_harc__participant_tasks", layer="core",
         description="One row per participant x task seen in an H-ARC data file: the task-level facts the "
                     "file repeats on every event row (descriptions, task position), and whether the task "
-                    "ends on a terminal description row.",
+                    "ends on a terminal description row. Flags: tutorial, no_terminal_row, time_not_monotonic, "
+                    "incomplete_participant, description_varies (more than one description text in the task).",
         columns=(
             "release_generation", "participant_id", "task_id", "file_id", "exp_name", "task_split",
             "task_number", "first_description", "last_description", "has_terminal_row", "is_tutorial",
@@ -193,7 +198,8 @@ TABLES: list[Table] = [
     Table(
         name="core_harc__attempts", layer="core",
         description="One row per participant x task x attempt (summary_data.csv / clean_summary_data*.csv): "
-                    "the attempt's last event, its grid and whether it solved the task.",
+                    "the attempt's last event, its grid and whether it solved the task. Flags: tutorial, "
+                    "incomplete_participant.",
         columns=(
             "release_generation", "participant_id", "task_id", "attempt_number", "file_id", "row_number",
             "exp_name", "task_split", "task_file_name", "task_number", "last_action_number", "is_solved",
@@ -205,7 +211,8 @@ TABLES: list[Table] = [
         name="core_harc__incorrect_submissions", layer="core",
         description="One row per task x distinct wrong grid of a file (incorrect_submissions.csv / "
                     "clean_errors*.csv): the grid and how often it was submitted. The key includes the file "
-                    "because the 2024 release split complete and incomplete participants into two files.",
+                    "because the 2024 release split complete and incomplete participants into two files. "
+                    "Flags: md5_mismatch (hashed_output_grid is not the md5 of the grid string).",
         columns=(
             "file_id", "task_id", "test_output_grid", "row_number", "release_generation", "task_split",
             "task_file_name", "n_submissions", "output_grid_md5", "flags",
@@ -233,7 +240,7 @@ TABLES: list[Table] = [
     Table(
         name="core_harc__withdrawals", layer="core",
         description="One row per participant of an H-ARC withdraw survey file (is_complete only in the 2024 "
-                    "release).",
+                    "release). Flags: incomplete_participant.",
         columns=("release_generation", "participant_id", "file_id", "row_number", "exp_name", "task_split",
                  "is_withdrawn", "withdraw_reason", "withdraw_comment", "is_complete", "flags"),
         primary_key=("release_generation", "participant_id"),
@@ -242,7 +249,9 @@ TABLES: list[Table] = [
     Table(
         name="core_arc__tasks", layer="core",
         description="One row per ARC task of an ARC task JSON file (one task per file, or a Kaggle-style "
-                    "collection `{task_id: task}`). Grids of the pairs are in core_arc__task_pairs.",
+                    "collection `{task_id: task}`). Grids of the pairs are in core_arc__task_pairs. Flags: "
+                    "id_not_filename, nonstandard_task_id (not 8 hex characters), extra_keys (besides "
+                    "train/test).",
         columns=("file_id", "task_id", "file_name", "n_train_pairs", "n_test_pairs", "has_test_outputs",
                  "task_json", "flags"),
         primary_key=("file_id", "task_id"),
@@ -267,7 +276,8 @@ TABLES: list[Table] = [
         name="core_arctgi__tasks", layer="core",
         description="One row per generated task of an ARC-TGI export CSV: generator, reasoning chains and "
                     "variables as JSON text, the transform code as text (never executed), and the task "
-                    "(checked like ARC task JSON; pairs in core_arc__task_pairs).",
+                    "(checked like ARC task JSON; pairs in core_arc__task_pairs). Flags: "
+                    "offset_converted_to_utc.",
         columns=("file_id", "task_id", "row_number", "generated_at", "generator_name",
                  "input_reasoning_chain_json", "transformation_reasoning_chain_json", "task_variables_json",
                  "code_text", "task_json", "n_train_pairs", "n_test_pairs", "has_test_outputs", "flags"),
