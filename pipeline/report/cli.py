@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -69,7 +69,13 @@ def view_command(
     if not is_file and (db_path is None or not db_path.exists()):
         raise cli.fail(f"{target} is not a recording file, and there is no database to look it up in "
                        f"({db_path}); pass a file path or --db FILE", cli.EXIT_USAGE)
-    command = "arcstudy view " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "arcstudy view"
+    command = shlex.join(["arcstudy", "view", target, "--out", str(out_file)]
+                         + (["--db", str(db)] if db is not None else [])
+                         + [arg for g in games or [] for arg in ("--games", str(g))]
+                         + (["--baselines", baselines] if baselines else [])
+                         + ([] if only_reset_levels is None else
+                            ["--only-reset-levels" if only_reset_levels else "--no-only-reset-levels"])
+                         + ([] if verify else ["--no-verify"]))
     manifest = RunManifest(command=command, config={
         "target": target, "out": str(out_file), "db": str(db_path) if db_path else None,
         "games": [str(g) for g in games or []], "baselines": baselines, "only_reset_levels": only_reset_levels,
@@ -85,14 +91,14 @@ def view_command(
     manifest_file = manifest_path_for(out_file)
     manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
     data = result.data
-    out.console.print(
-        f"wrote {out_file} ({result.n_bytes:,} bytes): {data['n_steps']:,} steps, {data['n_plays']} play(s), "
-        f"frames: {data['frames_origin']}, replay: {result.verification.status}")
-    out.console.print(f"  {result.verification.detail}")
+    lines = [f"wrote {out_file} ({result.n_bytes:,} bytes): {data['n_steps']:,} steps, {data['n_plays']} play(s), "
+             f"frames: {data['frames_origin']}, replay: {result.verification.status}",
+             f"  {result.verification.detail}"]
     if data["baseline"]:
-        out.console.print(f"  baseline {data['baseline']} from {data['baseline_source']}")
-    for note in data["notes"]:
-        out.console.print(f"  note: {note}")
+        lines.append(f"  baseline {data['baseline']} from {data['baseline_source']}")
+    lines += [f"  note: {note}" for note in data["notes"]]
+    for line in lines:
+        out.console.print(line, soft_wrap=True, markup=False, highlight=False)
     out.info(f"manifest: {manifest_file}")
     raise typer.Exit(cli.EXIT_OK)
 
