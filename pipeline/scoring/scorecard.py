@@ -7,7 +7,7 @@ values omitted (the toolkit serializes with ``exclude_none``).
 
 Two keys are additions to the toolkit shape: top-level ``scoring_policy`` (the policy id, so a parsed
 scorecard knows its rules) and, under policies with an action cutoff, ``runs[].cutoff_level`` /
-``runs[].level_budgets``.
+``runs[].level_budgets``. Callers may add further top-level keys (``extra``), which parsers ignore.
 """
 
 from __future__ import annotations
@@ -179,9 +179,11 @@ def environment_to_dict(game: GameScore) -> dict[str, Any]:
     }
 
 
-def scorecard_to_dict(sc: Scorecard) -> dict[str, Any]:
+def scorecard_to_dict(sc: Scorecard, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The scored summary as a dict; ``extra`` adds top-level keys (e.g. arcstudy's ``verification``) that
+    readers of the toolkit shape ignore. An extra key may not replace a toolkit key."""
     suite = sc.suite
-    return _drop_none({
+    out = _drop_none({
         "card_id": sc.card_id,
         "source_url": sc.source_url,
         "tags": None if sc.tags is None else list(sc.tags),
@@ -201,11 +203,16 @@ def scorecard_to_dict(sc: Scorecard) -> dict[str, Any]:
         "competition_mode": suite.competition_mode,
         "scoring_policy": suite.policy_id,
     })
+    for key, value in (extra or {}).items():
+        if key in out:
+            raise ValueError(f"extra scorecard key {key!r} would replace a scorecard field")
+        out[key] = value
+    return out
 
 
-def scorecard_to_json(sc: Scorecard, indent: int | None = 2) -> str:
+def scorecard_to_json(sc: Scorecard, indent: int | None = 2, extra: Mapping[str, Any] | None = None) -> str:
     """Deterministic JSON text (sorted keys, stable float repr, no NaN, trailing newline)."""
-    return json.dumps(scorecard_to_dict(sc), sort_keys=True, indent=indent, allow_nan=False,
+    return json.dumps(scorecard_to_dict(sc, extra), sort_keys=True, indent=indent, allow_nan=False,
                       ensure_ascii=False) + "\n"
 
 

@@ -1,0 +1,234 @@
+"""Where a game's baseline comes from, for ``arcstudy score`` (resolution order, first source that knows the game):
+
+1. ``--baselines DIR`` (every ``metadata.json`` below it, found like the engine finds games) or
+   ``--baselines CSV``: either the wide shape of ``reference/arc-agi-3-public-games.csv`` (``game_id``,
+   ``baseline_actions`` as a JSON list, optional ``baseline_rule`` / ``snapshot``) or the long shape that
+   ``arcstudy baselines --out`` writes (``game_id``, ``level_index``, ``baseline_value``, optional
+   ``baseline_rule``);
+2. the database: ``out_arc3__level_baselines`` (baselines recomputed from the loaded study by
+   ``arcstudy build``) under the policy's baseline rule, when that table has rows; else the latest
+   ``core_arc3__environments`` metadata of the game;
+3. the game metadata of ``--games`` folders;
+4. the published reference baselines shipped in ``data/reference/arc-agi-3-public-games.csv`` (public game
+   ids only).
+
+A source "knows" a game when it lists its id, even without a usable baseline: the game is then unscorable
+with the toolkit's message (missing baseline, or a level with too few completers), never filled in from a
+later source. A game no source knows gets "No Matching EnvironmentInfo found". Where a source says which
+rule produced its values (CSV ``baseline_rule``, recomputed tables), rows with the policy's rule are
+preferred, and a different rule is flagged on the game, not corrected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from engine.loader import find_games
+from pipeline.manifest import sha256_file
+from pipeline.transforms.baselines import read_published
+
+from .policies import ScoringPolicy
+
+__all__ = [
+    "REFERENCE_CSV",
+    "BaselineSource",
+    "BaselineSourceError",
+    "ResolvedBaseline",
+    "resolve_baselines",
+    "source_from_db",
+    "source_from_games_dirs",
+    "source_from_path",
+    "reference_source",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+REFERENCE_CSV = REPO_ROOT / "data" / "reference" / "arc-agi-3-public-games.csv"
+
+
+class BaselineSourceError(ValueError):
+    """A baselines file or folder that cannot be used (the message is for a person)."""
+
+
+Values = tuple[int, ...] | None
+
+
+@dataclass(frozen=True)
+class ResolvedBaseline:
+    game_id: str
+    baseline_actions: Values  # None: the source knows the game but has no usable baseline
+    has_metadata: bool
+    source: str  # a BASELINE_SOURCES kind (schemas.outputs_scoring), "none" when nothing knows the game
+    rule: str | None  # the rule that produced the values, when the source says
+    sha256: str | None  # content digest of the source file/folder (None for database tables)
+    location: str | None  # path or table, for the manifest
+    flags: tuple[str, ...] = ()
+
+
+Entry = tuple[Values, str | None, tuple[str, ...]]  # (values or None, rule or None, flags)
+
+
+@dataclass
+class BaselineSource:
+    """One source: ``games(rule)`` maps game_id -> entry for a policy's baseline rule (loaded once per rule)."""
+
+    kind: str
+    location: str
+    sha256: str | None
+    load: Callable[[str], Mapping[str, Entry]]
+    _cache: dict[str, Mapping[str, Entry]] = field(default_factory=dict, repr=False)
+
+    def games(self, rule: str) -> Mapping[str, Entry]:
+        if rule not in self._cache:
+            self._cache[rule] = self.load(rule)
+        return self._cache[rule]
+
+
+def _as_ints(values: Iterable, where: str) -> tuple[int, ...]:
+    out = []
+    for v in values:
+        if v is None:
+            raise BaselineSourceError(f"{where}: a baseline value is missing")
+        f = float(v)
+        if f != int(f):
+            raise BaselineSourceError(f"{where}: baseline value {v} is not a whole number of actions")
+        out.append(int(f))
+    return tuple(out)
+
+
+def _folder_digest(root: Path, files: Sequence[Path]) -> str:
+    digest = hashlib.sha256()
+    for f in sorted(files):
+        digest.update(f"{f.relative_to(root).as_posix()}\0{sha256_file(f)}\n".encode())
+    return digest.hexdigest()
+
+
+def _metadata_games(dirs: Sequence[Path]) -> dict[str, Entry]:
+    games = {}
+    for info in find_games(list(dirs)):
+        values = info.baseline_actions
+        games[info.game_id] = (_as_ints(values, str(info.directory)) if values else None, None, ())
+    return games
+
+
+def source_from_games_dirs(dirs: Sequence[Path], kind: str = "games-dir") -> BaselineSource | None:
+    """The ``metadata.json`` files below ``dirs`` (the first folder wins a game listed twice, as in the engine)."""
+    dirs = [Path(d) for d in dirs if Path(d).is_dir()]
+    if not dirs:
+        return None
+    games = _metadata_games(dirs)
+    digest = hashlib.sha256("".join(_folder_digest(d, list(d.rglob("metadata.json"))) for d in dirs).encode())
+    return BaselineSource(kind, ", ".join(str(d) for d in dirs), digest.hexdigest(), lambda _rule: games)
+
+
+def _long_csv(df: pl.DataFrame, path: Path, rule: str) -> dict[str, Entry]:
+    if "baseline_rule" in df.columns:
+        rules = set(df["baseline_rule"].drop_nulls().unique().to_list())
+        chosen = rule if rule in rules else (next(iter(rules)) if len(rules) == 1 else None)
+        if chosen is None:
+            raise BaselineSourceError(f"{path}: holds rules {sorted(rules)} but not {rule!r}")
+        df = df.filter(pl.col("baseline_rule") == chosen)
+    else:
+        chosen = None
+    games = {}
+    for (game_id,), sub in df.sort("game_id", "level_index").group_by("game_id", maintain_order=True):
+        levels = sub["level_index"].cast(pl.Int64).to_list()
+        if levels != list(range(1, len(levels) + 1)):
+            raise BaselineSourceError(f"{path}: {game_id} levels {levels} are not 1..n")
+        values = sub["baseline_value"].to_list()
+        if any(v is None or v == "" for v in values):
+            games[game_id] = (None, chosen, ("baseline_too_few_completers",))
+        else:
+            games[game_id] = (_as_ints(values, f"{path} {game_id}"), chosen, ())
+    return games
+
+
+def source_from_path(path: Path) -> BaselineSource:
+    """``--baselines DIR`` or ``--baselines CSV`` (module docstring)."""
+    path = Path(path)
+    if path.is_dir():
+        source = source_from_games_dirs([path], kind="baselines-dir")
+        if source is None or not source.games("upper-median"):
+            raise BaselineSourceError(f"{path}: no metadata.json with a game_id below this folder")
+        return source
+    if not path.is_file():
+        raise BaselineSourceError(f"{path}: no such file or folder")
+    try:
+        df = pl.read_csv(path, infer_schema=False)
+    except (OSError, pl.exceptions.PolarsError) as err:
+        raise BaselineSourceError(f"{path}: cannot read as CSV: {err}") from None
+    digest = sha256_file(path)
+    if {"game_id", "baseline_actions"} <= set(df.columns):
+        def wide(rule: str) -> dict:
+            try:
+                pub = read_published(path, rule)
+            except (ValueError, json.JSONDecodeError) as err:
+                raise BaselineSourceError(f"{path}: {err}") from None
+            return {g: (tuple(v) if v else None, r, ()) for g, r, v in
+                    pub.select("game_id", "published_rule", "baseline_actions").iter_rows()}
+        return BaselineSource("baselines-csv", str(path), digest, wide)
+    if {"game_id", "level_index", "baseline_value"} <= set(df.columns):
+        return BaselineSource("baselines-csv", str(path), digest, lambda rule: _long_csv(df, path, rule))
+    raise BaselineSourceError(f"{path}: needs columns game_id and baseline_actions (published shape) or game_id, "
+                              f"level_index and baseline_value (`arcstudy baselines --out`); has {df.columns}")
+
+
+def reference_source() -> BaselineSource:
+    source = source_from_path(REFERENCE_CSV)
+    source.kind = "reference-csv"
+    return source
+
+
+def source_from_db(ws) -> list[BaselineSource]:
+    """The database sources, in resolution order (module docstring)."""
+    out = []
+    if ws.has_table("out_arc3__level_baselines") and ws.row_count("out_arc3__level_baselines") > 0:
+        levels = ws.read("SELECT game_id, level_index, baseline_rule, baseline_value "
+                         "FROM out_arc3__level_baselines")
+
+        def recomputed(rule: str) -> dict:
+            return _long_csv(levels.filter(pl.col("baseline_rule") == rule), Path("out_arc3__level_baselines"),
+                             rule) if rule in levels["baseline_rule"].to_list() else {}
+        out.append(BaselineSource("db-level-baselines", "out_arc3__level_baselines", None, recomputed))
+    if ws.has_table("core_arc3__environments") and ws.row_count("core_arc3__environments") > 0:
+        envs = ws.read("SELECT game_id, baseline_actions FROM core_arc3__environments "
+                       "ORDER BY game_id, date_downloaded NULLS FIRST, file_id")
+        latest = envs.group_by("game_id", maintain_order=True).last()
+        games = {g: (tuple(v) if v else None, None, ()) for g, v in latest.iter_rows()}
+        out.append(BaselineSource("db-environments", "core_arc3__environments", None, lambda _rule: games))
+    return out
+
+
+def resolve_baselines(game_ids: Iterable[str], policy: ScoringPolicy, sources: Sequence[BaselineSource],
+                      n_levels: Mapping[str, int] | None = None) -> dict[str, ResolvedBaseline]:
+    """The baseline of every game under ``policy``: the first source that knows it (module docstring).
+
+    ``n_levels`` (the engine's win_levels seen in the recordings) only adds a flag when the baseline has a
+    different length; scoring itself follows the toolkit (pairs matched by position)."""
+    n_levels = n_levels or {}
+    out = {}
+    for game_id in sorted(set(game_ids)):
+        resolved = ResolvedBaseline(game_id, None, False, "none", None, None, None)
+        for source in sources:
+            games = source.games(policy.baseline_rule)
+            if game_id not in games:
+                continue
+            values, rule, flags = games[game_id]
+            flags = list(flags)
+            if values is None and not flags:
+                flags.append("baseline_missing")
+            if rule is not None and rule != policy.baseline_rule:
+                flags.append("baseline_rule_differs_from_policy")
+            n = n_levels.get(game_id)
+            if values is not None and n is not None and n != len(values):
+                flags.append("baseline_length_differs_from_levels")
+            resolved = ResolvedBaseline(game_id, values, True, source.kind, rule, source.sha256, source.location,
+                                        tuple(flags))
+            break
+        out[game_id] = resolved
+    return out

@@ -1,0 +1,281 @@
+"""One ``arcstudy score`` run without the command line: verify, exclude, score under each policy, build outputs.
+
+    result = score_recordings(recordings, ScoreRequest(policies, sources, game_dirs), progress=out.track)
+
+1. every recording is replayed (``verify.verify_recording``); a divergent play is excluded unless
+   ``trust_recordings``; a play whose actions are unknown is always excluded; an unverified one is scored;
+2. the remaining plays form one toolkit card per game, plays in (guid, play index) order;
+3. per policy, each game's baseline is resolved (``baseline_sources.resolve_baselines``) and the cards are
+   scored twice: the scorecard with the pure functions (``scorecard.build_scorecard``) and the out tables
+   with the set-based scorer (``vectorized.score_plays_frame``); the two must agree exactly, else the run
+   fails (they implement the same arithmetic, see vectorized.py);
+4. the scorecard gets one extra top-level key, ``verification`` (replay checks, exclusions, baseline
+   sources), with nothing that depends on where the plays were read from, so scoring recording files and
+   scoring their ingested copies give the same bytes.
+
+The scorecard id is ``arcstudy-`` plus 16 hex digits of sha256 over the sorted play ids given, so re-scoring
+the same plays (from files or from the database) gives the same id and replaces the same out rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from schemas.validate import conform
+
+from .baseline_sources import BaselineSource, ResolvedBaseline, resolve_baselines
+from .counting import Card, CardPlay
+from .plays import RecordingInput
+from .policies import POLICIES, ScoringPolicy
+from .scorecard import Scorecard, build_scorecard, scorecard_to_json
+from .vectorized import VectorizedScores, score_plays_frame
+from .verify import PlayCheck, divergence_columns, verify_recording
+
+__all__ = ["PolicyResult", "ScoreInputError", "ScoreRequest", "ScoreResult", "card_id_for", "policy_slug",
+           "score_recordings"]
+
+POLICY_ORDER = {pid: i for i, pid in enumerate(POLICIES)}  # release order
+
+
+class ScoreInputError(ValueError):
+    """The plays given cannot be scored together (the message is for a person)."""
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    policies: Sequence[ScoringPolicy]
+    baseline_sources: Sequence[BaselineSource]
+    game_dirs: Sequence[Path] = ()
+    trust_recordings: bool = False
+    from_files: bool = False  # replay recording files (pixels) rather than database steps (hashes)
+
+
+@dataclass
+class PolicyResult:
+    policy: ScoringPolicy
+    scorecard: Scorecard
+    scorecard_json: str
+    baselines: dict[str, ResolvedBaseline]
+    scores: VectorizedScores
+
+
+@dataclass
+class ScoreResult:
+    card_id: str
+    checks: list[PlayCheck]
+    excluded: dict[str, str]  # play_id -> reason
+    policies: list[PolicyResult]
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+    @property
+    def n_excluded(self) -> int:
+        return len(self.excluded)
+
+    def status_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for c in self.checks:
+            counts[c.status] = counts.get(c.status, 0) + 1
+        return dict(sorted(counts.items()))
+
+
+def policy_slug(policy_id: str) -> str:
+    return policy_id.replace("/", "_")
+
+
+def card_id_for(play_ids: Iterable[str]) -> str:
+    digest = hashlib.sha256("\n".join(sorted(play_ids)).encode()).hexdigest()
+    return f"arcstudy-{digest[:16]}"
+
+
+def _exclusion(check: PlayCheck, trust: bool) -> str | None:
+    if check.status == "not_replayable":
+        return "actions unknown (action_ids_lost); not countable"
+    if check.status == "divergent" and not trust:
+        d = check.divergence
+        where = f"line {d.line}, field {d.field}" if d is not None else "unknown step"
+        return f"replay diverged ({where}); pass --trust-recordings to score it anyway"
+    return None
+
+
+def _verification(checks: Sequence[PlayCheck], excluded: dict[str, str], baselines: dict[str, ResolvedBaseline],
+                  trust: bool) -> dict[str, Any]:
+    return {
+        "trust_recordings": trust,
+        "replay_checks": [
+            {k: v for k, v in {
+                "play_id": c.play_id, "game_id": c.game_id, "status": c.status,
+                "only_reset_levels": c.is_only_reset_levels, "n_steps_replayed": c.n_steps_replayed,
+                "first_divergence": c.divergence_json(), "excluded": c.play_id in excluded,
+                "exclusion_reason": excluded.get(c.play_id)}.items() if v is not None}
+            for c in sorted(checks, key=lambda c: c.play_id)
+        ],
+        "baseline_sources": {
+            g: {k: v for k, v in {"source": b.source, "rule": b.rule, "sha256": b.sha256,
+                                  "flags": list(b.flags) or None}.items() if v is not None}
+            for g, b in sorted(baselines.items())
+        },
+    }
+
+
+def _n_levels(recordings: Sequence[RecordingInput]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for rec in recordings:
+        seen = [w for w in rec.steps["win_levels"].drop_nulls().to_list() if w > 0]
+        if seen:
+            out[rec.game_id] = max(out.get(rec.game_id, 0), max(seen))
+    return out
+
+
+def _plays_frame(cards: Sequence[Card], play_ids: dict[int, str]) -> pl.DataFrame:
+    rows = []
+    for card in cards:
+        for order, play in enumerate(card.plays):
+            rows.append({"play_id": play_ids[id(play)], "game_id": card.game_id, "run_order": order,
+                         "actions": play.actions, "cumulative": [c for _, c in play.actions_by_level]})
+    return pl.DataFrame(rows, schema={"play_id": pl.String, "game_id": pl.String, "run_order": pl.Int64,
+                                      "actions": pl.Int64, "cumulative": pl.List(pl.Int64)})
+
+
+def _check_agreement(sc: Scorecard, scores: VectorizedScores, play_ids: dict[int, str],
+                     cards: Sequence[Card]) -> None:
+    """The pure and the set-based scorers must give identical numbers (they share the arithmetic)."""
+    by_id = {pid: s for pid, s in scores.runs.select("play_id", "score").iter_rows()}
+    plays_by_game = {c.game_id: c.plays for c in cards}
+    for game in sc.environments:
+        for play, run in zip(plays_by_game[game.game_id], game.plays, strict=True):
+            if by_id[play_ids[id(play)]] != run.score:
+                raise RuntimeError(f"set-based and pure scores differ for {play_ids[id(play)]} under "
+                                   f"{sc.policy_id}: {by_id[play_ids[id(play)]]!r} != {run.score!r}")
+    if scores.total != sc.score:
+        raise RuntimeError(f"set-based and pure totals differ under {sc.policy_id}: {scores.total!r} != {sc.score!r}")
+
+
+def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest,
+                     progress: Callable[..., Iterable] | None = None) -> ScoreResult:
+    """Verify, exclude and score (module docstring)."""
+    if not request.policies:
+        raise ScoreInputError("no scoring policy selected")
+    seen: dict[str, str] = {}
+    for rec in recordings:
+        for pid, _ in rec.plays():
+            if pid in seen:
+                raise ScoreInputError(f"play {pid} appears in two recordings ({seen[pid]} and {rec.label}); "
+                                      "score them separately")
+            seen[pid] = rec.label
+    card_id = card_id_for(seen)
+
+    checks: list[PlayCheck] = []
+    items = progress(recordings, "replaying", len(recordings)) if progress else recordings
+    for rec in items:
+        checks.extend(verify_recording(rec, request.game_dirs, from_file=request.from_files))
+    excluded = {c.play_id: reason for c in checks if (reason := _exclusion(c, request.trust_recordings))}
+
+    games: dict[str, list[CardPlay]] = {}
+    play_ids: dict[int, str] = {}
+    for rec in recordings:
+        for pid, play in rec.plays():
+            if play is None or pid in excluded:
+                continue
+            games.setdefault(rec.game_id, []).append(play)
+            play_ids[id(play)] = pid
+    cards = [Card(game_id=g, plays=tuple(ps)) for g, ps in sorted(games.items())]
+    n_levels = _n_levels(recordings)
+    plays_frame = _plays_frame(cards, play_ids)
+
+    results = []
+    for policy in sorted(request.policies, key=lambda p: POLICY_ORDER.get(p.policy_id, len(POLICY_ORDER))):
+        baselines = resolve_baselines([c.game_id for c in cards], policy, request.baseline_sources, n_levels)
+        infos = {g: b.baseline_actions for g, b in baselines.items() if b.has_metadata}
+        sc = build_scorecard(card_id, cards, infos, policy)
+        games_frame = pl.DataFrame([{"game_id": g, "baseline_actions": None if v is None else list(v)}
+                                    for g, v in infos.items()],
+                                   schema={"game_id": pl.String, "baseline_actions": pl.List(pl.Int64)})
+        scores = score_plays_frame(plays_frame, games_frame, policy)
+        _check_agreement(sc, scores, play_ids, cards)
+        text = scorecard_to_json(sc, extra={"verification": _verification(checks, excluded, baselines,
+                                                                          request.trust_recordings)})
+        results.append(PolicyResult(policy, sc, text, baselines, scores))
+
+    result = ScoreResult(card_id=card_id, checks=checks, excluded=excluded, policies=results)
+    result.tables = build_tables(result, recordings, cards, play_ids)
+    return result
+
+
+# --------------------------------------------------------------------------------------------------
+# out tables
+# --------------------------------------------------------------------------------------------------
+def build_tables(result: ScoreResult, recordings: Sequence[RecordingInput], cards: Sequence[Card],
+                 play_ids: dict[int, str]) -> dict[str, pl.DataFrame]:
+    card_id = result.card_id
+    status = {c.play_id: c.status for c in result.checks}
+    checks = conform("out_arc3__replay_checks", [{
+        "card_id": card_id, "play_id": c.play_id, "file_id": c.file_id, "game_id": c.game_id, "guid": c.guid,
+        "verification_status": c.status, "replay_input": c.replay_input,
+        "is_only_reset_levels": c.is_only_reset_levels, "n_steps_replayed": c.n_steps_replayed,
+        **divergence_columns(c.divergence), "replay_detail": c.detail, "game_source_sha256": c.game_source_sha256,
+        "is_score_excluded": c.play_id in result.excluded, "exclusion_reason": result.excluded.get(c.play_id),
+    } for c in sorted(result.checks, key=lambda c: c.play_id)])
+
+    play_info = {}
+    for card in cards:
+        for index, play in enumerate(card.plays):
+            play_info[play_ids[id(play)]] = (index, play)
+    info = pl.DataFrame([{"play_id": p, "run_index": i, "guid": play.guid, "actions": play.actions,
+                          "resets": play.resets, "state": play.state, "is_completed": play.completed,
+                          "card_actions_by_level": [list(pair) for pair in play.actions_by_level]}
+                         for p, (i, play) in play_info.items()],
+                        schema={"play_id": pl.String, "run_index": pl.Int64, "guid": pl.String,
+                                "actions": pl.Int64, "resets": pl.Int64, "state": pl.String,
+                                "is_completed": pl.Boolean, "card_actions_by_level": pl.List(pl.List(pl.Int64))})
+    runs, levels, games, by_policy = [], [], [], {}
+    for pr in result.policies:
+        pid = pr.policy.policy_id
+        vruns = pr.scores.runs
+        r = vruns.join(info, on="play_id", how="left").with_columns(
+            card_id=pl.lit(card_id), policy_id=pl.lit(pid), is_best_run=pl.col("is_best"),
+            verification_status=pl.col("play_id").replace_strict(status, default=None))
+        runs.append(r)
+        by_policy[pid] = r.select("play_id", "game_id", "score")
+        levels.append(pr.scores.levels.rename({"level_actions": "n_actions"})
+                      .with_columns(card_id=pl.lit(card_id), policy_id=pl.lit(pid)))
+        env = {g.game_id: g for g in pr.scorecard.environments}
+        best = dict(pr.scores.games.select("game_id", "best_play_id").iter_rows())
+        for game_id, b in sorted(pr.baselines.items()):
+            g = env[game_id]
+            games.append({
+                "card_id": card_id, "policy_id": pid, "game_id": game_id, "score": g.score, "n_runs": len(g.plays),
+                "best_play_id": best.get(game_id), "actions": g.actions, "resets": g.resets,
+                "levels_completed": g.levels_completed, "is_completed": g.completed, "level_count": g.level_count,
+                "baseline_actions": None if b.baseline_actions is None else list(b.baseline_actions),
+                "baseline_source": b.source, "baseline_rule": b.rule, "message": g.message, "flags": list(b.flags),
+            })
+    tables = {
+        "out_arc3__replay_checks": checks,
+        "out_arc3__run_scores": conform("out_arc3__run_scores", pl.concat(runs) if runs else [])
+        .sort("policy_id", "game_id", "run_index"),
+        "out_arc3__level_scores": conform("out_arc3__level_scores", pl.concat(levels) if levels else [])
+        .sort("policy_id", "play_id", "level_index"),
+        "out_arc3__game_scores": conform("out_arc3__game_scores", games).sort("policy_id", "game_id"),
+        "out_arc3__policy_sensitivity": sensitivity(card_id, by_policy),
+    }
+    return tables
+
+
+def sensitivity(card_id: str, by_policy: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """out_arc3__policy_sensitivity: every pair of scored policies, earlier release first."""
+    frames = []
+    ordered = sorted(by_policy, key=lambda p: POLICY_ORDER.get(p, len(POLICY_ORDER)))
+    for a, b in itertools.combinations(ordered, 2):
+        pair = by_policy[a].rename({"score": "from_score"}).join(
+            by_policy[b].select("play_id", pl.col("score").alias("to_score")), on="play_id", how="inner")
+        frames.append(pair.with_columns(card_id=pl.lit(card_id), from_policy_id=pl.lit(a), to_policy_id=pl.lit(b),
+                                        score_delta=pl.col("to_score") - pl.col("from_score")))
+    df = conform("out_arc3__policy_sensitivity", pl.concat(frames) if frames else [])
+    return df.sort("from_policy_id", "to_policy_id", "game_id", "play_id")

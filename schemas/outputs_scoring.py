@@ -1,0 +1,127 @@
+"""`out_*` tables written by `arcstudy score` (pipeline/scoring/cli.py): replay checks, run, level and game
+scores per policy, and how run scores move between policies.
+
+Every table carries the scorecard's `card_id` (derived from the set of scored play ids, so re-scoring the
+same plays replaces the same rows) and, except the replay checks, the scoring `policy_id`.
+
+Fields reused from other modules keep their meaning: card_id, policy_id, play_id, game_id, guid, file_id,
+run_index, score, levels_completed, actions, resets, state, is_completed, card_actions_by_level (the run's
+cumulative pairs, rebuilt from its recording), message, level_index, n_actions, is_level_completed,
+baseline_actions, baseline_rule, is_only_reset_levels, flags.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from schemas.model import Field, Table
+
+SHA256 = r"^[0-9a-f]{64}$"
+REPLAY_STATUSES = ("verified", "divergent", "unverified", "not_replayable")
+BASELINE_SOURCES = ("baselines-dir", "baselines-csv", "db-level-baselines", "db-environments", "games-dir",
+                    "reference-csv", "none")
+
+FIELDS: list[Field] = [
+    # --- replay checks -----------------------------------------------------------------------------
+    Field("verification_status", pl.String, "replay verification of the play: `verified` (replayed through the engine, "
+          "states, level counts and recorded frame hashes match), `divergent` (first divergence reported), "
+          "`unverified` (game not loadable: scored from the recording alone), `not_replayable` (the actions "
+          "are not known, e.g. the benchmarking action_ids_lost defect)", isin=REPLAY_STATUSES),
+    Field("replay_input", pl.String, "what was replayed: the recording file given on the command line "
+          "(`recording`, frames compared pixel by pixel) or the database steps (`steps`, frame hashes compared)",
+          isin=("recording", "steps")),
+    Field("n_steps_replayed", pl.Int64, "frame lines of the play replayed through the engine", ge=0),
+    Field("divergence_step_index", pl.Int64, "0-based index of the recording's frame line where the replay "
+          "first diverged (the file's step_index)", nullable=True, ge=0),
+    Field("divergence_line_number", pl.Int64, "1-based line of the recording file where the replay first "
+          "diverged", nullable=True, ge=1),
+    Field("divergence_field", pl.String, "what differed first: state, levels_completed, win_levels, full_reset, "
+          "available_actions, frame_count, frame, or exception", nullable=True),
+    Field("divergence_expected", pl.String, "the recorded value at the divergence, as JSON", nullable=True),
+    Field("divergence_got", pl.String, "the engine's value at the divergence, as JSON", nullable=True),
+    Field("replay_detail", pl.String, "the divergence in words, or why the play was not replayed", nullable=True),
+    Field("game_source_sha256", pl.String, "sha256 of the game source file the play was replayed on",
+          nullable=True, regex=SHA256),
+    Field("is_score_excluded", pl.Boolean, "the play is reported but left out of the scorecard (divergent "
+          "without --trust-recordings, or its actions are unknown)"),
+    Field("exclusion_reason", pl.String, "why the play is left out of the scorecard", nullable=True),
+    # --- run and level scores ----------------------------------------------------------------------
+    Field("cutoff_level", pl.Int64, "policies with a per-level action cutoff: the first completed level whose "
+          "actions exceed ceil(5 x baseline); it and every later level score 0", nullable=True, ge=1),
+    Field("is_best_run", pl.Boolean, "this run gives its game's score (the first highest score in card order)"),
+    Field("level_baseline", pl.Int64, "the baseline actions the level was scored against (paired by position)"),
+    Field("level_budget", pl.Int64, "the policy's per-level action cutoff ceil(5 x baseline); null when the "
+          "policy has none", nullable=True, ge=0),
+    Field("level_score", pl.Float64, "the level's score in percent under the policy", ge=0),
+    # --- game scores -------------------------------------------------------------------------------
+    Field("n_runs", pl.Int64, "runs (plays) of the game in the scorecard", ge=0),
+    Field("best_play_id", pl.String, "the play whose score is the game's score", nullable=True),
+    Field("level_count", pl.Int64, "levels of the scored environment (the scorecard's level_count: the longest "
+          "list of level scores among its runs)", ge=0),
+    Field("baseline_source", pl.String, "where the game's baseline came from (`arcstudy score --help` gives the "
+          "resolution order); `none` when no source knows the game", isin=BASELINE_SOURCES),
+    # --- policy sensitivity ------------------------------------------------------------------------
+    Field("from_policy_id", pl.String, "the earlier scoring policy of the pair"),
+    Field("to_policy_id", pl.String, "the later scoring policy of the pair"),
+    Field("from_score", pl.Float64, "the run's score under from_policy_id (percent)", ge=0),
+    Field("to_score", pl.Float64, "the run's score under to_policy_id (percent)", ge=0),
+    Field("score_delta", pl.Float64, "to_score minus from_score (percentage points)"),
+]
+
+TABLES: list[Table] = [
+    Table(
+        name="out_arc3__replay_checks", layer="out",
+        description="One row per play given to `arcstudy score`: how its replay through the engine went (first "
+                    "divergence when there is one) and whether the play was left out of the score.",
+        columns=(
+            "card_id", "play_id", "file_id", "game_id", "guid", "verification_status", "replay_input",
+            "is_only_reset_levels", "n_steps_replayed", "divergence_step_index", "divergence_line_number",
+            "divergence_field", "divergence_expected", "divergence_got", "replay_detail", "game_source_sha256",
+            "is_score_excluded", "exclusion_reason",
+        ),
+        primary_key=("card_id", "play_id"),
+    ),
+    Table(
+        name="out_arc3__run_scores", layer="out",
+        description="One row per scored run (play) and policy: the toolkit's run fields and card pairs, the "
+                    "policy's cutoff, whether it is its game's best run, and its replay status.",
+        columns=(
+            "card_id", "policy_id", "play_id", "game_id", "guid", "run_index", "score", "levels_completed",
+            "actions", "resets", "state", "is_completed", "card_actions_by_level", "message", "cutoff_level",
+            "is_best_run", "verification_status",
+        ),
+        primary_key=("card_id", "policy_id", "play_id"),
+    ),
+    Table(
+        name="out_arc3__level_scores", layer="out",
+        description="One row per scorable run, baseline level and policy: actions charged to the level, its "
+                    "baseline, budget and score (levels paired with cumulative counts by position).",
+        columns=(
+            "card_id", "policy_id", "play_id", "level_index", "game_id", "n_actions", "level_baseline",
+            "is_level_completed", "level_budget", "level_score",
+        ),
+        primary_key=("card_id", "policy_id", "play_id", "level_index"),
+    ),
+    Table(
+        name="out_arc3__game_scores", layer="out",
+        description="One row per scored game and policy: the game score (its best run), totals over its runs, "
+                    "and the baseline used with its source and rule.",
+        columns=(
+            "card_id", "policy_id", "game_id", "score", "n_runs", "best_play_id", "actions", "resets",
+            "levels_completed", "is_completed", "level_count", "baseline_actions", "baseline_source",
+            "baseline_rule", "message", "flags",
+        ),
+        primary_key=("card_id", "policy_id", "game_id"),
+        nullable_here=("baseline_rule",),
+    ),
+    Table(
+        name="out_arc3__policy_sensitivity", layer="out",
+        description="How each scored run's score moves from one policy to another (every pair of the policies "
+                    "scored, earlier policy first).",
+        columns=(
+            "card_id", "play_id", "game_id", "from_policy_id", "to_policy_id", "from_score", "to_score",
+            "score_delta",
+        ),
+        primary_key=("card_id", "play_id", "from_policy_id", "to_policy_id"),
+    ),
+]

@@ -1,0 +1,147 @@
+"""Baseline resolution for `arcstudy score` (pipeline/scoring/baseline_sources.py): sources, order, rules, flags."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.manifest import sha256_file
+from pipeline.scoring import get_policy
+from pipeline.scoring.baseline_sources import (
+    REFERENCE_CSV,
+    BaselineSourceError,
+    reference_source,
+    resolve_baselines,
+    source_from_db,
+    source_from_games_dirs,
+    source_from_path,
+)
+from pipeline.workspace import Workspace
+from schemas.validate import conform
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+P2604, P2603 = get_policy("arc-agi-3/2026-04"), get_policy("arc-agi-3/2026-03")
+REF = pl.read_csv(SHARED / "reference" / "arc-agi-3-public-games.csv", infer_schema=False)
+
+
+def ref_values(game_id: str, snapshot: str) -> tuple[int, ...]:
+    row = REF.filter((pl.col("game_id") == game_id) & (pl.col("snapshot") == snapshot)).row(0, named=True)
+    return tuple(json.loads(row["baseline_actions"]))
+
+
+def metadata_dir(root: Path, games: dict[str, list[int] | None]) -> Path:
+    for game_id, values in games.items():
+        code, version = game_id.split("-")
+        folder = root / code / version
+        folder.mkdir(parents=True)
+        doc = {"game_id": game_id, "title": code.upper()}
+        if values is not None:
+            doc["baseline_actions"] = values
+        (folder / "metadata.json").write_text(json.dumps(doc))
+    return root
+
+
+def test_shipped_reference_is_the_shared_file():
+    assert REFERENCE_CSV.read_bytes() == (SHARED / "reference" / "arc-agi-3-public-games.csv").read_bytes()
+    assert (REFERENCE_CSV.parent / "README.md").is_file()
+
+
+def test_reference_prefers_the_policy_rule_then_current():
+    src = reference_source()
+    now = resolve_baselines(["ls20-9607627b"], P2604, [src])["ls20-9607627b"]
+    assert now.baseline_actions == ref_values("ls20-9607627b", "current") == (22, 123, 73, 84, 96, 192, 186)
+    assert (now.source, now.rule, now.flags) == ("reference-csv", "upper-median", ())
+    paper = resolve_baselines(["ls20-9607627b"], P2603, [src])["ls20-9607627b"]
+    assert paper.baseline_actions == ref_values("ls20-9607627b", "pre-2026-04-14")
+    assert paper.rule == "second-best" and paper.flags == ()
+    # A version that only exists in the current snapshot: used, and the rule mismatch is reported.
+    only_current = resolve_baselines(["ar25-0c556536"], P2603, [src])["ar25-0c556536"]
+    assert only_current.baseline_actions == ref_values("ar25-0c556536", "current")
+    assert only_current.flags == ("baseline_rule_differs_from_policy",)
+    assert only_current.sha256 == sha256_file(REFERENCE_CSV)
+
+
+def test_first_source_that_knows_the_game_wins(tmp_path):
+    explicit = source_from_path(metadata_dir(tmp_path / "explicit", {"aa11-0000000a": [3, 4],
+                                                                     "bb22-0000000b": None}))
+    games = source_from_games_dirs([metadata_dir(tmp_path / "games", {"aa11-0000000a": [9, 9],
+                                                                       "bb22-0000000b": [5],
+                                                                       "cc33-0000000c": [7, 8, 9]})])
+    got = resolve_baselines(["cc33-0000000c", "aa11-0000000a", "bb22-0000000b", "zz99-0000000f",
+                             "ls20-9607627b"], P2604, [explicit, games, reference_source()],
+                            n_levels={"cc33-0000000c": 4})
+    assert list(got) == sorted(got)
+    assert (got["aa11-0000000a"].baseline_actions, got["aa11-0000000a"].source) == ((3, 4), "baselines-dir")
+    # Known to the explicit source without a baseline: unscorable there, not filled in from a later source.
+    assert got["bb22-0000000b"].baseline_actions is None and got["bb22-0000000b"].has_metadata
+    assert got["bb22-0000000b"].flags == ("baseline_missing",)
+    assert got["cc33-0000000c"].source == "games-dir"
+    assert got["cc33-0000000c"].flags == ("baseline_length_differs_from_levels",)
+    assert got["ls20-9607627b"].source == "reference-csv"
+    nothing = got["zz99-0000000f"]
+    assert (nothing.has_metadata, nothing.source, nothing.baseline_actions) == (False, "none", None)
+
+
+def test_csv_shapes(tmp_path):
+    wide = tmp_path / "wide.csv"
+    pl.DataFrame({"game_id": ["aa11-0000000a"], "baseline_actions": ["[4, 8, 16]"]}).write_csv(wide)
+    got = resolve_baselines(["aa11-0000000a"], P2604, [source_from_path(wide)])["aa11-0000000a"]
+    assert (got.baseline_actions, got.source, got.rule) == ((4, 8, 16), "baselines-csv", None)
+
+    # The long CSV `arcstudy baselines --out` writes (out_arc3__level_baselines rows of one rule).
+    long = tmp_path / "long.csv"
+    pl.DataFrame({"game_id": ["aa11-0000000a"] * 2 + ["bb22-0000000b"] * 2, "level_index": [2, 1, 1, 2],
+                  "baseline_rule": ["second-best"] * 4, "baseline_value": [12.0, 7.0, 5.0, None],
+                  "n_completers": [3, 3, 2, 1]}).write_csv(long)
+    got = resolve_baselines(["aa11-0000000a", "bb22-0000000b"], P2603, [source_from_path(long)])
+    assert got["aa11-0000000a"].baseline_actions == (7, 12) and got["aa11-0000000a"].rule == "second-best"
+    assert got["bb22-0000000b"].baseline_actions is None
+    assert got["bb22-0000000b"].flags == ("baseline_too_few_completers",)
+    # A single-rule file scored under another policy: used, and flagged.
+    other = resolve_baselines(["aa11-0000000a"], P2604, [source_from_path(long)])["aa11-0000000a"]
+    assert other.flags == ("baseline_rule_differs_from_policy",)
+
+    half = tmp_path / "half.csv"
+    pl.DataFrame({"game_id": ["aa11-0000000a"], "level_index": [1], "baseline_value": [7.5]}).write_csv(half)
+    with pytest.raises(BaselineSourceError, match="whole number"):
+        resolve_baselines(["aa11-0000000a"], P2604, [source_from_path(half)])
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(BaselineSourceError, match="needs columns"):
+        source_from_path(bad)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(BaselineSourceError, match="no metadata.json"):
+        source_from_path(empty)
+
+
+def _env_row(game_id: str, values: list[int] | None, day: int, file_char: str) -> dict:
+    return {"game_id": game_id, "file_id": file_char * 64, "game_code": game_id[:4], "version": game_id[5:],
+            "baseline_actions": values, "date_downloaded": datetime(2026, 1, day, tzinfo=UTC),
+            "metadata_json": "{}", "flags": []}
+
+
+def test_database_sources(tmp_path):
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        assert source_from_db(ws) == []
+        ws.insert_frame("core_arc3__environments", conform("core_arc3__environments", [
+            _env_row("aa11-0000000a", [1, 2], 1, "a"), _env_row("aa11-0000000a", [5, 6], 3, "b"),
+            _env_row("bb22-0000000b", [9], 2, "c")]))
+        levels = [{"game_id": "bb22-0000000b", "level_index": 1, "baseline_rule": rule, "baseline_value": value,
+                   "n_completers": 4, "min_completers": 1, "is_too_few_completers": False, "n_players": 5,
+                   "n_card_costs": 0, "is_default_rule": rule == "upper-median"}
+                  for rule, value in (("upper-median", 11.0), ("second-best", 8.0), ("median", 10.5),
+                                      ("best", 6.0))]
+        ws.insert_frame("out_arc3__level_baselines", conform("out_arc3__level_baselines", levels))
+        sources = source_from_db(ws)
+    assert [s.kind for s in sources] == ["db-level-baselines", "db-environments"]
+    now = resolve_baselines(["aa11-0000000a", "bb22-0000000b"], P2604, sources)
+    assert (now["bb22-0000000b"].baseline_actions, now["bb22-0000000b"].source) == ((11,), "db-level-baselines")
+    assert now["bb22-0000000b"].rule == "upper-median"
+    assert (now["aa11-0000000a"].baseline_actions, now["aa11-0000000a"].source) == ((5, 6), "db-environments")
+    paper = resolve_baselines(["bb22-0000000b"], P2603, sources)["bb22-0000000b"]
+    assert paper.baseline_actions == (8,) and paper.rule == "second-best"
