@@ -280,6 +280,10 @@ from pipeline.harc.cli import register as _register_harc  # noqa: E402
 
 _register_harc(app)
 
+from pipeline.report.cli import register as _register_report  # noqa: E402
+
+_register_report(app)
+
 
 if __name__ == "__main__":  # pragma: no cover
     app()
