@@ -276,6 +276,10 @@ from pipeline.transforms.cli import register as _register_transforms  # noqa: E4
 
 _register_transforms(app)
 
+from pipeline.scoring.cli import register as _register_scoring  # noqa: E402
+
+_register_scoring(app)
+
 from pipeline.harc.cli import register as _register_harc  # noqa: E402
 
 _register_harc(app)

@@ -1,0 +1,307 @@
+"""`arcstudy score`, registered on the main app by `register(app)`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+from rich.table import Table as RichTable
+
+from pipeline.console import out
+
+from .policies import DEFAULT_POLICY_ID, POLICIES, ScoringPolicy, get_policy
+
+SCORE_TABLES = ("out_arc3__replay_checks", "out_arc3__run_scores", "out_arc3__level_scores",
+                "out_arc3__game_scores", "out_arc3__policy_sensitivity")
+PER_POLICY_TABLES = ("out_arc3__run_scores", "out_arc3__level_scores", "out_arc3__game_scores")
+
+
+def _cli():
+    # Imported lazily: pipeline.cli imports this module at the end of its own import.
+    from pipeline import cli
+
+    return cli
+
+
+def default_out_dir(db_path: Path, card_id: str) -> Path:
+    """Scorecards, CSVs, figures and manifest live beside the database: `<db>.score/<card_id>/`."""
+    return db_path.parent / (db_path.stem + ".score") / card_id
+
+
+def parse_policies(value: str) -> list[ScoringPolicy]:
+    if value.strip() == "all":
+        return list(POLICIES.values())
+    return [get_policy(v.strip()) for v in value.split(",") if v.strip()]
+
+
+def expand_recordings(paths: list[Path]) -> list[Path]:
+    """Files as given; folders searched recursively for `*.jsonl`; sorted, without duplicates."""
+    found: list[Path] = []
+    for p in paths:
+        found.extend(sorted(q for q in p.rglob("*.jsonl") if q.is_file()) if p.is_dir() else [p])
+    seen, unique = set(), []
+    for p in found:
+        key = p.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return unique
+
+
+def score_command(
+    recordings: Annotated[list[Path] | None, typer.Argument(
+        help="Recording files (JSONL) or folders searched for *.jsonl. Without any, the plays already in the "
+             "database are scored.", exists=True, show_default=False)] = None,
+    policy: Annotated[str, typer.Option("--policy", help=f"Scoring policy id, several separated by commas, or "
+                                        f"`all` ({', '.join(POLICIES)}).")] = DEFAULT_POLICY_ID,
+    baselines: Annotated[Path | None, typer.Option("--baselines", help="Baselines to score against: a folder of "
+                                                   "metadata.json files (searched recursively) or a CSV (the shape "
+                                                   "of data/reference/arc-agi-3-public-games.csv, or the long CSV "
+                                                   "of `arcstudy baselines --out`).", exists=True,
+                                                   show_default=False)] = None,
+    games: Annotated[list[Path] | None, typer.Option("--games", help="Folder of game files laid out like the "
+                                                     "official environment_files (repeatable): plays of these games "
+                                                     "are replay-verified, their metadata is a baseline source.",
+                                                     exists=True, file_okay=False, show_default=False)] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for the scorecards, CSVs, figures and "
+                                                 "manifest.json (default: <db>.score/<card_id>/).", file_okay=False,
+                                                 show_default=False)] = None,
+    db: Annotated[Path | None, typer.Option("--db", help="DuckDB database file (default: $ARCSTUDY_DB or "
+                                            "./arcstudy.duckdb).", dir_okay=False, show_default=False)] = None,
+    trust_recordings: Annotated[bool, typer.Option("--trust-recordings", help="Score plays whose replay diverges "
+                                                   "(still reported as divergent).")] = False,
+    recovered_actions: Annotated[Path | None, typer.Option("--recovered-actions", help="JSON object mapping a "
+                                                           "recording's file name, guid or file_id to its real "
+                                                           "actions, for recordings whose action ids were lost.",
+                                                           exists=True, dir_okay=False, show_default=False)] = None,
+    game: Annotated[list[str] | None, typer.Option("--game", help="Database plays: only this game id "
+                                                   "(repeatable).", show_default=False)] = None,
+    no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the figures.")] = False,
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another writer.")] = 30.0,
+) -> None:
+    """Score plays with RHAE under versioned policies, each play replay-verified through the engine first.
+
+    Reads: the recordings given (nothing is ingested), or without any the plays in the database
+    (core_arc3__plays, core_arc3__steps, raw_ingest__files); the game files of --games (replay) and the
+    baselines: --baselines DIR|CSV, else the database (out_arc3__level_baselines under the policy's rule when a
+    study was built, else core_arc3__environments), else --games metadata, else the published reference
+    baselines shipped in data/reference/ (the first source that knows a game is used, and recorded).
+
+    Writes: under --out, one scorecard per policy (scorecard__<policy>.json, the toolkit's scored-summary shape
+    plus a `verification` key; byte-identical when re-run), replay_checks.csv, policy_sensitivity.csv (two or
+    more policies), figures/ (level-score heatmaps, policy sensitivity) and manifest.json; in the database
+    out_arc3__replay_checks, out_arc3__run_scores, out_arc3__level_scores, out_arc3__game_scores and
+    out_arc3__policy_sensitivity (rows of this scorecard id replaced), and a row in `runs`.
+
+    A play whose replay diverges is reported with its first divergence and left out of the score unless
+    --trust-recordings; a play whose game cannot be loaded is scored unverified. Exit code 3 when plays were
+    left out or input lines or files were rejected.
+    """
+    from engine.loader import default_environments_dir
+    from pipeline.manifest import RunManifest
+    from pipeline.workspace import WorkspaceError, default_db_path
+
+    from . import baseline_sources as bs
+    from .plays import (
+        RecordingReadError,
+        load_recovered_actions,
+        read_recording_files,
+        recordings_from_tables,
+    )
+    from .run import ScoreInputError, ScoreRequest, score_recordings
+
+    cli = _cli()
+    try:
+        policies = parse_policies(policy)
+    except KeyError as err:
+        raise cli.fail(str(err.args[0]), cli.EXIT_USAGE) from err
+    if not policies:
+        raise cli.fail("--policy names no policy", cli.EXIT_USAGE)
+    explicit = None
+    try:
+        explicit = bs.source_from_path(baselines) if baselines is not None else None
+        recovered = load_recovered_actions(recovered_actions) if recovered_actions is not None else {}
+    except (bs.BaselineSourceError, RecordingReadError) as err:
+        raise cli.fail(str(err), cli.EXIT_USAGE) from err
+    db_path = db or default_db_path()
+    from_files = bool(recordings)
+    if not from_files and not db_path.exists():
+        raise cli.fail(f"database {db_path} does not exist: give recordings to score, or run `arcstudy ingest` "
+                       "first (or pass --db)")
+    game_dirs = [*(games or []), default_environments_dir()]
+    command = " ".join(["arcstudy", *sys.argv[1:]])
+    manifest = RunManifest(command=command, policy_ids=[p.policy_id for p in policies], config={
+        "recordings": [str(p) for p in recordings or []], "policy": policy, "baselines": str(baselines)
+        if baselines else None, "games": [str(g) for g in games or []], "trust_recordings": trust_recordings,
+        "recovered_actions": str(recovered_actions) if recovered_actions else None, "game": game or [],
+        "db": str(db_path), "figures": not no_figures})
+    problems: list[tuple[Path, str]] = []
+    with cli.open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+        if from_files:
+            paths = expand_recordings(list(recordings or []))
+            if not paths:
+                raise cli.fail("no *.jsonl recording found in the folders given", cli.EXIT_USAGE)
+            steps, plays, files, problems = read_recording_files(paths, run_id=manifest.run_id)
+            for p in paths:
+                manifest.add_input(p)
+        else:
+            steps, plays, files = _db_plays(ws, game or [])
+            digest = _digest(sorted(files))
+            manifest.add_input(f"{db_path}#core_arc3__steps", digest)
+        recs = recordings_from_tables(steps, plays, files, recovered)
+        if not recs:
+            where = "in the recordings given" if from_files else "in the database" + (" for --game" if game else "")
+            raise cli.fail(f"no plays to score {where}", cli.EXIT_USAGE if from_files else cli.EXIT_ERROR)
+        sources = [s for s in [explicit, *bs.source_from_db(ws), bs.source_from_games_dirs(game_dirs),
+                               bs.reference_source()] if s is not None]
+        request = ScoreRequest(policies=policies, baseline_sources=sources, game_dirs=game_dirs,
+                               trust_recordings=trust_recordings, from_files=from_files)
+        try:
+            result = score_recordings(recs, request, progress=out.track)
+        except ScoreInputError as err:
+            raise cli.fail(str(err), cli.EXIT_USAGE) from err
+        out_dir = out_dir or default_out_dir(db_path, result.card_id)
+        written = _write_outputs(result, out_dir, figures=not no_figures)
+        for path in written:
+            manifest.add_output(path)
+        _add_baseline_inputs(manifest, result)
+        try:
+            _write_tables(ws, result)
+        except WorkspaceError as err:
+            raise cli.fail(str(err)) from err
+        code = cli.EXIT_REJECTED if (result.excluded or problems) else cli.EXIT_OK
+        manifest.notes.update(_notes(result, problems))
+        manifest.finish(code)
+        ws.record_run(manifest)
+    manifest_path = manifest.write_json(out_dir)
+    _print_summary(result, problems, out_dir, manifest_path)
+    raise typer.Exit(code)
+
+
+def _digest(items: list[str]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\n".join(items).encode()).hexdigest()
+
+
+def _db_plays(ws, games: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
+    where, params = "", []
+    if games:
+        where = f" WHERE game_id IN ({', '.join('?' for _ in games)})"
+        params = list(games)
+    plays = ws.read(f"SELECT * FROM core_arc3__plays{where}", params)
+    if plays.height == 0:
+        return ws.read("SELECT * FROM core_arc3__steps WHERE false"), plays, {}
+    ids = plays["file_id"].unique().sort().to_list()
+    steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id IN (SELECT unnest(?::VARCHAR[])) "
+                    "ORDER BY file_id, line_number", [ids])
+    names = ws.read("SELECT file_id, file_name FROM raw_ingest__files WHERE file_id IN "
+                    "(SELECT unnest(?::VARCHAR[]))", [ids])
+    files = {fid: (name, None) for fid, name in names.iter_rows()}
+    for fid in ids:
+        files.setdefault(fid, (None, None))
+    return steps, plays, files
+
+
+def _add_baseline_inputs(manifest, result) -> None:
+    seen = set()
+    for pr in result.policies:
+        for b in pr.baselines.values():
+            if b.location and b.sha256 and (b.location, b.sha256) not in seen:
+                seen.add((b.location, b.sha256))
+                manifest.add_input(b.location, b.sha256)
+
+
+def _write_outputs(result, out_dir: Path, *, figures: bool) -> list[Path]:
+    from .run import policy_slug
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for pr in result.policies:
+        path = out_dir / f"scorecard__{policy_slug(pr.policy.policy_id)}.json"
+        path.write_text(pr.scorecard_json, encoding="utf-8")
+        written.append(path)
+    checks = result.tables["out_arc3__replay_checks"].drop("card_id")
+    path = out_dir / "replay_checks.csv"
+    checks.write_csv(path)
+    written.append(path)
+    sens = result.tables["out_arc3__policy_sensitivity"]
+    if len(result.policies) > 1:
+        path = out_dir / "policy_sensitivity.csv"
+        sens.drop("card_id").write_csv(path)
+        written.append(path)
+    if figures:
+        from .figures import save_score_figures  # altair and vl-convert take seconds to import
+
+        for paths in save_score_figures(result, out_dir / "figures").values():
+            written.extend(paths.values())
+    return written
+
+
+def _write_tables(ws, result) -> None:
+    card_id = result.card_id
+    policy_ids = [pr.policy.policy_id for pr in result.policies]
+    with ws.transaction() as con:
+        for name in SCORE_TABLES:
+            if name in PER_POLICY_TABLES:
+                con.execute(f"DELETE FROM {name} WHERE card_id = ? AND policy_id IN (SELECT unnest(?::VARCHAR[]))",
+                            [card_id, policy_ids])
+            else:
+                con.execute(f"DELETE FROM {name} WHERE card_id = ?", [card_id])
+            ws.insert_frame(name, result.tables[name], con=con)
+
+
+def _notes(result, problems) -> dict:
+    return {
+        "card_id": result.card_id,
+        "verification": result.status_counts(),
+        "excluded_plays": dict(sorted(result.excluded.items())),
+        "rejected_input": [f"{p}: {reason}" for p, reason in problems],
+        "scores": {pr.policy.policy_id: pr.scorecard.score for pr in result.policies},
+        "baseline_sources": {
+            pr.policy.policy_id: {g: {"source": b.source, "location": b.location, "rule": b.rule,
+                                      "flags": list(b.flags)} for g, b in sorted(pr.baselines.items())}
+            for pr in result.policies
+        },
+    }
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3f}"
+
+
+def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None:
+    policies = [pr.policy.policy_id for pr in result.policies]
+    table = RichTable(title=f"scorecard {result.card_id}")
+    for col in ("game", "runs", *policies, "baseline source"):
+        table.add_column(col, justify="right" if col in policies or col == "runs" else "left")
+    first = result.policies[0]
+    for game in first.scorecard.environments:
+        scores = [_fmt(pr.scorecard.suite.game_scores[game.game_id]) for pr in result.policies]
+        b = first.baselines[game.game_id]
+        source = b.source + (f" ({b.rule})" if b.rule else "") + (f" [{', '.join(b.flags)}]" if b.flags else "")
+        note = f"  {game.message}" if game.message else ""
+        table.add_row(game.game_id, str(len(game.plays)), *scores, source + note)
+    table.add_row("total", "", *[_fmt(pr.scorecard.score) for pr in result.policies], "")
+    out.console.print(table)
+    counts = ", ".join(f"{n} {s}" for s, n in result.status_counts().items())
+    out.console.print(f"replay: {len(result.checks)} plays: {counts}")
+    if result.excluded:
+        out.console.print(f"left out of the score: {len(result.excluded)} plays")
+        details = {c.play_id: c.detail for c in result.checks}
+        for pid, reason in list(sorted(result.excluded.items()))[:10]:
+            out.console.print(f"  {pid}: {reason}" + (f": {details[pid]}" if details.get(pid) else ""))
+        if len(result.excluded) > 10:
+            out.console.print(f"  ... and {len(result.excluded) - 10} more (see out_arc3__replay_checks)")
+    for path, reason in problems[:10]:
+        out.console.print(f"rejected input: {path.name}: {reason}")
+    if len(problems) > 10:
+        out.console.print(f"... and {len(problems) - 10} more rejected inputs (see manifest.json)")
+    out.console.print(f"wrote {out_dir} (manifest: {manifest_path.name})")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("score")(score_command)

@@ -1,0 +1,296 @@
+"""`arcstudy score` end to end on every sample recording of ../shared, from the files and from the database.
+
+Baselines come from the sidecars' `baseline_actions` (written as a metadata.json folder); the fixture recordings
+replay on the conformance games; the benchmarking file's lost action ids are supplied with --recovered-actions
+(the sidecar's reconstructed_actions). Every run the toolkit scored must come out with the sidecar's numbers,
+both ways, and the two scorecards must be the same bytes.
+
+Human-dataset files: a file records one session; its card may hold other sessions' slots (the cd82 stub). The
+score covers the plays of the files given, so the file's own run is compared with the card slot of its
+filename guid, and the game score with the sidecar's (the stub scores 0).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.ingest import ingest_paths
+from pipeline.manifest import sha256_file
+from pipeline.scoring import scorecard_from_json
+from pipeline.workspace import Workspace
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+SAMPLES = SHARED / "samples" / "arc-agi-3"
+GAMES = SHARED / "conformance" / "environment_files"
+SIDECARS = sorted(SAMPLES.rglob("*.expected.json"))
+RECORDINGS = sorted(SAMPLES.rglob("*.jsonl"))
+POLICY = "arc-agi-3/2026-04"
+SLUG = "scorecard__arc-agi-3_2026-04.json"
+TOL = 1e-9
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["--plain", "score", *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def assert_close(actual, expected, path="$"):
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict) and set(actual) == set(expected), f"{path}: {actual} != {expected}"
+        for key in expected:
+            assert_close(actual[key], expected[key], f"{path}.{key}")
+    elif isinstance(expected, list):
+        assert isinstance(actual, list) and len(actual) == len(expected), f"{path}: {actual} != {expected}"
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            assert_close(a, e, f"{path}[{i}]")
+    elif isinstance(expected, float):
+        assert math.isclose(actual, expected, rel_tol=0.0, abs_tol=TOL), f"{path}: {actual!r} != {expected!r}"
+    else:
+        assert actual == expected, f"{path}: {actual!r} != {expected!r}"
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("score-inputs")
+    recovered, baselines = {}, {}
+    for sidecar in SIDECARS:
+        doc = json.loads(sidecar.read_text())
+        assert baselines.setdefault(doc["game_id"], doc["baseline_actions"]) == doc["baseline_actions"]
+        if "reconstructed_actions" in doc:
+            recovered[doc["recording"]] = doc["reconstructed_actions"]
+    for game_id, values in baselines.items():
+        code, version = game_id.split("-")
+        (root / "meta" / code / version).mkdir(parents=True)
+        (root / "meta" / code / version / "metadata.json").write_text(
+            json.dumps({"game_id": game_id, "baseline_actions": values}))
+    (root / "recovered.json").write_text(json.dumps(recovered))
+    return {"meta": root / "meta", "recovered": root / "recovered.json", "root": root}
+
+
+def common(inputs, db: Path, out: Path) -> list[str]:
+    return ["--games", str(GAMES), "--baselines", str(inputs["meta"]), "--recovered-actions",
+            str(inputs["recovered"]), "--db", str(db), "--out", str(out)]
+
+
+@pytest.fixture(scope="module")
+def from_files(inputs) -> dict:
+    root = inputs["root"]
+    code, output = run(str(SAMPLES), *common(inputs, root / "files.duckdb", root / "files-out"), "--policy", "all")
+    assert code == 0, output
+    return {"db": root / "files.duckdb", "out": root / "files-out", "output": output}
+
+
+@pytest.fixture(scope="module")
+def from_db(inputs) -> dict:
+    root = inputs["root"]
+    db = root / "study.duckdb"
+    with Workspace(db) as ws:
+        report = ingest_paths(ws, RECORDINGS, run_id="test-score")
+        assert {f.status for f in report.files} == {"loaded"}
+    code, output = run(*common(inputs, db, root / "db-out"), "--policy", "all", "--no-figures")
+    assert code == 0, output
+    return {"db": db, "out": root / "db-out", "output": output}
+
+
+def tables(got: dict) -> dict[str, pl.DataFrame]:
+    """The out tables of one run's scorecard (other tests add other scorecards to the same database)."""
+    card_id = json.loads((got["out"] / SLUG).read_text())["card_id"]
+    with Workspace(got["db"], read_only=True) as ws:
+        out = {name: ws.read(f"SELECT * FROM {name} WHERE card_id = ?", [card_id]) for name in
+               ("out_arc3__run_scores", "out_arc3__replay_checks", "out_arc3__game_scores")}
+        out["runs"] = ws.read("SELECT * FROM runs")
+    return out
+
+
+def pairs(value) -> list:
+    return [] if value in (None, [], [[]]) else value
+
+
+@pytest.mark.parametrize("origin", ["from_files", "from_db"])
+@pytest.mark.parametrize("sidecar", SIDECARS, ids=lambda p: p.name.replace(".expected.json", "")[:50])
+def test_every_sample_reproduces_its_sidecar(request, origin, sidecar):
+    got = request.getfixturevalue(origin)
+    doc = json.loads(sidecar.read_text())
+    if "runs" not in got:  # read once per origin
+        got["runs"] = tables(got)["out_arc3__run_scores"].filter(pl.col("policy_id") == POLICY)
+    runs = got["runs"]
+    mine = (runs.filter(pl.col("play_id").str.starts_with(doc["guid"] + "/"))
+            .with_columns(pl.col("play_id").str.split("/").list.last().cast(pl.Int64).alias("k")).sort("k"))
+    scorecard = json.loads((got["out"] / SLUG).read_text())
+    env = next(e for e in scorecard["environments"] if e["id"] == doc["game_id"])
+    expected_runs = doc["scored"]["environment"]["runs"]
+    card = doc["card"]
+    if doc["format"] == "human-dataset-jsonl":
+        slot = card["guids"].index(doc["guid"])
+        expected_runs, slots = [expected_runs[slot]], [slot]
+    else:
+        slots = list(range(card["total_plays"]))
+    assert mine.height == len(expected_runs)
+    for row, expected, slot in zip(mine.iter_rows(named=True), expected_runs, slots, strict=True):
+        assert_close(env["runs"][row["run_index"]], expected)  # the whole toolkit run entry
+        assert row["actions"] == card["actions"][slot]
+        assert row["resets"] == card["resets"][slot]
+        assert row["state"] == card["states"][slot]
+        abl = card["actions_by_level"]
+        assert row["card_actions_by_level"] == pairs(abl[slot] if slot < len(abl) else None)
+        assert math.isclose(row["score"], expected["score"], abs_tol=TOL)
+    assert math.isclose(max(mine["score"]), doc["scored"]["game_score"], abs_tol=TOL)
+
+
+def test_files_and_database_give_the_same_scorecards(from_files, from_db):
+    names = sorted(p.name for p in from_files["out"].glob("scorecard__*.json"))
+    assert names == ["scorecard__arc-agi-3_2025-preview.json", "scorecard__arc-agi-3_2026-03.json", SLUG]
+    for name in names:
+        assert (from_files["out"] / name).read_bytes() == (from_db["out"] / name).read_bytes(), name
+    sc = json.loads((from_files["out"] / SLUG).read_text())
+    assert sc["scoring_policy"] == POLICY and sc["card_id"].startswith("arcstudy-")
+    assert set(sc) >= {"environments", "score", "total_actions", "total_environments", "verification"}
+    assert "timestamp" not in (from_files["out"] / SLUG).read_text()
+    # tu93 (spec/scoring.md D.3) and vc33 (D.2) under the three policies.
+    games = tables(from_files)["out_arc3__game_scores"]
+    tu93 = dict(games.filter(pl.col("game_id") == "tu93-0768757b").select("policy_id", "score").iter_rows())
+    assert tu93 == pytest.approx({"arc-agi-3/2025-preview": 476 / 9, "arc-agi-3/2026-03": 1457.76 / 45,
+                                  "arc-agi-3/2026-04": 100 / 3}, abs=1e-6)
+    vc33 = dict(games.filter(pl.col("game_id") == "vc33-5430563c").select("policy_id", "score").iter_rows())
+    assert vc33 == pytest.approx({"arc-agi-3/2025-preview": 200 / 7, "arc-agi-3/2026-03": 300 / 28,
+                                  "arc-agi-3/2026-04": 300 / 28}, abs=1e-9)
+
+
+def test_replay_statuses(from_files, from_db):
+    for got, replay_input in ((from_files, "recording"), (from_db, "steps")):
+        checks = tables(got)["out_arc3__replay_checks"]
+        assert checks.height == 64 and set(checks["replay_input"]) == {replay_input}
+        fixtures = {g.split("-")[0] for g in checks["game_id"]} & {p.name for p in GAMES.iterdir()}
+        assert len(fixtures) == 8
+        fixture_rows = checks.filter(pl.col("game_id").str.slice(0, 4).is_in(list(fixtures)))
+        assert fixture_rows.height == 45
+        assert set(fixture_rows["verification_status"]) == {"verified"}
+        assert (fixture_rows["n_steps_replayed"] > 0).all() and fixture_rows["game_source_sha256"].is_not_null().all()
+        others = checks.filter(~pl.col("game_id").str.slice(0, 4).is_in(list(fixtures)))
+        assert set(others["verification_status"]) == {"unverified"}
+        assert others["replay_detail"].str.contains("game not loadable").all()
+        assert not checks["is_score_excluded"].any()
+        human = checks.filter(pl.col("game_id").str.slice(0, 4).is_in(["vc33", "lp85", "cd82"])
+                              & pl.col("is_only_reset_levels"))
+        assert human.height == 3
+    csv_rows = list(csv.DictReader((from_files["out"] / "replay_checks.csv").open()))
+    assert len(csv_rows) == 64 and csv_rows == sorted(csv_rows, key=lambda r: r["play_id"])
+
+
+def test_outputs_manifest_and_runs(from_files, inputs):
+    out = from_files["out"]
+    for stem in ("level_scores_heatmap__arc-agi-3_2026-04", "level_scores_heatmap__arc-agi-3_2026-03",
+                 "policy_sensitivity"):
+        for ext in (".png", ".svg", ".vl.json"):
+            assert (out / "figures" / (stem + ext)).stat().st_size > 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["policy_ids"] == ["arc-agi-3/2025-preview", "arc-agi-3/2026-03", "arc-agi-3/2026-04"]
+    for rec in RECORDINGS:
+        assert manifest["inputs"][str(rec)] == sha256_file(rec)
+    for name in ("replay_checks.csv", "policy_sensitivity.csv", SLUG):
+        assert manifest["outputs"][str(out / name)] == sha256_file(out / name)
+    assert str(inputs["meta"]) in manifest["inputs"]
+    sources = manifest["notes"]["baseline_sources"][POLICY]
+    assert {s["source"] for s in sources.values()} == {"baselines-dir"}
+    assert sources["bt33-a7c3f9d18b4e"]["flags"] == ["baseline_length_differs_from_levels"]
+    assert manifest["notes"]["verification"] == {"unverified": 19, "verified": 45}
+    assert manifest["exit_code"] == 0
+    runs = tables(from_files)["runs"]
+    assert runs.filter(pl.col("run_id") == manifest["run_id"]).height == 1
+    sens = pl.read_csv(out / "policy_sensitivity.csv")
+    assert sens.height == 3 * 64
+    tu93 = sens.filter(pl.col("game_id") == "tu93-0768757b").sort("from_policy_id", "to_policy_id")
+    assert tu93["score_delta"].to_list() == pytest.approx([1457.76 / 45 - 476 / 9, 100 / 3 - 476 / 9,
+                                                           100 / 3 - 1457.76 / 45], abs=1e-6)
+
+
+def test_rescoring_is_byte_identical_and_replaces_rows(inputs, from_db):
+    before = tables(from_db)
+    again = inputs["root"] / "db-again"
+    code, output = run(*common(inputs, from_db["db"], again), "--policy", POLICY, "--no-figures")
+    assert code == 0, output
+    assert (again / SLUG).read_bytes() == (from_db["out"] / SLUG).read_bytes()
+    after = tables(from_db)
+    for name in ("out_arc3__run_scores", "out_arc3__replay_checks", "out_arc3__game_scores"):
+        assert after[name].height == before[name].height, name
+    assert after["runs"].height == before["runs"].height + 1
+
+
+def test_scorecard_loads_back(from_files):
+    text = (from_files["out"] / SLUG).read_text()
+    sc = scorecard_from_json(text)  # strict: aggregates agree with the runs
+    assert sc.policy_id == POLICY and len(sc.environments) == 17
+    ours = (tables(from_files)["out_arc3__run_scores"].filter(pl.col("policy_id") == POLICY)
+            .select("game_id", "run_index", "score", "actions", "message").sort("game_id", "run_index"))
+    with Workspace(from_files["db"]) as ws:  # the database holds no recordings: only the scorecard loads
+        report = ingest_paths(ws, [from_files["out"] / SLUG], run_id="test-loadback")
+        assert [f.status for f in report.files] == ["loaded"] and report.n_quarantined == 0
+        loaded = ws.read("SELECT game_id, run_index, score, actions, message, level_baseline_actions "
+                         "FROM core_arc3__scorecard_runs ORDER BY game_id, run_index")
+        doc = ws.read("SELECT card_id, policy_id, score FROM core_arc3__scorecards")
+    assert loaded.drop("level_baseline_actions").equals(ours)
+    assert doc.row(0) == (sc.card_id, POLICY, sc.score)
+
+
+def test_lost_action_ids_are_excluded_without_recovery(inputs, from_files):
+    bench = next((SAMPLES / "benchmarking").glob("*.jsonl"))
+    root = inputs["root"]
+    db = str(from_files["db"])  # rows of other scorecard ids live side by side
+    code, output = run(str(bench), "--db", db, "--out", str(root / "bench"), "--no-figures")
+    assert code == 3, output
+    checks = pl.read_csv(root / "bench" / "replay_checks.csv")
+    assert checks["verification_status"].to_list() == ["not_replayable"]
+    assert checks["is_score_excluded"].to_list() == [True]
+    sc = json.loads((root / "bench" / SLUG).read_text())
+    assert sc["environments"] == [] and sc["verification"]["replay_checks"][0]["excluded"] is True
+    # ls20 is public: its published baseline is the shipped reference fallback once the actions are known.
+    code, output = run(str(bench), "--recovered-actions", str(inputs["recovered"]), "--db", db,
+                       "--out", str(root / "bench2"), "--no-figures")
+    assert code == 0, output
+    sc = json.loads((root / "bench2" / SLUG).read_text())
+    assert sc["verification"]["baseline_sources"]["ls20-9607627b"]["source"] == "reference-csv"
+    assert sc["environments"][0]["runs"][0]["actions"] == 3
+    assert sc["environments"][0]["runs"][0]["level_baseline_actions"] == [22, 123, 73, 84, 96, 192, 186]
+
+
+def test_tampered_recording_is_excluded_unless_trusted(from_files, tmp_path):
+    src = SAMPLES / "fixtures" / "an53_scripted-win.frames.jsonl"
+    lines = src.read_text().splitlines(keepends=True)
+    tampered = tmp_path / src.name
+    tampered.write_text("".join(lines[:9] + lines[10:]))  # line 10 (an ACTION4) removed
+    args = ["--games", str(GAMES), "--db", str(from_files["db"]), "--no-figures"]
+    code, output = run(str(tampered), *args, "--out", str(tmp_path / "strict"))
+    assert code == 3, output
+    assert "left out of the score: 4 plays" in output
+    checks = pl.read_csv(tmp_path / "strict" / "replay_checks.csv").sort("play_id")
+    assert set(checks["verification_status"]) == {"divergent"} and checks["is_score_excluded"].all()
+    first = checks.row(0, named=True)
+    assert (first["divergence_line_number"], first["divergence_step_index"], first["divergence_field"]) == \
+        (10, 9, "frame")
+    assert json.loads((tmp_path / "strict" / SLUG).read_text())["environments"] == []
+    code, output = run(str(tampered), *args, "--out", str(tmp_path / "trusted"), "--trust-recordings")
+    assert code == 0, output
+    sc = json.loads((tmp_path / "trusted" / SLUG).read_text())
+    assert len(sc["environments"][0]["runs"]) == 4  # scored (baseline from the conformance metadata)
+    assert {c["status"] for c in sc["verification"]["replay_checks"]} == {"divergent"}
+
+
+def test_usage_and_errors(tmp_path):
+    code, output = run(str(SAMPLES / "fixtures"), "--policy", "arc-agi-3/1999", "--db", str(tmp_path / "x.duckdb"))
+    assert code == 2 and "unknown scoring policy" in output
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    code, output = run(str(SAMPLES / "fixtures"), "--baselines", str(bad), "--db", str(tmp_path / "x.duckdb"))
+    assert code == 2 and "needs columns" in output
+    code, output = run("--db", str(tmp_path / "missing.duckdb"))
+    assert code == 1 and "does not exist" in output
+    help_text = CliRunner().invoke(app, ["score", "--help"]).output
+    assert "Reads:" in help_text and "Writes:" in help_text and "--trust-recordings" in help_text
