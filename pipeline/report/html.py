@@ -86,7 +86,7 @@ class Figure:
     embed: FigureEmbed | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq/hash would compare DataFrames
 class Table:
     """A polars DataFrame shown as an HTML table (first `max_rows` rows) and, with `export`, written beside the
     report as `<name>.csv` and `<name>.parquet` (every row) and linked. Floats show `float_digits` significant
@@ -261,7 +261,7 @@ def _figure_context(section: Figure, base_dir: Path) -> dict[str, Any]:
     return {"images": images, "links": links, "caption": section.caption, "alt": section.alt or section.title}
 
 
-def _table_context(section: Table, base_dir: Path, manifest: Any) -> dict[str, Any]:
+def _table_context(section: Table, base_dir: Path, manifest: Any, export_names: set[str]) -> dict[str, Any]:
     df = section.df
     shown = df.head(section.max_rows)
     numeric = {name for name, dtype in df.schema.items() if dtype.is_numeric()}
@@ -269,6 +269,9 @@ def _table_context(section: Table, base_dir: Path, manifest: Any) -> dict[str, A
     links = []
     if section.export:
         name = section.name or slugify(section.title)
+        if name in export_names:
+            raise ValueError(f"two tables of the report export as {name!r}: give them distinct `name`s")
+        export_names.add(name)
         exports = write_table_exports(df, base_dir, name)
         for kind, path in exports.items():
             links.append({"label": kind.upper(), "href": _relative(path, base_dir)})
@@ -286,6 +289,7 @@ def _table_context(section: Table, base_dir: Path, manifest: Any) -> dict[str, A
 
 def _sections_context(sections: Iterable[Section], base_dir: Path, manifest: Any) -> list[dict[str, Any]]:
     used: set[str] = {"contents", "run-manifest"}
+    export_names: set[str] = set()
     out = []
     for section in sections:
         item: dict[str, Any] = {"title": section.title, "id": _unique(slugify(section.title), used)}
@@ -294,7 +298,7 @@ def _sections_context(sections: Iterable[Section], base_dir: Path, manifest: Any
         elif isinstance(section, Figure):
             item.update(kind="figure", **_figure_context(section, base_dir))
         elif isinstance(section, Table):
-            item.update(kind="table", **_table_context(section, base_dir, manifest))
+            item.update(kind="table", **_table_context(section, base_dir, manifest, export_names))
         elif isinstance(section, Facts):
             item.update(kind="facts", pairs=[(str(k), format_value(v)) for k, v in section.pairs])
         elif isinstance(section, Callout):

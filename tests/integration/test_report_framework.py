@@ -147,6 +147,8 @@ def test_table_exports_and_manifest(example: dict):
     assert "arc-agi-3/2026-04" in text and "demo=7" in text and "upper-median" in text
     with pytest.raises(ValueError):
         write_table_exports(df, out_dir, "../escape")
+    with pytest.raises(ValueError, match="distinct"):  # two tables never overwrite each other's exports
+        render_report("Clash", [Table("Same", df), Table("Same", df.head(1))], None, out_dir / "clash.html")
 
 
 def test_index_links_resolve(example: dict):
