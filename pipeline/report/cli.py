@@ -45,7 +45,8 @@ def view_command(
                                                            "human-dataset recordings, off otherwise).",
                                                            show_default=False)] = None,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Replay through the engine to verify the "
-                                         "recording (needs --games).")] = True,
+                                         "recording and, when it has no stored frames, re-render them (needs "
+                                         "--games). --no-verify does neither.")] = True,
 ) -> None:
     """Write a self-contained HTML replay viewer for one recording (play/pause, step, speed, jump to level,
     timeline; action, click, level, state, actions per level against the baseline; replay verification with

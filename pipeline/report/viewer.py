@@ -602,7 +602,9 @@ def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, 
             if cells:
                 line = lines[index]
                 action = ACTION_NAMES[line.action_id or 0]
-                first = Divergence(line.line_no, index, action, "frame", None, None, frame_index=0,
+                count = source.n_frames[index] if source.n_frames is not None else None
+                settled = (count - 1) if count else 0  # the Parquet comparison is of the settled (last) frame
+                first = Divergence(line.line_no, index, action, "frame", None, None, frame_index=settled,
                                    cells_differing=cells, bbox=box)
                 break
     verification = Verification(
@@ -619,7 +621,7 @@ def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, 
         verification.detail = f"replayed {report.steps_replayed} steps on {info.game_id}: {what} matches"
     else:
         verification.detail = f"first divergence: {first.describe()}"
-        if needs_capture:
+        if source.recorded_frames is None:  # the page shows re-rendered frames
             verification.detail += "; frames after it show the engine's state, not necessarily the recorded one"
     return verification
 

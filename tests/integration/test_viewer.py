@@ -285,3 +285,19 @@ def test_view_cli_usage_errors(study_db: Path, tmp_path: Path):
     res = arcstudy("view", "no-such-guid", "--out", str(tmp_path / "x.html"), "--db", str(study_db))
     assert res.returncode == 1 and "no play with guid or play_id" in res.stderr
     assert not (tmp_path / "x.html").exists()
+
+
+def test_database_frames_are_compared_pixel_by_pixel(study_db: Path):
+    guid = read_recording(WITH_FRAMES).frame_lines[0].data["guid"]
+    source = v.load_database_source(study_db, guid)
+    assert source.frames_origin == "parquet" and source.recorded_frames is not None
+    assert v.verify_and_render(source, [GAMES]).status == "verified"
+    step = 7
+    frame = source.recorded_frames[step].copy()
+    frame[40:43, 5] = (frame[40:43, 5] + 1) % 16  # three cells of the settled frame, as if the Parquet were off
+    source.recorded_frames[step] = frame
+    verification = v.verify_and_render(source, [GAMES])
+    assert verification.status == "divergent" and verification.step == step
+    div = verification.divergence
+    assert div.field == "frame" and div.cells_differing == 3 and div.bbox == (5, 5, 40, 42)
+    assert div.frame_index == source.n_frames[step] - 1  # the settled frame of the line
