@@ -230,7 +230,7 @@ TABLES: list[Table] = [
     Table(
         name="core_harc__demographics", layer="core",
         description="One row per participant of an H-ARC demographics survey file (answers as given; "
-                    "household_income and is_complete only in the 2024 release).",
+                    "household_income and is_complete only in the 2024 release). Flags: incomplete_participant.",
         columns=("release_generation", "participant_id", "file_id", "row_number", "exp_name", "task_split",
                  "age", "gender", "race", "education_level", "household_income", "normal_vision",
                  "color_blind", "fluent_english", "is_complete", "flags"),
