@@ -17,7 +17,8 @@ Errors collected (`Page.errors`): console.error/assert calls, uncaught exception
 of level "error" (a failed resource load, a blocked request). Every http(s)/ws(s) request is blocked
 (`Network.setBlockedURLs`) and recorded in `Page.requests`: a self-contained page makes none.
 
-Only one Chromium runs at a time across pytest workers (an exclusive lock file), to spare shared CPUs. The
+Only one page is open at a time across pytest workers (an exclusive lock file held while a page is open), to
+spare shared CPUs; never open a page while holding another one (the lock is not re-entrant). The
 browser is the one the Makefile installs (`make browser`: Debian's `chromium`); when it is missing the
 tests fail with that instruction, they are never skipped.
 """
@@ -264,17 +265,18 @@ class Browser:
         html = Path(html_path).resolve()
         if not html.is_file():
             raise FileNotFoundError(html)
-        target_id, ws_url = self._new_target()
-        page = Page(ws_url, width=self.width, height=self.height)
-        try:
-            page.navigate(html.as_uri(), wait_ms=wait_ms)
-            yield page
-        finally:
-            page.close()
+        with _exclusive_lock():
+            target_id, ws_url = self._new_target()
+            page = Page(ws_url, width=self.width, height=self.height)
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/close/{target_id}", timeout=5).close()
-            except OSError:
-                pass
+                page.navigate(html.as_uri(), wait_ms=wait_ms)
+                yield page
+            finally:
+                page.close()
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/close/{target_id}", timeout=5).close()
+                except OSError:
+                    pass
 
     def close(self) -> None:
         _stop(self.proc)
@@ -282,8 +284,9 @@ class Browser:
 
 @contextmanager
 def browser(*, width: int = 1280, height: int = 900) -> Iterator[Browser]:
-    """A headless Chromium for the duration of the block (one at a time across processes)."""
-    with _exclusive_lock(), tempfile.TemporaryDirectory(prefix="arcstudy-chromium-") as tmp:
+    """A headless Chromium for the duration of the block. Pages, not browsers, are serialised: an idle browser
+    costs nothing, and a test module keeps its browser without making another worker wait for the module."""
+    with tempfile.TemporaryDirectory(prefix="arcstudy-chromium-") as tmp:
         instance = Browser(Path(tmp), width=width, height=height)
         try:
             yield instance
