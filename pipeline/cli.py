@@ -288,6 +288,14 @@ from pipeline.report.cli import register as _register_report  # noqa: E402
 
 _register_report(app)
 
+from pipeline.simulate.cli import register as _register_simulate  # noqa: E402
+
+_register_simulate(app)
+
+from pipeline.demo import register as _register_demo  # noqa: E402
+
+_register_demo(app)
+
 
 if __name__ == "__main__":  # pragma: no cover
     app()

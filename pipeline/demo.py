@@ -1,0 +1,177 @@
+"""`arcstudy demo`: the whole pipeline on the embedded demo study, in the order a user would run it.
+
+Every step is the public command a user would type (run in-process, so the demo shows exactly what the
+commands do); the demo adds only the order, the paths and a closing summary. Steps:
+
+1. simulate the demo study into data/demo (or reuse it when data/demo holds the same scale and seed);
+2. ingest the human recordings, the session manifest and the H-ARC release into reports/demo/demo.duckdb;
+3. build the analysis tables (attempts, low-effort exclusions, baselines, solvability, durations);
+4. recompute baselines and compare them with the games' metadata;
+5. score the simulated agents under every policy, replay-verifying each run through the engine;
+6. replay every H-ARC trace and run the paper's analyses;
+7. write the calibration, scores and H-ARC reports and reports/demo/index.html linking everything.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import typer
+
+from pipeline.console import out
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO_ROOT / "data" / "demo"
+DEFAULT_OUT = REPO_ROOT / "reports" / "demo"
+OK_CODES = {0}
+
+
+@dataclass
+class DemoStep:
+    name: str
+    args: list[str]
+    seconds: float = 0.0
+    exit_code: int = 0
+    outputs: list[Path] = field(default_factory=list)
+
+
+def run_command(app: typer.Typer, args: list[str]) -> int:
+    """Run one arcstudy command in this process; its exit code."""
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=args, prog_name="arcstudy", standalone_mode=False)
+    except typer.TyperException as err:  # usage errors: the message, then their exit code (2)
+        out.error(str(err))
+        return int(getattr(err, "exit_code", 2))
+    return int(code or 0)
+
+
+def _reusable(data_dir: Path, scale: str, seed: int) -> bool:
+    meta = data_dir / "SIMULATION.json"
+    if not meta.exists():
+        return False
+    try:
+        info = json.loads(meta.read_text())
+    except json.JSONDecodeError:
+        return False
+    import pipeline
+
+    return (info.get("scale"), info.get("seed"), info.get("arcstudy_version")) == (scale, seed, pipeline.__version__)
+
+
+def demo_steps(data_dir: Path, out_dir: Path, games_dir: Path, seed: int, reuse: bool) -> list[DemoStep]:
+    db = out_dir / "demo.duckdb"
+    steps = []
+    if not reuse:
+        steps.append(DemoStep("simulate the demo study",
+                              ["simulate", "--scale", "demo", "--seed", str(seed), "--out", str(data_dir),
+                               "--environments", str(games_dir), "--overwrite"]))
+    inputs = [data_dir / "arc3" / "human", data_dir / "arc3" / "study.json", data_dir / "harc" / "current",
+              data_dir / "harc" / "tasks"]
+    steps += [
+        DemoStep("ingest recordings, sessions and H-ARC files", ["ingest", *map(str, inputs), "--db", str(db)]),
+        DemoStep("build the analysis tables", ["build", "--db", str(db)]),
+        DemoStep("recompute baselines and compare with the games' metadata",
+                 ["baselines", "--db", str(db), "--compare", str(games_dir), "--out",
+                  str(out_dir / "baselines.csv")]),
+        DemoStep("score the agents under every policy, replay-verified",
+                 ["score", str(data_dir / "arc3" / "agents"), "--policy", "all", "--games", str(games_dir),
+                  "--db", str(db), "--out", str(out_dir / "scores")]),
+        DemoStep("replay every H-ARC trace", ["replay-harc", "--db", str(db)]),
+        DemoStep("run the H-ARC paper's analyses", ["harc-analyses", "--db", str(db), "--out", str(out_dir / "harc")]),
+        DemoStep("write the reports",
+                 ["report", "all", "--db", str(db), "--out", str(out_dir), "--ground-truth",
+                  str(data_dir / "ground_truth" / "arc3_participants.csv")]),
+    ]
+    return steps
+
+
+def run_demo(app: typer.Typer, *, data_dir: Path = DEFAULT_DATA, out_dir: Path = DEFAULT_OUT,
+             games_dir: Path | None = None, seed: int = 0, fresh: bool = False,
+             on_step: Callable[[DemoStep], None] | None = None) -> list[DemoStep]:
+    from games import GAMES_DIR
+
+    games_dir = games_dir or GAMES_DIR
+    reuse = not fresh and _reusable(data_dir, "demo", seed)
+    if out_dir.exists():
+        shutil.rmtree(out_dir)  # the demo database and reports are rebuilt from scratch every time
+    out_dir.mkdir(parents=True)
+    done = []
+    for step in demo_steps(data_dir, out_dir, games_dir, seed, reuse):
+        out.console.rule(f"[bold]{step.name}[/]" if not out.plain else step.name)
+        out.console.print("$ arcstudy " + " ".join(step.args), highlight=False)
+        started = time.perf_counter()
+        step.exit_code = run_command(app, ["--plain", *step.args] if out.plain else step.args)
+        step.seconds = time.perf_counter() - started
+        done.append(step)
+        if on_step:
+            on_step(step)
+        if step.exit_code not in OK_CODES:
+            raise DemoFailed(step)
+    return done
+
+
+class DemoFailed(RuntimeError):
+    def __init__(self, step: DemoStep):
+        super().__init__(f"demo step '{step.name}' exited with {step.exit_code}: arcstudy {' '.join(step.args)}")
+        self.step = step
+
+
+def write_index(out_dir: Path, steps: list[DemoStep]) -> Path:
+    """reports/demo/index.html: every report, table and figure the demo produced, grouped by step."""
+    from pipeline.manifest import RunManifest
+    from pipeline.report.html import Link, render_index
+
+    groups = [("Reports", ["*.html"]), ("Figures", ["**/*.png"]), ("Tables", ["**/*.csv", "**/*.parquet"]),
+              ("Scorecards and manifests", ["**/*.json"])]
+    links: list[Link] = []
+    seen: set[Path] = set()
+    for group, patterns in groups:
+        for pattern in patterns:
+            for path in sorted(out_dir.glob(pattern)):
+                if path.name == "index.html" or path in seen or "screenshots" in path.parts:
+                    continue
+                seen.add(path)
+                links.append(Link(str(path.relative_to(out_dir)), path, group=group))
+    manifest = RunManifest(command="arcstudy demo", config={"out": str(out_dir)})
+    manifest.notes["steps"] = [{"step": s.name, "command": "arcstudy " + " ".join(s.args),
+                                "seconds": round(s.seconds, 1), "exit_code": s.exit_code} for s in steps]
+    manifest.finish(0)
+    intro = ("What `arcstudy demo` produced from the simulated demo study: the three reports first, then every "
+             "figure, table and scorecard. Steps: " + "; ".join(f"{s.name} ({s.seconds:.0f} s)" for s in steps) + ".")
+    return render_index("arcstudy demo", links, manifest, out_dir / "index.html", intro=intro)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("demo")
+    def demo_command(
+        seed: int = typer.Option(0, help="Seed of the demo study (data/demo is reused when it matches)."),
+        fresh: bool = typer.Option(False, "--fresh", help="Regenerate data/demo even when it matches."),
+        out_dir: Path = typer.Option(DEFAULT_OUT, "--out", help="Where the database and reports go."),
+        data_dir: Path = typer.Option(DEFAULT_DATA, "--data", help="Where the demo study lives."),
+    ) -> None:
+        """Run the whole pipeline on the demo study and write reports/demo/index.html.
+
+        Reads: games/ and data/demo (generated on first use). Writes: data/demo (when generating),
+        reports/demo/ (demo.duckdb, reports, figures, tables, scorecards, manifests), replaced on every run.
+        """
+        from pipeline.cli import EXIT_ERROR
+
+        started = time.perf_counter()
+        try:
+            steps = run_demo(app, data_dir=data_dir, out_dir=out_dir, seed=seed, fresh=fresh)
+        except DemoFailed as err:
+            out.error(str(err))
+            raise typer.Exit(EXIT_ERROR) from err
+        index = write_index(out_dir, steps)
+        out.console.rule("done" if out.plain else "[bold green]done[/]")
+        for s in steps:
+            out.console.print(f"{s.seconds:6.1f} s  {s.name}")
+        out.console.print(f"{time.perf_counter() - started:6.1f} s  in all")
+        out.console.print(f"Open {index} to see every report, table and figure; the database is "
+                          f"{out_dir / 'demo.duckdb'} (try `arcstudy tables --db {out_dir / 'demo.duckdb'}`).")
