@@ -23,7 +23,8 @@ import polars as pl
 
 from pipeline.report.figures import save_figure
 
-SPLIT_COLOURS = alt.Scale(domain=["training", "evaluation"], range=["#4c78a8", "#f58518"])
+SPLITS = ["training", "evaluation"]
+SPLIT_COLOURS = alt.Scale(domain=SPLITS, range=["#4c78a8", "#f58518"])
 FIGURE_NAMES = ("harc_fig5_tasks_by_min_solvers", "harc_fig6_participant_solve_share", "harc_accuracy_bounds",
                 "harc_time_distributions", "harc_error_divergence_vs_success", "harc_accuracy_by_position")
 
@@ -49,7 +50,8 @@ def fig6_chart(participant_acc: pl.DataFrame):
     counts = (df.group_by("task_split", "solve_share").len()
               .with_columns((pl.col("len") / pl.col("len").sum().over("task_split")).alias("share_of_participants")))
     return alt.Chart(counts).mark_bar(opacity=0.8).encode(
-        x=alt.X("solve_share:O", title="share of the participant's finished tasks solved"),
+        x=alt.X("solve_share:O", title="share of the participant's finished tasks solved",
+              axis=alt.Axis(labelAngle=0)),
         xOffset="task_split:N",
         y=alt.Y("share_of_participants:Q", title="share of participants"),
         color=alt.Color("task_split:N", title="split", scale=SPLIT_COLOURS),
@@ -60,7 +62,7 @@ def fig6_chart(participant_acc: pl.DataFrame):
 def bounds_chart(bounds: pl.DataFrame):
     if bounds.height == 0:
         return None
-    x = alt.X("max_attempts:O", title="attempts (k)")
+    x = alt.X("max_attempts:O", title="attempts (k)", axis=alt.Axis(labelAngle=0))
     band = alt.Chart().mark_errorbar(ticks=True).encode(
         x=x, y=alt.Y("bound_p025:Q", title="task-averaged accuracy", scale=alt.Scale(domain=[0, 1])),
         y2="bound_p975:Q", color=alt.Color("bound_kind:N", title="bound"), xOffset="bound_kind:N")
@@ -70,7 +72,7 @@ def bounds_chart(bounds: pl.DataFrame):
     observed = alt.Chart().mark_tick(color="black", thickness=2, size=30).encode(
         x=x, y="mean_task_accuracy:Q", tooltip=["task_split", "max_attempts", "mean_task_accuracy"])
     return alt.layer(band, points, observed, data=bounds).properties(width=220, height=260).facet(
-        column=alt.Column("task_split:N", title=None)).properties(
+        column=alt.Column("task_split:N", title=None, sort=SPLITS)).properties(
         title="Accuracy with pessimistic / optimistic bounds (black tick: observed)")
 
 
@@ -84,7 +86,7 @@ def time_chart(outcomes: pl.DataFrame):
     if df.height == 0:
         return None
     return alt.Chart(df).mark_boxplot(extent="min-max").encode(
-        x=alt.X("task_split:N", title=None, sort=["training", "evaluation"]),
+        x=alt.X("task_split:N", title=None, sort=SPLITS, axis=alt.Axis(labelAngle=0)),
         y=alt.Y("minutes:Q", title="minutes (log scale)", scale=alt.Scale(type="log")),
         color=alt.Color("task_split:N", title="split", scale=SPLIT_COLOURS, legend=None),
     ).properties(width=160, height=260).facet(column=alt.Column("measure:N", title=None)).properties(
@@ -109,7 +111,7 @@ def position_chart(position: pl.DataFrame):
     if position.height == 0:
         return None
     return alt.Chart(position).mark_line(point=True).encode(
-        x=alt.X("task_number:O", title="task position"),
+        x=alt.X("task_number:O", title="task position", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("solve_rate:Q", title="share solved (3 attempts)", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("task_split:N", title="split", scale=SPLIT_COLOURS),
         tooltip=["task_split", "task_number", "n_participants", "n_solvers", "solve_rate"],

@@ -30,14 +30,23 @@ NODE_KINDS = ("start", "visited", "incorrect", "correct")
 def task_traces(actions: pl.DataFrame) -> Iterator[tuple[str, str, list[list[dict[str, Any]]]]]:
     """(task_id, task_split, traces) per task in task_id order; each trace a list of rows in action_number
     order with the keys build_state_graph reads."""
-    rows = (analysis_actions(actions).select(GRAPH_COLUMNS).sort("task_id", "participant_id", "action_number")
-            .with_columns(pl.format("{}_{}", pl.col("participant_id"), pl.col("task_id")).alias("joint_id_task"),
-                          pl.col("is_solved").alias("solved"), pl.col("task_id").alias("task_name")))
-    for (task_id,), group in rows.group_by("task_id", maintain_order=True):
-        split = group["task_split"][0]
-        traces = [trace.select("joint_id_task", "task_name", "action", "solved", "test_output_grid").to_dicts()
-                  for _, trace in group.group_by("participant_id", maintain_order=True)]
-        yield task_id, split, traces
+    ordered = analysis_actions(actions).select(GRAPH_COLUMNS).sort("task_id", "participant_id", "action_number")
+    tasks, people, splits = (ordered[c].to_list() for c in ("task_id", "participant_id", "task_split"))
+    rows = ordered.select(pl.format("{}_{}", pl.col("participant_id"), pl.col("task_id")).alias("joint_id_task"),
+                          pl.col("task_id").alias("task_name"), "action", pl.col("is_solved").alias("solved"),
+                          "test_output_grid").to_dicts()
+    start = 0
+    while start < len(rows):
+        task = tasks[start]
+        traces: list[list[dict[str, Any]]] = []
+        end = start
+        while end < len(rows) and tasks[end] == task:
+            trace_start = end
+            while end < len(rows) and tasks[end] == task and people[end] == people[trace_start]:
+                end += 1
+            traces.append(rows[trace_start:end])
+        yield task, splits[start], traces
+        start = end
 
 
 def graph_row(task_id: str, split: str, graph: StateGraph, n_rows: int) -> dict[str, Any]:
