@@ -6,6 +6,11 @@
 - ``rhae``: level, play, game and suite scores.
 - ``baselines``: human baselines per level from per-participant data.
 - ``scorecard``: the toolkit scored-summary JSON (build, serialize, parse).
+
+Around the pure core (imported on their own, not re-exported here): ``vectorized`` (the same rules set-based,
+in polars), ``plays`` (recordings or database steps -> cards), ``verify`` (replay verification through the
+engine), ``baseline_sources`` (where baselines come from), ``run`` (one scoring run: verify, score, out
+tables), ``figures`` and ``cli`` (``arcstudy score``).
 """
 
 from .baselines import (

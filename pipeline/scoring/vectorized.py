@@ -15,7 +15,8 @@ the same (tests/unit/test_scoring_vectorized.py compares both on thousands of ra
 
 Input frames:
 
-``plays``: ``play_id`` (str), ``game_id`` (str), ``run_order`` (int, order of the play in its game's card),
+``plays``: ``play_id`` (str, unique), ``game_id`` (str), ``run_order`` (int, order of the play in its game's card,
+unique within a game),
 ``actions`` (int), ``cumulative`` (list[int]: the cumulative action counts of the play's
 ``actions_by_level`` pairs).
 
@@ -41,8 +42,8 @@ GAMES_SCHEMA = {"game_id": pl.String, "baseline_actions": pl.List(pl.Int64)}
 
 @dataclass(frozen=True)
 class VectorizedScores:
-    """``runs``: one row per play (play_id, game_id, run_order, score, levels_completed, message, cutoff_level,
-    n_levels, is_best). ``levels``: one row per scorable play and baseline level (play_id, game_id, level_index,
+    """``runs``: one row per play in input order (play_id, game_id, run_order, score, levels_completed, message,
+    cutoff_level, n_levels, is_best). ``levels``: one row per scorable play and baseline level (play_id, game_id, level_index,
     level_actions, level_baseline, is_level_completed, level_budget, level_score). ``games``: one row per game
     with plays (game_id, score, best_play_id, n_runs). ``total``: mean of the game scores."""
 
@@ -71,7 +72,7 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
     if plays["play_id"].is_duplicated().any():
         raise ValueError("plays: play_id must be unique")
 
-    p = (plays.join(games, on="game_id", how="left")
+    p = (plays.with_row_index("_row").join(games, on="game_id", how="left", maintain_order="left")
          .with_columns(pl.col("has_metadata").fill_null(False),
                        k=pl.col("cumulative").list.len().cast(pl.Int64),
                        n=pl.col("baseline_actions").list.len().fill_null(0).cast(pl.Int64)))
@@ -91,18 +92,16 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
         levels = _empty_levels()
 
     per_play = _play_scores(levels, pol)
-    runs = (p.join(per_play, on="play_id", how="left")
+    runs = (p.join(per_play, on="_row", how="left", maintain_order="left")
             .select("play_id", "game_id", "run_order",
                     pl.col("play_score").fill_null(0.0).alias("score"),
                     pl.col("k").alias("levels_completed"), "message", "cutoff_level",
-                    pl.when(pl.col("message").is_null()).then(pl.col("n")).alias("n_levels"))
-            .sort("game_id", "run_order", "play_id"))
-    # Best play: the first highest score in card order (rhae.best_play_index).
-    best = (runs.group_by("game_id", maintain_order=True)
-            .agg(pl.col("play_id").get(pl.col("score").arg_max()).alias("best_play_id"),
-                 pl.col("score").max().alias("score"), pl.len().cast(pl.Int64).alias("n_runs")))
-    runs = runs.join(best.select("game_id", "best_play_id"), on="game_id", how="left").with_columns(
-        is_best=pl.col("play_id") == pl.col("best_play_id")).drop("best_play_id")
+                    pl.when(pl.col("message").is_null()).then(pl.col("n")).alias("n_levels")))
+    # Best play: the highest score, the first in card order on ties (rhae.best_play_index).
+    best = runs.group_by("game_id").agg(
+        pl.col("play_id").sort_by("score", "run_order", descending=[True, False]).first().alias("best_play_id"),
+        pl.col("score").max().alias("score"), pl.len().cast(pl.Int64).alias("n_runs"))
+    runs = runs.with_columns(is_best=pl.col("play_id").is_in(best["best_play_id"].implode()))
     games_out = best.select("game_id", "score", "best_play_id", "n_runs").sort("game_id")
     total = 0.0
     if games_out.height:
@@ -113,16 +112,22 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
 
 
 def _levels(scorable: pl.DataFrame, pol: ScoringPolicy) -> pl.DataFrame:
-    lv = (scorable.select("play_id", "game_id", "actions", "cumulative", "k", "last_cum",
-                          pl.int_ranges(1, pl.col("n") + 1, dtype=pl.Int64).alias("level_index"),
+    """One row per (scorable play, baseline level), in play order then level order (rows of a play are
+    contiguous, which the running sums below rely on instead of window functions)."""
+    k, n = pl.col("k"), pl.col("n")
+    padded = pl.concat_list(pl.col("cumulative"), pl.lit(0, pl.Int64).repeat_by(n - k)).list.head(n)
+    lv = (scorable.select("play_id", "game_id", "_row", "actions", "k", "n", "last_cum",
+                          padded.alias("cum_i"),
+                          pl.int_ranges(1, n + 1, dtype=pl.Int64).alias("level_index"),
                           pl.col("baseline_actions").alias("level_baseline"))
-          .explode("level_index", "level_baseline"))
-    i, k = pl.col("level_index"), pl.col("k")
-    cum_i = pl.col("cumulative").list.get(i - 1, null_on_oob=True)
-    cum_prev = pl.when(i == 1).then(pl.lit(0, pl.Int64)).otherwise(
-        pl.col("cumulative").list.get(i - 2, null_on_oob=True))
+          .explode("cum_i", "level_index", "level_baseline")
+          .with_columns(pl.col("_row").set_sorted()))
+    i = pl.col("level_index")
+    # counting.per_level_actions: c_i - c_{i-1} for completed levels (the previous row is level i-1 of the
+    # same play), the remainder on level k+1, 0 after.
+    cum_prev = pl.when(i == 1).then(pl.lit(0, pl.Int64)).otherwise(pl.col("cum_i").shift(1))
     lv = lv.with_columns(
-        level_actions=pl.when(i <= k).then(cum_i - cum_prev)
+        level_actions=pl.when(i <= k).then(pl.col("cum_i") - cum_prev)
         .when(i == k + 1).then(pl.col("actions") - pl.col("last_cum"))
         .otherwise(pl.lit(0, pl.Int64)).cast(pl.Int64),
         is_level_completed=i <= k,
@@ -131,10 +136,14 @@ def _levels(scorable: pl.DataFrame, pol: ScoringPolicy) -> pl.DataFrame:
     b = pl.col("level_baseline")
     if pol.action_cutoff_multiplier is not None:
         lv = lv.with_columns(level_budget=(b.cast(pl.Float64) * pol.action_cutoff_multiplier).ceil().cast(pl.Int64))
-        over = pl.col("is_level_completed") & (a > pl.col("level_budget"))
-        lv = lv.with_columns(cutoff_level=pl.when(over).then(i).min().over("play_id"))
+        over = (pl.col("is_level_completed") & (a > pl.col("level_budget"))).cast(pl.Int64)
+        # "an earlier or this level of the play went over": a running count of overs minus the count at the
+        # play's first level (integer arithmetic, exact).
+        running = over.cum_sum()
+        at_start = pl.when(i == 1).then(running - over).forward_fill()
+        lv = lv.with_columns(is_cut=(running - at_start) > 0, is_over=over > 0)
     else:
-        lv = lv.with_columns(level_budget=pl.lit(None, pl.Int64), cutoff_level=pl.lit(None, pl.Int64))
+        lv = lv.with_columns(level_budget=pl.lit(None, pl.Int64), is_cut=pl.lit(False), is_over=pl.lit(False))
     scored = pl.col("is_level_completed") & (b > 0) & (a > 0)
     ratio = pl.when(scored).then(b.cast(pl.Float64) / a.cast(pl.Float64))
     exponent = pol.efficiency_exponent
@@ -144,8 +153,7 @@ def _levels(scorable: pl.DataFrame, pol: ScoringPolicy) -> pl.DataFrame:
     score = (pl.when(~pl.col("is_level_completed") | (b <= 0)).then(pl.lit(0.0))
              .when(a <= 0).then(zero_action)
              .otherwise(raw))
-    cut = pl.col("cutoff_level").is_not_null() & (i >= pl.col("cutoff_level"))
-    return lv.with_columns(level_score=pl.when(cut).then(pl.lit(0.0)).otherwise(score)).sort("play_id", "level_index")
+    return lv.with_columns(level_score=pl.when(pl.col("is_cut")).then(pl.lit(0.0)).otherwise(score))
 
 
 def _python_pow(ratios: pl.Series, exponent: int) -> pl.Series:
@@ -162,21 +170,28 @@ def _python_pow(ratios: pl.Series, exponent: int) -> pl.Series:
 
 
 def _play_scores(levels: pl.DataFrame, pol: ScoringPolicy) -> pl.DataFrame:
+    """Play scores from the level rows (rhae.game_score_from_levels). The weighted sum adds the levels left
+    to right, as Python's ``sum`` does: one list per play, folded position by position (a level a play does
+    not have adds 0.0 at the end, which changes nothing)."""
     if levels.height == 0:
-        return pl.DataFrame(schema={"play_id": pl.String, "play_score": pl.Float64, "cutoff_level": pl.Int64})
-    w = pl.col("level_index") if pol.level_weights == "level-index" else pl.lit(1, pl.Int64)
-    lv = levels.with_columns(w=w.cast(pl.Int64)).with_columns(ws=pl.col("w").cast(pl.Float64) * pl.col("level_score"))
-    agg = lv.group_by("play_id", maintain_order=True).agg(
-        # cum_sum(...).last(): a left-to-right sum, the order Python's sum() adds in.
-        pl.col("ws").cum_sum().last().alias("weighted_sum"),
+        return pl.DataFrame(schema={"_row": pl.UInt32, "play_score": pl.Float64, "cutoff_level": pl.Int64})
+    i = pl.col("level_index")
+    w = i if pol.level_weights == "level-index" else pl.lit(1, pl.Int64)
+    per_play = levels.with_columns(w=w.cast(pl.Int64)).group_by("_row", maintain_order=True).agg(
+        (pl.col("w").cast(pl.Float64) * pl.col("level_score")).alias("ws"),
         pl.col("w").sum().alias("total_weight"),
         pl.col("w").filter(pl.col("level_score") > 0).sum().alias("positive_weight"),
-        pl.col("cutoff_level").first(),
+        i.filter(pl.col("is_over")).first().alias("cutoff_level"),
     )
-    weighted = pl.col("weighted_sum") / pl.col("total_weight").cast(pl.Float64)
+    longest = int(per_play["ws"].list.len().max() or 0)
+    weighted_sum = pl.lit(0.0)
+    for j in range(longest):
+        weighted_sum = weighted_sum + pl.col("ws").list.get(j, null_on_oob=True).fill_null(0.0)
+    total = pl.col("total_weight").cast(pl.Float64)
+    weighted = weighted_sum / total
     if pol.game_cap == "positive-level-weight-share":
-        share = (pl.lit(100.0) * pl.col("positive_weight").cast(pl.Float64)) / pl.col("total_weight").cast(pl.Float64)
+        share = (pl.lit(100.0) * pl.col("positive_weight").cast(pl.Float64)) / total
         score = pl.min_horizontal(weighted, share)
     else:
         score = weighted
-    return agg.select("play_id", score.alias("play_score"), "cutoff_level")
+    return per_play.select("_row", score.alias("play_score"), "cutoff_level")
