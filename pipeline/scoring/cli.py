@@ -100,6 +100,8 @@ def score_command(
     --trust-recordings; a play whose game cannot be loaded is scored unverified. Exit code 3 when plays were
     left out or input lines or files were rejected.
     """
+    import duckdb
+
     from engine.loader import default_environments_dir
     from pipeline.manifest import RunManifest
     from pipeline.workspace import WorkspaceError, default_db_path
@@ -128,6 +130,8 @@ def score_command(
         raise cli.fail(str(err), cli.EXIT_USAGE) from err
     db_path = db or default_db_path()
     from_files = bool(recordings)
+    if from_files and game:
+        raise cli.fail("--game selects database plays; give the recordings to score instead", cli.EXIT_USAGE)
     if not from_files and not db_path.exists():
         raise cli.fail(f"database {db_path} does not exist: give recordings to score, or run `arcstudy ingest` "
                        "first (or pass --db)")
@@ -170,8 +174,8 @@ def score_command(
         _add_baseline_inputs(manifest, result)
         try:
             _write_tables(ws, result)
-        except WorkspaceError as err:
-            raise cli.fail(str(err)) from err
+        except (WorkspaceError, duckdb.Error) as err:
+            raise cli.fail(f"cannot write the score tables: {err}") from err
         code = cli.EXIT_REJECTED if (result.excluded or problems) else cli.EXIT_OK
         manifest.notes.update(_notes(result, problems))
         manifest.finish(code)
@@ -242,8 +246,18 @@ def _write_outputs(result, out_dir: Path, *, figures: bool) -> list[Path]:
 
 
 def _write_tables(ws, result) -> None:
+    from schemas import get_table
+
     card_id = result.card_id
     policy_ids = [pr.policy.policy_id for pr in result.policies]
+    for name in SCORE_TABLES:
+        # Derived tables: one written by an older arcstudy with other columns is rebuilt (its rows are lost and
+        # come back by re-scoring; the source data is untouched).
+        have = ws.read(f"SELECT * FROM {name} LIMIT 0").columns if ws.has_table(name) else None
+        if have is not None and tuple(have) != get_table(name).columns:
+            out.info(f"{name} had other columns (older arcstudy): recreated")
+            ws.con.execute(f"DROP TABLE {name}")
+            ws.ensure_tables([name])
     with ws.transaction() as con:
         for name in SCORE_TABLES:
             if name in PER_POLICY_TABLES:

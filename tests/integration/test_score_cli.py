@@ -290,6 +290,8 @@ def test_usage_and_errors(tmp_path):
     bad.write_text("a,b\n1,2\n")
     code, output = run(str(SAMPLES / "fixtures"), "--baselines", str(bad), "--db", str(tmp_path / "x.duckdb"))
     assert code == 2 and "needs columns" in output
+    code, output = run(str(SAMPLES / "fixtures"), "--game", "an53-6f5f2264", "--db", str(tmp_path / "x.duckdb"))
+    assert code == 2 and "--game selects database plays" in output
     code, output = run("--db", str(tmp_path / "missing.duckdb"))
     assert code == 1 and "does not exist" in output
     help_text = CliRunner().invoke(app, ["score", "--help"]).output
