@@ -165,7 +165,7 @@ def score_command(
                                trust_recordings=trust_recordings, from_files=from_files)
         try:
             result = score_recordings(recs, request, progress=out.track)
-        except ScoreInputError as err:
+        except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
             raise cli.fail(str(err), cli.EXIT_USAGE) from err
         out_dir = out_dir or default_out_dir(db_path, result.card_id)
         written = _write_outputs(result, out_dir, figures=not no_figures)
