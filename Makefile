@@ -5,9 +5,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.arcstudy-installed
 PYTEST_WORKERS ?= 2
 
-.PHONY: install test lint unit integration conformance clean help browser
+.PHONY: install test lint unit integration conformance clean help demo browser
 
 help:
+	@echo "make demo    install into $(VENV) (if needed) and run the whole pipeline on the demo study"
 	@echo "make test    install into $(VENV) (if needed) and run ruff plus the whole test suite"
 	@echo "make lint    ruff only"
 	@echo "make clean   remove the virtual environment and caches"
@@ -20,6 +21,9 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+demo: install
+	$(BIN)/arcstudy demo
 
 lint: install
 	$(BIN)/ruff check .
