@@ -4,8 +4,9 @@ Data: a synthetic H-ARC study of 1,729 participants (783 training, 946 evaluatio
 first 241 training participants; withdrawals leave tasks unfinished) on 400 + 400 synthetic ARC tasks, about
 the release's 586k event rows. Every row is logged by engine.harc.Editor, so the traces replay consistently
 (benchmarks/harc_ingest_data.py's rows are random-valid and would mostly diverge, which is a different
-workload). When the synthetic H-ARC study generator (pipeline/simulate/harc*.py) offers a study writer, it is
-used instead (--generator simulate); this file's own generator is the fallback (--generator editor).
+workload). The synthetic H-ARC study generator (pipeline/simulate/harc.py, `simulate_harc_study`) is used when
+present (--generator auto/simulate: its paper design scaled to --participants, current release only); this
+file's own editor-driven generator is the fallback (--generator editor).
 
 Stages, each timed (wall clock, this process; replay on --workers processes):
   generate   write data.csv and the ARC task JSON files (not part of the pipeline, reported for context)
@@ -213,11 +214,24 @@ def _generate(root: Path, args: argparse.Namespace) -> dict[str, int]:
     n_training = max(1, round(N_TRAINING * scale))
     n_evaluation = max(1, args.participants - n_training)
     n_ten = round(N_TEN_TASK * scale)
-    if args.generator == "simulate":
-        import pipeline.simulate as sim  # noqa: F401  (fails clearly when the generator is absent)
-        from pipeline.simulate import harc_study  # type: ignore[attr-defined]
+    generator = args.generator
+    if generator == "auto":
+        try:
+            from pipeline.simulate.harc import simulate_harc_study  # noqa: F401
+            generator = "simulate"
+        except ImportError:
+            generator = "editor"
+    print(f"generator: {generator}")
+    if generator == "simulate":
+        from pipeline.simulate.harc import StudyDesign, simulate_harc_study
 
-        return harc_study.write_study(root, seed=args.seed, n_training=n_training, n_evaluation=n_evaluation)
+        n_tasks = max(1, round(400 * min(1.0, scale * 4))) if scale < 1 else 400
+        design = StudyDesign("benchmark", n_training=n_training, n_training_ten=n_ten, n_evaluation=n_evaluation,
+                             n_incomplete_training=round(90 * scale), n_incomplete_evaluation=round(242 * scale),
+                             n_tasks_training=n_tasks, n_tasks_evaluation=n_tasks)
+        summary = simulate_harc_study(root, scale=design, seed=args.seed, generation="current",
+                                      workers=args.workers, arc_tgi=False)
+        return {"rows": summary.n_rows, "participants": summary.n_participants, "tasks": summary.n_tasks}
     return write_study(root, seed=args.seed, n_training=n_training, n_evaluation=n_evaluation, n_ten_task=n_ten)
 
 
@@ -227,7 +241,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--simulations", type=int, default=1000)
-    ap.add_argument("--generator", choices=("editor", "simulate"), default="editor")
+    ap.add_argument("--generator", choices=("auto", "editor", "simulate"), default="auto",
+                    help="auto: pipeline/simulate/harc.py when present, else this file's editor-driven generator")
     ap.add_argument("--keep", type=Path, default=None, help="keep the data and database in this folder")
     args = ap.parse_args()
 

@@ -7,7 +7,8 @@ task_split, task_number, attempt_number, action_number, test_output_grid, is_sol
 flags, confidence_level.
 
 Every analysis table is computed for one release generation per run (chosen by `--release`, `osf-current` by
-default when present); `release_generation` is the first key column so the choice is visible in every row.
+default when present) and that release's rows are replaced; `release_generation` is the first key column, so
+both releases can sit side by side and the choice is visible in every row.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ on frames from a notebook or a test without a database.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ ANALYSIS_TABLES = (
 ANALYSIS_ACTION_COLUMNS = ("participant_id", "task_id", "action_number", "exp_name", "task_split", "task_number",
                            "attempt_number", "action", "occurred_at", "is_solved", "test_output_grid",
                            "is_tutorial", "is_complete")
+AUTO_PARALLEL_ROWS = 50_000
 PAIR_COLUMNS = ("file_id", "task_id", "pair_split", "pair_index", "input_grid", "output_grid")
 
 
@@ -136,10 +138,12 @@ def _core_inputs(ws: Workspace, manifest: RunManifest, tables: Iterable[str]) ->
 # --------------------------------------------------------------------------------------------------------
 # replay-harc
 # --------------------------------------------------------------------------------------------------------
-def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: int = 1, strict: bool = False,
+def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: int = 0, strict: bool = False,
                      command: str = "arcstudy replay-harc", progress: Progress | None = None,
                      manifest_dir: Path | None = None) -> TraceCheckReport:
-    """Replay the traces, replace their rows of out_harc__trace_checks in one transaction, record the run."""
+    """Replay the traces, replace their rows of out_harc__trace_checks in one transaction, record the run.
+
+    `workers`: processes for the replay; 0 = auto (2 from AUTO_PARALLEL_ROWS event rows on, else 1)."""
     timings: dict[str, float] = {}
     started = time.perf_counter()
     if not releases(ws):
@@ -160,6 +164,8 @@ def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: in
     answers = dict(truth.filter(pl.col("answer_grid").is_not_null()).select("task_id", "answer_grid").iter_rows())
     jobs = trace_checks.build_jobs(actions, previous, answers)
     timings["load"] = time.perf_counter() - started
+    if workers <= 0:  # auto: process start-up (~2-5 s) pays off only on larger inputs
+        workers = min(2, os.cpu_count() or 1) if actions.height >= AUTO_PARALLEL_ROWS else 1
 
     t0 = time.perf_counter()
     checks = trace_checks.check_traces(jobs, strict=strict, workers=workers, progress=progress)

@@ -41,8 +41,8 @@ def replay_harc_command(
     only_task: Annotated[str | None, typer.Option("--only-task", help="Replay only this task's traces (task id "
                                                   "without .json) and replace only its rows.",
                                                   show_default=False)] = None,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes for the replay (results do "
-                                         "not depend on it).")] = 1,
+    workers: Annotated[int, typer.Option("--workers", min=0, help="Worker processes for the replay; 0 = auto (2 "
+                                         "from 50,000 event rows on, else 1). Results do not depend on it.")] = 0,
     strict: Annotated[bool, typer.Option("--strict", help="Exit with code 3 when any trace is divergent or not "
                                          "replayable.")] = False,
     strict_replay: Annotated[bool, typer.Option("--strict-replay", help="Also treat secondary mismatches "
@@ -236,10 +236,13 @@ def harc_graph_command(
     out.console.print(f"task {task_id} ({doc['task_split']}, {doc['release_generation']}): {doc['n_unique_states']} "
                       f"states, {len(doc['edges'])} transitions, {doc['n_traces']} traces; wrote {path}")
     if not no_figure:
+        import altair as alt
+
         from pipeline.harc.graphs import graph_chart
         from pipeline.report.figures import save_figure
 
-        paths = save_figure(graph_chart(doc), out_dir, f"{task_id}_state_graph")
+        with alt.data_transformers.disable_max_rows():  # a busy task can have thousands of states
+            paths = save_figure(graph_chart(doc), out_dir, f"{task_id}_state_graph")
         out.console.print(f"figure: {paths['png']}")
     raise typer.Exit(cli.EXIT_OK)
 

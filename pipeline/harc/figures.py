@@ -77,20 +77,34 @@ def bounds_chart(bounds: pl.DataFrame):
 
 
 def time_chart(outcomes: pl.DataFrame):
+    """Box plots drawn from quartiles computed here (whiskers: min and max), so the spec stays small at any
+    number of participant-tasks."""
     measures = {"time_per_attempt_s": "time per task / attempts", "time_to_first_action_s": "time to first action",
                 "thinking_time_per_attempt_s": "thinking time / attempts (solved)"}
+    minutes = pl.col("seconds") / 60
     df = (outcomes.select("task_split", *measures)
           .unpivot(index="task_split", variable_name="measure", value_name="seconds")
           .filter(pl.col("seconds").is_not_null() & (pl.col("seconds") > 0))
-          .with_columns((pl.col("seconds") / 60).alias("minutes"), pl.col("measure").replace(measures)))
+          .group_by("task_split", "measure")
+          .agg(minutes.min().alias("min"), minutes.quantile(0.25, "linear").alias("q1"),
+               minutes.median().alias("median"), minutes.quantile(0.75, "linear").alias("q3"),
+               minutes.max().alias("max"), pl.len().alias("n"))
+          .with_columns(pl.col("measure").replace(measures))
+          .sort("measure", "task_split"))
     if df.height == 0:
         return None
-    return alt.Chart(df).mark_boxplot(extent="min-max").encode(
-        x=alt.X("task_split:N", title=None, sort=SPLITS, axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("minutes:Q", title="minutes (log scale)", scale=alt.Scale(type="log")),
+    x = alt.X("task_split:N", title=None, sort=SPLITS, axis=alt.Axis(labelAngle=0))
+    y_scale = alt.Scale(type="log")
+    whisker = alt.Chart().mark_rule().encode(x=x, y=alt.Y("min:Q", title="minutes (log scale)", scale=y_scale),
+                                             y2="max:Q")
+    box = alt.Chart().mark_bar(size=28).encode(
+        x=x, y=alt.Y("q1:Q", scale=y_scale), y2="q3:Q",
         color=alt.Color("task_split:N", title="split", scale=SPLIT_COLOURS, legend=None),
-    ).properties(width=160, height=260).facet(column=alt.Column("measure:N", title=None)).properties(
-        title="Time per participant-task")
+        tooltip=["task_split", "measure", "n", "min", "q1", "median", "q3", "max"])
+    median = alt.Chart().mark_tick(color="white", size=28, thickness=2).encode(x=x, y=alt.Y("median:Q",
+                                                                                           scale=y_scale))
+    return alt.layer(whisker, box, median, data=df).properties(width=160, height=260).facet(
+        column=alt.Column("measure:N", title=None)).properties(title="Time per participant-task")
 
 
 def divergence_chart(task_errors: pl.DataFrame):
