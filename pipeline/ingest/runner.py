@@ -147,15 +147,16 @@ def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids
         if clash.height == 0:
             continue
         loc_col = _location_column(df)
-        for row in clash.iter_rows(named=True):
-            key_text = ", ".join(f"{k}={row[k]!r}" for k in key)
-            match = df.with_row_index("__i").filter(pl.all_horizontal([pl.col(k) == row[k] for k in key]))
-            for rec in match.iter_rows(named=True):
-                unit = "line" if loc_col == "line_number" else "row"
-                location = f"{unit} {rec[loc_col]}" if loc_col else f"record {rec['__i'] + 1}"
-                output.rejects.append(Reject(location, "duplicate_across_files",
-                                             f"{name} already holds ({key_text}) from {row['other_path']}",
-                                             str({k: v for k, v in rec.items() if k != '__i'}), name))
+        # One join, not a filter per clashing key: a changed copy of a big file can clash on every row.
+        hits = df.with_row_index("__i").join(clash, on=key, how="inner")
+        unit = "line" if loc_col == "line_number" else "row"
+        for rec in hits.iter_rows(named=True):
+            key_text = ", ".join(f"{k}={rec[k]!r}" for k in key)
+            location = f"{unit} {rec[loc_col]}" if loc_col else f"record {rec['__i'] + 1}"
+            raw = {k: v for k, v in rec.items() if k not in ("__i", "other_file_id", "other_path")}
+            output.rejects.append(Reject(location, "duplicate_across_files",
+                                         f"{name} already holds ({key_text}) from {rec['other_path']}",
+                                         clip(str(raw)), name))
         bad = clash.select(key)
         output.tables[name] = df.join(bad, on=key, how="anti")
 

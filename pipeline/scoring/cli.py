@@ -256,8 +256,7 @@ def _write_tables(ws, result) -> None:
         have = ws.read(f"SELECT * FROM {name} LIMIT 0").columns if ws.has_table(name) else None
         if have is not None and tuple(have) != get_table(name).columns:
             out.info(f"{name} had other columns (older arcstudy): recreated")
-            ws.con.execute(f"DROP TABLE {name}")
-            ws.ensure_tables([name])
+            ws.recreate_table(name)
     with ws.transaction() as con:
         for name in SCORE_TABLES:
             if name in PER_POLICY_TABLES:

@@ -381,8 +381,7 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
         for p in table_steps:
             for t in p.step.outputs:
                 if _columns_differ(ws, t):
-                    con.execute(f"DROP TABLE IF EXISTS {t}")
-                    ws.ensure_tables([t])
+                    ws.recreate_table(t, con=con)
                 ws.replace_table(t, frames[t], con=con)
                 report.rows[t] = frames[t].height
                 state_rows.append(_state_row(t, p, manifest.run_id, now, frames[t].height))
