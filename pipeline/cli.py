@@ -146,23 +146,11 @@ def query_command(
         text = json.dumps(df.to_dicts(), default=str, indent=1)
         _write_or_echo(text, out_file)
     else:
-        _write_or_echo(_csv_safe(df).write_csv(), out_file)
+        from pipeline.report.html import csv_ready
+
+        _write_or_echo(csv_ready(df).write_csv(), out_file)
     if out_file:
         out.info(f"wrote {df.height:,} rows to {out_file}")
-
-
-def _csv_safe(df):
-    """CSV has no nested values: list and struct columns are written as JSON text."""
-    import polars as pl
-
-    nested = [c for c, t in df.schema.items() if isinstance(t, pl.List | pl.Array | pl.Struct)]
-    if not nested:
-        return df
-    return df.with_columns(
-        pl.col(c).map_elements(lambda v: json.dumps(v.to_list() if hasattr(v, "to_list") else v, default=str),
-                               return_dtype=pl.String)
-        for c in nested
-    )
 
 
 def _format_choices() -> list[str]:

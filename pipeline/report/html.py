@@ -208,7 +208,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 # --------------------------------------------------------------------------------------------------------
 # Table exports
 # --------------------------------------------------------------------------------------------------------
-def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
+def csv_ready(df: pl.DataFrame) -> pl.DataFrame:
     """CSV cannot hold nested values: lists, arrays and structs become JSON text."""
     nested = [name for name, dtype in df.schema.items() if isinstance(dtype, (pl.List, pl.Array, pl.Struct))]
     if not nested:
@@ -228,7 +228,7 @@ def write_table_exports(df: pl.DataFrame, out_dir: Path | str, name: str) -> dic
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / f"{name}.csv", "parquet": out / f"{name}.parquet"}
-    _write_atomic(paths["csv"], _csv_ready(df).write_csv().encode("utf-8"))
+    _write_atomic(paths["csv"], csv_ready(df).write_csv().encode("utf-8"))
     tmp = paths["parquet"].with_name(paths["parquet"].name + ".tmp")
     df.write_parquet(tmp, compression="zstd")
     os.replace(tmp, paths["parquet"])
