@@ -284,6 +284,10 @@ from pipeline.demo import register as _register_demo  # noqa: E402
 
 _register_demo(app)
 
+from pipeline.report.reports_cli import register as _register_reports  # noqa: E402
+
+_register_reports(app)
+
 
 if __name__ == "__main__":  # pragma: no cover
     app()

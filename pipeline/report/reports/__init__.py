@@ -1,0 +1,79 @@
+"""The three reports of `arcstudy report`: calibration, scores and H-ARC, built on pipeline.report.html.
+
+    from pipeline.report.reports import write_reports
+    paths = write_reports("reports/demo/demo.duckdb", "reports/demo")   # {"calibration": .../calibration.html, ...}
+
+Layout under `out_dir` (beside whatever else lives there, e.g. the demo's `scores/` and `harc/` folders):
+
+    <out_dir>/<report>.html                       the self-contained report (figures embedded, no network needed)
+    <out_dir>/<report>.manifest.json              its run manifest (inputs and their sha256, policy ids, versions)
+    <out_dir>/<report>__<table>.csv, .parquet     every table shown, in full
+    <out_dir>/figures/<report>/<name>.png, .svg, .vl.json
+
+The database is opened read-only: reports never write to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from .common import ReportContext, ReportInputError
+
+__all__ = ["REPORTS", "ReportInputError", "write_reports"]
+
+REPORTS = ("calibration", "scores", "harc")
+DESCRIPTIONS = {  # one line each, for --help and index pages
+    "calibration": "Human calibration per game: inclusion bar, completion by level, durations, baselines, "
+                   "low-effort exclusions, levels to look at",
+    "scores": "RHAE scores per scorecard and game, per-level heatmap, policy sensitivity, replay verification, "
+              "score against cost",
+    "harc": "The H-ARC paper's tables and figures regenerated from the traces",
+}
+
+
+def write_reports(db_path: Path | str, out_dir: Path | str, which: Iterable[str] = REPORTS,
+                  ground_truth: Path | str | None = None, policy: str | None = None, *,
+                  games: Iterable[Path | str] | None = None, explore_seconds: float | None = None,
+                  explore_max_nodes: int | None = None, command: str | None = None) -> dict[str, Path]:
+    """Write the chosen reports (see the module docstring for the layout) and return {report: html path}.
+
+    `ground_truth`: a CSV with participant_id and/or session_id and is_low_effort (the simulator's
+    ground_truth/arc3_participants.csv): the calibration report then gives the detector's precision and recall.
+    `policy`: the scoring policy of the scores report (default: arc-agi-3/2026-04 when scored).
+    `games`: folders of game files for the state-graph explorer (default: the repository's games/ only);
+    `explore_seconds` caps its total time (0 disables it). Raises ReportInputError for an unusable option or
+    input file, pipeline.workspace.WorkspaceError when the database cannot be opened.
+    """
+    from engine.loader import default_environments_dir
+    from pipeline.workspace import Workspace
+
+    from .calibration import EXPLORE_MAX_NODES, EXPLORE_SECONDS, ExploreOptions, write_calibration_report
+    from .harc_report import write_harc_report
+    from .scores import write_scores_report
+
+    chosen = list(dict.fromkeys(which))
+    unknown = [w for w in chosen if w not in REPORTS]
+    if unknown or not chosen:
+        raise ReportInputError(f"unknown report {', '.join(unknown) or '(none)'}; choose from {', '.join(REPORTS)}")
+    db = Path(db_path)
+    out = Path(out_dir)
+    truth = Path(ground_truth) if ground_truth is not None else None
+    if truth is not None and not truth.is_file():
+        raise ReportInputError(f"--ground-truth {truth} is not a file")
+    game_dirs = tuple(Path(g) for g in games) if games is not None else ()
+    explore = ExploreOptions(games_dirs=(*game_dirs, default_environments_dir()),
+                             max_nodes=explore_max_nodes if explore_max_nodes is not None else EXPLORE_MAX_NODES,
+                             seconds=explore_seconds if explore_seconds is not None else EXPLORE_SECONDS)
+    written: dict[str, Path] = {}
+    with Workspace(db, read_only=True) as ws:
+        for name in chosen:
+            ctx, cmd = ReportContext(ws), command or f"arcstudy report {name}"
+            if name == "calibration":
+                written[name] = write_calibration_report(ctx, out, ground_truth=truth, explore=explore, command=cmd)
+            elif name == "scores":
+                written[name] = write_scores_report(ctx, out, policy=policy, command=cmd)
+            else:
+                written[name] = write_harc_report(ctx, out, command=cmd)
+    return written
+

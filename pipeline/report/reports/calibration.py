@@ -1,0 +1,519 @@
+"""The calibration report: is each game "easy for humans" by the paper's protocol, and where do people struggle?
+
+Per game (spec/study-protocol.md §3): the inclusion bar (at least `solvability.min_full_solvers` participants
+fully solved it on first contact), players and full solvers, completion by level with Wilson intervals and the
+drop-off level, attempt durations by outcome (the paper's Figure 5), actions by level against the optimal, best
+first run and baseline (Figure 6), recomputed baselines against the published ones, the low-effort exclusions
+and why (precision and recall against a ground-truth file when one is given), and a short list of levels a
+designer should look at.
+
+Everything is read from the out tables `arcstudy build` wrote; nothing is recomputed except what only the report
+needs (the comparison with published baselines, the ground-truth evaluation and, when game files are at hand,
+the state-graph explorer's random-policy win probabilities).
+
+Designer's list, with the thresholds and why:
+- completion spike: a level that at most `SPIKE_CONDITIONAL_MAX` (70 %) of the people who completed the previous
+  level complete, with at least `SPIKE_MIN_PLAYERS` players: the paper diagnoses failing environments by
+  consistent drop-off points, and a game whose levels compose earlier mechanics should lose few people per level;
+- effort spike: a level whose baseline is at least `EFFORT_SPIKE_RATIO` (3x) the previous level's: difficulty
+  should come from composing mechanics, and a tripling of the typical human's actions is worth a replay review;
+- random-policy wins: a level other than level 1 that the uniform random policy wins with probability above
+  `RANDOM_WIN_THRESHOLD` (1 in 10,000, the paper's acceptance threshold; level 1 is a tutorial that random agents
+  may win by design);
+- moved baselines: the levels whose recomputed baseline differs most from the published one, relative to the
+  published value, when the change is at least `BASELINE_MOVE_MIN` (25 %).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from pipeline.report.figures import save_figure
+from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
+
+from .common import ReportContext, ReportInputError, clear_previous, minutes, report_manifest, write_manifest
+
+SPIKE_CONDITIONAL_MAX = 0.7
+SPIKE_MIN_PLAYERS = 3
+EFFORT_SPIKE_RATIO = 3.0
+RANDOM_WIN_THRESHOLD = 1e-4
+BASELINE_MOVE_MIN = 0.25
+DESIGNER_LIST_MAX = 12
+PAPER_MEDIAN_MIN = {"all": 7.4, "successful": 8.1, "unsuccessful": 5.9, "unsuccessful_under_soft_limit": 4.7}
+
+GAME_FACT_LABELS = {
+    "is_included": "passes the inclusion bar", "n_levels": "levels", "n_players": "players",
+    "n_full_solvers": "full solvers (first contact)", "full_solve_rate": "full-solve rate",
+    "min_full_solvers": "full solvers needed", "drop_off_level": "drop-off level",
+    "max_completion_drop": "completion fall at the drop-off level", "n_analysis_attempts": "analysis attempts",
+    "median_successful_min": "median successful attempt (min)",
+    "median_unsuccessful_min": "median unsuccessful attempt (min)", "has_published_baseline": "published baseline",
+}
+
+# The explorer: a node budget per level (deterministic) and a wall-clock budget for the whole report (a safety cap).
+EXPLORE_MAX_NODES = 2_000
+EXPLORE_SECONDS = 30.0
+
+__all__ = ["ExploreOptions", "baseline_comparison", "build_config", "designer_list", "evaluate_exclusions",
+           "explore_levels", "published_baselines", "read_ground_truth", "write_calibration_report"]
+
+
+@dataclass(frozen=True)
+class ExploreOptions:
+    """State-graph exploration of every level of the studied games found under games_dirs."""
+
+    games_dirs: tuple[Path, ...] = ()
+    max_nodes: int = EXPLORE_MAX_NODES
+    seconds: float = EXPLORE_SECONDS  # total; 0 disables the explorer
+
+
+# --------------------------------------------------------------------------------------------------------
+# inputs
+# --------------------------------------------------------------------------------------------------------
+def build_config(ctx: ReportContext):
+    """The configuration of the build that made the tables (from its run manifest), else the defaults."""
+    from pipeline.config import ConfigError, load_config, resolve
+
+    if ctx.ws.has_table("runs"):
+        rows = ctx.ws.read("SELECT manifest_json FROM runs WHERE command LIKE 'arcstudy build%' "
+                           "ORDER BY started_at DESC, run_id DESC LIMIT 1")
+        if rows.height:
+            config = json.loads(rows["manifest_json"][0]).get("config") or {}
+            try:
+                return resolve({k: v for k, v in config.items() if isinstance(v, dict)}, origin="build manifest")
+            except ConfigError:
+                pass
+    return load_config()
+
+
+def published_baselines(ctx: ReportContext, rule: str) -> pl.DataFrame:
+    """(game_id, published: list[int], published_source): the game's metadata baseline_actions from
+    core_arc3__environments (latest download), else the shipped reference CSV for public games."""
+    from pipeline.scoring.baseline_sources import REFERENCE_CSV
+    from pipeline.transforms.baselines import read_published
+
+    rows: dict[str, tuple[list[int], str]] = {}
+    envs = ctx.table("core_arc3__environments", order_by="game_id, date_downloaded NULLS FIRST, file_id")
+    for game_id, values in envs.select("game_id", "baseline_actions").iter_rows():
+        if values:
+            rows[game_id] = ([int(v) for v in values], "metadata (core_arc3__environments)")
+    if REFERENCE_CSV.is_file():
+        ctx.add_input(REFERENCE_CSV)
+        ref = read_published(REFERENCE_CSV, rule)
+        for game_id, ref_rule, values in ref.iter_rows():
+            if game_id not in rows and values:
+                rows[game_id] = (values, f"reference CSV ({ref_rule or 'rule unknown'})")
+    return pl.DataFrame([(g, v, s) for g, (v, s) in sorted(rows.items())], orient="row",
+                        schema={"game_id": pl.String, "published": pl.List(pl.Int64), "published_source": pl.String})
+
+
+def baseline_comparison(level_baselines: pl.DataFrame, published: pl.DataFrame, rule: str) -> pl.DataFrame:
+    """Level by level: recomputed (under rule) vs published, with the absolute and relative change."""
+    from pipeline.transforms.baselines import compare_baselines, game_baselines
+
+    ours = game_baselines(level_baselines, rule)
+    pub = published.select("game_id", pl.lit(None, pl.String).alias("published_rule"),
+                           pl.col("published").alias("baseline_actions"))
+    diff = compare_baselines(ours, pub).drop("published_rule")
+    return (diff.join(published.select("game_id", "published_source"), on="game_id", how="left")
+            .rename({"ours": "recomputed"})
+            .with_columns(pl.lit(rule).alias("baseline_rule"),
+                          (pl.col("delta") / pl.col("published")).alias("relative_change"))
+            .select("game_id", "level_index", "baseline_rule", "recomputed", "published", "delta", "relative_change",
+                    "status", "published_source")
+            .sort("game_id", "level_index"))
+
+
+def read_ground_truth(path: Path) -> pl.DataFrame:
+    """A ground-truth CSV: is_low_effort plus participant_id and/or session_id (what the simulator writes
+    to ground_truth/arc3_participants.csv)."""
+    try:
+        df = pl.read_csv(path, infer_schema=False)
+    except (OSError, pl.exceptions.PolarsError) as err:
+        raise ReportInputError(f"--ground-truth {path}: cannot read it as CSV ({err})") from err
+    keys = [c for c in ("participant_id", "session_id") if c in df.columns]
+    if "is_low_effort" not in df.columns or not keys:
+        raise ReportInputError(f"--ground-truth {path}: needs columns is_low_effort and participant_id or "
+                               f"session_id; has {df.columns}")
+    truthy, falsy = {"true", "1", "yes", "t", "y"}, {"false", "0", "no", "f", "n"}
+    bad = df.filter(~pl.col("is_low_effort").str.to_lowercase().str.strip_chars().is_in(truthy | falsy))
+    if bad.height:
+        raise ReportInputError(f"--ground-truth {path}: is_low_effort must be true/false, got "
+                               f"{bad['is_low_effort'].head(3).to_list()}")
+    return df.select(*keys, pl.col("is_low_effort").str.to_lowercase().str.strip_chars().is_in(truthy))
+
+
+def evaluate_exclusions(features: pl.DataFrame, truth: pl.DataFrame) -> tuple[dict[str, Any], pl.DataFrame]:
+    """Detector decisions against ground truth, per participant (per session when the truth has no participant
+    ids). Only judged people count (those with a row in out_study__session_features)."""
+    key = "participant_id" if "participant_id" in truth.columns else "session_id"
+    judged = (features.filter(pl.col(key).is_not_null())
+              .group_by(key).agg(pl.col("is_low_effort_excluded").any().alias("is_excluded"),
+                                 pl.col("reason_codes").list.explode(keep_nulls=False, empty_as_null=False).unique().sort()
+                                 .alias("reason_codes")))
+    rows = (judged.join(truth.select(key, "is_low_effort").unique(key, keep="first"), on=key, how="left")
+            .with_columns(pl.when(pl.col("is_low_effort").is_null()).then(pl.lit("not in ground truth"))
+                          .when(pl.col("is_excluded") & pl.col("is_low_effort")).then(pl.lit("true positive"))
+                          .when(pl.col("is_excluded")).then(pl.lit("false positive"))
+                          .when(pl.col("is_low_effort")).then(pl.lit("false negative"))
+                          .otherwise(pl.lit("true negative")).alias("outcome"))
+            .sort(key))
+    counts = {k: rows.filter(pl.col("outcome") == k).height
+              for k in ("true positive", "false positive", "false negative", "true negative", "not in ground truth")}
+    tp, fp, fn = counts["true positive"], counts["false positive"], counts["false negative"]
+    stats = {
+        "compared per": key,
+        "judged and labelled": tp + fp + fn + counts["true negative"],
+        **counts,
+        "precision": tp / (tp + fp) if tp + fp else None,
+        "recall": tp / (tp + fn) if tp + fn else None,
+    }
+    return stats, rows
+
+
+def explore_levels(game_levels: dict[str, int], options: ExploreOptions) -> tuple[pl.DataFrame, list[str]]:
+    """Random-policy win probability bounds and BFS-optimal actions per level (1-based level_index), for the
+    games found under options.games_dirs; returns (table, notes)."""
+    schema = {"game_id": pl.String, "level_index": pl.Int64, "verdict": pl.String, "random_win_lower": pl.Float64,
+              "random_win_upper": pl.Float64, "optimal_actions": pl.Int64, "n_nodes": pl.Int64,
+              "is_complete": pl.Boolean}
+    notes: list[str] = []
+    if options.seconds <= 0 or not game_levels:
+        return pl.DataFrame(schema=schema), (["explorer disabled (--explore-seconds 0)"] if options.seconds <= 0
+                                             else [])
+    try:
+        from pipeline.explore.analysis import analyse
+        from pipeline.explore.env import Session, discover
+        from pipeline.explore.graph import explore_level
+    except ImportError as err:  # the explorer is optional for the report: say so, never fail silently
+        return pl.DataFrame(schema=schema), [f"state-graph explorer not available: {err}"]
+    sources = {}
+    for folder in options.games_dirs:
+        if Path(folder).is_dir():
+            for src in discover(folder):
+                sources.setdefault(src.game_id, src)
+    missing = sorted(set(game_levels) - set(sources))
+    if missing:
+        notes.append(f"no game files for {', '.join(missing)} under "
+                     f"{', '.join(str(d) for d in options.games_dirs) or '(no folder)'}: not explored")
+    # Level by level across games, so a spent budget leaves the hardest (last) levels unexplored, not whole games.
+    todo = sorted(((g, lvl) for g in game_levels if g in sources for lvl in range(game_levels[g])),
+                  key=lambda gl: (gl[1], gl[0]))
+    rows = []
+    deadline = time.monotonic() + options.seconds
+    per_level = options.seconds / len(todo) if todo else 0.0
+    sessions: dict[str, Any] = {}
+    for game_id, level in todo:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            notes.append(f"explorer time budget ({options.seconds:g} s) spent: later levels not explored")
+            break
+        try:
+            session = sessions.get(game_id) or sessions.setdefault(game_id, Session(sources[game_id]))
+            graph = explore_level(session, level, max_nodes=options.max_nodes,
+                                  max_seconds=None if math.isinf(remaining) else max(0.5, min(remaining, 2 * per_level)))
+            m = analyse(graph)
+        except Exception as err:  # noqa: BLE001 - a game the explorer cannot run is reported, not fatal
+            notes.append(f"{game_id} level {level + 1}: explorer failed ({type(err).__name__}: {err})")
+            continue
+        lower, upper = float(m.random_win_lower), float(m.random_win_upper)
+        if lower > RANDOM_WIN_THRESHOLD:
+            verdict = "tutorial: random wins allowed" if level == 0 else "random policy wins too often"
+        elif upper <= RANDOM_WIN_THRESHOLD:
+            verdict = "passes"
+        else:
+            verdict = "undetermined within the budget"
+        rows.append((game_id, level + 1, verdict, lower, upper, m.optimal_actions, m.nodes, m.complete))
+    return pl.DataFrame(rows, schema=schema, orient="row").sort("game_id", "level_index"), notes
+
+
+def designer_list(completion: pl.DataFrame, points: pl.DataFrame, explored: pl.DataFrame,
+                  comparison: pl.DataFrame) -> list[str]:
+    """The levels a designer should look at, most telling first within each kind (module docstring)."""
+    items: list[str] = []
+    spikes = (completion.filter((pl.col("level_index") > 1) & (pl.col("n_players") >= SPIKE_MIN_PLAYERS)
+                                & (pl.col("conditional_completion_rate") <= SPIKE_CONDITIONAL_MAX))
+              .sort("conditional_completion_rate", "game_id", "level_index"))
+    for r in spikes.iter_rows(named=True):
+        items.append(f"{r['game_id']} level {r['level_index']}: completion spike: only "
+                     f"{r['conditional_completion_rate']:.0%} of those who completed level {r['level_index'] - 1} "
+                     f"completed it ({r['completion_rate']:.0%} of {r['n_players']} players overall)"
+                     + (" (the drop-off level)" if r["is_drop_off_level"] else ""))
+    effort = (points.sort("game_id", "level_index")
+              .with_columns(pl.col("baseline_value").shift(1).over("game_id").alias("previous"))
+              .filter(pl.col("previous").is_not_null() & (pl.col("previous") > 0)
+                      & (pl.col("baseline_value") >= EFFORT_SPIKE_RATIO * pl.col("previous")))
+              .with_columns((pl.col("baseline_value") / pl.col("previous")).alias("ratio"))
+              .sort("ratio", descending=True))
+    for r in effort.iter_rows(named=True):
+        items.append(f"{r['game_id']} level {r['level_index']}: effort spike: baseline {r['baseline_value']:g} "
+                     f"actions, {r['ratio']:.1f}x level {r['level_index'] - 1}'s {r['previous']:g}")
+    if explored.height:
+        for r in explored.filter(pl.col("verdict") == "random policy wins too often").iter_rows(named=True):
+            items.append(f"{r['game_id']} level {r['level_index']}: a random policy wins it with probability at "
+                         f"least {_prob(r['random_win_lower'])} (threshold 1 in 10,000)")
+    moved = (comparison.filter(pl.col("relative_change").abs() >= BASELINE_MOVE_MIN)
+             .sort(pl.col("relative_change").abs(), "game_id", "level_index", descending=[True, False, False]))
+    for r in moved.head(5).iter_rows(named=True):
+        items.append(f"{r['game_id']} level {r['level_index']}: baseline moved {r['relative_change']:+.0%} "
+                     f"(recomputed {r['recomputed']:g} vs published {r['published']})")
+    return items[:DESIGNER_LIST_MAX] + ([f"... and {len(items) - DESIGNER_LIST_MAX} more in the tables below"]
+                                        if len(items) > DESIGNER_LIST_MAX else [])
+
+
+def _prob(p: float) -> str:
+    if p <= 0:
+        return "0"
+    return f"1 in {1 / p:,.0f}" if p < 0.01 else f"{p:.3g}"
+
+
+# --------------------------------------------------------------------------------------------------------
+# figures
+# --------------------------------------------------------------------------------------------------------
+def baseline_chart(comparison: pl.DataFrame, games: Sequence[str]):
+    df = (comparison.filter(pl.col("game_id").is_in(list(games)))
+          .select("game_id", "level_index", "recomputed", pl.col("published").cast(pl.Float64))
+          .unpivot(index=["game_id", "level_index"], variable_name="baseline", value_name="actions")
+          .drop_nulls("actions"))
+    if df.filter(pl.col("baseline") == "published").height == 0:
+        return None
+    return alt.Chart(df).mark_line(point=True).encode(
+        x=alt.X("level_index:O", title="level", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("actions:Q", title="baseline actions"),
+        color=alt.Color("baseline:N", scale=alt.Scale(domain=["recomputed", "published"])),
+        tooltip=["game_id:N", "level_index:O", "baseline:N", "actions:Q"],
+    ).properties(width=180, height=140).facet(facet=alt.Facet("game_id:N", title=None), columns=4).properties(
+        title="Recomputed vs published baselines")
+
+
+# --------------------------------------------------------------------------------------------------------
+# the report
+# --------------------------------------------------------------------------------------------------------
+def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth: Path | None = None,
+                             explore: ExploreOptions | None = None, command: str = "arcstudy report calibration"
+                             ) -> Path:
+    """Write <out_dir>/calibration.html, its tables as <out_dir>/calibration__<table>.csv and .parquet, its figures under
+    <out_dir>/figures/calibration/ and its run manifest <out_dir>/calibration.manifest.json."""
+    from pipeline.transforms.figures import actions_chart, completion_chart, durations_chart, top_games
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    clear_previous(out_dir, "calibration")
+    explore = explore or ExploreOptions()
+    truth = None
+    if ground_truth is not None:
+        truth = read_ground_truth(ground_truth)
+        ctx.add_input(ground_truth)
+    config = build_config(ctx)
+    solv = ctx.table("out_arc3__game_solvability")
+    completion = ctx.table("out_arc3__level_completion")
+    durations = ctx.table("out_arc3__durations_summary")
+    points = ctx.table("out_arc3__level_reference_points")
+    level_baselines = ctx.table("out_arc3__level_baselines")
+    attempts = ctx.table("out_arc3__attempts", order_by="guid")
+    features = ctx.table("out_study__session_features")
+    removed = ctx.table("out_study__low_effort_exclusions")
+    rule = config.baselines.rule
+    sections: list[Section] = [Prose("What this report shows", (
+        "Human calibration of each game by the ARC-AGI-3 protocol: a game is kept when at least "
+        f"{config.solvability.min_full_solvers} participants fully solved it on first contact. Completion by level "
+        "shows where people drop off; durations, actions and baselines show how hard each level is; low-effort "
+        "sessions are excluded before any of it is computed.\n\n"
+        f"Read from the tables of arcstudy build in {ctx.db_path.name}; baselines under the {rule} rule."))]
+    figures: dict[str, dict[str, Path]] = {}
+    fig_dir = out_dir / "figures" / "calibration"
+    if solv.height == 0:
+        sections.append(Callout("No calibration data", [
+            f"{ctx.db_path} has no built study (out_arc3__game_solvability is empty or missing): run arcstudy "
+            "ingest on the recordings and session manifest, then arcstudy build."], kind="warning"))
+        return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule)
+
+    game_levels = {g: int(n) for g, n in solv.select("game_id", "n_levels").iter_rows() if n}
+    explored, explore_notes = explore_levels(game_levels, explore)
+    if explored.height:
+        points = _fill_optimal(points, explored, explore)
+    published = published_baselines(ctx, rule)
+    comparison = baseline_comparison(level_baselines, published, rule)
+    analysis = attempts.filter(pl.col("is_analysis_attempt"))
+
+    # -- overview ------------------------------------------------------------------------------------
+    overall = durations.filter(pl.col("scope_id") == "all")
+    med = {r["outcome_group"]: r["median_duration_s"] for r in overall.iter_rows(named=True)}
+    n_included = solv.filter(pl.col("is_included")).height
+    facts: dict[str, Any] = {
+        "games": solv.height,
+        f"games passing the inclusion bar (>= {config.solvability.min_full_solvers} full solvers)": n_included,
+        "participants": attempts["participant_id"].drop_nulls().n_unique(),
+        "participant recordings": attempts.height,
+        "analysis attempts (first contact, > 30 actions, < 30 min, not low effort)": analysis.height,
+        "sessions excluded as low effort": features.filter(pl.col("is_low_effort_excluded")).height,
+    }
+    for group, label in (("all", "median attempt"), ("successful", "median successful attempt"),
+                         ("unsuccessful", "median unsuccessful attempt")):
+        value = med.get(group)
+        facts[f"{label} (paper: {PAPER_MEDIAN_MIN[group]} min)"] = (
+            f"{value / 60:.1f} min" if value is not None else None)
+    sections.append(Facts("Study at a glance", facts))
+    designer = designer_list(completion, points, explored, comparison)
+    sections.append(Callout("Levels a designer should look at", designer or [
+        "Nothing flagged: no completion or effort spike, no level a random policy wins, no baseline that moved "
+        f"by {BASELINE_MOVE_MIN:.0%} or more."], kind="warning" if designer else "note"))
+    failing = solv.filter(~pl.col("is_included"))
+    if failing.height:
+        sections.append(Callout("Games failing the inclusion bar", [
+            f"{r['game_id']}: {r['n_full_solvers']} full solver(s) of {r['n_players']} players (needs "
+            f"{r['min_full_solvers']})" + (f"; people drop off at level {r['drop_off_level']}"
+                                           if r["drop_off_level"] else "")
+            for r in failing.iter_rows(named=True)], kind="error"))
+
+    per_game = _per_game(solv, durations, analysis, published)
+    sections.append(Table("Games and the inclusion bar", per_game, name="calibration__games",
+                          caption="One row per game: players (analysis attempts), full solvers on first contact, "
+                                  "whether the game passes the bar, the drop-off level (largest fall in completion "
+                                  "from one level to the next) and median attempt minutes by outcome."))
+
+    # -- completion ----------------------------------------------------------------------------------
+    games = top_games(attempts, max(len(game_levels), 1))
+    chart = completion_chart(completion, games)
+    if chart is not None:
+        figures["completion_by_level"] = save_figure(chart, fig_dir, "completion_by_level")
+        sections.append(Figure("Completion by level", figures["completion_by_level"],
+                               caption="Share of players who completed each level, with "
+                                       f"{config.solvability.confidence_level:.0%} Wilson intervals."))
+    sections.append(Table("Completion rates by level", completion, name="calibration__level_completion",
+                          caption="conditional_completion_rate: completers of this level / completers of the "
+                                  "previous one; is_drop_off_level marks the game's largest fall."))
+
+    # -- durations -----------------------------------------------------------------------------------
+    chart = durations_chart(attempts, config)
+    if chart is not None:
+        figures["durations_by_outcome"] = save_figure(chart, fig_dir, "durations_by_outcome")
+        sections.append(Figure("Attempt duration by outcome", figures["durations_by_outcome"],
+                               caption="Analysis attempts, successful (every level) vs not, with the 20-minute "
+                                       "soft limit and the 30-minute cutoff (the paper's Figure 5)."))
+    sections.append(Table("Durations by outcome", durations.with_columns(
+        minutes("median_duration_s"), minutes("mean_duration_s"), minutes("p25_duration_s"),
+        minutes("p75_duration_s")).drop("median_duration_s", "mean_duration_s", "p25_duration_s", "p75_duration_s"),
+        name="calibration__durations_summary", caption="Minutes; scope all is every game together."))
+
+    # -- actions by level ----------------------------------------------------------------------------
+    chart = actions_chart(points, games)
+    if chart is not None:
+        figures["actions_by_level"] = save_figure(chart, fig_dir, "actions_by_level")
+        sections.append(Figure("Actions by level", figures["actions_by_level"],
+                               caption="Optimal playthrough (state-graph explorer), best first run (fewest actions "
+                                       f"of any participant) and the {rule} baseline (the paper's Figure 6)."))
+    sections.append(Table("Reference points by level", points, name="calibration__level_reference_points",
+                          caption="best_minus_optimal is the cost of exploration and learning."))
+
+    # -- baselines -----------------------------------------------------------------------------------
+    chart = baseline_chart(comparison, games)
+    if chart is not None:
+        figures["baselines_vs_published"] = save_figure(chart, fig_dir, "baselines_vs_published")
+        sections.append(Figure("Recomputed vs published baselines", figures["baselines_vs_published"]))
+    n_pub = published.filter(pl.col("game_id").is_in(list(game_levels))).height
+    sections.append(Table("Recomputed vs published baselines", comparison, name="calibration__baseline_comparison",
+                          caption=f"Recomputed under {rule} from eligible first runs; published = the game's "
+                                  "metadata baseline_actions (core_arc3__environments), else the shipped reference "
+                                  f"CSV for public games. {n_pub} of {len(game_levels)} games have a published "
+                                  "baseline."))
+
+    # -- low effort ----------------------------------------------------------------------------------
+    excluded = features.filter(pl.col("is_low_effort_excluded"))
+    sections.append(Table("Low-effort exclusions", excluded.select(
+        "unit_id", "participant_id", "reason", "reason_codes", "unit_kind", "n_environments", "n_recordings",
+        "abandonment_rate", "short_play_share", "relative_actions_median", "relative_duration_median"),
+        name="calibration__low_effort_exclusions",
+        caption="Units (sessions, or recordings outside any session) the detector excluded, and why. A slow "
+                "participant scores above 1 relative to the cohort and is never caught."))
+    sections.append(Table("Recordings removed by the exclusions", removed, name="calibration__low_effort_removed_recordings"))
+    if truth is not None:
+        stats, rows = evaluate_exclusions(features, truth)
+        sections.append(Facts("Exclusions against ground truth", stats))
+        sections.append(Table("Detector decisions against ground truth", rows, name="calibration__low_effort_ground_truth",
+                              caption=f"From {ground_truth}; one row per judged "
+                                      f"{stats['compared per'].removesuffix('_id')}."))
+
+    # -- explorer ------------------------------------------------------------------------------------
+    if explored.height or explore_notes:
+        if explored.height:
+            sections.append(Table("Random-policy win probability (state-graph explorer)", explored,
+                                  name="calibration__random_win_probability",
+                                  caption=f"Bounds on the probability that a uniformly random policy wins the level "
+                                          f"from its start (exact when the graph is complete); up to "
+                                          f"{explore.max_nodes:,} states per level. Threshold: 1 in 10,000."))
+        if explore_notes:
+            sections.append(Callout("Explorer notes", explore_notes))
+
+    # -- per game ------------------------------------------------------------------------------------
+    for r in per_game.iter_rows(named=True):
+        game_facts = {GAME_FACT_LABELS.get(k, k): v for k, v in r.items() if k != "game_id"}
+        if explored.height:
+            ex = explored.filter(pl.col("game_id") == r["game_id"])
+            flagged = ex.filter(pl.col("verdict") == "random policy wins too often")["level_index"].to_list()
+            game_facts["levels a random policy wins"] = ", ".join(map(str, flagged)) if flagged else (
+                "none" if ex.height else "not explored")
+        sections.append(Facts(f"Game {r['game_id']}", game_facts))
+    return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule)
+
+
+def _fill_optimal(points: pl.DataFrame, explored: pl.DataFrame, explore: ExploreOptions) -> pl.DataFrame:
+    """Optimal actions from the explorer (BFS depth of the nearest win: exact once a win is found) where the
+    build had none."""
+    found = explored.filter(pl.col("optimal_actions").is_not_null()).select(
+        "game_id", "level_index", pl.col("optimal_actions").alias("_explored"))
+    if found.height == 0:
+        return points
+    label = f"explorer (report, BFS up to {explore.max_nodes:,} states)"
+    return (points.join(found, on=["game_id", "level_index"], how="left")
+            .with_columns(pl.when(pl.col("optimal_actions").is_null() & pl.col("_explored").is_not_null())
+                          .then(pl.lit(label)).otherwise(pl.col("optimal_source")).alias("optimal_source"),
+                          pl.coalesce("optimal_actions", "_explored").alias("optimal_actions"))
+            .with_columns((pl.col("best_first_run_actions") - pl.col("optimal_actions")).alias("best_minus_optimal"))
+            .drop("_explored"))
+
+
+def _per_game(solv: pl.DataFrame, durations: pl.DataFrame, analysis: pl.DataFrame,
+              published: pl.DataFrame) -> pl.DataFrame:
+    med = (durations.filter(pl.col("scope_id") != "all")
+           .pivot(on="outcome_group", index="scope_id", values="median_duration_s")
+           .rename({"scope_id": "game_id"}))
+    for group in ("successful", "unsuccessful"):
+        if group not in med.columns:
+            med = med.with_columns(pl.lit(None, pl.Float64).alias(group))
+    med = med.select("game_id", (pl.col("successful") / 60).alias("median_successful_min"),
+                     (pl.col("unsuccessful") / 60).alias("median_unsuccessful_min"))
+    n_attempts = analysis.group_by("game_id").agg(pl.len().alias("n_analysis_attempts"))
+    return (solv.join(n_attempts, on="game_id", how="left").join(med, on="game_id", how="left")
+            .join(published.select("game_id", pl.col("published").list.len().alias("n_published_levels")),
+                  on="game_id", how="left")
+            .select("game_id", "is_included", "n_levels", "n_players", "n_full_solvers", "full_solve_rate",
+                    "min_full_solvers", "drop_off_level", "max_completion_drop",
+                    pl.col("n_analysis_attempts").fill_null(0), "median_successful_min", "median_unsuccessful_min",
+                    (pl.col("n_published_levels").is_not_null()).alias("has_published_baseline"))
+            .sort("game_id"))
+
+
+def _finish(ctx: ReportContext, out_dir: Path, sections: list[Section], figures: dict[str, dict[str, Path]],
+            command: str, ground_truth: Path | None, explore: ExploreOptions, rule: str) -> Path:
+    manifest = report_manifest(ctx, report="calibration", command=command, config={
+        "out": str(out_dir), "ground_truth": str(ground_truth) if ground_truth else None, "baseline_rule": rule,
+        "games_dirs": [str(d) for d in explore.games_dirs], "explore_max_nodes": explore.max_nodes,
+        "explore_seconds": explore.seconds, "random_win_threshold": RANDOM_WIN_THRESHOLD,
+        "spike_conditional_max": SPIKE_CONDITIONAL_MAX, "effort_spike_ratio": EFFORT_SPIKE_RATIO,
+        "baseline_move_min": BASELINE_MOVE_MIN})
+    for paths in figures.values():
+        for path in paths.values():
+            manifest.add_output(path)
+    html = render_report("Calibration report", sections, manifest, out_dir / "calibration.html",
+                         subtitle="Does each game pass the human inclusion bar, and where do people struggle?")
+    write_manifest(manifest, html)
+    return html

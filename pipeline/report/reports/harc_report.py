@@ -1,0 +1,248 @@
+"""The H-ARC report: the paper's tables and figures regenerated from the out_harc__* tables in the database.
+
+One release generation (osf-current when present, else 2024, as `arcstudy harc-analyses` chooses) is shown,
+with the value the H-ARC paper reports beside each number it reports (spec/study-protocol.md §4), so a
+reader sees at once how the data at hand compare with the published study. Figures are drawn by
+pipeline.harc.figures from the same tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
+
+from .common import ReportContext, clear_previous, report_manifest, write_manifest
+
+__all__ = ["PAPER", "choose_release", "versus_paper", "write_harc_report"]
+
+# What the H-ARC paper reports (spec/study-protocol.md §4), per split.
+PAPER: dict[str, dict[str, Any]] = {
+    "training": {
+        "k_accuracy": {1: 0.599, 2: 0.726, 3: 0.762}, "bounds_3": (0.733, 0.772), "share_all_solved": 0.401,
+        "share_none_solved": 0.086, "n_tasks_solved_by_all": 74, "n_tasks_solved_by_none": 5,
+        "n_participants": 783, "n_tasks": 400, "n_task_attempts": 7924, "n_unique_states": 127_146,
+        "n_action_rows": 241_697, "mean_attempts_to_solution": 1.3, "share_incorrect_size_correct": 0.682,
+        "share_copy_errors": 0.100, "mean_normalized_edit_distance": 0.19, "divergence_r": -0.81,
+        "time_per_attempt_s": 4 * 60 + 19, "thinking_time_per_attempt_s": 66,
+    },
+    "evaluation": {
+        "k_accuracy": {1: 0.478, 2: 0.602, 3: 0.642}, "bounds_3": (0.559, 0.689), "share_all_solved": 0.338,
+        "share_none_solved": 0.167, "n_tasks_solved_by_all": 22, "n_tasks_solved_by_none": 5,
+        "n_participants": 946, "n_tasks": 400, "n_task_attempts": 7820, "n_unique_states": 208_214,
+        "n_action_rows": 344_569, "mean_attempts_to_solution": 1.4, "share_incorrect_size_correct": 0.735,
+        "share_copy_errors": 0.092, "mean_normalized_edit_distance": 0.19, "divergence_r": -0.88,
+        "time_per_attempt_s": 6 * 60 + 39, "thinking_time_per_attempt_s": 97,
+    },
+}
+SPLITS = ("training", "evaluation")
+FIGURE_TITLES = {
+    "harc_fig5_tasks_by_min_solvers": ("Tasks solved by at least N participants (Figure 5)",
+                                       "Share of tasks with at least N solvers within three attempts, per split."),
+    "harc_fig6_participant_solve_share": ("Per-participant accuracy (Figure 6)",
+                                          "Distribution of the share of a participant's finished tasks solved."),
+    "harc_accuracy_bounds": ("Accuracy with pessimistic and optimistic bounds",
+                             "Missing tasks imputed as failures (pessimistic) or successes (optimistic)."),
+    "harc_time_distributions": ("Time per task", "Time per task normalised by attempts, time to first action and "
+                                                 "thinking time (solved tasks)."),
+    "harc_error_divergence_vs_success": ("Error divergence against task success",
+                                         "Distinct incorrect grids / submissions per task against its solve rate."),
+    "harc_accuracy_by_position": ("Accuracy by task position", "Learning across the session: 3-attempt accuracy "
+                                                               "by the task's position."),
+}
+FIGURE_TABLES = ("out_harc__tasks_by_min_solvers", "out_harc__participant_accuracy", "out_harc__accuracy_bounds",
+                 "out_harc__task_outcomes", "out_harc__task_errors", "out_harc__position_accuracy")
+
+
+TABLE2_MEASURES = (
+    ("n_participants", "participants"), ("n_tasks", "tasks"), ("n_participant_tasks", "participant-tasks"),
+    ("n_task_attempts", "attempts"), ("n_unique_states", "unique visited states"),
+    ("n_action_rows", "action-trace rows"), ("mean_attempts_to_solution", "average attempts to solution"))
+ERROR_MEASURES = (
+    ("n_submits", "submissions"), ("n_incorrect_submits", "incorrect submissions"),
+    ("share_incorrect_size_correct", "incorrect with the right height and width"),
+    ("mean_normalized_edit_distance", "normalised edit distance (correct size)"),
+    ("share_copy_errors", "copy errors (share of incorrect)"), ("share_copy_train_input", "  copy of a train input"),
+    ("share_copy_train_output", "  copy of a train output"), ("share_copy_test_input", "  copy of the test input"))
+
+
+def versus_paper(df: pl.DataFrame, measures: Sequence[tuple[str, str]]) -> pl.DataFrame:
+    """One row per measure: the value per split beside the paper's (as in the paper's tables)."""
+    by_split = {r["task_split"]: r for r in df.iter_rows(named=True)}
+    rows = []
+    for column, label in measures:
+        row: dict[str, Any] = {"measure": label, "column": column}
+        for split in SPLITS:
+            value = by_split.get(split, {}).get(column)
+            row[split] = None if value is None else float(value)
+            paper = _paper(split, column)
+            row[f"{split}_paper"] = None if paper is None else float(paper)
+        rows.append(row)
+    schema = {"measure": pl.String, "column": pl.String} | {
+        c: pl.Float64 for split in SPLITS for c in (split, f"{split}_paper")}
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def choose_release(present: list[str]) -> str | None:
+    from pipeline.harc.build import RELEASE_PREFERENCE
+
+    preferred = [r for r in RELEASE_PREFERENCE if r in present]
+    return preferred[0] if preferred else (sorted(present)[0] if present else None)
+
+
+def _paper(split: str, key: str) -> Any:
+    return PAPER.get(split, {}).get(key)
+
+
+def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcstudy report harc") -> Path:
+    """Write <out_dir>/harc.html, its tables as <out_dir>/harc__<table>.csv and .parquet, its figures under
+    <out_dir>/figures/harc/ and its run manifest <out_dir>/harc.manifest.json."""
+    from pipeline.harc.figures import write_figures
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    clear_previous(out_dir, "harc")
+    present = (ctx.ws.read("SELECT DISTINCT release_generation FROM out_harc__split_accuracy ORDER BY 1")
+               ["release_generation"].to_list() if ctx.ws.has_table("out_harc__split_accuracy") else [])
+    release = choose_release(present)
+    sections: list[Section] = [Prose("What this report shows", (
+        "The H-ARC paper's results (LeGris et al.: human performance on the ARC training and evaluation sets) "
+        "regenerated from the action traces in the database by arcstudy harc-analyses. Beside each number the "
+        "paper reports is the paper's value, for comparison.\n\n"
+        + (f"Release generation {release}" + (f" (also in the database: {', '.join(p for p in present if p != release)})"
+                                             if len(present) > 1 else "") + "." if release else "")))]
+    figures: dict[str, dict[str, Path]] = {}
+    if release is None:
+        sections.append(Callout("No H-ARC analyses", [
+            f"{ctx.db_path} has no H-ARC analyses (out_harc__split_accuracy is empty or missing): run arcstudy "
+            "ingest on the H-ARC release, then arcstudy harc-analyses."], kind="warning"))
+        return _finish(ctx, out_dir, sections, figures, command, release)
+
+    def table(name: str) -> pl.DataFrame:
+        return ctx.table(name, "release_generation = ?", [release]).drop("release_generation")
+
+    split_acc = table("out_harc__split_accuracy")
+    desc = table("out_harc__split_descriptives")
+    bounds = table("out_harc__accuracy_bounds")
+    errors = table("out_harc__error_summary")
+    times = table("out_harc__time_summary")
+    tests = table("out_harc__statistical_tests")
+    first = table("out_harc__first_actions")
+    learning = table("out_harc__learning_model")
+    fig_tables = {name: table(name) for name in FIGURE_TABLES}
+
+    # -- at a glance ---------------------------------------------------------------------------------
+    facts: dict[str, Any] = {"release generation": release}
+    for r in desc.iter_rows(named=True):
+        facts[f"{r['task_split']}: participants / tasks"] = f"{r['n_participants']:,} / {r['n_tasks']:,}"
+    for r in split_acc.filter(pl.col("max_attempts") == 3).iter_rows(named=True):
+        paper = _paper(r["task_split"], "k_accuracy") or {}
+        facts[f"{r['task_split']}: 3-attempt accuracy (paper {paper.get(3, 0):.1%})"] = f"{r['mean_task_accuracy']:.1%}"
+    sections.append(Facts("At a glance", facts))
+
+    # -- accuracy ------------------------------------------------------------------------------------
+    acc = (split_acc.with_columns(
+        pl.struct("task_split", "max_attempts").map_elements(
+            lambda s: (_paper(s["task_split"], "k_accuracy") or {}).get(s["max_attempts"]),
+            return_dtype=pl.Float64).alias("paper_mean_task_accuracy"))
+        .select("task_split", "max_attempts", "n_tasks", "mean_task_accuracy", "paper_mean_task_accuracy",
+                "n_tasks_solved_by_any", "n_tasks_solved_by_all", "n_tasks_solved_by_none", "n_participants",
+                "share_participants_all_solved", "share_participants_none_solved")
+        .sort(pl.col("task_split").replace_strict({s: i for i, s in enumerate(SPLITS)}, default=9), "max_attempts"))
+    sections.append(Table("k-attempt accuracy", acc, name="harc__split_accuracy",
+                          caption="Task-averaged accuracy within k attempts (the paper: training 59.9 / 72.6 / "
+                                  "76.2 %, evaluation 47.8 / 60.2 / 64.2 %); tasks solved by any, all or no "
+                                  "participant; participants who solved all or none of their tasks (paper, 3 "
+                                  "attempts: 40.1 % / 8.6 % training, 33.8 % / 16.7 % evaluation)."))
+    paths, skipped = write_figures(out_dir / "figures" / "harc", fig_tables)
+    figures.update(paths)
+    for name in ("harc_fig5_tasks_by_min_solvers", "harc_fig6_participant_solve_share"):
+        _figure(sections, figures, name)
+
+    bounds_view = (bounds.with_columns(pl.struct("task_split", "max_attempts", "bound_kind").map_elements(
+        lambda s: _paper_bound(s["task_split"], s["max_attempts"], s["bound_kind"]), return_dtype=pl.Float64)
+        .alias("paper_bound_estimate"))
+        .select("task_split", "max_attempts", "bound_kind", "mean_task_accuracy", "bound_estimate",
+                "paper_bound_estimate", "bound_p025", "bound_p975", "n_simulations", "random_seed",
+                "n_imputed_participants", "n_imputed_tasks"))
+    sections.append(Table("Pessimistic and optimistic bounds", bounds_view, name="harc__accuracy_bounds",
+                          caption="For each participant who finished k < 5 tasks, 5 - k random tasks of the split "
+                                  "are imputed as failures (pessimistic) or successes (optimistic), averaged over "
+                                  "the simulations (paper, 3 attempts: training [73.3 %, 77.2 %], evaluation "
+                                  "[55.9 %, 68.9 %])."))
+    _figure(sections, figures, "harc_accuracy_bounds")
+
+    # -- Table 2 -------------------------------------------------------------------------------------
+    sections.append(Table("Descriptive statistics (Table 2)", versus_paper(desc, TABLE2_MEASURES),
+                          name="harc__split_descriptives", caption="Per split, beside the paper's values."))
+
+    # -- time ----------------------------------------------------------------------------------------
+    _figure(sections, figures, "harc_time_distributions")
+    sections.append(Table("Time per task (summary)", times.with_columns(
+        (pl.col("mean_s") / 60).alias("mean_min"), (pl.col("median_s") / 60).alias("median_min")),
+        name="harc__time_summary", caption="Paper means: time per task normalised by attempts 4m19s (training) vs 6m39s "
+                                     "(evaluation); thinking time per attempt 1m06s vs 1m37s."))
+    sections.append(Table("Statistical tests", tests, name="harc__statistical_tests",
+                          caption="Welch t-tests training vs evaluation (paper: time per attempt t(8874) = -21.63, "
+                                  "thinking time t(1505) = -6.90, output size t(798) = 6.81) and Pearson "
+                                  "correlations of error divergence with success (paper r = -0.81 training, "
+                                  "-0.88 evaluation)."))
+
+    # -- errors --------------------------------------------------------------------------------------
+    sections.append(Table("Errors", versus_paper(errors, ERROR_MEASURES), name="harc__error_summary",
+                          caption="Incorrect submissions with the right height and width, normalised edit distance "
+                                  "to the answer on correctly sized grids, and copy errors (a train input or output "
+                                  "or the test input submitted)."))
+    _figure(sections, figures, "harc_error_divergence_vs_success")
+
+    # -- first actions and learning ------------------------------------------------------------------
+    sections.append(Table("First changes of each attempt", first, name="harc__first_actions",
+                          caption="The first grid-changing action of an attempt; about a third of first actions "
+                                  "resize the output grid in the paper."))
+    _figure(sections, figures, "harc_accuracy_by_position")
+    sections.append(Table("Learning across tasks (GEE)", learning, name="harc__learning_model",
+                          caption="Logistic GEE of success on task position, participants as groups."))
+
+    # -- trace checks --------------------------------------------------------------------------------
+    checks = (ctx.query("out_harc__trace_checks by status",
+                        "SELECT task_split, replay_status, count(*)::BIGINT AS n_traces FROM out_harc__trace_checks "
+                        "WHERE release_generation = ? GROUP BY ALL ORDER BY ALL", [release])
+              if ctx.ws.has_table("out_harc__trace_checks") else pl.DataFrame())
+    if checks.height:
+        sections.append(Table("Trace replay checks", checks, name="harc__trace_checks_summary",
+                              caption="Every trace replayed through the H-ARC editor (arcstudy replay-harc)."))
+    else:
+        sections.append(Prose("Trace replay checks", "The traces of this release were not replayed (run "
+                                                     "arcstudy replay-harc to check them through the editor)."))
+    if skipped:
+        sections.append(Callout("Figures without data", [f"{name}: no rows to draw" for name in skipped]))
+    return _finish(ctx, out_dir, sections, figures, command, release)
+
+
+def _paper_bound(split: str, k: int, kind: str) -> float | None:
+    pair = _paper(split, "bounds_3")
+    if k != 3 or pair is None:
+        return None
+    return pair[0] if kind == "pessimistic" else pair[1] if kind == "optimistic" else None
+
+
+def _figure(sections: list[Section], figures: dict[str, dict[str, Path]], name: str) -> None:
+    if name in figures:
+        title, caption = FIGURE_TITLES[name]
+        sections.append(Figure(title, figures[name], caption=caption))
+
+
+def _finish(ctx: ReportContext, out_dir: Path, sections: list[Section], figures: dict[str, dict[str, Path]],
+            command: str, release: str | None) -> Path:
+    manifest = report_manifest(ctx, report="harc", command=command,
+                               config={"out": str(out_dir), "release_generation": release})
+    for paths in figures.values():
+        for path in paths.values():
+            manifest.add_output(path)
+    html = render_report("H-ARC report", sections, manifest, out_dir / "harc.html",
+                         subtitle="Human performance on ARC, regenerated from the traces")
+    write_manifest(manifest, html)
+    return html

@@ -1,0 +1,226 @@
+"""The scores report: what `arcstudy score` wrote, for people.
+
+Per scorecard (card_id) under the chosen policy: the total (mean of game scores, as the scorecard reports it)
+and the per-game scores with the baseline each game was scored against and where it came from; the per-level
+heatmap of each game's best run; how run scores move between policies (policy sensitivity); the replay
+verification status of every run (a divergent or unreplayable run is left out of the score, and the report
+says so); and, when runs carry cost metadata (LLM usage lines in core_arc3__usage), score against tokens.
+
+Reads out_arc3__replay_checks, out_arc3__run_scores, out_arc3__level_scores, out_arc3__game_scores,
+out_arc3__policy_sensitivity, core_arc3__plays and core_arc3__usage; any of them may be missing or empty (the
+report then says which command fills it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from pipeline.report.figures import save_figure
+from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
+
+from .common import ReportContext, ReportInputError, clear_previous, report_manifest, write_manifest
+
+__all__ = ["choose_policy", "run_costs", "write_scores_report"]
+
+
+def _policy_order() -> dict[str, int]:
+    from pipeline.scoring.policies import POLICIES
+
+    return {pid: i for i, pid in enumerate(POLICIES)}
+
+
+def choose_policy(requested: str | None, scored: list[str]) -> str:
+    """The requested policy (known, and scored in the database when anything is), else the default policy when
+    it was scored, else the latest scored policy."""
+    from pipeline.scoring.policies import DEFAULT_POLICY_ID, POLICIES
+
+    if requested is not None:
+        if requested not in POLICIES:
+            raise ReportInputError(f"unknown scoring policy {requested!r}; known: {', '.join(POLICIES)}")
+        if scored and requested not in scored:
+            raise ReportInputError(f"policy {requested} was not scored in this database (scored: "
+                                   f"{', '.join(scored)}); run arcstudy score --policy {requested} first")
+        return requested
+    if not scored or DEFAULT_POLICY_ID in scored:
+        return DEFAULT_POLICY_ID
+    order = _policy_order()
+    return max(scored, key=lambda p: (order.get(p, -1), p))
+
+
+def run_costs(ctx: ReportContext) -> pl.DataFrame:
+    """LLM usage per play: each usage line is charged to the play of the same file that started last before it
+    (an ASOF join on line numbers); lines before a file's first play (the call that chose its first action) go to
+    that first play. n_tokens = the sum of per-call tokens, else the largest running total."""
+    schema = {"play_id": pl.String, "n_llm_calls": pl.Int64, "n_tokens": pl.Int64}
+    if not (ctx.has_rows("core_arc3__usage") and ctx.has_rows("core_arc3__plays")):
+        return pl.DataFrame(schema=schema)
+    df = ctx.query("core_arc3__usage per play (ASOF join on core_arc3__plays)", """
+        WITH p AS (
+            SELECT play_id, file_id, CASE WHEN first_line_number = min(first_line_number) OVER (PARTITION BY file_id)
+                                          THEN 0 ELSE first_line_number END AS from_line
+            FROM core_arc3__plays)
+        SELECT p.play_id, count(*)::BIGINT AS n_llm_calls,
+               coalesce(sum(u.n_tokens), max(u.n_total_tokens))::BIGINT AS n_tokens
+        FROM core_arc3__usage u
+        ASOF JOIN p ON u.file_id = p.file_id AND u.line_number >= p.from_line
+        GROUP BY p.play_id ORDER BY p.play_id""")
+    return df.cast(schema)  # type: ignore[arg-type]
+
+
+def cost_chart(df: pl.DataFrame, policy_id: str):
+    data = df.filter(pl.col("n_tokens").is_not_null() & (pl.col("n_tokens") > 0))
+    if data.height == 0:
+        return None
+    return alt.Chart(data).mark_circle(size=80, opacity=0.8).encode(
+        x=alt.X("n_tokens:Q", title="LLM tokens used by the run (log scale)", scale=alt.Scale(type="log")),
+        y=alt.Y("score:Q", title=f"run score (%, {policy_id})", scale=alt.Scale(domain=[0, 100])),
+        color=alt.Color("game_id:N", title="game"),
+        tooltip=["play_id:N", "game_id:N", alt.Tooltip("score:Q", format=".2f"), "n_tokens:Q", "n_llm_calls:Q"],
+    ).properties(width=420, height=300, title="Score against cost")
+
+
+def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None = None,
+                        command: str = "arcstudy report scores") -> Path:
+    """Write <out_dir>/scores.html, its tables as <out_dir>/scores__<table>.csv and .parquet, its figures under
+    <out_dir>/figures/scores/ and its run manifest <out_dir>/scores.manifest.json."""
+    from pipeline.scoring.figures import heatmap_chart, sensitivity_chart
+    from pipeline.scoring.run import policy_slug
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    clear_previous(out_dir, "scores")
+    checks = ctx.table("out_arc3__replay_checks")
+    runs = ctx.table("out_arc3__run_scores")
+    levels = ctx.table("out_arc3__level_scores")
+    games = ctx.table("out_arc3__game_scores")
+    sens = ctx.table("out_arc3__policy_sensitivity")
+    order = _policy_order()
+    scored = sorted(set(games["policy_id"].to_list()) | set(runs["policy_id"].to_list()),
+                    key=lambda p: (order.get(p, len(order)), p))
+    chosen = choose_policy(policy, scored)
+    cards = sorted(set(games["card_id"].to_list()) | set(checks["card_id"].to_list()))
+    sections: list[Section] = [Prose("What this report shows", (
+        f"Agent (and any other) runs scored with RHAE under versioned policies; the chosen policy is {chosen}"
+        + (f" (also scored: {', '.join(p for p in scored if p != chosen)})" if len(scored) > 1 else "") + ". "
+        "Every run is replayed through our engine before it is scored: a run whose replay diverges is reported "
+        "and left out of its scorecard.\n\n"
+        f"Read from the tables of arcstudy score in {ctx.db_path.name}: {len(cards)} scorecard(s)."))]
+    figures: dict[str, dict[str, Path]] = {}
+    fig_dir = out_dir / "figures" / "scores"
+    if not cards:
+        sections.append(Callout("No scores", [
+            f"{ctx.db_path} has no scored runs (out_arc3__game_scores and out_arc3__replay_checks are empty or "
+            "missing): run arcstudy score on agent recordings, or on the plays in the database."], kind="warning"))
+        return _finish(ctx, out_dir, sections, figures, command, chosen, scored)
+
+    g = games.filter(pl.col("policy_id") == chosen)
+    totals = (games.group_by("card_id", "policy_id")
+              .agg(pl.len().alias("n_games"), pl.col("score").mean().alias("total_score"),
+                   pl.col("n_runs").sum().alias("n_runs"), pl.col("is_completed").sum().alias("n_games_completed"))
+              .with_columns(pl.col("policy_id").replace_strict(order, default=len(order)).alias("_o"))
+              .sort("card_id", "_o").drop("_o"))
+    facts: dict[str, Any] = {"policy": chosen, "scorecards": len(cards), "games scored": g["game_id"].n_unique(),
+                             "runs scored": runs.filter(pl.col("policy_id") == chosen).height}
+    for r in totals.filter(pl.col("policy_id") == chosen).iter_rows(named=True):
+        facts[f"total score, {r['card_id']}"] = f"{r['total_score']:.2f} % over {r['n_games']} game(s)"
+    status_counts = checks.group_by("verification_status").len().sort("verification_status")
+    facts["replay verification"] = ", ".join(f"{n} {s}" for s, n in status_counts.iter_rows()) or "no checks"
+    sections.append(Facts("Scores at a glance", facts))
+
+    excluded = checks.filter(pl.col("is_score_excluded"))
+    problems = checks.filter(pl.col("verification_status") != "verified")
+    if problems.height:
+        sections.append(Callout("Runs that did not verify", [
+            f"{r['game_id']} play {r['play_id']}: {r['verification_status']}"
+            + (f", left out of the score ({r['exclusion_reason']})" if r["is_score_excluded"] else ", scored")
+            + (f": {r['replay_detail']}" if r["replay_detail"] else "")
+            for r in problems.head(20).iter_rows(named=True)]
+            + ([f"... and {problems.height - 20} more (table below)"] if problems.height > 20 else []),
+            kind="error" if excluded.height else "warning"))
+
+    sections.append(Table("Total per scorecard and policy", totals, name="scores__totals",
+                          caption="Total = mean of the game scores (each game's score is its best run's)."))
+    sections.append(Table(f"Scores per game ({chosen})", g.select(
+        "card_id", "game_id", "score", "n_runs", "best_play_id", "levels_completed", "level_count", "is_completed",
+        "actions", "resets", "baseline_actions", "baseline_source", "baseline_rule", "message"),
+        name="scores__game_scores", caption="The baseline each game was scored against, and which source gave it."))
+
+    # -- heatmaps ------------------------------------------------------------------------------------
+    for card in cards:
+        chart = heatmap_chart(levels.filter(pl.col("card_id") == card), games.filter(pl.col("card_id") == card),
+                              chosen)
+        if chart is None:
+            continue
+        name = f"level_scores_heatmap__{policy_slug(chosen)}" + (f"__{card}" if len(cards) > 1 else "")
+        figures[name] = save_figure(chart, fig_dir, name)
+        sections.append(Figure(f"Level scores ({card})" if len(cards) > 1 else "Level scores",
+                               figures[name], caption="Each game's best run, one cell per level: level score in "
+                                                      f"percent under {chosen}."))
+    sections.append(Table(f"Level scores ({chosen})", levels.filter(pl.col("policy_id") == chosen),
+                          name="scores__level_scores", max_rows=40))
+
+    # -- policy sensitivity --------------------------------------------------------------------------
+    if len(scored) > 1:
+        for card in cards:
+            chart = sensitivity_chart(runs.filter(pl.col("card_id") == card))
+            if chart is None:
+                continue
+            name = "policy_sensitivity" + (f"__{card}" if len(cards) > 1 else "")
+            figures[name] = save_figure(chart, fig_dir, name)
+            sections.append(Figure(f"Policy sensitivity ({card})" if len(cards) > 1 else "Policy sensitivity",
+                                   figures[name], caption="Each run's score under every policy scored."))
+        summary = (sens.group_by("card_id", "from_policy_id", "to_policy_id")
+                   .agg(pl.len().alias("n_runs"), (pl.col("score_delta").abs() > 1e-9).sum().alias("n_changed"),
+                        pl.col("score_delta").mean().alias("mean_delta"),
+                        pl.col("score_delta").min().alias("min_delta"),
+                        pl.col("score_delta").max().alias("max_delta"))
+                   .sort("card_id", "from_policy_id", "to_policy_id"))
+        sections.append(Table("Policy sensitivity summary", summary, name="scores__policy_sensitivity_summary",
+                              caption="How run scores move from one policy to another (percentage points)."))
+        sections.append(Table("Policy sensitivity per run", sens, name="scores__policy_sensitivity", max_rows=50))
+    else:
+        sections.append(Prose("Policy sensitivity", f"Only {chosen} was scored: run arcstudy score --policy all "
+                                                    "to see how the scores move between policies."))
+
+    # -- replay verification -------------------------------------------------------------------------
+    sections.append(Table("Replay verification of every run", checks.select(
+        "card_id", "game_id", "play_id", "verification_status", "is_score_excluded", "exclusion_reason",
+        "replay_input", "n_steps_replayed", "divergence_step_index", "divergence_field", "replay_detail",
+        "game_source_sha256"), name="scores__replay_checks",
+        caption="verified: replayed through the engine and equal at every step; divergent: the first divergence "
+                "is given; unverified: the game could not be loaded; not_replayable: the actions are unknown."))
+
+    # -- cost ----------------------------------------------------------------------------------------
+    costs = run_costs(ctx)
+    scored_costs = (runs.filter(pl.col("policy_id") == chosen)
+                    .select("card_id", "play_id", "game_id", "score", "levels_completed", "actions", "state")
+                    .join(costs, on="play_id", how="inner").sort("card_id", "game_id", "play_id"))
+    if scored_costs.height:
+        chart = cost_chart(scored_costs, chosen)
+        if chart is not None:
+            figures["score_vs_cost"] = save_figure(chart, fig_dir, "score_vs_cost")
+            sections.append(Figure("Score against cost", figures["score_vs_cost"],
+                                   caption="One point per run with LLM usage metadata (core_arc3__usage)."))
+        sections.append(Table("Score and cost per run", scored_costs, name="scores__score_vs_cost"))
+    else:
+        sections.append(Prose("Score against cost", "No scored run carries cost metadata (no LLM usage lines in "
+                                                    "core_arc3__usage for the scored plays), so there is no "
+                                                    "score-versus-cost chart."))
+    return _finish(ctx, out_dir, sections, figures, command, chosen, scored)
+
+
+def _finish(ctx: ReportContext, out_dir: Path, sections: list[Section], figures: dict[str, dict[str, Path]],
+            command: str, chosen: str, scored: list[str]) -> Path:
+    manifest = report_manifest(ctx, report="scores", command=command,
+                               config={"out": str(out_dir), "policy": chosen, "policies_in_db": scored},
+                               policy_ids=[chosen, *(p for p in scored if p != chosen)])
+    for paths in figures.values():
+        for path in paths.values():
+            manifest.add_output(path)
+    html = render_report("Scores report", sections, manifest, out_dir / "scores.html",
+                         subtitle=f"RHAE scores under {chosen}, replay-verified")
+    write_manifest(manifest, html)
+    return html
