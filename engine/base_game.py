@@ -57,6 +57,43 @@ def _check_count(name: str, value: Any) -> None:
         )
 
 
+class _RowLists:
+    """Converts 64x64 int8 frames to nested lists of int like ``ndarray.tolist()``.
+
+    Consecutive frames share most rows; copying a cached row list costs about a third of
+    converting a row, so only rows that differ from the previous frame are converted.
+    """
+
+    __slots__ = ("previous", "templates")
+
+    def __init__(self) -> None:
+        self.previous: np.ndarray | None = None
+        self.templates: list[list[int]] = []
+
+    def convert(self, frame: Any) -> Any:
+        if type(frame) is not np.ndarray or frame.dtype != _INT8 or frame.shape != (64, 64) or not frame.flags.c_contiguous:
+            return frame.tolist()
+        previous = self.previous
+        if previous is None:
+            templates = frame.tolist()
+        else:
+            differs = frame.view(np.uint64) != previous.view(np.uint64)
+            changed = np.flatnonzero(np.count_nonzero(differs, axis=1)).tolist()
+            if len(changed) > 48:
+                templates = frame.tolist()
+            else:
+                templates = self.templates.copy()
+                for row in changed:
+                    templates[row] = frame[row].tolist()
+        # Private copies: the caller may mutate the lists it gets, an interface may keep the array.
+        self.previous = frame.copy()
+        self.templates = templates
+        return list(map(list.copy, templates))
+
+
+_INT8 = np.dtype(np.int8)
+
+
 class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract methods
     # Engine-only switches, set by engine.env; class-level defaults keep game instances clean.
     _engine_only_reset_levels: bool | None = None
@@ -93,6 +130,20 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
         self._seed = seed
 
     # ------------------------------------------------------------------ properties
+    @property
+    def _clean_levels(self) -> list[Level]:
+        """The pristine level templates.  Handing them to game code first materializes any lazily
+        cloned level, so a game that edits a template afterwards cannot change those clones."""
+        state = self.__dict__
+        for level in state.get("_levels") or ():
+            if "_engine_source" in getattr(level, "__dict__", ()):
+                level._engine_materialize()
+        return state["_engine_clean_levels"]
+
+    @_clean_levels.setter
+    def _clean_levels(self, levels: list[Level]) -> None:
+        self.__dict__["_engine_clean_levels"] = levels
+
     @property
     def current_level(self) -> Level:
         return self._levels[self._current_level_index]
@@ -153,12 +204,12 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
             if render_frames:
                 last = self.camera.render(self.current_level.get_sprites())
                 if keep_all:
-                    frames.append(last if raw else last.tolist())
+                    frames.append(last if raw else self._engine_lists(last))
             else:
                 self._engine_run_interfaces_only()
             iterations += 1
         if frames_mode == FRAMES_LAST and last is not None:
-            frames.append(last if raw else last.tolist())
+            frames.append(last if raw else self._engine_lists(last))
 
         if raw:
             return FrameDataRaw._engine_fast(
@@ -184,6 +235,13 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
             _copy_actions(self._available_actions),
         )
 
+    def _engine_lists(self, frame: Any) -> Any:
+        """``frame.tolist()``, reusing the rows that equal the previous frame's (see _RowLists)."""
+        rows = self.__dict__.get("_engine_rows")
+        if rows is None:
+            rows = self.__dict__["_engine_rows"] = _RowLists()
+        return rows.convert(frame)
+
     def _engine_run_interfaces_only(self) -> None:
         """FRAMES_NONE stand-in for ``camera.render``: keeps interface side effects, skips drawing."""
         camera = self.camera
@@ -207,7 +265,9 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
             self.level_reset()
 
     def full_reset(self) -> None:
-        self._levels = [level.clone() for level in self._clean_levels]
+        # Levels other than the first are cloned lazily, on first use (see Level.lazy_clone).
+        clean = self.__dict__["_engine_clean_levels"]
+        self._levels = [clean[0].clone()] + [Level._engine_lazy_clone(level) for level in clean[1:]]
         self._score = 0
         self._action_count = 0
         self._full_reset = True
@@ -216,7 +276,7 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
 
     def level_reset(self) -> None:
         index = self._current_level_index
-        self._levels[index] = self._clean_levels[index].clone()
+        self._levels[index] = self.__dict__["_engine_clean_levels"][index].clone()
         self.set_level(index)
         self._state = _NOT_FINISHED
 

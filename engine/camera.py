@@ -1,12 +1,19 @@
 """``Camera``: the window onto a level and the 64x64 frame renderer (spec §5).
 
-Speed: the composited camera-resolution view and the letterboxed, up-scaled 64x64 base frame are
-cached per camera together with the draw list they were made from (one entry per drawn sprite:
-its image token and position).  A frame redraws only the rectangles touched by entries that
-changed, moved, appeared or disappeared; everything else is provably identical (entries outside
-those rectangles cover the same pixels in the same order).  Interfaces still run on every call,
-on a fresh copy, exactly as often as in the reference.  A ``_raw_render`` override in a game's
-Camera subclass bypasses the cache entirely.
+Speed (an implementation detail; frames are identical to the reference's):
+
+* each camera caches its 64x64 base frame (letterbox + scaled view, no interfaces) with the draw
+  list it was made from (image token and world position per drawn sprite, in draw order);
+* a call where nothing that affects drawing changed (no sprite change since the last call - see
+  the change tracking in ``engine.sprites`` - same sprite list, camera and colours) returns the
+  cache after comparing only the contents of exposed pixel arrays;
+* otherwise only the rectangles covered by entries that changed, moved, appeared or disappeared
+  are redrawn, directly at display resolution from pre-scaled images.  Entries that are equal in
+  both draw lists keep their relative order, so outside those rectangles every pixel is the same.
+  A camera move shifts the frame and redraws the exposed strips.
+
+Interfaces still run on every ``render`` call, on a fresh copy, exactly as often as in the
+reference.  A game's ``_raw_render`` override bypasses the cache entirely.
 """
 
 from __future__ import annotations
@@ -15,8 +22,8 @@ from operator import attrgetter
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
+from . import sprites as _sprites_module
 from .enums import InteractionMode
 
 __all__ = ["Camera"]
@@ -24,42 +31,57 @@ __all__ = ["Camera"]
 _TANGIBLE = InteractionMode.TANGIBLE
 _INTANGIBLE = InteractionMode.INTANGIBLE
 _FRAME = 64
+_NDARRAY = np.ndarray
 
+# Composites kept per camera (one per distinct size/background/letterbox combination).
+_POOL_SIZE = 8
 # Above this many separate dirty rectangles, redraw their bounding box once instead.
-_MAX_DIRTY_RECTS = 4
+_MAX_DIRTY_RECTS = 6
 
 
 class _Composite:
-    """Cached view + base frame of one camera size/colour configuration."""
+    """The cached 64x64 base frame (letterbox + scaled view) of one camera configuration.
 
-    __slots__ = ("params", "cam", "entries", "images", "view", "canvas", "canvas4", "scale", "x_off", "y_off")
+    Sprites are drawn straight into the frame at display resolution; the camera-resolution view
+    is read back from it (every scale-th pixel) when ``_raw_render`` needs it.
+    """
+
+    __slots__ = (
+        "params", "cam_x", "cam_y", "entries", "images", "sprites", "epoch", "exposed", "width", "height",
+        "canvas", "view_slice", "scale", "x_off", "y_off",
+    )
 
     def __init__(self, params: tuple, width: int, height: int, background: Any, letter_box: Any) -> None:
         self.params = params
-        self.cam: tuple[int, int] | None = None
-        # Draw list of the cached view: (image token, world x, world y) per drawn sprite, in order.
+        self.width = width
+        self.height = height
+        self.cam_x = self.cam_y = None
+        # Draw list of the cached frame: (image token, world x, world y) per drawn sprite, in order.
         self.entries: list[tuple[int, int, int]] = []
         self.images: list = []
+        self.sprites: list = []
+        self.epoch = -1
+        self.exposed: list = []
         scale = min(_FRAME // width, _FRAME // height)
         self.scale = scale
-        self.x_off = (_FRAME - width * scale) // 2
-        self.y_off = (_FRAME - height * scale) // 2
-        self.view = np.full((height, width), background, dtype=np.int8)
+        self.x_off = x_off = (_FRAME - width * scale) // 2
+        self.y_off = y_off = (_FRAME - height * scale) // 2
         self.canvas = np.full((_FRAME, _FRAME), letter_box, dtype=np.int8)
-        if scale > 1:
-            region = self.canvas[self.y_off :, self.x_off :]
-            self.canvas4 = as_strided(
-                region, shape=(height, scale, width, scale), strides=(_FRAME * scale, _FRAME, scale, 1)
-            )
-        else:
-            self.canvas4 = None
+        self.canvas[y_off : y_off + height * scale, x_off : x_off + width * scale] = background
+        self.view_slice = (slice(y_off, y_off + height * scale, scale), slice(x_off, x_off + width * scale, scale))
+
+    def view(self) -> np.ndarray:
+        """The camera-resolution view (a new array)."""
+        return self.canvas[self.view_slice].copy()
 
 
 _layer_of = attrgetter("_layer")
+_copyto = np.copyto
 
 
 class Camera:
     MAX_DIMENSION = 64
+    _engine_composite: _Composite | None = None  # class default: copies start without caches
 
     def __init__(
         self,
@@ -172,7 +194,7 @@ class Camera:
     # ------------------------------------------------------------------ rendering
     def _raw_render(self, sprites: list) -> np.ndarray:
         """The camera-resolution view (no scaling, letterbox or interfaces), as a new array."""
-        return self._engine_compose(sprites).view.copy()
+        return self._engine_compose(sprites).view()
 
     def render(self, sprites: list) -> np.ndarray:
         """The 64x64 frame: letterbox, scaled view, then every interface in order."""
@@ -205,66 +227,107 @@ class Camera:
         """Bring the cached view and base frame up to date with ``sprites``; returns the cache."""
         width = self._width
         height = self._height
-        params = (width, height, self._background, self._letter_box)
+        cam_x = self._x
+        cam_y = self._y
+        background = self._background
+        params = (width, height, background, self._letter_box)
+        state = self._engine_composite
+        if (
+            state is not None
+            and state.epoch == _sprites_module._epoch
+            and state.sprites == sprites
+            and state.cam_x == cam_x
+            and state.cam_y == cam_y
+            and state.params == params
+        ):
+            # Nothing that affects drawing changed since the last call, except possibly the
+            # contents of exposed pixel arrays, which are compared now.
+            for sprite, raw in state.exposed:
+                if sprite.__dict__["pixels"].tobytes() != raw:
+                    break
+            else:
+                return state
         visible = [s for s in sprites if s._interaction is _TANGIBLE or s._interaction is _INTANGIBLE]
         if len(visible) > 1:
             visible.sort(key=_layer_of)  # stable: equal layers keep list order, later ones on top
         images = []
         entries = []
+        exposed: list | None = []
         add_image = images.append
         add_entry = entries.append
         for sprite in visible:
-            # Inlined Sprite._engine_image() fast path: this loop runs for every sprite of every frame.
-            cache = sprite._engine_cache
-            pixels = sprite.pixels
-            if (
-                cache is not None
-                and cache.src is pixels
-                and cache.rotation == sprite.rotation
-                and cache.scale == sprite._scale
-                and cache.mirror_ud == sprite._mirror_ud
-                and cache.mirror_lr == sprite._mirror_lr
-                and cache.shape == pixels.shape
-                and cache.raw == pixels.tobytes()
-            ):
+            # Inlined Sprite._engine_image(): this loop runs for every drawn sprite of a frame.
+            sprite_state = sprite.__dict__
+            cache = sprite_state.get("_engine_cache")
+            if sprite_state.get("_engine_exposed", True):
+                pixels = sprite_state["pixels"]
+                if type(pixels) is not _NDARRAY:
+                    exposed = None  # cannot be compared cheaply: never take the fast path
+                    image = sprite._engine_refresh()
+                else:
+                    raw = pixels.tobytes()
+                    if cache is not None and cache.raw == raw:
+                        image = cache.image
+                    else:
+                        image = sprite._engine_refresh()
+                    if exposed is not None:
+                        exposed.append((sprite, raw))
+            elif cache is not None:
                 image = cache.image
             else:
                 image = sprite._engine_refresh()
             add_image(image)
-            add_entry((image.token, sprite._x, sprite._y))
-        cam = (self._x, self._y)
-        state = self._engine_composite
+            add_entry((image.token, sprite_state["_x"], sprite_state["_y"]))
         if state is None or state.params != params:
-            state = _Composite(params, width, height, self._background, self._letter_box)
+            # Composites are kept per size/colours, so going back to an earlier level's camera
+            # setup (resets, level changes) starts from that level's last frame.
+            pool = self.__dict__.setdefault("_engine_pool", {})
+            state = pool.get(params)
+            if state is None:
+                if len(pool) >= _POOL_SIZE:
+                    pool.clear()
+                state = pool[params] = _Composite(params, width, height, self._background, self._letter_box)
             self._engine_composite = state
+        if state.cam_x is None:
             rects = [(0, 0, width, height)]
-        elif state.cam != cam:
-            rects = self._engine_scroll(state, cam)
-            rects += _dirty_rects(state.entries, state.images, entries, images, cam, width, height)
+        elif state.cam_x != cam_x or state.cam_y != cam_y:
+            rects = self._engine_scroll(state, cam_x, cam_y)
+            rects += _dirty_rects(state.entries, state.images, entries, images, cam_x, cam_y, width, height)
         elif state.entries == entries:
-            return state
+            rects = ()
         else:
-            rects = _dirty_rects(state.entries, state.images, entries, images, cam, width, height)
+            rects = _dirty_rects(state.entries, state.images, entries, images, cam_x, cam_y, width, height)
         for x0, y0, x1, y1 in rects:
-            self._engine_redraw(state, entries, images, cam, x0, y0, x1, y1)
-        state.cam = cam
+            self._engine_redraw(state, entries, images, cam_x, cam_y, x0, y0, x1, y1)
+        state.cam_x = cam_x
+        state.cam_y = cam_y
         state.entries = entries
         state.images = images
+        state.sprites = list(sprites)
+        # Fast path next time only if the epoch is still this one (no change since this pass).
+        state.epoch = _sprites_module._epoch if exposed is not None else -1
+        state.exposed = exposed if exposed is not None else []
         return state
 
-    def _engine_scroll(self, state: _Composite, cam: tuple[int, int]) -> list[tuple[int, int, int, int]]:
-        """Shift the cached view for a camera move; returns the newly exposed view rectangles."""
-        width, height = state.view.shape[1], state.view.shape[0]
-        old_x, old_y = state.cam if state.cam is not None else cam
-        dx = cam[0] - old_x
-        dy = cam[1] - old_y
-        if state.cam is None or abs(dx) >= width or abs(dy) >= height:
+    def _engine_scroll(self, state: _Composite, cam_x: int, cam_y: int) -> list[tuple[int, int, int, int]]:
+        """Shift the frame's view area for a camera move; returns the exposed view rectangles."""
+        width = state.width
+        height = state.height
+        dx = cam_x - state.cam_x
+        dy = cam_y - state.cam_y
+        if abs(dx) >= width or abs(dy) >= height:
             return [(0, 0, width, height)]
-        view = state.view
-        # New view cell (r, c) shows what old cell (r + dy, c + dx) showed.
+        scale = state.scale
+        # Cell (r, c) of the new view shows what old cell (r + dy, c + dx) showed.
         src_y0, src_y1 = max(dy, 0), height + min(dy, 0)
         src_x0, src_x1 = max(dx, 0), width + min(dx, 0)
-        view[src_y0 - dy : src_y1 - dy, src_x0 - dx : src_x1 - dx] = view[src_y0:src_y1, src_x0:src_x1].copy()
+        top = state.y_off
+        left = state.x_off
+        canvas = state.canvas
+        canvas[
+            top + (src_y0 - dy) * scale : top + (src_y1 - dy) * scale,
+            left + (src_x0 - dx) * scale : left + (src_x1 - dx) * scale,
+        ] = canvas[top + src_y0 * scale : top + src_y1 * scale, left + src_x0 * scale : left + src_x1 * scale].copy()
         exposed = []
         if dy > 0:
             exposed.append((0, height - dy, width, height))
@@ -274,25 +337,17 @@ class Camera:
             exposed.append((width - dx, 0, width, height))
         elif dx < 0:
             exposed.append((0, 0, -dx, height))
-        # The scaled canvas is rebuilt from the shifted view by the caller's redraws plus this copy.
-        self._engine_upscale(state, 0, 0, width, height)
         return exposed
 
-    @staticmethod
-    def _engine_upscale(state: _Composite, x0: int, y0: int, x1: int, y1: int) -> None:
-        view = state.view
-        if state.canvas4 is None:
-            state.canvas[state.y_off + y0 : state.y_off + y1, state.x_off + x0 : state.x_off + x1] = view[y0:y1, x0:x1]
-        else:
-            state.canvas4[y0:y1, :, x0:x1, :] = view[y0:y1, None, x0:x1, None]
-
     def _engine_redraw(
-        self, state: _Composite, entries: list, images: list, cam: tuple[int, int], x0: int, y0: int, x1: int, y1: int
+        self, state: _Composite, entries: list, images: list, cam_x: int, cam_y: int, x0: int, y0: int, x1: int, y1: int
     ) -> None:
-        """Recomposite view rectangle [x0, x1) x [y0, y1) from the full draw list."""
-        view = state.view
-        view[y0:y1, x0:x1] = self._background
-        cam_x, cam_y = cam
+        """Recomposite view cells [x0, x1) x [y0, y1) at display resolution from the draw list."""
+        scale = state.scale
+        top = state.y_off
+        left = state.x_off
+        canvas = state.canvas
+        canvas[top + y0 * scale : top + y1 * scale, left + x0 * scale : left + x1 * scale] = self._background
         for (_, ex, ey), image in zip(entries, images, strict=True):
             ex -= cam_x
             ey -= cam_y
@@ -308,13 +363,18 @@ class Camera:
                 iy1 = y1
             if iy0 >= iy1:
                 continue
-            source = image.img8[iy0 - ey : iy1 - ey, ix0 - ex : ix1 - ex]
-            mask = image.draw
+            source, mask = image.scaled(scale)
+            if ix0 != ex or iy0 != ey or ix1 - ex != image.w or iy1 - ey != image.h:
+                rows = slice((iy0 - ey) * scale, (iy1 - ey) * scale)
+                cols = slice((ix0 - ex) * scale, (ix1 - ex) * scale)
+                source = source[rows, cols]
+                if mask is not None:
+                    mask = mask[rows, cols]
+            target = canvas[top + iy0 * scale : top + iy1 * scale, left + ix0 * scale : left + ix1 * scale]
             if mask is None:
-                view[iy0:iy1, ix0:ix1] = source
+                target[...] = source
             else:
-                np.copyto(view[iy0:iy1, ix0:ix1], source, where=mask[iy0 - ey : iy1 - ey, ix0 - ex : ix1 - ex])
-        self._engine_upscale(state, x0, y0, x1, y1)
+                _copyto(target, source, where=mask)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Camera:
         import copy
@@ -323,30 +383,26 @@ class Camera:
         new = cls.__new__(cls)
         memo[id(self)] = new
         for key, value in self.__dict__.items():
-            new.__dict__[key] = None if key == "_engine_composite" else copy.deepcopy(value, memo)
+            if key.startswith("_engine_"):
+                continue  # render caches: rebuilt on first use
+            new.__dict__[key] = copy.deepcopy(value, memo)
         return new
 
     def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_engine_composite"] = None
-        return state
+        return {key: value for key, value in self.__dict__.items() if not key.startswith("_engine_")}
 
 
 def _dirty_rects(
-    old: list, old_images: list, new: list, new_images: list, cam: tuple[int, int], width: int, height: int
+    old: list, old_images: list, new: list, new_images: list, cam_x: int, cam_y: int, width: int, height: int
 ) -> list[tuple[int, int, int, int]]:
-    """View rectangles whose pixels can differ between draw lists ``old`` and ``new``.
-
-    Entries equal in both lists and in the same relative order cover the same pixels in the same
-    order, so only the rectangles of the other entries (old and new positions) need redrawing.
-    """
+    """View rectangles whose pixels can differ between draw lists ``old`` and ``new``."""
     n_old = len(old)
     n_new = len(new)
-    groups: list[list[tuple[int, int, Any]]] = []
+    groups: list[tuple] = []
     if n_old == n_new:
         for index in range(n_old):
             if old[index] != new[index]:
-                groups.append([(old[index][1], old[index][2], old_images[index]), (new[index][1], new[index][2], new_images[index])])
+                groups.append((old[index], old_images[index], new[index], new_images[index]))
     else:
         shortest = n_old if n_old < n_new else n_new
         start = 0
@@ -356,27 +412,36 @@ def _dirty_rects(
         while tail < shortest - start and old[n_old - 1 - tail] == new[n_new - 1 - tail]:
             tail += 1
         for index in range(start, n_old - tail):
-            groups.append([(old[index][1], old[index][2], old_images[index])])
+            groups.append((old[index], old_images[index]))
         for index in range(start, n_new - tail):
-            groups.append([(new[index][1], new[index][2], new_images[index])])
-    cam_x, cam_y = cam
+            groups.append((new[index], new_images[index]))
     rects = []
     for group in groups:
         x0 = y0 = 1 << 60
         x1 = y1 = -(1 << 60)
-        for ex, ey, image in group:
+        for position in range(0, len(group), 2):
+            _, ex, ey = group[position]
+            image = group[position + 1]
             if image.w <= 0 or image.h <= 0:
                 continue
             ex -= cam_x
             ey -= cam_y
-            x0 = min(x0, ex)
-            y0 = min(y0, ey)
-            x1 = max(x1, ex + image.w)
-            y1 = max(y1, ey + image.h)
-        x0 = max(x0, 0)
-        y0 = max(y0, 0)
-        x1 = min(x1, width)
-        y1 = min(y1, height)
+            if ex < x0:
+                x0 = ex
+            if ey < y0:
+                y0 = ey
+            if ex + image.w > x1:
+                x1 = ex + image.w
+            if ey + image.h > y1:
+                y1 = ey + image.h
+        if x0 < 0:
+            x0 = 0
+        if y0 < 0:
+            y0 = 0
+        if x1 > width:
+            x1 = width
+        if y1 > height:
+            y1 = height
         if x0 < x1 and y0 < y1:
             rects.append((x0, y0, x1, y1))
     if len(rects) > _MAX_DIRTY_RECTS:

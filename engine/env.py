@@ -168,7 +168,7 @@ class GameEnv:
         """deepcopy memo entries for objects shared (not copied) between snapshots and the game."""
         game = self.game
         memo: dict[int, Any] = {id(game): game}
-        clean = game.__dict__.get("_clean_levels")
+        clean = game.__dict__.get("_engine_clean_levels")
         if isinstance(clean, list):
             memo[id(clean)] = clean
             for level in clean:
@@ -208,7 +208,7 @@ class GameEnv:
         other.guid = str(uuid.uuid4())
         other.game = object.__new__(type(self.game))
         memo = {id(self.game): other.game}
-        clean = self.game.__dict__.get("_clean_levels")
+        clean = self.game.__dict__.get("_engine_clean_levels")
         if isinstance(clean, list):
             memo[id(clean)] = clean
             for level in clean:

@@ -77,6 +77,36 @@ class Level:
         if self._sprites:
             self._merge_static_sprites()
 
+    # ------------------------------------------------------------------ lazy clones
+    @staticmethod
+    def _engine_lazy_clone(source: Level) -> Level:
+        """A level that becomes ``source.clone()`` on first attribute access.
+
+        Full resets clone every level but use one; the others are cloned when first touched.
+        Equivalent to cloning at once as long as ``source`` does not change in between: sources are
+        the engine's private templates, which it never modifies, and ``ARCBaseGame._clean_levels``
+        materializes pending clones before game code can reach a template.
+        """
+        level = _new_object(Level)
+        level.__dict__["_engine_source"] = source
+        return level
+
+    def _engine_materialize(self) -> None:
+        state = self.__dict__
+        source = state.pop("_engine_source", None)
+        if source is None:
+            return
+        for key, value in source.clone().__dict__.items():
+            state.setdefault(key, value)  # anything assigned before materializing wins
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for attributes missing from the instance: materialize a lazy clone.
+        state = self.__dict__
+        if "_engine_source" in state:
+            self._engine_materialize()
+            return getattr(self, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     def _merge_static_sprites(self) -> None:
         """Merge PIXEL_PERFECT ``sys_static`` sprites per layer (spec §4.2, quirk Q19)."""
         groups: dict[int, list[Sprite]] = {}

@@ -41,10 +41,15 @@ _SHARED_DEFAULT_TAGS: list[str] = []
 _token_counter = itertools.count(1)
 _new_object = object.__new__
 _NORMAL_ROTATIONS = frozenset((0, 90, 180, 270))
-_SPRITE_STATE_SIZE = 13  # keys of a Sprite's __dict__: the 12 state attributes + _engine_cache
+_SPRITE_STATE_SIZE = 14  # keys of a Sprite's __dict__: 12 state attributes + _engine_cache/_exposed
+_IMAGE_ATTRIBUTES = frozenset(("pixels", "rotation", "_scale", "_mirror_ud", "_mirror_lr"))
+# Bumped by every change that can affect what a camera draws (see Sprite); cameras compare it.
+_epoch = 0
 _IMMUTABLE_TYPES = frozenset((int, float, bool, str, type(None), BlockingMode, InteractionMode))
 _NDARRAY = np.ndarray
 _INT8 = np.dtype(np.int8)
+_count_nonzero = np.count_nonzero
+_logical_and = np.logical_and
 
 
 def convert_pixels(pixels: Any) -> np.ndarray:
@@ -110,10 +115,11 @@ class _Image:
     renders to it (treat all arrays as read-only).  ``token`` is unique per image object.
 
     ``img8``: the values as drawn (int8, numpy's unsafe cast); ``draw``: cells >= 0, or None when
-    all are drawn; ``solid``: cells != -1 (collisions, hit tests), or None when all are solid.
+    all are drawn; ``solid``: cells != -1 (collisions, hit tests), or None when all are solid;
+    ``drawn``: number of drawn cells; ``cells()``: their rows, columns and values (for cameras).
     """
 
-    __slots__ = ("img", "h", "w", "token", "img8", "draw", "solid")
+    __slots__ = ("img", "h", "w", "token", "img8", "draw", "solid", "drawn", "_cells", "_scaled")
 
     def __init__(self, img: np.ndarray) -> None:
         self.img = img
@@ -121,24 +127,47 @@ class _Image:
         self.token = next(_token_counter)
         self.img8 = img if img.dtype == _INT8 else img.astype(np.int8)
         draw = img >= 0
-        self.draw = None if draw.all() else draw
+        self.drawn = int(_count_nonzero(draw))
+        self.draw = None if self.drawn == draw.size else draw
         solid = img != -1
-        self.solid = None if solid.all() else solid
+        self.solid = None if _count_nonzero(solid) == solid.size else solid
+        self._cells = None
+        self._scaled: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
+
+    def scaled(self, scale: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """(img8, draw mask) up-scaled by ``scale`` in both directions (cameras draw with these)."""
+        found = self._scaled.get(scale)
+        if found is None:
+            if scale == 1:
+                found = (self.img8, self.draw)
+            else:
+                up = self.img8.repeat(scale, axis=0).repeat(scale, axis=1)
+                mask = None if self.draw is None else self.draw.repeat(scale, axis=0).repeat(scale, axis=1)
+                found = (up, mask)
+            self._scaled[scale] = found
+        return found
+
+    def cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, columns, int8 values) of the drawn cells, in row-major order."""
+        if self._cells is None:
+            if self.draw is None:
+                rows, cols = np.divmod(np.arange(self.h * self.w), self.w)
+                values = self.img8.ravel()
+            else:
+                rows, cols = np.nonzero(self.draw)
+                values = self.img8[rows, cols]
+            self._cells = (rows, cols, np.ascontiguousarray(values))
+        return self._cells
 
 
 class _SpriteCache:
-    """What one sprite's image was computed from; valid while all of it still matches."""
+    """A sprite's current image and the pixel bytes it was computed from.  Dropped whenever
+    ``pixels``, ``rotation``, ``_scale`` or a mirror flag is assigned."""
 
-    __slots__ = ("src", "raw", "shape", "rotation", "mirror_ud", "mirror_lr", "scale", "image")
+    __slots__ = ("raw", "image")
 
-    def __init__(self, src: np.ndarray, raw: bytes, rotation: Any, mirror_ud: Any, mirror_lr: Any, scale: int, image: _Image) -> None:
-        self.src = src
+    def __init__(self, raw: bytes, image: _Image) -> None:
         self.raw = raw
-        self.shape = src.shape
-        self.rotation = rotation
-        self.mirror_ud = mirror_ud
-        self.mirror_lr = mirror_lr
-        self.scale = scale
         self.image = image
 
 
@@ -166,9 +195,26 @@ def image_for(pixels: np.ndarray, raw: bytes, rotation: Any, mirror_ud: Any, mir
 
 
 class Sprite:
-    """A game object drawn by the camera; attribute names are part of the API (games touch them)."""
+    """A game object drawn by the camera; attribute names are part of the API (games touch them).
+
+    Change tracking (an implementation detail that keeps caches exact and cheap):
+
+    * any attribute assignment from outside the engine goes through ``__setattr__``, which drops
+      the image cache when it touches ``pixels``/``rotation``/``_scale``/mirrors and bumps the
+      module's change epoch (``_epoch``) that the camera uses to skip unchanged frames;
+    * ``pixels`` is a property: the first time code outside the engine reads it, or assigns an
+      array, or passes an int8 array to the constructor (which keeps it by reference), the array is
+      marked *exposed* (the holder may write into it in place at any time), and from then on its
+      contents are compared with the cache on every use.  Arrays the engine created itself (clones,
+      ``color_remap`` results, conversions from lists, deep copies of unexposed arrays) are private
+      until read, so nobody can write into them unseen.
+    """
 
     VALID_ROTATIONS = {0, 90, 180, 270}
+
+    # Class-level defaults, so objects made without __init__ (subclasses, __new__) stay valid.
+    _engine_cache: _SpriteCache | None = None
+    _engine_exposed: bool = True
 
     def __init__(
         self,
@@ -187,53 +233,84 @@ class Sprite:
         collidable: bool = True,
         tags: list[str] = _SHARED_DEFAULT_TAGS,
     ) -> None:
-        self._engine_cache: _Image | None = None
-        self.pixels = convert_pixels(pixels)
+        global _epoch
+        state = self.__dict__
+        converted = convert_pixels(pixels)
+        state["_engine_cache"] = None
+        state["_engine_exposed"] = converted is pixels  # an int8 array is kept by reference
+        state["pixels"] = converted
         # uuid4 draws from os.urandom, so Python's and numpy's global RNGs stay untouched.
-        self._name = name if name is not None else str(uuid.uuid4())
-        self._x = int(x)
-        self._y = int(y)
-        self._layer = int(layer)
+        state["_name"] = name if name is not None else str(uuid.uuid4())
+        state["_x"] = int(x)
+        state["_y"] = int(y)
+        state["_layer"] = int(layer)
         normalised = rotation % 360
         if normalised not in self.VALID_ROTATIONS:
             raise ValueError(f"Invalid rotation {rotation}: must be one of {sorted(self.VALID_ROTATIONS)}")
-        self.rotation = normalised
-        self._mirror_ud = mirror_ud
-        self._mirror_lr = mirror_lr
-        self._blocking = blocking
-        self._scale = 1
+        state["rotation"] = normalised
+        state["_mirror_ud"] = mirror_ud
+        state["_mirror_lr"] = mirror_lr
+        state["_blocking"] = blocking
+        state["_scale"] = 1
         self.set_scale(scale)
         if interaction is None:
             interaction = _INTERACTION_BY_FLAGS[(bool(visible), bool(collidable))]
-        self._interaction = interaction
-        self._tags = tags
+        state["_interaction"] = interaction
+        state["_tags"] = tags
+        _epoch += 1
+
+    # ------------------------------------------------------------------ change tracking
+    def __setattr__(self, name: str, value: Any) -> None:
+        global _epoch
+        state = self.__dict__
+        state[name] = value
+        if name in _IMAGE_ATTRIBUTES:
+            state["_engine_cache"] = None
+            if name == "pixels":
+                state["_engine_exposed"] = True  # the assigner still holds the array
+        _epoch += 1
+
+    @property
+    def pixels(self) -> np.ndarray:
+        state = self.__dict__
+        if not state.get("_engine_exposed", True):
+            global _epoch
+            state["_engine_exposed"] = True
+            _epoch += 1  # the reader may now write into the array behind our back
+        return state["pixels"]
+
+    def __copy__(self) -> Sprite:
+        # A shallow copy shares the pixels array between two sprites: both count as exposed.
+        cls = type(self)
+        new = _new_object(cls)
+        state = self.__dict__.copy()
+        state["_engine_exposed"] = True
+        self.__dict__["_engine_exposed"] = True
+        new.__dict__.update(state)
+        return new
 
     # ------------------------------------------------------------------ cached image
     def _engine_image(self) -> _Image:
-        """The image of the current state (the cache is revalidated against pixels contents too)."""
-        cache = self._engine_cache
-        pixels = self.pixels
-        if (
-            cache is not None
-            and cache.src is pixels
-            and cache.rotation == self.rotation
-            and cache.scale == self._scale
-            and cache.mirror_ud == self._mirror_ud
-            and cache.mirror_lr == self._mirror_lr
-            and cache.shape == pixels.shape
-            and cache.raw == pixels.tobytes()
-        ):
+        """The image of the current state (exposed pixels are compared with the cache)."""
+        state = self.__dict__
+        cache = state.get("_engine_cache")
+        if cache is not None and (not state.get("_engine_exposed", True) or cache.raw == state["pixels"].tobytes()):
             return cache.image
         return self._engine_refresh()
 
     def _engine_refresh(self) -> _Image:
-        pixels = self.pixels
+        state = self.__dict__
+        pixels = state["pixels"]
+        rotation = state["rotation"]
+        mirror_ud = state["_mirror_ud"]
+        mirror_lr = state["_mirror_lr"]
+        scale = state["_scale"]
         if type(pixels) is not _NDARRAY:
             # Not an array (a game assigned something else): compute without caching.
-            return _Image(render_image(np.asarray(pixels), self.rotation, self._mirror_ud, self._mirror_lr, self._scale))
+            return _Image(render_image(np.asarray(pixels), rotation, mirror_ud, mirror_lr, scale))
         raw = pixels.tobytes()
-        image = image_for(pixels, raw, self.rotation, self._mirror_ud, self._mirror_lr, self._scale)
-        self._engine_cache = _SpriteCache(pixels, raw, self.rotation, self._mirror_ud, self._mirror_lr, self._scale, image)
+        image = image_for(pixels, raw, rotation, mirror_ud, mirror_lr, scale)
+        state["_engine_cache"] = _SpriteCache(raw, image)
         return image
 
     # ------------------------------------------------------------------ read-only properties
@@ -295,36 +372,50 @@ class Sprite:
 
     # ------------------------------------------------------------------ mutators
     def set_position(self, x: int, y: int) -> Sprite:
-        self._x = int(x)
-        self._y = int(y)
+        global _epoch
+        state = self.__dict__
+        state["_x"] = int(x)
+        state["_y"] = int(y)
+        _epoch += 1
         return self
 
     def move(self, dx: int, dy: int) -> None:
-        self._x += int(dx)
-        self._y += int(dy)
+        global _epoch
+        state = self.__dict__
+        state["_x"] = state["_x"] + int(dx)
+        state["_y"] = state["_y"] + int(dy)
+        _epoch += 1
 
     def set_rotation(self, rotation: int) -> Sprite:
+        global _epoch
         normalised = int(rotation) % 360
         if normalised not in self.VALID_ROTATIONS:
             raise ValueError(f"Invalid rotation {rotation}: must be one of {sorted(self.VALID_ROTATIONS)}")
-        self.rotation = normalised
+        state = self.__dict__
+        state["rotation"] = normalised
+        state["_engine_cache"] = None
+        _epoch += 1
         return self
 
     def rotate(self, delta: int) -> Sprite:
         return self.set_rotation(self.rotation + delta)
 
     def set_scale(self, scale: int) -> Sprite:
+        global _epoch
         value = int(scale)
         if value == 0:
             raise ValueError("Scale cannot be zero")
+        state = self.__dict__
         if value < 0:
             factor = 1 - value
-            height, width = self.pixels.shape[:2]
+            height, width = state["pixels"].shape[:2]
             if height % factor or width % factor:
                 raise ValueError(
                     f"Down-scale factor {factor} must divide the sprite dimensions {width}x{height}"
                 )
-        self._scale = value
+        state["_scale"] = value
+        state["_engine_cache"] = None
+        _epoch += 1
         return self
 
     def adjust_scale(self, delta: int) -> None:
@@ -344,49 +435,71 @@ class Sprite:
             self.set_scale(current)
 
     def set_layer(self, layer: int) -> Sprite:
-        self._layer = int(layer)
+        global _epoch
+        self.__dict__["_layer"] = int(layer)
+        _epoch += 1
         return self
 
     def set_mirror_ud(self, mirror_ud: bool) -> Sprite:
-        self._mirror_ud = mirror_ud
+        global _epoch
+        state = self.__dict__
+        state["_mirror_ud"] = mirror_ud
+        state["_engine_cache"] = None
+        _epoch += 1
         return self
 
     def set_mirror_lr(self, mirror_lr: bool) -> Sprite:
-        self._mirror_lr = mirror_lr
+        global _epoch
+        state = self.__dict__
+        state["_mirror_lr"] = mirror_lr
+        state["_engine_cache"] = None
+        _epoch += 1
         return self
 
     def set_blocking(self, blocking: BlockingMode) -> Sprite:
         if not isinstance(blocking, BlockingMode):
             raise ValueError(f"Invalid blocking mode: {blocking!r}")
-        self._blocking = blocking
+        self.__dict__["_blocking"] = blocking
         return self
 
     def set_interaction(self, interaction: InteractionMode) -> Sprite:
+        global _epoch
         if not isinstance(interaction, InteractionMode):
             raise ValueError(f"Invalid interaction mode: {interaction!r}")
-        self._interaction = interaction
+        self.__dict__["_interaction"] = interaction
+        _epoch += 1
         return self
 
     def set_visible(self, visible: bool) -> Sprite:
-        self._interaction = _INTERACTION_BY_FLAGS[(bool(visible), self.is_collidable)]
+        global _epoch
+        self.__dict__["_interaction"] = _INTERACTION_BY_FLAGS[(bool(visible), self.is_collidable)]
+        _epoch += 1
         return self
 
     def set_collidable(self, collidable: bool) -> Sprite:
-        self._interaction = _INTERACTION_BY_FLAGS[(self.is_visible, bool(collidable))]
+        global _epoch
+        self.__dict__["_interaction"] = _INTERACTION_BY_FLAGS[(self.is_visible, bool(collidable))]
+        _epoch += 1
         return self
 
     def set_name(self, name: str) -> Sprite:
         if not name:
             raise ValueError("Sprite name cannot be empty")
-        self._name = name
+        self.__dict__["_name"] = name
         return self
 
     def color_remap(self, old_color: int | None, new_color: int) -> Sprite:
-        pixels = self.pixels
+        global _epoch
+        state = self.__dict__
+        pixels = state["pixels"]
         if old_color is None:
-            self.pixels = np.where(pixels >= 0, new_color, pixels)
+            remapped = np.where(pixels >= 0, new_color, pixels)
         else:
-            self.pixels = np.where(pixels == old_color, new_color, pixels)
+            remapped = np.where(pixels == old_color, new_color, pixels)
+        state["pixels"] = remapped
+        state["_engine_exposed"] = False  # a new array nobody else holds
+        state["_engine_cache"] = None
+        _epoch += 1
         return self
 
     # ------------------------------------------------------------------ queries
@@ -421,7 +534,7 @@ class Sprite:
             interaction = _TANGIBLE
         # The reference builds the tag union from a set (unordered); keep a deterministic order.
         tags = list(dict.fromkeys(list(self._tags) + list(other._tags)))
-        return Sprite(
+        merged = Sprite(
             canvas,
             name=self._name,
             x=x0,
@@ -431,6 +544,8 @@ class Sprite:
             interaction=interaction,
             tags=tags,
         )
+        merged.__dict__["_engine_exposed"] = False  # the canvas is ours alone
+        return merged
 
     def clone(self, new_name: str | None = None) -> Sprite:
         state = self.__dict__
@@ -452,17 +567,18 @@ class Sprite:
             # (an int8 copy equals the reference's round trip through nested lists) and tags.
             copied = state.copy()
             copied["_engine_cache"] = None
+            copied["_engine_exposed"] = False
             copied["pixels"] = pixels.copy()
             copied["_tags"] = list(state["_tags"])
             if new_name is not None:
                 copied["_name"] = new_name
             new = _new_object(Sprite)
-            new.__dict__ = copied
+            new.__dict__.update(copied)
             return new
         return self._engine_clone_slow(new_name)
 
     def _engine_clone_slow(self, new_name: str | None) -> Sprite:
-        pixels = self.pixels
+        pixels = self.__dict__.get("pixels")
         if type(pixels) is _NDARRAY and pixels.dtype == _INT8 and pixels.ndim == 2 and pixels.shape[0] > 0:
             new_pixels = pixels.copy()
         else:
@@ -471,21 +587,24 @@ class Sprite:
         if rotation not in self.VALID_ROTATIONS:
             raise ValueError(f"Invalid rotation {self.rotation}: must be one of {sorted(self.VALID_ROTATIONS)}")
         new = _new_object(Sprite)
-        new.__dict__ = {
-            "_engine_cache": None,
-            "pixels": new_pixels,
-            "_name": new_name if new_name is not None else self._name,
-            "_x": int(self._x),
-            "_y": int(self._y),
-            "_layer": int(self._layer),
-            "rotation": rotation,
-            "_mirror_ud": self._mirror_ud,
-            "_mirror_lr": self._mirror_lr,
-            "_blocking": self._blocking,
-            "_scale": 1,
-            "_interaction": self._interaction,
-            "_tags": list(self._tags),
-        }
+        new.__dict__.update(
+            {
+                "_engine_cache": None,
+                "_engine_exposed": False,
+                "pixels": new_pixels,
+                "_name": new_name if new_name is not None else self._name,
+                "_x": int(self._x),
+                "_y": int(self._y),
+                "_layer": int(self._layer),
+                "rotation": rotation,
+                "_mirror_ud": self._mirror_ud,
+                "_mirror_lr": self._mirror_lr,
+                "_blocking": self._blocking,
+                "_scale": 1,
+                "_interaction": self._interaction,
+                "_tags": list(self._tags),
+            }
+        )
         new.set_scale(self._scale)  # validation (zero, divisibility) as in the constructor
         return new
 
@@ -493,9 +612,10 @@ class Sprite:
     def __deepcopy__(self, memo: dict[int, Any]) -> Sprite:
         # Same result as the generic deepcopy (memo-aware, so aliasing between copied sprites is
         # kept), minus the image cache, and several times faster: dc22/ud74-style games deep-copy
-        # the whole sprite list on every move.
+        # the whole sprite list on every move.  The exposure flag is kept: another copied object
+        # may hold the copied array too.
         cls = type(self)
-        new = cls.__new__(cls)
+        new = _new_object(cls)
         memo[id(self)] = new
         state = self.__dict__.copy()
         for key, value in state.items():
@@ -530,7 +650,8 @@ class Sprite:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.__dict__.setdefault("_engine_cache", None)
+        self.__dict__["_engine_cache"] = None
+        self.__dict__.setdefault("_engine_exposed", True)
 
     def __repr__(self) -> str:
         return f"Sprite(name={self._name!r}, x={self._x}, y={self._y}, layer={self._layer})"
@@ -565,12 +686,11 @@ def sprites_collide(a: Sprite, b: Sprite, ignore_mode: bool = False) -> bool:
     if mask_a is None and mask_b is None:
         return True
     if mask_a is None:
-        return bool(mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx].any())
+        return _count_nonzero(mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx]) > 0
     if mask_b is None:
-        return bool(mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax].any())
-    return bool(
-        (mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax] & mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx]).any()
-    )
+        return _count_nonzero(mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax]) > 0
+    # count_nonzero is a C function; ndarray.any() goes through a Python wrapper in numpy 2.
+    return _count_nonzero(_logical_and(mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax], mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx])) > 0
 
 
 def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:

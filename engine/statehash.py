@@ -190,7 +190,7 @@ class _Encoder:
 
 
 _SPRITE_KEYS = frozenset(
-    ("_engine_cache", "pixels", "_name", "_x", "_y", "_layer", "rotation", "_mirror_ud", "_mirror_lr",
+    ("_engine_cache", "_engine_exposed", "pixels", "_name", "_x", "_y", "_layer", "rotation", "_mirror_ud", "_mirror_lr",
      "_blocking", "_scale", "_interaction", "_tags")
 )
 
