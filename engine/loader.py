@@ -172,7 +172,8 @@ _MODULE_CACHE: dict[tuple[str, str], types.ModuleType] = {}
 
 
 def load_game_module(info: GameInfo, *, fresh: bool = False) -> types.ModuleType:
-    """Execute the game file once (cached by path and content hash unless ``fresh``)."""
+    """Execute the game file once (cached by path and content hash); ``fresh`` executes it again
+    into a new, uncached module (new classes and module-level templates)."""
     if info.source is None:
         raise GameNotFoundError(f"{info.game_id}: no {info.class_name.lower()}.py or {info.class_name}.py in {info.directory}")
     code = info.source.read_bytes()
@@ -184,7 +185,8 @@ def load_game_module(info: GameInfo, *, fresh: bool = False) -> types.ModuleType
     module.__file__ = str(info.source)
     module.__dict__["__builtins__"] = _game_builtins()
     exec(compile(code, str(info.source), "exec"), module.__dict__)
-    _MODULE_CACHE[key] = module
+    if not fresh:
+        _MODULE_CACHE[key] = module
     return module
 
 

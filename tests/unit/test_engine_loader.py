@@ -1,0 +1,109 @@
+"""Game discovery, version selection and the scoped ``arcengine`` import redirection (engine.loader)."""
+
+import json
+import sys
+import types
+
+import pytest
+
+import engine
+from engine.loader import (
+    GameNotFoundError,
+    default_environments_dir,
+    find_games,
+    load_game_class,
+    resolve_game,
+)
+
+GAME_SOURCE = '''
+from arcengine import ARCBaseGame, Camera, Level, Sprite
+from arcengine.enums import ActionInput
+
+VERSION = "{version}"
+
+
+class Zz01(ARCBaseGame):
+    def __init__(self):
+        super().__init__("zz01", [Level([Sprite([[1]], name="p")], grid_size=(4, 4))], Camera())
+
+    def engine_module_at_runtime(self):
+        import arcengine  # resolved when called, long after loading
+
+        return arcengine, ActionInput
+'''
+
+
+def write_game(root, version, date, class_name=None):
+    folder = root / "zz01" / version
+    folder.mkdir(parents=True)
+    (folder / "zz01.py").write_text(GAME_SOURCE.format(version=version), encoding="utf-8")
+    metadata = {"game_id": f"zz01-{version}", "date_downloaded": date, "baseline_actions": [3]}
+    if class_name:
+        metadata["class_name"] = class_name
+    (folder / "metadata.json").write_text(json.dumps(metadata), encoding="utf-8")
+
+
+@pytest.fixture
+def environments(tmp_path):
+    write_game(tmp_path, "aaaa1111", "2026-01-01T00:00:00+00:00")
+    write_game(tmp_path, "bbbb2222", "2026-03-01T00:00:00.000000+00:00")
+    write_game(tmp_path / "nested" / "deeper", "cccc3333", "2025-12-31T00:00:00Z")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "metadata.json").write_text("{not json", encoding="utf-8")
+    return tmp_path
+
+
+def test_discovery_at_any_depth(environments):
+    ids = [info.game_id for info in find_games(environments)]
+    assert ids == ["zz01-aaaa1111", "zz01-bbbb2222", "zz01-cccc3333"]
+    info = resolve_game("zz01-cccc3333", environments)
+    assert info.short_id == "zz01" and info.version == "cccc3333" and info.class_name == "Zz01"
+    assert info.baseline_actions == [3] and info.source.name == "zz01.py"
+
+
+def test_version_selection(environments):
+    assert resolve_game("zz01", environments).version == "bbbb2222"  # most recent download
+    assert resolve_game("zz01-aaaa1111", environments).version == "aaaa1111"
+    with pytest.raises(GameNotFoundError):
+        resolve_game("zz01-ffffffff", environments)
+    with pytest.raises(GameNotFoundError):
+        resolve_game("qq99", environments)
+    assert resolve_game("zz01", [environments / "nested", environments]).version == "bbbb2222"
+
+
+def test_arcengine_resolves_to_engine_without_touching_sys_modules(environments, monkeypatch):
+    official = types.ModuleType("arcengine")  # stands in for an installed official package
+    monkeypatch.setitem(sys.modules, "arcengine", official)
+    before = {name: module for name, module in sys.modules.items() if name.startswith("arcengine")}
+    cls = load_game_class(resolve_game("zz01-aaaa1111", environments), fresh=True)
+    assert issubclass(cls, engine.ARCBaseGame)
+    runtime_module, action_input = cls().engine_module_at_runtime()
+    assert runtime_module is engine and action_input is engine.ActionInput
+    after = {name: module for name, module in sys.modules.items() if name.startswith("arcengine")}
+    assert after == before and sys.modules["arcengine"] is official
+
+
+def test_modules_are_cached_per_content(environments):
+    info = resolve_game("zz01-aaaa1111", environments)
+    assert load_game_class(info) is load_game_class(info)
+    assert load_game_class(info, fresh=True) is not load_game_class(info)
+
+
+def test_make_uses_named_directories_only(environments):
+    env = engine.make("zz01", environments)
+    assert env.game_id == "zz01-bbbb2222"
+    assert default_environments_dir().name == "games"
+    with pytest.raises(GameNotFoundError):
+        engine.make("zz01", environments / "nested" / "missing")
+
+
+def test_missing_source_and_class(tmp_path):
+    folder = tmp_path / "ab12" / "v1"
+    folder.mkdir(parents=True)
+    (folder / "metadata.json").write_text(json.dumps({"game_id": "ab12-v1"}), encoding="utf-8")
+    info = resolve_game("ab12", tmp_path)
+    with pytest.raises(GameNotFoundError):
+        load_game_class(info)
+    (folder / "ab12.py").write_text("X = 1\n", encoding="utf-8")
+    with pytest.raises(GameNotFoundError):
+        load_game_class(resolve_game("ab12", tmp_path))
