@@ -491,6 +491,11 @@ def _behaviour(data: pl.DataFrame, summary: pl.DataFrame, tasks: dict[str, Gener
         copies = {_grid_text(task.test_input)} | {_grid_text(g) for pair in task.train for g in pair}
         copy_errors += grid in copies
     n_wrong = max(1, wrong.height)
+    repeats = (submits.with_columns(pl.col("action_id").cast(pl.Int64))
+               .sort("joint_id_task", "action_id")
+               .with_columns(pl.col("test_output_grid").is_duplicated().over("joint_id_task").alias("dup"),
+                             pl.int_range(pl.len()).over("joint_id_task", "test_output_grid").alias("nth"))
+               .filter((pl.col("solved") == "False") & pl.col("dup") & (pl.col("nth") > 0)).height)
     attempts = summary.height
     solved_tasks = summary.filter(pl.col("solved") == "True")
     per_split: dict[str, float] = {}
@@ -526,6 +531,7 @@ def _behaviour(data: pl.DataFrame, summary: pl.DataFrame, tasks: dict[str, Gener
         "first_action_resize_share": round(float(resize_first), 4),
         "wrong_submissions_right_size_share": round(right_size / n_wrong, 4),
         "wrong_submissions_copy_error_share": round(copy_errors / n_wrong, 4),
+        "wrong_submissions_repeat_share": round(repeats / n_wrong, 4),
         "rows_per_task": round(data.height / max(1, data["joint_id_task"].n_unique()), 2),
         "attempts_per_task": round(attempts / max(1, summary["joint_id_task"].n_unique()), 3),
         "mean_attempts_to_solution": round(float(solved_tasks["attempt_number"].cast(pl.Int64).mean() or 0), 3),

@@ -544,7 +544,7 @@ class Participant:
             s.write(rng.uniform(10.0, 50.0))
             if rng.random() < 0.85:
                 last_description = fam.describe(task.variables, rng)
-            rows = s.log(ed.end_task(final_description=True))
+            s.log(ed.end_task(final_description=True))
         else:
             s.write(rng.uniform(10.0, 60.0))
             last_description = rng.choice(GIVE_UP) if rng.random() < 0.6 else rng.choice(GENERIC_GUESSES)
@@ -583,7 +583,7 @@ class Participant:
             if not slipped and rng.random() < slip_p:
                 return _Plan(self._slip(answer, test_input, must_differ), "slip")
             return _Plan(answer.copy(), "correct")
-        if attempt > 1 and submitted and must_differ is None and rng.random() < 0.1:
+        if attempt > 1 and submitted and must_differ is None and rng.random() < 0.2:
             return _Plan(ed.grid.copy(), "repeat")
         for _ in range(8):
             grid, kind = self._wrong(task, answer, test_input)
