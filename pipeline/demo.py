@@ -94,9 +94,10 @@ def demo_steps(data_dir: Path, out_dir: Path, games_dir: Path, seed: int, reuse:
 def run_demo(app: typer.Typer, *, data_dir: Path = DEFAULT_DATA, out_dir: Path = DEFAULT_OUT,
              games_dir: Path | None = None, seed: int = 0, fresh: bool = False,
              on_step: Callable[[DemoStep], None] | None = None) -> list[DemoStep]:
-    from games import GAMES_DIR
+    if games_dir is None:
+        from games import GAMES_DIR
 
-    games_dir = games_dir or GAMES_DIR
+        games_dir = GAMES_DIR
     reuse = not fresh and _reusable(data_dir, "demo", seed)
     if out_dir.exists():
         shutil.rmtree(out_dir)  # the demo database and reports are rebuilt from scratch every time
