@@ -78,7 +78,7 @@ def test_render_matches_naive_renderer(initial, operations):
     saved = None
     for op in operations:
         sprites = level._sprites
-        pick = sprites[op[1] % len(sprites)] if sprites and isinstance(op[1], int) and op[0] not in ("camera", "resize", "colors") else None
+        pick = sprites[op[1] % len(sprites)] if sprites and len(op) > 1 and isinstance(op[1], int) and op[0] not in ("camera", "resize", "colors") else None
         kind = op[0]
         if kind == "move" and pick:
             pick.move(op[2], op[3])
