@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,22 +98,28 @@ def build_report_db(root: Path) -> ReportDb:
                     agents_dir=agents)
 
 
-@pytest.fixture(scope="session")
-def report_db(tmp_path_factory) -> ReportDb:
-    if not SHARED.is_dir():
-        pytest.fail(f"../shared not found at {SHARED}: tests need it beside the checkout")
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], dict[str, str]]) -> dict[str, str]:
+    """`build(folder)` once per test run: in-process without xdist; with xdist, by the first worker that asks,
+    under a file lock, the others reading its JSON result (basetemp's parent is this run's folder)."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        return build_report_db(tmp_path_factory.mktemp("report-db"))
-    # Under xdist: one build per test run, shared by the workers (basetemp's parent is this run's folder).
-    shared = tmp_path_factory.getbasetemp().parent / "report-db"
+        return build(tmp_path_factory.mktemp(name))
+    shared = tmp_path_factory.getbasetemp().parent / name
     shared.mkdir(exist_ok=True)
     done = shared / "done.json"
     with open(shared / ".lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if not done.is_file():
-                built = build_report_db(shared)
-                done.write_text(json.dumps({k: str(v) for k, v in built.__dict__.items()}))
-            return ReportDb(**{k: Path(v) for k, v in json.loads(done.read_text()).items()})
+                done.write_text(json.dumps(build(shared)))
+            return json.loads(done.read_text())
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def report_db(tmp_path_factory) -> ReportDb:
+    if not SHARED.is_dir():
+        pytest.fail(f"../shared not found at {SHARED}: tests need it beside the checkout")
+    paths = built_once(tmp_path_factory, "report-db",
+                       lambda folder: {k: str(v) for k, v in build_report_db(folder).__dict__.items()})
+    return ReportDb(**{k: Path(v) for k, v in paths.items()})

@@ -30,6 +30,7 @@ from pipeline.report.reports.calibration import evaluate_exclusions, read_ground
 from pipeline.report.reports.common import ReportInputError
 from pipeline.workspace import Workspace
 from tests.integration.browser import browser
+from tests.integration.conftest import built_once
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "reports" / "screenshots"
@@ -64,15 +65,18 @@ def read_db(db: Path, sql: str) -> pl.DataFrame:
         con.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def reports(report_db, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("reports")
-    result = CliRunner().invoke(app, [
-        "--plain", "report", "all", "--db", str(report_db.db), "--out", str(out), "--ground-truth",
-        str(report_db.ground_truth), "--games", str(report_db.games_dir), "--explore-nodes", "60",
-        "--explore-seconds", "600"])
-    assert result.exit_code == 0, result.output
-    return out
+    """`arcstudy report all` once per test run (shared by the xdist workers, like the database)."""
+    def build(out: Path) -> dict[str, str]:
+        result = CliRunner().invoke(app, [
+            "--plain", "report", "all", "--db", str(report_db.db), "--out", str(out), "--ground-truth",
+            str(report_db.ground_truth), "--games", str(report_db.games_dir), "--explore-nodes", "60",
+            "--explore-seconds", "600"])
+        assert result.exit_code == 0, result.output
+        return {"out": str(out)}
+
+    return Path(built_once(tmp_path_factory, "reports", build)["out"])
 
 
 def test_three_self_contained_reports_with_their_manifests(reports: Path, report_db):
@@ -204,14 +208,10 @@ def test_reports_render_in_chromium(reports: Path):
                 page.screenshot(SCREENSHOTS / f"report_{name}.png")
                 assert page.errors == [], (name, page.errors)
                 assert [u for u in page.requests if not u.startswith("file:")] == []
-                if docs:  # the README's picture: the page from its first facts, one viewport
-                    top = page.evaluate("document.querySelector('section[data-kind=facts]').offsetTop - 8")
-                    shot = page.send("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                                     clip={"x": 0, "y": top, "width": 1200, "height": 900, "scale": 1})
-                    import base64
-
+                if docs:  # the README's picture: one viewport from the top, the contents box left out
+                    page.evaluate("document.getElementById('contents').style.display = 'none'")
                     DOCS.mkdir(exist_ok=True)
-                    (DOCS / f"report-{name}.png").write_bytes(base64.b64decode(shot["data"]))
+                    page.screenshot(DOCS / f"report-{name}.png", full_page=False)
     for name in REPORTS:
         assert (SCREENSHOTS / f"report_{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
