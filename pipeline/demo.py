@@ -64,13 +64,15 @@ def _reusable(data_dir: Path, scale: str, seed: int) -> bool:
     return (info.get("scale"), info.get("seed"), info.get("arcstudy_version")) == (scale, seed, pipeline.__version__)
 
 
-def demo_steps(data_dir: Path, out_dir: Path, games_dir: Path, seed: int, reuse: bool) -> list[DemoStep]:
+def simulate_step(data_dir: Path, games_dir: Path, seed: int) -> DemoStep:
+    return DemoStep("simulate the demo study", ["simulate", "--scale", "demo", "--seed", str(seed), "--out",
+                                                 str(data_dir), "--environments", str(games_dir), "--overwrite"])
+
+
+def demo_steps(data_dir: Path, out_dir: Path, games_dir: Path) -> list[DemoStep]:
+    """The steps after simulation (they look at what the simulation wrote)."""
     db = out_dir / "demo.duckdb"
     steps = []
-    if not reuse:
-        steps.append(DemoStep("simulate the demo study",
-                              ["simulate", "--scale", "demo", "--seed", str(seed), "--out", str(data_dir),
-                               "--environments", str(games_dir), "--overwrite"]))
     inputs = [data_dir / "arc3" / "human", data_dir / "arc3" / "study.json", data_dir / "harc" / "current",
               data_dir / "harc" / "tasks"]
     steps += [
@@ -79,9 +81,13 @@ def demo_steps(data_dir: Path, out_dir: Path, games_dir: Path, seed: int, reuse:
         DemoStep("recompute baselines and compare with the games' metadata",
                  ["baselines", "--db", str(db), "--compare", str(games_dir), "--out",
                   str(out_dir / "baselines.csv")]),
-        DemoStep("score the agents under every policy, replay-verified",
-                 ["score", str(data_dir / "arc3" / "agents"), "--policy", "all", "--games", str(games_dir),
-                  "--db", str(db), "--out", str(out_dir / "scores")]),
+    ]
+    # One scorecard per agent, as an organizer scores each submission on its own.
+    for agent_dir in sorted(p for p in (data_dir / "arc3" / "agents").iterdir() if p.is_dir()):
+        steps.append(DemoStep(f"score agent '{agent_dir.name}' under every policy, replay-verified",
+                              ["score", str(agent_dir), "--policy", "all", "--games", str(games_dir),
+                               "--db", str(db), "--out", str(out_dir / "scores" / agent_dir.name)]))
+    steps += [
         DemoStep("replay every H-ARC trace", ["replay-harc", "--db", str(db)]),
         DemoStep("run the H-ARC paper's analyses", ["harc-analyses", "--db", str(db), "--out", str(out_dir / "harc")]),
         DemoStep("write the reports",
@@ -102,19 +108,27 @@ def run_demo(app: typer.Typer, *, data_dir: Path = DEFAULT_DATA, out_dir: Path =
     if out_dir.exists():
         shutil.rmtree(out_dir)  # the demo database and reports are rebuilt from scratch every time
     out_dir.mkdir(parents=True)
-    done = []
-    for step in demo_steps(data_dir, out_dir, games_dir, seed, reuse):
-        out.console.rule(f"[bold]{step.name}[/]" if not out.plain else step.name)
-        out.console.print("$ arcstudy " + " ".join(step.args), highlight=False)
-        started = time.perf_counter()
-        step.exit_code = run_command(app, ["--plain", *step.args] if out.plain else step.args)
-        step.seconds = time.perf_counter() - started
-        done.append(step)
-        if on_step:
-            on_step(step)
-        if step.exit_code not in OK_CODES:
-            raise DemoFailed(step)
+    done: list[DemoStep] = []
+    if not reuse:
+        _run_step(app, simulate_step(data_dir, games_dir, seed), done, on_step)
+    for step in demo_steps(data_dir, out_dir, games_dir):
+        _run_step(app, step, done, on_step)
     return done
+
+
+def _run_step(app: typer.Typer, step: DemoStep, done: list[DemoStep],
+              on_step: Callable[[DemoStep], None] | None) -> None:
+    """Run one step as its command line, stopping the demo if it fails."""
+    out.console.rule(f"[bold]{step.name}[/]" if not out.plain else step.name)
+    out.console.print("$ arcstudy " + " ".join(step.args), highlight=False)
+    started = time.perf_counter()
+    step.exit_code = run_command(app, ["--plain", *step.args] if out.plain else step.args)
+    step.seconds = time.perf_counter() - started
+    done.append(step)
+    if on_step:
+        on_step(step)
+    if step.exit_code not in OK_CODES:
+        raise DemoFailed(step)
 
 
 class DemoFailed(RuntimeError):
