@@ -52,7 +52,7 @@ def report_command(
                                                      "repository's games/ is always searched).", exists=True,
                                                      file_okay=False, show_default=False)] = None,
     explore_seconds: Annotated[float, typer.Option("--explore-seconds", min=0.0, help="Time budget of the "
-                                                   "explorer over all levels (0: do not explore).")] = 30.0,
+                                                   "explorer over all levels (0: do not explore).")] = 20.0,
     explore_nodes: Annotated[int, typer.Option("--explore-nodes", min=1, help="States explored per level at "
                                                "most.")] = 2000,
 ) -> None:

@@ -10,6 +10,7 @@ are regenerated only on request:
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -104,7 +105,8 @@ def test_three_self_contained_reports_with_their_manifests(reports: Path, report
     calibration = json.loads((reports / "calibration.manifest.json").read_text())
     assert any(k.endswith("#out_arc3__game_solvability") for k in calibration["inputs"])
     assert calibration["inputs"][str(report_db.ground_truth)] == sha256_file(report_db.ground_truth)
-    assert {r["command"] for r in calibration["notes"]["upstream_runs"]} >= {"arcstudy build", "arcstudy harc-analyses"}
+    upstream = {r["command"] for r in calibration["notes"]["upstream_runs"]}
+    assert upstream >= {"arcstudy build", "arcstudy harc-analyses"}
 
 
 def test_calibration_numbers_come_from_the_study(reports: Path, report_db):
@@ -152,7 +154,8 @@ def test_calibration_numbers_come_from_the_study(reports: Path, report_db):
     assert "tf62-28e6852d level 2: a random policy wins it with probability at least" in text
     points = pl.read_parquet(reports / "calibration__level_reference_points.parquet")
     filled = points.filter((pl.col("game_id") == "tf62-28e6852d") & (pl.col("level_index") == 2)).row(0, named=True)
-    assert filled["optimal_actions"] == tf62[2]["optimal_actions"] and filled["optimal_source"].startswith("explorer")
+    assert filled["optimal_actions"] == tf62[2]["optimal_actions"]
+    assert filled["optimal_source"].startswith("explorer")
     for figure in ("completion_by_level", "durations_by_outcome", "actions_by_level", "baselines_vs_published"):
         for suffix in (".png", ".svg", ".vl.json"):
             assert (reports / "figures" / "calibration" / f"{figure}{suffix}").stat().st_size > 0
@@ -276,3 +279,11 @@ def test_exclusions_against_ground_truth_by_hand(tmp_path: Path):
     (tmp_path / "maybe.csv").write_text("participant_id,is_low_effort\na,maybe\n")
     with pytest.raises(ReportInputError, match="true/false"):
         read_ground_truth(tmp_path / "maybe.csv")
+
+
+def test_cli_defaults_are_the_report_defaults():
+    from pipeline.report.reports.calibration import EXPLORE_MAX_NODES, EXPLORE_SECONDS
+    from pipeline.report.reports_cli import report_command
+
+    defaults = {p.name: p.default for p in inspect.signature(report_command).parameters.values()}
+    assert (defaults["explore_seconds"], defaults["explore_nodes"]) == (EXPLORE_SECONDS, EXPLORE_MAX_NODES)

@@ -61,7 +61,7 @@ GAME_FACT_LABELS = {
 
 # The explorer: a node budget per level (deterministic) and a wall-clock budget for the whole report (a safety cap).
 EXPLORE_MAX_NODES = 2_000
-EXPLORE_SECONDS = 30.0
+EXPLORE_SECONDS = 20.0
 
 __all__ = ["ExploreOptions", "baseline_comparison", "build_config", "designer_list", "evaluate_exclusions",
            "explore_levels", "published_baselines", "read_ground_truth", "write_calibration_report"]
@@ -157,9 +157,10 @@ def evaluate_exclusions(features: pl.DataFrame, truth: pl.DataFrame) -> tuple[di
     ids). Only judged people count (those with a row in out_study__session_features)."""
     key = "participant_id" if "participant_id" in truth.columns else "session_id"
     judged = (features.filter(pl.col(key).is_not_null())
-              .group_by(key).agg(pl.col("is_low_effort_excluded").any().alias("is_excluded"),
-                                 pl.col("reason_codes").list.explode(keep_nulls=False, empty_as_null=False).unique().sort()
-                                 .alias("reason_codes")))
+              .group_by(key).agg(
+                  pl.col("is_low_effort_excluded").any().alias("is_excluded"),
+                  pl.col("reason_codes").list.explode(keep_nulls=False, empty_as_null=False).unique().sort()
+                  .alias("reason_codes")))
     rows = (judged.join(truth.select(key, "is_low_effort").unique(key, keep="first"), on=key, how="left")
             .with_columns(pl.when(pl.col("is_low_effort").is_null()).then(pl.lit("not in ground truth"))
                           .when(pl.col("is_excluded") & pl.col("is_low_effort")).then(pl.lit("true positive"))
@@ -219,8 +220,8 @@ def explore_levels(game_levels: dict[str, int], options: ExploreOptions) -> tupl
             break
         try:
             session = sessions.get(game_id) or sessions.setdefault(game_id, Session(sources[game_id]))
-            graph = explore_level(session, level, max_nodes=options.max_nodes,
-                                  max_seconds=None if math.isinf(remaining) else max(0.5, min(remaining, 2 * per_level)))
+            cap = None if math.isinf(remaining) else max(0.5, min(remaining, 2 * per_level))
+            graph = explore_level(session, level, max_nodes=options.max_nodes, max_seconds=cap)
             m = analyse(graph)
         except Exception as err:  # noqa: BLE001 - a game the explorer cannot run is reported, not fatal
             notes.append(f"{game_id} level {level + 1}: explorer failed ({type(err).__name__}: {err})")
@@ -301,8 +302,8 @@ def baseline_chart(comparison: pl.DataFrame, games: Sequence[str]):
 def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth: Path | None = None,
                              explore: ExploreOptions | None = None, command: str = "arcstudy report calibration"
                              ) -> Path:
-    """Write <out_dir>/calibration.html, its tables as <out_dir>/calibration__<table>.csv and .parquet, its figures under
-    <out_dir>/figures/calibration/ and its run manifest <out_dir>/calibration.manifest.json."""
+    """Write <out_dir>/calibration.html, its tables as <out_dir>/calibration__<table>.csv and .parquet, its
+    figures under <out_dir>/figures/calibration/ and its run manifest <out_dir>/calibration.manifest.json."""
     from pipeline.transforms.figures import actions_chart, completion_chart, durations_chart, top_games
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -434,11 +435,13 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
         name="calibration__low_effort_exclusions",
         caption="Units (sessions, or recordings outside any session) the detector excluded, and why. A slow "
                 "participant scores above 1 relative to the cohort and is never caught."))
-    sections.append(Table("Recordings removed by the exclusions", removed, name="calibration__low_effort_removed_recordings"))
+    sections.append(Table("Recordings removed by the exclusions", removed,
+                          name="calibration__low_effort_removed_recordings"))
     if truth is not None:
         stats, rows = evaluate_exclusions(features, truth)
         sections.append(Facts("Exclusions against ground truth", stats))
-        sections.append(Table("Detector decisions against ground truth", rows, name="calibration__low_effort_ground_truth",
+        sections.append(Table("Detector decisions against ground truth", rows,
+                              name="calibration__low_effort_ground_truth",
                               caption=f"From {ground_truth}; one row per judged "
                                       f"{stats['compared per'].removesuffix('_id')}."))
 

@@ -100,8 +100,10 @@ def upstream_runs(ctx: ReportContext) -> list[dict[str, Any]]:
     latest: dict[str, dict[str, Any]] = {}
     for row in runs.iter_rows(named=True):
         words = shlex.split(row["command"]) if row["command"] else []
-        verb = next((w for w in words[1:] if not w.startswith("-")), "?") if words[:1] == ["arcstudy"] else words[0] \
-            if words else "?"
+        if words[:1] == ["arcstudy"]:
+            verb = next((w for w in words[1:] if not w.startswith("-")), "?")
+        else:
+            verb = words[0] if words else "?"
         latest[verb] = {**row, "started_at": str(row["started_at"])}
     return [latest[k] for k in sorted(latest)]
 

@@ -99,8 +99,8 @@ def _paper(split: str, key: str) -> Any:
 
 
 def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcstudy report harc") -> Path:
-    """Write <out_dir>/harc.html, its tables as <out_dir>/harc__<table>.csv and .parquet, its figures under
-    <out_dir>/figures/harc/ and its run manifest <out_dir>/harc.manifest.json."""
+    """Write <out_dir>/harc.html, its tables as <out_dir>/harc__<table>.csv and .parquet, its figures
+    under <out_dir>/figures/harc/ and its run manifest <out_dir>/harc.manifest.json."""
     from pipeline.harc.figures import write_figures
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -108,12 +108,13 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
     present = (ctx.ws.read("SELECT DISTINCT release_generation FROM out_harc__split_accuracy ORDER BY 1")
                ["release_generation"].to_list() if ctx.ws.has_table("out_harc__split_accuracy") else [])
     release = choose_release(present)
+    others = [p for p in present if p != release]
     sections: list[Section] = [Prose("What this report shows", (
         "The H-ARC paper's results (LeGris et al.: human performance on the ARC training and evaluation sets) "
         "regenerated from the action traces in the database by arcstudy harc-analyses. Beside each number the "
         "paper reports is the paper's value, for comparison.\n\n"
-        + (f"Release generation {release}" + (f" (also in the database: {', '.join(p for p in present if p != release)})"
-                                             if len(present) > 1 else "") + "." if release else "")))]
+        + (f"Release generation {release}" + (f" (also in the database: {', '.join(others)})" if others else "")
+           + "." if release else "")))]
     figures: dict[str, dict[str, Path]] = {}
     if release is None:
         sections.append(Callout("No H-ARC analyses", [
@@ -140,7 +141,8 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
         facts[f"{r['task_split']}: participants / tasks"] = f"{r['n_participants']:,} / {r['n_tasks']:,}"
     for r in split_acc.filter(pl.col("max_attempts") == 3).iter_rows(named=True):
         paper = _paper(r["task_split"], "k_accuracy") or {}
-        facts[f"{r['task_split']}: 3-attempt accuracy (paper {paper.get(3, 0):.1%})"] = f"{r['mean_task_accuracy']:.1%}"
+        label = f"{r['task_split']}: 3-attempt accuracy (paper {paper.get(3, 0):.1%})"
+        facts[label] = f"{r['mean_task_accuracy']:.1%}"
     sections.append(Facts("At a glance", facts))
 
     # -- accuracy ------------------------------------------------------------------------------------
@@ -183,8 +185,8 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
     _figure(sections, figures, "harc_time_distributions")
     sections.append(Table("Time per task (summary)", times.with_columns(
         (pl.col("mean_s") / 60).alias("mean_min"), (pl.col("median_s") / 60).alias("median_min")),
-        name="harc__time_summary", caption="Paper means: time per task normalised by attempts 4m19s (training) vs 6m39s "
-                                     "(evaluation); thinking time per attempt 1m06s vs 1m37s."))
+        name="harc__time_summary", caption="Paper means: time per task normalised by attempts 4m19s (training) "
+                                           "vs 6m39s (evaluation); thinking time per attempt 1m06s vs 1m37s."))
     sections.append(Table("Statistical tests", tests, name="harc__statistical_tests",
                           caption="Welch t-tests training vs evaluation (paper: time per attempt t(8874) = -21.63, "
                                   "thinking time t(1505) = -6.90, output size t(798) = 6.81) and Pearson "

@@ -85,8 +85,8 @@ def cost_chart(df: pl.DataFrame, policy_id: str):
 
 def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None = None,
                         command: str = "arcstudy report scores") -> Path:
-    """Write <out_dir>/scores.html, its tables as <out_dir>/scores__<table>.csv and .parquet, its figures under
-    <out_dir>/figures/scores/ and its run manifest <out_dir>/scores.manifest.json."""
+    """Write <out_dir>/scores.html, its tables as <out_dir>/scores__<table>.csv and .parquet, its figures
+    under <out_dir>/figures/scores/ and its run manifest <out_dir>/scores.manifest.json."""
     from pipeline.scoring.figures import heatmap_chart, sensitivity_chart
     from pipeline.scoring.run import policy_slug
 
