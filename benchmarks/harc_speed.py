@@ -243,7 +243,8 @@ def main() -> None:
     ap.add_argument("--simulations", type=int, default=1000)
     ap.add_argument("--generator", choices=("auto", "editor", "simulate"), default="auto",
                     help="auto: pipeline/simulate/harc.py when present, else this file's editor-driven generator")
-    ap.add_argument("--keep", type=Path, default=None, help="keep the data and database in this folder")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the data and database in this folder (a folder "
+                    "kept earlier is reused: the study is not generated again)")
     args = ap.parse_args()
 
     from pipeline.console import out
@@ -256,18 +257,31 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     stages: dict[str, float] = {}
     try:
-        t0 = time.perf_counter()
-        counts = _generate(root / "files", args)
-        stages["generate (not pipeline)"] = time.perf_counter() - t0
-        print(f"study: {counts}")
+        if (root / "files").is_dir():  # --keep of an earlier run: same study, no regeneration
+            print(f"reusing the study in {root / 'files'}")
+        else:
+            t0 = time.perf_counter()
+            counts = _generate(root / "files", args)
+            stages["generate (not pipeline)"] = time.perf_counter() - t0
+            print(f"study: {counts}")
         db = root / "harc.duckdb"
         db.unlink(missing_ok=True)
+        files = sorted(p for p in (root / "files").rglob("*") if p.is_file())
+        csvs = [p for p in files if p.suffix == ".csv"]
+        others = [p for p in files if p.suffix != ".csv"]
         with Workspace(db) as ws:
-            t0 = time.perf_counter()
-            report = ingest_paths(ws, [root / "files"], run_id="bench")
-            stages["ingest"] = time.perf_counter() - t0
-            print(f"ingest: {len(report.files)} files, {report.n_quarantined} quarantined, "
-                  f"{ws.row_count('core_harc__actions'):,} action rows")
+            ingest: dict[str, float] = {}
+            n_files = n_quarantined = 0
+            for label, group in ((f"{len(csvs)} H-ARC CSV files", csvs), (f"{len(others)} ARC task files", others)):
+                t0 = time.perf_counter()
+                report = ingest_paths(ws, group, run_id="bench") if group else None
+                ingest[label] = time.perf_counter() - t0
+                if report is not None:
+                    n_files += len(report.files)
+                    n_quarantined += report.n_quarantined
+            stages["ingest"] = sum(ingest.values())
+            print(f"ingest: {n_files} files, {n_quarantined} quarantined, "
+                  f"{ws.row_count('core_harc__actions'):,} action rows; sub-stages {_fmt(ingest)}")
             t0 = time.perf_counter()
             checks = run_trace_checks(ws, workers=args.workers)
             stages["replay"] = time.perf_counter() - t0
