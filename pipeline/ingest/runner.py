@@ -173,6 +173,7 @@ class PreparedFile:
     output: ReaderOutput | None = None
     failure: tuple[str, str, str, str, str | None] | None = None  # status, check, reason, location, raw text
     skipped: bool = False
+    seen_before: bool = False  # the database already held this content hash (a --force re-read)
 
 
 def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
@@ -190,9 +191,11 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
                                                 f"cannot read the file: {err.strerror or err}", "file", None))
     ctx = FileContext(path, file_id, run_id, now, keep_frames=keep_frames, frames_dir=frames_dir)
     prepared = PreparedFile(path, ctx, n_bytes)
-    if file_id in known_file_ids and not force:
-        prepared.skipped = True
-        return prepared
+    if file_id in known_file_ids:
+        prepared.seen_before = True
+        if not force:
+            prepared.skipped = True
+            return prepared
 
     fmt: InputFormat | None
     if fmt_name == "auto":
@@ -242,8 +245,10 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
         "n_records_quarantined": quarantine.height, "flags": sorted(set(output.flags)),
     }])
     with ws.transaction() as con:
-        for old_id in [ctx.file_id, *replaced]:
+        # Deleting from every table costs ~40 statements: only when something of this file or path is there.
+        for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
             _delete_file_rows(ws, con, old_id)
+        con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
         ws.insert_frame("raw_ingest__files", file_row, con=con)
         for name, df in output.tables.items():
             ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
