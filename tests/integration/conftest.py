@@ -4,8 +4,8 @@
 on four conformance fixture games (winning lines from the toolkit's scripted-win recordings), two of them
 low-effort cyclers; three agents (random and near-optimal toolkit runs, one agents-repository run carrying LLM
 usage lines); a tiny H-ARC study. It ingests everything (plus the games' metadata.json, so published baselines
-exist), builds, scores the agent recordings under every policy, replays the H-ARC traces and runs the H-ARC
-analyses. With pytest-xdist the first worker that needs it builds it under a file lock and the others reuse it
+exist), builds, scores each agent's recordings as its own scorecard under every policy, replays the H-ARC traces
+and runs the H-ARC analyses. With pytest-xdist the first worker that needs it builds it under a file lock and the others reuse it
 (the directory is per test run, so nothing leaks between runs).
 """
 
@@ -88,9 +88,10 @@ def build_report_db(root: Path) -> ReportDb:
                               run_id="reports-test-ingest", workers=1)
         assert not report.has_rejections, [f.message for f in report.files if f.status != "loaded"]
         build(ws, load_config(), out_dir=root / "demo.build", figures=False)
-    result = CliRunner().invoke(app, ["--plain", "score", str(agents), "--policy", "all", "--games", str(ENVS),
-                                      "--db", str(db), "--out", str(root / "scores")])
-    assert result.exit_code == 0, result.output
+    for agent in ("random", "near-optimal", "agents-repo"):  # one scorecard per agent, as the demo scores them
+        result = CliRunner().invoke(app, ["--plain", "score", str(agents / agent), "--policy", "all", "--games",
+                                          str(ENVS), "--db", str(db), "--out", str(root / "scores" / agent)])
+        assert result.exit_code == 0, result.output
     with Workspace(db) as ws:
         run_trace_checks(ws)
         run_analyses(ws, n_simulations=50, figures=False)

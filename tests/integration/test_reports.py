@@ -166,8 +166,9 @@ def test_scores_numbers_come_from_the_score_tables(reports: Path, report_db):
     expected = read_db(report_db.db, "SELECT card_id, policy_id, avg(score) AS total FROM out_arc3__game_scores "
                                      "GROUP BY ALL")
     joined = totals.join(expected, on=["card_id", "policy_id"])
-    assert joined.height == expected.height == 3
+    assert joined.height == expected.height == 9  # three scorecards (one per agent), three policies
     assert (joined["total_score"] - joined["total"]).abs().max() < 1e-12
+    assert set(totals["scorecard"]) == {"random", "near-optimal", "agents-repo"}  # named after what was scored
     games = pl.read_parquet(reports / "scores__game_scores.parquet")
     assert set(games["game_id"]) == {"tf62-28e6852d", "pl39-f40f4bef"}
     checks = pl.read_parquet(reports / "scores__replay_checks.parquet")
@@ -176,10 +177,14 @@ def test_scores_numbers_come_from_the_score_tables(reports: Path, report_db):
     cost = pl.read_parquet(reports / "scores__score_vs_cost.parquet")
     tokens = read_db(report_db.db, "SELECT sum(n_tokens) AS n FROM core_arc3__usage")["n"][0]
     assert cost.height == 1 and cost["n_tokens"][0] == tokens > 0  # the agents-repository run carries usage
+    assert cost["scorecard"].to_list() == ["agents-repo"]
     sensitivity = pl.read_parquet(reports / "scores__policy_sensitivity_summary.parquet")
-    assert sensitivity["n_runs"].to_list() == [5, 5, 5]
-    for figure in ("level_scores_heatmap__arc-agi-3_2026-04", "policy_sensitivity", "score_vs_cost"):
-        assert (reports / "figures" / "scores" / f"{figure}.svg").stat().st_size > 0
+    assert sensitivity.group_by("from_policy_id", "to_policy_id").agg(pl.col("n_runs").sum())["n_runs"].to_list() \
+        == [5, 5, 5]
+    figures = reports / "figures" / "scores"
+    assert len(list(figures.glob("level_scores_heatmap__arc-agi-3_2026-04__*.svg"))) == 3
+    assert len(list(figures.glob("policy_sensitivity__*.svg"))) == 3
+    assert (figures / "score_vs_cost.svg").stat().st_size > 0
 
 
 def test_harc_tables_are_the_papers_regenerated(reports: Path, report_db):
@@ -238,9 +243,9 @@ def test_one_report_and_another_policy(report_db, tmp_path: Path):
     written = write_reports(report_db.db, tmp_path, which=("scores",), policy="arc-agi-3/2025-preview")
     assert list(written) == ["scores"] and not (tmp_path / "calibration.html").exists()
     games = pl.read_parquet(tmp_path / "scores__game_scores.parquet")
-    db = read_db(report_db.db, "SELECT game_id, score FROM out_arc3__game_scores WHERE policy_id = "
-                               "'arc-agi-3/2025-preview' ORDER BY game_id")
-    assert games.sort("game_id").select("game_id", "score").equals(db)
+    db = read_db(report_db.db, "SELECT card_id, game_id, score FROM out_arc3__game_scores WHERE policy_id = "
+                               "'arc-agi-3/2025-preview' ORDER BY card_id, game_id")
+    assert games.sort("card_id", "game_id").select("card_id", "game_id", "score").equals(db)
     manifest = json.loads((tmp_path / "scores.manifest.json").read_text())
     assert manifest["policy_ids"][0] == "arc-agi-3/2025-preview"
 

@@ -13,6 +13,7 @@ report then says which command fills it).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,30 @@ def run_costs(ctx: ReportContext) -> pl.DataFrame:
     return df.cast(schema)  # type: ignore[arg-type]
 
 
+def card_labels(ctx: ReportContext, cards: list[str]) -> dict[str, str]:
+    """A readable name per scorecard, from the run manifest of the `arcstudy score` that wrote it: the recording
+    files or folders it was given (e.g. an agent's folder), else `database plays` (with its --game filter)."""
+    labels: dict[str, str] = {}
+    if ctx.ws.has_table("runs"):
+        rows = ctx.ws.read("SELECT manifest_json FROM runs WHERE manifest_json LIKE '%\"card_id\"%' "
+                           "ORDER BY started_at, run_id")
+        for text in rows["manifest_json"].to_list():
+            data = json.loads(text)
+            card = (data.get("notes") or {}).get("card_id")
+            config = data.get("config") or {}
+            if card in cards:
+                given = [Path(r).name for r in config.get("recordings") or []]
+                games = config.get("game") or []
+                labels[card] = ", ".join(given) if given else "database plays" + (
+                    f" ({', '.join(games)})" if games else "")
+    out, seen = {}, {}
+    for card in cards:
+        label = labels.get(card, card)
+        seen[label] = seen.get(label, 0) + 1
+        out[card] = label if seen[label] == 1 else f"{label} ({card})"
+    return out
+
+
 def cost_chart(df: pl.DataFrame, policy_id: str):
     data = df.filter(pl.col("n_tokens").is_not_null() & (pl.col("n_tokens") > 0))
     if data.height == 0:
@@ -78,8 +103,9 @@ def cost_chart(df: pl.DataFrame, policy_id: str):
     return alt.Chart(data).mark_circle(size=80, opacity=0.8).encode(
         x=alt.X("n_tokens:Q", title="LLM tokens used by the run (log scale)", scale=alt.Scale(type="log")),
         y=alt.Y("score:Q", title=f"run score (%, {policy_id})", scale=alt.Scale(domain=[0, 100])),
-        color=alt.Color("game_id:N", title="game"),
-        tooltip=["play_id:N", "game_id:N", alt.Tooltip("score:Q", format=".2f"), "n_tokens:Q", "n_llm_calls:Q"],
+        color=alt.Color("scorecard:N", title="scorecard"), shape=alt.Shape("game_id:N", title="game"),
+        tooltip=["scorecard:N", "play_id:N", "game_id:N", alt.Tooltip("score:Q", format=".2f"), "n_tokens:Q",
+                 "n_llm_calls:Q"],
     ).properties(width=420, height=300, title="Score against cost")
 
 
@@ -102,6 +128,9 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
                     key=lambda p: (order.get(p, len(order)), p))
     chosen = choose_policy(policy, scored)
     cards = sorted(set(games["card_id"].to_list()) | set(checks["card_id"].to_list()))
+    labels = card_labels(ctx, cards)
+    label = pl.col("card_id").replace_strict(labels, default=pl.col("card_id"), return_dtype=pl.String).alias(
+        "scorecard")
     sections: list[Section] = [Prose("What this report shows", (
         f"Agent (and any other) runs scored with RHAE under versioned policies; the chosen policy is {chosen}"
         + (f" (also scored: {', '.join(p for p in scored if p != chosen)})" if len(scored) > 1 else "") + ". "
@@ -121,11 +150,12 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
               .agg(pl.len().alias("n_games"), pl.col("score").mean().alias("total_score"),
                    pl.col("n_runs").sum().alias("n_runs"), pl.col("is_completed").sum().alias("n_games_completed"))
               .with_columns(pl.col("policy_id").replace_strict(order, default=len(order)).alias("_o"))
-              .sort("card_id", "_o").drop("_o"))
+              .sort("card_id", "_o").drop("_o")
+              .select(label, pl.all()))
     facts: dict[str, Any] = {"policy": chosen, "scorecards": len(cards), "games scored": g["game_id"].n_unique(),
                              "runs scored": runs.filter(pl.col("policy_id") == chosen).height}
     for r in totals.filter(pl.col("policy_id") == chosen).iter_rows(named=True):
-        facts[f"total score, {r['card_id']}"] = f"{r['total_score']:.2f} % over {r['n_games']} game(s)"
+        facts[f"total score, {r['scorecard']}"] = f"{r['total_score']:.2f} % over {r['n_games']} game(s)"
     status_counts = checks.group_by("verification_status").len().sort("verification_status")
     facts["replay verification"] = ", ".join(f"{n} {s}" for s, n in status_counts.iter_rows()) or "no checks"
     sections.append(Facts("Scores at a glance", facts))
@@ -144,7 +174,7 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
     sections.append(Table("Total per scorecard and policy", totals, name="scores__totals",
                           caption="Total = mean of the game scores (each game's score is its best run's)."))
     sections.append(Table(f"Scores per game ({chosen})", g.select(
-        "card_id", "game_id", "score", "n_runs", "best_play_id", "levels_completed", "level_count", "is_completed",
+        label, "card_id", "game_id", "score", "n_runs", "best_play_id", "levels_completed", "level_count", "is_completed",
         "actions", "resets", "baseline_actions", "baseline_source", "baseline_rule", "message"),
         name="scores__game_scores", caption="The baseline each game was scored against, and which source gave it."))
 
@@ -156,7 +186,7 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
             continue
         name = f"level_scores_heatmap__{policy_slug(chosen)}" + (f"__{card}" if len(cards) > 1 else "")
         figures[name] = save_figure(chart, fig_dir, name)
-        sections.append(Figure(f"Level scores ({card})" if len(cards) > 1 else "Level scores",
+        sections.append(Figure(f"Level scores: {labels[card]}" if len(cards) > 1 else "Level scores",
                                figures[name], caption="Each game's best run, one cell per level: level score in "
                                                       f"percent under {chosen}."))
     sections.append(Table(f"Level scores ({chosen})", levels.filter(pl.col("policy_id") == chosen),
@@ -170,14 +200,14 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
                 continue
             name = "policy_sensitivity" + (f"__{card}" if len(cards) > 1 else "")
             figures[name] = save_figure(chart, fig_dir, name)
-            sections.append(Figure(f"Policy sensitivity ({card})" if len(cards) > 1 else "Policy sensitivity",
+            sections.append(Figure(f"Policy sensitivity: {labels[card]}" if len(cards) > 1 else "Policy sensitivity",
                                    figures[name], caption="Each run's score under every policy scored."))
         summary = (sens.group_by("card_id", "from_policy_id", "to_policy_id")
                    .agg(pl.len().alias("n_runs"), (pl.col("score_delta").abs() > 1e-9).sum().alias("n_changed"),
                         pl.col("score_delta").mean().alias("mean_delta"),
                         pl.col("score_delta").min().alias("min_delta"),
                         pl.col("score_delta").max().alias("max_delta"))
-                   .sort("card_id", "from_policy_id", "to_policy_id"))
+                   .sort("card_id", "from_policy_id", "to_policy_id").select(label, pl.all()))
         sections.append(Table("Policy sensitivity summary", summary, name="scores__policy_sensitivity_summary",
                               caption="How run scores move from one policy to another (percentage points)."))
         sections.append(Table("Policy sensitivity per run", sens, name="scores__policy_sensitivity", max_rows=50))
@@ -187,7 +217,7 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
 
     # -- replay verification -------------------------------------------------------------------------
     sections.append(Table("Replay verification of every run", checks.select(
-        "card_id", "game_id", "play_id", "verification_status", "is_score_excluded", "exclusion_reason",
+        label, "card_id", "game_id", "play_id", "verification_status", "is_score_excluded", "exclusion_reason",
         "replay_input", "n_steps_replayed", "divergence_step_index", "divergence_field", "replay_detail",
         "game_source_sha256"), name="scores__replay_checks",
         caption="verified: replayed through the engine and equal at every step; divergent: the first divergence "
@@ -196,7 +226,7 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
     # -- cost ----------------------------------------------------------------------------------------
     costs = run_costs(ctx)
     scored_costs = (runs.filter(pl.col("policy_id") == chosen)
-                    .select("card_id", "play_id", "game_id", "score", "levels_completed", "actions", "state")
+                    .select(label, "card_id", "play_id", "game_id", "score", "levels_completed", "actions", "state")
                     .join(costs, on="play_id", how="inner").sort("card_id", "game_id", "play_id"))
     if scored_costs.height:
         chart = cost_chart(scored_costs, chosen)
