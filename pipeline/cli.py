@@ -289,5 +289,14 @@ from pipeline.report.reports_cli import register as _register_reports  # noqa: E
 _register_reports(app)
 
 
+from pipeline.explore.cli import register as _register_explore  # noqa: E402
+
+_register_explore(app)
+
+from pipeline.qualify.cli import register as _register_qualify  # noqa: E402
+
+_register_qualify(app)
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

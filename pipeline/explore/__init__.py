@@ -1,0 +1,134 @@
+"""State-space explorer: breadth-first state graphs of game levels and what they say (study-protocol §2).
+
+    from pipeline.explore import explore, optimal_actions
+    result = explore("pv63", level=2)              # graph + metrics of level 2 (1-based)
+    result.metrics.optimal_actions, result.metrics.random_win_upper
+    optimal_actions("pv63-<version>", 2)           # shortest winning path length, or None
+
+Modules: ``env`` (sessions over the engine's game API: level start, snapshots, node identity),
+``graph`` (BFS construction, click targets), ``analysis`` (metrics, absorbing Markov chain),
+``export`` (JSON, GraphML, figure), ``cli`` (``arcstudy explore``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .analysis import GraphMetrics, analyse
+from .env import IDENTITIES, GameInfo, GameNotFoundError, Session, discover, resolve
+from .graph import CLICK_RULES, StateGraph, explore_level
+
+__all__ = [
+    "CLICK_RULES",
+    "IDENTITIES",
+    "ExploreResult",
+    "GameInfo",
+    "GameNotFoundError",
+    "GraphMetrics",
+    "Session",
+    "StateGraph",
+    "analyse",
+    "discover",
+    "explore",
+    "explore_level",
+    "optimal_actions",
+    "optimal_provider",
+    "resolve",
+]
+
+@dataclass
+class ExploreResult:
+    graph: StateGraph
+    metrics: GraphMetrics
+
+
+def _default_dir(environments_dir: Path | str | None) -> Path:
+    if environments_dir is not None:
+        return Path(environments_dir)
+    from games import GAMES_DIR
+
+    return GAMES_DIR
+
+
+def explore(
+    game: str,
+    level: int = 1,
+    *,
+    environments_dir: Path | str | None = None,
+    max_nodes: int = 200_000,
+    max_seconds: float | None = None,
+    click_rule: str = "objects",
+    include_undo: bool = False,
+    identity: str = "frame",
+    budget: int | None = None,
+    session: Session | None = None,
+) -> ExploreResult:
+    """Explore level ``level`` (1-based) of ``game`` and analyse the graph."""
+    session = session or Session(resolve(game, _default_dir(environments_dir)), identity=identity)
+    graph = explore_level(session, level - 1, max_nodes=max_nodes, max_seconds=max_seconds,
+                          click_rule=click_rule, include_undo=include_undo)
+    return ExploreResult(graph, analyse(graph, budget=budget))
+
+
+def _shipped_optimum(info: GameInfo, level: int) -> int | None:
+    """The optimum recorded in ``solutions/levels.json`` when the game was published, if any."""
+    path = info.directory / "solutions" / "levels.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if data.get("game_id") != info.game_id:
+        return None
+    for row in data.get("levels", []):
+        if row.get("level") == level and row.get("optimal_actions") is not None:
+            return int(row["optimal_actions"])
+    return None
+
+
+@lru_cache(maxsize=512)
+def _optimal_cached(game_id: str, level: int, environments_dir: str, max_nodes: int,
+                    max_seconds: float | None, use_shipped: bool) -> int | None:
+    info = resolve(game_id, environments_dir)
+    if use_shipped:
+        shipped = _shipped_optimum(info, level)
+        if shipped is not None:
+            return shipped
+    session = Session(info)
+    session.start(0)
+    if not 1 <= level <= session.n_levels:
+        return None
+    graph = explore_level(session, level - 1, max_nodes=max_nodes, max_seconds=max_seconds)
+    return analyse(graph).optimal_actions
+
+
+def optimal_actions(
+    game_id: str,
+    level: int,
+    environments_dir: Path | str | None = None,
+    max_nodes: int = 200_000,
+    max_seconds: float | None = 120.0,
+    *,
+    use_shipped: bool = True,
+) -> int | None:
+    """Fewest actions that win level ``level`` (1-based, like ``level_index``) from its start.
+
+    ``None`` when the game or level is unknown or no win was found within the budget (a win that is
+    found is always optimal: BFS order). Games published by arcstudy carry the explorer's optimum in
+    ``solutions/levels.json``; it is used when the game id matches (``use_shipped=False`` explores).
+    Results are cached per process.
+    """
+    try:
+        return _optimal_cached(game_id, int(level), str(_default_dir(environments_dir)), int(max_nodes),
+                               max_seconds, use_shipped)
+    except GameNotFoundError:
+        return None
+
+
+def optimal_provider(game_id: str, level_index: int) -> int | None:
+    """``reference_points.optimal_provider = "pipeline.explore:optimal_provider"`` (our games/ folder)."""
+    return optimal_actions(game_id, level_index)

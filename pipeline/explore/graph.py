@@ -1,0 +1,389 @@
+"""Breadth-first construction of the state graph of one level (study-protocol.md §2).
+
+Algorithm
+---------
+1. Start a fresh game at the level (``Session.start``: the state a player sees after restarting
+   the level) and make it node 0.
+2. Pop nodes in FIFO order. For each node, restore its snapshot, enumerate its *action targets*
+   (below) and step each one from the node's state. The successor's identity is its state key
+   (sha256 of the last frame + hidden state + game state + level-won flag), so different
+   trajectories reaching the same state merge into one node.
+3. A successor equal to the node itself is a self-loop (an invalid or no-op action: the paper's
+   "transitions that do not change the state"); after a self-loop the live game is reused without
+   restoring (same key = same state by definition). A new successor gets a snapshot and joins the
+   queue unless it is terminal: ``win`` (the level was completed; also game WIN) or ``lose``
+   (GAME_OVER). Terminal nodes are never expanded.
+4. Stop when the queue is empty (the reachable graph is *complete*) or at a node, edge or time
+   budget; nodes left in the queue are *frontier* nodes (discovered, not expanded).
+
+Because nodes are expanded in BFS order, the depth at which a node is first discovered is its exact
+distance from the start, and the first win found is an optimal playthrough -- also when the budget
+stops the search early.
+
+Action targets
+--------------
+Per state, the actions are the game's ``available_actions`` at that state (RESET is never in
+them). Each simple action is one target. ACTION6 (click) is expanded into a finite set of click
+targets by partitioning the 64x64 display pixels into classes and clicking one representative
+pixel per class (the class pixel nearest the class centroid). Rules (``click_rule``):
+
+* ``objects`` (default): pixels are in the same class when they map (``display_to_grid`` geometry)
+  to grid cells covered by the same set of sprites (every sprite that is not REMOVED, using the
+  solidity rule: rendered value != -1 for PIXEL_PERFECT sprites, the whole box otherwise). Empty
+  cells form one class ("a representative empty cell") and the letterbox another. Exact for games
+  whose click handling depends only on which sprites are under the clicked cell.
+* ``cells``: one class per grid cell in view (plus the letterbox). Exact for any game that
+  resolves clicks with ``display_to_grid`` (it cannot tell two pixels of one cell apart).
+* ``pixels``: all 4096 pixels (exact for everything; for tiny graphs only).
+* ``engine``: the reference graph-builder list (``_get_valid_actions``: first opaque pixel of
+  each ``sys_click``/``sys_place`` sprite, or the placeable lattice), weighted uniformly.
+
+Each target carries the probability the *uniform random policy* gives it: 1/|available actions|
+per action id, and for ACTION6 that share times the class's pixel count / 4096 (the toolkit's
+random agent draws x and y uniformly), so random-play probabilities are exact under the first
+three rules.
+
+Undo and reset
+--------------
+ACTION7 (undo) is excluded from the targets by default, as in the reference graph builder
+(``_get_valid_actions`` skips 7): undo only returns to a state already on the trajectory, so it
+adds no reachable state and never shortens a winning path; the random-policy probabilities are
+those of the policy that never undoes. ``include_undo=True`` adds ACTION7 edges taken from each
+node's own snapshot (the history of the path that discovered it) and marks them ``undo``; they are
+approximate when the state key does not include the undo history, and are left out of shortest
+paths. RESET is not an edge: from every node it leads back to node 0 (a level reset), and it is
+not part of the random policy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine import BlockingMode, InteractionMode
+
+from .env import Session, StepResult
+
+__all__ = ["Target", "StateGraph", "explore_level", "click_targets", "CLICK_RULES", "action_targets"]
+
+CLICK_RULES = ("objects", "cells", "pixels", "engine")
+FRAME = 64
+
+NORMAL, WIN, LOSE, ERROR = "normal", "win", "lose", "error"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One action to try from a state: an action id, click coordinates, its random-policy probability."""
+
+    action_id: int
+    x: int | None = None
+    y: int | None = None
+    prob: float = 0.0
+    label: str = ""
+
+    @property
+    def data(self) -> dict[str, int] | None:
+        return None if self.x is None else {"x": int(self.x), "y": int(self.y)}
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"action": self.action_id}
+        if self.x is not None:
+            out["x"], out["y"] = int(self.x), int(self.y)
+        return out
+
+
+@dataclass
+class StateGraph:
+    """The explored graph. Node 0 is the start; arrays are indexed by node id."""
+
+    game_id: str
+    level: int
+    click_rule: str
+    include_undo: bool
+    keys: list[bytes] = field(default_factory=list)
+    depth: list[int] = field(default_factory=list)
+    kind: list[str] = field(default_factory=list)
+    expanded: list[bool] = field(default_factory=list)
+    parent: list[int] = field(default_factory=list)
+    parent_edge: list[int] = field(default_factory=list)
+    # edges (parallel lists)
+    src: list[int] = field(default_factory=list)
+    dst: list[int] = field(default_factory=list)
+    action: list[int] = field(default_factory=list)
+    click_x: list[int] = field(default_factory=list)  # -1 for simple actions
+    click_y: list[int] = field(default_factory=list)
+    prob: list[float] = field(default_factory=list)
+    is_undo: list[bool] = field(default_factory=list)
+    complete: bool = False
+    stop_reason: str = ""
+    elapsed_s: float = 0.0
+    n_steps: int = 0
+    n_restores: int = 0
+    n_snapshots: int = 0
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    win_levels: int = 0
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.keys)
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.src)
+
+    def node_id(self, i: int) -> str:
+        return self.keys[i].hex()[:16]
+
+    def frontier(self) -> list[int]:
+        return [i for i, (k, e) in enumerate(zip(self.kind, self.expanded, strict=True)) if k == NORMAL and not e]
+
+    def edge_target(self, e: int) -> Target:
+        x = self.click_x[e]
+        return Target(self.action[e], None if x < 0 else x, None if x < 0 else self.click_y[e], self.prob[e])
+
+    def path_to(self, node: int) -> list[Target]:
+        """The BFS-tree action sequence from the start to ``node`` (a shortest path)."""
+        steps: list[Target] = []
+        while node != 0:
+            e = self.parent_edge[node]
+            steps.append(self.edge_target(e))
+            node = self.parent[node]
+        steps.reverse()
+        return steps
+
+
+# ---------------------------------------------------------------------- click targets
+def _pixel_grid(camera: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For every display pixel: grid x, grid y (world coordinates) and an in-view mask (display_to_grid)."""
+    width, height = int(camera.width), int(camera.height)
+    scale = min(FRAME // width, FRAME // height)
+    pad_x = (FRAME - width * scale) // 2
+    pad_y = (FRAME - height * scale) // 2
+    d = np.arange(FRAME)
+    gx = np.where(d - pad_x >= 0, (d - pad_x) // scale, -1)
+    gy = np.where(d - pad_y >= 0, (d - pad_y) // scale, -1)
+    in_x = (gx >= 0) & (gx < width)
+    in_y = (gy >= 0) & (gy < height)
+    mask = in_y[:, None] & in_x[None, :]
+    return gx, gy, mask
+
+
+def _sprite_signatures(game: Any, camera: Any) -> np.ndarray:
+    """Per view cell, an xor-hash of the sprites covering it (0 = empty)."""
+    width, height = int(camera.width), int(camera.height)
+    sig = np.zeros((height, width), dtype=np.uint64)
+    cam_x, cam_y = int(camera.x), int(camera.y)
+    rng = np.random.default_rng(12345)
+    codes = rng.integers(1, 2**63 - 1, size=max(1, len(game.current_level._sprites)), dtype=np.uint64)
+    for i, sprite in enumerate(game.current_level._sprites):
+        if sprite.interaction is InteractionMode.REMOVED:
+            continue
+        image = np.asarray(sprite.render())
+        if image.ndim != 2 or image.size == 0:
+            continue
+        solid = image != -1 if sprite.blocking is BlockingMode.PIXEL_PERFECT else np.ones(image.shape, dtype=bool)
+        x0, y0 = int(sprite.x) - cam_x, int(sprite.y) - cam_y
+        h, w = image.shape
+        vx0, vy0 = max(0, x0), max(0, y0)
+        vx1, vy1 = min(width, x0 + w), min(height, y0 + h)
+        if vx0 >= vx1 or vy0 >= vy1:
+            continue
+        sub = solid[vy0 - y0 : vy1 - y0, vx0 - x0 : vx1 - x0]
+        sig[vy0:vy1, vx0:vx1] ^= np.where(sub, codes[i], np.uint64(0))
+    return sig
+
+
+def click_targets(session: Session, rule: str, share: float) -> list[Target]:
+    """The click targets of the current state under ``rule``; probabilities sum to ``share``."""
+    if rule not in CLICK_RULES:
+        raise ValueError(f"unknown click rule {rule!r}; one of {', '.join(CLICK_RULES)}")
+    game = session.game
+    if rule == "engine":
+        found = [a for a in game._get_valid_actions() if a.id.value == 6]
+        if not found:
+            return []
+        p = share / len(found)
+        return [Target(6, int(a.data["x"]), int(a.data["y"]), p, "engine") for a in found]
+    camera = game.camera
+    gx, gy, in_view = _pixel_grid(camera)
+    if rule == "pixels":
+        classes = np.arange(FRAME * FRAME, dtype=np.int64).reshape(FRAME, FRAME)
+    else:
+        letterbox = np.int64(-1)
+        if rule == "cells":
+            cell = (gy[:, None] * int(camera.width) + gx[None, :]).astype(np.int64)
+        else:
+            sig = _sprite_signatures(game, camera)
+            cy = np.clip(gy, 0, int(camera.height) - 1)
+            cx = np.clip(gx, 0, int(camera.width) - 1)
+            cell = sig[cy[:, None], cx[None, :]].view(np.int64)
+        classes = np.where(in_view, cell, letterbox)
+    flat = classes.ravel()
+    values, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True)
+    ys, xs = np.divmod(np.arange(FRAME * FRAME), FRAME)
+    # class centroids, then the class pixel nearest to its centroid (ties: first in row-major order)
+    cx_mean = np.bincount(inverse, weights=xs, minlength=len(values)) / counts
+    cy_mean = np.bincount(inverse, weights=ys, minlength=len(values)) / counts
+    dist = (xs - cx_mean[inverse]) ** 2 + (ys - cy_mean[inverse]) ** 2
+    order = np.lexsort((np.arange(flat.size), dist, inverse))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = inverse[order[1:]] != inverse[order[:-1]]
+    reps = order[first]
+    targets = []
+    for rep in reps.tolist():
+        cls = inverse[rep]
+        targets.append(Target(6, int(xs[rep]), int(ys[rep]), share * counts[cls] / (FRAME * FRAME), rule))
+    return targets
+
+
+def action_targets(session: Session, actions: list[int], rule: str, include_undo: bool) -> list[Target]:
+    """Targets of one state: simple actions, click classes, optionally undo (see module docstring)."""
+    policy = [a for a in dict.fromkeys(actions) if a != 0 and (include_undo or a != 7)]
+    if not policy:
+        return []
+    share = 1.0 / len(policy)
+    targets: list[Target] = []
+    for a in policy:
+        if a == 6:
+            targets.extend(click_targets(session, rule, share))
+        else:
+            targets.append(Target(a, None, None, share, "undo" if a == 7 else ""))
+    return targets
+
+
+# ---------------------------------------------------------------------- BFS
+def explore_level(
+    session: Session,
+    level: int,
+    *,
+    max_nodes: int = 200_000,
+    max_edges: int | None = None,
+    max_seconds: float | None = None,
+    click_rule: str = "objects",
+    include_undo: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> StateGraph:
+    """Explore level ``level`` breadth-first; see the module docstring for the rules."""
+    if click_rule not in CLICK_RULES:
+        raise ValueError(f"unknown click rule {click_rule!r}; one of {', '.join(CLICK_RULES)}")
+    t0 = time.perf_counter()
+    first = session.start(level)
+    graph = StateGraph(session.src.game_id, level, click_rule, include_undo)
+    graph.win_levels = session.n_levels
+    index: dict[bytes, int] = {}
+    snaps: dict[int, Any] = {}
+    actions_at: dict[int, list[int]] = {}
+
+    def add_node(key: bytes, depth: int, kind: str, parent: int, parent_edge: int) -> int:
+        i = len(graph.keys)
+        index[key] = i
+        graph.keys.append(key)
+        graph.depth.append(depth)
+        graph.kind.append(kind)
+        graph.expanded.append(False)
+        graph.parent.append(parent)
+        graph.parent_edge.append(parent_edge)
+        return i
+
+    def add_edge(v: int, u: int, t: Target) -> int:
+        graph.src.append(v)
+        graph.dst.append(u)
+        graph.action.append(t.action_id)
+        graph.click_x.append(-1 if t.x is None else int(t.x))
+        graph.click_y.append(-1 if t.y is None else int(t.y))
+        graph.prob.append(float(t.prob))
+        graph.is_undo.append(t.action_id == 7)
+        return len(graph.src) - 1
+
+    def classify(result: StepResult) -> str:
+        if session.won(result):
+            return WIN
+        if session.lost(result):
+            return LOSE
+        return NORMAL
+
+    start_kind = classify(first)
+    add_node(session.state_key(), 0, start_kind, -1, -1)
+    queue: deque[int] = deque()
+    if start_kind == NORMAL:
+        snaps[0] = session.snapshot()
+        graph.n_snapshots += 1
+        actions_at[0] = list(first.available_actions)
+        queue.append(0)
+
+    graph.stop_reason = "complete"
+    last_report = 0.0
+    while queue:
+        if len(graph.keys) >= max_nodes:
+            graph.stop_reason = f"node budget ({max_nodes:,})"
+            break
+        if max_edges is not None and len(graph.src) >= max_edges:
+            graph.stop_reason = f"edge budget ({max_edges:,})"
+            break
+        if max_seconds is not None and time.perf_counter() - t0 >= max_seconds:
+            graph.stop_reason = f"time budget ({max_seconds:g} s)"
+            break
+        v = queue.popleft()
+        snap = snaps.pop(v)
+        session.restore(snap)
+        graph.n_restores += 1
+        key_v = graph.keys[v]
+        targets = action_targets(session, actions_at.pop(v), click_rule, include_undo)
+        dirty = False
+        for t in targets:
+            if dirty:
+                session.restore(snap)
+                graph.n_restores += 1
+            try:
+                result = session.step(t.action_id, t.data)
+            except Exception as err:  # noqa: BLE001 - a crashing game is a finding, not a tool failure
+                graph.errors.append({"node": v, "path": [s.as_dict() for s in graph.path_to(v)],
+                                     "action": t.as_dict(), "error": f"{type(err).__name__}: {err}"})
+                u = add_node(b"error:%d" % len(graph.errors), graph.depth[v] + 1, ERROR, v, len(graph.src))
+                graph.expanded[u] = True
+                add_edge(v, u, t)
+                dirty = True
+                continue
+            graph.n_steps += 1
+            if not result.frames:
+                # rejected action (state was terminal): cannot happen for expanded nodes
+                add_edge(v, v, t)
+                dirty = False
+                continue
+            key = session.state_key()
+            if key == key_v:
+                add_edge(v, v, t)
+                dirty = False
+                continue
+            u = index.get(key)
+            if u is None:
+                kind = classify(result)
+                u = add_node(key, graph.depth[v] + 1, kind, v, len(graph.src))
+                if kind == NORMAL:
+                    snaps[u] = session.snapshot()
+                    graph.n_snapshots += 1
+                    actions_at[u] = list(result.available_actions)
+                    queue.append(u)
+            add_edge(v, u, t)
+            dirty = True
+        graph.expanded[v] = True
+        if progress is not None:
+            now = time.perf_counter()
+            if now - last_report > 0.25:
+                last_report = now
+                progress(len(graph.keys), len(queue))
+    graph.complete = not queue
+    if not session.shared_state_intact():
+        graph.errors.append({"node": None, "path": [], "action": None,
+                             "error": "the game mutated clean levels or other levels during exploration; "
+                                      "snapshots that share them may be wrong"})
+    graph.elapsed_s = time.perf_counter() - t0
+    if progress is not None:
+        progress(len(graph.keys), len(queue))
+    return graph
