@@ -292,3 +292,20 @@ def test_cli_defaults_are_the_report_defaults():
 
     defaults = {p.name: p.default for p in inspect.signature(report_command).parameters.values()}
     assert (defaults["explore_seconds"], defaults["explore_nodes"]) == (EXPLORE_SECONDS, EXPLORE_MAX_NODES)
+
+
+def test_published_baselines_fall_back_to_the_game_folders(tmp_path: Path, report_db):
+    from pipeline.report.reports.calibration import published_baselines
+    from pipeline.report.reports.common import ReportContext
+
+    Workspace(tmp_path / "empty.duckdb").close()  # nothing ingested: no core_arc3__environments rows
+    with Workspace(tmp_path / "empty.duckdb", read_only=True) as ws:
+        ctx = ReportContext(ws)
+        published = published_baselines(ctx, "upper-median", [report_db.games_dir])
+    tf62 = published.filter(pl.col("game_id") == "tf62-28e6852d").row(0, named=True)
+    metadata = report_db.games_dir / "tf62" / "28e6852d" / "metadata.json"
+    assert tf62["published"] == json.loads(metadata.read_text())["baseline_actions"]
+    assert tf62["published_source"] == f"metadata.json in {metadata.parent}"
+    assert ctx.extra_inputs[str(metadata)] == sha256_file(metadata)  # the file read is an input of the report
+    public = published.filter(pl.col("published_source").str.starts_with("reference CSV"))
+    assert public.height >= 25  # the public games, from data/reference/arc-agi-3-public-games.csv

@@ -95,9 +95,11 @@ def build_config(ctx: ReportContext):
     return load_config()
 
 
-def published_baselines(ctx: ReportContext, rule: str) -> pl.DataFrame:
-    """(game_id, published: list[int], published_source): the game's metadata baseline_actions from
-    core_arc3__environments (latest download), else the shipped reference CSV for public games."""
+def published_baselines(ctx: ReportContext, rule: str, games_dirs: Sequence[Path] = ()) -> pl.DataFrame:
+    """(game_id, published: list[int], published_source), first source that knows the game: its metadata
+    baseline_actions as ingested (core_arc3__environments, latest download), its metadata.json in a game folder
+    (`games_dirs`), the shipped reference CSV for public games."""
+    from engine.loader import find_games
     from pipeline.scoring.baseline_sources import REFERENCE_CSV
     from pipeline.transforms.baselines import read_published
 
@@ -106,6 +108,10 @@ def published_baselines(ctx: ReportContext, rule: str) -> pl.DataFrame:
     for game_id, values in envs.select("game_id", "baseline_actions").iter_rows():
         if values:
             rows[game_id] = ([int(v) for v in values], "metadata (core_arc3__environments)")
+    for info in find_games([d for d in games_dirs if Path(d).is_dir()]):
+        if info.game_id not in rows and info.baseline_actions:
+            ctx.add_input(info.directory / "metadata.json")
+            rows[info.game_id] = ([int(v) for v in info.baseline_actions], f"metadata.json in {info.directory}")
     if REFERENCE_CSV.is_file():
         ctx.add_input(REFERENCE_CSV)
         ref = read_published(REFERENCE_CSV, rule)
@@ -341,7 +347,7 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
     explored, explore_notes = explore_levels(game_levels, explore)
     if explored.height:
         points = _fill_optimal(points, explored, explore)
-    published = published_baselines(ctx, rule)
+    published = published_baselines(ctx, rule, explore.games_dirs)
     comparison = baseline_comparison(level_baselines, published, rule)
     analysis = attempts.filter(pl.col("is_analysis_attempt"))
 
@@ -423,9 +429,9 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
     n_pub = published.filter(pl.col("game_id").is_in(list(game_levels))).height
     sections.append(Table("Recomputed vs published baselines", comparison, name="calibration__baseline_comparison",
                           caption=f"Recomputed under {rule} from eligible first runs; published = the game's "
-                                  "metadata baseline_actions (core_arc3__environments), else the shipped reference "
-                                  f"CSV for public games. {n_pub} of {len(game_levels)} games have a published "
-                                  "baseline."))
+                                  "metadata baseline_actions (as ingested in core_arc3__environments, else the "
+                                  "metadata.json in the game folders), else the shipped reference CSV for public "
+                                  f"games. {n_pub} of {len(game_levels)} games have a published baseline."))
 
     # -- low effort ----------------------------------------------------------------------------------
     excluded = features.filter(pl.col("is_low_effort_excluded"))
