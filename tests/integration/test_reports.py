@@ -309,3 +309,21 @@ def test_published_baselines_fall_back_to_the_game_folders(tmp_path: Path, repor
     assert ctx.extra_inputs[str(metadata)] == sha256_file(metadata)  # the file read is an input of the report
     public = published.filter(pl.col("published_source").str.starts_with("reference CSV"))
     assert public.height >= 25  # the public games, from data/reference/arc-agi-3-public-games.csv
+
+
+def test_a_run_that_did_not_verify_is_called_out(tmp_path: Path):
+    db = tmp_path / "divergent.duckdb"
+    with Workspace(db) as ws:
+        ws.insert_frame("out_arc3__replay_checks", pl.DataFrame([{
+            "card_id": "arcstudy-0000000000000001", "play_id": "g-1/0", "file_id": "f" * 64,
+            "game_id": "tf62-28e6852d", "guid": "g-1", "verification_status": "divergent", "replay_input": "steps",
+            "is_only_reset_levels": False, "n_steps_replayed": 4, "divergence_step_index": 3,
+            "divergence_line_number": 4, "divergence_field": "state", "divergence_expected": '"WIN"',
+            "divergence_got": '"NOT_FINISHED"', "replay_detail": "step 3: state WIN recorded, NOT_FINISHED replayed",
+            "game_source_sha256": None, "is_score_excluded": True, "exclusion_reason": "replay diverged"}]))
+    html = write_reports(db, tmp_path / "out", which=("scores",))["scores"].read_text()
+    assert '<aside class="callout error"' in html and "Runs that did not verify" in html
+    assert "tf62-28e6852d play g-1/0: divergent, left out of the score (replay diverged): step 3: state WIN " \
+           "recorded, NOT_FINISHED replayed" in html
+    checks = pl.read_parquet(tmp_path / "out" / "scores__replay_checks.parquet")
+    assert checks["verification_status"].to_list() == ["divergent"]
