@@ -72,7 +72,7 @@ def reports(report_db, tmp_path_factory) -> Path:
     def build(out: Path) -> dict[str, str]:
         result = CliRunner().invoke(app, [
             "--plain", "report", "all", "--db", str(report_db.db), "--out", str(out), "--ground-truth",
-            str(report_db.ground_truth), "--games", str(report_db.games_dir), "--explore-nodes", "60",
+            str(report_db.ground_truth), "--games", str(report_db.games_dir), "--explore-nodes", "30",
             "--explore-seconds", "600"])
         assert result.exit_code == 0, result.output
         return {"out": str(out)}
