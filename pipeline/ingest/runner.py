@@ -174,6 +174,7 @@ class PreparedFile:
     failure: tuple[str, str, str, str, str | None] | None = None  # status, check, reason, location, raw text
     skipped: bool = False
     seen_before: bool = False  # the database already held this content hash (a --force re-read)
+    force: bool = False
 
 
 def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
@@ -190,7 +191,7 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
         return PreparedFile(path, ctx, failure=("unreadable", "unreadable",
                                                 f"cannot read the file: {err.strerror or err}", "file", None))
     ctx = FileContext(path, file_id, run_id, now, keep_frames=keep_frames, frames_dir=frames_dir)
-    prepared = PreparedFile(path, ctx, n_bytes)
+    prepared = PreparedFile(path, ctx, n_bytes, force=force)
     if file_id in known_file_ids:
         prepared.seen_before = True
         if not force:
@@ -234,6 +235,12 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
         return FileReport(path, status, prepared.fmt_name, message=reason, n_quarantined=1)
     output = prepared.output
     assert output is not None and ctx.file_id is not None
+    # Workers judged "seen before" against the database as it was when the run started; an identical file
+    # committed earlier in this same run is only visible here.
+    if ws.read("SELECT 1 FROM raw_ingest__files WHERE file_id = ?", [ctx.file_id]).height:
+        if not prepared.force:
+            return FileReport(path, "skipped", message="same content as a file ingested earlier in this run")
+        prepared.seen_before = True
     replaced = ws.read("SELECT file_id FROM raw_ingest__files WHERE file_path = ? AND file_id <> ?",
                        [str(path), ctx.file_id])["file_id"].to_list()
     drop_cross_file_duplicates(ws, output, [ctx.file_id, *replaced])

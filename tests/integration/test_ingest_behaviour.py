@@ -181,3 +181,14 @@ def test_parallel_ingest_writes_exactly_what_sequential_ingest_writes(tmp_path: 
             )
     for seq, par in zip(results[1], results[2], strict=True):
         assert seq.equals(par)
+
+
+def test_identical_files_in_one_run_load_once(tmp_path: Path):
+    copy = tmp_path / "same.jsonl"
+    copy.write_bytes(NOFRAMES.read_bytes())
+    for workers in (1, 2):
+        with Workspace(tmp_path / f"db{workers}.duckdb") as ws:
+            report = ingest_paths(ws, [NOFRAMES, copy], run_id="a", workers=workers)
+            assert [f.status for f in report.files] == ["loaded", "skipped"]
+            assert ws.row_count("raw_ingest__files") == 1
+            assert not report.has_rejections
