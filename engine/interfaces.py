@@ -103,53 +103,84 @@ class ToggleableUserDisplay(RenderableUserDisplay):
         return ToggleableUserDisplay(self._sprite_pairs)
 
     def render_interface(self, frame: np.ndarray) -> np.ndarray:
-        drawn = []
-        for first, second in self._sprite_pairs:
-            if first._interaction is not _REMOVED:
-                drawn.append(first)
-            if second._interaction is not _REMOVED:
-                drawn.append(second)
+        pairs = self._sprite_pairs
         if (
             type(self).draw_sprite is not RenderableUserDisplay.draw_sprite
             or type(frame) is not np.ndarray
             or frame.dtype != _INT8
             or frame.shape != (_FRAME, _FRAME)
         ):
-            for sprite in drawn:
-                self.draw_sprite(frame, sprite, sprite._x, sprite._y)
+            for first, second in pairs:
+                for sprite in (first, second):
+                    if sprite._interaction is not _REMOVED:
+                        self.draw_sprite(frame, sprite, sprite._x, sprite._y)
             return frame
-        # Same pixels as drawing each sprite in turn, composed once per distinct pair state.
-        images = [sprite._engine_image() for sprite in drawn]
-        key = [(image.token, sprite._x, sprite._y) for sprite, image in zip(drawn, images, strict=True)]
+        # The pixels of drawing each pair in turn, composed once per distinct state of the sprites
+        # (keyed on each sprite's change stamp, plus the bytes of arrays game code can write into).
+        sprites = [sprite for pair in pairs for sprite in pair]
+        stamps = [sprite._engine_stamp for sprite in sprites]
         overlay = self.__dict__.get("_engine_overlay")
-        if overlay is None or overlay[0] != key:
-            values = np.zeros((_FRAME, _FRAME), dtype=np.int8)
-            mask = np.zeros((_FRAME, _FRAME), dtype=bool)
-            for sprite, image in zip(drawn, images, strict=True):
-                _paint(values, mask, image, sprite._x, sprite._y)
-            overlay = (key, values, mask if not mask.all() else None)
-            self.__dict__["_engine_overlay"] = overlay
-        if overlay[2] is None:
-            frame[...] = overlay[1]
+        if overlay is not None and overlay[0] == sprites and overlay[1] == stamps:
+            for sprite, raw in overlay[2]:
+                if sprite.__dict__["pixels"].tobytes() != raw:
+                    break
+            else:
+                values, mask = overlay[3], overlay[4]
+                if mask is None:
+                    frame[...] = values
+                elif values is not None:
+                    np.copyto(frame, values, where=mask)
+                return frame
+        parts_cache = self.__dict__.get("_engine_parts")
+        if parts_cache is None or len(parts_cache) > 4096:
+            parts_cache = self.__dict__["_engine_parts"] = {}
+        parts = []
+        exposed = []
+        for sprite in sprites:
+            if sprite._interaction is _REMOVED:
+                continue
+            state = sprite.__dict__
+            if state.get("_engine_exposed", True):
+                exposed.append((sprite, state["pixels"].tobytes()))
+            image = sprite._engine_image()
+            key = (image.token, sprite._x, sprite._y)
+            part = parts_cache.get(key, parts_cache)
+            if part is parts_cache:
+                part = parts_cache[key] = _frame_cells(image, sprite._x, sprite._y)
+            if part is not None:
+                parts.append(part)
+        if parts:
+            # put() writes in order, so a later sprite's cell wins, as with sequential drawing.
+            combined = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            where = combined >> 8
+            values = np.zeros(_FRAME * _FRAME, dtype=np.int8)
+            values.put(where, combined & 0xFF)
+            mask = np.zeros(_FRAME * _FRAME, dtype=bool)
+            mask.put(where, True)
+            values = values.reshape(_FRAME, _FRAME)
+            mask = mask.reshape(_FRAME, _FRAME)
+            overlay = (sprites, stamps, exposed, values, None if mask.all() else mask)
         else:
-            np.copyto(frame, overlay[1], where=overlay[2])
+            overlay = (sprites, stamps, exposed, None, np.zeros((_FRAME, _FRAME), dtype=bool))
+        self.__dict__["_engine_overlay"] = overlay
+        if overlay[4] is None:
+            frame[...] = overlay[3]
+        elif overlay[3] is not None:
+            np.copyto(frame, overlay[3], where=overlay[4])
         return frame
 
 
-def _paint(values: np.ndarray, mask: np.ndarray, image: object, start_x: int, start_y: int) -> None:
-    """draw_sprite into an overlay: values written where the image is >= 0, and mask marks them."""
-    x0 = max(start_x, 0)
-    y0 = max(start_y, 0)
-    x1 = min(start_x + image.w, _FRAME)
-    y1 = min(start_y + image.h, _FRAME)
-    if x0 >= x1 or y0 >= y1:
-        return
-    source = image.img8[y0 - start_y : y1 - start_y, x0 - start_x : x1 - start_x]
-    draw = image.draw
-    if draw is None:
-        values[y0:y1, x0:x1] = source
-        mask[y0:y1, x0:x1] = True
-    else:
-        cells = draw[y0 - start_y : y1 - start_y, x0 - start_x : x1 - start_x]
-        np.copyto(values[y0:y1, x0:x1], source, where=cells)
-        mask[y0:y1, x0:x1] |= cells
+def _frame_cells(image: object, start_x: int, start_y: int) -> np.ndarray | None:
+    """The frame cells draw_sprite would write for ``image`` at (start_x, start_y): flat frame
+    index shifted left by 8 bits, value (0..127) in the low byte; None if nothing is drawn."""
+    rows, cols, values = image.cells()
+    rows = rows + start_y
+    cols = cols + start_x
+    if start_x < 0 or start_y < 0 or start_x + image.w > _FRAME or start_y + image.h > _FRAME:
+        keep = (rows >= 0) & (rows < _FRAME) & (cols >= 0) & (cols < _FRAME)
+        rows = rows[keep]
+        cols = cols[keep]
+        values = values[keep]
+    if rows.size == 0:
+        return None
+    return ((rows * _FRAME + cols) << 8) | (values.astype(np.int64) & 0xFF)

@@ -41,10 +41,16 @@ _SHARED_DEFAULT_TAGS: list[str] = []
 _token_counter = itertools.count(1)
 _new_object = object.__new__
 _NORMAL_ROTATIONS = frozenset((0, 90, 180, 270))
-_SPRITE_STATE_SIZE = 14  # keys of a Sprite's __dict__: 12 state attributes + _engine_cache/_exposed
+_SPRITE_STATE_SIZE = 15  # keys of a Sprite's __dict__: 12 state attributes + 3 _engine_ ones
 _IMAGE_ATTRIBUTES = frozenset(("pixels", "rotation", "_scale", "_mirror_ud", "_mirror_lr"))
 # Bumped by every change that can affect what a camera draws (see Sprite); cameras compare it.
 _epoch = 0
+
+
+def _next_stamp() -> int:
+    global _epoch
+    _epoch += 1
+    return _epoch
 _IMMUTABLE_TYPES = frozenset((int, float, bool, str, type(None), BlockingMode, InteractionMode))
 _NDARRAY = np.ndarray
 _INT8 = np.dtype(np.int8)
@@ -215,6 +221,8 @@ class Sprite:
     # Class-level defaults, so objects made without __init__ (subclasses, __new__) stay valid.
     _engine_cache: _SpriteCache | None = None
     _engine_exposed: bool = True
+    # The epoch of the sprite's last change: caches keyed on (sprite, stamp) see every change.
+    _engine_stamp: int = 0
 
     def __init__(
         self,
@@ -258,6 +266,7 @@ class Sprite:
         state["_interaction"] = interaction
         state["_tags"] = tags
         _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
 
     # ------------------------------------------------------------------ change tracking
     def __setattr__(self, name: str, value: Any) -> None:
@@ -269,6 +278,7 @@ class Sprite:
             if name == "pixels":
                 state["_engine_exposed"] = True  # the assigner still holds the array
         _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
 
     @property
     def pixels(self) -> np.ndarray:
@@ -277,6 +287,7 @@ class Sprite:
             global _epoch
             state["_engine_exposed"] = True
             _epoch += 1  # the reader may now write into the array behind our back
+            self.__dict__["_engine_stamp"] = _epoch
         return state["pixels"]
 
     def __copy__(self) -> Sprite:
@@ -285,6 +296,7 @@ class Sprite:
         new = _new_object(cls)
         state = self.__dict__.copy()
         state["_engine_exposed"] = True
+        state["_engine_stamp"] = _next_stamp()
         self.__dict__["_engine_exposed"] = True
         new.__dict__.update(state)
         return new
@@ -377,6 +389,7 @@ class Sprite:
         state["_x"] = int(x)
         state["_y"] = int(y)
         _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
         return self
 
     def move(self, dx: int, dy: int) -> None:
@@ -385,6 +398,7 @@ class Sprite:
         state["_x"] = state["_x"] + int(dx)
         state["_y"] = state["_y"] + int(dy)
         _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
 
     def set_rotation(self, rotation: int) -> Sprite:
         global _epoch
@@ -395,6 +409,7 @@ class Sprite:
         state["rotation"] = normalised
         state["_engine_cache"] = None
         _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
         return self
 
     def rotate(self, delta: int) -> Sprite:
@@ -416,6 +431,7 @@ class Sprite:
         state["_scale"] = value
         state["_engine_cache"] = None
         _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
         return self
 
     def adjust_scale(self, delta: int) -> None:
@@ -438,6 +454,7 @@ class Sprite:
         global _epoch
         self.__dict__["_layer"] = int(layer)
         _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
         return self
 
     def set_mirror_ud(self, mirror_ud: bool) -> Sprite:
@@ -446,6 +463,7 @@ class Sprite:
         state["_mirror_ud"] = mirror_ud
         state["_engine_cache"] = None
         _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
         return self
 
     def set_mirror_lr(self, mirror_lr: bool) -> Sprite:
@@ -454,6 +472,7 @@ class Sprite:
         state["_mirror_lr"] = mirror_lr
         state["_engine_cache"] = None
         _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
         return self
 
     def set_blocking(self, blocking: BlockingMode) -> Sprite:
@@ -468,18 +487,21 @@ class Sprite:
             raise ValueError(f"Invalid interaction mode: {interaction!r}")
         self.__dict__["_interaction"] = interaction
         _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
         return self
 
     def set_visible(self, visible: bool) -> Sprite:
         global _epoch
         self.__dict__["_interaction"] = _INTERACTION_BY_FLAGS[(bool(visible), self.is_collidable)]
         _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
         return self
 
     def set_collidable(self, collidable: bool) -> Sprite:
         global _epoch
         self.__dict__["_interaction"] = _INTERACTION_BY_FLAGS[(self.is_visible, bool(collidable))]
         _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
         return self
 
     def set_name(self, name: str) -> Sprite:
@@ -500,6 +522,7 @@ class Sprite:
         state["_engine_exposed"] = False  # a new array nobody else holds
         state["_engine_cache"] = None
         _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
         return self
 
     # ------------------------------------------------------------------ queries
@@ -568,6 +591,7 @@ class Sprite:
             copied = state.copy()
             copied["_engine_cache"] = None
             copied["_engine_exposed"] = False
+            copied["_engine_stamp"] = _next_stamp()
             copied["pixels"] = pixels.copy()
             copied["_tags"] = list(state["_tags"])
             if new_name is not None:
@@ -591,6 +615,7 @@ class Sprite:
             {
                 "_engine_cache": None,
                 "_engine_exposed": False,
+                "_engine_stamp": _next_stamp(),
                 "pixels": new_pixels,
                 "_name": new_name if new_name is not None else self._name,
                 "_x": int(self._x),
@@ -640,6 +665,7 @@ class Sprite:
                 state[key] = copied
             else:
                 state[key] = copy.deepcopy(value, memo)
+        state["_engine_stamp"] = _next_stamp()
         new.__dict__.update(state)
         return new
 

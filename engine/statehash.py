@@ -150,7 +150,7 @@ class _Encoder:
             self.encode(state.get(name))
         self.encode(state.get("_tags"))
         self.encode(state.get("pixels"))
-        extra = sorted(key for key in state if key not in _SPRITE_KEYS)
+        extra = sorted(key for key in state if key not in _SPRITE_KEYS and not key.startswith("_engine_"))
         for key in extra:  # attributes a game added to its sprites
             self.atom(key)
             self.encode(state[key])
