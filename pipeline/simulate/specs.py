@@ -43,7 +43,9 @@ def game_specs(environments_dir: Path) -> list[GameSpec]:
     for info in find_games(environments_dir):
         folder = Path(info.directory)
         by_level: dict[int, list[Action]] = {}
-        for rec in sorted((folder / "solutions").glob("*.jsonl")):
+        recordings = sorted((folder / "solutions").glob("*.jsonl"))
+        wins = [r for r in recordings if r.name.startswith("win")]  # a losing recording is no solution
+        for rec in wins or recordings:
             _, lines = solutions_from_recording(rec)
             start = _start_level(rec)
             for i, line in enumerate(lines):

@@ -1,0 +1,67 @@
+"""`arcstudy demo` end to end on the demo scale, as `make demo` runs it (CI runs this as part of make test)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    root = tmp_path_factory.mktemp("demo")
+    data, out = root / "data", root / "reports"
+    res = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", "demo", "--data", str(data), "--out",
+                          str(out)], capture_output=True, text=True, timeout=1200)
+    return res, data, out
+
+
+def test_demo_runs_every_step_and_says_where_to_look(demo):
+    res, data, out = demo
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    for command in ("simulate", "ingest", "build", "baselines", "score", "replay-harc", "harc-analyses", "report"):
+        assert f"$ arcstudy {command} " in res.stdout
+    assert f"Open {out / 'index.html'}" in res.stdout
+    assert (data / "SIMULATION.json").exists()
+
+
+def test_index_links_every_report_and_all_links_resolve(demo):
+    _, _, out = demo
+    index = (out / "index.html").read_text()
+    hrefs = re.findall(r'href="([^"#:]+)"', index)
+    for name in ("calibration.html", "scores.html", "harc.html"):
+        assert name in hrefs
+    missing = [h for h in hrefs if not (out / h).exists()]
+    assert not missing
+    assert sum(h.endswith(".png") for h in hrefs) >= 10
+
+
+def test_low_effort_detector_precision_and_recall(demo):
+    _, _, out = demo
+    truth = pl.read_csv(out / "calibration__low_effort_ground_truth.csv")
+    tp = truth.filter(pl.col("outcome") == "true positive").height
+    fp = truth.filter(pl.col("outcome") == "false positive").height
+    fn = truth.filter(pl.col("outcome") == "false negative").height
+    assert tp >= 2
+    assert tp / (tp + fp) >= 0.9
+    assert tp / (tp + fn) >= 0.9
+
+
+def test_agents_are_replay_verified_and_ranked_sensibly(demo):
+    _, _, out = demo
+    checks = pl.read_csv(out / "scores__replay_checks.csv")
+    assert set(checks["verification_status"]) == {"verified"}
+    scores = {}
+    for agent in ("random", "explorer", "near-optimal"):
+        manifest = (out / "scores" / agent / "manifest.json").read_text()
+        card = re.search(r'"card_id": "([^"]+)"', manifest) or re.search(r"(arcstudy-[0-9a-f]{16})", manifest)
+        scores[agent] = card.group(1)
+    totals = pl.read_csv(out / "scores__totals.csv").filter(pl.col("policy_id") == "arc-agi-3/2026-04")
+    by_card = dict(zip(totals["card_id"], totals["total_score"], strict=True))
+    near, explorer, rand = (by_card[scores[a]] for a in ("near-optimal", "explorer", "random"))
+    assert near > 80
+    assert near > explorer >= rand
