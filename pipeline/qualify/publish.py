@@ -41,7 +41,7 @@ GAME_INFO: dict[str, dict[str, Any]] = {
     # Paver cannot be lost without undo (every move paves a tile), so the explorer, which leaves undo out,
     # finds no GAME_OVER: the losing recording steps right and undoes until the energy runs out.
     "pv63": {"title": "PV63", "default_fps": 10, "tags": ["keyboard"], "lose_script": (0, [4, 7] * 8)},
-    "gv52": {"title": "GV52", "default_fps": 10, "tags": ["click"]},
+    "rl36": {"title": "RL36", "default_fps": 10, "tags": ["click"]},
     "bg41": {"title": "BG41", "default_fps": 10, "tags": ["keyboard_click"]},
     "tw85": {"title": "TW85", "default_fps": 10, "tags": ["keyboard"]},
 }

@@ -14,7 +14,6 @@ RESET restarts the level.
 """
 
 import numpy as np
-
 from arcengine import ARCBaseGame, Camera, GameAction, Level, Sprite
 
 PIT, FLOOR, CRACKED, FLAG = range(4)

@@ -17,7 +17,6 @@ the energy back.
 """
 
 import numpy as np
-
 from arcengine import ARCBaseGame, Camera, GameAction, Level, RenderableUserDisplay, Sprite
 
 # cell codes of the logical board

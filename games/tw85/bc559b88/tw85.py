@@ -15,7 +15,6 @@ RESET restarts the level.
 """
 
 import numpy as np
-
 from arcengine import ARCBaseGame, Camera, GameAction, Level, Sprite
 
 FLOOR, WALL, PIT, PLATE, DOOR = range(5)
@@ -225,7 +224,7 @@ class Tw85(ARCBaseGame):
         height = len(self.cells) // self.width
         colours = [COLOURS[c] for c in self.cells]
         if doors_open(self.cells, self.a, self.b):
-            colours = [DOOR_OPEN_COLOUR if c == DOOR else k for c, k in zip(self.cells, colours)]
+            colours = [DOOR_OPEN_COLOUR if c == DOOR else k for c, k in zip(self.cells, colours, strict=True)]
         self.board.pixels = np.array(colours, dtype=np.int8).reshape(height, self.width)
         self.place(self.ring_a, self.goal_a)
         self.place(self.ring_b, self.goal_b)
