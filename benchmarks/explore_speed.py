@@ -1,0 +1,138 @@
+"""State-graph exploration speed on arcstudy's games, compared with the engine's raw step rate.
+
+    python benchmarks/explore_speed.py [--games DIR] [--max-nodes N] [--raw-steps N] [--json]
+
+For every game (its largest level within --max-nodes, else the level closest to it), measured in the
+same run on the same machine:
+
+* raw steps/s: ``perform_action(..., raw=True)`` on one live game, uniformly random available
+  actions, restarting the level after WIN/GAME_OVER (what the engine can do without branching);
+* explorer: states/s and transitions/s of ``explore_level`` (BFS: restore a snapshot, step, hash);
+* the cost of the explorer's primitives, timed separately per call: snapshot (pickle), restore
+  (unpickle), state key (sha256 of the frame), and a step right after a restore (cold caches).
+
+The ratio "explorer transitions/s / raw steps/s" shows what branching costs: every transition to a
+new state needs a restore (the explorer reuses the live game only after self-loops), a step on a freshly
+unpickled game (no render caches), a state key and, for new states, a snapshot. Machines are noisy:
+nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from games import GAMES_DIR, list_games  # noqa: E402
+from pipeline.explore.env import Session, resolve  # noqa: E402
+from pipeline.explore.graph import action_targets, explore_level  # noqa: E402
+
+
+def raw_rate(session: Session, level: int, steps: int, seed: int = 0) -> float:
+    rng = random.Random(seed)
+    session.start(level)
+    t_total = 0.0
+    done = 0
+    while done < steps:
+        actions = [a for a in session.available_actions if a != 0]
+        a = rng.choice(actions)
+        data = {"x": rng.randrange(64), "y": rng.randrange(64)} if a == 6 else None
+        action = session.action_input(a, data)
+        t0 = time.perf_counter()
+        session.game.perform_action(action, raw=True)
+        t_total += time.perf_counter() - t0
+        if session.game._state.name in ("WIN", "GAME_OVER") or session.game._score > 0:
+            session.start(level)
+        done += 1
+    return steps / t_total
+
+
+def primitives(session: Session, level: int, repeat: int = 200) -> dict[str, float]:
+    session.start(level)
+    snap = session.snapshot()
+    out = {}
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        session.snapshot()
+    out["snapshot_ms"] = (time.perf_counter() - t0) / repeat * 1e3
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        session.restore(snap)
+    out["restore_ms"] = (time.perf_counter() - t0) / repeat * 1e3
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        session.state_key()
+    out["state_key_ms"] = (time.perf_counter() - t0) / repeat * 1e3
+    target = action_targets(session, session.available_actions, "objects", False)[0]
+    cold = []
+    for _ in range(repeat // 4):
+        session.restore(snap)
+        t0 = time.perf_counter()
+        session.step(target.action_id, target.data)
+        cold.append(time.perf_counter() - t0)
+    out["cold_step_ms"] = statistics.median(cold) * 1e3
+    warm = []
+    session.restore(snap)
+    for _ in range(repeat // 4):
+        t0 = time.perf_counter()
+        session.step(target.action_id, target.data)
+        warm.append(time.perf_counter() - t0)
+        if session.won() or session.lost():
+            session.restore(snap)
+    out["warm_step_ms"] = statistics.median(warm) * 1e3
+    out["snapshot_bytes"] = len(snap[1]) if snap[0] == "p" else -1
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=Path, default=GAMES_DIR)
+    parser.add_argument("--max-nodes", type=int, default=6000)
+    parser.add_argument("--raw-steps", type=int, default=20000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    rows = []
+    for entry in list_games(args.games):
+        facts = entry.level_facts
+        fitting = [r for r in facts if r["nodes"] <= args.max_nodes]
+        level_row = max(fitting, key=lambda r: r["nodes"]) if fitting else min(facts, key=lambda r: r["nodes"])
+        level = level_row["level"] - 1
+        session = Session(resolve(entry.game_id, args.games))
+        raw = raw_rate(session, level, args.raw_steps)
+        graph = explore_level(session, level, max_nodes=args.max_nodes)
+        prims = primitives(session, level)
+        rows.append({
+            "game_id": entry.game_id, "level": level + 1, "states": graph.n_nodes, "transitions": graph.n_steps,
+            "complete": graph.complete, "seconds": round(graph.elapsed_s, 3),
+            "states_per_s": round(graph.n_nodes / graph.elapsed_s, 1),
+            "transitions_per_s": round(graph.n_steps / graph.elapsed_s, 1),
+            "restores": graph.n_restores, "snapshots": graph.n_snapshots,
+            "raw_steps_per_s": round(raw, 1),
+            "explorer_over_raw": round(graph.n_steps / graph.elapsed_s / raw, 3),
+            **{k: round(v, 4) for k, v in prims.items()},
+        })
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    head = (f"{'game':15s} {'lvl':>3s} {'states':>7s} {'states/s':>9s} {'trans/s':>9s} {'raw steps/s':>11s} "
+            f"{'ratio':>6s} {'snap ms':>8s} {'restore':>8s} {'key ms':>7s} {'cold step':>9s} {'warm step':>9s}")
+    print(head)
+    for r in rows:
+        print(f"{r['game_id']:15s} {r['level']:3d} {r['states']:7d} {r['states_per_s']:9.0f} "
+              f"{r['transitions_per_s']:9.0f} {r['raw_steps_per_s']:11.0f} {r['explorer_over_raw']:6.2f} "
+              f"{r['snapshot_ms']:8.3f} {r['restore_ms']:8.3f} {r['state_key_ms']:7.3f} {r['cold_step_ms']:9.3f} "
+              f"{r['warm_step_ms']:9.3f}")
+    print("ratio = explorer transitions/s / raw steps/s (same run). Per transition the explorer pays a restore "
+          "(except after self-loops), a cold step, a state key and, for new states, a snapshot.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
