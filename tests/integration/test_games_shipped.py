@@ -48,9 +48,11 @@ def test_layout_and_metadata(entry):
     assert meta["title"] and isinstance(meta["default_fps"], int)
     assert set(meta["tags"]) <= {"keyboard", "click", "keyboard_click"}
     facts = entry.level_facts
+    # one positive baseline per level: published as ceil(1.5 x optimal), later recomputed from a study
+    # (`arcstudy baselines --write-metadata games`), so only the shape is fixed here
     assert len(meta["baseline_actions"]) == len(facts) >= 6
-    for base, row in zip(meta["baseline_actions"], facts, strict=True):
-        assert base == -(-3 * row["optimal_actions"] // 2), "placeholder baseline = ceil(1.5 x optimal)"
+    assert all(isinstance(b, int) and b >= row["optimal_actions"]
+               for b, row in zip(meta["baseline_actions"], facts, strict=True))
     # written against the public API only, like official games
     text = source.read_text()
     imports = re.findall(r"^(?:from|import) (\S+)", text, flags=re.M)
