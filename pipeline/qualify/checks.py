@@ -226,12 +226,16 @@ def _digest(result: Any) -> str:
 
 
 def _fuzz_actions(rng: random.Random, steps: int, n_levels: int) -> list[tuple[str, Any]]:
-    """A reproducible script of fuzz events: ("act", (id, data)), ("jump", level), ("reset", None)."""
+    """A reproducible script of fuzz events: ("act", (id, data) or None), ("jump", (level, live)), ("reset", None).
+
+    A jump either starts the level afresh (a new game, level RESET) or, ``live``, calls ``set_level`` on the
+    running game mid-play, the way the conformance protocol and some harnesses jump.
+    """
     script: list[tuple[str, Any]] = []
     for _ in range(steps):
         u = rng.random()
         if u < 0.01:
-            script.append(("jump", rng.randrange(n_levels)))
+            script.append(("jump", (rng.randrange(n_levels), rng.random() < 0.5)))
         elif u < 0.03:
             script.append(("reset", None))
         elif u < 0.05:
@@ -253,7 +257,11 @@ def _run_fuzz(info: GameInfo, script: list[tuple[str, Any]], seed: int, record: 
         where = {"step": step, "event": kind, "arg": arg, "level": session.game._current_level_index + 1}
         try:
             if kind == "jump":
-                session.start(arg)
+                level, live = arg
+                if live:
+                    session.game.set_level(level)
+                    continue
+                session.start(level)
                 result = session.last
             elif kind == "reset":
                 result = session.step(0)

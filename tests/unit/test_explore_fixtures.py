@@ -137,3 +137,16 @@ def test_exceptions_in_a_game_are_recorded(tmp_path):
     assert m.error_nodes == 1 and "boom" in m.errors[0]["error"]
     assert [s["action"] for s in m.errors[0]["path"]] == [4]
     assert m.optimal_actions is None
+
+
+def test_undo_is_left_out_by_default_and_marked_when_followed():
+    from games import GAMES_DIR
+
+    plain = explore("pv63", 1, environments_dir=GAMES_DIR).graph
+    assert 7 not in set(plain.action)
+    with_undo = explore("pv63", 1, environments_dir=GAMES_DIR, include_undo=True)
+    g = with_undo.graph
+    undo = [e for e in range(g.n_edges) if g.action[e] == 7]
+    assert undo and all(g.is_undo[e] for e in undo)
+    # undo spends energy, so it leads to new states, but never to a shorter win
+    assert with_undo.metrics.optimal_actions == explore("pv63", 1, environments_dir=GAMES_DIR).metrics.optimal_actions
