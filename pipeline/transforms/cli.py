@@ -189,8 +189,10 @@ def baselines_command(
                                       "rounded up for metadata")
                 path = bl.metadata_path(write_metadata, gb.game_id)
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(bl.metadata_document(gb.game_id, values, existing.get(gb.game_id)),
-                                           indent=2) + "\n")
+                # Keep every other field: the ingested metadata, else the file already at the target path
+                # (e.g. writing back into games/).
+                base = existing.get(gb.game_id) or (path.read_text() if path.exists() else None)
+                path.write_text(json.dumps(bl.metadata_document(gb.game_id, values, base), indent=2) + "\n")
                 manifest.add_output(path)
                 out.console.print(f"wrote {path}")
         diff = None
