@@ -78,7 +78,7 @@ class _RowLists:
             templates = frame.tolist()
         else:
             differs = frame.view(np.uint64) != previous.view(np.uint64)
-            changed = np.flatnonzero(np.count_nonzero(differs, axis=1)).tolist()
+            changed = _any_along_rows(differs, axis=1).nonzero()[0].tolist()
             if len(changed) > 48:
                 templates = frame.tolist()
             else:
@@ -92,6 +92,7 @@ class _RowLists:
 
 
 _INT8 = np.dtype(np.int8)
+_any_along_rows = np.logical_or.reduce  # a C ufunc method (ndarray.any(axis=1) has a Python wrapper)
 
 
 class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract methods
@@ -193,16 +194,30 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
         keep_all = frames_mode == FRAMES_ALL
         render_frames = frames_mode != FRAMES_NONE
         last = None
-        while not self.is_action_complete():
+        # The hooks below are reached through normal lookup when a game overrides them; otherwise
+        # their bodies are inlined (same reads, no Python calls) - checked once per action.
+        cls = type(self)
+        own_completion = cls.is_action_complete is not _BASE_IS_ACTION_COMPLETE
+        own_camera = cls.camera is not _BASE_CAMERA or cls.current_level is not _BASE_CURRENT_LEVEL
+        state = self.__dict__
+        while True:
+            if own_completion:
+                if self.is_action_complete():
+                    break
+            elif not state["_next_level"] and state["_action_complete"]:
+                break
             if iterations > MAX_FRAME_PER_ACTION:
                 raise ValueError("Action took too many frames")
-            if self._next_level:
-                self.set_level(self._current_level_index + 1)
+            if state["_next_level"]:
+                self.set_level(state["_current_level_index"] + 1)
                 self._next_level = False
             else:
                 self.step()
             if render_frames:
-                last = self.camera.render(self.current_level.get_sprites())
+                if own_camera:
+                    last = self.camera.render(self.current_level.get_sprites())
+                else:
+                    last = state["_camera"].render(state["_levels"][state["_current_level_index"]].get_sprites())
                 if keep_all:
                     frames.append(last if raw else self._engine_lists(last))
             else:
@@ -420,3 +435,8 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
     def debug(self, message: str) -> None:
         if self._debug:
             print(message)
+
+
+_BASE_IS_ACTION_COMPLETE = ARCBaseGame.is_action_complete
+_BASE_CAMERA = ARCBaseGame.__dict__["camera"]
+_BASE_CURRENT_LEVEL = ARCBaseGame.__dict__["current_level"]

@@ -257,10 +257,9 @@ class Camera:
         add_entry = entries.append
         for sprite in visible:
             # Inlined Sprite._engine_image(): this loop runs for every drawn sprite of a frame.
-            sprite_state = sprite.__dict__
-            cache = sprite_state.get("_engine_cache")
-            if sprite_state.get("_engine_exposed", True):
-                pixels = sprite_state["pixels"]
+            cache = sprite._engine_cache
+            if sprite._engine_exposed:
+                pixels = sprite.__dict__["pixels"]
                 if type(pixels) is not _NDARRAY:
                     exposed = None  # cannot be compared cheaply: never take the fast path
                     image = sprite._engine_refresh()
@@ -277,7 +276,7 @@ class Camera:
             else:
                 image = sprite._engine_refresh()
             add_image(image)
-            add_entry((image.token, sprite_state["_x"], sprite_state["_y"]))
+            add_entry((image.token, sprite._x, sprite._y))
         if state is None or state.params != params:
             # Composites are kept per size/colours, so going back to an earlier level's camera
             # setup (resets, level changes) starts from that level's last frame.
@@ -347,7 +346,7 @@ class Camera:
         top = state.y_off
         left = state.x_off
         canvas = state.canvas
-        canvas[top + y0 * scale : top + y1 * scale, left + x0 * scale : left + x1 * scale] = self._background
+        canvas[top + y0 * scale : top + y1 * scale, left + x0 * scale : left + x1 * scale].fill(self._background)
         for (_, ex, ey), image in zip(entries, images, strict=True):
             ex -= cam_x
             ey -= cam_y
@@ -363,7 +362,11 @@ class Camera:
                 iy1 = y1
             if iy0 >= iy1:
                 continue
-            source, mask = image.scaled(scale)
+            if image.scaled_for == scale:
+                source = image.scaled_img
+                mask = image.scaled_mask
+            else:
+                source, mask = image.scaled(scale)
             if ix0 != ex or iy0 != ey or ix1 - ex != image.w or iy1 - ey != image.h:
                 rows = slice((iy0 - ey) * scale, (iy1 - ey) * scale)
                 cols = slice((ix0 - ex) * scale, (ix1 - ex) * scale)
@@ -400,9 +403,9 @@ def _dirty_rects(
     n_new = len(new)
     groups: list[tuple] = []
     if n_old == n_new:
-        for index in range(n_old):
-            if old[index] != new[index]:
-                groups.append((old[index], old_images[index], new[index], new_images[index]))
+        for before, after, before_image, after_image in zip(old, new, old_images, new_images, strict=True):
+            if before != after:
+                groups.append((before, before_image, after, after_image))
     else:
         shortest = n_old if n_old < n_new else n_new
         start = 0

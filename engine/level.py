@@ -8,6 +8,7 @@ behaviour is part of the reference API (spec §4.4, quirk Q4) and is reproduced 
 from __future__ import annotations
 
 import copy
+import marshal
 from typing import Any
 
 from .enums import BlockingMode, InteractionMode, PlaceableArea
@@ -24,6 +25,16 @@ _SHARED_DEFAULT_DATA: dict[str, Any] = {}
 
 _ATOMS = (str, int, float, bool, type(None))
 _new_object = object.__new__
+
+
+def copy_level_data(data: Any) -> Any:
+    """``copy.deepcopy`` of a level's data dict.  marshal round-trips the usual JSON-like data
+    (builtin containers and scalars, shared and recursive references included) several times
+    faster; anything else (subclasses, objects) takes the general path."""
+    try:
+        return marshal.loads(marshal.dumps(data))
+    except ValueError:
+        return copy_data(data)
 
 
 def copy_data(value: Any, memo: dict[int, Any] | None = None) -> Any:
@@ -229,7 +240,7 @@ class Level:
         new.__dict__ = {
             "_sprites": sprites,
             "_grid_size": self._grid_size,
-            "_data": copy_data(self._data),
+            "_data": copy_level_data(self._data),
             "_name": self._name,
             "_placeable_areas": self._placeable_areas,
             "_engine_order": None,

@@ -54,7 +54,10 @@ def _next_stamp() -> int:
 _IMMUTABLE_TYPES = frozenset((int, float, bool, str, type(None), BlockingMode, InteractionMode))
 _NDARRAY = np.ndarray
 _INT8 = np.dtype(np.int8)
-_count_nonzero = np.count_nonzero
+try:  # the C function itself: np.count_nonzero adds a Python-level wrapper per call
+    from numpy._core.multiarray import count_nonzero as _count_nonzero
+except ImportError:  # pragma: no cover - other numpy layouts
+    _count_nonzero = np.count_nonzero
 _logical_and = np.logical_and
 
 
@@ -125,7 +128,10 @@ class _Image:
     ``drawn``: number of drawn cells; ``cells()``: their rows, columns and values (for cameras).
     """
 
-    __slots__ = ("img", "h", "w", "token", "img8", "draw", "solid", "drawn", "_cells", "_scaled")
+    __slots__ = (
+        "img", "h", "w", "token", "img8", "draw", "solid", "drawn", "_cells", "_scaled",
+        "scaled_for", "scaled_img", "scaled_mask",
+    )
 
     def __init__(self, img: np.ndarray) -> None:
         self.img = img
@@ -139,6 +145,9 @@ class _Image:
         self.solid = None if _count_nonzero(solid) == solid.size else solid
         self._cells = None
         self._scaled: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
+        # The most recently requested scaling, as plain attributes for the camera's inner loop.
+        self.scaled_for = 0
+        self.scaled_img = self.scaled_mask = None
 
     def scaled(self, scale: int) -> tuple[np.ndarray, np.ndarray | None]:
         """(img8, draw mask) up-scaled by ``scale`` in both directions (cameras draw with these)."""
@@ -151,6 +160,8 @@ class _Image:
                 mask = None if self.draw is None else self.draw.repeat(scale, axis=0).repeat(scale, axis=1)
                 found = (up, mask)
             self._scaled[scale] = found
+        self.scaled_for = scale
+        self.scaled_img, self.scaled_mask = found
         return found
 
     def cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -589,15 +600,22 @@ class Sprite:
             # Fast path for the usual state: the constructor would change nothing but copy pixels
             # (an int8 copy equals the reference's round trip through nested lists) and tags.
             copied = state.copy()
-            copied["_engine_cache"] = None
+            # The copy renders exactly like the original, so it shares the original's (validated,
+            # immutable) image cache: clones made at every reset need no image lookup of their own.
+            cache = state.get("_engine_cache")
+            if cache is None or (state.get("_engine_exposed", True) and cache.raw != pixels.tobytes()):
+                self._engine_refresh()  # templates (clean levels, prototypes) are cloned again and again
+                copied["_engine_cache"] = state["_engine_cache"]
             copied["_engine_exposed"] = False
-            copied["_engine_stamp"] = _next_stamp()
+            global _epoch
+            _epoch += 1
+            copied["_engine_stamp"] = _epoch
             copied["pixels"] = pixels.copy()
             copied["_tags"] = list(state["_tags"])
             if new_name is not None:
                 copied["_name"] = new_name
             new = _new_object(Sprite)
-            new.__dict__.update(copied)
+            _set_instance_dict(new, copied)
             return new
         return self._engine_clone_slow(new_name)
 
@@ -665,6 +683,15 @@ class Sprite:
                 state[key] = copied
             else:
                 state[key] = copy.deepcopy(value, memo)
+        cache = self.__dict__.get("_engine_cache")
+        pixels = self.__dict__.get("pixels")
+        if (
+            cache is not None
+            and type(pixels) is _NDARRAY
+            and type(state.get("pixels")) is _NDARRAY
+            and (not self.__dict__.get("_engine_exposed", True) or cache.raw == pixels.tobytes())
+        ):
+            state["_engine_cache"] = cache  # same contents, same image (the cache is immutable)
         state["_engine_stamp"] = _next_stamp()
         new.__dict__.update(state)
         return new
@@ -681,6 +708,10 @@ class Sprite:
 
     def __repr__(self) -> str:
         return f"Sprite(name={self._name!r}, x={self._x}, y={self._y}, layer={self._layer})"
+
+
+# Installs a prepared __dict__ on a new sprite without copying it (and without Sprite.__setattr__).
+_set_instance_dict = Sprite.__dict__["__dict__"].__set__
 
 
 def sprites_collide(a: Sprite, b: Sprite, ignore_mode: bool = False) -> bool:
@@ -715,7 +746,7 @@ def sprites_collide(a: Sprite, b: Sprite, ignore_mode: bool = False) -> bool:
         return _count_nonzero(mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx]) > 0
     if mask_b is None:
         return _count_nonzero(mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax]) > 0
-    # count_nonzero is a C function; ndarray.any() goes through a Python wrapper in numpy 2.
+    # count_nonzero is a C function; ndarray.any() goes through a Python-level wrapper in numpy 2.
     return _count_nonzero(_logical_and(mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax], mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx])) > 0
 
 
