@@ -81,7 +81,9 @@ _copyto = np.copyto
 
 class Camera:
     MAX_DIMENSION = 64
-    _engine_composite: _Composite | None = None  # class default: copies start without caches
+    # Render caches (class defaults: copies start without them); see the module docstring.
+    _engine_composite: _Composite | None = None
+    _engine_pool: dict | None = None
 
     def __init__(
         self,
@@ -280,7 +282,9 @@ class Camera:
         if state is None or state.params != params:
             # Composites are kept per size/colours, so going back to an earlier level's camera
             # setup (resets, level changes) starts from that level's last frame.
-            pool = self.__dict__.setdefault("_engine_pool", {})
+            pool = self._engine_pool
+            if pool is None:
+                pool = self._engine_pool = {}
             state = pool.get(params)
             if state is None:
                 if len(pool) >= _POOL_SIZE:

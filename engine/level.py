@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import marshal
+from operator import attrgetter
 from typing import Any
 
 from .enums import BlockingMode, InteractionMode, PlaceableArea
@@ -69,6 +70,10 @@ def copy_data(value: Any, memo: dict[int, Any] | None = None) -> Any:
 
 
 class Level:
+    # Lazy clones (see _engine_lazy_clone) set these on the instance.
+    _engine_lazy = False
+    _engine_source: Level | None = None
+
     def __init__(
         self,
         sprites: list[Sprite] | None = None,
@@ -91,32 +96,34 @@ class Level:
     # ------------------------------------------------------------------ lazy clones
     @staticmethod
     def _engine_lazy_clone(source: Level) -> Level:
-        """A level that becomes ``source.clone()`` on first attribute access.
+        """A level that turns into ``source.clone()`` on first attribute access.
 
         Full resets clone every level but use one; the others are cloned when first touched.
         Equivalent to cloning at once as long as ``source`` does not change in between: sources are
         the engine's private templates, which it never modifies, and ``ARCBaseGame._clean_levels``
-        materializes pending clones before game code can reach a template.
+        materializes pending clones before game code can reach a template.  The pending object is
+        a ``_LazyLevel`` (a Level subclass with the materializing ``__getattr__``) and becomes a
+        plain ``Level`` when materialized, so ordinary levels keep CPython's fast attribute reads.
         """
-        level = _new_object(Level)
-        level.__dict__["_engine_source"] = source
+        level = _new_object(_LazyLevel)
+        level._engine_lazy = True
+        level._engine_source = source
         return level
 
     def _engine_materialize(self) -> None:
-        state = self.__dict__
-        source = state.pop("_engine_source", None)
-        if source is None:
+        if not self._engine_lazy:
             return
-        for key, value in source.clone().__dict__.items():
-            state.setdefault(key, value)  # anything assigned before materializing wins
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for attributes missing from the instance: materialize a lazy clone.
-        state = self.__dict__
-        if "_engine_source" in state:
-            self._engine_materialize()
-            return getattr(self, name)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        source = self._engine_source
+        self._engine_lazy = False
+        self._engine_source = None
+        clone = source.clone()
+        for key in _LEVEL_STATE:
+            try:
+                _get_own(self, key)  # assigned before materializing: that value wins
+            except AttributeError:
+                setattr(self, key, getattr(clone, key))
+        if type(self) is _LazyLevel:
+            self.__class__ = Level
 
     def _merge_static_sprites(self) -> None:
         """Merge PIXEL_PERFECT ``sys_static`` sprites per layer (spec §4.2, quirk Q19)."""
@@ -237,15 +244,13 @@ class Level:
         # without the constructor's argument handling.
         sprites = [sprite.clone() for sprite in self._sprites]
         new = _new_object(Level)
-        new.__dict__ = {
-            "_sprites": sprites,
-            "_grid_size": self._grid_size,
-            "_data": copy_level_data(self._data),
-            "_name": self._name,
-            "_placeable_areas": self._placeable_areas,
-            "_engine_order": None,
-            "_engine_order_dirty": True,
-        }
+        new._sprites = sprites
+        new._grid_size = self._grid_size
+        new._data = copy_level_data(self._data)
+        new._name = self._name
+        new._placeable_areas = self._placeable_areas
+        new._engine_order = None
+        new._engine_order_dirty = True
         for sprite in sprites:
             if sprite._blocking is _PIXEL_PERFECT and "sys_static" in sprite._tags:
                 new._merge_static_sprites()
@@ -272,5 +277,17 @@ class Level:
         return f"Level(name={self._name!r}, sprites={len(self._sprites)}, grid_size={self._grid_size!r})"
 
 
-def _layer_of(sprite: Sprite) -> int:
-    return sprite._layer
+class _LazyLevel(Level):
+    """A pending lazy clone (see ``Level._engine_lazy_clone``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for attributes missing from the instance: materialize, then look again.
+        if name in _LEVEL_STATE and self._engine_lazy:
+            self._engine_materialize()
+            return getattr(self, name)
+        raise AttributeError(f"'Level' object has no attribute '{name}'")
+
+
+_layer_of = attrgetter("_layer")
+_get_own = object.__getattribute__  # plain lookup, without Level.__getattr__
+_LEVEL_STATE = ("_sprites", "_grid_size", "_data", "_name", "_placeable_areas", "_engine_order", "_engine_order_dirty")
