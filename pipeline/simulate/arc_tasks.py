@@ -33,6 +33,7 @@ import inspect
 import io
 import json
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -230,7 +231,7 @@ def _color_list(colors: Sequence[int]) -> str:
 # Families
 
 
-class Family:
+class Family(ABC):
     """One ARC rule family. Subclasses define the samplers, wrong outputs and texts; ``transform`` is one of
     the plain functions above."""
 
@@ -240,11 +241,13 @@ class Family:
     ease: float = 0.0
     min_train, max_train = 2, 4
 
+    @abstractmethod
     def sample_variables(self, rng: random.Random, level: float) -> dict[str, Any]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def sample_input(self, rng: random.Random, variables: dict[str, Any], level: float) -> Grid:
-        raise NotImplementedError
+        ...
 
     def accept_pair(self, grid: Grid, output: Grid, variables: dict[str, Any]) -> bool:
         return output != grid
@@ -256,15 +259,18 @@ class Family:
         """Outputs a person who misread the rule might build for this input (may include duplicates)."""
         return []
 
+    @abstractmethod
     def describe(self, variables: dict[str, Any], rng: random.Random) -> str:
         """A participant's plain-English description of the rule."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def input_chain(self, variables: dict[str, Any]) -> list[str]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def transformation_chain(self, variables: dict[str, Any]) -> list[str]:
-        raise NotImplementedError
+        ...
 
     # --- shared machinery
 
