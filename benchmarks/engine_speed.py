@@ -5,7 +5,10 @@
 Replays every golden trace (the same actions, RNG seeds, ONLY_RESET_LEVELS settings and
 ``start_level`` jumps that ``check.py`` uses) and times the engine calls only:
 
-* with frames: ``perform_action(action, raw=<as recorded>)``, i.e. what ``check.py --timing`` measures;
+* with frames: ``perform_action(action, raw=<as recorded>)``, i.e. what ``check.py --timing`` measures
+  (about 40% of the recorded steps use ``raw=False``, whose nested-list frames cost about as much
+  as ``ndarray.tolist()`` on a 64x64 grid);
+* frames as arrays: ``perform_action(action, raw=True)`` for every step (how the toolkit calls it);
 * without frames: the environment API's ``frames="none"`` mode (no composition, no frame lists).
 
 Best of ``--repeat`` replays per game and mode.  Ratios are the reference engine's ms/step (the table
@@ -69,7 +72,7 @@ def reference_timings(readme: Path) -> dict[str, float]:
     return timings
 
 
-def replay_seconds(game_class: type, episodes: list[dict], frames: bool) -> float:
+def replay_seconds(game_class: type, episodes: list[dict], frames: bool, force_raw: bool = False) -> float:
     """Seconds spent inside the engine for one replay of every episode."""
     takes_seed = "seed" in inspect.signature(game_class).parameters
     spent = 0.0
@@ -85,7 +88,7 @@ def replay_seconds(game_class: type, episodes: list[dict], frames: bool) -> floa
                 np.random.seed(seed % (2**32))
             constructor_seed = episode.get("constructor_seed")
             game = game_class(seed=constructor_seed) if takes_seed and constructor_seed is not None else game_class()
-            raw = bool(episode.get("raw", True))
+            raw = True if force_raw else bool(episode.get("raw", True))
             for step in episode["steps"]:
                 action = ActionInput(id=GameAction.from_id(step["action"]), data=dict(step.get("data") or {}))
                 if frames:
@@ -120,12 +123,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     print(f"engine speed vs reference (best of {args.repeat}; reference table: {readme})")
-    header = f"{'game':<15} {'steps':>6} | {'frames ms/step':>14} {'steps/s':>8} {'ratio':>7} | {'no-frames ms/step':>17} {'steps/s':>8} {'ratio':>7}"
+    header = (
+        f"{'game':<15} {'steps':>6} | {'frames ms/step':>14} {'steps/s':>8} {'ratio':>7} | "
+        f"{'arrays ms/step':>14} {'ratio':>7} | {'no-frames ms/step':>17} {'steps/s':>8} {'ratio':>7}"
+    )
     print(header)
     print("-" * len(header))
     with_ms: list[float] = []
+    arrays_ms: list[float] = []
     without_ms: list[float] = []
     ratios_with: list[float] = []
+    ratios_arrays: list[float] = []
     ratios_without: list[float] = []
     for path in traces:
         trace_header, episodes = read_trace(path)
@@ -139,34 +147,43 @@ def main(argv: list[str] | None = None) -> int:
         game_class = load_game_class(info)
         steps = sum(len(episode["steps"]) for episode in episodes)
         best_with = min(replay_seconds(game_class, episodes, True) for _ in range(args.repeat))
+        best_arrays = min(replay_seconds(game_class, episodes, True, force_raw=True) for _ in range(args.repeat))
         best_without = min(replay_seconds(game_class, episodes, False) for _ in range(args.repeat))
         ms_with = 1000 * best_with / steps
+        ms_arrays = 1000 * best_arrays / steps
         ms_without = 1000 * best_without / steps
         with_ms.append(ms_with)
+        arrays_ms.append(ms_arrays)
         without_ms.append(ms_without)
         ref = reference.get(game_id)
         ratio_with = ref / ms_with if ref else None
+        ratio_arrays = ref / ms_arrays if ref else None
         ratio_without = ref / ms_without if ref else None
-        if ratio_with is not None:
+        if ref:
             ratios_with.append(ratio_with)
+            ratios_arrays.append(ratio_arrays)
             ratios_without.append(ratio_without)
         print(
             f"{game_id:<15} {steps:>6} | {ms_with:>14.4f} {1000 / ms_with:>8.0f} {_fmt(ratio_with):>7} | "
+            f"{ms_arrays:>14.4f} {_fmt(ratio_arrays):>7} | "
             f"{ms_without:>17.4f} {1000 / ms_without:>8.0f} {_fmt(ratio_without):>7}",
             flush=True,
         )
     if with_ms:
         ref_median = reference.get("median")
         med_with = statistics.median(with_ms)
+        med_arrays = statistics.median(arrays_ms)
         med_without = statistics.median(without_ms)
         print("-" * len(header))
         print(
             f"{'median':<15} {'':>6} | {med_with:>14.4f} {1000 / med_with:>8.0f} {_fmt(ref_median / med_with if ref_median else None):>7} | "
+            f"{med_arrays:>14.4f} {_fmt(ref_median / med_arrays if ref_median else None):>7} | "
             f"{med_without:>17.4f} {1000 / med_without:>8.0f} {_fmt(ref_median / med_without if ref_median else None):>7}"
         )
         if ratios_with:
             print(
                 f"median of per-game ratios: with frames {statistics.median(ratios_with):.2f}x, "
+                f"frames as arrays {statistics.median(ratios_arrays):.2f}x, "
                 f"without frames {statistics.median(ratios_without):.2f}x"
             )
     return 0

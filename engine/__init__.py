@@ -1,11 +1,21 @@
-"""``engine``: a clean-room, drop-in compatible reimplementation of the ARC-AGI-3 game engine API.
+"""``engine``: a clean-room, drop-in compatible reimplementation of the ARC-AGI-3 game engine API
+(arcengine 0.9.3, as specified in shared/spec/engine-api.md).
 
-Game files written for the reference engine (``from arcengine import ...``) run on this package
-unmodified when loaded through ``engine.loader`` (or with ``arcengine`` aliased to ``engine``).
-On top of the reference API it offers a Gymnasium-style environment (``engine.make``), toolkit
-recordings (``engine.recording``) and replay verification (``engine.replay``).
+Game files written for the reference engine (``from arcengine import ...``) run unmodified when
+loaded through ``engine.loader`` (or with ``arcengine`` aliased to ``engine``, as the conformance
+kit does).  Only numpy and the standard library are used.
 
-Only numpy and the standard library are used.
+Modules:
+
+* reference API - ``enums`` (actions, states, FrameData models on a small pydantic-compatible base in
+  ``_model``), ``sprites``, ``level``, ``camera``, ``interfaces``, ``base_game``;
+* ``loader`` - finds ``<id>/<version>/<id>.py`` + ``metadata.json`` under named directories, picks a
+  version, executes the game with ``arcengine`` imports resolved to this package (scoped to the game
+  module, ``sys.modules`` untouched);
+* ``env`` - ``make(game_id, environments_dir)`` -> ``GameEnv`` (``reset``, ``step``, frame modes,
+  ``state_hash``, ``snapshot``/``restore``, ``only_reset_levels``);
+* ``statehash`` - what the state hash covers;
+* ``recording`` - toolkit JSONL writer and reader; ``replay`` - re-run a recording, first divergence.
 """
 
 from __future__ import annotations
