@@ -85,7 +85,7 @@ REALIGNING_ACTIONS = ("change_height", "change_width", "copy_from_input", "reset
 PLACEHOLDER = "|000|000|000|"
 ROW_HASH = "__row_hash"  # 64-bit hash of row_json: tells exact copies from conflicting rows
 
-_SURVEY_TAIL = ("age", "gender", "race", "education_level", "household_income", "normal_vision", "color_blind",
+SURVEY_TAIL = ("age", "gender", "race", "education_level", "household_income", "normal_vision", "color_blind",
                 "fluent_english")
 DATA_CURRENT = (
     "exp_name", "task_type", "hashed_id", "joint_id_task", "task_name", "task_number", "is_tutorial", "time",
@@ -93,7 +93,7 @@ DATA_CURRENT = (
     "test_input_size_y", "test_output_grid", "test_output_size_x", "test_output_size_y", "action", "action_x",
     "action_y", "select_loc", "selected_data", "selected_symbol", "selected_tool", "copy_paste_data",
     "first_written_solution", "last_written_solution", "withdraw", "withdraw_reason", "withdraw_comment",
-    *_SURVEY_TAIL, "complete",
+    *SURVEY_TAIL, "complete",
 )
 DATA_2024 = tuple("num_actions" if c == "action_id" else c for c in DATA_CURRENT)
 DATA_VARIANTS = (
@@ -481,7 +481,7 @@ def read_survey(ctx: FileContext) -> ReaderOutput:
         df = df.with_columns(pl.col(src("feedback")).alias("feedback_text"))
     elif target == DEMOGRAPHICS:
         df = df.with_columns([pl.col(src(c)).alias(c) if c in cols else pl.lit(None, pl.String).alias(c)
-                              for c in _SURVEY_TAIL])
+                              for c in SURVEY_TAIL])
     else:
         df = df.with_columns(as_bool(src("withdraw")).alias("is_withdrawn"),
                              pl.col(src("withdraw_reason")).alias("withdraw_reason"),

@@ -65,6 +65,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.ingest.harc import DATA_CURRENT, ERRORS_CURRENT, SUMMARY, SURVEY_TAIL, TERMINAL_ACTIONS
 from pipeline.simulate.arc_tasks import (
     FAMILIES,
     GeneratedTask,
@@ -76,21 +77,10 @@ from pipeline.simulate.arc_tasks import (
 from pipeline.simulate.harc_participant import Participant, ParticipantSpec, Style, TaskTrace
 
 GENERATIONS = ("current", "2024", "both")
-TERMINAL_ACTIONS = ("no_last_description", "write_description", "write_last_description")
-SURVEY_TAIL = ("age", "gender", "race", "education_level", "household_income", "normal_vision", "color_blind",
-               "fluent_english")
-DATA_COLUMNS = (
-    "exp_name", "task_type", "hashed_id", "joint_id_task", "task_name", "task_number", "is_tutorial", "time",
-    "attempt_number", "action_id", "solved", "done", "test_input_grid", "test_input_size_x",
-    "test_input_size_y", "test_output_grid", "test_output_size_x", "test_output_size_y", "action", "action_x",
-    "action_y", "select_loc", "selected_data", "selected_symbol", "selected_tool", "copy_paste_data",
-    "first_written_solution", "last_written_solution", "withdraw", "withdraw_reason", "withdraw_comment",
-    *SURVEY_TAIL, "complete",
-)
-SUMMARY_COLUMNS = ("exp_name", "task_type", "hashed_id", "joint_id_task", "task_name", "task_number",
-                   "attempt_number", "num_actions", "solved", "test_output_grid", "first_written_solution",
-                   "last_written_solution", "complete")
-ERROR_COLUMNS = ("task_name", "task_type", "test_output_grid", "count")
+# The release's column sets are format facts: one definition, in the reader that checks them.
+DATA_COLUMNS = DATA_CURRENT
+SUMMARY_COLUMNS = SUMMARY
+ERROR_COLUMNS = ERRORS_CURRENT
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.000000"
 # Resubmitting the previous wrong grid was blocked from this moment on (spec/harc-editor.md §5.3a).
 DUPLICATE_BLOCK_FROM = datetime(2023, 12, 1, 15, 43, 10)
