@@ -60,39 +60,45 @@ def _check_count(name: str, value: Any) -> None:
 class _RowLists:
     """Converts 64x64 int8 frames to nested lists of int like ``ndarray.tolist()``.
 
-    Consecutive frames share most rows; copying a cached row list costs about a third of
-    converting a row, so only rows that differ from the previous frame are converted.
+    Consecutive frames share most rows; copying a cached row list costs less than converting a
+    row, so only rows that differ from the previous frame are converted.  (On CPython 3.11 even
+    the copy is dominated by reference-count updates on the few small-int objects a frame holds.)
     """
 
-    __slots__ = ("previous", "templates")
+    __slots__ = ("raw", "words", "templates")
 
     def __init__(self) -> None:
-        self.previous: np.ndarray | None = None
+        self.raw: bytes | None = None  # the previous frame's bytes
+        self.words: np.ndarray | None = None  # the same, as 64 rows of 8 uint64 words
         self.templates: list[list[int]] = []
 
     def convert(self, frame: Any) -> Any:
         if type(frame) is not np.ndarray or frame.dtype != _INT8 or frame.shape != (64, 64) or not frame.flags.c_contiguous:
             return frame.tolist()
-        previous = self.previous
-        if previous is None:
-            templates = frame.tolist()
-        else:
-            differs = frame.view(np.uint64) != previous.view(np.uint64)
-            changed = _any_along_rows(differs, axis=1).nonzero()[0].tolist()
-            if len(changed) > 48:
+        raw = frame.tobytes()
+        if raw != self.raw:
+            words = frame.view(_UINT64)
+            previous = self.words
+            if previous is None:
                 templates = frame.tolist()
             else:
-                templates = self.templates.copy()
-                for row in changed:
-                    templates[row] = frame[row].tolist()
-        # Private copies: the caller may mutate the lists it gets, an interface may keep the array.
-        self.previous = frame.copy()
-        self.templates = templates
-        return list(map(list.copy, templates))
+                # The 8 bools of a row, viewed as one uint64, are non-zero where the row differs.
+                changed = (words != previous).view(_UINT64).ravel().nonzero()[0].tolist()
+                if len(changed) > 40:
+                    templates = frame.tolist()
+                else:
+                    templates = self.templates.copy()
+                    for row, values in zip(changed, frame[changed].tolist(), strict=True):
+                        templates[row] = values
+            self.raw = raw
+            self.words = words.copy()
+            self.templates = templates
+        # Private copies: the caller may mutate the lists it gets.
+        return list(map(list.copy, self.templates))
 
 
 _INT8 = np.dtype(np.int8)
-_any_along_rows = np.logical_or.reduce  # a C ufunc method (ndarray.any(axis=1) has a Python wrapper)
+_UINT64 = np.dtype(np.uint64)
 
 
 class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract methods
@@ -201,6 +207,7 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
         cls = type(self)
         own_completion = cls.is_action_complete is not _BASE_IS_ACTION_COMPLETE
         own_camera = cls.camera is not _BASE_CAMERA or cls.current_level is not _BASE_CURRENT_LEVEL
+        to_lists = None if raw or not render_frames else self._engine_lists
         while True:
             if own_completion:
                 if self.is_action_complete():
@@ -220,12 +227,12 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
                 else:
                     last = self._camera.render(self._levels[self._current_level_index].get_sprites())
                 if keep_all:
-                    frames.append(last if raw else self._engine_lists(last))
+                    frames.append(last if to_lists is None else to_lists(last))
             else:
                 self._engine_run_interfaces_only()
             iterations += 1
         if frames_mode == FRAMES_LAST and last is not None:
-            frames.append(last if raw else self._engine_lists(last))
+            frames.append(last if to_lists is None else to_lists(last))
 
         if raw:
             return FrameDataRaw._engine_fast(
@@ -238,25 +245,32 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
                 self._full_reset,
                 self._available_actions,
             )
-        _check_count("levels_completed", self._score)
-        _check_count("win_levels", self._win_score)
+        score = self._score
+        win_score = self._win_score
+        if type(score) is not int or not 0 <= score <= 254:
+            _check_count("levels_completed", score)
+        if type(win_score) is not int or not 0 <= win_score <= 254:
+            _check_count("win_levels", win_score)
+        state = self._state
+        full_reset = self._full_reset
         return FrameData._engine_fast(
             self._game_id,
             frames,
-            GameState(self._state),
-            self._score,
-            self._win_score,
+            state if type(state) is GameState else GameState(state),
+            score,
+            win_score,
             action_input,
-            bool(self._full_reset),
+            full_reset if full_reset is True or full_reset is False else bool(full_reset),
             _copy_actions(self._available_actions),
         )
 
-    def _engine_lists(self, frame: Any) -> Any:
-        """``frame.tolist()``, reusing the rows that equal the previous frame's (see _RowLists)."""
+    @property
+    def _engine_lists(self) -> Any:
+        """``frame -> frame.tolist()``, reusing the rows that equal the previous frame's (see _RowLists)."""
         rows = self._engine_rows
         if rows is None:
             rows = self._engine_rows = _RowLists()
-        return rows.convert(frame)
+        return rows.convert
 
     def _engine_run_interfaces_only(self) -> None:
         """FRAMES_NONE stand-in for ``camera.render``: keeps interface side effects, skips drawing."""
