@@ -52,7 +52,7 @@ class _Composite:
 
     __slots__ = (
         "params", "cam_x", "cam_y", "entries", "boxes", "sprites", "stamps", "layers", "slots", "exposed", "backed", "epoch",
-        "width", "height", "canvas", "view_slice", "view_copy", "scale", "x_off", "y_off",
+        "width", "height", "canvas", "view_slice", "scale", "x_off", "y_off",
     )
 
     def __init__(self, params: tuple, width: int, height: int, background: Any, letter_box: Any) -> None:
@@ -75,7 +75,6 @@ class _Composite:
         self.slots: list[int] = []
         # Sprite index -> pixel bytes, for drawn sprites whose arrays game code may write into.
         self.exposed: dict | None = {}
-        self.view_copy: np.ndarray | None = None
         scale = min(_FRAME // width, _FRAME // height)
         self.scale = scale
         self.x_off = x_off = (_FRAME - width * scale) // 2
@@ -86,10 +85,7 @@ class _Composite:
 
     def view(self) -> np.ndarray:
         """The camera-resolution view (a new array)."""
-        view = self.view_copy
-        if view is None:
-            view = self.view_copy = self.canvas[self.view_slice].copy()
-        return view.copy()
+        return self.canvas[self.view_slice].copy()
 
 
 _layer_of = attrgetter("_layer")
@@ -297,7 +293,6 @@ class Camera:
         elif groups:
             rects += _group_rects(groups, cam_x, cam_y, width, height)
         if rects:
-            state.view_copy = None
             boxes = state.boxes
             for x0, y0, x1, y1 in rects:
                 self._engine_redraw(state, boxes, cam_x, cam_y, x0, y0, x1, y1)

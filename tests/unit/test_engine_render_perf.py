@@ -1,4 +1,4 @@
-"""The render shortcuts (camera draw-list patching, pre-drawn first layer, cached views, the
+"""The render shortcuts (camera draw-list patching, pre-drawn first layer, fresh result arrays, the
 ToggleableUserDisplay overlay) give the same frames as naive drawing (spec §5.3-§5.4, §6)."""
 
 import copy
