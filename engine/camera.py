@@ -3,14 +3,16 @@
 Speed (an implementation detail; frames are identical to the reference's):
 
 * each camera caches its 64x64 base frame (letterbox + scaled view, no interfaces) with the draw
-  list it was made from (image token and world position per drawn sprite, in draw order);
-* a call where nothing that affects drawing changed (no sprite change since the last call - see
-  the change tracking in ``engine.sprites`` - same sprite list, camera and colours) returns the
-  cache after comparing only the contents of exposed pixel arrays;
-* otherwise only the rectangles covered by entries that changed, moved, appeared or disappeared
-  are redrawn, directly at display resolution from pre-scaled images.  Entries that are equal in
-  both draw lists keep their relative order, so outside those rectangles every pixel is the same.
-  A camera move shifts the frame and redraws the exposed strips.
+  list it was made from (image token and world position per drawn sprite, in draw order) and the
+  change stamp of every sprite of the list it was drawn from;
+* when the sprite list holds the same objects, only sprites whose stamp changed (see the change
+  tracking in ``engine.sprites``) or whose exposed pixel arrays were written into are looked at;
+  if none changed their layer or visibility, their draw-list entries are updated in place and
+  only their old and new rectangles are redrawn.  Otherwise the draw list is rebuilt and only
+  the rectangles covered by entries that changed, moved, appeared or disappeared are redrawn;
+  entries equal in both lists keep their relative order, so elsewhere every pixel is the same.
+  A camera move shifts the frame and redraws the exposed strips.  Redrawing works directly at
+  display resolution from pre-scaled images.
 
 Interfaces still run on every ``render`` call, on a fresh copy, exactly as often as in the
 reference.  A game's ``_raw_render`` override bypasses the cache entirely.
@@ -35,6 +37,8 @@ _NDARRAY = np.ndarray
 
 # Composites kept per camera (one per distinct size/background/letterbox combination).
 _POOL_SIZE = 8
+# Images kept pre-drawn over the background per composite.
+_BACKED_SIZE = 64
 # Above this many separate dirty rectangles, redraw their bounding box once instead.
 _MAX_DIRTY_RECTS = 6
 
@@ -47,8 +51,8 @@ class _Composite:
     """
 
     __slots__ = (
-        "params", "cam_x", "cam_y", "entries", "images", "sprites", "epoch", "exposed", "width", "height",
-        "canvas", "view_slice", "scale", "x_off", "y_off",
+        "params", "cam_x", "cam_y", "entries", "boxes", "sprites", "stamps", "layers", "slots", "exposed", "backed", "epoch",
+        "width", "height", "canvas", "view_slice", "scale", "x_off", "y_off",
     )
 
     def __init__(self, params: tuple, width: int, height: int, background: Any, letter_box: Any) -> None:
@@ -58,10 +62,19 @@ class _Composite:
         self.cam_x = self.cam_y = None
         # Draw list of the cached frame: (image token, world x, world y) per drawn sprite, in order.
         self.entries: list[tuple[int, int, int]] = []
-        self.images: list = []
+        # Per entry: its world cells, display-resolution pixels and mask, and image (see _box).
+        self.boxes: list[tuple] = []
+        # Image token -> its display-resolution pixels drawn over the background.
+        self.backed: dict[int, np.ndarray] = {}
+        # The sprite list it was drawn from and, per sprite: its change stamp, layer, and position
+        # in the draw list (-1: not drawn).  ``stamps`` is None when the next pass must rebuild.
         self.sprites: list = []
-        self.epoch = -1
-        self.exposed: list = []
+        self.stamps: list | None = None
+        self.epoch = -1  # engine.sprites._epoch when ``stamps`` were taken
+        self.layers: list = []
+        self.slots: list[int] = []
+        # Sprite index -> pixel bytes, for drawn sprites whose arrays game code may write into.
+        self.exposed: dict | None = {}
         scale = min(_FRAME // width, _FRAME // height)
         self.scale = scale
         self.x_off = x_off = (_FRAME - width * scale) // 2
@@ -76,6 +89,7 @@ class _Composite:
 
 
 _layer_of = attrgetter("_layer")
+_stamp_of = attrgetter("_engine_stamp")
 _copyto = np.copyto
 
 
@@ -226,44 +240,102 @@ class Camera:
         return canvas
 
     def _engine_compose(self, sprites: list) -> _Composite:
-        """Bring the cached view and base frame up to date with ``sprites``; returns the cache."""
+        """Bring the cached base frame up to date with ``sprites``; returns the cache."""
         width = self._width
         height = self._height
         cam_x = self._x
         cam_y = self._y
-        background = self._background
-        params = (width, height, background, self._letter_box)
+        params = (width, height, self._background, self._letter_box)
         state = self._engine_composite
-        if (
-            state is not None
-            and state.epoch == _sprites_module._epoch
-            and state.sprites == sprites
-            and state.cam_x == cam_x
-            and state.cam_y == cam_y
-            and state.params == params
-        ):
-            # Nothing that affects drawing changed since the last call, except possibly the
-            # contents of exposed pixel arrays, which are compared now.
-            for sprite, raw in state.exposed:
-                if sprite.__dict__["pixels"].tobytes() != raw:
-                    break
+        if state is None or state.params != params:
+            state = self._engine_select(params)
+        epoch = _sprites_module._epoch
+        groups = None
+        old_stamps = state.stamps
+        if old_stamps is not None and state.sprites == sprites:
+            # Same sprite objects in the same order: look only at the ones that changed since the
+            # last pass (stamp bumped, or exposed pixels written in place).
+            if state.epoch == epoch:
+                stamps = old_stamps  # no sprite anywhere changed
+                changed = []
             else:
-                return state
-        visible = [s for s in sprites if s._interaction is _TANGIBLE or s._interaction is _INTANGIBLE]
-        if len(visible) > 1:
-            visible.sort(key=_layer_of)  # stable: equal layers keep list order, later ones on top
-        images = []
+                stamps = list(map(_stamp_of, sprites))
+                changed = [] if stamps == old_stamps else [i for i, stamp in enumerate(stamps) if stamp != old_stamps[i]]
+            for index, raw in state.exposed.items():
+                if index not in changed and sprites[index].__dict__["pixels"].tobytes() != raw:
+                    changed.append(index)
+            if not changed:
+                if state.cam_x == cam_x and state.cam_y == cam_y:
+                    state.epoch = epoch
+                    return state
+                groups = []
+            else:
+                groups = _patch(state, sprites, changed)
+        else:
+            stamps = list(map(_stamp_of, sprites))
+        if groups is None:
+            old_entries = state.entries
+            old_boxes = state.boxes
+            self._engine_rebuild(state, sprites)
+        state.stamps = stamps if state.exposed is not None else None
+        state.epoch = epoch
+        if state.exposed is None:
+            state.exposed = {}
+        if state.cam_x is None:
+            rects = [(0, 0, width, height)]
+        elif state.cam_x != cam_x or state.cam_y != cam_y:
+            rects = self._engine_scroll(state, cam_x, cam_y)
+        else:
+            rects = []
+        if groups is None:
+            if old_entries != state.entries:
+                rects += _dirty_rects(old_entries, old_boxes, state.entries, state.boxes, cam_x, cam_y, width, height)
+        elif groups:
+            rects += _group_rects(groups, cam_x, cam_y, width, height)
+        if rects:
+            boxes = state.boxes
+            for x0, y0, x1, y1 in rects:
+                self._engine_redraw(state, boxes, cam_x, cam_y, x0, y0, x1, y1)
+        state.cam_x = cam_x
+        state.cam_y = cam_y
+        return state
+
+    def _engine_select(self, params: tuple) -> _Composite:
+        """The composite for ``params``, made current."""
+        # Composites are kept per size/colours, so going back to an earlier level's camera
+        # setup (resets, level changes) starts from that level's last frame.
+        pool = self._engine_pool
+        if pool is None:
+            pool = self._engine_pool = {}
+        state = pool.get(params)
+        if state is None:
+            if len(pool) >= _POOL_SIZE:
+                pool.clear()
+            state = pool[params] = _Composite(params, *params)
+        self._engine_composite = state
+        return state
+
+    def _engine_rebuild(self, state: _Composite, sprites: list) -> None:
+        """Remake ``state``'s draw list and per-sprite records for ``sprites`` from scratch
+        (``exposed`` is None when some drawn sprite's pixels cannot be compared cheaply)."""
+        scale = state.scale
+        layers = list(map(_layer_of, sprites))
+        order = [i for i, s in enumerate(sprites) if s._interaction is _TANGIBLE or s._interaction is _INTANGIBLE]
+        if len(order) > 1:
+            order.sort(key=layers.__getitem__)  # stable: equal layers keep list order, later ones on top
+        slots = [-1] * len(sprites)
         entries = []
-        exposed: list | None = []
-        add_image = images.append
-        add_entry = entries.append
-        for sprite in visible:
-            # Inlined Sprite._engine_image(): this loop runs for every drawn sprite of a frame.
+        boxes = []
+        exposed: dict | None = {}
+        for position, index in enumerate(order):
+            sprite = sprites[index]
+            slots[index] = position
+            # Inlined Sprite._engine_image(): this loop runs for every drawn sprite.
             cache = sprite._engine_cache
             if sprite._engine_exposed:
                 pixels = sprite.__dict__["pixels"]
                 if type(pixels) is not _NDARRAY:
-                    exposed = None  # cannot be compared cheaply: never take the fast path
+                    exposed = None
                     image = sprite._engine_refresh()
                 else:
                     raw = pixels.tobytes()
@@ -272,45 +344,21 @@ class Camera:
                     else:
                         image = sprite._engine_refresh()
                     if exposed is not None:
-                        exposed.append((sprite, raw))
+                        exposed[index] = raw
             elif cache is not None:
                 image = cache.image
             else:
                 image = sprite._engine_refresh()
-            add_image(image)
-            add_entry((image.token, sprite._x, sprite._y))
-        if state is None or state.params != params:
-            # Composites are kept per size/colours, so going back to an earlier level's camera
-            # setup (resets, level changes) starts from that level's last frame.
-            pool = self._engine_pool
-            if pool is None:
-                pool = self._engine_pool = {}
-            state = pool.get(params)
-            if state is None:
-                if len(pool) >= _POOL_SIZE:
-                    pool.clear()
-                state = pool[params] = _Composite(params, width, height, self._background, self._letter_box)
-            self._engine_composite = state
-        if state.cam_x is None:
-            rects = [(0, 0, width, height)]
-        elif state.cam_x != cam_x or state.cam_y != cam_y:
-            rects = self._engine_scroll(state, cam_x, cam_y)
-            rects += _dirty_rects(state.entries, state.images, entries, images, cam_x, cam_y, width, height)
-        elif state.entries == entries:
-            rects = ()
-        else:
-            rects = _dirty_rects(state.entries, state.images, entries, images, cam_x, cam_y, width, height)
-        for x0, y0, x1, y1 in rects:
-            self._engine_redraw(state, entries, images, cam_x, cam_y, x0, y0, x1, y1)
-        state.cam_x = cam_x
-        state.cam_y = cam_y
+            x = sprite._x
+            y = sprite._y
+            entries.append((image.token, x, y))
+            boxes.append(_box(image, x, y, scale))
         state.entries = entries
-        state.images = images
+        state.boxes = boxes
         state.sprites = list(sprites)
-        # Fast path next time only if the epoch is still this one (no change since this pass).
-        state.epoch = _sprites_module._epoch if exposed is not None else -1
-        state.exposed = exposed if exposed is not None else []
-        return state
+        state.layers = layers
+        state.slots = slots
+        state.exposed = exposed
 
     def _engine_scroll(self, state: _Composite, cam_x: int, cam_y: int) -> list[tuple[int, int, int, int]]:
         """Shift the frame's view area for a camera move; returns the exposed view rectangles."""
@@ -343,45 +391,58 @@ class Camera:
         return exposed
 
     def _engine_redraw(
-        self, state: _Composite, entries: list, images: list, cam_x: int, cam_y: int, x0: int, y0: int, x1: int, y1: int
+        self, state: _Composite, boxes: list, cam_x: int, cam_y: int, x0: int, y0: int, x1: int, y1: int
     ) -> None:
         """Recomposite view cells [x0, x1) x [y0, y1) at display resolution from the draw list."""
         scale = state.scale
-        top = state.y_off
-        left = state.x_off
         canvas = state.canvas
-        canvas[top + y0 * scale : top + y1 * scale, left + x0 * scale : left + x1 * scale].fill(self._background)
-        for (_, ex, ey), image in zip(entries, images, strict=True):
-            ex -= cam_x
-            ey -= cam_y
-            ix0 = ex if ex > x0 else x0
-            ix1 = ex + image.w
-            if ix1 > x1:
-                ix1 = x1
-            if ix0 >= ix1:
+        # Display coordinates of world cell (0, 0); the rectangle in world cells.
+        top = state.y_off - cam_y * scale
+        left = state.x_off - cam_x * scale
+        x0 += cam_x
+        x1 += cam_x
+        y0 += cam_y
+        y1 += cam_y
+        filled = False
+        for bx0, by0, bx1, by1, source, mask, image in boxes:
+            if bx1 <= x0 or bx0 >= x1 or by1 <= y0 or by0 >= y1:
                 continue
-            iy0 = ey if ey > y0 else y0
-            iy1 = ey + image.h
-            if iy1 > y1:
-                iy1 = y1
-            if iy0 >= iy1:
-                continue
-            if image.scaled_for == scale:
-                source = image.scaled_img
-                mask = image.scaled_mask
-            else:
-                source, mask = image.scaled(scale)
-            if ix0 != ex or iy0 != ey or ix1 - ex != image.w or iy1 - ey != image.h:
-                rows = slice((iy0 - ey) * scale, (iy1 - ey) * scale)
-                cols = slice((ix0 - ex) * scale, (ix1 - ex) * scale)
+            if not filled:
+                filled = True
+                if bx0 > x0 or by0 > y0 or bx1 < x1 or by1 < y1:
+                    canvas[top + y0 * scale : top + y1 * scale, left + x0 * scale : left + x1 * scale] = self._background
+                elif mask is not None:
+                    # The first sprite drawn covers the whole rectangle: copy it pre-drawn over
+                    # the background instead of filling and then copying through its mask.
+                    backed = state.backed.get(image.token)
+                    if backed is None:
+                        if len(state.backed) >= _BACKED_SIZE:
+                            state.backed.clear()
+                        backed = state.backed[image.token] = np.empty_like(source)
+                        backed[...] = self._background
+                        _copyto(backed, source, where=mask)
+                    source = backed
+                    mask = None
+            if bx0 < x0 or by0 < y0 or bx1 > x1 or by1 > y1:
+                cx0 = x0 if bx0 < x0 else bx0
+                cy0 = y0 if by0 < y0 else by0
+                cx1 = x1 if bx1 > x1 else bx1
+                cy1 = y1 if by1 > y1 else by1
+                rows = slice((cy0 - by0) * scale, (cy1 - by0) * scale)
+                cols = slice((cx0 - bx0) * scale, (cx1 - bx0) * scale)
                 source = source[rows, cols]
                 if mask is not None:
                     mask = mask[rows, cols]
-            target = canvas[top + iy0 * scale : top + iy1 * scale, left + ix0 * scale : left + ix1 * scale]
+                bx0 = cx0
+                by0 = cy0
+                bx1 = cx1
+                by1 = cy1
             if mask is None:
-                target[...] = source
+                canvas[top + by0 * scale : top + by1 * scale, left + bx0 * scale : left + bx1 * scale] = source
             else:
-                _copyto(target, source, where=mask)
+                _copyto(canvas[top + by0 * scale : top + by1 * scale, left + bx0 * scale : left + bx1 * scale], source, where=mask)
+        if not filled:
+            canvas[top + y0 * scale : top + y1 * scale, left + x0 * scale : left + x1 * scale] = self._background
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Camera:
         import copy
@@ -399,17 +460,78 @@ class Camera:
         return {key: value for key, value in self.__dict__.items() if not key.startswith("_engine_")}
 
 
+def _box(image: Any, x: int, y: int, scale: int) -> tuple:
+    """Draw record of ``image`` at world (x, y): its world cell bounds, display-resolution pixels
+    and mask (None: all drawn), and the image."""
+    if image.scaled_for == scale:
+        source = image.scaled_img
+        mask = image.scaled_mask
+    else:
+        source, mask = image.scaled(scale)
+    return (x, y, x + image.w, y + image.h, source, mask, image)
+
+
+def _patch(state: _Composite, sprites: list, changed: list) -> list | None:
+    """Update the draw list in place for the sprites at indices ``changed``; returns the changed
+    draw records as (old box, new box) groups, or None (changing nothing) when the draw order
+    changes or a drawn sprite's pixels cannot be compared cheaply."""
+    slots = state.slots
+    layers = state.layers
+    updates = []
+    for index in changed:
+        sprite = sprites[index]
+        position = slots[index]
+        if sprite._interaction is not _TANGIBLE and sprite._interaction is not _INTANGIBLE:
+            if position >= 0:
+                return None
+            continue
+        if position < 0 or sprite._layer != layers[index]:
+            return None
+        # As in Camera._engine_rebuild.
+        cache = sprite._engine_cache
+        raw = None
+        if sprite._engine_exposed:
+            pixels = sprite.__dict__["pixels"]
+            if type(pixels) is not _NDARRAY:
+                return None
+            raw = pixels.tobytes()
+            image = cache.image if cache is not None and cache.raw == raw else sprite._engine_refresh()
+        else:
+            image = cache.image if cache is not None else sprite._engine_refresh()
+        updates.append((index, position, raw, image))
+    entries = state.entries
+    boxes = state.boxes
+    exposed = state.exposed
+    scale = state.scale
+    groups = []
+    for index, position, raw, image in updates:
+        if raw is None:
+            exposed.pop(index, None)
+        else:
+            exposed[index] = raw
+        sprite = sprites[index]
+        x = sprite._x
+        y = sprite._y
+        entry = (image.token, x, y)
+        if entry != entries[position]:
+            box = _box(image, x, y, scale)
+            groups.append((boxes[position], box))
+            entries[position] = entry
+            boxes[position] = box
+    return groups
+
+
 def _dirty_rects(
-    old: list, old_images: list, new: list, new_images: list, cam_x: int, cam_y: int, width: int, height: int
+    old: list, old_boxes: list, new: list, new_boxes: list, cam_x: int, cam_y: int, width: int, height: int
 ) -> list[tuple[int, int, int, int]]:
     """View rectangles whose pixels can differ between draw lists ``old`` and ``new``."""
     n_old = len(old)
     n_new = len(new)
     groups: list[tuple] = []
     if n_old == n_new:
-        for before, after, before_image, after_image in zip(old, new, old_images, new_images, strict=True):
+        for before, after, before_box, after_box in zip(old, new, old_boxes, new_boxes, strict=True):
             if before != after:
-                groups.append((before, before_image, after, after_image))
+                groups.append((before_box, after_box))
     else:
         shortest = n_old if n_old < n_new else n_new
         start = 0
@@ -419,28 +541,33 @@ def _dirty_rects(
         while tail < shortest - start and old[n_old - 1 - tail] == new[n_new - 1 - tail]:
             tail += 1
         for index in range(start, n_old - tail):
-            groups.append((old[index], old_images[index]))
+            groups.append((old_boxes[index],))
         for index in range(start, n_new - tail):
-            groups.append((new[index], new_images[index]))
+            groups.append((new_boxes[index],))
+    return _group_rects(groups, cam_x, cam_y, width, height)
+
+
+def _group_rects(groups: list, cam_x: int, cam_y: int, width: int, height: int) -> list[tuple[int, int, int, int]]:
+    """One view rectangle per group of draw records: the union of their areas, clipped to the view."""
     rects = []
     for group in groups:
         x0 = y0 = 1 << 60
         x1 = y1 = -(1 << 60)
-        for position in range(0, len(group), 2):
-            _, ex, ey = group[position]
-            image = group[position + 1]
-            if image.w <= 0 or image.h <= 0:
+        for bx0, by0, bx1, by1, _, _, _ in group:
+            if bx1 <= bx0 or by1 <= by0:
                 continue
-            ex -= cam_x
-            ey -= cam_y
-            if ex < x0:
-                x0 = ex
-            if ey < y0:
-                y0 = ey
-            if ex + image.w > x1:
-                x1 = ex + image.w
-            if ey + image.h > y1:
-                y1 = ey + image.h
+            if bx0 < x0:
+                x0 = bx0
+            if by0 < y0:
+                y0 = by0
+            if bx1 > x1:
+                x1 = bx1
+            if by1 > y1:
+                y1 = by1
+        x0 -= cam_x
+        x1 -= cam_x
+        y0 -= cam_y
+        y1 -= cam_y
         if x0 < 0:
             x0 = 0
         if y0 < 0:

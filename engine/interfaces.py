@@ -7,9 +7,12 @@ with their own state and never call the base initialiser.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
+from . import sprites as _sprites_module
 from .enums import InteractionMode
 from .sprites import Sprite
 
@@ -19,6 +22,11 @@ _REMOVED = InteractionMode.REMOVED
 _INTANGIBLE = InteractionMode.INTANGIBLE
 _FRAME = 64
 _INT8 = np.dtype(np.int8)
+_NDARRAY = np.ndarray
+_SHAPE = (_FRAME, _FRAME)
+_STRIDES = (_FRAME, 1)  # with _SHAPE and int8: C-contiguous, so put()'s flat indices are (row, col)
+_stamp_of = attrgetter("_engine_stamp")
+_CACHE_SIZE = 1024  # entries per overlay cache; clearing only costs recomputation
 
 
 class RenderableUserDisplay(ABC):
@@ -105,74 +113,112 @@ class ToggleableUserDisplay(RenderableUserDisplay):
     def render_interface(self, frame: np.ndarray) -> np.ndarray:
         pairs = self._sprite_pairs
         if (
-            type(self).draw_sprite is not RenderableUserDisplay.draw_sprite
-            or type(frame) is not np.ndarray
-            or frame.dtype != _INT8
-            or frame.shape != (_FRAME, _FRAME)
+            type(frame) is not _NDARRAY
+            or frame.dtype is not _INT8
+            or frame.strides != _STRIDES
+            or frame.shape != _SHAPE
+            or type(self).draw_sprite is not RenderableUserDisplay.draw_sprite
         ):
             for first, second in pairs:
                 for sprite in (first, second):
                     if sprite._interaction is not _REMOVED:
                         self.draw_sprite(frame, sprite, sprite._x, sprite._y)
             return frame
-        # The pixels of drawing each pair in turn, composed once per distinct state of the sprites
-        # (keyed on each sprite's change stamp, plus the bytes of arrays game code can write into).
-        sprites = [sprite for pair in pairs for sprite in pair]
-        stamps = [sprite._engine_stamp for sprite in sprites]
+        # Drawing each pair in turn writes a fixed set of (flat index, value) cells, later ones
+        # winning: kept per sprite and concatenated, updated for the sprites whose change stamp
+        # moved or whose exposed pixel array was written into, and applied with one put().
         overlay = self.__dict__.get("_engine_overlay")
-        if overlay is not None and overlay[0] == sprites and overlay[1] == stamps:
-            for sprite, raw in overlay[2]:
-                if sprite.__dict__["pixels"].tobytes() != raw:
-                    break
-            else:
-                values, mask = overlay[3], overlay[4]
-                if mask is None:
-                    frame[...] = values
-                elif values is not None:
-                    np.copyto(frame, values, where=mask)
-                return frame
-        parts_cache = self.__dict__.get("_engine_parts")
-        if parts_cache is None or len(parts_cache) > 4096:
-            parts_cache = self.__dict__["_engine_parts"] = {}
-        parts = []
-        exposed = []
-        for sprite in sprites:
-            if sprite._interaction is _REMOVED:
-                continue
-            state = sprite.__dict__
-            if state.get("_engine_exposed", True):
-                exposed.append((sprite, state["pixels"].tobytes()))
-            image = sprite._engine_image()
-            key = (image.token, sprite._x, sprite._y)
-            part = parts_cache.get(key, parts_cache)
-            if part is parts_cache:
-                part = parts_cache[key] = _frame_cells(image, sprite._x, sprite._y)
-            if part is not None:
-                parts.append(part)
-        if parts:
-            # put() writes in order, so a later sprite's cell wins, as with sequential drawing.
-            combined = parts[0] if len(parts) == 1 else np.concatenate(parts)
-            where = combined >> 8
-            values = np.zeros(_FRAME * _FRAME, dtype=np.int8)
-            values.put(where, combined & 0xFF)
-            mask = np.zeros(_FRAME * _FRAME, dtype=bool)
-            mask.put(where, True)
-            values = values.reshape(_FRAME, _FRAME)
-            mask = mask.reshape(_FRAME, _FRAME)
-            overlay = (sprites, stamps, exposed, values, None if mask.all() else mask)
+        epoch = _sprites_module._epoch
+        if overlay is None or overlay.pairs != pairs:
+            overlay = self.__dict__["_engine_overlay"] = _Overlay(pairs)
+            changed = range(len(overlay.sprites))
+        elif overlay.epoch == epoch:
+            changed = []
         else:
-            overlay = (sprites, stamps, exposed, None, np.zeros((_FRAME, _FRAME), dtype=bool))
-        self.__dict__["_engine_overlay"] = overlay
-        if overlay[4] is None:
-            frame[...] = overlay[3]
-        elif overlay[3] is not None:
-            np.copyto(frame, overlay[3], where=overlay[4])
+            stamps = list(map(_stamp_of, overlay.sprites))
+            old = overlay.stamps
+            changed = [] if stamps == old else [i for i, stamp in enumerate(stamps) if stamp != old[i]]
+        overlay.epoch = epoch
+        if overlay.exposed:
+            sprites = overlay.sprites
+            for index, raw in overlay.exposed.items():
+                if index not in changed and sprites[index].__dict__["pixels"].tobytes() != raw:
+                    changed = [*changed, index]
+        if changed:
+            overlay.update(changed)
+        if overlay.where is not None:
+            frame.put(overlay.where, overlay.values)
         return frame
 
 
-def _frame_cells(image: object, start_x: int, start_y: int) -> np.ndarray | None:
-    """The frame cells draw_sprite would write for ``image`` at (start_x, start_y): flat frame
-    index shifted left by 8 bits, value (0..127) in the low byte; None if nothing is drawn."""
+class _Overlay:
+    """The cells a ToggleableUserDisplay draws, per sprite of its pairs (see render_interface)."""
+
+    __slots__ = ("pairs", "sprites", "stamps", "epoch", "exposed", "keys", "cells", "combined", "where", "values")
+
+    def __init__(self, pairs: list) -> None:
+        self.pairs = list(pairs)
+        self.sprites = [sprite for pair in pairs for sprite in pair]
+        self.stamps = list(map(_stamp_of, self.sprites))
+        self.epoch = -1
+        # Sprite index -> pixel bytes, for drawn sprites whose arrays game code may write into.
+        self.exposed: dict[int, bytes] = {}
+        # Per sprite: (image token, x, y) as drawn, or None when not drawn.
+        self.keys: list = [None] * len(self.sprites)
+        # (image token, x, y) -> (flat frame indices, values) of the cells drawn; tuple of the
+        # keys of every drawn sprite -> the cells of all of them, in drawing order.
+        self.cells: dict[tuple, tuple] = {}
+        self.combined: dict[tuple, tuple] = {}
+        self.where: np.ndarray | None = None
+        self.values: np.ndarray | None = None
+
+    def update(self, changed: Any) -> None:
+        sprites = self.sprites
+        keys = self.keys
+        exposed = self.exposed
+        self.stamps = list(map(_stamp_of, sprites))
+        moved = False
+        for index in changed:
+            sprite = sprites[index]
+            key = None
+            exposed.pop(index, None)
+            if sprite._interaction is not _REMOVED:
+                if sprite._engine_exposed:
+                    pixels = sprite.__dict__["pixels"]
+                    if type(pixels) is _NDARRAY:
+                        exposed[index] = pixels.tobytes()
+                image = sprite._engine_image()
+                key = (image.token, sprite._x, sprite._y)
+                if key not in self.cells:
+                    if len(self.cells) >= _CACHE_SIZE:
+                        self.cells.clear()
+                    self.cells[key] = _frame_cells(image, sprite._x, sprite._y)
+            if key != keys[index]:
+                keys[index] = key
+                moved = True
+        if not moved:
+            return
+        drawn = tuple(key for key in keys if key is not None)
+        found = self.combined.get(drawn)
+        if found is None:
+            cells = self.cells
+            parts = [cells[key] for key in drawn]
+            parts = [part for part in parts if part[0].size]
+            if not parts:
+                found = (None, None)
+            elif len(parts) == 1:
+                found = parts[0]
+            else:
+                found = (np.concatenate([part[0] for part in parts]), np.concatenate([part[1] for part in parts]))
+            if len(self.combined) >= _CACHE_SIZE:
+                self.combined.clear()
+            self.combined[drawn] = found
+        self.where, self.values = found
+
+
+def _frame_cells(image: Any, start_x: int, start_y: int) -> tuple[np.ndarray, np.ndarray]:
+    """(flat frame indices, int8 values) of the cells draw_sprite writes for ``image`` at
+    (start_x, start_y), in drawing order."""
     rows, cols, values = image.cells()
     rows = rows + start_y
     cols = cols + start_x
@@ -181,6 +227,4 @@ def _frame_cells(image: object, start_x: int, start_y: int) -> np.ndarray | None
         rows = rows[keep]
         cols = cols[keep]
         values = values[keep]
-    if rows.size == 0:
-        return None
-    return ((rows * _FRAME + cols) << 8) | (values.astype(np.int64) & 0xFF)
+    return rows * _FRAME + cols, values
