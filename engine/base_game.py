@@ -378,7 +378,12 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
 
     # ------------------------------------------------------------------ pixel read-back
     def get_pixels(self, x: int, y: int, width: int, height: int) -> np.ndarray:
-        view = self.camera._raw_render(self.current_level.get_sprites())
+        camera = self.camera
+        if type(camera)._raw_render is Camera._raw_render:
+            # Same cells as slicing a fresh view (negative bounds included), copying only the window.
+            composite = camera._engine_compose(self.current_level._sprites)
+            return composite.canvas[composite.view_slice][y : y + height, x : x + width].copy()
+        view = camera._raw_render(self.current_level.get_sprites())
         return view[y : y + height, x : x + width]
 
     def get_pixels_at_sprite(self, sprite: Sprite) -> np.ndarray:
