@@ -213,6 +213,14 @@ def test_pixel_read_back():  # C49
     game = Pix()
     assert game.get_pixels(0, 0, 3, 3).tolist() == [[0, 0, 0], [0, 1, 2], [0, 3, 4]]
     assert game.get_pixels(-1, 0, 2, 2).shape == (2, 0)
+    # The window is the caller's own array: writing into it changes neither the scene nor later reads.
+    window = game.get_pixels(1, 1, 2, 2)
+    window[...] = 7
+    assert game.get_pixels(0, 0, 3, 3).tolist() == [[0, 0, 0], [0, 1, 2], [0, 3, 4]]
+    # Python slicing semantics of the full view, negative and oversized bounds included.
+    view = game.camera._raw_render(game.current_level.get_sprites())
+    for x, y, w, h in [(-3, -2, 2, 3), (2, -1, 5, 9), (3, 3, 4, 4), (-1, -1, 1, 1)]:
+        assert np.array_equal(game.get_pixels(x, y, w, h), view[y : y + h, x : x + w])
 
 
 def test_try_move():  # C31
