@@ -52,6 +52,7 @@ def _next_stamp() -> int:
     _epoch += 1
     return _epoch
 _IMMUTABLE_TYPES = frozenset((int, float, bool, str, type(None), BlockingMode, InteractionMode))
+_is_immutable = _IMMUTABLE_TYPES.issuperset  # over an iterable of types
 _NDARRAY = np.ndarray
 _INT8 = np.dtype(np.int8)
 try:  # the C function itself: np.count_nonzero adds a Python-level wrapper per call
@@ -211,6 +212,19 @@ def image_for(pixels: np.ndarray, raw: bytes, rotation: Any, mirror_ud: Any, mir
     return image
 
 
+def _remap(pixels: Any, old_color: Any, new_color: Any) -> np.ndarray:
+    """``color_remap``'s new pixels (spec §3.9)."""
+    if old_color is None:
+        return np.where(pixels >= 0, new_color, pixels)
+    return np.where(pixels == old_color, new_color, pixels)
+
+
+# color_remap results by (pixel bytes, shape, strides, old, new); never written into (sprites get
+# copy-on-write views).  Bounded; clearing only costs recomputation.
+_REMAPS: dict[tuple, np.ndarray] = {}
+_REMAPS_LIMIT = 4096
+
+
 class Sprite:
     """A game object drawn by the camera; attribute names are part of the API (games touch them).
 
@@ -225,6 +239,12 @@ class Sprite:
       contents are compared with the cache on every use.  Arrays the engine created itself (clones,
       ``color_remap`` results, conversions from lists, deep copies of unexposed arrays) are private
       until read, so nobody can write into them unseen.
+    * copy-on-write: deep copies and clones of an unexposed array get a *view* of it instead of a
+      copy, and ``color_remap`` hands out views of cached results (the engine never writes into
+      pixel arrays in place, so the memory is shared safely).  Such holders have
+      ``_engine_exposed`` None ("unexposed, memory maybe shared"), and whichever exposes its array
+      replaces it with a private copy first (``_engine_unshare``).  Views are distinct array
+      objects, so object identity (aliasing, state hashes) is unchanged.
     """
 
     VALID_ROTATIONS = {0, 90, 180, 270}
@@ -294,8 +314,11 @@ class Sprite:
     @property
     def pixels(self) -> np.ndarray:
         state = self.__dict__
-        if not state.get("_engine_exposed", True):
+        exposed = state.get("_engine_exposed", True)
+        if not exposed:
             global _epoch
+            if exposed is None:
+                _engine_unshare(state)
             state["_engine_exposed"] = True
             _epoch += 1  # the reader may now write into the array behind our back
             self.__dict__["_engine_stamp"] = _epoch
@@ -305,6 +328,8 @@ class Sprite:
         # A shallow copy shares the pixels array between two sprites: both count as exposed.
         cls = type(self)
         new = _new_object(cls)
+        if self.__dict__.get("_engine_exposed", True) is None:
+            _engine_unshare(self.__dict__)
         state = self.__dict__.copy()
         state["_engine_exposed"] = True
         state["_engine_stamp"] = _next_stamp()
@@ -525,12 +550,28 @@ class Sprite:
         global _epoch
         state = self.__dict__
         pixels = state["pixels"]
-        if old_color is None:
-            remapped = np.where(pixels >= 0, new_color, pixels)
+        if (
+            type(pixels) is _NDARRAY
+            and pixels.dtype is _INT8
+            and type(new_color) is int
+            and -128 <= new_color <= 127
+            and (old_color is None or type(old_color) is int)
+        ):
+            # Games remap the same few images back and forth: results are content-addressed
+            # (strides included, as np.where keeps the input's memory layout) and shared
+            # copy-on-write.  Exact int types only: True == 1 would alias keys.
+            key = (pixels.tobytes(), pixels.shape, pixels.strides, old_color, new_color)
+            shared = _REMAPS.get(key)
+            if shared is None:
+                shared = _remap(pixels, old_color, new_color)
+                if len(_REMAPS) >= _REMAPS_LIMIT:
+                    _REMAPS.clear()
+                _REMAPS[key] = shared
+            state["pixels"] = shared.view()
+            state["_engine_exposed"] = None
         else:
-            remapped = np.where(pixels == old_color, new_color, pixels)
-        state["pixels"] = remapped
-        state["_engine_exposed"] = False  # a new array nobody else holds
+            state["pixels"] = _remap(pixels, old_color, new_color)
+            state["_engine_exposed"] = False  # a new array nobody else holds
         state["_engine_cache"] = None
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
@@ -606,11 +647,16 @@ class Sprite:
             if cache is None or (state.get("_engine_exposed", True) and cache.raw != pixels.tobytes()):
                 self._engine_refresh()  # templates (clean levels, prototypes) are cloned again and again
                 copied["_engine_cache"] = state["_engine_cache"]
-            copied["_engine_exposed"] = False
             global _epoch
             _epoch += 1
             copied["_engine_stamp"] = _epoch
-            copied["pixels"] = pixels.copy()
+            if not state.get("_engine_exposed", True) and pixels.flags.c_contiguous:
+                # Copy-on-write (see the class docstring); C order only, the layout of a real copy.
+                copied["pixels"] = pixels.view()
+                copied["_engine_exposed"] = state["_engine_exposed"] = None
+            else:
+                copied["pixels"] = pixels.copy()
+                copied["_engine_exposed"] = False
             copied["_tags"] = list(state["_tags"])
             if new_name is not None:
                 copied["_name"] = new_name
@@ -657,6 +703,74 @@ class Sprite:
         # kept), minus the image cache, and several times faster: dc22/ud74-style games deep-copy
         # the whole sprite list on every move.  The exposure flag is kept: another copied object
         # may hold the copied array too.
+        state = self.__dict__
+        pixels = state.get("pixels")
+        tags = state.get("_tags")
+        if len(state) == _SPRITE_STATE_SIZE and type(pixels) is _NDARRAY and type(tags) is list:
+            try:
+                plain = (
+                    type(state["_x"]) is int
+                    and type(state["_y"]) is int
+                    and type(state["_layer"]) is int
+                    and type(state["_scale"]) is int
+                    and type(state["rotation"]) is int
+                    and type(state["_name"]) is str
+                    and type(state["_mirror_ud"]) in _IMMUTABLE_TYPES
+                    and type(state["_mirror_lr"]) in _IMMUTABLE_TYPES
+                    and type(state["_blocking"]) is BlockingMode
+                    and type(state["_interaction"]) is InteractionMode
+                    and type(state["_engine_stamp"]) is int
+                    and type(state["_engine_exposed"]) in _IMMUTABLE_TYPES
+                    and "_engine_cache" in state
+                    and _is_immutable(map(type, tags))
+                )
+            except KeyError:  # a game replaced standard attributes by others
+                plain = False
+            if plain:
+                return self._engine_deepcopy_plain(memo, pixels, tags)
+        return self._engine_deepcopy_generic(memo)
+
+    def _engine_deepcopy_plain(self, memo: dict[int, Any], pixels: np.ndarray, tags: list) -> Sprite:
+        """``__deepcopy__`` when every attribute but ``pixels`` and ``_tags`` is immutable."""
+        global _epoch
+        state = self.__dict__
+        copied = state.copy()
+        keep = memo.get(id(memo))
+        if keep is None:
+            keep = memo[id(memo)] = []  # like copy.deepcopy: originals stay alive while memo ids are in use
+        new_tags = memo.get(id(tags))
+        if new_tags is None:
+            new_tags = memo[id(tags)] = tags[:]
+            keep.append(tags)
+        copied["_tags"] = new_tags
+        exposed = state["_engine_exposed"]
+        new_pixels = memo.get(id(pixels))
+        if new_pixels is None:
+            if exposed:
+                new_pixels = pixels.__deepcopy__(memo)
+            else:  # copy-on-write (see the class docstring)
+                new_pixels = pixels.view()
+                exposed = state["_engine_exposed"] = None
+            memo[id(pixels)] = new_pixels
+            keep.append(pixels)
+        elif not exposed:
+            exposed = None  # not our own array: it may share memory with someone's
+        copied["pixels"] = new_pixels
+        copied["_engine_exposed"] = exposed
+        cache = state["_engine_cache"]
+        if cache is not None and exposed and cache.raw != pixels.tobytes():
+            copied["_engine_cache"] = None  # stale: the copy computes its own
+        _epoch += 1
+        copied["_engine_stamp"] = _epoch
+        cls = type(self)
+        new = _new_object(cls)
+        if cls is Sprite:
+            _set_instance_dict(new, copied)
+        else:
+            new.__dict__.update(copied)
+        return new
+
+    def _engine_deepcopy_generic(self, memo: dict[int, Any]) -> Sprite:
         cls = type(self)
         new = _new_object(cls)
         memo[id(self)] = new
@@ -712,6 +826,12 @@ class Sprite:
 
 # Installs a prepared __dict__ on a new sprite without copying it (and without Sprite.__setattr__).
 _set_instance_dict = Sprite.__dict__["__dict__"].__set__
+
+
+def _engine_unshare(state: dict[str, Any]) -> None:
+    """Give a copy-on-write sprite state (``_engine_exposed`` None) a private pixels array."""
+    state["pixels"] = state["pixels"].copy(order="K")  # the layout a deep copy would have
+    state["_engine_exposed"] = False
 
 
 def sprites_collide(a: Sprite, b: Sprite, ignore_mode: bool = False) -> bool:
