@@ -52,7 +52,6 @@ def _next_stamp() -> int:
     _epoch += 1
     return _epoch
 _IMMUTABLE_TYPES = frozenset((int, float, bool, str, type(None), BlockingMode, InteractionMode))
-_is_immutable = _IMMUTABLE_TYPES.issuperset  # over an iterable of types
 _NDARRAY = np.ndarray
 _INT8 = np.dtype(np.int8)
 try:  # the C function itself: np.count_nonzero adds a Python-level wrapper per call
@@ -219,8 +218,8 @@ def _remap(pixels: Any, old_color: Any, new_color: Any) -> np.ndarray:
     return np.where(pixels == old_color, new_color, pixels)
 
 
-# color_remap results by (pixel bytes, shape, strides, old, new); never written into (sprites get
-# copy-on-write views).  Bounded; clearing only costs recomputation.
+# color_remap results by (pixel bytes, shape, strides, old, new); sprites get copies.  Bounded;
+# clearing only costs recomputation.
 _REMAPS: dict[tuple, np.ndarray] = {}
 _REMAPS_LIMIT = 4096
 
@@ -240,11 +239,10 @@ class Sprite:
       ``color_remap`` results, conversions from lists, deep copies of unexposed arrays) are private
       until read, so nobody can write into them unseen.
     * copy-on-write: deep copies and clones of an unexposed array get a *view* of it instead of a
-      copy, and ``color_remap`` hands out views of cached results (the engine never writes into
-      pixel arrays in place, so the memory is shared safely).  Such holders have
-      ``_engine_exposed`` None ("unexposed, memory maybe shared"), and whichever exposes its array
-      replaces it with a private copy first (``_engine_unshare``).  Views are distinct array
-      objects, so object identity (aliasing, state hashes) is unchanged.
+      copy (the engine never writes into pixel arrays in place, so the memory is shared safely).
+      Such holders have ``_engine_exposed`` None ("unexposed, memory maybe shared"), and whichever
+      exposes its array replaces it with a private copy first (``_engine_unshare``).  Views are
+      distinct array objects, so object identity (aliasing, state hashes) is unchanged.
     """
 
     VALID_ROTATIONS = {0, 90, 180, 270}
@@ -558,8 +556,9 @@ class Sprite:
             and (old_color is None or type(old_color) is int)
         ):
             # Games remap the same few images back and forth: results are content-addressed
-            # (strides included, as np.where keeps the input's memory layout) and shared
-            # copy-on-write.  Exact int types only: True == 1 would alias keys.
+            # (strides included, as np.where keeps the input's memory layout).  Exact int types
+            # only: True == 1 would alias keys.  A copy rather than a copy-on-write view, as
+            # games often read the pixels of sprites they remap (ck17).
             key = (pixels.tobytes(), pixels.shape, pixels.strides, old_color, new_color)
             shared = _REMAPS.get(key)
             if shared is None:
@@ -567,11 +566,10 @@ class Sprite:
                 if len(_REMAPS) >= _REMAPS_LIMIT:
                     _REMAPS.clear()
                 _REMAPS[key] = shared
-            state["pixels"] = shared.view()
-            state["_engine_exposed"] = None
+            state["pixels"] = shared.copy(order="K")
         else:
             state["pixels"] = _remap(pixels, old_color, new_color)
-            state["_engine_exposed"] = False  # a new array nobody else holds
+        state["_engine_exposed"] = False  # a new array nobody else holds
         state["_engine_cache"] = None
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
@@ -703,42 +701,42 @@ class Sprite:
         # kept), minus the image cache, and several times faster: dc22/ud74-style games deep-copy
         # the whole sprite list on every move.  The exposure flag is kept: another copied object
         # may hold the copied array too.
+        # A direct path when every attribute but pixels and tags is immutable.
         state = self.__dict__
         pixels = state.get("pixels")
         tags = state.get("_tags")
-        if len(state) == _SPRITE_STATE_SIZE and type(pixels) is _NDARRAY and type(tags) is list:
-            try:
-                plain = (
-                    type(state["_x"]) is int
-                    and type(state["_y"]) is int
-                    and type(state["_layer"]) is int
-                    and type(state["_scale"]) is int
-                    and type(state["rotation"]) is int
-                    and type(state["_name"]) is str
-                    and type(state["_mirror_ud"]) in _IMMUTABLE_TYPES
-                    and type(state["_mirror_lr"]) in _IMMUTABLE_TYPES
-                    and type(state["_blocking"]) is BlockingMode
-                    and type(state["_interaction"]) is InteractionMode
-                    and type(state["_engine_stamp"]) is int
-                    and type(state["_engine_exposed"]) in _IMMUTABLE_TYPES
-                    and "_engine_cache" in state
-                    and _is_immutable(map(type, tags))
-                )
-            except KeyError:  # a game replaced standard attributes by others
-                plain = False
-            if plain:
-                return self._engine_deepcopy_plain(memo, pixels, tags)
-        return self._engine_deepcopy_generic(memo)
-
-    def _engine_deepcopy_plain(self, memo: dict[int, Any], pixels: np.ndarray, tags: list) -> Sprite:
-        """``__deepcopy__`` when every attribute but ``pixels`` and ``_tags`` is immutable."""
+        if len(state) != _SPRITE_STATE_SIZE or type(pixels) is not _NDARRAY or type(tags) is not list:
+            return self._engine_deepcopy_generic(memo)
+        try:
+            plain = (
+                type(state["_x"]) is int
+                and type(state["_y"]) is int
+                and type(state["_layer"]) is int
+                and type(state["_scale"]) is int
+                and type(state["rotation"]) is int
+                and type(state["_name"]) is str
+                and type(state["_mirror_ud"]) in _IMMUTABLE_TYPES
+                and type(state["_mirror_lr"]) in _IMMUTABLE_TYPES
+                and type(state["_blocking"]) is BlockingMode
+                and type(state["_interaction"]) is InteractionMode
+                and type(state["_engine_stamp"]) is int
+                and type(state["_engine_exposed"]) in _IMMUTABLE_TYPES
+                and "_engine_cache" in state
+            )
+        except KeyError:  # a game replaced standard attributes by others
+            plain = False
+        if not plain:
+            return self._engine_deepcopy_generic(memo)
+        new_tags = memo.get(id(tags))
+        if new_tags is None:
+            for item in tags:
+                if type(item) not in _IMMUTABLE_TYPES:
+                    return self._engine_deepcopy_generic(memo)
         global _epoch
-        state = self.__dict__
-        copied = state.copy()
         keep = memo.get(id(memo))
         if keep is None:
             keep = memo[id(memo)] = []  # like copy.deepcopy: originals stay alive while memo ids are in use
-        new_tags = memo.get(id(tags))
+        copied = state.copy()
         if new_tags is None:
             new_tags = memo[id(tags)] = tags[:]
             keep.append(tags)
