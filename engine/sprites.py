@@ -860,12 +860,28 @@ def sprites_collide(a: Sprite, b: Sprite, ignore_mode: bool = False) -> bool:
     mask_b = cb.solid
     if mask_a is None and mask_b is None:
         return True
-    if mask_a is None:
-        return _count_nonzero(mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx]) > 0
-    if mask_b is None:
-        return _count_nonzero(mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax]) > 0
-    # count_nonzero is a C function; ndarray.any() goes through a Python-level wrapper in numpy 2.
-    return _count_nonzero(_logical_and(mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax], mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx])) > 0
+    # The answer depends only on the two (immutable) images and their offset: games test the same
+    # pairs at the same offsets again and again (walls against a moving player).
+    key = (ca.token, cb.token, bx - ax, by - ay)
+    hit = _OVERLAPS.get(key)
+    if hit is None:
+        if mask_a is None:
+            hit = _count_nonzero(mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx]) > 0
+        elif mask_b is None:
+            hit = _count_nonzero(mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax]) > 0
+        else:
+            # count_nonzero is a C function; ndarray.any() has a Python-level wrapper in numpy 2.
+            hit = _count_nonzero(_logical_and(mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax], mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx])) > 0
+        if len(_OVERLAPS) >= _OVERLAPS_LIMIT:
+            _OVERLAPS.clear()
+        _OVERLAPS[key] = hit
+    return hit
+
+
+# Pixel-perfect overlap answers by (image token, image token, x offset, y offset); tokens are never
+# reused.  Bounded; clearing only costs recomputation.
+_OVERLAPS: dict[tuple[int, int, int, int], bool] = {}
+_OVERLAPS_LIMIT = 65536
 
 
 def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
@@ -878,6 +894,9 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
     ay0 = sprite._y
     ax1 = ax0 + image.w
     ay1 = ay0 + image.h
+    pixel_perfect = sprite._blocking is _PIXEL_PERFECT
+    mask = image.solid
+    token = image.token
     hits = []
     for other in others:
         if other is sprite:
@@ -892,6 +911,11 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
         other_image = other._engine_image()
         if bx0 + other_image.w <= ax0 or by0 + other_image.h <= ay0:
             continue
-        if sprites_collide(sprite, other):
-            hits.append(other)
+        if (pixel_perfect or other._blocking is _PIXEL_PERFECT) and (mask is not None or other_image.solid is not None):
+            hit = _OVERLAPS.get((token, other_image.token, bx0 - ax0, by0 - ay0))
+            if hit is None:
+                hit = sprites_collide(sprite, other)  # computes and remembers it
+            if not hit:
+                continue
+        hits.append(other)
     return hits

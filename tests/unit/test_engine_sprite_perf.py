@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import Level, Sprite
+from engine import BlockingMode, InteractionMode, Level, Sprite
+from engine.sprites import colliding_sprites
 
 
 def plain(rows):
@@ -124,3 +125,53 @@ def test_color_remap_matches_np_where(pixels, old, new):
         assert result.tolist() == expected.tolist()
         assert result.dtype == expected.dtype and result.strides == expected.strides
         result[0, 0] = 99  # private: later remaps of the same content are unaffected
+
+
+def naive_collides(a, b):
+    """spec §3.8 from scratch: both collidable and blocking, then bounding boxes, then cells."""
+    collidable = (InteractionMode.TANGIBLE, InteractionMode.INVISIBLE)
+    if a is b or a.interaction not in collidable or b.interaction not in collidable:
+        return False
+    if BlockingMode.NOT_BLOCKED in (a.blocking, b.blocking):
+        return False
+    cells_a = {(a.x + c, a.y + r): v for r, row in enumerate(a.render().tolist()) for c, v in enumerate(row)}
+    cells_b = {(b.x + c, b.y + r): v for r, row in enumerate(b.render().tolist()) for c, v in enumerate(row)}
+    shared = cells_a.keys() & cells_b.keys()
+    if BlockingMode.PIXEL_PERFECT not in (a.blocking, b.blocking):
+        return bool(shared)
+    return any(cells_a[cell] != -1 and cells_b[cell] != -1 for cell in shared)
+
+
+shape = st.lists(st.lists(st.sampled_from([-1, -1, 0, 3]), min_size=3, max_size=3), min_size=1, max_size=3)
+placed = st.tuples(
+    shape,
+    st.integers(-3, 3),
+    st.integers(-3, 3),
+    st.sampled_from(list(BlockingMode)),
+    st.sampled_from(list(InteractionMode)),
+    st.sampled_from([0, 90]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(placed, min_size=2, max_size=5), st.lists(st.tuples(st.integers(0, 4), st.integers(-2, 2), st.integers(-2, 2)), max_size=6))
+def test_collisions_match_the_spec_across_moves(specs, moves):
+    # Cached overlap answers (keyed on images and offsets) stay exact as sprites move and turn.
+    sprites = [Sprite(p, x=x, y=y, blocking=blocking, interaction=mode, rotation=turn) for p, x, y, blocking, mode, turn in specs]
+    for index, dx, dy in [(0, 0, 0), *moves]:
+        sprites[index % len(sprites)].move(dx, dy)
+        for a in sprites:
+            expected = [b for b in sprites if naive_collides(a, b)]
+            assert [b for b in sprites if a.collides_with(b)] == expected
+            assert colliding_sprites(a, sprites) == expected
+
+
+@pytest.mark.parametrize("blocking", [BlockingMode.PIXEL_PERFECT, BlockingMode.BOUNDING_BOX])
+def test_collision_answers_follow_the_offset(blocking):
+    ring = Sprite([[1, 1, 1], [1, -1, 1], [1, 1, 1]], name="ring")
+    dot = Sprite([[5]], name="dot", x=1, y=1, blocking=blocking)
+    for x, y, expected in [(1, 1, False), (1, 0, True), (1, 1, False), (0, 1, True), (2, 2, True), (1, 1, False), (3, 1, False)]:
+        dot.set_position(x, y)
+        assert dot.collides_with(ring) == expected and ring.collides_with(dot) == expected
+        assert colliding_sprites(dot, [ring]) == ([ring] if expected else [])
+        assert colliding_sprites(ring, [dot]) == ([dot] if expected else [])
