@@ -69,8 +69,11 @@ def convert_pixels(pixels: Any) -> np.ndarray:
         if pixels.dtype == _INT8:
             return pixels  # aliased, not copied
         return pixels.astype(np.int8)
-    if not isinstance(pixels, list) or not all(isinstance(row, list) for row in pixels):
+    if not isinstance(pixels, list):
         raise ValueError("Pixels must be a 2D list of integers")
+    for row in pixels:
+        if not isinstance(row, list):
+            raise ValueError("Pixels must be a 2D list of integers")
     array = np.array(pixels, dtype=np.int8)
     if array.ndim != 2:
         raise ValueError("Pixels must be a 2D list of integers")
@@ -289,7 +292,8 @@ class Sprite:
         state["_mirror_lr"] = mirror_lr
         state["_blocking"] = blocking
         state["_scale"] = 1
-        self.set_scale(scale)
+        if type(scale) is not int or scale != 1 or type(self) is not Sprite:
+            self.set_scale(scale)  # validation; scale 1 (the usual) would change nothing
         if interaction is None:
             interaction = _INTERACTION_BY_FLAGS[(bool(visible), bool(collidable))]
         state["_interaction"] = interaction
