@@ -69,8 +69,11 @@ def convert_pixels(pixels: Any) -> np.ndarray:
         if pixels.dtype == _INT8:
             return pixels  # aliased, not copied
         return pixels.astype(np.int8)
-    if not isinstance(pixels, list) or not all(isinstance(row, list) for row in pixels):
+    if not isinstance(pixels, list):
         raise ValueError("Pixels must be a 2D list of integers")
+    for row in pixels:
+        if not isinstance(row, list):
+            raise ValueError("Pixels must be a 2D list of integers")
     array = np.array(pixels, dtype=np.int8)
     if array.ndim != 2:
         raise ValueError("Pixels must be a 2D list of integers")
@@ -211,6 +214,19 @@ def image_for(pixels: np.ndarray, raw: bytes, rotation: Any, mirror_ud: Any, mir
     return image
 
 
+def _remap(pixels: Any, old_color: Any, new_color: Any) -> np.ndarray:
+    """``color_remap``'s new pixels (spec §3.9)."""
+    if old_color is None:
+        return np.where(pixels >= 0, new_color, pixels)
+    return np.where(pixels == old_color, new_color, pixels)
+
+
+# color_remap results by (pixel bytes, shape, strides, old, new); sprites get copies.  Bounded;
+# clearing only costs recomputation.
+_REMAPS: dict[tuple, np.ndarray] = {}
+_REMAPS_LIMIT = 4096
+
+
 class Sprite:
     """A game object drawn by the camera; attribute names are part of the API (games touch them).
 
@@ -225,6 +241,11 @@ class Sprite:
       contents are compared with the cache on every use.  Arrays the engine created itself (clones,
       ``color_remap`` results, conversions from lists, deep copies of unexposed arrays) are private
       until read, so nobody can write into them unseen.
+    * copy-on-write: deep copies and clones of an unexposed array get a *view* of it instead of a
+      copy (the engine never writes into pixel arrays in place, so the memory is shared safely).
+      Such holders have ``_engine_exposed`` None ("unexposed, memory maybe shared"), and whichever
+      exposes its array replaces it with a private copy first (``_engine_unshare``).  Views are
+      distinct array objects, so object identity (aliasing, state hashes) is unchanged.
     """
 
     VALID_ROTATIONS = {0, 90, 180, 270}
@@ -271,7 +292,8 @@ class Sprite:
         state["_mirror_lr"] = mirror_lr
         state["_blocking"] = blocking
         state["_scale"] = 1
-        self.set_scale(scale)
+        if type(scale) is not int or scale != 1 or type(self) is not Sprite:
+            self.set_scale(scale)  # validation; scale 1 (the usual) would change nothing
         if interaction is None:
             interaction = _INTERACTION_BY_FLAGS[(bool(visible), bool(collidable))]
         state["_interaction"] = interaction
@@ -294,8 +316,11 @@ class Sprite:
     @property
     def pixels(self) -> np.ndarray:
         state = self.__dict__
-        if not state.get("_engine_exposed", True):
+        exposed = state.get("_engine_exposed", True)
+        if not exposed:
             global _epoch
+            if exposed is None:
+                _engine_unshare(state)
             state["_engine_exposed"] = True
             _epoch += 1  # the reader may now write into the array behind our back
             self.__dict__["_engine_stamp"] = _epoch
@@ -305,6 +330,8 @@ class Sprite:
         # A shallow copy shares the pixels array between two sprites: both count as exposed.
         cls = type(self)
         new = _new_object(cls)
+        if self.__dict__.get("_engine_exposed", True) is None:
+            _engine_unshare(self.__dict__)
         state = self.__dict__.copy()
         state["_engine_exposed"] = True
         state["_engine_stamp"] = _next_stamp()
@@ -525,11 +552,27 @@ class Sprite:
         global _epoch
         state = self.__dict__
         pixels = state["pixels"]
-        if old_color is None:
-            remapped = np.where(pixels >= 0, new_color, pixels)
+        if (
+            type(pixels) is _NDARRAY
+            and pixels.dtype is _INT8
+            and type(new_color) is int
+            and -128 <= new_color <= 127
+            and (old_color is None or type(old_color) is int)
+        ):
+            # Games remap the same few images back and forth: results are content-addressed
+            # (strides included, as np.where keeps the input's memory layout).  Exact int types
+            # only: True == 1 would alias keys.  A copy rather than a copy-on-write view, as
+            # games often read the pixels of sprites they remap (ck17).
+            key = (pixels.tobytes(), pixels.shape, pixels.strides, old_color, new_color)
+            shared = _REMAPS.get(key)
+            if shared is None:
+                shared = _remap(pixels, old_color, new_color)
+                if len(_REMAPS) >= _REMAPS_LIMIT:
+                    _REMAPS.clear()
+                _REMAPS[key] = shared
+            state["pixels"] = shared.copy(order="K")
         else:
-            remapped = np.where(pixels == old_color, new_color, pixels)
-        state["pixels"] = remapped
+            state["pixels"] = _remap(pixels, old_color, new_color)
         state["_engine_exposed"] = False  # a new array nobody else holds
         state["_engine_cache"] = None
         _epoch += 1
@@ -606,11 +649,16 @@ class Sprite:
             if cache is None or (state.get("_engine_exposed", True) and cache.raw != pixels.tobytes()):
                 self._engine_refresh()  # templates (clean levels, prototypes) are cloned again and again
                 copied["_engine_cache"] = state["_engine_cache"]
-            copied["_engine_exposed"] = False
             global _epoch
             _epoch += 1
             copied["_engine_stamp"] = _epoch
-            copied["pixels"] = pixels.copy()
+            if not state.get("_engine_exposed", True) and pixels.flags.c_contiguous:
+                # Copy-on-write (see the class docstring); C order only, the layout of a real copy.
+                copied["pixels"] = pixels.view()
+                copied["_engine_exposed"] = state["_engine_exposed"] = None
+            else:
+                copied["pixels"] = pixels.copy()
+                copied["_engine_exposed"] = False
             copied["_tags"] = list(state["_tags"])
             if new_name is not None:
                 copied["_name"] = new_name
@@ -657,6 +705,74 @@ class Sprite:
         # kept), minus the image cache, and several times faster: dc22/ud74-style games deep-copy
         # the whole sprite list on every move.  The exposure flag is kept: another copied object
         # may hold the copied array too.
+        # A direct path when every attribute but pixels and tags is immutable.
+        state = self.__dict__
+        pixels = state.get("pixels")
+        tags = state.get("_tags")
+        if len(state) != _SPRITE_STATE_SIZE or type(pixels) is not _NDARRAY or type(tags) is not list:
+            return self._engine_deepcopy_generic(memo)
+        try:
+            plain = (
+                type(state["_x"]) is int
+                and type(state["_y"]) is int
+                and type(state["_layer"]) is int
+                and type(state["_scale"]) is int
+                and type(state["rotation"]) is int
+                and type(state["_name"]) is str
+                and type(state["_mirror_ud"]) in _IMMUTABLE_TYPES
+                and type(state["_mirror_lr"]) in _IMMUTABLE_TYPES
+                and type(state["_blocking"]) is BlockingMode
+                and type(state["_interaction"]) is InteractionMode
+                and type(state["_engine_stamp"]) is int
+                and type(state["_engine_exposed"]) in _IMMUTABLE_TYPES
+                and "_engine_cache" in state
+            )
+        except KeyError:  # a game replaced standard attributes by others
+            plain = False
+        if not plain:
+            return self._engine_deepcopy_generic(memo)
+        new_tags = memo.get(id(tags))
+        if new_tags is None:
+            for item in tags:
+                if type(item) not in _IMMUTABLE_TYPES:
+                    return self._engine_deepcopy_generic(memo)
+        global _epoch
+        keep = memo.get(id(memo))
+        if keep is None:
+            keep = memo[id(memo)] = []  # like copy.deepcopy: originals stay alive while memo ids are in use
+        copied = state.copy()
+        if new_tags is None:
+            new_tags = memo[id(tags)] = tags[:]
+            keep.append(tags)
+        copied["_tags"] = new_tags
+        exposed = state["_engine_exposed"]
+        new_pixels = memo.get(id(pixels))
+        if new_pixels is None:
+            if exposed:
+                new_pixels = pixels.__deepcopy__(memo)
+            else:  # copy-on-write (see the class docstring)
+                new_pixels = pixels.view()
+                exposed = state["_engine_exposed"] = None
+            memo[id(pixels)] = new_pixels
+            keep.append(pixels)
+        elif not exposed:
+            exposed = None  # not our own array: it may share memory with someone's
+        copied["pixels"] = new_pixels
+        copied["_engine_exposed"] = exposed
+        cache = state["_engine_cache"]
+        if cache is not None and exposed and cache.raw != pixels.tobytes():
+            copied["_engine_cache"] = None  # stale: the copy computes its own
+        _epoch += 1
+        copied["_engine_stamp"] = _epoch
+        cls = type(self)
+        new = _new_object(cls)
+        if cls is Sprite:
+            _set_instance_dict(new, copied)
+        else:
+            new.__dict__.update(copied)
+        return new
+
+    def _engine_deepcopy_generic(self, memo: dict[int, Any]) -> Sprite:
         cls = type(self)
         new = _new_object(cls)
         memo[id(self)] = new
@@ -714,6 +830,12 @@ class Sprite:
 _set_instance_dict = Sprite.__dict__["__dict__"].__set__
 
 
+def _engine_unshare(state: dict[str, Any]) -> None:
+    """Give a copy-on-write sprite state (``_engine_exposed`` None) a private pixels array."""
+    state["pixels"] = state["pixels"].copy(order="K")  # the layout a deep copy would have
+    state["_engine_exposed"] = False
+
+
 def sprites_collide(a: Sprite, b: Sprite, ignore_mode: bool = False) -> bool:
     """``a.collides_with(b, ignore_mode)`` (spec §3.8)."""
     if a is b:
@@ -742,12 +864,28 @@ def sprites_collide(a: Sprite, b: Sprite, ignore_mode: bool = False) -> bool:
     mask_b = cb.solid
     if mask_a is None and mask_b is None:
         return True
-    if mask_a is None:
-        return _count_nonzero(mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx]) > 0
-    if mask_b is None:
-        return _count_nonzero(mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax]) > 0
-    # count_nonzero is a C function; ndarray.any() goes through a Python-level wrapper in numpy 2.
-    return _count_nonzero(_logical_and(mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax], mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx])) > 0
+    # The answer depends only on the two (immutable) images and their offset: games test the same
+    # pairs at the same offsets again and again (walls against a moving player).
+    key = (ca.token, cb.token, bx - ax, by - ay)
+    hit = _OVERLAPS.get(key)
+    if hit is None:
+        if mask_a is None:
+            hit = _count_nonzero(mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx]) > 0
+        elif mask_b is None:
+            hit = _count_nonzero(mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax]) > 0
+        else:
+            # count_nonzero is a C function; ndarray.any() has a Python-level wrapper in numpy 2.
+            hit = _count_nonzero(_logical_and(mask_a[y0 - ay : y1 - ay, x0 - ax : x1 - ax], mask_b[y0 - by : y1 - by, x0 - bx : x1 - bx])) > 0
+        if len(_OVERLAPS) >= _OVERLAPS_LIMIT:
+            _OVERLAPS.clear()
+        _OVERLAPS[key] = hit
+    return hit
+
+
+# Pixel-perfect overlap answers by (image token, image token, x offset, y offset); tokens are never
+# reused.  Bounded; clearing only costs recomputation.
+_OVERLAPS: dict[tuple[int, int, int, int], bool] = {}
+_OVERLAPS_LIMIT = 65536
 
 
 def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
@@ -760,6 +898,9 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
     ay0 = sprite._y
     ax1 = ax0 + image.w
     ay1 = ay0 + image.h
+    pixel_perfect = sprite._blocking is _PIXEL_PERFECT
+    mask = image.solid
+    token = image.token
     hits = []
     for other in others:
         if other is sprite:
@@ -774,6 +915,11 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
         other_image = other._engine_image()
         if bx0 + other_image.w <= ax0 or by0 + other_image.h <= ay0:
             continue
-        if sprites_collide(sprite, other):
-            hits.append(other)
+        if (pixel_perfect or other._blocking is _PIXEL_PERFECT) and (mask is not None or other_image.solid is not None):
+            hit = _OVERLAPS.get((token, other_image.token, bx0 - ax0, by0 - ay0))
+            if hit is None:
+                hit = sprites_collide(sprite, other)  # computes and remembers it
+            if not hit:
+                continue
+        hits.append(other)
     return hits
