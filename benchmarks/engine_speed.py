@@ -14,6 +14,12 @@ Replays every golden trace (the same actions, RNG seeds, ONLY_RESET_LEVELS setti
 Best of ``--repeat`` replays per game and mode.  Ratios are the reference engine's ms/step (the table
 in the conformance README, measured the same way on this machine kind) divided by ours: ``5.0x``
 means five times the reference speed.  Machines are noisy; nothing here asserts on time.
+
+A second table puts the nested-list frames in proportion.  Whatever the engine, a ``raw=False``
+frame is 64 new lists of 64 ints that the caller later frees; the cheapest way to make them is
+``list.copy`` of cached row lists.  ``list floor`` times exactly that (create and free, for the
+recorded list frames of each game) outside any engine, and sets it against the time per step a 5x
+ratio allows (reference ms/step / 5).
 """
 
 from __future__ import annotations
@@ -105,6 +111,44 @@ def replay_seconds(game_class: type, episodes: list[dict], frames: bool, force_r
     return spent
 
 
+def list_frames(game_class: type, episodes: list[dict]) -> list[np.ndarray]:
+    """The frames the ``raw=False`` episodes return, as arrays (one replay with ``raw=True``)."""
+    takes_seed = "seed" in inspect.signature(game_class).parameters
+    collected: list[np.ndarray] = []
+    try:
+        for episode in episodes:
+            if episode.get("raw", True):
+                continue
+            if episode.get("only_reset_levels"):
+                os.environ["ONLY_RESET_LEVELS"] = "true"
+            else:
+                os.environ.pop("ONLY_RESET_LEVELS", None)
+            seed = episode.get("rng_seed")
+            if seed is not None:
+                random.seed(seed)
+                np.random.seed(seed % (2**32))
+            constructor_seed = episode.get("constructor_seed")
+            game = game_class(seed=constructor_seed) if takes_seed and constructor_seed is not None else game_class()
+            for step in episode["steps"]:
+                action = ActionInput(id=GameAction.from_id(step["action"]), data=dict(step.get("data") or {}))
+                collected.extend(np.array(frame) for frame in game.perform_action(action, raw=True).frame)
+                if step["step"] == 0 and episode.get("start_level") is not None:
+                    game.set_level(int(episode["start_level"]))
+    finally:
+        os.environ.pop("ONLY_RESET_LEVELS", None)
+    return collected
+
+
+def list_floor_seconds(frames: list[np.ndarray]) -> float:
+    """Seconds to make (by ``list.copy`` of ready row lists) and free every frame's nested lists."""
+    templates = [frame.tolist() for frame in frames]
+    start = time.perf_counter()
+    for rows in templates:
+        made = list(map(list.copy, rows))
+        del made
+    return time.perf_counter() - start
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=Path, default=SHARED / "conformance" / "environment_files")
@@ -135,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     ratios_with: list[float] = []
     ratios_arrays: list[float] = []
     ratios_without: list[float] = []
+    floors: list[tuple[str, float, float, float, float | None]] = []
     for path in traces:
         trace_header, episodes = read_trace(path)
         game_id = trace_header.get("game_id") or path.name.split(".")[0]
@@ -163,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
             ratios_with.append(ratio_with)
             ratios_arrays.append(ratio_arrays)
             ratios_without.append(ratio_without)
+        frames_as_lists = list_frames(game_class, episodes)
+        floor_ms = 1000 * min(list_floor_seconds(frames_as_lists) for _ in range(args.repeat)) / steps
+        floors.append((game_id, len(frames_as_lists) / steps, floor_ms, ms_with - ms_arrays, ref))
         print(
             f"{game_id:<15} {steps:>6} | {ms_with:>14.4f} {1000 / ms_with:>8.0f} {_fmt(ratio_with):>7} | "
             f"{ms_arrays:>14.4f} {_fmt(ratio_arrays):>7} | "
@@ -186,6 +234,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"frames as arrays {statistics.median(ratios_arrays):.2f}x, "
                 f"without frames {statistics.median(ratios_without):.2f}x"
             )
+    if floors:
+        print()
+        print("nested-list frames (raw=False steps): floor = list.copy of ready rows + free, outside any engine")
+        print(f"{'game':<15} {'list frames/step':>16} {'floor ms/step':>14} {'ours ms/step':>12} {'5x budget':>10} {'floor share':>11}")
+        for game_id, per_step, floor_ms, ours_ms, ref in floors:
+            budget = ref / 5 if ref else None
+            share = f"{100 * floor_ms / budget:.0f}%" if budget else "n/a"
+            budget_text = f"{budget:.4f}" if budget else "n/a"
+            print(f"{game_id:<15} {per_step:>16.2f} {floor_ms:>14.4f} {ours_ms:>12.4f} {budget_text:>10} {share:>11}")
+        print("(ours = with-frames minus arrays ms/step; the share is of the time per step a 5x ratio allows)")
     return 0
 
 
