@@ -34,7 +34,9 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -78,10 +80,10 @@ def reference_timings(readme: Path) -> dict[str, float]:
     return timings
 
 
-def replay_seconds(game_class: type, episodes: list[dict], frames: bool, force_raw: bool = False) -> float:
-    """Seconds spent inside the engine for one replay of every episode."""
+def episode_steps(game_class: type, episodes: list[dict]) -> Iterator[tuple[dict, Any, dict, ActionInput]]:
+    """(episode, game, step, action) for every recorded step, each episode set up as ``check.py``
+    does (ONLY_RESET_LEVELS, RNG seeds, constructor seed, ``start_level`` after step 0)."""
     takes_seed = "seed" in inspect.signature(game_class).parameters
-    spent = 0.0
     try:
         for episode in episodes:
             if episode.get("only_reset_levels"):
@@ -94,48 +96,36 @@ def replay_seconds(game_class: type, episodes: list[dict], frames: bool, force_r
                 np.random.seed(seed % (2**32))
             constructor_seed = episode.get("constructor_seed")
             game = game_class(seed=constructor_seed) if takes_seed and constructor_seed is not None else game_class()
-            raw = True if force_raw else bool(episode.get("raw", True))
             for step in episode["steps"]:
                 action = ActionInput(id=GameAction.from_id(step["action"]), data=dict(step.get("data") or {}))
-                if frames:
-                    start = time.perf_counter()
-                    game.perform_action(action, raw=raw)
-                else:
-                    start = time.perf_counter()
-                    game._engine_perform(action, True, FRAMES_NONE)
-                spent += time.perf_counter() - start
+                yield episode, game, step, action
                 if step["step"] == 0 and episode.get("start_level") is not None:
                     game.set_level(int(episode["start_level"]))
     finally:
         os.environ.pop("ONLY_RESET_LEVELS", None)
+
+
+def replay_seconds(game_class: type, episodes: list[dict], frames: bool, force_raw: bool = False) -> float:
+    """Seconds spent inside the engine for one replay of every episode."""
+    spent = 0.0
+    for episode, game, _, action in episode_steps(game_class, episodes):
+        if frames:
+            raw = True if force_raw else bool(episode.get("raw", True))
+            start = time.perf_counter()
+            game.perform_action(action, raw=raw)
+        else:
+            start = time.perf_counter()
+            game._engine_perform(action, True, FRAMES_NONE)
+        spent += time.perf_counter() - start
     return spent
 
 
 def list_frames(game_class: type, episodes: list[dict]) -> list[np.ndarray]:
     """The frames the ``raw=False`` episodes return, as arrays (one replay with ``raw=True``)."""
-    takes_seed = "seed" in inspect.signature(game_class).parameters
+    as_lists = [episode for episode in episodes if not episode.get("raw", True)]
     collected: list[np.ndarray] = []
-    try:
-        for episode in episodes:
-            if episode.get("raw", True):
-                continue
-            if episode.get("only_reset_levels"):
-                os.environ["ONLY_RESET_LEVELS"] = "true"
-            else:
-                os.environ.pop("ONLY_RESET_LEVELS", None)
-            seed = episode.get("rng_seed")
-            if seed is not None:
-                random.seed(seed)
-                np.random.seed(seed % (2**32))
-            constructor_seed = episode.get("constructor_seed")
-            game = game_class(seed=constructor_seed) if takes_seed and constructor_seed is not None else game_class()
-            for step in episode["steps"]:
-                action = ActionInput(id=GameAction.from_id(step["action"]), data=dict(step.get("data") or {}))
-                collected.extend(np.array(frame) for frame in game.perform_action(action, raw=True).frame)
-                if step["step"] == 0 and episode.get("start_level") is not None:
-                    game.set_level(int(episode["start_level"]))
-    finally:
-        os.environ.pop("ONLY_RESET_LEVELS", None)
+    for _, game, _, action in episode_steps(game_class, as_lists):
+        collected.extend(np.array(frame) for frame in game.perform_action(action, raw=True).frame)
     return collected
 
 
