@@ -36,6 +36,7 @@ import csv
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import polars as pl
 
@@ -159,6 +160,30 @@ def _structural(loaded: LoadedCsv, header: Sequence[str], last_required: bool) -
     return [check] if check is not None else []
 
 
+class _OpenedFile(NamedTuple):
+    header: list[str]
+    release: str
+    loaded: LoadedCsv
+    out: ReaderOutput
+
+
+def _open_release_file(
+    ctx: FileContext, variants: Sequence, what: str, *, release_by_name: bool = True,
+    evidence: str = "header is the {variant}",
+) -> _OpenedFile:
+    """The steps every H-ARC reader starts with: match the header to a known variant, find the release
+    generation (from the file name where variants are shared by releases), load the CSV and keep every
+    row in the raw table."""
+    header = read_header(ctx.path)
+    variant = match_variant(header, variants, what)
+    release = release_from_name(ctx.path, variant) if release_by_name else variant.release
+    loaded = load_csv(ctx.path, header, raw_table=RAW)
+    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
+                       detection_evidence=evidence.format(variant=variant.name, release=release))
+    out.tables[RAW] = raw_frame(loaded, ctx.file_id)
+    return _OpenedFile(header, release, loaded, out)
+
+
 def _source_frame(loaded: LoadedCsv, header: Sequence[str]) -> pl.DataFrame:
     return loaded.frame.rename({h: src(h) for h in header})
 
@@ -175,14 +200,8 @@ def _common_who(split_required: bool = True) -> list[RowCheck]:
 
 
 def read_data(ctx: FileContext) -> ReaderOutput:
-    header = read_header(ctx.path)
-    variant = match_variant(header, DATA_VARIANTS, "H-ARC data file")
-    release = variant.release
+    header, release, loaded, out = _open_release_file(ctx, DATA_VARIANTS, "H-ARC data file", release_by_name=False)
     counter = "action_id" if release == "osf-current" else "num_actions"
-    loaded = load_csv(ctx.path, header, raw_table=RAW)
-    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
-                       detection_evidence=f"header is the {variant.name}")
-    out.tables[RAW] = raw_frame(loaded, ctx.file_id)
 
     df = typed(_source_frame(loaded, header), ints={
         "task_number": src("task_number"), "attempt_number": src("attempt_number"), "action_number": src(counter),
@@ -348,13 +367,8 @@ def _participant_tasks(good: pl.DataFrame) -> pl.DataFrame:
 
 
 def read_summary(ctx: FileContext) -> ReaderOutput:
-    header = read_header(ctx.path)
-    variant = match_variant(header, SUMMARY_VARIANTS, "H-ARC summary file")
-    release = release_from_name(ctx.path, variant)
-    loaded = load_csv(ctx.path, header, raw_table=RAW)
-    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
-                       detection_evidence=f"header is the {variant.name} ({release} by file name)")
-    out.tables[RAW] = raw_frame(loaded, ctx.file_id)
+    header, release, loaded, out = _open_release_file(
+        ctx, SUMMARY_VARIANTS, "H-ARC summary file", evidence="header is the {variant} ({release} by file name)")
     df = _source_frame(loaded, header).with_columns(
         pl.lit(release).alias("release_generation"),
         pl.col(src("hashed_id")).alias("participant_id"),
@@ -408,13 +422,7 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
 
 
 def read_errors(ctx: FileContext) -> ReaderOutput:
-    header = read_header(ctx.path)
-    variant = match_variant(header, ERROR_VARIANTS, "H-ARC incorrect-submissions file")
-    release = release_from_name(ctx.path, variant)
-    loaded = load_csv(ctx.path, header, raw_table=RAW)
-    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
-                       detection_evidence=f"header is the {variant.name}")
-    out.tables[RAW] = raw_frame(loaded, ctx.file_id)
+    header, release, loaded, out = _open_release_file(ctx, ERROR_VARIANTS, "H-ARC incorrect-submissions file")
     has_md5 = "hashed_output_grid" in header
     df = _source_frame(loaded, header)
     df = df.with_columns(
@@ -456,13 +464,7 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
 
 
 def read_survey(ctx: FileContext) -> ReaderOutput:
-    header = read_header(ctx.path)
-    variant = match_variant(header, SURVEY_VARIANTS, "H-ARC survey file")
-    release = release_from_name(ctx.path, variant)
-    loaded = load_csv(ctx.path, header, raw_table=RAW)
-    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
-                       detection_evidence=f"header is the {variant.name}")
-    out.tables[RAW] = raw_frame(loaded, ctx.file_id)
+    header, release, loaded, out = _open_release_file(ctx, SURVEY_VARIANTS, "H-ARC survey file")
     cols = set(header)
     if "feedback" in cols:
         target = FEEDBACK
