@@ -218,6 +218,40 @@ _FRAME_COMMON = (
 )
 
 
+_FAST_FIELDS_SET = frozenset(
+    ("game_id", "frame", "state", "levels_completed", "win_levels", "action_input", "full_reset", "available_actions")
+)
+
+
+def _fast_frame_data(
+    cls: type,
+    game_id: str,
+    frame: list,
+    state: GameState,
+    levels_completed: int,
+    win_levels: int,
+    action_input: ActionInput,
+    full_reset: bool,
+    available_actions: list[int],
+) -> Any:
+    """A FrameData / FrameDataRaw built without validation (engine-produced values are already
+    well-formed); ``cls._engine_frame_key`` is where the class keeps its frames."""
+    obj = cls.__new__(cls)
+    obj.__dict__.update(
+        game_id=game_id,
+        state=state,
+        levels_completed=levels_completed,
+        win_levels=win_levels,
+        action_input=action_input,
+        guid=None,
+        full_reset=full_reset,
+        available_actions=available_actions,
+    )
+    obj.__dict__[cls._engine_frame_key] = frame
+    obj._engine_fields_set = _FAST_FIELDS_SET
+    return obj
+
+
 class FrameData(Model):
     """One engine response: frames as nested lists of int, state, level counts, the action echoed."""
 
@@ -239,38 +273,8 @@ class FrameData(Model):
     def __str__(self) -> str:
         return self.model_dump_json(indent=2)
 
-    @classmethod
-    def _engine_fast(
-        cls,
-        game_id: str,
-        frame: list,
-        state: GameState,
-        levels_completed: int,
-        win_levels: int,
-        action_input: ActionInput,
-        full_reset: bool,
-        available_actions: list[int],
-    ) -> FrameData:
-        """Construct without validation (engine-produced values are already well-formed)."""
-        obj = cls.__new__(cls)
-        obj.__dict__.update(
-            game_id=game_id,
-            frame=frame,
-            state=state,
-            levels_completed=levels_completed,
-            win_levels=win_levels,
-            action_input=action_input,
-            guid=None,
-            full_reset=full_reset,
-            available_actions=available_actions,
-        )
-        obj._engine_fields_set = _FAST_FIELDS_SET
-        return obj
-
-
-_FAST_FIELDS_SET = frozenset(
-    ("game_id", "frame", "state", "levels_completed", "win_levels", "action_input", "full_reset", "available_actions")
-)
+    _engine_frame_key = "frame"  # where _engine_fast puts the frames
+    _engine_fast = classmethod(_fast_frame_data)
 
 
 class FrameDataRaw(Model):
@@ -323,32 +327,8 @@ class FrameDataRaw(Model):
 
     __hash__ = None  # type: ignore[assignment]
 
-    @classmethod
-    def _engine_fast(
-        cls,
-        game_id: str,
-        frame: list,
-        state: GameState,
-        levels_completed: int,
-        win_levels: int,
-        action_input: ActionInput,
-        full_reset: bool,
-        available_actions: list[int],
-    ) -> FrameDataRaw:
-        obj = cls.__new__(cls)
-        obj.__dict__.update(
-            game_id=game_id,
-            state=state,
-            levels_completed=levels_completed,
-            win_levels=win_levels,
-            action_input=action_input,
-            guid=None,
-            full_reset=full_reset,
-            available_actions=available_actions,
-            _frame=frame,
-        )
-        obj._engine_fields_set = _FAST_FIELDS_SET
-        return obj
+    _engine_frame_key = "_frame"  # where _engine_fast puts the frames
+    _engine_fast = classmethod(_fast_frame_data)
 
 
 class PlaceableArea:
