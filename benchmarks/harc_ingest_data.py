@@ -13,25 +13,22 @@ from __future__ import annotations
 import argparse
 import hashlib
 import random
+import sys
 from pathlib import Path
 
 import polars as pl
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))
+
+from pipeline.ingest.harc import DATA_CURRENT  # noqa: E402
+
 DEFAULT_OUT = ROOT / "data" / "harc" / "data.csv"
 N_PARTICIPANTS = 1729
 TASKS_PER_PARTICIPANT = 5
 REAL_ROWS = 586_266
 
-COLUMNS = [
-    "exp_name", "task_type", "hashed_id", "joint_id_task", "task_name", "task_number", "is_tutorial", "time",
-    "attempt_number", "action_id", "solved", "done", "test_input_grid", "test_input_size_x",
-    "test_input_size_y", "test_output_grid", "test_output_size_x", "test_output_size_y", "action", "action_x",
-    "action_y", "select_loc", "selected_data", "selected_symbol", "selected_tool", "copy_paste_data",
-    "first_written_solution", "last_written_solution", "withdraw", "withdraw_reason", "withdraw_comment",
-    "age", "gender", "race", "education_level", "household_income", "normal_vision", "color_blind",
-    "fluent_english", "complete",
-]
+COLUMNS = list(DATA_CURRENT)  # the current release's data.csv header, as the reader defines it
 WORDS = ("copy", "the", "shape", "colour", "fill", "each", "row", "with", "blue", "red", "pattern", "mirror",
          "grid", "object", "largest", "move", "left", "count", "cells", "border")
 MIDDLE = ("edit", "edit", "edit", "floodfill", "change_color", "change_tool", "select_cells", "undo", "Help")

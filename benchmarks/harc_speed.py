@@ -38,17 +38,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from engine.harc import Editor, format_grid  # noqa: E402
+from pipeline.ingest.harc import DATA_CURRENT  # noqa: E402
 
 N_TRAINING, N_EVALUATION, N_TEN_TASK = 783, 946, 241
-DATA_COLUMNS = [
-    "exp_name", "task_type", "hashed_id", "joint_id_task", "task_name", "task_number", "is_tutorial", "time",
-    "attempt_number", "action_id", "solved", "done", "test_input_grid", "test_input_size_x",
-    "test_input_size_y", "test_output_grid", "test_output_size_x", "test_output_size_y", "action", "action_x",
-    "action_y", "select_loc", "selected_data", "selected_symbol", "selected_tool", "copy_paste_data",
-    "first_written_solution", "last_written_solution", "withdraw", "withdraw_reason", "withdraw_comment",
-    "age", "gender", "race", "education_level", "household_income", "normal_vision", "color_blind",
-    "fluent_english", "complete",
-]
+DATA_COLUMNS = list(DATA_CURRENT)  # the current release's data.csv header, as the reader defines it
 
 
 # ---------------------------------------------------------------------------------------------------------
