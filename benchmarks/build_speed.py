@@ -26,11 +26,11 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from pipeline.config import load_config, resolve
+from pipeline.core.config import load_config, resolve
+from pipeline.core.workspace import Workspace
 from pipeline.transforms.build import OUT_TABLES, build
 from pipeline.transforms.plays_levels import step_effects
 from pipeline.transforms.synthetic import EPOCH, SyntheticStudy
-from pipeline.workspace import Workspace
 from schemas.validate import validate_frame
 
 CORE_INPUTS = ("core_arc3__steps", "core_arc3__plays", "core_arc3__card_plays", "core_arc3__environments",

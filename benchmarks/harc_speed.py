@@ -240,10 +240,10 @@ def main() -> None:
                     "kept earlier is reused: the study is not generated again)")
     args = ap.parse_args()
 
-    from pipeline.console import out
+    from pipeline.core.console import out
+    from pipeline.core.workspace import Workspace
     from pipeline.harc.build import run_analyses, run_trace_checks
     from pipeline.ingest import ingest_paths
-    from pipeline.workspace import Workspace
 
     out.set_plain(True)
     root = args.keep or Path(tempfile.mkdtemp(prefix="harc_speed_"))

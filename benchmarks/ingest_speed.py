@@ -28,7 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "benchmarks" / "data" / "ingest"
-ARCSTUDY_IMPORTS = ("from pathlib import Path\nfrom pipeline.workspace import Workspace\n"
+ARCSTUDY_IMPORTS = ("from pathlib import Path\nfrom pipeline.core.workspace import Workspace\n"
                     "from pipeline.ingest import ingest_paths")
 
 

@@ -15,8 +15,8 @@ import typer
 from rich.table import Table as RichTable
 
 import pipeline
-from pipeline.console import out
-from pipeline.workspace import Workspace, WorkspaceError, default_db_path, describe_tables
+from pipeline.core.console import out
+from pipeline.core.workspace import Workspace, WorkspaceError, default_db_path, describe_tables
 from schemas import TABLES, data_dictionary
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
@@ -190,8 +190,8 @@ def ingest_command(
     """
     from rich.table import Table as RichTable
 
+    from pipeline.core.manifest import RunManifest
     from pipeline.ingest import FORMATS, ingest_paths
-    from pipeline.manifest import RunManifest
 
     if fmt != "auto" and fmt not in FORMATS:
         raise fail(f"unknown format {fmt!r}; one of: {', '.join(_format_choices())}", EXIT_USAGE)

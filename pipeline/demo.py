@@ -23,7 +23,7 @@ from pathlib import Path
 
 import typer
 
-from pipeline.console import out
+from pipeline.core.console import out
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT / "data" / "demo"
@@ -139,7 +139,7 @@ class DemoFailed(RuntimeError):
 
 def write_index(out_dir: Path, steps: list[DemoStep]) -> Path:
     """reports/demo/index.html: every report, table and figure the demo produced, grouped by step."""
-    from pipeline.manifest import RunManifest
+    from pipeline.core.manifest import RunManifest
     from pipeline.report.html import Link, render_index
 
     groups = [("Reports", ["*.html"]), ("Figures", ["**/*.png"]), ("Tables", ["**/*.csv", "**/*.parquet"]),

@@ -34,8 +34,8 @@ def run_explore(
     progress: bool = True,
 ) -> tuple[list[dict[str, Any]], list[Path]]:
     """Explore the levels; return the summary rows and the files written."""
-    from pipeline.console import out
-    from pipeline.manifest import RunManifest
+    from pipeline.core.console import out
+    from pipeline.core.manifest import RunManifest
 
     from . import _default_dir
     from .analysis import analyse
@@ -127,7 +127,7 @@ def register(app: typer.Typer) -> None:
         """
         from rich.table import Table
 
-        from pipeline.console import out
+        from pipeline.core.console import out
 
         from .env import GameNotFoundError
 

@@ -6,7 +6,7 @@
   the probability the uniform random policy gives them.
 * ``graph.graphml``: the same graph for Gephi/yEd/networkx (node attributes depth, kind,
   frontier; edge attributes action, x, y, prob).
-* ``figure`` (PNG + SVG + Vega-Lite JSON through ``pipeline.report.figures.save_figure``): states
+* ``figure`` (PNG + SVG + Vega-Lite JSON through ``pipeline.core.figures.save_figure``): states
   per BFS depth by kind, beside the probability that the random policy has won within N actions
   (lower and upper bound).
 """
@@ -116,7 +116,7 @@ def write_figure(graph: StateGraph, metrics: GraphMetrics, out_dir: Path, name: 
                  horizon: int = 10_000) -> dict[str, Path]:
     import altair as alt
 
-    from pipeline.report.figures import save_figure
+    from pipeline.core.figures import save_figure
 
     counts: dict[tuple[int, str], int] = {}
     for i in range(graph.n_nodes):

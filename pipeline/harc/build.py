@@ -25,10 +25,10 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.manifest import RunManifest
+from pipeline.core.workspace import Workspace
 from pipeline.harc import accuracy, bounds, errors, first_actions, graphs, learning, timing, trace_checks
 from pipeline.harc.stats import CONFIDENCE
-from pipeline.manifest import RunManifest
-from pipeline.workspace import Workspace
 from schemas import TABLES
 from schemas.validate import conform
 

@@ -16,7 +16,7 @@ import polars as pl
 import typer
 from rich.table import Table as RichTable
 
-from pipeline.console import out
+from pipeline.core.console import out
 
 DbOption = Annotated[Path | None, typer.Option("--db", help="DuckDB database file (default: $ARCSTUDY_DB or "
                                                "./arcstudy.duckdb).", dir_okay=False, show_default=False)]
@@ -59,8 +59,8 @@ def replay_harc_command(
     in `runs` and its manifest under <db>.runs/. Divergent traces are reported, not rejected: exit code 0
     unless --strict.
     """
+    from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.harc.build import HarcError, run_trace_checks
-    from pipeline.workspace import WorkspaceError, default_db_path
 
     cli = _cli()
     db_path = db or default_db_path()
@@ -140,8 +140,8 @@ def harc_analyses_command(
     out_harc__position_accuracy, out_harc__learning_model (that release's rows, one transaction); figures
     (--out/figures/*.png, *.svg, *.vl.json), --out/manifest.json and a row in `runs`.
     """
+    from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.harc.build import HarcError, run_analyses
-    from pipeline.workspace import WorkspaceError, default_db_path
 
     cli = _cli()
     db_path = db or default_db_path()
@@ -217,8 +217,8 @@ def harc_graph_command(
     core_arc__task_pairs (its correct output). Writes: --out/<task>.graph.json and, unless --no-figure,
     --out/<task>_state_graph.png, .svg and .vl.json. The database is opened read-only.
     """
+    from pipeline.core.workspace import default_db_path
     from pipeline.harc.build import HarcError, task_graph
-    from pipeline.workspace import default_db_path
 
     cli = _cli()
     db_path = db or default_db_path()
@@ -238,8 +238,8 @@ def harc_graph_command(
     if not no_figure:
         import altair as alt
 
+        from pipeline.core.figures import save_figure
         from pipeline.harc.graphs import graph_chart
-        from pipeline.report.figures import save_figure
 
         with alt.data_transformers.disable_max_rows():  # a busy task can have thousands of states
             paths = save_figure(graph_chart(doc), out_dir, f"{task_id}_state_graph")

@@ -1,4 +1,4 @@
-"""Figures of the H-ARC analyses (altair), saved with pipeline.report.figures.save_figure (PNG, SVG, Vega-Lite):
+"""Figures of the H-ARC analyses (altair), saved with pipeline.core.figures.save_figure (PNG, SVG, Vega-Lite):
 
 - `harc_fig5_tasks_by_min_solvers`: share of tasks with at least N solvers (3 attempts), per split (Figure 5);
 - `harc_fig6_participant_solve_share`: distribution of the per-participant share of finished tasks solved
@@ -21,7 +21,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from pipeline.report.figures import save_figure
+from pipeline.core.figures import save_figure
 
 SPLITS = ["training", "evaluation"]
 SPLIT_COLOURS = alt.Scale(domain=SPLITS, range=["#4c78a8", "#f58518"])

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from pipeline.workspace import Workspace
+from pipeline.core.workspace import Workspace
 
 
 def export_recording_lines(ws: Workspace, file_id: str) -> Iterator[dict]:

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.manifest import sha256_file
+from pipeline.core.workspace import Workspace
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import FORMATS, InputFormat, detect
-from pipeline.manifest import sha256_file
-from pipeline.workspace import Workspace
 from schemas import validate_frame
 from schemas.validate import conform
 

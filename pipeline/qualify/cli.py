@@ -14,7 +14,7 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 def qualify_game(info: Any, regime: str, *, seed: int, tutorial_levels: int, out_dir: Path | None,
                  recordings: list[Path] | None = None, progress: Any = None) -> tuple[dict[str, Any], list[Path]]:
-    from pipeline.manifest import RunManifest
+    from pipeline.core.manifest import RunManifest
 
     from .checks import REGIMES, run_checks
     from .report import report_dict, write_report
@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
         """
         from rich.table import Table
 
-        from pipeline.console import out
+        from pipeline.core.console import out
         from pipeline.explore import _default_dir
         from pipeline.explore.env import GameNotFoundError, discover, resolve
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from pipeline.console import out
+from pipeline.core.console import out
 
 
 def _cli():
@@ -58,9 +58,9 @@ def view_command(
     Writes: the --out HTML file (no network needed to view it) and its run manifest `<out stem>.manifest.json`
     beside it. Never writes to the database.
     """
-    from pipeline.manifest import RunManifest
+    from pipeline.core.manifest import RunManifest
+    from pipeline.core.workspace import default_db_path
     from pipeline.report.viewer import ViewerError, write_viewer
-    from pipeline.workspace import default_db_path
 
     cli = _cli()
     if out_file.suffix.lower() not in (".html", ".htm"):

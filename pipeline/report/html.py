@@ -13,7 +13,7 @@
 What "self-contained" means here: the HTML needs nothing else to display: CSS is inline, figures are embedded
 (SVG and/or PNG as data: URIs), tables are HTML. Files written beside it are extras, linked relatively: each
 table's CSV and Parquet export (`write_table_exports`), and each figure's Vega-Lite spec/PNG/SVG as saved by
-`pipeline.report.figures.save_figure`. No script, font or style is fetched from the network.
+`pipeline.core.figures.save_figure`. No script, font or style is fetched from the network.
 
 Text is always escaped: prose is plain text (blank lines separate paragraphs; no HTML or Markdown is
 interpreted), table cells and fact values are formatted and escaped. The run manifest (inputs with sha256,
@@ -343,7 +343,7 @@ def render_report(title: str, sections: Sequence[Section], manifest: Any, out_pa
                   subtitle: str = "") -> Path:
     """Write one self-contained HTML report to `out_path` (atomically) and return its path.
 
-    `manifest`: a pipeline.manifest.RunManifest (or its `to_dict()`), shown at the end; table exports written
+    `manifest`: a pipeline.core.manifest.RunManifest (or its `to_dict()`), shown at the end; table exports written
     beside the report are added to its outputs (the caller adds the HTML itself and writes the manifest).
     """
     out = Path(out_path)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from pipeline.console import out
+from pipeline.core.console import out
 
 
 class ReportChoice(StrEnum):
@@ -76,8 +76,8 @@ def report_command(
     """
     import duckdb
 
+    from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.report.reports import REPORTS, ReportInputError, write_reports
-    from pipeline.workspace import WorkspaceError, default_db_path
 
     cli = _cli()
     db_path = db or default_db_path()

@@ -367,7 +367,7 @@ def _last_frames_from_lines(lines: Sequence[RecordingLine]) -> list[np.ndarray |
 
 def load_recording_source(path: Path | str) -> ViewerSource:
     """A recording file (any variant of spec/formats.md §A)."""
-    from pipeline.manifest import sha256_file
+    from pipeline.core.manifest import sha256_file
 
     path = Path(path)
     try:
@@ -440,8 +440,8 @@ def _rows_digest(rows: Sequence[Mapping[str, Any]]) -> str:
 def load_database_source(db_path: Path | str, key: str) -> ViewerSource:
     """A play guid or play_id found in `core_arc3__plays`; the whole recording file is loaded (a play_id
     only sets the step the page opens at). Frames come from the --keep-frames Parquet when present."""
-    from pipeline.manifest import sha256_file
-    from pipeline.workspace import Workspace, WorkspaceError
+    from pipeline.core.manifest import sha256_file
+    from pipeline.core.workspace import Workspace, WorkspaceError
 
     db_path = Path(db_path)
     try:
@@ -672,7 +672,7 @@ def find_baseline(game_id: str | None, *, explicit: str | None = None, games: It
         if info is not None and info.game_id == game_id and info.baseline_actions:
             return Baseline([int(v) for v in info.baseline_actions], f"metadata.json in {info.directory}")
     if db is not None and Path(db).exists():
-        from pipeline.workspace import Workspace
+        from pipeline.core.workspace import Workspace
 
         with Workspace(Path(db), read_only=True) as ws:
             if ws.has_table("core_arc3__environments"):
@@ -809,7 +809,7 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
                  on_step: Callable[[], None] | None = None) -> ViewerResult:
     """Build one viewer page for a recording file or a database guid/play_id and write it atomically.
 
-    `manifest` (a pipeline.manifest.RunManifest) receives the inputs (recording or database, frames file, game
+    `manifest` (a pipeline.core.manifest.RunManifest) receives the inputs (recording or database, frames file, game
     source) and the page's sha256 as an output; its content at render time is embedded in the page.
     """
     import os

@@ -30,7 +30,7 @@ from pathlib import Path
 import polars as pl
 
 from engine.loader import find_games
-from pipeline.manifest import sha256_file
+from pipeline.core.manifest import sha256_file
 from pipeline.transforms.baselines import read_published
 
 from .policies import ScoringPolicy

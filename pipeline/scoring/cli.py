@@ -10,7 +10,7 @@ import polars as pl
 import typer
 from rich.table import Table as RichTable
 
-from pipeline.console import out
+from pipeline.core.console import out
 
 from .policies import DEFAULT_POLICY_ID, POLICIES, ScoringPolicy, get_policy
 
@@ -103,8 +103,8 @@ def score_command(
     import duckdb
 
     from engine.loader import default_environments_dir
-    from pipeline.manifest import RunManifest
-    from pipeline.workspace import WorkspaceError, default_db_path
+    from pipeline.core.manifest import RunManifest
+    from pipeline.core.workspace import WorkspaceError, default_db_path
 
     from . import baseline_sources as bs
     from .plays import (

@@ -1,4 +1,4 @@
-"""Figures of ``arcstudy score`` (altair), saved with ``pipeline.report.figures.save_figure``:
+"""Figures of ``arcstudy score`` (altair), saved with ``pipeline.core.figures.save_figure``:
 
 - ``level_scores_heatmap__<policy>``: games x levels, the level scores of each game's best run (the run that
   gives the game score), one figure per policy (a game whose best run is unscorable has no cells);
@@ -15,7 +15,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from pipeline.report.figures import save_figure
+from pipeline.core.figures import save_figure
 
 from .run import POLICY_ORDER, ScoreResult, policy_slug
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from pipeline.console import out
+from pipeline.core.console import out
 
 
 def register(app: typer.Typer) -> None:

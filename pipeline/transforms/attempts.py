@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.config import BuildConfig
+from pipeline.core.config import BuildConfig
 
 ATTEMPT_RULE_CODES = ("too_few_actions", "too_long", "duration_unknown")
 

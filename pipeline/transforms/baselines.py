@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.config import BASELINE_RULES, BuildConfig
+from pipeline.core.config import BASELINE_RULES, BuildConfig
 from pipeline.scoring.baselines import baselines_from_level_costs
 
 

@@ -36,8 +36,9 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.config import BuildConfig
-from pipeline.manifest import RunManifest
+from pipeline.core.config import BuildConfig
+from pipeline.core.manifest import RunManifest
+from pipeline.core.workspace import Workspace
 from pipeline.transforms import attempts as attempts_mod
 from pipeline.transforms import baselines as baselines_mod
 from pipeline.transforms import durations as durations_mod
@@ -45,7 +46,6 @@ from pipeline.transforms import low_effort as low_effort_mod
 from pipeline.transforms import plays_levels as plays_levels_mod
 from pipeline.transforms import reference_points as refpoints_mod
 from pipeline.transforms import solvability as solvability_mod
-from pipeline.workspace import Workspace
 from schemas import TABLES
 from schemas.validate import conform
 
@@ -82,7 +82,7 @@ STEPS: tuple[Step, ...] = (
          config_keys=("baselines.rule", "reference_points"), modules=("pipeline.transforms.reference_points",)),
     Step(FIGURES, (FIGURES,), upstream=("attempts", "solvability", "reference_points"),
          config_keys=("figures", "attempts.soft_limit_s", "attempts.duration_less_than_s"),
-         modules=("pipeline.transforms.figures", "pipeline.report.figures")),
+         modules=("pipeline.transforms.figures", "pipeline.core.figures")),
 )
 STEP_BY_NAME = {s.name: s for s in STEPS}
 OUT_TABLES = tuple(t for s in STEPS for t in s.outputs if t != FIGURES)
@@ -327,7 +327,7 @@ def resolve_optimal(config: BuildConfig, optimal_path: Path | None = None,
                     optimal_source: Any = None) -> tuple[Any, str | None, str | None]:
     """(source, name, identity-for-the-fingerprint). Precedence: explicit source, --optimal FILE,
     reference_points.optimal_table, reference_points.optimal_provider."""
-    from pipeline.manifest import sha256_file
+    from pipeline.core.manifest import sha256_file
 
     try:
         if optimal_source is not None:

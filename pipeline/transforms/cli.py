@@ -11,8 +11,8 @@ import polars as pl
 import typer
 from rich.table import Table as RichTable
 
-from pipeline.config import BASELINE_RULES, ConfigError, load_config
-from pipeline.console import out
+from pipeline.core.config import BASELINE_RULES, ConfigError, load_config
+from pipeline.core.console import out
 
 
 def _cli():
@@ -31,7 +31,7 @@ def build_command(
     db: Annotated[Path | None, typer.Option("--db", help="DuckDB database file (default: $ARCSTUDY_DB or "
                                             "./arcstudy.duckdb).", dir_okay=False, show_default=False)] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="TOML file overriding keys of the default "
-                                                     "configuration (pipeline/defaults.toml).", exists=True,
+                                                     "configuration (pipeline/core/defaults.toml).", exists=True,
                                                      dir_okay=False, show_default=False)] = None,
     out_dir: Annotated[Path | None, typer.Option("--out-dir", help="Folder for figures and manifest.json "
                                                  "(default: <db>.build/ beside the database).",
@@ -47,15 +47,15 @@ def build_command(
     """Build the analysis tables (out_*) from the core tables, rebuilding only what changed.
 
     Reads: core_arc3__steps, core_arc3__plays, core_arc3__card_plays, core_arc3__environments,
-    core_study__session_plays, the configuration (--config over pipeline/defaults.toml) and an optional
+    core_study__session_plays, the configuration (--config over pipeline/core/defaults.toml) and an optional
     optimal-actions table. Writes: out_arc3__plays, out_arc3__levels, out_arc3__card_checks, out_arc3__attempts,
     out_study__session_features, out_study__low_effort_exclusions, out_arc3__level_baselines,
     out_arc3__game_solvability, out_arc3__level_completion, out_arc3__durations_summary,
     out_arc3__level_reference_points (one transaction), build_state, a row in `runs`, and under --out-dir the
     figures (figures/*.png, *.svg, *.vl.json) and manifest.json. --dry-run writes nothing.
     """
+    from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.transforms.build import BuildError, build
-    from pipeline.workspace import WorkspaceError, default_db_path
 
     cli = _cli()
     try:
@@ -148,9 +148,9 @@ def baselines_command(
     each metadata.json), and --compare CSV|DIR. Writes: --write-metadata DIR/<code>/<version>/metadata.json,
     --out CSV, and when it writes files a row in `runs` with its manifest under <db>.runs/.
     """
-    from pipeline.manifest import RunManifest
+    from pipeline.core.manifest import RunManifest
+    from pipeline.core.workspace import default_db_path
     from pipeline.transforms import baselines as bl
-    from pipeline.workspace import default_db_path
 
     cli = _cli()
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.config import BuildConfig
+from pipeline.core.config import BuildConfig
 from schemas.outputs_arc3 import OUTCOME_GROUPS
 
 

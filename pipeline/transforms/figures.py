@@ -1,4 +1,4 @@
-"""The build's figures (altair), saved with `pipeline.report.figures.save_figure`:
+"""The build's figures (altair), saved with `pipeline.core.figures.save_figure`:
 
 - `durations_by_outcome`: attempt durations (minutes) of analysis attempts, successful vs unsuccessful
   (the paper's Figure 5), with the soft and hard limits drawn;
@@ -17,8 +17,8 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from pipeline.config import BuildConfig
-from pipeline.report.figures import save_figure
+from pipeline.core.config import BuildConfig
+from pipeline.core.figures import save_figure
 
 FIGURE_NAMES = ("durations_by_outcome", "completion_by_level", "actions_by_level")
 

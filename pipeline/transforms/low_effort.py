@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipeline.config import BuildConfig
+from pipeline.core.config import BuildConfig
 
 
 @dataclass(frozen=True)

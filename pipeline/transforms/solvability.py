@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from pipeline.config import BuildConfig
+from pipeline.core.config import BuildConfig
 
 
 def game_levels_for(attempts: pl.DataFrame, games: pl.DataFrame) -> pl.DataFrame:

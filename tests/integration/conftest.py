@@ -51,14 +51,14 @@ def build_report_db(root: Path) -> ReportDb:
     from typer.testing import CliRunner
 
     from pipeline.cli import app
-    from pipeline.config import load_config
+    from pipeline.core.config import load_config
+    from pipeline.core.workspace import Workspace
     from pipeline.harc.build import run_analyses, run_trace_checks
     from pipeline.ingest import ingest_paths
     from pipeline.simulate.agents import run_agent, write_agents_repo, write_toolkit
     from pipeline.simulate.arc3 import Arc3StudyPlan, simulate_arc3_study
     from pipeline.simulate.harc import StudyDesign, simulate_harc_study
     from pipeline.transforms.build import build
-    from pipeline.workspace import Workspace
 
     sim = root / "sim"
     specs = _specs()

@@ -12,10 +12,10 @@ import polars as pl
 from typer.testing import CliRunner
 
 from pipeline.cli import app
-from pipeline.config import load_config, resolve
+from pipeline.core.config import load_config, resolve
+from pipeline.core.workspace import Workspace
 from pipeline.transforms.build import OUT_TABLES, build
 from pipeline.transforms.synthetic import SyntheticStudy
-from pipeline.workspace import Workspace
 from tests.fixtures.transforms.studies import BASELINE_GAME, baseline_study, low_effort_study
 
 

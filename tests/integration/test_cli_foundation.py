@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import pipeline
-from pipeline.workspace import Workspace
+from pipeline.core.workspace import Workspace
 from tests.unit.test_schemas import good_files_frame
 
 

@@ -29,9 +29,9 @@ from typer.testing import CliRunner
 
 from engine.harc import Editor
 from pipeline.cli import app
+from pipeline.core.workspace import Workspace
 from pipeline.harc.build import ANALYSIS_TABLES
 from pipeline.harc.figures import FIGURE_NAMES
-from pipeline.workspace import Workspace
 from schemas import TABLES
 from tests.fixtures import harc as fx
 from tests.unit.test_harc_replay import WORKED_CSV

@@ -13,8 +13,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
-from pipeline.workspace import Workspace
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SAMPLE = SHARED / "samples" / "arc-agi-3" / "toolkit" / "bt11_win_gameover_levelreset.frames.jsonl"

@@ -23,8 +23,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from pipeline.cli import app
+from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
-from pipeline.workspace import Workspace
 from tests.fixtures import harc as fx
 
 EXIT_OK, EXIT_REJECTED = 0, 3

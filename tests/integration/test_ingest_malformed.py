@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
-from pipeline.workspace import Workspace
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3"
 BASE = SAMPLES / "toolkit" / "bt33_click_three_levels.frames.jsonl"  # 29 lines, clicks, frames

@@ -13,8 +13,8 @@ import altair as alt
 import polars as pl
 import pytest
 
-from pipeline.manifest import RunManifest, sha256_file
-from pipeline.report.figures import save_figure
+from pipeline.core.figures import save_figure
+from pipeline.core.manifest import RunManifest, sha256_file
 from pipeline.report.html import (
     Callout,
     Facts,

@@ -24,12 +24,12 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
-from pipeline.manifest import sha256_file
+from pipeline.core.manifest import sha256_file
+from pipeline.core.workspace import Workspace
 from pipeline.report.html import format_value
 from pipeline.report.reports import write_reports
 from pipeline.report.reports.calibration import evaluate_exclusions, read_ground_truth
 from pipeline.report.reports.common import ReportInputError
-from pipeline.workspace import Workspace
 from tests.integration.browser import browser
 from tests.integration.conftest import built_once
 

@@ -22,10 +22,10 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.core.manifest import sha256_file
+from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
-from pipeline.manifest import sha256_file
 from pipeline.scoring import scorecard_from_json
-from pipeline.workspace import Workspace
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SAMPLES = SHARED / "samples" / "arc-agi-3"

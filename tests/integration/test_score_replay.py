@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.manifest import sha256_file
+from pipeline.core.manifest import sha256_file
 from pipeline.scoring import Card
 from pipeline.scoring.plays import read_recording_files, recordings_from_tables
 from pipeline.scoring.verify import verify_recording

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
 from pipeline.simulate.agents import run_agent, write_agents_repo, write_toolkit
 from pipeline.simulate.arc3 import Arc3StudyPlan, GameSpec, simulate_arc3_study
 from pipeline.simulate.specs import solutions_from_recording, verify_specs
-from pipeline.workspace import Workspace
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 ENVS = SHARED / "conformance" / "environment_files"

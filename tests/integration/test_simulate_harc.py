@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 
 from engine.harc import replay_participant, replay_trace
+from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
 from pipeline.simulate.harc import DESIGNS, simulate_harc_study
 from pipeline.simulate.harc_participant import TUTORIAL_GRID
-from pipeline.workspace import Workspace
 
 TERMINAL = ("no_last_description", "write_description", "write_last_description")
 CURRENT_DATA = ("current/data/data.csv", "current/data/summary_data.csv", "current/data/incorrect_submissions.csv",

@@ -9,7 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.manifest import sha256_file
+from pipeline.core.manifest import sha256_file
+from pipeline.core.workspace import Workspace
 from pipeline.scoring import get_policy
 from pipeline.scoring.baseline_sources import (
     REFERENCE_CSV,
@@ -20,7 +21,6 @@ from pipeline.scoring.baseline_sources import (
     source_from_games_dirs,
     source_from_path,
 )
-from pipeline.workspace import Workspace
 from schemas.validate import conform
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"

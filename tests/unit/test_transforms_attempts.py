@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from pipeline.config import load_config, resolve
+from pipeline.core.config import load_config, resolve
 from pipeline.transforms.build import run_in_memory
 from pipeline.transforms.synthetic import EPOCH, SyntheticStudy
 from tests.fixtures.transforms.studies import ATTEMPT_GAME, attempt_boundary_study

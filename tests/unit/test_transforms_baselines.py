@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.config import load_config, resolve
+from pipeline.core.config import load_config, resolve
 from pipeline.transforms import baselines as bl
 from pipeline.transforms.build import run_in_memory
 from pipeline.transforms.synthetic import SyntheticStudy

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import DEFAULTS_PATH, BuildConfig, ConfigError, load_config, rationales, resolve
+from pipeline.core.config import DEFAULTS_PATH, BuildConfig, ConfigError, load_config, rationales, resolve
 
 
 def test_defaults_are_the_papers_protocol():

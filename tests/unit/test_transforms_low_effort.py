@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipeline.config import load_config, resolve
+from pipeline.core.config import load_config, resolve
 from pipeline.transforms.build import run_in_memory
 from tests.fixtures.transforms.studies import low_effort_study, play_level_study
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 import polars as pl
 import pytest
 
-from pipeline.config import load_config
+from pipeline.core.config import load_config
 from pipeline.scoring.counting import StepRecord, per_level_actions, rebuild_card
 from pipeline.scoring.lines import counting_options_for_variant
 from pipeline.transforms.build import run_in_memory

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipeline.config import load_config, resolve
+from pipeline.core.config import load_config, resolve
 from pipeline.transforms.build import run_in_memory
 from pipeline.transforms.reference_points import fill_optimal, load_optimal_source
 from pipeline.transforms.synthetic import SyntheticStudy

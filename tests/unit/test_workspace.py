@@ -10,8 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.manifest import RunManifest, sha256_file
-from pipeline.workspace import Workspace, WorkspaceError
+from pipeline.core.manifest import RunManifest, sha256_file
+from pipeline.core.workspace import Workspace, WorkspaceError
 from schemas import TABLES
 from tests.unit.test_schemas import good_files_frame
 

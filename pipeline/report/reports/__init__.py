@@ -43,10 +43,10 @@ def write_reports(db_path: Path | str, out_dir: Path | str, which: Iterable[str]
     `policy`: the scoring policy of the scores report (default: arc-agi-3/2026-04 when scored).
     `games`: folders of game files for the state-graph explorer (default: the repository's games/ only);
     `explore_seconds` caps its total time (0 disables it). Raises ReportInputError for an unusable option or
-    input file, pipeline.workspace.WorkspaceError when the database cannot be opened.
+    input file, pipeline.core.workspace.WorkspaceError when the database cannot be opened.
     """
     from engine.loader import default_environments_dir
-    from pipeline.workspace import Workspace
+    from pipeline.core.workspace import Workspace
 
     from .calibration import EXPLORE_MAX_NODES, EXPLORE_SECONDS, ExploreOptions, write_calibration_report
     from .harc_report import write_harc_report

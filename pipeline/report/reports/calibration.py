@@ -37,7 +37,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from pipeline.report.figures import save_figure
+from pipeline.core.figures import save_figure
 from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
 
 from .common import ReportContext, ReportInputError, clear_previous, minutes, report_manifest, write_manifest
@@ -81,7 +81,7 @@ class ExploreOptions:
 # --------------------------------------------------------------------------------------------------------
 def build_config(ctx: ReportContext):
     """The configuration of the build that made the tables (from its run manifest), else the defaults."""
-    from pipeline.config import ConfigError, load_config, resolve
+    from pipeline.core.config import ConfigError, load_config, resolve
 
     if ctx.ws.has_table("runs"):
         rows = ctx.ws.read("SELECT manifest_json FROM runs WHERE command LIKE 'arcstudy build%' "

@@ -19,8 +19,8 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.manifest import RunManifest, sha256_file
-from pipeline.workspace import Workspace
+from pipeline.core.manifest import RunManifest, sha256_file
+from pipeline.core.workspace import Workspace
 from schemas import TABLES
 
 __all__ = ["ReportContext", "ReportInputError", "clear_previous", "frame_digest", "minutes", "report_manifest",

@@ -20,7 +20,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from pipeline.report.figures import save_figure
+from pipeline.core.figures import save_figure
 from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
 
 from .common import ReportContext, ReportInputError, clear_previous, report_manifest, write_manifest

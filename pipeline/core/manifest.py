@@ -21,7 +21,7 @@ from typing import Any
 
 import pipeline
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 TRACKED_PACKAGES = ("arcstudy", "polars", "duckdb", "pandera", "pyarrow", "numpy", "altair",
                     "vl-convert-python", "statsmodels", "typer", "rich", "jinja2")
 

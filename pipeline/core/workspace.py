@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import duckdb
 import polars as pl
 
-from pipeline.manifest import RunManifest
+from pipeline.core.manifest import RunManifest
 from schemas import TABLES, create_table_sql, get_table, validate_frame
 from schemas.validate import conform
 

@@ -1,6 +1,6 @@
 """Configuration of `arcstudy build`: TOML, defaults that reproduce the paper's protocol, strict keys.
 
-The defaults live in `pipeline/defaults.toml` (package data); a user file given with `--config` overrides
+The defaults live in `pipeline/core/defaults.toml` (package data); a user file given with `--config` overrides
 any subset of keys. Every key is declared below as a dataclass field with its type and a written
 rationale; a key that is not declared is an error naming the key and the valid keys, a value of the
 wrong type or outside its range is an error naming the key. The resolved configuration (defaults plus
