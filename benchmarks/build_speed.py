@@ -158,7 +158,7 @@ def main() -> None:
     for name, secs in sorted(report.timings_s.items(), key=lambda kv: -kv[1]):
         print(f"{'  ' + name:<26}{secs:9.2f}{secs / t_read:13.1f}")
     print(f"{'  (step classification)':<26}{t_classify:9.2f}{t_classify / t_read:13.1f}   "
-          "part of plays_levels: the Python loop of pipeline.scoring.counting.classify_steps")
+          "part of plays_levels: the Python loop of pipeline.recordings.counting.classify_steps")
     print(f"{'  (pandera validation)':<26}{t_validate:9.2f}{t_validate / t_read:13.1f}   part of validate_and_write")
     print(f"{'no-op rebuild':<26}{t_noop:9.2f}{t_noop / t_read:13.1f}   rebuilt: {noop.rebuilt or 'nothing'}")
     print(f"{'one config key changed':<26}{t_change:9.2f}{t_change / t_read:13.1f}   rebuilt: {changed.rebuilt}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.ingest.base import FileContext, Reject, clip
-from pipeline.scoring.counting import Card, play_flags
+from pipeline.recordings.counting import Card, play_flags
 
 QUARANTINE_PLAY_FLAGS = {"cumulative_decreasing": "cumulative actions_by_level values decrease",
                          "cumulative_exceeds_actions": "the last cumulative actions_by_level value exceeds the "

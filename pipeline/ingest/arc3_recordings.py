@@ -26,9 +26,9 @@ import polars as pl
 
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import Head, InputFormat, register
-from pipeline.ingest.frames import FrameError, decode_frames, frame_hashes, split_frame_field
-from pipeline.scoring.counting import StepEffect, StepRecord, classify_steps, detect_action_ids_lost
-from pipeline.scoring.lines import counting_options_for_variant
+from pipeline.recordings.counting import StepEffect, StepRecord, classify_steps, detect_action_ids_lost
+from pipeline.recordings.frames import FrameError, decode_frames, frame_hashes, split_frame_field
+from pipeline.recordings.lines import counting_options_for_variant
 
 ACTION_NAMES = ("RESET", "ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION5", "ACTION6", "ACTION7")
 ACTION_IDS = {name: i for i, name in enumerate(ACTION_NAMES)}
@@ -149,7 +149,7 @@ def parse_line(number: int, text: str, want_frames: bool) -> Line:
             data["frame"] = f"[{len(frames)} frames]"
         elif "frame" in data:
             try:
-                from pipeline.ingest.frames import frames_from_json
+                from pipeline.recordings.frames import frames_from_json
 
                 frames = frames_from_json(data["frame"])
             except FrameError as err:

@@ -41,14 +41,14 @@ from typing import Any
 import numpy as np
 
 from engine.recording import Recording, RecordingLine, read_recording
-from pipeline.scoring.counting import (
+from pipeline.recordings.counting import (
     ACTION_NAMES,
     CountingOptions,
     StepEffect,
     StepRecord,
     classify_steps,
 )
-from pipeline.scoring.lines import counting_options_for_variant, detect_recording_variant
+from pipeline.recordings.lines import counting_options_for_variant, detect_recording_variant
 
 __all__ = [
     "PALETTE",
@@ -350,7 +350,7 @@ class ViewerSource:
 
 
 def _last_frames_from_lines(lines: Sequence[RecordingLine]) -> list[np.ndarray | None]:
-    from pipeline.ingest.frames import FrameError, frames_from_json
+    from pipeline.recordings.frames import FrameError, frames_from_json
 
     out: list[np.ndarray | None] = []
     for line in lines:

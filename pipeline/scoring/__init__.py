@@ -13,17 +13,7 @@ engine), ``baseline_sources`` (where baselines come from), ``run`` (one scoring 
 tables), ``figures`` and ``cli`` (``arcstudy score``).
 """
 
-from .baselines import (
-    BASELINE_RULES,
-    LevelBaseline,
-    apply_rule,
-    baseline_actions,
-    baselines_for_policy,
-    baselines_from_level_costs,
-    baselines_from_participants,
-    level_costs_from_participants,
-)
-from .counting import (
+from pipeline.recordings.counting import (
     ACTION_NAMES,
     Card,
     CardPlay,
@@ -41,11 +31,22 @@ from .counting import (
     rebuild_card,
     recover_action_ids,
 )
-from .lines import (
+from pipeline.recordings.lines import (
     counting_options_for_variant,
     detect_recording_variant,
     steps_from_recording_lines,
     trailing_scorecard,
+)
+
+from .baselines import (
+    BASELINE_RULES,
+    LevelBaseline,
+    apply_rule,
+    baseline_actions,
+    baselines_for_policy,
+    baselines_from_level_costs,
+    baselines_from_participants,
+    level_costs_from_participants,
 )
 from .policies import DEFAULT_POLICY_ID, POLICIES, ScoringPolicy, SourceCitation, get_policy
 from .rhae import (

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from .counting import normalize_actions_by_level
+from pipeline.recordings.counting import normalize_actions_by_level
+
 from .policies import BaselineRule, ScoringPolicy, get_policy
 
 __all__ = [

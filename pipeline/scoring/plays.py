@@ -5,7 +5,7 @@ written) into ``core_arc3__steps`` / ``core_arc3__plays`` rows, exactly as `arcs
 so scoring a file and scoring its ingested copy give the same cards, play ids and numbers.
 
 Per recording the steps are turned into ``StepRecord`` (the step columns map one to one), classified and
-rebuilt into a ``Card`` with ``pipeline.scoring.counting`` under the counting options of the recording variant
+rebuilt into a ``Card`` with ``pipeline.recordings.counting`` under the counting options of the recording variant
 (`counting_options_for_variant`). A recording showing the benchmarking ``action_ids_lost`` defect cannot be
 counted: its plays are reported and left out, unless the real actions are supplied (``recovered_actions``,
 keyed by file name, guid or file_id), in which case ``recover_action_ids`` puts them back first.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from .counting import (
+from pipeline.recordings.counting import (
     Card,
     CardPlay,
     StepEffect,
@@ -30,7 +30,7 @@ from .counting import (
     rebuild_card,
     recover_action_ids,
 )
-from .lines import counting_options_for_variant
+from pipeline.recordings.lines import counting_options_for_variant
 
 __all__ = [
     "RecordingInput",

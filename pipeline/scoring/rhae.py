@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .counting import WIN, CardPlay, per_level_actions, raw_level_actions
+from pipeline.recordings.counting import WIN, CardPlay, per_level_actions, raw_level_actions
+
 from .policies import ScoringPolicy, get_policy
 
 __all__ = [

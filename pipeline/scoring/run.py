@@ -28,10 +28,10 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.recordings.counting import Card, CardPlay
 from schemas.validate import conform
 
 from .baseline_sources import BaselineSource, ResolvedBaseline, resolve_baselines
-from .counting import Card, CardPlay
 from .plays import RecordingInput
 from .policies import POLICIES, ScoringPolicy
 from .scorecard import Scorecard, build_scorecard, scorecard_to_json

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .counting import Card
+from pipeline.recordings.counting import Card
+
 from .policies import DEFAULT_POLICY_ID, ScoringPolicy, get_policy
 from .rhae import GameInput, GameScore, PlayScore, SuiteScore, best_play_index, score_suite
 

@@ -17,7 +17,7 @@ without the ``full_reset`` comparison.
 Recording files use ``engine.replay.replay`` directly. Database steps hold no pixels (unless ingested with
 --keep-frames) but frame hashes: they are turned back into an ``engine.recording.Recording`` and replayed by
 the same function on an environment wrapper that renders the frames of the steps that have hashes and keeps
-their sha256 (``pipeline.ingest.frames.frame_hashes``, the definition ingest used); the hashes are compared
+their sha256 (``pipeline.recordings.frames.frame_hashes``, the definition ingest used); the hashes are compared
 afterwards, up to the engine's own first divergence.
 """
 
@@ -37,7 +37,7 @@ from engine.env import GameEnv
 from engine.loader import GameInfo, GameNotFoundError, resolve_game
 from engine.recording import Recording, RecordingLine, read_recording
 from engine.replay import Divergence, replay
-from pipeline.ingest.frames import frame_hashes
+from pipeline.recordings.frames import frame_hashes
 
 from .plays import RecordingInput
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import engine
 from engine.recording import response_to_record
-from pipeline.scoring.counting import CountingOptions, StepRecord, rebuild_card
+from pipeline.recordings.counting import CountingOptions, StepRecord, rebuild_card
 
 Action = tuple[int, dict[str, int] | None]  # (action id, click data)
 

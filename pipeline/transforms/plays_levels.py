@@ -1,6 +1,6 @@
 """Plays and levels under the official counting rules, and the card cross-check (spec/scoring.md §B).
 
-Every step's effect on the card comes from `pipeline.scoring.counting.classify_steps`, the same classifier
+Every step's effect on the card comes from `pipeline.recordings.counting.classify_steps`, the same classifier
 ingest used to cut plays and mark post-terminal echoes, with the options implied by the recording variant.
 The per-play and per-level aggregation is then vectorised (polars):
 
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipeline.scoring.counting import StepEffect, StepRecord, classify_steps
-from pipeline.scoring.lines import counting_options_for_variant
+from pipeline.recordings.counting import StepEffect, StepRecord, classify_steps
+from pipeline.recordings.lines import counting_options_for_variant
 
 STEP_COLUMNS = ("file_id", "line_number", "play_id", "game_id", "guid", "recorded_at", "action_id", "state",
                 "levels_completed", "win_levels", "is_full_reset", "n_frames", "is_post_terminal")

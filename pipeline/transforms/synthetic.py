@@ -13,7 +13,7 @@ A recording is written as a script of one-character steps, each one engine respo
        won or over is such an echo automatically
 
 Plays, echoes and the trailing card are derived with the same counting code ingest uses
-(`pipeline.scoring.counting`), so the tables look exactly like what `arcstudy ingest` would load from the
+(`pipeline.recordings.counting`), so the tables look exactly like what `arcstudy ingest` would load from the
 equivalent recording files. Nothing here is random: callers pass explicit scripts and times.
 """
 
@@ -27,8 +27,8 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.scoring.counting import CountingOptions, StepEffect, StepRecord, classify_steps, rebuild_card
-from pipeline.scoring.lines import counting_options_for_variant
+from pipeline.recordings.counting import CountingOptions, StepEffect, StepRecord, classify_steps, rebuild_card
+from pipeline.recordings.lines import counting_options_for_variant
 from schemas.validate import conform
 
 ACTION_NAMES = ("RESET", "ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION5", "ACTION6", "ACTION7")

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
 from pipeline.ingest.export import export_recording_lines
-from pipeline.ingest.frames import decode_frames, frame_hashes, split_frame_field
+from pipeline.recordings.frames import decode_frames, frame_hashes, split_frame_field
 
 NAMES = ["RESET", "ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION5", "ACTION6", "ACTION7"]
 

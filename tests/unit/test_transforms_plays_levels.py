@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 from pipeline.core.config import load_config
-from pipeline.scoring.counting import StepRecord, per_level_actions, rebuild_card
-from pipeline.scoring.lines import counting_options_for_variant
+from pipeline.recordings.counting import StepRecord, per_level_actions, rebuild_card
+from pipeline.recordings.lines import counting_options_for_variant
 from pipeline.transforms.build import run_in_memory
 from pipeline.transforms.plays_levels import explain_card
 from pipeline.transforms.synthetic import EPOCH, SyntheticStudy

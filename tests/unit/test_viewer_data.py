@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from engine.recording import read_recording
 from engine.replay import Divergence
+from pipeline.recordings.counting import StepEffect, StepRecord
 from pipeline.report import viewer as v
-from pipeline.scoring.counting import StepEffect, StepRecord
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3"
 
