@@ -287,8 +287,8 @@ def test_exclusions_against_ground_truth_by_hand(tmp_path: Path):
 
 
 def test_cli_defaults_are_the_report_defaults():
+    from pipeline.commands.report import report_command
     from pipeline.report.reports.calibration import EXPLORE_MAX_NODES, EXPLORE_SECONDS
-    from pipeline.report.reports_cli import report_command
 
     defaults = {p.name: p.default for p in inspect.signature(report_command).parameters.values()}
     assert (defaults["explore_seconds"], defaults["explore_nodes"]) == (EXPLORE_SECONDS, EXPLORE_MAX_NODES)

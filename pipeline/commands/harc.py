@@ -1,6 +1,6 @@
-"""`arcstudy replay-harc`, `arcstudy harc-analyses` and `arcstudy harc-graph`, registered by `register(app)`.
+"""`arcstudy replay-harc`, `arcstudy harc-analyses` and `arcstudy harc-graph`: the H-ARC study.
 
-Exit codes (pipeline/cli.py): 0 ok, 1 error (no H-ARC data, database locked, ...), 2 usage. Divergent or
+Exit codes (common.py): 0 ok, 1 error (no H-ARC data, database locked, ...), 2 usage. Divergent or
 non-replayable traces are findings about the data, not rejected input: replay-harc records them and exits 0
 with a summary, unless --strict asks for exit code 3 when any trace is not consistent.
 """
@@ -8,7 +8,6 @@ with a summary, unless --strict asks for exit code 3 when any trace is not consi
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -18,22 +17,20 @@ from rich.table import Table as RichTable
 
 from pipeline.core.console import out
 
-DbOption = Annotated[Path | None, typer.Option("--db", help="DuckDB database file (default: $ARCSTUDY_DB or "
-                                               "./arcstudy.duckdb).", dir_okay=False, show_default=False)]
+from .common import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    DbOption,
+    LockTimeoutOption,
+    command_line,
+    fail,
+    open_workspace,
+    run_manifest_dir,
+)
+
 ReleaseOption = Annotated[str | None, typer.Option("--release", help="H-ARC release generation to analyse: "
                                                    "osf-current or 2024 (default: osf-current when present, "
                                                    "else 2024).", show_default=False)]
-
-
-def _cli():
-    # Imported lazily: pipeline.cli imports this module at the end of its own import.
-    from pipeline import cli
-
-    return cli
-
-
-def _command(name: str) -> str:
-    return f"arcstudy {name} " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else f"arcstudy {name}"
 
 
 def replay_harc_command(
@@ -48,7 +45,7 @@ def replay_harc_command(
     strict_replay: Annotated[bool, typer.Option("--strict-replay", help="Also treat secondary mismatches "
                                                 "(colour, tool, clipboard, selection, attempt, solved, input) as "
                                                 "divergences of kind `state`.")] = False,
-    lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another writer.")] = 30.0,
+    lock_timeout: LockTimeoutOption = 30.0,
 ) -> None:
     """Replay every H-ARC participant-task trace through the editor engine and check each logged row.
 
@@ -62,20 +59,19 @@ def replay_harc_command(
     from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.harc.build import HarcError, run_trace_checks
 
-    cli = _cli()
     db_path = db or default_db_path()
     if not db_path.exists():
-        raise cli.fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
-    with cli.open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+        raise fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
+    with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         try:
             report = run_trace_checks(ws, only_task=only_task, workers=workers, strict=strict_replay,
-                                      command=_command("replay-harc"), progress=out.track,
-                                      manifest_dir=cli.run_manifest_dir(db_path))
+                                      command=command_line("replay-harc"), progress=out.track,
+                                      manifest_dir=run_manifest_dir(db_path))
         except (HarcError, WorkspaceError) as err:
-            raise cli.fail(str(err)) from err
+            raise fail(str(err)) from err
     _print_trace_summary(report)
     bad = report.counts["divergent"] + report.counts["not_replayable"]
-    raise typer.Exit(cli.EXIT_REJECTED if strict and bad else cli.EXIT_OK)
+    raise typer.Exit(EXIT_REJECTED if strict and bad else EXIT_OK)
 
 
 def _print_trace_summary(report) -> None:
@@ -123,7 +119,7 @@ def harc_analyses_command(
     thinking_threshold: Annotated[float, typer.Option("--thinking-threshold-s", min=0.0, help="Shortest gap "
                                                       "between two events counted as thinking time.")] = 5.0,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the figures.")] = False,
-    lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another writer.")] = 30.0,
+    lock_timeout: LockTimeoutOption = 30.0,
 ) -> None:
     """Compute the H-ARC paper's analyses for one release generation as out_harc__* tables and figures.
 
@@ -143,20 +139,19 @@ def harc_analyses_command(
     from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.harc.build import HarcError, run_analyses
 
-    cli = _cli()
     db_path = db or default_db_path()
     if not db_path.exists():
-        raise cli.fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
+        raise fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
     out_dir = out_dir or default_out_dir(db_path)
-    with cli.open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+    with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         try:
             report = run_analyses(ws, release=release, seed=seed, n_simulations=simulations,
                                   thinking_threshold_s=thinking_threshold, out_dir=out_dir,
-                                  figures=not no_figures, command=_command("harc-analyses"), progress=out.track)
+                                  figures=not no_figures, command=command_line("harc-analyses"), progress=out.track)
         except (HarcError, WorkspaceError) as err:
-            raise cli.fail(str(err)) from err
+            raise fail(str(err)) from err
     _print_analyses(report)
-    raise typer.Exit(cli.EXIT_OK)
+    raise typer.Exit(EXIT_OK)
 
 
 def _pct(value) -> str:
@@ -220,16 +215,15 @@ def harc_graph_command(
     from pipeline.core.workspace import default_db_path
     from pipeline.harc.build import HarcError, task_graph
 
-    cli = _cli()
     db_path = db or default_db_path()
     if not db_path.exists():
-        raise cli.fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
+        raise fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
     out_dir = out_dir or default_out_dir(db_path) / "graphs"
-    with cli.open_workspace(db_path, read_only=True) as ws:
+    with open_workspace(db_path, read_only=True) as ws:
         try:
             doc = task_graph(ws, task_id, release=release)
         except HarcError as err:
-            raise cli.fail(str(err)) from err
+            raise fail(str(err)) from err
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{task_id}.graph.json"
     path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
@@ -244,10 +238,4 @@ def harc_graph_command(
         with alt.data_transformers.disable_max_rows():  # a busy task can have thousands of states
             paths = save_figure(graph_chart(doc), out_dir, f"{task_id}_state_graph")
         out.console.print(f"figure: {paths['png']}")
-    raise typer.Exit(cli.EXIT_OK)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("replay-harc")(replay_harc_command)
-    app.command("harc-analyses")(harc_analyses_command)
-    app.command("harc-graph")(harc_graph_command)
+    raise typer.Exit(EXIT_OK)

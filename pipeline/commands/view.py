@@ -1,4 +1,4 @@
-"""`arcstudy view` (the replay viewer), registered on the main app by `register(app)`."""
+"""`arcstudy view`: the HTML replay viewer of one recording (pipeline.report.viewer does the work)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,7 @@ import typer
 
 from pipeline.core.console import out
 
-
-def _cli():
-    # Imported lazily: pipeline.cli imports this module at the end of its own import.
-    from pipeline import cli
-
-    return cli
+from .common import EXIT_OK, EXIT_USAGE, fail
 
 
 def manifest_path_for(out_file: Path) -> Path:
@@ -62,14 +57,13 @@ def view_command(
     from pipeline.core.workspace import default_db_path
     from pipeline.report.viewer import ViewerError, write_viewer
 
-    cli = _cli()
     if out_file.suffix.lower() not in (".html", ".htm"):
-        raise cli.fail(f"--out {out_file}: the viewer is an HTML page, give a .html file name", cli.EXIT_USAGE)
+        raise fail(f"--out {out_file}: the viewer is an HTML page, give a .html file name", EXIT_USAGE)
     is_file = Path(target).is_file()
     db_path = db if db is not None else (None if is_file else default_db_path())
     if not is_file and (db_path is None or not db_path.exists()):
-        raise cli.fail(f"{target} is not a recording file, and there is no database to look it up in "
-                       f"({db_path}); pass a file path or --db FILE", cli.EXIT_USAGE)
+        raise fail(f"{target} is not a recording file, and there is no database to look it up in "
+                       f"({db_path}); pass a file path or --db FILE", EXIT_USAGE)
     command = shlex.join(["arcstudy", "view", target, "--out", str(out_file)]
                          + (["--db", str(db)] if db is not None else [])
                          + [arg for g in games or [] for arg in ("--games", str(g))]
@@ -87,8 +81,8 @@ def view_command(
             result = write_viewer(target, out_file, db=db_path, games=games, baselines=baselines, verify=verify,
                                   only_reset_levels=only_reset_levels, manifest=manifest, on_step=on_step)
         except ViewerError as err:
-            raise cli.fail(str(err)) from err
-    manifest.finish(cli.EXIT_OK)
+            raise fail(str(err)) from err
+    manifest.finish(EXIT_OK)
     manifest_file = manifest_path_for(out_file)
     manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
     data = result.data
@@ -101,8 +95,4 @@ def view_command(
     for line in lines:
         out.console.print(line, soft_wrap=True, markup=False, highlight=False)
     out.info(f"manifest: {manifest_file}")
-    raise typer.Exit(cli.EXIT_OK)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("view")(view_command)
+    raise typer.Exit(EXIT_OK)

@@ -1,4 +1,4 @@
-"""`arcstudy report calibration|scores|harc|all`, registered on the main app by `register(app)`."""
+"""`arcstudy report calibration|scores|harc|all`: the HTML reports (pipeline.report.reports does the work)."""
 
 from __future__ import annotations
 
@@ -11,19 +11,14 @@ import typer
 
 from pipeline.core.console import out
 
+from .common import EXIT_OK, EXIT_USAGE, DbOption, fail
+
 
 class ReportChoice(StrEnum):
     calibration = "calibration"
     scores = "scores"
     harc = "harc"
     all = "all"
-
-
-def _cli():
-    # Imported lazily: pipeline.cli imports this module at the end of its own import.
-    from pipeline import cli
-
-    return cli
 
 
 def default_out_dir(db_path: Path) -> Path:
@@ -34,8 +29,7 @@ def default_out_dir(db_path: Path) -> Path:
 def report_command(
     which: Annotated[ReportChoice, typer.Argument(help="Which report: calibration, scores, harc, or all three.",
                                                   show_default=False)],
-    db: Annotated[Path | None, typer.Option("--db", help="DuckDB database file (default: $ARCSTUDY_DB or "
-                                            "./arcstudy.duckdb).", dir_okay=False, show_default=False)] = None,
+    db: DbOption = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for the reports (default: <db>.reports/ "
                                                  "beside the database).", file_okay=False,
                                                  show_default=False)] = None,
@@ -79,10 +73,9 @@ def report_command(
     from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.report.reports import REPORTS, ReportInputError, write_reports
 
-    cli = _cli()
     db_path = db or default_db_path()
     if not db_path.is_file():
-        raise cli.fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first, or "
+        raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first, or "
                        "pass --db)")
     out_path = out_dir or default_out_dir(db_path)
     chosen = list(REPORTS) if which is ReportChoice.all else [which.value]
@@ -95,14 +88,10 @@ def report_command(
         written = write_reports(db_path, out_path, chosen, ground_truth=ground_truth, policy=policy, games=games,
                                 explore_seconds=explore_seconds, explore_max_nodes=explore_nodes, command=command)
     except ReportInputError as err:
-        raise cli.fail(str(err), cli.EXIT_USAGE) from err
+        raise fail(str(err), EXIT_USAGE) from err
     except (WorkspaceError, duckdb.Error) as err:
-        raise cli.fail(f"cannot read {db_path}: {err}") from err
+        raise fail(f"cannot read {db_path}: {err}") from err
     for name, path in written.items():
         out.console.print(f"{name}: {path} ({path.stat().st_size:,} bytes; manifest "
                           f"{path.with_name(path.stem + '.manifest.json').name})")
-    raise typer.Exit(cli.EXIT_OK)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("report")(report_command)
+    raise typer.Exit(EXIT_OK)

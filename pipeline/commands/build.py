@@ -1,4 +1,5 @@
-"""`arcstudy build` and `arcstudy baselines`, registered on the main app by `register(app)`."""
+"""`arcstudy build` and `arcstudy baselines`: the out_* tables from the core tables, and the human baselines
+they hold (shown, written as metadata.json, compared with published ones)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,16 @@ from rich.table import Table as RichTable
 from pipeline.core.config import BASELINE_RULES, ConfigError, load_config
 from pipeline.core.console import out
 
-
-def _cli():
-    # Imported lazily: pipeline.cli imports this module at the end of its own import.
-    from pipeline import cli
-
-    return cli
+from .common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    DbOption,
+    LockTimeoutOption,
+    command_line,
+    fail,
+    open_workspace,
+    run_manifest_dir,
+)
 
 
 def default_out_dir(db_path: Path) -> Path:
@@ -28,8 +33,7 @@ def default_out_dir(db_path: Path) -> Path:
 
 
 def build_command(
-    db: Annotated[Path | None, typer.Option("--db", help="DuckDB database file (default: $ARCSTUDY_DB or "
-                                            "./arcstudy.duckdb).", dir_okay=False, show_default=False)] = None,
+    db: DbOption = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="TOML file overriding keys of the default "
                                                      "configuration (pipeline/core/defaults.toml).", exists=True,
                                                      dir_okay=False, show_default=False)] = None,
@@ -42,7 +46,7 @@ def build_command(
     optimal: Annotated[Path | None, typer.Option("--optimal", help="CSV or Parquet with game_id, level_index, "
                                                  "optimal_actions for the reference points (overrides the config).",
                                                  exists=True, dir_okay=False, show_default=False)] = None,
-    lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another writer.")] = 30.0,
+    lock_timeout: LockTimeoutOption = 30.0,
 ) -> None:
     """Build the analysis tables (out_*) from the core tables, rebuilding only what changed.
 
@@ -57,26 +61,25 @@ def build_command(
     from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.transforms.build import BuildError, build
 
-    cli = _cli()
     try:
         config = load_config(config_file)
     except ConfigError as err:
-        raise cli.fail(str(err), cli.EXIT_USAGE) from err
+        raise fail(str(err), EXIT_USAGE) from err
     db_path = db or default_db_path()
     if dry_run and not db_path.exists():
-        raise cli.fail(f"database {db_path} does not exist (run `arcstudy ingest` first, or pass --db)")
+        raise fail(f"database {db_path} does not exist (run `arcstudy ingest` first, or pass --db)")
     out_dir = out_dir or default_out_dir(db_path)
-    command = "arcstudy build " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "arcstudy build"
-    with cli.open_workspace(db_path, read_only=dry_run, lock_timeout_s=lock_timeout) as ws:
+    command = command_line("build")
+    with open_workspace(db_path, read_only=dry_run, lock_timeout_s=lock_timeout) as ws:
         try:
             report = build(ws, config, out_dir=out_dir, dry_run=dry_run, force=force, figures=not no_figures,
                            optimal_path=optimal, command=command, progress=out.track)
         except (BuildError, WorkspaceError) as err:
-            raise cli.fail(str(err)) from err
+            raise fail(str(err)) from err
         _print_plan(report)
         if not dry_run:
             _print_summaries(ws, report)
-    raise typer.Exit(cli.EXIT_OK)
+    raise typer.Exit(EXIT_OK)
 
 
 def _print_plan(report) -> None:
@@ -127,8 +130,7 @@ def baselines_command(
     rule: Annotated[str, typer.Option("--rule", help=f"Baseline rule: {', '.join(BASELINE_RULES)} (default: "
                                       "baselines.rule of the configuration, upper-median).",
                                       show_default=False)] = "",
-    db: Annotated[Path | None, typer.Option("--db", help="DuckDB database file (default: $ARCSTUDY_DB or "
-                                            "./arcstudy.duckdb).", dir_okay=False, show_default=False)] = None,
+    db: DbOption = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="TOML configuration (for the default rule).",
                                                      exists=True, dir_okay=False, show_default=False)] = None,
     write_metadata: Annotated[Path | None, typer.Option("--write-metadata", help="Write <DIR>/<code>/<version>/"
@@ -152,21 +154,20 @@ def baselines_command(
     from pipeline.core.workspace import default_db_path
     from pipeline.transforms import baselines as bl
 
-    cli = _cli()
     try:
         config = load_config(config_file)
     except ConfigError as err:
-        raise cli.fail(str(err), cli.EXIT_USAGE) from err
+        raise fail(str(err), EXIT_USAGE) from err
     rule = rule or config.baselines.rule
     if rule not in BASELINE_RULES:
-        raise cli.fail(f"unknown rule {rule!r}; one of {', '.join(BASELINE_RULES)}", cli.EXIT_USAGE)
+        raise fail(f"unknown rule {rule!r}; one of {', '.join(BASELINE_RULES)}", EXIT_USAGE)
     db_path = db or default_db_path()
     if not db_path.exists():
-        raise cli.fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first)")
+        raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first)")
     writes = write_metadata is not None or out_file is not None
-    with cli.open_workspace(db_path, read_only=not writes) as ws:
+    with open_workspace(db_path, read_only=not writes) as ws:
         if not ws.has_table("out_arc3__level_baselines") or ws.row_count("out_arc3__level_baselines") == 0:
-            raise cli.fail("no baselines in the database: run `arcstudy build` first (and check that it found "
+            raise fail("no baselines in the database: run `arcstudy build` first (and check that it found "
                            "participant recordings)")
         levels = ws.read("SELECT * FROM out_arc3__level_baselines")
         envs = ws.read("SELECT game_id, metadata_json, date_downloaded FROM core_arc3__environments "
@@ -200,7 +201,7 @@ def baselines_command(
             try:
                 published = bl.read_published(compare, rule)
             except (ValueError, OSError, json.JSONDecodeError, pl.exceptions.PolarsError) as err:
-                raise cli.fail(f"cannot read {compare}: {err}", cli.EXIT_USAGE) from err
+                raise fail(f"cannot read {compare}: {err}", EXIT_USAGE) from err
             if compare.is_file():
                 manifest.add_input(compare)
             diff = bl.compare_baselines(games, published)
@@ -211,10 +212,10 @@ def baselines_command(
             manifest.add_output(out_file)
             out.console.print(f"wrote {out_file}")
         if writes:
-            manifest.finish(cli.EXIT_OK)
+            manifest.finish(EXIT_OK)
             ws.record_run(manifest)
-            manifest.write_json(cli.run_manifest_dir(db_path) / manifest.run_id)
-    raise typer.Exit(cli.EXIT_OK)
+            manifest.write_json(run_manifest_dir(db_path) / manifest.run_id)
+    raise typer.Exit(EXIT_OK)
 
 
 def _fmt(v: float | None) -> str:
@@ -248,8 +249,3 @@ def _print_diff(diff: pl.DataFrame, rule: str) -> None:
     n_eq = diff.filter(pl.col("status") == "equal").height
     out.console.print(f"{n_eq} of {diff.height} game-levels equal; statuses: "
                       + ", ".join(f"{s} {n}" for s, n in diff.group_by("status").len().sort("status").iter_rows()))
-
-
-def register(app: typer.Typer) -> None:
-    app.command("build")(build_command)
-    app.command("baselines")(baselines_command)

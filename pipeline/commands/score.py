@@ -1,4 +1,4 @@
-"""`arcstudy score`, registered on the main app by `register(app)`."""
+"""`arcstudy score`: RHAE scorecards under versioned policies, each play replay-verified first."""
 
 from __future__ import annotations
 
@@ -11,19 +11,23 @@ import typer
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
+from pipeline.scoring.policies import DEFAULT_POLICY_ID, POLICIES, ScoringPolicy, get_policy
 
-from .policies import DEFAULT_POLICY_ID, POLICIES, ScoringPolicy, get_policy
+from .common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    DbOption,
+    LockTimeoutOption,
+    fail,
+    open_workspace,
+)
 
 SCORE_TABLES = ("out_arc3__replay_checks", "out_arc3__run_scores", "out_arc3__level_scores",
                 "out_arc3__game_scores", "out_arc3__policy_sensitivity")
 PER_POLICY_TABLES = ("out_arc3__run_scores", "out_arc3__level_scores", "out_arc3__game_scores")
 
-
-def _cli():
-    # Imported lazily: pipeline.cli imports this module at the end of its own import.
-    from pipeline import cli
-
-    return cli
 
 
 def default_out_dir(db_path: Path, card_id: str) -> Path:
@@ -69,8 +73,7 @@ def score_command(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for the scorecards, CSVs, figures and "
                                                  "manifest.json (default: <db>.score/<card_id>/).", file_okay=False,
                                                  show_default=False)] = None,
-    db: Annotated[Path | None, typer.Option("--db", help="DuckDB database file (default: $ARCSTUDY_DB or "
-                                            "./arcstudy.duckdb).", dir_okay=False, show_default=False)] = None,
+    db: DbOption = None,
     trust_recordings: Annotated[bool, typer.Option("--trust-recordings", help="Score plays whose replay diverges "
                                                    "(still reported as divergent).")] = False,
     recovered_actions: Annotated[Path | None, typer.Option("--recovered-actions", help="JSON object mapping a "
@@ -80,7 +83,7 @@ def score_command(
     game: Annotated[list[str] | None, typer.Option("--game", help="Database plays: only this game id "
                                                    "(repeatable).", show_default=False)] = None,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the figures.")] = False,
-    lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another writer.")] = 30.0,
+    lock_timeout: LockTimeoutOption = 30.0,
 ) -> None:
     """Score plays with RHAE under versioned policies, each play replay-verified through the engine first.
 
@@ -105,35 +108,33 @@ def score_command(
     from engine.loader import default_environments_dir
     from pipeline.core.manifest import RunManifest
     from pipeline.core.workspace import WorkspaceError, default_db_path
-
-    from . import baseline_sources as bs
-    from .plays import (
+    from pipeline.scoring import baseline_sources as bs
+    from pipeline.scoring.plays import (
         RecordingReadError,
         load_recovered_actions,
         read_recording_files,
         recordings_from_tables,
     )
-    from .run import ScoreInputError, ScoreRequest, score_recordings
+    from pipeline.scoring.run import ScoreInputError, ScoreRequest, score_recordings
 
-    cli = _cli()
     try:
         policies = parse_policies(policy)
     except KeyError as err:
-        raise cli.fail(str(err.args[0]), cli.EXIT_USAGE) from err
+        raise fail(str(err.args[0]), EXIT_USAGE) from err
     if not policies:
-        raise cli.fail("--policy names no policy", cli.EXIT_USAGE)
+        raise fail("--policy names no policy", EXIT_USAGE)
     explicit = None
     try:
         explicit = bs.source_from_path(baselines) if baselines is not None else None
         recovered = load_recovered_actions(recovered_actions) if recovered_actions is not None else {}
     except (bs.BaselineSourceError, RecordingReadError) as err:
-        raise cli.fail(str(err), cli.EXIT_USAGE) from err
+        raise fail(str(err), EXIT_USAGE) from err
     db_path = db or default_db_path()
     from_files = bool(recordings)
     if from_files and game:
-        raise cli.fail("--game selects database plays; give the recordings to score instead", cli.EXIT_USAGE)
+        raise fail("--game selects database plays; give the recordings to score instead", EXIT_USAGE)
     if not from_files and not db_path.exists():
-        raise cli.fail(f"database {db_path} does not exist: give recordings to score, or run `arcstudy ingest` "
+        raise fail(f"database {db_path} does not exist: give recordings to score, or run `arcstudy ingest` "
                        "first (or pass --db)")
     game_dirs = [*(games or []), default_environments_dir()]
     command = " ".join(["arcstudy", *sys.argv[1:]])
@@ -143,11 +144,11 @@ def score_command(
         "recovered_actions": str(recovered_actions) if recovered_actions else None, "game": game or [],
         "db": str(db_path), "figures": not no_figures})
     problems: list[tuple[Path, str]] = []
-    with cli.open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+    with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         if from_files:
             paths = expand_recordings(list(recordings or []))
             if not paths:
-                raise cli.fail("no *.jsonl recording found in the folders given", cli.EXIT_USAGE)
+                raise fail("no *.jsonl recording found in the folders given", EXIT_USAGE)
             steps, plays, files, problems = read_recording_files(paths, run_id=manifest.run_id)
             for p in paths:
                 manifest.add_input(p)
@@ -158,7 +159,7 @@ def score_command(
         recs = recordings_from_tables(steps, plays, files, recovered)
         if not recs:
             where = "in the recordings given" if from_files else "in the database" + (" for --game" if game else "")
-            raise cli.fail(f"no plays to score {where}", cli.EXIT_USAGE if from_files else cli.EXIT_ERROR)
+            raise fail(f"no plays to score {where}", EXIT_USAGE if from_files else EXIT_ERROR)
         sources = [s for s in [explicit, *bs.source_from_db(ws), bs.source_from_games_dirs(game_dirs),
                                bs.reference_source()] if s is not None]
         request = ScoreRequest(policies=policies, baseline_sources=sources, game_dirs=game_dirs,
@@ -166,7 +167,7 @@ def score_command(
         try:
             result = score_recordings(recs, request, progress=out.track)
         except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
-            raise cli.fail(str(err), cli.EXIT_USAGE) from err
+            raise fail(str(err), EXIT_USAGE) from err
         out_dir = out_dir or default_out_dir(db_path, result.card_id)
         written = _write_outputs(result, out_dir, figures=not no_figures)
         for path in written:
@@ -175,8 +176,8 @@ def score_command(
         try:
             _write_tables(ws, result)
         except (WorkspaceError, duckdb.Error) as err:
-            raise cli.fail(f"cannot write the score tables: {err}") from err
-        code = cli.EXIT_REJECTED if (result.excluded or problems) else cli.EXIT_OK
+            raise fail(f"cannot write the score tables: {err}") from err
+        code = EXIT_REJECTED if (result.excluded or problems) else EXIT_OK
         manifest.notes.update(_notes(result, problems))
         manifest.finish(code)
         ws.record_run(manifest)
@@ -220,7 +221,7 @@ def _add_baseline_inputs(manifest, result) -> None:
 
 
 def _write_outputs(result, out_dir: Path, *, figures: bool) -> list[Path]:
-    from .run import policy_slug
+    from pipeline.scoring.run import policy_slug
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -238,7 +239,8 @@ def _write_outputs(result, out_dir: Path, *, figures: bool) -> list[Path]:
         sens.drop("card_id").write_csv(path)
         written.append(path)
     if figures:
-        from .figures import save_score_figures  # altair and vl-convert take seconds to import
+        # altair and vl-convert take seconds to import
+        from pipeline.scoring.figures import save_score_figures
 
         for paths in save_score_figures(result, out_dir / "figures").values():
             written.extend(paths.values())
@@ -314,7 +316,3 @@ def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None
     if len(problems) > 10:
         out.console.print(f"... and {len(problems) - 10} more rejected inputs (see manifest.json)")
     out.console.print(f"wrote {out_dir} (manifest: {manifest_path.name})")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("score")(score_command)

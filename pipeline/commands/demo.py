@@ -20,12 +20,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from pipeline.core.console import out
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from .common import EXIT_ERROR
+
+if TYPE_CHECKING:
+    import click  # typer's command classes
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # pipeline/commands/demo.py -> the repository
 DEFAULT_DATA = REPO_ROOT / "data" / "demo"
 DEFAULT_OUT = REPO_ROOT / "reports" / "demo"
 OK_CODES = {0}
@@ -40,11 +46,10 @@ class DemoStep:
     outputs: list[Path] = field(default_factory=list)
 
 
-def run_command(app: typer.Typer, args: list[str]) -> int:
-    """Run one arcstudy command in this process; its exit code."""
-    command = typer.main.get_command(app)
+def run_command(root: click.Command, args: list[str]) -> int:
+    """Run one arcstudy command in this process through the root command (the whole app); its exit code."""
     try:
-        code = command.main(args=args, prog_name="arcstudy", standalone_mode=False)
+        code = root.main(args=args, prog_name="arcstudy", standalone_mode=False)
     except typer.TyperException as err:  # usage errors: the message, then their exit code (2)
         out.error(str(err))
         return int(getattr(err, "exit_code", 2))
@@ -97,7 +102,7 @@ def demo_steps(data_dir: Path, out_dir: Path, games_dir: Path) -> list[DemoStep]
     return steps
 
 
-def run_demo(app: typer.Typer, *, data_dir: Path = DEFAULT_DATA, out_dir: Path = DEFAULT_OUT,
+def run_demo(root: click.Command, *, data_dir: Path = DEFAULT_DATA, out_dir: Path = DEFAULT_OUT,
              games_dir: Path | None = None, seed: int = 0, fresh: bool = False,
              on_step: Callable[[DemoStep], None] | None = None) -> list[DemoStep]:
     if games_dir is None:
@@ -110,19 +115,19 @@ def run_demo(app: typer.Typer, *, data_dir: Path = DEFAULT_DATA, out_dir: Path =
     out_dir.mkdir(parents=True)
     done: list[DemoStep] = []
     if not reuse:
-        _run_step(app, simulate_step(data_dir, games_dir, seed), done, on_step)
+        _run_step(root, simulate_step(data_dir, games_dir, seed), done, on_step)
     for step in demo_steps(data_dir, out_dir, games_dir):
-        _run_step(app, step, done, on_step)
+        _run_step(root, step, done, on_step)
     return done
 
 
-def _run_step(app: typer.Typer, step: DemoStep, done: list[DemoStep],
+def _run_step(root: click.Command, step: DemoStep, done: list[DemoStep],
               on_step: Callable[[DemoStep], None] | None) -> None:
     """Run one step as its command line, stopping the demo if it fails."""
     out.console.rule(f"[bold]{step.name}[/]" if not out.plain else step.name)
     out.console.print("$ arcstudy " + " ".join(step.args), highlight=False)
     started = time.perf_counter()
-    step.exit_code = run_command(app, ["--plain", *step.args] if out.plain else step.args)
+    step.exit_code = run_command(root, ["--plain", *step.args] if out.plain else step.args)
     step.seconds = time.perf_counter() - started
     done.append(step)
     if on_step:
@@ -162,31 +167,29 @@ def write_index(out_dir: Path, steps: list[DemoStep]) -> Path:
     return render_index("arcstudy demo", links, manifest, out_dir / "index.html", intro=intro)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("demo")
-    def demo_command(
-        seed: int = typer.Option(0, help="Seed of the demo study (data/demo is reused when it matches)."),
-        fresh: bool = typer.Option(False, "--fresh", help="Regenerate data/demo even when it matches."),
-        out_dir: Path = typer.Option(DEFAULT_OUT, "--out", help="Where the database and reports go."),
-        data_dir: Path = typer.Option(DEFAULT_DATA, "--data", help="Where the demo study lives."),
-    ) -> None:
-        """Run the whole pipeline on the demo study and write reports/demo/index.html.
+def demo_command(
+    ctx: typer.Context,
+    seed: int = typer.Option(0, help="Seed of the demo study (data/demo is reused when it matches)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Regenerate data/demo even when it matches."),
+    out_dir: Path = typer.Option(DEFAULT_OUT, "--out", help="Where the database and reports go."),
+    data_dir: Path = typer.Option(DEFAULT_DATA, "--data", help="Where the demo study lives."),
+) -> None:
+    """Run the whole pipeline on the demo study and write reports/demo/index.html.
 
-        Reads: games/ and data/demo (generated on first use). Writes: data/demo (when generating),
-        reports/demo/ (demo.duckdb, reports, figures, tables, scorecards, manifests), replaced on every run.
-        """
-        from pipeline.cli import EXIT_ERROR
-
-        started = time.perf_counter()
-        try:
-            steps = run_demo(app, data_dir=data_dir, out_dir=out_dir, seed=seed, fresh=fresh)
-        except DemoFailed as err:
-            out.error(str(err))
-            raise typer.Exit(EXIT_ERROR) from err
-        index = write_index(out_dir, steps)
-        out.console.rule("done" if out.plain else "[bold green]done[/]")
-        for s in steps:
-            out.console.print(f"{s.seconds:6.1f} s  {s.name}")
-        out.console.print(f"{time.perf_counter() - started:6.1f} s  in all")
-        out.console.print(f"Open {index} to see every report, table and figure; the database is "
-                          f"{out_dir / 'demo.duckdb'} (try `arcstudy tables --db {out_dir / 'demo.duckdb'}`).")
+    Reads: games/ and data/demo (generated on first use). Writes: data/demo (when generating),
+    reports/demo/ (demo.duckdb, reports, figures, tables, scorecards, manifests), replaced on every run.
+    """
+    started = time.perf_counter()
+    root = ctx.find_root().command  # the whole app, found at run time: this module never imports pipeline.cli
+    try:
+        steps = run_demo(root, data_dir=data_dir, out_dir=out_dir, seed=seed, fresh=fresh)
+    except DemoFailed as err:
+        out.error(str(err))
+        raise typer.Exit(EXIT_ERROR) from err
+    index = write_index(out_dir, steps)
+    out.console.rule("done" if out.plain else "[bold green]done[/]")
+    for s in steps:
+        out.console.print(f"{s.seconds:6.1f} s  {s.name}")
+    out.console.print(f"{time.perf_counter() - started:6.1f} s  in all")
+    out.console.print(f"Open {index} to see every report, table and figure; the database is "
+                      f"{out_dir / 'demo.duckdb'} (try `arcstudy tables --db {out_dir / 'demo.duckdb'}`).")

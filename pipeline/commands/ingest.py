@@ -1,0 +1,108 @@
+"""`arcstudy ingest` and `arcstudy formats`: load input files into the database, list what it can read."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table as RichTable
+
+from pipeline.core.console import out
+from pipeline.core.workspace import default_db_path
+
+from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, DbOption, fail, open_workspace, run_manifest_dir
+
+
+def _format_choices() -> list[str]:
+    from pipeline.ingest import FORMATS
+
+    return ["auto", *FORMATS]
+
+
+def ingest_command(
+    paths: Annotated[list[Path], typer.Argument(help="Files or directories (searched recursively).",
+                                                exists=True, show_default=False)],
+    db: DbOption = None,
+    fmt: Annotated[str, typer.Option("--format", help="Input format; `auto` detects it from the content. One of: "
+                                     "auto, arc3-recording, arc3-metadata, arc3-scorecard, study-manifest, and "
+                                     "the H-ARC/ARC formats listed by `arcstudy formats`.")] = "auto",
+    force: Annotated[bool, typer.Option("--force", help="Re-read files already ingested (same content hash) "
+                                        "and replace what they loaded.")] = False,
+    keep_frames: Annotated[bool, typer.Option("--keep-frames", help="Also write frame pixels to zstd Parquet "
+                                              "(one file per recording), referenced from core_arc3__steps.")] = False,
+    frames_dir: Annotated[Path | None, typer.Option("--frames-dir", help="Where --keep-frames writes "
+                                                    "(default: <db>.frames/ beside the database).")] = None,
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another "
+                                                "writer to release the database.")] = 30.0,
+) -> None:
+    """Validate and load input files into the database; bad lines and rows go to `quarantine`.
+
+    Reads: the files and folders given (recordings, metadata.json, scorecards, study manifests, H-ARC CSVs,
+    ARC task JSON, ARC-TGI CSVs). Writes: raw_* and core_* tables, `quarantine`, `raw_ingest__files`, a row in
+    `runs` and its manifest under <db>.runs/; with --keep-frames, Parquet files under <db>.frames/.
+    Exit code 3 when anything was quarantined or a file was refused.
+    """
+    from rich.table import Table as RichTable
+
+    from pipeline.core.manifest import RunManifest
+    from pipeline.ingest import FORMATS, ingest_paths
+
+    if fmt != "auto" and fmt not in FORMATS:
+        raise fail(f"unknown format {fmt!r}; one of: {', '.join(_format_choices())}", EXIT_USAGE)
+    db_path = db or default_db_path()
+    frames_dir = frames_dir or db_path.parent / (db_path.stem + ".frames")
+    manifest = RunManifest(command="arcstudy ingest " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "ingest",
+                           config={"format": fmt, "force": force, "keep_frames": keep_frames,
+                                   "frames_dir": str(frames_dir), "db": str(db_path)})
+    with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+        report = ingest_paths(ws, paths, run_id=manifest.run_id, fmt_name=fmt, force=force,
+                              keep_frames=keep_frames, frames_dir=frames_dir, progress=out.track)
+        for f in report.files:
+            if f.status not in ("unreadable",):
+                try:
+                    manifest.add_input(f.path)
+                except OSError:
+                    pass
+        code = EXIT_REJECTED if report.has_rejections else EXIT_OK
+        manifest.notes["files"] = {s: sum(1 for f in report.files if f.status == s)
+                                   for s in ("loaded", "replaced", "skipped", "rejected", "unreadable")}
+        manifest.notes["quarantined"] = report.n_quarantined
+        manifest.finish(code)
+        ws.record_run(manifest)
+    manifest.write_json(run_manifest_dir(db_path) / manifest.run_id)
+
+    table = RichTable(title=f"ingest into {db_path}")
+    for col in ("file", "status", "format", "loaded", "quarantined", "note"):
+        table.add_column(col, justify="right" if col in ("loaded", "quarantined") else "left")
+    for f in report.files:
+        table.add_row(str(f.path.name), f.status, f.source_format or "-", f"{f.n_loaded:,}",
+                      f"{f.n_quarantined:,}", f.message[:90])
+    out.console.print(table)
+    counts = manifest.notes["files"]
+    out.console.print(
+        f"{len(report.files)} files: {counts['loaded']} loaded, {counts['replaced']} replaced, "
+        f"{counts['skipped']} skipped (already ingested), {counts['rejected']} refused, "
+        f"{counts['unreadable']} unreadable; {report.n_quarantined:,} records quarantined."
+    )
+    if code == EXIT_REJECTED:
+        out.console.print("Some input was rejected: see `arcstudy query \"SELECT * FROM quarantine WHERE run_id = "
+                          f"'{manifest.run_id}'\"`.")
+    raise typer.Exit(code)
+
+
+def formats_command() -> None:
+    """List the input formats ingest recognises, with what each one is.
+
+    Reads: nothing. Writes: stdout.
+    """
+    from pipeline.ingest import FORMATS
+
+    table = RichTable(title="input formats")
+    table.add_column("format")
+    table.add_column("what it is")
+    table.add_column("tables")
+    for f in FORMATS.values():
+        table.add_row(f.name, f.description, ", ".join(f.tables))
+    out.console.print(table)

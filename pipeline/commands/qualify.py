@@ -1,0 +1,85 @@
+"""`arcstudy qualify`: the qualification checks on one game or all (pipeline.qualify does the work)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+
+
+def qualify_command(
+    game: Annotated[str, typer.Argument(help="Game id or code, or `all` for every game under --environments.")],
+    regime: Annotated[str, typer.Option("--regime", help="quick (tests), standard (paper regime 1: 50,000 random "
+                                        "steps) or full (1,000,000 steps).")] = "standard",
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Write DIR/<game_id>/qualification.json, "
+                                                 "qualification.md and manifest.json.")] = None,
+    environments: Annotated[Path | None, typer.Option("--environments", help="Directory searched for "
+                                                      "metadata.json (default: arcstudy's games/).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random play and fuzz scripts.")] = 0,
+    tutorial_levels: Annotated[int, typer.Option("--tutorial-levels", help="Leading levels treated as tutorials "
+                                                 "(random wins allowed).")] = 1,
+    recording: Annotated[list[Path] | None, typer.Option("--recording", help="Extra toolkit recordings to play "
+                                                         "back (win*/lose* names must end in WIN/GAME_OVER).",
+                                                         exists=True, dir_okay=False)] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the reports as JSON on stdout.")] = False,
+) -> None:
+    """Qualify games: shipped recordings replay, every level winnable, random-win odds under 1 in 10,000
+    (explorer), no accidental random wins, and a fuzz sweep with determinism and snapshot checks.
+
+    Reads: the game files, metadata.json and solutions/*.jsonl under --environments (default: games/).
+    Writes: with --out, DIR/<game_id>/qualification.json, qualification.md and manifest.json; a summary table
+    (or JSON with --json) on stdout. Exit code 0 if every game passes, 1 if a check fails, 2 on bad options.
+    """
+    from rich.table import Table
+
+    from pipeline.core.console import out
+    from pipeline.explore import _default_dir
+    from pipeline.explore.env import GameNotFoundError, discover, resolve
+    from pipeline.qualify.checks import REGIMES
+    from pipeline.qualify.run import qualify_game
+
+    if regime not in REGIMES:
+        out.error(f"--regime must be one of {', '.join(REGIMES)}")
+        raise typer.Exit(EXIT_USAGE)
+    env_dir = _default_dir(environments)
+    try:
+        infos = discover(env_dir) if game == "all" else [resolve(game, env_dir)]
+    except GameNotFoundError as err:
+        out.error(str(err))
+        raise typer.Exit(EXIT_ERROR) from err
+    if not infos:
+        out.error(f"no games under {env_dir}")
+        raise typer.Exit(EXIT_ERROR)
+    if game == "all":  # latest version of each code only
+        latest: dict[str, Any] = {}
+        for info in infos:
+            latest[info.short_id] = resolve(info.short_id, env_dir)
+        infos = list(latest.values())
+    reports = []
+    for info in infos:
+        def progress(message: str, info: Any = info) -> None:
+            if not json_out:
+                out.info(f"{info.game_id}: {message}")
+        report, written = qualify_game(info, regime, seed=seed, tutorial_levels=tutorial_levels,
+                                       out_dir=out_dir, recordings=recording, progress=progress,
+                                       command="arcstudy qualify " + " ".join(sys.argv[2:]))
+        reports.append(report)
+        if written and not json_out:
+            out.info(f"wrote {', '.join(str(p) for p in written)}")
+    if json_out:
+        sys.stdout.write(json.dumps(reports, default=str) + "\n")
+    else:
+        table = Table(title=f"qualification ({regime})")
+        for col in ("game", "check", "status", "summary"):
+            table.add_column(col)
+        for report in reports:
+            for c in report["checks"]:
+                table.add_row(report["game_id"], c["name"], c["status"], c["summary"])
+            table.add_row(report["game_id"], "VERDICT", report["verdict"].upper(), "", end_section=True)
+        out.console.print(table)
+    raise typer.Exit(EXIT_OK if all(r["verdict"] == "pass" for r in reports) else EXIT_ERROR)

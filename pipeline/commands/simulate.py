@@ -1,0 +1,47 @@
+"""`arcstudy simulate`: write a deterministic synthetic study (see pipeline.simulate.study)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipeline.core.console import out
+
+from .common import EXIT_USAGE, fail
+
+
+def simulate_command(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder to write the study into.")],
+    scale: Annotated[str, typer.Option(help="demo (seconds), arc3 (the paper's 486 participants) or large "
+                                       "(10x, for benchmarks).")] = "demo",
+    seed: Annotated[int, typer.Option(help="Everything descends from this seed: same seed, same bytes.")] = 0,
+    environments: Annotated[Path | None, typer.Option("--environments", help="Games to play (default: the "
+                                                      "repository's games/).")] = None,
+    no_harc: Annotated[bool, typer.Option("--no-harc", help="Skip the synthetic H-ARC study.")] = False,
+    overwrite: Annotated[bool, typer.Option(help="Replace a non-empty --out folder.")] = False,
+) -> None:
+    """Simulate a human study (participants, sessions, low-effort minority), agent runs and an H-ARC study.
+
+    Reads: the games (their shipped solution recordings). Writes: --out (recordings, session manifest,
+    H-ARC CSVs, ARC tasks, SIMULATION.json and ground_truth/ with the low-effort labels, kept apart from
+    the data). Nothing goes into a database: run `arcstudy ingest` on the result.
+    """
+    from games import GAMES_DIR
+    from pipeline.simulate.study import SCALES, simulate_study
+
+    if scale not in SCALES:
+        raise fail(f"unknown scale {scale!r}; one of {', '.join(SCALES)}", EXIT_USAGE)
+    try:
+        summary = simulate_study(out_dir, scale=scale, seed=seed, environments_dir=environments or GAMES_DIR,
+                                 with_harc=not no_harc, overwrite=overwrite, progress=out.track)
+    except (FileExistsError, ValueError) as err:
+        raise fail(str(err)) from err
+    human = summary["arc3_human"]
+    out.console.print(
+        f"simulated {human['participants']} participants ({human['low_effort']} low-effort), "
+        f"{human['plays']} plays, {len(summary['agents'])} agent runs"
+        + (f", H-ARC {summary['harc'].get('n_participants', '?')} participants" if summary["harc"] else "")
+        + f" -> {out_dir}"
+    )
