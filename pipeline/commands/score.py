@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import polars as pl
 import typer
 from rich.table import Table as RichTable
 
@@ -23,11 +22,6 @@ from .common import (
     fail,
     open_workspace,
 )
-
-SCORE_TABLES = ("out_arc3__replay_checks", "out_arc3__run_scores", "out_arc3__level_scores",
-                "out_arc3__game_scores", "out_arc3__policy_sensitivity")
-PER_POLICY_TABLES = ("out_arc3__run_scores", "out_arc3__level_scores", "out_arc3__game_scores")
-
 
 
 def default_out_dir(db_path: Path, card_id: str) -> Path:
@@ -116,6 +110,7 @@ def score_command(
         recordings_from_tables,
     )
     from pipeline.scoring.run import ScoreInputError, ScoreRequest, score_recordings
+    from pipeline.scoring.storage import read_db_plays, write_score_files, write_score_tables
 
     try:
         policies = parse_policies(policy)
@@ -153,7 +148,7 @@ def score_command(
             for p in paths:
                 manifest.add_input(p)
         else:
-            steps, plays, files = _db_plays(ws, game or [])
+            steps, plays, files = read_db_plays(ws, game or [])
             digest = _digest(sorted(files))
             manifest.add_input(f"{db_path}#core_arc3__steps", digest)
         recs = recordings_from_tables(steps, plays, files, recovered)
@@ -169,12 +164,12 @@ def score_command(
         except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
             raise fail(str(err), EXIT_USAGE) from err
         out_dir = out_dir or default_out_dir(db_path, result.card_id)
-        written = _write_outputs(result, out_dir, figures=not no_figures)
+        written = write_score_files(result, out_dir, figures=not no_figures)
         for path in written:
             manifest.add_output(path)
         _add_baseline_inputs(manifest, result)
         try:
-            _write_tables(ws, result)
+            write_score_tables(ws, result)
         except (WorkspaceError, duckdb.Error) as err:
             raise fail(f"cannot write the score tables: {err}") from err
         code = EXIT_REJECTED if (result.excluded or problems) else EXIT_OK
@@ -192,25 +187,6 @@ def _digest(items: list[str]) -> str:
     return hashlib.sha256("\n".join(items).encode()).hexdigest()
 
 
-def _db_plays(ws, games: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
-    where, params = "", []
-    if games:
-        where = f" WHERE game_id IN ({', '.join('?' for _ in games)})"
-        params = list(games)
-    plays = ws.read(f"SELECT * FROM core_arc3__plays{where}", params)
-    if plays.height == 0:
-        return ws.read("SELECT * FROM core_arc3__steps WHERE false"), plays, {}
-    ids = plays["file_id"].unique().sort().to_list()
-    steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id IN (SELECT unnest(?::VARCHAR[])) "
-                    "ORDER BY file_id, line_number", [ids])
-    names = ws.read("SELECT file_id, file_name FROM raw_ingest__files WHERE file_id IN "
-                    "(SELECT unnest(?::VARCHAR[]))", [ids])
-    files = {fid: (name, None) for fid, name in names.iter_rows()}
-    for fid in ids:
-        files.setdefault(fid, (None, None))
-    return steps, plays, files
-
-
 def _add_baseline_inputs(manifest, result) -> None:
     seen = set()
     for pr in result.policies:
@@ -218,55 +194,6 @@ def _add_baseline_inputs(manifest, result) -> None:
             if b.location and b.sha256 and (b.location, b.sha256) not in seen:
                 seen.add((b.location, b.sha256))
                 manifest.add_input(b.location, b.sha256)
-
-
-def _write_outputs(result, out_dir: Path, *, figures: bool) -> list[Path]:
-    from pipeline.scoring.run import policy_slug
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for pr in result.policies:
-        path = out_dir / f"scorecard__{policy_slug(pr.policy.policy_id)}.json"
-        path.write_text(pr.scorecard_json, encoding="utf-8")
-        written.append(path)
-    checks = result.tables["out_arc3__replay_checks"].drop("card_id")
-    path = out_dir / "replay_checks.csv"
-    checks.write_csv(path)
-    written.append(path)
-    sens = result.tables["out_arc3__policy_sensitivity"]
-    if len(result.policies) > 1:
-        path = out_dir / "policy_sensitivity.csv"
-        sens.drop("card_id").write_csv(path)
-        written.append(path)
-    if figures:
-        # altair and vl-convert take seconds to import
-        from pipeline.scoring.figures import save_score_figures
-
-        for paths in save_score_figures(result, out_dir / "figures").values():
-            written.extend(paths.values())
-    return written
-
-
-def _write_tables(ws, result) -> None:
-    from schemas import get_table
-
-    card_id = result.card_id
-    policy_ids = [pr.policy.policy_id for pr in result.policies]
-    for name in SCORE_TABLES:
-        # Derived tables: one written by an older arcstudy with other columns is rebuilt (its rows are lost and
-        # come back by re-scoring; the source data is untouched).
-        have = ws.read(f"SELECT * FROM {name} LIMIT 0").columns if ws.has_table(name) else None
-        if have is not None and tuple(have) != get_table(name).columns:
-            out.info(f"{name} had other columns (older arcstudy): recreated")
-            ws.recreate_table(name)
-    with ws.transaction() as con:
-        for name in SCORE_TABLES:
-            if name in PER_POLICY_TABLES:
-                con.execute(f"DELETE FROM {name} WHERE card_id = ? AND policy_id IN (SELECT unnest(?::VARCHAR[]))",
-                            [card_id, policy_ids])
-            else:
-                con.execute(f"DELETE FROM {name} WHERE card_id = ?", [card_id])
-            ws.insert_frame(name, result.tables[name], con=con)
 
 
 def _notes(result, problems) -> dict:

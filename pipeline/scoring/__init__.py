@@ -10,7 +10,8 @@
 Around the pure core (imported on their own, not re-exported here): ``vectorized`` (the same rules set-based,
 in polars), ``plays`` (recordings or database steps -> cards), ``verify`` (replay verification through the
 engine), ``baseline_sources`` (where baselines come from), ``run`` (one scoring run: verify, score, out
-tables), ``figures`` and ``cli`` (``arcstudy score``).
+tables), ``storage`` (database plays in, scorecard files and score tables out) and ``figures``;
+pipeline/commands/score.py is ``arcstudy score``.
 """
 
 from pipeline.recordings.counting import (

@@ -1,0 +1,86 @@
+"""Where `arcstudy score` reads plays from and writes results to: the plays in the database, the scorecard files
+(scorecard__<policy>.json, replay_checks.csv, policy_sensitivity.csv, figures/) and the out_arc3__* score tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.core.console import out
+
+SCORE_TABLES = ("out_arc3__replay_checks", "out_arc3__run_scores", "out_arc3__level_scores",
+                "out_arc3__game_scores", "out_arc3__policy_sensitivity")
+PER_POLICY_TABLES = ("out_arc3__run_scores", "out_arc3__level_scores", "out_arc3__game_scores")
+
+
+def write_score_files(result, out_dir: Path, *, figures: bool) -> list[Path]:
+    """One scorecard per policy, replay_checks.csv, policy_sensitivity.csv (two or more policies) and the
+    figures under `out_dir`; the paths written."""
+    from .run import policy_slug
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for pr in result.policies:
+        path = out_dir / f"scorecard__{policy_slug(pr.policy.policy_id)}.json"
+        path.write_text(pr.scorecard_json, encoding="utf-8")
+        written.append(path)
+    checks = result.tables["out_arc3__replay_checks"].drop("card_id")
+    path = out_dir / "replay_checks.csv"
+    checks.write_csv(path)
+    written.append(path)
+    sens = result.tables["out_arc3__policy_sensitivity"]
+    if len(result.policies) > 1:
+        path = out_dir / "policy_sensitivity.csv"
+        sens.drop("card_id").write_csv(path)
+        written.append(path)
+    if figures:
+        from .figures import save_score_figures  # altair and vl-convert take seconds to import
+
+        for paths in save_score_figures(result, out_dir / "figures").values():
+            written.extend(paths.values())
+    return written
+
+
+def write_score_tables(ws, result) -> None:
+    """Replace this scorecard's rows (per policy where the table has one) in the out_arc3__* score tables."""
+    from schemas import get_table
+
+    card_id = result.card_id
+    policy_ids = [pr.policy.policy_id for pr in result.policies]
+    for name in SCORE_TABLES:
+        # Derived tables: one written by an older arcstudy with other columns is rebuilt (its rows are lost and
+        # come back by re-scoring; the source data is untouched).
+        have = ws.read(f"SELECT * FROM {name} LIMIT 0").columns if ws.has_table(name) else None
+        if have is not None and tuple(have) != get_table(name).columns:
+            out.info(f"{name} had other columns (older arcstudy): recreated")
+            ws.recreate_table(name)
+    with ws.transaction() as con:
+        for name in SCORE_TABLES:
+            if name in PER_POLICY_TABLES:
+                con.execute(f"DELETE FROM {name} WHERE card_id = ? AND policy_id IN (SELECT unnest(?::VARCHAR[]))",
+                            [card_id, policy_ids])
+            else:
+                con.execute(f"DELETE FROM {name} WHERE card_id = ?", [card_id])
+            ws.insert_frame(name, result.tables[name], con=con)
+
+
+def read_db_plays(ws, games: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
+    """The steps, plays and file names of the plays in the database (only `games` when given), as
+    plays.recordings_from_tables takes them."""
+    where, params = "", []
+    if games:
+        where = f" WHERE game_id IN ({', '.join('?' for _ in games)})"
+        params = list(games)
+    plays = ws.read(f"SELECT * FROM core_arc3__plays{where}", params)
+    if plays.height == 0:
+        return ws.read("SELECT * FROM core_arc3__steps WHERE false"), plays, {}
+    ids = plays["file_id"].unique().sort().to_list()
+    steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id IN (SELECT unnest(?::VARCHAR[])) "
+                    "ORDER BY file_id, line_number", [ids])
+    names = ws.read("SELECT file_id, file_name FROM raw_ingest__files WHERE file_id IN "
+                    "(SELECT unnest(?::VARCHAR[]))", [ids])
+    files = {fid: (name, None) for fid, name in names.iter_rows()}
+    for fid in ids:
+        files.setdefault(fid, (None, None))
+    return steps, plays, files
