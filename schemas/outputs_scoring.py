@@ -1,4 +1,4 @@
-"""`out_*` tables written by `arcstudy score` (pipeline/scoring/cli.py): replay checks, run, level and game
+"""`out_*` tables written by `arcstudy score` (pipeline/commands/score.py): replay checks, run, level and game
 scores per policy, and how run scores move between policies.
 
 Every table carries the scorecard's `card_id` (derived from the set of scored play ids, so re-scoring the

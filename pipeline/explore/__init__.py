@@ -7,7 +7,7 @@
 
 Modules: ``env`` (sessions over the engine's game API: level start, snapshots, node identity),
 ``graph`` (BFS construction, click targets), ``analysis`` (metrics, absorbing Markov chain),
-``export`` (JSON, GraphML, figure), ``cli`` (``arcstudy explore``).
+``export`` (JSON, GraphML, figure), ``run`` (levels explored and written, for ``arcstudy explore``).
 """
 
 from __future__ import annotations

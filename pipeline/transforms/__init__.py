@@ -1,2 +1,3 @@
 """Derived `out_*` tables: pure transforms (one module per concern), the `arcstudy build` orchestrator
-(build.py), its configuration (pipeline/config.py) and the `build` / `baselines` commands (cli.py)."""
+(build.py) and its configuration (pipeline/core/config.py); the `build` / `baselines` commands are
+pipeline/commands/build.py."""
