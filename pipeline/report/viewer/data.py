@@ -127,7 +127,7 @@ def load_recording_source(path: Path | str) -> ViewerSource:
     source = ViewerSource(label=str(path), kind="file", recording=rec, reasoning=_reasoning(steps, rec),
                           recorded_frames=recorded, frames_origin="recording" if has_frames else None,
                           inputs={str(path): sha256_file(path)})
-    source.notes.extend(f"{reason}" for _, reason in problems)
+    source.notes.extend(reason for _, reason in problems)
     _add_common_notes(source)
     return source
 
@@ -324,7 +324,7 @@ def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, 
     """Replay status by `scoring.verify.verify_recording` (the score's check) over the folders `games`; when the
     page has no recorded frames, or its frames come from the Parquet store, the engine also renders every step
     (the Parquet pixels are then compared with the engine's, a difference being a divergence)."""
-    from engine.loader import GameNotFoundError, resolve_game
+    from engine.loader import resolve_game
     from engine.replay import Divergence
     from pipeline.scoring.verify import describe, verify_recording
 
@@ -345,11 +345,8 @@ def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, 
     verification = Verification("verified", "", game_source=str(info.source) if info.source else None,
                                 game_sha256=checks[0].game_source_sha256)
     if source.recorded_frames is None or source.frames_origin == "parquet":
-        try:
-            verification.rendered = fr.render_frames(_replayed_recording(source), dirs, rec.game_id,
-                                                     only_reset_levels=rec.is_only_reset_levels, on_step=on_step)
-        except GameNotFoundError:  # pragma: no cover - resolved above
-            pass
+        verification.rendered = fr.render_frames(_replayed_recording(source), dirs, rec.game_id,
+                                                 only_reset_levels=rec.is_only_reset_levels, on_step=on_step)
     first = divergent.divergence if divergent is not None else None
     lines = source.line_numbers
     if source.frames_origin == "parquet" and source.recorded_frames is not None and verification.rendered:
@@ -364,11 +361,13 @@ def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, 
                                cells_differing=cells, bbox=box)  # the Parquet holds pixels: a pixel comparison
     replayed = sum(c.n_steps_replayed for c in checks)
     if first is None:
-        what = "every field and frame" if source.frames_origin == "recording" else (
-            "every field and frame hash" if source.kind == "database" else "every field")
+        what = ["every field"]
+        if any(n is not None for n in source.n_frames):
+            what.append("frame" if source.kind == "file" else "frame hash")
         if source.frames_origin == "parquet":
-            what += " and settled frame"
-        verification.detail = f"replayed {replayed} steps on {rec.game_id}: {what} matches"
+            what.append("stored settled frame")
+        verification.detail = (f"replayed {replayed} steps on {rec.game_id}: {', '.join(what[:-1])}"
+                               f"{' and ' if len(what) > 1 else ''}{what[-1]} matches")
         return verification
     verification.status, verification.divergence = "divergent", first
     verification.step = divergence_step(first, lines)

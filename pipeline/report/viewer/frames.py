@@ -7,6 +7,7 @@ echo) has None.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,7 @@ def render_frames(recording: Any, game_dirs: Iterable[Path], game_id: str, *, on
     env = engine.make(game_id, list(game_dirs), only_reset_levels=only_reset_levels)
     wrapper = _CapturingEnv(env, on_step)
     replay(recording, only_reset_levels=only_reset_levels, compare_frames=False, check_full_reset=False,
-           max_divergences=10**9, env=wrapper)  # type: ignore[arg-type]
+           max_divergences=sys.maxsize, env=wrapper)  # type: ignore[arg-type]  # never stop early
     return wrapper.frames
 
 
