@@ -1,8 +1,8 @@
 """`arcstudy view FILE` and `arcstudy score FILE` report the same plays and counts for every recording variant.
 
 Both commands run in-process through the CLI. The view's numbers are read from the JSON embedded in its page
-(the score's plays, and the per-step columns the page counts its per-level table from); the score's from the
-out_arc3__run_scores rows it writes. Both are also held against the toolkit card of the sample the file comes
+(its plays with their card counts and RHAE run, its replay status and baseline, and the per-step columns the
+page counts its per-level table from); the score's from the out tables it writes. Both are also held against the toolkit card of the sample the file comes
 from (its expected.json, written by the official toolkit), so a viewer or scorer that counts differently fails
 even when the other one makes the same mistake.
 
@@ -116,12 +116,13 @@ def score_rows(db: Path) -> tuple[dict[str, dict], dict[str, str], list]:
     with duckdb.connect(str(db), read_only=True) as con:
         policy = con.execute("SELECT DISTINCT policy_id FROM out_arc3__run_scores").fetchall()
         assert len(policy) <= 1
-        rows = con.execute("SELECT play_id, actions, resets, levels_completed, state, card_actions_by_level "
-                           "FROM out_arc3__run_scores").fetchall()
+        rows = con.execute("SELECT play_id, actions, resets, levels_completed, state, card_actions_by_level, "
+                           "score, message FROM out_arc3__run_scores").fetchall()
         checks = dict(con.execute("SELECT play_id, verification_status FROM out_arc3__replay_checks").fetchall())
         baselines = [b for (b,) in con.execute("SELECT baseline_actions FROM out_arc3__game_scores").fetchall()]
     counts = {pid: {"actions": a, "resets": r, "levels_completed": lc, "state": s,
-                    "actions_by_level": [list(p) for p in abl]} for pid, a, r, lc, s, abl in rows}
+                    "actions_by_level": [list(p) for p in abl], "score": score, "message": message}
+              for pid, a, r, lc, s, abl, score, message in rows}
     return counts, checks, baselines
 
 
@@ -176,7 +177,9 @@ def test_view_and_score_report_the_same_counts(case: str, tmp_path: Path):
     # the same plays, with the same counts, as the score
     view_plays = {p["play_id"]: p["card"] for p in data["plays"]}
     assert set(view_plays) == set(checks)
-    assert {pid: {k: card[k] for k in CARD_FIELDS} for pid, card in view_plays.items() if card} == counts
+    runs = {p["play_id"]: p["run"] for p in data["plays"]}
+    assert {pid: {**{k: card[k] for k in CARD_FIELDS}, "score": runs[pid]["score"],
+                  "message": runs[pid].get("message")} for pid, card in view_plays.items() if card} == counts
     statuses = set(checks.values())
     assert baselines == ([data["baseline"]] if counts else [])  # the baseline the score used, if it scored
     assert data["verification"]["status"] in statuses

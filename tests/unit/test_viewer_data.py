@@ -299,3 +299,17 @@ def test_baselines_explicit_metadata_and_exact_version(tmp_path: Path):
     assert v.find_baseline("an53-00000000", games=[games]) is None  # another version's baseline is not used
     with pytest.raises(v.ViewerError):
         v.find_baseline("x", explicit="a,b")
+
+
+def test_a_source_knowing_the_game_without_a_baseline_leaves_it_unscored(tmp_path: Path):
+    """As in `arcstudy score`, the first source that knows the game decides, even without a usable baseline."""
+    csv = tmp_path / "baselines.csv"
+    csv.write_text("game_id,level_index,baseline_value\ntf62-28e6852d,1,\ntf62-28e6852d,2,3\n")
+    found = v.find_baseline("tf62-28e6852d", explicit=str(csv), games=[SAMPLES.parent.parent / "conformance" /
+                                                                      "environment_files"])
+    assert found == v.Baseline(None, str(csv), ("baseline_too_few_completers",))
+    source = _source(SAMPLES / "fixtures" / "tf62_scripted-win.frames.jsonl")
+    data = v.build_viewer_data(source, v.Verification("unverified", "-"), found)
+    assert data["baseline"] is None and data["baseline_source"] == str(csv)
+    assert data["plays"] and all(p["run"]["score"] == 0.0 and p["run"]["message"] for p in data["plays"])
+    assert "holds no usable baseline" in v.render_viewer_html(data)

@@ -382,7 +382,10 @@ def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, 
 # --------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Baseline:
-    actions: list[int]
+    """The baseline the score uses for a game: `actions` None when the source that knows the game has no
+    usable baseline (the score then leaves the game unscored, with the toolkit's message)."""
+
+    actions: list[int] | None
     source: str
     flags: tuple[str, ...] = ()
 
@@ -424,7 +427,7 @@ def find_baseline(game_id: str | None, *, explicit: str | None = None, games: It
     """Per-level baseline actions of `game_id` as `arcstudy score` resolves them under the default policy:
     --baselines, else the database (recomputed baselines, then core_arc3__environments), else the metadata.json
     of the game folders `games`, else the published reference baselines; the first source that knows the game
-    decides (None when it has no usable baseline, or no source knows the game)."""
+    decides (None when no source knows the game)."""
     from pipeline.scoring import baseline_sources as bs
     from pipeline.scoring.policies import DEFAULT_POLICY_ID, get_policy
 
@@ -446,7 +449,8 @@ def find_baseline(game_id: str | None, *, explicit: str | None = None, games: It
         resolved = bs.resolve_baselines([game_id], get_policy(DEFAULT_POLICY_ID), sources)[game_id]
     except bs.BaselineSourceError as err:
         raise ViewerError(str(err)) from err
-    if resolved.baseline_actions is None:
+    if not resolved.has_metadata:
         return None
-    return Baseline(list(resolved.baseline_actions), _describe_source(resolved.source, resolved.location, db),
-                    resolved.flags)
+    values = resolved.baseline_actions
+    return Baseline(None if values is None else list(values),
+                    _describe_source(resolved.source, resolved.location, db), resolved.flags)

@@ -24,8 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.recordings.counting import ACTION_NAMES, StepEffect, raw_level_actions
+from pipeline.recordings.counting import ACTION_NAMES, StepEffect
 from pipeline.recordings.lines import counting_options_for_variant
+from pipeline.scoring.policies import DEFAULT_POLICY_ID
+from pipeline.scoring.rhae import score_play
+from pipeline.scoring.scorecard import run_to_dict
 
 from .data import (
     Baseline,
@@ -194,15 +197,19 @@ def _minus_one(values: Sequence[Any]) -> list[int]:
     return [-1 if v is None else int(v) for v in values]
 
 
-def _plays(source: ViewerSource) -> list[dict[str, Any]]:
-    """The score's plays of the recording: its play ids and card counts (None when the actions are unknown)."""
+def _plays(source: ViewerSource, baseline: Baseline | None) -> list[dict[str, Any]]:
+    """The score's plays of the recording: play id, card counts and the run the scorecard shows for it under
+    the default policy (both None when the actions are unknown)."""
     out = []
     for play_id, play in source.recording.plays():
-        counts = None if play is None else {
+        if play is None:
+            out.append({"play_id": play_id, "card": None, "run": None})
+            continue
+        run = score_play(play, baseline.actions if baseline else None, DEFAULT_POLICY_ID, game_id=source.game_id,
+                         has_metadata=baseline is not None)
+        out.append({"play_id": play_id, "run": run_to_dict(run), "card": {
             "actions": play.actions, "resets": play.resets, "levels_completed": play.levels_completed,
-            "state": play.state, "actions_by_level": [list(pair) for pair in play.actions_by_level],
-            "level_actions": list(raw_level_actions(play))}
-        out.append({"play_id": play_id, "card": counts})
+            "state": play.state, "actions_by_level": [list(pair) for pair in play.actions_by_level]}})
     return out
 
 
@@ -267,7 +274,8 @@ def build_viewer_data(source: ViewerSource, verification: Verification, baseline
         "reasoning": reasoning,
         "level_index": timeline.level_index,
         "n_plays": len(rec.play_ids),
-        "plays": _plays(source),
+        "plays": _plays(source, baseline),
+        "policy": DEFAULT_POLICY_ID,
         "baseline": baseline.actions if baseline else None,
         "baseline_source": baseline.source if baseline else None,
         "baseline_flags": list(baseline.flags) if baseline else [],
