@@ -110,16 +110,17 @@ def view_data(html: Path) -> dict:
     return json.loads(match.group(1))
 
 
-def score_rows(db: Path) -> tuple[dict[str, dict], dict[str, str], list]:
-    """(counts per play_id from out_arc3__run_scores, replay status per play_id, the game's baselines) of the
-    default policy."""
+def score_rows(db: Path, guid: str, game_id: str) -> tuple[dict[str, dict], dict[str, str], list]:
+    """What the score wrote for the recording `guid` (default policy): counts and run score per play_id
+    (out_arc3__run_scores), replay status per play_id, and the baselines of its game it scored against."""
     with duckdb.connect(str(db), read_only=True) as con:
-        policy = con.execute("SELECT DISTINCT policy_id FROM out_arc3__run_scores").fetchall()
-        assert len(policy) <= 1
+        assert len(con.execute("SELECT DISTINCT policy_id FROM out_arc3__run_scores").fetchall()) <= 1
         rows = con.execute("SELECT play_id, actions, resets, levels_completed, state, card_actions_by_level, "
-                           "score, message FROM out_arc3__run_scores").fetchall()
-        checks = dict(con.execute("SELECT play_id, verification_status FROM out_arc3__replay_checks").fetchall())
-        baselines = [b for (b,) in con.execute("SELECT baseline_actions FROM out_arc3__game_scores").fetchall()]
+                           "score, message FROM out_arc3__run_scores WHERE guid = ?", [guid]).fetchall()
+        checks = dict(con.execute("SELECT play_id, verification_status FROM out_arc3__replay_checks "
+                                  "WHERE guid = ?", [guid]).fetchall())
+        baselines = [b for (b,) in con.execute("SELECT baseline_actions FROM out_arc3__game_scores "
+                                               "WHERE game_id = ?", [game_id]).fetchall()]
     counts = {pid: {"actions": a, "resets": r, "levels_completed": lc, "state": s,
                     "actions_by_level": [list(p) for p in abl], "score": score, "message": message}
               for pid, a, r, lc, s, abl, score, message in rows}
@@ -158,7 +159,39 @@ def level_actions(card: dict) -> list[int]:
     return out
 
 
-# ---------------------------------------------------------------------------------------------------- the test
+# ---------------------------------------------------------------------------------------------------- checks
+def assert_view_matches_score(data: dict, db: Path) -> None:
+    """The page shows the score's plays, counts, run scores, replay status and baseline."""
+    counts, checks, baselines = score_rows(db, data["guid"], data["game_id"])
+    view_plays = {p["play_id"]: p for p in data["plays"]}
+    assert checks and set(view_plays) == set(checks)
+    assert {pid: {**{k: p["card"][k] for k in CARD_FIELDS}, "score": p["run"]["score"],
+                  "message": p["run"].get("message")} for pid, p in view_plays.items() if p["card"]} == counts
+    assert baselines == ([data["baseline"]] if counts else [])  # the baseline the score used, if it scored
+    statuses = set(checks.values())
+    assert data["verification"]["status"] in statuses
+    if statuses == {"verified"}:
+        assert data["verification"]["status"] == "verified"
+
+
+def assert_toolkit_card(case: str, data: dict, path: Path) -> None:
+    """The page's plays are the toolkit card of the sample the file comes from, and its per-step columns
+    charge every level the card's number of actions (for the file whose ids were lost: nothing is counted)."""
+    sample = CASES[case][0]
+    if case == "benchmarking-ids-lost":
+        assert {line["data"]["action_input"]["id"] for line in _lines(path) if "action_input" in line["data"]} == {0}
+        assert data["is_action_ids_lost"] and all(p["card"] is None and p["run"] is None for p in data["plays"])
+        assert set(data["steps"]["charged"]) == {0}
+        return
+    expected = toolkit_card(sample, data["guid"])
+    plays = sorted(data["plays"], key=lambda p: int(p["play_id"].rsplit("/", 1)[1]))
+    assert [{k: p["card"][k] for k in CARD_FIELDS} for p in plays] == expected
+    for card, charged in zip(expected, page_level_counts(data), strict=True):
+        assert [charged[level] for level in range(1, len(level_actions(card)) + 1)] == level_actions(card)
+        assert sum(charged.values()) == card["actions"]
+
+
+# ---------------------------------------------------------------------------------------------------- the tests
 @pytest.mark.parametrize("case", list(CASES))
 def test_view_and_score_report_the_same_counts(case: str, tmp_path: Path):
     sample, rewrite, variant = CASES[case]
@@ -170,34 +203,37 @@ def test_view_and_score_report_the_same_counts(case: str, tmp_path: Path):
                    "--no-figures", "--trust-recordings")
     assert res.exit_code in (0, 3), res.output
     data = view_data(page)
-    counts, checks, baselines = score_rows(db)
     if variant is not None:
         assert data["variant"] == variant
+    assert_view_matches_score(data, db)
+    assert_toolkit_card(case, data, path)
 
-    # the same plays, with the same counts, as the score
-    view_plays = {p["play_id"]: p["card"] for p in data["plays"]}
-    assert set(view_plays) == set(checks)
-    runs = {p["play_id"]: p["run"] for p in data["plays"]}
-    assert {pid: {**{k: card[k] for k in CARD_FIELDS}, "score": runs[pid]["score"],
-                  "message": runs[pid].get("message")} for pid, card in view_plays.items() if card} == counts
-    statuses = set(checks.values())
-    assert baselines == ([data["baseline"]] if counts else [])  # the baseline the score used, if it scored
-    assert data["verification"]["status"] in statuses
-    if statuses == {"verified"}:
-        assert data["verification"]["status"] == "verified"
 
-    guid = data["guid"]
-    if case == "benchmarking-ids-lost":  # every action id is 0 in the file: the actions are unknown to both
-        assert {line["data"]["action_input"]["id"] for line in _lines(path) if "action_input" in line["data"]} == {0}
-        assert counts == {} and statuses == {"not_replayable"} and all(c is None for c in view_plays.values())
-        assert data["is_action_ids_lost"] and set(data["steps"]["charged"]) == {0}
-        return
+# one recording per session guid (a database play is looked up by it)
+DATABASE_CASES = [case for case in CASES if case != "toolkit-enum-ids"]
 
-    # ... which are the toolkit's card of the sample
-    expected = toolkit_card(sample, guid)
-    plays = [view_plays[pid] for pid in sorted(view_plays, key=lambda p: int(p.rsplit("/", 1)[1]))]
-    assert [{k: p[k] for k in CARD_FIELDS} for p in plays] == expected
-    # and the page's per-step columns charge every level the card's number of actions
-    for card, charged in zip(expected, page_level_counts(data), strict=True):
-        assert [charged[level] for level in range(1, len(level_actions(card)) + 1)] == level_actions(card)
-        assert sum(charged.values()) == card["actions"]
+
+def test_view_and_score_agree_on_database_plays(tmp_path: Path):
+    """The same from the database: every recording ingested, scored from core_arc3__steps/plays, and each
+    viewed by its guid."""
+    paths = {case: CASES[case][1](CASES[case][0], tmp_path) for case in DATABASE_CASES}
+    db = tmp_path / "study.duckdb"
+    res = arcstudy("ingest", *map(str, paths.values()), "--db", str(db))
+    assert res.exit_code in (0, 3), res.output
+    res = arcstudy("score", "--games", str(GAMES), "--db", str(db), "--out", str(tmp_path / "score"),
+                   "--no-figures", "--trust-recordings")
+    assert res.exit_code in (0, 3), res.output
+    failures = []
+    for case, path in paths.items():
+        guid = next(line["data"]["guid"] for line in _lines(path) if line["data"].get("guid"))
+        page = tmp_path / f"{case}.html"
+        res = arcstudy("view", guid, "--db", str(db), "--games", str(GAMES), "--out", str(page))
+        assert res.exit_code == 0, res.output
+        data = view_data(page)
+        assert data["kind"] == "database" and data["guid"] == guid
+        assert_view_matches_score(data, db)
+        try:
+            assert_toolkit_card(case, data, path)
+        except AssertionError as err:  # collected so that one case does not hide the others
+            failures.append(f"{case}: {err}")
+    assert failures == []

@@ -167,8 +167,8 @@ def load_database_source(db_path: Path | str, key: str) -> ViewerSource:
                     raise ViewerError(f"database {db_path} has no {table} table (ingest recordings first)")
             found = ws.read(
                 "SELECT p.file_id, f.file_name, f.file_path FROM core_arc3__plays p "
-                "LEFT JOIN raw_ingest__files f USING (file_id) WHERE p.play_id = ? OR p.guid = ? "
-                "ORDER BY f.ingested_at DESC NULLS LAST, p.play_index", [key, key])
+                "LEFT JOIN raw_ingest__files f USING (file_id) WHERE p.play_id = ? OR p.guid IN (?, ?) "
+                "ORDER BY f.ingested_at DESC NULLS LAST, p.play_index", [key, key, key.rsplit("/", 1)[0]])
             if found.height == 0:
                 raise ViewerError(f"no play with guid or play_id {key!r} in {db_path} (core_arc3__plays)")
             file_id, file_name, file_path = found.row(0)
@@ -202,12 +202,18 @@ def load_database_source(db_path: Path | str, key: str) -> ViewerSource:
 
 
 def _first_step_of_play(source: ViewerSource, steps: pl.DataFrame, key: str) -> int:
-    """The first step of play `key`: a play id of the score (scoring's play cut), else of ingest; 0 for a guid."""
+    """The first step of play `key`: a play id of the score (`<guid>/<index>`, scoring's play cut), else of
+    ingest (core_arc3__plays); 0 for a guid."""
     rec = source.recording
+    if key == rec.guid:
+        return 0
     if key in rec.play_ids and rec.card is not None:
         return rec.step_play.index(rec.play_ids.index(key))
     stored = dict(steps.select("line_number", "play_id").iter_rows())
-    return next((i for i, n in enumerate(source.line_numbers) if stored.get(n) == key), 0)
+    found = next((i for i, n in enumerate(source.line_numbers) if stored.get(n) == key), None)
+    if found is None:
+        raise ViewerError(f"recording {rec.guid} has no play {key!r} (its plays: {', '.join(rec.play_ids)})")
+    return found
 
 
 # --------------------------------------------------------------------------------------------------------
