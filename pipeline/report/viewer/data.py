@@ -100,13 +100,6 @@ def _only(recordings: list[RecordingInput], what: str) -> RecordingInput:
     return recordings[0]
 
 
-def _add_common_notes(source: ViewerSource) -> None:
-    if source.is_action_ids_lost:
-        source.notes.append("every action id is 0 (the benchmarking recorder defect): the actions are unknown, so "
-                            "nothing is counted (`arcstudy score` leaves these plays out unless given "
-                            "--recovered-actions)")
-
-
 def load_recording_source(path: Path | str) -> ViewerSource:
     """A recording file (any variant of spec/formats.md §A), read as `arcstudy score FILE` reads it."""
     from pipeline.core.manifest import sha256_file
@@ -124,20 +117,32 @@ def load_recording_source(path: Path | str) -> ViewerSource:
             recorded = fr.file_frames(path, rec.steps["line_number"].to_list())
         except (OSError, ValueError) as err:
             raise ViewerError(f"{path}: {err}") from err
-    source = ViewerSource(label=str(path), kind="file", recording=rec, reasoning=_reasoning(steps, rec),
-                          recorded_frames=recorded, frames_origin="recording" if has_frames else None,
-                          inputs={str(path): sha256_file(path)})
+    source = _source(str(path), "file", rec, steps, recorded_frames=recorded,
+                     frames_origin="recording" if has_frames else None, inputs={str(path): sha256_file(path)})
     source.notes.extend(reason for _, reason in problems)
-    _add_common_notes(source)
     return source
 
 
-def _reasoning(steps: pl.DataFrame, rec: RecordingInput) -> list[str | None]:
-    """reasoning_json of every step of `rec` (the full steps table holds it; RecordingInput keeps the counting
-    columns only)."""
-    by_line = dict(steps.filter(pl.col("file_id") == rec.file_id).select("line_number", "reasoning_json")
-                   .iter_rows())
+def _column(steps: pl.DataFrame, rec: RecordingInput, name: str) -> list[Any]:
+    """Column `name` of the core_arc3__steps rows `steps` for every step of `rec`, which keeps only the
+    columns counting needs."""
+    by_line = dict(steps.filter(pl.col("file_id") == rec.file_id).select("line_number", name).iter_rows())
     return [by_line.get(n) for n in rec.steps["line_number"].to_list()]
+
+
+def _source(label: str, kind: str, rec: RecordingInput, steps: pl.DataFrame, **fields: Any) -> ViewerSource:
+    """The source of `rec` read from the core_arc3__steps rows `steps`: their reasoning, and their stored step
+    classification when they carry one and the recording's counting columns do not."""
+    if "step_effect" in steps.columns and "step_effect" not in rec.steps.columns:
+        rec.steps = rec.steps.with_columns(step_effect=pl.Series(_column(steps, rec, "step_effect"),
+                                                                 dtype=pl.String))
+    source = ViewerSource(label=label, kind=kind, recording=rec, reasoning=_column(steps, rec, "reasoning_json"),
+                          **fields)
+    if source.is_action_ids_lost:
+        source.notes.append("every action id is 0 (the benchmarking recorder defect): the actions are unknown, so "
+                            "nothing is counted (`arcstudy score` leaves these plays out unless given "
+                            "--recovered-actions)")
+    return source
 
 
 def _rows_digest(frame: pl.DataFrame) -> str:
@@ -180,14 +185,13 @@ def load_database_source(db_path: Path | str, key: str) -> ViewerSource:
     if not recordings:
         raise ViewerError(f"play {key!r}: no steps in core_arc3__steps for file {file_id}")
     rec = _only(recordings, key)
-    source = ViewerSource(label=key, kind="database", recording=rec, reasoning=_reasoning(steps, rec),
-                          inputs={f"db:{db_path}#core_arc3__steps[file_id={file_id}]": _rows_digest(steps)})
+    source = _source(key, "database", rec, steps,
+                     inputs={f"db:{db_path}#core_arc3__steps[file_id={file_id}]": _rows_digest(steps)})
     source.initial_step = _first_step_of_play(source, steps, key)
     n_files = found["file_id"].n_unique()
     if n_files > 1:
         source.notes.append(f"{key} appears in {n_files} ingested files; showing the most recently ingested "
                             f"({file_path})")
-    _add_common_notes(source)
     frames_files = sorted(set(steps["frames_file"].drop_nulls().to_list()))
     if frames_files:
         path = _resolve_frames_file(frames_files[0], db_path)
