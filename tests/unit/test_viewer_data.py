@@ -33,6 +33,17 @@ def test_palette_has_16_distinct_hex_colours_with_arc3_anchors():
     assert v.PALETTE[0] == "#FFFFFF" and v.PALETTE[5] == "#000000"  # ARC-AGI-3: 0 white, 5 black
 
 
+def test_the_page_takes_its_game_colours_from_the_palette_only():
+    templates = Path(v.__file__).resolve().parents[1] / "templates"
+    for name in ("viewer.html.j2", "viewer.js.j2"):
+        text = (templates / name).read_text().upper()
+        assert [c for c in v.PALETTE if c in text] == [], f"{name} spells out a palette colour"
+    html = v.render_viewer_html(v.build_viewer_data(_source(SAMPLES / "fixtures" / "tf62_scripted-win.frames.jsonl"),
+                                                    v.Verification("unverified", "-"), None))
+    legend = re.findall(r'<span style="background:(#[0-9A-F]{6});color:#(?:000|fff)">(\d+)</span>', html)
+    assert legend == [(colour, str(index)) for index, colour in enumerate(v.PALETTE)]
+
+
 # ---------------------------------------------------------------------------------------------------- packing
 def test_pack_puts_even_cells_in_the_high_nibble():
     g = grid()
