@@ -265,6 +265,8 @@ def _charged_levels(effects: Sequence[StepEffect], step_play: Sequence[int], car
 
 
 def step_timeline(rec: RecordingInput) -> Timeline:
+    """The page's per-step columns: scoring's step classification and plays, levels charged by the card, and
+    the level being played (from the step's own levels_completed) for the level table and jumps."""
     effects = step_effects(rec)
     charged = _charged_levels(effects, rec.step_play, rec.card)
     levels = rec.steps["levels_completed"].to_list()
