@@ -301,3 +301,25 @@ def test_database_frames_are_compared_pixel_by_pixel(study_db: Path):
     div = verification.divergence
     assert div.field == "frame" and div.cells_differing == 3 and div.bbox == (5, 5, 40, 42)
     assert div.frame_index == source.n_frames[step] - 1  # the settled frame of the line
+
+
+def test_database_plays_show_the_stored_step_classification(study_db: Path, tmp_path: Path):
+    """A classification stored with the steps (core_arc3__steps.step_effect) is what the page shows."""
+    import shutil
+
+    import duckdb
+
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(study_db, db)
+    guid = read_recording(WITHOUT_FRAMES).frame_lines[0].data["guid"]
+    shown = v.load_database_source(db, guid)
+    effects = [e.value for e in v.step_timeline(shown.recording).effects]
+    assert effects[0] == "open" and "action" in effects
+    stored = ["uncounted_undo" if e == "action" else e for e in effects]
+    with duckdb.connect(str(db)) as con:
+        con.execute("ALTER TABLE core_arc3__steps ADD COLUMN IF NOT EXISTS step_effect VARCHAR")
+        for line, effect in zip(shown.line_numbers, stored, strict=True):
+            con.execute("UPDATE core_arc3__steps SET step_effect = ? WHERE guid = ? AND line_number = ?",
+                        [effect, guid, line])
+    source = v.load_database_source(db, guid)
+    assert [e.value for e in v.step_timeline(source.recording).effects] == stored

@@ -8,13 +8,14 @@ import re
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.recording import read_recording
 from engine.replay import Divergence
-from pipeline.recordings.counting import StepEffect, StepRecord
+from pipeline.recordings.counting import StepEffect
 from pipeline.report import viewer as v
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3"
@@ -30,6 +31,17 @@ def test_palette_has_16_distinct_hex_colours_with_arc3_anchors():
     assert all(re.fullmatch(r"#[0-9A-F]{6}", c) for c in v.PALETTE)
     assert len(set(v.PALETTE)) == 16
     assert v.PALETTE[0] == "#FFFFFF" and v.PALETTE[5] == "#000000"  # ARC-AGI-3: 0 white, 5 black
+
+
+def test_the_page_takes_its_game_colours_from_the_palette_only():
+    templates = Path(v.__file__).resolve().parents[1] / "templates"
+    for name in ("viewer.html.j2", "viewer.js.j2"):
+        text = (templates / name).read_text().upper()
+        assert [c for c in v.PALETTE if c in text] == [], f"{name} spells out a palette colour"
+    html = v.render_viewer_html(v.build_viewer_data(_source(SAMPLES / "fixtures" / "tf62_scripted-win.frames.jsonl"),
+                                                    v.Verification("unverified", "-"), None))
+    legend = re.findall(r'<span style="background:(#[0-9A-F]{6});color:#(?:000|fff)">(\d+)</span>', html)
+    assert legend == [(colour, str(index)) for index, colour in enumerate(v.PALETTE)]
 
 
 # ---------------------------------------------------------------------------------------------------- packing
@@ -142,24 +154,34 @@ def test_display_frames_carries_forward_and_marks_unreached_steps():
 
 
 # ---------------------------------------------------------------------------------------------------- timeline
-def rec(action: int, state: str = "NOT_FINISHED", levels: int = 0, *, full: bool | None = None, win: int = 3,
-        frames: int | None = None) -> StepRecord:
-    return StepRecord(action_id=action, state=state, levels_completed=levels, full_reset=full, win_levels=win,
-                      frame_count=frames)
+def write_recording(path: Path, steps: list[tuple], *, enum_ids: bool = True) -> Path:
+    """A recording without frames: (action, state, levels, full_reset, win_levels) per frame line."""
+    lines = []
+    for action, state, levels, full, win in steps:
+        data = {"game_id": "tl01-00000000", "state": state, "levels_completed": levels, "win_levels": win,
+                "action_input": {"id": f"ACTION{action}" if action else "RESET", "data": {}} if enum_ids else
+                {"id": action, "data": {}},
+                "guid": "0d1c2b3a-0000-4000-8000-000000000001", "available_actions": [1, 2, 3, 4]}
+        if full is not None:
+            data["full_reset"] = full
+        lines.append(json.dumps({"timestamp": f"2026-01-01T00:00:{len(lines):02d}+00:00", "data": data}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
-def test_timeline_plays_levels_and_charged_actions():
-    steps = [
-        rec(0, full=True),            # 0 opening RESET: free
-        rec(1), rec(2, levels=1),     # 1-2 level 1 in 2 actions (the completing action counts on level 1)
-        rec(3, levels=1),             # 3 level 2
-        rec(0, levels=1, full=False),  # 4 level reset: counted on level 2
-        rec(4, "GAME_OVER", levels=1),  # 5
-        rec(1, levels=0, win=0),      # 6 post-terminal echo: ignored
-        rec(0, levels=0, full=True),  # 7 full reset: play 2
-        rec(1, levels=0),             # 8
-    ]
-    t = v.step_timeline(steps)
+def test_timeline_plays_levels_and_charged_actions(tmp_path: Path):
+    path = write_recording(tmp_path / "steps.jsonl", [
+        (0, "NOT_FINISHED", 0, True, 3),   # 0 opening RESET: free
+        (1, "NOT_FINISHED", 0, None, 3),   # 1
+        (2, "NOT_FINISHED", 1, None, 3),   # 2 level 1 in 2 actions (the completing action counts on level 1)
+        (3, "NOT_FINISHED", 1, None, 3),   # 3 level 2
+        (0, "NOT_FINISHED", 1, False, 3),  # 4 level reset: counted on level 2
+        (4, "GAME_OVER", 1, None, 3),      # 5
+        (1, "NOT_FINISHED", 0, None, 0),   # 6 post-terminal echo: ignored
+        (0, "NOT_FINISHED", 0, True, 3),   # 7 full reset: play 2
+        (1, "NOT_FINISHED", 0, None, 3),   # 8
+    ])
+    t = v.step_timeline(v.load_recording_source(path).recording)
     assert t.effects[0] is StepEffect.OPEN and t.effects[6] is StepEffect.ECHO and t.effects[7] is StepEffect.FULL_RESET
     assert t.play == [0, 0, 0, 0, 0, 0, 0, 1, 1]
     assert t.level == [1, 1, 2, 2, 2, 2, 2, 1, 1]
@@ -169,11 +191,22 @@ def test_timeline_plays_levels_and_charged_actions():
                              {"play": 1, "level": 1, "step": 7}]
 
 
-def test_timeline_stays_on_last_level_after_win_and_tolerates_missing_leading_reset():
-    t = v.step_timeline([rec(1, win=2), rec(1, levels=1, win=2), rec(1, "WIN", levels=2, win=2)],
-                        v.CountingOptions.toolkit())  # "present" cannot hold: falls back to "auto"
-    assert t.options.leading_reset == "auto"
+def test_timeline_stays_on_last_level_after_win_and_tolerates_missing_leading_reset(tmp_path: Path):
+    path = write_recording(tmp_path / "no-reset.jsonl", [
+        (1, "NOT_FINISHED", 0, None, 2), (1, "NOT_FINISHED", 1, None, 2), (1, "WIN", 2, None, 2)], enum_ids=False)
+    source = v.load_recording_source(path)
+    assert source.variant == "benchmarking"  # integer ids, no opening RESET: the agents recorder, as ingest reads it
+    t = v.step_timeline(source.recording)
     assert t.level == [1, 2, 2] and t.charged_level == [1, 1, 2]
+
+
+def test_timeline_takes_the_stored_step_classification(tmp_path: Path):
+    """A `step_effect` column on the steps (scoring's classification, stored) is what the page shows."""
+    path = write_recording(tmp_path / "r.jsonl", [(0, "NOT_FINISHED", 0, True, 3), (1, "NOT_FINISHED", 0, None, 3)])
+    rec = v.load_recording_source(path).recording
+    assert v.step_timeline(rec).effects == [StepEffect.OPEN, StepEffect.ACTION]
+    rec.steps = rec.steps.with_columns(step_effect=pl.Series(["open", "uncounted_undo"]))
+    assert v.step_timeline(rec).effects == [StepEffect.OPEN, StepEffect.UNCOUNTED_UNDO]
 
 
 def _sample_files() -> list[Path]:
@@ -189,8 +222,7 @@ def test_timeline_counts_match_the_toolkit_card(path: Path):
     expected = json.loads(path.with_name(path.name.replace(".jsonl", ".expected.json")).read_text())
     card = expected["card"]
     source = v.load_recording_source(path)
-    records = v.step_records(source.lines)
-    timeline = v.step_timeline(records, v.counting_options_for_variant(source.variant))
+    timeline = v.step_timeline(source.recording)
     plays = [i for i, g in enumerate(card["guids"] or [None] * card["total_plays"])
              if g in (None, source.guid)]
     if expected.get("stub_guid"):
@@ -221,14 +253,14 @@ def _source(path: Path) -> v.ViewerSource:
 def test_page_data_marks_the_divergence_and_carries_the_columns():
     path = SAMPLES / "fixtures" / "tf62_scripted-win.frames.jsonl"
     source = _source(path)
-    line = source.lines[4]
-    d = Divergence(line=line.line_no, step=4, action="ACTION1", field="frame", expected=None, got=None,
+    line_no = source.line_numbers[4]
+    d = Divergence(line=line_no, step=4, action="ACTION1", field="frame", expected=None, got=None,
                    frame_index=0, cells_differing=6, bbox=(1, 3, 10, 11))
     data = v.build_viewer_data(source, v.Verification("divergent", d.describe(), divergence=d, step=4),
                                v.Baseline([1, 2, 4, 2, 4], "test"))
-    assert data["verification"]["divergence"] == {"step": 4, "line": line.line_no, "field": "frame",
+    assert data["verification"]["divergence"] == {"step": 4, "line": line_no, "field": "frame",
                                                   "text": d.describe(), "bbox": [1, 3, 10, 11]}
-    n = len(source.lines)
+    n = source.n_steps
     assert data["n_steps"] == n and all(len(col) == n for col in data["steps"].values())
     assert len(data["frames"]) == n and data["frames_origin"] == "recording"
     shown = v.decode_frames(data["frames"])
@@ -251,7 +283,7 @@ def test_no_frames_and_no_game_gives_the_no_frames_state():
 
 # ---------------------------------------------------------------------------------------------------- html safety
 def test_script_json_cannot_close_the_script_element():
-    text = v._script_json({"label": "</script><script>alert(1)</script>", "sep": "\u2028", "amp": "&"})
+    text = v.script_json({"label": "</script><script>alert(1)</script>", "sep": "\u2028", "amp": "&"})
     assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
     assert json.loads(text)["label"] == "</script><script>alert(1)</script>"
 
@@ -278,3 +310,17 @@ def test_baselines_explicit_metadata_and_exact_version(tmp_path: Path):
     assert v.find_baseline("an53-00000000", games=[games]) is None  # another version's baseline is not used
     with pytest.raises(v.ViewerError):
         v.find_baseline("x", explicit="a,b")
+
+
+def test_a_source_knowing_the_game_without_a_baseline_leaves_it_unscored(tmp_path: Path):
+    """As in `arcstudy score`, the first source that knows the game decides, even without a usable baseline."""
+    csv = tmp_path / "baselines.csv"
+    csv.write_text("game_id,level_index,baseline_value\ntf62-28e6852d,1,\ntf62-28e6852d,2,3\n")
+    found = v.find_baseline("tf62-28e6852d", explicit=str(csv), games=[SAMPLES.parent.parent / "conformance" /
+                                                                      "environment_files"])
+    assert found == v.Baseline(None, str(csv), ("baseline_too_few_completers",))
+    source = _source(SAMPLES / "fixtures" / "tf62_scripted-win.frames.jsonl")
+    data = v.build_viewer_data(source, v.Verification("unverified", "-"), found)
+    assert data["baseline"] is None and data["baseline_source"] == str(csv)
+    assert data["plays"] and all(p["run"]["score"] == 0.0 and p["run"]["message"] for p in data["plays"])
+    assert "holds no usable baseline" in v.render_viewer_html(data)

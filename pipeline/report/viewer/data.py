@@ -1,0 +1,468 @@
+"""What the viewer shows, computed by the same functions as `arcstudy score`: nothing is counted here.
+
+A recording file is read like `arcstudy score FILE` reads it (`scoring.plays.read_recording_files` then
+`recordings_from_tables`); a database play like `arcstudy score` reads the database (`recordings_from_tables`
+over the `core_arc3__steps` / `core_arc3__plays` rows of its file). Either gives a `RecordingInput`: the
+recording variant, the steps, the toolkit card, the score's play ids and the play of every step. Replay status
+comes from `scoring.verify.verify_recording`, baselines from `scoring.baseline_sources.resolve_baselines` with
+`score`'s source order. The per-step bookkeeping of the page (which level a counted action is charged to) is
+read off the card, so the page's per-level counts are the card's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from pipeline.recordings.counting import Card, StepEffect, classify_steps
+from pipeline.recordings.lines import counting_options_for_variant
+from pipeline.scoring.plays import RecordingInput, read_recording_files, recordings_from_tables
+
+from . import frames as fr
+
+__all__ = [
+    "Baseline",
+    "Timeline",
+    "Verification",
+    "ViewerError",
+    "ViewerSource",
+    "divergence_step",
+    "find_baseline",
+    "game_dirs_for",
+    "load_database_source",
+    "load_recording_source",
+    "step_effects",
+    "step_timeline",
+    "verify_and_render",
+]
+
+
+class ViewerError(RuntimeError):
+    """A problem preparing a viewer page, with a message meant for the user."""
+
+
+# --------------------------------------------------------------------------------------------------------
+# Sources: a recording file, or a play in the database, both as scoring reads them
+# --------------------------------------------------------------------------------------------------------
+@dataclass
+class ViewerSource:
+    label: str  # what the user asked for (a path, a guid, a play_id)
+    kind: str  # "file" or "database"
+    recording: RecordingInput  # scoring's reading: variant, steps, card, play ids, play of every step
+    reasoning: list[str | None]  # reasoning_json of every step
+    recorded_frames: list[np.ndarray | None] | None = None  # settled frame per step, None = empty frame list
+    frames_origin: str | None = None  # "recording" or "parquet"
+    initial_step: int = 0
+    inputs: dict[str, str] = field(default_factory=dict)  # path -> sha256, for the run manifest
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def game_id(self) -> str:
+        return self.recording.game_id
+
+    @property
+    def guid(self) -> str:
+        return self.recording.guid
+
+    @property
+    def variant(self) -> str:
+        return self.recording.variant
+
+    @property
+    def is_action_ids_lost(self) -> bool:
+        return self.recording.is_action_ids_lost and not self.recording.recovered
+
+    @property
+    def n_steps(self) -> int:
+        return self.recording.steps.height
+
+    @property
+    def line_numbers(self) -> list[int]:
+        return self.recording.steps["line_number"].to_list()
+
+    @property
+    def n_frames(self) -> list[int | None]:
+        return self.recording.steps["n_frames"].to_list()
+
+
+def _only(recordings: list[RecordingInput], what: str) -> RecordingInput:
+    if len(recordings) != 1:
+        raise ViewerError(f"{what}: expected one recording, scoring read {len(recordings)}")
+    return recordings[0]
+
+
+def load_recording_source(path: Path | str) -> ViewerSource:
+    """A recording file (any variant of spec/formats.md §A), read as `arcstudy score FILE` reads it."""
+    from pipeline.core.manifest import sha256_file
+
+    path = Path(path)
+    steps, plays, files, problems = read_recording_files([path], run_id="view")
+    if steps.height == 0:
+        reason = "; ".join(reason for _, reason in problems) or "no frame records"
+        raise ViewerError(f"cannot read recording {path}: {reason}")
+    rec = _only(recordings_from_tables(steps, plays, files), str(path))
+    has_frames = rec.steps["n_frames"].is_not_null().any()
+    recorded = None
+    if has_frames:
+        try:
+            recorded = fr.file_frames(path, rec.steps["line_number"].to_list())
+        except (OSError, ValueError) as err:
+            raise ViewerError(f"{path}: {err}") from err
+    source = _source(str(path), "file", rec, steps, recorded_frames=recorded,
+                     frames_origin="recording" if has_frames else None, inputs={str(path): sha256_file(path)})
+    source.notes.extend(reason for _, reason in problems)
+    return source
+
+
+def _column(steps: pl.DataFrame, rec: RecordingInput, name: str) -> list[Any]:
+    """Column `name` of the core_arc3__steps rows `steps` for every step of `rec`, which keeps only the
+    columns counting needs."""
+    by_line = dict(steps.filter(pl.col("file_id") == rec.file_id).select("line_number", name).iter_rows())
+    return [by_line.get(n) for n in rec.steps["line_number"].to_list()]
+
+
+def _source(label: str, kind: str, rec: RecordingInput, steps: pl.DataFrame, **fields: Any) -> ViewerSource:
+    """The source of `rec` read from the core_arc3__steps rows `steps`: their reasoning, and their stored step
+    classification when they carry one and the recording's counting columns do not."""
+    if "step_effect" in steps.columns and "step_effect" not in rec.steps.columns:
+        rec.steps = rec.steps.with_columns(step_effect=pl.Series(_column(steps, rec, "step_effect"),
+                                                                 dtype=pl.String))
+    source = ViewerSource(label=label, kind=kind, recording=rec, reasoning=_column(steps, rec, "reasoning_json"),
+                          **fields)
+    if source.is_action_ids_lost:
+        source.notes.append("every action id is 0 (the benchmarking recorder defect): the actions are unknown, so "
+                            "nothing is counted (`arcstudy score` leaves these plays out unless given "
+                            "--recovered-actions)")
+    return source
+
+
+def _rows_digest(frame: pl.DataFrame) -> str:
+    """sha256 of the rows read (canonical JSON), standing in for hashing a whole database file."""
+    text = json.dumps(frame.to_dicts(), sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _resolve_frames_file(name: str, db_path: Path) -> Path | None:
+    for option in (Path(name), db_path.parent / name):
+        if option.is_file():
+            return option
+    return None
+
+
+def load_database_source(db_path: Path | str, key: str) -> ViewerSource:
+    """A play guid or play_id found in `core_arc3__plays`; the whole recording file is loaded (a play_id
+    only sets the step the page opens at). Frames come from the --keep-frames Parquet when present."""
+    from pipeline.core.manifest import sha256_file
+    from pipeline.core.workspace import Workspace, WorkspaceError
+
+    db_path = Path(db_path)
+    try:
+        with Workspace(db_path, read_only=True) as ws:
+            for table in ("core_arc3__plays", "core_arc3__steps"):
+                if not ws.has_table(table):
+                    raise ViewerError(f"database {db_path} has no {table} table (ingest recordings first)")
+            found = ws.read(
+                "SELECT p.file_id, f.file_name, f.file_path FROM core_arc3__plays p "
+                "LEFT JOIN raw_ingest__files f USING (file_id) WHERE p.play_id = ? OR p.guid IN (?, ?) "
+                "ORDER BY f.ingested_at DESC NULLS LAST, p.play_index", [key, key, key.rsplit("/", 1)[0]])
+            if found.height == 0:
+                raise ViewerError(f"no play with guid or play_id {key!r} in {db_path} (core_arc3__plays)")
+            file_id, file_name, file_path = found.row(0)
+            plays = ws.read("SELECT * FROM core_arc3__plays WHERE file_id = ?", [file_id])
+            steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id = ? ORDER BY line_number", [file_id])
+    except WorkspaceError as err:
+        raise ViewerError(str(err)) from err
+    recordings = recordings_from_tables(steps, plays, {file_id: (file_name, None)})
+    if not recordings:
+        raise ViewerError(f"play {key!r}: no steps in core_arc3__steps for file {file_id}")
+    rec = _only(recordings, key)
+    source = _source(key, "database", rec, steps,
+                     inputs={f"db:{db_path}#core_arc3__steps[file_id={file_id}]": _rows_digest(steps)})
+    source.initial_step = _first_step_of_play(source, steps, key)
+    n_files = found["file_id"].n_unique()
+    if n_files > 1:
+        source.notes.append(f"{key} appears in {n_files} ingested files; showing the most recently ingested "
+                            f"({file_path})")
+    frames_files = sorted(set(steps["frames_file"].drop_nulls().to_list()))
+    if frames_files:
+        path = _resolve_frames_file(frames_files[0], db_path)
+        if path is None:
+            source.notes.append(f"frames file {frames_files[0]} (ingest --keep-frames) not found; frames "
+                                "re-rendered if possible")
+        else:
+            source.recorded_frames = fr.parquet_frames(path, source.line_numbers)
+            source.frames_origin = "parquet"
+            source.inputs[str(path)] = sha256_file(path)
+    return source
+
+
+def _first_step_of_play(source: ViewerSource, steps: pl.DataFrame, key: str) -> int:
+    """The first step of play `key`: a play id of the score (`<guid>/<index>`, scoring's play cut), else of
+    ingest (core_arc3__plays); 0 for a guid."""
+    rec = source.recording
+    if key == rec.guid:
+        return 0
+    if key in rec.play_ids and rec.card is not None:
+        return rec.step_play.index(rec.play_ids.index(key))
+    stored = dict(steps.select("line_number", "play_id").iter_rows())
+    found = next((i for i, n in enumerate(source.line_numbers) if stored.get(n) == key), None)
+    if found is None:
+        raise ViewerError(f"recording {rec.guid} has no play {key!r} (its plays: {', '.join(rec.play_ids)})")
+    return found
+
+
+# --------------------------------------------------------------------------------------------------------
+# Steps, plays and levels, as scoring counts them
+# --------------------------------------------------------------------------------------------------------
+def step_effects(rec: RecordingInput) -> list[StepEffect]:
+    """Scoring's classification of every step: the stored `step_effect` column when the steps carry it, else
+    the very call `recordings_from_tables` makes. A recording whose actions are unknown (action_ids_lost, not
+    recovered) has no card: every step is a plain action, as ingest stores it."""
+    if "step_effect" in rec.steps.columns:
+        return [StepEffect(value) for value in rec.steps["step_effect"].to_list()]
+    if rec.card is None:
+        return [StepEffect.ACTION] * rec.steps.height
+    return list(classify_steps(rec.records, counting_options_for_variant(rec.variant)))  # type: ignore[arg-type]
+
+
+@dataclass
+class Timeline:
+    """Per-step play and level bookkeeping for the page; every count comes from scoring's card."""
+
+    effects: list[StepEffect]
+    play: list[int]  # score's play (index into RecordingInput.play_ids) of every step
+    level: list[int]  # 1-based level being played after the step (the last level after a WIN)
+    charged_level: list[int]  # 1-based level the step's action is charged to (by the card); 0 when not counted
+    level_actions: list[int]  # counted actions charged so far, in this play, to `level`
+    level_index: list[dict[str, int]]  # {"play", "level", "step"}: first step of each (play, level)
+
+
+def _charged_levels(effects: Sequence[StepEffect], step_play: Sequence[int], card: Card | None) -> list[int]:
+    """The level each counted step is charged to, read off the card: the j-th counted action of a play belongs
+    to the first level whose cumulative count reaches j, pairs taken by position as the score does (§B.2), and
+    actions after the last completed level to the next one."""
+    if card is None:
+        return [0] * len(effects)
+    cumulative = [[c for _, c in play.actions_by_level] for play in card.plays]
+    counted = [0] * len(card.plays)
+    out = []
+    for effect, play in zip(effects, step_play, strict=True):
+        if not effect.is_counted:
+            out.append(0)
+            continue
+        counted[play] += 1
+        out.append(bisect_left(cumulative[play], counted[play]) + 1)
+    return out
+
+
+def step_timeline(rec: RecordingInput) -> Timeline:
+    """The page's per-step columns: scoring's step classification and plays, levels charged by the card, and
+    the level being played (from the step's own levels_completed) for the level table and jumps."""
+    effects = step_effects(rec)
+    charged = _charged_levels(effects, rec.step_play, rec.card)
+    levels = rec.steps["levels_completed"].to_list()
+    wins = rec.steps["win_levels"].to_list()
+    timeline = Timeline(effects, list(rec.step_play), [], charged, [], [])
+    level_now, current_play = 1, -1
+    counts: dict[int, int] = {}
+    seen: set[tuple[int, int]] = set()
+    for index, (effect, play) in enumerate(zip(effects, rec.step_play, strict=True)):
+        if play != current_play:
+            current_play, counts = play, {}
+        if charged[index]:
+            counts[charged[index]] = counts.get(charged[index], 0) + 1
+        if effect is not StepEffect.ECHO:
+            level_now = levels[index] + 1
+            if wins[index] and levels[index] >= wins[index]:
+                level_now = wins[index]  # WIN: stay on the last level
+        timeline.level.append(level_now)
+        timeline.level_actions.append(counts.get(level_now, 0))
+        if (play, level_now) not in seen:
+            seen.add((play, level_now))
+            timeline.level_index.append({"play": play, "level": level_now, "step": index})
+    return timeline
+
+
+def divergence_step(divergence: Any, line_numbers: Sequence[int]) -> int | None:
+    """The viewer step of a replay divergence (matched by its line number; None if no step has it)."""
+    if divergence is None:
+        return None
+    try:
+        return list(line_numbers).index(int(divergence.line))
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------------------
+# Verification (scoring's) and re-rendering through the engine
+# --------------------------------------------------------------------------------------------------------
+@dataclass
+class Verification:
+    status: str  # a scoring.verify status: verified, divergent, unverified, not_replayable
+    detail: str
+    divergence: Any = None  # engine.replay.Divergence
+    step: int | None = None  # viewer step of the first divergence
+    rendered: list[np.ndarray | None] | None = None  # settled frames from the engine, per replayed step
+    game_source: str | None = None  # the game file replayed (for the manifest)
+    game_sha256: str | None = None
+
+
+def game_dirs_for(games: Iterable[Path | str] | None) -> list[Path]:
+    """The game folders `arcstudy score` replays with: those given, then the repository's games/."""
+    from engine.loader import default_environments_dir
+
+    return [*(Path(g) for g in games or []), default_environments_dir()]
+
+
+def _replayed_recording(source: ViewerSource) -> Any:
+    from pipeline.scoring.verify import recording_from_steps
+
+    rec = source.recording
+    return rec.path if source.kind == "file" and not rec.recovered else recording_from_steps(rec)
+
+
+def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, *, verify: bool = True,
+                      only_reset_levels: bool | None = None,
+                      on_step: Callable[[], None] | None = None) -> Verification:
+    """Replay status by `scoring.verify.verify_recording` (the score's check) over the folders `games`; when the
+    page has no recorded frames, or its frames come from the Parquet store, the engine also renders every step
+    (the Parquet pixels are then compared with the engine's, a difference being a divergence)."""
+    from engine.loader import resolve_game
+    from engine.replay import Divergence
+    from pipeline.scoring.verify import describe, verify_recording
+
+    if not verify:
+        return Verification("unverified", "replay verification switched off (--no-verify)")
+    dirs = [Path(g) for g in games or []]
+    rec = source.recording
+    if only_reset_levels is not None:
+        rec = dataclasses.replace(rec, is_only_reset_levels=only_reset_levels)
+    checks = verify_recording(rec, dirs, from_file=source.kind == "file")
+    if not checks:
+        return Verification("unverified", "the recording holds no play to replay")
+    divergent = next((c for c in checks if c.status == "divergent"), None)
+    if divergent is None and any(c.status != "verified" for c in checks):
+        check = next(c for c in checks if c.status != "verified")
+        return Verification(check.status, check.detail or check.status)
+    info = resolve_game(rec.game_id, dirs)  # verify_recording loaded it: it resolves
+    verification = Verification("verified", "", game_source=str(info.source) if info.source else None,
+                                game_sha256=checks[0].game_source_sha256)
+    if source.recorded_frames is None or source.frames_origin == "parquet":
+        verification.rendered = fr.render_frames(_replayed_recording(source), dirs, rec.game_id,
+                                                 only_reset_levels=rec.is_only_reset_levels, on_step=on_step)
+    first = divergent.divergence if divergent is not None else None
+    lines = source.line_numbers
+    if source.frames_origin == "parquet" and source.recorded_frames is not None and verification.rendered:
+        limit = divergence_step(first, lines) if first is not None else len(lines)
+        found = fr.first_frame_difference(source.recorded_frames, verification.rendered,
+                                          len(lines) if limit is None else limit)
+        if found is not None:
+            index, cells, box = found
+            count = source.n_frames[index]
+            action = rec.records[index].action_name
+            first = Divergence(lines[index], index, action, "frame", None, None, frame_index=(count or 1) - 1,
+                               cells_differing=cells, bbox=box)  # the Parquet holds pixels: a pixel comparison
+    replayed = sum(c.n_steps_replayed for c in checks)
+    if first is None:
+        what = ["every field"]
+        if any(n is not None for n in source.n_frames):
+            what.append("frame" if source.kind == "file" else "frame hash")
+        if source.frames_origin == "parquet":
+            what.append("stored settled frame")
+        verification.detail = (f"replayed {replayed} steps on {rec.game_id}: {', '.join(what[:-1])}"
+                               f"{' and ' if len(what) > 1 else ''}{what[-1]} matches")
+        return verification
+    verification.status, verification.divergence = "divergent", first
+    verification.step = divergence_step(first, lines)
+    verification.detail = f"first divergence: {describe(first)}"
+    if source.recorded_frames is None:  # the page shows re-rendered frames
+        verification.detail += "; frames after it show the engine's state, not necessarily the recorded one"
+    return verification
+
+
+# --------------------------------------------------------------------------------------------------------
+# Baselines: the score's sources, in the score's order
+# --------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Baseline:
+    """The baseline the score uses for a game: `actions` None when the source that knows the game has no
+    usable baseline (the score then leaves the game unscored, with the toolkit's message)."""
+
+    actions: list[int] | None
+    source: str
+    flags: tuple[str, ...] = ()
+
+
+def _explicit_baseline(text: str) -> Baseline | None:
+    """--baselines as the viewer alone takes it: comma-separated integers or one metadata.json; None for a
+    folder or CSV (the score's --baselines, resolved as a source)."""
+    path = Path(text)
+    if path.is_dir() or (path.is_file() and path.suffix.lower() == ".csv"):
+        return None
+    if path.is_file():
+        try:
+            values = json.loads(path.read_text(encoding="utf-8"))["baseline_actions"]
+            return Baseline([int(v) for v in values], str(path))
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ViewerError(f"--baselines {text}: not a metadata.json with baseline_actions ({err})") from err
+    try:
+        values = [int(part) for part in text.replace(" ", "").split(",") if part]
+    except ValueError as err:
+        raise ViewerError(f"--baselines {text!r}: give comma-separated integers, a metadata.json, or a folder or "
+                          "CSV of baselines as for `arcstudy score`") from err
+    if not values or any(v < 0 for v in values):
+        raise ViewerError(f"--baselines {text!r}: give per-level action counts >= 0")
+    return Baseline(values, "--baselines")
+
+
+def _describe_source(kind: str, location: str | None, db: Path | str | None) -> str:
+    if kind in ("games-dir", "baselines-dir"):
+        return f"metadata.json in {location}"
+    if kind.startswith("db-"):
+        return f"{location} in {db}"
+    if kind == "reference-csv":
+        return f"the published reference baselines ({location})"
+    return str(location)
+
+
+def find_baseline(game_id: str | None, *, explicit: str | None = None, games: Iterable[Path | str] | None = None,
+                  db: Path | str | None = None) -> Baseline | None:
+    """Per-level baseline actions of `game_id` as `arcstudy score` resolves them under the default policy:
+    --baselines, else the database (recomputed baselines, then core_arc3__environments), else the metadata.json
+    of the game folders `games`, else the published reference baselines; the first source that knows the game
+    decides (None when no source knows the game)."""
+    from pipeline.scoring import baseline_sources as bs
+    from pipeline.scoring.policies import DEFAULT_POLICY_ID, get_policy
+
+    if explicit:
+        direct = _explicit_baseline(explicit)
+        if direct is not None:
+            return direct
+    if game_id is None:
+        return None
+    try:
+        sources = [bs.source_from_path(Path(explicit))] if explicit else []
+        if db is not None and Path(db).exists():
+            from pipeline.core.workspace import Workspace
+
+            with Workspace(Path(db), read_only=True) as ws:
+                sources += bs.source_from_db(ws)
+        sources += [s for s in (bs.source_from_games_dirs([Path(g) for g in games or []]), bs.reference_source())
+                    if s is not None]
+        resolved = bs.resolve_baselines([game_id], get_policy(DEFAULT_POLICY_ID), sources)[game_id]
+    except bs.BaselineSourceError as err:
+        raise ViewerError(str(err)) from err
+    if not resolved.has_metadata:
+        return None
+    values = resolved.baseline_actions
+    return Baseline(None if values is None else list(values),
+                    _describe_source(resolved.source, resolved.location, db), resolved.flags)

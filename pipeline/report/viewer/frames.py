@@ -1,0 +1,144 @@
+"""Frame pixels for display: the settled (last) frame of every step, from the recording file, from the frames
+Parquet written by `arcstudy ingest --keep-frames`, or re-rendered by replaying the actions through the engine.
+
+Frames are 64x64 grids of colour indices 0-15 (uint8); a step whose response carried no frame (a post-terminal
+echo) has None.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.recordings.frames import FrameError, decode_frames, split_frame_field
+
+__all__ = ["GRID", "as_grid", "display_frames", "file_frames", "first_frame_difference", "parquet_frames",
+           "render_frames"]
+
+GRID = 64
+
+Frame = np.ndarray | None
+
+
+def as_grid(frame: Any) -> np.ndarray:
+    """A 64x64 grid of colour indices 0-15 as uint8; raises ValueError otherwise."""
+    grid = np.asarray(frame)
+    if grid.shape != (GRID, GRID):
+        raise ValueError(f"a frame must be a 64x64 grid, got shape {grid.shape}")
+    if grid.size and (grid.min() < 0 or grid.max() > 15):
+        raise ValueError("frame cells must be colour indices 0-15")
+    return grid.astype(np.uint8, copy=False)
+
+
+def file_frames(path: Path | str, line_numbers: Sequence[int]) -> list[Frame]:
+    """The settled frame of each of `line_numbers` (1-based lines of a recording file); None for an empty
+    frame list. Raises FrameError for a frame that is not a list of 64x64 grids of colours 0-15."""
+    wanted = set(line_numbers)
+    found: dict[int, np.ndarray] = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if number not in wanted:
+                continue
+            _, array = split_frame_field(text)
+            if array is None:
+                continue
+            try:
+                grids = decode_frames(array)
+            except FrameError as err:
+                raise FrameError(f"line {number}: {err}") from err
+            if len(grids):
+                found[number] = as_grid(grids[-1])
+    return [found.get(n) for n in line_numbers]
+
+
+def parquet_frames(path: Path, line_numbers: Sequence[int]) -> list[Frame]:
+    """The settled frame of each of `line_numbers` from an `ingest --keep-frames` Parquet file."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=["line_number", "frame_index", "pixels"])
+    wanted = set(int(n) for n in line_numbers)
+    last: dict[int, tuple[int, int]] = {}  # line -> (frame_index, row) of its highest frame_index
+    numbers = table.column("line_number").to_pylist()
+    indexes = table.column("frame_index").to_pylist()
+    for row, (number, index) in enumerate(zip(numbers, indexes, strict=True)):
+        if number in wanted and (number not in last or index > last[number][0]):
+            last[number] = (index, row)
+    rows = sorted(row for _, row in last.values())
+    found: dict[int, np.ndarray] = {}
+    if rows:
+        for row, blob in zip(rows, table.take(rows).column("pixels").to_pylist(), strict=True):
+            found[numbers[row]] = as_grid(np.frombuffer(blob, dtype=np.uint8).reshape(GRID, GRID))
+    return [found.get(int(n)) for n in line_numbers]
+
+
+class _CapturingEnv:
+    """Wraps a fresh GameEnv for engine.replay and keeps the settled frame of every replayed step."""
+
+    def __init__(self, env: Any, on_step: Callable[[], None] | None = None) -> None:
+        self.env = env
+        self.on_step = on_step
+        self.frames: list[Frame] = []
+
+    def reset(self, *, frames: str | None = None) -> Any:
+        return self.env.reset(frames=frames)
+
+    def step(self, action: Any, data: Mapping[str, Any] | None = None, *, reasoning: Any = None,
+             frames: str | None = None) -> Any:
+        from engine.base_game import FRAMES_LAST
+
+        response = self.env.step(action, data, reasoning=reasoning, frames=FRAMES_LAST)
+        grids = getattr(response, "frame", None)
+        self.frames.append(as_grid(grids[-1]) if grids is not None and len(grids) else None)
+        if self.on_step is not None:
+            self.on_step()
+        return response
+
+
+def render_frames(recording: Any, game_dirs: Iterable[Path], game_id: str, *, only_reset_levels: bool,
+                  on_step: Callable[[], None] | None = None) -> list[Frame]:
+    """The settled frame of every step, replaying `recording` (a path or an engine.recording.Recording) on a
+    fresh instance of the game. The replay keeps going after a divergence, so every step gets a frame (the
+    engine's, which after a divergence need not be the recorded one). Raises what loading the game raises."""
+    import engine
+    from engine.replay import replay
+
+    env = engine.make(game_id, list(game_dirs), only_reset_levels=only_reset_levels)
+    wrapper = _CapturingEnv(env, on_step)
+    replay(recording, only_reset_levels=only_reset_levels, compare_frames=False, check_full_reset=False,
+           max_divergences=sys.maxsize, env=wrapper)  # type: ignore[arg-type]  # never stop early
+    return wrapper.frames
+
+
+def first_frame_difference(stored: Sequence[Frame], rendered: Sequence[Frame], limit: int
+                           ) -> tuple[int, int, tuple[int, int, int, int] | None] | None:
+    """(step, cells differing, bbox) of the first of the first `limit` steps whose stored frame differs from
+    the rendered one (steps missing either are skipped); None when they all agree."""
+    from engine.replay import compare_frames
+
+    for index in range(min(limit, len(stored), len(rendered))):
+        want, got = stored[index], rendered[index]
+        if want is None or got is None:
+            continue
+        cells, box = compare_frames(want, got)
+        if cells:
+            return index, cells, box
+    return None
+
+
+def display_frames(frames: Sequence[Frame], n_steps: int) -> list[Frame]:
+    """The frame shown at each of `n_steps` steps: a step without a frame of its own (a post-terminal echo
+    returns none) shows the previous step's; steps beyond `frames` (never reached by a replay) show none."""
+    shown: list[Frame] = []
+    previous: Frame = None
+    for index in range(n_steps):
+        if index >= len(frames):
+            shown.append(None)
+            continue
+        if frames[index] is not None:
+            previous = frames[index]
+        shown.append(previous)
+    return shown
