@@ -357,10 +357,8 @@ class _TraceReplayer:
         if ed.highlighted_output_cells:
             ed.select_change_color(symbol)
         else:
-            self._note(
-                "selection",
-                "select_change_color but no output cell is highlighted in the replay; nothing recoloured",
-                mismatch=True,
+            self._selection_mismatch(
+                "select_change_color but no output cell is highlighted in the replay; nothing recoloured"
             )
             ed.select_change_color(symbol, cells=())
 
@@ -386,10 +384,8 @@ class _TraceReplayer:
             ed.select_copy()
             return
         if _normalise(logged) != derived:
-            self._note(
-                "selection",
-                f"copy_paste_data {_short(logged)} differs from the highlighted cells {_short(derived)}",
-                mismatch=True,
+            self._selection_mismatch(
+                f"copy_paste_data {_short(logged)} differs from the highlighted cells {_short(derived)}"
             )
         ed.select_copy(logged)
 
@@ -402,10 +398,8 @@ class _TraceReplayer:
         target = self._coords(row)
         highlighted = ed.highlighted_output_cells
         if highlighted != (target,):
-            self._note(
-                "selection",
-                f"paste target {target} but the replay highlights {list(highlighted)} on the output",
-                mismatch=True,
+            self._selection_mismatch(
+                f"paste target {target} but the replay highlights {list(highlighted)} on the output"
             )
         ed.select_paste(target)
 
@@ -500,6 +494,10 @@ class _TraceReplayer:
         self.notes.append(ReplayNote(self.index, self.action_id, self.action, code, message, mismatch))
         if mismatch and self.strict:
             raise _Diverged("state", f"[{code}] {message}")
+
+    def _selection_mismatch(self, message: str) -> None:
+        """The replay's selection disagrees with what the row logs (diverges in strict mode)."""
+        self._note("selection", message, mismatch=True)
 
     def _diverged(self, row: Mapping[str, Any], kind: str, reason: str) -> ReplayResult:
         ed = self.editor
