@@ -145,10 +145,7 @@ class Camera:
 
     @width.setter
     def width(self, value: int) -> None:
-        value = int(value)
-        if value > self.MAX_DIMENSION:
-            raise ValueError(f"Camera width cannot exceed {self.MAX_DIMENSION}")
-        self._width = value
+        self._width = self._checked_dimension(value, "width")
 
     @property
     def height(self) -> int:
@@ -156,10 +153,14 @@ class Camera:
 
     @height.setter
     def height(self, value: int) -> None:
+        self._height = self._checked_dimension(value, "height")
+
+    def _checked_dimension(self, value: int, name: str) -> int:
+        """The width/height setters' rule (spec §5.1): ``int()``, at most MAX_DIMENSION, negatives pass."""
         value = int(value)
         if value > self.MAX_DIMENSION:
-            raise ValueError(f"Camera height cannot exceed {self.MAX_DIMENSION}")
-        self._height = value
+            raise ValueError(f"Camera {name} cannot exceed {self.MAX_DIMENSION}")
+        return value
 
     @property
     def background(self) -> int:
