@@ -592,15 +592,24 @@ def _opt(row: Mapping[str, Any], key: str) -> Any:
     return value
 
 
+def _from_text(
+    cell: Any, parse: Callable[[str], Any], error: type[Exception], reason: Callable[[Exception], str]
+) -> Any:
+    """A raw-CSV text cell parsed by ``parse`` (other values pass through); text that fails with
+    ``error`` makes the row unreplayable, ``reason`` wording why."""
+    if not isinstance(cell, str):
+        return cell
+    try:
+        return parse(cell)
+    except error as exc:
+        raise _NotReplayable(reason(exc)) from None
+
+
 def _opt_int(row: Mapping[str, Any], key: str, where: str) -> int | None:
-    value = _opt(row, key)
-    if value is None:
+    cell = _opt(row, key)
+    if cell is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise _NotReplayable(f"{where}: {key} is not a number: {value!r}") from None
+    value = _from_text(cell, float, ValueError, lambda _: f"{where}: {key} is not a number: {cell!r}")
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.integer | np.floating):
         raise _NotReplayable(f"{where}: {key} is not a number: {value!r}")
     if not math.isfinite(float(value)) or float(value) != int(value):
@@ -622,14 +631,12 @@ def _opt_bool(row: Mapping[str, Any], key: str, where: str) -> bool | None:
 
 
 def _json_list(row: Mapping[str, Any], key: str, where: str) -> list | None:
-    value = _opt(row, key)
-    if value is None:
+    cell = _opt(row, key)
+    if cell is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise _NotReplayable(f"{where}: {key} is not valid JSON: {exc}") from None
+    value = _from_text(
+        cell, json.loads, json.JSONDecodeError, lambda exc: f"{where}: {key} is not valid JSON: {exc}"
+    )
     if not isinstance(value, list | tuple):
         raise _NotReplayable(f"{where}: {key} must be a JSON list, got {type(value).__name__}")
     try:
