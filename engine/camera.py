@@ -145,10 +145,7 @@ class Camera:
 
     @width.setter
     def width(self, value: int) -> None:
-        value = int(value)
-        if value > self.MAX_DIMENSION:
-            raise ValueError(f"Camera width cannot exceed {self.MAX_DIMENSION}")
-        self._width = value
+        self._width = self._checked_dimension(value, "width")
 
     @property
     def height(self) -> int:
@@ -156,10 +153,14 @@ class Camera:
 
     @height.setter
     def height(self, value: int) -> None:
+        self._height = self._checked_dimension(value, "height")
+
+    def _checked_dimension(self, value: int, name: str) -> int:
+        """The width/height setters' rule (spec §5.1): ``int()``, at most MAX_DIMENSION, negatives pass."""
         value = int(value)
         if value > self.MAX_DIMENSION:
-            raise ValueError(f"Camera height cannot exceed {self.MAX_DIMENSION}")
-        self._height = value
+            raise ValueError(f"Camera {name} cannot exceed {self.MAX_DIMENSION}")
+        return value
 
     @property
     def background(self) -> int:
@@ -217,12 +218,7 @@ class Camera:
         if type(self)._raw_render is Camera._raw_render:
             canvas = self._engine_compose(sprites).canvas.copy()
         else:
-            canvas = np.full((_FRAME, _FRAME), self._letter_box, dtype=np.int8)
-            view = self._raw_render(sprites)
-            scale, x_off, y_off = self._calculate_scale_and_offset()
-            if scale > 1:
-                view = np.repeat(np.repeat(view, scale, axis=0), scale, axis=1)
-            canvas[y_off : y_off + view.shape[0], x_off : x_off + view.shape[1]] = view
+            canvas = self._engine_letterboxed(sprites)
         for interface in self._interfaces:
             canvas = interface.render_interface(canvas)
         return canvas
@@ -231,6 +227,11 @@ class Camera:
         """The frame without interfaces (read-only when not overridden); used for state hashing."""
         if type(self)._raw_render is Camera._raw_render:
             return self._engine_compose(sprites).canvas
+        return self._engine_letterboxed(sprites)
+
+    def _engine_letterboxed(self, sprites: list) -> np.ndarray:
+        """A new frame without interfaces from a game's own ``_raw_render``: letterbox, then its view
+        scaled up and centred (the uncached path; the cached one draws at display resolution)."""
         canvas = np.full((_FRAME, _FRAME), self._letter_box, dtype=np.int8)
         view = self._raw_render(sprites)
         scale, x_off, y_off = self._calculate_scale_and_offset()

@@ -7,6 +7,7 @@ with their own state and never call the base initialiser.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
 from operator import attrgetter
 from typing import Any
 
@@ -83,29 +84,33 @@ class ToggleableUserDisplay(RenderableUserDisplay):
         first.set_interaction(_REMOVED)
         second.set_interaction(_INTANGIBLE)
 
-    def enable_all_by_tag(self, tag: str) -> None:
+    def _tagged(self, tag: str) -> Iterator[tuple[int, Sprite]]:
+        """Index and first sprite of every pair whose first sprite has ``tag``, in pair order."""
         for index, (first, _) in enumerate(self._sprite_pairs):
             if tag in first.tags:
-                self.enable(index)
+                yield index, first
+
+    def _toggle_first(self, tag: str, interaction: InteractionMode, toggle: Callable[[int], None]) -> bool:
+        """``toggle`` the first tagged pair whose first sprite is exactly ``interaction``; False if none."""
+        for index, first in self._tagged(tag):
+            if first._interaction is interaction:
+                toggle(index)
+                return True
+        return False
+
+    def enable_all_by_tag(self, tag: str) -> None:
+        for index, _ in self._tagged(tag):
+            self.enable(index)
 
     def disabled_all_by_tag(self, tag: str) -> None:
-        for index, (first, _) in enumerate(self._sprite_pairs):
-            if tag in first.tags:
-                self.disable(index)
+        for index, _ in self._tagged(tag):
+            self.disable(index)
 
     def enable_first_by_tag(self, tag: str) -> bool:
-        for index, (first, _) in enumerate(self._sprite_pairs):
-            if tag in first.tags and first._interaction is _REMOVED:
-                self.enable(index)
-                return True
-        return False
+        return self._toggle_first(tag, _REMOVED, self.enable)
 
     def disabled_first_by_tag(self, tag: str) -> bool:
-        for index, (first, _) in enumerate(self._sprite_pairs):
-            if tag in first.tags and first._interaction is _INTANGIBLE:
-                self.disable(index)
-                return True
-        return False
+        return self._toggle_first(tag, _INTANGIBLE, self.disable)
 
     def clone(self) -> ToggleableUserDisplay:
         return ToggleableUserDisplay(self._sprite_pairs)

@@ -43,23 +43,19 @@ def copy_data(value: Any, memo: dict[int, Any] | None = None) -> Any:
     kind = type(value)
     if kind in _ATOMS:
         return value
-    if kind is dict:
+    if kind is dict or kind is list:
+        # Containers go through the memo first, so shared and recursive references stay shared.
         if memo is None:
             memo = {}
         found = memo.get(id(value))
         if found is not None:
             return found
-        out: dict[Any, Any] = {}
-        memo[id(value)] = out
-        for key, item in value.items():
-            out[key if type(key) in _ATOMS else copy.deepcopy(key, memo)] = copy_data(item, memo)
-        return out
-    if kind is list:
-        if memo is None:
-            memo = {}
-        found = memo.get(id(value))
-        if found is not None:
-            return found
+        if kind is dict:
+            out: dict[Any, Any] = {}
+            memo[id(value)] = out
+            for key, item in value.items():
+                out[key if type(key) in _ATOMS else copy.deepcopy(key, memo)] = copy_data(item, memo)
+            return out
         out_list: list[Any] = []
         memo[id(value)] = out_list
         out_list.extend(copy_data(item, memo) for item in value)

@@ -150,6 +150,11 @@ class RecordingWriter:
 # Reading
 # ----------------------------------------------------------------------------------------------
 
+def _record_field(name: str) -> property:
+    """A read-only property giving the line's frame-record field ``name`` (None if absent)."""
+    return property(lambda line: line.data.get(name), doc=f"The frame record's ``{name}`` (None if absent).")
+
+
 @dataclass
 class RecordingLine:
     """One line of a recording.  Frame records have ``is_frame`` set and the fields parsed."""
@@ -167,29 +172,13 @@ class RecordingLine:
     def action(self) -> GameAction | None:
         return None if self.action_id is None else GameAction.from_id(self.action_id)
 
-    @property
-    def state(self) -> str | None:
-        return self.data.get("state")
-
-    @property
-    def levels_completed(self) -> int | None:
-        return self.data.get("levels_completed")
-
-    @property
-    def win_levels(self) -> int | None:
-        return self.data.get("win_levels")
-
-    @property
-    def full_reset(self) -> bool | None:
-        return self.data.get("full_reset")
-
-    @property
-    def available_actions(self) -> list[int] | None:
-        return self.data.get("available_actions")
-
-    @property
-    def game_id(self) -> str | None:
-        return self.data.get("game_id")
+    # The frame record's fields, as recorded (None when the line lacks one).
+    state = _record_field("state")  # str | None
+    levels_completed = _record_field("levels_completed")  # int | None
+    win_levels = _record_field("win_levels")  # int | None
+    full_reset = _record_field("full_reset")  # bool | None
+    available_actions = _record_field("available_actions")  # list[int] | None
+    game_id = _record_field("game_id")  # str | None
 
     @property
     def has_frames(self) -> bool:

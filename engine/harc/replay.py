@@ -357,10 +357,8 @@ class _TraceReplayer:
         if ed.highlighted_output_cells:
             ed.select_change_color(symbol)
         else:
-            self._note(
-                "selection",
-                "select_change_color but no output cell is highlighted in the replay; nothing recoloured",
-                mismatch=True,
+            self._selection_mismatch(
+                "select_change_color but no output cell is highlighted in the replay; nothing recoloured"
             )
             ed.select_change_color(symbol, cells=())
 
@@ -386,10 +384,8 @@ class _TraceReplayer:
             ed.select_copy()
             return
         if _normalise(logged) != derived:
-            self._note(
-                "selection",
-                f"copy_paste_data {_short(logged)} differs from the highlighted cells {_short(derived)}",
-                mismatch=True,
+            self._selection_mismatch(
+                f"copy_paste_data {_short(logged)} differs from the highlighted cells {_short(derived)}"
             )
         ed.select_copy(logged)
 
@@ -402,10 +398,8 @@ class _TraceReplayer:
         target = self._coords(row)
         highlighted = ed.highlighted_output_cells
         if highlighted != (target,):
-            self._note(
-                "selection",
-                f"paste target {target} but the replay highlights {list(highlighted)} on the output",
-                mismatch=True,
+            self._selection_mismatch(
+                f"paste target {target} but the replay highlights {list(highlighted)} on the output"
             )
         ed.select_paste(target)
 
@@ -501,6 +495,10 @@ class _TraceReplayer:
         if mismatch and self.strict:
             raise _Diverged("state", f"[{code}] {message}")
 
+    def _selection_mismatch(self, message: str) -> None:
+        """The replay's selection disagrees with what the row logs (diverges in strict mode)."""
+        self._note("selection", message, mismatch=True)
+
     def _diverged(self, row: Mapping[str, Any], kind: str, reason: str) -> ReplayResult:
         ed = self.editor
         try:
@@ -594,15 +592,24 @@ def _opt(row: Mapping[str, Any], key: str) -> Any:
     return value
 
 
+def _from_text(
+    cell: Any, parse: Callable[[str], Any], error: type[Exception], reason: Callable[[Exception], str]
+) -> Any:
+    """A raw-CSV text cell parsed by ``parse`` (other values pass through); text that fails with
+    ``error`` makes the row unreplayable, ``reason`` wording why."""
+    if not isinstance(cell, str):
+        return cell
+    try:
+        return parse(cell)
+    except error as exc:
+        raise _NotReplayable(reason(exc)) from None
+
+
 def _opt_int(row: Mapping[str, Any], key: str, where: str) -> int | None:
-    value = _opt(row, key)
-    if value is None:
+    cell = _opt(row, key)
+    if cell is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise _NotReplayable(f"{where}: {key} is not a number: {value!r}") from None
+    value = _from_text(cell, float, ValueError, lambda _: f"{where}: {key} is not a number: {cell!r}")
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.integer | np.floating):
         raise _NotReplayable(f"{where}: {key} is not a number: {value!r}")
     if not math.isfinite(float(value)) or float(value) != int(value):
@@ -624,14 +631,12 @@ def _opt_bool(row: Mapping[str, Any], key: str, where: str) -> bool | None:
 
 
 def _json_list(row: Mapping[str, Any], key: str, where: str) -> list | None:
-    value = _opt(row, key)
-    if value is None:
+    cell = _opt(row, key)
+    if cell is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise _NotReplayable(f"{where}: {key} is not valid JSON: {exc}") from None
+    value = _from_text(
+        cell, json.loads, json.JSONDecodeError, lambda exc: f"{where}: {key} is not valid JSON: {exc}"
+    )
     if not isinstance(value, list | tuple):
         raise _NotReplayable(f"{where}: {key} must be a JSON list, got {type(value).__name__}")
     try:
