@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import polars as pl
 
-TERMINAL_ACTIONS = ("no_last_description", "write_description", "write_last_description")
+from schemas.vocabulary import HARC_TERMINAL_ACTIONS
+
 MAX_ATTEMPTS = (1, 2, 3)
 PT = ("participant_id", "task_id")
 # Experiments that assigned 10 tasks per participant (formats.md §D.2: expv0, expv1); every later one 5.
@@ -45,7 +46,7 @@ def finished_keys(actions: pl.DataFrame) -> pl.DataFrame:
             .with_columns(_recoded_attempt().alias("__attempt"))
             .sort(*PT, "__attempt", "action_number")
             .group_by(list(PT), maintain_order=True).agg(pl.col("action").last()))
-    return last.filter(pl.col("action").is_in(TERMINAL_ACTIONS)).select(PT)
+    return last.filter(pl.col("action").is_in(HARC_TERMINAL_ACTIONS)).select(PT)
 
 
 def summary_attempts(actions: pl.DataFrame) -> pl.DataFrame:

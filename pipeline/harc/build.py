@@ -31,9 +31,10 @@ from pipeline.harc import accuracy, bounds, errors, first_actions, graphs, learn
 from pipeline.harc.stats import CONFIDENCE
 from schemas import TABLES
 from schemas.validate import conform
+from schemas.vocabulary import HARC_RELEASES
 
 Progress = Callable[[Iterable[Any], str, int], Iterable[Any]]
-RELEASE_PREFERENCE = ("osf-current", "2024")
+RELEASE_PREFERENCE = HARC_RELEASES  # newest first
 ANALYSIS_TABLES = (
     "out_harc__task_state_graphs", "out_harc__split_descriptives", "out_harc__task_outcomes",
     "out_harc__task_accuracy", "out_harc__split_accuracy", "out_harc__tasks_by_min_solvers",

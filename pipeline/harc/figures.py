@@ -22,8 +22,9 @@ import altair as alt
 import polars as pl
 
 from pipeline.core.figures import save_figure
+from schemas.vocabulary import HARC_SPLITS
 
-SPLITS = ["training", "evaluation"]
+SPLITS = list(HARC_SPLITS)  # altair wants a list
 SPLIT_COLOURS = alt.Scale(domain=SPLITS, range=["#4c78a8", "#f58518"])
 FIGURE_NAMES = ("harc_fig5_tasks_by_min_solvers", "harc_fig6_participant_solve_share", "harc_accuracy_bounds",
                 "harc_time_distributions", "harc_error_divergence_vs_success", "harc_accuracy_by_position")

@@ -70,7 +70,8 @@ from pipeline.ingest.harc_csv import (
     typed,
     with_grid_columns,
 )
-from schemas.harc import HARC_ACTIONS, HARC_TOOLS, SELECT_LOCATIONS, SPLITS
+from schemas.harc import HARC_ACTIONS, HARC_TOOLS, SELECT_LOCATIONS
+from schemas.vocabulary import HARC_SPLITS, HARC_TERMINAL_ACTIONS
 
 RAW = "raw_harc__csv_rows"
 ACTIONS = "core_harc__actions"
@@ -81,7 +82,6 @@ FEEDBACK = "core_harc__feedback"
 DEMOGRAPHICS = "core_harc__demographics"
 WITHDRAWALS = "core_harc__withdrawals"
 
-TERMINAL_ACTIONS = ("no_last_description", "write_description", "write_last_description")
 REALIGNING_ACTIONS = ("change_height", "change_width", "copy_from_input", "reset_grid")
 PLACEHOLDER = "|000|000|000|"
 ROW_HASH = "__row_hash"  # 64-bit hash of row_json: tells exact copies from conflicting rows
@@ -192,7 +192,7 @@ def _common_who(split_required: bool = True) -> list[RowCheck]:
     checks = [required("hashed_id", "the participant id")]
     if split_required:
         checks.append(required("task_type", "the split (training or evaluation)"))
-    checks.append(not_in("task_type", SPLITS))
+    checks.append(not_in("task_type", HARC_SPLITS))
     return checks
 
 
@@ -248,7 +248,7 @@ def read_data(ctx: FileContext) -> ReaderOutput:
         (last_undo.is_not_null() & (last_realign.is_null() | (last_undo > last_realign))).alias("__lag_ok"),
         (pl.col("occurred_at") < pl.col("occurred_at").shift(1).over(task)).alias("__time_back"),
         pl.col("action").filter(key_ok).sort_by([attempt_recoded.filter(key_ok), pl.col("action_number").filter(key_ok)])
-        .last().over(task).is_in(TERMINAL_ACTIONS).fill_null(False).alias("has_terminal_row"),
+        .last().over(task).is_in(HARC_TERMINAL_ACTIONS).fill_null(False).alias("has_terminal_row"),
         (pl.col("action_number") == pl.col("action_number").min().over(task)).alias("__first_event"),
         *dup_prep,
     ).with_columns(
@@ -441,7 +441,7 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
     df = df.with_columns(pl.col(ROW_JSON).hash().alias(ROW_HASH)).with_columns(*dup_prep)
     checks = [
         required("task_name", "the ARC task file name"), required("task_type", "the split"),
-        not_in("task_type", SPLITS), required("count", "the number of submissions"),
+        not_in("task_type", HARC_SPLITS), required("count", "the number of submissions"),
         parse_failed("count", pl.col("n_submissions"), "an integer", "not_an_integer"),
         out_of_range("count", pl.col("n_submissions"), 1, 10_000_000),
         grid_check("test_output_grid", "__out"),

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.core.config import BASELINE_RULES, BuildConfig
+from pipeline.core.config import BuildConfig
 from pipeline.scoring.baselines import baselines_from_level_costs
+from schemas.vocabulary import BASELINE_RULES
 
 
 def eligible_recordings(attempts: pl.DataFrame, config: BuildConfig) -> pl.DataFrame:
