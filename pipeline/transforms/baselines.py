@@ -20,6 +20,7 @@ import polars as pl
 
 from pipeline.core.config import BuildConfig
 from pipeline.scoring.baselines import baselines_from_level_costs
+from schemas.validate import conform
 from schemas.vocabulary import BASELINE_RULES
 
 
@@ -87,11 +88,7 @@ def level_baselines(costs: pl.DataFrame, eligible: pl.DataFrame, games: pl.DataF
                     "n_card_costs": sum(1 for _, card in levels.get(lb.level, []) if card),
                     "is_default_rule": rule == config.baselines.rule,
                 })
-    schema = {"game_id": pl.String, "level_index": pl.Int64, "baseline_rule": pl.String,
-              "baseline_value": pl.Float64, "n_completers": pl.Int64, "min_completers": pl.Int64,
-              "is_too_few_completers": pl.Boolean, "n_players": pl.Int64, "n_card_costs": pl.Int64,
-              "is_default_rule": pl.Boolean}
-    return pl.DataFrame(rows, schema=schema)
+    return conform("out_arc3__level_baselines", rows)
 
 
 # --------------------------------------------------------------------------------------------------
