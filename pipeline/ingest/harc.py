@@ -32,7 +32,6 @@ file-name prefix does; a byte-identical file under both names is one file (same 
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,6 +53,7 @@ from pipeline.ingest.harc_csv import (
     as_int,
     flag_lists,
     grid_check,
+    header_columns,
     json_explain,
     json_list_ok,
     load_csv,
@@ -511,18 +511,6 @@ def read_survey(ctx: FileContext) -> ReaderOutput:
 _DATA_ONLY = {"action", "action_x", "action_y", "select_loc", "selected_data", "selected_symbol", "selected_tool",
               "copy_paste_data", "test_input_grid", "test_output_size_x", "test_output_size_y", "time"}
 _HARC_IDS = {"hashed_id", "joint_id_task", "task_name", "exp_name", "task_type"}
-
-
-def header_columns(head: Head) -> set[str] | None:
-    """The CSV header's column names, or None when the first line is not a plausible CSV header."""
-    line = head.first_line
-    if not line or line[0] in "{[" or "," not in line:
-        return None
-    try:
-        cols = next(csv.reader([line]))
-    except csv.Error:
-        return None
-    return {c.strip() for c in cols}
 
 
 def _name_hint(head: Head, pattern: str) -> str:
