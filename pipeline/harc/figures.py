@@ -48,7 +48,7 @@ def fig6_chart(participant_acc: pl.DataFrame):
           .with_columns(pl.col("solve_share").round(2)))
     if df.height == 0:
         return None
-    counts = (df.group_by("task_split", "solve_share").len()
+    counts = (df.group_by("task_split", "solve_share").len().sort("task_split", "solve_share")  # stable bytes
               .with_columns((pl.col("len") / pl.col("len").sum().over("task_split")).alias("share_of_participants")))
     return alt.Chart(counts).mark_bar(opacity=0.8).encode(
         x=alt.X("solve_share:O", title="share of the participant's finished tasks solved",
