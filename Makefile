@@ -9,8 +9,8 @@ PYTEST_WORKERS ?= 2
 
 help:
 	@echo "make demo    install into $(VENV) (if needed) and run the whole pipeline on the demo study"
-	@echo "make test    install into $(VENV) (if needed) and run ruff plus the whole test suite"
-	@echo "make lint    ruff only"
+	@echo "make test    install into $(VENV) (if needed) and run make lint plus the whole test suite"
+	@echo "make lint    ruff and the import-layer contract (lint-imports, docs/architecture.md)"
 	@echo "make clean   remove the virtual environment and caches"
 
 # Re-install whenever pyproject.toml changes; the stamp makes repeated runs instant.
@@ -27,6 +27,7 @@ demo: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 test: install lint browser
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=15
@@ -50,4 +51,4 @@ browser:
 	fi
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache

@@ -18,10 +18,9 @@ from __future__ import annotations
 import polars as pl
 
 from schemas.model import Field, Table
+from schemas.vocabulary import HARC_RELEASES, HARC_SPLITS
 
 GRID_STRING = r"^\|([0-9]+\|)+$"
-RELEASES = ("osf-current", "2024")
-SPLITS = ("training", "evaluation")
 # D.7 plus `write_description` (the predecessor interface's single closing row, which the authors'
 # `get_summary` accepts as a terminal action; spec/harc-editor.md §8.2).
 HARC_ACTIONS = (
@@ -44,13 +43,13 @@ FIELDS: list[Field] = [
           "which H-ARC release the file belongs to: `osf-current` (OSF archive, complete and incomplete "
           "participants merged) or `2024` (the original clean_*.csv files); from the header where it "
           "differs (`action_id` vs `num_actions`, survey columns), else from the `clean_` file-name prefix",
-          isin=RELEASES),
+          isin=HARC_RELEASES),
     Field("task_id", pl.String,
           "id of an ARC-format task: the ARC task id (H-ARC `task_name` or the task file name, without "
           "`.json`; 8 hex chars for ARC-AGI-1/2), or the shortuuid of an ARC-TGI generated task"),
     Field("task_file_name", pl.String, "H-ARC `task_name` exactly as written (with `.json`)"),
     Field("exp_name", pl.String, "H-ARC experiment build (`expv0` ... `expv6_1`)", nullable=True),
-    Field("task_split", pl.String, "ARC split the task comes from (H-ARC `task_type`)", isin=SPLITS),
+    Field("task_split", pl.String, "ARC split the task comes from (H-ARC `task_type`)", isin=HARC_SPLITS),
     Field("task_number", pl.Int64,
           "1-based position of the task in the participant's sequence; 0 = tutorial", ge=0),
     Field("attempt_number", pl.Int64,

@@ -11,11 +11,10 @@ from __future__ import annotations
 import polars as pl
 
 from schemas.model import Field, Table
+from schemas.vocabulary import BASELINE_RULES, PLAY_STATES
 
 UTC = pl.Datetime("us", "UTC")
 SHA256 = r"^[0-9a-f]{64}$"
-PLAY_STATES = ("NOT_FINISHED", "WIN", "GAME_OVER")
-BASELINE_RULES = ("upper-median", "second-best", "median", "best")
 OUTCOME_GROUPS = ("all", "successful", "unsuccessful", "unsuccessful_under_soft_limit")
 
 FIELDS: list[Field] = [

@@ -116,23 +116,29 @@ def validate_frame(table_name: str, df: pl.DataFrame) -> ValidationResult:
     return ValidationResult(valid=valid, failures=failures)
 
 
-def empty_frame(table_name: str) -> pl.DataFrame:
-    """A zero-row frame with the table's exact columns and dtypes."""
+def _columns(table_name: str, without: tuple[str, ...]) -> dict[str, pl.DataType]:
     from schemas.fields import FIELDS
     from schemas.model import polars_dtype
 
     table = get_table(table_name)
-    return pl.DataFrame(schema={c: polars_dtype(FIELDS[c].dtype) for c in table.columns})
+    unknown = [c for c in without if c not in table.columns]
+    if unknown:
+        raise KeyError(f"{table_name} has no columns {unknown}")
+    return {c: polars_dtype(FIELDS[c].dtype) for c in table.columns if c not in without}
 
 
-def conform(table_name: str, rows: list[dict] | pl.DataFrame) -> pl.DataFrame:
-    """Build a frame with the table's columns, order and dtypes from python rows (missing keys = null)."""
-    from schemas.fields import FIELDS
-    from schemas.model import polars_dtype
+def empty_frame(table_name: str, *, without: tuple[str, ...] = ()) -> pl.DataFrame:
+    """A zero-row frame with the table's exact columns and dtypes (less the `without` columns)."""
+    return pl.DataFrame(schema=_columns(table_name, without))
 
-    table = get_table(table_name)
-    schema = {c: polars_dtype(FIELDS[c].dtype) for c in table.columns}
+
+def conform(table_name: str, rows: list[dict] | pl.DataFrame, *, without: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Build a frame with the table's columns, order and dtypes from python rows (missing keys = null).
+
+    `without`: columns the caller adds later (e.g. the H-ARC analyses compute one release's rows and the
+    orchestration adds `release_generation`)."""
+    schema = _columns(table_name, without)
     if isinstance(rows, pl.DataFrame):
-        return rows.select([pl.col(c).cast(schema[c]) if c in rows.columns else pl.lit(None, schema[c]).alias(c)
-                            for c in table.columns])
-    return pl.DataFrame([{c: r.get(c) for c in table.columns} for r in rows], schema=schema, orient="row")
+        return rows.select([pl.col(c).cast(t) if c in rows.columns else pl.lit(None, t).alias(c)
+                            for c, t in schema.items()])
+    return pl.DataFrame([{c: r.get(c) for c in schema} for r in rows], schema=schema, orient="row")

@@ -14,6 +14,7 @@ from rich.table import Table as RichTable
 
 from pipeline.core.config import BASELINE_RULES, ConfigError, load_config
 from pipeline.core.console import out
+from pipeline.scoring.baseline_sources import read_published
 
 from .common import (
     EXIT_OK,
@@ -199,7 +200,7 @@ def baselines_command(
         diff = None
         if compare is not None:
             try:
-                published = bl.read_published(compare, rule)
+                published = read_published(compare, rule)
             except (ValueError, OSError, json.JSONDecodeError, pl.exceptions.PolarsError) as err:
                 raise fail(f"cannot read {compare}: {err}", EXIT_USAGE) from err
             if compare.is_file():

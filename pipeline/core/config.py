@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-DEFAULTS_PATH = Path(__file__).with_name("defaults.toml")
+from schemas.vocabulary import BASELINE_RULES, RECORDING_VARIANTS
 
-BASELINE_RULES = ("upper-median", "second-best", "median", "best")
-RECORDING_VARIANTS = ("toolkit", "human-dataset", "benchmarking", "preview-2025")
+DEFAULTS_PATH = Path(__file__).with_name("defaults.toml")
 
 
 class ConfigError(ValueError):
@@ -280,7 +279,7 @@ def load_config(path: Path | str | None = None) -> BuildConfig:
 
 
 __all__ = [
-    "AttemptsConfig", "BASELINE_RULES", "BaselinesConfig", "BuildConfig", "ConfigError", "DEFAULTS_PATH",
+    "AttemptsConfig", "BaselinesConfig", "BuildConfig", "ConfigError", "DEFAULTS_PATH",
     "FiguresConfig", "LowEffortConfig", "ReferencePointsConfig", "SolvabilityConfig", "load_config",
     "rationales", "resolve",
 ]

@@ -16,14 +16,24 @@ in the paper), not the pooled share of participant-tasks.
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
-TERMINAL_ACTIONS = ("no_last_description", "write_description", "write_last_description")
+from schemas.validate import conform
+from schemas.vocabulary import HARC_TERMINAL_ACTIONS
+
 MAX_ATTEMPTS = (1, 2, 3)
 PT = ("participant_id", "task_id")
 # Experiments that assigned 10 tasks per participant (formats.md §D.2: expv0, expv1); every later one 5.
 TEN_TASK_EXPERIMENTS = ("expv0", "expv1")
 DEFAULT_TASKS_PER_PARTICIPANT = 5
+
+
+def release_frame(table_name: str, rows: list[dict[str, Any]] | pl.DataFrame) -> pl.DataFrame:
+    """One release's rows of an out_harc__* table, typed by schemas/: every column but release_generation,
+    which `build.with_release` adds when the release is known."""
+    return conform(table_name, rows, without=("release_generation",))
 
 
 def expected_tasks(exp_name: pl.Expr) -> pl.Expr:
@@ -45,7 +55,7 @@ def finished_keys(actions: pl.DataFrame) -> pl.DataFrame:
             .with_columns(_recoded_attempt().alias("__attempt"))
             .sort(*PT, "__attempt", "action_number")
             .group_by(list(PT), maintain_order=True).agg(pl.col("action").last()))
-    return last.filter(pl.col("action").is_in(TERMINAL_ACTIONS)).select(PT)
+    return last.filter(pl.col("action").is_in(HARC_TERMINAL_ACTIONS)).select(PT)
 
 
 def summary_attempts(actions: pl.DataFrame) -> pl.DataFrame:
@@ -154,7 +164,5 @@ def tasks_by_min_solvers(task_acc: pl.DataFrame) -> pl.DataFrame:
         }, schema_overrides={"max_attempts": pl.Int64, "min_solvers": pl.Int64, "n_tasks": pl.Int64,
                              "n_tasks_at_least": pl.Int64}))
     if not frames:
-        return pl.DataFrame(schema={"task_split": pl.String, "max_attempts": pl.Int64, "min_solvers": pl.Int64,
-                                    "n_tasks": pl.Int64, "n_tasks_at_least": pl.Int64,
-                                    "share_tasks_at_least": pl.Float64})
+        return release_frame("out_harc__tasks_by_min_solvers", [])
     return pl.concat(frames).sort("task_split", "max_attempts", "min_solvers")

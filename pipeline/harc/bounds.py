@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipeline.harc.accuracy import MAX_ATTEMPTS
+from pipeline.harc.accuracy import MAX_ATTEMPTS, release_frame
 
 DEFAULT_SIMULATIONS = 1000
 DEFAULT_SEED = 0
@@ -125,9 +125,4 @@ def accuracy_bounds(task_acc: pl.DataFrame, people: pl.DataFrame, outcomes: pl.D
                              "n_simulations": n_simulations, "random_seed": seed,
                              "n_imputed_participants": n_imputed_participants,
                              "n_imputed_tasks": n_imputed_tasks})
-    schema = {"task_split": pl.String, "max_attempts": pl.Int64, "bound_kind": pl.String,
-              "mean_task_accuracy": pl.Float64, "bound_estimate": pl.Float64, "bound_sd": pl.Float64,
-              "bound_p025": pl.Float64, "bound_p975": pl.Float64, "bound_min": pl.Float64,
-              "bound_max": pl.Float64, "n_simulations": pl.Int64, "random_seed": pl.Int64,
-              "n_imputed_participants": pl.Int64, "n_imputed_tasks": pl.Int64}
-    return pl.DataFrame(rows, schema=schema, orient="row")
+    return release_frame("out_harc__accuracy_bounds", rows)

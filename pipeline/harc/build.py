@@ -31,9 +31,10 @@ from pipeline.harc import accuracy, bounds, errors, first_actions, graphs, learn
 from pipeline.harc.stats import CONFIDENCE
 from schemas import TABLES
 from schemas.validate import conform
+from schemas.vocabulary import HARC_RELEASES
 
 Progress = Callable[[Iterable[Any], str, int], Iterable[Any]]
-RELEASE_PREFERENCE = ("osf-current", "2024")
+RELEASE_PREFERENCE = HARC_RELEASES  # newest first
 ANALYSIS_TABLES = (
     "out_harc__task_state_graphs", "out_harc__split_descriptives", "out_harc__task_outcomes",
     "out_harc__task_accuracy", "out_harc__split_accuracy", "out_harc__tasks_by_min_solvers",
@@ -256,18 +257,11 @@ def compute_analyses(actions: pl.DataFrame, pairs: pl.DataFrame, *, seed: int = 
 
     tests = [*timing.time_tests(outcome_table, confidence), timing.answer_size_test(task_errors, confidence),
              *errors.divergence_correlations(task_errors, confidence)]
-    out["out_harc__statistical_tests"] = pl.DataFrame(tests, schema=_TEST_SCHEMA, orient="row")
+    out["out_harc__statistical_tests"] = accuracy.release_frame("out_harc__statistical_tests", tests)
     out["out_harc__position_accuracy"] = learning.position_accuracy(outcomes)
     out["out_harc__learning_model"] = learning.learning_model(outcomes, confidence)
     lap("tests_and_learning")
     return out
-
-
-_TEST_SCHEMA = {"test_id": pl.String, "test_kind": pl.String, "test_description": pl.String, "group_1": pl.String,
-                "group_2": pl.String, "n_1": pl.Int64, "n_2": pl.Int64, "mean_1": pl.Float64, "mean_2": pl.Float64,
-                "statistic": pl.Float64, "degrees_of_freedom": pl.Float64, "p_value": pl.Float64,
-                "effect_size": pl.Float64, "effect_size_kind": pl.String, "ci_low": pl.Float64,
-                "ci_high": pl.Float64, "confidence_level": pl.Float64}
 
 
 def with_release(tables: dict[str, pl.DataFrame], release: str) -> dict[str, pl.DataFrame]:

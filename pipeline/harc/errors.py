@@ -25,7 +25,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.harc import stats
-from pipeline.harc.accuracy import PT, analysis_actions
+from pipeline.harc.accuracy import PT, analysis_actions, release_frame
 
 
 def grid_shape(grid: str) -> tuple[int, int]:
@@ -107,13 +107,7 @@ def submissions(actions: pl.DataFrame, finished: pl.DataFrame, truth: pl.DataFra
             out.update(is_copy_of_train_input=None, is_copy_of_train_output=None, is_copy_of_test_input=None,
                        is_copy_error=None)
         rows.append(out)
-    schema = {"participant_id": pl.String, "task_id": pl.String, "action_number": pl.Int64, "task_split": pl.String,
-              "attempt_number": pl.Int64, "is_solved": pl.Boolean, "test_output_grid": pl.String,
-              "answer_source": pl.String, "grid_height": pl.Int64, "grid_width": pl.Int64,
-              "is_size_correct": pl.Boolean, "normalized_edit_distance": pl.Float64,
-              "is_copy_of_train_input": pl.Boolean, "is_copy_of_train_output": pl.Boolean,
-              "is_copy_of_test_input": pl.Boolean, "is_copy_error": pl.Boolean}
-    return pl.DataFrame(rows, schema=schema, orient="row")
+    return release_frame("out_harc__submissions", rows)
 
 
 def task_errors(subs: pl.DataFrame, task_acc: pl.DataFrame, known_answers: pl.DataFrame) -> pl.DataFrame:

@@ -22,8 +22,9 @@ import altair as alt
 import polars as pl
 
 from pipeline.core.figures import save_figure
+from schemas.vocabulary import HARC_SPLITS
 
-SPLITS = ["training", "evaluation"]
+SPLITS = list(HARC_SPLITS)  # altair wants a list
 SPLIT_COLOURS = alt.Scale(domain=SPLITS, range=["#4c78a8", "#f58518"])
 FIGURE_NAMES = ("harc_fig5_tasks_by_min_solvers", "harc_fig6_participant_solve_share", "harc_accuracy_bounds",
                 "harc_time_distributions", "harc_error_divergence_vs_success", "harc_accuracy_by_position")
@@ -47,7 +48,7 @@ def fig6_chart(participant_acc: pl.DataFrame):
           .with_columns(pl.col("solve_share").round(2)))
     if df.height == 0:
         return None
-    counts = (df.group_by("task_split", "solve_share").len()
+    counts = (df.group_by("task_split", "solve_share").len().sort("task_split", "solve_share")  # stable bytes
               .with_columns((pl.col("len") / pl.col("len").sum().over("task_split")).alias("share_of_participants")))
     return alt.Chart(counts).mark_bar(opacity=0.8).encode(
         x=alt.X("solve_share:O", title="share of the participant's finished tasks solved",

@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from engine.harc import StateGraph, build_state_graph
-from pipeline.harc.accuracy import PT, analysis_actions
+from pipeline.harc.accuracy import PT, analysis_actions, release_frame
 from pipeline.harc.errors import grid_shape, normalized_edit_distance
 
 GRAPH_COLUMNS = ("participant_id", "task_id", "task_split", "action_number", "action", "is_solved",
@@ -71,10 +71,7 @@ def state_graph_table(actions: pl.DataFrame, progress=None) -> pl.DataFrame:
     for task_id, split, traces in items:
         graph = build_state_graph(traces)
         rows.append(graph_row(task_id, split, graph, sum(len(t) for t in traces)))
-    schema = {"task_id": pl.String, "task_split": pl.String, "n_traces": pl.Int64, "n_unique_states": pl.Int64,
-              "n_state_transitions": pl.Int64, "n_correct_states": pl.Int64, "n_incorrect_states": pl.Int64,
-              "mean_unique_states_per_trace": pl.Float64, "n_action_rows": pl.Int64}
-    return pl.DataFrame(rows, schema=schema, orient="row")
+    return release_frame("out_harc__task_state_graphs", rows)
 
 
 def trace_unique_states(actions: pl.DataFrame) -> pl.DataFrame:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pipeline.harc.accuracy import release_frame
 from pipeline.harc.stats import CONFIDENCE
 
 MODEL_KIND = "gee_logit_exchangeable_participant_clusters"
@@ -93,8 +94,4 @@ def learning_model(outcomes: pl.DataFrame, confidence: float = CONFIDENCE) -> pl
                 "odds_ratio": None if coefficient is None else math.exp(coefficient),
                 "n_observations": sub.height, "n_groups": sub["participant_id"].n_unique(),
             })
-    schema = {"task_split": pl.String, "model_term": pl.String, "model_kind": pl.String,
-              "coefficient": pl.Float64, "std_error": pl.Float64, "z_value": pl.Float64, "p_value": pl.Float64,
-              "ci_low": pl.Float64, "ci_high": pl.Float64, "confidence_level": pl.Float64,
-              "odds_ratio": pl.Float64, "n_observations": pl.Int64, "n_groups": pl.Int64}
-    return pl.DataFrame(rows, schema=schema, orient="row")
+    return release_frame("out_harc__learning_model", rows)

@@ -30,17 +30,24 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _untested_row(test_id: str, kind: str, effect_size_kind: str, description: str, group_1: str, group_2: str,
+                  a: np.ndarray, b: np.ndarray, confidence: float) -> dict[str, Any]:
+    """An out_harc__statistical_tests row with the groups described and no result yet (what is returned when
+    the data cannot support the test)."""
+    return {
+        "test_id": test_id, "test_kind": kind, "test_description": description, "group_1": group_1,
+        "group_2": group_2, "n_1": int(a.size), "n_2": int(b.size), "mean_1": _mean(a), "mean_2": _mean(b),
+        "statistic": None, "degrees_of_freedom": None, "p_value": None, "effect_size": None,
+        "effect_size_kind": effect_size_kind, "ci_low": None, "ci_high": None, "confidence_level": confidence,
+    }
+
+
 def t_test(test_id: str, description: str, group_1: str, group_2: str, x1: Sequence[float],
            x2: Sequence[float], confidence: float = CONFIDENCE) -> dict[str, Any]:
     from statsmodels.stats.weightstats import CompareMeans, DescrStatsW, ttest_ind
 
     a, b = np.asarray(x1, dtype=float), np.asarray(x2, dtype=float)
-    row: dict[str, Any] = {
-        "test_id": test_id, "test_kind": "t_test_pooled", "test_description": description, "group_1": group_1,
-        "group_2": group_2, "n_1": int(a.size), "n_2": int(b.size), "mean_1": _mean(a), "mean_2": _mean(b),
-        "statistic": None, "degrees_of_freedom": None, "p_value": None, "effect_size": None,
-        "effect_size_kind": "cohens_d", "ci_low": None, "ci_high": None, "confidence_level": confidence,
-    }
+    row = _untested_row(test_id, "t_test_pooled", "cohens_d", description, group_1, group_2, a, b, confidence)
     if a.size < 2 or b.size < 2:
         return row
     pooled_var = ((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2)
@@ -59,12 +66,7 @@ def pearson(test_id: str, description: str, x_name: str, y_name: str, x: Sequenc
     from scipy.stats import pearsonr
 
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    row: dict[str, Any] = {
-        "test_id": test_id, "test_kind": "pearson", "test_description": description, "group_1": x_name,
-        "group_2": y_name, "n_1": int(a.size), "n_2": int(b.size), "mean_1": _mean(a), "mean_2": _mean(b),
-        "statistic": None, "degrees_of_freedom": None, "p_value": None, "effect_size": None,
-        "effect_size_kind": "pearson_r", "ci_low": None, "ci_high": None, "confidence_level": confidence,
-    }
+    row = _untested_row(test_id, "pearson", "pearson_r", description, x_name, y_name, a, b, confidence)
     if a.size < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return row
     with warnings.catch_warnings():

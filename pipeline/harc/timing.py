@@ -28,10 +28,10 @@ import polars as pl
 
 from pipeline.harc import stats
 from pipeline.harc.accuracy import PT, analysis_actions
+from schemas.vocabulary import HARC_SPLITS, HARC_TERMINAL_ACTIONS
 
 THINKING_THRESHOLD_S = 5.0
-WRITING_ACTIONS = ("write_first_description", "submit", "write_last_description", "no_last_description",
-                   "write_description")
+WRITING_ACTIONS = ("write_first_description", "submit", *HARC_TERMINAL_ACTIONS)
 MEASURES = ("task_duration_s", "time_per_attempt_s", "time_to_first_action_s", "thinking_time_s",
             "thinking_time_per_attempt_s")
 TESTED = (
@@ -91,23 +91,26 @@ def time_summary(outcomes: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(frames).sort("task_split", "time_measure")
 
 
+def _split_t_test(test_id: str, description: str, frame: pl.DataFrame, column: str,
+                  confidence: float) -> dict[str, Any]:
+    """Training vs evaluation t-test (group_1 = training) of one column's non-null values."""
+    training, evaluation = HARC_SPLITS
+    values = {s: frame.filter(pl.col("task_split") == s)[column].drop_nulls().to_list() for s in HARC_SPLITS}
+    return stats.t_test(test_id, description, training, evaluation, values[training], values[evaluation],
+                        confidence)
+
+
 def time_tests(outcomes: pl.DataFrame, confidence: float = stats.CONFIDENCE) -> list[dict[str, Any]]:
     """Training vs evaluation t-tests (group_1 = training) for each tested measure."""
-    rows = []
-    for measure, words in TESTED:
-        values = {s: outcomes.filter(pl.col("task_split") == s)[measure].drop_nulls().to_list()
-                  for s in ("training", "evaluation")}
-        rows.append(stats.t_test(f"{measure}:training_vs_evaluation",
-                                 f"training vs evaluation participant-tasks: {words}", "training", "evaluation",
-                                 values["training"], values["evaluation"], confidence))
-    return rows
+    return [_split_t_test(f"{measure}:training_vs_evaluation",
+                          f"training vs evaluation participant-tasks: {words}", outcomes, measure, confidence)
+            for measure, words in TESTED]
 
 
 def answer_size_test(errors: pl.DataFrame, confidence: float = stats.CONFIDENCE) -> dict[str, Any]:
     """Training vs evaluation t-test on the correct output's size in cells, over tasks with a known answer."""
     cells = errors.filter(pl.col("answer_height").is_not_null()).with_columns(
         (pl.col("answer_height") * pl.col("answer_width")).alias("cells"))
-    values = {s: cells.filter(pl.col("task_split") == s)["cells"].to_list() for s in ("training", "evaluation")}
-    return stats.t_test("answer_cells:training_vs_evaluation",
-                        "training vs evaluation tasks: cells of the correct output (height x width)", "training",
-                        "evaluation", values["training"], values["evaluation"], confidence)
+    return _split_t_test("answer_cells:training_vs_evaluation",
+                         "training vs evaluation tasks: cells of the correct output (height x width)", cells,
+                         "cells", confidence)

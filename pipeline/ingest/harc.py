@@ -32,7 +32,6 @@ file-name prefix does; a byte-identical file under both names is one file (same 
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,6 +53,7 @@ from pipeline.ingest.harc_csv import (
     as_int,
     flag_lists,
     grid_check,
+    header_columns,
     json_explain,
     json_list_ok,
     load_csv,
@@ -70,7 +70,8 @@ from pipeline.ingest.harc_csv import (
     typed,
     with_grid_columns,
 )
-from schemas.harc import HARC_ACTIONS, HARC_TOOLS, SELECT_LOCATIONS, SPLITS
+from schemas.harc import HARC_ACTIONS, HARC_TOOLS, SELECT_LOCATIONS
+from schemas.vocabulary import HARC_SPLITS, HARC_TERMINAL_ACTIONS
 
 RAW = "raw_harc__csv_rows"
 ACTIONS = "core_harc__actions"
@@ -81,7 +82,6 @@ FEEDBACK = "core_harc__feedback"
 DEMOGRAPHICS = "core_harc__demographics"
 WITHDRAWALS = "core_harc__withdrawals"
 
-TERMINAL_ACTIONS = ("no_last_description", "write_description", "write_last_description")
 REALIGNING_ACTIONS = ("change_height", "change_width", "copy_from_input", "reset_grid")
 PLACEHOLDER = "|000|000|000|"
 ROW_HASH = "__row_hash"  # 64-bit hash of row_json: tells exact copies from conflicting rows
@@ -192,8 +192,30 @@ def _common_who(split_required: bool = True) -> list[RowCheck]:
     checks = [required("hashed_id", "the participant id")]
     if split_required:
         checks.append(required("task_type", "the split (training or evaluation)"))
-    checks.append(not_in("task_type", SPLITS))
+    checks.append(not_in("task_type", HARC_SPLITS))
     return checks
+
+
+def _participant_task_columns() -> list[pl.Expr]:
+    """Who and which task, as the event and summary files both name them (joint_id_task kept as `__joint`
+    for the joint_id_mismatch check)."""
+    return [pl.col(src("task_name")).str.strip_suffix(".json").alias("task_id"), *_renamed({
+        "hashed_id": "participant_id", "task_name": "task_file_name", "exp_name": "exp_name",
+        "task_type": "task_split", "first_written_solution": "first_description",
+        "last_written_solution": "last_description", "joint_id_task": "__joint"})]
+
+
+def _renamed(names: dict[str, str]) -> list[pl.Expr]:
+    """Text columns of the file under their table names ({file column: table column})."""
+    return [pl.col(src(file_column)).alias(column) for file_column, column in names.items()]
+
+
+def _joint_id_check() -> RowCheck:
+    return RowCheck(
+        "joint_id_mismatch",
+        pl.col("__joint") != pl.format("{}_{}", pl.col(src("hashed_id")), pl.col(src("task_name"))),
+        pl.format("joint_id_task '{}' is not hashed_id + '_' + task_name ('{}_{}')", pl.col("__joint"),
+                  pl.col(src("hashed_id")), pl.col(src("task_name"))), "joint_id_task")
 
 
 # --- data.csv -------------------------------------------------------------------------------------
@@ -214,21 +236,10 @@ def read_data(ctx: FileContext) -> ReaderOutput:
     }, times={"occurred_at": src("time")})
     df = df.with_columns(
         pl.lit(release).alias("release_generation"),
-        pl.col(src("hashed_id")).alias("participant_id"),
-        pl.col(src("task_name")).str.strip_suffix(".json").alias("task_id"),
-        pl.col(src("task_name")).alias("task_file_name"),
-        pl.col(src("exp_name")).alias("exp_name"),
-        pl.col(src("task_type")).alias("task_split"),
-        pl.col(src("action")).alias("action"),
-        pl.col(src("test_input_grid")).alias("test_input_grid"),
-        pl.col(src("test_output_grid")).alias("test_output_grid"),
-        pl.col(src("select_loc")).alias("select_loc"),
-        pl.col(src("selected_data")).alias("selected_data_json"),
-        pl.col(src("selected_tool")).alias("selected_tool"),
-        pl.col(src("copy_paste_data")).alias("copy_paste_data_json"),
-        pl.col(src("first_written_solution")).alias("first_description"),
-        pl.col(src("last_written_solution")).alias("last_description"),
-        pl.col(src("joint_id_task")).alias("__joint"),
+        *_participant_task_columns(),
+        *_renamed({"action": "action", "test_input_grid": "test_input_grid", "test_output_grid": "test_output_grid",
+                   "select_loc": "select_loc", "selected_data": "selected_data_json", "selected_tool": "selected_tool",
+                   "copy_paste_data": "copy_paste_data_json"}),
     )
     df = with_grid_columns(with_grid_columns(df, "test_input_grid", "__in"), "test_output_grid", "__out")
 
@@ -248,7 +259,7 @@ def read_data(ctx: FileContext) -> ReaderOutput:
         (last_undo.is_not_null() & (last_realign.is_null() | (last_undo > last_realign))).alias("__lag_ok"),
         (pl.col("occurred_at") < pl.col("occurred_at").shift(1).over(task)).alias("__time_back"),
         pl.col("action").filter(key_ok).sort_by([attempt_recoded.filter(key_ok), pl.col("action_number").filter(key_ok)])
-        .last().over(task).is_in(TERMINAL_ACTIONS).fill_null(False).alias("has_terminal_row"),
+        .last().over(task).is_in(HARC_TERMINAL_ACTIONS).fill_null(False).alias("has_terminal_row"),
         (pl.col("action_number") == pl.col("action_number").min().over(task)).alias("__first_event"),
         *dup_prep,
     ).with_columns(
@@ -307,10 +318,7 @@ def read_data(ctx: FileContext) -> ReaderOutput:
         *[RowCheck("invalid_json", pl.col(src(c)).is_not_null() & ~json_list_ok(src(c)),
                    pl.lit(f"{c} is not a JSON list"), c, explain=json_explain(c))
           for c in ("selected_data", "copy_paste_data")],
-        RowCheck("joint_id_mismatch",
-                 pl.col("__joint") != pl.format("{}_{}", pl.col(src("hashed_id")), pl.col(src("task_name"))),
-                 pl.format("joint_id_task '{}' is not hashed_id + '_' + task_name ('{}_{}')", pl.col("__joint"),
-                           pl.col(src("hashed_id")), pl.col(src("task_name"))), "joint_id_task"),
+        _joint_id_check(),
         *dup_checks,
     ]
     structural = _structural(loaded, header, last_required=True)
@@ -371,20 +379,13 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
         ctx, SUMMARY_VARIANTS, "H-ARC summary file", evidence="header is the {variant} ({release} by file name)")
     df = _source_frame(loaded, header).with_columns(
         pl.lit(release).alias("release_generation"),
-        pl.col(src("hashed_id")).alias("participant_id"),
-        pl.col(src("task_name")).str.strip_suffix(".json").alias("task_id"),
-        pl.col(src("task_name")).alias("task_file_name"),
-        pl.col(src("exp_name")).alias("exp_name"),
-        pl.col(src("task_type")).alias("task_split"),
+        *_participant_task_columns(),
         as_int(src("task_number")).alias("task_number"),
         as_int(src("attempt_number")).alias("attempt_number"),
         as_int(src("num_actions")).alias("last_action_number"),
         as_bool(src("solved")).alias("is_solved"),
         pl.col(src("test_output_grid")).alias("test_output_grid"),
-        pl.col(src("first_written_solution")).alias("first_description"),
-        pl.col(src("last_written_solution")).alias("last_description"),
         as_bool(src("complete")).alias("is_complete"),
-        pl.col(src("joint_id_task")).alias("__joint"),
     )
     df = with_grid_columns(df, "test_output_grid", "__out")
     dup_prep, dup_checks = _duplicates(["__joint", "attempt_number"], "duplicate_attempt", ["joint_id_task", "attempt_number"])
@@ -404,10 +405,7 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
                  pl.format("attempt_number is {}, outside 1-3 (summaries recode the closing attempt 4 as 3)",
                            pl.col("attempt_number")), "attempt_number"),
         grid_check("test_output_grid", "__out"),
-        RowCheck("joint_id_mismatch",
-                 pl.col("__joint") != pl.format("{}_{}", pl.col(src("hashed_id")), pl.col(src("task_name"))),
-                 pl.format("joint_id_task '{}' is not hashed_id + '_' + task_name ('{}_{}')", pl.col("__joint"),
-                           pl.col(src("hashed_id")), pl.col(src("task_name"))), "joint_id_task"),
+        _joint_id_check(),
         *dup_checks,
     ]
     rejects, bad = apply_checks(df, checks, ATTEMPTS, structural=_structural(loaded, header, True))
@@ -441,7 +439,7 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
     df = df.with_columns(pl.col(ROW_JSON).hash().alias(ROW_HASH)).with_columns(*dup_prep)
     checks = [
         required("task_name", "the ARC task file name"), required("task_type", "the split"),
-        not_in("task_type", SPLITS), required("count", "the number of submissions"),
+        not_in("task_type", HARC_SPLITS), required("count", "the number of submissions"),
         parse_failed("count", pl.col("n_submissions"), "an integer", "not_an_integer"),
         out_of_range("count", pl.col("n_submissions"), 1, 10_000_000),
         grid_check("test_output_grid", "__out"),
@@ -511,18 +509,6 @@ def read_survey(ctx: FileContext) -> ReaderOutput:
 _DATA_ONLY = {"action", "action_x", "action_y", "select_loc", "selected_data", "selected_symbol", "selected_tool",
               "copy_paste_data", "test_input_grid", "test_output_size_x", "test_output_size_y", "time"}
 _HARC_IDS = {"hashed_id", "joint_id_task", "task_name", "exp_name", "task_type"}
-
-
-def header_columns(head: Head) -> set[str] | None:
-    """The CSV header's column names, or None when the first line is not a plausible CSV header."""
-    line = head.first_line
-    if not line or line[0] in "{[" or "," not in line:
-        return None
-    try:
-        cols = next(csv.reader([line]))
-    except csv.Error:
-        return None
-    return {c.strip() for c in cols}
 
 
 def _name_hint(head: Head, pattern: str) -> str:

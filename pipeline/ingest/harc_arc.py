@@ -29,6 +29,7 @@ from pipeline.ingest.harc_csv import (
     RowCheck,
     Variant,
     apply_checks,
+    header_columns,
     load_csv,
     match_variant,
     raw_frame,
@@ -307,8 +308,6 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
 
 
 def sniff_tgi(head: Head) -> str | None:
-    from pipeline.ingest.harc import header_columns
-
     cols = header_columns(head)
     if not cols:
         return None

@@ -25,6 +25,7 @@ import duckdb
 import polars as pl
 
 from pipeline.ingest.base import FileRejected, Reject
+from pipeline.ingest.formats import Head
 
 ROW = "row_number"
 ROW_JSON = "row_json"
@@ -61,6 +62,18 @@ def read_header(path: Path) -> list[str]:
     if not header or not any(h.strip() for h in header):
         raise FileRejected("the file has no header line (the first line is empty)", check="header_unknown")
     return header
+
+
+def header_columns(head: Head) -> set[str] | None:
+    """The CSV header's column names, or None when the first line is not a plausible CSV header."""
+    line = head.first_line
+    if not line or line[0] in "{[" or "," not in line:
+        return None
+    try:
+        cols = next(csv.reader([line]))
+    except csv.Error:
+        return None
+    return {c.strip() for c in cols}
 
 
 def match_variant(header: list[str], variants: Sequence[Variant], what: str) -> Variant:

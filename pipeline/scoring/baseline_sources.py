@@ -31,7 +31,6 @@ import polars as pl
 
 from engine.loader import find_games
 from pipeline.core.manifest import sha256_file
-from pipeline.transforms.baselines import read_published
 
 from .policies import ScoringPolicy
 
@@ -44,6 +43,7 @@ __all__ = [
     "source_from_db",
     "source_from_games_dirs",
     "source_from_path",
+    "read_published",
     "reference_source",
 ]
 
@@ -53,6 +53,37 @@ REFERENCE_CSV = REPO_ROOT / "data" / "reference" / "arc-agi-3-public-games.csv"
 
 class BaselineSourceError(ValueError):
     """A baselines file or folder that cannot be used (the message is for a person)."""
+
+
+def read_published(path: Path, rule: str) -> pl.DataFrame:
+    """Published baselines as (game_id, published_rule, baseline_actions: list[int]).
+
+    A CSV (like reference/arc-agi-3-public-games.csv) with game_id and baseline_actions (JSON list) columns:
+    when it has a baseline_rule column, rows with `rule` are preferred, and among several rows for one game
+    the `current` snapshot. A directory: every metadata.json below it."""
+    rows = []
+    if path.is_dir():
+        for f in sorted(path.rglob("metadata.json")):
+            doc = json.loads(f.read_text())
+            if isinstance(doc, dict) and doc.get("game_id") and doc.get("baseline_actions"):
+                rows.append({"game_id": doc["game_id"], "published_rule": None, "snapshot": None,
+                             "baseline_actions": [int(v) for v in doc["baseline_actions"]]})
+    else:
+        df = pl.read_csv(path, infer_schema=False)
+        if not {"game_id", "baseline_actions"} <= set(df.columns):
+            raise ValueError(f"{path}: needs columns game_id and baseline_actions, has {df.columns}")
+        for r in df.iter_rows(named=True):
+            rows.append({"game_id": r["game_id"], "published_rule": r.get("baseline_rule"),
+                         "snapshot": r.get("snapshot"),
+                         "baseline_actions": [int(v) for v in json.loads(r["baseline_actions"] or "[]")]})
+    schema = {"game_id": pl.String, "published_rule": pl.String, "snapshot": pl.String,
+              "baseline_actions": pl.List(pl.Int64)}
+    pub = pl.DataFrame(rows, schema=schema)
+    pub = pub.with_columns(
+        (pl.col("published_rule") == rule).fill_null(False).alias("_rule_match"),
+        (pl.col("snapshot") == "current").fill_null(False).alias("_current"),
+    ).sort("game_id", "_rule_match", "_current", descending=[False, True, True])
+    return pub.group_by("game_id", maintain_order=True).first().drop("_rule_match", "_current", "snapshot")
 
 
 Values = tuple[int, ...] | None

@@ -22,11 +22,11 @@ from types import MappingProxyType
 from typing import Any
 
 from pipeline.recordings.counting import normalize_actions_by_level
+from schemas.vocabulary import BASELINE_RULES, BaselineRule
 
-from .policies import BaselineRule, ScoringPolicy, get_policy
+from .policies import ScoringPolicy, get_policy
 
 __all__ = [
-    "BASELINE_RULES",
     "DEFAULT_MIN_COMPLETERS",
     "LevelBaseline",
     "apply_rule",
@@ -37,7 +37,6 @@ __all__ = [
     "level_costs_from_participants",
 ]
 
-BASELINE_RULES: tuple[BaselineRule, ...] = ("upper-median", "second-best", "median", "best")
 DEFAULT_MIN_COMPLETERS: Mapping[str, int] = MappingProxyType(
     {"upper-median": 1, "second-best": 2, "median": 1, "best": 1}
 )

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
+from schemas.vocabulary import BaselineRule
+
 __all__ = [
-    "BaselineRule",
     "DEFAULT_POLICY_ID",
     "POLICIES",
     "ScoringPolicy",
@@ -26,7 +27,6 @@ __all__ = [
     "get_policy",
 ]
 
-BaselineRule = Literal["upper-median", "second-best", "median", "best"]
 LevelWeights = Literal["uniform", "level-index"]
 GameCap = Literal["none", "positive-level-weight-share"]
 PlayCombination = Literal["best-play-score"]

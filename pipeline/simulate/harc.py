@@ -65,7 +65,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.ingest.harc import DATA_CURRENT, ERRORS_CURRENT, SUMMARY, SURVEY_TAIL, TERMINAL_ACTIONS
+from pipeline.ingest.harc import DATA_CURRENT, ERRORS_CURRENT, SUMMARY, SURVEY_TAIL
 from pipeline.simulate.arc_tasks import (
     FAMILIES,
     GeneratedTask,
@@ -75,6 +75,7 @@ from pipeline.simulate.arc_tasks import (
     write_tgi_csv,
 )
 from pipeline.simulate.harc_participant import Participant, ParticipantSpec, Style, TaskTrace
+from schemas.vocabulary import HARC_SPLITS, HARC_TERMINAL_ACTIONS
 
 GENERATIONS = ("current", "2024", "both")
 # The release's column sets are format facts: one definition, in the reader that checks them.
@@ -314,7 +315,7 @@ def participant_rows(spec: ParticipantSpec, traces: Sequence[TaskTrace]) -> dict
     for trace in traces:
         task_name = f"{trace.task_id}.json"
         done_attempts = {r["attempt_number"] for r in trace.rows if r["action"] == "submit"}
-        if trace.rows[-1]["action"] in TERMINAL_ACTIONS:
+        if trace.rows[-1]["action"] in HARC_TERMINAL_ACTIONS:
             done_attempts.add(trace.rows[-1]["attempt_number"])
         per_task = {**fixed, "joint_id_task": f"{spec.hashed_id}_{task_name}", "task_name": task_name,
                     "task_number": str(trace.task_number), "first_written_solution": trace.first_description,
@@ -389,7 +390,7 @@ def get_summary(data: pl.DataFrame, counter: str = "action_id") -> pl.DataFrame:
     )
     last = (df.sort("__attempt", "__n").group_by("joint_id_task", maintain_order=True)
             .agg(pl.col("action").last().alias("__last")))
-    keep = last.filter(pl.col("__last").is_in(TERMINAL_ACTIONS)).select("joint_id_task")
+    keep = last.filter(pl.col("__last").is_in(HARC_TERMINAL_ACTIONS)).select("joint_id_task")
     df = df.join(keep, on="joint_id_task", how="semi")
     first_row = df.group_by("joint_id_task").agg(pl.col("__row").min().alias("__first"))
     summary = (df.sort("__n").group_by("joint_id_task", "__attempt").agg(pl.all().last())
@@ -422,7 +423,7 @@ def k_attempt_accuracy(summary: pl.DataFrame) -> dict[str, list[float]]:
     tasks (spec/formats.md §D.8)."""
     df = summary.with_columns(pl.col("attempt_number").cast(pl.Int64), (pl.col("solved") == "True").alias("__s"))
     out: dict[str, list[float]] = {}
-    for split in ("training", "evaluation"):
+    for split in HARC_SPLITS:
         part = df.filter(pl.col("task_type") == split)
         if part.height == 0:
             continue
@@ -499,10 +500,10 @@ def _behaviour(data: pl.DataFrame, summary: pl.DataFrame, tasks: dict[str, Gener
         pl.col("time").str.to_datetime("%Y-%m-%dT%H:%M:%S%.f").max().alias("end"),
         pl.col("time").str.to_datetime("%Y-%m-%dT%H:%M:%S%.f").min().alias("start"),
         pl.col("attempt_number").cast(pl.Int64).max().clip(1, 3).alias("attempts"),
-        pl.col("action").last().is_in(TERMINAL_ACTIONS).alias("ended"))
+        pl.col("action").last().is_in(HARC_TERMINAL_ACTIONS).alias("ended"))
         .filter(pl.col("ended"))
         .with_columns(((pl.col("end") - pl.col("start")).dt.total_seconds() / pl.col("attempts") / 60).alias("m")))
-    for split in ("training", "evaluation"):
+    for split in HARC_SPLITS:
         part = data.filter(pl.col("task_type") == split)
         if not part.height:
             continue

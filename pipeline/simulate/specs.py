@@ -13,8 +13,7 @@ from pathlib import Path
 import engine
 from engine.loader import find_games
 from pipeline.simulate.arc3 import Action, GameSpec
-
-ACTION_NAMES = ("RESET", "ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION5", "ACTION6", "ACTION7")
+from schemas.vocabulary import ACTION_NAMES
 
 
 def solutions_from_recording(path: Path) -> tuple[str, list[list[Action]]]:

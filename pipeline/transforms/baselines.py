@@ -18,8 +18,10 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.core.config import BASELINE_RULES, BuildConfig
+from pipeline.core.config import BuildConfig
 from pipeline.scoring.baselines import baselines_from_level_costs
+from schemas.validate import conform
+from schemas.vocabulary import BASELINE_RULES
 
 
 def eligible_recordings(attempts: pl.DataFrame, config: BuildConfig) -> pl.DataFrame:
@@ -86,11 +88,7 @@ def level_baselines(costs: pl.DataFrame, eligible: pl.DataFrame, games: pl.DataF
                     "n_card_costs": sum(1 for _, card in levels.get(lb.level, []) if card),
                     "is_default_rule": rule == config.baselines.rule,
                 })
-    schema = {"game_id": pl.String, "level_index": pl.Int64, "baseline_rule": pl.String,
-              "baseline_value": pl.Float64, "n_completers": pl.Int64, "min_completers": pl.Int64,
-              "is_too_few_completers": pl.Boolean, "n_players": pl.Int64, "n_card_costs": pl.Int64,
-              "is_default_rule": pl.Boolean}
-    return pl.DataFrame(rows, schema=schema)
+    return conform("out_arc3__level_baselines", rows)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -134,37 +132,6 @@ def metadata_path(out_dir: Path, game_id: str) -> Path:
     """`<dir>/<code>/<version>/metadata.json`, the official environment_files layout."""
     code, _, version = game_id.partition("-")
     return out_dir / code / version / "metadata.json" if version else out_dir / code / "metadata.json"
-
-
-def read_published(path: Path, rule: str) -> pl.DataFrame:
-    """Published baselines as (game_id, published_rule, baseline_actions: list[int]).
-
-    A CSV (like reference/arc-agi-3-public-games.csv) with game_id and baseline_actions (JSON list) columns:
-    when it has a baseline_rule column, rows with `rule` are preferred, and among several rows for one game
-    the `current` snapshot. A directory: every metadata.json below it."""
-    rows = []
-    if path.is_dir():
-        for f in sorted(path.rglob("metadata.json")):
-            doc = json.loads(f.read_text())
-            if isinstance(doc, dict) and doc.get("game_id") and doc.get("baseline_actions"):
-                rows.append({"game_id": doc["game_id"], "published_rule": None, "snapshot": None,
-                             "baseline_actions": [int(v) for v in doc["baseline_actions"]]})
-    else:
-        df = pl.read_csv(path, infer_schema=False)
-        if not {"game_id", "baseline_actions"} <= set(df.columns):
-            raise ValueError(f"{path}: needs columns game_id and baseline_actions, has {df.columns}")
-        for r in df.iter_rows(named=True):
-            rows.append({"game_id": r["game_id"], "published_rule": r.get("baseline_rule"),
-                         "snapshot": r.get("snapshot"),
-                         "baseline_actions": [int(v) for v in json.loads(r["baseline_actions"] or "[]")]})
-    schema = {"game_id": pl.String, "published_rule": pl.String, "snapshot": pl.String,
-              "baseline_actions": pl.List(pl.Int64)}
-    pub = pl.DataFrame(rows, schema=schema)
-    pub = pub.with_columns(
-        (pl.col("published_rule") == rule).fill_null(False).alias("_rule_match"),
-        (pl.col("snapshot") == "current").fill_null(False).alias("_current"),
-    ).sort("game_id", "_rule_match", "_current", descending=[False, True, True])
-    return pub.group_by("game_id", maintain_order=True).first().drop("_rule_match", "_current", "snapshot")
 
 
 def compare_baselines(ours: list[GameBaseline], published: pl.DataFrame) -> pl.DataFrame:

@@ -16,6 +16,7 @@ from pipeline.core.config import load_config, resolve
 from pipeline.core.workspace import Workspace
 from pipeline.transforms.build import OUT_TABLES, build
 from pipeline.transforms.synthetic import SyntheticStudy
+from schemas import TABLES
 from tests.fixtures.transforms.studies import BASELINE_GAME, baseline_study, low_effort_study
 
 
@@ -42,6 +43,8 @@ def test_build_is_idempotent_and_incremental(db_path: Path):
         assert all(p.reasons == ["never built"] for p in first.plans)
         before, state = _snapshot(ws), _state(ws)
         assert before["out_arc3__plays"].height == 5 * 4 + 4 + 4 + 3 + 2 + 7
+        # every table the build wrote is declared in schemas/ (nothing created around the registry)
+        assert set(ws.table_names()) == set(TABLES) and all(before[t].height for t in OUT_TABLES)
 
         again = build(ws, load_config(), figures=False)
         assert again.rebuilt == [] and _state(ws) == state

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from pipeline.core.config import load_config, resolve
+from pipeline.scoring.baseline_sources import read_published
 from pipeline.transforms import baselines as bl
 from pipeline.transforms.build import run_in_memory
 from pipeline.transforms.synthetic import SyntheticStudy
@@ -96,14 +97,14 @@ def test_compare_with_the_published_csv(shared_dir: Path):
     ours = [bl.GameBaseline("ls20-9607627b", [22.0, 100.0, 73.0, 84.0, 96.0, 192.0, None]),
             bl.GameBaseline("zz99-00000000", [5.0])]
     # upper-median picks the `current` snapshot: [22, 123, 73, 84, 96, 192, 186]
-    diff = bl.compare_baselines(ours, bl.read_published(csv, "upper-median"))
+    diff = bl.compare_baselines(ours, read_published(csv, "upper-median"))
     ls20 = diff.filter(pl.col("game_id") == "ls20-9607627b")
     assert ls20["status"].to_list() == ["equal", "differs", "equal", "equal", "equal", "equal", "no_baseline"]
     assert ls20["delta"].to_list()[:2] == [0.0, -23.0]
     assert ls20["published_rule"].unique().to_list() == ["upper-median"]
     assert diff.filter(pl.col("game_id") == "zz99-00000000")["status"].to_list() == ["not_published"]
     # second-best picks the pre-2026-04-14 snapshot of the same version: [21, 123, 39, 92, 54, 108, 109]
-    old = bl.read_published(csv, "second-best").filter(pl.col("game_id") == "ls20-9607627b").row(0, named=True)
+    old = read_published(csv, "second-best").filter(pl.col("game_id") == "ls20-9607627b").row(0, named=True)
     assert old["baseline_actions"] == [21, 123, 39, 92, 54, 108, 109] and old["published_rule"] == "second-best"
 
 
@@ -111,5 +112,5 @@ def test_compare_with_a_metadata_folder(tmp_path: Path):
     path = bl.metadata_path(tmp_path, "ab12-0000abcd")
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"game_id": "ab12-0000abcd", "baseline_actions": [4, 8]}))
-    diff = bl.compare_baselines([bl.GameBaseline("ab12-0000abcd", [4.0])], bl.read_published(tmp_path, "best"))
+    diff = bl.compare_baselines([bl.GameBaseline("ab12-0000abcd", [4.0])], read_published(tmp_path, "best"))
     assert diff["status"].to_list() == ["equal", "only_published"]

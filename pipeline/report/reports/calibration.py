@@ -100,8 +100,7 @@ def published_baselines(ctx: ReportContext, rule: str, games_dirs: Sequence[Path
     baseline_actions as ingested (core_arc3__environments, latest download), its metadata.json in a game folder
     (`games_dirs`), the shipped reference CSV for public games."""
     from engine.loader import find_games
-    from pipeline.scoring.baseline_sources import REFERENCE_CSV
-    from pipeline.transforms.baselines import read_published
+    from pipeline.scoring.baseline_sources import REFERENCE_CSV, read_published
 
     rows: dict[str, tuple[list[int], str]] = {}
     envs = ctx.table("core_arc3__environments", order_by="game_id, date_downloaded NULLS FIRST, file_id")
