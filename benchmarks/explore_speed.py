@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from games import GAMES_DIR, list_games  # noqa: E402
-from pipeline.explore.env import Session, resolve  # noqa: E402
+from pipeline.explore import Session, resolve  # noqa: E402
 from pipeline.explore.graph import action_targets, explore_level  # noqa: E402
 
 

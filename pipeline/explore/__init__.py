@@ -5,7 +5,10 @@
     result.metrics.optimal_actions, result.metrics.random_win_upper
     optimal_actions("pv63-<version>", 2)           # shortest winning path length, or None
 
-Modules: ``env`` (sessions over the engine's game API: level start, snapshots, node identity),
+Games are found, loaded and run by ``engine`` (``engine.loader``, ``engine.GameEnv``); ``discover`` and
+``resolve`` are ``engine.loader``'s search restricted to games whose code can be loaded.
+
+Modules: ``session`` (one level at a time over ``engine.GameEnv``, node identity),
 ``graph`` (BFS construction, click targets), ``analysis`` (metrics, absorbing Markov chain),
 ``export`` (JSON, GraphML, figure), ``cli`` (``arcstudy explore``).
 """
@@ -17,9 +20,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from engine.loader import GameInfo, GameNotFoundError, find_games, resolve_game
+
 from .analysis import GraphMetrics, analyse
-from .env import IDENTITIES, GameInfo, GameNotFoundError, Session, discover, resolve
 from .graph import CLICK_RULES, StateGraph, explore_level
+from .session import IDENTITIES, Session
 
 __all__ = [
     "CLICK_RULES",
@@ -38,6 +43,17 @@ __all__ = [
     "optimal_provider",
     "resolve",
 ]
+
+def discover(environments_dir: Path | str) -> list[GameInfo]:
+    """Every loadable game under ``environments_dir`` (``metadata.json`` at any depth)."""
+    return find_games(environments_dir, loadable=True)
+
+
+def resolve(game: str, environments_dir: Path | str) -> GameInfo:
+    """``game`` is a full id (``pv63-1a2b3c4d``) or a code (``pv63``: latest ``date_downloaded``);
+    ``GameNotFoundError`` says why if it is missing or its code cannot be loaded."""
+    return resolve_game(game, environments_dir, loadable=True)
+
 
 @dataclass
 class ExploreResult:

@@ -37,9 +37,8 @@ def run_explore(
     from pipeline.core.console import out
     from pipeline.core.manifest import RunManifest
 
-    from . import _default_dir
+    from . import Session, _default_dir, resolve
     from .analysis import analyse
-    from .env import Session, resolve
     from .export import write_figure, write_graphml, write_json
     from .graph import explore_level
 
@@ -127,9 +126,8 @@ def register(app: typer.Typer) -> None:
         """
         from rich.table import Table
 
+        from engine.loader import GameNotFoundError
         from pipeline.core.console import out
-
-        from .env import GameNotFoundError
 
         if click_rule not in CLICK_RULE_NAMES:
             out.error(f"--clicks must be one of {', '.join(CLICK_RULE_NAMES)}")

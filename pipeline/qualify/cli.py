@@ -68,8 +68,7 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         from pipeline.core.console import out
-        from pipeline.explore import _default_dir
-        from pipeline.explore.env import GameNotFoundError, discover, resolve
+        from pipeline.explore import GameNotFoundError, _default_dir, discover, resolve
 
         from .checks import REGIMES
 

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.explore import explore
+from pipeline.explore import Session, explore, resolve
 from pipeline.explore.analysis import random_win_within, transition_matrix
-from pipeline.explore.env import Session, resolve
 from pipeline.explore.graph import LOSE, WIN, click_targets
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "explore"
