@@ -87,7 +87,7 @@ def primitives(session: Session, level: int, repeat: int = 200) -> dict[str, flo
         if session.won() or session.lost():
             session.restore(snap)
     out["warm_step_ms"] = statistics.median(warm) * 1e3
-    out["snapshot_bytes"] = len(snap[1]) if snap[0] == "p" else -1
+    out["snapshot_bytes"] = len(snap.game[1]) if snap.game[0] == "pickle" else -1
     return out
 
 
