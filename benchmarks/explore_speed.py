@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from games import GAMES_DIR, list_games  # noqa: E402
-from pipeline.explore.env import Session, resolve  # noqa: E402
+from pipeline.explore import Session, resolve  # noqa: E402
 from pipeline.explore.graph import action_targets, explore_level  # noqa: E402
 
 
@@ -87,7 +87,7 @@ def primitives(session: Session, level: int, repeat: int = 200) -> dict[str, flo
         if session.won() or session.lost():
             session.restore(snap)
     out["warm_step_ms"] = statistics.median(warm) * 1e3
-    out["snapshot_bytes"] = len(snap[1]) if snap[0] == "p" else -1
+    out["snapshot_bytes"] = len(snap.game[1]) if snap.game[0] == "pickle" else -1
     return out
 
 

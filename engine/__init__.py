@@ -11,9 +11,10 @@ Modules:
   ``_model``), ``sprites``, ``level``, ``camera``, ``interfaces``, ``base_game``;
 * ``loader`` - finds ``<id>/<version>/<id>.py`` + ``metadata.json`` under named directories, picks a
   version, executes the game with ``arcengine`` imports resolved to this package (scoped to the game
-  module, ``sys.modules`` untouched);
-* ``env`` - ``make(game_id, environments_dir)`` -> ``GameEnv`` (``reset``, ``step``, frame modes,
-  ``state_hash``, ``snapshot``/``restore``, ``only_reset_levels``);
+  module, ``sys.modules`` untouched), and only code inside the game's own version folder;
+* ``env`` - ``make(game_id, environments_dir)`` -> ``GameEnv`` (``reset``, ``step``, ``start_level``,
+  frame modes, ``state_hash``, ``snapshot``/``restore``/``share_levels``, ``only_reset_levels`` per
+  environment);
 * ``statehash`` - what the state hash covers;
 * ``recording`` - toolkit JSONL writer and reader; ``replay`` - re-run a recording, first divergence.
 """

@@ -5,6 +5,7 @@
     result = env.step(GameAction.ACTION6, {"x": 10, "y": 20})
     key = env.state_hash()
     saved = env.snapshot(); env.step(1); env.restore(saved)
+    env.start_level(2)                        # a new game at level 3, restarted (a level reset)
 
 Responses are what the game's ``perform_action(..., raw=True)`` returns (``FrameDataRaw`` with numpy
 frames; a ``FrameData`` with no frames for actions sent after WIN/GAME_OVER), with ``game_id`` set to
@@ -28,9 +29,15 @@ like the reference; ``True``/``False`` override it for this environment only.
 from __future__ import annotations
 
 import copy
+import copyreg
+import hashlib
 import inspect
+import io
+import pickle
 import random
+import sys
 import uuid
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +47,7 @@ import numpy as np
 
 from .base_game import FRAMES_ALL, FRAMES_LAST, FRAMES_NONE, ARCBaseGame
 from .enums import ActionInput, FrameData, FrameDataRaw, GameAction
+from .level import Level, _LazyLevel
 from .loader import GameInfo, load_game_class, resolve_game
 from .statehash import encode_state, state_digest
 
@@ -52,11 +60,83 @@ FRAME_MODES = (FRAMES_ALL, FRAMES_LAST, FRAMES_NONE)
 class Snapshot:
     """An opaque saved environment state; restore it any number of times."""
 
-    game_state: dict[str, Any]
+    game: tuple[str, Any]  # ("pickle", bytes) or ("copy", a detached deep copy of the game)
+    clean_levels: Any  # the pristine level templates, shared (the engine only ever clones them)
+    levels: dict[int, tuple[str, Any]]  # level index -> ("shared", Level) or ("lazy", template)
     last_response: Any
     steps: int
-    python_rng: Any
+    python_rng: Any  # None when the snapshot was taken without the global RNGs
     numpy_rng: Any
+
+
+# ---------------------------------------------------------------------- pickling game objects
+# Game classes live in a module that ``engine.loader`` never registers in ``sys.modules``, so
+# pickle cannot name them.  Snapshots pickle instances of game-defined classes through a
+# dispatch table that names the class by a token instead; the token is looked up here on load.
+_GAME_CLASSES: weakref.WeakValueDictionary[str, type] = weakref.WeakValueDictionary()
+
+
+def _new_game_object(token: str, *args: Any) -> Any:
+    cls = _GAME_CLASSES[token]
+    return cls.__new__(cls, *args)
+
+
+def _call_game_class(token: str, args: tuple) -> Any:
+    return _GAME_CLASSES[token](*args)
+
+
+def _game_reducer(token: str, cls: type) -> Any:
+    def reduce(obj: Any) -> Any:
+        value = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+        if isinstance(value, str):
+            return value
+        func, args, *rest = value
+        if func is copyreg.__newobj__ and args and args[0] is cls:
+            return (_new_game_object, (token, *args[1:]), *rest)
+        if func is cls:  # e.g. members of an Enum the game defines
+            return (_call_game_class, (token, tuple(args)), *rest)
+        return value
+
+    return reduce
+
+
+def _game_dispatch_table(game_class: type) -> dict[type, Any]:
+    """copyreg's table plus a reducer for every class defined in the game's module (when pickle
+    cannot import that module, as for every game ``engine.loader`` executed)."""
+    table = dict(copyreg.dispatch_table)
+    module = sys.modules.get(game_class.__module__)
+    if module is not None and getattr(module, game_class.__qualname__, None) is game_class:
+        return table  # an importable module: pickle names its classes itself
+    namespace: dict[str, Any] = {}
+    for value in vars(game_class).values():  # the module's namespace, from a method's globals
+        globals_ = getattr(value, "__globals__", None)
+        if isinstance(globals_, dict) and globals_.get("__name__") == game_class.__module__:
+            namespace = globals_
+            break
+    classes = [value for value in namespace.values() if isinstance(value, type)] + [game_class]
+    seen: set[int] = set()
+    while classes:
+        cls = classes.pop()
+        if id(cls) in seen or cls.__module__ != game_class.__module__:
+            continue
+        seen.add(id(cls))
+        token = f"{cls.__module__}@{id(cls):x}:{cls.__qualname__}"
+        _GAME_CLASSES[token] = cls
+        table[cls] = _game_reducer(token, cls)
+        classes.extend(value for value in vars(cls).values() if isinstance(value, type))  # nested classes
+    return table
+
+
+def _is_pending_lazy(level: Any) -> bool:
+    """A lazily cloned level nothing else refers to and nobody touched (see ``Level._engine_lazy_clone``)."""
+    return (
+        type(level) is _LazyLevel
+        and level._engine_lazy
+        and len(vars(level)) == 2  # only _engine_lazy and _engine_source
+        # in ``snapshot``: the game's levels list, the loop variable, this argument and getrefcount's
+        # own (CPython); one more means the game keeps the level somewhere else too
+        and sys.getrefcount(level) <= 4
+    )
 
 
 def to_action_input(action: Any, data: Mapping[str, Any] | None = None, reasoning: Any = None) -> ActionInput:
@@ -96,11 +176,18 @@ class GameEnv:
         self.only_reset_levels = only_reset_levels
         self._game_class = game_class if game_class is not None else load_game_class(info)
         self._seed = seed
-        self.game: ARCBaseGame = self._new_game()
+        self._dispatch: dict[type, Any] | None = None  # pickling table for snapshots, built on first use
+        self._pickles = True  # False once pickling this game failed: snapshots deep-copy instead
+        self._shared_levels: dict[int, Level] = {}
+        self._shared_clean: Any = None
+        self._shared_digest = b""
+        self.game: ARCBaseGame = self.new_game()
         self.last_response: FrameData | FrameDataRaw | None = None
         self.steps = 0  # perform_action calls so far, RESETs included
 
-    def _new_game(self) -> ARCBaseGame:
+    def new_game(self) -> ARCBaseGame:
+        """A freshly constructed instance of the game (with this environment's reset rule); the
+        environment keeps playing its own ``game``."""
         cls = self._game_class
         kwargs: dict[str, Any] = {}
         try:
@@ -117,6 +204,28 @@ class GameEnv:
     def reset(self, *, frames: str | None = None) -> FrameData | FrameDataRaw:
         """Send RESET (level or full reset by the engine's rule, as in the toolkit)."""
         return self.step(GameAction.RESET, frames=frames)
+
+    def start_level(self, level: int, *, frames: str | None = None) -> FrameData | FrameDataRaw:
+        """Play ``level`` (0-based) from its start on a new game instance: ``set_level(level)`` then a
+        RESET that is a *level* reset whatever ``only_reset_levels`` says (a full reset would leave
+        the level), i.e. exactly the state a player sees after restarting the level.  The response
+        has ``levels_completed`` 0; winning the level makes it 1 (or WIN on the last level)."""
+        game = self.new_game()
+        count = len(game._levels)
+        if not 0 <= level < count:
+            raise IndexError(f"{self.game_id} has {count} levels; level index {level} is out of range")
+        game.set_level(level)
+        self.game = game
+        self._shared_levels, self._shared_clean, self._shared_digest = {}, None, b""
+        self.steps = 0
+        game._engine_only_reset_levels = True  # this RESET only
+        try:
+            return self.step(GameAction.RESET, frames=frames)
+        finally:
+            if self.only_reset_levels is None:
+                del game._engine_only_reset_levels  # back to the class default: honour the variable
+            else:
+                game._engine_only_reset_levels = bool(self.only_reset_levels)
 
     def step(
         self,
@@ -164,48 +273,115 @@ class GameEnv:
         """The canonical hidden-state serialization that ``state_hash`` covers (for debugging)."""
         return encode_state(self.game)
 
-    def _shared(self) -> dict[int, Any]:
-        """deepcopy memo entries for objects shared (not copied) between snapshots and the game."""
-        game = self.game
-        memo: dict[int, Any] = {id(game): game}
-        clean = game.__dict__.get("_engine_clean_levels")
-        if isinstance(clean, list):
-            memo[id(clean)] = clean
-            for level in clean:
-                memo[id(level)] = level
-        return memo
+    def share_levels(self, indices: Iterable[int]) -> None:
+        """Let snapshots share the current ``Level`` objects at ``indices`` instead of copying them.
 
-    def snapshot(self) -> Snapshot:
-        """Save the game (levels, camera, interfaces, game attributes) and Python/numpy global RNGs.
-
-        The pristine level templates (``_clean_levels``) are shared, not copied: the engine only
-        ever clones them.  Global RNG states are saved because some games draw from them.
+        The caller promises that play from here on never changes them (an explorer confined to one
+        level and the next, say); ``shared_levels_intact()`` checks the promise afterwards.  The
+        next ``start_level`` forgets the declaration.
         """
-        state = copy.deepcopy(self.game.__dict__, self._shared())
+        levels = self.game._levels
+        self._shared_levels = {j: levels[j] for j in indices if 0 <= j < len(levels)}
+        self._shared_clean = self.game._engine_clean_levels
+        self._shared_digest = self._digest_shared()
+
+    def _digest_shared(self) -> bytes:
+        try:
+            payload = (self._shared_clean, sorted(self._shared_levels.items(), key=lambda item: item[0]))
+            return hashlib.sha256(self._pickle(payload)).digest()
+        except Exception:  # noqa: BLE001 - unpicklable games: no digest, only identities are checked
+            return b""
+
+    def shared_levels_intact(self) -> bool:
+        """False if play replaced or changed a level declared with ``share_levels`` (or the templates)."""
+        if not self._shared_levels and self._shared_clean is None:
+            return True
+        game, levels = self.game, self.game._levels
+        same_objects = game._engine_clean_levels is self._shared_clean and all(
+            j < len(levels) and levels[j] is level for j, level in self._shared_levels.items()
+        )
+        return same_objects and self._digest_shared() == self._shared_digest
+
+    def _pickle(self, obj: Any) -> bytes:
+        if self._dispatch is None:
+            self._dispatch = _game_dispatch_table(self._game_class)
+        buffer = io.BytesIO()
+        pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler.dispatch_table = self._dispatch
+        pickler.dump(obj)
+        return buffer.getvalue()
+
+    def snapshot(self, *, global_rng: bool = True) -> Snapshot:
+        """Save the game (levels, camera, interfaces, every game attribute) and, unless
+        ``global_rng=False`` (saving them costs about as much as a small game), the Python/numpy
+        global RNGs (some games draw from them).
+
+        Not copied but shared: the pristine level templates (the engine only ever clones them),
+        lazily cloned levels nobody has touched yet (restored as new lazy clones of the same
+        template) and levels declared with ``share_levels``.  The game is pickled when possible
+        (fast), deep-copied otherwise.
+        """
+        game = self.game
+        clean, levels = game._engine_clean_levels, game._levels
+        held: dict[int, tuple[str, Any]] = {}
+        detached = levels
+        if isinstance(levels, list):
+            shared = self._shared_levels
+            for j in range(len(levels)):
+                level = levels[j]
+                if shared.get(j) is level:
+                    held[j] = ("shared", level)
+                elif _is_pending_lazy(level):
+                    held[j] = ("lazy", level._engine_source)
+            if held:
+                detached = [None if j in held else level for j, level in enumerate(levels)]
+        game._engine_clean_levels, game._levels = None, detached
+        try:
+            saved: tuple[str, Any] | None = None
+            if self._pickles:
+                try:
+                    saved = ("pickle", self._pickle(game))
+                except Exception:  # noqa: BLE001 - any pickling failure falls back to deepcopy
+                    self._pickles = False
+            if saved is None:
+                saved = ("copy", copy.deepcopy(game))
+        finally:
+            game._engine_clean_levels, game._levels = clean, levels
         return Snapshot(
-            game_state=state,
+            game=saved,
+            clean_levels=clean,
+            levels=held,
             last_response=self.last_response,
             steps=self.steps,
-            python_rng=random.getstate(),
-            numpy_rng=np.random.get_state(),
+            python_rng=random.getstate() if global_rng else None,
+            numpy_rng=np.random.get_state() if global_rng else None,
         )
 
     def restore(self, snapshot: Snapshot, *, restore_global_rng: bool = True) -> None:
-        state = copy.deepcopy(snapshot.game_state, self._shared())
-        game_state = self.game.__dict__
-        game_state.clear()
-        game_state.update(state)
+        """Return to ``snapshot``.  ``game`` becomes a new object (references to the old one keep
+        the old state).  The global RNGs are restored too if the snapshot saved them, unless
+        ``restore_global_rng=False``."""
+        kind, payload = snapshot.game
+        game = pickle.loads(payload) if kind == "pickle" else copy.deepcopy(payload)
+        game._engine_clean_levels = snapshot.clean_levels
+        if snapshot.levels:
+            levels = game._levels
+            for j, (how, level) in snapshot.levels.items():
+                levels[j] = level if how == "shared" else Level._engine_lazy_clone(level)
+        self.game = game
         self.last_response = snapshot.last_response
         self.steps = snapshot.steps
-        if restore_global_rng:
+        if restore_global_rng and snapshot.python_rng is not None:
             random.setstate(snapshot.python_rng)
             np.random.set_state(snapshot.numpy_rng)
 
     def clone(self) -> GameEnv:
-        """An independent environment in the same state (same game class, new guid)."""
+        """An independent environment in the same state (same game class, new guid, nothing shared
+        but the pristine level templates)."""
         other = object.__new__(GameEnv)
         other.__dict__.update(self.__dict__)
         other.guid = str(uuid.uuid4())
+        other._shared_levels, other._shared_clean, other._shared_digest = {}, None, b""
         other.game = object.__new__(type(self.game))
         memo = {id(self.game): other.game}
         clean = self.game.__dict__.get("_engine_clean_levels")

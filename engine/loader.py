@@ -4,7 +4,10 @@ Layout: ``<root>/<id>/<version>/<id>.py`` next to a ``metadata.json`` (searched 
 each environments directory, as the toolkit does).  ``"ls20"`` selects the most recent version by
 ``date_downloaded``; ``"ls20-9607627b"`` selects exactly that version.
 
-Game code runs only from directories the caller names (default: the repository's ``games/``).
+Game code runs only from directories the caller names (default: the repository's ``games/``), and
+only from the game's own version folder: ``class_name`` must be a plain class name (no path), and a
+game file that resolves outside the folder (a symlink) is refused, so a ``metadata.json`` cannot
+point the loader at code elsewhere (``"../../payload/Evil"``).
 Its ``from arcengine import ...`` / ``from arcengine.enums import ...`` statements resolve to this
 package through an ``__import__`` installed in the game module's own ``__builtins__``: the
 redirection is scoped to code defined in that module (including imports inside functions that run
@@ -31,6 +34,7 @@ __all__ = [
     "default_environments_dir",
     "find_games",
     "resolve_game",
+    "unloadable_reason",
     "load_game_class",
     "load_game_module",
 ]
@@ -93,6 +97,18 @@ def _parse_date(value: Any) -> datetime | None:
     return parsed
 
 
+def _inside(path: Path, directory: Path) -> bool:
+    return path.resolve().is_relative_to(directory.resolve())
+
+
+def _find_source(directory: Path, class_name: str) -> Path | None:
+    """``<class>.py`` (lower-case first) inside ``directory`` itself, or None."""
+    if not class_name.isidentifier():  # a path ("../x/Evil") is never a class name
+        return None
+    candidates = [directory / f"{class_name.lower()}.py", directory / f"{class_name}.py"]
+    return next((path for path in candidates if path.is_file() and _inside(path, directory)), None)
+
+
 def _read_info(metadata_path: Path) -> GameInfo:
     metadata = json.loads(metadata_path.read_text(encoding="utf-8"))
     game_id = metadata["game_id"]
@@ -100,9 +116,10 @@ def _read_info(metadata_path: Path) -> GameInfo:
         raise ValueError("metadata game_id must be a non-empty string")
     short_id, _, version = game_id.partition("-")
     class_name = metadata.get("class_name") or (game_id[:4][:1].upper() + game_id[:4][1:])
+    if not isinstance(class_name, str):
+        raise ValueError("metadata class_name must be a string")
     directory = metadata_path.parent
-    candidates = [directory / f"{class_name.lower()}.py", directory / f"{class_name}.py"]
-    source = next((path for path in candidates if path.is_file()), None)
+    source = _find_source(directory, class_name)
     return GameInfo(
         game_id=game_id,
         short_id=short_id,
@@ -115,8 +132,23 @@ def _read_info(metadata_path: Path) -> GameInfo:
     )
 
 
-def find_games(environments_dir: str | Path | Iterable[str | Path] | None = None) -> list[GameInfo]:
-    """Every game version under the directories (``metadata.json`` at any depth), sorted by id."""
+def unloadable_reason(info: GameInfo) -> str | None:
+    """Why the game's code cannot be loaded (no file, or a class name that is a path), or None."""
+    if not info.class_name.isidentifier():
+        return (f"{info.game_id}: class_name {info.class_name!r} in {info.directory / 'metadata.json'} is not a "
+                f"plain class name; game code is loaded only from the game's own folder {info.directory}")
+    if info.source is None:
+        return f"{info.game_id}: no {info.class_name.lower()}.py or {info.class_name}.py in {info.directory}"
+    if info.source.parent != info.directory or not _inside(info.source, info.directory):
+        return f"{info.game_id}: game file {info.source} is outside the game's own folder {info.directory}"
+    return None
+
+
+def find_games(
+    environments_dir: str | Path | Iterable[str | Path] | None = None, *, loadable: bool = False
+) -> list[GameInfo]:
+    """Every game version under the directories (``metadata.json`` at any depth), sorted by id;
+    ``loadable=True`` leaves out games whose code cannot be loaded (see ``unloadable_reason``)."""
     found: dict[str, GameInfo] = {}
     for root in _as_dirs(environments_dir):
         if not root.is_dir():
@@ -127,7 +159,7 @@ def find_games(environments_dir: str | Path | Iterable[str | Path] | None = None
             except (ValueError, KeyError, TypeError):
                 continue  # not a game's metadata (or unreadable): skipped, like the toolkit does
             found.setdefault(info.game_id, info)  # the first directory listed wins duplicates
-    return [found[key] for key in sorted(found)]
+    return [found[key] for key in sorted(found) if not loadable or unloadable_reason(found[key]) is None]
 
 
 def _recency(info: GameInfo) -> tuple:
@@ -135,16 +167,22 @@ def _recency(info: GameInfo) -> tuple:
     return (stamp, info.version)
 
 
-def resolve_game(game_id: str, environments_dir: str | Path | Iterable[str | Path] | None = None) -> GameInfo:
-    """``"ls20-9607627b"`` exactly, or ``"ls20"`` as its most recently downloaded version."""
+def resolve_game(
+    game_id: str, environments_dir: str | Path | Iterable[str | Path] | None = None, *, loadable: bool = False
+) -> GameInfo:
+    """``"ls20-9607627b"`` exactly, or ``"ls20"`` as its most recently downloaded version;
+    ``loadable=True`` raises ``GameNotFoundError`` (with the reason) if its code cannot be loaded."""
     games = find_games(environments_dir)
-    for info in games:
-        if info.game_id == game_id:
-            return info
-    if "-" not in game_id:
+    found = next((info for info in games if info.game_id == game_id), None)
+    if found is None and "-" not in game_id:
         versions = [info for info in games if info.short_id == game_id]
         if versions:
-            return max(versions, key=_recency)
+            found = max(versions, key=_recency)
+    if found is not None:
+        reason = unloadable_reason(found) if loadable else None
+        if reason is not None:
+            raise GameNotFoundError(reason)
+        return found
     where = ", ".join(str(path) for path in _as_dirs(environments_dir))
     raise GameNotFoundError(f"game {game_id!r} not found under {where}")
 
@@ -174,8 +212,9 @@ _MODULE_CACHE: dict[tuple[str, str], types.ModuleType] = {}
 def load_game_module(info: GameInfo, *, fresh: bool = False) -> types.ModuleType:
     """Execute the game file once (cached by path and content hash); ``fresh`` executes it again
     into a new, uncached module (new classes and module-level templates)."""
-    if info.source is None:
-        raise GameNotFoundError(f"{info.game_id}: no {info.class_name.lower()}.py or {info.class_name}.py in {info.directory}")
+    reason = unloadable_reason(info)
+    if reason is not None:
+        raise GameNotFoundError(reason)
     code = info.source.read_bytes()
     key = (str(info.source.resolve()), hashlib.sha256(code).hexdigest())
     if not fresh and key in _MODULE_CACHE:

@@ -45,8 +45,8 @@ def explore_command(
     """
     from rich.table import Table
 
+    from engine.loader import GameNotFoundError
     from pipeline.core.console import out
-    from pipeline.explore.env import GameNotFoundError
     from pipeline.explore.run import LevelRangeError, run_explore
 
     if click_rule not in CLICK_RULE_NAMES:

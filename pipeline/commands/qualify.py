@@ -38,15 +38,14 @@ def qualify_command(
     from rich.table import Table
 
     from pipeline.core.console import out
-    from pipeline.explore import _default_dir
-    from pipeline.explore.env import GameNotFoundError, discover, resolve
+    from pipeline.explore import GameNotFoundError, discover, games_dir_or_default, resolve
     from pipeline.qualify.checks import REGIMES
     from pipeline.qualify.run import qualify_game
 
     if regime not in REGIMES:
         out.error(f"--regime must be one of {', '.join(REGIMES)}")
         raise typer.Exit(EXIT_USAGE)
-    env_dir = _default_dir(environments)
+    env_dir = games_dir_or_default(environments)
     try:
         infos = discover(env_dir) if game == "all" else [resolve(game, env_dir)]
     except GameNotFoundError as err:

@@ -5,7 +5,10 @@
     result.metrics.optimal_actions, result.metrics.random_win_upper
     optimal_actions("pv63-<version>", 2)           # shortest winning path length, or None
 
-Modules: ``env`` (sessions over the engine's game API: level start, snapshots, node identity),
+Games are found, loaded and run by ``engine`` (``engine.loader``, ``engine.GameEnv``); ``discover`` and
+``resolve`` are ``engine.loader``'s search restricted to games whose code can be loaded.
+
+Modules: ``session`` (one level at a time over ``engine.GameEnv``, node identity),
 ``graph`` (BFS construction, click targets), ``analysis`` (metrics, absorbing Markov chain),
 ``export`` (JSON, GraphML, figure), ``run`` (levels explored and written, for ``arcstudy explore``).
 """
@@ -17,9 +20,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from engine.loader import GameInfo, GameNotFoundError, find_games, resolve_game
+
 from .analysis import GraphMetrics, analyse
-from .env import IDENTITIES, GameInfo, GameNotFoundError, Session, discover, resolve
 from .graph import CLICK_RULES, StateGraph, explore_level
+from .session import IDENTITIES, Session
 
 __all__ = [
     "CLICK_RULES",
@@ -34,10 +39,22 @@ __all__ = [
     "discover",
     "explore",
     "explore_level",
+    "games_dir_or_default",
     "optimal_actions",
     "optimal_provider",
     "resolve",
 ]
+
+def discover(environments_dir: Path | str) -> list[GameInfo]:
+    """Every loadable game under ``environments_dir`` (``metadata.json`` at any depth)."""
+    return find_games(environments_dir, loadable=True)
+
+
+def resolve(game: str, environments_dir: Path | str) -> GameInfo:
+    """``game`` is a full id (``pv63-1a2b3c4d``) or a code (``pv63``: latest ``date_downloaded``);
+    ``GameNotFoundError`` says why if it is missing or its code cannot be loaded."""
+    return resolve_game(game, environments_dir, loadable=True)
+
 
 @dataclass
 class ExploreResult:
@@ -45,7 +62,8 @@ class ExploreResult:
     metrics: GraphMetrics
 
 
-def _default_dir(environments_dir: Path | str | None) -> Path:
+def games_dir_or_default(environments_dir: Path | str | None) -> Path:
+    """The folder the user named, else the games shipped with arcstudy."""
     if environments_dir is not None:
         return Path(environments_dir)
     from games import GAMES_DIR
@@ -67,7 +85,7 @@ def explore(
     session: Session | None = None,
 ) -> ExploreResult:
     """Explore level ``level`` (1-based) of ``game`` and analyse the graph."""
-    session = session or Session(resolve(game, _default_dir(environments_dir)), identity=identity)
+    session = session or Session(resolve(game, games_dir_or_default(environments_dir)), identity=identity)
     graph = explore_level(session, level - 1, max_nodes=max_nodes, max_seconds=max_seconds,
                           click_rule=click_rule, include_undo=include_undo)
     return ExploreResult(graph, analyse(graph, budget=budget))
@@ -123,7 +141,7 @@ def optimal_actions(
     Results are cached per process.
     """
     try:
-        return _optimal_cached(game_id, int(level), str(_default_dir(environments_dir)), int(max_nodes),
+        return _optimal_cached(game_id, int(level), str(games_dir_or_default(environments_dir)), int(max_nodes),
                                max_seconds, use_shipped)
     except GameNotFoundError:
         return None

@@ -67,7 +67,7 @@ import numpy as np
 
 from engine import BlockingMode, InteractionMode
 
-from .env import Session, StepResult
+from .session import Session, StepResult
 
 __all__ = ["Target", "StateGraph", "explore_level", "click_targets", "CLICK_RULES", "action_targets"]
 

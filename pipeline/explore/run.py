@@ -42,13 +42,12 @@ def run_explore(
     from pipeline.core.console import out
     from pipeline.core.manifest import RunManifest
 
-    from . import _default_dir
+    from . import Session, games_dir_or_default, resolve
     from .analysis import analyse
-    from .env import Session, resolve
     from .export import write_figure, write_graphml, write_json
     from .graph import explore_level
 
-    env_dir = _default_dir(environments)
+    env_dir = games_dir_or_default(environments)
     info = resolve(game, env_dir)
     session = Session(info, identity=identity)
     session.start(0)

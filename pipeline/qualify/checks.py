@@ -46,9 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from engine import GameState
+from engine import GameEnv, GameState
+from pipeline.explore import GameInfo, Session
 from pipeline.explore.analysis import analyse
-from pipeline.explore.env import GameInfo, Session
 from pipeline.explore.graph import explore_level
 
 from .recordings import ReplayMismatch, read_recording, replay_recording
@@ -366,7 +366,7 @@ def check_fuzz(info: GameInfo, regime: Regime, *, seed: int = 0, progress: Progr
 # ---------------------------------------------------------------------- playback
 def check_playback(info: GameInfo, extra: list[Path] | None = None) -> CheckResult:
     t0 = time.perf_counter()
-    session = Session(info)
+    player = GameEnv(info, only_reset_levels=False)  # recordings are made with full resets (toolkit default)
     paths = sorted((info.directory / "solutions").glob("*.jsonl")) + list(extra or [])
     if not paths:
         return CheckResult("playback", "skip", "the game ships no recordings", {}, time.perf_counter() - t0)
@@ -374,7 +374,7 @@ def check_playback(info: GameInfo, extra: list[Path] | None = None) -> CheckResu
     for path in paths:
         try:
             lines = read_recording(path)
-            replay_recording(session.new_game(), lines)
+            replay_recording(player.new_game(), lines)
             final = lines[-1]["data"]["state"]
             want = "WIN" if path.stem.startswith("win") else "GAME_OVER" if path.stem.startswith("lose") else None
             if want is not None and final != want:

@@ -28,8 +28,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from engine import GameEnv
+from pipeline.explore import Session, resolve
 from pipeline.explore.analysis import analyse
-from pipeline.explore.env import Session, resolve
 from pipeline.explore.graph import LOSE, explore_level
 
 from .recordings import Step, record_actions, replay_recording, write_recording
@@ -96,14 +97,15 @@ def publish(source: Path, games_dir: Path, *, max_nodes: int = 400_000, log: Any
         lose_level, actions = info["lose_script"]
         lose_path = [Step(a) for a in actions]
     win_steps = [s for level_steps in wins for s in level_steps]
-    lines = record_actions(session.new_game(), game_id, win_steps)
+    player = GameEnv(session.src, only_reset_levels=False)  # recordings are made with full resets (toolkit default)
+    lines = record_actions(player.new_game(), game_id, win_steps)
     if lines[-1]["data"]["state"] != "WIN":
         raise RuntimeError(f"{game_id}: the concatenated optimal paths do not win the game")
-    replay_recording(session.new_game(), lines)
+    replay_recording(player.new_game(), lines)
     write_recording(target / "solutions" / "win.jsonl", lines)
     if lose_path is not None:
         prefix = [s for level_steps in wins[:lose_level] for s in level_steps]
-        lines = record_actions(session.new_game(), game_id, prefix + lose_path)
+        lines = record_actions(player.new_game(), game_id, prefix + lose_path)
         if lines[-1]["data"]["state"] != "GAME_OVER":
             raise RuntimeError(f"{game_id}: the losing path does not end in GAME_OVER")
         write_recording(target / "solutions" / "lose.jsonl", lines)

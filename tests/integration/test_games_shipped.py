@@ -9,9 +9,10 @@ import re
 
 import pytest
 
+from engine import GameEnv
 from engine.recording import iter_recording
 from games import GAMES_DIR, list_games
-from pipeline.explore.env import Session, resolve
+from pipeline.explore import Session, resolve
 from pipeline.qualify.recordings import read_recording, replay_recording, steps_of
 
 GAMES = list_games()
@@ -34,6 +35,12 @@ def test_ids_are_new(shared_dir):
         assert re.fullmatch(r"[a-z0-9]{4}", g.short_id)
         assert g.short_id not in public, f"{g.short_id} collides with a public game"
         assert g.short_id not in FIXTURE_IDS
+
+
+
+def fresh_game(game_id):
+    """A new instance of the game, with the full resets the recordings were made with."""
+    return GameEnv(resolve(game_id, GAMES_DIR), only_reset_levels=False).new_game()
 
 
 @pytest.mark.parametrize("entry", GAMES, ids=[g.short_id for g in GAMES])
@@ -87,8 +94,7 @@ def test_the_set_covers_the_required_kinds():
 def test_winning_recording_replays_to_win(entry):
     path = entry.solutions_dir / "win.jsonl"
     lines = read_recording(path)
-    session = Session(resolve(entry.game_id, GAMES_DIR))
-    replay_recording(session.new_game(), lines)
+    replay_recording(fresh_game(entry.game_id), lines)
     assert lines[0]["data"]["full_reset"] is True and lines[0]["data"]["action_input"]["id"] == "RESET"
     assert lines[-1]["data"]["state"] == "WIN"
     # the recording is the concatenation of every level's optimal path
@@ -108,8 +114,7 @@ def test_winning_recording_replays_to_win(entry):
                          ids=lambda g: g.short_id)
 def test_losing_recording_replays_to_game_over(entry):
     lines = read_recording(entry.solutions_dir / "lose.jsonl")
-    session = Session(resolve(entry.game_id, GAMES_DIR))
-    replay_recording(session.new_game(), lines)
+    replay_recording(fresh_game(entry.game_id), lines)
     assert lines[-1]["data"]["state"] == "GAME_OVER"
     assert all(line["data"]["state"] == "NOT_FINISHED" for line in lines[:-1])
 
@@ -120,9 +125,8 @@ def test_a_tampered_recording_is_caught(tmp_path):
     steps = steps_of(lines)
     assert steps
     lines[3]["data"]["levels_completed"] += 1
-    session = Session(resolve(entry.game_id, GAMES_DIR))
     with pytest.raises(AssertionError, match="line 4: levels_completed"):
-        replay_recording(session.new_game(), lines)
+        replay_recording(fresh_game(entry.game_id), lines)
 
 
 def test_level_facts_files_name_their_game():

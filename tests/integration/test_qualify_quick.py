@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from games import GAMES_DIR, list_games
 from pipeline.cli import app
-from pipeline.explore.env import resolve
+from pipeline.explore import resolve
 from pipeline.qualify.checks import (
     REGIMES,
     check_fuzz,

@@ -1,5 +1,6 @@
 """Game discovery, version selection and the scoped ``arcengine`` import redirection (engine.loader)."""
 
+import dataclasses
 import json
 import sys
 import types
@@ -107,3 +108,63 @@ def test_missing_source_and_class(tmp_path):
     (folder / "ab12.py").write_text("X = 1\n", encoding="utf-8")
     with pytest.raises(GameNotFoundError):
         load_game_class(resolve_game("ab12", tmp_path))
+
+
+PAYLOAD = '''
+from pathlib import Path
+
+Path({marker!r}).write_text("payload ran")
+
+
+class Evil:
+    pass
+'''
+
+
+def write_malicious_game(root, marker, class_name):
+    """A game whose metadata points the loader at code outside its own version folder; payloads
+    sit where "../../payload/Evil" and "../../../payload/Evil" lead from that folder."""
+    for payload in (root / "games" / "payload", root / "payload"):
+        payload.mkdir(parents=True, exist_ok=True)
+        for name in ("evil.py", "Evil.py"):
+            (payload / name).write_text(PAYLOAD.format(marker=str(marker)), encoding="utf-8")
+    folder = root / "games" / "ev66" / "v1"
+    folder.mkdir(parents=True)
+    (folder / "metadata.json").write_text(json.dumps({"game_id": "ev66-v1", "class_name": class_name}),
+                                          encoding="utf-8")
+    return root / "games"
+
+
+@pytest.mark.parametrize("class_name", ["../../payload/Evil", "../../../payload/Evil"])
+def test_class_name_cannot_point_outside_the_game_folder(tmp_path, class_name):
+    from pipeline.explore import discover, resolve
+
+    marker = tmp_path / "marker.txt"
+    games = write_malicious_game(tmp_path, marker, class_name)
+    assert (games / "ev66" / "v1" / f"{class_name}.py").is_file()  # the path would reach a payload
+    info = resolve_game("ev66", games)
+    assert info.source is None
+    with pytest.raises(GameNotFoundError, match="not a plain class name"):
+        load_game_class(info)
+    with pytest.raises(GameNotFoundError, match="not a plain class name"):
+        resolve_game("ev66", games, loadable=True)
+    with pytest.raises(GameNotFoundError, match="not a plain class name"):
+        engine.make("ev66", games)
+    with pytest.raises(GameNotFoundError, match="not a plain class name"):
+        resolve("ev66", games)
+    assert find_games(games, loadable=True) == [] and discover(games) == []
+    assert not marker.exists(), "the payload must never run"
+
+
+def test_a_game_file_linked_from_outside_the_folder_is_refused(tmp_path):
+    marker = tmp_path / "marker.txt"
+    games = write_malicious_game(tmp_path, marker, "Ev66")
+    (games / "ev66" / "v1" / "ev66.py").symlink_to(tmp_path / "payload" / "evil.py")
+    info = resolve_game("ev66", games)
+    assert info.source is None
+    with pytest.raises(GameNotFoundError, match="no ev66.py"):
+        engine.make("ev66", games)
+    forged = dataclasses.replace(info, source=games / "ev66" / "v1" / "ev66.py")  # a hand-made GameInfo
+    with pytest.raises(GameNotFoundError, match="outside the game's own folder"):
+        load_game_class(forged)
+    assert not marker.exists(), "the payload must never run"

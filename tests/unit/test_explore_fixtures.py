@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.explore import explore
+from pipeline.explore import Session, explore, resolve
 from pipeline.explore.analysis import random_win_within, transition_matrix
-from pipeline.explore.env import Session, resolve
 from pipeline.explore.graph import LOSE, WIN, click_targets
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "explore"
@@ -150,3 +149,20 @@ def test_undo_is_left_out_by_default_and_marked_when_followed():
     assert undo and all(g.is_undo[e] for e in undo)
     # undo spends energy, so it leads to new states, but never to a shorter win
     assert with_undo.metrics.optimal_actions == explore("pv63", 1, environments_dir=GAMES_DIR).metrics.optimal_actions
+
+
+def test_exploring_leaves_the_process_alone(monkeypatch):
+    """Level starts are per environment: the explorer neither writes ONLY_RESET_LEVELS nor registers
+    game modules, and what the variable says does not change the graph (every level starts afresh)."""
+    import os
+    import sys
+
+    monkeypatch.delenv("ONLY_RESET_LEVELS", raising=False)
+    modules = set(sys.modules)
+    unset = run("lv02", max_nodes=50).graph
+    assert "ONLY_RESET_LEVELS" not in os.environ
+    assert not any(name.startswith("arc_agi_3") for name in set(sys.modules) - modules)
+    monkeypatch.setenv("ONLY_RESET_LEVELS", "true")
+    levels_only = run("lv02", max_nodes=50).graph
+    assert os.environ["ONLY_RESET_LEVELS"] == "true"
+    assert (levels_only.keys, levels_only.src, levels_only.dst) == (unset.keys, unset.src, unset.dst)

@@ -197,8 +197,8 @@ def explore_levels(game_levels: dict[str, int], options: ExploreOptions) -> tupl
         return pl.DataFrame(schema=schema), (["explorer disabled (--explore-seconds 0)"] if options.seconds <= 0
                                              else [])
     try:
+        from pipeline.explore import Session, discover
         from pipeline.explore.analysis import analyse
-        from pipeline.explore.env import Session, discover
         from pipeline.explore.graph import explore_level
     except ImportError as err:  # the explorer is optional for the report: say so, never fail silently
         return pl.DataFrame(schema=schema), [f"state-graph explorer not available: {err}"]
