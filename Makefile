@@ -38,16 +38,20 @@ unit: install
 integration: install browser
 	$(BIN)/python -m pytest tests/integration -q
 
-# Headless Chromium for the HTML report and replay-viewer tests (Debian's package; CI runs as root).
+# Headless Chromium for the HTML report and replay-viewer tests (Debian's package). Installed only as root with
+# apt-get, without recommends and with no upgrade or dist-upgrade; otherwise the browser tests are reported
+# as not run (skipped with the reason), except in CI (CI set), where they fail: CI must run them.
 CHROMIUM ?= /usr/bin/chromium
 browser:
 	@if [ -x "$(CHROMIUM)" ]; then :; \
-	elif command -v apt-get >/dev/null 2>&1; then \
-	  echo "$(CHROMIUM) missing: installing Debian's chromium"; \
-	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "$(CHROMIUM) missing: installing Debian's chromium (apt-get, no recommends, no upgrades)"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      --no-upgrade chromium; } || echo "make browser: installing chromium failed: the browser tests will be" \
+	      "reported as not run (CI fails them)"; \
 	else \
-	  echo "make browser: $(CHROMIUM) is missing and apt-get is unavailable: install Chromium by hand," \
-	       "or the browser tests (tests/integration/test_viewer.py, test_report_framework.py) will fail." >&2; \
+	  echo "make browser: $(CHROMIUM) not found and not installable here (needs root and apt-get): the browser" \
+	       "tests will be reported as not run (CI fails them)"; \
 	fi
 
 clean:

@@ -42,12 +42,13 @@ def ingest_command(
     Reads: the files and folders given (recordings, metadata.json, scorecards, study manifests, H-ARC CSVs,
     ARC task JSON, ARC-TGI CSVs). Writes: raw_* and core_* tables, `quarantine`, `raw_ingest__files`, a row in
     `runs` and its manifest under <db>.runs/; with --keep-frames, Parquet files under <db>.frames/.
-    Exit code 3 when anything was quarantined or a file was refused.
+    Exit code 3 when anything was quarantined or a file was refused (a FIFO, device or socket is refused
+    unread: only regular files are read); exit code 2 when the paths hold no input file at all.
     """
     from rich.table import Table as RichTable
 
     from pipeline.core.manifest import RunManifest
-    from pipeline.ingest import FORMATS, ingest_paths
+    from pipeline.ingest import FORMATS, expand_paths, ingest_paths
 
     if fmt != "auto" and fmt not in FORMATS:
         raise fail(f"unknown format {fmt!r}; one of: {', '.join(_format_choices())}", EXIT_USAGE)
@@ -56,11 +57,15 @@ def ingest_command(
     manifest = RunManifest(command="arcstudy ingest " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "ingest",
                            config={"format": fmt, "force": force, "keep_frames": keep_frames,
                                    "frames_dir": str(frames_dir), "db": str(db_path)})
+    files = expand_paths(paths)
+    if not files:
+        raise fail(f"no input files in {', '.join(map(str, paths))} (hidden files and folders, *.py, *.pyc and "
+                   "*.expected.json are skipped); nothing ingested", EXIT_USAGE)
     with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
-        report = ingest_paths(ws, paths, run_id=manifest.run_id, fmt_name=fmt, force=force,
+        report = ingest_paths(ws, files, run_id=manifest.run_id, fmt_name=fmt, force=force,
                               keep_frames=keep_frames, frames_dir=frames_dir, progress=out.track)
         for f in report.files:
-            if f.status not in ("unreadable",):
+            if f.status != "unreadable" and f.path.is_file():  # never hash a FIFO or device
                 try:
                     manifest.add_input(f.path)
                 except OSError:

@@ -25,25 +25,35 @@ class QueryFormat(StrEnum):
 
 
 def query_command(
-    sql: Annotated[str, typer.Argument(help="A SQL query (DuckDB dialect).")],
+    sql: Annotated[str, typer.Argument(help="One read statement (DuckDB dialect): SELECT, WITH, FROM, DESCRIBE, "
+                                       "SHOW, SUMMARIZE or EXPLAIN.")],
     db: DbOption = None,
     fmt: Annotated[QueryFormat, typer.Option("--format", help="Output format.")] = QueryFormat.table,
     out_file: Annotated[Path | None, typer.Option("--out", help="Write results to this file.")] = None,
     limit: Annotated[int, typer.Option(help="Rows shown in table format (files get every row).")] = 50,
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait while another process "
+                                                "(ingest, build) has the database open for writing.")] = 30.0,
 ) -> None:
-    """Run a read-only SQL query against the database.
+    """Run one read-only SQL statement against the database.
 
-    Reads: the database through a read-only connection (INSERT, DROP and other writes fail).
-    Writes: --out FILE when given (csv, json or parquet), else stdout.
+    Reads: the database only, through a read-only connection that cannot reach files, extensions or settings;
+    several statements, writes, ATTACH, COPY, EXPORT, SET, PRAGMA, INSTALL and read_csv()/glob() of other files
+    are refused (exit 2). Writes: --out FILE when given (csv, json or parquet), else stdout; BLOB columns are
+    written as hex text in csv and json.
     """
     import duckdb
+    import polars as pl
+
+    from pipeline.core.workspace import QueryRefused
 
     path = db or default_db_path()
     if fmt is QueryFormat.parquet and out_file is None:
         raise fail("--format parquet needs --out FILE", EXIT_USAGE)
-    with open_workspace(path, read_only=True) as ws:
+    with open_workspace(path, read_only=True, lock_timeout_s=lock_timeout) as ws:
         try:
             df = ws.read(sql)
+        except QueryRefused as err:
+            raise fail(str(err), EXIT_USAGE) from err
         except duckdb.Error as err:
             raise fail(f"query failed: {err}") from err
     if fmt is QueryFormat.table and out_file is None:
@@ -56,13 +66,14 @@ def query_command(
         return
     if fmt is QueryFormat.parquet:
         df.write_parquet(out_file)
-    elif fmt is QueryFormat.json or (fmt is QueryFormat.table and out_file is not None):
-        text = json.dumps(df.to_dicts(), default=str, indent=1)
-        _write_or_echo(text, out_file)
     else:
-        from pipeline.report.html import csv_ready
+        df = df.with_columns(pl.col(pl.Binary).bin.encode("hex"))  # text formats cannot hold raw bytes
+        if fmt is QueryFormat.json or (fmt is QueryFormat.table and out_file is not None):
+            _write_or_echo(json.dumps(df.to_dicts(), default=str, indent=1), out_file)
+        else:
+            from pipeline.report.html import csv_ready
 
-        _write_or_echo(csv_ready(df).write_csv(), out_file)
+            _write_or_echo(csv_ready(df).write_csv(), out_file)
     if out_file:
         out.info(f"wrote {df.height:,} rows to {out_file}")
 

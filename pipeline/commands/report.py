@@ -58,7 +58,7 @@ def report_command(
 
     Reads (read-only; the database is never modified): the out_* tables written by `arcstudy build`, `arcstudy
     score` and `arcstudy harc-analyses`, core_arc3__environments (published baselines), core_arc3__plays and
-    core_arc3__usage (cost), the runs table (provenance); data/reference/arc-agi-3-public-games.csv; --ground-truth;
+    core_arc3__usage (cost), the runs table (provenance); pipeline/scoring/reference/arc-agi-3-public-games.csv; --ground-truth;
     game files under --games and games/ (explorer). A missing table makes its section say which command fills it.
 
     Writes under --out: <report>.html (self-contained: figures embedded, no network needed to open it),

@@ -57,8 +57,8 @@ def score_command(
                                         f"`all` ({', '.join(POLICIES)}).")] = DEFAULT_POLICY_ID,
     baselines: Annotated[Path | None, typer.Option("--baselines", help="Baselines to score against: a folder of "
                                                    "metadata.json files (searched recursively) or a CSV (the shape "
-                                                   "of data/reference/arc-agi-3-public-games.csv, or the long CSV "
-                                                   "of `arcstudy baselines --out`).", exists=True,
+                                                   "of pipeline/scoring/reference/arc-agi-3-public-games.csv, or "
+                                                   "the long CSV of `arcstudy baselines --out`).", exists=True,
                                                    show_default=False)] = None,
     games: Annotated[list[Path] | None, typer.Option("--games", help="Folder of game files laid out like the "
                                                      "official environment_files (repeatable): plays of these games "
@@ -85,7 +85,7 @@ def score_command(
     (core_arc3__plays, core_arc3__steps, raw_ingest__files); the game files of --games (replay) and the
     baselines: --baselines DIR|CSV, else the database (out_arc3__level_baselines under the policy's rule when a
     study was built, else core_arc3__environments), else --games metadata, else the published reference
-    baselines shipped in data/reference/ (the first source that knows a game is used, and recorded).
+    baselines shipped in pipeline/scoring/reference/ (the first source that knows a game is used, and recorded).
 
     Writes: under --out, one scorecard per policy (scorecard__<policy>.json, the toolkit's scored-summary shape
     plus a `verification` key; byte-identical when re-run), replay_checks.csv, policy_sensitivity.csv (two or

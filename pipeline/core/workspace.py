@@ -4,13 +4,17 @@
 - Writes happen inside one transaction (`Workspace.transaction`), so a failure leaves nothing half-written.
 - DuckDB allows one writing process per file. A second writer waits up to `lock_timeout_s` for the lock
   and then fails with a clear message instead of corrupting anything.
-- Read-only opens (`arcstudy query`) cannot modify the file.
+- Read-only opens (`arcstudy query`, reports, the viewer, notebooks) are fenced in by DuckDB's own guards
+  (`READ_ONLY_GUARDS`): no file or network access beyond the database itself (so no ATTACH, COPY TO, EXPORT,
+  read_csv('/etc/...'), INSTALL), no extension loading, and settings locked. `Workspace.read` further runs
+  exactly one read statement (`READ_STATEMENTS`, classified by DuckDB's parser) and refuses the rest.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,8 +32,24 @@ DEFAULT_DB = Path("arcstudy.duckdb")
 T = TypeVar("T")
 
 
+# Passed to duckdb.connect for read-only opens. `lock_configuration` stops a query from SETting any of them back.
+READ_ONLY_GUARDS: dict[str, Any] = {
+    "enable_external_access": False,  # only the database file itself: no ATTACH, COPY, read_*, glob, httpfs
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "lock_configuration": True,
+}
+# What `read` runs. DESCRIBE, SHOW, SUMMARIZE, FROM-first and PIVOT-in-a-subquery parse as SELECT. EXPLAIN
+# ANALYZE executes the statement it explains, under the guards above (read-only file, no files, locked settings).
+READ_STATEMENTS = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+
+
 class WorkspaceError(RuntimeError):
     """A problem opening or using the database, with a message meant for the user."""
+
+
+class QueryRefused(WorkspaceError):
+    """A query `read` will not run: not exactly one read statement, or it reaches outside the database."""
 
 
 def default_db_path() -> Path:
@@ -60,10 +80,20 @@ class Workspace:
         delay = 0.05
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=self.read_only)
+                if self.read_only:
+                    return duckdb.connect(str(self.path), read_only=True, config=dict(READ_ONLY_GUARDS))
+                return duckdb.connect(str(self.path))
             except duckdb.Error as err:
                 if not _is_lock_error(err):
                     raise WorkspaceError(f"cannot open database {self.path}: {err}") from err
+                if time.monotonic() >= deadline and self.read_only:
+                    # DuckDB lets readers in only when no process has the file open for writing.
+                    pid = re.search(r"PID (\d+)", str(err))
+                    raise WorkspaceError(
+                        f"database {self.path} is open for writing by another process"
+                        f"{f' (PID {pid.group(1)})' if pid else ''}, e.g. an ingest or build; waited "
+                        f"{lock_timeout_s:.0f} s. Wait for it to finish or raise --lock-timeout."
+                    ) from err
                 if time.monotonic() >= deadline:
                     raise WorkspaceError(
                         f"database {self.path} is locked by another arcstudy process (waited "
@@ -171,9 +201,16 @@ class Workspace:
         self.insert_frame(table_name, df, con=con)
 
     def read(self, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
-        # duckdb 2.x: relations (`sql`) convert to polars; `execute` results must be fully fetched.
-        rel = self.con.sql(sql, params=params) if params else self.con.sql(sql)
-        return rel.pl() if rel is not None else pl.DataFrame()
+        """The result of one read statement (see READ_STATEMENTS); raises QueryRefused for anything else, and
+        (read-only opens) for a query that reaches outside the database."""
+        check_read_statement(self.con, sql)
+        try:
+            # duckdb 2.x: relations (`sql`) convert to polars; `execute` results must be fully fetched.
+            rel = self.con.sql(sql, params=params) if params else self.con.sql(sql)
+            return rel.pl() if rel is not None else pl.DataFrame()
+        except duckdb.PermissionException as err:
+            raise QueryRefused(f"refused: queries cannot use files, extensions or settings outside the database "
+                               f"({str(err).splitlines()[0]})") from err
 
     # -- runs ----------------------------------------------------------------------------------------
     def record_run(self, manifest: RunManifest) -> None:
@@ -192,6 +229,19 @@ class Workspace:
         with self.transaction() as con:
             con.execute("DELETE FROM runs WHERE run_id = ?", [manifest.run_id])
             self.insert_frame("runs", pl.DataFrame([row]), con=con)
+
+
+def check_read_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Raise QueryRefused unless `sql` is exactly one read statement. DuckDB's own parser splits and classifies
+    it (a syntax error raises duckdb.ParserException as running it would)."""
+    statements = con.extract_statements(sql)
+    if len(statements) != 1:
+        raise QueryRefused(f"refused: {len(statements)} statements; a query runs exactly one" if statements
+                           else "refused: the query is empty")
+    kind = statements[0].type
+    if kind not in READ_STATEMENTS:
+        raise QueryRefused(f"refused: {kind.name} statement; a query only reads (SELECT, WITH, FROM, DESCRIBE, "
+                           f"SHOW, SUMMARIZE, EXPLAIN)")
 
 
 def describe_tables(ws: Workspace) -> list[tuple[str, str, int, str]]:

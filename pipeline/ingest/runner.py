@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import stat
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -59,12 +60,14 @@ class IngestReport:
 
 
 def expand_paths(paths: list[Path]) -> list[Path]:
-    """Files as given, and every file below the directories given (sorted, hidden and sidecars skipped)."""
+    """Files as given, and every file below the directories given (sorted, hidden and sidecars skipped).
+    Entries that are not regular files (FIFOs, devices, sockets) are kept, so that `prepare_file` refuses
+    them by name instead of their vanishing silently."""
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
             for f in sorted(p.rglob("*")):
-                if not f.is_file() or any(part in SKIP_DIR_NAMES or part.startswith(".") for part in f.relative_to(p).parts):
+                if f.is_dir() or any(part in SKIP_DIR_NAMES or part.startswith(".") for part in f.relative_to(p).parts):
                     continue
                 if f.name.endswith(SKIPPED_SUFFIXES):
                     continue
@@ -177,12 +180,32 @@ class PreparedFile:
     force: bool = False
 
 
+def not_regular_file(path: Path) -> str | None:
+    """Why `path` (symlinks followed) is not a regular file, or None when it is. Reading a FIFO blocks until a
+    writer comes and /dev/zero never ends, so only regular files are ever opened."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # hashing reports it as unreadable, with the OS's reason
+    if stat.S_ISREG(mode):
+        return None
+    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
 def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None,
                  known_file_ids: frozenset[str] = frozenset()) -> PreparedFile:
     """Hash, detect, read and validate one file. Pure with respect to the database."""
     path = path.resolve()
     now = datetime.now(UTC)
+    kind = not_regular_file(path)
+    if kind is not None:
+        ctx = FileContext(path, None, run_id, now)  # type: ignore[arg-type]
+        return PreparedFile(path, ctx, failure=("rejected", "not_a_regular_file",
+                                                f"{kind}, not a regular file: only regular files are read", "file",
+                                                None))
     try:
         file_id = sha256_file(path)
         n_bytes = path.stat().st_size

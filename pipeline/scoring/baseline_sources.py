@@ -9,8 +9,8 @@
    ``arcstudy build``) under the policy's baseline rule, when that table has rows; else the latest
    ``core_arc3__environments`` metadata of the game;
 3. the game metadata of ``--games`` folders;
-4. the published reference baselines shipped in ``data/reference/arc-agi-3-public-games.csv`` (public game
-   ids only).
+4. the published reference baselines shipped as package data in
+   ``pipeline/scoring/reference/arc-agi-3-public-games.csv`` (public game ids only).
 
 A source "knows" a game when it lists its id, even without a usable baseline: the game is then unscorable
 with the toolkit's message (missing baseline, or a level with too few completers), never filled in from a
@@ -25,6 +25,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 import polars as pl
@@ -47,8 +48,8 @@ __all__ = [
     "reference_source",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-REFERENCE_CSV = REPO_ROOT / "data" / "reference" / "arc-agi-3-public-games.csv"
+# Package data, so that an installed wheel has it too (a plain file on disk: wheels install unzipped).
+REFERENCE_CSV = Path(str(resources.files("pipeline.scoring.reference") / "arc-agi-3-public-games.csv"))
 
 
 class BaselineSourceError(ValueError):

@@ -308,7 +308,7 @@ def test_published_baselines_fall_back_to_the_game_folders(tmp_path: Path, repor
     assert tf62["published_source"] == f"metadata.json in {metadata.parent}"
     assert ctx.extra_inputs[str(metadata)] == sha256_file(metadata)  # the file read is an input of the report
     public = published.filter(pl.col("published_source").str.starts_with("reference CSV"))
-    assert public.height >= 25  # the public games, from data/reference/arc-agi-3-public-games.csv
+    assert public.height >= 25  # the public games, from pipeline/scoring/reference/arc-agi-3-public-games.csv
 
 
 def test_a_run_that_did_not_verify_is_called_out(tmp_path: Path):

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from pipeline.core.manifest import RunManifest, sha256_file
-from pipeline.core.workspace import Workspace, WorkspaceError
+from pipeline.core.workspace import QueryRefused, Workspace, WorkspaceError
 from schemas import TABLES
 from tests.unit.test_schemas import good_files_frame
 
@@ -86,3 +86,27 @@ def test_second_writer_waits_then_fails_clearly(db_path: Path):
         holder.kill()
         holder.wait()
     Workspace(db_path, lock_timeout_s=5).close()  # free again once the holder is gone
+
+
+def test_read_only_connection_carries_duckdbs_guards(db_path: Path):
+    Workspace(db_path).close()
+    with Workspace(db_path, read_only=True) as ws:
+        settings = dict(ws.con.execute(
+            "SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access', 'lock_configuration', "
+            "'autoinstall_known_extensions', 'autoload_known_extensions', 'access_mode')").fetchall())
+    assert settings == {"access_mode": "read_only", "enable_external_access": "false", "lock_configuration": "true",
+                        "autoinstall_known_extensions": "false", "autoload_known_extensions": "false"}
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_read_runs_exactly_one_read_statement(db_path: Path, read_only: bool):
+    """`read` means read, on a writable workspace too: DuckDB's parser classifies the statement."""
+    Workspace(db_path).close()
+    with Workspace(db_path, read_only=read_only) as ws:
+        assert ws.read("SELECT count(*) AS n FROM runs").item() == 0
+        assert ws.read("EXPLAIN SELECT 1").height == 1
+        for sql, refusal in [("DELETE FROM runs", "DELETE statement"), ("SELECT 1; SELECT 2", "2 statements"),
+                             ("  ;", "empty"), ("CREATE TABLE x (a INT)", "CREATE statement")]:
+            with pytest.raises(QueryRefused, match=refusal):
+                ws.read(sql)
+        assert "x" not in ws.table_names()

@@ -1,0 +1,1 @@
+"""Reference facts shipped with arcstudy as package data (see README.md here); no code."""
