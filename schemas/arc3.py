@@ -45,6 +45,12 @@ FIELDS: list[Field] = [
     Field("frames_file", pl.String, "Parquet file holding this line's frames (ingest --keep-frames)",
           nullable=True),
     Field("is_post_terminal", pl.Boolean, "a non-RESET action sent after WIN/GAME_OVER: echoed, never counted"),
+    Field("step_effect", pl.String, "what the step does to the toolkit card (spec/scoring.md §B.4), decided "
+          "once at ingest under the recording variant's counting rules: `open` (the opening RESET), "
+          "`full_reset` (opens a new play), `level_reset` and `action` (1 action each), `uncounted_undo`, "
+          "`post_terminal_echo`", isin=("open", "full_reset", "level_reset", "action", "uncounted_undo",
+                                        "post_terminal_echo")),
+    Field("is_counted", pl.Boolean, "the step costs one action on the card (`action` or `level_reset`)"),
     Field("reasoning_json", pl.String, "the client's opaque reasoning blob as JSON text", nullable=True),
     Field("recording_variant", pl.String, "recording writer (spec/formats.md §A)",
           isin=("toolkit", "human-dataset", "benchmarking", "preview-2025")),
@@ -114,7 +120,7 @@ TABLES: list[Table] = [
             "file_id", "line_number", "step_index", "play_id", "game_id", "guid", "recorded_at", "action_id",
             "action_name", "click_x", "click_y", "state", "levels_completed", "win_levels", "is_full_reset",
             "available_actions", "n_frames", "frame_sha256s", "last_frame_sha256", "frames_file",
-            "is_post_terminal", "reasoning_json", "flags",
+            "is_post_terminal", "step_effect", "is_counted", "reasoning_json", "flags",
         ),
         primary_key=("file_id", "line_number"),
     ),

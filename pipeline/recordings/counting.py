@@ -30,12 +30,14 @@ __all__ = [
     "StepRecord",
     "TERMINAL_STATES",
     "action_id_from",
+    "card_from_effects",
     "classify_steps",
     "detect_action_ids_lost",
     "is_post_terminal_echo",
     "normalize_actions_by_level",
     "per_level_actions",
     "play_flags",
+    "play_index_per_step",
     "raw_level_actions",
     "rebuild_card",
     "recover_action_ids",
@@ -374,7 +376,12 @@ class _PlayBuilder:
 def rebuild_card(steps: Sequence[StepRecord], options: CountingOptions | None = None,
                  game_id: str | None = None) -> Card:
     """Rebuild the toolkit ``Card`` from normalized steps (§B.4)."""
-    effects = classify_steps(steps, options)
+    return card_from_effects(steps, classify_steps(steps, options), game_id)
+
+
+def card_from_effects(steps: Sequence[StepRecord], effects: Sequence[StepEffect], game_id: str | None = None
+                      ) -> Card:
+    """The toolkit ``Card`` of steps whose effects are already known (e.g. stored by ingest)."""
     plays: list[_PlayBuilder] = []
     for step, effect in zip(steps, effects, strict=True):
         if effect is StepEffect.ECHO:
@@ -393,6 +400,24 @@ def rebuild_card(steps: Sequence[StepRecord], options: CountingOptions | None = 
             play.actions += 1
         play.observe(step)
     return Card(game_id=game_id, plays=tuple(p.freeze() for p in plays))
+
+
+def play_index_per_step(effects: Sequence[StepEffect]) -> list[int]:
+    """The play slot every step belongs to, with ``card_from_effects``'s rules: a play opens at the opening
+    RESET, at every full reset, and implicitly before the first counted step of a file without its opening
+    RESET; post-terminal echoes stay with the current play."""
+    n = 0
+    out = []
+    for effect in effects:
+        if effect is StepEffect.ECHO:
+            out.append(max(n - 1, 0))
+            continue
+        if n == 0 and effect is not StepEffect.OPEN:
+            n += 1
+        if effect in (StepEffect.OPEN, StepEffect.FULL_RESET):
+            n += 1
+        out.append(n - 1)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from pipeline.recordings.counting import (
     StepRecord,
     classify_steps,
 )
-from pipeline.recordings.lines import counting_options_for_variant, detect_recording_variant
+from pipeline.recordings.variant import counting_options_for_variant, detect_variant
 
 __all__ = [
     "PALETTE",
@@ -377,7 +377,7 @@ def load_recording_source(path: Path | str) -> ViewerSource:
     lines = recording.frame_lines
     if not lines:
         raise ViewerError(f"{path} holds no frame records (not an ARC-AGI-3 recording?)")
-    variant = detect_recording_variant([line.data for line in recording.lines])
+    variant, _ = detect_variant([line.data for line in recording.lines], path)
     has_frames = any(line.has_frames for line in lines)
     source = ViewerSource(
         label=str(path), kind="file", recording=recording, game_id=recording.game_id,

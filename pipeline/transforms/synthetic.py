@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.recordings.counting import CountingOptions, StepEffect, StepRecord, classify_steps, rebuild_card
-from pipeline.recordings.lines import counting_options_for_variant
+from pipeline.recordings.variant import counting_options_for_variant
 from schemas.validate import conform
 
 ACTION_NAMES = ("RESET", "ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION5", "ACTION6", "ACTION7")
@@ -111,6 +111,7 @@ class SyntheticStudy:
                 plays_lines.append([])
             row["play_id"] = f"{guid}/{play_index}"
             row["is_post_terminal"] = effect is StepEffect.ECHO
+            row["step_effect"], row["is_counted"] = effect.value, effect.is_counted
             row["flags"] = ["post_terminal"] if effect is StepEffect.ECHO else []
             plays_lines[-1].append(row)
         self.steps.extend(rows)

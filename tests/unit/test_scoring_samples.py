@@ -30,7 +30,7 @@ from pipeline.scoring import (
     classify_steps,
     counting_options_for_variant,
     detect_action_ids_lost,
-    detect_recording_variant,
+    detect_variant,
     environment_to_dict,
     rebuild_card,
     recover_action_ids,
@@ -87,7 +87,7 @@ def rebuilt(sidecar: Path):
     """(expected sidecar, rebuilt card, expected card, variant, steps) for a sample, from its lines."""
     recording, expected, lines = load(sidecar)
     assert len(lines) == expected["line_count"]
-    variant = detect_recording_variant(lines)
+    variant, _ = detect_variant(lines, recording)
     steps = steps_from_recording_lines(lines)
     if variant == "benchmarking":
         steps = recover_action_ids(steps, expected["reconstructed_actions"])
@@ -173,9 +173,9 @@ def test_engine_rule_infers_recorded_full_resets(sidecar):
 
 @pytest.mark.parametrize("sidecar", SIDECARS, ids=sample_id)
 def test_echo_detection_does_not_depend_on_frames(sidecar):
-    _, _, lines = load(sidecar)
+    recording, _, lines = load(sidecar)
     steps = steps_from_recording_lines(lines, with_frame_digest=False)
-    opts = counting_options_for_variant(detect_recording_variant(lines))
+    opts = counting_options_for_variant(detect_variant(lines, recording)[0])
     with_frames = classify_steps(steps, opts)
     without = classify_steps([replace(s, frame_count=None) for s in steps], opts)
     assert with_frames == without
