@@ -2,7 +2,7 @@
 scoring and the viewer; and the counting options that follow from it (spec/scoring.md §B).
 
 The signals are applied in the order of the spec's table: the trailing scorecard summary, LLM usage lines,
-enum-name action ids after an opening RESET, the 2025 `score` fields, then the file-name conventions. A file
+enum-name action ids, the 2025 `score` fields, then the file-name conventions. A file
 none of them decides (integer ids, no summary, no usage line, a name of no known convention) is judged by its
 first frame line: the toolkit recorder always writes the RESET that `make()` performs (a full reset), the
 agents/benchmarking recorder never does. Before this rule existed, ingest called a toolkit recording with
@@ -43,9 +43,10 @@ def detect_variant(lines: Sequence[Mapping[str, Any]], path: Path | str | None =
         return "human-dataset", "last line is a scorecard summary with `cards`"
     if "usage" in kinds:
         return "benchmarking", "LLM usage lines without game fields are interleaved"
-    if any(isinstance((d.get("action_input") or {}).get("id"), str) for d in frames) and first_action == "RESET":
-        return "toolkit", "action ids are enum names, the first line is the opening RESET and there is no " \
-                          "trailing summary line"
+    if any(isinstance((d.get("action_input") or {}).get("id"), str) for d in frames):
+        # Only the toolkit recorder writes names (and always starts with the opening RESET: a file that does
+        # not is refused as a broken toolkit recording, formats.md §A.1).
+        return "toolkit", "action ids are enum names and there is no trailing summary line"
     if any("score" in d and "levels_completed" not in d for d in frames):
         return "preview-2025", "frame records carry `score` instead of `levels_completed`"
     if naming == "benchmarking":
