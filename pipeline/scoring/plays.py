@@ -131,7 +131,9 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
                            ) -> list[RecordingInput]:
     """Rebuild every recording of ``steps`` / ``plays`` (core_arc3__steps / core_arc3__plays rows) into cards.
 
-    ``files`` maps file_id -> (file name, path) when known. Recordings come back sorted by (guid, file_id)."""
+    ``files`` maps file_id -> (file name, path) when known (a `FileRef` from `read_recording_files` also hands
+    over the parsed file, for the replay). Every step's effect is its stored ``step_effect``; only recovered
+    action ids are classified here. Recordings come back sorted by (guid, file_id)."""
     files = files or {}
     recovered_actions = recovered_actions or {}
     steps = steps.select(STEP_COLUMNS).sort("file_id", "line_number")
