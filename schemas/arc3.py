@@ -51,6 +51,8 @@ FIELDS: list[Field] = [
           "`post_terminal_echo`", isin=("open", "full_reset", "level_reset", "action", "uncounted_undo",
                                         "post_terminal_echo")),
     Field("is_counted", pl.Boolean, "the step costs one action on the card (`action` or `level_reset`)"),
+    Field("is_level_change", pl.Boolean, "`levels_completed` differs from the previous non-echo step of the "
+          "play (0 before the first): the card appends a `[levels_completed, actions]` pair here"),
     Field("reasoning_json", pl.String, "the client's opaque reasoning blob as JSON text", nullable=True),
     Field("recording_variant", pl.String, "recording writer (spec/formats.md §A)",
           isin=("toolkit", "human-dataset", "benchmarking", "preview-2025")),
@@ -120,7 +122,8 @@ TABLES: list[Table] = [
             "file_id", "line_number", "step_index", "play_id", "game_id", "guid", "recorded_at", "action_id",
             "action_name", "click_x", "click_y", "state", "levels_completed", "win_levels", "is_full_reset",
             "available_actions", "n_frames", "frame_sha256s", "last_frame_sha256", "frames_file",
-            "is_post_terminal", "step_effect", "is_counted", "reasoning_json", "flags",
+            "is_post_terminal", "step_effect", "is_counted", "is_level_change", "reasoning_json",
+            "flags",
         ),
         primary_key=("file_id", "line_number"),
     ),

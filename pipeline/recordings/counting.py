@@ -34,6 +34,7 @@ __all__ = [
     "classify_steps",
     "detect_action_ids_lost",
     "is_post_terminal_echo",
+    "level_changes",
     "normalize_actions_by_level",
     "per_level_actions",
     "play_flags",
@@ -400,6 +401,23 @@ def card_from_effects(steps: Sequence[StepRecord], effects: Sequence[StepEffect]
             play.actions += 1
         play.observe(step)
     return Card(game_id=game_id, plays=tuple(p.freeze() for p in plays))
+
+
+def level_changes(steps: Sequence[StepRecord], effects: Sequence[StepEffect], play_index: Sequence[int]
+                  ) -> list[bool]:
+    """Per step: does the card append a ``[levels_completed, actions]`` pair here? (``levels_completed``
+    differs from the previous non-echo step of the same play, 0 before the first; echoes never do.)"""
+    out = []
+    play, levels = None, 0
+    for step, effect, index in zip(steps, effects, play_index, strict=True):
+        if index != play:
+            play, levels = index, 0
+        if effect is StepEffect.ECHO:
+            out.append(False)
+            continue
+        out.append(step.levels_completed != levels)
+        levels = step.levels_completed
+    return out
 
 
 def play_index_per_step(effects: Sequence[StepEffect]) -> list[int]:

@@ -25,7 +25,7 @@ import polars as pl
 
 from schemas.validate import conform
 
-from .counting import ACTION_NAMES, StepEffect, classify_steps, detect_action_ids_lost
+from .counting import ACTION_NAMES, StepEffect, classify_steps, detect_action_ids_lost, level_changes
 from .lines import MAX_REASONING_BYTES, Line, LineError, clip, filename_guid, parse_line
 from .variant import RecordingVariant, counting_options_for_variant, detect_variant
 
@@ -230,6 +230,7 @@ def _step_rows(rec: ParsedRecording, file_id: str, frames_file: str | None) -> l
     rows = []
     prev_available: list[int] | None = None
     ids_lost = rec.is_action_ids_lost
+    changes = level_changes([ln.step_record() for ln in rec.steps], rec.effects, rec.play_index)
     for i, (ln, effect, play) in enumerate(zip(rec.steps, rec.effects, rec.play_index, strict=True)):
         data = ln.data
         echo = effect is StepEffect.ECHO
@@ -255,7 +256,7 @@ def _step_rows(rec: ParsedRecording, file_id: str, frames_file: str | None) -> l
             "available_actions": data.get("available_actions"), "n_frames": ln.n_frames,
             "frame_sha256s": ln.hashes, "last_frame_sha256": ln.hashes[-1] if ln.hashes else None,
             "frames_file": frames_file if ln.n_frames else None,
-            "is_post_terminal": echo, "step_effect": effect.value, "is_counted": effect.is_counted,
+            "is_post_terminal": echo, "step_effect": effect.value, "is_counted": effect.is_counted, "is_level_change": changes[i],
             "reasoning_json": reasoning_json, "flags": flags,
         })
         if not echo and isinstance(data.get("available_actions"), list):

@@ -4,8 +4,9 @@ Every step's effect on the card is the `step_effect` column ingest stored (`pipe
 it once, with the counting options implied by the recording variant, and cut the plays and marked the
 post-terminal echoes with it). The per-play and per-level aggregation is vectorised (polars):
 
-- counted steps: ACTION1-7 and level RESETs (1 each); the opening RESET, full resets and echoes are free;
-- a play's level pairs are appended whenever `levels_completed` changes (cumulative counts, §B.2), and a
+- counted steps (`is_counted`): ACTION1-7 and level RESETs (1 each); the opening RESET, full resets and
+  echoes are free;
+- a play's level pairs are appended where ingest marked `is_level_change` (cumulative counts, §B.2), and a
   step is charged to level `1 + (pairs appended before it)`, i.e. levels are matched by position, exactly
   like the toolkit's `actions_by_level`;
 - the play state is sticky (the last WIN/GAME_OVER seen), as on the card.
@@ -42,7 +43,7 @@ class PlaysLevels:
 def step_effects(steps: pl.DataFrame, plays: pl.DataFrame) -> pl.DataFrame:
     """`steps` sorted by file and line, with an `effect` column: the `step_effect` ingest stored."""
     del plays  # the effects were decided per recording (variant, lost ids) when the file was read
-    return (steps.select(*STEP_COLUMNS, pl.col("step_effect").alias("effect"), "is_counted")
+    return (steps.select(*STEP_COLUMNS, pl.col("step_effect").alias("effect"), "is_counted", "is_level_change")
             .sort("file_id", "line_number"))
 
 
@@ -78,9 +79,8 @@ def _annotated(effects: pl.DataFrame) -> pl.DataFrame:
         lv=pl.when(~echo).then(pl.col("levels_completed")),
         terminal=pl.when(~echo & pl.col("state").is_in(["WIN", "GAME_OVER"])).then(pl.col("state")),
     )
-    s = s.with_columns(lv_ff=pl.col("lv").forward_fill().over("play_id").fill_null(0))
-    s = s.with_columns(prev_lv=pl.col("lv_ff").shift(1).over("play_id").fill_null(0))
-    s = s.with_columns(is_change=~pl.col("is_echo") & (pl.col("lv_ff") != pl.col("prev_lv")))
+    s = s.with_columns(lv_ff=pl.col("lv").forward_fill().over("play_id").fill_null(0),
+                       is_change=pl.col("is_level_change"))
     return s.with_columns(
         level_index=(1 + pl.col("is_change").cast(pl.Int64).cum_sum().over("play_id")
                      - pl.col("is_change").cast(pl.Int64)),

@@ -27,7 +27,14 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.recordings.counting import CountingOptions, StepEffect, StepRecord, classify_steps, rebuild_card
+from pipeline.recordings.counting import (
+    CountingOptions,
+    StepEffect,
+    StepRecord,
+    classify_steps,
+    level_changes,
+    rebuild_card,
+)
 from pipeline.recordings.variant import counting_options_for_variant
 from schemas.validate import conform
 
@@ -114,6 +121,9 @@ class SyntheticStudy:
             row["step_effect"], row["is_counted"] = effect.value, effect.is_counted
             row["flags"] = ["post_terminal"] if effect is StepEffect.ECHO else []
             plays_lines[-1].append(row)
+        play_of = [int(row["play_id"].rsplit("/", 1)[1]) for row in rows]
+        for row, change in zip(rows, level_changes(records, effects, play_of), strict=True):
+            row["is_level_change"] = change
         self.steps.extend(rows)
         has_leading_reset = script[0] in "RrF"
         for idx, plines in enumerate(plays_lines):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from pipeline.ingest.runner import prepare_file
@@ -64,3 +65,6 @@ def test_integer_id_toolkit_recording_is_counted_alike_everywhere(name, tmp_path
         assert rec.play_ids == rec.stored_play_ids == [f"{expected['guid']}/0", f"{expected['guid']}/1"]
     assert stored.steps["step_effect"].to_list() == scored.steps["step_effect"].to_list()
     assert tables["core_arc3__steps"]["is_counted"].sum() == card.total_actions
+    per_play = (tables["core_arc3__steps"].group_by("play_id").agg(pl.col("is_level_change").sum())
+                .sort("play_id")["is_level_change"].to_list())
+    assert per_play == [p.n_pairs for p in card.plays]
