@@ -2,21 +2,19 @@
 
 Reading, variant detection, step classification and the table rows all come from `pipeline.recordings`
 (`read_recording_file`, `recording_tables`), the model `score FILES` uses too. This module only turns that
-model into a reader's output: the rows, quarantine `Reject`s for the lines left out, the file's flags, the
-per-game card slots of a trailing scorecard line, and (with --keep-frames) the frame pixels streamed to
-Parquet while the file is read.
+model into a reader's output: the rows (card slots of a trailing scorecard line included), quarantine
+`Reject`s for the lines and slots left out, the file's flags, and (with --keep-frames) the frame pixels
+streamed to Parquet while the file is read.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.ingest.arc3_cards import card_rows
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.recordings.lines import Line, sniff_first_line
 from pipeline.recordings.reader import RecordingRejected, read_recording_file, recording_tables
-from schemas.validate import conform
 
 FRAME_BATCH = 2048  # frames buffered before a Parquet row group is written
 
@@ -98,16 +96,8 @@ def read_recording(ctx: FileContext) -> ReaderOutput:
     out.detection_evidence = f"{rec.variant}: {rec.evidence}"
     out.rejects.extend(Reject(i.location, i.check, i.reason, i.raw_text, i.target_table, i.column, i.value)
                        for i in rec.issues)
-    out.flags.extend(rec.flags)
+    out.flags.extend([*rec.flags, *rec.card_flags])
     out.tables.update(recording_tables(rec, ctx.file_id, frames_file))
-    summary = rec.summary
-    if summary is not None and summary.data.get("cards"):
-        file_guid = rec.name_guid if rec.variant == "human-dataset" and rec.name_guid else rec.guid
-        rows, rejects, flags = card_rows(ctx, summary.data["cards"], summary.number, file_guid,
-                                         out.tables["core_arc3__plays"]["play_id"].to_list())
-        out.tables["core_arc3__card_plays"] = conform("core_arc3__card_plays", rows)
-        out.rejects.extend(rejects)
-        out.flags.extend(flags)
     return out
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "ACTION_IDS",
     "Line",
     "LineError",
+    "LineIssue",
     "MAX_REASONING_BYTES",
     "action_id_of",
     "classify_record",
@@ -155,6 +156,19 @@ def classify_record(data: Mapping[str, Any]) -> str:
     if not data:
         return "scorecard"  # the benchmarking recorder's `{}` scorecard entry
     return "other"
+
+
+@dataclass(frozen=True)
+class LineIssue:
+    """One line (or card slot) left out of a recording: quarantined by ingest, reported by `score FILES`."""
+
+    location: str  # "line 12"
+    check: str
+    reason: str
+    raw_text: str | None = None
+    target_table: str | None = None
+    column: str | None = None
+    value: str | None = None
 
 
 class LineError(Exception):

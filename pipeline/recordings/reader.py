@@ -25,8 +25,9 @@ import polars as pl
 
 from schemas.validate import conform
 
+from .cards import card_rows
 from .counting import ACTION_NAMES, StepEffect, classify_steps, detect_action_ids_lost, level_changes
-from .lines import MAX_REASONING_BYTES, Line, LineError, clip, filename_guid, parse_line
+from .lines import MAX_REASONING_BYTES, Line, LineError, LineIssue, clip, filename_guid, parse_line
 from .variant import RecordingVariant, counting_options_for_variant, detect_variant
 
 __all__ = ["LineIssue", "ParsedRecording", "RecordingRejected", "read_recording_file", "recording_tables"]
@@ -40,19 +41,6 @@ class RecordingRejected(Exception):
     def __init__(self, reason: str, check: str, location: str = "file"):
         super().__init__(reason)
         self.reason, self.check, self.location = reason, check, location
-
-
-@dataclass(frozen=True)
-class LineIssue:
-    """One line left out of the recording (quarantined by ingest, reported by `score FILES`)."""
-
-    location: str  # "line 12"
-    check: str
-    reason: str
-    raw_text: str | None = None
-    target_table: str | None = None
-    column: str | None = None
-    value: str | None = None
 
 
 @dataclass
@@ -75,6 +63,8 @@ class ParsedRecording:
     effects: tuple[StepEffect, ...]  # one per kept step
     play_index: list[int]  # one per kept step: 0, then +1 at every full reset (echoes stay in their play)
     flags: list[str] = field(default_factory=list)  # file-level quality flags
+    card_slots: list[dict] = field(default_factory=list)  # core_arc3__card_plays rows of the summary's cards
+    card_flags: list[str] = field(default_factory=list)  # file flags from those cards
 
     @property
     def has_frames(self) -> bool:
@@ -217,10 +207,19 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
         flags.add("action_ids_lost")
     if variant == "human-dataset" and (summary is None or "cards" not in summary.data):
         flags.add("no_trailing_summary")
-    return ParsedRecording(path=path, file_sha256=digest.hexdigest(), lines=lines, steps=steps, usage=usage, summary=summary, issues=issues,
-                           variant=variant, evidence=evidence, game_id=game_id, guid=guid, name_guid=name_guid,
-                           is_action_ids_lost=ids_lost, effects=effects, play_index=play_index,
-                           flags=sorted(flags))
+    card_slots, card_flags = [], []
+    if summary is not None and summary.data.get("cards"):
+        # The slot that is this file's play is chosen by the file's guid (the file name's, for human data).
+        file_guid = name_guid if variant == "human-dataset" and name_guid else guid
+        play_ids = [f"{guid}/{i}" for i in sorted(set(play_index))]
+        card_slots, card_issues, card_flags = card_rows(None, summary.data["cards"], summary.number, file_guid,
+                                                        play_ids)
+        issues.extend(card_issues)
+    return ParsedRecording(path=path, file_sha256=digest.hexdigest(), lines=lines, steps=steps, usage=usage,
+                           summary=summary, issues=issues, variant=variant, evidence=evidence, game_id=game_id,
+                           guid=guid, name_guid=name_guid, is_action_ids_lost=ids_lost, effects=effects,
+                           play_index=play_index, flags=sorted(flags), card_slots=card_slots,
+                           card_flags=card_flags)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -281,8 +280,9 @@ def _play_rows(rec: ParsedRecording, file_id: str) -> list[dict]:
 
 def recording_tables(rec: ParsedRecording, file_id: str, frames_file: str | None = None
                      ) -> dict[str, pl.DataFrame]:
-    """The recording's rows of raw_arc3__recording_lines, core_arc3__steps, core_arc3__plays and (agents
-    recorder) core_arc3__usage, conformed to their schemas."""
+    """The recording's rows of raw_arc3__recording_lines, core_arc3__steps, core_arc3__plays, and when the
+    file has them core_arc3__card_plays (trailing summary) and core_arc3__usage (agents recorder), conformed
+    to their schemas."""
     tables = {
         "raw_arc3__recording_lines": conform("raw_arc3__recording_lines", [
             {"file_id": file_id, "line_number": ln.number, "content_sha256": ln.sha, "line_kind": ln.kind,
@@ -290,6 +290,9 @@ def recording_tables(rec: ParsedRecording, file_id: str, frames_file: str | None
         STEPS: conform(STEPS, _step_rows(rec, file_id, frames_file)),
         "core_arc3__plays": conform("core_arc3__plays", _play_rows(rec, file_id)),
     }
+    if rec.summary is not None and rec.summary.data.get("cards"):
+        tables["core_arc3__card_plays"] = conform("core_arc3__card_plays",
+                                                  [{**row, "file_id": file_id} for row in rec.card_slots])
     if rec.usage:
         tables["core_arc3__usage"] = conform("core_arc3__usage", [{
             "file_id": file_id, "line_number": ln.number, "recorded_at": ln.recorded_at,
