@@ -5,10 +5,10 @@ from __future__ import annotations
 import polars as pl
 
 from schemas.model import Field, Table
+from schemas.vocabulary import ACTION_NAMES, GAME_STATES, RECORDING_VARIANTS
 
 UTC = pl.Datetime("us", "UTC")
 SHA256 = r"^[0-9a-f]{64}$"
-STATES = ("NOT_PLAYED", "NOT_FINISHED", "WIN", "GAME_OVER")
 GAME_ID = r"^[a-z0-9]{4}(-[0-9a-f]{8}|-[0-9a-f]{12})?$"
 
 FIELDS: list[Field] = [
@@ -25,10 +25,10 @@ FIELDS: list[Field] = [
           "(pixels are summarised by frame hashes in core tables and kept in Parquet with --keep-frames)"),
     Field("action_id", pl.Int64, "action id as recorded: 0 RESET, 1-5 ACTION1-5, 6 click, 7 undo", ge=0, le=7),
     Field("action_name", pl.String, "action as named by the engine",
-          isin=("RESET", "ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION5", "ACTION6", "ACTION7")),
+          isin=ACTION_NAMES),
     Field("click_x", pl.Int64, "ACTION6 display column 0-63", nullable=True, ge=0, le=63),
     Field("click_y", pl.Int64, "ACTION6 display row 0-63", nullable=True, ge=0, le=63),
-    Field("state", pl.String, "game state after the action", isin=STATES),
+    Field("state", pl.String, "game state after the action", isin=GAME_STATES),
     Field("levels_completed", pl.Int64, "levels completed so far in the current play (preview: `score`)",
           ge=0, le=254),
     Field("win_levels", pl.Int64, "levels needed to win; 0 on post-terminal echoes; null when the build "
@@ -45,9 +45,17 @@ FIELDS: list[Field] = [
     Field("frames_file", pl.String, "Parquet file holding this line's frames (ingest --keep-frames)",
           nullable=True),
     Field("is_post_terminal", pl.Boolean, "a non-RESET action sent after WIN/GAME_OVER: echoed, never counted"),
+    Field("step_effect", pl.String, "what the step does to the toolkit card (spec/scoring.md §B.4), decided "
+          "once at ingest under the recording variant's counting rules: `open` (the opening RESET), "
+          "`full_reset` (opens a new play), `level_reset` and `action` (1 action each), `uncounted_undo`, "
+          "`post_terminal_echo`", isin=("open", "full_reset", "level_reset", "action", "uncounted_undo",
+                                        "post_terminal_echo")),
+    Field("is_counted", pl.Boolean, "the step costs one action on the card (`action` or `level_reset`)"),
+    Field("is_level_change", pl.Boolean, "`levels_completed` differs from the previous non-echo step of the "
+          "play (0 before the first): the card appends a `[levels_completed, actions]` pair here"),
     Field("reasoning_json", pl.String, "the client's opaque reasoning blob as JSON text", nullable=True),
     Field("recording_variant", pl.String, "recording writer (spec/formats.md §A)",
-          isin=("toolkit", "human-dataset", "benchmarking", "preview-2025")),
+          isin=RECORDING_VARIANTS),
     Field("schema_generation", pl.String, "field generation of frame records",
           isin=("2026", "preview-2025")),
     Field("first_line_number", pl.Int64, "first line of the play in its file", ge=1),
@@ -69,7 +77,7 @@ FIELDS: list[Field] = [
     Field("is_file_play", pl.Boolean, "this slot is the recording file's own play (chosen by filename guid)"),
     Field("card_actions", pl.Int64, "counted actions of the slot, as the card says", ge=0),
     Field("card_resets", pl.Int64, "level resets of the slot, as the card says", nullable=True, ge=0),
-    Field("card_state", pl.String, "sticky state of the slot, as the card says", nullable=True, isin=STATES),
+    Field("card_state", pl.String, "sticky state of the slot, as the card says", nullable=True, isin=GAME_STATES),
     Field("card_actions_by_level", pl.List(pl.List(pl.Int64)),
           "cumulative `[levels_completed, actions]` pairs of the slot, normalised to a list"),
     Field("card_score", pl.Int64, "preview cards: the slot's score (levels completed)", nullable=True, ge=0),
@@ -114,7 +122,8 @@ TABLES: list[Table] = [
             "file_id", "line_number", "step_index", "play_id", "game_id", "guid", "recorded_at", "action_id",
             "action_name", "click_x", "click_y", "state", "levels_completed", "win_levels", "is_full_reset",
             "available_actions", "n_frames", "frame_sha256s", "last_frame_sha256", "frames_file",
-            "is_post_terminal", "reasoning_json", "flags",
+            "is_post_terminal", "step_effect", "is_counted", "is_level_change", "reasoning_json",
+            "flags",
         ),
         primary_key=("file_id", "line_number"),
     ),

@@ -16,6 +16,7 @@ import typer
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
+from schemas.vocabulary import HARC_SPLITS
 
 from .common import (
     EXIT_OK,
@@ -166,7 +167,7 @@ def _print_analyses(report) -> None:
                 "bounds k=3 (pess., opt.)"):
         table.add_column(col)
     bounds = t["out_harc__accuracy_bounds"].filter(pl.col("max_attempts") == 3)
-    for split in ("training", "evaluation"):
+    for split in HARC_SPLITS:
         rows = {r["max_attempts"]: r for r in acc.filter(pl.col("task_split") == split).iter_rows(named=True)}
         if not rows:
             continue

@@ -11,9 +11,9 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.ingest.arc3_cards import card_rows
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import Head, InputFormat, register
+from pipeline.recordings.cards import card_rows
 from schemas.validate import conform
 
 METADATA_KEYS = {"baseline_actions", "title", "default_fps", "tags", "class_name", "date_downloaded",
@@ -124,9 +124,10 @@ def read_scorecard(ctx: FileContext) -> ReaderOutput:
         _scored_summary(ctx, doc, out)
     else:
         cards = doc["cards"] if isinstance(doc.get("cards"), dict) else {doc.get("game_id"): doc}
-        rows, rejects, flags = card_rows(ctx, cards, None, None, [])
+        rows, issues, flags = card_rows(ctx.file_id, cards, None, None, [])
         out.tables["core_arc3__card_plays"] = conform("core_arc3__card_plays", rows)
-        out.rejects.extend(rejects)
+        out.rejects.extend(Reject(i.location, i.check, i.reason, i.raw_text, i.target_table, i.column, i.value)
+                           for i in issues)
         out.flags.extend(flags)
     return out
 

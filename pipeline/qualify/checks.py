@@ -50,8 +50,7 @@ from engine import GameEnv, GameState
 from pipeline.explore import GameInfo, Session
 from pipeline.explore.analysis import analyse
 from pipeline.explore.graph import explore_level
-
-from .recordings import ReplayMismatch, read_recording, replay_recording
+from pipeline.recordings.toolkit_writer import ReplayMismatch, read_recording, replay_recording
 
 __all__ = ["REGIMES", "Regime", "CheckResult", "THRESHOLD", "run_checks"]
 

@@ -32,8 +32,7 @@ from engine import GameEnv
 from pipeline.explore import Session, resolve
 from pipeline.explore.analysis import analyse
 from pipeline.explore.graph import LOSE, explore_level
-
-from .recordings import Step, record_actions, replay_recording, write_recording
+from pipeline.recordings.toolkit_writer import Step, record_actions, replay_recording, write_recording
 
 BASELINE_FACTOR = 1.5
 PUBLISHED_AT = "2026-11-22T00:00:00+00:00"  # fixed, so re-publishing is byte-identical

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from schemas.vocabulary import ACTION_NAMES, GAME_STATES
+
 __all__ = [
     "ACTION_NAMES",
     "Card",
@@ -30,26 +32,27 @@ __all__ = [
     "StepRecord",
     "TERMINAL_STATES",
     "action_id_from",
+    "card_from_effects",
     "classify_steps",
     "detect_action_ids_lost",
     "is_post_terminal_echo",
+    "level_changes",
     "normalize_actions_by_level",
     "per_level_actions",
     "play_flags",
+    "play_index_per_step",
     "raw_level_actions",
     "rebuild_card",
     "recover_action_ids",
 ]
 
-ACTION_NAMES: tuple[str, ...] = ("RESET", "ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION5", "ACTION6",
-                                 "ACTION7")
 RESET = 0
 UNDO = 7
 NOT_FINISHED = "NOT_FINISHED"
 WIN = "WIN"
 GAME_OVER = "GAME_OVER"
 TERMINAL_STATES = frozenset({WIN, GAME_OVER})
-STATES = frozenset({"NOT_PLAYED", NOT_FINISHED, WIN, GAME_OVER})
+STATES = frozenset(GAME_STATES)
 
 
 def action_id_from(value: int | str) -> int:
@@ -374,7 +377,12 @@ class _PlayBuilder:
 def rebuild_card(steps: Sequence[StepRecord], options: CountingOptions | None = None,
                  game_id: str | None = None) -> Card:
     """Rebuild the toolkit ``Card`` from normalized steps (§B.4)."""
-    effects = classify_steps(steps, options)
+    return card_from_effects(steps, classify_steps(steps, options), game_id)
+
+
+def card_from_effects(steps: Sequence[StepRecord], effects: Sequence[StepEffect], game_id: str | None = None
+                      ) -> Card:
+    """The toolkit ``Card`` of steps whose effects are already known (e.g. stored by ingest)."""
     plays: list[_PlayBuilder] = []
     for step, effect in zip(steps, effects, strict=True):
         if effect is StepEffect.ECHO:
@@ -393,6 +401,41 @@ def rebuild_card(steps: Sequence[StepRecord], options: CountingOptions | None = 
             play.actions += 1
         play.observe(step)
     return Card(game_id=game_id, plays=tuple(p.freeze() for p in plays))
+
+
+def level_changes(steps: Sequence[StepRecord], effects: Sequence[StepEffect], play_index: Sequence[int]
+                  ) -> list[bool]:
+    """Per step: does the card append a ``[levels_completed, actions]`` pair here? (``levels_completed``
+    differs from the previous non-echo step of the same play, 0 before the first; echoes never do.)"""
+    out = []
+    play, levels = None, 0
+    for step, effect, index in zip(steps, effects, play_index, strict=True):
+        if index != play:
+            play, levels = index, 0
+        if effect is StepEffect.ECHO:
+            out.append(False)
+            continue
+        out.append(step.levels_completed != levels)
+        levels = step.levels_completed
+    return out
+
+
+def play_index_per_step(effects: Sequence[StepEffect]) -> list[int]:
+    """The play slot every step belongs to, with ``card_from_effects``'s rules: a play opens at the opening
+    RESET, at every full reset, and implicitly before the first counted step of a file without its opening
+    RESET; post-terminal echoes stay with the current play."""
+    n = 0
+    out = []
+    for effect in effects:
+        if effect is StepEffect.ECHO:
+            out.append(max(n - 1, 0))
+            continue
+        if n == 0 and effect is not StepEffect.OPEN:
+            n += 1
+        if effect in (StepEffect.OPEN, StepEffect.FULL_RESET):
+            n += 1
+        out.append(n - 1)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------------

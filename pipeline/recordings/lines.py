@@ -1,114 +1,255 @@
-"""Minimal normalizer from parsed recording lines (shared/spec/formats.md §A) to ``StepRecord``.
+"""One line of an ARC-AGI-3 recording, any variant (shared/spec/formats.md §A): parse, classify, validate.
 
-Accepts the toolkit recorder, human-dataset (REST) and agents/benchmarking shapes: ``{timestamp, data}``
-envelopes or bare ``data`` objects; integer or enum-name action ids; frames present or absent; the 2025
-``score``/``win_score`` field names. Usage lines (LLM tokens) and trailing scorecard lines are skipped.
-Pure: the caller reads the file (``json.loads`` per line) and passes the dicts.
+`parse_line` is the streaming parser ingest and `score FILES` read files with: it keeps a small record per
+line (frame pixels are hashed; kept as a uint8 array only when asked), normalises string action ids and the
+2025 preview's `score` fields, and raises `LineError` (a rule id and a reason for a person) for a line that
+must be quarantined.
+
+`steps_from_recording_lines` is the small normalizer from lines already parsed with `json` (the viewer's and
+the sample tests' input) to ``StepRecord``.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
 
-from .counting import CountingOptions, StepRecord, action_id_from
+import numpy as np
+
+from .counting import ACTION_NAMES, StepRecord
+from .frames import FrameError, decode_frames, frame_hashes, frames_from_json, split_frame_field
 
 __all__ = [
-    "RecordingVariant",
-    "counting_options_for_variant",
-    "detect_recording_variant",
-    "frame_digest",
-    "is_frame_record",
-    "steps_from_recording_lines",
-    "trailing_scorecard",
+    "ACTION_IDS",
+    "Line",
+    "LineError",
+    "LineIssue",
+    "MAX_REASONING_BYTES",
+    "action_id_of",
+    "classify_record",
+    "clip",
+    "filename_guid",
+    "parse_line",
+    "sniff_first_line",
 ]
 
-RecordingVariant = Literal["toolkit", "human-dataset", "benchmarking", "preview-2025"]
+ACTION_IDS = {name: i for i, name in enumerate(ACTION_NAMES)}
+UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+MAX_REASONING_BYTES = 16 * 1024
+MAX_RAW_TEXT = 4096  # the same limit as pipeline.ingest.base.clip: quarantine rows keep this much text
 
 
-def _data(line: Mapping[str, Any]) -> Mapping[str, Any]:
-    data = line.get("data", line) if isinstance(line, Mapping) else None
-    if not isinstance(data, Mapping):
-        raise ValueError(f"recording line is not an object: {line!r:.200}")
-    return data
+def clip(text: str) -> str:
+    return text if len(text) <= MAX_RAW_TEXT else text[:MAX_RAW_TEXT] + f"... [{len(text) - MAX_RAW_TEXT} more chars]"
 
 
-def is_frame_record(data: Mapping[str, Any]) -> bool:
-    """A frame record carries ``action_input`` and ``state`` (usage and scorecard records do not)."""
-    return "action_input" in data and "state" in data
-
-
-def frame_digest(frame: Sequence[Sequence[Sequence[int]]]) -> str | None:
-    """sha256 of the int8 bytes of the settled (last) grid, as formats.md A.6 suggests; None for no frame."""
-    if not frame:
+# --------------------------------------------------------------------------------------------------
+# what a file is
+# --------------------------------------------------------------------------------------------------
+def sniff_first_line(line: str) -> str | None:
+    """Evidence that a file whose first line is ``line`` is an ARC-AGI-3 recording, else None."""
+    if not line.startswith("{"):
         return None
-    grid = frame[-1]
-    return hashlib.sha256(bytes(v & 0xFF for row in grid for v in row)).hexdigest()
-
-
-def steps_from_recording_lines(lines: Iterable[Mapping[str, Any]], *, with_frame_digest: bool = True
-                               ) -> list[StepRecord]:
-    """One ``StepRecord`` per frame record, in file order (``line_number`` is the 1-based line index)."""
-    steps: list[StepRecord] = []
-    for number, line in enumerate(lines, start=1):
-        data = _data(line)
-        if not is_frame_record(data):
-            continue
-        action_input = data.get("action_input") or {}
-        levels = data.get("levels_completed", data.get("score"))
-        if levels is None:
-            raise ValueError(f"line {number}: frame record without levels_completed/score")
-        win_levels = data.get("win_levels", data.get("win_score"))
-        frame = data.get("frame")
-        full_reset = data.get("full_reset")
-        steps.append(StepRecord(
-            action_id=action_id_from(action_input.get("id")),
-            state=str(data["state"]),
-            levels_completed=int(levels),
-            full_reset=None if full_reset is None else bool(full_reset),
-            win_levels=None if win_levels is None else int(win_levels),
-            frame_count=None if frame is None else len(frame),
-            guid=data.get("guid"),
-            frame_digest=frame_digest(frame) if (with_frame_digest and frame) else None,
-            line_number=number,
-        ))
-    return steps
-
-
-def trailing_scorecard(lines: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """The ``{won, played, total_actions, levels_completed, cards}`` summary of a human/REST file, if any."""
-    for line in reversed(lines):
-        data = _data(line)
-        if "cards" in data:
-            return data
-        if is_frame_record(data):
-            return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        # A first line too long for a head buffer (frames) is still recognisable by its keys.
+        if '"data"' in line[:200] and ('"game_id"' in line[:400] or '"tokens"' in line[:400]):
+            return "JSON Lines whose first line is a `{timestamp, data}` envelope (long frame line)"
+        return None
+    if isinstance(obj, dict) and isinstance(obj.get("data"), dict) and "timestamp" in obj:
+        return "JSON Lines of `{timestamp, data}` envelopes (ARC-AGI-3 recording)"
     return None
 
 
-def detect_recording_variant(lines: Sequence[Mapping[str, Any]]) -> RecordingVariant:
-    """Variant detection from the lines alone (formats.md A.0, simplified to what counting needs)."""
-    datas = [_data(line) for line in lines]
-    if datas and "cards" in datas[-1]:
-        return "human-dataset"
-    if any(("tokens" in d or "total_tokens" in d) and "game_id" not in d for d in datas):
-        return "benchmarking"
-    frames = [d for d in datas if is_frame_record(d)]
-    if frames and all("levels_completed" not in d and "score" in d for d in frames):
-        return "preview-2025"
-    return "toolkit"
+def filename_guid(path: Path) -> tuple[str | None, str]:
+    """The guid a file name carries, and which naming convention it follows (formats.md §A.0)."""
+    name = path.name
+    if name.endswith(".recording.jsonl"):
+        parts = name.split(".")
+        if len(parts) >= 5 and UUID_RE.fullmatch(parts[-3]):
+            return parts[-3], "benchmarking"
+        stem = name[: -len(".recording.jsonl")]
+        if UUID_RE.fullmatch(stem):
+            return stem, "human-dataset"
+    match = re.fullmatch(r"([a-z0-9]{4}-[0-9a-f]+)-(" + UUID_RE.pattern + r")\.jsonl", name)
+    if match:
+        return match.group(2), "toolkit"
+    return None, "other"
 
 
-def counting_options_for_variant(variant: RecordingVariant) -> CountingOptions:
-    """Counting options implied by the file variant: the toolkit recorder always starts with the opening RESET
-    and records ``full_reset``; human/REST files never set ``full_reset`` and were played with level-only
-    resets; the benchmarking recorder does not record the opening RESET."""
-    if variant == "toolkit":
-        return CountingOptions.toolkit()
-    if variant == "human-dataset":
-        return CountingOptions.human_dataset()
-    if variant == "benchmarking":
-        return CountingOptions.benchmarking()
-    # preview-2025: no sample to verify against; use the recorded flag and accept a missing leading RESET.
-    return CountingOptions(full_reset_rule="recorded", leading_reset="auto")
+# --------------------------------------------------------------------------------------------------
+# one line, streamed
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class Line:
+    number: int
+    text: str  # the line as read, clipped to 4 KiB: kept for quarantine records, not the whole frame text
+    sha: str
+    kind: str = "other"  # classify_record
+    data: dict[str, Any] = field(default_factory=dict)  # `data`, frame pixels replaced by "[n frames]"
+    recorded_at: datetime | None = None
+    frames: np.ndarray | None = None  # (n, 64, 64) uint8, only when the caller wants pixels
+    n_frames: int | None = None
+    hashes: list[str] | None = None
+    raw_json: str = ""
+    action_id: int | None = None
+    id_was_string: bool = False
+
+    @property
+    def levels_completed(self) -> int | None:
+        return self.data.get("levels_completed", self.data.get("score"))
+
+    @property
+    def win_levels(self) -> int | None:
+        return self.data.get("win_levels", self.data.get("win_score"))
+
+    @property
+    def full_reset(self) -> bool | None:
+        full = self.data.get("full_reset")
+        return full if isinstance(full, bool) else None
+
+    @property
+    def click(self) -> tuple[int | None, int | None]:
+        if self.action_id != 6:
+            return None, None
+        payload = (self.data.get("action_input") or {}).get("data") or {}
+        return payload.get("x"), payload.get("y")
+
+    def step_record(self) -> StepRecord:
+        return StepRecord(
+            action_id=self.action_id, state=self.data.get("state"), levels_completed=self.levels_completed,
+            full_reset=self.full_reset, win_levels=self.win_levels, frame_count=self.n_frames,
+            guid=self.data.get("guid"), line_number=self.number,
+            frame_digest=self.hashes[-1] if self.hashes else None,
+        )
+
+
+def _parse_timestamp(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return ts if ts.tzinfo else None
+
+
+def classify_record(data: Mapping[str, Any]) -> str:
+    """What a line's `data` holds: "frame", "usage" (LLM tokens), "scorecard" or "other"."""
+    if "cards" in data or ("won" in data and "played" in data):
+        return "scorecard"
+    if "game_id" in data and ("state" in data or "frame" in data):
+        return "frame"
+    if "game_id" not in data and ("tokens" in data or "total_tokens" in data):
+        return "usage"
+    if not data:
+        return "scorecard"  # the benchmarking recorder's `{}` scorecard entry
+    return "other"
+
+
+@dataclass(frozen=True)
+class LineIssue:
+    """One line (or card slot) left out of a recording: quarantined by ingest, reported by `score FILES`."""
+
+    location: str  # "line 12"
+    check: str
+    reason: str
+    raw_text: str | None = None
+    target_table: str | None = None
+    column: str | None = None
+    value: str | None = None
+
+
+class LineError(Exception):
+    """A line to quarantine: ``check`` is the rule id, ``reason`` says what is wrong."""
+
+    def __init__(self, check: str, reason: str, column: str | None = None, value: Any = None):
+        super().__init__(reason)
+        self.check, self.reason, self.column = check, reason, column
+        self.value = None if value is None else str(value)
+
+
+def parse_line(number: int, text: str, want_frames: bool) -> Line:
+    # Only a clipped copy of the text is kept: a recording can be hundreds of MB of frame JSON.
+    line = Line(number=number, text=clip(text), sha=hashlib.sha256(text.encode()).hexdigest())
+    stripped, frame_text = split_frame_field(text)
+    try:
+        obj = json.loads(stripped)
+        if frame_text is not None and not (isinstance(obj, dict) and isinstance(obj.get("data"), dict)
+                                           and "frame" in obj["data"] and obj["data"]["frame"] is None):
+            obj, frame_text = json.loads(text), None  # the cut was not the real field: parse it all
+    except json.JSONDecodeError as err:
+        raise LineError("invalid_json", f"not valid JSON ({err.msg} at column {err.colno})") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):
+        raise LineError("bad_envelope", "line is not a `{timestamp, data}` object with an object `data`")
+    data = obj["data"]
+    line.data = data
+    line.kind = classify_record(data)
+    line.recorded_at = _parse_timestamp(obj.get("timestamp"))
+    if line.kind != "scorecard" and "timestamp" in obj and line.recorded_at is None:
+        raise LineError("bad_timestamp", f"timestamp {obj.get('timestamp')!r} is not ISO-8601 with an offset",
+                        "timestamp", obj.get("timestamp"))
+    if line.kind == "frame":
+        frames = None
+        try:
+            if frame_text is not None:
+                frames = decode_frames(frame_text)
+            elif "frame" in data:
+                frames = frames_from_json(data["frame"])
+        except (FrameError, json.JSONDecodeError) as err:
+            raise LineError("bad_frame", f"frame is malformed: {err}", "frame") from None
+        if frames is not None:
+            data["frame"] = f"[{len(frames)} frames]"
+            line.n_frames = len(frames)
+            line.hashes = frame_hashes(frames)
+            if want_frames:
+                line.frames = frames
+        _check_frame_record(line)
+    line.raw_json = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    return line
+
+
+def action_id_of(raw_id: Any) -> tuple[int, bool]:
+    """(action id 0-7, whether it was written as an enum name); LineError for anything else."""
+    if isinstance(raw_id, str):
+        if raw_id not in ACTION_IDS:
+            raise LineError("unknown_action", f"unknown action name {raw_id!r} (expected RESET or ACTION1-7)",
+                            "action_input.id", raw_id)
+        return ACTION_IDS[raw_id], True
+    if isinstance(raw_id, int) and not isinstance(raw_id, bool) and 0 <= raw_id <= 7:
+        return raw_id, False
+    raise LineError("unknown_action", f"unknown action id {raw_id!r} (expected 0-7 or a name)",
+                    "action_input.id", raw_id)
+
+
+def _check_frame_record(line: Line) -> None:
+    data = line.data
+    action = data.get("action_input")
+    if not isinstance(action, dict) or "id" not in action:
+        raise LineError("missing_action", "frame record has no `action_input.id`", "action_input")
+    line.action_id, line.id_was_string = action_id_of(action["id"])
+    if line.action_id == 6:
+        payload = action.get("data") or {}
+        x, y = payload.get("x"), payload.get("y")
+        for name, v in (("x", x), ("y", y)):
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 63:
+                raise LineError("bad_click", f"ACTION6 needs integer {name} in 0-63, got {v!r}",
+                                f"action_input.data.{name}", v)
+    levels, win = line.levels_completed, line.win_levels
+    if not isinstance(levels, int) or isinstance(levels, bool):
+        raise LineError("bad_levels", f"levels_completed must be an integer, got {levels!r}", "levels_completed",
+                        levels)
+    if win is not None and (not isinstance(win, int) or isinstance(win, bool)):
+        raise LineError("bad_levels", f"win_levels must be an integer, got {win!r}", "win_levels", win)
+    if win and levels > win:
+        raise LineError("levels_exceed_win", f"levels_completed {levels} exceeds win_levels {win}",
+                        "levels_completed", levels)
+    if not isinstance(data.get("game_id"), str):
+        raise LineError("bad_game_id", "frame record has no string game_id", "game_id", data.get("game_id"))

@@ -1,8 +1,8 @@
 """ARC-AGI-3 RHAE scoring: pure functions (shared/spec/scoring.md).
 
 - ``policies``: frozen, versioned scoring policies (``arc-agi-3/2025-preview``, ``/2026-03``, ``/2026-04``).
-- ``counting``: toolkit action counting, steps -> ``Card`` -> per-level actions.
-- ``lines``: recording lines (parsed JSON) -> ``StepRecord``.
+- ``pipeline.recordings`` (re-exported here): toolkit action counting (steps -> ``Card`` -> per-level
+  actions), the recording variant and its counting options, recording lines (parsed JSON) -> ``StepRecord``.
 - ``rhae``: level, play, game and suite scores.
 - ``baselines``: human baselines per level from per-participant data.
 - ``scorecard``: the toolkit scored-summary JSON (build, serialize, parse).
@@ -32,12 +32,7 @@ from pipeline.recordings.counting import (
     rebuild_card,
     recover_action_ids,
 )
-from pipeline.recordings.lines import (
-    counting_options_for_variant,
-    detect_recording_variant,
-    steps_from_recording_lines,
-    trailing_scorecard,
-)
+from pipeline.recordings.variant import counting_options_for_variant, detect_variant
 
 from .baselines import (
     BASELINE_RULES,
@@ -111,7 +106,7 @@ __all__ = [
     "classify_steps",
     "counting_options_for_variant",
     "detect_action_ids_lost",
-    "detect_recording_variant",
+    "detect_variant",
     "environment_to_dict",
     "game_score_from_levels",
     "get_policy",
@@ -133,6 +128,4 @@ __all__ = [
     "scorecard_from_json",
     "scorecard_to_dict",
     "scorecard_to_json",
-    "steps_from_recording_lines",
-    "trailing_scorecard",
 ]

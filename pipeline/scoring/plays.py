@@ -1,14 +1,15 @@
 """Plays to score, from recordings given on the command line or from the database, as toolkit card plays.
 
-Both origins go through the same tables: a recording file is read by the ingest reader (in memory, nothing
-written) into ``core_arc3__steps`` / ``core_arc3__plays`` rows, exactly as `arcstudy ingest` would store them,
-so scoring a file and scoring its ingested copy give the same cards, play ids and numbers.
+Both origins go through the same tables: a recording file is read once by `pipeline.recordings`
+(`read_recording_file`, in memory, nothing written) into the ``core_arc3__steps`` / ``core_arc3__plays`` rows
+`arcstudy ingest` would store, so scoring a file and scoring its ingested copy give the same cards, play ids
+and numbers. The parsed file (with its frame pixels) is kept for the replay, which then needs no second read.
 
-Per recording the steps are turned into ``StepRecord`` (the step columns map one to one), classified and
-rebuilt into a ``Card`` with ``pipeline.recordings.counting`` under the counting options of the recording variant
-(`counting_options_for_variant`). A recording showing the benchmarking ``action_ids_lost`` defect cannot be
-counted: its plays are reported and left out, unless the real actions are supplied (``recovered_actions``,
-keyed by file name, guid or file_id), in which case ``recover_action_ids`` puts them back first.
+Every step's effect on the card was decided when the recording was read (the ``step_effect`` column, under
+the counting rules of the recording variant); the ``Card`` is rebuilt from those effects. A recording showing
+the benchmarking ``action_ids_lost`` defect cannot be counted: its plays are reported and left out, unless
+the real actions are supplied (``recovered_actions``, keyed by file name, guid or file_id), in which case
+``recover_action_ids`` puts them back and the recovered steps are classified afresh.
 """
 
 from __future__ import annotations
@@ -26,13 +27,22 @@ from pipeline.recordings.counting import (
     StepEffect,
     StepRecord,
     action_id_from,
+    card_from_effects,
     classify_steps,
-    rebuild_card,
+    play_index_per_step,
     recover_action_ids,
 )
-from pipeline.recordings.lines import counting_options_for_variant
+from pipeline.recordings.lines import sniff_first_line
+from pipeline.recordings.reader import (
+    ParsedRecording,
+    RecordingRejected,
+    read_recording_file,
+    recording_tables,
+)
+from pipeline.recordings.variant import counting_options_for_variant
 
 __all__ = [
+    "FileRef",
     "RecordingInput",
     "RecordingReadError",
     "load_recovered_actions",
@@ -43,9 +53,21 @@ __all__ = [
 
 STEP_COLUMNS = ("file_id", "line_number", "step_index", "play_id", "game_id", "guid", "action_id", "click_x",
                 "click_y", "state", "levels_completed", "win_levels", "is_full_reset", "available_actions",
-                "n_frames", "frame_sha256s", "last_frame_sha256")
+                "n_frames", "frame_sha256s", "last_frame_sha256", "step_effect")
 PLAY_COLUMNS = ("play_id", "file_id", "guid", "game_id", "play_index", "recording_variant",
                 "is_only_reset_levels", "is_action_ids_lost")
+
+
+class FileRef(tuple):
+    """``(file name, path)`` of a recording read from disk, as a 2-tuple (callers unpack it so), that also
+    carries the parsed recording (``parsed``) so the replay does not read the file again."""
+
+    parsed: ParsedRecording | None
+
+    def __new__(cls, name: str | None, path: Path | None, parsed: ParsedRecording | None = None) -> FileRef:
+        ref = super().__new__(cls, (name, path))
+        ref.parsed = parsed
+        return ref
 
 
 class RecordingReadError(ValueError):
@@ -70,7 +92,9 @@ class RecordingInput:
     card: Card | None = None  # None when the actions are unknown (action_ids_lost, not recovered)
     play_ids: list[str] = field(default_factory=list)
     step_play: list[int] = field(default_factory=list)  # play index of every step (same order as steps)
+    effects: tuple[StepEffect, ...] = ()  # every step's effect on the card: stored, or re-classified if recovered
     stored_play_ids: list[str] = field(default_factory=list)  # the play ids ingest cut
+    parsed: ParsedRecording | None = None  # the file as read (score FILES): what the replay replays
 
     @property
     def label(self) -> str:
@@ -81,24 +105,6 @@ class RecordingInput:
         if self.card is None:
             return [(pid, None) for pid in self.play_ids]
         return list(zip(self.play_ids, self.card.plays, strict=True))
-
-
-def play_index_per_step(effects: Sequence[StepEffect]) -> list[int]:
-    """The play slot every step belongs to, with ``rebuild_card``'s rules: a play opens at the opening RESET,
-    at every full reset, and implicitly before the first counted step of a file without its opening RESET;
-    post-terminal echoes stay with the current play."""
-    n = 0
-    out = []
-    for effect in effects:
-        if effect is StepEffect.ECHO:
-            out.append(max(n - 1, 0))
-            continue
-        if n == 0 and effect is not StepEffect.OPEN:
-            n += 1
-        if effect in (StepEffect.OPEN, StepEffect.FULL_RESET):
-            n += 1
-        out.append(n - 1)
-    return out
 
 
 def _records(steps: pl.DataFrame) -> list[StepRecord]:
@@ -126,7 +132,9 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
                            ) -> list[RecordingInput]:
     """Rebuild every recording of ``steps`` / ``plays`` (core_arc3__steps / core_arc3__plays rows) into cards.
 
-    ``files`` maps file_id -> (file name, path) when known. Recordings come back sorted by (guid, file_id)."""
+    ``files`` maps file_id -> (file name, path) when known (a `FileRef` from `read_recording_files` also hands
+    over the parsed file, for the replay). Every step's effect is its stored ``step_effect``; only recovered
+    action ids are classified here. Recordings come back sorted by (guid, file_id)."""
     files = files or {}
     recovered_actions = recovered_actions or {}
     steps = steps.select(STEP_COLUMNS).sort("file_id", "line_number")
@@ -142,25 +150,28 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
         file_steps = by_file.get(fid)
         if file_steps is None or file_steps.height == 0:
             continue
-        name, path = files.get(fid, (None, None))
+        ref = files.get(fid, (None, None))
+        name, path = ref
         rec = RecordingInput(
             file_id=fid, file_name=name, path=path, game_id=row["game_id"], guid=row["guid"],
             variant=row["recording_variant"], is_only_reset_levels=bool(row["is_only_reset_levels"]),
             is_action_ids_lost=bool(row["is_action_ids_lost"]), steps=file_steps, records=_records(file_steps),
-            stored_play_ids=list(row["stored_play_ids"]))
-        options = counting_options_for_variant(rec.variant)  # type: ignore[arg-type]
+            stored_play_ids=list(row["stored_play_ids"]), parsed=getattr(ref, "parsed", None))
         records = rec.records
+        effects = tuple(StepEffect(e) for e in file_steps["step_effect"].to_list())
         if rec.is_action_ids_lost:
             ids = _recovered_for((name, rec.guid, fid), recovered_actions)
             if ids is None:
                 rec.play_ids = list(rec.stored_play_ids)
                 rec.step_play = [0] * file_steps.height
+                rec.effects = effects
                 out.append(rec)
                 continue
             records = recover_action_ids(records, [action_id_from(a) for a in ids])
             rec.records, rec.recovered = records, True
-        effects = classify_steps(records, options)
-        rec.card = rebuild_card(records, options, game_id=rec.game_id)
+            effects = classify_steps(records, counting_options_for_variant(rec.variant))
+        rec.effects = effects
+        rec.card = card_from_effects(records, effects, game_id=rec.game_id)
         rec.step_play = play_index_per_step(effects)
         rec.play_ids = [f"{rec.guid}/{i}" for i in range(rec.card.total_plays)]
         out.append(rec)
@@ -170,29 +181,33 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
 def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                          ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, tuple[str | None, Path | None]],
                                     list[tuple[Path, str]]]:
-    """Read recordings with the ingest reader, in memory: (steps, plays, files, problems).
+    """Read recordings once each, in memory: (steps, plays, files, problems), the rows ingest would store.
 
-    ``problems`` lists (path, reason) for files refused and for quarantined lines (the rest of such a file is
-    still used, as ingest would load it)."""
-    from pipeline.ingest.runner import prepare_file
-
+    ``files`` maps file_id -> `FileRef` (file name, resolved path, and the parsed recording with its frame
+    pixels, for the replay). ``problems`` lists (path, reason) for files refused and for lines left out (the
+    rest of such a file is still used, as ingest would load it). ``run_id`` is unused (kept for callers)."""
     steps_frames, plays_frames, files, problems = [], [], {}, []
-    for path in paths:
-        prepared = prepare_file(Path(path), run_id=run_id)
-        if prepared.failure is not None:
-            _, check, reason, location, _ = prepared.failure
-            problems.append((Path(path), f"{check}: {reason}"))
+    for path in map(Path, paths):
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(64 * 1024).decode("utf-8", errors="replace")
+            if sniff_first_line(head.split("\n", 1)[0].rstrip("\r")) is None:
+                problems.append((path, "not an ARC-AGI-3 recording (the first line is not a `{timestamp, data}` "
+                                       "envelope)"))
+                continue
+            parsed = read_recording_file(path, want_frames=True)
+        except RecordingRejected as err:
+            problems.append((path, f"{err.check}: {err.reason}"))
             continue
-        if prepared.fmt_name != "arc3-recording":
-            problems.append((Path(path), f"not an ARC-AGI-3 recording (detected {prepared.fmt_name})"))
+        except (OSError, UnicodeDecodeError) as err:
+            problems.append((path, f"unreadable: cannot read the file: {err}"))
             continue
-        output = prepared.output
-        assert output is not None
-        for reject in output.rejects:
-            problems.append((Path(path), f"{reject.location}: {reject.check}: {reject.reason} (line left out)"))
-        steps_frames.append(output.tables["core_arc3__steps"])
-        plays_frames.append(output.tables["core_arc3__plays"])
-        files[prepared.ctx.file_id] = (Path(path).name, Path(path).resolve())
+        for issue in parsed.issues:
+            problems.append((path, f"{issue.location}: {issue.check}: {issue.reason} (line left out)"))
+        tables = recording_tables(parsed, parsed.file_sha256)
+        steps_frames.append(tables["core_arc3__steps"])
+        plays_frames.append(tables["core_arc3__plays"])
+        files[parsed.file_sha256] = FileRef(path.name, path.resolve(), parsed)
     if not steps_frames:
         from schemas import empty_frame
 

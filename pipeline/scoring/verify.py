@@ -1,4 +1,4 @@
-"""Replay verification of plays before they are scored (engine.replay, wrapped).
+"""Replay verification of plays before they are scored, driving ``engine.env.GameEnv`` directly.
 
 Every recording is replayed on a fresh engine instance of its game, when the game can be loaded from the
 environment folders given (``--games``), and each play gets a status:
@@ -14,11 +14,12 @@ Recordings of the official human dataset were made with level-only resets (``ONL
 the REST server, whose lines always say ``full_reset: false``: they replay with level-only resets and
 without the ``full_reset`` comparison.
 
-Recording files use ``engine.replay.replay`` directly. Database steps hold no pixels (unless ingested with
---keep-frames) but frame hashes: they are turned back into an ``engine.recording.Recording`` and replayed by
-the same function on an environment wrapper that renders the frames of the steps that have hashes and keeps
-their sha256 (``pipeline.recordings.frames.frame_hashes``, the definition ingest used); the hashes are compared
-afterwards, up to the engine's own first divergence.
+Both inputs are the steps of the recording, with the action ids `pipeline.scoring.plays` settled on (recovered
+ones when there are any): a recording file as `pipeline.recordings` read it (its lines' fields and frame
+pixels, so nothing is read twice), database steps as ingest stored them (their fields and frame hashes,
+``pipeline.recordings.frames.frame_hashes``, the definition ingest used). The comparison follows
+``engine.replay``: per step the fields in order, then the number of frames, then each frame; a recording
+whose first step is not a RESET is preceded by the opening RESET the toolkit's ``make`` sends, not compared.
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from engine.base_game import FRAMES_ALL
-from engine.enums import GameAction
+from engine.base_game import FRAMES_ALL, FRAMES_NONE
+from engine.enums import ActionInput, GameAction
 from engine.env import GameEnv
 from engine.loader import GameInfo, GameNotFoundError, resolve_game
-from engine.recording import Recording, RecordingLine, read_recording
-from engine.replay import Divergence, replay
+from engine.replay import Divergence, compare_frames
 from pipeline.recordings.frames import frame_hashes
+from pipeline.recordings.reader import read_recording_file
 
 from .plays import RecordingInput
 
@@ -97,80 +98,111 @@ def divergence_columns(d: Divergence | None) -> dict[str, Any]:
             "divergence_expected": _json(d.expected), "divergence_got": _json(d.got)}
 
 
-class _HashingEnv:
-    """Duck-typed ``GameEnv`` for ``engine.replay``: renders all frames of the steps that recorded frame hashes
-    (whatever frame mode replay asks for, since database lines carry no pixels) and keeps their sha256."""
-
-    def __init__(self, env: GameEnv, wants_frames: Sequence[bool]):
-        self.env = env
-        self.wants = list(wants_frames)
-        self.hashes: list[list[str] | None] = []
-
-    def reset(self, *, frames: str | None = None) -> Any:  # the opening RESET replay sends for older files
-        return self.env.reset(frames=frames)
-
-    def step(self, action: Any, data: Any = None, *, reasoning: Any = None, frames: str | None = None) -> Any:
-        i = len(self.hashes)
-        want = i < len(self.wants) and self.wants[i]
-        response = self.env.step(action, data, reasoning=reasoning, frames=FRAMES_ALL if want else frames)
-        if want:
-            grids = [np.asarray(f, dtype=np.uint8) for f in (response.frame or [])]
-            self.hashes.append(frame_hashes(np.stack(grids)) if grids else [])
-        else:
-            self.hashes.append(None)
-        return response
+FIELDS = ("state", "levels_completed", "win_levels", "full_reset", "available_actions")
 
 
-def recording_from_steps(rec: RecordingInput) -> Recording:
-    """The database steps of a recording as an ``engine.recording.Recording`` (no pixels)."""
-    lines = []
-    steps = rec.steps
-    cols = {c: steps[c].to_list() for c in ("line_number", "game_id", "guid", "state", "levels_completed",
-                                             "win_levels", "is_full_reset", "available_actions", "click_x",
-                                             "click_y")}
-    for i, record in enumerate(rec.records):  # records carry recovered action ids when there are any
-        data: dict[str, Any] = {"game_id": cols["game_id"][i], "state": cols["state"][i],
-                                "levels_completed": cols["levels_completed"][i], "guid": cols["guid"][i]}
+@dataclass(frozen=True)
+class ReplayStep:
+    """One step to replay: the action sent and what the recording says the engine answered."""
+
+    line: int
+    action_id: int
+    action_data: dict[str, Any]
+    reasoning: Any
+    expected: dict[str, Any]  # the fields of FIELDS the recording holds (an absent one is not compared)
+    n_frames: int | None  # None: the step recorded no frames (they are not compared)
+    frame_hashes: list[str] | None = None  # database steps: sha256 per frame
+    pixels: np.ndarray | None = None  # recording files: the frames, (n, 64, 64)
+
+
+def steps_from_file(rec: RecordingInput) -> list[ReplayStep]:
+    """The steps of the recording file as read (``rec.parsed``, else read now), pixels included."""
+    parsed = rec.parsed if rec.parsed is not None else read_recording_file(rec.path, want_frames=True)
+    out = []
+    for ln, record in zip(parsed.steps, rec.records, strict=True):  # records carry recovered ids, if any
+        action_input = ln.data.get("action_input") or {}
+        payload = action_input.get("data")
+        out.append(ReplayStep(
+            line=ln.number, action_id=record.action_id, action_data=dict(payload) if isinstance(payload, dict) else {},
+            reasoning=action_input.get("reasoning"), expected={k: ln.data[k] for k in FIELDS if k in ln.data},
+            n_frames=ln.n_frames, frame_hashes=ln.hashes, pixels=ln.frames))
+    return out
+
+
+def steps_from_table(rec: RecordingInput) -> list[ReplayStep]:
+    """The database steps of the recording (core_arc3__steps rows): fields and frame hashes, no pixels."""
+    cols = {c: rec.steps[c].to_list() for c in ("line_number", "state", "levels_completed", "win_levels",
+                                                 "is_full_reset", "available_actions", "click_x", "click_y",
+                                                 "n_frames", "frame_sha256s")}
+    out = []
+    for i, record in enumerate(rec.records):
+        expected = {"state": cols["state"][i], "levels_completed": cols["levels_completed"][i]}
         for name, column in (("win_levels", "win_levels"), ("full_reset", "is_full_reset"),
                              ("available_actions", "available_actions")):
             if cols[column][i] is not None:
-                data[name] = cols[column][i]
-        action_data = {}
+                expected[name] = cols[column][i]
+        click = {}
         if record.action_id == GameAction.ACTION6.value and cols["click_x"][i] is not None:
-            action_data = {"x": cols["click_x"][i], "y": cols["click_y"][i]}
-        data["action_input"] = {"id": record.action_id, "data": action_data}
-        lines.append(RecordingLine(line_no=cols["line_number"][i], timestamp=None, data=data, is_frame=True,
-                                   action_id=record.action_id, action_data=action_data))
-    return Recording(path=None, lines=lines)
+            click = {"x": cols["click_x"][i], "y": cols["click_y"][i]}
+        hashes = cols["frame_sha256s"][i]
+        n_frames = None if hashes is None else (cols["n_frames"][i] if cols["n_frames"][i] is not None
+                                                else len(hashes))
+        out.append(ReplayStep(line=cols["line_number"][i], action_id=record.action_id, action_data=click,
+                              reasoning=None, expected=expected, n_frames=n_frames, frame_hashes=hashes))
+    return out
 
 
-def _recording_with_recovered_ids(path: Path, rec: RecordingInput) -> Recording:
-    """The recording file with the recovered action ids put back on its frame lines (by line number)."""
-    recording = read_recording(path)
-    by_line = {r.line_number: r.action_id for r in rec.records}
-    for line in recording.frame_lines:
-        if line.line_no in by_line:
-            line.action_id = by_line[line.line_no]
-    return recording
+def _observed(response: Any) -> dict[str, Any]:
+    state = response.state
+    return {"state": getattr(state, "value", state), "levels_completed": int(response.levels_completed),
+            "win_levels": int(response.win_levels), "full_reset": bool(response.full_reset),
+            "available_actions": [int(a) for a in response.available_actions]}
 
 
-def _hash_divergence(rec: RecordingInput, hashes: list[list[str] | None], limit: int) -> Divergence | None:
-    """The first step before ``limit`` whose rendered frames disagree with the stored hashes."""
-    n_frames = rec.steps["n_frames"].to_list()
-    stored = rec.steps["frame_sha256s"].to_list()
-    lines = rec.steps["line_number"].to_list()
-    for i in range(min(limit, len(hashes))):
-        got = hashes[i]
-        if got is None or stored[i] is None:
-            continue
-        action = GameAction.from_id(rec.records[i].action_id).name
-        expected_n = n_frames[i] if n_frames[i] is not None else len(stored[i])
-        if expected_n != len(got):
-            return Divergence(lines[i], i, action, "frame_count", expected_n, len(got))
-        for j, (want, have) in enumerate(zip(stored[i], got, strict=True)):
-            if want != have:
-                return Divergence(lines[i], i, action, "frame", want, have, frame_index=j)
+def _step_divergence(step: ReplayStep, index: int, response: Any, check_full_reset: bool) -> Divergence | None:
+    action = GameAction.from_id(step.action_id).name
+    got = _observed(response)
+    for name in FIELDS:
+        if name in step.expected and (check_full_reset or name != "full_reset") and step.expected[name] != got[name]:
+            return Divergence(step.line, index, action, name, step.expected[name], got[name])
+    if step.n_frames is None:
+        return None
+    frames = list(response.frame or [])
+    if step.n_frames != len(frames):
+        return Divergence(step.line, index, action, "frame_count", step.n_frames, len(frames))
+    if step.pixels is not None:
+        for j, (want, have) in enumerate(zip(step.pixels, frames, strict=True)):
+            cells, box = compare_frames(want, have)
+            if cells:
+                return Divergence(step.line, index, action, "frame", None, None, frame_index=j,
+                                  cells_differing=cells, bbox=box)
+        return None
+    got_hashes = frame_hashes(np.stack([np.asarray(f, dtype=np.uint8) for f in frames])) if frames else []
+    for j, (want, have) in enumerate(zip(step.frame_hashes or [], got_hashes, strict=True)):
+        if want != have:
+            return Divergence(step.line, index, action, "frame", want, have, frame_index=j)
     return None
+
+
+def replay_steps(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_reset: bool = True
+                 ) -> tuple[Divergence | None, int]:
+    """Send every step's action to a fresh ``env`` and compare its answer: (first divergence, steps replayed).
+    Frames are rendered only for the steps that recorded some."""
+    if steps and steps[0].action_id != GameAction.RESET.value:
+        env.reset(frames=FRAMES_NONE)  # the toolkit's opening RESET, absent from older files
+    replayed = 0
+    for index, step in enumerate(steps):
+        action = ActionInput(id=step.action_id, data=dict(step.action_data), reasoning=step.reasoning)
+        try:
+            response = env.step(action, frames=FRAMES_ALL if step.n_frames is not None else FRAMES_NONE)
+        except Exception as err:  # the game or engine failed: that is a divergence too
+            name = GameAction.from_id(step.action_id).name
+            return Divergence(step.line, index, name, "exception", None, f"{type(err).__name__}: {err}"), replayed
+        replayed += 1
+        divergence = _step_divergence(step, index, response, check_full_reset)
+        if divergence is not None:
+            return divergence, replayed
+    return None, replayed
 
 
 def _resolve(game_id: str, dirs: Sequence[Path]) -> tuple[GameInfo | None, str | None]:
@@ -183,7 +215,8 @@ def _resolve(game_id: str, dirs: Sequence[Path]) -> tuple[GameInfo | None, str |
 def verify_recording(rec: RecordingInput, game_dirs: Iterable[Path], *, from_file: bool) -> list[PlayCheck]:
     """Replay one recording and return a check per play (see the module docstring).
 
-    ``from_file``: replay the recording file at ``rec.path`` (pixels compared); otherwise the database steps."""
+    ``from_file``: replay the recording file (``rec.parsed``, or read from ``rec.path``; pixels compared);
+    otherwise the database steps (frame hashes compared)."""
     dirs = [Path(d) for d in game_dirs]
     replay_input = "recording" if from_file else "steps"
     common = dict(file_id=rec.file_id, game_id=rec.game_id, guid=rec.guid, replay_input=replay_input,
@@ -204,22 +237,8 @@ def verify_recording(rec: RecordingInput, game_dirs: Iterable[Path], *, from_fil
         detail = f"game {info.game_id} failed to load: {type(err).__name__}: {err}"
         return [PlayCheck(play_id=pid, status="unverified", detail=detail, **common) for pid, _ in plays]
 
-    check_full_reset = not rec.is_only_reset_levels
-    if from_file:
-        assert rec.path is not None
-        recording: Recording | Path = _recording_with_recovered_ids(rec.path, rec) if rec.recovered else rec.path
-        report = replay(recording, only_reset_levels=rec.is_only_reset_levels, check_full_reset=check_full_reset,
-                        env=env)
-        divergence, replayed = report.divergence, report.steps_replayed
-    else:
-        wrapper = _HashingEnv(env, [h is not None for h in rec.steps["frame_sha256s"].to_list()])
-        report = replay(recording_from_steps(rec), only_reset_levels=rec.is_only_reset_levels,
-                        compare_frames=False, check_full_reset=check_full_reset, env=wrapper)  # type: ignore[arg-type]
-        divergence, replayed = report.divergence, report.steps_replayed
-        limit = divergence.step if divergence is not None else replayed
-        earlier = _hash_divergence(rec, wrapper.hashes, limit)
-        if earlier is not None:
-            divergence, replayed = earlier, earlier.step + 1
+    steps = steps_from_file(rec) if from_file else steps_from_table(rec)
+    divergence, replayed = replay_steps(env, steps, check_full_reset=not rec.is_only_reset_levels)
 
     step_play = rec.step_play
     replayed_per_play = [0] * len(plays)

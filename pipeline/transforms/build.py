@@ -66,7 +66,7 @@ class Step:
 STEPS: tuple[Step, ...] = (
     Step("plays_levels", ("out_arc3__plays", "out_arc3__levels", "out_arc3__card_checks"),
          core_inputs=("core_arc3__steps", "core_arc3__plays", "core_arc3__card_plays", "core_arc3__environments"),
-         modules=("pipeline.transforms.plays_levels", "pipeline.recordings.counting", "pipeline.recordings.lines")),
+         modules=("pipeline.transforms.plays_levels", "pipeline.recordings.counting")),
     Step("attempts", ("out_arc3__attempts", "out_study__session_features", "out_study__low_effort_exclusions"),
          core_inputs=("core_study__session_plays",), upstream=("plays_levels",),
          config_keys=("attempts", "low_effort"),

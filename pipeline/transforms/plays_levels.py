@@ -1,11 +1,12 @@
 """Plays and levels under the official counting rules, and the card cross-check (spec/scoring.md §B).
 
-Every step's effect on the card comes from `pipeline.recordings.counting.classify_steps`, the same classifier
-ingest used to cut plays and mark post-terminal echoes, with the options implied by the recording variant.
-The per-play and per-level aggregation is then vectorised (polars):
+Every step's effect on the card is the `step_effect` column ingest stored (`pipeline.recordings` classified
+it once, with the counting options implied by the recording variant, and cut the plays and marked the
+post-terminal echoes with it). The per-play and per-level aggregation is vectorised (polars):
 
-- counted steps: ACTION1-7 and level RESETs (1 each); the opening RESET, full resets and echoes are free;
-- a play's level pairs are appended whenever `levels_completed` changes (cumulative counts, §B.2), and a
+- counted steps (`is_counted`): ACTION1-7 and level RESETs (1 each); the opening RESET, full resets and
+  echoes are free;
+- a play's level pairs are appended where ingest marked `is_level_change` (cumulative counts, §B.2), and a
   step is charged to level `1 + (pairs appended before it)`, i.e. levels are matched by position, exactly
   like the toolkit's `actions_by_level`;
 - the play state is sticky (the last WIN/GAME_OVER seen), as on the card.
@@ -21,12 +22,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipeline.recordings.counting import StepEffect, StepRecord, classify_steps
-from pipeline.recordings.lines import counting_options_for_variant
+from pipeline.recordings.counting import StepEffect
 
 STEP_COLUMNS = ("file_id", "line_number", "play_id", "game_id", "guid", "recorded_at", "action_id", "state",
                 "levels_completed", "win_levels", "is_full_reset", "n_frames", "is_post_terminal")
-COUNTED = (StepEffect.ACTION.value, StepEffect.LEVEL_RESET.value)
 UNDO = 7
 
 
@@ -42,31 +41,10 @@ class PlaysLevels:
 # step effects
 # --------------------------------------------------------------------------------------------------
 def step_effects(steps: pl.DataFrame, plays: pl.DataFrame) -> pl.DataFrame:
-    """`steps` sorted by file and line, with an `effect` column (StepEffect values)."""
-    meta = plays.group_by("file_id").agg(pl.col("recording_variant").first(),
-                                        pl.col("is_action_ids_lost").any())
-    s = steps.select(STEP_COLUMNS).sort("file_id", "line_number").join(meta, on="file_id", how="left")
-    cols = {c: s[c].to_list() for c in ("file_id", "action_id", "state", "levels_completed", "is_full_reset",
-                                        "win_levels", "n_frames", "recording_variant", "is_action_ids_lost")}
-    effects: list[str] = []
-    n = s.height
-    i = 0
-    while i < n:
-        j = i
-        fid = cols["file_id"][i]
-        while j < n and cols["file_id"][j] == fid:
-            j += 1
-        if cols["is_action_ids_lost"][i]:
-            effects.extend([StepEffect.ACTION.value] * (j - i))
-        else:
-            records = [StepRecord(action_id=cols["action_id"][k], state=cols["state"][k],
-                                  levels_completed=cols["levels_completed"][k], full_reset=cols["is_full_reset"][k],
-                                  win_levels=cols["win_levels"][k], frame_count=cols["n_frames"][k])
-                       for k in range(i, j)]
-            variant = cols["recording_variant"][i] or "toolkit"
-            effects.extend(e.value for e in classify_steps(records, counting_options_for_variant(variant)))
-        i = j
-    return s.with_columns(pl.Series("effect", effects, dtype=pl.String))
+    """`steps` sorted by file and line, with an `effect` column: the `step_effect` ingest stored."""
+    del plays  # the effects were decided per recording (variant, lost ids) when the file was read
+    return (steps.select(*STEP_COLUMNS, pl.col("step_effect").alias("effect"), "is_counted", "is_level_change")
+            .sort("file_id", "line_number"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -92,7 +70,7 @@ def game_levels(steps: pl.DataFrame, environments: pl.DataFrame) -> pl.DataFrame
 # --------------------------------------------------------------------------------------------------
 def _annotated(effects: pl.DataFrame) -> pl.DataFrame:
     echo = pl.col("effect") == StepEffect.ECHO.value
-    counted = pl.col("effect").is_in(COUNTED)
+    counted = pl.col("is_counted")
     s = effects.with_columns(
         is_echo=echo,
         is_counted=counted,
@@ -101,9 +79,8 @@ def _annotated(effects: pl.DataFrame) -> pl.DataFrame:
         lv=pl.when(~echo).then(pl.col("levels_completed")),
         terminal=pl.when(~echo & pl.col("state").is_in(["WIN", "GAME_OVER"])).then(pl.col("state")),
     )
-    s = s.with_columns(lv_ff=pl.col("lv").forward_fill().over("play_id").fill_null(0))
-    s = s.with_columns(prev_lv=pl.col("lv_ff").shift(1).over("play_id").fill_null(0))
-    s = s.with_columns(is_change=~pl.col("is_echo") & (pl.col("lv_ff") != pl.col("prev_lv")))
+    s = s.with_columns(lv_ff=pl.col("lv").forward_fill().over("play_id").fill_null(0),
+                       is_change=pl.col("is_level_change"))
     return s.with_columns(
         level_index=(1 + pl.col("is_change").cast(pl.Int64).cum_sum().over("play_id")
                      - pl.col("is_change").cast(pl.Int64)),

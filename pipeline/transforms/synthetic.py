@@ -27,11 +27,18 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.recordings.counting import CountingOptions, StepEffect, StepRecord, classify_steps, rebuild_card
-from pipeline.recordings.lines import counting_options_for_variant
+from pipeline.recordings.counting import (
+    CountingOptions,
+    StepEffect,
+    StepRecord,
+    classify_steps,
+    level_changes,
+    rebuild_card,
+)
+from pipeline.recordings.variant import counting_options_for_variant
 from schemas.validate import conform
+from schemas.vocabulary import ACTION_NAMES
 
-ACTION_NAMES = ("RESET", "ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION5", "ACTION6", "ACTION7")
 EPOCH = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 STUDY_ID = "synthetic"
 
@@ -111,8 +118,12 @@ class SyntheticStudy:
                 plays_lines.append([])
             row["play_id"] = f"{guid}/{play_index}"
             row["is_post_terminal"] = effect is StepEffect.ECHO
+            row["step_effect"], row["is_counted"] = effect.value, effect.is_counted
             row["flags"] = ["post_terminal"] if effect is StepEffect.ECHO else []
             plays_lines[-1].append(row)
+        play_of = [int(row["play_id"].rsplit("/", 1)[1]) for row in rows]
+        for row, change in zip(rows, level_changes(records, effects, play_of), strict=True):
+            row["is_level_change"] = change
         self.steps.extend(rows)
         has_leading_reset = script[0] in "RrF"
         for idx, plines in enumerate(plays_lines):

@@ -13,7 +13,7 @@ from engine import GameEnv
 from engine.recording import iter_recording
 from games import GAMES_DIR, list_games
 from pipeline.explore import Session, resolve
-from pipeline.qualify.recordings import read_recording, replay_recording, steps_of
+from pipeline.recordings.toolkit_writer import read_recording, replay_recording, steps_of
 
 GAMES = list_games()
 FIXTURE_IDS = {"mz41", "ck17", "tf62", "ly28", "an53", "ud74", "pl39", "cm86"}

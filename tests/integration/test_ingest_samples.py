@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
-from pipeline.ingest.arc3_recordings import filename_guid
+from pipeline.recordings.lines import filename_guid
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3"
 RECORDINGS = sorted(p for p in SAMPLES.rglob("*.jsonl"))

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.recordings.reader import read_recording_file
 from pipeline.scoring import (
     Card,
     CountingOptions,
@@ -30,13 +31,11 @@ from pipeline.scoring import (
     classify_steps,
     counting_options_for_variant,
     detect_action_ids_lost,
-    detect_recording_variant,
+    detect_variant,
     environment_to_dict,
     rebuild_card,
     recover_action_ids,
     score_game,
-    steps_from_recording_lines,
-    trailing_scorecard,
 )
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -71,6 +70,12 @@ def load(sidecar: Path):
     return recording, expected, lines
 
 
+def file_steps(recording: Path, *, with_frame_digest: bool = True):
+    """The steps of a sample as the one recording reader reads them."""
+    steps = [line.step_record() for line in read_recording_file(recording).steps]
+    return steps if with_frame_digest else [replace(s, frame_digest=None) for s in steps]
+
+
 def sample_id(sidecar: Path) -> str:
     return str(sidecar.relative_to(SAMPLES)).replace(".expected.json", "")
 
@@ -87,8 +92,8 @@ def rebuilt(sidecar: Path):
     """(expected sidecar, rebuilt card, expected card, variant, steps) for a sample, from its lines."""
     recording, expected, lines = load(sidecar)
     assert len(lines) == expected["line_count"]
-    variant = detect_recording_variant(lines)
-    steps = steps_from_recording_lines(lines)
+    variant, _ = detect_variant(lines, recording)
+    steps = file_steps(recording)
     if variant == "benchmarking":
         steps = recover_action_ids(steps, expected["reconstructed_actions"])
     card = rebuild_card(steps, counting_options_for_variant(variant), game_id=game_id_of(lines))
@@ -136,16 +141,16 @@ def test_sample_card_and_scores(sidecar):
 
 @pytest.mark.parametrize("sidecar", [s for s in SIDECARS if "/human/" in str(s)], ids=sample_id)
 def test_human_file_trailing_card_matches_sidecar(sidecar):
-    _, expected, lines = load(sidecar)
-    summary = trailing_scorecard(lines)
+    recording, expected, _ = load(sidecar)
+    summary = read_recording_file(recording).summary
     assert summary is not None
-    assert summary["cards"][expected["game_id"]] == expected["card"]
+    assert summary.data["cards"][expected["game_id"]] == expected["card"]
 
 
 @pytest.mark.parametrize("sidecar", SIDECARS, ids=sample_id)
 def test_action_ids_lost_detection(sidecar):
     recording, expected, lines = load(sidecar)
-    steps = steps_from_recording_lines(lines)
+    steps = file_steps(recording)
     lost = expected["format"] == "benchmarking-jsonl"
     assert detect_action_ids_lost(steps) is lost
     # Without frames the detector falls back on the full_reset evidence; it must agree.
@@ -162,8 +167,8 @@ def test_action_ids_lost_detection(sidecar):
                                      and "/benchmarking/" not in str(s)], ids=sample_id)
 def test_engine_rule_infers_recorded_full_resets(sidecar):
     """The 'engine' full-reset inference (for lines without a usable flag) agrees with every recorded flag."""
-    _, _, lines = load(sidecar)
-    steps = steps_from_recording_lines(lines, with_frame_digest=False)
+    recording, _, _ = load(sidecar)
+    steps = file_steps(recording, with_frame_digest=False)
     recorded = classify_steps(steps, CountingOptions(full_reset_rule="recorded"))
     inferred = classify_steps(steps, CountingOptions(full_reset_rule="engine"))
     assert inferred == recorded
@@ -173,9 +178,9 @@ def test_engine_rule_infers_recorded_full_resets(sidecar):
 
 @pytest.mark.parametrize("sidecar", SIDECARS, ids=sample_id)
 def test_echo_detection_does_not_depend_on_frames(sidecar):
-    _, _, lines = load(sidecar)
-    steps = steps_from_recording_lines(lines, with_frame_digest=False)
-    opts = counting_options_for_variant(detect_recording_variant(lines))
+    recording, _, lines = load(sidecar)
+    steps = file_steps(recording, with_frame_digest=False)
+    opts = counting_options_for_variant(detect_variant(lines, recording)[0])
     with_frames = classify_steps(steps, opts)
     without = classify_steps([replace(s, frame_count=None) for s in steps], opts)
     assert with_frames == without

@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.core.config import load_config
 from pipeline.recordings.counting import StepRecord, per_level_actions, rebuild_card
-from pipeline.recordings.lines import counting_options_for_variant
+from pipeline.recordings.variant import counting_options_for_variant
 from pipeline.transforms.build import run_in_memory
 from pipeline.transforms.plays_levels import explain_card
 from pipeline.transforms.synthetic import EPOCH, SyntheticStudy

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -201,11 +200,13 @@ def test_timeline_stays_on_last_level_after_win_and_tolerates_missing_leading_re
 
 
 def test_timeline_takes_the_stored_step_classification(tmp_path: Path):
-    """A `step_effect` column on the steps (scoring's classification, stored) is what the page shows."""
+    """Scoring's classification of the steps (stored `step_effect`, handed over as `effects`) is what the page
+    shows: the viewer classifies nothing itself."""
     path = write_recording(tmp_path / "r.jsonl", [(0, "NOT_FINISHED", 0, True, 3), (1, "NOT_FINISHED", 0, None, 3)])
     rec = v.load_recording_source(path).recording
     assert v.step_timeline(rec).effects == [StepEffect.OPEN, StepEffect.ACTION]
-    rec.steps = rec.steps.with_columns(step_effect=pl.Series(["open", "uncounted_undo"]))
+    assert rec.effects == tuple(StepEffect(e) for e in rec.steps["step_effect"].to_list())
+    rec.effects = (StepEffect.OPEN, StepEffect.UNCOUNTED_UNDO)
     assert v.step_timeline(rec).effects == [StepEffect.OPEN, StepEffect.UNCOUNTED_UNDO]
 
 

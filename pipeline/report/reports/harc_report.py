@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
+from schemas.vocabulary import HARC_SPLITS
 
 from .common import ReportContext, clear_previous, report_manifest, write_manifest
 
@@ -39,7 +40,6 @@ PAPER: dict[str, dict[str, Any]] = {
         "time_per_attempt_s": 6 * 60 + 39, "thinking_time_per_attempt_s": 97,
     },
 }
-SPLITS = ("training", "evaluation")
 FIGURE_TITLES = {
     "harc_fig5_tasks_by_min_solvers": ("Tasks solved by at least N participants (Figure 5)",
                                        "Share of tasks with at least N solvers within three attempts, per split."),
@@ -76,14 +76,14 @@ def versus_paper(df: pl.DataFrame, measures: Sequence[tuple[str, str]]) -> pl.Da
     rows = []
     for column, label in measures:
         row: dict[str, Any] = {"measure": label, "column": column}
-        for split in SPLITS:
+        for split in HARC_SPLITS:
             value = by_split.get(split, {}).get(column)
             row[split] = None if value is None else float(value)
             paper = _paper(split, column)
             row[f"{split}_paper"] = None if paper is None else float(paper)
         rows.append(row)
     schema = {"measure": pl.String, "column": pl.String} | {
-        c: pl.Float64 for split in SPLITS for c in (split, f"{split}_paper")}
+        c: pl.Float64 for split in HARC_SPLITS for c in (split, f"{split}_paper")}
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
@@ -153,7 +153,7 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
         .select("task_split", "max_attempts", "n_tasks", "mean_task_accuracy", "paper_mean_task_accuracy",
                 "n_tasks_solved_by_any", "n_tasks_solved_by_all", "n_tasks_solved_by_none", "n_participants",
                 "share_participants_all_solved", "share_participants_none_solved")
-        .sort(pl.col("task_split").replace_strict({s: i for i, s in enumerate(SPLITS)}, default=9), "max_attempts"))
+        .sort(pl.col("task_split").replace_strict({s: i for i, s in enumerate(HARC_SPLITS)}, default=9), "max_attempts"))
     sections.append(Table("k-attempt accuracy", acc, name="harc__split_accuracy",
                           caption="Task-averaged accuracy within k attempts (the paper: training 59.9 / 72.6 / "
                                   "76.2 %, evaluation 47.8 / 60.2 / 64.2 %); tasks solved by any, all or no "

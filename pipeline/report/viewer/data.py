@@ -23,8 +23,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipeline.recordings.counting import Card, StepEffect, classify_steps
-from pipeline.recordings.lines import counting_options_for_variant
+from pipeline.recordings.counting import Card, StepEffect
 from pipeline.scoring.plays import RecordingInput, read_recording_files, recordings_from_tables
 
 from . import frames as fr
@@ -224,14 +223,9 @@ def _first_step_of_play(source: ViewerSource, steps: pl.DataFrame, key: str) -> 
 # Steps, plays and levels, as scoring counts them
 # --------------------------------------------------------------------------------------------------------
 def step_effects(rec: RecordingInput) -> list[StepEffect]:
-    """Scoring's classification of every step: the stored `step_effect` column when the steps carry it, else
-    the very call `recordings_from_tables` makes. A recording whose actions are unknown (action_ids_lost, not
-    recovered) has no card: every step is a plain action, as ingest stores it."""
-    if "step_effect" in rec.steps.columns:
-        return [StepEffect(value) for value in rec.steps["step_effect"].to_list()]
-    if rec.card is None:
-        return [StepEffect.ACTION] * rec.steps.height
-    return list(classify_steps(rec.records, counting_options_for_variant(rec.variant)))  # type: ignore[arg-type]
+    """Scoring's classification of every step (the stored `step_effect`, or the recovered actions'
+    classification): the viewer never classifies steps itself."""
+    return list(rec.effects)
 
 
 @dataclass

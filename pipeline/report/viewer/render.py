@@ -24,11 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.recordings.counting import ACTION_NAMES, StepEffect
-from pipeline.recordings.lines import counting_options_for_variant
+from pipeline.recordings.counting import StepEffect
+from pipeline.recordings.variant import counting_options_for_variant
 from pipeline.scoring.policies import DEFAULT_POLICY_ID
 from pipeline.scoring.rhae import score_play
 from pipeline.scoring.scorecard import run_to_dict
+from schemas.vocabulary import ACTION_NAMES, GAME_STATES
 
 from .data import (
     Baseline,
@@ -75,7 +76,6 @@ PALETTE: tuple[str, ...] = (
     "#A356D6",  # 15 purple
 )
 
-STATE_NAMES: tuple[str, ...] = ("NOT_PLAYED", "NOT_FINISHED", "WIN", "GAME_OVER")
 EFFECT_NAMES: tuple[str, ...] = tuple(effect.value for effect in StepEffect)
 
 
@@ -226,7 +226,7 @@ def build_viewer_data(source: ViewerSource, verification: Verification, baseline
         frames_origin, per_step = "engine", verification.rendered
     else:
         frames_origin, per_step = "none", []
-    states = list(STATE_NAMES)
+    states = list(GAME_STATES)
     for state in steps["state"].to_list():
         if state not in states:
             states.append(state)

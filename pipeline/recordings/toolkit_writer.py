@@ -3,8 +3,10 @@
 A recording is JSON Lines, one ``{"timestamp", "data"}`` envelope per engine response; the first
 line is the opening RESET (``full_reset`` true), ``action_input.id`` is the enum *name*, and frames
 are omitted (``include_frame_data=False`` in the toolkit), which keeps shipped files small. This is
-a small self-contained writer/reader so the games' solutions do not depend on the engine's own
-recorder; the files it writes are what the official toolkit writes for the same actions.
+a small self-contained writer/reader (used by qualification and the games' shipped solutions,
+``games/*/*/solutions``) so they do not depend on the engine's own recorder; the files it writes are
+what the official toolkit writes for the same actions, and `pipeline.recordings.reader` reads them
+like any other toolkit recording.
 
 Timestamps are synthetic and deterministic (a fixed epoch plus one millisecond per line) and the
 guid is derived from the game id and the action list, so regenerating a solution gives a

@@ -1,6 +1,6 @@
-"""Toolkit `Card`s (per-game scorecard slots) into `core_arc3__card_plays` (spec/formats.md §A.3, §C.1).
+"""Toolkit `Card`s (per-game scorecard slots) into `core_arc3__card_plays` rows (spec/formats.md §A.3, §C.1).
 
-Cards come as a recording's trailing summary line or as a card file. Slots are kept as the card says them
+Cards come as a recording's trailing summary line (`reader.read_recording_file`) or as a card file (ingest). Slots are kept as the card says them
 (normalised empty forms); the slot that belongs to a recording is chosen by the filename guid, never by
 position. Impossible slots (cumulative counts going down, or above the slot's actions) are quarantined.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.ingest.base import FileContext, Reject, clip
-from pipeline.recordings.counting import Card, play_flags
+from .counting import Card, play_flags
+from .lines import LineIssue, clip
 
 QUARANTINE_PLAY_FLAGS = {"cumulative_decreasing": "cumulative actions_by_level values decrease",
                          "cumulative_exceeds_actions": "the last cumulative actions_by_level value exceeds the "
@@ -31,15 +31,17 @@ def _file_slots(card: Card, guid: str | None, n_file_plays: int) -> list[int] | 
     return None
 
 
-def card_rows(ctx: FileContext, cards: dict[str, Any], line_number: int | None, file_guid: str | None,
-              play_ids: list[str]) -> tuple[list[dict], list[Reject], list[str]]:
+def card_rows(file_id: str | None, cards: dict[str, Any], line_number: int | None, file_guid: str | None,
+              play_ids: list[str]) -> tuple[list[dict], list[LineIssue], list[str]]:
+    """(rows, slots or cards left out, file flags). ``play_ids``: the file's plays, in order (none for a card
+    file); ``file_guid`` picks the slots that are the file's plays."""
     rows: list[dict] = []
-    rejects: list[Reject] = []
+    issues: list[LineIssue] = []
     flags: set[str] = set()
     where = f"line {line_number}" if line_number else "file"
     for game_id, raw in cards.items():
         if not isinstance(raw, dict):
-            rejects.append(Reject(where, "bad_card", f"card for {game_id} is not an object", clip(str(raw))))
+            issues.append(LineIssue(where, "bad_card", f"card for {game_id} is not an object", clip(str(raw))))
             continue
         preview = "scores" in raw and "actions_by_level" not in raw
         try:
@@ -49,7 +51,7 @@ def card_rows(ctx: FileContext, cards: dict[str, Any], line_number: int | None, 
             else:
                 card = Card.from_dict(raw)
         except (ValueError, TypeError, KeyError) as err:
-            rejects.append(Reject(where, "bad_card", f"card for {game_id} cannot be read: {err}",
+            issues.append(LineIssue(where, "bad_card", f"card for {game_id} cannot be read: {err}",
                                   clip(str(raw)), "core_arc3__card_plays"))
             continue
         if not any(card.guids):
@@ -59,7 +61,7 @@ def card_rows(ctx: FileContext, cards: dict[str, Any], line_number: int | None, 
             flags.add("actions_by_level_short")
         slots = _file_slots(card, file_guid, len(play_ids)) if play_ids else []
         if play_ids and slots is None:
-            rejects.append(Reject(where, "unresolved_card_slot",
+            issues.append(LineIssue(where, "unresolved_card_slot",
                                   f"cannot tell which of the {card.total_plays} card slots is this file's play "
                                   f"(guid {file_guid} not in guids {card.guids})", None, "core_arc3__card_plays"))
             slots = []
@@ -68,18 +70,18 @@ def card_rows(ctx: FileContext, cards: dict[str, Any], line_number: int | None, 
             pflags = list(play_flags(play)) if not preview else []
             bad = [QUARANTINE_PLAY_FLAGS[f] for f in pflags if f in QUARANTINE_PLAY_FLAGS]
             if bad:
-                rejects.append(Reject(f"{where} slot {i}", "impossible_card_slot",
+                issues.append(LineIssue(f"{where} slot {i}", "impossible_card_slot",
                                       f"card slot {i} of {game_id}: " + "; ".join(bad),
                                       clip(str(play)), "core_arc3__card_plays"))
                 continue
             if play.actions == 0 and i not in slot_to_play and play_ids:
                 flags.add("stub_plays_in_card")
             rows.append({
-                "file_id": ctx.file_id, "line_number": line_number, "game_id": game_id, "slot_index": i,
+                "file_id": file_id, "line_number": line_number, "game_id": game_id, "slot_index": i,
                 "guid": play.guid, "play_id": slot_to_play.get(i), "is_file_play": i in slot_to_play,
                 "card_actions": play.actions, "card_resets": play.resets,
                 "levels_completed": play.levels_completed, "card_state": play.state,
                 "card_actions_by_level": [list(p) for p in play.actions_by_level],
                 "card_score": raw["scores"][i] if preview else None, "flags": pflags,
             })
-    return rows, rejects, sorted(flags)
+    return rows, issues, sorted(flags)

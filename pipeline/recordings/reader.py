@@ -1,0 +1,303 @@
+"""Read an ARC-AGI-3 recording file once, every variant of spec/formats.md §A, into one model.
+
+`read_recording_file` streams the file line by line (`lines.parse_line`), then takes the file-level decisions
+in one place: which writer produced it (`variant.detect_variant`), which lines contradict the file (another
+game or guid, time going backwards, a duplicated write), whether the benchmarking recorder lost the action
+ids, and the effect of every step on the card (`counting.classify_steps`), which cuts the plays and marks the
+post-terminal echoes. Ingest stores the result (`recording_tables`), `score FILES` scores it and replays its
+steps, so both see the same steps, plays and counts.
+
+Verdicts (spec/formats.md): a file with no frame line is refused (`RecordingRejected`); a bad line is a
+`LineIssue` (quarantined, the rest is used); odd but usable lines are flagged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from schemas.validate import conform
+
+from .cards import card_rows
+from .counting import ACTION_NAMES, StepEffect, classify_steps, detect_action_ids_lost, level_changes
+from .lines import MAX_REASONING_BYTES, Line, LineError, LineIssue, clip, filename_guid, parse_line
+from .variant import RecordingVariant, counting_options_for_variant, detect_variant
+
+__all__ = ["LineIssue", "ParsedRecording", "RecordingRejected", "read_recording_file", "recording_tables"]
+
+STEPS = "core_arc3__steps"
+
+
+class RecordingRejected(Exception):
+    """The whole file cannot be used; ``reason`` says why, for a person, ``check`` is the rule id."""
+
+    def __init__(self, reason: str, check: str, location: str = "file"):
+        super().__init__(reason)
+        self.reason, self.check, self.location = reason, check, location
+
+
+@dataclass
+class ParsedRecording:
+    """A recording file as read: its lines, the steps kept, and every file-level decision."""
+
+    path: Path
+    file_sha256: str  # of the bytes read: the file_id ingest gives the file
+    lines: list[Line]  # every parsed line (frame, usage, scorecard, other), in file order
+    steps: list[Line]  # the frame lines kept (contradicting or duplicated lines left out)
+    usage: list[Line]
+    summary: Line | None  # the last scorecard line
+    issues: list[LineIssue]
+    variant: RecordingVariant
+    evidence: str
+    game_id: str
+    guid: str | None
+    name_guid: str | None  # the guid the file name carries
+    is_action_ids_lost: bool
+    effects: tuple[StepEffect, ...]  # one per kept step
+    play_index: list[int]  # one per kept step: 0, then +1 at every full reset (echoes stay in their play)
+    flags: list[str] = field(default_factory=list)  # file-level quality flags
+    card_slots: list[dict] = field(default_factory=list)  # core_arc3__card_plays rows of the summary's cards
+    card_flags: list[str] = field(default_factory=list)  # file flags from those cards
+
+    @property
+    def has_frames(self) -> bool:
+        return any(ln.n_frames is not None for ln in self.steps)
+
+    @property
+    def has_leading_reset(self) -> bool:
+        return bool(self.steps) and self.steps[0].action_id == 0
+
+    @property
+    def schema_generation(self) -> str:
+        """The field generation of the frame records: the 2025 `score` names or the 2026 ones."""
+        return "preview-2025" if self.variant == "preview-2025" else "2026"
+
+    @property
+    def is_only_reset_levels(self) -> bool:
+        return self.variant == "human-dataset"
+
+    def play_id(self, index: int) -> str:
+        return f"{self.guid}/{index}"
+
+
+def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
+                on_frames: Callable[[Line], None] | None, digest: Any) -> list[Line]:
+    lines: list[Line] = []
+    with open(path, "rb") as fh:
+        number = 0
+        for raw in fh:
+            digest.update(raw)
+            number += 1
+            truncated = not raw.endswith(b"\n")
+            try:
+                text = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as err:
+                issues.append(LineIssue(f"line {number}", "not_utf8", f"line is not UTF-8 text ({err.reason})",
+                                        clip(raw.decode("utf-8", "replace"))))
+                continue
+            if not text.strip():
+                continue
+            try:
+                line = parse_line(number, text, want_frames=want_frames or on_frames is not None)
+            except LineError as err:
+                check, reason = err.check, err.reason
+                if truncated and check == "invalid_json":
+                    check, reason = "truncated_line", "the last line is cut off (file truncated mid-write)"
+                issues.append(LineIssue(f"line {number}", check, reason, clip(text), STEPS, err.column, err.value))
+                continue
+            if on_frames is not None and line.frames is not None:
+                on_frames(line)
+                if not want_frames:
+                    line.frames = None
+            lines.append(line)
+    return lines
+
+
+def _consistent_steps(frames: list[Line], game_id: str, guid: str | None, issues: list[LineIssue]) -> list[Line]:
+    """Contradictions, time order, duplicates: the line is left out, the rest kept."""
+    kept: list[Line] = []
+    last_time: datetime | None = None
+    prev: Line | None = None
+    for ln in frames:
+        reject = None
+        if ln.data["game_id"] != game_id:
+            reject = ("contradicts_file", f"game_id {ln.data['game_id']!r} differs from the file's {game_id!r}",
+                      "game_id", ln.data["game_id"])
+        elif guid is not None and ln.data.get("guid") not in (None, guid):
+            reject = ("contradicts_file", f"guid {ln.data.get('guid')!r} differs from the file's {guid!r}",
+                      "guid", ln.data.get("guid"))
+        elif prev is not None and ln.sha == prev.sha:
+            reject = ("duplicate_step", f"line repeats line {prev.number} exactly (duplicated write)", None, None)
+        elif last_time is not None and ln.recorded_at is not None and ln.recorded_at < last_time:
+            reject = ("time_goes_backwards", f"timestamp {ln.recorded_at.isoformat()} is earlier than the "
+                      f"previous line's {last_time.isoformat()}", "timestamp", ln.recorded_at.isoformat())
+        if reject:
+            check, reason, column, value = reject
+            issues.append(LineIssue(f"line {ln.number}", check, reason, clip(ln.text), STEPS, column,
+                                    None if value is None else str(value)))
+            continue
+        kept.append(ln)
+        prev = ln
+        last_time = ln.recorded_at or last_time
+    return kept
+
+
+def read_recording_file(path: Path | str, *, want_frames: bool = False,
+                        on_frames: Callable[[Line], None] | None = None) -> ParsedRecording:
+    """Read one recording file. ``want_frames`` keeps every frame line's pixels (uint8) on its `Line`;
+    ``on_frames`` receives each line with pixels as it is read (ingest streams them to Parquet).
+
+    Raises `RecordingRejected` for a file that cannot be used and OSError for one that cannot be read."""
+    path = Path(path)
+    issues: list[LineIssue] = []
+    digest = hashlib.sha256()
+    lines = _read_lines(path, issues, want_frames, on_frames, digest)
+    frames = [ln for ln in lines if ln.kind == "frame"]
+    if not frames:
+        raise RecordingRejected("the recording has no frame line (nothing an engine returned)", "no_frame_line")
+    usage = [ln for ln in lines if ln.kind == "usage"]
+    summaries = [ln for ln in lines if ln.kind == "scorecard"]
+    summary = summaries[-1] if summaries else None
+    variant, evidence = detect_variant([ln.data for ln in lines], path)
+    name_guid, _ = filename_guid(path)
+
+    for ln in lines:
+        if ln.kind == "other":
+            issues.append(LineIssue(f"line {ln.number}", "unknown_record",
+                                    "`data` is neither a frame, an LLM usage record nor a scorecard", clip(ln.text)))
+        elif ln.kind == "scorecard" and ln is not summary:
+            issues.append(LineIssue(f"line {ln.number}", "misplaced_scorecard",
+                                    "a scorecard summary line that is not the last one", clip(ln.text)))
+
+    first = frames[0]
+    game_id, guid = first.data["game_id"], first.data.get("guid")
+    if variant == "toolkit" and first.action_id != 0:
+        raise RecordingRejected(f"toolkit recordings always start with the RESET made by make(); line "
+                                f"{first.number} is {ACTION_NAMES[first.action_id]}", "no_leading_reset")
+    if summary is not None and "cards" in summary.data:
+        others = [g for g in summary.data["cards"] if g != game_id]
+        if others:
+            raise RecordingRejected(f"the summary line's cards hold {others}, not the recorded game {game_id}",
+                                    "summary_other_game", f"line {summary.number}")
+
+    steps = _consistent_steps(frames, game_id, guid, issues)
+    ids_lost = detect_action_ids_lost([ln.step_record() for ln in steps])
+    # Lines whose ids were lost cannot be classified: they stay one play of plain actions (flagged), and no
+    # line is treated as an echo.
+    effects = (tuple(StepEffect.ACTION for _ in steps) if ids_lost
+               else classify_steps([ln.step_record() for ln in steps], counting_options_for_variant(variant)))
+    play_index, current = [], 0
+    for effect in effects:
+        current += effect is StepEffect.FULL_RESET
+        play_index.append(current)
+
+    flags: set[str] = set()
+    if any(ln.id_was_string for ln in steps):
+        flags.add("string_action_ids")
+    if not (steps and steps[0].action_id == 0):
+        flags.add("no_leading_reset")
+    if ids_lost:
+        flags.add("action_ids_lost")
+    if variant == "human-dataset" and (summary is None or "cards" not in summary.data):
+        flags.add("no_trailing_summary")
+    card_slots, card_flags = [], []
+    if summary is not None and summary.data.get("cards"):
+        # The slot that is this file's play is chosen by the file's guid (the file name's, for human data).
+        file_guid = name_guid if variant == "human-dataset" and name_guid else guid
+        play_ids = [f"{guid}/{i}" for i in sorted(set(play_index))]
+        card_slots, card_issues, card_flags = card_rows(None, summary.data["cards"], summary.number, file_guid,
+                                                        play_ids)
+        issues.extend(card_issues)
+    return ParsedRecording(path=path, file_sha256=digest.hexdigest(), lines=lines, steps=steps, usage=usage,
+                           summary=summary, issues=issues, variant=variant, evidence=evidence, game_id=game_id,
+                           guid=guid, name_guid=name_guid, is_action_ids_lost=ids_lost, effects=effects,
+                           play_index=play_index, flags=sorted(flags), card_slots=card_slots,
+                           card_flags=card_flags)
+
+
+# --------------------------------------------------------------------------------------------------
+# the recording as table rows (what ingest stores and `score FILES` scores)
+# --------------------------------------------------------------------------------------------------
+def _step_rows(rec: ParsedRecording, file_id: str, frames_file: str | None) -> list[dict]:
+    rows = []
+    prev_available: list[int] | None = None
+    ids_lost = rec.is_action_ids_lost
+    changes = level_changes([ln.step_record() for ln in rec.steps], rec.effects, rec.play_index)
+    for i, (ln, effect, play) in enumerate(zip(rec.steps, rec.effects, rec.play_index, strict=True)):
+        data = ln.data
+        echo = effect is StepEffect.ECHO
+        flags = []
+        if echo:
+            flags.append("post_terminal")
+        if (prev_available is not None and ln.action_id not in (0, None) and ln.action_id not in prev_available
+                and not echo and not ids_lost):
+            flags.append("action_not_available")
+        reasoning = (data.get("action_input") or {}).get("reasoning")
+        reasoning_json = None if reasoning is None else json.dumps(reasoning, ensure_ascii=False)
+        if reasoning_json is not None and len(reasoning_json.encode()) > MAX_REASONING_BYTES:
+            flags.append("reasoning_over_16kib")
+        if ids_lost:
+            flags.append("action_id_lost")
+        click_x, click_y = ln.click
+        rows.append({
+            "file_id": file_id, "line_number": ln.number, "step_index": i, "play_id": rec.play_id(play),
+            "game_id": rec.game_id, "guid": data.get("guid") or rec.guid, "recorded_at": ln.recorded_at,
+            "action_id": ln.action_id, "action_name": ACTION_NAMES[ln.action_id], "click_x": click_x,
+            "click_y": click_y, "state": data.get("state"), "levels_completed": ln.levels_completed,
+            "win_levels": ln.win_levels, "is_full_reset": ln.full_reset,
+            "available_actions": data.get("available_actions"), "n_frames": ln.n_frames,
+            "frame_sha256s": ln.hashes, "last_frame_sha256": ln.hashes[-1] if ln.hashes else None,
+            "frames_file": frames_file if ln.n_frames else None,
+            "is_post_terminal": echo, "step_effect": effect.value, "is_counted": effect.is_counted, "is_level_change": changes[i],
+            "reasoning_json": reasoning_json, "flags": flags,
+        })
+        if not echo and isinstance(data.get("available_actions"), list):
+            prev_available = data["available_actions"]
+    return rows
+
+
+def _play_rows(rec: ParsedRecording, file_id: str) -> list[dict]:
+    by_play: dict[int, list[Line]] = {}
+    for ln, play in zip(rec.steps, rec.play_index, strict=True):
+        by_play.setdefault(play, []).append(ln)
+    return [{
+        "play_id": rec.play_id(idx), "file_id": file_id, "guid": rec.guid, "game_id": rec.game_id,
+        "play_index": idx, "recording_variant": rec.variant, "schema_generation": rec.schema_generation,
+        "first_line_number": plines[0].number, "last_line_number": plines[-1].number,
+        "n_steps": len(plines), "started_at": plines[0].recorded_at, "ended_at": plines[-1].recorded_at,
+        "has_frames": rec.has_frames, "is_only_reset_levels": rec.is_only_reset_levels,
+        "is_action_ids_lost": rec.is_action_ids_lost,
+        "has_leading_reset": rec.has_leading_reset if idx == 0 else True, "flags": list(rec.flags),
+    } for idx, plines in sorted(by_play.items())]
+
+
+def recording_tables(rec: ParsedRecording, file_id: str, frames_file: str | None = None
+                     ) -> dict[str, pl.DataFrame]:
+    """The recording's rows of raw_arc3__recording_lines, core_arc3__steps, core_arc3__plays, and when the
+    file has them core_arc3__card_plays (trailing summary) and core_arc3__usage (agents recorder), conformed
+    to their schemas."""
+    tables = {
+        "raw_arc3__recording_lines": conform("raw_arc3__recording_lines", [
+            {"file_id": file_id, "line_number": ln.number, "content_sha256": ln.sha, "line_kind": ln.kind,
+             "raw_json": ln.raw_json} for ln in rec.lines]),
+        STEPS: conform(STEPS, _step_rows(rec, file_id, frames_file)),
+        "core_arc3__plays": conform("core_arc3__plays", _play_rows(rec, file_id)),
+    }
+    if rec.summary is not None and rec.summary.data.get("cards"):
+        tables["core_arc3__card_plays"] = conform("core_arc3__card_plays",
+                                                  [{**row, "file_id": file_id} for row in rec.card_slots])
+    if rec.usage:
+        tables["core_arc3__usage"] = conform("core_arc3__usage", [{
+            "file_id": file_id, "line_number": ln.number, "recorded_at": ln.recorded_at,
+            "n_tokens": ln.data.get("tokens"), "n_total_tokens": ln.data.get("total_tokens"),
+            "conversation_length": ln.data.get("conversation_length"),
+            "assistant_text": ln.data.get("assistant"),
+        } for ln in rec.usage])
+    return tables

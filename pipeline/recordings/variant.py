@@ -1,0 +1,75 @@
+"""Which writer produced a recording (shared/spec/formats.md §A.0), decided once, by one rule, for ingest,
+scoring and the viewer; and the counting options that follow from it (spec/scoring.md §B).
+
+The signals are applied in the order of the spec's table: the trailing scorecard summary, LLM usage lines,
+enum-name action ids, the 2025 `score` fields, then the file-name conventions. A file
+none of them decides (integer ids, no summary, no usage line, a name of no known convention) is judged by its
+first frame line: the toolkit recorder always writes the RESET that `make()` performs (a full reset), the
+agents/benchmarking recorder never does. Before this rule existed, ingest called a toolkit recording with
+integer ids "benchmarking" and the viewer called it "toolkit", so the two counted it differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from schemas.vocabulary import RecordingVariant
+
+from .counting import CountingOptions
+from .lines import classify_record, filename_guid
+
+__all__ = ["RecordingVariant", "counting_options_for_variant", "detect_variant"]
+
+
+
+def _data(line: Mapping[str, Any]) -> Mapping[str, Any]:
+    data = line.get("data", line)
+    return data if isinstance(data, Mapping) else {}
+
+
+def detect_variant(lines: Sequence[Mapping[str, Any]], path: Path | str | None = None
+                   ) -> tuple[RecordingVariant, str]:
+    """(variant, evidence) of a recording, from its lines (envelopes or bare `data` objects, in file order)
+    and, when known, its file name."""
+    datas = [_data(line) for line in lines]
+    kinds = [classify_record(d) for d in datas]
+    frames = [d for d, kind in zip(datas, kinds, strict=True) if kind == "frame"]
+    summaries = [d for d, kind in zip(datas, kinds, strict=True) if kind == "scorecard"]
+    naming = filename_guid(Path(path))[1] if path is not None else "other"
+    first_action = (frames[0].get("action_input") or {}).get("id") if frames else None
+
+    if summaries and "cards" in summaries[-1]:
+        return "human-dataset", "last line is a scorecard summary with `cards`"
+    if "usage" in kinds:
+        return "benchmarking", "LLM usage lines without game fields are interleaved"
+    if any(isinstance((d.get("action_input") or {}).get("id"), str) for d in frames):
+        # Only the toolkit recorder writes names (and always starts with the opening RESET: a file that does
+        # not is refused as a broken toolkit recording, formats.md §A.1).
+        return "toolkit", "action ids are enum names and there is no trailing summary line"
+    if any("score" in d and "levels_completed" not in d for d in frames):
+        return "preview-2025", "frame records carry `score` instead of `levels_completed`"
+    if naming == "benchmarking":
+        return "benchmarking", "integer action ids and an agents-recorder file name"
+    if naming == "human-dataset":
+        return "human-dataset", "file named <guid>.recording.jsonl (no trailing summary line)"
+    if naming == "toolkit":
+        return "toolkit", "file named <game_id>-<guid>.jsonl (toolkit recorder naming)"
+    if frames and first_action in (0, "RESET") and frames[0].get("full_reset") is True:
+        return "toolkit", "the first line is the opening full RESET the toolkit recorder writes"
+    return "benchmarking", "no opening RESET line, no trailing summary (agents recorder)"
+
+
+def counting_options_for_variant(variant: RecordingVariant | str) -> CountingOptions:
+    """Counting options implied by the file variant: the toolkit recorder always starts with the opening RESET
+    and records ``full_reset``; human/REST files never set ``full_reset`` and were played with level-only
+    resets; the benchmarking recorder does not record the opening RESET."""
+    if variant == "toolkit":
+        return CountingOptions.toolkit()
+    if variant == "human-dataset":
+        return CountingOptions.human_dataset()
+    if variant == "benchmarking":
+        return CountingOptions.benchmarking()
+    # preview-2025: no sample to verify against; use the recorded flag and accept a missing leading RESET.
+    return CountingOptions(full_reset_rule="recorded", leading_reset="auto")
