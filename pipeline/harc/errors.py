@@ -82,7 +82,19 @@ def submissions(actions: pl.DataFrame, finished: pl.DataFrame, truth: pl.DataFra
             .filter(pl.col("action") == "submit")
             .select(*PT, "action_number", "task_split", "attempt_number", "is_solved", "test_output_grid")
             .sort(*PT, "action_number"))
-    known = answers(truth, subs)
+    return judge_submissions(subs, truth, answers(truth, subs))
+
+
+JUDGED_SCHEMA = {"answer_source": pl.String, "grid_height": pl.Int64, "grid_width": pl.Int64,
+                 "is_size_correct": pl.Boolean, "normalized_edit_distance": pl.Float64,
+                 "is_copy_of_train_input": pl.Boolean, "is_copy_of_train_output": pl.Boolean,
+                 "is_copy_of_test_input": pl.Boolean, "is_copy_error": pl.Boolean}
+
+
+def judge_submissions(subs: pl.DataFrame, truth: pl.DataFrame, known: pl.DataFrame) -> pl.DataFrame:
+    """Every row of `subs` (task_id, is_solved, test_output_grid and any other columns, kept in front) with
+    answer_source, the grid's size, its edit distance against the answer (`known`: answers()) and copy errors
+    against the task file (`truth`: task_truth())."""
     files = truth.select("task_id", "test_input_grid", "train_input_grids", "train_output_grids")
     joined = subs.join(known, on="task_id", how="left").join(files, on="task_id", how="left")
     rows: list[dict[str, Any]] = []
@@ -92,8 +104,7 @@ def submissions(actions: pl.DataFrame, finished: pl.DataFrame, truth: pl.DataFra
         answer = r["answer_grid"]
         has_file = r["train_input_grids"] is not None
         wrong = not r["is_solved"]
-        out = {k: r[k] for k in (*PT, "action_number", "task_split", "attempt_number", "is_solved",
-                                 "test_output_grid", "answer_source")}
+        out = {k: r[k] for k in (*subs.columns, "answer_source")}
         out.update(grid_height=height, grid_width=width,
                    is_size_correct=None if answer is None else grid_shape(answer) == (height, width),
                    normalized_edit_distance=None if answer is None else normalized_edit_distance(grid, answer))
@@ -107,13 +118,7 @@ def submissions(actions: pl.DataFrame, finished: pl.DataFrame, truth: pl.DataFra
             out.update(is_copy_of_train_input=None, is_copy_of_train_output=None, is_copy_of_test_input=None,
                        is_copy_error=None)
         rows.append(out)
-    schema = {"participant_id": pl.String, "task_id": pl.String, "action_number": pl.Int64, "task_split": pl.String,
-              "attempt_number": pl.Int64, "is_solved": pl.Boolean, "test_output_grid": pl.String,
-              "answer_source": pl.String, "grid_height": pl.Int64, "grid_width": pl.Int64,
-              "is_size_correct": pl.Boolean, "normalized_edit_distance": pl.Float64,
-              "is_copy_of_train_input": pl.Boolean, "is_copy_of_train_output": pl.Boolean,
-              "is_copy_of_test_input": pl.Boolean, "is_copy_error": pl.Boolean}
-    return pl.DataFrame(rows, schema=schema, orient="row")
+    return pl.DataFrame(rows, schema=dict(subs.schema) | JUDGED_SCHEMA, orient="row")
 
 
 def task_errors(subs: pl.DataFrame, task_acc: pl.DataFrame, known_answers: pl.DataFrame) -> pl.DataFrame:
