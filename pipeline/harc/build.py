@@ -116,11 +116,11 @@ def no_events_message(ws: Workspace, command: str) -> str:
             "`arcstudy ingest` on it first")
 
 
-def resolve_release(ws: Workspace, requested: str | None) -> str:
+def resolve_release(ws: Workspace, requested: str | None, command: str = "this command") -> str:
     """The requested release generation, else osf-current when present, else 2024."""
     present = releases(ws)
     if not present:
-        raise HarcError(no_events_message(ws, "this command"))
+        raise HarcError(no_events_message(ws, command))
     if requested is not None:
         if requested not in present:
             raise HarcError(f"release generation {requested!r} is not in the database; present: "
@@ -477,7 +477,7 @@ def task_graph(ws: Workspace, task_id: str, *, release: str | None = None) -> di
     """The visited-state graph document of one task (graphs.graph_document)."""
     from engine.harc import build_state_graph
 
-    release = resolve_release(ws, release)
+    release = resolve_release(ws, release, "harc-graph")
     actions = load_actions(ws, release, task_id=task_id)
     found = list(graphs.task_traces(actions))
     if not found:

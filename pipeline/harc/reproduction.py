@@ -36,14 +36,16 @@ def reproduction_table(*, split_accuracy: pl.DataFrame | None, summary: pl.DataF
     rows (participant_id, task_split), None without data.csv."""
     k3 = ({} if split_accuracy is None else
           {r["task_split"]: r for r in split_accuracy.filter(pl.col("max_attempts") == 3).iter_rows(named=True)})
+    splits = {f.task_split for f in FACTS}
+    events_by_split = {s: None if actions is None else actions.filter(pl.col("task_split") == s) for s in splits}
+    summary_by_split = {s: None if summary is None else summary.filter(pl.col("task_split") == s) for s in splits}
     rows: list[dict[str, Any]] = []
     for fact in FACTS:
         split = fact.task_split
         observed: float | None = None
         source: str | None = None
         needs: str | None = None
-        events = None if actions is None else actions.filter(pl.col("task_split") == split)
-        rows_of_split = None if summary is None else summary.filter(pl.col("task_split") == split)
+        events, rows_of_split = events_by_split[split], summary_by_split[split]
         if fact.metric in ("n_participants", "n_action_rows"):
             if events is None:
                 needs = DATA_CSV

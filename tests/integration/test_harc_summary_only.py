@@ -314,3 +314,14 @@ def test_summary_files_give_the_event_logs_results(tmp_path):
            .filter(pl.col("task_split") == "evaluation").iter_rows(named=True)}
     assert rep["n_action_rows"]["observed_value"] == data.height and rep["n_participants"]["observed_value"] == 5
     assert rep["n_attempts"]["observed_value"] == summary.height
+
+
+def test_harc_report_says_what_needs_data_csv(analysed, tmp_path):
+    from pipeline.report.reports import write_reports
+
+    _, db, _, tables = analysed
+    written = write_reports(db, tmp_path, which=("harc",))
+    page = " ".join(written["harc"].read_text().split())
+    assert "Analysed without data.csv" in page and "Published counts beside this data" in page
+    shown = pl.read_parquet(tmp_path / "harc__reproduction.parquet")
+    assert shown.equals(tables["out_harc__reproduction"].drop("release_generation").sort("metric", "task_split"))

@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.harc.published import PAPER
+from pipeline.harc.summary_files import SKIPPED_WITHOUT_EVENTS
 from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
 
 from .common import ReportContext, clear_previous, report_manifest, write_manifest
@@ -127,6 +128,11 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
         label = f"{r['task_split']}: 3-attempt accuracy (paper {paper.get(3, 0):.1%})"
         facts[label] = f"{r['mean_task_accuracy']:.1%}"
     sections.append(Facts("At a glance", facts))
+    if desc.height == 0 and split_acc.height:  # harc-analyses ran on summary_data.csv without the event log
+        sections.append(Callout("Analysed without data.csv", [
+            f"Release {release} has no events in the database: accuracy and errors come from summary_data.csv "
+            "and incorrect_submissions.csv; these sections need data.csv (the event log) and are empty: "
+            + ", ".join(analysis for analysis, *_ in SKIPPED_WITHOUT_EVENTS) + "."], kind="warning"))
     reproduction = table("out_harc__reproduction")
     if reproduction.height:
         sections.append(Table("Published counts beside this data", reproduction, name="harc__reproduction",
