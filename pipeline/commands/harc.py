@@ -59,7 +59,7 @@ def replay_harc_command(
     Reads: core_harc__actions (every release generation), core_arc__task_pairs (answers, to re-judge
     submissions). Writes: out_harc__trace_checks (all rows, or the --only-task rows, in one transaction), a row
     in `runs` and its manifest under <db>.runs/. Divergent traces are reported, not rejected: exit code 0
-    unless --strict.
+    unless --strict. Without data.csv (no events; summary files alone cannot be replayed): exit code 1.
     """
     from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.harc.build import HarcError, run_trace_checks
