@@ -1,6 +1,8 @@
 """Derived `out_harc__*` tables: H-ARC trace checks (`arcstudy replay-harc`) and the H-ARC paper's analyses
 (`arcstudy harc-analyses`), built by pipeline/harc/ from core_harc__actions, core_harc__participant_tasks and
-the ARC task files (core_arc__task_pairs).
+the ARC task files (core_arc__task_pairs); without events, the tables that summary_data.csv and
+incorrect_submissions.csv allow are built from core_harc__attempts and core_harc__incorrect_submissions
+(pipeline/harc/summary_files.py) and the others are left empty.
 
 Fields reused from other modules keep their meaning: release_generation, participant_id, task_id, exp_name,
 task_split, task_number, attempt_number, action_number, test_output_grid, is_solved, is_complete, reason,
@@ -235,6 +237,17 @@ FIELDS: list[Field] = [
     Field("odds_ratio", pl.Float64, "exp(coefficient)", nullable=True, ge=0),
     Field("n_observations", pl.Int64, "participant-tasks in the model", ge=0),
     Field("n_groups", pl.Int64, "participants (clusters) in the model", ge=0),
+    # --- reproduction of the published counts ---------------------------------------------------------------
+    Field("metric", pl.String, "which published H-ARC number (pipeline/harc/published.py FACTS)"),
+    Field("metric_description", pl.String, "what the number counts, in words"),
+    Field("published_value", pl.Float64, "the value the H-ARC paper or its release notebooks report"),
+    Field("observed_value", pl.Float64, "the same number from the ingested files; null when the file it needs "
+          "is absent (needs_file names it)", nullable=True),
+    Field("is_match", pl.Boolean, "observed_value equals published_value (within the rounding of a published "
+          "percentage); null without an observed value", nullable=True),
+    Field("observed_from", pl.String, "the input file(s) observed_value comes from", nullable=True),
+    Field("needs_file", pl.String, "the absent input file observed_value needs; null when observed",
+          nullable=True),
 ]
 
 _RP = ("release_generation", "participant_id")
@@ -393,5 +406,15 @@ TABLES: list[Table] = [
                  "z_value", "p_value", "ci_low", "ci_high", "confidence_level", "odds_ratio", "n_observations",
                  "n_groups"),
         primary_key=("release_generation", "task_split", "model_term"),
+    ),
+    Table(
+        name="out_harc__reproduction", layer="out",
+        description="The H-ARC study's published counts (participants, attempts, action rows, 3-attempt accuracy, "
+                    "tasks solved by anyone, solved labels that disagree with the grids, attempt 4 recoded as "
+                    "3) beside the same numbers from the ingested files; an observation that needs a file "
+                    "that is absent is null and names the file.",
+        columns=("release_generation", "metric", "task_split", "metric_description", "published_value",
+                 "observed_value", "is_match", "observed_from", "needs_file"),
+        primary_key=("release_generation", "metric", "task_split"),
     ),
 ]

@@ -3,6 +3,11 @@
 Exit codes (common.py): 0 ok, 1 error (no H-ARC data, database locked, ...), 2 usage. Divergent or
 non-replayable traces are findings about the data, not rejected input: replay-harc records them and exits 0
 with a summary, unless --strict asks for exit code 3 when any trace is not consistent.
+
+Without data.csv (core_harc__actions empty) replay-harc has nothing to replay: a one-line message naming
+data.csv and exit code 1 (an error of the run, not rejected input: the summary files are valid, just not
+replayable). harc-analyses computes what summary_data.csv and incorrect_submissions.csv allow, names each
+analysis it skipped with the file it needs, and exits 0; 1 only when nothing at all could be computed.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ def replay_harc_command(
     Reads: core_harc__actions (every release generation), core_arc__task_pairs (answers, to re-judge
     submissions). Writes: out_harc__trace_checks (all rows, or the --only-task rows, in one transaction), a row
     in `runs` and its manifest under <db>.runs/. Divergent traces are reported, not rejected: exit code 0
-    unless --strict.
+    unless --strict. Without data.csv (no events; summary files alone cannot be replayed): exit code 1.
     """
     from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.harc.build import HarcError, run_trace_checks
@@ -129,12 +134,18 @@ def harc_analyses_command(
     imputation (--simulations, --seed), errors (grid size, edit distance, copy errors, error divergence and
     its correlation with success), time (per attempt, to first action, thinking time; t-tests), first grid
     changes, accuracy by task position with a logistic GEE, visited-state counts (Table 2).
-    Reads: core_harc__actions (the chosen release), core_arc__task_pairs (correct outputs, train/test grids).
-    Writes: out_harc__task_state_graphs, out_harc__split_descriptives, out_harc__task_outcomes,
+    Beside them, out_harc__reproduction puts the study's published counts next to the same numbers from the
+    ingested files. Reads: core_harc__actions (the chosen release), core_arc__task_pairs (correct outputs,
+    train/test grids). Without events for the release (no data.csv), reads core_harc__attempts
+    (summary_data.csv) and core_harc__incorrect_submissions (incorrect_submissions.csv) instead, computes
+    accuracy, Figures 5-6, accuracy by position, the learning model and the errors, leaves the other tables
+    empty for that release and names them with the file they need (exit code 0; 1 when nothing could be
+    computed). Writes: out_harc__task_state_graphs, out_harc__split_descriptives, out_harc__task_outcomes,
     out_harc__task_accuracy, out_harc__split_accuracy, out_harc__tasks_by_min_solvers,
     out_harc__participant_accuracy, out_harc__accuracy_bounds, out_harc__submissions, out_harc__task_errors,
     out_harc__error_summary, out_harc__statistical_tests, out_harc__time_summary, out_harc__first_actions,
-    out_harc__position_accuracy, out_harc__learning_model (that release's rows, one transaction); figures
+    out_harc__position_accuracy, out_harc__learning_model, out_harc__reproduction (that release's rows, one
+    transaction); figures
     (--out/figures/*.png, *.svg, *.vl.json), --out/manifest.json and a row in `runs`.
     """
     from pipeline.core.workspace import WorkspaceError, default_db_path
@@ -186,6 +197,14 @@ def _print_analyses(report) -> None:
         p = "-" if r["p_value"] is None else f"{r['p_value']:.3g}"
         name = "r" if r["test_kind"] == "pearson" else "t"
         out.console.print(f"{r['test_id']}: {name}({df}) = {stat}, p = {p}")
+    _print_reproduction(t["out_harc__reproduction"])
+    if report.inputs != "events":
+        out.console.print(f"release {report.release} has no events (data.csv): analysed from summary_data.csv and "
+                          "incorrect_submissions.csv")
+    for skipped in report.skipped:
+        out.console.print(f"skipped {skipped.line()}")
+    for caveat in report.caveats:
+        out.console.print(f"note: {caveat}")
     out.console.print("tables: " + ", ".join(f"{n} ({df.height:,})" for n, df in t.items()))
     if report.figures:
         folder = next(iter(report.figures.values()))["png"].parent
@@ -194,6 +213,23 @@ def _print_analyses(report) -> None:
         out.console.print(f"figures skipped for lack of data: {', '.join(report.skipped_figures)}")
     if report.manifest_path:
         out.console.print(f"manifest: {report.manifest_path}")
+
+
+def _number(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:.3f}"
+
+
+def _print_reproduction(rows: pl.DataFrame) -> None:
+    table = RichTable(title="H-ARC published counts beside this data (out_harc__reproduction)")
+    for col in ("metric", "split", "published", "observed", "match", "needs"):
+        table.add_column(col)
+    for r in rows.iter_rows(named=True):
+        match = "-" if r["is_match"] is None else ("yes" if r["is_match"] else "no")
+        table.add_row(r["metric"], r["task_split"], _number(r["published_value"]), _number(r["observed_value"]),
+                      match, r["needs_file"] or "")
+    out.console.print(table)
 
 
 def harc_graph_command(

@@ -7,7 +7,9 @@ Two entry points, one per command:
   out_harc__trace_checks (see trace_checks.py). With `only_task` only that task's traces are replayed and only
   its rows are replaced.
 - `run_analyses` (`arcstudy harc-analyses`): one release generation -> every other out_harc__* table and the
-  figures. Rows of other release generations are left as they are.
+  figures. Rows of other release generations are left as they are. A release without events (no data.csv)
+  but with summary_data.csv / incorrect_submissions.csv rows gets the tables those files allow
+  (summary_files.py); the others are left empty and named, with the file they need, in the report.
 
 Inputs are read with SQL; everything in between is in memory (polars), so `compute_analyses` can also be called
 on frames from a notebook or a test without a database.
@@ -27,7 +29,19 @@ import polars as pl
 
 from pipeline.core.manifest import RunManifest
 from pipeline.core.workspace import Workspace
-from pipeline.harc import accuracy, bounds, errors, first_actions, graphs, learning, timing, trace_checks
+from pipeline.harc import (
+    accuracy,
+    bounds,
+    errors,
+    first_actions,
+    graphs,
+    learning,
+    reproduction,
+    summary_files,
+    timing,
+    trace_checks,
+)
+from pipeline.harc.published import DATA_CSV, SUMMARY_CSV
 from pipeline.harc.stats import CONFIDENCE
 from schemas import TABLES
 from schemas.validate import conform
@@ -40,7 +54,7 @@ ANALYSIS_TABLES = (
     "out_harc__task_accuracy", "out_harc__split_accuracy", "out_harc__tasks_by_min_solvers",
     "out_harc__participant_accuracy", "out_harc__accuracy_bounds", "out_harc__submissions",
     "out_harc__task_errors", "out_harc__error_summary", "out_harc__statistical_tests", "out_harc__time_summary",
-    "out_harc__first_actions", "out_harc__position_accuracy", "out_harc__learning_model",
+    "out_harc__first_actions", "out_harc__position_accuracy", "out_harc__learning_model", "out_harc__reproduction",
 )
 ANALYSIS_ACTION_COLUMNS = ("participant_id", "task_id", "action_number", "exp_name", "task_split", "task_number",
                            "attempt_number", "action", "occurred_at", "is_solved", "test_output_grid",
@@ -53,10 +67,26 @@ class HarcError(RuntimeError):
     """Analyses that cannot run (no H-ARC data, unknown release), with a message for the user."""
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """An analysis not computed for lack of an input file."""
+    analysis: str
+    tables: tuple[str, ...]
+    needs: str
+    why: str = ""
+
+    def line(self) -> str:
+        return (f"{self.analysis}: needs {self.needs}" + (f": {self.why}" if self.why else "")
+                + f" ({', '.join(self.tables)})")
+
+
 @dataclass
 class AnalysisReport:
     release: str
     tables: dict[str, pl.DataFrame]
+    inputs: str = "events"  # "events" (data.csv) or "summary files" (summary_data.csv, incorrect_submissions.csv)
+    skipped: list[Skipped] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     figures: dict[str, dict[str, Path]] = field(default_factory=dict)
     skipped_figures: list[str] = field(default_factory=list)
@@ -82,12 +112,16 @@ def releases(ws: Workspace) -> list[str]:
     return df["release_generation"].to_list()
 
 
-def resolve_release(ws: Workspace, requested: str | None) -> str:
+def no_events_message(ws: Workspace, command: str) -> str:
+    return (f"no H-ARC events in {ws.path} (core_harc__actions is empty): {command} needs {DATA_CSV}; run "
+            "`arcstudy ingest` on it first")
+
+
+def resolve_release(ws: Workspace, requested: str | None, command: str = "this command") -> str:
     """The requested release generation, else osf-current when present, else 2024."""
     present = releases(ws)
     if not present:
-        raise HarcError(f"no H-ARC events in {ws.path} (core_harc__actions is empty): run `arcstudy ingest` on "
-                        "the H-ARC data.csv first")
+        raise HarcError(no_events_message(ws, command))
     if requested is not None:
         if requested not in present:
             raise HarcError(f"release generation {requested!r} is not in the database; present: "
@@ -95,6 +129,43 @@ def resolve_release(ws: Workspace, requested: str | None) -> str:
         return requested
     preferred = [r for r in RELEASE_PREFERENCE if r in present]
     return preferred[0] if preferred else present[0]
+
+
+def summary_releases(ws: Workspace) -> list[str]:
+    """Release generations with summary_data.csv or incorrect_submissions.csv rows."""
+    parts = [f"SELECT release_generation FROM {t}" for t in ("core_harc__attempts", "core_harc__incorrect_submissions")
+             if ws.has_table(t)]
+    if not parts:
+        return []
+    return ws.read(f"SELECT DISTINCT release_generation FROM ({' UNION '.join(parts)}) ORDER BY 1")[
+        "release_generation"].to_list()
+
+
+def resolve_analysis_release(ws: Workspace, requested: str | None) -> tuple[str, bool]:
+    """(release generation, whether it has events) for harc-analyses: a release with events as resolve_release
+    chooses it; without any events, the preferred release with summary or incorrect-submission rows."""
+    events, summaries = releases(ws), summary_releases(ws)
+    if not events and not summaries:
+        raise HarcError(f"no H-ARC events, summary or incorrect-submission rows in {ws.path}: run `arcstudy "
+                        "ingest` on the H-ARC data.csv, summary_data.csv or incorrect_submissions.csv first")
+    if requested is not None and requested not in events:
+        if requested in summaries:
+            return requested, False
+        raise HarcError(f"release generation {requested!r} is not in the database; present: "
+                        f"{', '.join(sorted(set(events) | set(summaries)))}")
+    if events:
+        return resolve_release(ws, requested), True
+    preferred = [r for r in RELEASE_PREFERENCE if r in summaries]
+    return (preferred[0] if preferred else summaries[0]), False
+
+
+def load_summary_files(ws: Workspace, release: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(core_harc__attempts rows, core_harc__incorrect_submissions rows) of one release."""
+    attempts = ws.read(f"SELECT {', '.join(summary_files.ATTEMPT_COLUMNS)} FROM core_harc__attempts "
+                       "WHERE release_generation = ?", [release])
+    incorrect = ws.read(f"SELECT {', '.join(summary_files.INCORRECT_COLUMNS)} FROM core_harc__incorrect_submissions "
+                        "WHERE release_generation = ?", [release])
+    return attempts, incorrect
 
 
 def load_actions(ws: Workspace, release: str, columns: Iterable[str] = ANALYSIS_ACTION_COLUMNS,
@@ -148,8 +219,7 @@ def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: in
     timings: dict[str, float] = {}
     started = time.perf_counter()
     if not releases(ws):
-        raise HarcError(f"no H-ARC events in {ws.path} (core_harc__actions is empty): run `arcstudy ingest` on "
-                        "the H-ARC data.csv first")
+        raise HarcError(no_events_message(ws, "replay-harc"))
     last = ws.read("SELECT release_generation, participant_id, task_id, min(task_number) AS task_number, "
                    "arg_max(test_output_grid, action_number) AS last_grid FROM core_harc__actions "
                    "GROUP BY release_generation, participant_id, task_id")
@@ -261,7 +331,64 @@ def compute_analyses(actions: pl.DataFrame, pairs: pl.DataFrame, *, seed: int = 
     out["out_harc__position_accuracy"] = learning.position_accuracy(outcomes)
     out["out_harc__learning_model"] = learning.learning_model(outcomes, confidence)
     lap("tests_and_learning")
+    out["out_harc__reproduction"] = reproduction.reproduction_table(
+        split_accuracy=out["out_harc__split_accuracy"], summary=summary, summary_source="data.csv (get_summary)",
+        truth=truth, actions=actions)
     return out
+
+
+def compute_summary_analyses(attempts: pl.DataFrame, incorrect: pl.DataFrame, pairs: pl.DataFrame, *,
+                             confidence: float = CONFIDENCE,
+                             timings: dict[str, float] | None = None,
+                             ) -> tuple[dict[str, pl.DataFrame], list[Skipped], list[str]]:
+    """Without events: the analysis tables summary_data.csv (`attempts`: core_harc__attempts rows) and
+    incorrect_submissions.csv (`incorrect`: core_harc__incorrect_submissions rows) allow, every other table
+    empty; with the analyses skipped and the caveats of what was computed (summary_files.py)."""
+    timings = {} if timings is None else timings
+    given = summary_files.summary_rows(attempts)
+    if given.height == 0:  # incorrect_submissions.csv alone has no solve rates and no correct submissions
+        raise HarcError(f"nothing to compute without {DATA_CSV}: accuracy and the error analyses need "
+                        f"{SUMMARY_CSV} (core_harc__attempts has no rows of this release)")
+    t0 = time.perf_counter()
+    out = {name: accuracy.release_frame(name, []) for name in ANALYSIS_TABLES}
+    skipped = [Skipped(*s) for s in summary_files.SKIPPED_WITHOUT_EVENTS]
+    caveats = [summary_files.PARTICIPANT_CAVEAT]
+    truth = errors.task_truth(pairs)
+    summary = summary_files.recoded(given)
+    outcomes = accuracy.participant_task_outcomes(summary)
+    people = accuracy.participants(summary_files.summary_people_rows(summary), outcomes)
+    task_acc = accuracy.task_accuracy(outcomes)
+    participant_acc = accuracy.participant_accuracy(outcomes, people)
+    out["out_harc__task_accuracy"] = task_acc
+    out["out_harc__participant_accuracy"] = participant_acc
+    out["out_harc__split_accuracy"] = accuracy.split_accuracy(task_acc, participant_acc)
+    out["out_harc__tasks_by_min_solvers"] = accuracy.tasks_by_min_solvers(task_acc)
+    out["out_harc__position_accuracy"] = learning.position_accuracy(outcomes)
+    out["out_harc__learning_model"] = learning.learning_model(outcomes, confidence)
+    timings["accuracy"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    tests: list[dict[str, Any]] = []
+    if incorrect.height:
+        known = errors.answers(truth, summary)
+        subs = errors.judge_submissions(summary_files.pseudo_submissions(summary, incorrect), truth, known)
+        task_errors = errors.task_errors(subs, task_acc, known)
+        out["out_harc__task_errors"] = task_errors
+        out["out_harc__error_summary"] = errors.error_summary(subs)
+        tests = [timing.answer_size_test(task_errors, confidence),
+                 *errors.divergence_correlations(task_errors, confidence)]
+        if subs.filter(~pl.col("is_solved") & pl.col("is_copy_error").is_not_null()).height == 0:
+            skipped.append(Skipped(*summary_files.SKIPPED_WITHOUT_TASK_FILES))
+    else:
+        skipped.append(Skipped(*summary_files.SKIPPED_WITHOUT_INCORRECT))
+    out["out_harc__statistical_tests"] = accuracy.release_frame("out_harc__statistical_tests", tests)
+    timings["errors"] = time.perf_counter() - t0
+    out["out_harc__reproduction"] = reproduction.reproduction_table(
+        split_accuracy=out["out_harc__split_accuracy"], summary=given, summary_source=SUMMARY_CSV,
+        truth=truth)
+    return out, skipped, caveats
+
+
 
 
 def with_release(tables: dict[str, pl.DataFrame], release: str) -> dict[str, pl.DataFrame]:
@@ -279,22 +406,35 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
                  figures: bool = True, command: str = "arcstudy harc-analyses",
                  progress: Progress | None = None) -> AnalysisReport:
     """Compute every analysis for one release, replace that release's rows of the out tables in one
-    transaction, write the figures and manifest.json under out_dir, and record the run."""
-    release = resolve_release(ws, release)
+    transaction, write the figures and manifest.json under out_dir, and record the run.
+
+    A release without events is analysed from its summary_data.csv / incorrect_submissions.csv rows
+    (compute_summary_analyses): the tables they do not allow are emptied for that release, and the report
+    names them in `skipped` with the file they need."""
+    release, has_events = resolve_analysis_release(ws, release)
     timings: dict[str, float] = {}
+    skipped: list[Skipped] = []
+    caveats: list[str] = []
     t0 = time.perf_counter()
-    actions = load_actions(ws, release)
     pairs = load_pairs(ws)
-    timings["load"] = time.perf_counter() - t0
-    tables = with_release(compute_analyses(actions, pairs, seed=seed, n_simulations=n_simulations,
-                                           thinking_threshold_s=thinking_threshold_s, progress=progress,
-                                           timings=timings), release)
+    if has_events:
+        actions = load_actions(ws, release)
+        timings["load"] = time.perf_counter() - t0
+        computed = compute_analyses(actions, pairs, seed=seed, n_simulations=n_simulations,
+                                    thinking_threshold_s=thinking_threshold_s, progress=progress, timings=timings)
+        core_tables: tuple[str, ...] = ("core_harc__actions", "core_arc__task_pairs")
+    else:
+        attempts, incorrect = load_summary_files(ws, release)
+        timings["load"] = time.perf_counter() - t0
+        computed, skipped, caveats = compute_summary_analyses(attempts, incorrect, pairs, timings=timings)
+        core_tables = ("core_harc__attempts", "core_harc__incorrect_submissions", "core_arc__task_pairs")
+    tables = with_release(computed, release)
     manifest = RunManifest(command=command, seeds={"bounds": seed},
                            config={"release_generation": release, "seed": seed, "n_simulations": n_simulations,
                                    "thinking_threshold_s": thinking_threshold_s, "confidence_level": CONFIDENCE,
                                    "out_dir": None if out_dir is None else str(out_dir), "figures": figures,
                                    "db": str(ws.path)})
-    _core_inputs(ws, manifest, ("core_harc__actions", "core_arc__task_pairs"))
+    _core_inputs(ws, manifest, core_tables)
     t0 = time.perf_counter()
     with ws.transaction() as con:
         for name in ANALYSIS_TABLES:
@@ -303,7 +443,8 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     timings["write"] = time.perf_counter() - t0
     for name in ANALYSIS_TABLES:
         manifest.outputs[f"db:{ws.path}#{name}@{release}"] = table_digest(tables[name])
-    report = AnalysisReport(release=release, tables=tables, timings=timings)
+    report = AnalysisReport(release=release, tables=tables, timings=timings,
+                            inputs="events" if has_events else "summary files", skipped=skipped, caveats=caveats)
     if figures and out_dir is not None:
         from pipeline.harc.figures import write_figures
 
@@ -314,7 +455,9 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
             for path in paths.values():
                 manifest.add_output(path)
     manifest.notes.update(timings_s=timings, rows={n: tables[n].height for n in ANALYSIS_TABLES},
-                          skipped_figures=report.skipped_figures)
+                          skipped_figures=report.skipped_figures, inputs=report.inputs,
+                          skipped_analyses=[{"analysis": s.analysis, "tables": list(s.tables), "needs": s.needs,
+                                             "why": s.why} for s in skipped], caveats=caveats)
     manifest.finish(0)
     ws.record_run(manifest)
     if out_dir is not None:
@@ -330,7 +473,7 @@ def task_graph(ws: Workspace, task_id: str, *, release: str | None = None) -> di
     """The visited-state graph document of one task (graphs.graph_document)."""
     from engine.harc import build_state_graph
 
-    release = resolve_release(ws, release)
+    release = resolve_release(ws, release, "harc-graph")
     actions = load_actions(ws, release, task_id=task_id)
     found = list(graphs.task_traces(actions))
     if not found:

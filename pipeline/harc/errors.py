@@ -25,7 +25,8 @@ from typing import Any
 import polars as pl
 
 from pipeline.harc import stats
-from pipeline.harc.accuracy import PT, analysis_actions, release_frame
+from pipeline.harc.accuracy import PT, analysis_actions
+from schemas.validate import empty_frame
 
 
 def grid_shape(grid: str) -> tuple[int, int]:
@@ -82,7 +83,20 @@ def submissions(actions: pl.DataFrame, finished: pl.DataFrame, truth: pl.DataFra
             .filter(pl.col("action") == "submit")
             .select(*PT, "action_number", "task_split", "attempt_number", "is_solved", "test_output_grid")
             .sort(*PT, "action_number"))
-    known = answers(truth, subs)
+    return judge_submissions(subs, truth, answers(truth, subs))
+
+
+# The columns judging adds, typed as out_harc__submissions declares them in schemas/.
+JUDGED_SCHEMA = {name: dtype for name, dtype in empty_frame("out_harc__submissions").schema.items()
+                 if name in ("answer_source", "grid_height", "grid_width", "is_size_correct",
+                             "normalized_edit_distance", "is_copy_of_train_input", "is_copy_of_train_output",
+                             "is_copy_of_test_input", "is_copy_error")}
+
+
+def judge_submissions(subs: pl.DataFrame, truth: pl.DataFrame, known: pl.DataFrame) -> pl.DataFrame:
+    """Every row of `subs` (task_id, is_solved, test_output_grid and any other columns, kept in front) with
+    answer_source, the grid's size, its edit distance against the answer (`known`: answers()) and copy errors
+    against the task file (`truth`: task_truth())."""
     files = truth.select("task_id", "test_input_grid", "train_input_grids", "train_output_grids")
     joined = subs.join(known, on="task_id", how="left").join(files, on="task_id", how="left")
     rows: list[dict[str, Any]] = []
@@ -92,8 +106,7 @@ def submissions(actions: pl.DataFrame, finished: pl.DataFrame, truth: pl.DataFra
         answer = r["answer_grid"]
         has_file = r["train_input_grids"] is not None
         wrong = not r["is_solved"]
-        out = {k: r[k] for k in (*PT, "action_number", "task_split", "attempt_number", "is_solved",
-                                 "test_output_grid", "answer_source")}
+        out = {k: r[k] for k in (*subs.columns, "answer_source")}
         out.update(grid_height=height, grid_width=width,
                    is_size_correct=None if answer is None else grid_shape(answer) == (height, width),
                    normalized_edit_distance=None if answer is None else normalized_edit_distance(grid, answer))
@@ -107,7 +120,7 @@ def submissions(actions: pl.DataFrame, finished: pl.DataFrame, truth: pl.DataFra
             out.update(is_copy_of_train_input=None, is_copy_of_train_output=None, is_copy_of_test_input=None,
                        is_copy_error=None)
         rows.append(out)
-    return release_frame("out_harc__submissions", rows)
+    return pl.DataFrame(rows, schema=dict(subs.schema) | JUDGED_SCHEMA, orient="row")
 
 
 def task_errors(subs: pl.DataFrame, task_acc: pl.DataFrame, known_answers: pl.DataFrame) -> pl.DataFrame:

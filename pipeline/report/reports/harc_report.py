@@ -1,8 +1,9 @@
 """The H-ARC report: the paper's tables and figures regenerated from the out_harc__* tables in the database.
 
 One release generation (osf-current when present, else 2024, as `arcstudy harc-analyses` chooses) is shown,
-with the value the H-ARC paper reports beside each number it reports (spec/study-protocol.md §4), so a
-reader sees at once how the data at hand compare with the published study. Figures are drawn by
+with the value the H-ARC paper reports beside each number it reports (pipeline/harc/published.py), so a
+reader sees at once how the data at hand compare with the published study; out_harc__reproduction lists the
+published counts with what the ingested files give. Figures are drawn by
 pipeline.harc.figures from the same tables.
 """
 
@@ -14,6 +15,8 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.harc.published import PAPER
+from pipeline.harc.summary_files import SKIPPED_WITHOUT_EVENTS
 from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
 from schemas.vocabulary import HARC_SPLITS
 
@@ -21,25 +24,6 @@ from .common import ReportContext, clear_previous, report_manifest, write_manife
 
 __all__ = ["PAPER", "choose_release", "versus_paper", "write_harc_report"]
 
-# What the H-ARC paper reports (spec/study-protocol.md §4), per split.
-PAPER: dict[str, dict[str, Any]] = {
-    "training": {
-        "k_accuracy": {1: 0.599, 2: 0.726, 3: 0.762}, "bounds_3": (0.733, 0.772), "share_all_solved": 0.401,
-        "share_none_solved": 0.086, "n_tasks_solved_by_all": 74, "n_tasks_solved_by_none": 5,
-        "n_participants": 783, "n_tasks": 400, "n_task_attempts": 7924, "n_unique_states": 127_146,
-        "n_action_rows": 241_697, "mean_attempts_to_solution": 1.3, "share_incorrect_size_correct": 0.682,
-        "share_copy_errors": 0.100, "mean_normalized_edit_distance": 0.19, "divergence_r": -0.81,
-        "time_per_attempt_s": 4 * 60 + 19, "thinking_time_per_attempt_s": 66,
-    },
-    "evaluation": {
-        "k_accuracy": {1: 0.478, 2: 0.602, 3: 0.642}, "bounds_3": (0.559, 0.689), "share_all_solved": 0.338,
-        "share_none_solved": 0.167, "n_tasks_solved_by_all": 22, "n_tasks_solved_by_none": 5,
-        "n_participants": 946, "n_tasks": 400, "n_task_attempts": 7820, "n_unique_states": 208_214,
-        "n_action_rows": 344_569, "mean_attempts_to_solution": 1.4, "share_incorrect_size_correct": 0.735,
-        "share_copy_errors": 0.092, "mean_normalized_edit_distance": 0.19, "divergence_r": -0.88,
-        "time_per_attempt_s": 6 * 60 + 39, "thinking_time_per_attempt_s": 97,
-    },
-}
 FIGURE_TITLES = {
     "harc_fig5_tasks_by_min_solvers": ("Tasks solved by at least N participants (Figure 5)",
                                        "Share of tasks with at least N solvers within three attempts, per split."),
@@ -144,6 +128,18 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
         label = f"{r['task_split']}: 3-attempt accuracy (paper {paper.get(3, 0):.1%})"
         facts[label] = f"{r['mean_task_accuracy']:.1%}"
     sections.append(Facts("At a glance", facts))
+    if desc.height == 0 and split_acc.height:  # harc-analyses ran on summary_data.csv without the event log
+        sections.append(Callout("Analysed without data.csv", [
+            f"Release {release} has no events in the database: accuracy and errors come from summary_data.csv "
+            "and incorrect_submissions.csv; these sections need data.csv (the event log) and are empty: "
+            + ", ".join(analysis for analysis, *_ in SKIPPED_WITHOUT_EVENTS) + "."], kind="warning"))
+    reproduction = table("out_harc__reproduction")
+    if reproduction.height:
+        sections.append(Table("Published counts beside this data", reproduction, name="harc__reproduction",
+                              caption="The H-ARC study's published counts (paper and release notebooks, "
+                                      "pipeline/harc/published.py) beside the same numbers from the ingested "
+                                      "files; observed_value is empty where the file it needs (needs_file) was "
+                                      "not ingested."))
 
     # -- accuracy ------------------------------------------------------------------------------------
     acc = (split_acc.with_columns(
