@@ -326,15 +326,11 @@ def _write_metadata(path: Path, doc: dict, manifest) -> None:
 
 
 def _print_rejects(rejects) -> None:
-    if not rejects:
-        return
-    table = RichTable(title=f"rejected rows ({len(rejects)}): not used")
-    for col in ("where", "check", "reason"):
-        table.add_column(col)
+    """One line per rejected row, `file:line: reason [check]` (never wrapped, so editors can jump to it)."""
+    if rejects:
+        out.console.print(f"rejected rows ({len(rejects)}), not used:")
     for r in rejects:
-        where, _, reason = r.reason.partition(": ")
-        table.add_row(where, r.check, reason)
-    out.console.print(table)
+        out.console.print(f"  {r.reason} [{r.check}]", soft_wrap=True, highlight=False, markup=False)
 
 
 def _fmt(v: float | None) -> str:
