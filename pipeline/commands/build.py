@@ -250,8 +250,8 @@ class _BaselineOutputs:
                 # (e.g. writing back into games/).
                 base = existing.get(gb.game_id) or (path.read_text() if path.exists() else None)
                 _write_metadata(path, bl.metadata_document(gb.game_id, values, base), manifest)
-        diffs = []
-        for label, source in self._published():
+        diffs, sources = [], self._published()
+        for label, source in sources:
             try:
                 published = read_published(source, self.rule)
             except (ValueError, OSError, json.JSONDecodeError, pl.exceptions.PolarsError) as err:
@@ -260,7 +260,8 @@ class _BaselineOutputs:
                 manifest.add_input(source)
             diff = bl.compare_baselines(games, published, costs)
             _print_diff(diff, self.rule, label)
-            diffs.append(diff.with_columns(pl.lit(label).alias("compared_with")))
+            # several comparisons share one --out file: say which row compares with what
+            diffs.append(diff.with_columns(pl.lit(label).alias("compared_with")) if len(sources) > 1 else diff)
         if self.write:
             assert self.compare is not None
             files = _metadata_files(self.compare)
