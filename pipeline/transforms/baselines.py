@@ -77,7 +77,11 @@ def level_costs(eligible: pl.DataFrame, plays: pl.DataFrame, card_checks: pl.Dat
     return conform("out_arc3__baseline_costs", rows)
 
 
-def summary_players(card_plays: pl.DataFrame, plays: pl.DataFrame, config: BuildConfig) -> pl.DataFrame:
+NAME_GUID = r"^([0-9a-fA-F-]{36})\.recording\.jsonl$"  # human-dataset file names (spec/formats.md §A.3)
+
+
+def summary_players(card_plays: pl.DataFrame, plays: pl.DataFrame, config: BuildConfig,
+                    files: pl.DataFrame | None = None) -> pl.DataFrame:
     """Human scorecard summaries as first-run players: (game_id, baseline_player_id, card_actions,
     card_actions_by_level) for each player whose play no ingested recording holds.
 
@@ -85,10 +89,11 @@ def summary_players(card_plays: pl.DataFrame, plays: pl.DataFrame, config: Build
     lines are all missing: a recording with lines counts through its own play, and its card's other slots are
     the same participant's abandoned sessions), its guid is not a recorded play's (never twice), it has
     actions (zero-action stub slots are no plays), and it is a 2026 card (2025 preview cards have `scores`,
-    no per-level actions). A guid's first slot is its first run (later slots follow a full reset); the same
-    guid in several files counts once. Slots without a guid: when the card has exactly one such slot it is a
-    player (`<file_id>#<slot_index>`), otherwise replays cannot be told from players and none counts
-    (spec/formats.md §A.3 slot rule).
+    no per-level actions). In the summary line of a recording without frame lines only the file's own slot
+    counts: the one whose guid is the file name's (`files`: raw_ingest__files), else the single slot with
+    actions (§A.3 slot rule). A guid's first slot is its first run (later slots follow a full reset); the
+    same guid in several files counts once. Slots without a guid: when the card has exactly one such slot it
+    is a player (`<file_id>#<slot_index>`), otherwise replays cannot be told from players and none counts.
 
     Eligibility, as far as a card allows: first run by construction; `baselines.require_valid_attempt` keeps
     cards with more than attempts.actions_more_than actions, and only when attempts.unknown_duration is
@@ -97,13 +102,21 @@ def summary_players(card_plays: pl.DataFrame, plays: pl.DataFrame, config: Build
     """
     schema = {"game_id": pl.String, "baseline_player_id": pl.String, "card_actions": pl.Int64,
               "card_actions_by_level": pl.List(pl.List(pl.Int64))}
-    recorded_files = plays.select("file_id").unique()
-    cand = (card_plays.join(recorded_files, on="file_id", how="anti")
+    names = (files if files is not None else pl.DataFrame(schema={"file_id": pl.String, "file_name": pl.String}))
+    names = names.select("file_id", pl.col("file_name").str.extract(NAME_GUID, 1).alias("_name_guid"))
+    card = ["file_id", "game_id"]
+    cand = (card_plays.join(plays.select("file_id").unique(), on="file_id", how="anti")
+            .join(names, on="file_id", how="left")
+            .with_columns((pl.col("guid") == pl.col("_name_guid")).fill_null(False).alias("_own"))
+            .with_columns(pl.col("_own").any().over(card).alias("_card_has_own"))
             .filter(pl.col("card_score").is_null() & (pl.col("card_actions") > 0)
-                    & ~pl.col("guid").is_in(plays["guid"].unique().to_list()).fill_null(False)))
+                    & ~pl.col("guid").is_in(plays["guid"].unique().to_list()).fill_null(False))
+            .filter(pl.col("line_number").is_null() | pl.col("_own")
+                    | (~pl.col("_card_has_own") & (pl.len().over(card) == 1)))
+            .drop("_name_guid", "_own", "_card_has_own"))
     with_guid = cand.filter(pl.col("guid").is_not_null() & (pl.col("guid") != ""))
     without = cand.filter(pl.col("guid").is_null() | (pl.col("guid") == ""))
-    lone = (without.group_by("file_id", "game_id").agg(pl.all().first(), pl.len().alias("_n"))
+    lone = (without.group_by(card).agg(pl.all().first(), pl.len().alias("_n"))
             .filter(pl.col("_n") == 1).drop("_n")
             .with_columns((pl.col("file_id") + "#" + pl.col("slot_index").cast(pl.String)).alias("guid")))
     players = (pl.concat([with_guid.select(lone.columns), lone], how="vertical_relaxed")
@@ -163,12 +176,12 @@ def level_baselines(costs: pl.DataFrame, players: pl.DataFrame, n_levels: dict[s
 
 
 def study_level_baselines(attempts: pl.DataFrame, plays: pl.DataFrame, card_checks: pl.DataFrame,
-                          card_plays: pl.DataFrame, environments: pl.DataFrame, config: BuildConfig
-                          ) -> tuple[pl.DataFrame, pl.DataFrame]:
+                          card_plays: pl.DataFrame, environments: pl.DataFrame, config: BuildConfig,
+                          files: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(out_arc3__baseline_costs, out_arc3__level_baselines) of a study: its eligible participant recordings
     and the human scorecard summaries that no recording holds."""
     eligible = eligible_recordings(attempts, config)
-    summary = summary_players(card_plays, plays, config)
+    summary = summary_players(card_plays, plays, config, files)
     costs = pl.concat([level_costs(eligible, plays, card_checks, config), summary_costs(summary)])
     n_levels = _metadata_levels(environments)
     n_levels.update({g: n for g, n in plays.group_by("game_id").agg(pl.col("n_levels").max()).iter_rows()

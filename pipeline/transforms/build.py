@@ -72,7 +72,8 @@ STEPS: tuple[Step, ...] = (
          config_keys=("attempts", "low_effort"),
          modules=("pipeline.transforms.attempts", "pipeline.transforms.low_effort")),
     Step("baselines", ("out_arc3__baseline_costs", "out_arc3__level_baselines"),
-         core_inputs=("core_arc3__card_plays", "core_arc3__environments"), upstream=("plays_levels", "attempts"),
+         core_inputs=("core_arc3__card_plays", "core_arc3__environments", "raw_ingest__files"),
+         upstream=("plays_levels", "attempts"),
          config_keys=("baselines", "attempts.actions_more_than", "attempts.unknown_duration"),
          modules=("pipeline.transforms.baselines", "pipeline.scoring.baselines")),
     Step("solvability", ("out_arc3__game_solvability", "out_arc3__level_completion"),
@@ -294,7 +295,7 @@ def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str
     elif name == "baselines":
         costs, levels = baselines_mod.study_level_baselines(
             f["out_arc3__attempts"], f["out_arc3__plays"], f["out_arc3__card_checks"], f["core_arc3__card_plays"],
-            f["core_arc3__environments"], config)
+            f["core_arc3__environments"], config, f["raw_ingest__files"])
         f.put("out_arc3__baseline_costs", costs)
         f.put("out_arc3__level_baselines", levels)
     elif name == "solvability":

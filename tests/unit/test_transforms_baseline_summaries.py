@@ -13,8 +13,8 @@ GAME = "sm01-00000001"
 
 
 def _slot(file_id: str, slot: int, guid: str | None, pairs: list[list[int]], actions: int | None = None,
-          play_id: str | None = None, score: float | None = None) -> dict:
-    return {"file_id": file_id, "line_number": None, "game_id": GAME, "slot_index": slot, "guid": guid,
+          play_id: str | None = None, score: float | None = None, line: int | None = None) -> dict:
+    return {"file_id": file_id, "line_number": line, "game_id": GAME, "slot_index": slot, "guid": guid,
             "play_id": play_id, "is_file_play": play_id is not None,
             "card_actions": actions if actions is not None else (pairs[-1][1] + 1 if pairs else 3),
             "card_resets": 0, "levels_completed": len(pairs), "card_state": "NOT_FINISHED",
@@ -25,8 +25,8 @@ def _plays(*pairs: tuple[str, str]) -> pl.DataFrame:
     return pl.DataFrame(list(pairs), schema={"file_id": pl.String, "guid": pl.String}, orient="row")
 
 
-def _players(slots: list[dict], plays: pl.DataFrame, config=None) -> dict[str, list]:
-    df = bl.summary_players(conform("core_arc3__card_plays", slots), plays, config or load_config())
+def _players(slots: list[dict], plays: pl.DataFrame, config=None, files=None) -> dict[str, list]:
+    df = bl.summary_players(conform("core_arc3__card_plays", slots), plays, config or load_config(), files)
     return {p: pairs for p, pairs in df.select("baseline_player_id", "card_actions_by_level").iter_rows()}
 
 
@@ -47,6 +47,23 @@ def test_which_card_slots_are_players():
     ]
     got = _players(slots, _plays(("rec", "g-rec")))
     assert got == {"g-a": [[1, 10], [2, 30]], "card-d#0": [[1, 6]]}
+
+
+def test_a_recording_without_frame_lines_counts_its_own_slot():
+    own = "92a1d4d1-9b0c-4d2a-bdcd-02c51c743ead"
+    slots = [
+        # the summary line (line 1) of <own>.recording.jsonl whose frame lines are missing: slot 0 is another
+        # session of the same participant, slot 1 the file's own
+        _slot("noframes", 0, "ac90af35-2e72-45ca-810d-f36a3932795d", [], actions=1, line=1),
+        _slot("noframes", 1, own, [[1, 9]], line=1),
+        # a summary line in a file named without a guid: the single slot with actions (spec/formats.md §A.3)
+        _slot("single", 0, "g-stub", [], actions=0, line=1), _slot("single", 1, "g-one", [[1, 4]], line=1),
+        # ... and when two slots have actions, neither can be told to be the file's
+        _slot("two", 0, "g-x", [[1, 4]], line=1), _slot("two", 1, "g-y", [[1, 5]], line=1),
+    ]
+    files = pl.DataFrame({"file_id": ["noframes", "single", "two"],
+                          "file_name": [f"{own}.recording.jsonl", "summary.jsonl", "other.jsonl"]})
+    assert _players(slots, _plays(), files=files) == {own: [[1, 9]], "g-one": [[1, 4]]}
 
 
 def test_require_valid_attempt_keeps_cards_with_enough_actions():
