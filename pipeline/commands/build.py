@@ -54,11 +54,11 @@ def build_command(
     """Build the analysis tables (out_*) from the core tables, rebuilding only what changed.
 
     Reads: core_arc3__steps, core_arc3__plays, core_arc3__card_plays, core_arc3__environments,
-    core_study__session_plays, the configuration (--config over pipeline/core/defaults.toml) and an optional
-    optimal-actions table. Writes: out_arc3__plays, out_arc3__levels, out_arc3__card_checks, out_arc3__attempts,
-    out_study__session_features, out_study__low_effort_exclusions, out_arc3__level_baselines,
-    out_arc3__game_solvability, out_arc3__level_completion, out_arc3__durations_summary,
-    out_arc3__level_reference_points (one transaction), build_state, a row in `runs`, and under --out-dir the
+    core_study__session_plays, raw_ingest__files (file names), the configuration (--config over
+    pipeline/core/defaults.toml) and an optional optimal-actions table. Writes: out_arc3__plays, out_arc3__levels,
+    out_arc3__card_checks, out_arc3__attempts, out_study__session_features, out_study__low_effort_exclusions,
+    out_arc3__baseline_costs, out_arc3__level_baselines, out_arc3__game_solvability, out_arc3__level_completion,
+    out_arc3__durations_summary, out_arc3__level_reference_points (one transaction), build_state, a row in `runs`, and under --out-dir the
     figures (figures/*.png, *.svg, *.vl.json) and manifest.json. --dry-run writes nothing.
     """
     from pipeline.core.workspace import WorkspaceError, default_db_path
@@ -121,6 +121,11 @@ def _print_summaries(ws, report) -> None:
                       "(see out_study__session_features, out_study__low_effort_exclusions)")
     att = ws.read("SELECT count(*) AS n, coalesce(sum(is_analysis_attempt::INT), 0) AS a FROM out_arc3__attempts")
     out.console.print(f"attempts: {att['n'][0]} participant recordings, {att['a'][0]} analysis attempts")
+    summary = ws.read("SELECT count(DISTINCT (game_id, baseline_player_id)) AS n FROM out_arc3__baseline_costs "
+                      "WHERE is_summary_sourced")["n"][0]
+    if summary:
+        out.console.print(f"baselines: {summary} players counted from human scorecard summaries without a recording "
+                          "of the play (evidence card-summary in out_arc3__baseline_costs)")
     if report.figures:
         out.console.print(f"figures: {', '.join(report.figures)} in {next(iter(report.figures.values()))['png'].parent}")
     if report.skipped_figures:

@@ -140,6 +140,7 @@ def test_build_counts_standalone_summaries_once(tmp_path: Path, db_path: Path, s
     assert res.exit_code == 0, res.output
     res = _invoke("build", "--db", str(db_path), "--no-figures")
     assert res.exit_code == 0, res.output
+    assert "baselines: 3 players counted from human scorecard summaries" in res.output
     with Workspace(db_path, read_only=True) as ws:
         costs = ws.read("SELECT * FROM out_arc3__baseline_costs ORDER BY baseline_player_id, level_index")
         levels = ws.read("SELECT * FROM out_arc3__level_baselines WHERE baseline_rule = 'upper-median' "
