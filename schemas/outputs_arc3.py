@@ -16,6 +16,10 @@ from schemas.vocabulary import BASELINE_RULES, PLAY_STATES
 UTC = pl.Datetime("us", "UTC")
 SHA256 = r"^[0-9a-f]{64}$"
 OUTCOME_GROUPS = ("all", "successful", "unsuccessful", "unsuccessful_under_soft_limit")
+# Where a completer's level cost comes from (pipeline/transforms/baselines.py): a recording's own card, its
+# lines, a human scorecard summary with no recording of the play (stand-alone card or summary-only file), or
+# a per-player counts CSV (`arcstudy baselines --from-counts`).
+BASELINE_EVIDENCE = ("recording-card", "recording-lines", "card-summary", "counts-file")
 
 FIELDS: list[Field] = [
     # --- plays and levels --------------------------------------------------------------------------
@@ -97,6 +101,16 @@ FIELDS: list[Field] = [
     Field("n_players", pl.Int64, "participants counted for the game (the denominator)", ge=0),
     Field("n_card_costs", pl.Int64, "completers whose level cost came from their recording's own card "
           "rather than the lines", ge=0),
+    Field("n_summary_costs", pl.Int64, "completers whose level cost came from a human scorecard summary with "
+          "no recording of the play (evidence card-summary)", ge=0),
+    Field("baseline_player_id", pl.String, "who a baseline cost is counted for: the recording's guid; a summary "
+          "card slot's guid (`<file_id>#<slot_index>` when the card has no guids); a counts file's player_id"),
+    Field("level_cost", pl.Int64, "actions the player spent on the level (difference of cumulative "
+          "actions_by_level values, by position)", ge=0),
+    Field("evidence", pl.String, "where the level cost comes from: " + ", ".join(BASELINE_EVIDENCE),
+          isin=BASELINE_EVIDENCE),
+    Field("is_summary_sourced", pl.Boolean, "the cost comes from a human scorecard summary, not from a "
+          "recording of the play (evidence card-summary)"),
     Field("is_default_rule", pl.Boolean, "the rule named by baselines.rule in the build configuration"),
     Field("n_full_solvers", pl.Int64, "participants who completed every level on first contact", ge=0),
     Field("full_solve_rate", pl.Float64, "n_full_solvers / n_players", nullable=True, ge=0, le=1),
@@ -223,9 +237,17 @@ TABLES: list[Table] = [
                     "best), from eligible first-run participants who completed the level.",
         columns=(
             "game_id", "level_index", "baseline_rule", "baseline_value", "n_completers", "min_completers",
-            "is_too_few_completers", "n_players", "n_card_costs", "is_default_rule",
+            "is_too_few_completers", "n_players", "n_card_costs", "n_summary_costs", "is_default_rule",
         ),
         primary_key=("game_id", "level_index", "baseline_rule"),
+    ),
+    Table(
+        name="out_arc3__baseline_costs", layer="out",
+        description="The baseline evidence: one row per eligible player and completed level, with where the "
+                    "cost comes from (a recording's card or lines, or a human scorecard summary without a "
+                    "recording of the play).",
+        columns=("game_id", "baseline_player_id", "level_index", "level_cost", "evidence", "is_summary_sourced"),
+        primary_key=("game_id", "baseline_player_id", "level_index"),
     ),
     Table(
         name="out_arc3__game_solvability", layer="out",

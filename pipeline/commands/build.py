@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,7 @@ from pipeline.scoring.baseline_sources import read_published
 
 from .common import (
     EXIT_OK,
+    EXIT_REJECTED,
     EXIT_USAGE,
     DbOption,
     LockTimeoutOption,
@@ -52,11 +54,11 @@ def build_command(
     """Build the analysis tables (out_*) from the core tables, rebuilding only what changed.
 
     Reads: core_arc3__steps, core_arc3__plays, core_arc3__card_plays, core_arc3__environments,
-    core_study__session_plays, the configuration (--config over pipeline/core/defaults.toml) and an optional
-    optimal-actions table. Writes: out_arc3__plays, out_arc3__levels, out_arc3__card_checks, out_arc3__attempts,
-    out_study__session_features, out_study__low_effort_exclusions, out_arc3__level_baselines,
-    out_arc3__game_solvability, out_arc3__level_completion, out_arc3__durations_summary,
-    out_arc3__level_reference_points (one transaction), build_state, a row in `runs`, and under --out-dir the
+    core_study__session_plays, raw_ingest__files (file names), the configuration (--config over
+    pipeline/core/defaults.toml) and an optional optimal-actions table. Writes: out_arc3__plays, out_arc3__levels,
+    out_arc3__card_checks, out_arc3__attempts, out_study__session_features, out_study__low_effort_exclusions,
+    out_arc3__baseline_costs, out_arc3__level_baselines, out_arc3__game_solvability, out_arc3__level_completion,
+    out_arc3__durations_summary, out_arc3__level_reference_points (one transaction), build_state, a row in `runs`, and under --out-dir the
     figures (figures/*.png, *.svg, *.vl.json) and manifest.json. --dry-run writes nothing.
     """
     from pipeline.core.workspace import WorkspaceError, default_db_path
@@ -119,6 +121,11 @@ def _print_summaries(ws, report) -> None:
                       "(see out_study__session_features, out_study__low_effort_exclusions)")
     att = ws.read("SELECT count(*) AS n, coalesce(sum(is_analysis_attempt::INT), 0) AS a FROM out_arc3__attempts")
     out.console.print(f"attempts: {att['n'][0]} participant recordings, {att['a'][0]} analysis attempts")
+    summary = ws.read("SELECT count(DISTINCT (game_id, baseline_player_id)) AS n FROM out_arc3__baseline_costs "
+                      "WHERE is_summary_sourced")["n"][0]
+    if summary:
+        out.console.print(f"baselines: {summary} players counted from human scorecard summaries without a recording "
+                          "of the play (evidence card-summary in out_arc3__baseline_costs)")
     if report.figures:
         out.console.print(f"figures: {', '.join(report.figures)} in {next(iter(report.figures.values()))['png'].parent}")
     if report.skipped_figures:
@@ -134,22 +141,35 @@ def baselines_command(
     db: DbOption = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="TOML configuration (for the default rule).",
                                                      exists=True, dir_okay=False, show_default=False)] = None,
+    from_counts: Annotated[Path | None, typer.Option("--from-counts", help="Compute the baselines from a per-player "
+                                                     "counts CSV (game_id, level_index, player_id, actions or "
+                                                     "cumulative_actions, completed; see README) instead of the "
+                                                     "database.", exists=True, dir_okay=False,
+                                                     show_default=False)] = None,
     write_metadata: Annotated[Path | None, typer.Option("--write-metadata", help="Write <DIR>/<code>/<version>/"
                                                         "metadata.json with these baseline_actions.",
                                                         file_okay=False, show_default=False)] = None,
     compare: Annotated[Path | None, typer.Option("--compare", help="Published baselines to diff against: a CSV "
                                                  "with game_id and baseline_actions (e.g. reference/arc-agi-3-public-"
-                                                 "games.csv) or a folder of metadata.json files.", exists=True,
-                                                 show_default=False)] = None,
+                                                 "games.csv) or a folder of metadata.json files (a games folder).",
+                                                 exists=True, show_default=False)] = None,
+    compare_published: Annotated[bool, typer.Option("--compare-published", help="Also diff against the published "
+                                                    "baselines shipped with arcstudy (public games).")] = False,
+    write: Annotated[bool, typer.Option("--write", help="Write these baseline_actions into the metadata.json files "
+                                        "of the --compare folder, keeping their other fields.")] = False,
     out_file: Annotated[Path | None, typer.Option("--out", help="Write the level-by-level diff (with --compare) "
                                                   "or the baselines as CSV.", dir_okay=False,
                                                   show_default=False)] = None,
 ) -> None:
     """Show human baselines per game and level under a rule; write metadata.json files; diff against published.
 
-    Reads: out_arc3__level_baselines (run `arcstudy build` first), core_arc3__environments (to keep the rest of
-    each metadata.json), and --compare CSV|DIR. Writes: --write-metadata DIR/<code>/<version>/metadata.json,
-    --out CSV, and when it writes files a row in `runs` with its manifest under <db>.runs/.
+    Reads: out_arc3__level_baselines and out_arc3__baseline_costs (run `arcstudy build` first),
+    core_arc3__environments (to keep the rest of each metadata.json), or instead --from-counts CSV; and
+    --compare CSV|DIR. Writes: --write-metadata DIR/<code>/<version>/metadata.json, with --write the
+    metadata.json files of --compare DIR, --out CSV, and (from the database) when it writes files a row in
+    `runs` with its manifest under <db>.runs/. The diff lists every level that disagrees with the published
+    baseline, by how much, and which rule (if any) picks the published value from the same costs.
+    Exit code 3 when --from-counts rows were rejected (the good rows are still used).
     """
     from pipeline.core.manifest import RunManifest
     from pipeline.core.workspace import default_db_path
@@ -162,61 +182,161 @@ def baselines_command(
     rule = rule or config.baselines.rule
     if rule not in BASELINE_RULES:
         raise fail(f"unknown rule {rule!r}; one of {', '.join(BASELINE_RULES)}", EXIT_USAGE)
+    if write and (compare is None or not compare.is_dir()):
+        raise fail("--write writes into the metadata.json files of a folder: give it with --compare DIR", EXIT_USAGE)
+    manifest = RunManifest(command="arcstudy baselines " + " ".join(sys.argv[2:]),
+                           config={"rule": rule, "compare": str(compare) if compare else None,
+                                   "from_counts": str(from_counts) if from_counts else None,
+                                   "write_metadata": str(write_metadata) if write_metadata else None})
+    outputs = _BaselineOutputs(rule, write_metadata, compare, compare_published, write, out_file)
+    if from_counts is not None:
+        from pipeline.ingest.baseline_counts import CountsFileError, read_counts
+
+        try:
+            counts = read_counts(from_counts)
+        except CountsFileError as err:
+            raise fail(str(err), EXIT_USAGE) from err
+        manifest.add_input(from_counts)
+        shape = "cumulative_actions" if counts.is_cumulative else "actions per level"
+        out.console.print(f"{from_counts}: {counts.n_rows} rows ({shape}), {counts.players.height} players, "
+                          f"{counts.costs.height} completed levels used, {len(counts.rejects)} rows rejected")
+        _print_rejects(counts.rejects)
+        levels = bl.level_baselines(counts.costs, counts.players, counts.n_levels, config)
+        outputs.run(levels, counts.costs, {}, manifest)
+        raise typer.Exit(EXIT_REJECTED if counts.rejects else EXIT_OK)
+
     db_path = db or default_db_path()
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first)")
-    writes = write_metadata is not None or out_file is not None
-    with open_workspace(db_path, read_only=not writes) as ws:
+    with open_workspace(db_path, read_only=not outputs.writes) as ws:
         if not ws.has_table("out_arc3__level_baselines") or ws.row_count("out_arc3__level_baselines") == 0:
             raise fail("no baselines in the database: run `arcstudy build` first (and check that it found "
                            "participant recordings)")
         levels = ws.read("SELECT * FROM out_arc3__level_baselines")
+        costs = ws.read("SELECT * FROM out_arc3__baseline_costs") \
+            if ws.has_table("out_arc3__baseline_costs") else None
         envs = ws.read("SELECT game_id, metadata_json, date_downloaded FROM core_arc3__environments "
                        "ORDER BY date_downloaded NULLS FIRST") if ws.has_table("core_arc3__environments") else None
-        games = bl.game_baselines(levels, rule)
-        manifest = RunManifest(command="arcstudy baselines " + " ".join(sys.argv[2:]),
-                               config={"rule": rule, "compare": str(compare) if compare else None,
-                                       "write_metadata": str(write_metadata) if write_metadata else None})
-        _print_baselines(levels, rule)
-        if write_metadata is not None:
-            existing = {} if envs is None else {g: j for g, j, _ in envs.iter_rows()}  # latest wins
-            for gb in games:
-                if not gb.is_complete:
-                    missing = [i for i, v in enumerate(gb.values, 1) if v is None]
-                    out.console.print(f"skipped {gb.game_id}: no baseline for level(s) {missing} (too few completers)")
-                    continue
-                values, rounded = gb.metadata_values()
-                if rounded:
-                    out.console.print(f"{gb.game_id}: level(s) {rounded} have a half-integer {rule} value, "
-                                      "rounded up for metadata")
-                path = bl.metadata_path(write_metadata, gb.game_id)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                # Keep every other field: the ingested metadata, else the file already at the target path
-                # (e.g. writing back into games/).
-                base = existing.get(gb.game_id) or (path.read_text() if path.exists() else None)
-                path.write_text(json.dumps(bl.metadata_document(gb.game_id, values, base), indent=2) + "\n")
-                manifest.add_output(path)
-                out.console.print(f"wrote {path}")
-        diff = None
-        if compare is not None:
-            try:
-                published = read_published(compare, rule)
-            except (ValueError, OSError, json.JSONDecodeError, pl.exceptions.PolarsError) as err:
-                raise fail(f"cannot read {compare}: {err}", EXIT_USAGE) from err
-            if compare.is_file():
-                manifest.add_input(compare)
-            diff = bl.compare_baselines(games, published)
-            _print_diff(diff, rule)
-        if out_file is not None:
-            frame = diff if diff is not None else levels.filter(pl.col("baseline_rule") == rule)
-            frame.write_csv(out_file)
-            manifest.add_output(out_file)
-            out.console.print(f"wrote {out_file}")
-        if writes:
+        existing = {} if envs is None else {g: j for g, j, _ in envs.iter_rows()}  # latest wins
+        outputs.run(levels, costs, existing, manifest)
+        if outputs.writes:
             manifest.finish(EXIT_OK)
             ws.record_run(manifest)
             manifest.write_json(run_manifest_dir(db_path) / manifest.run_id)
     raise typer.Exit(EXIT_OK)
+
+
+@dataclass
+class _BaselineOutputs:
+    """What `arcstudy baselines` shows and writes, the same from the database or from a counts file."""
+
+    rule: str
+    write_metadata: Path | None
+    compare: Path | None
+    compare_published: bool
+    write: bool
+    out_file: Path | None
+
+    @property
+    def writes(self) -> bool:
+        return self.write_metadata is not None or self.out_file is not None or self.write
+
+    def run(self, levels: pl.DataFrame, costs: pl.DataFrame | None, existing: dict[str, str],
+            manifest) -> None:
+        from pipeline.transforms import baselines as bl
+
+        games = bl.game_baselines(levels, self.rule)
+        _print_baselines(levels, self.rule)
+        if self.write_metadata is not None:
+            for gb, values in _metadata_values(games, self.rule):
+                path = bl.metadata_path(self.write_metadata, gb.game_id)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                # Keep every other field: the ingested metadata, else the file already at the target path
+                # (e.g. writing back into games/).
+                base = existing.get(gb.game_id) or (path.read_text() if path.exists() else None)
+                _write_metadata(path, bl.metadata_document(gb.game_id, values, base), manifest)
+        diffs, sources = [], self._published()
+        for label, source in sources:
+            try:
+                published = read_published(source, self.rule)
+            except (ValueError, OSError, json.JSONDecodeError, pl.exceptions.PolarsError) as err:
+                raise fail(f"cannot read {source}: {err}", EXIT_USAGE) from err
+            if source.is_file():
+                manifest.add_input(source)
+            diff = bl.compare_baselines(games, published, costs)
+            _print_diff(diff, self.rule, label)
+            # several comparisons share one --out file: say which row compares with what
+            diffs.append(diff.with_columns(pl.lit(label).alias("compared_with")) if len(sources) > 1 else diff)
+        if self.write:
+            assert self.compare is not None
+            files = _metadata_files(self.compare)
+            for gb, values in _metadata_values(games, self.rule):
+                if gb.game_id not in files:
+                    out.console.print(f"not written: {gb.game_id} has no metadata.json in {self.compare} "
+                                      "(use --write-metadata DIR to create one)")
+                    continue
+                path = files[gb.game_id]
+                _write_metadata(path, bl.metadata_document(gb.game_id, values, path.read_text()), manifest)
+        if self.out_file is not None:
+            if diffs:
+                frame = pl.concat(diffs, how="diagonal_relaxed")
+                if "reproduced_by" in frame.columns:
+                    frame = frame.with_columns(pl.col("reproduced_by").list.join(" "))
+            else:
+                frame = levels.filter(pl.col("baseline_rule") == self.rule)
+            frame.write_csv(self.out_file)
+            manifest.add_output(self.out_file)
+            out.console.print(f"wrote {self.out_file}")
+
+    def _published(self) -> list[tuple[str, Path]]:
+        from pipeline.scoring.baseline_sources import reference_source
+
+        sources = [(str(self.compare), self.compare)] if self.compare is not None else []
+        if self.compare_published:
+            sources.append(("published reference", Path(reference_source().location)))
+        return sources
+
+
+def _metadata_values(games, rule: str):
+    """(game, integer baseline_actions) for every game with a baseline on each level; says what it skips or
+    rounds."""
+    for gb in games:
+        if not gb.is_complete:
+            missing = [i for i, v in enumerate(gb.values, 1) if v is None]
+            out.console.print(f"skipped {gb.game_id}: no baseline for level(s) {missing} (too few completers)")
+            continue
+        values, rounded = gb.metadata_values()
+        if rounded:
+            out.console.print(f"{gb.game_id}: level(s) {rounded} have a half-integer {rule} value, "
+                              "rounded up for metadata")
+        yield gb, values
+
+
+def _metadata_files(root: Path) -> dict[str, Path]:
+    """game_id -> its metadata.json below `root` (the first in path order wins a game listed twice)."""
+    files: dict[str, Path] = {}
+    for f in sorted(root.rglob("metadata.json")):
+        try:
+            doc = json.loads(f.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("game_id"), str):
+            files.setdefault(doc["game_id"], f)
+    return files
+
+
+def _write_metadata(path: Path, doc: dict, manifest) -> None:
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    manifest.add_output(path)
+    out.console.print(f"wrote {path}")
+
+
+def _print_rejects(rejects) -> None:
+    """One line per rejected row, `file:line: reason [check]` (never wrapped, so editors can jump to it)."""
+    if rejects:
+        out.console.print(f"rejected rows ({len(rejects)}), not used:")
+    for r in rejects:
+        out.console.print(f"  {r.reason} [{r.check}]", soft_wrap=True, highlight=False, markup=False)
 
 
 def _fmt(v: float | None) -> str:
@@ -237,8 +357,8 @@ def _print_baselines(levels: pl.DataFrame, rule: str) -> None:
     out.console.print(table)
 
 
-def _print_diff(diff: pl.DataFrame, rule: str) -> None:
-    table = RichTable(title=f"ours ({rule}) vs published, level by level")
+def _print_diff(diff: pl.DataFrame, rule: str, label: str) -> None:
+    table = RichTable(title=f"ours ({rule}) vs {label}, level by level")
     for col in ("game", "equal", "levels", "ours", "published", "published rule"):
         table.add_column(col)
     for (g,), sub in diff.group_by("game_id", maintain_order=True):
@@ -250,3 +370,20 @@ def _print_diff(diff: pl.DataFrame, rule: str) -> None:
     n_eq = diff.filter(pl.col("status") == "equal").height
     out.console.print(f"{n_eq} of {diff.height} game-levels equal; statuses: "
                       + ", ".join(f"{s} {n}" for s, n in diff.group_by("status").len().sort("status").iter_rows()))
+    bad = diff.filter(pl.col("status").is_in(["differs", "no_baseline", "only_ours", "only_published"]))
+    if bad.height == 0:
+        return
+    table = RichTable(title=f"levels that disagree with {label}")
+    cols = ["game", "level", "ours", "published", "ours - published"]
+    if "reproduced_by" in diff.columns:
+        cols.append("rule giving the published value")
+    for col in cols:
+        table.add_column(col)
+    for r in bad.iter_rows(named=True):
+        row = [r["game_id"], str(r["level_index"]), _fmt(r["ours"]),
+               "-" if r["published"] is None else str(r["published"]),
+               "-" if r["delta"] is None else f"{r['delta']:+g}"]
+        if "reproduced_by" in diff.columns:
+            row.append("-" if r["reproduced_by"] is None else ", ".join(r["reproduced_by"]) or "none")
+        table.add_row(*row)
+    out.console.print(table)

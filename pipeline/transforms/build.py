@@ -4,7 +4,7 @@ Steps (each a pure function in its own module) and what they make:
 
     plays_levels     out_arc3__plays, out_arc3__levels, out_arc3__card_checks
     attempts         out_arc3__attempts, out_study__session_features, out_study__low_effort_exclusions
-    baselines        out_arc3__level_baselines
+    baselines        out_arc3__baseline_costs, out_arc3__level_baselines
     solvability      out_arc3__game_solvability, out_arc3__level_completion
     durations        out_arc3__durations_summary
     reference_points out_arc3__level_reference_points
@@ -71,8 +71,11 @@ STEPS: tuple[Step, ...] = (
          core_inputs=("core_study__session_plays",), upstream=("plays_levels",),
          config_keys=("attempts", "low_effort"),
          modules=("pipeline.transforms.attempts", "pipeline.transforms.low_effort")),
-    Step("baselines", ("out_arc3__level_baselines",), upstream=("plays_levels", "attempts"),
-         config_keys=("baselines",), modules=("pipeline.transforms.baselines", "pipeline.scoring.baselines")),
+    Step("baselines", ("out_arc3__baseline_costs", "out_arc3__level_baselines"),
+         core_inputs=("core_arc3__card_plays", "core_arc3__environments", "raw_ingest__files"),
+         upstream=("plays_levels", "attempts"),
+         config_keys=("baselines", "attempts.actions_more_than", "attempts.unknown_duration"),
+         modules=("pipeline.transforms.baselines", "pipeline.scoring.baselines")),
     Step("solvability", ("out_arc3__game_solvability", "out_arc3__level_completion"),
          upstream=("plays_levels", "attempts"), config_keys=("solvability",),
          modules=("pipeline.transforms.solvability",)),
@@ -290,10 +293,11 @@ def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str
         f.put("out_study__session_features", le.features)
         f.put("out_study__low_effort_exclusions", le.exclusions)
     elif name == "baselines":
-        eligible = baselines_mod.eligible_recordings(f["out_arc3__attempts"], config)
-        costs = baselines_mod.level_costs(eligible, f["out_arc3__plays"], f["out_arc3__card_checks"], config)
-        f.put("out_arc3__level_baselines",
-              baselines_mod.level_baselines(costs, eligible, _games(f["out_arc3__plays"]), config))
+        costs, levels = baselines_mod.study_level_baselines(
+            f["out_arc3__attempts"], f["out_arc3__plays"], f["out_arc3__card_checks"], f["core_arc3__card_plays"],
+            f["core_arc3__environments"], config, f["raw_ingest__files"])
+        f.put("out_arc3__baseline_costs", costs)
+        f.put("out_arc3__level_baselines", levels)
     elif name == "solvability":
         games = _games(f["out_arc3__plays"])
         completion = solvability_mod.level_completion(f["out_arc3__attempts"], games, config)

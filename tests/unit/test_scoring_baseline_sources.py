@@ -133,7 +133,7 @@ def test_database_sources(tmp_path):
             _env_row("bb22-0000000b", [9], 2, "c")]))
         levels = [{"game_id": "bb22-0000000b", "level_index": 1, "baseline_rule": rule, "baseline_value": value,
                    "n_completers": 4, "min_completers": 1, "is_too_few_completers": False, "n_players": 5,
-                   "n_card_costs": 0, "is_default_rule": rule == "upper-median"}
+                   "n_card_costs": 0, "n_summary_costs": 0, "is_default_rule": rule == "upper-median"}
                   for rule, value in (("upper-median", 11.0), ("second-best", 8.0), ("median", 10.5),
                                       ("best", 6.0))]
         ws.insert_frame("out_arc3__level_baselines", conform("out_arc3__level_baselines", levels))

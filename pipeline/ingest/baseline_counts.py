@@ -1,0 +1,179 @@
+"""Per-player level counts CSV for `arcstudy baselines --from-counts` (README, "Human baselines").
+
+One row per game, player and level:
+
+    game_id,level_index,player_id,actions,completed          per-level cost
+    game_id,level_index,player_id,cumulative_actions,completed   cumulative, as a card's actions_by_level
+
+- `level_index` is 1-based; `completed` is true/false (also 1/0, yes/no, t/f; any case);
+- a completed level needs its count (a whole number >= 0); an incomplete level's count is ignored and may be
+  empty (a card's `actions_by_level` is null there);
+- levels are completed in order: a completed level whose previous level is not completed (or absent) is
+  rejected; with `cumulative_actions` the cost is the difference to the previous level's value, so a value
+  below it is rejected, and so is every later level of that player once one of its levels was rejected;
+- every player in the file is a first-run player who counts for the game (the file is the selection);
+  players who completed nothing still count in `n_players`.
+
+Rows that break a rule are rejected with the file and line (quarantine-style `Reject`s); the good rows are
+used. A header without the needed columns is an error for the whole file (`CountsFileError`).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.ingest.base import Reject, clip
+from schemas.validate import conform
+
+REQUIRED = ("game_id", "level_index", "player_id", "completed")
+COUNT_COLUMNS = ("actions", "cumulative_actions")
+TRUE, FALSE = {"true", "1", "yes", "t", "y"}, {"false", "0", "no", "f", "n"}
+EVIDENCE = "counts-file"
+
+
+class CountsFileError(ValueError):
+    """A counts file that cannot be read at all (the message is for a person)."""
+
+
+@dataclass
+class Counts:
+    costs: pl.DataFrame  # out_arc3__baseline_costs rows (evidence counts-file)
+    players: pl.DataFrame  # game_id, baseline_player_id
+    n_levels: dict[str, int]  # game_id -> highest level_index in the file
+    is_cumulative: bool
+    n_rows: int
+    rejects: list[Reject] = field(default_factory=list)
+
+
+@dataclass
+class _Row:
+    line: int
+    game_id: str
+    player_id: str
+    level: int
+    completed: bool
+    count: int | None
+    raw: str
+
+
+def _int(text: str) -> int | None:
+    try:
+        f = float(text)
+    except ValueError:
+        return None
+    return int(f) if f == int(f) else None
+
+
+def read_counts(path: Path) -> Counts:
+    path = Path(path)
+    try:
+        handle = path.open(newline="", encoding="utf-8-sig")
+    except OSError as err:
+        raise CountsFileError(f"{path}: cannot open: {err}") from None
+    rejects: list[Reject] = []
+
+    def reject(line: int, check: str, reason: str, raw: str, column: str | None = None,
+               value: str | None = None) -> None:
+        rejects.append(Reject(f"line {line}", check, f"{path}:{line}: {reason}", clip(raw),
+                              "out_arc3__baseline_costs", column, value))
+
+    with handle:
+        reader = csv.reader(handle)
+        header = [h.strip() for h in next(reader, [])]
+        missing = [c for c in REQUIRED if c not in header]
+        counts = [c for c in COUNT_COLUMNS if c in header]
+        problems = [f"column {c} is missing" for c in missing]
+        if not counts:
+            problems.append("needs a count column: actions (per level) or cumulative_actions")
+        elif len(counts) > 1:
+            problems.append("has both actions and cumulative_actions: keep one")
+        if problems:
+            raise CountsFileError(f"{path}:1: {'; '.join(problems)} (header: {', '.join(header) or 'empty'})")
+        count_col = counts[0]
+        idx = {c: header.index(c) for c in (*REQUIRED, count_col)}
+        rows: list[_Row] = []
+        players: dict[tuple[str, str], None] = {}
+        seen: dict[tuple[str, str, int], int] = {}
+        n_rows = 0
+        line = reader.line_num
+        for record in reader:
+            line, start = reader.line_num, line + 1
+            if not any(v.strip() for v in record):
+                continue
+            n_rows += 1
+            raw = ",".join(record)
+            if len(record) != len(header):
+                reject(start, "wrong_field_count", f"{len(record)} fields, the header has {len(header)}", raw)
+                continue
+            v = {c: record[i].strip() for c, i in idx.items()}
+            if not v["game_id"] or not v["player_id"]:
+                col = "game_id" if not v["game_id"] else "player_id"
+                reject(start, "missing_value", f"{col} is empty", raw, col, "")
+                continue
+            players[(v["game_id"], v["player_id"])] = None
+            level = _int(v["level_index"])
+            if level is None or level < 1:
+                reject(start, "bad_level_index", f"level_index {v['level_index']!r} is not a whole number >= 1",
+                       raw, "level_index", v["level_index"])
+                continue
+            done = v["completed"].lower()
+            if done not in TRUE | FALSE:
+                reject(start, "bad_completed", f"completed {v['completed']!r} is not true or false", raw,
+                       "completed", v["completed"])
+                continue
+            completed, count = done in TRUE, None
+            if completed:
+                count = _int(v[count_col]) if v[count_col] else None
+                if count is None or count < 0:
+                    reject(start, "bad_count", f"{count_col} {v[count_col]!r} of a completed level is not a whole "
+                           "number >= 0", raw, count_col, v[count_col])
+                    continue
+            key = (v["game_id"], v["player_id"], level)
+            if key in seen:
+                reject(start, "duplicate_level", f"player {key[1]} level {level} of {key[0]} already given on "
+                       f"line {seen[key]}", raw)
+                continue
+            seen[key] = start
+            rows.append(_Row(start, v["game_id"], v["player_id"], level, completed, count, raw))
+
+    cumulative = count_col == "cumulative_actions"
+    cost_rows: list[dict] = []
+    n_levels: dict[str, int] = {}
+    by_player: dict[tuple[str, str], dict[int, _Row]] = {}
+    for r in rows:
+        by_player.setdefault((r.game_id, r.player_id), {})[r.level] = r
+        n_levels[r.game_id] = max(n_levels.get(r.game_id, 0), r.level)
+    for (game_id, player), levels in sorted(by_player.items()):
+        prev_count, broken = 0, None  # broken: why this player's later levels cannot be used
+        for level in sorted(levels):
+            r = levels[level]
+            if not r.completed:
+                broken = broken or f"level {level} is not completed (line {r.line})"
+                continue
+            if broken is None and level > 1 and (level - 1) not in levels:
+                broken = f"level {level - 1} is not in the file"
+            if broken is not None:
+                reject(r.line, "level_order", f"player {player} completed level {level} of {game_id}, but "
+                       f"{broken}: levels are completed in order", r.raw)
+                broken = f"level {level} was rejected (line {r.line})"
+                continue
+            assert r.count is not None
+            cost = r.count - prev_count if cumulative else r.count
+            if cost < 0:
+                reject(r.line, "cumulative_decreasing", f"cumulative_actions {r.count} of player {player} level "
+                       f"{level} is below the previous level's {prev_count}", r.raw, "cumulative_actions",
+                       str(r.count))
+                broken = f"level {level} was rejected (line {r.line})"
+                continue
+            prev_count = r.count
+            cost_rows.append({"game_id": game_id, "baseline_player_id": player, "level_index": level,
+                              "level_cost": cost, "evidence": EVIDENCE, "is_summary_sourced": False})
+    rejects.sort(key=lambda rj: int(rj.location.split()[1]))
+    player_frame = pl.DataFrame(list(players), schema={"game_id": pl.String, "baseline_player_id": pl.String},
+                                orient="row")
+    return Counts(conform("out_arc3__baseline_costs", cost_rows), player_frame, n_levels, cumulative, n_rows,
+                  rejects)

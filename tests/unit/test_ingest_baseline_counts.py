@@ -1,0 +1,103 @@
+"""The per-player counts CSV of `arcstudy baselines --from-counts`: per-level and cumulative counts give the
+same costs, incomplete levels count players but no cost, bad rows are rejected with file and line while the
+good rows are kept, and a header without the needed columns refuses the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.ingest.baseline_counts import CountsFileError, read_counts
+
+# player -> per-level costs of the levels completed, in order; then levels not completed up to 3
+PLAYERS = {"ann": [12, 30, 7], "bob": [9, 41], "cy": [20], "dee": []}
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def _rows(cumulative: bool) -> str:
+    lines = ["game_id,level_index,player_id," + ("cumulative_actions" if cumulative else "actions") + ",completed"]
+    for player, costs in PLAYERS.items():
+        total = 0
+        for level in range(1, 4):
+            if level <= len(costs):
+                total += costs[level - 1]
+                lines.append(f"g1,{level},{player},{total if cumulative else costs[level - 1]},true")
+            else:
+                lines.append(f"g1,{level},{player},,false")
+    return "\n".join(lines) + "\n"
+
+
+def _costs(counts) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for _g, player, _lvl, cost in counts.costs.sort("baseline_player_id", "level_index").select(
+            "game_id", "baseline_player_id", "level_index", "level_cost").iter_rows():
+        out.setdefault(player, []).append(cost)
+    return out
+
+
+@pytest.mark.parametrize("cumulative", [False, True])
+def test_per_level_and_cumulative_counts_give_the_same_costs(tmp_path: Path, cumulative: bool):
+    counts = read_counts(_write(tmp_path / "c.csv", _rows(cumulative)))
+    assert counts.is_cumulative is cumulative and counts.rejects == [] and counts.n_rows == 12
+    assert _costs(counts) == {p: c for p, c in PLAYERS.items() if c}
+    # dee completed nothing but played: a player without costs
+    assert sorted(counts.players["baseline_player_id"].to_list()) == sorted(PLAYERS)
+    assert counts.n_levels == {"g1": 3}
+    assert counts.costs["evidence"].unique().to_list() == ["counts-file"]
+    assert not counts.costs["is_summary_sourced"].any()
+
+
+def test_an_incomplete_level_ignores_its_count_and_blocks_later_levels(tmp_path: Path):
+    text = ("game_id,level_index,player_id,cumulative_actions,completed\n"
+            "g1,1,a,10,TRUE\n"
+            "g1,2,a,99,False\n"      # count of an incomplete level: ignored
+            "g1,3,a,120,true\n"      # completed after an incomplete level: impossible
+            "g1,2,b,15,yes\n")       # level 1 of b is absent
+    counts = read_counts(_write(tmp_path / "c.csv", text))
+    assert _costs(counts) == {"a": [10]}
+    assert [(r.location, r.check) for r in counts.rejects] == [("line 4", "level_order"), ("line 5", "level_order")]
+    assert "level 2 is not completed (line 3)" in counts.rejects[0].reason
+    assert "level 1 is not in the file" in counts.rejects[1].reason
+
+
+def test_bad_rows_are_rejected_with_file_and_line_and_good_rows_kept(tmp_path: Path):
+    path = _write(tmp_path / "bad.csv", (
+        "game_id,level_index,player_id,cumulative_actions,completed\n"
+        "g1,1,a,10,true\n"
+        "g1,2,a,25,true\n"
+        "g1,1,b,7,true\n"
+        "g1,2,b,5,true\n"          # 5: cumulative below level 1's 7
+        "g1,3,b,9,true\n"          # after a rejected level
+        "g1,1,c,x,true\n"
+        "g1,1,d,12,maybe\n"
+        ",1,e,3,true\n"
+        "g1,0,f,3,true\n"
+        "g1,1,a,11,true\n"         # a's level 1 again
+        "g1,1,g,3\n"
+        "\n"
+        "g2,1,h,-4,true\n"))
+    counts = read_counts(path)
+    got = [(r.location, r.check) for r in counts.rejects]
+    assert got == [("line 5", "cumulative_decreasing"), ("line 6", "level_order"), ("line 7", "bad_count"),
+                   ("line 8", "bad_completed"), ("line 9", "missing_value"), ("line 10", "bad_level_index"),
+                   ("line 11", "duplicate_level"), ("line 12", "wrong_field_count"), ("line 14", "bad_count")]
+    assert all(r.reason.startswith(f"{path}:{r.location.split()[1]}: ") for r in counts.rejects)
+    assert "already given on line 2" in counts.rejects[6].reason
+    assert _costs(counts) == {"a": [10, 15], "b": [7]}
+    assert counts.n_rows == 12  # the blank line is no row
+
+
+@pytest.mark.parametrize(("header", "message"), [
+    ("game_id,level_index,player_id,completed", "needs a count column"),
+    ("game_id,level_index,player_id,actions,cumulative_actions,completed", "has both"),
+    ("game_id,player_id,actions,completed", "column level_index is missing"),
+    ("", "column game_id is missing"),
+])
+def test_a_header_without_the_needed_columns_refuses_the_file(tmp_path: Path, header: str, message: str):
+    with pytest.raises(CountsFileError, match=message):
+        read_counts(_write(tmp_path / "h.csv", header + "\n"))
