@@ -115,8 +115,10 @@ def open_executor(workers: int | None = None, scheduler: str | None = None, *,
     from distributed import Client, LocalCluster
 
     # Worker logs stay quiet: the caller reports every piece's error (and worker deaths end up there too).
+    # No dashboard; the scheduler's small HTTP server (health routes) on a free port rather than 8787.
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                            memory_limit=worker_memory_limit(workers), dashboard_address=None,
+                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                            silence_logs=logging.CRITICAL)
     try:
         client = Client(cluster, set_as_default=False)
