@@ -121,7 +121,8 @@ def open_executor(workers: int | None = None, scheduler: str | None = None, *,
                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                            silence_logs=logging.CRITICAL)
     try:
-        client = Client(cluster, set_as_default=False)
+        # Results come straight from the workers, not through the (in-process) scheduler.
+        client = Client(cluster, set_as_default=False, direct_to_workers=True)
         try:
             yield DaskExecutor(client, workers)
         finally:
