@@ -112,14 +112,18 @@ def open_executor(workers: int | None = None, scheduler: str | None = None, *,
         return
     import logging
 
+    import dask
     from distributed import Client, LocalCluster
 
     # Worker logs stay quiet: the caller reports every piece's error (and worker deaths end up there too).
     # No dashboard; the scheduler's small HTTP server (health routes) on a free port rather than 8787.
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           memory_limit=worker_memory_limit(workers), dashboard_address=None,
-                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                           silence_logs=logging.CRITICAL)
+    # Workers keep glibc's adaptive malloc trim threshold instead of Dask's 64 KiB: readers allocate and
+    # free a lot, and trimming that eagerly made a parallel ingest about 20 % slower on this machine.
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               memory_limit=worker_memory_limit(workers), dashboard_address=None,
+                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                               silence_logs=logging.CRITICAL)
     try:
         # Results come straight from the workers, not through the (in-process) scheduler.
         client = Client(cluster, set_as_default=False, direct_to_workers=True)
