@@ -20,21 +20,22 @@ logged grid (note Q3). Chaining by explicit task_number rather than by list posi
 feeding the wrong grid.
 
 Parallelism: participants are independent once their previous grids are known, so traces are replayed in
-chunks on a process pool (spawned workers: no DuckDB handle or progress-bar thread is forked). Rows are
-sorted by the primary key afterwards, so the table is identical for any number of workers.
+chunks on worker processes (pipeline.core.executor: a local Dask cluster or a remote one). Rows are sorted
+by the primary key afterwards, so the table is identical for any number of workers. A chunk whose replay
+raises gives its traces `not_replayable` rows saying so; the other chunks go on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from multiprocessing import get_context
+from functools import partial
 from typing import Any
 
 import polars as pl
 
 from engine.harc import ReplayResult, replay_trace
+from pipeline.core.executor import open_executor
 
 TABLE = "out_harc__trace_checks"
 KEY = ("release_generation", "participant_id", "task_id")
@@ -185,7 +186,19 @@ def _action_number(job: TraceJob, index: int | None) -> int | None:
 
 
 def _check_chunk(jobs: Sequence[TraceJob], strict: bool) -> list[dict[str, Any]]:
-    return [check_trace(job, strict=strict) for job in jobs]
+    rows = []
+    for job in jobs:
+        try:
+            rows.append(check_trace(job, strict=strict))
+        except Exception as err:  # an engine bug fails this trace only, not its chunk
+            rows.append(failed_row(job, err))
+    return rows
+
+
+def failed_row(job: TraceJob, error: BaseException) -> dict[str, Any]:
+    """The row of a trace whose replay raised (an engine bug) or kept killing its worker: not replayable."""
+    reason = f"replay failed: {type(error).__name__}: {error}"
+    return result_row(job, ReplayResult("not_replayable", len(job.rows), 0, reason=reason))
 
 
 def _chunks(jobs: Sequence[TraceJob], n_chunks: int) -> list[list[TraceJob]]:
@@ -205,23 +218,19 @@ def _chunks(jobs: Sequence[TraceJob], n_chunks: int) -> list[list[TraceJob]]:
 
 
 def check_traces(jobs: Sequence[TraceJob], *, strict: bool = False, workers: int = 1,
-                 progress: Progress | None = None) -> pl.DataFrame:
-    """Replay every job (serially, or on `workers` processes) and return out_harc__trace_checks rows sorted by
-    the primary key. The result does not depend on `workers`."""
+                 scheduler: str | None = None, progress: Progress | None = None) -> pl.DataFrame:
+    """Replay every job (serially, on `workers` local processes or on the Dask cluster at `scheduler`) and
+    return out_harc__trace_checks rows sorted by the primary key. The result does not depend on `workers`."""
     rows: list[dict[str, Any]] = []
-    if workers <= 1 or len(jobs) < 2:
-        items: Iterable[TraceJob] = progress(jobs, "replaying traces", len(jobs)) if progress else jobs
-        rows = [check_trace(job, strict=strict) for job in items]
-    else:
-        chunks = _chunks(jobs, workers * 8)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-            futures = [pool.submit(_check_chunk, chunk, strict) for chunk in chunks]
-            done: Iterator[Any] = as_completed(futures)
-            if progress:
-                done = iter(progress(done, f"replaying traces ({workers} workers, {len(chunks)} chunks)",
-                                     len(futures)))
-            for future in done:
-                rows.extend(future.result())
+    with open_executor(workers, scheduler, n_items=len(jobs)) as ex:
+        # One trace per piece in this process (a progress step per trace); chunks of several on workers. A
+        # chunk still fails as a whole when it kills worker after worker (out of memory).
+        chunks = [[job] for job in jobs] if ex.n_workers <= 1 else _chunks(jobs, ex.n_workers * 8)
+        description = ("replaying traces" if ex.n_workers <= 1 else
+                       f"replaying traces ({ex.n_workers} workers, {len(chunks)} chunks)")
+        for key, chunk_rows, error in ex.map_unordered(partial(_check_chunk, strict=strict), enumerate(chunks),
+                                                       progress=progress, description=description):
+            rows.extend(chunk_rows if error is None else [failed_row(job, error) for job in chunks[key]])
     return to_frame(rows)
 
 

@@ -11,17 +11,15 @@ Guarantees (CONVENTIONS.md, issue "Ingest"):
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
-import os
 import stat
-from collections import deque
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.executor import default_workers, open_executor
 from pipeline.core.manifest import sha256_file
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
@@ -317,41 +315,34 @@ def _write_file_failure(ws: Workspace, ctx: FileContext, fmt_name: str | None, c
 PARALLEL_MIN_BYTES = 256 * 1024 * 1024
 
 
-def default_workers() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+def _failed_piece(path: Path, run_id: str, error: BaseException) -> PreparedFile:
+    """A file whose reading raised (a reader bug) or killed its worker again and again: refused, run goes on."""
+    ctx = FileContext(path.resolve(), None, run_id, datetime.now(UTC))  # type: ignore[arg-type]
+    reason = f"reading the file failed: {type(error).__name__}: {error}"
+    return PreparedFile(ctx.path, ctx, failure=("rejected", "reader_error", reason, "file", None))
 
 
 def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None, progress=None,
-                 workers: int | None = None) -> IngestReport:
-    """Ingest files and folders. With several files, worker processes read and validate files while this
-    process writes them, one transaction per file, in input order (bounded look-ahead keeps memory flat)."""
+                 workers: int | None = None, scheduler: str | None = None) -> IngestReport:
+    """Ingest files and folders. With several files and workers (local processes, or the Dask cluster at
+    `scheduler`), the workers read and validate files while this process alone writes them, one transaction
+    per file, in input order (a look-ahead of one file per worker keeps memory flat)."""
     if fmt_name != "auto" and fmt_name not in FORMATS:
         raise ValueError(f"unknown format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")
     report = IngestReport()
     files = expand_paths(paths)
     known = frozenset(ws.read("SELECT file_id FROM raw_ingest__files")["file_id"].to_list())
-    options = dict(run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames, frames_dir=frames_dir,
-                   known_file_ids=known)
-    if workers is None:
-        # Worker processes pay a start-up cost (spawned, since forking a process that runs polars' and
-        # DuckDB's thread pools can deadlock): worth it for large inputs only.
+    prepare = partial(prepare_file, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
+                      frames_dir=frames_dir, known_file_ids=known)
+    if workers is None and scheduler is None:
+        # A local cluster costs seconds to start: worth it for large inputs only.
         total = sum(p.stat().st_size for p in files if p.is_file())
         workers = default_workers() if total >= PARALLEL_MIN_BYTES else 1
-    ordered = progress(files, "ingesting", len(files)) if progress else files
-    if workers <= 1 or len(files) <= 1:
-        for path in ordered:
-            report.files.append(commit_file(ws, prepare_file(path, **options)))
-        return report
-
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        pending: deque = deque()
-        it = iter(ordered)
-        for path in it:
-            pending.append(pool.submit(prepare_file, path, **options))
-            if len(pending) > workers:  # look ahead by one file per worker, no more
-                report.files.append(commit_file(ws, pending.popleft().result()))
-        while pending:
-            report.files.append(commit_file(ws, pending.popleft().result()))
+    with open_executor(workers, scheduler, n_items=len(files)) as ex:
+        for key, prepared, error in ex.map_ordered(prepare, enumerate(files), progress=progress,
+                                                   description="ingesting"):
+            if error is not None:
+                prepared = _failed_piece(files[key], run_id, error)
+            report.files.append(commit_file(ws, prepared))
     return report

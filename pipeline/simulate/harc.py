@@ -12,9 +12,9 @@ Entry point (the lead's ``arcstudy simulate`` calls it; no CLI wiring here)::
   ``StudyDesign``.
 - ``seed``: everything is a function of it; the same seed gives byte-identical files (also with workers).
 - ``generation``: ``"current"`` (OSF release), ``"2024"`` (original clean_* files) or ``"both"``.
-- ``workers``: processes for the participant simulation (default: 1 for up to 100 participants, else 2). They
-  are started with ``spawn``: a script calling this with workers > 1 needs the ``if __name__ == "__main__"``
-  guard (console scripts have it).
+- ``workers``: processes for the participant simulation (default: 1 for up to 100 participants, else 2): a
+  local Dask cluster (pipeline.core.executor) whose workers are started with ``spawn``, so a script calling
+  this with workers > 1 needs the ``if __name__ == "__main__"`` guard (console scripts have it).
 - ``overwrite``: replace an earlier simulation in ``out_dir`` (else a non-empty ``out_dir`` is an error).
 - ``arc_tgi``: also write the generated tasks as an ARC-TGI export CSV.
 
@@ -53,11 +53,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import multiprocessing
 import shutil
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -65,6 +63,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.executor import open_executor
 from pipeline.ingest.harc import DATA_CURRENT, ERRORS_CURRENT, SUMMARY, SURVEY_TAIL
 from pipeline.simulate.arc_tasks import (
     FAMILIES,
@@ -353,19 +352,22 @@ def _simulate_chunk(args: tuple[int, list[ParticipantSpec], dict[str, GeneratedT
 
 
 def simulate_rows(specs: Sequence[ParticipantSpec], tasks: Sequence[GeneratedTask], seed: int,
-                  workers: int = 1) -> pl.DataFrame:
-    """All participants' data.csv rows, in participant order (identical for any number of workers)."""
+                  workers: int = 1, scheduler: str | None = None) -> pl.DataFrame:
+    """All participants' data.csv rows, in participant order (identical for any number of workers, local or
+    on the Dask cluster at `scheduler`)."""
     by_id = {t.task_id: t for t in tasks}
     difficulty = {t.task_id: _task_difficulty(seed, t) for t in tasks}
-    n_chunks = max(1, min(len(specs), workers * 8))
-    chunks = [list(specs[i::n_chunks]) for i in range(n_chunks)] if workers > 1 else [list(specs)]
-    jobs = [(seed, chunk, {tid: by_id[tid] for s in chunk for tid in s.task_ids},
-             {tid: difficulty[tid] for s in chunk for tid in s.task_ids}) for chunk in chunks]
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            frames = list(pool.map(_simulate_chunk, jobs))
-    else:
-        frames = [_simulate_chunk(job) for job in jobs]
+    by_chunk: dict[int, pl.DataFrame] = {}
+    with open_executor(workers, scheduler, n_items=len(specs)) as ex:
+        n_chunks = min(len(specs), ex.n_workers * 8) if ex.n_workers > 1 else 1
+        chunks = [list(specs[i::n_chunks]) for i in range(n_chunks)]
+        jobs = [(seed, chunk, {tid: by_id[tid] for s in chunk for tid in s.task_ids},
+                 {tid: difficulty[tid] for s in chunk for tid in s.task_ids}) for chunk in chunks]
+        for key, frame, error in ex.map_unordered(_simulate_chunk, enumerate(jobs), description="simulating"):
+            if error is not None:  # a simulation is all or nothing: a bug here is the caller's to see
+                raise RuntimeError(f"simulating participant chunk {key} failed: {error}") from error
+            by_chunk[key] = frame
+    frames = [by_chunk[i] for i in range(len(jobs))]
     data = pl.concat(frames)
     order = {s.hashed_id: s.index for s in specs}
     # Participant order; within a participant the chunk already has task and event order.

@@ -183,6 +183,55 @@ def test_parallel_ingest_writes_exactly_what_sequential_ingest_writes(tmp_path: 
         assert seq.equals(par)
 
 
+def test_parallel_ingest_refuses_and_quarantines_exactly_what_sequential_ingest_does(tmp_path: Path):
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    for i, sample in enumerate(sorted((SHARED / "samples" / "arc-agi-3" / "toolkit").glob("*.jsonl"))[:4]):
+        (folder / f"{i}_{sample.name}").write_bytes(sample.read_bytes())
+    (folder / "4_damaged.jsonl").write_bytes(NOFRAMES.read_bytes() + b'{"not": "a step"\nnot json at all\n')
+    (folder / "5_notes.txt").write_text("free text that no reader claims\n")
+    results = {}
+    for workers in (1, 2):
+        with Workspace(tmp_path / f"db{workers}.duckdb") as ws:
+            report = ingest_paths(ws, [folder], run_id="p", workers=workers)
+            assert report.has_rejections
+            results[workers] = (
+                [(f.path.name, f.status, f.n_loaded, f.n_quarantined) for f in report.files],
+                ws.read("SELECT * EXCLUDE (frames_file) FROM core_arc3__steps ORDER BY file_id, line_number"),
+                ws.read("SELECT * FROM core_arc3__plays ORDER BY play_id"),
+                ws.read("SELECT * EXCLUDE (ingested_at) FROM raw_ingest__files ORDER BY file_path"),
+                ws.read("SELECT * FROM quarantine ORDER BY quarantine_id"),
+            )
+    files = {name: (status, n_quarantined) for name, status, _, n_quarantined in results[1][0]}
+    assert files["5_notes.txt"] == ("rejected", 1)
+    assert files["4_damaged.jsonl"][0] == "loaded" and files["4_damaged.jsonl"][1] >= 2
+    assert results[1][0] == results[2][0]
+    for seq, par in zip(results[1][1:], results[2][1:], strict=True):
+        assert seq.equals(par)
+
+
+def test_a_file_whose_reading_raises_is_refused_and_the_others_load(tmp_path: Path, monkeypatch):
+    from pipeline.ingest import runner
+
+    real = runner.prepare_file
+
+    def crash_on_the_copy(path: Path, **options):
+        if path.name == "crash.jsonl":
+            raise KeyError("a reader bug")
+        return real(path, **options)
+
+    monkeypatch.setattr(runner, "prepare_file", crash_on_the_copy)
+    crash = tmp_path / "crash.jsonl"
+    crash.write_bytes(NOFRAMES.read_bytes())
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        report = ingest_paths(ws, [crash, SAMPLE], run_id="a", workers=1)
+        assert [f.status for f in report.files] == ["rejected", "loaded"]
+        assert report.has_rejections and "KeyError" in report.files[0].message
+        refusal = ws.read("SELECT file_path, check_name, reason FROM quarantine").row(0, named=True)
+        assert refusal["file_path"] == str(crash.resolve()) and refusal["check_name"] == "reader_error"
+        assert ws.row_count("raw_ingest__files") == 1
+
+
 def test_identical_files_in_one_run_load_once(tmp_path: Path):
     copy = tmp_path / "same.jsonl"
     copy.write_bytes(NOFRAMES.read_bytes())

@@ -1,0 +1,116 @@
+"""Scale-out speed: the same ingest and H-ARC replay with 1..N workers, as speed-up and efficiency.
+
+1. `arcstudy simulate --scale <scale>` writes a synthetic study into a temporary folder (deterministic).
+2. For each worker count 1..N (serial at 1, a local Dask cluster from 2 on: pipeline.core.executor): a fresh
+   database, `ingest_paths` of the study's inputs (the demo's list: ARC-AGI-3 human recordings and study
+   manifest, H-ARC current release and tasks), then `run_trace_checks` (replay of every H-ARC trace). Wall clock includes starting and stopping the cluster:
+   that is what a user waits for. The tables written must be identical for every count (checked).
+3. Prints seconds, speed-up (time at 1 / time at n) and efficiency (speed-up / n) per stage, and as its
+   LAST line the speed-up of both stages together at the highest worker count.
+
+No assertion on time (the machines here are shared and noisy):
+
+    python benchmarks/scale_speed.py [--max-workers 2] [--scale demo] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+STAGES = ("ingest", "replay-harc")
+# Tables whose content must not depend on the worker count (columns that hold run times excluded; the
+# digest sorts the rows).
+DIGESTED = {
+    "core_arc3__steps": "SELECT * EXCLUDE (frames_file) FROM core_arc3__steps",
+    "core_arc3__plays": "SELECT * FROM core_arc3__plays",
+    "core_harc__actions": "SELECT * FROM core_harc__actions",
+    "raw_ingest__files": "SELECT file_path, file_id, n_records_loaded, n_records_quarantined FROM "
+                         "raw_ingest__files",
+    "quarantine": "SELECT * FROM quarantine",
+    "out_harc__trace_checks": "SELECT * FROM out_harc__trace_checks",
+}
+
+
+def simulate(data_dir: Path, scale: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", "simulate", "--scale", scale, "--seed", "0",
+                    "--out", str(data_dir), "--overwrite"], check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def inputs_of(data_dir: Path) -> list[Path]:
+    return [data_dir / "arc3" / "human", data_dir / "arc3" / "study.json", data_dir / "harc" / "current",
+            data_dir / "harc" / "tasks"]
+
+
+def run_once(db: Path, inputs: list[Path], workers: int) -> tuple[dict[str, float], dict[str, str]]:
+    from pipeline.core.workspace import Workspace
+    from pipeline.harc.build import run_trace_checks, table_digest
+    from pipeline.ingest import ingest_paths
+
+    times = {}
+    with Workspace(db) as ws:
+        t0 = time.perf_counter()
+        ingest_paths(ws, inputs, run_id="bench", workers=workers)
+        times["ingest"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        run_trace_checks(ws, workers=workers)
+        times["replay-harc"] = time.perf_counter() - t0
+        digests = {name: table_digest(ws.read(sql)) for name, sql in DIGESTED.items() if ws.has_table(name)}
+    return times, digests
+
+
+def main() -> None:
+    from pipeline.core.executor import default_workers
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--max-workers", type=int, default=max(2, default_workers()))
+    ap.add_argument("--scale", default="demo", help="arcstudy simulate --scale (demo, arc3, large)")
+    ap.add_argument("--study", type=Path, default=None, help="an already simulated study (skips simulating)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary study and databases")
+    args = ap.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="arcstudy-scale-"))
+    try:
+        data = args.study or root / "study"
+        if args.study is None:
+            print(f"simulate --scale {args.scale}: {simulate(data, args.scale):.1f} s -> {data}", flush=True)
+        inputs = inputs_of(data)
+        n_bytes = sum(f.stat().st_size for p in inputs for f in ([p] if p.is_file() else p.rglob("*"))
+                      if f.is_file())
+        print(f"inputs: {n_bytes / 1e6:.1f} MB; usable cores here: {default_workers()}")
+        results: dict[int, dict[str, float]] = {}
+        digests = {}
+        for n in range(1, args.max_workers + 1):
+            results[n], digests[n] = run_once(root / f"w{n}.duckdb", inputs, n)
+            print(f"  {n} worker(s): " + ", ".join(f"{s} {results[n][s]:.2f} s" for s in STAGES), flush=True)
+        differ = sorted({t for d in digests.values() for t in d if d[t] != digests[1].get(t)})
+        if differ:
+            raise SystemExit(f"tables differ between worker counts: {', '.join(differ)}")
+        print("tables identical for every worker count")
+        print(f"{'stage':<14}{'workers':>8}{'seconds':>10}{'speed-up':>10}{'efficiency':>12}")
+        for stage in (*STAGES, "total"):
+            for n, times in results.items():
+                t = sum(times.values()) if stage == "total" else times[stage]
+                base = sum(results[1].values()) if stage == "total" else results[1][stage]
+                print(f"{stage:<14}{n:>8}{t:>10.2f}{base / t:>9.2f}x{base / t / n:>11.0%}")
+        top = args.max_workers
+        stage_text = ", ".join(f"{s} {results[1][s] / results[top][s]:.2f}x" for s in STAGES)
+        print(f"speed-up at {top} workers: {sum(results[1].values()) / sum(results[top].values()):.2f}x "
+              f"({stage_text})")
+    finally:
+        if args.keep:
+            print(f"kept {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

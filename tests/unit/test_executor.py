@@ -1,0 +1,121 @@
+"""pipeline.core.executor: the serial and local-cluster forms give the same outcomes, errors stay per piece."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.core.executor import (
+    MIN_WORKER_MEMORY,
+    DaskExecutor,
+    SerialExecutor,
+    default_workers,
+    open_executor,
+    worker_memory_limit,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+# Pieces run in worker processes: module-level functions, importable there as tests.unit.test_executor.
+def square_or_fail(x: int) -> int:
+    if x % 7 == 3:
+        raise ValueError(f"no square for {x}")
+    return x * x
+
+
+def slow_first(x: int) -> int:
+    time.sleep(1.0 if x == 0 else 0.0)
+    return -x
+
+
+def recording_progress(log: list):
+    def progress(items, description, total):
+        log.append((description, total))
+        for item in items:
+            log.append("step")
+            yield item
+    return progress
+
+
+@pytest.fixture(scope="module")
+def local():
+    with open_executor(workers=2) as ex:
+        yield ex
+
+
+def test_one_worker_or_one_piece_runs_serially_without_importing_dask():
+    code = ("import sys\n"
+            "from pipeline.core.executor import open_executor, SerialExecutor\n"
+            "with open_executor(workers=1) as a, open_executor(workers=4, n_items=1) as b:\n"
+            "    assert isinstance(a, SerialExecutor) and isinstance(b, SerialExecutor)\n"
+            "    assert [o.value for o in a.map_unordered(abs, enumerate([-1, -2]))] == [1, 2]\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"
+
+
+def test_serial_and_local_forms_give_the_same_outcomes(local):
+    assert isinstance(local, DaskExecutor) and local.n_workers == 2
+    items = list(enumerate(range(20)))
+    serial = list(SerialExecutor().map_unordered(square_or_fail, items))
+    dask = list(local.map_unordered(square_or_fail, items))
+    assert [o.key for o in serial] == list(range(20))
+    assert sorted(o.key for o in dask) == list(range(20))  # each piece exactly once, in any order
+
+    def plain(outcomes):
+        return {o.key: (o.value, type(o.error).__name__ if o.error else None, str(o.error or ""))
+                for o in outcomes}
+
+    assert plain(dask) == plain(serial)
+    failed = {k for k, (_, kind, _) in plain(serial).items() if kind}
+    assert failed == {3, 10, 17}
+    assert plain(serial)[10] == (None, "ValueError", "no square for 10")
+    assert plain(serial)[4] == (16, None, "")
+
+
+def test_ordered_map_yields_in_input_order_even_when_the_first_piece_is_slowest(local):
+    items = [(f"k{i}", i) for i in range(6)]
+    for ex in (SerialExecutor(), local):
+        outcomes = list(ex.map_ordered(slow_first, items, look_ahead=2))
+        assert [o.key for o in outcomes] == [f"k{i}" for i in range(6)]
+        assert [o.value for o in outcomes] == [0, -1, -2, -3, -4, -5]
+
+
+def test_progress_hook_sees_every_outcome_once_with_the_total(local):
+    for ex in (SerialExecutor(), local):
+        log: list = []
+        outcomes = list(ex.map_unordered(square_or_fail, enumerate(range(5)), progress=recording_progress(log),
+                                         description="squaring"))
+        assert log == [("squaring", 5)] + ["step"] * 5
+        assert len(outcomes) == 5
+
+
+def test_progress_hook_works_with_the_console_tracker_in_plain_mode(local, capsys):
+    from pipeline.core.console import Output
+
+    output = Output()
+    output.set_plain(True)
+    outcomes = list(local.map_ordered(abs, enumerate(range(-30, 0)), progress=output.track, description="abs"))
+    assert [o.value for o in outcomes] == list(range(30, 0, -1))
+    err = capsys.readouterr().err
+    assert "abs: 30/30" in err
+
+
+def test_memory_limit_shares_the_machine_with_a_floor():
+    import psutil
+
+    total = psutil.virtual_memory().total
+    assert worker_memory_limit(2) == max(MIN_WORKER_MEMORY, total // 2)
+    assert worker_memory_limit(10_000) == min(total, MIN_WORKER_MEMORY)
+
+
+def test_default_workers_is_the_usable_cores():
+    assert default_workers() == len(os.sched_getaffinity(0))
