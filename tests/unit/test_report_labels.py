@@ -37,6 +37,7 @@ def test_card_file_names_are_slugs_of_the_labels_and_unique():
 def test_recording_stem():
     assert recording_stem("/data/agents/near-optimal") == "near-optimal"
     assert recording_stem("/runs/ft09-abc.noframes.jsonl") == "ft09-abc"
+    assert recording_stem("/data/agents/agent.v2") == "agent.v2"  # a folder keeps its whole name
 
 
 def test_audiences_of_files():

@@ -417,8 +417,8 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
                                caption="Share of players who completed each level, with "
                                        f"{config.solvability.confidence_level:.0%} Wilson intervals."))
     sections.append(Table("Completion rates by level", completion, name="calibration__level_completion",
-                          caption="conditional_completion_rate: completers of this level / completers of the "
-                                  "previous one; is_drop_off_level marks the game's largest fall."))
+                          caption="Conditional completion rate: completers of this level / completers of the "
+                                  "previous one; drop-off level marks the game's largest fall."))
 
     # -- durations -----------------------------------------------------------------------------------
     chart = durations_chart(attempts, config)
@@ -440,7 +440,7 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
                                caption="Optimal playthrough (state-graph explorer), best first run (fewest actions "
                                        f"of any participant) and the {rule} baseline (the paper's Figure 6)."))
     sections.append(Table("Reference points by level", points, name="calibration__level_reference_points",
-                          caption="best_minus_optimal is the cost of exploration and learning."))
+                          caption="Best - optimal is the cost of exploration and learning."))
 
     # -- baselines -----------------------------------------------------------------------------------
     chart = baseline_chart(comparison, games)

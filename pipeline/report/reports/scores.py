@@ -114,11 +114,16 @@ def card_labels(ctx: ReportContext, cards: list[str]) -> dict[str, str]:
     return out
 
 
+RECORDING_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
+
+
 def recording_stem(path: str) -> str:
     """An agent's folder name, or a recording file's name without its extensions (`run1.noframes.jsonl` ->
     `run1`)."""
     name = Path(path).name
-    return name.split(".", 1)[0] or name
+    if name.endswith(RECORDING_SUFFIXES):
+        return name.split(".", 1)[0] or name
+    return name
 
 
 def card_file_names(labels: dict[str, str]) -> dict[str, str]:
@@ -202,11 +207,12 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
     status_counts = checks.group_by("verification_status").len().sort("verification_status")
     facts["replay verification"] = ", ".join(f"{n} {s}" for s, n in status_counts.iter_rows()) or "no checks"
     sections.append(Facts("Scores at a glance", facts))
-    chosen_totals = totals.filter(pl.col("policy_id") == chosen).sort("total_score", descending=True, nulls_last=True)
-    best = chosen_totals.row(0, named=True) if chosen_totals.height else None
+    chosen_totals = totals.filter((pl.col("policy_id") == chosen) & pl.col("total_score").is_not_null())
+    best = chosen_totals["total_score"].max() if chosen_totals.height else None
+    leaders = chosen_totals.filter(pl.col("total_score") == best)["scorecard"].to_list()
     n_verified = checks.filter(pl.col("verification_status") == "verified").height
     headline = {"agents scored": len(cards), "policy": chosen,
-                "best score": f"{best['total_score']:.1f} % ({best['scorecard']})" if best else None,
+                "best score": f"{best:.1f} % ({', '.join(leaders)})" if best is not None else None,
                 "runs verified": f"{n_verified} of {checks.height}"}
 
     excluded = checks.filter(pl.col("is_score_excluded"))
