@@ -209,7 +209,7 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
     sections.append(Facts("Scores at a glance", facts))
     chosen_totals = totals.filter((pl.col("policy_id") == chosen) & pl.col("total_score").is_not_null())
     best = chosen_totals["total_score"].max() if chosen_totals.height else None
-    leaders = chosen_totals.filter(pl.col("total_score") == best)["scorecard"].to_list()
+    leaders = chosen_totals.filter(pl.col("total_score") == best)["scorecard"].to_list() if best is not None else []
     n_verified = checks.filter(pl.col("verification_status") == "verified").height
     headline = {"agents scored": len(cards), "policy": chosen,
                 "best score": f"{best:.1f} % ({', '.join(leaders)})" if best is not None else None,
