@@ -79,7 +79,11 @@ FIELDS: list[Field] = [
           nullable=True, ge=0),
     Field("n_action_rows", pl.Int64, "event rows (tutorial rows excluded)", ge=0),
     Field("n_tasks", pl.Int64, "distinct tasks", ge=0),
-    Field("n_participants", pl.Int64, "distinct participants counted (the denominator)", ge=0),
+    Field("n_participants", pl.Int64, "distinct participants counted: per task (or task position), those who finished it (the "
+          "denominator of solve_rate); per split, everyone with a non-tutorial event, finished or not", ge=0),
+    Field("n_participants_finished", pl.Int64,
+          "participants who finished at least one task: the denominator of share_participants_all_solved, "
+          "share_participants_none_solved and mean_participant_solve_share", ge=0),
     Field("n_participant_tasks", pl.Int64, "participant x task pairs counted", ge=0),
     Field("n_task_attempts", pl.Int64,
           "participant x task x attempt rows as the authors' get_summary derives them (the paper's "
@@ -308,7 +312,7 @@ TABLES: list[Table] = [
                     "tasks.",
         columns=("release_generation", "task_split", "max_attempts", "n_tasks", "mean_task_accuracy",
                  "n_tasks_solved_by_any", "n_tasks_solved_by_all", "n_tasks_solved_by_none", "n_participants",
-                 "share_participants_all_solved", "share_participants_none_solved",
+                 "n_participants_finished", "share_participants_all_solved", "share_participants_none_solved",
                  "mean_participant_solve_share"),
         primary_key=("release_generation", "task_split", "max_attempts"),
     ),

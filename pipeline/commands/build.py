@@ -4,7 +4,6 @@ they hold (shown, written as metadata.json, compared with published ones)."""
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -36,6 +35,7 @@ def default_out_dir(db_path: Path) -> Path:
 
 
 def build_command(
+    ctx: typer.Context,
     db: DbOption = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="TOML file overriding keys of the default "
                                                      "configuration (pipeline/core/defaults.toml).", exists=True,
@@ -72,7 +72,7 @@ def build_command(
     if dry_run and not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` first, or pass --db)")
     out_dir = out_dir or default_out_dir(db_path)
-    command = command_line("build")
+    command = command_line(ctx)
     with open_workspace(db_path, read_only=dry_run, lock_timeout_s=lock_timeout) as ws:
         try:
             report = build(ws, config, out_dir=out_dir, dry_run=dry_run, force=force, figures=not no_figures,
@@ -135,6 +135,7 @@ def _print_summaries(ws, report) -> None:
 
 
 def baselines_command(
+    ctx: typer.Context,
     rule: Annotated[str, typer.Option("--rule", help=f"Baseline rule: {', '.join(BASELINE_RULES)} (default: "
                                       "baselines.rule of the configuration, upper-median).",
                                       show_default=False)] = "",
@@ -184,7 +185,7 @@ def baselines_command(
         raise fail(f"unknown rule {rule!r}; one of {', '.join(BASELINE_RULES)}", EXIT_USAGE)
     if write and (compare is None or not compare.is_dir()):
         raise fail("--write writes into the metadata.json files of a folder: give it with --compare DIR", EXIT_USAGE)
-    manifest = RunManifest(command="arcstudy baselines " + " ".join(sys.argv[2:]),
+    manifest = RunManifest(command=command_line(ctx),
                            config={"rule": rule, "compare": str(compare) if compare else None,
                                    "from_counts": str(from_counts) if from_counts else None,
                                    "write_metadata": str(write_metadata) if write_metadata else None})

@@ -6,9 +6,10 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 completed with rejected input (see the `qu
 
 from __future__ import annotations
 
-import sys
+import shlex
+from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -44,6 +45,38 @@ def run_manifest_dir(db_path: Path) -> Path:
     return db_path.parent / (db_path.stem + ".runs")
 
 
-def command_line(name: str) -> str:
-    """The command as typed, for run manifests: `arcstudy <name> <its arguments>`."""
-    return f"arcstudy {name} " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else f"arcstudy {name}"
+def command_line(ctx: typer.Context) -> str:
+    """The verb being run and the arguments it was given, for run manifests: `arcstudy <verb> <arguments>`.
+
+    Rebuilt from the verb's own context (take `ctx: typer.Context` in the command) rather than sys.argv, so a verb
+    run in-process by another one (each step of `arcstudy demo`) records its own command line, not the outer one.
+    Only parameters given on the command line are written (defaults and environment values were not typed);
+    values are shell-quoted. Parameters are read by their public attributes: typer may bring its own click."""
+    words = ["arcstudy", ctx.info_name or ctx.command.name or "?"]
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name) if param.name else None
+        if getattr(source, "name", None) != "COMMANDLINE":
+            continue
+        words += _param_words(param, ctx.params.get(param.name))
+    return shlex.join(words)
+
+
+def _param_words(param: Any, value: Any) -> list[str]:
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if param.param_type_name == "argument":
+        return [_word(v) for v in values if v is not None]
+    if param.count:
+        return [param.opts[0]] * int(value or 0)
+    if param.is_flag:
+        if not value:
+            return param.secondary_opts[:1]
+        return param.opts[:1]
+    return [word for v in values if v is not None for word in (param.opts[0], _word(v))]
+
+
+def _word(value: Any) -> str:
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

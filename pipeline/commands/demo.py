@@ -10,11 +10,15 @@ commands do); the demo adds only the order, the paths and a closing summary. Ste
 5. score the simulated agents under every policy, replay-verifying each run through the engine;
 6. replay every H-ARC trace and run the paper's analyses;
 7. write the calibration, scores and H-ARC reports and reports/demo/index.html linking everything.
+
+Each figure has one home: the reports draw them (figures/<report>/), so the steps before them run with
+--no-figures instead of writing the same charts into demo.build/figures, harc/figures and scores/<agent>/figures.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import time
 from collections.abc import Callable
@@ -26,7 +30,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_ERROR
+from .common import EXIT_ERROR, command_line
 
 if TYPE_CHECKING:
     import click  # typer's command classes
@@ -82,7 +86,7 @@ def demo_steps(data_dir: Path, out_dir: Path, games_dir: Path) -> list[DemoStep]
               data_dir / "harc" / "tasks"]
     steps += [
         DemoStep("ingest recordings, sessions and H-ARC files", ["ingest", *map(str, inputs), "--db", str(db)]),
-        DemoStep("build the analysis tables", ["build", "--db", str(db)]),
+        DemoStep("build the analysis tables", ["build", "--db", str(db), "--no-figures"]),
         DemoStep("recompute baselines and compare with the games' metadata",
                  ["baselines", "--db", str(db), "--compare", str(games_dir), "--out",
                   str(out_dir / "baselines.csv")]),
@@ -91,10 +95,11 @@ def demo_steps(data_dir: Path, out_dir: Path, games_dir: Path) -> list[DemoStep]
     for agent_dir in sorted(p for p in (data_dir / "arc3" / "agents").iterdir() if p.is_dir()):
         steps.append(DemoStep(f"score agent '{agent_dir.name}' under every policy, replay-verified",
                               ["score", str(agent_dir), "--policy", "all", "--games", str(games_dir),
-                               "--db", str(db), "--out", str(out_dir / "scores" / agent_dir.name)]))
+                               "--db", str(db), "--out", str(out_dir / "scores" / agent_dir.name), "--no-figures"]))
     steps += [
         DemoStep("replay every H-ARC trace", ["replay-harc", "--db", str(db)]),
-        DemoStep("run the H-ARC paper's analyses", ["harc-analyses", "--db", str(db), "--out", str(out_dir / "harc")]),
+        DemoStep("run the H-ARC paper's analyses", ["harc-analyses", "--db", str(db), "--out", str(out_dir / "harc"),
+                                                     "--no-figures"]),
         DemoStep("write the reports",
                  ["report", "all", "--db", str(db), "--out", str(out_dir), "--ground-truth",
                   str(data_dir / "ground_truth" / "arc3_participants.csv")]),
@@ -142,29 +147,19 @@ class DemoFailed(RuntimeError):
         self.step = step
 
 
-def write_index(out_dir: Path, steps: list[DemoStep]) -> Path:
-    """reports/demo/index.html: every report, table and figure the demo produced, grouped by step."""
+def write_index(out_dir: Path, steps: list[DemoStep], command: str = "arcstudy demo") -> Path:
+    """reports/demo/index.html: the reports by audience with their headline numbers, and every figure, table,
+    scorecard and manifest the demo produced under the audience it serves (pipeline.report.reports.index)."""
     from pipeline.core.manifest import RunManifest
-    from pipeline.report.html import Link, render_index
+    from pipeline.report.reports import write_index as write_reports_index
 
-    groups = [("Reports", ["*.html"]), ("Figures", ["**/*.png"]), ("Tables", ["**/*.csv", "**/*.parquet"]),
-              ("Scorecards and manifests", ["**/*.json"])]
-    links: list[Link] = []
-    seen: set[Path] = set()
-    for group, patterns in groups:
-        for pattern in patterns:
-            for path in sorted(out_dir.glob(pattern)):
-                if path.name == "index.html" or path in seen or "screenshots" in path.parts:
-                    continue
-                seen.add(path)
-                links.append(Link(str(path.relative_to(out_dir)), path, group=group))
-    manifest = RunManifest(command="arcstudy demo", config={"out": str(out_dir)})
-    manifest.notes["steps"] = [{"step": s.name, "command": "arcstudy " + " ".join(s.args),
+    manifest = RunManifest(command=command, config={"out": str(out_dir)})
+    manifest.notes["steps"] = [{"step": s.name, "command": shlex.join(["arcstudy", *s.args]),
                                 "seconds": round(s.seconds, 1), "exit_code": s.exit_code} for s in steps]
     manifest.finish(0)
-    intro = ("What `arcstudy demo` produced from the simulated demo study: the three reports first, then every "
-             "figure, table and scorecard. Steps: " + "; ".join(f"{s.name} ({s.seconds:.0f} s)" for s in steps) + ".")
-    return render_index("arcstudy demo", links, manifest, out_dir / "index.html", intro=intro)
+    intro = ("What `arcstudy demo` produced from the simulated demo study, by who would read it. Steps: "
+             + "; ".join(f"{s.name} ({s.seconds:.0f} s)" for s in steps) + ".")
+    return write_reports_index(out_dir, title="arcstudy demo", intro=intro, manifest=manifest)
 
 
 def demo_command(
@@ -186,7 +181,7 @@ def demo_command(
     except DemoFailed as err:
         out.error(str(err))
         raise typer.Exit(EXIT_ERROR) from err
-    index = write_index(out_dir, steps)
+    index = write_index(out_dir, steps, command_line(ctx))
     out.console.rule("done" if out.plain else "[bold green]done[/]")
     for s in steps:
         out.console.print(f"{s.seconds:6.1f} s  {s.name}")

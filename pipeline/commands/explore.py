@@ -9,13 +9,14 @@ from typing import Annotated
 
 import typer
 
-from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, command_line
 
 CLICK_RULE_NAMES = ("objects", "cells", "pixels", "engine")  # graph.CLICK_RULES, without importing the engine here
 IDENTITY_NAMES = ("frame", "engine")
 
 
 def explore_command(
+    ctx: typer.Context,
     game: Annotated[str, typer.Argument(help="Game id (pv63-1a2b3c4d) or code (pv63: latest version).")],
     level: Annotated[list[int] | None, typer.Option("--level", "-l", help="Level number, 1-based (repeatable); "
                                                     "default: every level.")] = None,
@@ -62,7 +63,7 @@ def explore_command(
         rows, written = run_explore(game, levels=level, environments=environments, max_nodes=max_nodes,
                                     max_seconds=max_seconds, click_rule=click_rule, budget=budget,
                                     include_undo=include_undo, identity=identity, out_dir=out_dir,
-                                    figures=not no_figure, command="arcstudy explore " + " ".join(sys.argv[2:]),
+                                    figures=not no_figure, command=command_line(ctx),
                                     progress=not json_out)
     except LevelRangeError as err:
         out.error(str(err))

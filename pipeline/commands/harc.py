@@ -40,6 +40,7 @@ ReleaseOption = Annotated[str | None, typer.Option("--release", help="H-ARC rele
 
 
 def replay_harc_command(
+    ctx: typer.Context,
     db: DbOption = None,
     only_task: Annotated[str | None, typer.Option("--only-task", help="Replay only this task's traces (task id "
                                                   "without .json) and replace only its rows.",
@@ -71,7 +72,7 @@ def replay_harc_command(
     with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         try:
             report = run_trace_checks(ws, only_task=only_task, workers=workers, strict=strict_replay,
-                                      command=command_line("replay-harc"), progress=out.track,
+                                      command=command_line(ctx), progress=out.track,
                                       manifest_dir=run_manifest_dir(db_path))
         except (HarcError, WorkspaceError) as err:
             raise fail(str(err)) from err
@@ -115,6 +116,7 @@ def default_out_dir(db_path: Path) -> Path:
 
 
 def harc_analyses_command(
+    ctx: typer.Context,
     db: DbOption = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for figures/ and manifest.json (default: "
                                                  "<db>.harc/ beside the database).", file_okay=False,
@@ -159,7 +161,7 @@ def harc_analyses_command(
         try:
             report = run_analyses(ws, release=release, seed=seed, n_simulations=simulations,
                                   thinking_threshold_s=thinking_threshold, out_dir=out_dir,
-                                  figures=not no_figures, command=command_line("harc-analyses"), progress=out.track)
+                                  figures=not no_figures, command=command_line(ctx), progress=out.track)
         except (HarcError, WorkspaceError) as err:
             raise fail(str(err)) from err
     _print_analyses(report)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +11,16 @@ from rich.table import Table as RichTable
 from pipeline.core.console import out
 from pipeline.core.workspace import default_db_path
 
-from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, DbOption, fail, open_workspace, run_manifest_dir
+from .common import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    DbOption,
+    command_line,
+    fail,
+    open_workspace,
+    run_manifest_dir,
+)
 
 
 def _format_choices() -> list[str]:
@@ -22,6 +30,7 @@ def _format_choices() -> list[str]:
 
 
 def ingest_command(
+    ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(help="Files or directories (searched recursively).",
                                                 exists=True, show_default=False)],
     db: DbOption = None,
@@ -54,7 +63,7 @@ def ingest_command(
         raise fail(f"unknown format {fmt!r}; one of: {', '.join(_format_choices())}", EXIT_USAGE)
     db_path = db or default_db_path()
     frames_dir = frames_dir or db_path.parent / (db_path.stem + ".frames")
-    manifest = RunManifest(command="arcstudy ingest " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "ingest",
+    manifest = RunManifest(command=command_line(ctx),
                            config={"format": fmt, "force": force, "keep_frames": keep_frames,
                                    "frames_dir": str(frames_dir), "db": str(db_path)})
     files = expand_paths(paths)

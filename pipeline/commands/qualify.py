@@ -9,10 +9,11 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, command_line
 
 
 def qualify_command(
+    ctx: typer.Context,
     game: Annotated[str, typer.Argument(help="Game id or code, or `all` for every game under --environments.")],
     regime: Annotated[str, typer.Option("--regime", help="quick (tests), standard (paper regime 1: 50,000 random "
                                         "steps) or full (1,000,000 steps).")] = "standard",
@@ -66,7 +67,7 @@ def qualify_command(
                 out.info(f"{info.game_id}: {message}")
         report, written = qualify_game(info, regime, seed=seed, tutorial_levels=tutorial_levels,
                                        out_dir=out_dir, recordings=recording, progress=progress,
-                                       command="arcstudy qualify " + " ".join(sys.argv[2:]))
+                                       command=command_line(ctx))
         reports.append(report)
         if written and not json_out:
             out.info(f"wrote {', '.join(str(p) for p in written)}")

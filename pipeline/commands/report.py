@@ -63,7 +63,8 @@ def report_command(
 
     Writes under --out: <report>.html (self-contained: figures embedded, no network needed to open it),
     <report>.manifest.json (inputs with sha256, policy ids, versions), <report>__<table>.csv and .parquet for
-    every table shown, and figures/<report>/<name>.png, .svg, .vl.json.
+    every table shown, figures/<report>/<name>.png, .svg, .vl.json, and index.html: the reports of the folder
+    grouped by audience (analysts, organizers, researchers) with their headline numbers.
 
     Exit codes: 0 written, 1 error (database missing or unreadable), 2 usage (unknown policy, unusable
     --ground-truth file).
@@ -94,4 +95,5 @@ def report_command(
     for name, path in written.items():
         out.console.print(f"{name}: {path} ({path.stat().st_size:,} bytes; manifest "
                           f"{path.with_name(path.stem + '.manifest.json').name})")
+    out.console.print(f"index: {out_path / 'index.html'}")
     raise typer.Exit(EXIT_OK)

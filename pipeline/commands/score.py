@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +18,7 @@ from .common import (
     EXIT_USAGE,
     DbOption,
     LockTimeoutOption,
+    command_line,
     fail,
     open_workspace,
 )
@@ -50,6 +50,7 @@ def expand_recordings(paths: list[Path]) -> list[Path]:
 
 
 def score_command(
+    ctx: typer.Context,
     recordings: Annotated[list[Path] | None, typer.Argument(
         help="Recording files (JSONL) or folders searched for *.jsonl. Without any, the plays already in the "
              "database are scored.", exists=True, show_default=False)] = None,
@@ -132,7 +133,7 @@ def score_command(
         raise fail(f"database {db_path} does not exist: give recordings to score, or run `arcstudy ingest` "
                        "first (or pass --db)")
     game_dirs = [*(games or []), default_environments_dir()]
-    command = " ".join(["arcstudy", *sys.argv[1:]])
+    command = command_line(ctx)
     manifest = RunManifest(command=command, policy_ids=[p.policy_id for p in policies], config={
         "recordings": [str(p) for p in recordings or []], "policy": policy, "baselines": str(baselines)
         if baselines else None, "games": [str(g) for g in games or []], "trust_recordings": trust_recordings,

@@ -129,8 +129,10 @@ def participant_accuracy(outcomes: pl.DataFrame, people: pl.DataFrame) -> pl.Dat
 
 
 def split_accuracy(task_acc: pl.DataFrame, participant_acc: pl.DataFrame) -> pl.DataFrame:
-    """Per split and k: task-averaged accuracy, tasks solved by any / all / none; among participants who
-    finished at least one task, the share who solved all / none, and the mean per-participant share."""
+    """Per split and k: task-averaged accuracy, tasks solved by any / all / none; the split's participants
+    (everyone with a non-tutorial event, as Table 2 counts them, so a participant who withdrew during a first
+    task is counted); among those who finished at least one task (n_participants_finished), the share who solved
+    all / none, and the mean per-participant share."""
     tasks = task_acc.group_by("task_split", "max_attempts").agg(
         pl.len().alias("n_tasks"),
         pl.col("solve_rate").mean().alias("mean_task_accuracy"),
@@ -138,15 +140,19 @@ def split_accuracy(task_acc: pl.DataFrame, participant_acc: pl.DataFrame) -> pl.
         (pl.col("n_solvers") == pl.col("n_participants")).sum().alias("n_tasks_solved_by_all"),
         (pl.col("n_solvers") == 0).sum().alias("n_tasks_solved_by_none"),
     )
-    people = participant_acc.filter(pl.col("n_tasks_finished") > 0).group_by("task_split", "max_attempts").agg(
+    finished = pl.col("n_tasks_finished") > 0
+    people = participant_acc.group_by("task_split", "max_attempts").agg(
         pl.len().alias("n_participants"),
-        (pl.col("n_tasks_solved") == pl.col("n_tasks_finished")).mean().alias("share_participants_all_solved"),
-        (pl.col("n_tasks_solved") == 0).mean().alias("share_participants_none_solved"),
-        pl.col("solve_share").mean().alias("mean_participant_solve_share"),
+        finished.sum().alias("n_participants_finished"),
+        (pl.col("n_tasks_solved") == pl.col("n_tasks_finished")).filter(finished).mean()
+        .alias("share_participants_all_solved"),
+        (pl.col("n_tasks_solved") == 0).filter(finished).mean().alias("share_participants_none_solved"),
+        pl.col("solve_share").filter(finished).mean().alias("mean_participant_solve_share"),
     )
     return (tasks.join(people, on=["task_split", "max_attempts"], how="full", coalesce=True)
             .with_columns(pl.col("n_tasks", "n_tasks_solved_by_any", "n_tasks_solved_by_all",
-                                 "n_tasks_solved_by_none", "n_participants").fill_null(0).cast(pl.Int64))
+                                 "n_tasks_solved_by_none", "n_participants", "n_participants_finished")
+                          .fill_null(0).cast(pl.Int64))
             .sort("task_split", "max_attempts"))
 
 

@@ -438,6 +438,10 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     t0 = time.perf_counter()
     with ws.transaction() as con:
         for name in ANALYSIS_TABLES:
+            # A derived table written by an older arcstudy with other columns is rebuilt (the rows of other
+            # releases come back when their analyses run again; the traces are untouched).
+            if ws.has_table(name) and tuple(ws.read(f"SELECT * FROM {name} LIMIT 0").columns) != TABLES[name].columns:
+                ws.recreate_table(name, con=con)
             con.execute(f"DELETE FROM {name} WHERE release_generation = ?", [release])
             ws.insert_frame(name, tables[name], con=con)
     timings["write"] = time.perf_counter() - t0

@@ -16,7 +16,9 @@ table's CSV and Parquet export (`write_table_exports`), and each figure's Vega-L
 `pipeline.core.figures.save_figure`. No script, font or style is fetched from the network.
 
 Text is always escaped: prose is plain text (blank lines separate paragraphs; no HTML or Markdown is
-interpreted), table cells and fact values are formatted and escaped. The run manifest (inputs with sha256,
+interpreted), table cells and fact values are formatted and escaped. Table headers are labels for people
+(`column_label`: `median_duration_min` -> "median duration (min)", or a report's own `labels`), with the
+column's description from schemas/ as a tooltip; the exports keep the column names. The run manifest (inputs with sha256,
 policy ids, versions, configuration) closes every report and index page.
 """
 
@@ -50,6 +52,7 @@ __all__ = [
     "write_table_exports",
     "template_environment",
     "slugify",
+    "column_label",
     "format_value",
     "manifest_context",
 ]
@@ -90,7 +93,7 @@ class Figure:
 class Table:
     """A polars DataFrame shown as an HTML table (first `max_rows` rows) and, with `export`, written beside the
     report as `<name>.csv` and `<name>.parquet` (every row) and linked. Floats show `float_digits` significant
-    digits; the exports keep full precision."""
+    digits; the exports keep full precision. Headers show `labels[column]` when given, else `column_label`."""
 
     title: str
     df: pl.DataFrame
@@ -99,6 +102,7 @@ class Table:
     export: bool = True
     max_rows: int = 200
     float_digits: int = 4
+    labels: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -127,12 +131,15 @@ Section = Prose | Figure | Table | Facts | Callout
 
 @dataclass(frozen=True)
 class Link:
-    """One entry of an index page."""
+    """One entry of an index page: a report (with the question it answers as `description` and its headline
+    numbers as `facts`), or, with `folded`, one of the group's files, listed in a folded list under it."""
 
     title: str
     href: Path | str
     description: str = ""
     group: str = ""
+    facts: Sequence[tuple[str, Any]] = ()
+    folded: bool = False
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -164,6 +171,37 @@ def _unique(slug: str, used: set[str]) -> str:
         candidate, n = f"{slug}-{n}", n + 1
     used.add(candidate)
     return candidate
+
+
+# Words of column names written differently in a header, and name endings that are units.
+_HEADER_WORDS = {"id": "ID", "ci": "CI", "sd": "SD", "llm": "LLM", "gee": "GEE", "sha256": "SHA-256",
+                 "p025": "2.5th percentile", "p975": "97.5th percentile", "p25": "25th percentile",
+                 "p75": "75th percentile"}
+_UNIT_SUFFIXES = (("_min", "min"), ("_ms", "ms"), ("_s", "s"), ("_pct", "%"), ("_percent", "%"))
+
+
+def column_label(name: str) -> tuple[str, str]:
+    """A header for a column name, as (label, unit): underscores become spaces, a leading `n_` (a count) and
+    `is_` (a flag) are dropped, a unit ending becomes the unit (`_s` seconds, `_min` minutes, `_pct` percent)
+    and rates, shares and accuracies are marked as fractions (0-1). The unit is "" when there is none."""
+    stem, unit = name, ""
+    for suffix, suffix_unit in _UNIT_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            stem, unit = name[: -len(suffix)], suffix_unit
+            break
+    words = [w for w in stem.split("_") if w]
+    if len(words) > 1 and (words[0] == "is" or (words[0] == "n" and not words[1].isdigit())):
+        words = words[1:]
+    if not unit and any(w in ("rate", "share", "accuracy") for w in words):
+        unit = "0–1"
+    return " ".join(_HEADER_WORDS.get(w, w) for w in words) or name, unit
+
+
+def _column_description(name: str) -> str:
+    from schemas import FIELDS  # the one place column meanings are written down
+
+    field = FIELDS.get(name)
+    return field.description if field is not None else ""
 
 
 def format_value(value: Any, float_digits: int = 4) -> str:
@@ -266,6 +304,8 @@ def _table_context(section: Table, base_dir: Path, manifest: Any, export_names: 
     shown = df.head(section.max_rows)
     numeric = {name for name, dtype in df.schema.items() if dtype.is_numeric()}
     rows = [[format_value(v, section.float_digits) for v in row] for row in shown.iter_rows()]
+    # long text (messages, details, paths) wraps in a bounded column instead of widening the table without end
+    wrap = {name for i, name in enumerate(df.columns) if any(len(row[i]) > 40 for row in rows)}
     links = []
     if section.export:
         name = section.name or slugify(section.title)
@@ -277,8 +317,15 @@ def _table_context(section: Table, base_dir: Path, manifest: Any, export_names: 
             links.append({"label": kind.upper(), "href": _relative(path, base_dir)})
             if manifest is not None and hasattr(manifest, "add_output"):
                 manifest.add_output(path)
+    labels = section.labels or {}
+    columns = []
+    for name in df.columns:
+        label, unit = (labels[name], "") if name in labels else column_label(name)
+        description = _column_description(name)
+        columns.append({"name": name, "label": label, "unit": unit, "numeric": name in numeric,
+                        "wrap": name in wrap, "title": f"{name}: {description}" if description else name})
     return {
-        "columns": [{"name": name, "dtype": str(dtype), "numeric": name in numeric} for name, dtype in df.schema.items()],
+        "columns": columns,
         "rows": rows,
         "n_rows": df.height,
         "n_shown": shown.height,
@@ -359,22 +406,32 @@ def render_report(title: str, sections: Sequence[Section], manifest: Any, out_pa
 
 
 def render_index(title: str, links: Sequence[Link | tuple], manifest: Any, out_path: Path | str, *,
-                 intro: str = "") -> Path:
+                 intro: str = "", group_notes: Mapping[str, str] | None = None) -> Path:
     """Write an index page linking reports, tables and figures (`Link`s or (title, href[, description[, group]])
-    tuples; hrefs are made relative to the page). Links are grouped by `group` in first-seen order."""
+    tuples; hrefs are made relative to the page). Links are grouped by `group` in first-seen order; a group's
+    `folded` links (its files) are listed in a folded list after its other entries. `group_notes`: a line under a
+    group's heading (e.g. who it is for)."""
     out = Path(out_path)
     base_dir = out.parent
     base_dir.mkdir(parents=True, exist_ok=True)
-    groups: dict[str, list[dict[str, str]]] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    used: set[str] = {"run-manifest"}
     for entry in links:
         link = entry if isinstance(entry, Link) else Link(*entry)
         href = str(link.href)
         if not re.match(r"^[a-z][a-z0-9+.-]*:", href):  # a local file: relative to the index page
             href = _relative(link.href, base_dir)
-        groups.setdefault(link.group, []).append({"title": link.title, "href": href,
-                                                  "description": link.description})
+        group = groups.get(link.group)
+        if group is None:
+            group = groups[link.group] = {
+                "title": link.group, "id": _unique(slugify(link.group), used) if link.group else "",
+                "note": (group_notes or {}).get(link.group, ""), "entries": [], "files": []}
+        group["files" if link.folded else "entries"].append({
+            "title": link.title, "href": href, "description": link.description,
+            "facts": [(str(k), format_value(v)) for k, v in link.facts]})
     html = template_environment().get_template("index.html.j2").render(
-        title=title, intro=Prose("", intro).paragraphs, groups=list(groups.items()),
+        title=title, intro=Prose("", intro).paragraphs, groups=list(groups.values()),
+        n_links=sum(len(g["entries"]) + len(g["files"]) for g in groups.values()),
         manifest=manifest_context(manifest), generated_at=_generated_at(manifest),
     )
     _write_atomic(out, html.encode("utf-8"))

@@ -67,3 +67,47 @@ def test_agents_are_replay_verified_and_ranked_sensibly(demo):
     # scores well; the random agent and the exploring agent pay for what they do not know.
     assert near > 80
     assert max(explorer, rand) < 50
+
+
+def test_each_figure_has_one_home(demo):
+    """The reports draw every figure (figures/<report>/); the steps before them do not draw the same charts into
+    demo.build/figures, harc/figures or scores/<agent>/figures."""
+    import hashlib
+
+    _, _, out = demo
+    pngs = sorted(out.rglob("*.png"))
+    assert pngs and all(p.relative_to(out).parts[0] == "figures" for p in pngs), pngs
+    digests = [hashlib.sha256(p.read_bytes()).hexdigest() for p in pngs]
+    assert len(set(digests)) == len(digests)
+    assert not [p for p in out.rglob("*") if "arcstudy-" in p.name]  # named after the agents, not the hash
+
+
+def test_each_step_records_the_command_it_ran(demo):
+    import json
+    import shlex
+
+    _, data, out = demo
+    for agent in ("random", "explorer", "near-optimal"):
+        command = json.loads((out / "scores" / agent / "manifest.json").read_text())["command"]
+        words = shlex.split(command)
+        assert words[:3] == ["arcstudy", "score", str(data / "arc3" / "agents" / agent)], command
+        assert words[words.index("--out") + 1] == str(out / "scores" / agent)
+    harc = json.loads((out / "harc" / "manifest.json").read_text())["command"]
+    assert shlex.split(harc)[:2] == ["arcstudy", "harc-analyses"]
+    manifests = [json.loads(p.read_text()) for p in out.rglob("*.json") if p.name.endswith("manifest.json")]
+    verbs = {shlex.split(m["command"])[1] for m in manifests}
+    assert {"ingest", "build", "baselines", "score", "harc-analyses", "report"} <= verbs  # never the demo's own
+    assert "demo" not in verbs
+
+
+def test_index_is_grouped_by_audience(demo):
+    _, _, out = demo
+    text = (out / "index.html").read_text()
+    sections = dict(re.findall(r'<section class="audience" id="([^"]+)">(.*?)</section>', text, re.S))
+    assert list(sections)[:3] == ["analysts-human-calibration", "organizers-scores-and-baselines",
+                                  "researchers-h-arc-and-traces"]
+    organizers = sections["organizers-scores-and-baselines"]
+    assert 'href="scores.html"' in organizers and 'href="baselines.csv"' in organizers
+    assert all(f'href="scores/{a}/scorecard__arc-agi-3_2026-04.json"' in organizers
+               for a in ("random", "explorer", "near-optimal"))
+    assert "<dt>agents scored</dt><dd>4</dd>" in organizers

@@ -184,3 +184,42 @@ def test_the_harness_sees_errors_and_network_requests(tmp_path: Path):
     assert any("undefinedFunction" in e for e in errors), errors
     assert any(e.startswith("network request: http://198.51.100.7/pixel.png") for e in errors), errors
     assert (tmp_path / "bad.png").stat().st_size > 0
+
+
+def test_wide_tables_scroll_inside_the_page_with_labelled_headers(tmp_path: Path):
+    """A table wider than the page scrolls in its own box (the page itself never scrolls sideways, nothing is
+    clipped); headers are labels with units and no dtype; long text wraps in a bounded column."""
+    wide = pl.DataFrame({f"measure_{i}_duration_s": [float(i), 2.5 * i] for i in range(24)}).with_columns(
+        pl.Series("replay_detail", ["step 3: state WIN recorded, NOT_FINISHED replayed " * 3, "ok"]),
+        pl.Series("is_included", [True, False]))
+    html = render_report("Wide", [Table("Wide table", wide, name="wide", labels={"is_included": "passes the bar"})],
+                         None, tmp_path / "wide.html")
+    text = html.read_text()
+    assert "Float64" not in text and "Boolean" not in text and 'class="dtype"' not in text
+    assert '>measure 3 duration <span class="unit">(s)</span></th>' in text
+    assert 'data-column="is_included" title="is_included: ' in text and ">passes the bar</th>" in text
+    assert text.count('<td class="wrap">') == 2  # the long text column, in every row
+    assert pl.read_parquet(tmp_path / "wide.parquet").columns == wide.columns  # exports keep the names
+    with open_page(html, wait_ms=100, width=900, height=700) as page:
+        box = "document.querySelector('.table-wrap')"
+        assert page.evaluate(f"{box}.scrollWidth > {box}.clientWidth") is True  # the table scrolls in its box
+        assert page.evaluate(f"getComputedStyle({box}).overflowX") == "auto"
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth") is True
+        last = "document.querySelector('table.data th:last-child')"
+        assert page.evaluate(f"{last}.getBoundingClientRect().width > 0") is True
+        assert page.errors == []
+
+
+def test_index_groups_entries_with_headline_numbers_and_folded_files(tmp_path: Path):
+    (tmp_path / "a.html").write_text("<!doctype html><title>a</title>")
+    (tmp_path / "a__t.csv").write_text("x\n1\n")
+    index = render_index("Index", [
+        Link("Report A", tmp_path / "a.html", "What does A answer?", "Readers of A", facts=[("players", 1500)]),
+        Link("a__t.csv", tmp_path / "a__t.csv", group="Readers of A", folded=True),
+    ], None, tmp_path / "index.html", group_notes={"Readers of A": "Who A is for."})
+    text = index.read_text()
+    section = re.search(r'<section class="audience" id="readers-of-a">(.*?)</section>', text, re.S).group(1)
+    assert "What does A answer?" in section and "Who A is for." in section
+    assert "<dt>players</dt><dd>1,500</dd>" in section
+    folded = re.search(r'<details class="files">(.*?)</details>', section, re.S).group(1)
+    assert 'href="a__t.csv"' in folded and 'href="a.html"' not in folded

@@ -10,6 +10,7 @@ are regenerated only on request:
 
 from __future__ import annotations
 
+import html
 import inspect
 import json
 import math
@@ -327,3 +328,95 @@ def test_a_run_that_did_not_verify_is_called_out(tmp_path: Path):
            "recorded, NOT_FINISHED replayed" in html
     checks = pl.read_parquet(tmp_path / "out" / "scores__replay_checks.parquet")
     assert checks["verification_status"].to_list() == ["divergent"]
+
+
+# --------------------------------------------------------------------------------------------------------
+# Readable reports: the index by audience, figure names, headers, one participant count
+# --------------------------------------------------------------------------------------------------------
+def _index_sections(text: str) -> dict[str, str]:
+    """The index page's audience sections: {section id: its HTML}."""
+    return dict(re.findall(r'<section class="audience" id="([^"]+)">(.*?)</section>', text, re.S))
+
+
+def _headline(section: str) -> dict[str, str]:
+    return dict(re.findall(r"<dt>([^<]+)</dt><dd>([^<]*)</dd>", section))
+
+
+def test_index_groups_the_reports_by_audience_with_headline_numbers(reports: Path, report_db):
+    from pipeline.report.reports.index import QUESTIONS
+
+    text = (reports / "index.html").read_text()
+    sections = _index_sections(text)
+    assert list(sections) == ["analysts-human-calibration", "organizers-scores-and-baselines",
+                              "researchers-h-arc-and-traces"]
+    for section_id, report in zip(sections, REPORTS, strict=True):
+        section = sections[section_id]
+        assert f'href="{report}.html"' in section and QUESTIONS[report].replace("'", "&#39;") in section
+        # the report's own files are listed under it, and only there
+        assert f'href="{report}__' in section
+        assert all(f'href="{other}__' not in section for other in REPORTS if other != report)
+
+    calibration = _headline(sections["analysts-human-calibration"])
+    attempts = read_db(report_db.db, "SELECT count(DISTINCT participant_id) AS n FROM out_arc3__attempts")
+    solv = read_db(report_db.db, "SELECT count(*) AS n, sum(n_levels) AS levels FROM out_arc3__game_solvability")
+    baselines = read_db(report_db.db, "SELECT count(*) AS n FROM out_arc3__level_baselines WHERE "
+                                      "baseline_rule = 'upper-median' AND baseline_value IS NOT NULL")
+    assert calibration["participants"] == format_value(attempts["n"][0])
+    assert calibration["games"] == format_value(solv["n"][0])
+    assert calibration["levels with a baseline"] == f"{baselines['n'][0]} of {solv['levels'][0]}"
+
+    scores = _headline(sections["organizers-scores-and-baselines"])
+    totals = pl.read_parquet(reports / "scores__totals.parquet").filter(pl.col("policy_id") == POLICIES[0])
+    best = totals["total_score"].max()
+    leaders = totals.filter(pl.col("total_score") == best)["scorecard"].to_list()
+    assert scores["agents scored"] == "3"
+    assert scores["best score"] == f"{best:.1f} % ({', '.join(leaders)})"
+
+    harc = _headline(sections["researchers-h-arc-and-traces"])
+    desc = read_db(report_db.db, "SELECT task_split, n_participants, n_task_attempts FROM out_harc__split_descriptives")
+    by_split = {r["task_split"]: r for r in desc.iter_rows(named=True)}
+    assert harc["participants"] == ", ".join(f"{by_split[s]['n_participants']:,} {s}"
+                                             for s in ("training", "evaluation") if s in by_split)
+    assert harc["attempts"] == ", ".join(f"{by_split[s]['n_task_attempts']:,} {s}"
+                                         for s in ("training", "evaluation") if s in by_split)
+    hrefs = [h for h in Page(text).hrefs if not h.startswith("#")]
+    assert all((reports / h).is_file() for h in hrefs)
+
+
+def test_score_figures_are_named_after_the_agents(reports: Path):
+    names = {p.name.split(".")[0] for p in (reports / "figures" / "scores").iterdir()}
+    assert names == {f"{kind}__{agent}" for agent in ("random", "near-optimal", "agents-repo")
+                     for kind in ("level_scores_heatmap__arc-agi-3_2026-04", "policy_sensitivity")} | {"score_vs_cost"}
+    assert not [p for p in reports.rglob("*arcstudy-*") if p.is_file()]
+
+
+def test_tables_have_labels_with_units_and_no_dtypes(reports: Path):
+    from schemas import FIELDS
+
+    text = (reports / "scores.html").read_text()
+    assert 'class="dtype"' not in text and not re.search(r"<th[^>]*>[^<]*(String|Int64|Float64|Boolean)", text)
+    header = re.search(r'<th class="num" scope="col" data-column="total_score" title="([^"]*)">([^<]*)</th>', text)
+    assert header and header.group(2) == "total score (%)"
+    game = re.search(r'<th scope="col" data-column="game_id" title="([^"]*)">([^<]*)</th>', text)
+    assert game and game.group(2) == "game ID" and html.unescape(game.group(1)) == f"game_id: {FIELDS['game_id'].description}"
+    calibration = (reports / "calibration.html").read_text()
+    assert re.search(r'data-column="median_duration_min"[^>]*>median duration <span class="unit">\(min\)</span>',
+                     calibration)
+    # the exports keep the column names
+    assert "total_score" in pl.read_parquet(reports / "scores__totals.parquet").columns
+
+
+def test_harc_counts_the_same_participants_everywhere(reports: Path):
+    """At a glance (Table 2) and the accuracy table count every participant of a split, including those who
+    withdrew before finishing a task; the shares' denominator is shown as its own column."""
+    acc = pl.read_parquet(reports / "harc__split_accuracy.parquet")
+    desc = pl.read_parquet(reports / "harc__split_descriptives.parquet").filter(pl.col("column") == "n_participants")
+    for split in ("training", "evaluation"):
+        counts = set(acc.filter(pl.col("task_split") == split)["n_participants"].to_list())
+        assert counts == {int(desc[split][0])}
+        finished = acc.filter(pl.col("task_split") == split)["n_participants_finished"]
+        assert (finished <= int(desc[split][0])).all()
+    text = (reports / "harc.html").read_text()
+    for split in ("training", "evaluation"):
+        n = int(desc[split][0])
+        assert re.search(rf"<dt>{split}: participants / tasks</dt><dd>{n:,} / ", text)

@@ -138,7 +138,7 @@ def test_split_accuracy_is_task_averaged(computed):
         r = rows[k]
         assert (r["n_tasks"], r["n_tasks_solved_by_any"], r["n_tasks_solved_by_all"], r["n_tasks_solved_by_none"]) \
             == (4, 3, 1, 1)
-        assert r["n_participants"] == 5
+        assert r["n_participants"] == r["n_participants_finished"] == 5
     # k=3: P1 3/3 (all), P2 2/3, P3 0/2 (none), P4 2/3, P5 1/2
     assert rows[3]["share_participants_all_solved"] == pytest.approx(1 / 5)
     assert rows[3]["share_participants_none_solved"] == pytest.approx(1 / 5)
@@ -189,3 +189,22 @@ def test_table_2_descriptives(computed):
     per_task = dict(state.select("task_id", "n_unique_states").rows())
     assert per_task == {"T1": 5, "T2": 5, "T3": 4, "T4": 2}
     assert table["n_unique_states"] == 16
+
+
+def test_a_participant_who_withdrew_during_a_first_task_counts_like_table_2(computed):
+    """W edits T1 and withdraws: W is one of the split's participants (the paper's 783 training participants
+    include the 90 who withdrew), as Table 2 counts them, but cannot enter the shares of participants who solved
+    all or none of their tasks (W finished none)."""
+    actions = pl.concat([study(), frame(task_events("W", "T1", "u"))])
+    summary = accuracy.summary_attempts(actions)
+    outcomes = accuracy.participant_task_outcomes(summary)
+    people = accuracy.participants(actions, outcomes)
+    split = accuracy.split_accuracy(accuracy.task_accuracy(outcomes), accuracy.participant_accuracy(outcomes, people))
+    table_2 = graphs.split_descriptives(graphs.state_graph_table(actions), summary, outcomes, actions)
+    assert table_2["n_participants"].to_list() == [6]
+    assert split["n_participants"].to_list() == [6, 6, 6]
+    assert split["n_participants_finished"].to_list() == [5, 5, 5]
+    # the shares are those of the five participants who finished a task, exactly as without W
+    before = accuracy.split_accuracy(*computed[-2:])
+    shares = ["share_participants_all_solved", "share_participants_none_solved", "mean_participant_solve_share"]
+    assert split.select(shares).rows() == before.select(shares).rows()

@@ -9,6 +9,8 @@ Layout under `out_dir` (beside whatever else lives there, e.g. the demo's `score
     <out_dir>/<report>.manifest.json              its run manifest (inputs and their sha256, policy ids, versions)
     <out_dir>/<report>__<table>.csv, .parquet     every table shown, in full
     <out_dir>/figures/<report>/<name>.png, .svg, .vl.json
+    <out_dir>/index.html                          every report of the folder by audience, with its headline
+                                                  numbers, and the folder's other files (pipeline.report.reports.index)
 
 The database is opened read-only: reports never write to it.
 """
@@ -19,8 +21,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .common import ReportContext, ReportInputError
+from .index import write_index
 
-__all__ = ["REPORTS", "ReportInputError", "write_reports"]
+__all__ = ["REPORTS", "ReportInputError", "write_index", "write_reports"]
 
 REPORTS = ("calibration", "scores", "harc")
 DESCRIPTIONS = {  # one line each, for --help and index pages
@@ -36,7 +39,8 @@ def write_reports(db_path: Path | str, out_dir: Path | str, which: Iterable[str]
                   ground_truth: Path | str | None = None, policy: str | None = None, *,
                   games: Iterable[Path | str] | None = None, explore_seconds: float | None = None,
                   explore_max_nodes: int | None = None, command: str | None = None) -> dict[str, Path]:
-    """Write the chosen reports (see the module docstring for the layout) and return {report: html path}.
+    """Write the chosen reports and the folder's index.html (see the module docstring for the layout) and
+    return {report: html path}.
 
     `ground_truth`: a CSV with participant_id and/or session_id and is_low_effort (the simulator's
     ground_truth/arc3_participants.csv): the calibration report then gives the detector's precision and recall.
@@ -75,5 +79,16 @@ def write_reports(db_path: Path | str, out_dir: Path | str, which: Iterable[str]
                 written[name] = write_scores_report(ctx, out, policy=policy, command=cmd)
             else:
                 written[name] = write_harc_report(ctx, out, command=cmd)
+    _write_report_index(out, written, command or f"arcstudy report {' '.join(chosen)}")
     return written
+
+
+def _write_report_index(out: Path, written: dict[str, Path], command: str) -> Path:
+    from pipeline.core.manifest import RunManifest
+
+    manifest = RunManifest(command=command, config={"out": str(out)})
+    for html in written.values():
+        manifest.add_input(html)
+    manifest.finish(0)
+    return write_index(out, manifest=manifest)
 

@@ -40,7 +40,15 @@ import polars as pl
 from pipeline.core.figures import save_figure
 from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
 
-from .common import ReportContext, ReportInputError, clear_previous, minutes, report_manifest, write_manifest
+from .common import (
+    ReportContext,
+    ReportInputError,
+    clear_previous,
+    minutes,
+    report_manifest,
+    with_labels,
+    write_manifest,
+)
 
 SPIKE_CONDITIONAL_MAX = 0.7
 SPIKE_MIN_PLAYERS = 3
@@ -58,6 +66,15 @@ GAME_FACT_LABELS = {
     "median_successful_min": "median successful attempt (min)",
     "median_unsuccessful_min": "median unsuccessful attempt (min)", "has_published_baseline": "published baseline",
 }
+LABELS = {**GAME_FACT_LABELS,  # table headers the column names do not give by themselves (html.column_label)
+          "recomputed": "recomputed baseline (actions)", "published": "published baseline (actions)",
+          "delta": "recomputed - published (actions)", "status": "change", "published_source": "published by",
+          "scope_id": "game (or all)", "outcome_group": "outcome", "n_nodes": "states explored",
+          "random_win_lower": "random-win probability, lower bound",
+          "random_win_upper": "random-win probability, upper bound",
+          "optimal_actions": "optimal (actions)", "best_first_run_actions": "best first run (actions)",
+          "baseline_value": "baseline (actions)", "best_minus_optimal": "best - optimal (actions)",
+          "is_excluded": "excluded by the detector", "is_low_effort": "low effort (ground truth)"}
 
 # The explorer: a node budget per level (deterministic) and a wall-clock budget for the whole report (a safety cap).
 EXPLORE_MAX_NODES = 2_000
@@ -340,7 +357,7 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
         sections.append(Callout("No calibration data", [
             f"{ctx.db_path} has no built study (out_arc3__game_solvability is empty or missing): run arcstudy "
             "ingest on the recordings and session manifest, then arcstudy build."], kind="warning"))
-        return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule)
+        return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule, {"games": 0})
 
     game_levels = {g: int(n) for g, n in solv.select("game_id", "n_levels").iter_rows() if n}
     explored, explore_notes = explore_levels(game_levels, explore)
@@ -368,6 +385,11 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
         facts[f"{label} (paper: {PAPER_MEDIAN_MIN[group]} min)"] = (
             f"{value / 60:.1f} min" if value is not None else None)
     sections.append(Facts("Study at a glance", facts))
+    n_baselines = level_baselines.filter((pl.col("baseline_rule") == rule)
+                                         & pl.col("baseline_value").is_not_null()).height
+    headline = {"participants": facts["participants"], "games": solv.height, "games included": n_included,
+                "levels with a baseline": f"{n_baselines} of {int(solv['n_levels'].sum() or 0)}",
+                "low-effort sessions excluded": facts["sessions excluded as low effort"]}
     designer = designer_list(completion, points, explored, comparison)
     sections.append(Callout("Levels a designer should look at", designer or [
         "Nothing flagged: no completion or effort spike, no level a random policy wins, no baseline that moved "
@@ -395,8 +417,8 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
                                caption="Share of players who completed each level, with "
                                        f"{config.solvability.confidence_level:.0%} Wilson intervals."))
     sections.append(Table("Completion rates by level", completion, name="calibration__level_completion",
-                          caption="conditional_completion_rate: completers of this level / completers of the "
-                                  "previous one; is_drop_off_level marks the game's largest fall."))
+                          caption="Conditional completion rate: completers of this level / completers of the "
+                                  "previous one; drop-off level marks the game's largest fall."))
 
     # -- durations -----------------------------------------------------------------------------------
     chart = durations_chart(attempts, config)
@@ -418,7 +440,7 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
                                caption="Optimal playthrough (state-graph explorer), best first run (fewest actions "
                                        f"of any participant) and the {rule} baseline (the paper's Figure 6)."))
     sections.append(Table("Reference points by level", points, name="calibration__level_reference_points",
-                          caption="best_minus_optimal is the cost of exploration and learning."))
+                          caption="Best - optimal is the cost of exploration and learning."))
 
     # -- baselines -----------------------------------------------------------------------------------
     chart = baseline_chart(comparison, games)
@@ -470,7 +492,7 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
             game_facts["levels a random policy wins"] = ", ".join(map(str, flagged)) if flagged else (
                 "none" if ex.height else "not explored")
         sections.append(Facts(f"Game {r['game_id']}", game_facts))
-    return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule)
+    return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule, headline)
 
 
 def _fill_optimal(points: pl.DataFrame, explored: pl.DataFrame, explore: ExploreOptions) -> pl.DataFrame:
@@ -511,8 +533,9 @@ def _per_game(solv: pl.DataFrame, durations: pl.DataFrame, analysis: pl.DataFram
 
 
 def _finish(ctx: ReportContext, out_dir: Path, sections: list[Section], figures: dict[str, dict[str, Path]],
-            command: str, ground_truth: Path | None, explore: ExploreOptions, rule: str) -> Path:
-    manifest = report_manifest(ctx, report="calibration", command=command, config={
+            command: str, ground_truth: Path | None, explore: ExploreOptions, rule: str,
+            headline: dict[str, Any]) -> Path:
+    manifest = report_manifest(ctx, report="calibration", command=command, headline=headline, config={
         "out": str(out_dir), "ground_truth": str(ground_truth) if ground_truth else None, "baseline_rule": rule,
         "games_dirs": [str(d) for d in explore.games_dirs], "explore_max_nodes": explore.max_nodes,
         "explore_seconds": explore.seconds, "random_win_threshold": RANDOM_WIN_THRESHOLD,
@@ -521,7 +544,7 @@ def _finish(ctx: ReportContext, out_dir: Path, sections: list[Section], figures:
     for paths in figures.values():
         for path in paths.values():
             manifest.add_output(path)
-    html = render_report("Calibration report", sections, manifest, out_dir / "calibration.html",
+    html = render_report("Calibration report", with_labels(sections, LABELS), manifest, out_dir / "calibration.html",
                          subtitle="Does each game pass the human inclusion bar, and where do people struggle?")
     write_manifest(manifest, html)
     return html

@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from pipeline.core.workspace import Workspace
 from schemas import TABLES
 
 __all__ = ["ReportContext", "ReportInputError", "clear_previous", "frame_digest", "minutes", "report_manifest",
-           "upstream_runs", "write_manifest"]
+           "upstream_runs", "with_labels", "write_manifest"]
 
 
 class ReportInputError(ValueError):
@@ -109,9 +109,10 @@ def upstream_runs(ctx: ReportContext) -> list[dict[str, Any]]:
 
 
 def report_manifest(ctx: ReportContext, *, report: str, command: str, config: dict[str, Any],
-                    policy_ids: Sequence[str] = ()) -> RunManifest:
+                    policy_ids: Sequence[str] = (), headline: dict[str, Any] | None = None) -> RunManifest:
     """The run manifest of one report: inputs with their hashes (the database file, every table read, other
-    files), policy ids, configuration; versions are added by RunManifest itself."""
+    files), policy ids, configuration; versions are added by RunManifest itself. `headline`: the report's few
+    key numbers (label -> value), kept in the notes for index pages."""
     manifest = RunManifest(command=command, config={"report": report, "db": str(ctx.db_path), **config},
                            policy_ids=list(policy_ids))
     manifest.add_input(ctx.db_path)
@@ -120,7 +121,16 @@ def report_manifest(ctx: ReportContext, *, report: str, command: str, config: di
     for path, digest in sorted(ctx.extra_inputs.items()):
         manifest.inputs[path] = digest
     manifest.notes["upstream_runs"] = upstream_runs(ctx)
+    manifest.notes["headline"] = dict(headline or {})
     return manifest
+
+
+def with_labels(sections: Sequence[Any], labels: Mapping[str, str]) -> list[Any]:
+    """The sections with the report's column labels given to every table (a table's own labels win). Columns not
+    in `labels` get pipeline.report.html.column_label's reading of their name."""
+    from pipeline.report.html import Table
+
+    return [replace(s, labels={**labels, **(s.labels or {})}) if isinstance(s, Table) else s for s in sections]
 
 
 def clear_previous(out_dir: Path, report: str) -> None:

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import polars.selectors as cs
 
 from pipeline.harc.published import PAPER
 from pipeline.harc.summary_files import SKIPPED_WITHOUT_EVENTS
 from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
 from schemas.vocabulary import HARC_SPLITS
 
-from .common import ReportContext, clear_previous, report_manifest, write_manifest
+from .common import ReportContext, clear_previous, report_manifest, with_labels, write_manifest
 
 __all__ = ["PAPER", "choose_release", "versus_paper", "write_harc_report"]
 
@@ -37,6 +38,12 @@ FIGURE_TITLES = {
                                          "Distinct incorrect grids / submissions per task against its solve rate."),
     "harc_accuracy_by_position": ("Accuracy by task position", "Learning across the session: 3-attempt accuracy "
                                                                "by the task's position."),
+}
+LABELS = {  # headers the column names do not give by themselves (pipeline.report.html.column_label does the rest)
+    "column": "column name", "training_paper": "training (paper)", "evaluation_paper": "evaluation (paper)",
+    "paper_mean_task_accuracy": "paper's mean task accuracy (0–1)", "paper_bound_estimate": "paper's bound (0–1)",
+    "n_participants_finished": "participants who finished a task", "n_1": "n (group 1)", "n_2": "n (group 2)",
+    "mean_1": "mean (group 1)", "mean_2": "mean (group 2)", "max_attempts": "attempts allowed (k)",
 }
 FIGURE_TABLES = ("out_harc__tasks_by_min_solvers", "out_harc__participant_accuracy", "out_harc__accuracy_bounds",
                  "out_harc__task_outcomes", "out_harc__task_errors", "out_harc__position_accuracy")
@@ -104,7 +111,7 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
         sections.append(Callout("No H-ARC analyses", [
             f"{ctx.db_path} has no H-ARC analyses (out_harc__split_accuracy is empty or missing): run arcstudy "
             "ingest on the H-ARC release, then arcstudy harc-analyses."], kind="warning"))
-        return _finish(ctx, out_dir, sections, figures, command, release)
+        return _finish(ctx, out_dir, sections, figures, command, release, {})
 
     def table(name: str) -> pl.DataFrame:
         return ctx.table(name, "release_generation = ?", [release]).drop("release_generation")
@@ -140,15 +147,25 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
                                       "pipeline/harc/published.py) beside the same numbers from the ingested "
                                       "files; observed_value is empty where the file it needs (needs_file) was "
                                       "not ingested."))
+    three = {r["task_split"]: r["mean_task_accuracy"] for r in split_acc.filter(pl.col("max_attempts") == 3)
+             .iter_rows(named=True)}
+    per_split = sorted(desc.iter_rows(named=True), key=lambda r: HARC_SPLITS.index(r["task_split"])
+                       if r["task_split"] in HARC_SPLITS else 9)
+    headline = {"release": release,
+                "participants": ", ".join(f"{r['n_participants']:,} {r['task_split']}" for r in per_split),
+                "attempts": ", ".join(f"{r['n_task_attempts']:,} {r['task_split']}" for r in per_split),
+                "3-attempt accuracy": ", ".join(f"{three[r['task_split']]:.1%} {r['task_split']}"
+                                                for r in per_split if three.get(r["task_split"]) is not None)}
 
     # -- accuracy ------------------------------------------------------------------------------------
     acc = (split_acc.with_columns(
         pl.struct("task_split", "max_attempts").map_elements(
             lambda s: (_paper(s["task_split"], "k_accuracy") or {}).get(s["max_attempts"]),
             return_dtype=pl.Float64).alias("paper_mean_task_accuracy"))
-        .select("task_split", "max_attempts", "n_tasks", "mean_task_accuracy", "paper_mean_task_accuracy",
-                "n_tasks_solved_by_any", "n_tasks_solved_by_all", "n_tasks_solved_by_none", "n_participants",
-                "share_participants_all_solved", "share_participants_none_solved")
+        .select(cs.by_name("task_split", "max_attempts", "n_tasks", "mean_task_accuracy", "paper_mean_task_accuracy",
+                           "n_tasks_solved_by_any", "n_tasks_solved_by_all", "n_tasks_solved_by_none",
+                           "n_participants", "n_participants_finished",  # absent from older databases
+                           "share_participants_all_solved", "share_participants_none_solved", require_all=False))
         .sort(pl.col("task_split").replace_strict({s: i for i, s in enumerate(HARC_SPLITS)}, default=9), "max_attempts"))
     sections.append(Table("k-attempt accuracy", acc, name="harc__split_accuracy",
                           caption="Task-averaged accuracy within k attempts (the paper: training 59.9 / 72.6 / "
@@ -217,7 +234,7 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
                                                      "arcstudy replay-harc to check them through the editor)."))
     if skipped:
         sections.append(Callout("Figures without data", [f"{name}: no rows to draw" for name in skipped]))
-    return _finish(ctx, out_dir, sections, figures, command, release)
+    return _finish(ctx, out_dir, sections, figures, command, release, headline)
 
 
 def _paper_bound(split: str, k: int, kind: str) -> float | None:
@@ -234,13 +251,13 @@ def _figure(sections: list[Section], figures: dict[str, dict[str, Path]], name: 
 
 
 def _finish(ctx: ReportContext, out_dir: Path, sections: list[Section], figures: dict[str, dict[str, Path]],
-            command: str, release: str | None) -> Path:
-    manifest = report_manifest(ctx, report="harc", command=command,
+            command: str, release: str | None, headline: dict[str, Any]) -> Path:
+    manifest = report_manifest(ctx, report="harc", command=command, headline=headline,
                                config={"out": str(out_dir), "release_generation": release})
     for paths in figures.values():
         for path in paths.values():
             manifest.add_output(path)
-    html = render_report("H-ARC report", sections, manifest, out_dir / "harc.html",
+    html = render_report("H-ARC report", with_labels(sections, LABELS), manifest, out_dir / "harc.html",
                          subtitle="Human performance on ARC, regenerated from the traces")
     write_manifest(manifest, html)
     return html

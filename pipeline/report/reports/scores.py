@@ -23,9 +23,27 @@ import polars as pl
 from pipeline.core.figures import save_figure
 from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
 
-from .common import ReportContext, ReportInputError, clear_previous, report_manifest, write_manifest
+from .common import (
+    ReportContext,
+    ReportInputError,
+    clear_previous,
+    report_manifest,
+    with_labels,
+    write_manifest,
+)
 
-__all__ = ["choose_policy", "run_costs", "write_scores_report"]
+__all__ = ["card_file_names", "card_labels", "choose_policy", "recording_stem", "run_costs", "write_scores_report"]
+
+
+LABELS = {  # RHAE scores are percentages; changes between policies are percentage points
+    "scorecard": "scorecard", "card_id": "scorecard ID", "policy_id": "policy", "score": "score (%)",
+    "total_score": "total score (%)", "level_score": "level score (%)", "from_policy_id": "from policy",
+    "to_policy_id": "to policy", "from_score": "score before (%)", "to_score": "score after (%)",
+    "score_delta": "change (points)", "mean_delta": "mean change (points)", "min_delta": "smallest change (points)",
+    "max_delta": "largest change (points)", "n_changed": "runs whose score changed", "actions": "actions",
+    "baseline_actions": "baseline (actions)", "level_baseline": "level baseline (actions)",
+    "level_budget": "level budget (actions)", "n_tokens": "LLM tokens",
+}
 
 
 def _policy_order() -> dict[str, int]:
@@ -84,7 +102,7 @@ def card_labels(ctx: ReportContext, cards: list[str]) -> dict[str, str]:
             card = (data.get("notes") or {}).get("card_id")
             config = data.get("config") or {}
             if card in cards:
-                given = [Path(r).name for r in config.get("recordings") or []]
+                given = [recording_stem(r) for r in config.get("recordings") or []]
                 games = config.get("game") or []
                 labels[card] = ", ".join(given) if given else "database plays" + (
                     f" ({', '.join(games)})" if games else "")
@@ -94,6 +112,35 @@ def card_labels(ctx: ReportContext, cards: list[str]) -> dict[str, str]:
         seen[label] = seen.get(label, 0) + 1
         out[card] = label if seen[label] == 1 else f"{label} ({card})"
     return out
+
+
+RECORDING_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
+
+
+def recording_stem(path: str) -> str:
+    """An agent's folder name, or a recording file's name without its extensions (`run1.noframes.jsonl` ->
+    `run1`)."""
+    name = Path(path).name
+    if name.endswith(RECORDING_SUFFIXES):
+        return name.split(".", 1)[0] or name
+    return name
+
+
+def card_file_names(labels: dict[str, str]) -> dict[str, str]:
+    """A file-name-safe slug per scorecard, from its readable label (so figures are named after the agent or
+    run, not the scorecard's hash); cards that share a label are told apart by -2, -3, ... in card order."""
+    from pipeline.report.html import slugify
+
+    names: dict[str, str] = {}
+    used: set[str] = set()
+    for card in sorted(labels):
+        base = slugify(labels[card].removesuffix(f" ({card})")) if labels[card] != card else slugify(card)
+        name, n = base, 2
+        while name in used:
+            name, n = f"{base}-{n}", n + 1
+        used.add(name)
+        names[card] = name
+    return names
 
 
 def cost_chart(df: pl.DataFrame, policy_id: str):
@@ -129,6 +176,7 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
     chosen = choose_policy(policy, scored)
     cards = sorted(set(games["card_id"].to_list()) | set(checks["card_id"].to_list()))
     labels = card_labels(ctx, cards)
+    file_names = card_file_names(labels)
     label = pl.col("card_id").replace_strict(labels, default=pl.col("card_id"), return_dtype=pl.String).alias(
         "scorecard")
     sections: list[Section] = [Prose("What this report shows", (
@@ -143,7 +191,7 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
         sections.append(Callout("No scores", [
             f"{ctx.db_path} has no scored runs (out_arc3__game_scores and out_arc3__replay_checks are empty or "
             "missing): run arcstudy score on agent recordings, or on the plays in the database."], kind="warning"))
-        return _finish(ctx, out_dir, sections, figures, command, chosen, scored)
+        return _finish(ctx, out_dir, sections, figures, command, chosen, scored, {"agents scored": 0})
 
     g = games.filter(pl.col("policy_id") == chosen)
     totals = (games.group_by("card_id", "policy_id")
@@ -159,6 +207,13 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
     status_counts = checks.group_by("verification_status").len().sort("verification_status")
     facts["replay verification"] = ", ".join(f"{n} {s}" for s, n in status_counts.iter_rows()) or "no checks"
     sections.append(Facts("Scores at a glance", facts))
+    chosen_totals = totals.filter((pl.col("policy_id") == chosen) & pl.col("total_score").is_not_null())
+    best = chosen_totals["total_score"].max() if chosen_totals.height else None
+    leaders = chosen_totals.filter(pl.col("total_score") == best)["scorecard"].to_list() if best is not None else []
+    n_verified = checks.filter(pl.col("verification_status") == "verified").height
+    headline = {"agents scored": len(cards), "policy": chosen,
+                "best score": f"{best:.1f} % ({', '.join(leaders)})" if best is not None else None,
+                "runs verified": f"{n_verified} of {checks.height}"}
 
     excluded = checks.filter(pl.col("is_score_excluded"))
     problems = checks.filter(pl.col("verification_status") != "verified")
@@ -184,7 +239,7 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
                               chosen)
         if chart is None:
             continue
-        name = f"level_scores_heatmap__{policy_slug(chosen)}" + (f"__{card}" if len(cards) > 1 else "")
+        name = f"level_scores_heatmap__{policy_slug(chosen)}" + (f"__{file_names[card]}" if len(cards) > 1 else "")
         figures[name] = save_figure(chart, fig_dir, name)
         sections.append(Figure(f"Level scores: {labels[card]}" if len(cards) > 1 else "Level scores",
                                figures[name], caption="Each game's best run, one cell per level: level score in "
@@ -198,7 +253,7 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
             chart = sensitivity_chart(runs.filter(pl.col("card_id") == card))
             if chart is None:
                 continue
-            name = "policy_sensitivity" + (f"__{card}" if len(cards) > 1 else "")
+            name = "policy_sensitivity" + (f"__{file_names[card]}" if len(cards) > 1 else "")
             figures[name] = save_figure(chart, fig_dir, name)
             sections.append(Figure(f"Policy sensitivity: {labels[card]}" if len(cards) > 1 else "Policy sensitivity",
                                    figures[name], caption="Each run's score under every policy scored."))
@@ -239,18 +294,18 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
         sections.append(Prose("Score against cost", "No scored run carries cost metadata (no LLM usage lines in "
                                                     "core_arc3__usage for the scored plays), so there is no "
                                                     "score-versus-cost chart."))
-    return _finish(ctx, out_dir, sections, figures, command, chosen, scored)
+    return _finish(ctx, out_dir, sections, figures, command, chosen, scored, headline)
 
 
 def _finish(ctx: ReportContext, out_dir: Path, sections: list[Section], figures: dict[str, dict[str, Path]],
-            command: str, chosen: str, scored: list[str]) -> Path:
-    manifest = report_manifest(ctx, report="scores", command=command,
+            command: str, chosen: str, scored: list[str], headline: dict[str, Any]) -> Path:
+    manifest = report_manifest(ctx, report="scores", command=command, headline=headline,
                                config={"out": str(out_dir), "policy": chosen, "policies_in_db": scored},
                                policy_ids=[chosen, *(p for p in scored if p != chosen)])
     for paths in figures.values():
         for path in paths.values():
             manifest.add_output(path)
-    html = render_report("Scores report", sections, manifest, out_dir / "scores.html",
+    html = render_report("Scores report", with_labels(sections, LABELS), manifest, out_dir / "scores.html",
                          subtitle=f"RHAE scores under {chosen}, replay-verified")
     write_manifest(manifest, html)
     return html
