@@ -349,6 +349,7 @@ def replay_script_tables(steps: pl.DataFrame, plays: pl.DataFrame, game_dirs: It
         parsed_by_file[fid] = parsed
         how[fid] = ScriptReplay(named, info.game_id, len(actions), skipped.get(fid))
     keep = ~pl.col("file_id").is_in(script_ids)
-    steps = pl.concat([steps.filter(keep), *new_steps], how="vertical_relaxed")
-    plays = pl.concat([plays.filter(keep), *new_plays], how="vertical_relaxed")
+    # the caller's frames may come from the database (its own time zone name, column order): match them
+    steps = pl.concat([steps.filter(keep), *(f.select(steps.columns).cast(dict(steps.schema)) for f in new_steps)])
+    plays = pl.concat([plays.filter(keep), *(f.select(plays.columns).cast(dict(plays.schema)) for f in new_plays)])
     return steps, plays, parsed_by_file, how, failed
