@@ -49,11 +49,13 @@ __all__ = [
     "ScriptReplay",
     "is_playback_file",
     "read_playback_file",
+    "replay_script_file",
     "replay_script_tables",
     "replay_to_lines",
     "replayed_recording",
     "resolve_script_game",
     "script_tables",
+    "write_lines",
 ]
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # replayed lines get synthetic, deterministic timestamps
@@ -280,7 +282,7 @@ def replay_to_lines(actions: Sequence[ScriptAction], info: GameInfo, *, guid: st
     for action in actions:
         responses.append(env.step(ActionInput(id=GameAction.from_id(action.action_id), data=action.data,
                                               reasoning=action.reasoning), frames=mode))
-    return [{"timestamp": (EPOCH + timedelta(milliseconds=n)).isoformat(),
+    return [{"timestamp": (EPOCH + timedelta(milliseconds=n)).isoformat(timespec="microseconds"),
              "data": response_to_record(r, include_frames=frames)} for n, r in enumerate(responses)]
 
 
@@ -302,6 +304,21 @@ def replayed_recording(actions: Sequence[ScriptAction], info: GameInfo, *, file_
         write_lines(tmp_path, lines)
         parsed = read_recording_file(tmp_path, want_frames=frames)
     return replace(parsed, path=path or parsed.path, file_sha256=file_id)
+
+
+def replay_script_file(path: Path | str, game_dirs: Iterable[Path], *, version: str | None = None,
+                       frames: bool = True) -> tuple[PlaybackScript, ScriptReplay, list[dict[str, Any]]]:
+    """Read a playback file and replay it: (the script, how it was replayed, the toolkit recording's lines).
+    The replay's guid is the one `score` gives the script, so the recording scores as the script does.
+    Raises `RecordingRejected` (not a script) or `PlaybackError` (no loadable game)."""
+    path = Path(path)
+    if not is_playback_file(path):
+        raise RecordingRejected("not a playback file (its first line is not `{\"data\": {\"action_input\": "
+                                "...}}` without engine output, formats.md §A.7)", "not_a_playback_file")
+    script = read_playback_file(path)
+    info = resolve_script_game(script.game_id, game_dirs, version)
+    lines = replay_to_lines(script.actions, info, guid=script_guid(script.file_sha256), frames=frames)
+    return script, ScriptReplay(script.game_id, info.game_id, len(script.actions), len(script.skipped_lines)), lines
 
 
 def _actions_from_steps(steps: pl.DataFrame) -> list[ScriptAction]:
