@@ -92,7 +92,7 @@ class PlaybackScript:
     file_sha256: str
     game_id: str  # as the script names it (the first action's `data.game_id`)
     actions: list[ScriptAction]
-    raw_lines: list[tuple[int, str, str]]  # (line number, sha256, text) of every line, for the raw table
+    raw_lines: list[tuple[int, str, str]]  # (line number, sha256, text) of the lines kept (not the issues)
     skipped_lines: list[int] = field(default_factory=list)  # lines without `action_input`
     issues: list[LineIssue] = field(default_factory=list)  # action lines left out (bad id or click)
 
@@ -176,7 +176,7 @@ def read_playback_file(path: Path | str) -> PlaybackScript:
             text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             if not text.strip():
                 continue
-            raw_lines.append((number, hashlib.sha256(text.encode()).hexdigest(), text))
+            raw = (number, hashlib.sha256(text.encode()).hexdigest(), text)
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as err:
@@ -186,6 +186,7 @@ def read_playback_file(path: Path | str) -> PlaybackScript:
             data = obj.get("data") if isinstance(obj, dict) else None
             if not isinstance(data, dict) or "action_input" not in data:
                 skipped.append(number)  # e.g. the trailing `{"data": {"test": ...}}` annotation
+                raw_lines.append(raw)
                 continue
             try:
                 action = _script_action(number, data["action_input"])
@@ -197,6 +198,7 @@ def read_playback_file(path: Path | str) -> PlaybackScript:
             if game_id is None and isinstance(named, str):
                 game_id = named
             actions.append(action)
+            raw_lines.append(raw)
     if not actions:
         raise RecordingRejected("the playback file has no line with an `action_input`", "no_action_line")
     if game_id is None:

@@ -10,6 +10,10 @@ the counting rules of the recording variant); the ``Card`` is rebuilt from those
 the benchmarking ``action_ids_lost`` defect cannot be counted: its plays are reported and left out, unless
 the real actions are supplied (``recovered_actions``, keyed by file name, guid or file_id), in which case
 ``recover_action_ids`` puts them back and the recovered steps are classified afresh.
+
+A playback file (action script) is read into the rows ingest stores for it (actions only, the play marked
+``is_replay_needed``); `replay_scripts` then replaces them by the rows of its replay on the engine (the
+toolkit recording the playback agent's session yields), from a file or from the database alike.
 """
 
 from __future__ import annotations
