@@ -20,6 +20,7 @@ from pipeline.commands import (
     ingest,
     qualify,
     query,
+    replay,
     report,
     schema,
     score,
@@ -68,6 +69,7 @@ app.command("replay-harc")(harc.replay_harc_command)
 app.command("harc-analyses")(harc.harc_analyses_command)
 app.command("harc-graph")(harc.harc_graph_command)
 app.command("view")(view.view_command)
+app.command("replay")(replay.replay_command)
 app.command("simulate")(simulate.simulate_command)
 app.command("demo")(demo.demo_command)
 app.command("report")(report.report_command)

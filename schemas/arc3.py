@@ -20,7 +20,7 @@ FIELDS: list[Field] = [
     Field("play_index", pl.Int64, "0-based index of the play within its recording file", ge=0),
     Field("step_index", pl.Int64, "0-based index of the frame line within its recording file", ge=0),
     Field("recorded_at", UTC, "wall-clock time the line was written (UTC)", nullable=True),
-    Field("line_kind", pl.String, "what the line holds", isin=("frame", "usage", "scorecard", "other")),
+    Field("line_kind", pl.String, "what the line holds (`action`: a playback script's action line)", isin=("frame", "usage", "scorecard", "action", "other")),
     Field("raw_json", pl.String, "the line as written, with frame pixel arrays replaced by their count "
           "(pixels are summarised by frame hashes in core tables and kept in Parquet with --keep-frames)"),
     Field("action_id", pl.Int64, "action id as recorded: 0 RESET, 1-5 ACTION1-5, 6 click, 7 undo", ge=0, le=7),
@@ -67,6 +67,8 @@ FIELDS: list[Field] = [
     Field("is_action_ids_lost", pl.Boolean, "the benchmarking defect: every action id recorded as 0, so "
           "actions cannot be counted from the lines"),
     Field("has_leading_reset", pl.Boolean, "the play's file starts with the RESET that opens the session"),
+    Field("is_replay_needed", pl.Boolean, "the file holds actions only (a playback script, spec/formats.md "
+          "§A.7): states, levels and frames come from replaying it through the engine (`score`, `view`)"),
     # usage lines (agents/benchmarking recorder)
     Field("n_tokens", pl.Int64, "LLM tokens of this call", nullable=True, ge=0),
     Field("n_total_tokens", pl.Int64, "LLM tokens so far", nullable=True, ge=0),
@@ -126,6 +128,10 @@ TABLES: list[Table] = [
             "flags",
         ),
         primary_key=("file_id", "line_number"),
+        # A playback script's stored steps (is_replay_needed plays) hold the action only: what the engine
+        # answers, and so the step's effect on the card, is known after the replay.
+        nullable_here=("state", "levels_completed", "is_post_terminal", "step_effect", "is_counted",
+                       "is_level_change"),
     ),
     Table(
         name="core_arc3__plays", layer="core",
@@ -134,7 +140,7 @@ TABLES: list[Table] = [
         columns=(
             "play_id", "file_id", "guid", "game_id", "play_index", "recording_variant", "schema_generation",
             "first_line_number", "last_line_number", "n_steps", "started_at", "ended_at", "has_frames",
-            "is_only_reset_levels", "is_action_ids_lost", "has_leading_reset", "flags",
+            "is_only_reset_levels", "is_action_ids_lost", "has_leading_reset", "is_replay_needed", "flags",
         ),
         primary_key=("play_id",),
         nullable_here=("started_at",),

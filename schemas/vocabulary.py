@@ -23,7 +23,8 @@ GAME_STATES = ("NOT_PLAYED", "NOT_FINISHED", "WIN", "GAME_OVER")
 PLAY_STATES = GAME_STATES[1:]
 
 # The shapes an ARC-AGI-3 recording file comes in (spec/formats.md §A).
-RecordingVariant = Literal["toolkit", "human-dataset", "benchmarking", "preview-2025"]
+# `playback`: an action script (formats.md §A.7), no engine output: it is replayed to be counted.
+RecordingVariant = Literal["toolkit", "human-dataset", "benchmarking", "preview-2025", "playback"]
 RECORDING_VARIANTS: tuple[RecordingVariant, ...] = get_args(RecordingVariant)
 
 # Rules that pick a level's human baseline among completers' costs (spec/scoring.md §C).

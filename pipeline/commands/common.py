@@ -24,6 +24,13 @@ DbOption = Annotated[
                  dir_okay=False, show_default=False),
 ]
 
+GameVersionOption = Annotated[
+    str | None,
+    typer.Option("--game-version", help="Playback scripts: replay on this game version (a version hash or "
+                 "<code>-<version>) instead of the one the script names (or, when absent, the latest of its code).",
+                 show_default=False),
+]
+
 LockTimeoutOption = Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another writer.")]
 
 

@@ -17,6 +17,7 @@ from .common import (
     EXIT_REJECTED,
     EXIT_USAGE,
     DbOption,
+    GameVersionOption,
     LockTimeoutOption,
     command_line,
     fail,
@@ -78,6 +79,7 @@ def score_command(
     game: Annotated[list[str] | None, typer.Option("--game", help="Database plays: only this game id "
                                                    "(repeatable).", show_default=False)] = None,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the figures.")] = False,
+    game_version: GameVersionOption = None,
     lock_timeout: LockTimeoutOption = 30.0,
 ) -> None:
     """Score plays with RHAE under versioned policies, each play replay-verified through the engine first.
@@ -95,8 +97,10 @@ def score_command(
     out_arc3__policy_sensitivity (rows of this scorecard id replaced), and a row in `runs`.
 
     A play whose replay diverges is reported with its first divergence and left out of the score unless
-    --trust-recordings; a play whose game cannot be loaded is scored unverified. Exit code 3 when plays were
-    left out or input lines or files were rejected.
+    --trust-recordings; a play whose game cannot be loaded is scored unverified. Playback files (action
+    scripts, no engine output) are replayed like the official playback agent (make(), then each action) on
+    their game, resolved by its code when the version named is absent (or --game-version); without a loadable
+    game they cannot be scored. Exit code 3 when plays were left out or input lines or files were rejected.
     """
     import duckdb
 
@@ -109,6 +113,7 @@ def score_command(
         load_recovered_actions,
         read_recording_files,
         recordings_from_tables,
+        replay_scripts,
     )
     from pipeline.scoring.run import ScoreInputError, ScoreRequest, score_recordings
     from pipeline.scoring.storage import read_db_plays, write_score_files, write_score_tables
@@ -138,7 +143,7 @@ def score_command(
         "recordings": [str(p) for p in recordings or []], "policy": policy, "baselines": str(baselines)
         if baselines else None, "games": [str(g) for g in games or []], "trust_recordings": trust_recordings,
         "recovered_actions": str(recovered_actions) if recovered_actions else None, "game": game or [],
-        "db": str(db_path), "figures": not no_figures})
+        "db": str(db_path), "figures": not no_figures, "game_version": game_version})
     problems: list[tuple[Path, str]] = []
     with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         if from_files:
@@ -152,7 +157,14 @@ def score_command(
             steps, plays, files = read_db_plays(ws, game or [])
             digest = _digest(sorted(files))
             manifest.add_input(f"{db_path}#core_arc3__steps", digest)
-        recs = recordings_from_tables(steps, plays, files, recovered)
+        replayed = replay_scripts(steps, plays, files, game_dirs, version=game_version)
+        problems += [(Path(label), f"not scored: cannot replay the playback script: {reason}")
+                     for label, reason in replayed.failed]
+        recs = recordings_from_tables(replayed.steps, replayed.plays, replayed.files, recovered, replayed.scripts)
+        if not recs and replayed.failed:
+            for label, reason in replayed.failed:
+                out.error(f"{label}: cannot replay the playback script: {reason}")
+            raise fail("no plays to score: the playback scripts given cannot be replayed", EXIT_REJECTED)
         if not recs:
             where = "in the recordings given" if from_files else "in the database" + (" for --game" if game else "")
             raise fail(f"no plays to score {where}", EXIT_USAGE if from_files else EXIT_ERROR)
@@ -179,6 +191,9 @@ def score_command(
         ws.record_run(manifest)
     manifest_path = manifest.write_json(out_dir)
     _print_summary(result, problems, out_dir, manifest_path)
+    for rec in recs:
+        if rec.script is not None:
+            out.console.print(f"playback script {rec.label}: {rec.script.describe()}", markup=False)
     raise typer.Exit(code)
 
 

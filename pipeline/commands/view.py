@@ -11,7 +11,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_OK, EXIT_USAGE, fail
+from .common import EXIT_OK, EXIT_USAGE, GameVersionOption, fail
 
 
 def manifest_path_for(out_file: Path) -> Path:
@@ -42,10 +42,12 @@ def view_command(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Replay through the engine to verify the "
                                          "recording and, when it has no stored frames, re-render them (needs "
                                          "--games). --no-verify does neither.")] = True,
+    game_version: GameVersionOption = None,
 ) -> None:
     """Write a self-contained HTML replay viewer for one recording (play/pause, step, speed, jump to level,
     timeline; action, click, level, state, actions per level against the baseline; replay verification with
-    the first divergence marked).
+    the first divergence marked). A playback file (action script) is replayed on its game first, as
+    `arcstudy score` replays it (--games; --game-version pins the version).
 
     Reads: the recording file, or core_arc3__plays/core_arc3__steps in --db (and the frames Parquet written by
     `ingest --keep-frames`); game files under --games (replayed to verify and, without stored frames, to
@@ -70,16 +72,18 @@ def view_command(
                          + (["--baselines", baselines] if baselines else [])
                          + ([] if only_reset_levels is None else
                             ["--only-reset-levels" if only_reset_levels else "--no-only-reset-levels"])
-                         + ([] if verify else ["--no-verify"]))
+                         + ([] if verify else ["--no-verify"])
+                         + (["--game-version", game_version] if game_version else []))
     manifest = RunManifest(command=command, config={
         "target": target, "out": str(out_file), "db": str(db_path) if db_path else None,
         "games": [str(g) for g in games or []], "baselines": baselines, "only_reset_levels": only_reset_levels,
-        "verify": verify})
+        "verify": verify, "game_version": game_version})
     with out.progress("replaying", None) as bar:
         on_step = (lambda: bar.advance(0)) if bar is not None else None  # type: ignore[union-attr]
         try:
             result = write_viewer(target, out_file, db=db_path, games=games, baselines=baselines, verify=verify,
-                                  only_reset_levels=only_reset_levels, manifest=manifest, on_step=on_step)
+                                  only_reset_levels=only_reset_levels, manifest=manifest, on_step=on_step,
+                                  game_version=game_version)
         except ViewerError as err:
             raise fail(str(err)) from err
     manifest.finish(EXIT_OK)

@@ -14,6 +14,7 @@ from pathlib import Path
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.recordings.lines import Line, sniff_first_line
+from pipeline.recordings.playback import is_playback_file, read_playback_file, script_tables
 from pipeline.recordings.reader import RecordingRejected, read_recording_file, recording_tables
 
 FRAME_BATCH = 2048  # frames buffered before a Parquet row group is written
@@ -75,7 +76,27 @@ class _FrameSink:
         self.tmp.unlink(missing_ok=True)
 
 
+def read_playback(ctx: FileContext) -> ReaderOutput:
+    """A playback script (formats.md §A.7) is stored as its actions, its play marked ``is_replay_needed``:
+    `score` and `view` replay it through the engine (the game may not be at hand now)."""
+    out = ReaderOutput()
+    try:
+        script = read_playback_file(ctx.path)
+    except RecordingRejected as err:
+        raise FileRejected(err.reason, err.check, err.location) from None
+    skipped = len(script.skipped_lines)
+    out.detection_evidence = (f"playback: lines hold an `action_input` and no engine output (action script, "
+                              f"{len(script.actions)} actions; {skipped} line(s) without action_input skipped)")
+    out.rejects.extend(Reject(i.location, i.check, i.reason, i.raw_text, i.target_table, i.column, i.value)
+                       for i in script.issues)
+    out.flags.extend(["needs_replay", *(["non_action_lines_skipped"] if skipped else [])])
+    out.tables.update(script_tables(script, ctx.file_id))
+    return out
+
+
 def read_recording(ctx: FileContext) -> ReaderOutput:
+    if is_playback_file(ctx.path):
+        return read_playback(ctx)
     out = ReaderOutput()
     sink = _FrameSink(ctx) if ctx.keep_frames else None
     try:
@@ -106,7 +127,8 @@ RECORDING_TABLES = ("raw_arc3__recording_lines", "core_arc3__steps", "core_arc3_
 
 register(InputFormat(
     name="arc3-recording",
-    description="ARC-AGI-3 recording JSONL: toolkit, official human dataset, agents/benchmarking or 2025 preview",
+    description="ARC-AGI-3 recording JSONL: toolkit, official human dataset, agents/benchmarking, 2025 preview, or "
+                "a playback file (action script, replayed when scored or viewed)",
     reader=read_recording,
     sniff=sniff,
     tables=RECORDING_TABLES,

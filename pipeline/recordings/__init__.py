@@ -10,6 +10,8 @@ all read recordings through this package.
 - ``counting``: the toolkit's counting rules (`classify_steps`, `StepEffect`, `Card`, per-level actions).
 - ``frames``: fast frame decoding and sha256 hashing.
 - ``toolkit_writer``: the toolkit-format writer/reader/replayer of shipped solutions and qualification.
+- ``playback``: playback files (action scripts, formats.md §A.7): read, stored as actions, replayed the
+  playback agent's way into the toolkit recording they yield.
 
 Imports only ``pipeline.core``, ``schemas`` and ``engine``.
 """

@@ -65,6 +65,9 @@ def sniff_first_line(line: str) -> str | None:
         return None
     if isinstance(obj, dict) and isinstance(obj.get("data"), dict) and "timestamp" in obj:
         return "JSON Lines of `{timestamp, data}` envelopes (ARC-AGI-3 recording)"
+    if (isinstance(obj, dict) and isinstance(obj.get("data"), dict) and "action_input" in obj["data"]
+            and "state" not in obj["data"] and "frame" not in obj["data"]):
+        return "JSON Lines of `{data: {action_input}}` actions (playback script, formats.md §A.7)"
     return None
 
 

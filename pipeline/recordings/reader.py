@@ -274,7 +274,8 @@ def _play_rows(rec: ParsedRecording, file_id: str) -> list[dict]:
         "n_steps": len(plines), "started_at": plines[0].recorded_at, "ended_at": plines[-1].recorded_at,
         "has_frames": rec.has_frames, "is_only_reset_levels": rec.is_only_reset_levels,
         "is_action_ids_lost": rec.is_action_ids_lost,
-        "has_leading_reset": rec.has_leading_reset if idx == 0 else True, "flags": list(rec.flags),
+        "has_leading_reset": rec.has_leading_reset if idx == 0 else True, "is_replay_needed": False,
+        "flags": list(rec.flags),
     } for idx, plines in sorted(by_play.items())]
 
 

@@ -20,7 +20,15 @@ from schemas.vocabulary import RecordingVariant
 from .counting import CountingOptions
 from .lines import classify_record, filename_guid
 
-__all__ = ["RecordingVariant", "counting_options_for_variant", "detect_variant"]
+__all__ = ["RecordingVariant", "counting_options_for_variant", "detect_variant", "is_action_script_record"]
+
+# What the engine returns on every line of a recording; an action script (formats.md §A.7) has none of it.
+ENGINE_OUTPUT_KEYS = ("state", "frame", "levels_completed", "score", "guid", "win_levels")
+
+
+def is_action_script_record(data: Mapping[str, Any]) -> bool:
+    """A playback file's line: an `action_input` and nothing the engine returned."""
+    return "action_input" in data and not any(key in data for key in ENGINE_OUTPUT_KEYS)
 
 
 
@@ -40,6 +48,8 @@ def detect_variant(lines: Sequence[Mapping[str, Any]], path: Path | str | None =
     naming = filename_guid(Path(path))[1] if path is not None else "other"
     first_action = (frames[0].get("action_input") or {}).get("id") if frames else None
 
+    if not frames and any(is_action_script_record(d) for d in datas):
+        return "playback", "lines hold an `action_input` and no state, frame or levels (action script)"
     if summaries and "cards" in summaries[-1]:
         return "human-dataset", "last line is a scorecard summary with `cards`"
     if "usage" in kinds:
@@ -71,5 +81,7 @@ def counting_options_for_variant(variant: RecordingVariant | str) -> CountingOpt
         return CountingOptions.human_dataset()
     if variant == "benchmarking":
         return CountingOptions.benchmarking()
+    if variant == "playback":  # replayed like the playback agent: the recording it yields is a toolkit one
+        return CountingOptions.toolkit()
     # preview-2025: no sample to verify against; use the recorded flag and accept a missing leading RESET.
     return CountingOptions(full_reset_rule="recorded", leading_reset="auto")

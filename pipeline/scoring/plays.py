@@ -10,6 +10,10 @@ the counting rules of the recording variant); the ``Card`` is rebuilt from those
 the benchmarking ``action_ids_lost`` defect cannot be counted: its plays are reported and left out, unless
 the real actions are supplied (``recovered_actions``, keyed by file name, guid or file_id), in which case
 ``recover_action_ids`` puts them back and the recovered steps are classified afresh.
+
+A playback file (action script) is read into the rows ingest stores for it (actions only, the play marked
+``is_replay_needed``); `replay_scripts` then replaces them by the rows of its replay on the engine (the
+toolkit recording the playback agent's session yields), from a file or from the database alike.
 """
 
 from __future__ import annotations
@@ -33,6 +37,13 @@ from pipeline.recordings.counting import (
     recover_action_ids,
 )
 from pipeline.recordings.lines import sniff_first_line
+from pipeline.recordings.playback import (
+    ScriptReplay,
+    is_playback_file,
+    read_playback_file,
+    replay_script_tables,
+    script_tables,
+)
 from pipeline.recordings.reader import (
     ParsedRecording,
     RecordingRejected,
@@ -49,6 +60,7 @@ __all__ = [
     "play_index_per_step",
     "read_recording_files",
     "recordings_from_tables",
+    "replay_scripts",
 ]
 
 STEP_COLUMNS = ("file_id", "line_number", "step_index", "play_id", "game_id", "guid", "action_id", "click_x",
@@ -63,10 +75,13 @@ class FileRef(tuple):
     carries the parsed recording (``parsed``) so the replay does not read the file again."""
 
     parsed: ParsedRecording | None
+    n_skipped_lines: int | None  # playback scripts: lines without `action_input`, skipped
 
-    def __new__(cls, name: str | None, path: Path | None, parsed: ParsedRecording | None = None) -> FileRef:
+    def __new__(cls, name: str | None, path: Path | None, parsed: ParsedRecording | None = None,
+                n_skipped_lines: int | None = None) -> FileRef:
         ref = super().__new__(cls, (name, path))
         ref.parsed = parsed
+        ref.n_skipped_lines = n_skipped_lines
         return ref
 
 
@@ -95,6 +110,7 @@ class RecordingInput:
     effects: tuple[StepEffect, ...] = ()  # every step's effect on the card: stored, or re-classified if recovered
     stored_play_ids: list[str] = field(default_factory=list)  # the play ids ingest cut
     parsed: ParsedRecording | None = None  # the file as read (score FILES): what the replay replays
+    script: ScriptReplay | None = None  # a playback script: how it was replayed (its steps are the replay's)
 
     @property
     def label(self) -> str:
@@ -128,12 +144,13 @@ def _recovered_for(keys: Sequence[str | None], recovered: Mapping[str, Sequence[
 
 def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapping[str, tuple[str | None,
                            Path | None]] | None = None,
-                           recovered_actions: Mapping[str, Sequence[int | str]] | None = None
-                           ) -> list[RecordingInput]:
+                           recovered_actions: Mapping[str, Sequence[int | str]] | None = None,
+                           scripts: Mapping[str, ScriptReplay] | None = None) -> list[RecordingInput]:
     """Rebuild every recording of ``steps`` / ``plays`` (core_arc3__steps / core_arc3__plays rows) into cards.
 
     ``files`` maps file_id -> (file name, path) when known (a `FileRef` from `read_recording_files` also hands
-    over the parsed file, for the replay). Every step's effect is its stored ``step_effect``; only recovered
+    over the parsed file, for the replay; ``scripts`` says how playback scripts, already replayed by
+    `replay_scripts`, were replayed). Every step's effect is its stored ``step_effect``; only recovered
     action ids are classified here. Recordings come back sorted by (guid, file_id)."""
     files = files or {}
     recovered_actions = recovered_actions or {}
@@ -156,8 +173,11 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
             file_id=fid, file_name=name, path=path, game_id=row["game_id"], guid=row["guid"],
             variant=row["recording_variant"], is_only_reset_levels=bool(row["is_only_reset_levels"]),
             is_action_ids_lost=bool(row["is_action_ids_lost"]), steps=file_steps, records=_records(file_steps),
-            stored_play_ids=list(row["stored_play_ids"]), parsed=getattr(ref, "parsed", None))
+            stored_play_ids=list(row["stored_play_ids"]), parsed=getattr(ref, "parsed", None),
+            script=(scripts or {}).get(fid))
         records = rec.records
+        if file_steps["step_effect"].null_count():
+            raise ValueError(f"{rec.label}: a playback script's actions must be replayed first (replay_scripts)")
         effects = tuple(StepEffect(e) for e in file_steps["step_effect"].to_list())
         if rec.is_action_ids_lost:
             ids = _recovered_for((name, rec.guid, fid), recovered_actions)
@@ -195,6 +215,15 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                 problems.append((path, "not an ARC-AGI-3 recording (the first line is not a `{timestamp, data}` "
                                        "envelope)"))
                 continue
+            if is_playback_file(path):  # actions only: stored as ingest stores them, replayed by replay_scripts
+                script = read_playback_file(path)
+                for issue in script.issues:
+                    problems.append((path, f"{issue.location}: {issue.check}: {issue.reason} (line left out)"))
+                tables = script_tables(script, script.file_sha256)
+                steps_frames.append(tables["core_arc3__steps"])
+                plays_frames.append(tables["core_arc3__plays"])
+                files[script.file_sha256] = FileRef(path.name, path.resolve(), None, len(script.skipped_lines))
+                continue
             parsed = read_recording_file(path, want_frames=True)
         except RecordingRejected as err:
             problems.append((path, f"{err.check}: {err.reason}"))
@@ -212,7 +241,38 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
         from schemas import empty_frame
 
         return empty_frame("core_arc3__steps"), empty_frame("core_arc3__plays"), files, problems
-    return pl.concat(steps_frames), pl.concat(plays_frames), files, problems
+    return (pl.concat(steps_frames, how="vertical_relaxed"), pl.concat(plays_frames, how="vertical_relaxed"),
+            files, problems)
+
+
+@dataclass
+class ReplayedScripts:
+    """`replay_scripts`' result: the rows with every playback script replaced by its replay."""
+
+    steps: pl.DataFrame
+    plays: pl.DataFrame
+    files: dict[str, tuple[str | None, Path | None]]
+    scripts: dict[str, ScriptReplay]  # file_id -> how it was replayed (game version used, lines skipped)
+    failed: list[tuple[str, str]]  # (file name or id, why it could not be replayed): left out
+
+
+def replay_scripts(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapping[str, tuple[str | None, Path | None]],
+                   game_dirs: Sequence[Path], *, version: str | None = None, frames: bool = False
+                   ) -> ReplayedScripts:
+    """Replay the playback scripts among the plays (``is_replay_needed``) the way the playback agent does, so
+    their states, levels and plays come from the engine; other recordings pass through. ``version`` pins the
+    game version (else the script's, else the latest of its game code). A script whose game cannot be loaded
+    is left out, with the reason."""
+    files = dict(files)
+    paths = {fid: ref[1] for fid, ref in files.items()}
+    skipped = {fid: n for fid, ref in files.items() if (n := getattr(ref, "n_skipped_lines", None)) is not None}
+    steps, plays, parsed, how, failed = replay_script_tables(steps, plays, game_dirs, version=version, paths=paths,
+                                                             skipped=skipped, frames=frames)
+    for fid, rec in parsed.items():
+        name, path = files.get(fid, (None, None))
+        files[fid] = FileRef(name, path, rec, skipped.get(fid))
+    labels = [((files.get(fid) or (None, None))[0] or fid, reason) for fid, reason in sorted(failed.items())]
+    return ReplayedScripts(steps, plays, files, how, labels)
 
 
 def load_recovered_actions(path: Path) -> dict[str, list[int | str]]:

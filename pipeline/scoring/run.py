@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +105,8 @@ def _exclusion(check: PlayCheck, trust: bool) -> str | None:
 
 
 def _verification(checks: Sequence[PlayCheck], excluded: dict[str, str], baselines: dict[str, ResolvedBaseline],
-                  trust: bool) -> dict[str, Any]:
+                  trust: bool, scripts: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    scripts = scripts or {}
     return {
         "trust_recordings": trust,
         "replay_checks": [
@@ -113,7 +114,8 @@ def _verification(checks: Sequence[PlayCheck], excluded: dict[str, str], baselin
                 "play_id": c.play_id, "game_id": c.game_id, "status": c.status,
                 "only_reset_levels": c.is_only_reset_levels, "n_steps_replayed": c.n_steps_replayed,
                 "first_divergence": c.divergence_json(), "excluded": c.play_id in excluded,
-                "exclusion_reason": excluded.get(c.play_id)}.items() if v is not None}
+                "exclusion_reason": excluded.get(c.play_id),
+                "replayed_from_script": scripts.get(c.file_id)}.items() if v is not None}
             for c in sorted(checks, key=lambda c: c.play_id)
         ],
         "baseline_sources": {
@@ -174,7 +176,11 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
     checks: list[PlayCheck] = []
     items = progress(recordings, "replaying", len(recordings)) if progress else recordings
     for rec in items:
-        checks.extend(verify_recording(rec, request.game_dirs, from_file=request.from_files))
+        rec_checks = verify_recording(rec, request.game_dirs, from_file=request.from_files)
+        if rec.script is not None:  # say that the steps came from replaying a script, and on which version
+            note = rec.script.describe()
+            rec_checks = [replace(c, detail=f"{note}; {c.detail}" if c.detail else note) for c in rec_checks]
+        checks.extend(rec_checks)
     excluded = {c.play_id: reason for c in checks if (reason := _exclusion(c, request.trust_recordings))}
 
     games: dict[str, list[CardPlay]] = {}
@@ -199,8 +205,9 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
                                    schema={"game_id": pl.String, "baseline_actions": pl.List(pl.Int64)})
         scores = score_plays_frame(plays_frame, games_frame, policy)
         _check_agreement(sc, scores, play_ids, cards)
+        scripts = {rec.file_id: rec.script.as_json() for rec in recordings if rec.script is not None}
         text = scorecard_to_json(sc, extra={"verification": _verification(checks, excluded, baselines,
-                                                                          request.trust_recordings)})
+                                                                          request.trust_recordings, scripts)})
         results.append(PolicyResult(policy, sc, text, baselines, scores))
 
     result = ScoreResult(card_id=card_id, checks=checks, excluded=excluded, policies=results)

@@ -107,3 +107,30 @@ def test_environment_metadata_ingests(tmp_path: Path):
         for row in got.iter_rows(named=True):
             meta = json.loads(next(envs.glob(f"{row['game_id'][:4]}/*/metadata.json")).read_text())
             assert row["baseline_actions"] == meta["baseline_actions"]
+
+
+# Playback files (formats.md A.7): detected by their content like the recordings, stored as their actions.
+PLAYBACK_SCRIPTS = sorted((SAMPLES.parent / "playback-arc-agi-3").glob("*.playback.jsonl"))
+
+
+@pytest.mark.parametrize("forced", [None, "arc3-recording"], ids=["detected", "forced"])
+def test_playback_samples_ingest_as_actions(tmp_path: Path, forced: str | None):
+    assert len(PLAYBACK_SCRIPTS) == 4
+    with Workspace(tmp_path / "playback.duckdb") as ws:
+        report = ingest_paths(ws, PLAYBACK_SCRIPTS, run_id="t", fmt_name=forced or "auto", workers=1)
+        assert [f.status for f in report.files] == ["loaded"] * len(PLAYBACK_SCRIPTS)
+        assert report.n_quarantined == 0
+        for script in PLAYBACK_SCRIPTS:
+            expected = json.loads(script.with_name(script.name.replace(".jsonl", ".expected.json")).read_text())
+            lines = [json.loads(ln) for ln in script.read_text().splitlines() if ln.strip()]
+            actions = [ln["data"]["action_input"] for ln in lines if "action_input" in ln["data"]]
+            fid = ws.read("SELECT file_id FROM raw_ingest__files WHERE file_name = ?", [script.name])["file_id"][0]
+            raw = ws.read("SELECT line_kind FROM raw_arc3__recording_lines WHERE file_id = ?", [fid])
+            steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id = ? ORDER BY line_number", [fid])
+            plays = ws.read("SELECT * FROM core_arc3__plays WHERE file_id = ?", [fid])
+            assert raw.height == expected["line_count"]
+            assert (raw["line_kind"] == "other").sum() == len(lines) - len(actions)
+            assert steps["action_id"].to_list() == [a["id"] for a in actions]
+            assert steps["state"].is_null().all() and steps["step_effect"].is_null().all()
+            assert plays.height == 1 and plays["is_replay_needed"][0] and not plays["has_leading_reset"][0]
+            assert plays["recording_variant"][0] == "playback"

@@ -194,3 +194,46 @@ def test_undo_counting_option_on_su15():
     assert undos > 0
     human_like = rebuild_card(steps, CountingOptions(leading_reset="present", count_undo=False))
     assert human_like.total_actions == card.total_actions - undos
+
+
+# --------------------------------------------------------------------------------------------------
+# Playback files (formats.md A.7): actions only; replayed the playback agent's way on the conformance games,
+# they give the sidecar's card and scores (the replay's session guid is ours, the toolkit's was random).
+# --------------------------------------------------------------------------------------------------
+PLAYBACK_SIDECARS = sorted((SHARED / "samples" / "playback-arc-agi-3").glob("*.expected.json"))
+GAMES = SHARED / "conformance" / "environment_files"
+
+
+@pytest.mark.parametrize("sidecar", PLAYBACK_SIDECARS, ids=lambda p: p.name.replace(".expected.json", ""))
+def test_playback_sample_card_and_scores(sidecar):
+    from pipeline.recordings.counting import card_from_effects
+    from pipeline.recordings.playback import read_playback_file, replayed_recording, resolve_script_game
+
+    script_path = sidecar.with_name(sidecar.name.replace(".expected.json", ".jsonl"))
+    expected = json.loads(sidecar.read_text())
+    lines = [json.loads(text) for text in script_path.read_text().splitlines() if text.strip()]
+    assert len(lines) == expected["line_count"]
+    assert detect_variant(lines, script_path)[0] == "playback"
+
+    script = read_playback_file(script_path)
+    info = resolve_script_game(script.game_id, [GAMES])
+    assert info.game_id == expected["game_id"]
+    parsed = replayed_recording(script.actions, info, file_id=script.file_sha256, path=script_path)
+    assert parsed.variant == "toolkit" and parsed.has_leading_reset
+    steps = [ln.step_record() for ln in parsed.steps]
+    card = card_from_effects(steps, parsed.effects, game_id=parsed.game_id)
+    assert card == rebuild_card(steps, counting_options_for_variant("playback"), game_id=parsed.game_id)
+    exp_card = expected["card"]
+    assert list(card.guids) == [parsed.guid] * exp_card["total_plays"]
+    assert {k: v for k, v in card.to_dict().items() if k != "guids"} == {k: v for k, v in exp_card.items()
+                                                                        if k != "guids"}
+
+    game = score_game(card.game_id, card.plays, expected["baseline_actions"], POLICY)
+    scored = expected["scored"]
+    env = environment_to_dict(game)
+    strip = lambda e: {**e, "runs": [{k: v for k, v in r.items() if k != "guid"} for r in e["runs"]]}  # noqa: E731
+    assert_close(strip(env), strip(scored["environment"]))
+    assert game.best_play_index == scored["best_run_index"]
+    assert_close(game.score, scored["game_score"])
+    sc = build_scorecard("sample", [card], {card.game_id: expected["baseline_actions"]}, POLICY)
+    assert_close(sc.score, scored["scorecard_score"])

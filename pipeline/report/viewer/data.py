@@ -24,7 +24,12 @@ import numpy as np
 import polars as pl
 
 from pipeline.recordings.counting import Card, StepEffect
-from pipeline.scoring.plays import RecordingInput, read_recording_files, recordings_from_tables
+from pipeline.scoring.plays import (
+    RecordingInput,
+    read_recording_files,
+    recordings_from_tables,
+    replay_scripts,
+)
 
 from . import frames as fr
 
@@ -99,8 +104,27 @@ def _only(recordings: list[RecordingInput], what: str) -> RecordingInput:
     return recordings[0]
 
 
-def load_recording_source(path: Path | str) -> ViewerSource:
-    """A recording file (any variant of spec/formats.md §A), read as `arcstudy score FILE` reads it."""
+def _replay_scripts(steps: pl.DataFrame, plays: pl.DataFrame, files: dict, what: str,
+                    game_dirs: Iterable[Path | str] | None, version: str | None
+                    ) -> tuple[pl.DataFrame, list[RecordingInput]]:
+    """The recording of `steps`/`plays`, a playback script replayed first as `arcstudy score` replays it."""
+    dirs = game_dirs_for(None) if game_dirs is None else [Path(g) for g in game_dirs]
+    replayed = replay_scripts(steps, plays, files, dirs, version=version)
+    if replayed.failed:
+        raise ViewerError(f"{what}: cannot replay the playback script: {replayed.failed[0][1]}")
+    return replayed.steps, recordings_from_tables(replayed.steps, replayed.plays, replayed.files,
+                                                  scripts=replayed.scripts)
+
+
+def _script_note(source: ViewerSource) -> None:
+    if source.recording.script is not None:
+        source.notes.append(source.recording.script.describe())
+
+
+def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | None = None,
+                          game_version: str | None = None) -> ViewerSource:
+    """A recording file (any variant of spec/formats.md §A), read as `arcstudy score FILE` reads it; a playback
+    script is replayed on its game (found in `game_dirs`, version pinned by `game_version`) first."""
     from pipeline.core.manifest import sha256_file
 
     path = Path(path)
@@ -108,7 +132,8 @@ def load_recording_source(path: Path | str) -> ViewerSource:
     if steps.height == 0:
         reason = "; ".join(reason for _, reason in problems) or "no frame records"
         raise ViewerError(f"cannot read recording {path}: {reason}")
-    rec = _only(recordings_from_tables(steps, plays, files), str(path))
+    steps, recordings = _replay_scripts(steps, plays, files, str(path), game_dirs, game_version)
+    rec = _only(recordings, str(path))
     has_frames = rec.steps["n_frames"].is_not_null().any()
     recorded = None
     if has_frames:
@@ -119,6 +144,7 @@ def load_recording_source(path: Path | str) -> ViewerSource:
     source = _source(str(path), "file", rec, steps, recorded_frames=recorded,
                      frames_origin="recording" if has_frames else None, inputs={str(path): sha256_file(path)})
     source.notes.extend(reason for _, reason in problems)
+    _script_note(source)
     return source
 
 
@@ -157,7 +183,8 @@ def _resolve_frames_file(name: str, db_path: Path) -> Path | None:
     return None
 
 
-def load_database_source(db_path: Path | str, key: str) -> ViewerSource:
+def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path | str] | None = None,
+                         game_version: str | None = None) -> ViewerSource:
     """A play guid or play_id found in `core_arc3__plays`; the whole recording file is loaded (a play_id
     only sets the step the page opens at). Frames come from the --keep-frames Parquet when present."""
     from pipeline.core.manifest import sha256_file
@@ -180,13 +207,14 @@ def load_database_source(db_path: Path | str, key: str) -> ViewerSource:
             steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id = ? ORDER BY line_number", [file_id])
     except WorkspaceError as err:
         raise ViewerError(str(err)) from err
-    recordings = recordings_from_tables(steps, plays, {file_id: (file_name, None)})
+    steps, recordings = _replay_scripts(steps, plays, {file_id: (file_name, None)}, key, game_dirs, game_version)
     if not recordings:
         raise ViewerError(f"play {key!r}: no steps in core_arc3__steps for file {file_id}")
     rec = _only(recordings, key)
     source = _source(key, "database", rec, steps,
                      inputs={f"db:{db_path}#core_arc3__steps[file_id={file_id}]": _rows_digest(steps)})
     source.initial_step = _first_step_of_play(source, steps, key)
+    _script_note(source)
     n_files = found["file_id"].n_unique()
     if n_files > 1:
         source.notes.append(f"{key} appears in {n_files} ingested files; showing the most recently ingested "
@@ -317,11 +345,37 @@ def game_dirs_for(games: Iterable[Path | str] | None) -> list[Path]:
     return [*(Path(g) for g in games or []), default_environments_dir()]
 
 
-def _replayed_recording(source: ViewerSource) -> Any:
-    from pipeline.scoring.verify import recording_from_steps
+def recording_from_steps(rec: RecordingInput) -> Any:
+    """The steps of a recording (database rows, or a playback script's replay) as an
+    ``engine.recording.Recording`` without pixels, for the engine to re-render. (scoring.verify, which used
+    to provide this, now replays steps directly.)"""
+    from engine.recording import Recording, RecordingLine
 
+    cols = {c: rec.steps[c].to_list() for c in ("line_number", "game_id", "guid", "state", "levels_completed",
+                                                 "win_levels", "is_full_reset", "available_actions", "click_x",
+                                                 "click_y")}
+    lines = []
+    for i, record in enumerate(rec.records):  # records carry recovered action ids when there are any
+        data: dict[str, Any] = {"game_id": cols["game_id"][i], "state": cols["state"][i],
+                                "levels_completed": cols["levels_completed"][i], "guid": cols["guid"][i]}
+        for name, column in (("win_levels", "win_levels"), ("full_reset", "is_full_reset"),
+                             ("available_actions", "available_actions")):
+            if cols[column][i] is not None:
+                data[name] = cols[column][i]
+        action_data = {}
+        if record.action_id == 6 and cols["click_x"][i] is not None:
+            action_data = {"x": cols["click_x"][i], "y": cols["click_y"][i]}
+        data["action_input"] = {"id": record.action_id, "data": action_data}
+        lines.append(RecordingLine(line_no=cols["line_number"][i], timestamp=None, data=data, is_frame=True,
+                                   action_id=record.action_id, action_data=action_data))
+    return Recording(path=None, lines=lines)
+
+
+def _replayed_recording(source: ViewerSource) -> Any:
     rec = source.recording
-    return rec.path if source.kind == "file" and not rec.recovered else recording_from_steps(rec)
+    # a playback script's file holds no engine output: its steps (from the replay) are what is rendered
+    file_ok = source.kind == "file" and not rec.recovered and rec.script is None
+    return rec.path if file_ok else recording_from_steps(rec)
 
 
 def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, *, verify: bool = True,

@@ -325,7 +325,7 @@ class ViewerResult:
 def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | None = None,
                  games: Sequence[Path | str] | None = None, baselines: str | None = None, verify: bool = True,
                  only_reset_levels: bool | None = None, manifest: Any = None,
-                 on_step: Callable[[], None] | None = None) -> ViewerResult:
+                 on_step: Callable[[], None] | None = None, game_version: str | None = None) -> ViewerResult:
     """Build one viewer page for a recording file or a database guid/play_id and write it atomically.
 
     Games are looked up where `arcstudy score` looks: `games`, then the repository's games/. `manifest` (a
@@ -334,15 +334,15 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
     """
     out = Path(out_path)
     path = Path(target)
+    game_dirs = game_dirs_for(games)  # also where a playback script's game is found, to replay it
     if path.is_file():
-        source = load_recording_source(path)
+        source = load_recording_source(path, game_dirs, game_version)
     elif db is not None and Path(db).exists():
-        source = load_database_source(db, str(target))
+        source = load_database_source(db, str(target), game_dirs, game_version)
     elif db is not None:
         raise ViewerError(f"{target} is not a file, and database {db} does not exist")
     else:
         raise ViewerError(f"{target} is not a recording file (pass --db to look up a guid or play_id)")
-    game_dirs = game_dirs_for(games)
     verification = verify_and_render(source, game_dirs, verify=verify, only_reset_levels=only_reset_levels,
                                      on_step=on_step)
     baseline = find_baseline(source.game_id, explicit=baselines, games=game_dirs, db=db)

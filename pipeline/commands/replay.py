@@ -1,0 +1,68 @@
+"""`arcstudy replay`: a playback file (action script) replayed into the full toolkit recording it yields."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipeline.core.console import out
+
+from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, GameVersionOption, command_line, fail
+
+
+def replay_command(
+    script: Annotated[Path, typer.Argument(help="A playback file: one `{\"data\": {\"action_input\": ...}}` action "
+                                           "per line (spec/formats.md §A.7).", exists=True, dir_okay=False,
+                                           show_default=False)],
+    out_file: Annotated[Path, typer.Option("--out", help="The toolkit recording (.jsonl) to write.",
+                                           dir_okay=False, show_default=False)],
+    games: Annotated[list[Path] | None, typer.Option("--games", help="Folder of game files laid out like the "
+                                                     "official environment_files (repeatable); the shipped games "
+                                                     "are searched after them.", exists=True, file_okay=False,
+                                                     show_default=False)] = None,
+    frames: Annotated[bool, typer.Option("--frames/--no-frames", help="Write every response's frames (the "
+                                         "toolkit's include_frame_data).")] = True,
+    game_version: GameVersionOption = None,
+) -> None:
+    """Replay a playback file the way the official playback agent does (make(), which sends the opening RESET,
+    then each action) and write the toolkit recording the session produces, so it can be ingested, shared or
+    viewed like any recording (`arcstudy score` gives it the same scorecard as the script).
+
+    Reads: SCRIPT and the game files (--games, then the shipped games/; the version the script names, else the
+    latest of its 4-character code, or --game-version). Writes: --out and its run manifest
+    `<out stem>.manifest.json` beside it. Exit 3 when the game cannot be loaded or action lines were left out.
+    """
+    from engine.loader import default_environments_dir
+    from pipeline.core.manifest import RunManifest, sha256_file
+    from pipeline.recordings.playback import PlaybackError, replay_script_file, write_lines
+    from pipeline.recordings.reader import RecordingRejected
+
+    if out_file.resolve() == script.resolve():
+        raise fail("--out must not be the script itself", EXIT_USAGE)
+    game_dirs = [*(games or []), default_environments_dir()]
+    manifest = RunManifest(command=command_line("replay"), config={
+        "script": str(script), "out": str(out_file), "games": [str(g) for g in games or []], "frames": frames,
+        "game_version": game_version})
+    try:
+        parsed, how, lines = replay_script_file(script, game_dirs, version=game_version, frames=frames)
+    except RecordingRejected as err:
+        raise fail(f"{script}: {err.check}: {err.reason}", EXIT_USAGE) from err
+    except PlaybackError as err:
+        raise fail(f"{script}: cannot replay: {err.reason}", EXIT_REJECTED) from err
+    write_lines(out_file, lines)
+    manifest.add_input(script, sha256_file(script))
+    manifest.add_output(out_file)
+    code = EXIT_REJECTED if parsed.issues else EXIT_OK
+    manifest.notes["replay"] = {**how.as_json(), "lines_written": len(lines),
+                                "action_lines_left_out": [f"{i.location}: {i.check}: {i.reason}" for i in parsed.issues]}
+    manifest.finish(code)
+    manifest_file = out_file.with_name(out_file.stem + ".manifest.json")
+    manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    out.console.print(f"wrote {out_file}: {len(lines)} lines (the opening RESET and {how.n_actions} actions"
+                      f"{', with frames' if frames else ''}); {how.describe()}", markup=False, soft_wrap=True)
+    for issue in parsed.issues:
+        out.console.print(f"left out: {issue.location}: {issue.check}: {issue.reason}", markup=False)
+    raise typer.Exit(code)

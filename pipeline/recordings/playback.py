@@ -1,0 +1,374 @@
+"""Playback files (action scripts, shared/spec/formats.md §A.7): read them, and replay them into recordings.
+
+A playback file holds one action per line, ``{"data": {"action_input": {"id", "data": {"game_id", x, y},
+"reasoning"}}}``, and nothing the engine returned. The official playback agent calls ``make()`` (which sends
+the opening RESET) and then sends every line as a step, so everything the toolkit reports comes from that
+replay. This module does it the same way: ``replay_to_lines`` returns the toolkit recording the replay
+produces (opening RESET first, action ids as names), and ``replayed_recording`` reads it back through
+`reader.read_recording_file`, so a script is counted and scored by the toolkit rules exactly like any
+toolkit recording.
+
+Ingest stores a script as it is (``script_tables``: steps without state or levels, the play marked
+``is_replay_needed``); `score` and `view` replay the stored actions (``replay_script_tables``), so scoring a
+script file and scoring its ingested copy give the same plays.
+
+The script's ``game_id`` may name a version that is in no game folder: the playback agent plays the game it
+was started on, so the game is resolved by its 4-character code (``resolve_script_game``), or pinned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from engine.base_game import FRAMES_ALL, FRAMES_NONE
+from engine.enums import ActionInput, GameAction
+from engine.env import GameEnv
+from engine.loader import GameInfo, GameNotFoundError, find_games, resolve_game
+from engine.recording import response_to_record
+from schemas.validate import conform
+
+from .counting import ACTION_NAMES
+from .lines import LineError, LineIssue, action_id_of, clip
+from .reader import ParsedRecording, RecordingRejected, read_recording_file
+from .variant import is_action_script_record
+
+__all__ = [
+    "PlaybackError",
+    "PlaybackScript",
+    "ScriptAction",
+    "ScriptReplay",
+    "is_playback_file",
+    "read_playback_file",
+    "replay_script_file",
+    "replay_script_tables",
+    "replay_to_lines",
+    "replayed_recording",
+    "resolve_script_game",
+    "script_tables",
+    "write_lines",
+]
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # replayed lines get synthetic, deterministic timestamps
+
+
+class PlaybackError(Exception):
+    """A script cannot be replayed (its game cannot be loaded); ``reason`` is for a person."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ScriptAction:
+    """One action line of a script: the action sent, with its click coordinates."""
+
+    line_number: int
+    action_id: int
+    x: int | None = None
+    y: int | None = None
+    reasoning: Any = None
+
+    @property
+    def data(self) -> dict[str, int]:
+        return {} if self.x is None else {"x": self.x, "y": self.y}
+
+
+@dataclass
+class PlaybackScript:
+    """A playback file as read: its actions, and the lines that are not actions (counted and skipped)."""
+
+    path: Path
+    file_sha256: str
+    game_id: str  # as the script names it (the first action's `data.game_id`)
+    actions: list[ScriptAction]
+    raw_lines: list[tuple[int, str, str]]  # (line number, sha256, text) of the lines kept (not the issues)
+    skipped_lines: list[int] = field(default_factory=list)  # lines without `action_input`
+    issues: list[LineIssue] = field(default_factory=list)  # action lines left out (bad id or click)
+
+
+@dataclass(frozen=True)
+class ScriptReplay:
+    """How a script was replayed: the game it names, the game version played, the lines skipped."""
+
+    named_game_id: str
+    game_id: str
+    n_actions: int
+    n_skipped_lines: int | None = None  # known when the file was read (not from the database)
+
+    @property
+    def resolved_by_code(self) -> bool:
+        return self.named_game_id != self.game_id
+
+    def describe(self) -> str:
+        how = (f"version {self.game_id} used (the script names {self.named_game_id}, resolved by the game code)"
+               if self.resolved_by_code else f"game {self.game_id}")
+        skipped = "" if not self.n_skipped_lines else (
+            f"; {self.n_skipped_lines} line(s) without action_input skipped")
+        return f"replayed from an action script ({self.n_actions} actions): {how}{skipped}"
+
+    def as_json(self) -> dict[str, Any]:
+        out = {"script_game_id": self.named_game_id, "game_id_used": self.game_id,
+               "resolved_by_code": self.resolved_by_code, "n_actions": self.n_actions}
+        if self.n_skipped_lines is not None:
+            out["n_lines_skipped"] = self.n_skipped_lines
+        return out
+
+
+# --------------------------------------------------------------------------------------------------
+# reading a script
+# --------------------------------------------------------------------------------------------------
+def _first_line(path: Path) -> str:
+    with open(path, "rb") as fh:
+        for raw in fh:
+            text = raw.decode("utf-8", errors="replace").strip()
+            if text:
+                return text
+    return ""
+
+
+def is_playback_file(path: Path | str) -> bool:
+    """The file's first line is an action-script line (formats.md §A.7)."""
+    try:
+        obj = json.loads(_first_line(Path(path)))
+    except (OSError, json.JSONDecodeError):
+        return False
+    return isinstance(obj, dict) and isinstance(obj.get("data"), dict) and is_action_script_record(obj["data"])
+
+
+def _script_action(number: int, action: Any) -> ScriptAction:
+    if not isinstance(action, dict) or "id" not in action:
+        raise LineError("missing_action", "`action_input` has no `id`", "action_input")
+    action_id, _ = action_id_of(action["id"])
+    payload = action.get("data") or {}
+    if not isinstance(payload, dict):
+        raise LineError("bad_action_data", "`action_input.data` is not an object", "action_input.data")
+    x = y = None
+    if action_id == GameAction.ACTION6.value:
+        x, y = payload.get("x"), payload.get("y")
+        for name, v in (("x", x), ("y", y)):
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 63:
+                raise LineError("bad_click", f"ACTION6 needs integer {name} in 0-63, got {v!r}",
+                                f"action_input.data.{name}", v)
+    return ScriptAction(number, action_id, x, y, action.get("reasoning"))
+
+
+def read_playback_file(path: Path | str) -> PlaybackScript:
+    """Read a playback file. Lines without ``action_input`` are skipped (and counted); an action line with a
+    bad id or click is a `LineIssue`. Raises `RecordingRejected` when the file holds no action."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    actions, raw_lines, skipped, issues = [], [], [], []
+    game_id: str | None = None
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            digest.update(raw)
+            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if not text.strip():
+                continue
+            raw = (number, hashlib.sha256(text.encode()).hexdigest(), text)
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as err:
+                issues.append(LineIssue(f"line {number}", "invalid_json", f"not valid JSON ({err.msg})", clip(text),
+                                        "core_arc3__steps"))
+                continue
+            data = obj.get("data") if isinstance(obj, dict) else None
+            if not isinstance(data, dict) or "action_input" not in data:
+                skipped.append(number)  # e.g. the trailing `{"data": {"test": ...}}` annotation
+                raw_lines.append(raw)
+                continue
+            try:
+                action = _script_action(number, data["action_input"])
+            except LineError as err:
+                issues.append(LineIssue(f"line {number}", err.check, err.reason, clip(text), "core_arc3__steps",
+                                        err.column, err.value))
+                continue
+            named = ((data["action_input"] or {}).get("data") or {}).get("game_id")
+            if game_id is None and isinstance(named, str):
+                game_id = named
+            actions.append(action)
+            raw_lines.append(raw)
+    if not actions:
+        raise RecordingRejected("the playback file has no line with an `action_input`", "no_action_line")
+    if game_id is None:
+        raise RecordingRejected("no action line names its game (`action_input.data.game_id`)", "bad_game_id")
+    return PlaybackScript(path=path, file_sha256=digest.hexdigest(), game_id=game_id, actions=actions,
+                          raw_lines=raw_lines, skipped_lines=skipped, issues=issues)
+
+
+def script_guid(file_id: str) -> str:
+    """The session guid given to a script's replay: derived from the file, so a file and its ingested copy get
+    the same play ids, and a re-run the same output."""
+    return str(uuid.UUID(bytes=hashlib.sha256(file_id.encode()).digest()[:16], version=4))
+
+
+def script_tables(script: PlaybackScript, file_id: str) -> dict[str, pl.DataFrame]:
+    """What ingest stores for a script: every line (raw), one step per action with what is known (no state,
+    levels or frames: those come from a replay), and one play marked ``is_replay_needed``."""
+    guid = script_guid(file_id)
+    play_id = f"{guid}/0"
+    action_lines = {a.line_number for a in script.actions}
+    raw = [{"file_id": file_id, "line_number": n, "content_sha256": sha,
+            "line_kind": "action" if n in action_lines else "other", "raw_json": clip(text)}
+           for n, sha, text in script.raw_lines]
+    steps = [{
+        "file_id": file_id, "line_number": a.line_number, "step_index": i, "play_id": play_id,
+        "game_id": script.game_id, "guid": guid, "recorded_at": None, "action_id": a.action_id,
+        "action_name": ACTION_NAMES[a.action_id], "click_x": a.x, "click_y": a.y, "state": None,
+        "levels_completed": None, "win_levels": None, "is_full_reset": None, "available_actions": None,
+        "n_frames": None, "frame_sha256s": None, "last_frame_sha256": None, "frames_file": None,
+        "is_post_terminal": None, "step_effect": None, "is_counted": None, "is_level_change": None,
+        "reasoning_json": None if a.reasoning is None else json.dumps(a.reasoning, ensure_ascii=False),
+        "flags": [],
+    } for i, a in enumerate(script.actions)]
+    flags = ["no_leading_reset"] + (["non_action_lines_skipped"] if script.skipped_lines else [])
+    plays = [{
+        "play_id": play_id, "file_id": file_id, "guid": guid, "game_id": script.game_id, "play_index": 0,
+        "recording_variant": "playback", "schema_generation": "2026",
+        "first_line_number": script.actions[0].line_number, "last_line_number": script.actions[-1].line_number,
+        "n_steps": len(script.actions), "started_at": None, "ended_at": None, "has_frames": False,
+        "is_only_reset_levels": False, "is_action_ids_lost": False, "has_leading_reset": False,
+        "is_replay_needed": True, "flags": flags,
+    }]
+    return {"raw_arc3__recording_lines": conform("raw_arc3__recording_lines", raw),
+            "core_arc3__steps": conform("core_arc3__steps", steps),
+            "core_arc3__plays": conform("core_arc3__plays", plays)}
+
+
+# --------------------------------------------------------------------------------------------------
+# replaying a script
+# --------------------------------------------------------------------------------------------------
+def resolve_script_game(game_id: str, game_dirs: Iterable[Path], version: str | None = None) -> GameInfo:
+    """The game a script is replayed on: ``version`` when pinned (a version hash or a full game id), else the
+    version the script names, else (as the playback agent does) the latest version of its 4-character code.
+    Raises `PlaybackError` with the reason when none can be loaded."""
+    dirs = [Path(d) for d in game_dirs]
+    code = game_id.split("-", 1)[0]
+    where = ", ".join(str(d) for d in dirs) or "no game folder"
+    if version:
+        wanted = version if "-" in version else f"{code}-{version}"
+        candidates = [wanted]
+    else:
+        candidates = [game_id, code]
+    for candidate in candidates:
+        try:
+            return resolve_game(candidate, dirs, loadable=True)
+        except GameNotFoundError:
+            continue
+    known = sorted(info.game_id for info in find_games(dirs) if info.short_id == code)
+    if version:
+        detail = f"version {version} of {code} is not among the games ({', '.join(known) or 'none'})"
+    else:
+        detail = f"no version of game {code} ({game_id} named) is loadable"
+    raise PlaybackError(f"{detail} under {where}; give the game folder with --games")
+
+
+def replay_to_lines(actions: Sequence[ScriptAction], info: GameInfo, *, guid: str, frames: bool = False
+                    ) -> list[dict[str, Any]]:
+    """The toolkit recording of the playback agent's session: make() (the opening RESET), then every action,
+    one line per engine response (action ids as names, as the toolkit recorder writes them)."""
+    env = GameEnv(info, guid=guid)
+    mode = FRAMES_ALL if frames else FRAMES_NONE
+    responses = [env.reset(frames=mode)]
+    for action in actions:
+        responses.append(env.step(ActionInput(id=GameAction.from_id(action.action_id), data=action.data,
+                                              reasoning=action.reasoning), frames=mode))
+    return [{"timestamp": (EPOCH + timedelta(milliseconds=n)).isoformat(timespec="microseconds"),
+             "data": response_to_record(r, include_frames=frames)} for n, r in enumerate(responses)]
+
+
+def write_lines(path: Path, lines: Sequence[Mapping[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+
+def replayed_recording(actions: Sequence[ScriptAction], info: GameInfo, *, file_id: str, path: Path | None,
+                       frames: bool = False) -> ParsedRecording:
+    """Replay the actions and read the recording the replay produced like any toolkit recording (the one
+    reader decides steps, plays and counts); it keeps the script's file id and path."""
+    guid = script_guid(file_id)
+    lines = replay_to_lines(actions, info, guid=guid, frames=frames)
+    with tempfile.TemporaryDirectory(prefix="arcstudy-replay-") as tmp:
+        tmp_path = Path(tmp) / f"{info.game_id}-{guid}.jsonl"  # the toolkit recorder's file name
+        write_lines(tmp_path, lines)
+        parsed = read_recording_file(tmp_path, want_frames=frames)
+    return replace(parsed, path=path or parsed.path, file_sha256=file_id)
+
+
+def replay_script_file(path: Path | str, game_dirs: Iterable[Path], *, version: str | None = None,
+                       frames: bool = True) -> tuple[PlaybackScript, ScriptReplay, list[dict[str, Any]]]:
+    """Read a playback file and replay it: (the script, how it was replayed, the toolkit recording's lines).
+    The replay's guid is the one `score` gives the script, so the recording scores as the script does.
+    Raises `RecordingRejected` (not a script) or `PlaybackError` (no loadable game)."""
+    path = Path(path)
+    if not is_playback_file(path):
+        raise RecordingRejected("not a playback file (its first line is not `{\"data\": {\"action_input\": "
+                                "...}}` without engine output, formats.md §A.7)", "not_a_playback_file")
+    script = read_playback_file(path)
+    info = resolve_script_game(script.game_id, game_dirs, version)
+    lines = replay_to_lines(script.actions, info, guid=script_guid(script.file_sha256), frames=frames)
+    return script, ScriptReplay(script.game_id, info.game_id, len(script.actions), len(script.skipped_lines)), lines
+
+
+def _actions_from_steps(steps: pl.DataFrame) -> list[ScriptAction]:
+    rows = steps.sort("line_number").select("line_number", "action_id", "click_x", "click_y", "reasoning_json")
+    return [ScriptAction(n, a, x, y, None if r is None else json.loads(r)) for n, a, x, y, r in rows.iter_rows()]
+
+
+def replay_script_tables(steps: pl.DataFrame, plays: pl.DataFrame, game_dirs: Iterable[Path], *,
+                         version: str | None = None, paths: Mapping[str, Path | None] | None = None,
+                         skipped: Mapping[str, int] | None = None, frames: bool = False
+                         ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, ParsedRecording],
+                                    dict[str, ScriptReplay], dict[str, str]]:
+    """Replace the rows of every script (plays with ``is_replay_needed``) by the rows of its replay.
+
+    Returns (steps, plays, parsed replays by file_id, how each was replayed, reasons by file_id of the scripts
+    that could not be replayed: their rows are dropped). Rows of other recordings pass through unchanged."""
+    from .reader import recording_tables
+
+    dirs = list(game_dirs)
+    paths, skipped = paths or {}, skipped or {}
+    if "is_replay_needed" not in plays.columns:
+        return steps, plays, {}, {}, {}
+    script_ids = plays.filter(pl.col("is_replay_needed").fill_null(False))["file_id"].unique().sort().to_list()
+    if not script_ids:
+        return steps, plays, {}, {}, {}
+    parsed_by_file, how, failed = {}, {}, {}
+    new_steps, new_plays = [], []
+    for fid in script_ids:
+        file_steps = steps.filter(pl.col("file_id") == fid)
+        named = plays.filter(pl.col("file_id") == fid)["game_id"][0]
+        try:
+            info = resolve_script_game(named, dirs, version)
+            actions = _actions_from_steps(file_steps)
+            parsed = replayed_recording(actions, info, file_id=fid, path=paths.get(fid), frames=frames)
+        except PlaybackError as err:
+            failed[fid] = err.reason
+            continue
+        except Exception as err:  # the game's code failed: the script cannot be replayed
+            failed[fid] = f"replay on {named} failed: {type(err).__name__}: {err}"
+            continue
+        tables = recording_tables(parsed, fid)
+        new_steps.append(tables["core_arc3__steps"])
+        new_plays.append(tables["core_arc3__plays"].with_columns(
+            is_replay_needed=pl.lit(True), recording_variant=pl.lit("playback")))
+        parsed_by_file[fid] = parsed
+        how[fid] = ScriptReplay(named, info.game_id, len(actions), skipped.get(fid))
+    keep = ~pl.col("file_id").is_in(script_ids)
+    # the caller's frames may come from the database (its own time zone name, column order): match them
+    steps = pl.concat([steps.filter(keep), *(f.select(steps.columns).cast(dict(steps.schema)) for f in new_steps)])
+    plays = pl.concat([plays.filter(keep), *(f.select(plays.columns).cast(dict(plays.schema)) for f in new_plays)])
+    return steps, plays, parsed_by_file, how, failed

@@ -1,0 +1,252 @@
+"""Playback files (action scripts, spec/formats.md §A.7) end to end: score, ingest, view and replay.
+
+The shared samples (shared/samples/playback-arc-agi-3) each have a sidecar with the toolkit's card and scored
+entry when the file is replayed the playback agent's way (make(), then every action) on the conformance games.
+A script's replay gets its own session guid (the toolkit's is random), so guids are compared for consistency,
+not with the sidecar's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.core.workspace import Workspace
+from pipeline.ingest import ingest_paths
+from pipeline.recordings.playback import read_playback_file, script_guid
+from pipeline.scoring.plays import read_recording_files, recordings_from_tables, replay_scripts
+from pipeline.scoring.storage import read_db_plays
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+PLAYBACK = SHARED / "samples" / "playback-arc-agi-3"
+GAMES = SHARED / "conformance" / "environment_files"
+SCRIPTS = sorted(PLAYBACK.glob("*.playback.jsonl"))
+SLUG = "scorecard__arc-agi-3_2026-04.json"
+TOL = 1e-9
+
+
+def sidecar(script: Path) -> dict:
+    return json.loads(script.with_name(script.name.replace(".jsonl", ".expected.json")).read_text())
+
+
+def cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["--plain", *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def assert_close(actual, expected, path="$"):
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict) and set(actual) == set(expected), f"{path}: {actual} != {expected}"
+        for key in expected:
+            assert_close(actual[key], expected[key], f"{path}.{key}")
+    elif isinstance(expected, list):
+        assert isinstance(actual, list) and len(actual) == len(expected), f"{path}: {actual} != {expected}"
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            assert_close(a, e, f"{path}[{i}]")
+    elif isinstance(expected, float):
+        assert math.isclose(actual, expected, rel_tol=0.0, abs_tol=TOL), f"{path}: {actual!r} != {expected!r}"
+    else:
+        assert actual == expected, f"{path}: {actual!r} != {expected!r}"
+
+
+def without_guids(entry: dict) -> dict:
+    return {**entry, "runs": [{k: v for k, v in run.items() if k != "guid"} for run in entry["runs"]]}
+
+
+def assert_card(card: dict, expected: dict, guid: str) -> None:
+    assert card["guids"] == [guid] * expected["total_plays"]
+    assert {k: v for k, v in card.items() if k != "guids"} == {k: v for k, v in expected.items() if k != "guids"}
+
+
+def assert_scorecard(doc: dict, expected: dict, guid: str) -> None:
+    (env,) = [e for e in doc["environments"] if e["id"] == expected["game_id"]]
+    assert {run["guid"] for run in env["runs"]} == {guid}
+    assert_close(without_guids(env), without_guids(expected["scored"]["environment"]))
+    best = max(range(len(env["runs"])), key=lambda i: env["runs"][i]["score"])
+    assert math.isclose(env["runs"][best]["score"], expected["scored"]["game_score"], abs_tol=TOL)
+
+
+def test_the_playback_samples_are_there():
+    assert len(SCRIPTS) == 4
+    quirks = {sidecar(s).get("playback_quirk") for s in SCRIPTS}
+    assert "other-version-id" in quirks
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_score_file_matches_the_sidecar(tmp_path: Path, script: Path):
+    expected = sidecar(script)
+    code, output = cli("score", str(script), "--games", str(GAMES), "--db", str(tmp_path / "s.duckdb"),
+                       "--out", str(tmp_path / "out"), "--no-figures")
+    assert code == 0, output
+    guid = script_guid(read_playback_file(script).file_sha256)
+    doc = json.loads((tmp_path / "out" / SLUG).read_text())
+    assert_scorecard(doc, expected, guid)
+    checks = doc["verification"]["replay_checks"]
+    assert {c["status"] for c in checks} == {"verified"}
+    assert {c["game_id"] for c in checks} == {expected["game_id"]}  # the version played is recorded
+    assert {c["replayed_from_script"]["game_id_used"] for c in checks} == {expected["game_id"]}
+    assert "replayed from an action script" in output
+
+    # the card, read the way score reads the file
+    steps, plays, files, problems = read_recording_files([script])
+    assert problems == []
+    replayed = replay_scripts(steps, plays, files, [GAMES])
+    (rec,) = recordings_from_tables(replayed.steps, replayed.plays, replayed.files, scripts=replayed.scripts)
+    assert_card(rec.card.to_dict(), expected["card"], guid)
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("playback") / "playback.duckdb"
+    with Workspace(db) as ws:
+        report = ingest_paths(ws, SCRIPTS, run_id="test-playback")
+        assert [f.status for f in report.files] == ["loaded"] * len(SCRIPTS)
+        assert report.n_quarantined == 0
+    return db
+
+
+def test_ingest_auto_detects_and_stores_actions(ingested: Path):
+    with Workspace(ingested, read_only=True) as ws:
+        for script in SCRIPTS:
+            parsed = read_playback_file(script)
+            fid = parsed.file_sha256
+            plays = ws.read("SELECT * FROM core_arc3__plays WHERE file_id = ?", [fid])
+            steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id = ? ORDER BY line_number", [fid])
+            raw = ws.read("SELECT * FROM raw_arc3__recording_lines WHERE file_id = ?", [fid])
+            assert plays.height == 1 and plays["is_replay_needed"].to_list() == [True]
+            assert plays["recording_variant"].to_list() == ["playback"]
+            assert plays["game_id"].to_list() == [parsed.game_id]  # as the script names it
+            assert steps.height == len(parsed.actions) and steps["state"].is_null().all()
+            assert steps["action_id"].to_list() == [a.action_id for a in parsed.actions]
+            assert raw.height == sidecar(script)["line_count"]
+            files = ws.read("SELECT source_format, flags FROM raw_ingest__files WHERE file_id = ?", [fid])
+            assert files["source_format"].to_list() == ["arc3-recording"]  # detected without --format
+            assert "needs_replay" in files["flags"][0]
+
+
+def test_score_from_the_database_matches_the_files(ingested: Path, tmp_path: Path):
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(ingested, db)
+    code, output = cli("score", "--games", str(GAMES), "--db", str(db), "--out", str(tmp_path / "out"),
+                       "--no-figures")
+    assert code == 0, output
+    doc = json.loads((tmp_path / "out" / SLUG).read_text())
+    for script in SCRIPTS:
+        assert_scorecard(doc, sidecar(script), script_guid(read_playback_file(script).file_sha256))
+    assert "1 line(s) without action_input skipped" in output  # an53's trailing test line, counted from the db
+
+    with Workspace(db, read_only=True) as ws:
+        steps, plays, files = read_db_plays(ws, [])
+        stored = ws.read("SELECT game_id, replay_detail FROM out_arc3__replay_checks")
+    replayed = replay_scripts(steps, plays, files, [GAMES])
+    recs = {r.game_id: r for r in recordings_from_tables(replayed.steps, replayed.plays, replayed.files,
+                                                          scripts=replayed.scripts)}
+    for script in SCRIPTS:
+        expected = sidecar(script)
+        guid = script_guid(read_playback_file(script).file_sha256)
+        assert_card(recs[expected["game_id"]].card.to_dict(), expected["card"], guid)
+    ly28 = stored.filter(stored["game_id"] == "ly28-b026aa01")["replay_detail"].to_list()
+    assert ly28 and all("names ly28-0badc0de" in d for d in ly28)
+
+
+def test_unknown_version_resolves_by_code_and_is_recorded(tmp_path: Path):
+    (script,) = [s for s in SCRIPTS if sidecar(s).get("playback_quirk") == "other-version-id"]
+    assert read_playback_file(script).game_id == "ly28-0badc0de"
+    code, output = cli("score", str(script), "--games", str(GAMES), "--db", str(tmp_path / "s.duckdb"),
+                       "--out", str(tmp_path / "out"), "--no-figures")
+    assert code == 0, output
+    assert "version ly28-b026aa01 used" in output and "ly28-0badc0de" in output
+    doc = json.loads((tmp_path / "out" / SLUG).read_text())
+    for check in doc["verification"]["replay_checks"]:
+        assert check["game_id"] == "ly28-b026aa01"
+        assert check["replayed_from_script"] == {"script_game_id": "ly28-0badc0de", "game_id_used": "ly28-b026aa01",
+                                                 "resolved_by_code": True, "n_actions": 29, "n_lines_skipped": 0}
+    # --game-version pins a version: one that does not exist cannot be played
+    code, output = cli("score", str(script), "--games", str(GAMES), "--db", str(tmp_path / "s.duckdb"),
+                       "--out", str(tmp_path / "out2"), "--no-figures", "--game-version", "deadbeef")
+    assert code == 3
+    assert "version deadbeef of ly28 is not among the games" in output
+    code, output = cli("score", str(script), "--games", str(GAMES), "--db", str(tmp_path / "s.duckdb"),
+                       "--out", str(tmp_path / "out3"), "--no-figures", "--game-version", "b026aa01")
+    assert code == 0, output
+
+
+def test_line_without_action_input_is_skipped_and_counted(tmp_path: Path):
+    (script,) = [s for s in SCRIPTS if s.name.startswith("an53")]
+    parsed = read_playback_file(script)
+    n_lines = sidecar(script)["line_count"]
+    assert parsed.skipped_lines == [n_lines] and len(parsed.actions) == n_lines - 1
+    # one more annotation in the middle: skipped and counted, the score does not change
+    lines = script.read_text().splitlines()
+    edited = tmp_path / "an53_annotated.jsonl"
+    edited.write_text("\n".join([*lines[:5], '{"data": {"note": "checkpoint"}}', *lines[5:]]) + "\n")
+    assert len(read_playback_file(edited).skipped_lines) == 2
+    code, output = cli("score", str(edited), "--games", str(GAMES), "--db", str(tmp_path / "s.duckdb"),
+                       "--out", str(tmp_path / "out"), "--no-figures")
+    assert code == 0, output
+    assert "2 line(s) without action_input skipped" in output
+    doc = json.loads((tmp_path / "out" / SLUG).read_text())
+    expected = sidecar(script)
+    (env,) = doc["environments"]
+    assert_close(without_guids(env), without_guids(expected["scored"]["environment"]))
+
+
+def test_unknown_game_is_refused_with_a_reason(tmp_path: Path):
+    script = tmp_path / "zz99.jsonl"
+    script.write_text('{"data": {"action_input": {"id": 1, "data": {"game_id": "zz99-12345678"}, '
+                      '"reasoning": null}}}\n')
+    code, output = cli("score", str(script), "--games", str(GAMES), "--db", str(tmp_path / "s.duckdb"),
+                       "--out", str(tmp_path / "out"), "--no-figures")
+    assert code == 3
+    assert "no version of game zz99" in output and "cannot replay" in output
+    assert not (tmp_path / "out" / SLUG).exists()  # no scorecard of zeros
+    code, output = cli("replay", str(script), "--games", str(GAMES), "--out", str(tmp_path / "r.jsonl"))
+    assert code == 3 and "no version of game zz99" in output
+    code, output = cli("view", str(script), "--games", str(GAMES), "--out", str(tmp_path / "v.html"))
+    assert code != 0 and "no version of game zz99" in output
+
+
+@pytest.mark.parametrize("frames", [True, False], ids=["frames", "no-frames"])
+def test_replay_writes_a_recording_that_scores_like_the_script(tmp_path: Path, frames: bool):
+    (script,) = [s for s in SCRIPTS if s.name.startswith("ly28")]
+    out = tmp_path / "ly28.jsonl"
+    code, output = cli("replay", str(script), "--games", str(GAMES), "--out", str(out),
+                       "--frames" if frames else "--no-frames")
+    assert code == 0, output
+    lines = [json.loads(t) for t in out.read_text().splitlines()]
+    assert lines[0]["data"]["action_input"]["id"] == "RESET" and lines[0]["data"]["full_reset"] is True
+    assert len(lines) == len(read_playback_file(script).actions) + 1
+    assert all(("frame" in ln["data"]) is frames for ln in lines)
+    assert (tmp_path / "ly28.manifest.json").is_file()
+
+    scores = []
+    for target in (script, out):
+        folder = tmp_path / f"out_{target.stem}"
+        code, output = cli("score", str(target), "--games", str(GAMES), "--db", str(tmp_path / "s.duckdb"),
+                           "--out", str(folder), "--no-figures")
+        assert code == 0, output
+        doc = json.loads((folder / SLUG).read_text())
+        doc.pop("verification")
+        scores.append(doc)
+    assert scores[0] == scores[1]
+    assert "playback script" not in output  # the written recording is an ordinary toolkit recording
+
+
+def test_view_replays_a_script(tmp_path: Path, ingested: Path):
+    (script,) = [s for s in SCRIPTS if s.name.startswith("ly28")]
+    code, output = cli("view", str(script), "--games", str(GAMES), "--out", str(tmp_path / "v.html"))
+    assert code == 0, output
+    assert "replay: verified" in output and "version ly28-b026aa01 used" in output
+    page = (tmp_path / "v.html").read_text()
+    assert "ly28-b026aa01" in page
+    guid = script_guid(read_playback_file(script).file_sha256)
+    code, output = cli("view", f"{guid}/1", "--db", str(ingested), "--games", str(GAMES),
+                       "--out", str(tmp_path / "v2.html"))
+    assert code == 0, output
+    assert "3 play(s)" in output and "replay: verified" in output
