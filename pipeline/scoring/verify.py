@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +56,8 @@ from pipeline.recordings.reader import read_recording_file
 
 from .plays import RecordingInput
 
-__all__ = ["PlayCheck", "ReplayResult", "STATUSES", "describe", "divergence_columns", "frame_only_note",
-           "replay_classified", "verify_recording"]
+__all__ = ["PlayCheck", "ReplayResult", "STATUSES", "describe", "divergence_columns", "replay_classified",
+           "verify_recording"]
 
 STATUSES = ("verified", "divergent", "unverified", "not_replayable")
 
@@ -79,6 +79,20 @@ class PlayCheck:
     game_source_sha256: str | None = None
     n_frame_only_steps: int = 0  # steps of the play whose frames differed while the replay reconverged
     n_frame_only_cells: int | None = 0  # their differing cells; None when unknown (sha256 comparison)
+    frame_only_where: tuple[tuple[int, int], ...] = ()  # (step index, line number) of each of those steps
+    reconverged_step: int | None = None  # the last step of the play's replay whose frames matched again
+
+    def frame_only_note(self, *, cells: bool = True) -> str | None:
+        """E.g. "frames differ at 1 step (step 3, line 4; 661 cells), reconverged at step 4"; ``cells=False``
+        leaves the count out (the scorecard's note, the same for a file as for its database steps)."""
+        n = len(self.frame_only_where)
+        if not n:
+            return None
+        where = ", ".join(f"step {s}, line {ln}" for s, ln in self.frame_only_where[:3]) + (", ..." if n > 3 else "")
+        if cells:
+            where += "; " + (f"{self.n_frame_only_cells:,} cells" if self.n_frame_only_cells is not None
+                             else "cells unknown: frames compared by sha256 or frame counts differ")
+        return f"frames differ at {n} step{'s' if n != 1 else ''} ({where}), reconverged at step {self.reconverged_step}"
 
     def divergence_json(self) -> dict[str, Any] | None:
         """The divergence for the scorecard: the same whether the play was replayed from its file or from the
@@ -265,18 +279,6 @@ def replay_steps(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_reset:
     return d, result.replayed if d is None else d.step + 1
 
 
-def frame_only_note(divergences: Sequence[Divergence], reconverged: Sequence[int]) -> str:
-    """E.g. "frames differ at 1 step (step 3, line 4; 661 cells), reconverged at step 4"."""
-    n = len(divergences)
-    where = ", ".join(f"step {d.step}, line {d.line}" for d in divergences[:3]) + (", ..." if n > 3 else "")
-    cells = _cells(divergences)
-    counted = f"{cells:,} cells" if cells is not None else "cells unknown: frames compared by sha256"
-    if any(d.field == "frame_count" for d in divergences):
-        counted = "frame counts differ; " + counted
-    return (f"frames differ at {n} step{'s' if n != 1 else ''} ({where}; {counted}), "
-            f"reconverged at step {max(reconverged)}")
-
-
 def _cells(divergences: Sequence[Divergence]) -> int | None:
     """Differing cells over the steps; None unless every step compared pixels of equally many frames."""
     if any(d.field != "frame" or d.cells_differing is None for d in divergences):
@@ -331,21 +333,22 @@ def verify_recording(rec: RecordingInput, game_dirs: Iterable[Path], *, from_fil
     div_play = step_play[divergence.step] if divergence is not None else None
     checks = []
     for index, (pid, _) in enumerate(plays):
-        status, detail, div = "verified", None, None
         ours = frame_only[index]
-        note = frame_only_note([d for d, _ in ours], [b for _, b in ours]) if ours else None
+        check = PlayCheck(play_id=pid, status="verified", n_steps_replayed=replayed_per_play[index],
+                          game_source_sha256=source_sha, n_frame_only_steps=len(ours),
+                          n_frame_only_cells=_cells([d for d, _ in ours]) if ours else 0,
+                          frame_only_where=tuple((d.step, d.line) for d, _ in ours),
+                          reconverged_step=max(b for _, b in ours) if ours else None, **common)
+        note = check.frame_only_note()
         if div_play is not None and index >= div_play:
-            status, div = "divergent", divergence
             detail = describe(divergence) if index == div_play else (
                 f"follows a divergence earlier in the same recording: {describe(divergence)}")
             if index == div_play and result.outcome is not None and result.outcome is not divergence:
                 detail += f"; frames never matched again before {describe(result.outcome)}"
-            if note and index == div_play:
+            if note:
                 detail += f" (earlier, {note})"
+            check = replace(check, status="divergent", divergence=divergence, detail=detail)
         else:
-            detail = note
-        checks.append(PlayCheck(play_id=pid, status=status, n_steps_replayed=replayed_per_play[index],
-                                divergence=div, detail=detail, game_source_sha256=source_sha,
-                                n_frame_only_steps=len(ours), n_frame_only_cells=_cells([d for d, _ in ours]) if ours
-                                else 0, **common))
+            check = replace(check, detail=note)
+        checks.append(check)
     return checks
