@@ -112,3 +112,38 @@ def test_frames_that_never_match_again_stay_divergent(tmp_path):
     assert len(path) == 6 and code == 3 and row["verification_status"] == "divergent"
     assert (row["divergence_field"], row["divergence_step_index"]) == ("frame", "5")
     assert row["n_frame_only_steps"] == "2"  # steps 1 and 3 reconverged; step 5 did not
+
+
+def recorded_here(tmp_path: Path, edit_step: int, cells: int) -> Path:
+    """hs01 recorded in this interpreter, with `cells` cells of the first frame of step `edit_step` repainted."""
+    from engine.env import make
+    from engine.recording import RecordingWriter
+
+    path = tmp_path / "edited_frame.jsonl"
+    env = make("hs01", environments_dir=GAMES)
+    with RecordingWriter(path, include_frames=True) as writer:
+        writer.write(env.reset())
+        for action in ACTIONS:
+            writer.write(env.step(action))
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    frame = np.array(lines[edit_step]["data"]["frame"][0])
+    frame.flat[:cells] = 15 - frame.flat[:cells]
+    lines[edit_step]["data"]["frame"][0] = frame.tolist()
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_the_viewer_shows_the_frame_only_note(tmp_path):
+    from pipeline.report import viewer as v
+    from pipeline.scoring.plays import read_recording_files, recordings_from_tables
+    from pipeline.scoring.verify import verify_recording
+
+    path = recorded_here(tmp_path, 2, 5)  # step 2 (ACTION2): five cells repainted; step 3 matches again
+    steps, plays, files, _ = read_recording_files([path])
+    (rec,) = recordings_from_tables(steps, plays, files)
+    (check,) = verify_recording(rec, [GAMES], from_file=True)
+    assert (check.status, check.n_frame_only_steps, check.n_frame_only_cells) == ("verified", 1, 5)
+    verification = v.verify_and_render(v.load_recording_source(path), [GAMES])
+    assert verification.status == "verified" and verification.divergence is None
+    assert verification.detail.endswith("every field matches; frames differ at 1 step (step 2, line 3; 5 cells), "
+                                        "reconverged at step 3")
