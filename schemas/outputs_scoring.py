@@ -45,9 +45,10 @@ FIELDS: list[Field] = [
           "at step 7`)", nullable=True),
     Field("n_frame_only_steps", pl.Int64, "steps of the play whose frames (or frame count) differed from the replay "
           "while every field agreed and later frames matched again (frame-only divergences, e.g. animations "
-          "that depend on PYTHONHASHSEED); the play stays verified", ge=0),
+          "that depend on PYTHONHASHSEED); the play stays verified. Null when the play was not replayed "
+          "(unverified, not_replayable)", nullable=True, ge=0),
     Field("n_frame_only_cells", pl.Int64, "cells differing over those steps; null when unknown (database steps "
-          "are compared by sha256, or a frame count differed)", nullable=True, ge=0),
+          "are compared by sha256, or a frame count differed) or when the play was not replayed", nullable=True, ge=0),
     Field("game_source_sha256", pl.String, "sha256 of the game source file the play was replayed on",
           nullable=True, regex=SHA256),
     Field("is_score_excluded", pl.Boolean, "the play is reported but left out of the scorecard (divergent "

@@ -231,7 +231,8 @@ def build_tables(result: ScoreResult, recordings: Sequence[RecordingInput], card
         "verification_status": c.status, "replay_input": c.replay_input,
         "is_only_reset_levels": c.is_only_reset_levels, "n_steps_replayed": c.n_steps_replayed,
         **divergence_columns(c.divergence), "replay_detail": c.detail,
-        "n_frame_only_steps": c.n_frame_only_steps, "n_frame_only_cells": c.n_frame_only_cells,
+        **({"n_frame_only_steps": c.n_frame_only_steps, "n_frame_only_cells": c.n_frame_only_cells}
+           if c.status in ("verified", "divergent") else {"n_frame_only_steps": None, "n_frame_only_cells": None}),
         "game_source_sha256": c.game_source_sha256,
         "is_score_excluded": c.play_id in result.excluded, "exclusion_reason": result.excluded.get(c.play_id),
     } for c in sorted(result.checks, key=lambda c: c.play_id)])
