@@ -147,3 +147,20 @@ def test_the_viewer_shows_the_frame_only_note(tmp_path):
     assert verification.status == "verified" and verification.divergence is None
     assert verification.detail.endswith("every field matches; frames differ at 1 step (step 2, line 3; 5 cells), "
                                         "reconverged at step 3")
+
+
+def test_frames_that_differ_up_to_an_outcome_divergence_are_where_it_began(tmp_path):
+    from pipeline.scoring.plays import read_recording_files, recordings_from_tables
+    from pipeline.scoring.verify import verify_recording
+
+    path = recorded_here(tmp_path, 2, 5)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[3]["data"]["levels_completed"] = 1  # right after the repainted step: no matching frame in between
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    steps, plays, files, _ = read_recording_files([path])
+    (rec,) = recordings_from_tables(steps, plays, files)
+    (check,) = verify_recording(rec, [GAMES], from_file=True)
+    d = check.divergence
+    assert check.status == "divergent" and (d.step, d.field, d.cells_differing) == (2, "frame", 5)
+    assert check.n_steps_replayed == 3 and check.n_frame_only_steps == 0
+    assert "frames never matched again before line 4 (step 3, ACTION1): levels_completed" in check.detail
