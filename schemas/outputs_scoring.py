@@ -24,7 +24,8 @@ BASELINE_SOURCES = ("baselines-dir", "baselines-csv", "db-level-baselines", "db-
 FIELDS: list[Field] = [
     # --- replay checks -----------------------------------------------------------------------------
     Field("verification_status", pl.String, "replay verification of the play: `verified` (replayed through the engine, "
-          "states, level counts and recorded frame hashes match), `divergent` (first divergence reported), "
+          "states, level counts and recorded frames match, or frames differed only at steps after which they "
+          "matched again: see n_frame_only_steps), `divergent` (first divergence reported), "
           "`unverified` (game not loadable: scored from the recording alone), `not_replayable` (the actions "
           "are not known, e.g. the benchmarking action_ids_lost defect)", isin=REPLAY_STATUSES),
     Field("replay_input", pl.String, "what was replayed: the recording file given on the command line "
@@ -39,7 +40,15 @@ FIELDS: list[Field] = [
           "available_actions, frame_count, frame, or exception", nullable=True),
     Field("divergence_expected", pl.String, "the recorded value at the divergence, as JSON", nullable=True),
     Field("divergence_got", pl.String, "the engine's value at the divergence, as JSON", nullable=True),
-    Field("replay_detail", pl.String, "the divergence in words, or why the play was not replayed", nullable=True),
+    Field("replay_detail", pl.String, "the divergence in words, why the play was not replayed, or for a verified "
+          "play with frame-only differences the note (e.g. `frames differ at 1 step (...; 661 cells), reconverged "
+          "at step 7`)", nullable=True),
+    Field("n_frame_only_steps", pl.Int64, "steps of the play whose frames (or frame count) differed from the replay "
+          "while every field agreed and later frames matched again (frame-only divergences, e.g. animations "
+          "that depend on PYTHONHASHSEED); the play stays verified. Null when the play was not replayed "
+          "(unverified, not_replayable)", nullable=True, ge=0),
+    Field("n_frame_only_cells", pl.Int64, "cells differing over those steps; null when unknown (database steps "
+          "are compared by sha256, or a frame count differed) or when the play was not replayed", nullable=True, ge=0),
     Field("game_source_sha256", pl.String, "sha256 of the game source file the play was replayed on",
           nullable=True, regex=SHA256),
     Field("is_score_excluded", pl.Boolean, "the play is reported but left out of the scorecard (divergent "
@@ -76,7 +85,8 @@ TABLES: list[Table] = [
         columns=(
             "card_id", "play_id", "file_id", "game_id", "guid", "verification_status", "replay_input",
             "is_only_reset_levels", "n_steps_replayed", "divergence_step_index", "divergence_line_number",
-            "divergence_field", "divergence_expected", "divergence_got", "replay_detail", "game_source_sha256",
+            "divergence_field", "divergence_expected", "divergence_got", "replay_detail", "n_frame_only_steps",
+            "n_frame_only_cells", "game_source_sha256",
             "is_score_excluded", "exclusion_reason",
         ),
         primary_key=("card_id", "play_id"),

@@ -16,7 +16,9 @@ def qualify_command(
     ctx: typer.Context,
     game: Annotated[str, typer.Argument(help="Game id or code, or `all` for every game under --environments.")],
     regime: Annotated[str, typer.Option("--regime", help="quick (tests), standard (paper regime 1: 50,000 random "
-                                        "steps) or full (1,000,000 steps).")] = "standard",
+                                        "steps), full (1,000,000 steps), or hash-seeds (only: replay the shipped "
+                                        "recordings and a random walk under PYTHONHASHSEED 1, 2 and 3, failing "
+                                        "when frames or outcomes depend on it).")] = "standard",
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write DIR/<game_id>/qualification.json, "
                                                  "qualification.md and manifest.json.")] = None,
     environments: Annotated[Path | None, typer.Option("--environments", help="Directory searched for "

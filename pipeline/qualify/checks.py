@@ -32,6 +32,12 @@ Checks (each returns a :class:`CheckResult` with ``pass`` / ``fail`` / ``skip`` 
     Re-executes the game's shipped recordings (``solutions/*.jsonl``, toolkit format) on a fresh
     instance and compares every response; ``win.jsonl`` must end in WIN and ``lose.jsonl`` in
     GAME_OVER. Skipped (not failed) for games that ship none.
+``hash_seeds`` (the ``hash-seeds`` regime, only this check)
+    Replays the shipped recordings and a seeded random walk in child interpreters under two or more
+    ``PYTHONHASHSEED`` values and compares every step (``pipeline.qualify.hash_seeds``). Fails when frames
+    depend on the seed (e.g. an animation drawn in the iteration order of a set of strings: a recording made
+    in another process then shows other frames, and replay verification can only accept it as a frame-only
+    divergence) or, worse, when states or level counts do. The evidence lists the scripts and steps.
 """
 
 from __future__ import annotations
@@ -50,9 +56,11 @@ from engine import GameEnv, GameState
 from pipeline.explore import GameInfo, Session
 from pipeline.explore.analysis import analyse
 from pipeline.explore.graph import explore_level
-from pipeline.recordings.toolkit_writer import ReplayMismatch, read_recording, replay_recording
+from pipeline.recordings.toolkit_writer import ReplayMismatch, read_recording, replay_recording, steps_of
 
-__all__ = ["REGIMES", "Regime", "CheckResult", "THRESHOLD", "run_checks"]
+from .hash_seeds import compare, observe_under_seeds
+
+__all__ = ["REGIMES", "Regime", "CheckResult", "THRESHOLD", "check_hash_seeds", "run_checks"]
 
 THRESHOLD = 1e-4  # the paper's acceptance threshold: at most 1 random win in 10,000
 
@@ -65,6 +73,7 @@ class Regime:
     determinism_steps: int
     explore_nodes: int  # per level
     explore_seconds: float  # per level
+    hash_seeds: tuple[int, ...] = ()  # when given, only the hash_seeds check runs (random_steps: its walk)
 
 
 REGIMES = {
@@ -74,6 +83,8 @@ REGIMES = {
                        explore_nodes=300_000, explore_seconds=300.0),
     "full": Regime("full", random_steps=1_000_000, fuzz_steps=1_000_000, determinism_steps=20_000,
                    explore_nodes=3_000_000, explore_seconds=3_600.0),
+    "hash-seeds": Regime("hash-seeds", random_steps=2_000, fuzz_steps=0, determinism_steps=0, explore_nodes=0,
+                         explore_seconds=0.0, hash_seeds=(1, 2, 3)),
 }
 
 
@@ -393,9 +404,45 @@ def check_playback(info: GameInfo, extra: list[Path] | None = None) -> CheckResu
     return CheckResult("playback", "pass", summary, evidence, time.perf_counter() - t0)
 
 
+# ---------------------------------------------------------------------- hash seeds
+def check_hash_seeds(info: GameInfo, regime: Regime, *, seed: int = 0, extra: list[Path] | None = None,
+                     progress: Progress | None = None) -> CheckResult:
+    t0 = time.perf_counter()
+    scripts = {}
+    for path in sorted((info.directory / "solutions").glob("*.jsonl")) + list(extra or []):
+        scripts[path.name] = [[s.action, s.data or None] for s in steps_of(read_recording(path))]
+    runs = observe_under_seeds(info.directory.parent.parent, info.game_id, scripts, regime.random_steps, seed,
+                               regime.hash_seeds)
+    rows = compare(runs)
+    if progress:
+        progress(f"hash seeds: {sum(r['steps'] for r in rows):,} steps under PYTHONHASHSEED "
+                 f"{', '.join(map(str, regime.hash_seeds))}")
+    evidence = {"hash_seeds": list(regime.hash_seeds), "seed": seed,
+                "scripts": [{**r, "n_frame_steps": len(r["frame_steps"]), "frame_steps": r["frame_steps"][:50]}
+                            for r in rows]}
+    outcome = [r for r in rows if r["outcome_step"] is not None]
+    frames = [r for r in rows if r["frame_steps"]]
+    n_steps = sum(r["steps"] for r in rows)
+    seeds = ", ".join(map(str, regime.hash_seeds))
+    if outcome:
+        where = "; ".join(f"{r['script']} step {r['outcome_step']}" for r in outcome)
+        return CheckResult("hash_seeds", "fail", f"the outcome (state, levels, actions) depends on PYTHONHASHSEED: "
+                           f"first at {where}", evidence, time.perf_counter() - t0)
+    if frames:
+        where = "; ".join(f"{r['script']}: {len(r['frame_steps'])} steps, first step {r['frame_steps'][0]}"
+                          for r in frames)
+        return CheckResult("hash_seeds", "fail", f"frames depend on PYTHONHASHSEED (outcomes agree) at "
+                           f"{sum(len(r['frame_steps']) for r in frames)} of {n_steps:,} steps ({where})", evidence,
+                           time.perf_counter() - t0)
+    return CheckResult("hash_seeds", "pass", f"{n_steps:,} steps ({len(rows)} scripts) give the same frames and "
+                       f"outcomes under PYTHONHASHSEED {seeds}", evidence, time.perf_counter() - t0)
+
+
 # ---------------------------------------------------------------------- all
 def run_checks(info: GameInfo, regime: Regime, *, seed: int = 0, tutorial_levels: int = 1,
                recordings: list[Path] | None = None, progress: Progress | None = None) -> list[CheckResult]:
+    if regime.hash_seeds:
+        return [check_hash_seeds(info, regime, seed=seed, extra=recordings, progress=progress)]
     results = [check_playback(info, recordings)]
     t0 = time.perf_counter()
     levels = explore_levels(info, regime, progress)

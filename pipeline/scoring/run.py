@@ -104,6 +104,17 @@ def _exclusion(check: PlayCheck, trust: bool) -> str | None:
     return None
 
 
+def _frame_only_json(check: PlayCheck) -> dict[str, Any]:
+    """The play's frame-only divergences that reconverged (no key when there is none, so scorecards without any
+    stay as they were): step indices and the note, without the cell count, which only a recording file's
+    pixels give (out_arc3__replay_checks.n_frame_only_cells has it): the bytes stay input-independent."""
+    if not check.n_frame_only_steps:
+        return {}
+    return {"frame_only_divergences": {"step_indices": [s for s, _ in check.frame_only_where],
+                                       "reconverged_at_step": check.reconverged_step,
+                                       "note": check.frame_only_note(cells=False)}}
+
+
 def _verification(checks: Sequence[PlayCheck], excluded: dict[str, str], baselines: dict[str, ResolvedBaseline],
                   trust: bool, scripts: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     scripts = scripts or {}
@@ -113,7 +124,7 @@ def _verification(checks: Sequence[PlayCheck], excluded: dict[str, str], baselin
             {k: v for k, v in {
                 "play_id": c.play_id, "game_id": c.game_id, "status": c.status,
                 "only_reset_levels": c.is_only_reset_levels, "n_steps_replayed": c.n_steps_replayed,
-                "first_divergence": c.divergence_json(), "excluded": c.play_id in excluded,
+                "first_divergence": c.divergence_json(), **_frame_only_json(c), "excluded": c.play_id in excluded,
                 "exclusion_reason": excluded.get(c.play_id),
                 "replayed_from_script": scripts.get(c.file_id)}.items() if v is not None}
             for c in sorted(checks, key=lambda c: c.play_id)
@@ -226,7 +237,10 @@ def build_tables(result: ScoreResult, recordings: Sequence[RecordingInput], card
         "card_id": card_id, "play_id": c.play_id, "file_id": c.file_id, "game_id": c.game_id, "guid": c.guid,
         "verification_status": c.status, "replay_input": c.replay_input,
         "is_only_reset_levels": c.is_only_reset_levels, "n_steps_replayed": c.n_steps_replayed,
-        **divergence_columns(c.divergence), "replay_detail": c.detail, "game_source_sha256": c.game_source_sha256,
+        **divergence_columns(c.divergence), "replay_detail": c.detail,
+        **({"n_frame_only_steps": c.n_frame_only_steps, "n_frame_only_cells": c.n_frame_only_cells}
+           if c.status in ("verified", "divergent") else {"n_frame_only_steps": None, "n_frame_only_cells": None}),
+        "game_source_sha256": c.game_source_sha256,
         "is_score_excluded": c.play_id in result.excluded, "exclusion_reason": result.excluded.get(c.play_id),
     } for c in sorted(result.checks, key=lambda c: c.play_id)])
 

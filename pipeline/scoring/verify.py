@@ -4,7 +4,8 @@ Every recording is replayed on a fresh engine instance of its game, when the gam
 environment folders given (``--games``), and each play gets a status:
 
 - ``verified``: every step replayed and matched (state, levels_completed, win_levels, full_reset,
-  available_actions, and the frames: pixel by pixel for a recording file, by sha256 for database steps);
+  available_actions, and the frames: pixel by pixel for a recording file, by sha256 for database steps),
+  except possibly frame-only divergences that reconverged (below);
 - ``divergent``: the first divergence (line, step, field, expected, got) is reported; plays of the same
   recording after it are divergent too (they continue the diverged session);
 - ``unverified``: the game cannot be loaded; the play is scored from the recording alone;
@@ -20,13 +21,26 @@ pixels, so nothing is read twice), database steps as ingest stored them (their f
 ``pipeline.recordings.frames.frame_hashes``, the definition ingest used). The comparison follows
 ``engine.replay``: per step the fields in order, then the number of frames, then each frame; a recording
 whose first step is not a RESET is preceded by the opening RESET the toolkit's ``make`` sends, not compared.
+
+Divergences come in two kinds. An *outcome* divergence (state, levels_completed, win_levels, full_reset,
+available_actions, or an exception) stops the replay: the play is divergent. A *frame-only* divergence (the
+frames or their number differ, every field agrees) does not stop it: some games animate in an order that
+depends on ``PYTHONHASHSEED`` (lf52 iterates over a set of strings), so a genuine recording made in another
+interpreter shows other animation frames while the game itself does the same. The replay goes on and decides
+at the end: frame-only steps followed by a step whose frames match again *reconverged*, and the play stays
+``verified`` with a note (``PlayCheck.n_frame_only_steps``, ``n_frame_only_cells`` and ``detail``, e.g. "frames
+differ at 1 step (661 cells), reconverged at step 7"); frames that never match again (up to the last step
+with frames, or up to an outcome divergence) make the play divergent at the first step of that stretch. Cells
+are counted only when pixels are compared (recording files); database steps compare sha256 hashes, so their
+cells are unknown (``n_frame_only_cells`` None). The official toolkit does not compare frames at all, so this
+tolerance scores what it scores; note that it also lets through a change whose visible effect is undone later.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +56,8 @@ from pipeline.recordings.reader import read_recording_file
 
 from .plays import RecordingInput
 
-__all__ = ["PlayCheck", "STATUSES", "describe", "divergence_columns", "verify_recording"]
+__all__ = ["PlayCheck", "ReplayResult", "STATUSES", "describe", "divergence_columns", "replay_classified",
+           "verify_recording"]
 
 STATUSES = ("verified", "divergent", "unverified", "not_replayable")
 
@@ -62,6 +77,22 @@ class PlayCheck:
     divergence: Divergence | None = None
     detail: str | None = None
     game_source_sha256: str | None = None
+    n_frame_only_steps: int = 0  # steps of the play whose frames differed while the replay reconverged
+    n_frame_only_cells: int | None = 0  # their differing cells; None when unknown (sha256 comparison)
+    frame_only_where: tuple[tuple[int, int], ...] = ()  # (step index, line number) of each of those steps
+    reconverged_step: int | None = None  # the last step of the play's replay whose frames matched again
+
+    def frame_only_note(self, *, cells: bool = True) -> str | None:
+        """E.g. "frames differ at 1 step (step 3, line 4; 661 cells), reconverged at step 4"; ``cells=False``
+        leaves the count out (the scorecard's note, the same for a file as for its database steps)."""
+        n = len(self.frame_only_where)
+        if not n:
+            return None
+        where = ", ".join(f"step {s}, line {ln}" for s, ln in self.frame_only_where[:3]) + (", ..." if n > 3 else "")
+        if cells:
+            where += "; " + (f"{self.n_frame_only_cells:,} cells" if self.n_frame_only_cells is not None
+                             else "cells unknown: frames compared by sha256 or frame counts differ")
+        return f"frames differ at {n} step{'s' if n != 1 else ''} ({where}), reconverged at step {self.reconverged_step}"
 
     def divergence_json(self) -> dict[str, Any] | None:
         """The divergence for the scorecard: the same whether the play was replayed from its file or from the
@@ -159,24 +190,34 @@ def _observed(response: Any) -> dict[str, Any]:
             "available_actions": [int(a) for a in response.available_actions]}
 
 
-def _step_divergence(step: ReplayStep, index: int, response: Any, check_full_reset: bool) -> Divergence | None:
+def _outcome_divergence(step: ReplayStep, index: int, response: Any, check_full_reset: bool) -> Divergence | None:
     action = GameAction.from_id(step.action_id).name
     got = _observed(response)
     for name in FIELDS:
         if name in step.expected and (check_full_reset or name != "full_reset") and step.expected[name] != got[name]:
             return Divergence(step.line, index, action, name, step.expected[name], got[name])
+    return None
+
+
+def _frame_divergence(step: ReplayStep, index: int, response: Any) -> Divergence | None:
+    """The step's first differing frame (or frame count), ``cells_differing`` summed over all its frames when
+    pixels are compared (the first frame's box); None when the frames match or were not recorded."""
     if step.n_frames is None:
         return None
+    action = GameAction.from_id(step.action_id).name
     frames = list(response.frame or [])
     if step.n_frames != len(frames):
         return Divergence(step.line, index, action, "frame_count", step.n_frames, len(frames))
     if step.pixels is not None:
+        first: Divergence | None = None
         for j, (want, have) in enumerate(zip(step.pixels, frames, strict=True)):
             cells, box = compare_frames(want, have)
-            if cells:
-                return Divergence(step.line, index, action, "frame", None, None, frame_index=j,
-                                  cells_differing=cells, bbox=box)
-        return None
+            if cells and first is None:
+                first = Divergence(step.line, index, action, "frame", None, None, frame_index=j,
+                                   cells_differing=cells, bbox=box)
+            elif cells:
+                first.cells_differing = (first.cells_differing or 0) + cells
+        return first
     got_hashes = frame_hashes(np.stack([np.asarray(f, dtype=np.uint8) for f in frames])) if frames else []
     for j, (want, have) in enumerate(zip(step.frame_hashes or [], got_hashes, strict=True)):
         if want != have:
@@ -184,25 +225,65 @@ def _step_divergence(step: ReplayStep, index: int, response: Any, check_full_res
     return None
 
 
-def replay_steps(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_reset: bool = True
-                 ) -> tuple[Divergence | None, int]:
-    """Send every step's action to a fresh ``env`` and compare its answer: (first divergence, steps replayed).
+@dataclass
+class ReplayResult:
+    """A classified replay (see the module docstring).
+
+    ``divergence``: what makes the recording divergent from its step on (None: verified); ``outcome``: the
+    outcome divergence that stopped the replay, if any (it is ``divergence`` unless frames already differed
+    without reconverging before it); ``frame_only``: the frame divergences that reconverged, one per step;
+    ``reconverged``: for each of them, the step whose frames matched again."""
+
+    divergence: Divergence | None = None
+    outcome: Divergence | None = None
+    replayed: int = 0
+    frame_only: list[Divergence] = field(default_factory=list)
+    reconverged: list[int] = field(default_factory=list)
+
+
+def replay_classified(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_reset: bool = True) -> ReplayResult:
+    """Send every step's action to a fresh ``env`` and compare its answer; go on after frame-only divergences.
     Frames are rendered only for the steps that recorded some."""
     if steps and steps[0].action_id != GameAction.RESET.value:
         env.reset(frames=FRAMES_NONE)  # the toolkit's opening RESET, absent from older files
-    replayed = 0
+    result = ReplayResult()
+    pending: list[Divergence] = []  # frame-only divergences since frames last matched
     for index, step in enumerate(steps):
         action = ActionInput(id=step.action_id, data=dict(step.action_data), reasoning=step.reasoning)
         try:
             response = env.step(action, frames=FRAMES_ALL if step.n_frames is not None else FRAMES_NONE)
         except Exception as err:  # the game or engine failed: that is a divergence too
             name = GameAction.from_id(step.action_id).name
-            return Divergence(step.line, index, name, "exception", None, f"{type(err).__name__}: {err}"), replayed
-        replayed += 1
-        divergence = _step_divergence(step, index, response, check_full_reset)
-        if divergence is not None:
-            return divergence, replayed
-    return None, replayed
+            result.outcome = Divergence(step.line, index, name, "exception", None, f"{type(err).__name__}: {err}")
+            break
+        result.replayed += 1
+        result.outcome = _outcome_divergence(step, index, response, check_full_reset)
+        if result.outcome is not None:
+            break
+        frame = _frame_divergence(step, index, response)
+        if frame is not None:
+            pending.append(frame)
+        elif step.n_frames is not None and pending:  # frames match again: the stretch reconverged
+            result.frame_only += pending
+            result.reconverged += [index] * len(pending)
+            pending = []
+    result.divergence = pending[0] if pending else result.outcome
+    return result
+
+
+def replay_steps(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_reset: bool = True
+                 ) -> tuple[Divergence | None, int]:
+    """``replay_classified`` as (the divergence that makes the recording divergent, steps replayed up to it)."""
+    result = replay_classified(env, steps, check_full_reset=check_full_reset)
+    d = result.divergence
+    return d, result.replayed if d is None else d.step + 1
+
+
+def _cells(divergences: Sequence[Divergence]) -> int | None:
+    """Differing cells over the steps; None unless every step compared pixels of equally many frames."""
+    if any(d.field != "frame" or d.cells_differing is None for d in divergences):
+        return None
+    return sum(d.cells_differing or 0 for d in divergences)
 
 
 def _resolve(game_id: str, dirs: Sequence[Path]) -> tuple[GameInfo | None, str | None]:
@@ -238,20 +319,36 @@ def verify_recording(rec: RecordingInput, game_dirs: Iterable[Path], *, from_fil
         return [PlayCheck(play_id=pid, status="unverified", detail=detail, **common) for pid, _ in plays]
 
     steps = steps_from_file(rec) if from_file else steps_from_table(rec)
-    divergence, replayed = replay_steps(env, steps, check_full_reset=not rec.is_only_reset_levels)
+    result = replay_classified(env, steps, check_full_reset=not rec.is_only_reset_levels)
+    divergence = result.divergence
+    replayed = result.replayed if divergence is None else divergence.step + 1  # counted up to the divergence
 
     step_play = rec.step_play
     replayed_per_play = [0] * len(plays)
     for i in range(min(replayed, len(step_play))):
         replayed_per_play[step_play[i]] += 1
+    frame_only: list[list[tuple[Divergence, int]]] = [[] for _ in plays]
+    for d, back in zip(result.frame_only, result.reconverged, strict=True):
+        frame_only[step_play[d.step]].append((d, back))
     div_play = step_play[divergence.step] if divergence is not None else None
     checks = []
     for index, (pid, _) in enumerate(plays):
-        status, detail, div = "verified", None, None
+        ours = frame_only[index]
+        check = PlayCheck(play_id=pid, status="verified", n_steps_replayed=replayed_per_play[index],
+                          game_source_sha256=source_sha, n_frame_only_steps=len(ours),
+                          n_frame_only_cells=_cells([d for d, _ in ours]) if ours else 0,
+                          frame_only_where=tuple((d.step, d.line) for d, _ in ours),
+                          reconverged_step=max(b for _, b in ours) if ours else None, **common)
+        note = check.frame_only_note()
         if div_play is not None and index >= div_play:
-            status, div = "divergent", divergence
             detail = describe(divergence) if index == div_play else (
                 f"follows a divergence earlier in the same recording: {describe(divergence)}")
-        checks.append(PlayCheck(play_id=pid, status=status, n_steps_replayed=replayed_per_play[index],
-                                divergence=div, detail=detail, game_source_sha256=source_sha, **common))
+            if index == div_play and result.outcome is not None and result.outcome is not divergence:
+                detail += f"; frames never matched again before {describe(result.outcome)}"
+            if note:
+                detail += f" (earlier, {note})"
+            check = replace(check, status="divergent", divergence=divergence, detail=detail)
+        else:
+            check = replace(check, detail=note)
+        checks.append(check)
     return checks

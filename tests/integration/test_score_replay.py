@@ -81,15 +81,32 @@ def test_removed_action_without_frames_is_caught_by_the_level_count(from_file, t
                                            "field": "levels_completed", "expected": 2, "got": 1}
 
 
-def test_a_changed_frame_hash_is_caught_in_database_steps():
-    rec = load(WIN_FRAMES)
+def with_hash_changed(rec, index: int):
     hashes = rec.steps["frame_sha256s"].to_list()
-    hashes[5] = ["0" * 64] + hashes[5][1:]
+    hashes[index] = ["0" * 64] + hashes[index][1:]
     rec.steps = rec.steps.with_columns(pl.Series("frame_sha256s", hashes, dtype=pl.List(pl.String)))
+    return rec
+
+
+def test_a_changed_frame_hash_that_reconverges_is_a_frame_only_note_in_database_steps():
+    rec = with_hash_changed(load(WIN_FRAMES), 5)
     checks = verify_recording(rec, GAMES, from_file=False)
-    d = checks[0].divergence
-    assert (d.step, d.line, d.field, d.frame_index, d.expected) == (5, 6, "frame", 0, "0" * 64)
-    assert verify_recording(rec, GAMES, from_file=True)[0].status == "verified"  # the file itself is intact
+    first = checks[0]
+    assert first.status == "verified" and first.divergence is None
+    assert (first.n_frame_only_steps, first.n_frame_only_cells) == (1, None)  # sha256: cells unknown
+    assert first.detail == ("frames differ at 1 step (step 5, line 6; cells unknown: frames compared by sha256 "
+                            "or frame counts differ), reconverged at step 6")
+    assert all(c.status == "verified" and c.n_frame_only_steps == 0 and c.detail is None for c in checks[1:])
+    assert verify_recording(rec, GAMES, from_file=True)[0].n_frame_only_steps == 0  # the file itself is intact
+
+
+def test_a_changed_frame_hash_at_the_last_step_never_reconverges():
+    rec = load(WIN_FRAMES)
+    last = rec.steps.height - 1
+    checks = verify_recording(with_hash_changed(rec, last), GAMES, from_file=False)
+    d = checks[-1].divergence
+    assert checks[-1].status == "divergent" and [c.status for c in checks[:-1]] == ["verified"] * (len(checks) - 1)
+    assert (d.step, d.field, d.frame_index, d.expected) == (last, "frame", 0, "0" * 64)
 
 
 def test_unloadable_and_lost_ids(tmp_path):

@@ -428,6 +428,10 @@ def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, 
             what.append("stored settled frame")
         verification.detail = (f"replayed {replayed} steps on {rec.game_id}: {', '.join(what[:-1])}"
                                f"{' and ' if len(what) > 1 else ''}{what[-1]} matches")
+        notes = [c.frame_only_note() for c in checks if c.status == "verified" and c.n_frame_only_steps]
+        if notes:  # frame-only divergences that reconverged (scoring.verify): verified, but say where
+            verification.detail = (f"replayed {replayed} steps on {rec.game_id}: every field matches; "
+                                   + "; ".join(notes))
         return verification
     verification.status, verification.divergence = "divergent", first
     verification.step = divergence_step(first, lines)

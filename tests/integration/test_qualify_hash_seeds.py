@@ -1,0 +1,63 @@
+"""`arcstudy qualify --regime hash-seeds`: frames that depend on PYTHONHASHSEED are flagged before publication.
+
+hs01 (tests/fixtures/hashseed) animates in the iteration order of a set of strings: flagged, with the steps of
+its shipped solution that animate; a shipped arcstudy game plays identically under every seed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from games import list_games
+from pipeline.cli import app
+from pipeline.explore import resolve
+from pipeline.qualify.checks import REGIMES, check_hash_seeds
+
+HASHSEED_GAMES = Path(__file__).resolve().parents[1] / "fixtures" / "hashseed"
+runner = CliRunner()
+
+
+def qualify(*args: str) -> tuple[int, dict]:
+    result = runner.invoke(app, ["--plain", "qualify", *args, "--regime", "hash-seeds", "--json"])
+    return result.exit_code, json.loads(result.stdout.strip().splitlines()[-1])[0]
+
+
+def test_a_game_whose_frames_follow_set_order_is_flagged():
+    code, report = qualify("hs01", "--environments", str(HASHSEED_GAMES))
+    assert code == 1 and report["verdict"] == "fail" and report["regime"] == "hash-seeds"
+    (check,) = report["checks"]
+    assert check["name"] == "hash_seeds" and check["status"] == "fail"
+    assert check["summary"].startswith("frames depend on PYTHONHASHSEED (outcomes agree)")
+    scripts = {s["script"]: s for s in check["evidence"]["scripts"]}
+    assert scripts["win.jsonl"]["frame_steps"] == [1, 3, 5]  # the three ACTION1 animations
+    assert all(s["outcome_step"] is None for s in scripts.values())
+    assert scripts["random"]["steps"] == REGIMES["hash-seeds"].random_steps + 1 and scripts["random"]["frame_steps"]
+
+
+def test_a_shipped_game_is_not_flagged():
+    entry = list_games()[0]
+    code, report = qualify(entry.short_id)
+    assert code == 0 and report["verdict"] == "pass", report
+    (check,) = report["checks"]
+    assert check["status"] == "pass"
+    assert all(not s["frame_steps"] and s["outcome_step"] is None for s in check["evidence"]["scripts"])
+    assert {s["script"] for s in check["evidence"]["scripts"]} >= {"win.jsonl", "random"}
+
+
+def test_an_outcome_that_depends_on_the_seed_is_reported_as_such(tmp_path):
+    # a variant where ACTION2 loses when the set starts with "amber": under PYTHONHASHSEED=1 only
+    src = HASHSEED_GAMES / "hs01" / "5eed0001"
+    target = tmp_path / "hs01" / "5eed0001"
+    shutil.copytree(src, target, ignore=shutil.ignore_patterns("solutions"))
+    code = (src / "hs01.py").read_text().replace(
+        "            self.paint([])\n",
+        "            self.paint([])\n            if next(iter(LAMPS)) == NAMES[0]:\n                self.lose()\n")
+    (target / "hs01.py").write_text(code)
+    check = check_hash_seeds(resolve("hs01", tmp_path), REGIMES["hash-seeds"])
+    assert check.status == "fail" and check.summary.startswith("the outcome (state, levels, actions) depends")
+    (script,) = check.evidence["scripts"]
+    assert script["script"] == "random" and script["outcome_step"] is not None
