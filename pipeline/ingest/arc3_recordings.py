@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject
 from pipeline.ingest.formats import Head, InputFormat, register
-from pipeline.recordings.lines import Line, sniff_first_line
+from pipeline.recordings.lines import Line, LineIssue, sniff_first_line
 from pipeline.recordings.reader import RecordingRejected, read_recording_file, recording_tables
 
 FRAME_BATCH = 2048  # frames buffered before a Parquet row group is written
@@ -75,6 +75,10 @@ class _FrameSink:
         self.tmp.unlink(missing_ok=True)
 
 
+def _rejects(issues: list[LineIssue]) -> list[Reject]:
+    return [Reject(i.location, i.check, i.reason, i.raw_text, i.target_table, i.column, i.value) for i in issues]
+
+
 def read_recording(ctx: FileContext) -> ReaderOutput:
     out = ReaderOutput()
     sink = _FrameSink(ctx) if ctx.keep_frames else None
@@ -82,7 +86,7 @@ def read_recording(ctx: FileContext) -> ReaderOutput:
         try:
             rec = read_recording_file(ctx.path, on_frames=sink.add if sink is not None else None)
         except RecordingRejected as err:
-            raise FileRejected(err.reason, err.check, err.location) from None
+            raise FileRejected(err.reason, err.check, err.location, rejects=_rejects(err.issues)) from None
         frames_file = None
         if sink is not None:
             path = sink.close()
@@ -94,8 +98,7 @@ def read_recording(ctx: FileContext) -> ReaderOutput:
             sink.abort()
         raise
     out.detection_evidence = f"{rec.variant}: {rec.evidence}"
-    out.rejects.extend(Reject(i.location, i.check, i.reason, i.raw_text, i.target_table, i.column, i.value)
-                       for i in rec.issues)
+    out.rejects.extend(_rejects(rec.issues))
     out.flags.extend([*rec.flags, *rec.card_flags])
     out.tables.update(recording_tables(rec, ctx.file_id, frames_file))
     return out

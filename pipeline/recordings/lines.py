@@ -54,6 +54,7 @@ def clip(text: str) -> str:
 # --------------------------------------------------------------------------------------------------
 def sniff_first_line(line: str) -> str | None:
     """Evidence that a file whose first line is ``line`` is an ARC-AGI-3 recording, else None."""
+    line = line.lstrip("\ufeff").rstrip("\r\n")  # a BOM and CRLF are not content (pipeline.core.textfiles)
     if not line.startswith("{"):
         return None
     try:
