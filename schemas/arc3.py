@@ -15,7 +15,8 @@ FIELDS: list[Field] = [
     Field("game_id", pl.String, "game and version, `<code>-<version>` (e.g. `ls20-9607627b`); the bare 4-char "
           "code when a source gives no version", regex=GAME_ID),
     Field("game_code", pl.String, "the 4-character game code (`ls20`)", regex=r"^[a-z0-9]{4}$"),
-    Field("guid", pl.String, "session id of the environment instance (stays the same across full resets)"),
+    Field("guid", pl.String, "session id of the environment instance (stays the same across full resets); a "
+          "UUID", max_bytes=len("00000000-0000-0000-0000-000000000000")),
     Field("play_id", pl.String, "one play = the span between full resets: `<guid>/<play_index>`"),
     Field("play_index", pl.Int64, "0-based index of the play within its recording file", ge=0),
     Field("step_index", pl.Int64, "0-based index of the frame line within its recording file", ge=0),
@@ -53,7 +54,8 @@ FIELDS: list[Field] = [
     Field("is_counted", pl.Boolean, "the step costs one action on the card (`action` or `level_reset`)"),
     Field("is_level_change", pl.Boolean, "`levels_completed` differs from the previous non-echo step of the "
           "play (0 before the first): the card appends a `[levels_completed, actions]` pair here"),
-    Field("reasoning_json", pl.String, "the client's opaque reasoning blob as JSON text", nullable=True),
+    Field("reasoning_json", pl.String, "the client's opaque reasoning blob as JSON text (the toolkit's limit: "
+          "16 KiB serialized; a larger blob is quarantined and not stored)", nullable=True, max_bytes=16 * 1024),
     Field("recording_variant", pl.String, "recording writer (spec/formats.md §A)",
           isin=RECORDING_VARIANTS),
     Field("schema_generation", pl.String, "field generation of frame records",
@@ -71,7 +73,8 @@ FIELDS: list[Field] = [
     Field("n_tokens", pl.Int64, "LLM tokens of this call", nullable=True, ge=0),
     Field("n_total_tokens", pl.Int64, "LLM tokens so far", nullable=True, ge=0),
     Field("conversation_length", pl.Int64, "messages in the conversation", nullable=True, ge=0),
-    Field("assistant_text", pl.String, "the assistant message", nullable=True),
+    Field("assistant_text", pl.String, "the assistant message (the recorders set no limit; over 1 MiB it is "
+          "quarantined and not stored)", nullable=True, max_bytes=1024 * 1024),
     # cards (per-game scorecard slots)
     Field("slot_index", pl.Int64, "0-based play slot in the card", ge=0),
     Field("is_file_play", pl.Boolean, "this slot is the recording file's own play (chosen by filename guid)"),

@@ -28,12 +28,13 @@ from schemas.validate import conform
 
 from .cards import card_rows
 from .counting import ACTION_NAMES, StepEffect, classify_steps, detect_action_ids_lost, level_changes
-from .lines import MAX_REASONING_BYTES, Line, LineError, LineIssue, clip, filename_guid, parse_line
+from .lines import Line, LineError, LineIssue, clip, filename_guid, parse_line
 from .variant import RecordingVariant, counting_options_for_variant, detect_variant
 
 __all__ = ["LineIssue", "ParsedRecording", "RecordingRejected", "read_recording_file", "recording_tables"]
 
 STEPS = "core_arc3__steps"
+USAGE = "core_arc3__usage"
 
 
 class RecordingRejected(Exception):
@@ -119,6 +120,10 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 issues.append(LineIssue(f"line {number}", check, reason, clip(line_text), STEPS, err.column,
                                         err.value))
                 continue
+            for err in line.dropped:  # a value over its size bound: the line stays, the value is not stored
+                issues.append(LineIssue(f"line {number}", err.check, f"{err.reason}; the line is kept without it",
+                                        clip(line_text), USAGE if line.kind == "usage" else STEPS, err.column,
+                                        err.value))
             if on_frames is not None and line.frames is not None:
                 on_frames(line)
                 if not want_frames:
@@ -145,7 +150,7 @@ def _no_frame_line(lines: list[Line], issues: list[LineIssue]) -> RecordingRejec
 
 
 def _consistent_steps(frames: list[Line], game_id: str, guid: str | None, issues: list[LineIssue],
-                      variant: str) -> list[Line]:
+                      variant: str | None) -> list[Line]:
     """Contradictions, time order, duplicates: the line is left out, the rest kept."""
     kept: list[Line] = []
     last_time: datetime | None = None
@@ -251,7 +256,9 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
             raise RecordingRejected(f"the summary line's cards hold {others}, not the recorded game {game_id}",
                                     "summary_other_game", f"line {summary.number}", issues=issues)
 
-    steps = _consistent_steps(frames, game_id, guid, issues, variant)
+    # Lines whose ids were lost all read RESET: they are not judged as repeated RESETs.
+    ids_lost = detect_action_ids_lost([ln.step_record() for ln in frames])
+    steps = _consistent_steps(frames, game_id, guid, issues, None if ids_lost else variant)
     records = [ln.step_record() for ln in steps]
     ids_lost = detect_action_ids_lost(records)
     options = counting_options_for_variant(variant)
@@ -327,8 +334,8 @@ def _step_rows(rec: ParsedRecording, file_id: str, frames_file: str | None) -> l
             flags.append("action_not_available")
         reasoning = (data.get("action_input") or {}).get("reasoning")
         reasoning_json = None if reasoning is None else json.dumps(reasoning, ensure_ascii=False)
-        if reasoning_json is not None and len(reasoning_json.encode()) > MAX_REASONING_BYTES:
-            flags.append("reasoning_over_16kib")
+        if any(err.column == "reasoning_json" for err in ln.dropped):
+            flags.append("reasoning_over_16kib")  # not stored (quarantined with the line's location)
         if ids_lost:
             flags.append("action_id_lost")
         click_x, click_y = ln.click
