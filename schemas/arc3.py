@@ -11,6 +11,42 @@ UTC = pl.Datetime("us", "UTC")
 SHA256 = r"^[0-9a-f]{64}$"
 GAME_ID = r"^[a-z0-9]{4}(-[0-9a-f]{8}|-[0-9a-f]{12})?$"
 
+# Quality flags of a recording file (raw_ingest__files.flags and every one of its core_arc3__plays.flags).
+# Odd but usable files load with these set instead of being refused (spec/formats.md §A).
+RECORDING_FLAGS: dict[str, str] = {
+    "utf8_bom": "the file starts with a UTF-8 byte-order mark (removed before reading; any text format)",
+    "crlf_line_endings": "lines end with CRLF (accepted as is; any text format)",
+    "string_action_ids": "action ids written as enum names (`\"ACTION5\"`), normalised to integers",
+    "no_leading_reset": "the first frame line is not a RESET (older human client, agents recorder)",
+    "no_opening_reset_line": "recorder defect: a toolkit recording without the RESET line make() performs; "
+                             "that RESET opened play 1 on the toolkit's card uncounted, so the first written "
+                             "line is counted as the first action, as the toolkit did",
+    "action_ids_lost": "recorder defect: every action id recorded as 0 (RESET) while levels or frames change; "
+                       "the file is excluded from scoring unless the actions are recovered (any variant)",
+    "leading_reset_repeated": "the first two frame lines are both RESETs: the second, at the level start, is a "
+                              "full reset that opened a second, empty play on the toolkit's card (counted so; "
+                              "an empty play scores 0)",
+    "doubled_reset": "a RESET line repeats the previous line's response exactly; a repeated level RESET of a "
+                     "toolkit recording cannot be two engine responses and is quarantined (counted once, as "
+                     "the toolkit did), a repeated full RESET is counted as an empty play",
+    "over_max_actions": "the file name carries the agent's MAX_ACTIONS (`{game}.{agent}.{max_actions}.{guid}"
+                        ".recording.jsonl`) and the file holds more actions than that (harness off-by-one); "
+                        "counted as the lines say",
+    "no_trailing_summary": "a human-dataset file without its trailing scorecard line",
+    "no_frame_lines": "a human-dataset file whose frame lines are all missing or cut off: only its summary "
+                      "card loads (core_arc3__card_plays), no steps or plays",
+    "empty_guids": "the summary card's `guids` list is empty",
+    "actions_by_level_short": "the summary card's `actions_by_level` has fewer slots than its plays",
+    "stub_plays_in_card": "the summary card holds zero-action slots of abandoned sessions",
+}
+# Quality flags of one step (core_arc3__steps.flags).
+STEP_FLAGS: dict[str, str] = {
+    "post_terminal": "a post-terminal echo (empty frame or win_levels 0): kept, never counted",
+    "action_not_available": "the action was not in the previous line's available_actions",
+    "reasoning_over_16kib": "the reasoning blob exceeded the toolkit's 16 KiB: quarantined, not stored",
+    "action_id_lost": "the file has the action_ids_lost defect",
+}
+
 FIELDS: list[Field] = [
     Field("game_id", pl.String, "game and version, `<code>-<version>` (e.g. `ls20-9607627b`); the bare 4-char "
           "code when a source gives no version", regex=GAME_ID),
@@ -133,7 +169,7 @@ TABLES: list[Table] = [
     Table(
         name="core_arc3__plays", layer="core",
         description="One row per play (the span between full resets) in a recording, with how it was "
-                    "recorded and its quality flags.",
+                    "recorded and its quality flags (the file's flags, listed in schemas.arc3.RECORDING_FLAGS).",
         columns=(
             "play_id", "file_id", "guid", "game_id", "play_index", "recording_variant", "schema_generation",
             "first_line_number", "last_line_number", "n_steps", "started_at", "ended_at", "has_frames",

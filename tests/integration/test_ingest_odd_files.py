@@ -25,6 +25,7 @@ from pipeline.recordings.counting import CardPlay
 from pipeline.scoring import score_game
 from pipeline.scoring.plays import read_recording_files, recordings_from_tables
 from schemas import FIELDS
+from schemas.arc3 import RECORDING_FLAGS
 from tests.fixtures import harc as fx
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3"
@@ -75,7 +76,10 @@ def assert_scores_like_sidecar(card, expected: dict) -> None:
 
 
 def file_flags(ws: Workspace) -> set[str]:
-    return set(ws.read("SELECT flags FROM raw_ingest__files")["flags"][0])
+    row = ws.read("SELECT flags, source_format FROM raw_ingest__files").row(0, named=True)
+    if row["source_format"] == "arc3-recording":
+        assert set(row["flags"]) <= RECORDING_FLAGS.keys(), "every recording flag is documented in schemas"
+    return set(row["flags"])
 
 
 # ------------------------------------------------------------------------------------------- BOM and CRLF
