@@ -7,8 +7,10 @@ ids, and the effect of every step on the card (`counting.classify_steps`), which
 post-terminal echoes. Ingest stores the result (`recording_tables`), `score FILES` scores it and replays its
 steps, so both see the same steps, plays and counts.
 
-Verdicts (spec/formats.md): a file with no frame line is refused (`RecordingRejected`); a bad line is a
-`LineIssue` (quarantined, the rest is used); odd but usable lines are flagged.
+Verdicts (spec/formats.md): a file with neither a frame line nor a trailing summary card is refused
+(`RecordingRejected`, for what was wrong with its lines when they were all quarantined); a bad line is a
+`LineIssue` (quarantined, the rest is used); odd but usable files and lines are flagged (a BOM, CRLF, the
+recorder defects of schemas.arc3.RECORDING_FLAGS) and counted as the toolkit's card counted them.
 """
 
 from __future__ import annotations
@@ -283,8 +285,7 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
         flags.add("action_ids_lost")
     if not ids_lost:
         flags.update(reset_defects(frames))
-    over = _over_max_actions(path, effects)
-    if over:
+    if _over_max_actions(path, effects):
         flags.add("over_max_actions")
     if variant == "human-dataset" and not has_cards:
         flags.add("no_trailing_summary")
