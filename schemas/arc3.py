@@ -11,11 +11,48 @@ UTC = pl.Datetime("us", "UTC")
 SHA256 = r"^[0-9a-f]{64}$"
 GAME_ID = r"^[a-z0-9]{4}(-[0-9a-f]{8}|-[0-9a-f]{12})?$"
 
+# Quality flags of a recording file (raw_ingest__files.flags and every one of its core_arc3__plays.flags).
+# Odd but usable files load with these set instead of being refused (spec/formats.md §A).
+RECORDING_FLAGS: dict[str, str] = {
+    "utf8_bom": "the file starts with a UTF-8 byte-order mark (removed before reading; any text format)",
+    "crlf_line_endings": "lines end with CRLF (accepted as is; any text format)",
+    "string_action_ids": "action ids written as enum names (`\"ACTION5\"`), normalised to integers",
+    "no_leading_reset": "the first frame line is not a RESET (older human client, agents recorder)",
+    "no_opening_reset_line": "recorder defect: a toolkit recording without the RESET line make() performs; "
+                             "that RESET opened play 1 on the toolkit's card uncounted, so the first written "
+                             "line is counted as the first action, as the toolkit did",
+    "action_ids_lost": "recorder defect: every action id recorded as 0 (RESET) while levels or frames change; "
+                       "the file is excluded from scoring unless the actions are recovered (any variant)",
+    "leading_reset_repeated": "the first two frame lines are both RESETs: the second, at the level start, is a "
+                              "full reset that opened a second, empty play on the toolkit's card (counted so; "
+                              "an empty play scores 0)",
+    "doubled_reset": "a RESET line repeats the previous line's response exactly; a repeated level RESET of a "
+                     "toolkit recording cannot be two engine responses and is quarantined (counted once, as "
+                     "the toolkit did), a repeated full RESET is counted as an empty play",
+    "over_max_actions": "the file name carries the agent's MAX_ACTIONS (`{game}.{agent}.{max_actions}.{guid}"
+                        ".recording.jsonl`) and the file holds more actions than that (harness off-by-one); "
+                        "counted as the lines say",
+    "no_trailing_summary": "a human-dataset file without its trailing scorecard line",
+    "no_frame_lines": "a human-dataset file whose frame lines are all missing or cut off: only its summary "
+                      "card loads (core_arc3__card_plays), no steps or plays",
+    "empty_guids": "the summary card's `guids` list is empty",
+    "actions_by_level_short": "the summary card's `actions_by_level` has fewer slots than its plays",
+    "stub_plays_in_card": "the summary card holds zero-action slots of abandoned sessions",
+}
+# Quality flags of one step (core_arc3__steps.flags).
+STEP_FLAGS: dict[str, str] = {
+    "post_terminal": "a post-terminal echo (empty frame or win_levels 0): kept, never counted",
+    "action_not_available": "the action was not in the previous line's available_actions",
+    "reasoning_over_16kib": "the reasoning blob exceeded the toolkit's 16 KiB: quarantined, not stored",
+    "action_id_lost": "the file has the action_ids_lost defect",
+}
+
 FIELDS: list[Field] = [
     Field("game_id", pl.String, "game and version, `<code>-<version>` (e.g. `ls20-9607627b`); the bare 4-char "
           "code when a source gives no version", regex=GAME_ID),
     Field("game_code", pl.String, "the 4-character game code (`ls20`)", regex=r"^[a-z0-9]{4}$"),
-    Field("guid", pl.String, "session id of the environment instance (stays the same across full resets)"),
+    Field("guid", pl.String, "session id of the environment instance (stays the same across full resets); a "
+          "UUID", max_bytes=len("00000000-0000-0000-0000-000000000000")),
     Field("play_id", pl.String, "one play = the span between full resets: `<guid>/<play_index>`"),
     Field("play_index", pl.Int64, "0-based index of the play within its recording file", ge=0),
     Field("step_index", pl.Int64, "0-based index of the frame line within its recording file", ge=0),
@@ -53,7 +90,8 @@ FIELDS: list[Field] = [
     Field("is_counted", pl.Boolean, "the step costs one action on the card (`action` or `level_reset`)"),
     Field("is_level_change", pl.Boolean, "`levels_completed` differs from the previous non-echo step of the "
           "play (0 before the first): the card appends a `[levels_completed, actions]` pair here"),
-    Field("reasoning_json", pl.String, "the client's opaque reasoning blob as JSON text", nullable=True),
+    Field("reasoning_json", pl.String, "the client's opaque reasoning blob as JSON text (the toolkit's limit: "
+          "16 KiB serialized; a larger blob is quarantined and not stored)", nullable=True, max_bytes=16 * 1024),
     Field("recording_variant", pl.String, "recording writer (spec/formats.md §A)",
           isin=RECORDING_VARIANTS),
     Field("schema_generation", pl.String, "field generation of frame records",
@@ -73,7 +111,8 @@ FIELDS: list[Field] = [
     Field("n_tokens", pl.Int64, "LLM tokens of this call", nullable=True, ge=0),
     Field("n_total_tokens", pl.Int64, "LLM tokens so far", nullable=True, ge=0),
     Field("conversation_length", pl.Int64, "messages in the conversation", nullable=True, ge=0),
-    Field("assistant_text", pl.String, "the assistant message", nullable=True),
+    Field("assistant_text", pl.String, "the assistant message (the recorders set no limit; over 1 MiB it is "
+          "quarantined and not stored)", nullable=True, max_bytes=1024 * 1024),
     # cards (per-game scorecard slots)
     Field("slot_index", pl.Int64, "0-based play slot in the card", ge=0),
     Field("is_file_play", pl.Boolean, "this slot is the recording file's own play (chosen by filename guid)"),
@@ -136,7 +175,7 @@ TABLES: list[Table] = [
     Table(
         name="core_arc3__plays", layer="core",
         description="One row per play (the span between full resets) in a recording, with how it was "
-                    "recorded and its quality flags.",
+                    "recorded and its quality flags (the file's flags, listed in schemas.arc3.RECORDING_FLAGS).",
         columns=(
             "play_id", "file_id", "guid", "game_id", "play_index", "recording_variant", "schema_generation",
             "first_line_number", "last_line_number", "n_steps", "started_at", "ended_at", "has_frames",

@@ -34,7 +34,17 @@ def _checks(column: str) -> list:
         checks.append(pa.Check.isin(list(f.isin)))
     if f.regex is not None:
         checks.append(pa.Check.str_matches(f.regex))
+    if f.max_bytes is not None:
+        checks.append(_max_bytes_check(f.max_bytes))
     return checks
+
+
+def _max_bytes_check(limit: int):
+    import pandera.polars as pa
+    import polars as pl
+
+    return pa.Check(lambda data: data.lazyframe.select(pl.col(data.key).str.len_bytes() <= limit),
+                    name="max_bytes", error=f"longer than {limit} bytes")
 
 
 @cache

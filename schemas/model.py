@@ -27,6 +27,9 @@ class Field:
     isin: tuple[Any, ...] | None = None
     regex: str | None = None
     unit: str | None = None
+    # Size bound of a text value in UTF-8 bytes (the toolkit's where it has one). Readers quarantine a value
+    # over it with a reason naming the field, its size and this bound; the schema check backs them up.
+    max_bytes: int | None = None
 
     def constraint_text(self) -> str:
         """Human-readable constraints for the data dictionary."""
@@ -41,6 +44,8 @@ class Field:
             parts.append("one of " + ", ".join(f"`{v}`" for v in self.isin))
         if self.regex is not None:
             parts.append(f"matches `{self.regex}`")
+        if self.max_bytes is not None:
+            parts.append(f"at most {self.max_bytes} bytes")
         return "; ".join(parts)
 
 

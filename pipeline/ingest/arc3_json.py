@@ -11,6 +11,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from pipeline.core.textfiles import read_text_document
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.recordings.cards import card_rows
@@ -21,13 +22,15 @@ METADATA_KEYS = {"baseline_actions", "title", "default_fps", "tags", "class_name
 CARD_KEYS = {"game_id", "total_plays", "actions", "states"}
 
 
-def _load_json_document(ctx: FileContext) -> Any:
+def _load_json_document(ctx: FileContext) -> tuple[Any, list[str]]:
+    """(the parsed document, text flags): a leading BOM is removed and CRLF accepted, both flagged."""
     try:
-        text = ctx.path.read_text(encoding="utf-8")
+        text, facts = read_text_document(ctx.path)
     except UnicodeDecodeError as err:
-        raise FileRejected(f"not UTF-8 text ({err.reason})", "not_utf8") from None
+        raise FileRejected(f"not UTF-8 text ({err.reason} at byte {err.start}); re-save the file as UTF-8",
+                           "not_utf8") from None
     try:
-        return json.loads(text)
+        return json.loads(text), facts.flags()
     except json.JSONDecodeError as err:
         raise FileRejected(f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})", "invalid_json",
                            f"line {err.lineno}", clip(text.splitlines()[err.lineno - 1] if text else "")) from None
@@ -60,7 +63,7 @@ def _positive_int_list(value: Any) -> bool:
 
 
 def read_metadata(ctx: FileContext) -> ReaderOutput:
-    doc = _load_json_document(ctx)
+    doc, text_flags = _load_json_document(ctx)
     if not isinstance(doc, dict):
         raise FileRejected("metadata.json must hold a JSON object", "bad_metadata")
     game_id = doc.get("game_id")
@@ -72,7 +75,7 @@ def read_metadata(ctx: FileContext) -> ReaderOutput:
         raise FileRejected(f"game_id {game_id} does not match its folder {folder_code}/{folder_version}",
                            "game_id_folder_mismatch")
     baseline = doc.get("baseline_actions")
-    flags = []
+    flags = list(text_flags)
     if baseline is not None and not _positive_int_list(baseline):
         raise FileRejected(f"baseline_actions must be a list of positive integers, got {baseline!r} (zeros or "
                            "negatives silently score 0 in the toolkit)", "bad_baseline_actions")
@@ -116,8 +119,8 @@ def sniff_scorecard(head: Head) -> str | None:
 
 
 def read_scorecard(ctx: FileContext) -> ReaderOutput:
-    doc = _load_json_document(ctx)
-    out = ReaderOutput()
+    doc, text_flags = _load_json_document(ctx)
+    out = ReaderOutput(flags=text_flags)
     if not isinstance(doc, dict):
         raise FileRejected("a scorecard must be a JSON object", "bad_scorecard")
     if isinstance(doc.get("environments"), list):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject
 from pipeline.ingest.formats import Head, InputFormat, register
-from pipeline.recordings.lines import Line, sniff_first_line
+from pipeline.recordings.lines import Line, LineIssue, sniff_first_line
 from pipeline.recordings.playback import is_playback_file, read_playback_file, script_tables
 from pipeline.recordings.reader import RecordingRejected, read_recording_file, recording_tables
 
@@ -76,6 +76,10 @@ class _FrameSink:
         self.tmp.unlink(missing_ok=True)
 
 
+def _rejects(issues: list[LineIssue]) -> list[Reject]:
+    return [Reject(i.location, i.check, i.reason, i.raw_text, i.target_table, i.column, i.value) for i in issues]
+
+
 def read_playback(ctx: FileContext) -> ReaderOutput:
     """A playback script (formats.md §A.7) is stored as its actions, its play marked ``is_replay_needed``:
     `score` and `view` replay it through the engine (the game may not be at hand now)."""
@@ -87,8 +91,7 @@ def read_playback(ctx: FileContext) -> ReaderOutput:
     skipped = len(script.skipped_lines)
     out.detection_evidence = (f"playback: lines hold an `action_input` and no engine output (action script, "
                               f"{len(script.actions)} actions; {skipped} line(s) without action_input skipped)")
-    out.rejects.extend(Reject(i.location, i.check, i.reason, i.raw_text, i.target_table, i.column, i.value)
-                       for i in script.issues)
+    out.rejects.extend(_rejects(script.issues))
     out.flags.extend(["needs_replay", *(["non_action_lines_skipped"] if skipped else [])])
     out.tables.update(script_tables(script, ctx.file_id))
     return out
@@ -103,7 +106,7 @@ def read_recording(ctx: FileContext) -> ReaderOutput:
         try:
             rec = read_recording_file(ctx.path, on_frames=sink.add if sink is not None else None)
         except RecordingRejected as err:
-            raise FileRejected(err.reason, err.check, err.location) from None
+            raise FileRejected(err.reason, err.check, err.location, rejects=_rejects(err.issues)) from None
         frames_file = None
         if sink is not None:
             path = sink.close()
@@ -115,8 +118,7 @@ def read_recording(ctx: FileContext) -> ReaderOutput:
             sink.abort()
         raise
     out.detection_evidence = f"{rec.variant}: {rec.evidence}"
-    out.rejects.extend(Reject(i.location, i.check, i.reason, i.raw_text, i.target_table, i.column, i.value)
-                       for i in rec.issues)
+    out.rejects.extend(_rejects(rec.issues))
     out.flags.extend([*rec.flags, *rec.card_flags])
     out.tables.update(recording_tables(rec, ctx.file_id, frames_file))
     return out

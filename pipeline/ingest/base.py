@@ -28,12 +28,14 @@ def clip(text: str | None) -> str | None:
 class FileRejected(Exception):
     """The whole file is refused (nothing from it loads); the message says why, for a person."""
 
-    def __init__(self, reason: str, check: str = "file_rejected", location: str = "file", raw_text: str | None = None):
+    def __init__(self, reason: str, check: str = "file_rejected", location: str = "file", raw_text: str | None = None,
+                 rejects: list[Reject] | None = None):
         super().__init__(reason)
         self.reason = reason
         self.check = check
         self.location = location
         self.raw_text = raw_text
+        self.rejects = list(rejects or [])  # lines already quarantined when the file was refused (quarantined too)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.core.textfiles import decode_head
 from pipeline.ingest.base import FileContext, ReaderOutput
 
 HEAD_BYTES = 64 * 1024
@@ -48,7 +49,7 @@ def read_head(path: Path) -> Head:
     with open(path, "rb") as fh:
         raw = fh.read(HEAD_BYTES + 1)
     complete = len(raw) <= HEAD_BYTES
-    text = raw[:HEAD_BYTES].decode("utf-8", errors="replace").lstrip("\ufeff")
+    text, _ = decode_head(raw[:HEAD_BYTES])  # a BOM is not content (pipeline.core.textfiles)
     first_line = text.split("\n", 1)[0].strip()
     return Head(path=path, text=text, first_line=first_line, is_complete=complete)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.textfiles import read_text_document
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject
 from pipeline.ingest.formats import Head
 from pipeline.ingest.harc_csv import (
@@ -136,13 +137,17 @@ def _is_collection(obj: Any) -> bool:
 
 
 def read_task_json(ctx: FileContext) -> ReaderOutput:
-    text = ctx.path.read_text(encoding="utf-8-sig")
+    try:
+        text, facts = read_text_document(ctx.path)  # BOM removed, CRLF accepted: both flagged
+    except UnicodeDecodeError as err:
+        raise FileRejected(f"not UTF-8 text ({err.reason} at byte {err.start}); re-save the file as UTF-8",
+                           check="not_utf8") from None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as err:
         raise FileRejected(f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno}",
                            check="invalid_json", raw_text=text) from err
-    out = ReaderOutput()
+    out = ReaderOutput(flags=facts.flags())
     tasks: list[dict] = []
     pairs: list[dict] = []
     stem = ctx.path.stem

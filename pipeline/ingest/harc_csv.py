@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from pipeline.core.textfiles import decode_head
 from pipeline.ingest.base import FileRejected, Reject
 from pipeline.ingest.formats import Head
 
@@ -116,11 +117,12 @@ class LoadedCsv:
 
 def load_csv(path: Path, header: list[str], *, raw_table: str) -> LoadedCsv:
     with open(path, "rb") as fh:
+        _, facts = decode_head(fh.read(1 << 16))  # polars and csv (utf-8-sig) drop a BOM and accept CRLF
         fh.seek(0, 2)
         size = fh.tell()
         fh.seek(max(0, size - 1))
         ends_nl = fh.read(1) in (b"\n", b"\r") if size else True
-    flags: list[str] = []
+    flags: list[str] = facts.flags()
     rejects: list[Reject] = []
     bad_utf8 = False
     try:

@@ -173,6 +173,7 @@ class PreparedFile:
     evidence: str = ""
     output: ReaderOutput | None = None
     failure: tuple[str, str, str, str, str | None] | None = None  # status, check, reason, location, raw text
+    failure_rejects: list[Reject] = field(default_factory=list)  # lines quarantined before the file was refused
     skipped: bool = False
     seen_before: bool = False  # the database already held this content hash (a --force re-read)
     force: bool = False
@@ -237,6 +238,7 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
         prepared.output = fmt.reader(ctx)
     except FileRejected as err:
         prepared.failure = ("rejected", err.check, err.reason, err.location, err.raw_text)
+        prepared.failure_rejects = err.rejects
         return prepared
     except (UnicodeDecodeError, OSError) as err:
         prepared.failure = ("unreadable", "unreadable", f"cannot read the file as {fmt.name}: {err}", "file", None)
@@ -252,8 +254,9 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
         return FileReport(path, "skipped", message="already ingested (same content hash); --force re-reads it")
     if prepared.failure is not None:
         status, check, reason, location, raw = prepared.failure
-        _write_file_failure(ws, ctx, prepared.fmt_name, check, reason, location, raw)
-        return FileReport(path, status, prepared.fmt_name, message=reason, n_quarantined=1)
+        _write_file_failure(ws, ctx, prepared.fmt_name, check, reason, location, raw, prepared.failure_rejects)
+        return FileReport(path, status, prepared.fmt_name, message=reason,
+                          n_quarantined=1 + len(prepared.failure_rejects))
     output = prepared.output
     assert output is not None and ctx.file_id is not None
     # Workers judged "seen before" against the database as it was when the run started; an identical file
@@ -304,8 +307,9 @@ def _delete_file_rows(ws: Workspace, con, file_id: str) -> None:
 
 
 def _write_file_failure(ws: Workspace, ctx: FileContext, fmt_name: str | None, check: str, reason: str,
-                        location: str = "file", raw_text: str | None = None) -> None:
-    rows = _quarantine_rows(ctx, fmt_name, [Reject(location, check, reason, raw_text)])
+                        location: str = "file", raw_text: str | None = None,
+                        line_rejects: list[Reject] | None = None) -> None:
+    rows = _quarantine_rows(ctx, fmt_name, [Reject(location, check, reason, raw_text), *(line_rejects or [])])
     with ws.transaction() as con:
         if ctx.file_id:
             con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])

@@ -42,7 +42,7 @@ def _time(value: Any) -> datetime | None | str:
 
 
 def read_manifest(ctx: FileContext) -> ReaderOutput:
-    doc = _load_json_document(ctx)
+    doc, text_flags = _load_json_document(ctx)
     if not isinstance(doc, dict):
         raise FileRejected("a study manifest must be a JSON object", "bad_manifest")
     if doc.get("format") not in (None, FORMAT_ID):
@@ -52,7 +52,7 @@ def read_manifest(ctx: FileContext) -> ReaderOutput:
         if not isinstance(doc.get(key), list):
             raise FileRejected(f"`{key}` must be a list", "bad_manifest")
     study_id = doc.get("study_id") or ctx.path.stem
-    out = ReaderOutput()
+    out = ReaderOutput(flags=text_flags)
 
     def reject(kind: str, i: int, check: str, reason: str, entry: Any, table: str, column: str | None = None):
         out.rejects.append(Reject(f"{kind}[{i}]", check, reason, clip(json.dumps(entry, default=str)), table, column))

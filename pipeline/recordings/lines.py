@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from schemas import FIELDS
+
 from .counting import ACTION_NAMES, StepRecord
 from .frames import FrameError, decode_frames, frame_hashes, frames_from_json, split_frame_field
 
@@ -41,7 +43,7 @@ __all__ = [
 
 ACTION_IDS = {name: i for i, name in enumerate(ACTION_NAMES)}
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-MAX_REASONING_BYTES = 16 * 1024
+MAX_REASONING_BYTES = FIELDS["reasoning_json"].max_bytes  # the toolkit's limit, declared with the column
 MAX_RAW_TEXT = 4096  # the same limit as pipeline.ingest.base.clip: quarantine rows keep this much text
 
 
@@ -54,6 +56,7 @@ def clip(text: str) -> str:
 # --------------------------------------------------------------------------------------------------
 def sniff_first_line(line: str) -> str | None:
     """Evidence that a file whose first line is ``line`` is an ARC-AGI-3 recording, else None."""
+    line = line.lstrip("\ufeff").rstrip("\r\n")  # a BOM and CRLF are not content (pipeline.core.textfiles)
     if not line.startswith("{"):
         return None
     try:
@@ -104,6 +107,7 @@ class Line:
     raw_json: str = ""
     action_id: int | None = None
     id_was_string: bool = False
+    dropped: list[LineError] = field(default_factory=list)  # values over their size bound, not stored
 
     @property
     def levels_completed(self) -> int | None:
@@ -215,8 +219,45 @@ def parse_line(number: int, text: str, want_frames: bool) -> Line:
             if want_frames:
                 line.frames = frames
         _check_frame_record(line)
+    _bound_sizes(line)
     line.raw_json = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
     return line
+
+
+def _size(value: Any) -> int:
+    """UTF-8 bytes of a value as text (a string as is, anything else serialized as JSON)."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return len(text.encode())
+
+
+def _too_large(what: str, column: str, value: Any, limit: int, check: str = "field_too_large") -> LineError:
+    return LineError(check, f"{what} is {_size(value)} bytes, over the {limit}-byte limit of {column}", column,
+                     clip(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
+
+
+def _bound_sizes(line: Line) -> None:
+    """Field size bounds (declared with the columns in schemas: `Field.max_bytes`). An identifying field over
+    its bound makes the line unusable (LineError: quarantined). A free-text field over its bound is left out
+    of the stored line (`Line.dropped`, quarantined by the reader) so that the step itself still counts."""
+    data = line.data
+    if line.kind == "frame":
+        guid, limit = data.get("guid"), FIELDS["guid"].max_bytes
+        if guid is not None and (not isinstance(guid, str) or _size(guid) > limit):
+            if not isinstance(guid, str):
+                raise LineError("bad_guid", f"guid must be a string (a UUID), got {type(guid).__name__}", "guid",
+                                clip(json.dumps(guid)))
+            raise _too_large("guid", "guid", guid, limit)
+        action = data.get("action_input") or {}
+        reasoning = action.get("reasoning")
+        if reasoning is not None and _size(reasoning) > MAX_REASONING_BYTES:
+            line.dropped.append(_too_large("action_input.reasoning (serialized)", "reasoning_json", reasoning,
+                                           MAX_REASONING_BYTES, "reasoning_too_large"))
+            action["reasoning"] = None
+    elif line.kind == "usage":
+        text, limit = data.get("assistant"), FIELDS["assistant_text"].max_bytes
+        if isinstance(text, str) and _size(text) > limit:
+            line.dropped.append(_too_large("assistant", "assistant_text", text, limit))
+            data["assistant"] = None
 
 
 def action_id_of(raw_id: Any) -> tuple[int, bool]:
@@ -254,5 +295,9 @@ def _check_frame_record(line: Line) -> None:
     if win and levels > win:
         raise LineError("levels_exceed_win", f"levels_completed {levels} exceeds win_levels {win}",
                         "levels_completed", levels)
-    if not isinstance(data.get("game_id"), str):
-        raise LineError("bad_game_id", "frame record has no string game_id", "game_id", data.get("game_id"))
+    game_id = data.get("game_id")
+    if not isinstance(game_id, str):
+        raise LineError("bad_game_id", "frame record has no string game_id", "game_id", clip(str(game_id)))
+    if not re.match(FIELDS["game_id"].regex, game_id):
+        raise LineError("bad_game_id", f"game_id {clip(game_id)[:80]!r} ({len(game_id.encode())} bytes) is not "
+                        "`<4 lowercase alphanumerics>-<8 or 12 hex digits>`", "game_id", clip(game_id))

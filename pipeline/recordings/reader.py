@@ -7,8 +7,10 @@ ids, and the effect of every step on the card (`counting.classify_steps`), which
 post-terminal echoes. Ingest stores the result (`recording_tables`), `score FILES` scores it and replays its
 steps, so both see the same steps, plays and counts.
 
-Verdicts (spec/formats.md): a file with no frame line is refused (`RecordingRejected`); a bad line is a
-`LineIssue` (quarantined, the rest is used); odd but usable lines are flagged.
+Verdicts (spec/formats.md): a file with neither a frame line nor a trailing summary card is refused
+(`RecordingRejected`, for what was wrong with its lines when they were all quarantined); a bad line is a
+`LineIssue` (quarantined, the rest is used); odd but usable files and lines are flagged (a BOM, CRLF, the
+recorder defects of schemas.arc3.RECORDING_FLAGS) and counted as the toolkit's card counted them.
 """
 
 from __future__ import annotations
@@ -16,31 +18,34 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from pipeline.core.textfiles import TextFacts, strip_bom
 from schemas.validate import conform
 
 from .cards import card_rows
 from .counting import ACTION_NAMES, StepEffect, classify_steps, detect_action_ids_lost, level_changes
-from .lines import MAX_REASONING_BYTES, Line, LineError, LineIssue, clip, filename_guid, parse_line
+from .lines import Line, LineError, LineIssue, clip, filename_guid, parse_line
 from .variant import RecordingVariant, counting_options_for_variant, detect_variant
 
 __all__ = ["LineIssue", "ParsedRecording", "RecordingRejected", "read_recording_file", "recording_tables"]
 
 STEPS = "core_arc3__steps"
+USAGE = "core_arc3__usage"
 
 
 class RecordingRejected(Exception):
     """The whole file cannot be used; ``reason`` says why, for a person, ``check`` is the rule id."""
 
-    def __init__(self, reason: str, check: str, location: str = "file"):
+    def __init__(self, reason: str, check: str, location: str = "file", issues: list[LineIssue] | None = None):
         super().__init__(reason)
         self.reason, self.check, self.location = reason, check, location
+        self.issues = list(issues or [])  # the lines quarantined on the way (kept with the refusal)
 
 
 @dataclass
@@ -88,30 +93,39 @@ class ParsedRecording:
 
 
 def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
-                on_frames: Callable[[Line], None] | None, digest: Any) -> list[Line]:
+                on_frames: Callable[[Line], None] | None, digest: Any, text: TextFacts) -> list[Line]:
     lines: list[Line] = []
     with open(path, "rb") as fh:
         number = 0
         for raw in fh:
             digest.update(raw)
             number += 1
+            if number == 1:
+                raw, text.has_bom = strip_bom(raw)  # Windows tools write one; it is not part of line 1
+            text.see_line_end(raw)
             truncated = not raw.endswith(b"\n")
             try:
-                text = raw.decode("utf-8").rstrip("\r\n")
+                line_text = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as err:
-                issues.append(LineIssue(f"line {number}", "not_utf8", f"line is not UTF-8 text ({err.reason})",
-                                        clip(raw.decode("utf-8", "replace"))))
+                issues.append(LineIssue(f"line {number}", "not_utf8",
+                                        f"line is not UTF-8 text ({err.reason} at byte {err.start}); re-save the "
+                                        "file as UTF-8", clip(raw.decode("utf-8", "replace")), STEPS))
                 continue
-            if not text.strip():
+            if not line_text.strip():
                 continue
             try:
-                line = parse_line(number, text, want_frames=want_frames or on_frames is not None)
+                line = parse_line(number, line_text, want_frames=want_frames or on_frames is not None)
             except LineError as err:
                 check, reason = err.check, err.reason
                 if truncated and check == "invalid_json":
                     check, reason = "truncated_line", "the last line is cut off (file truncated mid-write)"
-                issues.append(LineIssue(f"line {number}", check, reason, clip(text), STEPS, err.column, err.value))
+                issues.append(LineIssue(f"line {number}", check, reason, clip(line_text), STEPS, err.column,
+                                        err.value))
                 continue
+            for err in line.dropped:  # a value over its size bound: the line stays, the value is not stored
+                issues.append(LineIssue(f"line {number}", err.check, f"{err.reason}; the line is kept without it",
+                                        clip(line_text), USAGE if line.kind == "usage" else STEPS, err.column,
+                                        err.value))
             if on_frames is not None and line.frames is not None:
                 on_frames(line)
                 if not want_frames:
@@ -120,7 +134,25 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
     return lines
 
 
-def _consistent_steps(frames: list[Line], game_id: str, guid: str | None, issues: list[LineIssue]) -> list[Line]:
+def _no_frame_line(lines: list[Line], issues: list[LineIssue]) -> RecordingRejected:
+    """Why a file without a usable frame line and without a summary is refused, in terms of its lines: a file
+    whose every line was quarantined is refused for what was wrong with those lines."""
+    bad = [i for i in issues if i.location.startswith("line ")]
+    if not bad:
+        return RecordingRejected("the recording has no frame line (nothing an engine returned)", "no_frame_line")
+    where = ", ".join(i.location.removeprefix("line ") for i in bad[:10]) + (", ..." if len(bad) > 10 else "")
+    checks = sorted({i.check for i in bad})
+    if checks == ["not_utf8"] and not lines:
+        return RecordingRejected(f"no line of the file is UTF-8 text: all {len(bad)} lines were quarantined as "
+                                 f"not_utf8 (lines {where}); re-save the file as UTF-8", "not_utf8", issues=issues)
+    counts = ", ".join(f"{c} x{sum(i.check == c for i in bad)}" for c in checks)
+    return RecordingRejected(f"the recording has no usable frame line and no trailing scorecard summary: "
+                             f"{len(bad)} line(s) were quarantined ({counts}; lines {where})", "no_frame_line",
+                             issues=issues)
+
+
+def _consistent_steps(frames: list[Line], game_id: str, guid: str | None, issues: list[LineIssue],
+                      variant: str | None) -> list[Line]:
     """Contradictions, time order, duplicates: the line is left out, the rest kept."""
     kept: list[Line] = []
     last_time: datetime | None = None
@@ -135,6 +167,12 @@ def _consistent_steps(frames: list[Line], game_id: str, guid: str | None, issues
                       "guid", ln.data.get("guid"))
         elif prev is not None and ln.sha == prev.sha:
             reject = ("duplicate_step", f"line repeats line {prev.number} exactly (duplicated write)", None, None)
+        elif variant == "toolkit" and prev is not None and _is_rewritten_level_reset(prev, ln):
+            # Two engine responses cannot look like this: a RESET right after a level reset is at the level
+            # start, so the engine makes it a full reset. The recorder wrote one response twice; the
+            # toolkit's card counted it once.
+            reject = ("doubled_reset", f"level RESET repeats line {prev.number}'s response (only the timestamp "
+                      "differs): the recorder wrote it twice and the toolkit counted it once", None, None)
         elif last_time is not None and ln.recorded_at is not None and ln.recorded_at < last_time:
             reject = ("time_goes_backwards", f"timestamp {ln.recorded_at.isoformat()} is earlier than the "
                       f"previous line's {last_time.isoformat()}", "timestamp", ln.recorded_at.isoformat())
@@ -149,6 +187,28 @@ def _consistent_steps(frames: list[Line], game_id: str, guid: str | None, issues
     return kept
 
 
+def _is_rewritten_level_reset(prev: Line, ln: Line) -> bool:
+    return ln.action_id == 0 and prev.action_id == 0 and ln.full_reset is False and ln.data == prev.data
+
+
+def reset_defects(frames: list[Line]) -> set[str]:
+    """Flags for RESET lines written twice or sent twice (recorder defects users report).
+
+    `leading_reset_repeated`: the first two frame lines are both RESETs. The second is at the level start, so
+    the engine made it a full reset and the toolkit's card opened a second, empty play: it is counted so (an
+    empty play scores 0 and the game takes the best play).
+    `doubled_reset`: a RESET line repeats the previous line's response (`data`) exactly. A repeated level RESET
+    of a toolkit recording is left out (`_consistent_steps`: the toolkit counted it once); a repeated full
+    RESET is counted as the engine answered it (an empty play)."""
+    flags: set[str] = set()
+    if len(frames) >= 2 and frames[0].action_id == 0 and frames[1].action_id == 0:
+        flags.add("leading_reset_repeated")
+    if any(a.action_id == 0 and b.action_id == 0 and a.data == b.data for a, b in zip(frames, frames[1:],
+                                                                                      strict=False)):
+        flags.add("doubled_reset")
+    return flags
+
+
 def read_recording_file(path: Path | str, *, want_frames: bool = False,
                         on_frames: Callable[[Line], None] | None = None) -> ParsedRecording:
     """Read one recording file. ``want_frames`` keeps every frame line's pixels (uint8) on its `Line`;
@@ -158,13 +218,15 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
     path = Path(path)
     issues: list[LineIssue] = []
     digest = hashlib.sha256()
-    lines = _read_lines(path, issues, want_frames, on_frames, digest)
+    text = TextFacts()
+    lines = _read_lines(path, issues, want_frames, on_frames, digest, text)
     frames = [ln for ln in lines if ln.kind == "frame"]
-    if not frames:
-        raise RecordingRejected("the recording has no frame line (nothing an engine returned)", "no_frame_line")
     usage = [ln for ln in lines if ln.kind == "usage"]
     summaries = [ln for ln in lines if ln.kind == "scorecard"]
     summary = summaries[-1] if summaries else None
+    has_cards = summary is not None and isinstance(summary.data.get("cards"), dict) and bool(summary.data["cards"])
+    if not frames and not has_cards:
+        raise _no_frame_line(lines, issues)
     variant, evidence = detect_variant([ln.data for ln in lines], path)
     name_guid, _ = filename_guid(path)
 
@@ -176,39 +238,59 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
             issues.append(LineIssue(f"line {ln.number}", "misplaced_scorecard",
                                     "a scorecard summary line that is not the last one", clip(ln.text)))
 
-    first = frames[0]
-    game_id, guid = first.data["game_id"], first.data.get("guid")
-    if variant == "toolkit" and first.action_id != 0:
-        raise RecordingRejected(f"toolkit recordings always start with the RESET made by make(); line "
-                                f"{first.number} is {ACTION_NAMES[first.action_id]}", "no_leading_reset")
-    if summary is not None and "cards" in summary.data:
+    flags: set[str] = set(text.flags())
+    if frames:
+        game_id, guid = frames[0].data["game_id"], frames[0].data.get("guid")
+    else:
+        # Human-dataset shape whose frame lines are missing or cut off: the summary's card still says what the
+        # toolkit counted (formats.md §A.3), so its slots load and the file is flagged.
+        assert summary is not None
+        games = list(summary.data["cards"])
+        if len(games) != 1:
+            raise RecordingRejected(f"the file has no frame line and its summary line's cards hold {len(games)} "
+                                    f"games ({games}): which one was recorded cannot be told", "summary_other_game",
+                                    f"line {summary.number}", issues=issues)
+        game_id, guid = games[0], name_guid
+        flags.add("no_frame_lines")
+    if summary is not None and has_cards:
         others = [g for g in summary.data["cards"] if g != game_id]
         if others:
             raise RecordingRejected(f"the summary line's cards hold {others}, not the recorded game {game_id}",
-                                    "summary_other_game", f"line {summary.number}")
+                                    "summary_other_game", f"line {summary.number}", issues=issues)
 
-    steps = _consistent_steps(frames, game_id, guid, issues)
-    ids_lost = detect_action_ids_lost([ln.step_record() for ln in steps])
+    # Lines whose ids were lost all read RESET: they are not judged as repeated RESETs.
+    ids_lost = detect_action_ids_lost([ln.step_record() for ln in frames])
+    steps = _consistent_steps(frames, game_id, guid, issues, None if ids_lost else variant)
+    records = [ln.step_record() for ln in steps]
+    ids_lost = detect_action_ids_lost(records)
+    options = counting_options_for_variant(variant)
+    if variant == "toolkit" and steps and steps[0].action_id != 0 and not ids_lost:
+        # Recorder defect: the RESET made by make() opened play 1 on the toolkit's card but was not written.
+        # The card the toolkit kept counts the first written line as the first action, so do we.
+        flags.add("no_opening_reset_line")
+        options = replace(options, leading_reset="absent")
     # Lines whose ids were lost cannot be classified: they stay one play of plain actions (flagged), and no
     # line is treated as an echo.
-    effects = (tuple(StepEffect.ACTION for _ in steps) if ids_lost
-               else classify_steps([ln.step_record() for ln in steps], counting_options_for_variant(variant)))
+    effects = (tuple(StepEffect.ACTION for _ in steps) if ids_lost else classify_steps(records, options))
     play_index, current = [], 0
     for effect in effects:
         current += effect is StepEffect.FULL_RESET
         play_index.append(current)
 
-    flags: set[str] = set()
     if any(ln.id_was_string for ln in steps):
         flags.add("string_action_ids")
-    if not (steps and steps[0].action_id == 0):
+    if steps and steps[0].action_id != 0:
         flags.add("no_leading_reset")
     if ids_lost:
         flags.add("action_ids_lost")
-    if variant == "human-dataset" and (summary is None or "cards" not in summary.data):
+    if not ids_lost:
+        flags.update(reset_defects(frames))
+    if _over_max_actions(path, effects):
+        flags.add("over_max_actions")
+    if variant == "human-dataset" and not has_cards:
         flags.add("no_trailing_summary")
     card_slots, card_flags = [], []
-    if summary is not None and summary.data.get("cards"):
+    if summary is not None and has_cards:
         # The slot that is this file's play is chosen by the file's guid (the file name's, for human data).
         file_guid = name_guid if variant == "human-dataset" and name_guid else guid
         play_ids = [f"{guid}/{i}" for i in sorted(set(play_index))]
@@ -220,6 +302,18 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
                            guid=guid, name_guid=name_guid, is_action_ids_lost=ids_lost, effects=effects,
                            play_index=play_index, flags=sorted(flags), card_slots=card_slots,
                            card_flags=card_flags)
+
+
+def _over_max_actions(path: Path, effects: tuple[StepEffect, ...]) -> bool:
+    """The agents recorder's documented file name `{game_id}.{agent_type}.{max_actions}.{guid}.recording.jsonl`
+    carries the agent's MAX_ACTIONS: a file with more agent actions than that (the harness's off-by-one) is
+    flagged `over_max_actions`; the lines are counted as they are. Every written line is an action the agent
+    sent (the opening RESET is not written by this recorder), echoes included."""
+    parts = path.name.split(".")
+    if not path.name.endswith(".recording.jsonl") or len(parts) != 6 or not parts[2].isdigit():
+        return False
+    sent = sum(e is not StepEffect.OPEN for e in effects)
+    return sent > int(parts[2])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -241,8 +335,8 @@ def _step_rows(rec: ParsedRecording, file_id: str, frames_file: str | None) -> l
             flags.append("action_not_available")
         reasoning = (data.get("action_input") or {}).get("reasoning")
         reasoning_json = None if reasoning is None else json.dumps(reasoning, ensure_ascii=False)
-        if reasoning_json is not None and len(reasoning_json.encode()) > MAX_REASONING_BYTES:
-            flags.append("reasoning_over_16kib")
+        if any(err.column == "reasoning_json" for err in ln.dropped):
+            flags.append("reasoning_over_16kib")  # not stored (quarantined with the line's location)
         if ids_lost:
             flags.append("action_id_lost")
         click_x, click_y = ln.click

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import ActionInput, GameAction, GameState
+from pipeline.core.textfiles import read_text_document
 
 __all__ = ["Step", "record_actions", "write_recording", "read_recording", "replay_recording", "ReplayMismatch"]
 
@@ -87,7 +88,7 @@ def write_recording(path: Path, lines: list[dict[str, Any]]) -> None:
 
 def read_recording(path: Path) -> list[dict[str, Any]]:
     lines = []
-    for n, raw in enumerate(path.read_text().splitlines(), 1):
+    for n, raw in enumerate(read_text_document(path)[0].splitlines(), 1):
         if not raw.strip():
             continue
         try:

@@ -55,8 +55,8 @@ def detect_variant(lines: Sequence[Mapping[str, Any]], path: Path | str | None =
     if "usage" in kinds:
         return "benchmarking", "LLM usage lines without game fields are interleaved"
     if any(isinstance((d.get("action_input") or {}).get("id"), str) for d in frames):
-        # Only the toolkit recorder writes names (and always starts with the opening RESET: a file that does
-        # not is refused as a broken toolkit recording, formats.md §A.1).
+        # Only the toolkit recorder writes names (and starts with the opening RESET; a file without that line
+        # has a recorder defect: it loads flagged `no_opening_reset_line`, see reader.read_recording_file).
         return "toolkit", "action ids are enum names and there is no trailing summary line"
     if any("score" in d and "levels_completed" not in d for d in frames):
         return "preview-2025", "frame records carry `score` instead of `levels_completed`"

@@ -32,6 +32,7 @@ import polars as pl
 
 from engine.loader import find_games
 from pipeline.core.manifest import sha256_file
+from pipeline.core.textfiles import read_text_document
 
 from .policies import ScoringPolicy
 
@@ -65,7 +66,7 @@ def read_published(path: Path, rule: str) -> pl.DataFrame:
     rows = []
     if path.is_dir():
         for f in sorted(path.rglob("metadata.json")):
-            doc = json.loads(f.read_text())
+            doc = json.loads(read_text_document(f)[0])  # a BOM is not content
             if isinstance(doc, dict) and doc.get("game_id") and doc.get("baseline_actions"):
                 rows.append({"game_id": doc["game_id"], "published_rule": None, "snapshot": None,
                              "baseline_actions": [int(v) for v in doc["baseline_actions"]]})

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.textfiles import read_text_document
 from pipeline.recordings.counting import (
     Card,
     CardPlay,
@@ -279,7 +280,7 @@ def load_recovered_actions(path: Path) -> dict[str, list[int | str]]:
     """``{key: [action, ...]}`` from a JSON file, a key being a recording's file name, guid or file_id and each
     action an id (0-7) or a name (``"ACTION1"``), one per frame line that is not a post-terminal echo."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = json.loads(read_text_document(path)[0])  # a BOM is not content
     except (OSError, json.JSONDecodeError) as err:
         raise RecordingReadError(f"cannot read recovered actions from {path}: {err}") from None
     if not isinstance(doc, dict) or not all(isinstance(v, list) for v in doc.values()):
