@@ -138,6 +138,14 @@ def test_config_errors_name_the_section(tmp_path):
     assert "'rule' is outside any section (it belongs under [baselines])" in text
 
 
+def test_build_of_a_missing_database_stops(tmp_path):
+    missing = tmp_path / "typo.duckdb"
+    code, text = run("build", "--db", str(missing))
+    assert code == 1, text
+    assert f"database {missing} does not exist" in text
+    assert not missing.exists()
+
+
 def test_no_help_shows_a_bool_type():
     commands = [name for name in (c.name for c in app.registered_commands)]
     assert "score" in commands and "view" in commands
