@@ -230,6 +230,10 @@ def _notes(result, problems) -> dict:
     }
 
 
+def _plays(n: int) -> str:
+    return f"{n} play" if n == 1 else f"{n} plays"
+
+
 def _fmt(v: float) -> str:
     return f"{v:.3f}"
 
@@ -249,9 +253,9 @@ def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None
     table.add_row("total", "", *[_fmt(pr.scorecard.score) for pr in result.policies], "")
     out.console.print(table)
     counts = ", ".join(f"{n} {s}" for s, n in result.status_counts().items())
-    out.console.print(f"replay: {len(result.checks)} plays: {counts}")
+    out.console.print(f"replay: {_plays(len(result.checks))}: {counts}")
     if result.excluded:
-        out.console.print(f"left out of the score: {len(result.excluded)} plays")
+        out.console.print(f"left out of the score: {_plays(len(result.excluded))}")
         details = {c.play_id: c.detail for c in result.checks}
         for pid, reason in list(sorted(result.excluded.items()))[:10]:
             out.console.print(f"  {pid}: {reason}" + (f": {details[pid]}" if details.get(pid) else ""))

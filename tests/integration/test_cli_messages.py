@@ -55,7 +55,7 @@ def test_unknown_game_is_left_out_with_its_reason(unknown_recording, tmp_path):
     code, text = run("score", str(unknown_recording), "--db", str(tmp_path / "a.duckdb"), "--out", str(out),
                      "--no-figures")
     assert code == 3, text
-    assert "left out of the score: 1 plays" in text
+    assert "replay: 1 play: 1 unverified" in text and "left out of the score: 1 play\n" in text
     assert "unknown game" in text and "--include-unknown-games" in text
     card = scorecard(out)
     assert UNKNOWN not in json.dumps({k: v for k, v in card.items() if k != "verification"})
