@@ -109,14 +109,14 @@ def test_empty_folder_is_named(tmp_path):
 def test_no_plays_says_why_for_each_file(tmp_path):
     not_recording = tmp_path / "notes.jsonl"
     not_recording.write_text('{"hello": 1}\n')
-    summary_only = tmp_path / "summary.jsonl"
-    summary_only.write_text(LOSE.read_text().splitlines()[0].replace('"data"', '"nodata"') + "\n")
-    code, text = run("score", str(not_recording), str(tmp_path / "summary.jsonl"), "--db",
-                     str(tmp_path / "a.duckdb"))
+    human = sorted((ROOT.parent / "shared" / "samples" / "arc-agi-3" / "human").rglob("*.jsonl"))[0]
+    card_only = tmp_path / "card-only.jsonl"  # a human recording's trailing scorecard line, without its frames
+    card_only.write_text(human.read_text().splitlines()[-1] + "\n")
+    code, text = run("score", str(not_recording), str(card_only), "--db", str(tmp_path / "a.duckdb"))
     assert code == 2, text
-    assert "no plays to score in the recordings given" in text
+    assert "no plays to score in the recordings given:\n" in text
     assert "notes.jsonl: not an ARC-AGI-3 recording" in text
-    assert "summary.jsonl" in text
+    assert "card-only.jsonl: no_frame_line: the recording has no frame line" in text
 
 
 def test_view_of_a_missing_path_says_no_such_file(tmp_path):
