@@ -5,12 +5,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.arcstudy-installed
 PYTEST_WORKERS ?= 2
 
-.PHONY: install test lint unit integration conformance clean help demo browser
+.PHONY: install test lint unit integration conformance clean help demo browser screenshots
 
 help:
 	@echo "make demo    install into $(VENV) (if needed) and run the whole pipeline on the demo study"
 	@echo "make test    install into $(VENV) (if needed) and run make lint plus the whole test suite"
 	@echo "make lint    ruff and the import-layer contract (lint-imports, docs/architecture.md)"
+	@echo "make screenshots  the README's pictures (docs/img/*.png) from reports/demo (after make demo)"
 	@echo "make clean   remove the virtual environment and caches"
 
 # Re-install whenever pyproject.toml changes; the stamp makes repeated runs instant.
@@ -24,6 +25,10 @@ install: $(STAMP)
 
 demo: install
 	$(BIN)/arcstudy demo
+
+# The README's pictures, taken from the demo's reports with headless Chromium (docs/screenshots.py).
+screenshots: install browser
+	$(BIN)/python docs/screenshots.py
 
 lint: install
 	$(BIN)/ruff check .

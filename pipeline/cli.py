@@ -28,11 +28,12 @@ from pipeline.commands import (
     tables,
     view,
 )
-from pipeline.commands.common import EXIT_OK
+from pipeline.commands.common import EXIT_OK, Command, Group
 from pipeline.core.console import out
 
 app = typer.Typer(
     name="arcstudy",
+    cls=Group,
     help="Trustworthy numbers from ARC human studies and agent runs.",
     no_args_is_help=True,
     add_completion=False,
@@ -57,24 +58,24 @@ def main(
 
 
 # In the order `arcstudy --help` lists them: the order a user meets them.
-app.command("tables")(tables.tables_command)
-app.command("schema")(schema.schema_command)
-app.command("query")(query.query_command)
-app.command("ingest")(ingest.ingest_command)
-app.command("formats")(ingest.formats_command)
-app.command("build")(build.build_command)
-app.command("baselines")(build.baselines_command)
-app.command("score")(score.score_command)
-app.command("replay-harc")(harc.replay_harc_command)
-app.command("harc-analyses")(harc.harc_analyses_command)
-app.command("harc-graph")(harc.harc_graph_command)
-app.command("view")(view.view_command)
-app.command("replay")(replay.replay_command)
-app.command("simulate")(simulate.simulate_command)
-app.command("demo")(demo.demo_command)
-app.command("report")(report.report_command)
-app.command("explore")(explore.explore_command)
-app.command("qualify")(qualify.qualify_command)
+app.command("tables", cls=Command)(tables.tables_command)
+app.command("schema", cls=Command)(schema.schema_command)
+app.command("query", cls=Command)(query.query_command)
+app.command("ingest", cls=Command)(ingest.ingest_command)
+app.command("formats", cls=Command)(ingest.formats_command)
+app.command("build", cls=Command)(build.build_command)
+app.command("baselines", cls=Command)(build.baselines_command)
+app.command("score", cls=Command)(score.score_command)
+app.command("replay-harc", cls=Command)(harc.replay_harc_command)
+app.command("harc-analyses", cls=Command)(harc.harc_analyses_command)
+app.command("harc-graph", cls=Command)(harc.harc_graph_command)
+app.command("view", cls=Command)(view.view_command)
+app.command("replay", cls=Command)(replay.replay_command)
+app.command("simulate", cls=Command)(simulate.simulate_command)
+app.command("demo", cls=Command)(demo.demo_command)
+app.command("report", cls=Command)(report.report_command)
+app.command("explore", cls=Command)(explore.explore_command)
+app.command("qualify", cls=Command)(qualify.qualify_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

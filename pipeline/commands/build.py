@@ -69,7 +69,7 @@ def build_command(
     except ConfigError as err:
         raise fail(str(err), EXIT_USAGE) from err
     db_path = db or default_db_path()
-    if dry_run and not db_path.exists():
+    if not db_path.exists():  # building a new, empty database would hide a mistyped --db behind empty tables
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` first, or pass --db)")
     out_dir = out_dir or default_out_dir(db_path)
     command = command_line(ctx)

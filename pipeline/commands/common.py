@@ -12,15 +12,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from pipeline.core.console import out
-from pipeline.core.workspace import Workspace, WorkspaceError, default_db_path
+from pipeline.core.workspace import Workspace, WorkspaceError, default_db_path, default_db_to_read
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 
 DbOption = Annotated[
     Path | None,
-    typer.Option("--db", help="DuckDB database file (default: $ARCSTUDY_DB or ./arcstudy.duckdb).",
+    typer.Option("--db", help="DuckDB database file (default: $ARCSTUDY_DB or ./arcstudy.duckdb; commands that only "
+                 "read fall back to reports/demo/demo.duckdb when neither exists).",
                  dir_okay=False, show_default=False),
 ]
 
@@ -34,6 +36,26 @@ GameVersionOption = Annotated[
 LockTimeoutOption = Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another writer.")]
 
 
+class _FlagsWithoutType:
+    """Help that shows no value type after an on/off flag: typer 0.29 prints `<bool>` after every flag (--help
+    included), which reads as if the flag took a value. An empty metavar is click's public way to show none."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+
+class Command(_FlagsWithoutType, TyperCommand):
+    """Every `arcstudy` verb: `app.command(name, cls=Command)`."""
+
+
+class Group(_FlagsWithoutType, TyperGroup):
+    """The `arcstudy` app itself: `typer.Typer(cls=Group)`."""
+
+
 def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
     """Print `message` as an error and return the exit to raise: `raise fail(...) from err`."""
     out.error(message)
@@ -45,6 +67,17 @@ def open_workspace(db: Path | None, *, read_only: bool = False, lock_timeout_s: 
         return Workspace(db or default_db_path(), read_only=read_only, lock_timeout_s=lock_timeout_s)
     except WorkspaceError as err:
         raise fail(str(err)) from err
+
+
+def db_to_read(db: Path | None) -> Path:
+    """The database a read-only command opens: --db, else `default_db_to_read()`, saying so when that is the
+    demo database (on stderr: stdout may be a query's CSV)."""
+    if db is not None:
+        return db
+    path, is_demo = default_db_to_read()
+    if is_demo:
+        out.info(f"using the demo database {path} (no ./arcstudy.duckdb; --db or $ARCSTUDY_DB choose another)")
+    return path
 
 
 def run_manifest_dir(db_path: Path) -> Path:

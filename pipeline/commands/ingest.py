@@ -95,8 +95,9 @@ def ingest_command(
                       f"{f.n_quarantined:,}", f.message[:90])
     out.console.print(table)
     counts = manifest.notes["files"]
+    n_files = f"{len(report.files)} file" + ("" if len(report.files) == 1 else "s")
     out.console.print(
-        f"{len(report.files)} files: {counts['loaded']} loaded, {counts['replaced']} replaced, "
+        f"{n_files}: {counts['loaded']} loaded, {counts['replaced']} replaced, "
         f"{counts['skipped']} skipped (already ingested), {counts['rejected']} refused, "
         f"{counts['unreadable']} unreadable; {report.n_quarantined:,} records quarantined."
     )

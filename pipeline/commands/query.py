@@ -12,9 +12,8 @@ import typer
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
-from pipeline.core.workspace import default_db_path
 
-from .common import EXIT_USAGE, DbOption, fail, open_workspace
+from .common import EXIT_USAGE, DbOption, db_to_read, fail, open_workspace
 
 
 class QueryFormat(StrEnum):
@@ -46,7 +45,7 @@ def query_command(
 
     from pipeline.core.workspace import QueryRefused
 
-    path = db or default_db_path()
+    path = db_to_read(db)
     if fmt is QueryFormat.parquet and out_file is None:
         raise fail("--format parquet needs --out FILE", EXIT_USAGE)
     with open_workspace(path, read_only=True, lock_timeout_s=lock_timeout) as ws:

@@ -12,7 +12,6 @@ from pipeline.core.console import out
 from pipeline.scoring.policies import DEFAULT_POLICY_ID, POLICIES, ScoringPolicy, get_policy
 
 from .common import (
-    EXIT_ERROR,
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
@@ -78,6 +77,10 @@ def score_command(
                                                            exists=True, dir_okay=False, show_default=False)] = None,
     game: Annotated[list[str] | None, typer.Option("--game", help="Database plays: only this game id "
                                                    "(repeatable).", show_default=False)] = None,
+    include_unknown_games: Annotated[bool, typer.Option("--include-unknown-games", help="Score plays of a game that "
+                                                 "has no game files under --games and no baseline anywhere "
+                                                 "(left out by default: most likely a wrong folder or a "
+                                                 "mistyped game id).")] = False,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the figures.")] = False,
     game_version: GameVersionOption = None,
     lock_timeout: LockTimeoutOption = 30.0,
@@ -97,10 +100,11 @@ def score_command(
     out_arc3__policy_sensitivity (rows of this scorecard id replaced), and a row in `runs`.
 
     A play whose replay diverges is reported with its first divergence and left out of the score unless
-    --trust-recordings; a play whose game cannot be loaded is scored unverified. Playback files (action
-    scripts, no engine output) are replayed like the official playback agent (make(), then each action) on
-    their game, resolved by its code when the version named is absent (or --game-version); without a loadable
-    game they cannot be scored. Exit code 3 when plays were left out or input lines or files were rejected.
+    --trust-recordings; a play whose game cannot be loaded is scored unverified, unless no baseline source
+    knows the game either (left out, unless --include-unknown-games). Playback files (action scripts, no engine
+    output) are replayed like the official playback agent (make(), then each action) on their game, resolved by
+    its code when the version named is absent (or --game-version); without a loadable game they cannot be
+    scored. Exit code 3 when plays were left out or input lines or files were rejected.
     """
     import duckdb
 
@@ -149,7 +153,7 @@ def score_command(
         if from_files:
             paths = expand_recordings(list(recordings or []))
             if not paths:
-                raise fail("no *.jsonl recording found in the folders given", EXIT_USAGE)
+                raise fail("no *.jsonl recording found in " + ", ".join(str(p) for p in recordings or []), EXIT_USAGE)
             steps, plays, files, problems = read_recording_files(paths, run_id=manifest.run_id)
             for p in paths:
                 manifest.add_input(p)
@@ -165,13 +169,20 @@ def score_command(
             for label, reason in replayed.failed:
                 out.error(f"{label}: cannot replay the playback script: {reason}")
             raise fail("no plays to score: the playback scripts given cannot be replayed", EXIT_REJECTED)
+        if not recs and from_files:
+            raise fail("no plays to score in the recordings given:\n" + _why_no_plays(problems, files),
+                       EXIT_USAGE)
+        if not recs and game:
+            raise fail(f"no plays of {', '.join(game)} in the database {db_path} (its games: `arcstudy query "
+                       f"\"SELECT DISTINCT game_id FROM core_arc3__plays\" --db {db_path}`)")
         if not recs:
-            where = "in the recordings given" if from_files else "in the database" + (" for --game" if game else "")
-            raise fail(f"no plays to score {where}", EXIT_USAGE if from_files else EXIT_ERROR)
+            raise fail(f"no plays to score in the database {db_path}: ingest recordings first (`arcstudy ingest "
+                       "FILES --db ...`), or give the recordings to score")
         sources = [s for s in [explicit, *bs.source_from_db(ws), bs.source_from_games_dirs(game_dirs),
                                bs.reference_source()] if s is not None]
         request = ScoreRequest(policies=policies, baseline_sources=sources, game_dirs=game_dirs,
-                               trust_recordings=trust_recordings, from_files=from_files)
+                               trust_recordings=trust_recordings, from_files=from_files,
+                               include_unknown_games=include_unknown_games)
         try:
             result = score_recordings(recs, request, progress=out.track)
         except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
@@ -195,6 +206,14 @@ def score_command(
         if rec.script is not None:
             out.console.print(f"playback script {rec.label}: {rec.script.describe()}", markup=False)
     raise typer.Exit(code)
+
+
+def _why_no_plays(problems: list[tuple[Path, str]], files: dict) -> str:
+    """One line per file given: why it holds no play to score."""
+    lines = [f"  {path}: {reason}" for path, reason in problems]
+    lines += [f"  {ref[1] or ref[0]}: no frame line (a recording without steps has nothing to score)"
+              for ref in files.values()]
+    return "\n".join(lines) or "  (no file was read)"
 
 
 def _digest(items: list[str]) -> str:
@@ -227,6 +246,10 @@ def _notes(result, problems) -> dict:
     }
 
 
+def _plays(n: int) -> str:
+    return f"{n} play" if n == 1 else f"{n} plays"
+
+
 def _fmt(v: float) -> str:
     return f"{v:.3f}"
 
@@ -246,9 +269,9 @@ def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None
     table.add_row("total", "", *[_fmt(pr.scorecard.score) for pr in result.policies], "")
     out.console.print(table)
     counts = ", ".join(f"{n} {s}" for s, n in result.status_counts().items())
-    out.console.print(f"replay: {len(result.checks)} plays: {counts}")
+    out.console.print(f"replay: {_plays(len(result.checks))}: {counts}")
     if result.excluded:
-        out.console.print(f"left out of the score: {len(result.excluded)} plays")
+        out.console.print(f"left out of the score: {_plays(len(result.excluded))}")
         details = {c.play_id: c.detail for c in result.checks}
         for pid, reason in list(sorted(result.excluded.items()))[:10]:
             out.console.print(f"  {pid}: {reason}" + (f": {details[pid]}" if details.get(pid) else ""))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
-from pipeline.core.workspace import default_db_path, describe_tables
+from pipeline.core.workspace import describe_tables
 
-from .common import DbOption, fail, open_workspace
+from .common import DbOption, db_to_read, fail, open_workspace
 
 
 def tables_command(db: DbOption = None) -> None:
@@ -15,7 +15,7 @@ def tables_command(db: DbOption = None) -> None:
 
     Reads: the database (read-only). Writes: nothing.
     """
-    path = db or default_db_path()
+    path = db_to_read(db)
     if not path.exists():
         raise fail(f"database {path} does not exist (run `arcstudy ingest` first, or pass --db)")
     with open_workspace(path, read_only=True) as ws:

@@ -11,7 +11,17 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_OK, EXIT_USAGE, GameVersionOption, fail
+from .common import EXIT_OK, EXIT_USAGE, GameVersionOption, db_to_read, fail
+
+RECORDING_SUFFIXES = (".jsonl", ".json", ".ndjson")
+
+
+def _looks_like_path(target: str) -> bool:
+    """A recording path rather than a guid or play_id (`<guid>/<play index>`, which has a slash too)."""
+    if target.lower().endswith(RECORDING_SUFFIXES) or target.startswith(("/", "./", "../", "~")):
+        return True
+    head, slash, tail = target.rpartition("/")
+    return bool(slash) and not (head and tail.isdigit())
 
 
 def manifest_path_for(out_file: Path) -> Path:
@@ -56,13 +66,15 @@ def view_command(
     beside it. Never writes to the database.
     """
     from pipeline.core.manifest import RunManifest
-    from pipeline.core.workspace import default_db_path
     from pipeline.report.viewer import ViewerError, write_viewer
 
     if out_file.suffix.lower() not in (".html", ".htm"):
         raise fail(f"--out {out_file}: the viewer is an HTML page, give a .html file name", EXIT_USAGE)
     is_file = Path(target).is_file()
-    db_path = db if db is not None else (None if is_file else default_db_path())
+    if not is_file and _looks_like_path(target):
+        raise fail(f"{target}: no such file" if not Path(target).exists() else
+                   f"{target} is not a file (give a recording file, or a guid or play_id with --db)", EXIT_USAGE)
+    db_path = db if db is not None else (None if is_file else db_to_read(None))
     if not is_file and (db_path is None or not db_path.exists()):
         raise fail(f"{target} is not a recording file, and there is no database to look it up in "
                        f"({db_path}); pass a file path or --db FILE", EXIT_USAGE)

@@ -222,6 +222,11 @@ def _coerce(where: str, f: dataclasses.Field, value: Any, hint: Any) -> Any:
 def _check_keys(data: dict[str, Any], origin: str) -> None:
     sections = {s.name: _section_type(s.name) for s in _sections()}
     for sec, values in data.items():
+        if sec not in sections and not isinstance(values, dict):
+            owners = [name for name, cls in sections.items() if sec in {f.name for f in dataclasses.fields(cls)}]
+            hint = f" (it belongs under [{owners[0]}])" if len(owners) == 1 else ""
+            raise ConfigError(f"{origin}: top-level key '{sec}' is outside any section{hint}; keys go under a "
+                              f"section: {', '.join(f'[{name}]' for name in sections)}")
         if sec not in sections:
             raise ConfigError(f"{origin}: unknown section [{sec}]; valid sections: {', '.join(sections)}")
         if not isinstance(values, dict):

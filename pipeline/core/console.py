@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -41,7 +42,9 @@ class Output:
         self.err.print(message)
 
     def error(self, message: str) -> None:
-        self.err.print(f"[bold red]error:[/] {message}" if not self.plain else f"error: {message}")
+        # The message is text, not rich markup: "[baselines]" or "[default]" in it must print as written.
+        text = escape(message)
+        self.err.print(f"[bold red]error:[/] {text}" if not self.plain else f"error: {text}")
 
     @contextmanager
     def progress(self, description: str, total: int | None) -> Iterator[Progress | None]:

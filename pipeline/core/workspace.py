@@ -29,6 +29,7 @@ from schemas import TABLES, create_table_sql, get_table, validate_frame
 from schemas.validate import conform
 
 DEFAULT_DB = Path("arcstudy.duckdb")
+DEMO_DB = Path("reports/demo/demo.duckdb")  # what `make demo` / `arcstudy demo` build in a checkout
 T = TypeVar("T")
 
 
@@ -55,6 +56,17 @@ class QueryRefused(WorkspaceError):
 def default_db_path() -> Path:
     """`$ARCSTUDY_DB` if set, else `arcstudy.duckdb` in the current directory."""
     return Path(os.environ.get("ARCSTUDY_DB", DEFAULT_DB))
+
+
+def default_db_to_read() -> tuple[Path, bool]:
+    """The database a read-only command opens without --db: `default_db_path()`, except that in a checkout
+    where `make demo` ran and there is neither `$ARCSTUDY_DB` nor `./arcstudy.duckdb`, the demo database
+    (`reports/demo/demo.duckdb`), so the README's tour works right after `make demo`. Returns (path, is_demo).
+    Writers never fall back: new data must not land in the demo database unasked."""
+    path = default_db_path()
+    if "ARCSTUDY_DB" not in os.environ and not path.exists() and DEMO_DB.is_file():
+        return DEMO_DB, True
+    return path, False
 
 
 def _is_lock_error(err: Exception) -> bool:

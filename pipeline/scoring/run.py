@@ -3,7 +3,10 @@
     result = score_recordings(recordings, ScoreRequest(policies, sources, game_dirs), progress=out.track)
 
 1. every recording is replayed (``verify.verify_recording``); a divergent play is excluded unless
-   ``trust_recordings``; a play whose actions are unknown is always excluded; an unverified one is scored;
+   ``trust_recordings``; a play whose actions are unknown is always excluded; an unverified one is scored,
+   unless its game is unknown (no game files under ``game_dirs`` and no baseline source knows it: most likely
+   a wrong folder or a mistyped game id, whose believable scorecard of zeros would hide the mistake) and
+   ``include_unknown_games`` is off;
 2. the remaining plays form one toolkit card per game, plays in (guid, play index) order;
 3. per policy, each game's baseline is resolved (``baseline_sources.resolve_baselines``) and the cards are
    scored twice: the scorecard with the pure functions (``scorecard.build_scorecard``) and the out tables
@@ -28,6 +31,7 @@ from typing import Any
 
 import polars as pl
 
+from engine.loader import GameNotFoundError, resolve_game
 from pipeline.recordings.counting import Card, CardPlay
 from schemas.validate import conform
 
@@ -55,6 +59,7 @@ class ScoreRequest:
     game_dirs: Sequence[Path] = ()
     trust_recordings: bool = False
     from_files: bool = False  # replay recording files (pixels) rather than database steps (hashes)
+    include_unknown_games: bool = False  # score plays of games nothing knows (no game files, no baseline)
 
 
 @dataclass
@@ -113,6 +118,27 @@ def _frame_only_json(check: PlayCheck) -> dict[str, Any]:
     return {"frame_only_divergences": {"step_indices": [s for s, _ in check.frame_only_where],
                                        "reconverged_at_step": check.reconverged_step,
                                        "note": check.frame_only_note(cells=False)}}
+
+
+def _unknown_games(checks: Sequence[PlayCheck], request: ScoreRequest) -> set[str]:
+    """Games of unverified plays that have no game files under ``request.game_dirs`` and that no baseline
+    source knows under any of the requested policies' rules."""
+    candidates = set()
+    for game_id in sorted({c.game_id for c in checks if c.status == "unverified"}):
+        try:
+            resolve_game(game_id, list(request.game_dirs))
+        except GameNotFoundError:
+            candidates.add(game_id)
+    for policy in request.policies:
+        if not candidates:
+            break
+        known = resolve_baselines(candidates, policy, request.baseline_sources)
+        candidates -= {g for g, b in known.items() if b.source != "none"}
+    return candidates
+
+
+UNKNOWN_GAME_REASON = ("unknown game: no game files under --games and no baseline source knows it (a wrong "
+                       "folder or a mistyped game id?); pass --include-unknown-games to score it anyway")
 
 
 def _verification(checks: Sequence[PlayCheck], excluded: dict[str, str], baselines: dict[str, ResolvedBaseline],
@@ -193,6 +219,10 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
             rec_checks = [replace(c, detail=f"{note}; {c.detail}" if c.detail else note) for c in rec_checks]
         checks.extend(rec_checks)
     excluded = {c.play_id: reason for c in checks if (reason := _exclusion(c, request.trust_recordings))}
+    if not request.include_unknown_games:
+        unknown = _unknown_games(checks, request)
+        excluded.update({c.play_id: UNKNOWN_GAME_REASON for c in checks
+                         if c.game_id in unknown and c.play_id not in excluded})
 
     games: dict[str, list[CardPlay]] = {}
     play_ids: dict[int, str] = {}

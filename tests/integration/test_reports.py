@@ -2,10 +2,8 @@
 are checked against the database (or the files) they come from, the run manifests against the inputs, and each
 page is opened in headless Chromium (no console error, no network request, every embedded figure decodes).
 
-Screenshots land in reports/screenshots/report_<name>.png. The README's small screenshots (docs/report-*.png)
-are regenerated only on request:
-
-    ARCSTUDY_DOCS_SCREENSHOTS=1 .venv/bin/python -m pytest tests/integration/test_reports.py -k chromium
+Screenshots land in reports/screenshots/report_<name>.png. The README's pictures are taken from the real
+demo instead (`make screenshots`, docs/screenshots.py).
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ import html
 import inspect
 import json
 import math
-import os
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -36,7 +33,6 @@ from tests.integration.conftest import built_once
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "reports" / "screenshots"
-DOCS = REPO / "docs"
 REPORTS = ("calibration", "scores", "harc")
 POLICIES = ["arc-agi-3/2026-04", "arc-agi-3/2025-preview", "arc-agi-3/2026-03"]
 
@@ -208,7 +204,6 @@ def test_harc_tables_are_the_papers_regenerated(reports: Path, report_db):
 
 
 def test_reports_render_in_chromium(reports: Path):
-    docs = os.environ.get("ARCSTUDY_DOCS_SCREENSHOTS") == "1"
     with browser(width=1200, height=900) as chromium:
         for name in REPORTS:
             with chromium.page(reports / f"{name}.html", wait_ms=200) as page:
@@ -217,10 +212,6 @@ def test_reports_render_in_chromium(reports: Path):
                 page.screenshot(SCREENSHOTS / f"report_{name}.png")
                 assert page.errors == [], (name, page.errors)
                 assert [u for u in page.requests if not u.startswith("file:")] == []
-                if docs:  # the README's picture: one viewport from the top, the contents box left out
-                    page.evaluate("document.getElementById('contents').style.display = 'none'")
-                    DOCS.mkdir(exist_ok=True)
-                    page.screenshot(DOCS / f"report-{name}.png", full_page=False)
     for name in REPORTS:
         assert (SCREENSHOTS / f"report_{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

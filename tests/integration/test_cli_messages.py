@@ -1,0 +1,179 @@
+"""Failures said, not hidden: what the CLI says when input is wrong, through the command line.
+
+- a play of a game that nothing knows (no game files, no baseline) is left out of the score with its reason
+  (exit 3), unless --include-unknown-games; a game with a known baseline but no game files is still scored
+  unverified;
+- "no plays to score" says why for each file; `view` of a mistyped path says "no such file";
+- configuration errors name the section ("[baselines]"), which rich markup used to swallow;
+- no --help shows `<bool>` after a flag;
+- the README tour's read-only commands find the demo database when ./arcstudy.duckdb does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+LOSE = ROOT / "games" / "pv63" / "003f92f7" / "solutions" / "lose.jsonl"
+UNKNOWN = "zz99-0badc0de"
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["--plain", *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if k != "ARCSTUDY_DB"} | {"PYTHONPATH": str(ROOT)} | (env or {})
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", *args], cwd=cwd, env=environ,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture()
+def unknown_recording(tmp_path) -> Path:
+    """A real recording relabelled to a game id no game folder and no baseline source knows (a typo)."""
+    path = tmp_path / "typo.jsonl"
+    path.write_text(LOSE.read_text().replace("pv63-003f92f7", UNKNOWN))
+    return path
+
+
+def scorecard(out: Path) -> dict:
+    return json.loads((out / "scorecard__arc-agi-3_2026-04.json").read_text())
+
+
+def test_unknown_game_is_left_out_with_its_reason(unknown_recording, tmp_path):
+    out = tmp_path / "out"
+    code, text = run("score", str(unknown_recording), "--db", str(tmp_path / "a.duckdb"), "--out", str(out),
+                     "--no-figures")
+    assert code == 3, text
+    assert "replay: 1 play: 1 unverified" in text and "left out of the score: 1 play\n" in text
+    assert "unknown game" in text and "--include-unknown-games" in text
+    card = scorecard(out)
+    assert UNKNOWN not in json.dumps({k: v for k, v in card.items() if k != "verification"})
+    checks = card["verification"]["replay_checks"]
+    assert [(c["game_id"], c["status"], c["excluded"]) for c in checks] == [(UNKNOWN, "unverified", True)]
+    assert "unknown game" in checks[0]["exclusion_reason"]
+
+
+def test_unknown_game_is_scored_when_asked(unknown_recording, tmp_path):
+    out = tmp_path / "out"
+    code, text = run("score", str(unknown_recording), "--db", str(tmp_path / "a.duckdb"), "--out", str(out),
+                     "--no-figures", "--include-unknown-games")
+    assert code == 0, text
+    assert "No Matching EnvironmentInfo" in text
+    checks = scorecard(out)["verification"]["replay_checks"]
+    assert [(c["status"], c["excluded"]) for c in checks] == [("unverified", False)]
+
+
+def test_known_baseline_without_game_files_is_scored_unverified(unknown_recording, tmp_path):
+    meta = tmp_path / "meta" / "zz99" / "0badc0de"
+    meta.mkdir(parents=True)
+    (meta / "metadata.json").write_text(json.dumps({"game_id": UNKNOWN, "baseline_actions": [5, 5, 5, 5, 5, 5]}))
+    out = tmp_path / "out"
+    code, text = run("score", str(unknown_recording), "--baselines", str(tmp_path / "meta"), "--db",
+                     str(tmp_path / "a.duckdb"), "--out", str(out), "--no-figures")
+    assert code == 0, text
+    checks = scorecard(out)["verification"]["replay_checks"]
+    assert [(c["status"], c["excluded"]) for c in checks] == [("unverified", False)]
+
+
+def test_unknown_game_in_the_database_is_left_out(unknown_recording, tmp_path):
+    db = tmp_path / "a.duckdb"
+    code, text = run("ingest", str(unknown_recording), "--db", str(db))
+    assert code == 0, text
+    code, text = run("score", "--db", str(db), "--out", str(tmp_path / "out"), "--no-figures")
+    assert code == 3, text
+    assert "unknown game" in text
+    code, text = run("score", "--db", str(db), "--game", "pv63-003f92f7")
+    assert code == 1, text
+    assert f"no plays of pv63-003f92f7 in the database {db}" in text
+
+
+def test_empty_folder_is_named(tmp_path):
+    empty = tmp_path / "runs"
+    empty.mkdir()
+    code, text = run("score", str(empty), "--db", str(tmp_path / "a.duckdb"))
+    assert code == 2, text
+    assert f"no *.jsonl recording found in {empty}" in text
+
+
+def test_no_plays_says_why_for_each_file(tmp_path):
+    not_recording = tmp_path / "notes.jsonl"
+    not_recording.write_text('{"hello": 1}\n')
+    human = sorted((ROOT.parent / "shared" / "samples" / "arc-agi-3" / "human").rglob("*.jsonl"))[0]
+    card_only = tmp_path / "card-only.jsonl"  # a human recording's trailing scorecard line, without its frames
+    card_only.write_text(human.read_text().splitlines()[-1] + "\n")
+    code, text = run("score", str(not_recording), str(card_only), "--db", str(tmp_path / "a.duckdb"))
+    assert code == 2, text
+    assert "no plays to score in the recordings given:\n" in text
+    assert "notes.jsonl: not an ARC-AGI-3 recording" in text
+    assert "card-only.jsonl: no_frame_line: the recording has no frame line" in text
+
+
+def test_view_of_a_missing_path_says_no_such_file(tmp_path):
+    code, text = run("view", str(tmp_path / "nonexistent.jsonl"), "--out", str(tmp_path / "v.html"))
+    assert code == 2, text
+    assert "no such file" in text and "guid" not in text
+
+
+def test_config_errors_name_the_section(tmp_path):
+    typo = tmp_path / "typo.toml"
+    typo.write_text('[baselines]\nrul = "second-best"\n')
+    code, text = run("build", "--dry-run", "--config", str(typo), "--db", str(tmp_path / "a.duckdb"))
+    assert code == 2, text
+    assert "valid keys in [baselines]: rule" in text
+    top = tmp_path / "top.toml"
+    top.write_text('rule = "second-best"\n')
+    code, text = run("build", "--dry-run", "--config", str(top), "--db", str(tmp_path / "a.duckdb"))
+    assert code == 2, text
+    assert "'rule' is outside any section (it belongs under [baselines])" in text
+
+
+def test_build_of_a_missing_database_stops(tmp_path):
+    missing = tmp_path / "typo.duckdb"
+    code, text = run("build", "--db", str(missing))
+    assert code == 1, text
+    assert f"database {missing} does not exist" in text
+    assert not missing.exists()
+
+
+def test_no_help_shows_a_bool_type():
+    commands = [name for name in (c.name for c in app.registered_commands)]
+    assert "score" in commands and "view" in commands
+    for args in ([], *([name] for name in commands)):
+        result = CliRunner().invoke(app, [*args, "--help"], terminal_width=200)
+        assert result.exit_code == 0, (args, result.output)
+        assert "--help" in result.output
+        assert "<bool>" not in result.output, (args, result.output)
+
+
+def test_readme_tour_reads_the_demo_database(tmp_path):
+    """After `make demo`, `arcstudy tables` and `query` run as the README writes them (no --db)."""
+    demo = tmp_path / "reports" / "demo"
+    demo.mkdir(parents=True)
+    code, text = run("ingest", str(LOSE), "--db", str(demo / "demo.duckdb"))
+    assert code == 0, text
+    tables = cli("tables", cwd=tmp_path)
+    assert tables.returncode == 0, tables.stderr
+    assert "core_arc3__steps" in tables.stdout
+    assert "using the demo database reports/demo/demo.duckdb" in tables.stderr
+    query = cli("query", "SELECT * FROM runs", "--format", "csv", "--out", "runs.csv", cwd=tmp_path)
+    assert query.returncode == 0, query.stderr
+    assert (tmp_path / "runs.csv").read_text().startswith("run_id")
+    # a database of one's own, or $ARCSTUDY_DB, wins; writers never fall back to the demo database
+    env_db = cli("tables", cwd=tmp_path, env={"ARCSTUDY_DB": str(tmp_path / "missing.duckdb")})
+    assert env_db.returncode == 1 and "missing.duckdb does not exist" in env_db.stderr
+    ingest = cli("ingest", str(LOSE), cwd=tmp_path)
+    assert ingest.returncode == 0, ingest.stderr
+    assert (tmp_path / "arcstudy.duckdb").is_file()
+    own = cli("tables", cwd=tmp_path)
+    assert own.returncode == 0 and "using the demo database" not in own.stderr
