@@ -1,6 +1,7 @@
 """The single source of truth for every table's columns.
 
-Fields are defined once in `schemas.fields`; tables list field names in `schemas.tables`. pandera schemas,
+Fields are defined once, in one module per source (`schemas.fields` collects them); tables are declared
+as data in `schemas/tables.toml` (loaded by `schemas.tables`), each listing field names. pandera schemas,
 DuckDB DDL and the data dictionary are generated (`schemas.generate`); validation returns structured
 failure records (`schemas.validate`).
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from schemas.model import Field, Table
+from schemas.model import Field
 from schemas.vocabulary import ACTION_NAMES, GAME_STATES, RECORDING_VARIANTS
 
 UTC = pl.Datetime("us", "UTC")
@@ -145,88 +145,4 @@ FIELDS: list[Field] = [
     Field("message", pl.String, "why a run could not be scored", nullable=True),
     Field("policy_id", pl.String, "scoring policy id (arcstudy scorecards)", nullable=True),
     Field("scorecard_json", pl.String, "the scorecard document as written"),
-]
-
-TABLES: list[Table] = [
-    Table(
-        name="raw_arc3__recording_lines", layer="raw",
-        description="Every line of every ARC-AGI-3 recording as written (frame pixels summarised), with its "
-                    "file, line number and content hash.",
-        columns=("file_id", "line_number", "content_sha256", "line_kind", "raw_json"),
-        primary_key=("file_id", "line_number"),
-    ),
-    Table(
-        name="core_arc3__steps", layer="core",
-        description="One row per engine response (frame line) of a recording: the action, the resulting state "
-                    "and level counts, and frame hashes (not pixels).",
-        columns=(
-            "file_id", "line_number", "step_index", "play_id", "game_id", "guid", "recorded_at", "action_id",
-            "action_name", "click_x", "click_y", "state", "levels_completed", "win_levels", "is_full_reset",
-            "available_actions", "n_frames", "frame_sha256s", "last_frame_sha256", "frames_file",
-            "is_post_terminal", "step_effect", "is_counted", "is_level_change", "reasoning_json",
-            "flags",
-        ),
-        primary_key=("file_id", "line_number"),
-        # A playback script's stored steps (is_replay_needed plays) hold the action only: what the engine
-        # answers, and so the step's effect on the card, is known after the replay.
-        nullable_here=("state", "levels_completed", "is_post_terminal", "step_effect", "is_counted",
-                       "is_level_change"),
-    ),
-    Table(
-        name="core_arc3__plays", layer="core",
-        description="One row per play (the span between full resets) in a recording, with how it was "
-                    "recorded and its quality flags (the file's flags, listed in schemas.arc3.RECORDING_FLAGS).",
-        columns=(
-            "play_id", "file_id", "guid", "game_id", "play_index", "recording_variant", "schema_generation",
-            "first_line_number", "last_line_number", "n_steps", "started_at", "ended_at", "has_frames",
-            "is_only_reset_levels", "is_action_ids_lost", "has_leading_reset", "is_replay_needed", "flags",
-        ),
-        primary_key=("play_id",),
-        nullable_here=("started_at",),
-    ),
-    Table(
-        name="core_arc3__usage", layer="core",
-        description="LLM usage lines interleaved in agent recordings (kept as metadata, never counted).",
-        columns=("file_id", "line_number", "recorded_at", "n_tokens", "n_total_tokens", "conversation_length",
-                 "assistant_text"),
-        primary_key=("file_id", "line_number"),
-    ),
-    Table(
-        name="core_arc3__card_plays", layer="core",
-        description="Per-game card slots (the toolkit's per-play counters) from a recording's trailing "
-                    "scorecard line or a card file, kept beside the line-derived counts.",
-        columns=(
-            "file_id", "line_number", "game_id", "slot_index", "guid", "play_id", "is_file_play",
-            "card_actions", "card_resets", "levels_completed", "card_state", "card_actions_by_level",
-            "card_score", "flags",
-        ),
-        primary_key=("file_id", "game_id", "slot_index"),
-        nullable_here=("line_number", "guid", "play_id", "levels_completed"),
-    ),
-    Table(
-        name="core_arc3__environments", layer="core",
-        description="Environment metadata.json files: one row per game version and snapshot (file).",
-        columns=(
-            "game_id", "file_id", "game_code", "version", "title", "default_fps", "tags", "baseline_actions",
-            "date_downloaded", "class_name", "metadata_json", "flags",
-        ),
-        primary_key=("game_id", "file_id"),
-    ),
-    Table(
-        name="core_arc3__scorecard_runs", layer="core",
-        description="Runs of scored summaries (official toolkit or arcstudy scorecards): one row per game and run.",
-        columns=(
-            "file_id", "card_id", "policy_id", "game_id", "run_index", "guid", "score", "levels_completed",
-            "actions", "resets", "state", "is_completed", "level_scores", "level_actions",
-            "level_baseline_actions", "message",
-        ),
-        primary_key=("file_id", "game_id", "run_index"),
-        nullable_here=("guid", "levels_completed", "state"),
-    ),
-    Table(
-        name="core_arc3__scorecards", layer="core",
-        description="Scored summary documents (one per file) with their total score.",
-        columns=("file_id", "card_id", "policy_id", "score", "scorecard_json"),
-        primary_key=("file_id",),
-    ),
 ]

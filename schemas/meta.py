@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from schemas.model import Field, Table
+from schemas.model import Field
 
 UTC = pl.Datetime("us", "UTC")
 SHA256 = r"^[0-9a-f]{64}$"
@@ -43,41 +43,4 @@ FIELDS: list[Field] = [
     Field("is_git_dirty", pl.Boolean, "the checkout had uncommitted changes", nullable=True),
     Field("exit_code", pl.Int64, "0 ok, 1 error, 2 usage, 3 completed with rejected input", nullable=True),
     Field("manifest_json", pl.String, "the full run manifest as JSON"),
-]
-
-TABLES: list[Table] = [
-    Table(
-        name="runs",
-        layer="meta",
-        description="One row per arcstudy command that wrote to the database, with its run manifest.",
-        columns=(
-            "run_id", "command", "started_at", "finished_at", "arcstudy_version", "git_commit",
-            "is_git_dirty", "exit_code", "manifest_json",
-        ),
-        primary_key=("run_id",),
-    ),
-    Table(
-        name="quarantine",
-        layer="meta",
-        description=(
-            "Rejected input: one row per malformed line, row, play or unreadable file, with the file, "
-            "the location, the raw text and the reason. Nothing rejected disappears."
-        ),
-        columns=(
-            "quarantine_id", "run_id", "file_id", "file_path", "source_format", "source_location",
-            "target_table", "column_name", "check_name", "failing_value", "reason", "raw_text",
-        ),
-        primary_key=("quarantine_id",),
-        nullable_here=("file_id", "source_format"),
-    ),
-    Table(
-        name="raw_ingest__files",
-        layer="raw",
-        description="One row per ingested file version (by content hash), with its detected format.",
-        columns=(
-            "file_id", "file_path", "file_name", "n_bytes", "source_format", "detection_evidence",
-            "ingested_at", "run_id", "n_records_loaded", "n_records_quarantined", "flags",
-        ),
-        primary_key=("file_id",),
-    ),
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from schemas.model import Field, Table
+from schemas.model import Field
 
 SHA256 = r"^[0-9a-f]{64}$"
 REPLAY_STATUSES = ("verified", "divergent", "unverified", "not_replayable")
@@ -75,63 +75,4 @@ FIELDS: list[Field] = [
     Field("from_score", pl.Float64, "the run's score under from_policy_id (percent)", ge=0),
     Field("to_score", pl.Float64, "the run's score under to_policy_id (percent)", ge=0),
     Field("score_delta", pl.Float64, "to_score minus from_score (percentage points)"),
-]
-
-TABLES: list[Table] = [
-    Table(
-        name="out_arc3__replay_checks", layer="out",
-        description="One row per play given to `arcstudy score`: how its replay through the engine went (first "
-                    "divergence when there is one) and whether the play was left out of the score.",
-        columns=(
-            "card_id", "play_id", "file_id", "game_id", "guid", "verification_status", "replay_input",
-            "is_only_reset_levels", "n_steps_replayed", "divergence_step_index", "divergence_line_number",
-            "divergence_field", "divergence_expected", "divergence_got", "replay_detail", "n_frame_only_steps",
-            "n_frame_only_cells", "game_source_sha256",
-            "is_score_excluded", "exclusion_reason",
-        ),
-        primary_key=("card_id", "play_id"),
-    ),
-    Table(
-        name="out_arc3__run_scores", layer="out",
-        description="One row per scored run (play) and policy: the toolkit's run fields and card pairs, the "
-                    "policy's cutoff, whether it is its game's best run, and its replay status.",
-        columns=(
-            "card_id", "policy_id", "play_id", "game_id", "guid", "run_index", "score", "levels_completed",
-            "actions", "resets", "state", "is_completed", "card_actions_by_level", "message", "cutoff_level",
-            "is_best_run", "verification_status",
-        ),
-        primary_key=("card_id", "policy_id", "play_id"),
-    ),
-    Table(
-        name="out_arc3__level_scores", layer="out",
-        description="One row per scorable run, baseline level and policy: actions charged to the level, its "
-                    "baseline, budget and score (levels paired with cumulative counts by position).",
-        columns=(
-            "card_id", "policy_id", "play_id", "level_index", "game_id", "n_actions", "level_baseline",
-            "is_level_completed", "level_budget", "level_score",
-        ),
-        primary_key=("card_id", "policy_id", "play_id", "level_index"),
-    ),
-    Table(
-        name="out_arc3__game_scores", layer="out",
-        description="One row per scored game and policy: the game score (its best run), totals over its runs, "
-                    "and the baseline used with its source and rule.",
-        columns=(
-            "card_id", "policy_id", "game_id", "score", "n_runs", "best_play_id", "actions", "resets",
-            "levels_completed", "is_completed", "level_count", "baseline_actions", "baseline_source",
-            "baseline_rule", "message", "flags",
-        ),
-        primary_key=("card_id", "policy_id", "game_id"),
-        nullable_here=("baseline_rule",),
-    ),
-    Table(
-        name="out_arc3__policy_sensitivity", layer="out",
-        description="How each scored run's score moves from one policy to another (every pair of the policies "
-                    "scored, earlier policy first).",
-        columns=(
-            "card_id", "play_id", "game_id", "from_policy_id", "to_policy_id", "from_score", "to_score",
-            "score_delta",
-        ),
-        primary_key=("card_id", "play_id", "from_policy_id", "to_policy_id"),
-    ),
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from schemas.model import Field, Table
+from schemas.model import Field
 
 UTC = pl.Datetime("us", "UTC")
 
@@ -19,30 +19,4 @@ FIELDS: list[Field] = [
     Field("attributes_json", pl.String, "free-form participant attributes as JSON", nullable=True),
     Field("order_in_session", pl.Int64, "1-based position of the play in the session", nullable=True, ge=1),
     Field("is_first_run", pl.Boolean, "the participant had never played this game before this play"),
-]
-
-TABLES: list[Table] = [
-    Table(
-        name="core_study__participants", layer="core",
-        description="Participants of a study (from a session manifest).",
-        columns=("participant_id", "file_id", "study_id", "cohort", "site", "attributes_json"),
-        primary_key=("participant_id",),
-    ),
-    Table(
-        name="core_study__sessions", layer="core",
-        description="Sessions: one sitting of one participant, with start, end, site, cohort and protocol.",
-        columns=("session_id", "file_id", "study_id", "participant_id", "started_at", "ended_at", "site", "cohort",
-                 "protocol"),
-        primary_key=("session_id",),
-        nullable_here=("started_at",),
-    ),
-    Table(
-        name="core_study__session_plays", layer="core",
-        description="Which recording (guid) belongs to which session and participant, and whether it was a "
-                    "first run.",
-        columns=("guid", "file_id", "study_id", "session_id", "participant_id", "game_id", "order_in_session",
-                 "is_first_run"),
-        primary_key=("guid",),
-        nullable_here=("game_id",),
-    ),
 ]
