@@ -246,7 +246,16 @@ class Sprite:
       Such holders have ``_engine_exposed`` None ("unexposed, memory maybe shared"), and whichever
       exposes its array replaces it with a private copy first (``_engine_unshare``).  Views are
       distinct array objects, so object identity (aliasing, state hashes) is unchanged.
+
+    Read speed: ``x``, ``y`` and ``tags`` are slots holding copies of ``_x``, ``_y`` and ``_tags`` (the
+    same objects), because games read them in tight loops and a slot read costs a few ns where a
+    property call costs tens.  The ``__dict__`` entries stay the single source of truth that games
+    write; every write (``__setattr__``, the mutators, the constructor, copies) updates the slot,
+    and assigning or deleting ``x``/``y``/``tags`` raises ``AttributeError`` as a setter-less
+    property does.
     """
+
+    __slots__ = ("x", "y", "tags", "__dict__", "__weakref__")
 
     VALID_ROTATIONS = {0, 90, 180, 270}
 
@@ -298,18 +307,40 @@ class Sprite:
             interaction = _INTERACTION_BY_FLAGS[(bool(visible), bool(collidable))]
         state["_interaction"] = interaction
         state["_tags"] = tags
+        _set_x(self, state["_x"])
+        _set_y(self, state["_y"])
+        _set_tags(self, tags)
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
 
     # ------------------------------------------------------------------ change tracking
     def __setattr__(self, name: str, value: Any) -> None:
         global _epoch
+        if name in _MIRRORS:
+            if name in _READ_ONLY:
+                raise AttributeError(f"property {name!r} of {type(self).__name__!r} object has no setter")
+            _MIRRORS[name](self, value)
         state = self.__dict__
         state[name] = value
         if name in _IMAGE_ATTRIBUTES:
             state["_engine_cache"] = None
             if name == "pixels":
                 state["_engine_exposed"] = True  # the assigner still holds the array
+        _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
+
+    def __delattr__(self, name: str) -> None:
+        global _epoch
+        if name in _READ_ONLY:
+            raise AttributeError(f"property {name!r} of {type(self).__name__!r} object has no deleter")
+        object.__delattr__(self, name)
+        if name in _DELETE_MIRROR:  # reading the public name fails now too, as the property would
+            try:
+                _DELETE_MIRROR[name](self)
+            except AttributeError:
+                pass
+        if name in _IMAGE_ATTRIBUTES:
+            self.__dict__["_engine_cache"] = None
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
 
@@ -337,6 +368,7 @@ class Sprite:
         state["_engine_stamp"] = _next_stamp()
         self.__dict__["_engine_exposed"] = True
         new.__dict__.update(state)
+        _sync_slots(new, state)
         return new
 
     # ------------------------------------------------------------------ cached image
@@ -369,14 +401,6 @@ class Sprite:
         return self._name
 
     @property
-    def x(self) -> int:
-        return self._x
-
-    @property
-    def y(self) -> int:
-        return self._y
-
-    @property
     def layer(self) -> int:
         return self._layer
 
@@ -401,10 +425,6 @@ class Sprite:
         return self._mirror_lr
 
     @property
-    def tags(self) -> list[str]:
-        return self._tags
-
-    @property
     def is_visible(self) -> bool:
         return self._interaction is _TANGIBLE or self._interaction is _INTANGIBLE
 
@@ -424,8 +444,10 @@ class Sprite:
     def set_position(self, x: int, y: int) -> Sprite:
         global _epoch
         state = self.__dict__
-        state["_x"] = int(x)
-        state["_y"] = int(y)
+        state["_x"] = x = int(x)
+        state["_y"] = y = int(y)
+        _set_x(self, x)
+        _set_y(self, y)
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
         return self
@@ -433,8 +455,10 @@ class Sprite:
     def move(self, dx: int, dy: int) -> None:
         global _epoch
         state = self.__dict__
-        state["_x"] = state["_x"] + int(dx)
-        state["_y"] = state["_y"] + int(dy)
+        state["_x"] = x = state["_x"] + int(dx)
+        state["_y"] = y = state["_y"] + int(dy)
+        _set_x(self, x)
+        _set_y(self, y)
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
 
@@ -659,11 +683,14 @@ class Sprite:
             else:
                 copied["pixels"] = pixels.copy()
                 copied["_engine_exposed"] = False
-            copied["_tags"] = list(state["_tags"])
+            copied["_tags"] = tags = list(state["_tags"])
             if new_name is not None:
                 copied["_name"] = new_name
             new = _new_object(Sprite)
             _set_instance_dict(new, copied)
+            _set_x(new, copied["_x"])
+            _set_y(new, copied["_y"])
+            _set_tags(new, tags)
             return new
         return self._engine_clone_slow(new_name)
 
@@ -696,6 +723,7 @@ class Sprite:
                 "_tags": list(self._tags),
             }
         )
+        _sync_slots(new, new.__dict__)
         new.set_scale(self._scale)  # validation (zero, divisibility) as in the constructor
         return new
 
@@ -770,6 +798,9 @@ class Sprite:
             _set_instance_dict(new, copied)
         else:
             new.__dict__.update(copied)
+        _set_x(new, copied["_x"])
+        _set_y(new, copied["_y"])
+        _set_tags(new, new_tags)
         return new
 
     def _engine_deepcopy_generic(self, memo: dict[int, Any]) -> Sprite:
@@ -810,6 +841,7 @@ class Sprite:
             state["_engine_cache"] = cache  # same contents, same image (the cache is immutable)
         state["_engine_stamp"] = _next_stamp()
         new.__dict__.update(state)
+        _sync_slots(new, state)
         return new
 
     def __getstate__(self) -> dict[str, Any]:
@@ -821,6 +853,7 @@ class Sprite:
         self.__dict__.update(state)
         self.__dict__["_engine_cache"] = None
         self.__dict__.setdefault("_engine_exposed", True)
+        _sync_slots(self, self.__dict__)
 
     def __repr__(self) -> str:
         return f"Sprite(name={self._name!r}, x={self._x}, y={self._y}, layer={self._layer})"
@@ -828,6 +861,26 @@ class Sprite:
 
 # Installs a prepared __dict__ on a new sprite without copying it (and without Sprite.__setattr__).
 _set_instance_dict = Sprite.__dict__["__dict__"].__set__
+
+# The read-only public names kept in slots, and the state attribute each one mirrors.
+_set_x = Sprite.__dict__["x"].__set__
+_set_y = Sprite.__dict__["y"].__set__
+_set_tags = Sprite.__dict__["tags"].__set__
+_MIRRORS = {"_x": _set_x, "_y": _set_y, "_tags": _set_tags, "x": None, "y": None, "tags": None}
+_READ_ONLY = frozenset(("x", "y", "tags"))
+_DELETE_MIRROR = {
+    "_x": Sprite.__dict__["x"].__delete__,
+    "_y": Sprite.__dict__["y"].__delete__,
+    "_tags": Sprite.__dict__["tags"].__delete__,
+}
+
+
+def _sync_slots(sprite: Sprite, state: dict[str, Any]) -> None:
+    """Set ``sprite``'s mirror slots from ``state`` (its ``__dict__``); a missing attribute leaves
+    the slot empty, so reading the public name fails as the property would."""
+    for name, setter in (("_x", _set_x), ("_y", _set_y), ("_tags", _set_tags)):
+        if name in state:
+            setter(sprite, state[name])
 
 
 def _engine_unshare(state: dict[str, Any]) -> None:

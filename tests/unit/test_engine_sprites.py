@@ -1,6 +1,7 @@
 """Sprite behaviour (spec §3; checklist C8-C17, C22, C30) and the exactness of its image cache."""
 
 import copy
+import pickle
 import random
 
 import numpy as np
@@ -82,6 +83,41 @@ def test_aliasing_quirks():  # C16 and Q13
     array = np.array([[1, 2]], dtype=np.int8)
     assert S(array).pixels is array
     assert S(np.array([[1.7]])).pixels.dtype == np.int8
+
+
+def test_public_position_and_tags_follow_every_write_channel():  # §3.2, §3.3
+    sprite = S([[1, 2]], x=1, y=2, tags=["a"])
+    sprite.move(2, 3)
+    assert (sprite.x, sprite.y) == (3, 5)
+    sprite.set_position(7.9, -1)
+    assert (sprite.x, sprite.y) == (7, -1)
+    sprite._x, sprite._y = 500, 6  # games park sprites by writing the state attributes
+    assert (sprite.x, sprite.y) == (500, 6)
+    replacement = ["b"]
+    sprite._tags = replacement
+    assert sprite.tags is replacement
+    sprite.tags.append("c")
+    assert sprite._tags == ["b", "c"]
+    copies = [copy.copy(sprite), copy.deepcopy(sprite), sprite.clone(), pickle.loads(pickle.dumps(sprite))]
+    for other in copies:
+        assert (other.x, other.y, other.tags) == (500, 6, ["b", "c"])
+        assert other.tags is other._tags
+    deep = copies[1]
+    deep.move(1, 1)
+    assert (deep.x, sprite.x) == (501, 500)
+
+
+def test_public_position_and_tags_are_read_only():  # §3.3: no setters, as in the reference
+    sprite = S([[1]], x=4)
+    for name, value in (("x", 1), ("y", 1), ("tags", [])):
+        with pytest.raises(AttributeError, match="has no setter"):
+            setattr(sprite, name, value)
+        with pytest.raises(AttributeError):
+            delattr(sprite, name)
+    assert (sprite.x, sprite.y, sprite.tags) == (4, 0, [])
+    del sprite._x  # the property would fail on the missing state attribute
+    with pytest.raises(AttributeError):
+        sprite.x  # noqa: B018
 
 
 def test_clone_normalises_pixels():  # C17
