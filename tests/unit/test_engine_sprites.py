@@ -105,6 +105,10 @@ def test_public_position_and_tags_follow_every_write_channel():  # §3.2, §3.3
     deep = copies[1]
     deep.move(1, 1)
     assert (deep.x, sprite.x) == (501, 500)
+    fresh = copy.deepcopy(sprite)  # written before its first read
+    fresh._y = 9
+    assert (fresh.x, fresh.y) == (500, 9)
+    assert not hasattr(fresh, "speed") and getattr(fresh, "speed", 3) == 3
 
 
 def test_public_position_and_tags_are_read_only():  # §3.3: no setters, as in the reference
