@@ -250,10 +250,9 @@ class Sprite:
     Read speed: ``x``, ``y`` and ``tags`` are slots holding copies of ``_x``, ``_y`` and ``_tags`` (the
     same objects), because games read them in tight loops and a slot read costs a few ns where a
     property call costs tens.  The ``__dict__`` entries stay the single source of truth that games
-    write; every write (``__setattr__``, the mutators, the constructor) updates the slot, and
-    assigning or deleting ``x``/``y``/``tags`` raises ``AttributeError`` as a setter-less property
-    does.  Fast clones and deep copies leave the slots empty (games snapshot many sprites and read
-    few of them): the first read finds the slot empty and ``__getattr__`` fills it from the state.
+    write; every write (``__setattr__``, the mutators, the constructor, copies) updates the slot,
+    and assigning or deleting ``x``/``y``/``tags`` raises ``AttributeError`` as a setter-less
+    property does.
     """
 
     __slots__ = ("x", "y", "tags", "__dict__", "__weakref__")
@@ -329,17 +328,6 @@ class Sprite:
                 state["_engine_exposed"] = True  # the assigner still holds the array
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached when normal lookup fails: an empty mirror slot (see the class docstring).
-        source = _MIRROR_SOURCES.get(name)
-        if source is not None:
-            state = self.__dict__
-            if source in state:
-                value = state[source]
-                _MIRRORS[source](self, value)
-                return value
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __delattr__(self, name: str) -> None:
         global _epoch
@@ -695,11 +683,14 @@ class Sprite:
             else:
                 copied["pixels"] = pixels.copy()
                 copied["_engine_exposed"] = False
-            copied["_tags"] = list(state["_tags"])
+            copied["_tags"] = tags = list(state["_tags"])
             if new_name is not None:
                 copied["_name"] = new_name
             new = _new_object(Sprite)
-            _set_instance_dict(new, copied)  # the mirror slots fill on first read (__getattr__)
+            _set_instance_dict(new, copied)
+            _set_x(new, copied["_x"])
+            _set_y(new, copied["_y"])
+            _set_tags(new, tags)
             return new
         return self._engine_clone_slow(new_name)
 
@@ -804,10 +795,12 @@ class Sprite:
         cls = type(self)
         new = _new_object(cls)
         if cls is Sprite:
-            _set_instance_dict(new, copied)  # the mirror slots fill on first read (__getattr__)
+            _set_instance_dict(new, copied)
         else:
             new.__dict__.update(copied)
-            _sync_slots(new, copied)  # a game's subclass may have a __getattr__ of its own
+        _set_x(new, copied["_x"])
+        _set_y(new, copied["_y"])
+        _set_tags(new, new_tags)
         return new
 
     def _engine_deepcopy_generic(self, memo: dict[int, Any]) -> Sprite:
@@ -875,7 +868,6 @@ _set_y = Sprite.__dict__["y"].__set__
 _set_tags = Sprite.__dict__["tags"].__set__
 _MIRRORS = {"_x": _set_x, "_y": _set_y, "_tags": _set_tags, "x": None, "y": None, "tags": None}
 _READ_ONLY = frozenset(("x", "y", "tags"))
-_MIRROR_SOURCES = {"x": "_x", "y": "_y", "tags": "_tags"}
 _DELETE_MIRROR = {
     "_x": Sprite.__dict__["x"].__delete__,
     "_y": Sprite.__dict__["y"].__delete__,
