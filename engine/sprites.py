@@ -227,7 +227,15 @@ _REMAPS: dict[tuple, np.ndarray] = {}
 _REMAPS_LIMIT = 4096
 
 
-class Sprite:
+class _SpriteLayout:
+    """The memory layout of ``Sprite`` (its slots, see there).  A bare instance has no
+    ``__setattr__`` override, so copies fill the slots with plain stores and then become a
+    ``Sprite`` by ``__class__`` assignment: several times cheaper than slot descriptor calls."""
+
+    __slots__ = ("x", "y", "tags", "_engine_px", "__dict__", "__weakref__")
+
+
+class Sprite(_SpriteLayout):
     """A game object drawn by the camera; attribute names are part of the API (games touch them).
 
     Change tracking (an implementation detail that keeps caches exact and cheap):
@@ -240,7 +248,9 @@ class Sprite:
       marked *exposed* (the holder may write into it in place at any time), and from then on its
       contents are compared with the cache on every use.  Arrays the engine created itself (clones,
       ``color_remap`` results, conversions from lists, deep copies of unexposed arrays) are private
-      until read, so nobody can write into them unseen.
+      until read, so nobody can write into them unseen.  The array itself stays in
+      ``__dict__["pixels"]``; the slot ``_engine_px`` holds it too once it is exposed (None before),
+      so the property's usual path is a single slot read.
     * copy-on-write: deep copies and clones of an unexposed array get a *view* of it instead of a
       copy (the engine never writes into pixel arrays in place, so the memory is shared safely).
       Such holders have ``_engine_exposed`` None ("unexposed, memory maybe shared"), and whichever
@@ -255,7 +265,7 @@ class Sprite:
     property does.
     """
 
-    __slots__ = ("x", "y", "tags", "__dict__", "__weakref__")
+    __slots__ = ()  # see _SpriteLayout
 
     VALID_ROTATIONS = {0, 90, 180, 270}
 
@@ -310,6 +320,7 @@ class Sprite:
         _set_x(self, state["_x"])
         _set_y(self, state["_y"])
         _set_tags(self, tags)
+        _set_px(self, converted if state["_engine_exposed"] else None)
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
 
@@ -319,7 +330,7 @@ class Sprite:
         if name in _MIRRORS:
             if name in _READ_ONLY:
                 raise AttributeError(f"property {name!r} of {type(self).__name__!r} object has no setter")
-            _MIRRORS[name](self, value)
+            _MIRRORS[name](self, value)  # for "pixels": the assigner holds the array, so it is exposed
         state = self.__dict__
         state[name] = value
         if name in _IMAGE_ATTRIBUTES:
@@ -334,7 +345,9 @@ class Sprite:
         if name in _READ_ONLY:
             raise AttributeError(f"property {name!r} of {type(self).__name__!r} object has no deleter")
         object.__delattr__(self, name)
-        if name in _DELETE_MIRROR:  # reading the public name fails now too, as the property would
+        if name == "pixels":
+            _set_px(self, None)
+        elif name in _DELETE_MIRROR:  # reading the public name fails now too, as the property would
             try:
                 _DELETE_MIRROR[name](self)
             except AttributeError:
@@ -346,16 +359,31 @@ class Sprite:
 
     @property
     def pixels(self) -> np.ndarray:
+        try:
+            exposed = self._engine_px
+        except AttributeError:  # made without __init__ (__new__, a subclass that skips it)
+            exposed = None
+        if exposed is None:
+            return self._engine_expose()
+        return exposed
+
+    def _engine_expose(self) -> np.ndarray:
+        """``pixels`` read for the first time since the array was last private: mark it exposed."""
+        global _epoch
         state = self.__dict__
         exposed = state.get("_engine_exposed", True)
         if not exposed:
-            global _epoch
             if exposed is None:
                 _engine_unshare(state)
             state["_engine_exposed"] = True
             _epoch += 1  # the reader may now write into the array behind our back
-            self.__dict__["_engine_stamp"] = _epoch
-        return state["pixels"]
+            state["_engine_stamp"] = _epoch
+        try:
+            pixels = state["pixels"]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute 'pixels'") from None
+        _set_px(self, pixels)
+        return pixels
 
     def __copy__(self) -> Sprite:
         # A shallow copy shares the pixels array between two sprites: both count as exposed.
@@ -598,6 +626,7 @@ class Sprite:
         else:
             state["pixels"] = _remap(pixels, old_color, new_color)
         state["_engine_exposed"] = False  # a new array nobody else holds
+        _set_px(self, None)
         state["_engine_cache"] = None
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
@@ -686,11 +715,13 @@ class Sprite:
             copied["_tags"] = tags = list(state["_tags"])
             if new_name is not None:
                 copied["_name"] = new_name
-            new = _new_object(Sprite)
-            _set_instance_dict(new, copied)
-            _set_x(new, copied["_x"])
-            _set_y(new, copied["_y"])
-            _set_tags(new, tags)
+            new = _new_object(_SpriteLayout)
+            new.__dict__ = copied
+            new.x = copied["_x"]
+            new.y = copied["_y"]
+            new.tags = tags
+            new._engine_px = None
+            new.__class__ = Sprite
             return new
         return self._engine_clone_slow(new_name)
 
@@ -793,14 +824,18 @@ class Sprite:
         _epoch += 1
         copied["_engine_stamp"] = _epoch
         cls = type(self)
-        new = _new_object(cls)
         if cls is Sprite:
-            _set_instance_dict(new, copied)
-        else:
-            new.__dict__.update(copied)
-        _set_x(new, copied["_x"])
-        _set_y(new, copied["_y"])
-        _set_tags(new, new_tags)
+            new = _new_object(_SpriteLayout)
+            new.__dict__ = copied
+            new.x = copied["_x"]
+            new.y = copied["_y"]
+            new.tags = new_tags
+            new._engine_px = None
+            new.__class__ = Sprite
+            return new
+        new = _new_object(cls)
+        new.__dict__.update(copied)
+        _sync_slots(new, copied)
         return new
 
     def _engine_deepcopy_generic(self, memo: dict[int, Any]) -> Sprite:
@@ -859,19 +894,18 @@ class Sprite:
         return f"Sprite(name={self._name!r}, x={self._x}, y={self._y}, layer={self._layer})"
 
 
-# Installs a prepared __dict__ on a new sprite without copying it (and without Sprite.__setattr__).
-_set_instance_dict = Sprite.__dict__["__dict__"].__set__
-
 # The read-only public names kept in slots, and the state attribute each one mirrors.
-_set_x = Sprite.__dict__["x"].__set__
-_set_y = Sprite.__dict__["y"].__set__
-_set_tags = Sprite.__dict__["tags"].__set__
-_MIRRORS = {"_x": _set_x, "_y": _set_y, "_tags": _set_tags, "x": None, "y": None, "tags": None}
+_set_x = _SpriteLayout.__dict__["x"].__set__
+_set_y = _SpriteLayout.__dict__["y"].__set__
+_set_tags = _SpriteLayout.__dict__["tags"].__set__
+_set_px = _SpriteLayout.__dict__["_engine_px"].__set__
+# Attribute written -> setter of the slot that mirrors it (None: a read-only public name).
+_MIRRORS = {"_x": _set_x, "_y": _set_y, "_tags": _set_tags, "pixels": _set_px, "x": None, "y": None, "tags": None}
 _READ_ONLY = frozenset(("x", "y", "tags"))
 _DELETE_MIRROR = {
-    "_x": Sprite.__dict__["x"].__delete__,
-    "_y": Sprite.__dict__["y"].__delete__,
-    "_tags": Sprite.__dict__["tags"].__delete__,
+    "_x": _SpriteLayout.__dict__["x"].__delete__,
+    "_y": _SpriteLayout.__dict__["y"].__delete__,
+    "_tags": _SpriteLayout.__dict__["tags"].__delete__,
 }
 
 
@@ -881,6 +915,7 @@ def _sync_slots(sprite: Sprite, state: dict[str, Any]) -> None:
     for name, setter in (("_x", _set_x), ("_y", _set_y), ("_tags", _set_tags)):
         if name in state:
             setter(sprite, state[name])
+    _set_px(sprite, None)  # filled by the first read of ``pixels``
 
 
 def _engine_unshare(state: dict[str, Any]) -> None:

@@ -111,6 +111,33 @@ def test_public_position_and_tags_follow_every_write_channel():  # §3.2, §3.3
     assert not hasattr(fresh, "speed") and getattr(fresh, "speed", 3) == 3
 
 
+def test_pixels_reads_return_the_current_array_after_every_change():
+    # ``pixels`` reads are served from a slot that mirrors __dict__["pixels"] once exposed.
+    sprite = S([[1, 2], [3, 4]])
+    first = sprite.pixels
+    assert first is sprite.__dict__["pixels"] and sprite.pixels is first
+    replacement = np.array([[5]], dtype=np.int8)
+    sprite.pixels = replacement
+    assert sprite.pixels is replacement
+    sprite.color_remap(5, 6)
+    assert sprite.pixels is sprite.__dict__["pixels"] and sprite.pixels.tolist() == [[6]]
+    for other in (sprite.clone(), copy.deepcopy(sprite), pickle.loads(pickle.dumps(sprite))):
+        assert other.pixels is other.__dict__["pixels"] and other.pixels.tolist() == [[6]]
+        other.pixels[0, 0] = 7  # in-place writes through the read array are drawn
+        assert grid(other) == [[7]]
+    assert grid(sprite) == [[6]]
+    shallow = copy.copy(sprite)  # shares the array
+    assert shallow.pixels is sprite.pixels
+    sprite.__init__([[8, 9]])
+    assert sprite.pixels.tolist() == [[8, 9]] and sprite.pixels is sprite.__dict__["pixels"]
+    del sprite.pixels
+    with pytest.raises(AttributeError):
+        sprite.pixels  # noqa: B018
+    bare = S.__new__(S)
+    with pytest.raises(AttributeError):
+        bare.pixels  # noqa: B018
+
+
 def test_public_position_and_tags_are_read_only():  # §3.3: no setters, as in the reference
     sprite = S([[1]], x=4)
     for name, value in (("x", 1), ("y", 1), ("tags", [])):
