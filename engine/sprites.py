@@ -344,7 +344,13 @@ class Sprite(_SpriteLayout):
         global _epoch
         if name in _READ_ONLY:
             raise AttributeError(f"property {name!r} of {type(self).__name__!r} object has no deleter")
-        object.__delattr__(self, name)
+        if name == "pixels":  # a plain attribute in the reference; object.__delattr__ would find the property
+            try:
+                del self.__dict__["pixels"]
+            except KeyError:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute 'pixels'") from None
+        else:
+            object.__delattr__(self, name)
         if name == "pixels":
             _set_px(self, None)
         elif name in _DELETE_MIRROR:  # reading the public name fails now too, as the property would
