@@ -232,7 +232,7 @@ class _SpriteLayout:
     ``__setattr__`` override, so copies fill the slots with plain stores and then become a
     ``Sprite`` by ``__class__`` assignment: several times cheaper than slot descriptor calls."""
 
-    __slots__ = ("x", "y", "tags", "_engine_px", "__dict__", "__weakref__")
+    __slots__ = ("x", "y", "tags", "name", "layer", "_engine_px", "__dict__", "__weakref__")
 
 
 class Sprite(_SpriteLayout):
@@ -257,12 +257,12 @@ class Sprite(_SpriteLayout):
       exposes its array replaces it with a private copy first (``_engine_unshare``).  Views are
       distinct array objects, so object identity (aliasing, state hashes) is unchanged.
 
-    Read speed: ``x``, ``y`` and ``tags`` are slots holding copies of ``_x``, ``_y`` and ``_tags`` (the
-    same objects), because games read them in tight loops and a slot read costs a few ns where a
-    property call costs tens.  The ``__dict__`` entries stay the single source of truth that games
-    write; every write (``__setattr__``, the mutators, the constructor, copies) updates the slot,
-    and assigning or deleting ``x``/``y``/``tags`` raises ``AttributeError`` as a setter-less
-    property does.
+    Read speed: ``x``, ``y``, ``tags``, ``name`` and ``layer`` are slots holding the objects of ``_x``,
+    ``_y``, ``_tags``, ``_name`` and ``_layer``, because games read them in tight loops and a slot
+    read costs a few ns where a property call costs tens.  The ``__dict__`` entries stay the single
+    source of truth that games write; every write (``__setattr__``, the mutators, the constructor,
+    copies) updates the slot, and assigning or deleting a public name raises ``AttributeError`` as a
+    setter-less property does.
     """
 
     __slots__ = ()  # see _SpriteLayout
@@ -320,6 +320,8 @@ class Sprite(_SpriteLayout):
         _set_x(self, state["_x"])
         _set_y(self, state["_y"])
         _set_tags(self, tags)
+        _set_name(self, state["_name"])
+        _set_layer(self, state["_layer"])
         _set_px(self, converted if state["_engine_exposed"] else None)
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
@@ -431,14 +433,6 @@ class Sprite(_SpriteLayout):
 
     # ------------------------------------------------------------------ read-only properties
     @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def layer(self) -> int:
-        return self._layer
-
-    @property
     def scale(self) -> int:
         return self._scale
 
@@ -548,7 +542,8 @@ class Sprite(_SpriteLayout):
 
     def set_layer(self, layer: int) -> Sprite:
         global _epoch
-        self.__dict__["_layer"] = int(layer)
+        self.__dict__["_layer"] = layer = int(layer)
+        _set_layer(self, layer)
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
         return self
@@ -604,6 +599,7 @@ class Sprite(_SpriteLayout):
         if not name:
             raise ValueError("Sprite name cannot be empty")
         self.__dict__["_name"] = name
+        _set_name(self, name)
         return self
 
     def color_remap(self, old_color: int | None, new_color: int) -> Sprite:
@@ -726,6 +722,8 @@ class Sprite(_SpriteLayout):
             new.x = copied["_x"]
             new.y = copied["_y"]
             new.tags = tags
+            new.name = copied["_name"]
+            new.layer = copied["_layer"]
             new._engine_px = None
             new.__class__ = Sprite
             return new
@@ -836,6 +834,8 @@ class Sprite(_SpriteLayout):
             new.x = copied["_x"]
             new.y = copied["_y"]
             new.tags = new_tags
+            new.name = copied["_name"]
+            new.layer = copied["_layer"]
             new._engine_px = None
             new.__class__ = Sprite
             return new
@@ -900,25 +900,21 @@ class Sprite(_SpriteLayout):
         return f"Sprite(name={self._name!r}, x={self._x}, y={self._y}, layer={self._layer})"
 
 
-# The read-only public names kept in slots, and the state attribute each one mirrors.
-_set_x = _SpriteLayout.__dict__["x"].__set__
-_set_y = _SpriteLayout.__dict__["y"].__set__
-_set_tags = _SpriteLayout.__dict__["tags"].__set__
+# State attribute -> the read-only public name whose slot mirrors it (see Sprite).
+_MIRRORED = {"_x": "x", "_y": "y", "_tags": "tags", "_name": "name", "_layer": "layer"}
+_READ_ONLY = frozenset(_MIRRORED.values())
+_SLOT_SETTERS = tuple((source, _SpriteLayout.__dict__[public].__set__) for source, public in _MIRRORED.items())
+_set_x, _set_y, _set_tags, _set_name, _set_layer = (setter for _, setter in _SLOT_SETTERS)
 _set_px = _SpriteLayout.__dict__["_engine_px"].__set__
-# Attribute written -> setter of the slot that mirrors it (None: a read-only public name).
-_MIRRORS = {"_x": _set_x, "_y": _set_y, "_tags": _set_tags, "pixels": _set_px, "x": None, "y": None, "tags": None}
-_READ_ONLY = frozenset(("x", "y", "tags"))
-_DELETE_MIRROR = {
-    "_x": _SpriteLayout.__dict__["x"].__delete__,
-    "_y": _SpriteLayout.__dict__["y"].__delete__,
-    "_tags": _SpriteLayout.__dict__["tags"].__delete__,
-}
+# Attribute written through __setattr__ -> setter of its mirror slot (None: a read-only public name).
+_MIRRORS: dict[str, Any] = {**dict(_SLOT_SETTERS), "pixels": _set_px, **dict.fromkeys(_READ_ONLY)}
+_DELETE_MIRROR = {source: _SpriteLayout.__dict__[public].__delete__ for source, public in _MIRRORED.items()}
 
 
 def _sync_slots(sprite: Sprite, state: dict[str, Any]) -> None:
     """Set ``sprite``'s mirror slots from ``state`` (its ``__dict__``); a missing attribute leaves
     the slot empty, so reading the public name fails as the property would."""
-    for name, setter in (("_x", _set_x), ("_y", _set_y), ("_tags", _set_tags)):
+    for name, setter in _SLOT_SETTERS:
         if name in state:
             setter(sprite, state[name])
     _set_px(sprite, None)  # filled by the first read of ``pixels``

@@ -85,7 +85,7 @@ def test_aliasing_quirks():  # C16 and Q13
     assert S(np.array([[1.7]])).pixels.dtype == np.int8
 
 
-def test_public_position_and_tags_follow_every_write_channel():  # §3.2, §3.3
+def test_public_state_names_follow_every_write_channel():  # §3.2, §3.3
     sprite = S([[1, 2]], x=1, y=2, tags=["a"])
     sprite.move(2, 3)
     assert (sprite.x, sprite.y) == (3, 5)
@@ -93,6 +93,11 @@ def test_public_position_and_tags_follow_every_write_channel():  # §3.2, §3.3
     assert (sprite.x, sprite.y) == (7, -1)
     sprite._x, sprite._y = 500, 6  # games park sprites by writing the state attributes
     assert (sprite.x, sprite.y) == (500, 6)
+    sprite.set_layer(3)
+    sprite.set_name("n")
+    assert (sprite.layer, sprite.name) == (3, "n")
+    sprite._layer, sprite._name = 4, "m"
+    assert (sprite.layer, sprite.name) == (4, "m")
     replacement = ["b"]
     sprite._tags = replacement
     assert sprite.tags is replacement
@@ -100,7 +105,7 @@ def test_public_position_and_tags_follow_every_write_channel():  # §3.2, §3.3
     assert sprite._tags == ["b", "c"]
     copies = [copy.copy(sprite), copy.deepcopy(sprite), sprite.clone(), pickle.loads(pickle.dumps(sprite))]
     for other in copies:
-        assert (other.x, other.y, other.tags) == (500, 6, ["b", "c"])
+        assert (other.x, other.y, other.tags, other.layer, other.name) == (500, 6, ["b", "c"], 4, "m")
         assert other.tags is other._tags
     deep = copies[1]
     deep.move(1, 1)
@@ -138,9 +143,9 @@ def test_pixels_reads_return_the_current_array_after_every_change():
         bare.pixels  # noqa: B018
 
 
-def test_public_position_and_tags_are_read_only():  # §3.3: no setters, as in the reference
+def test_public_state_names_are_read_only():  # §3.3: no setters, as in the reference
     sprite = S([[1]], x=4)
-    for name, value in (("x", 1), ("y", 1), ("tags", [])):
+    for name, value in (("x", 1), ("y", 1), ("tags", []), ("name", "n"), ("layer", 2)):
         with pytest.raises(AttributeError, match="has no setter"):
             setattr(sprite, name, value)
         with pytest.raises(AttributeError):
