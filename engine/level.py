@@ -163,15 +163,15 @@ class Level:
         return self._sprites.copy()
 
     def get_sprites_by_name(self, name: str) -> list[Sprite]:
-        return [s for s in self._sprites if s._name == name]
+        return [s for s in self._sprites if s.name == name]
 
     def get_sprites_by_tag(self, tag: str) -> list[Sprite]:
-        return [s for s in self._sprites if tag in s._tags]
+        return [s for s in self._sprites if tag in s.tags]
 
     def get_sprites_by_tags(self, tags: list[str]) -> list[Sprite]:
         if not tags:
             return []
-        return [s for s in self._sprites if all(tag in s._tags for tag in tags)]
+        return [s for s in self._sprites if all(tag in s.tags for tag in tags)]
 
     def get_sprites_by_any_tag(self, tags: list[str]) -> list[Sprite]:
         if not tags:
@@ -179,13 +179,13 @@ class Level:
         try:
             wanted = frozenset(tags)
         except TypeError:  # unhashable query items: plain membership tests
-            return [s for s in self._sprites if any(tag in s._tags for tag in tags)]
-        return [s for s in self._sprites if not wanted.isdisjoint(s._tags)]
+            return [s for s in self._sprites if any(tag in s.tags for tag in tags)]
+        return [s for s in self._sprites if not wanted.isdisjoint(s.tags)]
 
     def get_all_tags(self) -> set[str]:
         found: set[str] = set()
         for sprite in self._sprites:
-            found.update(sprite._tags)
+            found.update(sprite.tags)
         return found
 
     def get_sprite_at(self, x: int, y: int, tag: str | None = None, ignore_collidable: bool = False) -> Sprite | None:
@@ -200,10 +200,10 @@ class Level:
                 mode = sprite._interaction
                 if mode is not _TANGIBLE and mode is not _INVISIBLE:
                     continue
-            if tag is not None and tag not in sprite._tags:
+            if tag is not None and tag not in sprite.tags:
                 continue
-            sx = sprite._x
-            sy = sprite._y
+            sx = sprite.x
+            sy = sprite.y
             if x < sx or y < sy:
                 continue
             image = sprite._engine_image()
@@ -284,6 +284,6 @@ class _LazyLevel(Level):
         raise AttributeError(f"'Level' object has no attribute '{name}'")
 
 
-_layer_of = attrgetter("_layer")
+_layer_of = attrgetter("layer")
 _get_own = object.__getattribute__  # plain lookup, without Level.__getattr__
 _LEVEL_STATE = ("_sprites", "_grid_size", "_data", "_name", "_placeable_areas", "_engine_order", "_engine_order_dirty")

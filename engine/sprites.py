@@ -939,7 +939,7 @@ def sprites_collide(a: Sprite, b: Sprite, ignore_mode: bool = False) -> bool:
             return False
     ca = a._engine_image()
     cb = b._engine_image()
-    ax, ay, bx, by = a._x, a._y, b._x, b._y
+    ax, ay, bx, by = a.x, a.y, b.x, b.y
     x0 = ax if ax > bx else bx
     x1 = min(ax + ca.w, bx + cb.w)
     if x0 >= x1:
@@ -984,8 +984,8 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
     if (mode is not _TANGIBLE and mode is not _INVISIBLE) or sprite._blocking is _NOT_BLOCKED:
         return []
     image = sprite._engine_image()
-    ax0 = sprite._x
-    ay0 = sprite._y
+    ax0 = sprite.x
+    ay0 = sprite.y
     ax1 = ax0 + image.w
     ay1 = ay0 + image.h
     pixel_perfect = sprite._blocking is _PIXEL_PERFECT
@@ -998,8 +998,8 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
         mode = other._interaction
         if (mode is not _TANGIBLE and mode is not _INVISIBLE) or other._blocking is _NOT_BLOCKED:
             continue
-        bx0 = other._x
-        by0 = other._y
+        bx0 = other.x
+        by0 = other.y
         if bx0 >= ax1 or by0 >= ay1:
             continue
         other_image = other._engine_image()
