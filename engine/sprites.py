@@ -351,15 +351,14 @@ class Sprite(_SpriteLayout):
                 del self.__dict__["pixels"]
             except KeyError:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute 'pixels'") from None
+            _set_px(self, None)
         else:
             object.__delattr__(self, name)
-        if name == "pixels":
-            _set_px(self, None)
-        elif name in _DELETE_MIRROR:  # reading the public name fails now too, as the property would
-            try:
-                _DELETE_MIRROR[name](self)
-            except AttributeError:
-                pass
+            if name in _DELETE_MIRROR:  # reading the public name fails now too, as the property would
+                try:
+                    _DELETE_MIRROR[name](self)
+                except AttributeError:
+                    pass
         if name in _IMAGE_ATTRIBUTES:
             self.__dict__["_engine_cache"] = None
         _epoch += 1
@@ -714,19 +713,10 @@ class Sprite(_SpriteLayout):
             else:
                 copied["pixels"] = pixels.copy()
                 copied["_engine_exposed"] = False
-            copied["_tags"] = tags = list(state["_tags"])
+            copied["_tags"] = list(state["_tags"])
             if new_name is not None:
                 copied["_name"] = new_name
-            new = _new_object(_SpriteLayout)
-            new.__dict__ = copied
-            new.x = copied["_x"]
-            new.y = copied["_y"]
-            new.tags = tags
-            new.name = copied["_name"]
-            new.layer = copied["_layer"]
-            new._engine_px = None
-            new.__class__ = Sprite
-            return new
+            return _new_sprite(copied)
         return self._engine_clone_slow(new_name)
 
     def _engine_clone_slow(self, new_name: str | None) -> Sprite:
@@ -829,16 +819,7 @@ class Sprite(_SpriteLayout):
         copied["_engine_stamp"] = _epoch
         cls = type(self)
         if cls is Sprite:
-            new = _new_object(_SpriteLayout)
-            new.__dict__ = copied
-            new.x = copied["_x"]
-            new.y = copied["_y"]
-            new.tags = new_tags
-            new.name = copied["_name"]
-            new.layer = copied["_layer"]
-            new._engine_px = None
-            new.__class__ = Sprite
-            return new
+            return _new_sprite(copied)
         new = _new_object(cls)
         new.__dict__.update(copied)
         _sync_slots(new, copied)
@@ -911,9 +892,25 @@ _MIRRORS: dict[str, Any] = {**dict(_SLOT_SETTERS), "pixels": _set_px, **dict.fro
 _DELETE_MIRROR = {source: _SpriteLayout.__dict__[public].__delete__ for source, public in _MIRRORED.items()}
 
 
+def _new_sprite(state: dict[str, Any]) -> Sprite:
+    """A new ``Sprite`` whose ``__dict__`` is ``state`` (not copied; it has every standard
+    attribute), mirror slots filled, without ``Sprite.__setattr__`` or ``__init__``."""
+    new = _new_object(_SpriteLayout)
+    new.__dict__ = state
+    new.x = state["_x"]
+    new.y = state["_y"]
+    new.tags = state["_tags"]
+    new.name = state["_name"]
+    new.layer = state["_layer"]
+    new._engine_px = None
+    new.__class__ = Sprite
+    return new
+
+
 def _sync_slots(sprite: Sprite, state: dict[str, Any]) -> None:
-    """Set ``sprite``'s mirror slots from ``state`` (its ``__dict__``); a missing attribute leaves
-    the slot empty, so reading the public name fails as the property would."""
+    """Set ``sprite``'s mirror slots from ``state`` (its ``__dict__``).  An attribute missing from
+    the state leaves its slot as it is: empty on a new object, so reading the public name fails as
+    the property would."""
     for name, setter in _SLOT_SETTERS:
         if name in state:
             setter(sprite, state[name])
