@@ -23,7 +23,8 @@ Only the engine calls are timed, in three modes:
 * without frames: the environment API's ``frames="none"`` mode (no composition, no frame lists;
   this engine only).
 
-Best of ``--repeat`` replays per game and mode.  Ratios are the reference's ms/step divided by ours
+Best of ``--repeat`` replays per game and mode, timed in wall time like ``check.py --timing`` or, with
+``--clock cpu``, in this thread's CPU time (far steadier on a machine shared with other work).  Ratios are the reference's ms/step divided by ours
 (``5.0x`` means five times the reference speed).  The reference is either
 
 * ``--reference-engine PATH``: a package providing the arcengine API (the package directory itself,
@@ -260,11 +261,15 @@ def episode_steps(engine: Engine, game_class: type, episodes: list[Episode]) -> 
         os.environ.pop("ONLY_RESET_LEVELS", None)
 
 
-def replay_seconds(engine: Engine, game_class: type, episodes: list[Episode], mode: str) -> float:
+# What the replays are timed with: wall time (as check.py --timing), or this thread's CPU time,
+# which other processes on a loaded machine disturb far less (``--clock cpu``).
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+
+
+def replay_seconds(engine: Engine, game_class: type, episodes: list[Episode], mode: str, clock: Callable[[], float] = time.perf_counter) -> float:
     """Seconds spent inside the engine for one replay of every episode; ``mode`` is "recorded"
     (raw as recorded), "arrays" (raw=True) or "none" (no frames, ours only)."""
     spent = 0.0
-    clock = time.perf_counter
     no_frames = engine.no_frames
     for episode, game, _, action in episode_steps(engine, game_class, episodes):
         if mode == "none":
@@ -297,7 +302,9 @@ def list_floor_seconds(frames: list[np.ndarray]) -> float:
     return time.perf_counter() - start
 
 
-def best_ms(engines: list[Engine], classes: list[type], episodes: list[Episode], mode: str, repeat: int, steps: int) -> list[float | None]:
+def best_ms(
+    engines: list[Engine], classes: list[type], episodes: list[Episode], mode: str, repeat: int, steps: int, clock: Callable[[], float]
+) -> list[float | None]:
     """Best ms/step per engine; replays alternate between the engines (in turns) so that load hits
     all alike."""
     best: list[float | None] = [None] * len(engines)
@@ -310,7 +317,7 @@ def best_ms(engines: list[Engine], classes: list[type], episodes: list[Episode],
             if mode == "none" and engine.no_frames is None:
                 continue
             gc.collect()  # each replay starts from the same heap state
-            ms = 1000 * replay_seconds(engine, classes[index], episodes, mode) / steps
+            ms = 1000 * replay_seconds(engine, classes[index], episodes, mode, clock) / steps
             best[index] = ms if best[index] is None else min(best[index], ms)
     return best
 
@@ -324,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="replays per game, mode and engine; the best is kept")
     parser.add_argument("--only", nargs="+", default=None, help="game ids (short or full) to run")
     parser.add_argument("--random-steps", type=int, default=300, help="length of the random episode of a game with no trace")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall", help="wall time (as check.py) or thread CPU time (loaded machines)")
     args = parser.parse_args(argv)
 
     golden = args.golden if args.golden is not None else args.games.parent / "golden"
@@ -346,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no games under {args.games}")
         return 1
 
-    print(f"engine speed vs reference (best of {args.repeat}; reference {source})")
+    print(f"engine speed vs reference (best of {args.repeat}, {args.clock} clock; reference {source})")
     header = (
         f"{'game':<15} {'replayed':>8} {'steps':>6} | {'frames ms/step':>14} {'ref':>8} {'ratio':>7} | "
         f"{'arrays ms/step':>14} {'ref':>8} {'ratio':>7} | {'no-frames ms/step':>17} {'ratio':>7}"
@@ -359,9 +367,10 @@ def main(argv: list[str] | None = None) -> int:
         classes = [engine.load(info) for engine in engines]
         replayed, episodes = plan_for(info, golden, classes[0], args.random_steps)
         steps = sum(len(episode.steps) for episode in episodes)
-        with_ms = best_ms(engines, classes, episodes, "recorded", args.repeat, steps)
-        arrays_ms = best_ms(engines, classes, episodes, "arrays", args.repeat, steps)
-        without_ms = best_ms(engines, classes, episodes, "none", args.repeat, steps)[0]
+        clock = CLOCKS[args.clock]
+        with_ms = best_ms(engines, classes, episodes, "recorded", args.repeat, steps, clock)
+        arrays_ms = best_ms(engines, classes, episodes, "arrays", args.repeat, steps, clock)
+        without_ms = best_ms(engines, classes, episodes, "none", args.repeat, steps, clock)[0]
         if len(engines) > 1:
             ref_with, ref_arrays = with_ms[1], arrays_ms[1]
         else:
