@@ -812,9 +812,8 @@ class Sprite(_SpriteLayout):
             exposed = None  # not our own array: it may share memory with someone's
         copied["pixels"] = new_pixels
         copied["_engine_exposed"] = exposed
-        cache = state["_engine_cache"]
-        if cache is not None and exposed and cache.raw != pixels.tobytes():
-            copied["_engine_cache"] = None  # stale: the copy computes its own
+        # The image cache is shared as is: an exposed copy compares it with its pixels on every
+        # use (so a stale one is never used), and an unexposed array still matches it.
         _epoch += 1
         copied["_engine_stamp"] = _epoch
         cls = type(self)
