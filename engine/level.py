@@ -260,9 +260,11 @@ class Level:
         memo[id(self)] = new
         state = new.__dict__
         for key, value in self.__dict__.items():
-            if key == "_engine_order":
+            if key == "_sprites" and type(value) is list:
+                state[key] = _deepcopy_sprites(value, memo)
+            elif key == "_engine_order":
                 # The stale order is observable (Q4), so it is copied along with the sprites.
-                state[key] = None if value is None else [copy.deepcopy(s, memo) for s in value]
+                state[key] = None if value is None else [_deepcopy_sprite(s, memo) for s in value]
             elif key == "_data":
                 state[key] = copy_data(value, memo)
             else:
@@ -271,6 +273,40 @@ class Level:
 
     def __repr__(self) -> str:
         return f"Level(name={self._name!r}, sprites={len(self._sprites)}, grid_size={self._grid_size!r})"
+
+
+def _deepcopy_sprite(sprite: Any, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy(sprite, memo)``, calling ``Sprite.__deepcopy__`` directly for plain sprites
+    (same memo entries and keep-alive list as copy.deepcopy, without its generic dispatch)."""
+    found = memo.get(id(sprite))
+    if found is not None:
+        return found
+    if type(sprite) is not Sprite:
+        return copy.deepcopy(sprite, memo)
+    new = sprite.__deepcopy__(memo)
+    memo[id(sprite)] = new
+    _keep_alive(sprite, memo)
+    return new
+
+
+def _deepcopy_sprites(sprites: list, memo: dict[int, Any]) -> list:
+    """``copy.deepcopy`` of a level's sprite list (a plain list), sprite by sprite as above."""
+    found = memo.get(id(sprites))
+    if found is not None:
+        return found
+    new: list = []
+    memo[id(sprites)] = new
+    new.extend([_deepcopy_sprite(sprite, memo) for sprite in sprites])
+    _keep_alive(sprites, memo)
+    return new
+
+
+def _keep_alive(original: Any, memo: dict[int, Any]) -> None:
+    """As copy.deepcopy does: originals stay alive while their ids are memo keys."""
+    keep = memo.get(id(memo))
+    if keep is None:
+        keep = memo[id(memo)] = []
+    keep.append(original)
 
 
 class _LazyLevel(Level):
