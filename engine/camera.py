@@ -88,7 +88,7 @@ class _Composite:
         return self.canvas[self.view_slice].copy()
 
 
-_layer_of = attrgetter("_layer")
+_layer_of = attrgetter("layer")
 _stamp_of = attrgetter("_engine_stamp")
 _copyto = np.copyto
 
@@ -350,8 +350,8 @@ class Camera:
                 image = cache.image
             else:
                 image = sprite._engine_refresh()
-            x = sprite._x
-            y = sprite._y
+            x = sprite.x
+            y = sprite.y
             entries.append((image.token, x, y))
             boxes.append(_box(image, x, y, scale))
         state.entries = entries
@@ -486,7 +486,7 @@ def _patch(state: _Composite, sprites: list, changed: list) -> list | None:
             if position >= 0:
                 return None
             continue
-        if position < 0 or sprite._layer != layers[index]:
+        if position < 0 or sprite.layer != layers[index]:
             return None
         # As in Camera._engine_rebuild.
         cache = sprite._engine_cache
@@ -511,8 +511,8 @@ def _patch(state: _Composite, sprites: list, changed: list) -> list | None:
         else:
             exposed[index] = raw
         sprite = sprites[index]
-        x = sprite._x
-        y = sprite._y
+        x = sprite.x
+        y = sprite.y
         entry = (image.token, x, y)
         if entry != entries[position]:
             box = _box(image, x, y, scale)

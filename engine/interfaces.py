@@ -127,7 +127,7 @@ class ToggleableUserDisplay(RenderableUserDisplay):
             for first, second in pairs:
                 for sprite in (first, second):
                     if sprite._interaction is not _REMOVED:
-                        self.draw_sprite(frame, sprite, sprite._x, sprite._y)
+                        self.draw_sprite(frame, sprite, sprite.x, sprite.y)
             return frame
         # Drawing each pair in turn writes a fixed set of (flat index, value) cells, later ones
         # winning: kept per sprite and concatenated, updated for the sprites whose change stamp
@@ -193,11 +193,11 @@ class _Overlay:
                     if type(pixels) is _NDARRAY:
                         exposed[index] = pixels.tobytes()
                 image = sprite._engine_image()
-                key = (image.token, sprite._x, sprite._y)
+                key = (image.token, sprite.x, sprite.y)
                 if key not in self.cells:
                     if len(self.cells) >= _CACHE_SIZE:
                         self.cells.clear()
-                    self.cells[key] = _frame_cells(image, sprite._x, sprite._y)
+                    self.cells[key] = _frame_cells(image, sprite.x, sprite.y)
             if key != keys[index]:
                 keys[index] = key
                 moved = True

@@ -163,15 +163,15 @@ class Level:
         return self._sprites.copy()
 
     def get_sprites_by_name(self, name: str) -> list[Sprite]:
-        return [s for s in self._sprites if s._name == name]
+        return [s for s in self._sprites if s.name == name]
 
     def get_sprites_by_tag(self, tag: str) -> list[Sprite]:
-        return [s for s in self._sprites if tag in s._tags]
+        return [s for s in self._sprites if tag in s.tags]
 
     def get_sprites_by_tags(self, tags: list[str]) -> list[Sprite]:
         if not tags:
             return []
-        return [s for s in self._sprites if all(tag in s._tags for tag in tags)]
+        return [s for s in self._sprites if all(tag in s.tags for tag in tags)]
 
     def get_sprites_by_any_tag(self, tags: list[str]) -> list[Sprite]:
         if not tags:
@@ -179,13 +179,13 @@ class Level:
         try:
             wanted = frozenset(tags)
         except TypeError:  # unhashable query items: plain membership tests
-            return [s for s in self._sprites if any(tag in s._tags for tag in tags)]
-        return [s for s in self._sprites if not wanted.isdisjoint(s._tags)]
+            return [s for s in self._sprites if any(tag in s.tags for tag in tags)]
+        return [s for s in self._sprites if not wanted.isdisjoint(s.tags)]
 
     def get_all_tags(self) -> set[str]:
         found: set[str] = set()
         for sprite in self._sprites:
-            found.update(sprite._tags)
+            found.update(sprite.tags)
         return found
 
     def get_sprite_at(self, x: int, y: int, tag: str | None = None, ignore_collidable: bool = False) -> Sprite | None:
@@ -200,10 +200,10 @@ class Level:
                 mode = sprite._interaction
                 if mode is not _TANGIBLE and mode is not _INVISIBLE:
                     continue
-            if tag is not None and tag not in sprite._tags:
+            if tag is not None and tag not in sprite.tags:
                 continue
-            sx = sprite._x
-            sy = sprite._y
+            sx = sprite.x
+            sy = sprite.y
             if x < sx or y < sy:
                 continue
             image = sprite._engine_image()
@@ -260,9 +260,11 @@ class Level:
         memo[id(self)] = new
         state = new.__dict__
         for key, value in self.__dict__.items():
-            if key == "_engine_order":
+            if key == "_sprites" and type(value) is list:
+                state[key] = _deepcopy_sprites(value, memo)
+            elif key == "_engine_order":
                 # The stale order is observable (Q4), so it is copied along with the sprites.
-                state[key] = None if value is None else [copy.deepcopy(s, memo) for s in value]
+                state[key] = None if value is None else [_deepcopy_sprite(s, memo) for s in value]
             elif key == "_data":
                 state[key] = copy_data(value, memo)
             else:
@@ -271,6 +273,40 @@ class Level:
 
     def __repr__(self) -> str:
         return f"Level(name={self._name!r}, sprites={len(self._sprites)}, grid_size={self._grid_size!r})"
+
+
+def _deepcopy_sprite(sprite: Any, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy(sprite, memo)``, calling ``Sprite.__deepcopy__`` directly for plain sprites
+    (same memo entries and keep-alive list as copy.deepcopy, without its generic dispatch)."""
+    found = memo.get(id(sprite))
+    if found is not None:
+        return found
+    if type(sprite) is not Sprite:
+        return copy.deepcopy(sprite, memo)
+    new = sprite.__deepcopy__(memo)
+    memo[id(sprite)] = new
+    _keep_alive(sprite, memo)
+    return new
+
+
+def _deepcopy_sprites(sprites: list, memo: dict[int, Any]) -> list:
+    """``copy.deepcopy`` of a level's sprite list (a plain list), sprite by sprite as above."""
+    found = memo.get(id(sprites))
+    if found is not None:
+        return found
+    new: list = []
+    memo[id(sprites)] = new
+    new.extend([_deepcopy_sprite(sprite, memo) for sprite in sprites])
+    _keep_alive(sprites, memo)
+    return new
+
+
+def _keep_alive(original: Any, memo: dict[int, Any]) -> None:
+    """As copy.deepcopy does: originals stay alive while their ids are memo keys."""
+    keep = memo.get(id(memo))
+    if keep is None:
+        keep = memo[id(memo)] = []
+    keep.append(original)
 
 
 class _LazyLevel(Level):
@@ -284,6 +320,6 @@ class _LazyLevel(Level):
         raise AttributeError(f"'Level' object has no attribute '{name}'")
 
 
-_layer_of = attrgetter("_layer")
+_layer_of = attrgetter("layer")
 _get_own = object.__getattribute__  # plain lookup, without Level.__getattr__
 _LEVEL_STATE = ("_sprites", "_grid_size", "_data", "_name", "_placeable_areas", "_engine_order", "_engine_order_dirty")

@@ -227,7 +227,15 @@ _REMAPS: dict[tuple, np.ndarray] = {}
 _REMAPS_LIMIT = 4096
 
 
-class Sprite:
+class _SpriteLayout:
+    """The memory layout of ``Sprite`` (its slots, see there).  A bare instance has no
+    ``__setattr__`` override, so copies fill the slots with plain stores and then become a
+    ``Sprite`` by ``__class__`` assignment: several times cheaper than slot descriptor calls."""
+
+    __slots__ = ("x", "y", "tags", "name", "layer", "_engine_px", "__dict__", "__weakref__")
+
+
+class Sprite(_SpriteLayout):
     """A game object drawn by the camera; attribute names are part of the API (games touch them).
 
     Change tracking (an implementation detail that keeps caches exact and cheap):
@@ -240,13 +248,24 @@ class Sprite:
       marked *exposed* (the holder may write into it in place at any time), and from then on its
       contents are compared with the cache on every use.  Arrays the engine created itself (clones,
       ``color_remap`` results, conversions from lists, deep copies of unexposed arrays) are private
-      until read, so nobody can write into them unseen.
+      until read, so nobody can write into them unseen.  The array itself stays in
+      ``__dict__["pixels"]``; the slot ``_engine_px`` holds it too once it is exposed (None before),
+      so the property's usual path is a single slot read.
     * copy-on-write: deep copies and clones of an unexposed array get a *view* of it instead of a
       copy (the engine never writes into pixel arrays in place, so the memory is shared safely).
       Such holders have ``_engine_exposed`` None ("unexposed, memory maybe shared"), and whichever
       exposes its array replaces it with a private copy first (``_engine_unshare``).  Views are
       distinct array objects, so object identity (aliasing, state hashes) is unchanged.
+
+    Read speed: ``x``, ``y``, ``tags``, ``name`` and ``layer`` are slots holding the objects of ``_x``,
+    ``_y``, ``_tags``, ``_name`` and ``_layer``, because games read them in tight loops and a slot
+    read costs a few ns where a property call costs tens.  The ``__dict__`` entries stay the single
+    source of truth that games write; every write (``__setattr__``, the mutators, the constructor,
+    copies) updates the slot, and assigning or deleting a public name raises ``AttributeError`` as a
+    setter-less property does.
     """
+
+    __slots__ = ()  # see _SpriteLayout
 
     VALID_ROTATIONS = {0, 90, 180, 270}
 
@@ -298,12 +317,22 @@ class Sprite:
             interaction = _INTERACTION_BY_FLAGS[(bool(visible), bool(collidable))]
         state["_interaction"] = interaction
         state["_tags"] = tags
+        _set_x(self, state["_x"])
+        _set_y(self, state["_y"])
+        _set_tags(self, tags)
+        _set_name(self, state["_name"])
+        _set_layer(self, state["_layer"])
+        _set_px(self, converted if state["_engine_exposed"] else None)
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
 
     # ------------------------------------------------------------------ change tracking
     def __setattr__(self, name: str, value: Any) -> None:
         global _epoch
+        if name in _MIRRORS:
+            if name in _READ_ONLY:
+                raise AttributeError(f"property {name!r} of {type(self).__name__!r} object has no setter")
+            _MIRRORS[name](self, value)  # for "pixels": the assigner holds the array, so it is exposed
         state = self.__dict__
         state[name] = value
         if name in _IMAGE_ATTRIBUTES:
@@ -313,18 +342,55 @@ class Sprite:
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
 
+    def __delattr__(self, name: str) -> None:
+        global _epoch
+        if name in _READ_ONLY:
+            raise AttributeError(f"property {name!r} of {type(self).__name__!r} object has no deleter")
+        if name == "pixels":  # a plain attribute in the reference; object.__delattr__ would find the property
+            try:
+                del self.__dict__["pixels"]
+            except KeyError:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute 'pixels'") from None
+            _set_px(self, None)
+        else:
+            object.__delattr__(self, name)
+            if name in _DELETE_MIRROR:  # reading the public name fails now too, as the property would
+                try:
+                    _DELETE_MIRROR[name](self)
+                except AttributeError:
+                    pass
+        if name in _IMAGE_ATTRIBUTES:
+            self.__dict__["_engine_cache"] = None
+        _epoch += 1
+        self.__dict__["_engine_stamp"] = _epoch
+
     @property
     def pixels(self) -> np.ndarray:
+        try:
+            exposed = self._engine_px
+        except AttributeError:  # made without __init__ (__new__, a subclass that skips it)
+            exposed = None
+        if exposed is None:
+            return self._engine_expose()
+        return exposed
+
+    def _engine_expose(self) -> np.ndarray:
+        """``pixels`` read for the first time since the array was last private: mark it exposed."""
+        global _epoch
         state = self.__dict__
         exposed = state.get("_engine_exposed", True)
         if not exposed:
-            global _epoch
             if exposed is None:
                 _engine_unshare(state)
             state["_engine_exposed"] = True
             _epoch += 1  # the reader may now write into the array behind our back
-            self.__dict__["_engine_stamp"] = _epoch
-        return state["pixels"]
+            state["_engine_stamp"] = _epoch
+        try:
+            pixels = state["pixels"]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute 'pixels'") from None
+        _set_px(self, pixels)
+        return pixels
 
     def __copy__(self) -> Sprite:
         # A shallow copy shares the pixels array between two sprites: both count as exposed.
@@ -337,6 +403,7 @@ class Sprite:
         state["_engine_stamp"] = _next_stamp()
         self.__dict__["_engine_exposed"] = True
         new.__dict__.update(state)
+        _sync_slots(new, state)
         return new
 
     # ------------------------------------------------------------------ cached image
@@ -365,22 +432,6 @@ class Sprite:
 
     # ------------------------------------------------------------------ read-only properties
     @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def x(self) -> int:
-        return self._x
-
-    @property
-    def y(self) -> int:
-        return self._y
-
-    @property
-    def layer(self) -> int:
-        return self._layer
-
-    @property
     def scale(self) -> int:
         return self._scale
 
@@ -399,10 +450,6 @@ class Sprite:
     @property
     def mirror_lr(self) -> bool:
         return self._mirror_lr
-
-    @property
-    def tags(self) -> list[str]:
-        return self._tags
 
     @property
     def is_visible(self) -> bool:
@@ -424,8 +471,10 @@ class Sprite:
     def set_position(self, x: int, y: int) -> Sprite:
         global _epoch
         state = self.__dict__
-        state["_x"] = int(x)
-        state["_y"] = int(y)
+        state["_x"] = x = int(x)
+        state["_y"] = y = int(y)
+        _set_x(self, x)
+        _set_y(self, y)
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
         return self
@@ -433,8 +482,10 @@ class Sprite:
     def move(self, dx: int, dy: int) -> None:
         global _epoch
         state = self.__dict__
-        state["_x"] = state["_x"] + int(dx)
-        state["_y"] = state["_y"] + int(dy)
+        state["_x"] = x = state["_x"] + int(dx)
+        state["_y"] = y = state["_y"] + int(dy)
+        _set_x(self, x)
+        _set_y(self, y)
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
 
@@ -490,7 +541,8 @@ class Sprite:
 
     def set_layer(self, layer: int) -> Sprite:
         global _epoch
-        self.__dict__["_layer"] = int(layer)
+        self.__dict__["_layer"] = layer = int(layer)
+        _set_layer(self, layer)
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
         return self
@@ -546,6 +598,7 @@ class Sprite:
         if not name:
             raise ValueError("Sprite name cannot be empty")
         self.__dict__["_name"] = name
+        _set_name(self, name)
         return self
 
     def color_remap(self, old_color: int | None, new_color: int) -> Sprite:
@@ -574,6 +627,7 @@ class Sprite:
         else:
             state["pixels"] = _remap(pixels, old_color, new_color)
         state["_engine_exposed"] = False  # a new array nobody else holds
+        _set_px(self, None)
         state["_engine_cache"] = None
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
@@ -662,9 +716,7 @@ class Sprite:
             copied["_tags"] = list(state["_tags"])
             if new_name is not None:
                 copied["_name"] = new_name
-            new = _new_object(Sprite)
-            _set_instance_dict(new, copied)
-            return new
+            return _new_sprite(copied)
         return self._engine_clone_slow(new_name)
 
     def _engine_clone_slow(self, new_name: str | None) -> Sprite:
@@ -696,6 +748,7 @@ class Sprite:
                 "_tags": list(self._tags),
             }
         )
+        _sync_slots(new, new.__dict__)
         new.set_scale(self._scale)  # validation (zero, divisibility) as in the constructor
         return new
 
@@ -759,17 +812,16 @@ class Sprite:
             exposed = None  # not our own array: it may share memory with someone's
         copied["pixels"] = new_pixels
         copied["_engine_exposed"] = exposed
-        cache = state["_engine_cache"]
-        if cache is not None and exposed and cache.raw != pixels.tobytes():
-            copied["_engine_cache"] = None  # stale: the copy computes its own
+        # The image cache is shared as is: an exposed copy compares it with its pixels on every
+        # use (so a stale one is never used), and an unexposed array still matches it.
         _epoch += 1
         copied["_engine_stamp"] = _epoch
         cls = type(self)
-        new = _new_object(cls)
         if cls is Sprite:
-            _set_instance_dict(new, copied)
-        else:
-            new.__dict__.update(copied)
+            return _new_sprite(copied)
+        new = _new_object(cls)
+        new.__dict__.update(copied)
+        _sync_slots(new, copied)
         return new
 
     def _engine_deepcopy_generic(self, memo: dict[int, Any]) -> Sprite:
@@ -810,6 +862,7 @@ class Sprite:
             state["_engine_cache"] = cache  # same contents, same image (the cache is immutable)
         state["_engine_stamp"] = _next_stamp()
         new.__dict__.update(state)
+        _sync_slots(new, state)
         return new
 
     def __getstate__(self) -> dict[str, Any]:
@@ -821,13 +874,46 @@ class Sprite:
         self.__dict__.update(state)
         self.__dict__["_engine_cache"] = None
         self.__dict__.setdefault("_engine_exposed", True)
+        _sync_slots(self, self.__dict__)
 
     def __repr__(self) -> str:
         return f"Sprite(name={self._name!r}, x={self._x}, y={self._y}, layer={self._layer})"
 
 
-# Installs a prepared __dict__ on a new sprite without copying it (and without Sprite.__setattr__).
-_set_instance_dict = Sprite.__dict__["__dict__"].__set__
+# State attribute -> the read-only public name whose slot mirrors it (see Sprite).
+_MIRRORED = {"_x": "x", "_y": "y", "_tags": "tags", "_name": "name", "_layer": "layer"}
+_READ_ONLY = frozenset(_MIRRORED.values())
+_SLOT_SETTERS = tuple((source, _SpriteLayout.__dict__[public].__set__) for source, public in _MIRRORED.items())
+_set_x, _set_y, _set_tags, _set_name, _set_layer = (setter for _, setter in _SLOT_SETTERS)
+_set_px = _SpriteLayout.__dict__["_engine_px"].__set__
+# Attribute written through __setattr__ -> setter of its mirror slot (None: a read-only public name).
+_MIRRORS: dict[str, Any] = {**dict(_SLOT_SETTERS), "pixels": _set_px, **dict.fromkeys(_READ_ONLY)}
+_DELETE_MIRROR = {source: _SpriteLayout.__dict__[public].__delete__ for source, public in _MIRRORED.items()}
+
+
+def _new_sprite(state: dict[str, Any]) -> Sprite:
+    """A new ``Sprite`` whose ``__dict__`` is ``state`` (not copied; it has every standard
+    attribute), mirror slots filled, without ``Sprite.__setattr__`` or ``__init__``."""
+    new = _new_object(_SpriteLayout)
+    new.__dict__ = state
+    new.x = state["_x"]
+    new.y = state["_y"]
+    new.tags = state["_tags"]
+    new.name = state["_name"]
+    new.layer = state["_layer"]
+    new._engine_px = None
+    new.__class__ = Sprite
+    return new
+
+
+def _sync_slots(sprite: Sprite, state: dict[str, Any]) -> None:
+    """Set ``sprite``'s mirror slots from ``state`` (its ``__dict__``).  An attribute missing from
+    the state leaves its slot as it is: empty on a new object, so reading the public name fails as
+    the property would."""
+    for name, setter in _SLOT_SETTERS:
+        if name in state:
+            setter(sprite, state[name])
+    _set_px(sprite, None)  # filled by the first read of ``pixels``
 
 
 def _engine_unshare(state: dict[str, Any]) -> None:
@@ -849,7 +935,7 @@ def sprites_collide(a: Sprite, b: Sprite, ignore_mode: bool = False) -> bool:
             return False
     ca = a._engine_image()
     cb = b._engine_image()
-    ax, ay, bx, by = a._x, a._y, b._x, b._y
+    ax, ay, bx, by = a.x, a.y, b.x, b.y
     x0 = ax if ax > bx else bx
     x1 = min(ax + ca.w, bx + cb.w)
     if x0 >= x1:
@@ -894,8 +980,8 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
     if (mode is not _TANGIBLE and mode is not _INVISIBLE) or sprite._blocking is _NOT_BLOCKED:
         return []
     image = sprite._engine_image()
-    ax0 = sprite._x
-    ay0 = sprite._y
+    ax0 = sprite.x
+    ay0 = sprite.y
     ax1 = ax0 + image.w
     ay1 = ay0 + image.h
     pixel_perfect = sprite._blocking is _PIXEL_PERFECT
@@ -908,8 +994,8 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
         mode = other._interaction
         if (mode is not _TANGIBLE and mode is not _INVISIBLE) or other._blocking is _NOT_BLOCKED:
             continue
-        bx0 = other._x
-        by0 = other._y
+        bx0 = other.x
+        by0 = other.y
         if bx0 >= ax1 or by0 >= ay1:
             continue
         other_image = other._engine_image()

@@ -1,5 +1,7 @@
 """Level queries and camera geometry/rendering (spec §4, §5; checklist C18-C29, C32, C33, C50)."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -180,3 +182,20 @@ def test_toggleable_display():
     assert toggles.disabled_first_by_tag("t") and not toggles.is_enabled(0)
     with pytest.raises(ValueError, match="Index 5 is out of bounds"):
         toggles.enable(5)
+
+
+def test_level_deepcopy_keeps_sprite_aliasing():
+    player = Sprite([[1]], name="player", x=2, tags=["p"])
+    wall = Sprite([[2, 2]], name="wall", x=4)
+    level = Level(sprites=[player, wall])
+    level.get_sprite_at(2, 0)  # builds the (observable, Q4) draw order, a second list of the same sprites
+    holder = {"level": level, "player": player}
+    copied = copy.deepcopy(holder)
+    new_level = copied["level"]
+    new_player = copied["player"]
+    assert new_level._sprites[0] is new_player and new_player is not player
+    assert new_level._engine_order is not None and set(map(id, new_level._engine_order)) == set(map(id, new_level._sprites))
+    assert (new_player.x, new_player.name, new_player.tags) == (2, "player", ["p"]) and new_player.tags is not player.tags
+    new_player.move(1, 0)
+    assert (player.x, new_player.x) == (2, 3)
+    assert new_level.get_sprite_at(3, 0) is new_player

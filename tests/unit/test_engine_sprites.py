@@ -1,6 +1,7 @@
 """Sprite behaviour (spec §3; checklist C8-C17, C22, C30) and the exactness of its image cache."""
 
 import copy
+import pickle
 import random
 
 import numpy as np
@@ -82,6 +83,77 @@ def test_aliasing_quirks():  # C16 and Q13
     array = np.array([[1, 2]], dtype=np.int8)
     assert S(array).pixels is array
     assert S(np.array([[1.7]])).pixels.dtype == np.int8
+
+
+def test_public_state_names_follow_every_write_channel():  # §3.2, §3.3
+    sprite = S([[1, 2]], x=1, y=2, tags=["a"])
+    sprite.move(2, 3)
+    assert (sprite.x, sprite.y) == (3, 5)
+    sprite.set_position(7.9, -1)
+    assert (sprite.x, sprite.y) == (7, -1)
+    sprite._x, sprite._y = 500, 6  # games park sprites by writing the state attributes
+    assert (sprite.x, sprite.y) == (500, 6)
+    sprite.set_layer(3)
+    sprite.set_name("n")
+    assert (sprite.layer, sprite.name) == (3, "n")
+    sprite._layer, sprite._name = 4, "m"
+    assert (sprite.layer, sprite.name) == (4, "m")
+    replacement = ["b"]
+    sprite._tags = replacement
+    assert sprite.tags is replacement
+    sprite.tags.append("c")
+    assert sprite._tags == ["b", "c"]
+    copies = [copy.copy(sprite), copy.deepcopy(sprite), sprite.clone(), pickle.loads(pickle.dumps(sprite))]
+    for other in copies:
+        assert (other.x, other.y, other.tags, other.layer, other.name) == (500, 6, ["b", "c"], 4, "m")
+        assert other.tags is other._tags
+    deep = copies[1]
+    deep.move(1, 1)
+    assert (deep.x, sprite.x) == (501, 500)
+    fresh = copy.deepcopy(sprite)  # written before its first read
+    fresh._y = 9
+    assert (fresh.x, fresh.y) == (500, 9)
+    assert not hasattr(fresh, "speed") and getattr(fresh, "speed", 3) == 3
+
+
+def test_pixels_reads_return_the_current_array_after_every_change():
+    # ``pixels`` reads are served from a slot that mirrors __dict__["pixels"] once exposed.
+    sprite = S([[1, 2], [3, 4]])
+    first = sprite.pixels
+    assert first is sprite.__dict__["pixels"] and sprite.pixels is first
+    replacement = np.array([[5]], dtype=np.int8)
+    sprite.pixels = replacement
+    assert sprite.pixels is replacement
+    sprite.color_remap(5, 6)
+    assert sprite.pixels is sprite.__dict__["pixels"] and sprite.pixels.tolist() == [[6]]
+    for other in (sprite.clone(), copy.deepcopy(sprite), pickle.loads(pickle.dumps(sprite))):
+        assert other.pixels is other.__dict__["pixels"] and other.pixels.tolist() == [[6]]
+        other.pixels[0, 0] = 7  # in-place writes through the read array are drawn
+        assert grid(other) == [[7]]
+    assert grid(sprite) == [[6]]
+    shallow = copy.copy(sprite)  # shares the array
+    assert shallow.pixels is sprite.pixels
+    sprite.__init__([[8, 9]])
+    assert sprite.pixels.tolist() == [[8, 9]] and sprite.pixels is sprite.__dict__["pixels"]
+    del sprite.pixels
+    with pytest.raises(AttributeError):
+        sprite.pixels  # noqa: B018
+    bare = S.__new__(S)
+    with pytest.raises(AttributeError):
+        bare.pixels  # noqa: B018
+
+
+def test_public_state_names_are_read_only():  # §3.3: no setters, as in the reference
+    sprite = S([[1]], x=4)
+    for name, value in (("x", 1), ("y", 1), ("tags", []), ("name", "n"), ("layer", 2)):
+        with pytest.raises(AttributeError, match="has no setter"):
+            setattr(sprite, name, value)
+        with pytest.raises(AttributeError):
+            delattr(sprite, name)
+    assert (sprite.x, sprite.y, sprite.tags) == (4, 0, [])
+    del sprite._x  # the property would fail on the missing state attribute
+    with pytest.raises(AttributeError):
+        sprite.x  # noqa: B018
 
 
 def test_clone_normalises_pixels():  # C17
