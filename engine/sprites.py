@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ._attrs import read_only
 from .enums import BlockingMode, InteractionMode
 
 __all__ = ["Sprite"]
@@ -431,25 +432,11 @@ class Sprite(_SpriteLayout):
         return image
 
     # ------------------------------------------------------------------ read-only properties
-    @property
-    def scale(self) -> int:
-        return self._scale
-
-    @property
-    def blocking(self) -> BlockingMode:
-        return self._blocking
-
-    @property
-    def interaction(self) -> InteractionMode:
-        return self._interaction
-
-    @property
-    def mirror_ud(self) -> bool:
-        return self._mirror_ud
-
-    @property
-    def mirror_lr(self) -> bool:
-        return self._mirror_lr
+    scale = read_only("_scale", "int")
+    blocking = read_only("_blocking", "BlockingMode")
+    interaction = read_only("_interaction", "InteractionMode")
+    mirror_ud = read_only("_mirror_ud", "bool")
+    mirror_lr = read_only("_mirror_lr", "bool")
 
     @property
     def is_visible(self) -> bool:
