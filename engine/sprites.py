@@ -477,38 +477,26 @@ class Sprite(_SpriteLayout):
         self.__dict__["_engine_stamp"] = _epoch
 
     def set_rotation(self, rotation: int) -> Sprite:
-        global _epoch
         normalised = int(rotation) % 360
         if normalised not in self.VALID_ROTATIONS:
             raise ValueError(f"Invalid rotation {rotation}: must be one of {sorted(self.VALID_ROTATIONS)}")
-        state = self.__dict__
-        state["rotation"] = normalised
-        state["_engine_cache"] = None
-        _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
-        return self
+        return self._engine_restyle("rotation", normalised)
 
     def rotate(self, delta: int) -> Sprite:
         return self.set_rotation(self.rotation + delta)
 
     def set_scale(self, scale: int) -> Sprite:
-        global _epoch
         value = int(scale)
         if value == 0:
             raise ValueError("Scale cannot be zero")
-        state = self.__dict__
         if value < 0:
             factor = 1 - value
-            height, width = state["pixels"].shape[:2]
+            height, width = self.__dict__["pixels"].shape[:2]
             if height % factor or width % factor:
                 raise ValueError(
                     f"Down-scale factor {factor} must divide the sprite dimensions {width}x{height}"
                 )
-        state["_scale"] = value
-        state["_engine_cache"] = None
-        _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
-        return self
+        return self._engine_restyle("_scale", value)
 
     def adjust_scale(self, delta: int) -> None:
         """Step the scale by +-1 toward ``scale + delta``, skipping 0 (spec §3.9)."""
@@ -535,21 +523,20 @@ class Sprite(_SpriteLayout):
         return self
 
     def set_mirror_ud(self, mirror_ud: bool) -> Sprite:
-        global _epoch
-        state = self.__dict__
-        state["_mirror_ud"] = mirror_ud
-        state["_engine_cache"] = None
-        _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
-        return self
+        return self._engine_restyle("_mirror_ud", mirror_ud)
 
     def set_mirror_lr(self, mirror_lr: bool) -> Sprite:
+        return self._engine_restyle("_mirror_lr", mirror_lr)
+
+    def _engine_restyle(self, key: str, value: Any) -> Sprite:
+        """Store a field the rendered image depends on (rotation, scale, mirrors): the cached image is
+        dropped and the sprite restamped, so cameras re-render it."""
         global _epoch
         state = self.__dict__
-        state["_mirror_lr"] = mirror_lr
+        state[key] = value
         state["_engine_cache"] = None
         _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
+        state["_engine_stamp"] = _epoch
         return self
 
     def set_blocking(self, blocking: BlockingMode) -> Sprite:
