@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ._attrs import read_only
 from ._model import ValidationError
 from .camera import Camera
 from .enums import ActionInput, FrameData, FrameDataRaw, GameAction, GameState
@@ -157,25 +158,11 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
     def current_level(self) -> Level:
         return self._levels[self._current_level_index]
 
-    @property
-    def camera(self) -> Camera:
-        return self._camera
-
-    @property
-    def game_id(self) -> str:
-        return self._game_id
-
-    @property
-    def win_score(self) -> int:
-        return self._win_score
-
-    @property
-    def level_index(self) -> int:
-        return self._current_level_index
-
-    @property
-    def action(self) -> ActionInput:
-        return self._action
+    camera = read_only("_camera", "Camera")
+    game_id = read_only("_game_id", "str")
+    win_score = read_only("_win_score", "int")
+    level_index = read_only("_current_level_index", "int")
+    action = read_only("_action", "ActionInput")
 
     # ------------------------------------------------------------------ the action loop
     def perform_action(self, action_input: ActionInput, raw: bool = False) -> FrameData | FrameDataRaw:

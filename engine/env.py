@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from ._attrs import read_only
 from .base_game import FRAMES_ALL, FRAMES_LAST, FRAMES_NONE, ARCBaseGame
 from .enums import ActionInput, FrameData, FrameDataRaw, GameAction
 from .level import Level, _LazyLevel
@@ -256,13 +257,8 @@ class GameEnv:
         frames = getattr(self.last_response, "frame", None)
         return frames[-1] if frames else None
 
-    @property
-    def state(self) -> Any:
-        return self.game._state
-
-    @property
-    def levels_completed(self) -> int:
-        return self.game._score
+    state = read_only("game._state", "GameState")
+    levels_completed = read_only("game._score", "int")
 
     # ------------------------------------------------------------------ identity and branching
     def state_hash(self) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ._attrs import read_only
 from .enums import BlockingMode, InteractionMode
 
 __all__ = ["Sprite"]
@@ -431,25 +432,11 @@ class Sprite(_SpriteLayout):
         return image
 
     # ------------------------------------------------------------------ read-only properties
-    @property
-    def scale(self) -> int:
-        return self._scale
-
-    @property
-    def blocking(self) -> BlockingMode:
-        return self._blocking
-
-    @property
-    def interaction(self) -> InteractionMode:
-        return self._interaction
-
-    @property
-    def mirror_ud(self) -> bool:
-        return self._mirror_ud
-
-    @property
-    def mirror_lr(self) -> bool:
-        return self._mirror_lr
+    scale = read_only("_scale", "int")
+    blocking = read_only("_blocking", "BlockingMode")
+    interaction = read_only("_interaction", "InteractionMode")
+    mirror_ud = read_only("_mirror_ud", "bool")
+    mirror_lr = read_only("_mirror_lr", "bool")
 
     @property
     def is_visible(self) -> bool:
@@ -490,38 +477,26 @@ class Sprite(_SpriteLayout):
         self.__dict__["_engine_stamp"] = _epoch
 
     def set_rotation(self, rotation: int) -> Sprite:
-        global _epoch
         normalised = int(rotation) % 360
         if normalised not in self.VALID_ROTATIONS:
             raise ValueError(f"Invalid rotation {rotation}: must be one of {sorted(self.VALID_ROTATIONS)}")
-        state = self.__dict__
-        state["rotation"] = normalised
-        state["_engine_cache"] = None
-        _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
-        return self
+        return self._engine_restyle("rotation", normalised)
 
     def rotate(self, delta: int) -> Sprite:
         return self.set_rotation(self.rotation + delta)
 
     def set_scale(self, scale: int) -> Sprite:
-        global _epoch
         value = int(scale)
         if value == 0:
             raise ValueError("Scale cannot be zero")
-        state = self.__dict__
         if value < 0:
             factor = 1 - value
-            height, width = state["pixels"].shape[:2]
+            height, width = self.__dict__["pixels"].shape[:2]
             if height % factor or width % factor:
                 raise ValueError(
                     f"Down-scale factor {factor} must divide the sprite dimensions {width}x{height}"
                 )
-        state["_scale"] = value
-        state["_engine_cache"] = None
-        _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
-        return self
+        return self._engine_restyle("_scale", value)
 
     def adjust_scale(self, delta: int) -> None:
         """Step the scale by +-1 toward ``scale + delta``, skipping 0 (spec §3.9)."""
@@ -548,21 +523,20 @@ class Sprite(_SpriteLayout):
         return self
 
     def set_mirror_ud(self, mirror_ud: bool) -> Sprite:
-        global _epoch
-        state = self.__dict__
-        state["_mirror_ud"] = mirror_ud
-        state["_engine_cache"] = None
-        _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
-        return self
+        return self._engine_restyle("_mirror_ud", mirror_ud)
 
     def set_mirror_lr(self, mirror_lr: bool) -> Sprite:
+        return self._engine_restyle("_mirror_lr", mirror_lr)
+
+    def _engine_restyle(self, key: str, value: Any) -> Sprite:
+        """Store a field the rendered image depends on (rotation, scale, mirrors): the cached image is
+        dropped and the sprite restamped, so cameras re-render it."""
         global _epoch
         state = self.__dict__
-        state["_mirror_lr"] = mirror_lr
+        state[key] = value
         state["_engine_cache"] = None
         _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
+        state["_engine_stamp"] = _epoch
         return self
 
     def set_blocking(self, blocking: BlockingMode) -> Sprite:

@@ -8,6 +8,7 @@ participant differs from its session's, a session ending before it starts); the 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -57,6 +58,14 @@ def read_manifest(ctx: FileContext) -> ReaderOutput:
     def reject(kind: str, i: int, check: str, reason: str, entry: Any, table: str, column: str | None = None):
         out.rejects.append(Reject(f"{kind}[{i}]", check, reason, clip(json.dumps(entry, default=str)), table, column))
 
+    def identified(kind: str, noun: str, id_key: str, table: str) -> Iterator[tuple[int, dict]]:
+        """The entries of `kind` that are objects with a string `id_key`; the others are rejected as missing_id."""
+        for i, entry in enumerate(doc[kind]):
+            if isinstance(entry, dict) and isinstance(entry.get(id_key), str):
+                yield i, entry
+            else:
+                reject(kind, i, "missing_id", f"{noun} without a {id_key}", entry, table, id_key)
+
     participants: dict[str, dict] = {}
     for i, p in enumerate(doc["participants"]):
         pid = p.get("participant_id") if isinstance(p, dict) else None
@@ -74,10 +83,7 @@ def read_manifest(ctx: FileContext) -> ReaderOutput:
                              "attributes_json": json.dumps(attrs, sort_keys=True) if attrs else None}
 
     sessions: dict[str, dict] = {}
-    for i, s in enumerate(doc["sessions"]):
-        if not isinstance(s, dict) or not isinstance(s.get("session_id"), str):
-            reject("sessions", i, "missing_id", "session without a session_id", s, "core_study__sessions", "session_id")
-            continue
+    for i, s in identified("sessions", "session", "session_id", "core_study__sessions"):
         sid, pid = s["session_id"], s.get("participant_id")
         started, ended = _time(s.get("started_at")), _time(s.get("ended_at"))
         problem = None
@@ -99,10 +105,7 @@ def read_manifest(ctx: FileContext) -> ReaderOutput:
                          "cohort": s.get("cohort"), "protocol": s.get("protocol")}
 
     plays: dict[str, dict] = {}
-    for i, p in enumerate(doc["plays"]):
-        if not isinstance(p, dict) or not isinstance(p.get("guid"), str):
-            reject("plays", i, "missing_id", "play without a guid", p, "core_study__session_plays", "guid")
-            continue
+    for i, p in identified("plays", "play", "guid", "core_study__session_plays"):
         guid, sid = p["guid"], p.get("session_id")
         session = sessions.get(sid)
         problem = None

@@ -38,16 +38,15 @@ import altair as alt
 import polars as pl
 
 from pipeline.core.figures import save_figure
-from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
+from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table
 
 from .common import (
     ReportContext,
     ReportInputError,
     clear_previous,
     minutes,
+    publish_report,
     report_manifest,
-    with_labels,
-    write_manifest,
 )
 
 SPIKE_CONDITIONAL_MAX = 0.7
@@ -353,6 +352,13 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
         f"Read from the tables of arcstudy build in {ctx.db_path.name}; baselines under the {rule} rule."))]
     figures: dict[str, dict[str, Path]] = {}
     fig_dir = out_dir / "figures" / "calibration"
+
+    def add_figure(chart, name: str, title: str, caption: str = "") -> None:
+        # A chart with nothing to draw (None) leaves no figure and no section.
+        if chart is not None:
+            figures[name] = save_figure(chart, fig_dir, name)
+            sections.append(Figure(title, figures[name], caption=caption))
+
     if solv.height == 0:
         sections.append(Callout("No calibration data", [
             f"{ctx.db_path} has no built study (out_arc3__game_solvability is empty or missing): run arcstudy "
@@ -410,43 +416,31 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
 
     # -- completion ----------------------------------------------------------------------------------
     games = top_games(attempts, max(len(game_levels), 1))
-    chart = completion_chart(completion, games)
-    if chart is not None:
-        figures["completion_by_level"] = save_figure(chart, fig_dir, "completion_by_level")
-        sections.append(Figure("Completion by level", figures["completion_by_level"],
-                               caption="Share of players who completed each level, with "
-                                       f"{config.solvability.confidence_level:.0%} Wilson intervals."))
+    add_figure(completion_chart(completion, games), "completion_by_level", "Completion by level",
+               caption="Share of players who completed each level, with "
+                       f"{config.solvability.confidence_level:.0%} Wilson intervals.")
     sections.append(Table("Completion rates by level", completion, name="calibration__level_completion",
                           caption="Conditional completion rate: completers of this level / completers of the "
                                   "previous one; drop-off level marks the game's largest fall."))
 
     # -- durations -----------------------------------------------------------------------------------
-    chart = durations_chart(attempts, config)
-    if chart is not None:
-        figures["durations_by_outcome"] = save_figure(chart, fig_dir, "durations_by_outcome")
-        sections.append(Figure("Attempt duration by outcome", figures["durations_by_outcome"],
-                               caption="Analysis attempts, successful (every level) vs not, with the 20-minute "
-                                       "soft limit and the 30-minute cutoff (the paper's Figure 5)."))
+    add_figure(durations_chart(attempts, config), "durations_by_outcome", "Attempt duration by outcome",
+               caption="Analysis attempts, successful (every level) vs not, with the 20-minute "
+                       "soft limit and the 30-minute cutoff (the paper's Figure 5).")
     sections.append(Table("Durations by outcome", durations.with_columns(
         minutes("median_duration_s"), minutes("mean_duration_s"), minutes("p25_duration_s"),
         minutes("p75_duration_s")).drop("median_duration_s", "mean_duration_s", "p25_duration_s", "p75_duration_s"),
         name="calibration__durations_summary", caption="Minutes; scope all is every game together."))
 
     # -- actions by level ----------------------------------------------------------------------------
-    chart = actions_chart(points, games)
-    if chart is not None:
-        figures["actions_by_level"] = save_figure(chart, fig_dir, "actions_by_level")
-        sections.append(Figure("Actions by level", figures["actions_by_level"],
-                               caption="Optimal playthrough (state-graph explorer), best first run (fewest actions "
-                                       f"of any participant) and the {rule} baseline (the paper's Figure 6)."))
+    add_figure(actions_chart(points, games), "actions_by_level", "Actions by level",
+               caption="Optimal playthrough (state-graph explorer), best first run (fewest actions "
+                       f"of any participant) and the {rule} baseline (the paper's Figure 6).")
     sections.append(Table("Reference points by level", points, name="calibration__level_reference_points",
                           caption="Best - optimal is the cost of exploration and learning."))
 
     # -- baselines -----------------------------------------------------------------------------------
-    chart = baseline_chart(comparison, games)
-    if chart is not None:
-        figures["baselines_vs_published"] = save_figure(chart, fig_dir, "baselines_vs_published")
-        sections.append(Figure("Recomputed vs published baselines", figures["baselines_vs_published"]))
+    add_figure(baseline_chart(comparison, games), "baselines_vs_published", "Recomputed vs published baselines")
     n_pub = published.filter(pl.col("game_id").is_in(list(game_levels))).height
     sections.append(Table("Recomputed vs published baselines", comparison, name="calibration__baseline_comparison",
                           caption=f"Recomputed under {rule} from eligible first runs; published = the game's "
@@ -541,10 +535,5 @@ def _finish(ctx: ReportContext, out_dir: Path, sections: list[Section], figures:
         "explore_seconds": explore.seconds, "random_win_threshold": RANDOM_WIN_THRESHOLD,
         "spike_conditional_max": SPIKE_CONDITIONAL_MAX, "effort_spike_ratio": EFFORT_SPIKE_RATIO,
         "baseline_move_min": BASELINE_MOVE_MIN})
-    for paths in figures.values():
-        for path in paths.values():
-            manifest.add_output(path)
-    html = render_report("Calibration report", with_labels(sections, LABELS), manifest, out_dir / "calibration.html",
-                         subtitle="Does each game pass the human inclusion bar, and where do people struggle?")
-    write_manifest(manifest, html)
-    return html
+    return publish_report(manifest, "Calibration report", sections, LABELS, figures, out_dir / "calibration.html",
+                          subtitle="Does each game pass the human inclusion bar, and where do people struggle?")

@@ -21,10 +21,11 @@ import polars as pl
 
 from pipeline.core.manifest import RunManifest, sha256_file
 from pipeline.core.workspace import Workspace
+from pipeline.report.html import render_report
 from schemas import TABLES
 
-__all__ = ["ReportContext", "ReportInputError", "clear_previous", "frame_digest", "minutes", "report_manifest",
-           "upstream_runs", "with_labels", "write_manifest"]
+__all__ = ["ReportContext", "ReportInputError", "clear_previous", "frame_digest", "minutes", "publish_report",
+           "report_manifest", "upstream_runs", "with_labels", "write_manifest"]
 
 
 class ReportInputError(ValueError):
@@ -153,3 +154,15 @@ def write_manifest(manifest: RunManifest, html: Path) -> Path:
     path = html.with_name(html.stem + ".manifest.json")
     path.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
     return path
+
+
+def publish_report(manifest: RunManifest, title: str, sections: Sequence[Any], labels: Mapping[str, str],
+                   figures: Mapping[str, Mapping[str, Path]], html: Path, *, subtitle: str) -> Path:
+    """Every report's last step: its figure files become outputs of its manifest, the page is rendered to
+    `html` (the report's column labels given to its tables) and the manifest is written beside it."""
+    for paths in figures.values():
+        for path in paths.values():
+            manifest.add_output(path)
+    page = render_report(title, with_labels(sections, labels), manifest, html, subtitle=subtitle)
+    write_manifest(manifest, page)
+    return page

@@ -18,10 +18,10 @@ import polars.selectors as cs
 
 from pipeline.harc.published import PAPER
 from pipeline.harc.summary_files import SKIPPED_WITHOUT_EVENTS
-from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
+from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table
 from schemas.vocabulary import HARC_SPLITS
 
-from .common import ReportContext, clear_previous, report_manifest, with_labels, write_manifest
+from .common import ReportContext, clear_previous, publish_report, report_manifest
 
 __all__ = ["PAPER", "choose_release", "versus_paper", "write_harc_report"]
 
@@ -254,10 +254,5 @@ def _finish(ctx: ReportContext, out_dir: Path, sections: list[Section], figures:
             command: str, release: str | None, headline: dict[str, Any]) -> Path:
     manifest = report_manifest(ctx, report="harc", command=command, headline=headline,
                                config={"out": str(out_dir), "release_generation": release})
-    for paths in figures.values():
-        for path in paths.values():
-            manifest.add_output(path)
-    html = render_report("H-ARC report", with_labels(sections, LABELS), manifest, out_dir / "harc.html",
-                         subtitle="Human performance on ARC, regenerated from the traces")
-    write_manifest(manifest, html)
-    return html
+    return publish_report(manifest, "H-ARC report", sections, LABELS, figures, out_dir / "harc.html",
+                          subtitle="Human performance on ARC, regenerated from the traces")

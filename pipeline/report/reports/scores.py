@@ -21,15 +21,14 @@ import altair as alt
 import polars as pl
 
 from pipeline.core.figures import save_figure
-from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table, render_report
+from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table
 
 from .common import (
     ReportContext,
     ReportInputError,
     clear_previous,
+    publish_report,
     report_manifest,
-    with_labels,
-    write_manifest,
 )
 
 __all__ = ["card_file_names", "card_labels", "choose_policy", "recording_stem", "run_costs", "write_scores_report"]
@@ -302,10 +301,5 @@ def _finish(ctx: ReportContext, out_dir: Path, sections: list[Section], figures:
     manifest = report_manifest(ctx, report="scores", command=command, headline=headline,
                                config={"out": str(out_dir), "policy": chosen, "policies_in_db": scored},
                                policy_ids=[chosen, *(p for p in scored if p != chosen)])
-    for paths in figures.values():
-        for path in paths.values():
-            manifest.add_output(path)
-    html = render_report("Scores report", with_labels(sections, LABELS), manifest, out_dir / "scores.html",
-                         subtitle=f"RHAE scores under {chosen}, replay-verified")
-    write_manifest(manifest, html)
-    return html
+    return publish_report(manifest, "Scores report", sections, LABELS, figures, out_dir / "scores.html",
+                          subtitle=f"RHAE scores under {chosen}, replay-verified")
