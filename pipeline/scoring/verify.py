@@ -39,14 +39,14 @@ tolerance scores what it scores; note that it also lets through a change whose v
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from engine.base_game import FRAMES_ALL, FRAMES_NONE
+from engine.base_game import FRAMES_ALL, FRAMES_LAST, FRAMES_NONE
 from engine.enums import ActionInput, GameAction
 from engine.env import GameEnv
 from engine.loader import GameInfo, GameNotFoundError, resolve_game
@@ -56,8 +56,8 @@ from pipeline.recordings.reader import read_recording_file
 
 from .plays import RecordingInput
 
-__all__ = ["PlayCheck", "ReplayResult", "STATUSES", "describe", "divergence_columns", "replay_classified",
-           "verify_recording"]
+__all__ = ["PlayCheck", "ReplayResult", "STATUSES", "describe", "divergence_columns", "render_steps",
+           "replay_classified", "verify_recording"]
 
 STATUSES = ("verified", "divergent", "unverified", "not_replayable")
 
@@ -277,6 +277,28 @@ def replay_steps(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_reset:
     result = replay_classified(env, steps, check_full_reset=check_full_reset)
     d = result.divergence
     return d, result.replayed if d is None else d.step + 1
+
+
+def render_steps(env: GameEnv, steps: Sequence[ReplayStep], *,
+                 on_step: Callable[[], None] | None = None) -> list[np.ndarray | None]:
+    """The settled (last) frame of every step, sending the steps' actions to a fresh ``env`` as
+    ``replay_classified`` does, for display: nothing is compared, so the replay goes on after a divergence (the
+    frames are then the engine's, not necessarily the recorded ones); an exception stops it (later steps get no
+    frame). A step answered with no frame (a post-terminal echo) gets None."""
+    if steps and steps[0].action_id != GameAction.RESET.value:
+        env.reset(frames=FRAMES_NONE)  # the toolkit's opening RESET, absent from older files
+    out: list[np.ndarray | None] = []
+    for step in steps:
+        action = ActionInput(id=step.action_id, data=dict(step.action_data), reasoning=step.reasoning)
+        try:
+            response = env.step(action, frames=FRAMES_LAST)
+        except Exception:  # the game failed here: replay_classified reports it as a divergence
+            break
+        grids = response.frame
+        out.append(np.asarray(grids[-1], dtype=np.uint8) if grids is not None and len(grids) else None)
+        if on_step is not None:
+            on_step()
+    return out
 
 
 def _cells(divergences: Sequence[Divergence]) -> int | None:

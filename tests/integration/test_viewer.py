@@ -190,16 +190,24 @@ def test_long_recording_thousands_of_steps(chromium: Browser, tmp_path: Path):
 
 # ---------------------------------------------------------------------------------------------------- (d)
 def tamper_frame(source: Path, target: Path, *, step: int) -> tuple[int, int, int, int]:
-    """Change a 3x2 block of the settled frame of frame line `step`; returns the bbox (x0, x1, y0, y1)."""
+    """Change a 3x2 block of the settled frame of frame line `step` and of every later one up to the first WIN
+    or GAME_OVER, where the file is cut; returns the bbox (x0, x1, y0, y1). Frames that differ and later match
+    again are a frame-only divergence that reconverged (verified, with a note), and the replay counts the
+    empty frame list of a post-terminal echo as matching: so the file ends before its echo lines."""
     lines = source.read_text().splitlines()
     frame_lines = [i for i, text in enumerate(lines) if '"action_input"' in text]
-    obj = json.loads(lines[frame_lines[step]])
-    grid = obj["data"]["frame"][-1]
-    for y in (20, 21):
-        for x in (30, 31, 32):
-            grid[y][x] = (grid[y][x] + 1) % 16
-    lines[frame_lines[step]] = json.dumps(obj)
-    target.write_text("\n".join(lines) + "\n")
+    end = len(lines)
+    for index in frame_lines[step:]:
+        obj = json.loads(lines[index])
+        grid = obj["data"]["frame"][-1]
+        for y in (20, 21):
+            for x in (30, 31, 32):
+                grid[y][x] = (grid[y][x] + 1) % 16
+        lines[index] = json.dumps(obj)
+        if obj["data"]["state"] in ("WIN", "GAME_OVER"):
+            end = index + 1
+            break
+    target.write_text("\n".join(lines[:end]) + "\n")
     return (30, 32, 20, 21)
 
 

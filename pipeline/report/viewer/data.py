@@ -345,48 +345,23 @@ def game_dirs_for(games: Iterable[Path | str] | None) -> list[Path]:
     return [*(Path(g) for g in games or []), default_environments_dir()]
 
 
-def recording_from_steps(rec: RecordingInput) -> Any:
-    """The steps of a recording (database rows, or a playback script's replay) as an
-    ``engine.recording.Recording`` without pixels, for the engine to re-render. (scoring.verify, which used
-    to provide this, now replays steps directly.)"""
-    from engine.recording import Recording, RecordingLine
-
-    cols = {c: rec.steps[c].to_list() for c in ("line_number", "game_id", "guid", "state", "levels_completed",
-                                                 "win_levels", "is_full_reset", "available_actions", "click_x",
-                                                 "click_y")}
-    lines = []
-    for i, record in enumerate(rec.records):  # records carry recovered action ids when there are any
-        data: dict[str, Any] = {"game_id": cols["game_id"][i], "state": cols["state"][i],
-                                "levels_completed": cols["levels_completed"][i], "guid": cols["guid"][i]}
-        for name, column in (("win_levels", "win_levels"), ("full_reset", "is_full_reset"),
-                             ("available_actions", "available_actions")):
-            if cols[column][i] is not None:
-                data[name] = cols[column][i]
-        action_data = {}
-        if record.action_id == 6 and cols["click_x"][i] is not None:
-            action_data = {"x": cols["click_x"][i], "y": cols["click_y"][i]}
-        data["action_input"] = {"id": record.action_id, "data": action_data}
-        lines.append(RecordingLine(line_no=cols["line_number"][i], timestamp=None, data=data, is_frame=True,
-                                   action_id=record.action_id, action_data=action_data))
-    return Recording(path=None, lines=lines)
-
-
-def _replayed_recording(source: ViewerSource) -> Any:
-    rec = source.recording
-    # a playback script's file holds no engine output: its steps (from the replay) are what is rendered
-    file_ok = source.kind == "file" and not rec.recovered and rec.script is None
-    return rec.path if file_ok else recording_from_steps(rec)
-
-
 def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, *, verify: bool = True,
                       only_reset_levels: bool | None = None,
                       on_step: Callable[[], None] | None = None) -> Verification:
     """Replay status by `scoring.verify.verify_recording` (the score's check) over the folders `games`; when the
     page has no recorded frames, or its frames come from the Parquet store, the engine also renders every step
-    (the Parquet pixels are then compared with the engine's, a difference being a divergence)."""
+    by `scoring.verify.render_steps` over the same steps the check replayed (the recording file's, else the
+    stored ones), and the Parquet pixels are then compared with the engine's, a difference being a divergence."""
+    from engine.env import GameEnv
     from engine.loader import resolve_game
     from engine.replay import Divergence
-    from pipeline.scoring.verify import describe, verify_recording
+    from pipeline.scoring.verify import (
+        describe,
+        render_steps,
+        steps_from_file,
+        steps_from_table,
+        verify_recording,
+    )
 
     if not verify:
         return Verification("unverified", "replay verification switched off (--no-verify)")
@@ -405,8 +380,11 @@ def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, 
     verification = Verification("verified", "", game_source=str(info.source) if info.source else None,
                                 game_sha256=checks[0].game_source_sha256)
     if source.recorded_frames is None or source.frames_origin == "parquet":
-        verification.rendered = fr.render_frames(_replayed_recording(source), dirs, rec.game_id,
-                                                 only_reset_levels=rec.is_only_reset_levels, on_step=on_step)
+        # the steps scoring replayed (a playback script's and recovered ids included), on a fresh instance
+        env = GameEnv(info, only_reset_levels=rec.is_only_reset_levels)
+        steps = steps_from_file(rec) if source.kind == "file" else steps_from_table(rec)
+        verification.rendered = [None if f is None else fr.as_grid(f)
+                                 for f in render_steps(env, steps, on_step=on_step)]
     first = divergent.divergence if divergent is not None else None
     lines = source.line_numbers
     if source.frames_origin == "parquet" and source.recorded_frames is not None and verification.rendered:

@@ -1,5 +1,6 @@
-"""Frame pixels for display: the settled (last) frame of every step, from the recording file, from the frames
-Parquet written by `arcstudy ingest --keep-frames`, or re-rendered by replaying the actions through the engine.
+"""Frame pixels for display: the settled (last) frame of every step, from the recording file or from the frames
+Parquet written by `arcstudy ingest --keep-frames` (frames re-rendered by the engine come from
+`pipeline.scoring.verify.render_steps`).
 
 Frames are 64x64 grids of colour indices 0-15 (uint8); a step whose response carried no frame (a post-terminal
 echo) has None.
@@ -7,8 +8,7 @@ echo) has None.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +16,7 @@ import numpy as np
 
 from pipeline.recordings.frames import FrameError, decode_frames, split_frame_field
 
-__all__ = ["GRID", "as_grid", "display_frames", "file_frames", "first_frame_difference", "parquet_frames",
-           "render_frames"]
+__all__ = ["GRID", "as_grid", "display_frames", "file_frames", "first_frame_difference", "parquet_frames"]
 
 GRID = 64
 
@@ -73,44 +72,6 @@ def parquet_frames(path: Path, line_numbers: Sequence[int]) -> list[Frame]:
         for row, blob in zip(rows, table.take(rows).column("pixels").to_pylist(), strict=True):
             found[numbers[row]] = as_grid(np.frombuffer(blob, dtype=np.uint8).reshape(GRID, GRID))
     return [found.get(int(n)) for n in line_numbers]
-
-
-class _CapturingEnv:
-    """Wraps a fresh GameEnv for engine.replay and keeps the settled frame of every replayed step."""
-
-    def __init__(self, env: Any, on_step: Callable[[], None] | None = None) -> None:
-        self.env = env
-        self.on_step = on_step
-        self.frames: list[Frame] = []
-
-    def reset(self, *, frames: str | None = None) -> Any:
-        return self.env.reset(frames=frames)
-
-    def step(self, action: Any, data: Mapping[str, Any] | None = None, *, reasoning: Any = None,
-             frames: str | None = None) -> Any:
-        from engine.base_game import FRAMES_LAST
-
-        response = self.env.step(action, data, reasoning=reasoning, frames=FRAMES_LAST)
-        grids = getattr(response, "frame", None)
-        self.frames.append(as_grid(grids[-1]) if grids is not None and len(grids) else None)
-        if self.on_step is not None:
-            self.on_step()
-        return response
-
-
-def render_frames(recording: Any, game_dirs: Iterable[Path], game_id: str, *, only_reset_levels: bool,
-                  on_step: Callable[[], None] | None = None) -> list[Frame]:
-    """The settled frame of every step, replaying `recording` (a path or an engine.recording.Recording) on a
-    fresh instance of the game. The replay keeps going after a divergence, so every step gets a frame (the
-    engine's, which after a divergence need not be the recorded one). Raises what loading the game raises."""
-    import engine
-    from engine.replay import replay
-
-    env = engine.make(game_id, list(game_dirs), only_reset_levels=only_reset_levels)
-    wrapper = _CapturingEnv(env, on_step)
-    replay(recording, only_reset_levels=only_reset_levels, compare_frames=False, check_full_reset=False,
-           max_divergences=sys.maxsize, env=wrapper)  # type: ignore[arg-type]  # never stop early
-    return wrapper.frames
 
 
 def first_frame_difference(stored: Sequence[Frame], rendered: Sequence[Frame], limit: int
