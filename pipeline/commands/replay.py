@@ -14,6 +14,7 @@ from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, GameVersionOption, comma
 
 
 def replay_command(
+    ctx: typer.Context,
     script: Annotated[Path, typer.Argument(help="A playback file: one `{\"data\": {\"action_input\": ...}}` action "
                                            "per line (spec/formats.md §A.7).", exists=True, dir_okay=False,
                                            show_default=False)],
@@ -43,7 +44,7 @@ def replay_command(
     if out_file.resolve() == script.resolve():
         raise fail("--out must not be the script itself", EXIT_USAGE)
     game_dirs = [*(games or []), default_environments_dir()]
-    manifest = RunManifest(command=command_line("replay"), config={
+    manifest = RunManifest(command=command_line(ctx), config={
         "script": str(script), "out": str(out_file), "games": [str(g) for g in games or []], "frames": frames,
         "game_version": game_version})
     try:

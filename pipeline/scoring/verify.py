@@ -263,7 +263,7 @@ def replay_classified(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_r
         frame = _frame_divergence(step, index, response)
         if frame is not None:
             pending.append(frame)
-        elif step.n_frames is not None and pending:  # frames match again: the stretch reconverged
+        elif step.n_frames and pending:  # frames match again (an empty echo frame proves nothing): reconverged
             result.frame_only += pending
             result.reconverged += [index] * len(pending)
             pending = []
