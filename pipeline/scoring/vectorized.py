@@ -80,7 +80,7 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
     games = games.select(list(GAMES_SCHEMA)).cast(GAMES_SCHEMA)  # type: ignore[arg-type]
     if games["game_id"].is_duplicated().any():
         raise ValueError("games: one row per game_id expected")
-    if plays["play_id"].n_unique() != plays.height:
+    if _has_duplicates(plays["play_id"]):
         raise ValueError("plays: play_id must be unique")
 
     # Games of the plays, as codes into their sorted distinct ids (game-id order is the output order).
@@ -138,6 +138,12 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
                             _layout=layout if layout.plays.size else None)
 
 
+def _has_duplicates(values: pl.Series) -> bool:
+    """Exact, but first on 64-bit hashes (about 3x cheaper than hashing the strings into a set): distinct
+    hashes prove distinct values; only a hash collision needs the exact count."""
+    return values.hash().n_unique() != values.len() and values.n_unique() != values.len()
+
+
 def _list_layout(values: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lengths (null lists: 0), start offsets and flat values of a list column (Arrow buffers, no Python)."""
     arrow = values.rechunk().to_arrow()
@@ -171,11 +177,10 @@ class _Layout:
     def blocks(self):
         """(plays, n) for blocks of at most BLOCK_PLAYS scorable plays with ``n`` levels each."""
         n = self.n[self.plays]
-        order = np.argsort(n, kind="stable")
-        for group in np.split(order, np.flatnonzero(np.diff(n[order])) + 1):
-            if group.size:
-                for lo in range(0, group.size, BLOCK_PLAYS):
-                    yield self.plays[group[lo:lo + BLOCK_PLAYS]], int(n[group[0]])
+        for size in np.flatnonzero(np.bincount(n)).tolist():  # the level counts present (a few), no sort
+            group = np.flatnonzero(n == size)
+            for lo in range(0, group.size, BLOCK_PLAYS):
+                yield self.plays[group[lo:lo + BLOCK_PLAYS]], size
 
     def block(self, plays: np.ndarray, n: int, keep_levels: bool = False) -> dict[str, np.ndarray | None]:
         """The block's play scores (rhae.game_score_from_levels: the weighted sum adds the levels left to right,
