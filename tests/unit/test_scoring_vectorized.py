@@ -185,3 +185,18 @@ def test_pure_reference_loop_agrees_on_a_single_game():
     plays_frame, games_frame = frames({game_id: games[game_id]}, [(game_id, p) for p in mine])
     v = score_plays_frame(plays_frame, games_frame, "arc-agi-3/2026-04")
     assert v.games["score"][0] == pure.score
+
+
+def test_python_pow_is_bit_identical_on_rounding_midpoints():
+    """The squares near a rounding midpoint (where r * r and C pow differ) are the ones re-done in Python."""
+    import numpy as np
+
+    from pipeline.scoring.vectorized import _python_pow
+
+    rng = np.random.default_rng(11)
+    ratios = rng.integers(1, 400, 200_000) / rng.integers(1, 9000, 200_000)
+    expected = [r ** 2 for r in ratios.tolist()]
+    assert sum(a != b for a, b in zip((ratios * ratios).tolist(), expected, strict=True)) > 10  # they exist
+    assert _python_pow(ratios, 2).tolist() == expected
+    assert _python_pow(ratios, 3).tolist() == [r ** 3 for r in ratios.tolist()]
+    assert _python_pow(ratios, 1).tolist() == ratios.tolist()
