@@ -147,10 +147,10 @@ def _has_duplicates(values: pl.Series) -> bool:
 def _list_layout(values: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lengths (null lists: 0), start offsets and flat values of a list column (Arrow buffers, no Python)."""
     arrow = values.rechunk().to_arrow()
-    lengths = arrow.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    lengths = arrow.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     starts = np.zeros(lengths.size, dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
-    flat = arrow.flatten().to_numpy(zero_copy_only=False).astype(np.int64)
+    flat = arrow.flatten().to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     return lengths, starts, flat
 
 
@@ -213,7 +213,8 @@ class _Layout:
             sj = np.zeros(size)
             sj[scored] = np.minimum(float(pol.level_cap),
                                     100.0 * _python_pow(bj[scored] / aj[scored], pol.efficiency_exponent))
-            sj[live & ~acted] = zero_action
+            if zero_action:  # a completed level without actions (toolkit guard: 0 under 2026-04)
+                sj[live & ~acted] = zero_action
             if self.base_budget is not None:
                 budget = self.base_budget[base + j]
                 over = done & (aj > budget)
