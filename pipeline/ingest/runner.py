@@ -149,7 +149,7 @@ def validate_table(name: str, df: pl.DataFrame) -> ValidationResult:
     check of the schema evaluated in one polars select, `_clean_check`) is returned as is; anything
     suspicious goes through pandera, which then reports every failure with its rule and reason."""
     columns, dtypes, suspects = _clean_check(name)
-    if df.columns == columns and all(df.schema[c] == t for c, t in dtypes.items()):
+    if df.columns == columns and df.dtypes == list(dtypes.values()):
         if not any(df.select(suspects).row(0)):
             return ValidationResult(valid=df, failures=[])
     return validate_frame(name, df)
@@ -159,7 +159,7 @@ def conformed(name: str, df: pl.DataFrame) -> pl.DataFrame:
     """`conform`, skipped when the frame already has the table's columns, order and dtypes (most readers'
     frames do; a select per table and file is a large share of a small file's cost)."""
     columns, dtypes, _ = _clean_check(name)
-    if df.columns == columns and all(df.schema[c] == t for c, t in dtypes.items()):
+    if df.columns == columns and df.dtypes == list(dtypes.values()):
         return df
     return conform(name, df)
 
@@ -342,7 +342,8 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
         _insert_validated(ws, "raw_ingest__files", file_row, con)
         for name, df in output.tables.items():
             ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
-        _insert_validated(ws, "quarantine", quarantine, con)
+        if quarantine.height:
+            _insert_validated(ws, "quarantine", quarantine, con)
     status = "replaced" if replaced else "loaded"
     message = f"replaced {len(replaced)} older version(s) of this path" if replaced else ""
     return FileReport(path, status, prepared.fmt_name, output.n_records(), quarantine.height, message,
