@@ -85,7 +85,8 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
 
     # Games of the plays, as codes into their sorted distinct ids (game-id order is the output order).
     game_ids = plays["game_id"].unique().sort()
-    code = plays["game_id"].replace_strict(game_ids, np.arange(game_ids.len()), return_dtype=pl.Int64).to_numpy()
+    code = plays["game_id"].replace_strict(game_ids, np.arange(game_ids.len()), return_dtype=pl.Int64
+                                           ).to_numpy().astype(np.int64, copy=False)  # (empty: not int)
     n_games = game_ids.len()
     base_n, base_start, base_values = _list_layout(games["baseline_actions"])
     row_of = {g: i for i, g in enumerate(games["game_id"].to_list())}

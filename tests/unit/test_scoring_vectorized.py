@@ -200,3 +200,12 @@ def test_python_pow_is_bit_identical_on_rounding_midpoints():
     assert _python_pow(ratios, 2).tolist() == expected
     assert _python_pow(ratios, 3).tolist() == [r ** 3 for r in ratios.tolist()]
     assert _python_pow(ratios, 1).tolist() == ratios.tolist()
+
+
+def test_no_plays_at_all():
+    """A card whose plays were all excluded: empty tables with the usual columns, total 0."""
+    plays = pl.DataFrame(schema={"play_id": pl.String, "game_id": pl.String, "run_order": pl.Int64,
+                                 "actions": pl.Int64, "cumulative": pl.List(pl.Int64)})
+    v = score_plays_frame(plays, pl.DataFrame({"game_id": ["x001-0123abcd"], "baseline_actions": [[3]]}))
+    assert v.runs.height == v.games.height == v.levels.height == 0 and v.total == 0.0
+    assert v.runs.columns[-1] == "is_best" and v.games.columns == ["game_id", "score", "best_play_id", "n_runs"]
