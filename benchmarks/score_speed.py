@@ -3,15 +3,18 @@
 1. Generates N synthetic plays (default 1,000,000; seeded) over a few hundred games with baselines of 3-10
    levels: levels completed 0..n (a few plays complete more levels than the baseline lists, a few games have
    no baseline or no metadata), per-level actions from 1 to ~5x the baseline.
-2. Scores them with ``pipeline.scoring.vectorized.score_plays_frame`` (polars, set-based) and with a
+2. Scores them with ``pipeline.scoring.vectorized.score_plays_frame`` (numpy, set-based) and with a
    straightforward loop of the pure functions (``pipeline.scoring.rhae.score_game`` per game over
    ``CardPlay`` objects) under the same policy, in the same run; checks that both give the same numbers
-   (max absolute difference of run, game and total scores) and prints the times and their ratio.
+   (bit for bit: every run score, every game score, the total; exit 1 otherwise) and prints the times, the
+   CPU times and the peak RSS of the set-based scorer.
 3. Replays the conformance fixture recordings (shared/samples/arc-agi-3/fixtures on
    shared/conformance/environment_files) through ``pipeline.scoring.verify`` from the files (pixels compared)
    and from their ingested steps (frame hashes compared), and prints steps/s for each.
 
-No assertion on time (machines here are shared and noisy):
+The last line is the headline: the set-based scorer's speed-up over the per-play loop in CPU time (per-core
+speed; wall clock alongside), its peak RSS, and whether the numbers are identical. No assertion on time
+(machines here are shared and noisy):
 
     python benchmarks/score_speed.py [--plays 1000000] [--policy arc-agi-3/2026-04] [--replay-rounds 3]
 """
@@ -19,6 +22,7 @@ No assertion on time (machines here are shared and noisy):
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 from pathlib import Path
 
@@ -65,9 +69,9 @@ def synthetic(n_plays: int, n_games: int = 400, seed: int = 7) -> tuple[pl.DataF
     return plays, pl.DataFrame(games, schema={"game_id": pl.String, "baseline_actions": pl.List(pl.Int64)})
 
 
-def loop_scores(plays: pl.DataFrame, games: pl.DataFrame, policy) -> tuple[dict, dict, float, float, float]:
+def loop_scores(plays: pl.DataFrame, games: pl.DataFrame, policy) -> tuple[dict, dict, float, float, float, float]:
     """The per-play Python loop: CardPlay objects, then score_game per game (rhae). Returns run scores, game
-    scores, total, and the seconds spent building objects and scoring."""
+    scores, total, the seconds spent building objects and scoring, and the CPU seconds of the scoring."""
     t0 = time.perf_counter()
     baselines = {g: v for g, v in games.iter_rows()}
     by_game: dict[str, list[tuple[str, CardPlay]]] = {}
@@ -76,7 +80,7 @@ def loop_scores(plays: pl.DataFrame, games: pl.DataFrame, policy) -> tuple[dict,
         by_game.setdefault(gid, []).append((pid, CardPlay(
             guid=pid, actions=actions, resets=0, state="NOT_FINISHED", levels_completed=len(cumulative),
             actions_by_level=tuple((i + 1, c) for i, c in enumerate(cumulative)))))
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     runs, game_scores = {}, {}
     for gid in sorted(by_game):
         pairs = by_game[gid]
@@ -85,8 +89,8 @@ def loop_scores(plays: pl.DataFrame, games: pl.DataFrame, policy) -> tuple[dict,
         for (pid, _), run in zip(pairs, result.plays, strict=True):
             runs[pid] = run.score
     total = sum(game_scores[g] for g in sorted(game_scores)) / len(game_scores)
-    t2 = time.perf_counter()
-    return runs, game_scores, total, t1 - t0, t2 - t1
+    t2, c2 = time.perf_counter(), time.process_time()
+    return runs, game_scores, total, t1 - t0, t2 - t1, c2 - c1
 
 
 def replay_throughput(rounds: int) -> None:
@@ -114,6 +118,10 @@ def replay_throughput(rounds: int) -> None:
               f"{dt:.2f} s = {rounds * n_steps / dt:,.0f} steps/s")
 
 
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--plays", type=int, default=1_000_000)
@@ -126,28 +134,42 @@ def main() -> None:
     t0 = time.perf_counter()
     plays, games = synthetic(args.plays, seed=args.seed)
     print(f"generated {plays.height:,} plays over {plays['game_id'].n_unique()} games "
-          f"({plays['cumulative'].list.len().sum():,} completed levels) in {time.perf_counter() - t0:.1f} s")
+          f"({plays['cumulative'].list.len().sum():,} completed levels) in {time.perf_counter() - t0:.1f} s; "
+          f"peak RSS so far {peak_rss_mb():,.0f} MB")
 
     t0, c0 = time.perf_counter(), time.process_time()
     v = score_plays_frame(plays, games, policy)
     t_set, c_set = time.perf_counter() - t0, time.process_time() - c0
-    print(f"set-based (polars), {policy.policy_id}: {t_set:.2f} s = {plays.height / t_set:,.0f} plays/s "
-          f"(CPU {c_set:.2f} s over all threads)")
+    rss_set = peak_rss_mb()
+    print(f"set-based (numpy), {policy.policy_id}: {t_set:.2f} s = {plays.height / t_set:,.0f} plays/s "
+          f"(CPU {c_set:.2f} s over all threads); peak RSS {rss_set:,.0f} MB")
+    t0, c0 = time.perf_counter(), time.process_time()
+    n_level_rows = v.levels.height
+    t_lv, c_lv = time.perf_counter() - t0, time.process_time() - c0
+    print(f"  + levels table ({n_level_rows:,} rows, built on first access): {t_lv:.2f} s (CPU {c_lv:.2f} s); "
+          f"peak RSS {peak_rss_mb():,.0f} MB")
 
     c0 = time.process_time()
-    runs, game_scores, total, t_build, t_loop = loop_scores(plays, games, policy)
-    c_loop = time.process_time() - c0
-    print(f"per-play loop (rhae.score_game): {t_loop:.2f} s = {plays.height / t_loop:,.0f} plays/s "
-          f"(+ {t_build:.2f} s building CardPlay objects, not counted; CPU {c_loop:.2f} s including them)")
-    print(f"ratio loop / set-based: {t_loop / t_set:.1f}x wall clock")
+    runs, game_scores, total, t_build, t_loop, c_loop = loop_scores(plays, games, policy)
+    print(f"per-play loop (rhae.score_game): {t_loop:.2f} s = {plays.height / t_loop:,.0f} plays/s (CPU {c_loop:.2f} s; "
+          f"+ {t_build:.2f} s building CardPlay objects, not counted)")
 
+    # Equality, not closeness: every run score, every game score and the total, bit for bit.
     mine = dict(v.runs.select("play_id", "score").iter_rows())
-    run_diff = max(abs(mine[p] - s) for p, s in runs.items())
-    game_diff = max(abs(s - game_scores[g]) for g, s in v.games.select("game_id", "score").iter_rows())
-    print(f"agreement: max |run diff| {run_diff:.3g}, max |game diff| {game_diff:.3g}, "
-          f"|total diff| {abs(v.total - total):.3g} (total {total:.6f})")
+    n_run_diff = sum(mine[p] != s for p, s in runs.items())
+    n_game_diff = sum(s != game_scores[g] for g, s in v.games.select("game_id", "score").iter_rows())
+    equal = n_run_diff == 0 and n_game_diff == 0 and v.total == total and len(mine) == len(runs)
+    print(f"agreement: {len(runs):,} run scores ({n_run_diff} differ), {len(game_scores)} game scores "
+          f"({n_game_diff} differ), total {v.total!r} vs {total!r}: {'identical' if equal else 'DIFFERENT'}")
 
     replay_throughput(args.replay_rounds)
+    # Headline last: per-core speed is CPU time (polars may use a second thread; the machine is shared, so
+    # wall clock is printed too).
+    print(f"headline: set-based scoring of {plays.height:,} plays is {c_loop / c_set:.1f}x the per-play loop in CPU "
+          f"time ({t_loop / t_set:.1f}x wall clock; {c_loop / (c_set + c_lv):.1f}x CPU with the levels table), "
+          f"peak RSS {rss_set:,.0f} MB, numbers {'identical' if equal else 'DIFFERENT'}")
+    if not equal:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import hashlib
 import stat
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 import polars as pl
@@ -25,7 +25,7 @@ from pipeline.core.workspace import Workspace
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import FORMATS, InputFormat, detect
 from schemas import validate_frame
-from schemas.validate import conform
+from schemas.validate import ValidationResult, conform
 
 SKIP_DIR_NAMES = {".git", "__pycache__", ".venv"}
 # Not inputs: test sidecars beside sample recordings, and game source code in environment folders
@@ -93,7 +93,8 @@ def _quarantine_rows(ctx: FileContext, fmt_name: str | None, rejects: list[Rejec
             "reason": r.reason,
             "raw_text": clip(r.raw_text),
         })
-    return conform("quarantine", rows).unique("quarantine_id", keep="first", maintain_order=True)
+    frame = conform("quarantine", rows)
+    return frame.unique("quarantine_id", keep="first", maintain_order=True) if len(rows) > 1 else frame
 
 
 def _location_column(df: pl.DataFrame) -> str | None:
@@ -103,11 +104,68 @@ def _location_column(df: pl.DataFrame) -> str | None:
     return None
 
 
+@cache
+def _clean_check(table_name: str) -> tuple[list[str], dict[str, pl.DataType], list[pl.Expr]]:
+    """The table's schema as one polars select that is true when some row may fail it. Built from the same
+    field definitions as the pandera schema (`schemas.generate.pandera_schema`: dtype, nullability, ge, le,
+    isin, regex as pandera's str_matches, plus the primary key), with pandera's conventions: NaN counts as
+    null, a check ignores nulls. Importing pandera is not needed for a clean frame."""
+    from schemas import TABLES
+    from schemas.fields import FIELDS
+    from schemas.generate import is_nullable
+    from schemas.model import polars_dtype
+
+    table = TABLES[table_name]
+    dtypes: dict[str, pl.DataType] = {}
+    suspects: list[pl.Expr] = []
+    for name in table.columns:
+        f = FIELDS[name]
+        dtypes[name] = polars_dtype(f.dtype)
+        col = pl.col(name)
+        if dtypes[name] in (pl.Float32, pl.Float64):
+            suspects.append(col.is_nan().any())  # NaN compares oddly: let pandera judge it
+        if not is_nullable(table, name):
+            suspects.append(col.is_null().any())
+        if f.ge is not None:
+            suspects.append((col < f.ge).any())
+        if f.le is not None:
+            suspects.append((col > f.le).any())
+        if f.isin is not None:
+            suspects.append((~col.is_in(list(f.isin))).any())
+        if f.regex is not None:
+            suspects.append((~col.str.contains(f.regex if f.regex.startswith("^") else f"^{f.regex}")).any())
+    key = list(table.primary_key)
+    if key:
+        suspects.append(pl.any_horizontal([pl.col(k).is_null() for k in key]).any())
+        suspects.append((pl.struct(key) if len(key) > 1 else pl.col(key[0])).is_duplicated().any())
+    return list(dtypes), dtypes, [e.alias(f"s{i}") for i, e in enumerate(suspects)]
+
+
+def validate_table(name: str, df: pl.DataFrame) -> ValidationResult:
+    """`schemas.validate_frame`, with a shortcut for the usual case: a frame that certainly passes (every
+    check of the schema evaluated in one polars select, `_clean_check`) is returned as is; anything
+    suspicious goes through pandera, which then reports every failure with its rule and reason."""
+    columns, dtypes, suspects = _clean_check(name)
+    if df.columns == columns and df.dtypes == list(dtypes.values()):
+        if not any(df.select(suspects).row(0)):
+            return ValidationResult(valid=df, failures=[])
+    return validate_frame(name, df)
+
+
+def conformed(name: str, df: pl.DataFrame) -> pl.DataFrame:
+    """`conform`, skipped when the frame already has the table's columns, order and dtypes (most readers'
+    frames do; a select per table and file is a large share of a small file's cost)."""
+    columns, dtypes, _ = _clean_check(name)
+    if df.columns == columns and df.dtypes == list(dtypes.values()):
+        return df
+    return conform(name, df)
+
+
 def validate_output(output: ReaderOutput) -> None:
     """Run each table's schema; rows that fail move from the table to the rejects, one reject per failure."""
     for name, df in list(output.tables.items()):
-        df = conform(name, df)
-        result = validate_frame(name, df)
+        df = conformed(name, df)
+        result = validate_table(name, df)
         if result.failures:
             loc_col = _location_column(df)
             for f in result.failures:
@@ -261,12 +319,13 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
     assert output is not None and ctx.file_id is not None
     # Workers judged "seen before" against the database as it was when the run started; an identical file
     # committed earlier in this same run is only visible here.
-    if ws.read("SELECT 1 FROM raw_ingest__files WHERE file_id = ?", [ctx.file_id]).height:
+    earlier = ws.read("SELECT file_id FROM raw_ingest__files WHERE file_id = ? OR file_path = ?",
+                      [ctx.file_id, str(path)])["file_id"].to_list()  # one query for both questions
+    if ctx.file_id in earlier:
         if not prepared.force:
             return FileReport(path, "skipped", message="same content as a file ingested earlier in this run")
         prepared.seen_before = True
-    replaced = ws.read("SELECT file_id FROM raw_ingest__files WHERE file_path = ? AND file_id <> ?",
-                       [str(path), ctx.file_id])["file_id"].to_list()
+    replaced = [f for f in dict.fromkeys(earlier) if f != ctx.file_id]
     drop_cross_file_duplicates(ws, output, [ctx.file_id, *replaced])
     quarantine = _quarantine_rows(ctx, prepared.fmt_name, output.rejects)
     file_row = conform("raw_ingest__files", [{
@@ -280,14 +339,22 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
         for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
             _delete_file_rows(ws, con, old_id)
         con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
-        ws.insert_frame("raw_ingest__files", file_row, con=con)
+        _insert_validated(ws, "raw_ingest__files", file_row, con)
         for name, df in output.tables.items():
             ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
-        ws.insert_frame("quarantine", quarantine, con=con)
+        if quarantine.height:
+            _insert_validated(ws, "quarantine", quarantine, con)
     status = "replaced" if replaced else "loaded"
     message = f"replaced {len(replaced)} older version(s) of this path" if replaced else ""
     return FileReport(path, status, prepared.fmt_name, output.n_records(), quarantine.height, message,
                       {n: df.height for n, df in output.tables.items()})
+
+
+def _insert_validated(ws: Workspace, name: str, df: pl.DataFrame, con) -> None:
+    """`Workspace.insert_frame` with its validation through `validate_table` (its shortcut for clean frames);
+    a frame that fails is handed to insert_frame's own check, which refuses it with every failure listed."""
+    df = conformed(name, df)
+    ws.insert_frame(name, df, con=con, validate=not validate_table(name, df).ok)
 
 
 def ingest_file(ws: Workspace, path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
@@ -313,7 +380,7 @@ def _write_file_failure(ws: Workspace, ctx: FileContext, fmt_name: str | None, c
     with ws.transaction() as con:
         if ctx.file_id:
             con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])
-        ws.insert_frame("quarantine", rows, con=con)
+        _insert_validated(ws, "quarantine", rows, con)
 
 
 PARALLEL_MIN_BYTES = 256 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""Set-based RHAE scoring in polars: the rules of ``pipeline.scoring.rhae`` over whole tables of plays.
+"""Set-based RHAE scoring: the rules of ``pipeline.scoring.rhae`` over whole tables of plays, in numpy.
 
 Same rules, same arithmetic, same order of floating-point operations as the pure functions, so the numbers are
 the same (tests/unit/test_scoring_vectorized.py compares both on thousands of random plays):
@@ -9,8 +9,8 @@ the same (tests/unit/test_scoring_vectorized.py compares both on thousands of ra
   message (``rhae.unscorable_reason``);
 - level score ``min(cap, 100 * (b/a) ** k)`` when completed with ``a > 0`` and ``b > 0``; the policy's action
   cutoff zeroes the first completed level over ``ceil(m * b)`` and every later one;
-- play score: weighted mean, summed level by level in level order (a sequential cumulative sum, as Python's
-  ``sum``), capped by the weighted share of positive levels when the policy says so;
+- play score: weighted mean, summed level by level in level order (a sequential sum, as Python's ``sum``),
+  capped by the weighted share of positive levels when the policy says so;
 - game score: the best play (first one on ties, in ``run_order``); total: mean over games in game-id order.
 
 Input frames:
@@ -22,12 +22,20 @@ unique within a game),
 
 ``games``: ``game_id``, ``baseline_actions`` (list[int], null or empty = metadata without a baseline). A game
 absent from ``games`` has no metadata.
+
+How: numpy over the Arrow buffers of the list columns; nothing runs in Python per play or per level. Scorable
+plays are taken in blocks of plays with the same number of baseline levels ``n`` (at most ``BLOCK_PLAYS``),
+as ``plays x n`` matrices filled level by level, so memory stays flat in the number of plays and every
+running quantity (the cumulative count, the cutoff, the weighted sum) is one vector per level. The
+``levels`` table is built from the same blocks on first access.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
 from .policies import ScoringPolicy, get_policy
@@ -38,27 +46,30 @@ __all__ = ["VectorizedScores", "score_plays_frame"]
 PLAYS_SCHEMA = {"play_id": pl.String, "game_id": pl.String, "run_order": pl.Int64, "actions": pl.Int64,
                 "cumulative": pl.List(pl.Int64)}
 GAMES_SCHEMA = {"game_id": pl.String, "baseline_actions": pl.List(pl.Int64)}
+LEVELS_SCHEMA = {"play_id": pl.String, "game_id": pl.String, "level_index": pl.Int64, "level_actions": pl.Int64,
+                 "level_baseline": pl.Int64, "is_level_completed": pl.Boolean, "level_budget": pl.Int64,
+                 "level_score": pl.Float64}
+BLOCK_PLAYS = 1 << 14  # plays per block: level vectors of 128 KiB, which stay in cache
 
 
 @dataclass(frozen=True)
 class VectorizedScores:
     """``runs``: one row per play in input order (play_id, game_id, run_order, score, levels_completed, message,
     cutoff_level, n_levels, is_best). ``levels``: one row per scorable play and baseline level (play_id, game_id, level_index,
-    level_actions, level_baseline, is_level_completed, level_budget, level_score). ``games``: one row per game
-    with plays (game_id, score, best_play_id, n_runs). ``total``: mean of the game scores."""
+    level_actions, level_baseline, is_level_completed, level_budget, level_score), built on first access. ``games``:
+    one row per game with plays (game_id, score, best_play_id, n_runs). ``total``: mean of the game scores."""
 
     policy_id: str
     runs: pl.DataFrame
-    levels: pl.DataFrame
     games: pl.DataFrame
     total: float
+    _layout: _Layout | None = field(default=None, repr=False, compare=False)
 
-
-def _empty_levels() -> pl.DataFrame:
-    return pl.DataFrame(schema={"play_id": pl.String, "game_id": pl.String, "level_index": pl.Int64,
-                                "level_actions": pl.Int64, "level_baseline": pl.Int64,
-                                "is_level_completed": pl.Boolean, "level_budget": pl.Int64,
-                                "level_score": pl.Float64})
+    @functools.cached_property
+    def levels(self) -> pl.DataFrame:
+        if self._layout is None:
+            return pl.DataFrame(schema=LEVELS_SCHEMA)
+        return self._layout.levels_frame(self.runs)
 
 
 def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringPolicy | str | None = None
@@ -66,132 +77,246 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
     """Score every play of ``plays`` against the baselines of ``games`` under ``policy`` (module docstring)."""
     pol = get_policy(policy)
     plays = plays.select(list(PLAYS_SCHEMA)).cast(PLAYS_SCHEMA)  # type: ignore[arg-type]
-    games = games.select(list(GAMES_SCHEMA)).cast(GAMES_SCHEMA).with_columns(has_metadata=pl.lit(True))  # type: ignore[arg-type]
+    games = games.select(list(GAMES_SCHEMA)).cast(GAMES_SCHEMA)  # type: ignore[arg-type]
     if games["game_id"].is_duplicated().any():
         raise ValueError("games: one row per game_id expected")
-    if plays["play_id"].is_duplicated().any():
+    if _has_duplicates(plays["play_id"]):
         raise ValueError("plays: play_id must be unique")
 
-    p = (plays.with_row_index("_row").join(games, on="game_id", how="left", maintain_order="left")
-         .with_columns(pl.col("has_metadata").fill_null(False),
-                       k=pl.col("cumulative").list.len().cast(pl.Int64),
-                       n=pl.col("baseline_actions").list.len().fill_null(0).cast(pl.Int64)))
-    p = p.with_columns(
-        message=pl.when(~pl.col("has_metadata"))
-        .then(pl.format(no_metadata_message("{}"), pl.col("game_id")))
-        .when(pl.col("n") == 0).then(pl.lit(MSG_BASELINE_MISSING))
-        .when(pl.col("k") > pl.col("n")).then(pl.lit(MSG_BASELINE_SIZE_MISMATCH))
-        .otherwise(pl.lit(None, pl.String)),
-        last_cum=pl.col("cumulative").list.last().fill_null(0),
-    )
+    # Games of the plays, as codes into their sorted distinct ids (game-id order is the output order).
+    game_ids = plays["game_id"].unique().sort()
+    code = plays["game_id"].replace_strict(game_ids, np.arange(game_ids.len()), return_dtype=pl.Int64
+                                           ).to_numpy().astype(np.int64, copy=False)  # (empty: not int)
+    n_games = game_ids.len()
+    base_n, base_start, base_values = _list_layout(games["baseline_actions"])
+    row_of = {g: i for i, g in enumerate(games["game_id"].to_list())}
+    rows = [row_of.get(g, -1) for g in game_ids.to_list()]  # one entry per game, not per play
+    game_n = np.array([base_n[r] if r >= 0 else 0 for r in rows], dtype=np.int64)
+    game_start = np.array([base_start[r] if r >= 0 else 0 for r in rows], dtype=np.int64)
+    # rhae.unscorable_reason, in its order: no metadata, then no baseline, then too many entries (per play).
+    game_message = [no_metadata_message(g) if r < 0 else MSG_BASELINE_MISSING if base_n[r] == 0 else None
+                    for g, r in zip(game_ids.to_list(), rows, strict=True)]
 
-    scorable = p.filter(pl.col("message").is_null())
-    if scorable.height:
-        levels = _levels(scorable, pol)
-    else:
-        levels = _empty_levels()
+    k, cum_start, cum_values = _list_layout(plays["cumulative"])
+    cum_values = np.append(cum_values, 0)  # padding read (and discarded) for plays without a given entry
+    n = game_n[code]
+    game_ok = np.array([m is None for m in game_message], dtype=bool)[code] if n_games else np.zeros(0, bool)
+    scorable = game_ok & (k <= n)
+    messages = pl.Series("message", [*game_message, MSG_BASELINE_SIZE_MISMATCH, None], dtype=pl.String)
+    message_index = np.where(~game_ok, code, np.where(scorable, n_games + 1, n_games))
 
-    per_play = _play_scores(levels, pol)
-    runs = (p.join(per_play, on="_row", how="left", maintain_order="left")
-            .select("play_id", "game_id", "run_order",
-                    pl.col("play_score").fill_null(0.0).alias("score"),
-                    pl.col("k").alias("levels_completed"), "message", "cutoff_level",
-                    pl.when(pl.col("message").is_null()).then(pl.col("n")).alias("n_levels")))
-    # Best play: the highest score, the first in card order on ties (rhae.best_play_index).
-    best = runs.group_by("game_id").agg(
-        pl.col("play_id").sort_by("score", "run_order", descending=[True, False]).first().alias("best_play_id"),
-        pl.col("score").max().alias("score"), pl.len().cast(pl.Int64).alias("n_runs"))
-    runs = runs.with_columns(is_best=pl.col("play_id").is_in(best["best_play_id"].implode()))
-    games_out = best.select("game_id", "score", "best_play_id", "n_runs").sort("game_id")
-    total = 0.0
-    if games_out.height:
-        # Sequential sum in game-id order, then one division (rhae.mean_game_score).
-        total = float(games_out["score"].cum_sum()[-1] / games_out.height)
-    return VectorizedScores(policy_id=pol.policy_id, runs=runs, levels=levels.select(_empty_levels().columns),
-                            games=games_out, total=total)
+    layout = _Layout(pol, np.flatnonzero(scorable), n, k, cum_start, cum_values, plays["actions"].to_numpy(),
+                     game_start[code], base_values)
+    score, cutoff = layout.play_scores(plays.height)
 
+    # Best play per game: the highest score, the first in run order on ties (rhae.best_play_index).
+    run_order = plays["run_order"].to_numpy()
+    best_score = np.full(n_games, -np.inf)
+    np.maximum.at(best_score, code, score)
+    first_order = np.full(n_games, np.iinfo(np.int64).max)
+    tied = score == best_score[code]
+    np.minimum.at(first_order, code[tied], run_order[tied])
+    candidates = np.flatnonzero(tied & (run_order == first_order[code]))
+    _, first = np.unique(code[candidates], return_index=True)  # one per game even if run_order repeats
+    best_rows = candidates[first]  # in game-id order
+    is_best = np.zeros(plays.height, dtype=bool)
+    is_best[best_rows] = True
 
-def _levels(scorable: pl.DataFrame, pol: ScoringPolicy) -> pl.DataFrame:
-    """One row per (scorable play, baseline level), in play order then level order (rows of a play are
-    contiguous, which the running sums below rely on instead of window functions)."""
-    k, n = pl.col("k"), pl.col("n")
-    padded = pl.concat_list(pl.col("cumulative"), pl.lit(0, pl.Int64).repeat_by(n - k)).list.head(n)
-    lv = (scorable.select("play_id", "game_id", "_row", "actions", "k", "n", "last_cum",
-                          padded.alias("cum_i"),
-                          pl.int_ranges(1, n + 1, dtype=pl.Int64).alias("level_index"),
-                          pl.col("baseline_actions").alias("level_baseline"))
-          .explode("cum_i", "level_index", "level_baseline")
-          .with_columns(pl.col("_row").set_sorted()))
-    i = pl.col("level_index")
-    # counting.per_level_actions: c_i - c_{i-1} for completed levels (the previous row is level i-1 of the
-    # same play), the remainder on level k+1, 0 after.
-    cum_prev = pl.when(i == 1).then(pl.lit(0, pl.Int64)).otherwise(pl.col("cum_i").shift(1))
-    lv = lv.with_columns(
-        level_actions=pl.when(i <= k).then(pl.col("cum_i") - cum_prev)
-        .when(i == k + 1).then(pl.col("actions") - pl.col("last_cum"))
-        .otherwise(pl.lit(0, pl.Int64)).cast(pl.Int64),
-        is_level_completed=i <= k,
-    )
-    a = pl.col("level_actions")
-    b = pl.col("level_baseline")
-    if pol.action_cutoff_multiplier is not None:
-        lv = lv.with_columns(level_budget=(b.cast(pl.Float64) * pol.action_cutoff_multiplier).ceil().cast(pl.Int64))
-        over = (pl.col("is_level_completed") & (a > pl.col("level_budget"))).cast(pl.Int64)
-        # "an earlier or this level of the play went over": a running count of overs minus the count at the
-        # play's first level (integer arithmetic, exact).
-        running = over.cum_sum()
-        at_start = pl.when(i == 1).then(running - over).forward_fill()
-        lv = lv.with_columns(is_cut=(running - at_start) > 0, is_over=over > 0)
-    else:
-        lv = lv.with_columns(level_budget=pl.lit(None, pl.Int64), is_cut=pl.lit(False), is_over=pl.lit(False))
-    scored = pl.col("is_level_completed") & (b > 0) & (a > 0)
-    ratio = pl.when(scored).then(b.cast(pl.Float64) / a.cast(pl.Float64))
-    exponent = pol.efficiency_exponent
-    efficiency = ratio.map_batches(lambda s: _python_pow(s, exponent), return_dtype=pl.Float64)
-    raw = pl.min_horizontal(pl.lit(float(pol.level_cap)), pl.lit(100.0) * efficiency)
-    zero_action = pl.lit(0.0) if pol.completed_zero_action_level_scores_zero else pl.lit(float(pol.level_cap))
-    score = (pl.when(~pl.col("is_level_completed") | (b <= 0)).then(pl.lit(0.0))
-             .when(a <= 0).then(zero_action)
-             .otherwise(raw))
-    return lv.with_columns(level_score=pl.when(pl.col("is_cut")).then(pl.lit(0.0)).otherwise(score))
+    runs = pl.DataFrame({
+        "play_id": plays["play_id"], "game_id": plays["game_id"], "run_order": plays["run_order"],
+        "score": score, "levels_completed": plays["cumulative"].list.len().cast(pl.Int64),
+        "message": messages.gather(message_index), "cutoff_level": cutoff, "n_levels": n, "is_best": is_best,
+    }).with_columns(pl.when(pl.col("cutoff_level") > 0).then(pl.col("cutoff_level")).alias("cutoff_level"),
+                    pl.when(pl.col("message").is_null()).then(pl.col("n_levels")).alias("n_levels"))
+    games_out = pl.DataFrame({
+        "game_id": game_ids, "score": best_score if n_games else np.zeros(0),
+        "best_play_id": plays["play_id"].gather(best_rows),
+        "n_runs": np.bincount(code, minlength=n_games).astype(np.int64),
+    })
+    # Sequential sum in game-id order, then one division (rhae.mean_game_score).
+    total = sum(games_out["score"].to_list()) / n_games if n_games else 0.0
+    return VectorizedScores(policy_id=pol.policy_id, runs=runs, games=games_out, total=total,
+                            _layout=layout if layout.plays.size else None)
 
 
-def _python_pow(ratios: pl.Series, exponent: int) -> pl.Series:
-    """``r ** exponent`` with Python's float power (C ``pow``), once per distinct ratio.
-
-    ``r * r`` or polars' ``pow`` differ from ``pow(r, 2.0)`` in the last bit for about 1 ratio in 1000; going
-    through Python's operator on the distinct values keeps the result bit-identical to ``rhae.level_score``
-    while staying set-based (a few distinct ratios per baseline value, not one call per level row)."""
-    distinct = ratios.drop_nulls().unique()
-    if distinct.len() == 0:
-        return ratios
-    powered = pl.Series([r ** exponent for r in distinct.to_list()], dtype=pl.Float64)
-    return ratios.replace_strict(distinct, powered, default=None, return_dtype=pl.Float64)
+def _has_duplicates(values: pl.Series) -> bool:
+    """Exact, but first on 64-bit hashes (about 3x cheaper than hashing the strings into a set): distinct
+    hashes prove distinct values; only a hash collision needs the exact count."""
+    return values.hash().n_unique() != values.len() and values.n_unique() != values.len()
 
 
-def _play_scores(levels: pl.DataFrame, pol: ScoringPolicy) -> pl.DataFrame:
-    """Play scores from the level rows (rhae.game_score_from_levels). The weighted sum adds the levels left
-    to right, as Python's ``sum`` does: one list per play, folded position by position (a level a play does
-    not have adds 0.0 at the end, which changes nothing)."""
-    if levels.height == 0:
-        return pl.DataFrame(schema={"_row": pl.UInt32, "play_score": pl.Float64, "cutoff_level": pl.Int64})
-    i = pl.col("level_index")
-    w = i if pol.level_weights == "level-index" else pl.lit(1, pl.Int64)
-    per_play = levels.with_columns(w=w.cast(pl.Int64)).group_by("_row", maintain_order=True).agg(
-        (pl.col("w").cast(pl.Float64) * pl.col("level_score")).alias("ws"),
-        pl.col("w").sum().alias("total_weight"),
-        pl.col("w").filter(pl.col("level_score") > 0).sum().alias("positive_weight"),
-        i.filter(pl.col("is_over")).first().alias("cutoff_level"),
-    )
-    longest = int(per_play["ws"].list.len().max() or 0)
-    weighted_sum = pl.lit(0.0)
-    for j in range(longest):
-        weighted_sum = weighted_sum + pl.col("ws").list.get(j, null_on_oob=True).fill_null(0.0)
-    total = pl.col("total_weight").cast(pl.Float64)
-    weighted = weighted_sum / total
-    if pol.game_cap == "positive-level-weight-share":
-        share = (pl.lit(100.0) * pl.col("positive_weight").cast(pl.Float64)) / total
-        score = pl.min_horizontal(weighted, share)
-    else:
-        score = weighted
-    return per_play.select("_row", score.alias("play_score"), "cutoff_level")
+def _list_layout(values: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lengths (null lists: 0), start offsets and flat values of a list column (Arrow buffers, no Python)."""
+    arrow = values.rechunk().to_arrow()
+    lengths = arrow.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    starts = np.zeros(lengths.size, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    flat = arrow.flatten().to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return lengths, starts, flat
+
+
+@dataclass
+class _Layout:
+    """The level rows of the scorable plays. Computed in blocks of plays that have the same number of baseline
+    levels ``n``, as ``plays x n`` matrices filled one level (column) at a time: level ``j`` of every play of
+    the block is one vector operation, and the weighted sums add the columns left to right."""
+
+    pol: ScoringPolicy
+    plays: np.ndarray  # indices of the scorable plays, in input order
+    n: np.ndarray  # baseline levels per play (all plays)
+    k: np.ndarray  # cumulative entries per play
+    cum_start: np.ndarray
+    cum_values: np.ndarray
+    actions: np.ndarray
+    base_start: np.ndarray  # start of the play's baseline in base_values
+    base_values: np.ndarray
+
+    def __post_init__(self) -> None:
+        m = self.pol.action_cutoff_multiplier  # budgets ceil(m * b), once per baseline value
+        self.base_budget = None if m is None else np.ceil(self.base_values * float(m)).astype(np.int64)
+
+    def blocks(self):
+        """(plays, n) for blocks of at most BLOCK_PLAYS scorable plays with ``n`` levels each."""
+        n = self.n[self.plays]
+        for size in np.flatnonzero(np.bincount(n)).tolist():  # the level counts present (a few), no sort
+            group = np.flatnonzero(n == size)
+            for lo in range(0, group.size, BLOCK_PLAYS):
+                yield self.plays[group[lo:lo + BLOCK_PLAYS]], size
+
+    def block(self, plays: np.ndarray, n: int, keep_levels: bool = False) -> dict[str, np.ndarray | None]:
+        """The block's play scores (rhae.game_score_from_levels: the weighted sum adds the levels left to right,
+        as Python's ``sum``) and cutoff levels (0 = none); with ``keep_levels`` also the ``plays x n`` matrices
+        of level actions, baselines, completion, budgets and scores."""
+        pol = self.pol
+        k, start, total, base = self.k[plays], self.cum_start[plays], self.actions[plays], self.base_start[plays]
+        size = plays.size
+        kept = {name: np.empty((size, n), dtype=dt) for name, dt in
+                (("a", np.int64), ("b", np.int64), ("completed", bool), ("budget", np.int64), ("score", np.float64))
+                } if keep_levels else {}
+        cutoff = np.zeros(size, dtype=np.int64)
+        cut = np.zeros(size, dtype=bool)
+        zero_action = 0.0 if pol.completed_zero_action_level_scores_zero else float(pol.level_cap)
+        padding = self.cum_values.size - 1  # the zero appended to cum_values, read for plays without entry j
+        prev = np.zeros(size, dtype=np.int64)
+        weighted_sum = np.zeros(size)
+        positive = np.zeros(size, dtype=np.int64)
+        for j in range(n):
+            done = j < k
+            # counting.per_level_actions: c_j - c_{j-1} while completed; after the last entry the running value
+            # becomes the play's total, so level k+1 gets the remainder and later levels 0.
+            cum = np.where(done, self.cum_values[np.where(done, start + j, padding)], total)
+            aj = cum - prev
+            prev = cum
+            bj = self.base_values[base + j]
+            live = done & (bj > 0)
+            acted = aj > 0
+            scored = live & acted
+            sj = np.zeros(size)
+            sj[scored] = np.minimum(float(pol.level_cap),
+                                    100.0 * _python_pow(bj[scored] / aj[scored], pol.efficiency_exponent))
+            if zero_action:  # a completed level without actions (toolkit guard: 0 under 2026-04)
+                sj[live & ~acted] = zero_action
+            if self.base_budget is not None:
+                budget = self.base_budget[base + j]
+                over = done & (aj > budget)
+                cutoff[over & ~cut] = j + 1
+                cut |= over
+                sj[cut] = 0.0
+                if keep_levels:
+                    kept["budget"][:, j] = budget
+            w = pol.level_weight(j + 1)
+            weighted_sum += w * sj
+            positive += w * (sj > 0)
+            if keep_levels:
+                kept["a"][:, j], kept["b"][:, j], kept["completed"][:, j], kept["score"][:, j] = aj, bj, done, sj
+        total_weight = sum(pol.level_weight(j + 1) for j in range(n))
+        play = weighted_sum / total_weight
+        if pol.game_cap == "positive-level-weight-share":
+            play = np.minimum(play, 100.0 * positive / total_weight)
+        return {"play": play, "cutoff": cutoff, **kept}
+
+    def play_scores(self, n_plays: int) -> tuple[np.ndarray, np.ndarray]:
+        """Play scores (0 for unscorable plays) and cutoff levels (0 = none) of every play."""
+        scores = np.zeros(n_plays)
+        cutoffs = np.zeros(n_plays, dtype=np.int64)
+        for plays, n in self.blocks():
+            blk = self.block(plays, n)
+            scores[plays] = blk["play"]
+            cutoffs[plays] = blk["cutoff"]
+        return scores, cutoffs
+
+    def levels_frame(self, runs: pl.DataFrame) -> pl.DataFrame:
+        """One row per scorable play and level, plays in input order (blocks scattered back into place)."""
+        n = self.n[self.plays]
+        first = np.zeros(self.n.size, dtype=np.int64)
+        first[self.plays] = np.cumsum(n) - n
+        size = int(n.sum())
+        out = {"level_index": np.empty(size, np.int64), "level_actions": np.empty(size, np.int64),
+               "level_baseline": np.empty(size, np.int64), "is_level_completed": np.empty(size, bool),
+               "level_budget": np.empty(size, np.int64), "level_score": np.empty(size)}
+        for plays, m in self.blocks():
+            blk = self.block(plays, m, keep_levels=True)
+            at = (first[plays][:, None] + np.arange(m)).ravel()
+            out["level_index"][at] = np.tile(np.arange(1, m + 1), plays.size)
+            for name, key in (("level_actions", "a"), ("level_baseline", "b"), ("is_level_completed", "completed"),
+                              ("level_budget", "budget"), ("level_score", "score")):
+                if key in blk:
+                    out[name][at] = blk[key].ravel()  # type: ignore[union-attr]
+        rows = pl.Series(np.repeat(self.plays, n))
+        frame = pl.DataFrame({"play_id": runs["play_id"].gather(rows), "game_id": runs["game_id"].gather(rows),
+                              **out})
+        if self.pol.action_cutoff_multiplier is None:
+            frame = frame.with_columns(pl.lit(None, pl.Int64).alias("level_budget"))
+        return frame.cast(LEVELS_SCHEMA)  # type: ignore[arg-type]
+
+
+def _python_pow(ratios: np.ndarray, exponent: int) -> np.ndarray:
+    """``r ** exponent`` exactly as Python's float power (C ``pow``) computes it, without a call per value.
+
+    ``r * r`` is the correctly rounded square; C ``pow(r, 2.0)`` (glibc: under 0.52 ULP) can only round the
+    other way when the exact square lies within a few hundredths of an ULP of a rounding midpoint (about 1
+    square in 1000 here). The exact rounding error of ``r * r`` (Dekker's product) finds those squares, and
+    only they go through Python's operator, once per distinct value. ``_square_is_safe`` checks the premise
+    on this machine's ``pow`` once; if it fails (or for other exponents) every distinct value goes through
+    Python."""
+    if exponent == 1:
+        return ratios.astype(np.float64, copy=True)
+    if exponent == 2 and _square_is_safe():
+        square = ratios * ratios
+        hard = _near_midpoint(ratios, square)
+        square[hard] = _pow_distinct(ratios[hard], 2)
+        return square
+    return _pow_distinct(ratios, exponent)
+
+
+def _pow_distinct(ratios: np.ndarray, exponent: int) -> np.ndarray:
+    distinct, inverse = np.unique(ratios, return_inverse=True)
+    return np.array([r ** exponent for r in distinct.tolist()], dtype=np.float64)[inverse]
+
+
+HARD_MARGIN = 0.47  # rounding errors above this many ULPs (of 0.5 at most) are re-done with Python's pow
+
+
+def _near_midpoint(r: np.ndarray, square: np.ndarray) -> np.ndarray:
+    """Where the exact ``r * r`` lies within ``0.5 - HARD_MARGIN`` ULPs of a rounding midpoint (finite ``r``)."""
+    hi = r * 134217729.0  # Dekker: r = hi + lo, each half of the mantissa
+    hi -= hi - r
+    lo = r - hi
+    error = hi * hi
+    error -= square
+    error += (2.0 * hi) * lo
+    error += lo * lo  # exact: r * r = square + error
+    # The spacing below a power of two is half the one above: the smaller of the two is the unit.
+    ulp = np.spacing(square * (1.0 - 2.0 ** -53))
+    return np.abs(error, out=error) > HARD_MARGIN * ulp
+
+
+@functools.cache
+def _square_is_safe() -> bool:
+    """This machine's ``pow(r, 2.0)`` agrees with ``r * r`` wherever ``_near_midpoint`` says it must (checked
+    on 20,000 ratios of small integers, the kind of values scoring squares)."""
+    rng = np.random.default_rng(0)
+    r = rng.integers(1, 1000, 20_000) / rng.integers(1, 5000, 20_000)
+    easy = ~_near_midpoint(r, r * r)
+    python = np.array([x ** 2 for x in r[easy].tolist()])
+    return bool(np.array_equal(python, r[easy] * r[easy]))

@@ -185,3 +185,27 @@ def test_pure_reference_loop_agrees_on_a_single_game():
     plays_frame, games_frame = frames({game_id: games[game_id]}, [(game_id, p) for p in mine])
     v = score_plays_frame(plays_frame, games_frame, "arc-agi-3/2026-04")
     assert v.games["score"][0] == pure.score
+
+
+def test_python_pow_is_bit_identical_on_rounding_midpoints():
+    """The squares near a rounding midpoint (where r * r and C pow differ) are the ones re-done in Python."""
+    import numpy as np
+
+    from pipeline.scoring.vectorized import _python_pow
+
+    rng = np.random.default_rng(11)
+    ratios = rng.integers(1, 400, 200_000) / rng.integers(1, 9000, 200_000)
+    expected = [r ** 2 for r in ratios.tolist()]
+    assert sum(a != b for a, b in zip((ratios * ratios).tolist(), expected, strict=True)) > 10  # they exist
+    assert _python_pow(ratios, 2).tolist() == expected
+    assert _python_pow(ratios, 3).tolist() == [r ** 3 for r in ratios.tolist()]
+    assert _python_pow(ratios, 1).tolist() == ratios.tolist()
+
+
+def test_no_plays_at_all():
+    """A card whose plays were all excluded: empty tables with the usual columns, total 0."""
+    plays = pl.DataFrame(schema={"play_id": pl.String, "game_id": pl.String, "run_order": pl.Int64,
+                                 "actions": pl.Int64, "cumulative": pl.List(pl.Int64)})
+    v = score_plays_frame(plays, pl.DataFrame({"game_id": ["x001-0123abcd"], "baseline_actions": [[3]]}))
+    assert v.runs.height == v.games.height == v.levels.height == 0 and v.total == 0.0
+    assert v.runs.columns[-1] == "is_best" and v.games.columns == ["game_id", "score", "best_play_id", "n_runs"]

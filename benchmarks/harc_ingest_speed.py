@@ -1,0 +1,122 @@
+"""H-ARC ingest speed: `arcstudy ingest` of a data.csv against DuckDB's read_csv of the same file, and the cost
+of each small ARC task file.
+
+1. Writes a data.csv of --rows rows (benchmarks/harc_ingest_data.py, in a child process, so its Python lists
+   do not count in this process's peak RSS) and --tasks ARC task JSON files (benchmarks/harc_speed.py's task
+   generator) into a temporary folder (or --data, reused when it already holds them).
+2. Ingests data.csv into a fresh workspace (`pipeline.ingest.ingest_paths`, one file: detection, reading,
+   every validator rule, pandera, the transaction) and reads the process's peak RSS right after.
+3. Anchor, same process, same (warm) file: DuckDB `read_csv` of data.csv into an in-memory table.
+4. Ingests the task files into the same workspace; per-file cost = ingest time / files, and the overhead per
+   file = that minus a bare `json.loads` of the file.
+
+The last line is the headline: ingest time / DuckDB read_csv time (wall clock, with CPU time alongside) and
+the per-small-file overhead in ms. No assertion on time (machines here are shared and noisy):
+
+    python benchmarks/harc_ingest_speed.py [--rows 600000] [--tasks 800] [--data DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def write_tasks(folder: Path, n: int, seed: int) -> list[Path]:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from harc_speed import make_tasks
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tasks = make_tasks("training", n // 2, seed) + make_tasks("evaluation", n - n // 2, seed)
+    random.Random(seed).shuffle(tasks)
+    paths = []
+    for t in tasks:
+        path = folder / f"{t['task_id']}.json"
+        path.write_text(json.dumps(t["json"]))
+        paths.append(path)
+    return sorted(paths)
+
+
+def timed(fn):
+    t0, c0 = time.perf_counter(), time.process_time()
+    result = fn()
+    return result, time.perf_counter() - t0, time.process_time() - c0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=600_000)
+    ap.add_argument("--tasks", type=int, default=800)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", type=Path, default=None, help="keep the generated files here (reused when present)")
+    args = ap.parse_args()
+
+    root = args.data or Path(tempfile.mkdtemp(prefix="harc_ingest_speed_"))
+    csv_path = root / "data.csv"
+    try:
+        if not csv_path.exists():
+            subprocess.run([sys.executable, str(REPO / "benchmarks" / "harc_ingest_data.py"), "--rows",
+                            str(args.rows), "--seed", str(args.seed), "--out", str(csv_path)], check=True)
+        task_dir = root / "tasks"
+        tasks = sorted(task_dir.glob("*.json")) if task_dir.is_dir() else []
+        if len(tasks) != args.tasks:
+            shutil.rmtree(task_dir, ignore_errors=True)
+            tasks = write_tasks(task_dir, args.tasks, args.seed)
+        csv_path.read_bytes()  # warm the page cache for both readers
+
+        import duckdb
+
+        from pipeline.core.console import out
+        from pipeline.core.workspace import Workspace
+        from pipeline.ingest import ingest_paths
+
+        out.set_plain(True)
+        mb = csv_path.stat().st_size / 1e6
+        with Workspace(root / "bench.duckdb") as ws:
+            ws.ensure_tables()
+            report, t_ingest, c_ingest = timed(lambda: ingest_paths(ws, [csv_path], run_id="bench", force=True))
+            rss = peak_rss_mb()
+            f = report.files[0]
+            print(f"arcstudy ingest of data.csv ({mb:.0f} MB): {t_ingest:.2f} s (CPU {c_ingest:.2f} s), {f.status}, "
+                  f"{f.n_loaded:,} records loaded, {f.n_quarantined} quarantined; peak RSS {rss:,.0f} MB")
+
+            con = duckdb.connect()
+            n_duck, t_duck, c_duck = timed(lambda: con.execute(
+                "CREATE OR REPLACE TABLE t AS SELECT * FROM read_csv(?)", [str(csv_path)]).fetchone()[0])
+            con.close()
+            print(f"DuckDB read_csv of the same file: {t_duck:.2f} s (CPU {c_duck:.2f} s), {n_duck:,} rows")
+
+            _, t_bare, _ = timed(lambda: [json.loads(p.read_text()) for p in tasks])
+            report, t_small, c_small = timed(lambda: ingest_paths(ws, tasks, run_id="bench", force=True))
+            loaded = sum(r.status in ("loaded", "replaced") for r in report.files)
+            per_file = 1000 * t_small / len(tasks)
+            overhead = 1000 * (t_small - t_bare) / len(tasks)
+            cpu_per_file = 1000 * c_small / len(tasks)
+            print(f"arcstudy ingest of {len(tasks)} ARC task files: {t_small:.2f} s (CPU {c_small:.2f} s), {loaded} "
+                  f"loaded; {per_file:.1f} ms per file ({cpu_per_file:.1f} ms CPU), of which "
+                  f"{1000 * t_bare / len(tasks):.2f} ms json.loads")
+        print(f"headline: H-ARC CSV ingest is {t_ingest / t_duck:.1f}x DuckDB read_csv (wall; CPU "
+              f"{c_ingest / max(c_duck, 1e-9):.1f}x), peak RSS {rss:,.0f} MB; small-file overhead {overhead:.1f} ms per "
+              f"file (wall; {cpu_per_file:.1f} ms CPU per file)")
+    finally:
+        if args.data is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
