@@ -35,9 +35,17 @@ from .common import EXIT_ERROR, command_line
 if TYPE_CHECKING:
     import click  # typer's command classes
 
-REPO_ROOT = Path(__file__).resolve().parents[2]  # pipeline/commands/demo.py -> the repository
-DEFAULT_DATA = REPO_ROOT / "data" / "demo"
-DEFAULT_OUT = REPO_ROOT / "reports" / "demo"
+
+def default_base(package_parent: Path = Path(__file__).resolve().parents[2]) -> Path:
+    """Where data/demo and reports/demo go by default: the repository when running from a source checkout
+    (`make demo` and the README rely on it), else the current folder; never an installed package's
+    site-packages. A checkout is the folder holding the `pipeline` package with a pyproject.toml beside it."""
+    return package_parent if (package_parent / "pyproject.toml").is_file() else Path.cwd()
+
+
+DEFAULT_BASE = default_base()
+DEFAULT_DATA = DEFAULT_BASE / "data" / "demo"
+DEFAULT_OUT = DEFAULT_BASE / "reports" / "demo"
 OK_CODES = {0}
 
 
@@ -171,8 +179,10 @@ def demo_command(
 ) -> None:
     """Run the whole pipeline on the demo study and write reports/demo/index.html.
 
-    Reads: games/ and data/demo (generated on first use). Writes: data/demo (when generating),
+    Reads: the shipped games and data/demo (generated on first use). Writes: data/demo (when generating),
     reports/demo/ (demo.duckdb, reports, figures, tables, scorecards, manifests), replaced on every run.
+    From a source checkout data/demo and reports/demo are the repository's; from an installed package they
+    are ./data/demo and ./reports/demo in the current folder.
     """
     started = time.perf_counter()
     root = ctx.find_root().command  # the whole app, found at run time: this module never imports pipeline.cli

@@ -15,12 +15,13 @@ import json
 import tomllib
 import typing
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from schemas.vocabulary import BASELINE_RULES, RECORDING_VARIANTS
 
-DEFAULTS_PATH = Path(__file__).with_name("defaults.toml")
+DEFAULTS_PATH = Path(str(resources.files("pipeline.core") / "defaults.toml"))  # package data, also when installed
 
 
 class ConfigError(ValueError):

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import GameEnv
+from games import GAMES_DIR
 from pipeline.explore import Session, resolve
 from pipeline.explore.analysis import analyse
 from pipeline.explore.graph import LOSE, explore_level
@@ -119,7 +120,7 @@ def publish(source: Path, games_dir: Path, *, max_nodes: int = 400_000, log: Any
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sources", nargs="+", type=Path)
-    parser.add_argument("--games-dir", type=Path, default=Path(__file__).resolve().parents[2] / "games")
+    parser.add_argument("--games-dir", type=Path, default=GAMES_DIR)
     parser.add_argument("--max-nodes", type=int, default=400_000)
     args = parser.parse_args(argv)
     for source in args.sources:

@@ -4,7 +4,8 @@ Installed from a wheel, `arcstudy score` once stopped at "data/reference/arc-agi
 file or folder": the published baselines were not package data. This builds the wheel (with the build
 requirements pyproject.toml declares, from the package index as `make install` does), installs it into a
 fresh venv that borrows the test interpreter's dependencies, and scores a recording of a public game from an
-empty folder.
+empty folder, and runs `arcstudy demo` in another: from an installed package the demo writes ./data/demo and
+./reports/demo in the current folder, never into site-packages.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -59,13 +61,28 @@ def install(wheel: Path, venv: Path) -> Path:
     return venv / "bin" / "arcstudy"
 
 
-@pytest.mark.slow
-def test_wheel_scores_a_public_game_with_the_shipped_baselines(tmp_path: Path, shared_dir: Path):
-    arcstudy = install(build_wheel(tmp_path), tmp_path / "venv")
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The `arcstudy` script of a fresh venv holding the built wheel (one build for this module's tests)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    arcstudy = install(build_wheel(tmp), tmp / "venv")
     python = arcstudy.parent / "python"
-    where = run(python, "-c", "import pipeline; print(pipeline.__file__)", cwd=tmp_path).stdout.strip()
-    assert where.startswith(str(tmp_path / "venv")), where  # the installed copy, not the checkout
+    where = run(python, "-c", "import pipeline; print(pipeline.__file__)", cwd=tmp).stdout.strip()
+    assert where.startswith(str(tmp / "venv")), where  # the installed copy, not the checkout
+    return arcstudy
 
+
+def site_packages_listing(arcstudy: Path) -> dict[str, tuple[int, int]]:
+    """Every file of the venv's own site-packages with its size and mtime, bytecode caches aside (Python's)."""
+    python = arcstudy.parent / "python"
+    purelib = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip())
+    return {str(p.relative_to(purelib)): (p.stat().st_size, p.stat().st_mtime_ns) for p in purelib.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+@pytest.mark.slow
+def test_wheel_scores_a_public_game_with_the_shipped_baselines(installed: Path, tmp_path: Path, shared_dir: Path):
+    arcstudy = installed
     work = tmp_path / "empty"
     work.mkdir()
     recording = shared_dir / "samples" / "arc-agi-3" / "toolkit" / RECORDING
@@ -83,3 +100,34 @@ def test_wheel_scores_a_public_game_with_the_shipped_baselines(tmp_path: Path, s
     (env,) = card["environments"]
     assert env["runs"][0]["level_baseline_actions"] == json.loads(row["baseline_actions"])
     assert card["score"] > 0
+
+
+@pytest.mark.slow
+def test_wheel_demo_writes_into_the_current_folder_not_site_packages(installed: Path, tmp_path: Path):
+    before = site_packages_listing(installed)
+    work = tmp_path / "empty"
+    work.mkdir()
+    res = run(installed, "--plain", "demo", cwd=work, timeout=1800)
+
+    index = work / "reports" / "demo" / "index.html"
+    assert index.is_file(), res.stdout[-3000:]
+    assert (work / "data" / "demo" / "SIMULATION.json").is_file()
+    assert f"Open {index}" in res.stdout
+    hrefs = re.findall(r'href="([^"#:]+)"', index.read_text())
+    for name in ("calibration.html", "scores.html", "harc.html"):
+        assert name in hrefs and (index.parent / name).is_file()
+    after = site_packages_listing(installed)
+    assert after == before, sorted(set(after.items()) ^ set(before.items()))[:20]
+
+
+def test_demo_defaults_are_the_checkout_from_source_and_the_current_folder_when_installed(tmp_path, monkeypatch):
+    from pipeline.commands.demo import DEFAULT_DATA, DEFAULT_OUT, default_base
+
+    assert (DEFAULT_DATA, DEFAULT_OUT) == (REPO / "data" / "demo", REPO / "reports" / "demo")  # `make demo`
+    site_packages, work = tmp_path / "site-packages", tmp_path / "work"
+    (site_packages / "pipeline").mkdir(parents=True)
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert default_base(site_packages) == work
+    (site_packages / "pyproject.toml").write_text("")
+    assert default_base(site_packages) == site_packages
