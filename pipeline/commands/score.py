@@ -19,6 +19,8 @@ from .common import (
     EXIT_USAGE,
     DbOption,
     LockTimeoutOption,
+    SchedulerOption,
+    WorkersOption,
     fail,
     open_workspace,
 )
@@ -78,6 +80,8 @@ def score_command(
                                                    "(repeatable).", show_default=False)] = None,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the figures.")] = False,
     lock_timeout: LockTimeoutOption = 30.0,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Score plays with RHAE under versioned policies, each play replay-verified through the engine first.
 
@@ -94,8 +98,10 @@ def score_command(
     out_arc3__policy_sensitivity (rows of this scorecard id replaced), and a row in `runs`.
 
     A play whose replay diverges is reported with its first divergence and left out of the score unless
-    --trust-recordings; a play whose game cannot be loaded is scored unverified. Exit code 3 when plays were
-    left out or input lines or files were rejected.
+    --trust-recordings; a play whose game cannot be loaded is scored unverified; a recording whose replay
+    raises has its plays left out, with the error as reason. The replays run on --workers processes (or on
+    the cluster at --scheduler); the scorecards do not depend on it. Exit code 3 when plays were left out or
+    input lines or files were rejected.
     """
     import duckdb
 
@@ -137,7 +143,7 @@ def score_command(
         "recordings": [str(p) for p in recordings or []], "policy": policy, "baselines": str(baselines)
         if baselines else None, "games": [str(g) for g in games or []], "trust_recordings": trust_recordings,
         "recovered_actions": str(recovered_actions) if recovered_actions else None, "game": game or [],
-        "db": str(db_path), "figures": not no_figures})
+        "db": str(db_path), "figures": not no_figures, "workers": workers, "scheduler": scheduler})
     problems: list[tuple[Path, str]] = []
     with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         if from_files:
@@ -158,7 +164,8 @@ def score_command(
         sources = [s for s in [explicit, *bs.source_from_db(ws), bs.source_from_games_dirs(game_dirs),
                                bs.reference_source()] if s is not None]
         request = ScoreRequest(policies=policies, baseline_sources=sources, game_dirs=game_dirs,
-                               trust_recordings=trust_recordings, from_files=from_files)
+                               trust_recordings=trust_recordings, from_files=from_files, workers=workers,
+                               scheduler=scheduler)
         try:
             result = score_recordings(recs, request, progress=out.track)
         except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule

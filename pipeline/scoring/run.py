@@ -2,8 +2,9 @@
 
     result = score_recordings(recordings, ScoreRequest(policies, sources, game_dirs), progress=out.track)
 
-1. every recording is replayed (``verify.verify_recording``); a divergent play is excluded unless
-   ``trust_recordings``; a play whose actions are unknown is always excluded; an unverified one is scored;
+1. every recording is replayed (``verify.verify_recording``, fanned out by ``parallel.verify_recordings``: a
+   recording whose replay raises has its plays excluded with the error as reason); a divergent play is
+   excluded unless ``trust_recordings``; a play whose actions are unknown is always excluded; an unverified one is scored;
 2. the remaining plays form one toolkit card per game, plays in (guid, play index) order;
 3. per policy, each game's baseline is resolved (``baseline_sources.resolve_baselines``) and the cards are
    scored twice: the scorecard with the pure functions (``scorecard.build_scorecard``) and the out tables
@@ -32,11 +33,12 @@ from pipeline.recordings.counting import Card, CardPlay
 from schemas.validate import conform
 
 from .baseline_sources import BaselineSource, ResolvedBaseline, resolve_baselines
+from .parallel import REPLAY_FAILED, verify_recordings
 from .plays import RecordingInput
 from .policies import POLICIES, ScoringPolicy
 from .scorecard import Scorecard, build_scorecard, scorecard_to_json
 from .vectorized import VectorizedScores, score_plays_frame
-from .verify import PlayCheck, divergence_columns, verify_recording
+from .verify import PlayCheck, divergence_columns
 
 __all__ = ["PolicyResult", "ScoreInputError", "ScoreRequest", "ScoreResult", "card_id_for", "policy_slug",
            "score_recordings"]
@@ -55,6 +57,8 @@ class ScoreRequest:
     game_dirs: Sequence[Path] = ()
     trust_recordings: bool = False
     from_files: bool = False  # replay recording files (pixels) rather than database steps (hashes)
+    workers: int | None = None  # replay fan-out (parallel.verify_recordings); the result does not depend on it
+    scheduler: str | None = None
 
 
 @dataclass
@@ -95,6 +99,8 @@ def card_id_for(play_ids: Iterable[str]) -> str:
 
 
 def _exclusion(check: PlayCheck, trust: bool) -> str | None:
+    if check.status == "not_replayable" and check.detail and check.detail.startswith(REPLAY_FAILED):
+        return check.detail
     if check.status == "not_replayable":
         return "actions unknown (action_ids_lost); not countable"
     if check.status == "divergent" and not trust:
@@ -171,10 +177,8 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
             seen[pid] = rec.label
     card_id = card_id_for(seen)
 
-    checks: list[PlayCheck] = []
-    items = progress(recordings, "replaying", len(recordings)) if progress else recordings
-    for rec in items:
-        checks.extend(verify_recording(rec, request.game_dirs, from_file=request.from_files))
+    checks = verify_recordings(recordings, request.game_dirs, from_file=request.from_files,
+                               workers=request.workers, scheduler=request.scheduler, progress=progress)
     excluded = {c.play_id: reason for c in checks if (reason := _exclusion(c, request.trust_recordings))}
 
     games: dict[str, list[CardPlay]] = {}
