@@ -109,12 +109,8 @@ def score_command(
     from pipeline.core.manifest import RunManifest
     from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.scoring import baseline_sources as bs
-    from pipeline.scoring.plays import (
-        RecordingReadError,
-        load_recovered_actions,
-        read_recording_files,
-        recordings_from_tables,
-    )
+    from pipeline.scoring.parallel import read_and_verify
+    from pipeline.scoring.plays import RecordingReadError, load_recovered_actions, recordings_from_tables
     from pipeline.scoring.run import ScoreInputError, ScoreRequest, score_recordings
     from pipeline.scoring.storage import read_db_plays, write_score_files, write_score_tables
 
@@ -150,11 +146,14 @@ def score_command(
             paths = expand_recordings(list(recordings or []))
             if not paths:
                 raise fail("no *.jsonl recording found in the folders given", EXIT_USAGE)
-            steps, plays, files, problems = read_recording_files(paths, run_id=manifest.run_id)
+            # Read and replayed at once, on the workers when there are several (scoring/parallel.py).
+            steps, plays, files, problems, checks = read_and_verify(paths, game_dirs, recovered, workers=workers,
+                                                                    scheduler=scheduler, progress=out.track)
             for p in paths:
                 manifest.add_input(p)
         else:
             steps, plays, files = read_db_plays(ws, game or [])
+            checks = None
             digest = _digest(sorted(files))
             manifest.add_input(f"{db_path}#core_arc3__steps", digest)
         recs = recordings_from_tables(steps, plays, files, recovered)
@@ -167,7 +166,7 @@ def score_command(
                                trust_recordings=trust_recordings, from_files=from_files, workers=workers,
                                scheduler=scheduler)
         try:
-            result = score_recordings(recs, request, progress=out.track)
+            result = score_recordings(recs, request, progress=out.track, checks=checks)
         except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
             raise fail(str(err), EXIT_USAGE) from err
         out_dir = out_dir or default_out_dir(db_path, result.card_id)

@@ -164,8 +164,10 @@ def _check_agreement(sc: Scorecard, scores: VectorizedScores, play_ids: dict[int
 
 
 def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest,
-                     progress: Callable[..., Iterable] | None = None) -> ScoreResult:
-    """Verify, exclude and score (module docstring)."""
+                     progress: Callable[..., Iterable] | None = None,
+                     checks: Sequence[PlayCheck] | None = None) -> ScoreResult:
+    """Verify, exclude and score (module docstring). `checks`: the replay checks of `recordings` when they
+    were made as the files were read (``parallel.read_and_verify``); None: the recordings are replayed here."""
     if not request.policies:
         raise ScoreInputError("no scoring policy selected")
     seen: dict[str, str] = {}
@@ -177,8 +179,10 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
             seen[pid] = rec.label
     card_id = card_id_for(seen)
 
-    checks = verify_recordings(recordings, request.game_dirs, from_file=request.from_files,
-                               workers=request.workers, scheduler=request.scheduler, progress=progress)
+    if checks is None:
+        checks = verify_recordings(recordings, request.game_dirs, from_file=request.from_files,
+                                   workers=request.workers, scheduler=request.scheduler, progress=progress)
+    checks = list(checks)
     excluded = {c.play_id: reason for c in checks if (reason := _exclusion(c, request.trust_recordings))}
 
     games: dict[str, list[CardPlay]] = {}
