@@ -1,8 +1,8 @@
 """`arcstudy score --workers N / --scheduler ADDRESS`: the replay verification fanned out (scoring/parallel.py).
 
 The scorecards and out tables must not depend on where the replays ran; a recording whose replay raises is
-reported with its reason (exit code 3) while the others are scored; every verb whose work splits lists both
-options. The fixture recordings of ../shared replay on the conformance games.
+reported with its reason (exit code 3) while the others are scored. The fixture recordings of ../shared
+replay on the conformance games.
 """
 
 from __future__ import annotations
@@ -135,9 +135,3 @@ def test_a_recording_that_raises_on_a_worker_fails_alone():
     assert all(c.detail.startswith(parallel.REPLAY_FAILED + "ValueError") for c in serial if c.play_id in bad)
     assert {c.status for c in serial if c.play_id not in bad} == {"verified"}
 
-
-@pytest.mark.parametrize("verb", ["ingest", "score", "replay-harc", "explore", "qualify", "simulate"])
-def test_every_verb_whose_work_splits_lists_workers_and_scheduler(verb):
-    result = CliRunner().invoke(app, ["--plain", verb, "--help"], terminal_width=200)
-    assert result.exit_code == 0, result.output
-    assert "--workers" in result.output and "--scheduler" in result.output
