@@ -1,12 +1,15 @@
-"""Scale-out speed: the same ingest and H-ARC replay with 1..N workers, as speed-up and efficiency.
+"""Scale-out speed: the same ingest, H-ARC replay and scoring with 1..N workers, as speed-up and efficiency.
 
 1. `arcstudy simulate --scale <scale>` writes a synthetic study into a temporary folder (deterministic).
 2. For each worker count 1..N (serial at 1, a local Dask cluster from 2 on: pipeline.core.executor): a fresh
    database, `ingest_paths` of the study's inputs (the demo's list: ARC-AGI-3 human recordings and study
-   manifest, H-ARC current release and tasks), then `run_trace_checks` (replay of every H-ARC trace). Wall clock includes starting and stopping the cluster:
-   that is what a user waits for. The tables written must be identical for every count (checked).
+   manifest, H-ARC current release and tasks), then `run_trace_checks` (replay of every H-ARC trace), then
+   what `arcstudy score <study>/arc3` does before writing (every recording file, human and agent, read and
+   replay-verified against the repository's games, then scored). Wall clock includes starting and stopping
+   the cluster: that is what a user waits for. The tables written and the scorecard must be identical for
+   every count (checked).
 3. Prints seconds, speed-up (time at 1 / time at n) and efficiency (speed-up / n) per stage, and as its
-   LAST line the speed-up of both stages together at the highest worker count.
+   LAST line the speed-up of all stages together at the highest worker count.
 
 No assertion on time (the machines here are shared and noisy):
 
@@ -24,7 +27,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-STAGES = ("ingest", "replay-harc")
+STAGES = ("ingest", "replay-harc", "score")
 # Tables whose content must not depend on the worker count (columns that hold run times excluded; the
 # digest sorts the rows).
 DIGESTED = {
@@ -64,7 +67,32 @@ def run_once(db: Path, inputs: list[Path], workers: int) -> tuple[dict[str, floa
         run_trace_checks(ws, workers=workers)
         times["replay-harc"] = time.perf_counter() - t0
         digests = {name: table_digest(ws.read(sql)) for name, sql in DIGESTED.items() if ws.has_table(name)}
+    t0 = time.perf_counter()
+    digests["scorecard"] = score_study(inputs[0].parent, workers)
+    times["score"] = time.perf_counter() - t0
     return times, digests
+
+
+def score_study(arc3_dir: Path, workers: int) -> str:
+    """`arcstudy score <arc3_dir>` up to its outputs: the sha256 of the scorecard and replay checks."""
+    import hashlib
+
+    from engine.loader import default_environments_dir
+    from pipeline.commands.score import expand_recordings
+    from pipeline.scoring import baseline_sources as bs
+    from pipeline.scoring.parallel import read_and_verify
+    from pipeline.scoring.plays import recordings_from_tables
+    from pipeline.scoring.policies import DEFAULT_POLICY_ID, get_policy
+    from pipeline.scoring.run import ScoreRequest, score_recordings
+
+    games = [default_environments_dir()]
+    steps, plays, files, _, checks = read_and_verify(expand_recordings([arc3_dir]), games, workers=workers)
+    sources = [s for s in (bs.source_from_games_dirs(games), bs.reference_source()) if s is not None]
+    request = ScoreRequest(policies=[get_policy(DEFAULT_POLICY_ID)], baseline_sources=sources, game_dirs=games,
+                           from_files=True, workers=workers)
+    result = score_recordings(recordings_from_tables(steps, plays, files), request, checks=checks)
+    text = "\n".join(pr.scorecard_json for pr in result.policies)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def main() -> None:

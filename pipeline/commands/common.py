@@ -35,6 +35,18 @@ GameVersionOption = Annotated[
 
 LockTimeoutOption = Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another writer.")]
 
+# The fan-out of a command whose work splits into independent pieces (pipeline.core.executor, docs/cluster.md).
+# None means one worker per usable core, left to the command to resolve (a command may stay serial when its
+# input is too small for a cluster's start to pay off). Results do not depend on either option.
+WorkersOption = Annotated[int | None, typer.Option(
+    "--workers", min=1, show_default=False,
+    help="Worker processes (a local Dask cluster); 1 = serial, in this process, without Dask "
+         "(default: all usable cores). Results do not depend on it.")]
+SchedulerOption = Annotated[str | None, typer.Option(
+    "--scheduler", metavar="ADDRESS", show_default=False,
+    help="tcp://host:port of an existing Dask cluster to run the work on instead (its workers must see the "
+         "same paths; arcstudy never closes it). Replaces --workers.")]
+
 
 class _FlagsWithoutType:
     """Help that shows no value type after an on/off flag: typer 0.29 prints `<bool>` after every flag (--help

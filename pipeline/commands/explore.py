@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, command_line
+from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, SchedulerOption, WorkersOption, command_line
 
 CLICK_RULE_NAMES = ("objects", "cells", "pixels", "engine")  # graph.CLICK_RULES, without importing the engine here
 IDENTITY_NAMES = ("frame", "engine")
@@ -36,12 +36,16 @@ def explore_command(
     identity: Annotated[str, typer.Option("--identity", help="Node identity: frame (frame + hidden state, "
                                           "default) or engine (every game attribute).")] = "frame",
     no_figure: Annotated[bool, typer.Option("--no-figure", help="With --out, skip the figure.")] = False,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Breadth-first state graph of each level: size, merges, depth, cycles, optimal path, random-win odds.
 
     Reads: the game file and metadata.json under --environments (default: games/). Writes: nothing
     unless --out DIR (then DIR/<game_id>/level_<n>/graph.json, graph.graphml, figure.png/.svg/.vl.json,
     plus DIR/<game_id>/summary.json and manifest.json); --json prints the summaries to stdout.
+    Levels are explored on --workers processes, one level each (without it: all usable cores from
+    --max-nodes 10,000 on, else serially), or on the cluster at --scheduler; results do not depend on it.
     Exit code 1 if the game raised an exception while being explored (see `errors`), 2 on bad options.
     """
     from rich.table import Table
@@ -64,7 +68,7 @@ def explore_command(
                                     max_seconds=max_seconds, click_rule=click_rule, budget=budget,
                                     include_undo=include_undo, identity=identity, out_dir=out_dir,
                                     figures=not no_figure, command=command_line(ctx),
-                                    progress=not json_out)
+                                    progress=not json_out, workers=workers, scheduler=scheduler)
     except LevelRangeError as err:
         out.error(str(err))
         raise typer.Exit(EXIT_USAGE) from err

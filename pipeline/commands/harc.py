@@ -28,6 +28,7 @@ from .common import (
     EXIT_REJECTED,
     DbOption,
     LockTimeoutOption,
+    SchedulerOption,
     command_line,
     fail,
     open_workspace,
@@ -45,8 +46,10 @@ def replay_harc_command(
     only_task: Annotated[str | None, typer.Option("--only-task", help="Replay only this task's traces (task id "
                                                   "without .json) and replace only its rows.",
                                                   show_default=False)] = None,
-    workers: Annotated[int, typer.Option("--workers", min=0, help="Worker processes for the replay; 0 = auto (2 "
-                                         "from 50,000 event rows on, else 1). Results do not depend on it.")] = 0,
+    workers: Annotated[int, typer.Option("--workers", min=0, help="Worker processes for the replay (a local Dask "
+                                         "cluster); 1 = serial, without Dask; 0 = auto (2 from 50,000 event "
+                                         "rows on, else 1). Results do not depend on it.")] = 0,
+    scheduler: SchedulerOption = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit with code 3 when any trace is divergent or not "
                                          "replayable.")] = False,
     strict_replay: Annotated[bool, typer.Option("--strict-replay", help="Also treat secondary mismatches "
@@ -71,7 +74,8 @@ def replay_harc_command(
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
     with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         try:
-            report = run_trace_checks(ws, only_task=only_task, workers=workers, strict=strict_replay,
+            report = run_trace_checks(ws, only_task=only_task, workers=workers, scheduler=scheduler,
+                                      strict=strict_replay,
                                       command=command_line(ctx), progress=out.track,
                                       manifest_dir=run_manifest_dir(db_path))
         except (HarcError, WorkspaceError) as err:

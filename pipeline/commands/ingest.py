@@ -16,6 +16,8 @@ from .common import (
     EXIT_REJECTED,
     EXIT_USAGE,
     DbOption,
+    SchedulerOption,
+    WorkersOption,
     command_line,
     fail,
     open_workspace,
@@ -45,6 +47,8 @@ def ingest_command(
                                                     "(default: <db>.frames/ beside the database).")] = None,
     lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another "
                                                 "writer to release the database.")] = 30.0,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Validate and load input files into the database; bad lines and rows go to `quarantine`.
 
@@ -53,6 +57,8 @@ def ingest_command(
     `runs` and its manifest under <db>.runs/; with --keep-frames, Parquet files under <db>.frames/.
     Exit code 3 when anything was quarantined or a file was refused (a FIFO, device or socket is refused
     unread: only regular files are read); exit code 2 when the paths hold no input file at all.
+    Files are read and validated on --workers processes (without it: all usable cores from 256 MB of input
+    on, else serially) or on the cluster at --scheduler; this process alone writes the database.
     """
     from rich.table import Table as RichTable
 
@@ -65,14 +71,16 @@ def ingest_command(
     frames_dir = frames_dir or db_path.parent / (db_path.stem + ".frames")
     manifest = RunManifest(command=command_line(ctx),
                            config={"format": fmt, "force": force, "keep_frames": keep_frames,
-                                   "frames_dir": str(frames_dir), "db": str(db_path)})
+                                   "frames_dir": str(frames_dir), "db": str(db_path),
+                                   "workers": workers, "scheduler": scheduler})
     files = expand_paths(paths)
     if not files:
         raise fail(f"no input files in {', '.join(map(str, paths))} (hidden files and folders, *.py, *.pyc and "
                    "*.expected.json are skipped); nothing ingested", EXIT_USAGE)
     with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         report = ingest_paths(ws, files, run_id=manifest.run_id, fmt_name=fmt, force=force,
-                              keep_frames=keep_frames, frames_dir=frames_dir, progress=out.track)
+                              keep_frames=keep_frames, frames_dir=frames_dir, progress=out.track,
+                              workers=workers, scheduler=scheduler)
         for f in report.files:
             if f.status != "unreadable" and f.path.is_file():  # never hash a FIFO or device
                 try:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, command_line
+from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, SchedulerOption, WorkersOption, command_line
 
 
 def qualify_command(
@@ -30,20 +30,24 @@ def qualify_command(
                                                          "back (win*/lose* names must end in WIN/GAME_OVER).",
                                                          exists=True, dir_okay=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the reports as JSON on stdout.")] = False,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Qualify games: shipped recordings replay, every level winnable, random-win odds under 1 in 10,000
     (explorer), no accidental random wins, and a fuzz sweep with determinism and snapshot checks.
 
     Reads: the game files, metadata.json and solutions/*.jsonl under --environments (default: games/).
     Writes: with --out, DIR/<game_id>/qualification.json, qualification.md and manifest.json; a summary table
-    (or JSON with --json) on stdout. Exit code 0 if every game passes, 1 if a check fails, 2 on bad options.
+    (or JSON with --json) on stdout. With several games, each is qualified on one of --workers processes
+    (default: all usable cores) or on the cluster at --scheduler; the reports do not depend on it.
+    Exit code 0 if every game passes, 1 if a check fails, 2 on bad options.
     """
     from rich.table import Table
 
     from pipeline.core.console import out
     from pipeline.explore import GameNotFoundError, discover, games_dir_or_default, resolve
     from pipeline.qualify.checks import REGIMES
-    from pipeline.qualify.run import qualify_game
+    from pipeline.qualify.run import qualify_game, qualify_games_on_workers
 
     if regime not in REGIMES:
         out.error(f"--regime must be one of {', '.join(REGIMES)}")
@@ -62,14 +66,18 @@ def qualify_command(
         for info in infos:
             latest[info.short_id] = resolve(info.short_id, env_dir)
         infos = list(latest.values())
+    command = command_line(ctx)
+    options = {"seed": seed, "tutorial_levels": tutorial_levels, "recordings": recording}
     reports = []
-    for info in infos:
+    if len(infos) > 1 and (scheduler is not None or workers is None or workers > 1):
+        reports = qualify_games_on_workers(infos, env_dir, regime, options, out_dir=out_dir, command=command,
+                                           workers=workers, scheduler=scheduler, quiet=json_out)
+    for info in infos if not reports else ():
         def progress(message: str, info: Any = info) -> None:
             if not json_out:
                 out.info(f"{info.game_id}: {message}")
-        report, written = qualify_game(info, regime, seed=seed, tutorial_levels=tutorial_levels,
-                                       out_dir=out_dir, recordings=recording, progress=progress,
-                                       command=command_line(ctx))
+        report, written = qualify_game(info, regime, out_dir=out_dir, progress=progress, command=command,
+                                       workers=workers, scheduler=scheduler, **options)
         reports.append(report)
         if written and not json_out:
             out.info(f"wrote {', '.join(str(p) for p in written)}")
@@ -85,3 +93,4 @@ def qualify_command(
             table.add_row(report["game_id"], "VERDICT", report["verdict"].upper(), "", end_section=True)
         out.console.print(table)
     raise typer.Exit(EXIT_OK if all(r["verdict"] == "pass" for r in reports) else EXIT_ERROR)
+

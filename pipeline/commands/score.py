@@ -18,6 +18,8 @@ from .common import (
     DbOption,
     GameVersionOption,
     LockTimeoutOption,
+    SchedulerOption,
+    WorkersOption,
     command_line,
     fail,
     open_workspace,
@@ -84,6 +86,8 @@ def score_command(
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the figures.")] = False,
     game_version: GameVersionOption = None,
     lock_timeout: LockTimeoutOption = 30.0,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Score plays with RHAE under versioned policies, each play replay-verified through the engine first.
 
@@ -101,10 +105,12 @@ def score_command(
 
     A play whose replay diverges is reported with its first divergence and left out of the score unless
     --trust-recordings; a play whose game cannot be loaded is scored unverified, unless no baseline source
-    knows the game either (left out, unless --include-unknown-games). Playback files (action scripts, no engine
-    output) are replayed like the official playback agent (make(), then each action) on their game, resolved by
-    its code when the version named is absent (or --game-version); without a loadable game they cannot be
-    scored. Exit code 3 when plays were left out or input lines or files were rejected.
+    knows the game either (left out, unless --include-unknown-games); a recording whose replay raises has its
+    plays left out, with the error as reason. Playback files (action scripts, no engine output) are replayed
+    like the official playback agent (make(), then each action) on their game, resolved by its code when the
+    version named is absent (or --game-version); without a loadable game they cannot be scored. The replays run
+    on --workers processes (or on the cluster at --scheduler); the scorecards do not depend on it. Exit code 3
+    when plays were left out or input lines or files were rejected.
     """
     import duckdb
 
@@ -112,10 +118,10 @@ def score_command(
     from pipeline.core.manifest import RunManifest
     from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.scoring import baseline_sources as bs
+    from pipeline.scoring.parallel import read_and_verify
     from pipeline.scoring.plays import (
         RecordingReadError,
         load_recovered_actions,
-        read_recording_files,
         recordings_from_tables,
         replay_scripts,
     )
@@ -147,18 +153,22 @@ def score_command(
         "recordings": [str(p) for p in recordings or []], "policy": policy, "baselines": str(baselines)
         if baselines else None, "games": [str(g) for g in games or []], "trust_recordings": trust_recordings,
         "recovered_actions": str(recovered_actions) if recovered_actions else None, "game": game or [],
-        "db": str(db_path), "figures": not no_figures, "game_version": game_version})
+        "db": str(db_path), "figures": not no_figures, "game_version": game_version, "workers": workers,
+        "scheduler": scheduler})
     problems: list[tuple[Path, str]] = []
     with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         if from_files:
             paths = expand_recordings(list(recordings or []))
             if not paths:
                 raise fail("no *.jsonl recording found in " + ", ".join(str(p) for p in recordings or []), EXIT_USAGE)
-            steps, plays, files, problems = read_recording_files(paths, run_id=manifest.run_id)
+            # Read and replayed at once, on the workers when there are several (scoring/parallel.py).
+            steps, plays, files, problems, checks = read_and_verify(paths, game_dirs, recovered, workers=workers,
+                                                                    scheduler=scheduler, progress=out.track)
             for p in paths:
                 manifest.add_input(p)
         else:
             steps, plays, files = read_db_plays(ws, game or [])
+            checks = None
             digest = _digest(sorted(files))
             manifest.add_input(f"{db_path}#core_arc3__steps", digest)
         replayed = replay_scripts(steps, plays, files, game_dirs, version=game_version)
@@ -182,9 +192,9 @@ def score_command(
                                bs.reference_source()] if s is not None]
         request = ScoreRequest(policies=policies, baseline_sources=sources, game_dirs=game_dirs,
                                trust_recordings=trust_recordings, from_files=from_files,
-                               include_unknown_games=include_unknown_games)
+                               include_unknown_games=include_unknown_games, workers=workers, scheduler=scheduler)
         try:
-            result = score_recordings(recs, request, progress=out.track)
+            result = score_recordings(recs, request, progress=out.track, checks=checks)
         except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
             raise fail(str(err), EXIT_USAGE) from err
         out_dir = out_dir or default_out_dir(db_path, result.card_id)

@@ -9,7 +9,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_USAGE, fail
+from .common import EXIT_USAGE, SchedulerOption, WorkersOption, fail
 
 
 def simulate_command(
@@ -21,12 +21,16 @@ def simulate_command(
                                                       "repository's games/).")] = None,
     no_harc: Annotated[bool, typer.Option("--no-harc", help="Skip the synthetic H-ARC study.")] = False,
     overwrite: Annotated[bool, typer.Option(help="Replace a non-empty --out folder.")] = False,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Simulate a human study (participants, sessions, low-effort minority), agent runs and an H-ARC study.
 
     Reads: the games (their shipped solution recordings). Writes: --out (recordings, session manifest,
     H-ARC CSVs, ARC tasks, SIMULATION.json and ground_truth/ with the low-effort labels, kept apart from
-    the data). Nothing goes into a database: run `arcstudy ingest` on the result.
+    the data). Nothing goes into a database: run `arcstudy ingest` on the result. The H-ARC participants are
+    simulated on --workers processes (without it: serially up to 100 participants, else 2) or on the cluster
+    at --scheduler; the files do not depend on it.
     """
     from games import GAMES_DIR
     from pipeline.simulate.study import SCALES, simulate_study
@@ -35,7 +39,8 @@ def simulate_command(
         raise fail(f"unknown scale {scale!r}; one of {', '.join(SCALES)}", EXIT_USAGE)
     try:
         summary = simulate_study(out_dir, scale=scale, seed=seed, environments_dir=environments or GAMES_DIR,
-                                 with_harc=not no_harc, overwrite=overwrite, progress=out.track)
+                                 with_harc=not no_harc, overwrite=overwrite, progress=out.track,
+                                 workers=workers, scheduler=scheduler)
     except (FileExistsError, ValueError) as err:
         raise fail(str(err)) from err
     human = summary["arc3_human"]

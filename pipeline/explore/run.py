@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.executor import default_workers
+
 
 class LevelRangeError(ValueError):
     """A level number the game does not have."""
@@ -15,6 +17,40 @@ def _summary_row(m: Any) -> dict[str, Any]:
     d = m.as_dict()
     d["level"] = m.level + 1  # 1-based for people and scripts, like level_index
     return d
+
+
+# Without --workers, levels are explored on every usable core only when each may take long enough (this many
+# states) for a local cluster's start (2-7 s) to pay off.
+PARALLEL_MIN_NODES = 10_000
+
+
+def _level_files(graph: Any, metrics: Any, level_dir: Path, figures: bool, budget: int | None) -> list[Path]:
+    from .export import write_figure, write_graphml, write_json
+
+    written = [write_json(graph, metrics, level_dir / "graph.json"), write_graphml(graph, level_dir / "graph.graphml")]
+    if figures:
+        written.extend(write_figure(graph, metrics, level_dir, "figure", horizon=budget or 10_000).values())
+    return written
+
+
+def explore_one_level(level: int, *, game_id: str, env_dir: Path, identity: str, max_nodes: int,
+                      max_seconds: float | None, click_rule: str, include_undo: bool, budget: int | None,
+                      out_dir: Path | None, figures: bool) -> tuple[dict[str, Any], list[Path]]:
+    """One level explored on a fresh session (a worker's piece): its summary row and the files written
+    under `out_dir` (workers see the same paths, docs/cluster.md)."""
+    from . import Session, resolve
+    from .analysis import analyse
+    from .graph import explore_level
+
+    info = resolve(game_id, env_dir)
+    session = Session(info, identity=identity)
+    session.start(0)
+    graph = explore_level(session, level - 1, max_nodes=max_nodes, max_seconds=max_seconds,
+                          click_rule=click_rule, include_undo=include_undo)
+    metrics = analyse(graph, budget=budget)
+    written = ([] if out_dir is None else
+               _level_files(graph, metrics, out_dir / info.game_id / f"level_{level}", figures, budget))
+    return _summary_row(metrics), written
 
 
 def run_explore(
@@ -32,19 +68,22 @@ def run_explore(
     figures: bool,
     command: str,
     progress: bool = True,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[Path]]:
     """Explore the levels; return the summary rows and the files written.
 
     With ``out_dir``, writes DIR/<game_id>/level_<n>/graph.json, graph.graphml and (``figures``) the figure,
     then DIR/<game_id>/summary.json and a run manifest recording ``command``. A level outside the game's
-    range raises LevelRangeError before anything is explored.
+    range raises LevelRangeError before anything is explored. Levels are explored on ``workers`` processes
+    (None: every usable core when there are several levels of at least PARALLEL_MIN_NODES states, else 1) or
+    on the Dask cluster at ``scheduler``; the rows come back in level order either way.
     """
     from pipeline.core.console import out
     from pipeline.core.manifest import RunManifest
 
     from . import Session, games_dir_or_default, resolve
     from .analysis import analyse
-    from .export import write_figure, write_graphml, write_json
     from .graph import explore_level
 
     env_dir = games_dir_or_default(environments)
@@ -58,8 +97,17 @@ def run_explore(
     manifest = RunManifest(command=command,
                            config={"game_id": info.game_id, "levels": chosen, "environments": str(env_dir),
                                    "max_nodes": max_nodes, "max_seconds": max_seconds, "click_rule": click_rule,
-                                   "budget": budget, "include_undo": include_undo, "identity": identity})
+                                   "budget": budget, "include_undo": include_undo, "identity": identity,
+                                   "workers": workers, "scheduler": scheduler})
     manifest.add_input(info.source)
+    if workers is None and scheduler is None:
+        workers = default_workers() if max_nodes >= PARALLEL_MIN_NODES else 1
+    if len(chosen) > 1 and (scheduler is not None or workers > 1):
+        rows, written = _explore_levels_parallel(chosen, info, env_dir, workers, scheduler, progress=progress,
+                                                 identity=identity, max_nodes=max_nodes, max_seconds=max_seconds,
+                                                 click_rule=click_rule, include_undo=include_undo, budget=budget,
+                                                 out_dir=out_dir, figures=figures)
+        return _finish(info, rows, written, manifest, out_dir)
     rows, written = [], []
     for level in chosen:
         if progress and not out.plain:
@@ -77,12 +125,38 @@ def run_explore(
         metrics = analyse(graph, budget=budget)
         rows.append(_summary_row(metrics))
         if out_dir is not None:
-            level_dir = out_dir / info.game_id / f"level_{level}"
-            written.append(write_json(graph, metrics, level_dir / "graph.json"))
-            written.append(write_graphml(graph, level_dir / "graph.graphml"))
-            if figures:
-                written.extend(write_figure(graph, metrics, level_dir, "figure",
-                                            horizon=budget or 10_000).values())
+            written.extend(_level_files(graph, metrics, out_dir / info.game_id / f"level_{level}", figures, budget))
+    return _finish(info, rows, written, manifest, out_dir)
+
+
+def _explore_levels_parallel(chosen: list[int], info: Any, env_dir: Path, workers: int | None,
+                             scheduler: str | None, *, progress: bool, **options: Any
+                             ) -> tuple[list[dict[str, Any]], list[Path]]:
+    """Every level on its own worker; rows and files in level order, as the serial loop gives them."""
+    from functools import partial
+
+    from pipeline.core.console import out
+    from pipeline.core.executor import open_executor
+
+    done: dict[int, tuple[dict[str, Any], list[Path]]] = {}
+    fn = partial(explore_one_level, game_id=info.game_id, env_dir=env_dir, **options)
+    with open_executor(workers, scheduler, n_items=len(chosen)) as ex:
+        description = f"{info.game_id}: exploring {len(chosen)} levels ({ex.n_workers} workers)"
+        for key, value, error in ex.map_unordered(fn, [(i, level) for i, level in enumerate(chosen)],
+                                                  progress=out.track if progress else None,
+                                                  description=description):
+            if error is not None:
+                raise error
+            done[key] = value
+            if progress and out.plain:
+                out.info(f"{info.game_id} level {chosen[key]}: {value[0]['nodes']:,} states, "
+                         f"{value[0]['stop_reason']}")
+    rows = [done[i][0] for i in range(len(chosen))]
+    return rows, [path for i in range(len(chosen)) for path in done[i][1]]
+
+
+def _finish(info: Any, rows: list[dict[str, Any]], written: list[Path], manifest: Any, out_dir: Path | None
+            ) -> tuple[list[dict[str, Any]], list[Path]]:
     if out_dir is not None:
         summary = out_dir / info.game_id / "summary.json"
         summary.write_text(json.dumps({"game_id": info.game_id, "levels": rows}, indent=1, default=str) + "\n")

@@ -212,10 +212,11 @@ def _core_inputs(ws: Workspace, manifest: RunManifest, tables: Iterable[str]) ->
 # --------------------------------------------------------------------------------------------------------
 def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: int = 0, strict: bool = False,
                      command: str = "arcstudy replay-harc", progress: Progress | None = None,
-                     manifest_dir: Path | None = None) -> TraceCheckReport:
+                     manifest_dir: Path | None = None, scheduler: str | None = None) -> TraceCheckReport:
     """Replay the traces, replace their rows of out_harc__trace_checks in one transaction, record the run.
 
-    `workers`: processes for the replay; 0 = auto (2 from AUTO_PARALLEL_ROWS event rows on, else 1)."""
+    `workers`: processes for the replay; 0 = auto (2 from AUTO_PARALLEL_ROWS event rows on, else 1).
+    `scheduler`: the address of a Dask cluster to replay on instead."""
     timings: dict[str, float] = {}
     started = time.perf_counter()
     if not releases(ws):
@@ -239,11 +240,13 @@ def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: in
         workers = min(2, os.cpu_count() or 1) if actions.height >= AUTO_PARALLEL_ROWS else 1
 
     t0 = time.perf_counter()
-    checks = trace_checks.check_traces(jobs, strict=strict, workers=workers, progress=progress)
+    checks = trace_checks.check_traces(jobs, strict=strict, workers=workers, scheduler=scheduler,
+                                       progress=progress)
     timings["replay"] = time.perf_counter() - t0
 
     manifest = RunManifest(command=command, config={"only_task": only_task, "workers": workers,
-                                                    "strict_replay": strict, "db": str(ws.path)})
+                                                    "scheduler": scheduler, "strict_replay": strict,
+                                                    "db": str(ws.path)})
     _core_inputs(ws, manifest, ("core_harc__actions", "core_arc__task_pairs"))
     t0 = time.perf_counter()
     with ws.transaction() as con:

@@ -2,11 +2,12 @@
 
     result = score_recordings(recordings, ScoreRequest(policies, sources, game_dirs), progress=out.track)
 
-1. every recording is replayed (``verify.verify_recording``); a divergent play is excluded unless
-   ``trust_recordings``; a play whose actions are unknown is always excluded; an unverified one is scored,
-   unless its game is unknown (no game files under ``game_dirs`` and no baseline source knows it: most likely
-   a wrong folder or a mistyped game id, whose believable scorecard of zeros would hide the mistake) and
-   ``include_unknown_games`` is off;
+1. every recording is replayed (``verify.verify_recording``, fanned out by ``parallel.verify_recordings``: a
+   recording whose replay raises has its plays excluded with the error as reason); a divergent play is
+   excluded unless ``trust_recordings``; a play whose actions are unknown is always excluded; an unverified
+   one is scored, unless its game is unknown (no game files under ``game_dirs`` and no baseline source knows
+   it: most likely a wrong folder or a mistyped game id, whose believable scorecard of zeros would hide the
+   mistake) and ``include_unknown_games`` is off;
 2. the remaining plays form one toolkit card per game, plays in (guid, play index) order;
 3. per policy, each game's baseline is resolved (``baseline_sources.resolve_baselines``) and the cards are
    scored twice: the scorecard with the pure functions (``scorecard.build_scorecard``) and the out tables
@@ -36,6 +37,7 @@ from pipeline.recordings.counting import Card, CardPlay
 from schemas.validate import conform
 
 from .baseline_sources import BaselineSource, ResolvedBaseline, resolve_baselines
+from .parallel import REPLAY_FAILED, verify_recordings
 from .plays import RecordingInput
 from .policies import POLICIES, ScoringPolicy
 from .scorecard import Scorecard, build_scorecard, scorecard_to_json
@@ -60,6 +62,8 @@ class ScoreRequest:
     trust_recordings: bool = False
     from_files: bool = False  # replay recording files (pixels) rather than database steps (hashes)
     include_unknown_games: bool = False  # score plays of games nothing knows (no game files, no baseline)
+    workers: int | None = None  # replay fan-out (parallel.verify_recordings); the result does not depend on it
+    scheduler: str | None = None
 
 
 @dataclass
@@ -100,6 +104,8 @@ def card_id_for(play_ids: Iterable[str]) -> str:
 
 
 def _exclusion(check: PlayCheck, trust: bool) -> str | None:
+    if check.status == "not_replayable" and check.detail and check.detail.startswith(REPLAY_FAILED):
+        return check.detail
     if check.status == "not_replayable":
         return "actions unknown (action_ids_lost); not countable"
     if check.status == "divergent" and not trust:
@@ -196,9 +202,30 @@ def _check_agreement(sc: Scorecard, scores: VectorizedScores, play_ids: dict[int
         raise RuntimeError(f"set-based and pure totals differ under {sc.policy_id}: {scores.total!r} != {sc.score!r}")
 
 
+def _with_scripts_verified(recordings: Sequence[RecordingInput], checks: list[PlayCheck], request: ScoreRequest
+                           ) -> list[PlayCheck]:
+    """The checks in recording order, a playback script's being those of the steps its replay produced (the
+    workers that read the files saw only the script's actions), each saying which game version it ran on."""
+    by_file: dict[str, list[PlayCheck]] = {}
+    for c in checks:
+        by_file.setdefault(c.file_id, []).append(c)
+    ordered: list[PlayCheck] = []
+    for rec in recordings:
+        if rec.script is None:
+            ordered += by_file.pop(rec.file_id, [])
+            continue
+        by_file.pop(rec.file_id, None)
+        note = rec.script.describe()
+        ordered += [replace(c, detail=f"{note}; {c.detail}" if c.detail else note)
+                    for c in verify_recording(rec, request.game_dirs, from_file=request.from_files)]
+    return ordered + [c for rest in by_file.values() for c in rest]
+
+
 def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest,
-                     progress: Callable[..., Iterable] | None = None) -> ScoreResult:
-    """Verify, exclude and score (module docstring)."""
+                     progress: Callable[..., Iterable] | None = None,
+                     checks: Sequence[PlayCheck] | None = None) -> ScoreResult:
+    """Verify, exclude and score (module docstring). `checks`: the replay checks of `recordings` when they
+    were made as the files were read (``parallel.read_and_verify``); None: the recordings are replayed here."""
     if not request.policies:
         raise ScoreInputError("no scoring policy selected")
     seen: dict[str, str] = {}
@@ -210,14 +237,10 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
             seen[pid] = rec.label
     card_id = card_id_for(seen)
 
-    checks: list[PlayCheck] = []
-    items = progress(recordings, "replaying", len(recordings)) if progress else recordings
-    for rec in items:
-        rec_checks = verify_recording(rec, request.game_dirs, from_file=request.from_files)
-        if rec.script is not None:  # say that the steps came from replaying a script, and on which version
-            note = rec.script.describe()
-            rec_checks = [replace(c, detail=f"{note}; {c.detail}" if c.detail else note) for c in rec_checks]
-        checks.extend(rec_checks)
+    if checks is None:
+        checks = verify_recordings(recordings, request.game_dirs, from_file=request.from_files,
+                                   workers=request.workers, scheduler=request.scheduler, progress=progress)
+    checks = _with_scripts_verified(recordings, list(checks), request)
     excluded = {c.play_id: reason for c in checks if (reason := _exclusion(c, request.trust_recordings))}
     if not request.include_unknown_games:
         unknown = _unknown_games(checks, request)

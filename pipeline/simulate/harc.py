@@ -3,7 +3,7 @@
 Entry point (the lead's ``arcstudy simulate`` calls it; no CLI wiring here)::
 
     simulate_harc_study(out_dir, *, scale="demo", seed=0, generation="both", workers=None,
-                        overwrite=False, arc_tgi=True) -> HarcStudySummary
+                        overwrite=False, arc_tgi=True, scheduler=None) -> HarcStudySummary
 
 - ``scale``: ``"demo"`` (40 participants: 16 training, 4 of them with 10 tasks, and 24 evaluation, 8 of the 40
   incomplete; 12 + 12 tasks; about 350 attempts and 13k rows; a few seconds) or ``"paper"`` (the H-ARC design:
@@ -15,6 +15,7 @@ Entry point (the lead's ``arcstudy simulate`` calls it; no CLI wiring here)::
 - ``workers``: processes for the participant simulation (default: 1 for up to 100 participants, else 2): a
   local Dask cluster (pipeline.core.executor) whose workers are started with ``spawn``, so a script calling
   this with workers > 1 needs the ``if __name__ == "__main__"`` guard (console scripts have it).
+- ``scheduler``: the address of a Dask cluster to simulate the participants on instead (replaces ``workers``).
 - ``overwrite``: replace an earlier simulation in ``out_dir`` (else a non-empty ``out_dir`` is an error).
 - ``arc_tgi``: also write the generated tasks as an ARC-TGI export CSV.
 
@@ -543,7 +544,7 @@ _LAYOUT = ("current", "2024", "tasks", "generators")
 
 def simulate_harc_study(out_dir: Path | str, *, scale: str | StudyDesign = "demo", seed: int = 0,
                         generation: str = "both", workers: int | None = None, overwrite: bool = False,
-                        arc_tgi: bool = True) -> HarcStudySummary:
+                        arc_tgi: bool = True, scheduler: str | None = None) -> HarcStudySummary:
     """Simulate an H-ARC study and write it in the release formats; see the module docstring."""
     started = time.perf_counter()
     design = scale if isinstance(scale, StudyDesign) else DESIGNS.get(scale)
@@ -564,7 +565,7 @@ def simulate_harc_study(out_dir: Path | str, *, scale: str | StudyDesign = "demo
 
     tasks = generate_task_pool(seed, design.n_tasks_training, design.n_tasks_evaluation)
     specs = build_participants(design, seed, tasks)
-    data = simulate_rows(specs, tasks, seed, workers)
+    data = simulate_rows(specs, tasks, seed, workers, scheduler)
     summary = get_summary(data)
     complete = data["complete"] == "True"
     surveys = _surveys(specs)

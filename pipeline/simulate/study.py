@@ -65,7 +65,9 @@ def _baselines(spec: GameSpec, environments_dir: Path) -> list[int]:
 
 def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environments_dir: Path,
                    specs: list[GameSpec] | None = None, with_harc: bool = True, overwrite: bool = False,
-                   progress=None) -> dict[str, Any]:
+                   progress=None, workers: int | None = None, scheduler: str | None = None) -> dict[str, Any]:
+    """Write the study under `out_dir`. `workers` / `scheduler`: the fan-out of the H-ARC participants
+    (simulate_harc_study; None: its default); the files do not depend on them."""
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; one of {', '.join(SCALES)}")
     cfg = SCALES[scale]
@@ -107,7 +109,8 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
     if with_harc and cfg.harc_scale:
         from pipeline.simulate.harc import simulate_harc_study
 
-        summary = simulate_harc_study(out_dir / "harc", scale=cfg.harc_scale, seed=seed, generation="current")
+        summary = simulate_harc_study(out_dir / "harc", scale=cfg.harc_scale, seed=seed, generation="current",
+                                      workers=workers, scheduler=scheduler)
         # Wall time and the absolute folder vary between runs: left out so the same seed gives the same bytes.
         harc = {k: v for k, v in summary.to_dict().items() if k not in ("elapsed_s", "out_dir")}
 

@@ -1,0 +1,213 @@
+"""The expensive half of ``arcstudy score`` fanned out over the executor (pipeline.core.executor).
+
+    steps, plays, files, problems, checks = read_and_verify(paths, game_dirs, recovered, workers=2)
+    checks = verify_recordings(recordings, game_dirs, from_file=False, workers=2)
+
+Reading recording files (JSON frames parsed into pixels) and replaying them (the engine steps every action
+again) dominate scoring, and every file is independent: batches of files go to workers, each worker reads its
+files and replays them at once (one parse per file), and only the step and play tables and the `PlayCheck`
+lists come back. Database plays ship their step rows (frame hashes, no pixels). Scoring, cards and tables
+stay in the caller. Results come back in input order, whatever the number of workers or the cluster, so the
+scorecards are byte-identical.
+
+A recording whose replay raises (a bug, a game file that breaks the verifier) is reported, not fatal: each of
+its plays gets status ``not_replayable`` with ``detail`` starting with `REPLAY_FAILED`, and the run goes on. A
+file whose reading raises on a worker is reported as rejected input, like a file that cannot be read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.core.executor import default_workers, open_executor
+
+from .plays import FileRef, RecordingInput, read_recording_files, recordings_from_tables
+from .verify import PlayCheck, verify_recording
+
+__all__ = ["PARALLEL_MIN_BYTES", "PARALLEL_MIN_STEPS", "REPLAY_FAILED", "read_and_verify", "verify_recordings"]
+
+REPLAY_FAILED = "replay failed: "
+# Without --workers, a local cluster is started only from these sizes on: a local cluster takes 2-7 s to start
+# (docs/cluster.md), against roughly 10 MB of recording files read and replayed, or 3,000 database steps
+# replayed, per second and core.
+PARALLEL_MIN_BYTES = 64 << 20
+PARALLEL_MIN_STEPS = 20_000
+PIECES_PER_WORKER = 4  # batches per worker: enough to even out unequal files, few enough to stay cheap
+
+# Columns of the step table that a database replay reads (verify.steps_from_table).
+_TABLE_COLUMNS = ("line_number", "state", "levels_completed", "win_levels", "is_full_reset", "available_actions",
+                  "click_x", "click_y", "n_frames", "frame_sha256s")
+
+Progress = Callable[..., Iterable]
+
+
+def failed_checks(rec: RecordingInput, error: BaseException, *, from_file: bool) -> list[PlayCheck]:
+    """Every play of `rec` as not replayable because its replay raised `error`."""
+    detail = f"{REPLAY_FAILED}{type(error).__name__}: {error}"
+    return [PlayCheck(play_id=pid, file_id=rec.file_id, game_id=rec.game_id, guid=rec.guid, status="not_replayable",
+                      replay_input="recording" if from_file else "steps",
+                      is_only_reset_levels=rec.is_only_reset_levels, detail=detail) for pid, _ in rec.plays()]
+
+
+def verify_one(rec: RecordingInput, game_dirs: Sequence[Path], from_file: bool) -> list[PlayCheck]:
+    """`verify_recording`, with a raising replay reported as the recording's plays' failure."""
+    try:
+        return verify_recording(rec, game_dirs, from_file=from_file)
+    except Exception as err:  # this recording's failure; the others are still verified
+        return failed_checks(rec, err, from_file=from_file)
+
+
+def _batches(sizes: Sequence[int], n_pieces: int) -> list[list[int]]:
+    """Consecutive runs of indexes with about equal total `sizes` (at most about `n_pieces` runs)."""
+    target = sum(sizes) / max(1, n_pieces)
+    batches: list[list[int]] = [[]]
+    filled = 0
+    for index, size in enumerate(sizes):
+        if batches[-1] and filled + size / 2 > target:
+            batches.append([])
+            filled = 0
+        batches[-1].append(index)
+        filled += size
+    return batches
+
+
+# ------------------------------------------------------------------------------------------------------
+# recording files: read and replay on the same worker
+# ------------------------------------------------------------------------------------------------------
+FileResult = tuple  # (steps, plays, files, problems, checks by file_id) of one file, as read_recording_files
+
+
+def _read_and_verify_file(path: Path, game_dirs: Sequence[Path], recovered: Mapping[str, Sequence[int | str]]
+                          ) -> FileResult:
+    steps, plays, files, problems = read_recording_files([path])
+    checks = {rec.file_id: verify_one(rec, game_dirs, True)
+              for rec in recordings_from_tables(steps, plays, files, recovered)}
+    # The parsed file (pixels) stays here: the caller scores from the tables.
+    return steps, plays, {fid: (ref[0], ref[1]) for fid, ref in files.items()}, problems, checks
+
+
+def _read_and_verify_batch(paths: Sequence[Path], game_dirs: tuple[Path, ...],
+                           recovered: Mapping[str, Sequence[int | str]]) -> list[FileResult | str]:
+    results: list[FileResult | str] = []
+    for path in paths:
+        try:
+            results.append(_read_and_verify_file(path, game_dirs, recovered))
+        except Exception as err:  # this file's failure (read_recording_files reports the expected ones)
+            results.append(f"unreadable: reading failed on a worker: {type(err).__name__}: {err}")
+    return results
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
+                    recovered: Mapping[str, Sequence[int | str]] | None = None, *, workers: int | None = None,
+                    scheduler: str | None = None, progress: Progress | None = None
+                    ) -> tuple[pl.DataFrame, pl.DataFrame, dict, list[tuple[Path, str]], list[PlayCheck] | None]:
+    """`read_recording_files(paths)` plus the replay checks of every recording read (pass them to
+    `score_recordings(..., checks=)`), with the files read and replayed on workers.
+
+    Serially (`workers` 1, or None below `PARALLEL_MIN_BYTES` of files, or a single file) this is
+    `read_recording_files` alone and the checks are None: `score_recordings` replays the parsed files itself."""
+    paths = [Path(p) for p in paths]
+    dirs = tuple(Path(d) for d in game_dirs)
+    recovered = dict(recovered or {})
+    sizes = [_size(p) for p in paths]
+    if workers is None and scheduler is None:
+        workers = default_workers() if sum(sizes) >= PARALLEL_MIN_BYTES else 1
+    if len(paths) <= 1 or (scheduler is None and workers <= 1):
+        return (*read_recording_files(paths), None)
+    with open_executor(workers, scheduler, n_items=len(paths)) as ex:
+        batches = _batches(sizes, ex.n_workers * PIECES_PER_WORKER)
+        per_path: list[FileResult | str | None] = [None] * len(paths)
+        fn = partial(_read_and_verify_batch, game_dirs=dirs, recovered=recovered)
+        pieces = ((key, [paths[i] for i in batch]) for key, batch in enumerate(batches))
+        description = f"reading and replaying ({ex.n_workers} workers, {len(batches)} batches)"
+        for key, value, error in ex.map_unordered(fn, pieces, progress=progress, description=description):
+            for slot, index in enumerate(batches[key]):
+                per_path[index] = (value[slot] if error is None
+                                   else f"unreadable: reading failed on a worker: {type(error).__name__}: {error}")
+    steps_frames, plays_frames, files, problems, checks = [], [], {}, [], {}
+    for path, result in zip(paths, per_path, strict=True):
+        if isinstance(result, str):
+            problems.append((path, result))
+            continue
+        steps, plays, refs, file_problems, file_checks = result
+        problems.extend(file_problems)
+        if steps.height:
+            steps_frames.append(steps)
+            plays_frames.append(plays)
+        files.update({fid: FileRef(name, ref_path) for fid, (name, ref_path) in refs.items()})
+        for fid, found in file_checks.items():
+            checks.setdefault(fid, []).append(found)
+    if not steps_frames:
+        from schemas import empty_frame
+
+        steps_all, plays_all = empty_frame("core_arc3__steps"), empty_frame("core_arc3__plays")
+    else:
+        steps_all, plays_all = pl.concat(steps_frames), pl.concat(plays_frames)
+    # The same content under two paths is one recording read twice, which one worker's replay did not see:
+    # such a recording is replayed again by `score_recordings`.
+    ordered = []
+    for rec in recordings_from_tables(steps_all, plays_all, files, recovered):
+        found = checks.get(rec.file_id, [])
+        if len(found) != 1:
+            return steps_all, plays_all, files, problems, None
+        ordered.extend(found[0])
+    return steps_all, plays_all, files, problems, ordered
+
+
+# ------------------------------------------------------------------------------------------------------
+# recordings already in memory (database steps, or files read by the caller)
+# ------------------------------------------------------------------------------------------------------
+def _verify_batch(batch: Sequence[RecordingInput], game_dirs: tuple[Path, ...], from_file: bool
+                  ) -> list[list[PlayCheck]]:
+    return [verify_one(rec, game_dirs, from_file) for rec in batch]
+
+
+def _portable(rec: RecordingInput, from_file: bool) -> RecordingInput:
+    """`rec` without what the replay does not read, for sending to a worker: a recording file is read again
+    there from its path (workers see the same paths) rather than shipped as pixels."""
+    if from_file:
+        parsed = rec.parsed if rec.path is None else None
+        return dataclasses.replace(rec, steps=rec.steps.clear(), effects=(), parsed=parsed)
+    return dataclasses.replace(rec, steps=rec.steps.select(_TABLE_COLUMNS), effects=(), parsed=None)
+
+
+def verify_recordings(recordings: Sequence[RecordingInput], game_dirs: Iterable[Path], *, from_file: bool,
+                      workers: int | None = None, scheduler: str | None = None,
+                      progress: Progress | None = None) -> list[PlayCheck]:
+    """The checks of every recording, in recording order (identical for any `workers` or `scheduler`).
+
+    `workers`: local processes (None: every usable core from `PARALLEL_MIN_STEPS` steps on, else 1);
+    `scheduler`: the address of a Dask cluster to use instead."""
+    dirs = tuple(Path(d) for d in game_dirs)
+    if workers is None and scheduler is None:
+        n_steps = sum(rec.steps.height for rec in recordings)
+        workers = default_workers() if n_steps >= PARALLEL_MIN_STEPS else 1
+    with open_executor(workers, scheduler, n_items=len(recordings)) as ex:
+        if ex.n_workers <= 1:  # in this process: one recording per piece (a progress step each), nothing copied
+            batches = [[i] for i in range(len(recordings))]
+            pieces = [[rec] for rec in recordings]
+            description = "replaying"
+        else:
+            batches = _batches([max(1, rec.steps.height) for rec in recordings], ex.n_workers * PIECES_PER_WORKER)
+            pieces = [[_portable(recordings[i], from_file) for i in batch] for batch in batches]
+            description = f"replaying ({ex.n_workers} workers, {len(pieces)} batches)"
+        per_recording: list[list[PlayCheck] | None] = [None] * len(recordings)
+        for key, value, error in ex.map_unordered(partial(_verify_batch, game_dirs=dirs, from_file=from_file),
+                                                  enumerate(pieces), progress=progress, description=description):
+            for slot, index in enumerate(batches[key]):
+                per_recording[index] = (value[slot] if error is None
+                                        else failed_checks(recordings[index], error, from_file=from_file))
+    return [check for checks in per_recording for check in checks or ()]

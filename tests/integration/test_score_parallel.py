@@ -1,0 +1,137 @@
+"""`arcstudy score --workers N / --scheduler ADDRESS`: the replay verification fanned out (scoring/parallel.py).
+
+The scorecards and out tables must not depend on where the replays ran; a recording whose replay raises is
+reported with its reason (exit code 3) while the others are scored. The fixture recordings of ../shared
+replay on the conformance games.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.core.workspace import Workspace
+from pipeline.ingest import ingest_paths
+from pipeline.scoring import parallel
+from pipeline.scoring.plays import read_recording_files, recordings_from_tables
+
+from .test_executor_faults import external_cluster  # noqa: F401  (the fixture: dask scheduler + 2 workers)
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+FIXTURES = SHARED / "samples" / "arc-agi-3" / "fixtures"
+GAMES = SHARED / "conformance" / "environment_files"
+TABLES = ("out_arc3__replay_checks", "out_arc3__run_scores", "out_arc3__level_scores", "out_arc3__game_scores")
+
+
+def score(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["--plain", "score", *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def outputs(out: Path, db: Path) -> dict[str, object]:
+    """Every file written but the manifest (run id, times), and the out tables of the run's scorecard."""
+    files = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+             if p.is_file() and p.name != "manifest.json"}
+    card_id = json.loads((out / "manifest.json").read_text())["notes"]["card_id"]
+    with Workspace(db, read_only=True) as ws:
+        tables = {t: ws.read(f"SELECT * FROM {t} WHERE card_id = ?", [card_id]) for t in TABLES}
+    return {"files": files, "tables": tables}
+
+
+def assert_same(a: dict, b: dict) -> None:
+    assert a["files"].keys() == b["files"].keys() and a["files"] == b["files"]
+    for name in TABLES:
+        assert a["tables"][name].equals(b["tables"][name]), name
+
+
+def manifest_config(out: Path) -> dict:
+    return json.loads((out / "manifest.json").read_text())["config"]
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("score-serial")
+    code, output = score(str(FIXTURES), "--games", str(GAMES), "--db", str(root / "s.duckdb"), "--out",
+                         str(root / "out"), "--no-figures", "--workers", "1")
+    assert code == 0, output
+    assert manifest_config(root / "out")["workers"] == 1
+    return outputs(root / "out", root / "s.duckdb")
+
+
+def test_two_local_workers_give_the_same_scorecards_files_and_tables(serial, tmp_path):
+    code, output = score(str(FIXTURES), "--games", str(GAMES), "--db", str(tmp_path / "p.duckdb"), "--out",
+                         str(tmp_path / "out"), "--no-figures", "--workers", "2")
+    assert code == 0, output
+    assert manifest_config(tmp_path / "out")["workers"] == 2
+    got = outputs(tmp_path / "out", tmp_path / "p.duckdb")
+    assert_same(serial, got)
+    checks = got["tables"]["out_arc3__replay_checks"]
+    assert checks.height > 16 and set(checks["verification_status"]) == {"verified"}
+
+
+def test_database_plays_score_the_same_on_one_or_two_workers(tmp_path):
+    db = tmp_path / "study.duckdb"
+    with Workspace(db) as ws:
+        ingest_paths(ws, sorted(FIXTURES.glob("*.jsonl")), run_id="ingest", workers=1)
+    got = {}
+    for n in ("1", "2"):
+        code, output = score("--games", str(GAMES), "--db", str(db), "--out", str(tmp_path / n), "--no-figures",
+                             "--workers", n)
+        assert code == 0, output
+        got[n] = outputs(tmp_path / n, db)
+    assert_same(got["1"], got["2"])
+
+
+def test_an_external_scheduler_gives_the_same_scorecards(serial, external_cluster, tmp_path):  # noqa: F811
+    code, output = score(str(FIXTURES), "--games", str(GAMES), "--db", str(tmp_path / "c.duckdb"), "--out",
+                         str(tmp_path / "out"), "--no-figures", "--scheduler", external_cluster)
+    assert code == 0, output
+    assert manifest_config(tmp_path / "out")["scheduler"] == external_cluster
+    assert_same(serial, outputs(tmp_path / "out", tmp_path / "c.duckdb"))
+
+
+def test_a_replay_that_raises_is_reported_and_the_others_are_scored(monkeypatch, tmp_path):
+    broken = "ck17"
+    real = parallel.verify_recording
+
+    def verify(rec, game_dirs, *, from_file):
+        if rec.game_id.startswith(broken):
+            raise RuntimeError("verifier exploded")
+        return real(rec, game_dirs, from_file=from_file)
+
+    monkeypatch.setattr(parallel, "verify_recording", verify)
+    code, output = score(str(FIXTURES), "--games", str(GAMES), "--db", str(tmp_path / "x.duckdb"), "--out",
+                         str(tmp_path / "out"), "--no-figures", "--workers", "1")
+    assert code == 3, output
+    assert "verifier exploded" in output
+    with Workspace(tmp_path / "x.duckdb", read_only=True) as ws:
+        checks = ws.read("SELECT * FROM out_arc3__replay_checks")
+        scored = ws.read("SELECT DISTINCT game_id FROM out_arc3__run_scores")["game_id"].to_list()
+    failed = checks.filter(pl.col("game_id").str.starts_with(broken))
+    assert failed.height > 0 and set(failed["verification_status"]) == {"not_replayable"}
+    assert failed["is_score_excluded"].all()
+    assert all(r.startswith("replay failed: RuntimeError: verifier exploded") for r in failed["exclusion_reason"])
+    others = checks.filter(~pl.col("game_id").str.starts_with(broken))
+    assert set(others["verification_status"]) == {"verified"} and not others["is_score_excluded"].any()
+    assert not any(g.startswith(broken) for g in scored) and len(scored) == 7
+
+
+def test_a_recording_that_raises_on_a_worker_fails_alone():
+    steps, plays, files, problems = read_recording_files(sorted(FIXTURES.glob("*.jsonl"))[:4])
+    recs = recordings_from_tables(steps, plays, files)
+    # One step record fewer than the file's steps: the replay's strict zip raises, on the worker.
+    recs[1] = dataclasses.replace(recs[1], records=recs[1].records[:-1])
+    serial = parallel.verify_recordings(recs, [GAMES], from_file=True, workers=1)
+    spread = parallel.verify_recordings(recs, [GAMES], from_file=True, workers=2)
+    assert spread == serial
+    bad = {c.play_id for c in serial if c.status == "not_replayable"}
+    assert bad == {pid for pid, _ in recs[1].plays()}
+    assert all(c.detail.startswith(parallel.REPLAY_FAILED + "ValueError") for c in serial if c.play_id in bad)
+    assert {c.status for c in serial if c.play_id not in bad} == {"verified"}
+
