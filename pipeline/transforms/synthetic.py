@@ -135,7 +135,7 @@ class SyntheticStudy:
                 "first_line_number": plines[0]["line_number"], "last_line_number": plines[-1]["line_number"],
                 "n_steps": len(plines), "started_at": plines[0]["recorded_at"], "ended_at": plines[-1]["recorded_at"],
                 "has_frames": False, "is_only_reset_levels": variant == "human-dataset",
-                "is_action_ids_lost": False, "has_leading_reset": has_leading_reset if idx == 0 else True,
+                "is_action_ids_lost": False, "is_replay_needed": False, "has_leading_reset": has_leading_reset if idx == 0 else True,
                 "flags": [] if has_leading_reset else ["no_leading_reset"]})
         if card == "auto":
             card = "human" if variant == "human-dataset" else None

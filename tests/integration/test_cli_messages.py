@@ -116,7 +116,8 @@ def test_no_plays_says_why_for_each_file(tmp_path):
     assert code == 2, text
     assert "no plays to score in the recordings given:\n" in text
     assert "notes.jsonl: not an ARC-AGI-3 recording" in text
-    assert "card-only.jsonl: no_frame_line: the recording has no frame line" in text
+    # a summary without frame lines ingests (its card is baseline evidence) but holds no step to score
+    assert "card-only.jsonl: no frame line (a recording without steps has nothing to score)" in text
 
 
 def test_view_of_a_missing_path_says_no_such_file(tmp_path):
