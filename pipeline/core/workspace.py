@@ -225,6 +225,13 @@ class Workspace:
                                f"({str(err).splitlines()[0]})") from err
 
     # -- runs ----------------------------------------------------------------------------------------
+    def finish_run(self, manifest: RunManifest, out_dir: Path | None = None, exit_code: int = 0) -> Path | None:
+        """Close `manifest` with `exit_code`, record it in `runs` and, when the run wrote a folder of outputs,
+        write its manifest.json there (returned)."""
+        manifest.finish(exit_code)
+        self.record_run(manifest)
+        return manifest.write_json(out_dir) if out_dir is not None else None
+
     def record_run(self, manifest: RunManifest) -> None:
         data = manifest.to_dict()
         row = {

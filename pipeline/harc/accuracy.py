@@ -36,6 +36,16 @@ def release_frame(table_name: str, rows: list[dict[str, Any]] | pl.DataFrame) ->
     return conform(table_name, rows, without=("release_generation",))
 
 
+def accuracy_tables(outcomes: pl.DataFrame, people: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The k-attempt accuracy tables of finished participant-tasks (`outcomes`) and the participants
+    (`people`), whether they came from the event log or from summary_data.csv."""
+    task_acc = task_accuracy(outcomes)
+    participant_acc = participant_accuracy(outcomes, people)
+    return {"out_harc__task_accuracy": task_acc, "out_harc__participant_accuracy": participant_acc,
+            "out_harc__split_accuracy": split_accuracy(task_acc, participant_acc),
+            "out_harc__tasks_by_min_solvers": tasks_by_min_solvers(task_acc)}
+
+
 def expected_tasks(exp_name: pl.Expr) -> pl.Expr:
     return pl.when(exp_name.is_in(TEN_TASK_EXPERIMENTS)).then(10).otherwise(DEFAULT_TASKS_PER_PARTICIPANT)
 

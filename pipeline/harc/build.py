@@ -288,12 +288,8 @@ def compute_analyses(actions: pl.DataFrame, pairs: pl.DataFrame, *, seed: int = 
     outcomes = accuracy.participant_task_outcomes(summary)
     finished = outcomes.select(accuracy.PT)
     people = accuracy.participants(actions, outcomes)
-    task_acc = accuracy.task_accuracy(outcomes)
-    participant_acc = accuracy.participant_accuracy(outcomes, people)
-    out["out_harc__task_accuracy"] = task_acc
-    out["out_harc__participant_accuracy"] = participant_acc
-    out["out_harc__split_accuracy"] = accuracy.split_accuracy(task_acc, participant_acc)
-    out["out_harc__tasks_by_min_solvers"] = accuracy.tasks_by_min_solvers(task_acc)
+    out.update(accuracy.accuracy_tables(outcomes, people))
+    task_acc = out["out_harc__task_accuracy"]
     lap("accuracy")
 
     pool = accuracy.analysis_actions(actions).select("task_id", "task_split").unique()
@@ -360,12 +356,8 @@ def compute_summary_analyses(attempts: pl.DataFrame, incorrect: pl.DataFrame, pa
     summary = summary_files.recoded(given)
     outcomes = accuracy.participant_task_outcomes(summary)
     people = accuracy.participants(summary_files.summary_people_rows(summary), outcomes)
-    task_acc = accuracy.task_accuracy(outcomes)
-    participant_acc = accuracy.participant_accuracy(outcomes, people)
-    out["out_harc__task_accuracy"] = task_acc
-    out["out_harc__participant_accuracy"] = participant_acc
-    out["out_harc__split_accuracy"] = accuracy.split_accuracy(task_acc, participant_acc)
-    out["out_harc__tasks_by_min_solvers"] = accuracy.tasks_by_min_solvers(task_acc)
+    out.update(accuracy.accuracy_tables(outcomes, people))
+    task_acc = out["out_harc__task_accuracy"]
     out["out_harc__position_accuracy"] = learning.position_accuracy(outcomes)
     out["out_harc__learning_model"] = learning.learning_model(outcomes, confidence)
     timings["accuracy"] = time.perf_counter() - t0
@@ -465,10 +457,7 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
                           skipped_figures=report.skipped_figures, inputs=report.inputs,
                           skipped_analyses=[{"analysis": s.analysis, "tables": list(s.tables), "needs": s.needs,
                                              "why": s.why} for s in skipped], caveats=caveats)
-    manifest.finish(0)
-    ws.record_run(manifest)
-    if out_dir is not None:
-        report.manifest_path = manifest.write_json(out_dir)
+    report.manifest_path = ws.finish_run(manifest, out_dir)
     report.manifest = manifest
     return report
 

@@ -429,10 +429,7 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
     manifest.notes["skipped_figures"] = report.skipped_figures
     manifest.notes["optimal_source"] = identity
     manifest.notes["timings_s"] = {k: round(v, 3) for k, v in report.timings_s.items()}
-    manifest.finish(0)
-    ws.record_run(manifest)
-    if out_dir is not None:
-        report.manifest_path = manifest.write_json(out_dir)
+    report.manifest_path = ws.finish_run(manifest, out_dir)
     report.manifest = manifest
     return report
 
