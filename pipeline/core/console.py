@@ -39,12 +39,12 @@ class Output:
             self.err = Console(stderr=True, highlight=False, no_color=True, force_terminal=False, width=160)
 
     def info(self, message: str) -> None:
-        self.err.print(message)
+        self.err.print(message, soft_wrap=True)  # messages are never cut into lines: they stay greppable
 
     def error(self, message: str) -> None:
         # The message is text, not rich markup: "[baselines]" or "[default]" in it must print as written.
         text = escape(message)
-        self.err.print(f"[bold red]error:[/] {text}" if not self.plain else f"error: {text}")
+        self.err.print(f"[bold red]error:[/] {text}" if not self.plain else f"error: {text}", soft_wrap=True)
 
     @contextmanager
     def progress(self, description: str, total: int | None) -> Iterator[Progress | None]:
