@@ -51,7 +51,7 @@ SESSION_LIMIT_S = 90 * 60
 # mostly short with a tail past 20 minutes, as in the paper's Figure 5 (unsuccessful 5.9 min, 4.7 under 20).
 STUCK_SHARE = 0.5  # chance of getting stuck on a game for a participant of skill 0 (falls linearly with skill)
 STUCK_SHARE_AT_SKILL_1 = 0.1
-GIVE_UP_MEDIAN_S = 260.0  # when stuck: log-normal time until giving up
+GIVE_UP_MEDIAN_S = 310.0  # when stuck: log-normal time until giving up
 GIVE_UP_SIGMA = 0.6
 SOFT_LIMIT_OVERRUN_S = 150.0  # mean time between the soft-limit prompt and concluding
 
@@ -102,7 +102,7 @@ def make_participants(n: int, rng: random.Random, low_effort_share: float) -> li
         skill = rng.betavariate(1.2, 3.0) if low else rng.betavariate(3.0, 2.0)
         # Median seconds between actions: keyboard and click play is quick (427.9 hours over 2,893 attempts
         # of a few hundred actions in the paper), low-effort cyclers quicker still.
-        pace = math.exp(rng.gauss(math.log(1.08 if not low else 0.6), 0.3))
+        pace = math.exp(rng.gauss(math.log(1.03 if not low else 0.6), 0.3))
         people.append(Participant(f"p{i + 1:04d}", round(skill, 4), round(pace, 3), low,
                                   rng.choice(["online-a", "online-b", "lab"])))
     return people

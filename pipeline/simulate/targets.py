@@ -34,6 +34,7 @@ class PaperTarget:
 
 
 PAPER_PARTICIPANTS = 486
+PAPER_ENVIRONMENTS = 414  # candidate environments
 ATTEMPTS = PaperTarget("analysis attempts", 2893, 0.05, relative=True)
 MEDIAN_MINUTES = {
     "all": PaperTarget("median attempt (min)", 7.4, 0.5, relative=False, outcome_group="all"),
