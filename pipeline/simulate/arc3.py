@@ -51,7 +51,7 @@ SESSION_LIMIT_S = 90 * 60
 # mostly short with a tail past 20 minutes, as in the paper's Figure 5 (unsuccessful 5.9 min, 4.7 under 20).
 STUCK_SHARE = 0.5  # chance of getting stuck on a game for a participant of skill 0 (falls linearly with skill)
 STUCK_SHARE_AT_SKILL_1 = 0.1
-GIVE_UP_MEDIAN_S = 310.0  # when stuck: log-normal time until giving up
+GIVE_UP_MEDIAN_S = 335.0  # when stuck: log-normal time until giving up
 GIVE_UP_SIGMA = 0.6
 SOFT_LIMIT_OVERRUN_S = 150.0  # mean time between the soft-limit prompt and concluding
 
