@@ -10,10 +10,11 @@ Participant model. Each participant has a skill in (0, 1) and a pace. On every l
 *exploit*: they follow a winning line for the level (the game's shipped solution, or the explorer's
 shortest path), making mistakes with a skill-dependent probability. A mistake that changes the state sends
 them back to the level start (a counted RESET), as people do when they realise they broke something; a
-GAME_OVER is answered the same way. They give up on a level when it costs far more than they are willing
-to spend (patience grows with skill) or when the 30-minute cutoff arrives. Inter-action times are
-log-normal around a personal pace, with longer "reading" pauses at each new level, so attempts last
-minutes, as in the paper.
+GAME_OVER is answered the same way. On each game they either get stuck (less often the more skilled) and give
+up after a few minutes, or persist until they solve it or the 20-minute prompt makes them conclude (the
+30-minute cutoff at the latest). Inter-action times are log-normal around a personal pace, with longer
+"reading" pauses at each new level. These parameters are calibrated so that `--scale arc3 --seed 0` lands on
+the paper's attempt durations (pipeline.simulate.targets).
 
 Low-effort participants (a minority, labelled only in the ground-truth file) cycle rapidly through
 environments: a few quick actions on each, abandoning anything not solved at once — the pattern the paper
@@ -44,6 +45,16 @@ Action = tuple[int, dict[str, int] | None]  # (action id, click data)
 SOFT_LIMIT_S = 20 * 60
 HARD_CUTOFF_S = 30 * 60
 SESSION_LIMIT_S = 90 * 60
+
+# Calibration to the paper's study (pipeline.simulate.targets; tests/integration/test_simulate_calibration.py).
+# On each game a participant either gets stuck (more often the less skilled), and gives up after a few minutes,
+# or persists until they solve it or the soft limit prompts them to conclude. Unsuccessful attempts are therefore
+# mostly short with a tail past 20 minutes, as in the paper's Figure 5 (unsuccessful 5.9 min, 4.7 under 20).
+STUCK_SHARE = 0.5  # chance of getting stuck on a game for a participant of skill 0 (falls linearly with skill)
+STUCK_SHARE_AT_SKILL_1 = 0.1
+GIVE_UP_MEDIAN_S = 335.0  # when stuck: log-normal time until giving up
+GIVE_UP_SIGMA = 0.6
+SOFT_LIMIT_OVERRUN_S = 150.0  # mean time between the soft-limit prompt and concluding
 
 
 @dataclass(frozen=True)
@@ -92,7 +103,7 @@ def make_participants(n: int, rng: random.Random, low_effort_share: float) -> li
         skill = rng.betavariate(1.2, 3.0) if low else rng.betavariate(3.0, 2.0)
         # Median seconds between actions: keyboard and click play is quick (427.9 hours over 2,893 attempts
         # of a few hundred actions in the paper), low-effort cyclers quicker still.
-        pace = math.exp(rng.gauss(math.log(1.1 if not low else 0.6), 0.3))
+        pace = math.exp(rng.gauss(math.log(1.03 if not low else 0.6), 0.3))
         people.append(Participant(f"p{i + 1:04d}", round(skill, 4), round(pace, 3), low,
                                   rng.choice(["online-a", "online-b", "lab"])))
     return people
@@ -172,16 +183,18 @@ def play_game(spec: GameSpec, person: Participant, rng: random.Random, *, enviro
     def elapsed() -> float:
         return (clock.now - started_at).total_seconds()
 
+    give_up_at = min(HARD_CUTOFF_S, SOFT_LIMIT_S + rng.expovariate(1 / SOFT_LIMIT_OVERRUN_S))
+    if rng.random() < STUCK_SHARE + (STUCK_SHARE_AT_SKILL_1 - STUCK_SHARE) * person.skill:
+        give_up_at = min(give_up_at, math.exp(rng.gauss(math.log(GIVE_UP_MEDIAN_S), GIVE_UP_SIGMA)))
+
     for level, solution in enumerate(spec.solutions):
         if env.levels_completed != level or str(env.state.value if hasattr(env.state, "value") else env.state) == "WIN":
             break
         clock.advance(rng.uniform(3, 25) * (1.5 - person.skill))  # reading the new level
-        spent = 0
         if low_effort_budget is not None:
             # Rapid cycling: a handful of quick actions, then on to the next environment unless it fell.
             for _ in range(low_effort_budget):
                 act(_random_action(env, rng))
-                spent += 1
                 if env.levels_completed > level or _state(env) in ("GAME_OVER", "WIN"):
                     break
             if env.levels_completed <= level:
@@ -190,49 +203,42 @@ def play_game(spec: GameSpec, person: Participant, rng: random.Random, *, enviro
             continue
         difficulty = 1.0 + 0.35 * level
         n_explore = int(rng.expovariate(1.0) * len(solution) * (0.3 + 2.2 * (1 - person.skill)) * difficulty)
-        patience = len(solution) * (4 + 12 * person.skill) + 20
         for _ in range(n_explore):
+            if elapsed() >= give_up_at:
+                break
             act(_random_action(env, rng))
-            spent += 1
             if env.levels_completed > level or _state(env) == "WIN":
                 break
             if _state(env) == "GAME_OVER":
                 act((0, None))
-                spent += 1
         if env.levels_completed > level:
             continue
         if n_explore and _state(env) != "GAME_OVER" and rng.random() < 0.6:
             act((0, None))  # start the level over before solving it for real
-            spent += 1
-        p_mistake = 0.02 + 0.12 * (1 - person.skill) * difficulty
+        p_mistake = 0.01 + 0.03 * (1 - person.skill) * difficulty
         solved = False
-        while not solved and spent < patience and elapsed() < HARD_CUTOFF_S:
+        while not solved and elapsed() < give_up_at:
             if _state(env) == "GAME_OVER":
                 act((0, None))
-                spent += 1
             for action in solution:
-                if elapsed() >= HARD_CUTOFF_S or spent >= patience:
+                if elapsed() >= give_up_at:
                     break
                 if rng.random() < p_mistake:
                     before = env.state_hash()
                     act(_random_action(env, rng))
-                    spent += 1
                     if env.levels_completed > level:
                         solved = True
                         break
                     if env.state_hash() != before:
                         act((0, None))  # the mistake changed something: restart the level
-                        spent += 1
                         break
                 act(action)
-                spent += 1
                 if env.levels_completed > level or _state(env) in ("GAME_OVER", "WIN"):
                     break
             if env.levels_completed > level:
                 solved = True
             elif _state(env) != "GAME_OVER" and not solved:
                 act((0, None))  # the line did not work out from here: restart and retry
-                spent += 1
         if not solved:
             play.gave_up = True
             break

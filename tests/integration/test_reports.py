@@ -158,6 +158,22 @@ def test_calibration_numbers_come_from_the_study(reports: Path, report_db):
             assert (reports / "figures" / "calibration" / f"{figure}{suffix}").stat().st_size > 0
 
 
+def test_calibration_compares_the_study_with_the_paper(reports: Path, report_db):
+    from pipeline.simulate.targets import PAPER_TARGETS
+
+    table = pl.read_parquet(reports / "calibration__paper_comparison.parquet")
+    assert table["metric"].to_list() == [t.metric for t in PAPER_TARGETS]
+    assert table["paper"].to_list() == [float(t.paper) for t in PAPER_TARGETS]
+    n_attempts = read_db(report_db.db, "SELECT count(*) AS n FROM out_arc3__attempts WHERE is_analysis_attempt")
+    medians = dict(read_db(report_db.db, "SELECT outcome_group, median_duration_s FROM out_arc3__durations_summary "
+                                         "WHERE scope_id = 'all'").iter_rows())
+    ours = [float(n_attempts["n"][0]), *(None if medians[t.outcome_group] is None
+                                         else round(medians[t.outcome_group] / 60, 2) for t in PAPER_TARGETS[1:])]
+    assert table["this_study"].to_list() == ours
+    assert table["is_within"].to_list() == [t.within(v) for t, v in zip(PAPER_TARGETS, ours, strict=True)]
+    assert "<h2>This study vs the paper's study</h2>" in html.unescape((reports / "calibration.html").read_text())
+
+
 def test_scores_numbers_come_from_the_score_tables(reports: Path, report_db):
     totals = pl.read_parquet(reports / "scores__totals.parquet")
     expected = read_db(report_db.db, "SELECT card_id, policy_id, avg(score) AS total FROM out_arc3__game_scores "

@@ -39,6 +39,13 @@ import polars as pl
 
 from pipeline.core.figures import save_figure
 from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table
+from pipeline.simulate.targets import (
+    ATTEMPTS,
+    MEDIAN_MINUTES,
+    PAPER_ENVIRONMENTS,
+    PAPER_PARTICIPANTS,
+    PAPER_TARGETS,
+)
 
 from .common import (
     ReportContext,
@@ -55,7 +62,6 @@ EFFORT_SPIKE_RATIO = 3.0
 RANDOM_WIN_THRESHOLD = 1e-4
 BASELINE_MOVE_MIN = 0.25
 DESIGNER_LIST_MAX = 12
-PAPER_MEDIAN_MIN = {"all": 7.4, "successful": 8.1, "unsuccessful": 5.9, "unsuccessful_under_soft_limit": 4.7}
 
 GAME_FACT_LABELS = {
     "is_included": "passes the inclusion bar", "n_levels": "levels", "n_players": "players",
@@ -73,14 +79,16 @@ LABELS = {**GAME_FACT_LABELS,  # table headers the column names do not give by t
           "random_win_upper": "random-win probability, upper bound",
           "optimal_actions": "optimal (actions)", "best_first_run_actions": "best first run (actions)",
           "baseline_value": "baseline (actions)", "best_minus_optimal": "best - optimal (actions)",
-          "is_excluded": "excluded by the detector", "is_low_effort": "low effort (ground truth)"}
+          "is_excluded": "excluded by the detector", "is_low_effort": "low effort (ground truth)",
+          "this_study": "this study", "is_within": "within tolerance"}
 
 # The explorer: a node budget per level (deterministic) and a wall-clock budget for the whole report (a safety cap).
 EXPLORE_MAX_NODES = 2_000
 EXPLORE_SECONDS = 20.0
 
 __all__ = ["ExploreOptions", "baseline_comparison", "build_config", "designer_list", "evaluate_exclusions",
-           "explore_levels", "published_baselines", "read_ground_truth", "write_calibration_report"]
+           "explore_levels", "paper_comparison", "published_baselines", "read_ground_truth",
+           "write_calibration_report"]
 
 
 @dataclass(frozen=True)
@@ -258,6 +266,24 @@ def explore_levels(game_levels: dict[str, int], options: ExploreOptions) -> tupl
     return pl.DataFrame(rows, schema=schema, orient="row").sort("game_id", "level_index"), notes
 
 
+def paper_comparison(n_analysis_attempts: int, overall_durations: pl.DataFrame) -> pl.DataFrame:
+    """One row per paper target (pipeline.simulate.targets): the paper's value, this study's (analysis attempts;
+    median minutes by outcome group from the scope-all rows of out_arc3__durations_summary), the tolerance and
+    whether this study is within it."""
+    medians = {r["outcome_group"]: r["median_duration_s"] for r in overall_durations.iter_rows(named=True)}
+    rows = []
+    for target in PAPER_TARGETS:
+        if target.outcome_group is None:
+            value: float | None = float(n_analysis_attempts)
+        else:
+            seconds = medians.get(target.outcome_group)
+            value = None if seconds is None else round(seconds / 60, 2)
+        rows.append((target.metric, target.paper, value, target.tolerance_text, target.within(value)))
+    return pl.DataFrame(rows, orient="row", schema={"metric": pl.String, "paper": pl.Float64,
+                                                    "this_study": pl.Float64, "tolerance": pl.String,
+                                                    "is_within": pl.Boolean})
+
+
 def designer_list(completion: pl.DataFrame, points: pl.DataFrame, explored: pl.DataFrame,
                   comparison: pl.DataFrame) -> list[str]:
     """The levels a designer should look at, most telling first within each kind (module docstring)."""
@@ -388,9 +414,18 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
     for group, label in (("all", "median attempt"), ("successful", "median successful attempt"),
                          ("unsuccessful", "median unsuccessful attempt")):
         value = med.get(group)
-        facts[f"{label} (paper: {PAPER_MEDIAN_MIN[group]} min)"] = (
+        facts[f"{label} (paper: {MEDIAN_MINUTES[group].paper} min)"] = (
             f"{value / 60:.1f} min" if value is not None else None)
     sections.append(Facts("Study at a glance", facts))
+    n_games = attempts["game_id"].n_unique()
+    sections.append(Table("This study vs the paper's study", paper_comparison(analysis.height, overall),
+                          name="calibration__paper_comparison",
+                          caption="The paper's human-study totals (spec/study-protocol.md §3) against this study's "
+                                  "analysis attempts and median durations by outcome (scope all), with the tolerances "
+                                  "a simulated study is calibrated to (pipeline/simulate/targets.py). With one "
+                                  f"attempt per participant and game, {n_games} game(s) allow at most "
+                                  f"{n_games} attempts per participant (the paper: "
+                                  f"{ATTEMPTS.paper / PAPER_PARTICIPANTS:.2f} over {PAPER_ENVIRONMENTS} environments)."))
     n_baselines = level_baselines.filter((pl.col("baseline_rule") == rule)
                                          & pl.col("baseline_value").is_not_null()).height
     headline = {"participants": facts["participants"], "games": solv.height, "games included": n_included,
