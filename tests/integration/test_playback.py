@@ -22,13 +22,13 @@ from pipeline.ingest import ingest_paths
 from pipeline.recordings.playback import read_playback_file, script_guid
 from pipeline.scoring.plays import read_recording_files, recordings_from_tables, replay_scripts
 from pipeline.scoring.storage import read_db_plays
+from tests.sidecars import TOL, assert_close
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 PLAYBACK = SHARED / "samples" / "playback-arc-agi-3"
 GAMES = SHARED / "conformance" / "environment_files"
 SCRIPTS = sorted(PLAYBACK.glob("*.playback.jsonl"))
 SLUG = "scorecard__arc-agi-3_2026-04.json"
-TOL = 1e-9
 
 
 def sidecar(script: Path) -> dict:
@@ -40,19 +40,6 @@ def cli(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def assert_close(actual, expected, path="$"):
-    if isinstance(expected, dict):
-        assert isinstance(actual, dict) and set(actual) == set(expected), f"{path}: {actual} != {expected}"
-        for key in expected:
-            assert_close(actual[key], expected[key], f"{path}.{key}")
-    elif isinstance(expected, list):
-        assert isinstance(actual, list) and len(actual) == len(expected), f"{path}: {actual} != {expected}"
-        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
-            assert_close(a, e, f"{path}[{i}]")
-    elif isinstance(expected, float):
-        assert math.isclose(actual, expected, rel_tol=0.0, abs_tol=TOL), f"{path}: {actual!r} != {expected!r}"
-    else:
-        assert actual == expected, f"{path}: {actual!r} != {expected!r}"
 
 
 def without_guids(entry: dict) -> dict:

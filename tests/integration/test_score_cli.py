@@ -26,6 +26,7 @@ from pipeline.core.manifest import sha256_file
 from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
 from pipeline.scoring import scorecard_from_json
+from tests.sidecars import TOL, assert_close
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SAMPLES = SHARED / "samples" / "arc-agi-3"
@@ -34,7 +35,6 @@ SIDECARS = sorted(SAMPLES.rglob("*.expected.json"))
 RECORDINGS = sorted(SAMPLES.rglob("*.jsonl"))
 POLICY = "arc-agi-3/2026-04"
 SLUG = "scorecard__arc-agi-3_2026-04.json"
-TOL = 1e-9
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -42,19 +42,6 @@ def run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def assert_close(actual, expected, path="$"):
-    if isinstance(expected, dict):
-        assert isinstance(actual, dict) and set(actual) == set(expected), f"{path}: {actual} != {expected}"
-        for key in expected:
-            assert_close(actual[key], expected[key], f"{path}.{key}")
-    elif isinstance(expected, list):
-        assert isinstance(actual, list) and len(actual) == len(expected), f"{path}: {actual} != {expected}"
-        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
-            assert_close(a, e, f"{path}[{i}]")
-    elif isinstance(expected, float):
-        assert math.isclose(actual, expected, rel_tol=0.0, abs_tol=TOL), f"{path}: {actual!r} != {expected!r}"
-    else:
-        assert actual == expected, f"{path}: {actual!r} != {expected!r}"
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ reproduce the card; with the actions recovered (ACTION1 x3, as the sidecar recor
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,30 +36,16 @@ from pipeline.scoring import (
     recover_action_ids,
     score_game,
 )
+from tests.sidecars import assert_close
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SAMPLES = SHARED / "samples" / "arc-agi-3"
 SIDECARS = sorted(SAMPLES.rglob("*.expected.json"))
-TOL = 1e-9
 POLICY = "arc-agi-3/2026-04"
 FORMAT_TO_VARIANT = {"toolkit-jsonl": "toolkit", "human-dataset-jsonl": "human-dataset",
                      "benchmarking-jsonl": "benchmarking"}
 
 
-def assert_close(actual, expected, path="$"):
-    if isinstance(expected, dict):
-        assert isinstance(actual, dict), path
-        assert set(actual) == set(expected), f"{path}: keys {sorted(actual)} != {sorted(expected)}"
-        for key in expected:
-            assert_close(actual[key], expected[key], f"{path}.{key}")
-    elif isinstance(expected, (list, tuple)):
-        assert isinstance(actual, (list, tuple)) and len(actual) == len(expected), f"{path}: {actual} != {expected}"
-        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
-            assert_close(a, e, f"{path}[{i}]")
-    elif isinstance(expected, float):
-        assert math.isclose(actual, expected, rel_tol=0.0, abs_tol=TOL), f"{path}: {actual!r} != {expected!r}"
-    else:
-        assert actual == expected, f"{path}: {actual!r} != {expected!r}"
 
 
 def load(sidecar: Path):
