@@ -23,11 +23,12 @@ unique within a game),
 ``games``: ``game_id``, ``baseline_actions`` (list[int], null or empty = metadata without a baseline). A game
 absent from ``games`` has no metadata.
 
-How: numpy over the Arrow buffers of the list columns; nothing runs in Python per play or per level. Scorable
-plays are taken in blocks of plays with the same number of baseline levels ``n`` (at most ``BLOCK_PLAYS``),
-as ``plays x n`` matrices filled level by level, so memory stays flat in the number of plays and every
-running quantity (the cumulative count, the cutoff, the weighted sum) is one vector per level. The
-``levels`` table is built from the same blocks on first access.
+How: numpy over the Arrow buffers of the list columns; nothing runs in Python per play or per level. Only
+completed levels (the cumulative entries) can score, so the work is on the entries as flat arrays, in play
+order, ``CHUNK_PLAYS`` consecutive plays at a time (memory stays flat in the number of plays): level scores
+from a small table over (baseline value, level actions), play sums with ``np.bincount`` (which adds in input
+order: level order within a play). Game ids become integer codes once. The ``levels`` table is built from
+the same chunks on first access.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
+import pyarrow.compute as pc
 
 from .policies import ScoringPolicy, get_policy
 from .rhae import MSG_BASELINE_MISSING, MSG_BASELINE_SIZE_MISMATCH, no_metadata_message
@@ -85,9 +87,7 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
         raise ValueError("plays: play_id must be unique")
 
     # Games of the plays, as codes into their sorted distinct ids (game-id order is the output order).
-    game_ids = plays["game_id"].unique().sort()
-    code = plays["game_id"].replace_strict(game_ids, np.arange(game_ids.len()), return_dtype=pl.Int64
-                                           ).to_numpy().astype(np.int64, copy=False)  # (empty: not int)
+    game_ids, code = _sorted_codes(plays["game_id"])
     n_games = game_ids.len()
     base_n, base_start, base_values = _list_layout(games["baseline_actions"])
     row_of = {g: i for i, g in enumerate(games["game_id"].to_list())}
@@ -124,7 +124,7 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
 
     runs = pl.DataFrame({
         "play_id": plays["play_id"], "game_id": plays["game_id"], "run_order": plays["run_order"],
-        "score": score, "levels_completed": plays["cumulative"].list.len().cast(pl.Int64),
+        "score": score, "levels_completed": k,
         "message": messages.gather(message_index), "cutoff_level": cutoff, "n_levels": n, "is_best": is_best,
     }).with_columns(pl.when(pl.col("cutoff_level") > 0).then(pl.col("cutoff_level")).alias("cutoff_level"),
                     pl.when(pl.col("message").is_null()).then(pl.col("n_levels")).alias("n_levels"))
@@ -140,9 +140,21 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
 
 
 def _has_duplicates(values: pl.Series) -> bool:
-    """Exact, but first on 64-bit hashes (about 3x cheaper than hashing the strings into a set): distinct
+    """Exact, but first on 64-bit hashes, sorted (cheaper than hashing the strings into a set): distinct
     hashes prove distinct values; only a hash collision needs the exact count."""
-    return values.hash().n_unique() != values.len() and values.n_unique() != values.len()
+    hashes = np.sort(values.hash().to_numpy())
+    return bool((hashes[1:] == hashes[:-1]).any()) and values.n_unique() != values.len()
+
+
+def _sorted_codes(values: pl.Series) -> tuple[pl.Series, np.ndarray]:
+    """The distinct values, sorted (nulls first), and each value's index into them: a hash encoding (Arrow's
+    dictionary), then a sort of the few distinct values only."""
+    encoded = pc.dictionary_encode(values.rechunk().to_arrow(), null_encoding="encode")
+    distinct = pl.Series(values.name, encoded.dictionary, dtype=values.dtype)
+    order = distinct.arg_sort().to_numpy()
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    return distinct.gather(order), rank.take(encoded.indices.to_numpy(zero_copy_only=False))
 
 
 def _list_layout(values: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -184,7 +196,8 @@ class _Layout:
         m = pol.action_cutoff_multiplier  # budgets ceil(m * b), once per baseline value
         self.base_budget = None if m is None else np.ceil(self.base_values * float(m)).astype(np.int64)
         levels = max(int(self.n.max(initial=0)), int(self.k.max(initial=0)), 1)
-        self.weights = np.array([pol.level_weight(j + 1) for j in range(levels)], dtype=np.int64)
+        # Small integers, exact as floats (Python multiplies and divides by them as floats too).
+        self.weights = np.array([pol.level_weight(j + 1) for j in range(levels)], dtype=np.float64)
         self.total_weight = np.cumsum(self.weights)  # sum(w_1..w_n) at n - 1
         # The table: one row per distinct baseline value, one column per action count 0..table_actions, at most
         # a quarter as many cells as there are entries (a level's actions are at most the play's last count).
@@ -216,7 +229,7 @@ class _Layout:
         first = self.cum_start[lo:hi] - self.cum_start[lo]
         c = self.cum_values[self.cum_start[lo]:self.cum_start[lo] + int(k.sum())]
         play = np.repeat(np.arange(hi - lo), k)
-        level = np.arange(c.size) - np.repeat(first, k)
+        level = np.arange(c.size) - first.take(play)
         a = np.empty_like(c)
         np.subtract(c[1:], c[:-1], out=a[1:])
         starts = first[k > 0]
@@ -258,7 +271,8 @@ class _Layout:
                 play = np.minimum(play, 100.0 * positive / total_weight)
             ok = self.scorable[lo:hi]
             scores[lo:hi] = np.where(ok, play, 0.0)
-            cutoffs[lo:hi] = np.where(ok, lv["cutoff"], 0)
+            if self.base_budget is not None:
+                cutoffs[lo:hi] = np.where(ok, lv["cutoff"], 0)
         return scores, cutoffs
 
     def levels_frame(self, runs: pl.DataFrame) -> pl.DataFrame:
