@@ -276,36 +276,44 @@ class _Layout:
         return scores, cutoffs
 
     def levels_frame(self, runs: pl.DataFrame) -> pl.DataFrame:
-        """One row per scorable play and baseline level, plays in input order."""
-        n = self.n[self.plays]
-        first_row = np.zeros(self.n.size, dtype=np.int64)
-        first_row[self.plays] = np.cumsum(n) - n
-        rows = np.repeat(self.plays, n)
-        level = np.arange(rows.size) - np.repeat(first_row[self.plays], n)
-        k = self.k.take(rows)
-        base = self.base_start.take(rows) + level
-        out = {"level_index": level + 1, "level_actions": np.zeros(rows.size, np.int64),
-               "level_baseline": self.base_values.take(base), "is_level_completed": level < k,
-               "level_budget": None if self.base_budget is None else self.base_budget.take(base),
-               "level_score": np.zeros(rows.size)}
+        """One row per scorable play and baseline level, plays in input order (chunk by chunk)."""
+        frames = [self.level_rows(lo, min(lo + CHUNK_PLAYS, self.n.size), runs)
+                  for lo in range(0, self.n.size, CHUNK_PLAYS)]
+        return pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema=LEVELS_SCHEMA)
+
+    def level_rows(self, lo: int, hi: int, runs: pl.DataFrame) -> pl.DataFrame:
+        """The rows of the scorable plays among plays ``lo..hi-1`` (indices below are minus lo)."""
+        lv = self.completed(lo, hi)
+        plays = np.flatnonzero(self.scorable[lo:hi])
+        n = self.n[lo:hi].take(plays)
+        first_row = np.zeros(hi - lo, dtype=np.int64)
+        first_row[plays] = np.cumsum(n) - n
+        play = np.repeat(plays, n)
+        level = np.arange(play.size) - first_row.take(play)
+        k = self.k[lo:hi].take(play)
+        base = self.base_start[lo:hi].take(play)
+        base += level
+        actions = np.zeros(play.size, np.int64)
+        score = np.zeros(play.size)
+        # Completed levels: the entries' actions and scores.
+        keep = np.flatnonzero(self.scorable[lo:hi].take(lv["play"]))
+        at = first_row.take(lv["play"][keep]) + lv["level"][keep]
+        actions[at] = lv["actions"][keep]
+        score[at] = lv["score"][keep]
         # Level k+1 (when there is one) gets the remainder: the play's actions after its last entry.
         after = np.flatnonzero(level == k)
-        play = rows[after]
-        entries = self.k[play]
-        last = np.zeros(play.size, np.int64)
-        last[entries > 0] = self.cum_values[(self.cum_start[play] + entries - 1)[entries > 0]]
-        out["level_actions"][after] = self.actions[play] - last
-        for lo in range(0, self.n.size, CHUNK_PLAYS):
-            lv = self.completed(lo, min(lo + CHUNK_PLAYS, self.n.size))
-            keep = np.flatnonzero(self.scorable[lo:lo + CHUNK_PLAYS].take(lv["play"]))
-            at = first_row[lo + lv["play"][keep]] + lv["level"][keep]
-            out["level_actions"][at] = lv["actions"][keep]
-            out["level_score"][at] = lv["score"][keep]
-        frame = pl.DataFrame({"play_id": runs["play_id"].gather(rows), "game_id": runs["game_id"].gather(rows),
-                              **{name: values for name, values in out.items() if values is not None}})
-        if self.base_budget is None:
-            frame = frame.with_columns(pl.lit(None, pl.Int64).alias("level_budget"))
-        return frame.select(list(LEVELS_SCHEMA)).cast(LEVELS_SCHEMA)  # type: ignore[arg-type]
+        entries = k.take(after)
+        last = np.zeros(after.size, np.int64)
+        has = np.flatnonzero(entries)
+        last[has] = self.cum_values[self.cum_start[lo:hi].take(play.take(after[has])) + entries[has] - 1]
+        actions[after] = self.actions[lo:hi].take(play.take(after)) - last
+        columns = {"play_id": runs["play_id"][lo:hi].gather(play), "game_id": runs["game_id"][lo:hi].gather(play),
+                   "level_index": level + 1, "level_actions": actions, "level_baseline": self.base_values.take(base),
+                   "is_level_completed": level < k,
+                   "level_budget": (pl.repeat(None, play.size, dtype=pl.Int64, eager=True)
+                                    if self.base_budget is None else self.base_budget.take(base)),
+                   "level_score": score}
+        return pl.DataFrame(columns, schema=LEVELS_SCHEMA)
 
 
 class _PythonPower:

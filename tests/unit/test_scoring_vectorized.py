@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.scoring import POLICIES, CardPlay, GameInput, get_policy, score_game, score_suite
+from pipeline.scoring import POLICIES, CardPlay, GameInput, get_policy, score_game, score_suite, vectorized
 from pipeline.scoring.vectorized import score_plays_frame
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -66,8 +66,12 @@ def frames(games, plays):
                          schema={"game_id": pl.String, "baseline_actions": pl.List(pl.Int64)}))
 
 
+@pytest.mark.parametrize("layout", ["default", "small chunks, tiny table"])
 @pytest.mark.parametrize("policy_id", list(POLICIES))
-def test_random_plays_match_the_pure_functions(policy_id):
+def test_random_plays_match_the_pure_functions(policy_id, layout, monkeypatch):
+    if layout != "default":  # many chunk boundaries, most level actions beyond the level-score table
+        monkeypatch.setattr(vectorized, "CHUNK_PLAYS", 37)
+        monkeypatch.setattr(vectorized, "TABLE_CELLS", 64)
     games, plays = random_study(seed=len(policy_id), n_plays=3000)
     plays_frame, games_frame = frames(games, plays)
     v = score_plays_frame(plays_frame, games_frame, policy_id)
