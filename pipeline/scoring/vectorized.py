@@ -200,7 +200,8 @@ class _Layout:
         self.weights = np.array([pol.level_weight(j + 1) for j in range(levels)], dtype=np.float64)
         self.total_weight = np.cumsum(self.weights)  # sum(w_1..w_n) at n - 1
         # The table: one row per distinct baseline value, one column per action count 0..table_actions, at most
-        # a quarter as many cells as there are entries (a level's actions are at most the play's last count).
+        # a quarter as many cells as there are entries, and no column past the largest count (level actions
+        # are differences of counts that do not decrease; any larger ones are scored directly).
         distinct, code = np.unique(self.base_values, return_inverse=True)
         most = max(int(self.cum_values.max(initial=0)), int(self.actions.max(initial=0)))
         cells = min(TABLE_CELLS, max(1024, self.cum_values.size // 4))
@@ -223,8 +224,8 @@ class _Layout:
 
     def completed(self, lo: int, hi: int) -> dict[str, np.ndarray]:
         """The entries of plays ``lo..hi-1``: ``play`` (minus lo), ``level`` (0-based), ``actions``
-        (counting.per_level_actions: ``c_i - c_{i-1}``), ``base`` (index into base_values), ``score`` (after the
-        cutoff) and, per play, ``cutoff`` (the cutoff level, 0 = none)."""
+        (counting.per_level_actions: ``c_i - c_{i-1}``), ``score`` (after the cutoff) and, per play, ``cutoff``
+        (the cutoff level, 0 = none)."""
         k = self.k[lo:hi]
         first = self.cum_start[lo:hi] - self.cum_start[lo]
         c = self.cum_values[self.cum_start[lo]:self.cum_start[lo] + int(k.sum())]
@@ -250,7 +251,7 @@ class _Layout:
             cutoff[play[first_over]] = level[first_over] + 1
             cut = cutoff.take(play)
             s[(cut > 0) & (level + 1 >= cut)] = 0.0  # that level and every later one
-        return {"play": play, "level": level, "actions": a, "base": base, "score": s, "cutoff": cutoff}
+        return {"play": play, "level": level, "actions": a, "score": s, "cutoff": cutoff}
 
     def play_scores(self, n_plays: int) -> tuple[np.ndarray, np.ndarray]:
         """Play scores (0 for unscorable plays) and cutoff levels (0 = none) of every play
@@ -323,7 +324,7 @@ class _PythonPower:
     other way when the exact square lies within a few hundredths of an ULP of a rounding midpoint (about 1
     square in 1000 here). The exact rounding error of ``r * r`` (Dekker's product) finds those squares, and
     only they go through Python's operator, once per distinct value: the results are remembered (sorted), as
-    the ratios of small integers recur from block to block. ``_square_is_safe`` checks the premise on this
+    the ratios of small integers recur from chunk to chunk. ``_square_is_safe`` checks the premise on this
     machine's ``pow`` once; if it fails (or for other exponents) every distinct value goes through Python."""
 
     def __init__(self, exponent: int) -> None:
@@ -354,11 +355,6 @@ class _PythonPower:
             self.powers = np.insert(self.powers, where, [r ** self.exponent for r in new.tolist()])
             at = np.searchsorted(self.known, distinct)
         return self.powers[at][inverse]
-
-
-def _python_pow(ratios: np.ndarray, exponent: int) -> np.ndarray:
-    """``r ** exponent`` as Python computes it (``_PythonPower``, nothing remembered)."""
-    return _PythonPower(exponent)(ratios)
 
 
 HARD_MARGIN = 0.47  # rounding errors above this many ULPs (of 0.5 at most) are re-done with Python's pow

@@ -192,18 +192,22 @@ def test_pure_reference_loop_agrees_on_a_single_game():
 
 
 def test_python_pow_is_bit_identical_on_rounding_midpoints():
-    """The squares near a rounding midpoint (where r * r and C pow differ) are the ones re-done in Python."""
+    """The squares near a rounding midpoint (where r * r and C pow differ) are the ones re-done in Python, and
+    the remembered powers are the same on a second pass."""
     import numpy as np
 
-    from pipeline.scoring.vectorized import _python_pow
+    from pipeline.scoring.vectorized import _PythonPower
 
     rng = np.random.default_rng(11)
     ratios = rng.integers(1, 400, 200_000) / rng.integers(1, 9000, 200_000)
     expected = [r ** 2 for r in ratios.tolist()]
     assert sum(a != b for a, b in zip((ratios * ratios).tolist(), expected, strict=True)) > 10  # they exist
-    assert _python_pow(ratios, 2).tolist() == expected
-    assert _python_pow(ratios, 3).tolist() == [r ** 3 for r in ratios.tolist()]
-    assert _python_pow(ratios, 1).tolist() == ratios.tolist()
+    square = _PythonPower(2)
+    assert square(ratios).tolist() == expected
+    assert square(ratios[::-1]).tolist() == expected[::-1]
+    assert square.known.size > 0 and (np.diff(square.known) > 0).all()  # remembered, sorted, once each
+    assert _PythonPower(3)(ratios).tolist() == [r ** 3 for r in ratios.tolist()]
+    assert _PythonPower(1)(ratios).tolist() == ratios.tolist()
 
 
 def test_no_plays_at_all():
