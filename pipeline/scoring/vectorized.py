@@ -23,11 +23,12 @@ unique within a game),
 ``games``: ``game_id``, ``baseline_actions`` (list[int], null or empty = metadata without a baseline). A game
 absent from ``games`` has no metadata.
 
-How: numpy over the Arrow buffers of the list columns; nothing runs in Python per play or per level. Scorable
-plays are taken in blocks of plays with the same number of baseline levels ``n`` (at most ``BLOCK_PLAYS``),
-as ``plays x n`` matrices filled level by level, so memory stays flat in the number of plays and every
-running quantity (the cumulative count, the cutoff, the weighted sum) is one vector per level. The
-``levels`` table is built from the same blocks on first access.
+How: numpy over the Arrow buffers of the list columns; nothing runs in Python per play or per level. Only
+completed levels (the cumulative entries) can score, so the work is on the entries as flat arrays, in play
+order, ``CHUNK_PLAYS`` consecutive plays at a time (memory stays flat in the number of plays): level scores
+from a small table over (baseline value, level actions), play sums with ``np.bincount`` (which adds in input
+order: level order within a play). Game ids become integer codes once. The ``levels`` table is built from
+the same chunks on first access.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
+import pyarrow.compute as pc
 
 from .policies import ScoringPolicy, get_policy
 from .rhae import MSG_BASELINE_MISSING, MSG_BASELINE_SIZE_MISMATCH, no_metadata_message
@@ -49,7 +51,8 @@ GAMES_SCHEMA = {"game_id": pl.String, "baseline_actions": pl.List(pl.Int64)}
 LEVELS_SCHEMA = {"play_id": pl.String, "game_id": pl.String, "level_index": pl.Int64, "level_actions": pl.Int64,
                  "level_baseline": pl.Int64, "is_level_completed": pl.Boolean, "level_budget": pl.Int64,
                  "level_score": pl.Float64}
-BLOCK_PLAYS = 1 << 14  # plays per block: level vectors of 128 KiB, which stay in cache
+CHUNK_PLAYS = 1 << 15  # consecutive plays per chunk: their entries' arrays stay in cache
+TABLE_CELLS = 1 << 18  # level-score table: 2 MiB at most
 
 
 @dataclass(frozen=True)
@@ -84,9 +87,7 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
         raise ValueError("plays: play_id must be unique")
 
     # Games of the plays, as codes into their sorted distinct ids (game-id order is the output order).
-    game_ids = plays["game_id"].unique().sort()
-    code = plays["game_id"].replace_strict(game_ids, np.arange(game_ids.len()), return_dtype=pl.Int64
-                                           ).to_numpy().astype(np.int64, copy=False)  # (empty: not int)
+    game_ids, code = _sorted_codes(plays["game_id"])
     n_games = game_ids.len()
     base_n, base_start, base_values = _list_layout(games["baseline_actions"])
     row_of = {g: i for i, g in enumerate(games["game_id"].to_list())}
@@ -98,14 +99,13 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
                     for g, r in zip(game_ids.to_list(), rows, strict=True)]
 
     k, cum_start, cum_values = _list_layout(plays["cumulative"])
-    cum_values = np.append(cum_values, 0)  # padding read (and discarded) for plays without a given entry
     n = game_n[code]
     game_ok = np.array([m is None for m in game_message], dtype=bool)[code] if n_games else np.zeros(0, bool)
     scorable = game_ok & (k <= n)
     messages = pl.Series("message", [*game_message, MSG_BASELINE_SIZE_MISMATCH, None], dtype=pl.String)
     message_index = np.where(~game_ok, code, np.where(scorable, n_games + 1, n_games))
 
-    layout = _Layout(pol, np.flatnonzero(scorable), n, k, cum_start, cum_values, plays["actions"].to_numpy(),
+    layout = _Layout(pol, scorable, n, k, cum_start, cum_values, plays["actions"].to_numpy(),
                      game_start[code], base_values)
     score, cutoff = layout.play_scores(plays.height)
 
@@ -124,7 +124,7 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
 
     runs = pl.DataFrame({
         "play_id": plays["play_id"], "game_id": plays["game_id"], "run_order": plays["run_order"],
-        "score": score, "levels_completed": plays["cumulative"].list.len().cast(pl.Int64),
+        "score": score, "levels_completed": k,
         "message": messages.gather(message_index), "cutoff_level": cutoff, "n_levels": n, "is_best": is_best,
     }).with_columns(pl.when(pl.col("cutoff_level") > 0).then(pl.col("cutoff_level")).alias("cutoff_level"),
                     pl.when(pl.col("message").is_null()).then(pl.col("n_levels")).alias("n_levels"))
@@ -140,9 +140,21 @@ def score_plays_frame(plays: pl.DataFrame, games: pl.DataFrame, policy: ScoringP
 
 
 def _has_duplicates(values: pl.Series) -> bool:
-    """Exact, but first on 64-bit hashes (about 3x cheaper than hashing the strings into a set): distinct
+    """Exact, but first on 64-bit hashes, sorted (cheaper than hashing the strings into a set): distinct
     hashes prove distinct values; only a hash collision needs the exact count."""
-    return values.hash().n_unique() != values.len() and values.n_unique() != values.len()
+    hashes = np.sort(values.hash().to_numpy())
+    return bool((hashes[1:] == hashes[:-1]).any()) and values.n_unique() != values.len()
+
+
+def _sorted_codes(values: pl.Series) -> tuple[pl.Series, np.ndarray]:
+    """The distinct values, sorted (nulls first), and each value's index into them: a hash encoding (Arrow's
+    dictionary), then a sort of the few distinct values only."""
+    encoded = pc.dictionary_encode(values.rechunk().to_arrow(), null_encoding="encode")
+    distinct = pl.Series(values.name, encoded.dictionary, dtype=values.dtype)
+    order = distinct.arg_sort().to_numpy()
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    return distinct.gather(order), rank.take(encoded.indices.to_numpy(zero_copy_only=False))
 
 
 def _list_layout(values: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -157,13 +169,17 @@ def _list_layout(values: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 @dataclass
 class _Layout:
-    """The level rows of the scorable plays. Computed in blocks of plays that have the same number of baseline
-    levels ``n``, as ``plays x n`` matrices filled one level (column) at a time: level ``j`` of every play of
-    the block is one vector operation, and the weighted sums add the columns left to right."""
+    """The completed levels (cumulative entries) of the plays as flat arrays, one element per entry, in play
+    order and level order within a play, taken ``CHUNK_PLAYS`` consecutive plays at a time (their entries
+    are one contiguous run of the Arrow buffer, and the chunk's arrays stay in cache). Only completed levels
+    can score, so a play's score is the weighted sum of its entries' scores: the levels after them add 0.0,
+    which changes no sum. Level scores come from a table over (baseline value, level actions) filled by
+    ``level_scores`` (the arithmetic once per pair, not once per level); actions beyond the table are scored
+    directly. Plays that are not scorable are computed along (reads clipped to the arrays) and zeroed."""
 
     pol: ScoringPolicy
-    plays: np.ndarray  # indices of the scorable plays, in input order
-    n: np.ndarray  # baseline levels per play (all plays)
+    scorable: np.ndarray  # per play: scored against a baseline (else score 0, no level rows)
+    n: np.ndarray  # baseline levels per play
     k: np.ndarray  # cumulative entries per play
     cum_start: np.ndarray
     cum_values: np.ndarray
@@ -172,126 +188,173 @@ class _Layout:
     base_values: np.ndarray
 
     def __post_init__(self) -> None:
-        m = self.pol.action_cutoff_multiplier  # budgets ceil(m * b), once per baseline value
-        self.base_budget = None if m is None else np.ceil(self.base_values * float(m)).astype(np.int64)
-
-    def blocks(self):
-        """(plays, n) for blocks of at most BLOCK_PLAYS scorable plays with ``n`` levels each."""
-        n = self.n[self.plays]
-        for size in np.flatnonzero(np.bincount(n)).tolist():  # the level counts present (a few), no sort
-            group = np.flatnonzero(n == size)
-            for lo in range(0, group.size, BLOCK_PLAYS):
-                yield self.plays[group[lo:lo + BLOCK_PLAYS]], size
-
-    def block(self, plays: np.ndarray, n: int, keep_levels: bool = False) -> dict[str, np.ndarray | None]:
-        """The block's play scores (rhae.game_score_from_levels: the weighted sum adds the levels left to right,
-        as Python's ``sum``) and cutoff levels (0 = none); with ``keep_levels`` also the ``plays x n`` matrices
-        of level actions, baselines, completion, budgets and scores."""
         pol = self.pol
-        k, start, total, base = self.k[plays], self.cum_start[plays], self.actions[plays], self.base_start[plays]
-        size = plays.size
-        kept = {name: np.empty((size, n), dtype=dt) for name, dt in
-                (("a", np.int64), ("b", np.int64), ("completed", bool), ("budget", np.int64), ("score", np.float64))
-                } if keep_levels else {}
-        cutoff = np.zeros(size, dtype=np.int64)
-        cut = np.zeros(size, dtype=bool)
-        zero_action = 0.0 if pol.completed_zero_action_level_scores_zero else float(pol.level_cap)
-        padding = self.cum_values.size - 1  # the zero appended to cum_values, read for plays without entry j
-        prev = np.zeros(size, dtype=np.int64)
-        weighted_sum = np.zeros(size)
-        positive = np.zeros(size, dtype=np.int64)
-        for j in range(n):
-            done = j < k
-            # counting.per_level_actions: c_j - c_{j-1} while completed; after the last entry the running value
-            # becomes the play's total, so level k+1 gets the remainder and later levels 0.
-            cum = np.where(done, self.cum_values[np.where(done, start + j, padding)], total)
-            aj = cum - prev
-            prev = cum
-            bj = self.base_values[base + j]
-            live = done & (bj > 0)
-            acted = aj > 0
-            scored = live & acted
-            sj = np.zeros(size)
-            sj[scored] = np.minimum(float(pol.level_cap),
-                                    100.0 * _python_pow(bj[scored] / aj[scored], pol.efficiency_exponent))
-            if zero_action:  # a completed level without actions (toolkit guard: 0 under 2026-04)
-                sj[live & ~acted] = zero_action
-            if self.base_budget is not None:
-                budget = self.base_budget[base + j]
-                over = done & (aj > budget)
-                cutoff[over & ~cut] = j + 1
-                cut |= over
-                sj[cut] = 0.0
-                if keep_levels:
-                    kept["budget"][:, j] = budget
-            w = pol.level_weight(j + 1)
-            weighted_sum += w * sj
-            positive += w * (sj > 0)
-            if keep_levels:
-                kept["a"][:, j], kept["b"][:, j], kept["completed"][:, j], kept["score"][:, j] = aj, bj, done, sj
-        total_weight = sum(pol.level_weight(j + 1) for j in range(n))
-        play = weighted_sum / total_weight
-        if pol.game_cap == "positive-level-weight-share":
-            play = np.minimum(play, 100.0 * positive / total_weight)
-        return {"play": play, "cutoff": cutoff, **kept}
+        self.plays = np.flatnonzero(self.scorable)
+        self.power = _PythonPower(pol.efficiency_exponent)
+        if not self.base_values.size:
+            self.base_values = np.zeros(1, np.int64)  # something to read (and discard) for unscorable plays
+        m = pol.action_cutoff_multiplier  # budgets ceil(m * b), once per baseline value
+        self.base_budget = None if m is None else np.ceil(self.base_values * float(m)).astype(np.int64)
+        levels = max(int(self.n.max(initial=0)), int(self.k.max(initial=0)), 1)
+        # Small integers, exact as floats (Python multiplies and divides by them as floats too).
+        self.weights = np.array([pol.level_weight(j + 1) for j in range(levels)], dtype=np.float64)
+        self.total_weight = np.cumsum(self.weights)  # sum(w_1..w_n) at n - 1
+        # The table: one row per distinct baseline value, one column per action count 0..table_actions, at most
+        # a quarter as many cells as there are entries, and no column past the largest count (level actions
+        # are differences of counts that do not decrease; any larger ones are scored directly).
+        distinct, code = np.unique(self.base_values, return_inverse=True)
+        most = max(int(self.cum_values.max(initial=0)), int(self.actions.max(initial=0)))
+        cells = min(TABLE_CELLS, max(1024, self.cum_values.size // 4))
+        self.table_actions = max(0, min(most, cells // distinct.size - 1))
+        width = self.table_actions + 1
+        self.table_row = code.astype(np.int64) * width  # per baseline entry: where its row starts
+        self.table = self.level_scores(np.repeat(distinct, width), np.tile(np.arange(width), distinct.size))
+
+    def level_scores(self, b: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """rhae.level_score of completed levels with baselines ``b`` and actions ``a``."""
+        pol = self.pol
+        live = b > 0
+        acted = a > 0
+        scored = live & acted
+        s = np.zeros(a.shape)
+        s[scored] = np.minimum(float(pol.level_cap), 100.0 * self.power(b[scored] / a[scored]))
+        if not pol.completed_zero_action_level_scores_zero:  # a completed level without actions (toolkit guard)
+            s[live & ~acted] = float(pol.level_cap)
+        return s
+
+    def completed(self, lo: int, hi: int) -> dict[str, np.ndarray]:
+        """The entries of plays ``lo..hi-1``: ``play`` (minus lo), ``level`` (0-based), ``actions``
+        (counting.per_level_actions: ``c_i - c_{i-1}``), ``score`` (after the cutoff) and, per play, ``cutoff``
+        (the cutoff level, 0 = none)."""
+        k = self.k[lo:hi]
+        first = self.cum_start[lo:hi] - self.cum_start[lo]
+        c = self.cum_values[self.cum_start[lo]:self.cum_start[lo] + int(k.sum())]
+        play = np.repeat(np.arange(hi - lo), k)
+        level = np.arange(c.size) - first.take(play)
+        a = np.empty_like(c)
+        np.subtract(c[1:], c[:-1], out=a[1:])
+        starts = first[k > 0]
+        a[starts] = c[starts]
+        base = self.base_start[lo:hi].take(play)
+        base += level
+        cell = self.table_row.take(base, mode="clip")
+        cell += a.clip(0, self.table_actions)  # actions <= 0 share the column of 0 (the same rule)
+        s = self.table.take(cell)
+        beyond = a > self.table_actions
+        if beyond.any():
+            s[beyond] = self.level_scores(self.base_values.take(base[beyond], mode="clip"), a[beyond])
+        cutoff = np.zeros(hi - lo, dtype=np.int64)
+        if self.base_budget is not None:
+            over = np.flatnonzero(a > self.base_budget.take(base, mode="clip"))
+            over_play = play[over]  # ascending: the first of each play is its first level over budget
+            first_over = over[np.flatnonzero(np.diff(over_play, prepend=-1))]
+            cutoff[play[first_over]] = level[first_over] + 1
+            cut = cutoff.take(play)
+            s[(cut > 0) & (level + 1 >= cut)] = 0.0  # that level and every later one
+        return {"play": play, "level": level, "actions": a, "score": s, "cutoff": cutoff}
 
     def play_scores(self, n_plays: int) -> tuple[np.ndarray, np.ndarray]:
-        """Play scores (0 for unscorable plays) and cutoff levels (0 = none) of every play."""
+        """Play scores (0 for unscorable plays) and cutoff levels (0 = none) of every play
+        (rhae.game_score_from_levels: the weighted sum adds the levels in level order, from 0, as Python's
+        ``sum``; ``np.bincount`` adds its weights one by one in input order, and a play's entries are in
+        level order)."""
         scores = np.zeros(n_plays)
         cutoffs = np.zeros(n_plays, dtype=np.int64)
-        for plays, n in self.blocks():
-            blk = self.block(plays, n)
-            scores[plays] = blk["play"]
-            cutoffs[plays] = blk["cutoff"]
+        for lo in range(0, n_plays, CHUNK_PLAYS):
+            hi = min(lo + CHUNK_PLAYS, n_plays)
+            lv = self.completed(lo, hi)
+            w = self.weights.take(lv["level"])
+            weighted_sum = np.bincount(lv["play"], weights=w * lv["score"], minlength=hi - lo)
+            total_weight = self.total_weight.take(self.n[lo:hi] - 1, mode="clip")
+            play = weighted_sum / total_weight
+            if self.pol.game_cap == "positive-level-weight-share":
+                positive = np.bincount(lv["play"], weights=w * (lv["score"] > 0), minlength=hi - lo)  # exact
+                play = np.minimum(play, 100.0 * positive / total_weight)
+            ok = self.scorable[lo:hi]
+            scores[lo:hi] = np.where(ok, play, 0.0)
+            if self.base_budget is not None:
+                cutoffs[lo:hi] = np.where(ok, lv["cutoff"], 0)
         return scores, cutoffs
 
     def levels_frame(self, runs: pl.DataFrame) -> pl.DataFrame:
-        """One row per scorable play and level, plays in input order (blocks scattered back into place)."""
-        n = self.n[self.plays]
-        first = np.zeros(self.n.size, dtype=np.int64)
-        first[self.plays] = np.cumsum(n) - n
-        size = int(n.sum())
-        out = {"level_index": np.empty(size, np.int64), "level_actions": np.empty(size, np.int64),
-               "level_baseline": np.empty(size, np.int64), "is_level_completed": np.empty(size, bool),
-               "level_budget": np.empty(size, np.int64), "level_score": np.empty(size)}
-        for plays, m in self.blocks():
-            blk = self.block(plays, m, keep_levels=True)
-            at = (first[plays][:, None] + np.arange(m)).ravel()
-            out["level_index"][at] = np.tile(np.arange(1, m + 1), plays.size)
-            for name, key in (("level_actions", "a"), ("level_baseline", "b"), ("is_level_completed", "completed"),
-                              ("level_budget", "budget"), ("level_score", "score")):
-                if key in blk:
-                    out[name][at] = blk[key].ravel()  # type: ignore[union-attr]
-        rows = pl.Series(np.repeat(self.plays, n))
-        frame = pl.DataFrame({"play_id": runs["play_id"].gather(rows), "game_id": runs["game_id"].gather(rows),
-                              **out})
-        if self.pol.action_cutoff_multiplier is None:
-            frame = frame.with_columns(pl.lit(None, pl.Int64).alias("level_budget"))
-        return frame.cast(LEVELS_SCHEMA)  # type: ignore[arg-type]
+        """One row per scorable play and baseline level, plays in input order (chunk by chunk)."""
+        frames = [self.level_rows(lo, min(lo + CHUNK_PLAYS, self.n.size), runs)
+                  for lo in range(0, self.n.size, CHUNK_PLAYS)]
+        return pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema=LEVELS_SCHEMA)
+
+    def level_rows(self, lo: int, hi: int, runs: pl.DataFrame) -> pl.DataFrame:
+        """The rows of the scorable plays among plays ``lo..hi-1`` (indices below are minus lo)."""
+        lv = self.completed(lo, hi)
+        plays = np.flatnonzero(self.scorable[lo:hi])
+        n = self.n[lo:hi].take(plays)
+        first_row = np.zeros(hi - lo, dtype=np.int64)
+        first_row[plays] = np.cumsum(n) - n
+        play = np.repeat(plays, n)
+        level = np.arange(play.size) - first_row.take(play)
+        k = self.k[lo:hi].take(play)
+        base = self.base_start[lo:hi].take(play)
+        base += level
+        actions = np.zeros(play.size, np.int64)
+        score = np.zeros(play.size)
+        # Completed levels: the entries' actions and scores.
+        keep = np.flatnonzero(self.scorable[lo:hi].take(lv["play"]))
+        at = first_row.take(lv["play"][keep]) + lv["level"][keep]
+        actions[at] = lv["actions"][keep]
+        score[at] = lv["score"][keep]
+        # Level k+1 (when there is one) gets the remainder: the play's actions after its last entry.
+        after = np.flatnonzero(level == k)
+        entries = k.take(after)
+        last = np.zeros(after.size, np.int64)
+        has = np.flatnonzero(entries)
+        last[has] = self.cum_values[self.cum_start[lo:hi].take(play.take(after[has])) + entries[has] - 1]
+        actions[after] = self.actions[lo:hi].take(play.take(after)) - last
+        columns = {"play_id": runs["play_id"][lo:hi].gather(play), "game_id": runs["game_id"][lo:hi].gather(play),
+                   "level_index": level + 1, "level_actions": actions, "level_baseline": self.base_values.take(base),
+                   "is_level_completed": level < k,
+                   "level_budget": (pl.repeat(None, play.size, dtype=pl.Int64, eager=True)
+                                    if self.base_budget is None else self.base_budget.take(base)),
+                   "level_score": score}
+        return pl.DataFrame(columns, schema=LEVELS_SCHEMA)
 
 
-def _python_pow(ratios: np.ndarray, exponent: int) -> np.ndarray:
+class _PythonPower:
     """``r ** exponent`` exactly as Python's float power (C ``pow``) computes it, without a call per value.
 
     ``r * r`` is the correctly rounded square; C ``pow(r, 2.0)`` (glibc: under 0.52 ULP) can only round the
     other way when the exact square lies within a few hundredths of an ULP of a rounding midpoint (about 1
     square in 1000 here). The exact rounding error of ``r * r`` (Dekker's product) finds those squares, and
-    only they go through Python's operator, once per distinct value. ``_square_is_safe`` checks the premise
-    on this machine's ``pow`` once; if it fails (or for other exponents) every distinct value goes through
-    Python."""
-    if exponent == 1:
-        return ratios.astype(np.float64, copy=True)
-    if exponent == 2 and _square_is_safe():
-        square = ratios * ratios
-        hard = _near_midpoint(ratios, square)
-        square[hard] = _pow_distinct(ratios[hard], 2)
-        return square
-    return _pow_distinct(ratios, exponent)
+    only they go through Python's operator, once per distinct value: the results are remembered (sorted), as
+    the ratios of small integers recur from chunk to chunk. ``_square_is_safe`` checks the premise on this
+    machine's ``pow`` once; if it fails (or for other exponents) every distinct value goes through Python."""
 
+    def __init__(self, exponent: int) -> None:
+        self.exponent = exponent
+        self.known = np.empty(0)  # sorted values already raised in Python
+        self.powers = np.empty(0)  # their powers
 
-def _pow_distinct(ratios: np.ndarray, exponent: int) -> np.ndarray:
-    distinct, inverse = np.unique(ratios, return_inverse=True)
-    return np.array([r ** exponent for r in distinct.tolist()], dtype=np.float64)[inverse]
+    def __call__(self, ratios: np.ndarray) -> np.ndarray:
+        if self.exponent == 1:
+            return ratios.astype(np.float64, copy=True)
+        if self.exponent == 2 and _square_is_safe():
+            square = ratios * ratios
+            hard = _near_midpoint(ratios, square)
+            square[hard] = self.python(ratios[hard])
+            return square
+        return self.python(ratios)
+
+    def python(self, ratios: np.ndarray) -> np.ndarray:
+        """Python's powers of ``ratios``, one call per value never seen before."""
+        distinct, inverse = np.unique(ratios, return_inverse=True)
+        at = np.searchsorted(self.known, distinct)
+        seen = at < self.known.size
+        seen[seen] = self.known[at[seen]] == distinct[seen]
+        if not seen.all():
+            new = distinct[~seen]
+            where = at[~seen]
+            self.known = np.insert(self.known, where, new)
+            self.powers = np.insert(self.powers, where, [r ** self.exponent for r in new.tolist()])
+            at = np.searchsorted(self.known, distinct)
+        return self.powers[at][inverse]
 
 
 HARD_MARGIN = 0.47  # rounding errors above this many ULPs (of 0.5 at most) are re-done with Python's pow

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.scoring import POLICIES, CardPlay, GameInput, get_policy, score_game, score_suite
+from pipeline.scoring import POLICIES, CardPlay, GameInput, get_policy, score_game, score_suite, vectorized
 from pipeline.scoring.vectorized import score_plays_frame
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -66,8 +66,12 @@ def frames(games, plays):
                          schema={"game_id": pl.String, "baseline_actions": pl.List(pl.Int64)}))
 
 
+@pytest.mark.parametrize("layout", ["default", "small chunks, tiny table"])
 @pytest.mark.parametrize("policy_id", list(POLICIES))
-def test_random_plays_match_the_pure_functions(policy_id):
+def test_random_plays_match_the_pure_functions(policy_id, layout, monkeypatch):
+    if layout != "default":  # many chunk boundaries, most level actions beyond the level-score table
+        monkeypatch.setattr(vectorized, "CHUNK_PLAYS", 37)
+        monkeypatch.setattr(vectorized, "TABLE_CELLS", 64)
     games, plays = random_study(seed=len(policy_id), n_plays=3000)
     plays_frame, games_frame = frames(games, plays)
     v = score_plays_frame(plays_frame, games_frame, policy_id)
@@ -188,18 +192,22 @@ def test_pure_reference_loop_agrees_on_a_single_game():
 
 
 def test_python_pow_is_bit_identical_on_rounding_midpoints():
-    """The squares near a rounding midpoint (where r * r and C pow differ) are the ones re-done in Python."""
+    """The squares near a rounding midpoint (where r * r and C pow differ) are the ones re-done in Python, and
+    the remembered powers are the same on a second pass."""
     import numpy as np
 
-    from pipeline.scoring.vectorized import _python_pow
+    from pipeline.scoring.vectorized import _PythonPower
 
     rng = np.random.default_rng(11)
     ratios = rng.integers(1, 400, 200_000) / rng.integers(1, 9000, 200_000)
     expected = [r ** 2 for r in ratios.tolist()]
     assert sum(a != b for a, b in zip((ratios * ratios).tolist(), expected, strict=True)) > 10  # they exist
-    assert _python_pow(ratios, 2).tolist() == expected
-    assert _python_pow(ratios, 3).tolist() == [r ** 3 for r in ratios.tolist()]
-    assert _python_pow(ratios, 1).tolist() == ratios.tolist()
+    square = _PythonPower(2)
+    assert square(ratios).tolist() == expected
+    assert square(ratios[::-1]).tolist() == expected[::-1]
+    assert square.known.size > 0 and (np.diff(square.known) > 0).all()  # remembered, sorted, once each
+    assert _PythonPower(3)(ratios).tolist() == [r ** 3 for r in ratios.tolist()]
+    assert _PythonPower(1)(ratios).tolist() == ratios.tolist()
 
 
 def test_no_plays_at_all():
