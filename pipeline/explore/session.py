@@ -167,5 +167,12 @@ class Session:
         rewound them) and without the last observation (the explorer keeps what it needs per node)."""
         return self.env.snapshot(global_rng=False)
 
+    def detach(self) -> Snapshot:
+        """The live game as a snapshot, not copied (``GameEnv.detach``): restore it once, and restore
+        something before the next step."""
+        return self.env.detach()
+
     def restore(self, snap: Snapshot) -> None:
-        self.env.restore(snap)
+        """Return to ``snap``, starting the camera from the outgoing game's render caches (the
+        explorer restores between sibling states, whose frames differ in a few cells)."""
+        self.env.restore(snap, reuse_render_caches=True)
