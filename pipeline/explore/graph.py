@@ -223,27 +223,49 @@ def _sprite_signatures(game: Any, camera: Any) -> np.ndarray:
     return sig
 
 
-def _pixel_classes(game: Any, rule: str) -> tuple[np.ndarray, int]:
-    """The partition of the display pixels under ``rule`` ("objects", "cells" or "pixels"): per
-    pixel (row-major) its class index, and the number of classes.  Classes are numbered in the
-    order of their values (letterbox -1 first, then view cells by sprite signature or cell index),
-    as ``np.unique`` over the per-pixel values numbers them."""
-    if rule == "pixels":
-        return np.arange(FRAME * FRAME), FRAME * FRAME
+def _cell_classes(game: Any, rule: str) -> tuple[np.ndarray, np.ndarray]:
+    """The partition of the display pixels under ``rule`` ("objects" or "cells"), per view cell:
+    each cell's class index (plus a leading letterbox slot when the frame has a letterbox), and
+    per pixel (row-major) its slot in that array.  Classes are numbered in the order of their
+    values (letterbox -1 first, then cells by sprite signature or cell index), as ``np.unique``
+    over the per-pixel values numbers them: every view cell has pixels, so ranking the cell values
+    ranks the pixel values."""
     camera = game.camera
     width, height = int(camera.width), int(camera.height)
-    _, _, cell, letterboxed = _pixel_cells(width, height)
+    _, _, slot, letterboxed = _pixel_cells(width, height)
     if rule == "cells":
         cell_values = np.arange(width * height, dtype=np.int64)
     else:
         cell_values = _sprite_signatures(game, camera).ravel().view(np.int64)
-    # Every view cell has pixels, so the pixel values are the cell values (plus the letterbox):
-    # rank the width*height cell values instead of the 4096 pixel values.
     if letterboxed:
         cell_values = np.concatenate(([_LETTERBOX], cell_values))
-        cell = cell + 1  # slot 0 is the letterbox
-    values, rank = np.unique(cell_values, return_inverse=True)
-    return rank.ravel()[cell], len(values)
+        slot = slot + 1  # slot 0 is the letterbox
+    _, rank = np.unique(cell_values, return_inverse=True)
+    return rank.ravel(), slot
+
+
+def _representatives(inverse: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+    """Per class of the pixel partition ``inverse`` (class index per pixel, classes 0..n-1), in
+    class order: the x and y of the class pixel nearest to the class centroid (ties: first in
+    row-major order) and the class's pixel count."""
+    xs, ys = _PIXEL_XS, _PIXEL_YS
+    n_classes = int(inverse.max()) + 1
+    counts = np.bincount(inverse, minlength=n_classes)
+    cx_mean = np.bincount(inverse, weights=xs, minlength=n_classes) / counts
+    cy_mean = np.bincount(inverse, weights=ys, minlength=n_classes) / counts
+    dist = (xs - cx_mean[inverse]) ** 2 + (ys - cy_mean[inverse]) ** 2
+    nearest = np.full(n_classes, np.inf)
+    np.minimum.at(nearest, inverse, dist)
+    candidates = np.flatnonzero(dist == nearest[inverse])  # row-major order
+    _, first = np.unique(inverse[candidates], return_index=True)  # per class, in class order
+    reps = candidates[first]
+    return xs[reps].tolist(), ys[reps].tolist(), counts[inverse[reps]].tolist()
+
+
+# Representatives by partition (camera size + per-cell classes): states that differ only in colours
+# or in what the partition does not see share one.  Bounded; clearing only costs recomputation.
+_PARTITIONS: dict[tuple, tuple[list[int], list[int], list[int]]] = {}
+_PARTITIONS_LIMIT = 4096
 
 
 def click_targets(session: Session, rule: str, share: float) -> list[Target]:
@@ -257,23 +279,20 @@ def click_targets(session: Session, rule: str, share: float) -> list[Target]:
             return []
         p = share / len(found)
         return [Target(6, int(a.data["x"]), int(a.data["y"]), p, "engine") for a in found]
-    inverse, n_classes = _pixel_classes(game, rule)
-    xs, ys = _PIXEL_XS, _PIXEL_YS
-    counts = np.bincount(inverse, minlength=n_classes)
-    # class centroids, then the class pixel nearest to its centroid (ties: first in row-major order)
-    cx_mean = np.bincount(inverse, weights=xs, minlength=n_classes) / counts
-    cy_mean = np.bincount(inverse, weights=ys, minlength=n_classes) / counts
-    dist = (xs - cx_mean[inverse]) ** 2 + (ys - cy_mean[inverse]) ** 2
-    nearest = np.full(n_classes, np.inf)
-    np.minimum.at(nearest, inverse, dist)
-    candidates = np.flatnonzero(dist == nearest[inverse])  # row-major order
-    _, first = np.unique(inverse[candidates], return_index=True)  # per class, in class order
-    reps = candidates[first]
+    if rule == "pixels":
+        key: tuple = (rule,)
+        rank = slot = None
+    else:
+        rank, slot = _cell_classes(game, rule)
+        key = (int(game.camera.width), int(game.camera.height), rank.tobytes())
+    reps = _PARTITIONS.get(key)
+    if reps is None:
+        reps = _representatives(np.arange(FRAME * FRAME) if rank is None else rank[slot])
+        if len(_PARTITIONS) >= _PARTITIONS_LIMIT:
+            _PARTITIONS.clear()
+        _PARTITIONS[key] = reps
     total = FRAME * FRAME
-    return [
-        Target(6, x, y, share * count / total, rule)
-        for x, y, count in zip(xs[reps].tolist(), ys[reps].tolist(), counts[inverse[reps]].tolist(), strict=True)
-    ]
+    return [Target(6, x, y, share * count / total, rule) for x, y, count in zip(*reps, strict=True)]
 
 
 def action_targets(session: Session, actions: list[int], rule: str, include_undo: bool) -> list[Target]:

@@ -143,3 +143,57 @@ def test_same_graph_for_other_click_rules_and_undo(game: str, rule: str) -> None
     info = resolve(game, FIXTURES)
     expected = naive_graph(Session(info), 0, max_nodes=100_000, click_rule=rule, include_undo=True)
     assert_same_graph(explored(Session(info), 0, max_nodes=100_000, click_rule=rule, include_undo=True), expected)
+
+
+def naive_click_targets(session: Session, rule: str, share: float) -> list[tuple]:
+    """Click targets computed pixel by pixel: class values per display pixel, ``np.unique``, then
+    per class the pixel nearest its centroid by a full lexsort (ties: first in row-major order)."""
+    import numpy as np
+
+    camera = session.game.camera
+    width, height = int(camera.width), int(camera.height)
+    scale = min(64 // width, 64 // height)
+    pad_x, pad_y = (64 - width * scale) // 2, (64 - height * scale) // 2
+    d = np.arange(64)
+    gx = np.where(d - pad_x >= 0, (d - pad_x) // scale, -1)
+    gy = np.where(d - pad_y >= 0, (d - pad_y) // scale, -1)
+    in_view = ((gy >= 0) & (gy < height))[:, None] & ((gx >= 0) & (gx < width))[None, :]
+    if rule == "pixels":
+        classes = np.arange(4096).reshape(64, 64)
+    else:
+        if rule == "cells":
+            cell = gy[:, None] * width + gx[None, :]
+        else:
+            sig = graph_module._sprite_signatures(session.game, camera)
+            cell = sig[np.clip(gy, 0, height - 1)[:, None], np.clip(gx, 0, width - 1)[None, :]].view(np.int64)
+        classes = np.where(in_view, cell, -1)
+    values, inverse, counts = np.unique(classes.ravel(), return_inverse=True, return_counts=True)
+    ys, xs = np.divmod(np.arange(4096), 64)
+    cx = np.bincount(inverse, weights=xs, minlength=len(values)) / counts
+    cy = np.bincount(inverse, weights=ys, minlength=len(values)) / counts
+    dist = (xs - cx[inverse]) ** 2 + (ys - cy[inverse]) ** 2
+    order = np.lexsort((np.arange(4096), dist, inverse))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = inverse[order[1:]] != inverse[order[:-1]]
+    return [(6, int(xs[r]), int(ys[r]), float(share * counts[inverse[r]] / 4096), rule) for r in order[first]]
+
+
+@pytest.mark.parametrize(("game_id", "root", "level"), [("bg41", GAMES_DIR, 5), ("rl36", GAMES_DIR, 3),
+                                                        ("ck03", FIXTURES, 0)])
+def test_click_targets_equal_the_pixel_by_pixel_partition(game_id: str, root: Path, level: int) -> None:
+    """Ranking cells instead of pixels, the centroid pick without a lexsort and the partition cache
+    change nothing, along a random walk (states revisited, so cached partitions are reused)."""
+    import random
+
+    session = Session(resolve(game_id, root))
+    session.start(level)
+    rng = random.Random(7)
+    for _ in range(60):
+        for rule in ("objects", "cells", "pixels"):
+            got = [(t.action_id, t.x, t.y, t.prob, t.label) for t in graph_module.click_targets(session, rule, 0.25)]
+            assert got == naive_click_targets(session, rule, 0.25), rule
+        actions = [a for a in session.available_actions if a not in (0, 7)]
+        action = rng.choice(actions)
+        result = session.step(action, {"x": rng.randrange(64), "y": rng.randrange(64)} if action == 6 else None)
+        if session.won(result) or session.lost(result):
+            session.start(level)
