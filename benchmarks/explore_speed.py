@@ -7,14 +7,16 @@ same run on the same machine:
 
 * raw steps/s: ``perform_action(..., raw=True)`` on one live game, uniformly random available
   actions, restarting the level after WIN/GAME_OVER (what the engine can do without branching);
-* explorer: states/s and transitions/s of ``explore_level`` (BFS: restore a snapshot, step, hash);
+* explorer: states/s and transitions/s of ``explore_level`` (BFS over reused states: queued nodes keep
+  their live game, restores carry the render caches over; see ``pipeline.explore.graph``);
 * the cost of the explorer's primitives, timed separately per call: snapshot (pickle), restore
-  (unpickle), state key (sha256 of the frame), and a step right after a restore (cold caches).
+  (unpickle), state key (sha256 of the frame), and a step right after a restore.
 
-The ratio "explorer transitions/s / raw steps/s" shows what branching costs: every transition to a
-new state needs a restore (the explorer reuses the live game only after self-loops), a step on a freshly
-unpickled game (no render caches), a state key and, for new states, a snapshot. Machines are noisy:
-nothing here asserts on time.
+Rates are CPU time (``time.process_time``: the machine is shared). The ratio "explorer transitions/s /
+raw steps/s" shows what branching costs: per transition the explorer pays an unpickle (except for a
+node's first target and after self-loops), a step on the restored copy, a state key and, per expanded
+node, a snapshot and its click partition. The last line is that ratio per game (the headline).
+Machines are noisy: nothing here asserts on time.
 """
 
 from __future__ import annotations

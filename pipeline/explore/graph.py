@@ -10,9 +10,16 @@ Algorithm
    trajectories reaching the same state merge into one node.
 3. A successor equal to the node itself is a self-loop (an invalid or no-op action: the paper's
    "transitions that do not change the state"); after a self-loop the live game is reused without
-   restoring (same key = same state by definition). A new successor gets a snapshot and joins the
-   queue unless it is terminal: ``win`` (the level was completed; also game WIN) or ``lose``
-   (GAME_OVER). Terminal nodes are never expanded.
+   restoring (same key = same state by definition). A new successor joins the queue unless it is
+   terminal: ``win`` (the level was completed; also game WIN) or ``lose`` (GAME_OVER). Terminal
+   nodes are never expanded.
+
+States are reused, not rebuilt: a queued node keeps the very game object that reached it (handed
+over uncopied, up to ``LIVE_GAMES`` at a time, else pickled), so expanding it needs no restore: it
+is pickled once as the starting point of its other targets and steps its first target itself.
+Every restore hands the camera's render caches on from the outgoing game, so the next frame
+redraws only what differs. The graph is the one a naive explorer builds that restores a fresh copy
+before every transition (tests/unit/test_explore_reuse.py).
 4. Stop when the queue is empty (the reachable graph is *complete*) or at a node, edge or time
    budget; nodes left in the queue are *frontier* nodes (discovered, not expanded).
 

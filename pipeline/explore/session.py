@@ -145,7 +145,7 @@ class Session:
             return h.digest()
         frame = np.ascontiguousarray(last.frame, dtype=np.int8)
         hidden = self.hidden_state()
-        h = hashlib.sha256(frame.tobytes())
+        h = hashlib.sha256(frame)  # the array's bytes, read in place
         h.update(str(hidden.shape).encode())
         h.update(np.ascontiguousarray(hidden).tobytes())
         h.update(str(last.state.value).encode())
