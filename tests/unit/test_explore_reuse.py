@@ -138,11 +138,18 @@ def test_same_graph_with_few_or_no_live_games_and_a_node_budget(monkeypatch, liv
         assert session.step(session.available_actions[0]).frames  # not left detached
 
 
-@pytest.mark.parametrize(("game", "rule"), [("ck03", "cells"), ("ck03", "pixels"), ("dm04", "objects")])
-def test_same_graph_for_other_click_rules_and_undo(game: str, rule: str) -> None:
-    info = resolve(game, FIXTURES)
-    expected = naive_graph(Session(info), 0, max_nodes=100_000, click_rule=rule, include_undo=True)
-    assert_same_graph(explored(Session(info), 0, max_nodes=100_000, click_rule=rule, include_undo=True), expected)
+@pytest.mark.parametrize(("game", "root", "level", "rule", "max_nodes"),
+                         [("ck03", FIXTURES, 0, "cells", 100_000), ("ck03", FIXTURES, 0, "pixels", 100_000),
+                          ("dm04", FIXTURES, 0, "objects", 100_000), ("pv63", GAMES_DIR, 0, "objects", 100_000),
+                          ("pv63", GAMES_DIR, 2, "objects", 250)])
+def test_same_graph_for_other_click_rules_and_undo(game: str, root: Path, level: int, rule: str,
+                                                   max_nodes: int) -> None:
+    """pv63 offers undo (ACTION7): its edges come from each node's own game, live or pickled."""
+    info = resolve(game, root)
+    expected = naive_graph(Session(info), level, max_nodes=max_nodes, click_rule=rule, include_undo=True)
+    got = explored(Session(info), level, max_nodes=max_nodes, click_rule=rule, include_undo=True)
+    assert_same_graph(got, expected)
+    assert any(got["is_undo"]) == (game == "pv63")
 
 
 def naive_click_targets(session: Session, rule: str, share: float) -> list[tuple]:
