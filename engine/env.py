@@ -5,6 +5,8 @@
     result = env.step(GameAction.ACTION6, {"x": 10, "y": 20})
     key = env.state_hash()
     saved = env.snapshot(); env.step(1); env.restore(saved)
+    env.restore(saved, reuse_render_caches=True)  # the camera starts from the outgoing game's caches
+    kept = env.detach(); env.restore(saved)   # keep the running game itself (no copy); restore it once
     env.start_level(2)                        # a new game at level 3, restarted (a level reset)
 
 Responses are what the game's ``perform_action(..., raw=True)`` returns (``FrameDataRaw`` with numpy
