@@ -5,6 +5,8 @@
     result = env.step(GameAction.ACTION6, {"x": 10, "y": 20})
     key = env.state_hash()
     saved = env.snapshot(); env.step(1); env.restore(saved)
+    env.restore(saved, reuse_render_caches=True)  # the camera starts from the outgoing game's caches
+    kept = env.detach(); env.restore(saved)   # keep the running game itself (no copy); restore it once
     env.start_level(2)                        # a new game at level 3, restarted (a level reset)
 
 Responses are what the game's ``perform_action(..., raw=True)`` returns (``FrameDataRaw`` with numpy
@@ -61,7 +63,9 @@ FRAME_MODES = (FRAMES_ALL, FRAMES_LAST, FRAMES_NONE)
 class Snapshot:
     """An opaque saved environment state; restore it any number of times."""
 
-    game: tuple[str, Any]  # ("pickle", bytes) or ("copy", a detached deep copy of the game)
+    # ("pickle", bytes), ("copy", a detached deep copy of the game) or ("live", [the game itself])
+    # from ``GameEnv.detach`` (emptied by its one restore)
+    game: tuple[str, Any]
     clean_levels: Any  # the pristine level templates, shared (the engine only ever clones them)
     levels: dict[int, tuple[str, Any]]  # level index -> ("shared", Level) or ("lazy", template)
     last_response: Any
@@ -140,6 +144,23 @@ def _is_pending_lazy(level: Any) -> bool:
     )
 
 
+def _move_render_caches(source: Any, target: Any) -> None:
+    """Move the camera render caches (the camera's ``_engine_*`` attributes) from game ``source`` to
+    game ``target``, two states of the same game.  The camera validates these caches against the
+    sprites it is given on every render (sprite identities, change stamps, pixel bytes, camera
+    position and colours: the checks that make them correct whatever a game does between two
+    frames), so a cache built for another game object only costs the redraw of what differs.
+    Copies and pickles drop them; moving (not sharing) keeps one owner per cache."""
+    old_camera = getattr(source, "__dict__", {}).get("_camera")
+    new_camera = getattr(target, "__dict__", {}).get("_camera")
+    if old_camera is None or new_camera is None or old_camera is new_camera or type(old_camera) is not type(new_camera):
+        return
+    old_state, new_state = old_camera.__dict__, new_camera.__dict__
+    for key in [key for key in old_state if key.startswith("_engine_")]:
+        if key not in new_state or new_state[key] is None:
+            new_state[key] = old_state.pop(key)
+
+
 def to_action_input(action: Any, data: Mapping[str, Any] | None = None, reasoning: Any = None) -> ActionInput:
     """An ActionInput from a GameAction, an int id, a name (``"ACTION1"``) or an ActionInput."""
     if isinstance(action, ActionInput):
@@ -185,6 +206,7 @@ class GameEnv:
         self.game: ARCBaseGame = self.new_game()
         self.last_response: FrameData | FrameDataRaw | None = None
         self.steps = 0  # perform_action calls so far, RESETs included
+        self.detached = False  # True after ``detach()`` until the next restore or start_level
 
     def new_game(self) -> ARCBaseGame:
         """A freshly constructed instance of the game (with this environment's reset rule); the
@@ -217,6 +239,7 @@ class GameEnv:
             raise IndexError(f"{self.game_id} has {count} levels; level index {level} is out of range")
         game.set_level(level)
         self.game = game
+        self.detached = False
         self._shared_levels, self._shared_clean, self._shared_digest = {}, None, b""
         self.steps = 0
         game._engine_only_reset_levels = True  # this RESET only
@@ -236,6 +259,8 @@ class GameEnv:
         reasoning: Any = None,
         frames: str | None = None,
     ) -> FrameData | FrameDataRaw:
+        if self.detached:
+            raise RuntimeError("the running game was handed out by detach(); restore a snapshot first")
         mode = self.frames if frames is None else frames
         if mode not in FRAME_MODES:
             raise ValueError(f"frames must be one of {FRAME_MODES}, got {mode!r}")
@@ -353,23 +378,52 @@ class GameEnv:
             numpy_rng=np.random.get_state() if global_rng else None,
         )
 
-    def restore(self, snapshot: Snapshot, *, restore_global_rng: bool = True) -> None:
+    def restore(self, snapshot: Snapshot, *, restore_global_rng: bool = True, reuse_render_caches: bool = False) -> None:
         """Return to ``snapshot``.  ``game`` becomes a new object (references to the old one keep
         the old state).  The global RNGs are restored too if the snapshot saved them, unless
-        ``restore_global_rng=False``."""
+        ``restore_global_rng=False``.
+
+        ``reuse_render_caches=True`` moves the outgoing game's camera render caches to the restored
+        game (see ``_move_render_caches``): the first frame after the restore then redraws only what
+        differs from the outgoing game's last frame instead of composing the scene from scratch.
+        Frames are the same either way; the outgoing game keeps its state but renders cold."""
         kind, payload = snapshot.game
-        game = pickle.loads(payload) if kind == "pickle" else copy.deepcopy(payload)
+        if kind == "live":
+            if not payload:
+                raise RuntimeError("a detached snapshot can be restored only once")
+            game = payload.pop()
+        else:
+            game = pickle.loads(payload) if kind == "pickle" else copy.deepcopy(payload)
+        if reuse_render_caches:
+            _move_render_caches(self.game, game)
         game._engine_clean_levels = snapshot.clean_levels
         if snapshot.levels:
             levels = game._levels
             for j, (how, level) in snapshot.levels.items():
                 levels[j] = level if how == "shared" else Level._engine_lazy_clone(level)
         self.game = game
+        self.detached = False
         self.last_response = snapshot.last_response
         self.steps = snapshot.steps
         if restore_global_rng and snapshot.python_rng is not None:
             random.setstate(snapshot.python_rng)
             np.random.set_state(snapshot.numpy_rng)
+
+    def detach(self) -> Snapshot:
+        """The running game itself as a snapshot, without copying it (no RNGs saved): for a branching
+        search that keeps a state it just reached and goes back elsewhere next.  It can be restored
+        once (restoring hands the object back); until the next ``restore`` or ``start_level`` the
+        environment refuses to step, since stepping would change the snapshot."""
+        self.detached = True
+        return Snapshot(
+            game=("live", [self.game]),
+            clean_levels=self.game._engine_clean_levels,
+            levels={},
+            last_response=self.last_response,
+            steps=self.steps,
+            python_rng=None,
+            numpy_rng=None,
+        )
 
     def clone(self) -> GameEnv:
         """An independent environment in the same state (same game class, new guid, nothing shared
@@ -377,6 +431,7 @@ class GameEnv:
         other = object.__new__(GameEnv)
         other.__dict__.update(self.__dict__)
         other.guid = str(uuid.uuid4())
+        other.detached = False  # the clone plays its own copy
         other._shared_levels, other._shared_clean, other._shared_digest = {}, None, b""
         other.game = object.__new__(type(self.game))
         memo = {id(self.game): other.game}

@@ -10,9 +10,16 @@ Algorithm
    trajectories reaching the same state merge into one node.
 3. A successor equal to the node itself is a self-loop (an invalid or no-op action: the paper's
    "transitions that do not change the state"); after a self-loop the live game is reused without
-   restoring (same key = same state by definition). A new successor gets a snapshot and joins the
-   queue unless it is terminal: ``win`` (the level was completed; also game WIN) or ``lose``
-   (GAME_OVER). Terminal nodes are never expanded.
+   restoring (same key = same state by definition). A new successor joins the queue unless it is
+   terminal: ``win`` (the level was completed; also game WIN) or ``lose`` (GAME_OVER). Terminal
+   nodes are never expanded.
+
+States are reused, not rebuilt: a queued node keeps the very game object that reached it (handed
+over uncopied, up to ``LIVE_GAMES`` at a time, else pickled), so expanding it needs no restore: it
+is pickled once as the starting point of its other targets and steps its first target itself.
+Every restore hands the camera's render caches on from the outgoing game, so the next frame
+redraws only what differs. The graph is the one a naive explorer builds that restores a fresh copy
+before every transition (tests/unit/test_explore_reuse.py).
 4. Stop when the queue is empty (the reachable graph is *complete*) or at a node, edge or time
    budget; nodes left in the queue are *frontier* nodes (discovered, not expanded).
 
@@ -57,6 +64,7 @@ not part of the random policy.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import deque
 from collections.abc import Callable
@@ -75,6 +83,8 @@ CLICK_RULES = ("objects", "cells", "pixels", "engine")
 FRAME = 64
 
 NORMAL, WIN, LOSE, ERROR = "normal", "win", "lose", "error"
+# Queued states kept as live game objects instead of pickles (see explore_level); a game is tens of KB.
+LIVE_GAMES = 512
 
 
 @dataclass(frozen=True)
@@ -159,9 +169,16 @@ class StateGraph:
 
 
 # ---------------------------------------------------------------------- click targets
-def _pixel_grid(camera: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For every display pixel: grid x, grid y (world coordinates) and an in-view mask (display_to_grid)."""
-    width, height = int(camera.width), int(camera.height)
+# Display pixel coordinates in row-major order (constants of every click partition).
+_PIXEL_YS, _PIXEL_XS = np.divmod(np.arange(FRAME * FRAME), FRAME)
+_LETTERBOX = -1  # class value of letterbox pixels (sprite signatures and cell indices are >= 0)
+
+
+@functools.lru_cache(maxsize=64)
+def _pixel_cells(width: int, height: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """For every display pixel (``display_to_grid`` geometry): grid x, grid y, the pixel's view
+    cell as a row-major index into the ``height x width`` view (-1 in the letterbox), and whether
+    the frame has a letterbox at all."""
     scale = min(FRAME // width, FRAME // height)
     pad_x = (FRAME - width * scale) // 2
     pad_y = (FRAME - height * scale) // 2
@@ -170,8 +187,19 @@ def _pixel_grid(camera: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     gy = np.where(d - pad_y >= 0, (d - pad_y) // scale, -1)
     in_x = (gx >= 0) & (gx < width)
     in_y = (gy >= 0) & (gy < height)
-    mask = in_y[:, None] & in_x[None, :]
-    return gx, gy, mask
+    in_view = in_y[:, None] & in_x[None, :]
+    cell = np.where(in_view, gy[:, None] * width + gx[None, :], -1).ravel()
+    for array in (gx, gy, cell):
+        array.flags.writeable = False
+    return gx, gy, cell, not bool(in_view.all())
+
+
+@functools.lru_cache(maxsize=256)
+def _sprite_codes(n: int) -> np.ndarray:
+    """Random 63-bit codes of sprite list positions 0..n-1 (fixed seed: the same every run)."""
+    codes = np.random.default_rng(12345).integers(1, 2**63 - 1, size=max(1, n), dtype=np.uint64)
+    codes.flags.writeable = False
+    return codes
 
 
 def _sprite_signatures(game: Any, camera: Any) -> np.ndarray:
@@ -179,24 +207,72 @@ def _sprite_signatures(game: Any, camera: Any) -> np.ndarray:
     width, height = int(camera.width), int(camera.height)
     sig = np.zeros((height, width), dtype=np.uint64)
     cam_x, cam_y = int(camera.x), int(camera.y)
-    rng = np.random.default_rng(12345)
-    codes = rng.integers(1, 2**63 - 1, size=max(1, len(game.current_level._sprites)), dtype=np.uint64)
-    for i, sprite in enumerate(game.current_level._sprites):
+    sprites = game.current_level._sprites
+    codes = _sprite_codes(len(sprites))
+    zero = np.uint64(0)
+    for i, sprite in enumerate(sprites):
         if sprite.interaction is InteractionMode.REMOVED:
             continue
         image = np.asarray(sprite.render())
         if image.ndim != 2 or image.size == 0:
             continue
-        solid = image != -1 if sprite.blocking is BlockingMode.PIXEL_PERFECT else np.ones(image.shape, dtype=bool)
         x0, y0 = int(sprite.x) - cam_x, int(sprite.y) - cam_y
         h, w = image.shape
         vx0, vy0 = max(0, x0), max(0, y0)
         vx1, vy1 = min(width, x0 + w), min(height, y0 + h)
         if vx0 >= vx1 or vy0 >= vy1:
             continue
-        sub = solid[vy0 - y0 : vy1 - y0, vx0 - x0 : vx1 - x0]
-        sig[vy0:vy1, vx0:vx1] ^= np.where(sub, codes[i], np.uint64(0))
+        if sprite.blocking is BlockingMode.PIXEL_PERFECT:
+            sub = image[vy0 - y0 : vy1 - y0, vx0 - x0 : vx1 - x0] != -1
+            sig[vy0:vy1, vx0:vx1] ^= np.where(sub, codes[i], zero)
+        else:  # the whole box is solid
+            sig[vy0:vy1, vx0:vx1] ^= codes[i]
     return sig
+
+
+def _cell_classes(game: Any, rule: str) -> tuple[np.ndarray, np.ndarray]:
+    """The partition of the display pixels under ``rule`` ("objects" or "cells"), per view cell:
+    each cell's class index (plus a leading letterbox slot when the frame has a letterbox), and
+    per pixel (row-major) its slot in that array.  Classes are numbered in the order of their
+    values (letterbox -1 first, then cells by sprite signature or cell index), as ``np.unique``
+    over the per-pixel values numbers them: every view cell has pixels, so ranking the cell values
+    ranks the pixel values."""
+    camera = game.camera
+    width, height = int(camera.width), int(camera.height)
+    _, _, slot, letterboxed = _pixel_cells(width, height)
+    if rule == "cells":
+        cell_values = np.arange(width * height, dtype=np.int64)
+    else:
+        cell_values = _sprite_signatures(game, camera).ravel().view(np.int64)
+    if letterboxed:
+        cell_values = np.concatenate(([_LETTERBOX], cell_values))
+        slot = slot + 1  # slot 0 is the letterbox
+    _, rank = np.unique(cell_values, return_inverse=True)
+    return rank.ravel(), slot
+
+
+def _representatives(inverse: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+    """Per class of the pixel partition ``inverse`` (class index per pixel, classes 0..n-1), in
+    class order: the x and y of the class pixel nearest to the class centroid (ties: first in
+    row-major order) and the class's pixel count."""
+    xs, ys = _PIXEL_XS, _PIXEL_YS
+    n_classes = int(inverse.max()) + 1
+    counts = np.bincount(inverse, minlength=n_classes)
+    cx_mean = np.bincount(inverse, weights=xs, minlength=n_classes) / counts
+    cy_mean = np.bincount(inverse, weights=ys, minlength=n_classes) / counts
+    dist = (xs - cx_mean[inverse]) ** 2 + (ys - cy_mean[inverse]) ** 2
+    nearest = np.full(n_classes, np.inf)
+    np.minimum.at(nearest, inverse, dist)
+    candidates = np.flatnonzero(dist == nearest[inverse])  # row-major order
+    _, first = np.unique(inverse[candidates], return_index=True)  # per class, in class order
+    reps = candidates[first]
+    return xs[reps].tolist(), ys[reps].tolist(), counts[inverse[reps]].tolist()
+
+
+# Representatives by partition (camera size + per-cell classes): states that differ only in colours
+# or in what the partition does not see share one.  Bounded; clearing only costs recomputation.
+_PARTITIONS: dict[tuple, tuple[list[int], list[int], list[int]]] = {}
+_PARTITIONS_LIMIT = 4096
 
 
 def click_targets(session: Session, rule: str, share: float) -> list[Target]:
@@ -210,36 +286,20 @@ def click_targets(session: Session, rule: str, share: float) -> list[Target]:
             return []
         p = share / len(found)
         return [Target(6, int(a.data["x"]), int(a.data["y"]), p, "engine") for a in found]
-    camera = game.camera
-    gx, gy, in_view = _pixel_grid(camera)
     if rule == "pixels":
-        classes = np.arange(FRAME * FRAME, dtype=np.int64).reshape(FRAME, FRAME)
+        key: tuple = (rule,)
+        rank = slot = None
     else:
-        letterbox = np.int64(-1)
-        if rule == "cells":
-            cell = (gy[:, None] * int(camera.width) + gx[None, :]).astype(np.int64)
-        else:
-            sig = _sprite_signatures(game, camera)
-            cy = np.clip(gy, 0, int(camera.height) - 1)
-            cx = np.clip(gx, 0, int(camera.width) - 1)
-            cell = sig[cy[:, None], cx[None, :]].view(np.int64)
-        classes = np.where(in_view, cell, letterbox)
-    flat = classes.ravel()
-    values, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True)
-    ys, xs = np.divmod(np.arange(FRAME * FRAME), FRAME)
-    # class centroids, then the class pixel nearest to its centroid (ties: first in row-major order)
-    cx_mean = np.bincount(inverse, weights=xs, minlength=len(values)) / counts
-    cy_mean = np.bincount(inverse, weights=ys, minlength=len(values)) / counts
-    dist = (xs - cx_mean[inverse]) ** 2 + (ys - cy_mean[inverse]) ** 2
-    order = np.lexsort((np.arange(flat.size), dist, inverse))
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = inverse[order[1:]] != inverse[order[:-1]]
-    reps = order[first]
-    targets = []
-    for rep in reps.tolist():
-        cls = inverse[rep]
-        targets.append(Target(6, int(xs[rep]), int(ys[rep]), share * counts[cls] / (FRAME * FRAME), rule))
-    return targets
+        rank, slot = _cell_classes(game, rule)
+        key = (int(game.camera.width), int(game.camera.height), rank.tobytes())
+    reps = _PARTITIONS.get(key)
+    if reps is None:
+        reps = _representatives(np.arange(FRAME * FRAME) if rank is None else rank[slot])
+        if len(_PARTITIONS) >= _PARTITIONS_LIMIT:
+            _PARTITIONS.clear()
+        _PARTITIONS[key] = reps
+    total = FRAME * FRAME
+    return [Target(6, x, y, share * count / total, rule) for x, y, count in zip(*reps, strict=True)]
 
 
 def action_targets(session: Session, actions: list[int], rule: str, include_undo: bool) -> list[Target]:
@@ -308,12 +368,25 @@ def explore_level(
             return LOSE
         return NORMAL
 
+    # A queued node holds the game that reached it, handed over uncopied (``Session.detach``) while
+    # fewer than LIVE_GAMES are held, else a pickled snapshot.  Expanding a held game costs no
+    # restore: it is pickled once (its siblings' starting point) and steps its first target itself.
+    held_live = 0
+
+    def hold(u: int) -> None:
+        nonlocal held_live
+        if held_live < LIVE_GAMES:
+            snaps[u] = session.detach()
+            held_live += 1
+        else:
+            snaps[u] = session.snapshot()
+            graph.n_snapshots += 1
+
     start_kind = classify(first)
     add_node(session.state_key(), 0, start_kind, -1, -1)
     queue: deque[int] = deque()
     if start_kind == NORMAL:
-        snaps[0] = session.snapshot()
-        graph.n_snapshots += 1
+        hold(0)
         actions_at[0] = list(first.available_actions)
         queue.append(0)
 
@@ -332,9 +405,16 @@ def explore_level(
         v = queue.popleft()
         snap = snaps.pop(v)
         session.restore(snap)
-        graph.n_restores += 1
         key_v = graph.keys[v]
         targets = action_targets(session, actions_at.pop(v), click_rule, include_undo)
+        if snap.game[0] == "live":
+            held_live -= 1
+            snap = None
+            if len(targets) > 1:
+                snap = session.snapshot()
+                graph.n_snapshots += 1
+        else:
+            graph.n_restores += 1
         dirty = False
         for t in targets:
             if dirty:
@@ -366,8 +446,7 @@ def explore_level(
                 kind = classify(result)
                 u = add_node(key, graph.depth[v] + 1, kind, v, len(graph.src))
                 if kind == NORMAL:
-                    snaps[u] = session.snapshot()
-                    graph.n_snapshots += 1
+                    hold(u)
                     actions_at[u] = list(result.available_actions)
                     queue.append(u)
             add_edge(v, u, t)
@@ -379,6 +458,8 @@ def explore_level(
                 last_report = now
                 progress(len(graph.keys), len(queue))
     graph.complete = not queue
+    if session.env.detached:  # stopped right after handing over the live game: take it back
+        session.restore(snaps[queue[-1]])
     if not session.shared_state_intact():
         graph.errors.append({"node": None, "path": [], "action": None,
                              "error": "the game mutated clean levels or other levels during exploration; "

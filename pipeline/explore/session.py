@@ -145,7 +145,7 @@ class Session:
             return h.digest()
         frame = np.ascontiguousarray(last.frame, dtype=np.int8)
         hidden = self.hidden_state()
-        h = hashlib.sha256(frame.tobytes())
+        h = hashlib.sha256(frame)  # the array's bytes, read in place
         h.update(str(hidden.shape).encode())
         h.update(np.ascontiguousarray(hidden).tobytes())
         h.update(str(last.state.value).encode())
@@ -167,5 +167,12 @@ class Session:
         rewound them) and without the last observation (the explorer keeps what it needs per node)."""
         return self.env.snapshot(global_rng=False)
 
+    def detach(self) -> Snapshot:
+        """The live game as a snapshot, not copied (``GameEnv.detach``): restore it once, and restore
+        something before the next step."""
+        return self.env.detach()
+
     def restore(self, snap: Snapshot) -> None:
-        self.env.restore(snap)
+        """Return to ``snap``, starting the camera from the outgoing game's render caches (the
+        explorer restores between sibling states, whose frames differ in a few cells)."""
+        self.env.restore(snap, reuse_render_caches=True)

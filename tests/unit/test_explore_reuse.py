@@ -1,0 +1,206 @@
+"""The explorer's reused states (live games handed over uncopied, render caches moved between
+restores, self-loops without a restore) give the graph a naive explorer gives that restores a fresh
+copy of the node before every single transition.
+
+Metrics, random-win probabilities, the within-N-actions DP and the exports are functions of the
+graph's fields, so equal fields mean equal results.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+
+import pytest
+
+from games import GAMES_DIR, list_games
+from pipeline.explore import Session, resolve
+from pipeline.explore import graph as graph_module
+from pipeline.explore.graph import ERROR, LOSE, NORMAL, WIN, action_targets, explore_level
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "explore"
+SMALL_LEVEL_NODES = 320  # levels of the shipped games small enough to explore twice here
+
+FIELDS = ("keys", "depth", "kind", "expanded", "parent", "parent_edge", "src", "dst", "action", "click_x",
+          "click_y", "prob", "is_undo", "complete", "stop_reason", "errors", "win_levels")
+
+
+def naive_graph(session: Session, level: int, *, max_nodes: int, click_rule: str = "objects",
+                include_undo: bool = False) -> dict:
+    """Breadth-first exploration the plain way: every transition starts from a freshly unpickled
+    snapshot of its node (no live game kept, no render caches carried over)."""
+    env = session.env
+    first = session.start(level)
+    g: dict = {name: [] for name in FIELDS[:13]}
+    index: dict[bytes, int] = {}
+    snaps, actions_at = {}, {}
+    errors: list[dict] = []
+
+    def add_node(key: bytes, depth: int, kind: str, parent: int, parent_edge: int) -> int:
+        index[key] = len(g["keys"])
+        for name, value in (("keys", key), ("depth", depth), ("kind", kind), ("expanded", False),
+                            ("parent", parent), ("parent_edge", parent_edge)):
+            g[name].append(value)
+        return len(g["keys"]) - 1
+
+    def add_edge(v: int, u: int, t) -> None:
+        for name, value in (("src", v), ("dst", u), ("action", t.action_id), ("click_x", -1 if t.x is None else t.x),
+                            ("click_y", -1 if t.y is None else t.y), ("prob", float(t.prob)),
+                            ("is_undo", t.action_id == 7)):
+            g[name].append(value)
+
+    def kind_of(result) -> str:
+        return WIN if session.won(result) else LOSE if session.lost(result) else NORMAL
+
+    start_kind = kind_of(first)
+    add_node(session.state_key(), 0, start_kind, -1, -1)
+    queue: deque[int] = deque()
+    if start_kind == NORMAL:
+        snaps[0], actions_at[0] = env.snapshot(global_rng=False), list(first.available_actions)
+        queue.append(0)
+    stop_reason = "complete"
+    while queue:
+        if len(g["keys"]) >= max_nodes:
+            stop_reason = f"node budget ({max_nodes:,})"
+            break
+        v = queue.popleft()
+        snap = snaps.pop(v)
+        env.restore(snap)
+        for t in action_targets(session, actions_at.pop(v), click_rule, include_undo):
+            env.restore(snap)
+            try:
+                result = session.step(t.action_id, t.data)
+            except Exception as err:  # noqa: BLE001 - as the explorer records it
+                errors.append({"error": f"{type(err).__name__}: {err}"})
+                u = add_node(b"error:%d" % len(errors), g["depth"][v] + 1, ERROR, v, len(g["src"]))
+                g["expanded"][u] = True
+                add_edge(v, u, t)
+                continue
+            if not result.frames:
+                add_edge(v, v, t)
+                continue
+            key = session.state_key()
+            u = index.get(key)
+            if u is None:
+                kind = kind_of(result)
+                u = add_node(key, g["depth"][v] + 1, kind, v, len(g["src"]))
+                if kind == NORMAL:
+                    snaps[u], actions_at[u] = env.snapshot(global_rng=False), list(result.available_actions)
+                    queue.append(u)
+            add_edge(v, u, t)
+        g["expanded"][v] = True
+    g.update(complete=not queue, stop_reason=stop_reason, errors=errors, win_levels=session.n_levels)
+    return g
+
+
+def explored(session: Session, level: int, **kw) -> dict:
+    graph = explore_level(session, level, **kw)
+    fields = {name: getattr(graph, name) for name in FIELDS}
+    fields["errors"] = [{"error": e["error"]} for e in graph.errors]
+    return fields
+
+
+def assert_same_graph(a: dict, b: dict) -> None:
+    assert len(a["keys"]) == len(b["keys"]) and len(a["src"]) == len(b["src"])
+    for name in FIELDS:
+        assert a[name] == b[name], name
+
+
+def small_levels() -> list[tuple[str, Path, int]]:
+    cases = [(entry.game_id, GAMES_DIR, row["level"] - 1) for entry in list_games(GAMES_DIR)
+             for row in entry.level_facts if row["nodes"] <= SMALL_LEVEL_NODES]
+    cases += [(game, FIXTURES, level) for game in ("cr01", "lv02", "ck03", "dm04")
+              for level in range(Session(resolve(game, FIXTURES)).n_levels)]
+    return cases
+
+
+@pytest.mark.parametrize(("game_id", "root", "level"), small_levels(),
+                         ids=lambda value: value if isinstance(value, (str, int)) else "")
+def test_reused_states_give_the_naive_graph(game_id: str, root: Path, level: int) -> None:
+    info = resolve(game_id, root)
+    expected = naive_graph(Session(info), level, max_nodes=100_000)
+    assert expected["complete"] and len(expected["keys"]) > 1
+    assert_same_graph(explored(Session(info), level, max_nodes=100_000), expected)
+
+
+@pytest.mark.parametrize("live_games", [0, 3, graph_module.LIVE_GAMES])
+def test_same_graph_with_few_or_no_live_games_and_a_node_budget(monkeypatch, live_games: int) -> None:
+    """Queued states partly live, partly pickled (or all pickled), and a stop at the node budget
+    with live games still queued; the session can step again afterwards."""
+    monkeypatch.setattr(graph_module, "LIVE_GAMES", live_games)
+    info = resolve("pv63", GAMES_DIR)
+    for max_nodes in (2, 150):
+        expected = naive_graph(Session(info), 2, max_nodes=max_nodes)
+        session = Session(info)
+        got = explored(session, 2, max_nodes=max_nodes)
+        assert not got["complete"] and got["stop_reason"] == expected["stop_reason"]
+        assert_same_graph(got, expected)
+        assert session.step(session.available_actions[0]).frames  # not left detached
+
+
+@pytest.mark.parametrize(("game", "root", "level", "rule", "max_nodes"),
+                         [("ck03", FIXTURES, 0, "cells", 100_000), ("ck03", FIXTURES, 0, "pixels", 100_000),
+                          ("dm04", FIXTURES, 0, "objects", 100_000), ("pv63", GAMES_DIR, 0, "objects", 100_000),
+                          ("pv63", GAMES_DIR, 2, "objects", 250)])
+def test_same_graph_for_other_click_rules_and_undo(game: str, root: Path, level: int, rule: str,
+                                                   max_nodes: int) -> None:
+    """pv63 offers undo (ACTION7): its edges come from each node's own game, live or pickled."""
+    info = resolve(game, root)
+    expected = naive_graph(Session(info), level, max_nodes=max_nodes, click_rule=rule, include_undo=True)
+    got = explored(Session(info), level, max_nodes=max_nodes, click_rule=rule, include_undo=True)
+    assert_same_graph(got, expected)
+    assert any(got["is_undo"]) == (game == "pv63")
+
+
+def naive_click_targets(session: Session, rule: str, share: float) -> list[tuple]:
+    """Click targets computed pixel by pixel: class values per display pixel, ``np.unique``, then
+    per class the pixel nearest its centroid by a full lexsort (ties: first in row-major order)."""
+    import numpy as np
+
+    camera = session.game.camera
+    width, height = int(camera.width), int(camera.height)
+    scale = min(64 // width, 64 // height)
+    pad_x, pad_y = (64 - width * scale) // 2, (64 - height * scale) // 2
+    d = np.arange(64)
+    gx = np.where(d - pad_x >= 0, (d - pad_x) // scale, -1)
+    gy = np.where(d - pad_y >= 0, (d - pad_y) // scale, -1)
+    in_view = ((gy >= 0) & (gy < height))[:, None] & ((gx >= 0) & (gx < width))[None, :]
+    if rule == "pixels":
+        classes = np.arange(4096).reshape(64, 64)
+    else:
+        if rule == "cells":
+            cell = gy[:, None] * width + gx[None, :]
+        else:
+            sig = graph_module._sprite_signatures(session.game, camera)
+            cell = sig[np.clip(gy, 0, height - 1)[:, None], np.clip(gx, 0, width - 1)[None, :]].view(np.int64)
+        classes = np.where(in_view, cell, -1)
+    values, inverse, counts = np.unique(classes.ravel(), return_inverse=True, return_counts=True)
+    ys, xs = np.divmod(np.arange(4096), 64)
+    cx = np.bincount(inverse, weights=xs, minlength=len(values)) / counts
+    cy = np.bincount(inverse, weights=ys, minlength=len(values)) / counts
+    dist = (xs - cx[inverse]) ** 2 + (ys - cy[inverse]) ** 2
+    order = np.lexsort((np.arange(4096), dist, inverse))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = inverse[order[1:]] != inverse[order[:-1]]
+    return [(6, int(xs[r]), int(ys[r]), float(share * counts[inverse[r]] / 4096), rule) for r in order[first]]
+
+
+@pytest.mark.parametrize(("game_id", "root", "level"), [("bg41", GAMES_DIR, 5), ("rl36", GAMES_DIR, 3),
+                                                        ("ck03", FIXTURES, 0)])
+def test_click_targets_equal_the_pixel_by_pixel_partition(game_id: str, root: Path, level: int) -> None:
+    """Ranking cells instead of pixels, the centroid pick without a lexsort and the partition cache
+    change nothing, along a random walk (states revisited, so cached partitions are reused)."""
+    import random
+
+    session = Session(resolve(game_id, root))
+    session.start(level)
+    rng = random.Random(7)
+    for _ in range(60):
+        for rule in ("objects", "cells", "pixels"):
+            got = [(t.action_id, t.x, t.y, t.prob, t.label) for t in graph_module.click_targets(session, rule, 0.25)]
+            assert got == naive_click_targets(session, rule, 0.25), rule
+        actions = [a for a in session.available_actions if a not in (0, 7)]
+        action = rng.choice(actions)
+        result = session.step(action, {"x": rng.randrange(64), "y": rng.randrange(64)} if action == 6 else None)
+        if session.won(result) or session.lost(result):
+            session.start(level)
