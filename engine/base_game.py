@@ -73,6 +73,11 @@ class _RowLists:
         self.words: np.ndarray | None = None  # the same, as 64 rows of 8 uint64 words
         self.templates: list[list[int]] = []
 
+    def __reduce__(self) -> tuple:
+        # A cache: copies and pickles of a game start empty (a deep copy of the row lists would
+        # cost 4096 atomic copies, most of a game snapshot's time).
+        return (_RowLists, ())
+
     def convert(self, frame: Any) -> Any:
         if type(frame) is not np.ndarray or frame.dtype != _INT8 or frame.shape != (64, 64) or not frame.flags.c_contiguous:
             return frame.tolist()

@@ -730,17 +730,18 @@ class Sprite(_SpriteLayout):
     def __deepcopy__(self, memo: dict[int, Any]) -> Sprite:
         # Same result as the generic deepcopy (memo-aware, so aliasing between copied sprites is
         # kept), minus the image cache, and several times faster: dc22/ud74-style games deep-copy
-        # the whole sprite list on every move.  The exposure flag is kept: another copied object
-        # may hold the copied array too.
-        # A direct path when every attribute but pixels and tags is immutable.
+        # the whole sprite list on every move, others snapshot whole levels for undo.  The exposure
+        # flag is kept: another copied object may hold the copied array too.
+        # A direct path when every attribute but pixels and tags is immutable (shared as is).
         state = self.__dict__
-        pixels = state.get("pixels")
-        tags = state.get("_tags")
-        if len(state) != _SPRITE_STATE_SIZE or type(pixels) is not _NDARRAY or type(tags) is not list:
-            return self._engine_deepcopy_generic(memo)
         try:
+            pixels = state["pixels"]
+            tags = state["_tags"]
             plain = (
-                type(state["_x"]) is int
+                len(state) == _SPRITE_STATE_SIZE
+                and type(pixels) is _NDARRAY
+                and type(tags) is list
+                and type(state["_x"]) is int
                 and type(state["_y"]) is int
                 and type(state["_layer"]) is int
                 and type(state["_scale"]) is int
@@ -775,11 +776,13 @@ class Sprite(_SpriteLayout):
         exposed = state["_engine_exposed"]
         new_pixels = memo.get(id(pixels))
         if new_pixels is None:
-            if exposed:
-                new_pixels = pixels.__deepcopy__(memo)
-            else:  # copy-on-write (see the class docstring)
+            if not exposed:  # copy-on-write (see the class docstring)
                 new_pixels = pixels.view()
                 exposed = state["_engine_exposed"] = None
+            elif pixels.dtype.hasobject:
+                new_pixels = pixels.__deepcopy__(memo)
+            else:
+                new_pixels = pixels.copy(order="K")  # what ndarray.__deepcopy__ does for plain dtypes
             memo[id(pixels)] = new_pixels
             keep.append(pixels)
         elif not exposed:
@@ -790,10 +793,9 @@ class Sprite(_SpriteLayout):
         # use (so a stale one is never used), and an unexposed array still matches it.
         _epoch += 1
         copied["_engine_stamp"] = _epoch
-        cls = type(self)
-        if cls is Sprite:
+        if type(self) is Sprite:
             return _new_sprite(copied)
-        new = _new_object(cls)
+        new = _new_object(type(self))
         new.__dict__.update(copied)
         _sync_slots(new, copied)
         return new
