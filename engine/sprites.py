@@ -233,7 +233,7 @@ class _SpriteLayout:
     ``__setattr__`` override, so copies fill the slots with plain stores and then become a
     ``Sprite`` by ``__class__`` assignment: several times cheaper than slot descriptor calls."""
 
-    __slots__ = ("x", "y", "tags", "name", "layer", "_engine_px", "__dict__", "__weakref__")
+    __slots__ = ("x", "y", "tags", "name", "layer", "_engine_px", "_engine_plain", "__dict__", "__weakref__")
 
 
 class Sprite(_SpriteLayout):
@@ -324,6 +324,7 @@ class Sprite(_SpriteLayout):
         _set_name(self, state["_name"])
         _set_layer(self, state["_layer"])
         _set_px(self, converted if state["_engine_exposed"] else None)
+        _set_plain(self, -1)
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
 
@@ -573,6 +574,7 @@ class Sprite(_SpriteLayout):
             raise ValueError("Sprite name cannot be empty")
         self.__dict__["_name"] = name
         _set_name(self, name)
+        _set_plain(self, -1)  # any value (see __deepcopy__)
         return self
 
     def color_remap(self, old_color: int | None, new_color: int) -> Sprite:
@@ -733,31 +735,21 @@ class Sprite(_SpriteLayout):
         # the whole sprite list on every move, others snapshot whole levels for undo.  The exposure
         # flag is kept: another copied object may hold the copied array too.
         # A direct path when every attribute but pixels and tags is immutable (shared as is).
+        # Checking that costs about as much as the rest of the copy, so a sprite remembers the
+        # change stamp at which it last passed (``_engine_plain``): every write from outside the
+        # engine, and every engine write of a value that could be mutable, bumps the stamp.
         state = self.__dict__
         try:
             pixels = state["pixels"]
             tags = state["_tags"]
-            plain = (
-                len(state) == _SPRITE_STATE_SIZE
-                and type(pixels) is _NDARRAY
-                and type(tags) is list
-                and type(state["_x"]) is int
-                and type(state["_y"]) is int
-                and type(state["_layer"]) is int
-                and type(state["_scale"]) is int
-                and type(state["rotation"]) is int
-                and type(state["_name"]) is str
-                and type(state["_mirror_ud"]) in _IMMUTABLE_TYPES
-                and type(state["_mirror_lr"]) in _IMMUTABLE_TYPES
-                and type(state["_blocking"]) is BlockingMode
-                and type(state["_interaction"]) is InteractionMode
-                and type(state["_engine_stamp"]) is int
-                and type(state["_engine_exposed"]) in _IMMUTABLE_TYPES
-                and "_engine_cache" in state
-            )
-        except KeyError:  # a game replaced standard attributes by others
+            plain = self._engine_plain == state["_engine_stamp"]
+        except (KeyError, AttributeError):  # a game replaced standard attributes by others
             plain = False
         if not plain:
+            if not _plain_state(state):
+                return self._engine_deepcopy_generic(memo)
+            _set_plain(self, state["_engine_stamp"])
+        if type(pixels) is not _NDARRAY or type(tags) is not list:
             return self._engine_deepcopy_generic(memo)
         new_tags = memo.get(id(tags))
         if new_tags is None:
@@ -794,7 +786,7 @@ class Sprite(_SpriteLayout):
         _epoch += 1
         copied["_engine_stamp"] = _epoch
         if type(self) is Sprite:
-            return _new_sprite(copied)
+            return _new_sprite(copied, _epoch)  # same kinds of values: plain as well
         new = _new_object(type(self))
         new.__dict__.update(copied)
         _sync_slots(new, copied)
@@ -862,14 +854,16 @@ _READ_ONLY = frozenset(_MIRRORED.values())
 _SLOT_SETTERS = tuple((source, _SpriteLayout.__dict__[public].__set__) for source, public in _MIRRORED.items())
 _set_x, _set_y, _set_tags, _set_name, _set_layer = (setter for _, setter in _SLOT_SETTERS)
 _set_px = _SpriteLayout.__dict__["_engine_px"].__set__
+_set_plain = _SpriteLayout.__dict__["_engine_plain"].__set__
 # Attribute written through __setattr__ -> setter of its mirror slot (None: a read-only public name).
 _MIRRORS: dict[str, Any] = {**dict(_SLOT_SETTERS), "pixels": _set_px, **dict.fromkeys(_READ_ONLY)}
 _DELETE_MIRROR = {source: _SpriteLayout.__dict__[public].__delete__ for source, public in _MIRRORED.items()}
 
 
-def _new_sprite(state: dict[str, Any]) -> Sprite:
+def _new_sprite(state: dict[str, Any], plain: int = -1) -> Sprite:
     """A new ``Sprite`` whose ``__dict__`` is ``state`` (not copied; it has every standard
-    attribute), mirror slots filled, without ``Sprite.__setattr__`` or ``__init__``."""
+    attribute), mirror slots filled, without ``Sprite.__setattr__`` or ``__init__``.  ``plain``:
+    the state's ``_engine_stamp`` if it is known to pass ``_plain_state``."""
     new = _new_object(_SpriteLayout)
     new.__dict__ = state
     new.x = state["_x"]
@@ -878,8 +872,35 @@ def _new_sprite(state: dict[str, Any]) -> Sprite:
     new.name = state["_name"]
     new.layer = state["_layer"]
     new._engine_px = None
+    new._engine_plain = plain
     new.__class__ = Sprite
     return new
+
+
+def _plain_state(state: dict[str, Any]) -> bool:
+    """Whether a sprite state holds exactly the standard attributes, all of immutable types but
+    ``pixels`` (an ndarray), ``_tags`` (a list) and ``_engine_cache`` (immutable in effect)."""
+    try:
+        return (
+            len(state) == _SPRITE_STATE_SIZE
+            and type(state["pixels"]) is _NDARRAY
+            and type(state["_tags"]) is list
+            and type(state["_x"]) is int
+            and type(state["_y"]) is int
+            and type(state["_layer"]) is int
+            and type(state["_scale"]) is int
+            and type(state["rotation"]) is int
+            and type(state["_name"]) is str
+            and type(state["_mirror_ud"]) in _IMMUTABLE_TYPES
+            and type(state["_mirror_lr"]) in _IMMUTABLE_TYPES
+            and type(state["_blocking"]) is BlockingMode
+            and type(state["_interaction"]) is InteractionMode
+            and type(state["_engine_stamp"]) is int
+            and type(state["_engine_exposed"]) in _IMMUTABLE_TYPES
+            and "_engine_cache" in state
+        )
+    except KeyError:
+        return False
 
 
 def _sync_slots(sprite: Sprite, state: dict[str, Any]) -> None:
@@ -890,6 +911,7 @@ def _sync_slots(sprite: Sprite, state: dict[str, Any]) -> None:
         if name in state:
             setter(sprite, state[name])
     _set_px(sprite, None)  # filled by the first read of ``pixels``
+    _set_plain(sprite, -1)
 
 
 def _engine_unshare(state: dict[str, Any]) -> None:

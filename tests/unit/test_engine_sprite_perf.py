@@ -106,6 +106,29 @@ def test_deepcopy_keeps_aliasing_and_copies_game_attributes():
 
 
 @pytest.mark.parametrize(
+    "write",
+    [
+        lambda sprite: setattr(sprite, "_mirror_ud", [True]),
+        lambda sprite: setattr(sprite, "_x", [3]),
+        lambda sprite: sprite.set_mirror_lr([True]),
+        lambda sprite: sprite.set_name(["named"]),
+    ],
+)
+def test_deepcopy_sees_mutable_values_written_after_an_earlier_copy(write):
+    # Sprites remember that their state was checked plain (all immutable but pixels and tags);
+    # any later write of a mutable value must send the next copy through the general path.
+    sprite = plain([[1]])
+    copy.deepcopy(sprite)
+    copy.deepcopy(copy.deepcopy(sprite))  # copies of copies are remembered as plain too
+    write(sprite)
+    copied = copy.deepcopy(sprite)
+    before = {key: value for key, value in sprite.__dict__.items() if type(value) is list}
+    after = {key: copied.__dict__[key] for key in before}
+    assert after == before and all(after[key] is not before[key] for key in before)
+    assert len(before) == 2  # the tags and the written value
+
+
+@pytest.mark.parametrize(
     "pixels",
     [
         np.array([[1, 2, -1], [3, 1, -2]], dtype=np.int8),
