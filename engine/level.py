@@ -13,7 +13,7 @@ from operator import attrgetter
 from typing import Any
 
 from .enums import BlockingMode, InteractionMode, PlaceableArea
-from .sprites import Sprite, sprites_collide
+from .sprites import Sprite, colliding_sprites
 
 __all__ = ["Level"]
 
@@ -217,7 +217,7 @@ class Level:
         return None
 
     def collides_with(self, sprite: Sprite, ignoreMode: bool = False) -> list[Sprite]:  # noqa: N803 - API name
-        return [other for other in self._sprites if sprites_collide(sprite, other, ignoreMode)]
+        return colliding_sprites(sprite, self._sprites, bool(ignoreMode))
 
     # ------------------------------------------------------------------ properties and data
     @property

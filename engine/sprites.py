@@ -972,11 +972,13 @@ _OVERLAPS: dict[tuple[int, int, int, int], bool] = {}
 _OVERLAPS_LIMIT = 65536
 
 
-def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
-    """``[o for o in others if sprite.collides_with(o)]`` with the per-``sprite`` work hoisted."""
-    mode = sprite._interaction
-    if (mode is not _TANGIBLE and mode is not _INVISIBLE) or sprite._blocking is _NOT_BLOCKED:
-        return []
+def colliding_sprites(sprite: Sprite, others: list[Sprite], ignore_mode: bool = False) -> list[Sprite]:
+    """``[o for o in others if sprite.collides_with(o, ignore_mode)]`` with the per-``sprite`` work
+    hoisted."""
+    if not ignore_mode:
+        mode = sprite._interaction
+        if (mode is not _TANGIBLE and mode is not _INVISIBLE) or sprite._blocking is _NOT_BLOCKED:
+            return []
     image = sprite._engine_image()
     ax0 = sprite.x
     ay0 = sprite.y
@@ -989,9 +991,10 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
     for other in others:
         if other is sprite:
             continue
-        mode = other._interaction
-        if (mode is not _TANGIBLE and mode is not _INVISIBLE) or other._blocking is _NOT_BLOCKED:
-            continue
+        if not ignore_mode:
+            mode = other._interaction
+            if (mode is not _TANGIBLE and mode is not _INVISIBLE) or other._blocking is _NOT_BLOCKED:
+                continue
         bx0 = other.x
         by0 = other.y
         if bx0 >= ax1 or by0 >= ay1:
@@ -1002,7 +1005,7 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
         if (pixel_perfect or other._blocking is _PIXEL_PERFECT) and (mask is not None or other_image.solid is not None):
             hit = _OVERLAPS.get((token, other_image.token, bx0 - ax0, by0 - ay0))
             if hit is None:
-                hit = sprites_collide(sprite, other)  # computes and remembers it
+                hit = sprites_collide(sprite, other, ignore_mode)  # computes and remembers it
             if not hit:
                 continue
         hits.append(other)

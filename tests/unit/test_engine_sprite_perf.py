@@ -150,12 +150,15 @@ def test_color_remap_matches_np_where(pixels, old, new):
         result[0, 0] = 99  # private: later remaps of the same content are unaffected
 
 
-def naive_collides(a, b):
-    """spec §3.8 from scratch: both collidable and blocking, then bounding boxes, then cells."""
+def naive_collides(a, b, ignore_mode=False):
+    """spec §3.8 from scratch: both collidable and blocking (unless ``ignore_mode``), then bounding
+    boxes, then cells."""
     collidable = (InteractionMode.TANGIBLE, InteractionMode.INVISIBLE)
-    if a is b or a.interaction not in collidable or b.interaction not in collidable:
+    if a is b:
         return False
-    if BlockingMode.NOT_BLOCKED in (a.blocking, b.blocking):
+    if not ignore_mode and (a.interaction not in collidable or b.interaction not in collidable):
+        return False
+    if not ignore_mode and BlockingMode.NOT_BLOCKED in (a.blocking, b.blocking):
         return False
     cells_a = {(a.x + c, a.y + r): v for r, row in enumerate(a.render().tolist()) for c, v in enumerate(row)}
     cells_b = {(b.x + c, b.y + r): v for r, row in enumerate(b.render().tolist()) for c, v in enumerate(row)}
@@ -183,10 +186,13 @@ def test_collisions_match_the_spec_across_moves(specs, moves):
     sprites = [Sprite(p, x=x, y=y, blocking=blocking, interaction=mode, rotation=turn) for p, x, y, blocking, mode, turn in specs]
     for index, dx, dy in [(0, 0, 0), *moves]:
         sprites[index % len(sprites)].move(dx, dy)
+        level = Level(sprites)
         for a in sprites:
-            expected = [b for b in sprites if naive_collides(a, b)]
-            assert [b for b in sprites if a.collides_with(b)] == expected
-            assert colliding_sprites(a, sprites) == expected
+            for ignore_mode in (False, True):
+                expected = [b for b in sprites if naive_collides(a, b, ignore_mode)]
+                assert [b for b in sprites if a.collides_with(b, ignore_mode)] == expected
+                assert colliding_sprites(a, sprites, ignore_mode) == expected
+                assert level.collides_with(a, ignore_mode) == expected
 
 
 @pytest.mark.parametrize("blocking", [BlockingMode.PIXEL_PERFECT, BlockingMode.BOUNDING_BOX])
