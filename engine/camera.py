@@ -27,6 +27,7 @@ import numpy as np
 
 from . import sprites as _sprites_module
 from .enums import InteractionMode
+from .sprites import changed_indices as _changed_indices
 
 __all__ = ["Camera"]
 
@@ -261,7 +262,7 @@ class Camera:
                 changed = []
             else:
                 stamps = list(map(_stamp_of, sprites))
-                changed = [] if stamps == old_stamps else [i for i, stamp in enumerate(stamps) if stamp != old_stamps[i]]
+                changed = [] if stamps == old_stamps else _changed_indices(stamps, old_stamps)
             for index, raw in state.exposed.items():
                 if index not in changed and sprites[index].__dict__["pixels"].tobytes() != raw:
                     changed.append(index)

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import sprites as _sprites_module
 from .enums import InteractionMode
-from .sprites import Sprite
+from .sprites import Sprite, changed_indices
 
 __all__ = ["RenderableUserDisplay", "ToggleableUserDisplay"]
 
@@ -142,7 +142,7 @@ class ToggleableUserDisplay(RenderableUserDisplay):
         else:
             stamps = list(map(_stamp_of, overlay.sprites))
             old = overlay.stamps
-            changed = [] if stamps == old else [i for i, stamp in enumerate(stamps) if stamp != old[i]]
+            changed = [] if stamps == old else changed_indices(stamps, old)
         overlay.epoch = epoch
         if overlay.exposed:
             sprites = overlay.sprites

@@ -12,6 +12,9 @@ from __future__ import annotations
 import copy
 import itertools
 import uuid
+from itertools import compress as _compress
+from itertools import count as _count
+from operator import ne as _ne
 from typing import Any
 
 import numpy as np
@@ -901,6 +904,12 @@ def _plain_state(state: dict[str, Any]) -> bool:
         )
     except KeyError:
         return False
+
+
+def changed_indices(stamps: list, old_stamps: list) -> list[int]:
+    """Indices where two equally long stamp lists differ (C-level iteration: cameras and
+    interfaces run this over every sprite of a level on each frame where something changed)."""
+    return list(_compress(_count(), map(_ne, stamps, old_stamps)))
 
 
 def _sync_slots(sprite: Sprite, state: dict[str, Any]) -> None:
