@@ -345,7 +345,7 @@ class Sprite(_SpriteLayout):
             if name == "pixels":
                 state["_engine_exposed"] = True  # the assigner still holds the array
         _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
+        state["_engine_stamp"] = _epoch
 
     def __delattr__(self, name: str) -> None:
         global _epoch
@@ -459,26 +459,32 @@ class Sprite(_SpriteLayout):
         return self._engine_image().h
 
     # ------------------------------------------------------------------ mutators
+    # set_position and move run in games' inner loops: int() only for what is not an int already
+    # (the same value either way: int(v) is v for an exact int).
     def set_position(self, x: int, y: int) -> Sprite:
         global _epoch
+        if type(x) is not int:
+            x = int(x)
+        if type(y) is not int:
+            y = int(y)
         state = self.__dict__
-        state["_x"] = x = int(x)
-        state["_y"] = y = int(y)
+        state["_x"] = x
+        state["_y"] = y
         _set_x(self, x)
         _set_y(self, y)
         _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
+        state["_engine_stamp"] = _epoch
         return self
 
     def move(self, dx: int, dy: int) -> None:
         global _epoch
         state = self.__dict__
-        state["_x"] = x = state["_x"] + int(dx)
-        state["_y"] = y = state["_y"] + int(dy)
+        state["_x"] = x = state["_x"] + (dx if type(dx) is int else int(dx))
+        state["_y"] = y = state["_y"] + (dy if type(dy) is int else int(dy))
         _set_x(self, x)
         _set_y(self, y)
         _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
+        state["_engine_stamp"] = _epoch
 
     def set_rotation(self, rotation: int) -> Sprite:
         normalised = int(rotation) % 360
