@@ -452,10 +452,12 @@ class Camera:
         cls = type(self)
         new = cls.__new__(cls)
         memo[id(self)] = new
+        state: dict[str, Any] = {}
+        new.__dict__ = state  # an assigned dict is a combined table: faster attribute reads
         for key, value in self.__dict__.items():
             if key.startswith("_engine_"):
                 continue  # render caches: rebuilt on first use
-            new.__dict__[key] = copy.deepcopy(value, memo)
+            state[key] = copy.deepcopy(value, memo)
         return new
 
     def __getstate__(self) -> dict[str, Any]:
