@@ -13,7 +13,7 @@ from operator import attrgetter
 from typing import Any
 
 from .enums import BlockingMode, InteractionMode, PlaceableArea
-from .sprites import Sprite, colliding_sprites
+from .sprites import Sprite, colliding_sprites, image_of
 
 __all__ = ["Level"]
 
@@ -206,7 +206,7 @@ class Level:
             sy = sprite.y
             if x < sx or y < sy:
                 continue
-            image = sprite._engine_image()
+            image = image_of(sprite)
             if x >= sx + image.w or y >= sy + image.h:
                 continue
             if sprite._blocking is _PIXEL_PERFECT:

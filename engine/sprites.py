@@ -459,11 +459,11 @@ class Sprite(_SpriteLayout):
 
     @property
     def width(self) -> int:
-        return self._engine_image().w
+        return image_of(self).w
 
     @property
     def height(self) -> int:
-        return self._engine_image().h
+        return image_of(self).h
 
     # ------------------------------------------------------------------ mutators
     # set_position and move run in games' inner loops: int() only for what is not an int already
@@ -627,15 +627,15 @@ class Sprite(_SpriteLayout):
 
     # ------------------------------------------------------------------ queries
     def render(self) -> np.ndarray:
-        return self._engine_image().img.copy()
+        return image_of(self).img.copy()
 
     def collides_with(self, other: Sprite, ignoreMode: bool = False) -> bool:  # noqa: N803 - API name
         return sprites_collide(self, other, ignoreMode)
 
     # ------------------------------------------------------------------ construction helpers
     def merge(self, other: Sprite) -> Sprite:
-        mine = self._engine_image()
-        theirs = other._engine_image()
+        mine = image_of(self)
+        theirs = image_of(other)
         x0 = min(self._x, other._x)
         y0 = min(self._y, other._y)
         x1 = max(self._x + mine.w, other._x + theirs.w)
@@ -867,6 +867,10 @@ class Sprite(_SpriteLayout):
         return f"Sprite(name={self._name!r}, x={self._x}, y={self._y}, layer={self._layer})"
 
 
+# ``sprite._engine_image()`` as a plain function call: method lookups on sprites are not
+# specialised by CPython 3.11 (their instance dicts are materialised), global function calls are.
+image_of = Sprite._engine_image
+
 # State attribute -> the read-only public name whose slot mirrors it (see Sprite).
 _MIRRORED = {"_x": "x", "_y": "y", "_tags": "tags", "_name": "name", "_layer": "layer"}
 _READ_ONLY = frozenset(_MIRRORED.values())
@@ -960,8 +964,8 @@ def sprites_collide(a: Sprite, b: Sprite, ignore_mode: bool = False) -> bool:
             return False
         if a._blocking is _NOT_BLOCKED or b._blocking is _NOT_BLOCKED:
             return False
-    ca = a._engine_image()
-    cb = b._engine_image()
+    ca = image_of(a)
+    cb = image_of(b)
     ax, ay, bx, by = a.x, a.y, b.x, b.y
     x0 = ax if ax > bx else bx
     x1 = min(ax + ca.w, bx + cb.w)
@@ -1008,7 +1012,7 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite], ignore_mode: bool = 
         mode = sprite._interaction
         if (mode is not _TANGIBLE and mode is not _INVISIBLE) or sprite._blocking is _NOT_BLOCKED:
             return []
-    image = sprite._engine_image()
+    image = image_of(sprite)
     ax0 = sprite.x
     ay0 = sprite.y
     ax1 = ax0 + image.w
@@ -1028,7 +1032,7 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite], ignore_mode: bool = 
         by0 = other.y
         if bx0 >= ax1 or by0 >= ay1:
             continue
-        other_image = other._engine_image()
+        other_image = image_of(other)
         if bx0 + other_image.w <= ax0 or by0 + other_image.h <= ay0:
             continue
         if (pixel_perfect or other._blocking is _PIXEL_PERFECT) and (mask is not None or other_image.solid is not None):
