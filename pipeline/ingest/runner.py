@@ -326,28 +326,38 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
             return FileReport(path, "skipped", message="same content as a file ingested earlier in this run")
         prepared.seen_before = True
     replaced = [f for f in dict.fromkeys(earlier) if f != ctx.file_id]
-    drop_cross_file_duplicates(ws, output, [ctx.file_id, *replaced])
-    quarantine = _quarantine_rows(ctx, prepared.fmt_name, output.rejects)
-    file_row = conform("raw_ingest__files", [{
-        "file_id": ctx.file_id, "file_path": str(path), "file_name": path.name, "n_bytes": prepared.n_bytes,
-        "source_format": prepared.fmt_name, "detection_evidence": output.detection_evidence or prepared.evidence,
-        "ingested_at": ctx.ingested_at, "run_id": ctx.run_id, "n_records_loaded": output.n_records(),
-        "n_records_quarantined": quarantine.height, "flags": sorted(set(output.flags)),
-    }])
+    own_ids = [ctx.file_id, *replaced]
+    drop_cross_file_duplicates(ws, output, own_ids)
+    counts = {n: df.height for n, df in output.tables.items()}
+    rejects, flags = list(output.rejects), list(output.flags)
     with ws.transaction() as con:
         # Deleting from every table costs ~40 statements: only when something of this file or path is there.
         for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
             _delete_file_rows(ws, con, old_id)
         con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
-        _insert_validated(ws, "raw_ingest__files", file_row, con)
         for name, df in output.tables.items():
             ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
+        # A big file's pieces are read, validated and written one at a time, in the same transaction.
+        for piece in output.pieces() if output.pieces is not None else ():
+            validate_output(piece)
+            drop_cross_file_duplicates(ws, piece, own_ids)
+            for name, df in piece.tables.items():
+                ws.insert_frame(name, df, con=con, validate=False)
+                counts[name] = counts.get(name, 0) + df.height
+            rejects += piece.rejects
+            flags += piece.flags
+        quarantine = _quarantine_rows(ctx, prepared.fmt_name, rejects)
+        _insert_validated(ws, "raw_ingest__files", conform("raw_ingest__files", [{
+            "file_id": ctx.file_id, "file_path": str(path), "file_name": path.name, "n_bytes": prepared.n_bytes,
+            "source_format": prepared.fmt_name, "detection_evidence": output.detection_evidence or prepared.evidence,
+            "ingested_at": ctx.ingested_at, "run_id": ctx.run_id, "n_records_loaded": sum(counts.values()),
+            "n_records_quarantined": quarantine.height, "flags": sorted(set(flags)),
+        }]), con)
         if quarantine.height:
             _insert_validated(ws, "quarantine", quarantine, con)
     status = "replaced" if replaced else "loaded"
     message = f"replaced {len(replaced)} older version(s) of this path" if replaced else ""
-    return FileReport(path, status, prepared.fmt_name, output.n_records(), quarantine.height, message,
-                      {n: df.height for n, df in output.tables.items()})
+    return FileReport(path, status, prepared.fmt_name, sum(counts.values()), quarantine.height, message, counts)
 
 
 def _insert_validated(ws: Workspace, name: str, df: pl.DataFrame, con) -> None:
