@@ -304,19 +304,21 @@ class _DataFile:
     def __call__(self) -> Iterator[ReaderOutput]:
         done = 0
         facts: list[pl.DataFrame] = []
+        structural, checks = self.structural(), _data_checks(self.counter)  # built once, used on every batch
         for loaded in self.source.batches():
             context = self.context.slice(done, loaded.frame.height)
             done += loaded.frame.height
-            out, good = self.check_batch(loaded, context)
+            out, good = self.check_batch(loaded, context, structural, checks)
             facts.append(good.select(_TASK_FACTS).with_columns(
                 pl.col("first_description", "last_description").cast(pl.Categorical)))
             yield out
         good = pl.concat(facts).with_columns(pl.col("first_description", "last_description").cast(pl.String))
         yield ReaderOutput(tables={TASKS: _participant_tasks(good)})
 
-    def check_batch(self, loaded: LoadedCsv, context: pl.DataFrame) -> tuple[ReaderOutput, pl.DataFrame]:
+    def check_batch(self, loaded: LoadedCsv, context: pl.DataFrame, structural: list[RowCheck],
+                    checks: list[RowCheck]) -> tuple[ReaderOutput, pl.DataFrame]:
         """Second pass, one batch: every row rule, the raw rows, the loaded events."""
-        header, counter = self.header, self.counter
+        header = self.header
         loaded = LoadedCsv(with_row_json(loaded, header), loaded.rejects, loaded.flags, loaded.ends_with_newline)
         out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags))
         out.tables[RAW] = raw_frame(loaded, self.file_id)
@@ -331,8 +333,7 @@ class _DataFile:
                        "copy_paste_data": "copy_paste_data_json"}),
         )
         df = with_grid_columns(with_grid_columns(df, "test_input_grid", "__in"), "test_output_grid", "__out")
-        structural = self.structural()
-        rejects, bad = apply_checks(df, _data_checks(counter), ACTIONS, structural=structural)
+        rejects, bad = apply_checks(df, checks, ACTIONS, structural=structural)
         out.rejects += rejects
         good = df.filter(~bad)
         flags = flag_lists(good, [
