@@ -253,12 +253,13 @@ _TASK_FACTS = ("release_generation", "participant_id", "task_id", "action_number
                "is_tutorial", "is_complete", "__task_time_back")
 
 
-def read_data(ctx: FileContext, *, batch_bytes: int | None = BATCH_BYTES) -> ReaderOutput:
+def read_data(ctx: FileContext, *, batch_bytes: int | None = None) -> ReaderOutput:
+    """`batch_bytes`: the size of the pieces the file is read in (None: BATCH_BYTES)."""
     header = read_header(ctx.path)
     variant = match_variant(header, DATA_VARIANTS, "H-ARC data file")
     release = variant.release
     assert release is not None
-    source = CsvSource(ctx.path, header, RAW, batch_bytes)
+    source = CsvSource(ctx.path, header, RAW, batch_bytes or BATCH_BYTES)
     file = _DataFile(ctx.file_id, header, release, source)
     orders = source.scan(file.event_order)
     file.context = _task_context(pl.concat([o for o, _ in orders]), file.counter, file.structural())

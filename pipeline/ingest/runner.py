@@ -330,34 +330,82 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
     drop_cross_file_duplicates(ws, output, own_ids)
     counts = {n: df.height for n, df in output.tables.items()}
     rejects, flags = list(output.rejects), list(output.flags)
-    with ws.transaction() as con:
-        # Deleting from every table costs ~40 statements: only when something of this file or path is there.
-        for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
-            _delete_file_rows(ws, con, old_id)
-        con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
-        for name, df in output.tables.items():
-            ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
-        # A big file's pieces are read, validated and written one at a time, in the same transaction.
-        for piece in output.pieces() if output.pieces is not None else ():
+    staged: dict[str, str] = {}
+    try:
+        if output.pieces is not None:
+            staged = _stage_pieces(ws, output.pieces, own_ids, counts, rejects, flags)
+        with ws.transaction() as con:
+            # Deleting from every table costs ~40 statements: only when something of this file or path is there.
+            for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
+                _delete_file_rows(ws, con, old_id)
+            con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
+            for name, df in output.tables.items():
+                ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
+            for name, staging in staged.items():
+                con.execute(f"INSERT INTO {name} SELECT * FROM {staging}")
+            n_quarantined = _insert_file_row(ws, con, prepared, counts, rejects, flags)
+    finally:
+        _drop_staging(ws, staged)
+    status = "replaced" if replaced else "loaded"
+    message = f"replaced {len(replaced)} older version(s) of this path" if replaced else ""
+    return FileReport(path, status, prepared.fmt_name, sum(counts.values()), n_quarantined, message, counts)
+
+
+STAGING_PREFIX = "_staging__"
+
+
+def _stage_pieces(ws: Workspace, pieces, own_ids: list[str], counts: dict[str, int], rejects: list[Reject],
+                  flags: list[str]) -> dict[str, str]:
+    """Validate a big file's pieces one at a time and append them to staging copies of their tables, each in
+    a transaction of its own: DuckDB holds a transaction's appends in memory until it commits, so writing
+    the pieces straight into the file's transaction would hold the whole file. The file's transaction then
+    moves the staged rows in with one INSERT ... SELECT per table: the file still lands whole or not at all."""
+    from schemas import create_table_sql
+
+    staged: dict[str, str] = {}
+    try:
+        for piece in pieces():
             validate_output(piece)
             drop_cross_file_duplicates(ws, piece, own_ids)
             for name, df in piece.tables.items():
-                ws.insert_frame(name, df, con=con, validate=False)
+                if name not in staged:
+                    staged[name] = STAGING_PREFIX + name
+                    ws.con.execute(f"DROP TABLE IF EXISTS {staged[name]}")
+                    ws.con.execute(create_table_sql(name)[0].replace(f" {name} (", f" {staged[name]} (", 1))
+                ws.con.register("_incoming", conformed(name, df).to_arrow())
+                try:
+                    ws.con.execute(f"INSERT INTO {staged[name]} SELECT * FROM _incoming")
+                finally:
+                    ws.con.unregister("_incoming")
                 counts[name] = counts.get(name, 0) + df.height
             rejects += piece.rejects
             flags += piece.flags
-        quarantine = _quarantine_rows(ctx, prepared.fmt_name, rejects)
-        _insert_validated(ws, "raw_ingest__files", conform("raw_ingest__files", [{
-            "file_id": ctx.file_id, "file_path": str(path), "file_name": path.name, "n_bytes": prepared.n_bytes,
-            "source_format": prepared.fmt_name, "detection_evidence": output.detection_evidence or prepared.evidence,
-            "ingested_at": ctx.ingested_at, "run_id": ctx.run_id, "n_records_loaded": sum(counts.values()),
-            "n_records_quarantined": quarantine.height, "flags": sorted(set(flags)),
-        }]), con)
-        if quarantine.height:
-            _insert_validated(ws, "quarantine", quarantine, con)
-    status = "replaced" if replaced else "loaded"
-    message = f"replaced {len(replaced)} older version(s) of this path" if replaced else ""
-    return FileReport(path, status, prepared.fmt_name, sum(counts.values()), quarantine.height, message, counts)
+    except BaseException:
+        _drop_staging(ws, staged)
+        raise
+    return staged
+
+
+def _drop_staging(ws: Workspace, staged: dict[str, str]) -> None:
+    for staging in staged.values():
+        ws.con.execute(f"DROP TABLE IF EXISTS {staging}")
+
+
+def _insert_file_row(ws: Workspace, con, prepared: PreparedFile, counts: dict[str, int], rejects: list[Reject],
+                     flags: list[str]) -> int:
+    """raw_ingest__files (what the file gave) and its quarantined records; returns how many records."""
+    ctx, path, output = prepared.ctx, prepared.path, prepared.output
+    assert output is not None
+    quarantine = _quarantine_rows(ctx, prepared.fmt_name, rejects)
+    _insert_validated(ws, "raw_ingest__files", conform("raw_ingest__files", [{
+        "file_id": ctx.file_id, "file_path": str(path), "file_name": path.name, "n_bytes": prepared.n_bytes,
+        "source_format": prepared.fmt_name, "detection_evidence": output.detection_evidence or prepared.evidence,
+        "ingested_at": ctx.ingested_at, "run_id": ctx.run_id, "n_records_loaded": sum(counts.values()),
+        "n_records_quarantined": quarantine.height, "flags": sorted(set(flags)),
+    }]), con)
+    if quarantine.height:
+        _insert_validated(ws, "quarantine", quarantine, con)
+    return quarantine.height
 
 
 def _insert_validated(ws: Workspace, name: str, df: pl.DataFrame, con) -> None:

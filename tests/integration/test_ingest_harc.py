@@ -410,3 +410,34 @@ def test_quarantined_data_row_keeps_its_fields(corpus):
         kept = ws.read("SELECT count(*) AS n FROM raw_harc__csv_rows r JOIN raw_ingest__files f USING (file_id) "
                        "WHERE f.file_path = ?", [str(paths["unknown_action"])])
         assert kept["n"][0] == 25  # the raw layer holds the quarantined row too
+
+
+def _harc_tables(db: Path) -> dict[str, list[tuple]]:
+    with Workspace(db, read_only=True) as ws:
+        tables = {name: sorted(ws.read(f"SELECT * FROM {name}").drop("file_id").rows())
+                  for name in ("raw_harc__csv_rows", "core_harc__actions", "core_harc__participant_tasks")}
+        tables["quarantine"] = sorted(ws.read(
+            "SELECT source_location, check_name, column_name, failing_value, reason, raw_text FROM quarantine").rows())
+        tables["files"] = ws.read("SELECT n_records_loaded, n_records_quarantined, flags FROM raw_ingest__files").rows()
+        tables["leftovers"] = [t for t in ws.table_names() if t.startswith("_staging")]
+    return tables
+
+
+def test_a_data_file_written_in_pieces_lands_like_one_written_whole(tmp_path, empty_db, monkeypatch):
+    """Pieces are staged and moved into the tables in the file's one transaction: same rows, same quarantine,
+    same file record, and no staging table left behind."""
+    rows = fx.data_rows()
+    rows = [*rows, {**rows[2], "action_x": "2.0"}, dict(rows[10]), {**rows[4], "test_output_grid": "|1|22|"}]
+    path = fx.write_data(tmp_path / "data" / "data.csv", rows)
+    results = {}
+    for batch_bytes in (1 << 30, 1500):
+        monkeypatch.setattr("pipeline.ingest.harc.BATCH_BYTES", batch_bytes)
+        db = tmp_path / f"{batch_bytes}.duckdb"
+        db.write_bytes(empty_db.read_bytes())
+        with Workspace(db) as ws:
+            report = ingest_paths(ws, [path], run_id="pieces")
+        assert [f.status for f in report.files] == ["loaded"]
+        results[batch_bytes] = _harc_tables(db)
+    whole, pieces = results.values()
+    assert whole["quarantine"] and whole["leftovers"] == []
+    assert pieces == whole
