@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import stat
+import tempfile
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache, partial
@@ -330,10 +332,10 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
     drop_cross_file_duplicates(ws, output, own_ids)
     counts = {n: df.height for n, df in output.tables.items()}
     rejects, flags = list(output.rejects), list(output.flags)
-    staged: dict[str, str] = {}
-    try:
-        if output.pieces is not None:
-            staged = _stage_pieces(ws, output.pieces, own_ids, counts, rejects, flags)
+    spill = tempfile.TemporaryDirectory(prefix="arcstudy-ingest-") if output.pieces is not None else nullcontext()
+    with spill as spill_dir:
+        staged = {} if spill_dir is None else \
+            _stage_pieces(ws, output.pieces, own_ids, counts, rejects, flags, Path(spill_dir))
         with ws.transaction() as con:
             # Deleting from every table costs ~40 statements: only when something of this file or path is there.
             for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
@@ -341,54 +343,33 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
             con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
             for name, df in output.tables.items():
                 ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
-            for name, staging in staged.items():
-                con.execute(f"INSERT INTO {name} SELECT * FROM {staging}")
+            for name, spills in staged.items():
+                columns = ", ".join(_clean_check(name)[0])
+                con.execute(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM read_parquet(?)", [spills])
             n_quarantined = _insert_file_row(ws, con, prepared, counts, rejects, flags)
-    finally:
-        _drop_staging(ws, staged)
     status = "replaced" if replaced else "loaded"
     message = f"replaced {len(replaced)} older version(s) of this path" if replaced else ""
     return FileReport(path, status, prepared.fmt_name, sum(counts.values()), n_quarantined, message, counts)
 
 
-STAGING_PREFIX = "_staging__"
-
-
 def _stage_pieces(ws: Workspace, pieces, own_ids: list[str], counts: dict[str, int], rejects: list[Reject],
-                  flags: list[str]) -> dict[str, str]:
-    """Validate a big file's pieces one at a time and append them to staging copies of their tables, each in
-    a transaction of its own: DuckDB holds a transaction's appends in memory until it commits, so writing
-    the pieces straight into the file's transaction would hold the whole file. The file's transaction then
-    moves the staged rows in with one INSERT ... SELECT per table: the file still lands whole or not at all."""
-    from schemas import create_table_sql
-
-    staged: dict[str, str] = {}
-    try:
-        for piece in pieces():
-            validate_output(piece)
-            drop_cross_file_duplicates(ws, piece, own_ids)
-            for name, df in piece.tables.items():
-                if name not in staged:
-                    staged[name] = STAGING_PREFIX + name
-                    ws.con.execute(f"DROP TABLE IF EXISTS {staged[name]}")
-                    ws.con.execute(create_table_sql(name)[0].replace(f" {name} (", f" {staged[name]} (", 1))
-                ws.con.register("_incoming", conformed(name, df).to_arrow())
-                try:
-                    ws.con.execute(f"INSERT INTO {staged[name]} SELECT * FROM _incoming")
-                finally:
-                    ws.con.unregister("_incoming")
-                counts[name] = counts.get(name, 0) + df.height
-            rejects += piece.rejects
-            flags += piece.flags
-    except BaseException:
-        _drop_staging(ws, staged)
-        raise
+                  flags: list[str], folder: Path) -> dict[str, list[str]]:
+    """Validate a big file's pieces one at a time and spill each table's rows to Parquet files in `folder`
+    (returned per table, in order). DuckDB holds a transaction's appended rows in memory until it commits,
+    so appending the pieces inside the file's transaction would hold the whole file; one INSERT ... SELECT
+    from the spilled files streams them in, and the file still lands whole or not at all."""
+    staged: dict[str, list[str]] = {}
+    for i, piece in enumerate(pieces()):
+        validate_output(piece)
+        drop_cross_file_duplicates(ws, piece, own_ids)
+        for name, df in piece.tables.items():
+            spill = folder / f"{name}-{i:06d}.parquet"
+            conformed(name, df).write_parquet(spill, compression="lz4", statistics=False)
+            staged.setdefault(name, []).append(str(spill))
+            counts[name] = counts.get(name, 0) + df.height
+        rejects += piece.rejects
+        flags += piece.flags
     return staged
-
-
-def _drop_staging(ws: Workspace, staged: dict[str, str]) -> None:
-    for staging in staged.values():
-        ws.con.execute(f"DROP TABLE IF EXISTS {staging}")
 
 
 def _insert_file_row(ws: Workspace, con, prepared: PreparedFile, counts: dict[str, int], rejects: list[Reject],
