@@ -247,10 +247,12 @@ def _joint_id_check() -> RowCheck:
 _EVENT_ORDER = ("__joint", "action_number", "attempt_number", "action", "occurred_at")
 _TASK_CONTEXT = ("occurred_at", "__lag_ok", "__time_back", "has_terminal_row", "__first_event",
                  "__task_time_back", "__dup_n", "__dup_distinct", "__dup_first", "__dup_rows")
-# what _participant_tasks reads of the loaded rows; descriptions repeat on every row of a task: categorical
-_TASK_FACTS = ("release_generation", "participant_id", "task_id", "action_number", "file_id", "exp_name",
-               "task_split", "task_number", "first_description", "last_description", "has_terminal_row",
-               "is_tutorial", "is_complete", "__task_time_back")
+# what _participant_tasks reads of the loaded rows, kept until the end of the file: the texts that repeat
+# on every row of a task as categoricals, the constant columns added back at the end
+_TASK_FACTS = ("participant_id", "task_id", "action_number", "exp_name", "task_split", "task_number",
+               "first_description", "last_description", "has_terminal_row", "is_tutorial", "is_complete",
+               "__task_time_back")
+_REPEATED_TEXT = ("participant_id", "task_id", "exp_name", "task_split", "first_description", "last_description")
 
 
 def read_data(ctx: FileContext, *, batch_bytes: int | None = None) -> ReaderOutput:
@@ -276,10 +278,14 @@ class _DataFile:
         self.file_id, self.header, self.release, self.source = file_id, header, release, source
         self.counter = "action_id" if release == "osf-current" else "num_actions"
         self.context = pl.DataFrame()
+        self._structural: dict[int, list[RowCheck]] = {}
 
     def structural(self) -> list[RowCheck]:
+        """The cut-short-row rule (its reason names the file's last row, known after the first pass)."""
         n_rows = self.context.height and int(self.context[ROW].max())
-        return _structural(n_rows, self.source.ends_with_newline, self.header, last_required=True)
+        if n_rows not in self._structural:  # a large expression: built once per pass, not per batch
+            self._structural[n_rows] = _structural(n_rows, self.source.ends_with_newline, self.header, True)
+        return self._structural[n_rows]
 
     def typed(self, df: pl.DataFrame, *, times: bool) -> pl.DataFrame:
         """The typed columns: in the first pass the event order and time, in the second the rest."""
@@ -310,10 +316,11 @@ class _DataFile:
             context = self.context.slice(done, loaded.frame.height)
             done += loaded.frame.height
             out, good = self.check_batch(loaded, context, structural, checks)
-            facts.append(good.select(_TASK_FACTS).with_columns(
-                pl.col("first_description", "last_description").cast(pl.Categorical)))
+            facts.append(good.select(_TASK_FACTS).with_columns(pl.col(_REPEATED_TEXT).cast(pl.Categorical)))
             yield out
-        good = pl.concat(facts).with_columns(pl.col("first_description", "last_description").cast(pl.String))
+        good = pl.concat(facts).with_columns(pl.col(_REPEATED_TEXT).cast(pl.String),
+                                             pl.lit(self.release).alias("release_generation"),
+                                             pl.lit(self.file_id).alias("file_id"))
         yield ReaderOutput(tables={TASKS: _participant_tasks(good)})
 
     def check_batch(self, loaded: LoadedCsv, context: pl.DataFrame, structural: list[RowCheck],

@@ -344,8 +344,7 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
             for name, df in output.tables.items():
                 ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
             for name, spills in staged.items():
-                columns = ", ".join(_clean_check(name)[0])
-                con.execute(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM read_parquet(?)", [spills])
+                _insert_spilled(con, name, spills)
             n_quarantined = _insert_file_row(ws, con, prepared, counts, rejects, flags)
     status = "replaced" if replaced else "loaded"
     message = f"replaced {len(replaced)} older version(s) of this path" if replaced else ""
@@ -354,22 +353,51 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
 
 def _stage_pieces(ws: Workspace, pieces, own_ids: list[str], counts: dict[str, int], rejects: list[Reject],
                   flags: list[str], folder: Path) -> dict[str, list[str]]:
-    """Validate a big file's pieces one at a time and spill each table's rows to Parquet files in `folder`
+    """Validate a big file's pieces one at a time and spill each table's rows to Arrow IPC files in `folder`
     (returned per table, in order). DuckDB holds a transaction's appended rows in memory until it commits,
-    so appending the pieces inside the file's transaction would hold the whole file; one INSERT ... SELECT
-    from the spilled files streams them in, and the file still lands whole or not at all."""
+    so appending the pieces one by one inside the file's transaction would hold the whole file; one
+    INSERT ... SELECT streaming from the spilled files does not (`_insert_spilled`), and the file still
+    lands whole or not at all."""
     staged: dict[str, list[str]] = {}
     for i, piece in enumerate(pieces()):
         validate_output(piece)
         drop_cross_file_duplicates(ws, piece, own_ids)
         for name, df in piece.tables.items():
-            spill = folder / f"{name}-{i:06d}.parquet"
-            conformed(name, df).write_parquet(spill, compression="lz4", statistics=False)
+            spill = folder / f"{name}-{i:06d}.arrow"
+            conformed(name, df).write_ipc(spill, compression="uncompressed", compat_level=pl.CompatLevel.oldest())
             staged.setdefault(name, []).append(str(spill))
             counts[name] = counts.get(name, 0) + df.height
         rejects += piece.rejects
         flags += piece.flags
     return staged
+
+
+SPILL_INSERT_MEMORY = "256MB"
+
+
+def _insert_spilled(con, name: str, spills: list[str]) -> None:
+    """One INSERT ... SELECT over the spilled Arrow files of a table, read batch by batch (memory-mapped)."""
+    import pyarrow as pa
+
+    def batches():
+        for spill in spills:
+            with pa.memory_map(spill) as source:
+                reader = pa.ipc.open_file(source)
+                for i in range(reader.num_record_batches):
+                    yield reader.get_batch(i)
+
+    with pa.memory_map(spills[0]) as source:
+        schema = pa.ipc.open_file(source).schema
+    con.register("_spilled", pa.RecordBatchReader.from_batches(schema, batches()))
+    # DuckDB would otherwise keep the blocks it writes cached up to its memory limit (most of the RAM)
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    con.execute(f"SET memory_limit = '{SPILL_INSERT_MEMORY}'")
+    try:
+        columns = ", ".join(_clean_check(name)[0])
+        con.execute(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM _spilled")
+    finally:
+        con.execute(f"SET memory_limit = '{limit}'")
+        con.unregister("_spilled")
 
 
 def _insert_file_row(ws: Workspace, con, prepared: PreparedFile, counts: dict[str, int], rejects: list[Reject],
