@@ -1,9 +1,10 @@
 """CSV machinery shared by the H-ARC and ARC-TGI readers: header variants, loading, row checks.
 
 Loading: the header is read first (a wrong header rejects the file before anything else is parsed), then
-polars reads every column as text. A file polars cannot split into rows (a row with more fields than the
-header, a broken quote) is re-read with Python's csv module, which reports the bad records one by one so
-they can be quarantined while the rest loads. Blank lines are skipped (flag `blank_lines_skipped`).
+polars reads every column as text, in batches of about BATCH_BYTES cut at record boundaries (`CsvSource`;
+small files are one batch, `load_csv`). A file polars cannot split into rows (a row with more fields than
+the header, a broken quote) is re-read with Python's csv module, which reports the bad records one by one
+so they can be quarantined while the rest loads. Blank lines are skipped (flag `blank_lines_skipped`).
 
 Checks: a `RowCheck` is a vectorised rule (a boolean polars expression, true where the row fails) with the
 reason as an expression, so ~600k rows are checked without per-row Python. Failing rows become `Reject`s
@@ -247,7 +248,7 @@ def _record_chunks(path: Path, batch_bytes: int | None) -> Iterator[bytes]:
         yielded = False
         while True:
             data = fh.read(batch_bytes)
-            buf = pending + data
+            buf = pending + data if pending else data
             if len(data) < batch_bytes:  # the end of the file: the rest is the last piece
                 if buf or not yielded:
                     yield head + buf
@@ -262,7 +263,7 @@ def _record_chunks(path: Path, batch_bytes: int | None) -> Iterator[bytes]:
             if end == 0:  # no record ends in this piece (a huge quoted field): read on
                 pending = buf
                 continue
-            yield head + buf[:end]
+            yield b"".join((head, memoryview(buf)[:end]))  # one copy
             yielded = True
             pending = buf[end:]
 
