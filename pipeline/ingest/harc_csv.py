@@ -165,10 +165,11 @@ class CsvSource:
             except _ParserChanged:
                 continue
 
-    def batches(self) -> Iterator[LoadedCsv]:
+    def batches(self, *, row_hash: bool = True) -> Iterator[LoadedCsv]:
+        """The batches in file order; `row_hash=False` leaves out ROW_HASH (a pass that does not need it)."""
         if self.mode == "csv":
             df, rejects = _load_with_csv_module(self.path, self.header, self.raw_table, self.polars_error)
-            yield self._finish(df, rejects)
+            yield self._finish(df, rejects, row_hash)
             return
         offset = 0
         for chunk in _record_chunks(self.path, self.batch_bytes):
@@ -182,9 +183,9 @@ class CsvSource:
                     self.mode = "csv"
                 raise _ParserChanged from err
             offset += df.height
-            yield self._finish(df, [])
+            yield self._finish(df, [], row_hash)
 
-    def _finish(self, df: pl.DataFrame, rejects: list[Reject]) -> LoadedCsv:
+    def _finish(self, df: pl.DataFrame, rejects: list[Reject], row_hash: bool) -> LoadedCsv:
         header = self.header
         flags: list[str] = []
         # "" (a quoted empty field) and an unquoted empty field mean the same: no value. Only the columns that
@@ -212,7 +213,8 @@ class CsvSource:
                     "file as UTF-8 or fix the row", raw_text=raw, target_table=self.raw_table))
         if EXTRA in df.columns and df[EXTRA].null_count() == df.height:
             df = df.drop(EXTRA)
-        df = df.with_columns(pl.struct(_content_columns(df, header)).hash().alias(ROW_HASH))
+        if row_hash:
+            df = df.with_columns(pl.struct(_content_columns(df, header)).hash().alias(ROW_HASH))
         return LoadedCsv(df, rejects, flags, self.ends_with_newline)
 
 

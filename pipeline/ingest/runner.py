@@ -364,7 +364,7 @@ def _stage_pieces(ws: Workspace, pieces, own_ids: list[str], counts: dict[str, i
         drop_cross_file_duplicates(ws, piece, own_ids)
         for name, df in piece.tables.items():
             spill = folder / f"{name}-{i:06d}.arrow"
-            conformed(name, df).write_ipc(spill, compression="uncompressed", compat_level=pl.CompatLevel.oldest())
+            conformed(name, df).write_ipc(spill, compression="uncompressed")
             staged.setdefault(name, []).append(str(spill))
             counts[name] = counts.get(name, 0) + df.height
         rejects += piece.rejects
