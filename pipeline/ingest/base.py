@@ -39,6 +39,10 @@ class FileRejected(Exception):
         self.rejects = list(rejects or [])  # lines already quarantined when the file was refused (quarantined too)
 
 
+class FileChangedError(Exception):
+    """A file read in pieces changed between its first and a later pass."""
+
+
 @dataclass(frozen=True)
 class Reject:
     """One quarantined line, row or play."""

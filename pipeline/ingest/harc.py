@@ -40,7 +40,7 @@ from typing import NamedTuple
 import polars as pl
 
 from pipeline.ingest import harc_arc
-from pipeline.ingest.base import FileContext, ReaderOutput
+from pipeline.ingest.base import FileChangedError, FileContext, ReaderOutput
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.ingest.harc_csv import (
     BATCH_BYTES,
@@ -331,7 +331,7 @@ class _DataFile:
         out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags))
         out.tables[RAW] = raw_frame(loaded, self.file_id)
         if not context[ROW].equals(loaded.frame[ROW]):
-            raise RuntimeError("the batches of the second pass differ from the first pass's")  # a bug, not bad input
+            raise FileChangedError("the file changed while it was read (its rows differ from the first pass's)")
         df = self.typed(_source_frame(loaded, header), times=False).with_columns(context.drop(ROW).get_columns()).with_columns(
             pl.lit(self.release).alias("release_generation"),
             *_participant_task_columns(),

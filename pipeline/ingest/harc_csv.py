@@ -26,7 +26,7 @@ from typing import TypeVar
 import polars as pl
 
 from pipeline.core.textfiles import decode_head
-from pipeline.ingest.base import FileRejected, Reject
+from pipeline.ingest.base import FileChangedError, FileRejected, Reject
 from pipeline.ingest.formats import Head
 
 ROW = "row_number"
@@ -143,8 +143,10 @@ class CsvSource:
     polars_error: str = ""
     file_flags: list[str] = field(default_factory=list)
     ends_with_newline: bool = True
+    version: tuple[int, int] = (0, 0)  # size and mtime when first opened: a later pass reads the same file
 
     def __post_init__(self) -> None:
+        self.version = self._version()
         with open(self.path, "rb") as fh:
             _, facts = decode_head(fh.read(1 << 16))  # polars and csv (utf-8-sig) drop a BOM and accept CRLF
             fh.seek(0, 2)
@@ -152,6 +154,10 @@ class CsvSource:
             fh.seek(max(0, size - 1))
             self.ends_with_newline = fh.read(1) in (b"\n", b"\r") if size else True
         self.file_flags = facts.flags()
+
+    def _version(self) -> tuple[int, int]:
+        st = self.path.stat()
+        return st.st_size, st.st_mtime_ns
 
     @property
     def flags(self) -> list[str]:
@@ -167,6 +173,8 @@ class CsvSource:
 
     def batches(self, *, row_hash: bool = True) -> Iterator[LoadedCsv]:
         """The batches in file order; `row_hash=False` leaves out ROW_HASH (a pass that does not need it)."""
+        if self._version() != self.version:
+            raise FileChangedError(f"{self.path.name} changed since it was first read (size or time differ)")
         if self.mode == "csv":
             df, rejects = _load_with_csv_module(self.path, self.header, self.raw_table, self.polars_error)
             yield self._finish(df, rejects, row_hash)

@@ -24,7 +24,7 @@ import polars as pl
 from pipeline.core.executor import default_workers, open_executor
 from pipeline.core.manifest import sha256_file
 from pipeline.core.workspace import Workspace
-from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
+from pipeline.ingest.base import FileChangedError, FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import FORMATS, InputFormat, detect
 from schemas import validate_frame
 from schemas.validate import ValidationResult, conform
@@ -334,8 +334,13 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
     rejects, flags = list(output.rejects), list(output.flags)
     spill = tempfile.TemporaryDirectory(prefix="arcstudy-ingest-") if output.pieces is not None else nullcontext()
     with spill as spill_dir:
-        staged = {} if spill_dir is None else \
-            _stage_pieces(ws, output.pieces, own_ids, counts, rejects, flags, Path(spill_dir))
+        try:
+            staged = {} if spill_dir is None else \
+                _stage_pieces(ws, output.pieces, own_ids, counts, rejects, flags, Path(spill_dir))
+        except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again here, after prepare_file
+            reason = f"cannot read the file as {prepared.fmt_name}: {err}"
+            _write_file_failure(ws, ctx, prepared.fmt_name, "unreadable", reason)
+            return FileReport(path, "unreadable", prepared.fmt_name, message=reason, n_quarantined=1)
         with ws.transaction() as con:
             # Deleting from every table costs ~40 statements: only when something of this file or path is there.
             for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:

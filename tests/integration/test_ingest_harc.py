@@ -440,3 +440,20 @@ def test_a_data_file_written_in_pieces_lands_like_one_written_whole(tmp_path, em
     whole, pieces = results.values()
     assert whole["quarantine"] and whole["core_harc__actions"]
     assert pieces == whole
+
+
+def test_a_data_file_that_changes_before_its_pieces_are_written_is_refused(tmp_path, empty_db, monkeypatch):
+    from pipeline.ingest.runner import commit_file, prepare_file
+
+    monkeypatch.setattr("pipeline.ingest.harc.BATCH_BYTES", 1500)
+    path = fx.write_data(tmp_path / "data" / "data.csv")
+    db = tmp_path / "changed.duckdb"
+    db.write_bytes(empty_db.read_bytes())
+    with Workspace(db) as ws:
+        prepared = prepare_file(path, run_id="changed")  # first pass: the task context
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join(lines[:3] + lines[4:]))  # a row removed before the rows are read again
+        report = commit_file(ws, prepared)
+        assert report.status == "unreadable" and "changed since it was first read" in report.message
+        assert ws.read("SELECT count(*) AS n FROM core_harc__actions")["n"][0] == 0
+        assert ws.read("SELECT check_name FROM quarantine")["check_name"].to_list() == ["unreadable"]
