@@ -76,7 +76,8 @@ def create_table_sql(table_name: str) -> list[str]:
     cols = []
     for c in table.columns:
         null = "" if is_nullable(table, c) else " NOT NULL"
-        cols.append(f"    {c} {duckdb_type(FIELDS[c].dtype)}{null}")
+        compression = f" USING COMPRESSION {FIELDS[c].compression}" if FIELDS[c].compression else ""
+        cols.append(f"    {c} {duckdb_type(FIELDS[c].dtype)}{null}{compression}")
     stmts = [f"CREATE TABLE IF NOT EXISTS {table.name} (\n" + ",\n".join(cols) + "\n)"]
     stmts.append(f"COMMENT ON TABLE {table.name} IS {_sql_str(table.description)}")
     for c in table.columns:

@@ -37,7 +37,7 @@ FIELDS: list[Field] = [
     # --- raw CSV rows ----------------------------------------------------------------------------
     Field("row_json", pl.String,
           "the CSV row's fields exactly as read, as a JSON object {header name: text, or null when the "
-          "field was empty} in header order; content_sha256 is the sha256 of this text"),
+          "field was empty} in header order; content_sha256 is the sha256 of this text", compression="zstd"),
     # --- H-ARC identity ---------------------------------------------------------------------------
     Field("release_generation", pl.String,
           "which H-ARC release the file belongs to: `osf-current` (OSF archive, complete and incomplete "

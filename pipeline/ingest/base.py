@@ -9,6 +9,7 @@ normalize (loaded after a documented rewrite; the raw layer keeps the original).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -36,6 +37,10 @@ class FileRejected(Exception):
         self.location = location
         self.raw_text = raw_text
         self.rejects = list(rejects or [])  # lines already quarantined when the file was refused (quarantined too)
+
+
+class FileChangedError(Exception):
+    """A file read in pieces changed between its first and a later pass."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,25 @@ class ReaderOutput:
     flags: list[str] = field(default_factory=list)  # file-level quality flags
     written_files: list[Path] = field(default_factory=list)  # side outputs (frame Parquet)
     detection_evidence: str | None = None  # the reader's finer-grained variant detection, if any
+    # A file too big to hold at once: the rest of its output, made piece by piece while the pieces are
+    # written (in the writing process, inside the file's transaction). Picklable, called once.
+    pieces: Callable[[], Iterator[ReaderOutput]] | None = None
 
     def n_records(self) -> int:
         return sum(df.height for df in self.tables.values())
+
+    def materialized(self) -> ReaderOutput:
+        """This output with its pieces pulled in: one frame per table, every reject and flag."""
+        if self.pieces is None:
+            return self
+        parts = [self, *self.pieces()]
+        tables: dict[str, list[pl.DataFrame]] = {}
+        for part in parts:
+            for name, df in part.tables.items():
+                tables.setdefault(name, []).append(df)
+        return ReaderOutput(
+            tables={name: pl.concat(dfs, how="diagonal_relaxed") for name, dfs in tables.items()},
+            rejects=[r for part in parts for r in part.rejects],
+            flags=list(dict.fromkeys(f for part in parts for f in part.flags)),
+            written_files=[f for part in parts for f in part.written_files],
+            detection_evidence=self.detection_evidence)

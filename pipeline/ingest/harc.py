@@ -33,24 +33,28 @@ file-name prefix does; a byte-identical file under both names is one file (same 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import polars as pl
 
 from pipeline.ingest import harc_arc
-from pipeline.ingest.base import FileContext, ReaderOutput
+from pipeline.ingest.base import FileChangedError, FileContext, ReaderOutput
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.ingest.harc_csv import (
+    BATCH_BYTES,
     ROW,
-    ROW_JSON,
+    ROW_HASH,
+    UNSPLIT,
+    CsvSource,
     LoadedCsv,
     RowCheck,
     Variant,
     apply_checks,
     as_bool,
     as_int,
+    broken,
     flag_lists,
     grid_check,
     header_columns,
@@ -69,6 +73,7 @@ from pipeline.ingest.harc_csv import (
     src,
     typed,
     with_grid_columns,
+    with_row_json,
 )
 from schemas.harc import HARC_ACTIONS, HARC_TOOLS, SELECT_LOCATIONS
 from schemas.vocabulary import HARC_SPLITS, HARC_TERMINAL_ACTIONS
@@ -84,7 +89,6 @@ WITHDRAWALS = "core_harc__withdrawals"
 
 REALIGNING_ACTIONS = ("change_height", "change_width", "copy_from_input", "reset_grid")
 PLACEHOLDER = "|000|000|000|"
-ROW_HASH = "__row_hash"  # 64-bit hash of row_json: tells exact copies from conflicting rows
 
 SURVEY_TAIL = ("age", "gender", "race", "education_level", "household_income", "normal_vision", "color_blind",
                 "fluent_english")
@@ -131,21 +135,30 @@ def release_from_name(path: Path, variant: Variant) -> str:
     return "2024" if path.name.lower().startswith("clean_") else "osf-current"
 
 
-def _duplicates(keys: list[str], check: str, shown: list[str] | None = None
-                ) -> tuple[list[pl.Expr], list[RowCheck]]:
-    """Precomputed columns and the two duplicate rules for a key: exact copies (the later copies go to
-    quarantine) and conflicting rows (all of them go, since nobody can tell which one is right)."""
+def _duplicates(keys: list[str], check: str, shown: list[str] | None = None, *,
+                structural: Sequence[RowCheck] = ()) -> tuple[Callable[[pl.DataFrame], pl.DataFrame], list[RowCheck]]:
+    """A function adding the columns the two duplicate rules of a key read, and the rules: exact copies (the
+    later copies go to quarantine) and conflicting rows (all of them go, since nobody can tell which one is
+    right). The columns are whole-file facts, so a file read in batches gets them before its first batch.
+    The conflict reason lists the key's rows that are not already quarantined as structurally broken."""
     key_ok = pl.all_horizontal([pl.col(k).is_not_null() for k in keys])
-    prep = [
-        pl.when(key_ok).then(pl.len().over(keys)).alias("__dup_n"),
-        pl.when(key_ok).then(pl.col(ROW_HASH).n_unique().over(keys)).alias("__dup_distinct"),
-        pl.when(key_ok).then(pl.col(ROW).min().over(keys)).alias("__dup_first"),
-    ]
+
+    def prep(df: pl.DataFrame) -> pl.DataFrame:
+        df = df.with_columns(
+            pl.when(key_ok).then(pl.len().over(keys)).alias("__dup_n"),
+            pl.when(key_ok).then(pl.col(ROW_HASH).n_unique().over(keys)).alias("__dup_distinct"),
+            pl.when(key_ok).then(pl.col(ROW).min().over(keys)).alias("__dup_first"),
+        )
+        conflicting = (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") > 1) & ~broken(structural)
+        rows = df.filter(conflicting).group_by(keys).agg(
+            pl.col(ROW).sort().cast(pl.String).str.join(", ").alias("__dup_rows"))
+        return df.join(rows, on=keys, how="left", maintain_order="left")
+
     key_text = pl.format(", ".join(f"{k}={{}}" for k in shown or keys), *[pl.col(k) for k in keys])
     conflict = RowCheck(
         check, (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") > 1),
         pl.format("{} appears on rows {} with different contents; keep the right row and remove the others",
-                  key_text, pl.col(ROW).cast(pl.String).str.join(", ").over(keys)),
+                  key_text, pl.col("__dup_rows")),
         value=key_text)
     copy = RowCheck(
         "duplicate_row", (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") == 1) & (pl.col(ROW) != pl.col("__dup_first")),
@@ -154,10 +167,14 @@ def _duplicates(keys: list[str], check: str, shown: list[str] | None = None
     return prep, [conflict, copy]
 
 
-def _structural(loaded: LoadedCsv, header: Sequence[str], last_required: bool) -> list[RowCheck]:
-    n_rows = loaded.frame.height and int(loaded.frame[ROW].max())
-    check = short_row(header, last_required, loaded.ends_with_newline, n_rows)
+def _structural(n_rows: int, ends_with_newline: bool, header: Sequence[str], last_required: bool) -> list[RowCheck]:
+    check = short_row(header, last_required, ends_with_newline, n_rows)
     return [check] if check is not None else []
+
+
+def _loaded_structural(loaded: LoadedCsv, header: Sequence[str], last_required: bool) -> list[RowCheck]:
+    n_rows = loaded.frame.height and int(loaded.frame[ROW].max())
+    return _structural(n_rows, loaded.ends_with_newline, header, last_required)
 
 
 class _OpenedFile(NamedTuple):
@@ -219,58 +236,166 @@ def _joint_id_check() -> RowCheck:
 
 
 # --- data.csv -------------------------------------------------------------------------------------
+#
+# data.csv is the one big H-ARC file (~600k rows, ~1 kB each), so it is read in batches (CsvSource) and its
+# tables are written piece by piece (ReaderOutput.pieces), holding one batch at a time. Rules that look
+# across rows (duplicates, undo before a size change, terminal row, time order) need the whole file: a
+# first pass reads only the few columns they use and works out each row's task context; the second pass
+# checks each batch with its slice of that context beside it. A file of one batch is read the same way and
+# returned whole.
+
+_EVENT_ORDER = ("__joint", "action_number", "attempt_number", "action", "occurred_at")
+_TASK_CONTEXT = ("occurred_at", "__lag_ok", "__time_back", "has_terminal_row", "__first_event",
+                 "__task_time_back", "__dup_n", "__dup_distinct", "__dup_first", "__dup_rows")
+# what _participant_tasks reads of the loaded rows, kept until the end of the file: the texts that repeat
+# on every row of a task as categoricals, the constant columns added back at the end
+_TASK_FACTS = ("participant_id", "task_id", "action_number", "exp_name", "task_split", "task_number",
+               "first_description", "last_description", "has_terminal_row", "is_tutorial", "is_complete",
+               "__task_time_back")
+_REPEATED_TEXT = ("participant_id", "task_id", "exp_name", "task_split", "first_description", "last_description")
 
 
-def read_data(ctx: FileContext) -> ReaderOutput:
-    header, release, loaded, out = _open_release_file(ctx, DATA_VARIANTS, "H-ARC data file", release_by_name=False)
-    counter = "action_id" if release == "osf-current" else "num_actions"
+def read_data(ctx: FileContext, *, batch_bytes: int | None = None) -> ReaderOutput:
+    """`batch_bytes`: the size of the pieces the file is read in (None: BATCH_BYTES)."""
+    header = read_header(ctx.path)
+    variant = match_variant(header, DATA_VARIANTS, "H-ARC data file")
+    release = variant.release
+    assert release is not None
+    source = CsvSource(ctx.path, header, RAW, batch_bytes or BATCH_BYTES)
+    file = _DataFile(ctx.file_id, header, release, source)
+    orders = source.scan(file.event_order)
+    file.context = _task_context(pl.concat([o for o, _ in orders]), file.counter, file.structural())
+    out = ReaderOutput(flags=[*source.flags, *dict.fromkeys(f for _, flags in orders for f in flags)],
+                       detection_evidence=f"header is the {variant.name}", pieces=file)
+    return out.materialized() if len(orders) == 1 else out
 
-    df = typed(_source_frame(loaded, header), ints={
-        "task_number": src("task_number"), "attempt_number": src("attempt_number"), "action_number": src(counter),
-        "test_input_height": src("test_input_size_x"), "test_input_width": src("test_input_size_y"),
-        "test_output_height": src("test_output_size_x"), "test_output_width": src("test_output_size_y"),
-        "action_row": src("action_x"), "action_col": src("action_y"), "selected_symbol": src("selected_symbol"),
-    }, bools={
-        "is_solved": src("solved"), "is_done": src("done"), "__is_tutorial": src("is_tutorial"),
-        "is_complete": src("complete"),
-    }, times={"occurred_at": src("time")})
-    df = df.with_columns(
-        pl.lit(release).alias("release_generation"),
-        *_participant_task_columns(),
-        *_renamed({"action": "action", "test_input_grid": "test_input_grid", "test_output_grid": "test_output_grid",
-                   "select_loc": "select_loc", "selected_data": "selected_data_json", "selected_tool": "selected_tool",
-                   "copy_paste_data": "copy_paste_data_json"}),
-    )
-    df = with_grid_columns(with_grid_columns(df, "test_input_grid", "__in"), "test_output_grid", "__out")
 
-    # Per-task context, computed on a narrow copy sorted into each task's authoritative event order
-    # (sorting the wide frame would move every column), then put back beside the rows in file order.
+class _DataFile:
+    """One data.csv: the first pass (`event_order` of each batch), then, called, its tables batch by batch
+    and the participant tasks at the end."""
+
+    def __init__(self, file_id: str, header: list[str], release: str, source: CsvSource) -> None:
+        self.file_id, self.header, self.release, self.source = file_id, header, release, source
+        self.counter = "action_id" if release == "osf-current" else "num_actions"
+        self.context = pl.DataFrame()
+        self._structural: dict[int, list[RowCheck]] = {}
+
+    def structural(self) -> list[RowCheck]:
+        """The cut-short-row rule (its reason names the file's last row, known after the first pass)."""
+        n_rows = self.context.height and int(self.context[ROW].max())
+        if n_rows not in self._structural:  # a large expression: built once per pass, not per batch
+            self._structural[n_rows] = _structural(n_rows, self.source.ends_with_newline, self.header, True)
+        return self._structural[n_rows]
+
+    def typed(self, df: pl.DataFrame, *, times: bool) -> pl.DataFrame:
+        """The typed columns: in the first pass the event order and time, in the second the rest."""
+        c = self.counter
+        return typed(df, ints={
+            "task_number": src("task_number"), "attempt_number": src("attempt_number"), "action_number": src(c),
+            "test_input_height": src("test_input_size_x"), "test_input_width": src("test_input_size_y"),
+            "test_output_height": src("test_output_size_x"), "test_output_width": src("test_output_size_y"),
+            "action_row": src("action_x"), "action_col": src("action_y"), "selected_symbol": src("selected_symbol"),
+        } if not times else {"attempt_number": src("attempt_number"), "action_number": src(c)}, bools={
+            "is_solved": src("solved"), "is_done": src("done"), "__is_tutorial": src("is_tutorial"),
+            "is_complete": src("complete"),
+        } if not times else {}, times={"occurred_at": src("time")} if times else {})
+
+    def event_order(self, loaded: LoadedCsv) -> tuple[pl.DataFrame, list[str]]:
+        """First pass, one batch: the columns the task context is computed from."""
+        used = dict.fromkeys(["joint_id_task", "action", "time", "attempt_number", self.counter, self.header[-1]])
+        narrow = loaded.frame.select(ROW, UNSPLIT, ROW_HASH, *[pl.col(c).alias(src(c)) for c in used])
+        df = self.typed(narrow, times=True).with_columns(
+            pl.col(src("joint_id_task")).alias("__joint"), pl.col(src("action")).alias("action"))
+        return df.select(ROW, ROW_HASH, *_EVENT_ORDER, broken(self.structural()).alias("__broken")), loaded.flags
+
+    def __call__(self) -> Iterator[ReaderOutput]:
+        done = 0
+        facts: list[pl.DataFrame] = []
+        structural, checks = self.structural(), _data_checks(self.counter)  # built once, used on every batch
+        for loaded in self.source.batches(row_hash=False):  # the first pass used the hashes
+            context = self.context.slice(done, loaded.frame.height)
+            done += loaded.frame.height
+            out, good = self.check_batch(loaded, context, structural, checks)
+            facts.append(good.select(_TASK_FACTS).with_columns(pl.col(_REPEATED_TEXT).cast(pl.Categorical)))
+            yield out
+        good = pl.concat(facts).with_columns(pl.col(_REPEATED_TEXT).cast(pl.String),
+                                             pl.lit(self.release).alias("release_generation"),
+                                             pl.lit(self.file_id).alias("file_id"))
+        yield ReaderOutput(tables={TASKS: _participant_tasks(good)})
+
+    def check_batch(self, loaded: LoadedCsv, context: pl.DataFrame, structural: list[RowCheck],
+                    checks: list[RowCheck]) -> tuple[ReaderOutput, pl.DataFrame]:
+        """Second pass, one batch: every row rule, the raw rows, the loaded events."""
+        header = self.header
+        loaded = LoadedCsv(with_row_json(loaded, header), loaded.rejects, loaded.flags, loaded.ends_with_newline)
+        out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags))
+        out.tables[RAW] = raw_frame(loaded, self.file_id)
+        if not context[ROW].equals(loaded.frame[ROW]):
+            raise FileChangedError("the file changed while it was read (its rows differ from the first pass's)")
+        df = self.typed(_source_frame(loaded, header), times=False).with_columns(context.drop(ROW).get_columns()).with_columns(
+            pl.lit(self.release).alias("release_generation"),
+            *_participant_task_columns(),
+            *_renamed({"action": "action", "test_input_grid": "test_input_grid",
+                       "test_output_grid": "test_output_grid", "select_loc": "select_loc",
+                       "selected_data": "selected_data_json", "selected_tool": "selected_tool",
+                       "copy_paste_data": "copy_paste_data_json"}),
+        )
+        df = with_grid_columns(with_grid_columns(df, "test_input_grid", "__in"), "test_output_grid", "__out")
+        rejects, bad = apply_checks(df, checks, ACTIONS, structural=structural)
+        out.rejects += rejects
+        good = df.filter(~bad)
+        flags = flag_lists(good, [
+            (_TUTORIAL, "tutorial"),
+            (~pl.col("has_terminal_row"), "no_terminal_row"),
+            (pl.col("__time_back"), "time_not_monotonic"),
+            (~pl.col("is_complete"), "incomplete_participant"),
+            (_SIZE_DIFFERS, "size_lags_undo"),
+            (_INPUT_DIFFERS, "input_size_mismatch"),
+            (pl.col("__first_event") & (pl.col("test_input_grid") == PLACEHOLDER), "input_placeholder"),
+        ])
+        good = good.with_columns(_TUTORIAL.alias("is_tutorial"), pl.lit(self.file_id).alias("file_id"), flags)
+        out.tables[ACTIONS] = good
+        return out, good
+
+
+_TUTORIAL = (pl.col("task_number") == 0) | pl.col("__is_tutorial")
+_SIZE_DIFFERS = (pl.col("test_output_height") != pl.col("__out_h")) | (pl.col("test_output_width") != pl.col("__out_w"))
+_INPUT_DIFFERS = (pl.col("test_input_height") != pl.col("__in_h")) | (pl.col("test_input_width") != pl.col("__in_w"))
+
+
+def _task_context(order: pl.DataFrame, counter: str, structural: list[RowCheck]) -> pl.DataFrame:
+    """Whole-file facts per row (row_number order), computed sorted into each task's authoritative event
+    order: undo since the last realignment, time going back, terminal row, first event, duplicates."""
     task = "__joint"
-    narrow = df.select(ROW, task, "action_number", "attempt_number", "action", "occurred_at",
-                       pl.col(ROW_JSON).hash().alias(ROW_HASH)).sort(task, "action_number", ROW, nulls_last=True)
+    order = order.sort(task, "action_number", ROW, nulls_last=True)
     is_undo = pl.col("action") == "undo"
     realigns = pl.col("action").is_in(REALIGNING_ACTIONS)
     last_undo = pl.when(is_undo).then(pl.col("action_number")).forward_fill().over(task)
     last_realign = pl.when(realigns).then(pl.col("action_number")).forward_fill().over(task)
     key_ok = pl.col("action_number").is_not_null() & pl.col("attempt_number").is_not_null()
     attempt_recoded = pl.when(pl.col("attempt_number") == 4).then(3).otherwise(pl.col("attempt_number"))
-    dup_prep, dup_checks = _duplicates([task, "action_number"], "duplicate_action", ["joint_id_task", counter])
-    narrow = narrow.with_columns(
+    order = order.with_columns(
         (last_undo.is_not_null() & (last_realign.is_null() | (last_undo > last_realign))).alias("__lag_ok"),
         (pl.col("occurred_at") < pl.col("occurred_at").shift(1).over(task)).alias("__time_back"),
         pl.col("action").filter(key_ok).sort_by([attempt_recoded.filter(key_ok), pl.col("action_number").filter(key_ok)])
         .last().over(task).is_in(HARC_TERMINAL_ACTIONS).fill_null(False).alias("has_terminal_row"),
         (pl.col("action_number") == pl.col("action_number").min().over(task)).alias("__first_event"),
-        *dup_prep,
     ).with_columns(
         pl.col("__time_back").fill_null(False).any().over(task).alias("__task_time_back"),
-    ).sort(ROW)
-    df = df.with_columns(narrow.select(pl.exclude(ROW, task, "action_number", "attempt_number", "action",
-                                                  "occurred_at", ROW_HASH)).get_columns())
+    )
+    prep, _ = _data_duplicates(counter)
+    order = prep(order.with_columns(pl.col("__broken").alias(UNSPLIT)))
+    return order.sort(ROW).select(ROW, *_TASK_CONTEXT)
 
-    size_differs = (pl.col("test_output_height") != pl.col("__out_h")) | (pl.col("test_output_width") != pl.col("__out_w"))
-    input_differs = (pl.col("test_input_height") != pl.col("__in_h")) | (pl.col("test_input_width") != pl.col("__in_w"))
-    checks: list[RowCheck] = [
+
+def _data_duplicates(counter: str) -> tuple[Callable[[pl.DataFrame], pl.DataFrame], list[RowCheck]]:
+    # broken rows (unsplit or cut short) are marked in UNSPLIT for the context computation
+    return _duplicates(["__joint", "action_number"], "duplicate_action", ["joint_id_task", counter])
+
+
+def _data_checks(counter: str) -> list[RowCheck]:
+    """The data.csv row rules (spec/formats.md §D.9), over a batch with its task context beside it."""
+    return [
         *_common_who(),
         required("joint_id_task", "joint_id_task"), required("task_name", "the ARC task file name"),
         required("task_number", "the task position"), required("attempt_number", "the attempt number"),
@@ -308,7 +433,7 @@ def read_data(ctx: FileContext) -> ReaderOutput:
                            pl.lit(TIME_HELP)), "time"),
         grid_check("test_input_grid", "__in"),
         grid_check("test_output_grid", "__out"),
-        RowCheck("size_mismatch", size_differs & ~pl.col("__lag_ok"),
+        RowCheck("size_mismatch", _SIZE_DIFFERS & ~pl.col("__lag_ok"),
                  pl.format("test_output_size_x/_y say {} x {} but test_output_grid is {} x {}, and no undo since "
                            "the last resize/reset/copy explains the difference", pl.col("test_output_height"),
                            pl.col("test_output_width"), pl.col("__out_h"), pl.col("__out_w")),
@@ -319,28 +444,8 @@ def read_data(ctx: FileContext) -> ReaderOutput:
                    pl.lit(f"{c} is not a JSON list"), c, explain=json_explain(c))
           for c in ("selected_data", "copy_paste_data")],
         _joint_id_check(),
-        *dup_checks,
+        *_data_duplicates(counter)[1],
     ]
-    structural = _structural(loaded, header, last_required=True)
-    rejects, bad = apply_checks(df, checks, ACTIONS, structural=structural)
-    out.rejects += rejects
-    good = df.filter(~bad)
-
-    tutorial = (pl.col("task_number") == 0) | pl.col("__is_tutorial")
-    incomplete = ~pl.col("is_complete")
-    flags = flag_lists(good, [
-        (tutorial, "tutorial"),
-        (~pl.col("has_terminal_row"), "no_terminal_row"),
-        (pl.col("__time_back"), "time_not_monotonic"),
-        (incomplete, "incomplete_participant"),
-        (size_differs, "size_lags_undo"),
-        (input_differs, "input_size_mismatch"),
-        (pl.col("__first_event") & (pl.col("test_input_grid") == PLACEHOLDER), "input_placeholder"),
-    ])
-    good = good.with_columns(tutorial.alias("is_tutorial"), pl.lit(ctx.file_id).alias("file_id"), flags)
-    out.tables[ACTIONS] = good
-    out.tables[TASKS] = _participant_tasks(good)
-    return out
 
 
 def _participant_tasks(good: pl.DataFrame) -> pl.DataFrame:
@@ -388,8 +493,10 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
         as_bool(src("complete")).alias("is_complete"),
     )
     df = with_grid_columns(df, "test_output_grid", "__out")
-    dup_prep, dup_checks = _duplicates(["__joint", "attempt_number"], "duplicate_attempt", ["joint_id_task", "attempt_number"])
-    df = df.with_columns(pl.col(ROW_JSON).hash().alias(ROW_HASH)).with_columns(*dup_prep)
+    structural = _loaded_structural(loaded, header, True)
+    dup_prep, dup_checks = _duplicates(["__joint", "attempt_number"], "duplicate_attempt",
+                                       ["joint_id_task", "attempt_number"], structural=structural)
+    df = dup_prep(df)
     checks = [
         *_common_who(),
         required("joint_id_task", "joint_id_task"), required("task_name", "the ARC task file name"),
@@ -408,7 +515,7 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
         _joint_id_check(),
         *dup_checks,
     ]
-    rejects, bad = apply_checks(df, checks, ATTEMPTS, structural=_structural(loaded, header, True))
+    rejects, bad = apply_checks(df, checks, ATTEMPTS, structural=structural)
     out.rejects += rejects
     good = df.filter(~bad)
     out.tables[ATTEMPTS] = good.with_columns(pl.lit(ctx.file_id).alias("file_id"), flag_lists(good, [
@@ -435,8 +542,10 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
         md5_texts(df[src("test_output_grid")]).alias("__md5"),
     )
     df = with_grid_columns(df, "test_output_grid", "__out")
-    dup_prep, dup_checks = _duplicates(["task_file_name", "test_output_grid"], "duplicate_grid", ["task_name", "test_output_grid"])
-    df = df.with_columns(pl.col(ROW_JSON).hash().alias(ROW_HASH)).with_columns(*dup_prep)
+    structural = _loaded_structural(loaded, header, True)
+    dup_prep, dup_checks = _duplicates(["task_file_name", "test_output_grid"], "duplicate_grid",
+                                       ["task_name", "test_output_grid"], structural=structural)
+    df = dup_prep(df)
     checks = [
         required("task_name", "the ARC task file name"), required("task_type", "the split"),
         not_in("task_type", HARC_SPLITS), required("count", "the number of submissions"),
@@ -450,7 +559,7 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
             "invalid_md5", pl.col("output_grid_md5").is_not_null() & ~pl.col("output_grid_md5").str.contains(r"^[0-9a-f]{32}$"),
             pl.format("hashed_output_grid '{}' is not 32 hex characters", pl.col(src("hashed_output_grid"))),
             "hashed_output_grid"))
-    rejects, bad = apply_checks(df, checks, ERRORS, structural=_structural(loaded, header, True))
+    rejects, bad = apply_checks(df, checks, ERRORS, structural=structural)
     out.rejects += rejects
     good = df.filter(~bad)
     out.tables[ERRORS] = good.with_columns(pl.lit(ctx.file_id).alias("file_id"), flag_lists(good, [
@@ -493,10 +602,12 @@ def read_survey(ctx: FileContext) -> ReaderOutput:
         checks.append(parse_failed("complete", pl.col("is_complete"), "true or false", "not_a_boolean"))
     else:
         df = df.with_columns(pl.lit(None, pl.Boolean).alias("is_complete"))
-    dup_prep, dup_checks = _duplicates(["participant_id"], "duplicate_participant", ["hashed_id"])
-    df = df.with_columns(pl.col(ROW_JSON).hash().alias(ROW_HASH)).with_columns(dup_prep)
+    structural = _loaded_structural(loaded, header, "complete" in cols)
+    dup_prep, dup_checks = _duplicates(["participant_id"], "duplicate_participant", ["hashed_id"],
+                                       structural=structural)
+    df = dup_prep(df)
     checks += dup_checks
-    rejects, bad = apply_checks(df, checks, target, structural=_structural(loaded, header, "complete" in cols))
+    rejects, bad = apply_checks(df, checks, target, structural=structural)
     out.rejects += rejects
     good = df.filter(~bad)
     out.tables[target] = good.with_columns(pl.lit(ctx.file_id).alias("file_id"), flag_lists(good, [

@@ -1,9 +1,10 @@
 """CSV machinery shared by the H-ARC and ARC-TGI readers: header variants, loading, row checks.
 
 Loading: the header is read first (a wrong header rejects the file before anything else is parsed), then
-polars reads every column as text. A file polars cannot split into rows (a row with more fields than the
-header, a broken quote) is re-read with Python's csv module, which reports the bad records one by one so
-they can be quarantined while the rest loads. Blank lines are skipped (flag `blank_lines_skipped`).
+polars reads every column as text, in batches of about BATCH_BYTES cut at record boundaries (`CsvSource`;
+small files are one batch, `load_csv`). A file polars cannot split into rows (a row with more fields than
+the header, a broken quote) is re-read with Python's csv module, which reports the bad records one by one
+so they can be quarantined while the rest loads. Blank lines are skipped (flag `blank_lines_skipped`).
 
 Checks: a `RowCheck` is a vectorised rule (a boolean polars expression, true where the row fails) with the
 reason as an expression, so ~600k rows are checked without per-row Python. Failing rows become `Reject`s
@@ -18,13 +19,14 @@ import hashlib
 import io
 import json
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 
 from pipeline.core.textfiles import decode_head
-from pipeline.ingest.base import FileRejected, Reject
+from pipeline.ingest.base import FileChangedError, FileRejected, Reject
 from pipeline.ingest.formats import Head
 
 ROW = "row_number"
@@ -32,6 +34,7 @@ ROW_JSON = "row_json"
 EXTRA = "__extra_fields"
 UNSPLIT = "__unsplit"  # the row's field count differs from the header's (already quarantined by the loader)
 SRC = "src:"  # prefix of the source (text) columns while typed columns are derived from them
+T = TypeVar("T")
 GRID_RE = r"^\|([0-9]+\|)+$"
 MAX_SIDE = 30
 
@@ -105,72 +108,199 @@ def match_variant(header: list[str], variants: Sequence[Variant], what: str) -> 
 
 # --- loading --------------------------------------------------------------------------------------
 
+BATCH_BYTES = 16 << 20  # a big file is read in pieces of about this size, each cut at a record boundary
+ROW_HASH = "__row_hash"  # 64-bit hash of the row's fields: tells exact copies from conflicting rows
+
 
 @dataclass
 class LoadedCsv:
-    frame: pl.DataFrame  # header columns (String) + row_number (Int64) + row_json; blank lines dropped
+    frame: pl.DataFrame  # header columns (String) + row_number (Int64) + row_hash + row_json; blank lines dropped
     rejects: list[Reject]  # records that could not be split into the header's fields
     flags: list[str]  # file-level flags
     ends_with_newline: bool
 
 
-def load_csv(path: Path, header: list[str], *, raw_table: str) -> LoadedCsv:
-    with open(path, "rb") as fh:
-        _, facts = decode_head(fh.read(1 << 16))  # polars and csv (utf-8-sig) drop a BOM and accept CRLF
-        fh.seek(0, 2)
-        size = fh.tell()
-        fh.seek(max(0, size - 1))
-        ends_nl = fh.read(1) in (b"\n", b"\r") if size else True
-    flags: list[str] = facts.flags()
-    rejects: list[Reject] = []
-    bad_utf8 = False
-    try:
-        df = _read_polars(path, header, "utf8")
-    except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
-        bad_utf8 = not _is_utf8(path)
-        try:
-            if not bad_utf8:
-                raise
-            df = _read_polars(path, header, "utf8-lossy")
-        except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError):
-            flags.append("csv_fallback_parser")
-            df, rejects = _load_with_csv_module(path, header, raw_table, str(err).splitlines()[0])
-    # "" (a quoted empty field) and an unquoted empty field mean the same: no value. Only the columns that
-    # hold a "" are rewritten (a whole-column pass each otherwise).
-    has_empty = df.select([(pl.col(c) == "").any().alias(c) for c in header]).row(0)
-    df = df.with_columns([pl.when(pl.col(c) != "").then(pl.col(c)).alias(c)
-                          for c, empty in zip(header, has_empty, strict=True) if empty])
-    blank = pl.all_horizontal([pl.col(c).is_null() for c in header])
-    if EXTRA in df.columns:
-        blank = blank & pl.col(EXTRA).is_null()
-    n_blank = df.select(blank.sum()).item()
-    if n_blank:
-        flags.append("blank_lines_skipped")
-        df = df.filter(~blank)
-    if bad_utf8:
-        # bytes that are not UTF-8 were replaced by U+FFFD on reading: those rows cannot be trusted
-        flags.append("invalid_utf8")
-        mangled = pl.any_horizontal([pl.col(c).str.contains("\ufffd", literal=True) for c in header])
-        df = df.with_columns((pl.col(UNSPLIT) | mangled.fill_null(False)).alias(UNSPLIT))
-        for row, raw in df.filter(mangled).select(ROW, pl.struct(header).struct.json_encode()).iter_rows():
-            if any(r.location == f"row {row}" for r in rejects):
+class _ParserChanged(Exception):
+    """A batch showed that the file needs a more forgiving parser: the batches start over with it."""
+
+
+@dataclass
+class CsvSource:
+    """A CSV file read in batches of about `batch_bytes` (None: the whole file at once), each cut at a record
+    boundary (a newline outside quotes) and parsed by polars with the header in front, numbered on from the
+    batch before. The loader's decisions hold for the whole file: a file polars cannot split into rows is
+    read by Python's csv module in one batch (`csv_fallback_parser`), a file that is not UTF-8 lossily.
+
+    `batches()` yields `LoadedCsv` pieces (frame without row_json: `with_row_json` adds it where needed);
+    `flags` and `rejects` gather what the batches found."""
+
+    path: Path
+    header: list[str]
+    raw_table: str
+    batch_bytes: int | None = BATCH_BYTES
+    mode: str = "utf8"  # "utf8", "utf8-lossy" (bytes that are not UTF-8), "csv" (Python csv module)
+    bad_utf8: bool = False
+    polars_error: str = ""
+    file_flags: list[str] = field(default_factory=list)
+    ends_with_newline: bool = True
+    version: tuple[int, int] = (0, 0)  # size and mtime when first opened: a later pass reads the same file
+
+    def __post_init__(self) -> None:
+        self.version = self._version()
+        with open(self.path, "rb") as fh:
+            _, facts = decode_head(fh.read(1 << 16))  # polars and csv (utf-8-sig) drop a BOM and accept CRLF
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - 1))
+            self.ends_with_newline = fh.read(1) in (b"\n", b"\r") if size else True
+        self.file_flags = facts.flags()
+
+    def _version(self) -> tuple[int, int]:
+        st = self.path.stat()
+        return st.st_size, st.st_mtime_ns
+
+    @property
+    def flags(self) -> list[str]:
+        return self.file_flags + (["csv_fallback_parser"] if self.mode == "csv" else [])
+
+    def scan(self, fn: Callable[[LoadedCsv], T]) -> list[T]:
+        """`fn` of every batch, in file order; starts over when a batch needs a more forgiving parser."""
+        while True:
+            try:
+                return [fn(batch) for batch in self.batches()]
+            except _ParserChanged:
                 continue
-            rejects.append(Reject(
-                f"row {row}", "invalid_utf8",
-                f"row {row} holds bytes that are not valid UTF-8 (shown as \ufffd in raw_text); re-save the file "
-                "as UTF-8 or fix the row", raw_text=raw, target_table=raw_table))
-    cols = header + ([EXTRA] if EXTRA in df.columns and df[EXTRA].null_count() < df.height else [])
-    df = df.with_columns(pl.struct(cols).struct.json_encode().alias(ROW_JSON))
-    if EXTRA in df.columns:
-        df = df.drop(EXTRA)
-    return LoadedCsv(df, rejects, flags, ends_nl)
+
+    def batches(self, *, row_hash: bool = True) -> Iterator[LoadedCsv]:
+        """The batches in file order; `row_hash=False` leaves out ROW_HASH (a pass that does not need it)."""
+        if self._version() != self.version:
+            raise FileChangedError(f"{self.path.name} changed since it was first read (size or time differ)")
+        if self.mode == "csv":
+            df, rejects = _load_with_csv_module(self.path, self.header, self.raw_table, self.polars_error)
+            yield self._finish(df, rejects, row_hash)
+            return
+        offset = 0
+        for chunk in _record_chunks(self.path, self.batch_bytes):
+            try:
+                df = _read_polars(chunk, self.header, self.mode, offset)
+            except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
+                self.polars_error = str(err).splitlines()[0]
+                if self.mode == "utf8" and not _is_utf8(self.path):
+                    self.bad_utf8, self.mode = True, "utf8-lossy"
+                else:
+                    self.mode = "csv"
+                raise _ParserChanged from err
+            offset += df.height
+            yield self._finish(df, [], row_hash)
+
+    def _finish(self, df: pl.DataFrame, rejects: list[Reject], row_hash: bool) -> LoadedCsv:
+        header = self.header
+        flags: list[str] = []
+        # "" (a quoted empty field) and an unquoted empty field mean the same: no value. Only the columns that
+        # hold a "" are rewritten (a whole-column pass each otherwise).
+        has_empty = df.select([(pl.col(c) == "").any().alias(c) for c in header]).row(0)
+        df = df.with_columns([pl.when(pl.col(c) != "").then(pl.col(c)).alias(c)
+                              for c, empty in zip(header, has_empty, strict=True) if empty])
+        blank = pl.all_horizontal([pl.col(c).is_null() for c in header])
+        if EXTRA in df.columns:
+            blank = blank & pl.col(EXTRA).is_null()
+        if df.select(blank.sum()).item():
+            flags.append("blank_lines_skipped")
+            df = df.filter(~blank)
+        if self.bad_utf8:
+            # bytes that are not UTF-8 were replaced by U+FFFD on reading: those rows cannot be trusted
+            flags.append("invalid_utf8")
+            mangled = pl.any_horizontal([pl.col(c).str.contains("\ufffd", literal=True) for c in header])
+            df = df.with_columns((pl.col(UNSPLIT) | mangled.fill_null(False)).alias(UNSPLIT))
+            for row, raw in df.filter(mangled).select(ROW, pl.struct(header).struct.json_encode()).iter_rows():
+                if any(r.location == f"row {row}" for r in rejects):
+                    continue
+                rejects.append(Reject(
+                    f"row {row}", "invalid_utf8",
+                    f"row {row} holds bytes that are not valid UTF-8 (shown as \ufffd in raw_text); re-save the "
+                    "file as UTF-8 or fix the row", raw_text=raw, target_table=self.raw_table))
+        if EXTRA in df.columns and df[EXTRA].null_count() == df.height:
+            df = df.drop(EXTRA)
+        if row_hash:
+            df = df.with_columns(pl.struct(_content_columns(df, header)).hash().alias(ROW_HASH))
+        return LoadedCsv(df, rejects, flags, self.ends_with_newline)
 
 
-def _read_polars(path: Path, header: list[str], encoding: str) -> pl.DataFrame:
-    df = pl.read_csv(path, infer_schema=False, has_header=True, encoding=encoding, raise_if_empty=False)
+def _content_columns(df: pl.DataFrame, header: Sequence[str]) -> list[str]:
+    """The fields row_json holds: the header's, and the surplus fields of rows that had too many."""
+    return [*header, *([EXTRA] if EXTRA in df.columns else [])]
+
+
+def with_row_json(loaded: LoadedCsv, header: Sequence[str]) -> pl.DataFrame:
+    """The batch's frame with row_json (its fields as a JSON object), the surplus-fields column folded in."""
+    df = loaded.frame
+    df = df.with_columns(pl.struct(_content_columns(df, header)).struct.json_encode().alias(ROW_JSON))
+    return df.drop(EXTRA) if EXTRA in df.columns else df
+
+
+def load_csv(path: Path, header: list[str], *, raw_table: str) -> LoadedCsv:
+    """The whole file as one frame (with row_json): for the small H-ARC and ARC-TGI files."""
+    source = CsvSource(path, header, raw_table, batch_bytes=None)
+    batches = source.scan(lambda b: b)
+    frame = pl.concat([with_row_json(b, header) for b in batches], how="diagonal_relaxed")
+    flags = [*source.flags, *dict.fromkeys(f for b in batches for f in b.flags)]
+    return LoadedCsv(frame, [r for b in batches for r in b.rejects], flags, source.ends_with_newline)
+
+
+def _record_chunks(path: Path, batch_bytes: int | None) -> Iterator[bytes]:
+    """The file in pieces of about `batch_bytes`, each ending at a record boundary (a newline after an even
+    number of quotes), every piece after the first with the header record in front."""
+    with open(path, "rb") as fh:
+        if batch_bytes is None:
+            yield fh.read()
+            return
+        head = pending = b""
+        yielded = False
+        while True:
+            data = fh.read(batch_bytes)
+            buf = pending + data if pending else data
+            if len(data) < batch_bytes:  # the end of the file: the rest is the last piece
+                if buf or not yielded:
+                    yield head + buf
+                return
+            if not head:
+                end = _first_record_end(buf)
+                if end == 0:  # the header is longer than a batch: read on
+                    pending = buf
+                    continue
+                head, buf = buf[:end], buf[end:]
+            end = _last_record_end(buf)
+            if end == 0:  # no record ends in this piece (a huge quoted field): read on
+                pending = buf
+                continue
+            yield b"".join((head, memoryview(buf)[:end]))  # one copy
+            yielded = True
+            pending = buf[end:]
+
+
+def _first_record_end(buf: bytes) -> int:
+    end = buf.find(b"\n")
+    while end >= 0 and buf.count(b'"', 0, end) % 2:
+        end = buf.find(b"\n", end + 1)
+    return end + 1
+
+
+def _last_record_end(buf: bytes) -> int:
+    end = buf.rfind(b"\n")
+    quotes = buf.count(b'"', 0, end + 1)
+    while end >= 0 and quotes % 2:
+        before = buf.rfind(b"\n", 0, end)
+        quotes -= buf.count(b'"', before + 1, end + 1)
+        end = before
+    return end + 1
+
+
+def _read_polars(data: bytes, header: list[str], encoding: str, offset: int) -> pl.DataFrame:
+    df = pl.read_csv(data, infer_schema=False, has_header=True, encoding=encoding, raise_if_empty=False)
     if df.columns != header:  # polars de-duplicates or trims names; the header check ran before
         df.columns = header
-    return df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64), pl.lit(False).alias(UNSPLIT))
+    return df.with_row_index(ROW, offset=offset + 1).with_columns(pl.col(ROW).cast(pl.Int64),
+                                                                   pl.lit(False).alias(UNSPLIT))
 
 
 def _is_utf8(path: Path) -> bool:
@@ -277,10 +407,12 @@ def md5_texts(values: pl.Series) -> pl.Series:
 
 def _digest(values: pl.Series, algo: str) -> pl.Series:
     # hashlib per value: about twice DuckDB's vectorised sha256 per core on rows of ~1 kB (no connection,
-    # no Arrow round trip), and the same bytes hashed.
+    # no Arrow round trip), and the same bytes hashed; the values come out of polars as bytes (no encode).
     fn = getattr(hashlib, algo)
-    return pl.Series(values.name, [None if v is None else fn(v.encode()).hexdigest() for v in values.to_list()],
-                     dtype=pl.String)
+    data = values.cast(pl.Binary).to_list()
+    digests = [fn(v).hexdigest() for v in data] if not values.has_nulls() else \
+        [None if v is None else fn(v).hexdigest() for v in data]
+    return pl.Series(values.name, digests, dtype=pl.String)
 
 
 def raw_frame(loaded: LoadedCsv, file_id: str) -> pl.DataFrame:
@@ -468,6 +600,12 @@ class RowCheck:
     explain: Callable[[str | None], str] | None = None  # optional python refinement of the reason
 
 
+def broken(structural: Sequence[RowCheck]) -> pl.Expr:
+    """True where the row's fields are not what the header says: the loader could not split it, or a
+    structural check fails. Such a row gets only that reject (see `apply_checks`)."""
+    return pl.any_horizontal([pl.col(UNSPLIT), *[c.failed.fill_null(False) for c in structural]])
+
+
 def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str, *,
                  structural: Sequence[RowCheck] = ()) -> tuple[list[Reject], pl.Series]:
     """Rejects for every failing (row, check), and a boolean Series: row has at least one failure.
@@ -478,10 +616,9 @@ def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str
     checks = [*structural, *checks]
     if df.height == 0 or not checks:
         return [], pl.Series("bad", [False] * df.height, dtype=pl.Boolean)
-    unsplit = pl.col(UNSPLIT) if UNSPLIT in df.columns else pl.lit(False)
-    broken = pl.any_horizontal([unsplit, *[c.failed.fill_null(False) for c in structural]])
+    unsplit = pl.col(UNSPLIT)
     flags = df.select([
-        (c.failed.fill_null(False) & (~unsplit if i < len(structural) else ~broken)).alias(f"__c{i}")
+        (c.failed.fill_null(False) & (~unsplit if i < len(structural) else ~broken(structural))).alias(f"__c{i}")
         for i, c in enumerate(checks)] + [unsplit.alias("__unsplit_bad")])
     rejects: list[Reject] = []
     for i, c in enumerate(checks):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import stat
+import tempfile
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache, partial
@@ -22,7 +24,7 @@ import polars as pl
 from pipeline.core.executor import default_workers, open_executor
 from pipeline.core.manifest import sha256_file
 from pipeline.core.workspace import Workspace
-from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
+from pipeline.ingest.base import FileChangedError, FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import FORMATS, InputFormat, detect
 from schemas import validate_frame
 from schemas.validate import ValidationResult, conform
@@ -326,28 +328,98 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
             return FileReport(path, "skipped", message="same content as a file ingested earlier in this run")
         prepared.seen_before = True
     replaced = [f for f in dict.fromkeys(earlier) if f != ctx.file_id]
-    drop_cross_file_duplicates(ws, output, [ctx.file_id, *replaced])
-    quarantine = _quarantine_rows(ctx, prepared.fmt_name, output.rejects)
-    file_row = conform("raw_ingest__files", [{
-        "file_id": ctx.file_id, "file_path": str(path), "file_name": path.name, "n_bytes": prepared.n_bytes,
-        "source_format": prepared.fmt_name, "detection_evidence": output.detection_evidence or prepared.evidence,
-        "ingested_at": ctx.ingested_at, "run_id": ctx.run_id, "n_records_loaded": output.n_records(),
-        "n_records_quarantined": quarantine.height, "flags": sorted(set(output.flags)),
-    }])
-    with ws.transaction() as con:
-        # Deleting from every table costs ~40 statements: only when something of this file or path is there.
-        for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
-            _delete_file_rows(ws, con, old_id)
-        con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
-        _insert_validated(ws, "raw_ingest__files", file_row, con)
-        for name, df in output.tables.items():
-            ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
-        if quarantine.height:
-            _insert_validated(ws, "quarantine", quarantine, con)
+    own_ids = [ctx.file_id, *replaced]
+    drop_cross_file_duplicates(ws, output, own_ids)
+    counts = {n: df.height for n, df in output.tables.items()}
+    rejects, flags = list(output.rejects), list(output.flags)
+    spill = tempfile.TemporaryDirectory(prefix="arcstudy-ingest-") if output.pieces is not None else nullcontext()
+    with spill as spill_dir:
+        try:
+            staged = {} if spill_dir is None else \
+                _stage_pieces(ws, output.pieces, own_ids, counts, rejects, flags, Path(spill_dir))
+        except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again here, after prepare_file
+            reason = f"cannot read the file as {prepared.fmt_name}: {err}"
+            _write_file_failure(ws, ctx, prepared.fmt_name, "unreadable", reason)
+            return FileReport(path, "unreadable", prepared.fmt_name, message=reason, n_quarantined=1)
+        with ws.transaction() as con:
+            # Deleting from every table costs ~40 statements: only when something of this file or path is there.
+            for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
+                _delete_file_rows(ws, con, old_id)
+            con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
+            for name, df in output.tables.items():
+                ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
+            for name, spills in staged.items():
+                _insert_spilled(con, name, spills)
+            n_quarantined = _insert_file_row(ws, con, prepared, counts, rejects, flags)
     status = "replaced" if replaced else "loaded"
     message = f"replaced {len(replaced)} older version(s) of this path" if replaced else ""
-    return FileReport(path, status, prepared.fmt_name, output.n_records(), quarantine.height, message,
-                      {n: df.height for n, df in output.tables.items()})
+    return FileReport(path, status, prepared.fmt_name, sum(counts.values()), n_quarantined, message, counts)
+
+
+def _stage_pieces(ws: Workspace, pieces, own_ids: list[str], counts: dict[str, int], rejects: list[Reject],
+                  flags: list[str], folder: Path) -> dict[str, list[str]]:
+    """Validate a big file's pieces one at a time and spill each table's rows to Arrow IPC files in `folder`
+    (returned per table, in order). DuckDB holds a transaction's appended rows in memory until it commits,
+    so appending the pieces one by one inside the file's transaction would hold the whole file; one
+    INSERT ... SELECT streaming from the spilled files does not (`_insert_spilled`), and the file still
+    lands whole or not at all."""
+    staged: dict[str, list[str]] = {}
+    for i, piece in enumerate(pieces()):
+        validate_output(piece)
+        drop_cross_file_duplicates(ws, piece, own_ids)
+        for name, df in piece.tables.items():
+            spill = folder / f"{name}-{i:06d}.arrow"
+            conformed(name, df).write_ipc(spill, compression="uncompressed")
+            staged.setdefault(name, []).append(str(spill))
+            counts[name] = counts.get(name, 0) + df.height
+        rejects += piece.rejects
+        flags += piece.flags
+    return staged
+
+
+SPILL_INSERT_MEMORY = "256MB"
+
+
+def _insert_spilled(con, name: str, spills: list[str]) -> None:
+    """One INSERT ... SELECT over the spilled Arrow files of a table, read batch by batch (memory-mapped)."""
+    import pyarrow as pa
+
+    def batches():
+        for spill in spills:
+            with pa.memory_map(spill) as source:
+                reader = pa.ipc.open_file(source)
+                for i in range(reader.num_record_batches):
+                    yield reader.get_batch(i)
+
+    with pa.memory_map(spills[0]) as source:
+        schema = pa.ipc.open_file(source).schema
+    con.register("_spilled", pa.RecordBatchReader.from_batches(schema, batches()))
+    # DuckDB would otherwise keep the blocks it writes cached up to its memory limit (most of the RAM)
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    con.execute(f"SET memory_limit = '{SPILL_INSERT_MEMORY}'")
+    try:
+        columns = ", ".join(_clean_check(name)[0])
+        con.execute(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM _spilled")
+    finally:
+        con.execute(f"SET memory_limit = '{limit}'")
+        con.unregister("_spilled")
+
+
+def _insert_file_row(ws: Workspace, con, prepared: PreparedFile, counts: dict[str, int], rejects: list[Reject],
+                     flags: list[str]) -> int:
+    """raw_ingest__files (what the file gave) and its quarantined records; returns how many records."""
+    ctx, path, output = prepared.ctx, prepared.path, prepared.output
+    assert output is not None
+    quarantine = _quarantine_rows(ctx, prepared.fmt_name, rejects)
+    _insert_validated(ws, "raw_ingest__files", conform("raw_ingest__files", [{
+        "file_id": ctx.file_id, "file_path": str(path), "file_name": path.name, "n_bytes": prepared.n_bytes,
+        "source_format": prepared.fmt_name, "detection_evidence": output.detection_evidence or prepared.evidence,
+        "ingested_at": ctx.ingested_at, "run_id": ctx.run_id, "n_records_loaded": sum(counts.values()),
+        "n_records_quarantined": quarantine.height, "flags": sorted(set(flags)),
+    }]), con)
+    if quarantine.height:
+        _insert_validated(ws, "quarantine", quarantine, con)
+    return quarantine.height
 
 
 def _insert_validated(ws: Workspace, name: str, df: pl.DataFrame, con) -> None:

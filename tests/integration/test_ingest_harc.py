@@ -410,3 +410,50 @@ def test_quarantined_data_row_keeps_its_fields(corpus):
         kept = ws.read("SELECT count(*) AS n FROM raw_harc__csv_rows r JOIN raw_ingest__files f USING (file_id) "
                        "WHERE f.file_path = ?", [str(paths["unknown_action"])])
         assert kept["n"][0] == 25  # the raw layer holds the quarantined row too
+
+
+def _harc_tables(db: Path) -> dict[str, list[tuple]]:
+    with Workspace(db, read_only=True) as ws:
+        tables = {name: sorted(ws.read(f"SELECT * FROM {name}").drop("file_id").rows())
+                  for name in ("raw_harc__csv_rows", "core_harc__actions", "core_harc__participant_tasks")}
+        tables["quarantine"] = sorted(ws.read(
+            "SELECT source_location, check_name, column_name, failing_value, reason, raw_text FROM quarantine").rows())
+        tables["files"] = ws.read("SELECT n_records_loaded, n_records_quarantined, flags FROM raw_ingest__files").rows()
+    return tables
+
+
+def test_a_data_file_written_in_pieces_lands_like_one_written_whole(tmp_path, empty_db, monkeypatch):
+    """Pieces are spilled and moved into the tables in the file's one transaction: same rows, same quarantine,
+    same file record."""
+    rows = fx.data_rows()
+    rows = [*rows, {**rows[2], "action_x": "2.0"}, dict(rows[10]), {**rows[4], "test_output_grid": "|1|22|"}]
+    path = fx.write_data(tmp_path / "data" / "data.csv", rows)
+    results = {}
+    for batch_bytes in (1 << 30, 1500):
+        monkeypatch.setattr("pipeline.ingest.harc.BATCH_BYTES", batch_bytes)
+        db = tmp_path / f"{batch_bytes}.duckdb"
+        db.write_bytes(empty_db.read_bytes())
+        with Workspace(db) as ws:
+            report = ingest_paths(ws, [path], run_id="pieces")
+        assert [f.status for f in report.files] == ["loaded"]
+        results[batch_bytes] = _harc_tables(db)
+    whole, pieces = results.values()
+    assert whole["quarantine"] and whole["core_harc__actions"]
+    assert pieces == whole
+
+
+def test_a_data_file_that_changes_before_its_pieces_are_written_is_refused(tmp_path, empty_db, monkeypatch):
+    from pipeline.ingest.runner import commit_file, prepare_file
+
+    monkeypatch.setattr("pipeline.ingest.harc.BATCH_BYTES", 1500)
+    path = fx.write_data(tmp_path / "data" / "data.csv")
+    db = tmp_path / "changed.duckdb"
+    db.write_bytes(empty_db.read_bytes())
+    with Workspace(db) as ws:
+        prepared = prepare_file(path, run_id="changed")  # first pass: the task context
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join(lines[:3] + lines[4:]))  # a row removed before the rows are read again
+        report = commit_file(ws, prepared)
+        assert report.status == "unreadable" and "changed since it was first read" in report.message
+        assert ws.read("SELECT count(*) AS n FROM core_harc__actions")["n"][0] == 0
+        assert ws.read("SELECT check_name FROM quarantine")["check_name"].to_list() == ["unreadable"]

@@ -502,3 +502,36 @@ def test_arc3_files_are_not_claimed():
     for path in files:
         head = read_head(path)
         assert [s.__name__ for s in sniffers if s(head)] == [], path
+
+
+def _rows_with_defects_far_apart() -> list[dict[str, str]]:
+    """The fixture's events plus rule breaks whose evidence lies in different batches when the file is read
+    in small pieces: a conflicting duplicate and an exact copy at the end of the file, a bad grid, an unknown
+    action, a quoted newline and a blank field."""
+    rows = fx.data_rows()
+    conflict = {**rows[2], "action_x": "2.0"}  # same (joint_id_task, action_id) as row 3, other contents
+    rows[5] = {**rows[5], "test_output_grid": "|12|3|", "first_written_solution": "two\nlines, quoted"}
+    rows[7] = {**rows[7], "action": "paste"}
+    return [*rows, conflict, dict(rows[10])]
+
+
+def _sorted_tables(out) -> dict[str, pl.DataFrame]:
+    return {name: df.select(sorted(df.columns)).sort(pl.all()) for name, df in out.tables.items()}
+
+
+@pytest.mark.parametrize("batch_bytes", [600, 1500, 4000])
+def test_data_file_read_in_batches_gives_the_same_tables_and_rejects(tmp_path, batch_bytes):
+    path = fx.write_data(tmp_path / "data.csv", _rows_with_defects_far_apart())
+    whole = read_data(ctx(path), batch_bytes=1 << 30)
+    assert whole.pieces is None  # one batch: returned whole
+    batched = read_data(ctx(path), batch_bytes=batch_bytes)
+    assert batched.pieces is not None and batched.tables == {}
+    batched = batched.materialized()
+    key = sorted((r.location, r.check, r.reason, r.raw_text, r.column, r.value) for r in whole.rejects)
+    assert sorted((r.location, r.check, r.reason, r.raw_text, r.column, r.value) for r in batched.rejects) == key
+    assert {r[1] for r in key} >= {"duplicate_action", "duplicate_row", "grid_malformed", "unknown_action"}
+    assert sorted(batched.flags) == sorted(whole.flags)
+    a, b = _sorted_tables(whole), _sorted_tables(batched)
+    assert a.keys() == b.keys() == {RAW, ACTIONS, TASKS}
+    for name in a:
+        assert a[name].equals(b[name]), name
