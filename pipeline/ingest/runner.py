@@ -491,20 +491,17 @@ def _plan_batch(ws: Workspace, batch: list[PreparedFile]) -> _BatchPlan | None:
 
 
 def validate_batch(batch: list[PreparedFile]) -> list[PreparedFile]:
-    """The batch with every file's output validated (`validate_output`): one schema check per table for the
-    whole batch when all of its frames are clean (the usual case), otherwise file by file. A file whose
-    frames cannot be validated at all is refused as if its reading had raised (`_failed_piece`)."""
+    """The batch with every file's output validated (`validate_output`). The usual case costs one conform
+    and one schema check per table and frame shape for the whole batch: the frames of a table are stacked,
+    conformed and checked at once, and each file gets its slice back, when every row is clean. Otherwise the
+    files are validated one by one, and a file whose frames cannot be validated at all is refused as if its
+    reading had raised (`_failed_piece`)."""
     todo = [p for p in batch if not p.validated and p.output is not None]
     if not todo:
         return batch
     try:
-        frames: dict[str, list[pl.DataFrame]] = {}
-        for p in todo:
-            p.output.tables = {name: conformed(name, df) for name, df in p.output.tables.items()}  # type: ignore[union-attr]
-            for name, df in p.output.tables.items():  # type: ignore[union-attr]
-                frames.setdefault(name, []).append(df)
-        clean = all(validate_table(name, pl.concat(group, rechunk=False)).ok for name, group in frames.items())
-    except Exception:
+        clean = _conform_and_check_together(todo)
+    except Exception:  # e.g. a value no cast takes: the file-by-file path finds (and refuses) its file
         clean = False
     pending = {id(p) for p in todo}
     out = []
@@ -519,6 +516,33 @@ def validate_batch(batch: list[PreparedFile]) -> list[PreparedFile]:
             p.validated = True
         out.append(p)
     return out
+
+
+def _conform_and_check_together(todo: list[PreparedFile]) -> bool:
+    """Conform the files' frames a stack per table and shape at a time (conform works row by row, so a
+    slice of the conformed stack is the conformed slice), and say whether every stack is certainly valid;
+    only then are the files' frames replaced by their conformed slices."""
+    stacks: dict[tuple, list[tuple[PreparedFile, str, pl.DataFrame]]] = {}
+    for p in todo:
+        for name, df in p.output.tables.items():  # type: ignore[union-attr]
+            # A frame without columns conforms to one row of nulls (a literal select): keep it apart.
+            shape = (name, tuple(df.columns), tuple(df.dtypes)) if df.width else (name, id(df))
+            stacks.setdefault(shape, []).append((p, name, df))
+    done: list[tuple[PreparedFile, str, pl.DataFrame]] = []
+    for (name, *_), group in stacks.items():
+        stacked = conformed(name, pl.concat([df for _, _, df in group], rechunk=False))
+        if not validate_table(name, stacked).ok:
+            return False
+        if len(group) == 1:
+            done.append((group[0][0], name, stacked))
+            continue
+        offset = 0
+        for p, _, df in group:
+            done.append((p, name, stacked.slice(offset, df.height)))
+            offset += df.height
+    for p, name, df in done:
+        p.output.tables[name] = df  # type: ignore[union-attr]
+    return True
 
 
 def _batch_has_key_clash(ws: Workspace, loaded: list[tuple[PreparedFile, list[str]]]) -> bool:
