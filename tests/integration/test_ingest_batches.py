@@ -78,9 +78,10 @@ def _snapshot(ws: Workspace, report) -> tuple:
 
 
 def _four_runs(root: Path, monkeypatch: pytest.MonkeyPatch, *, batched: bool) -> tuple[list[tuple], int]:
-    """A first ingest; a second after changing a task file; a third with --force; a fourth after adding a copy
-    of a recording with other bytes but the same plays. Returns the snapshot after each, and the batches
-    written at once. The inputs are made afresh at the same path (rows and quarantine ids name it)."""
+    """A first ingest (every frame clean: validated stacked); a second after changing a task file and adding a
+    study manifest with a row that fails its schema (validated file by file); a third with --force; a fourth
+    after adding a copy of a recording with other bytes but the same plays (a key clash: committed file by
+    file). Returns the snapshot after each, and the batches written at once. The inputs are made afresh at the same path (rows and quarantine ids name it)."""
     folder = root / "inputs"
     shutil.rmtree(folder, ignore_errors=True)
     tasks = _small_inputs(folder)
@@ -94,6 +95,11 @@ def _four_runs(root: Path, monkeypatch: pytest.MonkeyPatch, *, batched: bool) ->
     with Workspace(root / f"{'batched' if batched else 'single'}.duckdb") as ws:
         snapshots.append(_snapshot(ws, ingest_paths(ws, [folder], run_id="a", workers=1)))
         (folder / tasks[0]).write_text(json.dumps(_task(random.Random(99))))
+        (folder / "study2.json").write_text(json.dumps({
+            "format": "arcstudy-study-manifest/1", "study_id": "s9", "participants": [{"participant_id": "p9"}],
+            "sessions": [{"session_id": "s9", "participant_id": "p9", "started_at": "2026-03-02T10:00:00+00:00"}],
+            "plays": [{"guid": "g9", "session_id": "s9", "order_in_session": 0},  # below the schema's minimum
+                      {"guid": "g10", "session_id": "s9", "order_in_session": 2}]}))
         snapshots.append(_snapshot(ws, ingest_paths(ws, [folder], run_id="b", workers=1)))
         snapshots.append(_snapshot(ws, ingest_paths(ws, [folder], run_id="c", workers=1, force=True)))
         (folder / "zz_copy.jsonl").write_text(NOFRAMES.read_text() + "\n")
@@ -109,6 +115,8 @@ def test_a_batch_writes_exactly_what_one_file_at_a_time_writes(tmp_path: Path, m
     assert n_single == 0 and n_batches == 3
     statuses = [{name: status for name, status, *_ in files} for files, _ in batched]
     assert list(statuses[1].values()).count("replaced") == 1
+    study2 = next(f for f in batched[1][0] if f[0] == "study2.json")
+    assert study2[1] == "loaded" and study2[4] == 1
     assert set(statuses[2].values()) == {"loaded", "rejected"}
     copy = next(f for f in batched[3][0] if f[0] == "zz_copy.jsonl")
     assert copy[1] == "loaded" and copy[4] > 0  # its plays are quarantined as duplicates across files
