@@ -192,10 +192,7 @@ def sniff_task_json(head: Head) -> str | None:
     if not text.startswith("{"):
         return None
     if head.is_complete:
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError:
-            obj = None
+        obj = head.json_value
         if obj is not None:
             if _is_task(obj):
                 return "JSON object with train and test lists (ARC task)"
