@@ -349,7 +349,7 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
         con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
         _insert_validated(ws, "raw_ingest__files", file_row, con)
         for name, df in output.tables.items():
-            ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
+            ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
         if quarantine.height:
             _insert_validated(ws, "quarantine", quarantine, con)
     return _loaded_report(prepared, quarantine.height, len(replaced))
@@ -449,7 +449,7 @@ def _plan_batch(ws: Workspace, batch: list[PreparedFile]) -> _BatchPlan | None:
             by_id[file_id] = file_id
             by_path.setdefault(file_path, set()).add(file_id)
     plan = _BatchPlan([], {}, [], [], [], [])
-    loaded: list[tuple[PreparedFile, list[str]]] = []  # with the ids whose rows are not a clash for it
+    loaded: list[tuple[dict[str, pl.DataFrame], list[str]]] = []  # tables, with the ids not a clash for them
     claimed: set[str] = set()  # registry ids some file of the batch already sees
     for p in batch:
         if p.skipped:
@@ -484,7 +484,7 @@ def _plan_batch(ws: Workspace, batch: list[PreparedFile]) -> _BatchPlan | None:
         for name, df in output.tables.items():
             plan.tables.setdefault(name, []).append(df)
         plan.reports.append(_loaded_report(p, len(quarantine), len(replaced)))
-        loaded.append((p, [file_id, *replaced]))
+        loaded.append((output.tables, [file_id, *replaced]))
     if _batch_has_key_clash(ws, loaded):
         return None
     return plan
@@ -496,20 +496,20 @@ def validate_batch(batch: list[PreparedFile]) -> list[PreparedFile]:
     conformed and checked at once, and each file gets its slice back, when every row is clean. Otherwise the
     files are validated one by one, and a file whose frames cannot be validated at all is refused as if its
     reading had raised (`_failed_piece`)."""
-    todo = [p for p in batch if not p.validated and p.output is not None]
+    todo = {id(p): p.output for p in batch if not p.validated and p.output is not None}
     if not todo:
         return batch
     try:
-        clean = _conform_and_check_together(todo)
+        clean = _conform_and_check_together(list(todo.values()))
     except Exception:  # e.g. a value no cast takes: the file-by-file path finds (and refuses) its file
         clean = False
-    pending = {id(p) for p in todo}
     out = []
     for p in batch:
-        if id(p) in pending:
+        output = todo.get(id(p))
+        if output is not None:
             if not clean:
                 try:
-                    validate_output(p.output)  # type: ignore[arg-type]
+                    validate_output(output)
                 except Exception as err:
                     out.append(_failed_piece(p.path, p.ctx.run_id, err))
                     continue
@@ -518,17 +518,17 @@ def validate_batch(batch: list[PreparedFile]) -> list[PreparedFile]:
     return out
 
 
-def _conform_and_check_together(todo: list[PreparedFile]) -> bool:
-    """Conform the files' frames a stack per table and shape at a time (conform works row by row, so a
+def _conform_and_check_together(outputs: list[ReaderOutput]) -> bool:
+    """Conform the outputs' frames a stack per table and shape at a time (conform works row by row, so a
     slice of the conformed stack is the conformed slice), and say whether every stack is certainly valid;
-    only then are the files' frames replaced by their conformed slices."""
-    stacks: dict[tuple, list[tuple[PreparedFile, str, pl.DataFrame]]] = {}
-    for p in todo:
-        for name, df in p.output.tables.items():  # type: ignore[union-attr]
+    only then are the outputs' frames replaced by their conformed slices."""
+    stacks: dict[tuple, list[tuple[ReaderOutput, str, pl.DataFrame]]] = {}
+    for output in outputs:
+        for name, df in output.tables.items():
             # A frame without columns conforms to one row of nulls (a literal select): keep it apart.
             shape = (name, tuple(df.columns), tuple(df.dtypes)) if df.width else (name, id(df))
-            stacks.setdefault(shape, []).append((p, name, df))
-    done: list[tuple[PreparedFile, str, pl.DataFrame]] = []
+            stacks.setdefault(shape, []).append((output, name, df))
+    done: list[tuple[ReaderOutput, str, pl.DataFrame]] = []
     for (name, *_), group in stacks.items():
         stacked = conformed(name, pl.concat([df for _, _, df in group], rechunk=False))
         if not validate_table(name, stacked).ok:
@@ -537,30 +537,29 @@ def _conform_and_check_together(todo: list[PreparedFile]) -> bool:
             done.append((group[0][0], name, stacked))
             continue
         offset = 0
-        for p, _, df in group:
-            done.append((p, name, stacked.slice(offset, df.height)))
+        for output, _, df in group:
+            done.append((output, name, stacked.slice(offset, df.height)))
             offset += df.height
-    for p, name, df in done:
-        p.output.tables[name] = df  # type: ignore[union-attr]
+    for output, name, df in done:
+        output.tables[name] = df
     return True
 
 
-def _batch_has_key_clash(ws: Workspace, loaded: list[tuple[PreparedFile, list[str]]]) -> bool:
-    """Whether any row of the batch shares its primary key with a row of another file of the batch, or with
-    a row in the database from a file other than its own (or its path's older versions): then
-    `drop_cross_file_duplicates` has work to do, file by file."""
+def _batch_has_key_clash(ws: Workspace, loaded: list[tuple[dict[str, pl.DataFrame], list[str]]]) -> bool:
+    """Whether any row of the batch's files (their tables, each with the file ids whose rows are no clash for
+    it: its own and its path's older versions) shares its primary key with a row of another file of the
+    batch or of the database: then `drop_cross_file_duplicates` has work to do, file by file."""
     from schemas import TABLES
 
-    names = dict.fromkeys(name for p, _ in loaded for name in p.output.tables)  # type: ignore[union-attr]
+    names = dict.fromkeys(name for tables, _ in loaded for name in tables)
     own = None
     try:
         for name in names:
             key = list(TABLES[name].primary_key)
             if "file_id" in key:
                 continue
-            keys = [p.output.tables[name].select(key).with_columns(pl.lit(i, pl.Int32).alias("__pos"))  # type: ignore[union-attr]
-                    for i, (p, _) in enumerate(loaded) if name in p.output.tables]  # type: ignore[union-attr]
-            frame = pl.concat(keys, rechunk=False)
+            frame = pl.concat([tables[name].select(key).with_columns(pl.lit(i, pl.Int32).alias("__pos"))
+                               for i, (tables, _) in enumerate(loaded) if name in tables], rechunk=False)
             if frame.height == 0:
                 continue
             if frame.select(pl.struct(key).is_duplicated().any()).item():
