@@ -172,3 +172,29 @@ def test_a_write_that_fails_in_a_batch_leaves_whole_files(tmp_path: Path, monkey
         assert loaded == before - REFUSED and "scorecard.json" in loaded
         assert ws.row_count("core_study__sessions") == 0
         assert set(ws.read("SELECT file_name FROM core_arc__tasks")["file_name"]) == loaded & set(tasks)
+
+
+def test_a_copy_of_an_older_version_in_the_same_batch_is_committed_in_order(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    """z.json changes while b.json, new, holds z.json's old bytes; with --force, one by one, b.json takes over
+    the old version's content hash first, so z.json finds no older version of itself left to replace. The
+    batch, whose files would see the same registry row, commits them in order too."""
+    old, new = json.dumps(_task(random.Random(1))), json.dumps(_task(random.Random(2)))
+    results = []
+    for batch_files in (runner.BATCH_MAX_FILES, 1):
+        monkeypatch.setattr(runner, "BATCH_MAX_FILES", batch_files)
+        folder = tmp_path / "inputs"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        (folder / "z.json").write_text(old)
+        (folder / "c.json").write_text(json.dumps(_task(random.Random(3))))
+        with Workspace(tmp_path / f"db{batch_files}.duckdb") as ws:
+            ingest_paths(ws, [folder], run_id="a", workers=1)
+            (folder / "z.json").write_text(new)
+            (folder / "b.json").write_text(old)
+            results.append(_snapshot(ws, ingest_paths(ws, [folder], run_id="b", workers=1, force=True)))
+    (batched_files, batched_tables), (single_files, single_tables) = results
+    assert [(name, status) for name, status, *_ in single_files] == [
+        ("b.json", "loaded"), ("c.json", "loaded"), ("z.json", "loaded")]
+    assert batched_files == single_files
+    assert batched_tables == single_tables
