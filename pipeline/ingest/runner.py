@@ -3,7 +3,8 @@
 Guarantees (CONVENTIONS.md, issue "Ingest"):
 - idempotent: a file whose content hash is already in `raw_ingest__files` is skipped (`force` re-reads it);
   a changed file at a path ingested before replaces the older version, so plays are never counted twice;
-- atomic per file: everything a file produces is written in one transaction, or nothing is;
+- atomic per file: everything a file produces is written in one transaction, or nothing is (small files
+  are committed a batch per transaction, `commit_batch`: whole files, with the result of one by one);
 - lossless and loud: every rejected line, row, play or file lands in `quarantine` with its location, the raw
   text and a reason, and the caller's exit code says so.
 """
