@@ -41,10 +41,7 @@ def _whole_json(head: Head) -> Any:
         return None
     if not head.is_complete:
         return "partial"
-    try:
-        return json.loads(head.text)
-    except json.JSONDecodeError:
-        return None
+    return head.json_value
 
 
 # ------------------------------------------------------------------------------------------------ metadata

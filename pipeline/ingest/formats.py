@@ -6,9 +6,12 @@ overrides it. A reader module registers its formats at import (see `pipeline.ing
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from pipeline.core.textfiles import decode_head
 from pipeline.ingest.base import FileContext, ReaderOutput
@@ -24,6 +27,17 @@ class Head:
     text: str  # decoded (utf-8, errors replaced) first HEAD_BYTES bytes
     first_line: str
     is_complete: bool  # the whole file fits in `text`
+
+    @cached_property
+    def json_value(self) -> Any:
+        """The text parsed as JSON when it is the whole file, else None (also when it is not JSON). Parsed
+        once for all sniffers: a small JSON file is otherwise parsed by each JSON sniffer in turn."""
+        if not self.is_complete:
+            return None
+        try:
+            return json.loads(self.text)
+        except json.JSONDecodeError:
+            return None
 
 
 @dataclass(frozen=True)

@@ -175,7 +175,9 @@ def read_task_json(ctx: FileContext) -> ReaderOutput:
         tasks.append({**facts, "flags": _task_flags(obj, stem, stem)})
         pairs += task_pairs
     fid = {"file_id": ctx.file_id}
-    out.tables[TASKS] = pl.DataFrame([{**fid, "file_name": ctx.path.name, **t} for t in tasks],
+    # Columns in the table's order (task_id before file_name): the frame then needs no conforming select.
+    out.tables[TASKS] = pl.DataFrame([{**fid, "task_id": t["task_id"], "file_name": ctx.path.name, **t}
+                                      for t in tasks],
                                      schema_overrides={"flags": pl.List(pl.String)}) if tasks else pl.DataFrame()
     out.tables[PAIRS] = pl.DataFrame([{**fid, **p} for p in pairs], infer_schema_length=None) if pairs \
         else pl.DataFrame()
@@ -190,10 +192,7 @@ def sniff_task_json(head: Head) -> str | None:
     if not text.startswith("{"):
         return None
     if head.is_complete:
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError:
-            obj = None
+        obj = head.json_value
         if obj is not None:
             if _is_task(obj):
                 return "JSON object with train and test lists (ARC task)"
