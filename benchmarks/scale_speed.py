@@ -9,8 +9,8 @@
    the cluster: that is what a user waits for. The tables written and the scorecard must be identical for
    every count (checked).
 3. Prints seconds, speed-up (time at 1 / time at n) and efficiency (speed-up / n) per stage, the peak
-   resident memory of the whole process tree per stage (this process plus its workers, sampled every 0.1 s
-   with psutil), and as its LAST line the speed-up of all stages together at the highest worker count, with
+   resident memory and the CPU seconds of the whole process tree per stage (this process plus its workers,
+   sampled every 0.1 s with psutil), and as its LAST line the speed-up of all stages together at the highest worker count, with
    the seconds and the peak memory at that count.
 
 A study without H-ARC (`--scale release`, the size of the official ARC-AGI-3 human release: 340 long
@@ -61,35 +61,43 @@ def inputs_of(data_dir: Path) -> list[Path]:
     return [p for p in wanted if p.exists()]
 
 
-class TreeMemory:
-    """Peak resident memory of this process and all its descendants (Dask workers included), sampled."""
+class TreeUsage:
+    """Peak resident memory and CPU seconds of this process and all its descendants (Dask workers included),
+    sampled every `interval_s` (a worker's CPU after its last sample is missed: at most one interval each)."""
 
     def __init__(self, interval_s: float = 0.1):
         import psutil
 
-        self.interval_s, self.me, self.peak = interval_s, psutil.Process(), 0
+        self.interval_s, self.me = interval_s, psutil.Process()
+        self.peak, self.cpu_s = 0, 0.0
+        self._cpu: dict[int, float] = {}
         self._stop = threading.Event()
 
-    def _sample(self) -> int:
+    def _sample(self) -> None:
         import psutil
 
         total = 0
         for proc in [self.me, *self.me.children(recursive=True)]:
             try:
-                total += proc.memory_info().rss
+                with proc.oneshot():
+                    total += proc.memory_info().rss
+                    times = proc.cpu_times()
+                self._cpu[proc.pid] = times.user + times.system
             except psutil.Error:  # a worker that ended between listing and reading
                 pass
-        return total
+        self.peak = max(self.peak, total)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, self._sample())
+            self._sample()
             self._stop.wait(self.interval_s)
 
     @contextmanager
     def measure(self):
-        """Peak over the block (`self.peak`, bytes)."""
-        self.peak = self._sample()
+        """Peak bytes (`self.peak`) and CPU seconds (`self.cpu_s`) over the block."""
+        self.peak, self._cpu = 0, {}
+        self._sample()
+        before = dict(self._cpu)
         self._stop.clear()
         thread = threading.Thread(target=self._run, daemon=True)
         thread.start()
@@ -98,30 +106,33 @@ class TreeMemory:
         finally:
             self._stop.set()
             thread.join()
+            self._sample()
+            self.cpu_s = sum(t - before.get(pid, 0.0) for pid, t in self._cpu.items())
 
 
 def run_once(db: Path, inputs: list[Path], workers: int
-             ) -> tuple[dict[str, float], dict[str, int], dict[str, str]]:
+             ) -> tuple[dict[str, float], dict[str, tuple[int, float]], dict[str, str]]:
+    """Seconds per stage, (peak bytes, CPU seconds) per stage, and the digests."""
     from pipeline.core.workspace import Workspace
     from pipeline.harc.build import run_trace_checks, table_digest
     from pipeline.ingest import ingest_paths
 
-    times, peaks, memory = {}, {}, TreeMemory()
+    times, peaks, memory = {}, {}, TreeUsage()
     with Workspace(db) as ws:
         t0 = time.perf_counter()
         with memory.measure():
             ingest_paths(ws, inputs, run_id="bench", workers=workers)
-        times["ingest"], peaks["ingest"] = time.perf_counter() - t0, memory.peak
+        times["ingest"], peaks["ingest"] = time.perf_counter() - t0, (memory.peak, memory.cpu_s)
         if any(p.parent.name == "harc" for p in inputs):
             t0 = time.perf_counter()
             with memory.measure():
                 run_trace_checks(ws, workers=workers)
-            times["replay-harc"], peaks["replay-harc"] = time.perf_counter() - t0, memory.peak
+            times["replay-harc"], peaks["replay-harc"] = time.perf_counter() - t0, (memory.peak, memory.cpu_s)
         digests = {name: table_digest(ws.read(sql)) for name, sql in DIGESTED.items() if ws.has_table(name)}
     t0 = time.perf_counter()
     with memory.measure():
         digests["scorecard"] = score_study(inputs[0].parent, workers)
-    times["score"], peaks["score"] = time.perf_counter() - t0, memory.peak
+    times["score"], peaks["score"] = time.perf_counter() - t0, (memory.peak, memory.cpu_s)
     return times, peaks, digests
 
 
@@ -167,28 +178,32 @@ def main() -> None:
                       if f.is_file())
         print(f"inputs: {n_bytes / 1e6:.1f} MB; usable cores here: {default_workers()}")
         results: dict[int, dict[str, float]] = {}
-        peaks: dict[int, dict[str, int]] = {}
+        peaks: dict[int, dict[str, tuple[int, float]]] = {}
         digests = {}
         for n in range(1, args.max_workers + 1):
             results[n], peaks[n], digests[n] = run_once(root / f"w{n}.duckdb", inputs, n)
-            print(f"  {n} worker(s): " + ", ".join(f"{s} {results[n][s]:.2f} s (peak {peaks[n][s] / 1e9:.2f} GB)"
-                                                 for s in results[n]), flush=True)
+            print(f"  {n} worker(s): " + ", ".join(f"{s} {results[n][s]:.2f} s (CPU {peaks[n][s][1]:.1f} s, peak "
+                                                 f"{peaks[n][s][0] / 1e9:.2f} GB)" for s in results[n]), flush=True)
         stages = [s for s in STAGES if s in results[1]]
         differ = sorted({t for d in digests.values() for t in d if d[t] != digests[1].get(t)})
         if differ:
             raise SystemExit(f"tables differ between worker counts: {', '.join(differ)}")
         print("tables identical for every worker count")
-        print(f"{'stage':<14}{'workers':>8}{'seconds':>10}{'speed-up':>10}{'efficiency':>12}{'peak RSS':>11}")
+        print(f"{'stage':<14}{'workers':>8}{'seconds':>10}{'speed-up':>10}{'efficiency':>12}{'CPU s':>9}"
+              f"{'peak RSS':>11}")
         for stage in (*stages, "total"):
             for n, times in results.items():
                 t = sum(times.values()) if stage == "total" else times[stage]
                 base = sum(results[1].values()) if stage == "total" else results[1][stage]
-                peak = max(peaks[n].values()) if stage == "total" else peaks[n][stage]
-                print(f"{stage:<14}{n:>8}{t:>10.2f}{base / t:>9.2f}x{base / t / n:>11.0%}{peak / 1e9:>8.2f} GB")
+                usage = list(peaks[n].values()) if stage == "total" else [peaks[n][stage]]
+                peak, cpu = max(u[0] for u in usage), sum(u[1] for u in usage)
+                print(f"{stage:<14}{n:>8}{t:>10.2f}{base / t:>9.2f}x{base / t / n:>11.0%}{cpu:>9.1f}"
+                      f"{peak / 1e9:>8.2f} GB")
         top = args.max_workers
         stage_text = ", ".join(f"{s} {results[1][s] / results[top][s]:.2f}x" for s in stages)
+        top_peak = max(u[0] for u in peaks[top].values())
         print(f"speed-up at {top} workers: {sum(results[1].values()) / sum(results[top].values()):.2f}x "
-              f"({stage_text}; {sum(results[top].values()):.1f} s, peak RSS {max(peaks[top].values()) / 1e9:.2f} GB)")
+              f"({stage_text}; {sum(results[top].values()):.1f} s, peak RSS {top_peak / 1e9:.2f} GB)")
     finally:
         if args.keep:
             print(f"kept {root}", file=sys.stderr)
