@@ -14,7 +14,7 @@
    the seconds and the peak memory at that count.
 
 A study without H-ARC (`--scale release`, the size of the official ARC-AGI-3 human release: 340 long
-recordings with frames, about 2.6 GB) has no replay-harc stage. No assertion on time (the machines here are
+recordings with frames, about 2.7 GB) has no replay-harc stage. No assertion on time (the machines here are
 shared and noisy):
 
     python benchmarks/scale_speed.py [--max-workers 2] [--scale demo|arc3|large|release] [--study DIR] [--keep]

@@ -52,7 +52,7 @@ SCALES = {
                    harc_scale="paper"),
     # The size of the official ARC-AGI-3 human release, for benchmarking ingest and verified scoring: 85
     # participants x our 4 games = 340 recordings with frames (every step's 64x64 frames), about 210,000
-    # lines and 2.6 GB at seed 0. Attempts are lengthened (3x the calibrated exploration before each level's
+    # lines and 2.7 GB at seed 0. Attempts are lengthened (3x the calibrated exploration before each level's
     # winning line: about 620 lines a recording on average, up to about 2,000) so the files weigh what the
     # release's do; one run per agent; no H-ARC study (the release is ARC-AGI-3 only).
     "release": Scale("release", participants=85, games_per_session=9, human_frames=True, agent_repeats=1,
