@@ -14,8 +14,9 @@ from .common import EXIT_USAGE, SchedulerOption, WorkersOption, fail
 
 def simulate_command(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write the study into.")],
-    scale: Annotated[str, typer.Option(help="demo (seconds), arc3 (the paper's 486 participants) or large "
-                                       "(10x, for benchmarks).")] = "demo",
+    scale: Annotated[str, typer.Option(help="demo (seconds), arc3 (the paper's 486 participants), large "
+                                       "(10x, for benchmarks) or release (340 long recordings with frames, "
+                                       "about 2.7 GB: the size of the official human release).")] = "demo",
     seed: Annotated[int, typer.Option(help="Everything descends from this seed: same seed, same bytes.")] = 0,
     environments: Annotated[Path | None, typer.Option("--environments", help="Games to play (default: the "
                                                       "repository's games/).")] = None,

@@ -6,9 +6,10 @@
 Reading recording files (JSON frames parsed into pixels) and replaying them (the engine steps every action
 again) dominate scoring, and every file is independent: batches of files go to workers, each worker reads its
 files and replays them at once (one parse per file), and only the step and play tables and the `PlayCheck`
-lists come back. Database plays ship their step rows (frame hashes, no pixels). Scoring, cards and tables
-stay in the caller. Results come back in input order, whatever the number of workers or the cluster, so the
-scorecards are byte-identical.
+lists come back. With one worker the files are read and replayed one after the other in this process, the
+same way: a file's pixels live only while it is replayed. Database plays ship their step rows (frame hashes,
+no pixels). Scoring, cards and tables stay in the caller. Results come back in input order, whatever the
+number of workers or the cluster, so the scorecards are byte-identical.
 
 A recording whose replay raises (a bug, a game file that breaks the verifier) is reported, not fatal: each of
 its plays gets status ``not_replayable`` with ``detail`` starting with `REPLAY_FAILED`, and the run goes on. A
@@ -88,7 +89,7 @@ def _read_and_verify_file(path: Path, game_dirs: Sequence[Path], recovered: Mapp
     steps, plays, files, problems = read_recording_files([path])
     checks = {rec.file_id: verify_one(rec, game_dirs, True)
               for rec in recordings_from_tables(steps, plays, files, recovered)}
-    # The parsed file (pixels) stays here: the caller scores from the tables.
+    # The parsed file (pixels) is dropped here, once replayed: the caller scores from the tables.
     return steps, plays, {fid: (ref[0], ref[1]) for fid, ref in files.items()}, problems, checks
 
 
@@ -99,8 +100,12 @@ def _read_and_verify_batch(paths: Sequence[Path], game_dirs: tuple[Path, ...],
         try:
             results.append(_read_and_verify_file(path, game_dirs, recovered))
         except Exception as err:  # this file's failure (read_recording_files reports the expected ones)
-            results.append(f"unreadable: reading failed on a worker: {type(err).__name__}: {err}")
+            results.append(_unreadable(err))
     return results
+
+
+def _unreadable(err: BaseException) -> str:
+    return f"unreadable: reading failed on a worker: {type(err).__name__}: {err}"
 
 
 def _size(path: Path) -> int:
@@ -115,28 +120,31 @@ def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
                     scheduler: str | None = None, progress: Progress | None = None
                     ) -> tuple[pl.DataFrame, pl.DataFrame, dict, list[tuple[Path, str]], list[PlayCheck] | None]:
     """`read_recording_files(paths)` plus the replay checks of every recording read (pass them to
-    `score_recordings(..., checks=)`), with the files read and replayed on workers.
+    `score_recordings(..., checks=)`): each file is read and replayed at once, and only its tables and checks
+    are kept (its frame pixels are let go as soon as it is replayed, so memory does not grow with the files).
 
-    Serially (`workers` 1, or None below `PARALLEL_MIN_BYTES` of files, or a single file) this is
-    `read_recording_files` alone and the checks are None: `score_recordings` replays the parsed files itself."""
+    On workers (`workers` > 1, or None from `PARALLEL_MIN_BYTES` of files on, or `scheduler`) batches of files
+    are read and replayed there; otherwise one file after the other in this process. The checks are None only
+    when the same content was given under two paths (`score_recordings` then replays it itself)."""
     paths = [Path(p) for p in paths]
     dirs = tuple(Path(d) for d in game_dirs)
     recovered = dict(recovered or {})
     sizes = [_size(p) for p in paths]
     if workers is None and scheduler is None:
         workers = default_workers() if sum(sizes) >= PARALLEL_MIN_BYTES else 1
-    if len(paths) <= 1 or (scheduler is None and workers <= 1):
-        return (*read_recording_files(paths), None)
+    per_path: list[FileResult | str | None] = [None] * len(paths)
     with open_executor(workers, scheduler, n_items=len(paths)) as ex:
-        batches = _batches(sizes, ex.n_workers * PIECES_PER_WORKER)
-        per_path: list[FileResult | str | None] = [None] * len(paths)
+        if ex.n_workers <= 1:  # in this process: one file per piece (a progress step each)
+            batches = [[i] for i in range(len(paths))]
+            description = "reading and replaying"
+        else:
+            batches = _batches(sizes, ex.n_workers * PIECES_PER_WORKER)
+            description = f"reading and replaying ({ex.n_workers} workers, {len(batches)} batches)"
         fn = partial(_read_and_verify_batch, game_dirs=dirs, recovered=recovered)
         pieces = ((key, [paths[i] for i in batch]) for key, batch in enumerate(batches))
-        description = f"reading and replaying ({ex.n_workers} workers, {len(batches)} batches)"
         for key, value, error in ex.map_unordered(fn, pieces, progress=progress, description=description):
             for slot, index in enumerate(batches[key]):
-                per_path[index] = (value[slot] if error is None
-                                   else f"unreadable: reading failed on a worker: {type(error).__name__}: {error}")
+                per_path[index] = value[slot] if error is None else _unreadable(error)
     steps_frames, plays_frames, files, problems, checks = [], [], {}, [], {}
     for path, result in zip(paths, per_path, strict=True):
         if isinstance(result, str):
@@ -155,9 +163,10 @@ def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
 
         steps_all, plays_all = empty_frame("core_arc3__steps"), empty_frame("core_arc3__plays")
     else:
-        steps_all, plays_all = pl.concat(steps_frames), pl.concat(plays_frames)
-    # The same content under two paths is one recording read twice, which one worker's replay did not see:
-    # such a recording is replayed again by `score_recordings`.
+        steps_all, plays_all = (pl.concat(steps_frames, how="vertical_relaxed"),
+                                pl.concat(plays_frames, how="vertical_relaxed"))
+    # The same content under two paths is one recording read twice, whose replays were each made alone: such
+    # a recording is replayed again by `score_recordings`.
     ordered = []
     for rec in recordings_from_tables(steps_all, plays_all, files, recovered):
         found = checks.get(rec.file_id, [])

@@ -2,8 +2,10 @@
 
     result = score_recordings(recordings, ScoreRequest(policies, sources, game_dirs), progress=out.track)
 
-1. every recording is replayed (``verify.verify_recording``, fanned out by ``parallel.verify_recordings``: a
-   recording whose replay raises has its plays excluded with the error as reason); a divergent play is
+1. every recording is replayed (``verify.verify_recording``: recording files as they are read, one at a time
+   or on workers, by ``parallel.read_and_verify``, which passes the checks in; database steps fanned out by
+   ``parallel.verify_recordings``; a recording whose replay raises has its plays excluded with the error as
+   reason); a divergent play is
    excluded unless ``trust_recordings``; a play whose actions are unknown is always excluded; an unverified
    one is scored, unless its game is unknown (no game files under ``game_dirs`` and no baseline source knows
    it: most likely a wrong folder or a mistyped game id, whose believable scorecard of zeros would hide the

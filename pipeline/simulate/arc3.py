@@ -31,10 +31,12 @@ import math
 import random
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+import numpy as np
 
 import engine
 from engine.recording import response_to_record
@@ -68,7 +70,7 @@ class Participant:
 
 @dataclass
 class PlayLog:
-    """One first-run play of one game by one participant, as written to disk."""
+    """One first-run play of one game by one participant, as written to disk (`path`)."""
 
     guid: str
     game_id: str
@@ -77,7 +79,8 @@ class PlayLog:
     order_in_session: int
     started_at: datetime
     ended_at: datetime
-    lines: list[dict] = field(default_factory=list)
+    path: Path
+    n_lines: int = 0
     levels_completed: int = 0
     n_actions: int = 0
     gave_up: bool = False
@@ -128,48 +131,103 @@ def _random_action(env: Any, rng: random.Random) -> Action:
     return action, None
 
 
+def _line_json(line: dict) -> str:
+    return json.dumps(line, separators=(", ", ": "))
+
+
+class FramesJson:
+    """The JSON text of a step's frames, byte for byte what ``json.dumps(frames.tolist())`` writes, built from
+    cached row texts: successive frames of a play share most rows, so a long recording with frames is written
+    at the engine's pace rather than the JSON encoder's (encoding 4,096 cells a frame dominated otherwise)."""
+
+    MAX_ROWS = 1 << 16  # cached row texts (a few MB); the cache starts over when full
+
+    def __init__(self) -> None:
+        self._rows: dict[bytes, str] = {}
+
+    def _row(self, row: np.ndarray) -> str:
+        key = row.tobytes()
+        text = self._rows.get(key)
+        if text is None:
+            if len(self._rows) >= self.MAX_ROWS:
+                self._rows.clear()
+            text = self._rows[key] = "[" + ", ".join(map(str, row.tolist())) + "]"
+        return text
+
+    def __call__(self, frames: Sequence[np.ndarray]) -> str:
+        # A row's bytes identify it only together with the dtype and width: both are fixed within a frame.
+        return "[" + ", ".join("[" + ", ".join(self._row(row) for row in np.asarray(frame)) + "]"
+                               for frame in frames) + "]"
+
+
 class _HumanRecorder:
     """Writes the official human-dataset shape: integer ids, `action_input.data` carrying the game id,
-    `full_reset` false (the REST server never passes it on), a trailing scorecard line."""
+    `full_reset` false (the REST server never passes it on), a trailing scorecard line. Each line goes to the
+    file as it is played (a long play with frames is never held in memory)."""
 
-    def __init__(self, play: PlayLog, clock: _Clock, frames: bool = True):
-        self.play, self.clock, self.frames = play, clock, frames
+    def __init__(self, play: PlayLog, clock: _Clock, fh: IO[str], frames: bool = True,
+                 frames_json: FramesJson | None = None):
+        self.play, self.clock, self.fh, self.frames = play, clock, fh, frames
+        self.frames_json = frames_json or FramesJson()
         self.steps: list[StepRecord] = []
 
     def record(self, response: Any, seconds: float) -> None:
-        data = response_to_record(response, include_frames=self.frames, action_ids="int")
+        data = response_to_record(response, include_frames=False, action_ids="int")
         payload = dict(data["action_input"]["data"] or {})
         payload["game_id"] = self.play.game_id
         data["action_input"]["data"] = payload
         data["full_reset"] = False
         ts = self.clock.advance(seconds)
-        self.play.lines.append({"timestamp": ts.isoformat(timespec="microseconds"), "data": data})
+        text = _line_json({"timestamp": ts.isoformat(timespec="microseconds"), "data": data})
+        frames = list(response.frame) if self.frames else None
+        if frames is not None:  # "frame" is the last key of `data`, itself the last key of the line
+            text = f'{text[:-2]}, "frame": {self.frames_json(frames)}}}}}'
+        self._write(text)
         self.steps.append(StepRecord(action_id=int(data["action_input"]["id"]), state=data["state"],
                                      levels_completed=data["levels_completed"], full_reset=False,
                                      win_levels=data["win_levels"],
-                                     frame_count=len(data["frame"]) if self.frames else None,
+                                     frame_count=len(frames) if frames is not None else None,
                                      guid=self.play.guid))
+
+    def _write(self, text: str) -> None:
+        self.fh.write(text + "\n")
+        self.play.n_lines += 1
 
     def finish(self) -> None:
         card = rebuild_card(self.steps, CountingOptions.human_dataset(), self.play.game_id).to_dict()
         won = int("WIN" in card["states"])
         summary = {"won": won, "played": 1, "total_actions": card["total_actions"],
                    "levels_completed": max(card["levels_completed"] or [0]), "cards": {self.play.game_id: card}}
-        self.play.lines.append({"timestamp": self.clock.now.isoformat(timespec="microseconds"), "data": summary})
+        self._write(_line_json({"timestamp": self.clock.now.isoformat(timespec="microseconds"), "data": summary}))
         self.play.n_actions = card["total_actions"]
         self.play.levels_completed = max(card["levels_completed"] or [0])
 
 
-def play_game(spec: GameSpec, person: Participant, rng: random.Random, *, environments_dir: Path,
+def play_game(spec: GameSpec, person: Participant, rng: random.Random, *, environments_dir: Path, human_dir: Path,
               started_at: datetime, session_id: str, order: int, low_effort_budget: int | None = None,
-              frames: bool = True) -> PlayLog:
-    """One participant's first run of one game."""
+              frames: bool = True, exploration: float = 1.0, frames_json: FramesJson | None = None) -> PlayLog:
+    """One participant's first run of one game, written to `human_dir/<game code>/<guid>.recording.jsonl` as it
+    is played. `exploration` scales the random exploration before each level's winning line (1: the paper's
+    calibration; longer attempts above it)."""
     guid = _guid(rng)
-    play = PlayLog(guid, spec.game_id, person.participant_id, session_id, order, started_at, started_at)
+    path = human_dir / spec.game_id.split("-")[0] / f"{guid}.recording.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    play = PlayLog(guid, spec.game_id, person.participant_id, session_id, order, started_at, started_at, path)
     clock = _Clock(started_at)
+    with open(path, "w", encoding="utf-8") as fh:
+        _play(spec, person, rng, play, clock, fh, environments_dir=environments_dir,
+              low_effort_budget=low_effort_budget, frames=frames, exploration=exploration, frames_json=frames_json)
+    play.ended_at = clock.now
+    return play
+
+
+def _play(spec: GameSpec, person: Participant, rng: random.Random, play: PlayLog, clock: _Clock, fh: IO[str], *,
+          environments_dir: Path, low_effort_budget: int | None, frames: bool, exploration: float,
+          frames_json: FramesJson | None) -> None:
+    started_at = play.started_at
     env = engine.make(spec.game_id, environments_dir=environments_dir, only_reset_levels=True,
-                      frames="all" if frames else "none", guid=guid)
-    rec = _HumanRecorder(play, clock, frames)
+                      frames="all" if frames else "none", guid=play.guid)
+    rec = _HumanRecorder(play, clock, fh, frames, frames_json)
     rec.record(env.reset(), rng.uniform(2, 6))
 
     def pause() -> float:
@@ -202,7 +260,8 @@ def play_game(spec: GameSpec, person: Participant, rng: random.Random, *, enviro
                 break
             continue
         difficulty = 1.0 + 0.35 * level
-        n_explore = int(rng.expovariate(1.0) * len(solution) * (0.3 + 2.2 * (1 - person.skill)) * difficulty)
+        n_explore = int(rng.expovariate(1.0) * len(solution) * (0.3 + 2.2 * (1 - person.skill)) * difficulty
+                        * exploration)
         for _ in range(n_explore):
             if elapsed() >= give_up_at:
                 break
@@ -245,8 +304,6 @@ def play_game(spec: GameSpec, person: Participant, rng: random.Random, *, enviro
         if elapsed() >= HARD_CUTOFF_S:
             break
     rec.finish()
-    play.ended_at = clock.now
-    return play
 
 
 def _state(env: Any) -> str:
@@ -261,6 +318,7 @@ class Arc3StudyPlan:
     games_per_session: int = 9
     seed: int = 0
     study_id: str = "arcstudy-synthetic"
+    exploration: float = 1.0
     start: datetime = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
@@ -273,6 +331,7 @@ def simulate_arc3_study(plan: Arc3StudyPlan, games: Sequence[GameSpec], *, envir
     people = make_participants(plan.n_participants, rng, plan.low_effort_share)
     seeds = [rng.getrandbits(64) for _ in people]
     human_dir = out_dir / "human"
+    frames_json = FramesJson()
     participants, sessions, plays_index = [], [], []
     n_plays = n_lines = 0
     iterator = list(zip(people, seeds, strict=True))
@@ -289,15 +348,11 @@ def simulate_arc3_study(plan: Arc3StudyPlan, games: Sequence[GameSpec], *, envir
             if (t - start).total_seconds() > SESSION_LIMIT_S - 5 * 60:
                 break
             budget = prng.randint(4, 22) if person.is_low_effort else None
-            play = play_game(spec, person, prng, environments_dir=environments_dir, started_at=t,
-                             session_id=session_id, order=i, low_effort_budget=budget, frames=frames)
-            path = human_dir / spec.game_id.split("-")[0] / f"{play.guid}.recording.jsonl"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "w", encoding="utf-8") as fh:
-                for line in play.lines:
-                    fh.write(json.dumps(line, separators=(", ", ": ")) + "\n")
+            play = play_game(spec, person, prng, environments_dir=environments_dir, human_dir=human_dir,
+                             started_at=t, session_id=session_id, order=i, low_effort_budget=budget,
+                             frames=frames, exploration=plan.exploration, frames_json=frames_json)
             n_plays += 1
-            n_lines += len(play.lines)
+            n_lines += play.n_lines
             plays_index.append({"guid": play.guid, "session_id": session_id, "participant_id": person.participant_id,
                                 "game_id": spec.game_id, "order_in_session": i, "is_first_run": True})
             t = play.ended_at + timedelta(seconds=prng.uniform(10, 90))

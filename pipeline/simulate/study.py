@@ -37,6 +37,7 @@ class Scale:
     human_frames: bool
     agent_repeats: int
     harc_scale: str | None
+    exploration: float = 1.0  # Arc3StudyPlan.exploration: 1 is the paper's calibration, above it longer attempts
 
 
 SCALES = {
@@ -49,6 +50,13 @@ SCALES = {
     # Ten times the paper, for benchmarks.
     "large": Scale("large", participants=4860, games_per_session=9, human_frames=False, agent_repeats=10,
                    harc_scale="paper"),
+    # The size of the official ARC-AGI-3 human release, for benchmarking ingest and verified scoring: 85
+    # participants x our 4 games = 340 recordings with frames (every step's 64x64 frames), about 210,000
+    # lines and 2.7 GB at seed 0. Attempts are lengthened (3x the calibrated exploration before each level's
+    # winning line: about 620 lines a recording on average, up to about 2,000) so the files weigh what the
+    # release's do; one run per agent; no H-ARC study (the release is ARC-AGI-3 only).
+    "release": Scale("release", participants=85, games_per_session=9, human_frames=True, agent_repeats=1,
+                     harc_scale=None, exploration=3.0),
 }
 
 
@@ -83,7 +91,8 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
     verify_specs(specs, environments_dir)
 
     arc3_dir = out_dir / "arc3"
-    plan = Arc3StudyPlan(n_participants=cfg.participants, games_per_session=cfg.games_per_session, seed=seed)
+    plan = Arc3StudyPlan(n_participants=cfg.participants, games_per_session=cfg.games_per_session, seed=seed,
+                         exploration=cfg.exploration)
     human = simulate_arc3_study(plan, specs, environments_dir=environments_dir, out_dir=arc3_dir,
                                 progress=progress, frames=cfg.human_frames)
 

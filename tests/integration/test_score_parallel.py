@@ -8,7 +8,9 @@ replay on the conformance games.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
+import weakref
 from pathlib import Path
 
 import polars as pl
@@ -135,3 +137,28 @@ def test_a_recording_that_raises_on_a_worker_fails_alone():
     assert all(c.detail.startswith(parallel.REPLAY_FAILED + "ValueError") for c in serial if c.play_id in bad)
     assert {c.status for c in serial if c.play_id not in bad} == {"verified"}
 
+
+
+def test_one_worker_replays_file_by_file_and_keeps_no_pixels(monkeypatch):
+    """Serially, each file is read, replayed and let go: the same tables and checks as reading every file first
+    and replaying the parsed files, without holding any file's frames until scoring ends."""
+    paths = sorted(FIXTURES.glob("*.jsonl"))
+    parsed = []
+    real = parallel.read_recording_files
+
+    def spy(files):
+        result = real(files)
+        parsed.extend(weakref.ref(ref.parsed) for ref in result[2].values() if ref.parsed is not None)
+        return result
+
+    monkeypatch.setattr(parallel, "read_recording_files", spy)
+    steps, plays, files, problems, checks = parallel.read_and_verify(paths, [GAMES], workers=1)
+    gc.collect()
+    assert len(parsed) == len(files) >= 16
+    assert all(ref() is None for ref in parsed), "a parsed file (its pixels) outlived its replay"
+    assert all(getattr(ref, "parsed", None) is None for ref in files.values())
+
+    all_steps, all_plays, all_files, all_problems = read_recording_files(paths)
+    assert steps.equals(all_steps) and plays.equals(all_plays) and problems == all_problems
+    recs = recordings_from_tables(all_steps, all_plays, all_files)
+    assert checks == parallel.verify_recordings(recs, [GAMES], from_file=True, workers=1)

@@ -3,6 +3,7 @@ from the official toolkit's scripted-win recordings in ../shared/samples)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
@@ -121,3 +122,23 @@ def test_agents_play_and_write_both_formats(specs, tmp_path: Path):
         variants = ws.read("SELECT recording_variant, is_action_ids_lost FROM core_arc3__plays ORDER BY 1").rows()
         assert variants == [("benchmarking", False), ("toolkit", False)]
         assert ws.row_count("core_arc3__usage") == len(repo_run.lines) - 1
+
+
+def test_recordings_with_frames_are_canonical_json_and_deterministic(specs, tmp_path: Path):
+    """Lines are streamed with the frames' JSON built from cached row texts: every line must be exactly what
+    json.dumps writes for its content, and longer attempts (exploration) must stay seed-determined."""
+    plan = Arc3StudyPlan(n_participants=2, seed=5, low_effort_share=0.0, exploration=2.0)
+    first = simulate_arc3_study(plan, specs, environments_dir=ENVS, out_dir=tmp_path / "a" / "arc3")
+    simulate_arc3_study(plan, specs, environments_dir=ENVS, out_dir=tmp_path / "b" / "arc3")
+    assert digest_tree(tmp_path / "a" / "arc3") == digest_tree(tmp_path / "b" / "arc3")
+    n_lines = n_frames = 0
+    for rec in sorted((tmp_path / "a" / "arc3" / "human").rglob("*.recording.jsonl")):
+        for text in rec.read_text().splitlines():
+            line = json.loads(text)
+            assert json.dumps(line, separators=(", ", ": ")) == text
+            n_lines += 1
+            n_frames += len(line["data"].get("frame", []))
+    assert n_lines == first["lines"] and n_frames >= n_lines - first["plays"]  # every step has its frames
+    shorter = simulate_arc3_study(dataclasses.replace(plan, exploration=1.0), specs, environments_dir=ENVS,
+                                  out_dir=tmp_path / "c" / "arc3", frames=False)
+    assert shorter["lines"] < first["lines"]
