@@ -61,45 +61,57 @@ def _check_count(name: str, value: Any) -> None:
 class _RowLists:
     """Converts 64x64 int8 frames to nested lists of int like ``ndarray.tolist()``.
 
-    Consecutive frames share most rows; copying a cached row list costs less than converting a
-    row, so only rows that differ from the previous frame are converted.  (On CPython 3.11 even
-    the copy is dominated by reference-count updates on the few small-int objects a frame holds.)
+    A frame repeats the previous one, or is made of rows seen before (backgrounds, walls, the
+    same sprites in other places); copying a ready row list costs a fraction of converting the
+    row.  So the previous frame's rows are kept, and every row ever converted is kept by its 64
+    bytes (shared by all games: a template is never handed out, only copies), and only rows never
+    seen are converted.  (On CPython 3.11 even the copy is dominated by reference-count updates
+    on the few small-int objects a frame holds.)
     """
 
-    __slots__ = ("raw", "words", "templates")
+    __slots__ = ("raw", "templates")
 
     def __init__(self) -> None:
         self.raw: bytes | None = None  # the previous frame's bytes
-        self.words: np.ndarray | None = None  # the same, as 64 rows of 8 uint64 words
-        self.templates: list[list[int]] = []
+        self.templates: list[list[int]] = []  # its rows
+
+    def __reduce__(self) -> tuple:
+        # A cache: copies and pickles of a game start empty (a deep copy of the row lists would
+        # cost 4096 atomic copies, most of a game snapshot's time).
+        return (_RowLists, ())
 
     def convert(self, frame: Any) -> Any:
         if type(frame) is not np.ndarray or frame.dtype != _INT8 or frame.shape != (64, 64) or not frame.flags.c_contiguous:
             return frame.tolist()
         raw = frame.tobytes()
         if raw != self.raw:
-            words = frame.view(_UINT64)
-            previous = self.words
-            if previous is None:
-                templates = frame.tolist()
-            else:
-                # The 8 bools of a row, viewed as one uint64, are non-zero where the row differs.
-                changed = (words != previous).view(_UINT64).ravel().nonzero()[0].tolist()
-                if len(changed) > 40:
-                    templates = frame.tolist()
-                else:
-                    templates = self.templates.copy()
-                    for row, values in zip(changed, frame[changed].tolist(), strict=True):
-                        templates[row] = values
+            # One bytes object per row, in one C call.  (An "S64" item drops trailing zero bytes,
+            # but all rows are 64 bytes long, so equal keys still mean equal rows.)
+            keys = frame.view(_ROW_KEY).ravel().tolist()
+            templates = list(map(_ROWS_GET, keys))
+            if None in templates:
+                if len(_ROWS) > _ROWS_LIMIT:
+                    _ROWS.clear()
+                for index, row in enumerate(templates):
+                    if row is None:
+                        key = keys[index]
+                        row = _ROWS.get(key)  # the same new row twice in one frame
+                        if row is None:
+                            row = _ROWS[key] = frame[index].tolist()
+                        templates[index] = row
             self.raw = raw
-            self.words = words.copy()
             self.templates = templates
         # Private copies: the caller may mutate the lists it gets.
         return list(map(list.copy, self.templates))
 
 
+# Row lists by the row's bytes (as "S64" items), for every game; bounded, clearing only costs
+# reconversion.
+_ROWS: dict[bytes, list[int]] = {}
+_ROWS_GET = _ROWS.get
+_ROWS_LIMIT = 16384
+_ROW_KEY = np.dtype("S64")
 _INT8 = np.dtype(np.int8)
-_UINT64 = np.dtype(np.uint64)
 
 
 class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract methods

@@ -27,6 +27,7 @@ import numpy as np
 
 from . import sprites as _sprites_module
 from .enums import InteractionMode
+from .sprites import changed_indices as _changed_indices
 
 __all__ = ["Camera"]
 
@@ -261,7 +262,7 @@ class Camera:
                 changed = []
             else:
                 stamps = list(map(_stamp_of, sprites))
-                changed = [] if stamps == old_stamps else [i for i, stamp in enumerate(stamps) if stamp != old_stamps[i]]
+                changed = [] if stamps == old_stamps else _changed_indices(stamps, old_stamps)
             for index, raw in state.exposed.items():
                 if index not in changed and sprites[index].__dict__["pixels"].tobytes() != raw:
                     changed.append(index)
@@ -451,10 +452,12 @@ class Camera:
         cls = type(self)
         new = cls.__new__(cls)
         memo[id(self)] = new
+        state: dict[str, Any] = {}
+        new.__dict__ = state  # an assigned dict is a combined table: faster attribute reads
         for key, value in self.__dict__.items():
             if key.startswith("_engine_"):
                 continue  # render caches: rebuilt on first use
-            new.__dict__[key] = copy.deepcopy(value, memo)
+            state[key] = copy.deepcopy(value, memo)
         return new
 
     def __getstate__(self) -> dict[str, Any]:

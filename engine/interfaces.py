@@ -15,7 +15,7 @@ import numpy as np
 
 from . import sprites as _sprites_module
 from .enums import InteractionMode
-from .sprites import Sprite
+from .sprites import Sprite, changed_indices, image_of
 
 __all__ = ["RenderableUserDisplay", "ToggleableUserDisplay"]
 
@@ -37,7 +37,7 @@ class RenderableUserDisplay(ABC):
 
     def draw_sprite(self, frame: np.ndarray, sprite: Sprite, start_x: int, start_y: int) -> np.ndarray:
         """Draw ``sprite``'s rendered cells >= 0 with their top-left at (start_x, start_y), clipped."""
-        image = sprite._engine_image()
+        image = image_of(sprite)
         x0 = max(start_x, 0)
         y0 = max(start_y, 0)
         x1 = min(start_x + image.w, _FRAME)
@@ -142,7 +142,7 @@ class ToggleableUserDisplay(RenderableUserDisplay):
         else:
             stamps = list(map(_stamp_of, overlay.sprites))
             old = overlay.stamps
-            changed = [] if stamps == old else [i for i, stamp in enumerate(stamps) if stamp != old[i]]
+            changed = [] if stamps == old else changed_indices(stamps, old)
         overlay.epoch = epoch
         if overlay.exposed:
             sprites = overlay.sprites
@@ -192,7 +192,7 @@ class _Overlay:
                     pixels = sprite.__dict__["pixels"]
                     if type(pixels) is _NDARRAY:
                         exposed[index] = pixels.tobytes()
-                image = sprite._engine_image()
+                image = image_of(sprite)
                 key = (image.token, sprite.x, sprite.y)
                 if key not in self.cells:
                     if len(self.cells) >= _CACHE_SIZE:

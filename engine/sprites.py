@@ -12,6 +12,9 @@ from __future__ import annotations
 import copy
 import itertools
 import uuid
+from itertools import compress as _compress
+from itertools import count as _count
+from operator import ne as _ne
 from typing import Any
 
 import numpy as np
@@ -229,11 +232,18 @@ _REMAPS_LIMIT = 4096
 
 
 class _SpriteLayout:
-    """The memory layout of ``Sprite`` (its slots, see there).  A bare instance has no
-    ``__setattr__`` override, so copies fill the slots with plain stores and then become a
-    ``Sprite`` by ``__class__`` assignment: several times cheaper than slot descriptor calls."""
+    """The slots of ``Sprite`` (see there).  Its subclasses, ``Sprite`` and ``_SpriteBlank``, add
+    the instance ``__dict__`` themselves (no ``__slots__``), so CPython manages it inline: reads of
+    the state attributes (``_x``, ``_interaction``, ...) are then specialised by the interpreter,
+    about twice as fast as through a ``__dict__`` slot."""
 
-    __slots__ = ("x", "y", "tags", "name", "layer", "_engine_px", "__dict__", "__weakref__")
+    __slots__ = ("x", "y", "tags", "name", "layer", "_engine_px", "_engine_plain")
+
+
+class _SpriteBlank(_SpriteLayout):
+    """Same memory layout as ``Sprite`` without its ``__setattr__``: copies fill the slots with
+    plain stores and then become a ``Sprite`` by ``__class__`` assignment, several times cheaper
+    than slot descriptor calls."""
 
 
 class Sprite(_SpriteLayout):
@@ -266,8 +276,6 @@ class Sprite(_SpriteLayout):
     setter-less property does.
     """
 
-    __slots__ = ()  # see _SpriteLayout
-
     VALID_ROTATIONS = {0, 90, 180, 270}
 
     # Class-level defaults, so objects made without __init__ (subclasses, __new__) stay valid.
@@ -294,7 +302,9 @@ class Sprite(_SpriteLayout):
         tags: list[str] = _SHARED_DEFAULT_TAGS,
     ) -> None:
         global _epoch
-        state = self.__dict__
+        # A combined dict (see _SpriteLayout), keeping what a subclass may have set before.
+        state = dict(self.__dict__)
+        _set_dict(self, state)
         converted = convert_pixels(pixels)
         state["_engine_cache"] = None
         state["_engine_exposed"] = converted is pixels  # an int8 array is kept by reference
@@ -324,6 +334,7 @@ class Sprite(_SpriteLayout):
         _set_name(self, state["_name"])
         _set_layer(self, state["_layer"])
         _set_px(self, converted if state["_engine_exposed"] else None)
+        _set_plain(self, -1)
         _epoch += 1
         self.__dict__["_engine_stamp"] = _epoch
 
@@ -341,7 +352,7 @@ class Sprite(_SpriteLayout):
             if name == "pixels":
                 state["_engine_exposed"] = True  # the assigner still holds the array
         _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
+        state["_engine_stamp"] = _epoch
 
     def __delattr__(self, name: str) -> None:
         global _epoch
@@ -403,7 +414,7 @@ class Sprite(_SpriteLayout):
         state["_engine_exposed"] = True
         state["_engine_stamp"] = _next_stamp()
         self.__dict__["_engine_exposed"] = True
-        new.__dict__.update(state)
+        _set_dict(new, state)
         _sync_slots(new, state)
         return new
 
@@ -448,33 +459,39 @@ class Sprite(_SpriteLayout):
 
     @property
     def width(self) -> int:
-        return self._engine_image().w
+        return image_of(self).w
 
     @property
     def height(self) -> int:
-        return self._engine_image().h
+        return image_of(self).h
 
     # ------------------------------------------------------------------ mutators
+    # set_position and move run in games' inner loops: int() only for what is not an int already
+    # (the same value either way: int(v) is v for an exact int).
     def set_position(self, x: int, y: int) -> Sprite:
         global _epoch
+        if type(x) is not int:
+            x = int(x)
+        if type(y) is not int:
+            y = int(y)
         state = self.__dict__
-        state["_x"] = x = int(x)
-        state["_y"] = y = int(y)
+        state["_x"] = x
+        state["_y"] = y
         _set_x(self, x)
         _set_y(self, y)
         _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
+        state["_engine_stamp"] = _epoch
         return self
 
     def move(self, dx: int, dy: int) -> None:
         global _epoch
         state = self.__dict__
-        state["_x"] = x = state["_x"] + int(dx)
-        state["_y"] = y = state["_y"] + int(dy)
+        state["_x"] = x = state["_x"] + (dx if type(dx) is int else int(dx))
+        state["_y"] = y = state["_y"] + (dy if type(dy) is int else int(dy))
         _set_x(self, x)
         _set_y(self, y)
         _epoch += 1
-        self.__dict__["_engine_stamp"] = _epoch
+        state["_engine_stamp"] = _epoch
 
     def set_rotation(self, rotation: int) -> Sprite:
         normalised = int(rotation) % 360
@@ -573,6 +590,7 @@ class Sprite(_SpriteLayout):
             raise ValueError("Sprite name cannot be empty")
         self.__dict__["_name"] = name
         _set_name(self, name)
+        _set_plain(self, -1)  # any value (see __deepcopy__)
         return self
 
     def color_remap(self, old_color: int | None, new_color: int) -> Sprite:
@@ -609,15 +627,15 @@ class Sprite(_SpriteLayout):
 
     # ------------------------------------------------------------------ queries
     def render(self) -> np.ndarray:
-        return self._engine_image().img.copy()
+        return image_of(self).img.copy()
 
     def collides_with(self, other: Sprite, ignoreMode: bool = False) -> bool:  # noqa: N803 - API name
         return sprites_collide(self, other, ignoreMode)
 
     # ------------------------------------------------------------------ construction helpers
     def merge(self, other: Sprite) -> Sprite:
-        mine = self._engine_image()
-        theirs = other._engine_image()
+        mine = image_of(self)
+        theirs = image_of(other)
         x0 = min(self._x, other._x)
         y0 = min(self._y, other._y)
         x1 = max(self._x + mine.w, other._x + theirs.w)
@@ -703,7 +721,8 @@ class Sprite(_SpriteLayout):
         if rotation not in self.VALID_ROTATIONS:
             raise ValueError(f"Invalid rotation {self.rotation}: must be one of {sorted(self.VALID_ROTATIONS)}")
         new = _new_object(Sprite)
-        new.__dict__.update(
+        _set_dict(
+            new,
             {
                 "_engine_cache": None,
                 "_engine_exposed": False,
@@ -730,33 +749,24 @@ class Sprite(_SpriteLayout):
     def __deepcopy__(self, memo: dict[int, Any]) -> Sprite:
         # Same result as the generic deepcopy (memo-aware, so aliasing between copied sprites is
         # kept), minus the image cache, and several times faster: dc22/ud74-style games deep-copy
-        # the whole sprite list on every move.  The exposure flag is kept: another copied object
-        # may hold the copied array too.
-        # A direct path when every attribute but pixels and tags is immutable.
+        # the whole sprite list on every move, others snapshot whole levels for undo.  The exposure
+        # flag is kept: another copied object may hold the copied array too.
+        # A direct path when every attribute but pixels and tags is immutable (shared as is).
+        # Checking that costs about as much as the rest of the copy, so a sprite remembers the
+        # change stamp at which it last passed (``_engine_plain``): every write from outside the
+        # engine, and every engine write of a value that could be mutable, bumps the stamp.
         state = self.__dict__
-        pixels = state.get("pixels")
-        tags = state.get("_tags")
-        if len(state) != _SPRITE_STATE_SIZE or type(pixels) is not _NDARRAY or type(tags) is not list:
-            return self._engine_deepcopy_generic(memo)
         try:
-            plain = (
-                type(state["_x"]) is int
-                and type(state["_y"]) is int
-                and type(state["_layer"]) is int
-                and type(state["_scale"]) is int
-                and type(state["rotation"]) is int
-                and type(state["_name"]) is str
-                and type(state["_mirror_ud"]) in _IMMUTABLE_TYPES
-                and type(state["_mirror_lr"]) in _IMMUTABLE_TYPES
-                and type(state["_blocking"]) is BlockingMode
-                and type(state["_interaction"]) is InteractionMode
-                and type(state["_engine_stamp"]) is int
-                and type(state["_engine_exposed"]) in _IMMUTABLE_TYPES
-                and "_engine_cache" in state
-            )
-        except KeyError:  # a game replaced standard attributes by others
+            pixels = state["pixels"]
+            tags = state["_tags"]
+            plain = self._engine_plain == state["_engine_stamp"]
+        except (KeyError, AttributeError):  # a game replaced standard attributes by others
             plain = False
         if not plain:
+            if not _plain_state(state):
+                return self._engine_deepcopy_generic(memo)
+            _set_plain(self, state["_engine_stamp"])
+        if type(pixels) is not _NDARRAY or type(tags) is not list:
             return self._engine_deepcopy_generic(memo)
         new_tags = memo.get(id(tags))
         if new_tags is None:
@@ -775,11 +785,13 @@ class Sprite(_SpriteLayout):
         exposed = state["_engine_exposed"]
         new_pixels = memo.get(id(pixels))
         if new_pixels is None:
-            if exposed:
-                new_pixels = pixels.__deepcopy__(memo)
-            else:  # copy-on-write (see the class docstring)
+            if not exposed:  # copy-on-write (see the class docstring)
                 new_pixels = pixels.view()
                 exposed = state["_engine_exposed"] = None
+            elif pixels.dtype.hasobject:
+                new_pixels = pixels.__deepcopy__(memo)
+            else:
+                new_pixels = pixels.copy(order="K")  # what ndarray.__deepcopy__ does for plain dtypes
             memo[id(pixels)] = new_pixels
             keep.append(pixels)
         elif not exposed:
@@ -790,11 +802,10 @@ class Sprite(_SpriteLayout):
         # use (so a stale one is never used), and an unexposed array still matches it.
         _epoch += 1
         copied["_engine_stamp"] = _epoch
-        cls = type(self)
-        if cls is Sprite:
-            return _new_sprite(copied)
-        new = _new_object(cls)
-        new.__dict__.update(copied)
+        if type(self) is Sprite:
+            return _new_sprite(copied, _epoch)  # same kinds of values: plain as well
+        new = _new_object(type(self))
+        _set_dict(new, copied)
         _sync_slots(new, copied)
         return new
 
@@ -835,7 +846,7 @@ class Sprite(_SpriteLayout):
         ):
             state["_engine_cache"] = cache  # same contents, same image (the cache is immutable)
         state["_engine_stamp"] = _next_stamp()
-        new.__dict__.update(state)
+        _set_dict(new, dict(state))
         _sync_slots(new, state)
         return new
 
@@ -845,7 +856,9 @@ class Sprite(_SpriteLayout):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        combined = dict(self.__dict__)
+        combined.update(state)
+        _set_dict(self, combined)
         self.__dict__["_engine_cache"] = None
         self.__dict__.setdefault("_engine_exposed", True)
         _sync_slots(self, self.__dict__)
@@ -854,21 +867,31 @@ class Sprite(_SpriteLayout):
         return f"Sprite(name={self._name!r}, x={self._x}, y={self._y}, layer={self._layer})"
 
 
+# ``sprite._engine_image()`` as a plain function call: method lookups on sprites are not
+# specialised by CPython 3.11 (their instance dicts are materialised), global function calls are.
+image_of = Sprite._engine_image
+
 # State attribute -> the read-only public name whose slot mirrors it (see Sprite).
 _MIRRORED = {"_x": "x", "_y": "y", "_tags": "tags", "_name": "name", "_layer": "layer"}
 _READ_ONLY = frozenset(_MIRRORED.values())
 _SLOT_SETTERS = tuple((source, _SpriteLayout.__dict__[public].__set__) for source, public in _MIRRORED.items())
 _set_x, _set_y, _set_tags, _set_name, _set_layer = (setter for _, setter in _SLOT_SETTERS)
 _set_px = _SpriteLayout.__dict__["_engine_px"].__set__
+_set_plain = _SpriteLayout.__dict__["_engine_plain"].__set__
+# Installs an instance dict without Sprite.__setattr__.  An assigned dict is a combined table, whose
+# attribute reads CPython specialises; the dict it makes itself for a Sprite is a split table
+# (shared keys), whose reads take the generic path at about twice the cost.
+_set_dict = Sprite.__dict__["__dict__"].__set__
 # Attribute written through __setattr__ -> setter of its mirror slot (None: a read-only public name).
 _MIRRORS: dict[str, Any] = {**dict(_SLOT_SETTERS), "pixels": _set_px, **dict.fromkeys(_READ_ONLY)}
 _DELETE_MIRROR = {source: _SpriteLayout.__dict__[public].__delete__ for source, public in _MIRRORED.items()}
 
 
-def _new_sprite(state: dict[str, Any]) -> Sprite:
+def _new_sprite(state: dict[str, Any], plain: int = -1) -> Sprite:
     """A new ``Sprite`` whose ``__dict__`` is ``state`` (not copied; it has every standard
-    attribute), mirror slots filled, without ``Sprite.__setattr__`` or ``__init__``."""
-    new = _new_object(_SpriteLayout)
+    attribute), mirror slots filled, without ``Sprite.__setattr__`` or ``__init__``.  ``plain``:
+    the state's ``_engine_stamp`` if it is known to pass ``_plain_state``."""
+    new = _new_object(_SpriteBlank)
     new.__dict__ = state
     new.x = state["_x"]
     new.y = state["_y"]
@@ -876,8 +899,41 @@ def _new_sprite(state: dict[str, Any]) -> Sprite:
     new.name = state["_name"]
     new.layer = state["_layer"]
     new._engine_px = None
+    new._engine_plain = plain
     new.__class__ = Sprite
     return new
+
+
+def _plain_state(state: dict[str, Any]) -> bool:
+    """Whether a sprite state holds exactly the standard attributes, all of immutable types but
+    ``pixels`` (an ndarray), ``_tags`` (a list) and ``_engine_cache`` (immutable in effect)."""
+    try:
+        return (
+            len(state) == _SPRITE_STATE_SIZE
+            and type(state["pixels"]) is _NDARRAY
+            and type(state["_tags"]) is list
+            and type(state["_x"]) is int
+            and type(state["_y"]) is int
+            and type(state["_layer"]) is int
+            and type(state["_scale"]) is int
+            and type(state["rotation"]) is int
+            and type(state["_name"]) is str
+            and type(state["_mirror_ud"]) in _IMMUTABLE_TYPES
+            and type(state["_mirror_lr"]) in _IMMUTABLE_TYPES
+            and type(state["_blocking"]) is BlockingMode
+            and type(state["_interaction"]) is InteractionMode
+            and type(state["_engine_stamp"]) is int
+            and type(state["_engine_exposed"]) in _IMMUTABLE_TYPES
+            and "_engine_cache" in state
+        )
+    except KeyError:
+        return False
+
+
+def changed_indices(stamps: list, old_stamps: list) -> list[int]:
+    """Indices where two equally long stamp lists differ (C-level iteration: cameras and
+    interfaces run this over every sprite of a level on each frame where something changed)."""
+    return list(_compress(_count(), map(_ne, stamps, old_stamps)))
 
 
 def _sync_slots(sprite: Sprite, state: dict[str, Any]) -> None:
@@ -888,6 +944,7 @@ def _sync_slots(sprite: Sprite, state: dict[str, Any]) -> None:
         if name in state:
             setter(sprite, state[name])
     _set_px(sprite, None)  # filled by the first read of ``pixels``
+    _set_plain(sprite, -1)
 
 
 def _engine_unshare(state: dict[str, Any]) -> None:
@@ -907,8 +964,8 @@ def sprites_collide(a: Sprite, b: Sprite, ignore_mode: bool = False) -> bool:
             return False
         if a._blocking is _NOT_BLOCKED or b._blocking is _NOT_BLOCKED:
             return False
-    ca = a._engine_image()
-    cb = b._engine_image()
+    ca = image_of(a)
+    cb = image_of(b)
     ax, ay, bx, by = a.x, a.y, b.x, b.y
     x0 = ax if ax > bx else bx
     x1 = min(ax + ca.w, bx + cb.w)
@@ -948,12 +1005,14 @@ _OVERLAPS: dict[tuple[int, int, int, int], bool] = {}
 _OVERLAPS_LIMIT = 65536
 
 
-def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
-    """``[o for o in others if sprite.collides_with(o)]`` with the per-``sprite`` work hoisted."""
-    mode = sprite._interaction
-    if (mode is not _TANGIBLE and mode is not _INVISIBLE) or sprite._blocking is _NOT_BLOCKED:
-        return []
-    image = sprite._engine_image()
+def colliding_sprites(sprite: Sprite, others: list[Sprite], ignore_mode: bool = False) -> list[Sprite]:
+    """``[o for o in others if sprite.collides_with(o, ignore_mode)]`` with the per-``sprite`` work
+    hoisted."""
+    if not ignore_mode:
+        mode = sprite._interaction
+        if (mode is not _TANGIBLE and mode is not _INVISIBLE) or sprite._blocking is _NOT_BLOCKED:
+            return []
+    image = image_of(sprite)
     ax0 = sprite.x
     ay0 = sprite.y
     ax1 = ax0 + image.w
@@ -965,20 +1024,21 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite]) -> list[Sprite]:
     for other in others:
         if other is sprite:
             continue
-        mode = other._interaction
-        if (mode is not _TANGIBLE and mode is not _INVISIBLE) or other._blocking is _NOT_BLOCKED:
-            continue
+        if not ignore_mode:
+            mode = other._interaction
+            if (mode is not _TANGIBLE and mode is not _INVISIBLE) or other._blocking is _NOT_BLOCKED:
+                continue
         bx0 = other.x
         by0 = other.y
         if bx0 >= ax1 or by0 >= ay1:
             continue
-        other_image = other._engine_image()
+        other_image = image_of(other)
         if bx0 + other_image.w <= ax0 or by0 + other_image.h <= ay0:
             continue
         if (pixel_perfect or other._blocking is _PIXEL_PERFECT) and (mask is not None or other_image.solid is not None):
             hit = _OVERLAPS.get((token, other_image.token, bx0 - ax0, by0 - ay0))
             if hit is None:
-                hit = sprites_collide(sprite, other)  # computes and remembers it
+                hit = sprites_collide(sprite, other, ignore_mode)  # computes and remembers it
             if not hit:
                 continue
         hits.append(other)

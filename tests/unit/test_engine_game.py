@@ -149,6 +149,21 @@ def test_raw_and_plain_results():  # C46
     assert type(plain.frame[0][0][0]) is int
 
 
+def test_deep_copied_game_plays_on_like_the_original():
+    # Snapshots deep-copy whole games; the copy drops the frame-list cache and must still
+    # produce the same nested-list frames, independently of the original.
+    import copy
+
+    game = Toy()
+    game.perform_action(RESET, raw=False)
+    game.perform_action(act(1), raw=False)
+    snapshot = copy.deepcopy(game)
+    for action in (act(1), RESET, act(2)):
+        mine, theirs = game.perform_action(action, raw=False), snapshot.perform_action(action, raw=False)
+        assert mine.frame == theirs.frame and mine.levels_completed == theirs.levels_completed
+    assert snapshot._engine_rows is not game._engine_rows
+
+
 def test_interfaces_called_once_per_frame():  # C47
     class Paint(RenderableUserDisplay):
         def __init__(self, color):

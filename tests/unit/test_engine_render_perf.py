@@ -156,3 +156,27 @@ def test_toggleable_overlay_matches_naive_drawing(pairs, operations):
         result = display.render_interface(frame)
         assert result is frame, op
         assert np.array_equal(result, naive_overlay(display._sprite_pairs, base.copy())), op
+
+
+# Frames built from a few rows (with trailing zeros, so "S64" keys that drop them are exercised),
+# in sequences that repeat frames, reuse rows elsewhere and bring new ones.
+frame_rows = st.lists(
+    st.lists(st.sampled_from([0, 0, 0, 1, 5, -1, 127, -128]), min_size=64, max_size=64), min_size=1, max_size=4
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(frame_rows, st.lists(st.lists(st.integers(0, 3), min_size=64, max_size=64), min_size=1, max_size=6))
+def test_frame_lists_equal_tolist_and_are_private(palette, choices):
+    from engine.base_game import _RowLists
+
+    converter = _RowLists()
+    for choice in choices:
+        frame = np.array([palette[index % len(palette)] for index in choice], dtype=np.int8)
+        lists = converter.convert(frame)
+        assert lists == frame.tolist()
+        assert all(type(value) is int for value in lists[0])
+        lists[0][0] = 99  # the caller owns its lists: nothing cached may change
+        lists[1].append(3)
+    again = converter.convert(frame)
+    assert again == frame.tolist()

@@ -106,6 +106,29 @@ def test_deepcopy_keeps_aliasing_and_copies_game_attributes():
 
 
 @pytest.mark.parametrize(
+    "write",
+    [
+        lambda sprite: setattr(sprite, "_mirror_ud", [True]),
+        lambda sprite: setattr(sprite, "_x", [3]),
+        lambda sprite: sprite.set_mirror_lr([True]),
+        lambda sprite: sprite.set_name(["named"]),
+    ],
+)
+def test_deepcopy_sees_mutable_values_written_after_an_earlier_copy(write):
+    # Sprites remember that their state was checked plain (all immutable but pixels and tags);
+    # any later write of a mutable value must send the next copy through the general path.
+    sprite = plain([[1]])
+    copy.deepcopy(sprite)
+    copy.deepcopy(copy.deepcopy(sprite))  # copies of copies are remembered as plain too
+    write(sprite)
+    copied = copy.deepcopy(sprite)
+    before = {key: value for key, value in sprite.__dict__.items() if type(value) is list}
+    after = {key: copied.__dict__[key] for key in before}
+    assert after == before and all(after[key] is not before[key] for key in before)
+    assert len(before) == 2  # the tags and the written value
+
+
+@pytest.mark.parametrize(
     "pixels",
     [
         np.array([[1, 2, -1], [3, 1, -2]], dtype=np.int8),
@@ -127,12 +150,15 @@ def test_color_remap_matches_np_where(pixels, old, new):
         result[0, 0] = 99  # private: later remaps of the same content are unaffected
 
 
-def naive_collides(a, b):
-    """spec §3.8 from scratch: both collidable and blocking, then bounding boxes, then cells."""
+def naive_collides(a, b, ignore_mode=False):
+    """spec §3.8 from scratch: both collidable and blocking (unless ``ignore_mode``), then bounding
+    boxes, then cells."""
     collidable = (InteractionMode.TANGIBLE, InteractionMode.INVISIBLE)
-    if a is b or a.interaction not in collidable or b.interaction not in collidable:
+    if a is b:
         return False
-    if BlockingMode.NOT_BLOCKED in (a.blocking, b.blocking):
+    if not ignore_mode and (a.interaction not in collidable or b.interaction not in collidable):
+        return False
+    if not ignore_mode and BlockingMode.NOT_BLOCKED in (a.blocking, b.blocking):
         return False
     cells_a = {(a.x + c, a.y + r): v for r, row in enumerate(a.render().tolist()) for c, v in enumerate(row)}
     cells_b = {(b.x + c, b.y + r): v for r, row in enumerate(b.render().tolist()) for c, v in enumerate(row)}
@@ -160,10 +186,13 @@ def test_collisions_match_the_spec_across_moves(specs, moves):
     sprites = [Sprite(p, x=x, y=y, blocking=blocking, interaction=mode, rotation=turn) for p, x, y, blocking, mode, turn in specs]
     for index, dx, dy in [(0, 0, 0), *moves]:
         sprites[index % len(sprites)].move(dx, dy)
+        level = Level(sprites)
         for a in sprites:
-            expected = [b for b in sprites if naive_collides(a, b)]
-            assert [b for b in sprites if a.collides_with(b)] == expected
-            assert colliding_sprites(a, sprites) == expected
+            for ignore_mode in (False, True):
+                expected = [b for b in sprites if naive_collides(a, b, ignore_mode)]
+                assert [b for b in sprites if a.collides_with(b, ignore_mode)] == expected
+                assert colliding_sprites(a, sprites, ignore_mode) == expected
+                assert level.collides_with(a, ignore_mode) == expected
 
 
 @pytest.mark.parametrize("blocking", [BlockingMode.PIXEL_PERFECT, BlockingMode.BOUNDING_BOX])

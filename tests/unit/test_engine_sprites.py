@@ -277,3 +277,21 @@ def test_render_matches_a_naive_renderer_under_random_mutations():
             sprite.pixels = np.array([[rng.randrange(-1, 5) for _ in range(cols)] for _ in range(rows)], dtype=np.int8)
         expected = naive_render(sprite.pixels, sprite.rotation, sprite.mirror_ud, sprite.mirror_lr, sprite.scale)
         assert grid(sprite) == expected
+
+
+class Tile(Sprite):
+    def __init__(self, kind):
+        self.kind = kind
+        super().__init__([[1, 2]], name="tile", x=1)
+        self.visits = [0]
+
+
+def test_subclass_attributes_survive_construction_and_copies():
+    # The constructor installs a fresh instance dict; attributes a subclass sets before calling
+    # it, and after, must stay, and copies must carry them.
+    tile = Tile("door")
+    assert (tile.kind, tile.visits, tile.x, tile._x) == ("door", [0], 1, 1)
+    tile._x = 4
+    for other in (copy.copy(tile), copy.deepcopy(tile), pickle.loads(pickle.dumps(tile))):
+        assert type(other) is Tile and (other.kind, other.visits, other.x, other._x) == ("door", [0], 4, 4)
+        assert other.render().tolist() == [[1, 2]]
