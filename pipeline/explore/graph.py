@@ -407,19 +407,23 @@ def explore_level(
         session.restore(snap)
         key_v = graph.keys[v]
         targets = action_targets(session, actions_at.pop(v), click_rule, include_undo)
-        if snap.game[0] == "live":
+        # A held game is detached again and kept as the node's state: its targets step copies of it
+        # (``keep``), and the last target that needs a fresh game steps the game itself.
+        live = snap.game[0] == "live"
+        dirty = False
+        if live:
             held_live -= 1
-            snap = None
             if len(targets) > 1:
-                snap = session.snapshot()
-                graph.n_snapshots += 1
+                snap = session.detach()
+                dirty = True
         else:
             graph.n_restores += 1
-        dirty = False
-        for t in targets:
+        last = len(targets) - 1
+        for i, t in enumerate(targets):
             if dirty:
-                session.restore(snap)
-                graph.n_restores += 1
+                keep = live and i < last
+                session.restore(snap, keep=keep)
+                graph.n_restores += keep or not live
             try:
                 result = session.step(t.action_id, t.data)
             except Exception as err:  # noqa: BLE001 - a crashing game is a finding, not a tool failure
