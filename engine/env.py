@@ -184,7 +184,8 @@ def _frozen(value: tuple, memo: dict[int, Any]) -> bool:
 
 
 def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
-    """``copy.deepcopy(value, memo)`` with fast paths for builtin containers of plain data."""
+    """``copy.deepcopy(value, memo)`` with fast paths for builtin containers of plain data (frozensets
+    of atomic values are shared rather than rebuilt: equal, immutable, only ``is`` could tell)."""
     kind = type(value)
     if kind in _ATOMIC or type(kind) is enum.EnumType:
         return value
@@ -193,6 +194,9 @@ def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
         return found
     if kind is tuple:
         return value if _frozen(value, memo) else copy.deepcopy(value, memo)
+    if kind is frozenset and all(type(item) in _ATOMIC for item in value):
+        # Immutable and holding nothing to copy: deepcopy would build an equal set; share it.
+        return value
     if kind is list:
         items = value[:]
         memo[id(value)] = items  # before the items: recursive lists refer to their copy
@@ -200,7 +204,7 @@ def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
             if type(item) not in _ATOMIC:
                 items[i] = _copy_value(item, memo)
         return items
-    if kind is dict and all(type(key) in _ATOMIC for key in value):
+    if kind is dict and all(type(key) in _ATOMIC or (type(key) is tuple and _frozen(key, memo)) for key in value):
         out = value.copy()
         memo[id(value)] = out
         for key, item in out.items():
