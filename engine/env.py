@@ -168,18 +168,28 @@ _ATOMIC = frozenset({type(None), int, float, bool, complex, str, bytes, range, t
                      types.BuiltinFunctionType, type(Ellipsis), type(NotImplemented)})
 
 
-def _frozen(value: tuple, memo: dict[int, Any]) -> bool:
+# Tuples known to be frozen (below), by id.  Holding the tuple keeps its id from being reused, and a
+# tuple's contents never change, so an entry stays true; bounded, clearing only costs rechecks.
+_FROZEN: dict[int, tuple] = {}
+_FROZEN_LIMIT = 1 << 16
+
+
+def _frozen(value: tuple) -> bool:
     """True if the tuple ``value`` holds only atomic values and such tuples, at any depth: deepcopy
-    returns it as it is.  Recorded in the memo (as deepcopy's own answer), so a tuple shared by many
-    places (a history of states, say) is checked once per copy."""
+    returns it as it is.  Remembered across copies (``_FROZEN``): games that keep histories of
+    their states copy the same tuples again and again."""
+    if _FROZEN.get(id(value)) is value:
+        return True
     for item in value:
         kind = type(item)
         if kind in _ATOMIC:
             continue
-        if kind is tuple and (memo.get(id(item)) is item or _frozen(item, memo)):
+        if kind is tuple and _frozen(item):
             continue
         return False
-    memo[id(value)] = value
+    if len(_FROZEN) >= _FROZEN_LIMIT:
+        _FROZEN.clear()
+    _FROZEN[id(value)] = value
     return True
 
 
@@ -193,7 +203,7 @@ def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
     if found is not None:
         return found
     if kind is tuple:
-        return value if _frozen(value, memo) else copy.deepcopy(value, memo)
+        return value if _frozen(value) else copy.deepcopy(value, memo)
     if kind is frozenset and all(type(item) in _ATOMIC for item in value):
         # Immutable and holding nothing to copy: deepcopy would build an equal set; share it.
         return value
@@ -204,7 +214,7 @@ def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
             if type(item) not in _ATOMIC:
                 items[i] = _copy_value(item, memo)
         return items
-    if kind is dict and all(type(key) in _ATOMIC or (type(key) is tuple and _frozen(key, memo)) for key in value):
+    if kind is dict and all(type(key) in _ATOMIC or (type(key) is tuple and _frozen(key)) for key in value):
         out = value.copy()
         memo[id(value)] = out
         for key, item in out.items():

@@ -126,3 +126,15 @@ def test_deepcopy_game_keeps_deepcopys_sharing_and_copies_mutables() -> None:
         assert copied.kind is GameAction.ACTION1 and copied.n == 7
     assert new.frozen is frozen and new.history[0] is frozen and new.d[1] is frozen  # immutable: shared, as deepcopy does
     assert reference.frozen is frozen
+
+
+def test_deepcopy_game_remembers_frozen_tuples_but_copies_tuples_holding_mutables() -> None:
+    from engine.env import _deepcopy_game
+
+    obj = _Plain()
+    inner = [1]
+    obj.__dict__.update(frozen=(1, (2, "x")), thawed=(1, (2, inner)))
+    for _ in range(2):  # the second copy answers from the remembered tuples
+        new = _deepcopy_game(obj)
+        assert new.frozen is obj.frozen
+        assert new.thawed is not obj.thawed and new.thawed[1][1] == [1] and new.thawed[1][1] is not inner
