@@ -138,3 +138,32 @@ def test_deepcopy_game_remembers_frozen_tuples_but_copies_tuples_holding_mutable
         new = _deepcopy_game(obj)
         assert new.frozen is obj.frozen
         assert new.thawed is not obj.thawed and new.thawed[1][1] == [1] and new.thawed[1][1] is not inner
+
+
+@pytest.mark.parametrize("game_id", GAME_IDS)
+def test_game_copies_start_from_the_originals_frame_cache_and_render_like_pickles(game_id: str) -> None:
+    import copy
+
+    env = GameEnv(resolve(game_id, GAMES_DIR))
+    rng = random.Random(11)
+    env.start_level(len(env.game._levels) // 2)
+    for _ in range(6):
+        action, data = random_action(env, rng)
+        env.step(action, data)
+        if env.state.name in ("WIN", "GAME_OVER"):
+            env.start_level(len(env.game._levels) // 2)
+    saved = env.snapshot(global_rng=False)
+    copied = copy.deepcopy(env.game)
+    composite = copied._camera.__dict__.get("_engine_composite")
+    assert composite is not None  # carried over, drawn from the copy's own sprites
+    copied_ids = {id(s) for level in copied._levels for s in level._sprites}
+    assert all(id(s) in copied_ids for s in composite.sprites)
+    env.restore(saved)
+    for _ in range(10):
+        action, data = random_action(env, rng)
+        a = env.step(action, data)
+        b = copied._engine_perform(env.game._action, True, "all")
+        assert len(frames_of(a)) == len(frames_of(b))
+        assert all(np.array_equal(x, y) for x, y in zip(frames_of(a), frames_of(b), strict=True))
+        if env.state.name in ("WIN", "GAME_OVER"):
+            break
