@@ -91,6 +91,7 @@ class _Composite:
 
 _layer_of = attrgetter("layer")
 _stamp_of = attrgetter("_engine_stamp")
+_PLAIN_VALUES = frozenset({int, bool, str, float, type(None)})
 _copyto = np.copyto
 
 
@@ -457,7 +458,8 @@ class Camera:
         for key, value in self.__dict__.items():
             if key.startswith("_engine_"):
                 continue  # render caches: rebuilt on first use
-            state[key] = copy.deepcopy(value, memo)
+            # Position, size and colours are plain ints: what deepcopy returns for them is themselves.
+            state[key] = value if type(value) in _PLAIN_VALUES else copy.deepcopy(value, memo)
         # Unless the sprites were copied first (a whole game copy): then the copy starts from the
         # current frame's cache, redrawn from the copied sprites (see _translated_composite).
         composite = _translated_composite(self.__dict__.get("_engine_composite"), memo)
