@@ -8,14 +8,16 @@ same run on the same machine:
 * raw steps/s: ``perform_action(..., raw=True)`` on one live game, uniformly random available
   actions, restarting the level after WIN/GAME_OVER (what the engine can do without branching);
 * explorer: states/s and transitions/s of ``explore_level`` (BFS over reused states: queued nodes keep
-  their live game, restores carry the render caches over; see ``pipeline.explore.graph``);
+  their live game and their targets step deep copies of it, restores carry the render caches over;
+  see ``pipeline.explore.graph``);
 * the cost of the explorer's primitives, timed separately per call: snapshot (pickle), restore
-  (unpickle), state key (sha256 of the frame), and a step right after a restore.
+  (unpickle), copy (a deep copy of a held game: ``restore(..., keep=True)``), state key (sha256 of
+  the frame), and a step right after a restore.
 
 Rates are CPU time (``time.process_time``: the machine is shared). The ratio "explorer transitions/s /
-raw steps/s" shows what branching costs: per transition the explorer pays an unpickle (except for a
-node's first target and after self-loops), a step on the restored copy, a state key and, per expanded
-node, a snapshot and its click partition. The last line is that ratio per game (the headline).
+raw steps/s" shows what branching costs: per transition the explorer pays a copy of the node (except
+for a node's last target and after self-loops; an unpickle for nodes held as pickles), a step on the
+copy, a state key and, per expanded node, its click partition. The last line is that ratio per game (the headline).
 Machines are noisy: nothing here asserts on time.
 """
 
@@ -68,6 +70,13 @@ def primitives(session: Session, level: int, repeat: int = 200) -> dict[str, flo
     for _ in range(repeat):
         session.restore(snap)
     out["restore_ms"] = (time.process_time() - t0) / repeat * 1e3
+    session.restore(snap)
+    held = session.detach()
+    t0 = time.process_time()
+    for _ in range(repeat):
+        session.restore(held, keep=True)
+    out["copy_ms"] = (time.process_time() - t0) / repeat * 1e3
+    session.restore(held)
     t0 = time.process_time()
     for _ in range(repeat):
         session.state_key()
@@ -130,12 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         print(headline)
         return 0
     head = (f"{'game':15s} {'lvl':>3s} {'states':>7s} {'states/s':>9s} {'trans/s':>9s} {'raw steps/s':>11s} "
-            f"{'ratio':>6s} {'snap ms':>8s} {'restore':>8s} {'key ms':>7s} {'cold step':>9s} {'warm step':>9s}")
+            f"{'ratio':>6s} {'snap ms':>8s} {'restore':>8s} {'copy ms':>8s} {'key ms':>7s} {'cold step':>9s} {'warm step':>9s}")
     print(head)
     for r in rows:
         print(f"{r['game_id']:15s} {r['level']:3d} {r['states']:7d} {r['states_per_s']:9.0f} "
               f"{r['transitions_per_s']:9.0f} {r['raw_steps_per_s']:11.0f} {r['explorer_over_raw']:6.2f} "
-              f"{r['snapshot_ms']:8.3f} {r['restore_ms']:8.3f} {r['state_key_ms']:7.3f} {r['cold_step_ms']:9.3f} "
+              f"{r['snapshot_ms']:8.3f} {r['restore_ms']:8.3f} {r['copy_ms']:8.3f} {r['state_key_ms']:7.3f} {r['cold_step_ms']:9.3f} "
               f"{r['warm_step_ms']:9.3f}")
     print(headline)
     return 0

@@ -91,6 +91,7 @@ class _Composite:
 
 _layer_of = attrgetter("layer")
 _stamp_of = attrgetter("_engine_stamp")
+_PLAIN_VALUES = frozenset({int, bool, str, float, type(None)})
 _copyto = np.copyto
 
 
@@ -457,7 +458,14 @@ class Camera:
         for key, value in self.__dict__.items():
             if key.startswith("_engine_"):
                 continue  # render caches: rebuilt on first use
-            state[key] = copy.deepcopy(value, memo)
+            # Position, size and colours are plain ints: what deepcopy returns for them is themselves.
+            state[key] = value if type(value) in _PLAIN_VALUES else copy.deepcopy(value, memo)
+        # Unless the sprites were copied first (a whole game copy): then the copy starts from the
+        # current frame's cache, redrawn from the copied sprites (see _translated_composite).
+        composite = _translated_composite(self.__dict__.get("_engine_composite"), memo)
+        if composite is not None:
+            state["_engine_composite"] = composite
+            state["_engine_pool"] = {composite.params: composite}
         return new
 
     def __getstate__(self) -> dict[str, Any]:
@@ -473,6 +481,39 @@ def _box(image: Any, x: int, y: int, scale: int) -> tuple:
     else:
         source, mask = image.scaled(scale)
     return (x, y, x + image.w, y + image.h, source, mask, image)
+
+
+def _translated_composite(state: _Composite | None, memo: dict[int, Any]) -> _Composite | None:
+    """For a deep copy (``memo``) that has already copied every sprite ``state`` was drawn from: a
+    copy of ``state`` that refers to those copies, so the copied camera's next frame patches what
+    changed instead of rebuilding.  Deep copies have the same pixels, positions, layers and (shared)
+    image caches as their originals; a sprite changed since the frame was drawn gets a stamp that
+    matches nothing, so the next pass redraws it.  None when there is nothing exact to carry over."""
+    if state is None or state.stamps is None or state.exposed is None:
+        return None
+    sprites = []
+    for sprite in state.sprites:
+        copied = memo.get(id(sprite))
+        if copied is None:
+            return None
+        sprites.append(copied)
+    new = _Composite.__new__(_Composite)
+    for name in _Composite.__slots__:
+        setattr(new, name, getattr(state, name))
+    new.canvas = state.canvas.copy()  # redraws write into it
+    new.sprites = sprites
+    new.stamps = [
+        copied._engine_stamp if sprite._engine_stamp == stamp else -1
+        for sprite, copied, stamp in zip(state.sprites, sprites, state.stamps, strict=True)
+    ]
+    new.epoch = -1  # compare stamps on the next pass
+    new.entries = state.entries[:]
+    new.boxes = state.boxes[:]
+    new.layers = state.layers[:]
+    new.slots = state.slots[:]
+    new.exposed = dict(state.exposed)
+    new.backed = dict(state.backed)
+    return new
 
 
 def _patch(state: _Composite, sprites: list, changed: list) -> list | None:

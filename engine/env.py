@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import copy
 import copyreg
+import enum
 import hashlib
 import inspect
 import io
 import pickle
 import random
 import sys
+import types
 import uuid
 import weakref
 from collections.abc import Iterable, Mapping
@@ -142,6 +144,101 @@ def _is_pending_lazy(level: Any) -> bool:
         # own (CPython); one more means the game keeps the level somewhere else too
         and sys.getrefcount(level) <= 4
     )
+
+
+def _default_deepcopy(cls: type) -> bool:
+    """True when ``copy.deepcopy`` copies instances of ``cls`` the default way: a new
+    ``cls.__new__(cls)`` whose ``__dict__`` is updated with a deep copy of the original's."""
+    obj = object
+    return (
+        cls.__reduce_ex__ is obj.__reduce_ex__
+        and cls.__reduce__ is obj.__reduce__
+        and getattr(cls, "__getstate__", obj.__getstate__) is obj.__getstate__
+        and not hasattr(cls, "__setstate__")
+        and not hasattr(cls, "__deepcopy__")
+        and not hasattr(cls, "__getnewargs_ex__")
+        and not hasattr(cls, "__getnewargs__")
+        and cls.__new__ is obj.__new__
+        and not copyreg._slotnames(cls)
+    )
+
+
+# Values ``copy.deepcopy`` returns as they are (its atomic types; enum members copy to themselves).
+_ATOMIC = frozenset({type(None), int, float, bool, complex, str, bytes, range, type, types.FunctionType,
+                     types.BuiltinFunctionType, type(Ellipsis), type(NotImplemented)})
+
+
+# Tuples known to be frozen (below), by id.  Holding the tuple keeps its id from being reused, and a
+# tuple's contents never change, so an entry stays true; bounded, clearing only costs rechecks.
+_FROZEN: dict[int, tuple] = {}
+_FROZEN_LIMIT = 1 << 16
+
+
+def _frozen(value: tuple) -> bool:
+    """True if the tuple ``value`` holds only atomic values and such tuples, at any depth: deepcopy
+    returns it as it is.  Remembered across copies (``_FROZEN``): games that keep histories of
+    their states copy the same tuples again and again."""
+    if _FROZEN.get(id(value)) is value:
+        return True
+    for item in value:
+        kind = type(item)
+        if kind in _ATOMIC:
+            continue
+        if kind is tuple and _frozen(item):
+            continue
+        return False
+    if len(_FROZEN) >= _FROZEN_LIMIT:
+        _FROZEN.clear()
+    _FROZEN[id(value)] = value
+    return True
+
+
+def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy(value, memo)`` with fast paths for builtin containers of plain data (frozensets
+    of atomic values are shared rather than rebuilt: equal, immutable, only ``is`` could tell)."""
+    kind = type(value)
+    if kind in _ATOMIC or type(kind) is enum.EnumType:
+        return value
+    found = memo.get(id(value))
+    if found is not None:
+        return found
+    if kind is tuple:
+        return value if _frozen(value) else copy.deepcopy(value, memo)
+    if kind is frozenset and all(type(item) in _ATOMIC for item in value):
+        # Immutable and holding nothing to copy: deepcopy would build an equal set; share it.
+        return value
+    if kind is list:
+        items = value[:]
+        memo[id(value)] = items  # before the items: recursive lists refer to their copy
+        for i, item in enumerate(items):
+            if type(item) not in _ATOMIC:
+                items[i] = _copy_value(item, memo)
+        return items
+    if kind is dict and all(type(key) in _ATOMIC or (type(key) is tuple and _frozen(key)) for key in value):
+        out = value.copy()
+        memo[id(value)] = out
+        for key, item in out.items():
+            if type(item) not in _ATOMIC:
+                out[key] = _copy_value(item, memo)
+        return out
+    return copy.deepcopy(value, memo)
+
+
+def _deepcopy_game(game: Any) -> Any:
+    """``copy.deepcopy(game)`` with ``_copy_value``'s fast paths for the game's own attributes
+    (ints, strings, tuples, lists and dicts of them are most of a game's state, and the generic
+    deepcopy visits every item through its dispatch; tuples it even visits once per reference).
+    Same memo discipline, so shared and recursive references come out as deepcopy makes them;
+    games that customise copying take ``copy.deepcopy`` itself."""
+    cls = type(game)
+    state = getattr(game, "__dict__", None)
+    if type(state) is not dict or not _default_deepcopy(cls):
+        return copy.deepcopy(game)
+    new = object.__new__(cls)
+    memo: dict[int, Any] = {id(game): new}
+    memo[id(memo)] = [game]  # copy.deepcopy's keep-alive list
+    new.__dict__.update(_copy_value(state, memo))
+    return new
 
 
 def _move_render_caches(source: Any, target: Any) -> None:
@@ -332,17 +429,10 @@ class GameEnv:
         pickler.dump(obj)
         return buffer.getvalue()
 
-    def snapshot(self, *, global_rng: bool = True) -> Snapshot:
-        """Save the game (levels, camera, interfaces, every game attribute) and, unless
-        ``global_rng=False`` (saving them costs about as much as a small game), the Python/numpy
-        global RNGs (some games draw from them).
-
-        Not copied but shared: the pristine level templates (the engine only ever clones them),
-        lazily cloned levels nobody has touched yet (restored as new lazy clones of the same
-        template) and levels declared with ``share_levels``.  The game is pickled when possible
-        (fast), deep-copied otherwise.
-        """
-        game = self.game
+    def _save_game(self, game: ARCBaseGame, *, pickled: bool) -> tuple[tuple[str, Any], dict[int, tuple[str, Any]]]:
+        """``game`` saved as ("pickle", bytes) or ("copy", a deep copy), without the levels that
+        snapshots share (see ``snapshot``), and those levels as index -> ("shared", Level) or
+        ("lazy", template)."""
         clean, levels = game._engine_clean_levels, game._levels
         held: dict[int, tuple[str, Any]] = {}
         detached = levels
@@ -359,18 +449,31 @@ class GameEnv:
         game._engine_clean_levels, game._levels = None, detached
         try:
             saved: tuple[str, Any] | None = None
-            if self._pickles:
+            if pickled:
                 try:
                     saved = ("pickle", self._pickle(game))
                 except Exception:  # noqa: BLE001 - any pickling failure falls back to deepcopy
                     self._pickles = False
             if saved is None:
-                saved = ("copy", copy.deepcopy(game))
+                saved = ("copy", _deepcopy_game(game))
         finally:
             game._engine_clean_levels, game._levels = clean, levels
+        return saved, held
+
+    def snapshot(self, *, global_rng: bool = True) -> Snapshot:
+        """Save the game (levels, camera, interfaces, every game attribute) and, unless
+        ``global_rng=False`` (saving them costs about as much as a small game), the Python/numpy
+        global RNGs (some games draw from them).
+
+        Not copied but shared: the pristine level templates (the engine only ever clones them),
+        lazily cloned levels nobody has touched yet (restored as new lazy clones of the same
+        template) and levels declared with ``share_levels``.  The game is pickled when possible
+        (fast), deep-copied otherwise.
+        """
+        saved, held = self._save_game(self.game, pickled=self._pickles)
         return Snapshot(
             game=saved,
-            clean_levels=clean,
+            clean_levels=self.game._engine_clean_levels,
             levels=held,
             last_response=self.last_response,
             steps=self.steps,
@@ -378,7 +481,14 @@ class GameEnv:
             numpy_rng=np.random.get_state() if global_rng else None,
         )
 
-    def restore(self, snapshot: Snapshot, *, restore_global_rng: bool = True, reuse_render_caches: bool = False) -> None:
+    def restore(
+        self,
+        snapshot: Snapshot,
+        *,
+        restore_global_rng: bool = True,
+        reuse_render_caches: bool = False,
+        keep: bool = False,
+    ) -> None:
         """Return to ``snapshot``.  ``game`` becomes a new object (references to the old one keep
         the old state).  The global RNGs are restored too if the snapshot saved them, unless
         ``restore_global_rng=False``.
@@ -386,20 +496,28 @@ class GameEnv:
         ``reuse_render_caches=True`` moves the outgoing game's camera render caches to the restored
         game (see ``_move_render_caches``): the first frame after the restore then redraws only what
         differs from the outgoing game's last frame instead of composing the scene from scratch.
-        Frames are the same either way; the outgoing game keeps its state but renders cold."""
+        Frames are the same either way; the outgoing game keeps its state but renders cold.
+
+        ``keep=True`` on a snapshot from ``detach`` restores a deep copy of the detached game (sharing
+        what ``snapshot`` shares) and leaves the snapshot restorable: a branching search steps copies
+        of a state it holds and hands the game itself to its last branch, with no snapshot taken."""
         kind, payload = snapshot.game
+        held = snapshot.levels
         if kind == "live":
             if not payload:
                 raise RuntimeError("a detached snapshot can be restored only once")
-            game = payload.pop()
+            if keep:
+                (_, game), held = self._save_game(payload[0], pickled=False)
+            else:
+                game = payload.pop()
         else:
-            game = pickle.loads(payload) if kind == "pickle" else copy.deepcopy(payload)
+            game = pickle.loads(payload) if kind == "pickle" else _deepcopy_game(payload)
         if reuse_render_caches:
             _move_render_caches(self.game, game)
         game._engine_clean_levels = snapshot.clean_levels
-        if snapshot.levels:
+        if held:
             levels = game._levels
-            for j, (how, level) in snapshot.levels.items():
+            for j, (how, level) in held.items():
                 levels[j] = level if how == "shared" else Level._engine_lazy_clone(level)
         self.game = game
         self.detached = False

@@ -56,9 +56,11 @@ def copy_data(value: Any, memo: dict[int, Any] | None = None) -> Any:
             for key, item in value.items():
                 out[key if type(key) in _ATOMS else copy.deepcopy(key, memo)] = copy_data(item, memo)
             return out
-        out_list: list[Any] = []
+        out_list: list[Any] = value[:]
         memo[id(value)] = out_list
-        out_list.extend(copy_data(item, memo) for item in value)
+        for i, item in enumerate(out_list):
+            if type(item) not in _ATOMS:
+                out_list[i] = copy_data(item, memo)
         return out_list
     if kind is tuple and all(type(item) in _ATOMS for item in value):
         return value
@@ -268,10 +270,8 @@ class Level:
             elif key == "_engine_order":
                 # The stale order is observable (Q4), so it is copied along with the sprites.
                 state[key] = None if value is None else [_deepcopy_sprite(s, memo) for s in value]
-            elif key == "_data":
+            else:  # _data and the rest: copy_data is copy.deepcopy with fast paths for plain data
                 state[key] = copy_data(value, memo)
-            else:
-                state[key] = copy.deepcopy(value, memo)
         return new
 
     def __repr__(self) -> str:

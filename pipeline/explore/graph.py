@@ -15,8 +15,9 @@ Algorithm
    nodes are never expanded.
 
 States are reused, not rebuilt: a queued node keeps the very game object that reached it (handed
-over uncopied, up to ``LIVE_GAMES`` at a time, else pickled), so expanding it needs no restore: it
-is pickled once as the starting point of its other targets and steps its first target itself.
+over uncopied, up to ``LIVE_GAMES`` at a time, else pickled), so expanding it needs no snapshot:
+its targets step deep copies of it (``Session.restore(..., keep=True)``; a copy starts from the
+held game's frame cache) and the last target that needs a fresh game steps the held game itself.
 Every restore hands the camera's render caches on from the outgoing game, so the next frame
 redraws only what differs. The graph is the one a naive explorer builds that restores a fresh copy
 before every transition (tests/unit/test_explore_reuse.py).
@@ -369,8 +370,8 @@ def explore_level(
         return NORMAL
 
     # A queued node holds the game that reached it, handed over uncopied (``Session.detach``) while
-    # fewer than LIVE_GAMES are held, else a pickled snapshot.  Expanding a held game costs no
-    # restore: it is pickled once (its siblings' starting point) and steps its first target itself.
+    # fewer than LIVE_GAMES are held, else a pickled snapshot.  Expanding a held game takes no
+    # snapshot: its targets step copies of it and the last one steps the game itself.
     held_live = 0
 
     def hold(u: int) -> None:
@@ -407,19 +408,23 @@ def explore_level(
         session.restore(snap)
         key_v = graph.keys[v]
         targets = action_targets(session, actions_at.pop(v), click_rule, include_undo)
-        if snap.game[0] == "live":
+        # A held game is detached again and kept as the node's state: its targets step copies of it
+        # (``keep``), and the last target that needs a fresh game steps the game itself.
+        live = snap.game[0] == "live"
+        dirty = False
+        if live:
             held_live -= 1
-            snap = None
             if len(targets) > 1:
-                snap = session.snapshot()
-                graph.n_snapshots += 1
+                snap = session.detach()
+                dirty = True
         else:
             graph.n_restores += 1
-        dirty = False
-        for t in targets:
+        last = len(targets) - 1
+        for i, t in enumerate(targets):
             if dirty:
-                session.restore(snap)
-                graph.n_restores += 1
+                keep = live and i < last
+                session.restore(snap, keep=keep)
+                graph.n_restores += keep or not live
             try:
                 result = session.step(t.action_id, t.data)
             except Exception as err:  # noqa: BLE001 - a crashing game is a finding, not a tool failure

@@ -172,7 +172,8 @@ class Session:
         something before the next step."""
         return self.env.detach()
 
-    def restore(self, snap: Snapshot) -> None:
+    def restore(self, snap: Snapshot, *, keep: bool = False) -> None:
         """Return to ``snap``, starting the camera from the outgoing game's render caches (the
-        explorer restores between sibling states, whose frames differ in a few cells)."""
-        self.env.restore(snap, reuse_render_caches=True)
+        explorer restores between sibling states, whose frames differ in a few cells).
+        ``keep=True`` on a detached snapshot plays a copy and keeps the snapshot (``GameEnv.restore``)."""
+        self.env.restore(snap, reuse_render_caches=True, keep=keep)
