@@ -29,24 +29,21 @@ NODE_KINDS = ("start", "visited", "incorrect", "correct")
 
 def task_traces(actions: pl.DataFrame) -> Iterator[tuple[str, str, list[list[dict[str, Any]]]]]:
     """(task_id, task_split, traces) per task in task_id order; each trace a list of rows in action_number
-    order with the keys build_state_graph reads."""
+    order with the keys build_state_graph reads. Rows become dicts one task at a time (memory stays flat)."""
     ordered = analysis_actions(actions).select(GRAPH_COLUMNS).sort("task_id", "participant_id", "action_number")
-    tasks, people, splits = (ordered[c].to_list() for c in ("task_id", "participant_id", "task_split"))
     rows = ordered.select(pl.format("{}_{}", pl.col("participant_id"), pl.col("task_id")).alias("joint_id_task"),
                           pl.col("task_id").alias("task_name"), "action", pl.col("is_solved").alias("solved"),
-                          "test_output_grid").to_dicts()
-    start = 0
-    while start < len(rows):
-        task = tasks[start]
-        traces: list[list[dict[str, Any]]] = []
-        end = start
-        while end < len(rows) and tasks[end] == task:
-            trace_start = end
-            while end < len(rows) and tasks[end] == task and people[end] == people[trace_start]:
-                end += 1
-            traces.append(rows[trace_start:end])
-        yield task, splits[start], traces
-        start = end
+                          "test_output_grid")
+    bounds = (ordered.with_row_index("__row").group_by("task_id", "participant_id", maintain_order=True)
+              .agg(pl.col("task_split").first(), pl.col("__row").first().alias("__start"), pl.len().alias("__n")))
+    task_start = 0
+    for (task,), traces in bounds.group_by("task_id", maintain_order=True):
+        n_task_rows = int(traces["__n"].sum())
+        task_rows = rows.slice(task_start, n_task_rows).to_dicts()
+        offsets = (traces["__start"] - task_start).to_list()
+        lengths = traces["__n"].to_list()
+        yield task, traces["task_split"][0], [task_rows[o:o + n] for o, n in zip(offsets, lengths, strict=True)]
+        task_start += n_task_rows
 
 
 def graph_row(task_id: str, split: str, graph: StateGraph, n_rows: int) -> dict[str, Any]:
