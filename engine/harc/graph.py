@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .grid import GridFormatError, format_grid, parse_grid
+from .grid import GridFormatError, format_grid, is_grid_string, parse_grid
 
 SKIPPED_ACTIONS = frozenset(
     {
@@ -182,6 +182,8 @@ def _trace_id(rows: Sequence[Mapping[str, Any]], position: int) -> str:
 def _grid_key(row: Mapping[str, Any], trace_id: str, row_index: int) -> str:
     """The row's grid string, validated; a well-formed grid string is its own canonical form."""
     text = row.get("test_output_grid")
+    if is_grid_string(text):
+        return text
     try:
         return format_grid(parse_grid(text))
     except GridFormatError as exc:

@@ -23,6 +23,16 @@ class GridFormatError(ValueError):
     """A grid string or grid value is malformed; the message says exactly what is wrong."""
 
 
+def is_grid_string(text: object) -> bool:
+    """Whether ``text`` is a well-formed grid string (exactly what :func:`parse_grid` accepts), without
+    building the array: such a string is its own canonical form, ``format_grid(parse_grid(text)) == text``."""
+    if type(text) is not str or not _WELL_FORMED.fullmatch(text):
+        return False
+    pieces = text[1:-1].split("|")
+    width = len(pieces[0])
+    return len(pieces) <= MAX_SIDE and width <= MAX_SIDE and all(len(p) == width for p in pieces)
+
+
 def parse_grid(text: str) -> Grid:
     """Parse a grid string such as ``"|077|777|077|"`` into an H x W uint8 array.
 

@@ -34,16 +34,22 @@ def task_traces(actions: pl.DataFrame) -> Iterator[tuple[str, str, list[list[dic
     rows = ordered.select(pl.format("{}_{}", pl.col("participant_id"), pl.col("task_id")).alias("joint_id_task"),
                           pl.col("task_id").alias("task_name"), "action", pl.col("is_solved").alias("solved"),
                           "test_output_grid")
-    bounds = (ordered.with_row_index("__row").group_by("task_id", "participant_id", maintain_order=True)
-              .agg(pl.col("task_split").first(), pl.col("__row").first().alias("__start"), pl.len().alias("__n")))
-    task_start = 0
-    for (task,), traces in bounds.group_by("task_id", maintain_order=True):
-        n_task_rows = int(traces["__n"].sum())
-        task_rows = rows.slice(task_start, n_task_rows).to_dicts()
-        offsets = (traces["__start"] - task_start).to_list()
-        lengths = traces["__n"].to_list()
-        yield task, traces["task_split"][0], [task_rows[o:o + n] for o, n in zip(offsets, lengths, strict=True)]
-        task_start += n_task_rows
+    traces = ordered.group_by("task_id", "participant_id", maintain_order=True).agg(
+        pl.col("task_split").first(), pl.len().alias("n_rows"))
+    tasks, splits, lengths = (traces[c].to_list() for c in ("task_id", "task_split", "n_rows"))
+    row_start = trace = 0
+    while trace < len(tasks):  # traces are grouped by task: one task's rows are contiguous
+        task, end = tasks[trace], trace
+        while end < len(tasks) and tasks[end] == task:
+            end += 1
+        task_rows = rows.slice(row_start, sum(lengths[trace:end])).to_dicts()
+        offset, task_traces_ = 0, []
+        for n in lengths[trace:end]:
+            task_traces_.append(task_rows[offset:offset + n])
+            offset += n
+        yield task, splits[trace], task_traces_
+        row_start += offset
+        trace = end
 
 
 def graph_row(task_id: str, split: str, graph: StateGraph, n_rows: int) -> dict[str, Any]:
