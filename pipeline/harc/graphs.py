@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from engine.harc import StateGraph, build_state_graph
+from engine.harc import GRAPH_SKIPPED_ACTIONS, StateGraph, build_state_graph, is_grid_string
 from pipeline.harc.accuracy import PT, analysis_actions, release_frame
 from pipeline.harc.errors import grid_shape, normalized_edit_distance
 
@@ -65,7 +65,45 @@ def graph_row(task_id: str, split: str, graph: StateGraph, n_rows: int) -> dict[
 
 
 def state_graph_table(actions: pl.DataFrame, progress=None) -> pl.DataFrame:
-    """out_harc__task_state_graphs rows (without release_generation), one per task."""
+    """out_harc__task_state_graphs rows (without release_generation), one per task.
+
+    The counts of engine.harc.build_state_graph over task_traces (graph_row), computed set-wise on the whole
+    frame: nodes are a task's distinct grids, edges its distinct (previous grid, grid) pairs of consecutive
+    non-skipped rows of a trace with different grids, correct / incorrect states the grids of submit rows with
+    is_solved true / not true. A malformed grid raises as build_state_graph does (the engine path runs then).
+    `progress` is accepted for the callers' sake; the computation is one step."""
+    rows = (analysis_actions(actions).select(GRAPH_COLUMNS).sort("task_id", "participant_id", "action_number")
+            .with_columns(pl.col("action").is_in(list(GRAPH_SKIPPED_ACTIONS)).fill_null(False).alias("skipped")))
+    grids = rows.filter(~pl.col("skipped"))["test_output_grid"].unique()
+    if grids.null_count() or not all(is_grid_string(g) for g in grids.to_list()):
+        return _state_graph_table_by_engine(actions, progress)  # raises on the malformed grid
+    kept = rows.filter(~pl.col("skipped")).with_columns(
+        pl.col("test_output_grid").shift(1).over("task_id", "participant_id").alias("previous"))
+    grid, submit = pl.col("test_output_grid"), pl.col("action") == "submit"
+    per_task = kept.group_by("task_id").agg(
+        grid.n_unique().alias("n_unique_states"),
+        pl.struct("previous", "test_output_grid").filter(pl.col("previous").is_not_null()
+                                                         & (pl.col("previous") != grid))
+        .n_unique().alias("n_state_transitions"),
+        grid.filter(submit & pl.col("is_solved").fill_null(False)).n_unique().alias("n_correct_states"),
+        grid.filter(submit & ~pl.col("is_solved").fill_null(False)).n_unique().alias("n_incorrect_states"))
+    per_trace = rows.group_by("task_id", "participant_id").agg(
+        pl.col("task_split").first(), pl.len().alias("n_rows"),
+        grid.filter(~pl.col("skipped")).n_unique().alias("n_states"))
+    per_trace_task = per_trace.group_by("task_id").agg(
+        pl.len().alias("n_traces"), pl.col("n_rows").sum().alias("n_action_rows"),
+        (pl.col("n_states").sum() / pl.len()).alias("mean_unique_states_per_trace"))
+    splits = rows.group_by("task_id", maintain_order=True).agg(pl.col("task_split").first())
+    table = (splits.join(per_trace_task, on="task_id", how="left").join(per_task, on="task_id", how="left")
+             .with_columns(pl.col("n_unique_states", "n_state_transitions", "n_correct_states",
+                                  "n_incorrect_states").fill_null(0))
+             .sort("task_id"))
+    return release_frame("out_harc__task_state_graphs", table)
+
+
+def _state_graph_table_by_engine(actions: pl.DataFrame, progress=None) -> pl.DataFrame:
+    """state_graph_table through engine.harc.build_state_graph, task by task (the reference the set-wise
+    computation is tested against; used when a grid is malformed, to raise the engine's error)."""
     n_tasks = analysis_actions(actions)["task_id"].n_unique()
     items = task_traces(actions)
     if progress:
