@@ -268,6 +268,7 @@ class Editor:
     def test_input(self, value: Grid) -> None:
         self._test_input = as_grid(value)
         self._test_input_text = format_grid(self._test_input)  # logged on every row: format once
+        self._test_input_size = grid_size(self._test_input)
 
     @property
     def grid_string(self) -> str:
@@ -622,7 +623,7 @@ class Editor:
 
     def _log(self, action: str, *, x: int | None = None, y: int | None = None, select_loc=None) -> Row:
         self.action_count += 1
-        in_h, in_w = grid_size(self.test_input)
+        in_h, in_w = self._test_input_size
         row: Row = {
             "action_id": self.action_count,
             "attempt_number": self.attempt,
