@@ -232,7 +232,11 @@ def check_actions(actions: pl.DataFrame, previous: Mapping[tuple[str, str, str],
     key: build_jobs + check_traces, a chunk of whole traces at a time (serially, on `workers` local processes or
     on the Dask cluster at `scheduler`). The result depends neither on `workers` nor on the chunking."""
     answers = answers or {}
-    ordered = actions.select(ACTION_COLUMNS).sort(*KEY, "action_number")
+    ordered = actions.select(ACTION_COLUMNS)
+    order = ordered.select(*KEY, "action_number")
+    if not order.equals(order.sort(*KEY, "action_number")):  # events read in trace order need no sorted copy
+        ordered = ordered.sort(*KEY, "action_number")
+    del order
     # Enough chunks to keep every worker busy to the end, none larger than rows_per_chunk.
     n_chunks = max(1, -(-ordered.height // rows_per_chunk), 8 * workers if workers > 1 or scheduler else 1)
     pieces = []

@@ -199,3 +199,12 @@ def test_state_graph_table_raises_on_a_malformed_grid_as_the_engine_does():
                                        .otherwise(pl.col("test_output_grid")).alias("test_output_grid"))
     with pytest.raises(ValueError, match="malformed test_output_grid"):
         graphs.state_graph_table(bad)
+
+
+def test_check_actions_does_not_depend_on_row_order_or_chunking():
+    df = pl.concat([core_rows(WORKED_CSV, participant=p, number=n) for p, n in (("p1", 2), ("p2", 1), ("p3", 3))])
+    previous = {("osf-current", "p1", "x0000000"): (PREV, "previous_task")}
+    in_order = trace_checks.check_actions(df, previous)
+    shuffled = trace_checks.check_actions(df.sample(fraction=1.0, shuffle=True, seed=1), previous, rows_per_chunk=7)
+    assert in_order.equals(shuffled) and in_order.height == 3
+    assert in_order.equals(trace_checks.check_traces(trace_checks.build_jobs(df, previous)))
