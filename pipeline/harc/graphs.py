@@ -72,11 +72,16 @@ def state_graph_table(actions: pl.DataFrame, progress=None) -> pl.DataFrame:
     non-skipped rows of a trace with different grids, correct / incorrect states the grids of submit rows with
     is_solved true / not true. A malformed grid raises as build_state_graph does (the engine path runs then).
     `progress` is accepted for the callers' sake; the computation is one step."""
-    rows = (analysis_actions(actions).select(GRAPH_COLUMNS).sort("task_id", "participant_id", "action_number")
-            .with_columns(pl.col("action").is_in(list(GRAPH_SKIPPED_ACTIONS)).fill_null(False).alias("skipped")))
-    grids = rows.filter(~pl.col("skipped"))["test_output_grid"].unique()
+    skipped = pl.col("action").is_in(list(GRAPH_SKIPPED_ACTIONS)).fill_null(False)
+    grids = analysis_actions(actions.select("test_output_grid", "action", "is_tutorial", "task_number")).filter(
+        ~skipped)["test_output_grid"].unique()
     if grids.null_count() or not all(is_grid_string(g) for g in grids.to_list()):
         return _state_graph_table_by_engine(actions, progress)  # raises on the malformed grid
+    # Grids as categories: every step below then moves 4-byte codes, never copies of the grid strings.
+    rows = (analysis_actions(actions.select(*GRAPH_COLUMNS, "is_tutorial", "task_number")
+                             .with_columns(pl.col("test_output_grid").cast(pl.Categorical)))
+            .select(GRAPH_COLUMNS).sort("task_id", "participant_id", "action_number")
+            .with_columns(skipped.alias("skipped")))
     kept = rows.filter(~pl.col("skipped")).with_columns(
         pl.col("test_output_grid").shift(1).over("task_id", "participant_id").alias("previous"))
     grid, submit = pl.col("test_output_grid"), pl.col("action") == "submit"
