@@ -8,14 +8,20 @@ workload). The synthetic H-ARC study generator (pipeline/simulate/harc.py, `simu
 present (--generator auto/simulate: its paper design scaled to --participants, current release only); this
 file's own editor-driven generator is the fallback (--generator editor).
 
-Stages, each timed (wall clock, this process; replay on --workers processes):
+Stages, each run as the CLI runs it (its own `python -m pipeline.cli` process, --workers as given) and timed:
   generate   write data.csv and the ARC task JSON files (not part of the pipeline, reported for context)
-  ingest     arcstudy ingest of data.csv and the task files
+  ingest     arcstudy ingest of the study folder (data.csv and the task files)
   replay     arcstudy replay-harc (all traces)
   analyses   arcstudy harc-analyses (every table, 1,000 bound simulations, figures), with its own stage split
 
+Per stage: wall seconds, CPU seconds (the stage's process and the worker processes it reaped: the fairer
+figure on a loaded machine), the largest single-process RSS, and the peak memory of the stage's whole process
+tree (sum of proportional set sizes, sampled every 50 ms, workers included). The last line is the headline: end-to-end seconds against the
+30 s goal, ingest's share, and the pipeline's peak RSS (the largest tree of any stage) against 1.5 GB.
+
     .venv/bin/python benchmarks/harc_speed.py                       # paper scale, 2 workers
     .venv/bin/python benchmarks/harc_speed.py --participants 200    # quick look
+    .venv/bin/python benchmarks/harc_speed.py --workers 1           # serial, no Dask
 
 No assertion on time: machines here are noisy. Prints what dominates.
 """
@@ -26,10 +32,13 @@ import argparse
 import csv
 import hashlib
 import json
+import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -228,6 +237,68 @@ def _generate(root: Path, args: argparse.Namespace) -> dict[str, int]:
     return write_study(root, seed=args.seed, n_training=n_training, n_evaluation=n_evaluation, n_ten_task=n_ten)
 
 
+GOAL_S = 30.0
+GOAL_RSS_MB = 1536
+
+
+def run_stage(args: list[str]) -> dict[str, float]:
+    """Run `python -m pipeline.cli <args>` and measure it: wall and CPU seconds, largest process RSS (MB, from
+    wait4: the process and the descendants it reaped) and the peak memory of its process tree (sum of PSS, sampled)."""
+    import psutil
+
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "--plain", *args], env=env, cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    peak_tree = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        try:
+            root = psutil.Process(proc.pid)
+        except psutil.NoSuchProcess:
+            return
+        while not done.is_set():
+            total = 0
+            try:
+                for p in [root, *root.children(recursive=True)]:
+                    try:  # PSS: a child forked to exec git would otherwise count its parent's pages twice
+                        total += p.memory_full_info().pss
+                    except (psutil.NoSuchProcess, psutil.AccessDenied):
+                        pass
+            except psutil.NoSuchProcess:
+                break
+            peak_tree[0] = max(peak_tree[0], total)
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    output = proc.stdout.read().decode("utf-8", "replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    if proc.returncode != 0:
+        print(output)
+        raise SystemExit(f"stage {args[0]} failed with exit code {proc.returncode}")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024,
+            "tree_mb": peak_tree[0] / 2**20}
+
+
+def run_notes(db: Path, command: str) -> dict:
+    """The manifest notes of the last run of `command` recorded in the database."""
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        row = con.execute("SELECT manifest_json FROM runs WHERE command LIKE ? ORDER BY started_at DESC LIMIT 1",
+                          [f"%{command}%"]).fetchone()
+    finally:
+        con.close()
+    return json.loads(row[0]).get("notes", {}) if row else {}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--participants", type=int, default=N_TRAINING + N_EVALUATION)
@@ -240,60 +311,44 @@ def main() -> None:
                     "kept earlier is reused: the study is not generated again)")
     args = ap.parse_args()
 
-    from pipeline.core.console import out
-    from pipeline.core.workspace import Workspace
-    from pipeline.harc.build import run_analyses, run_trace_checks
-    from pipeline.ingest import ingest_paths
-
-    out.set_plain(True)
     root = args.keep or Path(tempfile.mkdtemp(prefix="harc_speed_"))
     root.mkdir(parents=True, exist_ok=True)
-    stages: dict[str, float] = {}
+    stages: dict[str, dict[str, float]] = {}
     try:
         if (root / "files").is_dir():  # --keep of an earlier run: same study, no regeneration
             print(f"reusing the study in {root / 'files'}")
         else:
             t0 = time.perf_counter()
             counts = _generate(root / "files", args)
-            stages["generate (not pipeline)"] = time.perf_counter() - t0
-            print(f"study: {counts}")
+            generated = time.perf_counter() - t0
+            print(f"study: {counts}; generated in {generated:.1f} s (not part of the pipeline)")
         db = root / "harc.duckdb"
         db.unlink(missing_ok=True)
-        files = sorted(p for p in (root / "files").rglob("*") if p.is_file())
-        csvs = [p for p in files if p.suffix == ".csv"]
-        others = [p for p in files if p.suffix != ".csv"]
-        with Workspace(db) as ws:
-            ingest: dict[str, float] = {}
-            n_files = n_quarantined = 0
-            for label, group in ((f"{len(csvs)} H-ARC CSV files", csvs), (f"{len(others)} ARC task files", others)):
-                t0 = time.perf_counter()
-                report = ingest_paths(ws, group, run_id="bench") if group else None
-                ingest[label] = time.perf_counter() - t0
-                if report is not None:
-                    n_files += len(report.files)
-                    n_quarantined += report.n_quarantined
-            stages["ingest"] = sum(ingest.values())
-            print(f"ingest: {n_files} files, {n_quarantined} quarantined, "
-                  f"{ws.row_count('core_harc__actions'):,} action rows; sub-stages {_fmt(ingest)}")
-            t0 = time.perf_counter()
-            checks = run_trace_checks(ws, workers=args.workers)
-            stages["replay"] = time.perf_counter() - t0
-            print(f"replay: {checks.counts} sub-stages {_fmt(checks.timings)}")
-            t0 = time.perf_counter()
-            analyses = run_analyses(ws, seed=args.seed, n_simulations=args.simulations, out_dir=root / "out")
-            stages["analyses"] = time.perf_counter() - t0
-            print(f"analyses: sub-stages {_fmt(analyses.timings)}")
-            acc = analyses.tables["out_harc__split_accuracy"].filter(
-                analyses.tables["out_harc__split_accuracy"]["max_attempts"] == 3)
-            print(acc.select("task_split", "n_tasks", "mean_task_accuracy").to_dicts())
-        total = sum(v for k, v in stages.items() if "not pipeline" not in k)
-        print("\nstage                     seconds   share of pipeline")
-        for name, secs in stages.items():
-            share = "" if "not pipeline" in name else f"{100 * secs / total:5.1f} %"
-            print(f"{name:24s} {secs:8.1f}   {share}")
-        print(f"{'pipeline total':24s} {total:8.1f}")
-        top = max((k for k in stages if "not pipeline" not in k), key=stages.get)
-        print(f"dominant stage: {top}")
+        workers = ["--workers", str(args.workers)]
+        print(f"load average before: {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+        stages["ingest"] = run_stage(["ingest", "--db", str(db), *workers, str(root / "files")])
+        stages["replay"] = run_stage(["replay-harc", "--db", str(db), *workers])
+        replay = run_notes(db, "replay-harc")
+        print(f"replay: {replay.get('counts')} sub-stages {_fmt(replay.get('timings_s', {}))}")
+        stages["analyses"] = run_stage(["harc-analyses", "--db", str(db), "--seed", str(args.seed),
+                                        "--simulations", str(args.simulations), "--out", str(root / "out")])
+        print(f"analyses: sub-stages {_fmt(run_notes(db, 'harc-analyses').get('timings_s', {}))}")
+        print(f"load average after: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+        total = sum(st["wall"] for st in stages.values())
+        print("\nstage        wall s   share    CPU s   max process RSS MB   peak tree PSS MB")
+        for name, st in stages.items():
+            print(f"{name:10s} {st['wall']:8.1f} {100 * st['wall'] / total:6.1f} % {st['cpu']:8.1f} "
+                  f"{st['rss_mb']:20.0f} {st['tree_mb']:18.0f}")
+        print(f"{'total':10s} {total:8.1f}          {sum(st['cpu'] for st in stages.values()):8.1f}")
+        after_ingest = stages["replay"]["wall"] + stages["analyses"]["wall"]
+        print(f"dominant stage: {max(stages, key=lambda k: stages[k]['wall'])}; replay + analyses "
+              f"{after_ingest:.1f} s")
+        peak = max(st["tree_mb"] for st in stages.values())
+        print(f"H-ARC end to end at {args.participants} participants, {args.workers} worker(s): {total:.1f} s "
+              f"(goal {GOAL_S:.0f} s: {'met' if total <= GOAL_S else 'not met'}, {total / GOAL_S:.2f}x), ingest "
+              f"{100 * stages['ingest']['wall'] / total:.0f} % of it; peak RSS {peak:.0f} MB "
+              f"(goal {GOAL_RSS_MB} MB: {'met' if peak <= GOAL_RSS_MB else 'not met'})")
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

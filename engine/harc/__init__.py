@@ -25,6 +25,7 @@ from .editor import (
     OpaqueSnapshotError,
     judge_submission,
 )
+from .graph import SKIPPED_ACTIONS as GRAPH_SKIPPED_ACTIONS
 from .graph import StateEdge, StateGraph, StateNode, build_state_graph
 from .grid import (
     MAX_SIDE,
@@ -34,6 +35,7 @@ from .grid import (
     flood_fill,
     format_grid,
     grid_size,
+    is_grid_string,
     parse_grid,
     resized,
     zeros,
@@ -53,6 +55,7 @@ EVALUATION_TUTORIAL_ANSWER = "|626262|262626|"
 
 __all__ = [
     "EVALUATION_TUTORIAL_ANSWER",
+    "GRAPH_SKIPPED_ACTIONS",
     "KNOWN_ACTIONS",
     "LOCATIONS",
     "MAX_ATTEMPTS",
@@ -81,6 +84,7 @@ __all__ = [
     "flood_fill",
     "format_grid",
     "grid_size",
+    "is_grid_string",
     "judge_submission",
     "parse_grid",
     "replay_participant",

@@ -160,6 +160,10 @@ class Editor:
         self.writing = False
         self.action_count = 0
         self.log: list[Row] = []
+        # The grid string of the array `_text_of` (formatted once per grid, patched by edit): every logged
+        # row carries it. Any assignment of a new array to `grid` invalidates it by identity.
+        self._text: str = ""
+        self._text_of: Grid | None = None
 
     # ------------------------------------------------------------------ task start and state
 
@@ -264,10 +268,14 @@ class Editor:
     def test_input(self, value: Grid) -> None:
         self._test_input = as_grid(value)
         self._test_input_text = format_grid(self._test_input)  # logged on every row: format once
+        self._test_input_size = grid_size(self._test_input)
 
     @property
     def grid_string(self) -> str:
-        return format_grid(self.grid)
+        if self._text_of is not self.grid:
+            self._text = format_grid(self.grid)
+            self._text_of = self.grid
+        return self._text
 
     @property
     def undo_depth(self) -> int:
@@ -290,6 +298,9 @@ class Editor:
             )
         self._push()
         self.grid[row, col] = self.symbol
+        if self._text_of is self.grid:  # patch the one digit rather than format the grid again
+            at = 1 + row * (self.grid.shape[1] + 1) + col
+            self._text = self._text[:at] + "0123456789"[self.symbol] + self._text[at + 1:]
         return self._log("edit", x=row, y=col)
 
     def floodfill(self, row: int, col: int) -> Row:
@@ -377,6 +388,7 @@ class Editor:
         self._push()
         for r, c in targets:
             self.grid[r, c] = symbol
+        self._text_of = None
         return self._log("select_change_color")
 
     def palette_action(self) -> str:
@@ -467,6 +479,7 @@ class Editor:
             dest_r, dest_c = r - min_r + x, c - min_c + y
             if dest_r < height and dest_c < width:
                 self.grid[dest_r, dest_c] = s
+        self._text_of = None
         self.highlight = Highlight("test_output", ((x, y),))
         return self._log("select_paste", x=x, y=y)
 
@@ -610,7 +623,7 @@ class Editor:
 
     def _log(self, action: str, *, x: int | None = None, y: int | None = None, select_loc=None) -> Row:
         self.action_count += 1
-        in_h, in_w = grid_size(self.test_input)
+        in_h, in_w = self._test_input_size
         row: Row = {
             "action_id": self.action_count,
             "attempt_number": self.attempt,
@@ -624,7 +637,7 @@ class Editor:
             "selected_symbol": self.symbol,
             "selected_tool": self.tool,
             "copy_paste_data": [[r, c, s] for r, c, s in self.clipboard],
-            "test_output_grid": format_grid(self.grid),
+            "test_output_grid": self.grid_string,
             "test_output_size_x": self.dropdown[0],
             "test_output_size_y": self.dropdown[1],
             "test_input_grid": self._test_input_text,

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .grid import GridFormatError, format_grid, parse_grid
+from .grid import GridFormatError, format_grid, is_grid_string, parse_grid
 
 SKIPPED_ACTIONS = frozenset(
     {
@@ -118,6 +118,7 @@ def build_state_graph(
     edges: dict[tuple[str, str], StateEdge] = {}
     per_trace: dict[str, int] = {}
     task_names: set[str] = set()
+    well_formed: set[str] = set()  # grid strings already validated: a trace revisits its grids many times
 
     for position, rows in enumerate(traces):
         trace_id = _trace_id(rows, position)
@@ -132,7 +133,10 @@ def build_state_graph(
             task_name = row.get("task_name")
             if task_name is not None:
                 task_names.add(str(task_name))
-            grid = _grid_key(row, trace_id, row_index)
+            grid = row.get("test_output_grid")
+            if type(grid) is not str or grid not in well_formed:
+                grid = _grid_key(row, trace_id, row_index)
+                well_formed.add(grid)
             node = nodes.get(grid)
             if node is None:
                 height, width = grid.count("|") - 1, grid.index("|", 1) - 1
@@ -176,7 +180,10 @@ def _trace_id(rows: Sequence[Mapping[str, Any]], position: int) -> str:
 
 
 def _grid_key(row: Mapping[str, Any], trace_id: str, row_index: int) -> str:
+    """The row's grid string, validated; a well-formed grid string is its own canonical form."""
     text = row.get("test_output_grid")
+    if is_grid_string(text):
+        return text
     try:
         return format_grid(parse_grid(text))
     except GridFormatError as exc:

@@ -17,10 +17,21 @@ N_SYMBOLS = 10
 
 Grid = np.ndarray
 _WELL_FORMED = re.compile(r"\|(?:[0-9]+\|)+")  # bars around non-empty rows of ASCII digits
+_DIGITS = bytes(48 + b if b < N_SYMBOLS else ord("x") for b in range(256))  # symbol byte -> ASCII digit
 
 
 class GridFormatError(ValueError):
     """A grid string or grid value is malformed; the message says exactly what is wrong."""
+
+
+def is_grid_string(text: object) -> bool:
+    """Whether ``text`` is a well-formed grid string (exactly what :func:`parse_grid` accepts), without
+    building the array: such a string is its own canonical form, ``format_grid(parse_grid(text)) == text``."""
+    if type(text) is not str or not _WELL_FORMED.fullmatch(text):
+        return False
+    pieces = text[1:-1].split("|")
+    width = len(pieces[0])
+    return len(pieces) <= MAX_SIDE and width <= MAX_SIDE and all(len(p) == width for p in pieces)
 
 
 def parse_grid(text: str) -> Grid:
@@ -64,19 +75,19 @@ def parse_grid(text: str) -> Grid:
 
 def format_grid(grid: Grid | Sequence[Sequence[int]]) -> str:
     """Write a grid as its grid string; the inverse of :func:`parse_grid`."""
-    if isinstance(grid, np.ndarray) and grid.dtype == np.uint8 and grid.ndim == 2 and grid.size:
-        array = grid  # the editor's own grids: skip the validating copy, only check the symbol range
-        if array.max() >= N_SYMBOLS or not (
-            1 <= array.shape[0] <= MAX_SIDE and 1 <= array.shape[1] <= MAX_SIDE
-        ):
-            array = as_grid(grid)  # raises with a precise message
-    else:
-        array = as_grid(grid)
-    # Digits as ASCII bytes with a '|' after every row: one bytes->str conversion instead of a loop per cell.
+    if isinstance(grid, np.ndarray) and grid.dtype == np.uint8 and grid.ndim == 2:
+        height, width = grid.shape
+        if 1 <= height <= MAX_SIDE and 1 <= width <= MAX_SIDE:
+            # The editor's own grids: symbols become ASCII digits in one translate; a byte outside 0-9
+            # becomes a non-digit, so isdigit() is the range check.
+            digits = grid.tobytes().translate(_DIGITS)
+            if digits.isdigit():
+                text = digits.decode("ascii")
+                return "|" + "|".join([text[i:i + width] for i in range(0, height * width, width)]) + "|"
+    array = as_grid(grid)  # validates (raises with a precise message) and converts
     height, width = array.shape
-    text = np.full((height, width + 1), ord("|"), dtype=np.uint8)
-    text[:, :width] = array + ord("0")
-    return "|" + text.tobytes().decode("ascii")
+    text = array.tobytes().translate(_DIGITS).decode("ascii")
+    return "|" + "|".join([text[i:i + width] for i in range(0, height * width, width)]) + "|"
 
 
 def as_grid(value: Grid | str | Sequence[Sequence[int]]) -> Grid:

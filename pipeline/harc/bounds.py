@@ -46,7 +46,6 @@ def imputation_counts(task_ids: list[str], people: pl.DataFrame, finished: dict[
     """
     index = {t: i for i, t in enumerate(task_ids)}
     counts = np.zeros((n_simulations, len(task_ids)), dtype=np.int64)
-    sims = np.arange(n_simulations)[:, None]
     for r in people.sort("participant_id").iter_rows(named=True):
         missing = r["n_tasks_expected"] - r["n_tasks_finished"]
         if missing <= 0:
@@ -58,11 +57,10 @@ def imputation_counts(task_ids: list[str], people: pl.DataFrame, finished: dict[
             continue
         keys = rng.random((n_simulations, len(task_ids)))
         keys[:, excluded] = np.inf
-        if m == n_allowed:
-            chosen = np.argsort(keys, axis=1)[:, :m]
-        else:
-            chosen = np.argpartition(keys, m - 1, axis=1)[:, :m]
-        counts[sims, chosen] += 1
+        # The m smallest keys of each simulation are those up to its m-th smallest (keys are continuous: no
+        # ties); excluded tasks (inf) never qualify since m <= n_allowed. A mask add, no index arrays.
+        kth = np.partition(keys, m - 1, axis=1)[:, m - 1:m]
+        counts += keys <= kth
     return counts
 
 

@@ -234,14 +234,13 @@ def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: in
             raise HarcError(f"task {only_task!r} has no events in core_harc__actions")
     truth = errors.task_truth(load_pairs(ws))
     answers = dict(truth.filter(pl.col("answer_grid").is_not_null()).select("task_id", "answer_grid").iter_rows())
-    jobs = trace_checks.build_jobs(actions, previous, answers)
     timings["load"] = time.perf_counter() - started
     if workers <= 0:  # auto: process start-up (~2-5 s) pays off only on larger inputs
         workers = min(2, os.cpu_count() or 1) if actions.height >= AUTO_PARALLEL_ROWS else 1
 
     t0 = time.perf_counter()
-    checks = trace_checks.check_traces(jobs, strict=strict, workers=workers, scheduler=scheduler,
-                                       progress=progress)
+    checks = trace_checks.check_actions(actions, previous, answers, strict=strict, workers=workers,
+                                        scheduler=scheduler, progress=progress)
     timings["replay"] = time.perf_counter() - t0
 
     manifest = RunManifest(command=command, config={"only_task": only_task, "workers": workers,

@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from engine.harc import StateGraph, build_state_graph
+from engine.harc import GRAPH_SKIPPED_ACTIONS, StateGraph, build_state_graph, is_grid_string
 from pipeline.harc.accuracy import PT, analysis_actions, release_frame
 from pipeline.harc.errors import grid_shape, normalized_edit_distance
 
@@ -29,24 +29,27 @@ NODE_KINDS = ("start", "visited", "incorrect", "correct")
 
 def task_traces(actions: pl.DataFrame) -> Iterator[tuple[str, str, list[list[dict[str, Any]]]]]:
     """(task_id, task_split, traces) per task in task_id order; each trace a list of rows in action_number
-    order with the keys build_state_graph reads."""
+    order with the keys build_state_graph reads. Rows become dicts one task at a time (memory stays flat)."""
     ordered = analysis_actions(actions).select(GRAPH_COLUMNS).sort("task_id", "participant_id", "action_number")
-    tasks, people, splits = (ordered[c].to_list() for c in ("task_id", "participant_id", "task_split"))
     rows = ordered.select(pl.format("{}_{}", pl.col("participant_id"), pl.col("task_id")).alias("joint_id_task"),
                           pl.col("task_id").alias("task_name"), "action", pl.col("is_solved").alias("solved"),
-                          "test_output_grid").to_dicts()
-    start = 0
-    while start < len(rows):
-        task = tasks[start]
-        traces: list[list[dict[str, Any]]] = []
-        end = start
-        while end < len(rows) and tasks[end] == task:
-            trace_start = end
-            while end < len(rows) and tasks[end] == task and people[end] == people[trace_start]:
-                end += 1
-            traces.append(rows[trace_start:end])
-        yield task, splits[start], traces
-        start = end
+                          "test_output_grid")
+    traces = ordered.group_by("task_id", "participant_id", maintain_order=True).agg(
+        pl.col("task_split").first(), pl.len().alias("n_rows"))
+    tasks, splits, lengths = (traces[c].to_list() for c in ("task_id", "task_split", "n_rows"))
+    row_start = trace = 0
+    while trace < len(tasks):  # traces are grouped by task: one task's rows are contiguous
+        task, end = tasks[trace], trace
+        while end < len(tasks) and tasks[end] == task:
+            end += 1
+        task_rows = rows.slice(row_start, sum(lengths[trace:end])).to_dicts()
+        offset, task_traces_ = 0, []
+        for n in lengths[trace:end]:
+            task_traces_.append(task_rows[offset:offset + n])
+            offset += n
+        yield task, splits[trace], task_traces_
+        row_start += offset
+        trace = end
 
 
 def graph_row(task_id: str, split: str, graph: StateGraph, n_rows: int) -> dict[str, Any]:
@@ -62,7 +65,50 @@ def graph_row(task_id: str, split: str, graph: StateGraph, n_rows: int) -> dict[
 
 
 def state_graph_table(actions: pl.DataFrame, progress=None) -> pl.DataFrame:
-    """out_harc__task_state_graphs rows (without release_generation), one per task."""
+    """out_harc__task_state_graphs rows (without release_generation), one per task.
+
+    The counts of engine.harc.build_state_graph over task_traces (graph_row), computed set-wise on the whole
+    frame: nodes are a task's distinct grids, edges its distinct (previous grid, grid) pairs of consecutive
+    non-skipped rows of a trace with different grids, correct / incorrect states the grids of submit rows with
+    is_solved true / not true. A malformed grid raises as build_state_graph does (the engine path runs then).
+    `progress` is accepted for the callers' sake; the computation is one step."""
+    skipped = pl.col("action").is_in(list(GRAPH_SKIPPED_ACTIONS)).fill_null(False)
+    grids = analysis_actions(actions.select("test_output_grid", "action", "is_tutorial", "task_number")).filter(
+        ~skipped)["test_output_grid"].unique()
+    if grids.null_count() or not all(is_grid_string(g) for g in grids.to_list()):
+        return _state_graph_table_by_engine(actions, progress)  # raises on the malformed grid
+    # Grids as categories: every step below then moves 4-byte codes, never copies of the grid strings.
+    rows = (analysis_actions(actions.select(*GRAPH_COLUMNS, "is_tutorial", "task_number")
+                             .with_columns(pl.col("test_output_grid").cast(pl.Categorical)))
+            .select(GRAPH_COLUMNS).sort("task_id", "participant_id", "action_number")
+            .with_columns(skipped.alias("skipped")))
+    kept = rows.filter(~pl.col("skipped")).with_columns(
+        pl.col("test_output_grid").shift(1).over("task_id", "participant_id").alias("previous"))
+    grid, submit = pl.col("test_output_grid"), pl.col("action") == "submit"
+    per_task = kept.group_by("task_id").agg(
+        grid.n_unique().alias("n_unique_states"),
+        pl.struct("previous", "test_output_grid").filter(pl.col("previous").is_not_null()
+                                                         & (pl.col("previous") != grid))
+        .n_unique().alias("n_state_transitions"),
+        grid.filter(submit & pl.col("is_solved").fill_null(False)).n_unique().alias("n_correct_states"),
+        grid.filter(submit & ~pl.col("is_solved").fill_null(False)).n_unique().alias("n_incorrect_states"))
+    per_trace = rows.group_by("task_id", "participant_id").agg(
+        pl.col("task_split").first(), pl.len().alias("n_rows"),
+        grid.filter(~pl.col("skipped")).n_unique().alias("n_states"))
+    per_trace_task = per_trace.group_by("task_id").agg(
+        pl.len().alias("n_traces"), pl.col("n_rows").sum().alias("n_action_rows"),
+        (pl.col("n_states").sum() / pl.len()).alias("mean_unique_states_per_trace"))
+    splits = rows.group_by("task_id", maintain_order=True).agg(pl.col("task_split").first())
+    table = (splits.join(per_trace_task, on="task_id", how="left").join(per_task, on="task_id", how="left")
+             .with_columns(pl.col("n_unique_states", "n_state_transitions", "n_correct_states",
+                                  "n_incorrect_states").fill_null(0))
+             .sort("task_id"))
+    return release_frame("out_harc__task_state_graphs", table)
+
+
+def _state_graph_table_by_engine(actions: pl.DataFrame, progress=None) -> pl.DataFrame:
+    """state_graph_table through engine.harc.build_state_graph, task by task (the reference the set-wise
+    computation is tested against; used when a grid is malformed, to raise the engine's error)."""
     n_tasks = analysis_actions(actions)["task_id"].n_unique()
     items = task_traces(actions)
     if progress:

@@ -52,15 +52,16 @@ def position_accuracy(outcomes: pl.DataFrame) -> pl.DataFrame:
 def fit_gee(solved: np.ndarray, position: np.ndarray, groups: np.ndarray,
             confidence: float = CONFIDENCE) -> dict[str, dict[str, float]] | None:
     """Coefficients, robust SEs, z, p and intervals per term; None when the model cannot be fitted."""
-    import statsmodels.api as sm
+    # The GEE modules only: statsmodels.api would import every model family (a second of start-up).
     from statsmodels.genmod.cov_struct import Exchangeable
+    from statsmodels.genmod.families import Binomial
+    from statsmodels.genmod.generalized_estimating_equations import GEE
 
     solved, position = np.asarray(solved, dtype=float), np.asarray(position, dtype=float)
     if len(np.unique(groups)) < 2 or np.ptp(solved) == 0 or np.ptp(position) == 0:
         return None
     exog = np.column_stack([np.ones(len(position)), position.astype(float)])
-    model = sm.GEE(solved.astype(float), exog, groups=groups, family=sm.families.Binomial(),
-                   cov_struct=Exchangeable())
+    model = GEE(solved.astype(float), exog, groups=groups, family=Binomial(), cov_struct=Exchangeable())
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

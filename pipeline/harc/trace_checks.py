@@ -23,6 +23,10 @@ Parallelism: participants are independent once their previous grids are known, s
 chunks on worker processes (pipeline.core.executor: a local Dask cluster or a remote one). Rows are sorted
 by the primary key afterwards, so the table is identical for any number of workers. A chunk whose replay
 raises gives its traces `not_replayable` rows saying so; the other chunks go on.
+
+Memory: `check_actions` cuts the events into chunks of whole traces and turns rows into the engine's row
+dicts one chunk at a time, in the worker that replays it (a worker receives a columnar frame slice, not
+pickled dicts), so neither the caller nor a worker ever holds every row as Python objects.
 """
 
 from __future__ import annotations
@@ -119,21 +123,19 @@ def build_jobs(actions: pl.DataFrame, previous: Mapping[tuple[str, str, str], tu
     """
     answers = answers or {}
     ordered = actions.select(ACTION_COLUMNS).sort(*KEY, "action_number")
-    engine = ordered.select([pl.col(c).alias(e) for c, e in ENGINE_COLUMNS.items()])
-    rows = engine.to_dicts()
-    keys = ordered.select(*KEY, "task_split", "task_number", "is_tutorial", "flags")
+    rows = ordered.select([pl.col(c).alias(e) for c, e in ENGINE_COLUMNS.items()]).to_dicts()
+    traces = ordered.group_by(list(KEY), maintain_order=True).agg(
+        pl.col("task_split", "task_number").first(), pl.len().alias("n_rows"),
+        pl.col("is_tutorial").any().alias("tutorial"), pl.col("flags").list.explode(keep_nulls=False, empty_as_null=False).drop_nulls()
+        .alias("row_flags"))
     jobs = []
     start = 0
-    for (release, participant, task), group in keys.group_by(list(KEY), maintain_order=True):
-        n = group.height
-        first = group.row(0, named=True)
-        row_flags = set(group["flags"].explode().drop_nulls().to_list())
-        if group["is_tutorial"].any():
-            row_flags.add("tutorial")
+    for release, participant, task, split, number, n, tutorial, flags in traces.iter_rows():
+        row_flags = set(flags) | ({"tutorial"} if tutorial else set())
         key = (release, participant, task)
         prev_grid, source = previous.get(key, (None, "unknown"))
         jobs.append(TraceJob(
-            key=key, task_split=first["task_split"], task_number=first["task_number"],
+            key=key, task_split=split, task_number=number,
             rows=tuple(rows[start:start + n]), previous_grid=prev_grid, previous_grid_source=source,
             answer=answers.get(task), flags=tuple(f for f in TASK_FLAGS if f in row_flags),
         ))
@@ -199,6 +201,60 @@ def failed_row(job: TraceJob, error: BaseException) -> dict[str, Any]:
     """The row of a trace whose replay raised (an engine bug) or kept killing its worker: not replayable."""
     reason = f"replay failed: {type(error).__name__}: {error}"
     return result_row(job, ReplayResult("not_replayable", len(job.rows), 0, reason=reason))
+
+
+def _check_slice(piece: tuple[pl.DataFrame, dict, dict], strict: bool) -> list[dict[str, Any]]:
+    """Replay the traces of one chunk of events (whole traces), building their jobs here."""
+    actions, previous, answers = piece
+    return _check_chunk(build_jobs(actions, previous, answers), strict)
+
+
+def _slices(ordered: pl.DataFrame, n_chunks: int) -> list[tuple[int, int]]:
+    """(offset, length) of about `n_chunks` contiguous pieces of `ordered` (sorted by KEY), cut between traces."""
+    ends = (ordered.select(pl.int_range(pl.len()).alias("i"), *KEY).group_by(list(KEY), maintain_order=True)
+            .agg(pl.col("i").last())["i"] + 1).to_list()
+    target = max(1, ordered.height // max(1, n_chunks))
+    pieces, start = [], 0
+    for end in ends:
+        if end - start >= target:
+            pieces.append((start, end - start))
+            start = end
+    if start < ordered.height:
+        pieces.append((start, ordered.height - start))
+    return pieces
+
+
+def check_actions(actions: pl.DataFrame, previous: Mapping[tuple[str, str, str], tuple[str | None, str]],
+                  answers: Mapping[str, str] | None = None, *, strict: bool = False, workers: int = 1,
+                  scheduler: str | None = None, progress: Progress | None = None,
+                  rows_per_chunk: int = 20_000) -> pl.DataFrame:
+    """out_harc__trace_checks rows of every trace of `actions` (ACTION_COLUMNS at least), sorted by the primary
+    key: build_jobs + check_traces, a chunk of whole traces at a time (serially, on `workers` local processes or
+    on the Dask cluster at `scheduler`). The result depends neither on `workers` nor on the chunking."""
+    answers = answers or {}
+    ordered = actions.select(ACTION_COLUMNS)
+    order = ordered.select(*KEY, "action_number")
+    if not order.equals(order.sort(*KEY, "action_number")):  # events read in trace order need no sorted copy
+        ordered = ordered.sort(*KEY, "action_number")
+    del order
+    # Enough chunks to keep every worker busy to the end, none larger than rows_per_chunk.
+    n_chunks = max(1, -(-ordered.height // rows_per_chunk), 8 * workers if workers > 1 or scheduler else 1)
+    pieces = []
+    for offset, length in _slices(ordered, n_chunks):
+        part = ordered.slice(offset, length)
+        keys = part.select(KEY).unique().rows()
+        pieces.append((part, {k: previous[k] for k in keys if k in previous},
+                       {t: answers[t] for t in {k[2] for k in keys} if t in answers}))
+    rows: list[dict[str, Any]] = []
+    with open_executor(workers, scheduler, n_items=len(pieces)) as ex:
+        description = ("replaying traces" if ex.n_workers <= 1 else
+                       f"replaying traces ({ex.n_workers} workers, {len(pieces)} chunks)")
+        for key, chunk_rows, error in ex.map_unordered(partial(_check_slice, strict=strict), enumerate(pieces),
+                                                       progress=progress, description=description):
+            if error is not None:  # the whole chunk failed (its worker kept dying): each trace says so
+                chunk_rows = [failed_row(job, error) for job in build_jobs(*pieces[key])]
+            rows.extend(chunk_rows)
+    return to_frame(rows)
 
 
 def _chunks(jobs: Sequence[TraceJob], n_chunks: int) -> list[list[TraceJob]]:

@@ -125,3 +125,33 @@ def test_more_missing_than_candidates_takes_every_candidate():
     # Q2 (finished A) gets both B and C in every simulation; Q3 one of A, B
     assert (counts[:, 1:].sum(axis=1) >= 2).all() and (counts[:, 2] >= 1).all()
     assert (counts.sum(axis=1) == 3).all()
+
+
+def test_imputation_counts_pick_the_same_tasks_as_an_index_selection():
+    """The mask selection (keys up to each simulation's m-th smallest) equals the explicit argpartition /
+    argsort selection of the m smallest allowed keys, draw for draw, including m = every allowed task."""
+    tasks = [f"t{i}" for i in range(12)]
+    crowd = pl.DataFrame({"participant_id": [f"q{i}" for i in range(8)],
+                          "n_tasks_expected": [5, 5, 10, 5, 12, 5, 5, 3], "n_tasks_finished": [0, 2, 3, 5, 4, 1, 4, 0]})
+    done = {"q1": {"t0", "t1"}, "q2": {"t3", "t4", "t5"}, "q4": {"t0", "t1", "t2", "t3"}, "q5": {"t11"},
+            "q6": {"t2", "t4", "t6", "t8"}}
+
+    def by_index(rng: np.random.Generator) -> np.ndarray:
+        counts = np.zeros((50, len(tasks)), dtype=np.int64)
+        sims = np.arange(50)[:, None]
+        for r in crowd.sort("participant_id").iter_rows(named=True):
+            missing = r["n_tasks_expected"] - r["n_tasks_finished"]
+            excluded = [tasks.index(t) for t in done.get(r["participant_id"], ())]
+            m = min(missing, len(tasks) - len(excluded))
+            if missing <= 0 or m <= 0:
+                continue
+            keys = rng.random((50, len(tasks)))
+            keys[:, excluded] = np.inf
+            chosen = (np.argsort(keys, axis=1) if m == len(tasks) - len(excluded)
+                      else np.argpartition(keys, m - 1, axis=1))[:, :m]
+            counts[sims, chosen] += 1
+        return counts
+
+    for seed in range(3):
+        got = bounds.imputation_counts(tasks, crowd, done, 50, np.random.default_rng(seed))
+        assert np.array_equal(got, by_index(np.random.default_rng(seed)))

@@ -168,3 +168,43 @@ def test_graph_document_layout():
                                     answer_source=None)
     assert {n["grid"]: n["layout_y"] for n in unknown["nodes"]} == {Z: 0, A: 0, B: 0, C: 1}
     assert graphs.graph_chart(doc).to_dict()["layer"]  # edges and nodes layers
+
+
+def test_state_graph_table_matches_the_engine_graphs_task_by_task():
+    """The set-wise table equals build_state_graph + graph_row per task on a random study with revisited grids,
+    self-loops, skipped (tutorial/feedback) rows, null is_solved and a trace of skipped rows only."""
+    import random
+
+    rng = random.Random(3)
+    grids = ["|00|", "|10|", "|11|", "|12|", "|1|", "|222|222|"]
+    rows = []
+    for task in ("T1", "T2", "T3"):
+        for p in range(rng.randint(1, 6)):
+            for n in range(1, rng.randint(2, 12)):
+                action = rng.choice(["edit", "edit", "submit", "change_color", "undo", "submit_feedback",
+                                     "write_first_tutorial_description"])
+                rows.append({"participant_id": f"p{p}", "task_id": task, "task_split": "training",
+                             "action_number": n, "action": action,
+                             "is_solved": rng.choice([True, False, None]), "test_output_grid": rng.choice(grids),
+                             "is_tutorial": False, "task_number": 1})
+    rows += [{"participant_id": "only_skipped", "task_id": "T1", "task_split": "training", "action_number": 1,
+              "action": "submit_feedback", "is_solved": None, "test_output_grid": None, "is_tutorial": False,
+              "task_number": 1}]
+    actions = pl.DataFrame(rows, schema_overrides={"is_solved": pl.Boolean})
+    assert graphs.state_graph_table(actions).equals(graphs._state_graph_table_by_engine(actions))
+
+
+def test_state_graph_table_raises_on_a_malformed_grid_as_the_engine_does():
+    bad = graph_actions().with_columns(pl.when(pl.col("action_number") == 3).then(pl.lit("|1|22|"))
+                                       .otherwise(pl.col("test_output_grid")).alias("test_output_grid"))
+    with pytest.raises(ValueError, match="malformed test_output_grid"):
+        graphs.state_graph_table(bad)
+
+
+def test_check_actions_does_not_depend_on_row_order_or_chunking():
+    df = pl.concat([core_rows(WORKED_CSV, participant=p, number=n) for p, n in (("p1", 2), ("p2", 1), ("p3", 3))])
+    previous = {("osf-current", "p1", "x0000000"): (PREV, "previous_task")}
+    in_order = trace_checks.check_actions(df, previous)
+    shuffled = trace_checks.check_actions(df.sample(fraction=1.0, shuffle=True, seed=1), previous, rows_per_chunk=7)
+    assert in_order.equals(shuffled) and in_order.height == 3
+    assert in_order.equals(trace_checks.check_traces(trace_checks.build_jobs(df, previous)))
