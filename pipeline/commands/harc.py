@@ -273,9 +273,7 @@ def harc_graph_command(
     out.console.print(f"task {task_id} ({doc['task_split']}, {doc['release_generation']}): {doc['n_unique_states']} "
                       f"states, {len(doc['edges'])} transitions, {doc['n_traces']} traces; wrote {path}")
     if not no_figure:
-        import altair as alt
-
-        from pipeline.core.figures import save_figure
+        from pipeline.core.figures import alt, save_figure
         from pipeline.harc.graphs import graph_chart
 
         with alt.data_transformers.disable_max_rows():  # a busy task can have thousands of states

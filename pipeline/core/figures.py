@@ -12,10 +12,30 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import vl_convert as vlc
+
+
+def _import_altair():
+    """altair, imported without the optional rfc3987-syntax package: jsonschema (which altair imports) builds
+    about 40 lark parsers at import time when that package is installed (jupyterlab's dependencies bring
+    it), some 2 s of CPU per process, for the "iri" formats altair never checks. Hidden only while
+    importing, and only if jsonschema is not loaded yet; jsonschema then behaves as without the package."""
+    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
+        import altair
+        return altair
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # makes `import rfc3987_syntax` fail
+    try:
+        import altair
+    finally:
+        del sys.modules["rfc3987_syntax"]
+    return altair
+
+
+alt = _import_altair()  # every figure module imports altair from here (`from pipeline.core.figures import alt`)
 
 PNG_SCALE = 2.0
 

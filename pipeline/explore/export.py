@@ -114,9 +114,7 @@ def win_curve(graph: StateGraph, horizon: int, points: int = 60) -> list[dict[st
 
 def write_figure(graph: StateGraph, metrics: GraphMetrics, out_dir: Path, name: str = "figure",
                  horizon: int = 10_000) -> dict[str, Path]:
-    import altair as alt
-
-    from pipeline.core.figures import save_figure
+    from pipeline.core.figures import alt, save_figure
 
     counts: dict[tuple[int, str], int] = {}
     for i in range(graph.n_nodes):

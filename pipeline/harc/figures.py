@@ -16,32 +16,12 @@ A figure whose data are empty is skipped (and reported), never drawn empty.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import polars as pl
 
-def _import_altair():
-    """altair, imported without the optional rfc3987-syntax package: jsonschema (which altair imports) builds
-    about 40 lark parsers at import time when that package is installed, some 2 s of CPU per process, for the
-    "iri" formats altair never checks. Hidden only while importing, and only if jsonschema is not loaded yet;
-    jsonschema then behaves as in an environment without the package."""
-    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
-        import altair
-        return altair
-    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # makes `import rfc3987_syntax` fail
-    try:
-        import altair
-    finally:
-        del sys.modules["rfc3987_syntax"]
-    return altair
-
-
-alt = _import_altair()
-
-import polars as pl  # noqa: E402
-
-from pipeline.core.figures import save_figure  # noqa: E402
-from schemas.vocabulary import HARC_SPLITS  # noqa: E402
+from pipeline.core.figures import alt, save_figure
+from schemas.vocabulary import HARC_SPLITS
 
 SPLITS = list(HARC_SPLITS)  # altair wants a list
 SPLIT_COLOURS = alt.Scale(domain=SPLITS, range=["#4c78a8", "#f58518"])

@@ -209,7 +209,7 @@ def graph_document(graph: StateGraph, traces: list[list[dict[str, Any]]], *, tas
 
 def graph_chart(doc: dict[str, Any]):
     """Altair figure of a graph document: edges as lines, nodes coloured by kind, sized by traces."""
-    import altair as alt
+    from pipeline.core.figures import alt
 
     nodes = pl.DataFrame([{k: n[k] for k in ("node_id", "grid", "kind", "first_visit_step", "layout_y",
                                              "n_traces", "n_visits")} for n in doc["nodes"]],

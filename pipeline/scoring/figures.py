@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import altair as alt
 import polars as pl
 
-from pipeline.core.figures import save_figure
+from pipeline.core.figures import alt, save_figure
 
 from .run import POLICY_ORDER, ScoreResult, policy_slug
 

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import altair as alt
 import polars as pl
 
 from pipeline.core.config import BuildConfig
-from pipeline.core.figures import save_figure
+from pipeline.core.figures import alt, save_figure
 
 FIGURE_NAMES = ("durations_by_outcome", "completion_by_level", "actions_by_level")
 

@@ -17,10 +17,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import altair as alt
 import polars as pl
 
-from pipeline.core.figures import save_figure
+from pipeline.core.figures import alt, save_figure
 from pipeline.report.html import Callout, Facts, Figure, Prose, Section, Table
 
 from .common import (
