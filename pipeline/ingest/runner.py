@@ -235,6 +235,7 @@ class PreparedFile:
     skipped: bool = False
     seen_before: bool = False  # the database already held this content hash (a --force re-read)
     force: bool = False
+    streamed: bool = False  # read by commit_file inside the file's transaction, rows written chunk by chunk
 
 
 def not_regular_file(path: Path) -> str | None:
@@ -251,10 +252,16 @@ def not_regular_file(path: Path) -> str | None:
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
+# A file of a streaming format (InputFormat.streams) at least this big is read inside its transaction, its rows
+# written a chunk at a time: memory stays flat whatever the file's size.
+STREAM_MIN_BYTES = 32 * 1024 * 1024
+
+
 def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None,
-                 known_file_ids: frozenset[str] = frozenset()) -> PreparedFile:
-    """Hash, detect, read and validate one file. Pure with respect to the database."""
+                 known_file_ids: frozenset[str] = frozenset(), chunk_bytes: int | None = None) -> PreparedFile:
+    """Hash, detect, read and validate one file. Pure with respect to the database. A large file of a streaming
+    format (or any, when `chunk_bytes` is given) is only detected here: `commit_file` reads it."""
     path = path.resolve()
     now = datetime.now(UTC)
     kind = not_regular_file(path)
@@ -292,17 +299,54 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
     else:
         fmt, evidence = FORMATS[fmt_name], "forced with --format"
     prepared.fmt_name, prepared.evidence = fmt.name, evidence
+    if fmt.streams and (chunk_bytes is not None or n_bytes >= STREAM_MIN_BYTES):
+        prepared.streamed, ctx.chunk_bytes = True, chunk_bytes
+        return prepared
+    _read(prepared, fmt)
+    return prepared
+
+
+def _read(prepared: PreparedFile, fmt: InputFormat) -> None:
+    """Run the reader: `prepared.output` validated, or `prepared.failure` when the file is refused."""
     try:
-        prepared.output = fmt.reader(ctx)
+        prepared.output = fmt.reader(prepared.ctx)
     except FileRejected as err:
         prepared.failure = ("rejected", err.check, err.reason, err.location, err.raw_text)
         prepared.failure_rejects = err.rejects
-        return prepared
+        return
     except (UnicodeDecodeError, OSError) as err:
         prepared.failure = ("unreadable", "unreadable", f"cannot read the file as {fmt.name}: {err}", "file", None)
-        return prepared
+        return
     validate_output(prepared.output)
-    return prepared
+
+
+class _Refused(Exception):
+    """A streamed file was refused while its transaction was open: roll back what it wrote."""
+
+
+def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]:
+    """Read a streamed file inside its transaction: every chunk of rows the reader hands over is validated (rows
+    that fail become rejects, as in `validate_output`) and inserted at once. Rows written per table."""
+    written: dict[str, int] = {}
+    chunk_rejects: list[Reject] = []
+
+    def write_chunk(name: str, df: pl.DataFrame) -> None:
+        piece = ReaderOutput(tables={name: df})
+        validate_output(piece)
+        chunk_rejects.extend(piece.rejects)
+        ws.insert_frame(name, piece.tables[name], con=con, validate=False)
+        written[name] = written.get(name, 0) + piece.tables[name].height
+
+    prepared.ctx.write_chunk = write_chunk
+    try:
+        _read(prepared, FORMATS[prepared.fmt_name or ""])
+    finally:
+        prepared.ctx.write_chunk = None
+    if prepared.failure is not None:
+        raise _Refused
+    assert prepared.output is not None
+    prepared.output.rejects[:0] = chunk_rejects
+    return written
 
 
 def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
@@ -315,8 +359,7 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
         _write_file_failure(ws, ctx, prepared.fmt_name, check, reason, location, raw, prepared.failure_rejects)
         return FileReport(path, status, prepared.fmt_name, message=reason,
                           n_quarantined=1 + len(prepared.failure_rejects))
-    output = prepared.output
-    assert output is not None and ctx.file_id is not None
+    assert (prepared.output is not None or prepared.streamed) and ctx.file_id is not None
     # Workers judged "seen before" against the database as it was when the run started; an identical file
     # committed earlier in this same run is only visible here.
     earlier = ws.read("SELECT file_id FROM raw_ingest__files WHERE file_id = ? OR file_path = ?",
@@ -326,28 +369,39 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
             return FileReport(path, "skipped", message="same content as a file ingested earlier in this run")
         prepared.seen_before = True
     replaced = [f for f in dict.fromkeys(earlier) if f != ctx.file_id]
-    drop_cross_file_duplicates(ws, output, [ctx.file_id, *replaced])
-    quarantine = _quarantine_rows(ctx, prepared.fmt_name, output.rejects)
-    file_row = conform("raw_ingest__files", [{
-        "file_id": ctx.file_id, "file_path": str(path), "file_name": path.name, "n_bytes": prepared.n_bytes,
-        "source_format": prepared.fmt_name, "detection_evidence": output.detection_evidence or prepared.evidence,
-        "ingested_at": ctx.ingested_at, "run_id": ctx.run_id, "n_records_loaded": output.n_records(),
-        "n_records_quarantined": quarantine.height, "flags": sorted(set(output.flags)),
-    }])
-    with ws.transaction() as con:
-        # Deleting from every table costs ~40 statements: only when something of this file or path is there.
-        for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
-            _delete_file_rows(ws, con, old_id)
-        con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
-        _insert_validated(ws, "raw_ingest__files", file_row, con)
-        for name, df in output.tables.items():
-            ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
-        if quarantine.height:
-            _insert_validated(ws, "quarantine", quarantine, con)
+    written: dict[str, int] = {}
+    try:
+        with ws.transaction() as con:
+            # Deleting from every table costs ~40 statements: only when something of this file or path is there.
+            for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
+                _delete_file_rows(ws, con, old_id)
+            if prepared.streamed:
+                written = _read_streamed(ws, con, prepared)
+            output = prepared.output
+            assert output is not None
+            drop_cross_file_duplicates(ws, output, [ctx.file_id, *replaced])
+            quarantine = _quarantine_rows(ctx, prepared.fmt_name, output.rejects)
+            for name, df in output.tables.items():
+                written[name] = written.get(name, 0) + df.height
+            file_row = conform("raw_ingest__files", [{
+                "file_id": ctx.file_id, "file_path": str(path), "file_name": path.name, "n_bytes": prepared.n_bytes,
+                "source_format": prepared.fmt_name,
+                "detection_evidence": output.detection_evidence or prepared.evidence,
+                "ingested_at": ctx.ingested_at, "run_id": ctx.run_id, "n_records_loaded": sum(written.values()),
+                "n_records_quarantined": quarantine.height, "flags": sorted(set(output.flags)),
+            }])
+            con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
+            _insert_validated(ws, "raw_ingest__files", file_row, con)
+            for name, df in output.tables.items():
+                ws.insert_frame(name, df, con=con, validate=False)  # validated in prepare_file
+            if quarantine.height:
+                _insert_validated(ws, "quarantine", quarantine, con)
+    except _Refused:  # nothing of the file stays; its refusal is recorded like any other
+        prepared.streamed = False
+        return commit_file(ws, prepared)
     status = "replaced" if replaced else "loaded"
     message = f"replaced {len(replaced)} older version(s) of this path" if replaced else ""
-    return FileReport(path, status, prepared.fmt_name, output.n_records(), quarantine.height, message,
-                      {n: df.height for n, df in output.tables.items()})
+    return FileReport(path, status, prepared.fmt_name, sum(written.values()), quarantine.height, message, written)
 
 
 def _insert_validated(ws: Workspace, name: str, df: pl.DataFrame, con) -> None:
@@ -358,10 +412,12 @@ def _insert_validated(ws: Workspace, name: str, df: pl.DataFrame, con) -> None:
 
 
 def ingest_file(ws: Workspace, path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
-                keep_frames: bool = False, frames_dir: Path | None = None) -> FileReport:
+                keep_frames: bool = False, frames_dir: Path | None = None, chunk_bytes: int | None = None
+                ) -> FileReport:
     known = ws.read("SELECT file_id FROM raw_ingest__files")["file_id"].to_list()
     return commit_file(ws, prepare_file(path, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
-                                        frames_dir=frames_dir, known_file_ids=frozenset(known)))
+                                        frames_dir=frames_dir, known_file_ids=frozenset(known),
+                                        chunk_bytes=chunk_bytes))
 
 
 def _delete_file_rows(ws: Workspace, con, file_id: str) -> None:
@@ -395,17 +451,20 @@ def _failed_piece(path: Path, run_id: str, error: BaseException) -> PreparedFile
 
 def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None, progress=None,
-                 workers: int | None = None, scheduler: str | None = None) -> IngestReport:
+                 workers: int | None = None, scheduler: str | None = None,
+                 chunk_bytes: int | None = None) -> IngestReport:
     """Ingest files and folders. With several files and workers (local processes, or the Dask cluster at
     `scheduler`), the workers read and validate files while this process alone writes them, one transaction
-    per file, in input order (a look-ahead of one file per worker keeps memory flat)."""
+    per file, in input order (a look-ahead of one file per worker keeps memory flat). A large recording is
+    read by this process inside its transaction, its rows written a chunk (`chunk_bytes` of input, given to
+    stream every recording in such chunks) at a time."""
     if fmt_name != "auto" and fmt_name not in FORMATS:
         raise ValueError(f"unknown format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")
     report = IngestReport()
     files = expand_paths(paths)
     known = frozenset(ws.read("SELECT file_id FROM raw_ingest__files")["file_id"].to_list())
     prepare = partial(prepare_file, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
-                      frames_dir=frames_dir, known_file_ids=known)
+                      frames_dir=frames_dir, known_file_ids=known, chunk_bytes=chunk_bytes)
     if workers is None and scheduler is None:
         # A local cluster costs seconds to start: worth it for large inputs only.
         total = sum(p.stat().st_size for p in files if p.is_file())

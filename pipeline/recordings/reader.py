@@ -33,8 +33,10 @@ from .counting import ACTION_NAMES, StepEffect, classify_steps, detect_action_id
 from .lines import Line, LineError, LineIssue, clip, filename_guid, parse_line
 from .variant import RecordingVariant, counting_options_for_variant, detect_variant
 
-__all__ = ["LineIssue", "ParsedRecording", "RecordingRejected", "read_recording_file", "recording_tables"]
+__all__ = ["LineIssue", "ParsedRecording", "RecordingRejected", "line_rows", "read_recording_file",
+           "recording_tables"]
 
+LINES = "raw_arc3__recording_lines"
 STEPS = "core_arc3__steps"
 USAGE = "core_arc3__usage"
 
@@ -92,46 +94,73 @@ class ParsedRecording:
         return f"{self.guid}/{index}"
 
 
+CHUNK_BYTES = 32 * 1024 * 1024  # input read between two `on_chunk` calls (the rows a chunk adds are ~3% of it)
+
+
 def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
-                on_frames: Callable[[Line], None] | None, digest: Any, text: TextFacts) -> list[Line]:
+                on_frames: Callable[[Line], None] | None, digest: Any, text: TextFacts,
+                on_chunk: Callable[[list[Line]], None] | None, chunk_bytes: int) -> list[Line]:
     lines: list[Line] = []
+    pending = 0  # index in `lines` of the first line not yet handed to on_chunk
+    keep_pixels = want_frames or on_frames is not None
     with open(path, "rb") as fh:
-        number = 0
+        number = offset = 0
+        since_chunk = 0
         for raw in fh:
             digest.update(raw)
             number += 1
+            start, offset = offset, offset + len(raw)
             if number == 1:
                 raw, text.has_bom = strip_bom(raw)  # Windows tools write one; it is not part of line 1
+                start = offset - len(raw)
             text.see_line_end(raw)
             truncated = not raw.endswith(b"\n")
-            try:
-                line_text = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as err:
-                issues.append(LineIssue(f"line {number}", "not_utf8",
-                                        f"line is not UTF-8 text ({err.reason} at byte {err.start}); re-save the "
-                                        "file as UTF-8", clip(raw.decode("utf-8", "replace")), STEPS))
+            body = raw.rstrip(b"\r\n")
+            if not body.isascii():
+                try:
+                    blank = not body.decode("utf-8").strip()
+                except UnicodeDecodeError as err:
+                    issues.append(LineIssue(f"line {number}", "not_utf8",
+                                            f"line is not UTF-8 text ({err.reason} at byte {err.start}); re-save "
+                                            "the file as UTF-8", clip(raw.decode("utf-8", "replace")), STEPS))
+                    continue
+            else:
+                blank = not body.strip()
+            if blank:
                 continue
-            if not line_text.strip():
-                continue
             try:
-                line = parse_line(number, line_text, want_frames=want_frames or on_frames is not None)
+                line = parse_line(number, body, want_frames=keep_pixels)
             except LineError as err:
                 check, reason = err.check, err.reason
                 if truncated and check == "invalid_json":
                     check, reason = "truncated_line", "the last line is cut off (file truncated mid-write)"
-                issues.append(LineIssue(f"line {number}", check, reason, clip(line_text), STEPS, err.column,
-                                        err.value))
+                issues.append(LineIssue(f"line {number}", check, reason, clip(body.decode("utf-8")), STEPS,
+                                        err.column, err.value))
                 continue
+            line.offset, line.size = start, len(body)
             for err in line.dropped:  # a value over its size bound: the line stays, the value is not stored
                 issues.append(LineIssue(f"line {number}", err.check, f"{err.reason}; the line is kept without it",
-                                        clip(line_text), USAGE if line.kind == "usage" else STEPS, err.column,
-                                        err.value))
+                                        clip(body.decode("utf-8")), USAGE if line.kind == "usage" else STEPS,
+                                        err.column, err.value))
             if on_frames is not None and line.frames is not None:
                 on_frames(line)
                 if not want_frames:
                     line.frames = None
             lines.append(line)
+            since_chunk += len(raw)
+            if on_chunk is not None and since_chunk >= chunk_bytes:
+                on_chunk(lines[pending:])
+                pending, since_chunk = len(lines), 0
+        if on_chunk is not None and pending < len(lines):
+            on_chunk(lines[pending:])
     return lines
+
+
+def _line_text(path: Path, line: Line) -> str:
+    """A line's text as read (clipped to 4 KiB, as quarantine keeps it), read again from its file."""
+    with open(path, "rb") as fh:
+        fh.seek(line.offset)
+        return clip(fh.read(line.size).decode("utf-8"))
 
 
 def _no_frame_line(lines: list[Line], issues: list[LineIssue]) -> RecordingRejected:
@@ -151,7 +180,7 @@ def _no_frame_line(lines: list[Line], issues: list[LineIssue]) -> RecordingRejec
                              issues=issues)
 
 
-def _consistent_steps(frames: list[Line], game_id: str, guid: str | None, issues: list[LineIssue],
+def _consistent_steps(path: Path, frames: list[Line], game_id: str, guid: str | None, issues: list[LineIssue],
                       variant: str | None) -> list[Line]:
     """Contradictions, time order, duplicates: the line is left out, the rest kept."""
     kept: list[Line] = []
@@ -178,7 +207,7 @@ def _consistent_steps(frames: list[Line], game_id: str, guid: str | None, issues
                       f"previous line's {last_time.isoformat()}", "timestamp", ln.recorded_at.isoformat())
         if reject:
             check, reason, column, value = reject
-            issues.append(LineIssue(f"line {ln.number}", check, reason, clip(ln.text), STEPS, column,
+            issues.append(LineIssue(f"line {ln.number}", check, reason, _line_text(path, ln), STEPS, column,
                                     None if value is None else str(value)))
             continue
         kept.append(ln)
@@ -210,16 +239,20 @@ def reset_defects(frames: list[Line]) -> set[str]:
 
 
 def read_recording_file(path: Path | str, *, want_frames: bool = False,
-                        on_frames: Callable[[Line], None] | None = None) -> ParsedRecording:
+                        on_frames: Callable[[Line], None] | None = None,
+                        on_chunk: Callable[[list[Line]], None] | None = None,
+                        chunk_bytes: int = CHUNK_BYTES) -> ParsedRecording:
     """Read one recording file. ``want_frames`` keeps every frame line's pixels (uint8) on its `Line`;
-    ``on_frames`` receives each line with pixels as it is read (ingest streams them to Parquet).
+    ``on_frames`` receives each line with pixels as it is read (ingest streams them to Parquet);
+    ``on_chunk`` receives the parsed lines of every ``chunk_bytes`` of input as they are read (ingest
+    writes their `line_rows` then, and drops their `raw_json`), the last, shorter chunk included.
 
     Raises `RecordingRejected` for a file that cannot be used and OSError for one that cannot be read."""
     path = Path(path)
     issues: list[LineIssue] = []
     digest = hashlib.sha256()
     text = TextFacts()
-    lines = _read_lines(path, issues, want_frames, on_frames, digest, text)
+    lines = _read_lines(path, issues, want_frames, on_frames, digest, text, on_chunk, chunk_bytes)
     frames = [ln for ln in lines if ln.kind == "frame"]
     usage = [ln for ln in lines if ln.kind == "usage"]
     summaries = [ln for ln in lines if ln.kind == "scorecard"]
@@ -233,10 +266,11 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
     for ln in lines:
         if ln.kind == "other":
             issues.append(LineIssue(f"line {ln.number}", "unknown_record",
-                                    "`data` is neither a frame, an LLM usage record nor a scorecard", clip(ln.text)))
+                                    "`data` is neither a frame, an LLM usage record nor a scorecard",
+                                    _line_text(path, ln)))
         elif ln.kind == "scorecard" and ln is not summary:
             issues.append(LineIssue(f"line {ln.number}", "misplaced_scorecard",
-                                    "a scorecard summary line that is not the last one", clip(ln.text)))
+                                    "a scorecard summary line that is not the last one", _line_text(path, ln)))
 
     flags: set[str] = set(text.flags())
     if frames:
@@ -260,7 +294,7 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
 
     # Lines whose ids were lost all read RESET: they are not judged as repeated RESETs.
     ids_lost = detect_action_ids_lost([ln.step_record() for ln in frames])
-    steps = _consistent_steps(frames, game_id, guid, issues, None if ids_lost else variant)
+    steps = _consistent_steps(path, frames, game_id, guid, issues, None if ids_lost else variant)
     records = [ln.step_record() for ln in steps]
     ids_lost = detect_action_ids_lost(records)
     options = counting_options_for_variant(variant)
@@ -373,18 +407,26 @@ def _play_rows(rec: ParsedRecording, file_id: str) -> list[dict]:
     } for idx, plines in sorted(by_play.items())]
 
 
-def recording_tables(rec: ParsedRecording, file_id: str, frames_file: str | None = None
-                     ) -> dict[str, pl.DataFrame]:
+def line_rows(lines: list[Line], file_id: str) -> pl.DataFrame:
+    """raw_arc3__recording_lines rows of parsed lines (of a whole file, or of a chunk of it)."""
+    return conform(LINES, pl.DataFrame({
+        "file_id": [file_id] * len(lines), "line_number": [ln.number for ln in lines],
+        "content_sha256": [ln.sha for ln in lines], "line_kind": [ln.kind for ln in lines],
+        "raw_json": [ln.raw_json for ln in lines],
+    }, schema_overrides={"line_number": pl.Int64}))
+
+
+def recording_tables(rec: ParsedRecording, file_id: str, frames_file: str | None = None, *,
+                     lines_written: bool = False) -> dict[str, pl.DataFrame]:
     """The recording's rows of raw_arc3__recording_lines, core_arc3__steps, core_arc3__plays, and when the
     file has them core_arc3__card_plays (trailing summary) and core_arc3__usage (agents recorder), conformed
-    to their schemas."""
-    tables = {
-        "raw_arc3__recording_lines": conform("raw_arc3__recording_lines", [
-            {"file_id": file_id, "line_number": ln.number, "content_sha256": ln.sha, "line_kind": ln.kind,
-             "raw_json": ln.raw_json} for ln in rec.lines]),
+    to their schemas. ``lines_written``: the lines' rows were taken chunk by chunk (`line_rows`), leave
+    them out."""
+    tables = {} if lines_written else {LINES: line_rows(rec.lines, file_id)}
+    tables.update({
         STEPS: conform(STEPS, _step_rows(rec, file_id, frames_file)),
         "core_arc3__plays": conform("core_arc3__plays", _play_rows(rec, file_id)),
-    }
+    })
     if rec.summary is not None and rec.summary.data.get("cards"):
         tables["core_arc3__card_plays"] = conform("core_arc3__card_plays",
                                                   [{**row, "file_id": file_id} for row in rec.card_slots])
