@@ -68,7 +68,7 @@ def decode_frames(text: str | bytes) -> np.ndarray:
     """Frame array text -> uint8 array of shape (n, 64, 64). Raises FrameError with a readable reason."""
     raw = text if isinstance(text, bytes) else text.encode("utf-8", errors="replace")
     skeleton = raw.translate(None, _DIGITS)
-    if skeleton.replace(b" ", b"") == b"[]":
+    if len(skeleton) < 16 and skeleton.replace(b" ", b"") == b"[]":
         return np.zeros((0, GRID, GRID), dtype=np.uint8)
     # The skeleton fixes every bracket, comma and space, in order, for some number of frames.
     for sep in (1, 2):
@@ -93,12 +93,15 @@ def decode_frames(text: str | bytes) -> np.ndarray:
         lengths = ends - np.concatenate(([0], commas + sep))
         if lengths.min() < 1 or lengths.max() > 2:
             return _slow(text)  # an empty value or a 3+ digit number: let the slow path report it
-        values = stream[ends - 1] - 48
         two = lengths == 2
         tens = stream[ends[two] - 2]
-        if (tens == 48).any():
-            return _slow(text)  # a leading zero is not JSON
-        values[two] += (tens - 48) * 10
+        if (tens == 49).all():  # 10-15, as a colour must be
+            values = stream[ends - 1] - 48 + two * np.uint8(10)
+        else:
+            if (tens == 48).any():
+                return _slow(text)  # a leading zero is not JSON
+            values = (stream[ends - 1] - 48).astype(np.int16)
+            values[two] += (tens.astype(np.int16) - 48) * 10  # 20 or more: reported below
     if values.max(initial=0) > 15:
         raise FrameError(f"frame cell value {int(values.max())} is outside the 16-colour range 0-15")
     return values.reshape(n_frames, GRID, GRID)

@@ -95,7 +95,7 @@ def filename_guid(path: Path) -> tuple[str | None, str]:
 # --------------------------------------------------------------------------------------------------
 # one line, streamed
 # --------------------------------------------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)  # a large recording keeps one per line until its steps are counted
 class Line:
     number: int
     sha: str

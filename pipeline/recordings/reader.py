@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.textfiles import TextFacts, strip_bom
-from schemas.validate import conform
+from schemas.validate import conform, empty_frame
 
 from .cards import card_rows
 from .counting import ACTION_NAMES, StepEffect, classify_steps, detect_action_ids_lost, level_changes
@@ -353,12 +353,13 @@ def _over_max_actions(path: Path, effects: tuple[StepEffect, ...]) -> bool:
 # --------------------------------------------------------------------------------------------------
 # the recording as table rows (what ingest stores and `score FILES` scores)
 # --------------------------------------------------------------------------------------------------
-def _step_rows(rec: ParsedRecording, file_id: str, frames_file: str | None) -> list[dict]:
-    rows = []
+def _step_rows(rec: ParsedRecording, file_id: str, frames_file: str | None) -> pl.DataFrame:
+    """core_arc3__steps rows, built column by column (a large file has hundreds of thousands of steps)."""
+    cols: dict[str, list] = {name: [] for name in empty_frame(STEPS).columns}
     prev_available: list[int] | None = None
     ids_lost = rec.is_action_ids_lost
     changes = level_changes([ln.step_record() for ln in rec.steps], rec.effects, rec.play_index)
-    for i, (ln, effect, play) in enumerate(zip(rec.steps, rec.effects, rec.play_index, strict=True)):
+    for ln, effect, play in zip(rec.steps, rec.effects, rec.play_index, strict=True):
         data = ln.data
         echo = effect is StepEffect.ECHO
         flags = []
@@ -368,27 +369,50 @@ def _step_rows(rec: ParsedRecording, file_id: str, frames_file: str | None) -> l
                 and not echo and not ids_lost):
             flags.append("action_not_available")
         reasoning = (data.get("action_input") or {}).get("reasoning")
-        reasoning_json = None if reasoning is None else json.dumps(reasoning, ensure_ascii=False)
         if any(err.column == "reasoning_json" for err in ln.dropped):
             flags.append("reasoning_over_16kib")  # not stored (quarantined with the line's location)
         if ids_lost:
             flags.append("action_id_lost")
         click_x, click_y = ln.click
-        rows.append({
-            "file_id": file_id, "line_number": ln.number, "step_index": i, "play_id": rec.play_id(play),
-            "game_id": rec.game_id, "guid": data.get("guid") or rec.guid, "recorded_at": ln.recorded_at,
-            "action_id": ln.action_id, "action_name": ACTION_NAMES[ln.action_id], "click_x": click_x,
-            "click_y": click_y, "state": data.get("state"), "levels_completed": ln.levels_completed,
-            "win_levels": ln.win_levels, "is_full_reset": ln.full_reset,
-            "available_actions": data.get("available_actions"), "n_frames": ln.n_frames,
-            "frame_sha256s": ln.hashes, "last_frame_sha256": ln.hashes[-1] if ln.hashes else None,
-            "frames_file": frames_file if ln.n_frames else None,
-            "is_post_terminal": echo, "step_effect": effect.value, "is_counted": effect.is_counted, "is_level_change": changes[i],
-            "reasoning_json": reasoning_json, "flags": flags,
-        })
-        if not echo and isinstance(data.get("available_actions"), list):
-            prev_available = data["available_actions"]
-    return rows
+        available = data.get("available_actions")
+        cols["line_number"].append(ln.number)
+        cols["play_id"].append(rec.play_id(play))
+        cols["guid"].append(data.get("guid") or rec.guid)
+        cols["recorded_at"].append(ln.recorded_at)
+        cols["action_id"].append(ln.action_id)
+        cols["action_name"].append(ACTION_NAMES[ln.action_id])
+        cols["click_x"].append(click_x)
+        cols["click_y"].append(click_y)
+        cols["state"].append(data.get("state"))
+        cols["levels_completed"].append(ln.levels_completed)
+        cols["win_levels"].append(ln.win_levels)
+        cols["is_full_reset"].append(ln.full_reset)
+        cols["available_actions"].append(available)
+        cols["n_frames"].append(ln.n_frames)
+        cols["frame_sha256s"].append(ln.hashes)
+        cols["last_frame_sha256"].append(ln.hashes[-1] if ln.hashes else None)
+        cols["frames_file"].append(frames_file if ln.n_frames else None)
+        cols["is_post_terminal"].append(echo)
+        cols["step_effect"].append(effect.value)
+        cols["is_counted"].append(effect.is_counted)
+        cols["reasoning_json"].append(None if reasoning is None else json.dumps(reasoning, ensure_ascii=False))
+        cols["flags"].append(flags)
+        if not echo and isinstance(available, list):
+            prev_available = available
+    n = len(rec.steps)
+    cols.update(file_id=[file_id] * n, step_index=list(range(n)), game_id=[rec.game_id] * n,
+                is_level_change=list(changes))
+    return _frame(STEPS, cols)
+
+
+def _frame(table: str, cols: dict[str, list]) -> pl.DataFrame:
+    """A table's frame from its columns as python lists (faster than rows of dicts)."""
+    schema = empty_frame(table).schema
+    try:
+        return pl.DataFrame(cols, schema=schema)
+    except (TypeError, pl.exceptions.PolarsError):
+        # A value of another type than the column's (a string `state`, say): conform decides as for rows.
+        return conform(table, [dict(zip(cols, row, strict=True)) for row in zip(*cols.values(), strict=True)])
 
 
 def _play_rows(rec: ParsedRecording, file_id: str) -> list[dict]:
@@ -424,7 +448,7 @@ def recording_tables(rec: ParsedRecording, file_id: str, frames_file: str | None
     them out."""
     tables = {} if lines_written else {LINES: line_rows(rec.lines, file_id)}
     tables.update({
-        STEPS: conform(STEPS, _step_rows(rec, file_id, frames_file)),
+        STEPS: _step_rows(rec, file_id, frames_file),
         "core_arc3__plays": conform("core_arc3__plays", _play_rows(rec, file_id)),
     })
     if rec.summary is not None and rec.summary.data.get("cards"):
