@@ -18,10 +18,12 @@ from pipeline.recordings.playback import is_playback_file, read_playback_file, s
 from pipeline.recordings.reader import (
     CHUNK_BYTES,
     LINES,
+    STEPS,
     RecordingRejected,
     line_rows,
     read_recording_file,
     recording_tables,
+    step_frames,
 )
 
 FRAME_BATCH = 2048  # frames buffered before a Parquet row group is written
@@ -120,7 +122,7 @@ def read_recording(ctx: FileContext) -> ReaderOutput:
     try:
         try:
             rec = read_recording_file(ctx.path, on_frames=sink.add if sink is not None else None, on_chunk=on_chunk,
-                                      chunk_bytes=ctx.chunk_bytes or CHUNK_BYTES)
+                                      chunk_bytes=ctx.chunk_bytes or CHUNK_BYTES, file_sha256=ctx.file_id)
         except RecordingRejected as err:
             raise FileRejected(err.reason, err.check, err.location, rejects=_rejects(err.issues)) from None
         frames_file = None
@@ -136,7 +138,10 @@ def read_recording(ctx: FileContext) -> ReaderOutput:
     out.detection_evidence = f"{rec.variant}: {rec.evidence}"
     out.rejects.extend(_rejects(rec.issues))
     out.flags.extend([*rec.flags, *rec.card_flags])
-    out.tables.update(recording_tables(rec, ctx.file_id, frames_file, lines_written=on_chunk is not None))
+    if ctx.write_chunk is not None:
+        for steps in step_frames(rec, ctx.file_id, frames_file):
+            ctx.write_chunk(STEPS, steps)
+    out.tables.update(recording_tables(rec, ctx.file_id, frames_file, streamed=ctx.write_chunk is not None))
     return out
 
 
