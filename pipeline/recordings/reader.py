@@ -96,7 +96,8 @@ class ParsedRecording:
 
 
 CHUNK_BYTES = 32 * 1024 * 1024  # input read between two `on_chunk` calls (the rows a chunk adds are ~3% of it)
-STEP_CHUNK_ROWS = 50_000  # steps built (and, by ingest, written) at a time
+STEP_CHUNK_ROWS = 20_000  # steps built (and, by ingest, written) at a time
+SHARED_VALUES = ("game_id", "guid", "state", "frame")
 READ_BUFFER = 1024 * 1024  # frame lines are ~12 KB: a small buffer reads each in several pieces
 
 
@@ -106,6 +107,7 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
     lines: list[Line] = []
     pending = 0  # index in `lines` of the first line not yet handed to on_chunk
     keep_pixels = want_frames or on_frames is not None
+    shared: dict[str, str] = {}
     with open(path, "rb", buffering=READ_BUFFER) as fh:
         number = offset = 0
         since_chunk = 0
@@ -142,6 +144,11 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                                         err.column, err.value))
                 continue
             line.offset, line.size = start, len(body)
+            data = line.data
+            for key in SHARED_VALUES:  # one copy per file of the values every line repeats
+                value = data.get(key)
+                if type(value) is str:
+                    data[key] = shared.setdefault(value, value)
             for err in line.dropped:  # a value over its size bound: the line stays, the value is not stored
                 issues.append(LineIssue(f"line {number}", err.check, f"{err.reason}; the line is kept without it",
                                         clip(body.decode("utf-8")), USAGE if line.kind == "usage" else STEPS,
