@@ -135,4 +135,4 @@ def frames_from_json(frames: object) -> np.ndarray:
 
 def frame_hashes(frames: np.ndarray) -> list[str]:
     """sha256 of each frame's 4096 uint8 cells, row-major (the conformance kit's definition)."""
-    return [hashlib.sha256(f.tobytes()).hexdigest() for f in frames]
+    return [hashlib.sha256(f if f.flags.c_contiguous else f.tobytes()).hexdigest() for f in frames]

@@ -44,6 +44,7 @@ __all__ = [
 ]
 
 ACTION_IDS = {name: i for i, name in enumerate(ACTION_NAMES)}
+GAME_ID_RE = re.compile(FIELDS["game_id"].regex)
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MAX_REASONING_BYTES = FIELDS["reasoning_json"].max_bytes  # the toolkit's limit, declared with the column
 MAX_RAW_TEXT = 4096  # the same limit as pipeline.ingest.base.clip: quarantine rows keep this much text
@@ -335,6 +336,6 @@ def _check_frame_record(line: Line) -> None:
     game_id = data.get("game_id")
     if not isinstance(game_id, str):
         raise LineError("bad_game_id", "frame record has no string game_id", "game_id", clip(str(game_id)))
-    if not re.match(FIELDS["game_id"].regex, game_id):
+    if not GAME_ID_RE.match(game_id):
         raise LineError("bad_game_id", f"game_id {clip(game_id)[:80]!r} ({len(game_id.encode())} bytes) is not "
                         "`<4 lowercase alphanumerics>-<8 or 12 hex digits>`", "game_id", clip(game_id))
