@@ -52,7 +52,7 @@ def test_fast_frame_decoding_equals_json(frames: np.ndarray, compact: bool):
 
 @given(frames=frame_stacks().filter(len), cell=st.integers(0, 4095), edit=st.sampled_from(
     ["0{0}", "{0} 1", "{0}.0", "-{0}", "{0}{0}{0}", "", "{0},", "true", "1{0}"]), compact=st.booleans())
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 def test_fast_frame_decoding_refuses_what_json_refuses(frames: np.ndarray, cell: int, edit: str, compact: bool):
     # One cell rewritten into something else (a leading zero, two numbers, a float, a negative, three digits,
     # an empty value, a bool, a value out of range): the decoder reads it exactly as json does, or refuses it.
@@ -65,7 +65,8 @@ def test_fast_frame_decoding_refuses_what_json_refuses(frames: np.ndarray, cell:
     except (ValueError, FrameError) as err:
         with pytest.raises((ValueError, FrameError)) as got:
             decode_frames(text.encode())
-        assert str(got.value).removeprefix("frame 0 ") == str(err).removeprefix("frame 0 ")
+        # (the fast path names no frame in its colour-range message, as before)
+        assert str(got.value).replace("frame 0 cell", "frame cell") == str(err).replace("frame 0 cell", "frame cell")
     else:
         assert (decode_frames(text.encode()) == expected).all()
 
