@@ -15,7 +15,16 @@ from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.recordings.lines import Line, LineIssue, sniff_first_line
 from pipeline.recordings.playback import is_playback_file, read_playback_file, script_tables
-from pipeline.recordings.reader import RecordingRejected, read_recording_file, recording_tables
+from pipeline.recordings.reader import (
+    CHUNK_BYTES,
+    LINES,
+    STEPS,
+    RecordingRejected,
+    line_rows,
+    read_recording_file,
+    recording_tables,
+    step_frames,
+)
 
 FRAME_BATCH = 2048  # frames buffered before a Parquet row group is written
 
@@ -102,9 +111,18 @@ def read_recording(ctx: FileContext) -> ReaderOutput:
         return read_playback(ctx)
     out = ReaderOutput()
     sink = _FrameSink(ctx) if ctx.keep_frames else None
+    on_chunk = None
+    if ctx.write_chunk is not None:
+        write = ctx.write_chunk
+
+        def on_chunk(lines: list[Line]) -> None:  # the raw lines are written as read, then let go
+            write(LINES, line_rows(lines, ctx.file_id))
+            for ln in lines:
+                ln.raw_json = ""
     try:
         try:
-            rec = read_recording_file(ctx.path, on_frames=sink.add if sink is not None else None)
+            rec = read_recording_file(ctx.path, on_frames=sink.add if sink is not None else None, on_chunk=on_chunk,
+                                      chunk_bytes=ctx.chunk_bytes or CHUNK_BYTES, file_sha256=ctx.file_id)
         except RecordingRejected as err:
             raise FileRejected(err.reason, err.check, err.location, rejects=_rejects(err.issues)) from None
         frames_file = None
@@ -120,7 +138,10 @@ def read_recording(ctx: FileContext) -> ReaderOutput:
     out.detection_evidence = f"{rec.variant}: {rec.evidence}"
     out.rejects.extend(_rejects(rec.issues))
     out.flags.extend([*rec.flags, *rec.card_flags])
-    out.tables.update(recording_tables(rec, ctx.file_id, frames_file))
+    if ctx.write_chunk is not None:
+        for steps in step_frames(rec, ctx.file_id, frames_file):
+            ctx.write_chunk(STEPS, steps)
+    out.tables.update(recording_tables(rec, ctx.file_id, frames_file, streamed=ctx.write_chunk is not None))
     return out
 
 
@@ -134,4 +155,5 @@ register(InputFormat(
     reader=read_recording,
     sniff=sniff,
     tables=RECORDING_TABLES,
+    streams=True,
 ))

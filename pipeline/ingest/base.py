@@ -65,6 +65,10 @@ class FileContext:
     keep_frames: bool = False
     frames_dir: Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    # Set by the runner for a streamed file (InputFormat.streams): rows handed to it are validated and written
+    # at once, in the file's transaction; `chunk_bytes` is how much input the reader reads between two hand-overs.
+    write_chunk: Callable[[str, pl.DataFrame], None] | None = None
+    chunk_bytes: int | None = None
 
 
 @dataclass

@@ -47,6 +47,9 @@ class InputFormat:
     reader: Callable[[FileContext], ReaderOutput]
     sniff: Callable[[Head], str | None]  # evidence text when the file looks like this format, else None
     tables: tuple[str, ...]  # every table the reader may write (a re-ingest clears them for the file)
+    # The reader can hand rows over while it reads (`FileContext.write_chunk`): a large file is then read inside
+    # its transaction, its rows written chunk by chunk, instead of held whole in memory.
+    streams: bool = False
 
 
 FORMATS: dict[str, InputFormat] = {}

@@ -244,6 +244,7 @@ class PreparedFile:
     seen_before: bool = False  # the database already held this content hash (a --force re-read)
     force: bool = False
     validated: bool = False  # `output` went through the schemas (`validate_output`)
+    streamed: bool = False  # read by commit_file inside the file's transaction, rows written chunk by chunk
 
 
 def not_regular_file(path: Path) -> str | None:
@@ -260,10 +261,17 @@ def not_regular_file(path: Path) -> str | None:
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
+# A file of a streaming format (InputFormat.streams) at least this big is read inside its transaction, its rows
+# written a chunk at a time: memory stays flat whatever the file's size.
+STREAM_MIN_BYTES = 32 * 1024 * 1024
+
+
 def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None,
-                 known_file_ids: frozenset[str] = frozenset(), batch_small: bool = False) -> PreparedFile:
-    """Hash, detect, read and validate one file. Pure with respect to the database.
+                 known_file_ids: frozenset[str] = frozenset(), batch_small: bool = False,
+                 chunk_bytes: int | None = None) -> PreparedFile:
+    """Hash, detect, read and validate one file. Pure with respect to the database. A large file of a streaming
+    format (or any, when `chunk_bytes` is given) is only detected here: `commit_file` reads it.
 
     `batch_small`: a small file (`is_small`) is left unvalidated, for `commit_batch` to validate it together
     with the other files of its batch (a schema check per table and file is most of a small file's cost)."""
@@ -304,19 +312,57 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
     else:
         fmt, evidence = FORMATS[fmt_name], "forced with --format"
     prepared.fmt_name, prepared.evidence = fmt.name, evidence
+    if fmt.streams and (chunk_bytes is not None or n_bytes >= STREAM_MIN_BYTES):
+        prepared.streamed, ctx.chunk_bytes = True, chunk_bytes
+        return prepared
+    _read(prepared, fmt, validate=not (batch_small and is_small(prepared)))
+    return prepared
+
+
+def _read(prepared: PreparedFile, fmt: InputFormat, *, validate: bool = True) -> None:
+    """Run the reader: `prepared.output` (validated unless `validate` is false: `commit_batch` validates it
+    with its batch), or `prepared.failure` when the file is refused."""
     try:
-        prepared.output = fmt.reader(ctx)
+        prepared.output = fmt.reader(prepared.ctx)
     except FileRejected as err:
         prepared.failure = ("rejected", err.check, err.reason, err.location, err.raw_text)
         prepared.failure_rejects = err.rejects
-        return prepared
+        return
     except (UnicodeDecodeError, OSError) as err:
         prepared.failure = ("unreadable", "unreadable", f"cannot read the file as {fmt.name}: {err}", "file", None)
-        return prepared
-    if not (batch_small and is_small(prepared)):
+        return
+    if validate:
         validate_output(prepared.output)
         prepared.validated = True
-    return prepared
+
+
+class _Refused(Exception):
+    """A streamed file was refused while its transaction was open: roll back what it wrote."""
+
+
+def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]:
+    """Read a streamed file inside its transaction: every chunk of rows the reader hands over is validated (rows
+    that fail become rejects, as in `validate_output`) and inserted at once. Rows written per table."""
+    written: dict[str, int] = {}
+    chunk_rejects: list[Reject] = []
+
+    def write_chunk(name: str, df: pl.DataFrame) -> None:
+        piece = ReaderOutput(tables={name: df})
+        validate_output(piece)
+        chunk_rejects.extend(piece.rejects)
+        ws.insert_frame(name, piece.tables[name], con=con, validate=False)
+        written[name] = written.get(name, 0) + piece.tables[name].height
+
+    prepared.ctx.write_chunk = write_chunk
+    try:
+        _read(prepared, FORMATS[prepared.fmt_name or ""])
+    finally:
+        prepared.ctx.write_chunk = None
+    if prepared.failure is not None:
+        raise _Refused
+    assert prepared.output is not None
+    prepared.output.rejects[:0] = chunk_rejects
+    return written
 
 
 def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
@@ -328,10 +374,9 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
         status, check, reason, location, raw = prepared.failure
         _write_file_failure(ws, ctx, prepared.fmt_name, check, reason, location, raw, prepared.failure_rejects)
         return _failure_report(prepared)
-    output = prepared.output
-    assert output is not None and ctx.file_id is not None
-    if not prepared.validated:
-        validate_output(output)
+    assert (prepared.output is not None or prepared.streamed) and ctx.file_id is not None
+    if prepared.output is not None and not prepared.validated:
+        validate_output(prepared.output)
         prepared.validated = True
     # Workers judged "seen before" against the database as it was when the run started; an identical file
     # committed earlier in this same run is only visible here.
@@ -343,32 +388,46 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
         prepared.seen_before = True
     replaced = [f for f in dict.fromkeys(earlier) if f != ctx.file_id]
     own_ids = [ctx.file_id, *replaced]
-    drop_cross_file_duplicates(ws, output, own_ids)
-    counts = {n: df.height for n, df in output.tables.items()}
-    rejects, flags = list(output.rejects), list(output.flags)
-    spill = tempfile.TemporaryDirectory(prefix="arcstudy-ingest-") if output.pieces is not None else nullcontext()
-    with spill as spill_dir:
-        try:
-            staged = {} if spill_dir is None else \
-                _stage_pieces(ws, output.pieces, own_ids, counts, rejects, flags, Path(spill_dir))
-        except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again here, after prepare_file
-            reason = f"cannot read the file as {prepared.fmt_name}: {err}"
-            _write_file_failure(ws, ctx, prepared.fmt_name, "unreadable", reason)
-            return FileReport(path, "unreadable", prepared.fmt_name, message=reason, n_quarantined=1)
-        quarantine = _quarantine_rows(ctx, prepared.fmt_name, rejects)
-        file_row = conform("raw_ingest__files", [_file_record(prepared, quarantine.height, counts, flags)])
-        with ws.transaction() as con:
-            # Deleting from every table costs ~40 statements: only when something of this file or path is there.
-            for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
-                _delete_file_rows(ws, con, old_id)
-            con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
-            _insert_validated(ws, "raw_ingest__files", file_row, con)
-            for name, df in output.tables.items():
-                ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
-            for name, spills in staged.items():
-                _insert_spilled(con, name, spills)
-            if quarantine.height:
-                _insert_validated(ws, "quarantine", quarantine, con)
+    counts: dict[str, int] = {}  # rows written, per table
+    piece_rejects: list[Reject] = []
+    piece_flags: list[str] = []
+    pieces = prepared.output.pieces if prepared.output is not None else None
+    spill = tempfile.TemporaryDirectory(prefix="arcstudy-ingest-") if pieces is not None else nullcontext()
+    try:
+        with spill as spill_dir:
+            try:
+                staged = {} if spill_dir is None else \
+                    _stage_pieces(ws, pieces, own_ids, counts, piece_rejects, piece_flags, Path(spill_dir))
+            except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again here, after prepare_file
+                reason = f"cannot read the file as {prepared.fmt_name}: {err}"
+                _write_file_failure(ws, ctx, prepared.fmt_name, "unreadable", reason)
+                return FileReport(path, "unreadable", prepared.fmt_name, message=reason, n_quarantined=1)
+            with ws.transaction() as con:
+                # Deleting from every table costs ~40 statements: only when something of this file or path is there.
+                for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
+                    _delete_file_rows(ws, con, old_id)
+                if prepared.streamed:
+                    for name, n in _read_streamed(ws, con, prepared).items():
+                        counts[name] = counts.get(name, 0) + n
+                output = prepared.output
+                assert output is not None
+                drop_cross_file_duplicates(ws, output, own_ids)
+                for name, df in output.tables.items():
+                    counts[name] = counts.get(name, 0) + df.height
+                quarantine = _quarantine_rows(ctx, prepared.fmt_name, [*output.rejects, *piece_rejects])
+                flags = [*output.flags, *piece_flags]
+                file_row = conform("raw_ingest__files", [_file_record(prepared, quarantine.height, counts, flags)])
+                con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
+                _insert_validated(ws, "raw_ingest__files", file_row, con)
+                for name, df in output.tables.items():
+                    ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
+                for name, spills in staged.items():
+                    _insert_spilled(con, name, spills)
+                if quarantine.height:
+                    _insert_validated(ws, "quarantine", quarantine, con)
+    except _Refused:  # nothing of the file stays; its refusal is recorded like any other
+        prepared.streamed = False
+        return commit_file(ws, prepared)
     return _loaded_report(prepared, quarantine.height, len(replaced), counts)
 
 
@@ -685,10 +744,12 @@ def _insert_validated(ws: Workspace, name: str, df: pl.DataFrame, con) -> None:
 
 
 def ingest_file(ws: Workspace, path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
-                keep_frames: bool = False, frames_dir: Path | None = None) -> FileReport:
+                keep_frames: bool = False, frames_dir: Path | None = None, chunk_bytes: int | None = None
+                ) -> FileReport:
     known = ws.read("SELECT file_id FROM raw_ingest__files")["file_id"].to_list()
     return commit_file(ws, prepare_file(path, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
-                                        frames_dir=frames_dir, known_file_ids=frozenset(known)))
+                                        frames_dir=frames_dir, known_file_ids=frozenset(known),
+                                        chunk_bytes=chunk_bytes))
 
 
 def _delete_file_rows(ws: Workspace, con, file_id: str) -> None:
@@ -722,18 +783,21 @@ def _failed_piece(path: Path, run_id: str, error: BaseException) -> PreparedFile
 
 def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None, progress=None,
-                 workers: int | None = None, scheduler: str | None = None) -> IngestReport:
+                 workers: int | None = None, scheduler: str | None = None,
+                 chunk_bytes: int | None = None) -> IngestReport:
     """Ingest files and folders. With several files and workers (local processes, or the Dask cluster at
     `scheduler`), the workers read and validate files while this process alone writes them, in input order
     (a look-ahead of one file per worker keeps memory flat): one transaction per file, small files a batch
-    at a time (`commit_batch`, same result)."""
+    at a time (`commit_batch`, same result). A large recording is read by this process inside its
+    transaction, its rows written a chunk (`chunk_bytes` of input, given to stream every recording in such
+    chunks) at a time."""
     if fmt_name != "auto" and fmt_name not in FORMATS:
         raise ValueError(f"unknown format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")
     report = IngestReport()
     files = expand_paths(paths)
     known = frozenset(ws.read("SELECT file_id FROM raw_ingest__files")["file_id"].to_list())
     prepare = partial(prepare_file, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
-                      frames_dir=frames_dir, known_file_ids=known, batch_small=True)
+                      frames_dir=frames_dir, known_file_ids=known, batch_small=True, chunk_bytes=chunk_bytes)
     if workers is None and scheduler is None:
         # A local cluster costs seconds to start: worth it for large inputs only.
         total = sum(p.stat().st_size for p in files if p.is_file())
@@ -745,7 +809,7 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
                                                    description="ingesting"):
             if error is not None:
                 prepared = _failed_piece(files[key], run_id, error)
-            if not is_small(prepared):
+            if prepared.streamed or not is_small(prepared):
                 report.files += commit_batch(ws, batch)
                 batch, batch_bytes = [], 0
                 report.files.append(commit_file(ws, prepared))

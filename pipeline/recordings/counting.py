@@ -74,7 +74,7 @@ def action_id_from(value: int | str) -> int:
     raise ValueError(f"invalid action id {value!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per step of a file, whole files at a time
 class StepRecord:
     """One engine response, normalized from a recording line (or produced by a replay).
 

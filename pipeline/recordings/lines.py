@@ -3,7 +3,8 @@
 `parse_line` is the streaming parser ingest and `score FILES` read files with: it keeps a small record per
 line (frame pixels are hashed; kept as a uint8 array only when asked), normalises string action ids and the
 2025 preview's `score` fields, and raises `LineError` (a rule id and a reason for a person) for a line that
-must be quarantined.
+must be quarantined. It reads the line's bytes with orjson; a line orjson refuses (or reads differently:
+NaN, integers over 64 bits, lone surrogates) is read again with `json`, whose reading and messages decide.
 
 `steps_from_recording_lines` is the small normalizer from lines already parsed with `json` (the viewer's and
 the sample tests' input) to ``StepRecord``.
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from schemas import FIELDS
 
@@ -42,6 +44,7 @@ __all__ = [
 ]
 
 ACTION_IDS = {name: i for i, name in enumerate(ACTION_NAMES)}
+GAME_ID_RE = re.compile(FIELDS["game_id"].regex)
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MAX_REASONING_BYTES = FIELDS["reasoning_json"].max_bytes  # the toolkit's limit, declared with the column
 MAX_RAW_TEXT = 4096  # the same limit as pipeline.ingest.base.clip: quarantine rows keep this much text
@@ -93,11 +96,12 @@ def filename_guid(path: Path) -> tuple[str | None, str]:
 # --------------------------------------------------------------------------------------------------
 # one line, streamed
 # --------------------------------------------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)  # a large recording keeps one per line until its steps are counted
 class Line:
     number: int
-    text: str  # the line as read, clipped to 4 KiB: kept for quarantine records, not the whole frame text
     sha: str
+    offset: int = 0  # where the line's bytes start in its file, and how many: its text is read again only
+    size: int = 0  # for a quarantine record (a recording can be hundreds of MB of frame JSON)
     kind: str = "other"  # classify_record
     data: dict[str, Any] = field(default_factory=dict)  # `data`, frame pixels replaced by "[n frames]"
     recorded_at: datetime | None = None
@@ -183,17 +187,51 @@ class LineError(Exception):
         self.value = None if value is None else str(value)
 
 
-def parse_line(number: int, text: str, want_frames: bool) -> Line:
-    # Only a clipped copy of the text is kept: a recording can be hundreds of MB of frame JSON.
-    line = Line(number=number, text=clip(text), sha=hashlib.sha256(text.encode()).hexdigest())
+_FLOAT_FORMS = re.compile(rb"\d\.0000|\de-\d(?!\d)")  # where orjson writes a float unlike json.dumps
+
+
+def _loads(raw: bytes) -> tuple[Any, bytes | str | None, bool]:
+    """(envelope with `data.frame` cut out when it could be, the frame array's text, read by json?)."""
+    stripped, frame_text = split_frame_field(raw)
+    try:
+        obj = orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        obj = None
+    if obj is not None and (frame_text is None or _frame_was_cut(obj)):
+        return obj, frame_text, False
+    # json decides what orjson refused, and reports it: its reading is the rule.
+    text = raw.decode("utf-8")
     stripped, frame_text = split_frame_field(text)
     try:
         obj = json.loads(stripped)
-        if frame_text is not None and not (isinstance(obj, dict) and isinstance(obj.get("data"), dict)
-                                           and "frame" in obj["data"] and obj["data"]["frame"] is None):
+        if frame_text is not None and not _frame_was_cut(obj):
             obj, frame_text = json.loads(text), None  # the cut was not the real field: parse it all
     except json.JSONDecodeError as err:
         raise LineError("invalid_json", f"not valid JSON ({err.msg} at column {err.colno})") from None
+    return obj, frame_text, True
+
+
+def _frame_was_cut(obj: Any) -> bool:
+    return (isinstance(obj, dict) and isinstance(obj.get("data"), dict) and "frame" in obj["data"]
+            and obj["data"]["frame"] is None)
+
+
+def _dumps(obj: Any, by_json: bool) -> str:
+    """The line re-serialized compactly, exactly as `json.dumps(separators=(",", ":"), ensure_ascii=False)`."""
+    if not by_json:
+        try:
+            out = orjson.dumps(obj)
+            if not _FLOAT_FORMS.search(out):
+                return out.decode()
+        except TypeError:
+            pass
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def parse_line(number: int, raw: bytes, want_frames: bool) -> Line:
+    """One line's bytes (UTF-8, without its line end) -> `Line`; LineError for a line to quarantine."""
+    line = Line(number=number, sha=hashlib.sha256(raw).hexdigest())
+    obj, frame_text, by_json = _loads(raw)
     if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):
         raise LineError("bad_envelope", "line is not a `{timestamp, data}` object with an object `data`")
     data = obj["data"]
@@ -220,7 +258,7 @@ def parse_line(number: int, text: str, want_frames: bool) -> Line:
                 line.frames = frames
         _check_frame_record(line)
     _bound_sizes(line)
-    line.raw_json = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    line.raw_json = _dumps(obj, by_json)
     return line
 
 
@@ -298,6 +336,6 @@ def _check_frame_record(line: Line) -> None:
     game_id = data.get("game_id")
     if not isinstance(game_id, str):
         raise LineError("bad_game_id", "frame record has no string game_id", "game_id", clip(str(game_id)))
-    if not re.match(FIELDS["game_id"].regex, game_id):
+    if not GAME_ID_RE.match(game_id):
         raise LineError("bad_game_id", f"game_id {clip(game_id)[:80]!r} ({len(game_id.encode())} bytes) is not "
                         "`<4 lowercase alphanumerics>-<8 or 12 hex digits>`", "game_id", clip(game_id))

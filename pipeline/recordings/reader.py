@@ -17,24 +17,27 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
 from pipeline.core.textfiles import TextFacts, strip_bom
-from schemas.validate import conform
+from schemas.validate import conform, empty_frame
 
 from .cards import card_rows
 from .counting import ACTION_NAMES, StepEffect, classify_steps, detect_action_ids_lost, level_changes
 from .lines import Line, LineError, LineIssue, clip, filename_guid, parse_line
 from .variant import RecordingVariant, counting_options_for_variant, detect_variant
 
-__all__ = ["LineIssue", "ParsedRecording", "RecordingRejected", "read_recording_file", "recording_tables"]
+__all__ = ["LineIssue", "ParsedRecording", "RecordingRejected", "line_rows", "read_recording_file",
+           "recording_tables", "step_frames"]
 
+LINES = "raw_arc3__recording_lines"
 STEPS = "core_arc3__steps"
 USAGE = "core_arc3__usage"
 
@@ -92,46 +95,83 @@ class ParsedRecording:
         return f"{self.guid}/{index}"
 
 
+CHUNK_BYTES = 32 * 1024 * 1024  # input read between two `on_chunk` calls (the rows a chunk adds are ~3% of it)
+STEP_CHUNK_ROWS = 20_000  # steps built (and, by ingest, written) at a time
+SHARED_VALUES = ("game_id", "guid", "state", "frame")
+READ_BUFFER = 1024 * 1024  # frame lines are ~12 KB: a small buffer reads each in several pieces
+
+
 def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
-                on_frames: Callable[[Line], None] | None, digest: Any, text: TextFacts) -> list[Line]:
+                on_frames: Callable[[Line], None] | None, digest: Any | None, text: TextFacts,
+                on_chunk: Callable[[list[Line]], None] | None, chunk_bytes: int) -> list[Line]:
     lines: list[Line] = []
-    with open(path, "rb") as fh:
-        number = 0
+    pending = 0  # index in `lines` of the first line not yet handed to on_chunk
+    keep_pixels = want_frames or on_frames is not None
+    shared: dict[str, str] = {}
+    with open(path, "rb", buffering=READ_BUFFER) as fh:
+        number = offset = 0
+        since_chunk = 0
         for raw in fh:
-            digest.update(raw)
+            if digest is not None:
+                digest.update(raw)
             number += 1
+            start, offset = offset, offset + len(raw)
             if number == 1:
                 raw, text.has_bom = strip_bom(raw)  # Windows tools write one; it is not part of line 1
+                start = offset - len(raw)
             text.see_line_end(raw)
             truncated = not raw.endswith(b"\n")
-            try:
-                line_text = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as err:
-                issues.append(LineIssue(f"line {number}", "not_utf8",
-                                        f"line is not UTF-8 text ({err.reason} at byte {err.start}); re-save the "
-                                        "file as UTF-8", clip(raw.decode("utf-8", "replace")), STEPS))
+            body = raw.rstrip(b"\r\n")
+            if not body.isascii():
+                try:
+                    blank = not body.decode("utf-8").strip()
+                except UnicodeDecodeError as err:
+                    issues.append(LineIssue(f"line {number}", "not_utf8",
+                                            f"line is not UTF-8 text ({err.reason} at byte {err.start}); re-save "
+                                            "the file as UTF-8", clip(raw.decode("utf-8", "replace")), STEPS))
+                    continue
+            else:
+                blank = not body.strip()
+            if blank:
                 continue
-            if not line_text.strip():
-                continue
             try:
-                line = parse_line(number, line_text, want_frames=want_frames or on_frames is not None)
+                line = parse_line(number, body, want_frames=keep_pixels)
             except LineError as err:
                 check, reason = err.check, err.reason
                 if truncated and check == "invalid_json":
                     check, reason = "truncated_line", "the last line is cut off (file truncated mid-write)"
-                issues.append(LineIssue(f"line {number}", check, reason, clip(line_text), STEPS, err.column,
-                                        err.value))
+                issues.append(LineIssue(f"line {number}", check, reason, clip(body.decode("utf-8")), STEPS,
+                                        err.column, err.value))
                 continue
+            line.offset, line.size = start, len(body)
+            data = line.data
+            for key in SHARED_VALUES:  # one copy per file of the values every line repeats
+                value = data.get(key)
+                if type(value) is str:
+                    data[key] = shared.setdefault(value, value)
             for err in line.dropped:  # a value over its size bound: the line stays, the value is not stored
                 issues.append(LineIssue(f"line {number}", err.check, f"{err.reason}; the line is kept without it",
-                                        clip(line_text), USAGE if line.kind == "usage" else STEPS, err.column,
-                                        err.value))
+                                        clip(body.decode("utf-8")), USAGE if line.kind == "usage" else STEPS,
+                                        err.column, err.value))
             if on_frames is not None and line.frames is not None:
                 on_frames(line)
                 if not want_frames:
                     line.frames = None
             lines.append(line)
+            since_chunk += len(raw)
+            if on_chunk is not None and since_chunk >= chunk_bytes:
+                on_chunk(lines[pending:])
+                pending, since_chunk = len(lines), 0
+        if on_chunk is not None and pending < len(lines):
+            on_chunk(lines[pending:])
     return lines
+
+
+def _line_text(path: Path, line: Line) -> str:
+    """A line's text as read (clipped to 4 KiB, as quarantine keeps it), read again from its file."""
+    with open(path, "rb") as fh:
+        fh.seek(line.offset)
+        return clip(fh.read(line.size).decode("utf-8"))
 
 
 def _no_frame_line(lines: list[Line], issues: list[LineIssue]) -> RecordingRejected:
@@ -151,7 +191,7 @@ def _no_frame_line(lines: list[Line], issues: list[LineIssue]) -> RecordingRejec
                              issues=issues)
 
 
-def _consistent_steps(frames: list[Line], game_id: str, guid: str | None, issues: list[LineIssue],
+def _consistent_steps(path: Path, frames: list[Line], game_id: str, guid: str | None, issues: list[LineIssue],
                       variant: str | None) -> list[Line]:
     """Contradictions, time order, duplicates: the line is left out, the rest kept."""
     kept: list[Line] = []
@@ -178,7 +218,7 @@ def _consistent_steps(frames: list[Line], game_id: str, guid: str | None, issues
                       f"previous line's {last_time.isoformat()}", "timestamp", ln.recorded_at.isoformat())
         if reject:
             check, reason, column, value = reject
-            issues.append(LineIssue(f"line {ln.number}", check, reason, clip(ln.text), STEPS, column,
+            issues.append(LineIssue(f"line {ln.number}", check, reason, _line_text(path, ln), STEPS, column,
                                     None if value is None else str(value)))
             continue
         kept.append(ln)
@@ -210,16 +250,22 @@ def reset_defects(frames: list[Line]) -> set[str]:
 
 
 def read_recording_file(path: Path | str, *, want_frames: bool = False,
-                        on_frames: Callable[[Line], None] | None = None) -> ParsedRecording:
+                        on_frames: Callable[[Line], None] | None = None,
+                        on_chunk: Callable[[list[Line]], None] | None = None,
+                        chunk_bytes: int = CHUNK_BYTES, file_sha256: str | None = None) -> ParsedRecording:
     """Read one recording file. ``want_frames`` keeps every frame line's pixels (uint8) on its `Line`;
-    ``on_frames`` receives each line with pixels as it is read (ingest streams them to Parquet).
+    ``on_frames`` receives each line with pixels as it is read (ingest streams them to Parquet);
+    ``on_chunk`` receives the parsed lines of every ``chunk_bytes`` of input as they are read (ingest
+    writes their `line_rows` then, and drops their `raw_json`), the last, shorter chunk included.
+    ``file_sha256``: the file's hash when the caller has it already (ingest's file_id); else it is computed
+    while reading.
 
     Raises `RecordingRejected` for a file that cannot be used and OSError for one that cannot be read."""
     path = Path(path)
     issues: list[LineIssue] = []
-    digest = hashlib.sha256()
+    digest = hashlib.sha256() if file_sha256 is None else None
     text = TextFacts()
-    lines = _read_lines(path, issues, want_frames, on_frames, digest, text)
+    lines = _read_lines(path, issues, want_frames, on_frames, digest, text, on_chunk, chunk_bytes)
     frames = [ln for ln in lines if ln.kind == "frame"]
     usage = [ln for ln in lines if ln.kind == "usage"]
     summaries = [ln for ln in lines if ln.kind == "scorecard"]
@@ -233,10 +279,11 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
     for ln in lines:
         if ln.kind == "other":
             issues.append(LineIssue(f"line {ln.number}", "unknown_record",
-                                    "`data` is neither a frame, an LLM usage record nor a scorecard", clip(ln.text)))
+                                    "`data` is neither a frame, an LLM usage record nor a scorecard",
+                                    _line_text(path, ln)))
         elif ln.kind == "scorecard" and ln is not summary:
             issues.append(LineIssue(f"line {ln.number}", "misplaced_scorecard",
-                                    "a scorecard summary line that is not the last one", clip(ln.text)))
+                                    "a scorecard summary line that is not the last one", _line_text(path, ln)))
 
     flags: set[str] = set(text.flags())
     if frames:
@@ -260,7 +307,7 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
 
     # Lines whose ids were lost all read RESET: they are not judged as repeated RESETs.
     ids_lost = detect_action_ids_lost([ln.step_record() for ln in frames])
-    steps = _consistent_steps(frames, game_id, guid, issues, None if ids_lost else variant)
+    steps = _consistent_steps(path, frames, game_id, guid, issues, None if ids_lost else variant)
     records = [ln.step_record() for ln in steps]
     ids_lost = detect_action_ids_lost(records)
     options = counting_options_for_variant(variant)
@@ -297,7 +344,7 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
         card_slots, card_issues, card_flags = card_rows(None, summary.data["cards"], summary.number, file_guid,
                                                         play_ids)
         issues.extend(card_issues)
-    return ParsedRecording(path=path, file_sha256=digest.hexdigest(), lines=lines, steps=steps, usage=usage,
+    return ParsedRecording(path=path, file_sha256=file_sha256 or digest.hexdigest(), lines=lines, steps=steps, usage=usage,
                            summary=summary, issues=issues, variant=variant, evidence=evidence, game_id=game_id,
                            guid=guid, name_guid=name_guid, is_action_ids_lost=ids_lost, effects=effects,
                            play_index=play_index, flags=sorted(flags), card_slots=card_slots,
@@ -319,42 +366,79 @@ def _over_max_actions(path: Path, effects: tuple[StepEffect, ...]) -> bool:
 # --------------------------------------------------------------------------------------------------
 # the recording as table rows (what ingest stores and `score FILES` scores)
 # --------------------------------------------------------------------------------------------------
-def _step_rows(rec: ParsedRecording, file_id: str, frames_file: str | None) -> list[dict]:
-    rows = []
+def step_frames(rec: ParsedRecording, file_id: str, frames_file: str | None = None,
+                chunk_rows: int = STEP_CHUNK_ROWS) -> Iterator[pl.DataFrame]:
+    """core_arc3__steps rows, `chunk_rows` steps at a time, built column by column (a large file has
+    hundreds of thousands of steps; ingest writes each piece as it comes)."""
     prev_available: list[int] | None = None
     ids_lost = rec.is_action_ids_lost
     changes = level_changes([ln.step_record() for ln in rec.steps], rec.effects, rec.play_index)
-    for i, (ln, effect, play) in enumerate(zip(rec.steps, rec.effects, rec.play_index, strict=True)):
-        data = ln.data
-        echo = effect is StepEffect.ECHO
-        flags = []
-        if echo:
-            flags.append("post_terminal")
-        if (prev_available is not None and ln.action_id not in (0, None) and ln.action_id not in prev_available
-                and not echo and not ids_lost):
-            flags.append("action_not_available")
-        reasoning = (data.get("action_input") or {}).get("reasoning")
-        reasoning_json = None if reasoning is None else json.dumps(reasoning, ensure_ascii=False)
-        if any(err.column == "reasoning_json" for err in ln.dropped):
-            flags.append("reasoning_over_16kib")  # not stored (quarantined with the line's location)
-        if ids_lost:
-            flags.append("action_id_lost")
-        click_x, click_y = ln.click
-        rows.append({
-            "file_id": file_id, "line_number": ln.number, "step_index": i, "play_id": rec.play_id(play),
-            "game_id": rec.game_id, "guid": data.get("guid") or rec.guid, "recorded_at": ln.recorded_at,
-            "action_id": ln.action_id, "action_name": ACTION_NAMES[ln.action_id], "click_x": click_x,
-            "click_y": click_y, "state": data.get("state"), "levels_completed": ln.levels_completed,
-            "win_levels": ln.win_levels, "is_full_reset": ln.full_reset,
-            "available_actions": data.get("available_actions"), "n_frames": ln.n_frames,
-            "frame_sha256s": ln.hashes, "last_frame_sha256": ln.hashes[-1] if ln.hashes else None,
-            "frames_file": frames_file if ln.n_frames else None,
-            "is_post_terminal": echo, "step_effect": effect.value, "is_counted": effect.is_counted, "is_level_change": changes[i],
-            "reasoning_json": reasoning_json, "flags": flags,
-        })
-        if not echo and isinstance(data.get("available_actions"), list):
-            prev_available = data["available_actions"]
-    return rows
+    for first in range(0, max(len(rec.steps), 1), chunk_rows):
+        cols: dict[str, list] = {name: [] for name in empty_frame(STEPS).columns}
+        last = min(first + chunk_rows, len(rec.steps))
+        for ln, effect, play in zip(rec.steps[first:last], rec.effects[first:last], rec.play_index[first:last],
+                                    strict=True):
+            data = ln.data
+            echo = effect is StepEffect.ECHO
+            flags = []
+            if echo:
+                flags.append("post_terminal")
+            if (prev_available is not None and ln.action_id not in (0, None) and ln.action_id not in prev_available
+                    and not echo and not ids_lost):
+                flags.append("action_not_available")
+            reasoning = (data.get("action_input") or {}).get("reasoning")
+            if any(err.column == "reasoning_json" for err in ln.dropped):
+                flags.append("reasoning_over_16kib")  # not stored (quarantined with the line's location)
+            if ids_lost:
+                flags.append("action_id_lost")
+            click_x, click_y = ln.click
+            available = data.get("available_actions")
+            cols["line_number"].append(ln.number)
+            cols["play_id"].append(rec.play_id(play))
+            cols["guid"].append(data.get("guid") or rec.guid)
+            cols["recorded_at"].append(ln.recorded_at)
+            cols["action_id"].append(ln.action_id)
+            cols["action_name"].append(ACTION_NAMES[ln.action_id])
+            cols["click_x"].append(click_x)
+            cols["click_y"].append(click_y)
+            cols["state"].append(data.get("state"))
+            cols["levels_completed"].append(ln.levels_completed)
+            cols["win_levels"].append(ln.win_levels)
+            cols["is_full_reset"].append(ln.full_reset)
+            cols["available_actions"].append(available)
+            cols["n_frames"].append(ln.n_frames)
+            cols["frame_sha256s"].append(ln.hashes)
+            cols["last_frame_sha256"].append(ln.hashes[-1] if ln.hashes else None)
+            cols["frames_file"].append(frames_file if ln.n_frames else None)
+            cols["is_post_terminal"].append(echo)
+            cols["step_effect"].append(effect.value)
+            cols["is_counted"].append(effect.is_counted)
+            cols["reasoning_json"].append(None if reasoning is None else json.dumps(reasoning, ensure_ascii=False))
+            cols["flags"].append(flags)
+            if not echo and isinstance(available, list):
+                prev_available = available
+        n = last - first
+        cols.update(file_id=[file_id] * n, step_index=list(range(first, last)), game_id=[rec.game_id] * n,
+                    is_level_change=changes[first:last])
+        yield _frame(STEPS, cols)
+
+
+def _frame(table: str, cols: dict[str, list]) -> pl.DataFrame:
+    """A table's frame from its columns as python lists (faster than rows of dicts)."""
+    schema = empty_frame(table).schema
+    try:
+        # polars builds a list-of-strings column from python lists one row at a time (~4 KB of memory a row
+        # that it keeps): arrow builds it in one go. Anything but strings in them takes the path below.
+        strings = pl.List(pl.String)
+        return pl.DataFrame([_arrow_strings(name, cols[name]) if dtype == strings else pl.Series(name, cols[name], dtype)
+                             for name, dtype in schema.items()])
+    except (TypeError, pl.exceptions.PolarsError, pa.ArrowException):
+        # A value of another type than the column's (a string `state`, say): conform decides as for rows.
+        return conform(table, [dict(zip(cols, row, strict=True)) for row in zip(*cols.values(), strict=True)])
+
+
+def _arrow_strings(name: str, values: list[list[str] | None]) -> pl.Series:
+    return pl.Series(name, pa.array(values, type=pa.list_(pa.large_string())))
 
 
 def _play_rows(rec: ParsedRecording, file_id: str) -> list[dict]:
@@ -373,18 +457,24 @@ def _play_rows(rec: ParsedRecording, file_id: str) -> list[dict]:
     } for idx, plines in sorted(by_play.items())]
 
 
-def recording_tables(rec: ParsedRecording, file_id: str, frames_file: str | None = None
-                     ) -> dict[str, pl.DataFrame]:
+def line_rows(lines: list[Line], file_id: str) -> pl.DataFrame:
+    """raw_arc3__recording_lines rows of parsed lines (of a whole file, or of a chunk of it)."""
+    return conform(LINES, pl.DataFrame({
+        "file_id": [file_id] * len(lines), "line_number": [ln.number for ln in lines],
+        "content_sha256": [ln.sha for ln in lines], "line_kind": [ln.kind for ln in lines],
+        "raw_json": [ln.raw_json for ln in lines],
+    }, schema_overrides={"line_number": pl.Int64}))
+
+
+def recording_tables(rec: ParsedRecording, file_id: str, frames_file: str | None = None, *,
+                     streamed: bool = False) -> dict[str, pl.DataFrame]:
     """The recording's rows of raw_arc3__recording_lines, core_arc3__steps, core_arc3__plays, and when the
     file has them core_arc3__card_plays (trailing summary) and core_arc3__usage (agents recorder), conformed
-    to their schemas."""
-    tables = {
-        "raw_arc3__recording_lines": conform("raw_arc3__recording_lines", [
-            {"file_id": file_id, "line_number": ln.number, "content_sha256": ln.sha, "line_kind": ln.kind,
-             "raw_json": ln.raw_json} for ln in rec.lines]),
-        STEPS: conform(STEPS, _step_rows(rec, file_id, frames_file)),
-        "core_arc3__plays": conform("core_arc3__plays", _play_rows(rec, file_id)),
-    }
+    to their schemas. ``streamed``: the lines' and the steps' rows are taken chunk by chunk (`line_rows`,
+    `step_frames`), leave them out."""
+    tables = {} if streamed else {LINES: line_rows(rec.lines, file_id),
+                                  STEPS: pl.concat(list(step_frames(rec, file_id, frames_file)))}
+    tables["core_arc3__plays"] = conform("core_arc3__plays", _play_rows(rec, file_id))
     if rec.summary is not None and rec.summary.data.get("cards"):
         tables["core_arc3__card_plays"] = conform("core_arc3__card_plays",
                                                   [{**row, "file_id": file_id} for row in rec.card_slots])

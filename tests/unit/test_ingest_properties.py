@@ -10,13 +10,20 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
 from pipeline.ingest.export import export_recording_lines
-from pipeline.recordings.frames import decode_frames, frame_hashes, split_frame_field
+from pipeline.recordings.frames import (
+    FrameError,
+    decode_frames,
+    frame_hashes,
+    frames_from_json,
+    split_frame_field,
+)
 
 NAMES = ["RESET", "ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION5", "ACTION6", "ACTION7"]
 
@@ -40,6 +47,28 @@ def test_fast_frame_decoding_equals_json(frames: np.ndarray, compact: bool):
     decoded = decode_frames(text)
     assert decoded.shape == frames.shape and (decoded == frames).all()
     assert frame_hashes(decoded) == [hashlib.sha256(f.tobytes()).hexdigest() for f in frames]
+    assert (decode_frames(text.encode()) == decoded).all()  # the bytes of the line, as ingest reads them
+
+
+@given(frames=frame_stacks().filter(len), cell=st.integers(0, 4095), edit=st.sampled_from(
+    ["0{0}", "{0} 1", "{0}.0", "-{0}", "{0}{0}{0}", "", "{0},", "true", "1{0}"]), compact=st.booleans())
+@settings(max_examples=150, deadline=None)
+def test_fast_frame_decoding_refuses_what_json_refuses(frames: np.ndarray, cell: int, edit: str, compact: bool):
+    # One cell rewritten into something else (a leading zero, two numbers, a float, a negative, three digits,
+    # an empty value, a bool, a value out of range): the decoder reads it exactly as json does, or refuses it.
+    value = frames.reshape(-1, 4096)[0, cell]
+    grid = frames.tolist()
+    grid[0][cell // 64][cell % 64] = "@"
+    text = json.dumps(grid, separators=(",", ":") if compact else (", ", ": ")).replace('"@"', edit.format(value))
+    try:
+        expected = frames_from_json(json.loads(text))
+    except (ValueError, FrameError) as err:
+        with pytest.raises((ValueError, FrameError)) as got:
+            decode_frames(text.encode())
+        # (the fast path names no frame in its colour-range message, as before)
+        assert str(got.value).replace("frame 0 cell", "frame cell") == str(err).replace("frame 0 cell", "frame cell")
+    else:
+        assert (decode_frames(text.encode()) == expected).all()
 
 
 actions = st.lists(
