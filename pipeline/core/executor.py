@@ -119,7 +119,10 @@ def open_executor(workers: int | None = None, scheduler: str | None = None, *,
     # No dashboard; the scheduler's small HTTP server (health routes) on a free port rather than 8787.
     # Workers keep glibc's adaptive malloc trim threshold instead of Dask's 64 KiB: readers allocate and
     # free a lot, and trimming that eagerly made a parallel ingest about 20 % slower on this machine.
-    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+    # Each worker is one thread (threads_per_worker=1), so polars gets one thread too: its default pool of one
+    # thread per core, in every worker beside the writer's DuckDB, oversubscribes the cores and spins.
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+                          "distributed.nanny.pre-spawn-environ.POLARS_MAX_THREADS": "1"}):
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                memory_limit=worker_memory_limit(workers), dashboard_address=None,
                                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},

@@ -34,6 +34,11 @@ def slow_first(x: int) -> int:
     return -x
 
 
+def polars_threads(_: int) -> int:
+    import polars as pl
+    return pl.thread_pool_size()
+
+
 def recording_progress(log: list):
     def progress(items, description, total):
         log.append((description, total))
@@ -119,3 +124,9 @@ def test_memory_limit_shares_the_machine_with_a_floor():
 
 def test_default_workers_is_the_usable_cores():
     assert default_workers() == len(os.sched_getaffinity(0))
+
+
+def test_local_workers_run_polars_on_one_thread_each(local):
+    # One single-threaded worker per core: a polars pool per core in each worker would oversubscribe them.
+    sizes = [o.value for o in local.map_ordered(polars_threads, enumerate([0, 1, 2, 3]))]
+    assert sizes == [1, 1, 1, 1]
