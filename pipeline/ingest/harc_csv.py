@@ -132,7 +132,8 @@ class CsvSource:
     read by Python's csv module in one batch (`csv_fallback_parser`), a file that is not UTF-8 lossily.
 
     `batches()` yields `LoadedCsv` pieces (frame without row_json: `with_row_json` adds it where needed);
-    `flags` and `rejects` gather what the batches found."""
+    `flags` and `rejects` gather what the batches found. `scan(fn, keep=...)` keeps the batches it parsed
+    (in a folder as Arrow files, or in memory) so that a second pass (`kept()`) does not parse again."""
 
     path: Path
     header: list[str]
@@ -144,6 +145,7 @@ class CsvSource:
     file_flags: list[str] = field(default_factory=list)
     ends_with_newline: bool = True
     version: tuple[int, int] = (0, 0)  # size and mtime when first opened: a later pass reads the same file
+    _kept: list[tuple[Path | pl.DataFrame, list[Reject], list[str]]] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         self.version = self._version()
@@ -163,18 +165,48 @@ class CsvSource:
     def flags(self) -> list[str]:
         return self.file_flags + (["csv_fallback_parser"] if self.mode == "csv" else [])
 
-    def scan(self, fn: Callable[[LoadedCsv], T]) -> list[T]:
-        """`fn` of every batch, in file order; starts over when a batch needs a more forgiving parser."""
+    @property
+    def single_batch(self) -> bool:
+        """The file is read in one batch (`_record_chunks` yields one piece)."""
+        return self.batch_bytes is None or self.version[0] < self.batch_bytes
+
+    def scan(self, fn: Callable[[LoadedCsv], T], *, keep: Path | bool = False) -> list[T]:
+        """`fn` of every batch, in file order; starts over when a batch needs a more forgiving parser.
+        `keep`: also keep each batch (without ROW_HASH) for `kept()`, as Arrow files in that folder, or in
+        memory when True (a small file)."""
         while True:
+            self._kept = []
             try:
-                return [fn(batch) for batch in self.batches()]
+                return [fn(self._keep(batch, keep)) for batch in self.batches()]
             except _ParserChanged:
                 continue
 
-    def batches(self, *, row_hash: bool = True) -> Iterator[LoadedCsv]:
-        """The batches in file order; `row_hash=False` leaves out ROW_HASH (a pass that does not need it)."""
+    def _keep(self, batch: LoadedCsv, keep: Path | bool) -> LoadedCsv:
+        if keep is not False:
+            frame = batch.frame.drop(ROW_HASH, strict=False)
+            if isinstance(keep, Path):
+                spill = keep / f"batch-{len(self._kept):06d}.arrow"
+                frame.write_ipc(spill, compression="uncompressed")
+                self._kept.append((spill, batch.rejects, batch.flags))
+            else:
+                self._kept.append((frame, batch.rejects, batch.flags))
+        return batch
+
+    def kept(self) -> Iterator[LoadedCsv]:
+        """The batches the last `scan(keep=...)` kept, in file order, as `batches(row_hash=False)` would give
+        them, without parsing the file again (it is still checked unchanged)."""
+        self._check_unchanged()
+        for frame, rejects, flags in self._kept:
+            yield LoadedCsv(frame if isinstance(frame, pl.DataFrame) else pl.read_ipc(frame), rejects, flags,
+                            self.ends_with_newline)
+
+    def _check_unchanged(self) -> None:
         if self._version() != self.version:
             raise FileChangedError(f"{self.path.name} changed since it was first read (size or time differ)")
+
+    def batches(self, *, row_hash: bool = True) -> Iterator[LoadedCsv]:
+        """The batches in file order; `row_hash=False` leaves out ROW_HASH (a pass that does not need it)."""
+        self._check_unchanged()
         if self.mode == "csv":
             df, rejects = _load_with_csv_module(self.path, self.header, self.raw_table, self.polars_error)
             yield self._finish(df, rejects, row_hash)
