@@ -195,10 +195,13 @@ class CsvSource:
     def kept(self) -> Iterator[LoadedCsv]:
         """The batches the last `scan(keep=...)` kept, in file order, as `batches(row_hash=False)` would give
         them, without parsing the file again (it is still checked unchanged)."""
+        import pyarrow as pa
+
         self._check_unchanged()
         for frame, rejects, flags in self._kept:
-            yield LoadedCsv(frame if isinstance(frame, pl.DataFrame) else pl.read_ipc(frame), rejects, flags,
-                            self.ends_with_newline)
+            if not isinstance(frame, pl.DataFrame):  # memory-mapped: no copy (the mapping lives with the frame)
+                frame = pl.from_arrow(pa.ipc.open_file(pa.memory_map(str(frame))).read_all())
+            yield LoadedCsv(frame, rejects, flags, self.ends_with_newline)
 
     def _check_unchanged(self) -> None:
         if self._version() != self.version:
