@@ -432,22 +432,18 @@ def _load_with_csv_module(path: Path, header: list[str], raw_table: str, polars_
 
 
 def sha256_texts(values: pl.Series) -> pl.Series:
-    """Hex sha256 of each UTF-8 text."""
-    return _digest(values, "sha256")
+    """Hex sha256 of each UTF-8 text (null stays null)."""
+    # polars-hash hashes inside polars: no Python object per value, about 0.6x the CPU of hashlib per value
+    # and well under DuckDB's sha256; the same hex text
+    import polars_hash
+
+    return values.to_frame().select(polars_hash.col(values.name).chash.sha2_256()).to_series()
 
 
 def md5_texts(values: pl.Series) -> pl.Series:
-    return _digest(values, "md5")
-
-
-def _digest(values: pl.Series, algo: str) -> pl.Series:
-    # hashlib per value: about twice DuckDB's vectorised sha256 per core on rows of ~1 kB (no connection,
-    # no Arrow round trip), and the same bytes hashed; the values come out of polars as bytes (no encode).
-    fn = getattr(hashlib, algo)
+    """Hex md5 of each UTF-8 text (null stays null); small files only (polars-hash has no md5)."""
     data = values.cast(pl.Binary).to_list()
-    digests = [fn(v).hexdigest() for v in data] if not values.has_nulls() else \
-        [None if v is None else fn(v).hexdigest() for v in data]
-    return pl.Series(values.name, digests, dtype=pl.String)
+    return pl.Series(values.name, [None if v is None else hashlib.md5(v).hexdigest() for v in data], dtype=pl.String)
 
 
 def raw_frame(loaded: LoadedCsv, file_id: str) -> pl.DataFrame:

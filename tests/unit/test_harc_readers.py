@@ -5,6 +5,7 @@ Expected values are derived by hand from tests/fixtures/harc (see its docstring 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +57,7 @@ from pipeline.ingest.harc_csv import (
     grid_problems,
     match_variant,
     read_header,
+    sha256_texts,
 )
 from schemas.harc import HARC_ACTIONS
 from tests.fixtures import harc as fx
@@ -258,8 +260,6 @@ def test_2024_data_file_uses_num_actions(tmp_path):
 
 
 def test_raw_rows_keep_the_fields_and_hash_them(tmp_path):
-    import hashlib
-
     out = read_data(ctx(fx.write_data(tmp_path / "data.csv")))
     raw = out.tables[RAW].sort("row_number")
     first = json.loads(raw["row_json"][0])
@@ -557,3 +557,10 @@ def test_kept_batches_are_the_batches_a_second_parse_gives(tmp_path, batch_bytes
         for a, b in zip(kept, parsed, strict=True):
             assert a.frame.equals(b.frame) and a.rejects == b.rejects and a.flags == b.flags
         assert ("csv_fallback_parser" in source.flags) == extra_field
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.none() | st.text(), max_size=20))
+def test_sha256_texts_is_hashlib_sha256_of_the_utf8_text(texts):
+    expected = [None if t is None else hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    assert sha256_texts(pl.Series("row_json", texts, dtype=pl.String)).to_list() == expected
