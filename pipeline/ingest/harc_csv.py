@@ -231,11 +231,6 @@ class CsvSource:
     def _finish(self, df: pl.DataFrame, rejects: list[Reject], row_hash: bool) -> LoadedCsv:
         header = self.header
         flags: list[str] = []
-        # "" (a quoted empty field) and an unquoted empty field mean the same: no value. Only the columns that
-        # hold a "" are rewritten (a whole-column pass each otherwise).
-        has_empty = df.select([(pl.col(c) == "").any().alias(c) for c in header]).row(0)
-        df = df.with_columns([pl.when(pl.col(c) != "").then(pl.col(c)).alias(c)
-                              for c, empty in zip(header, has_empty, strict=True) if empty])
         blank = pl.all_horizontal([pl.col(c).is_null() for c in header])
         if EXTRA in df.columns:
             blank = blank & pl.col(EXTRA).is_null()
@@ -331,7 +326,10 @@ def _last_record_end(buf: bytes) -> int:
 
 
 def _read_polars(data: bytes, header: list[str], encoding: str, offset: int) -> pl.DataFrame:
-    df = pl.read_csv(data, infer_schema=False, has_header=True, encoding=encoding, raise_if_empty=False)
+    # null_values: "" (a quoted empty field) and an unquoted empty field mean the same, no value (the csv
+    # module path does the same)
+    df = pl.read_csv(data, infer_schema=False, has_header=True, encoding=encoding, raise_if_empty=False,
+                     null_values="")
     if df.columns != header:  # polars de-duplicates or trims names; the header check ran before
         df.columns = header
     return df.with_row_index(ROW, offset=offset + 1).with_columns(pl.col(ROW).cast(pl.Int64),

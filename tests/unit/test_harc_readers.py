@@ -564,3 +564,20 @@ def test_kept_batches_are_the_batches_a_second_parse_gives(tmp_path, batch_bytes
 def test_sha256_texts_is_hashlib_sha256_of_the_utf8_text(texts):
     expected = [None if t is None else hashlib.sha256(t.encode()).hexdigest() for t in texts]
     assert sha256_texts(pl.Series("row_json", texts, dtype=pl.String)).to_list() == expected
+
+
+@pytest.mark.parametrize("batch_bytes", [None, 1500])
+def test_a_quoted_empty_field_is_read_like_an_unquoted_one(tmp_path, batch_bytes):
+    import csv
+
+    plain = fx.write_data(tmp_path / "plain" / "data.csv", _rows_with_defects_far_apart())
+    quoted = tmp_path / "quoted" / "data.csv"
+    quoted.parent.mkdir()
+    with open(plain, newline="") as src, open(quoted, "w", newline="") as dst:
+        csv.writer(dst, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(csv.reader(src))
+    assert '""' in quoted.read_text()
+    a, b = (read_data(ctx(p), batch_bytes=batch_bytes).materialized() for p in (plain, quoted))
+    assert sorted(map(repr, a.rejects)) == sorted(map(repr, b.rejects)) and sorted(a.flags) == sorted(b.flags)
+    assert _sorted_tables(a).keys() == _sorted_tables(b).keys()
+    for name, df in _sorted_tables(a).items():
+        assert df.equals(_sorted_tables(b)[name]), name
