@@ -186,7 +186,9 @@ class CsvSource:
             frame = batch.frame.drop(ROW_HASH, strict=False)
             if isinstance(keep, Path):
                 spill = keep / f"batch-{len(self._kept):06d}.arrow"
-                frame.write_ipc(spill, compression="uncompressed")
+                # lz4: as cheap to write as no compression, and the text shrinks several times, so the
+                # kept batches add little to the dirty pages the table spills already make
+                frame.write_ipc(spill, compression="lz4")
                 self._kept.append((spill, batch.rejects, batch.flags))
             else:
                 self._kept.append((frame, batch.rejects, batch.flags))
@@ -195,13 +197,10 @@ class CsvSource:
     def kept(self) -> Iterator[LoadedCsv]:
         """The batches the last `scan(keep=...)` kept, in file order, as `batches(row_hash=False)` would give
         them, without parsing the file again (it is still checked unchanged)."""
-        import pyarrow as pa
-
         self._check_unchanged()
         for frame, rejects, flags in self._kept:
-            if not isinstance(frame, pl.DataFrame):  # memory-mapped: no copy (the mapping lives with the frame)
-                frame = pl.from_arrow(pa.ipc.open_file(pa.memory_map(str(frame))).read_all())
-            yield LoadedCsv(frame, rejects, flags, self.ends_with_newline)
+            yield LoadedCsv(frame if isinstance(frame, pl.DataFrame) else pl.read_ipc(frame), rejects, flags,
+                            self.ends_with_newline)
 
     def _check_unchanged(self) -> None:
         if self._version() != self.version:
