@@ -33,7 +33,9 @@ file-name prefix does; a byte-identical file under both names is one file (same 
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import NamedTuple
 
@@ -240,9 +242,10 @@ def _joint_id_check() -> RowCheck:
 # data.csv is the one big H-ARC file (~600k rows, ~1 kB each), so it is read in batches (CsvSource) and its
 # tables are written piece by piece (ReaderOutput.pieces), holding one batch at a time. Rules that look
 # across rows (duplicates, undo before a size change, terminal row, time order) need the whole file: a
-# first pass reads only the few columns they use and works out each row's task context; the second pass
-# checks each batch with its slice of that context beside it. A file of one batch is read the same way and
-# returned whole.
+# first pass parses each batch, keeps it (Arrow files in a temporary folder) and takes the few columns
+# those rules use to work out each row's task context; the second pass checks each kept batch with its
+# slice of that context beside it, so the file is parsed once. Both passes run when the pieces are
+# written. A file of one batch is read the same way (kept in memory) and returned whole.
 
 _EVENT_ORDER = ("__joint", "action_number", "attempt_number", "action", "occurred_at")
 _TASK_CONTEXT = ("occurred_at", "__lag_ok", "__time_back", "has_terminal_row", "__first_event",
@@ -262,16 +265,13 @@ def read_data(ctx: FileContext, *, batch_bytes: int | None = None) -> ReaderOutp
     release = variant.release
     assert release is not None
     source = CsvSource(ctx.path, header, RAW, batch_bytes or BATCH_BYTES)
-    file = _DataFile(ctx.file_id, header, release, source)
-    orders = source.scan(file.event_order)
-    file.context = _task_context(pl.concat([o for o, _ in orders]), file.counter, file.structural())
-    out = ReaderOutput(flags=[*source.flags, *dict.fromkeys(f for _, flags in orders for f in flags)],
-                       detection_evidence=f"header is the {variant.name}", pieces=file)
-    return out.materialized() if len(orders) == 1 else out
+    out = ReaderOutput(detection_evidence=f"header is the {variant.name}",
+                       pieces=_DataFile(ctx.file_id, header, release, source))
+    return out.materialized() if source.single_batch else out
 
 
 class _DataFile:
-    """One data.csv: the first pass (`event_order` of each batch), then, called, its tables batch by batch
+    """One data.csv, called: the first pass (`event_order` of each batch), then its tables batch by batch
     and the participant tasks at the end."""
 
     def __init__(self, file_id: str, header: list[str], release: str, source: CsvSource) -> None:
@@ -300,19 +300,26 @@ class _DataFile:
             "is_complete": src("complete"),
         } if not times else {}, times={"occurred_at": src("time")} if times else {})
 
-    def event_order(self, loaded: LoadedCsv) -> tuple[pl.DataFrame, list[str]]:
+    def event_order(self, loaded: LoadedCsv) -> pl.DataFrame:
         """First pass, one batch: the columns the task context is computed from."""
         used = dict.fromkeys(["joint_id_task", "action", "time", "attempt_number", self.counter, self.header[-1]])
         narrow = loaded.frame.select(ROW, UNSPLIT, ROW_HASH, *[pl.col(c).alias(src(c)) for c in used])
         df = self.typed(narrow, times=True).with_columns(
             pl.col(src("joint_id_task")).alias("__joint"), pl.col(src("action")).alias("action"))
-        return df.select(ROW, ROW_HASH, *_EVENT_ORDER, broken(self.structural()).alias("__broken")), loaded.flags
+        return df.select(ROW, ROW_HASH, *_EVENT_ORDER, broken(self.structural()).alias("__broken"))
 
     def __call__(self) -> Iterator[ReaderOutput]:
+        single = self.source.single_batch
+        with nullcontext() if single else tempfile.TemporaryDirectory(prefix="arcstudy-harc-") as folder:
+            orders = self.source.scan(self.event_order, keep=True if single else Path(folder))
+            self.context = _task_context(pl.concat(orders), self.counter, self.structural())
+            yield from self._pieces()
+
+    def _pieces(self) -> Iterator[ReaderOutput]:
         done = 0
         facts: list[pl.DataFrame] = []
         structural, checks = self.structural(), _data_checks(self.counter)  # built once, used on every batch
-        for loaded in self.source.batches(row_hash=False):  # the first pass used the hashes
+        for loaded in self.source.kept():  # the first pass's batches, without parsing again
             context = self.context.slice(done, loaded.frame.height)
             done += loaded.frame.height
             out, good = self.check_batch(loaded, context, structural, checks)
@@ -321,7 +328,7 @@ class _DataFile:
         good = pl.concat(facts).with_columns(pl.col(_REPEATED_TEXT).cast(pl.String),
                                              pl.lit(self.release).alias("release_generation"),
                                              pl.lit(self.file_id).alias("file_id"))
-        yield ReaderOutput(tables={TASKS: _participant_tasks(good)})
+        yield ReaderOutput(tables={TASKS: _participant_tasks(good)}, flags=self.source.flags)
 
     def check_batch(self, loaded: LoadedCsv, context: pl.DataFrame, structural: list[RowCheck],
                     checks: list[RowCheck]) -> tuple[ReaderOutput, pl.DataFrame]:

@@ -132,7 +132,8 @@ class CsvSource:
     read by Python's csv module in one batch (`csv_fallback_parser`), a file that is not UTF-8 lossily.
 
     `batches()` yields `LoadedCsv` pieces (frame without row_json: `with_row_json` adds it where needed);
-    `flags` and `rejects` gather what the batches found."""
+    `flags` and `rejects` gather what the batches found. `scan(fn, keep=...)` keeps the batches it parsed
+    (in a folder as Arrow files, or in memory) so that a second pass (`kept()`) does not parse again."""
 
     path: Path
     header: list[str]
@@ -144,6 +145,7 @@ class CsvSource:
     file_flags: list[str] = field(default_factory=list)
     ends_with_newline: bool = True
     version: tuple[int, int] = (0, 0)  # size and mtime when first opened: a later pass reads the same file
+    _kept: list[tuple[Path | pl.DataFrame, list[Reject], list[str]]] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         self.version = self._version()
@@ -163,18 +165,50 @@ class CsvSource:
     def flags(self) -> list[str]:
         return self.file_flags + (["csv_fallback_parser"] if self.mode == "csv" else [])
 
-    def scan(self, fn: Callable[[LoadedCsv], T]) -> list[T]:
-        """`fn` of every batch, in file order; starts over when a batch needs a more forgiving parser."""
+    @property
+    def single_batch(self) -> bool:
+        """The file is read in one batch (`_record_chunks` yields one piece)."""
+        return self.batch_bytes is None or self.version[0] < self.batch_bytes
+
+    def scan(self, fn: Callable[[LoadedCsv], T], *, keep: Path | bool = False) -> list[T]:
+        """`fn` of every batch, in file order; starts over when a batch needs a more forgiving parser.
+        `keep`: also keep each batch (without ROW_HASH) for `kept()`, as Arrow files in that folder, or in
+        memory when True (a small file)."""
         while True:
+            self._kept = []
             try:
-                return [fn(batch) for batch in self.batches()]
+                return [fn(self._keep(batch, keep)) for batch in self.batches()]
             except _ParserChanged:
                 continue
 
-    def batches(self, *, row_hash: bool = True) -> Iterator[LoadedCsv]:
-        """The batches in file order; `row_hash=False` leaves out ROW_HASH (a pass that does not need it)."""
+    def _keep(self, batch: LoadedCsv, keep: Path | bool) -> LoadedCsv:
+        if keep is not False:
+            frame = batch.frame.drop(ROW_HASH, strict=False)
+            if isinstance(keep, Path):
+                spill = keep / f"batch-{len(self._kept):06d}.arrow"
+                # lz4: as cheap to write as no compression, and the text shrinks several times, so the
+                # kept batches add little to the dirty pages the table spills already make
+                frame.write_ipc(spill, compression="lz4")
+                self._kept.append((spill, batch.rejects, batch.flags))
+            else:
+                self._kept.append((frame, batch.rejects, batch.flags))
+        return batch
+
+    def kept(self) -> Iterator[LoadedCsv]:
+        """The batches the last `scan(keep=...)` kept, in file order, as `batches(row_hash=False)` would give
+        them, without parsing the file again (it is still checked unchanged)."""
+        self._check_unchanged()
+        for frame, rejects, flags in self._kept:
+            yield LoadedCsv(frame if isinstance(frame, pl.DataFrame) else pl.read_ipc(frame), rejects, flags,
+                            self.ends_with_newline)
+
+    def _check_unchanged(self) -> None:
         if self._version() != self.version:
             raise FileChangedError(f"{self.path.name} changed since it was first read (size or time differ)")
+
+    def batches(self, *, row_hash: bool = True) -> Iterator[LoadedCsv]:
+        """The batches in file order; `row_hash=False` leaves out ROW_HASH (a pass that does not need it)."""
+        self._check_unchanged()
         if self.mode == "csv":
             df, rejects = _load_with_csv_module(self.path, self.header, self.raw_table, self.polars_error)
             yield self._finish(df, rejects, row_hash)
@@ -196,11 +230,6 @@ class CsvSource:
     def _finish(self, df: pl.DataFrame, rejects: list[Reject], row_hash: bool) -> LoadedCsv:
         header = self.header
         flags: list[str] = []
-        # "" (a quoted empty field) and an unquoted empty field mean the same: no value. Only the columns that
-        # hold a "" are rewritten (a whole-column pass each otherwise).
-        has_empty = df.select([(pl.col(c) == "").any().alias(c) for c in header]).row(0)
-        df = df.with_columns([pl.when(pl.col(c) != "").then(pl.col(c)).alias(c)
-                              for c, empty in zip(header, has_empty, strict=True) if empty])
         blank = pl.all_horizontal([pl.col(c).is_null() for c in header])
         if EXTRA in df.columns:
             blank = blank & pl.col(EXTRA).is_null()
@@ -296,7 +325,10 @@ def _last_record_end(buf: bytes) -> int:
 
 
 def _read_polars(data: bytes, header: list[str], encoding: str, offset: int) -> pl.DataFrame:
-    df = pl.read_csv(data, infer_schema=False, has_header=True, encoding=encoding, raise_if_empty=False)
+    # null_values: "" (a quoted empty field) and an unquoted empty field mean the same, no value (the csv
+    # module path does the same)
+    df = pl.read_csv(data, infer_schema=False, has_header=True, encoding=encoding, raise_if_empty=False,
+                     null_values="")
     if df.columns != header:  # polars de-duplicates or trims names; the header check ran before
         df.columns = header
     return df.with_row_index(ROW, offset=offset + 1).with_columns(pl.col(ROW).cast(pl.Int64),
@@ -397,22 +429,18 @@ def _load_with_csv_module(path: Path, header: list[str], raw_table: str, polars_
 
 
 def sha256_texts(values: pl.Series) -> pl.Series:
-    """Hex sha256 of each UTF-8 text."""
-    return _digest(values, "sha256")
+    """Hex sha256 of each UTF-8 text (null stays null)."""
+    # polars-hash hashes inside polars: no Python object per value, about 0.6x the CPU of hashlib per value
+    # and well under DuckDB's sha256; the same hex text
+    import polars_hash
+
+    return values.to_frame().select(polars_hash.col(values.name).chash.sha2_256()).to_series()
 
 
 def md5_texts(values: pl.Series) -> pl.Series:
-    return _digest(values, "md5")
-
-
-def _digest(values: pl.Series, algo: str) -> pl.Series:
-    # hashlib per value: about twice DuckDB's vectorised sha256 per core on rows of ~1 kB (no connection,
-    # no Arrow round trip), and the same bytes hashed; the values come out of polars as bytes (no encode).
-    fn = getattr(hashlib, algo)
+    """Hex md5 of each UTF-8 text (null stays null); small files only (polars-hash has no md5)."""
     data = values.cast(pl.Binary).to_list()
-    digests = [fn(v).hexdigest() for v in data] if not values.has_nulls() else \
-        [None if v is None else fn(v).hexdigest() for v in data]
-    return pl.Series(values.name, digests, dtype=pl.String)
+    return pl.Series(values.name, [None if v is None else hashlib.md5(v).hexdigest() for v in data], dtype=pl.String)
 
 
 def raw_frame(loaded: LoadedCsv, file_id: str) -> pl.DataFrame:

@@ -469,14 +469,17 @@ def _insert_spilled(con, name: str, spills: list[str]) -> None:
     with pa.memory_map(spills[0]) as source:
         schema = pa.ipc.open_file(source).schema
     con.register("_spilled", pa.RecordBatchReader.from_batches(schema, batches()))
-    # DuckDB would otherwise keep the blocks it writes cached up to its memory limit (most of the RAM)
-    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    # DuckDB would otherwise keep the blocks it writes cached up to its memory limit (most of the RAM); and
+    # one thread appends a stream of Arrow batches with about a third less CPU than several
+    limit, threads = con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchone()
     con.execute(f"SET memory_limit = '{SPILL_INSERT_MEMORY}'")
+    con.execute("SET threads = 1")
     try:
         columns = ", ".join(_clean_check(name)[0])
         con.execute(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM _spilled")
     finally:
         con.execute(f"SET memory_limit = '{limit}'")
+        con.execute(f"SET threads = {int(threads)}")
         con.unregister("_spilled")
 
 

@@ -5,6 +5,7 @@ Expected values are derived by hand from tests/fixtures/harc (see its docstring 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,12 +49,15 @@ from pipeline.ingest.harc_arc import (
 )
 from pipeline.ingest.harc_csv import (
     TIME_FORMATS,
+    CsvSource,
     Variant,
     as_bool,
     as_int,
     as_time,
     grid_problems,
     match_variant,
+    read_header,
+    sha256_texts,
 )
 from schemas.harc import HARC_ACTIONS
 from tests.fixtures import harc as fx
@@ -256,8 +260,6 @@ def test_2024_data_file_uses_num_actions(tmp_path):
 
 
 def test_raw_rows_keep_the_fields_and_hash_them(tmp_path):
-    import hashlib
-
     out = read_data(ctx(fx.write_data(tmp_path / "data.csv")))
     raw = out.tables[RAW].sort("row_number")
     first = json.loads(raw["row_json"][0])
@@ -535,3 +537,47 @@ def test_data_file_read_in_batches_gives_the_same_tables_and_rejects(tmp_path, b
     assert a.keys() == b.keys() == {RAW, ACTIONS, TASKS}
     for name in a:
         assert a[name].equals(b[name]), name
+
+
+@pytest.mark.parametrize("extra_field", [False, True])  # True: polars refuses the file, the csv module reads it
+@pytest.mark.parametrize("batch_bytes", [None, 700])
+def test_kept_batches_are_the_batches_a_second_parse_gives(tmp_path, batch_bytes, extra_field):
+    path = fx.write_data(tmp_path / "data.csv", _rows_with_defects_far_apart())
+    if extra_field:
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join([*lines[:4], lines[4].rstrip("\n") + ",surplus\n", *lines[5:]]))
+    header = read_header(path)
+    for keep in (True, tmp_path):
+        source = CsvSource(path, header, RAW, batch_bytes)
+        heights = source.scan(lambda b: b.frame.height, keep=keep)
+        kept = list(source.kept())
+        parsed = list(source.batches(row_hash=False))
+        assert [b.frame.height for b in kept] == heights and len(kept) == len(parsed) >= 1
+        assert (len(kept) == 1) == (batch_bytes is None or extra_field)
+        for a, b in zip(kept, parsed, strict=True):
+            assert a.frame.equals(b.frame) and a.rejects == b.rejects and a.flags == b.flags
+        assert ("csv_fallback_parser" in source.flags) == extra_field
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.none() | st.text(), max_size=20))
+def test_sha256_texts_is_hashlib_sha256_of_the_utf8_text(texts):
+    expected = [None if t is None else hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    assert sha256_texts(pl.Series("row_json", texts, dtype=pl.String)).to_list() == expected
+
+
+@pytest.mark.parametrize("batch_bytes", [None, 1500])
+def test_a_quoted_empty_field_is_read_like_an_unquoted_one(tmp_path, batch_bytes):
+    import csv
+
+    plain = fx.write_data(tmp_path / "plain" / "data.csv", _rows_with_defects_far_apart())
+    quoted = tmp_path / "quoted" / "data.csv"
+    quoted.parent.mkdir()
+    with open(plain, newline="") as src, open(quoted, "w", newline="") as dst:
+        csv.writer(dst, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(csv.reader(src))
+    assert '""' in quoted.read_text()
+    a, b = (read_data(ctx(p), batch_bytes=batch_bytes).materialized() for p in (plain, quoted))
+    assert sorted(map(repr, a.rejects)) == sorted(map(repr, b.rejects)) and sorted(a.flags) == sorted(b.flags)
+    assert _sorted_tables(a).keys() == _sorted_tables(b).keys()
+    for name, df in _sorted_tables(a).items():
+        assert df.equals(_sorted_tables(b)[name]), name
