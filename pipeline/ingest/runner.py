@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from functools import cache, partial
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
 from pipeline.core.executor import default_workers, open_executor
@@ -345,17 +346,27 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
     that fail become rejects, as in `validate_output`) and inserted at once. Rows written per table."""
     written: dict[str, int] = {}
     chunk_rejects: list[Reject] = []
+    write_errors: list[BaseException] = []
 
     def write_chunk(name: str, df: pl.DataFrame) -> None:
         piece = ReaderOutput(tables={name: df})
         validate_output(piece)
         chunk_rejects.extend(piece.rejects)
-        ws.insert_frame(name, piece.tables[name], con=con, validate=False)
+        try:
+            ws.insert_frame(name, piece.tables[name], con=con, validate=False)
+        except BaseException as err:
+            write_errors.append(err)
+            raise
         written[name] = written.get(name, 0) + piece.tables[name].height
 
     prepared.ctx.write_chunk = write_chunk
     try:
         _read(prepared, FORMATS[prepared.fmt_name or ""])
+    except Exception as err:
+        if write_errors or isinstance(err, duckdb.Error):
+            raise  # writing failed, not the file: the run stops with the transaction rolled back
+        # a reader bug: this file is refused and the run goes on, as for a file read by a worker
+        prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
     finally:
         prepared.ctx.write_chunk = None
     if prepared.failure is not None:
@@ -402,6 +413,10 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                 reason = f"cannot read the file as {prepared.fmt_name}: {err}"
                 _write_file_failure(ws, ctx, prepared.fmt_name, "unreadable", reason)
                 return FileReport(path, "unreadable", prepared.fmt_name, message=reason, n_quarantined=1)
+            except Exception as err:  # a reader bug: this file is refused and the run goes on, as in `_failed_piece`
+                reason = _reader_error(err)
+                _write_file_failure(ws, ctx, prepared.fmt_name, "reader_error", reason)
+                return FileReport(path, "rejected", prepared.fmt_name, message=reason, n_quarantined=1)
             with ws.transaction() as con:
                 # Deleting from every table costs ~40 statements: only when something of this file or path is there.
                 for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
@@ -535,7 +550,9 @@ BATCH_MAX_BYTES = 64 << 20  # input bytes held in memory by one batch
 
 
 def is_small(prepared: PreparedFile) -> bool:
-    return prepared.n_bytes <= SMALL_FILE_BYTES
+    """A file for `commit_batch`: small, and read whole (not streamed, not in pieces: `commit_file` writes those)."""
+    whole = not prepared.streamed and (prepared.output is None or prepared.output.pieces is None)
+    return prepared.n_bytes <= SMALL_FILE_BYTES and whole
 
 
 def commit_batch(ws: Workspace, batch: list[PreparedFile]) -> list[FileReport]:
@@ -780,8 +797,11 @@ PARALLEL_MIN_BYTES = 256 * 1024 * 1024
 def _failed_piece(path: Path, run_id: str, error: BaseException) -> PreparedFile:
     """A file whose reading raised (a reader bug) or killed its worker again and again: refused, run goes on."""
     ctx = FileContext(path.resolve(), None, run_id, datetime.now(UTC))  # type: ignore[arg-type]
-    reason = f"reading the file failed: {type(error).__name__}: {error}"
-    return PreparedFile(ctx.path, ctx, failure=("rejected", "reader_error", reason, "file", None))
+    return PreparedFile(ctx.path, ctx, failure=("rejected", "reader_error", _reader_error(error), "file", None))
+
+
+def _reader_error(error: BaseException) -> str:
+    return f"reading the file failed: {type(error).__name__}: {error}"
 
 
 def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str = "auto", force: bool = False,
@@ -812,7 +832,7 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
                                                    description="ingesting"):
             if error is not None:
                 prepared = _failed_piece(files[key], run_id, error)
-            if prepared.streamed or not is_small(prepared):
+            if not is_small(prepared):
                 report.files += commit_batch(ws, batch)
                 batch, batch_bytes = [], 0
                 report.files.append(commit_file(ws, prepared))

@@ -457,3 +457,24 @@ def test_a_data_file_that_changes_before_its_pieces_are_written_is_refused(tmp_p
         assert report.status == "unreadable" and "changed since it was first read" in report.message
         assert ws.read("SELECT count(*) AS n FROM core_harc__actions")["n"][0] == 0
         assert ws.read("SELECT check_name FROM quarantine")["check_name"].to_list() == ["unreadable"]
+
+
+def test_a_reader_bug_while_the_pieces_are_read_refuses_the_file_and_the_run_goes_on(tmp_path, empty_db,
+                                                                                     monkeypatch):
+    monkeypatch.setattr("pipeline.ingest.harc.BATCH_BYTES", 1500)
+    path = fx.write_data(tmp_path / "data" / "data.csv")
+    task = tmp_path / "task.json"
+    task.write_text('{"train": [{"input": [[1]], "output": [[2]]}], "test": [{"input": [[3]], "output": [[4]]}]}')
+
+    def buggy(*args, **kwargs):
+        raise ZeroDivisionError("a reader bug (simulated)")
+
+    monkeypatch.setattr("pipeline.ingest.runner._stage_pieces", buggy)
+    db = tmp_path / "bug.duckdb"
+    db.write_bytes(empty_db.read_bytes())
+    with Workspace(db) as ws:
+        report = ingest_paths(ws, [path, task], run_id="bug")
+        statuses = {f.path.name: f.status for f in report.files}
+        assert statuses["data.csv"] == "rejected" and "ZeroDivisionError" in report.files[0].message
+        assert ws.read("SELECT count(*) AS n FROM core_harc__actions")["n"][0] == 0
+        assert ws.read("SELECT check_name FROM quarantine")["check_name"].to_list() == ["reader_error"]

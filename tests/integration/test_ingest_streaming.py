@@ -94,3 +94,27 @@ def test_a_file_refused_after_chunks_were_written_leaves_only_its_refusal(tmp_pa
         assert ws.row_count("raw_ingest__files") == 0
         checks = ws.read("SELECT check_name FROM quarantine")["check_name"].to_list()
         assert checks == ["no_frame_line"]
+
+
+def test_a_reader_bug_mid_file_refuses_that_file_and_the_others_land(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    from pipeline.recordings import reader
+
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(FRAMES.read_bytes().replace(b"bt33", b"bt33", 1) + b"\n")  # different bytes, same rows
+    real = reader.read_recording_file
+
+    def buggy(path, *args, **kwargs):
+        if Path(path).name == FRAMES.name:
+            raise ZeroDivisionError("a reader bug (simulated)")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(reader, "read_recording_file", buggy)
+    monkeypatch.setattr("pipeline.ingest.arc3_recordings.read_recording_file", buggy, raising=False)
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        report = ingest_paths(ws, [FRAMES, other], run_id="a", workers=1, chunk_bytes=50_000)
+        assert [f.status for f in report.files] == ["rejected", "loaded"]
+        assert "ZeroDivisionError" in report.files[0].message
+        rows = ws.read("SELECT file_path, check_name FROM quarantine").rows()
+        assert rows == [(str(FRAMES.resolve()), "reader_error")]
+        assert ws.read("SELECT file_path FROM raw_ingest__files")["file_path"].to_list() == [str(other.resolve())]
