@@ -27,6 +27,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.executor import default_workers, open_executor
+from pipeline.recordings.playback import is_playback_file
 
 from .plays import FileRef, RecordingInput, read_recording_files, recordings_from_tables
 from .verify import PlayCheck, verify_recording
@@ -87,10 +88,17 @@ FileResult = tuple  # (steps, plays, files, problems, checks by file_id) of one 
 def _read_and_verify_file(path: Path, game_dirs: Sequence[Path], recovered: Mapping[str, Sequence[int | str]]
                           ) -> FileResult:
     steps, plays, files, problems = read_recording_files([path])
+    if is_playback_file(path):  # actions only: replayed and verified after `replay_scripts` (score_recordings)
+        return steps, plays, _portable_refs(files), problems, {}
     checks = {rec.file_id: verify_one(rec, game_dirs, True)
               for rec in recordings_from_tables(steps, plays, files, recovered)}
     # The parsed file (pixels) is dropped here, once replayed: the caller scores from the tables.
-    return steps, plays, {fid: (ref[0], ref[1]) for fid, ref in files.items()}, problems, checks
+    return steps, plays, _portable_refs(files), problems, checks
+
+
+def _portable_refs(files: Mapping[str, FileRef]) -> dict[str, tuple]:
+    """(name, path, lines skipped) per file: the parsed recording (pixels) stays behind."""
+    return {fid: (ref[0], ref[1], ref.n_skipped_lines) for fid, ref in files.items()}
 
 
 def _read_and_verify_batch(paths: Sequence[Path], game_dirs: tuple[Path, ...],
@@ -155,7 +163,7 @@ def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
         if steps.height:
             steps_frames.append(steps)
             plays_frames.append(plays)
-        files.update({fid: FileRef(name, ref_path) for fid, (name, ref_path) in refs.items()})
+        files.update({fid: FileRef(name, ref_path, None, skipped) for fid, (name, ref_path, skipped) in refs.items()})
         for fid, found in file_checks.items():
             checks.setdefault(fid, []).append(found)
     if not steps_frames:
@@ -168,7 +176,9 @@ def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
     # The same content under two paths is one recording read twice, whose replays were each made alone: such
     # a recording is replayed again by `score_recordings`.
     ordered = []
-    for rec in recordings_from_tables(steps_all, plays_all, files, recovered):
+    scripts = [fid for fid, (_, path) in files.items() if path is not None and is_playback_file(path)]
+    recorded = ~pl.col("file_id").is_in(scripts)  # the scripts' checks come after their replay
+    for rec in recordings_from_tables(steps_all.filter(recorded), plays_all.filter(recorded), files, recovered):
         found = checks.get(rec.file_id, [])
         if len(found) != 1:
             return steps_all, plays_all, files, problems, None

@@ -237,3 +237,22 @@ def test_view_replays_a_script(tmp_path: Path, ingested: Path):
                        "--out", str(tmp_path / "v2.html"))
     assert code == 0, output
     assert "3 play(s)" in output and "replay: verified" in output
+
+
+def test_scripts_among_recordings_score_alike_on_two_workers(tmp_path: Path):
+    # Workers read and replay the recorded files; the scripts are replayed after (replay_scripts), whatever the
+    # number of workers.
+    recorded = SHARED / "samples" / "arc-agi-3" / "fixtures"
+    cards = {}
+    for workers in ("1", "2"):
+        out = tmp_path / workers
+        code, output = cli("score", *map(str, SCRIPTS), str(recorded), "--games", str(GAMES), "--workers", workers,
+                           "--db", str(tmp_path / f"{workers}.duckdb"), "--out", str(out), "--no-figures")
+        assert code == 0, output
+        doc = json.loads((out / SLUG).read_text())
+        assert {c["status"] for c in doc["verification"]["replay_checks"]} == {"verified"}
+        scripts = {c["replayed_from_script"]["script_game_id"] for c in doc["verification"]["replay_checks"]
+                   if c.get("replayed_from_script")}
+        assert len(scripts) == len(SCRIPTS)  # one game each: every script was replayed and verified
+        cards[workers] = {k: v for k, v in doc.items() if k not in ("created_at", "run", "manifest")}
+    assert cards["1"] == cards["2"]
