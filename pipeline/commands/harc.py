@@ -48,7 +48,8 @@ def replay_harc_command(
                                                   show_default=False)] = None,
     workers: Annotated[int, typer.Option("--workers", min=0, help="Worker processes for the replay (a local Dask "
                                          "cluster); 1 = serial, without Dask; 0 = auto (2 from 50,000 event "
-                                         "rows on, else 1). Results do not depend on it.")] = 0,
+                                         "rows on when 1.5 cores are idle by the load average, else 1). "
+                                         "Results do not depend on it.")] = 0,
     scheduler: SchedulerOption = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit with code 3 when any trace is divergent or not "
                                          "replayable.")] = False,

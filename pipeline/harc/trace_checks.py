@@ -31,6 +31,7 @@ pickled dicts), so neither the caller nor a worker ever holds every row as Pytho
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -123,7 +124,7 @@ def build_jobs(actions: pl.DataFrame, previous: Mapping[tuple[str, str, str], tu
     """
     answers = answers or {}
     ordered = actions.select(ACTION_COLUMNS).sort(*KEY, "action_number")
-    rows = ordered.select([pl.col(c).alias(e) for c, e in ENGINE_COLUMNS.items()]).to_dicts()
+    rows = _row_dicts(ordered.select([pl.col(c).alias(e) for c, e in ENGINE_COLUMNS.items()]))
     traces = ordered.group_by(list(KEY), maintain_order=True).agg(
         pl.col("task_split", "task_number").first(), pl.len().alias("n_rows"),
         pl.col("is_tutorial").any().alias("tutorial"), pl.col("flags").list.explode(keep_nulls=False, empty_as_null=False).drop_nulls()
@@ -141,6 +142,14 @@ def build_jobs(actions: pl.DataFrame, previous: Mapping[tuple[str, str, str], tu
         ))
         start += n
     return jobs
+
+
+def _row_dicts(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    """frame.to_dicts(), built from whole columns (a C-level to_list each) rather than row by row: about 40 %
+    cheaper, and this runs on every event row of a replay."""
+    names = frame.columns
+    return [dict(zip(names, values, strict=True)) for values in zip(*(s.to_list() for s in frame.iter_columns()),
+                                                                      strict=True)]
 
 
 def check_trace(job: TraceJob, *, strict: bool = False) -> dict[str, Any]:
@@ -204,9 +213,20 @@ def failed_row(job: TraceJob, error: BaseException) -> dict[str, Any]:
 
 
 def _check_slice(piece: tuple[pl.DataFrame, dict, dict], strict: bool) -> list[dict[str, Any]]:
-    """Replay the traces of one chunk of events (whole traces), building their jobs here."""
+    """Replay the traces of one chunk of events (whole traces), building their jobs here.
+
+    Without the cyclic garbage collector meanwhile: a chunk allocates a dict per row and a few per replayed
+    row, all alive until the chunk ends, and the collector's passes over them cost about a fifth of the
+    replay's CPU. The chunk's few cycles (a replayer and its handlers) go in one collection at the end."""
     actions, previous, answers = piece
-    return _check_chunk(build_jobs(actions, previous, answers), strict)
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _check_chunk(build_jobs(actions, previous, answers), strict)
+    finally:
+        if paused:
+            gc.enable()
+            gc.collect(0)
 
 
 def _slices(ordered: pl.DataFrame, n_chunks: int) -> list[tuple[int, int]]:

@@ -395,3 +395,28 @@ def test_harc_graph_exports_json_and_figure(analysed, tmp_path):
     assert doc["n_traces"] == 4
     assert {p.suffix for p in tmp_path.glob(f"{TASK2}_state_graph.*")} == {".png", ".svg", ".json"}
     assert invoke("harc-graph", "nosuchtask", "--db", str(db), "--out", str(tmp_path)).exit_code == 1
+
+
+def test_load_actions_sorts_like_order_by_however_the_rows_are_stored(replayed, tmp_path):
+    """load_actions sorts in polars only when needed; the frame equals DuckDB's ORDER BY in both cases."""
+    from pipeline.harc.build import load_actions
+
+    db, *_ = replayed
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(db.read_bytes())
+    with Workspace(copy) as ws:
+        release = ws.read("SELECT DISTINCT release_generation FROM core_harc__actions")["release_generation"][0]
+        cols = "participant_id, task_id, action_number, action, test_output_grid"
+        expected = ws.read(f"SELECT {cols} FROM core_harc__actions WHERE release_generation = ? "
+                           "ORDER BY participant_id, task_id, action_number", [release])
+        assert load_actions(ws, release, cols.split(", ")).equals(expected)
+        # Stored in reverse order: the rows come back sorted all the same.
+        ws.con.execute("CREATE TABLE _shuffled AS SELECT * FROM core_harc__actions ORDER BY action_number DESC, "
+                       "participant_id DESC")
+        ws.con.execute("DELETE FROM core_harc__actions")
+        ws.con.execute("INSERT INTO core_harc__actions SELECT * FROM _shuffled")
+        stored = ws.read(f"SELECT {cols} FROM core_harc__actions WHERE release_generation = ?", [release])
+        assert not stored.equals(expected)
+        assert load_actions(ws, release, cols.split(", ")).equals(expected)
+        assert load_actions(ws, release, ["action", "test_output_grid"]).equals(
+            expected.select("action", "test_output_grid"))

@@ -208,3 +208,19 @@ def test_check_actions_does_not_depend_on_row_order_or_chunking():
     shuffled = trace_checks.check_actions(df.sample(fraction=1.0, shuffle=True, seed=1), previous, rows_per_chunk=7)
     assert in_order.equals(shuffled) and in_order.height == 3
     assert in_order.equals(trace_checks.check_traces(trace_checks.build_jobs(df, previous)))
+
+
+def test_auto_replay_workers_parallel_only_on_large_inputs_with_idle_cores(monkeypatch):
+    import os
+
+    from pipeline.harc import build
+
+    monkeypatch.setattr(build, "default_workers", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.2, 0.2))
+    assert build.auto_replay_workers(build.AUTO_PARALLEL_ROWS - 1) == 1
+    assert build.auto_replay_workers(build.AUTO_PARALLEL_ROWS) == 2
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 0.2, 0.2))  # one core already busy elsewhere
+    assert build.auto_replay_workers(10 * build.AUTO_PARALLEL_ROWS) == 1
+    monkeypatch.setattr(build, "default_workers", lambda: 1)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert build.auto_replay_workers(10 * build.AUTO_PARALLEL_ROWS) == 1

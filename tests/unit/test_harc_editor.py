@@ -17,6 +17,7 @@ from engine.harc import (
     as_grid,
     flood_fill,
     format_grid,
+    is_grid_string,
     judge_submission,
     parse_grid,
     resized,
@@ -112,6 +113,20 @@ def test_format_parse_round_trip(text):
     grid = parse_grid(text)
     assert format_grid(grid) == text
     assert np.array_equal(parse_grid(format_grid(grid)), grid)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(grid_strings(), st.text(alphabet="0123456789|a \u0661", max_size=40),
+                 grid_strings().map(lambda t: t[:-2] + t[-1]), grid_strings().map(lambda t: t[1:]),
+                 grid_strings().map(lambda t: "|" + "0" + t)))
+def test_is_grid_string_accepts_exactly_what_parse_grid_accepts(text):
+    try:
+        shape = parse_grid(text).shape
+    except GridFormatError:
+        shape = None
+    assert is_grid_string(text) == (shape is not None)
+    if shape is not None:
+        assert format_grid(parse_grid(text)) == text
 
 
 # ---------------------------------------------------------------------- pure grid operations
