@@ -653,9 +653,10 @@ def _opt_bool(row: Mapping[str, Any], key: str, where: Where) -> bool | None:
     raise _NotReplayable(f"{_place(where)}: {key} is not a boolean: {value!r}")
 
 
-# Parsed JSON list cells by their text: most rows repeat a few ("[]", the same clipboard). The lists are
-# shared between rows, so nothing may mutate a value _json_list returns.
-_JSON_LISTS: dict[str, list[list[int]]] = {}
+# Parsed JSON list cells by their text: most rows repeat a few ("[]", the same clipboard). The cache keeps
+# tuples and every call gets its own lists: the editor's selection and clipboard are mutated in place, and a
+# shared list once made a later row's "[]" read as an earlier selection.
+_JSON_LISTS: dict[str, tuple[tuple[int, ...], ...]] = {}
 _JSON_LISTS_MAX = 100_000
 
 
@@ -666,7 +667,7 @@ def _json_list(row: Mapping[str, Any], key: str, where: Where) -> list | None:
     if type(cell) is str:
         cached = _JSON_LISTS.get(cell)
         if cached is not None:
-            return cached
+            return [list(item) for item in cached]
     value = _from_text(
         cell, json.loads, json.JSONDecodeError, lambda exc: f"{_place(where)}: {key} is not valid JSON: {exc}"
     )
@@ -679,7 +680,7 @@ def _json_list(row: Mapping[str, Any], key: str, where: Where) -> list | None:
     if type(cell) is str:
         if len(_JSON_LISTS) >= _JSON_LISTS_MAX:
             _JSON_LISTS.clear()
-        _JSON_LISTS[cell] = result
+        _JSON_LISTS[cell] = tuple(tuple(item) for item in result)
     return result
 
 

@@ -749,3 +749,17 @@ def test_paste_without_logged_target_uses_the_highlighted_cell():
     result = replay_trace(rows, previous_grid=PREV, strict=True)
     assert result.status == "consistent"
     assert [(n.row_index, n.code) for n in result.notes] == [(12, "selection")]
+
+
+def test_parsed_list_cells_are_never_shared_between_rows():
+    # The editor mutates its selection and clipboard in place; a cached list handed to two rows once made a
+    # later row's "[]" read as an earlier selection (found by the property test above).
+    from engine.harc.replay import _json_list
+
+    row = {"selected_data": "[[0, 1], [2, 3]]"}
+    first = _json_list(row, "selected_data", None)
+    first.append([9, 9])
+    first[0].append(7)
+    again = _json_list(row, "selected_data", None)
+    assert again == [[0, 1], [2, 3]]
+    assert again is not first and again[0] is not first[0]
