@@ -166,11 +166,14 @@ def _split_rows(text: bytes) -> list[bytes] | None:
     if not (text.startswith(b"[[[") and text.endswith(b"]]]")):
         return None
     row_sep = b"], [" if text.find(b"], [", 0, 400) > 0 else b"],["
-    frame_sep = b"]" + row_sep + b"["
+    inner = text[3:-3]
+    # One frame (the usual line) is exactly 64 row texts; several are split at their boundaries first. A
+    # boundary left inside a row text (brackets) is never a cached row and fails _decode_row.
+    pieces = inner.split(row_sep)
+    frames = [pieces] if len(pieces) == GRID else [f.split(row_sep) for f in inner.split(b"]" + row_sep + b"[")]
     cache = _row_cache
     rows: list[bytes] = []
-    for frame in text[3:-3].split(frame_sep):
-        texts = frame.split(row_sep)
+    for texts in frames:
         if len(texts) != GRID:
             return None
         for row_text in texts:
