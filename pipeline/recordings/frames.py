@@ -150,19 +150,20 @@ _row_cache: dict[bytes, bytes] = {}
 def hash_frames(text: str | bytes, want_pixels: bool) -> tuple[list[str], np.ndarray | None]:
     """Frame array text -> (sha256 of each frame as `frame_hashes` computes it, the (n, 64, 64) uint8 pixels
     when ``want_pixels``). The same answer as `decode_frames`, FrameError included."""
-    rows = _split_rows(text) if isinstance(text, bytes) else None
-    if rows is None:
-        frames = decode_frames(text)
-        return frame_hashes(frames), frames if want_pixels else None
-    hashes = [hashlib.sha256(b"".join(rows[i:i + GRID])).hexdigest() for i in range(0, len(rows), GRID)]
+    frames = _split_rows(text) if isinstance(text, bytes) else None
+    if frames is None:
+        pixels = decode_frames(text)
+        return frame_hashes(pixels), pixels if want_pixels else None
+    cells = [b"".join(rows) for rows in frames]  # 4096 bytes a frame, row-major
+    hashes = [hashlib.sha256(frame).hexdigest() for frame in cells]
     if not want_pixels:
         return hashes, None
-    pixels = np.frombuffer(bytearray(b"".join(rows)), dtype=np.uint8)  # writable, as decode_frames's
+    pixels = np.frombuffer(bytearray(b"".join(cells)), dtype=np.uint8)  # writable, as decode_frames's
     return hashes, pixels.reshape(-1, GRID, GRID)
 
 
-def _split_rows(text: bytes) -> list[bytes] | None:
-    """Each row's 64 cells as bytes, in order, or None when the text is not in the plain form handled here."""
+def _split_rows(text: bytes) -> list[list[bytes]] | None:
+    """Each frame's 64 rows of cells as bytes, or None when the text is not in the plain form handled here."""
     if not (text.startswith(b"[[[") and text.endswith(b"]]]")):
         return None
     row_sep = b"], [" if text.find(b"], [", 0, 400) > 0 else b"],["
@@ -170,20 +171,22 @@ def _split_rows(text: bytes) -> list[bytes] | None:
     # One frame (the usual line) is exactly 64 row texts; several are split at their boundaries first. A
     # boundary left inside a row text (brackets) is never a cached row and fails _decode_row.
     pieces = inner.split(row_sep)
-    frames = [pieces] if len(pieces) == GRID else [f.split(row_sep) for f in inner.split(b"]" + row_sep + b"[")]
-    cache = _row_cache
-    rows: list[bytes] = []
-    for texts in frames:
+    texts_by_frame = [pieces] if len(pieces) == GRID else [
+        f.split(row_sep) for f in inner.split(b"]" + row_sep + b"[")]
+    lookup = _row_cache.get
+    frames = []
+    for texts in texts_by_frame:
         if len(texts) != GRID:
             return None
-        for row_text in texts:
-            row = cache.get(row_text)
-            if row is None:
-                row = _decode_row(row_text)
+        rows = list(map(lookup, texts))
+        if None in rows:
+            for i, row in enumerate(rows):
                 if row is None:
-                    return None
-            rows.append(row)
-    return rows
+                    row = rows[i] = _decode_row(texts[i])
+                    if row is None:
+                        return None
+        frames.append(rows)
+    return frames
 
 
 def _decode_row(row_text: bytes) -> bytes | None:
