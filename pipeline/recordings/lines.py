@@ -188,6 +188,7 @@ class LineError(Exception):
 
 
 _FLOAT_FORMS = re.compile(rb"\d\.0000|\de-\d(?!\d)")  # where orjson writes a float unlike json.dumps
+_LONG_DIGITS = re.compile(rb"\d{19}")  # an integer outside orjson's 64 bits may be one: orjson reads it as a float
 
 
 def _loads(raw: bytes) -> tuple[Any, bytes | str | None, bool]:
@@ -197,7 +198,7 @@ def _loads(raw: bytes) -> tuple[Any, bytes | str | None, bool]:
         obj = orjson.loads(stripped)
     except orjson.JSONDecodeError:
         obj = None
-    if obj is not None and (frame_text is None or _frame_was_cut(obj)):
+    if obj is not None and (frame_text is None or _frame_was_cut(obj)) and not _LONG_DIGITS.search(stripped):
         return obj, frame_text, False
     # json decides what orjson refused, and reports it: its reading is the rule.
     text = raw.decode("utf-8")

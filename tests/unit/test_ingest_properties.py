@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.workspace import Workspace
@@ -121,6 +121,7 @@ actions = st.lists(
 
 
 @given(steps=actions, with_frames=st.booleans())
+@example(steps=[(1, 0, 0, {"big": 18446744073709553209, "low": -9223372036854775809})], with_frames=False)
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_ingest_then_export_reproduces_the_actions(steps, with_frames: bool):
     guid = str(uuid.uuid4())
