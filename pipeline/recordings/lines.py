@@ -27,7 +27,7 @@ import orjson
 from schemas import FIELDS
 
 from .counting import ACTION_NAMES, StepRecord
-from .frames import FrameError, decode_frames, frame_hashes, frames_from_json, split_frame_field
+from .frames import FrameError, frame_hashes, frames_from_json, hash_frames, split_frame_field
 
 __all__ = [
     "ACTION_IDS",
@@ -188,6 +188,7 @@ class LineError(Exception):
 
 
 _FLOAT_FORMS = re.compile(rb"\d\.0000|\de-\d(?!\d)")  # where orjson writes a float unlike json.dumps
+_LONG_DIGITS = re.compile(rb"\d{19}")  # an integer outside orjson's 64 bits may be one: orjson reads it as a float
 
 
 def _loads(raw: bytes) -> tuple[Any, bytes | str | None, bool]:
@@ -197,7 +198,7 @@ def _loads(raw: bytes) -> tuple[Any, bytes | str | None, bool]:
         obj = orjson.loads(stripped)
     except orjson.JSONDecodeError:
         obj = None
-    if obj is not None and (frame_text is None or _frame_was_cut(obj)):
+    if obj is not None and (frame_text is None or _frame_was_cut(obj)) and not _LONG_DIGITS.search(stripped):
         return obj, frame_text, False
     # json decides what orjson refused, and reports it: its reading is the rule.
     text = raw.decode("utf-8")
@@ -242,20 +243,19 @@ def parse_line(number: int, raw: bytes, want_frames: bool) -> Line:
         raise LineError("bad_timestamp", f"timestamp {obj.get('timestamp')!r} is not ISO-8601 with an offset",
                         "timestamp", obj.get("timestamp"))
     if line.kind == "frame":
-        frames = None
+        hashes = None
         try:
             if frame_text is not None:
-                frames = decode_frames(frame_text)
+                hashes, line.frames = hash_frames(frame_text, want_frames)
             elif "frame" in data:
                 frames = frames_from_json(data["frame"])
+                hashes, line.frames = frame_hashes(frames), frames if want_frames else None
         except (FrameError, json.JSONDecodeError) as err:
             raise LineError("bad_frame", f"frame is malformed: {err}", "frame") from None
-        if frames is not None:
-            data["frame"] = f"[{len(frames)} frames]"
-            line.n_frames = len(frames)
-            line.hashes = frame_hashes(frames)
-            if want_frames:
-                line.frames = frames
+        if hashes is not None:
+            data["frame"] = f"[{len(hashes)} frames]"
+            line.n_frames = len(hashes)
+            line.hashes = hashes
         _check_frame_record(line)
     _bound_sizes(line)
     line.raw_json = _dumps(obj, by_json)

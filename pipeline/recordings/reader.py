@@ -306,9 +306,11 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
                                     "summary_other_game", f"line {summary.number}", issues=issues)
 
     # Lines whose ids were lost all read RESET: they are not judged as repeated RESETs.
-    ids_lost = detect_action_ids_lost([ln.step_record() for ln in frames])
+    frame_records = [ln.step_record() for ln in frames]
+    ids_lost = detect_action_ids_lost(frame_records)
     steps = _consistent_steps(path, frames, game_id, guid, issues, None if ids_lost else variant)
-    records = [ln.step_record() for ln in steps]
+    record_of = {id(ln): record for ln, record in zip(frames, frame_records, strict=True)}
+    records = [record_of[id(ln)] for ln in steps]  # the kept lines' records, not built twice
     ids_lost = detect_action_ids_lost(records)
     options = counting_options_for_variant(variant)
     if variant == "toolkit" and steps and steps[0].action_id != 0 and not ids_lost:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.workspace import Workspace
@@ -22,6 +22,7 @@ from pipeline.recordings.frames import (
     decode_frames,
     frame_hashes,
     frames_from_json,
+    hash_frames,
     split_frame_field,
 )
 
@@ -48,6 +49,10 @@ def test_fast_frame_decoding_equals_json(frames: np.ndarray, compact: bool):
     assert decoded.shape == frames.shape and (decoded == frames).all()
     assert frame_hashes(decoded) == [hashlib.sha256(f.tobytes()).hexdigest() for f in frames]
     assert (decode_frames(text.encode()) == decoded).all()  # the bytes of the line, as ingest reads them
+    for _ in range(2):  # rows decoded, then rows from the cache
+        hashes, pixels = hash_frames(text.encode(), want_pixels=True)
+        assert hashes == frame_hashes(decoded) and pixels.shape == frames.shape and (pixels == frames).all()
+        assert pixels.flags.writeable and hash_frames(text.encode(), want_pixels=False) == (hashes, None)
 
 
 @given(frames=frame_stacks().filter(len), cell=st.integers(0, 4095), edit=st.sampled_from(
@@ -69,6 +74,43 @@ def test_fast_frame_decoding_refuses_what_json_refuses(frames: np.ndarray, cell:
         assert str(got.value).replace("frame 0 cell", "frame cell") == str(err).replace("frame 0 cell", "frame cell")
     else:
         assert (decode_frames(text.encode()) == expected).all()
+    _same_as_decode_frames(text.encode())
+
+
+def _same_as_decode_frames(raw: bytes) -> None:
+    """hash_frames (split into rows, rows cached) gives decode_frames's pixels, or its exact error."""
+    try:
+        expected = decode_frames(raw)
+    except (ValueError, FrameError) as err:
+        with pytest.raises(type(err)) as got:
+            hash_frames(raw, want_pixels=True)
+        assert str(got.value) == str(err)
+    else:
+        hashes, pixels = hash_frames(raw, want_pixels=True)
+        assert hashes == frame_hashes(expected) and pixels.shape == expected.shape and (pixels == expected).all()
+
+
+ROW_EDITS = ["0{0}", "{0} ", " {0}", "{0}.0", "-{0}", "{0}{0}", "", "{0},", "1{0}", "{0}, ", "{0},  ", "[{0}]",
+             "{0}]", "{0}],[{0}", "{0}\n", "16", "15", "10"]
+
+
+@given(frames=frame_stacks().filter(len), row=st.integers(0, 63), col=st.integers(0, 63), compact=st.booleans(),
+       edit=st.sampled_from(ROW_EDITS), repeat=st.booleans(), frame_sep=st.sampled_from([None, "],[", "], [", "]]"]))
+@settings(max_examples=200, deadline=None)
+def test_cached_rows_accept_and_refuse_exactly_as_decode_frames(frames, row, col, compact, edit, repeat, frame_sep):
+    # Rows repeated inside and across frames (so the edited row's good twin is cached first), one cell or
+    # separator rewritten, or the boundary between two frames changed: the cached path answers as the exact one.
+    frames = frames.copy()
+    if repeat:
+        frames[:, :, :] = frames[0, row]  # every row the same
+    sep = ", " if not compact else ","
+    _same_as_decode_frames(json.dumps(frames.tolist(), separators=(sep, ": ")).encode())  # warms the cache
+    grid = frames.tolist()
+    grid[-1][row][col] = "@"
+    text = json.dumps(grid, separators=(sep, ": ")).replace('"@"', edit.format(frames[-1, row, col]))
+    if frame_sep is not None and len(frames) > 1:
+        text = text.replace("]]" + sep + "[[", "]" + frame_sep + "[", 1)
+    _same_as_decode_frames(text.encode())
 
 
 actions = st.lists(
@@ -79,6 +121,7 @@ actions = st.lists(
 
 
 @given(steps=actions, with_frames=st.booleans())
+@example(steps=[(1, 0, 0, {"big": 18446744073709553209, "low": -9223372036854775809})], with_frames=False)
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_ingest_then_export_reproduces_the_actions(steps, with_frames: bool):
     guid = str(uuid.uuid4())
