@@ -794,14 +794,6 @@ def _write_file_failure(ws: Workspace, ctx: FileContext, fmt_name: str | None, c
 PARALLEL_MIN_BYTES = 256 * 1024 * 1024
 
 
-def auto_ingest_workers(total_bytes: int, cores: int) -> int:
-    """Workers for an ingest without `--workers`: one per core but the one this process writes on, and only
-    for inputs large enough to pay for starting a cluster (seconds). On 2 cores that is 1 (no cluster): two
-    readers beside the writer made ingest of the release-sized study slower than one process (69 s against
-    64 s, 37 % more CPU)."""
-    return max(1, cores - 1) if total_bytes >= PARALLEL_MIN_BYTES else 1
-
-
 def _failed_piece(path: Path, run_id: str, error: BaseException) -> PreparedFile:
     """A file whose reading raised (a reader bug) or killed its worker again and again: refused, run goes on."""
     ctx = FileContext(path.resolve(), None, run_id, datetime.now(UTC))  # type: ignore[arg-type]
@@ -830,7 +822,9 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     prepare = partial(prepare_file, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
                       frames_dir=frames_dir, known_file_ids=known, batch_small=True, chunk_bytes=chunk_bytes)
     if workers is None and scheduler is None:
-        workers = auto_ingest_workers(sum(p.stat().st_size for p in files if p.is_file()), default_workers())
+        # A local cluster costs seconds to start: worth it for large inputs only.
+        total = sum(p.stat().st_size for p in files if p.is_file())
+        workers = default_workers() if total >= PARALLEL_MIN_BYTES else 1
     batch: list[PreparedFile] = []
     batch_bytes = 0
     with open_executor(workers, scheduler, n_items=len(files)) as ex:

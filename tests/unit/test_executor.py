@@ -130,12 +130,3 @@ def test_local_workers_run_polars_on_one_thread_each(local):
     # One single-threaded worker per core: a polars pool per core in each worker would oversubscribe them.
     sizes = [o.value for o in local.map_ordered(polars_threads, enumerate([0, 1, 2, 3]))]
     assert sizes == [1, 1, 1, 1]
-
-
-def test_ingest_leaves_a_core_to_its_writer_and_small_inputs_serial():
-    from pipeline.ingest.runner import PARALLEL_MIN_BYTES, auto_ingest_workers
-
-    assert auto_ingest_workers(PARALLEL_MIN_BYTES - 1, 8) == 1
-    assert auto_ingest_workers(PARALLEL_MIN_BYTES, 8) == 7
-    assert auto_ingest_workers(PARALLEL_MIN_BYTES, 2) == 1
-    assert auto_ingest_workers(PARALLEL_MIN_BYTES, 1) == 1
