@@ -130,3 +130,14 @@ def test_local_workers_run_polars_on_one_thread_each(local):
     # One single-threaded worker per core: a polars pool per core in each worker would oversubscribe them.
     sizes = [o.value for o in local.map_ordered(polars_threads, enumerate([0, 1, 2, 3]))]
     assert sizes == [1, 1, 1, 1]
+
+
+def test_ingest_goes_parallel_only_for_input_it_can_share_out():
+    from pipeline.ingest.runner import PARALLEL_MIN_BYTES, auto_ingest_workers
+
+    many = [PARALLEL_MIN_BYTES // 100] * 102  # many recordings: shared out among the cores
+    assert auto_ingest_workers(many, 4) == 4
+    one_large = [4 * PARALLEL_MIN_BYTES] + [1000] * 800  # a data.csv and its task files: one process
+    assert auto_ingest_workers(one_large, 4) == 1
+    assert auto_ingest_workers(many[:50], 4) == 1  # too little to pay for starting a cluster
+    assert auto_ingest_workers([], 4) == 1
