@@ -47,7 +47,7 @@ def replay_harc_command(
                                                   "without .json) and replace only its rows.",
                                                   show_default=False)] = None,
     workers: Annotated[int, typer.Option("--workers", min=0, help="Worker processes for the replay (a local Dask "
-                                         "cluster); 1 = serial, without Dask; 0 = auto (2 from 50,000 event "
+                                         "cluster); 1 = serial, without Dask; 0 = auto (2 from 1,000,000 event "
                                          "rows on when 1.5 cores are idle by the load average, else 1). "
                                          "Results do not depend on it.")] = 0,
     scheduler: SchedulerOption = None,

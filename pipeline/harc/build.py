@@ -60,7 +60,7 @@ ANALYSIS_TABLES = (
 ANALYSIS_ACTION_COLUMNS = ("participant_id", "task_id", "action_number", "exp_name", "task_split", "task_number",
                            "attempt_number", "action", "occurred_at", "is_solved", "test_output_grid",
                            "is_tutorial", "is_complete")
-AUTO_PARALLEL_ROWS = 50_000
+AUTO_PARALLEL_ROWS = 1_000_000  # see auto_replay_workers
 PAIR_COLUMNS = ("file_id", "task_id", "pair_split", "pair_index", "input_grid", "output_grid")
 
 
@@ -226,7 +226,8 @@ def auto_replay_workers(n_rows: int) -> int:
     A local cluster costs about 3-5 s to start and close and about 70 % more CPU in all (its processes import
     Dask, the frames travel to them), which two workers win back only on a large input with a second core
     to themselves: at paper scale on a 2-core machine whose load average already fills the other core, the
-    serial replay was faster (25 s against 34 s wall)."""
+    serial replay was faster (25 s against 34 s wall), and on the same machine idle two workers gained nothing
+    (15.8 s against 16.3 s) for 1.67 GB instead of 1.03: only inputs well past the paper's 573k rows can win."""
     if n_rows < AUTO_PARALLEL_ROWS:
         return 1
     cores = default_workers()
