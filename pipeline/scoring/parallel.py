@@ -27,7 +27,6 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.executor import default_workers, open_executor
-from pipeline.recordings.playback import is_playback_file
 
 from .plays import FileRef, RecordingInput, read_recording_files, recordings_from_tables
 from .verify import PlayCheck, verify_recording
@@ -88,12 +87,17 @@ FileResult = tuple  # (steps, plays, files, problems, checks by file_id) of one 
 def _read_and_verify_file(path: Path, game_dirs: Sequence[Path], recovered: Mapping[str, Sequence[int | str]]
                           ) -> FileResult:
     steps, plays, files, problems = read_recording_files([path])
-    if is_playback_file(path):  # actions only: replayed and verified after `replay_scripts` (score_recordings)
-        return steps, plays, _portable_refs(files), problems, {}
+    # A playback script holds actions only: it is replayed and verified after `replay_scripts`.
     checks = {rec.file_id: verify_one(rec, game_dirs, True)
-              for rec in recordings_from_tables(steps, plays, files, recovered)}
+              for rec in recordings_from_tables(steps.filter(_recorded(plays)), plays.filter(_recorded(plays)),
+                                                files, recovered)}
     # The parsed file (pixels) is dropped here, once replayed: the caller scores from the tables.
     return steps, plays, _portable_refs(files), problems, checks
+
+
+def _recorded(plays: pl.DataFrame) -> pl.Expr:
+    """Rows of files that are recordings, not playback scripts (``is_replay_needed``: actions only)."""
+    return ~pl.col("file_id").is_in(plays.filter(pl.col("is_replay_needed"))["file_id"].implode())
 
 
 def _portable_refs(files: Mapping[str, FileRef]) -> dict[str, tuple]:
@@ -176,8 +180,7 @@ def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
     # The same content under two paths is one recording read twice, whose replays were each made alone: such
     # a recording is replayed again by `score_recordings`.
     ordered = []
-    scripts = [fid for fid, (_, path) in files.items() if path is not None and is_playback_file(path)]
-    recorded = ~pl.col("file_id").is_in(scripts)  # the scripts' checks come after their replay
+    recorded = _recorded(plays_all)  # the scripts' checks come after their replay
     for rec in recordings_from_tables(steps_all.filter(recorded), plays_all.filter(recorded), files, recovered):
         found = checks.get(rec.file_id, [])
         if len(found) != 1:
