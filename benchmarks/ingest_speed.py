@@ -113,6 +113,14 @@ def run_measured(code: str, setup: str = "") -> tuple[float, float, str]:
 CPU_SECONDS: list[float] = []  # of each run_measured call, in order
 
 
+def ingest_code(db: Path, target: Path, check: str) -> str:
+    """The code `run_measured` times: one single-process ingest of `target` into a fresh `db`, then `check`."""
+    return (f"ws = Workspace(Path({str(db)!r}))\n"
+            f"r = ingest_paths(ws, [Path({str(target)!r})], run_id='bench', workers=1)\n"
+            f"assert {check}\n"
+            "ws.close()\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gb", type=float, default=1.0, help="size of the recording corpus to generate")
@@ -136,10 +144,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.duckdb"
         ours, ours_rss, _ = run_measured(
-            f"ws = Workspace(Path({str(db)!r}))\n"
-            f"r = ingest_paths(ws, [Path({str(rec_dir)!r})], run_id='bench', workers=1)\n"
-            "assert not r.has_rejections, [f.message for f in r.files if f.n_quarantined]\n"
-            "ws.close()\n", setup=ARCSTUDY_IMPORTS,
+            ingest_code(db, rec_dir, "not r.has_rejections, [f.message for f in r.files if f.n_quarantined]"),
+            setup=ARCSTUDY_IMPORTS,
         )
         scan, scan_rss, _ = run_measured(
             f"n = duckdb.sql(\"SELECT count(*) FROM read_json_objects({glob!r}, format='newline_delimited')\").fetchall()\n",
@@ -168,10 +174,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             db = Path(tmp) / "single.duckdb"
             s_dt, s_rss, _ = run_measured(
-                f"ws = Workspace(Path({str(db)!r}))\n"
-                f"r = ingest_paths(ws, [Path({str(big)!r})], run_id='bench', workers=1)\n"
-                "assert not r.has_rejections and r.files[0].status == 'loaded', r.files[0].message\n"
-                "ws.close()\n", setup=ARCSTUDY_IMPORTS,
+                ingest_code(db, big, "not r.has_rejections and r.files[0].status == 'loaded', r.files[0].message"),
+                setup=ARCSTUDY_IMPORTS,
             )
         single = (big.stat().st_size / 1e6, s_dt, s_rss)
         print(f"\none recording file of {single[0]:,.0f} MB: arcstudy ingest {s_dt:.1f} s "

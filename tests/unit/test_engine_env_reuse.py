@@ -26,26 +26,36 @@ def frames_of(response) -> list[np.ndarray]:
     return [np.asarray(frame) for frame in (response.frame or [])]
 
 
+def same_frames(a, b) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(frames_of(a), frames_of(b), strict=True))
+
+
+def twin_envs_mid_game(game_id: str) -> tuple[GameEnv, GameEnv, int]:
+    """Two environments of the game, both at the start of its middle level (returned too)."""
+    info = resolve(game_id, GAMES_DIR)
+    first, second = GameEnv(info), GameEnv(info)
+    level = len(first.game._levels) // 2
+    for env in (first, second):
+        env.start_level(level)
+    return first, second, level
+
+
 @pytest.mark.parametrize("game_id", GAME_IDS)
 def test_restores_reusing_render_caches_give_the_frames_of_plain_restores(game_id: str) -> None:
-    info = resolve(game_id, GAMES_DIR)
-    reused, plain = GameEnv(info), GameEnv(info)
+    reused, plain, level = twin_envs_mid_game(game_id)
     rng = random.Random(3)
-    level = len(reused.game._levels) // 2
-    for env in (reused, plain):
-        env.start_level(level)
     for _ in range(25):
         saved_reused, saved_plain = reused.snapshot(global_rng=False), plain.snapshot(global_rng=False)
         for _ in range(rng.randrange(1, 5)):  # wander off, then come back
             action, data = random_action(plain, rng)
             a, b = reused.step(action, data), plain.step(action, data)
-            assert all(np.array_equal(x, y) for x, y in zip(frames_of(a), frames_of(b), strict=True))
+            assert same_frames(a, b)
         reused.restore(saved_reused, reuse_render_caches=True)
         plain.restore(saved_plain)
         action, data = random_action(plain, rng)
         a, b = reused.step(action, data), plain.step(action, data)
         assert len(frames_of(a)) == len(frames_of(b))
-        assert all(np.array_equal(x, y) for x, y in zip(frames_of(a), frames_of(b), strict=True))
+        assert same_frames(a, b)
         assert reused.state_hash() == plain.state_hash()
         if plain.state.name in ("WIN", "GAME_OVER"):
             for env in (reused, plain):
@@ -72,12 +82,8 @@ def test_detach_hands_over_the_game_once_and_blocks_steps_until_a_restore() -> N
 
 @pytest.mark.parametrize("game_id", GAME_IDS)
 def test_keep_restores_of_a_detached_game_play_like_pickled_snapshots(game_id: str) -> None:
-    info = resolve(game_id, GAMES_DIR)
-    kept, plain = GameEnv(info), GameEnv(info)
+    kept, plain, level = twin_envs_mid_game(game_id)
     rng = random.Random(5)
-    level = len(kept.game._levels) // 2
-    for env in (kept, plain):
-        env.start_level(level)
     for _ in range(15):
         saved_plain = plain.snapshot(global_rng=False)
         game = kept.game
@@ -90,7 +96,7 @@ def test_keep_restores_of_a_detached_game_play_like_pickled_snapshots(game_id: s
             for _ in range(rng.randrange(1, 4)):
                 action, data = random_action(plain, rng)
                 a, b = kept.step(action, data), plain.step(action, data)
-                assert all(np.array_equal(x, y) for x, y in zip(frames_of(a), frames_of(b), strict=True))
+                assert same_frames(a, b)
                 assert kept.state_hash() == plain.state_hash()
         if plain.state.name in ("WIN", "GAME_OVER"):
             for env in (kept, plain):
@@ -164,6 +170,6 @@ def test_game_copies_start_from_the_originals_frame_cache_and_render_like_pickle
         a = env.step(action, data)
         b = copied._engine_perform(env.game._action, True, "all")
         assert len(frames_of(a)) == len(frames_of(b))
-        assert all(np.array_equal(x, y) for x, y in zip(frames_of(a), frames_of(b), strict=True))
+        assert same_frames(a, b)
         if env.state.name in ("WIN", "GAME_OVER"):
             break
