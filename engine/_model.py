@@ -18,6 +18,8 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
+from ._copying import deep_copy
+
 
 class ValidationError(ValueError):
     """Raised when model input does not validate; ``errors()`` lists the problems like pydantic."""
@@ -298,7 +300,7 @@ class Model:
     def __deepcopy__(self, memo: dict[int, Any]) -> Model:
         obj = type(self).__new__(type(self))
         memo[id(self)] = obj
-        obj.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        obj.__dict__.update(deep_copy(self.__dict__, memo))
         obj._engine_fields_set = set(getattr(self, "_engine_fields_set", ()))
         return obj
 

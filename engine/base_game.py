@@ -132,8 +132,11 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
         if not levels:
             raise ValueError("Game must have at least one level")
         self._game_id = game_id
-        self._levels = [level.clone() for level in levels]
-        self._clean_levels = [level.clone() for level in levels]
+        # The game plays lazy clones of its private templates (see Level._engine_lazy_clone): a level
+        # is cloned when first touched, and copies of the game share the levels nobody touched yet.
+        clean = [level.clone() for level in levels]
+        self._levels = [Level._engine_lazy_clone(level) for level in clean]
+        self._clean_levels = clean
         self._current_level_index = 0
         self._debug = debug
         self._camera = camera if camera is not None else Camera()

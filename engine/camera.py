@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import sprites as _sprites_module
+from ._copying import deep_copy
 from .enums import InteractionMode
 from .sprites import changed_indices as _changed_indices
 
@@ -448,8 +449,6 @@ class Camera:
             canvas[top + y0 * scale : top + y1 * scale, left + x0 * scale : left + x1 * scale] = self._background
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Camera:
-        import copy
-
         cls = type(self)
         new = cls.__new__(cls)
         memo[id(self)] = new
@@ -459,7 +458,7 @@ class Camera:
             if key.startswith("_engine_"):
                 continue  # render caches: rebuilt on first use
             # Position, size and colours are plain ints: what deepcopy returns for them is themselves.
-            state[key] = value if type(value) in _PLAIN_VALUES else copy.deepcopy(value, memo)
+            state[key] = value if type(value) in _PLAIN_VALUES else deep_copy(value, memo)
         # Unless the sprites were copied first (a whole game copy): then the copy starts from the
         # current frame's cache, redrawn from the copied sprites (see _translated_composite).
         composite = _translated_composite(self.__dict__.get("_engine_composite"), memo)

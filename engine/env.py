@@ -32,14 +32,12 @@ from __future__ import annotations
 
 import copy
 import copyreg
-import enum
 import hashlib
 import inspect
 import io
 import pickle
 import random
 import sys
-import types
 import uuid
 import weakref
 from collections.abc import Iterable, Mapping
@@ -50,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from ._attrs import read_only
+from ._copying import deep_copy, default_deepcopy
 from .base_game import FRAMES_ALL, FRAMES_LAST, FRAMES_NONE, ARCBaseGame
 from .enums import ActionInput, FrameData, FrameDataRaw, GameAction
 from .level import Level, _LazyLevel
@@ -146,98 +145,17 @@ def _is_pending_lazy(level: Any) -> bool:
     )
 
 
-def _default_deepcopy(cls: type) -> bool:
-    """True when ``copy.deepcopy`` copies instances of ``cls`` the default way: a new
-    ``cls.__new__(cls)`` whose ``__dict__`` is updated with a deep copy of the original's."""
-    obj = object
-    return (
-        cls.__reduce_ex__ is obj.__reduce_ex__
-        and cls.__reduce__ is obj.__reduce__
-        and getattr(cls, "__getstate__", obj.__getstate__) is obj.__getstate__
-        and not hasattr(cls, "__setstate__")
-        and not hasattr(cls, "__deepcopy__")
-        and not hasattr(cls, "__getnewargs_ex__")
-        and not hasattr(cls, "__getnewargs__")
-        and cls.__new__ is obj.__new__
-        and not copyreg._slotnames(cls)
-    )
-
-
-# Values ``copy.deepcopy`` returns as they are (its atomic types; enum members copy to themselves).
-_ATOMIC = frozenset({type(None), int, float, bool, complex, str, bytes, range, type, types.FunctionType,
-                     types.BuiltinFunctionType, type(Ellipsis), type(NotImplemented)})
-
-
-# Tuples known to be frozen (below), by id.  Holding the tuple keeps its id from being reused, and a
-# tuple's contents never change, so an entry stays true; bounded, clearing only costs rechecks.
-_FROZEN: dict[int, tuple] = {}
-_FROZEN_LIMIT = 1 << 16
-
-
-def _frozen(value: tuple) -> bool:
-    """True if the tuple ``value`` holds only atomic values and such tuples, at any depth: deepcopy
-    returns it as it is.  Remembered across copies (``_FROZEN``): games that keep histories of
-    their states copy the same tuples again and again."""
-    if _FROZEN.get(id(value)) is value:
-        return True
-    for item in value:
-        kind = type(item)
-        if kind in _ATOMIC:
-            continue
-        if kind is tuple and _frozen(item):
-            continue
-        return False
-    if len(_FROZEN) >= _FROZEN_LIMIT:
-        _FROZEN.clear()
-    _FROZEN[id(value)] = value
-    return True
-
-
-def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
-    """``copy.deepcopy(value, memo)`` with fast paths for builtin containers of plain data (frozensets
-    of atomic values are shared rather than rebuilt: equal, immutable, only ``is`` could tell)."""
-    kind = type(value)
-    if kind in _ATOMIC or type(kind) is enum.EnumType:
-        return value
-    found = memo.get(id(value))
-    if found is not None:
-        return found
-    if kind is tuple:
-        return value if _frozen(value) else copy.deepcopy(value, memo)
-    if kind is frozenset and all(type(item) in _ATOMIC for item in value):
-        # Immutable and holding nothing to copy: deepcopy would build an equal set; share it.
-        return value
-    if kind is list:
-        items = value[:]
-        memo[id(value)] = items  # before the items: recursive lists refer to their copy
-        for i, item in enumerate(items):
-            if type(item) not in _ATOMIC:
-                items[i] = _copy_value(item, memo)
-        return items
-    if kind is dict and all(type(key) in _ATOMIC or (type(key) is tuple and _frozen(key)) for key in value):
-        out = value.copy()
-        memo[id(value)] = out
-        for key, item in out.items():
-            if type(item) not in _ATOMIC:
-                out[key] = _copy_value(item, memo)
-        return out
-    return copy.deepcopy(value, memo)
-
-
 def _deepcopy_game(game: Any) -> Any:
-    """``copy.deepcopy(game)`` with ``_copy_value``'s fast paths for the game's own attributes
-    (ints, strings, tuples, lists and dicts of them are most of a game's state, and the generic
-    deepcopy visits every item through its dispatch; tuples it even visits once per reference).
-    Same memo discipline, so shared and recursive references come out as deepcopy makes them;
-    games that customise copying take ``copy.deepcopy`` itself."""
+    """``copy.deepcopy(game)`` through ``engine._copying.deep_copy`` (its fast paths for plain data
+    and engine objects); games that customise copying take ``copy.deepcopy`` itself."""
     cls = type(game)
     state = getattr(game, "__dict__", None)
-    if type(state) is not dict or not _default_deepcopy(cls):
+    if type(state) is not dict or not default_deepcopy(cls):
         return copy.deepcopy(game)
     new = object.__new__(cls)
     memo: dict[int, Any] = {id(game): new}
     memo[id(memo)] = [game]  # copy.deepcopy's keep-alive list
-    new.__dict__.update(_copy_value(state, memo))
+    new.__dict__.update(deep_copy(state, memo))
     return new
 
 

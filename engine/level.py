@@ -12,6 +12,7 @@ import marshal
 from operator import attrgetter
 from typing import Any
 
+from ._copying import deep_copy
 from .enums import BlockingMode, InteractionMode, PlaceableArea
 from .sprites import Sprite, colliding_sprites, image_of
 
@@ -270,8 +271,8 @@ class Level:
             elif key == "_engine_order":
                 # The stale order is observable (Q4), so it is copied along with the sprites.
                 state[key] = None if value is None else [_deepcopy_sprite(s, memo) for s in value]
-            else:  # _data and the rest: copy_data is copy.deepcopy with fast paths for plain data
-                state[key] = copy_data(value, memo)
+            else:  # _data and the rest
+                state[key] = deep_copy(value, memo)
         return new
 
     def __repr__(self) -> str:
