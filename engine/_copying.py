@@ -18,7 +18,7 @@ import enum
 import types
 from typing import Any
 
-__all__ = ["deep_copy", "default_deepcopy", "ATOMIC"]
+__all__ = ["deep_copy", "default_deepcopy", "copies_by_default", "ATOMIC"]
 
 # Values ``copy.deepcopy`` returns as they are (its atomic types; enum members copy to themselves).
 ATOMIC = frozenset({type(None), int, float, bool, complex, str, bytes, range, type, types.FunctionType,
@@ -85,8 +85,18 @@ def _how(cls: type) -> int:
             how = _OWN
         else:
             how = _GENERIC
+        if len(_HOW) >= 4096:  # bounded (games load classes per session); clearing only costs rechecks
+            _HOW.clear()
         _HOW[cls] = how
     return how
+
+
+def copies_by_default(cls: type) -> bool:
+    """``default_deepcopy(cls)`` and not a builtin ``copy.deepcopy`` knows, remembered per class."""
+    how = _HOW.get(cls)
+    if how is None:
+        how = _how(cls)
+    return how == _DEFAULT
 
 
 def _keep_alive(original: Any, memo: dict[int, Any]) -> None:

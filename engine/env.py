@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from ._attrs import read_only
-from ._copying import deep_copy, default_deepcopy
+from ._copying import copies_by_default, deep_copy
 from .base_game import FRAMES_ALL, FRAMES_LAST, FRAMES_NONE, ARCBaseGame
 from .enums import ActionInput, FrameData, FrameDataRaw, GameAction
 from .level import Level, _LazyLevel
@@ -150,7 +150,7 @@ def _deepcopy_game(game: Any) -> Any:
     and engine objects); games that customise copying take ``copy.deepcopy`` itself."""
     cls = type(game)
     state = getattr(game, "__dict__", None)
-    if type(state) is not dict or not default_deepcopy(cls):
+    if type(state) is not dict or not copies_by_default(cls):
         return copy.deepcopy(game)
     new = object.__new__(cls)
     memo: dict[int, Any] = {id(game): new}

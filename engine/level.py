@@ -7,7 +7,6 @@ behaviour is part of the reference API (spec §4.4, quirk Q4) and is reproduced 
 
 from __future__ import annotations
 
-import copy
 import marshal
 from operator import attrgetter
 from typing import Any
@@ -25,47 +24,17 @@ _INVISIBLE = InteractionMode.INVISIBLE
 # One dict shared by every Level built without ``data`` (reference quirk Q13).
 _SHARED_DEFAULT_DATA: dict[str, Any] = {}
 
-_ATOMS = (str, int, float, bool, type(None))
 _new_object = object.__new__
 
 
 def copy_level_data(data: Any) -> Any:
     """``copy.deepcopy`` of a level's data dict.  marshal round-trips the usual JSON-like data
     (builtin containers and scalars, shared and recursive references included) several times
-    faster; anything else (subclasses, objects) takes the general path."""
+    faster; anything else (subclasses, objects) takes ``deep_copy``."""
     try:
         return marshal.loads(marshal.dumps(data))
     except ValueError:
-        return copy_data(data)
-
-
-def copy_data(value: Any, memo: dict[int, Any] | None = None) -> Any:
-    """``copy.deepcopy`` with a fast path for the JSON-like dicts games keep in level data."""
-    kind = type(value)
-    if kind in _ATOMS:
-        return value
-    if kind is dict or kind is list:
-        # Containers go through the memo first, so shared and recursive references stay shared.
-        if memo is None:
-            memo = {}
-        found = memo.get(id(value))
-        if found is not None:
-            return found
-        if kind is dict:
-            out: dict[Any, Any] = {}
-            memo[id(value)] = out
-            for key, item in value.items():
-                out[key if type(key) in _ATOMS else copy.deepcopy(key, memo)] = copy_data(item, memo)
-            return out
-        out_list: list[Any] = value[:]
-        memo[id(value)] = out_list
-        for i, item in enumerate(out_list):
-            if type(item) not in _ATOMS:
-                out_list[i] = copy_data(item, memo)
-        return out_list
-    if kind is tuple and all(type(item) in _ATOMS for item in value):
-        return value
-    return copy.deepcopy(value, memo if memo is not None else {})
+        return deep_copy(data, {})
 
 
 class Level:
@@ -265,52 +234,13 @@ class Level:
         # specialises (the one it would make for ``new`` is split, read about twice as slowly).
         state: dict[str, Any] = {}
         new.__dict__ = state
+        # The stale get_sprite_at order is observable (Q4), so it is copied along with the sprites.
         for key, value in self.__dict__.items():
-            if key == "_sprites" and type(value) is list:
-                state[key] = _deepcopy_sprites(value, memo)
-            elif key == "_engine_order":
-                # The stale order is observable (Q4), so it is copied along with the sprites.
-                state[key] = None if value is None else [_deepcopy_sprite(s, memo) for s in value]
-            else:  # _data and the rest
-                state[key] = deep_copy(value, memo)
+            state[key] = deep_copy(value, memo)
         return new
 
     def __repr__(self) -> str:
         return f"Level(name={self._name!r}, sprites={len(self._sprites)}, grid_size={self._grid_size!r})"
-
-
-def _deepcopy_sprite(sprite: Any, memo: dict[int, Any]) -> Any:
-    """``copy.deepcopy(sprite, memo)``, calling ``Sprite.__deepcopy__`` directly for plain sprites
-    (same memo entries and keep-alive list as copy.deepcopy, without its generic dispatch)."""
-    found = memo.get(id(sprite))
-    if found is not None:
-        return found
-    if type(sprite) is not Sprite:
-        return copy.deepcopy(sprite, memo)
-    new = sprite.__deepcopy__(memo)
-    memo[id(sprite)] = new
-    _keep_alive(sprite, memo)
-    return new
-
-
-def _deepcopy_sprites(sprites: list, memo: dict[int, Any]) -> list:
-    """``copy.deepcopy`` of a level's sprite list (a plain list), sprite by sprite as above."""
-    found = memo.get(id(sprites))
-    if found is not None:
-        return found
-    new: list = []
-    memo[id(sprites)] = new
-    new.extend([_deepcopy_sprite(sprite, memo) for sprite in sprites])
-    _keep_alive(sprites, memo)
-    return new
-
-
-def _keep_alive(original: Any, memo: dict[int, Any]) -> None:
-    """As copy.deepcopy does: originals stay alive while their ids are memo keys."""
-    keep = memo.get(id(memo))
-    if keep is None:
-        keep = memo[id(memo)] = []
-    keep.append(original)
 
 
 class _LazyLevel(Level):
