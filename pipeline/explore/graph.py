@@ -74,7 +74,8 @@ from typing import Any
 
 import numpy as np
 
-from engine import BlockingMode, InteractionMode
+from engine import BlockingMode, InteractionMode, Sprite
+from engine.sprites import image_of
 
 from .session import Session, StepResult
 
@@ -172,6 +173,7 @@ class StateGraph:
 # ---------------------------------------------------------------------- click targets
 # Display pixel coordinates in row-major order (constants of every click partition).
 _PIXEL_YS, _PIXEL_XS = np.divmod(np.arange(FRAME * FRAME), FRAME)
+_SPRITE_RENDER = Sprite.render
 _LETTERBOX = -1  # class value of letterbox pixels (sprite signatures and cell indices are >= 0)
 
 
@@ -214,17 +216,23 @@ def _sprite_signatures(game: Any, camera: Any) -> np.ndarray:
     for i, sprite in enumerate(sprites):
         if sprite.interaction is InteractionMode.REMOVED:
             continue
-        image = np.asarray(sprite.render())
-        if image.ndim != 2 or image.size == 0:
-            continue
+        if type(sprite).render is _SPRITE_RENDER:
+            # The engine's cached image of the sprite and its solidity mask (None: all solid),
+            # what render() would copy and "!= -1" recompute.
+            cached = image_of(sprite)
+            h, w, solid = cached.h, cached.w, cached.solid
+        else:  # a sprite class with its own render(): ask it
+            image = np.asarray(sprite.render())
+            if image.ndim != 2:
+                continue
+            (h, w), solid = image.shape, image != -1
         x0, y0 = int(sprite.x) - cam_x, int(sprite.y) - cam_y
-        h, w = image.shape
         vx0, vy0 = max(0, x0), max(0, y0)
         vx1, vy1 = min(width, x0 + w), min(height, y0 + h)
         if vx0 >= vx1 or vy0 >= vy1:
             continue
-        if sprite.blocking is BlockingMode.PIXEL_PERFECT:
-            sub = image[vy0 - y0 : vy1 - y0, vx0 - x0 : vx1 - x0] != -1
+        if solid is not None and sprite.blocking is BlockingMode.PIXEL_PERFECT:
+            sub = solid[vy0 - y0 : vy1 - y0, vx0 - x0 : vx1 - x0]
             sig[vy0:vy1, vx0:vx1] ^= np.where(sub, codes[i], zero)
         else:  # the whole box is solid
             sig[vy0:vy1, vx0:vx1] ^= codes[i]
