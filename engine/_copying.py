@@ -122,7 +122,9 @@ def deep_copy(value: Any, memo: dict[int, Any]) -> Any:
         items = value[:]
         memo[id(value)] = items  # before the items: recursive lists refer to their copy
         for i, item in enumerate(items):
-            if type(item) not in ATOMIC:
+            kind = type(item)
+            # Frozen tuples (histories of states) are checked inline: deep_copy returns them as is.
+            if kind not in ATOMIC and (kind is not tuple or _FROZEN.get(id(item)) is not item):
                 items[i] = deep_copy(item, memo)
         return items
     if kind is dict:
@@ -132,7 +134,8 @@ def deep_copy(value: Any, memo: dict[int, Any]) -> Any:
         out = value.copy()
         memo[id(value)] = out
         for key, item in out.items():
-            if type(item) not in ATOMIC:
+            kind = type(item)
+            if kind not in ATOMIC and (kind is not tuple or _FROZEN.get(id(item)) is not item):
                 out[key] = deep_copy(item, memo)
         return out
     if kind is set or kind is frozenset:
