@@ -19,7 +19,8 @@ over uncopied, up to ``LIVE_GAMES`` at a time, else pickled), so expanding it ne
 its targets step deep copies of it (``Session.restore(..., keep=True)``; a copy starts from the
 held game's frame cache) and the last target that needs a fresh game steps the held game itself.
 Every restore hands the camera's render caches on from the outgoing game, so the next frame
-redraws only what differs. The graph is the one a naive explorer builds that restores a fresh copy
+redraws only what differs. Games the explorer discards (and the frontier's at the end) are
+released at once (``_release``) rather than left to the cycle collector. The graph is the one a naive explorer builds that restores a fresh copy
 before every transition (tests/unit/test_explore_reuse.py).
 4. Stop when the queue is empty (the reachable graph is *complete*) or at a node, edge or time
    budget; nodes left in the queue are *frontier* nodes (discovered, not expanded).
@@ -327,6 +328,16 @@ def action_targets(session: Session, actions: list[int], rule: str, include_undo
 
 
 # ---------------------------------------------------------------------- BFS
+def _release(game: Any) -> None:
+    """Drop a game object the explorer is done with by clearing its attributes: games whose HUD
+    interfaces refer back to the game (game -> camera -> interface -> game) form reference cycles,
+    and thousands of such discarded copies would otherwise wait for the cyclic garbage collector
+    (whose full collections also walk every held game)."""
+    state = getattr(game, "__dict__", None)
+    if type(state) is dict:
+        state.clear()
+
+
 def explore_level(
     session: Session,
     level: int,
@@ -391,6 +402,14 @@ def explore_level(
             snaps[u] = session.snapshot()
             graph.n_snapshots += 1
 
+    def restore(snapshot: Any, keep: bool = False) -> None:
+        """``session.restore``, releasing the outgoing game when nothing holds it any more (it was
+        not handed over with ``detach``): the explorer made it and is its only user."""
+        outgoing = None if session.env.detached else session.game
+        session.restore(snapshot, keep=keep)
+        if outgoing is not None and outgoing is not session.game:
+            _release(outgoing)
+
     start_kind = classify(first)
     add_node(session.state_key(), 0, start_kind, -1, -1)
     queue: deque[int] = deque()
@@ -413,7 +432,7 @@ def explore_level(
             break
         v = queue.popleft()
         snap = snaps.pop(v)
-        session.restore(snap)
+        restore(snap)
         key_v = graph.keys[v]
         targets = action_targets(session, actions_at.pop(v), click_rule, include_undo)
         # A held game is detached again and kept as the node's state: its targets step copies of it
@@ -431,7 +450,7 @@ def explore_level(
         for i, t in enumerate(targets):
             if dirty:
                 keep = live and i < last
-                session.restore(snap, keep=keep)
+                restore(snap, keep=keep)
                 graph.n_restores += keep or not live
             try:
                 result = session.step(t.action_id, t.data)
@@ -464,6 +483,8 @@ def explore_level(
                     queue.append(u)
             add_edge(v, u, t)
             dirty = True
+        if live and snap.game[1]:  # the held game was not needed by the last target
+            _release(snap.game[1].pop())
         graph.expanded[v] = True
         if progress is not None:
             now = time.perf_counter()
@@ -473,6 +494,9 @@ def explore_level(
     graph.complete = not queue
     if session.env.detached:  # stopped right after handing over the live game: take it back
         session.restore(snaps[queue[-1]])
+    for snap in snaps.values():  # frontier nodes' games (a budget stop): nobody can restore them now
+        if snap.game[0] == "live" and snap.game[1]:
+            _release(snap.game[1].pop())
     if not session.shared_state_intact():
         graph.errors.append({"node": None, "path": [], "action": None,
                              "error": "the game mutated clean levels or other levels during exploration; "

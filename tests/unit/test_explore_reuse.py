@@ -152,6 +152,29 @@ def test_same_graph_for_other_click_rules_and_undo(game: str, root: Path, level:
     assert any(got["is_undo"]) == (game == "pv63")
 
 
+def naive_signatures(game, camera):
+    """Per view cell, the xor of the codes of the sprites covering it, from each sprite's
+    ``render()`` (solid: != -1 for PIXEL_PERFECT sprites, the whole box otherwise)."""
+    import numpy as np
+
+    from engine import BlockingMode, InteractionMode
+
+    width, height = int(camera.width), int(camera.height)
+    sig = np.zeros((height, width), dtype=np.uint64)
+    sprites = game.current_level._sprites
+    codes = graph_module._sprite_codes(len(sprites))
+    for i, sprite in enumerate(sprites):
+        if sprite.interaction is InteractionMode.REMOVED:
+            continue
+        image = np.asarray(sprite.render())
+        solid = image != -1 if sprite.blocking is BlockingMode.PIXEL_PERFECT else np.ones(image.shape, dtype=bool)
+        for row, col in zip(*np.nonzero(solid), strict=True):
+            y, x = sprite.y - camera.y + row, sprite.x - camera.x + col
+            if 0 <= x < width and 0 <= y < height:
+                sig[y, x] ^= codes[i]
+    return sig
+
+
 def naive_click_targets(session: Session, rule: str, share: float) -> list[tuple]:
     """Click targets computed pixel by pixel: class values per display pixel, ``np.unique``, then
     per class the pixel nearest its centroid by a full lexsort (ties: first in row-major order)."""
@@ -171,7 +194,7 @@ def naive_click_targets(session: Session, rule: str, share: float) -> list[tuple
         if rule == "cells":
             cell = gy[:, None] * width + gx[None, :]
         else:
-            sig = graph_module._sprite_signatures(session.game, camera)
+            sig = naive_signatures(session.game, camera)
             cell = sig[np.clip(gy, 0, height - 1)[:, None], np.clip(gx, 0, width - 1)[None, :]].view(np.int64)
         classes = np.where(in_view, cell, -1)
     values, inverse, counts = np.unique(classes.ravel(), return_inverse=True, return_counts=True)
@@ -204,3 +227,29 @@ def test_click_targets_equal_the_pixel_by_pixel_partition(game_id: str, root: Pa
         result = session.step(action, {"x": rng.randrange(64), "y": rng.randrange(64)} if action == 6 else None)
         if session.won(result) or session.lost(result):
             session.start(level)
+
+
+def test_discarded_games_are_freed_without_the_cycle_collector() -> None:
+    """pv63's HUD refers back to its game (a reference cycle): the explorer releases every game it
+    discards, the frontier's at a budget stop included, so none is left for the cycle collector
+    (whose full collections would also walk every queued game)."""
+    import gc
+
+    info = resolve("pv63", GAMES_DIR)
+    for max_nodes in (120, 100_000):
+        session = Session(info)
+        replaced = session.game  # the session's game before exploring: start() replaces it
+        gc.collect()
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            graph = explore_level(session, 2, max_nodes=max_nodes)
+            gc.collect()
+            left = [obj for obj in gc.garbage if type(obj) is type(session.game) and obj is not replaced]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+        del replaced
+        assert graph.n_nodes > 100 and left == []
+        assert session.step(session.available_actions[0]).frames  # the session's own game is intact
