@@ -24,6 +24,10 @@ __all__ = ["deep_copy", "default_deepcopy", "copies_by_default", "ATOMIC"]
 ATOMIC = frozenset({type(None), int, float, bool, complex, str, bytes, range, type, types.FunctionType,
                     types.BuiltinFunctionType, type(Ellipsis), type(NotImplemented)})
 
+# Types whose values deep_copy returns as they are: ATOMIC plus the enum classes met so far.
+_SHARED: set[type] = set(ATOMIC)
+_SHARED_LIMIT = 4096
+
 # Tuples known to be frozen (below), by id.  Holding the tuple keeps its id from being reused, and a
 # tuple's contents never change, so an entry stays true; bounded, clearing only costs rechecks.
 _FROZEN: dict[int, tuple] = {}
@@ -111,7 +115,12 @@ def deep_copy(value: Any, memo: dict[int, Any]) -> Any:
     """``copy.deepcopy(value, memo)`` (see the module docstring; frozensets of atomic values are
     shared rather than rebuilt: equal, immutable, only ``is`` could tell)."""
     kind = type(value)
-    if kind in ATOMIC or type(kind) is enum.EnumType:
+    if kind in _SHARED:
+        return value
+    if type(kind) is enum.EnumType:  # members copy to themselves
+        if len(_SHARED) >= _SHARED_LIMIT:
+            _SHARED.intersection_update(ATOMIC)
+        _SHARED.add(kind)
         return value
     found = memo.get(id(value))
     if found is not None:
@@ -122,10 +131,12 @@ def deep_copy(value: Any, memo: dict[int, Any]) -> Any:
         items = value[:]
         memo[id(value)] = items  # before the items: recursive lists refer to their copy
         for i, item in enumerate(items):
+            # Inline: values copied as they are, frozen tuples (histories of states), memo hits.
             kind = type(item)
-            # Frozen tuples (histories of states) are checked inline: deep_copy returns them as is.
-            if kind not in ATOMIC and (kind is not tuple or _FROZEN.get(id(item)) is not item):
-                items[i] = deep_copy(item, memo)
+            if kind in _SHARED or kind is tuple and _FROZEN.get(id(item)) is item:
+                continue
+            found = memo.get(id(item))
+            items[i] = found if found is not None else deep_copy(item, memo)
         return items
     if kind is dict:
         for key in value:
@@ -135,8 +146,10 @@ def deep_copy(value: Any, memo: dict[int, Any]) -> Any:
         memo[id(value)] = out
         for key, item in out.items():
             kind = type(item)
-            if kind not in ATOMIC and (kind is not tuple or _FROZEN.get(id(item)) is not item):
-                out[key] = deep_copy(item, memo)
+            if kind in _SHARED or kind is tuple and _FROZEN.get(id(item)) is item:
+                continue
+            found = memo.get(id(item))
+            out[key] = found if found is not None else deep_copy(item, memo)
         return out
     if kind is set or kind is frozenset:
         for item in value:

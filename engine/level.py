@@ -232,11 +232,8 @@ class Level:
         memo[id(self)] = new
         # Filled, then assigned: an assigned dict is a combined table, whose attribute reads CPython
         # specialises (the one it would make for ``new`` is split, read about twice as slowly).
-        state: dict[str, Any] = {}
-        new.__dict__ = state
         # The stale get_sprite_at order is observable (Q4), so it is copied along with the sprites.
-        for key, value in self.__dict__.items():
-            state[key] = deep_copy(value, memo)
+        new.__dict__ = deep_copy(self.__dict__, memo)
         return new
 
     def __repr__(self) -> str:
