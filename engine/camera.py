@@ -101,6 +101,8 @@ class Camera:
     # Render caches (class defaults: copies start without them); see the module docstring.
     _engine_composite: _Composite | None = None
     _engine_pool: dict | None = None
+    # The render caches above, the camera's only ``_engine_`` attributes (see env._move_render_caches).
+    _engine_render_caches = ("_engine_composite", "_engine_pool")
 
     def __init__(
         self,

@@ -160,7 +160,7 @@ def _deepcopy_game(game: Any) -> Any:
 
 
 def _move_render_caches(source: Any, target: Any) -> None:
-    """Move the camera render caches (the camera's ``_engine_*`` attributes) from game ``source`` to
+    """Move the camera render caches (``Camera._engine_render_caches``) from game ``source`` to
     game ``target``, two states of the same game.  The camera validates these caches against the
     sprites it is given on every render (sprite identities, change stamps, pixel bytes, camera
     position and colours: the checks that make them correct whatever a game does between two
@@ -171,8 +171,8 @@ def _move_render_caches(source: Any, target: Any) -> None:
     if old_camera is None or new_camera is None or old_camera is new_camera or type(old_camera) is not type(new_camera):
         return
     old_state, new_state = old_camera.__dict__, new_camera.__dict__
-    for key in [key for key in old_state if key.startswith("_engine_")]:
-        if key not in new_state or new_state[key] is None:
+    for key in getattr(type(old_camera), "_engine_render_caches", ()):
+        if old_state.get(key) is not None and new_state.get(key) is None:
             new_state[key] = old_state.pop(key)
 
 

@@ -99,10 +99,12 @@ class Session:
         return self.env.shared_levels_intact()
 
     def _wrap(self, result: Any) -> StepResult:
-        frames = [np.asarray(f) for f in result.frame] if result.frame else []
+        raw_frames = result.frame
+        frames = [f if type(f) is np.ndarray else np.asarray(f) for f in raw_frames] if raw_frames else []
+        state = result.state
         return StepResult(
             frames=frames,
-            state=GameState(result.state),
+            state=state if type(state) is GameState else GameState(state),
             levels_completed=int(result.levels_completed),
             level_index=int(self.game._current_level_index),
             available_actions=[int(a) for a in result.available_actions],
