@@ -7,8 +7,6 @@
     saved = env.snapshot(); env.step(1); env.restore(saved)
     env.restore(saved, reuse_render_caches=True)  # the camera starts from the outgoing game's caches
     kept = env.detach(); env.restore(saved)   # keep the running game itself (no copy); restore it once
-    cp = env.checkpoint(); env.step(1); env.rollback(cp)  # the same game object back (None: unsupported)
-    branch = env.fork()                       # a detached copy of the running game; the env plays on
     env.start_level(2)                        # a new game at level 3, restarted (a level reset)
 
 Responses are what the game's ``perform_action(..., raw=True)`` returns (``FrameDataRaw`` with numpy
@@ -49,7 +47,6 @@ from typing import Any
 
 import numpy as np
 
-from . import checkpoint as _checkpoint
 from ._attrs import read_only
 from ._copying import copies_by_default, deep_copy
 from .base_game import FRAMES_ALL, FRAMES_LAST, FRAMES_NONE, ARCBaseGame
@@ -58,7 +55,7 @@ from .level import Level, _LazyLevel
 from .loader import GameInfo, load_game_class, resolve_game
 from .statehash import encode_state, state_digest
 
-__all__ = ["GameEnv", "Snapshot", "EnvCheckpoint", "make", "FRAME_MODES", "to_action_input"]
+__all__ = ["GameEnv", "Snapshot", "make", "FRAME_MODES", "to_action_input"]
 
 FRAME_MODES = (FRAMES_ALL, FRAMES_LAST, FRAMES_NONE)
 
@@ -177,23 +174,6 @@ def _move_render_caches(source: Any, target: Any) -> None:
     for key in getattr(type(old_camera), "_engine_render_caches", ()):
         if old_state.get(key) is not None and new_state.get(key) is None:
             new_state[key] = old_state.pop(key)
-
-
-def _put_levels(game: Any, held: dict[int, tuple[str, Any]]) -> None:
-    """Put the levels a snapshot held back (see ``GameEnv._save_game``) into ``game``."""
-    if held:
-        levels = game._levels
-        for j, (how, level) in held.items():
-            levels[j] = level if how == "shared" else Level._engine_lazy_clone(level)
-
-
-@dataclass(frozen=True)
-class EnvCheckpoint:
-    """``GameEnv.checkpoint``'s result (opaque)."""
-
-    game: _checkpoint.Checkpoint
-    last_response: Any
-    steps: int
 
 
 def to_action_input(action: Any, data: Mapping[str, Any] | None = None, reasoning: Any = None) -> ActionInput:
@@ -444,13 +424,19 @@ class GameEnv:
         if kind == "live":
             if not payload:
                 raise RuntimeError("a detached snapshot can be restored only once")
-            game = self._copy_game(payload[0]) if keep else payload.pop()
+            if keep:
+                (_, game), held = self._save_game(payload[0], pickled=False)
+            else:
+                game = payload.pop()
         else:
             game = pickle.loads(payload) if kind == "pickle" else _deepcopy_game(payload)
         if reuse_render_caches:
             _move_render_caches(self.game, game)
         game._engine_clean_levels = snapshot.clean_levels
-        _put_levels(game, held)
+        if held:
+            levels = game._levels
+            for j, (how, level) in held.items():
+                levels[j] = level if how == "shared" else Level._engine_lazy_clone(level)
         self.game = game
         self.detached = False
         self.last_response = snapshot.last_response
@@ -458,44 +444,6 @@ class GameEnv:
         if restore_global_rng and snapshot.python_rng is not None:
             random.setstate(snapshot.python_rng)
             np.random.set_state(snapshot.numpy_rng)
-
-    def _copy_game(self, game: ARCBaseGame) -> ARCBaseGame:
-        """A deep copy of ``game`` that shares what snapshots share (see ``snapshot``)."""
-        (_, copied), held = self._save_game(game, pickled=False)
-        copied._engine_clean_levels = game._engine_clean_levels
-        _put_levels(copied, held)
-        return copied
-
-    def fork(self) -> Snapshot:
-        """A detached snapshot (as from ``detach``) of a copy of the running game, which the
-        environment goes on playing: for a branching search that keeps a state it reached and
-        rolls its game back (``checkpoint``) to try something else."""
-        return Snapshot(
-            game=("live", [self._copy_game(self.game)]),
-            clean_levels=self.game._engine_clean_levels,
-            levels={},
-            last_response=self.last_response,
-            steps=self.steps,
-            python_rng=None,
-            numpy_rng=None,
-        )
-
-    def checkpoint(self) -> EnvCheckpoint | None:
-        """A checkpoint of the running game (``engine.checkpoint``), or None when the game does not
-        support one: ``rollback`` returns this very game object to the state it has now, as often
-        as needed, without copying the engine objects it is made of (levels, sprites, camera)."""
-        if self.detached:
-            raise RuntimeError("the running game was handed out by detach(); restore a snapshot first")
-        taken = _checkpoint.take(self.game, self._shared_levels)
-        return None if taken is None else EnvCheckpoint(taken, self.last_response, self.steps)
-
-    def rollback(self, checkpoint: EnvCheckpoint) -> None:
-        """Return the running game to ``checkpoint`` (taken of this very game object)."""
-        if self.detached or checkpoint.game.game is not self.game:
-            raise RuntimeError("rollback needs the game the checkpoint was taken of to be running")
-        _checkpoint.rollback(checkpoint.game)
-        self.last_response = checkpoint.last_response
-        self.steps = checkpoint.steps
 
     def detach(self) -> Snapshot:
         """The running game itself as a snapshot, without copying it (no RNGs saved): for a branching
