@@ -492,15 +492,21 @@ def _translated_composite(state: _Composite | None, memo: dict[int, Any]) -> _Co
     matches nothing, so the next pass redraws it.  None when there is nothing exact to carry over."""
     if state is None or state.stamps is None or state.exposed is None:
         return None
-    sprites = []
-    for sprite in state.sprites:
-        copied = memo.get(id(sprite))
-        if copied is None:
-            return None
-        sprites.append(copied)
+    get = memo.get
+    sprites = [get(id(sprite)) for sprite in state.sprites]
+    if None in sprites:
+        return None
     new = _Composite.__new__(_Composite)
-    for name in _Composite.__slots__:
-        setattr(new, name, getattr(state, name))
+    # The configuration, as it is (immutable values); the rest is copied or rebuilt below.
+    new.params = state.params
+    new.cam_x = state.cam_x
+    new.cam_y = state.cam_y
+    new.width = state.width
+    new.height = state.height
+    new.view_slice = state.view_slice
+    new.scale = state.scale
+    new.x_off = state.x_off
+    new.y_off = state.y_off
     new.canvas = state.canvas.copy()  # redraws write into it
     new.sprites = sprites
     new.stamps = [
