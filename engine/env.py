@@ -145,16 +145,17 @@ def _is_pending_lazy(level: Any) -> bool:
     )
 
 
-def _deepcopy_game(game: Any) -> Any:
-    """``copy.deepcopy(game)`` through ``engine._copying.deep_copy`` (its fast paths for plain data
-    and engine objects); games that customise copying take ``copy.deepcopy`` itself."""
+def _deepcopy_game(game: Any, memo: dict[int, Any] | None = None) -> Any:
+    """``copy.deepcopy(game, memo)`` through ``engine._copying.deep_copy`` (its fast paths for plain
+    data and engine objects); games that customise copying take ``copy.deepcopy`` itself."""
+    memo = {} if memo is None else memo
     cls = type(game)
     state = getattr(game, "__dict__", None)
     if type(state) is not dict or not copies_by_default(cls):
-        return copy.deepcopy(game)
+        return copy.deepcopy(game, memo)
     new = object.__new__(cls)
-    memo: dict[int, Any] = {id(game): new}
-    memo[id(memo)] = [game]  # copy.deepcopy's keep-alive list
+    memo[id(game)] = new
+    memo.setdefault(id(memo), []).append(game)  # copy.deepcopy's keep-alive list
     new.__dict__.update(deep_copy(state, memo))
     return new
 
@@ -378,6 +379,26 @@ class GameEnv:
             game._engine_clean_levels, game._levels = clean, levels
         return saved, held
 
+    def _copy_game(self, game: ARCBaseGame) -> ARCBaseGame:
+        """A deep copy of ``game`` sharing what snapshots share (see ``snapshot``): the templates,
+        the levels declared shared, and pending lazy clones (as new lazy clones of the same
+        templates), entered in the copy's memo as their own copies."""
+        memo: dict[int, Any] = {}
+        clean, levels = game._engine_clean_levels, game._levels
+        if isinstance(clean, list):
+            memo[id(clean)] = clean
+            for template in clean:
+                memo[id(template)] = template
+        if isinstance(levels, list):
+            shared = self._shared_levels
+            for j in range(len(levels)):
+                level = levels[j]
+                if shared.get(j) is level:
+                    memo[id(level)] = level
+                elif _is_pending_lazy(level):
+                    memo[id(level)] = Level._engine_lazy_clone(level._engine_source)
+        return _deepcopy_game(game, memo)
+
     def snapshot(self, *, global_rng: bool = True) -> Snapshot:
         """Save the game (levels, camera, interfaces, every game attribute) and, unless
         ``global_rng=False`` (saving them costs about as much as a small game), the Python/numpy
@@ -425,7 +446,7 @@ class GameEnv:
             if not payload:
                 raise RuntimeError("a detached snapshot can be restored only once")
             if keep:
-                (_, game), held = self._save_game(payload[0], pickled=False)
+                game = self._copy_game(payload[0])
             else:
                 game = payload.pop()
         else:

@@ -112,6 +112,9 @@ def test_game_copies_do_not_share_levels_either_side_changes():
     env.restore(held, keep=True)
     branch = env.game
     assert branch is not game
+    pending = [j for j, level in enumerate(game._levels) if type(level) is _LazyLevel]
+    assert [j for j, level in enumerate(branch._levels) if type(level) is _LazyLevel] == pending  # not cloned
+    assert branch._engine_clean_levels is game._engine_clean_levels
     for j in range(len(game._levels)):
         mine, theirs = game._levels[j], branch._levels[j]
         assert mine is not theirs
