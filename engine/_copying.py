@@ -35,14 +35,14 @@ _FROZEN_LIMIT = 1 << 16
 
 
 def frozen(value: tuple) -> bool:
-    """True if the tuple ``value`` holds only atomic values and such tuples, at any depth: deepcopy
+    """True if the tuple ``value`` holds only atomic values, enum members and such tuples, at any depth: deepcopy
     returns it as it is.  Remembered across copies (``_FROZEN``): games that keep histories of
     their states copy the same tuples again and again."""
     if _FROZEN.get(id(value)) is value:
         return True
     for item in value:
         kind = type(item)
-        if kind in ATOMIC:
+        if kind in _SHARED or type(kind) is enum.EnumType:
             continue
         if kind is tuple and frozen(item):
             continue
