@@ -8,8 +8,8 @@ same run on the same machine:
 * raw steps/s: ``perform_action(..., raw=True)`` on one live game, uniformly random available
   actions, restarting the level after WIN/GAME_OVER (what the engine can do without branching);
 * explorer: states/s and transitions/s of ``explore_level`` (BFS over reused states: queued nodes keep
-  their live game and their targets step deep copies of it, restores carry the render caches over;
-  see ``pipeline.explore.graph``);
+  their live game and their targets step deep copies of it, restores carry the render caches over,
+  games the explorer discards are released at once; see ``pipeline.explore.graph``);
 * the cost of the explorer's primitives, timed separately per call: snapshot (pickle), restore
   (unpickle), copy (a deep copy of a held game: ``restore(..., keep=True)``), state key (sha256 of
   the frame), and a step right after a restore.
