@@ -476,7 +476,7 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
     # -- baselines -----------------------------------------------------------------------------------
     add_figure(baseline_chart(comparison, games), "baselines_vs_published", "Recomputed vs published baselines")
     n_pub = published.filter(pl.col("game_id").is_in(list(game_levels))).height
-    sections.append(Table("Recomputed vs published baselines", comparison, name="calibration__baseline_comparison",
+    sections.append(Table("Baselines by level, recomputed and published", comparison, name="calibration__baseline_comparison",
                           caption=f"Recomputed under {rule} from eligible first runs; published = the game's "
                                   "metadata baseline_actions (as ingested in core_arc3__environments, else the "
                                   "metadata.json in the game folders), else the shipped reference CSV for public "
