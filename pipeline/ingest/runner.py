@@ -26,6 +26,7 @@ import polars as pl
 from pipeline.core.executor import default_workers, open_executor
 from pipeline.core.manifest import sha256_file
 from pipeline.core.workspace import Workspace
+from pipeline.ingest.background import BackgroundWriter
 from pipeline.ingest.base import FileChangedError, FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import FORMATS, InputFormat, detect
 from schemas import validate_frame
@@ -834,20 +835,33 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
         workers = auto_ingest_workers([p.stat().st_size for p in files if p.is_file()], default_workers())
     batch: list[PreparedFile] = []
     batch_bytes = 0
-    with open_executor(workers, scheduler, n_items=len(files)) as ex:
+    # This thread reads (or collects the workers' files) while `writer` commits the file or batch before,
+    # in order; a file that streams is read inside its transaction, by this thread, once the writer is idle.
+    with open_executor(workers, scheduler, n_items=len(files)) as ex, \
+            BackgroundWriter(on_result=report.files.extend) as writer:
         for key, prepared, error in ex.map_ordered(prepare, enumerate(files), progress=progress,
                                                    description="ingesting"):
             if error is not None:
                 prepared = _failed_piece(files[key], run_id, error)
             if not is_small(prepared):
-                report.files += commit_batch(ws, batch)
-                batch, batch_bytes = [], 0
-                report.files.append(commit_file(ws, prepared))
+                if batch:
+                    writer.submit(commit_batch, ws, batch)
+                    batch, batch_bytes = [], 0
+                if prepared.streamed:
+                    writer.drain()
+                    report.files.append(commit_file(ws, prepared))
+                else:
+                    writer.submit(_commit_one, ws, prepared)
                 continue
             batch.append(prepared)
             batch_bytes += prepared.n_bytes
             if len(batch) >= BATCH_MAX_FILES or batch_bytes >= BATCH_MAX_BYTES:
-                report.files += commit_batch(ws, batch)
+                writer.submit(commit_batch, ws, batch)
                 batch, batch_bytes = [], 0
-    report.files += commit_batch(ws, batch)
+        if batch:
+            writer.submit(commit_batch, ws, batch)
     return report
+
+
+def _commit_one(ws: Workspace, prepared: PreparedFile) -> list[FileReport]:
+    return [commit_file(ws, prepared)]

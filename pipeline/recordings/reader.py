@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -440,7 +441,24 @@ def _frame(table: str, cols: dict[str, list]) -> pl.DataFrame:
 
 
 def _arrow_strings(name: str, values: list[list[str] | None]) -> pl.Series:
-    return pl.Series(name, pa.array(values, type=pa.list_(pa.large_string())))
+    """A list-of-strings column from its Arrow buffers: the strings flattened (polars builds a flat column of
+    strings in one go), the offsets and the validity as numpy. `pa.array` on python lists would do the same
+    but imports pandas on its first call (~0.25 s of CPU, a tenth of a 200 MB ingest)."""
+    flat: list[str] = []
+    offsets = [0]
+    valid = []
+    for value in values:
+        if value is not None:
+            if type(value) is not list:
+                raise TypeError(f"{name}: expected a list of strings, got {type(value).__name__}")
+            flat.extend(value)
+        valid.append(value is not None)
+        offsets.append(len(flat))
+    strings = pl.Series(flat, dtype=pl.String, strict=True).to_arrow().cast(pa.large_string())
+    buffers = [pa.py_buffer(np.packbits(np.asarray(valid, dtype=bool), bitorder="little")),
+               pa.py_buffer(np.asarray(offsets, dtype=np.int64))]
+    return pl.Series(name, pa.Array.from_buffers(pa.large_list(pa.large_string()), len(values), buffers,
+                                                 children=[strings]))
 
 
 def _play_rows(rec: ParsedRecording, file_id: str) -> list[dict]:
