@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import stat
 import tempfile
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,7 +25,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipeline.core.executor import default_workers, open_executor
+from pipeline.core.executor import SerialExecutor, default_workers, open_executor
 from pipeline.core.manifest import sha256_file
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.background import BackgroundWriter
@@ -268,15 +270,66 @@ def not_regular_file(path: Path) -> str | None:
 STREAM_MIN_BYTES = 32 * 1024 * 1024
 
 
+class HashAhead:
+    """The content hash (`sha256_file`) of the next input file, computed on a thread while this one reads the
+    current file: hashlib and file reads release the GIL, the parse of a recording does not. For a serial
+    ingest, whose files are prepared in input order; `hash` falls back to hashing in the caller's thread."""
+
+    BLOCK = 8 << 20  # bytes read and hashed per GIL release
+
+    def __init__(self, files: list[Path]):
+        self._files = [p.resolve() for p in files]
+        self._position = {p: i for i, p in reversed(list(enumerate(self._files)))}  # first occurrence
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arcstudy-hash-ahead")
+        self._ahead: tuple[Path, Future] | None = None
+
+    def __enter__(self) -> HashAhead:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def hash(self, path: Path) -> str:
+        ahead, self._ahead = self._ahead, None
+        i = self._position.get(path)
+        if i is not None and i + 1 < len(self._files) and self._worth_it(self._files[i + 1]):
+            following = self._files[i + 1]
+            self._ahead = (following, self._pool.submit(self._hash_regular, following))
+        if ahead is not None and ahead[0] == path:
+            digest = ahead[1].result()  # the OSError of a file that cannot be read, as sha256_file raises it
+            if digest is not None:
+                return digest
+        return sha256_file(path)
+
+    @staticmethod
+    def _worth_it(path: Path) -> bool:
+        """A small file is hashed in a blink: handing it to the thread would cost more than it saves."""
+        try:
+            return path.stat().st_size > SMALL_FILE_BYTES
+        except OSError:
+            return False
+
+    @classmethod
+    def _hash_regular(cls, path: Path) -> str | None:
+        # Only regular files are opened (a FIFO would block the thread); `prepare_file` judges the others.
+        try:
+            if not stat.S_ISREG(path.stat().st_mode):
+                return None
+        except OSError:
+            return None
+        return sha256_file(path, cls.BLOCK)
+
+
 def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None,
                  known_file_ids: frozenset[str] = frozenset(), batch_small: bool = False,
-                 chunk_bytes: int | None = None) -> PreparedFile:
+                 chunk_bytes: int | None = None, hash_file: Callable[[Path], str] = sha256_file) -> PreparedFile:
     """Hash, detect, read and validate one file. Pure with respect to the database. A large file of a streaming
     format (or any, when `chunk_bytes` is given) is only detected here: `commit_file` reads it.
 
     `batch_small`: a small file (`is_small`) is left unvalidated, for `commit_batch` to validate it together
-    with the other files of its batch (a schema check per table and file is most of a small file's cost)."""
+    with the other files of its batch (a schema check per table and file is most of a small file's cost).
+    `hash_file`: how the content hash is had (`HashAhead.hash` in a serial ingest)."""
     path = path.resolve()
     now = datetime.now(UTC)
     kind = not_regular_file(path)
@@ -286,7 +339,7 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
                                                 f"{kind}, not a regular file: only regular files are read", "file",
                                                 None))
     try:
-        file_id = sha256_file(path)
+        file_id = hash_file(path)
         n_bytes = path.stat().st_size
     except OSError as err:
         ctx = FileContext(path, None, run_id, now)  # type: ignore[arg-type]
@@ -349,7 +402,7 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
     chunk_rejects: list[Reject] = []
     write_errors: list[BaseException] = []
 
-    def write_chunk(name: str, df: pl.DataFrame) -> None:
+    def write_chunk(name: str, df: pl.DataFrame) -> None:  # on the writer thread, chunks in reading order
         piece = ReaderOutput(tables={name: df})
         validate_output(piece)
         chunk_rejects.extend(piece.rejects)
@@ -360,16 +413,21 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
             raise
         written[name] = written.get(name, 0) + piece.tables[name].height
 
-    prepared.ctx.write_chunk = write_chunk
     try:
-        _read(prepared, FORMATS[prepared.fmt_name or ""])
+        # This thread parses chunk N+1 while the writer inserts chunk N; leaving the block waits for the
+        # writer (and raises its error), so nothing writes once the transaction ends or rolls back.
+        with BackgroundWriter(name="arcstudy-chunk-writer") as writer:
+            prepared.ctx.write_chunk = partial(writer.submit, write_chunk)
+            _read(prepared, FORMATS[prepared.fmt_name or ""])
     except Exception as err:
-        if write_errors or isinstance(err, duckdb.Error):
-            raise  # writing failed, not the file: the run stops with the transaction rolled back
-        # a reader bug: this file is refused and the run goes on, as for a file read by a worker
-        prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
+        if isinstance(err, duckdb.Error) and not write_errors:
+            raise
+        if not write_errors:  # a reader bug: this file is refused and the run goes on, as for a worker's file
+            prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
     finally:
         prepared.ctx.write_chunk = None
+    if write_errors:  # writing failed, not the file (the reader may have taken it for its own): the run stops
+        raise write_errors[0]
     if prepared.failure is not None:
         raise _Refused
     assert prepared.output is not None
@@ -837,8 +895,10 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     batch_bytes = 0
     # This thread reads (or collects the workers' files) while `writer` commits the file or batch before,
     # in order; a file that streams is read inside its transaction, by this thread, once the writer is idle.
-    with open_executor(workers, scheduler, n_items=len(files)) as ex, \
+    with open_executor(workers, scheduler, n_items=len(files)) as ex, HashAhead(files) as ahead, \
             BackgroundWriter(on_result=report.files.extend) as writer:
+        if isinstance(ex, SerialExecutor):  # files prepared here, in order: hash the next one meanwhile
+            prepare = partial(prepare, hash_file=ahead.hash)
         for key, prepared, error in ex.map_ordered(prepare, enumerate(files), progress=progress,
                                                    description="ingesting"):
             if error is not None:
