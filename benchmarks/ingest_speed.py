@@ -9,9 +9,10 @@ available. Then, each in a fresh process so peak RSS is the command's own:
   4. arcstudy ingest of the H-ARC CSV and DuckDB's read_csv of it (--harc-rows 0 skips it),
   5. with --single-gb G, arcstudy ingest of ONE recording file of G gigabytes (read in chunks inside its
      transaction): its peak RSS must stay flat whatever G is.
-Ingest runs in one process (workers=1), as the anchors' single query does. Prints MB/s, rows/s, peak RSS
-and the ratios; the last line is the headline: ingest time / DuckDB full parse, with peak RSS. No assertion
-on time: machines here are noisy.
+Ingest runs in one process (workers=1), as the anchors' single query does; like DuckDB's, it may use several
+threads (its writer thread commits a file while the next is parsed). Prints MB/s, rows/s, peak RSS and the
+ratios; the last line is the headline: ingest time / DuckDB full parse, with peak RSS. No assertion on
+time: machines here are noisy (compare CPU time, or wall time on a quiet machine).
 
     python benchmarks/ingest_speed.py [--gb 1.0] [--single-gb 1.5] [--harc-rows 600000] [--keep-data]
 """
