@@ -132,6 +132,21 @@ def test_row_boundaries_rewritten_are_judged_as_decode_frames_judges_them(frames
     _same_as_decode_frames((good[:at] + between + good[at + len(row_sep):]).encode())
 
 
+NUMBER_PIECES = ["0", "7", "12", "123456789", "1234567890", "999999999", ".", ".0000", "e", "-", "e-", "+", " ", "x",
+                 '"', "1.0000", "1e-5", "1e-55"]
+
+
+@given(text=st.lists(st.sampled_from(NUMBER_PIECES), max_size=16).map(lambda pieces: "".join(pieces).encode()))
+@settings(max_examples=400, deadline=None)
+def test_the_fast_number_form_checks_equal_their_regexes(text: bytes):
+    import re
+
+    from pipeline.recordings.lines import _FLOAT_FORMS, _has_float_form, _has_long_digits
+
+    assert _has_long_digits(text) == (re.search(rb"\d{19}", text) is not None)
+    assert _has_float_form(text) == (_FLOAT_FORMS.search(text) is not None)
+
+
 actions = st.lists(
     st.tuples(st.integers(1, 7), st.integers(0, 63), st.integers(0, 63),
               st.one_of(st.none(), st.text(max_size=20), st.dictionaries(st.text(max_size=5), st.integers()))),
