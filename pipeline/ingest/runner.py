@@ -872,6 +872,11 @@ def _reader_error(error: BaseException) -> str:
     return f"reading the file failed: {type(error).__name__}: {error}"
 
 
+# Commits the writer thread may have pending (running or queued) while this thread reads on: two absorb a commit
+# that takes longer than reading the next file (DuckDB checkpoints as its log grows) without the reader waiting.
+COMMITS_AHEAD = 2
+
+
 def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None, progress=None,
                  workers: int | None = None, scheduler: str | None = None,
@@ -896,7 +901,7 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     # This thread reads (or collects the workers' files) while `writer` commits the file or batch before,
     # in order; a file that streams is read inside its transaction, by this thread, once the writer is idle.
     with open_executor(workers, scheduler, n_items=len(files)) as ex, HashAhead(files) as ahead, \
-            BackgroundWriter(on_result=report.files.extend) as writer:
+            BackgroundWriter(depth=COMMITS_AHEAD, on_result=report.files.extend) as writer:
         if isinstance(ex, SerialExecutor):  # files prepared here, in order: hash the next one meanwhile
             prepare = partial(prepare, hash_file=ahead.hash)
         for key, prepared, error in ex.map_ordered(prepare, enumerate(files), progress=progress,
