@@ -41,13 +41,15 @@ class BackgroundWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.drain()
-        else:  # the caller's error wins: stop queued jobs, let the running one end, and say nothing more
-            for future in self._pending:
-                future.cancel()
-            self._pending.clear()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        try:
+            if exc_type is None:
+                self.drain()
+            else:  # the caller's error wins: stop queued jobs, let the running one end, and say nothing more
+                for future in self._pending:
+                    future.cancel()
+                self._pending.clear()
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)  # the thread ends, whatever drain raised
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
         """Queue `fn(*args)`; first wait (and raise) while `depth` jobs are pending."""

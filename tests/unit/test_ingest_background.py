@@ -65,6 +65,16 @@ def test_a_failed_job_raises_in_the_caller_and_no_later_job_runs():
     assert writer.idle
 
 
+def test_a_job_failing_after_the_last_submit_is_raised_on_leaving_and_the_thread_ends():
+    def job() -> None:
+        time.sleep(0.1)
+        raise OSError("disk full (simulated)")
+
+    with pytest.raises(OSError, match="disk full"), BackgroundWriter(name="arcstudy-test-writer") as writer:
+        writer.submit(job)
+    assert not [t for t in threading.enumerate() if t.name.startswith("arcstudy-test-writer")]
+
+
 def test_the_callers_error_waits_for_the_running_job_and_drops_the_queued_ones():
     ran: list[int] = []
 
