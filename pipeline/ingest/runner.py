@@ -273,15 +273,15 @@ STREAM_MIN_BYTES = 32 * 1024 * 1024
 class HashAhead:
     """The content hash (`sha256_file`) of the next input file, computed on a thread while this one reads the
     current file: hashlib and file reads release the GIL, the parse of a recording does not. For a serial
-    ingest, whose files are prepared in input order; `hash` falls back to hashing in the caller's thread."""
+    ingest: `wrap(prepare)` is `prepare` for files given in input order, each once (SerialExecutor)."""
 
     BLOCK = 8 << 20  # bytes read and hashed per GIL release
 
     def __init__(self, files: list[Path]):
-        self._files = [p.resolve() for p in files]
-        self._position = {p: i for i, p in reversed(list(enumerate(self._files)))}  # first occurrence
+        self._files = files
+        self._next = 0  # index of the next file to be prepared
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arcstudy-hash-ahead")
-        self._ahead: tuple[Path, Future] | None = None
+        self._ahead: tuple[int, Future] | None = None  # index of the file being hashed, and its hash
 
     def __enter__(self) -> HashAhead:
         return self
@@ -289,13 +289,19 @@ class HashAhead:
     def __exit__(self, *exc) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def hash(self, path: Path) -> str:
+    def wrap(self, prepare: Callable[..., PreparedFile]) -> Callable[[Path], PreparedFile]:
+        def prepare_ahead(path: Path) -> PreparedFile:
+            index, self._next = self._next, self._next + 1
+            return prepare(path, hash_file=partial(self._hash, index))
+        return prepare_ahead
+
+    def _hash(self, index: int, path: Path) -> str:
+        """File `index`'s hash (taken from the thread when it was hashed ahead); the next file's is started."""
         ahead, self._ahead = self._ahead, None
-        i = self._position.get(path)
-        if i is not None and i + 1 < len(self._files) and self._worth_it(self._files[i + 1]):
-            following = self._files[i + 1]
-            self._ahead = (following, self._pool.submit(self._hash_regular, following))
-        if ahead is not None and ahead[0] == path:
+        following = index + 1
+        if following < len(self._files) and self._worth_it(self._files[following]):
+            self._ahead = (following, self._pool.submit(self._hash_regular, self._files[following]))
+        if ahead is not None and ahead[0] == index:
             digest = ahead[1].result()  # the OSError of a file that cannot be read, as sha256_file raises it
             if digest is not None:
                 return digest
@@ -329,7 +335,7 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
 
     `batch_small`: a small file (`is_small`) is left unvalidated, for `commit_batch` to validate it together
     with the other files of its batch (a schema check per table and file is most of a small file's cost).
-    `hash_file`: how the content hash is had (`HashAhead.hash` in a serial ingest)."""
+    `hash_file`: how the content hash is had (`HashAhead` gives it in a serial ingest)."""
     path = path.resolve()
     now = datetime.now(UTC)
     kind = not_regular_file(path)
@@ -903,7 +909,7 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     with open_executor(workers, scheduler, n_items=len(files)) as ex, HashAhead(files) as ahead, \
             BackgroundWriter(depth=COMMITS_AHEAD, on_result=report.files.extend) as writer:
         if isinstance(ex, SerialExecutor):  # files prepared here, in order: hash the next one meanwhile
-            prepare = partial(prepare, hash_file=ahead.hash)
+            prepare = ahead.wrap(prepare)
         for key, prepared, error in ex.map_ordered(prepare, enumerate(files), progress=progress,
                                                    description="ingesting"):
             if error is not None:

@@ -90,8 +90,14 @@ def test_the_callers_error_waits_for_the_running_job_and_drops_the_queued_ones()
     assert ran == [0]  # job 0 finished before the error left the block; job 1 never ran
 
 
-def test_hash_ahead_gives_sha256_file_and_never_opens_what_is_not_a_regular_file(tmp_path: Path):
+def test_hash_ahead_gives_sha256_file_and_never_opens_what_is_not_a_regular_file(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch):
     import os
+
+    hashed_ahead: list[str] = []
+    real = HashAhead._hash_regular.__func__
+    monkeypatch.setattr(HashAhead, "_hash_regular",
+                        classmethod(lambda cls, path: (hashed_ahead.append(path.name), real(cls, path))[1]))
 
     files = []
     for i in range(3):
@@ -100,8 +106,8 @@ def test_hash_ahead_gives_sha256_file_and_never_opens_what_is_not_a_regular_file
         files.append(f)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    order = [files[0], fifo, files[1], files[2]]
+    order = [files[0], fifo, files[1], files[2], files[0]]
     with HashAhead(order) as ahead:  # leaving the block would hang on a thread blocked opening the FIFO
-        assert ahead.hash(files[0].resolve()) == sha256_file(files[0])
-        assert ahead.hash(files[1].resolve()) == sha256_file(files[1])  # after the FIFO: hashed here
-        assert ahead.hash(files[2].resolve()) == sha256_file(files[2])  # hashed ahead
+        hashes = [ahead.wrap(lambda path, hash_file: hash_file(path) if path != fifo else None)(p) for p in order]
+    assert hashes == [sha256_file(f) for f in (files[0],)] + [None] + [sha256_file(f) for f in (*files[1:], files[0])]
+    assert hashed_ahead == ["f2.bin", "f0.bin"]  # f1 follows the FIFO: hashed in the caller's thread
