@@ -329,13 +329,15 @@ class HashAhead:
 def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None,
                  known_file_ids: frozenset[str] = frozenset(), batch_small: bool = False,
-                 chunk_bytes: int | None = None, hash_file: Callable[[Path], str] = sha256_file) -> PreparedFile:
+                 chunk_bytes: int | None = None, hash_file: Callable[[Path], str] = sha256_file,
+                 validate: bool = True) -> PreparedFile:
     """Hash, detect, read and validate one file. Pure with respect to the database. A large file of a streaming
     format (or any, when `chunk_bytes` is given) is only detected here: `commit_file` reads it.
 
     `batch_small`: a small file (`is_small`) is left unvalidated, for `commit_batch` to validate it together
     with the other files of its batch (a schema check per table and file is most of a small file's cost).
-    `hash_file`: how the content hash is had (`HashAhead` gives it in a serial ingest)."""
+    `hash_file`: how the content hash is had (`HashAhead` gives it in a serial ingest).
+    `validate`: false leaves every file unvalidated, for `commit_file` to validate it (on the writer thread)."""
     path = path.resolve()
     now = datetime.now(UTC)
     kind = not_regular_file(path)
@@ -376,7 +378,7 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
     if fmt.streams and (chunk_bytes is not None or n_bytes >= STREAM_MIN_BYTES):
         prepared.streamed, ctx.chunk_bytes = True, chunk_bytes
         return prepared
-    _read(prepared, fmt, validate=not (batch_small and is_small(prepared)))
+    _read(prepared, fmt, validate=validate and not (batch_small and is_small(prepared)))
     return prepared
 
 
@@ -452,7 +454,10 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
         return _failure_report(prepared)
     assert (prepared.output is not None or prepared.streamed) and ctx.file_id is not None
     if prepared.output is not None and not prepared.validated:
-        validate_output(prepared.output)
+        try:
+            validate_output(prepared.output)
+        except Exception as err:  # as when validating it in `prepare_file` raised: refused, the run goes on
+            return commit_file(ws, _failed_piece(path, ctx.run_id, err))
         prepared.validated = True
     # Workers judged "seen before" against the database as it was when the run started; an identical file
     # committed earlier in this same run is only visible here.
@@ -908,8 +913,10 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     # in order; a file that streams is read inside its transaction, by this thread, once the writer is idle.
     with open_executor(workers, scheduler, n_items=len(files)) as ex, HashAhead(files) as ahead, \
             BackgroundWriter(depth=COMMITS_AHEAD, on_result=report.files.extend) as writer:
-        if isinstance(ex, SerialExecutor):  # files prepared here, in order: hash the next one meanwhile
-            prepare = ahead.wrap(prepare)
+        if isinstance(ex, SerialExecutor):
+            # Files prepared here, in order: hash the next one meanwhile, and leave the schema checks (polars)
+            # to the writer thread, beside the commit.
+            prepare = ahead.wrap(partial(prepare, validate=False))
         for key, prepared, error in ex.map_ordered(prepare, enumerate(files), progress=progress,
                                                    description="ingesting"):
             if error is not None:

@@ -217,3 +217,30 @@ def test_threaded_ingest_of_many_files_writes_what_a_serial_commit_writes(tmp_pa
     assert len(threaded_report.files) > 5
     for name in threaded:
         assert threaded[name] == inline[name], name
+
+
+def test_a_validation_that_raises_on_the_writer_thread_refuses_that_file_and_the_run_goes_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # A serial ingest checks a file's rows against the schemas on the writer thread: a check that raises is a
+    # reader_error for that file (as when a worker's prepare_file raised), not a write error.
+    from pipeline.core.manifest import sha256_file
+
+    monkeypatch.setattr(runner, "SMALL_FILE_BYTES", 0)
+    files = _copies(tmp_path / "in", 3)
+    bad_id = sha256_file(files[1])
+    real_validate = runner.validate_output
+
+    def validate_output(output):
+        if any("file_id" in df.columns and bad_id in df["file_id"].to_list() for df in output.tables.values()):
+            assert threading.current_thread() is not threading.main_thread()
+            raise ZeroDivisionError("a schema check bug (simulated)")
+        return real_validate(output)
+
+    monkeypatch.setattr(runner, "validate_output", validate_output)
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        report = ingest_paths(ws, files, run_id="a", workers=1)
+        assert [f.status for f in report.files] == ["loaded", "rejected", "loaded"]
+        assert "ZeroDivisionError" in report.files[1].message
+        assert ws.read("SELECT file_path, check_name FROM quarantine").rows() == [
+            (str(files[1].resolve()), "reader_error")]
+        assert ws.row_count("raw_ingest__files") == 2
