@@ -895,9 +895,11 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     """Ingest files and folders. With several files and workers (local processes, or the Dask cluster at
     `scheduler`), the workers read and validate files while this process alone writes them, in input order
     (a look-ahead of one file per worker keeps memory flat): one transaction per file, small files a batch
-    at a time (`commit_batch`, same result). A large recording is read by this process inside its
-    transaction, its rows written a chunk (`chunk_bytes` of input, given to stream every recording in such
-    chunks) at a time."""
+    at a time (`commit_batch`, same result). This process writes on one thread of its own (`BackgroundWriter`,
+    up to COMMITS_AHEAD commits pending), so that a serial ingest reads the next file while the last one is
+    committed. A large recording is read by this process inside its transaction, its rows written a chunk
+    (`chunk_bytes` of input, given to stream every recording in such chunks) at a time, each chunk inserted
+    on a writer thread while the next is parsed."""
     if fmt_name != "auto" and fmt_name not in FORMATS:
         raise ValueError(f"unknown format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")
     report = IngestReport()
