@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import stat
 import tempfile
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,9 +25,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipeline.core.executor import default_workers, open_executor
+from pipeline.core.executor import SerialExecutor, default_workers, open_executor
 from pipeline.core.manifest import sha256_file
 from pipeline.core.workspace import Workspace
+from pipeline.ingest.background import BackgroundWriter
 from pipeline.ingest.base import FileChangedError, FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import FORMATS, InputFormat, detect
 from schemas import validate_frame
@@ -267,15 +270,74 @@ def not_regular_file(path: Path) -> str | None:
 STREAM_MIN_BYTES = 32 * 1024 * 1024
 
 
+class HashAhead:
+    """The content hash (`sha256_file`) of the next input file, computed on a thread while this one reads the
+    current file: hashlib and file reads release the GIL, the parse of a recording does not. For a serial
+    ingest: `wrap(prepare)` is `prepare` for files given in input order, each once (SerialExecutor)."""
+
+    BLOCK = 8 << 20  # bytes read and hashed per GIL release
+
+    def __init__(self, files: list[Path]):
+        self._files = files
+        self._next = 0  # index of the next file to be prepared
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arcstudy-hash-ahead")
+        self._ahead: tuple[int, Future] | None = None  # index of the file being hashed, and its hash
+
+    def __enter__(self) -> HashAhead:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def wrap(self, prepare: Callable[..., PreparedFile]) -> Callable[[Path], PreparedFile]:
+        def prepare_ahead(path: Path) -> PreparedFile:
+            index, self._next = self._next, self._next + 1
+            return prepare(path, hash_file=partial(self._hash, index))
+        return prepare_ahead
+
+    def _hash(self, index: int, path: Path) -> str:
+        """File `index`'s hash (taken from the thread when it was hashed ahead); the next file's is started."""
+        ahead, self._ahead = self._ahead, None
+        following = index + 1
+        if following < len(self._files) and self._worth_it(self._files[following]):
+            self._ahead = (following, self._pool.submit(self._hash_regular, self._files[following]))
+        if ahead is not None and ahead[0] == index:
+            digest = ahead[1].result()  # the OSError of a file that cannot be read, as sha256_file raises it
+            if digest is not None:
+                return digest
+        return sha256_file(path)
+
+    @staticmethod
+    def _worth_it(path: Path) -> bool:
+        """A small file is hashed in a blink: handing it to the thread would cost more than it saves."""
+        try:
+            return path.stat().st_size > SMALL_FILE_BYTES
+        except OSError:
+            return False
+
+    @classmethod
+    def _hash_regular(cls, path: Path) -> str | None:
+        # Only regular files are opened (a FIFO would block the thread); `prepare_file` judges the others.
+        try:
+            if not stat.S_ISREG(path.stat().st_mode):
+                return None
+        except OSError:
+            return None
+        return sha256_file(path, cls.BLOCK)
+
+
 def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None,
                  known_file_ids: frozenset[str] = frozenset(), batch_small: bool = False,
-                 chunk_bytes: int | None = None) -> PreparedFile:
+                 chunk_bytes: int | None = None, hash_file: Callable[[Path], str] = sha256_file,
+                 validate: bool = True) -> PreparedFile:
     """Hash, detect, read and validate one file. Pure with respect to the database. A large file of a streaming
     format (or any, when `chunk_bytes` is given) is only detected here: `commit_file` reads it.
 
     `batch_small`: a small file (`is_small`) is left unvalidated, for `commit_batch` to validate it together
-    with the other files of its batch (a schema check per table and file is most of a small file's cost)."""
+    with the other files of its batch (a schema check per table and file is most of a small file's cost).
+    `hash_file`: how the content hash is had (`HashAhead` gives it in a serial ingest).
+    `validate`: false leaves every file unvalidated, for `commit_file` to validate it (on the writer thread)."""
     path = path.resolve()
     now = datetime.now(UTC)
     kind = not_regular_file(path)
@@ -285,7 +347,7 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
                                                 f"{kind}, not a regular file: only regular files are read", "file",
                                                 None))
     try:
-        file_id = sha256_file(path)
+        file_id = hash_file(path)
         n_bytes = path.stat().st_size
     except OSError as err:
         ctx = FileContext(path, None, run_id, now)  # type: ignore[arg-type]
@@ -316,7 +378,7 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
     if fmt.streams and (chunk_bytes is not None or n_bytes >= STREAM_MIN_BYTES):
         prepared.streamed, ctx.chunk_bytes = True, chunk_bytes
         return prepared
-    _read(prepared, fmt, validate=not (batch_small and is_small(prepared)))
+    _read(prepared, fmt, validate=validate and not (batch_small and is_small(prepared)))
     return prepared
 
 
@@ -348,7 +410,7 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
     chunk_rejects: list[Reject] = []
     write_errors: list[BaseException] = []
 
-    def write_chunk(name: str, df: pl.DataFrame) -> None:
+    def write_chunk(name: str, df: pl.DataFrame) -> None:  # on the writer thread, chunks in reading order
         piece = ReaderOutput(tables={name: df})
         validate_output(piece)
         chunk_rejects.extend(piece.rejects)
@@ -359,16 +421,21 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
             raise
         written[name] = written.get(name, 0) + piece.tables[name].height
 
-    prepared.ctx.write_chunk = write_chunk
     try:
-        _read(prepared, FORMATS[prepared.fmt_name or ""])
+        # This thread parses chunk N+1 while the writer inserts chunk N; leaving the block waits for the
+        # writer (and raises its error), so nothing writes once the transaction ends or rolls back.
+        with BackgroundWriter(name="arcstudy-chunk-writer") as writer:
+            prepared.ctx.write_chunk = partial(writer.submit, write_chunk)
+            _read(prepared, FORMATS[prepared.fmt_name or ""])
     except Exception as err:
-        if write_errors or isinstance(err, duckdb.Error):
-            raise  # writing failed, not the file: the run stops with the transaction rolled back
-        # a reader bug: this file is refused and the run goes on, as for a file read by a worker
-        prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
+        if isinstance(err, duckdb.Error) and not write_errors:
+            raise
+        if not write_errors:  # a reader bug: this file is refused and the run goes on, as for a worker's file
+            prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
     finally:
         prepared.ctx.write_chunk = None
+    if write_errors:  # writing failed, not the file (the reader may have taken it for its own): the run stops
+        raise write_errors[0]
     if prepared.failure is not None:
         raise _Refused
     assert prepared.output is not None
@@ -387,7 +454,10 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
         return _failure_report(prepared)
     assert (prepared.output is not None or prepared.streamed) and ctx.file_id is not None
     if prepared.output is not None and not prepared.validated:
-        validate_output(prepared.output)
+        try:
+            validate_output(prepared.output)
+        except Exception as err:  # as when validating it in `prepare_file` raised: refused, the run goes on
+            return commit_file(ws, _failed_piece(path, ctx.run_id, err))
         prepared.validated = True
     # Workers judged "seen before" against the database as it was when the run started; an identical file
     # committed earlier in this same run is only visible here.
@@ -813,6 +883,11 @@ def _reader_error(error: BaseException) -> str:
     return f"reading the file failed: {type(error).__name__}: {error}"
 
 
+# Commits the writer thread may have pending (running or queued) while this thread reads on: two absorb a commit
+# that takes longer than reading the next file (DuckDB checkpoints as its log grows) without the reader waiting.
+COMMITS_AHEAD = 2
+
+
 def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None, progress=None,
                  workers: int | None = None, scheduler: str | None = None,
@@ -820,9 +895,11 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     """Ingest files and folders. With several files and workers (local processes, or the Dask cluster at
     `scheduler`), the workers read and validate files while this process alone writes them, in input order
     (a look-ahead of one file per worker keeps memory flat): one transaction per file, small files a batch
-    at a time (`commit_batch`, same result). A large recording is read by this process inside its
-    transaction, its rows written a chunk (`chunk_bytes` of input, given to stream every recording in such
-    chunks) at a time."""
+    at a time (`commit_batch`, same result). This process writes on one thread of its own (`BackgroundWriter`,
+    up to COMMITS_AHEAD commits pending), so that a serial ingest reads the next file while the last one is
+    committed. A large recording is read by this process inside its transaction, its rows written a chunk
+    (`chunk_bytes` of input, given to stream every recording in such chunks) at a time, each chunk inserted
+    on a writer thread while the next is parsed."""
     if fmt_name != "auto" and fmt_name not in FORMATS:
         raise ValueError(f"unknown format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")
     report = IngestReport()
@@ -834,20 +911,37 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
         workers = auto_ingest_workers([p.stat().st_size for p in files if p.is_file()], default_workers())
     batch: list[PreparedFile] = []
     batch_bytes = 0
-    with open_executor(workers, scheduler, n_items=len(files)) as ex:
+    # This thread reads (or collects the workers' files) while `writer` commits the file or batch before,
+    # in order; a file that streams is read inside its transaction, by this thread, once the writer is idle.
+    with open_executor(workers, scheduler, n_items=len(files)) as ex, HashAhead(files) as ahead, \
+            BackgroundWriter(depth=COMMITS_AHEAD, on_result=report.files.extend) as writer:
+        if isinstance(ex, SerialExecutor):
+            # Files prepared here, in order: hash the next one meanwhile, and leave the schema checks (polars)
+            # to the writer thread, beside the commit.
+            prepare = ahead.wrap(partial(prepare, validate=False))
         for key, prepared, error in ex.map_ordered(prepare, enumerate(files), progress=progress,
                                                    description="ingesting"):
             if error is not None:
                 prepared = _failed_piece(files[key], run_id, error)
             if not is_small(prepared):
-                report.files += commit_batch(ws, batch)
-                batch, batch_bytes = [], 0
-                report.files.append(commit_file(ws, prepared))
+                if batch:
+                    writer.submit(commit_batch, ws, batch)
+                    batch, batch_bytes = [], 0
+                if prepared.streamed:
+                    writer.drain()
+                    report.files.append(commit_file(ws, prepared))
+                else:
+                    writer.submit(_commit_one, ws, prepared)
                 continue
             batch.append(prepared)
             batch_bytes += prepared.n_bytes
             if len(batch) >= BATCH_MAX_FILES or batch_bytes >= BATCH_MAX_BYTES:
-                report.files += commit_batch(ws, batch)
+                writer.submit(commit_batch, ws, batch)
                 batch, batch_bytes = [], 0
-    report.files += commit_batch(ws, batch)
+        if batch:
+            writer.submit(commit_batch, ws, batch)
     return report
+
+
+def _commit_one(ws: Workspace, prepared: PreparedFile) -> list[FileReport]:
+    return [commit_file(ws, prepared)]

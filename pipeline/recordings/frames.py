@@ -8,7 +8,7 @@ digits are read with numpy. Anything unusual (other spacing, negative numbers, f
 back to `json`, so errors are reported exactly.
 
 `hash_frames` is the fast path in front of it: frames repeat row by row, so the array's text is split into
-its rows (bytes.split, in C) and each row's text is looked up in a per-process cache of rows already
+its rows (bytes.split, in C) and each row's text (with its separator) is looked up in a per-process cache of rows already
 decoded; a frame's hash is then sha256 of its 64 row byte strings joined. A row text never seen is decoded
 only if it is the plain JSON of 64 colours 0-15; any other text (other spacing, odd nesting, bad values)
 goes to `decode_frames`, whose answer (pixels or error) is the rule.
@@ -144,7 +144,8 @@ def frames_from_json(frames: object) -> np.ndarray:
 _ROW_TEXT = re.compile(rb"(?:1[0-5]|\d)(?:, ?(?:1[0-5]|\d)){%d}" % (GRID - 1))
 _ONE_DIGIT = bytes.maketrans(_DIGITS, bytes(range(10)))  # "7" -> 7
 _ROW_CACHE_SIZE = 1 << 15  # rows (~200 bytes each with their key); cleared when full
-_row_cache: dict[bytes, bytes] = {}
+_row_cache: dict[bytes, bytes] = {}  # "<row>], " or "<row>]," -> the row's cells
+_last_row_cache: dict[bytes, bytes] = {}  # a frame's last "<row>" -> its cells
 
 
 def hash_frames(text: str | bytes, want_pixels: bool) -> tuple[list[str], np.ndarray | None]:
@@ -166,40 +167,55 @@ def _split_rows(text: bytes) -> list[list[bytes]] | None:
     """Each frame's 64 rows of cells as bytes, or None when the text is not in the plain form handled here."""
     if not (text.startswith(b"[[[") and text.endswith(b"]]]")):
         return None
-    row_sep = b"], [" if text.find(b"], [", 0, 400) > 0 else b"],["
     inner = text[3:-3]
-    # One frame (the usual line) is exactly 64 row texts; several are split at their boundaries first. A
-    # boundary left inside a row text (brackets) is never a cached row and fails _decode_row.
-    pieces = inner.split(row_sep)
-    texts_by_frame = [pieces] if len(pieces) == GRID else [
-        f.split(row_sep) for f in inner.split(b"]" + row_sep + b"[")]
-    lookup = _row_cache.get
+    # Split at each row's opening bracket (one byte: a C loop; a separator like "], [" shares ", " with the
+    # cells and is searched byte by byte, twice as slow): a frame is 63 pieces "<row>], " (or "<row>],") and
+    # its last row. One frame (the usual line) is exactly 64 pieces; several are split at their boundaries
+    # first. A piece is only ever found in the cache of its kind, whose keys were checked to be exactly that
+    # (`_decode_piece`): anything else (other spacing, a bracket out of place) fails there.
+    pieces = inner.split(b"[")
+    if len(pieces) == GRID:
+        pieces_by_frame = [pieces]
+    else:
+        frame_sep = b"]], [[" if inner.find(b"], [", 0, 400) > 0 else b"]],[["
+        pieces_by_frame = [f.split(b"[") for f in inner.split(frame_sep)]
+    lookup, lookup_last = _row_cache.get, _last_row_cache.get
     frames = []
-    for texts in texts_by_frame:
+    for texts in pieces_by_frame:
         if len(texts) != GRID:
             return None
-        rows = list(map(lookup, texts))
+        rows = list(map(lookup, texts[:-1]))
+        rows.append(lookup_last(texts[-1]))
         if None in rows:
             for i, row in enumerate(rows):
                 if row is None:
-                    row = rows[i] = _decode_row(texts[i])
+                    row = rows[i] = _decode_piece(texts[i], last=i == GRID - 1)
                     if row is None:
                         return None
         frames.append(rows)
     return frames
 
 
-def _decode_row(row_text: bytes) -> bytes | None:
-    """A row's text (between its brackets) never seen before -> its 64 cells, cached; None if not plain."""
+def _decode_piece(piece: bytes, last: bool) -> bytes | None:
+    """A piece never seen before -> its row's 64 cells, cached; None if not plain. A frame's last row is its
+    text alone, any other row its text and "], " or "],"."""
+    if last:
+        row_text, cache = piece, _last_row_cache
+    elif piece.endswith(b"], "):
+        row_text, cache = piece[:-3], _row_cache
+    elif piece.endswith(b"],"):
+        row_text, cache = piece[:-2], _row_cache
+    else:
+        return None
     if not _ROW_TEXT.fullmatch(row_text):
         return None
     if len(row_text) == 2 * GRID - 1:  # one digit a cell, ","-separated
         row = row_text[::2].translate(_ONE_DIGIT)
     else:
         row = bytes(map(int, row_text.split(b",")))
-    if len(_row_cache) >= _ROW_CACHE_SIZE:
-        _row_cache.clear()
-    _row_cache[row_text] = row
+    if len(cache) >= _ROW_CACHE_SIZE:
+        cache.clear()
+    cache[piece] = row
     return row
 
 

@@ -188,7 +188,19 @@ class LineError(Exception):
 
 
 _FLOAT_FORMS = re.compile(rb"\d\.0000|\de-\d(?!\d)")  # where orjson writes a float unlike json.dumps
-_LONG_DIGITS = re.compile(rb"\d{19}")  # an integer outside orjson's 64 bits may be one: orjson reads it as a float
+_DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
+_NINETEEN_DIGITS = b"0" * 19
+
+
+def _has_float_form(out: bytes) -> bool:
+    """`_FLOAT_FORMS.search(out)`, the regex run only when its literal parts are there (a few µs a line)."""
+    return (b".0000" in out or b"e-" in out) and _FLOAT_FORMS.search(out) is not None
+
+
+def _has_long_digits(text: bytes) -> bool:
+    """A run of 19 digits (the regex `[0-9]{19}`): an integer outside orjson's 64 bits may be one, which orjson reads as a
+    float. Digits mapped to "0" and searched for in C: ~10x faster than the regex on a line's envelope."""
+    return text.translate(_DIGITS_AS_ZERO).find(_NINETEEN_DIGITS) >= 0
 
 
 def _loads(raw: bytes) -> tuple[Any, bytes | str | None, bool]:
@@ -198,7 +210,7 @@ def _loads(raw: bytes) -> tuple[Any, bytes | str | None, bool]:
         obj = orjson.loads(stripped)
     except orjson.JSONDecodeError:
         obj = None
-    if obj is not None and (frame_text is None or _frame_was_cut(obj)) and not _LONG_DIGITS.search(stripped):
+    if obj is not None and (frame_text is None or _frame_was_cut(obj)) and not _has_long_digits(stripped):
         return obj, frame_text, False
     # json decides what orjson refused, and reports it: its reading is the rule.
     text = raw.decode("utf-8")
@@ -222,7 +234,7 @@ def _dumps(obj: Any, by_json: bool) -> str:
     if not by_json:
         try:
             out = orjson.dumps(obj)
-            if not _FLOAT_FORMS.search(out):
+            if not _has_float_form(out):
                 return out.decode()
         except TypeError:
             pass

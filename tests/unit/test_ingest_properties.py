@@ -113,6 +113,40 @@ def test_cached_rows_accept_and_refuse_exactly_as_decode_frames(frames, row, col
     _same_as_decode_frames(text.encode())
 
 
+@given(frames=frame_stacks().filter(len), boundary=st.integers(0, 62), compact=st.booleans(),
+       between=st.sampled_from(["[", "], [", "],[", "] ,[", "]] [", "],  [", "],\n[", "]], [[", "]][[", ""]))
+@settings(max_examples=150, deadline=None)
+def test_row_boundaries_rewritten_are_judged_as_decode_frames_judges_them(frames, boundary, compact, between):
+    # The rows' texts and separators are cached as pieces "<row>], " and a frame's last row alone: a boundary
+    # between two rows rewritten (valid mixed spacing, a missing or extra bracket) after the good frame was
+    # cached is judged as the exact path judges it.
+    sep = ", " if not compact else ","
+    good = json.dumps(frames.tolist(), separators=(sep, ": "))
+    _same_as_decode_frames(good.encode())  # warms the caches
+    row_sep = "]" + sep + "["
+    first = good.index(row_sep)
+    at = first
+    for _ in range(boundary):
+        nxt = good.find(row_sep, at + 1)
+        at = nxt if nxt >= 0 else at
+    _same_as_decode_frames((good[:at] + between + good[at + len(row_sep):]).encode())
+
+
+NUMBER_PIECES = ["0", "7", "12", "123456789", "1234567890", "999999999", ".", ".0000", "e", "-", "e-", "+", " ", "x",
+                 '"', "1.0000", "1e-5", "1e-55"]
+
+
+@given(text=st.lists(st.sampled_from(NUMBER_PIECES), max_size=16).map(lambda pieces: "".join(pieces).encode()))
+@settings(max_examples=400, deadline=None)
+def test_the_fast_number_form_checks_equal_their_regexes(text: bytes):
+    import re
+
+    from pipeline.recordings.lines import _FLOAT_FORMS, _has_float_form, _has_long_digits
+
+    assert _has_long_digits(text) == (re.search(rb"\d{19}", text) is not None)
+    assert _has_float_form(text) == (_FLOAT_FORMS.search(text) is not None)
+
+
 actions = st.lists(
     st.tuples(st.integers(1, 7), st.integers(0, 63), st.integers(0, 63),
               st.one_of(st.none(), st.text(max_size=20), st.dictionaries(st.text(max_size=5), st.integers()))),
