@@ -700,7 +700,12 @@ def _agrees(row: Mapping[str, Any], produced: Mapping[str, Any]) -> bool:
             return False
     for key in ("copy_paste_data", "selected_data"):
         value = row.get(key)
-        if value is not None and (type(value) is not str or _JSON_LISTS.get(value) != produced[key]):
+        if value is None:
+            continue
+        # The cache holds tuples, the replayed row lists: compare as tuples (a tuple never equals a list).
+        cached = _JSON_LISTS.get(value) if type(value) is str else None
+        replayed = produced[key]
+        if cached is None or len(cached) != len(replayed) or cached != tuple(map(tuple, replayed)):
             return False
     return True
 
