@@ -35,6 +35,7 @@ TOOLS = ("edit", "select", "floodfill")
 LOCATIONS = ("test_input", "test_output")
 MAX_ATTEMPTS = 3
 PLACEHOLDER_INPUT = "|000|000|000|"
+_DIGIT = {str(d): d for d in range(10)}  # a grid string's character -> its symbol
 
 ROW_KEYS = (
     "action_id",
@@ -125,12 +126,15 @@ def judge_submission(grid: Grid, answer: Grid) -> Judgement:
     """
     answer_h, answer_w = grid_size(answer)
     grid_h, grid_w = grid_size(grid)
-    for r in range(answer_h):
-        if r >= grid_h:
-            return "error"
-        for c in range(answer_w):
-            if c >= grid_w or grid[r, c] != answer[r, c]:
-                return "wrong"
+    # The page's row-major walk, a row block at a time: a missing column ends it in row 0, a differing cell in
+    # the rows both grids have, and only then a missing row throws.
+    if answer_h and answer_w > grid_w:
+        return "wrong"
+    common = min(answer_h, grid_h)
+    if not np.array_equal(grid[:common, :answer_w], answer[:common, :answer_w]):
+        return "wrong"
+    if answer_h > grid_h:
+        return "error"
     return "correct" if (grid_h, grid_w) == (answer_h, answer_w) else "wrong"
 
 
@@ -291,16 +295,21 @@ class Editor:
 
     def edit(self, row: int, col: int) -> Row:
         """Paint one output cell with the selected colour (§3.1); one undo snapshot per cell."""
-        self._check_in_grid(row, col, self.grid, "edit")
-        if int(self.grid[row, col]) == self.symbol:
-            raise ActionRejected(
-                f"edit ({row}, {col}): the cell already has colour {self.symbol}, the page logs no row"
-            )
-        self._push()
-        self.grid[row, col] = self.symbol
-        if self._text_of is self.grid:  # patch the one digit rather than format the grid again
-            at = 1 + row * (self.grid.shape[1] + 1) + col
-            self._text = self._text[:at] + "0123456789"[self.symbol] + self._text[at + 1:]
+        grid, symbol = self.grid, self.symbol
+        height, width = grid.shape
+        if not (0 <= row < height and 0 <= col < width):
+            self._check_in_grid(row, col, grid, "edit")  # raises, with the message every action uses
+        # The cell is read from the grid string when it is current (a character, not a numpy scalar) and the
+        # string patched at that one digit rather than formatted again.
+        at = 1 + row * (width + 1) + col if self._text_of is grid and type(row) is int and type(col) is int else -1
+        current = _DIGIT[self._text[at]] if at >= 0 else int(grid[row, col])
+        if current == symbol:
+            raise ActionRejected(f"edit ({row}, {col}): the cell already has colour {symbol}, the page logs no row")
+        self.undo_stack.append(grid.copy())
+        grid[row, col] = symbol
+        if at >= 0:
+            text = self._text
+            self._text = text[:at] + "0123456789"[symbol] + text[at + 1:]
         return self._log("edit", x=row, y=col)
 
     def floodfill(self, row: int, col: int) -> Row:
@@ -633,10 +642,10 @@ class Editor:
             "action_x": None if x is None else float(x),
             "action_y": None if y is None else float(y),
             "select_loc": select_loc,
-            "selected_data": [[r, c] for r, c in self.selection_record],
+            "selected_data": [[r, c] for r, c in self.selection_record] if self.selection_record else [],
             "selected_symbol": self.symbol,
             "selected_tool": self.tool,
-            "copy_paste_data": [[r, c, s] for r, c, s in self.clipboard],
+            "copy_paste_data": [[r, c, s] for r, c, s in self.clipboard] if self.clipboard else [],
             "test_output_grid": self.grid_string,
             "test_output_size_x": self.dropdown[0],
             "test_output_size_y": self.dropdown[1],

@@ -162,7 +162,13 @@ def replay_trace(
     (row 1 carries the placeholder). ``answer``: ``test[0].output``; when given, submissions are re-judged
     and disagreements noted (V5). ``strict``: secondary mismatches (V3-V6) become divergences.
     """
-    return _TraceReplayer(rows, previous_grid, test_input, answer, strict).run()
+    replayer = _TraceReplayer(rows, previous_grid, test_input, answer, strict)
+    try:
+        return replayer.run()
+    finally:
+        # The handlers close over the replayer: without them it is freed by reference counting at once, with
+        # the editor and its log, instead of waiting for the cyclic collector to find it.
+        replayer.handlers = None
 
 
 def replay_participant(
@@ -214,22 +220,31 @@ class _TraceReplayer:
             last_action_id: int | None = None
             previous_action: str | None = None
             started = False
+            grids = self.grids
             for index, row in enumerate(self.rows):
                 self.index = index
                 action = row.get("action")
-                self.action = action if type(action) is str and action in _KNOWN else self._action(row)
-                self.action_id = _opt_int(row, "action_id", self._where)
-                if self.action in _SKIPPED:
-                    self._note("skipped", f"{self.action} is not part of a task trace; row skipped")
+                if type(action) is not str or action not in _KNOWN:
+                    action = self._action(row)
+                self.action = action
+                action_id = row.get("action_id")
+                if type(action_id) is not int or not -_EXACT_INT <= action_id <= _EXACT_INT:
+                    action_id = _opt_int(row, "action_id", self._where)
+                self.action_id = action_id
+                if action in _SKIPPED:
+                    self._note("skipped", f"{action} is not part of a task trace; row skipped")
                     continue
                 try:
-                    last_action_id = self._check_order(last_action_id)
+                    if action_id is None or last_action_id is None or action_id != last_action_id + 1:
+                        last_action_id = self._check_order(last_action_id)
+                    else:  # the next action_id: in order, nothing to note
+                        last_action_id = action_id
                     if not started:
                         late_start = self._start(row)
                         started = True
                     else:
                         late_start = False
-                        if previous_action == "write_first_description" and self.action != "submit":
+                        if previous_action == "write_first_description" and action != "submit":
                             self._judging_threw()
                         self._apply(row)
                     self._verify(row, secondary=not late_start)
@@ -240,8 +255,8 @@ class _TraceReplayer:
                         (exc.kind, exc.reason) if isinstance(exc, _Diverged) else ("action", str(exc))
                     )
                     return self._diverged(row, kind, reason)
-                self.grids.append(self.editor.grid_string)
-                previous_action = self.action
+                grids.append(self.editor.grid_string)
+                previous_action = action
         except _NotReplayable as exc:
             return self._result("not_replayable", reason=str(exc), row_index=self.index)
         return self._result("consistent")
@@ -331,7 +346,7 @@ class _TraceReplayer:
         ed = self.editor
         return {
             "reset_grid": lambda row: ed.reset_grid(),
-            "edit": lambda row: ed.edit(*self._coords(row)),
+            "edit": self._edit,
             "floodfill": lambda row: ed.floodfill(*self._coords(row)),
             "change_color": lambda row: ed.change_color(self._req_int(row, "selected_symbol")),
             "select_change_color": self._select_change_color,
@@ -351,6 +366,13 @@ class _TraceReplayer:
             "Help": lambda row: ed.help(),
             "auto_solve": self._auto_solve,
         }
+
+    def _edit(self, row: Mapping[str, Any]) -> None:
+        x, y = row.get("action_x"), row.get("action_y")
+        if type(x) is not int or type(y) is not int or not (-_EXACT_INT <= x <= _EXACT_INT
+                                                            and -_EXACT_INT <= y <= _EXACT_INT):
+            x, y = self._coords(row)  # the general parse (floats, text, nulls), with its messages
+        self.editor.edit(x, y)
 
     def _select_change_color(self, row: Mapping[str, Any]) -> None:
         ed = self.editor
@@ -653,10 +675,11 @@ def _opt_bool(row: Mapping[str, Any], key: str, where: Where) -> bool | None:
     raise _NotReplayable(f"{_place(where)}: {key} is not a boolean: {value!r}")
 
 
-# Parsed JSON list cells by their text: most rows repeat a few ("[]", the same clipboard). The cache keeps
-# tuples and every call gets its own lists: the editor's selection and clipboard are mutated in place, and a
-# shared list once made a later row's "[]" read as an earlier selection.
-_JSON_LISTS: dict[str, tuple[tuple[int, ...], ...]] = {}
+# Parsed JSON list cells by their text: most rows repeat a few ("[]", the same clipboard). The cached lists are
+# private (compared by _agrees, never handed out): every call gets its own copies, since the editor's selection
+# and clipboard are mutated in place, and a shared list once made a later row's "[]" read as an earlier
+# selection.
+_JSON_LISTS: dict[str, list[list[int]]] = {}
 _JSON_LISTS_MAX = 100_000
 
 
@@ -680,7 +703,7 @@ def _json_list(row: Mapping[str, Any], key: str, where: Where) -> list | None:
     if type(cell) is str:
         if len(_JSON_LISTS) >= _JSON_LISTS_MAX:
             _JSON_LISTS.clear()
-        _JSON_LISTS[cell] = tuple(tuple(item) for item in result)
+        _JSON_LISTS[cell] = [list(item) for item in result]
     return result
 
 
@@ -702,10 +725,7 @@ def _agrees(row: Mapping[str, Any], produced: Mapping[str, Any]) -> bool:
         value = row.get(key)
         if value is None:
             continue
-        # The cache holds tuples, the replayed row lists: compare as tuples (a tuple never equals a list).
-        cached = _JSON_LISTS.get(value) if type(value) is str else None
-        replayed = produced[key]
-        if cached is None or len(cached) != len(replayed) or cached != tuple(map(tuple, replayed)):
+        if type(value) is not str or _JSON_LISTS.get(value) != produced[key]:  # not parsed yet: None
             return False
     return True
 
