@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .grid import Grid, as_grid, flood_fill, format_grid, grid_size, resized, zeros
+from .grid import Grid, as_grid, flood_fill, format_grid, grid_size, parse_grid, resized, zeros
 
 TOOLS = ("edit", "select", "floodfill")
 LOCATIONS = ("test_input", "test_output")
@@ -153,7 +153,9 @@ class Editor:
         self.highlight: Highlight | None = None
         self.selectable_active = False
         self.clipboard: list[tuple[int, int, int]] = []
-        self.undo_stack: list[Grid | _OpaqueSnapshot] = []
+        # Snapshots as grid strings: the string of the current grid usually exists already (every logged row
+        # carries it), so a push copies nothing.
+        self.undo_stack: list[str | _OpaqueSnapshot] = []
         # True when the trace began mid-task: the stack below what we pushed is unknown, not empty.
         self.unknown_history = False
         self.test_input = as_grid(PLACEHOLDER_INPUT)
@@ -184,7 +186,7 @@ class Editor:
         grid. Pass ``OPAQUE_SNAPSHOT`` when it is unknown: an undo reaching it must then adopt a grid.
         """
         real_input = as_grid(test_input)
-        self.undo_stack = [] if tutorial else [zeros(3, 3)]
+        self.undo_stack = [] if tutorial else [format_grid(zeros(3, 3))]
         self.unknown_history = False
         self.attempt = 1
         self.solved = False
@@ -194,11 +196,11 @@ class Editor:
         self.action_count = 0
         self.test_input = as_grid(PLACEHOLDER_INPUT)
         if previous_grid is OPAQUE_SNAPSHOT:
-            snapshot: Grid | _OpaqueSnapshot = OPAQUE_SNAPSHOT
+            snapshot: str | _OpaqueSnapshot = OPAQUE_SNAPSHOT
         else:
             if previous_grid is not None:
                 self.grid = as_grid(previous_grid)
-            snapshot = self.grid.copy()
+            snapshot = self.grid_string
         row = self._reset(snapshot)
         # The real input is drawn only after the reset row is logged; redrawing drops input highlights.
         self.test_input = real_input
@@ -253,7 +255,7 @@ class Editor:
             selectable_active=self.selectable_active,
             clipboard=tuple(self.clipboard),
             undo_stack=tuple(
-                repr(s) if isinstance(s, _OpaqueSnapshot) else format_grid(s) for s in self.undo_stack
+                repr(s) if isinstance(s, _OpaqueSnapshot) else s for s in self.undo_stack
             ),
             attempt=self.attempt,
             solved=self.solved,
@@ -305,7 +307,7 @@ class Editor:
         current = _DIGIT[self._text[at]] if at >= 0 else int(grid[row, col])
         if current == symbol:
             raise ActionRejected(f"edit ({row}, {col}): the cell already has colour {symbol}, the page logs no row")
-        self.undo_stack.append(grid.copy())
+        self.undo_stack.append(self._text if at >= 0 else self.grid_string)
         grid[row, col] = symbol
         if at >= 0:
             text = self._text
@@ -339,7 +341,7 @@ class Editor:
 
     def reset_grid(self) -> Row:
         """The Reset button (§3.12): G := Z(3,3), colour 0, tool edit (silently), clipboard cleared."""
-        return self._reset(self.grid.copy())
+        return self._reset(self.grid_string)
 
     def undo(self, *, adopt: Grid | str | None = None) -> Row:
         """Pop one snapshot (§3.11). The drop-downs are NOT updated; there is no redo.
@@ -354,12 +356,12 @@ class Editor:
         if isinstance(top, _OpaqueSnapshot):
             if adopt is None:
                 raise OpaqueSnapshotError("undo reached an opaque snapshot and no grid was given to adopt")
-            restored = as_grid(adopt)
+            self.grid = as_grid(adopt)
         else:
-            restored = top
+            self.grid = parse_grid(top)
+            self._text, self._text_of = top, self.grid  # the snapshot is the new grid's string
         if self.undo_stack:
             self.undo_stack.pop()
-        self.grid = restored.copy()
         self._rebuild_output()
         return self._log("undo")
 
@@ -597,7 +599,7 @@ class Editor:
         self.selection_record = []
         return self._log(action)
 
-    def _reset(self, snapshot: Grid | _OpaqueSnapshot) -> Row:
+    def _reset(self, snapshot: str | _OpaqueSnapshot) -> Row:
         self.undo_stack.append(snapshot)
         self.grid = zeros(3, 3)
         # The rebuild runs while the radio still shows the old tool: selection widgets may stay attached
@@ -622,7 +624,7 @@ class Editor:
         self.selection_record = []
 
     def _push(self) -> None:
-        self.undo_stack.append(self.grid.copy())
+        self.undo_stack.append(self.grid_string)
 
     @staticmethod
     def _check_in_grid(row: int, col: int, grid: Grid, what: str) -> None:
