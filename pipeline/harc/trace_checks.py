@@ -61,9 +61,7 @@ ENGINE_COLUMNS = {
     "test_output_height": "test_output_size_x",
     "test_output_width": "test_output_size_y",
     "test_input_grid": "test_input_grid",
-    "test_input_height": "test_input_size_x",
-    "test_input_width": "test_input_size_y",
-}
+}  # not test_input_size_x/_y: the replay checks the input grid itself (V6), never its logged sizes
 # Columns of core_harc__actions a replay needs.
 ACTION_COLUMNS = (*KEY, "task_split", "task_number", "is_tutorial", "flags", *ENGINE_COLUMNS)
 # Row flags that describe the whole participant-task; carried into the trace check.

@@ -23,7 +23,7 @@ def core_rows(csv_text: str, participant: str = "p1", task: str = "x0000000", nu
     for raw in csv.DictReader(io.StringIO(csv_text)):
         row = {}
         for key, value in raw.items():
-            if key == "time":
+            if key == "time" or key not in CORE_OF:  # columns the replay does not read
                 continue
             col = CORE_OF[key]
             value = value or None
