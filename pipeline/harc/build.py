@@ -39,6 +39,7 @@ from pipeline.harc import (
     graphs,
     learning,
     reproduction,
+    stats,
     summary_files,
     timing,
     trace_checks,
@@ -349,6 +350,7 @@ def compute_analyses(actions: pl.DataFrame, pairs: pl.DataFrame, *, seed: int = 
     out["out_harc__error_summary"] = errors.error_summary(subs)
     lap("errors")
 
+    stats.import_statistics_libraries()  # waits here if run_analyses' thread is still importing them
     tests = [*timing.time_tests(outcome_table, confidence), timing.answer_size_test(task_errors, confidence),
              *errors.divergence_correlations(task_errors, confidence)]
     out["out_harc__statistical_tests"] = accuracy.release_frame("out_harc__statistical_tests", tests)
@@ -441,6 +443,9 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     if has_events:
         actions = load_actions(ws, release)
         timings["load"] = time.perf_counter() - t0
+        # After the load (DuckDB's result conversion imports pyarrow on this thread): nothing imported here
+        # from now on until compute_analyses imports the same libraries, in the same order, itself.
+        threading.Thread(target=_import_statistics_quietly, name="statistics imports", daemon=True).start()
         computed = compute_analyses(actions, pairs, seed=seed, n_simulations=n_simulations,
                                     thinking_threshold_s=thinking_threshold_s, progress=progress, timings=timings)
         core_tables: tuple[str, ...] = ("core_harc__actions", "core_arc__task_pairs")
@@ -488,6 +493,13 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     report.manifest_path = ws.finish_run(manifest, out_dir)
     report.manifest = manifest
     return report
+
+
+def _import_statistics_quietly() -> None:
+    try:
+        stats.import_statistics_libraries()
+    except Exception:  # noqa: BLE001 - the same import fails again, with its message, where it is needed
+        pass
 
 
 def start_figure_renderer() -> threading.Thread:
