@@ -474,7 +474,8 @@ class _TraceReplayer:
 
     def _verify(self, row: Mapping[str, Any], *, secondary: bool) -> None:
         ed = self.editor
-        produced_grid = ed.log[-1]["test_output_grid"] if secondary else ed.grid_string
+        produced = ed.log[-1] if secondary else None  # a late start's editor has logged nothing
+        produced_grid = produced["test_output_grid"] if secondary else ed.grid_string
         if row.get("test_output_grid") != produced_grid:  # equal text is well-formed: parse only otherwise
             self._req(row, "test_output_grid")
             expected = self._recorded_grid(row)
@@ -489,8 +490,8 @@ class _TraceReplayer:
                 f"drop-downs are {ed.dropdown[0]}x{ed.dropdown[1]}, row logs "
                 f"{expected_size[0]}x{expected_size[1]}",
             )
-        if secondary and not _agrees(row, ed.log[-1]):
-            self._compare_secondary(row, ed.log[-1])
+        if secondary and not _agrees(row, produced):
+            self._compare_secondary(row, produced)
 
     def _compare_secondary(self, row: Mapping[str, Any], produced: Mapping[str, Any]) -> None:
         where = self._where  # formatted only when a message needs it
@@ -709,25 +710,30 @@ def _json_list(row: Mapping[str, Any], key: str, where: Where) -> list | None:
 
 def _agrees(row: Mapping[str, Any], produced: Mapping[str, Any]) -> bool:
     """True when every secondary column of the row is null or already equal, in its parsed type, to the
-    replayed row's (so _compare_secondary would note nothing); False means: compare in full."""
-    for key in ("selected_symbol", "attempt_number"):
-        value = row.get(key)
-        if value is not None and (type(value) is not int or value != produced[key]):
-            return False
-    value = row.get("solved")
+    replayed row's (so _compare_secondary would note nothing); False means: compare in full. Written out
+    column by column: it runs on every row."""
+    get = row.get
+    value = get("selected_symbol")
+    if value is not None and (type(value) is not int or value != produced["selected_symbol"]):
+        return False
+    value = get("attempt_number")
+    if value is not None and (type(value) is not int or value != produced["attempt_number"]):
+        return False
+    value = get("solved")
     if value is not None and (type(value) is not bool or value != produced["solved"]):
         return False
-    for key in ("selected_tool", "test_input_grid"):
-        value = row.get(key)
-        if value is not None and (type(value) is not str or value != produced[key]):
-            return False
-    for key in ("copy_paste_data", "selected_data"):
-        value = row.get(key)
-        if value is None:
-            continue
-        if type(value) is not str or _JSON_LISTS.get(value) != produced[key]:  # not parsed yet: None
-            return False
-    return True
+    value = get("selected_tool")
+    if value is not None and (type(value) is not str or value != produced["selected_tool"]):
+        return False
+    value = get("test_input_grid")
+    if value is not None and (type(value) is not str or value != produced["test_input_grid"]):
+        return False
+    lists = _JSON_LISTS  # text -> parsed list; a text not parsed yet gives None, which never agrees
+    value = get("copy_paste_data")
+    if value is not None and (type(value) is not str or lists.get(value) != produced["copy_paste_data"]):
+        return False
+    value = get("selected_data")
+    return value is None or (type(value) is str and lists.get(value) == produced["selected_data"])
 
 
 def _normalise(entries: Sequence[Sequence[Any]]) -> list[list[int]]:

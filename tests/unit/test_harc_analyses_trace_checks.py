@@ -208,6 +208,17 @@ def test_check_actions_does_not_depend_on_row_order_or_chunking():
     shuffled = trace_checks.check_actions(df.sample(fraction=1.0, shuffle=True, seed=1), previous, rows_per_chunk=7)
     assert in_order.equals(shuffled) and in_order.height == 3
     assert in_order.equals(trace_checks.check_traces(trace_checks.build_jobs(df, previous)))
+    traces_reversed = pl.concat([df.filter(pl.col("participant_id") == p) for p in ("p3", "p1", "p2")])
+    assert trace_checks.check_actions(traces_reversed, previous, rows_per_chunk=7).equals(in_order)
+
+
+def test_in_trace_order_needs_contiguous_traces_with_increasing_action_numbers():
+    df = pl.concat([core_rows(WORKED_CSV, participant=p) for p in ("p1", "p2")])
+    assert trace_checks.in_trace_order(df)
+    assert trace_checks.in_trace_order(pl.concat([df.slice(16), df.slice(0, 16)]))  # p2 first: still whole traces
+    assert not trace_checks.in_trace_order(pl.concat([df.slice(0, 8), df.slice(16), df.slice(8, 8)]))  # p1 split
+    assert not trace_checks.in_trace_order(pl.concat([df.slice(1, 15), df.slice(0, 1), df.slice(16)]))  # 1 after 16
+    assert trace_checks.in_trace_order(df.clear())
 
 
 def test_auto_replay_workers_parallel_only_on_large_inputs_with_idle_cores(monkeypatch):
