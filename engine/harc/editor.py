@@ -36,6 +36,8 @@ LOCATIONS = ("test_input", "test_output")
 MAX_ATTEMPTS = 3
 PLACEHOLDER_INPUT = "|000|000|000|"
 _DIGIT = {str(d): d for d in range(10)}  # a grid string's character -> its symbol
+_PLACEHOLDER_GRID = as_grid(PLACEHOLDER_INPUT)  # copied for each task start, never handed out itself
+_EMPTY_3X3 = "|000|000|000|"  # Z(3, 3) as a grid string
 
 ROW_KEYS = (
     "action_id",
@@ -158,7 +160,7 @@ class Editor:
         self.undo_stack: list[str | _OpaqueSnapshot] = []
         # True when the trace began mid-task: the stack below what we pushed is unknown, not empty.
         self.unknown_history = False
-        self.test_input = as_grid(PLACEHOLDER_INPUT)
+        self._show_input(_PLACEHOLDER_GRID.copy(), PLACEHOLDER_INPUT)
         self.attempt = 1
         self.solved = False
         self.first_pending = True
@@ -186,7 +188,9 @@ class Editor:
         grid. Pass ``OPAQUE_SNAPSHOT`` when it is unknown: an undo reaching it must then adopt a grid.
         """
         real_input = as_grid(test_input)
-        self.undo_stack = [] if tutorial else [format_grid(zeros(3, 3))]
+        # A grid string that parses is its own canonical form: only other values need formatting.
+        real_text = test_input if isinstance(test_input, str) else format_grid(real_input)
+        self.undo_stack = [] if tutorial else [_EMPTY_3X3]
         self.unknown_history = False
         self.attempt = 1
         self.solved = False
@@ -194,16 +198,18 @@ class Editor:
         self.writing = False
         self.previous_submission = None
         self.action_count = 0
-        self.test_input = as_grid(PLACEHOLDER_INPUT)
+        self._show_input(_PLACEHOLDER_GRID.copy(), PLACEHOLDER_INPUT)
         if previous_grid is OPAQUE_SNAPSHOT:
             snapshot: str | _OpaqueSnapshot = OPAQUE_SNAPSHOT
         else:
             if previous_grid is not None:
                 self.grid = as_grid(previous_grid)
+                if isinstance(previous_grid, str):
+                    self._text, self._text_of = previous_grid, self.grid
             snapshot = self.grid_string
         row = self._reset(snapshot)
         # The real input is drawn only after the reset row is logged; redrawing drops input highlights.
-        self.test_input = real_input
+        self._show_input(real_input, real_text)
         self.highlight = None
         return row
 
@@ -271,10 +277,15 @@ class Editor:
         return self._test_input
 
     @test_input.setter
-    def test_input(self, value: Grid) -> None:
-        self._test_input = as_grid(value)
-        self._test_input_text = format_grid(self._test_input)  # logged on every row: format once
-        self._test_input_size = grid_size(self._test_input)
+    def test_input(self, value: Grid | str) -> None:
+        grid = as_grid(value)
+        self._show_input(grid, value if isinstance(value, str) else format_grid(grid))
+
+    def _show_input(self, grid: Grid, text: str) -> None:
+        """Show a validated input grid whose grid string is `text` (logged on every row: formatted once)."""
+        self._test_input = grid
+        self._test_input_text = text
+        self._test_input_size = grid_size(grid)
 
     @property
     def grid_string(self) -> str:
@@ -602,6 +613,7 @@ class Editor:
     def _reset(self, snapshot: str | _OpaqueSnapshot) -> Row:
         self.undo_stack.append(snapshot)
         self.grid = zeros(3, 3)
+        self._text, self._text_of = _EMPTY_3X3, self.grid
         # The rebuild runs while the radio still shows the old tool: selection widgets may stay attached
         # although the tool becomes edit (spec §3.12 quirk, Q9).
         self._rebuild_output()

@@ -262,33 +262,43 @@ class _TraceReplayer:
         return self._result("consistent")
 
     def _prepare(self) -> None:
+        # The grids are checked here (a malformed one makes the trace not replayable, with its message); the
+        # editor is then given the checked grid strings themselves, which it need not format again.
         self.index = -1
         if self.test_input_arg is not None:
             self.test_input = self._grid(self.test_input_arg, "test_input argument")
+            self.test_input_given = self._checked(self.test_input_arg, self.test_input)
             self.input_known = True
         else:
-            self.test_input = as_grid(PLACEHOLDER_INPUT)
+            self.test_input = self.test_input_given = as_grid(PLACEHOLDER_INPUT)
             # Row 1 of a task carries the 3x3 placeholder input; a trace starting late has no such row.
             first = 1 if _opt(self.rows[0], "action") == "reset_grid" else 0
             for row in self.rows[first:]:
                 value = _opt(row, "test_input_grid")
                 if value is not None:
                     self.test_input = self._grid(value, "test_input_grid")
+                    self.test_input_given = self._checked(value, self.test_input)
                     self.input_known = True
                     break
         if self.answer_arg is not None:
             self.answer = self._grid(self.answer_arg, "answer argument")
         if self.previous_grid_arg is not None:
-            self.previous_grid = self._grid(self.previous_grid_arg, "previous_grid argument")
+            self.previous_grid = self._checked(self.previous_grid_arg,
+                                               self._grid(self.previous_grid_arg, "previous_grid argument"))
         else:
             self.previous_grid = None
+
+    @staticmethod
+    def _checked(value: Any, grid: Grid) -> Grid | str:
+        """A checked grid as the editor takes it best: its grid string when given as one, else the array."""
+        return value if isinstance(value, str) else grid
 
     def _start(self, row: Mapping[str, Any]) -> bool:
         """Set up the editor from the first row; True when the trace starts late (row adopted)."""
         if self.action == "reset_grid":
             self.editor = Editor(block_duplicate_submissions=False)
             previous = OPAQUE_SNAPSHOT if self.previous_grid is None else self.previous_grid
-            self.editor.load_task(self.test_input, previous_grid=previous)
+            self.editor.load_task(self.test_input_given, previous_grid=previous)
             return False
         # §6: a trace that does not begin with the task-start reset is initialised from its first row.
         where = self._where  # formatted only when a message needs it
