@@ -660,7 +660,7 @@ class Editor:
             "selected_symbol": self.symbol,
             "selected_tool": self.tool,
             "copy_paste_data": [[r, c, s] for r, c, s in self.clipboard] if self.clipboard else [],
-            "test_output_grid": self.grid_string,
+            "test_output_grid": self._text if self._text_of is self.grid else self.grid_string,
             "test_output_size_x": self.dropdown[0],
             "test_output_size_y": self.dropdown[1],
             "test_input_grid": self._test_input_text,

@@ -246,8 +246,11 @@ class _TraceReplayer:
                         late_start = False
                         if previous_action == "write_first_description" and action != "submit":
                             self._judging_threw()
-                        self._apply(row)
-                    self._verify(row, secondary=not late_start)
+                        if action == "edit":  # four rows in five: straight to the handler
+                            self._edit(row)
+                        else:
+                            self._apply(row)
+                    self._verify(row, not late_start)
                 except InvalidInput as exc:
                     raise _NotReplayable(f"{self._where()}: {exc}") from exc
                 except (_Diverged, ActionRejected) as exc:
@@ -482,7 +485,7 @@ class _TraceReplayer:
 
     # ------------------------------------------------------------------ verification
 
-    def _verify(self, row: Mapping[str, Any], *, secondary: bool) -> None:
+    def _verify(self, row: Mapping[str, Any], secondary: bool) -> None:
         ed = self.editor
         produced = ed.log[-1] if secondary else None  # a late start's editor has logged nothing
         produced_grid = produced["test_output_grid"] if secondary else ed.grid_string
