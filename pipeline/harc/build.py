@@ -47,6 +47,7 @@ from pipeline.harc import (
 from pipeline.harc.published import DATA_CSV, SUMMARY_CSV
 from pipeline.harc.stats import CONFIDENCE
 from schemas import TABLES
+from schemas.generate import pandera_schema
 from schemas.validate import conform
 from schemas.vocabulary import HARC_RELEASES
 
@@ -248,6 +249,10 @@ def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: in
     started = time.perf_counter()
     if not releases(ws):
         raise HarcError(no_events_message(ws, "replay-harc"))
+    # After that first read (DuckDB's result conversion imports pyarrow on this thread): the write's validation
+    # schema is built meanwhile, while DuckDB reads the events without the GIL.
+    threading.Thread(target=_prepare_validation, args=((trace_checks.TABLE,),), name="validation schema",
+                     daemon=True).start()
     last = ws.read("SELECT release_generation, participant_id, task_id, min(task_number) AS task_number, "
                    "arg_max(test_output_grid, action_number) AS last_grid FROM core_harc__actions "
                    "GROUP BY release_generation, participant_id, task_id")
@@ -445,7 +450,8 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
         timings["load"] = time.perf_counter() - t0
         # After the load (DuckDB's result conversion imports pyarrow on this thread): nothing imported here
         # from now on until compute_analyses imports the same libraries, in the same order, itself.
-        threading.Thread(target=_import_statistics_quietly, name="statistics imports", daemon=True).start()
+        threading.Thread(target=_prepare_statistics_and_validation, name="statistics imports",
+                         daemon=True).start()
         computed = compute_analyses(actions, pairs, seed=seed, n_simulations=n_simulations,
                                     thinking_threshold_s=thinking_threshold_s, progress=progress, timings=timings)
         core_tables: tuple[str, ...] = ("core_harc__actions", "core_arc__task_pairs")
@@ -495,11 +501,23 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     return report
 
 
-def _import_statistics_quietly() -> None:
+def _prepare_validation(tables: Iterable[str]) -> None:
+    """Build the pandera schemas the write validates against (importing pandera and pandas, about half a
+    second), for a thread to do beforehand. The schemas are cached; a failure shows again at the write."""
+    try:
+        for name in tables:
+            pandera_schema(name)
+    except Exception:  # noqa: BLE001 - the write builds them again and reports what fails
+        pass
+
+
+def _prepare_statistics_and_validation() -> None:
+    """harc-analyses' thread: the statistics libraries (stats.import_statistics_libraries), then the schemas."""
     try:
         stats.import_statistics_libraries()
     except Exception:  # noqa: BLE001 - the same import fails again, with its message, where it is needed
-        pass
+        return
+    _prepare_validation(ANALYSIS_TABLES)
 
 
 def start_figure_renderer() -> threading.Thread:
