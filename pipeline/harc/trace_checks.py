@@ -122,7 +122,7 @@ def build_jobs(actions: pl.DataFrame, previous: Mapping[tuple[str, str, str], tu
     """
     answers = answers or {}
     ordered = actions.select(ACTION_COLUMNS).sort(*KEY, "action_number")
-    rows = _row_dicts(ordered.select([pl.col(c).alias(e) for c, e in ENGINE_COLUMNS.items()]))
+    rows = engine_rows(ordered)
     traces = ordered.group_by(list(KEY), maintain_order=True).agg(
         pl.col("task_split", "task_number").first(), pl.len().alias("n_rows"),
         pl.col("is_tutorial").any().alias("tutorial"), pl.col("flags").list.explode(keep_nulls=False, empty_as_null=False).drop_nulls()
@@ -142,12 +142,19 @@ def build_jobs(actions: pl.DataFrame, previous: Mapping[tuple[str, str, str], tu
     return jobs
 
 
-def _row_dicts(frame: pl.DataFrame) -> list[dict[str, Any]]:
-    """frame.to_dicts(), built from whole columns (a C-level to_list each) rather than row by row: about 40 %
-    cheaper, and this runs on every event row of a replay."""
-    names = frame.columns
-    return [dict(zip(names, values, strict=True)) for values in zip(*(s.to_list() for s in frame.iter_columns()),
-                                                                      strict=True)]
+def engine_rows(actions: pl.DataFrame) -> list[dict[str, Any]]:
+    """The engine's row mappings of `actions` (ENGINE_COLUMNS renamed), in frame order. Built from whole
+    columns (a C-level to_list each) with one dict display per row, about twice as fast as to_dicts() or
+    dict(zip(...)) row by row: this runs on every event row of a replay. The keys are ENGINE_COLUMNS' values,
+    in its order (a test holds the two together)."""
+    columns = [actions[column].to_list() for column in ENGINE_COLUMNS]
+    return [{"action_id": action_id, "attempt_number": attempt, "solved": solved, "action": action,
+             "action_x": x, "action_y": y, "select_loc": select_loc, "selected_data": selected_data,
+             "selected_symbol": symbol, "selected_tool": tool, "copy_paste_data": clipboard,
+             "test_output_grid": grid, "test_output_size_x": height, "test_output_size_y": width,
+             "test_input_grid": test_input}
+            for (action_id, attempt, solved, action, x, y, select_loc, selected_data, symbol, tool, clipboard, grid,
+                 height, width, test_input) in zip(*columns, strict=True)]
 
 
 def check_trace(job: TraceJob, *, strict: bool = False) -> dict[str, Any]:

@@ -235,3 +235,11 @@ def test_auto_replay_workers_parallel_only_on_large_inputs_with_idle_cores(monke
     monkeypatch.setattr(build, "default_workers", lambda: 1)
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert build.auto_replay_workers(10 * build.AUTO_PARALLEL_ROWS) == 1
+
+
+def test_engine_rows_are_the_engine_columns_renamed_row_by_row():
+    df = core_rows(WORKED_CSV)
+    renamed = df.select([pl.col(core).alias(engine) for core, engine in trace_checks.ENGINE_COLUMNS.items()])
+    rows = trace_checks.engine_rows(df)
+    assert rows == renamed.to_dicts()
+    assert all(list(row) == list(trace_checks.ENGINE_COLUMNS.values()) for row in rows)
