@@ -9,6 +9,8 @@ import io
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.harc import build_state_graph
 from pipeline.harc import graphs, trace_checks
@@ -243,3 +245,14 @@ def test_engine_rows_are_the_engine_columns_renamed_row_by_row():
     rows = trace_checks.engine_rows(df)
     assert rows == renamed.to_dicts()
     assert all(list(row) == list(trace_checks.ENGINE_COLUMNS.values()) for row in rows)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from(["x", "xy", "y"]), st.integers(0, 3)),
+                max_size=12, unique=True), st.booleans())
+def test_is_sorted_by_agrees_with_comparing_against_a_sort(keys, presort):
+    from pipeline.harc.build import is_sorted_by
+
+    order = ["participant_id", "task_id", "action_number"]
+    frame = pl.DataFrame(sorted(keys) if presort else keys, schema=order, orient="row")
+    assert is_sorted_by(frame, order) == frame.equals(frame.sort(order))
