@@ -187,20 +187,8 @@ def load_actions(ws: Workspace, release: str, columns: Iterable[str] = ANALYSIS_
     if not set(order) <= set(columns):
         return ws.read(sql + f" ORDER BY {', '.join(order)}", params)
     actions = ws.read(sql, params)
-    return actions if is_sorted_by(actions, order) else actions.sort(order)
+    return actions if accuracy.is_sorted_by(actions, order) else actions.sort(order)
 
-
-def is_sorted_by(frame: pl.DataFrame, order: Iterable[str]) -> bool:
-    """Whether `frame` is in ascending `order` with no null key: every row compared with the one before, in
-    one pass (comparing with a sorted copy would sort). A null key counts as unsorted: the caller sorts."""
-    order = list(order)
-    not_before = pl.lit(True)  # built from the last key: row >= previous row, lexicographically
-    for column in reversed(order):
-        current, previous = pl.col(column), pl.col(column).shift(1)
-        not_before = (current > previous) | ((current == previous) & not_before)
-    checks = frame.select(pl.all_horizontal(pl.col(order).is_not_null().all()).alias("complete"),
-                          not_before.slice(1).all().alias("ascending"))
-    return frame.height < 2 or (checks["complete"][0] and checks["ascending"][0])
 
 
 def load_pairs(ws: Workspace) -> pl.DataFrame:

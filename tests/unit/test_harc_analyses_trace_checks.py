@@ -251,7 +251,7 @@ def test_engine_rows_are_the_engine_columns_renamed_row_by_row():
 @given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from(["x", "xy", "y"]), st.integers(0, 3)),
                 max_size=12, unique=True), st.booleans())
 def test_is_sorted_by_agrees_with_comparing_against_a_sort(keys, presort):
-    from pipeline.harc.build import is_sorted_by
+    from pipeline.harc.accuracy import is_sorted_by
 
     order = ["participant_id", "task_id", "action_number"]
     frame = pl.DataFrame(sorted(keys) if presort else keys, schema=order, orient="row")
