@@ -450,8 +450,8 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
         timings["load"] = time.perf_counter() - t0
         # After the load (DuckDB's result conversion imports pyarrow on this thread): nothing imported here
         # from now on until compute_analyses imports the same libraries, in the same order, itself.
-        threading.Thread(target=_prepare_statistics_and_validation, name="statistics imports",
-                         daemon=True).start()
+        threading.Thread(target=_prepare_in_background, args=(figures and out_dir is not None,),
+                         name="statistics imports", daemon=True).start()
         computed = compute_analyses(actions, pairs, seed=seed, n_simulations=n_simulations,
                                     thinking_threshold_s=thinking_threshold_s, progress=progress, timings=timings)
         core_tables: tuple[str, ...] = ("core_harc__actions", "core_arc__task_pairs")
@@ -511,13 +511,20 @@ def _prepare_validation(tables: Iterable[str]) -> None:
         pass
 
 
-def _prepare_statistics_and_validation() -> None:
-    """harc-analyses' thread: the statistics libraries (stats.import_statistics_libraries), then the schemas."""
+def _prepare_in_background(figures: bool) -> None:
+    """harc-analyses' thread, in the order they are needed: the statistics libraries
+    (stats.import_statistics_libraries), the schemas, then the figure module (altair) when figures are drawn.
+    The main thread imports the same modules, in the same order, only later."""
     try:
         stats.import_statistics_libraries()
     except Exception:  # noqa: BLE001 - the same import fails again, with its message, where it is needed
         return
     _prepare_validation(ANALYSIS_TABLES)
+    if figures:
+        try:
+            import pipeline.harc.figures  # noqa: F401
+        except Exception:  # noqa: BLE001 - as above
+            pass
 
 
 def start_figure_renderer() -> threading.Thread:
