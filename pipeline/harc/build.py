@@ -446,12 +446,15 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     t0 = time.perf_counter()
     pairs = load_pairs(ws)
     if has_events:
-        actions = load_actions(ws, release)
-        timings["load"] = time.perf_counter() - t0
-        # After the load (DuckDB's result conversion imports pyarrow on this thread): nothing imported here
-        # from now on until compute_analyses imports the same libraries, in the same order, itself.
+        # Started before the load, which DuckDB runs without the GIL. The reads above imported what reading
+        # imports (pyarrow) on this thread; from here on this thread imports only numpy's own submodules
+        # (numpy.random, numpy.ma: they import nothing the other thread imports, so no two import locks are
+        # ever waited for in opposite orders) until compute_analyses imports the same libraries, in the same
+        # order, itself.
         threading.Thread(target=_prepare_in_background, args=(figures and out_dir is not None,),
                          name="statistics imports", daemon=True).start()
+        actions = load_actions(ws, release)
+        timings["load"] = time.perf_counter() - t0
         computed = compute_analyses(actions, pairs, seed=seed, n_simulations=n_simulations,
                                     thinking_threshold_s=thinking_threshold_s, progress=progress, timings=timings)
         core_tables: tuple[str, ...] = ("core_harc__actions", "core_arc__task_pairs")
