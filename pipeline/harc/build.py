@@ -39,7 +39,6 @@ from pipeline.harc import (
     graphs,
     learning,
     reproduction,
-    stats,
     summary_files,
     timing,
     trace_checks,
@@ -355,7 +354,6 @@ def compute_analyses(actions: pl.DataFrame, pairs: pl.DataFrame, *, seed: int = 
     out["out_harc__error_summary"] = errors.error_summary(subs)
     lap("errors")
 
-    stats.import_statistics_libraries()  # waits here if run_analyses' thread is still importing them
     tests = [*timing.time_tests(outcome_table, confidence), timing.answer_size_test(task_errors, confidence),
              *errors.divergence_correlations(task_errors, confidence)]
     out["out_harc__statistical_tests"] = accuracy.release_frame("out_harc__statistical_tests", tests)
@@ -446,13 +444,6 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     t0 = time.perf_counter()
     pairs = load_pairs(ws)
     if has_events:
-        # Started before the load, which DuckDB runs without the GIL. The reads above imported what reading
-        # imports (pyarrow) on this thread; from here on this thread imports only numpy's own submodules
-        # (numpy.random, numpy.ma: they import nothing the other thread imports, so no two import locks are
-        # ever waited for in opposite orders) until compute_analyses imports the same libraries, in the same
-        # order, itself.
-        threading.Thread(target=_prepare_in_background, args=(figures and out_dir is not None,),
-                         name="statistics imports", daemon=True).start()
         actions = load_actions(ws, release)
         timings["load"] = time.perf_counter() - t0
         computed = compute_analyses(actions, pairs, seed=seed, n_simulations=n_simulations,
@@ -512,22 +503,6 @@ def _prepare_validation(tables: Iterable[str]) -> None:
             pandera_schema(name)
     except Exception:  # noqa: BLE001 - the write builds them again and reports what fails
         pass
-
-
-def _prepare_in_background(figures: bool) -> None:
-    """harc-analyses' thread, in the order they are needed: the statistics libraries
-    (stats.import_statistics_libraries), the schemas, then the figure module (altair) when figures are drawn.
-    The main thread imports the same modules, in the same order, only later."""
-    try:
-        stats.import_statistics_libraries()
-    except Exception:  # noqa: BLE001 - the same import fails again, with its message, where it is needed
-        return
-    _prepare_validation(ANALYSIS_TABLES)
-    if figures:
-        try:
-            import pipeline.harc.figures  # noqa: F401
-        except Exception:  # noqa: BLE001 - as above
-            pass
 
 
 def start_figure_renderer() -> threading.Thread:

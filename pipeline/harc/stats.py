@@ -21,18 +21,6 @@ import numpy as np
 CONFIDENCE = 0.95
 
 
-def import_statistics_libraries() -> None:
-    """Import what the tests and the learning model (learning.fit_gee) use: scipy.stats and the statsmodels
-    modules, about a second of start-up. Idempotent. harc-analyses runs it in a thread while it computes the
-    tables (polars works without the GIL meanwhile) and again, on its own thread, before the first test:
-    always in this one order, so the two threads take the module import locks in the same order."""
-    import scipy.stats  # noqa: F401
-    import statsmodels.genmod.cov_struct  # noqa: F401
-    import statsmodels.genmod.families  # noqa: F401
-    import statsmodels.genmod.generalized_estimating_equations  # noqa: F401
-    import statsmodels.stats.weightstats  # noqa: F401
-
-
 def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
