@@ -22,6 +22,7 @@ tree (sum of proportional set sizes, sampled every 50 ms, workers included). The
     .venv/bin/python benchmarks/harc_speed.py                       # paper scale, 2 workers
     .venv/bin/python benchmarks/harc_speed.py --participants 200    # quick look
     .venv/bin/python benchmarks/harc_speed.py --workers 1           # serial, no Dask
+    .venv/bin/python benchmarks/harc_speed.py --keep DIR --skip-ingest   # again on DIR's database: replay + analyses
 
 No assertion on time: machines here are noisy. Prints what dominates.
 """
@@ -309,7 +310,11 @@ def main() -> None:
                     help="auto: pipeline/simulate/harc.py when present, else this file's editor-driven generator")
     ap.add_argument("--keep", type=Path, default=None, help="keep the data and database in this folder (a folder "
                     "kept earlier is reused: the study is not generated again)")
+    ap.add_argument("--skip-ingest", action="store_true", help="with --keep: reuse the database an earlier run "
+                    "ingested there and time only replay and analyses (for iterating on those two stages)")
     args = ap.parse_args()
+    if args.skip_ingest and not (args.keep and (args.keep / "harc.duckdb").exists()):
+        ap.error("--skip-ingest needs --keep DIR holding the harc.duckdb of an earlier run")
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="harc_speed_"))
     root.mkdir(parents=True, exist_ok=True)
@@ -323,10 +328,14 @@ def main() -> None:
             generated = time.perf_counter() - t0
             print(f"study: {counts}; generated in {generated:.1f} s (not part of the pipeline)")
         db = root / "harc.duckdb"
-        db.unlink(missing_ok=True)
+        if not args.skip_ingest:
+            db.unlink(missing_ok=True)
         workers = ["--workers", str(args.workers)]
         print(f"load average before: {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
-        stages["ingest"] = run_stage(["ingest", "--db", str(db), *workers, str(root / "files")])
+        if args.skip_ingest:
+            print(f"ingest skipped: reusing {db}")
+        else:
+            stages["ingest"] = run_stage(["ingest", "--db", str(db), *workers, str(root / "files")])
         stages["replay"] = run_stage(["replay-harc", "--db", str(db), *workers])
         replay = run_notes(db, "replay-harc")
         print(f"replay: {replay.get('counts')} sub-stages {_fmt(replay.get('timings_s', {}))}")
@@ -345,6 +354,11 @@ def main() -> None:
         print(f"dominant stage: {max(stages, key=lambda k: stages[k]['wall'])}; replay + analyses "
               f"{after_ingest:.1f} s")
         peak = max(st["tree_mb"] for st in stages.values())
+        if "ingest" not in stages:
+            print(f"H-ARC replay + analyses at {args.participants} participants, {args.workers} worker(s): "
+                  f"{total:.1f} s wall, {sum(st['cpu'] for st in stages.values()):.1f} s CPU (ingest skipped: no "
+                  f"end-to-end figure); peak RSS {peak:.0f} MB")
+            return
         print(f"H-ARC end to end at {args.participants} participants, {args.workers} worker(s): {total:.1f} s "
               f"(goal {GOAL_S:.0f} s: {'met' if total <= GOAL_S else 'not met'}, {total / GOAL_S:.2f}x), ingest "
               f"{100 * stages['ingest']['wall'] / total:.0f} % of it; peak RSS {peak:.0f} MB "

@@ -29,12 +29,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .grid import Grid, as_grid, flood_fill, format_grid, grid_size, resized, zeros
+from .grid import Grid, as_grid, flood_fill, format_grid, grid_size, parse_grid, resized, zeros
 
 TOOLS = ("edit", "select", "floodfill")
 LOCATIONS = ("test_input", "test_output")
 MAX_ATTEMPTS = 3
 PLACEHOLDER_INPUT = "|000|000|000|"
+_DIGIT = {str(d): d for d in range(10)}  # a grid string's character -> its symbol
+_PLACEHOLDER_GRID = as_grid(PLACEHOLDER_INPUT)  # copied for each task start, never handed out itself
+_EMPTY_3X3 = "|000|000|000|"  # Z(3, 3) as a grid string
 
 ROW_KEYS = (
     "action_id",
@@ -125,12 +128,15 @@ def judge_submission(grid: Grid, answer: Grid) -> Judgement:
     """
     answer_h, answer_w = grid_size(answer)
     grid_h, grid_w = grid_size(grid)
-    for r in range(answer_h):
-        if r >= grid_h:
-            return "error"
-        for c in range(answer_w):
-            if c >= grid_w or grid[r, c] != answer[r, c]:
-                return "wrong"
+    # The page's row-major walk, a row block at a time: a missing column ends it in row 0, a differing cell in
+    # the rows both grids have, and only then a missing row throws.
+    if answer_h and answer_w > grid_w:
+        return "wrong"
+    common = min(answer_h, grid_h)
+    if not np.array_equal(grid[:common, :answer_w], answer[:common, :answer_w]):
+        return "wrong"
+    if answer_h > grid_h:
+        return "error"
     return "correct" if (grid_h, grid_w) == (answer_h, answer_w) else "wrong"
 
 
@@ -149,10 +155,12 @@ class Editor:
         self.highlight: Highlight | None = None
         self.selectable_active = False
         self.clipboard: list[tuple[int, int, int]] = []
-        self.undo_stack: list[Grid | _OpaqueSnapshot] = []
+        # Snapshots as grid strings: the string of the current grid usually exists already (every logged row
+        # carries it), so a push copies nothing.
+        self.undo_stack: list[str | _OpaqueSnapshot] = []
         # True when the trace began mid-task: the stack below what we pushed is unknown, not empty.
         self.unknown_history = False
-        self.test_input = as_grid(PLACEHOLDER_INPUT)
+        self._show_input(_PLACEHOLDER_GRID.copy(), PLACEHOLDER_INPUT)
         self.attempt = 1
         self.solved = False
         self.first_pending = True
@@ -180,7 +188,9 @@ class Editor:
         grid. Pass ``OPAQUE_SNAPSHOT`` when it is unknown: an undo reaching it must then adopt a grid.
         """
         real_input = as_grid(test_input)
-        self.undo_stack = [] if tutorial else [zeros(3, 3)]
+        # A grid string that parses is its own canonical form: only other values need formatting.
+        real_text = test_input if isinstance(test_input, str) else format_grid(real_input)
+        self.undo_stack = [] if tutorial else [_EMPTY_3X3]
         self.unknown_history = False
         self.attempt = 1
         self.solved = False
@@ -188,16 +198,18 @@ class Editor:
         self.writing = False
         self.previous_submission = None
         self.action_count = 0
-        self.test_input = as_grid(PLACEHOLDER_INPUT)
+        self._show_input(_PLACEHOLDER_GRID.copy(), PLACEHOLDER_INPUT)
         if previous_grid is OPAQUE_SNAPSHOT:
-            snapshot: Grid | _OpaqueSnapshot = OPAQUE_SNAPSHOT
+            snapshot: str | _OpaqueSnapshot = OPAQUE_SNAPSHOT
         else:
             if previous_grid is not None:
                 self.grid = as_grid(previous_grid)
-            snapshot = self.grid.copy()
+                if isinstance(previous_grid, str):
+                    self._text, self._text_of = previous_grid, self.grid
+            snapshot = self.grid_string
         row = self._reset(snapshot)
         # The real input is drawn only after the reset row is logged; redrawing drops input highlights.
-        self.test_input = real_input
+        self._show_input(real_input, real_text)
         self.highlight = None
         return row
 
@@ -249,7 +261,7 @@ class Editor:
             selectable_active=self.selectable_active,
             clipboard=tuple(self.clipboard),
             undo_stack=tuple(
-                repr(s) if isinstance(s, _OpaqueSnapshot) else format_grid(s) for s in self.undo_stack
+                repr(s) if isinstance(s, _OpaqueSnapshot) else s for s in self.undo_stack
             ),
             attempt=self.attempt,
             solved=self.solved,
@@ -265,10 +277,15 @@ class Editor:
         return self._test_input
 
     @test_input.setter
-    def test_input(self, value: Grid) -> None:
-        self._test_input = as_grid(value)
-        self._test_input_text = format_grid(self._test_input)  # logged on every row: format once
-        self._test_input_size = grid_size(self._test_input)
+    def test_input(self, value: Grid | str) -> None:
+        grid = as_grid(value)
+        self._show_input(grid, value if isinstance(value, str) else format_grid(grid))
+
+    def _show_input(self, grid: Grid, text: str) -> None:
+        """Show a validated input grid whose grid string is `text` (logged on every row: formatted once)."""
+        self._test_input = grid
+        self._test_input_text = text
+        self._test_input_size = grid_size(grid)
 
     @property
     def grid_string(self) -> str:
@@ -291,16 +308,21 @@ class Editor:
 
     def edit(self, row: int, col: int) -> Row:
         """Paint one output cell with the selected colour (§3.1); one undo snapshot per cell."""
-        self._check_in_grid(row, col, self.grid, "edit")
-        if int(self.grid[row, col]) == self.symbol:
-            raise ActionRejected(
-                f"edit ({row}, {col}): the cell already has colour {self.symbol}, the page logs no row"
-            )
-        self._push()
-        self.grid[row, col] = self.symbol
-        if self._text_of is self.grid:  # patch the one digit rather than format the grid again
-            at = 1 + row * (self.grid.shape[1] + 1) + col
-            self._text = self._text[:at] + "0123456789"[self.symbol] + self._text[at + 1:]
+        grid, symbol = self.grid, self.symbol
+        height, width = grid.shape
+        if not (0 <= row < height and 0 <= col < width):
+            self._check_in_grid(row, col, grid, "edit")  # raises, with the message every action uses
+        # The cell is read from the grid string when it is current (a character, not a numpy scalar) and the
+        # string patched at that one digit rather than formatted again.
+        at = 1 + row * (width + 1) + col if self._text_of is grid and type(row) is int and type(col) is int else -1
+        current = _DIGIT[self._text[at]] if at >= 0 else int(grid[row, col])
+        if current == symbol:
+            raise ActionRejected(f"edit ({row}, {col}): the cell already has colour {symbol}, the page logs no row")
+        self.undo_stack.append(self._text if at >= 0 else self.grid_string)
+        grid[row, col] = symbol
+        if at >= 0:
+            text = self._text
+            self._text = text[:at] + "0123456789"[symbol] + text[at + 1:]
         return self._log("edit", x=row, y=col)
 
     def floodfill(self, row: int, col: int) -> Row:
@@ -330,7 +352,7 @@ class Editor:
 
     def reset_grid(self) -> Row:
         """The Reset button (§3.12): G := Z(3,3), colour 0, tool edit (silently), clipboard cleared."""
-        return self._reset(self.grid.copy())
+        return self._reset(self.grid_string)
 
     def undo(self, *, adopt: Grid | str | None = None) -> Row:
         """Pop one snapshot (§3.11). The drop-downs are NOT updated; there is no redo.
@@ -345,12 +367,12 @@ class Editor:
         if isinstance(top, _OpaqueSnapshot):
             if adopt is None:
                 raise OpaqueSnapshotError("undo reached an opaque snapshot and no grid was given to adopt")
-            restored = as_grid(adopt)
+            self.grid = as_grid(adopt)
         else:
-            restored = top
+            self.grid = parse_grid(top)
+            self._text, self._text_of = top, self.grid  # the snapshot is the new grid's string
         if self.undo_stack:
             self.undo_stack.pop()
-        self.grid = restored.copy()
         self._rebuild_output()
         return self._log("undo")
 
@@ -588,9 +610,10 @@ class Editor:
         self.selection_record = []
         return self._log(action)
 
-    def _reset(self, snapshot: Grid | _OpaqueSnapshot) -> Row:
+    def _reset(self, snapshot: str | _OpaqueSnapshot) -> Row:
         self.undo_stack.append(snapshot)
         self.grid = zeros(3, 3)
+        self._text, self._text_of = _EMPTY_3X3, self.grid
         # The rebuild runs while the radio still shows the old tool: selection widgets may stay attached
         # although the tool becomes edit (spec §3.12 quirk, Q9).
         self._rebuild_output()
@@ -613,7 +636,7 @@ class Editor:
         self.selection_record = []
 
     def _push(self) -> None:
-        self.undo_stack.append(self.grid.copy())
+        self.undo_stack.append(self.grid_string)
 
     @staticmethod
     def _check_in_grid(row: int, col: int, grid: Grid, what: str) -> None:
@@ -633,11 +656,11 @@ class Editor:
             "action_x": None if x is None else float(x),
             "action_y": None if y is None else float(y),
             "select_loc": select_loc,
-            "selected_data": [[r, c] for r, c in self.selection_record],
+            "selected_data": [[r, c] for r, c in self.selection_record] if self.selection_record else [],
             "selected_symbol": self.symbol,
             "selected_tool": self.tool,
-            "copy_paste_data": [[r, c, s] for r, c, s in self.clipboard],
-            "test_output_grid": self.grid_string,
+            "copy_paste_data": [[r, c, s] for r, c, s in self.clipboard] if self.clipboard else [],
+            "test_output_grid": self._text if self._text_of is self.grid else self.grid_string,
             "test_output_size_x": self.dropdown[0],
             "test_output_size_y": self.dropdown[1],
             "test_input_grid": self._test_input_text,

@@ -162,7 +162,13 @@ def replay_trace(
     (row 1 carries the placeholder). ``answer``: ``test[0].output``; when given, submissions are re-judged
     and disagreements noted (V5). ``strict``: secondary mismatches (V3-V6) become divergences.
     """
-    return _TraceReplayer(rows, previous_grid, test_input, answer, strict).run()
+    replayer = _TraceReplayer(rows, previous_grid, test_input, answer, strict)
+    try:
+        return replayer.run()
+    finally:
+        # The handlers close over the replayer: without them it is freed by reference counting at once, with
+        # the editor and its log, instead of waiting for the cyclic collector to find it.
+        replayer.handlers = None
 
 
 def replay_participant(
@@ -214,25 +220,37 @@ class _TraceReplayer:
             last_action_id: int | None = None
             previous_action: str | None = None
             started = False
+            grids = self.grids
             for index, row in enumerate(self.rows):
                 self.index = index
                 action = row.get("action")
-                self.action = action if type(action) is str and action in _KNOWN else self._action(row)
-                self.action_id = _opt_int(row, "action_id", self._where)
-                if self.action in _SKIPPED:
-                    self._note("skipped", f"{self.action} is not part of a task trace; row skipped")
+                if type(action) is not str or action not in _KNOWN:
+                    action = self._action(row)
+                self.action = action
+                action_id = row.get("action_id")
+                if type(action_id) is not int or not -_EXACT_INT <= action_id <= _EXACT_INT:
+                    action_id = _opt_int(row, "action_id", self._where)
+                self.action_id = action_id
+                if action in _SKIPPED:
+                    self._note("skipped", f"{action} is not part of a task trace; row skipped")
                     continue
                 try:
-                    last_action_id = self._check_order(last_action_id)
+                    if action_id is None or last_action_id is None or action_id != last_action_id + 1:
+                        last_action_id = self._check_order(last_action_id)
+                    else:  # the next action_id: in order, nothing to note
+                        last_action_id = action_id
                     if not started:
                         late_start = self._start(row)
                         started = True
                     else:
                         late_start = False
-                        if previous_action == "write_first_description" and self.action != "submit":
+                        if previous_action == "write_first_description" and action != "submit":
                             self._judging_threw()
-                        self._apply(row)
-                    self._verify(row, secondary=not late_start)
+                        if action == "edit":  # four rows in five: straight to the handler
+                            self._edit(row)
+                        else:
+                            self._apply(row)
+                    self._verify(row, not late_start)
                 except InvalidInput as exc:
                     raise _NotReplayable(f"{self._where()}: {exc}") from exc
                 except (_Diverged, ActionRejected) as exc:
@@ -240,40 +258,50 @@ class _TraceReplayer:
                         (exc.kind, exc.reason) if isinstance(exc, _Diverged) else ("action", str(exc))
                     )
                     return self._diverged(row, kind, reason)
-                self.grids.append(self.editor.grid_string)
-                previous_action = self.action
+                grids.append(self.editor.grid_string)
+                previous_action = action
         except _NotReplayable as exc:
             return self._result("not_replayable", reason=str(exc), row_index=self.index)
         return self._result("consistent")
 
     def _prepare(self) -> None:
+        # The grids are checked here (a malformed one makes the trace not replayable, with its message); the
+        # editor is then given the checked grid strings themselves, which it need not format again.
         self.index = -1
         if self.test_input_arg is not None:
             self.test_input = self._grid(self.test_input_arg, "test_input argument")
+            self.test_input_given = self._checked(self.test_input_arg, self.test_input)
             self.input_known = True
         else:
-            self.test_input = as_grid(PLACEHOLDER_INPUT)
+            self.test_input = self.test_input_given = as_grid(PLACEHOLDER_INPUT)
             # Row 1 of a task carries the 3x3 placeholder input; a trace starting late has no such row.
             first = 1 if _opt(self.rows[0], "action") == "reset_grid" else 0
             for row in self.rows[first:]:
                 value = _opt(row, "test_input_grid")
                 if value is not None:
                     self.test_input = self._grid(value, "test_input_grid")
+                    self.test_input_given = self._checked(value, self.test_input)
                     self.input_known = True
                     break
         if self.answer_arg is not None:
             self.answer = self._grid(self.answer_arg, "answer argument")
         if self.previous_grid_arg is not None:
-            self.previous_grid = self._grid(self.previous_grid_arg, "previous_grid argument")
+            self.previous_grid = self._checked(self.previous_grid_arg,
+                                               self._grid(self.previous_grid_arg, "previous_grid argument"))
         else:
             self.previous_grid = None
+
+    @staticmethod
+    def _checked(value: Any, grid: Grid) -> Grid | str:
+        """A checked grid as the editor takes it best: its grid string when given as one, else the array."""
+        return value if isinstance(value, str) else grid
 
     def _start(self, row: Mapping[str, Any]) -> bool:
         """Set up the editor from the first row; True when the trace starts late (row adopted)."""
         if self.action == "reset_grid":
             self.editor = Editor(block_duplicate_submissions=False)
             previous = OPAQUE_SNAPSHOT if self.previous_grid is None else self.previous_grid
-            self.editor.load_task(self.test_input, previous_grid=previous)
+            self.editor.load_task(self.test_input_given, previous_grid=previous)
             return False
         # §6: a trace that does not begin with the task-start reset is initialised from its first row.
         where = self._where  # formatted only when a message needs it
@@ -331,7 +359,7 @@ class _TraceReplayer:
         ed = self.editor
         return {
             "reset_grid": lambda row: ed.reset_grid(),
-            "edit": lambda row: ed.edit(*self._coords(row)),
+            "edit": self._edit,
             "floodfill": lambda row: ed.floodfill(*self._coords(row)),
             "change_color": lambda row: ed.change_color(self._req_int(row, "selected_symbol")),
             "select_change_color": self._select_change_color,
@@ -351,6 +379,13 @@ class _TraceReplayer:
             "Help": lambda row: ed.help(),
             "auto_solve": self._auto_solve,
         }
+
+    def _edit(self, row: Mapping[str, Any]) -> None:
+        x, y = row.get("action_x"), row.get("action_y")
+        if type(x) is not int or type(y) is not int or not (-_EXACT_INT <= x <= _EXACT_INT
+                                                            and -_EXACT_INT <= y <= _EXACT_INT):
+            x, y = self._coords(row)  # the general parse (floats, text, nulls), with its messages
+        self.editor.edit(x, y)
 
     def _select_change_color(self, row: Mapping[str, Any]) -> None:
         ed = self.editor
@@ -450,9 +485,10 @@ class _TraceReplayer:
 
     # ------------------------------------------------------------------ verification
 
-    def _verify(self, row: Mapping[str, Any], *, secondary: bool) -> None:
+    def _verify(self, row: Mapping[str, Any], secondary: bool) -> None:
         ed = self.editor
-        produced_grid = ed.log[-1]["test_output_grid"] if secondary else ed.grid_string
+        produced = ed.log[-1] if secondary else None  # a late start's editor has logged nothing
+        produced_grid = produced["test_output_grid"] if secondary else ed.grid_string
         if row.get("test_output_grid") != produced_grid:  # equal text is well-formed: parse only otherwise
             self._req(row, "test_output_grid")
             expected = self._recorded_grid(row)
@@ -467,8 +503,8 @@ class _TraceReplayer:
                 f"drop-downs are {ed.dropdown[0]}x{ed.dropdown[1]}, row logs "
                 f"{expected_size[0]}x{expected_size[1]}",
             )
-        if secondary and not _agrees(row, ed.log[-1]):
-            self._compare_secondary(row, ed.log[-1])
+        if secondary and not _agrees(row, produced):
+            self._compare_secondary(row, produced)
 
     def _compare_secondary(self, row: Mapping[str, Any], produced: Mapping[str, Any]) -> None:
         where = self._where  # formatted only when a message needs it
@@ -653,10 +689,11 @@ def _opt_bool(row: Mapping[str, Any], key: str, where: Where) -> bool | None:
     raise _NotReplayable(f"{_place(where)}: {key} is not a boolean: {value!r}")
 
 
-# Parsed JSON list cells by their text: most rows repeat a few ("[]", the same clipboard). The cache keeps
-# tuples and every call gets its own lists: the editor's selection and clipboard are mutated in place, and a
-# shared list once made a later row's "[]" read as an earlier selection.
-_JSON_LISTS: dict[str, tuple[tuple[int, ...], ...]] = {}
+# Parsed JSON list cells by their text: most rows repeat a few ("[]", the same clipboard). The cached lists are
+# private (compared by _agrees, never handed out): every call gets its own copies, since the editor's selection
+# and clipboard are mutated in place, and a shared list once made a later row's "[]" read as an earlier
+# selection.
+_JSON_LISTS: dict[str, list[list[int]]] = {}
 _JSON_LISTS_MAX = 100_000
 
 
@@ -680,29 +717,36 @@ def _json_list(row: Mapping[str, Any], key: str, where: Where) -> list | None:
     if type(cell) is str:
         if len(_JSON_LISTS) >= _JSON_LISTS_MAX:
             _JSON_LISTS.clear()
-        _JSON_LISTS[cell] = tuple(tuple(item) for item in result)
+        _JSON_LISTS[cell] = [list(item) for item in result]
     return result
 
 
 def _agrees(row: Mapping[str, Any], produced: Mapping[str, Any]) -> bool:
     """True when every secondary column of the row is null or already equal, in its parsed type, to the
-    replayed row's (so _compare_secondary would note nothing); False means: compare in full."""
-    for key in ("selected_symbol", "attempt_number"):
-        value = row.get(key)
-        if value is not None and (type(value) is not int or value != produced[key]):
-            return False
-    value = row.get("solved")
+    replayed row's (so _compare_secondary would note nothing); False means: compare in full. Written out
+    column by column: it runs on every row."""
+    get = row.get
+    value = get("selected_symbol")
+    if value is not None and (type(value) is not int or value != produced["selected_symbol"]):
+        return False
+    value = get("attempt_number")
+    if value is not None and (type(value) is not int or value != produced["attempt_number"]):
+        return False
+    value = get("solved")
     if value is not None and (type(value) is not bool or value != produced["solved"]):
         return False
-    for key in ("selected_tool", "test_input_grid"):
-        value = row.get(key)
-        if value is not None and (type(value) is not str or value != produced[key]):
-            return False
-    for key in ("copy_paste_data", "selected_data"):
-        value = row.get(key)
-        if value is not None and (type(value) is not str or _JSON_LISTS.get(value) != produced[key]):
-            return False
-    return True
+    value = get("selected_tool")
+    if value is not None and (type(value) is not str or value != produced["selected_tool"]):
+        return False
+    value = get("test_input_grid")
+    if value is not None and (type(value) is not str or value != produced["test_input_grid"]):
+        return False
+    lists = _JSON_LISTS  # text -> parsed list; a text not parsed yet gives None, which never agrees
+    value = get("copy_paste_data")
+    if value is not None and (type(value) is not str or lists.get(value) != produced["copy_paste_data"]):
+        return False
+    value = get("selected_data")
+    return value is None or (type(value) is str and lists.get(value) == produced["selected_data"])
 
 
 def _normalise(entries: Sequence[Sequence[Any]]) -> list[list[int]]:

@@ -16,6 +16,7 @@ in the paper), not the pooled share of participant-tasks.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import polars as pl
@@ -57,6 +58,19 @@ def _recoded_attempt() -> pl.Expr:
 def analysis_actions(actions: pl.DataFrame) -> pl.DataFrame:
     """Events of non-tutorial participant-tasks."""
     return actions.filter(~pl.col("is_tutorial") & (pl.col("task_number") > 0))
+
+
+def is_sorted_by(frame: pl.DataFrame, order: Iterable[str]) -> bool:
+    """Whether `frame` is in ascending `order` with no null key: every row compared with the one before, in
+    one pass (comparing with a sorted copy would sort). A null key counts as unsorted: the caller sorts."""
+    order = list(order)
+    not_before = pl.lit(True)  # built from the last key: row >= previous row, lexicographically
+    for column in reversed(order):
+        current, previous = pl.col(column), pl.col(column).shift(1)
+        not_before = (current > previous) | ((current == previous) & not_before)
+    checks = frame.select(pl.all_horizontal(pl.col(order).is_not_null().all()).alias("complete"),
+                          not_before.slice(1).all().alias("ascending"))
+    return frame.height < 2 or (checks["complete"][0] and checks["ascending"][0])
 
 
 def finished_keys(actions: pl.DataFrame) -> pl.DataFrame:

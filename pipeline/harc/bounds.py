@@ -45,7 +45,10 @@ def imputation_counts(task_ids: list[str], people: pl.DataFrame, finished: dict[
     finished task ids.
     """
     index = {t: i for i, t in enumerate(task_ids)}
-    counts = np.zeros((n_simulations, len(task_ids)), dtype=np.int64)
+    # A count is at most the number of participants: summed in the narrowest type that holds it (the adds
+    # run over the whole block once per participant), returned as int64.
+    narrow = np.int16 if people.height < np.iinfo(np.int16).max else np.int64
+    counts = np.zeros((n_simulations, len(task_ids)), dtype=narrow)
     for r in people.sort("participant_id").iter_rows(named=True):
         missing = r["n_tasks_expected"] - r["n_tasks_finished"]
         if missing <= 0:
@@ -61,7 +64,7 @@ def imputation_counts(task_ids: list[str], people: pl.DataFrame, finished: dict[
         # ties); excluded tasks (inf) never qualify since m <= n_allowed. A mask add, no index arrays.
         kth = np.partition(keys, m - 1, axis=1)[:, m - 1:m]
         counts += keys <= kth
-    return counts
+    return counts.astype(np.int64)
 
 
 def bound_statistics(values: np.ndarray) -> dict[str, float]:

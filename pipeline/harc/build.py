@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from pipeline.harc import (
 from pipeline.harc.published import DATA_CSV, SUMMARY_CSV
 from pipeline.harc.stats import CONFIDENCE
 from schemas import TABLES
+from schemas.generate import pandera_schema
 from schemas.validate import conform
 from schemas.vocabulary import HARC_RELEASES
 
@@ -184,8 +186,8 @@ def load_actions(ws: Workspace, release: str, columns: Iterable[str] = ANALYSIS_
     if not set(order) <= set(columns):
         return ws.read(sql + f" ORDER BY {', '.join(order)}", params)
     actions = ws.read(sql, params)
-    keys = actions.select(order)
-    return actions if keys.equals(keys.sort(order)) else actions.sort(order)
+    return actions if accuracy.is_sorted_by(actions, order) else actions.sort(order)
+
 
 
 def load_pairs(ws: Workspace) -> pl.DataFrame:
@@ -246,6 +248,10 @@ def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: in
     started = time.perf_counter()
     if not releases(ws):
         raise HarcError(no_events_message(ws, "replay-harc"))
+    # After that first read (DuckDB's result conversion imports pyarrow on this thread): the write's validation
+    # schema is built meanwhile, while DuckDB reads the events without the GIL.
+    threading.Thread(target=_prepare_validation, args=((trace_checks.TABLE,),), name="validation schema",
+                     daemon=True).start()
     last = ws.read("SELECT release_generation, participant_id, task_id, min(task_number) AS task_number, "
                    "arg_max(test_output_grid, action_number) AS last_grid FROM core_harc__actions "
                    "GROUP BY release_generation, participant_id, task_id")
@@ -431,6 +437,7 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     (compute_summary_analyses): the tables they do not allow are emptied for that release, and the report
     names them in `skipped` with the file they need."""
     release, has_events = resolve_analysis_release(ws, release)
+    renderer = start_figure_renderer() if figures and out_dir is not None else None
     timings: dict[str, float] = {}
     skipped: list[Skipped] = []
     caveats: list[str] = []
@@ -472,6 +479,8 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
         from pipeline.harc.figures import write_figures
 
         t0 = time.perf_counter()
+        if renderer is not None:
+            renderer.join()
         report.figures, report.skipped_figures = write_figures(out_dir / "figures", tables)
         timings["figures"] = time.perf_counter() - t0
         for paths in report.figures.values():
@@ -484,6 +493,33 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     report.manifest_path = ws.finish_run(manifest, out_dir)
     report.manifest = manifest
     return report
+
+
+def _prepare_validation(tables: Iterable[str]) -> None:
+    """Build the pandera schemas the write validates against (importing pandera and pandas, about half a
+    second), for a thread to do beforehand. The schemas are cached; a failure shows again at the write."""
+    try:
+        for name in tables:
+            pandera_schema(name)
+    except Exception:  # noqa: BLE001 - the write builds them again and reports what fails
+        pass
+
+
+def start_figure_renderer() -> threading.Thread:
+    """Start vl-convert's JavaScript engine in a thread, now rather than at the first figure: starting it takes
+    about a second, which vl-convert spends without the GIL, so it overlaps the analyses computed meanwhile.
+    Rendering itself is unchanged (the same bytes)."""
+    def start() -> None:
+        import vl_convert
+
+        try:
+            vl_convert.vegalite_to_svg('{"mark": "point", "data": {"values": []}}')
+        except Exception:  # noqa: BLE001 - a failure shows again, with its message, at the first real figure
+            pass
+
+    thread = threading.Thread(target=start, name="vl-convert start")  # not a daemon: exit waits for it
+    thread.start()
+    return thread
 
 
 # --------------------------------------------------------------------------------------------------------

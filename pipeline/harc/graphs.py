@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from engine.harc import GRAPH_SKIPPED_ACTIONS, StateGraph, build_state_graph, is_grid_string
-from pipeline.harc.accuracy import PT, analysis_actions, release_frame
+from pipeline.harc.accuracy import PT, analysis_actions, is_sorted_by, release_frame
 from pipeline.harc.errors import grid_shape, normalized_edit_distance
 
 GRAPH_COLUMNS = ("participant_id", "task_id", "task_split", "action_number", "action", "is_solved",
@@ -80,8 +80,12 @@ def state_graph_table(actions: pl.DataFrame, progress=None) -> pl.DataFrame:
     # Grids as categories: every step below then moves 4-byte codes, never copies of the grid strings.
     rows = (analysis_actions(actions.select(*GRAPH_COLUMNS, "is_tutorial", "task_number")
                              .with_columns(pl.col("test_output_grid").cast(pl.Categorical)))
-            .select(GRAPH_COLUMNS).sort("task_id", "participant_id", "action_number")
-            .with_columns(skipped.alias("skipped")))
+            .select(GRAPH_COLUMNS))
+    # Only each trace's rows need to be in action order (for the previous grid); events loaded sorted by
+    # participant, task and action (build.load_actions) are, so they are not sorted again.
+    if not is_sorted_by(rows, ("participant_id", "task_id", "action_number")):
+        rows = rows.sort("task_id", "participant_id", "action_number")
+    rows = rows.with_columns(skipped.alias("skipped"))
     kept = rows.filter(~pl.col("skipped")).with_columns(
         pl.col("test_output_grid").shift(1).over("task_id", "participant_id").alias("previous"))
     grid, submit = pl.col("test_output_grid"), pl.col("action") == "submit"

@@ -16,6 +16,8 @@ import math
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.harc import accuracy, errors, stats
 from tests.unit.test_harc_analyses_accuracy import ev, frame
@@ -127,3 +129,14 @@ def test_divergence_correlation_by_hand():
 def test_too_few_tasks_for_a_correlation_gives_null_statistics():
     row = stats.pearson("t", "d", "x", "y", [0.1, 0.2], [0.3, 0.1])
     assert row["statistic"] is None and row["n_1"] == 2 and row["mean_1"] == pytest.approx(0.15)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6), st.data())
+def test_normalized_edit_distance_is_the_share_of_differing_cells(height, width, data):
+    cells = st.lists(st.lists(st.integers(0, 9), min_size=width, max_size=width), min_size=height, max_size=height)
+    grid, answer = data.draw(cells), data.draw(cells)
+    text = lambda g: "|" + "|".join("".join(map(str, row)) for row in g) + "|"  # noqa: E731
+    differing = sum(a != b for row_a, row_b in zip(grid, answer, strict=True)
+                    for a, b in zip(row_a, row_b, strict=True))
+    assert errors.normalized_edit_distance(text(grid), text(answer)) == differing / (height * width)

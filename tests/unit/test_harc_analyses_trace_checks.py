@@ -9,6 +9,8 @@ import io
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.harc import build_state_graph
 from pipeline.harc import graphs, trace_checks
@@ -23,7 +25,7 @@ def core_rows(csv_text: str, participant: str = "p1", task: str = "x0000000", nu
     for raw in csv.DictReader(io.StringIO(csv_text)):
         row = {}
         for key, value in raw.items():
-            if key == "time":
+            if key == "time" or key not in CORE_OF:  # columns the replay does not read
                 continue
             col = CORE_OF[key]
             value = value or None
@@ -208,6 +210,17 @@ def test_check_actions_does_not_depend_on_row_order_or_chunking():
     shuffled = trace_checks.check_actions(df.sample(fraction=1.0, shuffle=True, seed=1), previous, rows_per_chunk=7)
     assert in_order.equals(shuffled) and in_order.height == 3
     assert in_order.equals(trace_checks.check_traces(trace_checks.build_jobs(df, previous)))
+    traces_reversed = pl.concat([df.filter(pl.col("participant_id") == p) for p in ("p3", "p1", "p2")])
+    assert trace_checks.check_actions(traces_reversed, previous, rows_per_chunk=7).equals(in_order)
+
+
+def test_in_trace_order_needs_contiguous_traces_with_increasing_action_numbers():
+    df = pl.concat([core_rows(WORKED_CSV, participant=p) for p in ("p1", "p2")])
+    assert trace_checks.in_trace_order(df)
+    assert trace_checks.in_trace_order(pl.concat([df.slice(16), df.slice(0, 16)]))  # p2 first: still whole traces
+    assert not trace_checks.in_trace_order(pl.concat([df.slice(0, 8), df.slice(16), df.slice(8, 8)]))  # p1 split
+    assert not trace_checks.in_trace_order(pl.concat([df.slice(1, 15), df.slice(0, 1), df.slice(16)]))  # 1 after 16
+    assert trace_checks.in_trace_order(df.clear())
 
 
 def test_auto_replay_workers_parallel_only_on_large_inputs_with_idle_cores(monkeypatch):
@@ -224,3 +237,22 @@ def test_auto_replay_workers_parallel_only_on_large_inputs_with_idle_cores(monke
     monkeypatch.setattr(build, "default_workers", lambda: 1)
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert build.auto_replay_workers(10 * build.AUTO_PARALLEL_ROWS) == 1
+
+
+def test_engine_rows_are_the_engine_columns_renamed_row_by_row():
+    df = core_rows(WORKED_CSV)
+    renamed = df.select([pl.col(core).alias(engine) for core, engine in trace_checks.ENGINE_COLUMNS.items()])
+    rows = trace_checks.engine_rows(df)
+    assert rows == renamed.to_dicts()
+    assert all(list(row) == list(trace_checks.ENGINE_COLUMNS.values()) for row in rows)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from(["x", "xy", "y"]), st.integers(0, 3)),
+                max_size=12, unique=True), st.booleans())
+def test_is_sorted_by_agrees_with_comparing_against_a_sort(keys, presort):
+    from pipeline.harc.accuracy import is_sorted_by
+
+    order = ["participant_id", "task_id", "action_number"]
+    frame = pl.DataFrame(sorted(keys) if presort else keys, schema=order, orient="row")
+    assert is_sorted_by(frame, order) == frame.equals(frame.sort(order))

@@ -519,6 +519,38 @@ def test_judge_submission(grid, expected):
     assert judge_submission(parse_grid(grid), parse_grid("|12|34|")) == expected
 
 
+def page_judgement(grid: np.ndarray, answer: np.ndarray) -> str:
+    """harc-editor.md §5.2 as the page runs it: cell by cell, row-major over the answer."""
+    for r in range(answer.shape[0]):
+        if r >= grid.shape[0]:
+            return "error"
+        for c in range(answer.shape[1]):
+            if c >= grid.shape[1] or grid[r, c] != answer[r, c]:
+                return "wrong"
+    return "correct" if grid.shape == answer.shape else "wrong"
+
+
+@st.composite
+def related_grids(draw) -> tuple[np.ndarray, np.ndarray]:
+    """An answer and a submission cut, grown and changed from it, so every outcome is common."""
+    h, w = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    answer = np.array(draw(st.lists(st.lists(st.integers(0, 3), min_size=w, max_size=w), min_size=h, max_size=h)),
+                      dtype=np.uint8)
+    gh, gw = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    grid = np.zeros((gh, gw), dtype=np.uint8)
+    grid[:min(h, gh), :min(w, gw)] = answer[:min(h, gh), :min(w, gw)]
+    if draw(st.booleans()):
+        grid[draw(st.integers(0, gh - 1)), draw(st.integers(0, gw - 1))] = draw(st.integers(0, 3))
+    return grid, answer
+
+
+@settings(max_examples=300, deadline=None)
+@given(related_grids())
+def test_judge_submission_walks_the_grid_like_the_page(pair):
+    grid, answer = pair
+    assert judge_submission(grid, answer) == page_judgement(grid, answer)
+
+
 def test_flow_wrong_then_blocked_duplicate_then_three_failures():
     answer = "|1|"
     editor = started("|1|", previous=None)

@@ -763,3 +763,21 @@ def test_parsed_list_cells_are_never_shared_between_rows():
     again = _json_list(row, "selected_data", None)
     assert again == [[0, 1], [2, 3]]
     assert again is not first and again[0] is not first[0]
+
+
+def test_rows_whose_list_columns_already_agree_skip_the_full_comparison():
+    # _agrees is the fast path of _verify: a row whose JSON-text lists parse to the replayed lists must agree
+    # (once the text is cached), and any other list must send the row to the full comparison.
+    from engine.harc.replay import _agrees, _json_list
+
+    logged = {"selected_data": "[[1,3]]", "copy_paste_data": "[]", "selected_symbol": 8, "attempt_number": 1,
+              "solved": False, "selected_tool": "select", "test_input_grid": WORKED_INPUT}
+    for key in ("selected_data", "copy_paste_data"):
+        _json_list(logged, key, None)
+    produced = {"selected_data": [[1, 3]], "copy_paste_data": [], "selected_symbol": 8, "attempt_number": 1,
+                "solved": False, "selected_tool": "select", "test_input_grid": WORKED_INPUT}
+    assert _agrees(logged, produced)
+    for key, other in (("selected_data", [[1, 4]]), ("selected_data", []), ("copy_paste_data", [[0, 0, 1]]),
+                       ("selected_symbol", 7), ("solved", True)):
+        assert not _agrees(logged, {**produced, key: other})
+    assert not _agrees({**logged, "selected_data": "[[5, 5]]"}, produced)  # text never parsed: compare in full
