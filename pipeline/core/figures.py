@@ -57,6 +57,9 @@ def save_figure(chart: Any, out_dir: Path | str, name: str, *, png_scale: float 
     spec_json = json.dumps(spec, sort_keys=True, indent=1, default=str)
     paths = {"png": out / f"{name}.png", "svg": out / f"{name}.svg", "json": out / f"{name}.vl.json"}
     _write_atomic(paths["json"], (spec_json + "\n").encode())
-    _write_atomic(paths["svg"], vlc.vegalite_to_svg(spec_json).encode())
-    _write_atomic(paths["png"], vlc.vegalite_to_png(spec_json, scale=png_scale))
+    svg = vlc.vegalite_to_svg(spec_json)
+    _write_atomic(paths["svg"], svg.encode())
+    # The PNG is rasterised from that SVG: the same bytes as vegalite_to_png (checked on every figure kind
+    # arcstudy draws) without laying the chart out a second time.
+    _write_atomic(paths["png"], vlc.svg_to_png(svg, scale=png_scale))
     return paths
