@@ -74,6 +74,11 @@ def _truncated(lines: list) -> str:
     return dump(lines[:-1]) + json.dumps(lines[-1])[:5000]  # cut mid-write: no closing newline
 
 
+def _deeply_nested(lines: list) -> list:
+    lines[5] = '{"data": ' * 5000 + "1" + "}" * 5000  # past any JSON parser's recursion limit
+    return lines
+
+
 def _other_game(lines: list) -> list:
     lines[6]["data"]["game_id"] = "zz99-0123abcd"
     return lines
@@ -93,6 +98,17 @@ DEFECTS: dict[str, tuple[Callable[[list], list | str], int, str, str]] = {
     "contradicts_play": (_other_game, 7, "contradicts_file", "differs from the file's"),
     "state_outside_enum": (edit(14, _set("data.state", "PAUSED")), 15, "isin", "'PAUSED' is not one of"),
     "levels_exceed_win": (edit(15, _set("data.levels_completed", 9)), 16, "levels_exceed_win", "exceeds win_levels"),
+    # Values of a type no column can hold: the line is quarantined, the file's other lines still land.
+    "deeply_nested_line": (_deeply_nested, 6, "invalid_json", "nested too deeply"),
+    "state_not_a_string": (edit(16, _set("data.state", ["WIN"])), 17, "bad_state", "must be a string"),
+    "win_levels_over_64_bits": (edit(17, _set("data.win_levels", 2**70)), 18, "bad_levels", "64-bit"),
+    "levels_over_64_bits": (edit(17, _set("data.levels_completed", -(2**70))), 18, "bad_levels", "64-bit"),
+    "available_actions_not_a_list": (edit(18, _set("data.available_actions", "all")), 19, "bad_available_actions",
+                                     "list of action ids"),
+    "available_action_not_an_id": (edit(19, _set("data.available_actions", [6, True])), 20,
+                                   "bad_available_actions", "list of action ids"),
+    "available_action_float": (edit(20, _set("data.available_actions", [6, 1e999])), 21, "bad_available_actions",
+                               "list of action ids"),
 }
 
 
