@@ -147,6 +147,19 @@ def test_build_of_a_missing_database_stops(tmp_path):
     assert not missing.exists()
 
 
+def test_baselines_out_cannot_overwrite_the_database(tmp_path):
+    from pipeline.core.workspace import Workspace
+
+    db = tmp_path / "study.duckdb"
+    with Workspace(db):
+        pass
+    before = db.read_bytes()
+    code, text = run("baselines", "--db", str(db), "--out", str(db))
+    assert code == 2, text
+    assert "is the database" in text
+    assert db.read_bytes() == before
+
+
 def test_no_help_shows_a_bool_type():
     commands = [name for name in (c.name for c in app.registered_commands)]
     assert "score" in commands and "view" in commands
