@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipeline.core.textfiles import read_text_document
-from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
+from pipeline.ingest.base import NESTED_TOO_DEEPLY, FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.recordings.cards import card_rows
 from schemas.validate import conform
@@ -34,6 +34,8 @@ def _load_json_document(ctx: FileContext) -> tuple[Any, list[str]]:
     except json.JSONDecodeError as err:
         raise FileRejected(f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})", "invalid_json",
                            f"line {err.lineno}", clip(text.splitlines()[err.lineno - 1] if text else "")) from None
+    except RecursionError:
+        raise FileRejected(NESTED_TOO_DEEPLY, "invalid_json", "file", clip(text)) from None
 
 
 def _whole_json(head: Head) -> Any:
@@ -56,7 +58,9 @@ def sniff_metadata(head: Head) -> str | None:
 
 
 def _positive_int_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+    """Positive integers that a BIGINT column holds (a larger one would be stored as null)."""
+    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 2**63
+                                           for v in value)
 
 
 def read_metadata(ctx: FileContext) -> ReaderOutput:
