@@ -15,7 +15,7 @@ from pipeline.core.textfiles import read_text_document
 from pipeline.ingest.base import NESTED_TOO_DEEPLY, FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.recordings.cards import card_rows
-from schemas.validate import conform
+from schemas.validate import conform, type_problem
 
 METADATA_KEYS = {"baseline_actions", "title", "default_fps", "tags", "class_name", "date_downloaded",
                  "level_tags", "private_tags", "local_dir", "date_created"}
@@ -90,13 +90,17 @@ def read_metadata(ctx: FileContext) -> ReaderOutput:
         except ValueError:
             flags.append("bad_date_downloaded")
     out = ReaderOutput(flags=flags)
-    out.tables["core_arc3__environments"] = conform("core_arc3__environments", [{
+    row = {
         "game_id": game_id, "file_id": ctx.file_id, "game_code": code, "version": version,
         "title": doc.get("title"), "default_fps": doc.get("default_fps"), "tags": doc.get("tags"),
         "baseline_actions": baseline, "date_downloaded": downloaded,
         "class_name": doc.get("class_name") or code.capitalize(),
         "metadata_json": json.dumps(doc, sort_keys=True), "flags": flags,
-    }])
+    }
+    problem = type_problem("core_arc3__environments", row)
+    if problem is not None:  # e.g. default_fps 1.5 would be stored as 1, tags [1] as ["1"]
+        raise FileRejected(f"metadata {problem[1]}", "bad_type")
+    out.tables["core_arc3__environments"] = conform("core_arc3__environments", [row])
     return out
 
 
@@ -157,19 +161,27 @@ def _scored_summary(ctx: FileContext, doc: dict, out: ReaderOutput) -> None:
                                           "level_scores, level_actions and level_baseline_actions differ in length",
                                           clip(json.dumps(run)), "core_arc3__scorecard_runs"))
                 continue
-            runs.append({
+            row = {
                 "file_id": ctx.file_id, "card_id": doc.get("card_id"), "policy_id": policy_id,
                 "game_id": env["id"], "run_index": r_i, "guid": run.get("guid"), "score": run.get("score"),
                 "levels_completed": run.get("levels_completed"), "actions": run.get("actions"),
                 "resets": run.get("resets"), "state": run.get("state"), "is_completed": run.get("completed"),
                 "level_scores": run.get("level_scores"), "level_actions": run.get("level_actions"),
                 "level_baseline_actions": run.get("level_baseline_actions"), "message": run.get("message"),
-            })
+            }
+            problem = type_problem("core_arc3__scorecard_runs", row)
+            if problem is not None:  # stored altered ("5" as 5) or failing the whole file otherwise
+                out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", "bad_type", problem[1],
+                                          clip(json.dumps(run)), "core_arc3__scorecard_runs", problem[0]))
+                continue
+            runs.append(row)
+    card = {"file_id": ctx.file_id, "card_id": doc.get("card_id"), "policy_id": policy_id,
+            "score": doc.get("score"), "scorecard_json": json.dumps(doc, sort_keys=True)}
+    problem = type_problem("core_arc3__scorecards", card)
+    if problem is not None:
+        raise FileRejected(f"the scorecard's {problem[1]}", "bad_type")
     out.tables["core_arc3__scorecard_runs"] = conform("core_arc3__scorecard_runs", runs)
-    out.tables["core_arc3__scorecards"] = conform("core_arc3__scorecards", [{
-        "file_id": ctx.file_id, "card_id": doc.get("card_id"), "policy_id": policy_id, "score": doc.get("score"),
-        "scorecard_json": json.dumps(doc, sort_keys=True),
-    }])
+    out.tables["core_arc3__scorecards"] = conform("core_arc3__scorecards", [card])
     if any(-1 in (r["level_baseline_actions"] or []) for r in runs):
         out.flags.append("unscored_runs")
 

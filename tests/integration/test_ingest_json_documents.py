@@ -55,3 +55,59 @@ def test_metadata_baselines_beyond_64_bits_are_refused_not_nulled(tmp_path: Path
     ws.close()
     assert statuses == ["rejected"] and envs == 0
     assert [check for check, _ in rows] == ["bad_baseline_actions"]
+
+
+MANIFEST = {
+    "format": "arcstudy-study-manifest/1", "study_id": "pilot",
+    "participants": [{"participant_id": "p1", "cohort": "a"}, {"participant_id": "p2", "cohort": "a"}],
+    "sessions": [{"session_id": "s1", "participant_id": "p1"}, {"session_id": "s2", "participant_id": "p2"}],
+    "plays": [{"guid": "00000000-0000-4000-8000-000000000001", "session_id": "s1", "game_id": "ab12-0123abcd",
+               "order_in_session": 1}],
+}
+GUID2 = "00000000-0000-4000-8000-000000000002"
+
+
+@pytest.mark.parametrize(("kind", "key", "value"), [
+    ("plays", "order_in_session", 1.7),  # once stored as 1
+    ("plays", "order_in_session", "2"),  # once stored as 2
+    ("plays", "order_in_session", 2**70),  # once refused the whole file
+    ("participants", "cohort", ["a"]),  # once refused the whole file
+    ("sessions", "site", 7),  # once stored as "7"
+])
+def test_manifest_entry_of_the_wrong_type_is_quarantined_and_the_rest_loads(tmp_path: Path, kind: str, key: str,
+                                                                              value):
+    doc = json.loads(json.dumps(MANIFEST))
+    bad = {"plays": {"guid": GUID2, "session_id": "s1", "game_id": "ab12-0123abcd"},
+           "participants": {"participant_id": "p3"}, "sessions": {"session_id": "s3", "participant_id": "p1"}}[kind]
+    doc[kind].append({**bad, key: value})
+    statuses, rows, ws = ingest_one(tmp_path, "study.json", json.dumps(doc))
+    counts = [ws.row_count(t) for t in ("core_study__participants", "core_study__sessions",
+                                        "core_study__session_plays")]
+    ws.close()
+    assert statuses == ["loaded"]
+    assert rows == [("bad_type", rows[0][1])] and key in rows[0][1] and repr(value)[:20] in rows[0][1]
+    assert counts == [2, 2, 1]
+
+
+def test_scored_summary_run_of_the_wrong_type_is_quarantined_and_the_rest_loads(tmp_path: Path):
+    run = {"guid": "00000000-0000-4000-8000-000000000001", "score": 10.0, "levels_completed": 1, "actions": 5,
+           "resets": 0, "state": "WIN", "completed": True, "level_scores": [10.0], "level_actions": [5],
+           "level_baseline_actions": [3]}
+    bad_runs = [{**run, "score": "x"}, {**run, "actions": 2**70}, {**run, "actions": "5"},
+                {**run, "level_scores": ["a"]}, {**run, "completed": "yes"}, {**run, "guid": 5}]
+    doc = {"card_id": "c1", "score": 10.0, "environments": [{"id": "ab12-0123abcd", "runs": [run, *bad_runs]}]}
+    statuses, rows, ws = ingest_one(tmp_path, "scorecard.json", json.dumps(doc))
+    stored = ws.read("SELECT run_index, actions, score FROM core_arc3__scorecard_runs").rows()
+    ws.close()
+    assert statuses == ["loaded"]
+    assert stored == [(0, 5, 10.0)]
+    assert [check for check, _ in rows] == ["bad_type"] * len(bad_runs)
+
+
+@pytest.mark.parametrize(("key", "value"), [("default_fps", 1.5), ("tags", [1]), ("title", ["x"])])
+def test_metadata_field_of_the_wrong_type_is_refused_not_altered(tmp_path: Path, key: str, value):
+    doc = {"game_id": "ab12-0123abcd", "title": "x", "baseline_actions": [3], key: value}
+    statuses, rows, ws = ingest_one(tmp_path, "metadata.json", json.dumps(doc))
+    ws.close()
+    assert statuses == ["rejected"]
+    assert [check for check, _ in rows] == ["bad_type"] and key in rows[0][1]
