@@ -111,3 +111,22 @@ def test_metadata_field_of_the_wrong_type_is_refused_not_altered(tmp_path: Path,
     ws.close()
     assert statuses == ["rejected"]
     assert [check for check, _ in rows] == ["bad_type"] and key in rows[0][1]
+
+
+HUMAN = (Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3" / "human" / "vc33"
+         / "82f713eb-a8b5-43fe-a7e2-ca6a5e9451c7.recording.jsonl")
+
+
+@pytest.mark.parametrize(("key", "value"), [("actions", [2**70]), ("levels_completed", [2**70]),
+                                            ("resets", [1e999])])
+def test_card_slot_beyond_its_columns_is_quarantined_not_fatal(tmp_path: Path, key: str, value):
+    """A card wrapper (the human dataset's summary line, alone in a file) once refused the whole file with
+    'reading the file failed: ComputeError' or 'OverflowError'."""
+    doc = json.loads(HUMAN.read_text().splitlines()[-1])["data"]
+    (card,) = doc["cards"].values()
+    card[key] = value
+    statuses, rows, ws = ingest_one(tmp_path, "card.json", json.dumps(doc))
+    ws.close()
+    assert statuses == ["loaded"]
+    assert [check for check, _ in rows] in (["bad_type"], ["bad_card"])
+    assert "Error" not in rows[0][1]
