@@ -39,7 +39,7 @@ from schemas.validate import conform
 
 from .counting import ACTION_NAMES
 from .lines import MAX_REASONING_BYTES, LineError, LineIssue, action_id_of, clip
-from .reader import ParsedRecording, RecordingRejected, read_recording_file
+from .reader import MAX_LINE_BYTES, ParsedRecording, RecordingRejected, bounded_lines, read_recording_file
 from .variant import is_action_script_record
 
 __all__ = [
@@ -128,9 +128,12 @@ class ScriptReplay:
 # --------------------------------------------------------------------------------------------------
 # reading a script
 # --------------------------------------------------------------------------------------------------
+FIRST_LINE_BYTES = 1024 * 1024  # enough to tell a script line (its reasoning is capped at 16 KiB)
+
+
 def _first_line(path: Path) -> str:
     with open(path, "rb") as fh:
-        for raw in fh:
+        while raw := fh.readline(FIRST_LINE_BYTES):  # never a whole 200 MB line
             text = raw.decode("utf-8", errors="replace").strip()
             if text:
                 return text
@@ -171,7 +174,12 @@ def read_playback_file(path: Path | str) -> PlaybackScript:
     actions, raw_lines, skipped, issues = [], [], [], []
     game_id: str | None = None
     with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, 1):
+        for number, (raw, too_long) in enumerate(bounded_lines(fh, digest), 1):
+            if too_long is not None:
+                issues.append(LineIssue(f"line {number}", "line_too_long", f"line is {too_long} bytes (with its line "
+                                        f"end), over the {MAX_LINE_BYTES}-byte limit of a line; not read",
+                                        clip(raw.decode("utf-8", "replace")), "core_arc3__steps"))
+                continue
             digest.update(raw)
             try:
                 text = raw.decode("utf-8").rstrip("\r\n")

@@ -294,3 +294,18 @@ def test_scripts_among_recordings_score_alike_on_two_workers(tmp_path: Path):
         assert len(scripts) == len(SCRIPTS)  # one game each: every script was replayed and verified
         cards[workers] = {k: v for k, v in doc.items() if k not in ("created_at", "run", "manifest")}
     assert cards["1"] == cards["2"]
+
+
+def test_a_script_line_over_the_size_limit_is_reported_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from pipeline.recordings import reader
+
+    monkeypatch.setattr(reader, "MAX_LINE_BYTES", 64 * 1024)
+    (script,) = [s for s in SCRIPTS if s.name.startswith("ly28")]
+    lines = script.read_text().splitlines()
+    long_line = '{"data": {"action_input": {"id": 1, "reasoning": "' + "x" * 200_000 + '"}}}'
+    bad = tmp_path / "ly28_long.playback.jsonl"
+    bad.write_text("\n".join([long_line, *lines]) + "\n")
+    parsed = read_playback_file(bad)
+    assert [(i.location, i.check) for i in parsed.issues] == [("line 1", "line_too_long")]
+    assert len(parsed.actions) == len(read_playback_file(script).actions)
+    assert parsed.file_sha256 == __import__("hashlib").sha256(bad.read_bytes()).hexdigest()
