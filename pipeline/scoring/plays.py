@@ -199,6 +199,11 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
     return out
 
 
+def same_content_as(name: str | None) -> str:
+    """Why a file is left out: its bytes are a file given before (its plays would otherwise count twice)."""
+    return f"same content as {name} (given twice: read once)"
+
+
 def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                          ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, tuple[str | None, Path | None]],
                                     list[tuple[Path, str]]]:
@@ -218,6 +223,9 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                 continue
             if is_playback_file(path):  # actions only: stored as ingest stores them, replayed by replay_scripts
                 script = read_playback_file(path)
+                if script.file_sha256 in files:
+                    problems.append((path, same_content_as(files[script.file_sha256][0])))
+                    continue
                 for issue in script.issues:
                     problems.append((path, f"{issue.location}: {issue.check}: {issue.reason} (line left out)"))
                 tables = script_tables(script, script.file_sha256)
@@ -231,6 +239,9 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
             continue
         except (OSError, UnicodeDecodeError) as err:
             problems.append((path, f"unreadable: cannot read the file: {err}"))
+            continue
+        if parsed.file_sha256 in files:
+            problems.append((path, same_content_as(files[parsed.file_sha256][0])))
             continue
         for issue in parsed.issues:
             problems.append((path, f"{issue.location}: {issue.check}: {issue.reason} (line left out)"))
