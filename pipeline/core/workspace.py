@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -81,6 +82,13 @@ def _refuse_other_files(path: Path) -> None:
     """DuckDB opens a CSV, JSON or Parquet file given as the database as an in-memory database with a view over
     the file: whatever is written then vanishes at exit. Only an empty file or a DuckDB file is a database."""
     offset, magic = DUCKDB_MAGIC
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # DuckDB creates it, or says why it cannot
+    if not stat.S_ISREG(mode):  # a FIFO would block the open below until a writer came
+        raise WorkspaceError(f"{path} is not a DuckDB database (not a regular file); --db names the study's "
+                             "database file")
     try:
         with open(path, "rb") as fh:
             head = fh.read(offset + len(magic))

@@ -92,6 +92,8 @@ def _first_line_not_utf8(path: Path) -> tuple[int, str]:
 
 def read_counts(path: Path) -> Counts:
     path = Path(path)
+    if path.exists() and not path.is_file():  # a FIFO would block until a writer came
+        raise CountsFileError(f"{path}: not a regular file: only regular files are read")
     try:
         handle = path.open(newline="", encoding="utf-8-sig")
     except OSError as err:

@@ -191,3 +191,21 @@ def test_readme_tour_reads_the_demo_database(tmp_path):
     assert (tmp_path / "arcstudy.duckdb").is_file()
     own = cli("tables", cwd=tmp_path)
     assert own.returncode == 0 and "using the demo database" not in own.stderr
+
+
+@pytest.mark.parametrize("verb", ["score", "replay", "baselines", "query"])
+def test_a_fifo_given_to_any_command_is_refused_not_waited_on(tmp_path, verb):
+    """Only ingest refused FIFOs: `score PIPE`, `replay PIPE`, `baselines --from-counts PIPE` and `--db PIPE`
+    waited forever for a writer."""
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    args = {"score": ["score", str(fifo), "--db", str(tmp_path / "s.duckdb"), "--out", str(tmp_path / "o")],
+            "replay": ["replay", str(fifo), "--out", str(tmp_path / "r.jsonl")],
+            "baselines": ["baselines", "--from-counts", str(fifo)],
+            "query": ["query", "SELECT 1", "--db", str(fifo)]}[verb]
+    environ = {k: v for k, v in os.environ.items() if k != "ARCSTUDY_DB"} | {"PYTHONPATH": str(ROOT)}
+    res = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", *args], cwd=tmp_path, env=environ,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode in (1, 2, 3), res.stdout + res.stderr
+    assert "not a regular file" in res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
