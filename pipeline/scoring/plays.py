@@ -290,10 +290,14 @@ def replay_scripts(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapping[str,
 def load_recovered_actions(path: Path) -> dict[str, list[int | str]]:
     """``{key: [action, ...]}`` from a JSON file, a key being a recording's file name, guid or file_id and each
     action an id (0-7) or a name (``"ACTION1"``), one per frame line that is not a post-terminal echo."""
+    if path.exists() and not path.is_file():  # a FIFO would block until a writer came
+        raise RecordingReadError(f"cannot read recovered actions from {path}: not a regular file")
     try:
         doc = json.loads(read_text_document(path)[0])  # a BOM is not content
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
         raise RecordingReadError(f"cannot read recovered actions from {path}: {err}") from None
+    except RecursionError:
+        raise RecordingReadError(f"cannot read recovered actions from {path}: JSON nested too deeply") from None
     if not isinstance(doc, dict) or not all(isinstance(v, list) for v in doc.values()):
         raise RecordingReadError(f"{path}: expected a JSON object mapping file name, guid or file_id to a list "
                                  "of actions")

@@ -301,3 +301,14 @@ def test_the_same_recording_under_two_names_is_read_once(tmp_path):
         if name == "both":
             assert code == 3 and f"same content as {sample.name}" in output, output
     assert outs["both"] == outs["one"]
+
+
+@pytest.mark.parametrize(("content", "words"), [(b"\xa3\x00binary", "cannot read recovered actions"),
+                                                (b"[" * 100_000 + b"]" * 100_000, "nested too deeply")])
+def test_an_unreadable_recovered_actions_file_is_a_usage_error(tmp_path, content: bytes, words: str):
+    """A binary file or one nested too deeply once gave a UnicodeDecodeError / RecursionError traceback."""
+    recovered = tmp_path / "recovered.json"
+    recovered.write_bytes(content)
+    result = CliRunner().invoke(app, ["--plain", "score", str(SAMPLES / "fixtures"), "--recovered-actions",
+                                      str(recovered), "--db", str(tmp_path / "x.duckdb")])
+    assert result.exit_code == 2 and words in result.output, result.output
