@@ -29,7 +29,7 @@ def query_command(
     db: DbOption = None,
     fmt: Annotated[QueryFormat, typer.Option("--format", help="Output format.")] = QueryFormat.table,
     out_file: Annotated[Path | None, typer.Option("--out", help="Write results to this file.")] = None,
-    limit: Annotated[int, typer.Option(help="Rows shown in table format (files get every row).")] = 50,
+    limit: Annotated[int, typer.Option(min=0, help="Rows shown in table format (files get every row).")] = 50,
     lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait while another process "
                                                 "(ingest, build) has the database open for writing.")] = 30.0,
 ) -> None:
