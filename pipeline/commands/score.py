@@ -171,7 +171,10 @@ def score_command(
                                                                     scheduler=scheduler, progress=out.track)
             problems = special + problems
             for p in paths:
-                manifest.add_input(p)
+                try:
+                    manifest.add_input(p)
+                except OSError:
+                    pass  # a file that cannot be read is among the rejected inputs already
         else:
             steps, plays, files = read_db_plays(ws, game or [])
             checks = None

@@ -209,3 +209,14 @@ def test_a_fifo_given_to_any_command_is_refused_not_waited_on(tmp_path, verb):
     assert res.returncode in (1, 2, 3), res.stdout + res.stderr
     assert "not a regular file" in res.stdout + res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_score_of_a_file_that_fails_to_read_reports_it(tmp_path):
+    """/proc/self/mem is a regular file whose reading fails (EIO): score once printed an OSError traceback while
+    hashing it for the run manifest, after having reported it."""
+    sample = ROOT.parent / "shared" / "samples" / "arc-agi-3" / "fixtures" / "an53_scripted-lose.noframes.jsonl"
+    code, text = run("score", str(sample), "/proc/self/mem", "--games",
+                     str(ROOT.parent / "shared" / "conformance" / "environment_files"), "--db",
+                     str(tmp_path / "s.duckdb"), "--out", str(tmp_path / "o"), "--no-figures", "--workers", "1")
+    assert code == 3, text
+    assert "mem: unreadable" in text and "Traceback" not in text
