@@ -111,6 +111,8 @@ def read_counts(path: Path) -> Counts:
     except UnicodeDecodeError:
         line, why = _first_line_not_utf8(path)
         raise CountsFileError(f"{path}:{line}: not UTF-8 text ({why}); re-save the file as UTF-8") from None
+    except OSError as err:  # opened, then failed to read (EIO)
+        raise CountsFileError(f"{path}: cannot read: {err.strerror or err}") from None
 
 
 def _read_rows(path: Path, reader: Any, reject: Callable[..., None], rejects: list[Reject]) -> Counts:

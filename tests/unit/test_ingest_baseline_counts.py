@@ -124,3 +124,9 @@ def test_a_file_that_is_not_utf8_is_refused_saying_so(tmp_path: Path):
     path.write_bytes(b"game_id,level_index,player_id,actions,completed\ng1,1,\xa3b,4,true\n")
     with pytest.raises(CountsFileError, match=r"c.csv:2: not UTF-8 text .*re-save"):
         read_counts(path)
+
+
+def test_a_file_that_fails_to_read_is_a_counts_error():
+    """/proc/self/mem opens and then fails to read (EIO): once an OSError traceback from `baselines`."""
+    with pytest.raises(CountsFileError, match="cannot read"):
+        read_counts(Path("/proc/self/mem"))
