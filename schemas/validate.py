@@ -7,6 +7,7 @@ plus one `FailureRecord` per problem: table, row, column, check, value, reason.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import polars as pl
@@ -130,6 +131,68 @@ def _columns(table_name: str, without: tuple[str, ...]) -> dict[str, pl.DataType
 def empty_frame(table_name: str, *, without: tuple[str, ...] = ()) -> pl.DataFrame:
     """A zero-row frame with the table's exact columns and dtypes (less the `without` columns)."""
     return pl.DataFrame(schema=_columns(table_name, without))
+
+
+_INT_RANGES = {pl.Int8: 8, pl.Int16: 16, pl.Int32: 32, pl.Int64: 64}  # signed: bits
+_UINT_RANGES = {pl.UInt8: 8, pl.UInt16: 16, pl.UInt32: 32, pl.UInt64: 64}
+
+
+def _int_range(dtype: pl.DataType) -> tuple[int, int] | None:
+    for t, bits in _INT_RANGES.items():
+        if dtype == t:
+            return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    for t, bits in _UINT_RANGES.items():
+        if dtype == t:
+            return 0, 2**bits - 1
+    return None
+
+
+def _fits(dtype: pl.DataType, value: object) -> bool:
+    """Whether a value read from a document is one the column holds as it is (conform would otherwise turn
+    1.7 into 1, "5" into 5, [1] into an error, an integer over 64 bits into an error)."""
+    if value is None:
+        return True
+    if isinstance(dtype, pl.List):
+        return isinstance(value, list) and all(_fits(dtype.inner, v) for v in value)
+    if dtype == pl.String:
+        return isinstance(value, str)
+    if dtype == pl.Boolean:
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    bounds = _int_range(dtype)
+    if bounds is not None:
+        return isinstance(value, int) and bounds[0] <= value <= bounds[1]
+    if dtype in (pl.Float32, pl.Float64):
+        return isinstance(value, (int, float)) and math.isfinite(value)
+    return True  # dates and times are parsed (and checked) by the readers themselves
+
+
+def type_problem(table_name: str, row: dict) -> tuple[str, str] | None:
+    """(column, reason) for the first value of `row` that its column cannot hold as it is, else None: a reader
+    of a document quarantines that entry instead of storing it altered or failing the whole file."""
+    schema = _columns(table_name, ())
+    for column, value in row.items():
+        dtype = schema.get(column)
+        if dtype is not None and not _fits(dtype, value):
+            shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:80] + "..."
+            return column, f"{column} must be {_type_words(dtype)}, got {shown}"
+    return None
+
+
+def _type_words(dtype: pl.DataType) -> str:
+    if isinstance(dtype, pl.List):
+        return f"a list of {_type_words(dtype.inner).removeprefix('a ').removeprefix('an ')}s"
+    if dtype == pl.String:
+        return "a string"
+    if dtype == pl.Boolean:
+        return "true or false"
+    bounds = _int_range(dtype)
+    if bounds is not None:
+        return f"an integer of {len(bin(bounds[1])) - 2 + (bounds[0] < 0)} bits"
+    if dtype in (pl.Float32, pl.Float64):
+        return "a finite number"
+    return f"a {dtype}"
 
 
 def conform(table_name: str, rows: list[dict] | pl.DataFrame, *, without: tuple[str, ...] = ()) -> pl.DataFrame:

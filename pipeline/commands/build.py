@@ -25,6 +25,7 @@ from .common import (
     command_line,
     fail,
     open_workspace,
+    refuse_overwriting_database,
     run_manifest_dir,
 )
 
@@ -209,6 +210,7 @@ def baselines_command(
     db_path = db or default_db_path()
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first)")
+    refuse_overwriting_database(out_file, db_path)
     with open_workspace(db_path, read_only=not outputs.writes) as ws:
         if not ws.has_table("out_arc3__level_baselines") or ws.row_count("out_arc3__level_baselines") == 0:
             raise fail("no baselines in the database: run `arcstudy build` first (and check that it found "

@@ -81,6 +81,20 @@ def open_workspace(db: Path | None, *, read_only: bool = False, lock_timeout_s: 
         raise fail(str(err)) from err
 
 
+def refuse_overwriting_database(out_file: Path | None, db: Path) -> None:
+    """Exit 2 when an output file is the database (or its write-ahead log) under any name: writing a result
+    there would destroy the study, and a command that only reads must not be able to."""
+    if out_file is None:
+        return
+    wal = db.with_name(db.name + ".wal")
+    for protected in (db, wal):
+        same = (out_file.resolve() == protected.resolve()
+                or (out_file.exists() and protected.exists() and out_file.samefile(protected)))
+        if same:
+            raise fail(f"--out {out_file} is the database{' log' if protected is wal else ''} ({protected}); "
+                       "choose another file", EXIT_USAGE)
+
+
 def db_to_read(db: Path | None) -> Path:
     """The database a read-only command opens: --db, else `default_db_to_read()`, saying so when that is the
     demo database (on stderr: stdout may be a query's CSV)."""

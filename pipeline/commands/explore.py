@@ -20,8 +20,8 @@ def explore_command(
     game: Annotated[str, typer.Argument(help="Game id (pv63-1a2b3c4d) or code (pv63: latest version).")],
     level: Annotated[list[int] | None, typer.Option("--level", "-l", help="Level number, 1-based (repeatable); "
                                                     "default: every level.")] = None,
-    max_nodes: Annotated[int, typer.Option("--max-nodes", help="Stop after this many states per level.")] = 200_000,
-    max_seconds: Annotated[float | None, typer.Option("--max-seconds", help="Stop a level after this long.")] = None,
+    max_nodes: Annotated[int, typer.Option("--max-nodes", min=1, help="Stop after this many states per level.")] = 200_000,
+    max_seconds: Annotated[float | None, typer.Option("--max-seconds", min=0.001, help="Stop a level after this long.")] = None,
     environments: Annotated[Path | None, typer.Option("--environments", help="Directory searched for "
                                                       "metadata.json (default: arcstudy's games/).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the per-level summaries as JSON on stdout.")] = False,
@@ -29,7 +29,7 @@ def explore_command(
                                                  "level, summary.json and manifest.json under DIR/<game_id>/.")] = None,
     click_rule: Annotated[str, typer.Option("--clicks", help="Click targets per state: objects, cells, pixels "
                                             "or engine (see pipeline/explore/graph.py).")] = "objects",
-    budget: Annotated[int | None, typer.Option("--budget", help="Also compute P(random policy wins within N "
+    budget: Annotated[int | None, typer.Option("--budget", min=0, help="Also compute P(random policy wins within N "
                                                "actions).")] = None,
     include_undo: Annotated[bool, typer.Option("--include-undo", help="Follow ACTION7 too (approximate: the "
                                                "state key does not hold undo history).")] = False,

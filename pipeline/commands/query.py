@@ -13,7 +13,7 @@ from rich.table import Table as RichTable
 
 from pipeline.core.console import out
 
-from .common import EXIT_USAGE, DbOption, db_to_read, fail, open_workspace
+from .common import EXIT_USAGE, DbOption, db_to_read, fail, open_workspace, refuse_overwriting_database
 
 
 class QueryFormat(StrEnum):
@@ -29,7 +29,7 @@ def query_command(
     db: DbOption = None,
     fmt: Annotated[QueryFormat, typer.Option("--format", help="Output format.")] = QueryFormat.table,
     out_file: Annotated[Path | None, typer.Option("--out", help="Write results to this file.")] = None,
-    limit: Annotated[int, typer.Option(help="Rows shown in table format (files get every row).")] = 50,
+    limit: Annotated[int, typer.Option(min=0, help="Rows shown in table format (files get every row).")] = 50,
     lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait while another process "
                                                 "(ingest, build) has the database open for writing.")] = 30.0,
 ) -> None:
@@ -48,6 +48,7 @@ def query_command(
     path = db_to_read(db)
     if fmt is QueryFormat.parquet and out_file is None:
         raise fail("--format parquet needs --out FILE", EXIT_USAGE)
+    refuse_overwriting_database(out_file, path)
     with open_workspace(path, read_only=True, lock_timeout_s=lock_timeout) as ws:
         try:
             df = ws.read(sql)

@@ -38,11 +38,15 @@ def replay_command(
     """
     from engine.loader import default_environments_dir
     from pipeline.core.manifest import RunManifest, sha256_file
+    from pipeline.ingest.runner import not_regular_file
     from pipeline.recordings.playback import PlaybackError, replay_script_file, write_lines
     from pipeline.recordings.reader import RecordingRejected
 
     if out_file.resolve() == script.resolve():
         raise fail("--out must not be the script itself", EXIT_USAGE)
+    kind = not_regular_file(script)
+    if kind is not None:  # a FIFO would block until a writer came
+        raise fail(f"{script} is {kind}, not a regular file: only regular files are read", EXIT_USAGE)
     game_dirs = [*(games or []), default_environments_dir()]
     manifest = RunManifest(command=command_line(ctx), config={
         "script": str(script), "out": str(out_file), "games": [str(g) for g in games or []], "frames": frames,

@@ -117,6 +117,7 @@ def score_command(
     from engine.loader import default_environments_dir
     from pipeline.core.manifest import RunManifest
     from pipeline.core.workspace import WorkspaceError, default_db_path
+    from pipeline.ingest.runner import not_regular_file
     from pipeline.scoring import baseline_sources as bs
     from pipeline.scoring.parallel import read_and_verify
     from pipeline.scoring.plays import (
@@ -161,11 +162,19 @@ def score_command(
             paths = expand_recordings(list(recordings or []))
             if not paths:
                 raise fail("no *.jsonl recording found in " + ", ".join(str(p) for p in recordings or []), EXIT_USAGE)
+            # A FIFO blocks until a writer comes and /dev/zero never ends: only regular files are read.
+            special = [(p, f"{kind}, not a regular file: only regular files are read") for p in paths
+                       if (kind := not_regular_file(p)) is not None]
+            paths = [p for p in paths if p not in {q for q, _ in special}]
             # Read and replayed at once, on the workers when there are several (scoring/parallel.py).
             steps, plays, files, problems, checks = read_and_verify(paths, game_dirs, recovered, workers=workers,
                                                                     scheduler=scheduler, progress=out.track)
+            problems = special + problems
             for p in paths:
-                manifest.add_input(p)
+                try:
+                    manifest.add_input(p)
+                except OSError:
+                    pass  # a file that cannot be read is among the rejected inputs already
         else:
             steps, plays, files = read_db_plays(ws, game or [])
             checks = None

@@ -239,6 +239,8 @@ def _check_keys(data: dict[str, Any], origin: str) -> None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    if path.exists() and not path.is_file():  # a FIFO would block until a writer came
+        raise ConfigError(f"cannot read config {path}: not a regular file")
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
@@ -246,6 +248,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config {path}: {err.strerror or err}") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path} is not valid TOML: {err}") from None
+    except UnicodeDecodeError as err:  # TOML is UTF-8
+        raise ConfigError(f"{path} is not UTF-8 text ({err.reason} at byte {err.start}); re-save it as UTF-8") \
+            from None
 
 
 def resolve(overrides: dict[str, Any] | None = None, *, origin: str = "overrides") -> BuildConfig:

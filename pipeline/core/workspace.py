@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -74,12 +75,39 @@ def _is_lock_error(err: Exception) -> bool:
     return "lock" in text and ("conflicting" in text or "could not set lock" in text)
 
 
+DUCKDB_MAGIC = (8, b"DUCK")  # offset and bytes of the DuckDB file format's magic number
+
+
+def _refuse_other_files(path: Path) -> None:
+    """DuckDB opens a CSV, JSON or Parquet file given as the database as an in-memory database with a view over
+    the file: whatever is written then vanishes at exit. Only an empty file or a DuckDB file is a database."""
+    offset, magic = DUCKDB_MAGIC
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # DuckDB creates it, or says why it cannot
+    if not stat.S_ISREG(mode):  # a FIFO would block the open below until a writer came
+        raise WorkspaceError(f"{path} is not a DuckDB database (not a regular file); --db names the study's "
+                             "database file")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(offset + len(magic))
+    except (FileNotFoundError, IsADirectoryError):
+        return
+    except OSError as err:
+        raise WorkspaceError(f"cannot open database {path}: {err.strerror}") from err
+    if head and head[offset:] != magic:
+        raise WorkspaceError(f"{path} is not a DuckDB database (it starts with {head[:offset]!r}); --db names the "
+                             "study's database file, a new one is created when it does not exist")
+
+
 class Workspace:
     def __init__(self, path: Path | str | None = None, *, read_only: bool = False, lock_timeout_s: float = 30.0):
         self.path = Path(path) if path is not None else default_db_path()
         self.read_only = read_only
         if read_only and not self.path.exists():
             raise WorkspaceError(f"database {self.path} does not exist (run `arcstudy ingest` first, or pass --db)")
+        _refuse_other_files(self.path)
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._known_tables: set[str] | None = None

@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipeline.core.textfiles import read_text_document
-from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
+from pipeline.ingest.base import NESTED_TOO_DEEPLY, FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.recordings.cards import card_rows
-from schemas.validate import conform
+from schemas.validate import conform, type_problem
 
 METADATA_KEYS = {"baseline_actions", "title", "default_fps", "tags", "class_name", "date_downloaded",
                  "level_tags", "private_tags", "local_dir", "date_created"}
@@ -34,6 +34,8 @@ def _load_json_document(ctx: FileContext) -> tuple[Any, list[str]]:
     except json.JSONDecodeError as err:
         raise FileRejected(f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})", "invalid_json",
                            f"line {err.lineno}", clip(text.splitlines()[err.lineno - 1] if text else "")) from None
+    except RecursionError:
+        raise FileRejected(NESTED_TOO_DEEPLY, "invalid_json", "file", clip(text)) from None
 
 
 def _whole_json(head: Head) -> Any:
@@ -56,7 +58,9 @@ def sniff_metadata(head: Head) -> str | None:
 
 
 def _positive_int_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+    """Positive integers that a BIGINT column holds (a larger one would be stored as null)."""
+    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 2**63
+                                           for v in value)
 
 
 def read_metadata(ctx: FileContext) -> ReaderOutput:
@@ -86,13 +90,17 @@ def read_metadata(ctx: FileContext) -> ReaderOutput:
         except ValueError:
             flags.append("bad_date_downloaded")
     out = ReaderOutput(flags=flags)
-    out.tables["core_arc3__environments"] = conform("core_arc3__environments", [{
+    row = {
         "game_id": game_id, "file_id": ctx.file_id, "game_code": code, "version": version,
         "title": doc.get("title"), "default_fps": doc.get("default_fps"), "tags": doc.get("tags"),
         "baseline_actions": baseline, "date_downloaded": downloaded,
         "class_name": doc.get("class_name") or code.capitalize(),
         "metadata_json": json.dumps(doc, sort_keys=True), "flags": flags,
-    }])
+    }
+    problem = type_problem("core_arc3__environments", row)
+    if problem is not None:  # e.g. default_fps 1.5 would be stored as 1, tags [1] as ["1"]
+        raise FileRejected(f"metadata {problem[1]}", "bad_type")
+    out.tables["core_arc3__environments"] = conform("core_arc3__environments", [row])
     return out
 
 
@@ -153,19 +161,27 @@ def _scored_summary(ctx: FileContext, doc: dict, out: ReaderOutput) -> None:
                                           "level_scores, level_actions and level_baseline_actions differ in length",
                                           clip(json.dumps(run)), "core_arc3__scorecard_runs"))
                 continue
-            runs.append({
+            row = {
                 "file_id": ctx.file_id, "card_id": doc.get("card_id"), "policy_id": policy_id,
                 "game_id": env["id"], "run_index": r_i, "guid": run.get("guid"), "score": run.get("score"),
                 "levels_completed": run.get("levels_completed"), "actions": run.get("actions"),
                 "resets": run.get("resets"), "state": run.get("state"), "is_completed": run.get("completed"),
                 "level_scores": run.get("level_scores"), "level_actions": run.get("level_actions"),
                 "level_baseline_actions": run.get("level_baseline_actions"), "message": run.get("message"),
-            })
+            }
+            problem = type_problem("core_arc3__scorecard_runs", row)
+            if problem is not None:  # stored altered ("5" as 5) or failing the whole file otherwise
+                out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", "bad_type", problem[1],
+                                          clip(json.dumps(run)), "core_arc3__scorecard_runs", problem[0]))
+                continue
+            runs.append(row)
+    card = {"file_id": ctx.file_id, "card_id": doc.get("card_id"), "policy_id": policy_id,
+            "score": doc.get("score"), "scorecard_json": json.dumps(doc, sort_keys=True)}
+    problem = type_problem("core_arc3__scorecards", card)
+    if problem is not None:
+        raise FileRejected(f"the scorecard's {problem[1]}", "bad_type")
     out.tables["core_arc3__scorecard_runs"] = conform("core_arc3__scorecard_runs", runs)
-    out.tables["core_arc3__scorecards"] = conform("core_arc3__scorecards", [{
-        "file_id": ctx.file_id, "card_id": doc.get("card_id"), "policy_id": policy_id, "score": doc.get("score"),
-        "scorecard_json": json.dumps(doc, sort_keys=True),
-    }])
+    out.tables["core_arc3__scorecards"] = conform("core_arc3__scorecards", [card])
     if any(-1 in (r["level_baseline_actions"] or []) for r in runs):
         out.flags.append("unscored_runs")
 

@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 MAX_RAW_TEXT = 4096
+NESTED_TOO_DEEPLY = "not valid JSON for this format (nested too deeply to read: thousands of brackets)"
 
 
 def clip(text: str | None) -> str | None:

@@ -21,8 +21,11 @@ used. A header without the needed columns is an error for the whole file (`Count
 from __future__ import annotations
 
 import csv
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -61,15 +64,36 @@ class _Row:
 
 
 def _int(text: str) -> int | None:
+    """A whole number in 64 bits, written as one ("12", read exactly) or as a whole float ("12.0"); else None
+    (also for 1e999, nan and 2**63, which no count column holds)."""
     try:
-        f = float(text)
+        value = int(text)
     except ValueError:
-        return None
-    return int(f) if f == int(f) else None
+        try:
+            f = float(text)
+        except ValueError:
+            return None
+        if not math.isfinite(f) or f != int(f):
+            return None
+        value = int(f)
+    return value if -(2**63) <= value < 2**63 else None
+
+
+def _first_line_not_utf8(path: Path) -> tuple[int, str]:
+    """(1-based line, why) of the first line that is not UTF-8 (decoding a text stream fails by chunk)."""
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                return number, f"{err.reason} at byte {err.start}"
+    return 1, "invalid UTF-8"
 
 
 def read_counts(path: Path) -> Counts:
     path = Path(path)
+    if path.exists() and not path.is_file():  # a FIFO would block until a writer came
+        raise CountsFileError(f"{path}: not a regular file: only regular files are read")
     try:
         handle = path.open(newline="", encoding="utf-8-sig")
     except OSError as err:
@@ -81,64 +105,73 @@ def read_counts(path: Path) -> Counts:
         rejects.append(Reject(f"line {line}", check, f"{path}:{line}: {reason}", clip(raw),
                               "out_arc3__baseline_costs", column, value))
 
-    with handle:
-        reader = csv.reader(handle)
-        header = [h.strip() for h in next(reader, [])]
-        missing = [c for c in REQUIRED if c not in header]
-        counts = [c for c in COUNT_COLUMNS if c in header]
-        problems = [f"column {c} is missing" for c in missing]
-        if not counts:
-            problems.append("needs a count column: actions (per level) or cumulative_actions")
-        elif len(counts) > 1:
-            problems.append("has both actions and cumulative_actions: keep one")
-        if problems:
-            raise CountsFileError(f"{path}:1: {'; '.join(problems)} (header: {', '.join(header) or 'empty'})")
-        count_col = counts[0]
-        idx = {c: header.index(c) for c in (*REQUIRED, count_col)}
-        rows: list[_Row] = []
-        players: dict[tuple[str, str], None] = {}
-        seen: dict[tuple[str, str, int], int] = {}
-        n_rows = 0
-        line = reader.line_num
-        for record in reader:
-            line, start = reader.line_num, line + 1
-            if not any(v.strip() for v in record):
+    try:
+        with handle:
+            return _read_rows(path, csv.reader(handle), reject, rejects)
+    except UnicodeDecodeError:
+        line, why = _first_line_not_utf8(path)
+        raise CountsFileError(f"{path}:{line}: not UTF-8 text ({why}); re-save the file as UTF-8") from None
+    except OSError as err:  # opened, then failed to read (EIO)
+        raise CountsFileError(f"{path}: cannot read: {err.strerror or err}") from None
+
+
+def _read_rows(path: Path, reader: Any, reject: Callable[..., None], rejects: list[Reject]) -> Counts:
+    header = [h.strip() for h in next(reader, [])]
+    missing = [c for c in REQUIRED if c not in header]
+    counts = [c for c in COUNT_COLUMNS if c in header]
+    problems = [f"column {c} is missing" for c in missing]
+    if not counts:
+        problems.append("needs a count column: actions (per level) or cumulative_actions")
+    elif len(counts) > 1:
+        problems.append("has both actions and cumulative_actions: keep one")
+    if problems:
+        raise CountsFileError(f"{path}:1: {'; '.join(problems)} (header: {', '.join(header) or 'empty'})")
+    count_col = counts[0]
+    idx = {c: header.index(c) for c in (*REQUIRED, count_col)}
+    rows: list[_Row] = []
+    players: dict[tuple[str, str], None] = {}
+    seen: dict[tuple[str, str, int], int] = {}
+    n_rows = 0
+    line = reader.line_num
+    for record in reader:
+        line, start = reader.line_num, line + 1
+        if not any(v.strip() for v in record):
+            continue
+        n_rows += 1
+        raw = ",".join(record)
+        if len(record) != len(header):
+            reject(start, "wrong_field_count", f"{len(record)} fields, the header has {len(header)}", raw)
+            continue
+        v = {c: record[i].strip() for c, i in idx.items()}
+        if not v["game_id"] or not v["player_id"]:
+            col = "game_id" if not v["game_id"] else "player_id"
+            reject(start, "missing_value", f"{col} is empty", raw, col, "")
+            continue
+        players[(v["game_id"], v["player_id"])] = None
+        level = _int(v["level_index"])
+        if level is None or level < 1:
+            reject(start, "bad_level_index", f"level_index {v['level_index']!r} is not a whole number >= 1",
+                   raw, "level_index", v["level_index"])
+            continue
+        done = v["completed"].lower()
+        if done not in TRUE | FALSE:
+            reject(start, "bad_completed", f"completed {v['completed']!r} is not true or false", raw,
+                   "completed", v["completed"])
+            continue
+        completed, count = done in TRUE, None
+        if completed:
+            count = _int(v[count_col]) if v[count_col] else None
+            if count is None or count < 0:
+                reject(start, "bad_count", f"{count_col} {v[count_col]!r} of a completed level is not a whole "
+                       "number >= 0", raw, count_col, v[count_col])
                 continue
-            n_rows += 1
-            raw = ",".join(record)
-            if len(record) != len(header):
-                reject(start, "wrong_field_count", f"{len(record)} fields, the header has {len(header)}", raw)
-                continue
-            v = {c: record[i].strip() for c, i in idx.items()}
-            if not v["game_id"] or not v["player_id"]:
-                col = "game_id" if not v["game_id"] else "player_id"
-                reject(start, "missing_value", f"{col} is empty", raw, col, "")
-                continue
-            players[(v["game_id"], v["player_id"])] = None
-            level = _int(v["level_index"])
-            if level is None or level < 1:
-                reject(start, "bad_level_index", f"level_index {v['level_index']!r} is not a whole number >= 1",
-                       raw, "level_index", v["level_index"])
-                continue
-            done = v["completed"].lower()
-            if done not in TRUE | FALSE:
-                reject(start, "bad_completed", f"completed {v['completed']!r} is not true or false", raw,
-                       "completed", v["completed"])
-                continue
-            completed, count = done in TRUE, None
-            if completed:
-                count = _int(v[count_col]) if v[count_col] else None
-                if count is None or count < 0:
-                    reject(start, "bad_count", f"{count_col} {v[count_col]!r} of a completed level is not a whole "
-                           "number >= 0", raw, count_col, v[count_col])
-                    continue
-            key = (v["game_id"], v["player_id"], level)
-            if key in seen:
-                reject(start, "duplicate_level", f"player {key[1]} level {level} of {key[0]} already given on "
-                       f"line {seen[key]}", raw)
-                continue
-            seen[key] = start
-            rows.append(_Row(start, v["game_id"], v["player_id"], level, completed, count, raw))
+        key = (v["game_id"], v["player_id"], level)
+        if key in seen:
+            reject(start, "duplicate_level", f"player {key[1]} level {level} of {key[0]} already given on "
+                   f"line {seen[key]}", raw)
+            continue
+        seen[key] = start
+        rows.append(_Row(start, v["game_id"], v["player_id"], level, completed, count, raw))
 
     cumulative = count_col == "cumulative_actions"
     cost_rows: list[dict] = []

@@ -36,7 +36,7 @@ class Head:
             return None
         try:
             return json.loads(self.text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return None
 
 
@@ -76,8 +76,14 @@ def detect(path: Path) -> tuple[InputFormat | None, str]:
     head = read_head(path)
     if not head.text.strip():
         return None, "the file is empty"
+    too_deep = False
     for fmt in FORMATS.values():
-        evidence = fmt.sniff(head)
+        try:
+            evidence = fmt.sniff(head)
+        except RecursionError:  # json gives up on thousands of nested brackets: no format nests that deep
+            too_deep, evidence = True, None
         if evidence:
             return fmt, evidence
+    if too_deep:
+        return None, "not valid JSON for any format (nested too deeply to read: thousands of brackets)"
     return None, f"content not recognised (starts with {head.first_line[:80]!r})"

@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.textfiles import read_text_document
-from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject
+from pipeline.ingest.base import NESTED_TOO_DEEPLY, FileContext, FileRejected, ReaderOutput, Reject
 from pipeline.ingest.formats import Head
 from pipeline.ingest.harc_csv import (
     ROW,
@@ -147,6 +147,8 @@ def read_task_json(ctx: FileContext) -> ReaderOutput:
     except json.JSONDecodeError as err:
         raise FileRejected(f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno}",
                            check="invalid_json", raw_text=text) from err
+    except RecursionError:
+        raise FileRejected(NESTED_TOO_DEEPLY, check="invalid_json", raw_text=text) from None
     out = ReaderOutput(flags=facts.flags())
     tasks: list[dict] = []
     pairs: list[dict] = []

@@ -15,7 +15,7 @@ from typing import Any
 from pipeline.ingest.arc3_json import _load_json_document, _whole_json
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import Head, InputFormat, register
-from schemas.validate import conform
+from schemas.validate import conform, type_problem
 
 FORMAT_ID = "arcstudy-study-manifest/1"
 
@@ -53,10 +53,20 @@ def read_manifest(ctx: FileContext) -> ReaderOutput:
         if not isinstance(doc.get(key), list):
             raise FileRejected(f"`{key}` must be a list", "bad_manifest")
     study_id = doc.get("study_id") or ctx.path.stem
+    if not isinstance(study_id, str):
+        raise FileRejected(f"study_id must be a string, got {clip(json.dumps(study_id))}", "bad_type")
     out = ReaderOutput(flags=text_flags)
 
     def reject(kind: str, i: int, check: str, reason: str, entry: Any, table: str, column: str | None = None):
         out.rejects.append(Reject(f"{kind}[{i}]", check, reason, clip(json.dumps(entry, default=str)), table, column))
+
+    def wrong_type(kind: str, i: int, row: dict, entry: Any, table: str) -> bool:
+        """An entry with a value its column cannot hold as it is (1.7 for an integer, a list for a string) is
+        rejected rather than stored altered."""
+        problem = type_problem(table, row)
+        if problem is not None:
+            reject(kind, i, "bad_type", problem[1], entry, table, problem[0])
+        return problem is not None
 
     def identified(kind: str, noun: str, id_key: str, table: str) -> Iterator[tuple[int, dict]]:
         """The entries of `kind` that are objects with a string `id_key`; the others are rejected as missing_id."""
@@ -78,9 +88,12 @@ def read_manifest(ctx: FileContext) -> ReaderOutput:
                    "core_study__participants", "participant_id")
             continue
         attrs = {k: v for k, v in p.items() if k not in ("participant_id", "cohort", "site")}
-        participants[pid] = {"participant_id": pid, "file_id": ctx.file_id, "study_id": study_id,
-                             "cohort": p.get("cohort"), "site": p.get("site"),
-                             "attributes_json": json.dumps(attrs, sort_keys=True) if attrs else None}
+        row = {"participant_id": pid, "file_id": ctx.file_id, "study_id": study_id,
+               "cohort": p.get("cohort"), "site": p.get("site"),
+               "attributes_json": json.dumps(attrs, sort_keys=True) if attrs else None}
+        if wrong_type("participants", i, row, p, "core_study__participants"):
+            continue
+        participants[pid] = row
 
     sessions: dict[str, dict] = {}
     for i, s in identified("sessions", "session", "session_id", "core_study__sessions"):
@@ -100,9 +113,12 @@ def read_manifest(ctx: FileContext) -> ReaderOutput:
         if problem:
             reject("sessions", i, problem[0], problem[1], s, "core_study__sessions", problem[2])
             continue
-        sessions[sid] = {"session_id": sid, "file_id": ctx.file_id, "study_id": study_id, "participant_id": pid,
-                         "started_at": started, "ended_at": ended, "site": s.get("site"),
-                         "cohort": s.get("cohort"), "protocol": s.get("protocol")}
+        row = {"session_id": sid, "file_id": ctx.file_id, "study_id": study_id, "participant_id": pid,
+               "started_at": started, "ended_at": ended, "site": s.get("site"),
+               "cohort": s.get("cohort"), "protocol": s.get("protocol")}
+        if wrong_type("sessions", i, row, s, "core_study__sessions"):
+            continue
+        sessions[sid] = row
 
     plays: dict[str, dict] = {}
     for i, p in identified("plays", "play", "guid", "core_study__session_plays"):
@@ -122,9 +138,12 @@ def read_manifest(ctx: FileContext) -> ReaderOutput:
         if problem:
             reject("plays", i, problem[0], problem[1], p, "core_study__session_plays", problem[2])
             continue
-        plays[guid] = {"guid": guid, "file_id": ctx.file_id, "study_id": study_id, "session_id": sid,
-                       "participant_id": session["participant_id"], "game_id": p.get("game_id"),
-                       "order_in_session": p.get("order_in_session"), "is_first_run": p.get("is_first_run", True)}
+        row = {"guid": guid, "file_id": ctx.file_id, "study_id": study_id, "session_id": sid,
+               "participant_id": session["participant_id"], "game_id": p.get("game_id"),
+               "order_in_session": p.get("order_in_session"), "is_first_run": p.get("is_first_run", True)}
+        if wrong_type("plays", i, row, p, "core_study__session_plays"):
+            continue
+        plays[guid] = row
 
     out.tables["core_study__participants"] = conform("core_study__participants", list(participants.values()))
     out.tables["core_study__sessions"] = conform("core_study__sessions", list(sessions.values()))

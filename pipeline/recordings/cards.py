@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from schemas.validate import type_problem
+
 from .counting import Card, play_flags
 from .lines import LineIssue, clip
 
@@ -50,7 +52,7 @@ def card_rows(file_id: str | None, cards: dict[str, Any], line_number: int | Non
                                        "resets": raw.get("resets") or [0] * len(raw.get("actions") or [])})
             else:
                 card = Card.from_dict(raw)
-        except (ValueError, TypeError, KeyError) as err:
+        except (ValueError, TypeError, KeyError, OverflowError) as err:  # Overflow: int(1e999)
             issues.append(LineIssue(where, "bad_card", f"card for {game_id} cannot be read: {err}",
                                   clip(str(raw)), "core_arc3__card_plays"))
             continue
@@ -76,12 +78,18 @@ def card_rows(file_id: str | None, cards: dict[str, Any], line_number: int | Non
                 continue
             if play.actions == 0 and i not in slot_to_play and play_ids:
                 flags.add("stub_plays_in_card")
-            rows.append({
+            row = {
                 "file_id": file_id, "line_number": line_number, "game_id": game_id, "slot_index": i,
                 "guid": play.guid, "play_id": slot_to_play.get(i), "is_file_play": i in slot_to_play,
                 "card_actions": play.actions, "card_resets": play.resets,
                 "levels_completed": play.levels_completed, "card_state": play.state,
                 "card_actions_by_level": [list(p) for p in play.actions_by_level],
                 "card_score": raw["scores"][i] if preview else None, "flags": pflags,
-            })
+            }
+            wrong = type_problem("core_arc3__card_plays", row)  # e.g. 2**70 actions: would fail the whole file
+            if wrong is not None:
+                issues.append(LineIssue(f"{where} slot {i}", "bad_type", f"card slot {i} of {game_id}: {wrong[1]}",
+                                        clip(str(play)), "core_arc3__card_plays", wrong[0]))
+                continue
+            rows.append(row)
     return rows, issues, sorted(flags)

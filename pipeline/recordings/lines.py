@@ -47,6 +47,7 @@ ACTION_IDS = {name: i for i, name in enumerate(ACTION_NAMES)}
 GAME_ID_RE = re.compile(FIELDS["game_id"].regex)
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MAX_REASONING_BYTES = FIELDS["reasoning_json"].max_bytes  # the toolkit's limit, declared with the column
+INT64_LIMIT = 2**63
 MAX_RAW_TEXT = 4096  # the same limit as pipeline.ingest.base.clip: quarantine rows keep this much text
 
 
@@ -221,6 +222,8 @@ def _loads(raw: bytes) -> tuple[Any, bytes | str | None, bool]:
             obj, frame_text = json.loads(text), None  # the cut was not the real field: parse it all
     except json.JSONDecodeError as err:
         raise LineError("invalid_json", f"not valid JSON ({err.msg} at column {err.colno})") from None
+    except RecursionError:  # thousands of nested brackets: no recording field is nested that deep
+        raise LineError("invalid_json", "not valid JSON for a recording (nested too deeply to read)") from None
     return obj, frame_text, True
 
 
@@ -342,6 +345,19 @@ def _check_frame_record(line: Line) -> None:
                         levels)
     if win is not None and (not isinstance(win, int) or isinstance(win, bool)):
         raise LineError("bad_levels", f"win_levels must be an integer, got {win!r}", "win_levels", win)
+    # Values no column can hold would make the whole file's rows unbuildable: the line is quarantined instead.
+    for name, v in (("levels_completed", levels), ("win_levels", win)):
+        if v is not None and not -INT64_LIMIT <= v < INT64_LIMIT:
+            raise LineError("bad_levels", f"{name} {v} does not fit a 64-bit integer", name, v)
+    state = data.get("state")
+    if state is not None and not isinstance(state, str):
+        raise LineError("bad_state", f"state must be a string, got {clip(json.dumps(state))}", "state",
+                        clip(json.dumps(state)))
+    available = data.get("available_actions")
+    if available is not None and not (isinstance(available, list) and all(
+            isinstance(a, int) and not isinstance(a, bool) and 0 <= a <= 7 for a in available)):
+        raise LineError("bad_available_actions", "available_actions must be a list of action ids 0-7, got "
+                        f"{clip(json.dumps(available))}", "available_actions", clip(json.dumps(available)))
     if win and levels > win:
         raise LineError("levels_exceed_win", f"levels_completed {levels} exceeds win_levels {win}",
                         "levels_completed", levels)

@@ -38,8 +38,8 @@ from engine.recording import response_to_record
 from schemas.validate import conform
 
 from .counting import ACTION_NAMES
-from .lines import LineError, LineIssue, action_id_of, clip
-from .reader import ParsedRecording, RecordingRejected, read_recording_file
+from .lines import MAX_REASONING_BYTES, LineError, LineIssue, action_id_of, clip
+from .reader import MAX_LINE_BYTES, ParsedRecording, RecordingRejected, bounded_lines, read_recording_file
 from .variant import is_action_script_record
 
 __all__ = [
@@ -128,9 +128,12 @@ class ScriptReplay:
 # --------------------------------------------------------------------------------------------------
 # reading a script
 # --------------------------------------------------------------------------------------------------
+FIRST_LINE_BYTES = 1024 * 1024  # enough to tell a script line (its reasoning is capped at 16 KiB)
+
+
 def _first_line(path: Path) -> str:
     with open(path, "rb") as fh:
-        for raw in fh:
+        while raw := fh.readline(FIRST_LINE_BYTES):  # never a whole 200 MB line
             text = raw.decode("utf-8", errors="replace").strip()
             if text:
                 return text
@@ -171,16 +174,28 @@ def read_playback_file(path: Path | str) -> PlaybackScript:
     actions, raw_lines, skipped, issues = [], [], [], []
     game_id: str | None = None
     with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, 1):
+        for number, (raw, too_long) in enumerate(bounded_lines(fh, digest), 1):
+            if too_long is not None:
+                issues.append(LineIssue(f"line {number}", "line_too_long", f"line is {too_long} bytes (with its line "
+                                        f"end), over the {MAX_LINE_BYTES}-byte limit of a line; not read",
+                                        clip(raw.decode("utf-8", "replace")), "core_arc3__steps"))
+                continue
             digest.update(raw)
-            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            try:
+                text = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as err:  # as in recordings: not silently replaced
+                issues.append(LineIssue(f"line {number}", "not_utf8", f"line is not UTF-8 text ({err.reason} at byte "
+                                        f"{err.start}); re-save the file as UTF-8",
+                                        clip(raw.decode("utf-8", "replace")), "core_arc3__steps"))
+                continue
             if not text.strip():
                 continue
             raw = (number, hashlib.sha256(text.encode()).hexdigest(), text)
             try:
                 obj = json.loads(text)
-            except json.JSONDecodeError as err:
-                issues.append(LineIssue(f"line {number}", "invalid_json", f"not valid JSON ({err.msg})", clip(text),
+            except (json.JSONDecodeError, RecursionError) as err:
+                why = err.msg if isinstance(err, json.JSONDecodeError) else "nested too deeply to read"
+                issues.append(LineIssue(f"line {number}", "invalid_json", f"not valid JSON ({why})", clip(text),
                                         "core_arc3__steps"))
                 continue
             data = obj.get("data") if isinstance(obj, dict) else None
@@ -194,6 +209,14 @@ def read_playback_file(path: Path | str) -> PlaybackScript:
                 issues.append(LineIssue(f"line {number}", err.check, err.reason, clip(text), "core_arc3__steps",
                                         err.column, err.value))
                 continue
+            reasoning_bytes = len(json.dumps(action.reasoning, ensure_ascii=False).encode())
+            if action.reasoning is not None and reasoning_bytes > MAX_REASONING_BYTES:
+                # As in recordings (and the toolkit's limit): the text is not kept, the action still counts.
+                issues.append(LineIssue(f"line {number}", "reasoning_too_large", f"action_input.reasoning "
+                                        f"(serialized) is {reasoning_bytes} bytes, over the {MAX_REASONING_BYTES}-byte "
+                                        "limit of reasoning_json; the line is kept without it", clip(text),
+                                        "core_arc3__steps", "reasoning_json"))
+                action = replace(action, reasoning=None)
             named = ((data["action_input"] or {}).get("data") or {}).get("game_id")
             if game_id is None and isinstance(named, str):
                 game_id = named

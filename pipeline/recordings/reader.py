@@ -102,6 +102,27 @@ SHARED_VALUES = ("game_id", "guid", "state", "frame")
 READ_BUFFER = 1024 * 1024  # frame lines are ~12 KB: a small buffer reads each in several pieces
 
 
+MAX_LINE_BYTES = 64 * 1024 * 1024  # a frame line is ~12 KB a frame: a longer line is never held whole
+
+
+def bounded_lines(fh: Any, digest: Any | None) -> Iterator[tuple[bytes, int | None]]:
+    """(line, None) for each line of at most MAX_LINE_BYTES; (its first bytes, its length with its line end)
+    for a longer one, whose rest is read in pieces and dropped (its bytes still go to `digest`): memory is
+    bounded by the limit, not by the line."""
+    limit = MAX_LINE_BYTES
+    while raw := fh.readline(limit):
+        if len(raw) < limit or raw.endswith(b"\n"):
+            yield raw, None
+            continue
+        head, size = raw[:4096], 0
+        while raw:
+            if digest is not None:
+                digest.update(raw)
+            size += len(raw)
+            raw = b"" if raw.endswith(b"\n") else fh.readline(READ_BUFFER)  # the rest in small pieces
+        yield head, size
+
+
 def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 on_frames: Callable[[Line], None] | None, digest: Any | None, text: TextFacts,
                 on_chunk: Callable[[list[Line]], None] | None, chunk_bytes: int) -> list[Line]:
@@ -112,10 +133,17 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
     with open(path, "rb", buffering=READ_BUFFER) as fh:
         number = offset = 0
         since_chunk = 0
-        for raw in fh:
+        for raw, too_long in bounded_lines(fh, digest):
+            number += 1
+            if too_long is not None:  # its bytes went to `digest` as they were read
+                offset += too_long
+                issues.append(LineIssue(f"line {number}", "line_too_long", f"line is {too_long} bytes (with its "
+                                        "line end), over the "
+                                        f"{MAX_LINE_BYTES}-byte limit of a recording line (a frame line is about 12 KB "
+                                        "a frame); not read", clip(raw.decode("utf-8", "replace")), STEPS))
+                continue
             if digest is not None:
                 digest.update(raw)
-            number += 1
             start, offset = offset, offset + len(raw)
             if number == 1:
                 raw, text.has_bom = strip_bom(raw)  # Windows tools write one; it is not part of line 1

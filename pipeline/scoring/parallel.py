@@ -28,7 +28,7 @@ import polars as pl
 
 from pipeline.core.executor import default_workers, open_executor
 
-from .plays import FileRef, RecordingInput, read_recording_files, recordings_from_tables
+from .plays import FileRef, RecordingInput, read_recording_files, recordings_from_tables, same_content_as
 from .verify import PlayCheck, verify_recording
 
 __all__ = ["PARALLEL_MIN_BYTES", "PARALLEL_MIN_STEPS", "REPLAY_FAILED", "read_and_verify", "verify_recordings"]
@@ -163,6 +163,9 @@ def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
             problems.append((path, result))
             continue
         steps, plays, refs, file_problems, file_checks = result
+        if refs and refs.keys() <= files.keys():
+            problems.append((path, same_content_as(files[next(iter(refs))][0])))
+            continue
         problems.extend(file_problems)
         if steps.height:
             steps_frames.append(steps)

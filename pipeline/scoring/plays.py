@@ -199,6 +199,11 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
     return out
 
 
+def same_content_as(name: str | None) -> str:
+    """Why a file is left out: its bytes are a file given before (its plays would otherwise count twice)."""
+    return f"same content as {name} (given twice: read once)"
+
+
 def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                          ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, tuple[str | None, Path | None]],
                                     list[tuple[Path, str]]]:
@@ -218,6 +223,9 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                 continue
             if is_playback_file(path):  # actions only: stored as ingest stores them, replayed by replay_scripts
                 script = read_playback_file(path)
+                if script.file_sha256 in files:
+                    problems.append((path, same_content_as(files[script.file_sha256][0])))
+                    continue
                 for issue in script.issues:
                     problems.append((path, f"{issue.location}: {issue.check}: {issue.reason} (line left out)"))
                 tables = script_tables(script, script.file_sha256)
@@ -231,6 +239,9 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
             continue
         except (OSError, UnicodeDecodeError) as err:
             problems.append((path, f"unreadable: cannot read the file: {err}"))
+            continue
+        if parsed.file_sha256 in files:
+            problems.append((path, same_content_as(files[parsed.file_sha256][0])))
             continue
         for issue in parsed.issues:
             problems.append((path, f"{issue.location}: {issue.check}: {issue.reason} (line left out)"))
@@ -279,10 +290,14 @@ def replay_scripts(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapping[str,
 def load_recovered_actions(path: Path) -> dict[str, list[int | str]]:
     """``{key: [action, ...]}`` from a JSON file, a key being a recording's file name, guid or file_id and each
     action an id (0-7) or a name (``"ACTION1"``), one per frame line that is not a post-terminal echo."""
+    if path.exists() and not path.is_file():  # a FIFO would block until a writer came
+        raise RecordingReadError(f"cannot read recovered actions from {path}: not a regular file")
     try:
         doc = json.loads(read_text_document(path)[0])  # a BOM is not content
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
         raise RecordingReadError(f"cannot read recovered actions from {path}: {err}") from None
+    except RecursionError:
+        raise RecordingReadError(f"cannot read recovered actions from {path}: JSON nested too deeply") from None
     if not isinstance(doc, dict) or not all(isinstance(v, list) for v in doc.values()):
         raise RecordingReadError(f"{path}: expected a JSON object mapping file name, guid or file_id to a list "
                                  "of actions")

@@ -45,10 +45,7 @@ def optimal_frame(points: pl.DataFrame, source: OptimalSource, source_name: str)
     """(game_id, level_index, optimal_actions, optimal_source) for the levels in `points`."""
     schema = {"game_id": pl.String, "level_index": pl.Int64, "optimal_actions": pl.Int64, "optimal_source": pl.String}
     if isinstance(source, pl.DataFrame):
-        missing = {"game_id", "level_index", "optimal_actions"} - set(source.columns)
-        if missing:
-            raise ValueError(f"optimal table {source_name} lacks columns {sorted(missing)}")
-        src = source.select(
+        src = _checked_table(source, source_name).select(
             pl.col("game_id").cast(pl.String), pl.col("level_index").cast(pl.Int64),
             pl.col("optimal_actions").cast(pl.Int64),
             (pl.col("optimal_source").cast(pl.String) if "optimal_source" in source.columns
@@ -60,6 +57,20 @@ def optimal_frame(points: pl.DataFrame, source: OptimalSource, source_name: str)
         if value is not None:
             rows.append((game_id, level, int(value), source_name))
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _checked_table(df: pl.DataFrame, source_name: str) -> pl.DataFrame:
+    """The table with its columns cast, or ValueError naming what is missing or not a number (checked when the
+    table is loaded, so that a bad --optimal file is a usage error and not a failure mid-build)."""
+    missing = {"game_id", "level_index", "optimal_actions"} - set(df.columns)
+    if missing:
+        raise ValueError(f"optimal table {source_name} lacks columns {sorted(missing)}")
+    try:
+        return df.with_columns(pl.col("game_id").cast(pl.String), pl.col("level_index").cast(pl.Int64),
+                               pl.col("optimal_actions").cast(pl.Int64))
+    except pl.exceptions.PolarsError as err:
+        raise ValueError(f"optimal table {source_name}: level_index and optimal_actions must be whole numbers "
+                         f"({str(err).splitlines()[0]})") from None
 
 
 def fill_optimal(points: pl.DataFrame, source: OptimalSource | None, source_name: str = "provider") -> pl.DataFrame:
@@ -77,7 +88,7 @@ def load_optimal_source(*, table: Path | str | None = None, provider: str | None
     if table:
         path = Path(table)
         df = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
-        return df, str(path)
+        return _checked_table(df, str(path)), str(path)
     if provider:
         module, sep, name = provider.partition(":")
         if not sep or not module or not name:

@@ -147,6 +147,19 @@ def test_build_of_a_missing_database_stops(tmp_path):
     assert not missing.exists()
 
 
+def test_baselines_out_cannot_overwrite_the_database(tmp_path):
+    from pipeline.core.workspace import Workspace
+
+    db = tmp_path / "study.duckdb"
+    with Workspace(db):
+        pass
+    before = db.read_bytes()
+    code, text = run("baselines", "--db", str(db), "--out", str(db))
+    assert code == 2, text
+    assert "is the database" in text
+    assert db.read_bytes() == before
+
+
 def test_no_help_shows_a_bool_type():
     commands = [name for name in (c.name for c in app.registered_commands)]
     assert "score" in commands and "view" in commands
@@ -178,3 +191,32 @@ def test_readme_tour_reads_the_demo_database(tmp_path):
     assert (tmp_path / "arcstudy.duckdb").is_file()
     own = cli("tables", cwd=tmp_path)
     assert own.returncode == 0 and "using the demo database" not in own.stderr
+
+
+@pytest.mark.parametrize("verb", ["score", "replay", "baselines", "query"])
+def test_a_fifo_given_to_any_command_is_refused_not_waited_on(tmp_path, verb):
+    """Only ingest refused FIFOs: `score PIPE`, `replay PIPE`, `baselines --from-counts PIPE` and `--db PIPE`
+    waited forever for a writer."""
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    args = {"score": ["score", str(fifo), "--db", str(tmp_path / "s.duckdb"), "--out", str(tmp_path / "o")],
+            "replay": ["replay", str(fifo), "--out", str(tmp_path / "r.jsonl")],
+            "baselines": ["baselines", "--from-counts", str(fifo)],
+            "query": ["query", "SELECT 1", "--db", str(fifo)]}[verb]
+    environ = {k: v for k, v in os.environ.items() if k != "ARCSTUDY_DB"} | {"PYTHONPATH": str(ROOT)}
+    res = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", *args], cwd=tmp_path, env=environ,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode in (1, 2, 3), res.stdout + res.stderr
+    assert "not a regular file" in res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_score_of_a_file_that_fails_to_read_reports_it(tmp_path):
+    """/proc/self/mem is a regular file whose reading fails (EIO): score once printed an OSError traceback while
+    hashing it for the run manifest, after having reported it."""
+    sample = ROOT.parent / "shared" / "samples" / "arc-agi-3" / "fixtures" / "an53_scripted-lose.noframes.jsonl"
+    code, text = run("score", str(sample), "/proc/self/mem", "--games",
+                     str(ROOT.parent / "shared" / "conformance" / "environment_files"), "--db",
+                     str(tmp_path / "s.duckdb"), "--out", str(tmp_path / "o"), "--no-figures", "--workers", "1")
+    assert code == 3, text
+    assert "mem: unreadable" in text and "Traceback" not in text

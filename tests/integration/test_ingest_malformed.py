@@ -74,6 +74,11 @@ def _truncated(lines: list) -> str:
     return dump(lines[:-1]) + json.dumps(lines[-1])[:5000]  # cut mid-write: no closing newline
 
 
+def _deeply_nested(lines: list) -> list:
+    lines[5] = '{"data": ' * 5000 + "1" + "}" * 5000  # past any JSON parser's recursion limit
+    return lines
+
+
 def _other_game(lines: list) -> list:
     lines[6]["data"]["game_id"] = "zz99-0123abcd"
     return lines
@@ -93,6 +98,17 @@ DEFECTS: dict[str, tuple[Callable[[list], list | str], int, str, str]] = {
     "contradicts_play": (_other_game, 7, "contradicts_file", "differs from the file's"),
     "state_outside_enum": (edit(14, _set("data.state", "PAUSED")), 15, "isin", "'PAUSED' is not one of"),
     "levels_exceed_win": (edit(15, _set("data.levels_completed", 9)), 16, "levels_exceed_win", "exceeds win_levels"),
+    # Values of a type no column can hold: the line is quarantined, the file's other lines still land.
+    "deeply_nested_line": (_deeply_nested, 6, "invalid_json", "nested too deeply"),
+    "state_not_a_string": (edit(16, _set("data.state", ["WIN"])), 17, "bad_state", "must be a string"),
+    "win_levels_over_64_bits": (edit(17, _set("data.win_levels", 2**70)), 18, "bad_levels", "64-bit"),
+    "levels_over_64_bits": (edit(17, _set("data.levels_completed", -(2**70))), 18, "bad_levels", "64-bit"),
+    "available_actions_not_a_list": (edit(18, _set("data.available_actions", "all")), 19, "bad_available_actions",
+                                     "list of action ids"),
+    "available_action_not_an_id": (edit(19, _set("data.available_actions", [6, True])), 20,
+                                   "bad_available_actions", "list of action ids"),
+    "available_action_float": (edit(20, _set("data.available_actions", [6, 1e999])), 21, "bad_available_actions",
+                               "list of action ids"),
 }
 
 
@@ -180,3 +196,35 @@ def test_cli_reports_rejections_with_exit_code_3(corpus: Path, tmp_path: Path):
         runs = ws.read("SELECT exit_code, manifest_json FROM runs")
         assert runs["exit_code"].to_list() == [3]
         assert len(json.loads(runs["manifest_json"][0])["inputs"]) == len(DEFECTS)
+
+
+@pytest.mark.parametrize("where", ["middle", "last_without_newline"])
+def test_a_line_over_the_size_limit_is_quarantined_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str):
+    """A 200 MB line once took ~950 MB to read (its bytes, their copy, the parsed text, its re-serialization):
+    memory grew with the line. A line over MAX_LINE_BYTES is now read in pieces, never held whole, and quarantined
+    with its length; the file's other lines land and its sha256 still covers every byte."""
+    import hashlib
+
+    from pipeline.recordings import reader
+
+    monkeypatch.setattr(reader, "MAX_LINE_BYTES", 64 * 1024)
+    lines = [json.dumps(ln) for ln in base_lines()]
+    huge = json.dumps({"timestamp": "2026-01-01T00:00:00+00:00", "data": {"note": "x" * 300_000}})
+    if where == "middle":
+        text, line_no = "\n".join([*lines[:5], huge, *lines[5:]]) + "\n", 6
+    else:
+        text, line_no = "\n".join([*lines, huge]), len(lines) + 1
+    path = tmp_path / "huge_line.jsonl"
+    path.write_text(text)
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        report = ingest_paths(ws, [path], run_id="t", workers=1)
+        assert report.files[0].status == "loaded" and report.has_rejections
+        (row,) = ws.read("SELECT source_location, check_name, reason, raw_text FROM quarantine").rows(named=True)
+        assert row["source_location"] == f"line {line_no}" and row["check_name"] == "line_too_long"
+        ending = 1 if where == "middle" else 0
+        assert f"{len(huge) + ending} bytes" in row["reason"] and len(row["raw_text"]) < 5000
+        assert ws.row_count("core_arc3__steps") == len(lines)
+        file_id = ws.read("SELECT file_id FROM raw_ingest__files")["file_id"][0]
+        assert file_id == hashlib.sha256(path.read_bytes()).hexdigest()
+        numbers = ws.read("SELECT line_number FROM core_arc3__steps ORDER BY 1")["line_number"].to_list()
+        assert line_no not in numbers and max(numbers) == (len(lines) + 1 if where == "middle" else len(lines))

@@ -199,6 +199,44 @@ def test_unknown_game_is_refused_with_a_reason(tmp_path: Path):
     assert code != 0 and "no version of game zz99" in output
 
 
+def _reasoning_too_large(line: str) -> bytes:
+    obj = json.loads(line)
+    obj["data"]["action_input"]["reasoning"] = "x" * 20_000  # over the toolkit's 16 KiB
+    return json.dumps(obj).encode()
+
+
+# name -> (bad line's bytes from a good one, check, the line's action still replayed?)
+BAD_SCRIPT_LINES = {
+    "nested_too_deeply": (lambda line: b'{"data": ' * 5000 + b"1" + b"}" * 5000, "invalid_json", False),
+    "not_utf8": (lambda line: line.encode().replace(b'"reasoning":null', b'"reasoning":"\xff\xfe"'), "not_utf8",
+                 False),
+    "reasoning_too_large": (_reasoning_too_large, "reasoning_too_large", True),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_SCRIPT_LINES))
+def test_a_bad_script_line_is_reported_and_the_rest_replays(tmp_path: Path, name: str):
+    """Each once refused the whole file on ingest and crashed `replay` with a traceback (or, for bytes that are
+    not UTF-8, was silently altered): now the line is reported with its check, the others still count."""
+    (script,) = [s for s in SCRIPTS if s.name.startswith("ly28")]
+    lines = script.read_text().splitlines()
+    mutate, check, kept = BAD_SCRIPT_LINES[name]
+    bad = tmp_path / f"ly28_{name}.playback.jsonl"
+    bad.write_bytes(b"\n".join([lines[0].encode(), mutate(lines[1]), *(ln.encode() for ln in lines[2:])]) + b"\n")
+    parsed = read_playback_file(bad)
+    assert [(i.location, i.check) for i in parsed.issues] == [("line 2", check)]
+    assert len(parsed.actions) == len(read_playback_file(script).actions) - (0 if kept else 1)
+    assert all(a.reasoning is None or len(a.reasoning) < 16 * 1024 for a in parsed.actions)
+    code, output = cli("replay", str(bad), "--games", str(GAMES), "--out", str(tmp_path / "r.jsonl"))
+    assert code == 3, output
+    assert "Traceback" not in output and f"line 2: {check}" in output
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        report = ingest_paths(ws, [bad], run_id="t", workers=1)
+        assert report.files[0].status == "loaded" and report.has_rejections
+        assert ws.read("SELECT source_location, check_name FROM quarantine").rows() == [("line 2", check)]
+        assert ws.row_count("core_arc3__steps") == len(parsed.actions)
+
+
 @pytest.mark.parametrize("frames", [True, False], ids=["frames", "no-frames"])
 def test_replay_writes_a_recording_that_scores_like_the_script(tmp_path: Path, frames: bool):
     (script,) = [s for s in SCRIPTS if s.name.startswith("ly28")]
@@ -256,3 +294,18 @@ def test_scripts_among_recordings_score_alike_on_two_workers(tmp_path: Path):
         assert len(scripts) == len(SCRIPTS)  # one game each: every script was replayed and verified
         cards[workers] = {k: v for k, v in doc.items() if k not in ("created_at", "run", "manifest")}
     assert cards["1"] == cards["2"]
+
+
+def test_a_script_line_over_the_size_limit_is_reported_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from pipeline.recordings import reader
+
+    monkeypatch.setattr(reader, "MAX_LINE_BYTES", 64 * 1024)
+    (script,) = [s for s in SCRIPTS if s.name.startswith("ly28")]
+    lines = script.read_text().splitlines()
+    long_line = '{"data": {"action_input": {"id": 1, "reasoning": "' + "x" * 200_000 + '"}}}'
+    bad = tmp_path / "ly28_long.playback.jsonl"
+    bad.write_text("\n".join([long_line, *lines]) + "\n")
+    parsed = read_playback_file(bad)
+    assert [(i.location, i.check) for i in parsed.issues] == [("line 1", "line_too_long")]
+    assert len(parsed.actions) == len(read_playback_file(script).actions)
+    assert parsed.file_sha256 == __import__("hashlib").sha256(bad.read_bytes()).hexdigest()

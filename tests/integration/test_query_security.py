@@ -136,6 +136,16 @@ def test_cli_still_runs_reads(setup: Setup, sql: str):
     setup.assert_untouched()
 
 
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "table"])
+@pytest.mark.parametrize("target", ["db", "link"])
+def test_out_cannot_overwrite_the_database(setup: Setup, fmt: str, target: str):
+    """`--out` naming the database being read (by any name) once replaced it with the query's rows."""
+    res = query("SELECT 1 AS a", "--db", str(setup.db), "--format", fmt, "--out", str(getattr(setup, target)))
+    assert res.exit_code == 2, res.output
+    assert "is the database" in res.output and "Traceback" not in res.output
+    setup.assert_untouched()
+
+
 def test_blob_columns_are_hex_in_text_formats(setup: Setup):
     sql = "SELECT '\\xAA\\x01'::BLOB AS b"
     csv = query(sql, "--db", str(setup.db), "--format", "csv")

@@ -283,3 +283,32 @@ def test_usage_and_errors(tmp_path):
     assert code == 1 and "does not exist" in output
     help_text = CliRunner().invoke(app, ["score", "--help"]).output
     assert "Reads:" in help_text and "Writes:" in help_text and "--trust-recordings" in help_text
+
+
+def test_the_same_recording_under_two_names_is_read_once(tmp_path):
+    """Its plays were once counted from both copies: the replay failed with 'ValueError: zip() argument 2 is
+    longer than argument 1', every play was left out and the scorecard said 0."""
+    sample = SAMPLES / "fixtures" / "an53_scripted-lose.noframes.jsonl"
+    copy = tmp_path / "copy of an53.jsonl"
+    copy.write_bytes(sample.read_bytes())
+    outs = {}
+    for name, files in (("one", [sample]), ("both", [sample, copy])):
+        code, output = run(*map(str, files), "--games", str(GAMES), "--db", str(tmp_path / "s.duckdb"),
+                           "--out", str(tmp_path / name), "--no-figures", "--workers", "1")
+        assert "Error" not in output, output
+        doc = json.loads((tmp_path / name / SLUG).read_text())
+        outs[name] = (doc["score"], [len(env["runs"]) for env in doc["environments"]])
+        if name == "both":
+            assert code == 3 and f"same content as {sample.name}" in output, output
+    assert outs["both"] == outs["one"]
+
+
+@pytest.mark.parametrize(("content", "words"), [(b"\xa3\x00binary", "cannot read recovered actions"),
+                                                (b"[" * 100_000 + b"]" * 100_000, "nested too deeply")])
+def test_an_unreadable_recovered_actions_file_is_a_usage_error(tmp_path, content: bytes, words: str):
+    """A binary file or one nested too deeply once gave a UnicodeDecodeError / RecursionError traceback."""
+    recovered = tmp_path / "recovered.json"
+    recovered.write_bytes(content)
+    result = CliRunner().invoke(app, ["--plain", "score", str(SAMPLES / "fixtures"), "--recovered-actions",
+                                      str(recovered), "--db", str(tmp_path / "x.duckdb")])
+    assert result.exit_code == 2 and words in result.output, result.output

@@ -6,6 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
@@ -70,3 +71,11 @@ def test_optimal_actions_for_transforms():
     shipped = optimal_provider(entry.game_id, 2)
     assert shipped == entry.level_facts[1]["optimal_actions"]
     assert optimal_actions(entry.game_id, 2, use_shipped=False) == shipped
+
+
+@pytest.mark.parametrize("args", [["--budget", "-5"], ["--max-seconds", "-1"], ["--max-seconds", "nan"],
+                                  ["--max-nodes", "0"]])
+def test_negative_or_nonsense_limits_are_usage_errors(args):
+    """--budget -5 once ran and printed P(random wins) as if no budget was given."""
+    result = CliRunner().invoke(app, ["--plain", "explore", "pv63", "--level", "1", *args])
+    assert result.exit_code == 2, result.output

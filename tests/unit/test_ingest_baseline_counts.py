@@ -101,3 +101,32 @@ def test_bad_rows_are_rejected_with_file_and_line_and_good_rows_kept(tmp_path: P
 def test_a_header_without_the_needed_columns_refuses_the_file(tmp_path: Path, header: str, message: str):
     with pytest.raises(CountsFileError, match=message):
         read_counts(_write(tmp_path / "h.csv", header + "\n"))
+
+
+@pytest.mark.parametrize("value", ["1e999", "nan", "inf", "9223372036854775808", "-1e999"])
+def test_a_count_no_integer_column_holds_is_a_bad_row_not_a_crash(tmp_path: Path, value: str):
+    """1e999 and nan once raised OverflowError/ValueError out of read_counts (a traceback from the CLI); 2**63
+    failed the whole file when the costs were built."""
+    path = _write(tmp_path / "c.csv", f"game_id,level_index,player_id,actions,completed\ng1,1,a,{value},true\n"
+                                      "g1,1,b,4,true\n")
+    counts = read_counts(path)
+    assert [(r.location, r.check) for r in counts.rejects] == [("line 2", "bad_count")]
+    assert _costs(counts) == {"b": [4]}
+
+
+def test_large_counts_are_read_exactly_not_through_a_float(tmp_path: Path):
+    path = _write(tmp_path / "c.csv", "game_id,level_index,player_id,actions,completed\ng1,1,a,9007199254740993,true\n")
+    assert _costs(read_counts(path)) == {"a": [9007199254740993]}  # a float would give ...992
+
+
+def test_a_file_that_is_not_utf8_is_refused_saying_so(tmp_path: Path):
+    path = tmp_path / "c.csv"
+    path.write_bytes(b"game_id,level_index,player_id,actions,completed\ng1,1,\xa3b,4,true\n")
+    with pytest.raises(CountsFileError, match=r"c.csv:2: not UTF-8 text .*re-save"):
+        read_counts(path)
+
+
+def test_a_file_that_fails_to_read_is_a_counts_error():
+    """/proc/self/mem opens and then fails to read (EIO): once an OSError traceback from `baselines`."""
+    with pytest.raises(CountsFileError, match="cannot read"):
+        read_counts(Path("/proc/self/mem"))

@@ -62,3 +62,20 @@ def test_file_overrides_and_hash(tmp_path: Path):
     bad.write_text("[baselines\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(bad)
+
+
+def test_a_config_file_that_is_not_utf8_is_a_config_error(tmp_path: Path):
+    """tomllib decodes the bytes first: a binary or Latin-1 file once escaped as a UnicodeDecodeError traceback."""
+    bad = tmp_path / "latin1.toml"
+    bad.write_bytes('[baselines]\nrule = "second-best" # r\xe9gle\n'.encode("latin-1"))
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_config(bad)
+
+
+def test_a_config_path_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path):
+    import os
+
+    fifo = tmp_path / "pipe.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_config(fifo)

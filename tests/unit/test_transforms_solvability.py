@@ -101,5 +101,15 @@ def test_optimal_provider_and_table_loading(tmp_path):
         load_optimal_source(provider="no_colon_here")
 
 
+@pytest.mark.parametrize(("text", "message"), [("a,b\n1,2\n", "lacks columns"),
+                                              ("game_id,level_index,optimal_actions\ng,one,3\n", "whole numbers")])
+def test_a_bad_optimal_table_is_refused_when_loaded(tmp_path, text: str, message: str):
+    """Its columns were once checked only mid-build: `build --optimal bad.csv` ended in a ValueError traceback."""
+    csv = tmp_path / "opt.csv"
+    csv.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        load_optimal_source(table=csv)
+
+
 def constant_optimal(game_id: str, level_index: int) -> int:
     return 3

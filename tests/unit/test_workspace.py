@@ -70,6 +70,18 @@ def test_read_only_workspace_needs_existing_file(tmp_path: Path):
         Workspace(tmp_path / "missing.duckdb", read_only=True)
 
 
+@pytest.mark.parametrize("read_only", [False, True])
+@pytest.mark.parametrize("content", ['{"timestamp": "2026-01-01T00:00:00+00:00", "data": {}}\n', "a,b\n1,2\n"])
+def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path, content: str, read_only: bool):
+    """DuckDB opens a JSON or CSV file given as the database as an in-memory database with a view over it: an
+    ingest into it reported every file loaded and kept nothing (and left the file as it was)."""
+    path = tmp_path / "recording.jsonl"
+    path.write_text(content)
+    with pytest.raises(WorkspaceError, match="is not a DuckDB database"):
+        Workspace(path, read_only=read_only)
+    assert path.read_text() == content
+
+
 def test_second_writer_waits_then_fails_clearly(db_path: Path):
     Workspace(db_path).close()
     holder = subprocess.Popen(
