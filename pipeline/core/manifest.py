@@ -26,6 +26,16 @@ TRACKED_PACKAGES = ("arcstudy", "polars", "duckdb", "pandera", "pyarrow", "numpy
                     "vl-convert-python", "statsmodels", "typer", "rich", "jinja2")
 
 
+FileVersion = tuple[int, int, int, int]
+
+
+def file_version(path: Path) -> FileVersion:
+    """What tells one version of a file from the next without reading it: device, inode, size and modification
+    time in ns (an edit in place, an append or a replacement by rename each change one of them)."""
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:

@@ -26,7 +26,7 @@ import duckdb
 import polars as pl
 
 from pipeline.core.executor import SerialExecutor, default_workers, open_executor
-from pipeline.core.manifest import sha256_file
+from pipeline.core.manifest import FileVersion, file_version, sha256_file
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.background import BackgroundWriter
 from pipeline.ingest.base import FileChangedError, FileContext, FileRejected, ReaderOutput, Reject, clip
@@ -249,6 +249,7 @@ class PreparedFile:
     force: bool = False
     validated: bool = False  # `output` went through the schemas (`validate_output`)
     streamed: bool = False  # read by commit_file inside the file's transaction, rows written chunk by chunk
+    version: FileVersion | None = None  # the file as it was when its content hash was taken (`file_version`)
 
 
 def not_regular_file(path: Path) -> str | None:
@@ -281,7 +282,7 @@ class HashAhead:
         self._files = files
         self._next = 0  # index of the next file to be prepared
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arcstudy-hash-ahead")
-        self._ahead: tuple[int, Future] | None = None  # index of the file being hashed, and its hash
+        self._ahead: tuple[int, Future] | None = None  # index of the file being hashed, and (version, hash)
 
     def __enter__(self) -> HashAhead:
         return self
@@ -302,9 +303,10 @@ class HashAhead:
         if following < len(self._files) and self._worth_it(self._files[following]):
             self._ahead = (following, self._pool.submit(self._hash_regular, self._files[following]))
         if ahead is not None and ahead[0] == index:
-            digest = ahead[1].result()  # the OSError of a file that cannot be read, as sha256_file raises it
-            if digest is not None:
-                return digest
+            hashed = ahead[1].result()  # the OSError of a file that cannot be read, as sha256_file raises it
+            # A hash taken ahead holds only for the file as it was then (the caller takes its version first).
+            if hashed is not None and hashed[0] == file_version(path):
+                return hashed[1]
         return sha256_file(path)
 
     @staticmethod
@@ -316,14 +318,15 @@ class HashAhead:
             return False
 
     @classmethod
-    def _hash_regular(cls, path: Path) -> str | None:
+    def _hash_regular(cls, path: Path) -> tuple[FileVersion, str] | None:
         # Only regular files are opened (a FIFO would block the thread); `prepare_file` judges the others.
         try:
             if not stat.S_ISREG(path.stat().st_mode):
                 return None
+            version = file_version(path)
         except OSError:
             return None
-        return sha256_file(path, cls.BLOCK)
+        return version, sha256_file(path, cls.BLOCK)
 
 
 def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
@@ -347,14 +350,15 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
                                                 f"{kind}, not a regular file: only regular files are read", "file",
                                                 None))
     try:
+        version = file_version(path)  # before the hash: a change from here on is caught by `_refuse_if_changed`
         file_id = hash_file(path)
-        n_bytes = path.stat().st_size
+        n_bytes = version[2]
     except OSError as err:
         ctx = FileContext(path, None, run_id, now)  # type: ignore[arg-type]
         return PreparedFile(path, ctx, failure=("unreadable", "unreadable",
                                                 f"cannot read the file: {err.strerror or err}", "file", None))
     ctx = FileContext(path, file_id, run_id, now, keep_frames=keep_frames, frames_dir=frames_dir)
-    prepared = PreparedFile(path, ctx, n_bytes, force=force)
+    prepared = PreparedFile(path, ctx, n_bytes, force=force, version=version)
     if file_id in known_file_ids:
         prepared.seen_before = True
         if not force:
@@ -379,7 +383,25 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
         prepared.streamed, ctx.chunk_bytes = True, chunk_bytes
         return prepared
     _read(prepared, fmt, validate=validate and not (batch_small and is_small(prepared)))
+    _refuse_if_changed(prepared)
     return prepared
+
+
+def _refuse_if_changed(prepared: PreparedFile) -> None:
+    """Refuse a file that changed between its content hash and the end of its reading (a log still being
+    written, a file replaced meanwhile): its rows would be stored under the id of other bytes."""
+    if prepared.failure is not None or prepared.version is None:
+        return
+    try:
+        unchanged = file_version(prepared.path) == prepared.version
+    except OSError:
+        unchanged = False
+    if not unchanged:
+        prepared.output = None
+        prepared.failure = ("rejected", "file_changed",
+                            "the file changed while it was being ingested (its size, modification time or inode "
+                            "differ from when its content hash was taken): nothing of it was stored; ingest it "
+                            "again once it is complete", "file", None)
 
 
 def _read(prepared: PreparedFile, fmt: InputFormat, *, validate: bool = True) -> None:
@@ -427,6 +449,7 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
         with BackgroundWriter(name="arcstudy-chunk-writer") as writer:
             prepared.ctx.write_chunk = partial(writer.submit, write_chunk)
             _read(prepared, FORMATS[prepared.fmt_name or ""])
+        _refuse_if_changed(prepared)
     except Exception as err:
         if isinstance(err, duckdb.Error) and not write_errors:
             raise
@@ -487,6 +510,10 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                 reason = _reader_error(err)
                 _write_file_failure(ws, ctx, prepared.fmt_name, "reader_error", reason)
                 return FileReport(path, "rejected", prepared.fmt_name, message=reason, n_quarantined=1)
+            if pieces is not None:  # read again just now
+                _refuse_if_changed(prepared)
+                if prepared.failure is not None:
+                    return commit_file(ws, prepared)
             with ws.transaction() as con:
                 # Deleting from every table costs ~40 statements: only when something of this file or path is there.
                 for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:

@@ -111,3 +111,16 @@ def test_hash_ahead_gives_sha256_file_and_never_opens_what_is_not_a_regular_file
         hashes = [ahead.wrap(lambda path, hash_file: hash_file(path) if path != fifo else None)(p) for p in order]
     assert hashes == [sha256_file(f) for f in (files[0],)] + [None] + [sha256_file(f) for f in (*files[1:], files[0])]
     assert hashed_ahead == ["f2.bin", "f0.bin"]  # f1 follows the FIFO: hashed in the caller's thread
+
+
+def test_hash_ahead_rehashes_a_file_changed_after_it_was_hashed_ahead(tmp_path: Path):
+    first, second = tmp_path / "a.bin", tmp_path / "b.bin"
+    first.write_bytes(b"a" * (3 << 20))
+    second.write_bytes(b"b" * (3 << 20))
+    with HashAhead([first, second]) as ahead:
+        prepare = ahead.wrap(lambda path, hash_file: hash_file(path))
+        assert prepare(first) == sha256_file(first)
+        ahead._ahead[1].result()  # the second file is hashed ahead ...
+        with open(second, "ab") as fh:  # ... and then grows
+            fh.write(b"more")
+        assert prepare(second) == sha256_file(second)
