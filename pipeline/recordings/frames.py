@@ -133,6 +133,9 @@ def frames_from_json(frames: object) -> np.ndarray:
             raise FrameError(f"frame {i} is not a grid of integers: {err}") from None
         if arr.dtype.kind not in "iu":
             raise FrameError(f"frame {i} holds non-integer cells ({arr.dtype})")
+        if any(type(cell) is bool for row in grid for cell in row):
+            # numpy reads [true, 0] as integers (True == 1): a JSON boolean is not a colour
+            raise FrameError(f"frame {i} holds a boolean cell (true/false), not a colour 0-15")
         if arr.min(initial=0) < 0 or arr.max(initial=0) > 15:
             bad = int(arr.min()) if arr.min() < 0 else int(arr.max())
             raise FrameError(f"frame {i} cell value {bad} is outside the 16-colour range 0-15")

@@ -183,3 +183,17 @@ def test_ingest_then_export_reproduces_the_actions(steps, with_frames: bool):
         assert got["data"]["action_input"] == want["data"]["action_input"]
         assert got["data"]["guid"] == want["data"]["guid"]
         assert datetime.fromisoformat(got["timestamp"]) == datetime.fromisoformat(want["timestamp"])
+
+
+@pytest.mark.parametrize("literal", ["true", "false"])
+def test_a_boolean_cell_is_not_a_colour(literal: str):
+    """numpy reads [true, 0] as integers: a JSON boolean in a frame must be refused, whichever path decodes it."""
+    rows = [", ".join(["0"] * 64)] * 64
+    rows[5] = ", ".join([literal] + ["0"] * 63)
+    text = "[[" + ", ".join(f"[{r}]" for r in rows) + "]]"
+    with pytest.raises(FrameError, match="boolean"):
+        frames_from_json(json.loads(text))
+    with pytest.raises(FrameError):
+        decode_frames(text)
+    with pytest.raises(FrameError):
+        hash_frames(text, want_pixels=False)
