@@ -66,7 +66,7 @@ def view_command(
     beside it. Never writes to the database.
     """
     from pipeline.core.manifest import RunManifest
-    from pipeline.report.viewer import ViewerError, write_viewer
+    from pipeline.report.viewer import ViewerError, ViewerUsageError, write_viewer
 
     if out_file.suffix.lower() not in (".html", ".htm"):
         raise fail(f"--out {out_file}: the viewer is an HTML page, give a .html file name", EXIT_USAGE)
@@ -96,6 +96,8 @@ def view_command(
             result = write_viewer(target, out_file, db=db_path, games=games, baselines=baselines, verify=verify,
                                   only_reset_levels=only_reset_levels, manifest=manifest, on_step=on_step,
                                   game_version=game_version)
+        except ViewerUsageError as err:
+            raise fail(str(err), EXIT_USAGE) from err
         except ViewerError as err:
             raise fail(str(err)) from err
     manifest.finish(EXIT_OK)

@@ -292,6 +292,9 @@ def test_view_cli_usage_errors(study_db: Path, tmp_path: Path):
     assert res.returncode == 2 and "no database" in res.stderr
     res = arcstudy("view", "no-such-guid", "--out", str(tmp_path / "x.html"), "--db", str(study_db))
     assert res.returncode == 1 and "no play with guid or play_id" in res.stderr
+    for bad in ("7,x", "-3,4"):  # an unreadable --baselines is a usage error, like any other bad option
+        res = arcstudy("view", str(WITH_FRAMES), "--out", str(tmp_path / "x.html"), "--baselines", bad)
+        assert res.returncode == 2 and "--baselines" in res.stderr
     assert not (tmp_path / "x.html").exists()
 
 

@@ -54,6 +54,10 @@ class ViewerError(RuntimeError):
     """A problem preparing a viewer page, with a message meant for the user."""
 
 
+class ViewerUsageError(ViewerError):
+    """An option the user gave that cannot be read (the command exits with the usage code)."""
+
+
 # --------------------------------------------------------------------------------------------------------
 # Sources: a recording file, or a play in the database, both as scoring reads them
 # --------------------------------------------------------------------------------------------------------
@@ -447,10 +451,10 @@ def _explicit_baseline(text: str) -> Baseline | None:
     try:
         values = [int(part) for part in text.replace(" ", "").split(",") if part]
     except ValueError as err:
-        raise ViewerError(f"--baselines {text!r}: give comma-separated integers, a metadata.json, or a folder or "
+        raise ViewerUsageError(f"--baselines {text!r}: give comma-separated integers, a metadata.json, or a folder or "
                           "CSV of baselines as for `arcstudy score`") from err
     if not values or any(v < 0 for v in values):
-        raise ViewerError(f"--baselines {text!r}: give per-level action counts >= 0")
+        raise ViewerUsageError(f"--baselines {text!r}: give per-level action counts >= 0")
     return Baseline(values, "--baselines")
 
 
