@@ -33,9 +33,7 @@ file-name prefix does; a byte-identical file under both names is one file (same 
 from __future__ import annotations
 
 import re
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import nullcontext
 from pathlib import Path
 from typing import NamedTuple
 
@@ -242,10 +240,11 @@ def _joint_id_check() -> RowCheck:
 # data.csv is the one big H-ARC file (~600k rows, ~1 kB each), so it is read in batches (CsvSource) and its
 # tables are written piece by piece (ReaderOutput.pieces), holding one batch at a time. Rules that look
 # across rows (duplicates, undo before a size change, terminal row, time order) need the whole file: a
-# first pass parses each batch, keeps it (Arrow files in a temporary folder) and takes the few columns
-# those rules use to work out each row's task context; the second pass checks each kept batch with its
-# slice of that context beside it, so the file is parsed once. Both passes run when the pieces are
-# written. A file of one batch is read the same way (kept in memory) and returned whole.
+# first pass parses each batch and takes the few columns those rules use to work out each row's task
+# context; the second pass parses each batch again and checks it with its slice of that context beside it
+# (parsing again is cheaper than writing the parsed batches out and reading them back). Both passes run
+# when the pieces are written. A file of one batch is read the same way (kept in memory, parsed once) and
+# returned whole.
 
 _EVENT_ORDER = ("__joint", "action_number", "attempt_number", "action", "occurred_at")
 _TASK_CONTEXT = ("occurred_at", "__lag_ok", "__time_back", "has_terminal_row", "__first_event",
@@ -309,17 +308,15 @@ class _DataFile:
         return df.select(ROW, ROW_HASH, *_EVENT_ORDER, broken(self.structural()).alias("__broken"))
 
     def __call__(self) -> Iterator[ReaderOutput]:
-        single = self.source.single_batch
-        with nullcontext() if single else tempfile.TemporaryDirectory(prefix="arcstudy-harc-") as folder:
-            orders = self.source.scan(self.event_order, keep=True if single else Path(folder))
-            self.context = _task_context(pl.concat(orders), self.counter, self.structural())
-            yield from self._pieces()
+        orders = self.source.scan(self.event_order)
+        self.context = _task_context(pl.concat(orders), self.counter, self.structural())
+        yield from self._pieces()
 
     def _pieces(self) -> Iterator[ReaderOutput]:
         done = 0
         facts: list[pl.DataFrame] = []
         structural, checks = self.structural(), _data_checks(self.counter)  # built once, used on every batch
-        for loaded in self.source.kept():  # the first pass's batches, without parsing again
+        for loaded in self.source.again():
             context = self.context.slice(done, loaded.frame.height)
             done += loaded.frame.height
             out, good = self.check_batch(loaded, context, structural, checks)

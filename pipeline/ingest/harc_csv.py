@@ -132,8 +132,8 @@ class CsvSource:
     read by Python's csv module in one batch (`csv_fallback_parser`), a file that is not UTF-8 lossily.
 
     `batches()` yields `LoadedCsv` pieces (frame without row_json: `with_row_json` adds it where needed);
-    `flags` and `rejects` gather what the batches found. `scan(fn, keep=...)` keeps the batches it parsed
-    (in a folder as Arrow files, or in memory) so that a second pass (`kept()`) does not parse again."""
+    `flags` and `rejects` gather what the batches found. `scan(fn)` is a first pass over the batches,
+    `again()` a second one (a file of one batch is not parsed twice)."""
 
     path: Path
     header: list[str]
@@ -145,7 +145,7 @@ class CsvSource:
     file_flags: list[str] = field(default_factory=list)
     ends_with_newline: bool = True
     version: tuple[int, int] = (0, 0)  # size and mtime when first opened: a later pass reads the same file
-    _kept: list[tuple[Path | pl.DataFrame, list[Reject], list[str]]] = field(default_factory=list, repr=False)
+    _kept: LoadedCsv | None = field(default=None, repr=False)  # the only batch of a file of one batch
 
     def __post_init__(self) -> None:
         self.version = self._version()
@@ -170,37 +170,33 @@ class CsvSource:
         """The file is read in one batch (`_record_chunks` yields one piece)."""
         return self.batch_bytes is None or self.version[0] < self.batch_bytes
 
-    def scan(self, fn: Callable[[LoadedCsv], T], *, keep: Path | bool = False) -> list[T]:
-        """`fn` of every batch, in file order; starts over when a batch needs a more forgiving parser.
-        `keep`: also keep each batch (without ROW_HASH) for `kept()`, as Arrow files in that folder, or in
-        memory when True (a small file)."""
+    def scan(self, fn: Callable[[LoadedCsv], T]) -> list[T]:
+        """`fn` of every batch, in file order; starts over when a batch needs a more forgiving parser. A file
+        that turns out to be one batch keeps it (without ROW_HASH) for `again()`."""
         while True:
-            self._kept = []
+            self._kept = None
             try:
-                return [fn(self._keep(batch, keep)) for batch in self.batches()]
+                results = []
+                for i, batch in enumerate(self.batches()):
+                    self._kept = LoadedCsv(batch.frame.drop(ROW_HASH, strict=False), batch.rejects, batch.flags,
+                                           batch.ends_with_newline) if i == 0 else None
+                    results.append(fn(batch))
+                return results
             except _ParserChanged:
                 continue
 
-    def _keep(self, batch: LoadedCsv, keep: Path | bool) -> LoadedCsv:
-        if keep is not False:
-            frame = batch.frame.drop(ROW_HASH, strict=False)
-            if isinstance(keep, Path):
-                spill = keep / f"batch-{len(self._kept):06d}.arrow"
-                # lz4: as cheap to write as no compression, and the text shrinks several times, so the
-                # kept batches add little to the dirty pages the table spills already make
-                frame.write_ipc(spill, compression="lz4")
-                self._kept.append((spill, batch.rejects, batch.flags))
-            else:
-                self._kept.append((frame, batch.rejects, batch.flags))
-        return batch
-
-    def kept(self) -> Iterator[LoadedCsv]:
-        """The batches the last `scan(keep=...)` kept, in file order, as `batches(row_hash=False)` would give
-        them, without parsing the file again (it is still checked unchanged)."""
+    def again(self) -> Iterator[LoadedCsv]:
+        """The batches once more, in file order, as `batches(row_hash=False)` gives them: the kept batch of a
+        file of one batch, else parsed again. A big file is parsed twice rather than kept: writing the parsed
+        batches out and reading them back costs about twice a parse."""
         self._check_unchanged()
-        for frame, rejects, flags in self._kept:
-            yield LoadedCsv(frame if isinstance(frame, pl.DataFrame) else pl.read_ipc(frame), rejects, flags,
-                            self.ends_with_newline)
+        if self._kept is not None:
+            yield self._kept
+            return
+        try:
+            yield from self.batches(row_hash=False)
+        except _ParserChanged as err:  # the first pass settled the parser: only a changed file gets here
+            raise FileChangedError(f"{self.path.name} changed since it was first read (it parses differently)") from err
 
     def _check_unchanged(self) -> None:
         if self._version() != self.version:
