@@ -19,12 +19,14 @@ import hashlib
 import io
 import json
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 import polars as pl
 
+from pipeline.core.background import prefetched
 from pipeline.core.textfiles import decode_head
 from pipeline.ingest.base import FileChangedError, FileRejected, Reject
 from pipeline.ingest.formats import Head
@@ -210,18 +212,27 @@ class CsvSource:
             yield self._finish(df, rejects, row_hash)
             return
         offset = 0
+        with closing(prefetched(self._parsed())) as parsed:  # the next batch is parsed while this one is used
+            for df, err in parsed:
+                if err is not None:
+                    self.polars_error = str(err).splitlines()[0]
+                    if self.mode == "utf8" and not _is_utf8(self.path):
+                        self.bad_utf8, self.mode = True, "utf8-lossy"
+                    else:
+                        self.mode = "csv"
+                    raise _ParserChanged from err
+                df = df.with_columns(pl.col(ROW) + offset)
+                offset += df.height
+                yield self._finish(df, [], row_hash)
+
+    def _parsed(self) -> Iterator[tuple[pl.DataFrame, None] | tuple[None, Exception]]:
+        """Each batch parsed by polars (rows numbered from 1), or the error that ends the pass."""
         for chunk in _record_chunks(self.path, self.batch_bytes):
             try:
-                df = _read_polars(chunk, self.header, self.mode, offset)
+                yield _read_polars(chunk, self.header, self.mode), None
             except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
-                self.polars_error = str(err).splitlines()[0]
-                if self.mode == "utf8" and not _is_utf8(self.path):
-                    self.bad_utf8, self.mode = True, "utf8-lossy"
-                else:
-                    self.mode = "csv"
-                raise _ParserChanged from err
-            offset += df.height
-            yield self._finish(df, [], row_hash)
+                yield None, err
+                return
 
     def _finish(self, df: pl.DataFrame, rejects: list[Reject], row_hash: bool) -> LoadedCsv:
         header = self.header
@@ -320,15 +331,15 @@ def _last_record_end(buf: bytes) -> int:
     return end + 1
 
 
-def _read_polars(data: bytes, header: list[str], encoding: str, offset: int) -> pl.DataFrame:
+def _read_polars(data: bytes, header: list[str], encoding: str) -> pl.DataFrame:
     # null_values: "" (a quoted empty field) and an unquoted empty field mean the same, no value (the csv
     # module path does the same)
     df = pl.read_csv(data, infer_schema=False, has_header=True, encoding=encoding, raise_if_empty=False,
                      null_values="")
     if df.columns != header:  # polars de-duplicates or trims names; the header check ran before
         df.columns = header
-    return df.with_row_index(ROW, offset=offset + 1).with_columns(pl.col(ROW).cast(pl.Int64),
-                                                                   pl.lit(False).alias(UNSPLIT))
+    return df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64),
+                                                    pl.lit(False).alias(UNSPLIT))
 
 
 def _is_utf8(path: Path) -> bool:
