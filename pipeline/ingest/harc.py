@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
@@ -44,8 +45,10 @@ from pipeline.ingest.base import FileChangedError, FileContext, ReaderOutput
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.ingest.harc_csv import (
     BATCH_BYTES,
+    EXTRA,
     ROW,
     ROW_HASH,
+    ROW_JSON,
     UNSPLIT,
     CsvSource,
     LoadedCsv,
@@ -310,7 +313,8 @@ class _DataFile:
     def __call__(self) -> Iterator[ReaderOutput]:
         orders = self.source.scan(self.event_order)
         self.context = _task_context(pl.concat(orders), self.counter, self.structural())
-        yield from self._pieces()
+        with ThreadPoolExecutor(1, thread_name_prefix="harc-raw") as self._beside:
+            yield from self._pieces()
 
     def _pieces(self) -> Iterator[ReaderOutput]:
         done = 0
@@ -331,12 +335,13 @@ class _DataFile:
                     checks: list[RowCheck]) -> tuple[ReaderOutput, pl.DataFrame]:
         """Second pass, one batch: every row rule, the raw rows, the loaded events."""
         header = self.header
-        loaded = LoadedCsv(with_row_json(loaded, header), loaded.rejects, loaded.flags, loaded.ends_with_newline)
+        # the raw rows (row_json and its sha256, single-threaded in polars) are built beside the typed columns
+        raw = self._beside.submit(self.raw_rows, loaded)
         out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags))
-        out.tables[RAW] = raw_frame(loaded, self.file_id)
         if not context[ROW].equals(loaded.frame[ROW]):
             raise FileChangedError("the file changed while it was read (its rows differ from the first pass's)")
-        df = self.typed(_source_frame(loaded, header), times=False).with_columns(context.drop(ROW).get_columns()).with_columns(
+        fields = LoadedCsv(loaded.frame.drop(EXTRA, strict=False), loaded.rejects, loaded.flags, loaded.ends_with_newline)
+        df = self.typed(_source_frame(fields, header), times=False).with_columns(context.drop(ROW).get_columns()).with_columns(
             pl.lit(self.release).alias("release_generation"),
             *_participant_task_columns(),
             *_renamed({"action": "action", "test_input_grid": "test_input_grid",
@@ -345,6 +350,8 @@ class _DataFile:
                        "copy_paste_data": "copy_paste_data_json"}),
         )
         df = with_grid_columns(with_grid_columns(df, "test_input_grid", "__in"), "test_output_grid", "__out")
+        out.tables[RAW] = raw.result()
+        df = df.with_columns(out.tables[RAW][ROW_JSON])  # the rejects quote it
         rejects, bad = apply_checks(df, checks, ACTIONS, structural=structural)
         out.rejects += rejects
         good = df.filter(~bad)
@@ -360,6 +367,12 @@ class _DataFile:
         good = good.with_columns(_TUTORIAL.alias("is_tutorial"), pl.lit(self.file_id).alias("file_id"), flags)
         out.tables[ACTIONS] = good
         return out, good
+
+
+    def raw_rows(self, loaded: LoadedCsv) -> pl.DataFrame:
+        """The batch's rows of the raw table."""
+        row_json = LoadedCsv(with_row_json(loaded, self.header), loaded.rejects, loaded.flags, loaded.ends_with_newline)
+        return raw_frame(row_json, self.file_id)
 
 
 _TUTORIAL = (pl.col("task_number") == 0) | pl.col("__is_tutorial")
