@@ -26,7 +26,7 @@ from typing import TypeVar
 
 import polars as pl
 
-from pipeline.core.background import prefetched
+from pipeline.core.prefetch import prefetched
 from pipeline.core.textfiles import decode_head
 from pipeline.ingest.base import FileChangedError, FileRejected, Reject
 from pipeline.ingest.formats import Head

@@ -23,9 +23,9 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipeline.core.background import prefetched
 from pipeline.core.executor import default_workers, open_executor
 from pipeline.core.manifest import sha256_file
+from pipeline.core.prefetch import prefetched
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.base import FileChangedError, FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import FORMATS, InputFormat, detect

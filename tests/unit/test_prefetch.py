@@ -2,7 +2,7 @@ import threading
 
 import pytest
 
-from pipeline.core.background import prefetched
+from pipeline.core.prefetch import prefetched
 
 
 def test_prefetched_gives_every_item_in_order_from_another_thread():
