@@ -281,6 +281,7 @@ class _DataFile:
         self.counter = "action_id" if release == "osf-current" else "num_actions"
         self.context = pl.DataFrame()
         self._structural: dict[int, list[RowCheck]] = {}
+        self._beside: ThreadPoolExecutor  # the second pass's thread for the raw rows (`check_batch`)
 
     def structural(self) -> list[RowCheck]:
         """The cut-short-row rule (its reason names the file's last row, known after the first pass)."""
@@ -367,7 +368,6 @@ class _DataFile:
         good = good.with_columns(_TUTORIAL.alias("is_tutorial"), pl.lit(self.file_id).alias("file_id"), flags)
         out.tables[ACTIONS] = good
         return out, good
-
 
     def raw_rows(self, loaded: LoadedCsv) -> pl.DataFrame:
         """The batch's rows of the raw table."""
