@@ -338,8 +338,7 @@ def _read_polars(data: bytes, header: list[str], encoding: str) -> pl.DataFrame:
                      null_values="")
     if df.columns != header:  # polars de-duplicates or trims names; the header check ran before
         df.columns = header
-    return df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64),
-                                                    pl.lit(False).alias(UNSPLIT))
+    return df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64), pl.lit(False).alias(UNSPLIT))
 
 
 def _is_utf8(path: Path) -> bool:
