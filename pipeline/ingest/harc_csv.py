@@ -226,13 +226,15 @@ class CsvSource:
                 yield self._finish(df, [], row_hash)
 
     def _parsed(self) -> Iterator[tuple[pl.DataFrame, None] | tuple[None, Exception]]:
-        """Each batch parsed by polars (rows numbered from 1), or the error that ends the pass."""
-        for chunk in _record_chunks(self.path, self.batch_bytes):
-            try:
-                yield _read_polars(chunk, self.header, self.mode), None
-            except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
-                yield None, err
-                return
+        """Each batch parsed by polars (rows numbered from 1), or the error that ends the pass. The next
+        piece of the file is read and cut meanwhile."""
+        with closing(prefetched(_record_chunks(self.path, self.batch_bytes))) as chunks:
+            for chunk in chunks:
+                try:
+                    yield _read_polars(chunk, self.header, self.mode), None
+                except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
+                    yield None, err
+                    return
 
     def _finish(self, df: pl.DataFrame, rejects: list[Reject], row_hash: bool) -> LoadedCsv:
         header = self.header
