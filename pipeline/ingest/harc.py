@@ -49,6 +49,7 @@ from pipeline.ingest.harc_csv import (
     ROW,
     ROW_HASH,
     ROW_JSON,
+    SRC,
     UNSPLIT,
     CsvSource,
     LoadedCsv,
@@ -366,7 +367,8 @@ class _DataFile:
             (pl.col("__first_event") & (pl.col("test_input_grid") == PLACEHOLDER), "input_placeholder"),
         ])
         good = good.with_columns(_TUTORIAL.alias("is_tutorial"), pl.lit(self.file_id).alias("file_id"), flags)
-        out.tables[ACTIONS] = good
+        # without the row texts (the raw table has them): less to hold while the piece waits for the runner
+        out.tables[ACTIONS] = good.select(pl.exclude(ROW_JSON, f"^{SRC}.*$"))
         return out, good
 
     def raw_rows(self, loaded: LoadedCsv) -> pl.DataFrame:
