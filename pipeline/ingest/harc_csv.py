@@ -110,7 +110,8 @@ def match_variant(header: list[str], variants: Sequence[Variant], what: str) -> 
 
 # --- loading --------------------------------------------------------------------------------------
 
-BATCH_BYTES = 16 << 20  # a big file is read in pieces of about this size, each cut at a record boundary
+BATCH_BYTES = 8 << 20  # a big file is read in pieces of about this size, each cut at a record boundary (a few
+# are in flight at once: the next ones are read and parsed while one is checked and one is written)
 ROW_HASH = "__row_hash"  # 64-bit hash of the row's fields: tells exact copies from conflicting rows
 
 
