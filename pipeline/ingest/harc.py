@@ -33,9 +33,8 @@ file-name prefix does; a byte-identical file under both names is one file (same 
 from __future__ import annotations
 
 import re
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import nullcontext
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
@@ -46,8 +45,11 @@ from pipeline.ingest.base import FileChangedError, FileContext, ReaderOutput
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.ingest.harc_csv import (
     BATCH_BYTES,
+    EXTRA,
     ROW,
     ROW_HASH,
+    ROW_JSON,
+    SRC,
     UNSPLIT,
     CsvSource,
     LoadedCsv,
@@ -242,10 +244,11 @@ def _joint_id_check() -> RowCheck:
 # data.csv is the one big H-ARC file (~600k rows, ~1 kB each), so it is read in batches (CsvSource) and its
 # tables are written piece by piece (ReaderOutput.pieces), holding one batch at a time. Rules that look
 # across rows (duplicates, undo before a size change, terminal row, time order) need the whole file: a
-# first pass parses each batch, keeps it (Arrow files in a temporary folder) and takes the few columns
-# those rules use to work out each row's task context; the second pass checks each kept batch with its
-# slice of that context beside it, so the file is parsed once. Both passes run when the pieces are
-# written. A file of one batch is read the same way (kept in memory) and returned whole.
+# first pass parses each batch and takes the few columns those rules use to work out each row's task
+# context; the second pass parses each batch again and checks it with its slice of that context beside it
+# (parsing again is cheaper than writing the parsed batches out and reading them back). Both passes run
+# when the pieces are written. A file of one batch is read the same way (kept in memory, parsed once) and
+# returned whole.
 
 _EVENT_ORDER = ("__joint", "action_number", "attempt_number", "action", "occurred_at")
 _TASK_CONTEXT = ("occurred_at", "__lag_ok", "__time_back", "has_terminal_row", "__first_event",
@@ -279,6 +282,7 @@ class _DataFile:
         self.counter = "action_id" if release == "osf-current" else "num_actions"
         self.context = pl.DataFrame()
         self._structural: dict[int, list[RowCheck]] = {}
+        self._beside: ThreadPoolExecutor  # the second pass's thread for the raw rows (`check_batch`)
 
     def structural(self) -> list[RowCheck]:
         """The cut-short-row rule (its reason names the file's last row, known after the first pass)."""
@@ -309,17 +313,16 @@ class _DataFile:
         return df.select(ROW, ROW_HASH, *_EVENT_ORDER, broken(self.structural()).alias("__broken"))
 
     def __call__(self) -> Iterator[ReaderOutput]:
-        single = self.source.single_batch
-        with nullcontext() if single else tempfile.TemporaryDirectory(prefix="arcstudy-harc-") as folder:
-            orders = self.source.scan(self.event_order, keep=True if single else Path(folder))
-            self.context = _task_context(pl.concat(orders), self.counter, self.structural())
+        orders = self.source.scan(self.event_order)
+        self.context = _task_context(pl.concat(orders), self.counter, self.structural())
+        with ThreadPoolExecutor(1, thread_name_prefix="harc-raw") as self._beside:
             yield from self._pieces()
 
     def _pieces(self) -> Iterator[ReaderOutput]:
         done = 0
         facts: list[pl.DataFrame] = []
         structural, checks = self.structural(), _data_checks(self.counter)  # built once, used on every batch
-        for loaded in self.source.kept():  # the first pass's batches, without parsing again
+        for loaded in self.source.again():
             context = self.context.slice(done, loaded.frame.height)
             done += loaded.frame.height
             out, good = self.check_batch(loaded, context, structural, checks)
@@ -334,12 +337,13 @@ class _DataFile:
                     checks: list[RowCheck]) -> tuple[ReaderOutput, pl.DataFrame]:
         """Second pass, one batch: every row rule, the raw rows, the loaded events."""
         header = self.header
-        loaded = LoadedCsv(with_row_json(loaded, header), loaded.rejects, loaded.flags, loaded.ends_with_newline)
+        # the raw rows (row_json and its sha256, single-threaded in polars) are built beside the typed columns
+        raw = self._beside.submit(self.raw_rows, loaded)
         out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags))
-        out.tables[RAW] = raw_frame(loaded, self.file_id)
         if not context[ROW].equals(loaded.frame[ROW]):
             raise FileChangedError("the file changed while it was read (its rows differ from the first pass's)")
-        df = self.typed(_source_frame(loaded, header), times=False).with_columns(context.drop(ROW).get_columns()).with_columns(
+        fields = LoadedCsv(loaded.frame.drop(EXTRA, strict=False), loaded.rejects, loaded.flags, loaded.ends_with_newline)
+        df = self.typed(_source_frame(fields, header), times=False).with_columns(context.drop(ROW).get_columns()).with_columns(
             pl.lit(self.release).alias("release_generation"),
             *_participant_task_columns(),
             *_renamed({"action": "action", "test_input_grid": "test_input_grid",
@@ -348,6 +352,8 @@ class _DataFile:
                        "copy_paste_data": "copy_paste_data_json"}),
         )
         df = with_grid_columns(with_grid_columns(df, "test_input_grid", "__in"), "test_output_grid", "__out")
+        out.tables[RAW] = raw.result()
+        df = df.with_columns(out.tables[RAW][ROW_JSON])  # the rejects quote it
         rejects, bad = apply_checks(df, checks, ACTIONS, structural=structural)
         out.rejects += rejects
         good = df.filter(~bad)
@@ -361,8 +367,14 @@ class _DataFile:
             (pl.col("__first_event") & (pl.col("test_input_grid") == PLACEHOLDER), "input_placeholder"),
         ])
         good = good.with_columns(_TUTORIAL.alias("is_tutorial"), pl.lit(self.file_id).alias("file_id"), flags)
-        out.tables[ACTIONS] = good
+        # without the row texts (the raw table has them): less to hold while the piece waits for the runner
+        out.tables[ACTIONS] = good.select(pl.exclude(ROW_JSON, f"^{SRC}.*$"))
         return out, good
+
+    def raw_rows(self, loaded: LoadedCsv) -> pl.DataFrame:
+        """The batch's rows of the raw table."""
+        row_json = LoadedCsv(with_row_json(loaded, self.header), loaded.rejects, loaded.flags, loaded.ends_with_newline)
+        return raw_frame(row_json, self.file_id)
 
 
 _TUTORIAL = (pl.col("task_number") == 0) | pl.col("__is_tutorial")

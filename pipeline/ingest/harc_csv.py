@@ -19,12 +19,14 @@ import hashlib
 import io
 import json
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 import polars as pl
 
+from pipeline.core.prefetch import prefetched
 from pipeline.core.textfiles import decode_head
 from pipeline.ingest.base import FileChangedError, FileRejected, Reject
 from pipeline.ingest.formats import Head
@@ -108,7 +110,8 @@ def match_variant(header: list[str], variants: Sequence[Variant], what: str) -> 
 
 # --- loading --------------------------------------------------------------------------------------
 
-BATCH_BYTES = 16 << 20  # a big file is read in pieces of about this size, each cut at a record boundary
+BATCH_BYTES = 8 << 20  # a big file is read in pieces of about this size, each cut at a record boundary (a few
+# are in flight at once: the next ones are read and parsed while one is checked and one is written)
 ROW_HASH = "__row_hash"  # 64-bit hash of the row's fields: tells exact copies from conflicting rows
 
 
@@ -132,8 +135,8 @@ class CsvSource:
     read by Python's csv module in one batch (`csv_fallback_parser`), a file that is not UTF-8 lossily.
 
     `batches()` yields `LoadedCsv` pieces (frame without row_json: `with_row_json` adds it where needed);
-    `flags` and `rejects` gather what the batches found. `scan(fn, keep=...)` keeps the batches it parsed
-    (in a folder as Arrow files, or in memory) so that a second pass (`kept()`) does not parse again."""
+    `flags` and `rejects` gather what the batches found. `scan(fn)` is a first pass over the batches,
+    `again()` a second one (a file of one batch is not parsed twice)."""
 
     path: Path
     header: list[str]
@@ -145,7 +148,7 @@ class CsvSource:
     file_flags: list[str] = field(default_factory=list)
     ends_with_newline: bool = True
     version: tuple[int, int] = (0, 0)  # size and mtime when first opened: a later pass reads the same file
-    _kept: list[tuple[Path | pl.DataFrame, list[Reject], list[str]]] = field(default_factory=list, repr=False)
+    _kept: LoadedCsv | None = field(default=None, repr=False)  # the only batch of a file of one batch
 
     def __post_init__(self) -> None:
         self.version = self._version()
@@ -170,37 +173,33 @@ class CsvSource:
         """The file is read in one batch (`_record_chunks` yields one piece)."""
         return self.batch_bytes is None or self.version[0] < self.batch_bytes
 
-    def scan(self, fn: Callable[[LoadedCsv], T], *, keep: Path | bool = False) -> list[T]:
-        """`fn` of every batch, in file order; starts over when a batch needs a more forgiving parser.
-        `keep`: also keep each batch (without ROW_HASH) for `kept()`, as Arrow files in that folder, or in
-        memory when True (a small file)."""
+    def scan(self, fn: Callable[[LoadedCsv], T]) -> list[T]:
+        """`fn` of every batch, in file order; starts over when a batch needs a more forgiving parser. A file
+        that turns out to be one batch keeps it (without ROW_HASH) for `again()`."""
         while True:
-            self._kept = []
+            self._kept = None
             try:
-                return [fn(self._keep(batch, keep)) for batch in self.batches()]
+                results = []
+                for i, batch in enumerate(self.batches()):
+                    self._kept = LoadedCsv(batch.frame.drop(ROW_HASH, strict=False), batch.rejects, batch.flags,
+                                           batch.ends_with_newline) if i == 0 else None
+                    results.append(fn(batch))
+                return results
             except _ParserChanged:
                 continue
 
-    def _keep(self, batch: LoadedCsv, keep: Path | bool) -> LoadedCsv:
-        if keep is not False:
-            frame = batch.frame.drop(ROW_HASH, strict=False)
-            if isinstance(keep, Path):
-                spill = keep / f"batch-{len(self._kept):06d}.arrow"
-                # lz4: as cheap to write as no compression, and the text shrinks several times, so the
-                # kept batches add little to the dirty pages the table spills already make
-                frame.write_ipc(spill, compression="lz4")
-                self._kept.append((spill, batch.rejects, batch.flags))
-            else:
-                self._kept.append((frame, batch.rejects, batch.flags))
-        return batch
-
-    def kept(self) -> Iterator[LoadedCsv]:
-        """The batches the last `scan(keep=...)` kept, in file order, as `batches(row_hash=False)` would give
-        them, without parsing the file again (it is still checked unchanged)."""
+    def again(self) -> Iterator[LoadedCsv]:
+        """The batches once more, in file order, as `batches(row_hash=False)` gives them: the kept batch of a
+        file of one batch, else parsed again. A big file is parsed twice rather than kept: writing the parsed
+        batches out and reading them back costs about twice a parse."""
         self._check_unchanged()
-        for frame, rejects, flags in self._kept:
-            yield LoadedCsv(frame if isinstance(frame, pl.DataFrame) else pl.read_ipc(frame), rejects, flags,
-                            self.ends_with_newline)
+        if self._kept is not None:
+            yield self._kept
+            return
+        try:
+            yield from self.batches(row_hash=False)
+        except _ParserChanged as err:  # the first pass settled the parser: only a changed file gets here
+            raise FileChangedError(f"{self.path.name} changed since it was first read (it parses differently)") from err
 
     def _check_unchanged(self) -> None:
         if self._version() != self.version:
@@ -214,18 +213,29 @@ class CsvSource:
             yield self._finish(df, rejects, row_hash)
             return
         offset = 0
-        for chunk in _record_chunks(self.path, self.batch_bytes):
-            try:
-                df = _read_polars(chunk, self.header, self.mode, offset)
-            except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
-                self.polars_error = str(err).splitlines()[0]
-                if self.mode == "utf8" and not _is_utf8(self.path):
-                    self.bad_utf8, self.mode = True, "utf8-lossy"
-                else:
-                    self.mode = "csv"
-                raise _ParserChanged from err
-            offset += df.height
-            yield self._finish(df, [], row_hash)
+        with closing(prefetched(self._parsed())) as parsed:  # the next batch is parsed while this one is used
+            for df, err in parsed:
+                if err is not None:
+                    self.polars_error = str(err).splitlines()[0]
+                    if self.mode == "utf8" and not _is_utf8(self.path):
+                        self.bad_utf8, self.mode = True, "utf8-lossy"
+                    else:
+                        self.mode = "csv"
+                    raise _ParserChanged from err
+                df = df.with_columns(pl.col(ROW) + offset)
+                offset += df.height
+                yield self._finish(df, [], row_hash)
+
+    def _parsed(self) -> Iterator[tuple[pl.DataFrame, None] | tuple[None, Exception]]:
+        """Each batch parsed by polars (rows numbered from 1), or the error that ends the pass. The next
+        piece of the file is read and cut meanwhile."""
+        with closing(prefetched(_record_chunks(self.path, self.batch_bytes))) as chunks:
+            for chunk in chunks:
+                try:
+                    yield _read_polars(chunk, self.header, self.mode), None
+                except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
+                    yield None, err
+                    return
 
     def _finish(self, df: pl.DataFrame, rejects: list[Reject], row_hash: bool) -> LoadedCsv:
         header = self.header
@@ -324,15 +334,14 @@ def _last_record_end(buf: bytes) -> int:
     return end + 1
 
 
-def _read_polars(data: bytes, header: list[str], encoding: str, offset: int) -> pl.DataFrame:
+def _read_polars(data: bytes, header: list[str], encoding: str) -> pl.DataFrame:
     # null_values: "" (a quoted empty field) and an unquoted empty field mean the same, no value (the csv
     # module path does the same)
     df = pl.read_csv(data, infer_schema=False, has_header=True, encoding=encoding, raise_if_empty=False,
                      null_values="")
     if df.columns != header:  # polars de-duplicates or trims names; the header check ran before
         df.columns = header
-    return df.with_row_index(ROW, offset=offset + 1).with_columns(pl.col(ROW).cast(pl.Int64),
-                                                                   pl.lit(False).alias(UNSPLIT))
+    return df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64), pl.lit(False).alias(UNSPLIT))
 
 
 def _is_utf8(path: Path) -> bool:

@@ -16,7 +16,7 @@ import stat
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache, partial
@@ -27,6 +27,7 @@ import polars as pl
 
 from pipeline.core.executor import SerialExecutor, default_workers, open_executor
 from pipeline.core.manifest import FileVersion, file_version, sha256_file
+from pipeline.core.prefetch import prefetched
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.background import BackgroundWriter
 from pipeline.ingest.base import FileChangedError, FileContext, FileRejected, ReaderOutput, Reject, clip
@@ -549,18 +550,19 @@ def _stage_pieces(ws: Workspace, pieces, own_ids: list[str], counts: dict[str, i
     (returned per table, in order). DuckDB holds a transaction's appended rows in memory until it commits,
     so appending the pieces one by one inside the file's transaction would hold the whole file; one
     INSERT ... SELECT streaming from the spilled files does not (`_insert_spilled`), and the file still
-    lands whole or not at all."""
+    lands whole or not at all. The reader works on the next piece meanwhile (`prefetched`)."""
     staged: dict[str, list[str]] = {}
-    for i, piece in enumerate(pieces()):
-        validate_output(piece)
-        drop_cross_file_duplicates(ws, piece, own_ids)
-        for name, df in piece.tables.items():
-            spill = folder / f"{name}-{i:06d}.arrow"
-            conformed(name, df).write_ipc(spill, compression="uncompressed")
-            staged.setdefault(name, []).append(str(spill))
-            counts[name] = counts.get(name, 0) + df.height
-        rejects += piece.rejects
-        flags += piece.flags
+    with closing(prefetched(pieces())) as ahead:
+        for i, piece in enumerate(ahead):
+            validate_output(piece)
+            drop_cross_file_duplicates(ws, piece, own_ids)
+            for name, df in piece.tables.items():
+                spill = folder / f"{name}-{i:06d}.arrow"
+                conformed(name, df).write_ipc(spill, compression="uncompressed")
+                staged.setdefault(name, []).append(str(spill))
+                counts[name] = counts.get(name, 0) + df.height
+            rejects += piece.rejects
+            flags += piece.flags
     return staged
 
 

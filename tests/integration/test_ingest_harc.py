@@ -478,3 +478,34 @@ def test_a_reader_bug_while_the_pieces_are_read_refuses_the_file_and_the_run_goe
         assert statuses["data.csv"] == "rejected" and "ZeroDivisionError" in report.files[0].message
         assert ws.read("SELECT count(*) AS n FROM core_harc__actions")["n"][0] == 0
         assert ws.read("SELECT check_name FROM quarantine")["check_name"].to_list() == ["reader_error"]
+
+
+def test_a_reader_bug_in_a_later_piece_refuses_the_file_and_stops_the_reader(tmp_path, empty_db, monkeypatch):
+    """The pieces are read on a thread ahead of the runner (`prefetched`): a reader bug in the third piece
+    reaches the runner, nothing of the file lands, and the reading thread is gone."""
+    import threading
+
+    from pipeline.ingest.harc import _DataFile
+
+    monkeypatch.setattr("pipeline.ingest.harc.BATCH_BYTES", 1500)
+    path = fx.write_data(tmp_path / "data" / "data.csv")
+    checked = []
+    real = _DataFile.check_batch
+
+    def buggy(self, *args, **kwargs):
+        checked.append(1)
+        if len(checked) == 3:
+            raise ZeroDivisionError("a reader bug in piece 3 (simulated)")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(_DataFile, "check_batch", buggy)
+    db = tmp_path / "bug3.duckdb"
+    db.write_bytes(empty_db.read_bytes())
+    with Workspace(db) as ws:
+        report = ingest_paths(ws, [path], run_id="bug3")
+        assert [f.status for f in report.files] == ["rejected"] and "ZeroDivisionError" in report.files[0].message
+        assert len(checked) == 3
+        assert ws.read("SELECT count(*) AS n FROM core_harc__actions")["n"][0] == 0
+        assert ws.read("SELECT count(*) AS n FROM raw_harc__csv_rows")["n"][0] == 0
+        assert ws.read("SELECT check_name FROM quarantine")["check_name"].to_list() == ["reader_error"]
+    assert not [t for t in threading.enumerate() if t.name == "prefetch"]
