@@ -213,8 +213,13 @@ class CsvSource:
             yield self._finish(df, rejects, row_hash)
             return
         offset = 0
+        skipped: list[Reject] = []  # over-long records (`LongRecord`), reported with the next batch
         with closing(prefetched(self._parsed())) as parsed:  # the next batch is parsed while this one is used
             for df, err in parsed:
+                if isinstance(df, LongRecord):
+                    offset += 1  # it keeps its row number, as a row polars could not split would
+                    skipped.append(df.reject(offset, self.raw_table))
+                    continue
                 if err is not None:
                     self.polars_error = str(err).splitlines()[0]
                     if self.mode == "utf8" and not _is_utf8(self.path):
@@ -224,13 +229,20 @@ class CsvSource:
                     raise _ParserChanged from err
                 df = df.with_columns(pl.col(ROW) + offset)
                 offset += df.height
-                yield self._finish(df, [], row_hash)
+                yield self._finish(df, skipped, row_hash)
+                skipped = []
+        if skipped:  # the file ends with over-long records
+            empty = pl.DataFrame(schema={ROW: pl.Int64, **{c: pl.String for c in self.header}, UNSPLIT: pl.Boolean})
+            yield self._finish(empty, skipped, row_hash)
 
-    def _parsed(self) -> Iterator[tuple[pl.DataFrame, None] | tuple[None, Exception]]:
+    def _parsed(self) -> Iterator[tuple[pl.DataFrame | LongRecord, None] | tuple[None, Exception]]:
         """Each batch parsed by polars (rows numbered from 1), or the error that ends the pass. The next
         piece of the file is read and cut meanwhile."""
         with closing(prefetched(_record_chunks(self.path, self.batch_bytes))) as chunks:
             for chunk in chunks:
+                if isinstance(chunk, LongRecord):
+                    yield chunk, None
+                    continue
                 try:
                     yield _read_polars(chunk, self.header, self.mode), None
                 except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
@@ -286,9 +298,30 @@ def load_csv(path: Path, header: list[str], *, raw_table: str) -> LoadedCsv:
     return LoadedCsv(frame, [r for b in batches for r in b.rejects], flags, source.ends_with_newline)
 
 
-def _record_chunks(path: Path, batch_bytes: int | None) -> Iterator[bytes]:
+MAX_RECORD_BYTES = 16 << 20  # an H-ARC record is a few KB (a 30x30 grid is under 3 KB of JSON)
+
+
+@dataclass(frozen=True)
+class LongRecord:
+    """A record over MAX_RECORD_BYTES, skipped by `_record_chunks` without being held whole: its start, and
+    whether it ended before the end of the file (else a quote opened in it is never closed)."""
+
+    head: bytes
+    terminated: bool
+
+    def reject(self, row: int, raw_table: str) -> Reject:
+        why = ("" if self.terminated else
+               ": it runs to the end of the file, so a quote opened in it is never closed")
+        return Reject(f"row {row}", "record_too_long",
+                      f"row {row} is longer than {MAX_RECORD_BYTES >> 20} MiB{why}; it is not stored (raw_text "
+                      "holds its first KiB). Fix or remove the row",
+                      raw_text=self.head[:1024].decode("utf-8", "replace"), target_table=raw_table)
+
+
+def _record_chunks(path: Path, batch_bytes: int | None) -> Iterator[bytes | LongRecord]:
     """The file in pieces of about `batch_bytes`, each ending at a record boundary (a newline after an even
-    number of quotes), every piece after the first with the header record in front."""
+    number of quotes), every piece after the first with the header record in front. A record longer than
+    MAX_RECORD_BYTES comes as a `LongRecord` in its place: memory stays bounded whatever one field holds."""
     with open(path, "rb") as fh:
         if batch_bytes is None:
             yield fh.read()
@@ -299,6 +332,10 @@ def _record_chunks(path: Path, batch_bytes: int | None) -> Iterator[bytes]:
             data = fh.read(batch_bytes)
             buf = pending + data if pending else data
             if len(data) < batch_bytes:  # the end of the file: the rest is the last piece
+                if head and len(buf) > MAX_RECORD_BYTES and _last_record_end(buf) == 0:
+                    # the file ends inside one over-long record (closed by the end of the file if its quotes are)
+                    yield LongRecord(buf[:1024], terminated=buf.count(b'"') % 2 == 0)
+                    return
                 if buf or not yielded:
                     yield head + buf
                 return
@@ -310,11 +347,33 @@ def _record_chunks(path: Path, batch_bytes: int | None) -> Iterator[bytes]:
                 head, buf = buf[:end], buf[end:]
             end = _last_record_end(buf)
             if end == 0:  # no record ends in this piece (a huge quoted field): read on
+                if len(buf) > MAX_RECORD_BYTES:  # buf is one record's start: skip to its end
+                    rest = _skip_record(fh, buf, batch_bytes)
+                    yield LongRecord(buf[:1024], terminated=rest is not None)
+                    if rest is None:
+                        return
+                    yielded, pending = True, rest
+                    continue
                 pending = buf
                 continue
             yield b"".join((head, memoryview(buf)[:end]))  # one copy
             yielded = True
             pending = buf[end:]
+
+
+def _skip_record(fh, start: bytes, block: int) -> bytes | None:
+    """Read past the record that `start` begins (it holds no record end): the bytes after its end, or None
+    when the file ends first. Only the quote count's parity is kept, never the record."""
+    odd = start.count(b'"') % 2
+    while data := fh.read(block):
+        pos = 0
+        while (newline := data.find(b"\n", pos)) >= 0:
+            odd ^= data.count(b'"', pos, newline) % 2
+            if not odd:
+                return data[newline + 1:]
+            pos = newline + 1
+        odd ^= data.count(b'"', pos) % 2
+    return None
 
 
 def _first_record_end(buf: bytes) -> int:
@@ -401,11 +460,14 @@ def _load_with_csv_module(path: Path, header: list[str], raw_table: str, polars_
             except csv.Error as err:
                 row += 1
                 at_eof = "unexpected end of data" in str(err)
+                too_big = "field larger than field limit" in str(err)
                 rejects.append(Reject(
                     f"row {row}", "csv_malformed",
-                    f"row {row} cannot be split into fields ({err}): a quote is not closed or is followed by "
-                    f"text{'; the file ends inside a quoted field (cut off?)' if at_eof else ''}. "
-                    "Fix the quoting of this row",
+                    f"row {row} cannot be split into fields ({err}): " + (
+                        f"a field is over {csv.field_size_limit():,} characters. Fix or remove this row" if too_big
+                        else "a quote is not closed or is followed by text"
+                        f"{'; the file ends inside a quoted field (cut off?)' if at_eof else ''}. "
+                        "Fix the quoting of this row"),
                     raw_text=tap.take(), target_table=raw_table,
                 ))
                 continue  # csv.reader starts a fresh record on the next line

@@ -618,3 +618,40 @@ def test_batched_reading_keeps_every_field_of_tricky_rows(tmp_path_factory, text
     raw = batched.tables[RAW].sort("row_number")
     assert raw["row_json"].to_list() == expected
     assert raw["content_sha256"].to_list() == [hashlib.sha256(e.encode()).hexdigest() for e in expected]
+
+
+@pytest.mark.parametrize("batch_bytes", [600, 1500])
+def test_an_over_long_record_is_quarantined_without_being_held(tmp_path, monkeypatch, batch_bytes):
+    import pipeline.ingest.harc_csv as harc_csv
+
+    monkeypatch.setattr(harc_csv, "MAX_RECORD_BYTES", 3000)
+    rows = fx.data_rows()
+    rows[5] = {**rows[5], "first_written_solution": 'a "quoted", multi\nline ' + "x" * 8000}
+    path = fx.write_data(tmp_path / "data.csv", rows)
+    out = read_data(ctx(path), batch_bytes=batch_bytes)
+    out = out.materialized() if out.pieces is not None else out
+    too_long = [r for r in out.rejects if r.check == "record_too_long"]
+    assert [r.location for r in too_long] == ["row 6"]
+    assert "longer than" in too_long[0].reason and "never closed" not in too_long[0].reason
+    assert too_long[0].raw_text.startswith(path.read_text().splitlines()[6][:40])
+    monkeypatch.setattr(harc_csv, "MAX_RECORD_BYTES", 1 << 30)  # the same file, every record held
+    whole = read_data(ctx(path), batch_bytes=1 << 30)
+    raw, raw_whole = out.tables[RAW].sort("row_number"), whole.tables[RAW].sort("row_number")
+    assert raw["row_number"].to_list() == [n for n in raw_whole["row_number"].to_list() if n != 6]
+    assert raw.equals(raw_whole.filter(pl.col("row_number") != 6))  # the other rows keep their numbers and text
+
+
+def test_an_unterminated_quote_running_to_the_end_is_quarantined(tmp_path, monkeypatch):
+    import pipeline.ingest.harc_csv as harc_csv
+
+    monkeypatch.setattr(harc_csv, "MAX_RECORD_BYTES", 3000)
+    path = fx.write_data(tmp_path / "data.csv", fx.data_rows())
+    n_rows = len(fx.data_rows())
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(',"'.join(["x"] * 5) + "y" * 9000)  # a last record whose quote is never closed
+    out = read_data(ctx(path), batch_bytes=1500)
+    out = out.materialized() if out.pieces is not None else out
+    too_long = [r for r in out.rejects if r.check == "record_too_long"]
+    assert [r.location for r in too_long] == [f"row {n_rows + 1}"]
+    assert "never closed" in too_long[0].reason
+    assert out.tables[RAW].height == n_rows
