@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 completed with rejected input (see the `qu
 
 from __future__ import annotations
 
+import os
 import shlex
 from enum import Enum
 from pathlib import Path
@@ -15,6 +16,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from pipeline.core.console import out
+from pipeline.core.special_files import not_regular_file
 from pipeline.core.workspace import Workspace, WorkspaceError, default_db_path, default_db_to_read
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
@@ -61,7 +63,21 @@ class _FlagsWithoutType:
 
 
 class Command(_FlagsWithoutType, TyperCommand):
-    """Every `arcstudy` verb: `app.command(name, cls=Command)`."""
+    """Every `arcstudy` verb: `app.command(name, cls=Command)`. A path option naming a FIFO, socket or device
+    is refused (exit 2) before the verb runs: opening it would hang or never end. /dev/null stays usable.
+    Positional inputs are the verbs' own to judge (ingest and score report such a file among the rejected)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        for param in self.params:
+            if param.param_type_name != "option":  # typer's own click: no isinstance against click.Option
+                continue
+            value = ctx.params.get(param.name or "")
+            for path in value if isinstance(value, list | tuple) else [value]:
+                if isinstance(path, Path) and str(path) != os.devnull:
+                    kind = not_regular_file(path, dir_ok=True)
+                    if kind is not None:
+                        raise fail(f"{param.opts[-1]} {path}: {kind}, not a regular file or folder", EXIT_USAGE)
+        return super().invoke(ctx)
 
 
 class Group(_FlagsWithoutType, TyperGroup):

@@ -38,7 +38,7 @@ def replay_command(
     """
     from engine.loader import default_environments_dir
     from pipeline.core.manifest import RunManifest, sha256_file
-    from pipeline.ingest.runner import not_regular_file
+    from pipeline.core.special_files import not_regular_file
     from pipeline.recordings.playback import PlaybackError, replay_script_file, write_lines
     from pipeline.recordings.reader import RecordingRejected
 

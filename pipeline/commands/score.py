@@ -116,8 +116,8 @@ def score_command(
 
     from engine.loader import default_environments_dir
     from pipeline.core.manifest import RunManifest
+    from pipeline.core.special_files import not_regular_file
     from pipeline.core.workspace import WorkspaceError, default_db_path
-    from pipeline.ingest.runner import not_regular_file
     from pipeline.scoring import baseline_sources as bs
     from pipeline.scoring.parallel import read_and_verify
     from pipeline.scoring.plays import (

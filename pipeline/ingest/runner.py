@@ -28,6 +28,7 @@ import polars as pl
 from pipeline.core.executor import SerialExecutor, default_workers, open_executor
 from pipeline.core.manifest import FileVersion, file_version, sha256_file
 from pipeline.core.prefetch import prefetched
+from pipeline.core.special_files import not_regular_file
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.background import BackgroundWriter
 from pipeline.ingest.base import FileChangedError, FileContext, FileRejected, ReaderOutput, Reject, clip
@@ -251,20 +252,6 @@ class PreparedFile:
     validated: bool = False  # `output` went through the schemas (`validate_output`)
     streamed: bool = False  # read by commit_file inside the file's transaction, rows written chunk by chunk
     version: FileVersion | None = None  # the file as it was when its content hash was taken (`file_version`)
-
-
-def not_regular_file(path: Path) -> str | None:
-    """Why `path` (symlinks followed) is not a regular file, or None when it is. Reading a FIFO blocks until a
-    writer comes and /dev/zero never ends, so only regular files are ever opened."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return None  # hashing reports it as unreadable, with the OS's reason
-    if stat.S_ISREG(mode):
-        return None
-    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 # A file of a streaming format (InputFormat.streams) at least this big is read inside its transaction, its rows

@@ -193,7 +193,9 @@ def test_readme_tour_reads_the_demo_database(tmp_path):
     assert own.returncode == 0 and "using the demo database" not in own.stderr
 
 
-@pytest.mark.parametrize("verb", ["score", "replay", "baselines", "query"])
+@pytest.mark.parametrize("verb", ["score", "replay", "baselines", "query", "score --baselines", "build --optimal",
+                                  "build --config", "report --ground-truth", "baselines --compare",
+                                  "score --recovered-actions"])
 def test_a_fifo_given_to_any_command_is_refused_not_waited_on(tmp_path, verb):
     """Only ingest refused FIFOs: `score PIPE`, `replay PIPE`, `baselines --from-counts PIPE` and `--db PIPE`
     waited forever for a writer."""
@@ -202,7 +204,15 @@ def test_a_fifo_given_to_any_command_is_refused_not_waited_on(tmp_path, verb):
     args = {"score": ["score", str(fifo), "--db", str(tmp_path / "s.duckdb"), "--out", str(tmp_path / "o")],
             "replay": ["replay", str(fifo), "--out", str(tmp_path / "r.jsonl")],
             "baselines": ["baselines", "--from-counts", str(fifo)],
-            "query": ["query", "SELECT 1", "--db", str(fifo)]}[verb]
+            "query": ["query", "SELECT 1", "--db", str(fifo)],
+            "score --baselines": ["score", "--db", str(tmp_path / "s.duckdb"), "--baselines", str(fifo)],
+            "build --optimal": ["build", "--db", str(tmp_path / "s.duckdb"), "--optimal", str(fifo)],
+            "build --config": ["build", "--db", str(tmp_path / "s.duckdb"), "--config", str(fifo)],
+            "report --ground-truth": ["report", "calibration", "--db", str(tmp_path / "s.duckdb"),
+                                      "--ground-truth", str(fifo)],
+            "baselines --compare": ["baselines", "--db", str(tmp_path / "s.duckdb"), "--compare", str(fifo)],
+            "score --recovered-actions": ["score", "--db", str(tmp_path / "s.duckdb"), "--recovered-actions",
+                                          str(fifo)]}[verb]
     environ = {k: v for k, v in os.environ.items() if k != "ARCSTUDY_DB"} | {"PYTHONPATH": str(ROOT)}
     res = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", *args], cwd=tmp_path, env=environ,
                          capture_output=True, text=True, timeout=60)

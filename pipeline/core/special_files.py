@@ -1,0 +1,22 @@
+"""Paths that must never be opened as files: a FIFO blocks its reader until a writer comes (and its writer until
+a reader comes), /dev/zero never ends. Every input a user names goes through `not_regular_file` first."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def not_regular_file(path: Path, *, dir_ok: bool = False) -> str | None:
+    """Why `path` (symlinks followed) is not a regular file (`dir_ok`: nor a folder), or None when it is, or
+    when it does not exist (whoever opens it reports that, with the OS's reason)."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or (dir_ok and stat.S_ISDIR(mode)):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
