@@ -21,6 +21,7 @@ import builtins
 import hashlib
 import importlib
 import json
+import re
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ __all__ = [
 ]
 
 _ENGINE_PACKAGE = __name__.rpartition(".")[0]  # "engine"
+# A game id names output folders (``explore``/``qualify --out DIR/<game_id>/``): a plain name, never a path.
+_PLAIN_GAME_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 _REFERENCE_PACKAGE = "arcengine"
 
 
@@ -110,10 +113,18 @@ def _find_source(directory: Path, class_name: str) -> Path | None:
 
 
 def _read_info(metadata_path: Path) -> GameInfo:
-    metadata = json.loads(metadata_path.read_text(encoding="utf-8"))
-    game_id = metadata["game_id"]
+    try:  # utf-8-sig: a byte-order mark is accepted, as in every text format arcstudy reads
+        metadata = json.loads(metadata_path.read_text(encoding="utf-8-sig"))
+    except RecursionError as err:
+        raise ValueError("the JSON is nested too deeply to read") from err
+    if not isinstance(metadata, dict):
+        raise ValueError("metadata.json must hold a JSON object")
+    game_id = metadata.get("game_id")
     if not isinstance(game_id, str) or not game_id:
         raise ValueError("metadata game_id must be a non-empty string")
+    if not _PLAIN_GAME_ID.fullmatch(game_id) or ".." in game_id:
+        raise ValueError(f"game_id {game_id!r} is not a plain game id (letters, digits, '-', '_', '.'; "
+                         f"no path): game ids name output folders")
     short_id, _, version = game_id.partition("-")
     class_name = metadata.get("class_name") or (game_id[:4][:1].upper() + game_id[:4][1:])
     if not isinstance(class_name, str):
@@ -149,17 +160,27 @@ def find_games(
 ) -> list[GameInfo]:
     """Every game version under the directories (``metadata.json`` at any depth), sorted by id;
     ``loadable=True`` leaves out games whose code cannot be loaded (see ``unloadable_reason``)."""
+    found, _ = _scan(environments_dir)
+    return [found[key] for key in sorted(found) if not loadable or unloadable_reason(found[key]) is None]
+
+
+def _scan(environments_dir: str | Path | Iterable[str | Path] | None
+          ) -> tuple[dict[str, GameInfo], list[str]]:
+    """The games found by id, and why each skipped ``metadata.json`` was skipped ("path: reason")."""
     found: dict[str, GameInfo] = {}
+    skipped: list[str] = []
     for root in _as_dirs(environments_dir):
         if not root.is_dir():
             continue
         for metadata_path in sorted(root.rglob("metadata.json")):
             try:
                 info = _read_info(metadata_path)
-            except (ValueError, KeyError, TypeError):
-                continue  # not a game's metadata (or unreadable): skipped, like the toolkit does
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                # not a game's metadata (or unreadable): skipped, like the toolkit does; named when nothing is found
+                skipped.append(f"{metadata_path}: {err}")
+                continue
             found.setdefault(info.game_id, info)  # the first directory listed wins duplicates
-    return [found[key] for key in sorted(found) if not loadable or unloadable_reason(found[key]) is None]
+    return found, skipped
 
 
 def _recency(info: GameInfo) -> tuple:
@@ -172,7 +193,8 @@ def resolve_game(
 ) -> GameInfo:
     """``"ls20-9607627b"`` exactly, or ``"ls20"`` as its most recently downloaded version;
     ``loadable=True`` raises ``GameNotFoundError`` (with the reason) if its code cannot be loaded."""
-    games = find_games(environments_dir)
+    by_id, skipped = _scan(environments_dir)
+    games = [by_id[key] for key in sorted(by_id)]
     found = next((info for info in games if info.game_id == game_id), None)
     if found is None and "-" not in game_id:
         versions = [info for info in games if info.short_id == game_id]
@@ -184,7 +206,11 @@ def resolve_game(
             raise GameNotFoundError(reason)
         return found
     where = ", ".join(str(path) for path in _as_dirs(environments_dir))
-    raise GameNotFoundError(f"game {game_id!r} not found under {where}")
+    detail = ""
+    if skipped:
+        detail = (f"; {len(skipped)} metadata.json file(s) skipped: " + "; ".join(skipped[:5])
+                  + ("; ..." if len(skipped) > 5 else ""))
+    raise GameNotFoundError(f"game {game_id!r} not found under {where}{detail}")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -168,3 +168,34 @@ def test_a_game_file_linked_from_outside_the_folder_is_refused(tmp_path):
     with pytest.raises(GameNotFoundError, match="outside the game's own folder"):
         load_game_class(forged)
     assert not marker.exists(), "the payload must never run"
+
+
+@pytest.mark.parametrize("game_id", ["../../../escaped-aaaa1111", "zz01/../../x", "/tmp/zz01-aaaa1111",
+                                     "zz01-aaaa1111\x00x", "..", "zz01\\..\\x"])
+def test_a_game_id_that_is_a_path_is_refused(tmp_path, game_id):
+    # game ids name output folders (explore/qualify --out DIR/<game_id>/): a path there writes outside DIR
+    write_game(tmp_path, "aaaa1111", "2026-01-01T00:00:00+00:00")
+    metadata = tmp_path / "zz01" / "aaaa1111" / "metadata.json"
+    metadata.write_text(json.dumps({"game_id": game_id, "class_name": "Zz01"}), encoding="utf-8")
+    assert find_games(tmp_path) == []
+    with pytest.raises(GameNotFoundError, match="game_id .* is not a plain game id") as err:
+        resolve_game(game_id, tmp_path)
+    assert str(metadata) in str(err.value)
+
+
+def test_metadata_with_a_byte_order_mark_loads(tmp_path):
+    write_game(tmp_path, "aaaa1111", "2026-01-01T00:00:00+00:00")
+    metadata = tmp_path / "zz01" / "aaaa1111" / "metadata.json"
+    metadata.write_bytes(b"\xef\xbb\xbf" + metadata.read_bytes())
+    assert resolve_game("zz01", tmp_path).game_id == "zz01-aaaa1111"
+
+
+def test_unreadable_metadata_is_skipped_and_named_when_the_game_is_not_found(tmp_path):
+    write_game(tmp_path, "aaaa1111", "2026-01-01T00:00:00+00:00")
+    metadata = tmp_path / "zz01" / "aaaa1111" / "metadata.json"
+    metadata.write_text('{"game_id": "zz01-aaaa1111", "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+                        encoding="utf-8")
+    assert find_games(tmp_path) == []
+    with pytest.raises(GameNotFoundError, match="nested too deeply") as err:
+        resolve_game("zz01", tmp_path)
+    assert str(metadata) in str(err.value)
