@@ -33,6 +33,7 @@ __all__ = [
     "GameInfo",
     "GameNotFoundError",
     "default_environments_dir",
+    "describe_game_error",
     "find_games",
     "resolve_game",
     "unloadable_reason",
@@ -253,6 +254,23 @@ def load_game_module(info: GameInfo, *, fresh: bool = False) -> types.ModuleType
     if not fresh:
         _MODULE_CACHE[key] = module
     return module
+
+
+def describe_game_error(err: BaseException, info: GameInfo | None = None) -> str:
+    """``"RuntimeError: boom (at <game file>:9)"``: an exception raised by game code, with the line of the game
+    file that raised it when the traceback passes through it (what a person fixing the game needs)."""
+    text = f"{type(err).__name__}: {err}"
+    if isinstance(err, SyntaxError) and err.filename:
+        return f"{text} (at {err.filename}:{err.lineno})" if str(err.filename) not in text else text
+    source = str(info.source) if info is not None and info.source is not None else None
+    where = None
+    tb = err.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if source is None or filename == source:
+            where = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return f"{text} (at {where})" if where else text
 
 
 def load_game_class(info: GameInfo, *, fresh: bool = False) -> type:

@@ -1,0 +1,82 @@
+"""Games that misbehave (raise while loading, starting or stepping) under every command that runs game code:
+each is reported as that game's failure with the error, never as a Python traceback, and other games still run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+
+runner = CliRunner()
+
+GAME = '''
+from arcengine import ARCBaseGame, Camera, GameAction, Level, Sprite
+{module}
+
+class {cls}(ARCBaseGame):
+    def __init__(self):
+        {init}
+        super().__init__("{code}", [Level([Sprite([[1]], name="p")], grid_size=(4, 4)),
+                                    Level([Sprite([[2]], name="p")], grid_size=(4, 4))],
+                         Camera(), available_actions=[1, 2])
+
+    def step(self):
+        {step}
+        if self.action.id == GameAction.ACTION1:
+            self.next_level()
+        self.complete_action()
+'''
+
+
+def write_game(root: Path, code: str, *, module: str = "", init: str = "pass", step: str = "pass",
+               metadata: dict | None = None) -> str:
+    folder = root / code / "aaaa1111"
+    folder.mkdir(parents=True)
+    cls = code[:1].upper() + code[1:]
+    (folder / f"{code}.py").write_text(GAME.format(module=module, cls=cls, init=init, step=step, code=code),
+                                       encoding="utf-8")
+    meta = {"game_id": f"{code}-aaaa1111", "class_name": cls, "baseline_actions": [1, 1],
+            "date_downloaded": "2026-01-01T00:00:00+00:00", **(metadata or {})}
+    (folder / "metadata.json").write_text(json.dumps(meta), encoding="utf-8")
+    return f"{code}-aaaa1111"
+
+
+BROKEN = {
+    "on import": {"module": "raise RuntimeError('boom on import')"},
+    "in __init__": {"init": "raise RuntimeError('boom in init')"},
+    "in step": {"step": "raise RuntimeError('boom in step')"},
+}
+
+
+def script(path: Path, game_id: str) -> Path:
+    path.write_text("".join(json.dumps({"data": {"action_input": {"id": a, "data": {"game_id": game_id}}}}) + "\n"
+                            for a in (1, 2, 1)), encoding="utf-8")
+    return path
+
+
+def assert_reported(result, *needles: str) -> None:
+    assert "Traceback" not in result.output, result.output
+    for needle in needles:
+        assert needle in result.output, result.output
+
+
+@pytest.mark.parametrize("where", BROKEN)
+def test_qualify_reports_a_game_that_raises_as_failed_and_qualifies_the_others(tmp_path, where):
+    write_game(tmp_path, "ok01")
+    write_game(tmp_path, "bx01", **BROKEN[where])
+    result = runner.invoke(app, ["--plain", "qualify", "all", "--regime", "quick", "--environments", str(tmp_path),
+                                 "--workers", "1", "--json"])
+    assert result.exit_code == 1, result.output
+    assert_reported(result)
+    reports = {r["game_id"]: r for r in json.loads(result.stdout)}
+    # the other game ran every check (this toy game is too easy to pass them: its verdict is not the point)
+    assert [c["name"] for c in reports["ok01-aaaa1111"]["checks"]] == [
+        "playback", "winnable", "random_win_threshold", "random_play", "fuzz"]
+    broken = reports["bx01-aaaa1111"]
+    assert broken["verdict"] == "fail"
+    assert broken["checks"][0]["name"] == "loads" and broken["checks"][0]["status"] == "fail"
+    assert "RuntimeError: boom" in broken["checks"][0]["summary"]
