@@ -80,3 +80,22 @@ def test_qualify_reports_a_game_that_raises_as_failed_and_qualifies_the_others(t
     assert broken["verdict"] == "fail"
     assert broken["checks"][0]["name"] == "loads" and broken["checks"][0]["status"] == "fail"
     assert "RuntimeError: boom" in broken["checks"][0]["summary"]
+
+
+@pytest.mark.parametrize("where", BROKEN)
+def test_explore_reports_a_game_that_raises_while_starting(tmp_path, where):
+    write_game(tmp_path, "bx01", **BROKEN[where])
+    result = runner.invoke(app, ["--plain", "explore", "bx01", "--environments", str(tmp_path), "--workers", "1"])
+    assert result.exit_code == 1, result.output
+    assert_reported(result, "bx01-aaaa1111", "RuntimeError: boom", "bx01.py:")
+
+
+@pytest.mark.parametrize("where", BROKEN)
+def test_replay_reports_a_game_that_raises(tmp_path, where):
+    game_id = write_game(tmp_path / "games", "bx01", **BROKEN[where])
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", game_id)), "--games",
+                                 str(tmp_path / "games"), "--out", str(out)])
+    assert result.exit_code == 3, result.output
+    assert_reported(result, "cannot replay", "RuntimeError: boom", "bx01.py:")
+    assert not out.exists()
