@@ -99,3 +99,16 @@ def test_replay_reports_a_game_that_raises(tmp_path, where):
     assert result.exit_code == 3, result.output
     assert_reported(result, "cannot replay", "RuntimeError: boom", "bx01.py:")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("values", [[1, "x"], [-1, 2], [True, 1], [1.5, 2], [None, 1], "12"])
+def test_score_and_view_name_metadata_baselines_that_are_not_action_counts(tmp_path, values):
+    game_id = write_game(tmp_path / "games", "mb01", metadata={"baseline_actions": values})
+    playback = script(tmp_path / "s.jsonl", game_id)
+    for args in (["score", str(playback), "--db", str(tmp_path / "x.duckdb"), "--workers", "1"],
+                 ["view", str(playback), "--out", str(tmp_path / "v.html")]):
+        result = runner.invoke(app, ["--plain", *args, "--games", str(tmp_path / "games")])
+        assert_reported(result)
+        if values != "12":  # a string is not a list: the metadata has no baseline, as before
+            assert result.exit_code == 2 if args[0] == "score" else 1, result.output
+            assert "metadata.json" in result.output and "baseline" in result.output, result.output
