@@ -112,3 +112,12 @@ def test_score_and_view_name_metadata_baselines_that_are_not_action_counts(tmp_p
         if values != "12":  # a string is not a list: the metadata has no baseline, as before
             assert result.exit_code == 2 if args[0] == "score" else 1, result.output
             assert "metadata.json" in result.output and "baseline" in result.output, result.output
+
+
+def test_view_names_a_game_that_draws_colours_outside_the_palette(tmp_path):
+    game_id = write_game(tmp_path / "games", "co01", step="self.current_level.get_sprites()[0].pixels[0, 0] = 99")
+    out = tmp_path / "v.html"
+    result = runner.invoke(app, ["--plain", "view", str(script(tmp_path / "s.jsonl", game_id)), "--games",
+                                 str(tmp_path / "games"), "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    assert_reported(result, "co01-aaaa1111", "colour indices 0-15")
