@@ -61,7 +61,20 @@ class _FlagsWithoutType:
 
 
 class Command(_FlagsWithoutType, TyperCommand):
-    """Every `arcstudy` verb: `app.command(name, cls=Command)`."""
+    """Every `arcstudy` verb: `app.command(name, cls=Command)`.
+
+    Verbs end with `typer.Exit`; a SystemExit reaching here was raised by code arcstudy runs (a game's `sys.exit()`
+    or `exit()`): it would end the run with the game's code (0 reads as success) and nothing said, so it is
+    reported as an error instead."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SystemExit as err:
+            from engine.loader import describe_game_error
+
+            raise fail(f"code run by arcstudy called exit ({describe_game_error(err)}); the command stopped before "
+                       "finishing and its output is incomplete") from err
 
 
 class Group(_FlagsWithoutType, TyperGroup):

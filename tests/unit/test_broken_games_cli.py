@@ -121,3 +121,14 @@ def test_view_names_a_game_that_draws_colours_outside_the_palette(tmp_path):
                                  str(tmp_path / "games"), "--out", str(out)])
     assert result.exit_code == 1, result.output
     assert_reported(result, "co01-aaaa1111", "colour indices 0-15")
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_game_code_that_calls_exit_does_not_end_the_command_as_if_it_had_finished(tmp_path, code):
+    game_id = write_game(tmp_path / "games", "ex01", step=f"raise SystemExit({code})")
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", game_id)), "--games",
+                                 str(tmp_path / "games"), "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    assert_reported(result, "SystemExit", "ex01.py:")
+    assert not out.exists()
