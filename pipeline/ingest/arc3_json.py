@@ -34,6 +34,9 @@ def _load_json_document(ctx: FileContext) -> tuple[Any, list[str]]:
     except json.JSONDecodeError as err:
         raise FileRejected(f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})", "invalid_json",
                            f"line {err.lineno}", clip(text.splitlines()[err.lineno - 1] if text else "")) from None
+    except RecursionError:
+        raise FileRejected("not readable JSON: it is nested too deeply to read", "invalid_json", "file",
+                           clip(text)) from None
 
 
 def _whole_json(head: Head) -> Any:

@@ -36,7 +36,7 @@ class Head:
             return None
         try:
             return json.loads(self.text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # too deep to sniff: the reader says why
             return None
 
 
@@ -77,7 +77,10 @@ def detect(path: Path) -> tuple[InputFormat | None, str]:
     if not head.text.strip():
         return None, "the file is empty"
     for fmt in FORMATS.values():
-        evidence = fmt.sniff(head)
+        try:
+            evidence = fmt.sniff(head)
+        except RecursionError:  # JSON nested too deeply for a sniffer to parse: not this format's evidence
+            continue
         if evidence:
             return fmt, evidence
     return None, f"content not recognised (starts with {head.first_line[:80]!r})"

@@ -147,6 +147,9 @@ def read_task_json(ctx: FileContext) -> ReaderOutput:
     except json.JSONDecodeError as err:
         raise FileRejected(f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno}",
                            check="invalid_json", raw_text=text) from err
+    except RecursionError as err:
+        raise FileRejected("not readable JSON: it is nested too deeply to read", check="invalid_json",
+                           raw_text=text[:1000]) from err
     out = ReaderOutput(flags=facts.flags())
     tasks: list[dict] = []
     pairs: list[dict] = []
@@ -228,6 +231,8 @@ def _json_of(value: str | None, column: str, kind: type, kind_name: str) -> tupl
         parsed = json.loads(value or "")
     except json.JSONDecodeError as err:
         return None, ("invalid_json", f"{column} is not valid JSON: {err.msg} at character {err.pos}")
+    except RecursionError:
+        return None, ("invalid_json", f"{column} is not readable JSON: it is nested too deeply to read")
     if not isinstance(parsed, kind):
         return None, ("wrong_json_type", f"{column} is a JSON {type(parsed).__name__}, expected {kind_name}")
     if kind is list and not all(isinstance(x, str) for x in parsed):

@@ -1,0 +1,66 @@
+"""H-ARC and ARC task files a hostile or careless source could hand over, beyond the malformed corpus of
+test_ingest_harc.py: each bad record is quarantined with its location and a reason a person can act on, the
+good records of the same file still land, and the run's exit code is 3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.core.workspace import Workspace
+from tests.fixtures import harc as fx
+
+EXIT_REJECTED = 3
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def ingest(path: Path, db: Path):
+    return CliRunner().invoke(app, ["--plain", "ingest", str(path), "--db", str(db), "--workers", "1"])
+
+
+def quarantine(db: Path) -> list[tuple]:
+    with Workspace(db, read_only=True) as ws:
+        return ws.read("SELECT source_location, check_name, reason FROM quarantine ORDER BY source_location").rows()
+
+
+def count(db: Path, table: str) -> int:
+    with Workspace(db, read_only=True) as ws:
+        return ws.read(f"SELECT count(*) AS n FROM {table}")["n"][0]
+
+
+def test_a_data_row_with_json_nested_too_deeply_is_quarantined_and_the_other_rows_land(tmp_path):
+    rows = fx.data_rows()
+    rows[2] = {**rows[2], "selected_data": DEEP}
+    path = fx.write_data(tmp_path / "data.csv", rows)
+    res = ingest(path, tmp_path / "db.duckdb")
+    assert res.exit_code == EXIT_REJECTED, res.output
+    assert "Traceback" not in res.output
+    got = quarantine(tmp_path / "db.duckdb")
+    assert [(loc, check) for loc, check, _ in got] == [("row 3", "invalid_json")], got
+    assert "nested too deeply" in got[0][2]
+    assert count(tmp_path / "db.duckdb", "core_harc__actions") == len(rows) - 1
+
+
+def test_a_task_file_nested_too_deeply_says_so(tmp_path):
+    path = tmp_path / "0a1b2c3d.json"
+    path.write_text('{"train": ' + DEEP + ', "test": []}', encoding="utf-8")
+    res = ingest(path, tmp_path / "db.duckdb")
+    assert res.exit_code == EXIT_REJECTED, res.output
+    got = quarantine(tmp_path / "db.duckdb")
+    assert len(got) == 1 and got[0][0] == "file" and got[0][1] == "invalid_json", got
+    assert "nested too deeply" in got[0][2]
+
+
+def test_a_tgi_field_nested_too_deeply_is_quarantined_and_the_other_rows_land(tmp_path):
+    rows = fx.tgi_rows(tmp_path / "EXECUTED")
+    rows[1] = {**rows[1], "task_variables": DEEP}
+    path = fx.write_tgi(tmp_path / "task0b148d64.csv", rows)
+    res = ingest(path, tmp_path / "db.duckdb")
+    assert res.exit_code == EXIT_REJECTED, res.output
+    got = quarantine(tmp_path / "db.duckdb")
+    assert [(loc, check) for loc, check, _ in got] == [("row 2", "invalid_json")], got
+    assert "nested too deeply" in got[0][2]
+    assert count(tmp_path / "db.duckdb", "core_arctgi__tasks") == len(rows) - 1
+    assert not (tmp_path / "EXECUTED").exists()
