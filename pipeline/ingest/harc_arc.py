@@ -132,8 +132,15 @@ def _is_task(obj: Any) -> bool:
 
 
 def _is_collection(obj: Any) -> bool:
-    return (isinstance(obj, dict) and bool(obj) and not _is_task(obj)
-            and all(isinstance(v, dict) and ("train" in v or "test" in v) for v in obj.values()))
+    # One task-shaped entry makes it a collection: its malformed entries are then quarantined one by one
+    # rather than the whole file going unrecognised with its good tasks.
+    return (isinstance(obj, dict) and bool(obj) and not _is_task(obj) and not _is_partial_task(obj)
+            and any(isinstance(v, dict) and ("train" in v or "test" in v) for v in obj.values()))
+
+
+def _is_partial_task(obj: Any) -> bool:
+    """A task object missing train or test: read as a task, so the reason names what is missing."""
+    return isinstance(obj, dict) and ("train" in obj or "test" in obj) and not _is_task(obj)
 
 
 def read_task_json(ctx: FileContext) -> ReaderOutput:
@@ -199,6 +206,8 @@ def sniff_task_json(head: Head) -> str | None:
         if obj is not None:
             if _is_task(obj):
                 return "JSON object with train and test lists (ARC task)"
+            if _is_partial_task(obj):
+                return "JSON object with a train or test list (ARC task)"
             if _is_collection(obj):
                 return f"JSON object of {len(obj)} tasks with train/test (ARC task collection)"
             return None

@@ -64,3 +64,25 @@ def test_a_tgi_field_nested_too_deeply_is_quarantined_and_the_other_rows_land(tm
     assert "nested too deeply" in got[0][2]
     assert count(tmp_path / "db.duckdb", "core_arctgi__tasks") == len(rows) - 1
     assert not (tmp_path / "EXECUTED").exists()
+
+
+def test_a_task_collection_with_a_bad_entry_keeps_its_good_tasks(tmp_path):
+    good = {"train": [{"input": [[1]], "output": [[2]]}], "test": [{"input": [[1]]}]}
+    path = fx.write_task(tmp_path / "training_challenges.json",
+                         {"0000000a": good, "0000000b": 5, "0000000c": {"train": None}})
+    res = ingest(path, tmp_path / "db.duckdb")
+    assert res.exit_code == EXIT_REJECTED, res.output
+    got = quarantine(tmp_path / "db.duckdb")
+    assert [(loc, check) for loc, check, _ in got] == [("task 0000000b", "task_structure"),
+                                                       ("task 0000000c", "task_structure")], got
+    assert "not a JSON object" in got[0][2] and "missing test" in got[1][2]
+    assert count(tmp_path / "db.duckdb", "core_arc__tasks") == 1
+
+
+def test_a_task_without_its_test_list_is_named_as_such(tmp_path):
+    path = fx.write_task(tmp_path / "0a1b2c3d.json", {"train": [{"input": [[1]], "output": [[2]]}]})
+    res = ingest(path, tmp_path / "db.duckdb")
+    assert res.exit_code == EXIT_REJECTED, res.output
+    got = quarantine(tmp_path / "db.duckdb")
+    assert [(loc, check) for loc, check, _ in got] == [("file", "task_structure")], got
+    assert "missing test" in got[0][2]
