@@ -86,3 +86,13 @@ def test_a_task_without_its_test_list_is_named_as_such(tmp_path):
     got = quarantine(tmp_path / "db.duckdb")
     assert [(loc, check) for loc, check, _ in got] == [("file", "task_structure")], got
     assert "missing test" in got[0][2]
+
+
+def test_a_file_with_bare_cr_line_ends_is_refused_with_a_reason_that_says_so(tmp_path):
+    path = tmp_path / "data.csv"
+    path.write_bytes(fx.csv_text(fx.data_rows(), fx.DATA_COLUMNS).replace("\r\n", "\n").replace("\n", "\r").encode())
+    res = ingest(path, tmp_path / "db.duckdb")
+    assert res.exit_code == EXIT_REJECTED, res.output
+    got = quarantine(tmp_path / "db.duckdb")
+    assert len(got) == 1 and got[0][0] == "file", got
+    assert "bare CR" in got[0][2] and "LF" in got[0][2], got
