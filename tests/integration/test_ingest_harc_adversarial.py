@@ -96,3 +96,19 @@ def test_a_file_with_bare_cr_line_ends_is_refused_with_a_reason_that_says_so(tmp
     got = quarantine(tmp_path / "db.duckdb")
     assert len(got) == 1 and got[0][0] == "file", got
     assert "bare CR" in got[0][2] and "LF" in got[0][2], got
+
+
+def test_harc_graph_never_writes_outside_its_folder_for_a_task_id_that_is_a_path(tmp_path):
+    rows = []
+    for row in fx.data_rows():  # the release names tasks by file; here one name climbs out of the folder
+        if row["task_name"] == "007bbfb7.json":
+            row = {**row, "task_name": "../../pwn.json",
+                   "joint_id_task": row["joint_id_task"].replace("007bbfb7", "../../pwn")}
+        rows.append(row)
+    db = tmp_path / "db.duckdb"
+    ingest(fx.write_data(tmp_path / "in" / "data.csv", rows), db)
+    out = tmp_path / "a" / "b"
+    res = CliRunner().invoke(app, ["--plain", "harc-graph", "../../pwn", "--db", str(db), "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output and "plain" in res.output
+    assert not list(tmp_path.rglob("pwn*"))
