@@ -22,6 +22,7 @@ import hashlib
 import importlib
 import json
 import re
+import sys
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -250,10 +251,30 @@ def load_game_module(info: GameInfo, *, fresh: bool = False) -> types.ModuleType
     module = types.ModuleType(f"arc_agi_3.{info.game_id}")
     module.__file__ = str(info.source)
     module.__dict__["__builtins__"] = _game_builtins()
-    exec(compile(code, str(info.source), "exec"), module.__dict__)
+    modules_before, path_before = dict(sys.modules), list(sys.path)
+    try:
+        exec(compile(code, str(info.source), "exec"), module.__dict__)
+    finally:
+        _undo_import_side_effects(modules_before, path_before, info.directory)
     if not fresh:
         _MODULE_CACHE[key] = module
     return module
+
+
+def _undo_import_side_effects(modules_before: dict[str, Any], path_before: list[str], game_dir: Path) -> None:
+    """What a game file's top level did to the interpreter's import state stays with that game: ``sys.path`` is
+    put back, modules it replaced or removed in ``sys.modules`` (``engine.enums`` included) are restored, and
+    modules it imported from its own folder are dropped from the table (the game keeps its references), so a
+    game loaded later neither sees them nor imports its own modules from another game's folder."""
+    sys.path[:] = path_before
+    for name, module in modules_before.items():
+        if sys.modules.get(name) is not module:
+            sys.modules[name] = module
+    root = game_dir.resolve()
+    for name in [name for name in sys.modules if name not in modules_before]:
+        filename = getattr(sys.modules[name], "__file__", None)
+        if filename and Path(filename).resolve().is_relative_to(root):
+            del sys.modules[name]
 
 
 def describe_game_error(err: BaseException, info: GameInfo | None = None) -> str:

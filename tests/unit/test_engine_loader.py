@@ -13,6 +13,7 @@ from engine.loader import (
     default_environments_dir,
     find_games,
     load_game_class,
+    load_game_module,
     resolve_game,
 )
 
@@ -199,3 +200,55 @@ def test_unreadable_metadata_is_skipped_and_named_when_the_game_is_not_found(tmp
     with pytest.raises(GameNotFoundError, match="nested too deeply") as err:
         resolve_game("zz01", tmp_path)
     assert str(metadata) in str(err.value)
+
+
+POLLUTER = '''
+import sys
+import types
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))  # to import its own helper module, as a game might
+import po01helper  # noqa: E402
+
+sys.modules["engine.enums"] = types.ModuleType("engine.enums")  # and it clobbers the engine's module table
+from arcengine import ARCBaseGame, Camera, Level, Sprite  # noqa: E402
+
+
+class Po01(ARCBaseGame):
+    def __init__(self):
+        super().__init__("po01", [Level([Sprite([[po01helper.COLOUR]], name="p")], grid_size=(4, 4))], Camera())
+'''
+
+NEIGHBOUR = '''
+from arcengine import ARCBaseGame, Camera, Level, Sprite
+from arcengine.enums import GameAction
+
+try:
+    import po01helper  # another game's helper must not be importable from here
+    LEAKED = True
+except ImportError:
+    LEAKED = False
+
+
+class Nb01(ARCBaseGame):
+    def __init__(self):
+        super().__init__("nb01", [Level([Sprite([[1]], name="p")], grid_size=(4, 4))], Camera())
+'''
+
+
+def test_a_games_own_sys_modules_and_sys_path_changes_do_not_reach_the_next_game(tmp_path):
+    import engine.enums
+
+    for code, source in (("po01", POLLUTER), ("nb01", NEIGHBOUR)):
+        folder = tmp_path / code / "v1"
+        folder.mkdir(parents=True)
+        (folder / f"{code}.py").write_text(source, encoding="utf-8")
+        (folder / "metadata.json").write_text(json.dumps({"game_id": f"{code}-v1"}), encoding="utf-8")
+    (tmp_path / "po01" / "v1" / "po01helper.py").write_text("COLOUR = 3\n", encoding="utf-8")
+    path_before = list(sys.path)
+    first = load_game_class(resolve_game("po01", tmp_path), fresh=True)
+    assert first().current_level.get_sprites()[0].pixels[0, 0] == 3  # the game itself got its helper
+    assert sys.modules["engine.enums"] is engine.enums and "po01helper" not in sys.modules
+    assert sys.path == path_before
+    second = load_game_module(resolve_game("nb01", tmp_path), fresh=True)
+    assert second.GameAction is engine.enums.GameAction and second.LEAKED is False
