@@ -112,3 +112,23 @@ def test_harc_graph_never_writes_outside_its_folder_for_a_task_id_that_is_a_path
     assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output and "plain" in res.output
     assert not list(tmp_path.rglob("pwn*"))
+
+
+def test_harc_report_on_a_split_without_any_analysable_task(tmp_path):
+    # summary_data.csv names a task nobody has events for: its split gets accuracy rows with no mean
+    files = tmp_path / "in"
+    fx.write_data(files / "data.csv", fx.data_rows())
+    fx.write_task(files / "007bbfb7.json", fx.TASK_007)
+    summary = fx.summary_rows()
+    summary.append({**summary[0], "task_name": "abcdef12.json",
+                    "joint_id_task": summary[0]["hashed_id"] + "_abcdef12.json"})
+    fx.write_summary(files / "summary_data.csv", summary)
+    db = tmp_path / "db.duckdb"
+    assert ingest(files, db).exit_code == 0
+    runner = CliRunner()
+    res = runner.invoke(app, ["--plain", "harc-analyses", "--db", str(db), "--simulations", "10"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["--plain", "report", "harc", "--db", str(db), "--out", str(tmp_path / "reports")])
+    assert res.exit_code == 0, res.output
+    assert "Traceback" not in res.output
+    assert (tmp_path / "reports" / "harc.html").is_file()
