@@ -426,8 +426,12 @@ def check_hash_seeds(info: GameInfo, regime: Regime, *, seed: int = 0, extra: li
     scripts = {}
     for path in sorted((info.directory / "solutions").glob("*.jsonl")) + list(extra or []):
         scripts[path.name] = [[s.action, s.data or None] for s in steps_of(read_recording(path))]
-    runs = observe_under_seeds(info.directory.parent.parent, info.game_id, scripts, regime.random_steps, seed,
-                               regime.hash_seeds)
+    try:
+        runs = observe_under_seeds(info.directory.parent.parent, info.game_id, scripts, regime.random_steps, seed,
+                                   regime.hash_seeds)
+    except RuntimeError as err:  # a child interpreter failed (the game raised there): a finding, not a crash
+        return CheckResult("hash_seeds", "fail", str(err), {"hash_seeds": list(regime.hash_seeds), "seed": seed},
+                           time.perf_counter() - t0)
     rows = compare(runs)
     if progress:
         progress(f"hash seeds: {sum(r['steps'] for r in rows):,} steps under PYTHONHASHSEED "
