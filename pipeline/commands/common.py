@@ -18,6 +18,7 @@ from pipeline.core.console import out
 from pipeline.core.workspace import Workspace, WorkspaceError, default_db_path, default_db_to_read
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
 
 DbOption = Annotated[
     Path | None,
@@ -75,6 +76,9 @@ class Command(_FlagsWithoutType, TyperCommand):
 
             raise fail(f"code run by arcstudy called exit ({describe_game_error(err)}); the command stopped before "
                        "finishing and its output is incomplete") from err
+        except KeyboardInterrupt as err:  # Ctrl-C, e.g. out of a game that never returns from a step
+            raise fail("interrupted (Ctrl-C): the command stopped before finishing and its outputs are incomplete",
+                       EXIT_INTERRUPTED) from err
 
 
 class Group(_FlagsWithoutType, TyperGroup):

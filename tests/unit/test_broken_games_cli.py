@@ -132,3 +132,15 @@ def test_game_code_that_calls_exit_does_not_end_the_command_as_if_it_had_finishe
     assert result.exit_code == 1, result.output
     assert_reported(result, "SystemExit", "ex01.py:")
     assert not out.exists()
+
+
+def test_ctrl_c_in_a_game_that_never_returns_says_the_run_was_interrupted(tmp_path):
+    # a game stuck in step is left with Ctrl-C: the command says so and exits 130 (KeyboardInterrupt stands in
+    # for the key press, raised where the game's loop would be)
+    game_id = write_game(tmp_path / "games", "lp01", step="raise KeyboardInterrupt")
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", game_id)), "--games",
+                                 str(tmp_path / "games"), "--out", str(out)])
+    assert result.exit_code == 130, result.output
+    assert_reported(result, "interrupted")
+    assert not out.exists()
