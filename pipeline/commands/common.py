@@ -1,7 +1,7 @@
 """What several `arcstudy` verbs share: exit codes, the `--db` and `--lock-timeout` options, the short error
 exit, opening the workspace and where run manifests go. Nothing here imports pipeline.cli.
 
-Exit codes: 0 ok, 1 error, 2 usage, 3 completed with rejected input (see the `quarantine` table).
+Exit codes: 0 ok, 1 error, 2 usage, 3 completed with rejected input (see the `quarantine` table), 130 interrupted.
 """
 
 from __future__ import annotations
