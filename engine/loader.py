@@ -25,7 +25,7 @@ import re
 import sys
 import types
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,8 @@ class GameInfo:
     class_name: str
     date_downloaded: datetime | None
     metadata: dict[str, Any] = field(compare=False, repr=False)
+    # other folders under the same environments directory declaring this game id: which code is meant is unknown
+    also_declared_in: tuple[Path, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def baseline_actions(self) -> list[int] | None:
@@ -147,6 +149,10 @@ def _read_info(metadata_path: Path) -> GameInfo:
 
 def unloadable_reason(info: GameInfo) -> str | None:
     """Why the game's code cannot be loaded (no file, or a class name that is a path), or None."""
+    if info.also_declared_in:
+        where = ", ".join(str(path) for path in (info.directory, *info.also_declared_in))
+        return (f"{info.game_id}: declared by {1 + len(info.also_declared_in)} folders under one games folder "
+                f"({where}); which code is meant is ambiguous: keep one of them")
     if not info.class_name.isidentifier():
         return (f"{info.game_id}: class_name {info.class_name!r} in {info.directory / 'metadata.json'} is not a "
                 f"plain class name; game code is loaded only from the game's own folder {info.directory}")
@@ -174,6 +180,7 @@ def _scan(environments_dir: str | Path | Iterable[str | Path] | None
     for root in _as_dirs(environments_dir):
         if not root.is_dir():
             continue
+        in_root: dict[str, GameInfo] = {}
         for metadata_path in sorted(root.rglob("metadata.json")):
             try:
                 info = _read_info(metadata_path)
@@ -181,7 +188,11 @@ def _scan(environments_dir: str | Path | Iterable[str | Path] | None
                 # not a game's metadata (or unreadable): skipped, like the toolkit does; named when nothing is found
                 skipped.append(f"{metadata_path}: {err}")
                 continue
-            found.setdefault(info.game_id, info)  # the first directory listed wins duplicates
+            first = in_root.setdefault(info.game_id, info)
+            if first is not info:  # a second folder with this id under the same root: ambiguous, not loadable
+                in_root[info.game_id] = replace(first, also_declared_in=(*first.also_declared_in, info.directory))
+        for game_id, info in in_root.items():
+            found.setdefault(game_id, info)  # the first directory listed wins duplicates across directories
     return found, skipped
 
 

@@ -252,3 +252,17 @@ def test_a_games_own_sys_modules_and_sys_path_changes_do_not_reach_the_next_game
     assert sys.path == path_before
     second = load_game_module(resolve_game("nb01", tmp_path), fresh=True)
     assert second.GameAction is engine.enums.GameAction and second.LEAKED is False
+
+
+def test_two_folders_declaring_the_same_game_id_under_one_root_are_refused_as_ambiguous(tmp_path):
+    write_game(tmp_path, "aaaa1111", "2026-01-01T00:00:00+00:00")
+    write_game(tmp_path / "copy", "aaaa1111", "2026-01-01T00:00:00+00:00")
+    ((tmp_path / "copy" / "zz01" / "aaaa1111" / "zz01.py")
+     .write_text(GAME_SOURCE.format(version="other code, same id"), encoding="utf-8"))
+    with pytest.raises(GameNotFoundError, match="declared by 2 folders") as err:
+        resolve_game("zz01", tmp_path, loadable=True)
+    assert str(tmp_path / "copy" / "zz01" / "aaaa1111") in str(err.value)
+    assert find_games(tmp_path, loadable=True) == []
+    # listed in several --games folders, the first folder still wins (a user's copy over the shipped one)
+    assert resolve_game("zz01", [tmp_path / "copy", tmp_path / "nothing"], loadable=True).directory == \
+        tmp_path / "copy" / "zz01" / "aaaa1111"
