@@ -21,9 +21,11 @@ import builtins
 import hashlib
 import importlib
 import json
+import re
+import sys
 import types
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ __all__ = [
     "GameInfo",
     "GameNotFoundError",
     "default_environments_dir",
+    "describe_game_error",
     "find_games",
     "resolve_game",
     "unloadable_reason",
@@ -40,6 +43,8 @@ __all__ = [
 ]
 
 _ENGINE_PACKAGE = __name__.rpartition(".")[0]  # "engine"
+# A game id names output folders (``explore``/``qualify --out DIR/<game_id>/``): a plain name, never a path.
+_PLAIN_GAME_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 _REFERENCE_PACKAGE = "arcengine"
 
 
@@ -59,6 +64,8 @@ class GameInfo:
     class_name: str
     date_downloaded: datetime | None
     metadata: dict[str, Any] = field(compare=False, repr=False)
+    # other folders under the same environments directory declaring this game id: which code is meant is unknown
+    also_declared_in: tuple[Path, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def baseline_actions(self) -> list[int] | None:
@@ -110,10 +117,18 @@ def _find_source(directory: Path, class_name: str) -> Path | None:
 
 
 def _read_info(metadata_path: Path) -> GameInfo:
-    metadata = json.loads(metadata_path.read_text(encoding="utf-8"))
-    game_id = metadata["game_id"]
+    try:  # utf-8-sig: a byte-order mark is accepted, as in every text format arcstudy reads
+        metadata = json.loads(metadata_path.read_text(encoding="utf-8-sig"))
+    except RecursionError as err:
+        raise ValueError("the JSON is nested too deeply to read") from err
+    if not isinstance(metadata, dict):
+        raise ValueError("metadata.json must hold a JSON object")
+    game_id = metadata.get("game_id")
     if not isinstance(game_id, str) or not game_id:
         raise ValueError("metadata game_id must be a non-empty string")
+    if not _PLAIN_GAME_ID.fullmatch(game_id) or ".." in game_id:
+        raise ValueError(f"game_id {game_id!r} is not a plain game id (letters, digits, '-', '_', '.'; "
+                         f"no path): game ids name output folders")
     short_id, _, version = game_id.partition("-")
     class_name = metadata.get("class_name") or (game_id[:4][:1].upper() + game_id[:4][1:])
     if not isinstance(class_name, str):
@@ -134,6 +149,10 @@ def _read_info(metadata_path: Path) -> GameInfo:
 
 def unloadable_reason(info: GameInfo) -> str | None:
     """Why the game's code cannot be loaded (no file, or a class name that is a path), or None."""
+    if info.also_declared_in:
+        where = ", ".join(str(path) for path in (info.directory, *info.also_declared_in))
+        return (f"{info.game_id}: declared by {1 + len(info.also_declared_in)} folders under one games folder "
+                f"({where}); which code is meant is ambiguous: keep one of them")
     if not info.class_name.isidentifier():
         return (f"{info.game_id}: class_name {info.class_name!r} in {info.directory / 'metadata.json'} is not a "
                 f"plain class name; game code is loaded only from the game's own folder {info.directory}")
@@ -149,17 +168,32 @@ def find_games(
 ) -> list[GameInfo]:
     """Every game version under the directories (``metadata.json`` at any depth), sorted by id;
     ``loadable=True`` leaves out games whose code cannot be loaded (see ``unloadable_reason``)."""
+    found, _ = _scan(environments_dir)
+    return [found[key] for key in sorted(found) if not loadable or unloadable_reason(found[key]) is None]
+
+
+def _scan(environments_dir: str | Path | Iterable[str | Path] | None
+          ) -> tuple[dict[str, GameInfo], list[str]]:
+    """The games found by id, and why each skipped ``metadata.json`` was skipped ("path: reason")."""
     found: dict[str, GameInfo] = {}
+    skipped: list[str] = []
     for root in _as_dirs(environments_dir):
         if not root.is_dir():
             continue
+        in_root: dict[str, GameInfo] = {}
         for metadata_path in sorted(root.rglob("metadata.json")):
             try:
                 info = _read_info(metadata_path)
-            except (ValueError, KeyError, TypeError):
-                continue  # not a game's metadata (or unreadable): skipped, like the toolkit does
-            found.setdefault(info.game_id, info)  # the first directory listed wins duplicates
-    return [found[key] for key in sorted(found) if not loadable or unloadable_reason(found[key]) is None]
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                # not a game's metadata (or unreadable): skipped, like the toolkit does; named when nothing is found
+                skipped.append(f"{metadata_path}: {err}")
+                continue
+            first = in_root.setdefault(info.game_id, info)
+            if first is not info:  # a second folder with this id under the same root: ambiguous, not loadable
+                in_root[info.game_id] = replace(first, also_declared_in=(*first.also_declared_in, info.directory))
+        for game_id, info in in_root.items():
+            found.setdefault(game_id, info)  # the first directory listed wins duplicates across directories
+    return found, skipped
 
 
 def _recency(info: GameInfo) -> tuple:
@@ -172,7 +206,8 @@ def resolve_game(
 ) -> GameInfo:
     """``"ls20-9607627b"`` exactly, or ``"ls20"`` as its most recently downloaded version;
     ``loadable=True`` raises ``GameNotFoundError`` (with the reason) if its code cannot be loaded."""
-    games = find_games(environments_dir)
+    by_id, skipped = _scan(environments_dir)
+    games = [by_id[key] for key in sorted(by_id)]
     found = next((info for info in games if info.game_id == game_id), None)
     if found is None and "-" not in game_id:
         versions = [info for info in games if info.short_id == game_id]
@@ -184,7 +219,11 @@ def resolve_game(
             raise GameNotFoundError(reason)
         return found
     where = ", ".join(str(path) for path in _as_dirs(environments_dir))
-    raise GameNotFoundError(f"game {game_id!r} not found under {where}")
+    detail = ""
+    if skipped:
+        detail = (f"; {len(skipped)} metadata.json file(s) skipped: " + "; ".join(skipped[:5])
+                  + ("; ..." if len(skipped) > 5 else ""))
+    raise GameNotFoundError(f"game {game_id!r} not found under {where}{detail}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -223,10 +262,47 @@ def load_game_module(info: GameInfo, *, fresh: bool = False) -> types.ModuleType
     module = types.ModuleType(f"arc_agi_3.{info.game_id}")
     module.__file__ = str(info.source)
     module.__dict__["__builtins__"] = _game_builtins()
-    exec(compile(code, str(info.source), "exec"), module.__dict__)
+    modules_before, path_before = dict(sys.modules), list(sys.path)
+    try:
+        exec(compile(code, str(info.source), "exec"), module.__dict__)
+    finally:
+        _undo_import_side_effects(modules_before, path_before, info.directory)
     if not fresh:
         _MODULE_CACHE[key] = module
     return module
+
+
+def _undo_import_side_effects(modules_before: dict[str, Any], path_before: list[str], game_dir: Path) -> None:
+    """What a game file's top level did to the interpreter's import state stays with that game: ``sys.path`` is
+    put back, modules it replaced or removed in ``sys.modules`` (``engine.enums`` included) are restored, and
+    modules it imported from its own folder are dropped from the table (the game keeps its references), so a
+    game loaded later neither sees them nor imports its own modules from another game's folder."""
+    sys.path[:] = path_before
+    for name, module in modules_before.items():
+        if sys.modules.get(name) is not module:
+            sys.modules[name] = module
+    root = game_dir.resolve()
+    for name in [name for name in sys.modules if name not in modules_before]:
+        filename = getattr(sys.modules[name], "__file__", None)
+        if filename and Path(filename).resolve().is_relative_to(root):
+            del sys.modules[name]
+
+
+def describe_game_error(err: BaseException, info: GameInfo | None = None) -> str:
+    """``"RuntimeError: boom (at <game file>:9)"``: an exception raised by game code, with the line of the game
+    file that raised it when the traceback passes through it (what a person fixing the game needs)."""
+    text = f"{type(err).__name__}: {err}"
+    if isinstance(err, SyntaxError) and err.filename:
+        return f"{text} (at {err.filename}:{err.lineno})" if str(err.filename) not in text else text
+    source = str(info.source) if info is not None and info.source is not None else None
+    where = None
+    tb = err.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if source is None or filename == source:
+            where = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return f"{text} (at {where})" if where else text
 
 
 def load_game_class(info: GameInfo, *, fresh: bool = False) -> type:

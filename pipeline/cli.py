@@ -2,7 +2,7 @@
 pipeline/commands/ (where each verb says in --help what it reads and writes). Console script:
 `arcstudy = pipeline.cli:app`; `python -m pipeline.cli` runs the same app.
 
-Exit codes (pipeline/commands/common.py): 0 ok, 1 error, 2 usage, 3 completed with rejected input.
+Exit codes (pipeline/commands/common.py): 0 ok, 1 error, 2 usage, 3 completed with rejected input, 130 interrupted.
 """
 
 from __future__ import annotations

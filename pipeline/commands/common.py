@@ -1,7 +1,7 @@
 """What several `arcstudy` verbs share: exit codes, the `--db` and `--lock-timeout` options, the short error
 exit, opening the workspace and where run manifests go. Nothing here imports pipeline.cli.
 
-Exit codes: 0 ok, 1 error, 2 usage, 3 completed with rejected input (see the `quarantine` table).
+Exit codes: 0 ok, 1 error, 2 usage, 3 completed with rejected input (see the `quarantine` table), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pipeline.core.special_files import not_regular_file
 from pipeline.core.workspace import Workspace, WorkspaceError, default_db_path, default_db_to_read
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
 
 DbOption = Annotated[
     Path | None,
@@ -63,9 +64,15 @@ class _FlagsWithoutType:
 
 
 class Command(_FlagsWithoutType, TyperCommand):
-    """Every `arcstudy` verb: `app.command(name, cls=Command)`. A path option naming a FIFO, socket or device
-    is refused (exit 2) before the verb runs: opening it would hang or never end. /dev/null stays usable.
-    Positional inputs are the verbs' own to judge (ingest and score report such a file among the rejected)."""
+    """Every `arcstudy` verb: `app.command(name, cls=Command)`.
+
+    A path option naming a FIFO, socket or device is refused (exit 2) before the verb runs: opening it would
+    hang or never end. /dev/null stays usable. Positional inputs are the verbs' own to judge (ingest and score
+    report such a file among the rejected).
+
+    Verbs end with `typer.Exit`; a SystemExit reaching here was raised by code arcstudy runs (a game's `sys.exit()`
+    or `exit()`): it would end the run with the game's code (0 reads as success) and nothing said, so it is
+    reported as an error instead."""
 
     def invoke(self, ctx: Any) -> Any:
         for param in self.params:
@@ -77,7 +84,16 @@ class Command(_FlagsWithoutType, TyperCommand):
                     kind = not_regular_file(path, dir_ok=True)
                     if kind is not None:
                         raise fail(f"{param.opts[-1]} {path}: {kind}, not a regular file or folder", EXIT_USAGE)
-        return super().invoke(ctx)
+        try:
+            return super().invoke(ctx)
+        except SystemExit as err:
+            from engine.loader import describe_game_error
+
+            raise fail(f"code run by arcstudy called exit ({describe_game_error(err)}); the command stopped before "
+                       "finishing and its output is incomplete") from err
+        except KeyboardInterrupt as err:  # Ctrl-C, e.g. out of a game that never returns from a step
+            raise fail("interrupted (Ctrl-C): the command stopped before finishing and its outputs are incomplete",
+                       EXIT_INTERRUPTED) from err
 
 
 class Group(_FlagsWithoutType, TyperGroup):

@@ -52,7 +52,7 @@ def explore_command(
 
     from engine.loader import GameNotFoundError
     from pipeline.core.console import out
-    from pipeline.explore.run import LevelRangeError, run_explore
+    from pipeline.explore.run import GameStartError, LevelRangeError, run_explore
 
     if click_rule not in CLICK_RULE_NAMES:
         out.error(f"--clicks must be one of {', '.join(CLICK_RULE_NAMES)}")
@@ -72,7 +72,7 @@ def explore_command(
     except LevelRangeError as err:
         out.error(str(err))
         raise typer.Exit(EXIT_USAGE) from err
-    except GameNotFoundError as err:
+    except (GameNotFoundError, GameStartError) as err:
         out.error(str(err))
         raise typer.Exit(EXIT_ERROR) from err
     code = EXIT_ERROR if any(r["errors"] for r in rows) else EXIT_OK

@@ -13,6 +13,7 @@ analysis it skipped with the file it needs, and exits 0; 1 only when nothing at 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -26,6 +27,7 @@ from schemas.vocabulary import HARC_SPLITS
 from .common import (
     EXIT_OK,
     EXIT_REJECTED,
+    EXIT_USAGE,
     DbOption,
     LockTimeoutOption,
     SchedulerOption,
@@ -259,6 +261,10 @@ def harc_graph_command(
     from pipeline.core.workspace import default_db_path
     from pipeline.harc.build import HarcError, task_graph
 
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", task_id) or ".." in task_id:
+        # the id names the files written under --out: a path there would write outside it
+        raise fail(f"task id {task_id!r} is not a plain name (letters, digits, '_', '-', '.'); it names the files "
+                   "written under --out", EXIT_USAGE)
     db_path = db or default_db_path()
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")

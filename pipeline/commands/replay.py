@@ -36,7 +36,7 @@ def replay_command(
     latest of its 4-character code, or --game-version). Writes: --out and its run manifest
     `<out stem>.manifest.json` beside it. Exit 3 when the game cannot be loaded or action lines were left out.
     """
-    from engine.loader import default_environments_dir
+    from engine.loader import default_environments_dir, describe_game_error
     from pipeline.core.manifest import RunManifest, sha256_file
     from pipeline.core.special_files import not_regular_file
     from pipeline.recordings.playback import PlaybackError, replay_script_file, write_lines
@@ -57,6 +57,9 @@ def replay_command(
         raise fail(f"{script}: {err.check}: {err.reason}", EXIT_USAGE) from err
     except PlaybackError as err:
         raise fail(f"{script}: cannot replay: {err.reason}", EXIT_REJECTED) from err
+    except Exception as err:  # the game's own code raised (loading, constructing or stepping): nothing written
+        raise fail(f"{script}: cannot replay: the game's code raised {describe_game_error(err)}",
+                   EXIT_REJECTED) from err
     write_lines(out_file, lines)
     manifest.add_input(script, sha256_file(script))
     manifest.add_output(out_file)

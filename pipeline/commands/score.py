@@ -197,8 +197,11 @@ def score_command(
         if not recs:
             raise fail(f"no plays to score in the database {db_path}: ingest recordings first (`arcstudy ingest "
                        "FILES --db ...`), or give the recordings to score")
-        sources = [s for s in [explicit, *bs.source_from_db(ws), bs.source_from_games_dirs(game_dirs),
-                               bs.reference_source()] if s is not None]
+        try:  # metadata.json baselines are read here: a value that is not an action count names its file
+            sources = [s for s in [explicit, *bs.source_from_db(ws), bs.source_from_games_dirs(game_dirs),
+                                   bs.reference_source()] if s is not None]
+        except bs.BaselineSourceError as err:
+            raise fail(str(err), EXIT_USAGE) from err
         request = ScoreRequest(policies=policies, baseline_sources=sources, game_dirs=game_dirs,
                                trust_recordings=trust_recordings, from_files=from_files,
                                include_unknown_games=include_unknown_games, workers=workers, scheduler=scheduler)

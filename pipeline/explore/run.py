@@ -13,6 +13,10 @@ class LevelRangeError(ValueError):
     """A level number the game does not have."""
 
 
+class GameStartError(RuntimeError):
+    """The game's own code raised while it was loaded, constructed or sent its opening RESET."""
+
+
 def _summary_row(m: Any) -> dict[str, Any]:
     d = m.as_dict()
     d["level"] = m.level + 1  # 1-based for people and scripts, like level_index
@@ -79,6 +83,7 @@ def run_explore(
     (None: every usable core when there are several levels of at least PARALLEL_MIN_NODES states, else 1) or
     on the Dask cluster at ``scheduler``; the rows come back in level order either way.
     """
+    from engine.loader import describe_game_error
     from pipeline.core.console import out
     from pipeline.core.manifest import RunManifest
 
@@ -88,8 +93,12 @@ def run_explore(
 
     env_dir = games_dir_or_default(environments)
     info = resolve(game, env_dir)
-    session = Session(info, identity=identity)
-    session.start(0)
+    try:
+        session = Session(info, identity=identity)
+        session.start(0)
+    except Exception as err:  # the game's code, not the explorer: say where, without a traceback
+        raise GameStartError(f"{info.game_id}: the game's code raised while loading or starting: "
+                             f"{describe_game_error(err, info)}") from err
     chosen = levels or list(range(1, session.n_levels + 1))
     for level in chosen:
         if not 1 <= level <= session.n_levels:

@@ -86,4 +86,7 @@ def detect(path: Path) -> tuple[InputFormat | None, str]:
             return fmt, evidence
     if too_deep:
         return None, "not valid JSON for any format (nested too deeply to read: thousands of brackets)"
+    if "\r" in head.text and "\n" not in head.text:
+        return None, ("content not recognised: its lines end with a bare CR (classic Mac line ends), which no "
+                      "reader here splits; convert the file to LF or CRLF line ends")
     return None, f"content not recognised (starts with {head.first_line[:80]!r})"

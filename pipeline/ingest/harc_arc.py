@@ -132,8 +132,15 @@ def _is_task(obj: Any) -> bool:
 
 
 def _is_collection(obj: Any) -> bool:
-    return (isinstance(obj, dict) and bool(obj) and not _is_task(obj)
-            and all(isinstance(v, dict) and ("train" in v or "test" in v) for v in obj.values()))
+    # One task-shaped entry makes it a collection: its malformed entries are then quarantined one by one
+    # rather than the whole file going unrecognised with its good tasks.
+    return (isinstance(obj, dict) and bool(obj) and not _is_task(obj) and not _is_partial_task(obj)
+            and any(isinstance(v, dict) and ("train" in v or "test" in v) for v in obj.values()))
+
+
+def _is_partial_task(obj: Any) -> bool:
+    """A task object missing train or test: read as a task, so the reason names what is missing."""
+    return isinstance(obj, dict) and ("train" in obj or "test" in obj) and not _is_task(obj)
 
 
 def read_task_json(ctx: FileContext) -> ReaderOutput:
@@ -148,7 +155,7 @@ def read_task_json(ctx: FileContext) -> ReaderOutput:
         raise FileRejected(f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno}",
                            check="invalid_json", raw_text=text) from err
     except RecursionError:
-        raise FileRejected(NESTED_TOO_DEEPLY, check="invalid_json", raw_text=text) from None
+        raise FileRejected(NESTED_TOO_DEEPLY, check="invalid_json", raw_text=text[:1000]) from None
     out = ReaderOutput(flags=facts.flags())
     tasks: list[dict] = []
     pairs: list[dict] = []
@@ -198,6 +205,8 @@ def sniff_task_json(head: Head) -> str | None:
         if obj is not None:
             if _is_task(obj):
                 return "JSON object with train and test lists (ARC task)"
+            if _is_partial_task(obj):
+                return "JSON object with a train or test list (ARC task)"
             if _is_collection(obj):
                 return f"JSON object of {len(obj)} tasks with train/test (ARC task collection)"
             return None
@@ -230,6 +239,8 @@ def _json_of(value: str | None, column: str, kind: type, kind_name: str) -> tupl
         parsed = json.loads(value or "")
     except json.JSONDecodeError as err:
         return None, ("invalid_json", f"{column} is not valid JSON: {err.msg} at character {err.pos}")
+    except RecursionError:
+        return None, ("invalid_json", f"{column} is not readable JSON: it is nested too deeply to read")
     if not isinstance(parsed, kind):
         return None, ("wrong_json_type", f"{column} is a JSON {type(parsed).__name__}, expected {kind_name}")
     if kind is list and not all(isinstance(x, str) for x in parsed):

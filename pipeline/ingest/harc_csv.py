@@ -769,6 +769,8 @@ def json_explain(column: str) -> Callable[[str | None], str]:
             parsed = json.loads(value or "")
         except json.JSONDecodeError as err:
             return f"{err.msg} at character {err.pos}"
+        except RecursionError:  # a hostile row must not take its whole file down
+            return "it is nested too deeply to read"
         return f"it parses as a JSON {type(parsed).__name__}, not a list"
     return explain
 

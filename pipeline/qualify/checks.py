@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from engine import GameEnv, GameState
+from engine.loader import describe_game_error
 from pipeline.explore import GameInfo, Session
 from pipeline.explore.analysis import analyse
 from pipeline.explore.graph import explore_level
@@ -373,6 +374,18 @@ def check_fuzz(info: GameInfo, regime: Regime, *, seed: int = 0, progress: Progr
     return CheckResult("fuzz", status, summary, evidence, time.perf_counter() - t0)
 
 
+# ---------------------------------------------------------------------- loads
+def check_loads(info: GameInfo) -> CheckResult:
+    """The game's code loads, constructs and answers the opening RESET; every other check needs that."""
+    t0 = time.perf_counter()
+    try:
+        GameEnv(info).reset()
+    except Exception as err:  # noqa: BLE001 - the game's own code failed: that is the finding
+        return CheckResult("loads", "fail", f"the game cannot be loaded and started: {describe_game_error(err, info)}",
+                           {"error": describe_game_error(err, info)}, time.perf_counter() - t0)
+    return CheckResult("loads", "pass", "the game loads and answers the opening RESET", {}, time.perf_counter() - t0)
+
+
 # ---------------------------------------------------------------------- playback
 def check_playback(info: GameInfo, extra: list[Path] | None = None) -> CheckResult:
     t0 = time.perf_counter()
@@ -393,6 +406,8 @@ def check_playback(info: GameInfo, extra: list[Path] | None = None) -> CheckResu
                          "levels_completed": lines[-1]["data"]["levels_completed"]})
         except (ReplayMismatch, ValueError, KeyError) as err:
             failures.append({"recording": path.name, "problem": str(err)})
+        except Exception as err:  # noqa: BLE001 - the game's code raised during playback
+            failures.append({"recording": path.name, "problem": describe_game_error(err, info)})
     names = {p.stem for p in paths}
     missing = [n for n in ("win", "lose") if n not in names]
     evidence = {"recordings": rows, "failures": failures, "missing": missing}
@@ -411,8 +426,12 @@ def check_hash_seeds(info: GameInfo, regime: Regime, *, seed: int = 0, extra: li
     scripts = {}
     for path in sorted((info.directory / "solutions").glob("*.jsonl")) + list(extra or []):
         scripts[path.name] = [[s.action, s.data or None] for s in steps_of(read_recording(path))]
-    runs = observe_under_seeds(info.directory.parent.parent, info.game_id, scripts, regime.random_steps, seed,
-                               regime.hash_seeds)
+    try:
+        runs = observe_under_seeds(info.directory.parent.parent, info.game_id, scripts, regime.random_steps, seed,
+                                   regime.hash_seeds)
+    except RuntimeError as err:  # a child interpreter failed (the game raised there): a finding, not a crash
+        return CheckResult("hash_seeds", "fail", str(err), {"hash_seeds": list(regime.hash_seeds), "seed": seed},
+                           time.perf_counter() - t0)
     rows = compare(runs)
     if progress:
         progress(f"hash seeds: {sum(r['steps'] for r in rows):,} steps under PYTHONHASHSEED "
@@ -441,6 +460,9 @@ def check_hash_seeds(info: GameInfo, regime: Regime, *, seed: int = 0, extra: li
 # ---------------------------------------------------------------------- all
 def run_checks(info: GameInfo, regime: Regime, *, seed: int = 0, tutorial_levels: int = 1,
                recordings: list[Path] | None = None, progress: Progress | None = None) -> list[CheckResult]:
+    loads = check_loads(info)
+    if loads.status == "fail":  # reported only when it fails: every other check would fail on the same error
+        return [loads]
     if regime.hash_seeds:
         return [check_hash_seeds(info, regime, seed=seed, extra=recordings, progress=progress)]
     results = [check_playback(info, recordings)]

@@ -80,7 +80,9 @@ def observe_under_seeds(environments: Path, game_id: str, scripts: dict[str, lis
     out = {}
     for hash_seed in hash_seeds:
         env = {**os.environ, "PYTHONHASHSEED": str(hash_seed), "PYTHONPATH": path}
-        done = subprocess.run([sys.executable, "-m", "pipeline.qualify.hash_seeds"], input=request, env=env,
+        # -P: `-m` would otherwise put the working folder first on the child's sys.path (a stray json.py there
+        # would be imported); the child imports only from the interpreter's paths and PYTHONPATH
+        done = subprocess.run([sys.executable, "-P", "-m", "pipeline.qualify.hash_seeds"], input=request, env=env,
                               capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"replay under PYTHONHASHSEED={hash_seed} failed: {done.stderr.strip()[-2000:]}")

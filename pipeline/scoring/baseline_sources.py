@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -127,7 +128,12 @@ def _as_ints(values: Iterable, where: str) -> tuple[int, ...]:
     for v in values:
         if v is None:
             raise BaselineSourceError(f"{where}: a baseline value is missing")
-        f = float(v)
+        try:
+            f = None if isinstance(v, bool) else float(v)
+        except (TypeError, ValueError):
+            f = None
+        if f is None or not math.isfinite(f) or f < 0:
+            raise BaselineSourceError(f"{where}: baseline value {v!r} is not a number of actions")
         if f != int(f):
             raise BaselineSourceError(f"{where}: baseline value {v} is not a whole number of actions")
         out.append(int(f))
@@ -145,7 +151,7 @@ def _metadata_games(dirs: Sequence[Path]) -> dict[str, Entry]:
     games = {}
     for info in find_games(list(dirs)):
         values = info.baseline_actions
-        games[info.game_id] = (_as_ints(values, str(info.directory)) if values else None, None, ())
+        games[info.game_id] = (_as_ints(values, str(info.directory / "metadata.json")) if values else None, None, ())
     return games
 
 

@@ -61,3 +61,14 @@ def test_an_outcome_that_depends_on_the_seed_is_reported_as_such(tmp_path):
     assert check.status == "fail" and check.summary.startswith("the outcome (state, levels, actions) depends")
     (script,) = check.evidence["scripts"]
     assert script["script"] == "random" and script["outcome_step"] is not None
+
+
+def test_the_child_interpreters_import_nothing_from_the_working_folder(tmp_path, monkeypatch):
+    # `python -m` puts the working folder first on sys.path: a stray json.py there would run in every child
+    marker = tmp_path / "ran.txt"
+    (tmp_path / "json.py").write_text(f"open({str(marker)!r}, 'w').write('imported from cwd')\n"
+                                      "raise ImportError('not the real json')\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code, report = qualify("hs01", "--environments", str(HASHSEED_GAMES))
+    assert report["checks"][0]["name"] == "hash_seeds" and report["checks"][0]["status"] == "fail", report
+    assert not marker.exists()

@@ -13,6 +13,7 @@ from engine.loader import (
     default_environments_dir,
     find_games,
     load_game_class,
+    load_game_module,
     resolve_game,
 )
 
@@ -168,3 +169,100 @@ def test_a_game_file_linked_from_outside_the_folder_is_refused(tmp_path):
     with pytest.raises(GameNotFoundError, match="outside the game's own folder"):
         load_game_class(forged)
     assert not marker.exists(), "the payload must never run"
+
+
+@pytest.mark.parametrize("game_id", ["../../../escaped-aaaa1111", "zz01/../../x", "/tmp/zz01-aaaa1111",
+                                     "zz01-aaaa1111\x00x", "..", "zz01\\..\\x"])
+def test_a_game_id_that_is_a_path_is_refused(tmp_path, game_id):
+    # game ids name output folders (explore/qualify --out DIR/<game_id>/): a path there writes outside DIR
+    write_game(tmp_path, "aaaa1111", "2026-01-01T00:00:00+00:00")
+    metadata = tmp_path / "zz01" / "aaaa1111" / "metadata.json"
+    metadata.write_text(json.dumps({"game_id": game_id, "class_name": "Zz01"}), encoding="utf-8")
+    assert find_games(tmp_path) == []
+    with pytest.raises(GameNotFoundError, match="game_id .* is not a plain game id") as err:
+        resolve_game(game_id, tmp_path)
+    assert str(metadata) in str(err.value)
+
+
+def test_metadata_with_a_byte_order_mark_loads(tmp_path):
+    write_game(tmp_path, "aaaa1111", "2026-01-01T00:00:00+00:00")
+    metadata = tmp_path / "zz01" / "aaaa1111" / "metadata.json"
+    metadata.write_bytes(b"\xef\xbb\xbf" + metadata.read_bytes())
+    assert resolve_game("zz01", tmp_path).game_id == "zz01-aaaa1111"
+
+
+def test_unreadable_metadata_is_skipped_and_named_when_the_game_is_not_found(tmp_path):
+    write_game(tmp_path, "aaaa1111", "2026-01-01T00:00:00+00:00")
+    metadata = tmp_path / "zz01" / "aaaa1111" / "metadata.json"
+    metadata.write_text('{"game_id": "zz01-aaaa1111", "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+                        encoding="utf-8")
+    assert find_games(tmp_path) == []
+    with pytest.raises(GameNotFoundError, match="nested too deeply") as err:
+        resolve_game("zz01", tmp_path)
+    assert str(metadata) in str(err.value)
+
+
+POLLUTER = '''
+import sys
+import types
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))  # to import its own helper module, as a game might
+import po01helper  # noqa: E402
+
+sys.modules["engine.enums"] = types.ModuleType("engine.enums")  # and it clobbers the engine's module table
+from arcengine import ARCBaseGame, Camera, Level, Sprite  # noqa: E402
+
+
+class Po01(ARCBaseGame):
+    def __init__(self):
+        super().__init__("po01", [Level([Sprite([[po01helper.COLOUR]], name="p")], grid_size=(4, 4))], Camera())
+'''
+
+NEIGHBOUR = '''
+from arcengine import ARCBaseGame, Camera, Level, Sprite
+from arcengine.enums import GameAction
+
+try:
+    import po01helper  # another game's helper must not be importable from here
+    LEAKED = True
+except ImportError:
+    LEAKED = False
+
+
+class Nb01(ARCBaseGame):
+    def __init__(self):
+        super().__init__("nb01", [Level([Sprite([[1]], name="p")], grid_size=(4, 4))], Camera())
+'''
+
+
+def test_a_games_own_sys_modules_and_sys_path_changes_do_not_reach_the_next_game(tmp_path):
+    import engine.enums
+
+    for code, source in (("po01", POLLUTER), ("nb01", NEIGHBOUR)):
+        folder = tmp_path / code / "v1"
+        folder.mkdir(parents=True)
+        (folder / f"{code}.py").write_text(source, encoding="utf-8")
+        (folder / "metadata.json").write_text(json.dumps({"game_id": f"{code}-v1"}), encoding="utf-8")
+    (tmp_path / "po01" / "v1" / "po01helper.py").write_text("COLOUR = 3\n", encoding="utf-8")
+    path_before = list(sys.path)
+    first = load_game_class(resolve_game("po01", tmp_path), fresh=True)
+    assert first().current_level.get_sprites()[0].pixels[0, 0] == 3  # the game itself got its helper
+    assert sys.modules["engine.enums"] is engine.enums and "po01helper" not in sys.modules
+    assert sys.path == path_before
+    second = load_game_module(resolve_game("nb01", tmp_path), fresh=True)
+    assert second.GameAction is engine.enums.GameAction and second.LEAKED is False
+
+
+def test_two_folders_declaring_the_same_game_id_under_one_root_are_refused_as_ambiguous(tmp_path):
+    write_game(tmp_path, "aaaa1111", "2026-01-01T00:00:00+00:00")
+    write_game(tmp_path / "copy", "aaaa1111", "2026-01-01T00:00:00+00:00")
+    ((tmp_path / "copy" / "zz01" / "aaaa1111" / "zz01.py")
+     .write_text(GAME_SOURCE.format(version="other code, same id"), encoding="utf-8"))
+    with pytest.raises(GameNotFoundError, match="declared by 2 folders") as err:
+        resolve_game("zz01", tmp_path, loadable=True)
+    assert str(tmp_path / "copy" / "zz01" / "aaaa1111") in str(err.value)
+    assert find_games(tmp_path, loadable=True) == []
+    # listed in several --games folders, the first folder still wins (a user's copy over the shipped one)
+    assert resolve_game("zz01", [tmp_path / "copy", tmp_path / "nothing"], loadable=True).directory == \
+        tmp_path / "copy" / "zz01" / "aaaa1111"

@@ -133,7 +133,8 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
     for r in split_acc.filter(pl.col("max_attempts") == 3).iter_rows(named=True):
         paper = _paper(r["task_split"], "k_accuracy") or {}
         label = f"{r['task_split']}: 3-attempt accuracy (paper {paper.get(3, 0):.1%})"
-        facts[label] = f"{r['mean_task_accuracy']:.1%}"
+        # a split whose tasks nobody has results for (named only in summary_data.csv) has no mean
+        facts[label] = "-" if r["mean_task_accuracy"] is None else f"{r['mean_task_accuracy']:.1%}"
     sections.append(Facts("At a glance", facts))
     if desc.height == 0 and split_acc.height:  # harc-analyses ran on summary_data.csv without the event log
         sections.append(Callout("Analysed without data.csv", [

@@ -387,8 +387,11 @@ def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, 
         # the steps scoring replayed (a playback script's and recovered ids included), on a fresh instance
         env = GameEnv(info, only_reset_levels=rec.is_only_reset_levels)
         steps = steps_from_file(rec) if source.kind == "file" else steps_from_table(rec)
-        verification.rendered = [None if f is None else fr.as_grid(f)
-                                 for f in render_steps(env, steps, on_step=on_step)]
+        try:
+            verification.rendered = [None if f is None else fr.as_grid(f)
+                                     for f in render_steps(env, steps, on_step=on_step)]
+        except ValueError as err:  # the game drew a frame no viewer can show (not 64x64, colours outside 0-15)
+            raise ViewerError(f"{info.game_id} ({info.source}) rendered a frame that cannot be shown: {err}") from err
     first = divergent.divergence if divergent is not None else None
     lines = source.line_numbers
     if source.frames_origin == "parquet" and source.recorded_frames is not None and verification.rendered:

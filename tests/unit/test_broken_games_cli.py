@@ -1,0 +1,146 @@
+"""Games that misbehave (raise while loading, starting or stepping) under every command that runs game code:
+each is reported as that game's failure with the error, never as a Python traceback, and other games still run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+
+runner = CliRunner()
+
+GAME = '''
+from arcengine import ARCBaseGame, Camera, GameAction, Level, Sprite
+{module}
+
+class {cls}(ARCBaseGame):
+    def __init__(self):
+        {init}
+        super().__init__("{code}", [Level([Sprite([[1]], name="p")], grid_size=(4, 4)),
+                                    Level([Sprite([[2]], name="p")], grid_size=(4, 4))],
+                         Camera(), available_actions=[1, 2])
+
+    def step(self):
+        {step}
+        if self.action.id == GameAction.ACTION1:
+            self.next_level()
+        self.complete_action()
+'''
+
+
+def write_game(root: Path, code: str, *, module: str = "", init: str = "pass", step: str = "pass",
+               metadata: dict | None = None) -> str:
+    folder = root / code / "aaaa1111"
+    folder.mkdir(parents=True)
+    cls = code[:1].upper() + code[1:]
+    (folder / f"{code}.py").write_text(GAME.format(module=module, cls=cls, init=init, step=step, code=code),
+                                       encoding="utf-8")
+    meta = {"game_id": f"{code}-aaaa1111", "class_name": cls, "baseline_actions": [1, 1],
+            "date_downloaded": "2026-01-01T00:00:00+00:00", **(metadata or {})}
+    (folder / "metadata.json").write_text(json.dumps(meta), encoding="utf-8")
+    return f"{code}-aaaa1111"
+
+
+BROKEN = {
+    "on import": {"module": "raise RuntimeError('boom on import')"},
+    "in __init__": {"init": "raise RuntimeError('boom in init')"},
+    "in step": {"step": "raise RuntimeError('boom in step')"},
+}
+
+
+def script(path: Path, game_id: str) -> Path:
+    path.write_text("".join(json.dumps({"data": {"action_input": {"id": a, "data": {"game_id": game_id}}}}) + "\n"
+                            for a in (1, 2, 1)), encoding="utf-8")
+    return path
+
+
+def assert_reported(result, *needles: str) -> None:
+    assert "Traceback" not in result.output, result.output
+    for needle in needles:
+        assert needle in result.output, result.output
+
+
+@pytest.mark.parametrize("where", BROKEN)
+def test_qualify_reports_a_game_that_raises_as_failed_and_qualifies_the_others(tmp_path, where):
+    write_game(tmp_path, "ok01")
+    write_game(tmp_path, "bx01", **BROKEN[where])
+    result = runner.invoke(app, ["--plain", "qualify", "all", "--regime", "quick", "--environments", str(tmp_path),
+                                 "--workers", "1", "--json"])
+    assert result.exit_code == 1, result.output
+    assert_reported(result)
+    reports = {r["game_id"]: r for r in json.loads(result.stdout)}
+    # the other game ran every check (this toy game is too easy to pass them: its verdict is not the point)
+    assert [c["name"] for c in reports["ok01-aaaa1111"]["checks"]] == [
+        "playback", "winnable", "random_win_threshold", "random_play", "fuzz"]
+    broken = reports["bx01-aaaa1111"]
+    assert broken["verdict"] == "fail"
+    assert broken["checks"][0]["name"] == "loads" and broken["checks"][0]["status"] == "fail"
+    assert "RuntimeError: boom" in broken["checks"][0]["summary"]
+
+
+@pytest.mark.parametrize("where", BROKEN)
+def test_explore_reports_a_game_that_raises_while_starting(tmp_path, where):
+    write_game(tmp_path, "bx01", **BROKEN[where])
+    result = runner.invoke(app, ["--plain", "explore", "bx01", "--environments", str(tmp_path), "--workers", "1"])
+    assert result.exit_code == 1, result.output
+    assert_reported(result, "bx01-aaaa1111", "RuntimeError: boom", "bx01.py:")
+
+
+@pytest.mark.parametrize("where", BROKEN)
+def test_replay_reports_a_game_that_raises(tmp_path, where):
+    game_id = write_game(tmp_path / "games", "bx01", **BROKEN[where])
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", game_id)), "--games",
+                                 str(tmp_path / "games"), "--out", str(out)])
+    assert result.exit_code == 3, result.output
+    assert_reported(result, "cannot replay", "RuntimeError: boom", "bx01.py:")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("values", [[1, "x"], [-1, 2], [True, 1], [1.5, 2], [None, 1], "12"])
+def test_score_and_view_name_metadata_baselines_that_are_not_action_counts(tmp_path, values):
+    game_id = write_game(tmp_path / "games", "mb01", metadata={"baseline_actions": values})
+    playback = script(tmp_path / "s.jsonl", game_id)
+    for args in (["score", str(playback), "--db", str(tmp_path / "x.duckdb"), "--workers", "1"],
+                 ["view", str(playback), "--out", str(tmp_path / "v.html")]):
+        result = runner.invoke(app, ["--plain", *args, "--games", str(tmp_path / "games")])
+        assert_reported(result)
+        if values != "12":  # a string is not a list: the metadata has no baseline, as before
+            assert result.exit_code == 2 if args[0] == "score" else 1, result.output
+            assert "metadata.json" in result.output and "baseline" in result.output, result.output
+
+
+def test_view_names_a_game_that_draws_colours_outside_the_palette(tmp_path):
+    game_id = write_game(tmp_path / "games", "co01", step="self.current_level.get_sprites()[0].pixels[0, 0] = 99")
+    out = tmp_path / "v.html"
+    result = runner.invoke(app, ["--plain", "view", str(script(tmp_path / "s.jsonl", game_id)), "--games",
+                                 str(tmp_path / "games"), "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    assert_reported(result, "co01-aaaa1111", "colour indices 0-15")
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_game_code_that_calls_exit_does_not_end_the_command_as_if_it_had_finished(tmp_path, code):
+    game_id = write_game(tmp_path / "games", "ex01", step=f"raise SystemExit({code})")
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", game_id)), "--games",
+                                 str(tmp_path / "games"), "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    assert_reported(result, "SystemExit", "ex01.py:")
+    assert not out.exists()
+
+
+def test_ctrl_c_in_a_game_that_never_returns_says_the_run_was_interrupted(tmp_path):
+    # a game stuck in step is left with Ctrl-C: the command says so and exits 130 (KeyboardInterrupt stands in
+    # for the key press, raised where the game's loop would be)
+    game_id = write_game(tmp_path / "games", "lp01", step="raise KeyboardInterrupt")
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", game_id)), "--games",
+                                 str(tmp_path / "games"), "--out", str(out)])
+    assert result.exit_code == 130, result.output
+    assert_reported(result, "interrupted")
+    assert not out.exists()
