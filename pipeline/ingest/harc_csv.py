@@ -34,6 +34,7 @@ from pipeline.ingest.formats import Head
 ROW = "row_number"
 ROW_JSON = "row_json"
 EXTRA = "__extra_fields"
+HAS_NUL = "__has_nul"  # the row holds a NUL byte (set by `_read_polars` only when the batch has one)
 UNSPLIT = "__unsplit"  # the row's field count differs from the header's (already quarantined by the loader)
 SRC = "src:"  # prefix of the source (text) columns while typed columns are derived from them
 T = TypeVar("T")
@@ -210,6 +211,7 @@ class CsvSource:
         self._check_unchanged()
         if self.mode == "csv":
             df, rejects = _load_with_csv_module(self.path, self.header, self.raw_table, self.polars_error)
+            df = _with_nul_marks(df, self.header)
             yield self._finish(df, rejects, row_hash)
             return
         offset = 0
@@ -270,6 +272,14 @@ class CsvSource:
                     f"row {row}", "invalid_utf8",
                     f"row {row} holds bytes that are not valid UTF-8 (shown as \ufffd in raw_text); re-save the "
                     "file as UTF-8 or fix the row", raw_text=raw, target_table=self.raw_table))
+        if HAS_NUL in df.columns:
+            # A NUL byte is no text a person typed: the file is damaged there (or is not a CSV at all).
+            for row, raw in df.filter(pl.col(HAS_NUL)).select(ROW, pl.struct(header).struct.json_encode()).iter_rows():
+                rejects.append(Reject(
+                    f"row {row}", "nul_byte",
+                    f"row {row} holds a NUL byte (\\x00), which no H-ARC field contains: the file is damaged "
+                    "there; fix or remove the row", raw_text=raw, target_table=self.raw_table))
+            df = df.with_columns((pl.col(UNSPLIT) | pl.col(HAS_NUL)).alias(UNSPLIT)).drop(HAS_NUL)
         if EXTRA in df.columns and df[EXTRA].null_count() == df.height:
             df = df.drop(EXTRA)
         if row_hash:
@@ -393,6 +403,11 @@ def _last_record_end(buf: bytes) -> int:
     return end + 1
 
 
+def _with_nul_marks(df: pl.DataFrame, header: list[str]) -> pl.DataFrame:
+    return df.with_columns(pl.any_horizontal([pl.col(c).str.contains("\x00", literal=True) for c in header])
+                           .fill_null(False).alias(HAS_NUL))
+
+
 def _read_polars(data: bytes, header: list[str], encoding: str) -> pl.DataFrame:
     # null_values: "" (a quoted empty field) and an unquoted empty field mean the same, no value (the csv
     # module path does the same)
@@ -400,7 +415,8 @@ def _read_polars(data: bytes, header: list[str], encoding: str) -> pl.DataFrame:
                      null_values="")
     if df.columns != header:  # polars de-duplicates or trims names; the header check ran before
         df.columns = header
-    return df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64), pl.lit(False).alias(UNSPLIT))
+    df = df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64), pl.lit(False).alias(UNSPLIT))
+    return _with_nul_marks(df, header) if b"\x00" in data else df  # rare: only then is every field searched
 
 
 def _is_utf8(path: Path) -> bool:

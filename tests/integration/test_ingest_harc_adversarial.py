@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from typer.testing import CliRunner
 
 from pipeline.cli import app
@@ -132,3 +134,23 @@ def test_harc_report_on_a_split_without_any_analysable_task(tmp_path):
     assert res.exit_code == 0, res.output
     assert "Traceback" not in res.output
     assert (tmp_path / "reports" / "harc.html").is_file()
+
+
+@pytest.mark.parametrize("parser", ["polars", "csv module"])
+def test_rows_holding_nul_bytes_are_quarantined_and_the_other_rows_land(tmp_path, parser):
+    rows = fx.data_rows()
+    rows[1] = {**rows[1], "exp_name": "\x00" + rows[1]["exp_name"]}
+    rows[3] = {**rows[3], "first_written_solution": "ab\x00cd"}
+    path = fx.write_data(tmp_path / "data.csv", rows)
+    if parser == "csv module":  # a row with a surplus field makes polars give the file to Python's csv module
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join([*lines[:6], lines[6].rstrip("\n") + ",surplus\n", *lines[7:]]))
+    res = ingest(path, tmp_path / "db.duckdb")
+    assert res.exit_code == EXIT_REJECTED, res.output
+    got = [(loc, check) for loc, check, _ in quarantine(tmp_path / "db.duckdb") if check == "nul_byte"]
+    assert parser == "polars" or any(check == "field_count" for _, check, _ in quarantine(tmp_path / "db.duckdb"))
+    assert got == [("row 2", "nul_byte"), ("row 4", "nul_byte")]
+    with Workspace(tmp_path / "db.duckdb", read_only=True) as ws:
+        names = ws.read("SELECT exp_name FROM core_harc__actions")["exp_name"].to_list()
+    assert names and not any("\x00" in (n or "") for n in names)
+    assert count(tmp_path / "db.duckdb", "core_harc__actions") == len(rows) - 2 - (parser == "csv module")
