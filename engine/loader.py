@@ -33,6 +33,7 @@ from typing import Any
 __all__ = [
     "GameInfo",
     "GameNotFoundError",
+    "GameUnloadableError",
     "default_environments_dir",
     "describe_game_error",
     "find_games",
@@ -50,6 +51,10 @@ _REFERENCE_PACKAGE = "arcengine"
 
 class GameNotFoundError(LookupError):
     """No game (or no such version) under the environments directories."""
+
+
+class GameUnloadableError(GameNotFoundError):
+    """The game is there but its code cannot be used (the message says why)."""
 
 
 @dataclass(frozen=True)
@@ -216,7 +221,7 @@ def resolve_game(
     if found is not None:
         reason = unloadable_reason(found) if loadable else None
         if reason is not None:
-            raise GameNotFoundError(reason)
+            raise GameUnloadableError(reason)
         return found
     where = ", ".join(str(path) for path in _as_dirs(environments_dir))
     detail = ""

@@ -33,7 +33,7 @@ import polars as pl
 from engine.base_game import FRAMES_ALL, FRAMES_NONE
 from engine.enums import ActionInput, GameAction
 from engine.env import GameEnv
-from engine.loader import GameInfo, GameNotFoundError, find_games, resolve_game
+from engine.loader import GameInfo, GameNotFoundError, GameUnloadableError, find_games, resolve_game
 from engine.recording import response_to_record
 from schemas.validate import conform
 
@@ -284,9 +284,13 @@ def resolve_script_game(game_id: str, game_dirs: Iterable[Path], version: str | 
         candidates = [wanted]
     else:
         candidates = [game_id, code]
+    reasons: list[str] = []  # the loader's, for each candidate that was found but cannot be used
     for candidate in candidates:
         try:
             return resolve_game(candidate, dirs, loadable=True)
+        except GameUnloadableError as err:
+            if str(err) not in reasons:
+                reasons.append(str(err))
         except GameNotFoundError:
             continue
     known = sorted(info.game_id for info in find_games(dirs) if info.short_id == code)
@@ -294,7 +298,8 @@ def resolve_script_game(game_id: str, game_dirs: Iterable[Path], version: str | 
         detail = f"version {version} of {code} is not among the games ({', '.join(known) or 'none'})"
     else:
         detail = f"no version of game {code} ({game_id} named) is loadable"
-    raise PlaybackError(f"{detail} under {where}; give the game folder with --games")
+    why = f" ({'; '.join(reasons)})" if reasons else ""
+    raise PlaybackError(f"{detail} under {where}{why}; give the game folder with --games")
 
 
 def replay_to_lines(actions: Sequence[ScriptAction], info: GameInfo, *, guid: str, frames: bool = False

@@ -309,3 +309,16 @@ def test_a_script_line_over_the_size_limit_is_reported_unread(tmp_path: Path, mo
     assert [(i.location, i.check) for i in parsed.issues] == [("line 1", "line_too_long")]
     assert len(parsed.actions) == len(read_playback_file(script).actions)
     assert parsed.file_sha256 == __import__("hashlib").sha256(bad.read_bytes()).hexdigest()
+
+
+def test_a_game_whose_code_cannot_load_is_named_with_the_loaders_reason(tmp_path: Path):
+    """score said only "no version ... is loadable": the loader's reason (here: no game file) is kept."""
+    games = tmp_path / "games"
+    shutil.copytree(GAMES / "an53", games / "an53")
+    (source,) = [p for p in (games / "an53").rglob("*.py")]
+    source.rename(source.with_suffix(".txt"))
+    script = PLAYBACK / "an53_scripted-lose.playback.jsonl"
+    code, output = cli("score", str(script), "--games", str(games), "--db", str(tmp_path / "s.duckdb"),
+                       "--out", str(tmp_path / "out"), "--no-figures")
+    assert code == 3, output
+    assert "no version of game an53" in output and "no an53.py or" in output
