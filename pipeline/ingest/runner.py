@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache, partial
+from functools import partial
 from pathlib import Path
 
 import duckdb
@@ -33,8 +33,8 @@ from pipeline.core.workspace import Workspace
 from pipeline.ingest.background import BackgroundWriter
 from pipeline.ingest.base import FileChangedError, FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import FORMATS, InputFormat, detect
-from schemas import validate_frame
-from schemas.validate import ValidationResult, conform
+from schemas import get_table, validate_frame
+from schemas.validate import conform
 
 SKIP_DIR_NAMES = {".git", "__pycache__", ".venv"}
 # Not inputs: test sidecars beside sample recordings, and game source code in environment folders
@@ -118,68 +118,11 @@ def _location_column(df: pl.DataFrame) -> str | None:
     return None
 
 
-@cache
-def _clean_check(table_name: str) -> tuple[list[str], dict[str, pl.DataType], list[pl.Expr]]:
-    """The table's schema as one polars select that is true when some row may fail it. Built from the same
-    field definitions as the pandera schema (`schemas.generate.pandera_schema`: dtype, nullability, ge, le,
-    isin, regex as pandera's str_matches, plus the primary key), with pandera's conventions: NaN counts as
-    null, a check ignores nulls. Importing pandera is not needed for a clean frame."""
-    from schemas import TABLES
-    from schemas.fields import FIELDS
-    from schemas.generate import is_nullable
-    from schemas.model import polars_dtype
-
-    table = TABLES[table_name]
-    dtypes: dict[str, pl.DataType] = {}
-    suspects: list[pl.Expr] = []
-    for name in table.columns:
-        f = FIELDS[name]
-        dtypes[name] = polars_dtype(f.dtype)
-        col = pl.col(name)
-        if dtypes[name] in (pl.Float32, pl.Float64):
-            suspects.append(col.is_nan().any())  # NaN compares oddly: let pandera judge it
-        if not is_nullable(table, name):
-            suspects.append(col.is_null().any())
-        if f.ge is not None:
-            suspects.append((col < f.ge).any())
-        if f.le is not None:
-            suspects.append((col > f.le).any())
-        if f.isin is not None:
-            suspects.append((~col.is_in(list(f.isin))).any())
-        if f.regex is not None:
-            suspects.append((~col.str.contains(f.regex if f.regex.startswith("^") else f"^{f.regex}")).any())
-    key = list(table.primary_key)
-    if key:
-        suspects.append(pl.any_horizontal([pl.col(k).is_null() for k in key]).any())
-        suspects.append((pl.struct(key) if len(key) > 1 else pl.col(key[0])).is_duplicated().any())
-    return list(dtypes), dtypes, [e.alias(f"s{i}") for i, e in enumerate(suspects)]
-
-
-def validate_table(name: str, df: pl.DataFrame) -> ValidationResult:
-    """`schemas.validate_frame`, with a shortcut for the usual case: a frame that certainly passes (every
-    check of the schema evaluated in one polars select, `_clean_check`) is returned as is; anything
-    suspicious goes through pandera, which then reports every failure with its rule and reason."""
-    columns, dtypes, suspects = _clean_check(name)
-    if df.columns == columns and df.dtypes == list(dtypes.values()):
-        if not any(df.select(suspects).row(0)):
-            return ValidationResult(valid=df, failures=[])
-    return validate_frame(name, df)
-
-
-def conformed(name: str, df: pl.DataFrame) -> pl.DataFrame:
-    """`conform`, skipped when the frame already has the table's columns, order and dtypes (most readers'
-    frames do; a select per table and file is a large share of a small file's cost)."""
-    columns, dtypes, _ = _clean_check(name)
-    if df.columns == columns and df.dtypes == list(dtypes.values()):
-        return df
-    return conform(name, df)
-
-
 def validate_output(output: ReaderOutput) -> None:
     """Run each table's schema; rows that fail move from the table to the rejects, one reject per failure."""
     for name, df in list(output.tables.items()):
-        df = conformed(name, df)
-        result = validate_table(name, df)
+        df = conform(name, df)
+        result = validate_frame(name, df)
         if result.failures:
             loc_col = _location_column(df)
             for f in result.failures:
@@ -518,13 +461,13 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                 flags = [*output.flags, *piece_flags]
                 file_row = conform("raw_ingest__files", [_file_record(prepared, quarantine.height, counts, flags)])
                 con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
-                _insert_validated(ws, "raw_ingest__files", file_row, con)
+                ws.insert_frame("raw_ingest__files", file_row, con=con)
                 for name, df in output.tables.items():
                     ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
                 for name, spills in staged.items():
                     _insert_spilled(con, name, spills)
                 if quarantine.height:
-                    _insert_validated(ws, "quarantine", quarantine, con)
+                    ws.insert_frame("quarantine", quarantine, con=con)
     except _Refused:  # nothing of the file stays; its refusal is recorded like any other
         prepared.streamed = False
         return commit_file(ws, prepared)
@@ -545,7 +488,7 @@ def _stage_pieces(ws: Workspace, pieces, own_ids: list[str], counts: dict[str, i
             drop_cross_file_duplicates(ws, piece, own_ids)
             for name, df in piece.tables.items():
                 spill = folder / f"{name}-{i:06d}.arrow"
-                conformed(name, df).write_ipc(spill, compression="uncompressed")
+                conform(name, df).write_ipc(spill, compression="uncompressed")
                 staged.setdefault(name, []).append(str(spill))
                 counts[name] = counts.get(name, 0) + df.height
             rejects += piece.rejects
@@ -576,7 +519,7 @@ def _insert_spilled(con, name: str, spills: list[str]) -> None:
     con.execute(f"SET memory_limit = '{SPILL_INSERT_MEMORY}'")
     con.execute("SET threads = 1")
     try:
-        columns = ", ".join(_clean_check(name)[0])
+        columns = ", ".join(get_table(name).columns)
         con.execute(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM _spilled")
     finally:
         con.execute(f"SET memory_limit = '{limit}'")
@@ -766,8 +709,8 @@ def _conform_and_check_together(outputs: list[ReaderOutput]) -> bool:
             stacks.setdefault(shape, []).append((output, name, df))
     done: list[tuple[ReaderOutput, str, pl.DataFrame]] = []
     for (name, *_), group in stacks.items():
-        stacked = conformed(name, pl.concat([df for _, _, df in group]))
-        if not validate_table(name, stacked).ok:
+        stacked = conform(name, pl.concat([df for _, _, df in group]))
+        if not validate_frame(name, stacked).ok:
             return False
         if len(group) == 1:
             done.append((group[0][0], name, stacked))
@@ -834,19 +777,12 @@ def _write_batch(ws: Workspace, plan: _BatchPlan) -> None:
         if plan.requarantined_ids:
             con.execute("DELETE FROM quarantine WHERE file_id IN (SELECT unnest(?))", [plan.requarantined_ids])
         if plan.files:
-            _insert_validated(ws, "raw_ingest__files", conform("raw_ingest__files", plan.files), con)
+            ws.insert_frame("raw_ingest__files", conform("raw_ingest__files", plan.files), con=con)
         for name, frames in plan.tables.items():
             # One chunk: an Arrow table of a chunk per file costs DuckDB ~30x more to take in.
             ws.insert_frame(name, pl.concat(frames, rechunk=True), con=con, validate=False)  # validated above
         if plan.quarantine:
-            _insert_validated(ws, "quarantine", conform("quarantine", plan.quarantine), con)
-
-
-def _insert_validated(ws: Workspace, name: str, df: pl.DataFrame, con) -> None:
-    """`Workspace.insert_frame` with its validation through `validate_table` (its shortcut for clean frames);
-    a frame that fails is handed to insert_frame's own check, which refuses it with every failure listed."""
-    df = conformed(name, df)
-    ws.insert_frame(name, df, con=con, validate=not validate_table(name, df).ok)
+            ws.insert_frame("quarantine", conform("quarantine", plan.quarantine), con=con)
 
 
 def ingest_file(ws: Workspace, path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
@@ -874,7 +810,7 @@ def _write_file_failure(ws: Workspace, ctx: FileContext, fmt_name: str | None, c
     with ws.transaction() as con:
         if ctx.file_id:
             con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])
-        _insert_validated(ws, "quarantine", rows, con)
+        ws.insert_frame("quarantine", rows, con=con)
 
 
 PARALLEL_MIN_BYTES = 256 * 1024 * 1024

@@ -1,13 +1,13 @@
-"""The ingest runner's validation shortcut (runner.validate_table) judges exactly as pandera does: a clean
-frame passes untouched, and a frame breaking any rule gets pandera's own failures (rule, column, value,
-reason) and valid rows."""
+"""The validation shortcut of `schemas.validate_frame` judges exactly as pandera does: a clean frame passes
+untouched without pandera, and a frame breaking any rule gets pandera's own failures (rule, column, value,
+reason) and valid rows (`shortcut=False`, pandera alone, is the reference)."""
 
 from __future__ import annotations
 
 import polars as pl
 import pytest
 
-from pipeline.ingest.runner import conformed, validate_table
+import schemas.validate
 from schemas import validate_frame
 from schemas.validate import conform
 
@@ -24,16 +24,14 @@ def clean() -> pl.DataFrame:
 
 
 def test_clean_frame_passes_without_pandera(monkeypatch):
-    import pipeline.ingest.runner as runner
-
     def refuse(*_):
         raise AssertionError("pandera must not run on a clean frame")
 
-    monkeypatch.setattr(runner, "validate_frame", refuse)
+    monkeypatch.setattr(schemas.validate, "pandera_schema", refuse)
     df = clean()
-    result = validate_table(TABLE, df)
-    assert result.failures == [] and result.valid.equals(df)
-    assert conformed(TABLE, df) is df
+    result = validate_frame(TABLE, df)
+    assert result.failures == [] and result.valid is df
+    assert conform(TABLE, df) is df
 
 
 BREAKS = {
@@ -53,13 +51,13 @@ def test_a_broken_rule_gets_pandera_failures(rule):
     df = clean()
     df = df.with_columns(pl.when(pl.int_range(pl.len()) == row).then(pl.lit(value, df.schema[column]))
                          .otherwise(pl.col(column)).alias(column))
-    mine, reference = validate_table(TABLE, df), validate_frame(TABLE, df)
+    mine, reference = validate_frame(TABLE, df), validate_frame(TABLE, df, shortcut=False)
     assert mine.failures and mine.failures == reference.failures
     assert mine.valid.equals(reference.valid) and mine.valid.height < df.height
 
 
 def test_wrong_dtype_or_columns_go_to_pandera():
     df = clean().with_columns(pl.col("pair_index").cast(pl.Int32))
-    assert validate_table(TABLE, df).failures == validate_frame(TABLE, df).failures != []
+    assert validate_frame(TABLE, df).failures == validate_frame(TABLE, df, shortcut=False).failures != []
     df = clean().drop("output_width")
-    assert validate_table(TABLE, df).failures == validate_frame(TABLE, df).failures != []
+    assert validate_frame(TABLE, df).failures == validate_frame(TABLE, df, shortcut=False).failures != []
