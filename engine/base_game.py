@@ -19,6 +19,8 @@ from .camera import Camera
 from .enums import ActionInput, FrameData, FrameDataRaw, GameAction, GameState
 from .level import Level
 from .sprites import Sprite, colliding_sprites
+from .watchdog import enter as _watch_enter
+from .watchdog import leave as _watch_leave
 
 __all__ = ["ARCBaseGame", "MAX_FRAME_PER_ACTION"]
 
@@ -184,7 +186,16 @@ class ARCBaseGame(ABC):  # noqa: B024 - the reference is an ABC without abstract
         return self._engine_perform(action_input, raw, FRAMES_ALL)
 
     def _engine_perform(self, action_input: ActionInput, raw: bool, frames_mode: str) -> FrameData | FrameDataRaw:
-        """``perform_action`` with a choice of which frames to produce (spec §7.3)."""
+        """``perform_action`` with a choice of which frames to produce (spec §7.3), under the step time limit
+        (`engine.watchdog`: game code that never returns raises StepTimeout instead of hanging the caller)."""
+        token = _watch_enter()
+        try:
+            return self._engine_perform_unwatched(action_input, raw, frames_mode)
+        finally:
+            _watch_leave(token)
+
+    def _engine_perform_unwatched(self, action_input: ActionInput, raw: bool, frames_mode: str
+                                  ) -> FrameData | FrameDataRaw:
         self._full_reset = False
         if action_input.id is _RESET:
             self.handle_reset()

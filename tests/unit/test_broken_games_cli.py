@@ -144,3 +144,17 @@ def test_ctrl_c_in_a_game_that_never_returns_says_the_run_was_interrupted(tmp_pa
     assert result.exit_code == 130, result.output
     assert_reported(result, "interrupted")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("verb", ["replay", "score"])
+def test_a_game_that_never_returns_from_a_step_is_stopped_by_the_step_time_limit(tmp_path, monkeypatch, verb):
+    from engine import watchdog
+
+    monkeypatch.setattr(watchdog, "_limit", 0.5)
+    game_id = write_game(tmp_path / "games", "hg01", step="while self.action.id == GameAction.ACTION2: pass")
+    args = {"replay": ["replay", str(script(tmp_path / "s.jsonl", game_id)), "--out", str(tmp_path / "o.jsonl")],
+            "score": ["score", str(script(tmp_path / "s.jsonl", game_id)), "--db", str(tmp_path / "s.duckdb"),
+                      "--out", str(tmp_path / "out"), "--no-figures", "--workers", "1"]}[verb]
+    result = runner.invoke(app, ["--plain", *args, "--games", str(tmp_path / "games")])
+    assert result.exit_code in (1, 3), result.output
+    assert_reported(result, "step time limit")
