@@ -46,7 +46,6 @@ from pipeline.harc import (
 from pipeline.harc.published import DATA_CSV, SUMMARY_CSV
 from pipeline.harc.stats import CONFIDENCE
 from schemas import TABLES
-from schemas.generate import pandera_schema
 from schemas.validate import conform
 from schemas.vocabulary import HARC_RELEASES
 
@@ -248,10 +247,6 @@ def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: in
     started = time.perf_counter()
     if not releases(ws):
         raise HarcError(no_events_message(ws, "replay-harc"))
-    # After that first read (DuckDB's result conversion imports pyarrow on this thread): the write's validation
-    # schema is built meanwhile, while DuckDB reads the events without the GIL.
-    threading.Thread(target=_prepare_validation, args=((trace_checks.TABLE,),), name="validation schema",
-                     daemon=True).start()
     last = ws.read("SELECT release_generation, participant_id, task_id, min(task_number) AS task_number, "
                    "arg_max(test_output_grid, action_number) AS last_grid FROM core_harc__actions "
                    "GROUP BY release_generation, participant_id, task_id")
@@ -493,16 +488,6 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     report.manifest_path = ws.finish_run(manifest, out_dir)
     report.manifest = manifest
     return report
-
-
-def _prepare_validation(tables: Iterable[str]) -> None:
-    """Build the pandera schemas the write validates against (importing pandera and pandas, about half a
-    second), for a thread to do beforehand. The schemas are cached; a failure shows again at the write."""
-    try:
-        for name in tables:
-            pandera_schema(name)
-    except Exception:  # noqa: BLE001 - the write builds them again and reports what fails
-        pass
 
 
 def start_figure_renderer() -> threading.Thread:
