@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.special_files import not_regular_file
 from schemas.vocabulary import BASELINE_RULES, RECORDING_VARIANTS
 
 DEFAULTS_PATH = Path(str(resources.files("pipeline.core") / "defaults.toml"))  # package data, also when installed
@@ -239,7 +240,7 @@ def _check_keys(data: dict[str, Any], origin: str) -> None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    if path.exists() and not path.is_file():  # a FIFO would block until a writer came
+    if not_regular_file(path) is not None:
         raise ConfigError(f"cannot read config {path}: not a regular file")
     try:
         with open(path, "rb") as fh:

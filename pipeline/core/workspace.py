@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ import duckdb
 import polars as pl
 
 from pipeline.core.manifest import RunManifest
+from pipeline.core.special_files import not_regular_file
 from schemas import TABLES, create_table_sql, get_table, validate_frame
 from schemas.validate import conform
 
@@ -82,11 +82,7 @@ def _refuse_other_files(path: Path) -> None:
     """DuckDB opens a CSV, JSON or Parquet file given as the database as an in-memory database with a view over
     the file: whatever is written then vanishes at exit. Only an empty file or a DuckDB file is a database."""
     offset, magic = DUCKDB_MAGIC
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return  # DuckDB creates it, or says why it cannot
-    if not stat.S_ISREG(mode):  # a FIFO would block the open below until a writer came
+    if not_regular_file(path) is not None:  # (a missing file passes: DuckDB creates it, or says why it cannot)
         raise WorkspaceError(f"{path} is not a DuckDB database (not a regular file); --db names the study's "
                              "database file")
     try:

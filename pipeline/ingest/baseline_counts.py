@@ -29,6 +29,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.special_files import not_regular_file
 from pipeline.ingest.base import Reject, clip
 from schemas.validate import conform
 
@@ -92,7 +93,7 @@ def _first_line_not_utf8(path: Path) -> tuple[int, str]:
 
 def read_counts(path: Path) -> Counts:
     path = Path(path)
-    if path.exists() and not path.is_file():  # a FIFO would block until a writer came
+    if not_regular_file(path) is not None:
         raise CountsFileError(f"{path}: not a regular file: only regular files are read")
     try:
         handle = path.open(newline="", encoding="utf-8-sig")

@@ -12,7 +12,6 @@ Guarantees (CONVENTIONS.md, issue "Ingest"):
 from __future__ import annotations
 
 import hashlib
-import stat
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -251,9 +250,9 @@ class HashAhead:
     @classmethod
     def _hash_regular(cls, path: Path) -> tuple[FileVersion, str] | None:
         # Only regular files are opened (a FIFO would block the thread); `prepare_file` judges the others.
+        if not_regular_file(path) is not None:
+            return None
         try:
-            if not stat.S_ISREG(path.stat().st_mode):
-                return None
             version = file_version(path)
         except OSError:
             return None

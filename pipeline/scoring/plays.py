@@ -25,6 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.special_files import not_regular_file
 from pipeline.core.textfiles import read_text_document
 from pipeline.recordings.counting import (
     Card,
@@ -290,7 +291,7 @@ def replay_scripts(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapping[str,
 def load_recovered_actions(path: Path) -> dict[str, list[int | str]]:
     """``{key: [action, ...]}`` from a JSON file, a key being a recording's file name, guid or file_id and each
     action an id (0-7) or a name (``"ACTION1"``), one per frame line that is not a post-terminal echo."""
-    if path.exists() and not path.is_file():  # a FIFO would block until a writer came
+    if not_regular_file(path) is not None:
         raise RecordingReadError(f"cannot read recovered actions from {path}: not a regular file")
     try:
         doc = json.loads(read_text_document(path)[0])  # a BOM is not content
