@@ -2,38 +2,90 @@
 pipeline/commands/ (where each verb says in --help what it reads and writes). Console script:
 `arcstudy = pipeline.cli:app`; `python -m pipeline.cli` runs the same app.
 
+A verb's module is imported only when that verb runs (or `--help` lists them all): importing every command
+module costs about 0.25 s per process, most of it modules the verb never uses.
+
 Exit codes (pipeline/commands/common.py): 0 ok, 1 error, 2 usage, 3 completed with rejected input, 130 interrupted.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, MutableMapping
 from typing import Annotated
 
+import click
 import typer
+from typer.main import get_command_from_info
+from typer.models import CommandInfo
 
 import pipeline
-from pipeline.commands import (
-    build,
-    demo,
-    explore,
-    harc,
-    ingest,
-    qualify,
-    query,
-    replay,
-    report,
-    schema,
-    score,
-    simulate,
-    tables,
-    view,
-)
 from pipeline.commands.common import EXIT_OK, Command, Group
 from pipeline.core.console import out
 
+# verb: (module of pipeline/commands/, its function), in the order `arcstudy --help` lists them: the order a
+# user meets them
+COMMANDS: dict[str, tuple[str, str]] = {
+    "tables": ("tables", "tables_command"),
+    "schema": ("schema", "schema_command"),
+    "query": ("query", "query_command"),
+    "ingest": ("ingest", "ingest_command"),
+    "formats": ("ingest", "formats_command"),
+    "build": ("build", "build_command"),
+    "baselines": ("build", "baselines_command"),
+    "score": ("score", "score_command"),
+    "replay-harc": ("harc", "replay_harc_command"),
+    "harc-analyses": ("harc", "harc_analyses_command"),
+    "harc-graph": ("harc", "harc_graph_command"),
+    "view": ("view", "view_command"),
+    "replay": ("replay", "replay_command"),
+    "simulate": ("simulate", "simulate_command"),
+    "demo": ("demo", "demo_command"),
+    "report": ("report", "report_command"),
+    "explore": ("explore", "explore_command"),
+    "qualify": ("qualify", "qualify_command"),
+}
+
+
+class _Verbs(MutableMapping):
+    """The app's commands by name, each built from its module the first time it is looked up."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._built:
+            module, function = COMMANDS[name]
+            callback = getattr(importlib.import_module(f"pipeline.commands.{module}"), function)
+            self._built[name] = get_command_from_info(
+                CommandInfo(name=name, cls=Command, callback=callback),
+                pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode)
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        raise TypeError(f"arcstudy's verbs are listed in pipeline.cli.COMMANDS, not added ({name})")
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError(f"arcstudy's verbs cannot be removed ({name})")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(COMMANDS)
+
+    def __len__(self) -> int:
+        return len(COMMANDS)
+
+
+class _App(Group):
+    """The app's group, whose commands are `_Verbs`."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Verbs()
+
+
 app = typer.Typer(
     name="arcstudy",
-    cls=Group,
+    cls=_App,
     help="Trustworthy numbers from ARC human studies and agent runs.",
     no_args_is_help=True,
     add_completion=False,
@@ -55,27 +107,6 @@ def main(
                                         "and when output is not a terminal).")] = False,
 ) -> None:
     out.set_plain(plain)
-
-
-# In the order `arcstudy --help` lists them: the order a user meets them.
-app.command("tables", cls=Command)(tables.tables_command)
-app.command("schema", cls=Command)(schema.schema_command)
-app.command("query", cls=Command)(query.query_command)
-app.command("ingest", cls=Command)(ingest.ingest_command)
-app.command("formats", cls=Command)(ingest.formats_command)
-app.command("build", cls=Command)(build.build_command)
-app.command("baselines", cls=Command)(build.baselines_command)
-app.command("score", cls=Command)(score.score_command)
-app.command("replay-harc", cls=Command)(harc.replay_harc_command)
-app.command("harc-analyses", cls=Command)(harc.harc_analyses_command)
-app.command("harc-graph", cls=Command)(harc.harc_graph_command)
-app.command("view", cls=Command)(view.view_command)
-app.command("replay", cls=Command)(replay.replay_command)
-app.command("simulate", cls=Command)(simulate.simulate_command)
-app.command("demo", cls=Command)(demo.demo_command)
-app.command("report", cls=Command)(report.report_command)
-app.command("explore", cls=Command)(explore.explore_command)
-app.command("qualify", cls=Command)(qualify.qualify_command)
 
 
 if __name__ == "__main__":  # pragma: no cover
