@@ -109,8 +109,10 @@ def score_command(
     plays left out, with the error as reason. Playback files (action scripts, no engine output) are replayed
     like the official playback agent (make(), then each action) on their game, resolved by its code when the
     version named is absent (or --game-version); without a loadable game they cannot be scored. The replays run
-    on --workers processes (or on the cluster at --scheduler); the scorecards do not depend on it. Exit code 3
-    when plays were left out or input lines or files were rejected.
+    on --workers processes (or on the cluster at --scheduler); the scorecards do not depend on it. Of two files
+    holding the same play (same guid), the first given is scored and the later one rejected, naming the first and
+    saying whether they agree (a byte-identical copy is read once). Exit code 3 when plays were left out or
+    input lines or files were rejected.
     """
     import duckdb
 
@@ -122,6 +124,7 @@ def score_command(
     from pipeline.scoring.parallel import read_and_verify
     from pipeline.scoring.plays import (
         RecordingReadError,
+        drop_duplicate_plays,
         load_recovered_actions,
         recordings_from_tables,
         replay_scripts,
@@ -184,6 +187,12 @@ def score_command(
         problems += [(Path(label), f"not scored: cannot replay the playback script: {reason}")
                      for label, reason in replayed.failed]
         recs = recordings_from_tables(replayed.steps, replayed.plays, replayed.files, recovered, replayed.scripts)
+        # Two files of one play: the first given is scored, each later one is rejected input naming it.
+        recs, duplicates = drop_duplicate_plays(recs, order=list(replayed.files))
+        problems += duplicates
+        if checks is not None and duplicates:
+            kept = {rec.file_id for rec in recs}
+            checks = [c for c in checks if c.file_id in kept]
         if not recs and replayed.failed:
             for label, reason in replayed.failed:
                 out.error(f"{label}: cannot replay the playback script: {reason}")

@@ -235,7 +235,7 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
         for pid, _ in rec.plays():
             if pid in seen:
                 raise ScoreInputError(f"play {pid} appears in two recordings ({seen[pid]} and {rec.label}); "
-                                      "score them separately")
+                                      "keep one (plays.drop_duplicate_plays)")
             seen[pid] = rec.label
     card_id = card_id_for(seen)
 
