@@ -11,7 +11,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_OK, EXIT_USAGE, GameVersionOption, db_to_read, fail
+from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, GameVersionOption, db_to_read, fail
 
 RECORDING_SUFFIXES = (".jsonl", ".json", ".ndjson")
 
@@ -52,6 +52,10 @@ def view_command(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Replay through the engine to verify the "
                                          "recording and, when it has no stored frames, re-render them (needs "
                                          "--games). --no-verify does neither.")] = True,
+    include_unknown_games: Annotated[bool, typer.Option("--include-unknown-games", help="Accept a play of a game "
+                                                 "that has no game files under --games and no baseline anywhere "
+                                                 "(as `arcstudy score` does; without it the page says the score "
+                                                 "leaves the play out, and the exit code is 3).")] = False,
     game_version: GameVersionOption = None,
 ) -> None:
     """Write a self-contained HTML replay viewer for one recording (play/pause, step, speed, jump to level,
@@ -64,9 +68,13 @@ def view_command(
     re-render); baselines from --baselines, metadata.json under --games, or core_arc3__environments in --db.
     Writes: the --out HTML file (no network needed to view it) and its run manifest `<out stem>.manifest.json`
     beside it. Never writes to the database.
+
+    A play of a game nothing knows (no game files under --games, no baseline anywhere: most likely a wrong
+    folder or a mistyped game id) is shown, with the reason `arcstudy score` leaves it out, and the exit code
+    is 3, as for the score (unless --include-unknown-games).
     """
     from pipeline.core.manifest import RunManifest
-    from pipeline.report.viewer import ViewerError, ViewerUsageError, write_viewer
+    from pipeline.report.viewer import ViewerError, ViewerRejected, ViewerUsageError, write_viewer
 
     if out_file.suffix.lower() not in (".html", ".htm"):
         raise fail(f"--out {out_file}: the viewer is an HTML page, give a .html file name", EXIT_USAGE)
@@ -85,22 +93,26 @@ def view_command(
                          + ([] if only_reset_levels is None else
                             ["--only-reset-levels" if only_reset_levels else "--no-only-reset-levels"])
                          + ([] if verify else ["--no-verify"])
+                         + (["--include-unknown-games"] if include_unknown_games else [])
                          + (["--game-version", game_version] if game_version else []))
     manifest = RunManifest(command=command, config={
         "target": target, "out": str(out_file), "db": str(db_path) if db_path else None,
         "games": [str(g) for g in games or []], "baselines": baselines, "only_reset_levels": only_reset_levels,
-        "verify": verify, "game_version": game_version})
+        "verify": verify, "game_version": game_version, "include_unknown_games": include_unknown_games})
     with out.progress("replaying", None) as bar:
         on_step = (lambda: bar.advance(0)) if bar is not None else None  # type: ignore[union-attr]
         try:
             result = write_viewer(target, out_file, db=db_path, games=games, baselines=baselines, verify=verify,
                                   only_reset_levels=only_reset_levels, manifest=manifest, on_step=on_step,
-                                  game_version=game_version)
+                                  game_version=game_version, include_unknown_games=include_unknown_games)
         except ViewerUsageError as err:
             raise fail(str(err), EXIT_USAGE) from err
+        except ViewerRejected as err:
+            raise fail(str(err), EXIT_REJECTED) from err
         except ViewerError as err:
             raise fail(str(err)) from err
-    manifest.finish(EXIT_OK)
+    code = EXIT_REJECTED if result.left_out else EXIT_OK
+    manifest.finish(code)
     manifest_file = manifest_path_for(out_file)
     manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
     data = result.data
@@ -113,4 +125,4 @@ def view_command(
     for line in lines:
         out.console.print(line, soft_wrap=True, markup=False, highlight=False)
     out.info(f"manifest: {manifest_file}")
-    raise typer.Exit(EXIT_OK)
+    raise typer.Exit(code)

@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.scoring.run import UNKNOWN_GAME_REASON
 
 ROOT = Path(__file__).resolve().parents[2]
 LOSE = ROOT / "games" / "pv63" / "003f92f7" / "solutions" / "lose.jsonl"
@@ -96,6 +97,46 @@ def test_unknown_game_in_the_database_is_left_out(unknown_recording, tmp_path):
     code, text = run("score", "--db", str(db), "--game", "pv63-003f92f7")
     assert code == 1, text
     assert f"no plays of pv63-003f92f7 in the database {db}" in text
+
+
+def _page_data(page: Path) -> dict:
+    import re
+
+    text = page.read_text()
+    return json.loads(re.search(r'<script type="application/json" id="viewer-data">(.*?)</script>', text, re.S)
+                      .group(1))
+
+
+def test_view_says_what_score_says_of_an_unknown_game(unknown_recording, tmp_path):
+    """view once wrote its page of a play of a game nothing knows with exit 0 and no word of it, where score
+    leaves the play out (exit 3). The page is still written (the recording is shown), with the score's reason
+    as a note, and the exit code is 3, from the recording file and from the database alike; with
+    --include-unknown-games, or a baseline that knows the game, 0 as for the score."""
+    code, score_text = run("score", str(unknown_recording), "--db", str(tmp_path / "s.duckdb"), "--out",
+                           str(tmp_path / "out"), "--no-figures")
+    assert code == 3 and UNKNOWN_GAME_REASON in " ".join(score_text.split()), score_text
+    db = tmp_path / "a.duckdb"
+    assert run("ingest", str(unknown_recording), "--db", str(db))[0] == 0
+    guid = json.loads(unknown_recording.read_text().splitlines()[0])["data"]["guid"]
+    for target, extra in ((str(unknown_recording), ()), (guid, ("--db", str(db))),
+                          (str(unknown_recording), ("--no-verify",))):
+        page = tmp_path / "v.html"
+        code, text = run("view", target, "--out", str(page), *extra)
+        assert code == 3, text
+        assert f"note: left out of the score: {UNKNOWN_GAME_REASON}" in text and "Traceback" not in text
+        assert _page_data(page)["notes"] == [f"left out of the score: {UNKNOWN_GAME_REASON}"]
+        manifest = json.loads(page.with_name("v.manifest.json").read_text())
+        assert manifest["exit_code"] == 3 and manifest["notes"]["viewer"]["left_out_of_score"] == UNKNOWN_GAME_REASON
+    code, text = run("view", str(unknown_recording), "--out", str(tmp_path / "v.html"), "--include-unknown-games")
+    assert code == 0 and "unknown game" not in text, text
+    meta = tmp_path / "meta" / "zz99" / "0badc0de"
+    meta.mkdir(parents=True)
+    (meta / "metadata.json").write_text(json.dumps({"game_id": UNKNOWN, "baseline_actions": [5, 5, 5, 5, 5, 5]}))
+    for baselines in (str(tmp_path / "meta"), "5,5,5,5,5,5"):
+        code, text = run("view", str(unknown_recording), "--out", str(tmp_path / "v.html"), "--baselines", baselines)
+        assert code == 0 and "unknown game" not in text, text
+    code, text = run("view", str(LOSE), "--out", str(tmp_path / "v.html"))  # a game of games/: verified
+    assert code == 0 and "replay: verified" in text, text
 
 
 def test_empty_folder_is_named(tmp_path):

@@ -38,9 +38,11 @@ __all__ = [
     "Timeline",
     "Verification",
     "ViewerError",
+    "ViewerRejected",
     "ViewerSource",
     "divergence_step",
     "find_baseline",
+    "unknown_game_reason",
     "game_dirs_for",
     "load_database_source",
     "load_recording_source",
@@ -56,6 +58,11 @@ class ViewerError(RuntimeError):
 
 class ViewerUsageError(ViewerError):
     """An option the user gave that cannot be read (the command exits with the usage code)."""
+
+
+class ViewerRejected(ViewerError):
+    """The recording is input `arcstudy score` rejects too (a playback script that cannot be replayed): no page,
+    and the command exits with the score's code for rejected input."""
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -115,7 +122,7 @@ def _replay_scripts(steps: pl.DataFrame, plays: pl.DataFrame, files: dict, what:
     dirs = game_dirs_for(None) if game_dirs is None else [Path(g) for g in game_dirs]
     replayed = replay_scripts(steps, plays, files, dirs, version=version)
     if replayed.failed:
-        raise ViewerError(f"{what}: cannot replay the playback script: {replayed.failed[0][1]}")
+        raise ViewerRejected(f"{what}: cannot replay the playback script: {replayed.failed[0][1]}")
     return replayed.steps, recordings_from_tables(replayed.steps, replayed.plays, replayed.files,
                                                   scripts=replayed.scripts)
 
@@ -471,6 +478,21 @@ def _describe_source(kind: str, location: str | None, db: Path | str | None) -> 
     return str(location)
 
 
+def _baseline_sources(explicit: str | None, games: Iterable[Path | str] | None, db: Path | str | None) -> list:
+    """The score's baseline sources, in the score's order: --baselines (a folder or CSV), the database, the
+    metadata.json of the game folders `games`, the published reference baselines."""
+    from pipeline.scoring import baseline_sources as bs
+
+    sources = [bs.source_from_path(Path(explicit))] if explicit else []
+    if db is not None and Path(db).exists():
+        from pipeline.core.workspace import Workspace
+
+        with Workspace(Path(db), read_only=True) as ws:
+            sources += bs.source_from_db(ws)
+    return sources + [s for s in (bs.source_from_games_dirs([Path(g) for g in games or []]), bs.reference_source())
+                      if s is not None]
+
+
 def find_baseline(game_id: str | None, *, explicit: str | None = None, games: Iterable[Path | str] | None = None,
                   db: Path | str | None = None) -> Baseline | None:
     """Per-level baseline actions of `game_id` as `arcstudy score` resolves them under the default policy:
@@ -487,14 +509,7 @@ def find_baseline(game_id: str | None, *, explicit: str | None = None, games: It
     if game_id is None:
         return None
     try:
-        sources = [bs.source_from_path(Path(explicit))] if explicit else []
-        if db is not None and Path(db).exists():
-            from pipeline.core.workspace import Workspace
-
-            with Workspace(Path(db), read_only=True) as ws:
-                sources += bs.source_from_db(ws)
-        sources += [s for s in (bs.source_from_games_dirs([Path(g) for g in games or []]), bs.reference_source())
-                    if s is not None]
+        sources = _baseline_sources(explicit, games, db)
         resolved = bs.resolve_baselines([game_id], get_policy(DEFAULT_POLICY_ID), sources)[game_id]
     except bs.BaselineSourceError as err:
         raise ViewerError(str(err)) from err
@@ -503,3 +518,22 @@ def find_baseline(game_id: str | None, *, explicit: str | None = None, games: It
     values = resolved.baseline_actions
     return Baseline(None if values is None else list(values),
                     _describe_source(resolved.source, resolved.location, db), resolved.flags)
+
+
+def unknown_game_reason(game_id: str | None, status: str, *, explicit: str | None = None,
+                        games: Iterable[Path | str] | None = None, db: Path | str | None = None) -> str | None:
+    """Why `arcstudy score` would leave this play out as of an unknown game (`scoring.run.unknown_games`, under
+    the default policy, over the sources `find_baseline` reads), or None. `status` is the page's replay status:
+    only an unverified play can be of a game nothing knows; baselines given as numbers know the game."""
+    from pipeline.scoring import baseline_sources as bs
+    from pipeline.scoring.policies import DEFAULT_POLICY_ID, get_policy
+    from pipeline.scoring.run import UNKNOWN_GAME_REASON, unknown_games
+
+    if game_id is None or status != "unverified" or (explicit and _explicit_baseline(explicit) is not None):
+        return None
+    try:
+        sources = _baseline_sources(explicit, games, db)
+        unknown = unknown_games([game_id], [Path(g) for g in games or []], [get_policy(DEFAULT_POLICY_ID)], sources)
+    except bs.BaselineSourceError as err:
+        raise ViewerError(str(err)) from err
+    return UNKNOWN_GAME_REASON if unknown else None

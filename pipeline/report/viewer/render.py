@@ -41,6 +41,7 @@ from .data import (
     load_database_source,
     load_recording_source,
     step_timeline,
+    unknown_game_reason,
     verify_and_render,
 )
 from .frames import GRID, as_grid, display_frames
@@ -320,17 +321,22 @@ class ViewerResult:
     source: ViewerSource
     verification: Verification
     n_bytes: int = 0
+    left_out: str | None = None  # why `arcstudy score` leaves this play out (an unknown game), else None
 
 
 def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | None = None,
                  games: Sequence[Path | str] | None = None, baselines: str | None = None, verify: bool = True,
                  only_reset_levels: bool | None = None, manifest: Any = None,
-                 on_step: Callable[[], None] | None = None, game_version: str | None = None) -> ViewerResult:
+                 on_step: Callable[[], None] | None = None, game_version: str | None = None,
+                 include_unknown_games: bool = False) -> ViewerResult:
     """Build one viewer page for a recording file or a database guid/play_id and write it atomically.
 
-    Games are looked up where `arcstudy score` looks: `games`, then the repository's games/. `manifest` (a
-    pipeline.core.manifest.RunManifest) receives the inputs (recording or database, frames file, game source)
-    and the page's sha256 as an output; its content at render time is embedded in the page.
+    Games are looked up where `arcstudy score` looks: `games`, then the repository's games/. A play of a game
+    nothing knows (no game files, no baseline: `scoring.run.unknown_games`) is still shown, with the score's
+    reason for leaving it out as a note and in `ViewerResult.left_out` (unless `include_unknown_games`, as for
+    the score). `manifest` (a pipeline.core.manifest.RunManifest) receives the inputs (recording or database,
+    frames file, game source) and the page's sha256 as an output; its content at render time is embedded in
+    the page.
     """
     out = Path(out_path)
     path = Path(target)
@@ -346,6 +352,12 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
     verification = verify_and_render(source, game_dirs, verify=verify, only_reset_levels=only_reset_levels,
                                      on_step=on_step)
     baseline = find_baseline(source.game_id, explicit=baselines, games=game_dirs, db=db)
+    left_out = None
+    if baseline is None and not include_unknown_games:  # a baseline known: the game is known
+        left_out = unknown_game_reason(source.game_id, verification.status, explicit=baselines, games=game_dirs,
+                                       db=db)
+        if left_out is not None:
+            source.notes.append(f"left out of the score: {left_out}")
     data = build_viewer_data(source, verification, baseline)
     manifest_dict = None
     if manifest is not None:
@@ -354,7 +366,8 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
         if verification.game_source and verification.game_sha256:
             manifest.add_input(verification.game_source, verification.game_sha256)
         manifest.notes["viewer"] = {"n_steps": data["n_steps"], "frames_origin": data["frames_origin"],
-                                    "verification": verification.status, "baseline_source": data["baseline_source"]}
+                                    "verification": verification.status, "baseline_source": data["baseline_source"],
+                                    "left_out_of_score": left_out}
         manifest_dict = manifest.to_dict()
     html = render_viewer_html(data, manifest_dict)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -363,4 +376,4 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
     os.replace(tmp, out)
     if manifest is not None:
         manifest.add_output(out)
-    return ViewerResult(out, data, source, verification, n_bytes=out.stat().st_size)
+    return ViewerResult(out, data, source, verification, n_bytes=out.stat().st_size, left_out=left_out)
