@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -38,13 +39,15 @@ def parse_policies(value: str) -> list[ScoringPolicy]:
 
 
 def expand_recordings(paths: list[Path]) -> list[Path]:
-    """Files as given; folders searched recursively for `*.jsonl`; sorted, without duplicates."""
+    """Files as given; folders searched recursively for `*.jsonl`; sorted, without duplicates. A `*.jsonl` that
+    is not a regular file (a FIFO, a dangling symlink, a symlink loop) is kept, so that it is reported as
+    rejected input rather than vanishing silently."""
     found: list[Path] = []
     for p in paths:
-        found.extend(sorted(q for q in p.rglob("*.jsonl") if q.is_file()) if p.is_dir() else [p])
+        found.extend(sorted(q for q in p.rglob("*.jsonl") if not q.is_dir()) if p.is_dir() else [p])
     seen, unique = set(), []
     for p in found:
-        key = p.resolve()
+        key = os.path.realpath(p)  # Path.resolve raises on a symlink loop
         if key not in seen:
             seen.add(key)
             unique.append(p)

@@ -69,9 +69,10 @@ def view_command(
     Writes: the --out HTML file (no network needed to view it) and its run manifest `<out stem>.manifest.json`
     beside it. Never writes to the database.
 
-    A play of a game nothing knows (no game files under --games, no baseline anywhere: most likely a wrong
-    folder or a mistyped game id) is shown, with the reason `arcstudy score` leaves it out, and the exit code
-    is 3, as for the score (unless --include-unknown-games).
+    Exit code 3, as for `arcstudy score`, when lines of the recording were left out (each named in a note) or
+    the play is of a game nothing knows (no game files under --games, no baseline anywhere: most likely a
+    wrong folder or a mistyped game id; shown with the reason the score leaves it out, unless
+    --include-unknown-games).
     """
     from pipeline.core.manifest import RunManifest
     from pipeline.report.viewer import ViewerError, ViewerRejected, ViewerUsageError, write_viewer
@@ -111,7 +112,7 @@ def view_command(
             raise fail(str(err), EXIT_REJECTED) from err
         except ViewerError as err:
             raise fail(str(err)) from err
-    code = EXIT_REJECTED if result.left_out else EXIT_OK
+    code = EXIT_REJECTED if result.rejected else EXIT_OK  # lines left out, or a play score leaves out
     manifest.finish(code)
     manifest_file = manifest_path_for(out_file)
     manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")

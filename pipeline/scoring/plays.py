@@ -279,6 +279,9 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
         try:
             with open(path, "rb") as fh:
                 head = fh.read(64 * 1024).decode("utf-8", errors="replace")
+            if not head.strip():  # as ingest says it (formats.detect)
+                problems.append((path, "the file is empty"))
+                continue
             if sniff_first_line(head.split("\n", 1)[0].rstrip("\r")) is None:
                 problems.append((path, "not an ARC-AGI-3 recording (the first line is not a `{timestamp, data}` "
                                        "envelope)"))

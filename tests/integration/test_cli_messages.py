@@ -139,6 +139,55 @@ def test_view_says_what_score_says_of_an_unknown_game(unknown_recording, tmp_pat
     assert code == 0 and "replay: verified" in text, text
 
 
+def test_odd_entries_of_a_folder_are_reported_not_skipped(tmp_path):
+    """A FIFO, a dangling symlink and a symlink loop named *.jsonl in a folder given to score once vanished
+    without a word (only regular files were listed); an empty file was 'not an ARC-AGI-3 recording'. Each is
+    now rejected input with its reason, the good recording is scored, exit 3."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "good.jsonl").write_bytes(LOSE.read_bytes())
+    (runs / "empty.jsonl").write_bytes(b"")
+    os.mkfifo(runs / "pipe.jsonl")
+    (runs / "dangling.jsonl").symlink_to(runs / "nowhere.jsonl")
+    (runs / "loop-a.jsonl").symlink_to(runs / "loop-b.jsonl")
+    (runs / "loop-b.jsonl").symlink_to(runs / "loop-a.jsonl")
+    code, text = run("score", str(runs), "--db", str(tmp_path / "a.duckdb"), "--out", str(tmp_path / "out"),
+                     "--no-figures")
+    assert code == 3, text
+    assert "replay: 1 play: 1 verified" in text
+    for name, reason in (("empty.jsonl", "the file is empty"),
+                         ("pipe.jsonl", "a FIFO (named pipe), not a regular file"),
+                         ("dangling.jsonl", "unreadable: cannot read the file: [Errno 2]"),
+                         ("loop-a.jsonl", "unreadable: cannot read the file: [Errno 40]"),
+                         ("loop-b.jsonl", "unreadable: cannot read the file: [Errno 40]")):
+        assert f"rejected input: {name}: {reason}" in text, (name, text)
+    code, text = run("score", str(runs / "empty.jsonl"), "--db", str(tmp_path / "a.duckdb"))
+    assert code == 2 and "empty.jsonl: the file is empty" in text, text
+
+
+def test_view_exits_as_score_does_on_rejected_lines_and_non_recordings(tmp_path):
+    """view of a recording with a line left out once exited 0 (score: 3), and of a file that is not a
+    recording 1 (score: 2, no plays to score)."""
+    lines = LOSE.read_text().splitlines(keepends=True)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("".join([*lines[:5], "{broken json\n", *lines[5:]]))
+    page = tmp_path / "v.html"
+    code, text = run("view", str(broken), "--out", str(page))
+    assert code == 3, text
+    assert "note: line 6: invalid_json" in text and "replay: verified" in text
+    assert json.loads((tmp_path / "v.manifest.json").read_text())["notes"]["viewer"]["rejected_input"][0].startswith(
+        "line 6: invalid_json")
+    code, score_text = run("score", str(broken), "--db", str(tmp_path / "a.duckdb"), "--out", str(tmp_path / "o"),
+                           "--no-figures")
+    assert code == 3 and "line 6: invalid_json" in score_text
+    for content in (b"", b'{"hello": 1}\n'):
+        odd = tmp_path / "odd.jsonl"
+        odd.write_bytes(content)
+        code, text = run("view", str(odd), "--out", str(tmp_path / "odd.html"))
+        assert code == 2 and f"cannot read recording {odd}" in text, text
+        assert not (tmp_path / "odd.html").exists()
+
+
 def test_empty_folder_is_named(tmp_path):
     empty = tmp_path / "runs"
     empty.mkdir()

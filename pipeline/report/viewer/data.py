@@ -79,6 +79,7 @@ class ViewerSource:
     initial_step: int = 0
     inputs: dict[str, str] = field(default_factory=dict)  # path -> sha256, for the run manifest
     notes: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)  # what `score FILE` rejects too (lines left out): exit 3
 
     @property
     def game_id(self) -> str:
@@ -142,7 +143,8 @@ def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | No
     steps, plays, files, problems = read_recording_files([path], run_id="view")
     if steps.height == 0:
         reason = "; ".join(reason for _, reason in problems) or "no frame records"
-        raise ViewerError(f"cannot read recording {path}: {reason}")
+        # as `score FILE` with no play to score: the file given is not one to view (usage)
+        raise ViewerUsageError(f"cannot read recording {path}: {reason}")
     steps, recordings = _replay_scripts(steps, plays, files, str(path), game_dirs, game_version)
     rec = _only(recordings, str(path))
     has_frames = rec.steps["n_frames"].is_not_null().any()
@@ -155,6 +157,7 @@ def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | No
     source = _source(str(path), "file", rec, steps, recorded_frames=recorded,
                      frames_origin="recording" if has_frames else None, inputs={str(path): sha256_file(path)})
     source.notes.extend(reason for _, reason in problems)
+    source.rejected.extend(reason for _, reason in problems)
     _script_note(source)
     return source
 

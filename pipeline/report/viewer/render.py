@@ -323,6 +323,12 @@ class ViewerResult:
     n_bytes: int = 0
     left_out: str | None = None  # why `arcstudy score` leaves this play out (an unknown game), else None
 
+    @property
+    def rejected(self) -> list[str]:
+        """What `arcstudy score` would report as rejected or left out (lines of the file, an unknown game): the
+        page is written, and the command exits with the score's code for rejected input."""
+        return [*self.source.rejected, *([self.left_out] if self.left_out else [])]
+
 
 def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | None = None,
                  games: Sequence[Path | str] | None = None, baselines: str | None = None, verify: bool = True,
@@ -367,7 +373,7 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
             manifest.add_input(verification.game_source, verification.game_sha256)
         manifest.notes["viewer"] = {"n_steps": data["n_steps"], "frames_origin": data["frames_origin"],
                                     "verification": verification.status, "baseline_source": data["baseline_source"],
-                                    "left_out_of_score": left_out}
+                                    "left_out_of_score": left_out, "rejected_input": list(source.rejected)}
         manifest_dict = manifest.to_dict()
     html = render_viewer_html(data, manifest_dict)
     out.parent.mkdir(parents=True, exist_ok=True)
