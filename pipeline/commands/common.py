@@ -120,7 +120,7 @@ def refuse_overwriting_database(out_file: Path | None, db: Path) -> None:
         return
     wal = db.with_name(db.name + ".wal")
     for protected in (db, wal):
-        same = (out_file.resolve() == protected.resolve()
+        same = (os.path.realpath(out_file) == os.path.realpath(protected)  # Path.resolve raises on a symlink loop
                 or (out_file.exists() and protected.exists() and out_file.samefile(protected)))
         if same:
             raise fail(f"--out {out_file} is the database{' log' if protected is wal else ''} ({protected}); "

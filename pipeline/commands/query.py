@@ -64,16 +64,19 @@ def query_command(
             table.add_row(*["" if v is None else str(v) for v in row])
         out.console.print(table)
         return
-    if fmt is QueryFormat.parquet:
-        df.write_parquet(out_file)
-    else:
-        df = df.with_columns(pl.col(pl.Binary).bin.encode("hex"))  # text formats cannot hold raw bytes
-        if fmt is QueryFormat.json or (fmt is QueryFormat.table and out_file is not None):
-            _write_or_echo(json.dumps(df.to_dicts(), default=str, indent=1), out_file)
+    try:
+        if fmt is QueryFormat.parquet:
+            df.write_parquet(out_file)
         else:
-            from pipeline.report.html import csv_ready
+            df = df.with_columns(pl.col(pl.Binary).bin.encode("hex"))  # text formats cannot hold raw bytes
+            if fmt is QueryFormat.json or (fmt is QueryFormat.table and out_file is not None):
+                _write_or_echo(json.dumps(df.to_dicts(), default=str, indent=1), out_file)
+            else:
+                from pipeline.report.html import csv_ready
 
-            _write_or_echo(csv_ready(df).write_csv(), out_file)
+                _write_or_echo(csv_ready(df).write_csv(), out_file)
+    except OSError as err:  # a folder, a missing or read-only folder, a full disk: said, not a traceback
+        raise fail(f"cannot write --out {out_file}: {err.strerror or err}") from err
     if out_file:
         out.info(f"wrote {df.height:,} rows to {out_file}")
 

@@ -222,7 +222,11 @@ def score_command(
         except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
             raise fail(str(err), EXIT_USAGE) from err
         out_dir = out_dir or default_out_dir(db_path, result.card_id)
-        written = write_score_files(result, out_dir, figures=not no_figures)
+        try:
+            written = write_score_files(result, out_dir, figures=not no_figures)
+        except OSError as err:  # --out a missing or read-only place, a full disk: said, nothing in the database
+            raise fail(f"cannot write the score files under {out_dir}: {err.strerror or err}"
+                       + (f" ({err.filename})" if err.filename else "")) from err
         for path in written:
             manifest.add_output(path)
         _add_baseline_inputs(manifest, result)
@@ -234,7 +238,10 @@ def score_command(
         manifest.notes.update(_notes(result, problems))
         manifest.finish(code)
         ws.record_run(manifest)
-    manifest_path = manifest.write_json(out_dir)
+    try:
+        manifest_path = manifest.write_json(out_dir)
+    except OSError as err:
+        raise fail(f"cannot write the run manifest under {out_dir}: {err.strerror or err}") from err
     _print_summary(result, problems, out_dir, manifest_path)
     for rec in recs:
         if rec.script is not None:

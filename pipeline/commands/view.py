@@ -115,7 +115,10 @@ def view_command(
     code = EXIT_REJECTED if result.rejected else EXIT_OK  # lines left out, or a play score leaves out
     manifest.finish(code)
     manifest_file = manifest_path_for(out_file)
-    manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    try:
+        manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    except OSError as err:
+        raise fail(f"wrote {out_file}, but cannot write its manifest {manifest_file}: {err.strerror or err}") from err
     data = result.data
     lines = [f"wrote {out_file} ({result.n_bytes:,} bytes): {data['n_steps']:,} steps, {data['n_plays']} play(s), "
              f"frames: {data['frames_origin']}, replay: {result.verification.status}",

@@ -188,6 +188,36 @@ def test_view_exits_as_score_does_on_rejected_lines_and_non_recordings(tmp_path)
         assert not (tmp_path / "odd.html").exists()
 
 
+PLAYBACK = ROOT.parent / "shared" / "samples" / "playback-arc-agi-3" / "an53_scripted-lose.playback.jsonl"
+
+
+@pytest.mark.parametrize(("verb", "where"), [(verb, where) for verb in ("score", "view", "replay", "query")
+                                              for where in ("under-a-file", "symlink-loop")
+                                              if (verb, where) != ("view", "symlink-loop")])  # view replaces a link
+def test_an_output_that_cannot_be_written_is_said_not_a_traceback(tmp_path, verb: str, where: str):
+    """--out under a regular file (not a folder) or on a symlink loop once ended each of these verbs with a
+    traceback (FileNotFoundError, NotADirectoryError, RuntimeError 'Symlink loop'): now one line naming the
+    output and the OS's reason, exit 1."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder\n")
+    target = blocker / "out.html"
+    if where == "symlink-loop":
+        (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")
+        (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")
+        target = tmp_path / "loop-a"
+    db = tmp_path / "a.duckdb"
+    if verb == "query":
+        assert run("score", str(LOSE), "--db", str(db), "--no-figures", "--out", str(tmp_path / "o"))[0] == 0
+    games = ROOT.parent / "shared" / "conformance" / "environment_files"
+    args = {"score": ("score", str(LOSE), "--db", str(db), "--no-figures"),
+            "view": ("view", str(LOSE)),
+            "replay": ("replay", str(PLAYBACK), "--games", str(games)),
+            "query": ("query", "SELECT 42 AS answer", "--db", str(db), "--format", "csv")}[verb]
+    code, text = run(*args, "--out", str(target))
+    assert code == 1, text
+    assert "cannot write" in text and str(target) in " ".join(text.split()), text
+
+
 def test_empty_folder_is_named(tmp_path):
     empty = tmp_path / "runs"
     empty.mkdir()

@@ -15,6 +15,7 @@ Frames are sent compactly and decoded lazily by the page (`decodeFrame` in viewe
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -376,10 +377,16 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
                                     "left_out_of_score": left_out, "rejected_input": list(source.rejected)}
         manifest_dict = manifest.to_dict()
     html = render_viewer_html(data, manifest_dict)
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    os.replace(tmp, out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(html, encoding="utf-8")
+        os.replace(tmp, out)
+    except OSError as err:  # a missing or read-only folder, a full disk: said, and no half page left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise ViewerError(f"cannot write {out}: {err.strerror or err}"
+                          + (f" ({err.filename})" if err.filename else "")) from err
     if manifest is not None:
         manifest.add_output(out)
     return ViewerResult(out, data, source, verification, n_bytes=out.stat().st_size, left_out=left_out)
