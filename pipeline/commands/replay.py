@@ -55,7 +55,8 @@ def replay_command(
     try:
         parsed, how, lines = replay_script_file(script, game_dirs, version=game_version, frames=frames)
     except RecordingRejected as err:
-        raise fail(f"{script}: {err.check}: {err.reason}", EXIT_USAGE) from err
+        lines = "".join(f"\n  {i.location}: {i.check}: {i.reason}" for i in err.issues)  # why, line by line
+        raise fail(f"{script}: {err.check}: {err.reason}{lines}", EXIT_USAGE) from err
     except PlaybackError as err:
         raise fail(f"{script}: cannot replay: {err.reason}", EXIT_REJECTED) from err
     except Exception as err:  # the game's own code raised (loading, constructing or stepping): nothing written

@@ -266,6 +266,10 @@ def drop_duplicate_plays(recordings: Sequence[RecordingInput], order: Sequence[s
     return kept, [problem for _, problem in problems]
 
 
+def _line_left_out(issue) -> str:
+    return f"{issue.location}: {issue.check}: {issue.reason} (line left out)"
+
+
 def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                          ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, tuple[str | None, Path | None]],
                                     list[tuple[Path, str]]]:
@@ -291,8 +295,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                 if script.file_sha256 in files:
                     problems.append((path, same_content_as(files[script.file_sha256][0])))
                     continue
-                for issue in script.issues:
-                    problems.append((path, f"{issue.location}: {issue.check}: {issue.reason} (line left out)"))
+                problems += [(path, _line_left_out(issue)) for issue in script.issues]
                 tables = script_tables(script, script.file_sha256)
                 steps_frames.append(tables["core_arc3__steps"])
                 plays_frames.append(tables["core_arc3__plays"])
@@ -301,6 +304,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
             parsed = read_recording_file(path, want_frames=True)
         except RecordingRejected as err:
             problems.append((path, f"{err.check}: {err.reason}"))
+            problems += [(path, _line_left_out(issue)) for issue in err.issues]  # why, line by line
             continue
         except (OSError, UnicodeDecodeError) as err:
             problems.append((path, f"unreadable: cannot read the file: {err}"))
@@ -308,8 +312,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
         if parsed.file_sha256 in files:
             problems.append((path, same_content_as(files[parsed.file_sha256][0])))
             continue
-        for issue in parsed.issues:
-            problems.append((path, f"{issue.location}: {issue.check}: {issue.reason} (line left out)"))
+        problems += [(path, _line_left_out(issue)) for issue in parsed.issues]
         tables = recording_tables(parsed, parsed.file_sha256)
         steps_frames.append(tables["core_arc3__steps"])
         plays_frames.append(tables["core_arc3__plays"])

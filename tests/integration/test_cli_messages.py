@@ -218,6 +218,25 @@ def test_an_output_that_cannot_be_written_is_said_not_a_traceback(tmp_path, verb
     assert "cannot write" in text and str(target) in " ".join(text.split()), text
 
 
+def test_a_script_without_a_good_action_line_says_which_lines_were_bad(tmp_path):
+    """A playback file whose only action line is bad (an action id past 64 bits, a click at infinity) was
+    refused as 'no line with an action_input', the line's own reason lost; score, view and replay now name it."""
+    games = ROOT.parent / "shared" / "conformance" / "environment_files"
+    cases = {"unknown_action: unknown action id 99999999999999999999999":
+             '{"data": {"action_input": {"id": 99999999999999999999999, "data": {"game_id": "an53-6f5f2264"}}}}',
+             "bad_click: ACTION6 needs integer x in 0-63, got inf":
+             '{"data": {"action_input": {"id": 6, "data": {"game_id": "an53-6f5f2264", "x": 1e999, "y": 3}}}}'}
+    for reason, line in cases.items():
+        script = tmp_path / "script.jsonl"
+        script.write_text(line + "\n")
+        for args in (("score", str(script), "--db", str(tmp_path / "a.duckdb")),
+                     ("view", str(script), "--out", str(tmp_path / "v.html")),
+                     ("replay", str(script), "--out", str(tmp_path / "r.jsonl"))):
+            code, text = run(*args, "--games", str(games))
+            assert code == 2, text
+            assert "no_action_line" in text and f"line 1: {reason}" in text, text
+
+
 def test_empty_folder_is_named(tmp_path):
     empty = tmp_path / "runs"
     empty.mkdir()
