@@ -120,8 +120,11 @@ def refuse_overwriting_database(out_file: Path | None, db: Path) -> None:
         return
     wal = db.with_name(db.name + ".wal")
     for protected in (db, wal):
-        same = (os.path.realpath(out_file) == os.path.realpath(protected)  # Path.resolve raises on a symlink loop
-                or (out_file.exists() and protected.exists() and out_file.samefile(protected)))
+        try:
+            same = (os.path.realpath(out_file) == os.path.realpath(protected)  # Path.resolve raises on a loop
+                    or (out_file.exists() and protected.exists() and out_file.samefile(protected)))
+        except OSError:  # e.g. a name too long to exist: not the database (writing it fails, and says why)
+            same = False
         if same:
             raise fail(f"--out {out_file} is the database{' log' if protected is wal else ''} ({protected}); "
                        "choose another file", EXIT_USAGE)

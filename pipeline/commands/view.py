@@ -24,6 +24,13 @@ def _looks_like_path(target: str) -> bool:
     return bool(slash) and not (head and tail.isdigit())
 
 
+def _exists(target: str) -> bool:
+    try:
+        return Path(target).exists()
+    except (OSError, ValueError):  # a name the OS refuses outright (too long, a NUL byte) names nothing
+        return False
+
+
 def manifest_path_for(out_file: Path) -> Path:
     """`view.html` -> `view.manifest.json` beside it (one page, one manifest)."""
     return out_file.with_name(out_file.stem + ".manifest.json")
@@ -75,13 +82,19 @@ def view_command(
     --include-unknown-games).
     """
     from pipeline.core.manifest import RunManifest
-    from pipeline.report.viewer import ViewerError, ViewerRejected, ViewerUsageError, write_viewer
+    from pipeline.report.viewer import (
+        ViewerError,
+        ViewerRejected,
+        ViewerUsageError,
+        is_file_target,
+        write_viewer,
+    )
 
     if out_file.suffix.lower() not in (".html", ".htm"):
         raise fail(f"--out {out_file}: the viewer is an HTML page, give a .html file name", EXIT_USAGE)
-    is_file = Path(target).is_file()
+    is_file = is_file_target(target)
     if not is_file and _looks_like_path(target):
-        raise fail(f"{target}: no such file" if not Path(target).exists() else
+        raise fail(f"{target}: no such file" if not _exists(target) else
                    f"{target} is not a file (give a recording file, or a guid or play_id with --db)", EXIT_USAGE)
     db_path = db if db is not None else (None if is_file else db_to_read(None))
     if not is_file and (db_path is None or not db_path.exists()):

@@ -237,6 +237,20 @@ def test_a_script_without_a_good_action_line_says_which_lines_were_bad(tmp_path)
             assert "no_action_line" in text and f"line 1: {reason}" in text, text
 
 
+def test_names_too_long_for_the_os_are_said_not_a_traceback(tmp_path):
+    """A TARGET or --out longer than the OS allows (ENAMETOOLONG) once ended `view` and `query` with an OSError
+    traceback (Path.is_file and Path.exists raise it)."""
+    long = "g" * 5000
+    db = tmp_path / "a.duckdb"
+    assert run("ingest", str(LOSE), "--db", str(db))[0] == 0
+    code, text = run("view", str(tmp_path / f"{long}.jsonl"), "--out", str(tmp_path / "v.html"))
+    assert code == 2 and "no such file" in text, text
+    code, text = run("view", long, "--db", str(db), "--out", str(tmp_path / "v.html"))
+    assert code == 1 and "no play with guid or play_id" in text, text
+    code, text = run("query", "SELECT 1", "--db", str(db), "--format", "csv", "--out", str(tmp_path / f"{long}.csv"))
+    assert code == 1 and "cannot write --out" in text and "File name too long" in " ".join(text.split()), text
+
+
 def test_empty_folder_is_named(tmp_path):
     empty = tmp_path / "runs"
     empty.mkdir()

@@ -44,6 +44,7 @@ __all__ = [
     "find_baseline",
     "unknown_game_reason",
     "game_dirs_for",
+    "is_file_target",
     "load_database_source",
     "load_recording_source",
     "step_effects",
@@ -108,6 +109,15 @@ class ViewerSource:
     @property
     def n_frames(self) -> list[int | None]:
         return self.recording.steps["n_frames"].to_list()
+
+
+def is_file_target(target: str | Path) -> bool:
+    """Whether the viewer's TARGET names an existing file (else a guid or play_id): a name the OS refuses
+    outright (too long, a NUL byte) is not a file rather than a traceback."""
+    try:
+        return Path(target).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _only(recordings: list[RecordingInput], what: str) -> RecordingInput:

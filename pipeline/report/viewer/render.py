@@ -39,6 +39,7 @@ from .data import (
     ViewerSource,
     find_baseline,
     game_dirs_for,
+    is_file_target,
     load_database_source,
     load_recording_source,
     step_timeline,
@@ -348,7 +349,7 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
     out = Path(out_path)
     path = Path(target)
     game_dirs = game_dirs_for(games)  # also where a playback script's game is found, to replay it
-    if path.is_file():
+    if is_file_target(path):
         source = load_recording_source(path, game_dirs, game_version)
     elif db is not None and Path(db).exists():
         source = load_database_source(db, str(target), game_dirs, game_version)
