@@ -251,6 +251,27 @@ def test_names_too_long_for_the_os_are_said_not_a_traceback(tmp_path):
     assert code == 1 and "cannot write --out" in text and "File name too long" in " ".join(text.split()), text
 
 
+def test_view_baselines_are_checked_as_score_checks_them(tmp_path):
+    """view's --baselines once took a metadata.json's 1.5 as 1 and a count past 64 bits as it came, and a
+    folder it could not use exited 1 where score says 2; both now share score's check (exit 2, reason)."""
+    meta = tmp_path / "metadata.json"
+    for values, words in (([1.5, 2], "1.5 is not a whole number of actions"),
+                          ([10**23, 2], f"{10**23} is not a number of actions")):
+        meta.write_text(json.dumps({"game_id": "pv63-003f92f7", "baseline_actions": values}))
+        for given in (str(meta), ",".join(map(str, values))):
+            code, text = run("view", str(LOSE), "--out", str(tmp_path / "v.html"), "--baselines", given)
+            if given != str(meta) and values[0] == 1.5:
+                assert code == 2 and "give comma-separated integers" in text, text
+                continue
+            assert code == 2 and words in text, text
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for verb in ("view", "score"):
+        code, text = run(verb, str(LOSE), "--out", str(tmp_path / ("v.html" if verb == "view" else "o")),
+                         "--baselines", str(empty), *(("--db", str(tmp_path / "a.duckdb")) if verb == "score" else ()))
+        assert code == 2 and "no metadata.json with a game_id below this folder" in text, (verb, text)
+
+
 def test_empty_folder_is_named(tmp_path):
     empty = tmp_path / "runs"
     empty.mkdir()

@@ -461,24 +461,30 @@ class Baseline:
 
 def _explicit_baseline(text: str) -> Baseline | None:
     """--baselines as the viewer alone takes it: comma-separated integers or one metadata.json; None for a
-    folder or CSV (the score's --baselines, resolved as a source)."""
+    folder or CSV (the score's --baselines, resolved as a source). Values are checked as the score checks a
+    baseline (`baseline_sources.baseline_values`)."""
+    from pipeline.scoring.baseline_sources import BaselineSourceError, baseline_values
+
     path = Path(text)
     if path.is_dir() or (path.is_file() and path.suffix.lower() == ".csv"):
         return None
     if path.is_file():
         try:
-            values = json.loads(path.read_text(encoding="utf-8"))["baseline_actions"]
-            return Baseline([int(v) for v in values], str(path))
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ViewerError(f"--baselines {text}: not a metadata.json with baseline_actions ({err})") from err
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            return Baseline(list(baseline_values(doc["baseline_actions"], str(path))), str(path))
+        except (OSError, ValueError, KeyError, TypeError) as err:  # BaselineSourceError is a ValueError
+            raise ViewerUsageError(f"--baselines {text}: not a metadata.json with baseline_actions ({err})") from err
     try:
         values = [int(part) for part in text.replace(" ", "").split(",") if part]
     except ValueError as err:
         raise ViewerUsageError(f"--baselines {text!r}: give comma-separated integers, a metadata.json, or a folder or "
                           "CSV of baselines as for `arcstudy score`") from err
-    if not values or any(v < 0 for v in values):
+    if not values:
         raise ViewerUsageError(f"--baselines {text!r}: give per-level action counts >= 0")
-    return Baseline(values, "--baselines")
+    try:
+        return Baseline(list(baseline_values(values, "--baselines")), "--baselines")
+    except BaselineSourceError as err:
+        raise ViewerUsageError(f"{err}; give per-level action counts >= 0") from err
 
 
 def _describe_source(kind: str, location: str | None, db: Path | str | None) -> str:
@@ -524,8 +530,8 @@ def find_baseline(game_id: str | None, *, explicit: str | None = None, games: It
     try:
         sources = _baseline_sources(explicit, games, db)
         resolved = bs.resolve_baselines([game_id], get_policy(DEFAULT_POLICY_ID), sources)[game_id]
-    except bs.BaselineSourceError as err:
-        raise ViewerError(str(err)) from err
+    except bs.BaselineSourceError as err:  # as in score: the --baselines given cannot be used
+        raise ViewerUsageError(str(err)) from err
     if not resolved.has_metadata:
         return None
     values = resolved.baseline_actions
@@ -548,5 +554,5 @@ def unknown_game_reason(game_id: str | None, status: str, *, explicit: str | Non
         sources = _baseline_sources(explicit, games, db)
         unknown = unknown_games([game_id], [Path(g) for g in games or []], [get_policy(DEFAULT_POLICY_ID)], sources)
     except bs.BaselineSourceError as err:
-        raise ViewerError(str(err)) from err
+        raise ViewerUsageError(str(err)) from err
     return UNKNOWN_GAME_REASON if unknown else None
