@@ -272,6 +272,23 @@ def test_view_baselines_are_checked_as_score_checks_them(tmp_path):
         assert code == 2 and "no metadata.json with a game_id below this folder" in text, (verb, text)
 
 
+@pytest.mark.parametrize(("sql", "formats"), [
+    ("SELECT INTERVAL 3 DAY AS i", ("table", "csv", "json")),  # polars cannot import an interval
+    ("SELECT map([1], [2]) AS m", ("csv",)),  # nested values in a CSV
+    ("SELECT TIMESTAMP '294247-01-10 04:00:54' AS t", ("table", "csv", "json")),  # past Python's datetimes
+])
+def test_query_results_polars_cannot_show_are_said_not_a_traceback(tmp_path, sql: str, formats: tuple):
+    """Each once ended `query` with a polars ComputeError or a Rust panic (PanicException) traceback."""
+    db = tmp_path / "a.duckdb"
+    assert run("ingest", str(LOSE), "--db", str(db))[0] == 0
+    for fmt in formats:
+        code, text = run("query", sql, "--db", str(db), "--format", fmt)
+        assert code == 1, (fmt, text)
+        assert "the result cannot be" in text and "::VARCHAR" in text, (fmt, text)
+    code, text = run("query", sql.replace(" AS ", "::VARCHAR AS "), "--db", str(db), "--format", "csv")
+    assert code == 0, text
+
+
 def test_empty_folder_is_named(tmp_path):
     empty = tmp_path / "runs"
     empty.mkdir()
