@@ -250,9 +250,15 @@ def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path
             source.notes.append(f"frames file {frames_files[0]} (ingest --keep-frames) not found; frames "
                                 "re-rendered if possible")
         else:
-            source.recorded_frames = fr.parquet_frames(path, source.line_numbers)
-            source.frames_origin = "parquet"
-            source.inputs[str(path)] = sha256_file(path)
+            try:
+                source.recorded_frames = fr.parquet_frames(path, source.line_numbers)
+                source.frames_origin = "parquet"
+                source.inputs[str(path)] = sha256_file(path)
+            except (OSError, ValueError, KeyError) as err:  # pyarrow's errors are these too (ArrowInvalid, ...)
+                source.recorded_frames = None  # a damaged store is said, as a missing one is, not a traceback
+                reason = (str(err).splitlines() or [""])[0]
+                source.notes.append(f"frames file {path} (ingest --keep-frames) cannot be read "
+                                    f"({type(err).__name__}: {reason}); frames re-rendered if possible")
     return source
 
 
