@@ -193,6 +193,7 @@ def score_command(
         # Two files of one play: the first given is scored, each later one is rejected input naming it.
         recs, duplicates = drop_duplicate_plays(recs, order=list(replayed.files))
         problems += duplicates
+        problems += [(rec.path or Path(rec.label), rec.recovery_error) for rec in recs if rec.recovery_error]
         if checks is not None and duplicates:
             kept = {rec.file_id for rec in recs}
             checks = [c for c in checks if c.file_id in kept]

@@ -114,6 +114,7 @@ class RecordingInput:
     stored_play_ids: list[str] = field(default_factory=list)  # the play ids ingest cut
     parsed: ParsedRecording | None = None  # the file as read (score FILES): what the replay replays
     script: ScriptReplay | None = None  # a playback script: how it was replayed (its steps are the replay's)
+    recovery_error: str | None = None  # why the recovered actions given for it were not used (rejected input)
 
     @property
     def label(self) -> str:
@@ -184,13 +185,19 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
         effects = tuple(StepEffect(e) for e in file_steps["step_effect"].to_list())
         if rec.is_action_ids_lost:
             ids = _recovered_for((name, rec.guid, fid), recovered_actions)
-            if ids is None:
+            try:
+                recovered = None if ids is None else recover_action_ids(records, [action_id_from(a) for a in ids])
+            except ValueError as err:  # not one action per step to recover: unusable, said, the run goes on
+                rec.recovery_error = (f"--recovered-actions: the actions given for it do not fit ({err}): not "
+                                      "used, its plays stay uncountable")
+                recovered = None
+            if recovered is None:
                 rec.play_ids = list(rec.stored_play_ids)
                 rec.step_play = [0] * file_steps.height
                 rec.effects = effects
                 out.append(rec)
                 continue
-            records = recover_action_ids(records, [action_id_from(a) for a in ids])
+            records = recovered
             rec.records, rec.recovered = records, True
             effects = classify_steps(records, counting_options_for_variant(rec.variant))
         rec.effects = effects

@@ -248,6 +248,26 @@ def test_lost_action_ids_are_excluded_without_recovery(inputs, from_files):
     assert sc["environments"][0]["runs"][0]["level_baseline_actions"] == [22, 123, 73, 84, 96, 192, 186]
 
 
+def test_recovered_actions_that_do_not_fit_are_rejected_input(tmp_path):
+    """Recovered actions of the wrong count once stopped the run: a ValueError traceback from the database,
+    'unreadable: reading failed on a worker' from a file. They are now rejected input naming the file, the
+    recording's plays stay uncountable (left out), exit 3."""
+    bench = next((SAMPLES / "benchmarking").glob("*.jsonl"))
+    recovered = tmp_path / "recovered.json"
+    recovered.write_text(json.dumps({bench.name: ["ACTION1"]}))
+    db = tmp_path / "s.duckdb"
+    with Workspace(db) as ws:
+        assert {f.status for f in ingest_paths(ws, [bench], run_id="t").files} == {"loaded"}
+    for origin in ((str(bench),), ()):
+        code, output = run(*origin, "--recovered-actions", str(recovered), "--db", str(db), "--out",
+                           str(tmp_path / "out"), "--no-figures")
+        text = " ".join(output.split())
+        assert code == 3, output
+        assert (f"rejected input: {bench.name}: --recovered-actions: the actions given for it do not fit (1 "
+                "recovered ids for 3 frame steps): not used") in text
+        assert "unreadable" not in text and "left out of the score: 1 play" in text
+
+
 def test_tampered_recording_is_excluded_unless_trusted(from_files, tmp_path):
     src = SAMPLES / "fixtures" / "an53_scripted-win.frames.jsonl"
     lines = src.read_text().splitlines(keepends=True)
