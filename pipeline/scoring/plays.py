@@ -231,6 +231,9 @@ def _where(rec: RecordingInput) -> str:
 
 def _how_they_compare(first: RecordingInput, later: RecordingInput) -> str:
     """Whether two recordings of one play agree, and if not where they first part (line numbers of each)."""
+    if first.game_id != later.game_id:
+        return (f"the two files DISAGREE: game {later.game_id} here, {first.game_id} there: check which one is "
+                "right and score it alone")
     a = first.steps.select(_COMPARED_STEP_FIELDS).rows()
     b = later.steps.select(_COMPARED_STEP_FIELDS).rows()
     lines_a, lines_b = first.steps["line_number"].to_list(), later.steps["line_number"].to_list()

@@ -156,6 +156,12 @@ def test_two_recordings_of_one_play_keep_the_first_and_say_where_they_part(tmp_p
                           f"in {first.resolve()} (line 1), given first and scored; this file is left out: the two "
                           f"files DISAGREE from step 3 (line 4 here, line 4 there: action_id {here} here, {there} "
                           "there): check which one is right and score it alone")
+    other_game = tmp_path / "other-game.jsonl"  # the same guid claimed for another game
+    other_game.write_text(WIN_FRAMES.read_text().replace("an53-6f5f2264", "ck17-8ce0c519"))
+    steps, plays, files, _ = read_recording_files([WIN_FRAMES, other_game])
+    _, ((_, reason),) = drop_duplicate_plays(recordings_from_tables(steps, plays, files), order=list(files))
+    assert reason.endswith("this file is left out: the two files DISAGREE: game ck17-8ce0c519 here, an53-6f5f2264 "
+                           "there: check which one is right and score it alone")
     steps, plays, files, _ = read_recording_files([WIN_FRAMES, LOSE_NOFRAMES])
     recs = recordings_from_tables(steps, plays, files)
     assert drop_duplicate_plays(recs, order=list(files)) == (recs, [])
