@@ -13,7 +13,15 @@ from rich.table import Table as RichTable
 
 from pipeline.core.console import out
 
-from .common import EXIT_USAGE, DbOption, db_to_read, fail, open_workspace, refuse_overwriting_database
+from .common import (
+    EXIT_USAGE,
+    DbOption,
+    db_to_read,
+    fail,
+    lock_timeout_seconds,
+    open_workspace,
+    refuse_overwriting_database,
+)
 
 
 class QueryFormat(StrEnum):
@@ -31,7 +39,8 @@ def query_command(
     out_file: Annotated[Path | None, typer.Option("--out", help="Write results to this file.")] = None,
     limit: Annotated[int, typer.Option(min=0, help="Rows shown in table format (files get every row).")] = 50,
     lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait while another process "
-                                                "(ingest, build) has the database open for writing.")] = 30.0,
+                                                "(ingest, build) has the database open for writing.",
+                                                callback=lock_timeout_seconds)] = 30.0,
 ) -> None:
     """Run one read-only SQL statement against the database.
 
@@ -84,7 +93,7 @@ def _emit(df, fmt: QueryFormat, out_file: Path | None, limit: int) -> None:
         table = RichTable(caption=f"{df.height:,} rows" + (f" (first {limit} shown)" if df.height > limit else ""))
         for col in df.columns:
             table.add_column(col)
-        for row in df.head(limit).iter_rows():
+        for row in df.head(min(limit, df.height)).iter_rows():  # polars takes no limit past 64 bits
             table.add_row(*["" if v is None else str(v) for v in row])
         out.console.print(table)
         return

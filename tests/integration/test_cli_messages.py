@@ -289,6 +289,19 @@ def test_query_results_polars_cannot_show_are_said_not_a_traceback(tmp_path, sql
     assert code == 0, text
 
 
+def test_odd_numbers_for_query_and_score_options(tmp_path):
+    """--lock-timeout nan waited forever on a locked database (no clock is ever past NaN) and a negative one
+    said 'waited -5 s'; both are usage errors now. --limit past 64 bits was an OverflowError traceback."""
+    db = tmp_path / "a.duckdb"
+    assert run("ingest", str(LOSE), "--db", str(db))[0] == 0
+    for verb in (("query", "SELECT 1 AS a"), ("score",)):
+        for value in ("nan", "-5"):
+            code, text = run(*verb, "--db", str(db), "--lock-timeout", value)
+            assert code == 2 and "give a number of seconds >= 0" in text, (verb, value, text)
+    code, text = run("query", "SELECT 7 AS a", "--db", str(db), "--limit", str(2**70))
+    assert code == 0 and "7" in text, text
+
+
 def test_empty_folder_is_named(tmp_path):
     empty = tmp_path / "runs"
     empty.mkdir()
