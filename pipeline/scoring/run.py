@@ -128,14 +128,15 @@ def _frame_only_json(check: PlayCheck) -> dict[str, Any]:
                                        "note": check.frame_only_note(cells=False)}}
 
 
-def unknown_games(game_ids: Iterable[str], game_dirs: Sequence[Path], policies: Sequence[ScoringPolicy],
+def unknown_games(plays: Iterable[tuple[str, str]], game_dirs: Sequence[Path], policies: Sequence[ScoringPolicy],
                   baseline_sources: Sequence[BaselineSource]) -> set[str]:
-    """The games among ``game_ids`` that nothing knows: no game files under ``game_dirs`` and no baseline source
-    under any of ``policies``' rules. A play of such a game is most likely a wrong folder or a mistyped game id,
-    whose believable scorecard of zeros would hide the mistake: score leaves it out (`UNKNOWN_GAME_REASON`)
+    """The games of ``plays`` ((game_id, replay status) pairs) that nothing knows: no game files under
+    ``game_dirs`` and no baseline source under any of ``policies``' rules (a play that replayed loaded its game:
+    only unverified ones are candidates). A play of such a game is most likely a wrong folder or a mistyped game
+    id, whose believable scorecard of zeros would hide the mistake: score leaves it out (`UNKNOWN_GAME_REASON`)
     and view says so, both by this rule."""
     candidates = set()
-    for game_id in sorted(set(game_ids)):
+    for game_id in sorted({game_id for game_id, status in plays if status == "unverified"}):
         try:
             resolve_game(game_id, list(game_dirs))
         except GameNotFoundError:
@@ -248,9 +249,8 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
     checks = _with_scripts_verified(recordings, list(checks), request)
     excluded = {c.play_id: reason for c in checks if (reason := _exclusion(c, request.trust_recordings))}
     if not request.include_unknown_games:
-        # a play that loaded its game is known; only unverified ones may be of a game nothing knows
-        unknown = unknown_games({c.game_id for c in checks if c.status == "unverified"}, request.game_dirs,
-                                request.policies, request.baseline_sources)
+        unknown = unknown_games([(c.game_id, c.status) for c in checks], request.game_dirs, request.policies,
+                                request.baseline_sources)
         excluded.update({c.play_id: UNKNOWN_GAME_REASON for c in checks
                          if c.game_id in unknown and c.play_id not in excluded})
 

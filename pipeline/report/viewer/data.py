@@ -548,17 +548,18 @@ def find_baseline(game_id: str | None, *, explicit: str | None = None, games: It
 def unknown_game_reason(game_id: str | None, status: str, *, explicit: str | None = None,
                         games: Iterable[Path | str] | None = None, db: Path | str | None = None) -> str | None:
     """Why `arcstudy score` would leave this play out as of an unknown game (`scoring.run.unknown_games`, under
-    the default policy, over the sources `find_baseline` reads), or None. `status` is the page's replay status:
-    only an unverified play can be of a game nothing knows; baselines given as numbers know the game."""
+    the default policy, over the sources `find_baseline` reads), or None. `status` is the page's replay status;
+    baselines given as numbers know the game."""
     from pipeline.scoring import baseline_sources as bs
     from pipeline.scoring.policies import DEFAULT_POLICY_ID, get_policy
     from pipeline.scoring.run import UNKNOWN_GAME_REASON, unknown_games
 
-    if game_id is None or status != "unverified" or (explicit and _explicit_baseline(explicit) is not None):
+    if game_id is None or (explicit and _explicit_baseline(explicit) is not None):
         return None
     try:
         sources = _baseline_sources(explicit, games, db)
-        unknown = unknown_games([game_id], [Path(g) for g in games or []], [get_policy(DEFAULT_POLICY_ID)], sources)
+        unknown = unknown_games([(game_id, status)], [Path(g) for g in games or []], [get_policy(DEFAULT_POLICY_ID)],
+                                sources)
     except bs.BaselineSourceError as err:
         raise ViewerUsageError(str(err)) from err
     return UNKNOWN_GAME_REASON if unknown else None
