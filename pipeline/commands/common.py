@@ -36,7 +36,17 @@ GameVersionOption = Annotated[
                  show_default=False),
 ]
 
-LockTimeoutOption = Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another writer.")]
+
+def lock_timeout_seconds(value: float) -> float:
+    """--lock-timeout: seconds >= 0 (inf waits as long as it takes); NaN, which no clock ever passes, would wait
+    forever without saying so, and a negative wait is no wait."""
+    if value != value or value < 0:
+        raise typer.BadParameter(f"{value}: give a number of seconds >= 0")
+    return value
+
+
+LockTimeoutOption = Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another writer.",
+                                                  callback=lock_timeout_seconds)]
 
 # The fan-out of a command whose work splits into independent pieces (pipeline.core.executor, docs/cluster.md).
 # None means one worker per usable core, left to the command to resolve (a command may stay serial when its
@@ -120,8 +130,11 @@ def refuse_overwriting_database(out_file: Path | None, db: Path) -> None:
         return
     wal = db.with_name(db.name + ".wal")
     for protected in (db, wal):
-        same = (out_file.resolve() == protected.resolve()
-                or (out_file.exists() and protected.exists() and out_file.samefile(protected)))
+        try:
+            same = (os.path.realpath(out_file) == os.path.realpath(protected)  # Path.resolve raises on a loop
+                    or (out_file.exists() and protected.exists() and out_file.samefile(protected)))
+        except OSError:  # e.g. a name too long to exist: not the database (writing it fails, and says why)
+            same = False
         if same:
             raise fail(f"--out {out_file} is the database{' log' if protected is wal else ''} ({protected}); "
                        "choose another file", EXIT_USAGE)

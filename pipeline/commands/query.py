@@ -13,7 +13,15 @@ from rich.table import Table as RichTable
 
 from pipeline.core.console import out
 
-from .common import EXIT_USAGE, DbOption, db_to_read, fail, open_workspace, refuse_overwriting_database
+from .common import (
+    EXIT_USAGE,
+    DbOption,
+    db_to_read,
+    fail,
+    lock_timeout_seconds,
+    open_workspace,
+    refuse_overwriting_database,
+)
 
 
 class QueryFormat(StrEnum):
@@ -31,7 +39,8 @@ def query_command(
     out_file: Annotated[Path | None, typer.Option("--out", help="Write results to this file.")] = None,
     limit: Annotated[int, typer.Option(min=0, help="Rows shown in table format (files get every row).")] = 50,
     lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait while another process "
-                                                "(ingest, build) has the database open for writing.")] = 30.0,
+                                                "(ingest, build) has the database open for writing.",
+                                                callback=lock_timeout_seconds)] = 30.0,
 ) -> None:
     """Run one read-only SQL statement against the database.
 
@@ -49,6 +58,9 @@ def query_command(
     if fmt is QueryFormat.parquet and out_file is None:
         raise fail("--format parquet needs --out FILE", EXIT_USAGE)
     refuse_overwriting_database(out_file, path)
+    # Polars holds what DuckDB returns, or says it cannot (an INTERVAL, a date past year 262143, nested values
+    # in a CSV): said as such, not a traceback. A polars panic is a BaseException, hence named here.
+    cannot_show = (pl.exceptions.PolarsError, pl.exceptions.PanicException)
     with open_workspace(path, read_only=True, lock_timeout_s=lock_timeout) as ws:
         try:
             df = ws.read(sql)
@@ -56,26 +68,45 @@ def query_command(
             raise fail(str(err), EXIT_USAGE) from err
         except duckdb.Error as err:
             raise fail(f"query failed: {err}") from err
+        except cannot_show as err:
+            raise fail(_cannot_show(err, "read")) from err
+    try:
+        _emit(df, fmt, out_file, limit)
+    except cannot_show as err:
+        raise fail(_cannot_show(err, f"written as {fmt.value}")) from err
+    except OSError as err:  # a folder, a missing or read-only folder, a full disk: said, not a traceback
+        raise fail(f"cannot write --out {out_file}: {err.strerror or err}") from err
+    if out_file:
+        out.info(f"wrote {df.height:,} rows to {out_file}")
+
+
+def _cannot_show(err: BaseException, what: str) -> str:
+    reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    return (f"the result cannot be {what}: {reason}; cast such columns to text in the query (`col::VARCHAR`)"
+            + ("" if what == "read" else " or choose another --format"))
+
+
+def _emit(df, fmt: QueryFormat, out_file: Path | None, limit: int) -> None:
+    import polars as pl
+
     if fmt is QueryFormat.table and out_file is None:
         table = RichTable(caption=f"{df.height:,} rows" + (f" (first {limit} shown)" if df.height > limit else ""))
         for col in df.columns:
             table.add_column(col)
-        for row in df.head(limit).iter_rows():
+        for row in df.head(min(limit, df.height)).iter_rows():  # polars takes no limit past 64 bits
             table.add_row(*["" if v is None else str(v) for v in row])
         out.console.print(table)
         return
     if fmt is QueryFormat.parquet:
         df.write_parquet(out_file)
+        return
+    df = df.with_columns(pl.col(pl.Binary).bin.encode("hex"))  # text formats cannot hold raw bytes
+    if fmt is QueryFormat.json or (fmt is QueryFormat.table and out_file is not None):
+        _write_or_echo(json.dumps(df.to_dicts(), default=str, indent=1), out_file)
     else:
-        df = df.with_columns(pl.col(pl.Binary).bin.encode("hex"))  # text formats cannot hold raw bytes
-        if fmt is QueryFormat.json or (fmt is QueryFormat.table and out_file is not None):
-            _write_or_echo(json.dumps(df.to_dicts(), default=str, indent=1), out_file)
-        else:
-            from pipeline.report.html import csv_ready
+        from pipeline.report.html import csv_ready
 
-            _write_or_echo(csv_ready(df).write_csv(), out_file)
-    if out_file:
-        out.info(f"wrote {df.height:,} rows to {out_file}")
+        _write_or_echo(csv_ready(df).write_csv(), out_file)
 
 
 def _write_or_echo(text: str, out_file: Path | None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -42,7 +43,7 @@ def replay_command(
     from pipeline.recordings.playback import PlaybackError, replay_script_file, write_lines
     from pipeline.recordings.reader import RecordingRejected
 
-    if out_file.resolve() == script.resolve():
+    if os.path.realpath(out_file) == os.path.realpath(script):  # Path.resolve raises on a symlink loop
         raise fail("--out must not be the script itself", EXIT_USAGE)
     kind = not_regular_file(script)
     if kind is not None:  # a FIFO would block until a writer came
@@ -54,13 +55,17 @@ def replay_command(
     try:
         parsed, how, lines = replay_script_file(script, game_dirs, version=game_version, frames=frames)
     except RecordingRejected as err:
-        raise fail(f"{script}: {err.check}: {err.reason}", EXIT_USAGE) from err
+        lines = "".join(f"\n  {i.location}: {i.check}: {i.reason}" for i in err.issues)  # why, line by line
+        raise fail(f"{script}: {err.check}: {err.reason}{lines}", EXIT_USAGE) from err
     except PlaybackError as err:
         raise fail(f"{script}: cannot replay: {err.reason}", EXIT_REJECTED) from err
     except Exception as err:  # the game's own code raised (loading, constructing or stepping): nothing written
         raise fail(f"{script}: cannot replay: the game's code raised {describe_game_error(err)}",
                    EXIT_REJECTED) from err
-    write_lines(out_file, lines)
+    try:
+        write_lines(out_file, lines)
+    except OSError as err:  # a missing or read-only folder, a full disk: said, not a traceback
+        raise fail(f"cannot write --out {out_file}: {err.strerror or err}") from err
     manifest.add_input(script, sha256_file(script))
     manifest.add_output(out_file)
     code = EXIT_REJECTED if parsed.issues else EXIT_OK
@@ -68,7 +73,10 @@ def replay_command(
                                 "action_lines_left_out": [f"{i.location}: {i.check}: {i.reason}" for i in parsed.issues]}
     manifest.finish(code)
     manifest_file = out_file.with_name(out_file.stem + ".manifest.json")
-    manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    try:
+        manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    except OSError as err:
+        raise fail(f"wrote {out_file}, but cannot write its manifest {manifest_file}: {err.strerror or err}") from err
     out.console.print(f"wrote {out_file}: {len(lines)} lines (the opening RESET and {how.n_actions} actions"
                       f"{', with frames' if frames else ''}); {how.describe()}", markup=False, soft_wrap=True)
     for issue in parsed.issues:

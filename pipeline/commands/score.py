@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -38,13 +39,15 @@ def parse_policies(value: str) -> list[ScoringPolicy]:
 
 
 def expand_recordings(paths: list[Path]) -> list[Path]:
-    """Files as given; folders searched recursively for `*.jsonl`; sorted, without duplicates."""
+    """Files as given; folders searched recursively for `*.jsonl`; sorted, without duplicates. A `*.jsonl` that
+    is not a regular file (a FIFO, a dangling symlink, a symlink loop) is kept, so that it is reported as
+    rejected input rather than vanishing silently."""
     found: list[Path] = []
     for p in paths:
-        found.extend(sorted(q for q in p.rglob("*.jsonl") if q.is_file()) if p.is_dir() else [p])
+        found.extend(sorted(q for q in p.rglob("*.jsonl") if not q.is_dir()) if p.is_dir() else [p])
     seen, unique = set(), []
     for p in found:
-        key = p.resolve()
+        key = os.path.realpath(p)  # Path.resolve raises on a symlink loop
         if key not in seen:
             seen.add(key)
             unique.append(p)
@@ -109,8 +112,10 @@ def score_command(
     plays left out, with the error as reason. Playback files (action scripts, no engine output) are replayed
     like the official playback agent (make(), then each action) on their game, resolved by its code when the
     version named is absent (or --game-version); without a loadable game they cannot be scored. The replays run
-    on --workers processes (or on the cluster at --scheduler); the scorecards do not depend on it. Exit code 3
-    when plays were left out or input lines or files were rejected.
+    on --workers processes (or on the cluster at --scheduler); the scorecards do not depend on it. Of two files
+    holding the same play (same guid), the first given is scored and the later one rejected, naming the first and
+    saying whether they agree (a byte-identical copy is read once). Exit code 3 when plays were left out or
+    input lines or files were rejected.
     """
     import duckdb
 
@@ -122,6 +127,7 @@ def score_command(
     from pipeline.scoring.parallel import read_and_verify
     from pipeline.scoring.plays import (
         RecordingReadError,
+        drop_duplicate_plays,
         load_recovered_actions,
         recordings_from_tables,
         replay_scripts,
@@ -184,6 +190,13 @@ def score_command(
         problems += [(Path(label), f"not scored: cannot replay the playback script: {reason}")
                      for label, reason in replayed.failed]
         recs = recordings_from_tables(replayed.steps, replayed.plays, replayed.files, recovered, replayed.scripts)
+        # Two files of one play: the first given is scored, each later one is rejected input naming it.
+        recs, duplicates = drop_duplicate_plays(recs, order=list(replayed.files))
+        problems += duplicates
+        problems += [(rec.path or Path(rec.label), rec.recovery_error) for rec in recs if rec.recovery_error]
+        if checks is not None and duplicates:
+            kept = {rec.file_id for rec in recs}
+            checks = [c for c in checks if c.file_id in kept]
         if not recs and replayed.failed:
             for label, reason in replayed.failed:
                 out.error(f"{label}: cannot replay the playback script: {reason}")
@@ -210,7 +223,11 @@ def score_command(
         except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
             raise fail(str(err), EXIT_USAGE) from err
         out_dir = out_dir or default_out_dir(db_path, result.card_id)
-        written = write_score_files(result, out_dir, figures=not no_figures)
+        try:
+            written = write_score_files(result, out_dir, figures=not no_figures)
+        except OSError as err:  # --out a missing or read-only place, a full disk: said, nothing in the database
+            raise fail(f"cannot write the score files under {out_dir}: {err.strerror or err}"
+                       + (f" ({err.filename})" if err.filename else "")) from err
         for path in written:
             manifest.add_output(path)
         _add_baseline_inputs(manifest, result)
@@ -222,7 +239,10 @@ def score_command(
         manifest.notes.update(_notes(result, problems))
         manifest.finish(code)
         ws.record_run(manifest)
-    manifest_path = manifest.write_json(out_dir)
+    try:
+        manifest_path = manifest.write_json(out_dir)
+    except OSError as err:
+        raise fail(f"cannot write the run manifest under {out_dir}: {err.strerror or err}") from err
     _print_summary(result, problems, out_dir, manifest_path)
     for rec in recs:
         if rec.script is not None:

@@ -11,7 +11,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_OK, EXIT_USAGE, GameVersionOption, db_to_read, fail
+from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, GameVersionOption, db_to_read, fail
 
 RECORDING_SUFFIXES = (".jsonl", ".json", ".ndjson")
 
@@ -22,6 +22,13 @@ def _looks_like_path(target: str) -> bool:
         return True
     head, slash, tail = target.rpartition("/")
     return bool(slash) and not (head and tail.isdigit())
+
+
+def _exists(target: str) -> bool:
+    try:
+        return Path(target).exists()
+    except (OSError, ValueError):  # a name the OS refuses outright (too long, a NUL byte) names nothing
+        return False
 
 
 def manifest_path_for(out_file: Path) -> Path:
@@ -52,6 +59,10 @@ def view_command(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Replay through the engine to verify the "
                                          "recording and, when it has no stored frames, re-render them (needs "
                                          "--games). --no-verify does neither.")] = True,
+    include_unknown_games: Annotated[bool, typer.Option("--include-unknown-games", help="Accept a play of a game "
+                                                 "that has no game files under --games and no baseline anywhere "
+                                                 "(as `arcstudy score` does; without it the page says the score "
+                                                 "leaves the play out, and the exit code is 3).")] = False,
     game_version: GameVersionOption = None,
 ) -> None:
     """Write a self-contained HTML replay viewer for one recording (play/pause, step, speed, jump to level,
@@ -64,15 +75,26 @@ def view_command(
     re-render); baselines from --baselines, metadata.json under --games, or core_arc3__environments in --db.
     Writes: the --out HTML file (no network needed to view it) and its run manifest `<out stem>.manifest.json`
     beside it. Never writes to the database.
+
+    Exit code 3, as for `arcstudy score`, when lines of the recording were left out (each named in a note) or
+    the play is of a game nothing knows (no game files under --games, no baseline anywhere: most likely a
+    wrong folder or a mistyped game id; shown with the reason the score leaves it out, unless
+    --include-unknown-games).
     """
     from pipeline.core.manifest import RunManifest
-    from pipeline.report.viewer import ViewerError, ViewerUsageError, write_viewer
+    from pipeline.report.viewer import (
+        ViewerError,
+        ViewerRejected,
+        ViewerUsageError,
+        is_file_target,
+        write_viewer,
+    )
 
     if out_file.suffix.lower() not in (".html", ".htm"):
         raise fail(f"--out {out_file}: the viewer is an HTML page, give a .html file name", EXIT_USAGE)
-    is_file = Path(target).is_file()
+    is_file = is_file_target(target)
     if not is_file and _looks_like_path(target):
-        raise fail(f"{target}: no such file" if not Path(target).exists() else
+        raise fail(f"{target}: no such file" if not _exists(target) else
                    f"{target} is not a file (give a recording file, or a guid or play_id with --db)", EXIT_USAGE)
     db_path = db if db is not None else (None if is_file else db_to_read(None))
     if not is_file and (db_path is None or not db_path.exists()):
@@ -85,24 +107,31 @@ def view_command(
                          + ([] if only_reset_levels is None else
                             ["--only-reset-levels" if only_reset_levels else "--no-only-reset-levels"])
                          + ([] if verify else ["--no-verify"])
+                         + (["--include-unknown-games"] if include_unknown_games else [])
                          + (["--game-version", game_version] if game_version else []))
     manifest = RunManifest(command=command, config={
         "target": target, "out": str(out_file), "db": str(db_path) if db_path else None,
         "games": [str(g) for g in games or []], "baselines": baselines, "only_reset_levels": only_reset_levels,
-        "verify": verify, "game_version": game_version})
+        "verify": verify, "game_version": game_version, "include_unknown_games": include_unknown_games})
     with out.progress("replaying", None) as bar:
         on_step = (lambda: bar.advance(0)) if bar is not None else None  # type: ignore[union-attr]
         try:
             result = write_viewer(target, out_file, db=db_path, games=games, baselines=baselines, verify=verify,
                                   only_reset_levels=only_reset_levels, manifest=manifest, on_step=on_step,
-                                  game_version=game_version)
+                                  game_version=game_version, include_unknown_games=include_unknown_games)
         except ViewerUsageError as err:
             raise fail(str(err), EXIT_USAGE) from err
+        except ViewerRejected as err:
+            raise fail(str(err), EXIT_REJECTED) from err
         except ViewerError as err:
             raise fail(str(err)) from err
-    manifest.finish(EXIT_OK)
+    code = EXIT_REJECTED if result.rejected else EXIT_OK  # lines left out, or a play score leaves out
+    manifest.finish(code)
     manifest_file = manifest_path_for(out_file)
-    manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    try:
+        manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    except OSError as err:
+        raise fail(f"wrote {out_file}, but cannot write its manifest {manifest_file}: {err.strerror or err}") from err
     data = result.data
     lines = [f"wrote {out_file} ({result.n_bytes:,} bytes): {data['n_steps']:,} steps, {data['n_plays']} play(s), "
              f"frames: {data['frames_origin']}, replay: {result.verification.status}",
@@ -113,4 +142,4 @@ def view_command(
     for line in lines:
         out.console.print(line, soft_wrap=True, markup=False, highlight=False)
     out.info(f"manifest: {manifest_file}")
-    raise typer.Exit(EXIT_OK)
+    raise typer.Exit(code)

@@ -223,7 +223,8 @@ def read_playback_file(path: Path | str) -> PlaybackScript:
             actions.append(action)
             raw_lines.append(raw)
     if not actions:
-        raise RecordingRejected("the playback file has no line with an `action_input`", "no_action_line")
+        raise RecordingRejected("the playback file has no line with an `action_input`", "no_action_line",
+                                issues=issues)  # the action lines that were bad, each with its reason
     if game_id is None:
         raise RecordingRejected("no action line names its game (`action_input.data.game_id`)", "bad_game_id")
     return PlaybackScript(path=path, file_sha256=digest.hexdigest(), game_id=game_id, actions=actions,

@@ -42,6 +42,7 @@ __all__ = [
     "BaselineSource",
     "BaselineSourceError",
     "ResolvedBaseline",
+    "baseline_values",
     "resolve_baselines",
     "source_from_db",
     "source_from_games_dirs",
@@ -70,7 +71,7 @@ def read_published(path: Path, rule: str) -> pl.DataFrame:
             doc = json.loads(read_text_document(f)[0])  # a BOM is not content
             if isinstance(doc, dict) and doc.get("game_id") and doc.get("baseline_actions"):
                 rows.append({"game_id": doc["game_id"], "published_rule": None, "snapshot": None,
-                             "baseline_actions": [int(v) for v in doc["baseline_actions"]]})
+                             "baseline_actions": list(baseline_values(doc["baseline_actions"], str(f)))})
     else:
         df = pl.read_csv(path, infer_schema=False)
         if not {"game_id", "baseline_actions"} <= set(df.columns):
@@ -78,7 +79,8 @@ def read_published(path: Path, rule: str) -> pl.DataFrame:
         for r in df.iter_rows(named=True):
             rows.append({"game_id": r["game_id"], "published_rule": r.get("baseline_rule"),
                          "snapshot": r.get("snapshot"),
-                         "baseline_actions": [int(v) for v in json.loads(r["baseline_actions"] or "[]")]})
+                         "baseline_actions": list(baseline_values(json.loads(r["baseline_actions"] or "[]"),
+                                                           str(r["game_id"])))})
     schema = {"game_id": pl.String, "published_rule": pl.String, "snapshot": pl.String,
               "baseline_actions": pl.List(pl.Int64)}
     pub = pl.DataFrame(rows, schema=schema)
@@ -123,20 +125,33 @@ class BaselineSource:
         return self._cache[rule]
 
 
-def _as_ints(values: Iterable, where: str) -> tuple[int, ...]:
+MAX_BASELINE = 2**63 - 1  # what the Int64 columns (and the set-based scorer) hold
+
+
+def baseline_values(values: Iterable, where: str) -> tuple[int, ...]:
+    """Per-level action counts exactly as written (no float rounding), each a whole number from 0 to
+    `MAX_BASELINE`; anything else names ``where``."""
+    if not isinstance(values, list | tuple):
+        raise BaselineSourceError(f"{where}: baseline_actions must be a list of action counts, got {values!r}")
     out = []
     for v in values:
         if v is None:
             raise BaselineSourceError(f"{where}: a baseline value is missing")
+        exact = v if isinstance(v, int) and not isinstance(v, bool) else None
+        if isinstance(v, str) and v.strip().lstrip("+").isdigit():
+            exact = int(v)  # a float would round a long integer
         try:
             f = None if isinstance(v, bool) else float(v)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             f = None
-        if f is None or not math.isfinite(f) or f < 0:
+        if exact is None and (f is None or not math.isfinite(f) or f < 0):
             raise BaselineSourceError(f"{where}: baseline value {v!r} is not a number of actions")
-        if f != int(f):
+        if exact is None and f != int(f):
             raise BaselineSourceError(f"{where}: baseline value {v} is not a whole number of actions")
-        out.append(int(f))
+        n = int(f) if exact is None else exact
+        if not 0 <= n <= MAX_BASELINE:
+            raise BaselineSourceError(f"{where}: baseline value {v!r} is not a number of actions (0 to {MAX_BASELINE})")
+        out.append(n)
     return tuple(out)
 
 
@@ -151,7 +166,7 @@ def _metadata_games(dirs: Sequence[Path]) -> dict[str, Entry]:
     games = {}
     for info in find_games(list(dirs)):
         values = info.baseline_actions
-        games[info.game_id] = (_as_ints(values, str(info.directory / "metadata.json")) if values else None, None, ())
+        games[info.game_id] = (baseline_values(values, str(info.directory / "metadata.json")) if values else None, None, ())
     return games
 
 
@@ -183,7 +198,7 @@ def _long_csv(df: pl.DataFrame, path: Path, rule: str) -> dict[str, Entry]:
         if any(v is None or v == "" for v in values):
             games[game_id] = (None, chosen, ("baseline_too_few_completers",))
         else:
-            games[game_id] = (_as_ints(values, f"{path} {game_id}"), chosen, ())
+            games[game_id] = (baseline_values(values, f"{path} {game_id}"), chosen, ())
     return games
 
 

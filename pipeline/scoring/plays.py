@@ -58,6 +58,7 @@ __all__ = [
     "FileRef",
     "RecordingInput",
     "RecordingReadError",
+    "drop_duplicate_plays",
     "load_recovered_actions",
     "play_index_per_step",
     "read_recording_files",
@@ -113,6 +114,7 @@ class RecordingInput:
     stored_play_ids: list[str] = field(default_factory=list)  # the play ids ingest cut
     parsed: ParsedRecording | None = None  # the file as read (score FILES): what the replay replays
     script: ScriptReplay | None = None  # a playback script: how it was replayed (its steps are the replay's)
+    recovery_error: str | None = None  # why the recovered actions given for it were not used (rejected input)
 
     @property
     def label(self) -> str:
@@ -183,13 +185,19 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
         effects = tuple(StepEffect(e) for e in file_steps["step_effect"].to_list())
         if rec.is_action_ids_lost:
             ids = _recovered_for((name, rec.guid, fid), recovered_actions)
-            if ids is None:
+            try:
+                recovered = None if ids is None else recover_action_ids(records, [action_id_from(a) for a in ids])
+            except ValueError as err:  # not one action per step to recover: unusable, said, the run goes on
+                rec.recovery_error = (f"--recovered-actions: the actions given for it do not fit ({err}): not "
+                                      "used, its plays stay uncountable")
+                recovered = None
+            if recovered is None:
                 rec.play_ids = list(rec.stored_play_ids)
                 rec.step_play = [0] * file_steps.height
                 rec.effects = effects
                 out.append(rec)
                 continue
-            records = recover_action_ids(records, [action_id_from(a) for a in ids])
+            records = recovered
             rec.records, rec.recovered = records, True
             effects = classify_steps(records, counting_options_for_variant(rec.variant))
         rec.effects = effects
@@ -205,6 +213,73 @@ def same_content_as(name: str | None) -> str:
     return f"same content as {name} (given twice: read once)"
 
 
+# What two recordings of one play are compared on: the step as the card and the replay see it (timestamps,
+# reasoning and formatting are not the play). A frame hash is compared only where both files have frames.
+_COMPARED_STEP_FIELDS = ("action_id", "click_x", "click_y", "state", "levels_completed", "win_levels",
+                         "is_full_reset", "last_frame_sha256")
+
+
+def _first_line(rec: RecordingInput) -> int | None:
+    return rec.steps["line_number"][0] if rec.steps.height else None
+
+
+def _where(rec: RecordingInput) -> str:
+    """The file a recording came from, as a person finds it: its path when read from disk (two folders may
+    hold files of the same name), else its file name or id."""
+    return str(rec.path) if rec.path is not None else rec.label
+
+
+def _how_they_compare(first: RecordingInput, later: RecordingInput) -> str:
+    """Whether two recordings of one play agree, and if not where they first part (line numbers of each)."""
+    if first.game_id != later.game_id:
+        return (f"the two files DISAGREE: game {later.game_id} here, {first.game_id} there: check which one is "
+                "right and score it alone")
+    a = first.steps.select(_COMPARED_STEP_FIELDS).rows()
+    b = later.steps.select(_COMPARED_STEP_FIELDS).rows()
+    lines_a, lines_b = first.steps["line_number"].to_list(), later.steps["line_number"].to_list()
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        differ = [f"{name} {v!r} here, {u!r} there" if name != "last_frame_sha256" else "frame"
+                  for name, u, v in zip(_COMPARED_STEP_FIELDS, x, y, strict=True)
+                  if u != v and not (name == "last_frame_sha256" and (u is None or v is None))]
+        if differ:
+            return (f"the two files DISAGREE from step {i} (line {lines_b[i]} here, line {lines_a[i]} there: "
+                    f"{'; '.join(differ)}): check which one is right and score it alone")
+    if len(a) != len(b):
+        return (f"the two files DISAGREE: {len(b)} steps here, {len(a)} there (the same up to step "
+                f"{min(len(a), len(b)) - 1}): check which one is right and score it alone")
+    return "the two files hold the same steps (timestamps or formatting aside)"
+
+
+def drop_duplicate_plays(recordings: Sequence[RecordingInput], order: Sequence[str]
+                         ) -> tuple[list[RecordingInput], list[tuple[Path, str]]]:
+    """Keep one recording per play: of recordings holding the same play (the same guid, hence the same play
+    ids), the first in ``order`` (file_ids as given: the command line's order) is kept, each later one is left
+    out with a reason naming the first and saying whether the two agree. Returns (kept, [(file, reason)]).
+    Byte-identical files never get here (read once, `same_content_as`)."""
+    rank = {fid: i for i, fid in enumerate(order)}
+    by_guid: dict[str, list[RecordingInput]] = {}
+    for rec in recordings:
+        by_guid.setdefault(rec.guid, []).append(rec)
+    dropped: dict[str, tuple[Path, str]] = {}
+    for same in by_guid.values():
+        if len(same) < 2:
+            continue
+        first, *later = sorted(same, key=lambda r: (rank.get(r.file_id, len(rank)), r.file_id))
+        for rec in later:
+            line = _first_line(rec)
+            dropped[rec.file_id] = (rec.path or Path(rec.label), (
+                f"{'file' if line is None else f'line {line}'}: duplicate_play: the plays of guid {rec.guid} are also in "
+                f"{_where(first)} (line {_first_line(first)}), given first and scored; this file is left out: "
+                f"{_how_they_compare(first, rec)}"))
+    kept = [rec for rec in recordings if rec.file_id not in dropped]
+    problems = sorted(dropped.items(), key=lambda item: rank.get(item[0], len(rank)))
+    return kept, [problem for _, problem in problems]
+
+
+def _line_left_out(issue) -> str:
+    return f"{issue.location}: {issue.check}: {issue.reason} (line left out)"
+
+
 def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                          ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, tuple[str | None, Path | None]],
                                     list[tuple[Path, str]]]:
@@ -218,6 +293,9 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
         try:
             with open(path, "rb") as fh:
                 head = fh.read(64 * 1024).decode("utf-8", errors="replace")
+            if not head.strip():  # as ingest says it (formats.detect)
+                problems.append((path, "the file is empty"))
+                continue
             if sniff_first_line(head.split("\n", 1)[0].rstrip("\r")) is None:
                 problems.append((path, "not an ARC-AGI-3 recording (the first line is not a `{timestamp, data}` "
                                        "envelope)"))
@@ -227,8 +305,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                 if script.file_sha256 in files:
                     problems.append((path, same_content_as(files[script.file_sha256][0])))
                     continue
-                for issue in script.issues:
-                    problems.append((path, f"{issue.location}: {issue.check}: {issue.reason} (line left out)"))
+                problems += [(path, _line_left_out(issue)) for issue in script.issues]
                 tables = script_tables(script, script.file_sha256)
                 steps_frames.append(tables["core_arc3__steps"])
                 plays_frames.append(tables["core_arc3__plays"])
@@ -237,6 +314,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
             parsed = read_recording_file(path, want_frames=True)
         except RecordingRejected as err:
             problems.append((path, f"{err.check}: {err.reason}"))
+            problems += [(path, _line_left_out(issue)) for issue in err.issues]  # why, line by line
             continue
         except (OSError, UnicodeDecodeError) as err:
             problems.append((path, f"unreadable: cannot read the file: {err}"))
@@ -244,8 +322,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
         if parsed.file_sha256 in files:
             problems.append((path, same_content_as(files[parsed.file_sha256][0])))
             continue
-        for issue in parsed.issues:
-            problems.append((path, f"{issue.location}: {issue.check}: {issue.reason} (line left out)"))
+        problems += [(path, _line_left_out(issue)) for issue in parsed.issues]
         tables = recording_tables(parsed, parsed.file_sha256)
         steps_frames.append(tables["core_arc3__steps"])
         plays_frames.append(tables["core_arc3__plays"])

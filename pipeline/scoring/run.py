@@ -46,8 +46,8 @@ from .scorecard import Scorecard, build_scorecard, scorecard_to_json
 from .vectorized import VectorizedScores, score_plays_frame
 from .verify import PlayCheck, divergence_columns, verify_recording
 
-__all__ = ["PolicyResult", "ScoreInputError", "ScoreRequest", "ScoreResult", "card_id_for", "policy_slug",
-           "score_recordings"]
+__all__ = ["UNKNOWN_GAME_REASON", "PolicyResult", "ScoreInputError", "ScoreRequest", "ScoreResult", "card_id_for",
+           "policy_slug", "score_recordings", "unknown_games"]
 
 POLICY_ORDER = {pid: i for i, pid in enumerate(POLICIES)}  # release order
 
@@ -128,19 +128,23 @@ def _frame_only_json(check: PlayCheck) -> dict[str, Any]:
                                        "note": check.frame_only_note(cells=False)}}
 
 
-def _unknown_games(checks: Sequence[PlayCheck], request: ScoreRequest) -> set[str]:
-    """Games of unverified plays that have no game files under ``request.game_dirs`` and that no baseline
-    source knows under any of the requested policies' rules."""
+def unknown_games(plays: Iterable[tuple[str, str]], game_dirs: Sequence[Path], policies: Sequence[ScoringPolicy],
+                  baseline_sources: Sequence[BaselineSource]) -> set[str]:
+    """The games of ``plays`` ((game_id, replay status) pairs) that nothing knows: no game files under
+    ``game_dirs`` and no baseline source under any of ``policies``' rules (a play that replayed loaded its game:
+    only unverified ones are candidates). A play of such a game is most likely a wrong folder or a mistyped game
+    id, whose believable scorecard of zeros would hide the mistake: score leaves it out (`UNKNOWN_GAME_REASON`)
+    and view says so, both by this rule."""
     candidates = set()
-    for game_id in sorted({c.game_id for c in checks if c.status == "unverified"}):
+    for game_id in sorted({game_id for game_id, status in plays if status == "unverified"}):
         try:
-            resolve_game(game_id, list(request.game_dirs))
+            resolve_game(game_id, list(game_dirs))
         except GameNotFoundError:
             candidates.add(game_id)
-    for policy in request.policies:
+    for policy in policies:
         if not candidates:
             break
-        known = resolve_baselines(candidates, policy, request.baseline_sources)
+        known = resolve_baselines(candidates, policy, baseline_sources)
         candidates -= {g for g, b in known.items() if b.source != "none"}
     return candidates
 
@@ -235,7 +239,7 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
         for pid, _ in rec.plays():
             if pid in seen:
                 raise ScoreInputError(f"play {pid} appears in two recordings ({seen[pid]} and {rec.label}); "
-                                      "score them separately")
+                                      "keep one (plays.drop_duplicate_plays)")
             seen[pid] = rec.label
     card_id = card_id_for(seen)
 
@@ -245,7 +249,8 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
     checks = _with_scripts_verified(recordings, list(checks), request)
     excluded = {c.play_id: reason for c in checks if (reason := _exclusion(c, request.trust_recordings))}
     if not request.include_unknown_games:
-        unknown = _unknown_games(checks, request)
+        unknown = unknown_games([(c.game_id, c.status) for c in checks], request.game_dirs, request.policies,
+                                request.baseline_sources)
         excluded.update({c.play_id: UNKNOWN_GAME_REASON for c in checks
                          if c.game_id in unknown and c.play_id not in excluded})
 

@@ -78,8 +78,9 @@ def read_db_plays(ws, games: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, dic
     ids = plays["file_id"].unique().sort().to_list()
     steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id IN (SELECT unnest(?::VARCHAR[])) "
                     "ORDER BY file_id, line_number", [ids])
+    # in ingestion order: of two files of one play, the first ingested is the one scored (drop_duplicate_plays)
     names = ws.read("SELECT file_id, file_name FROM raw_ingest__files WHERE file_id IN "
-                    "(SELECT unnest(?::VARCHAR[]))", [ids])
+                    "(SELECT unnest(?::VARCHAR[])) ORDER BY ingested_at, file_id", [ids])
     files = {fid: (name, None) for fid, name in names.iter_rows()}
     for fid in ids:
         files.setdefault(fid, (None, None))

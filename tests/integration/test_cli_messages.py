@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import COMMANDS, app
+from pipeline.scoring.run import UNKNOWN_GAME_REASON
 
 ROOT = Path(__file__).resolve().parents[2]
 LOSE = ROOT / "games" / "pv63" / "003f92f7" / "solutions" / "lose.jsonl"
@@ -96,6 +97,209 @@ def test_unknown_game_in_the_database_is_left_out(unknown_recording, tmp_path):
     code, text = run("score", "--db", str(db), "--game", "pv63-003f92f7")
     assert code == 1, text
     assert f"no plays of pv63-003f92f7 in the database {db}" in text
+
+
+def _page_data(page: Path) -> dict:
+    import re
+
+    text = page.read_text()
+    return json.loads(re.search(r'<script type="application/json" id="viewer-data">(.*?)</script>', text, re.S)
+                      .group(1))
+
+
+def test_view_says_what_score_says_of_an_unknown_game(unknown_recording, tmp_path):
+    """view once wrote its page of a play of a game nothing knows with exit 0 and no word of it, where score
+    leaves the play out (exit 3). The page is still written (the recording is shown), with the score's reason
+    as a note, and the exit code is 3, from the recording file and from the database alike; with
+    --include-unknown-games, or a baseline that knows the game, 0 as for the score."""
+    code, score_text = run("score", str(unknown_recording), "--db", str(tmp_path / "s.duckdb"), "--out",
+                           str(tmp_path / "out"), "--no-figures")
+    assert code == 3 and UNKNOWN_GAME_REASON in " ".join(score_text.split()), score_text
+    db = tmp_path / "a.duckdb"
+    assert run("ingest", str(unknown_recording), "--db", str(db))[0] == 0
+    guid = json.loads(unknown_recording.read_text().splitlines()[0])["data"]["guid"]
+    for target, extra in ((str(unknown_recording), ()), (guid, ("--db", str(db))),
+                          (str(unknown_recording), ("--no-verify",))):
+        page = tmp_path / "v.html"
+        code, text = run("view", target, "--out", str(page), *extra)
+        assert code == 3, text
+        assert f"note: left out of the score: {UNKNOWN_GAME_REASON}" in text and "Traceback" not in text
+        assert _page_data(page)["notes"] == [f"left out of the score: {UNKNOWN_GAME_REASON}"]
+        manifest = json.loads(page.with_name("v.manifest.json").read_text())
+        assert manifest["exit_code"] == 3 and manifest["notes"]["viewer"]["left_out_of_score"] == UNKNOWN_GAME_REASON
+    code, text = run("view", str(unknown_recording), "--out", str(tmp_path / "v.html"), "--include-unknown-games")
+    assert code == 0 and "unknown game" not in text, text
+    meta = tmp_path / "meta" / "zz99" / "0badc0de"
+    meta.mkdir(parents=True)
+    (meta / "metadata.json").write_text(json.dumps({"game_id": UNKNOWN, "baseline_actions": [5, 5, 5, 5, 5, 5]}))
+    for baselines in (str(tmp_path / "meta"), "5,5,5,5,5,5"):
+        code, text = run("view", str(unknown_recording), "--out", str(tmp_path / "v.html"), "--baselines", baselines)
+        assert code == 0 and "unknown game" not in text, text
+    code, text = run("view", str(LOSE), "--out", str(tmp_path / "v.html"))  # a game of games/: verified
+    assert code == 0 and "replay: verified" in text, text
+
+
+def test_odd_entries_of_a_folder_are_reported_not_skipped(tmp_path):
+    """A FIFO, a dangling symlink and a symlink loop named *.jsonl in a folder given to score once vanished
+    without a word (only regular files were listed); an empty file was 'not an ARC-AGI-3 recording'. Each is
+    now rejected input with its reason, the good recording is scored, exit 3."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "good.jsonl").write_bytes(LOSE.read_bytes())
+    (runs / "empty.jsonl").write_bytes(b"")
+    os.mkfifo(runs / "pipe.jsonl")
+    (runs / "dangling.jsonl").symlink_to(runs / "nowhere.jsonl")
+    (runs / "loop-a.jsonl").symlink_to(runs / "loop-b.jsonl")
+    (runs / "loop-b.jsonl").symlink_to(runs / "loop-a.jsonl")
+    code, text = run("score", str(runs), "--db", str(tmp_path / "a.duckdb"), "--out", str(tmp_path / "out"),
+                     "--no-figures")
+    assert code == 3, text
+    assert "replay: 1 play: 1 verified" in text
+    for name, reason in (("empty.jsonl", "the file is empty"),
+                         ("pipe.jsonl", "a FIFO (named pipe), not a regular file"),
+                         ("dangling.jsonl", "unreadable: cannot read the file: [Errno 2]"),
+                         ("loop-a.jsonl", "unreadable: cannot read the file: [Errno 40]"),
+                         ("loop-b.jsonl", "unreadable: cannot read the file: [Errno 40]")):
+        assert f"rejected input: {name}: {reason}" in text, (name, text)
+    code, text = run("score", str(runs / "empty.jsonl"), "--db", str(tmp_path / "a.duckdb"))
+    assert code == 2 and "empty.jsonl: the file is empty" in text, text
+
+
+def test_view_exits_as_score_does_on_rejected_lines_and_non_recordings(tmp_path):
+    """view of a recording with a line left out once exited 0 (score: 3), and of a file that is not a
+    recording 1 (score: 2, no plays to score)."""
+    lines = LOSE.read_text().splitlines(keepends=True)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("".join([*lines[:5], "{broken json\n", *lines[5:]]))
+    page = tmp_path / "v.html"
+    code, text = run("view", str(broken), "--out", str(page))
+    assert code == 3, text
+    assert "note: line 6: invalid_json" in text and "replay: verified" in text
+    assert json.loads((tmp_path / "v.manifest.json").read_text())["notes"]["viewer"]["rejected_input"][0].startswith(
+        "line 6: invalid_json")
+    code, score_text = run("score", str(broken), "--db", str(tmp_path / "a.duckdb"), "--out", str(tmp_path / "o"),
+                           "--no-figures")
+    assert code == 3 and "line 6: invalid_json" in score_text
+    for content in (b"", b'{"hello": 1}\n'):
+        odd = tmp_path / "odd.jsonl"
+        odd.write_bytes(content)
+        code, text = run("view", str(odd), "--out", str(tmp_path / "odd.html"))
+        assert code == 2 and f"cannot read recording {odd}" in text, text
+        assert not (tmp_path / "odd.html").exists()
+
+
+PLAYBACK = ROOT.parent / "shared" / "samples" / "playback-arc-agi-3" / "an53_scripted-lose.playback.jsonl"
+
+
+@pytest.mark.parametrize(("verb", "where"), [(verb, where) for verb in ("score", "view", "replay", "query")
+                                              for where in ("under-a-file", "symlink-loop")
+                                              if (verb, where) != ("view", "symlink-loop")])  # view replaces a link
+def test_an_output_that_cannot_be_written_is_said_not_a_traceback(tmp_path, verb: str, where: str):
+    """--out under a regular file (not a folder) or on a symlink loop once ended each of these verbs with a
+    traceback (FileNotFoundError, NotADirectoryError, RuntimeError 'Symlink loop'): now one line naming the
+    output and the OS's reason, exit 1."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder\n")
+    target = blocker / "out.html"
+    if where == "symlink-loop":
+        (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")
+        (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")
+        target = tmp_path / "loop-a"
+    db = tmp_path / "a.duckdb"
+    if verb == "query":
+        assert run("score", str(LOSE), "--db", str(db), "--no-figures", "--out", str(tmp_path / "o"))[0] == 0
+    games = ROOT.parent / "shared" / "conformance" / "environment_files"
+    args = {"score": ("score", str(LOSE), "--db", str(db), "--no-figures"),
+            "view": ("view", str(LOSE)),
+            "replay": ("replay", str(PLAYBACK), "--games", str(games)),
+            "query": ("query", "SELECT 42 AS answer", "--db", str(db), "--format", "csv")}[verb]
+    code, text = run(*args, "--out", str(target))
+    assert code == 1, text
+    assert "cannot write" in text and str(target) in " ".join(text.split()), text
+
+
+def test_a_script_without_a_good_action_line_says_which_lines_were_bad(tmp_path):
+    """A playback file whose only action line is bad (an action id past 64 bits, a click at infinity) was
+    refused as 'no line with an action_input', the line's own reason lost; score, view and replay now name it."""
+    games = ROOT.parent / "shared" / "conformance" / "environment_files"
+    cases = {"unknown_action: unknown action id 99999999999999999999999":
+             '{"data": {"action_input": {"id": 99999999999999999999999, "data": {"game_id": "an53-6f5f2264"}}}}',
+             "bad_click: ACTION6 needs integer x in 0-63, got inf":
+             '{"data": {"action_input": {"id": 6, "data": {"game_id": "an53-6f5f2264", "x": 1e999, "y": 3}}}}'}
+    for reason, line in cases.items():
+        script = tmp_path / "script.jsonl"
+        script.write_text(line + "\n")
+        for args in (("score", str(script), "--db", str(tmp_path / "a.duckdb")),
+                     ("view", str(script), "--out", str(tmp_path / "v.html")),
+                     ("replay", str(script), "--out", str(tmp_path / "r.jsonl"))):
+            code, text = run(*args, "--games", str(games))
+            assert code == 2, text
+            assert "no_action_line" in text and f"line 1: {reason}" in text, text
+
+
+def test_names_too_long_for_the_os_are_said_not_a_traceback(tmp_path):
+    """A TARGET or --out longer than the OS allows (ENAMETOOLONG) once ended `view` and `query` with an OSError
+    traceback (Path.is_file and Path.exists raise it)."""
+    long = "g" * 5000
+    db = tmp_path / "a.duckdb"
+    assert run("ingest", str(LOSE), "--db", str(db))[0] == 0
+    code, text = run("view", str(tmp_path / f"{long}.jsonl"), "--out", str(tmp_path / "v.html"))
+    assert code == 2 and "no such file" in text, text
+    code, text = run("view", long, "--db", str(db), "--out", str(tmp_path / "v.html"))
+    assert code == 1 and "no play with guid or play_id" in text, text
+    code, text = run("query", "SELECT 1", "--db", str(db), "--format", "csv", "--out", str(tmp_path / f"{long}.csv"))
+    assert code == 1 and "cannot write --out" in text and "File name too long" in " ".join(text.split()), text
+
+
+def test_view_baselines_are_checked_as_score_checks_them(tmp_path):
+    """view's --baselines once took a metadata.json's 1.5 as 1 and a count past 64 bits as it came, and a
+    folder it could not use exited 1 where score says 2; both now share score's check (exit 2, reason)."""
+    meta = tmp_path / "metadata.json"
+    for values, words in (([1.5, 2], "1.5 is not a whole number of actions"),
+                          ([10**23, 2], f"{10**23} is not a number of actions")):
+        meta.write_text(json.dumps({"game_id": "pv63-003f92f7", "baseline_actions": values}))
+        for given in (str(meta), ",".join(map(str, values))):
+            code, text = run("view", str(LOSE), "--out", str(tmp_path / "v.html"), "--baselines", given)
+            if given != str(meta) and values[0] == 1.5:
+                assert code == 2 and "give comma-separated integers" in text, text
+                continue
+            assert code == 2 and words in text, text
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for verb in ("view", "score"):
+        code, text = run(verb, str(LOSE), "--out", str(tmp_path / ("v.html" if verb == "view" else "o")),
+                         "--baselines", str(empty), *(("--db", str(tmp_path / "a.duckdb")) if verb == "score" else ()))
+        assert code == 2 and "no metadata.json with a game_id below this folder" in text, (verb, text)
+
+
+@pytest.mark.parametrize(("sql", "formats"), [
+    ("SELECT INTERVAL 3 DAY AS i", ("table", "csv", "json")),  # polars cannot import an interval
+    ("SELECT map([1], [2]) AS m", ("csv",)),  # nested values in a CSV
+    ("SELECT TIMESTAMP '294247-01-10 04:00:54' AS t", ("table", "csv", "json")),  # past Python's datetimes
+])
+def test_query_results_polars_cannot_show_are_said_not_a_traceback(tmp_path, sql: str, formats: tuple):
+    """Each once ended `query` with a polars ComputeError or a Rust panic (PanicException) traceback."""
+    db = tmp_path / "a.duckdb"
+    assert run("ingest", str(LOSE), "--db", str(db))[0] == 0
+    for fmt in formats:
+        code, text = run("query", sql, "--db", str(db), "--format", fmt)
+        assert code == 1, (fmt, text)
+        assert "the result cannot be" in text and "::VARCHAR" in text, (fmt, text)
+    code, text = run("query", sql.replace(" AS ", "::VARCHAR AS "), "--db", str(db), "--format", "csv")
+    assert code == 0, text
+
+
+def test_odd_numbers_for_query_and_score_options(tmp_path):
+    """--lock-timeout nan waited forever on a locked database (no clock is ever past NaN) and a negative one
+    said 'waited -5 s'; both are usage errors now. --limit past 64 bits was an OverflowError traceback."""
+    db = tmp_path / "a.duckdb"
+    assert run("ingest", str(LOSE), "--db", str(db))[0] == 0
+    for verb in (("query", "SELECT 1 AS a"), ("score",)):
+        for value in ("nan", "-5"):
+            code, text = run(*verb, "--db", str(db), "--lock-timeout", value)
+            assert code == 2 and "give a number of seconds >= 0" in text, (verb, value, text)
+    code, text = run("query", "SELECT 7 AS a", "--db", str(db), "--limit", str(2**70))
+    assert code == 0 and "7" in text, text
 
 
 def test_empty_folder_is_named(tmp_path):

@@ -248,6 +248,26 @@ def test_lost_action_ids_are_excluded_without_recovery(inputs, from_files):
     assert sc["environments"][0]["runs"][0]["level_baseline_actions"] == [22, 123, 73, 84, 96, 192, 186]
 
 
+def test_recovered_actions_that_do_not_fit_are_rejected_input(tmp_path):
+    """Recovered actions of the wrong count once stopped the run: a ValueError traceback from the database,
+    'unreadable: reading failed on a worker' from a file. They are now rejected input naming the file, the
+    recording's plays stay uncountable (left out), exit 3."""
+    bench = next((SAMPLES / "benchmarking").glob("*.jsonl"))
+    recovered = tmp_path / "recovered.json"
+    recovered.write_text(json.dumps({bench.name: ["ACTION1"]}))
+    db = tmp_path / "s.duckdb"
+    with Workspace(db) as ws:
+        assert {f.status for f in ingest_paths(ws, [bench], run_id="t").files} == {"loaded"}
+    for origin in ((str(bench),), ()):
+        code, output = run(*origin, "--recovered-actions", str(recovered), "--db", str(db), "--out",
+                           str(tmp_path / "out"), "--no-figures")
+        text = " ".join(output.split())
+        assert code == 3, output
+        assert (f"rejected input: {bench.name}: --recovered-actions: the actions given for it do not fit (1 "
+                "recovered ids for 3 frame steps): not used") in text
+        assert "unreadable" not in text and "left out of the score: 1 play" in text
+
+
 def test_tampered_recording_is_excluded_unless_trusted(from_files, tmp_path):
     src = SAMPLES / "fixtures" / "an53_scripted-win.frames.jsonl"
     lines = src.read_text().splitlines(keepends=True)
@@ -301,6 +321,47 @@ def test_the_same_recording_under_two_names_is_read_once(tmp_path):
         if name == "both":
             assert code == 3 and f"same content as {sample.name}" in output, output
     assert outs["both"] == outs["one"]
+
+
+def _score_summary(out: Path) -> tuple:
+    doc = json.loads((out / SLUG).read_text())
+    return doc["score"], [(env["id"], [run["actions"] for run in env["runs"]]) for env in doc["environments"]]
+
+
+def test_two_files_of_one_play_score_the_first_and_report_the_others(tmp_path):
+    """Two different files holding the same play (same guid) once stopped the whole run with exit 2. The first
+    given is scored, each later one is rejected input (exit 3) naming the first and saying whether the two
+    agree; the other recordings are scored as usual."""
+    sample = SAMPLES / "fixtures" / "an53_scripted-lose.noframes.jsonl"
+    other = SAMPLES / "fixtures" / "ck17_scripted-lose.frames.jsonl"
+    retimed = tmp_path / "retimed.jsonl"  # the same steps, other timestamps: not byte-identical
+    retimed.write_text(sample.read_text().replace("T04:16:39.", "T05:16:39."))
+    cut = tmp_path / "runs" / sample.name  # same name in another folder, first 20 lines: disagrees
+    cut.parent.mkdir()
+    cut.write_text("".join(sample.read_text().splitlines(keepends=True)[:20]))
+    outs = {}
+    for name, files in (("alone", [sample, other]), ("dups", [sample, cut, other, retimed]),
+                        ("cut-alone", [cut, other]), ("cut-first", [cut, sample, other])):
+        code, output = run(*map(str, files), "--games", str(GAMES), "--db", str(tmp_path / "s.duckdb"),
+                           "--out", str(tmp_path / name), "--no-figures", "--workers", "1")
+        assert code in (0, 3) and "Error" not in output, output
+        outs[name] = (code, output, _score_summary(tmp_path / name))
+    assert outs["alone"][0] == 0 and outs["cut-alone"][0] == 0
+    assert outs["dups"][2] == outs["alone"][2] and outs["cut-first"][2] == outs["cut-alone"][2]
+    assert outs["dups"][2] != outs["cut-alone"][2]  # the cut file really scores otherwise
+    code, output, _ = outs["dups"]
+    text = " ".join(output.split())  # the console wraps long lines
+    assert code == 3, output
+    assert (f"rejected input: {sample.name}: line 1: duplicate_play: the plays of guid "
+            f"4ca6b8c4-460f-478e-93e6-57c4cfe86e56 are also in {sample} (line 1), given first and scored; this "
+            "file is left out: the two files DISAGREE: 20 steps here, 38 there") in text
+    assert (f"rejected input: retimed.jsonl: line 1: duplicate_play: the plays of guid "
+            f"4ca6b8c4-460f-478e-93e6-57c4cfe86e56 are also in {sample} (line 1), given first and scored; this "
+            "file is left out: the two files hold the same steps") in text
+    rejected = json.loads((tmp_path / "dups" / "manifest.json").read_text())["notes"]["rejected_input"]
+    assert [r.split(": ")[0] for r in rejected] == [str(cut), str(retimed)]
+    code, output, _ = outs["cut-first"]
+    assert code == 3 and f"also in {cut} (line 1)" in " ".join(output.split()), output
 
 
 @pytest.mark.parametrize(("content", "words"), [(b"\xa3\x00binary", "cannot read recovered actions"),

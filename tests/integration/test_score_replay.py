@@ -15,7 +15,7 @@ import pytest
 
 from pipeline.core.manifest import sha256_file
 from pipeline.scoring import Card
-from pipeline.scoring.plays import read_recording_files, recordings_from_tables
+from pipeline.scoring.plays import drop_duplicate_plays, read_recording_files, recordings_from_tables
 from pipeline.scoring.verify import verify_recording
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -133,3 +133,35 @@ def test_plays_match_what_ingest_cut(name):
     rec = load(SAMPLES / name)
     assert rec.play_ids == rec.stored_play_ids
     assert [rec.play_ids[i] for i in rec.step_play] == rec.steps["play_id"].to_list()
+
+
+def test_two_recordings_of_one_play_keep_the_first_and_say_where_they_part(tmp_path):
+    """Of two files of one play the first in the given order is kept; the other's reason names the first and the
+    first step where they disagree (lines of both files, the field and both values)."""
+    lines = WIN_FRAMES.read_text().splitlines(keepends=True)
+    lines[3] = lines[3].replace('"ACTION4"', '"ACTION2"', 1)  # line 4: another action, same guid
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(lines))
+    for order in ([WIN_FRAMES, edited], [edited, WIN_FRAMES]):
+        steps, plays, files, problems = read_recording_files(order)
+        assert problems == []
+        recs = recordings_from_tables(steps, plays, files)
+        kept, dropped = drop_duplicate_plays(recs, order=list(files))
+        first, later = order
+        assert [rec.path for rec in kept] == [first.resolve()]
+        ((path, reason),) = dropped
+        assert path == later.resolve()
+        here, there = (2, 4) if later == edited else (4, 2)
+        assert reason == (f"line 1: duplicate_play: the plays of guid e834078e-f7da-412b-98f1-52cb64982f14 are also "
+                          f"in {first.resolve()} (line 1), given first and scored; this file is left out: the two "
+                          f"files DISAGREE from step 3 (line 4 here, line 4 there: action_id {here} here, {there} "
+                          "there): check which one is right and score it alone")
+    other_game = tmp_path / "other-game.jsonl"  # the same guid claimed for another game
+    other_game.write_text(WIN_FRAMES.read_text().replace("an53-6f5f2264", "ck17-8ce0c519"))
+    steps, plays, files, _ = read_recording_files([WIN_FRAMES, other_game])
+    _, ((_, reason),) = drop_duplicate_plays(recordings_from_tables(steps, plays, files), order=list(files))
+    assert reason.endswith("this file is left out: the two files DISAGREE: game ck17-8ce0c519 here, an53-6f5f2264 "
+                           "there: check which one is right and score it alone")
+    steps, plays, files, _ = read_recording_files([WIN_FRAMES, LOSE_NOFRAMES])
+    recs = recordings_from_tables(steps, plays, files)
+    assert drop_duplicate_plays(recs, order=list(files)) == (recs, [])

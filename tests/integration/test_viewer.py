@@ -298,6 +298,23 @@ def test_view_cli_usage_errors(study_db: Path, tmp_path: Path):
     assert not (tmp_path / "x.html").exists()
 
 
+@pytest.mark.parametrize("damage", [b"not parquet", b"PAR1" + b"\0" * 64], ids=["garbage", "header-only"])
+def test_a_damaged_frames_parquet_is_a_note_not_a_traceback(tmp_path: Path, damage: bytes):
+    """A frames store of `ingest --keep-frames` that cannot be read (overwritten, truncated) once ended `view`
+    with a pyarrow ArrowInvalid traceback; it is now said as a missing one is, and frames are re-rendered."""
+    db = tmp_path / "study.duckdb"
+    res = arcstudy("ingest", str(WITH_FRAMES), "--db", str(db), "--keep-frames")
+    assert res.returncode == 0, res.stdout + res.stderr
+    (parquet,) = tmp_path.rglob("*.parquet")
+    parquet.write_bytes(damage)
+    guid = read_recording(WITH_FRAMES).frame_lines[0].data["guid"]
+    res = arcstudy("view", guid, "--db", str(db), "--games", str(GAMES), "--out", str(tmp_path / "v.html"))
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stdout + res.stderr
+    text = " ".join(res.stdout.split())
+    assert f"note: frames file {parquet} (ingest --keep-frames) cannot be read" in text
+    assert "frames: engine, replay: verified" in text
+
+
 def test_database_frames_are_compared_pixel_by_pixel(study_db: Path):
     guid = read_recording(WITH_FRAMES).frame_lines[0].data["guid"]
     source = v.load_database_source(study_db, guid)

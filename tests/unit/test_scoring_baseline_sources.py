@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -117,6 +118,37 @@ def test_csv_shapes(tmp_path):
     empty.mkdir()
     with pytest.raises(BaselineSourceError, match="no metadata.json"):
         source_from_path(empty)
+
+
+@pytest.mark.parametrize(("values", "words"), [
+    ("[99999999999999999999999, 1]", "99999999999999999999999 is not a number of actions (0 to 9223372036854775807)"),
+    ("[1e30, 1]", "1e+30 is not a number of actions"),
+    ("[1.5, 2]", "1.5 is not a whole number of actions"),
+    ("[-3, 2]", "-3 is not a number of actions"),
+    ("[null]", "a baseline value is missing"),
+    ("5", "baseline_actions must be a list of action counts, got 5"),
+])
+def test_a_baseline_no_table_can_hold_as_written_names_its_file(tmp_path, values: str, words: str):
+    """A wide CSV's baseline_actions once went through int(): 1.5 became 1 silently, 5 and 1e30 were
+    tracebacks; a metadata.json's 10**23 was rounded through a float and, past 64 bits, made the set-based and
+    the pure scorer disagree (RuntimeError). Each is now refused, naming the file or game."""
+    wide = tmp_path / "wide.csv"
+    pl.DataFrame({"game_id": ["aa11-0000000a"], "baseline_actions": [values]}).write_csv(wide)
+    with pytest.raises(BaselineSourceError, match=re.escape(f"{wide}: aa11-0000000a: ") + ".*" + re.escape(words)):
+        resolve_baselines(["aa11-0000000a"], P2604, [source_from_path(wide)])
+    meta = metadata_dir(tmp_path / "meta", {"aa11-0000000a": json.loads(values)})
+    if isinstance(json.loads(values), list):
+        with pytest.raises(BaselineSourceError, match="metadata.json: "):
+            source_from_path(meta)
+
+
+def test_long_integers_are_read_exactly(tmp_path):
+    top = 2**63 - 1
+    wide = tmp_path / "wide.csv"
+    pl.DataFrame({"game_id": ["aa11-0000000a"], "baseline_actions": [f"[{top}, 3]"]}).write_csv(wide)
+    meta = metadata_dir(tmp_path / "meta", {"aa11-0000000a": [top, 3]})
+    for source in (source_from_path(wide), source_from_path(meta)):
+        assert resolve_baselines(["aa11-0000000a"], P2604, [source])["aa11-0000000a"].baseline_actions == (top, 3)
 
 
 def _env_row(game_id: str, values: list[int] | None, day: int, file_char: str) -> dict:

@@ -38,10 +38,13 @@ __all__ = [
     "Timeline",
     "Verification",
     "ViewerError",
+    "ViewerRejected",
     "ViewerSource",
     "divergence_step",
     "find_baseline",
+    "unknown_game_reason",
     "game_dirs_for",
+    "is_file_target",
     "load_database_source",
     "load_recording_source",
     "step_effects",
@@ -58,6 +61,11 @@ class ViewerUsageError(ViewerError):
     """An option the user gave that cannot be read (the command exits with the usage code)."""
 
 
+class ViewerRejected(ViewerError):
+    """The recording is input `arcstudy score` rejects too (a playback script that cannot be replayed): no page,
+    and the command exits with the score's code for rejected input."""
+
+
 # --------------------------------------------------------------------------------------------------------
 # Sources: a recording file, or a play in the database, both as scoring reads them
 # --------------------------------------------------------------------------------------------------------
@@ -72,6 +80,7 @@ class ViewerSource:
     initial_step: int = 0
     inputs: dict[str, str] = field(default_factory=dict)  # path -> sha256, for the run manifest
     notes: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)  # what `score FILE` rejects too (lines left out): exit 3
 
     @property
     def game_id(self) -> str:
@@ -102,6 +111,15 @@ class ViewerSource:
         return self.recording.steps["n_frames"].to_list()
 
 
+def is_file_target(target: str | Path) -> bool:
+    """Whether the viewer's TARGET names an existing file (else a guid or play_id): a name the OS refuses
+    outright (too long, a NUL byte) is not a file rather than a traceback."""
+    try:
+        return Path(target).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def _only(recordings: list[RecordingInput], what: str) -> RecordingInput:
     if len(recordings) != 1:
         raise ViewerError(f"{what}: expected one recording, scoring read {len(recordings)}")
@@ -115,7 +133,7 @@ def _replay_scripts(steps: pl.DataFrame, plays: pl.DataFrame, files: dict, what:
     dirs = game_dirs_for(None) if game_dirs is None else [Path(g) for g in game_dirs]
     replayed = replay_scripts(steps, plays, files, dirs, version=version)
     if replayed.failed:
-        raise ViewerError(f"{what}: cannot replay the playback script: {replayed.failed[0][1]}")
+        raise ViewerRejected(f"{what}: cannot replay the playback script: {replayed.failed[0][1]}")
     return replayed.steps, recordings_from_tables(replayed.steps, replayed.plays, replayed.files,
                                                   scripts=replayed.scripts)
 
@@ -135,7 +153,8 @@ def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | No
     steps, plays, files, problems = read_recording_files([path], run_id="view")
     if steps.height == 0:
         reason = "; ".join(reason for _, reason in problems) or "no frame records"
-        raise ViewerError(f"cannot read recording {path}: {reason}")
+        # as `score FILE` with no play to score: the file given is not one to view (usage)
+        raise ViewerUsageError(f"cannot read recording {path}: {reason}")
     steps, recordings = _replay_scripts(steps, plays, files, str(path), game_dirs, game_version)
     rec = _only(recordings, str(path))
     has_frames = rec.steps["n_frames"].is_not_null().any()
@@ -148,6 +167,7 @@ def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | No
     source = _source(str(path), "file", rec, steps, recorded_frames=recorded,
                      frames_origin="recording" if has_frames else None, inputs={str(path): sha256_file(path)})
     source.notes.extend(reason for _, reason in problems)
+    source.rejected.extend(reason for _, reason in problems)
     _script_note(source)
     return source
 
@@ -230,9 +250,15 @@ def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path
             source.notes.append(f"frames file {frames_files[0]} (ingest --keep-frames) not found; frames "
                                 "re-rendered if possible")
         else:
-            source.recorded_frames = fr.parquet_frames(path, source.line_numbers)
-            source.frames_origin = "parquet"
-            source.inputs[str(path)] = sha256_file(path)
+            try:
+                source.recorded_frames = fr.parquet_frames(path, source.line_numbers)
+                source.frames_origin = "parquet"
+                source.inputs[str(path)] = sha256_file(path)
+            except (OSError, ValueError, KeyError) as err:  # pyarrow's errors are these too (ArrowInvalid, ...)
+                source.recorded_frames = None  # a damaged store is said, as a missing one is, not a traceback
+                reason = (str(err).splitlines() or [""])[0]
+                source.notes.append(f"frames file {path} (ingest --keep-frames) cannot be read "
+                                    f"({type(err).__name__}: {reason}); frames re-rendered if possible")
     return source
 
 
@@ -441,24 +467,30 @@ class Baseline:
 
 def _explicit_baseline(text: str) -> Baseline | None:
     """--baselines as the viewer alone takes it: comma-separated integers or one metadata.json; None for a
-    folder or CSV (the score's --baselines, resolved as a source)."""
+    folder or CSV (the score's --baselines, resolved as a source). Values are checked as the score checks a
+    baseline (`baseline_sources.baseline_values`)."""
+    from pipeline.scoring.baseline_sources import BaselineSourceError, baseline_values
+
     path = Path(text)
     if path.is_dir() or (path.is_file() and path.suffix.lower() == ".csv"):
         return None
     if path.is_file():
         try:
-            values = json.loads(path.read_text(encoding="utf-8"))["baseline_actions"]
-            return Baseline([int(v) for v in values], str(path))
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ViewerError(f"--baselines {text}: not a metadata.json with baseline_actions ({err})") from err
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            return Baseline(list(baseline_values(doc["baseline_actions"], str(path))), str(path))
+        except (OSError, ValueError, KeyError, TypeError) as err:  # BaselineSourceError is a ValueError
+            raise ViewerUsageError(f"--baselines {text}: not a metadata.json with baseline_actions ({err})") from err
     try:
         values = [int(part) for part in text.replace(" ", "").split(",") if part]
     except ValueError as err:
         raise ViewerUsageError(f"--baselines {text!r}: give comma-separated integers, a metadata.json, or a folder or "
                           "CSV of baselines as for `arcstudy score`") from err
-    if not values or any(v < 0 for v in values):
+    if not values:
         raise ViewerUsageError(f"--baselines {text!r}: give per-level action counts >= 0")
-    return Baseline(values, "--baselines")
+    try:
+        return Baseline(list(baseline_values(values, "--baselines")), "--baselines")
+    except BaselineSourceError as err:
+        raise ViewerUsageError(f"{err}; give per-level action counts >= 0") from err
 
 
 def _describe_source(kind: str, location: str | None, db: Path | str | None) -> str:
@@ -469,6 +501,21 @@ def _describe_source(kind: str, location: str | None, db: Path | str | None) -> 
     if kind == "reference-csv":
         return f"the published reference baselines ({location})"
     return str(location)
+
+
+def _baseline_sources(explicit: str | None, games: Iterable[Path | str] | None, db: Path | str | None) -> list:
+    """The score's baseline sources, in the score's order: --baselines (a folder or CSV), the database, the
+    metadata.json of the game folders `games`, the published reference baselines."""
+    from pipeline.scoring import baseline_sources as bs
+
+    sources = [bs.source_from_path(Path(explicit))] if explicit else []
+    if db is not None and Path(db).exists():
+        from pipeline.core.workspace import Workspace
+
+        with Workspace(Path(db), read_only=True) as ws:
+            sources += bs.source_from_db(ws)
+    return sources + [s for s in (bs.source_from_games_dirs([Path(g) for g in games or []]), bs.reference_source())
+                      if s is not None]
 
 
 def find_baseline(game_id: str | None, *, explicit: str | None = None, games: Iterable[Path | str] | None = None,
@@ -487,19 +534,32 @@ def find_baseline(game_id: str | None, *, explicit: str | None = None, games: It
     if game_id is None:
         return None
     try:
-        sources = [bs.source_from_path(Path(explicit))] if explicit else []
-        if db is not None and Path(db).exists():
-            from pipeline.core.workspace import Workspace
-
-            with Workspace(Path(db), read_only=True) as ws:
-                sources += bs.source_from_db(ws)
-        sources += [s for s in (bs.source_from_games_dirs([Path(g) for g in games or []]), bs.reference_source())
-                    if s is not None]
+        sources = _baseline_sources(explicit, games, db)
         resolved = bs.resolve_baselines([game_id], get_policy(DEFAULT_POLICY_ID), sources)[game_id]
-    except bs.BaselineSourceError as err:
-        raise ViewerError(str(err)) from err
+    except bs.BaselineSourceError as err:  # as in score: the --baselines given cannot be used
+        raise ViewerUsageError(str(err)) from err
     if not resolved.has_metadata:
         return None
     values = resolved.baseline_actions
     return Baseline(None if values is None else list(values),
                     _describe_source(resolved.source, resolved.location, db), resolved.flags)
+
+
+def unknown_game_reason(game_id: str | None, status: str, *, explicit: str | None = None,
+                        games: Iterable[Path | str] | None = None, db: Path | str | None = None) -> str | None:
+    """Why `arcstudy score` would leave this play out as of an unknown game (`scoring.run.unknown_games`, under
+    the default policy, over the sources `find_baseline` reads), or None. `status` is the page's replay status;
+    baselines given as numbers know the game."""
+    from pipeline.scoring import baseline_sources as bs
+    from pipeline.scoring.policies import DEFAULT_POLICY_ID, get_policy
+    from pipeline.scoring.run import UNKNOWN_GAME_REASON, unknown_games
+
+    if game_id is None or (explicit and _explicit_baseline(explicit) is not None):
+        return None
+    try:
+        sources = _baseline_sources(explicit, games, db)
+        unknown = unknown_games([(game_id, status)], [Path(g) for g in games or []], [get_policy(DEFAULT_POLICY_ID)],
+                                sources)
+    except bs.BaselineSourceError as err:
+        raise ViewerUsageError(str(err)) from err
+    return UNKNOWN_GAME_REASON if unknown else None

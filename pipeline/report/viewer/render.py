@@ -15,6 +15,7 @@ Frames are sent compactly and decoded lazily by the page (`decodeFrame` in viewe
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -38,9 +39,11 @@ from .data import (
     ViewerSource,
     find_baseline,
     game_dirs_for,
+    is_file_target,
     load_database_source,
     load_recording_source,
     step_timeline,
+    unknown_game_reason,
     verify_and_render,
 )
 from .frames import GRID, as_grid, display_frames
@@ -320,22 +323,33 @@ class ViewerResult:
     source: ViewerSource
     verification: Verification
     n_bytes: int = 0
+    left_out: str | None = None  # why `arcstudy score` leaves this play out (an unknown game), else None
+
+    @property
+    def rejected(self) -> list[str]:
+        """What `arcstudy score` would report as rejected or left out (lines of the file, an unknown game): the
+        page is written, and the command exits with the score's code for rejected input."""
+        return [*self.source.rejected, *([self.left_out] if self.left_out else [])]
 
 
 def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | None = None,
                  games: Sequence[Path | str] | None = None, baselines: str | None = None, verify: bool = True,
                  only_reset_levels: bool | None = None, manifest: Any = None,
-                 on_step: Callable[[], None] | None = None, game_version: str | None = None) -> ViewerResult:
+                 on_step: Callable[[], None] | None = None, game_version: str | None = None,
+                 include_unknown_games: bool = False) -> ViewerResult:
     """Build one viewer page for a recording file or a database guid/play_id and write it atomically.
 
-    Games are looked up where `arcstudy score` looks: `games`, then the repository's games/. `manifest` (a
-    pipeline.core.manifest.RunManifest) receives the inputs (recording or database, frames file, game source)
-    and the page's sha256 as an output; its content at render time is embedded in the page.
+    Games are looked up where `arcstudy score` looks: `games`, then the repository's games/. A play of a game
+    nothing knows (no game files, no baseline: `scoring.run.unknown_games`) is still shown, with the score's
+    reason for leaving it out as a note and in `ViewerResult.left_out` (unless `include_unknown_games`, as for
+    the score). `manifest` (a pipeline.core.manifest.RunManifest) receives the inputs (recording or database,
+    frames file, game source) and the page's sha256 as an output; its content at render time is embedded in
+    the page.
     """
     out = Path(out_path)
     path = Path(target)
     game_dirs = game_dirs_for(games)  # also where a playback script's game is found, to replay it
-    if path.is_file():
+    if is_file_target(path):
         source = load_recording_source(path, game_dirs, game_version)
     elif db is not None and Path(db).exists():
         source = load_database_source(db, str(target), game_dirs, game_version)
@@ -346,6 +360,12 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
     verification = verify_and_render(source, game_dirs, verify=verify, only_reset_levels=only_reset_levels,
                                      on_step=on_step)
     baseline = find_baseline(source.game_id, explicit=baselines, games=game_dirs, db=db)
+    left_out = None
+    if baseline is None and not include_unknown_games:  # a baseline known: the game is known
+        left_out = unknown_game_reason(source.game_id, verification.status, explicit=baselines, games=game_dirs,
+                                       db=db)
+        if left_out is not None:
+            source.notes.append(f"left out of the score: {left_out}")
     data = build_viewer_data(source, verification, baseline)
     manifest_dict = None
     if manifest is not None:
@@ -354,13 +374,20 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
         if verification.game_source and verification.game_sha256:
             manifest.add_input(verification.game_source, verification.game_sha256)
         manifest.notes["viewer"] = {"n_steps": data["n_steps"], "frames_origin": data["frames_origin"],
-                                    "verification": verification.status, "baseline_source": data["baseline_source"]}
+                                    "verification": verification.status, "baseline_source": data["baseline_source"],
+                                    "left_out_of_score": left_out, "rejected_input": list(source.rejected)}
         manifest_dict = manifest.to_dict()
     html = render_viewer_html(data, manifest_dict)
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    os.replace(tmp, out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(html, encoding="utf-8")
+        os.replace(tmp, out)
+    except OSError as err:  # a missing or read-only folder, a full disk: said, and no half page left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise ViewerError(f"cannot write {out}: {err.strerror or err}"
+                          + (f" ({err.filename})" if err.filename else "")) from err
     if manifest is not None:
         manifest.add_output(out)
-    return ViewerResult(out, data, source, verification, n_bytes=out.stat().st_size)
+    return ViewerResult(out, data, source, verification, n_bytes=out.stat().st_size, left_out=left_out)
