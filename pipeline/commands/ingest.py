@@ -20,6 +20,7 @@ from .common import (
     WorkersOption,
     command_line,
     fail,
+    lock_timeout_seconds,
     open_workspace,
     run_manifest_dir,
 )
@@ -46,7 +47,8 @@ def ingest_command(
     frames_dir: Annotated[Path | None, typer.Option("--frames-dir", help="Where --keep-frames writes "
                                                     "(default: <db>.frames/ beside the database).")] = None,
     lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait for another "
-                                                "writer to release the database.")] = 30.0,
+                                                "writer to release the database.",
+                                                callback=lock_timeout_seconds)] = 30.0,
     workers: WorkersOption = None,
     scheduler: SchedulerOption = None,
 ) -> None:

@@ -294,7 +294,7 @@ def test_odd_numbers_for_query_and_score_options(tmp_path):
     said 'waited -5 s'; both are usage errors now. --limit past 64 bits was an OverflowError traceback."""
     db = tmp_path / "a.duckdb"
     assert run("ingest", str(LOSE), "--db", str(db))[0] == 0
-    for verb in (("query", "SELECT 1 AS a"), ("score",)):
+    for verb in (("query", "SELECT 1 AS a"), ("score",), ("ingest", str(LOSE))):
         for value in ("nan", "-5"):
             code, text = run(*verb, "--db", str(db), "--lock-timeout", value)
             assert code == 2 and "give a number of seconds >= 0" in text, (verb, value, text)
