@@ -18,10 +18,12 @@ on frames from a notebook or a test without a database.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -317,10 +319,15 @@ def compute_analyses(actions: pl.DataFrame, pairs: pl.DataFrame, *, seed: int = 
     task_acc = out["out_harc__task_accuracy"]
     lap("accuracy")
 
+    # The bound simulations are numpy work that releases the GIL: on a thread of their own they run beside
+    # the state graphs, times and errors below (Python and polars) instead of before them. Same numbers: the
+    # simulations draw from their own seeded generator. Their timing is their own duration on that thread.
     pool = accuracy.analysis_actions(actions).select("task_id", "task_split").unique()
-    out["out_harc__accuracy_bounds"] = bounds.accuracy_bounds(task_acc, people, outcomes, pool,
-                                                              n_simulations=n_simulations, seed=seed)
-    lap("bounds")
+    beside = ThreadPoolExecutor(1, thread_name_prefix="harc bounds")
+    simulated = beside.submit(_timed, bounds.accuracy_bounds, task_acc, people, outcomes, pool,
+                              n_simulations=n_simulations, seed=seed)
+    beside.shutdown(wait=False)  # its thread ends with this one piece
+    out["out_harc__accuracy_bounds"] = pl.DataFrame()  # the table's place in the order; filled in at the end
 
     state_graphs = graphs.state_graph_table(actions, progress=progress)
     out["out_harc__task_state_graphs"] = state_graphs
@@ -358,7 +365,15 @@ def compute_analyses(actions: pl.DataFrame, pairs: pl.DataFrame, *, seed: int = 
     out["out_harc__reproduction"] = reproduction.reproduction_table(
         split_accuracy=out["out_harc__split_accuracy"], summary=summary, summary_source="data.csv (get_summary)",
         truth=truth, actions=actions)
+    out["out_harc__accuracy_bounds"], timings["bounds"] = simulated.result()
     return out
+
+
+def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
+    """fn's result and its duration in seconds."""
+    t0 = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return result, time.perf_counter() - t0
 
 
 def compute_summary_analyses(attempts: pl.DataFrame, incorrect: pl.DataFrame, pairs: pl.DataFrame, *,
@@ -432,7 +447,7 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     (compute_summary_analyses): the tables they do not allow are emptied for that release, and the report
     names them in `skipped` with the file they need."""
     release, has_events = resolve_analysis_release(ws, release)
-    renderer = start_figure_renderer() if figures and out_dir is not None else None
+    warm_up = start_warm_up(figures=figures and out_dir is not None)
     timings: dict[str, float] = {}
     skipped: list[Skipped] = []
     caveats: list[str] = []
@@ -474,8 +489,7 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
         from pipeline.harc.figures import write_figures
 
         t0 = time.perf_counter()
-        if renderer is not None:
-            renderer.join()
+        warm_up.join()
         report.figures, report.skipped_figures = write_figures(out_dir / "figures", tables)
         timings["figures"] = time.perf_counter() - t0
         for paths in report.figures.values():
@@ -490,19 +504,38 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     return report
 
 
-def start_figure_renderer() -> threading.Thread:
-    """Start vl-convert's JavaScript engine in a thread, now rather than at the first figure: starting it takes
-    about a second, which vl-convert spends without the GIL, so it overlaps the analyses computed meanwhile.
-    Rendering itself is unchanged (the same bytes)."""
-    def start() -> None:
-        import vl_convert
+# Modules the analyses import where they are first used (stats.py, learning.py, figures.py): statsmodels, scipy
+# and altair take about two seconds of CPU to import, holding the GIL.
+DEFERRED_IMPORTS = ("scipy.stats", "statsmodels.stats.weightstats", "statsmodels.genmod.cov_struct",
+                    "statsmodels.genmod.families", "statsmodels.genmod.generalized_estimating_equations")
+FIGURE_IMPORTS = ("pipeline.harc.figures",)
 
-        try:
-            vl_convert.vegalite_to_svg('{"mark": "point", "data": {"values": []}}')
-        except Exception:  # noqa: BLE001 - a failure shows again, with its message, at the first real figure
-            pass
 
-    thread = threading.Thread(target=start, name="vl-convert start")  # not a daemon: exit waits for it
+def start_warm_up(*, figures: bool) -> threading.Thread:
+    """Import what the analyses will need and start vl-convert's JavaScript engine (about half a second), in a
+    thread, now rather than at first use: the calling thread meanwhile waits on DuckDB, polars and numpy, which
+    release the GIL, so most of it costs no wall time. Nothing computed changes (the same modules, the same
+    bytes rendered). The modules imported here import only what sits above the ones the caller imports
+    meanwhile (numpy, polars, pyarrow), never the other way round, so the two threads cannot wait on each
+    other's import locks. A failure here is ignored: it shows again, with its message, where the module or
+    the renderer is used."""
+    names = DEFERRED_IMPORTS + (FIGURE_IMPORTS if figures else ())
+
+    def warm_up() -> None:
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - see the docstring
+                pass
+        if figures:
+            import vl_convert
+
+            try:
+                vl_convert.vegalite_to_svg('{"mark": "point", "data": {"values": []}}')
+            except Exception:  # noqa: BLE001 - see the docstring
+                pass
+
+    thread = threading.Thread(target=warm_up, name="harc warm-up")  # not a daemon: exit waits for it
     thread.start()
     return thread
 
