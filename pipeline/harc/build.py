@@ -19,7 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import os
+import pickle
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -447,7 +451,20 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     (compute_summary_analyses): the tables they do not allow are emptied for that release, and the report
     names them in `skipped` with the file they need."""
     release, has_events = resolve_analysis_release(ws, release)
-    warm_up = start_warm_up(figures=figures and out_dir is not None)
+    start_warm_up()
+    drawer = FigureProcess() if figures and out_dir is not None else None
+    try:
+        return _run_analyses(ws, drawer, release=release, has_events=has_events, seed=seed,
+                             n_simulations=n_simulations, thinking_threshold_s=thinking_threshold_s,
+                             out_dir=out_dir, figures=figures, command=command, progress=progress)
+    finally:
+        if drawer is not None:
+            drawer.close()
+
+
+def _run_analyses(ws: Workspace, drawer: FigureProcess | None, *, release: str, has_events: bool, seed: int,
+                  n_simulations: int, thinking_threshold_s: float, out_dir: Path | None, figures: bool,
+                  command: str, progress: Progress | None) -> AnalysisReport:
     timings: dict[str, float] = {}
     skipped: list[Skipped] = []
     caveats: list[str] = []
@@ -465,6 +482,9 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
         computed, skipped, caveats = compute_summary_analyses(attempts, incorrect, pairs, timings=timings)
         core_tables = ("core_harc__attempts", "core_harc__incorrect_submissions", "core_arc__task_pairs")
     tables = with_release(computed, release)
+    figures_started = time.perf_counter()
+    if drawer is not None and out_dir is not None:  # drawn while the tables are written below
+        drawer.draw(out_dir / "figures", tables)
     manifest = RunManifest(command=command, seeds={"bounds": seed},
                            config={"release_generation": release, "seed": seed, "n_simulations": n_simulations,
                                    "thinking_threshold_s": thinking_threshold_s, "confidence_level": CONFIDENCE,
@@ -485,13 +505,9 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
         manifest.outputs[f"db:{ws.path}#{name}@{release}"] = table_digest(tables[name])
     report = AnalysisReport(release=release, tables=tables, timings=timings,
                             inputs="events" if has_events else "summary files", skipped=skipped, caveats=caveats)
-    if figures and out_dir is not None:
-        from pipeline.harc.figures import write_figures
-
-        t0 = time.perf_counter()
-        warm_up.join()
-        report.figures, report.skipped_figures = write_figures(out_dir / "figures", tables)
-        timings["figures"] = time.perf_counter() - t0
+    if drawer is not None:
+        report.figures, report.skipped_figures = drawer.result()
+        timings["figures"] = time.perf_counter() - figures_started  # overlaps the write
         for paths in report.figures.values():
             for path in paths.values():
                 manifest.add_output(path)
@@ -504,40 +520,70 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     return report
 
 
-# Modules the analyses import where they are first used (stats.py, learning.py, figures.py): statsmodels, scipy
-# and altair take about two seconds of CPU to import, holding the GIL.
+# Modules the tests and the learning model import where they are first used (stats.py, learning.py): statsmodels
+# and scipy take about a second of CPU to import, holding the GIL.
 DEFERRED_IMPORTS = ("scipy.stats", "statsmodels.stats.weightstats", "statsmodels.genmod.cov_struct",
                     "statsmodels.genmod.families", "statsmodels.genmod.generalized_estimating_equations")
-FIGURE_IMPORTS = ("pipeline.harc.figures",)
+REPO = Path(__file__).resolve().parents[2]  # the folder holding `pipeline`, for the figure process
 
 
-def start_warm_up(*, figures: bool) -> threading.Thread:
-    """Import what the analyses will need and start vl-convert's JavaScript engine (about half a second), in a
-    thread, now rather than at first use: the calling thread meanwhile waits on DuckDB, polars and numpy, which
-    release the GIL, so most of it costs no wall time. Nothing computed changes (the same modules, the same
-    bytes rendered). The modules imported here import only what sits above the ones the caller imports
-    meanwhile (numpy, polars, pyarrow), never the other way round, so the two threads cannot wait on each
-    other's import locks. A failure here is ignored: it shows again, with its message, where the module or
-    the renderer is used."""
-    names = DEFERRED_IMPORTS + (FIGURE_IMPORTS if figures else ())
-
+def start_warm_up() -> threading.Thread:
+    """Import DEFERRED_IMPORTS in a thread, now rather than at first use: the calling thread meanwhile waits on
+    DuckDB, polars and numpy, which release the GIL, so most of it costs no wall time. They import only what
+    sits above the modules the caller imports meanwhile (numpy, polars, pyarrow), never the other way round,
+    so the two threads cannot wait on each other's import locks. A failure here is ignored: it shows again,
+    with its message, where the module is used."""
     def warm_up() -> None:
-        for name in names:
+        for name in DEFERRED_IMPORTS:
             try:
                 importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - see the docstring
-                pass
-        if figures:
-            import vl_convert
-
-            try:
-                vl_convert.vegalite_to_svg('{"mark": "point", "data": {"values": []}}')
             except Exception:  # noqa: BLE001 - see the docstring
                 pass
 
     thread = threading.Thread(target=warm_up, name="harc warm-up")  # not a daemon: exit waits for it
     thread.start()
     return thread
+
+
+class FigureProcess:
+    """pipeline.harc.figures.write_figures in a child interpreter (`python -m pipeline.harc.figures`), started
+    with the analyses: the child imports altair and starts vl-convert (about a second) while this process
+    computes, then draws the figures while this one writes the tables. vl-convert holds the GIL while it
+    renders, so in this process it would run after everything else; in the child it is the same code on the
+    same tables, hence the same bytes."""
+
+    def __init__(self) -> None:
+        path = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+        # -P: `-m` would otherwise put the working folder first on the child's sys.path
+        self.proc = subprocess.Popen([sys.executable, "-P", "-m", "pipeline.harc.figures"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env={**os.environ, "PYTHONPATH": path})
+        self.sent = False
+
+    def draw(self, out_dir: Path, tables: dict[str, pl.DataFrame]) -> None:
+        """Hand the child the tables; it writes the figures under out_dir."""
+        self.proc.stdin.write(pickle.dumps((str(out_dir), tables), protocol=pickle.HIGHEST_PROTOCOL))
+        self._close_stdin()
+        self.sent = True
+
+    def _close_stdin(self) -> None:
+        self.proc.stdin.close()
+        self.proc.stdin = None  # communicate() then reads the child's output without touching stdin
+
+    def result(self) -> tuple[dict[str, dict[str, Path]], list[str]]:
+        """write_figures' result: ({name: paths}, [names skipped for lack of data])."""
+        out, err = self.proc.communicate()
+        if self.proc.returncode != 0:
+            raise RuntimeError(f"drawing the figures failed: {err.decode(errors='replace').strip()[-2000:]}")
+        done = json.loads(out)
+        return ({name: {kind: Path(p) for kind, p in paths.items()} for name, paths in done["written"].items()},
+                done["skipped"])
+
+    def close(self) -> None:
+        """End the child if it never got its tables (the analyses failed): an empty stdin ends it."""
+        if not self.sent:
+            self._close_stdin()
+            self.proc.communicate()
 
 
 # --------------------------------------------------------------------------------------------------------
