@@ -214,6 +214,16 @@ def test_check_actions_does_not_depend_on_row_order_or_chunking():
     assert trace_checks.check_actions(traces_reversed, previous, rows_per_chunk=7).equals(in_order)
 
 
+def test_a_packed_chunk_replays_as_the_frame_itself():
+    """Chunks sent to worker processes travel packed (zstd Arrow IPC): the same rows come back."""
+    df = pl.concat([core_rows(WORKED_CSV, participant=p, number=n) for p, n in (("p1", 2), ("p2", 1))])
+    previous = {("osf-current", "p1", "x0000000"): (PREV, "previous_task")}
+    packed = trace_checks.pack(df)
+    assert isinstance(packed, bytes) and trace_checks.unpacked(packed).equals(df)
+    assert trace_checks._check_slice((packed, previous, {}), False) == trace_checks._check_slice((df, previous, {}),
+                                                                                                 False)
+
+
 def test_in_trace_order_needs_contiguous_traces_with_increasing_action_numbers():
     df = pl.concat([core_rows(WORKED_CSV, participant=p) for p in ("p1", "p2")])
     assert trace_checks.in_trace_order(df)
