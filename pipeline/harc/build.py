@@ -27,14 +27,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from pipeline.core.executor import default_workers
+from pipeline.core.executor import default_workers, open_executor
 from pipeline.core.manifest import RunManifest
 from pipeline.core.workspace import Workspace
 from pipeline.harc import (
@@ -248,7 +249,29 @@ def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: in
     """Replay the traces, replace their rows of out_harc__trace_checks in one transaction, record the run.
 
     `workers`: processes for the replay; 0 = auto (auto_replay_workers).
-    `scheduler`: the address of a Dask cluster to replay on instead."""
+    `scheduler`: the address of a Dask cluster to replay on instead.
+    With workers > 1 (or a scheduler) for a whole replay, the executor is opened on a thread at once, while the
+    events are read."""
+    if only_task is not None or (workers <= 1 and not scheduler):
+        return _run_trace_checks(ws, None, only_task=only_task, workers=workers, strict=strict, command=command,
+                                 progress=progress, manifest_dir=manifest_dir, scheduler=scheduler)
+    # Workers asked for a whole replay: their cluster starts (a few seconds: processes that import Dask) while
+    # this thread reads the events, rather than after.
+    cluster = ExitStack()
+    beside = ThreadPoolExecutor(1, thread_name_prefix="harc executor")
+    opening = beside.submit(cluster.enter_context, open_executor(workers, scheduler))
+    beside.shutdown(wait=False)
+    try:
+        return _run_trace_checks(ws, opening, only_task=only_task, workers=workers, strict=strict, command=command,
+                                 progress=progress, manifest_dir=manifest_dir, scheduler=scheduler)
+    finally:
+        opening.exception()  # waits: a cluster still starting cannot be closed yet
+        cluster.close()
+
+
+def _run_trace_checks(ws: Workspace, opening: Future | None, *, only_task: str | None, workers: int, strict: bool,
+                      command: str, progress: Progress | None, manifest_dir: Path | None,
+                      scheduler: str | None) -> TraceCheckReport:
     timings: dict[str, float] = {}
     started = time.perf_counter()
     if not releases(ws):
@@ -272,7 +295,8 @@ def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: in
 
     t0 = time.perf_counter()
     checks = trace_checks.check_actions(actions, previous, answers, strict=strict, workers=workers,
-                                        scheduler=scheduler, progress=progress)
+                                        scheduler=scheduler, progress=progress,
+                                        executor=None if opening is None else opening.result())
     timings["replay"] = time.perf_counter() - t0
 
     manifest = RunManifest(command=command, config={"only_task": only_task, "workers": workers,

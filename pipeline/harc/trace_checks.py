@@ -34,6 +34,7 @@ from __future__ import annotations
 import gc
 import io
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -41,7 +42,7 @@ from typing import Any
 import polars as pl
 
 from engine.harc import ReplayResult, replay_trace
-from pipeline.core.executor import open_executor
+from pipeline.core.executor import Executor, open_executor
 
 TABLE = "out_harc__trace_checks"
 KEY = ("release_generation", "participant_id", "task_id")
@@ -283,10 +284,12 @@ def _slices(ordered: pl.DataFrame, n_chunks: int) -> list[tuple[int, int]]:
 def check_actions(actions: pl.DataFrame, previous: Mapping[tuple[str, str, str], tuple[str | None, str]],
                   answers: Mapping[str, str] | None = None, *, strict: bool = False, workers: int = 1,
                   scheduler: str | None = None, progress: Progress | None = None,
-                  rows_per_chunk: int = 20_000) -> pl.DataFrame:
+                  rows_per_chunk: int = 20_000, executor: Executor | None = None) -> pl.DataFrame:
     """out_harc__trace_checks rows of every trace of `actions` (ACTION_COLUMNS at least), sorted by the primary
     key: build_jobs + check_traces, a chunk of whole traces at a time (serially, on `workers` local processes or
-    on the Dask cluster at `scheduler`). The result depends neither on `workers` nor on the chunking."""
+    on the Dask cluster at `scheduler`). The result depends neither on `workers` nor on the chunking.
+    `executor`: one the caller opened already for these `workers` / `scheduler` (and closes); else one is opened
+    here."""
     answers = answers or {}
     ordered = actions.select(ACTION_COLUMNS)
     if not in_trace_order(ordered):  # events read trace by trace (as stored) need no sorted copy
@@ -301,7 +304,8 @@ def check_actions(actions: pl.DataFrame, previous: Mapping[tuple[str, str, str],
         pieces.append((pack(part) if shipped else part, {k: previous[k] for k in keys if k in previous},
                        {t: answers[t] for t in {k[2] for k in keys} if t in answers}))
     rows: list[dict[str, Any]] = []
-    with open_executor(workers, scheduler, n_items=len(pieces)) as ex:
+    opened = nullcontext(executor) if executor is not None else open_executor(workers, scheduler, n_items=len(pieces))
+    with opened as ex:
         description = ("replaying traces" if ex.n_workers <= 1 else
                        f"replaying traces ({ex.n_workers} workers, {len(pieces)} chunks)")
         for key, chunk_rows, error in ex.map_unordered(partial(_check_slice, strict=strict), enumerate(pieces),

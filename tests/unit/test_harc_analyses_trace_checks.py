@@ -212,6 +212,10 @@ def test_check_actions_does_not_depend_on_row_order_or_chunking():
     assert in_order.equals(trace_checks.check_traces(trace_checks.build_jobs(df, previous)))
     traces_reversed = pl.concat([df.filter(pl.col("participant_id") == p) for p in ("p3", "p1", "p2")])
     assert trace_checks.check_actions(traces_reversed, previous, rows_per_chunk=7).equals(in_order)
+    from pipeline.core.executor import SerialExecutor
+
+    opened = SerialExecutor()  # an executor the caller opened (build.run_trace_checks opens a cluster early)
+    assert trace_checks.check_actions(df, previous, executor=opened, rows_per_chunk=7).equals(in_order)
 
 
 def test_a_packed_chunk_replays_as_the_frame_itself():
