@@ -582,21 +582,25 @@ class FigureProcess:
         self.proc = subprocess.Popen([sys.executable, "-P", "-m", "pipeline.harc.figures"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env={**os.environ, "PYTHONPATH": path})
-        self.sent = False
+        self.talking: threading.Thread | None = None
+        self.output: tuple[bytes, bytes] = (b"", b"")
 
     def draw(self, out_dir: Path, tables: dict[str, pl.DataFrame]) -> None:
-        """Hand the child the tables; it writes the figures under out_dir."""
-        self.proc.stdin.write(pickle.dumps((str(out_dir), tables), protocol=pickle.HIGHEST_PROTOCOL))
-        self._close_stdin()
-        self.sent = True
+        """Hand the child the tables; it writes the figures under out_dir. The exchange runs on a thread
+        (communicate: stdin written while stdout and stderr are read, so no pipe can fill up and block)."""
+        payload = pickle.dumps((str(out_dir), tables), protocol=pickle.HIGHEST_PROTOCOL)
+        self.talking = threading.Thread(target=self._communicate, args=(payload,), name="harc figures")
+        self.talking.start()
 
-    def _close_stdin(self) -> None:
-        self.proc.stdin.close()
-        self.proc.stdin = None  # communicate() then reads the child's output without touching stdin
+    def _communicate(self, payload: bytes) -> None:
+        self.output = self.proc.communicate(payload)
 
     def result(self) -> tuple[dict[str, dict[str, Path]], list[str]]:
         """write_figures' result: ({name: paths}, [names skipped for lack of data])."""
-        out, err = self.proc.communicate()
+        if self.talking is None:
+            raise RuntimeError("FigureProcess.result before draw")
+        self.talking.join()
+        out, err = self.output
         if self.proc.returncode != 0:
             raise RuntimeError(f"drawing the figures failed: {err.decode(errors='replace').strip()[-2000:]}")
         done = json.loads(out)
@@ -605,9 +609,10 @@ class FigureProcess:
 
     def close(self) -> None:
         """End the child if it never got its tables (the analyses failed): an empty stdin ends it."""
-        if not self.sent:
-            self._close_stdin()
-            self.proc.communicate()
+        if self.talking is None:
+            self.proc.communicate(b"")
+        else:
+            self.talking.join()
 
 
 # --------------------------------------------------------------------------------------------------------
