@@ -18,17 +18,24 @@ on frames from a notebook or a test without a database.
 from __future__ import annotations
 
 import hashlib
+import importlib
+import json
 import os
+import pickle
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from pipeline.core.executor import default_workers
+from pipeline.core.executor import default_workers, open_executor
 from pipeline.core.manifest import RunManifest
 from pipeline.core.workspace import Workspace
 from pipeline.harc import (
@@ -242,7 +249,29 @@ def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: in
     """Replay the traces, replace their rows of out_harc__trace_checks in one transaction, record the run.
 
     `workers`: processes for the replay; 0 = auto (auto_replay_workers).
-    `scheduler`: the address of a Dask cluster to replay on instead."""
+    `scheduler`: the address of a Dask cluster to replay on instead.
+    With workers > 1 (or a scheduler) for a whole replay, the executor is opened on a thread at once, while the
+    events are read."""
+    if only_task is not None or (workers <= 1 and not scheduler):
+        return _run_trace_checks(ws, None, only_task=only_task, workers=workers, strict=strict, command=command,
+                                 progress=progress, manifest_dir=manifest_dir, scheduler=scheduler)
+    # Workers asked for a whole replay: their cluster starts (a few seconds: processes that import Dask) while
+    # this thread reads the events, rather than after.
+    cluster = ExitStack()
+    beside = ThreadPoolExecutor(1, thread_name_prefix="harc executor")
+    opening = beside.submit(cluster.enter_context, open_executor(workers, scheduler))
+    beside.shutdown(wait=False)
+    try:
+        return _run_trace_checks(ws, opening, only_task=only_task, workers=workers, strict=strict, command=command,
+                                 progress=progress, manifest_dir=manifest_dir, scheduler=scheduler)
+    finally:
+        opening.exception()  # waits: a cluster still starting cannot be closed yet
+        cluster.close()
+
+
+def _run_trace_checks(ws: Workspace, opening: Future | None, *, only_task: str | None, workers: int, strict: bool,
+                      command: str, progress: Progress | None, manifest_dir: Path | None,
+                      scheduler: str | None) -> TraceCheckReport:
     timings: dict[str, float] = {}
     started = time.perf_counter()
     if not releases(ws):
@@ -266,7 +295,8 @@ def run_trace_checks(ws: Workspace, *, only_task: str | None = None, workers: in
 
     t0 = time.perf_counter()
     checks = trace_checks.check_actions(actions, previous, answers, strict=strict, workers=workers,
-                                        scheduler=scheduler, progress=progress)
+                                        scheduler=scheduler, progress=progress,
+                                        executor=None if opening is None else opening.result())
     timings["replay"] = time.perf_counter() - t0
 
     manifest = RunManifest(command=command, config={"only_task": only_task, "workers": workers,
@@ -317,10 +347,15 @@ def compute_analyses(actions: pl.DataFrame, pairs: pl.DataFrame, *, seed: int = 
     task_acc = out["out_harc__task_accuracy"]
     lap("accuracy")
 
+    # The bound simulations are numpy work that releases the GIL: on a thread of their own they run beside
+    # the state graphs, times and errors below (Python and polars) instead of before them. Same numbers: the
+    # simulations draw from their own seeded generator. Their timing is their own duration on that thread.
     pool = accuracy.analysis_actions(actions).select("task_id", "task_split").unique()
-    out["out_harc__accuracy_bounds"] = bounds.accuracy_bounds(task_acc, people, outcomes, pool,
-                                                              n_simulations=n_simulations, seed=seed)
-    lap("bounds")
+    beside = ThreadPoolExecutor(1, thread_name_prefix="harc bounds")
+    simulated = beside.submit(_timed, bounds.accuracy_bounds, task_acc, people, outcomes, pool,
+                              n_simulations=n_simulations, seed=seed)
+    beside.shutdown(wait=False)  # its thread ends with this one piece
+    out["out_harc__accuracy_bounds"] = pl.DataFrame()  # the table's place in the order; filled in at the end
 
     state_graphs = graphs.state_graph_table(actions, progress=progress)
     out["out_harc__task_state_graphs"] = state_graphs
@@ -358,7 +393,15 @@ def compute_analyses(actions: pl.DataFrame, pairs: pl.DataFrame, *, seed: int = 
     out["out_harc__reproduction"] = reproduction.reproduction_table(
         split_accuracy=out["out_harc__split_accuracy"], summary=summary, summary_source="data.csv (get_summary)",
         truth=truth, actions=actions)
+    out["out_harc__accuracy_bounds"], timings["bounds"] = simulated.result()
     return out
+
+
+def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
+    """fn's result and its duration in seconds."""
+    t0 = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return result, time.perf_counter() - t0
 
 
 def compute_summary_analyses(attempts: pl.DataFrame, incorrect: pl.DataFrame, pairs: pl.DataFrame, *,
@@ -432,7 +475,20 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     (compute_summary_analyses): the tables they do not allow are emptied for that release, and the report
     names them in `skipped` with the file they need."""
     release, has_events = resolve_analysis_release(ws, release)
-    renderer = start_figure_renderer() if figures and out_dir is not None else None
+    start_warm_up()
+    drawer = FigureProcess() if figures and out_dir is not None else None
+    try:
+        return _run_analyses(ws, drawer, release=release, has_events=has_events, seed=seed,
+                             n_simulations=n_simulations, thinking_threshold_s=thinking_threshold_s,
+                             out_dir=out_dir, figures=figures, command=command, progress=progress)
+    finally:
+        if drawer is not None:
+            drawer.close()
+
+
+def _run_analyses(ws: Workspace, drawer: FigureProcess | None, *, release: str, has_events: bool, seed: int,
+                  n_simulations: int, thinking_threshold_s: float, out_dir: Path | None, figures: bool,
+                  command: str, progress: Progress | None) -> AnalysisReport:
     timings: dict[str, float] = {}
     skipped: list[Skipped] = []
     caveats: list[str] = []
@@ -450,6 +506,9 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
         computed, skipped, caveats = compute_summary_analyses(attempts, incorrect, pairs, timings=timings)
         core_tables = ("core_harc__attempts", "core_harc__incorrect_submissions", "core_arc__task_pairs")
     tables = with_release(computed, release)
+    figures_started = time.perf_counter()
+    if drawer is not None and out_dir is not None:  # drawn while the tables are written below
+        drawer.draw(out_dir / "figures", tables)
     manifest = RunManifest(command=command, seeds={"bounds": seed},
                            config={"release_generation": release, "seed": seed, "n_simulations": n_simulations,
                                    "thinking_threshold_s": thinking_threshold_s, "confidence_level": CONFIDENCE,
@@ -470,14 +529,9 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
         manifest.outputs[f"db:{ws.path}#{name}@{release}"] = table_digest(tables[name])
     report = AnalysisReport(release=release, tables=tables, timings=timings,
                             inputs="events" if has_events else "summary files", skipped=skipped, caveats=caveats)
-    if figures and out_dir is not None:
-        from pipeline.harc.figures import write_figures
-
-        t0 = time.perf_counter()
-        if renderer is not None:
-            renderer.join()
-        report.figures, report.skipped_figures = write_figures(out_dir / "figures", tables)
-        timings["figures"] = time.perf_counter() - t0
+    if drawer is not None:
+        report.figures, report.skipped_figures = drawer.result()
+        timings["figures"] = time.perf_counter() - figures_started  # overlaps the write
         for paths in report.figures.values():
             for path in paths.values():
                 manifest.add_output(path)
@@ -490,21 +544,75 @@ def run_analyses(ws: Workspace, *, release: str | None = None, seed: int = bound
     return report
 
 
-def start_figure_renderer() -> threading.Thread:
-    """Start vl-convert's JavaScript engine in a thread, now rather than at the first figure: starting it takes
-    about a second, which vl-convert spends without the GIL, so it overlaps the analyses computed meanwhile.
-    Rendering itself is unchanged (the same bytes)."""
-    def start() -> None:
-        import vl_convert
+# Modules the tests and the learning model import where they are first used (stats.py, learning.py): statsmodels
+# and scipy take about a second of CPU to import, holding the GIL.
+DEFERRED_IMPORTS = ("scipy.stats", "statsmodels.stats.weightstats", "statsmodels.genmod.cov_struct",
+                    "statsmodels.genmod.families", "statsmodels.genmod.generalized_estimating_equations")
+REPO = Path(__file__).resolve().parents[2]  # the folder holding `pipeline`, for the figure process
 
-        try:
-            vl_convert.vegalite_to_svg('{"mark": "point", "data": {"values": []}}')
-        except Exception:  # noqa: BLE001 - a failure shows again, with its message, at the first real figure
-            pass
 
-    thread = threading.Thread(target=start, name="vl-convert start")  # not a daemon: exit waits for it
+def start_warm_up() -> threading.Thread:
+    """Import DEFERRED_IMPORTS in a thread, now rather than at first use: the calling thread meanwhile waits on
+    DuckDB, polars and numpy, which release the GIL, so most of it costs no wall time. They import only what
+    sits above the modules the caller imports meanwhile (numpy, polars, pyarrow), never the other way round,
+    so the two threads cannot wait on each other's import locks. A failure here is ignored: it shows again,
+    with its message, where the module is used."""
+    def warm_up() -> None:
+        for name in DEFERRED_IMPORTS:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - see the docstring
+                pass
+
+    thread = threading.Thread(target=warm_up, name="harc warm-up")  # not a daemon: exit waits for it
     thread.start()
     return thread
+
+
+class FigureProcess:
+    """pipeline.harc.figures.write_figures in a child interpreter (`python -m pipeline.harc.figures`), started
+    with the analyses: the child imports altair and starts vl-convert (about a second) while this process
+    computes, then draws the figures while this one writes the tables. vl-convert holds the GIL while it
+    renders, so in this process it would run after everything else; in the child it is the same code on the
+    same tables, hence the same bytes."""
+
+    def __init__(self) -> None:
+        path = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+        # -P: `-m` would otherwise put the working folder first on the child's sys.path
+        self.proc = subprocess.Popen([sys.executable, "-P", "-m", "pipeline.harc.figures"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env={**os.environ, "PYTHONPATH": path})
+        self.talking: threading.Thread | None = None
+        self.output: tuple[bytes, bytes] = (b"", b"")
+
+    def draw(self, out_dir: Path, tables: dict[str, pl.DataFrame]) -> None:
+        """Hand the child the tables; it writes the figures under out_dir. The exchange runs on a thread
+        (communicate: stdin written while stdout and stderr are read, so no pipe can fill up and block)."""
+        payload = pickle.dumps((str(out_dir), tables), protocol=pickle.HIGHEST_PROTOCOL)
+        self.talking = threading.Thread(target=self._communicate, args=(payload,), name="harc figures")
+        self.talking.start()
+
+    def _communicate(self, payload: bytes) -> None:
+        self.output = self.proc.communicate(payload)
+
+    def result(self) -> tuple[dict[str, dict[str, Path]], list[str]]:
+        """write_figures' result: ({name: paths}, [names skipped for lack of data])."""
+        if self.talking is None:
+            raise RuntimeError("FigureProcess.result before draw")
+        self.talking.join()
+        out, err = self.output
+        if self.proc.returncode != 0:
+            raise RuntimeError(f"drawing the figures failed: {err.decode(errors='replace').strip()[-2000:]}")
+        done = json.loads(out)
+        return ({name: {kind: Path(p) for kind, p in paths.items()} for name, paths in done["written"].items()},
+                done["skipped"])
+
+    def close(self) -> None:
+        """End the child if it never got its tables (the analyses failed): an empty stdin ends it."""
+        if self.talking is None:
+            self.proc.communicate(b"")
+        else:
+            self.talking.join()
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -12,10 +12,17 @@
 - `harc_accuracy_by_position`: 3-attempt accuracy by task position, per split.
 
 A figure whose data are empty is skipped (and reported), never drawn empty.
+
+`python -m pipeline.harc.figures` runs `write_figures` in a child interpreter for pipeline.harc.build's
+FigureProcess: it imports altair and starts vl-convert at once, then reads one pickled (out_dir, tables) from
+stdin, writes the figures and prints {"written": {name: {kind: path}}, "skipped": [name]} as JSON.
 """
 
 from __future__ import annotations
 
+import json
+import pickle
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -151,3 +158,22 @@ def write_figures(out_dir: Path, tables: dict[str, pl.DataFrame]) -> tuple[dict[
             continue
         written[name] = save_figure(chart, out_dir, name)
     return written, skipped
+
+
+def _child() -> None:
+    """The child of pipeline.harc.build.FigureProcess (see the module docstring). An empty stdin (the parent
+    gave up before its tables were ready) ends it quietly."""
+    import vl_convert
+
+    vl_convert.vegalite_to_svg('{"mark": "point", "data": {"values": []}}')  # starts the JavaScript engine now
+    request = sys.stdin.buffer.read()
+    if not request:
+        return
+    out_dir, tables = pickle.loads(request)
+    written, skipped = write_figures(Path(out_dir), tables)
+    json.dump({"written": {name: {kind: str(path) for kind, path in paths.items()} for name, paths in written.items()},
+               "skipped": skipped}, sys.stdout)
+
+
+if __name__ == "__main__":
+    _child()

@@ -310,6 +310,31 @@ def test_analyses_exit_0_and_print_the_headline(analysed):
     assert sorted(p.name for p in (out / "figures").glob("*.png")) == sorted(f + ".png" for f in FIGURE_NAMES)
 
 
+def test_figures_drawn_by_the_child_process_are_the_bytes_drawn_in_process(analysed, tmp_path):
+    # harc-analyses draws its figures in a child interpreter (build.FigureProcess): the same write_figures on
+    # the same tables, so the same files as drawing them here.
+    from pipeline.harc.figures import write_figures
+
+    _, out, _, tables = analysed
+    written, skipped = write_figures(tmp_path, tables)
+    assert sorted(written) == sorted(FIGURE_NAMES) and not skipped
+    for paths in written.values():
+        for path in paths.values():
+            assert path.read_bytes() == (out / "figures" / path.name).read_bytes(), path.name
+
+
+def test_figure_process_reports_a_failure_and_ends_unused(tmp_path):
+    from pipeline.harc.build import FigureProcess
+
+    unused = FigureProcess()
+    unused.close()  # never given tables: the child ends on its empty stdin
+    assert unused.proc.returncode == 0
+    broken = FigureProcess()
+    broken.draw(tmp_path, {})  # no tables at all: write_figures raises in the child
+    with pytest.raises(RuntimeError, match="(?s)drawing the figures failed: .*KeyError"):
+        broken.result()
+
+
 def test_accuracy_tables(analysed):
     *_, tables = analysed
     acc = {(t, k): r for t, k, r in tables["out_harc__task_accuracy"].select(

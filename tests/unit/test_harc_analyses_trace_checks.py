@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.harc import build_state_graph
+from engine.harc import build_state_graph, is_grid_string
 from pipeline.harc import graphs, trace_checks
 from tests.unit.test_harc_replay import PREV, WORKED_CSV
 
@@ -212,6 +212,20 @@ def test_check_actions_does_not_depend_on_row_order_or_chunking():
     assert in_order.equals(trace_checks.check_traces(trace_checks.build_jobs(df, previous)))
     traces_reversed = pl.concat([df.filter(pl.col("participant_id") == p) for p in ("p3", "p1", "p2")])
     assert trace_checks.check_actions(traces_reversed, previous, rows_per_chunk=7).equals(in_order)
+    from pipeline.core.executor import SerialExecutor
+
+    opened = SerialExecutor()  # an executor the caller opened (build.run_trace_checks opens a cluster early)
+    assert trace_checks.check_actions(df, previous, executor=opened, rows_per_chunk=7).equals(in_order)
+
+
+def test_a_packed_chunk_replays_as_the_frame_itself():
+    """Chunks sent to worker processes travel packed (zstd Arrow IPC): the same rows come back."""
+    df = pl.concat([core_rows(WORKED_CSV, participant=p, number=n) for p, n in (("p1", 2), ("p2", 1))])
+    previous = {("osf-current", "p1", "x0000000"): (PREV, "previous_task")}
+    packed = trace_checks.pack(df)
+    assert isinstance(packed, bytes) and trace_checks.unpacked(packed).equals(df)
+    assert trace_checks._check_slice((packed, previous, {}), False) == trace_checks._check_slice((df, previous, {}),
+                                                                                                 False)
 
 
 def test_in_trace_order_needs_contiguous_traces_with_increasing_action_numbers():
@@ -256,3 +270,23 @@ def test_is_sorted_by_agrees_with_comparing_against_a_sort(keys, presort):
     order = ["participant_id", "task_id", "action_number"]
     frame = pl.DataFrame(sorted(keys) if presort else keys, schema=order, orient="row")
     assert is_sorted_by(frame, order) == frame.equals(frame.sort(order))
+
+
+_rows = st.lists(st.text("0123456789", min_size=0, max_size=32), min_size=0, max_size=33)
+_near_grids = st.one_of(
+    _rows.map(lambda rows: "|" + "|".join(rows) + "|"),  # uneven, empty, too many or too wide rows
+    st.tuples(st.integers(1, 31), st.integers(1, 31), st.integers(0, 9)).map(  # even rows, up to one too many
+        lambda hwd: "|" + "|".join([str(hwd[2]) * hwd[1]] * hwd[0]) + "|"),
+    st.text("0123456789|x ", max_size=40),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_near_grids, min_size=1, max_size=8))
+def test_all_grid_strings_decides_as_the_engine(values):
+    """The polars pre-check never clears a value the engine rejects: the answer is the engine's, value by
+    value and for a batch."""
+    assert [graphs.all_grid_strings(pl.Series([v], dtype=pl.String)) for v in values] == \
+        [is_grid_string(v) for v in values]
+    assert graphs.all_grid_strings(pl.Series(values, dtype=pl.String)) == all(is_grid_string(v) for v in values)
+    assert not graphs.all_grid_strings(pl.Series([*values, None], dtype=pl.String))
