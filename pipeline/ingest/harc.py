@@ -144,18 +144,24 @@ def _duplicates(keys: list[str], check: str, shown: list[str] | None = None, *,
     """A function adding the columns the two duplicate rules of a key read, and the rules: exact copies (the
     later copies go to quarantine) and conflicting rows (all of them go, since nobody can tell which one is
     right). The columns are whole-file facts, so a file read in batches gets them before its first batch.
-    The conflict reason lists the key's rows that are not already quarantined as structurally broken."""
+    The conflict reason lists the key's rows that are not already quarantined as structurally broken.
+    `prep(df, sorted_by_key=True)`: the rows of each key are adjacent (df is sorted by the key), so a key's
+    rows are one run and the windows group by an integer run id instead of hashing the key texts (~15x less
+    work on data.csv's 600k rows)."""
     key_ok = pl.all_horizontal([pl.col(k).is_not_null() for k in keys])
 
-    def prep(df: pl.DataFrame) -> pl.DataFrame:
+    def prep(df: pl.DataFrame, *, sorted_by_key: bool = False) -> pl.DataFrame:
+        group = pl.struct(keys).rle_id() if sorted_by_key else keys
         df = df.with_columns(
-            pl.when(key_ok).then(pl.len().over(keys)).alias("__dup_n"),
-            pl.when(key_ok).then(pl.col(ROW_HASH).n_unique().over(keys)).alias("__dup_distinct"),
-            pl.when(key_ok).then(pl.col(ROW).min().over(keys)).alias("__dup_first"),
+            pl.when(key_ok).then(pl.len().over(group)).alias("__dup_n"),
+            pl.when(key_ok).then(pl.col(ROW_HASH).n_unique().over(group)).alias("__dup_distinct"),
+            pl.when(key_ok).then(pl.col(ROW).min().over(group)).alias("__dup_first"),
         )
         conflicting = (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") > 1) & ~broken(structural)
         rows = df.filter(conflicting).group_by(keys).agg(
             pl.col(ROW).sort().cast(pl.String).str.join(", ").alias("__dup_rows"))
+        if rows.height == 0:  # the usual case: no join (it would hash every row's key) to add a null column
+            return df.with_columns(pl.lit(None, pl.String).alias("__dup_rows"))
         return df.join(rows, on=keys, how="left", maintain_order="left")
 
     key_text = pl.format(", ".join(f"{k}={{}}" for k in shown or keys), *[pl.col(k) for k in keys])
@@ -328,9 +334,12 @@ class _DataFile:
             out, good = self.check_batch(loaded, context, structural, checks)
             facts.append(good.select(_TASK_FACTS).with_columns(pl.col(_REPEATED_TEXT).cast(pl.Categorical)))
             yield out
-        good = pl.concat(facts).with_columns(pl.col(_REPEATED_TEXT).cast(pl.String),
-                                             pl.lit(self.release).alias("release_generation"),
-                                             pl.lit(self.file_id).alias("file_id"))
+        good = pl.concat(facts)
+        # the task order: the texts' sort order as integers (ranks of the few distinct values), since sorting
+        # 600k rows by their texts costs ~10x more than by integers
+        good = good.with_columns([_text_rank(good[c]).alias(f"__rank_{c}") for c in ("participant_id", "task_id")])
+        good = good.with_columns(pl.col(_REPEATED_TEXT).cast(pl.String), pl.lit(self.release).alias("release_generation"),
+                                 pl.lit(self.file_id).alias("file_id"))
         yield ReaderOutput(tables={TASKS: _participant_tasks(good)}, flags=self.source.flags)
 
     def check_batch(self, loaded: LoadedCsv, context: pl.DataFrame, structural: list[RowCheck],
@@ -385,8 +394,9 @@ _INPUT_DIFFERS = (pl.col("test_input_height") != pl.col("__in_h")) | (pl.col("te
 def _task_context(order: pl.DataFrame, counter: str, structural: list[RowCheck]) -> pl.DataFrame:
     """Whole-file facts per row (row_number order), computed sorted into each task's authoritative event
     order: undo since the last realignment, time going back, terminal row, first event, duplicates."""
-    task = "__joint"
-    order = order.sort(task, "action_number", ROW, nulls_last=True)
+    order = order.sort("__joint", "action_number", ROW, nulls_last=True)
+    # sorted, a task's rows are one run: its windows group by the run id, not by hashing the task text
+    task = pl.col("__joint").rle_id()
     is_undo = pl.col("action") == "undo"
     realigns = pl.col("action").is_in(REALIGNING_ACTIONS)
     last_undo = pl.when(is_undo).then(pl.col("action_number")).forward_fill().over(task)
@@ -403,7 +413,7 @@ def _task_context(order: pl.DataFrame, counter: str, structural: list[RowCheck])
         pl.col("__time_back").fill_null(False).any().over(task).alias("__task_time_back"),
     )
     prep, _ = _data_duplicates(counter)
-    order = prep(order.with_columns(pl.col("__broken").alias(UNSPLIT)))
+    order = prep(order.with_columns(pl.col("__broken").alias(UNSPLIT)), sorted_by_key=True)
     return order.sort(ROW).select(ROW, *_TASK_CONTEXT)
 
 
@@ -467,11 +477,22 @@ def _data_checks(counter: str) -> list[RowCheck]:
     ]
 
 
+def _text_rank(values: pl.Series) -> pl.Series:
+    """Integers that sort like the texts of the Categorical `values` (null stays null): the dense rank of each
+    distinct text, looked up by the category's code."""
+    distinct = values.unique()
+    return values.to_physical().replace_strict(distinct.to_physical(), distinct.cast(pl.String).rank("dense"),
+                                               default=None)
+
+
 def _participant_tasks(good: pl.DataFrame) -> pl.DataFrame:
+    """One row per task of the file's good rows (one release generation), in participant and task order
+    (`__rank_participant_id`, `__rank_task_id`: `_text_rank` of those columns)."""
     keys = ["release_generation", "participant_id", "task_id"]
     ordered = good.select(*keys, "action_number", "file_id", "exp_name", "task_split", "task_number",
                           "first_description", "last_description", "has_terminal_row", "is_tutorial",
-                          "is_complete", "__task_time_back").sort(*keys, "action_number")
+                          "is_complete", "__task_time_back", "__rank_participant_id", "__rank_task_id").sort(
+        "__rank_participant_id", "__rank_task_id", "action_number").drop("__rank_participant_id", "__rank_task_id")
     tasks = ordered.group_by(keys, maintain_order=True).agg(
         pl.col("file_id").first(),
         pl.col("exp_name").first(),
