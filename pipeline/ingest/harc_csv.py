@@ -150,6 +150,7 @@ class CsvSource:
     ends_with_newline: bool = True
     version: tuple[int, int] = (0, 0)  # size and mtime when first opened: a later pass reads the same file
     _kept: LoadedCsv | None = field(default=None, repr=False)  # the only batch of a file of one batch
+    _cuts: _Cuts | None = field(default=None, repr=False)  # where the first whole pass cut the file
 
     def __post_init__(self) -> None:
         self.version = self._version()
@@ -239,8 +240,13 @@ class CsvSource:
 
     def _parsed(self) -> Iterator[tuple[pl.DataFrame | LongRecord, None] | tuple[None, Exception]]:
         """Each batch parsed by polars (rows numbered from 1), or the error that ends the pass. The next
-        piece of the file is read and cut meanwhile."""
-        with closing(prefetched(_record_chunks(self.path, self.batch_bytes))) as chunks:
+        piece of the file is read and cut meanwhile (cut once: a later pass reads the same byte ranges)."""
+        if self._cuts is not None:
+            pieces = _replayed_chunks(self.path, self._cuts)
+        else:
+            cuts = _Cuts()
+            pieces = _record_chunks(self.path, self.batch_bytes, cuts)
+        with closing(prefetched(pieces)) as chunks:
             for chunk in chunks:
                 if isinstance(chunk, LongRecord):
                     yield chunk, None
@@ -250,6 +256,8 @@ class CsvSource:
                 except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
                     yield None, err
                     return
+        if self._cuts is None:
+            self._cuts = cuts  # the whole file was cut
 
     def _finish(self, df: pl.DataFrame, rejects: list[Reject], row_hash: bool) -> LoadedCsv:
         header = self.header
@@ -328,25 +336,44 @@ class LongRecord:
                       raw_text=self.head[:1024].decode("utf-8", "replace"), target_table=raw_table)
 
 
-def _record_chunks(path: Path, batch_bytes: int | None) -> Iterator[bytes | LongRecord]:
+@dataclass
+class _Cuts:
+    """Where `_record_chunks` cut the file: the header record, and each piece after it as its byte range
+    (start, end) or the `LongRecord` in its place. A second pass reads the same ranges (`_replayed_chunks`)
+    instead of looking for the record boundaries again."""
+
+    head: bytes = b""
+    pieces: list[tuple[int, int] | LongRecord] = field(default_factory=list)
+
+
+def _record_chunks(path: Path, batch_bytes: int | None, cuts: _Cuts | None = None) -> Iterator[bytes | LongRecord]:
     """The file in pieces of about `batch_bytes`, each ending at a record boundary (a newline after an even
     number of quotes), every piece after the first with the header record in front. A record longer than
-    MAX_RECORD_BYTES comes as a `LongRecord` in its place: memory stays bounded whatever one field holds."""
+    MAX_RECORD_BYTES comes as a `LongRecord` in its place: memory stays bounded whatever one field holds.
+    `cuts`, when given, is filled with where the pieces lie in the file."""
+    cuts = cuts if cuts is not None else _Cuts()
     with open(path, "rb") as fh:
         if batch_bytes is None:
             yield fh.read()
             return
         head = pending = b""
+        start = 0  # the file offset of buf[0]
+        carry = 0  # bytes after the last cut: read again at the front of the next piece rather than copied there
         yielded = False
         while True:
-            data = fh.read(batch_bytes)
+            data = fh.read(batch_bytes + carry)
+            at_end = len(data) < batch_bytes + carry
+            carry = 0
             buf = pending + data if pending else data
-            if len(data) < batch_bytes:  # the end of the file: the rest is the last piece
+            if at_end:  # the end of the file: the rest is the last piece
                 if head and len(buf) > MAX_RECORD_BYTES and _last_record_end(buf) == 0:
                     # the file ends inside one over-long record (closed by the end of the file if its quotes are)
-                    yield LongRecord(buf[:1024], terminated=buf.count(b'"') % 2 == 0)
+                    cuts.pieces.append(LongRecord(buf[:1024], terminated=buf.count(b'"') % 2 == 0))
+                    yield cuts.pieces[-1]
                     return
                 if buf or not yielded:
+                    cuts.head = head
+                    cuts.pieces.append((start, start + len(buf)))
                     yield head + buf
                 return
             if not head:
@@ -355,20 +382,39 @@ def _record_chunks(path: Path, batch_bytes: int | None) -> Iterator[bytes | Long
                     pending = buf
                     continue
                 head, buf = buf[:end], buf[end:]
+                start += end
+                cuts.head = head
             end = _last_record_end(buf)
             if end == 0:  # no record ends in this piece (a huge quoted field): read on
                 if len(buf) > MAX_RECORD_BYTES:  # buf is one record's start: skip to its end
                     rest = _skip_record(fh, buf, batch_bytes)
-                    yield LongRecord(buf[:1024], terminated=rest is not None)
+                    cuts.pieces.append(LongRecord(buf[:1024], terminated=rest is not None))
+                    yield cuts.pieces[-1]
                     if rest is None:
                         return
                     yielded, pending = True, rest
+                    start = fh.tell() - len(rest)
                     continue
                 pending = buf
                 continue
+            cuts.pieces.append((start, start + end))
             yield b"".join((head, memoryview(buf)[:end]))  # one copy
-            yielded = True
-            pending = buf[end:]
+            yielded, pending = True, b""
+            start += end
+            carry = len(buf) - end
+            fh.seek(start)
+
+
+def _replayed_chunks(path: Path, cuts: _Cuts) -> Iterator[bytes | LongRecord]:
+    """The pieces `_record_chunks` cut, read again from their byte ranges."""
+    with open(path, "rb") as fh:
+        for piece in cuts.pieces:
+            if isinstance(piece, LongRecord):
+                yield piece
+                continue
+            start, end = piece
+            fh.seek(start)
+            yield cuts.head + fh.read(end - start)
 
 
 def _skip_record(fh, start: bytes, block: int) -> bytes | None:

@@ -655,3 +655,55 @@ def test_an_unterminated_quote_running_to_the_end_is_quarantined(tmp_path, monke
     assert [r.location for r in too_long] == [f"row {n_rows + 1}"]
     assert "never closed" in too_long[0].reason
     assert out.tables[RAW].height == n_rows
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=st.lists(st.text(alphabet='ab,"\n\r', max_size=40), min_size=0, max_size=30),
+       batch_bytes=st.integers(8, 120), max_record=st.sampled_from([30, 1 << 20]))
+def test_the_second_pass_reads_the_pieces_the_first_pass_cut(tmp_path_factory, records, batch_bytes, max_record):
+    """`_replayed_chunks` gives the very pieces `_record_chunks` cut (over-long records, unbalanced quotes and
+    headers longer than a batch included), and the cut pieces cover the file after the header in order."""
+    import pipeline.ingest.harc_csv as harc_csv
+
+    path = tmp_path_factory.mktemp("cuts") / "data.csv"
+    data = ("h1,h2\n" + "\n".join(records)).encode()
+    path.write_bytes(data)
+    saved, harc_csv.MAX_RECORD_BYTES = harc_csv.MAX_RECORD_BYTES, max_record
+    try:
+        cuts = harc_csv._Cuts()
+        first = list(harc_csv._record_chunks(path, batch_bytes, cuts))
+        assert list(harc_csv._replayed_chunks(path, cuts)) == first
+    finally:
+        harc_csv.MAX_RECORD_BYTES = saved
+    ranges = [p for p in cuts.pieces if not isinstance(p, harc_csv.LongRecord)]
+    assert [cuts.head + data[a:b] for a, b in ranges] == [p for p in first if isinstance(p, bytes)]
+    if len(ranges) == len(cuts.pieces) and ranges:  # no record skipped: the pieces follow one another to the end
+        assert ranges[0][0] == len(cuts.head) and ranges[-1][1] == len(data)
+        assert all(b == c for (_, b), (c, _) in zip(ranges[:-1], ranges[1:], strict=True))
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.one_of(st.none(), st.text(alphabet="aAbé_1 ", max_size=4)), max_size=40))
+def test_text_rank_sorts_like_the_texts(texts):
+    from pipeline.ingest.harc import _text_rank
+
+    values = pl.Series("v", texts, dtype=pl.String)
+    frame = pl.DataFrame({"v": values, "rank": _text_rank(values.cast(pl.Categorical))})
+    assert frame.sort("rank")["v"].to_list() == values.sort().to_list()
+    assert frame.group_by("v").agg(pl.col("rank").n_unique())["rank"].max() in (None, 1)  # one rank per text
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from([1, 2, None]),
+                               st.integers(0, 2), st.booleans()), max_size=30))
+def test_duplicate_windows_over_sorted_runs_equal_the_grouped_ones(rows):
+    """`_duplicates`' prep on a frame sorted by its key (run ids) gives what grouping by the key texts gives."""
+    from pipeline.ingest.harc import _duplicates
+    from pipeline.ingest.harc_csv import ROW, ROW_HASH, UNSPLIT
+
+    df = pl.DataFrame({"k": [r[0] for r in rows], "n": [r[1] for r in rows], ROW_HASH: [r[2] for r in rows],
+                       UNSPLIT: [r[3] for r in rows]}, schema={"k": pl.String, "n": pl.Int64, ROW_HASH: pl.UInt64,
+                                                               UNSPLIT: pl.Boolean})
+    df = df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64)).sort("k", "n", ROW, nulls_last=True)
+    prep, _ = _duplicates(["k", "n"], "duplicate_action")
+    assert prep(df, sorted_by_key=True).equals(prep(df))
