@@ -256,6 +256,7 @@ def _joint_id_check() -> RowCheck:
 # when the pieces are written. A file of one batch is read the same way (kept in memory, parsed once) and
 # returned whole.
 
+_DATA_KEY = ("__joint", "action_number")  # a data.csv event: joint_id_task and its counter
 _EVENT_ORDER = ("__joint", "action_number", "attempt_number", "action", "occurred_at")
 _TASK_CONTEXT = ("occurred_at", "__lag_ok", "__time_back", "has_terminal_row", "__first_event",
                  "__task_time_back", "__dup_n", "__dup_distinct", "__dup_first", "__dup_rows")
@@ -313,14 +314,19 @@ class _DataFile:
     def event_order(self, loaded: LoadedCsv) -> pl.DataFrame:
         """First pass, one batch: the columns the task context is computed from."""
         used = dict.fromkeys(["joint_id_task", "action", "time", "attempt_number", self.counter, self.header[-1]])
-        narrow = loaded.frame.select(ROW, UNSPLIT, ROW_HASH, *[pl.col(c).alias(src(c)) for c in used])
+        narrow = loaded.frame.select(ROW, UNSPLIT, *[pl.col(c).alias(src(c)) for c in used])
         df = self.typed(narrow, times=True).with_columns(
             pl.col(src("joint_id_task")).alias("__joint"), pl.col(src("action")).alias("action"))
-        return df.select(ROW, ROW_HASH, *_EVENT_ORDER, broken(self.structural()).alias("__broken"))
+        return df.select(ROW, *_EVENT_ORDER, broken(self.structural()).alias("__broken"))
+
+    def row_hashes(self, rows: pl.Series) -> pl.DataFrame:
+        """ROW_HASH of the given rows (one more pass over the file: the first one leaves the hash out, since
+        only rows sharing a key need it and most files have none)."""
+        return pl.concat(self.source.scan(lambda b: b.frame.filter(pl.col(ROW).is_in(rows.implode())).select(ROW, ROW_HASH)))
 
     def __call__(self) -> Iterator[ReaderOutput]:
-        orders = self.source.scan(self.event_order)
-        self.context = _task_context(pl.concat(orders), self.counter, self.structural())
+        orders = self.source.scan(self.event_order, row_hash=False)
+        self.context = _task_context(pl.concat(orders), self.counter, self.structural(), self.row_hashes)
         with ThreadPoolExecutor(1, thread_name_prefix="harc-raw") as self._beside:
             yield from self._pieces()
 
@@ -391,10 +397,18 @@ _SIZE_DIFFERS = (pl.col("test_output_height") != pl.col("__out_h")) | (pl.col("t
 _INPUT_DIFFERS = (pl.col("test_input_height") != pl.col("__in_h")) | (pl.col("test_input_width") != pl.col("__in_w"))
 
 
-def _task_context(order: pl.DataFrame, counter: str, structural: list[RowCheck]) -> pl.DataFrame:
+def _task_context(order: pl.DataFrame, counter: str, structural: list[RowCheck],
+                  row_hashes: Callable[[pl.Series], pl.DataFrame]) -> pl.DataFrame:
     """Whole-file facts per row (row_number order), computed sorted into each task's authoritative event
-    order: undo since the last realignment, time going back, terminal row, first event, duplicates."""
+    order: undo since the last realignment, time going back, terminal row, first event, duplicates.
+    `row_hashes(rows)`: ROW_HASH of those rows, asked for the rows that share their duplicate key only."""
     order = order.sort("__joint", "action_number", ROW, nulls_last=True)
+    key = list(_DATA_KEY)  # sorted by it, a key's rows are adjacent
+    shared = order.filter(pl.all_horizontal([pl.col(k).is_not_null() for k in key])
+                          & (pl.len().over(pl.struct(key).rle_id()) > 1))[ROW]
+    # the other rows' keys are unique: n_unique over their one null hash is 1, as over one real hash
+    order = (order.join(row_hashes(shared), on=ROW, how="left", maintain_order="left") if shared.len()
+             else order.with_columns(pl.lit(None, pl.UInt64).alias(ROW_HASH)))
     # sorted, a task's rows are one run: its windows group by the run id, not by hashing the task text
     task = pl.col("__joint").rle_id()
     is_undo = pl.col("action") == "undo"
@@ -419,7 +433,7 @@ def _task_context(order: pl.DataFrame, counter: str, structural: list[RowCheck])
 
 def _data_duplicates(counter: str) -> tuple[Callable[[pl.DataFrame], pl.DataFrame], list[RowCheck]]:
     # broken rows (unsplit or cut short) are marked in UNSPLIT for the context computation
-    return _duplicates(["__joint", "action_number"], "duplicate_action", ["joint_id_task", counter])
+    return _duplicates(list(_DATA_KEY), "duplicate_action", ["joint_id_task", counter])
 
 
 def _data_checks(counter: str) -> list[RowCheck]:

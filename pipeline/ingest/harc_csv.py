@@ -175,14 +175,14 @@ class CsvSource:
         """The file is read in one batch (`_record_chunks` yields one piece)."""
         return self.batch_bytes is None or self.version[0] < self.batch_bytes
 
-    def scan(self, fn: Callable[[LoadedCsv], T]) -> list[T]:
+    def scan(self, fn: Callable[[LoadedCsv], T], *, row_hash: bool = True) -> list[T]:
         """`fn` of every batch, in file order; starts over when a batch needs a more forgiving parser. A file
         that turns out to be one batch keeps it (without ROW_HASH) for `again()`."""
         while True:
             self._kept = None
             try:
                 results = []
-                for i, batch in enumerate(self.batches()):
+                for i, batch in enumerate(self.batches(row_hash=row_hash)):
                     self._kept = LoadedCsv(batch.frame.drop(ROW_HASH, strict=False), batch.rejects, batch.flags,
                                            batch.ends_with_newline) if i == 0 else None
                     results.append(fn(batch))

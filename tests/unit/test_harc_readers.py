@@ -707,3 +707,27 @@ def test_duplicate_windows_over_sorted_runs_equal_the_grouped_ones(rows):
     df = df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64)).sort("k", "n", ROW, nulls_last=True)
     prep, _ = _duplicates(["k", "n"], "duplicate_action")
     assert prep(df, sorted_by_key=True).equals(prep(df))
+
+
+@pytest.mark.parametrize("batch_bytes", [1500, 1 << 30])
+def test_only_rows_sharing_an_event_key_are_hashed_again(tmp_path, monkeypatch, batch_bytes):
+    """The first pass leaves ROW_HASH out; the rows whose (joint_id_task, action_id) repeats get it from one
+    more pass, and a file without such rows is not read a third time."""
+    from pipeline.ingest.harc import _DataFile
+
+    asked: list[list[int]] = []
+    real = _DataFile.row_hashes
+
+    def recorded(self, rows):
+        asked.append(sorted(rows.to_list()))
+        return real(self, rows)
+
+    monkeypatch.setattr(_DataFile, "row_hashes", recorded)
+    rows = _rows_with_defects_far_apart()
+    path = fx.write_data(tmp_path / "dups" / "data.csv", rows)
+    read_data(ctx(path), batch_bytes=batch_bytes).materialized()
+    n = len(rows)
+    assert asked == [[3, 11, n - 1, n]]  # the conflict repeats row 3's key, the last row is a copy of row 11
+    asked.clear()
+    read_data(ctx(fx.write_data(tmp_path / "clean" / "data.csv")), batch_bytes=batch_bytes).materialized()
+    assert asked == []
