@@ -629,10 +629,17 @@ def _primary_time_format(values: pl.Series) -> str:
     return TIME_FORMATS[0]
 
 
+def _integral_text(col: str) -> pl.Expr:
+    """Integer text with a ".0" suffix (`"3.0"`) -> Int64, exactly as `as_int` reads it (below 2**53)."""
+    value = pl.col(col).str.strip_suffix(".0").cast(pl.Int64, strict=False)
+    return pl.when(value.is_between(1 - 2**53, 2**53 - 1)).then(value)
+
+
 def typed(df: pl.DataFrame, *, ints: dict[str, str] | None = None, bools: dict[str, str] | None = None,
           times: dict[str, str] | None = None) -> pl.DataFrame:
     """Add typed columns `{output: source column}`: an exact fast parse for every row, then the tolerant
-    parse (`as_int`, `as_bool`, `as_time`) only for the rows the fast one missed (usually none)."""
+    parse (`as_int`, `as_bool`, `as_time`) only for the rows the fast one missed (usually none; an integer
+    column with `"3.0"` texts first gets `_integral_text`)."""
     ints, bools, times = ints or {}, bools or {}, times or {}
     df = df.with_columns(
         *[pl.col(s).cast(pl.Int64, strict=False).alias(o) for o, s in ints.items()],
@@ -645,8 +652,15 @@ def typed(df: pl.DataFrame, *, ints: dict[str, str] | None = None, bools: dict[s
             **{o: as_time(s) for o, s in times.items()}}
     if not source:
         return df
-    missed = df.select([(pl.col(s).is_not_null() & pl.col(o).is_null()).any().alias(o) for o, s in source.items()])
-    redo = [o for o, m in missed.row(0, named=True).items() if m]
+
+    def missed(columns: Sequence[str]) -> list[str]:
+        found = df.select([(pl.col(source[o]).is_not_null() & pl.col(o).is_null()).any().alias(o) for o in columns])
+        return [o for o, m in found.row(0, named=True).items() if m]
+
+    redo = missed(list(source))
+    if any(o in ints for o in redo):  # "3.0": an integer column with gaps as pandas writes it (action_x, action_y)
+        df = df.with_columns(pl.coalesce(o, _integral_text(ints[o])).alias(o) for o in redo if o in ints)
+        redo = missed(redo)
     if redo:
         rows = pl.any_horizontal([pl.col(source[o]).is_not_null() & pl.col(o).is_null() for o in redo])
         fix = df.filter(rows).select(ROW, *[slow[o].alias(o) for o in redo])

@@ -731,3 +731,21 @@ def test_only_rows_sharing_an_event_key_are_hashed_again(tmp_path, monkeypatch, 
     asked.clear()
     read_data(ctx(fx.write_data(tmp_path / "clean" / "data.csv")), batch_bytes=batch_bytes).materialized()
     assert asked == []
+
+
+_NUMBERISH = st.one_of(
+    st.text(alphabet="0123456789-+. e_x\t٥", max_size=8),
+    st.integers(-(2**63), 2**63 - 1).map(lambda n: f"{n}.0"),
+    st.integers(-(2**54), 2**54).map(lambda n: f"{n}.0"),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.none() | _NUMBERISH, max_size=30))
+def test_typed_integers_are_what_as_int_reads(texts):
+    """`typed`'s quick integer parses (exact text, then "3.0") agree with the tolerant `as_int` on every text."""
+    from pipeline.ingest.harc_csv import ROW, typed
+
+    df = pl.DataFrame({"s": texts}, schema={"s": pl.String}).with_row_index(ROW, offset=1)
+    df = df.with_columns(pl.col(ROW).cast(pl.Int64))
+    assert typed(df, ints={"n": "s"})["n"].to_list() == df.select(as_int("s"))["s"].to_list()
