@@ -10,7 +10,8 @@ Formats (detected by the CSV header; the file name is only supporting evidence):
 Validator (§D.9), rule ids as written to `quarantine.check_name`:
 - reject file: `header_unknown` (not a known column set; the reason names missing/unexpected columns).
 - quarantine row: `field_count`, `csv_malformed` (the row does not split into the header's fields),
-  `invalid_utf8` (the row holds bytes that are not UTF-8),
+  `invalid_utf8` (the row holds bytes that are not UTF-8), `header_repeated` (the row is the header line
+  again, as where two files were joined: that one reject, not one per column),
   `missing_value`, `not_an_integer`, `not_a_boolean`, `out_of_range`, `out_of_vocabulary`,
   `grid_malformed`, `size_mismatch` (drop-downs disagree with the grid and no undo explains it),
   `unknown_action`, `attempt_out_of_range`, `time_unparsable`, `invalid_json`, `joint_id_mismatch`,
@@ -62,6 +63,7 @@ from pipeline.ingest.harc_csv import (
     flag_lists,
     grid_check,
     header_columns,
+    header_repeated,
     json_explain,
     json_list_ok,
     load_csv,
@@ -179,7 +181,7 @@ def _duplicates(keys: list[str], check: str, shown: list[str] | None = None, *,
 
 def _structural(n_rows: int, ends_with_newline: bool, header: Sequence[str], last_required: bool) -> list[RowCheck]:
     check = short_row(header, last_required, ends_with_newline, n_rows)
-    return [check] if check is not None else []
+    return [header_repeated(header), *([check] if check is not None else [])]
 
 
 def _loaded_structural(loaded: LoadedCsv, header: Sequence[str], last_required: bool) -> list[RowCheck]:
@@ -313,8 +315,7 @@ class _DataFile:
 
     def event_order(self, loaded: LoadedCsv) -> pl.DataFrame:
         """First pass, one batch: the columns the task context is computed from."""
-        used = dict.fromkeys(["joint_id_task", "action", "time", "attempt_number", self.counter, self.header[-1]])
-        narrow = loaded.frame.select(ROW, UNSPLIT, *[pl.col(c).alias(src(c)) for c in used])
+        narrow = loaded.frame.select(ROW, UNSPLIT, *[pl.col(c).alias(src(c)) for c in self.header])  # (no copy)
         df = self.typed(narrow, times=True).with_columns(
             pl.col(src("joint_id_task")).alias("__joint"), pl.col(src("action")).alias("action"))
         return df.select(ROW, *_EVENT_ORDER, broken(self.structural()).alias("__broken"))

@@ -851,6 +851,18 @@ def json_explain(column: str) -> Callable[[str | None], str]:
     return explain
 
 
+def header_repeated(header: Sequence[str]) -> RowCheck:
+    """A row that is the header line again (two files joined end to end, the second one's BOM included):
+    one reject saying so, rather than one per column that holds a column name instead of a value."""
+    first, *rest = header
+    return RowCheck(
+        "header_repeated",
+        pl.all_horizontal([pl.col(src(first)).str.strip_prefix("\ufeff") == first,
+                           *[pl.col(src(c)) == c for c in rest]]),
+        pl.lit("this row repeats the header line (column names, not data): the file looks like two files joined "
+               "together; remove the line"))
+
+
 def short_row(header: Sequence[str], last_required: bool, ends_with_newline: bool, n_rows: int) -> RowCheck | None:
     """Rows that stop early (polars fills the missing trailing fields with null): detectable when the last
     column may not be empty. The reason says how many trailing fields are missing."""

@@ -749,3 +749,33 @@ def test_typed_integers_are_what_as_int_reads(texts):
     df = pl.DataFrame({"s": texts}, schema={"s": pl.String}).with_row_index(ROW, offset=1)
     df = df.with_columns(pl.col(ROW).cast(pl.Int64))
     assert typed(df, ints={"n": "s"})["n"].to_list() == df.select(as_int("s"))["s"].to_list()
+
+
+@pytest.mark.parametrize("bom", [False, True])
+@pytest.mark.parametrize("batch_bytes", [None, 1500])
+def test_a_header_line_repeated_inside_the_file_gets_one_clear_reject(tmp_path, bom, batch_bytes):
+    """Two data.csv files joined end to end: the second header line is one `header_repeated` reject (not one per
+    column), and every event row of both parts lands."""
+    one = fx.write_data(tmp_path / "one" / "data.csv").read_bytes()
+    path = tmp_path / "data.csv"
+    path.write_bytes(one + (b"\xef\xbb\xbf" if bom else b"") + one)
+    out = read_data(ctx(path), batch_bytes=batch_bytes)
+    out = out.materialized() if out.pieces is not None else out
+    n = len(fx.data_rows())
+    header_rejects = [r for r in out.rejects if r.check == "header_repeated"]
+    assert [r.location for r in header_rejects] == [f"row {n + 1}"]
+    assert "repeats the header line" in header_rejects[0].reason
+    assert [r for r in out.rejects if r.location == f"row {n + 1}"] == header_rejects
+    assert out.tables[RAW].height == 2 * n + 1  # the raw table keeps every line
+    # the two parts are the same events twice: every row of the second part is a copy of one of the first
+    assert {r.check for r in out.rejects} == {"header_repeated", "duplicate_row"}
+    assert out.tables[ACTIONS].height == n
+
+
+def test_a_summary_file_with_its_header_repeated_gets_one_reject_for_it(tmp_path):
+    one = fx.write_summary(tmp_path / "one" / "summary_data.csv").read_text()
+    path = tmp_path / "summary_data.csv"
+    path.write_text(one + one.split("\n", 1)[0] + "\n")
+    out = read_summary(ctx(path))
+    assert [(r.location, r.check) for r in out.rejects] == [(f"row {len(fx.summary_rows()) + 1}", "header_repeated")]
+    assert out.tables[ATTEMPTS].height == len(fx.summary_rows())
