@@ -792,9 +792,14 @@ def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str
     if df.height == 0 or not checks:
         return [], pl.Series("bad", [False] * df.height, dtype=pl.Boolean)
     unsplit = pl.col(UNSPLIT)
-    flags = df.select([
-        (c.failed.fill_null(False) & (~unsplit if i < len(structural) else ~broken(structural))).alias(f"__c{i}")
-        for i, c in enumerate(checks)] + [unsplit.alias("__unsplit_bad")])
+    # each structural rule evaluated once (not again inside every other check's `~broken`)
+    failing = [pl.col(f"__c{i}") for i in range(len(structural))]
+    flags = df.with_columns(*[c.failed.fill_null(False).alias(f"__c{i}") for i, c in enumerate(structural)]) \
+        .with_columns(pl.any_horizontal([unsplit, *failing]).alias("__structural_broken")).select(
+            *[(f & ~unsplit).alias(f.meta.output_name()) for f in failing],
+            *[(c.failed.fill_null(False) & ~pl.col("__structural_broken")).alias(f"__c{i}")
+              for i, c in enumerate(checks) if i >= len(structural)],
+            unsplit.alias("__unsplit_bad"))
     rejects: list[Reject] = []
     for i, c in enumerate(checks):
         mask = flags[f"__c{i}"]
