@@ -38,7 +38,6 @@ HAS_NUL = "__has_nul"  # the row holds a NUL byte (set by `_read_polars` only wh
 UNSPLIT = "__unsplit"  # the row's field count differs from the header's (already quarantined by the loader)
 SRC = "src:"  # prefix of the source (text) columns while typed columns are derived from them
 T = TypeVar("T")
-GRID_RE = r"^\|([0-9]+\|)+$"
 MAX_SIDE = 30
 
 
@@ -713,16 +712,21 @@ def _grid_columns(df: pl.DataFrame, col: str, prefix: str) -> pl.DataFrame:
     s = pl.col(col)
     lengths = s.str.strip_chars("|").str.split("|").list.eval(pl.element().str.len_bytes())
     df = df.with_columns(
-        s.str.contains(GRID_RE).alias(f"{prefix}_shape_ok"),
+        (s.str.starts_with("|") & s.str.ends_with("|")).alias(f"{prefix}_barred"),
+        s.str.contains(r"[^0-9|]").alias(f"{prefix}_foreign"),  # a character other than a digit or a bar
         (s.str.count_matches("|", literal=True) - 1).cast(pl.Int64).alias(f"{prefix}_hraw"),
         lengths.list.min().cast(pl.Int64).alias(f"{prefix}_wmin"),
         lengths.list.max().cast(pl.Int64).alias(f"{prefix}_wmax"),
     )
-    shape_ok, h, wmin, wmax = (pl.col(f"{prefix}_{k}") for k in ("shape_ok", "hraw", "wmin", "wmax"))
+    barred, foreign, h, wmin, wmax = (pl.col(f"{prefix}_{k}") for k in ("barred", "foreign", "hraw", "wmin", "wmax"))
+    # rows of digits between bars (^\|([0-9]+\|)+$), from the two scans above: no empty row, not a lone bar
+    df = df.with_columns((barred & ~foreign & ~s.str.contains("||", literal=True) & (s.str.len_bytes() > 1))
+                         .alias(f"{prefix}_shape_ok"))
+    shape_ok = pl.col(f"{prefix}_shape_ok")
     code = (
         pl.when(s.is_null()).then(1)
-        .when(~(s.str.starts_with("|") & s.str.ends_with("|"))).then(2)
-        .when(s.str.contains(r"[^0-9|]")).then(3)
+        .when(~barred).then(2)
+        .when(foreign).then(3)
         .when(~shape_ok).then(4)
         .when(wmin != wmax).then(5)
         .when((h > MAX_SIDE) | (wmax > MAX_SIDE)).then(6)

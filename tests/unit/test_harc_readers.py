@@ -779,3 +779,14 @@ def test_a_summary_file_with_its_header_repeated_gets_one_reject_for_it(tmp_path
     out = read_summary(ctx(path))
     assert [(r.location, r.check) for r in out.rejects] == [(f"row {len(fx.summary_rows()) + 1}", "header_repeated")]
     assert out.tables[ATTEMPTS].height == len(fx.summary_rows())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.none() | st.text(alphabet="|0129x \n", max_size=10), max_size=30))
+def test_grid_shape_is_rows_of_digits_between_bars(texts):
+    """The grid shape test (built from the bar and character scans) is the regex ^|([0-9]+|)+$ on every text."""
+    from pipeline.ingest.harc_csv import _grid_columns
+
+    df = pl.DataFrame({"g": texts}, schema={"g": pl.String})
+    got = _grid_columns(df, "g", "__g")["__g_shape_ok"].to_list()
+    assert got == df.select(pl.col("g").str.contains(r"^\|([0-9]+\|)+$"))["g"].to_list()
