@@ -38,7 +38,6 @@ HAS_NUL = "__has_nul"  # the row holds a NUL byte (set by `_read_polars` only wh
 UNSPLIT = "__unsplit"  # the row's field count differs from the header's (already quarantined by the loader)
 SRC = "src:"  # prefix of the source (text) columns while typed columns are derived from them
 T = TypeVar("T")
-GRID_RE = r"^\|([0-9]+\|)+$"
 MAX_SIDE = 30
 
 
@@ -150,6 +149,7 @@ class CsvSource:
     ends_with_newline: bool = True
     version: tuple[int, int] = (0, 0)  # size and mtime when first opened: a later pass reads the same file
     _kept: LoadedCsv | None = field(default=None, repr=False)  # the only batch of a file of one batch
+    _cuts: _Cuts | None = field(default=None, repr=False)  # where the first whole pass cut the file
 
     def __post_init__(self) -> None:
         self.version = self._version()
@@ -174,14 +174,14 @@ class CsvSource:
         """The file is read in one batch (`_record_chunks` yields one piece)."""
         return self.batch_bytes is None or self.version[0] < self.batch_bytes
 
-    def scan(self, fn: Callable[[LoadedCsv], T]) -> list[T]:
+    def scan(self, fn: Callable[[LoadedCsv], T], *, row_hash: bool = True) -> list[T]:
         """`fn` of every batch, in file order; starts over when a batch needs a more forgiving parser. A file
         that turns out to be one batch keeps it (without ROW_HASH) for `again()`."""
         while True:
             self._kept = None
             try:
                 results = []
-                for i, batch in enumerate(self.batches()):
+                for i, batch in enumerate(self.batches(row_hash=row_hash)):
                     self._kept = LoadedCsv(batch.frame.drop(ROW_HASH, strict=False), batch.rejects, batch.flags,
                                            batch.ends_with_newline) if i == 0 else None
                     results.append(fn(batch))
@@ -239,8 +239,13 @@ class CsvSource:
 
     def _parsed(self) -> Iterator[tuple[pl.DataFrame | LongRecord, None] | tuple[None, Exception]]:
         """Each batch parsed by polars (rows numbered from 1), or the error that ends the pass. The next
-        piece of the file is read and cut meanwhile."""
-        with closing(prefetched(_record_chunks(self.path, self.batch_bytes))) as chunks:
+        piece of the file is read and cut meanwhile (cut once: a later pass reads the same byte ranges)."""
+        if self._cuts is not None:
+            pieces = _replayed_chunks(self.path, self._cuts)
+        else:
+            cuts = _Cuts()
+            pieces = _record_chunks(self.path, self.batch_bytes, cuts)
+        with closing(prefetched(pieces)) as chunks:
             for chunk in chunks:
                 if isinstance(chunk, LongRecord):
                     yield chunk, None
@@ -250,6 +255,8 @@ class CsvSource:
                 except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
                     yield None, err
                     return
+        if self._cuts is None:
+            self._cuts = cuts  # the whole file was cut
 
     def _finish(self, df: pl.DataFrame, rejects: list[Reject], row_hash: bool) -> LoadedCsv:
         header = self.header
@@ -328,25 +335,44 @@ class LongRecord:
                       raw_text=self.head[:1024].decode("utf-8", "replace"), target_table=raw_table)
 
 
-def _record_chunks(path: Path, batch_bytes: int | None) -> Iterator[bytes | LongRecord]:
+@dataclass
+class _Cuts:
+    """Where `_record_chunks` cut the file: the header record, and each piece after it as its byte range
+    (start, end) or the `LongRecord` in its place. A second pass reads the same ranges (`_replayed_chunks`)
+    instead of looking for the record boundaries again."""
+
+    head: bytes = b""
+    pieces: list[tuple[int, int] | LongRecord] = field(default_factory=list)
+
+
+def _record_chunks(path: Path, batch_bytes: int | None, cuts: _Cuts | None = None) -> Iterator[bytes | LongRecord]:
     """The file in pieces of about `batch_bytes`, each ending at a record boundary (a newline after an even
     number of quotes), every piece after the first with the header record in front. A record longer than
-    MAX_RECORD_BYTES comes as a `LongRecord` in its place: memory stays bounded whatever one field holds."""
+    MAX_RECORD_BYTES comes as a `LongRecord` in its place: memory stays bounded whatever one field holds.
+    `cuts`, when given, is filled with where the pieces lie in the file."""
+    cuts = cuts if cuts is not None else _Cuts()
     with open(path, "rb") as fh:
         if batch_bytes is None:
             yield fh.read()
             return
         head = pending = b""
+        start = 0  # the file offset of buf[0]
+        carry = 0  # bytes after the last cut: read again at the front of the next piece rather than copied there
         yielded = False
         while True:
-            data = fh.read(batch_bytes)
+            data = fh.read(batch_bytes + carry)
+            at_end = len(data) < batch_bytes + carry
+            carry = 0
             buf = pending + data if pending else data
-            if len(data) < batch_bytes:  # the end of the file: the rest is the last piece
+            if at_end:  # the end of the file: the rest is the last piece
                 if head and len(buf) > MAX_RECORD_BYTES and _last_record_end(buf) == 0:
                     # the file ends inside one over-long record (closed by the end of the file if its quotes are)
-                    yield LongRecord(buf[:1024], terminated=buf.count(b'"') % 2 == 0)
+                    cuts.pieces.append(LongRecord(buf[:1024], terminated=buf.count(b'"') % 2 == 0))
+                    yield cuts.pieces[-1]
                     return
                 if buf or not yielded:
+                    cuts.head = head
+                    cuts.pieces.append((start, start + len(buf)))
                     yield head + buf
                 return
             if not head:
@@ -355,20 +381,39 @@ def _record_chunks(path: Path, batch_bytes: int | None) -> Iterator[bytes | Long
                     pending = buf
                     continue
                 head, buf = buf[:end], buf[end:]
+                start += end
+                cuts.head = head
             end = _last_record_end(buf)
             if end == 0:  # no record ends in this piece (a huge quoted field): read on
                 if len(buf) > MAX_RECORD_BYTES:  # buf is one record's start: skip to its end
                     rest = _skip_record(fh, buf, batch_bytes)
-                    yield LongRecord(buf[:1024], terminated=rest is not None)
+                    cuts.pieces.append(LongRecord(buf[:1024], terminated=rest is not None))
+                    yield cuts.pieces[-1]
                     if rest is None:
                         return
                     yielded, pending = True, rest
+                    start = fh.tell() - len(rest)
                     continue
                 pending = buf
                 continue
+            cuts.pieces.append((start, start + end))
             yield b"".join((head, memoryview(buf)[:end]))  # one copy
-            yielded = True
-            pending = buf[end:]
+            yielded, pending = True, b""
+            start += end
+            carry = len(buf) - end
+            fh.seek(start)
+
+
+def _replayed_chunks(path: Path, cuts: _Cuts) -> Iterator[bytes | LongRecord]:
+    """The pieces `_record_chunks` cut, read again from their byte ranges."""
+    with open(path, "rb") as fh:
+        for piece in cuts.pieces:
+            if isinstance(piece, LongRecord):
+                yield piece
+                continue
+            start, end = piece
+            fh.seek(start)
+            yield cuts.head + fh.read(end - start)
 
 
 def _skip_record(fh, start: bytes, block: int) -> bytes | None:
@@ -583,10 +628,17 @@ def _primary_time_format(values: pl.Series) -> str:
     return TIME_FORMATS[0]
 
 
+def _integral_text(col: str) -> pl.Expr:
+    """Integer text with a ".0" suffix (`"3.0"`) -> Int64, exactly as `as_int` reads it (below 2**53)."""
+    value = pl.col(col).str.strip_suffix(".0").cast(pl.Int64, strict=False)
+    return pl.when(value.is_between(1 - 2**53, 2**53 - 1)).then(value)
+
+
 def typed(df: pl.DataFrame, *, ints: dict[str, str] | None = None, bools: dict[str, str] | None = None,
           times: dict[str, str] | None = None) -> pl.DataFrame:
     """Add typed columns `{output: source column}`: an exact fast parse for every row, then the tolerant
-    parse (`as_int`, `as_bool`, `as_time`) only for the rows the fast one missed (usually none)."""
+    parse (`as_int`, `as_bool`, `as_time`) only for the rows the fast one missed (usually none; an integer
+    column with `"3.0"` texts first gets `_integral_text`)."""
     ints, bools, times = ints or {}, bools or {}, times or {}
     df = df.with_columns(
         *[pl.col(s).cast(pl.Int64, strict=False).alias(o) for o, s in ints.items()],
@@ -599,8 +651,15 @@ def typed(df: pl.DataFrame, *, ints: dict[str, str] | None = None, bools: dict[s
             **{o: as_time(s) for o, s in times.items()}}
     if not source:
         return df
-    missed = df.select([(pl.col(s).is_not_null() & pl.col(o).is_null()).any().alias(o) for o, s in source.items()])
-    redo = [o for o, m in missed.row(0, named=True).items() if m]
+
+    def missed(columns: Sequence[str]) -> list[str]:
+        found = df.select([(pl.col(source[o]).is_not_null() & pl.col(o).is_null()).any().alias(o) for o in columns])
+        return [o for o, m in found.row(0, named=True).items() if m]
+
+    redo = missed(list(source))
+    if any(o in ints for o in redo):  # "3.0": an integer column with gaps as pandas writes it (action_x, action_y)
+        df = df.with_columns(pl.coalesce(o, _integral_text(ints[o])).alias(o) for o in redo if o in ints)
+        redo = missed(redo)
     if redo:
         rows = pl.any_horizontal([pl.col(source[o]).is_not_null() & pl.col(o).is_null() for o in redo])
         fix = df.filter(rows).select(ROW, *[slow[o].alias(o) for o in redo])
@@ -653,16 +712,21 @@ def _grid_columns(df: pl.DataFrame, col: str, prefix: str) -> pl.DataFrame:
     s = pl.col(col)
     lengths = s.str.strip_chars("|").str.split("|").list.eval(pl.element().str.len_bytes())
     df = df.with_columns(
-        s.str.contains(GRID_RE).alias(f"{prefix}_shape_ok"),
+        (s.str.starts_with("|") & s.str.ends_with("|")).alias(f"{prefix}_barred"),
+        s.str.contains(r"[^0-9|]").alias(f"{prefix}_foreign"),  # a character other than a digit or a bar
         (s.str.count_matches("|", literal=True) - 1).cast(pl.Int64).alias(f"{prefix}_hraw"),
         lengths.list.min().cast(pl.Int64).alias(f"{prefix}_wmin"),
         lengths.list.max().cast(pl.Int64).alias(f"{prefix}_wmax"),
     )
-    shape_ok, h, wmin, wmax = (pl.col(f"{prefix}_{k}") for k in ("shape_ok", "hraw", "wmin", "wmax"))
+    barred, foreign, h, wmin, wmax = (pl.col(f"{prefix}_{k}") for k in ("barred", "foreign", "hraw", "wmin", "wmax"))
+    # rows of digits between bars (^\|([0-9]+\|)+$), from the two scans above: no empty row, not a lone bar
+    df = df.with_columns((barred & ~foreign & ~s.str.contains("||", literal=True) & (s.str.len_bytes() > 1))
+                         .alias(f"{prefix}_shape_ok"))
+    shape_ok = pl.col(f"{prefix}_shape_ok")
     code = (
         pl.when(s.is_null()).then(1)
-        .when(~(s.str.starts_with("|") & s.str.ends_with("|"))).then(2)
-        .when(s.str.contains(r"[^0-9|]")).then(3)
+        .when(~barred).then(2)
+        .when(foreign).then(3)
         .when(~shape_ok).then(4)
         .when(wmin != wmax).then(5)
         .when((h > MAX_SIDE) | (wmax > MAX_SIDE)).then(6)
@@ -732,9 +796,14 @@ def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str
     if df.height == 0 or not checks:
         return [], pl.Series("bad", [False] * df.height, dtype=pl.Boolean)
     unsplit = pl.col(UNSPLIT)
-    flags = df.select([
-        (c.failed.fill_null(False) & (~unsplit if i < len(structural) else ~broken(structural))).alias(f"__c{i}")
-        for i, c in enumerate(checks)] + [unsplit.alias("__unsplit_bad")])
+    # each structural rule evaluated once (not again inside every other check's `~broken`)
+    failing = [pl.col(f"__c{i}") for i in range(len(structural))]
+    flags = df.with_columns(*[c.failed.fill_null(False).alias(f"__c{i}") for i, c in enumerate(structural)]) \
+        .with_columns(pl.any_horizontal([unsplit, *failing]).alias("__structural_broken")).select(
+            *[(f & ~unsplit).alias(f.meta.output_name()) for f in failing],
+            *[(c.failed.fill_null(False) & ~pl.col("__structural_broken")).alias(f"__c{i}")
+              for i, c in enumerate(checks) if i >= len(structural)],
+            unsplit.alias("__unsplit_bad"))
     rejects: list[Reject] = []
     for i, c in enumerate(checks):
         mask = flags[f"__c{i}"]
@@ -789,6 +858,18 @@ def json_explain(column: str) -> Callable[[str | None], str]:
             return "it is nested too deeply to read"
         return f"it parses as a JSON {type(parsed).__name__}, not a list"
     return explain
+
+
+def header_repeated(header: Sequence[str]) -> RowCheck:
+    """A row that is the header line again (two files joined end to end, the second one's BOM included):
+    one reject saying so, rather than one per column that holds a column name instead of a value."""
+    first, *rest = header
+    return RowCheck(
+        "header_repeated",
+        pl.all_horizontal([pl.col(src(first)).str.strip_prefix("\ufeff") == first,
+                           *[pl.col(src(c)) == c for c in rest]]),
+        pl.lit("this row repeats the header line (column names, not data): the file looks like two files joined "
+               "together; remove the line"))
 
 
 def short_row(header: Sequence[str], last_required: bool, ends_with_newline: bool, n_rows: int) -> RowCheck | None:

@@ -655,3 +655,138 @@ def test_an_unterminated_quote_running_to_the_end_is_quarantined(tmp_path, monke
     assert [r.location for r in too_long] == [f"row {n_rows + 1}"]
     assert "never closed" in too_long[0].reason
     assert out.tables[RAW].height == n_rows
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=st.lists(st.text(alphabet='ab,"\n\r', max_size=40), min_size=0, max_size=30),
+       batch_bytes=st.integers(8, 120), max_record=st.sampled_from([30, 1 << 20]))
+def test_the_second_pass_reads_the_pieces_the_first_pass_cut(tmp_path_factory, records, batch_bytes, max_record):
+    """`_replayed_chunks` gives the very pieces `_record_chunks` cut (over-long records, unbalanced quotes and
+    headers longer than a batch included), and the cut pieces cover the file after the header in order."""
+    import pipeline.ingest.harc_csv as harc_csv
+
+    path = tmp_path_factory.mktemp("cuts") / "data.csv"
+    data = ("h1,h2\n" + "\n".join(records)).encode()
+    path.write_bytes(data)
+    saved, harc_csv.MAX_RECORD_BYTES = harc_csv.MAX_RECORD_BYTES, max_record
+    try:
+        cuts = harc_csv._Cuts()
+        first = list(harc_csv._record_chunks(path, batch_bytes, cuts))
+        assert list(harc_csv._replayed_chunks(path, cuts)) == first
+    finally:
+        harc_csv.MAX_RECORD_BYTES = saved
+    ranges = [p for p in cuts.pieces if not isinstance(p, harc_csv.LongRecord)]
+    assert [cuts.head + data[a:b] for a, b in ranges] == [p for p in first if isinstance(p, bytes)]
+    if len(ranges) == len(cuts.pieces) and ranges:  # no record skipped: the pieces follow one another to the end
+        assert ranges[0][0] == len(cuts.head) and ranges[-1][1] == len(data)
+        assert all(b == c for (_, b), (c, _) in zip(ranges[:-1], ranges[1:], strict=True))
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.one_of(st.none(), st.text(alphabet="aAbé_1 ", max_size=4)), max_size=40))
+def test_text_rank_sorts_like_the_texts(texts):
+    from pipeline.ingest.harc import _text_rank
+
+    values = pl.Series("v", texts, dtype=pl.String)
+    frame = pl.DataFrame({"v": values, "rank": _text_rank(values.cast(pl.Categorical))})
+    assert frame.sort("rank")["v"].to_list() == values.sort().to_list()
+    assert frame.group_by("v").agg(pl.col("rank").n_unique())["rank"].max() in (None, 1)  # one rank per text
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from([1, 2, None]),
+                               st.integers(0, 2), st.booleans()), max_size=30))
+def test_duplicate_windows_over_sorted_runs_equal_the_grouped_ones(rows):
+    """`_duplicates`' prep on a frame sorted by its key (run ids) gives what grouping by the key texts gives."""
+    from pipeline.ingest.harc import _duplicates
+    from pipeline.ingest.harc_csv import ROW, ROW_HASH, UNSPLIT
+
+    df = pl.DataFrame({"k": [r[0] for r in rows], "n": [r[1] for r in rows], ROW_HASH: [r[2] for r in rows],
+                       UNSPLIT: [r[3] for r in rows]}, schema={"k": pl.String, "n": pl.Int64, ROW_HASH: pl.UInt64,
+                                                               UNSPLIT: pl.Boolean})
+    df = df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64)).sort("k", "n", ROW, nulls_last=True)
+    prep, _ = _duplicates(["k", "n"], "duplicate_action")
+    assert prep(df, sorted_by_key=True).equals(prep(df))
+
+
+@pytest.mark.parametrize("batch_bytes", [1500, 1 << 30])
+def test_only_rows_sharing_an_event_key_are_hashed_again(tmp_path, monkeypatch, batch_bytes):
+    """The first pass leaves ROW_HASH out; the rows whose (joint_id_task, action_id) repeats get it from one
+    more pass, and a file without such rows is not read a third time."""
+    from pipeline.ingest.harc import _DataFile
+
+    asked: list[list[int]] = []
+    real = _DataFile.row_hashes
+
+    def recorded(self, rows):
+        asked.append(sorted(rows.to_list()))
+        return real(self, rows)
+
+    monkeypatch.setattr(_DataFile, "row_hashes", recorded)
+    rows = _rows_with_defects_far_apart()
+    path = fx.write_data(tmp_path / "dups" / "data.csv", rows)
+    read_data(ctx(path), batch_bytes=batch_bytes).materialized()
+    n = len(rows)
+    assert asked == [[3, 11, n - 1, n]]  # the conflict repeats row 3's key, the last row is a copy of row 11
+    asked.clear()
+    read_data(ctx(fx.write_data(tmp_path / "clean" / "data.csv")), batch_bytes=batch_bytes).materialized()
+    assert asked == []
+
+
+_NUMBERISH = st.one_of(
+    st.text(alphabet="0123456789-+. e_x\t٥", max_size=8),
+    st.integers(-(2**63), 2**63 - 1).map(lambda n: f"{n}.0"),
+    st.integers(-(2**54), 2**54).map(lambda n: f"{n}.0"),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.none() | _NUMBERISH, max_size=30))
+def test_typed_integers_are_what_as_int_reads(texts):
+    """`typed`'s quick integer parses (exact text, then "3.0") agree with the tolerant `as_int` on every text."""
+    from pipeline.ingest.harc_csv import ROW, typed
+
+    df = pl.DataFrame({"s": texts}, schema={"s": pl.String}).with_row_index(ROW, offset=1)
+    df = df.with_columns(pl.col(ROW).cast(pl.Int64))
+    assert typed(df, ints={"n": "s"})["n"].to_list() == df.select(as_int("s"))["s"].to_list()
+
+
+@pytest.mark.parametrize("bom", [False, True])
+@pytest.mark.parametrize("batch_bytes", [None, 1500])
+def test_a_header_line_repeated_inside_the_file_gets_one_clear_reject(tmp_path, bom, batch_bytes):
+    """Two data.csv files joined end to end: the second header line is one `header_repeated` reject (not one per
+    column), and every event row of both parts lands."""
+    one = fx.write_data(tmp_path / "one" / "data.csv").read_bytes()
+    path = tmp_path / "data.csv"
+    path.write_bytes(one + (b"\xef\xbb\xbf" if bom else b"") + one)
+    out = read_data(ctx(path), batch_bytes=batch_bytes)
+    out = out.materialized() if out.pieces is not None else out
+    n = len(fx.data_rows())
+    header_rejects = [r for r in out.rejects if r.check == "header_repeated"]
+    assert [r.location for r in header_rejects] == [f"row {n + 1}"]
+    assert "repeats the header line" in header_rejects[0].reason
+    assert [r for r in out.rejects if r.location == f"row {n + 1}"] == header_rejects
+    assert out.tables[RAW].height == 2 * n + 1  # the raw table keeps every line
+    # the two parts are the same events twice: every row of the second part is a copy of one of the first
+    assert {r.check for r in out.rejects} == {"header_repeated", "duplicate_row"}
+    assert out.tables[ACTIONS].height == n
+
+
+def test_a_summary_file_with_its_header_repeated_gets_one_reject_for_it(tmp_path):
+    one = fx.write_summary(tmp_path / "one" / "summary_data.csv").read_text()
+    path = tmp_path / "summary_data.csv"
+    path.write_text(one + one.split("\n", 1)[0] + "\n")
+    out = read_summary(ctx(path))
+    assert [(r.location, r.check) for r in out.rejects] == [(f"row {len(fx.summary_rows()) + 1}", "header_repeated")]
+    assert out.tables[ATTEMPTS].height == len(fx.summary_rows())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.none() | st.text(alphabet="|0129x \n", max_size=10), max_size=30))
+def test_grid_shape_is_rows_of_digits_between_bars(texts):
+    """The grid shape test (built from the bar and character scans) is the regex ^|([0-9]+|)+$ on every text."""
+    from pipeline.ingest.harc_csv import _grid_columns
+
+    df = pl.DataFrame({"g": texts}, schema={"g": pl.String})
+    got = _grid_columns(df, "g", "__g")["__g_shape_ok"].to_list()
+    assert got == df.select(pl.col("g").str.contains(r"^\|([0-9]+\|)+$"))["g"].to_list()
