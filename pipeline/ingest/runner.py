@@ -12,10 +12,11 @@ Guarantees (CONVENTIONS.md, issue "Ingest"):
 from __future__ import annotations
 
 import hashlib
+import itertools
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import closing, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -137,28 +138,33 @@ def validate_output(output: ReaderOutput) -> None:
         output.tables[name] = result.valid
 
 
-def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids: list[str]) -> None:
+def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids: list[str],
+                               con: duckdb.DuckDBPyConnection | None = None) -> None:
     """Primary keys are checked on load across files too: a row whose key another file already loaded is
-    quarantined (naming that file) instead of silently doubling a play, session or participant."""
+    quarantined (naming that file) instead of silently doubling a play, session or participant.
+    `con`: the connection the checks run on (default `ws.con`; `_stage_pieces` gives a cursor of its own,
+    `ws.con` being busy with the file's streaming insert then). Rows of `own_file_ids` never clash, so a
+    cursor outside the file's transaction, which still sees them, answers the same."""
     from schemas import TABLES
 
+    con = con or ws.con
     for name, df in list(output.tables.items()):
         key = list(TABLES[name].primary_key)
-        if "file_id" in key or df.height == 0 or not ws.has_table(name):
+        if "file_id" in key or df.height == 0 or not ws.has_table(name, con):
             continue
-        ws.con.register("_keys", df.select(key).to_arrow())
+        con.register("_keys", df.select(key).to_arrow())
         try:
             cond = " AND ".join(f"t.{k} = n.{k}" for k in key)
             placeholders = ", ".join("?" for _ in own_file_ids)
-            clash = ws.read(
+            clash = con.sql(
                 f"SELECT {', '.join('n.' + k for k in key)}, any_value(t.file_id) AS other_file_id, "
                 f"any_value(f.file_path) AS other_path FROM _keys n JOIN {name} t ON {cond} "
                 f"LEFT JOIN raw_ingest__files f ON f.file_id = t.file_id "
                 f"WHERE t.file_id NOT IN ({placeholders}) GROUP BY {', '.join('n.' + k for k in key)}",
-                own_file_ids,
-            )
+                params=own_file_ids,
+            ).pl()
         finally:
-            ws.con.unregister("_keys")
+            con.unregister("_keys")
         if clash.height == 0:
             continue
         loc_col = _location_column(df)
@@ -428,74 +434,161 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
     pieces = prepared.output.pieces if prepared.output is not None else None
     spill = tempfile.TemporaryDirectory(prefix="arcstudy-ingest-") if pieces is not None else nullcontext()
     try:
-        with spill as spill_dir:
-            try:
-                staged = {} if spill_dir is None else \
-                    _stage_pieces(ws, pieces, own_ids, counts, piece_rejects, piece_flags, Path(spill_dir))
-            except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again here, after prepare_file
-                reason = f"cannot read the file as {prepared.fmt_name}: {err}"
-                _write_file_failure(ws, ctx, prepared.fmt_name, "unreadable", reason)
-                return FileReport(path, "unreadable", prepared.fmt_name, message=reason, n_quarantined=1)
-            except Exception as err:  # a reader bug: this file is refused and the run goes on, as in `_failed_piece`
-                reason = _reader_error(err)
-                _write_file_failure(ws, ctx, prepared.fmt_name, "reader_error", reason)
-                return FileReport(path, "rejected", prepared.fmt_name, message=reason, n_quarantined=1)
-            if pieces is not None:  # read again just now
+        with spill as spill_dir, ws.transaction() as con:
+            # Deleting from every table costs ~40 statements: only when something of this file or path is there.
+            for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
+                _delete_file_rows(ws, con, old_id)
+            if prepared.streamed:
+                for name, n in _read_streamed(ws, con, prepared).items():
+                    counts[name] = counts.get(name, 0) + n
+            output = prepared.output
+            assert output is not None
+            drop_cross_file_duplicates(ws, output, own_ids)
+            for name, df in output.tables.items():
+                ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
+            staged: dict[str, list[str]] = {}
+            if spill_dir is not None:  # the pieces: read again now, their rows written as they come
+                try:
+                    staged = _stage_pieces(ws, con, pieces, own_ids, counts, piece_rejects, piece_flags,
+                                           Path(spill_dir))
+                except _WriteFailed as err:  # the database's error, not the file's: the run stops
+                    raise err.error from None
+                except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again, after prepare_file
+                    prepared.failure = ("unreadable", "unreadable",
+                                        f"cannot read the file as {prepared.fmt_name}: {err}", "file", None)
+                    raise _Refused from err
+                except Exception as err:  # a reader bug: this file is refused and the run goes on (`_failed_piece`)
+                    prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
+                    raise _Refused from err
                 _refuse_if_changed(prepared)
                 if prepared.failure is not None:
-                    return commit_file(ws, prepared)
-            with ws.transaction() as con:
-                # Deleting from every table costs ~40 statements: only when something of this file or path is there.
-                for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
-                    _delete_file_rows(ws, con, old_id)
-                if prepared.streamed:
-                    for name, n in _read_streamed(ws, con, prepared).items():
-                        counts[name] = counts.get(name, 0) + n
-                output = prepared.output
-                assert output is not None
-                drop_cross_file_duplicates(ws, output, own_ids)
-                for name, df in output.tables.items():
-                    counts[name] = counts.get(name, 0) + df.height
-                quarantine = _quarantine_rows(ctx, prepared.fmt_name, [*output.rejects, *piece_rejects])
-                flags = [*output.flags, *piece_flags]
-                file_row = conform("raw_ingest__files", [_file_record(prepared, quarantine.height, counts, flags)])
-                con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
-                ws.insert_frame("raw_ingest__files", file_row, con=con)
-                for name, df in output.tables.items():
-                    ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
-                for name, spills in staged.items():
-                    _insert_spilled(con, name, spills)
-                if quarantine.height:
-                    ws.insert_frame("quarantine", quarantine, con=con)
+                    raise _Refused
+            for name, df in output.tables.items():
+                counts[name] = counts.get(name, 0) + df.height
+            quarantine = _quarantine_rows(ctx, prepared.fmt_name, [*output.rejects, *piece_rejects])
+            flags = [*output.flags, *piece_flags]
+            file_row = conform("raw_ingest__files", [_file_record(prepared, quarantine.height, counts, flags)])
+            con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
+            ws.insert_frame("raw_ingest__files", file_row, con=con)
+            for name, spills in staged.items():
+                _insert_spilled(con, name, spills)
+            if quarantine.height:
+                ws.insert_frame("quarantine", quarantine, con=con)
     except _Refused:  # nothing of the file stays; its refusal is recorded like any other
         prepared.streamed = False
         return commit_file(ws, prepared)
     return _loaded_report(prepared, quarantine.height, len(replaced), counts)
 
 
-def _stage_pieces(ws: Workspace, pieces, own_ids: list[str], counts: dict[str, int], rejects: list[Reject],
-                  flags: list[str], folder: Path) -> dict[str, list[str]]:
-    """Validate a big file's pieces one at a time and spill each table's rows to Arrow IPC files in `folder`
-    (returned per table, in order). DuckDB holds a transaction's appended rows in memory until it commits,
-    so appending the pieces one by one inside the file's transaction would hold the whole file; one
-    INSERT ... SELECT streaming from the spilled files does not (`_insert_spilled`), and the file still
-    lands whole or not at all. The reader works on the next piece meanwhile (`prefetched`)."""
+class _WriteFailed(Exception):
+    """Inserting a big file's rows failed (the database, not the file): `error` stops the run."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _stage_pieces(ws: Workspace, con: duckdb.DuckDBPyConnection, pieces, own_ids: list[str],
+                  counts: dict[str, int], rejects: list[Reject], flags: list[str],
+                  folder: Path) -> dict[str, list[str]]:
+    """Validate a big file's pieces one at a time, inside the file's transaction (`con`), and write their rows.
+    DuckDB holds a transaction's appended rows in memory until it commits when they come in many statements;
+    one INSERT ... SELECT streams them with bounded memory. So the biggest table (that of the first piece) is
+    inserted by one INSERT whose source is the pieces themselves, pulled as DuckDB asks for rows, and the
+    other tables' rows are spilled to Arrow IPC files in `folder` (returned per table, in order), each
+    inserted afterwards by one INSERT over its files (`_insert_spilled`). The reader works on the next piece
+    meanwhile (`prefetched`); the file still lands whole or not at all.
+
+    Raises what the reading or checking of a piece raised, as it was raised (not DuckDB's wrapper of it);
+    a failure of the insert itself comes out as `_WriteFailed`."""
+    import pyarrow as pa
+
     staged: dict[str, list[str]] = {}
-    with closing(prefetched(pieces())) as ahead:
-        for i, piece in enumerate(ahead):
+    with closing(prefetched(pieces())) as ahead, closing(con.cursor()) as reads:
+
+        def stage(i: int, piece: ReaderOutput, streamed: str | None) -> pl.DataFrame | None:
+            """Check piece `i`, spill its tables but `streamed`, and return that one's rows."""
             validate_output(piece)
-            drop_cross_file_duplicates(ws, piece, own_ids)
+            drop_cross_file_duplicates(ws, piece, own_ids, reads)  # `con` is busy with the insert
+            rows = None
             for name, df in piece.tables.items():
+                counts[name] = counts.get(name, 0) + df.height
+                if name == streamed:
+                    rows = conform(name, df)
+                    continue
                 spill = folder / f"{name}-{i:06d}.arrow"
                 conform(name, df).write_ipc(spill, compression="uncompressed")
                 staged.setdefault(name, []).append(str(spill))
-                counts[name] = counts.get(name, 0) + df.height
-            rejects += piece.rejects
-            flags += piece.flags
+            rejects.extend(piece.rejects)
+            flags.extend(piece.flags)
+            return rows
+
+        first = next(ahead, None)
+        if first is None:
+            return staged
+        # the biggest table of the first piece: the others are spilled, then inserted after it
+        streamed = max(first.tables, key=lambda n: first.tables[n].estimated_size(), default=None)
+        rows = stage(0, first, streamed)
+        first = None
+        if rows is None:  # no table to stream: every piece is spilled
+            for i, piece in enumerate(ahead, start=1):
+                stage(i, piece, None)
+            return staged
+        schema = rows.to_arrow().schema
+        failure: list[BaseException] = []  # what the reading or checking raised, inside DuckDB's pull
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            nonlocal rows
+            for i in itertools.count(1):
+                if rows is not None and rows.height:
+                    table = rows.to_arrow()
+                    yield from (table if table.schema == schema else table.cast(schema)).to_batches()
+                rows = table = None  # not held while the next piece is checked
+                try:
+                    piece = next(ahead, None)
+                    if piece is None:
+                        return
+                    rows = stage(i, piece, streamed)
+                except BaseException as err:
+                    failure.append(err)
+                    raise
+
+        source = batches()
+        try:
+            with _bounded_insert(con, STREAM_INSERT_MEMORY):
+                _insert_stream(con, streamed, pa.RecordBatchReader.from_batches(schema, source))
+        except BaseException as err:
+            if failure:
+                raise failure[0] from None
+            raise _WriteFailed(err) from err
+        finally:
+            source.close()
     return staged
 
 
+# DuckDB's memory limit during one INSERT ... SELECT from a stream of Arrow batches: from the spilled files,
+# once the reader is done; and from the pieces themselves, while the reader holds its own memory beside it
+# (the rows DuckDB cannot hold then go to its temporary files, and the process stays well under 1 GB).
 SPILL_INSERT_MEMORY = "256MB"
+STREAM_INSERT_MEMORY = "64MB"
+
+
+@contextmanager
+def _bounded_insert(con: duckdb.DuckDBPyConnection, memory: str) -> Iterator[None]:
+    """Settings for one INSERT ... SELECT from a stream of Arrow batches: DuckDB would otherwise keep the
+    blocks it writes cached up to its memory limit (most of the RAM); and one thread appends a stream of
+    Arrow batches with about a third less CPU than several."""
+    limit, threads = con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchone()
+    con.execute(f"SET memory_limit = '{memory}'")
+    con.execute("SET threads = 1")
+    try:
+        yield
+    finally:
+        # On a cursor: these settings are the database's, not the transaction's, and a failed insert leaves the
+        # transaction aborted (it refuses any statement until the caller rolls it back).
+        with closing(con.cursor()) as settings:
+            settings.execute(f"SET memory_limit = '{limit}'")
+            settings.execute(f"SET threads = {int(threads)}")
 
 
 def _insert_spilled(con, name: str, spills: list[str]) -> None:
@@ -511,19 +604,18 @@ def _insert_spilled(con, name: str, spills: list[str]) -> None:
 
     with pa.memory_map(spills[0]) as source:
         schema = pa.ipc.open_file(source).schema
-    con.register("_spilled", pa.RecordBatchReader.from_batches(schema, batches()))
-    # DuckDB would otherwise keep the blocks it writes cached up to its memory limit (most of the RAM); and
-    # one thread appends a stream of Arrow batches with about a third less CPU than several
-    limit, threads = con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchone()
-    con.execute(f"SET memory_limit = '{SPILL_INSERT_MEMORY}'")
-    con.execute("SET threads = 1")
-    try:
-        columns = ", ".join(get_table(name).columns)
-        con.execute(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM _spilled")
-    finally:
-        con.execute(f"SET memory_limit = '{limit}'")
-        con.execute(f"SET threads = {int(threads)}")
-        con.unregister("_spilled")
+    with _bounded_insert(con, SPILL_INSERT_MEMORY):
+        _insert_stream(con, name, pa.RecordBatchReader.from_batches(schema, batches()))
+
+
+def _insert_stream(con: duckdb.DuckDBPyConnection, name: str, stream) -> None:
+    """One INSERT ... SELECT into table `name` from a pyarrow RecordBatchReader. A failed insert leaves the
+    registration in place: DuckDB refuses every statement of an aborted transaction, unregister too, until
+    the caller rolls it back (the next registration under the name replaces it)."""
+    columns = ", ".join(get_table(name).columns)
+    con.register("_stream", stream)
+    con.execute(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM _stream")
+    con.unregister("_stream")
 
 
 def _skipped_report(prepared: PreparedFile) -> FileReport:
