@@ -51,6 +51,9 @@ class FileReport:
     n_quarantined: int = 0
     message: str = ""
     tables: dict[str, int] = field(default_factory=dict)
+    # the content hash of what was loaded or skipped (the file held these bytes from its hash to the end of its
+    # reading): the run manifest records it instead of reading the file once more
+    file_id: str | None = None
 
 
 @dataclass
@@ -424,7 +427,8 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                       [ctx.file_id, str(path)])["file_id"].to_list()  # one query for both questions
     if ctx.file_id in earlier:
         if not prepared.force:
-            return FileReport(path, "skipped", message="same content as a file ingested earlier in this run")
+            return FileReport(path, "skipped", message="same content as a file ingested earlier in this run",
+                              file_id=ctx.file_id)
         prepared.seen_before = True
     replaced = [f for f in dict.fromkeys(earlier) if f != ctx.file_id]
     own_ids = [ctx.file_id, *replaced]
@@ -619,7 +623,8 @@ def _insert_stream(con: duckdb.DuckDBPyConnection, name: str, stream) -> None:
 
 
 def _skipped_report(prepared: PreparedFile) -> FileReport:
-    return FileReport(prepared.path, "skipped", message="already ingested (same content hash); --force re-reads it")
+    return FileReport(prepared.path, "skipped", message="already ingested (same content hash); --force re-reads it",
+                      file_id=prepared.ctx.file_id)
 
 
 def _failure_report(prepared: PreparedFile) -> FileReport:
@@ -638,7 +643,7 @@ def _loaded_report(prepared: PreparedFile, n_quarantined: int, n_replaced: int,
     status = "replaced" if n_replaced else "loaded"
     message = f"replaced {n_replaced} older version(s) of this path" if n_replaced else ""
     return FileReport(prepared.path, status, prepared.fmt_name, sum(counts.values()), n_quarantined, message,
-                      counts)
+                      counts, prepared.ctx.file_id)
 
 
 def _file_record(prepared: PreparedFile, n_quarantined: int, counts: dict[str, int] | None = None,
@@ -742,7 +747,8 @@ def _plan_batch(ws: Workspace, batch: list[PreparedFile]) -> _BatchPlan | None:
         claimed |= seen
         if file_id in seen and not p.force:
             plan.reports.append(FileReport(p.path, "skipped",
-                                           message="same content as a file ingested earlier in this run"))
+                                           message="same content as a file ingested earlier in this run",
+                                           file_id=file_id))
             continue
         if file_id in seen or p.seen_before:
             plan.clear_ids.append(file_id)
