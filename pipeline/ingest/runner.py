@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing, contextmanager, nullcontext
@@ -436,9 +438,9 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
     piece_rejects: list[Reject] = []
     piece_flags: list[str] = []
     pieces = prepared.output.pieces if prepared.output is not None else None
-    spill = tempfile.TemporaryDirectory(prefix="arcstudy-ingest-") if pieces is not None else nullcontext()
+    spill = _SpillFolder() if pieces is not None else None
     try:
-        with spill as spill_dir, ws.transaction() as con:
+        with spill or nullcontext(), ws.transaction() as con:
             # Deleting from every table costs ~40 statements: only when something of this file or path is there.
             for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
                 _delete_file_rows(ws, con, old_id)
@@ -451,10 +453,10 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
             for name, df in output.tables.items():
                 ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
             staged: dict[str, list[str]] = {}
-            if spill_dir is not None:  # the pieces: read again now, their rows written as they come
+            if spill is not None:  # the pieces: read again now, their rows written as they come
                 try:
                     staged = _stage_pieces(ws, con, pieces, own_ids, counts, piece_rejects, piece_flags,
-                                           Path(spill_dir))
+                                           spill.path)
                 except _WriteFailed as err:  # the database's error, not the file's: the run stops
                     raise err.error from None
                 except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again, after prepare_file
@@ -476,12 +478,45 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
             ws.insert_frame("raw_ingest__files", file_row, con=con)
             for name, spills in staged.items():
                 _insert_spilled(con, name, spills)
+            if spill is not None:
+                spill.release()  # removed while the transaction commits
             if quarantine.height:
                 ws.insert_frame("quarantine", quarantine, con=con)
     except _Refused:  # nothing of the file stays; its refusal is recorded like any other
         prepared.streamed = False
         return commit_file(ws, prepared)
     return _loaded_report(prepared, quarantine.height, len(replaced), counts)
+
+
+class _SpillFolder:
+    """A temporary folder for a big file's spilled pieces. `release()`, once they are inserted, removes it on a
+    thread (unlinking a few hundred MB of cached pages takes tenths of a second) while the file's transaction
+    commits; leaving the `with` block waits for that thread (and raises its error), or removes the folder
+    itself on every other way out."""
+
+    def __enter__(self) -> _SpillFolder:
+        self.path = Path(tempfile.mkdtemp(prefix="arcstudy-ingest-"))
+        self._remover: threading.Thread | None = None
+        self._error: list[BaseException] = []
+        return self
+
+    def release(self) -> None:
+        def remove() -> None:
+            try:
+                shutil.rmtree(self.path)
+            except BaseException as err:  # raised by __exit__, in the caller's thread
+                self._error.append(err)
+
+        self._remover = threading.Thread(target=remove, name="arcstudy-spill-remover")
+        self._remover.start()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._remover is None:
+            shutil.rmtree(self.path, ignore_errors=exc_type is not None)
+            return
+        self._remover.join()
+        if self._error and exc_type is None:
+            raise self._error[0]
 
 
 class _WriteFailed(Exception):

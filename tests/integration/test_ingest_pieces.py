@@ -54,11 +54,31 @@ def _nothing_of_the_file(db: Path) -> None:
 
 
 def _no_reading_thread() -> None:
-    assert not [t for t in threading.enumerate() if t.name == "prefetch"]
+    assert not [t for t in threading.enumerate() if t.name in ("prefetch", "arcstudy-spill-remover")]
+
+
+@pytest.fixture
+def spill_folders(monkeypatch) -> list[Path]:
+    """The spill folders the runner makes; each test checks they are gone once the ingest returns."""
+    import tempfile
+
+    made: list[Path] = []
+    real = tempfile.mkdtemp
+
+    def recording(*args, **kwargs):
+        made.append(Path(real(*args, **kwargs)))
+        return str(made[-1])
+
+    monkeypatch.setattr("pipeline.ingest.runner.tempfile.mkdtemp", recording)
+    return made
+
+
+def _gone(folders: list[Path]) -> None:
+    assert folders and not [f for f in folders if f.exists()]
 
 
 def test_cross_file_duplicates_found_inside_the_stream_are_those_found_in_a_file_written_whole(
-        tmp_path, empty_db, monkeypatch):
+        tmp_path, empty_db, monkeypatch, spill_folders):
     """The second file repeats the first one's events (other bytes, other path): inside the stream its rows are
     checked against the database on a cursor of their own; the quarantine and the rows kept must be those of
     the same files written whole."""
@@ -73,12 +93,15 @@ def test_cross_file_duplicates_found_inside_the_stream_are_those_found_in_a_file
             report = ingest_paths(ws, [first, second], run_id="dup")
         assert [f.status for f in report.files] == ["loaded", "loaded"]
         results[batch_bytes] = _stored(db)
+    _gone(spill_folders)
+    _no_reading_thread()
     whole, pieces = results.values()
     assert {row[2] for row in whole["quarantine"]} == {"duplicate_across_files"}
     assert pieces == whole
 
 
-def test_a_write_error_inside_the_stream_stops_the_run_and_stores_nothing(tmp_path, empty_db, monkeypatch):
+def test_a_write_error_inside_the_stream_stops_the_run_and_stores_nothing(tmp_path, empty_db, monkeypatch,
+                                                                          spill_folders):
     """A row the database refuses (here a null where the table says NOT NULL, slipped past the checks) is the
     database's failure, not the file's: the run stops with DuckDB's error, the transaction rolls back."""
     from pipeline.ingest import runner
@@ -101,6 +124,7 @@ def test_a_write_error_inside_the_stream_stops_the_run_and_stores_nothing(tmp_pa
         ingest_paths(ws, [path], run_id="write_error")
     assert len(seen) == 3
     _nothing_of_the_file(db)
+    _gone(spill_folders)
     _no_reading_thread()
 
 
@@ -115,7 +139,7 @@ class _ReaderBug(Exception):
      "cannot read the file as harc-data: the file changed while it was read (simulated)"),
 ])
 def test_a_reading_error_inside_the_stream_refuses_the_file_with_the_readers_own_message(
-        tmp_path, empty_db, monkeypatch, error, status, check, message):
+        tmp_path, empty_db, monkeypatch, spill_folders, error, status, check, message):
     """The third piece is read while DuckDB pulls rows from the stream: its error must reach the file's report
     and quarantine as the reader raised it (not as DuckDB's wrapper of it), and the run goes on."""
     monkeypatch.setattr("pipeline.ingest.harc.BATCH_BYTES", PIECE_BYTES)
@@ -144,4 +168,5 @@ def test_a_reading_error_inside_the_stream_refuses_the_file_with_the_readers_own
         for name in (RAW, ACTIONS, "core_harc__participant_tasks"):
             assert ws.row_count(name) == 0, name
     assert len(checked) == 3
+    _gone(spill_folders)
     _no_reading_thread()
