@@ -144,18 +144,22 @@ def validate_output(output: ReaderOutput) -> None:
 
 
 def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids: list[str],
-                               con: duckdb.DuckDBPyConnection | None = None) -> None:
+                               con: duckdb.DuckDBPyConnection | None = None,
+                               clash_possible: Callable[[str], bool] | None = None) -> None:
     """Primary keys are checked on load across files too: a row whose key another file already loaded is
     quarantined (naming that file) instead of silently doubling a play, session or participant.
     `con`: the connection the checks run on (default `ws.con`; `_stage_pieces` gives a cursor of its own,
     `ws.con` being busy with the file's streaming insert then). Rows of `own_file_ids` never clash, so a
-    cursor outside the file's transaction, which still sees them, answers the same."""
+    cursor outside the file's transaction, which still sees them, answers the same.
+    `clash_possible(table)`: false when the table is known to hold no other file's rows (`_OtherFiles`)."""
     from schemas import TABLES
 
     con = con or ws.con
     for name, df in list(output.tables.items()):
         key = list(TABLES[name].primary_key)
         if "file_id" in key or df.height == 0 or not ws.has_table(name, con):
+            continue
+        if clash_possible is not None and not clash_possible(name):
             continue
         con.register("_keys", df.select(key).to_arrow())
         try:
@@ -488,6 +492,23 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
     return _loaded_report(prepared, quarantine.height, len(replaced), counts)
 
 
+class _OtherFiles:
+    """Whether a table holds rows of files other than `own_ids` (asked once per table on `con`): a big file's
+    pieces need no cross-file duplicate check against a table that holds none, such as every table of a
+    first ingest. Holds for the whole file: only this process writes, and only this file meanwhile."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, own_ids: list[str]):
+        self._con, self._own_ids = con, own_ids
+        self._known: dict[str, bool] = {}
+
+    def __call__(self, table: str) -> bool:
+        if table not in self._known:
+            found = self._con.execute(f"SELECT EXISTS (SELECT 1 FROM {table} WHERE file_id NOT IN "
+                                      f"(SELECT unnest(?)))", [self._own_ids]).fetchall()  # all: duckdb 2.x
+            self._known[table] = bool(found[0][0])
+        return self._known[table]
+
+
 class _SpillFolder:
     """A temporary folder for a big file's spilled pieces. `release()`, once they are inserted, removes it on a
     thread (unlinking a few hundred MB of cached pages takes tenths of a second) while the file's transaction
@@ -544,11 +565,12 @@ def _stage_pieces(ws: Workspace, con: duckdb.DuckDBPyConnection, pieces, own_ids
 
     staged: dict[str, list[str]] = {}
     with closing(prefetched(pieces())) as ahead, closing(con.cursor()) as reads:
+        others = _OtherFiles(reads, own_ids)
 
         def stage(i: int, piece: ReaderOutput, streamed: str | None) -> pl.DataFrame | None:
             """Check piece `i`, spill its tables but `streamed`, and return that one's rows."""
             validate_output(piece)
-            drop_cross_file_duplicates(ws, piece, own_ids, reads)  # `con` is busy with the insert
+            drop_cross_file_duplicates(ws, piece, own_ids, reads, others)  # `con` is busy with the insert
             rows = None
             for name, df in piece.tables.items():
                 counts[name] = counts.get(name, 0) + df.height
@@ -617,7 +639,7 @@ def _bounded_insert(con: duckdb.DuckDBPyConnection, memory: str) -> Iterator[Non
     """Settings for one INSERT ... SELECT from a stream of Arrow batches: DuckDB would otherwise keep the
     blocks it writes cached up to its memory limit (most of the RAM); and one thread appends a stream of
     Arrow batches with about a third less CPU than several."""
-    limit, threads = con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchone()
+    limit, threads = con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchall()[0]
     con.execute(f"SET memory_limit = '{memory}'")
     con.execute("SET threads = 1")
     try:
