@@ -991,7 +991,16 @@ def _reader_error(error: BaseException) -> str:
 
 # Commits the writer thread may have pending (running or queued) while this thread reads on: two absorb a commit
 # that takes longer than reading the next file (DuckDB checkpoints as its log grows) without the reader waiting.
+# Beyond two, files whose rows are in memory are queued while they hold at most PENDING_BYTES of input (`_held`):
+# the small files of an H-ARC release are read (by the workers, or this thread) while data.csv commits, instead
+# of after it.
 COMMITS_AHEAD = 2
+PENDING_BYTES = 16 << 20
+
+
+def _held(files: list[PreparedFile]) -> int:
+    """Input bytes whose rows `files` hold in memory until committed (a file read in its transaction holds none)."""
+    return sum(p.n_bytes for p in files if p.output is not None and p.output.pieces is None and not p.streamed)
 
 
 def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str = "auto", force: bool = False,
@@ -1020,7 +1029,7 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     # This thread reads (or collects the workers' files) while `writer` commits the file or batch before,
     # in order; a file that streams is read inside its transaction, by this thread, once the writer is idle.
     with open_executor(workers, scheduler, n_items=len(files)) as ex, HashAhead(files) as ahead, \
-            BackgroundWriter(depth=COMMITS_AHEAD, on_result=report.files.extend) as writer:
+            BackgroundWriter(depth=COMMITS_AHEAD, on_result=report.files.extend, budget=PENDING_BYTES) as writer:
         if isinstance(ex, SerialExecutor):
             # Files prepared here, in order: hash the next one meanwhile, and leave the schema checks (polars)
             # to the writer thread, beside the commit.
@@ -1031,21 +1040,21 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
                 prepared = _failed_piece(files[key], run_id, error)
             if not is_small(prepared):
                 if batch:
-                    writer.submit(commit_batch, ws, batch)
+                    writer.submit(commit_batch, ws, batch, weight=_held(batch))
                     batch, batch_bytes = [], 0
                 if prepared.streamed:
                     writer.drain()
                     report.files.append(commit_file(ws, prepared))
                 else:
-                    writer.submit(_commit_one, ws, prepared)
+                    writer.submit(_commit_one, ws, prepared, weight=_held([prepared]))
                 continue
             batch.append(prepared)
             batch_bytes += prepared.n_bytes
             if len(batch) >= BATCH_MAX_FILES or batch_bytes >= BATCH_MAX_BYTES:
-                writer.submit(commit_batch, ws, batch)
+                writer.submit(commit_batch, ws, batch, weight=_held(batch))
                 batch, batch_bytes = [], 0
         if batch:
-            writer.submit(commit_batch, ws, batch)
+            writer.submit(commit_batch, ws, batch, weight=_held(batch))
     return report
 
 
