@@ -1011,8 +1011,10 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     `scheduler`), the workers read and validate files while this process alone writes them, in input order
     (a look-ahead of one file per worker keeps memory flat): one transaction per file, small files a batch
     at a time (`commit_batch`, same result). This process writes on one thread of its own (`BackgroundWriter`,
-    up to COMMITS_AHEAD commits pending), so that a serial ingest reads the next file while the last one is
-    committed. A large recording is read by this process inside its transaction, its rows written a chunk
+    up to COMMITS_AHEAD commits pending, more while they hold at most PENDING_BYTES of input), so that a serial
+    ingest reads the next files while the last one is committed. A big file read in pieces (H-ARC data.csv)
+    is read by the writer inside its transaction, its biggest table streamed into the database as the pieces
+    come (`_stage_pieces`). A large recording is read by this process inside its transaction, its rows written a chunk
     (`chunk_bytes` of input, given to stream every recording in such chunks) at a time, each chunk inserted
     on a writer thread while the next is parsed."""
     if fmt_name != "auto" and fmt_name not in FORMATS:
