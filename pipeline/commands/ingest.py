@@ -86,7 +86,7 @@ def ingest_command(
         for f in report.files:
             if f.status != "unreadable" and f.path.is_file():  # never hash a FIFO or device
                 try:
-                    manifest.add_input(f.path)
+                    manifest.add_input(f.path, f.file_id)  # the hash ingest took, else the file is read again
                 except OSError:
                     pass
         code = EXIT_REJECTED if report.has_rejections else EXIT_OK

@@ -171,22 +171,23 @@ class Workspace:
             con.execute(stmt)
         self._known_tables = None
 
-    def has_table(self, name: str) -> bool:
+    def has_table(self, name: str, con: duckdb.DuckDBPyConnection | None = None) -> bool:
+        """Whether table `name` exists; `con`: where to ask on a miss (a cursor, while `self.con` is busy)."""
         # Cached: ingest asks for every table of every file. Tables are only ever added (never dropped) by
         # this class; other writers that drop or create tables invalidate via `forget_tables`.
         if self._known_tables is None:
-            self._known_tables = set(self.table_names())
+            self._known_tables = set(self.table_names(con))
         if name in self._known_tables:
             return True
-        self._known_tables = set(self.table_names())
+        self._known_tables = set(self.table_names(con))
         return name in self._known_tables
 
     def forget_tables(self) -> None:
         """Invalidate the table cache after creating or dropping tables by hand."""
         self._known_tables = None
 
-    def table_names(self) -> list[str]:
-        rows = self.con.execute(
+    def table_names(self, con: duckdb.DuckDBPyConnection | None = None) -> list[str]:
+        rows = (con or self.con).execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY table_name"
         ).fetchall()
         return [r[0] for r in rows]

@@ -12,10 +12,13 @@ Guarantees (CONVENTIONS.md, issue "Ingest"):
 from __future__ import annotations
 
 import hashlib
+import itertools
+import shutil
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import closing, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -50,6 +53,9 @@ class FileReport:
     n_quarantined: int = 0
     message: str = ""
     tables: dict[str, int] = field(default_factory=dict)
+    # the content hash of what was loaded or skipped (the file held these bytes from its hash to the end of its
+    # reading): the run manifest records it instead of reading the file once more
+    file_id: str | None = None
 
 
 @dataclass
@@ -137,28 +143,37 @@ def validate_output(output: ReaderOutput) -> None:
         output.tables[name] = result.valid
 
 
-def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids: list[str]) -> None:
+def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids: list[str],
+                               con: duckdb.DuckDBPyConnection | None = None,
+                               clash_possible: Callable[[str], bool] | None = None) -> None:
     """Primary keys are checked on load across files too: a row whose key another file already loaded is
-    quarantined (naming that file) instead of silently doubling a play, session or participant."""
+    quarantined (naming that file) instead of silently doubling a play, session or participant.
+    `con`: the connection the checks run on (default `ws.con`; `_stage_pieces` gives a cursor of its own,
+    `ws.con` being busy with the file's streaming insert then). Rows of `own_file_ids` never clash, so a
+    cursor outside the file's transaction, which still sees them, answers the same.
+    `clash_possible(table)`: false when the table is known to hold no other file's rows (`_OtherFiles`)."""
     from schemas import TABLES
 
+    con = con or ws.con
     for name, df in list(output.tables.items()):
         key = list(TABLES[name].primary_key)
-        if "file_id" in key or df.height == 0 or not ws.has_table(name):
+        if "file_id" in key or df.height == 0 or not ws.has_table(name, con):
             continue
-        ws.con.register("_keys", df.select(key).to_arrow())
+        if clash_possible is not None and not clash_possible(name):
+            continue
+        con.register("_keys", df.select(key).to_arrow())
         try:
             cond = " AND ".join(f"t.{k} = n.{k}" for k in key)
             placeholders = ", ".join("?" for _ in own_file_ids)
-            clash = ws.read(
+            clash = con.sql(
                 f"SELECT {', '.join('n.' + k for k in key)}, any_value(t.file_id) AS other_file_id, "
                 f"any_value(f.file_path) AS other_path FROM _keys n JOIN {name} t ON {cond} "
                 f"LEFT JOIN raw_ingest__files f ON f.file_id = t.file_id "
                 f"WHERE t.file_id NOT IN ({placeholders}) GROUP BY {', '.join('n.' + k for k in key)}",
-                own_file_ids,
-            )
+                params=own_file_ids,
+            ).pl()
         finally:
-            ws.con.unregister("_keys")
+            con.unregister("_keys")
         if clash.height == 0:
             continue
         loc_col = _location_column(df)
@@ -418,7 +433,8 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                       [ctx.file_id, str(path)])["file_id"].to_list()  # one query for both questions
     if ctx.file_id in earlier:
         if not prepared.force:
-            return FileReport(path, "skipped", message="same content as a file ingested earlier in this run")
+            return FileReport(path, "skipped", message="same content as a file ingested earlier in this run",
+                              file_id=ctx.file_id)
         prepared.seen_before = True
     replaced = [f for f in dict.fromkeys(earlier) if f != ctx.file_id]
     own_ids = [ctx.file_id, *replaced]
@@ -426,76 +442,214 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
     piece_rejects: list[Reject] = []
     piece_flags: list[str] = []
     pieces = prepared.output.pieces if prepared.output is not None else None
-    spill = tempfile.TemporaryDirectory(prefix="arcstudy-ingest-") if pieces is not None else nullcontext()
+    spill = _SpillFolder() if pieces is not None else None
     try:
-        with spill as spill_dir:
-            try:
-                staged = {} if spill_dir is None else \
-                    _stage_pieces(ws, pieces, own_ids, counts, piece_rejects, piece_flags, Path(spill_dir))
-            except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again here, after prepare_file
-                reason = f"cannot read the file as {prepared.fmt_name}: {err}"
-                _write_file_failure(ws, ctx, prepared.fmt_name, "unreadable", reason)
-                return FileReport(path, "unreadable", prepared.fmt_name, message=reason, n_quarantined=1)
-            except Exception as err:  # a reader bug: this file is refused and the run goes on, as in `_failed_piece`
-                reason = _reader_error(err)
-                _write_file_failure(ws, ctx, prepared.fmt_name, "reader_error", reason)
-                return FileReport(path, "rejected", prepared.fmt_name, message=reason, n_quarantined=1)
-            if pieces is not None:  # read again just now
+        with spill or nullcontext(), ws.transaction() as con:
+            # Deleting from every table costs ~40 statements: only when something of this file or path is there.
+            for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
+                _delete_file_rows(ws, con, old_id)
+            if prepared.streamed:
+                for name, n in _read_streamed(ws, con, prepared).items():
+                    counts[name] = counts.get(name, 0) + n
+            output = prepared.output
+            assert output is not None
+            drop_cross_file_duplicates(ws, output, own_ids)
+            for name, df in output.tables.items():
+                ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
+            staged: dict[str, list[str]] = {}
+            if spill is not None:  # the pieces: read again now, their rows written as they come
+                try:
+                    staged = _stage_pieces(ws, con, pieces, own_ids, counts, piece_rejects, piece_flags,
+                                           spill.path)
+                except _WriteFailed as err:  # the database's error, not the file's: the run stops
+                    raise err.error from None
+                except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again, after prepare_file
+                    prepared.failure = ("unreadable", "unreadable",
+                                        f"cannot read the file as {prepared.fmt_name}: {err}", "file", None)
+                    raise _Refused from err
+                except Exception as err:  # a reader bug: this file is refused and the run goes on (`_failed_piece`)
+                    prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
+                    raise _Refused from err
                 _refuse_if_changed(prepared)
                 if prepared.failure is not None:
-                    return commit_file(ws, prepared)
-            with ws.transaction() as con:
-                # Deleting from every table costs ~40 statements: only when something of this file or path is there.
-                for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
-                    _delete_file_rows(ws, con, old_id)
-                if prepared.streamed:
-                    for name, n in _read_streamed(ws, con, prepared).items():
-                        counts[name] = counts.get(name, 0) + n
-                output = prepared.output
-                assert output is not None
-                drop_cross_file_duplicates(ws, output, own_ids)
-                for name, df in output.tables.items():
-                    counts[name] = counts.get(name, 0) + df.height
-                quarantine = _quarantine_rows(ctx, prepared.fmt_name, [*output.rejects, *piece_rejects])
-                flags = [*output.flags, *piece_flags]
-                file_row = conform("raw_ingest__files", [_file_record(prepared, quarantine.height, counts, flags)])
-                con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
-                ws.insert_frame("raw_ingest__files", file_row, con=con)
-                for name, df in output.tables.items():
-                    ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
-                for name, spills in staged.items():
-                    _insert_spilled(con, name, spills)
-                if quarantine.height:
-                    ws.insert_frame("quarantine", quarantine, con=con)
+                    raise _Refused
+            for name, df in output.tables.items():
+                counts[name] = counts.get(name, 0) + df.height
+            quarantine = _quarantine_rows(ctx, prepared.fmt_name, [*output.rejects, *piece_rejects])
+            flags = [*output.flags, *piece_flags]
+            file_row = conform("raw_ingest__files", [_file_record(prepared, quarantine.height, counts, flags)])
+            con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
+            ws.insert_frame("raw_ingest__files", file_row, con=con)
+            for name, spills in staged.items():
+                _insert_spilled(con, name, spills)
+            if spill is not None:
+                spill.release()  # removed while the transaction commits
+            if quarantine.height:
+                ws.insert_frame("quarantine", quarantine, con=con)
     except _Refused:  # nothing of the file stays; its refusal is recorded like any other
         prepared.streamed = False
         return commit_file(ws, prepared)
     return _loaded_report(prepared, quarantine.height, len(replaced), counts)
 
 
-def _stage_pieces(ws: Workspace, pieces, own_ids: list[str], counts: dict[str, int], rejects: list[Reject],
-                  flags: list[str], folder: Path) -> dict[str, list[str]]:
-    """Validate a big file's pieces one at a time and spill each table's rows to Arrow IPC files in `folder`
-    (returned per table, in order). DuckDB holds a transaction's appended rows in memory until it commits,
-    so appending the pieces one by one inside the file's transaction would hold the whole file; one
-    INSERT ... SELECT streaming from the spilled files does not (`_insert_spilled`), and the file still
-    lands whole or not at all. The reader works on the next piece meanwhile (`prefetched`)."""
+class _OtherFiles:
+    """Whether a table holds rows of files other than `own_ids` (asked once per table on `con`): a big file's
+    pieces need no cross-file duplicate check against a table that holds none, such as every table of a
+    first ingest. Holds for the whole file: only this process writes, and only this file meanwhile."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, own_ids: list[str]):
+        self._con, self._own_ids = con, own_ids
+        self._known: dict[str, bool] = {}
+
+    def __call__(self, table: str) -> bool:
+        if table not in self._known:
+            found = self._con.execute(f"SELECT EXISTS (SELECT 1 FROM {table} WHERE file_id NOT IN "
+                                      f"(SELECT unnest(?)))", [self._own_ids]).fetchall()  # all: duckdb 2.x
+            self._known[table] = bool(found[0][0])
+        return self._known[table]
+
+
+class _SpillFolder:
+    """A temporary folder for a big file's spilled pieces. `release()`, once they are inserted, removes it on a
+    thread (unlinking a few hundred MB of cached pages takes tenths of a second) while the file's transaction
+    commits; leaving the `with` block waits for that thread (and raises its error), or removes the folder
+    itself on every other way out."""
+
+    def __enter__(self) -> _SpillFolder:
+        self.path = Path(tempfile.mkdtemp(prefix="arcstudy-ingest-"))
+        self._remover: threading.Thread | None = None
+        self._error: list[BaseException] = []
+        return self
+
+    def release(self) -> None:
+        def remove() -> None:
+            try:
+                shutil.rmtree(self.path)
+            except BaseException as err:  # raised by __exit__, in the caller's thread
+                self._error.append(err)
+
+        self._remover = threading.Thread(target=remove, name="arcstudy-spill-remover")
+        self._remover.start()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._remover is None:
+            shutil.rmtree(self.path, ignore_errors=exc_type is not None)
+            return
+        self._remover.join()
+        if self._error and exc_type is None:
+            raise self._error[0]
+
+
+class _WriteFailed(Exception):
+    """Inserting a big file's rows failed (the database, not the file): `error` stops the run."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _stage_pieces(ws: Workspace, con: duckdb.DuckDBPyConnection, pieces, own_ids: list[str],
+                  counts: dict[str, int], rejects: list[Reject], flags: list[str],
+                  folder: Path) -> dict[str, list[str]]:
+    """Validate a big file's pieces one at a time, inside the file's transaction (`con`), and write their rows.
+    DuckDB holds a transaction's appended rows in memory until it commits when they come in many statements;
+    one INSERT ... SELECT streams them with bounded memory. So the biggest table (that of the first piece) is
+    inserted by one INSERT whose source is the pieces themselves, pulled as DuckDB asks for rows, and the
+    other tables' rows are spilled to Arrow IPC files in `folder` (returned per table, in order), each
+    inserted afterwards by one INSERT over its files (`_insert_spilled`). The reader works on the next piece
+    meanwhile (`prefetched`); the file still lands whole or not at all.
+
+    Raises what the reading or checking of a piece raised, as it was raised (not DuckDB's wrapper of it);
+    a failure of the insert itself comes out as `_WriteFailed`."""
+    import pyarrow as pa
+
     staged: dict[str, list[str]] = {}
-    with closing(prefetched(pieces())) as ahead:
-        for i, piece in enumerate(ahead):
+    with closing(prefetched(pieces())) as ahead, closing(con.cursor()) as reads:
+        others = _OtherFiles(reads, own_ids)
+
+        def stage(i: int, piece: ReaderOutput, streamed: str | None) -> pl.DataFrame | None:
+            """Check piece `i`, spill its tables but `streamed`, and return that one's rows."""
             validate_output(piece)
-            drop_cross_file_duplicates(ws, piece, own_ids)
+            drop_cross_file_duplicates(ws, piece, own_ids, reads, others)  # `con` is busy with the insert
+            rows = None
             for name, df in piece.tables.items():
+                counts[name] = counts.get(name, 0) + df.height
+                if name == streamed:
+                    rows = conform(name, df)
+                    continue
                 spill = folder / f"{name}-{i:06d}.arrow"
                 conform(name, df).write_ipc(spill, compression="uncompressed")
                 staged.setdefault(name, []).append(str(spill))
-                counts[name] = counts.get(name, 0) + df.height
-            rejects += piece.rejects
-            flags += piece.flags
+            rejects.extend(piece.rejects)
+            flags.extend(piece.flags)
+            return rows
+
+        first = next(ahead, None)
+        if first is None:
+            return staged
+        # the biggest table of the first piece: the others are spilled, then inserted after it
+        streamed = max(first.tables, key=lambda n: first.tables[n].estimated_size(), default=None)
+        rows = stage(0, first, streamed)
+        first = None
+        if rows is None:  # no table to stream: every piece is spilled
+            for i, piece in enumerate(ahead, start=1):
+                stage(i, piece, None)
+            return staged
+        schema = rows.to_arrow().schema
+        failure: list[BaseException] = []  # what the reading or checking raised, inside DuckDB's pull
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            nonlocal rows
+            for i in itertools.count(1):
+                if rows is not None and rows.height:
+                    table = rows.to_arrow()
+                    yield from (table if table.schema == schema else table.cast(schema)).to_batches()
+                rows = table = None  # not held while the next piece is checked
+                try:
+                    piece = next(ahead, None)
+                    if piece is None:
+                        return
+                    rows = stage(i, piece, streamed)
+                except BaseException as err:
+                    failure.append(err)
+                    raise
+
+        source = batches()
+        try:
+            with _bounded_insert(con, STREAM_INSERT_MEMORY):
+                _insert_stream(con, streamed, pa.RecordBatchReader.from_batches(schema, source))
+        except BaseException as err:
+            if failure:
+                raise failure[0] from None
+            raise _WriteFailed(err) from err
+        finally:
+            source.close()
     return staged
 
 
+# DuckDB's memory limit during one INSERT ... SELECT from a stream of Arrow batches: from the spilled files,
+# once the reader is done; and from the pieces themselves, while the reader holds its own memory beside it
+# (the rows DuckDB cannot hold then go to its temporary files, and the process stays well under 1 GB).
 SPILL_INSERT_MEMORY = "256MB"
+STREAM_INSERT_MEMORY = "64MB"
+
+
+@contextmanager
+def _bounded_insert(con: duckdb.DuckDBPyConnection, memory: str) -> Iterator[None]:
+    """Settings for one INSERT ... SELECT from a stream of Arrow batches: DuckDB would otherwise keep the
+    blocks it writes cached up to its memory limit (most of the RAM); and one thread appends a stream of
+    Arrow batches with about a third less CPU than several."""
+    limit, threads = con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchall()[0]
+    con.execute(f"SET memory_limit = '{memory}'")
+    con.execute("SET threads = 1")
+    try:
+        yield
+    finally:
+        # On a cursor: these settings are the database's, not the transaction's, and a failed insert leaves the
+        # transaction aborted (it refuses any statement until the caller rolls it back).
+        with closing(con.cursor()) as settings:
+            settings.execute(f"SET memory_limit = '{limit}'")
+            settings.execute(f"SET threads = {int(threads)}")
 
 
 def _insert_spilled(con, name: str, spills: list[str]) -> None:
@@ -511,23 +665,23 @@ def _insert_spilled(con, name: str, spills: list[str]) -> None:
 
     with pa.memory_map(spills[0]) as source:
         schema = pa.ipc.open_file(source).schema
-    con.register("_spilled", pa.RecordBatchReader.from_batches(schema, batches()))
-    # DuckDB would otherwise keep the blocks it writes cached up to its memory limit (most of the RAM); and
-    # one thread appends a stream of Arrow batches with about a third less CPU than several
-    limit, threads = con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchone()
-    con.execute(f"SET memory_limit = '{SPILL_INSERT_MEMORY}'")
-    con.execute("SET threads = 1")
-    try:
-        columns = ", ".join(get_table(name).columns)
-        con.execute(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM _spilled")
-    finally:
-        con.execute(f"SET memory_limit = '{limit}'")
-        con.execute(f"SET threads = {int(threads)}")
-        con.unregister("_spilled")
+    with _bounded_insert(con, SPILL_INSERT_MEMORY):
+        _insert_stream(con, name, pa.RecordBatchReader.from_batches(schema, batches()))
+
+
+def _insert_stream(con: duckdb.DuckDBPyConnection, name: str, stream) -> None:
+    """One INSERT ... SELECT into table `name` from a pyarrow RecordBatchReader. A failed insert leaves the
+    registration in place: DuckDB refuses every statement of an aborted transaction, unregister too, until
+    the caller rolls it back (the next registration under the name replaces it)."""
+    columns = ", ".join(get_table(name).columns)
+    con.register("_stream", stream)
+    con.execute(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM _stream")
+    con.unregister("_stream")
 
 
 def _skipped_report(prepared: PreparedFile) -> FileReport:
-    return FileReport(prepared.path, "skipped", message="already ingested (same content hash); --force re-reads it")
+    return FileReport(prepared.path, "skipped", message="already ingested (same content hash); --force re-reads it",
+                      file_id=prepared.ctx.file_id)
 
 
 def _failure_report(prepared: PreparedFile) -> FileReport:
@@ -546,7 +700,7 @@ def _loaded_report(prepared: PreparedFile, n_quarantined: int, n_replaced: int,
     status = "replaced" if n_replaced else "loaded"
     message = f"replaced {n_replaced} older version(s) of this path" if n_replaced else ""
     return FileReport(prepared.path, status, prepared.fmt_name, sum(counts.values()), n_quarantined, message,
-                      counts)
+                      counts, prepared.ctx.file_id)
 
 
 def _file_record(prepared: PreparedFile, n_quarantined: int, counts: dict[str, int] | None = None,
@@ -650,7 +804,8 @@ def _plan_batch(ws: Workspace, batch: list[PreparedFile]) -> _BatchPlan | None:
         claimed |= seen
         if file_id in seen and not p.force:
             plan.reports.append(FileReport(p.path, "skipped",
-                                           message="same content as a file ingested earlier in this run"))
+                                           message="same content as a file ingested earlier in this run",
+                                           file_id=file_id))
             continue
         if file_id in seen or p.seen_before:
             plan.clear_ids.append(file_id)
@@ -836,7 +991,16 @@ def _reader_error(error: BaseException) -> str:
 
 # Commits the writer thread may have pending (running or queued) while this thread reads on: two absorb a commit
 # that takes longer than reading the next file (DuckDB checkpoints as its log grows) without the reader waiting.
+# Beyond two, files whose rows are in memory are queued while they hold at most PENDING_BYTES of input (`_held`):
+# the small files of an H-ARC release are read (by the workers, or this thread) while data.csv commits, instead
+# of after it.
 COMMITS_AHEAD = 2
+PENDING_BYTES = 16 << 20
+
+
+def _held(files: list[PreparedFile]) -> int:
+    """Input bytes whose rows `files` hold in memory until committed (a file read in its transaction holds none)."""
+    return sum(p.n_bytes for p in files if p.output is not None and p.output.pieces is None and not p.streamed)
 
 
 def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str = "auto", force: bool = False,
@@ -847,8 +1011,10 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     `scheduler`), the workers read and validate files while this process alone writes them, in input order
     (a look-ahead of one file per worker keeps memory flat): one transaction per file, small files a batch
     at a time (`commit_batch`, same result). This process writes on one thread of its own (`BackgroundWriter`,
-    up to COMMITS_AHEAD commits pending), so that a serial ingest reads the next file while the last one is
-    committed. A large recording is read by this process inside its transaction, its rows written a chunk
+    up to COMMITS_AHEAD commits pending, more while they hold at most PENDING_BYTES of input), so that a serial
+    ingest reads the next files while the last one is committed. A big file read in pieces (H-ARC data.csv)
+    is read by the writer inside its transaction, its biggest table streamed into the database as the pieces
+    come (`_stage_pieces`). A large recording is read by this process inside its transaction, its rows written a chunk
     (`chunk_bytes` of input, given to stream every recording in such chunks) at a time, each chunk inserted
     on a writer thread while the next is parsed."""
     if fmt_name != "auto" and fmt_name not in FORMATS:
@@ -865,7 +1031,7 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     # This thread reads (or collects the workers' files) while `writer` commits the file or batch before,
     # in order; a file that streams is read inside its transaction, by this thread, once the writer is idle.
     with open_executor(workers, scheduler, n_items=len(files)) as ex, HashAhead(files) as ahead, \
-            BackgroundWriter(depth=COMMITS_AHEAD, on_result=report.files.extend) as writer:
+            BackgroundWriter(depth=COMMITS_AHEAD, on_result=report.files.extend, budget=PENDING_BYTES) as writer:
         if isinstance(ex, SerialExecutor):
             # Files prepared here, in order: hash the next one meanwhile, and leave the schema checks (polars)
             # to the writer thread, beside the commit.
@@ -876,21 +1042,21 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
                 prepared = _failed_piece(files[key], run_id, error)
             if not is_small(prepared):
                 if batch:
-                    writer.submit(commit_batch, ws, batch)
+                    writer.submit(commit_batch, ws, batch, weight=_held(batch))
                     batch, batch_bytes = [], 0
                 if prepared.streamed:
                     writer.drain()
                     report.files.append(commit_file(ws, prepared))
                 else:
-                    writer.submit(_commit_one, ws, prepared)
+                    writer.submit(_commit_one, ws, prepared, weight=_held([prepared]))
                 continue
             batch.append(prepared)
             batch_bytes += prepared.n_bytes
             if len(batch) >= BATCH_MAX_FILES or batch_bytes >= BATCH_MAX_BYTES:
-                writer.submit(commit_batch, ws, batch)
+                writer.submit(commit_batch, ws, batch, weight=_held(batch))
                 batch, batch_bytes = [], 0
         if batch:
-            writer.submit(commit_batch, ws, batch)
+            writer.submit(commit_batch, ws, batch, weight=_held(batch))
     return report
 
 

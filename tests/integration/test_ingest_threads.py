@@ -190,7 +190,7 @@ def test_threaded_ingest_of_many_files_writes_what_a_serial_commit_writes(tmp_pa
                     for name in ("raw_arc3__recording_lines", "core_arc3__steps", "core_arc3__plays", "quarantine")}
 
     class Inline:  # BackgroundWriter's interface, each job run at once in the caller's thread
-        def __init__(self, depth=1, on_result=None, name=""):
+        def __init__(self, depth=1, on_result=None, name="", budget=None):
             self.on_result = on_result
 
         def __enter__(self):
@@ -199,7 +199,7 @@ def test_threaded_ingest_of_many_files_writes_what_a_serial_commit_writes(tmp_pa
         def __exit__(self, *exc):
             return None
 
-        def submit(self, fn, *args):
+        def submit(self, fn, *args, weight=0):
             result = fn(*args)
             if self.on_result is not None:
                 self.on_result(result)
@@ -244,3 +244,35 @@ def test_a_validation_that_raises_on_the_writer_thread_refuses_that_file_and_the
         assert ws.read("SELECT file_path, check_name FROM quarantine").rows() == [
             (str(files[1].resolve()), "reader_error")]
         assert ws.row_count("raw_ingest__files") == 2
+
+
+def test_files_holding_little_are_read_while_a_long_commit_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Beyond COMMITS_AHEAD pending commits, files whose rows hold little memory (PENDING_BYTES of input in
+    all) are still read and queued: the small files of an H-ARC release are read while data.csv commits.
+    Here the first file's commit waits until the last file has been read; it would wait in vain (and the
+    run stall behind it) if reading stopped at two pending commits."""
+    paths = _copies(tmp_path / "in", 5)
+    monkeypatch.setattr(runner, "SMALL_FILE_BYTES", 0)  # every file committed alone, on the writer
+    last_read = threading.Event()
+    real_prepare, real_commit = runner.prepare_file, runner._commit_one
+
+    def prepare(path: Path, **kwargs):
+        prepared = real_prepare(path, **kwargs)
+        if path.name == paths[-1].name:
+            last_read.set()
+        return prepared
+
+    waited: list[bool] = []
+
+    def commit(ws, prepared):
+        if prepared.path.name == paths[0].name:
+            waited.append(last_read.wait(10))
+        return real_commit(ws, prepared)
+
+    monkeypatch.setattr(runner, "prepare_file", prepare)
+    monkeypatch.setattr(runner, "_commit_one", commit)
+    with Workspace(tmp_path / "ahead.duckdb") as ws:
+        report = ingest_paths(ws, [tmp_path / "in"], run_id="r", workers=1)
+        assert ws.row_count("core_arc3__plays") == 5
+    assert waited == [True]
+    assert [f.status for f in report.files] == ["loaded"] * 5

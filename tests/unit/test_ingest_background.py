@@ -49,6 +49,29 @@ def test_submit_waits_while_depth_jobs_are_pending():
     assert started == [0, 1]
 
 
+def test_light_jobs_queue_beyond_depth_within_the_budget_and_a_heavy_one_waits():
+    """Beyond `depth`, jobs are queued while the pending jobs' weight with the new one's stays within `budget`
+    (the small files read while one long commit runs); a job that would exceed it waits as before."""
+    release = threading.Event()
+    started = []
+
+    def job(i: int) -> None:
+        started.append(i)
+        release.wait(5)
+
+    with BackgroundWriter(depth=1, budget=10) as writer:
+        writer.submit(job, 0)  # the long commit (weight 0: it holds nothing in memory)
+        for i in (1, 2, 3):
+            writer.submit(job, i, weight=3)  # 9 <= 10: queued at once, the caller reads on
+        heavy = threading.Thread(target=writer.submit, args=(job, 4), kwargs={"weight": 2})
+        heavy.start()
+        time.sleep(0.1)
+        assert heavy.is_alive() and started == [0]  # 9 + 2 > 10: waits for a pending job to end
+        release.set()
+        heavy.join(5)
+    assert started == [0, 1, 2, 3, 4]
+
+
 def test_a_failed_job_raises_in_the_caller_and_no_later_job_runs():
     ran: list[int] = []
 
