@@ -341,13 +341,13 @@ class _DataFile:
             out, good = self.check_batch(loaded, context, structural, checks)
             facts.append(good.select(_TASK_FACTS).with_columns(pl.col(_REPEATED_TEXT).cast(pl.Categorical)))
             yield out
+        self.context = self.context.clear()  # not needed any more: not held while the tasks are worked out
         good = pl.concat(facts)
+        facts.clear()
         # the task order: the texts' sort order as integers (ranks of the few distinct values), since sorting
         # 600k rows by their texts costs ~10x more than by integers
         good = good.with_columns([_text_rank(good[c]).alias(f"__rank_{c}") for c in ("participant_id", "task_id")])
-        good = good.with_columns(pl.col(_REPEATED_TEXT).cast(pl.String), pl.lit(self.release).alias("release_generation"),
-                                 pl.lit(self.file_id).alias("file_id"))
-        yield ReaderOutput(tables={TASKS: _participant_tasks(good)}, flags=self.source.flags)
+        yield ReaderOutput(tables={TASKS: _participant_tasks(good, self.release, self.file_id)}, flags=self.source.flags)
 
     def check_batch(self, loaded: LoadedCsv, context: pl.DataFrame, structural: list[RowCheck],
                     checks: list[RowCheck]) -> tuple[ReaderOutput, pl.DataFrame]:
@@ -500,16 +500,17 @@ def _text_rank(values: pl.Series) -> pl.Series:
                                                default=None)
 
 
-def _participant_tasks(good: pl.DataFrame) -> pl.DataFrame:
-    """One row per task of the file's good rows (one release generation), in participant and task order
-    (`__rank_participant_id`, `__rank_task_id`: `_text_rank` of those columns)."""
-    keys = ["release_generation", "participant_id", "task_id"]
-    ordered = good.select(*keys, "action_number", "file_id", "exp_name", "task_split", "task_number",
+def _participant_tasks(good: pl.DataFrame, release: str, file_id: str) -> pl.DataFrame:
+    """One row per task of the file's good rows (of one release generation and file), in participant and task
+    order (`__rank_participant_id`, `__rank_task_id`: `_text_rank` of those columns). The texts of
+    _REPEATED_TEXT come as Categorical and are turned back into texts once per task, not once per row (the
+    rows' texts would take ~0.4 GB for a 1.2M-row file)."""
+    keys = ["participant_id", "task_id"]
+    ordered = good.select(*keys, "action_number", "exp_name", "task_split", "task_number",
                           "first_description", "last_description", "has_terminal_row", "is_tutorial",
                           "is_complete", "__task_time_back", "__rank_participant_id", "__rank_task_id").sort(
         "__rank_participant_id", "__rank_task_id", "action_number").drop("__rank_participant_id", "__rank_task_id")
     tasks = ordered.group_by(keys, maintain_order=True).agg(
-        pl.col("file_id").first(),
         pl.col("exp_name").first(),
         pl.col("task_split").first(),
         pl.col("task_number").first(),
@@ -521,7 +522,8 @@ def _participant_tasks(good: pl.DataFrame) -> pl.DataFrame:
         pl.col("is_tutorial").any(),
         pl.col("is_complete").first(),
         pl.col("__task_time_back").first(),
-    )
+    ).select(pl.lit(release).alias("release_generation"), *keys, pl.lit(file_id).alias("file_id"), pl.exclude(keys))
+    tasks = tasks.with_columns(pl.col(c).cast(pl.String) for c in _REPEATED_TEXT)
     return tasks.with_columns(flag_lists(tasks, [
         (pl.col("is_tutorial"), "tutorial"),
         (~pl.col("has_terminal_row"), "no_terminal_row"),
