@@ -25,7 +25,10 @@ def schema_command(
         raise fail(f"unknown table {table!r}; known: {', '.join(sorted(TABLES))}", EXIT_USAGE)
     text = data_dictionary([table] if table else None)
     if out_file:
-        out_file.write_text(text + "\n")
+        try:
+            out_file.write_text(text + "\n")
+        except (OSError, ValueError) as err:  # a folder, a missing or read-only folder, a NUL in the name
+            raise fail(f"cannot write --out {out_file}: {getattr(err, 'strerror', None) or err}") from err
         out.info(f"wrote {out_file}")
     else:
         typer.echo(text)
