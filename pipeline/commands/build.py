@@ -24,6 +24,7 @@ from .common import (
     LockTimeoutOption,
     command_line,
     fail,
+    make_out_dir,
     open_workspace,
     refuse_overwriting_database,
     run_manifest_dir,
@@ -73,6 +74,8 @@ def build_command(
     if not db_path.exists():  # building a new, empty database would hide a mistyped --db behind empty tables
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` first, or pass --db)")
     out_dir = out_dir or default_out_dir(db_path)
+    if not dry_run:  # before the database is touched: a folder that cannot exist would fail only at the figures
+        make_out_dir(out_dir, "--out-dir")
     command = command_line(ctx)
     with open_workspace(db_path, read_only=dry_run, lock_timeout_s=lock_timeout) as ws:
         try:
@@ -251,9 +254,9 @@ class _BaselineOutputs:
         games = bl.game_baselines(levels, self.rule)
         _print_baselines(levels, self.rule)
         if self.write_metadata is not None:
+            make_out_dir(self.write_metadata, "--write-metadata")
             for gb, values in _metadata_values(games, self.rule):
                 path = bl.metadata_path(self.write_metadata, gb.game_id)
-                path.parent.mkdir(parents=True, exist_ok=True)
                 # Keep every other field: the ingested metadata, else the file already at the target path
                 # (e.g. writing back into games/).
                 base = existing.get(gb.game_id) or (path.read_text() if path.exists() else None)
@@ -287,7 +290,10 @@ class _BaselineOutputs:
                     frame = frame.with_columns(pl.col("reproduced_by").list.join(" "))
             else:
                 frame = levels.filter(pl.col("baseline_rule") == self.rule)
-            frame.write_csv(self.out_file)
+            try:
+                frame.write_csv(self.out_file)
+            except OSError as err:  # a path under a file, a missing folder, a full disk: said, not a traceback
+                raise fail(f"cannot write --out {self.out_file}: {err.strerror or err}") from err
             manifest.add_output(self.out_file)
             out.console.print(f"wrote {self.out_file}")
 
@@ -329,7 +335,11 @@ def _metadata_files(root: Path) -> dict[str, Path]:
 
 
 def _write_metadata(path: Path, doc: dict, manifest) -> None:
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=2) + "\n")
+    except OSError as err:  # e.g. <DIR>/<code> is a regular file
+        raise fail(f"cannot write {path}: {err.strerror or err}") from err
     manifest.add_output(path)
     out.console.print(f"wrote {path}")
 

@@ -140,6 +140,17 @@ def refuse_overwriting_database(out_file: Path | None, db: Path) -> None:
                        "choose another file", EXIT_USAGE)
 
 
+def make_out_dir(path: Path, option: str = "--out") -> Path:
+    """Create the folder a command writes into before any work: one that cannot exist (under a regular file, in
+    a missing or read-only place, a NUL in its name) stops the command with exit 1 naming `option`."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as err:
+        raise fail(f"cannot write {option} {path}: {getattr(err, 'strerror', None) or err}; choose a folder "
+                   "that can be created") from err
+    return path
+
+
 def db_to_read(db: Path | None) -> Path:
     """The database a read-only command opens: --db, else `default_db_to_read()`, saying so when that is the
     demo database (on stderr: stdout may be a query's CSV)."""

@@ -9,7 +9,15 @@ from typing import Annotated
 
 import typer
 
-from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, SchedulerOption, WorkersOption, command_line
+from .common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    SchedulerOption,
+    WorkersOption,
+    command_line,
+    make_out_dir,
+)
 
 CLICK_RULE_NAMES = ("objects", "cells", "pixels", "engine")  # graph.CLICK_RULES, without importing the engine here
 IDENTITY_NAMES = ("frame", "engine")
@@ -63,6 +71,8 @@ def explore_command(
     if max_nodes < 1:
         out.error("--max-nodes must be at least 1")
         raise typer.Exit(EXIT_USAGE)
+    if out_dir is not None:  # before the levels are explored, not after
+        make_out_dir(out_dir)
     try:
         rows, written = run_explore(game, levels=level, environments=environments, max_nodes=max_nodes,
                                     max_seconds=max_seconds, click_rule=click_rule, budget=budget,

@@ -33,6 +33,7 @@ from .common import (
     SchedulerOption,
     command_line,
     fail,
+    make_out_dir,
     open_workspace,
     run_manifest_dir,
 )
@@ -163,7 +164,7 @@ def harc_analyses_command(
     db_path = db or default_db_path()
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
-    out_dir = out_dir or default_out_dir(db_path)
+    out_dir = make_out_dir(out_dir or default_out_dir(db_path))  # before the analyses, not at the figures
     with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         try:
             report = run_analyses(ws, release=release, seed=seed, n_simulations=simulations,
@@ -274,7 +275,7 @@ def harc_graph_command(
             doc = task_graph(ws, task_id, release=release)
         except HarcError as err:
             raise fail(str(err)) from err
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_out_dir(out_dir)
     path = out_dir / f"{task_id}.graph.json"
     path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     out.console.print(f"task {task_id} ({doc['task_split']}, {doc['release_generation']}): {doc['n_unique_states']} "

@@ -9,7 +9,15 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, SchedulerOption, WorkersOption, command_line
+from .common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    SchedulerOption,
+    WorkersOption,
+    command_line,
+    make_out_dir,
+)
 
 
 def qualify_command(
@@ -66,6 +74,8 @@ def qualify_command(
         for info in infos:
             latest[info.short_id] = resolve(info.short_id, env_dir)
         infos = list(latest.values())
+    if out_dir is not None:  # before the games run, not after
+        make_out_dir(out_dir)
     command = command_line(ctx)
     options = {"seed": seed, "tutorial_levels": tutorial_levels, "recordings": recording}
     reports = []

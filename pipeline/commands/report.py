@@ -11,7 +11,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_OK, EXIT_USAGE, DbOption, fail
+from .common import EXIT_OK, EXIT_USAGE, DbOption, fail, make_out_dir
 
 
 class ReportChoice(StrEnum):
@@ -78,7 +78,7 @@ def report_command(
     if not db_path.is_file():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first, or "
                        "pass --db)")
-    out_path = out_dir or default_out_dir(db_path)
+    out_path = make_out_dir(out_dir or default_out_dir(db_path))
     chosen = list(REPORTS) if which is ReportChoice.all else [which.value]
     command = shlex.join(["arcstudy", "report", which.value, "--db", str(db_path), "--out", str(out_path)]
                          + (["--ground-truth", str(ground_truth)] if ground_truth else [])

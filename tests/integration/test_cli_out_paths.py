@@ -1,0 +1,77 @@
+"""An output folder or file that cannot exist (under a regular file, a file where a folder is wanted) stops the
+command with exit 1 or 2 and a message naming the option: never a traceback, and before the work (a build does
+not touch the database, a game is not explored first)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.core.config import load_config
+from pipeline.core.workspace import Workspace
+from pipeline.transforms.build import build
+from tests.fixtures.transforms.studies import baseline_study, low_effort_study
+from tests.integration.test_harc_pipeline import TASK1, write_files
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, ["--plain", *args])
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> tuple[Path, Path]:
+    """A database with built baselines and H-ARC events, and a regular file to put outputs under."""
+    root = tmp_path_factory.mktemp("out_paths")
+    db = root / "study.duckdb"
+    with Workspace(db) as ws:
+        for st in (low_effort_study(), baseline_study()):
+            st.load(ws)
+        build(ws, load_config(), figures=False)
+    res = invoke("ingest", str(write_files(root / "harc")), "--db", str(db))
+    assert res.exit_code == 0, res.output
+    a_file = root / "a_file"
+    a_file.write_text("kept\n")
+    return db, a_file
+
+
+def runs_rows(db: Path) -> int:
+    with Workspace(db, read_only=True) as ws:
+        return ws.row_count("runs")
+
+
+@pytest.mark.parametrize("args, option", [
+    (["build", "--out-dir", "{under}"], "--out-dir"),
+    (["report", "scores", "--out", "{under}"], "--out"),
+    (["harc-analyses", "--out", "{under}", "--simulations", "2", "--no-figures"], "--out"),
+    (["harc-graph", TASK1, "--out", "{under}", "--no-figure"], "--out"),
+    (["baselines", "--out", "{under}.csv"], "--out"),
+    (["baselines", "--write-metadata", "{under}"], "--write-metadata"),
+    (["explore", "pv63", "--max-nodes", "5", "--out", "{under}"], "--out"),
+    (["qualify", "pv63", "--regime", "quick", "--out", "{under}"], "--out"),
+    (["simulate", "--out", "{under}", "--no-harc"], "--out"),
+], ids=lambda v: v if isinstance(v, str) else "-".join(v[:2]))
+def test_an_output_under_a_regular_file_is_said_not_a_traceback(study, args: list[str], option: str):
+    db, a_file = study
+    under = str(a_file / "sub")
+    args = [a.replace("{under}", under) for a in args]
+    before = runs_rows(db)
+    db_args = [] if args[0] in ("explore", "qualify", "simulate") else ["--db", str(db)]
+    res = invoke(*args, *db_args)
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert res.exit_code == 1, res.output
+    text = " ".join(res.output.split())
+    assert f"cannot write {option} {under}" in text, text
+    assert a_file.read_text() == "kept\n"
+    assert runs_rows(db) == before  # nothing recorded: the command stopped before its work
+
+
+def test_simulate_out_that_is_a_file_is_a_usage_error(study):
+    _, a_file = study
+    res = invoke("simulate", "--out", str(a_file), "--no-harc")
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert res.exit_code == 2, res.output
+    assert "is a file, not a folder" in " ".join(res.output.split())
+    assert a_file.read_text() == "kept\n"
