@@ -75,3 +75,43 @@ def test_simulate_out_that_is_a_file_is_a_usage_error(study):
     assert res.exit_code == 2, res.output
     assert "is a file, not a folder" in " ".join(res.output.split())
     assert a_file.read_text() == "kept\n"
+
+
+def test_demo_never_deletes_a_folder_that_is_not_an_earlier_demo(tmp_path):
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("kept\n")
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    res = invoke("demo", "--out", str(precious), "--data", str(blocker / "data"))
+    assert res.exit_code == 2, res.output
+    assert "holds no earlier demo" in " ".join(res.output.split())
+    assert (precious / "keep.txt").read_text() == "kept\n"
+
+
+@pytest.mark.parametrize("out, data", [("d/r", "d"), ("d", "d/data"), ("d", "d")])
+def test_demo_out_and_data_must_not_overlap(tmp_path, out: str, data: str):
+    res = invoke("demo", "--out", str(tmp_path / out), "--data", str(tmp_path / data))
+    assert res.exit_code == 2, res.output
+    assert "overlap" in res.output
+    assert not (tmp_path / "d").exists()
+
+
+def test_simulate_overwrite_replaces_only_an_earlier_simulation(tmp_path):
+    from games import GAMES_DIR
+    from pipeline.simulate.study import simulate_study
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "thesis.tex").write_text("kept\n")
+    (home / "SIMULATION.json").write_text("{}\n")
+    with pytest.raises(FileExistsError, match=r"did not write \(thesis.tex\)"):
+        simulate_study(home, environments_dir=GAMES_DIR, overwrite=True)
+    assert sorted(p.name for p in home.iterdir()) == ["SIMULATION.json", "thesis.tex"]
+    earlier = tmp_path / "earlier"
+    (earlier / "arc3").mkdir(parents=True)
+    (earlier / "arc3" / "old.jsonl").write_text("{}\n")
+    (earlier / "SIMULATION.json").write_text("{}\n")
+    with pytest.raises(ValueError, match="no game"):  # no games given: stops right after clearing the folder
+        simulate_study(earlier, environments_dir=GAMES_DIR, specs=[], overwrite=True)
+    assert list(earlier.iterdir()) == []
