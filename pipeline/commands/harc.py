@@ -22,7 +22,7 @@ import typer
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
-from schemas.vocabulary import HARC_SPLITS
+from schemas.vocabulary import HARC_RELEASES, HARC_SPLITS
 
 from .common import (
     EXIT_OK,
@@ -38,9 +38,20 @@ from .common import (
     run_manifest_dir,
 )
 
+
+def _release_name(value: str | None) -> str | None:
+    """A name that is no release generation is a usage mistake (exit 2), not missing data."""
+    if value is not None and value not in HARC_RELEASES:
+        raise typer.BadParameter(f"{value!r} is not an H-ARC release generation; one of {', '.join(HARC_RELEASES)}")
+    return value
+
+
 ReleaseOption = Annotated[str | None, typer.Option("--release", help="H-ARC release generation to analyse: "
                                                    "osf-current or 2024 (default: osf-current when present, "
-                                                   "else 2024).", show_default=False)]
+                                                   "else 2024).", show_default=False, callback=_release_name)]
+# Seeds are stored in manifests and tables as BIGINT, and numpy takes only non-negative ones.
+MAX_SEED = 2**63 - 1
+MAX_SIMULATIONS = 100_000  # each draws one (simulations x tasks) block of floats: bounded memory
 
 
 def replay_harc_command(
@@ -130,8 +141,9 @@ def harc_analyses_command(
                                                  "<db>.harc/ beside the database).", file_okay=False,
                                                  show_default=False)] = None,
     release: ReleaseOption = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the bound simulations.")] = 0,
-    simulations: Annotated[int, typer.Option("--simulations", min=1, help="Imputation simulations per bound.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=MAX_SEED, help="Seed of the bound simulations.")] = 0,
+    simulations: Annotated[int, typer.Option("--simulations", min=1, max=MAX_SIMULATIONS,
+                                             help="Imputation simulations per bound.")] = 1000,
     thinking_threshold: Annotated[float, typer.Option("--thinking-threshold-s", min=0.0, help="Shortest gap "
                                                       "between two events counted as thinking time.")] = 5.0,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the figures.")] = False,

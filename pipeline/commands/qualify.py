@@ -32,7 +32,7 @@ def qualify_command(
     environments: Annotated[Path | None, typer.Option("--environments", help="Directory searched for "
                                                       "metadata.json (default: arcstudy's games/).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random play and fuzz scripts.")] = 0,
-    tutorial_levels: Annotated[int, typer.Option("--tutorial-levels", help="Leading levels treated as tutorials "
+    tutorial_levels: Annotated[int, typer.Option("--tutorial-levels", min=0, help="Leading levels treated as tutorials "
                                                  "(random wins allowed).")] = 1,
     recording: Annotated[list[Path] | None, typer.Option("--recording", help="Extra toolkit recordings to play "
                                                          "back (win*/lose* names must end in WIN/GAME_OVER).",
