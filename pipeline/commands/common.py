@@ -51,8 +51,9 @@ LockTimeoutOption = Annotated[float, typer.Option("--lock-timeout", help="Second
 # The fan-out of a command whose work splits into independent pieces (pipeline.core.executor, docs/cluster.md).
 # None means one worker per usable core, left to the command to resolve (a command may stay serial when its
 # input is too small for a cluster's start to pay off). Results do not depend on either option.
+MAX_WORKERS = 256  # local processes: a typo like 2**70 must not start a cluster until memory runs out
 WorkersOption = Annotated[int | None, typer.Option(
-    "--workers", min=1, show_default=False,
+    "--workers", min=1, max=MAX_WORKERS, show_default=False,
     help="Worker processes (a local Dask cluster); 1 = serial, in this process, without Dask "
          "(default: all usable cores). Results do not depend on it.")]
 SchedulerOption = Annotated[str | None, typer.Option(

@@ -30,3 +30,13 @@ def test_unusable_option_values_are_usage_errors(tmp_path: Path, args: list[str]
     assert res.exit_code == 2, res.output
     assert f"Invalid value for '{option}'" in res.output
     assert not db.exists()
+
+
+@pytest.mark.parametrize("verb", [["explore", "pv63", "--max-nodes", "5"], ["qualify", "pv63", "--regime", "quick"],
+                                  ["simulate", "--out", "{tmp}/study"]], ids=lambda v: v[0])
+def test_a_huge_worker_count_is_refused_not_started(tmp_path: Path, verb: list[str]):
+    args = [a.replace("{tmp}", str(tmp_path)) for a in verb]
+    res = CliRunner().invoke(app, ["--plain", *args, "--workers", HUGE])
+    assert res.exit_code == 2, res.output
+    assert "Invalid value for '--workers'" in res.output
+    assert not (tmp_path / "study").exists()
