@@ -208,7 +208,7 @@ def baselines_command(
         _print_rejects(counts.rejects)
         levels = bl.level_baselines(counts.costs, counts.players, counts.n_levels, config)
         outputs.run(levels, counts.costs, {}, manifest)
-        raise typer.Exit(EXIT_REJECTED if counts.rejects else EXIT_OK)
+        raise typer.Exit(EXIT_REJECTED if counts.rejects or outputs.refused else EXIT_OK)
 
     db_path = db or default_db_path()
     if not db_path.exists():
@@ -242,6 +242,7 @@ class _BaselineOutputs:
     compare_published: bool
     write: bool
     out_file: Path | None
+    refused: int = 0  # games whose metadata.json was not written because their id names no game
 
     @property
     def writes(self) -> bool:
@@ -256,7 +257,12 @@ class _BaselineOutputs:
         if self.write_metadata is not None:
             make_out_dir(self.write_metadata, "--write-metadata")
             for gb, values in _metadata_values(games, self.rule):
-                path = bl.metadata_path(self.write_metadata, gb.game_id)
+                try:
+                    path = bl.metadata_path(self.write_metadata, gb.game_id)
+                except ValueError as err:  # a counts file's game_id such as ../x: never a path outside DIR
+                    out.console.print(f"not written: {err}")
+                    self.refused += 1
+                    continue
                 # Keep every other field: the ingested metadata, else the file already at the target path
                 # (e.g. writing back into games/).
                 base = existing.get(gb.game_id) or (path.read_text() if path.exists() else None)

@@ -115,3 +115,18 @@ def test_simulate_overwrite_replaces_only_an_earlier_simulation(tmp_path):
     with pytest.raises(ValueError, match="no game"):  # no games given: stops right after clearing the folder
         simulate_study(earlier, environments_dir=GAMES_DIR, specs=[], overwrite=True)
     assert list(earlier.iterdir()) == []
+
+
+@pytest.mark.parametrize("game_id", ["../x", "{tmp}/abs", "ab12-0000abcd/../../x"])
+def test_baselines_write_metadata_never_leaves_its_folder(tmp_path, game_id: str):
+    game_id = game_id.replace("{tmp}", str(tmp_path))  # an absolute path, inside tmp_path should it be written
+    counts = tmp_path / "counts.csv"
+    counts.write_text("game_id,level_index,player_id,actions,completed\n"
+                      f"{game_id},1,p1,3,true\nab12-0000abcd,1,p2,5,true\n")
+    target = tmp_path / "meta"
+    res = invoke("baselines", "--from-counts", str(counts), "--write-metadata", str(target))
+    assert res.exit_code == 3, res.output  # something was refused
+    assert "is not a game id" in " ".join(res.output.split())
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("metadata.json"))
+    assert written == ["meta/ab12/0000abcd/metadata.json"]
+
