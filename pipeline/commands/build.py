@@ -24,6 +24,7 @@ from .common import (
     LockTimeoutOption,
     command_line,
     fail,
+    foreign_tables_said,
     make_out_dir,
     open_workspace,
     refuse_overwriting_database,
@@ -77,7 +78,7 @@ def build_command(
     if not dry_run:  # before the database is touched: a folder that cannot exist would fail only at the figures
         make_out_dir(out_dir, "--out-dir")
     command = command_line(ctx)
-    with open_workspace(db_path, read_only=dry_run, lock_timeout_s=lock_timeout) as ws:
+    with open_workspace(db_path, read_only=dry_run, lock_timeout_s=lock_timeout) as ws, foreign_tables_said(db_path):
         try:
             report = build(ws, config, out_dir=out_dir, dry_run=dry_run, force=force, figures=not no_figures,
                            optimal_path=optimal, command=command, progress=out.track)
@@ -214,7 +215,7 @@ def baselines_command(
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first)")
     refuse_overwriting_database(out_file, db_path)
-    with open_workspace(db_path, read_only=not outputs.writes) as ws:
+    with open_workspace(db_path, read_only=not outputs.writes) as ws, foreign_tables_said(db_path):
         if not ws.has_table("out_arc3__level_baselines") or ws.row_count("out_arc3__level_baselines") == 0:
             raise fail("no baselines in the database: run `arcstudy build` first (and check that it found "
                            "participant recordings)")

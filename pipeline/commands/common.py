@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
+import duckdb
+import polars as pl
 import typer
 from typer.core import TyperCommand, TyperGroup
 
@@ -150,6 +154,18 @@ def make_out_dir(path: Path, option: str = "--out") -> Path:
         raise fail(f"cannot write {option} {path}: {getattr(err, 'strerror', None) or err}; choose a folder "
                    "that can be created") from err
     return path
+
+
+@contextmanager
+def foreign_tables_said(db_path: Path) -> Iterator[None]:
+    """A database whose tables lack the columns arcstudy reads (another program's, or another table under an
+    arcstudy name) stops the command with exit 1 saying so, instead of a traceback from deep inside."""
+    try:
+        yield
+    except (duckdb.Error, pl.exceptions.PolarsError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise fail(f"cannot use {db_path}: {first}; its tables do not have the columns arcstudy expects (a "
+                   "database of another program or version?): give --db the database `arcstudy ingest` wrote") from err
 
 
 def db_to_read(db: Path | None) -> Path:

@@ -33,6 +33,7 @@ from .common import (
     SchedulerOption,
     command_line,
     fail,
+    foreign_tables_said,
     make_out_dir,
     open_workspace,
     run_manifest_dir,
@@ -177,7 +178,7 @@ def harc_analyses_command(
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
     out_dir = make_out_dir(out_dir or default_out_dir(db_path))  # before the analyses, not at the figures
-    with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+    with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws, foreign_tables_said(db_path):
         try:
             report = run_analyses(ws, release=release, seed=seed, n_simulations=simulations,
                                   thinking_threshold_s=thinking_threshold, out_dir=out_dir,
@@ -282,7 +283,7 @@ def harc_graph_command(
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
     out_dir = out_dir or default_out_dir(db_path) / "graphs"
-    with open_workspace(db_path, read_only=True) as ws:
+    with open_workspace(db_path, read_only=True) as ws, foreign_tables_said(db_path):
         try:
             doc = task_graph(ws, task_id, release=release)
         except HarcError as err:

@@ -130,3 +130,29 @@ def test_baselines_write_metadata_never_leaves_its_folder(tmp_path, game_id: str
     written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("metadata.json"))
     assert written == ["meta/ab12/0000abcd/metadata.json"]
 
+
+
+@pytest.fixture()
+def foreign_db(tmp_path) -> Path:
+    """A DuckDB file whose tables carry arcstudy names but other columns (another program's database)."""
+    import duckdb
+
+    db = tmp_path / "foreign.duckdb"
+    con = duckdb.connect(str(db))
+    for sql in ("CREATE TABLE out_arc3__level_baselines(x VARCHAR)", "INSERT INTO out_arc3__level_baselines VALUES ('q')",
+                "CREATE TABLE core_harc__actions(z INTEGER)", "INSERT INTO core_harc__actions VALUES (1)",
+                "CREATE TABLE runs(a INTEGER)"):
+        con.execute(sql)
+    con.close()
+    return db
+
+
+@pytest.mark.parametrize("args", [["baselines"], ["harc-graph", "aa000001", "--no-figure"],
+                                  ["harc-analyses", "--no-figures", "--simulations", "2"], ["build", "--no-figures"]],
+                         ids=lambda v: v[0])
+def test_a_database_with_foreign_columns_is_said_not_a_traceback(foreign_db, tmp_path, args: list[str]):
+    res = invoke(*args, "--db", str(foreign_db), *(["--out-dir" if args[0] == "build" else "--out",
+                                                    str(tmp_path / "out")] if args[0] != "baselines" else []))
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert res.exit_code == 1, res.output
+    assert "do not have the columns arcstudy expects" in " ".join(res.output.split())
