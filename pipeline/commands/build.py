@@ -27,6 +27,7 @@ from .common import (
     foreign_tables_said,
     make_out_dir,
     open_workspace,
+    refuse_overwriting_any_database,
     refuse_overwriting_database,
     run_manifest_dir,
 )
@@ -195,6 +196,7 @@ def baselines_command(
                                    "from_counts": str(from_counts) if from_counts else None,
                                    "write_metadata": str(write_metadata) if write_metadata else None})
     outputs = _BaselineOutputs(rule, write_metadata, compare, compare_published, write, out_file)
+    refuse_overwriting_any_database(out_file)  # also without --db (--from-counts)
     if from_counts is not None:
         from pipeline.ingest.baseline_counts import CountsFileError, read_counts
 

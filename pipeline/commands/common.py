@@ -21,7 +21,13 @@ from typer.core import TyperCommand, TyperGroup
 
 from pipeline.core.console import out
 from pipeline.core.special_files import not_regular_file
-from pipeline.core.workspace import Workspace, WorkspaceError, default_db_path, default_db_to_read
+from pipeline.core.workspace import (
+    DUCKDB_MAGIC,
+    Workspace,
+    WorkspaceError,
+    default_db_path,
+    default_db_to_read,
+)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
@@ -166,6 +172,21 @@ def foreign_tables_said(db_path: Path) -> Iterator[None]:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise fail(f"cannot use {db_path}: {first}; its tables do not have the columns arcstudy expects (a "
                    "database of another program or version?): give --db the database `arcstudy ingest` wrote") from err
+
+
+def refuse_overwriting_any_database(out_file: Path | None) -> None:
+    """Exit 2 when an output file is an existing DuckDB database, for commands that have no --db to compare
+    with (`schema --out`, `baselines --from-counts --out`): a text file written there destroys a study."""
+    if out_file is None:
+        return
+    offset, magic = DUCKDB_MAGIC
+    try:
+        with open(out_file, "rb") as fh:
+            head = fh.read(offset + len(magic))
+    except (OSError, ValueError):  # missing, a folder, a bad name: writing it says why
+        return
+    if head[offset:] == magic:
+        raise fail(f"--out {out_file} is a DuckDB database; choose another file", EXIT_USAGE)
 
 
 def db_to_read(db: Path | None) -> Path:

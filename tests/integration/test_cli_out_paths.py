@@ -156,3 +156,18 @@ def test_a_database_with_foreign_columns_is_said_not_a_traceback(foreign_db, tmp
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
     assert res.exit_code == 1, res.output
     assert "do not have the columns arcstudy expects" in " ".join(res.output.split())
+
+
+@pytest.mark.parametrize("args", [["schema", "quarantine"], ["baselines", "--from-counts", "{counts}"]],
+                         ids=lambda v: v[0])
+def test_out_never_overwrites_a_database_without_db(tmp_path, args: list[str]):
+    db = tmp_path / "study.duckdb"
+    with Workspace(db) as ws:
+        ws.ensure_tables(["runs"])
+    before = db.read_bytes()
+    counts = tmp_path / "counts.csv"
+    counts.write_text("game_id,level_index,player_id,actions,completed\nab12-0000abcd,1,p2,5,true\n")
+    res = invoke(*[a.replace("{counts}", str(counts)) for a in args], "--out", str(db))
+    assert res.exit_code == 2, res.output
+    assert "is a DuckDB database" in " ".join(res.output.split())
+    assert db.read_bytes() == before
