@@ -75,6 +75,8 @@ def report_command(
     from pipeline.report.reports import REPORTS, ReportInputError, write_reports
 
     db_path = db or default_db_path()
+    if db_path.exists() and not db_path.is_file():  # a folder or a device: "does not exist" would mislead
+        raise fail(f"{db_path} is not a DuckDB database (not a regular file); --db names the study's database file")
     if not db_path.is_file():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first, or "
                        "pass --db)")

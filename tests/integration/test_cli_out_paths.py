@@ -171,3 +171,10 @@ def test_out_never_overwrites_a_database_without_db(tmp_path, args: list[str]):
     assert res.exit_code == 2, res.output
     assert "is a DuckDB database" in " ".join(res.output.split())
     assert db.read_bytes() == before
+
+
+def test_report_of_a_folder_given_as_the_database_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARCSTUDY_DB", str(tmp_path))
+    res = invoke("report", "scores", "--out", str(tmp_path / "out"))
+    assert res.exit_code == 1, res.output
+    assert "is not a DuckDB database (not a regular file)" in " ".join(res.output.split())
