@@ -27,6 +27,7 @@ from .common import (
     foreign_tables_said,
     make_out_dir,
     open_workspace,
+    out_write_errors_said,
     refuse_overwriting_any_database,
     refuse_overwriting_database,
     run_manifest_dir,
@@ -79,7 +80,8 @@ def build_command(
     if not dry_run:  # before the database is touched: a folder that cannot exist would fail only at the figures
         make_out_dir(out_dir, "--out-dir")
     command = command_line(ctx)
-    with open_workspace(db_path, read_only=dry_run, lock_timeout_s=lock_timeout) as ws, foreign_tables_said(db_path):
+    with (open_workspace(db_path, read_only=dry_run, lock_timeout_s=lock_timeout) as ws, foreign_tables_said(db_path),
+          out_write_errors_said(out_dir, "--out-dir")):
         try:
             report = build(ws, config, out_dir=out_dir, dry_run=dry_run, force=force, figures=not no_figures,
                            optimal_path=optimal, command=command, progress=out.track)

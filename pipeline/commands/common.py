@@ -163,6 +163,20 @@ def make_out_dir(path: Path, option: str = "--out") -> Path:
 
 
 @contextmanager
+def out_write_errors_said(folder: Path | None, option: str = "--out") -> Iterator[None]:
+    """A file or folder under `folder` that cannot be written (a regular file where a subfolder goes, a full
+    disk) stops the command with exit 1 naming the path, instead of a traceback; other errors pass."""
+    try:
+        yield
+    except OSError as err:
+        name = err.filename
+        if folder is None or not name or not os.path.abspath(name).startswith(os.path.abspath(folder) + os.sep):
+            raise
+        raise fail(f"cannot write {name} under {option} {folder}: {err.strerror or err}; remove what is in the "
+                   "way or choose another folder") from err
+
+
+@contextmanager
 def foreign_tables_said(db_path: Path) -> Iterator[None]:
     """A database whose tables lack the columns arcstudy reads (another program's, or another table under an
     arcstudy name) stops the command with exit 1 saying so, instead of a traceback from deep inside."""

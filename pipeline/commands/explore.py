@@ -17,6 +17,7 @@ from .common import (
     WorkersOption,
     command_line,
     make_out_dir,
+    out_write_errors_said,
 )
 
 CLICK_RULE_NAMES = ("objects", "cells", "pixels", "engine")  # graph.CLICK_RULES, without importing the engine here
@@ -74,11 +75,12 @@ def explore_command(
     if out_dir is not None:  # before the levels are explored, not after
         make_out_dir(out_dir)
     try:
-        rows, written = run_explore(game, levels=level, environments=environments, max_nodes=max_nodes,
+        with out_write_errors_said(out_dir):
+            rows, written = run_explore(game, levels=level, environments=environments, max_nodes=max_nodes,
                                     max_seconds=max_seconds, click_rule=click_rule, budget=budget,
-                                    include_undo=include_undo, identity=identity, out_dir=out_dir,
-                                    figures=not no_figure, command=command_line(ctx),
-                                    progress=not json_out, workers=workers, scheduler=scheduler)
+                                        include_undo=include_undo, identity=identity, out_dir=out_dir,
+                                        figures=not no_figure, command=command_line(ctx),
+                                        progress=not json_out, workers=workers, scheduler=scheduler)
     except LevelRangeError as err:
         out.error(str(err))
         raise typer.Exit(EXIT_USAGE) from err

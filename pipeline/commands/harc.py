@@ -36,6 +36,7 @@ from .common import (
     foreign_tables_said,
     make_out_dir,
     open_workspace,
+    out_write_errors_said,
     run_manifest_dir,
 )
 
@@ -178,7 +179,10 @@ def harc_analyses_command(
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
     out_dir = make_out_dir(out_dir or default_out_dir(db_path))  # before the analyses, not at the figures
-    with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws, foreign_tables_said(db_path):
+    if not no_figures:  # drawn in a child process, whose failure to write would come back as a traceback
+        make_out_dir(out_dir / "figures")
+    with (open_workspace(db_path, lock_timeout_s=lock_timeout) as ws, foreign_tables_said(db_path),
+          out_write_errors_said(out_dir)):
         try:
             report = run_analyses(ws, release=release, seed=seed, n_simulations=simulations,
                                   thinking_threshold_s=thinking_threshold, out_dir=out_dir,
@@ -290,14 +294,15 @@ def harc_graph_command(
             raise fail(str(err)) from err
     make_out_dir(out_dir)
     path = out_dir / f"{task_id}.graph.json"
-    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    with out_write_errors_said(out_dir):
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     out.console.print(f"task {task_id} ({doc['task_split']}, {doc['release_generation']}): {doc['n_unique_states']} "
                       f"states, {len(doc['edges'])} transitions, {doc['n_traces']} traces; wrote {path}")
     if not no_figure:
         from pipeline.core.figures import alt, save_figure
         from pipeline.harc.graphs import graph_chart
 
-        with alt.data_transformers.disable_max_rows():  # a busy task can have thousands of states
+        with alt.data_transformers.disable_max_rows(), out_write_errors_said(out_dir):  # thousands of states
             paths = save_figure(graph_chart(doc), out_dir, f"{task_id}_state_graph")
         out.console.print(f"figure: {paths['png']}")
     raise typer.Exit(EXIT_OK)

@@ -17,6 +17,7 @@ from .common import (
     WorkersOption,
     command_line,
     make_out_dir,
+    out_write_errors_said,
 )
 
 
@@ -79,18 +80,19 @@ def qualify_command(
     command = command_line(ctx)
     options = {"seed": seed, "tutorial_levels": tutorial_levels, "recordings": recording}
     reports = []
-    if len(infos) > 1 and (scheduler is not None or workers is None or workers > 1):
-        reports = qualify_games_on_workers(infos, env_dir, regime, options, out_dir=out_dir, command=command,
-                                           workers=workers, scheduler=scheduler, quiet=json_out)
-    for info in infos if not reports else ():
-        def progress(message: str, info: Any = info) -> None:
-            if not json_out:
-                out.info(f"{info.game_id}: {message}")
-        report, written = qualify_game(info, regime, out_dir=out_dir, progress=progress, command=command,
-                                       workers=workers, scheduler=scheduler, **options)
-        reports.append(report)
-        if written and not json_out:
-            out.info(f"wrote {', '.join(str(p) for p in written)}")
+    with out_write_errors_said(out_dir):
+        if len(infos) > 1 and (scheduler is not None or workers is None or workers > 1):
+            reports = qualify_games_on_workers(infos, env_dir, regime, options, out_dir=out_dir, command=command,
+                                               workers=workers, scheduler=scheduler, quiet=json_out)
+        for info in infos if not reports else ():
+            def progress(message: str, info: Any = info) -> None:
+                if not json_out:
+                    out.info(f"{info.game_id}: {message}")
+            report, written = qualify_game(info, regime, out_dir=out_dir, progress=progress, command=command,
+                                           workers=workers, scheduler=scheduler, **options)
+            reports.append(report)
+            if written and not json_out:
+                out.info(f"wrote {', '.join(str(p) for p in written)}")
     if json_out:
         sys.stdout.write(json.dumps(reports, default=str) + "\n")
     else:

@@ -11,7 +11,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_OK, EXIT_USAGE, DbOption, fail, make_out_dir
+from .common import EXIT_OK, EXIT_USAGE, DbOption, fail, make_out_dir, out_write_errors_said
 
 
 class ReportChoice(StrEnum):
@@ -88,8 +88,9 @@ def report_command(
                          + [arg for g in games or [] for arg in ("--games", str(g))]
                          + ["--explore-seconds", f"{explore_seconds:g}", "--explore-nodes", str(explore_nodes)])
     try:
-        written = write_reports(db_path, out_path, chosen, ground_truth=ground_truth, policy=policy, games=games,
-                                explore_seconds=explore_seconds, explore_max_nodes=explore_nodes, command=command)
+        with out_write_errors_said(out_path):
+            written = write_reports(db_path, out_path, chosen, ground_truth=ground_truth, policy=policy, games=games,
+                                    explore_seconds=explore_seconds, explore_max_nodes=explore_nodes, command=command)
     except ReportInputError as err:
         raise fail(str(err), EXIT_USAGE) from err
     except (WorkspaceError, duckdb.Error) as err:

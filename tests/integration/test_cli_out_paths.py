@@ -178,3 +178,23 @@ def test_report_of_a_folder_given_as_the_database_says_so(tmp_path, monkeypatch)
     res = invoke("report", "scores", "--out", str(tmp_path / "out"))
     assert res.exit_code == 1, res.output
     assert "is not a DuckDB database (not a regular file)" in " ".join(res.output.split())
+
+
+@pytest.mark.parametrize("args, in_the_way", [
+    (["build", "--force", "--out-dir", "{out}"], "figures"),
+    (["report", "calibration", "--out", "{out}"], "figures"),
+    (["harc-analyses", "--simulations", "2", "--out", "{out}"], "figures"),
+    (["explore", "pv63", "--max-nodes", "5", "--out", "{out}"], "pv63-003f92f7"),
+    (["qualify", "pv63", "--regime", "quick", "--out", "{out}"], "pv63-003f92f7"),
+], ids=lambda v: v[0] if isinstance(v, list) else v)
+def test_a_file_in_the_way_inside_out_is_said_not_a_traceback(study, tmp_path, args: list[str], in_the_way: str):
+    db, _ = study
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / in_the_way).write_text("kept\n")  # a regular file where the command writes a folder
+    db_args = [] if args[0] in ("explore", "qualify") else ["--db", str(db)]
+    res = invoke(*[a.replace("{out}", str(out)) for a in args], *db_args)
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert res.exit_code == 1, res.output
+    assert f"{out / in_the_way}" in " ".join(res.output.split())
+    assert (out / in_the_way).read_text() == "kept\n"
