@@ -24,7 +24,11 @@ from .common import (
     LockTimeoutOption,
     command_line,
     fail,
+    foreign_tables_said,
+    make_out_dir,
     open_workspace,
+    out_write_errors_said,
+    refuse_overwriting_any_database,
     refuse_overwriting_database,
     run_manifest_dir,
 )
@@ -73,8 +77,11 @@ def build_command(
     if not db_path.exists():  # building a new, empty database would hide a mistyped --db behind empty tables
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` first, or pass --db)")
     out_dir = out_dir or default_out_dir(db_path)
+    if not dry_run:  # before the database is touched: a folder that cannot exist would fail only at the figures
+        make_out_dir(out_dir, "--out-dir")
     command = command_line(ctx)
-    with open_workspace(db_path, read_only=dry_run, lock_timeout_s=lock_timeout) as ws:
+    with (open_workspace(db_path, read_only=dry_run, lock_timeout_s=lock_timeout) as ws, foreign_tables_said(db_path),
+          out_write_errors_said(out_dir, "--out-dir")):
         try:
             report = build(ws, config, out_dir=out_dir, dry_run=dry_run, force=force, figures=not no_figures,
                            optimal_path=optimal, command=command, progress=out.track)
@@ -191,6 +198,7 @@ def baselines_command(
                                    "from_counts": str(from_counts) if from_counts else None,
                                    "write_metadata": str(write_metadata) if write_metadata else None})
     outputs = _BaselineOutputs(rule, write_metadata, compare, compare_published, write, out_file)
+    refuse_overwriting_any_database(out_file)  # also without --db (--from-counts)
     if from_counts is not None:
         from pipeline.ingest.baseline_counts import CountsFileError, read_counts
 
@@ -205,13 +213,13 @@ def baselines_command(
         _print_rejects(counts.rejects)
         levels = bl.level_baselines(counts.costs, counts.players, counts.n_levels, config)
         outputs.run(levels, counts.costs, {}, manifest)
-        raise typer.Exit(EXIT_REJECTED if counts.rejects else EXIT_OK)
+        raise typer.Exit(EXIT_REJECTED if counts.rejects or outputs.refused else EXIT_OK)
 
     db_path = db or default_db_path()
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first)")
     refuse_overwriting_database(out_file, db_path)
-    with open_workspace(db_path, read_only=not outputs.writes) as ws:
+    with open_workspace(db_path, read_only=not outputs.writes) as ws, foreign_tables_said(db_path):
         if not ws.has_table("out_arc3__level_baselines") or ws.row_count("out_arc3__level_baselines") == 0:
             raise fail("no baselines in the database: run `arcstudy build` first (and check that it found "
                            "participant recordings)")
@@ -239,6 +247,7 @@ class _BaselineOutputs:
     compare_published: bool
     write: bool
     out_file: Path | None
+    refused: int = 0  # games whose metadata.json was not written because their id names no game
 
     @property
     def writes(self) -> bool:
@@ -251,9 +260,14 @@ class _BaselineOutputs:
         games = bl.game_baselines(levels, self.rule)
         _print_baselines(levels, self.rule)
         if self.write_metadata is not None:
+            make_out_dir(self.write_metadata, "--write-metadata")
             for gb, values in _metadata_values(games, self.rule):
-                path = bl.metadata_path(self.write_metadata, gb.game_id)
-                path.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    path = bl.metadata_path(self.write_metadata, gb.game_id)
+                except ValueError as err:  # a counts file's game_id such as ../x: never a path outside DIR
+                    out.console.print(f"not written: {err}")
+                    self.refused += 1
+                    continue
                 # Keep every other field: the ingested metadata, else the file already at the target path
                 # (e.g. writing back into games/).
                 base = existing.get(gb.game_id) or (path.read_text() if path.exists() else None)
@@ -287,7 +301,10 @@ class _BaselineOutputs:
                     frame = frame.with_columns(pl.col("reproduced_by").list.join(" "))
             else:
                 frame = levels.filter(pl.col("baseline_rule") == self.rule)
-            frame.write_csv(self.out_file)
+            try:
+                frame.write_csv(self.out_file)
+            except OSError as err:  # a path under a file, a missing folder, a full disk: said, not a traceback
+                raise fail(f"cannot write --out {self.out_file}: {err.strerror or err}") from err
             manifest.add_output(self.out_file)
             out.console.print(f"wrote {self.out_file}")
 
@@ -329,7 +346,11 @@ def _metadata_files(root: Path) -> dict[str, Path]:
 
 
 def _write_metadata(path: Path, doc: dict, manifest) -> None:
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=2) + "\n")
+    except OSError as err:  # e.g. <DIR>/<code> is a regular file
+        raise fail(f"cannot write {path}: {err.strerror or err}") from err
     manifest.add_output(path)
     out.console.print(f"wrote {path}")
 

@@ -8,16 +8,26 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
+import duckdb
+import polars as pl
 import typer
 from typer.core import TyperCommand, TyperGroup
 
 from pipeline.core.console import out
 from pipeline.core.special_files import not_regular_file
-from pipeline.core.workspace import Workspace, WorkspaceError, default_db_path, default_db_to_read
+from pipeline.core.workspace import (
+    DUCKDB_MAGIC,
+    Workspace,
+    WorkspaceError,
+    default_db_path,
+    default_db_to_read,
+)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
@@ -51,8 +61,9 @@ LockTimeoutOption = Annotated[float, typer.Option("--lock-timeout", help="Second
 # The fan-out of a command whose work splits into independent pieces (pipeline.core.executor, docs/cluster.md).
 # None means one worker per usable core, left to the command to resolve (a command may stay serial when its
 # input is too small for a cluster's start to pay off). Results do not depend on either option.
+MAX_WORKERS = 256  # local processes: a typo like 2**70 must not start a cluster until memory runs out
 WorkersOption = Annotated[int | None, typer.Option(
-    "--workers", min=1, show_default=False,
+    "--workers", min=1, max=MAX_WORKERS, show_default=False,
     help="Worker processes (a local Dask cluster); 1 = serial, in this process, without Dask "
          "(default: all usable cores). Results do not depend on it.")]
 SchedulerOption = Annotated[str | None, typer.Option(
@@ -138,6 +149,58 @@ def refuse_overwriting_database(out_file: Path | None, db: Path) -> None:
         if same:
             raise fail(f"--out {out_file} is the database{' log' if protected is wal else ''} ({protected}); "
                        "choose another file", EXIT_USAGE)
+
+
+def make_out_dir(path: Path, option: str = "--out") -> Path:
+    """Create the folder a command writes into before any work: one that cannot exist (under a regular file, in
+    a missing or read-only place, a NUL in its name) stops the command with exit 1 naming `option`."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as err:
+        raise fail(f"cannot write {option} {path}: {getattr(err, 'strerror', None) or err}; choose a folder "
+                   "that can be created") from err
+    return path
+
+
+@contextmanager
+def out_write_errors_said(folder: Path | None, option: str = "--out") -> Iterator[None]:
+    """A file or folder under `folder` that cannot be written (a regular file where a subfolder goes, a full
+    disk) stops the command with exit 1 naming the path, instead of a traceback; other errors pass."""
+    try:
+        yield
+    except OSError as err:
+        name = err.filename
+        if folder is None or not name or not os.path.abspath(name).startswith(os.path.abspath(folder) + os.sep):
+            raise
+        raise fail(f"cannot write {name} under {option} {folder}: {err.strerror or err}; remove what is in the "
+                   "way or choose another folder") from err
+
+
+@contextmanager
+def foreign_tables_said(db_path: Path) -> Iterator[None]:
+    """A database whose tables lack the columns arcstudy reads (another program's, or another table under an
+    arcstudy name) stops the command with exit 1 saying so, instead of a traceback from deep inside."""
+    try:
+        yield
+    except (duckdb.Error, pl.exceptions.PolarsError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise fail(f"cannot use {db_path}: {first}; its tables do not have the columns arcstudy expects (a "
+                   "database of another program or version?): give --db the database `arcstudy ingest` wrote") from err
+
+
+def refuse_overwriting_any_database(out_file: Path | None) -> None:
+    """Exit 2 when an output file is an existing DuckDB database, for commands that have no --db to compare
+    with (`schema --out`, `baselines --from-counts --out`): a text file written there destroys a study."""
+    if out_file is None:
+        return
+    offset, magic = DUCKDB_MAGIC
+    try:
+        with open(out_file, "rb") as fh:
+            head = fh.read(offset + len(magic))
+    except (OSError, ValueError):  # missing, a folder, a bad name: writing it says why
+        return
+    if head[offset:] == magic:
+        raise fail(f"--out {out_file} is a DuckDB database; choose another file", EXIT_USAGE)
 
 
 def db_to_read(db: Path | None) -> Path:

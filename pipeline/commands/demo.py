@@ -18,6 +18,7 @@ Each figure has one home: the reports draw them (figures/<report>/), so the step
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import time
@@ -30,7 +31,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_ERROR, command_line
+from .common import EXIT_ERROR, EXIT_USAGE, command_line, fail
 
 if TYPE_CHECKING:
     import click  # typer's command classes
@@ -122,6 +123,7 @@ def run_demo(root: click.Command, *, data_dir: Path = DEFAULT_DATA, out_dir: Pat
         from games import GAMES_DIR
 
         games_dir = GAMES_DIR
+    _refuse_unsafe_out(out_dir, data_dir)
     reuse = not fresh and _reusable(data_dir, "demo", seed)
     if out_dir.exists():
         shutil.rmtree(out_dir)  # the demo database and reports are rebuilt from scratch every time
@@ -132,6 +134,24 @@ def run_demo(root: click.Command, *, data_dir: Path = DEFAULT_DATA, out_dir: Pat
     for step in demo_steps(data_dir, out_dir, games_dir):
         _run_step(root, step, done, on_step)
     return done
+
+
+class DemoUsageError(ValueError):
+    """--out or --data that the demo must not use (it replaces --out on every run)."""
+
+
+def _refuse_unsafe_out(out_dir: Path, data_dir: Path) -> None:
+    """The demo deletes --out before each run: only a new or empty folder or an earlier demo's (it holds
+    demo.duckdb) may be replaced, and --out must not hold --data or sit inside it."""
+    out_real, data_real = Path(os.path.realpath(out_dir)), Path(os.path.realpath(data_dir))
+    if out_real == data_real or out_real in data_real.parents or data_real in out_real.parents:
+        raise DemoUsageError(f"--out {out_dir} and --data {data_dir} overlap: the demo replaces --out on every "
+                             "run; give them separate folders")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise DemoUsageError(f"--out {out_dir} is a file, not a folder; choose a new folder for the demo")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / "demo.duckdb").is_file():
+        raise DemoUsageError(f"--out {out_dir} is not empty and holds no earlier demo (no demo.duckdb): the demo "
+                             "replaces --out on every run; choose a new or empty folder")
 
 
 def _run_step(root: click.Command, step: DemoStep, done: list[DemoStep],
@@ -191,6 +211,8 @@ def demo_command(
     except DemoFailed as err:
         out.error(str(err))
         raise typer.Exit(EXIT_ERROR) from err
+    except DemoUsageError as err:
+        raise fail(str(err), EXIT_USAGE) from err
     index = write_index(out_dir, steps, command_line(ctx))
     out.console.rule("done" if out.plain else "[bold green]done[/]")
     for s in steps:

@@ -9,7 +9,16 @@ from typing import Annotated
 
 import typer
 
-from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, SchedulerOption, WorkersOption, command_line
+from .common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    SchedulerOption,
+    WorkersOption,
+    command_line,
+    make_out_dir,
+    out_write_errors_said,
+)
 
 CLICK_RULE_NAMES = ("objects", "cells", "pixels", "engine")  # graph.CLICK_RULES, without importing the engine here
 IDENTITY_NAMES = ("frame", "engine")
@@ -63,12 +72,15 @@ def explore_command(
     if max_nodes < 1:
         out.error("--max-nodes must be at least 1")
         raise typer.Exit(EXIT_USAGE)
+    if out_dir is not None:  # before the levels are explored, not after
+        make_out_dir(out_dir)
     try:
-        rows, written = run_explore(game, levels=level, environments=environments, max_nodes=max_nodes,
+        with out_write_errors_said(out_dir):
+            rows, written = run_explore(game, levels=level, environments=environments, max_nodes=max_nodes,
                                     max_seconds=max_seconds, click_rule=click_rule, budget=budget,
-                                    include_undo=include_undo, identity=identity, out_dir=out_dir,
-                                    figures=not no_figure, command=command_line(ctx),
-                                    progress=not json_out, workers=workers, scheduler=scheduler)
+                                        include_undo=include_undo, identity=identity, out_dir=out_dir,
+                                        figures=not no_figure, command=command_line(ctx),
+                                        progress=not json_out, workers=workers, scheduler=scheduler)
     except LevelRangeError as err:
         out.error(str(err))
         raise typer.Exit(EXIT_USAGE) from err

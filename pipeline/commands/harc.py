@@ -22,7 +22,7 @@ import typer
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
-from schemas.vocabulary import HARC_SPLITS
+from schemas.vocabulary import HARC_RELEASES, HARC_SPLITS
 
 from .common import (
     EXIT_OK,
@@ -33,13 +33,27 @@ from .common import (
     SchedulerOption,
     command_line,
     fail,
+    foreign_tables_said,
+    make_out_dir,
     open_workspace,
+    out_write_errors_said,
     run_manifest_dir,
 )
 
+
+def _release_name(value: str | None) -> str | None:
+    """A name that is no release generation is a usage mistake (exit 2), not missing data."""
+    if value is not None and value not in HARC_RELEASES:
+        raise typer.BadParameter(f"{value!r} is not an H-ARC release generation; one of {', '.join(HARC_RELEASES)}")
+    return value
+
+
 ReleaseOption = Annotated[str | None, typer.Option("--release", help="H-ARC release generation to analyse: "
                                                    "osf-current or 2024 (default: osf-current when present, "
-                                                   "else 2024).", show_default=False)]
+                                                   "else 2024).", show_default=False, callback=_release_name)]
+# Seeds are stored in manifests and tables as BIGINT, and numpy takes only non-negative ones.
+MAX_SEED = 2**63 - 1
+MAX_SIMULATIONS = 100_000  # each draws one (simulations x tasks) block of floats: bounded memory
 
 
 def replay_harc_command(
@@ -129,8 +143,9 @@ def harc_analyses_command(
                                                  "<db>.harc/ beside the database).", file_okay=False,
                                                  show_default=False)] = None,
     release: ReleaseOption = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the bound simulations.")] = 0,
-    simulations: Annotated[int, typer.Option("--simulations", min=1, help="Imputation simulations per bound.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=MAX_SEED, help="Seed of the bound simulations.")] = 0,
+    simulations: Annotated[int, typer.Option("--simulations", min=1, max=MAX_SIMULATIONS,
+                                             help="Imputation simulations per bound.")] = 1000,
     thinking_threshold: Annotated[float, typer.Option("--thinking-threshold-s", min=0.0, help="Shortest gap "
                                                       "between two events counted as thinking time.")] = 5.0,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the figures.")] = False,
@@ -163,8 +178,11 @@ def harc_analyses_command(
     db_path = db or default_db_path()
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
-    out_dir = out_dir or default_out_dir(db_path)
-    with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+    out_dir = make_out_dir(out_dir or default_out_dir(db_path))  # before the analyses, not at the figures
+    if not no_figures:  # drawn in a child process, whose failure to write would come back as a traceback
+        make_out_dir(out_dir / "figures")
+    with (open_workspace(db_path, lock_timeout_s=lock_timeout) as ws, foreign_tables_said(db_path),
+          out_write_errors_said(out_dir)):
         try:
             report = run_analyses(ws, release=release, seed=seed, n_simulations=simulations,
                                   thinking_threshold_s=thinking_threshold, out_dir=out_dir,
@@ -269,21 +287,22 @@ def harc_graph_command(
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
     out_dir = out_dir or default_out_dir(db_path) / "graphs"
-    with open_workspace(db_path, read_only=True) as ws:
+    with open_workspace(db_path, read_only=True) as ws, foreign_tables_said(db_path):
         try:
             doc = task_graph(ws, task_id, release=release)
         except HarcError as err:
             raise fail(str(err)) from err
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_out_dir(out_dir)
     path = out_dir / f"{task_id}.graph.json"
-    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    with out_write_errors_said(out_dir):
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     out.console.print(f"task {task_id} ({doc['task_split']}, {doc['release_generation']}): {doc['n_unique_states']} "
                       f"states, {len(doc['edges'])} transitions, {doc['n_traces']} traces; wrote {path}")
     if not no_figure:
         from pipeline.core.figures import alt, save_figure
         from pipeline.harc.graphs import graph_chart
 
-        with alt.data_transformers.disable_max_rows():  # a busy task can have thousands of states
+        with alt.data_transformers.disable_max_rows(), out_write_errors_said(out_dir):  # thousands of states
             paths = save_figure(graph_chart(doc), out_dir, f"{task_id}_state_graph")
         out.console.print(f"figure: {paths['png']}")
     raise typer.Exit(EXIT_OK)

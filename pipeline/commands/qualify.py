@@ -9,7 +9,16 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, SchedulerOption, WorkersOption, command_line
+from .common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    SchedulerOption,
+    WorkersOption,
+    command_line,
+    make_out_dir,
+    out_write_errors_said,
+)
 
 
 def qualify_command(
@@ -24,7 +33,7 @@ def qualify_command(
     environments: Annotated[Path | None, typer.Option("--environments", help="Directory searched for "
                                                       "metadata.json (default: arcstudy's games/).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random play and fuzz scripts.")] = 0,
-    tutorial_levels: Annotated[int, typer.Option("--tutorial-levels", help="Leading levels treated as tutorials "
+    tutorial_levels: Annotated[int, typer.Option("--tutorial-levels", min=0, help="Leading levels treated as tutorials "
                                                  "(random wins allowed).")] = 1,
     recording: Annotated[list[Path] | None, typer.Option("--recording", help="Extra toolkit recordings to play "
                                                          "back (win*/lose* names must end in WIN/GAME_OVER).",
@@ -66,21 +75,24 @@ def qualify_command(
         for info in infos:
             latest[info.short_id] = resolve(info.short_id, env_dir)
         infos = list(latest.values())
+    if out_dir is not None:  # before the games run, not after
+        make_out_dir(out_dir)
     command = command_line(ctx)
     options = {"seed": seed, "tutorial_levels": tutorial_levels, "recordings": recording}
     reports = []
-    if len(infos) > 1 and (scheduler is not None or workers is None or workers > 1):
-        reports = qualify_games_on_workers(infos, env_dir, regime, options, out_dir=out_dir, command=command,
-                                           workers=workers, scheduler=scheduler, quiet=json_out)
-    for info in infos if not reports else ():
-        def progress(message: str, info: Any = info) -> None:
-            if not json_out:
-                out.info(f"{info.game_id}: {message}")
-        report, written = qualify_game(info, regime, out_dir=out_dir, progress=progress, command=command,
-                                       workers=workers, scheduler=scheduler, **options)
-        reports.append(report)
-        if written and not json_out:
-            out.info(f"wrote {', '.join(str(p) for p in written)}")
+    with out_write_errors_said(out_dir):
+        if len(infos) > 1 and (scheduler is not None or workers is None or workers > 1):
+            reports = qualify_games_on_workers(infos, env_dir, regime, options, out_dir=out_dir, command=command,
+                                               workers=workers, scheduler=scheduler, quiet=json_out)
+        for info in infos if not reports else ():
+            def progress(message: str, info: Any = info) -> None:
+                if not json_out:
+                    out.info(f"{info.game_id}: {message}")
+            report, written = qualify_game(info, regime, out_dir=out_dir, progress=progress, command=command,
+                                           workers=workers, scheduler=scheduler, **options)
+            reports.append(report)
+            if written and not json_out:
+                out.info(f"wrote {', '.join(str(p) for p in written)}")
     if json_out:
         sys.stdout.write(json.dumps(reports, default=str) + "\n")
     else:

@@ -11,7 +11,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_OK, EXIT_USAGE, DbOption, fail
+from .common import EXIT_OK, EXIT_USAGE, DbOption, fail, make_out_dir, out_write_errors_said
 
 
 class ReportChoice(StrEnum):
@@ -75,10 +75,12 @@ def report_command(
     from pipeline.report.reports import REPORTS, ReportInputError, write_reports
 
     db_path = db or default_db_path()
+    if db_path.exists() and not db_path.is_file():  # a folder or a device: "does not exist" would mislead
+        raise fail(f"{db_path} is not a DuckDB database (not a regular file); --db names the study's database file")
     if not db_path.is_file():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first, or "
                        "pass --db)")
-    out_path = out_dir or default_out_dir(db_path)
+    out_path = make_out_dir(out_dir or default_out_dir(db_path))
     chosen = list(REPORTS) if which is ReportChoice.all else [which.value]
     command = shlex.join(["arcstudy", "report", which.value, "--db", str(db_path), "--out", str(out_path)]
                          + (["--ground-truth", str(ground_truth)] if ground_truth else [])
@@ -86,8 +88,9 @@ def report_command(
                          + [arg for g in games or [] for arg in ("--games", str(g))]
                          + ["--explore-seconds", f"{explore_seconds:g}", "--explore-nodes", str(explore_nodes)])
     try:
-        written = write_reports(db_path, out_path, chosen, ground_truth=ground_truth, policy=policy, games=games,
-                                explore_seconds=explore_seconds, explore_max_nodes=explore_nodes, command=command)
+        with out_write_errors_said(out_path):
+            written = write_reports(db_path, out_path, chosen, ground_truth=ground_truth, policy=policy, games=games,
+                                    explore_seconds=explore_seconds, explore_max_nodes=explore_nodes, command=command)
     except ReportInputError as err:
         raise fail(str(err), EXIT_USAGE) from err
     except (WorkspaceError, duckdb.Error) as err:

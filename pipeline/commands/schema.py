@@ -10,7 +10,7 @@ import typer
 from pipeline.core.console import out
 from schemas import TABLES, data_dictionary
 
-from .common import EXIT_USAGE, fail
+from .common import EXIT_USAGE, fail, refuse_overwriting_any_database
 
 
 def schema_command(
@@ -23,9 +23,13 @@ def schema_command(
     """
     if table is not None and table not in TABLES:
         raise fail(f"unknown table {table!r}; known: {', '.join(sorted(TABLES))}", EXIT_USAGE)
+    refuse_overwriting_any_database(out_file)
     text = data_dictionary([table] if table else None)
     if out_file:
-        out_file.write_text(text + "\n")
+        try:
+            out_file.write_text(text + "\n")
+        except (OSError, ValueError) as err:  # a folder, a missing or read-only folder, a NUL in the name
+            raise fail(f"cannot write --out {out_file}: {getattr(err, 'strerror', None) or err}") from err
         out.info(f"wrote {out_file}")
     else:
         typer.echo(text)

@@ -9,7 +9,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_USAGE, SchedulerOption, WorkersOption, fail
+from .common import EXIT_USAGE, SchedulerOption, WorkersOption, fail, make_out_dir
 
 
 def simulate_command(
@@ -38,6 +38,9 @@ def simulate_command(
 
     if scale not in SCALES:
         raise fail(f"unknown scale {scale!r}; one of {', '.join(SCALES)}", EXIT_USAGE)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise fail(f"--out {out_dir} is a file, not a folder; choose a folder for the study", EXIT_USAGE)
+    make_out_dir(out_dir)
     try:
         summary = simulate_study(out_dir, scale=scale, seed=seed, environments_dir=environments or GAMES_DIR,
                                  with_harc=not no_harc, overwrite=overwrite, progress=out.track,

@@ -71,6 +71,10 @@ def _baselines(spec: GameSpec, environments_dir: Path) -> list[int]:
     return baseline
 
 
+# What simulate_study writes at the top of its folder: --overwrite removes these and nothing else.
+STUDY_LAYOUT = ("arc3", "harc", "ground_truth", "SIMULATION.json")
+
+
 def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environments_dir: Path,
                    specs: list[GameSpec] | None = None, with_harc: bool = True, overwrite: bool = False,
                    progress=None, workers: int | None = None, scheduler: str | None = None) -> dict[str, Any]:
@@ -83,7 +87,18 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
     if out_dir.exists() and any(out_dir.iterdir()):
         if not overwrite:
             raise FileExistsError(f"{out_dir} is not empty (pass overwrite=True / --overwrite to replace it)")
-        shutil.rmtree(out_dir)
+        # Only an earlier simulation is replaced: `--out ~ --overwrite` must not delete a home folder.
+        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in STUDY_LAYOUT)
+        if foreign:
+            raise FileExistsError(f"{out_dir} holds files a simulation did not write ({', '.join(foreign[:5])}"
+                                  f"{', ...' if len(foreign) > 5 else ''}): --overwrite replaces only an earlier "
+                                  "simulation; choose a new or empty folder")
+        for name in STUDY_LAYOUT:
+            path = out_dir / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
     out_dir.mkdir(parents=True, exist_ok=True)
     specs = specs if specs is not None else game_specs(environments_dir)
     if not specs:

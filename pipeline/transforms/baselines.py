@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ import polars as pl
 
 from pipeline.core.config import BuildConfig
 from pipeline.scoring.baselines import apply_rule, baselines_from_level_costs
+from schemas.arc3 import GAME_ID
 from schemas.validate import conform
 from schemas.vocabulary import BASELINE_RULES
 
@@ -247,7 +249,10 @@ def metadata_document(game_id: str, values: list[int], existing_json: str | None
 
 
 def metadata_path(out_dir: Path, game_id: str) -> Path:
-    """`<dir>/<code>/<version>/metadata.json`, the official environment_files layout."""
+    """`<dir>/<code>/<version>/metadata.json`, the official environment_files layout. ValueError for a game id
+    that is not `<code>[-<version>]` (e.g. `../x` from a counts file): it would name a path outside `out_dir`."""
+    if not re.fullmatch(GAME_ID, game_id):
+        raise ValueError(f"{game_id!r} is not a game id (<code>-<8 or 12 hex>)")
     code, _, version = game_id.partition("-")
     return out_dir / code / version / "metadata.json" if version else out_dir / code / "metadata.json"
 

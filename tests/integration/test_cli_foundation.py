@@ -49,6 +49,18 @@ def test_schema_prints_dictionary_and_rejects_unknown_table():
     assert "unknown table" in bad.stderr
 
 
+@pytest.mark.parametrize("where", ["folder", "under_a_file", "missing_folder"])
+def test_schema_out_that_cannot_be_written_is_an_error_not_a_traceback(tmp_path: Path, where: str):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("kept\n")
+    out_file = {"folder": tmp_path, "under_a_file": a_file / "x.md",
+                "missing_folder": tmp_path / "no" / "x.md"}[where]
+    res = arcstudy("schema", "quarantine", "--out", str(out_file))
+    assert res.returncode == 1
+    assert "Traceback" not in res.stderr and f"cannot write --out {out_file}" in res.stderr
+    assert a_file.read_text() == "kept\n"
+
+
 def test_query_formats(filled_db: Path, tmp_path: Path):
     sql = "SELECT file_name, n_bytes FROM raw_ingest__files ORDER BY n_bytes"
     res = arcstudy("query", sql, "--db", str(filled_db), "--format", "json")

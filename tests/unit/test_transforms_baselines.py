@@ -87,6 +87,10 @@ def test_metadata_values_and_paths(tmp_path: Path):
     assert gb.is_complete and gb.metadata_values() == ([22, 123], [1])
     assert not bl.GameBaseline("ls20-9607627b", [3.0, None]).is_complete
     assert bl.metadata_path(tmp_path, "ls20-9607627b") == tmp_path / "ls20" / "9607627b" / "metadata.json"
+    assert bl.metadata_path(tmp_path, "ls20") == tmp_path / "ls20" / "metadata.json"
+    for not_an_id in ("../x", "ls20-9607627b/../..", "/etc", "", "ls20-96076\x00"):
+        with pytest.raises(ValueError, match="is not a game id"):
+            bl.metadata_path(tmp_path, not_an_id)
     doc = bl.metadata_document("ls20-9607627b", [1, 2], json.dumps({"game_id": "ls20-9607627b", "title": "LS20",
                                                                      "baseline_actions": [9, 9]}))
     assert doc == {"game_id": "ls20-9607627b", "title": "LS20", "baseline_actions": [1, 2]}
