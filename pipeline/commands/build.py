@@ -198,8 +198,8 @@ def baselines_command(
                                    "from_counts": str(from_counts) if from_counts else None,
                                    "write_metadata": str(write_metadata) if write_metadata else None})
     outputs = _BaselineOutputs(rule, write_metadata, compare, compare_published, write, out_file)
-    refuse_overwriting_any_database(out_file)  # also without --db (--from-counts)
     if from_counts is not None:
+        refuse_overwriting_any_database(out_file)  # no --db to compare with
         from pipeline.ingest.baseline_counts import CountsFileError, read_counts
 
         try:
@@ -218,7 +218,8 @@ def baselines_command(
     db_path = db or default_db_path()
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first)")
-    refuse_overwriting_database(out_file, db_path)
+    refuse_overwriting_database(out_file, db_path)  # first: "is the database" says more than "is a database"
+    refuse_overwriting_any_database(out_file)
     with open_workspace(db_path, read_only=not outputs.writes) as ws, foreign_tables_said(db_path):
         if not ws.has_table("out_arc3__level_baselines") or ws.row_count("out_arc3__level_baselines") == 0:
             raise fail("no baselines in the database: run `arcstudy build` first (and check that it found "
