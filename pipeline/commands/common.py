@@ -182,7 +182,8 @@ def foreign_tables_said(db_path: Path) -> Iterator[None]:
     arcstudy name) stops the command with exit 1 saying so, instead of a traceback from deep inside."""
     try:
         yield
-    except (duckdb.Error, pl.exceptions.PolarsError) as err:
+    except (duckdb.BinderException, duckdb.CatalogException, pl.exceptions.ColumnNotFoundError,
+            pl.exceptions.SchemaError, pl.exceptions.SchemaFieldNotFoundError) as err:  # not I/O, locks, bugs
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise fail(f"cannot use {db_path}: {first}; its tables do not have the columns arcstudy expects (a "
                    "database of another program or version?): give --db the database `arcstudy ingest` wrote") from err
