@@ -270,6 +270,9 @@ def load_game_module(info: GameInfo, *, fresh: bool = False) -> types.ModuleType
     modules_before, path_before = dict(sys.modules), list(sys.path)
     try:
         exec(compile(code, str(info.source), "exec"), module.__dict__)
+    except SystemExit as err:  # the file cannot be loaded; it must not end the command that loads it (`qualify all`)
+        raise GameUnloadableError(f"{info.source}: its top level called exit ({describe_game_error(err, info)})") \
+            from err
     finally:
         _undo_import_side_effects(modules_before, path_before, info.directory)
     if not fresh:

@@ -82,6 +82,22 @@ def test_qualify_reports_a_game_that_raises_as_failed_and_qualifies_the_others(t
     assert "RuntimeError: boom" in broken["checks"][0]["summary"]
 
 
+def test_qualify_all_goes_on_past_a_game_whose_file_calls_exit(tmp_path):
+    """A game file whose top level calls exit() ended `qualify all` as a whole, at that game (exit 1, no report
+    of the others); it fails its own `loads` check and the others are qualified."""
+    write_game(tmp_path, "ok01")
+    write_game(tmp_path, "bx01", module="raise SystemExit(0)")
+    result = runner.invoke(app, ["--plain", "qualify", "all", "--regime", "quick", "--environments", str(tmp_path),
+                                 "--workers", "1", "--json"])
+    assert result.exit_code == 1, result.output
+    assert_reported(result)
+    reports = {r["game_id"]: r for r in json.loads(result.stdout)}
+    assert len(reports["ok01-aaaa1111"]["checks"]) == 5
+    loads = reports["bx01-aaaa1111"]["checks"][0]
+    assert loads["name"] == "loads" and loads["status"] == "fail"
+    assert "called exit" in loads["summary"] and "bx01.py:" in loads["summary"], loads
+
+
 @pytest.mark.parametrize("where", BROKEN)
 def test_explore_reports_a_game_that_raises_while_starting(tmp_path, where):
     write_game(tmp_path, "bx01", **BROKEN[where])
