@@ -6,7 +6,9 @@ of each small ARC task file.
    generator) into a temporary folder (or --data, reused when it already holds them).
 2. Ingests data.csv into a fresh workspace (`pipeline.ingest.ingest_paths`, one file: detection, reading,
    every validator rule, pandera, the transaction) and reads the process's peak RSS right after.
-3. Anchor, same process, same (warm) file: DuckDB `read_csv` of data.csv into an in-memory table.
+3. Anchor, same process, same (warm) file: DuckDB `read_csv` of data.csv into an in-memory table. Beside it, a
+   floor: DuckDB alone writing only the raw layer of the file (each row's fields as JSON plus its sha256, the
+   contract of the raw table) into a new database file (`raw_layer_floor`).
 4. Ingests the task files into the same workspace; per-file cost = ingest time / files, and the overhead per
    file = that minus a bare `json.loads` of the file.
 
@@ -56,6 +58,31 @@ def timed(fn):
     t0, c0 = time.perf_counter(), time.process_time()
     result = fn()
     return result, time.perf_counter() - t0, time.process_time() - c0
+
+
+def raw_layer_floor(ws, csv_path: Path, root: Path, repeat: int) -> tuple[float, float]:
+    """What DuckDB itself takes to write just the H-ARC raw layer of the file: every row as a JSON object of its
+    fields (`to_json`) with the sha256 of that text, into a new database file, in a table made with the
+    workspace's own DDL (zstd for row_json). No checks and no typed tables: a floor for any ingest that keeps
+    the raw layer's contract (schemas/harc.py row_json), measured beside the read_csv anchor. Fastest of
+    `repeat` runs."""
+    import duckdb
+
+    ddl = ws.con.execute("SELECT sql FROM duckdb_tables() WHERE table_name = 'raw_harc__csv_rows'").fetchall()[0][0]
+    runs = []
+    for _ in range(repeat):
+        target = root / "raw_floor.duckdb"
+        target.unlink(missing_ok=True)
+        con = duckdb.connect(str(target))
+        con.execute(ddl)
+        runs.append(timed(lambda con=con: con.execute(
+            "INSERT INTO raw_harc__csv_rows SELECT 'bench', row_number() OVER (), sha256(j), j "
+            "FROM (SELECT to_json(r)::VARCHAR AS j FROM read_csv(?, all_varchar = true) AS r)",
+            [str(csv_path)]).fetchone()))
+        con.close()
+        target.unlink(missing_ok=True)
+    _, t_raw, c_raw = min(runs, key=lambda r: r[1])
+    return t_raw, c_raw
 
 
 def main() -> None:
@@ -108,6 +135,9 @@ def main() -> None:
                 for _ in range(args.repeat)), key=lambda r: r[1])
             con.close()
             print(f"DuckDB read_csv of the same file: {t_duck:.2f} s (CPU {c_duck:.2f} s), {n_duck:,} rows")
+            t_raw, c_raw = raw_layer_floor(ws, csv_path, root, args.repeat)
+            print(f"DuckDB alone writing only the raw layer (row_json + sha256 per row, the table's own DDL, a new "
+                  f"database file): {t_raw:.2f} s (CPU {c_raw:.2f} s) = {t_raw / t_duck:.1f}x read_csv")
 
             _, t_bare, _ = timed(lambda: [json.loads(p.read_text()) for p in tasks])
             report, t_small, c_small = timed(lambda: ingest_paths(ws, tasks, run_id="bench", force=True))
