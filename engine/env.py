@@ -54,6 +54,7 @@ from .enums import ActionInput, FrameData, FrameDataRaw, GameAction
 from .level import Level, _LazyLevel
 from .loader import GameInfo, load_game_class, resolve_game
 from .statehash import encode_state, state_digest
+from .watchdog import time_limited
 
 __all__ = ["GameEnv", "Snapshot", "make", "FRAME_MODES", "to_action_input"]
 
@@ -234,7 +235,8 @@ class GameEnv:
                 kwargs["seed"] = self._seed
         except (TypeError, ValueError):
             pass
-        game = cls(**kwargs)
+        with time_limited("constructing the game"):  # its __init__ is game code too: a loop there must not hang us
+            game = cls(**kwargs)
         if self.only_reset_levels is not None:
             game._engine_only_reset_levels = bool(self.only_reset_levels)
         return game

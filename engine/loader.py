@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .watchdog import StepTimeout, time_limited
+
 __all__ = [
     "GameInfo",
     "GameNotFoundError",
@@ -269,10 +271,13 @@ def load_game_module(info: GameInfo, *, fresh: bool = False) -> types.ModuleType
     module.__dict__["__builtins__"] = _game_builtins()
     modules_before, path_before = dict(sys.modules), list(sys.path)
     try:
-        exec(compile(code, str(info.source), "exec"), module.__dict__)
+        with time_limited("executing the game file"):
+            exec(compile(code, str(info.source), "exec"), module.__dict__)
     except SystemExit as err:  # the file cannot be loaded; it must not end the command that loads it (`qualify all`)
         raise GameUnloadableError(f"{info.source}: its top level called exit ({describe_game_error(err, info)})") \
             from err
+    except StepTimeout as err:  # a top level that never ends (a loop, a wait) must not hang the command either
+        raise GameUnloadableError(f"{info.source}: {describe_game_error(err, info)}") from err
     finally:
         _undo_import_side_effects(modules_before, path_before, info.directory)
     if not fresh:
@@ -300,6 +305,8 @@ def describe_game_error(err: BaseException, info: GameInfo | None = None) -> str
     """``"RuntimeError: boom (at <game file>:9)"``: an exception raised by game code, with the line of the game
     file that raised it when the traceback passes through it (what a person fixing the game needs)."""
     text = f"{type(err).__name__}: {err}"
+    if isinstance(err, GameNotFoundError):  # the loader's own errors already say which file and why
+        return text
     if isinstance(err, SyntaxError) and err.filename:
         return f"{text} (at {err.filename}:{err.lineno})" if str(err.filename) not in text else text
     source = str(info.source) if info is not None and info.source is not None else None

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from threading import get_ident
 from time import monotonic
 
@@ -75,6 +77,25 @@ def leave(token: int | None) -> None:
     """Called as the action ends, however it ends."""
     if token is not None:
         _deadlines.pop(token, None)
+
+
+@contextmanager
+def time_limited(what: str) -> Iterator[None]:
+    """Game code that is not an action (executing the game file, constructing the game) under the same limit as
+    one action: `StepTimeout` naming `what` instead of a hang. Inside an action already watched (a game that
+    builds another game in its step), the action's own deadline stands."""
+    if _limit <= 0 or get_ident() in _deadlines:
+        yield
+        return
+    token = enter()
+    try:
+        yield
+    except StepTimeout as err:  # said of `what`, raised as it is: its traceback shows the game line that looped
+        err.args = (f"{what} ran longer than the step time limit of {_limit:g} s (set {_ENV} to change it): its "
+                    "code does not return",)
+        raise
+    finally:
+        leave(token)
 
 
 def _forget_watcher_in_child() -> None:

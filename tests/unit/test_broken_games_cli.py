@@ -164,3 +164,30 @@ def test_a_game_that_never_returns_from_a_step_is_stopped_by_the_step_time_limit
     result = runner.invoke(app, ["--plain", *args, "--games", str(tmp_path / "games")])
     assert result.exit_code in (1, 3), result.output
     assert_reported(result, "step time limit")
+
+
+# game code that never returns outside a step: the file's top level, the game's __init__
+LOOPING = {"executing the game file": {"module": "while True: pass"},
+           "constructing the game": {"init": "while True: pass"}}
+
+
+@pytest.mark.parametrize("where", LOOPING)
+def test_a_game_that_never_finishes_loading_is_stopped_by_the_step_time_limit(tmp_path, monkeypatch, where):
+    from engine import watchdog
+
+    monkeypatch.setattr(watchdog, "_limit", 0.5)
+    write_game(tmp_path, "ok01")
+    game_id = write_game(tmp_path, "lp01", **LOOPING[where])
+    result = runner.invoke(app, ["--plain", "qualify", "all", "--regime", "quick", "--environments", str(tmp_path),
+                                 "--workers", "1", "--json"])
+    assert result.exit_code == 1, result.output
+    reports = {r["game_id"]: r for r in json.loads(result.stdout)}
+    assert reports["ok01-aaaa1111"]["checks"][0]["name"] == "playback"  # the other game was qualified
+    loads = reports[game_id]["checks"][0]
+    assert loads["name"] == "loads" and loads["status"] == "fail", loads
+    assert f"{where} ran longer than the step time limit" in loads["summary"], loads
+    result = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", game_id)), "--games",
+                                 str(tmp_path), "--out", str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 3, result.output
+    # the game line that looped, not the engine's
+    assert_reported(result, f"{where} ran longer", "lp01.py:")
