@@ -109,7 +109,19 @@ class Workspace:
         self._known_tables: set[str] | None = None
         self.con = self._connect(lock_timeout_s)
         if not read_only:
+            self._refuse_foreign_database()
             self.ensure_tables()
+
+    def _refuse_foreign_database(self) -> None:
+        """A writer does not add arcstudy's 60-odd tables to another program's database: one that has tables but
+        none of arcstudy's. (A study database with a few tables of the user's own beside arcstudy's is fine.)"""
+        names = self.table_names()
+        if names and not any(name in TABLES for name in names):
+            self.con.close()
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            raise WorkspaceError(f"{self.path} is a DuckDB database of another program (tables {shown}; none of "
+                                 "arcstudy's), so arcstudy does not add its tables to it: give --db a new file or a "
+                                 "database arcstudy wrote")
 
     def _connect(self, lock_timeout_s: float) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + lock_timeout_s

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
@@ -15,6 +16,8 @@ from pipeline.core.workspace import Workspace
 from pipeline.transforms.build import build
 from tests.fixtures.transforms.studies import baseline_study, low_effort_study
 from tests.integration.test_harc_pipeline import TASK1, write_files
+
+SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3"
 
 
 def invoke(*args: str):
@@ -198,3 +201,27 @@ def test_a_file_in_the_way_inside_out_is_said_not_a_traceback(study, tmp_path, a
     assert res.exit_code == 1, res.output
     assert f"{out / in_the_way}" in " ".join(res.output.split())
     assert (out / in_the_way).read_text() == "kept\n"
+
+
+@pytest.mark.parametrize("args", [["build"], ["ingest", "{sample}"]])
+def test_writers_do_not_add_their_tables_to_another_programs_database(tmp_path, args):
+    db = tmp_path / "theirs.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE customers (id INTEGER, name VARCHAR)")
+    con.execute("INSERT INTO customers VALUES (1, 'a')")
+    con.close()
+    res = invoke(*[a.replace("{sample}", str(next(SAMPLES.rglob("*.jsonl")))) for a in args], "--db", str(db))
+    assert res.exit_code == 1, res.output
+    assert "of another program (tables customers; none of arcstudy's)" in " ".join(res.output.split())
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SHOW TABLES").fetchall() == [("customers",)]
+    con.close()
+
+
+def test_a_study_database_with_a_table_of_the_users_own_stays_usable(tmp_path):
+    db = tmp_path / "study.duckdb"
+    with Workspace(db) as ws:
+        ws.ensure_tables()
+        ws.con.execute("CREATE TABLE my_notes (note VARCHAR)")
+    res = invoke("ingest", str(next(SAMPLES.rglob("*.jsonl"))), "--db", str(db))
+    assert res.exit_code in (0, 3), res.output
