@@ -406,7 +406,8 @@ def _task_context(order: pl.DataFrame, counter: str, structural: list[RowCheck],
     """Whole-file facts per row (row_number order), computed sorted into each task's authoritative event
     order: undo since the last realignment, time going back, terminal row, first event, duplicates.
     `row_hashes(rows)`: ROW_HASH of those rows, asked for the rows that share their duplicate key only."""
-    order = order.sort("__joint", "action_number", ROW, nulls_last=True)
+    # by the joint id's category code: a task's rows end up adjacent all the same, without comparing texts
+    order = order.sort(pl.col("__joint").to_physical(), "action_number", ROW, nulls_last=True)
     key = list(_DATA_KEY)  # sorted by it, a key's rows are adjacent
     shared = order.filter(pl.all_horizontal([pl.col(k).is_not_null() for k in key])
                           & (pl.len().over(pl.struct(key).rle_id()) > 1))[ROW]
