@@ -67,12 +67,17 @@ def build_command(
     figures (figures/*.png, *.svg, *.vl.json) and manifest.json. --dry-run writes nothing.
     """
     from pipeline.core.workspace import WorkspaceError, default_db_path
-    from pipeline.transforms.build import BuildError, build
+    from pipeline.transforms.build import BuildError, build, resolve_optimal
 
     try:
         config = load_config(config_file)
     except ConfigError as err:
         raise fail(str(err), EXIT_USAGE) from err
+    if optimal is not None:  # a wrong --optimal is a usage error, said before the database is opened
+        try:
+            resolve_optimal(config, optimal)
+        except BuildError as err:
+            raise fail(f"--optimal: {err}", EXIT_USAGE) from err
     db_path = db or default_db_path()
     if not db_path.exists():  # building a new, empty database would hide a mistyped --db behind empty tables
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` first, or pass --db)")

@@ -225,3 +225,19 @@ def test_a_study_database_with_a_table_of_the_users_own_stays_usable(tmp_path):
         ws.con.execute("CREATE TABLE my_notes (note VARCHAR)")
     res = invoke("ingest", str(next(SAMPLES.rglob("*.jsonl"))), "--db", str(db))
     assert res.exit_code in (0, 3), res.output
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["build", "--optimal", "{bad}"], "--optimal: cannot use the optimal source"),
+    (["report", "calibration", "--out", "{out}", "--ground-truth", "{bad}"], "--ground-truth"),
+])
+def test_an_option_file_without_the_columns_it_needs_is_a_usage_error_said_before_the_database_is_touched(
+        study, tmp_path, args, said):
+    db, _ = study
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    before = runs_rows(db)
+    res = invoke(*[a.replace("{bad}", str(bad)).replace("{out}", str(tmp_path / "out")) for a in args], "--db", str(db))
+    assert res.exit_code == 2, res.output
+    assert said in " ".join(res.output.split())
+    assert runs_rows(db) == before
