@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from ._attrs import read_only
-from ._copying import copies_by_default, deep_copy
+from ._copying import copies_by_default, copy_state
 from .base_game import FRAMES_ALL, FRAMES_LAST, FRAMES_NONE, ARCBaseGame
 from .enums import ActionInput, FrameData, FrameDataRaw, GameAction
 from .level import Level, _LazyLevel
@@ -156,7 +156,7 @@ def _deepcopy_game(game: Any, memo: dict[int, Any] | None = None) -> Any:
     new = object.__new__(cls)
     memo[id(game)] = new
     memo.setdefault(id(memo), []).append(game)  # copy.deepcopy's keep-alive list
-    new.__dict__.update(deep_copy(state, memo))
+    new.__dict__.update(copy_state(state, memo))
     return new
 
 
@@ -219,6 +219,7 @@ class GameEnv:
         self._shared_levels: dict[int, Level] = {}
         self._shared_clean: Any = None
         self._shared_digest = b""
+        self._copy_memo: tuple[Any, list | None, dict[int, Any]] | None = None  # see _copy_game
         self.game: ARCBaseGame = self.new_game()
         self.last_response: FrameData | FrameDataRaw | None = None
         self.steps = 0  # perform_action calls so far, RESETs included
@@ -383,12 +384,17 @@ class GameEnv:
         """A deep copy of ``game`` sharing what snapshots share (see ``snapshot``): the templates,
         the levels declared shared, and pending lazy clones (as new lazy clones of the same
         templates), entered in the copy's memo as their own copies."""
-        memo: dict[int, Any] = {}
         clean, levels = game._engine_clean_levels, game._levels
-        if isinstance(clean, list):
-            memo[id(clean)] = clean
-            for template in clean:
-                memo[id(template)] = template
+        # The templates' entries, made once per template list: a branching search copies games
+        # with the same templates again and again.  (Templates are plain Levels: == is identity.)
+        base = self._copy_memo
+        if base is None or base[0] is not clean or base[1] != clean:
+            entries: dict[int, Any] = {}
+            if isinstance(clean, list):
+                entries[id(clean)] = clean
+                entries.update((id(template), template) for template in clean)
+            base = self._copy_memo = (clean, list(clean) if isinstance(clean, list) else None, entries)
+        memo = base[2].copy()
         if isinstance(levels, list):
             shared = self._shared_levels
             for j in range(len(levels)):
