@@ -19,6 +19,7 @@ import copyreg
 import enum
 import types
 from collections.abc import Callable
+from operator import is_ as _is
 from typing import Any
 
 __all__ = ["deep_copy", "copy_state", "default_deepcopy", "copies_by_default", "register_copier", "keep_alive", "ATOMIC"]
@@ -122,6 +123,8 @@ def copy_state(state: dict[str, Any], memo: dict[int, Any]) -> dict[str, Any]:
 def _copy_list(value: list, memo: dict[int, Any]) -> list:
     items = value[:]
     memo[id(value)] = items  # before the items: recursive lists refer to their copy
+    if len(items) > 4 and type(items[0]) is tuple and all(map(_is, map(_FROZEN.get, map(id, items)), items)):
+        return items  # only frozen tuples (histories of states), found in one C-level pass
     get = memo.get
     for i, item in enumerate(items):
         # Inline: values copied as they are, frozen tuples (histories of states), memo hits.
@@ -137,6 +140,10 @@ def _copy_list(value: list, memo: dict[int, Any]) -> list:
 
 
 def _copy_dict(value: dict, memo: dict[int, Any]) -> dict:
+    if not value:  # (an action's data, a game's empty tables)
+        out: dict = {}
+        memo[id(value)] = out
+        return out
     if len(value) > 4:
         if not _all_atomic(map(type, value)):  # keys that are not atomic: only frozen tuples are copied here
             return _copy_dict_keys(value, memo)
