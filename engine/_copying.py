@@ -33,9 +33,10 @@ _SHARED: set[type] = set(ATOMIC)
 _SHARED_LIMIT = 4096
 _all_atomic = ATOMIC.issuperset  # over map(type, items): one C-level pass
 
-# Tuples known to be frozen (below), by id.  Holding the tuple keeps its id from being reused, and a
-# tuple's contents never change, so an entry stays true; bounded, clearing only costs rechecks.
-_FROZEN: dict[int, tuple] = {}
+# Tuples known to be frozen (below) and frozensets of atomic values, by id.  Holding the value keeps
+# its id from being reused, and its contents never change, so an entry stays true; bounded, clearing
+# only costs rechecks.
+_FROZEN: dict[int, tuple | frozenset] = {}
 _FROZEN_LIMIT = 1 << 16
 
 
@@ -193,7 +194,14 @@ def _copy_set(value: set, memo: dict[int, Any]) -> set:
 
 
 def _copy_frozenset(value: frozenset, memo: dict[int, Any]) -> frozenset:
-    return value if _all_atomic(map(type, value)) else copy.deepcopy(value, memo)
+    if _FROZEN.get(id(value)) is value:  # known to hold atomic values only (see ``frozen``)
+        return value
+    if not _all_atomic(map(type, value)):
+        return copy.deepcopy(value, memo)
+    if len(_FROZEN) >= _FROZEN_LIMIT:
+        _FROZEN.clear()
+    _FROZEN[id(value)] = value
+    return value
 
 
 def _copy_default(value: Any, memo: dict[int, Any]) -> Any:
