@@ -18,7 +18,7 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
-from ._copying import deep_copy
+from ._copying import copy_state, keep_alive, register_copier
 
 
 class ValidationError(ValueError):
@@ -298,11 +298,12 @@ class Model:
         return obj
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Model:
-        obj = type(self).__new__(type(self))
-        memo[id(self)] = obj
-        obj.__dict__.update(deep_copy(self.__dict__, memo))
-        obj._engine_fields_set = set(getattr(self, "_engine_fields_set", ()))
-        return obj
+        return _copy_model(self, memo)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__deepcopy__ is Model.__deepcopy__:
+            register_copier(cls, _copy_model)  # engine._copying calls it without the method lookup
 
     def __eq__(self, other: object) -> bool:
         if type(self) is not type(other):
@@ -329,6 +330,17 @@ class Model:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state["dict"])
         self._engine_fields_set = state["fields_set"]
+
+
+def _copy_model(model: Model, memo: dict[int, Any]) -> Model:
+    """``copy.deepcopy(model, memo)``, entering the copy in ``memo`` (``Model.__deepcopy__``)."""
+    cls = type(model)
+    obj = cls.__new__(cls)
+    memo[id(model)] = obj
+    obj.__dict__.update(copy_state(model.__dict__, memo))
+    obj._engine_fields_set = set(getattr(model, "_engine_fields_set", ()))
+    keep_alive(model, memo)
+    return obj
 
 
 def _safe_equal(a: Any, b: Any) -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import sprites as _sprites_module
-from ._copying import deep_copy
+from ._copying import deep_copy, keep_alive, register_copier
 from .enums import InteractionMode
 from .sprites import changed_indices as _changed_indices
 
@@ -94,6 +94,7 @@ _layer_of = attrgetter("layer")
 _stamp_of = attrgetter("_engine_stamp")
 _PLAIN_VALUES = frozenset({int, bool, str, float, type(None)})
 _copyto = np.copyto
+_new_object = object.__new__
 
 
 class Camera:
@@ -451,23 +452,7 @@ class Camera:
             canvas[top + y0 * scale : top + y1 * scale, left + x0 * scale : left + x1 * scale] = self._background
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Camera:
-        cls = type(self)
-        new = cls.__new__(cls)
-        memo[id(self)] = new
-        state: dict[str, Any] = {}
-        new.__dict__ = state  # an assigned dict is a combined table: faster attribute reads
-        for key, value in self.__dict__.items():
-            if key.startswith("_engine_"):
-                continue  # render caches: rebuilt on first use
-            # Position, size and colours are plain ints: what deepcopy returns for them is themselves.
-            state[key] = value if type(value) in _PLAIN_VALUES else deep_copy(value, memo)
-        # Unless the sprites were copied first (a whole game copy): then the copy starts from the
-        # current frame's cache, redrawn from the copied sprites (see _translated_composite).
-        composite = _translated_composite(self.__dict__.get("_engine_composite"), memo)
-        if composite is not None:
-            state["_engine_composite"] = composite
-            state["_engine_pool"] = {composite.params: composite}
-        return new
+        return _copy_camera(self, memo)
 
     def __getstate__(self) -> dict[str, Any]:
         return {key: value for key, value in self.__dict__.items() if not key.startswith("_engine_")}
@@ -484,20 +469,46 @@ def _box(image: Any, x: int, y: int, scale: int) -> tuple:
     return (x, y, x + image.w, y + image.h, source, mask, image)
 
 
+def _copy_camera(camera: Camera, memo: dict[int, Any]) -> Camera:
+    """``copy.deepcopy(camera, memo)`` without the render caches, entering the copy in ``memo``
+    (``Camera.__deepcopy__``, and the copier ``engine._copying`` uses for cameras)."""
+    cls = type(camera)
+    new = cls.__new__(cls)
+    memo[id(camera)] = new
+    source = camera.__dict__
+    state = source.copy()
+    new.__dict__ = state  # an assigned dict is a combined table: faster attribute reads
+    for key in _RENDER_CACHES:
+        state.pop(key, None)  # rebuilt on first use (but see below)
+    for key, value in state.items():
+        # Position, size and colours are plain ints: what deepcopy returns for them is themselves.
+        if type(value) not in _PLAIN_VALUES:
+            state[key] = deep_copy(value, memo)
+    # Unless the sprites were copied first (a whole game copy): then the copy starts from the
+    # current frame's cache, redrawn from the copied sprites (see _translated_composite).
+    composite = _translated_composite(source.get("_engine_composite"), memo)
+    if composite is not None:
+        state["_engine_composite"] = composite
+        state["_engine_pool"] = {composite.params: composite}
+    keep_alive(camera, memo)
+    return new
+
+
 def _translated_composite(state: _Composite | None, memo: dict[int, Any]) -> _Composite | None:
     """For a deep copy (``memo``) that has already copied every sprite ``state`` was drawn from: a
     copy of ``state`` that refers to those copies, so the copied camera's next frame patches what
-    changed instead of rebuilding.  Deep copies have the same pixels, positions, layers and (shared)
-    image caches as their originals; a sprite changed since the frame was drawn gets a stamp that
-    matches nothing, so the next pass redraws it.  None when there is nothing exact to carry over."""
+    changed instead of rebuilding.  Deep copies have the same pixels, positions, layers, (shared)
+    image caches and change stamps as their originals (``sprites._copy_sprite``), so the stamps
+    ``state`` recorded hold for the copies as they held for the originals: a sprite changed since
+    the frame was drawn has another stamp, and the next pass redraws it.  None when there is
+    nothing exact to carry over."""
     if state is None or state.stamps is None or state.exposed is None:
         return None
-    get = memo.get
-    sprites = [get(id(sprite)) for sprite in state.sprites]
+    sprites = list(map(memo.get, map(id, state.sprites)))
     if None in sprites:
         return None
-    new = _Composite.__new__(_Composite)
-    # The configuration, as it is (immutable values); the rest is copied or rebuilt below.
+    new = _new_object(_Composite)
+    # The configuration, as it is (immutable values).
     new.params = state.params
     new.cam_x = state.cam_x
     new.cam_y = state.cam_y
@@ -507,19 +518,20 @@ def _translated_composite(state: _Composite | None, memo: dict[int, Any]) -> _Co
     new.scale = state.scale
     new.x_off = state.x_off
     new.y_off = state.y_off
-    new.canvas = state.canvas.copy()  # redraws write into it
     new.sprites = sprites
-    new.stamps = [
-        copied._engine_stamp if sprite._engine_stamp == stamp else -1
-        for sprite, copied, stamp in zip(state.sprites, sprites, state.stamps, strict=True)
-    ]
     new.epoch = -1  # compare stamps on the next pass
+    # Shared: lists that passes replace but never change in place ...
+    new.stamps = state.stamps
+    new.layers = state.layers
+    new.slots = state.slots
+    # ... and images pre-drawn over the background, by image token (never reused), for one
+    # configuration (the background is part of ``params``): a cache whose entries never go stale.
+    new.backed = state.backed
+    # Copied: what passes change in place (_patch, redraws).
+    new.canvas = state.canvas.copy()
     new.entries = state.entries[:]
     new.boxes = state.boxes[:]
-    new.layers = state.layers[:]
-    new.slots = state.slots[:]
-    new.exposed = dict(state.exposed)
-    new.backed = dict(state.backed)
+    new.exposed = state.exposed.copy()
     return new
 
 
@@ -633,3 +645,7 @@ def _group_rects(groups: list, cam_x: int, cam_y: int, width: int, height: int) 
     if len(rects) > _MAX_DIRTY_RECTS:
         rects = [(min(r[0] for r in rects), min(r[1] for r in rects), max(r[2] for r in rects), max(r[3] for r in rects))]
     return rects
+
+
+register_copier(Camera, _copy_camera)
+_RENDER_CACHES = Camera._engine_render_caches

@@ -42,13 +42,14 @@ import uuid
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import is_, itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ._attrs import read_only
-from ._copying import copies_by_default, deep_copy
+from ._copying import copies_by_default, copy_state
 from .base_game import FRAMES_ALL, FRAMES_LAST, FRAMES_NONE, ARCBaseGame
 from .enums import ActionInput, FrameData, FrameDataRaw, GameAction
 from .level import Level, _LazyLevel
@@ -157,8 +158,40 @@ def _deepcopy_game(game: Any, memo: dict[int, Any] | None = None) -> Any:
     new = object.__new__(cls)
     memo[id(game)] = new
     memo.setdefault(id(memo), []).append(game)  # copy.deepcopy's keep-alive list
-    new.__dict__.update(deep_copy(state, memo))
+    new.__dict__.update(copy_state(state, memo))
     return new
+
+
+class _CopyMemo:
+    """The memo entries ``GameEnv._copy_game`` starts every copy from, made once per (template
+    list, shared-level declaration): a branching search copies games with the same ones again and
+    again.  ``templates_only``: the template list and the templates (plain Levels: ``templates ==
+    clean`` checks the list is unchanged by identity); ``with_shared``: those and the declared levels,
+    for games that have every declared level in its place (``in_place``)."""
+
+    def __init__(self, clean: Any, shared: dict[int, Level]) -> None:
+        self.clean = clean
+        self.shared = shared
+        self.templates = list(clean) if isinstance(clean, list) else None
+        entries: dict[int, Any] = {}
+        if isinstance(clean, list):
+            entries[id(clean)] = clean
+            entries.update((id(template), template) for template in clean)
+        self.templates_only = entries
+        self.with_shared = {**entries, **{id(level): level for level in shared.values()}}
+        self._end = max(shared, default=-1) + 1
+        self._declared = tuple(shared.values())
+        self._at = itemgetter(*shared) if len(shared) > 1 else None  # a tuple of the levels there
+        self._unshared: tuple[int, list[int]] = (-1, [])
+
+    def in_place(self, levels: list) -> bool:
+        return self._at is not None and len(levels) >= self._end and all(map(is_, self._at(levels), self._declared))
+
+    def unshared(self, count: int) -> list[int]:
+        """The indices below ``count`` that are not declared shared."""
+        if self._unshared[0] != count:
+            self._unshared = (count, [j for j in range(count) if j not in self.shared])
+        return self._unshared[1]
 
 
 def _move_render_caches(source: Any, target: Any) -> None:
@@ -220,6 +253,7 @@ class GameEnv:
         self._shared_levels: dict[int, Level] = {}
         self._shared_clean: Any = None
         self._shared_digest = b""
+        self._copy_memo: _CopyMemo | None = None  # see _copy_game
         self.game: ARCBaseGame = self.new_game()
         self.last_response: FrameData | FrameDataRaw | None = None
         self.steps = 0  # perform_action calls so far, RESETs included
@@ -385,20 +419,23 @@ class GameEnv:
         """A deep copy of ``game`` sharing what snapshots share (see ``snapshot``): the templates,
         the levels declared shared, and pending lazy clones (as new lazy clones of the same
         templates), entered in the copy's memo as their own copies."""
-        memo: dict[int, Any] = {}
         clean, levels = game._engine_clean_levels, game._levels
-        if isinstance(clean, list):
-            memo[id(clean)] = clean
-            for template in clean:
-                memo[id(template)] = template
-        if isinstance(levels, list):
-            shared = self._shared_levels
-            for j in range(len(levels)):
-                level = levels[j]
-                if shared.get(j) is level:
-                    memo[id(level)] = level
-                elif _is_pending_lazy(level):
-                    memo[id(level)] = Level._engine_lazy_clone(level._engine_source)
+        shared = self._shared_levels
+        entries = self._copy_memo
+        if entries is None or entries.clean is not clean or entries.shared is not shared or entries.templates != clean:
+            entries = self._copy_memo = _CopyMemo(clean, shared)
+        if isinstance(levels, list) and entries.in_place(levels):
+            memo = entries.with_shared.copy()
+            indices = entries.unshared(len(levels))
+        else:
+            memo = entries.templates_only.copy()
+            indices = range(len(levels)) if isinstance(levels, list) else ()
+        for j in indices:
+            level = levels[j]
+            if shared.get(j) is level:
+                memo[id(level)] = level
+            elif _is_pending_lazy(level):
+                memo[id(level)] = Level._engine_lazy_clone(level._engine_source)
         return _deepcopy_game(game, memo)
 
     def snapshot(self, *, global_rng: bool = True) -> Snapshot:

@@ -11,7 +11,7 @@ import marshal
 from operator import attrgetter
 from typing import Any
 
-from ._copying import deep_copy
+from ._copying import copy_state, deep_copy, keep_alive, register_copier
 from .enums import BlockingMode, InteractionMode, PlaceableArea
 from .sprites import Sprite, colliding_sprites, image_of
 
@@ -227,14 +227,7 @@ class Level:
 
     # ------------------------------------------------------------------ copying
     def __deepcopy__(self, memo: dict[int, Any]) -> Level:
-        cls = type(self)
-        new = cls.__new__(cls)
-        memo[id(self)] = new
-        # Filled, then assigned: an assigned dict is a combined table, whose attribute reads CPython
-        # specialises (the one it would make for ``new`` is split, read about twice as slowly).
-        # The stale get_sprite_at order is observable (Q4), so it is copied along with the sprites.
-        new.__dict__ = deep_copy(self.__dict__, memo)
-        return new
+        return _copy_level(self, memo)
 
     def __repr__(self) -> str:
         return f"Level(name={self._name!r}, sprites={len(self._sprites)}, grid_size={self._grid_size!r})"
@@ -254,3 +247,20 @@ class _LazyLevel(Level):
 _layer_of = attrgetter("layer")
 _get_own = object.__getattribute__  # plain lookup, without Level.__getattr__
 _LEVEL_STATE = ("_sprites", "_grid_size", "_data", "_name", "_placeable_areas", "_engine_order", "_engine_order_dirty")
+
+
+def _copy_level(level: Level, memo: dict[int, Any]) -> Level:
+    """``copy.deepcopy(level, memo)``, entering the copy in ``memo`` (``Level.__deepcopy__``, and the
+    copier ``engine._copying`` uses for levels)."""
+    new = _new_object(type(level))
+    memo[id(level)] = new
+    # Assigned, not updated: an assigned dict is a combined table, whose attribute reads CPython
+    # specialises (the one it would make for ``new`` is split, read about twice as slowly).
+    # The stale get_sprite_at order is observable (Q4), so it is copied along with the sprites.
+    new.__dict__ = copy_state(level.__dict__, memo)
+    keep_alive(level, memo)
+    return new
+
+
+register_copier(Level, _copy_level)
+register_copier(_LazyLevel, _copy_level)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ._attrs import read_only
+from ._copying import keep_alive, register_copier
 from .enums import BlockingMode, InteractionMode
 
 __all__ = ["Sprite"]
@@ -747,67 +748,7 @@ class Sprite(_SpriteLayout):
 
     # ------------------------------------------------------------------ copying
     def __deepcopy__(self, memo: dict[int, Any]) -> Sprite:
-        # Same result as the generic deepcopy (memo-aware, so aliasing between copied sprites is
-        # kept), minus the image cache, and several times faster: dc22/ud74-style games deep-copy
-        # the whole sprite list on every move, others snapshot whole levels for undo.  The exposure
-        # flag is kept: another copied object may hold the copied array too.
-        # A direct path when every attribute but pixels and tags is immutable (shared as is).
-        # Checking that costs about as much as the rest of the copy, so a sprite remembers the
-        # change stamp at which it last passed (``_engine_plain``): every write from outside the
-        # engine, and every engine write of a value that could be mutable, bumps the stamp.
-        state = self.__dict__
-        try:
-            pixels = state["pixels"]
-            tags = state["_tags"]
-            plain = self._engine_plain == state["_engine_stamp"]
-        except (KeyError, AttributeError):  # a game replaced standard attributes by others
-            plain = False
-        if not plain:
-            if not _plain_state(state):
-                return self._engine_deepcopy_generic(memo)
-            _set_plain(self, state["_engine_stamp"])
-        if type(pixels) is not _NDARRAY or type(tags) is not list:
-            return self._engine_deepcopy_generic(memo)
-        new_tags = memo.get(id(tags))
-        if new_tags is None:
-            for item in tags:
-                if type(item) not in _IMMUTABLE_TYPES:
-                    return self._engine_deepcopy_generic(memo)
-        global _epoch
-        keep = memo.get(id(memo))
-        if keep is None:
-            keep = memo[id(memo)] = []  # like copy.deepcopy: originals stay alive while memo ids are in use
-        copied = state.copy()
-        if new_tags is None:
-            new_tags = memo[id(tags)] = tags[:]
-            keep.append(tags)
-        copied["_tags"] = new_tags
-        exposed = state["_engine_exposed"]
-        new_pixels = memo.get(id(pixels))
-        if new_pixels is None:
-            if not exposed:  # copy-on-write (see the class docstring)
-                new_pixels = pixels.view()
-                exposed = state["_engine_exposed"] = None
-            elif pixels.dtype.hasobject:
-                new_pixels = pixels.__deepcopy__(memo)
-            else:
-                new_pixels = pixels.copy(order="K")  # what ndarray.__deepcopy__ does for plain dtypes
-            memo[id(pixels)] = new_pixels
-            keep.append(pixels)
-        elif not exposed:
-            exposed = None  # not our own array: it may share memory with someone's
-        copied["pixels"] = new_pixels
-        copied["_engine_exposed"] = exposed
-        # The image cache is shared as is: an exposed copy compares it with its pixels on every
-        # use (so a stale one is never used), and an unexposed array still matches it.
-        _epoch += 1
-        copied["_engine_stamp"] = _epoch
-        if type(self) is Sprite:
-            return _new_sprite(copied, _epoch)  # same kinds of values: plain as well
-        new = _new_object(type(self))
-        _set_dict(new, copied)
-        _sync_slots(new, copied)
-        return new
+        return _copy_sprite(self, memo)
 
     def _engine_deepcopy_generic(self, memo: dict[int, Any]) -> Sprite:
         cls = type(self)
@@ -901,6 +842,94 @@ def _new_sprite(state: dict[str, Any], plain: int = -1) -> Sprite:
     new._engine_px = None
     new._engine_plain = plain
     new.__class__ = Sprite
+    return new
+
+
+def _copy_sprite(sprite: Sprite, memo: dict[int, Any]) -> Sprite:
+    """``copy.deepcopy(sprite, memo)``, entering the copy in ``memo`` (``Sprite.__deepcopy__``, and
+    the copier ``engine._copying`` uses for sprites).
+
+    Same result as the generic deepcopy (memo-aware, so aliasing between copied sprites is kept),
+    minus nothing but cost: dc22/ud74-style games deep-copy the whole sprite list on every move,
+    others snapshot whole levels for undo, and the explorer copies a game per transition.  The
+    exposure flag is kept: another copied object may hold the copied array too.  The image cache
+    is shared as is: an exposed copy compares it with its pixels on every use (so a stale one is
+    never used), and an unexposed array still matches it.  The change stamp is kept too: the copy
+    is in the state its original was in at that stamp, and every change of either object gives it
+    a new stamp, so caches that recorded the original at that stamp (a camera's frame, carried
+    over to the copied camera by ``camera._translated_composite``) hold for the copy.
+
+    A direct path when every attribute but pixels and tags is immutable (shared as is).  Checking
+    that costs about as much as the rest of the copy, so a sprite remembers the change stamp at
+    which it last passed (``_engine_plain``): every write from outside the engine, and every
+    engine write of a value that could be mutable, bumps the stamp.
+    """
+    state = sprite.__dict__
+    try:
+        pixels = state["pixels"]
+        tags = state["_tags"]
+        stamp = state["_engine_stamp"]
+        plain = sprite._engine_plain == stamp
+    except (KeyError, AttributeError):  # a game replaced standard attributes by others
+        plain = False
+    if not plain:
+        if not _plain_state(state):
+            return _copy_sprite_generic(sprite, memo)
+        _set_plain(sprite, stamp)
+    if type(pixels) is not _NDARRAY or type(tags) is not list:
+        return _copy_sprite_generic(sprite, memo)
+    get = memo.get
+    new_tags = get(id(tags))
+    if new_tags is None:
+        for item in tags:
+            if type(item) not in _IMMUTABLE_TYPES:
+                return _copy_sprite_generic(sprite, memo)
+    keep = get(id(memo))
+    if keep is None:
+        keep = memo[id(memo)] = []  # like copy.deepcopy: originals stay alive while memo ids are in use
+    copied = state.copy()
+    if new_tags is None:
+        copied["_tags"] = new_tags = memo[id(tags)] = tags[:]
+        keep.append(tags)
+    else:
+        copied["_tags"] = new_tags
+    new_pixels = get(id(pixels))
+    if new_pixels is None:
+        if not state["_engine_exposed"]:  # copy-on-write (see the class docstring)
+            new_pixels = pixels.view()
+            copied["_engine_exposed"] = state["_engine_exposed"] = None
+        elif pixels.dtype is not _INT8 and pixels.dtype.hasobject:
+            new_pixels = pixels.__deepcopy__(memo)
+        else:
+            new_pixels = pixels.copy(order="K")  # what ndarray.__deepcopy__ does for plain dtypes
+        memo[id(pixels)] = new_pixels
+        keep.append(pixels)
+    elif not state["_engine_exposed"]:
+        copied["_engine_exposed"] = None  # not our own array: it may share memory with someone's
+    copied["pixels"] = new_pixels
+    if type(sprite) is Sprite:  # as _new_sprite, inlined
+        new = _new_object(_SpriteBlank)
+        new.__dict__ = copied
+        new.x = copied["_x"]
+        new.y = copied["_y"]
+        new.tags = new_tags
+        new.name = copied["_name"]
+        new.layer = copied["_layer"]
+        new._engine_px = None
+        new._engine_plain = stamp  # same kinds of values: plain as well
+        new.__class__ = Sprite
+    else:
+        new = _new_object(type(sprite))
+        _set_dict(new, copied)
+        _sync_slots(new, copied)
+    memo[id(sprite)] = new
+    keep.append(sprite)
+    return new
+
+
+def _copy_sprite_generic(sprite: Sprite, memo: dict[int, Any]) -> Sprite:
+    new = sprite._engine_deepcopy_generic(memo)
+    keep_alive(sprite, memo)
     return new
 
 
@@ -1043,3 +1072,6 @@ def colliding_sprites(sprite: Sprite, others: list[Sprite], ignore_mode: bool = 
                 continue
         hits.append(other)
     return hits
+
+
+register_copier(Sprite, _copy_sprite)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from engine._copying import deep_copy
 from engine.env import GameEnv, _deepcopy_game
 from engine.level import _LazyLevel
+from games import GAMES_DIR
 from pipeline.explore import resolve
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "explore"
@@ -137,3 +138,24 @@ def test_game_copy_plays_like_deepcopy():
         if action in env.available_actions:
             assert np.array_equal(env.step(action).frame[-1], twin.step(action).frame[-1])
             assert env.state_bytes() == twin.state_bytes()
+
+
+def test_game_copies_share_only_the_declared_levels_still_in_place():
+    env = GameEnv(resolve("bg41", GAMES_DIR))  # seven levels
+    env.start_level(0)
+    env.share_levels([2, 3, 4])
+    game = env.game
+    held = env.detach()
+    env.restore(held, keep=True)
+    branch = env.game
+    assert [branch._levels[j] is game._levels[j] for j in range(len(game._levels))] == [False, False, True, True, True, False, False]
+    # A declared level replaced in the held game (and still referred to elsewhere) is copied like
+    # any other object; the declared levels still in their places are shared.
+    moved = game._levels[3]
+    game._levels[3] = game._engine_clean_levels[3].clone()
+    game.kept_level = moved
+    env.restore(held, keep=True)
+    again = env.game
+    assert again._levels[2] is game._levels[2] and again._levels[4] is game._levels[4]
+    assert again._levels[3] is not game._levels[3] and again.kept_level is not moved
+    assert [s.name for s in again.kept_level._sprites] == [s.name for s in moved._sprites]

@@ -66,17 +66,18 @@ operation = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    st.lists(st.tuples(small_pixels, st.integers(-2, 9), st.integers(-2, 9), st.integers(0, 3)), min_size=1, max_size=6),
-    st.lists(operation, min_size=1, max_size=25),
-)
-def test_render_matches_naive_renderer(initial, operations):
-    level = Level([Sprite(pixels, x=x, y=y, layer=layer) for pixels, x, y, layer in initial], grid_size=(10, 8))
-    camera = Camera(0, 0, 10, 8, background=0, letter_box=5)
-    held = [sprite.pixels for sprite in level._sprites]  # references a game might keep and write through
-    saved = None
-    for op in operations:
+class Scene:
+    """A level, a camera and the pixel arrays a game holds (and may write through), changed by
+    ``apply``: every mutation channel games use."""
+
+    def __init__(self, level, camera, held):
+        self.level = level
+        self.camera = camera
+        self.held = held
+        self.saved = None  # sprites saved by an "undo" op (a deep copy), put back by the next
+
+    def apply(self, op):
+        level, camera, held = self.level, self.camera, self.held
         sprites = level._sprites
         pick = sprites[op[1] % len(sprites)] if sprites and len(op) > 1 and isinstance(op[1], int) and op[0] not in ("camera", "resize", "colors") else None
         kind = op[0]
@@ -116,12 +117,35 @@ def test_render_matches_naive_renderer(initial, operations):
         elif kind == "colors":
             camera.background, camera.letter_box = op[1], op[2]
         elif kind == "undo":
-            if saved is None:
-                saved = copy.deepcopy(level._sprites)
+            if self.saved is None:
+                self.saved = copy.deepcopy(level._sprites)
             else:
-                level._sprites, saved = saved, None
+                level._sprites, self.saved = self.saved, None
         elif kind == "raw_x" and pick:
             pick._x = op[2]
-        expected_frame, expected_view = naive_frame(camera, level.get_sprites())
-        assert np.array_equal(camera.render(level.get_sprites()), expected_frame), op
-        assert np.array_equal(camera._raw_render(level.get_sprites()), expected_view), op
+
+    def check(self, op):
+        """Both renders equal the naive renderer's."""
+        sprites = self.level.get_sprites()
+        expected_frame, expected_view = naive_frame(self.camera, sprites)
+        assert np.array_equal(self.camera.render(sprites), expected_frame), op
+        assert np.array_equal(self.camera._raw_render(self.level.get_sprites()), expected_view), op
+
+
+def new_scene(initial):
+    level = Level([Sprite(pixels, x=x, y=y, layer=layer) for pixels, x, y, layer in initial], grid_size=(10, 8))
+    camera = Camera(0, 0, 10, 8, background=0, letter_box=5)
+    held = [sprite.pixels for sprite in level._sprites]  # references a game might keep and write through
+    return Scene(level, camera, held)
+
+
+initial_sprites = st.lists(st.tuples(small_pixels, st.integers(-2, 9), st.integers(-2, 9), st.integers(0, 3)), min_size=1, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(initial_sprites, st.lists(operation, min_size=1, max_size=25))
+def test_render_matches_naive_renderer(initial, operations):
+    scene = new_scene(initial)
+    for op in operations:
+        scene.apply(op)
+        scene.check(op)
