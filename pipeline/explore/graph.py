@@ -279,10 +279,95 @@ def _representatives(inverse: np.ndarray) -> tuple[list[int], list[int], list[in
     return xs[reps].tolist(), ys[reps].tolist(), counts[inverse[reps]].tolist()
 
 
-# Representatives by partition (camera size + per-cell classes): states that differ only in colours
-# or in what the partition does not see share one.  Bounded; clearing only costs recomputation.
-_PARTITIONS: dict[tuple, tuple[list[int], list[int], list[int]]] = {}
-_PARTITIONS_LIMIT = 4096
+class _Partition:
+    """A click partition's representatives (per class, in class order: x, y, pixel count) and
+    the targets made from them, per (rule, share): ``Target`` is immutable, so states with the
+    same partition share one list of them."""
+
+    __slots__ = ("reps", "targets")
+
+    def __init__(self, reps: tuple[list[int], list[int], list[int]]) -> None:
+        self.reps = reps
+        self.targets: dict[tuple[str, float], tuple[Target, ...]] = {}
+
+    def targets_for(self, rule: str, share: float) -> tuple[Target, ...]:
+        found = self.targets.get((rule, share))
+        if found is None:
+            total = FRAME * FRAME
+            found = self.targets[(rule, share)] = tuple(
+                Target(6, x, y, share * count / total, rule) for x, y, count in zip(*self.reps, strict=True))
+        return found
+
+
+# Partitions by their classes (camera size + per-cell class ranks): states that differ only in
+# colours or in what the partition does not see share one.  And partitions by sprite layout (the
+# ``objects`` rule's inputs, ``_layout_key``), so that most states need neither the per-cell
+# signatures nor their ranking.  Both bounded; clearing only costs recomputation.
+_PARTITIONS: dict[tuple, _Partition] = {}
+_LAYOUTS: dict[tuple, _Partition] = {}
+_CACHE_LIMIT = 4096
+# Per sprite image (``_Image.token``: unique per image object, never reused), its solidity mask
+# as a hashable value: images with equal masks give equal layout keys.
+_MASKS: dict[int, tuple[int, int, bytes]] = {}
+_MASKS_LIMIT = 50_000
+
+
+def _layout_key(game: Any) -> tuple | None:
+    """Everything ``_sprite_signatures`` reads, as a hashable value (None when a sprite has its own
+    ``render()``, which only the computation itself may call): the camera's size and position, the
+    number of sprites (the codes), and per sprite that is not REMOVED its list position, position
+    and solid footprint -- the box (h, w) or, for a PIXEL_PERFECT sprite with transparent cells,
+    its mask.  Equal keys give equal signatures, hence the same partition."""
+    camera = game.camera
+    sprites = game.current_level._sprites
+    key: list = [int(camera.width), int(camera.height), int(camera.x), int(camera.y), len(sprites)]
+    removed, pixel_perfect = InteractionMode.REMOVED, BlockingMode.PIXEL_PERFECT
+    masks = _MASKS
+    for i, sprite in enumerate(sprites):
+        if sprite.interaction is removed:
+            continue
+        if type(sprite).render is not _SPRITE_RENDER:
+            return None
+        image = image_of(sprite)
+        if image.solid is None or sprite.blocking is not pixel_perfect:
+            footprint: tuple = (image.h, image.w)
+        else:
+            footprint = masks.get(image.token)
+            if footprint is None:
+                if len(masks) >= _MASKS_LIMIT:
+                    masks.clear()
+                footprint = masks[image.token] = (image.h, image.w, image.solid.tobytes())
+        key += (i, int(sprite.x), int(sprite.y), footprint)
+    return tuple(key)
+
+
+def _partition(game: Any, rule: str) -> _Partition:
+    """The click partition of the current state under ``rule`` ("objects", "cells" or "pixels")."""
+    camera = game.camera
+    if rule == "objects":
+        layout = _layout_key(game)
+    else:
+        layout = (rule,) if rule == "pixels" else (rule, int(camera.width), int(camera.height))
+    found = _LAYOUTS.get(layout) if layout is not None else None
+    if found is not None:
+        return found
+    if rule == "pixels":
+        key: tuple = (rule,)
+        rank = slot = None
+    else:
+        rank, slot = _cell_classes(game, rule)
+        key = (int(camera.width), int(camera.height), rank.tobytes())
+    found = _PARTITIONS.get(key)
+    if found is None:
+        found = _Partition(_representatives(np.arange(FRAME * FRAME) if rank is None else rank[slot]))
+        if len(_PARTITIONS) >= _CACHE_LIMIT:
+            _PARTITIONS.clear()
+        _PARTITIONS[key] = found
+    if layout is not None:
+        if len(_LAYOUTS) >= _CACHE_LIMIT:
+            _LAYOUTS.clear()
+        _LAYOUTS[layout] = found
+    return found
 
 
 def click_targets(session: Session, rule: str, share: float) -> list[Target]:
@@ -296,34 +381,34 @@ def click_targets(session: Session, rule: str, share: float) -> list[Target]:
             return []
         p = share / len(found)
         return [Target(6, int(a.data["x"]), int(a.data["y"]), p, "engine") for a in found]
-    if rule == "pixels":
-        key: tuple = (rule,)
-        rank = slot = None
-    else:
-        rank, slot = _cell_classes(game, rule)
-        key = (int(game.camera.width), int(game.camera.height), rank.tobytes())
-    reps = _PARTITIONS.get(key)
-    if reps is None:
-        reps = _representatives(np.arange(FRAME * FRAME) if rank is None else rank[slot])
-        if len(_PARTITIONS) >= _PARTITIONS_LIMIT:
-            _PARTITIONS.clear()
-        _PARTITIONS[key] = reps
-    total = FRAME * FRAME
-    return [Target(6, x, y, share * count / total, rule) for x, y, count in zip(*reps, strict=True)]
+    return list(_partition(game, rule).targets_for(rule, share))
+
+
+# The simple targets of an action list (and where its clicks go), by (actions, include_undo).
+_PLANS: dict[tuple, tuple[float, tuple[Target | None, ...]]] = {}
 
 
 def action_targets(session: Session, actions: list[int], rule: str, include_undo: bool) -> list[Target]:
     """Targets of one state: simple actions, click classes, optionally undo (see module docstring)."""
-    policy = [a for a in dict.fromkeys(actions) if a != 0 and (include_undo or a != 7)]
-    if not policy:
-        return []
-    share = 1.0 / len(policy)
+    plan_key = (tuple(actions), include_undo)
+    plan = _PLANS.get(plan_key)
+    if plan is None:
+        policy = [a for a in dict.fromkeys(actions) if a != 0 and (include_undo or a != 7)]
+        share = 1.0 / len(policy) if policy else 0.0
+        plan = (share, tuple(None if a == 6 else Target(a, None, None, share, "undo" if a == 7 else "")
+                             for a in policy))
+        if len(_PLANS) >= _CACHE_LIMIT:
+            _PLANS.clear()
+        _PLANS[plan_key] = plan
+    share, simple = plan
+    if None not in simple:
+        return list(simple)
     targets: list[Target] = []
-    for a in policy:
-        if a == 6:
+    for t in simple:
+        if t is None:
             targets.extend(click_targets(session, rule, share))
         else:
-            targets.append(Target(a, None, None, share, "undo" if a == 7 else ""))
+            targets.append(t)
     return targets
 
 

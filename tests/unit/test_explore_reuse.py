@@ -229,6 +229,54 @@ def test_click_targets_equal_the_pixel_by_pixel_partition(game_id: str, root: Pa
             session.start(level)
 
 
+def test_cached_click_partitions_follow_every_input_of_the_layout() -> None:
+    """The partition cache (by sprite layout) gives a new partition whenever what the signatures
+    read changes -- a sprite's position, mask (pixels written in place), blocking, removal, its
+    own render(), the camera -- and the cached one again when the state comes back."""
+    import numpy as np
+
+    from engine import BlockingMode, InteractionMode, Sprite
+
+    class OwnRender(Sprite):
+        def render(self) -> np.ndarray:
+            return np.array([[1, -1], [-1, 1]])
+
+    session = Session(resolve("rl36", GAMES_DIR))
+    session.start(3)
+    game = session.game
+    cart = next(s for s in game.current_level._sprites if s.name == "cart")
+    seen = []
+
+    def check() -> None:
+        got = [(t.action_id, t.x, t.y, t.prob, t.label) for t in graph_module.click_targets(session, "objects", 0.5)]
+        assert got == naive_click_targets(session, "objects", 0.5)
+        seen.append(got)
+
+    check()
+    start = seen[-1]
+    x, y, pixel = cart.x, cart.y, int(cart.pixels[1, 1])
+    mutations = [
+        lambda: cart.set_position(x + 3, y + 6),
+        lambda: cart.pixels.__setitem__((1, 1), -1),  # a hole in the mask, same position
+        lambda: cart.set_blocking(BlockingMode.BOUNDING_BOX),  # the hole no longer counts
+        lambda: cart.set_blocking(BlockingMode.PIXEL_PERFECT),
+        lambda: object.__setattr__(cart, "__class__", OwnRender),
+        lambda: object.__setattr__(cart, "__class__", Sprite),
+        lambda: cart.set_interaction(InteractionMode.REMOVED),
+        lambda: game.camera.move(1, 0),
+    ]
+    for mutate in mutations:
+        mutate()
+        check()
+    assert len({repr(t) for t in seen}) >= 5  # the mutations did change the partition
+    game.camera.move(-1, 0)
+    cart.set_interaction(InteractionMode.TANGIBLE)
+    cart.pixels[1, 1] = pixel
+    cart.set_position(x, y)
+    check()
+    assert seen[-1] == start
+
+
 def test_discarded_games_are_freed_without_the_cycle_collector() -> None:
     """pv63's HUD refers back to its game (a reference cycle): the explorer releases every game it
     discards, the frontier's at a budget stop included, so none is left for the cycle collector
