@@ -78,7 +78,7 @@ import numpy as np
 from engine import BlockingMode, InteractionMode, Sprite
 from engine.sprites import image_of
 
-from .session import Session, StepResult
+from .session import Session, StepResult, node_key
 
 __all__ = ["Target", "StateGraph", "explore_level", "click_targets", "CLICK_RULES", "action_targets"]
 
@@ -444,6 +444,10 @@ def explore_level(
     index: dict[bytes, int] = {}
     snaps: dict[int, Any] = {}
     actions_at: dict[int, list[int]] = {}
+    # Key bytes of queued nodes held live (at most LIVE_GAMES): a successor with the same bytes is a
+    # self-loop, found without hashing.
+    key_bytes_at: dict[int, bytes] = {}
+    inputs: dict[tuple[int, int | None, int | None], Any] = {}  # ActionInput per (action, x, y)
 
     def add_node(key: bytes, depth: int, kind: str, parent: int, parent_edge: int) -> int:
         i = len(graph.keys)
@@ -456,15 +460,18 @@ def explore_level(
         graph.parent_edge.append(parent_edge)
         return i
 
-    def add_edge(v: int, u: int, t: Target) -> int:
-        graph.src.append(v)
-        graph.dst.append(u)
-        graph.action.append(t.action_id)
-        graph.click_x.append(-1 if t.x is None else int(t.x))
-        graph.click_y.append(-1 if t.y is None else int(t.y))
-        graph.prob.append(float(t.prob))
-        graph.is_undo.append(t.action_id == 7)
-        return len(graph.src) - 1
+    edge_appends = (graph.src.append, graph.dst.append, graph.action.append, graph.click_x.append,
+                    graph.click_y.append, graph.prob.append, graph.is_undo.append)
+
+    def add_edge(v: int, u: int, t: Target) -> None:
+        add_src, add_dst, add_action, add_x, add_y, add_prob, add_undo = edge_appends
+        add_src(v)
+        add_dst(u)
+        add_action(t.action_id)
+        add_x(-1 if t.x is None else int(t.x))
+        add_y(-1 if t.y is None else int(t.y))
+        add_prob(float(t.prob))
+        add_undo(t.action_id == 7)
 
     def classify(result: StepResult) -> str:
         if session.won(result):
@@ -478,10 +485,11 @@ def explore_level(
     # snapshot: its targets step copies of it and the last one steps the game itself.
     held_live = 0
 
-    def hold(u: int) -> None:
+    def hold(u: int, key_bytes: bytes) -> None:
         nonlocal held_live
         if held_live < LIVE_GAMES:
             snaps[u] = session.detach()
+            key_bytes_at[u] = key_bytes
             held_live += 1
         else:
             snaps[u] = session.snapshot()
@@ -496,10 +504,11 @@ def explore_level(
             _release(outgoing)
 
     start_kind = classify(first)
-    add_node(session.state_key(), 0, start_kind, -1, -1)
+    start_bytes = session.key_bytes()
+    add_node(node_key(start_bytes), 0, start_kind, -1, -1)
     queue: deque[int] = deque()
     if start_kind == NORMAL:
-        hold(0)
+        hold(0, start_bytes)
         actions_at[0] = list(first.available_actions)
         queue.append(0)
 
@@ -519,6 +528,7 @@ def explore_level(
         snap = snaps.pop(v)
         restore(snap)
         key_v = graph.keys[v]
+        bytes_v = key_bytes_at.pop(v, None)
         targets = action_targets(session, actions_at.pop(v), click_rule, include_undo)
         # A held game is detached again and kept as the node's state: its targets step copies of it
         # (``keep``), and the last target that needs a fresh game steps the game itself.
@@ -537,8 +547,11 @@ def explore_level(
                 keep = live and i < last
                 restore(snap, keep=keep)
                 graph.n_restores += keep or not live
+            action = inputs.get((t.action_id, t.x, t.y))
+            if action is None:
+                action = inputs[(t.action_id, t.x, t.y)] = session.action_input(t.action_id, t.data)
             try:
-                result = session.step(t.action_id, t.data)
+                result = session.play(action)
             except Exception as err:  # noqa: BLE001 - a crashing game is a finding, not a tool failure
                 graph.errors.append({"node": v, "path": [s.as_dict() for s in graph.path_to(v)],
                                      "action": t.as_dict(), "error": f"{type(err).__name__}: {err}"})
@@ -553,7 +566,12 @@ def explore_level(
                 add_edge(v, v, t)
                 dirty = False
                 continue
-            key = session.state_key()
+            key_bytes = session.key_bytes()
+            if key_bytes == bytes_v:  # equal key bytes, equal keys: no need to hash them
+                add_edge(v, v, t)
+                dirty = False
+                continue
+            key = node_key(key_bytes)
             if key == key_v:
                 add_edge(v, v, t)
                 dirty = False
@@ -563,7 +581,7 @@ def explore_level(
                 kind = classify(result)
                 u = add_node(key, graph.depth[v] + 1, kind, v, len(graph.src))
                 if kind == NORMAL:
-                    hold(u)
+                    hold(u, key_bytes)
                     actions_at[u] = list(result.available_actions)
                     queue.append(u)
             add_edge(v, u, t)
