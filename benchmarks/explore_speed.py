@@ -10,6 +10,9 @@ same run on the same machine:
 * explorer: states/s and transitions/s of ``explore_level`` (BFS over reused states: queued nodes keep
   their live game and their targets step deep copies of it, restores carry the render caches over,
   games the explorer discards are released at once; see ``pipeline.explore.graph``);
+* floor: transitions/s of the explorer's copies and steps alone (``floor_rate``: the same restores
+  and steps over the same targets in the same order at a sample of the graph's nodes, without
+  state keys, targets or bookkeeping) -- what the explorer would reach if all it did cost nothing;
 * the cost of the explorer's primitives, timed separately per call: snapshot (pickle), restore
   (unpickle), copy (a deep copy of a held game: ``restore(..., keep=True)``), state key (sha256 of
   the frame), and a step right after a restore.
@@ -17,8 +20,10 @@ same run on the same machine:
 Rates are CPU time (``time.process_time``: the machine is shared). The ratio "explorer transitions/s /
 raw steps/s" shows what branching costs: per transition the explorer pays a copy of the node (except
 for a node's last target and after self-loops; an unpickle for nodes held as pickles), a step on the
-copy, a state key and, per expanded node, its click partition. The last line is that ratio per game (the headline).
-Machines are noisy: nothing here asserts on time.
+copy, a state key and, per expanded node, its click partition. The floor ratio (copies and steps
+only / raw steps/s) is printed just before it: the gap between the two is the explorer's own
+overhead, the gap from the floor to 1 the copies and the slower steps on copies. The last line is
+the explorer's ratio per game (the headline). Machines are noisy: nothing here asserts on time.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import random
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,7 +42,7 @@ sys.path.insert(0, str(REPO))
 
 from games import GAMES_DIR, list_games  # noqa: E402
 from pipeline.explore import Session, resolve  # noqa: E402
-from pipeline.explore.graph import NORMAL, StateGraph, action_targets, explore_level  # noqa: E402
+from pipeline.explore.graph import NORMAL, StateGraph, action_targets, execution_order, explore_level  # noqa: E402
 
 
 def raw_rate(session: Session, level: int, steps: int, seed: int = 0) -> float:
@@ -66,10 +72,11 @@ def _release(game) -> None:
 def floor_rate(session: Session, level: int, graph: StateGraph, nodes: int = 600) -> tuple[float, int]:
     """Transitions/s of the copies and steps alone: for up to ``nodes`` of the graph's expanded
     nodes (evenly spread over the BFS order), reach the node (untimed), then time exactly the
-    explorer's restores and steps over the node's targets -- a copy of the held game
-    (``restore(keep=True)``, render caches moved on) before each target except after a self-loop
-    (known from the graph) and the last one, which steps the held game itself -- releasing every
-    game once it is done with, as the explorer does; no state keys, targets or bookkeeping.
+    explorer's restores and steps over the node's targets, in the explorer's execution order -- a
+    copy of the held game (``restore(keep=True)``, render caches moved on) before each target except
+    after a self-loop (known from the graph) and the last one, which steps the held game itself --
+    releasing every game once it is done with, as the explorer does; no state keys, targets or
+    bookkeeping.
     Returns (rate, transitions timed)."""
     env = session.env
     session.start(level)
@@ -77,9 +84,24 @@ def floor_rate(session: Session, level: int, graph: StateGraph, nodes: int = 600
     first_edge: dict[int, int] = {}
     for e, v in enumerate(graph.src):
         first_edge.setdefault(v, e)
+    n_edges = Counter(graph.src)
     expanded = [v for v in range(graph.n_nodes) if graph.expanded[v] and graph.kind[v] == NORMAL]
+    sample = expanded[:: max(1, len(expanded) // nodes)]
+    # The explorer's execution order at the sampled nodes: its self-loop history, replayed in BFS order.
+    history: dict[tuple, list] = {}
+    orders: dict[int, list[int]] = {}
+    wanted = set(sample)
+    for v in expanded:
+        edges = range(first_edge[v], first_edge[v] + n_edges[v])
+        targets = [graph.edge_target(e) for e in edges]
+        if v in wanted:
+            orders[v] = execution_order(targets, history)
+        for e, t in zip(edges, targets, strict=True):
+            seen = history.setdefault((t.action_id, t.x, t.y), [None, 0, 0])
+            seen[1] += graph.dst[e] == v
+            seen[2] += 1
     cpu, done = 0.0, 0
-    for v in expanded[:: max(1, len(expanded) // nodes)]:
+    for v in sample:
         env.restore(start, reuse_render_caches=False)
         for t in graph.path_to(v):
             session.step(t.action_id, t.data)
@@ -93,14 +115,14 @@ def floor_rate(session: Session, level: int, graph: StateGraph, nodes: int = 600
         t0 = time.process_time()
         held = env.detach() if last > 0 else None
         dirty = held is not None
-        for i, action in enumerate(inputs):
+        for j, i in enumerate(orders[v]):
             if dirty:
                 outgoing = None if env.detached else env.game
-                env.restore(held, reuse_render_caches=True, keep=i < last)
+                env.restore(held, reuse_render_caches=True, keep=j < last)
                 if outgoing is not None and outgoing is not env.game:
                     _release(outgoing)
             try:
-                env.step(action)
+                env.step(inputs[i])
             except Exception:  # noqa: BLE001 - a crashing game, as the explorer records it
                 dirty = True
                 continue

@@ -18,10 +18,14 @@ States are reused, not rebuilt: a queued node keeps the very game object that re
 over uncopied, up to ``LIVE_GAMES`` at a time, else pickled), so expanding it needs no snapshot:
 its targets step deep copies of it (``Session.restore(..., keep=True)``; a copy starts from the
 held game's frame cache) and the last target that needs a fresh game steps the held game itself.
-Every restore hands the camera's render caches on from the outgoing game, so the next frame
-redraws only what differs. Games the explorer discards (and the frontier's at the end) are
-released at once (``_release``) rather than left to the cycle collector. The graph is the one a naive explorer builds that restores a fresh copy
-before every transition (tests/unit/test_explore_reuse.py).
+Targets are stepped in an order of their own (``execution_order``: those most often self-loops
+so far first, so that a self-loop's game serves the next target and the state changes come last)
+and recorded in target order, so node numbers and edges do not depend on it. A successor whose
+key bytes equal its node's is a self-loop found without hashing. Every restore hands the camera's
+render caches on from the outgoing game, so the next frame redraws only what differs. Games the
+explorer discards (and the frontier's at the end) are released at once (``_release``) rather than
+left to the cycle collector. The graph is the one a naive explorer builds that restores a fresh
+copy before every transition and steps the targets in order (tests/unit/test_explore_reuse.py).
 4. Stop when the queue is empty (the reachable graph is *complete*) or at a node, edge or time
    budget; nodes left in the queue are *frontier* nodes (discovered, not expanded).
 
@@ -413,6 +417,21 @@ def action_targets(session: Session, actions: list[int], rule: str, include_undo
 
 
 # ---------------------------------------------------------------------- BFS
+def execution_order(targets: list[Target], history: dict[tuple, list]) -> list[int]:
+    """The order in which the explorer steps a node's targets (indices into ``targets``): those most
+    often self-loops so far first (``history``: per (action, x, y), [ActionInput, self-loops,
+    steps]), ties in target order.  A self-loop leaves the game in the node's state for the next
+    target, so loops first and state changes last lets the last change step the held game itself
+    instead of a copy; the graph records the outcomes in target order whatever the order."""
+    if len(targets) < 3:  # one copy at most either way
+        return list(range(len(targets)))
+    rates = []
+    for t in targets:
+        seen = history.get((t.action_id, t.x, t.y))
+        rates.append(0.5 if seen is None else (seen[1] + 1) / (seen[2] + 2))
+    return sorted(range(len(targets)), key=rates.__getitem__, reverse=True)  # stable
+
+
 def _release(game: Any) -> None:
     """Drop a game object the explorer is done with by clearing its attributes: games whose HUD
     interfaces refer back to the game (game -> camera -> interface -> game) form reference cycles,
@@ -447,7 +466,8 @@ def explore_level(
     # Key bytes of queued nodes held live (at most LIVE_GAMES): a successor with the same bytes is a
     # self-loop, found without hashing.
     key_bytes_at: dict[int, bytes] = {}
-    inputs: dict[tuple[int, int | None, int | None], Any] = {}  # ActionInput per (action, x, y)
+    # Per (action, x, y): its ActionInput, how often it was a self-loop, how often stepped.
+    history: dict[tuple[int, int | None, int | None], list] = {}
 
     def add_node(key: bytes, depth: int, kind: str, parent: int, parent_edge: int) -> int:
         i = len(graph.keys)
@@ -485,15 +505,20 @@ def explore_level(
     # snapshot: its targets step copies of it and the last one steps the game itself.
     held_live = 0
 
-    def hold(u: int, key_bytes: bytes) -> None:
+    def hold() -> Any:
+        """The current game as a queued node's state: handed over, or pickled past LIVE_GAMES."""
         nonlocal held_live
         if held_live < LIVE_GAMES:
-            snaps[u] = session.detach()
-            key_bytes_at[u] = key_bytes
             held_live += 1
-        else:
-            snaps[u] = session.snapshot()
-            graph.n_snapshots += 1
+            return session.detach()
+        graph.n_snapshots += 1
+        return session.snapshot()
+
+    def drop(snapshot: Any) -> None:
+        nonlocal held_live
+        if snapshot.game[0] == "live":
+            _release(snapshot.game[1].pop())
+            held_live -= 1
 
     def restore(snapshot: Any, keep: bool = False) -> None:
         """``session.restore``, releasing the outgoing game when nothing holds it any more (it was
@@ -508,7 +533,8 @@ def explore_level(
     add_node(node_key(start_bytes), 0, start_kind, -1, -1)
     queue: deque[int] = deque()
     if start_kind == NORMAL:
-        hold(0, start_bytes)
+        snaps[0] = hold()
+        key_bytes_at[0] = start_bytes
         actions_at[0] = list(first.available_actions)
         queue.append(0)
 
@@ -542,50 +568,79 @@ def explore_level(
         else:
             graph.n_restores += 1
         last = len(targets) - 1
-        for i, t in enumerate(targets):
+        # Step in execution order, record in target order: per target its successor node (v for a
+        # self-loop), an error message, or a new state (key, key bytes, result), numbered below.
+        outcomes: list[Any] = [None] * len(targets)
+        first_of: dict[bytes, int] = {}  # a new state's key -> the first target (in target order) reaching it
+        games: dict[int, Any] = {}  # that target -> its game (if the state is to be expanded)
+        for j, i in enumerate(execution_order(targets, history)):
+            t = targets[i]
             if dirty:
-                keep = live and i < last
+                keep = live and j < last
                 restore(snap, keep=keep)
                 graph.n_restores += keep or not live
-            action = inputs.get((t.action_id, t.x, t.y))
-            if action is None:
-                action = inputs[(t.action_id, t.x, t.y)] = session.action_input(t.action_id, t.data)
+            seen = history.get((t.action_id, t.x, t.y))
+            if seen is None:
+                seen = history[(t.action_id, t.x, t.y)] = [session.action_input(t.action_id, t.data), 0, 0]
+            seen[2] += 1
             try:
-                result = session.play(action)
+                result = session.play(seen[0])
             except Exception as err:  # noqa: BLE001 - a crashing game is a finding, not a tool failure
-                graph.errors.append({"node": v, "path": [s.as_dict() for s in graph.path_to(v)],
-                                     "action": t.as_dict(), "error": f"{type(err).__name__}: {err}"})
-                u = add_node(b"error:%d" % len(graph.errors), graph.depth[v] + 1, ERROR, v, len(graph.src))
-                graph.expanded[u] = True
-                add_edge(v, u, t)
+                outcomes[i] = f"{type(err).__name__}: {err}"
                 dirty = True
                 continue
             graph.n_steps += 1
+            dirty = True
             if not result.frames:
                 # rejected action (state was terminal): cannot happen for expanded nodes
-                add_edge(v, v, t)
                 dirty = False
-                continue
-            key_bytes = session.key_bytes()
-            if key_bytes == bytes_v:  # equal key bytes, equal keys: no need to hash them
-                add_edge(v, v, t)
-                dirty = False
-                continue
-            key = node_key(key_bytes)
-            if key == key_v:
-                add_edge(v, v, t)
-                dirty = False
+            else:
+                key_bytes = session.key_bytes()
+                if key_bytes == bytes_v:  # equal key bytes, equal keys: no need to hash them
+                    dirty = False
+                else:
+                    key = node_key(key_bytes)
+                    dirty = key != key_v
+            if not dirty:
+                outcomes[i] = v
+                seen[1] += 1
                 continue
             u = index.get(key)
-            if u is None:
-                kind = classify(result)
-                u = add_node(key, graph.depth[v] + 1, kind, v, len(graph.src))
-                if kind == NORMAL:
-                    hold(u, key_bytes)
-                    actions_at[u] = list(result.available_actions)
-                    queue.append(u)
-            add_edge(v, u, t)
-            dirty = True
+            if u is not None:
+                outcomes[i] = u
+                continue
+            outcomes[i] = (key, key_bytes, result)
+            first = first_of.get(key)
+            if first is None or i < first:
+                if first is not None and first in games:
+                    drop(games.pop(first))
+                first_of[key] = i
+                if classify(result) == NORMAL:
+                    games[i] = hold()
+        depth = graph.depth[v] + 1
+        for i, t in enumerate(targets):
+            outcome = outcomes[i]
+            if type(outcome) is int:
+                add_edge(v, outcome, t)
+            elif type(outcome) is str:
+                graph.errors.append({"node": v, "path": [s.as_dict() for s in graph.path_to(v)],
+                                     "action": t.as_dict(), "error": outcome})
+                u = add_node(b"error:%d" % len(graph.errors), depth, ERROR, v, len(graph.src))
+                graph.expanded[u] = True
+                add_edge(v, u, t)
+            else:
+                key, key_bytes, result = outcome
+                u = index.get(key)
+                if u is None:
+                    kind = classify(result)
+                    u = add_node(key, depth, kind, v, len(graph.src))
+                    if kind == NORMAL:
+                        snaps[u] = games.pop(i)
+                        if snaps[u].game[0] == "live":
+                            key_bytes_at[u] = key_bytes
+                        actions_at[u] = list(result.available_actions)
+                        queue.append(u)
+                add_edge(v, u, t)
         if live and snap.game[1]:  # the held game was not needed by the last target
             _release(snap.game[1].pop())
         graph.expanded[v] = True
