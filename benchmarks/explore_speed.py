@@ -90,12 +90,15 @@ def floor_rate(session: Session, level: int, graph: StateGraph, nodes: int = 600
     # The explorer's execution order at the sampled nodes: its self-loop history, replayed in BFS order.
     history: dict[tuple, list] = {}
     orders: dict[int, list[int]] = {}
+    loops_at: dict[int, frozenset] = {}
     wanted = set(sample)
     for v in expanded:
         edges = range(first_edge[v], first_edge[v] + n_edges[v])
         targets = [graph.edge_target(e) for e in edges]
+        loops_at[v] = frozenset((t.action_id, t.x, t.y) for e, t in zip(edges, targets, strict=True)
+                                if graph.dst[e] == v)
         if v in wanted:
-            orders[v] = execution_order(targets, history)
+            orders[v] = execution_order(targets, history, loops_at.get(graph.parent[v], frozenset()))
         for e, t in zip(edges, targets, strict=True):
             seen = history.setdefault((t.action_id, t.x, t.y), [None, 0, 0])
             seen[1] += graph.dst[e] == v

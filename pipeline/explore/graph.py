@@ -18,9 +18,10 @@ States are reused, not rebuilt: a queued node keeps the very game object that re
 over uncopied, up to ``LIVE_GAMES`` at a time, else pickled), so expanding it needs no snapshot:
 its targets step deep copies of it (``Session.restore(..., keep=True)``; a copy starts from the
 held game's frame cache) and the last target that needs a fresh game steps the held game itself.
-Targets are stepped in an order of their own (``execution_order``: those most often self-loops
-so far first, so that a self-loop's game serves the next target and the state changes come last)
-and recorded in target order, so node numbers and edges do not depend on it. A successor whose
+Targets are stepped in an order of their own (``execution_order``: self-loops at the parent and
+those most often self-loops so far first, so that a self-loop's game serves the next target and
+the state changes come last) and recorded in target order, so node numbers and edges do not
+depend on it. A successor whose
 key bytes equal its node's is a self-loop found without hashing. Every restore hands the camera's
 render caches on from the outgoing game, so the next frame redraws only what differs. Games the
 explorer discards (and the frontier's at the end) are released at once (``_release``) rather than
@@ -417,19 +418,23 @@ def action_targets(session: Session, actions: list[int], rule: str, include_undo
 
 
 # ---------------------------------------------------------------------- BFS
-def execution_order(targets: list[Target], history: dict[tuple, list]) -> list[int]:
-    """The order in which the explorer steps a node's targets (indices into ``targets``): those most
-    often self-loops so far first (``history``: per (action, x, y), [ActionInput, self-loops,
-    steps]), ties in target order.  A self-loop leaves the game in the node's state for the next
-    target, so loops first and state changes last lets the last change step the held game itself
-    instead of a copy; the graph records the outcomes in target order whatever the order."""
+def execution_order(targets: list[Target], history: dict[tuple, list], parent_loops: frozenset = frozenset()
+                    ) -> list[int]:
+    """The order in which the explorer steps a node's targets (indices into ``targets``): likely
+    self-loops first -- those that were self-loops at the node's parent (``parent_loops``: their
+    (action, x, y)), then by how often each was a self-loop so far (``history``: per (action, x, y),
+    [ActionInput, self-loops, steps]) -- ties in target order.  A self-loop leaves the game in the
+    node's state for the next target, so loops first and state changes last lets the last change
+    step the held game itself instead of a copy; the graph records the outcomes in target order
+    whatever the order."""
     if len(targets) < 3:  # one copy at most either way
         return list(range(len(targets)))
-    rates = []
+    scores = []
     for t in targets:
-        seen = history.get((t.action_id, t.x, t.y))
-        rates.append(0.5 if seen is None else (seen[1] + 1) / (seen[2] + 2))
-    return sorted(range(len(targets)), key=rates.__getitem__, reverse=True)  # stable
+        key = (t.action_id, t.x, t.y)
+        seen = history.get(key)
+        scores.append((key in parent_loops, 0.5 if seen is None else (seen[1] + 1) / (seen[2] + 2)))
+    return sorted(range(len(targets)), key=scores.__getitem__, reverse=True)  # stable
 
 
 def _release(game: Any) -> None:
@@ -468,6 +473,7 @@ def explore_level(
     key_bytes_at: dict[int, bytes] = {}
     # Per (action, x, y): its ActionInput, how often it was a self-loop, how often stepped.
     history: dict[tuple[int, int | None, int | None], list] = {}
+    parent_loops: dict[int, frozenset] = {}  # per queued node: its parent's self-loop targets
 
     def add_node(key: bytes, depth: int, kind: str, parent: int, parent_edge: int) -> int:
         i = len(graph.keys)
@@ -573,7 +579,7 @@ def explore_level(
         outcomes: list[Any] = [None] * len(targets)
         first_of: dict[bytes, int] = {}  # a new state's key -> the first target (in target order) reaching it
         games: dict[int, Any] = {}  # that target -> its game (if the state is to be expanded)
-        for j, i in enumerate(execution_order(targets, history)):
+        for j, i in enumerate(execution_order(targets, history, parent_loops.pop(v, frozenset()))):
             t = targets[i]
             if dirty:
                 keep = live and j < last
@@ -618,6 +624,8 @@ def explore_level(
                 if classify(result) == NORMAL:
                     games[i] = hold()
         depth = graph.depth[v] + 1
+        loops = frozenset((t.action_id, t.x, t.y) for t, outcome in zip(targets, outcomes, strict=True)
+                          if outcome == v)
         for i, t in enumerate(targets):
             outcome = outcomes[i]
             if type(outcome) is int:
@@ -639,6 +647,7 @@ def explore_level(
                         if snaps[u].game[0] == "live":
                             key_bytes_at[u] = key_bytes
                         actions_at[u] = list(result.available_actions)
+                        parent_loops[u] = loops
                         queue.append(u)
                 add_edge(v, u, t)
         if live and snap.game[1]:  # the held game was not needed by the last target

@@ -177,7 +177,7 @@ def test_any_execution_order_gives_the_graph_in_target_order(monkeypatch, tmp_pa
 
     rng = random.Random(5)
 
-    def other_order(targets, history):
+    def other_order(targets, history, parent_loops):
         indices = list(range(len(targets)))
         if order == "reversed":
             return indices[::-1]
@@ -197,6 +197,8 @@ def test_execution_order_puts_likely_self_loops_first() -> None:
     assert graph_module.execution_order(targets, {}) == [0, 1, 2, 3]
     history = {(2, None, None): [None, 9, 10], (4, None, None): [None, 1, 10], (3, None, None): [None, 5, 8]}
     assert graph_module.execution_order(targets, history) == [1, 2, 0, 3]
+    # self-loops at the parent come first, then by history
+    assert graph_module.execution_order(targets, history, frozenset({(4, None, None), (1, None, None)})) == [0, 3, 1, 2]
 
 
 def naive_signatures(game, camera):
