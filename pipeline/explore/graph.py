@@ -18,10 +18,15 @@ States are reused, not rebuilt: a queued node keeps the very game object that re
 over uncopied, up to ``LIVE_GAMES`` at a time, else pickled), so expanding it needs no snapshot:
 its targets step deep copies of it (``Session.restore(..., keep=True)``; a copy starts from the
 held game's frame cache) and the last target that needs a fresh game steps the held game itself.
-Every restore hands the camera's render caches on from the outgoing game, so the next frame
-redraws only what differs. Games the explorer discards (and the frontier's at the end) are
-released at once (``_release``) rather than left to the cycle collector. The graph is the one a naive explorer builds that restores a fresh copy
-before every transition (tests/unit/test_explore_reuse.py).
+Targets are stepped in an order of their own (``execution_order``: self-loops at the parent and
+those most often self-loops so far first, so that a self-loop's game serves the next target and
+the state changes come last) and recorded in target order, so node numbers and edges do not
+depend on it. A successor whose
+key bytes equal its node's is a self-loop found without hashing. Every restore hands the camera's
+render caches on from the outgoing game, so the next frame redraws only what differs. Games the
+explorer discards (and the frontier's at the end) are released at once (``_release``) rather than
+left to the cycle collector. The graph is the one a naive explorer builds that restores a fresh
+copy before every transition and steps the targets in order (tests/unit/test_explore_reuse.py).
 4. Stop when the queue is empty (the reachable graph is *complete*) or at a node, edge or time
    budget; nodes left in the queue are *frontier* nodes (discovered, not expanded).
 
@@ -78,7 +83,7 @@ import numpy as np
 from engine import BlockingMode, InteractionMode, Sprite
 from engine.sprites import image_of
 
-from .session import Session, StepResult
+from .session import Session, StepResult, node_key
 
 __all__ = ["Target", "StateGraph", "explore_level", "click_targets", "CLICK_RULES", "action_targets"]
 
@@ -279,10 +284,95 @@ def _representatives(inverse: np.ndarray) -> tuple[list[int], list[int], list[in
     return xs[reps].tolist(), ys[reps].tolist(), counts[inverse[reps]].tolist()
 
 
-# Representatives by partition (camera size + per-cell classes): states that differ only in colours
-# or in what the partition does not see share one.  Bounded; clearing only costs recomputation.
-_PARTITIONS: dict[tuple, tuple[list[int], list[int], list[int]]] = {}
-_PARTITIONS_LIMIT = 4096
+class _Partition:
+    """A click partition's representatives (per class, in class order: x, y, pixel count) and
+    the targets made from them, per (rule, share): ``Target`` is immutable, so states with the
+    same partition share one list of them."""
+
+    __slots__ = ("reps", "targets")
+
+    def __init__(self, reps: tuple[list[int], list[int], list[int]]) -> None:
+        self.reps = reps
+        self.targets: dict[tuple[str, float], tuple[Target, ...]] = {}
+
+    def targets_for(self, rule: str, share: float) -> tuple[Target, ...]:
+        found = self.targets.get((rule, share))
+        if found is None:
+            total = FRAME * FRAME
+            found = self.targets[(rule, share)] = tuple(
+                Target(6, x, y, share * count / total, rule) for x, y, count in zip(*self.reps, strict=True))
+        return found
+
+
+# Partitions by their classes (camera size + per-cell class ranks): states that differ only in
+# colours or in what the partition does not see share one.  And partitions by sprite layout (the
+# ``objects`` rule's inputs, ``_layout_key``), so that most states need neither the per-cell
+# signatures nor their ranking.  Both bounded; clearing only costs recomputation.
+_PARTITIONS: dict[tuple, _Partition] = {}
+_LAYOUTS: dict[tuple, _Partition] = {}
+_CACHE_LIMIT = 4096
+# Per sprite image (``_Image.token``: unique per image object, never reused), its solidity mask
+# as a hashable value: images with equal masks give equal layout keys.
+_MASKS: dict[int, tuple[int, int, bytes]] = {}
+_MASKS_LIMIT = 50_000
+
+
+def _layout_key(game: Any) -> tuple | None:
+    """Everything ``_sprite_signatures`` reads, as a hashable value (None when a sprite has its own
+    ``render()``, which only the computation itself may call): the camera's size and position, the
+    number of sprites (the codes), and per sprite that is not REMOVED its list position, position
+    and solid footprint -- the box (h, w) or, for a PIXEL_PERFECT sprite with transparent cells,
+    its mask.  Equal keys give equal signatures, hence the same partition."""
+    camera = game.camera
+    sprites = game.current_level._sprites
+    key: list = [int(camera.width), int(camera.height), int(camera.x), int(camera.y), len(sprites)]
+    removed, pixel_perfect = InteractionMode.REMOVED, BlockingMode.PIXEL_PERFECT
+    masks = _MASKS
+    for i, sprite in enumerate(sprites):
+        if sprite.interaction is removed:
+            continue
+        if type(sprite).render is not _SPRITE_RENDER:
+            return None
+        image = image_of(sprite)
+        if image.solid is None or sprite.blocking is not pixel_perfect:
+            footprint: tuple = (image.h, image.w)
+        else:
+            footprint = masks.get(image.token)
+            if footprint is None:
+                if len(masks) >= _MASKS_LIMIT:
+                    masks.clear()
+                footprint = masks[image.token] = (image.h, image.w, image.solid.tobytes())
+        key += (i, int(sprite.x), int(sprite.y), footprint)
+    return tuple(key)
+
+
+def _partition(game: Any, rule: str) -> _Partition:
+    """The click partition of the current state under ``rule`` ("objects", "cells" or "pixels")."""
+    camera = game.camera
+    if rule == "objects":
+        layout = _layout_key(game)
+    else:
+        layout = (rule,) if rule == "pixels" else (rule, int(camera.width), int(camera.height))
+    found = _LAYOUTS.get(layout) if layout is not None else None
+    if found is not None:
+        return found
+    if rule == "pixels":
+        key: tuple = (rule,)
+        rank = slot = None
+    else:
+        rank, slot = _cell_classes(game, rule)
+        key = (int(camera.width), int(camera.height), rank.tobytes())
+    found = _PARTITIONS.get(key)
+    if found is None:
+        found = _Partition(_representatives(np.arange(FRAME * FRAME) if rank is None else rank[slot]))
+        if len(_PARTITIONS) >= _CACHE_LIMIT:
+            _PARTITIONS.clear()
+        _PARTITIONS[key] = found
+    if layout is not None:
+        if len(_LAYOUTS) >= _CACHE_LIMIT:
+            _LAYOUTS.clear()
+        _LAYOUTS[layout] = found
+    return found
 
 
 def click_targets(session: Session, rule: str, share: float) -> list[Target]:
@@ -296,38 +386,57 @@ def click_targets(session: Session, rule: str, share: float) -> list[Target]:
             return []
         p = share / len(found)
         return [Target(6, int(a.data["x"]), int(a.data["y"]), p, "engine") for a in found]
-    if rule == "pixels":
-        key: tuple = (rule,)
-        rank = slot = None
-    else:
-        rank, slot = _cell_classes(game, rule)
-        key = (int(game.camera.width), int(game.camera.height), rank.tobytes())
-    reps = _PARTITIONS.get(key)
-    if reps is None:
-        reps = _representatives(np.arange(FRAME * FRAME) if rank is None else rank[slot])
-        if len(_PARTITIONS) >= _PARTITIONS_LIMIT:
-            _PARTITIONS.clear()
-        _PARTITIONS[key] = reps
-    total = FRAME * FRAME
-    return [Target(6, x, y, share * count / total, rule) for x, y, count in zip(*reps, strict=True)]
+    return list(_partition(game, rule).targets_for(rule, share))
+
+
+# The simple targets of an action list (and where its clicks go), by (actions, include_undo).
+_PLANS: dict[tuple, tuple[float, tuple[Target | None, ...]]] = {}
 
 
 def action_targets(session: Session, actions: list[int], rule: str, include_undo: bool) -> list[Target]:
     """Targets of one state: simple actions, click classes, optionally undo (see module docstring)."""
-    policy = [a for a in dict.fromkeys(actions) if a != 0 and (include_undo or a != 7)]
-    if not policy:
-        return []
-    share = 1.0 / len(policy)
+    plan_key = (tuple(actions), include_undo)
+    plan = _PLANS.get(plan_key)
+    if plan is None:
+        policy = [a for a in dict.fromkeys(actions) if a != 0 and (include_undo or a != 7)]
+        share = 1.0 / len(policy) if policy else 0.0
+        plan = (share, tuple(None if a == 6 else Target(a, None, None, share, "undo" if a == 7 else "")
+                             for a in policy))
+        if len(_PLANS) >= _CACHE_LIMIT:
+            _PLANS.clear()
+        _PLANS[plan_key] = plan
+    share, simple = plan
+    if None not in simple:
+        return list(simple)
     targets: list[Target] = []
-    for a in policy:
-        if a == 6:
+    for t in simple:
+        if t is None:
             targets.extend(click_targets(session, rule, share))
         else:
-            targets.append(Target(a, None, None, share, "undo" if a == 7 else ""))
+            targets.append(t)
     return targets
 
 
 # ---------------------------------------------------------------------- BFS
+def execution_order(targets: list[Target], history: dict[tuple, list], parent_loops: frozenset = frozenset()
+                    ) -> list[int]:
+    """The order in which the explorer steps a node's targets (indices into ``targets``): likely
+    self-loops first -- those that were self-loops at the node's parent (``parent_loops``: their
+    (action, x, y)), then by how often each was a self-loop so far (``history``: per (action, x, y),
+    [ActionInput, self-loops, steps]) -- ties in target order.  A self-loop leaves the game in the
+    node's state for the next target, so loops first and state changes last lets the last change
+    step the held game itself instead of a copy; the graph records the outcomes in target order
+    whatever the order."""
+    if len(targets) < 3:  # one copy at most either way
+        return list(range(len(targets)))
+    scores = []
+    for t in targets:
+        key = (t.action_id, t.x, t.y)
+        seen = history.get(key)
+        scores.append((key in parent_loops, 0.5 if seen is None else (seen[1] + 1) / (seen[2] + 2)))
+    return sorted(range(len(targets)), key=scores.__getitem__, reverse=True)  # stable
+
+
 def _release(game: Any) -> None:
     """Drop a game object the explorer is done with by clearing its attributes: games whose HUD
     interfaces refer back to the game (game -> camera -> interface -> game) form reference cycles,
@@ -359,6 +468,12 @@ def explore_level(
     index: dict[bytes, int] = {}
     snaps: dict[int, Any] = {}
     actions_at: dict[int, list[int]] = {}
+    # Key bytes of queued nodes held live (at most LIVE_GAMES): a successor with the same bytes is a
+    # self-loop, found without hashing.
+    key_bytes_at: dict[int, bytes] = {}
+    # Per (action, x, y): its ActionInput, how often it was a self-loop, how often stepped.
+    history: dict[tuple[int, int | None, int | None], list] = {}
+    parent_loops: dict[int, frozenset] = {}  # per queued node: its parent's self-loop targets
 
     def add_node(key: bytes, depth: int, kind: str, parent: int, parent_edge: int) -> int:
         i = len(graph.keys)
@@ -371,15 +486,18 @@ def explore_level(
         graph.parent_edge.append(parent_edge)
         return i
 
-    def add_edge(v: int, u: int, t: Target) -> int:
-        graph.src.append(v)
-        graph.dst.append(u)
-        graph.action.append(t.action_id)
-        graph.click_x.append(-1 if t.x is None else int(t.x))
-        graph.click_y.append(-1 if t.y is None else int(t.y))
-        graph.prob.append(float(t.prob))
-        graph.is_undo.append(t.action_id == 7)
-        return len(graph.src) - 1
+    edge_appends = (graph.src.append, graph.dst.append, graph.action.append, graph.click_x.append,
+                    graph.click_y.append, graph.prob.append, graph.is_undo.append)
+
+    def add_edge(v: int, u: int, t: Target) -> None:
+        add_src, add_dst, add_action, add_x, add_y, add_prob, add_undo = edge_appends
+        add_src(v)
+        add_dst(u)
+        add_action(t.action_id)
+        add_x(-1 if t.x is None else int(t.x))
+        add_y(-1 if t.y is None else int(t.y))
+        add_prob(float(t.prob))
+        add_undo(t.action_id == 7)
 
     def classify(result: StepResult) -> str:
         if session.won(result):
@@ -393,14 +511,20 @@ def explore_level(
     # snapshot: its targets step copies of it and the last one steps the game itself.
     held_live = 0
 
-    def hold(u: int) -> None:
+    def hold() -> Any:
+        """The current game as a queued node's state: handed over, or pickled past LIVE_GAMES."""
         nonlocal held_live
         if held_live < LIVE_GAMES:
-            snaps[u] = session.detach()
             held_live += 1
-        else:
-            snaps[u] = session.snapshot()
-            graph.n_snapshots += 1
+            return session.detach()
+        graph.n_snapshots += 1
+        return session.snapshot()
+
+    def drop(snapshot: Any) -> None:
+        nonlocal held_live
+        if snapshot.game[0] == "live":
+            _release(snapshot.game[1].pop())
+            held_live -= 1
 
     def restore(snapshot: Any, keep: bool = False) -> None:
         """``session.restore``, releasing the outgoing game when nothing holds it any more (it was
@@ -411,10 +535,12 @@ def explore_level(
             _release(outgoing)
 
     start_kind = classify(first)
-    add_node(session.state_key(), 0, start_kind, -1, -1)
+    start_bytes = session.key_bytes()
+    add_node(node_key(start_bytes), 0, start_kind, -1, -1)
     queue: deque[int] = deque()
     if start_kind == NORMAL:
-        hold(0)
+        snaps[0] = hold()
+        key_bytes_at[0] = start_bytes
         actions_at[0] = list(first.available_actions)
         queue.append(0)
 
@@ -434,6 +560,7 @@ def explore_level(
         snap = snaps.pop(v)
         restore(snap)
         key_v = graph.keys[v]
+        bytes_v = key_bytes_at.pop(v, None)
         targets = action_targets(session, actions_at.pop(v), click_rule, include_undo)
         # A held game is detached again and kept as the node's state: its targets step copies of it
         # (``keep``), and the last target that needs a fresh game steps the game itself.
@@ -447,42 +574,82 @@ def explore_level(
         else:
             graph.n_restores += 1
         last = len(targets) - 1
-        for i, t in enumerate(targets):
+        # Step in execution order, record in target order: per target its successor node (v for a
+        # self-loop), an error message, or a new state (key, key bytes, result), numbered below.
+        outcomes: list[Any] = [None] * len(targets)
+        first_of: dict[bytes, int] = {}  # a new state's key -> the first target (in target order) reaching it
+        games: dict[int, Any] = {}  # that target -> its game (if the state is to be expanded)
+        for j, i in enumerate(execution_order(targets, history, parent_loops.pop(v, frozenset()))):
+            t = targets[i]
             if dirty:
-                keep = live and i < last
+                keep = live and j < last
                 restore(snap, keep=keep)
                 graph.n_restores += keep or not live
+            seen = history.get((t.action_id, t.x, t.y))
+            if seen is None:
+                seen = history[(t.action_id, t.x, t.y)] = [session.action_input(t.action_id, t.data), 0, 0]
+            seen[2] += 1
             try:
-                result = session.step(t.action_id, t.data)
+                result = session.play(seen[0])
             except Exception as err:  # noqa: BLE001 - a crashing game is a finding, not a tool failure
-                graph.errors.append({"node": v, "path": [s.as_dict() for s in graph.path_to(v)],
-                                     "action": t.as_dict(), "error": f"{type(err).__name__}: {err}"})
-                u = add_node(b"error:%d" % len(graph.errors), graph.depth[v] + 1, ERROR, v, len(graph.src))
-                graph.expanded[u] = True
-                add_edge(v, u, t)
+                outcomes[i] = f"{type(err).__name__}: {err}"
                 dirty = True
                 continue
             graph.n_steps += 1
+            dirty = True
             if not result.frames:
                 # rejected action (state was terminal): cannot happen for expanded nodes
-                add_edge(v, v, t)
                 dirty = False
-                continue
-            key = session.state_key()
-            if key == key_v:
-                add_edge(v, v, t)
-                dirty = False
+            else:
+                key_bytes = session.key_bytes()
+                if key_bytes == bytes_v:  # equal key bytes, equal keys: no need to hash them
+                    dirty = False
+                else:
+                    key = node_key(key_bytes)
+                    dirty = key != key_v
+            if not dirty:
+                outcomes[i] = v
+                seen[1] += 1
                 continue
             u = index.get(key)
-            if u is None:
-                kind = classify(result)
-                u = add_node(key, graph.depth[v] + 1, kind, v, len(graph.src))
-                if kind == NORMAL:
-                    hold(u)
-                    actions_at[u] = list(result.available_actions)
-                    queue.append(u)
-            add_edge(v, u, t)
-            dirty = True
+            if u is not None:
+                outcomes[i] = u
+                continue
+            outcomes[i] = (key, key_bytes, result)
+            first = first_of.get(key)
+            if first is None or i < first:
+                if first is not None and first in games:
+                    drop(games.pop(first))
+                first_of[key] = i
+                if classify(result) == NORMAL:
+                    games[i] = hold()
+        depth = graph.depth[v] + 1
+        loops = frozenset((t.action_id, t.x, t.y) for t, outcome in zip(targets, outcomes, strict=True)
+                          if outcome == v)
+        for i, t in enumerate(targets):
+            outcome = outcomes[i]
+            if type(outcome) is int:
+                add_edge(v, outcome, t)
+            elif type(outcome) is str:
+                graph.errors.append({"node": v, "path": [s.as_dict() for s in graph.path_to(v)],
+                                     "action": t.as_dict(), "error": outcome})
+                u = add_node(b"error:%d" % len(graph.errors), depth, ERROR, v, len(graph.src))
+                graph.expanded[u] = True
+                add_edge(v, u, t)
+            else:
+                key, key_bytes, result = outcome
+                u = index.get(key)
+                if u is None:
+                    kind = classify(result)
+                    u = add_node(key, depth, kind, v, len(graph.src))
+                    if kind == NORMAL:
+                        snaps[u] = games.pop(i)
+                        if snaps[u].game[0] == "live":
+                            key_bytes_at[u] = key_bytes
+                        actions_at[u] = list(result.available_actions)
+                        parent_loops[u] = loops
+                        queue.append(u)
+                add_edge(v, u, t)
         if live and snap.game[1]:  # the held game was not needed by the last target
             _release(snap.game[1].pop())
         graph.expanded[v] = True

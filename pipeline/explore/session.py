@@ -30,7 +30,7 @@ from engine import ActionInput, ARCBaseGame, GameAction, GameState
 from engine.env import GameEnv, Snapshot
 from engine.loader import GameInfo
 
-__all__ = ["IDENTITIES", "Session", "StepResult"]
+__all__ = ["IDENTITIES", "Session", "StepResult", "node_key"]
 
 IDENTITIES = ("frame", "engine")
 
@@ -38,9 +38,21 @@ _INT8 = np.dtype(np.int8)
 # The base class's hidden state (a constant) as state_key writes it.
 _BASE_HIDDEN_STATE = ARCBaseGame._get_hidden_state
 _BASE_HIDDEN_BYTES = (lambda zeros: str(zeros.shape).encode() + zeros.tobytes())(np.zeros((4, 4), dtype=np.int8))
+# Key bytes after the frame's for games with the base class's hidden state, by (state, won).
+_BASE_TAILS: dict[tuple[GameState, bool], bytes] = {}
 
 
-@dataclass
+def _state_tail(state: GameState, won: bool) -> bytes:
+    """The last key bytes: the game state's value and the level-won flag."""
+    return str(state.value).encode() + (b"W" if won else b"-")
+
+
+def node_key(key_bytes: bytes) -> bytes:
+    """The 32-byte node identity of a state with these key bytes (``Session.key_bytes``)."""
+    return hashlib.sha256(key_bytes).digest()
+
+
+@dataclass(slots=True)
 class StepResult:
     """What one action did, reduced to what the explorer and the checks need."""
 
@@ -99,16 +111,19 @@ class Session:
         return self.env.shared_levels_intact()
 
     def _wrap(self, result: Any) -> StepResult:
-        raw_frames = result.frame
-        frames = [f if type(f) is np.ndarray else np.asarray(f) for f in raw_frames] if raw_frames else []
+        frames = list(result.frame or ())
+        for f in frames:
+            if type(f) is not np.ndarray:
+                frames = [np.asarray(f) for f in frames]
+                break
         state = result.state
         return StepResult(
-            frames=frames,
-            state=state if type(state) is GameState else GameState(state),
-            levels_completed=int(result.levels_completed),
-            level_index=int(self.game._current_level_index),
-            available_actions=[int(a) for a in result.available_actions],
-            full_reset=bool(result.full_reset),
+            frames,
+            state if type(state) is GameState else GameState(state),
+            int(result.levels_completed),
+            int(self.env.game._current_level_index),
+            list(map(int, result.available_actions)),  # a copy: the game's own list may change later
+            bool(result.full_reset),
         )
 
     def action_input(self, action_id: int, data: dict[str, int] | None = None) -> ActionInput:
@@ -120,7 +135,11 @@ class Session:
         return found
 
     def step(self, action_id: int, data: dict[str, int] | None = None) -> StepResult:
-        wrapped = self._wrap(self.env.step(self.action_input(action_id, data)))
+        return self.play(self.action_input(action_id, data))
+
+    def play(self, action: ActionInput) -> StepResult:
+        """``step`` with a prepared input (``action_input``)."""
+        wrapped = self._wrap(self.env.step(action))
         if wrapped.frames:
             self.last = wrapped
         else:  # a rejected action after WIN/GAME_OVER: keep the last real observation
@@ -141,28 +160,31 @@ class Session:
         hidden = self.game._get_hidden_state()
         return np.asarray(hidden if hidden is not None else np.zeros((0,), dtype=np.int8))
 
-    def state_key(self) -> bytes:
-        """32-byte node identity of the current state (see module docstring)."""
+    def key_bytes(self) -> bytes:
+        """The bytes the node identity of the current state hashes (``state_key`` is their sha256,
+        see the module docstring): two states with equal key bytes are one node."""
         last = self.last
         if last is None or last.frame is None:
             raise RuntimeError("no observation yet: call start() first")
+        won = self.won(last)
         if self.identity == "engine":
-            h = hashlib.sha256(self.env.state_hash().encode())
-            h.update(b"W" if self.won(last) else b"-")
-            return h.digest()
-        frame = last.frame
-        if type(frame) is not np.ndarray or frame.dtype != _INT8 or not frame.flags.c_contiguous:
+            return self.env.state_hash().encode() + (b"W" if won else b"-")
+        frame = last.frames[-1]
+        if type(frame) is not np.ndarray or frame.dtype is not _INT8 or not frame.flags.c_contiguous:
             frame = np.ascontiguousarray(frame, dtype=np.int8)
-        h = hashlib.sha256(frame)  # the array's bytes, read in place
-        if type(self.game)._get_hidden_state is _BASE_HIDDEN_STATE:
-            h.update(_BASE_HIDDEN_BYTES)  # what the lines below write for the base class's zeros
-        else:
-            hidden = self.hidden_state()
-            h.update(str(hidden.shape).encode())
-            h.update(np.ascontiguousarray(hidden).tobytes())
-        h.update(str(last.state.value).encode())
-        h.update(b"W" if self.won(last) else b"-")
-        return h.digest()
+        state = last.state
+        if type(self.env.game)._get_hidden_state is _BASE_HIDDEN_STATE:
+            tail = _BASE_TAILS.get((state, won))
+            if tail is None:
+                tail = _BASE_TAILS[(state, won)] = _BASE_HIDDEN_BYTES + _state_tail(state, won)
+            return b"".join((frame, tail))  # the array's bytes, read in place
+        hidden = self.hidden_state()
+        return b"".join((frame, str(hidden.shape).encode(), np.ascontiguousarray(hidden).tobytes(),
+                         _state_tail(state, won)))
+
+    def state_key(self) -> bytes:
+        """32-byte node identity of the current state (see module docstring)."""
+        return node_key(self.key_bytes())
 
     def won(self, result: StepResult | None = None) -> bool:
         """The level was completed (``levels_completed`` went 0 -> 1, or WIN on the last level)."""

@@ -152,6 +152,55 @@ def test_same_graph_for_other_click_rules_and_undo(game: str, root: Path, level:
     assert any(got["is_undo"]) == (game == "pv63")
 
 
+def broken_corridor(root: Path) -> Path:
+    """cr01 with a game that raises on reaching x == 4 (an error node per such step)."""
+    src = (next((FIXTURES / "cr01").glob("*/cr01.py"))).read_text()
+    broken = src.replace("self.walker.move(dx, 0)", "self.walker.move(dx, 0)\n            if self.walker.x == 4:\n"
+                                                  "                raise RuntimeError('boom')")
+    folder = root / "cr01" / "broken"
+    folder.mkdir(parents=True)
+    (folder / "cr01.py").write_text(broken)
+    (folder / "metadata.json").write_text('{"game_id": "cr01-broken"}')
+    return root
+
+
+@pytest.mark.parametrize("order", ["reversed", "shuffled"])
+@pytest.mark.parametrize(("game", "root", "level", "max_nodes"),
+                         [("bg41", GAMES_DIR, 3, 100_000), ("rl36", GAMES_DIR, 2, 100_000), ("pv63", GAMES_DIR, 2, 150),
+                          ("cr01-broken", None, 0, 100_000)])
+def test_any_execution_order_gives_the_graph_in_target_order(monkeypatch, tmp_path: Path, order: str, game: str,
+                                                             root: Path | None, level: int, max_nodes: int) -> None:
+    """Targets are stepped in an order of their own (likely self-loops first) but recorded in target
+    order: whatever the order, node numbers, edges, errors and the states queued are the naive
+    explorer's (bg41 and rl36 have sibling targets reaching one new state, cr01-broken errors)."""
+    import random
+
+    rng = random.Random(5)
+
+    def other_order(targets, history, parent_loops):
+        indices = list(range(len(targets)))
+        if order == "reversed":
+            return indices[::-1]
+        rng.shuffle(indices)
+        return indices
+
+    monkeypatch.setattr(graph_module, "execution_order", other_order)
+    monkeypatch.setattr(graph_module, "LIVE_GAMES", 40)  # some queued states pickled too
+    info = resolve(game, root or broken_corridor(tmp_path))
+    expected = naive_graph(Session(info), level, max_nodes=max_nodes)
+    assert_same_graph(explored(Session(info), level, max_nodes=max_nodes), expected)
+    assert expected["errors"] or game != "cr01-broken"
+
+
+def test_execution_order_puts_likely_self_loops_first() -> None:
+    targets = [graph_module.Target(a) for a in (1, 2, 3, 4)]
+    assert graph_module.execution_order(targets, {}) == [0, 1, 2, 3]
+    history = {(2, None, None): [None, 9, 10], (4, None, None): [None, 1, 10], (3, None, None): [None, 5, 8]}
+    assert graph_module.execution_order(targets, history) == [1, 2, 0, 3]
+    # self-loops at the parent come first, then by history
+    assert graph_module.execution_order(targets, history, frozenset({(4, None, None), (1, None, None)})) == [0, 3, 1, 2]
+
+
 def naive_signatures(game, camera):
     """Per view cell, the xor of the codes of the sprites covering it, from each sprite's
     ``render()`` (solid: != -1 for PIXEL_PERFECT sprites, the whole box otherwise)."""
@@ -227,6 +276,54 @@ def test_click_targets_equal_the_pixel_by_pixel_partition(game_id: str, root: Pa
         result = session.step(action, {"x": rng.randrange(64), "y": rng.randrange(64)} if action == 6 else None)
         if session.won(result) or session.lost(result):
             session.start(level)
+
+
+def test_cached_click_partitions_follow_every_input_of_the_layout() -> None:
+    """The partition cache (by sprite layout) gives a new partition whenever what the signatures
+    read changes -- a sprite's position, mask (pixels written in place), blocking, removal, its
+    own render(), the camera -- and the cached one again when the state comes back."""
+    import numpy as np
+
+    from engine import BlockingMode, InteractionMode, Sprite
+
+    class OwnRender(Sprite):
+        def render(self) -> np.ndarray:
+            return np.array([[1, -1], [-1, 1]])
+
+    session = Session(resolve("rl36", GAMES_DIR))
+    session.start(3)
+    game = session.game
+    cart = next(s for s in game.current_level._sprites if s.name == "cart")
+    seen = []
+
+    def check() -> None:
+        got = [(t.action_id, t.x, t.y, t.prob, t.label) for t in graph_module.click_targets(session, "objects", 0.5)]
+        assert got == naive_click_targets(session, "objects", 0.5)
+        seen.append(got)
+
+    check()
+    start = seen[-1]
+    x, y, pixel = cart.x, cart.y, int(cart.pixels[1, 1])
+    mutations = [
+        lambda: cart.set_position(x + 3, y + 6),
+        lambda: cart.pixels.__setitem__((1, 1), -1),  # a hole in the mask, same position
+        lambda: cart.set_blocking(BlockingMode.BOUNDING_BOX),  # the hole no longer counts
+        lambda: cart.set_blocking(BlockingMode.PIXEL_PERFECT),
+        lambda: object.__setattr__(cart, "__class__", OwnRender),
+        lambda: object.__setattr__(cart, "__class__", Sprite),
+        lambda: cart.set_interaction(InteractionMode.REMOVED),
+        lambda: game.camera.move(1, 0),
+    ]
+    for mutate in mutations:
+        mutate()
+        check()
+    assert len({repr(t) for t in seen}) >= 5  # the mutations did change the partition
+    game.camera.move(-1, 0)
+    cart.set_interaction(InteractionMode.TANGIBLE)
+    cart.pixels[1, 1] = pixel
+    cart.set_position(x, y)
+    check()
+    assert seen[-1] == start
 
 
 def test_discarded_games_are_freed_without_the_cycle_collector() -> None:
