@@ -358,10 +358,9 @@ class _DataFile:
 
     def in_memory(self) -> Iterator[ReaderOutput]:
         """Both passes with the whole file's event order, task context and task facts in memory."""
-        order = pl.concat(self.source.scan(self.event_order, row_hash=False))
-        self.n_rows = order.height and int(order[ROW].max())
-        context = _task_context(order, self.counter, self.row_hashes)
-        del order
+        orders = [pl.concat(self.source.scan(self.event_order, row_hash=False))]
+        self.n_rows = orders[0].height and int(orders[0][ROW].max())
+        context = _task_context(orders.pop(), self.counter, self.row_hashes)  # (not held here meanwhile)
         done = 0
         facts: list[pl.DataFrame] = []
 
