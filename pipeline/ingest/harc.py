@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import accumulate
 from pathlib import Path
 from typing import NamedTuple
 
@@ -43,6 +44,7 @@ import polars as pl
 
 from pipeline.ingest import harc_arc
 from pipeline.ingest.base import FileChangedError, FileContext, ReaderOutput
+from pipeline.ingest.buckets import BatchSlices, BucketFiles, bucket_of, read_ipc, scratch_folder
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.ingest.harc_csv import (
     BATCH_BYTES,
@@ -257,6 +259,15 @@ def _joint_id_check() -> RowCheck:
 # (parsing again is cheaper than writing the parsed batches out and reading them back). Both passes run
 # when the pieces are written. A file of one batch is read the same way (kept in memory, parsed once) and
 # returned whole.
+#
+# The per-row state of the two passes (the event order and task context, the task facts) grows with the file:
+# a file above BOUNDED_BYTES keeps it on disk, split into buckets by task (`_DataFile.bucketed`), since every
+# rule that looks across rows looks within one task (joint id) only. Each bucket is worked out by the same
+# code as a whole file, so both ways give the same rows.
+
+BOUNDED_BYTES = 512 << 20  # files above this size keep their per-row state on disk, in buckets by task
+BUCKET_BYTES = 256 << 20  # about this much of the file per bucket (the state is ~1/15 of it, its work ~3x)
+MAX_BUCKETS = 256
 
 _DATA_KEY = ("__joint", "action_number")  # a data.csv event: joint_id_task and its counter
 _EVENT_ORDER = ("__joint", "action_number", "attempt_number", "action", "occurred_at")
@@ -278,27 +289,36 @@ def read_data(ctx: FileContext, *, batch_bytes: int | None = None) -> ReaderOutp
     assert release is not None
     source = CsvSource(ctx.path, header, RAW, batch_bytes or BATCH_BYTES)
     out = ReaderOutput(detection_evidence=f"header is the {variant.name}",
-                       pieces=_DataFile(ctx.file_id, header, release, source))
+                       pieces=_DataFile(ctx.file_id, header, release, source, _bucket_count(source)))
     return out.materialized() if source.single_batch else out
+
+
+def _bucket_count(source: CsvSource) -> int:
+    """How many buckets a file's per-row state is split into (1: held in memory)."""
+    size = source.version[0]
+    if source.single_batch or size <= BOUNDED_BYTES:
+        return 1
+    return max(2, min(MAX_BUCKETS, -(-size // BUCKET_BYTES)))
 
 
 class _DataFile:
     """One data.csv, called: the first pass (`event_order` of each batch), then its tables batch by batch
-    and the participant tasks at the end."""
+    and the participant tasks at the end. `buckets` > 1: the per-row state of both passes is kept on disk in
+    that many buckets by task (`bucketed`), else in memory (`in_memory`)."""
 
-    def __init__(self, file_id: str, header: list[str], release: str, source: CsvSource) -> None:
+    def __init__(self, file_id: str, header: list[str], release: str, source: CsvSource, buckets: int = 1) -> None:
         self.file_id, self.header, self.release, self.source = file_id, header, release, source
+        self.buckets = buckets
         self.counter = "action_id" if release == "osf-current" else "num_actions"
-        self.context = pl.DataFrame()
+        self.n_rows = 0  # the file's last row number, known after the first pass
         self._structural: dict[int, list[RowCheck]] = {}
         self._beside: ThreadPoolExecutor  # the second pass's thread for the raw rows (`check_batch`)
 
     def structural(self) -> list[RowCheck]:
         """The cut-short-row rule (its reason names the file's last row, known after the first pass)."""
-        n_rows = self.context.height and int(self.context[ROW].max())
-        if n_rows not in self._structural:  # a large expression: built once per pass, not per batch
-            self._structural[n_rows] = _structural(n_rows, self.source.ends_with_newline, self.header, True)
-        return self._structural[n_rows]
+        if self.n_rows not in self._structural:  # a large expression: built once per pass, not per batch
+            self._structural[self.n_rows] = _structural(self.n_rows, self.source.ends_with_newline, self.header, True)
+        return self._structural[self.n_rows]
 
     def typed(self, df: pl.DataFrame, *, times: bool) -> pl.DataFrame:
         """The typed columns: in the first pass the event order and time, in the second the rest."""
@@ -329,28 +349,115 @@ class _DataFile:
         return pl.concat(self.source.scan(lambda b: b.frame.filter(pl.col(ROW).is_in(rows.implode())).select(ROW, ROW_HASH)))
 
     def __call__(self) -> Iterator[ReaderOutput]:
-        orders = self.source.scan(self.event_order, row_hash=False)
-        self.context = _task_context(pl.concat(orders), self.counter, self.structural(), self.row_hashes)
         with ThreadPoolExecutor(1, thread_name_prefix="harc-raw") as self._beside:
-            yield from self._pieces()
+            if self.buckets == 1:
+                yield from self.in_memory()
+            else:
+                with scratch_folder("arcstudy-harc-") as folder:
+                    yield from self.bucketed(folder)
 
-    def _pieces(self) -> Iterator[ReaderOutput]:
+    def in_memory(self) -> Iterator[ReaderOutput]:
+        """Both passes with the whole file's event order, task context and task facts in memory."""
+        orders = [pl.concat(self.source.scan(self.event_order, row_hash=False))]
+        self.n_rows = orders[0].height and int(orders[0][ROW].max())
+        context = _task_context(orders.pop(), self.counter, self.row_hashes)  # (not held here meanwhile)
         done = 0
         facts: list[pl.DataFrame] = []
-        structural, checks = self.structural(), _data_checks(self.counter)  # built once, used on every batch
-        for loaded in self.source.again():
-            context = self.context.slice(done, loaded.frame.height)
-            done += loaded.frame.height
-            out, good = self.check_batch(loaded, context, structural, checks)
-            facts.append(good.select(_TASK_FACTS).with_columns(pl.col(_REPEATED_TEXT).cast(pl.Categorical)))
-            yield out
-        self.context = self.context.clear()  # not needed any more: not held while the tasks are worked out
+
+        def context_of(_: int, height: int) -> pl.DataFrame:
+            nonlocal done
+            done += height
+            return context.slice(done - height, height)
+
+        yield from self.second_pass(context_of, facts.append)
+        context = context.clear()  # not needed any more: not held while the tasks are worked out
         good = pl.concat(facts)
         facts.clear()
+        yield self.tasks_output(self.participant_tasks(good))
+
+    def bucketed(self, folder: Path) -> Iterator[ReaderOutput]:
+        """Both passes with the per-row state on disk in `self.buckets` buckets: the event order by joint id,
+        the task context worked out one bucket at a time (one more pass for the hashes of the rows that share
+        a key, as `in_memory`), and stored so that each batch of the second pass reads its own rows; the task
+        facts by participant and task, turned into tasks one bucket at a time."""
+        k = self.buckets
+        orders = BucketFiles(folder, "order", k)
+        empty_order: list[pl.DataFrame] = []
+
+        def spill(loaded: LoadedCsv) -> int:
+            df = self.event_order(loaded)
+            empty_order[:] = empty_order or [df.clear()]
+            orders.add(df.with_columns(bucket_of(pl.col("__joint").to_physical(), k)))
+            return df.height and int(df[ROW].max())
+
+        def start() -> None:
+            orders.clear()
+            empty_order.clear()
+
+        last_rows = self.source.scan(spill, row_hash=False, on_start=start)
+        orders.flush()
+        ends = list(accumulate(last_rows, max, initial=0))[1:]  # each batch's last row (an empty batch: the one before)
+        self.n_rows = ends[-1] if ends else 0
+        sorted_paths: dict[int, tuple[Path, int]] = {}
+        shared: list[pl.Series] = []
+        for b in range(k):
+            order = orders.read(b)
+            orders.remove(b)
+            if order is None:
+                continue
+            order, rows = _sorted_events(order)
+            sorted_paths[b] = (folder / f"sorted-{b:04d}.arrow", rows.len())
+            order.write_ipc(sorted_paths[b][0], compression="uncompressed")
+            shared.append(rows)
+        rows = pl.concat(shared) if shared else pl.Series(ROW, [], pl.Int64)
+        hashes = self.row_hashes(rows) if rows.len() else None  # one pass for every bucket's rows
+        contexts = BatchSlices(folder, "context", ROW, ends)
+        for b, (path, n_shared) in sorted_paths.items():
+            order = read_ipc(path)
+            path.unlink()
+            contexts.write(b, _context_of_sorted(order, self.counter, hashes if n_shared else None))
+        if not sorted_paths and empty_order:  # no row at all: batches of no rows, with the context's columns
+            contexts.write(0, _task_context(empty_order[0], self.counter, self.row_hashes))
+        del order, hashes
+        facts = BucketFiles(folder, "facts", k)
+        facts_key = bucket_of(pl.struct(pl.col("participant_id", "task_id").to_physical()), k)
+        empty_facts: list[pl.DataFrame] = []
+
+        def keep(df: pl.DataFrame) -> None:
+            empty_facts[:] = empty_facts or [df.clear()]
+            facts.add(df.with_columns(facts_key))
+
+        def changed() -> Exception:
+            return FileChangedError("the file changed while it was read (it has more batches than the first pass)")
+
+        with contexts.reader(changed) as context_of:
+            yield from self.second_pass(lambda j, _: context_of(j), keep)
+        facts.flush()
+        tasks = [self.participant_tasks(part) for b in range(k) if (part := facts.read(b)) is not None]
+        if not tasks:  # no good row: no task, with the table's columns all the same
+            yield self.tasks_output(self.participant_tasks(empty_facts[0]) if empty_facts else None)
+            return
+        # each bucket's tasks are in participant and task order: so are all of them once sorted by those texts
+        yield self.tasks_output(pl.concat(tasks).sort("participant_id", "task_id"))
+
+    def second_pass(self, context_of: Callable[[int, int], pl.DataFrame],
+                    keep_facts: Callable[[pl.DataFrame], None]) -> Iterator[ReaderOutput]:
+        """Every batch checked with its task context (`context_of(batch index, rows)`), its task facts handed
+        to `keep_facts`."""
+        structural, checks = self.structural(), _data_checks(self.counter)  # built once, used on every batch
+        for j, loaded in enumerate(self.source.again()):
+            out, good = self.check_batch(loaded, context_of(j, loaded.frame.height), structural, checks)
+            keep_facts(good.select(_TASK_FACTS).with_columns(pl.col(_REPEATED_TEXT).cast(pl.Categorical)))
+            yield out
+
+    def participant_tasks(self, good: pl.DataFrame) -> pl.DataFrame:
         # the task order: the texts' sort order as integers (ranks of the few distinct values), since sorting
         # 600k rows by their texts costs ~10x more than by integers
         good = good.with_columns([_text_rank(good[c]).alias(f"__rank_{c}") for c in ("participant_id", "task_id")])
-        yield ReaderOutput(tables={TASKS: _participant_tasks(good, self.release, self.file_id)}, flags=self.source.flags)
+        return _participant_tasks(good, self.release, self.file_id)
+
+    def tasks_output(self, tasks: pl.DataFrame | None) -> ReaderOutput:
+        return ReaderOutput(tables={TASKS: tasks} if tasks is not None else {}, flags=self.source.flags)
 
     def check_batch(self, loaded: LoadedCsv, context: pl.DataFrame, structural: list[RowCheck],
                     checks: list[RowCheck]) -> tuple[ReaderOutput, pl.DataFrame]:
@@ -401,18 +508,31 @@ _SIZE_DIFFERS = (pl.col("test_output_height") != pl.col("__out_h")) | (pl.col("t
 _INPUT_DIFFERS = (pl.col("test_input_height") != pl.col("__in_h")) | (pl.col("test_input_width") != pl.col("__in_w"))
 
 
-def _task_context(order: pl.DataFrame, counter: str, structural: list[RowCheck],
+def _task_context(order: pl.DataFrame, counter: str,
                   row_hashes: Callable[[pl.Series], pl.DataFrame]) -> pl.DataFrame:
     """Whole-file facts per row (row_number order), computed sorted into each task's authoritative event
     order: undo since the last realignment, time going back, terminal row, first event, duplicates.
-    `row_hashes(rows)`: ROW_HASH of those rows, asked for the rows that share their duplicate key only."""
+    `row_hashes(rows)`: ROW_HASH of those rows, asked for the rows that share their duplicate key only.
+    Every rule looks within one task (joint id): the rows of any set of whole tasks get the same facts."""
+    order, shared = _sorted_events(order)
+    return _context_of_sorted(order, counter, row_hashes(shared) if shared.len() else None)
+
+
+def _sorted_events(order: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """The rows in task and event order, and the row numbers of those that share their duplicate key."""
     # by the joint id's category code: a task's rows end up adjacent all the same, without comparing texts
     order = order.sort(pl.col("__joint").to_physical(), "action_number", ROW, nulls_last=True)
     key = list(_DATA_KEY)  # sorted by it, a key's rows are adjacent
     shared = order.filter(pl.all_horizontal([pl.col(k).is_not_null() for k in key])
                           & (pl.len().over(pl.struct(key).rle_id()) > 1))[ROW]
+    return order, shared
+
+
+def _context_of_sorted(order: pl.DataFrame, counter: str, hashes: pl.DataFrame | None) -> pl.DataFrame:
+    """`_task_context` of rows in `_sorted_events` order; `hashes`: ROW_HASH of (at least) the rows that share
+    their duplicate key (None: no row does)."""
     # the other rows' keys are unique: n_unique over their one null hash is 1, as over one real hash
-    order = (order.join(row_hashes(shared), on=ROW, how="left", maintain_order="left") if shared.len()
+    order = (order.join(hashes, on=ROW, how="left", maintain_order="left") if hashes is not None
              else order.with_columns(pl.lit(None, pl.UInt64).alias(ROW_HASH)))
     # sorted, a task's rows are one run: its windows group by the run id, not by hashing the task text
     task = pl.col("__joint").rle_id()
@@ -433,7 +553,7 @@ def _task_context(order: pl.DataFrame, counter: str, structural: list[RowCheck],
     )
     prep, _ = _data_duplicates(counter)
     order = prep(order.with_columns(pl.col("__broken").alias(UNSPLIT)), sorted_by_key=True)
-    return order.sort(ROW).select(ROW, *_TASK_CONTEXT)
+    return order.select(ROW, *_TASK_CONTEXT).sort(ROW)
 
 
 def _data_duplicates(counter: str) -> tuple[Callable[[pl.DataFrame], pl.DataFrame], list[RowCheck]]:

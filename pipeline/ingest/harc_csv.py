@@ -174,10 +174,14 @@ class CsvSource:
         """The file is read in one batch (`_record_chunks` yields one piece)."""
         return self.batch_bytes is None or self.version[0] < self.batch_bytes
 
-    def scan(self, fn: Callable[[LoadedCsv], T], *, row_hash: bool = True) -> list[T]:
-        """`fn` of every batch, in file order; starts over when a batch needs a more forgiving parser. A file
-        that turns out to be one batch keeps it (without ROW_HASH) for `again()`."""
+    def scan(self, fn: Callable[[LoadedCsv], T], *, row_hash: bool = True,
+             on_start: Callable[[], None] | None = None) -> list[T]:
+        """`fn` of every batch, in file order; starts over when a batch needs a more forgiving parser
+        (`on_start` is called before each start, so that `fn` can drop what it kept of an abandoned pass). A
+        file that turns out to be one batch keeps it (without ROW_HASH) for `again()`."""
         while True:
+            if on_start is not None:
+                on_start()
             self._kept = None
             try:
                 results = []
