@@ -484,8 +484,10 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                 _insert_spilled(con, name, spills)
             if spill is not None:
                 spill.release()  # removed while the transaction commits
-            if quarantine.height:
-                ws.insert_frame("quarantine", quarantine, con=con)
+            if quarantine.height:  # a file can have 100k rejects with their rows' texts: a slice at a time
+                with _bounded_insert(con, STREAM_INSERT_MEMORY):
+                    for part in quarantine.iter_slices(QUARANTINE_SLICE_ROWS):
+                        ws.insert_frame("quarantine", part, con=con)
     except _Refused:  # nothing of the file stays; its refusal is recorded like any other
         prepared.streamed = False
         return commit_file(ws, prepared)
@@ -632,6 +634,7 @@ def _stage_pieces(ws: Workspace, con: duckdb.DuckDBPyConnection, pieces, own_ids
 # (the rows DuckDB cannot hold then go to its temporary files, and the process stays well under 1 GB).
 SPILL_INSERT_MEMORY = "256MB"
 STREAM_INSERT_MEMORY = "64MB"
+QUARANTINE_SLICE_ROWS = 8192
 
 
 @contextmanager

@@ -153,3 +153,21 @@ def test_rows_holding_nul_bytes_are_quarantined_and_the_other_rows_land(tmp_path
         names = ws.read("SELECT exp_name FROM core_harc__actions")["exp_name"].to_list()
     assert names and not any("\x00" in (n or "") for n in names)
     assert count(tmp_path / "db.duckdb", "core_harc__actions") == len(rows) - 2 - (parser == "csv module")
+
+
+@pytest.mark.parametrize("slice_rows", [1, 2, 8192])
+def test_every_reject_of_a_file_lands_in_quarantine_whatever_the_slices_it_is_written_in(tmp_path, monkeypatch,
+                                                                                         slice_rows):
+    """The quarantine of a file is written a slice at a time (a file can have 100k rejects with their rows)."""
+    from pipeline.ingest import runner
+
+    monkeypatch.setattr(runner, "QUARANTINE_SLICE_ROWS", slice_rows)
+    rows = fx.data_rows()
+    for i in (1, 3, 4):
+        rows[i] = {**rows[i], "attempt_number": "seven"}
+    path = fx.write_data(tmp_path / "data.csv", rows)
+    res = ingest(path, tmp_path / "db.duckdb")
+    assert res.exit_code == EXIT_REJECTED, res.output
+    got = quarantine(tmp_path / "db.duckdb")
+    assert [(loc, check) for loc, check, _ in got] == [(f"row {i + 1}", "not_an_integer") for i in (1, 3, 4)], got
+    assert count(tmp_path / "db.duckdb", "core_harc__actions") == len(rows) - 3
