@@ -15,7 +15,7 @@ Algorithm
    nodes are never expanded.
 
 States are reused, not rebuilt: a queued node keeps the very game object that reached it (handed
-over uncopied, up to ``LIVE_GAMES`` at a time, else pickled), so expanding it needs no snapshot:
+over uncopied, as many at a time as fit in ``LIVE_BYTES``, else pickled), so expanding it needs no snapshot:
 its targets step deep copies of it (``Session.restore(..., keep=True)``; a copy starts from the
 held game's frame cache) and the last target that needs a fresh game steps the held game itself.
 Targets are stepped in an order of their own (``execution_order``: self-loops at the parent and
@@ -91,8 +91,22 @@ CLICK_RULES = ("objects", "cells", "pixels", "engine")
 FRAME = 64
 
 NORMAL, WIN, LOSE, ERROR = "normal", "win", "lose", "error"
-# Queued states kept as live game objects instead of pickles (see explore_level); a game is tens of KB.
-LIVE_GAMES = 512
+# Queued states are kept as live game objects instead of pickles (see explore_level) while they fit in
+# LIVE_BYTES, a live game taken as LIVE_PER_PICKLED_BYTE times its pickle (5-6x on the shipped games, whose live
+# games are 9-15 KB); LIVE_GAMES, when set, is the count instead.
+LIVE_BYTES = 128 << 20
+LIVE_PER_PICKLED_BYTE = 6
+LIVE_GAMES: int | None = None
+
+
+def live_games(session: Session) -> int:
+    """How many queued states to hold as live games in this exploration (see LIVE_BYTES)."""
+    if LIVE_GAMES is not None:
+        return LIVE_GAMES
+    saved = session.snapshot().game
+    if saved[0] != "pickle":  # a game that cannot be pickled is deep-copied: no size to go by
+        return 512
+    return max(16, LIVE_BYTES // (LIVE_PER_PICKLED_BYTE * max(1, len(saved[1]))))
 
 
 @dataclass(frozen=True)
@@ -468,7 +482,7 @@ def explore_level(
     index: dict[bytes, int] = {}
     snaps: dict[int, Any] = {}
     actions_at: dict[int, list[int]] = {}
-    # Key bytes of queued nodes held live (at most LIVE_GAMES): a successor with the same bytes is a
+    # Key bytes of queued nodes held live (at most live_games()): a successor with the same bytes is a
     # self-loop, found without hashing.
     key_bytes_at: dict[int, bytes] = {}
     # Per (action, x, y): its ActionInput, how often it was a self-loop, how often stepped.
@@ -507,14 +521,15 @@ def explore_level(
         return NORMAL
 
     # A queued node holds the game that reached it, handed over uncopied (``Session.detach``) while
-    # fewer than LIVE_GAMES are held, else a pickled snapshot.  Expanding a held game takes no
+    # fewer than live_games() are held, else a pickled snapshot.  Expanding a held game takes no
     # snapshot: its targets step copies of it and the last one steps the game itself.
     held_live = 0
+    live_limit = live_games(session)
 
     def hold() -> Any:
-        """The current game as a queued node's state: handed over, or pickled past LIVE_GAMES."""
+        """The current game as a queued node's state: handed over, or pickled past the live limit."""
         nonlocal held_live
-        if held_live < LIVE_GAMES:
+        if held_live < live_limit:
             held_live += 1
             return session.detach()
         graph.n_snapshots += 1

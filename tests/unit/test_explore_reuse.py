@@ -123,6 +123,27 @@ def test_reused_states_give_the_naive_graph(game_id: str, root: Path, level: int
     assert_same_graph(explored(Session(info), level, max_nodes=100_000), expected)
 
 
+def test_the_live_games_held_are_as_many_as_fit_in_the_memory_budget(monkeypatch) -> None:
+    """Without a LIVE_GAMES count, queued states are held live while LIVE_BYTES allows (a live game taken as
+    LIVE_PER_PICKLED_BYTE times its pickle) and pickled past that; the graph is the same either way."""
+    info = resolve("pv63", GAMES_DIR)
+    probe = Session(info)
+    probe.start(2)
+    pickled = len(probe.snapshot().game[1])
+    expected = naive_graph(Session(info), 2, max_nodes=150)
+    monkeypatch.setattr(graph_module, "LIVE_BYTES", graph_module.LIVE_PER_PICKLED_BYTE * pickled * 20)
+    session = Session(info)
+    session.start(2)  # as explore_level asks, at the level's start
+    assert graph_module.live_games(session) == 20
+    tight = explore_level(session, 2, max_nodes=150)
+    assert tight.n_snapshots > 0  # past 20 queued states, the rest were pickled
+    monkeypatch.setattr(graph_module, "LIVE_BYTES", 128 << 20)
+    roomy = explore_level(Session(info), 2, max_nodes=150)
+    assert roomy.n_snapshots == 0
+    for graph in (tight, roomy):
+        assert graph.keys == expected["keys"] and graph.src == expected["src"] and graph.dst == expected["dst"]
+
+
 @pytest.mark.parametrize("live_games", [0, 3, graph_module.LIVE_GAMES])
 def test_same_graph_with_few_or_no_live_games_and_a_node_budget(monkeypatch, live_games: int) -> None:
     """Queued states partly live, partly pickled (or all pickled), and a stop at the node budget
