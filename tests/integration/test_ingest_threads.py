@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.workspace import Workspace
-from pipeline.ingest import ingest_paths, runner
+from pipeline.ingest import commit, ingest_paths, runner
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3"
 FRAMES = SAMPLES / "toolkit" / "bt33_click_three_levels.frames.jsonl"  # 29 lines of ~12 KB
@@ -228,7 +228,7 @@ def test_a_validation_that_raises_on_the_writer_thread_refuses_that_file_and_the
     monkeypatch.setattr(runner, "SMALL_FILE_BYTES", 0)
     files = _copies(tmp_path / "in", 3)
     bad_id = sha256_file(files[1])
-    real_validate = runner.validate_output
+    real_validate = commit.validate_output
 
     def validate_output(output):
         if any("file_id" in df.columns and bad_id in df["file_id"].to_list() for df in output.tables.values()):
@@ -236,7 +236,7 @@ def test_a_validation_that_raises_on_the_writer_thread_refuses_that_file_and_the
             raise ZeroDivisionError("a schema check bug (simulated)")
         return real_validate(output)
 
-    monkeypatch.setattr(runner, "validate_output", validate_output)
+    monkeypatch.setattr(commit, "validate_output", validate_output)  # `commit_file` checks it on the writer
     with Workspace(tmp_path / "db.duckdb") as ws:
         report = ingest_paths(ws, files, run_id="a", workers=1)
         assert [f.status for f in report.files] == ["loaded", "rejected", "loaded"]
@@ -264,13 +264,13 @@ def test_files_holding_little_are_read_while_a_long_commit_runs(tmp_path: Path, 
 
     waited: list[bool] = []
 
-    def commit(ws, prepared):
+    def commit_once_read(ws, prepared):
         if prepared.path.name == paths[0].name:
             waited.append(last_read.wait(10))
         return real_commit(ws, prepared)
 
     monkeypatch.setattr(runner, "prepare_file", prepare)
-    monkeypatch.setattr(runner, "_commit_one", commit)
+    monkeypatch.setattr(runner, "_commit_one", commit_once_read)
     with Workspace(tmp_path / "ahead.duckdb") as ws:
         report = ingest_paths(ws, [tmp_path / "in"], run_id="r", workers=1)
         assert ws.row_count("core_arc3__plays") == 5
