@@ -1,6 +1,6 @@
 """How many ingest workers one DuckDB writer can serve: per-file parse time against per-file commit time.
 
-Ingest splits into two parts (pipeline/ingest/runner.py): `prepare_file` (hash, detect, parse, validate:
+Ingest splits into two parts (pipeline/ingest/runner.py, commit.py): `prepare_file` (hash, detect, parse, validate:
 what a worker does) and `commit_file` (one transaction appending the file's rows: what the calling process,
 the only writer, does). While the writer's time per file is below a worker's parse time divided by N, N
 workers keep one writer busy without queueing; past that the writer is the bottleneck. This script times
@@ -40,7 +40,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from pipeline.core.workspace import Workspace
-    from pipeline.ingest.runner import commit_file, prepare_file
+    from pipeline.ingest.commit import commit_file
+    from pipeline.ingest.runner import prepare_file
 
     with tempfile.TemporaryDirectory() as tmp:
         study = args.study or _study(Path(tmp) / "study")

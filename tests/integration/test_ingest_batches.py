@@ -1,4 +1,4 @@
-"""Small files are committed many to a transaction (`runner.commit_batch`): the tables, the registry, the
+"""Small files are committed many to a transaction (`batches.commit_batch`): the tables, the registry, the
 quarantine and the per-file reports are exactly those of committing the same files one by one, and a bad
 file in a batch is refused alone while the others land."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.workspace import Workspace
-from pipeline.ingest import ingest_paths, runner
+from pipeline.ingest import batches, ingest_paths, runner
 from schemas import TABLES
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -86,8 +86,8 @@ def _four_runs(root: Path, monkeypatch: pytest.MonkeyPatch, *, batched: bool) ->
     shutil.rmtree(folder, ignore_errors=True)
     tasks = _small_inputs(folder)
     written = []
-    real_write = runner._write_batch
-    monkeypatch.setattr(runner, "_write_batch", lambda ws, plan: (written.append(len(plan.reports)),
+    real_write = batches._write_batch
+    monkeypatch.setattr(batches, "_write_batch", lambda ws, plan: (written.append(len(plan.reports)),
                                                                   real_write(ws, plan)))
     if not batched:
         monkeypatch.setattr(runner, "BATCH_MAX_FILES", 1)

@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.core.manifest import sha256_file
 from pipeline.core.workspace import Workspace
-from pipeline.ingest import ingest_paths, runner
+from pipeline.ingest import commit, ingest_paths, runner
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3"
 FRAMES = SAMPLES / "toolkit" / "bt33_click_three_levels.frames.jsonl"  # 29 lines of ~12 KB
@@ -21,7 +21,7 @@ DATA_TABLES = ("raw_arc3__recording_lines", "core_arc3__steps", "core_arc3__play
 
 def _append_while_reading(monkeypatch: pytest.MonkeyPatch, path: Path, times: int = 1) -> None:
     """The file gets one more (repeated) line right after the reader has read it, `times` times."""
-    real_read = runner._read
+    real_read = runner._read  # the one `_read` (pipeline.ingest.prepared), as its callers see it
     extra = path.read_bytes().splitlines(keepends=True)[-1]
     left = [times]
 
@@ -32,7 +32,9 @@ def _append_while_reading(monkeypatch: pytest.MonkeyPatch, path: Path, times: in
             with open(path, "ab") as fh:
                 fh.write(extra)
 
+    # Read whole by `prepare_file` (runner), or streamed inside the transaction by `_read_streamed` (commit).
     monkeypatch.setattr(runner, "_read", read)
+    monkeypatch.setattr(commit, "_read", read)
 
 
 @pytest.mark.parametrize("chunk_bytes", [None, 50_000], ids=["read-whole", "streamed"])

@@ -443,7 +443,8 @@ def test_a_data_file_written_in_pieces_lands_like_one_written_whole(tmp_path, em
 
 
 def test_a_data_file_that_changes_before_its_pieces_are_written_is_refused(tmp_path, empty_db, monkeypatch):
-    from pipeline.ingest.runner import commit_file, prepare_file
+    from pipeline.ingest.commit import commit_file
+    from pipeline.ingest.runner import prepare_file
 
     monkeypatch.setattr("pipeline.ingest.harc.BATCH_BYTES", 1500)
     path = fx.write_data(tmp_path / "data" / "data.csv")
@@ -469,7 +470,7 @@ def test_a_reader_bug_while_the_pieces_are_read_refuses_the_file_and_the_run_goe
     def buggy(*args, **kwargs):
         raise ZeroDivisionError("a reader bug (simulated)")
 
-    monkeypatch.setattr("pipeline.ingest.runner._stage_pieces", buggy)
+    monkeypatch.setattr("pipeline.ingest.commit._stage_pieces", buggy)
     db = tmp_path / "bug.duckdb"
     db.write_bytes(empty_db.read_bytes())
     with Workspace(db) as ws:

@@ -159,9 +159,9 @@ def test_rows_holding_nul_bytes_are_quarantined_and_the_other_rows_land(tmp_path
 def test_every_reject_of_a_file_lands_in_quarantine_whatever_the_slices_it_is_written_in(tmp_path, monkeypatch,
                                                                                          slice_rows):
     """The quarantine of a file is written a slice at a time (a file can have 100k rejects with their rows)."""
-    from pipeline.ingest import runner
+    from pipeline.ingest import commit
 
-    monkeypatch.setattr(runner, "QUARANTINE_SLICE_ROWS", slice_rows)
+    monkeypatch.setattr(commit, "QUARANTINE_SLICE_ROWS", slice_rows)
     rows = fx.data_rows()
     for i in (1, 3, 4):
         rows[i] = {**rows[i], "attempt_number": "seven"}

@@ -1,6 +1,6 @@
 """A big file read in pieces (`ReaderOutput.pieces`, the H-ARC data.csv): its biggest table is inserted by one
 streaming INSERT fed by the pieces as they are read, the other tables are spilled and inserted after it, all
-in the file's one transaction (`runner._stage_pieces`). These tests hold that path to the result of a file
+in the file's one transaction (`commit._stage_pieces`). These tests hold that path to the result of a file
 written whole, and check that a failure inside the stream comes out as the same refusal (or the same
 database error) as anywhere else, with nothing of the file stored and no reading thread left behind."""
 
@@ -69,7 +69,7 @@ def spill_folders(monkeypatch) -> list[Path]:
         made.append(Path(real(*args, **kwargs)))
         return str(made[-1])
 
-    monkeypatch.setattr("pipeline.ingest.runner.tempfile.mkdtemp", recording)
+    monkeypatch.setattr("pipeline.ingest.commit.tempfile.mkdtemp", recording)
     return made
 
 
@@ -104,11 +104,11 @@ def test_a_write_error_inside_the_stream_stops_the_run_and_stores_nothing(tmp_pa
                                                                           spill_folders):
     """A row the database refuses (here a null where the table says NOT NULL, slipped past the checks) is the
     database's failure, not the file's: the run stops with DuckDB's error, the transaction rolls back."""
-    from pipeline.ingest import runner
+    from pipeline.ingest import commit
 
     monkeypatch.setattr("pipeline.ingest.harc.BATCH_BYTES", PIECE_BYTES)
     path = fx.write_data(tmp_path / "data" / "data.csv")
-    real = runner.validate_output
+    real = commit.validate_output
     seen = []
 
     def poisoning(output):
@@ -118,7 +118,7 @@ def test_a_write_error_inside_the_stream_stops_the_run_and_stores_nothing(tmp_pa
             if len(seen) == 3:
                 output.tables[RAW] = output.tables[RAW].with_columns(pl.lit(None, pl.String).alias("row_json"))
 
-    monkeypatch.setattr(runner, "validate_output", poisoning)
+    monkeypatch.setattr(commit, "validate_output", poisoning)  # `_stage_pieces` checks each piece
     db = _fresh_db(tmp_path, empty_db, "write_error")
     with Workspace(db) as ws, pytest.raises(duckdb.ConstraintException, match="row_json"):
         ingest_paths(ws, [path], run_id="write_error")

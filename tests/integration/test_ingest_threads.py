@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.workspace import Workspace
-from pipeline.ingest import ingest_paths, runner
+from pipeline.ingest import batches, commit, ingest_paths, runner
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3"
 FRAMES = SAMPLES / "toolkit" / "bt33_click_three_levels.frames.jsonl"  # 29 lines of ~12 KB
@@ -119,7 +119,7 @@ def test_a_reader_bug_after_chunks_were_written_refuses_that_file_only(tmp_path:
 
 def test_a_file_commit_failing_on_the_writer_thread_stops_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     # Each file committed alone (not in a batch) on the writer thread, while the next one is read.
-    monkeypatch.setattr(runner, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
     files = _copies(tmp_path / "in", 4)
     with Workspace(tmp_path / "db.duckdb") as ws:
         threads = _spy_inserts(monkeypatch, "core_arc3__steps", fail_at=2, delay=0.05)
@@ -136,7 +136,7 @@ def test_a_file_commit_failing_on_the_writer_thread_stops_the_run(tmp_path: Path
 
 def test_a_reader_bug_while_the_writer_commits_refuses_that_file_and_the_run_goes_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(runner, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
     files = _copies(tmp_path / "in", 3)
     real_read = runner._read
 
@@ -156,7 +156,7 @@ def test_a_reader_bug_while_the_writer_commits_refuses_that_file_and_the_run_goe
 
 
 def test_an_interrupt_while_the_writer_commits_leaves_whole_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(runner, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
     files = _copies(tmp_path / "in", 3)
     real_read = runner._read
 
@@ -183,7 +183,7 @@ def test_threaded_ingest_of_many_files_writes_what_a_serial_commit_writes(tmp_pa
     folder.mkdir()
     for sample in sorted(SAMPLES.rglob("*.jsonl")):
         shutil.copy(sample, folder / f"{sample.parent.name}-{sample.name}")
-    monkeypatch.setattr(runner, "SMALL_FILE_BYTES", 0)  # every file committed alone, on the writer
+    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)  # every file committed alone, on the writer
     with Workspace(tmp_path / "threaded.duckdb") as ws:
         threaded_report = ingest_paths(ws, [folder], run_id="r", workers=1)
         threaded = {name: ws.read(f"SELECT * FROM {name} ORDER BY ALL").rows()
@@ -225,10 +225,10 @@ def test_a_validation_that_raises_on_the_writer_thread_refuses_that_file_and_the
     # reader_error for that file (as when a worker's prepare_file raised), not a write error.
     from pipeline.core.manifest import sha256_file
 
-    monkeypatch.setattr(runner, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
     files = _copies(tmp_path / "in", 3)
     bad_id = sha256_file(files[1])
-    real_validate = runner.validate_output
+    real_validate = commit.validate_output
 
     def validate_output(output):
         if any("file_id" in df.columns and bad_id in df["file_id"].to_list() for df in output.tables.values()):
@@ -236,7 +236,7 @@ def test_a_validation_that_raises_on_the_writer_thread_refuses_that_file_and_the
             raise ZeroDivisionError("a schema check bug (simulated)")
         return real_validate(output)
 
-    monkeypatch.setattr(runner, "validate_output", validate_output)
+    monkeypatch.setattr(commit, "validate_output", validate_output)  # `commit_file` checks it on the writer
     with Workspace(tmp_path / "db.duckdb") as ws:
         report = ingest_paths(ws, files, run_id="a", workers=1)
         assert [f.status for f in report.files] == ["loaded", "rejected", "loaded"]
@@ -252,7 +252,7 @@ def test_files_holding_little_are_read_while_a_long_commit_runs(tmp_path: Path, 
     Here the first file's commit waits until the last file has been read; it would wait in vain (and the
     run stall behind it) if reading stopped at two pending commits."""
     paths = _copies(tmp_path / "in", 5)
-    monkeypatch.setattr(runner, "SMALL_FILE_BYTES", 0)  # every file committed alone, on the writer
+    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)  # every file committed alone, on the writer
     last_read = threading.Event()
     real_prepare, real_commit = runner.prepare_file, runner._commit_one
 
@@ -264,13 +264,13 @@ def test_files_holding_little_are_read_while_a_long_commit_runs(tmp_path: Path, 
 
     waited: list[bool] = []
 
-    def commit(ws, prepared):
+    def commit_once_read(ws, prepared):
         if prepared.path.name == paths[0].name:
             waited.append(last_read.wait(10))
         return real_commit(ws, prepared)
 
     monkeypatch.setattr(runner, "prepare_file", prepare)
-    monkeypatch.setattr(runner, "_commit_one", commit)
+    monkeypatch.setattr(runner, "_commit_one", commit_once_read)
     with Workspace(tmp_path / "ahead.duckdb") as ws:
         report = ingest_paths(ws, [tmp_path / "in"], run_id="r", workers=1)
         assert ws.row_count("core_arc3__plays") == 5

@@ -1,0 +1,430 @@
+"""The commit of one prepared file in its own transaction (`commit_file`): all the file produced, or nothing.
+
+- older rows of the file (a `--force` re-read) or of its path (a changed file) go first; rows whose primary
+  key another file already loaded are quarantined (`drop_cross_file_duplicates`);
+- a large file of a streaming format is read inside the transaction, a chunk of rows at a time
+  (`_read_streamed`); a big file read in pieces (H-ARC data.csv) has its pieces checked one at a time and
+  their rows streamed into the database with bounded memory (`_stage_pieces`, `_insert_stream`,
+  `_insert_spilled`);
+- a refused file leaves only its quarantine rows (`_write_file_failure`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager, nullcontext
+from functools import partial
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from pipeline.core.prefetch import prefetched
+from pipeline.core.workspace import Workspace
+from pipeline.ingest.background import BackgroundWriter
+from pipeline.ingest.base import FileChangedError, FileContext, ReaderOutput, Reject, clip
+from pipeline.ingest.formats import FORMATS
+from pipeline.ingest.prepared import (
+    FileReport,
+    PreparedFile,
+    _failed_piece,
+    _failure_report,
+    _file_record,
+    _loaded_report,
+    _location_column,
+    _quarantine_rows,
+    _read,
+    _reader_error,
+    _refuse_if_changed,
+    _skipped_report,
+    validate_output,
+)
+from schemas import get_table
+from schemas.validate import conform
+
+
+def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids: list[str],
+                               con: duckdb.DuckDBPyConnection | None = None,
+                               clash_possible: Callable[[str], bool] | None = None) -> None:
+    """Primary keys are checked on load across files too: a row whose key another file already loaded is
+    quarantined (naming that file) instead of silently doubling a play, session or participant.
+    `con`: the connection the checks run on (default `ws.con`; `_stage_pieces` gives a cursor of its own,
+    `ws.con` being busy with the file's streaming insert then). Rows of `own_file_ids` never clash, so a
+    cursor outside the file's transaction, which still sees them, answers the same.
+    `clash_possible(table)`: false when the table is known to hold no other file's rows (`_OtherFiles`)."""
+    from schemas import TABLES
+
+    con = con or ws.con
+    for name, df in list(output.tables.items()):
+        key = list(TABLES[name].primary_key)
+        if "file_id" in key or df.height == 0 or not ws.has_table(name, con):
+            continue
+        if clash_possible is not None and not clash_possible(name):
+            continue
+        con.register("_keys", df.select(key).to_arrow())
+        try:
+            cond = " AND ".join(f"t.{k} = n.{k}" for k in key)
+            placeholders = ", ".join("?" for _ in own_file_ids)
+            clash = con.sql(
+                f"SELECT {', '.join('n.' + k for k in key)}, any_value(t.file_id) AS other_file_id, "
+                f"any_value(f.file_path) AS other_path FROM _keys n JOIN {name} t ON {cond} "
+                f"LEFT JOIN raw_ingest__files f ON f.file_id = t.file_id "
+                f"WHERE t.file_id NOT IN ({placeholders}) GROUP BY {', '.join('n.' + k for k in key)}",
+                params=own_file_ids,
+            ).pl()
+        finally:
+            con.unregister("_keys")
+        if clash.height == 0:
+            continue
+        loc_col = _location_column(df)
+        # One join, not a filter per clashing key: a changed copy of a big file can clash on every row.
+        hits = df.with_row_index("__i").join(clash, on=key, how="inner")
+        unit = "line" if loc_col == "line_number" else "row"
+        for rec in hits.iter_rows(named=True):
+            key_text = ", ".join(f"{k}={rec[k]!r}" for k in key)
+            location = f"{unit} {rec[loc_col]}" if loc_col else f"record {rec['__i'] + 1}"
+            raw = {k: v for k, v in rec.items() if k not in ("__i", "other_file_id", "other_path")}
+            output.rejects.append(Reject(location, "duplicate_across_files",
+                                         f"{name} already holds ({key_text}) from {rec['other_path']}",
+                                         clip(str(raw)), name))
+        bad = clash.select(key)
+        output.tables[name] = df.join(bad, on=key, how="anti")
+
+
+class _Refused(Exception):
+    """A streamed file was refused while its transaction was open: roll back what it wrote."""
+
+
+def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]:
+    """Read a streamed file inside its transaction: every chunk of rows the reader hands over is validated (rows
+    that fail become rejects, as in `validate_output`) and inserted at once. Rows written per table."""
+    written: dict[str, int] = {}
+    chunk_rejects: list[Reject] = []
+    write_errors: list[BaseException] = []
+
+    def write_chunk(name: str, df: pl.DataFrame) -> None:  # on the writer thread, chunks in reading order
+        piece = ReaderOutput(tables={name: df})
+        validate_output(piece)
+        chunk_rejects.extend(piece.rejects)
+        try:
+            ws.insert_frame(name, piece.tables[name], con=con, validate=False)
+        except BaseException as err:
+            write_errors.append(err)
+            raise
+        written[name] = written.get(name, 0) + piece.tables[name].height
+
+    try:
+        # This thread parses chunk N+1 while the writer inserts chunk N; leaving the block waits for the
+        # writer (and raises its error), so nothing writes once the transaction ends or rolls back.
+        with BackgroundWriter(name="arcstudy-chunk-writer") as writer:
+            prepared.ctx.write_chunk = partial(writer.submit, write_chunk)
+            _read(prepared, FORMATS[prepared.fmt_name or ""])
+        _refuse_if_changed(prepared)
+    except Exception as err:
+        if isinstance(err, duckdb.Error) and not write_errors:
+            raise
+        if not write_errors:  # a reader bug: this file is refused and the run goes on, as for a worker's file
+            prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
+    finally:
+        prepared.ctx.write_chunk = None
+    if write_errors:  # writing failed, not the file (the reader may have taken it for its own): the run stops
+        raise write_errors[0]
+    if prepared.failure is not None:
+        raise _Refused
+    assert prepared.output is not None
+    prepared.output.rejects[:0] = chunk_rejects
+    return written
+
+
+def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
+    """Write a prepared file in one transaction (or record why it was refused)."""
+    path, ctx = prepared.path, prepared.ctx
+    if prepared.skipped:
+        return _skipped_report(prepared)
+    if prepared.failure is not None:
+        status, check, reason, location, raw = prepared.failure
+        _write_file_failure(ws, ctx, prepared.fmt_name, check, reason, location, raw, prepared.failure_rejects)
+        return _failure_report(prepared)
+    assert (prepared.output is not None or prepared.streamed) and ctx.file_id is not None
+    if prepared.output is not None and not prepared.validated:
+        try:
+            validate_output(prepared.output)
+        except Exception as err:  # as when validating it in `prepare_file` raised: refused, the run goes on
+            return commit_file(ws, _failed_piece(path, ctx.run_id, err))
+        prepared.validated = True
+    # Workers judged "seen before" against the database as it was when the run started; an identical file
+    # committed earlier in this same run is only visible here.
+    earlier = ws.read("SELECT file_id FROM raw_ingest__files WHERE file_id = ? OR file_path = ?",
+                      [ctx.file_id, str(path)])["file_id"].to_list()  # one query for both questions
+    if ctx.file_id in earlier:
+        if not prepared.force:
+            return FileReport(path, "skipped", message="same content as a file ingested earlier in this run",
+                              file_id=ctx.file_id)
+        prepared.seen_before = True
+    replaced = [f for f in dict.fromkeys(earlier) if f != ctx.file_id]
+    own_ids = [ctx.file_id, *replaced]
+    counts: dict[str, int] = {}  # rows written, per table
+    piece_rejects: list[Reject] = []
+    piece_flags: list[str] = []
+    pieces = prepared.output.pieces if prepared.output is not None else None
+    spill = _SpillFolder() if pieces is not None else None
+    try:
+        with spill or nullcontext(), ws.transaction() as con:
+            # Deleting from every table costs ~40 statements: only when something of this file or path is there.
+            for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
+                _delete_file_rows(ws, con, old_id)
+            if prepared.streamed:
+                for name, n in _read_streamed(ws, con, prepared).items():
+                    counts[name] = counts.get(name, 0) + n
+            output = prepared.output
+            assert output is not None
+            drop_cross_file_duplicates(ws, output, own_ids)
+            for name, df in output.tables.items():
+                ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
+            staged: dict[str, list[str]] = {}
+            if spill is not None:  # the pieces: read again now, their rows written as they come
+                try:
+                    staged = _stage_pieces(ws, con, pieces, own_ids, counts, piece_rejects, piece_flags,
+                                           spill.path)
+                except _WriteFailed as err:  # the database's error, not the file's: the run stops
+                    raise err.error from None
+                except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again, after prepare_file
+                    prepared.failure = ("unreadable", "unreadable",
+                                        f"cannot read the file as {prepared.fmt_name}: {err}", "file", None)
+                    raise _Refused from err
+                except Exception as err:  # a reader bug: this file is refused and the run goes on (`_failed_piece`)
+                    prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
+                    raise _Refused from err
+                _refuse_if_changed(prepared)
+                if prepared.failure is not None:
+                    raise _Refused
+            for name, df in output.tables.items():
+                counts[name] = counts.get(name, 0) + df.height
+            quarantine = _quarantine_rows(ctx, prepared.fmt_name, [*output.rejects, *piece_rejects])
+            flags = [*output.flags, *piece_flags]
+            file_row = conform("raw_ingest__files", [_file_record(prepared, quarantine.height, counts, flags)])
+            con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
+            ws.insert_frame("raw_ingest__files", file_row, con=con)
+            for name, spills in staged.items():
+                _insert_spilled(con, name, spills)
+            if spill is not None:
+                spill.release()  # removed while the transaction commits
+            if quarantine.height:  # a file can have 100k rejects with their rows' texts: a slice at a time
+                with _bounded_insert(con, STREAM_INSERT_MEMORY):
+                    for part in quarantine.iter_slices(QUARANTINE_SLICE_ROWS):
+                        ws.insert_frame("quarantine", part, con=con)
+    except _Refused:  # nothing of the file stays; its refusal is recorded like any other
+        prepared.streamed = False
+        return commit_file(ws, prepared)
+    return _loaded_report(prepared, quarantine.height, len(replaced), counts)
+
+
+class _OtherFiles:
+    """Whether a table holds rows of files other than `own_ids` (asked once per table on `con`): a big file's
+    pieces need no cross-file duplicate check against a table that holds none, such as every table of a
+    first ingest. Holds for the whole file: only this process writes, and only this file meanwhile."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, own_ids: list[str]):
+        self._con, self._own_ids = con, own_ids
+        self._known: dict[str, bool] = {}
+
+    def __call__(self, table: str) -> bool:
+        if table not in self._known:
+            found = self._con.execute(f"SELECT EXISTS (SELECT 1 FROM {table} WHERE file_id NOT IN "
+                                      f"(SELECT unnest(?)))", [self._own_ids]).fetchall()  # all: duckdb 2.x
+            self._known[table] = bool(found[0][0])
+        return self._known[table]
+
+
+class _SpillFolder:
+    """A temporary folder for a big file's spilled pieces. `release()`, once they are inserted, removes it on a
+    thread (unlinking a few hundred MB of cached pages takes tenths of a second) while the file's transaction
+    commits; leaving the `with` block waits for that thread (and raises its error), or removes the folder
+    itself on every other way out."""
+
+    def __enter__(self) -> _SpillFolder:
+        self.path = Path(tempfile.mkdtemp(prefix="arcstudy-ingest-"))
+        self._remover: threading.Thread | None = None
+        self._error: list[BaseException] = []
+        return self
+
+    def release(self) -> None:
+        def remove() -> None:
+            try:
+                shutil.rmtree(self.path)
+            except BaseException as err:  # raised by __exit__, in the caller's thread
+                self._error.append(err)
+
+        self._remover = threading.Thread(target=remove, name="arcstudy-spill-remover")
+        self._remover.start()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._remover is None:
+            shutil.rmtree(self.path, ignore_errors=exc_type is not None)
+            return
+        self._remover.join()
+        if self._error and exc_type is None:
+            raise self._error[0]
+
+
+class _WriteFailed(Exception):
+    """Inserting a big file's rows failed (the database, not the file): `error` stops the run."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _stage_pieces(ws: Workspace, con: duckdb.DuckDBPyConnection, pieces, own_ids: list[str],
+                  counts: dict[str, int], rejects: list[Reject], flags: list[str],
+                  folder: Path) -> dict[str, list[str]]:
+    """Validate a big file's pieces one at a time, inside the file's transaction (`con`), and write their rows.
+    DuckDB holds a transaction's appended rows in memory until it commits when they come in many statements;
+    one INSERT ... SELECT streams them with bounded memory. So the biggest table (that of the first piece) is
+    inserted by one INSERT whose source is the pieces themselves, pulled as DuckDB asks for rows, and the
+    other tables' rows are spilled to Arrow IPC files in `folder` (returned per table, in order), each
+    inserted afterwards by one INSERT over its files (`_insert_spilled`). The reader works on the next piece
+    meanwhile (`prefetched`); the file still lands whole or not at all.
+
+    Raises what the reading or checking of a piece raised, as it was raised (not DuckDB's wrapper of it);
+    a failure of the insert itself comes out as `_WriteFailed`."""
+    import pyarrow as pa
+
+    staged: dict[str, list[str]] = {}
+    with closing(prefetched(pieces())) as ahead, closing(con.cursor()) as reads:
+        others = _OtherFiles(reads, own_ids)
+
+        def stage(i: int, piece: ReaderOutput, streamed: str | None) -> pl.DataFrame | None:
+            """Check piece `i`, spill its tables but `streamed`, and return that one's rows."""
+            validate_output(piece)
+            drop_cross_file_duplicates(ws, piece, own_ids, reads, others)  # `con` is busy with the insert
+            rows = None
+            for name, df in piece.tables.items():
+                counts[name] = counts.get(name, 0) + df.height
+                if name == streamed:
+                    rows = conform(name, df)
+                    continue
+                spill = folder / f"{name}-{i:06d}.arrow"
+                conform(name, df).write_ipc(spill, compression="uncompressed")
+                staged.setdefault(name, []).append(str(spill))
+            rejects.extend(piece.rejects)
+            flags.extend(piece.flags)
+            return rows
+
+        first = next(ahead, None)
+        if first is None:
+            return staged
+        # the biggest table of the first piece: the others are spilled, then inserted after it
+        streamed = max(first.tables, key=lambda n: first.tables[n].estimated_size(), default=None)
+        rows = stage(0, first, streamed)
+        first = None
+        if rows is None:  # no table to stream: every piece is spilled
+            for i, piece in enumerate(ahead, start=1):
+                stage(i, piece, None)
+            return staged
+        schema = rows.to_arrow().schema
+        failure: list[BaseException] = []  # what the reading or checking raised, inside DuckDB's pull
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            nonlocal rows
+            for i in itertools.count(1):
+                if rows is not None and rows.height:
+                    table = rows.to_arrow()
+                    yield from (table if table.schema == schema else table.cast(schema)).to_batches()
+                rows = table = None  # not held while the next piece is checked
+                try:
+                    piece = next(ahead, None)
+                    if piece is None:
+                        return
+                    rows = stage(i, piece, streamed)
+                except BaseException as err:
+                    failure.append(err)
+                    raise
+
+        source = batches()
+        try:
+            with _bounded_insert(con, STREAM_INSERT_MEMORY):
+                _insert_stream(con, streamed, pa.RecordBatchReader.from_batches(schema, source))
+        except BaseException as err:
+            if failure:
+                raise failure[0] from None
+            raise _WriteFailed(err) from err
+        finally:
+            source.close()
+    return staged
+
+
+# DuckDB's memory limit during one INSERT ... SELECT from a stream of Arrow batches: from the spilled files,
+# once the reader is done; and from the pieces themselves, while the reader holds its own memory beside it
+# (the rows DuckDB cannot hold then go to its temporary files, and the process stays well under 1 GB).
+SPILL_INSERT_MEMORY = "256MB"
+STREAM_INSERT_MEMORY = "64MB"
+QUARANTINE_SLICE_ROWS = 8192
+
+
+@contextmanager
+def _bounded_insert(con: duckdb.DuckDBPyConnection, memory: str) -> Iterator[None]:
+    """Settings for one INSERT ... SELECT from a stream of Arrow batches: DuckDB would otherwise keep the
+    blocks it writes cached up to its memory limit (most of the RAM); and one thread appends a stream of
+    Arrow batches with about a third less CPU than several."""
+    limit, threads = con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchall()[0]
+    con.execute(f"SET memory_limit = '{memory}'")
+    con.execute("SET threads = 1")
+    try:
+        yield
+    finally:
+        # On a cursor: these settings are the database's, not the transaction's, and a failed insert leaves the
+        # transaction aborted (it refuses any statement until the caller rolls it back).
+        with closing(con.cursor()) as settings:
+            settings.execute(f"SET memory_limit = '{limit}'")
+            settings.execute(f"SET threads = {int(threads)}")
+
+
+def _insert_spilled(con, name: str, spills: list[str]) -> None:
+    """One INSERT ... SELECT over the spilled Arrow files of a table, read batch by batch (memory-mapped)."""
+    import pyarrow as pa
+
+    def batches():
+        for spill in spills:
+            with pa.memory_map(spill) as source:
+                reader = pa.ipc.open_file(source)
+                for i in range(reader.num_record_batches):
+                    yield reader.get_batch(i)
+
+    with pa.memory_map(spills[0]) as source:
+        schema = pa.ipc.open_file(source).schema
+    with _bounded_insert(con, SPILL_INSERT_MEMORY):
+        _insert_stream(con, name, pa.RecordBatchReader.from_batches(schema, batches()))
+
+
+def _insert_stream(con: duckdb.DuckDBPyConnection, name: str, stream) -> None:
+    """One INSERT ... SELECT into table `name` from a pyarrow RecordBatchReader. A failed insert leaves the
+    registration in place: DuckDB refuses every statement of an aborted transaction, unregister too, until
+    the caller rolls it back (the next registration under the name replaces it)."""
+    columns = ", ".join(get_table(name).columns)
+    con.register("_stream", stream)
+    con.execute(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM _stream")
+    con.unregister("_stream")
+
+
+def _delete_file_rows(ws: Workspace, con, file_id: str) -> None:
+    """Remove everything an earlier ingest of `file_id` wrote (tables of every format carry file_id)."""
+    from schemas import TABLES
+
+    for name, table in TABLES.items():
+        if "file_id" in table.columns and ws.has_table(name):
+            con.execute(f"DELETE FROM {name} WHERE file_id = ?", [file_id])
+
+
+def _write_file_failure(ws: Workspace, ctx: FileContext, fmt_name: str | None, check: str, reason: str,
+                        location: str = "file", raw_text: str | None = None,
+                        line_rejects: list[Reject] | None = None) -> None:
+    rows = _quarantine_rows(ctx, fmt_name, [Reject(location, check, reason, raw_text), *(line_rejects or [])])
+    with ws.transaction() as con:
+        if ctx.file_id:
+            con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])
+        ws.insert_frame("quarantine", rows, con=con)

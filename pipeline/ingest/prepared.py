@@ -1,0 +1,196 @@
+"""One file between its reading and its commit, and what ingest leaves of it.
+
+- `PreparedFile`: everything reading a file produced, before the database is touched; `_read` fills it (the
+  file's reader, then the schemas: `validate_output`), `_refuse_if_changed` refuses a file that changed meanwhile,
+  `_failed_piece` stands for a file whose reading raised;
+- the records a file leaves: its quarantine rows (`_quarantine_records`), its registry row (`_file_record`),
+  and its `FileReport` for each outcome (skipped, refused, loaded).
+Pure with respect to the database: `commit` writes these records, one file per transaction, and `batches`
+many small files at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.core.manifest import FileVersion, file_version
+from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
+from pipeline.ingest.formats import InputFormat
+from schemas import validate_frame
+from schemas.validate import conform
+
+
+@dataclass
+class FileReport:
+    path: Path
+    status: str  # "loaded", "skipped", "replaced", "rejected", "unreadable"
+    source_format: str | None = None
+    n_loaded: int = 0
+    n_quarantined: int = 0
+    message: str = ""
+    tables: dict[str, int] = field(default_factory=dict)
+    # the content hash of what was loaded or skipped (the file held these bytes from its hash to the end of its
+    # reading): the run manifest records it instead of reading the file once more
+    file_id: str | None = None
+
+
+def _quarantine_records(ctx: FileContext, fmt_name: str | None, rejects: list[Reject]) -> list[dict]:
+    """The quarantine rows of one file's rejects, a reject repeated word for word kept once (first wins)."""
+    rows: dict[str, dict] = {}
+    for r in rejects:
+        key = f"{ctx.file_id}|{ctx.path}|{r.location}|{r.check}|{r.column}|{r.reason}".encode()
+        quarantine_id = hashlib.sha256(key).hexdigest()
+        rows.setdefault(quarantine_id, {
+            "quarantine_id": quarantine_id,
+            "run_id": ctx.run_id,
+            "file_id": ctx.file_id,
+            "file_path": str(ctx.path),
+            "source_format": fmt_name,
+            "source_location": r.location,
+            "target_table": r.target_table,
+            "column_name": r.column,
+            "check_name": r.check,
+            "failing_value": clip(r.value),
+            "reason": r.reason,
+            "raw_text": clip(r.raw_text),
+        })
+    return list(rows.values())
+
+
+def _quarantine_rows(ctx: FileContext, fmt_name: str | None, rejects: list[Reject]) -> pl.DataFrame:
+    return conform("quarantine", _quarantine_records(ctx, fmt_name, rejects))
+
+
+def _location_column(df: pl.DataFrame) -> str | None:
+    for col in ("line_number", "row_number"):
+        if col in df.columns:
+            return col
+    return None
+
+
+def validate_output(output: ReaderOutput) -> None:
+    """Run each table's schema; rows that fail move from the table to the rejects, one reject per failure."""
+    for name, df in list(output.tables.items()):
+        df = conform(name, df)
+        result = validate_frame(name, df)
+        if result.failures:
+            loc_col = _location_column(df)
+            for f in result.failures:
+                if f.row is None:
+                    location = "file"
+                elif loc_col is not None and df[loc_col][f.row] is not None:
+                    unit = "line" if loc_col == "line_number" else "row"
+                    location = f"{unit} {df[loc_col][f.row]}"
+                else:
+                    location = f"record {f.row + 1}"
+                raw = None if f.row is None else str(df.row(f.row, named=True))
+                output.rejects.append(Reject(location, f.check, f.reason, raw, name, f.column, f.value))
+        output.tables[name] = result.valid
+
+
+@dataclass
+class PreparedFile:
+    """Everything a file produced before touching the database (made in a worker process when parallel)."""
+
+    path: Path
+    ctx: FileContext
+    n_bytes: int = 0
+    fmt_name: str | None = None
+    evidence: str = ""
+    output: ReaderOutput | None = None
+    failure: tuple[str, str, str, str, str | None] | None = None  # status, check, reason, location, raw text
+    failure_rejects: list[Reject] = field(default_factory=list)  # lines quarantined before the file was refused
+    skipped: bool = False
+    seen_before: bool = False  # the database already held this content hash (a --force re-read)
+    force: bool = False
+    validated: bool = False  # `output` went through the schemas (`validate_output`)
+    streamed: bool = False  # read by commit_file inside the file's transaction, rows written chunk by chunk
+    version: FileVersion | None = None  # the file as it was when its content hash was taken (`file_version`)
+
+
+def _refuse_if_changed(prepared: PreparedFile) -> None:
+    """Refuse a file that changed between its content hash and the end of its reading (a log still being
+    written, a file replaced meanwhile): its rows would be stored under the id of other bytes."""
+    if prepared.failure is not None or prepared.version is None:
+        return
+    try:
+        unchanged = file_version(prepared.path) == prepared.version
+    except OSError:
+        unchanged = False
+    if not unchanged:
+        prepared.output = None
+        prepared.failure = ("rejected", "file_changed",
+                            "the file changed while it was being ingested (its size, modification time or inode "
+                            "differ from when its content hash was taken): nothing of it was stored; ingest it "
+                            "again once it is complete", "file", None)
+
+
+def _read(prepared: PreparedFile, fmt: InputFormat, *, validate: bool = True) -> None:
+    """Run the reader: `prepared.output` (validated unless `validate` is false: `commit_batch` validates it
+    with its batch), or `prepared.failure` when the file is refused."""
+    try:
+        prepared.output = fmt.reader(prepared.ctx)
+    except FileRejected as err:
+        prepared.failure = ("rejected", err.check, err.reason, err.location, err.raw_text)
+        prepared.failure_rejects = err.rejects
+        return
+    except (UnicodeDecodeError, OSError) as err:
+        prepared.failure = ("unreadable", "unreadable", f"cannot read the file as {fmt.name}: {err}", "file", None)
+        return
+    if validate:
+        validate_output(prepared.output)
+        prepared.validated = True
+
+
+def _skipped_report(prepared: PreparedFile) -> FileReport:
+    return FileReport(prepared.path, "skipped", message="already ingested (same content hash); --force re-reads it",
+                      file_id=prepared.ctx.file_id)
+
+
+def _failure_report(prepared: PreparedFile) -> FileReport:
+    assert prepared.failure is not None
+    status, _, reason, _, _ = prepared.failure
+    return FileReport(prepared.path, status, prepared.fmt_name, message=reason,
+                      n_quarantined=1 + len(prepared.failure_rejects))
+
+
+def _loaded_report(prepared: PreparedFile, n_quarantined: int, n_replaced: int,
+                   counts: dict[str, int] | None = None) -> FileReport:
+    """`counts`: rows per table when the file came in pieces (else the output's own tables)."""
+    output = prepared.output
+    assert output is not None
+    counts = counts if counts is not None else {n: df.height for n, df in output.tables.items()}
+    status = "replaced" if n_replaced else "loaded"
+    message = f"replaced {n_replaced} older version(s) of this path" if n_replaced else ""
+    return FileReport(prepared.path, status, prepared.fmt_name, sum(counts.values()), n_quarantined, message,
+                      counts, prepared.ctx.file_id)
+
+
+def _file_record(prepared: PreparedFile, n_quarantined: int, counts: dict[str, int] | None = None,
+                 flags: list[str] | None = None) -> dict:
+    """The file's row in the registry, `raw_ingest__files` (`counts`, `flags`: those of all its pieces)."""
+    ctx, output = prepared.ctx, prepared.output
+    assert output is not None
+    n_loaded = sum(counts.values()) if counts is not None else output.n_records()
+    return {
+        "file_id": ctx.file_id, "file_path": str(prepared.path), "file_name": prepared.path.name,
+        "n_bytes": prepared.n_bytes, "source_format": prepared.fmt_name,
+        "detection_evidence": output.detection_evidence or prepared.evidence, "ingested_at": ctx.ingested_at,
+        "run_id": ctx.run_id, "n_records_loaded": n_loaded, "n_records_quarantined": n_quarantined,
+        "flags": sorted(set(output.flags if flags is None else flags)),
+    }
+
+
+def _failed_piece(path: Path, run_id: str, error: BaseException) -> PreparedFile:
+    """A file whose reading raised (a reader bug) or killed its worker again and again: refused, run goes on."""
+    ctx = FileContext(path.resolve(), None, run_id, datetime.now(UTC))  # type: ignore[arg-type]
+    return PreparedFile(ctx.path, ctx, failure=("rejected", "reader_error", _reader_error(error), "file", None))
+
+
+def _reader_error(error: BaseException) -> str:
+    return f"reading the file failed: {type(error).__name__}: {error}"
