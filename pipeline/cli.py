@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "query": ("query", "query_command"),
     "ingest": ("ingest", "ingest_command"),
     "formats": ("ingest", "formats_command"),
+    "forget": ("forget", "forget_command"),
     "build": ("build", "build_command"),
     "baselines": ("build", "baselines_command"),
     "score": ("score", "score_command"),

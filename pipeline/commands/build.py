@@ -95,6 +95,13 @@ def build_command(
         _print_plan(report)
         if not dry_run:
             _print_summaries(ws, report)
+    if report.excluded:
+        for file_id, why in report.excluded.items():
+            name = report.excluded_paths.get(file_id, file_id)
+            out.console.print(f"left out of the out_* tables: {name} ({why}); `arcstudy forget {name}` removes "
+                              "what it brought, or fix and re-ingest it", markup=False, highlight=False)
+        out.console.print(f"{len(report.excluded)} file(s) left out; every other file was built", markup=False)
+        raise typer.Exit(EXIT_REJECTED)
     raise typer.Exit(EXIT_OK)
 
 

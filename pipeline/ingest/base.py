@@ -82,6 +82,10 @@ class ReaderOutput:
     # A file too big to hold at once: the rest of its output, made piece by piece while the pieces are
     # written (in the writing process, inside the file's transaction). Picklable, called once.
     pieces: Callable[[], Iterator[ReaderOutput]] | None = None
+    # Plays quarantined as copies of another file's play (play_id -> that file), set when committing: every row
+    # they own goes with them; `n_quarantined_in_db` counts those moved to quarantine inside the database.
+    duplicate_plays: dict[str, str] = field(default_factory=dict)
+    n_quarantined_in_db: int = 0
 
     def n_records(self) -> int:
         return sum(df.height for df in self.tables.values())

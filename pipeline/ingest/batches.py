@@ -26,6 +26,7 @@ from pipeline.ingest.prepared import (
     _loaded_report,
     _quarantine_records,
     _skipped_report,
+    skipped_message,
     validate_output,
 )
 from schemas import validate_frame
@@ -83,7 +84,7 @@ def _plan_batch(ws: Workspace, batch: list[PreparedFile]) -> _BatchPlan | None:
                        "WHERE file_id IN (SELECT unnest(?)) OR file_path IN (SELECT unnest(?))",
                        [[p.ctx.file_id for p in loading], [str(p.path) for p in loading]]).rows()
         for file_id, file_path in rows:
-            by_id[file_id] = file_id
+            by_id[file_id] = file_path
             by_path.setdefault(file_path, set()).add(file_id)
     plan = _BatchPlan([], {}, [], [], [], [])
     loaded: list[tuple[dict[str, pl.DataFrame], list[str]]] = []  # tables, with the ids not a clash for them
@@ -109,7 +110,7 @@ def _plan_batch(ws: Workspace, batch: list[PreparedFile]) -> _BatchPlan | None:
         claimed |= seen
         if file_id in seen and not p.force:
             plan.reports.append(FileReport(p.path, "skipped",
-                                           message="same content as a file ingested earlier in this run",
+                                           message=skipped_message(p.path, by_id.get(file_id), this_run=True),
                                            file_id=file_id))
             continue
         if file_id in seen or p.seen_before:

@@ -26,7 +26,7 @@ import polars as pl
 from pipeline.core.prefetch import prefetched
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.background import BackgroundWriter
-from pipeline.ingest.base import FileChangedError, FileContext, ReaderOutput, Reject, clip
+from pipeline.ingest.base import MAX_RAW_TEXT, FileChangedError, FileContext, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import FORMATS
 from pipeline.ingest.prepared import (
     FileReport,
@@ -41,6 +41,7 @@ from pipeline.ingest.prepared import (
     _reader_error,
     _refuse_if_changed,
     _skipped_report,
+    skipped_message,
     validate_output,
 )
 from schemas import get_table
@@ -93,6 +94,85 @@ def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids
                                          clip(str(raw)), name))
         bad = clash.select(key)
         output.tables[name] = df.join(bad, on=key, how="anti")
+        if name == PLAYS:
+            for rec in clash.iter_rows(named=True):
+                output.duplicate_plays[rec["play_id"]] = rec["other_path"] or rec["other_file_id"]
+    if output.duplicate_plays:
+        _drop_duplicate_plays_rows(output)
+
+
+PLAYS = "core_arc3__plays"
+CARDS = "core_arc3__card_plays"
+
+
+def _duplicate_reason(play_id: str, other: str) -> str:
+    return (f"belongs to play {play_id!r}, which duplicates the play already loaded from {other} (same play in "
+            f"another file, encoding or folder): quarantined with its play, so the play counts once")
+
+
+def _drop_duplicate_plays_rows(output: ReaderOutput) -> None:
+    """A play quarantined as a duplicate takes every row it owns with it: its steps (any table with a `play_id`)
+    and its card (every slot of a card line that holds one of its slots): a file lands whole or not at all."""
+    dropped = output.duplicate_plays
+    ids = list(dropped)
+    for name, df in list(output.tables.items()):
+        if name == PLAYS or "play_id" not in df.columns or df.height == 0:
+            continue
+        owned = pl.col("play_id").is_in(ids)
+        if name == CARDS and "line_number" in df.columns:
+            card_lines = df.filter(owned)["line_number"].drop_nulls().unique().to_list()
+            owned = owned | pl.col("line_number").is_in(card_lines)
+        hits = df.with_row_index("__i").filter(owned)
+        if hits.height == 0:
+            continue
+        loc_col = _location_column(df)
+        unit = "line" if loc_col == "line_number" else "row"
+        card_play = next((p for p in hits["play_id"].drop_nulls() if p in dropped), None)
+        for rec in hits.iter_rows(named=True):
+            play_id = rec["play_id"] if rec["play_id"] in dropped else card_play
+            location = f"{unit} {rec[loc_col]}" if loc_col and rec[loc_col] is not None else f"record {rec['__i'] + 1}"
+            raw = {k: v for k, v in rec.items() if k != "__i"}
+            what = f"{name} row" + (f" (card slot {rec['slot_index']})" if "slot_index" in rec else "")
+            reason = f"{what} {_duplicate_reason(play_id, dropped[play_id])}"
+            output.rejects.append(Reject(location, "duplicate_play", reason, clip(str(raw)), name))
+        output.tables[name] = df.filter(~owned)
+
+
+def _drop_duplicate_plays_written(ws: Workspace, con, prepared: PreparedFile, written: dict[str, int]) -> None:
+    """The rows of duplicate plays that a streamed file already wrote in its transaction (its steps): moved to
+    `quarantine` in the database, a line each, without passing through memory."""
+    from schemas import TABLES
+
+    output, ctx = prepared.output, prepared.ctx
+    assert output is not None
+    pairs = pl.DataFrame({"play_id": list(output.duplicate_plays), "other": list(output.duplicate_plays.values())},
+                         schema={"play_id": pl.String, "other": pl.String})
+    con.register("_dup_plays", pairs.to_arrow())
+    try:
+        for name in written:
+            if "play_id" not in TABLES[name].columns or "line_number" not in TABLES[name].columns:
+                continue
+            n = con.execute(
+                f"SELECT count(*) FROM {name} t JOIN _dup_plays d USING (play_id) WHERE t.file_id = ?",
+                [ctx.file_id]).fetchall()[0][0]
+            if not n:
+                continue
+            reason = (f"'{name} row belongs to play ''' || d.play_id || ''', which duplicates the play already "
+                      f"loaded from ' || d.other || ' (same play in another file, encoding or folder): quarantined "
+                      f"with its play, so the play counts once'")
+            con.execute(
+                f"INSERT INTO quarantine (quarantine_id, run_id, file_id, file_path, source_format, source_location, "
+                f"target_table, check_name, reason, raw_text) "
+                f"SELECT sha256(? || '|line ' || t.line_number || '|duplicate_play|' || ?), ?, t.file_id, ?, ?, "
+                f"'line ' || t.line_number, ?, 'duplicate_play', {reason}, left(CAST(t AS VARCHAR), {MAX_RAW_TEXT}) "
+                f"FROM {name} t JOIN _dup_plays d USING (play_id) WHERE t.file_id = ?",
+                [ctx.file_id, name, ctx.run_id, str(ctx.path), prepared.fmt_name, name, ctx.file_id])
+            con.execute(f"DELETE FROM {name} WHERE file_id = ? AND play_id IN (SELECT play_id FROM _dup_plays)",
+                        [ctx.file_id])
+            written[name] -= n
+            output.n_quarantined_in_db += n
+    finally:
+        con.unregister("_dup_plays")
 
 
 class _Refused(Exception):
@@ -158,11 +238,13 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
         prepared.validated = True
     # Workers judged "seen before" against the database as it was when the run started; an identical file
     # committed earlier in this same run is only visible here.
-    earlier = ws.read("SELECT file_id FROM raw_ingest__files WHERE file_id = ? OR file_path = ?",
-                      [ctx.file_id, str(path)])["file_id"].to_list()  # one query for both questions
+    found = ws.read("SELECT file_id, file_path FROM raw_ingest__files WHERE file_id = ? OR file_path = ?",
+                    [ctx.file_id, str(path)])  # one query for both questions
+    earlier = found["file_id"].to_list()
     if ctx.file_id in earlier:
         if not prepared.force:
-            return FileReport(path, "skipped", message="same content as a file ingested earlier in this run",
+            matched = found.filter(pl.col("file_id") == ctx.file_id)["file_path"][0]
+            return FileReport(path, "skipped", message=skipped_message(path, matched, this_run=True),
                               file_id=ctx.file_id)
         prepared.seen_before = True
     replaced = [f for f in dict.fromkeys(earlier) if f != ctx.file_id]
@@ -177,12 +259,15 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
             # Deleting from every table costs ~40 statements: only when something of this file or path is there.
             for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
                 _delete_file_rows(ws, con, old_id)
+            con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
             if prepared.streamed:
                 for name, n in _read_streamed(ws, con, prepared).items():
                     counts[name] = counts.get(name, 0) + n
             output = prepared.output
             assert output is not None
             drop_cross_file_duplicates(ws, output, own_ids)
+            if prepared.streamed and output.duplicate_plays:
+                _drop_duplicate_plays_written(ws, con, prepared, counts)
             for name, df in output.tables.items():
                 ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
             staged: dict[str, list[str]] = {}
@@ -206,8 +291,8 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                 counts[name] = counts.get(name, 0) + df.height
             quarantine = _quarantine_rows(ctx, prepared.fmt_name, [*output.rejects, *piece_rejects])
             flags = [*output.flags, *piece_flags]
-            file_row = conform("raw_ingest__files", [_file_record(prepared, quarantine.height, counts, flags)])
-            con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
+            n_quarantined = quarantine.height + output.n_quarantined_in_db
+            file_row = conform("raw_ingest__files", [_file_record(prepared, n_quarantined, counts, flags)])
             ws.insert_frame("raw_ingest__files", file_row, con=con)
             for name, spills in staged.items():
                 _insert_spilled(con, name, spills)
@@ -220,7 +305,7 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
     except _Refused:  # nothing of the file stays; its refusal is recorded like any other
         prepared.streamed = False
         return commit_file(ws, prepared)
-    return _loaded_report(prepared, quarantine.height, len(replaced), counts)
+    return _loaded_report(prepared, n_quarantined, len(replaced), counts)
 
 
 class _OtherFiles:

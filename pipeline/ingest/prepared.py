@@ -111,6 +111,7 @@ class PreparedFile:
     validated: bool = False  # `output` went through the schemas (`validate_output`)
     streamed: bool = False  # read by commit_file inside the file's transaction, rows written chunk by chunk
     version: FileVersion | None = None  # the file as it was when its content hash was taken (`file_version`)
+    matched_path: str | None = None  # where the database's copy of these bytes was ingested from
 
 
 def _refuse_if_changed(prepared: PreparedFile) -> None:
@@ -148,8 +149,16 @@ def _read(prepared: PreparedFile, fmt: InputFormat, *, validate: bool = True) ->
 
 
 def _skipped_report(prepared: PreparedFile) -> FileReport:
-    return FileReport(prepared.path, "skipped", message="already ingested (same content hash); --force re-reads it",
+    return FileReport(prepared.path, "skipped", message=skipped_message(prepared.path, prepared.matched_path),
                       file_id=prepared.ctx.file_id)
+
+
+def skipped_message(path: Path, matched: str | None, *, this_run: bool = False) -> str:
+    """Why a file was skipped, naming the file whose bytes it repeats."""
+    when = " earlier in this run" if this_run else ""
+    if matched is None or matched == str(path):
+        return f"already ingested{when} (same content hash); --force re-reads it"
+    return f"same content as {matched}, ingested{when or ' before'}: skipped (--force re-reads it)"
 
 
 def _failure_report(prepared: PreparedFile) -> FileReport:
