@@ -17,6 +17,8 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.textfiles import LONE_SURROGATE, BadText, ascii_json, lone_surrogates
+
 MAX_RAW_TEXT = 4096
 NESTED_TOO_DEEPLY = "not valid JSON for this format (nested too deeply to read: thousands of brackets)"
 
@@ -105,3 +107,42 @@ class ReaderOutput:
             flags=list(dict.fromkeys(f for part in parts for f in part.flags)),
             written_files=[f for part in parts for f in part.written_files],
             detection_evidence=self.detection_evidence)
+
+
+class BadEntries:
+    """The entries of a JSON document that hold a lone surrogate escape (`lone_surrogates`), by the path of the
+    entry (its first `depth` keys): a reader skips each and quarantines it with its line."""
+
+    def __init__(self, doc: Any, text: str):
+        self.doc = doc
+        self.found = lone_surrogates(doc, text)
+
+    def __bool__(self) -> bool:
+        return bool(self.found)
+
+    def at(self, *entry: str | int) -> BadText | None:
+        """The first bad string inside `entry` (a path from the root), or None."""
+        return next((b for b in self.found if b.path[:len(entry)] == entry), None)
+
+    def reject(self, entry: tuple[str | int, ...], location: str, what: str, table: str | None) -> Reject | None:
+        """The quarantine record of `entry` when it holds bad text (its value kept as ASCII JSON), else None."""
+        bad = self.at(*entry)
+        if bad is None:
+            return None
+        value: Any = self.doc
+        for key in entry:
+            value = value[key]
+        inner = ".".join(str(k) for k in bad.path[len(entry):])
+        line = f" (line {bad.line})" if bad.line is not None else ""
+        return Reject(f"{location}{line}", LONE_SURROGATE, bad.reason(what + (f", field {inner}" if inner else "")),
+                      clip(ascii_json(value)), table, None, bad.escape)
+
+    def refuse_whole(self, what: str) -> None:
+        """A document that is one entry (metadata.json, a top-level field): refused, naming the line."""
+        if self.found:
+            bad = self.found[0]
+            field = ".".join(str(k) for k in bad.path)
+            line = f"line {bad.line}" if bad.line is not None else "file"
+            raise FileRejected(bad.reason(f"{what} field {field}").replace("; this is quarantined, the rest of the "
+                                                                             "file loads", ""),
+                               LONE_SURROGATE, line, clip(ascii_json(self.doc)))

@@ -21,8 +21,15 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.textfiles import read_text_document
-from pipeline.ingest.base import NESTED_TOO_DEEPLY, FileContext, FileRejected, ReaderOutput, Reject
+from pipeline.core.textfiles import LONE_SURROGATE, ascii_json, lone_surrogates, read_text_document
+from pipeline.ingest.base import (
+    NESTED_TOO_DEEPLY,
+    BadEntries,
+    FileContext,
+    FileRejected,
+    ReaderOutput,
+    Reject,
+)
 from pipeline.ingest.formats import Head
 from pipeline.ingest.harc_csv import (
     ROW,
@@ -160,9 +167,14 @@ def read_task_json(ctx: FileContext) -> ReaderOutput:
     tasks: list[dict] = []
     pairs: list[dict] = []
     stem = ctx.path.stem
+    bad = BadEntries(obj, text)
     if _is_collection(obj):
         out.detection_evidence = f"a collection of {len(obj)} ARC tasks keyed by task id"
         for task_id, task in obj.items():
+            reject = bad.reject((task_id,), f"task {ascii_json(task_id)}", "task", TASKS) if bad else None
+            if reject is not None:  # bad text (a lone surrogate escape): this task is quarantined, the rest load
+                out.rejects.append(reject)
+                continue
             try:
                 task_pairs, facts = parse_task(task, task_id, f"task {task_id}")
             except TaskInvalid as err:
@@ -175,6 +187,7 @@ def read_task_json(ctx: FileContext) -> ReaderOutput:
         if not isinstance(obj, dict):
             raise FileRejected(f"an ARC task file holds a JSON object, this one holds a {type(obj).__name__}",
                                check="task_structure", raw_text=text)
+        bad.refuse_whole("task")  # a single task is one entry
         try:
             task_pairs, facts = parse_task(obj, stem, "task")
         except TaskInvalid as err:
@@ -241,6 +254,9 @@ def _json_of(value: str | None, column: str, kind: type, kind_name: str) -> tupl
         return None, ("invalid_json", f"{column} is not valid JSON: {err.msg} at character {err.pos}")
     except RecursionError:
         return None, ("invalid_json", f"{column} is not readable JSON: it is nested too deeply to read")
+    bad = lone_surrogates(parsed, value)
+    if bad:
+        return None, (LONE_SURROGATE, bad[0].reason(column).replace("this is quarantined", "this row is quarantined"))
     if not isinstance(parsed, kind):
         return None, ("wrong_json_type", f"{column} is a JSON {type(parsed).__name__}, expected {kind_name}")
     if kind is list and not all(isinstance(x, str) for x in parsed):
