@@ -43,4 +43,10 @@ FIELDS: list[Field] = [
     Field("is_git_dirty", pl.Boolean, "the checkout had uncommitted changes", nullable=True),
     Field("exit_code", pl.Int64, "0 ok, 1 error, 2 usage, 3 completed with rejected input", nullable=True),
     Field("manifest_json", pl.String, "the full run manifest as JSON"),
+    # --- schema version ---------------------------------------------------------------------------
+    Field("schema_version", pl.Int64, "declared schema version (schemas/version.py SCHEMA_VERSION)", ge=1),
+    Field("schema_sha256", pl.String, "sha256 of every table's columns, types, nullability and key", regex=SHA256),
+    Field("migrated_at", UTC, "when the database was created with, or upgraded in place to, this schema"),
+    Field("migration_note", pl.String, "what the upgrade changed (new tables, new columns, tables rebuilt)",
+          nullable=True),
 ]
