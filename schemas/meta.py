@@ -34,6 +34,10 @@ FIELDS: list[Field] = [
     Field("check_name", pl.String, "the rule that failed (pandera check or ingest rule id)"),
     Field("failing_value", pl.String, "the failing value as text", nullable=True),
     Field("reason", pl.String, "what is wrong, in words a person can act on"),
+    Field("n_raw_bytes", pl.Int64, "length in UTF-8 bytes of the offending text in full (raw_text keeps at most "
+          "4 KiB of it)", ge=0, nullable=True),
+    Field("raw_sha256", pl.String, "sha256 of the offending text in full (UTF-8), to find it again beyond the "
+          "4 KiB raw_text keeps", regex=SHA256, nullable=True),
     # --- runs (manifests) -------------------------------------------------------------------------
     Field("command", pl.String, "the arcstudy command line that ran"),
     Field("started_at", UTC, "when the run started"),

@@ -9,6 +9,7 @@ streamed to Parquet while the file is read.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject
@@ -85,8 +86,10 @@ class _FrameSink:
         self.tmp.unlink(missing_ok=True)
 
 
-def _rejects(issues: list[LineIssue]) -> list[Reject]:
-    return [Reject(i.location, i.check, i.reason, i.raw_text, i.target_table, i.column, i.value) for i in issues]
+def _rejects(issues: list[LineIssue]) -> Iterator[Reject]:
+    """The quarantine records of a recording's issues, made as they are consumed (a flood waits on disk)."""
+    return (Reject(i.location, i.check, i.reason, i.raw_text, i.target_table, i.column, i.value, i.n_raw_bytes,
+                   i.raw_sha256) for i in issues)
 
 
 def read_playback(ctx: FileContext) -> ReaderOutput:

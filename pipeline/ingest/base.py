@@ -9,6 +9,7 @@ normalize (loaded after a documented rewrite; the raw layer keeps the original).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.spool import Spool
 from pipeline.core.textfiles import LONE_SURROGATE, BadText, ascii_json, lone_surrogates
 
 MAX_RAW_TEXT = 4096
@@ -39,7 +41,7 @@ class FileRejected(Exception):
         self.check = check
         self.location = location
         self.raw_text = raw_text
-        self.rejects = list(rejects or [])  # lines already quarantined when the file was refused (quarantined too)
+        self.rejects = Spool(rejects or [])  # lines already quarantined when the file was refused (quarantined too)
 
 
 class FileChangedError(Exception):
@@ -57,6 +59,20 @@ class Reject:
     target_table: str | None = None
     column: str | None = None
     value: str | None = None
+    # The offending text in full: its UTF-8 length and sha256 (worked out here from `raw_text` unless the
+    # reader, which saw the text before clipping it, gives them). `raw_text` itself is capped at MAX_RAW_TEXT.
+    n_raw_bytes: int | None = None
+    raw_sha256: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.raw_text is None:
+            return
+        if self.n_raw_bytes is None:
+            encoded = self.raw_text.encode("utf-8", "surrogatepass")
+            object.__setattr__(self, "n_raw_bytes", len(encoded))
+            object.__setattr__(self, "raw_sha256", hashlib.sha256(encoded).hexdigest())
+        if len(self.raw_text) > MAX_RAW_TEXT:
+            object.__setattr__(self, "raw_text", clip(self.raw_text))
 
 
 @dataclass
@@ -77,7 +93,7 @@ class FileContext:
 @dataclass
 class ReaderOutput:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
-    rejects: list[Reject] = field(default_factory=list)
+    rejects: list[Reject] = field(default_factory=Spool)  # a Spool: a flood of bad lines waits on disk
     flags: list[str] = field(default_factory=list)  # file-level quality flags
     written_files: list[Path] = field(default_factory=list)  # side outputs (frame Parquet)
     detection_evidence: str | None = None  # the reader's finer-grained variant detection, if any
@@ -103,7 +119,7 @@ class ReaderOutput:
                 tables.setdefault(name, []).append(df)
         return ReaderOutput(
             tables={name: pl.concat(dfs, how="diagonal_relaxed") for name, dfs in tables.items()},
-            rejects=[r for part in parts for r in part.rejects],
+            rejects=Spool(r for part in parts for r in part.rejects),
             flags=list(dict.fromkeys(f for part in parts for f in part.flags)),
             written_files=[f for part in parts for f in part.written_files],
             detection_evidence=self.detection_evidence)

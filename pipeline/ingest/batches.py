@@ -18,6 +18,7 @@ from pipeline.core.workspace import Workspace
 from pipeline.ingest.base import ReaderOutput, Reject
 from pipeline.ingest.commit import commit_file
 from pipeline.ingest.prepared import (
+    QUARANTINE_BATCH,
     FileReport,
     PreparedFile,
     _failed_piece,
@@ -76,6 +77,9 @@ def _plan_batch(ws: Workspace, batch: list[PreparedFile]) -> _BatchPlan | None:
     paths = {str(p.path) for p in active}
     if len(batch_ids) < sum(p.ctx.file_id is not None for p in active) or len(paths) < len(active):
         return None  # a file would see another of the batch in the registry
+    if sum(len(p.output.rejects) for p in active if p.output is not None) + \
+            sum(len(p.failure_rejects) for p in active) > QUARANTINE_BATCH:
+        return None  # a flood of rejects: file by file, their quarantine written a bounded batch at a time
     loading = [p for p in active if p.failure is None]
     by_id: dict[str, str] = {}
     by_path: dict[str, set[str]] = {}

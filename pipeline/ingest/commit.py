@@ -24,7 +24,8 @@ import duckdb
 import polars as pl
 
 from pipeline.core.prefetch import prefetched
-from pipeline.core.workspace import Workspace
+from pipeline.core.spool import Spool
+from pipeline.core.workspace import Workspace, WorkspaceError
 from pipeline.ingest.background import BackgroundWriter
 from pipeline.ingest.base import MAX_RAW_TEXT, FileChangedError, FileContext, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import FORMATS
@@ -36,7 +37,7 @@ from pipeline.ingest.prepared import (
     _file_record,
     _loaded_report,
     _location_column,
-    _quarantine_rows,
+    _quarantine_frames,
     _read,
     _reader_error,
     _refuse_if_changed,
@@ -44,7 +45,7 @@ from pipeline.ingest.prepared import (
     skipped_message,
     validate_output,
 )
-from schemas import get_table
+from schemas import get_table, validate_frame
 from schemas.validate import conform
 
 
@@ -162,9 +163,10 @@ def _drop_duplicate_plays_written(ws: Workspace, con, prepared: PreparedFile, wr
                       f"with its play, so the play counts once'")
             con.execute(
                 f"INSERT INTO quarantine (quarantine_id, run_id, file_id, file_path, source_format, source_location, "
-                f"target_table, check_name, reason, raw_text) "
+                f"target_table, check_name, reason, raw_text, n_raw_bytes, raw_sha256) "
                 f"SELECT sha256(? || '|line ' || t.line_number || '|duplicate_play|' || ?), ?, t.file_id, ?, ?, "
-                f"'line ' || t.line_number, ?, 'duplicate_play', {reason}, left(CAST(t AS VARCHAR), {MAX_RAW_TEXT}) "
+                f"'line ' || t.line_number, ?, 'duplicate_play', {reason}, left(CAST(t AS VARCHAR), {MAX_RAW_TEXT}), "
+                f"octet_length(encode(CAST(t AS VARCHAR))), sha256(CAST(t AS VARCHAR)) "
                 f"FROM {name} t JOIN _dup_plays d USING (play_id) WHERE t.file_id = ?",
                 [ctx.file_id, name, ctx.run_id, str(ctx.path), prepared.fmt_name, name, ctx.file_id])
             con.execute(f"DELETE FROM {name} WHERE file_id = ? AND play_id IN (SELECT play_id FROM _dup_plays)",
@@ -183,7 +185,7 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
     """Read a streamed file inside its transaction: every chunk of rows the reader hands over is validated (rows
     that fail become rejects, as in `validate_output`) and inserted at once. Rows written per table."""
     written: dict[str, int] = {}
-    chunk_rejects: list[Reject] = []
+    chunk_rejects: list[Reject] = Spool()
     write_errors: list[BaseException] = []
 
     def write_chunk(name: str, df: pl.DataFrame) -> None:  # on the writer thread, chunks in reading order
@@ -216,7 +218,7 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
     if prepared.failure is not None:
         raise _Refused
     assert prepared.output is not None
-    prepared.output.rejects[:0] = chunk_rejects
+    prepared.output.rejects = Spool(itertools.chain(chunk_rejects, prepared.output.rejects))
     return written
 
 
@@ -250,7 +252,7 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
     replaced = [f for f in dict.fromkeys(earlier) if f != ctx.file_id]
     own_ids = [ctx.file_id, *replaced]
     counts: dict[str, int] = {}  # rows written, per table
-    piece_rejects: list[Reject] = []
+    piece_rejects: list[Reject] = Spool()
     piece_flags: list[str] = []
     pieces = prepared.output.pieces if prepared.output is not None else None
     spill = _SpillFolder() if pieces is not None else None
@@ -289,19 +291,17 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                     raise _Refused
             for name, df in output.tables.items():
                 counts[name] = counts.get(name, 0) + df.height
-            quarantine = _quarantine_rows(ctx, prepared.fmt_name, [*output.rejects, *piece_rejects])
+            # A file can have millions of rejects: made and written a bounded batch at a time.
+            n_quarantined = _insert_quarantine(ws, con, ctx, prepared.fmt_name,
+                                               itertools.chain(output.rejects, piece_rejects))
+            n_quarantined += output.n_quarantined_in_db
             flags = [*output.flags, *piece_flags]
-            n_quarantined = quarantine.height + output.n_quarantined_in_db
             file_row = conform("raw_ingest__files", [_file_record(prepared, n_quarantined, counts, flags)])
             ws.insert_frame("raw_ingest__files", file_row, con=con)
             for name, spills in staged.items():
                 _insert_spilled(con, name, spills)
             if spill is not None:
                 spill.release()  # removed while the transaction commits
-            if quarantine.height:  # a file can have 100k rejects with their rows' texts: a slice at a time
-                with _bounded_insert(con, STREAM_INSERT_MEMORY):
-                    for part in quarantine.iter_slices(QUARANTINE_SLICE_ROWS):
-                        ws.insert_frame("quarantine", part, con=con)
     except _Refused:  # nothing of the file stays; its refusal is recorded like any other
         prepared.streamed = False
         return commit_file(ws, prepared)
@@ -496,6 +496,45 @@ def _insert_stream(con: duckdb.DuckDBPyConnection, name: str, stream) -> None:
     con.unregister("_stream")
 
 
+def _insert_quarantine(ws: Workspace, con, ctx: FileContext, fmt_name: str | None, rejects) -> int:
+    """Write a file's quarantine rows a batch at a time (`_quarantine_frames`); a reject repeated word for word
+    in two batches is kept once, as within one. Rows written."""
+    import pyarrow as pa
+
+    n, batches = 0, 0
+    frames = _quarantine_frames(ctx, fmt_name, rejects)
+    first = next(frames, None)
+    if first is None:
+        return 0
+    schema = first.to_arrow().schema
+
+    def stream() -> Iterator[pa.RecordBatch]:
+        # One INSERT ... SELECT over the batches: DuckDB streams it with bounded memory, where an INSERT per
+        # batch would hold every row of the transaction until it commits.
+        nonlocal n, batches
+        for frame in itertools.chain([first], frames):
+            validated = validate_frame("quarantine", frame)
+            if validated.failures:
+                raise WorkspaceError(f"refusing to write invalid rows to quarantine: {validated.failures[0].reason}")
+            n += frame.height
+            batches += 1
+            table = frame.to_arrow()
+            yield from (table if table.schema == schema else table.cast(schema)).to_batches(QUARANTINE_SLICE_ROWS)
+
+    with _bounded_insert(con, STREAM_INSERT_MEMORY):
+        _insert_stream(con, "quarantine", pa.RecordBatchReader.from_batches(schema, stream()))
+    if batches > 1:
+        where = "file_id = ?" if ctx.file_id else "file_id IS NULL AND file_path = ? AND run_id = ?"
+        params = [ctx.file_id] if ctx.file_id else [str(ctx.path), ctx.run_id]
+        repeated = con.execute(f"SELECT count(*) - count(DISTINCT quarantine_id) FROM quarantine WHERE {where}",
+                               params).fetchall()[0][0]
+        if repeated:
+            con.execute(f"DELETE FROM quarantine WHERE {where} AND rowid NOT IN (SELECT min(rowid) FROM quarantine "
+                        f"WHERE {where} GROUP BY quarantine_id)", params + params)
+            n -= repeated
+    return n
+
+
 def _delete_file_rows(ws: Workspace, con, file_id: str) -> None:
     """Remove everything an earlier ingest of `file_id` wrote (tables of every format carry file_id)."""
     from schemas import TABLES
@@ -508,8 +547,8 @@ def _delete_file_rows(ws: Workspace, con, file_id: str) -> None:
 def _write_file_failure(ws: Workspace, ctx: FileContext, fmt_name: str | None, check: str, reason: str,
                         location: str = "file", raw_text: str | None = None,
                         line_rejects: list[Reject] | None = None) -> None:
-    rows = _quarantine_rows(ctx, fmt_name, [Reject(location, check, reason, raw_text), *(line_rejects or [])])
     with ws.transaction() as con:
         if ctx.file_id:
             con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])
-        ws.insert_frame("quarantine", rows, con=con)
+        _insert_quarantine(ws, con, ctx, fmt_name,
+                           itertools.chain([Reject(location, check, reason, raw_text)], line_rejects or []))

@@ -12,6 +12,7 @@ many small files at once.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,8 +59,26 @@ def _quarantine_records(ctx: FileContext, fmt_name: str | None, rejects: list[Re
             "failing_value": clip(r.value),
             "reason": r.reason,
             "raw_text": clip(r.raw_text),
+            "n_raw_bytes": r.n_raw_bytes,
+            "raw_sha256": r.raw_sha256,
         })
     return list(rows.values())
+
+
+QUARANTINE_BATCH = 20_000  # quarantine rows made and written at once (memory holds one such batch)
+
+
+def _quarantine_frames(ctx: FileContext, fmt_name: str | None, rejects) -> Iterator[pl.DataFrame]:
+    """The quarantine rows of `rejects` (any iterable, a `Spool` included) a bounded batch at a time. A reject
+    repeated word for word is kept once within a batch; `commit` removes repeats across batches."""
+    batch: list[Reject] = []
+    for r in rejects:
+        batch.append(r)
+        if len(batch) >= QUARANTINE_BATCH:
+            yield conform("quarantine", _quarantine_records(ctx, fmt_name, batch))
+            batch = []
+    if batch:
+        yield conform("quarantine", _quarantine_records(ctx, fmt_name, batch))
 
 
 def _quarantine_rows(ctx: FileContext, fmt_name: str | None, rejects: list[Reject]) -> pl.DataFrame:

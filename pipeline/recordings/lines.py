@@ -178,6 +178,8 @@ class LineIssue:
     target_table: str | None = None
     column: str | None = None
     value: str | None = None
+    n_raw_bytes: int | None = None  # the line in full (raw_text keeps 4 KiB of it): its length and sha256
+    raw_sha256: str | None = None
 
 
 class LineError(Exception):

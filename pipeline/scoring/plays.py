@@ -26,6 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.special_files import not_regular_file
+from pipeline.core.spool import Spool
 from pipeline.core.textfiles import read_text_document
 from pipeline.recordings.counting import (
     Card,
@@ -288,7 +289,8 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
     ``files`` maps file_id -> `FileRef` (file name, resolved path, and the parsed recording with its frame
     pixels, for the replay). ``problems`` lists (path, reason) for files refused and for lines left out (the
     rest of such a file is still used, as ingest would load it). ``run_id`` is unused (kept for callers)."""
-    steps_frames, plays_frames, files, problems = [], [], {}, []
+    steps_frames, plays_frames, files = [], [], {}
+    problems: list[tuple[str, str]] = Spool()  # a flood of bad lines: their reasons wait on disk
     for path in map(Path, paths):
         try:
             with open(path, "rb") as fh:
@@ -305,7 +307,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                 if script.file_sha256 in files:
                     problems.append((path, same_content_as(files[script.file_sha256][0])))
                     continue
-                problems += [(path, _line_left_out(issue)) for issue in script.issues]
+                problems += ((path, _line_left_out(issue)) for issue in script.issues)
                 tables = script_tables(script, script.file_sha256)
                 steps_frames.append(tables["core_arc3__steps"])
                 plays_frames.append(tables["core_arc3__plays"])
@@ -314,7 +316,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
             parsed = read_recording_file(path, want_frames=True)
         except RecordingRejected as err:
             problems.append((path, f"{err.check}: {err.reason}"))
-            problems += [(path, _line_left_out(issue)) for issue in err.issues]  # why, line by line
+            problems += ((path, _line_left_out(issue)) for issue in err.issues)  # why, line by line
             continue
         except (OSError, UnicodeDecodeError) as err:
             problems.append((path, f"unreadable: cannot read the file: {err}"))
@@ -322,7 +324,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
         if parsed.file_sha256 in files:
             problems.append((path, same_content_as(files[parsed.file_sha256][0])))
             continue
-        problems += [(path, _line_left_out(issue)) for issue in parsed.issues]
+        problems += ((path, _line_left_out(issue)) for issue in parsed.issues)
         tables = recording_tables(parsed, parsed.file_sha256)
         steps_frames.append(tables["core_arc3__steps"])
         plays_frames.append(tables["core_arc3__plays"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
@@ -152,7 +153,7 @@ def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | No
     path = Path(path)
     steps, plays, files, problems = read_recording_files([path], run_id="view")
     if steps.height == 0:
-        reason = "; ".join(reason for _, reason in problems) or "no frame records"
+        reason = "; ".join(reason for _, reason in itertools.islice(problems, MAX_NOTES)) or "no frame records"
         # as `score FILE` with no play to score: the file given is not one to view (usage)
         raise ViewerUsageError(f"cannot read recording {path}: {reason}")
     steps, recordings = _replay_scripts(steps, plays, files, str(path), game_dirs, game_version)
@@ -166,8 +167,12 @@ def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | No
             raise ViewerError(f"{path}: {err}") from err
     source = _source(str(path), "file", rec, steps, recorded_frames=recorded,
                      frames_origin="recording" if has_frames else None, inputs={str(path): sha256_file(path)})
-    source.notes.extend(reason for _, reason in problems)
-    source.rejected.extend(reason for _, reason in problems)
+    shown = [reason for _, reason in itertools.islice(problems, MAX_NOTES)]
+    if len(problems) > MAX_NOTES:  # a flood of bad lines: the page names the first ones and counts the rest
+        shown.append(f"... and {len(problems) - MAX_NOTES:,} more lines left out (the page lists the first "
+                     f"{MAX_NOTES}; `arcstudy ingest` quarantines every one with its line)")
+    source.notes.extend(shown)
+    source.rejected.extend(shown)
     _script_note(source)
     return source
 
@@ -284,6 +289,9 @@ def step_effects(rec: RecordingInput) -> list[StepEffect]:
     """Scoring's classification of every step (the stored `step_effect`, or the recovered actions'
     classification): the viewer never classifies steps itself."""
     return list(rec.effects)
+
+
+MAX_NOTES = 200  # lines left out that a page names one by one (the rest are counted)
 
 
 @dataclass
