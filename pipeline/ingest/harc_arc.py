@@ -21,6 +21,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.spool import Spool
 from pipeline.core.textfiles import LONE_SURROGATE, ascii_json, lone_surrogates, read_text_document
 from pipeline.ingest.base import (
     NESTED_TOO_DEEPLY,
@@ -268,7 +269,7 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
     header = read_header(ctx.path)
     variant = match_variant(header, TGI_VARIANTS, "ARC-TGI export")
     loaded = load_csv(ctx.path, header, raw_table=TGI_RAW)
-    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
+    out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags),
                        detection_evidence=f"header is the {variant.name}")
     out.tables[TGI_RAW] = raw_frame(loaded, ctx.file_id)
     generated_at, converted = _tgi_time()

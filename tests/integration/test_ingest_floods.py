@@ -109,3 +109,23 @@ def test_view_of_a_flood_names_a_bounded_number_of_lines(tmp_path, monkeypatch):
     text = page.read_text()
     assert "line 21:" in text and "line 22:" not in text  # lines 2..21: the first 20 bad lines
     assert "and 280 more lines left out" in text
+
+
+def test_an_h_arc_file_of_short_rows_is_read_in_pieces_by_its_rows(tmp_path, db_path, monkeypatch,
+                                                                   small_batches):
+    """784 KB of two-byte rows once took 2.6 GB, read as one piece: pieces are now bounded by rows too."""
+    from pipeline.ingest import harc
+    from pipeline.ingest.runner import prepare_file
+
+    monkeypatch.setattr(harc, "MAX_BATCH_ROWS", 2_000)
+    path = tmp_path / "harc" / "data.csv"
+    path.parent.mkdir()
+    n = 40_000
+    path.write_bytes((",".join(harc.DATA_CURRENT) + "\n").encode() + b"1\n" * n)
+    assert prepare_file(path, run_id="p").output.pieces is not None  # 80 KB, yet more than one piece
+    with Workspace(db_path) as ws:
+        report = ingest_paths(ws, [path], run_id="r", workers=1)
+        assert report.files[0].n_quarantined == n
+        q = ws.read("SELECT count(*) AS n, count(DISTINCT source_location) AS rows, min(n_raw_bytes) AS b "
+                    "FROM quarantine").row(0, named=True)
+    assert q["n"] == q["rows"] == n and q["b"] > 0
