@@ -10,6 +10,7 @@ names a bounded number of bad lines.
 from __future__ import annotations
 
 import hashlib
+import json
 import pickle
 from pathlib import Path
 
@@ -129,3 +130,40 @@ def test_an_h_arc_file_of_short_rows_is_read_in_pieces_by_its_rows(tmp_path, db_
         q = ws.read("SELECT count(*) AS n, count(DISTINCT source_location) AS rows, min(n_raw_bytes) AS b "
                     "FROM quarantine").row(0, named=True)
     assert q["n"] == q["rows"] == n and q["b"] > 0
+
+
+def _collection(path: Path, n: int, bad: dict | None = None) -> Path:
+    grid = [[1, 2, 3], [4, 5, 6]]
+    tasks = {f"{i:08x}": {"train": [{"input": grid, "output": [[i % 10]]}], "test": [{"input": grid, "output": grid}]}
+             for i in range(n)}
+    path.write_text(json.dumps({**tasks, **(bad or {})}, indent=1))
+    return path
+
+
+def _task_rows(db: Path) -> dict:
+    with Workspace(db, read_only=True) as ws:
+        return {"tasks": ws.read("SELECT * EXCLUDE (file_id) FROM core_arc__tasks ORDER BY task_id").rows(),
+                "pairs": ws.read("SELECT * EXCLUDE (file_id) FROM core_arc__task_pairs ORDER BY ALL").rows(),
+                "quarantine": ws.read("SELECT source_location, check_name FROM quarantine ORDER BY ALL").rows()}
+
+
+def test_a_big_task_collection_is_read_a_task_at_a_time_with_the_same_rows(tmp_path, monkeypatch):
+    from pipeline.ingest import harc_arc
+
+    bad = {"zz000001": {"train": "not a list", "test": []}, "zz000002": {"train": [], "test": [], "note": "\udfff"}}
+    path = _collection(tmp_path / "tasks.json", 300, bad)
+    whole = tmp_path / "whole.duckdb"
+    with Workspace(whole) as ws:
+        ingest_paths(ws, [path], run_id="w", workers=1)
+    monkeypatch.setattr(harc_arc, "STREAM_TASKS_BYTES", 1)
+    monkeypatch.setattr(harc_arc, "TASKS_PER_PIECE", 40)
+    monkeypatch.setattr(harc_arc._TaskCollection, "WINDOW", 512)  # values run past the window
+    from pipeline.ingest.runner import prepare_file
+    assert prepare_file(path, run_id="p").output.pieces is not None
+    streamed = tmp_path / "streamed.duckdb"
+    with Workspace(streamed) as ws:
+        report = ingest_paths(ws, [path], run_id="s", workers=1)
+    assert report.files[0].status == "loaded"
+    a, b = _task_rows(whole), _task_rows(streamed)
+    assert len(a["tasks"]) == 300 and a["tasks"] == b["tasks"] and a["pairs"] == b["pairs"]
+    assert [c for _, c in b["quarantine"]] == [c for _, c in a["quarantine"]] and len(b["quarantine"]) == 2
