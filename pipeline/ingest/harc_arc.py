@@ -155,7 +155,7 @@ def _is_partial_task(obj: Any) -> bool:
 
 
 STREAM_TASKS_BYTES = 64 << 20  # a task collection at least this big is read a task at a time, in pieces
-TASKS_PER_PIECE = 2_000
+TASKS_PER_PIECE = 500
 
 
 class _TaskCollection:
