@@ -523,15 +523,15 @@ def _insert_quarantine(ws: Workspace, con, ctx: FileContext, fmt_name: str | Non
 
     with _bounded_insert(con, STREAM_INSERT_MEMORY):
         _insert_stream(con, "quarantine", pa.RecordBatchReader.from_batches(schema, stream()))
-    if batches > 1:
-        where = "file_id = ?" if ctx.file_id else "file_id IS NULL AND file_path = ? AND run_id = ?"
-        params = [ctx.file_id] if ctx.file_id else [str(ctx.path), ctx.run_id]
-        repeated = con.execute(f"SELECT count(*) - count(DISTINCT quarantine_id) FROM quarantine WHERE {where}",
-                               params).fetchall()[0][0]
-        if repeated:
-            con.execute(f"DELETE FROM quarantine WHERE {where} AND rowid NOT IN (SELECT min(rowid) FROM quarantine "
-                        f"WHERE {where} GROUP BY quarantine_id)", params + params)
-            n -= repeated
+        if batches > 1:  # a GROUP BY under the memory limit: DuckDB spills it to disk for millions of rows
+            where = "file_id = ?" if ctx.file_id else "file_id IS NULL AND file_path = ? AND run_id = ?"
+            params = [ctx.file_id] if ctx.file_id else [str(ctx.path), ctx.run_id]
+            repeated = con.execute(f"SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM quarantine "
+                                   f"WHERE {where} GROUP BY quarantine_id HAVING count(*) > 1)", params).fetchall()[0][0]
+            if repeated:
+                con.execute(f"DELETE FROM quarantine WHERE {where} AND rowid NOT IN (SELECT min(rowid) FROM "
+                            f"quarantine WHERE {where} GROUP BY quarantine_id)", params + params)
+                n -= int(repeated)
     return n
 
 
