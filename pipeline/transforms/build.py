@@ -8,6 +8,9 @@ Steps (each a pure function in its own module) and what they make:
     solvability      out_arc3__game_solvability, out_arc3__level_completion
     durations        out_arc3__durations_summary
     reference_points out_arc3__level_reference_points
+    arc2_calibration out_arc2__pair_calibration, out_arc2__task_calibration, out_arc2__session_accuracy,
+                     out_arc2__set_durations, out_arc2__reproduction (ARC-AGI-2 human testing logs)
+    arctgi_families  out_arctgi__family_diversity, out_arctgi__family_audits (ARC-TGI families and audits)
     figures          PNG/SVG/Vega-Lite files in the output folder
 
 Incremental rebuilds (after owid/etl): every step has an input fingerprint, sha256 over
@@ -39,6 +42,8 @@ import polars as pl
 from pipeline.core.config import BuildConfig
 from pipeline.core.manifest import RunManifest
 from pipeline.core.workspace import Workspace
+from pipeline.transforms import arc2 as arc2_mod
+from pipeline.transforms import arctgi as arctgi_mod
 from pipeline.transforms import attempts as attempts_mod
 from pipeline.transforms import baselines as baselines_mod
 from pipeline.transforms import durations as durations_mod
@@ -83,6 +88,14 @@ STEPS: tuple[Step, ...] = (
          config_keys=("attempts.soft_limit_s",), modules=("pipeline.transforms.durations",)),
     Step("reference_points", ("out_arc3__level_reference_points",), upstream=("baselines",),
          config_keys=("baselines.rule", "reference_points"), modules=("pipeline.transforms.reference_points",)),
+    Step("arc2_calibration", ("out_arc2__pair_calibration", "out_arc2__task_calibration", "out_arc2__session_accuracy",
+                              "out_arc2__set_durations", "out_arc2__reproduction"),
+         core_inputs=("core_arc2__attempts", "core_arctgi__tasks"), config_keys=("solvability.confidence_level",),
+         modules=("pipeline.transforms.arc2", "schemas.arc2")),
+    Step("arctgi_families", ("out_arctgi__family_diversity", "out_arctgi__family_audits"),
+         core_inputs=("core_arctgi__tasks", "core_arc__task_pairs", "core_arc2__attempts", "core_harc__attempts"),
+         config_keys=("solvability.confidence_level",),
+         modules=("pipeline.transforms.arctgi", "pipeline.transforms.arc2", "schemas.arctgi")),
     Step(FIGURES, (FIGURES,), upstream=("attempts", "solvability", "reference_points"),
          config_keys=("figures", "attempts.soft_limit_s", "attempts.duration_less_than_s"),
          modules=("pipeline.transforms.figures", "pipeline.core.figures")),
@@ -311,6 +324,15 @@ def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str
         source, source_name = optimal
         f.put("out_arc3__level_reference_points",
               refpoints_mod.fill_optimal(points, source, source_name or "provider"))
+    elif name == "arc2_calibration":
+        for table, df in arc2_mod.build_arc2(f["core_arc2__attempts"], f["core_arctgi__tasks"],
+                                             config.solvability.confidence_level).items():
+            f.put(table, df)
+    elif name == "arctgi_families":
+        for table, df in arctgi_mod.build_arctgi(f["core_arctgi__tasks"], f["core_arc__task_pairs"],
+                                                 f["core_arc2__attempts"], f["core_harc__attempts"],
+                                                 config.solvability.confidence_level).items():
+            f.put(table, df)
     else:  # pragma: no cover - STEPS and this dispatch are kept together
         raise BuildError(f"unknown step {name}")
 
