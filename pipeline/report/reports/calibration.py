@@ -9,7 +9,8 @@ designer should look at.
 
 Everything is read from the out tables `arcstudy build` wrote; nothing is recomputed except what only the report
 needs (the comparison with published baselines, the ground-truth evaluation and, when game files are at hand,
-the state-graph explorer's random-policy win probabilities).
+the state-graph explorer's random-policy win probabilities). Static tasks get their own sections at the end
+(pipeline/report/reports/static_tasks.py): "Task families" (ARC-TGI) and "ARC-AGI-2 calibration".
 
 Designer's list, with the thresholds and why:
 - completion spike: a level that at most `SPIKE_CONDITIONAL_MAX` (70 %) of the people who completed the previous
@@ -54,6 +55,7 @@ from .common import (
     publish_report,
     report_manifest,
 )
+from .static_tasks import arc2_sections, task_family_sections
 
 SPIKE_CONDITIONAL_MAX = 0.7
 SPIKE_MIN_PLAYERS = 3
@@ -388,6 +390,7 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
         sections.append(Callout("No calibration data", [
             f"{ctx.db_path} has no built study (out_arc3__game_solvability is empty or missing): run arcstudy "
             "ingest on the recordings and session manifest, then arcstudy build."], kind="warning"))
+        sections += static_sections(ctx)
         return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule, {"games": 0})
 
     game_levels = {g: int(n) for g, n in solv.select("game_id", "n_levels").iter_rows() if n}
@@ -520,7 +523,13 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
             game_facts["levels a random policy wins"] = ", ".join(map(str, flagged)) if flagged else (
                 "none" if ex.height else "not explored")
         sections.append(Facts(f"Game {r['game_id']}", game_facts))
+    sections += static_sections(ctx)
     return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule, headline)
+
+
+def static_sections(ctx: ReportContext) -> list[Section]:
+    """The static-task sections (pipeline/report/reports/static_tasks.py): ARC-TGI task families, then ARC-AGI-2."""
+    return [*task_family_sections(ctx), *arc2_sections(ctx)]
 
 
 def _fill_optimal(points: pl.DataFrame, explored: pl.DataFrame, explore: ExploreOptions) -> pl.DataFrame:
