@@ -101,6 +101,7 @@ FIELDS: list[Field] = [
     Field("source_solve_rate_within_2", pl.Float64, "share of those that solved within 2 submissions",
           nullable=True, ge=0, le=1),
     Field("is_much_harder_than_source", pl.Boolean,
-          "the family's solve rate within 2 is at least 0.25 below its source task's and the Wilson upper bound "
-          "of the family's rate within 2 is below the source's rate (pipeline/transforms/arctgi.py says why)"),
+          "the family's solve rate within 2 is at least 0.25 below its source task's and their Wilson intervals do "
+          "not overlap (the family's upper bound is below the source's lower bound; pipeline/transforms/arctgi.py "
+          "says why)"),
 ]

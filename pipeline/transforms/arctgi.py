@@ -29,10 +29,11 @@ Source tasks: `task` + 8 hex characters names the ARC-AGI-1/2 task the family wa
 numbers come from the ARC-AGI-2 rows (core_arc2__attempts, not audits) when it has any, else from H-ARC
 (core_harc__attempts, participants x task, within 2 = solved on attempt 1 or 2). A family is flagged much
 harder than its source when its solve rate within 2 is at least MUCH_HARDER_GAP (0.25) below the source's
-AND the Wilson upper bound of the family's rate is below the source's rate. Why: a generated instance of a
-task's rule should be about as hard for people as the task itself; a gap of a quarter of all attempts is
-large next to the spread between ARC's own splits, and the interval condition keeps a small audit (a few
-people per family) from being flagged on sampling noise alone.
+AND the two Wilson intervals (solve rate within 2, at solvability.confidence_level) do not overlap: the
+family's upper bound is below the source's lower bound. Why: a generated instance of a task's rule should be
+about as hard for people as the task itself; a gap of a quarter of all attempts is large next to the spread
+between ARC's own splits, and the interval condition keeps small samples on either side (a few people per
+family, about ten per ARC-AGI-2 test pair) from being flagged on sampling noise alone.
 """
 
 from __future__ import annotations
@@ -294,9 +295,14 @@ def family_audits(fam: pl.DataFrame, arc2_attempts: pl.DataFrame, harc_attempts:
         pl.Series([agree[f][1] for f in df["family_id"]], dtype=pl.Int64).alias("min_raters_per_task"),
         pl.Series([agree[f][2] for f in df["family_id"]], dtype=pl.Float64).alias("fleiss_kappa"),
     ).join(source_numbers(arc2_rows, harc_rows), on="source_task_id", how="left")
+    src = df.select(pl.col("source_n_attempts").fill_null(0),
+                     (pl.col("source_solve_rate_within_2").fill_null(0) * pl.col("source_n_attempts").fill_null(0))
+                     .round(0).alias("k"))
+    src_low, _ = wilson(src["k"], src["source_n_attempts"], confidence)
     harder = ((pl.col("source_solve_rate_within_2") - pl.col("solve_rate_within_2") >= MUCH_HARDER_GAP)
-              & (pl.col("_high2") < pl.col("source_solve_rate_within_2")))
-    return df.with_columns(harder.fill_null(False).alias("is_much_harder_than_source")).drop("_high2")
+              & (pl.col("_high2") < pl.col("_src_low")))
+    return (df.with_columns(src_low.alias("_src_low"))
+            .with_columns(harder.fill_null(False).alias("is_much_harder_than_source")).drop("_high2", "_src_low"))
 
 
 def build_arctgi(tgi_tasks: pl.DataFrame, pairs: pl.DataFrame, arc2_attempts: pl.DataFrame,

@@ -44,7 +44,7 @@ def test_static_sections_and_witness_checks(tmp_path: Path):
     assert "witnesses not checked yet: run arcstudy check-witnesses" in text
     # the fixture's hard, low-agreement family and its duplicate-task family are named
     assert "task13e47133: answer agreement 0.33" in text
-    assert "task13e47133: 0.17 solved within 2 against 0.67 for 13e47133" in text
+    assert "task13e47133: 0.17 solved within 2 against 0.91 for 13e47133" in text
     assert "ARC-AGI-1-Train/task00576224: duplicate_tasks" in text
     repro = pl.read_csv(tmp_path / "r1" / "calibration__arc2_reproduction.csv")
     assert set(repro["claim_id"]) >= {"kept_tasks_two_solvers", "average_test_taker_score", "seconds_per_task"}

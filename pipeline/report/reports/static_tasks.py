@@ -74,7 +74,7 @@ def task_family_sections(ctx: ReportContext) -> list[Section]:
             f"{r['family_id']}: {_fmt(r['solve_rate_within_2'])} solved within 2 against "
             f"{_fmt(r['source_solve_rate_within_2'])} for {r['source_task_id']} ({r['source_human_data']}, "
             f"{r['source_n_attempts']} attempts)" for r in harder.iter_rows(named=True)]
-            or ["none (a family is flagged 0.25 or more below its source and outside its Wilson interval)"],
+            or ["none (a family is flagged 0.25 or more below its source, with Wilson intervals that do not overlap)"],
             kind="warning" if harder.height else "note"))
         sections.append(Table("Human audits per family", audits, name="calibration__family_audits",
                               caption="Solve counts per audit unit (ARC-AGI-2 layout: a row; H-ARC layout: a "
