@@ -59,11 +59,14 @@ def build_command(
     """Build the analysis tables (out_*) from the core tables, rebuilding only what changed.
 
     Reads: core_arc3__steps, core_arc3__plays, core_arc3__card_plays, core_arc3__environments,
-    core_study__session_plays, raw_ingest__files (file names), the configuration (--config over
+    core_study__session_plays, raw_ingest__files (file names), core_arc2__attempts, core_arctgi__tasks,
+    core_arc__task_pairs, core_harc__attempts (static tasks), the configuration (--config over
     pipeline/core/defaults.toml) and an optional optimal-actions table. Writes: out_arc3__plays, out_arc3__levels,
     out_arc3__card_checks, out_arc3__attempts, out_study__session_features, out_study__low_effort_exclusions,
     out_arc3__baseline_costs, out_arc3__level_baselines, out_arc3__game_solvability, out_arc3__level_completion,
-    out_arc3__durations_summary, out_arc3__level_reference_points (one transaction), build_state, a row in `runs`, and under --out-dir the
+    out_arc3__durations_summary, out_arc3__level_reference_points, out_arc2__pair_calibration,
+    out_arc2__task_calibration, out_arc2__session_accuracy, out_arc2__set_durations, out_arc2__reproduction,
+    out_arctgi__family_diversity, out_arctgi__family_audits (one transaction), build_state, a row in `runs`, and under --out-dir the
     figures (figures/*.png, *.svg, *.vl.json) and manifest.json. --dry-run writes nothing.
     """
     from pipeline.core.workspace import WorkspaceError, default_db_path

@@ -387,10 +387,16 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
             sections.append(Figure(title, figures[name], caption=caption))
 
     if solv.height == 0:
-        sections.append(Callout("No calibration data", [
-            f"{ctx.db_path} has no built study (out_arc3__game_solvability is empty or missing): run arcstudy "
-            "ingest on the recordings and session manifest, then arcstudy build."], kind="warning"))
-        sections += static_sections(ctx)
+        static = static_sections(ctx)
+        if static:
+            sections.append(Callout("No ARC-AGI-3 study", [
+                f"{ctx.db_path} holds no built ARC-AGI-3 study (out_arc3__game_solvability is empty); the sections "
+                "below cover its static tasks."]))
+        else:
+            sections.append(Callout("No calibration data", [
+                f"{ctx.db_path} has no built study (out_arc3__game_solvability is empty or missing): run arcstudy "
+                "ingest on the recordings and session manifest, then arcstudy build."], kind="warning"))
+        sections += static
         return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule, {"games": 0})
 
     game_levels = {g: int(n) for g, n in solv.select("game_id", "n_levels").iter_rows() if n}
