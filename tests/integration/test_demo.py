@@ -33,7 +33,7 @@ def test_index_links_every_report_and_all_links_resolve(demo):
     _, _, out = demo
     index = (out / "index.html").read_text()
     hrefs = re.findall(r'href="([^"#:]+)"', index)
-    for name in ("calibration.html", "scores.html", "harc.html"):
+    for name in ("calibration.html", "scores.html", "harc.html", "static/calibration.html"):
         assert name in hrefs
     missing = [h for h in hrefs if not (out / h).exists()]
     assert not missing

@@ -55,7 +55,7 @@ from .common import (
     publish_report,
     report_manifest,
 )
-from .static_tasks import arc2_sections, task_family_sections
+from .static_tasks import arc2_sections, static_headline, task_family_sections
 
 SPIKE_CONDITIONAL_MAX = 0.7
 SPIKE_MIN_PLAYERS = 3
@@ -397,7 +397,8 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
                 f"{ctx.db_path} has no built study (out_arc3__game_solvability is empty or missing): run arcstudy "
                 "ingest on the recordings and session manifest, then arcstudy build."], kind="warning"))
         sections += static
-        return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule, {"games": 0})
+        return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule,
+                       {"games": 0, **static_headline(ctx)})
 
     game_levels = {g: int(n) for g, n in solv.select("game_id", "n_levels").iter_rows() if n}
     explored, explore_notes = explore_levels(game_levels, explore)
@@ -530,7 +531,8 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
                 "none" if ex.height else "not explored")
         sections.append(Facts(f"Game {r['game_id']}", game_facts))
     sections += static_sections(ctx)
-    return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule, headline)
+    return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule,
+                   {**headline, **static_headline(ctx)})
 
 
 def static_sections(ctx: ReportContext) -> list[Section]:

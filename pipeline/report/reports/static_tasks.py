@@ -93,6 +93,22 @@ def task_family_sections(ctx: ReportContext) -> list[Section]:
     return sections
 
 
+def static_headline(ctx: ReportContext) -> dict[str, object]:
+    """Headline numbers of the static-task sections (for the index), empty when there are none."""
+    out: dict[str, object] = {}
+    diversity = ctx.table("out_arctgi__family_diversity")
+    if diversity.height:
+        audits = ctx.table("out_arctgi__family_audits")
+        out["task families"] = diversity.height
+        out["families audited"] = audits.height
+        out["families much harder than their source"] = int(audits["is_much_harder_than_source"].sum()) \
+            if audits.height else 0
+    tasks = ctx.table("out_arc2__task_calibration")
+    if tasks.height:
+        out["ARC-AGI-2 tasks meeting the two-solver rule"] = f"{int(tasks['meets_two_solver_rule'].sum())} of {tasks.height}"
+    return out
+
+
 def arc2_sections(ctx: ReportContext) -> list[Section]:
     """The "ARC-AGI-2 calibration" sections, or nothing when no ARC-AGI-2 attempt rows are built."""
     pairs = ctx.table("out_arc2__pair_calibration")
