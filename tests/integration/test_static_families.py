@@ -219,3 +219,13 @@ def test_harc_source_numbers_when_no_arc2_rows(tmp_path: Path):
     assert row["source_solve_rate_within_2"] == pytest.approx(0.5)
     # the H-ARC-layout audit alone: 1 of 3 within 2 against 1 of 2 is a gap under 0.25: not flagged
     assert row["solve_rate_within_2"] == pytest.approx(1 / 3) and not row["is_much_harder_than_source"]
+
+
+def test_a_database_from_before_family_prefix_keeps_ingesting(tmp_path: Path):
+    db = tmp_path / "old.duckdb"
+    with Workspace(db) as ws:
+        ws.con.execute("ALTER TABLE core_arctgi__tasks DROP COLUMN family_prefix")  # as an older arcstudy made it
+    with Workspace(db) as ws:
+        ingest_paths(ws, [TGI / "ARC-AGI-2-Eval"], run_id="t", workers=1)
+        got = ws.read("SELECT task_id, family_prefix FROM core_arctgi__tasks ORDER BY task_id").rows()
+    assert got == [("TgiC1", "ARC-AGI-2-Eval"), ("TgiC2", "ARC-AGI-2-Eval")]
