@@ -78,8 +78,9 @@ FIELDS: list[Field] = [
     Field("seconds", pl.Float64, "wall time spent checking the task, seconds", ge=0),
     # --- out_arctgi__family_audits ----------------------------------------------------------------------
     Field("median_solved_duration_s", pl.Float64,
-          "median duration of the audit rows that solved, seconds (ARC-AGI-2 layout: duration_seconds; the "
-          "H-ARC summary layout has no times, so its rows do not count here)",
+          "median duration of the audit units that solved, seconds (ARC-AGI-2 layout: duration_seconds; H-ARC "
+          "layout: first to last event of the task when its data.csv events are ingested; summary rows alone "
+          "have no times and do not count here)",
           nullable=True, ge=0),
     Field("n_tasks_with_answers", pl.Int64, "audited tasks with at least one first submission (a grid)", ge=0),
     Field("answer_agreement", pl.Float64,

@@ -17,9 +17,12 @@ in all: the family does not vary what the paper's generators are meant to vary).
 Audits (`family_audits`): human audit rows joined to the family's tasks by task_id.
 - ARC-AGI-2 layout (core_arc2__attempts, task_id = ARC-TGI task id): one unit per row, as in
   out_arc2__pair_calibration (solved: correct_submissions >= 1; within 2: and submissions <= 2).
-- H-ARC layout (core_harc__attempts, task_id = ARC-TGI task id): one unit per participant x task (solved:
-  any attempt solved; within 2: attempt 1 or 2 solved); its first submissions (attempt 1 grids) give answer
-  agreement and Fleiss' kappa. Where both releases hold a participant's rows, osf-current is used.
+- H-ARC layout (core_harc__attempts from summary_data.csv, task_id = ARC-TGI task id): one unit per
+  participant x task (solved: any attempt solved; within 2: attempt 1 or 2 solved); its first submissions
+  (attempt 1 grids) give answer agreement and Fleiss' kappa. The events (core_harc__actions, data.csv) give the
+  unit its duration (first to last event of the task), and a unit of its own where only events were ingested
+  (from its `submit` events: first submission, solved, solved on attempt 1 or 2). Where both releases hold a
+  participant's rows, osf-current is used.
 Answer agreement: per task, the share of first submissions equal to its most common first submission,
 averaged over the family's tasks with answers. Fleiss' kappa (statsmodels `fleiss_kappa`, subjects = tasks,
 categories = distinct grids) needs the same number of raters per subject: when every answered task has at
@@ -213,6 +216,36 @@ def harc_units(harc: pl.DataFrame) -> pl.DataFrame:
         .rename({"participant_id": "rater_id"}))
 
 
+ACTION_COLUMNS = ("release_generation", "participant_id", "task_id", "attempt_number", "action_number", "action",
+                  "occurred_at", "is_solved", "test_output_grid")
+
+
+def harc_event_units(actions: pl.DataFrame) -> pl.DataFrame:
+    """One row per participant x task of H-ARC events (data.csv; core_harc__actions): the time on the task
+    (first to last event), and from its `submit` events the first submission, solved, solved within 2 (a correct
+    submit on attempt 1 or 2). Columns: rater_id, task_id, duration_s, has_submit, is_solved, is_solved_within_2,
+    first_submission."""
+    if actions.height == 0:
+        return pl.DataFrame(schema={"rater_id": pl.String, "task_id": pl.String, "duration_s": pl.Float64,
+                                    "has_submit": pl.Boolean, "is_solved": pl.Boolean,
+                                    "is_solved_within_2": pl.Boolean, "first_submission": pl.String})
+    a = _preferred_release(actions.select(ACTION_COLUMNS))
+    spans = a.group_by("participant_id", "task_id").agg(
+        ((pl.col("occurred_at").max() - pl.col("occurred_at").min()).dt.total_microseconds() / 1e6)
+        .alias("duration_s"))
+    submits = (a.filter(pl.col("action") == "submit").sort("action_number")
+               .group_by("participant_id", "task_id").agg(
+                   pl.col("is_solved").any().alias("is_solved"),
+                   (pl.col("is_solved") & (pl.col("attempt_number") <= 2)).any().alias("is_solved_within_2"),
+                   pl.col("test_output_grid").first().alias("first_submission")))
+    return (spans.join(submits, on=["participant_id", "task_id"], how="left")
+            .with_columns(pl.col("is_solved").is_not_null().alias("has_submit"),
+                          pl.col("is_solved", "is_solved_within_2").fill_null(False))
+            .rename({"participant_id": "rater_id"})
+            .select("rater_id", "task_id", "duration_s", "has_submit", "is_solved", "is_solved_within_2",
+                    "first_submission"))
+
+
 def agreement(units: pl.DataFrame) -> tuple[float | None, int | None, float | None, int]:
     """(answer agreement, min raters per task, Fleiss' kappa, tasks with answers) of one family's units with
     first submissions (columns task_id, rater_id, first_submission)."""
@@ -256,16 +289,23 @@ def source_numbers(arc2_rows: pl.DataFrame, harc_attempts: pl.DataFrame) -> pl.D
 
 
 def family_audits(fam: pl.DataFrame, arc2_attempts: pl.DataFrame, harc_attempts: pl.DataFrame,
-                  confidence: float) -> pl.DataFrame:
-    """out_arctgi__family_audits."""
+                  confidence: float, harc_actions: pl.DataFrame | None = None) -> pl.DataFrame:
+    """out_arctgi__family_audits. `harc_actions`: H-ARC events (core_harc__actions, ACTION_COLUMNS; only the
+    rows of ARC-TGI tasks are needed): they give the H-ARC layout its times, and its units where no summary
+    file was ingested."""
     tgi_ids = fam["task_id"].implode()
     a2 = arc2_attempts.filter(pl.col("task_id").is_in(tgi_ids)).select(
         "task_id", pl.col("session_id").alias("rater_id"), "is_solved", "is_solved_within_2",
         pl.col("attempt_duration_s").alias("duration_s"), pl.lit(None, pl.String).alias("first_submission"))
     hu = harc_units(harc_attempts.filter(pl.col("task_id").is_in(tgi_ids))).select(
-        "task_id", pl.col("rater_id"), "is_solved", "is_solved_within_2", pl.lit(None, pl.Float64).alias("duration_s"),
-        "first_submission")
-    units = pl.concat([a2, hu]).join(fam.select("task_id", "family_id", "generator_name", "source_task_id"),
+        "task_id", pl.col("rater_id"), "is_solved", "is_solved_within_2", "first_submission")
+    events = harc_event_units(harc_actions.filter(pl.col("task_id").is_in(tgi_ids))
+                              if harc_actions is not None else pl.DataFrame())
+    key = ["rater_id", "task_id"]
+    hu = hu.join(events.select(*key, "duration_s"), on=key, how="left")
+    only_events = events.filter(pl.col("has_submit")).join(hu, on=key, how="anti").select(
+        "task_id", "rater_id", "is_solved", "is_solved_within_2", "duration_s", "first_submission")
+    units = pl.concat([a2, hu.select(a2.columns), only_events.select(a2.columns)]).join(fam.select("task_id", "family_id", "generator_name", "source_task_id"),
                                      on="task_id", how="inner")
     if units.height == 0:
         from schemas.validate import empty_frame
@@ -306,11 +346,12 @@ def family_audits(fam: pl.DataFrame, arc2_attempts: pl.DataFrame, harc_attempts:
 
 
 def build_arctgi(tgi_tasks: pl.DataFrame, pairs: pl.DataFrame, arc2_attempts: pl.DataFrame,
-                 harc_attempts: pl.DataFrame, confidence: float) -> dict[str, pl.DataFrame]:
+                 harc_attempts: pl.DataFrame, confidence: float,
+                 harc_actions: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
     """out_arctgi__family_diversity and out_arctgi__family_audits."""
     fam = families(tgi_tasks)
     return {"out_arctgi__family_diversity": family_diversity(fam, pairs),
-            "out_arctgi__family_audits": family_audits(fam, arc2_attempts, harc_attempts, confidence)}
+            "out_arctgi__family_audits": family_audits(fam, arc2_attempts, harc_attempts, confidence, harc_actions)}
 
 
 __all__ = ["agreement", "build_arctgi", "families", "family_audits", "family_diversity", "grid_stats"]

@@ -93,7 +93,8 @@ STEPS: tuple[Step, ...] = (
          core_inputs=("core_arc2__attempts", "core_arctgi__tasks"), config_keys=("solvability.confidence_level",),
          modules=("pipeline.transforms.arc2", "schemas.arc2")),
     Step("arctgi_families", ("out_arctgi__family_diversity", "out_arctgi__family_audits"),
-         core_inputs=("core_arctgi__tasks", "core_arc__task_pairs", "core_arc2__attempts", "core_harc__attempts"),
+         core_inputs=("core_arctgi__tasks", "core_arc__task_pairs", "core_arc2__attempts", "core_harc__attempts",
+                      "core_harc__actions"),
          config_keys=("solvability.confidence_level",),
          modules=("pipeline.transforms.arctgi", "pipeline.transforms.arc2", "schemas.arctgi")),
     Step(FIGURES, (FIGURES,), upstream=("attempts", "solvability", "reference_points"),
@@ -291,6 +292,16 @@ def _games(plays: pl.DataFrame) -> pl.DataFrame:
     return plays.group_by("game_id").agg(pl.col("n_levels").max()).sort("game_id")
 
 
+def _tgi_harc_actions(f: _Frames) -> pl.DataFrame:
+    """The H-ARC events of ARC-TGI tasks only (audits in the data.csv layout), read by column: a whole H-ARC
+    release's events are not needed for a family audit."""
+    if f.ws is None or not f.ws.has_table("core_harc__actions"):
+        return f["core_harc__actions"].select(arctgi_mod.ACTION_COLUMNS)
+    cols = ", ".join(arctgi_mod.ACTION_COLUMNS)
+    return f.ws.read(f"SELECT {cols} FROM core_harc__actions WHERE task_id IN "
+                     "(SELECT task_id FROM core_arctgi__tasks)")
+
+
 def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str | None]) -> None:
     if name == "plays_levels":
         r = plays_levels_mod.build_plays_levels(f["core_arc3__steps"], f["core_arc3__plays"],
@@ -331,7 +342,7 @@ def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str
     elif name == "arctgi_families":
         for table, df in arctgi_mod.build_arctgi(f["core_arctgi__tasks"], f["core_arc__task_pairs"],
                                                  f["core_arc2__attempts"], f["core_harc__attempts"],
-                                                 config.solvability.confidence_level).items():
+                                                 config.solvability.confidence_level, _tgi_harc_actions(f)).items():
             f.put(table, df)
     else:  # pragma: no cover - STEPS and this dispatch are kept together
         raise BuildError(f"unknown step {name}")

@@ -72,3 +72,29 @@ def test_clashing_names_are_told_apart_only_with_a_prefix():
         "t1": "ARC-AGI-1-Train/task00576224", "t2": "task11111111", "t3": "ARC-AGI-2-Eval/task00576224",
         "t4": "task00576224"}
     assert fam.filter(pl.col("task_id") == "t3").select("benchmark", "benchmark_split").row(0) == ("ARC-AGI-2", "eval")
+
+
+def _events(rows: list[tuple]) -> pl.DataFrame:
+    """core_harc__actions-shaped rows: (participant, task, attempt, action_number, action, second, solved, grid)."""
+    from datetime import datetime, timedelta
+
+    t0 = datetime(2024, 5, 1, 10, 0, 0)
+    return pl.DataFrame([{"release_generation": "osf-current", "participant_id": p, "task_id": t, "attempt_number": a,
+                          "action_number": n, "action": act, "occurred_at": t0 + timedelta(seconds=s),
+                          "is_solved": solved, "test_output_grid": g} for p, t, a, n, act, s, solved, g in rows])
+
+
+def test_harc_events_give_units_times_and_first_submissions():
+    actions = _events([
+        ("p1", "gen1", 1, 1, "edit", 0, False, "|0|"), ("p1", "gen1", 1, 2, "submit", 30, False, "|2|"),
+        ("p1", "gen1", 2, 3, "submit", 50, True, "|1|"), ("p1", "gen1", 2, 4, "write_last_description", 70, True, "|1|"),
+        ("p2", "gen1", 1, 1, "edit", 0, False, "|0|"), ("p2", "gen1", 1, 2, "submit", 20, False, "|2|"),
+        ("p2", "gen1", 2, 3, "submit", 40, False, "|3|"), ("p2", "gen1", 3, 4, "submit", 90, True, "|1|"),
+        ("p3", "gen1", 1, 1, "edit", 0, False, "|0|"),  # never submitted: no unit
+    ])
+    out = family_audits(_fam(["gen1"]), empty_frame("core_arc2__attempts"), empty_frame("core_harc__attempts"),
+                        0.95, actions).row(0, named=True)
+    assert (out["n_attempts"], out["n_solved"], out["n_solved_within_2"]) == (2, 2, 1)
+    assert out["median_solved_duration_s"] == pytest.approx((70 + 90) / 2)
+    # first submissions |2| and |2|: full agreement, one category (kappa undefined)
+    assert out["answer_agreement"] == 1.0 and out["min_raters_per_task"] == 2 and out["fleiss_kappa"] is None
