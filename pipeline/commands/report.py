@@ -53,7 +53,8 @@ def report_command(
     """Write the HTML reports: calibration (per game: inclusion bar, players and full solvers, completion by level
     with intervals and drop-off level, durations by outcome, actions by level against optimal / best first run /
     baseline, recomputed vs published baselines, low-effort exclusions and why, levels a designer should look
-    at), scores (totals and per game under the policy, level-score heatmap, policy sensitivity, replay
+    at; for static tasks: ARC-TGI task families (witness failures, low agreement, much harder than the source
+    task, diversity outliers) and ARC-AGI-2 calibration against the published figures), scores (totals and per game under the policy, level-score heatmap, policy sensitivity, replay
     verification of every run, score against LLM cost) and harc (the H-ARC paper's tables and figures).
 
     Reads (read-only; the database is never modified): the out_* tables written by `arcstudy build`, `arcstudy
