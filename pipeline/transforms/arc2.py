@@ -187,4 +187,6 @@ def build_arc2(attempts: pl.DataFrame, tgi_tasks: pl.DataFrame, confidence: floa
     durations = set_durations(rows)
     return {"out_arc2__pair_calibration": pairs, "out_arc2__task_calibration": tasks,
             "out_arc2__session_accuracy": sessions, "out_arc2__set_durations": durations,
-            "out_arc2__reproduction": reproduction(tasks, sessions, durations)}
+            # no ARC-AGI-2 rows: nothing to hold against the published figures
+            "out_arc2__reproduction": reproduction(tasks, sessions, durations) if rows.height
+            else reproduction(tasks, sessions, durations).clear()}
