@@ -148,3 +148,13 @@ def test_task_rule_needs_every_pair(tmp_path: Path):
     assert task["median_task_duration_s"] == pytest.approx(statistics.median([150, 260]))
     assert durations["median_task_duration_s"] == pytest.approx(205)
     assert repro["reproduction_status"][0] == "not_reproduced" and repro["measured_value"][0] == 0.0
+
+
+def test_cli_exit_code_says_rows_were_rejected(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    res = CliRunner().invoke(app, ["ingest", str(LOG), "--db", str(tmp_path / "c.duckdb")])
+    assert res.exit_code == 3, res.output
+    assert "arc2-attempts" in res.output and f"{len(IMPOSSIBLE)} records quarantined" in res.output
