@@ -27,8 +27,10 @@ FIELDS: list[Field] = [
           "`ARC-TGI`) in an audit of generated tasks (flag `nonstandard_task_set`)"),
     Field("test_index", pl.Int64, "which test pair of the task the attempt is at (0, 1, ...)", ge=0),
     Field("start_offset_s", pl.Float64,
-          "`start_time_seconds`: start of the attempt in seconds from the start of the session", ge=0),
-    Field("attempt_duration_s", pl.Float64, "`duration_seconds`: time spent on the attempt, seconds", ge=0),
+          "`start_time_seconds`: start of the attempt in seconds from the start of the session; null when the "
+          "file leaves it empty (flag `no_duration`)", nullable=True, ge=0),
+    Field("attempt_duration_s", pl.Float64, "`duration_seconds`: time spent on the attempt, seconds; null when "
+          "the file leaves it empty (flag `no_duration`: the row counts, its time does not)", nullable=True, ge=0),
     Field("n_attempt_submissions", pl.Int64,
           "`submissions`: grids submitted in the attempt (0 when the participant moved on without submitting)",
           ge=0),

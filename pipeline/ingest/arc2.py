@@ -85,7 +85,8 @@ def read_attempts(ctx: FileContext) -> ReaderOutput:
     )
     n_rows = int(df["row_number"].max()) if df.height else 0
     structural = [header_repeated(header)]
-    short = short_row(header, False, loaded.ends_with_newline, n_rows)
+    short = short_row(header, header[-1] in ("submissions", "correct_submissions", "task_ID", "session_ID",
+                                             "test_index"), loaded.ends_with_newline, n_rows)
     structural += [short] if short is not None else []
     checks = [
         _not_blank("task_ID", "the task id"), _not_blank("session_ID", "the session id"),

@@ -158,3 +158,23 @@ def test_cli_exit_code_says_rows_were_rejected(tmp_path: Path):
     res = CliRunner().invoke(app, ["ingest", str(LOG), "--db", str(tmp_path / "c.duckdb")])
     assert res.exit_code == 3, res.output
     assert "arc2-attempts" in res.output and f"{len(IMPOSSIBLE)} records quarantined" in res.output
+
+
+def test_odd_files_and_rows(tmp_path: Path):
+    header = "task_ID,task_set,test_index,session_ID,start_time_seconds,duration_seconds,submissions,correct_submissions"
+    (tmp_path / "odd.csv").write_text(header + "\n00576224,Public Eval,0,s1,0,1,1\n00576224,Public Eval,0,s2,0,nan,1,1\n"
+                                      "00576224,Public Eval,0,s3,,,1,1\n")
+    (tmp_path / "missing.csv").write_text(header.rsplit(",", 1)[0] + "\n00576224,Public Eval,0,s1,0,1,1\n")
+    with Workspace(tmp_path / "o.duckdb") as ws:
+        report = ingest_paths(ws, [tmp_path / "odd.csv", tmp_path / "missing.csv"], run_id="t", workers=1)
+        q = ws.read("SELECT file_path, source_location, check_name, reason FROM quarantine ORDER BY 1, 2")
+        core = ws.read("SELECT row_number, attempt_duration_s, flags FROM core_arc2__attempts")
+    status = {f.path.name: f.status for f in report.files}
+    assert status == {"odd.csv": "loaded", "missing.csv": "rejected"}
+    rows = {(Path(p).name, loc): (check, reason) for p, loc, check, reason in q.iter_rows()}
+    assert rows[("odd.csv", "row 1")][0] == "field_count" and "correct_submissions" in rows[("odd.csv", "row 1")][1]
+    assert rows[("odd.csv", "row 2")][0] == "not_a_number"
+    assert rows[("missing.csv", "file")][0] == "header_unknown" and "missing correct_submissions" in \
+        rows[("missing.csv", "file")][1]
+    # empty times land: the row counts, its time does not
+    assert core.rows() == [(3, None, ["no_duration"])]
