@@ -46,6 +46,9 @@ def test_static_sections_and_witness_checks(tmp_path: Path):
     assert "task13e47133: answer agreement 0.33" in text
     assert "task13e47133: 0.17 solved within 2 against 0.91 for 13e47133" in text
     assert "ARC-AGI-1-Train/task00576224: duplicate_tasks" in text
+    figs = tmp_path / "r1" / "figures" / "calibration"
+    assert (figs / "families_vs_source.png").is_file() and (figs / "arc2_pairs_by_solvers.png").is_file()
+    assert {"Families against their source task", "ARC-AGI-2 test pairs by solvers"} <= set(heads)
     repro = pl.read_csv(tmp_path / "r1" / "calibration__arc2_reproduction.csv")
     assert set(repro["claim_id"]) >= {"kept_tasks_two_solvers", "average_test_taker_score", "seconds_per_task"}
 

@@ -380,14 +380,20 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
     figures: dict[str, dict[str, Path]] = {}
     fig_dir = out_dir / "figures" / "calibration"
 
-    def add_figure(chart, name: str, title: str, caption: str = "") -> None:
+    def make_figure(chart, name: str, title: str, caption: str = "") -> Figure | None:
         # A chart with nothing to draw (None) leaves no figure and no section.
-        if chart is not None:
-            figures[name] = save_figure(chart, fig_dir, name)
-            sections.append(Figure(title, figures[name], caption=caption))
+        if chart is None:
+            return None
+        figures[name] = save_figure(chart, fig_dir, name)
+        return Figure(title, figures[name], caption=caption)
+
+    def add_figure(chart, name: str, title: str, caption: str = "") -> None:
+        fig = make_figure(chart, name, title, caption)
+        if fig is not None:
+            sections.append(fig)
 
     if solv.height == 0:
-        static = static_sections(ctx)
+        static = static_sections(ctx, make_figure)
         if static:
             sections.append(Callout("No ARC-AGI-3 study", [
                 f"{ctx.db_path} holds no built ARC-AGI-3 study (out_arc3__game_solvability is empty); the sections "
@@ -530,14 +536,14 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
             game_facts["levels a random policy wins"] = ", ".join(map(str, flagged)) if flagged else (
                 "none" if ex.height else "not explored")
         sections.append(Facts(f"Game {r['game_id']}", game_facts))
-    sections += static_sections(ctx)
+    sections += static_sections(ctx, make_figure)
     return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule,
                    {**headline, **static_headline(ctx)})
 
 
-def static_sections(ctx: ReportContext) -> list[Section]:
+def static_sections(ctx: ReportContext, make_figure=None) -> list[Section]:
     """The static-task sections (pipeline/report/reports/static_tasks.py): ARC-TGI task families, then ARC-AGI-2."""
-    return [*task_family_sections(ctx), *arc2_sections(ctx)]
+    return [*task_family_sections(ctx, make_figure), *arc2_sections(ctx, make_figure)]
 
 
 def _fill_optimal(points: pl.DataFrame, explored: pl.DataFrame, explore: ExploreOptions) -> pl.DataFrame:

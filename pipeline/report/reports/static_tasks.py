@@ -16,11 +16,19 @@ What a generator maintainer is shown, with the thresholds and why:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import polars as pl
 
+from pipeline.core.figures import alt
 from pipeline.report.html import Callout, Facts, Prose, Section, Table
 
 from .common import ReportContext
+
+# make_figure(chart, name, title, caption): saves the figure (calibration.py) and returns its section, or None
+# when the chart is None (nothing to draw)
+MakeFigure = Callable[[Any, str, str, str], Section | None]
 
 LOW_AGREEMENT = 0.5
 LOW_KAPPA = 0.4
@@ -31,8 +39,39 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def task_family_sections(ctx: ReportContext) -> list[Section]:
-    """The "Task families" sections, or nothing when no ARC-TGI task is ingested."""
+def family_vs_source_chart(audits: pl.DataFrame) -> Any | None:
+    """Each audited family's solve rate within 2 against its source task's, the much-harder ones marked."""
+    df = audits.filter(pl.col("source_solve_rate_within_2").is_not_null()).select(
+        "family_id", "solve_rate_within_2", "source_solve_rate_within_2", "n_attempts",
+        pl.when(pl.col("is_much_harder_than_source")).then(pl.lit("much harder than its source"))
+        .otherwise(pl.lit("not flagged")).alias("flag"))
+    if df.height == 0:
+        return None
+    points = alt.Chart(df).mark_circle(size=70).encode(
+        x=alt.X("source_solve_rate_within_2:Q", title="source task: solved within 2", scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("solve_rate_within_2:Q", title="family: solved within 2", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("flag:N", title=None, scale=alt.Scale(
+            domain=["much harder than its source", "not flagged"], range=["#d62728", "#4c78a8"])),
+        tooltip=["family_id", "n_attempts"])
+    diagonal = alt.Chart(pl.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0]})).mark_line(
+        strokeDash=[4, 4], color="grey").encode(x="x:Q", y="y:Q")
+    return (diagonal + points).properties(width=320, height=320, title="Families against their source task")
+
+
+def arc2_pairs_chart(pairs: pl.DataFrame) -> Any | None:
+    """How many test pairs have each number of sessions solving within 2, by task set (the keep rule at 2)."""
+    if pairs.height == 0:
+        return None
+    df = pairs.select("task_set", pl.col("n_solved_within_2").clip(upper_bound=15).alias("solved_within_2"))
+    bars = alt.Chart(df).mark_bar().encode(
+        x=alt.X("solved_within_2:O", title="sessions solving the pair within 2 submissions (15 = 15 or more)",
+                axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("count():Q", title="test pairs"), color=alt.Color("task_set:N", title="task set"))
+    return bars.properties(width=420, height=200, title="ARC-AGI-2 test pairs by solvers within 2 (keep rule: 2)")
+
+
+def task_family_sections(ctx: ReportContext, make_figure: MakeFigure | None = None) -> list[Section]:
+    """The "Task families" sections, or nothing when no ARC-TGI task is ingested (figures through make_figure)."""
     diversity = ctx.table("out_arctgi__family_diversity")
     audits = ctx.table("out_arctgi__family_audits")
     checks = ctx.table("out_arctgi__witness_checks")
@@ -76,6 +115,11 @@ def task_family_sections(ctx: ReportContext) -> list[Section]:
             f"{r['source_n_attempts']} attempts)" for r in harder.iter_rows(named=True)]
             or ["none (a family is flagged 0.25 or more below its source, with Wilson intervals that do not overlap)"],
             kind="warning" if harder.height else "note"))
+        if make_figure is not None:
+            fig = make_figure(family_vs_source_chart(audits), "families_vs_source", "Families against their source task",
+                              "Solve rate within 2 of each audited family (y) and of the task it was generated from "
+                              "(x); below the diagonal is harder than the source.")
+            sections += [fig] if fig is not None else []
         sections.append(Table("Human audits per family", audits, name="calibration__family_audits",
                               caption="Solve counts per audit unit (ARC-AGI-2 layout: a row; H-ARC layout: a "
                                       "participant x task), answer agreement and Fleiss' kappa of the first "
@@ -109,7 +153,7 @@ def static_headline(ctx: ReportContext) -> dict[str, object]:
     return out
 
 
-def arc2_sections(ctx: ReportContext) -> list[Section]:
+def arc2_sections(ctx: ReportContext, make_figure: MakeFigure | None = None) -> list[Section]:
     """The "ARC-AGI-2 calibration" sections, or nothing when no ARC-AGI-2 attempt rows are built."""
     pairs = ctx.table("out_arc2__pair_calibration")
     if pairs.height == 0:
@@ -133,6 +177,11 @@ def arc2_sections(ctx: ReportContext) -> list[Section]:
         Table("ARC-AGI-2 calibration: published figures and this log", repro, name="calibration__arc2_reproduction"),
         Table("ARC-AGI-2 durations by task set", durations, name="calibration__arc2_set_durations"),
     ]
+    if make_figure is not None:
+        fig = make_figure(arc2_pairs_chart(pairs), "arc2_pairs_by_solvers", "ARC-AGI-2 test pairs by solvers",
+                          "Test pairs by the number of sessions that solved them within 2 submissions; a task is kept "
+                          "when each of its pairs has at least 2.")
+        sections += [fig] if fig is not None else []
     failing = tasks.filter(~pl.col("meets_two_solver_rule"))
     if failing.height:
         sections.append(Table("ARC-AGI-2 tasks below the two-solver rule in this log", failing,
