@@ -1,0 +1,474 @@
+"""One recording (any variant, playback scripts included, or a recording's database steps) -> transition rows.
+
+`export_transitions(job)` is the per-file piece of `arcstudy export-transitions`: a module-level function of
+one picklable argument, run through the one executor (`pipeline.core.executor`), so the command can also run
+it confined (`pipeline.core.sandbox.confined`) when game code from a user's folder is replayed. It reads the
+file with the one reader (`pipeline.recordings`), rebuilds its plays and counts as `arcstudy score` does
+(`pipeline.scoring.plays`, recovered action ids included), replays it on the engine with the scorer's
+comparison (`pipeline.scoring.verify.replay_classified`) and returns the rows as Arrow IPC batches (zstd), so a
+worker sends back compressed bytes and the single writer (`shards.ShardWriter`) streams them into shards.
+
+Where the frames come from:
+
+- a recording with frames whose replay agrees: the file's frames (they equal the engine's), ``verified``;
+- a recording without frames (and every playback script): the engine's frames, ``verified``;
+- a step whose frames differed while the replay reconverged later (animations that depend on the interpreter's
+  hash seed): the file's frames, ``verified`` false for that row only;
+- the game cannot be loaded: a recording with frames is exported from the file, every row ``verified`` false;
+  one without frames cannot be (the play is listed as not exported);
+- the replay diverges (outcome, or frames that never match again, or the game raises): the plays are exported
+  up to the step before the divergence and listed as cut. Database steps hold frame hashes, not pixels: a
+  frame difference there cuts the play (the recorded frames are not at hand).
+
+A recording that lacks the opening RESET (the agents recorder) gets the engine's answer to it as step 0,
+``line_number`` null. Recordings whose action ids were lost and not recovered are not exported (the actions
+are unknown).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from engine.base_game import FRAMES_ALL
+from engine.enums import ActionInput, GameAction
+from engine.env import GameEnv
+from engine.loader import GameNotFoundError, resolve_game
+from engine.recording import response_to_record
+from pipeline.recordings.counting import ACTION_NAMES, StepEffect, level_changes
+from pipeline.recordings.frames import frame_hashes
+from pipeline.recordings.lines import Line
+from pipeline.recordings.playback import (
+    PlaybackError,
+    ScriptAction,
+    is_playback_file,
+    read_playback_file,
+    resolve_script_game,
+    script_guid,
+    write_lines,
+)
+from pipeline.recordings.reader import ParsedRecording, RecordingRejected, read_recording_file
+from pipeline.scoring.plays import RecordingInput, read_recording_files, recordings_from_tables
+from pipeline.scoring.verify import ReplayStep, describe, replay_classified, steps_from_file, steps_from_table
+from schemas.transitions import ARROW_SCHEMA
+
+__all__ = ["ExportJob", "FileExport", "PlayExport", "batches_from_bytes", "export_transitions", "source_of"]
+
+BATCH_ROWS = 512  # rows per Arrow batch sent back (and per Parquet row group)
+BATCH_FRAME_BYTES = 16 << 20  # ... or fewer, once their frames hold this many bytes
+EMPTY_FRAMES = np.zeros((0, 64, 64), dtype=np.uint8)
+
+
+def source_of(variant: str) -> str:
+    """The `source` column of a recording variant: the official human dataset is human play, action scripts
+    are playback, every other recorder is an agent's."""
+    return {"human-dataset": "human", "playback": "playback"}.get(variant, "agent")
+
+
+@dataclass(frozen=True)
+class ExportJob:
+    """One file to export: a recording or playback file (``path``), or a recording's database steps (``db`` and
+    ``file_id``). Everything a worker needs, picklable."""
+
+    path: str | None = None
+    db: str | None = None
+    file_id: str | None = None
+    game_dirs: tuple[str, ...] = ()
+    recovered: tuple[tuple[str, tuple[Any, ...]], ...] = ()  # --recovered-actions: (key, actions) pairs
+    game_version: str | None = None  # playback scripts: the version to replay on
+    batch_rows: int = BATCH_ROWS
+
+    @property
+    def label(self) -> str:
+        return self.path if self.path is not None else f"{self.db}#{self.file_id}"
+
+
+@dataclass
+class PlayExport:
+    """What happened to one play: `exported` (every step), `cut` (up to a divergence), `unverified` (from the
+    file, game not loadable) or `not_exported` (nothing could be), with the reason."""
+
+    play_id: str
+    game_id: str
+    source: str
+    status: str
+    n_rows: int = 0
+    detail: str | None = None
+
+
+@dataclass
+class FileExport:
+    """A file's rows (Arrow IPC streams, zstd) and what happened to its plays."""
+
+    label: str
+    file_id: str | None = None
+    game_id: str | None = None
+    source: str | None = None
+    game_source_sha256: str | None = None
+    batches: list[bytes] = field(default_factory=list)
+    plays: list[PlayExport] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # lines left out, or why the whole file was refused
+    rejected: bool = False  # the file gave no row because it is bad input (exit 3)
+    n_rows: int = 0
+    n_engine_steps: int = 0  # responses the engine produced for it
+
+
+def batches_from_bytes(data: bytes) -> list[pa.RecordBatch]:
+    """The record batches of one IPC stream `FileExport.batches` holds."""
+    with pa.ipc.open_stream(pa.BufferReader(data)) as reader:
+        return list(reader)
+
+
+# --------------------------------------------------------------------------------------------------
+# rows -> compressed Arrow batches
+# --------------------------------------------------------------------------------------------------
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
+
+
+def _frames_array(per_row: Sequence[np.ndarray]) -> pa.Array:
+    """list<list<list<uint8>>> from (n_i, 64, 64) uint8 arrays, built from buffers (no python lists)."""
+    counts = np.fromiter((len(f) for f in per_row), dtype=np.int32, count=len(per_row))
+    n_frames = int(counts.sum())
+    flat = (np.concatenate([f.reshape(-1) for f in per_row if len(f)]) if n_frames
+            else np.zeros(0, dtype=np.uint8))
+    cells = pa.array(flat.astype(np.uint8, copy=False), type=pa.uint8())
+    rows = pa.ListArray.from_arrays(pa.array(np.arange(0, n_frames * 64 * 64 + 1, 64, dtype=np.int32)), cells)
+    frames = pa.ListArray.from_arrays(pa.array(np.arange(0, n_frames * 64 + 1, 64, dtype=np.int32)), rows)
+    offsets = np.zeros(len(per_row) + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), frames)
+
+
+class _Rows:
+    """Rows of one file, turned into IPC batches every `batch_rows` rows (or frame bytes)."""
+
+    def __init__(self, batch_rows: int):
+        self.batch_rows = max(1, batch_rows)
+        self.out: list[bytes] = []
+        self.n = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self.cols: dict[str, list] = {f.name: [] for f in ARROW_SCHEMA if f.name != "frames"}
+        self.frames: list[np.ndarray] = []
+        self.frame_bytes = 0
+
+    def add(self, frames: np.ndarray, hashes: list[str] | None, **values: Any) -> None:
+        frames = np.ascontiguousarray(frames, dtype=np.uint8) if len(frames) else EMPTY_FRAMES
+        values["frame_sha256s"] = hashes if hashes is not None and len(hashes) == len(frames) else (
+            frame_hashes(frames))
+        for name, column in self.cols.items():
+            column.append(values[name])
+        self.frames.append(frames)
+        self.frame_bytes += frames.nbytes
+        self.n += 1
+        if len(self.frames) >= self.batch_rows or self.frame_bytes >= BATCH_FRAME_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.frames:
+            return
+        arrays = [_frames_array(self.frames) if f.name == "frames" else pa.array(self.cols[f.name], type=f.type)
+                  for f in ARROW_SCHEMA]
+        batch = pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, ARROW_SCHEMA, options=_IPC_OPTIONS) as writer:
+            writer.write_batch(batch)
+        self.out.append(sink.getvalue().to_pybytes())
+        self._reset()
+
+
+def _state(value: Any) -> str | None:
+    return getattr(value, "name", None) or (None if value is None else str(value))
+
+
+def _engine_frames(response: Any) -> np.ndarray:
+    frames = list(response.frame or [])
+    if not frames:
+        return EMPTY_FRAMES
+    # the engine's frames are int8 colour indexes 0-15: the same bytes as uint8
+    return np.stack([np.asarray(f).astype(np.uint8, copy=False) for f in frames])
+
+
+# --------------------------------------------------------------------------------------------------
+# the piece
+# --------------------------------------------------------------------------------------------------
+def export_transitions(job: ExportJob) -> FileExport:
+    """The rows of one file (see the module docstring). Never raises for a bad file: the reason is in the
+    result (``rejected``), and an unexpected failure of the game's code cuts the play where it happened."""
+    result = FileExport(label=job.label)
+    try:
+        if job.path is not None:
+            path = Path(job.path)
+            if is_playback_file(path):
+                _export_script_file(path, job, result)
+            else:
+                _export_recording_file(path, job, result)
+        else:
+            _export_db_file(job, result)
+    except RecordingRejected as err:
+        result.rejected = True
+        result.problems.append(f"{err.check}: {err.reason}")
+        result.problems += [f"{i.location}: {i.check}: {i.reason}" for i in err.issues]
+    except PlaybackError as err:
+        result.rejected = True
+        result.problems.append(f"cannot replay the playback script: {err.reason}")
+    except (OSError, UnicodeDecodeError) as err:
+        result.rejected = True
+        result.problems.append(f"unreadable: {err}")
+    return result
+
+
+def _recovered(job: ExportJob) -> dict[str, list]:
+    return {key: list(actions) for key, actions in job.recovered}
+
+
+# ---- playback scripts ------------------------------------------------------------------------------
+def _replay_actions(actions: Sequence[ScriptAction], info: Any, guid: str, label: str
+                    ) -> tuple[ParsedRecording, list[np.ndarray], str | None]:
+    """Replay like the playback agent (make(), then every action), keeping every response's frames; the
+    recording it yields (without frames) is read back by the one reader for plays, counts and level changes.
+    Returns (that recording, frames per response, why the replay stopped early or None)."""
+    env = GameEnv(info, guid=guid)
+    responses = [env.reset(frames=FRAMES_ALL)]
+    stopped = None
+    for action in actions:
+        try:
+            responses.append(env.step(ActionInput(id=GameAction.from_id(action.action_id), data=action.data,
+                                                  reasoning=action.reasoning), frames=FRAMES_ALL))
+        except Exception as err:  # the game's code raised: the play is exported up to here
+            stopped = (f"line {action.line_number} ({ACTION_NAMES[action.action_id]}): the game raised "
+                       f"{type(err).__name__}: {err}")
+            break
+    frames = [_engine_frames(r) for r in responses]
+    lines = [{"timestamp": f"2026-01-01T00:00:00.{n:06d}+00:00", "data": response_to_record(r, include_frames=False)}
+             for n, r in enumerate(responses)]
+    with tempfile.TemporaryDirectory(prefix="arcstudy-transitions-") as tmp:
+        tmp_path = Path(tmp) / f"{info.game_id}-{guid}.jsonl"
+        write_lines(tmp_path, lines)
+        parsed = read_recording_file(tmp_path, want_frames=False)
+    return parsed, frames, stopped
+
+
+def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: str, job: ExportJob,
+                   result: FileExport, line_numbers: Sequence[int | None] | None = None) -> None:
+    info = resolve_script_game(named_game, [Path(d) for d in job.game_dirs], job.game_version)
+    guid = script_guid(file_id)
+    parsed, frames, stopped = _replay_actions(actions, info, guid, result.label)
+    result.file_id, result.game_id, result.source = file_id, info.game_id, "playback"
+    result.game_source_sha256 = info.source_sha256()
+    result.n_engine_steps = len(frames)
+    # line numbers: the opening RESET is in no line of the script; then each action's line
+    numbers = [None, *(a.line_number for a in actions)] if line_numbers is None else list(line_numbers)
+    rows = _Rows(job.batch_rows)
+    plays: dict[str, PlayExport] = {}
+    changes = level_changes([ln.step_record() for ln in parsed.steps], parsed.effects, parsed.play_index)
+    steps_in_play: dict[int, int] = {}
+    for i, ln in enumerate(parsed.steps):
+        play = parsed.play_index[i]
+        pid = parsed.play_id(play)
+        step = _next_step(steps_in_play, play, parsed.effects[i])
+        x, y = ln.click
+        rows.add(frames[i], None, game_id=info.game_id, play_id=pid, source="playback", step=step,
+                 action=ACTION_NAMES[ln.action_id], action_id=ln.action_id, x=x, y=y,
+                 levels_completed=ln.levels_completed, win_levels=ln.win_levels, state=ln.data.get("state"),
+                 available_actions=ln.data.get("available_actions"), is_level_change=changes[i],
+                 is_counted=parsed.effects[i].is_counted, verified=True, recovered=False, file_id=file_id,
+                 line_number=numbers[i] if i < len(numbers) else None)
+        entry = plays.setdefault(pid, PlayExport(pid, info.game_id, "playback", "exported"))
+        entry.n_rows += 1
+    if stopped is not None and plays:
+        last = list(plays.values())[-1]
+        last.status, last.detail = "cut", f"the replay stopped: {stopped}"
+    rows.flush()
+    result.batches, result.n_rows = rows.out, rows.n
+    result.plays = list(plays.values())
+
+
+def _export_script_file(path: Path, job: ExportJob, result: FileExport) -> None:
+    script = read_playback_file(path)
+    result.problems += [f"{i.location}: {i.check}: {i.reason} (line left out)" for i in script.issues]
+    _export_script(script.actions, script.game_id, script.file_sha256, job, result)
+
+
+def _next_step(counters: dict[int, int], play: int, effect: StepEffect) -> int:
+    """The `step` of the next row of `play`: 0 for its opening (RESET) row, else one more than the last."""
+    if play not in counters:
+        counters[play] = 0 if effect in (StepEffect.OPEN, StepEffect.FULL_RESET) else 1
+    else:
+        counters[play] += 1
+    return counters[play]
+
+
+# ---- recordings ------------------------------------------------------------------------------------
+def _export_recording_file(path: Path, job: ExportJob, result: FileExport) -> None:
+    steps, plays, files, problems = read_recording_files([path])
+    result.problems += [reason for _, reason in problems]
+    recs = recordings_from_tables(steps, plays, files, _recovered(job))
+    if not recs:
+        result.rejected = True
+        if not result.problems:
+            result.problems.append("no step could be read from the file")
+        return
+    rec = recs[0]
+    _export_recording(rec, steps_from_file(rec) if rec.card is not None else [], job, result, from_file=True)
+
+
+def _export_db_file(job: ExportJob, result: FileExport) -> None:
+    import duckdb
+    import polars as pl
+
+    con = duckdb.connect(str(job.db), read_only=True)
+    try:
+        plays = con.execute("SELECT * FROM core_arc3__plays WHERE file_id = ? ORDER BY play_index",
+                            [job.file_id]).pl()
+        steps = con.execute("SELECT * FROM core_arc3__steps WHERE file_id = ? ORDER BY line_number",
+                            [job.file_id]).pl()
+        names = con.execute("SELECT file_name FROM raw_ingest__files WHERE file_id = ?", [job.file_id]).fetchall()
+    finally:
+        con.close()
+    name = names[0][0] if names else None
+    if plays.height == 0 or steps.height == 0:
+        result.rejected = True
+        result.problems.append(f"no plays or steps of file {job.file_id} in the database")
+        return
+    if bool(plays["is_replay_needed"].fill_null(False).any()):  # a playback script: actions only
+        rows = steps.sort("line_number").select("line_number", "action_id", "click_x", "click_y")
+        actions = [ScriptAction(n, a, x, y) for n, a, x, y in rows.iter_rows()]
+        _export_script(actions, plays["game_id"][0], job.file_id, job, result)
+        return
+    files = {job.file_id: (name, None)}
+    recs = recordings_from_tables(steps, plays.with_columns(pl.col("is_only_reset_levels").fill_null(False)), files,
+                                  _recovered(job))
+    if not recs:
+        result.rejected = True
+        result.problems.append("no step could be read")
+        return
+    rec = recs[0]
+    _export_recording(rec, steps_from_table(rec) if rec.card is not None else [], job, result, from_file=False)
+
+
+def _export_recording(rec: RecordingInput, steps: list[ReplayStep], job: ExportJob, result: FileExport, *,
+                      from_file: bool) -> None:
+    source = source_of(rec.variant)
+    result.file_id, result.game_id, result.source = rec.file_id, rec.game_id, source
+    plays = rec.plays()
+    if rec.card is None:  # action ids lost, not recovered: the actions are unknown
+        why = rec.recovery_error or ("action ids lost (every action recorded as RESET, the benchmarking "
+                                     "recorder defect): the actions are unknown; supply them with "
+                                     "--recovered-actions")
+        result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0, why) for pid, _ in plays]
+        return
+    dirs = [Path(d) for d in job.game_dirs]
+    info = None
+    try:
+        info = resolve_game(rec.game_id, dirs)
+        env = GameEnv(info, only_reset_levels=rec.is_only_reset_levels)
+        result.game_source_sha256 = info.source_sha256()
+    except GameNotFoundError as err:
+        why = f"game not loadable: {err}"
+        info = None
+    except Exception as err:  # a game file that does not load
+        why = f"game {rec.game_id} failed to load: {type(err).__name__}: {err}"
+        info = None
+
+    parsed = rec.parsed
+    lines: list[Line | None] = list(parsed.steps) if parsed is not None else [None] * len(steps)
+    pixels_in_file = from_file and parsed is not None and parsed.has_frames
+    engine_frames: dict[int, np.ndarray] = {}
+    opening: np.ndarray | None = None
+    opening_fields: dict[str, Any] = {}
+    cut_at: int | None = None  # first step index not exported
+    frame_only: set[int] = set()
+    cut_reason = None
+    if info is None:
+        if not pixels_in_file:
+            result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0,
+                                       f"{why}; the file has no frames to export unverified") for pid, _ in plays]
+            return
+        verified_default = False
+    else:
+        verified_default = True
+
+        def keep(index: int, response: Any) -> None:
+            nonlocal opening
+            if index < 0:
+                opening = _engine_frames(response)
+                opening_fields.update(levels_completed=int(response.levels_completed),
+                                      win_levels=int(response.win_levels), state=_state(response.state),
+                                      available_actions=[int(a) for a in response.available_actions])
+            elif not (pixels_in_file and steps[index].pixels is not None):
+                engine_frames[index] = _engine_frames(response)
+
+        replay = replay_classified(env, steps, check_full_reset=not rec.is_only_reset_levels, on_response=keep,
+                                   all_frames=True)
+        result.n_engine_steps = replay.replayed + (opening is not None)
+        divergence = replay.divergence
+        if not from_file and replay.frame_only:  # database steps: no recorded pixels to keep instead
+            divergence = replay.frame_only[0]
+        if divergence is not None:
+            cut_at = divergence.step
+            cut_reason = describe(divergence)
+        frame_only = {d.step for d in replay.frame_only}
+
+    rows = _Rows(job.batch_rows)
+    exports = {pid: PlayExport(pid, rec.game_id, source, "exported" if info is not None else "unverified", 0,
+                               None if info is not None else f"{why}: frames from the file, not checked")
+               for pid, _ in plays}
+    changes = level_changes(rec.records, rec.effects, rec.step_play)
+    counters: dict[int, int] = {}
+    if opening is not None and steps:  # the opening RESET the recording lacks: the engine's answer
+        pid = rec.play_ids[rec.step_play[0]] if rec.step_play else plays[0][0]
+        counters[rec.step_play[0] if rec.step_play else 0] = 0
+        rows.add(opening, None, game_id=rec.game_id, play_id=pid, source=source, step=0, action="RESET",
+                 action_id=0, x=None, y=None, **opening_fields, is_level_change=False, is_counted=False, verified=True,
+                 recovered=False, file_id=rec.file_id, line_number=None)
+        exports[pid].n_rows += 1
+    n = len(steps) if cut_at is None else cut_at
+    for i in range(n):
+        st = steps[i]
+        ln = lines[i]
+        play = rec.step_play[i]
+        pid = rec.play_ids[play]
+        effect = rec.effects[i]
+        if pixels_in_file and st.pixels is not None:
+            frames, hashes = st.pixels, st.frame_hashes
+        elif i in engine_frames:
+            frames, hashes = engine_frames[i], None
+        else:  # no frames recorded and not replayed (cannot happen with a loadable game)
+            frames, hashes = EMPTY_FRAMES, None
+        expected = st.expected
+        step = _next_step(counters, play, effect)
+        action_id = rec.records[i].action_id
+        x, y = (st.action_data.get("x"), st.action_data.get("y")) if action_id == 6 else (None, None)
+        rows.add(frames, hashes, game_id=rec.game_id, play_id=pid, source=source, step=step,
+                 action=ACTION_NAMES[action_id], action_id=action_id, x=x, y=y,
+                 levels_completed=expected.get("levels_completed", ln.levels_completed if ln else None),
+                 win_levels=expected.get("win_levels"), state=_state(expected.get("state")),
+                 available_actions=expected.get("available_actions"), is_level_change=changes[i],
+                 is_counted=effect.is_counted, verified=verified_default and i not in frame_only,
+                 recovered=rec.recovered, file_id=rec.file_id, line_number=st.line)
+        exports[pid].n_rows += 1
+    rows.flush()
+    if cut_at is not None:
+        cut_play = rec.step_play[cut_at] if cut_at < len(rec.step_play) else None
+        for index, (pid, _) in enumerate(plays):
+            if cut_play is not None and index == cut_play:
+                exports[pid].status = "cut"
+                exports[pid].detail = f"exported up to the divergence: {cut_reason}"
+            elif cut_play is not None and index > cut_play:
+                exports[pid].status = "cut"
+                exports[pid].detail = f"follows a divergence earlier in the same recording: {cut_reason}"
+    result.batches, result.n_rows = rows.out, rows.n
+    result.plays = list(exports.values())
+
+
+def recovered_pairs(recovered: Mapping[str, Sequence[Any]]) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """--recovered-actions as the hashable pairs `ExportJob.recovered` holds."""
+    return tuple((str(k), tuple(v)) for k, v in sorted(recovered.items()))
