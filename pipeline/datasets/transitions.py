@@ -321,18 +321,14 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport) -> No
 
 
 def _export_db_file(job: ExportJob, result: FileExport) -> None:
-    import duckdb
     import polars as pl
 
-    con = duckdb.connect(str(job.db), read_only=True)
-    try:
-        plays = con.execute("SELECT * FROM core_arc3__plays WHERE file_id = ? ORDER BY play_index",
-                            [job.file_id]).pl()
-        steps = con.execute("SELECT * FROM core_arc3__steps WHERE file_id = ? ORDER BY line_number",
-                            [job.file_id]).pl()
-        names = con.execute("SELECT file_name FROM raw_ingest__files WHERE file_id = ?", [job.file_id]).fetchall()
-    finally:
-        con.close()
+    from pipeline.core.workspace import Workspace
+
+    with Workspace(job.db, read_only=True) as ws:
+        plays = ws.read("SELECT * FROM core_arc3__plays WHERE file_id = ? ORDER BY play_index", [job.file_id])
+        steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id = ? ORDER BY line_number", [job.file_id])
+        names = ws.read("SELECT file_name FROM raw_ingest__files WHERE file_id = ?", [job.file_id]).rows()
     name = names[0][0] if names else None
     if plays.height == 0 or steps.height == 0:
         result.rejected = True
