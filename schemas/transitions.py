@@ -4,10 +4,12 @@ This is a file layout, not a database table: it is not in `tables.toml` (the wor
 its columns are defined here, once, like every table's. `ARROW_SCHEMA` is the Parquet schema the shards are
 written with; the dataset card's column list is generated from `COLUMNS`.
 
-Frames are `list<list<list<uint8>>>` (frames x 64 rows x 64 cells): polars reads it as
-`List(List(List(UInt8)))`, DuckDB as `UTINYINT[][][]` and the Hugging Face `datasets` Parquet loader as
-`Sequence(Sequence(Sequence(uint8)))` (`List` in datasets 4), with no conversion. `np.asarray(row["frames"],
-dtype=np.uint8)` gives the (n, 64, 64) array.
+Frames are `list<binary>`: one 4096-byte value per frame (64x64 uint8, row-major, the bytes the frame hash is
+taken of), with `frame_shape` [64, 64] beside them. polars reads it as `List(Binary)`, DuckDB as `BLOB[]`, the
+Hugging Face `datasets` Parquet loader as a list of `binary` values, with no conversion; `np.frombuffer(f,
+np.uint8).reshape(64, 64)` gives a frame. A nested `list<list<list<uint8>>>` was the first choice: Parquet
+stores a repetition and a definition level for every one of its 4096 cells a frame, which made writing (and
+reading) it cost more than replaying the game.
 """
 
 from __future__ import annotations
@@ -39,9 +41,12 @@ _COLUMNS: list[tuple[Field, pa.DataType]] = [
     (Field("x", pl.Int64, "ACTION6 click column (0-63); null for other actions", nullable=True, ge=0, le=63),
      pa.int8()),
     (Field("y", pl.Int64, "ACTION6 click row (0-63); null for other actions", nullable=True, ge=0, le=63), pa.int8()),
-    (Field("frames", pl.List(pl.List(pl.List(pl.UInt8))), "the response's frames, each 64 rows of 64 colour indexes 0-15 (uint8); the last "
-           "one is the settled screen, earlier ones the animation. Empty for a post-terminal echo"),
-     pa.list_(pa.list_(pa.list_(pa.uint8())))),
+    (Field("frames", pl.List(pl.Binary), "the response's frames, one 4096-byte value per frame: 64 rows of 64 "
+           "colour indexes 0-15, uint8, row-major (`np.frombuffer(f, np.uint8).reshape(frame_shape)`); the last "
+           "is the settled screen, earlier ones the animation. Empty for a post-terminal echo"),
+     pa.list_(pa.binary())),
+    (Field("frame_shape", pl.List(pl.Int16), "the shape of every frame of the row: [64, 64] (rows, columns)"),
+     pa.list_(pa.int16())),
     (Field("frame_sha256s", pl.List(pl.String), "sha256 of each frame's 4096 uint8 cells, row-major (the conformance kit's "
            "frame hash), one per frame"), pa.list_(pa.string())),
     (Field("levels_completed", pl.Int64, "levels completed after this response", ge=0), pa.int32()),
@@ -67,5 +72,5 @@ _COLUMNS: list[tuple[Field, pa.DataType]] = [
 
 COLUMNS: tuple[Field, ...] = tuple(f for f, _ in _COLUMNS)
 COLUMN_NAMES: tuple[str, ...] = tuple(f.name for f in COLUMNS)
-ARROW_SCHEMA = pa.schema([pa.field(f.name, t, nullable=f.nullable or f.name in ("frames", "frame_sha256s"))
-                          for f, t in _COLUMNS])
+ARROW_SCHEMA = pa.schema([pa.field(f.name, t, nullable=f.nullable) for f, t in _COLUMNS])
+FRAME_SHAPE = (64, 64)

@@ -3,6 +3,7 @@ a verified transitions dataset (Parquet shards, dataset card, manifest)."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -93,7 +94,7 @@ def export_transitions_command(
     playback script's game cannot be loaded.
     """
     from engine.loader import default_environments_dir
-    from pipeline.core.executor import open_executor
+    from pipeline.core.executor import SerialExecutor, open_executor
     from pipeline.core.manifest import RunManifest
     from pipeline.core.special_files import not_regular_file
     from pipeline.core.workspace import default_db_path
@@ -154,6 +155,8 @@ def export_transitions_command(
     n_engine = 0
     try:
         with open_executor(workers, scheduler, n_items=len(jobs)) as ex:
+            if isinstance(ex, SerialExecutor):  # pieces run in this process: their batches need no compression
+                jobs = [dataclasses.replace(job, compress=False) for job in jobs]
             for _key, export, error in ex.map_ordered(export_transitions, enumerate(jobs), progress=out.track,
                                                       description="replaying and exporting"):
                 job = jobs[_key]

@@ -27,23 +27,29 @@ are unknown).
 
 from __future__ import annotations
 
-import tempfile
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 
 from engine.base_game import FRAMES_ALL
 from engine.enums import ActionInput, GameAction
 from engine.env import GameEnv
 from engine.loader import GameNotFoundError, resolve_game
-from engine.recording import response_to_record
-from pipeline.recordings.counting import ACTION_NAMES, StepEffect, level_changes
+from pipeline.recordings.counting import (
+    ACTION_NAMES,
+    StepEffect,
+    StepRecord,
+    classify_steps,
+    level_changes,
+    play_index_per_step,
+)
 from pipeline.recordings.frames import frame_hashes
-from pipeline.recordings.lines import Line
 from pipeline.recordings.playback import (
     PlaybackError,
     ScriptAction,
@@ -51,18 +57,32 @@ from pipeline.recordings.playback import (
     read_playback_file,
     resolve_script_game,
     script_guid,
-    write_lines,
 )
 from pipeline.recordings.reader import ParsedRecording, RecordingRejected, read_recording_file
+from pipeline.recordings.variant import counting_options_for_variant
 from pipeline.scoring.plays import RecordingInput, read_recording_files, recordings_from_tables
-from pipeline.scoring.verify import ReplayStep, describe, replay_classified, steps_from_file, steps_from_table
-from schemas.transitions import ARROW_SCHEMA
+from pipeline.scoring.verify import (
+    FIELDS,
+    ReplayStep,
+    describe,
+    replay_classified,
+    steps_from_file,
+    steps_from_table,
+)
+from schemas.transitions import ARROW_SCHEMA, COLUMNS, FRAME_SHAPE
 
 __all__ = ["ExportJob", "FileExport", "PlayExport", "batches_from_bytes", "export_transitions", "source_of"]
 
-BATCH_ROWS = 512  # rows per Arrow batch sent back (and per Parquet row group)
+BATCH_ROWS = 1024  # rows per Arrow batch sent back (and per Parquet row group)
 BATCH_FRAME_BYTES = 16 << 20  # ... or fewer, once their frames hold this many bytes
 EMPTY_FRAMES = np.zeros((0, 64, 64), dtype=np.uint8)
+
+
+@functools.lru_cache(maxsize=256)
+def _game(game_id: str, dirs: tuple[str, ...]) -> tuple[Any, str]:
+    """The game and the sha256 of its source, once per process (a worker exports many files of one game)."""
+    info = resolve_game(game_id, [Path(d) for d in dirs])
+    return info, info.source_sha256()
 
 
 def source_of(variant: str) -> str:
@@ -83,6 +103,7 @@ class ExportJob:
     recovered: tuple[tuple[str, tuple[Any, ...]], ...] = ()  # --recovered-actions: (key, actions) pairs
     game_version: str | None = None  # playback scripts: the version to replay on
     batch_rows: int = BATCH_ROWS
+    compress: bool = True  # zstd the batches (they travel from a worker); False when run in the writer's process
 
     @property
     def label(self) -> str:
@@ -129,33 +150,71 @@ def batches_from_bytes(data: bytes) -> list[pa.RecordBatch]:
 # rows -> compressed Arrow batches
 # --------------------------------------------------------------------------------------------------
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
+# polars types of the columns: the non-frame columns are built by polars (`pa.array` on python values imports
+# pandas on its first call, ~0.8 s a process) and cast to the Arrow schema's types
+_POLARS_TYPES = {f.name: f.dtype for f in COLUMNS}  # (pl.from_arrow imports pandas too)
+_BUILT_BY_POLARS = [f.name for f in ARROW_SCHEMA if f.name not in ("frames", "frame_shape")]
+FRAME_BYTES = FRAME_SHAPE[0] * FRAME_SHAPE[1]
 
 
-def _frames_array(per_row: Sequence[np.ndarray]) -> pa.Array:
-    """list<list<list<uint8>>> from (n_i, 64, 64) uint8 arrays, built from buffers (no python lists)."""
+def _from_numpy(values: np.ndarray, type_: pa.DataType) -> pa.Array:
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
+
+
+def _offsets(counts: np.ndarray) -> pa.Array:
+    offsets = np.zeros(len(counts) + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    return _from_numpy(offsets, pa.int32())
+
+
+def _frames_array(per_row: Sequence[np.ndarray]) -> tuple[pa.Array, pa.Array]:
+    """(`frames`, `frame_shape`) from (n_i, 64, 64) uint8 arrays: list<binary> with one 4096-byte value per
+    frame, built from buffers (no python objects per frame)."""
     counts = np.fromiter((len(f) for f in per_row), dtype=np.int32, count=len(per_row))
     n_frames = int(counts.sum())
-    flat = (np.concatenate([f.reshape(-1) for f in per_row if len(f)]) if n_frames
+    data = (np.concatenate([f.reshape(-1) for f in per_row if len(f)]) if n_frames
             else np.zeros(0, dtype=np.uint8))
-    cells = pa.array(flat.astype(np.uint8, copy=False), type=pa.uint8())
-    rows = pa.ListArray.from_arrays(pa.array(np.arange(0, n_frames * 64 * 64 + 1, 64, dtype=np.int32)), cells)
-    frames = pa.ListArray.from_arrays(pa.array(np.arange(0, n_frames * 64 + 1, 64, dtype=np.int32)), rows)
-    offsets = np.zeros(len(per_row) + 1, dtype=np.int32)
-    np.cumsum(counts, out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), frames)
+    value_offsets = np.arange(0, n_frames * FRAME_BYTES + 1, FRAME_BYTES, dtype=np.int32)
+    blobs = pa.Array.from_buffers(pa.binary(), n_frames, [None, pa.py_buffer(value_offsets),
+                                                          pa.py_buffer(np.ascontiguousarray(data))])
+    frames = pa.ListArray.from_arrays(_offsets(counts), blobs)
+    shape = pa.ListArray.from_arrays(_offsets(np.full(len(per_row), 2, dtype=np.int32)),
+                                     _from_numpy(np.tile(np.asarray(FRAME_SHAPE, dtype=np.int16), len(per_row)),
+                                                 pa.int16()))
+    return frames, shape
+
+
+_LIST_COLUMNS = ("frame_sha256s", "available_actions")
+
+
+def _list_array(values: list[list | None], type_: pa.ListType) -> pa.Array:
+    """A list column from its flattened items and offsets (polars builds list series one row at a time)."""
+    valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+    counts = np.fromiter((len(v) if v is not None else 0 for v in values), dtype=np.int32, count=len(values))
+    flat = [item for v in values if v is not None for item in v]
+    item_type = type_.value_type
+    if pa.types.is_string(item_type):
+        items = pl.Series(flat, dtype=pl.String).to_arrow(compat_level=pl.CompatLevel.oldest()).cast(item_type)
+    else:
+        items = _from_numpy(np.asarray(flat, dtype=item_type.to_pandas_dtype()), item_type)
+    mask = None if valid.all() else pa.Array.from_buffers(
+        pa.bool_(), len(values), [None, pa.py_buffer(np.packbits(~valid, bitorder="little"))])
+    return pa.ListArray.from_arrays(_offsets(counts), items, type=type_, mask=mask)
 
 
 class _Rows:
     """Rows of one file, turned into IPC batches every `batch_rows` rows (or frame bytes)."""
 
-    def __init__(self, batch_rows: int):
+    def __init__(self, batch_rows: int, compress: bool = True):
         self.batch_rows = max(1, batch_rows)
+        self.options = _IPC_OPTIONS if compress else pa.ipc.IpcWriteOptions()
         self.out: list[bytes] = []
         self.n = 0
         self._reset()
 
     def _reset(self) -> None:
-        self.cols: dict[str, list] = {f.name: [] for f in ARROW_SCHEMA if f.name != "frames"}
+        self.cols: dict[str, list] = {name: [] for name in _BUILT_BY_POLARS}
         self.frames: list[np.ndarray] = []
         self.frame_bytes = 0
 
@@ -174,11 +233,23 @@ class _Rows:
     def flush(self) -> None:
         if not self.frames:
             return
-        arrays = [_frames_array(self.frames) if f.name == "frames" else pa.array(self.cols[f.name], type=f.type)
-                  for f in ARROW_SCHEMA]
+        scalars = [name for name in _BUILT_BY_POLARS if name not in _LIST_COLUMNS]
+        table = pl.DataFrame([pl.Series(name, self.cols[name], dtype=_POLARS_TYPES[name], strict=False)
+                              for name in scalars]).to_arrow(compat_level=pl.CompatLevel.oldest())
+        frames, shape = _frames_array(self.frames)
+        arrays = []
+        for f in ARROW_SCHEMA:
+            if f.name == "frames":
+                arrays.append(frames)
+            elif f.name == "frame_shape":
+                arrays.append(shape)
+            elif f.name in _LIST_COLUMNS:
+                arrays.append(_list_array(self.cols[f.name], f.type))
+            else:
+                arrays.append(table.column(f.name).combine_chunks().cast(f.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, ARROW_SCHEMA, options=_IPC_OPTIONS) as writer:
+        with pa.ipc.new_stream(sink, ARROW_SCHEMA, options=self.options) as writer:
             writer.write_batch(batch)
         self.out.append(sink.getvalue().to_pybytes())
         self._reset()
@@ -230,11 +301,15 @@ def _recovered(job: ExportJob) -> dict[str, list]:
 
 
 # ---- playback scripts ------------------------------------------------------------------------------
-def _replay_actions(actions: Sequence[ScriptAction], info: Any, guid: str, label: str
-                    ) -> tuple[ParsedRecording, list[np.ndarray], str | None]:
+def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: str, job: ExportJob,
+                   result: FileExport) -> None:
     """Replay like the playback agent (make(), then every action), keeping every response's frames; the
-    recording it yields (without frames) is read back by the one reader for plays, counts and level changes.
-    Returns (that recording, frames per response, why the replay stopped early or None)."""
+    responses are counted by the toolkit rules the reader applies to the recording such a replay writes
+    (`counting.classify_steps` with the playback variant's options)."""
+    info = resolve_script_game(named_game, [Path(d) for d in job.game_dirs], job.game_version)
+    guid = script_guid(file_id)
+    result.file_id, result.game_id, result.source = file_id, info.game_id, "playback"
+    result.game_source_sha256 = info.source_sha256()
     env = GameEnv(info, guid=guid)
     responses = [env.reset(frames=FRAMES_ALL)]
     stopped = None
@@ -246,43 +321,29 @@ def _replay_actions(actions: Sequence[ScriptAction], info: Any, guid: str, label
             stopped = (f"line {action.line_number} ({ACTION_NAMES[action.action_id]}): the game raised "
                        f"{type(err).__name__}: {err}")
             break
-    frames = [_engine_frames(r) for r in responses]
-    lines = [{"timestamp": f"2026-01-01T00:00:00.{n:06d}+00:00", "data": response_to_record(r, include_frames=False)}
-             for n, r in enumerate(responses)]
-    with tempfile.TemporaryDirectory(prefix="arcstudy-transitions-") as tmp:
-        tmp_path = Path(tmp) / f"{info.game_id}-{guid}.jsonl"
-        write_lines(tmp_path, lines)
-        parsed = read_recording_file(tmp_path, want_frames=False)
-    return parsed, frames, stopped
-
-
-def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: str, job: ExportJob,
-                   result: FileExport, line_numbers: Sequence[int | None] | None = None) -> None:
-    info = resolve_script_game(named_game, [Path(d) for d in job.game_dirs], job.game_version)
-    guid = script_guid(file_id)
-    parsed, frames, stopped = _replay_actions(actions, info, guid, result.label)
-    result.file_id, result.game_id, result.source = file_id, info.game_id, "playback"
-    result.game_source_sha256 = info.source_sha256()
-    result.n_engine_steps = len(frames)
-    # line numbers: the opening RESET is in no line of the script; then each action's line
-    numbers = [None, *(a.line_number for a in actions)] if line_numbers is None else list(line_numbers)
-    rows = _Rows(job.batch_rows)
+    result.n_engine_steps = len(responses)
+    sent = [None, *actions]  # the opening RESET is make()'s, in no line of the script
+    records = [StepRecord(action_id=0 if a is None else a.action_id, state=_state(r.state),
+                          levels_completed=int(r.levels_completed), full_reset=bool(r.full_reset),
+                          win_levels=int(r.win_levels), guid=guid, line_number=n + 1)
+               for n, (a, r) in enumerate(zip(sent, responses, strict=False))]
+    effects = classify_steps(records, counting_options_for_variant("playback"))
+    step_play = play_index_per_step(effects)
+    changes = level_changes(records, effects, step_play)
+    rows = _Rows(job.batch_rows, job.compress)
     plays: dict[str, PlayExport] = {}
-    changes = level_changes([ln.step_record() for ln in parsed.steps], parsed.effects, parsed.play_index)
-    steps_in_play: dict[int, int] = {}
-    for i, ln in enumerate(parsed.steps):
-        play = parsed.play_index[i]
-        pid = parsed.play_id(play)
-        step = _next_step(steps_in_play, play, parsed.effects[i])
-        x, y = ln.click
-        rows.add(frames[i], None, game_id=info.game_id, play_id=pid, source="playback", step=step,
-                 action=ACTION_NAMES[ln.action_id], action_id=ln.action_id, x=x, y=y,
-                 levels_completed=ln.levels_completed, win_levels=ln.win_levels, state=ln.data.get("state"),
-                 available_actions=ln.data.get("available_actions"), is_level_change=changes[i],
-                 is_counted=parsed.effects[i].is_counted, verified=True, recovered=False, file_id=file_id,
-                 line_number=numbers[i] if i < len(numbers) else None)
-        entry = plays.setdefault(pid, PlayExport(pid, info.game_id, "playback", "exported"))
-        entry.n_rows += 1
+    counters: dict[int, int] = {}
+    for i, (action, response, record) in enumerate(zip(sent, responses, records, strict=False)):
+        pid = f"{guid}/{step_play[i]}"
+        rows.add(_engine_frames(response), None, game_id=info.game_id, play_id=pid, source="playback",
+                 step=_next_step(counters, step_play[i], effects[i]), action=ACTION_NAMES[record.action_id],
+                 action_id=record.action_id, x=None if action is None else action.x,
+                 y=None if action is None else action.y, levels_completed=record.levels_completed,
+                 win_levels=record.win_levels, state=record.state,
+                 available_actions=[int(a) for a in response.available_actions], is_level_change=changes[i],
+                 is_counted=effects[i].is_counted, verified=True, recovered=False, file_id=file_id,
+                 line_number=None if action is None else action.line_number)
+        plays.setdefault(pid, PlayExport(pid, info.game_id, "playback", "exported")).n_rows += 1
     if stopped is not None and plays:
         last = list(plays.values())[-1]
         last.status, last.detail = "cut", f"the replay stopped: {stopped}"
@@ -307,22 +368,74 @@ def _next_step(counters: dict[int, int], play: int, effect: StepEffect) -> int:
 
 
 # ---- recordings ------------------------------------------------------------------------------------
+@dataclass
+class _Recording:
+    """What the export needs of a recording, as `arcstudy score` rebuilds it (`scoring.plays`)."""
+
+    file_id: str
+    game_id: str
+    variant: str
+    is_only_reset_levels: bool
+    records: list[StepRecord]  # one per step (recovered action ids, if any)
+    effects: tuple[StepEffect, ...]
+    step_play: list[int]
+    play_ids: list[str]
+    steps: list[ReplayStep]
+    actions_known: bool = True
+    recovered: bool = False
+    why_unknown: str | None = None
+    has_pixels: bool = False  # the steps carry the file's frames
+
+    @classmethod
+    def of_input(cls, rec: RecordingInput, steps: list[ReplayStep], has_pixels: bool) -> _Recording:
+        play_ids = rec.play_ids if rec.card is not None else rec.stored_play_ids
+        return cls(rec.file_id, rec.game_id, rec.variant, rec.is_only_reset_levels, rec.records, rec.effects,
+                   rec.step_play, play_ids, steps, rec.card is not None, rec.recovered, rec.recovery_error,
+                   has_pixels)
+
+    @classmethod
+    def of_file(cls, parsed: ParsedRecording) -> _Recording:
+        """Straight from the reader (no tables built): the same records, effects and plays as
+        `recordings_from_tables` gives a file without recovered actions, and `steps_from_file`'s steps."""
+        records = [ln.step_record() for ln in parsed.steps]
+        step_play = play_index_per_step(parsed.effects)
+        steps = []
+        for ln in parsed.steps:
+            action_input = ln.data.get("action_input") or {}
+            payload = action_input.get("data")
+            steps.append(ReplayStep(line=ln.number, action_id=ln.action_id,
+                                    action_data=dict(payload) if isinstance(payload, dict) else {},
+                                    reasoning=action_input.get("reasoning"),
+                                    expected={k: ln.data[k] for k in FIELDS if k in ln.data}, n_frames=ln.n_frames,
+                                    frame_hashes=ln.hashes, pixels=ln.frames))
+        n_plays = max(step_play, default=-1) + 1
+        return cls(parsed.file_sha256, parsed.game_id, parsed.variant, parsed.is_only_reset_levels, records,
+                   parsed.effects, step_play, [parsed.play_id(i) for i in range(n_plays)], steps,
+                   not parsed.is_action_ids_lost, False, None, parsed.has_frames)
+
+
 def _export_recording_file(path: Path, job: ExportJob, result: FileExport) -> None:
+    recovered = _recovered(job)
+    if not recovered:  # the common case: the reader's model as it is, no tables
+        parsed = read_recording_file(path, want_frames=True)
+        result.problems += [f"{i.location}: {i.check}: {i.reason} (line left out)" for i in parsed.issues]
+        _export_recording(_Recording.of_file(parsed), job, result, from_file=True)
+        return
     steps, plays, files, problems = read_recording_files([path])
     result.problems += [reason for _, reason in problems]
-    recs = recordings_from_tables(steps, plays, files, _recovered(job))
+    recs = recordings_from_tables(steps, plays, files, recovered)
     if not recs:
         result.rejected = True
         if not result.problems:
             result.problems.append("no step could be read from the file")
         return
     rec = recs[0]
-    _export_recording(rec, steps_from_file(rec) if rec.card is not None else [], job, result, from_file=True)
+    has_pixels = rec.parsed is not None and rec.parsed.has_frames
+    _export_recording(_Recording.of_input(rec, steps_from_file(rec) if rec.card is not None else [], has_pixels),
+                      job, result, from_file=True)
 
 
 def _export_db_file(job: ExportJob, result: FileExport) -> None:
-    import polars as pl
-
     from pipeline.core.workspace import Workspace
 
     with Workspace(job.db, read_only=True) as ws:
@@ -339,44 +452,38 @@ def _export_db_file(job: ExportJob, result: FileExport) -> None:
         actions = [ScriptAction(n, a, x, y) for n, a, x, y in rows.iter_rows()]
         _export_script(actions, plays["game_id"][0], job.file_id, job, result)
         return
-    files = {job.file_id: (name, None)}
-    recs = recordings_from_tables(steps, plays.with_columns(pl.col("is_only_reset_levels").fill_null(False)), files,
-                                  _recovered(job))
+    recs = recordings_from_tables(steps, plays.with_columns(pl.col("is_only_reset_levels").fill_null(False)),
+                                  {job.file_id: (name, None)}, _recovered(job))
     if not recs:
         result.rejected = True
         result.problems.append("no step could be read")
         return
     rec = recs[0]
-    _export_recording(rec, steps_from_table(rec) if rec.card is not None else [], job, result, from_file=False)
+    _export_recording(_Recording.of_input(rec, steps_from_table(rec) if rec.card is not None else [], False),
+                      job, result, from_file=False)
 
 
-def _export_recording(rec: RecordingInput, steps: list[ReplayStep], job: ExportJob, result: FileExport, *,
-                      from_file: bool) -> None:
+def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, *, from_file: bool) -> None:
     source = source_of(rec.variant)
     result.file_id, result.game_id, result.source = rec.file_id, rec.game_id, source
-    plays = rec.plays()
-    if rec.card is None:  # action ids lost, not recovered: the actions are unknown
-        why = rec.recovery_error or ("action ids lost (every action recorded as RESET, the benchmarking "
-                                     "recorder defect): the actions are unknown; supply them with "
-                                     "--recovered-actions")
-        result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0, why) for pid, _ in plays]
+    steps = rec.steps
+    if not rec.actions_known:  # action ids lost, not recovered: the actions are unknown
+        why = rec.why_unknown or ("action ids lost (every action recorded as RESET, the benchmarking "
+                                  "recorder defect): the actions are unknown; supply them with "
+                                  "--recovered-actions")
+        result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0, why) for pid in rec.play_ids]
         return
-    dirs = [Path(d) for d in job.game_dirs]
     info = None
+    why = None
     try:
-        info = resolve_game(rec.game_id, dirs)
+        info, result.game_source_sha256 = _game(rec.game_id, tuple(job.game_dirs))
         env = GameEnv(info, only_reset_levels=rec.is_only_reset_levels)
-        result.game_source_sha256 = info.source_sha256()
     except GameNotFoundError as err:
-        why = f"game not loadable: {err}"
-        info = None
+        why, info = f"game not loadable: {err}", None
     except Exception as err:  # a game file that does not load
-        why = f"game {rec.game_id} failed to load: {type(err).__name__}: {err}"
-        info = None
+        why, info = f"game {rec.game_id} failed to load: {type(err).__name__}: {err}", None
 
-    parsed = rec.parsed
-    lines: list[Line | None] = list(parsed.steps) if parsed is not None else [None] * len(steps)
-    pixels_in_file = from_file and parsed is not None and parsed.has_frames
+    pixels_in_file = from_file and rec.has_pixels
     engine_frames: dict[int, np.ndarray] = {}
     opening: np.ndarray | None = None
     opening_fields: dict[str, Any] = {}
@@ -386,12 +493,9 @@ def _export_recording(rec: RecordingInput, steps: list[ReplayStep], job: ExportJ
     if info is None:
         if not pixels_in_file:
             result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0,
-                                       f"{why}; the file has no frames to export unverified") for pid, _ in plays]
+                                       f"{why}; the file has no frames to export unverified") for pid in rec.play_ids]
             return
-        verified_default = False
     else:
-        verified_default = True
-
         def keep(index: int, response: Any) -> None:
             nonlocal opening
             if index < 0:
@@ -413,48 +517,44 @@ def _export_recording(rec: RecordingInput, steps: list[ReplayStep], job: ExportJ
             cut_reason = describe(divergence)
         frame_only = {d.step for d in replay.frame_only}
 
-    rows = _Rows(job.batch_rows)
+    rows = _Rows(job.batch_rows, job.compress)
     exports = {pid: PlayExport(pid, rec.game_id, source, "exported" if info is not None else "unverified", 0,
                                None if info is not None else f"{why}: frames from the file, not checked")
-               for pid, _ in plays}
+               for pid in rec.play_ids}
     changes = level_changes(rec.records, rec.effects, rec.step_play)
     counters: dict[int, int] = {}
     if opening is not None and steps:  # the opening RESET the recording lacks: the engine's answer
-        pid = rec.play_ids[rec.step_play[0]] if rec.step_play else plays[0][0]
-        counters[rec.step_play[0] if rec.step_play else 0] = 0
+        pid = rec.play_ids[rec.step_play[0]]
+        counters[rec.step_play[0]] = 0
         rows.add(opening, None, game_id=rec.game_id, play_id=pid, source=source, step=0, action="RESET",
-                 action_id=0, x=None, y=None, **opening_fields, is_level_change=False, is_counted=False, verified=True,
-                 recovered=False, file_id=rec.file_id, line_number=None)
+                 action_id=0, x=None, y=None, **opening_fields, is_level_change=False, is_counted=False,
+                 verified=True, recovered=False, file_id=rec.file_id, line_number=None)
         exports[pid].n_rows += 1
     n = len(steps) if cut_at is None else cut_at
     for i in range(n):
         st = steps[i]
-        ln = lines[i]
         play = rec.step_play[i]
         pid = rec.play_ids[play]
         effect = rec.effects[i]
         if pixels_in_file and st.pixels is not None:
             frames, hashes = st.pixels, st.frame_hashes
-        elif i in engine_frames:
-            frames, hashes = engine_frames[i], None
-        else:  # no frames recorded and not replayed (cannot happen with a loadable game)
-            frames, hashes = EMPTY_FRAMES, None
+        else:  # the engine's (a step the engine did not answer is past a divergence: not exported)
+            frames, hashes = engine_frames.get(i, EMPTY_FRAMES), None
         expected = st.expected
-        step = _next_step(counters, play, effect)
         action_id = rec.records[i].action_id
         x, y = (st.action_data.get("x"), st.action_data.get("y")) if action_id == 6 else (None, None)
-        rows.add(frames, hashes, game_id=rec.game_id, play_id=pid, source=source, step=step,
-                 action=ACTION_NAMES[action_id], action_id=action_id, x=x, y=y,
-                 levels_completed=expected.get("levels_completed", ln.levels_completed if ln else None),
+        rows.add(frames, hashes, game_id=rec.game_id, play_id=pid, source=source,
+                 step=_next_step(counters, play, effect), action=ACTION_NAMES[action_id], action_id=action_id,
+                 x=x, y=y, levels_completed=expected.get("levels_completed", rec.records[i].levels_completed),
                  win_levels=expected.get("win_levels"), state=_state(expected.get("state")),
                  available_actions=expected.get("available_actions"), is_level_change=changes[i],
-                 is_counted=effect.is_counted, verified=verified_default and i not in frame_only,
+                 is_counted=effect.is_counted, verified=info is not None and i not in frame_only,
                  recovered=rec.recovered, file_id=rec.file_id, line_number=st.line)
         exports[pid].n_rows += 1
     rows.flush()
     if cut_at is not None:
         cut_play = rec.step_play[cut_at] if cut_at < len(rec.step_play) else None
-        for index, (pid, _) in enumerate(plays):
+        for index, pid in enumerate(rec.play_ids):
             if cut_play is not None and index == cut_play:
                 exports[pid].status = "cut"
                 exports[pid].detail = f"exported up to the divergence: {cut_reason}"

@@ -31,6 +31,12 @@ def export(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def frames_of(value: list[bytes]) -> np.ndarray:
+    """A row's frames as the (n, 64, 64) uint8 array they encode."""
+    return np.stack([np.frombuffer(f, dtype=np.uint8).reshape(64, 64) for f in value]) if value else \
+        np.zeros((0, 64, 64), dtype=np.uint8)
+
+
 def rows_of(out: Path) -> pl.DataFrame:
     return pl.read_parquet(out / "data" / "*.parquet").sort("file_id", "play_id", "step")
 
@@ -64,10 +70,9 @@ def test_every_variant_exports_rows_that_match_the_files(tmp_path):
     assert set(df["source"]) == {"agent", "human", "playback"}
 
     # every frame hash is the conformance kit's: sha256 of the uint8 row-major cells
-    for frames, hashes in df.select("frames", "frame_sha256s").iter_rows():
-        got = [hashlib.sha256(np.asarray(f, dtype=np.uint8).tobytes()).hexdigest() for f in frames]
-        assert got == hashes
-        assert all(np.asarray(f).shape == (64, 64) for f in frames)
+    for frames, hashes, shape in df.select("frames", "frame_sha256s", "frame_shape").iter_rows():
+        assert [hashlib.sha256(f).hexdigest() for f in frames] == hashes
+        assert all(len(f) == 4096 for f in frames) and shape == [64, 64]
 
     # steps: 0 for each play's opening RESET, then consecutive
     for _key, play in df.group_by("file_id", "play_id"):
@@ -82,7 +87,7 @@ def test_every_variant_exports_rows_that_match_the_files(tmp_path):
     assert tk.height == len(lines)
     assert tk["verified"].all() and not tk["recovered"].any()
     for row, line in zip(tk.iter_rows(named=True), lines, strict=True):
-        assert np.array_equal(np.asarray(row["frames"], dtype=np.uint8), np.asarray(line["frame"], dtype=np.uint8))
+        assert np.array_equal(frames_of(row["frames"]), np.asarray(line["frame"], dtype=np.uint8).reshape(-1, 64, 64))
         assert (row["state"], row["levels_completed"], row["action"]) == (
             line["state"], line["levels_completed"], line["action_input"]["id"])
     expected = json.loads(AN53.with_name(AN53.name.replace(".jsonl", ".expected.json")).read_text())
@@ -112,8 +117,7 @@ def test_every_variant_exports_rows_that_match_the_files(tmp_path):
     hu = df.filter(pl.col("source") == "human").sort("line_number")
     hlines = [x for x in file_lines(HUMAN) if "frame" in x]
     assert hu.height == len(hlines) and not hu["verified"].any()
-    assert np.array_equal(np.asarray(hu["frames"][-1].to_list(), dtype=np.uint8),
-                          np.asarray(hlines[-1]["frame"], dtype=np.uint8))
+    assert np.array_equal(frames_of(hu["frames"][-1].to_list()), np.asarray(hlines[-1]["frame"], dtype=np.uint8))
     card = (out / "README.md").read_text()
     assert "license: other" in card and "lp85-" in card and "## Columns" in card
     manifest = json.loads((out / "manifest.json").read_text())
@@ -164,15 +168,16 @@ def test_the_layout_loads_with_polars_duckdb_and_parquet_datasets(tmp_path):
     assert code == 0, output
     n = rows_of(out).height
     polars_df = pl.read_parquet(out / "data" / "*.parquet")
-    assert polars_df.schema["frames"] == pl.List(pl.List(pl.List(pl.UInt8)))
+    assert polars_df.schema["frames"] == pl.List(pl.Binary)
+    assert frames_of(polars_df["frames"][0].to_list()).shape[1:] == (64, 64)
 
     import duckdb
 
     con = duckdb.connect()
-    total, shape = con.execute(f"SELECT count(*), max(len(frames[1])) FROM '{out}/data/*.parquet'").fetchone()
-    assert (total, shape) == (n, 64)
+    total, size = con.execute(f"SELECT count(*), max(octet_length(frames[1])) FROM '{out}/data/*.parquet'").fetchone()
+    assert (total, size) == (n, 4096)
     first = con.execute(f"SELECT frames FROM '{out}/data/*.parquet' WHERE step = 0 LIMIT 1").fetchone()[0]
-    assert np.asarray(first, dtype=np.uint8).shape[1:] == (64, 64)
+    assert frames_of(first).shape[1:] == (64, 64)
 
     try:
         from datasets import load_dataset
@@ -182,12 +187,11 @@ def test_the_layout_loads_with_polars_duckdb_and_parquet_datasets(tmp_path):
         ds = load_dataset("parquet", data_files=str(out / "data" / "*.parquet"), split="train",
                           cache_dir=str(tmp_path / "hf"))
         assert len(ds) == n
-        assert np.asarray(ds[0]["frames"], dtype=np.uint8).shape[1:] == (64, 64)
+        assert frames_of(ds[0]["frames"]).shape[1:] == (64, 64) and ds[0]["frame_shape"] == [64, 64]
     import pyarrow.dataset as pads
 
     table = pads.dataset(out / "data", format="parquet").to_table()
-    assert table.num_rows == n and str(table.schema.field("frames").type) == "list<element: list<element: " \
-        "list<element: uint8>>>"
+    assert table.num_rows == n and str(table.schema.field("frames").type) == "list<element: binary>"
 
 
 def test_refusals(tmp_path):
