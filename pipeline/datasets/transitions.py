@@ -69,7 +69,7 @@ from pipeline.scoring.verify import (
     steps_from_file,
     steps_from_table,
 )
-from schemas.transitions import ARROW_SCHEMA, COLUMNS, FRAME_SHAPE
+from schemas.transitions import ARROW_SCHEMA, FRAME_SHAPE
 
 __all__ = ["ExportJob", "FileExport", "PlayExport", "batches_from_bytes", "export_transitions", "source_of"]
 
@@ -150,10 +150,9 @@ def batches_from_bytes(data: bytes) -> list[pa.RecordBatch]:
 # rows -> compressed Arrow batches
 # --------------------------------------------------------------------------------------------------
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
-# polars types of the columns: the non-frame columns are built by polars (`pa.array` on python values imports
-# pandas on its first call, ~0.8 s a process) and cast to the Arrow schema's types
-_POLARS_TYPES = {f.name: f.dtype for f in COLUMNS}  # (pl.from_arrow imports pandas too)
-_BUILT_BY_POLARS = [f.name for f in ARROW_SCHEMA if f.name not in ("frames", "frame_shape")]
+# The columns are built from buffers: `pa.array` on python values imports pandas on its first call (~0.8 s a
+# process), and polars' conversion to Arrow costs milliseconds a batch.
+_BUILT_BY_ROWS = [f.name for f in ARROW_SCHEMA if f.name not in ("frames", "frame_shape")]
 FRAME_BYTES = FRAME_SHAPE[0] * FRAME_SHAPE[1]
 
 
@@ -188,6 +187,32 @@ def _frames_array(per_row: Sequence[np.ndarray]) -> tuple[pa.Array, pa.Array]:
 _LIST_COLUMNS = ("frame_sha256s", "available_actions")
 
 
+def _validity(values: Sequence[Any]) -> tuple[np.ndarray, pa.Buffer | None]:
+    valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+    return valid, None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def _string_array(values: Sequence[str | None]) -> pa.Array:
+    encoded = [b"" if v is None else v.encode() for v in values]
+    offsets = np.zeros(len(values) + 1, dtype=np.int32)
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int32, count=len(values)), out=offsets[1:])
+    _, mask = _validity(values)
+    return pa.Array.from_buffers(pa.string(), len(values), [mask, pa.py_buffer(offsets),
+                                                           pa.py_buffer(b"".join(encoded))])
+
+
+def _scalar_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+    """A string, integer or boolean column (nulls allowed) from python values."""
+    if pa.types.is_string(type_):
+        return _string_array(values)
+    _, mask = _validity(values)
+    if pa.types.is_boolean(type_):
+        bits = np.fromiter((bool(v) for v in values), dtype=bool, count=len(values))
+        return pa.Array.from_buffers(type_, len(values), [mask, pa.py_buffer(np.packbits(bits, bitorder="little"))])
+    numbers = np.fromiter((0 if v is None else v for v in values), dtype=type_.to_pandas_dtype(), count=len(values))
+    return pa.Array.from_buffers(type_, len(values), [mask, pa.py_buffer(numbers)])
+
+
 def _list_array(values: list[list | None], type_: pa.ListType) -> pa.Array:
     """A list column from its flattened items and offsets (polars builds list series one row at a time)."""
     valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
@@ -195,7 +220,7 @@ def _list_array(values: list[list | None], type_: pa.ListType) -> pa.Array:
     flat = [item for v in values if v is not None for item in v]
     item_type = type_.value_type
     if pa.types.is_string(item_type):
-        items = pl.Series(flat, dtype=pl.String).to_arrow(compat_level=pl.CompatLevel.oldest()).cast(item_type)
+        items = _string_array(flat)
     else:
         items = _from_numpy(np.asarray(flat, dtype=item_type.to_pandas_dtype()), item_type)
     mask = None if valid.all() else pa.Array.from_buffers(
@@ -214,7 +239,7 @@ class _Rows:
         self._reset()
 
     def _reset(self) -> None:
-        self.cols: dict[str, list] = {name: [] for name in _BUILT_BY_POLARS}
+        self.cols: dict[str, list] = {name: [] for name in _BUILT_BY_ROWS}
         self.frames: list[np.ndarray] = []
         self.frame_bytes = 0
 
@@ -233,9 +258,6 @@ class _Rows:
     def flush(self) -> None:
         if not self.frames:
             return
-        scalars = [name for name in _BUILT_BY_POLARS if name not in _LIST_COLUMNS]
-        table = pl.DataFrame([pl.Series(name, self.cols[name], dtype=_POLARS_TYPES[name], strict=False)
-                              for name in scalars]).to_arrow(compat_level=pl.CompatLevel.oldest())
         frames, shape = _frames_array(self.frames)
         arrays = []
         for f in ARROW_SCHEMA:
@@ -246,7 +268,7 @@ class _Rows:
             elif f.name in _LIST_COLUMNS:
                 arrays.append(_list_array(self.cols[f.name], f.type))
             else:
-                arrays.append(table.column(f.name).combine_chunks().cast(f.type))
+                arrays.append(_scalar_array(self.cols[f.name], f.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, ARROW_SCHEMA, options=self.options) as writer:
@@ -260,11 +282,12 @@ def _state(value: Any) -> str | None:
 
 
 def _engine_frames(response: Any) -> np.ndarray:
-    frames = list(response.frame or [])
-    if not frames:
+    frames = response.frame
+    if frames is None or not len(frames):
         return EMPTY_FRAMES
+    stacked = np.stack(frames)
     # the engine's frames are int8 colour indexes 0-15: the same bytes as uint8
-    return np.stack([np.asarray(f).astype(np.uint8, copy=False) for f in frames])
+    return stacked.view(np.uint8) if stacked.dtype.itemsize == 1 else stacked.astype(np.uint8)
 
 
 # --------------------------------------------------------------------------------------------------
