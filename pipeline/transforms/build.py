@@ -8,6 +8,7 @@ Steps (each a pure function in its own module) and what they make:
     solvability      out_arc3__game_solvability, out_arc3__level_completion
     durations        out_arc3__durations_summary
     reference_points out_arc3__level_reference_points
+    baseline_intervals out_arc3__baseline_intervals (how sure each baseline is)
     figures          PNG/SVG/Vega-Lite files in the output folder
 
 Incremental rebuilds (after owid/etl): every step has an input fingerprint, sha256 over
@@ -40,6 +41,7 @@ from pipeline.core.config import BuildConfig
 from pipeline.core.manifest import RunManifest
 from pipeline.core.workspace import Workspace
 from pipeline.transforms import attempts as attempts_mod
+from pipeline.transforms import baseline_intervals as intervals_mod
 from pipeline.transforms import baselines as baselines_mod
 from pipeline.transforms import durations as durations_mod
 from pipeline.transforms import low_effort as low_effort_mod
@@ -83,6 +85,8 @@ STEPS: tuple[Step, ...] = (
          config_keys=("attempts.soft_limit_s",), modules=("pipeline.transforms.durations",)),
     Step("reference_points", ("out_arc3__level_reference_points",), upstream=("baselines",),
          config_keys=("baselines.rule", "reference_points"), modules=("pipeline.transforms.reference_points",)),
+    Step("baseline_intervals", ("out_arc3__baseline_intervals",), upstream=("baselines",),
+         modules=("pipeline.transforms.baseline_intervals", "pipeline.scoring.baseline_intervals")),
     Step(FIGURES, (FIGURES,), upstream=("attempts", "solvability", "reference_points"),
          config_keys=("figures", "attempts.soft_limit_s", "attempts.duration_less_than_s"),
          modules=("pipeline.transforms.figures", "pipeline.core.figures")),
@@ -298,6 +302,9 @@ def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str
             f["core_arc3__environments"], config, f["raw_ingest__files"])
         f.put("out_arc3__baseline_costs", costs)
         f.put("out_arc3__level_baselines", levels)
+    elif name == "baseline_intervals":
+        f.put("out_arc3__baseline_intervals",
+              intervals_mod.baseline_intervals(f["out_arc3__baseline_costs"], f["out_arc3__level_baselines"]))
     elif name == "solvability":
         games = _games(f["out_arc3__plays"])
         completion = solvability_mod.level_completion(f["out_arc3__attempts"], games, config)
