@@ -28,8 +28,8 @@ from schemas.vocabulary import BaselineRule
 
 from .baselines import apply_rule
 
-__all__ = ["DEFAULT_CONFIDENCE", "BaselineInterval", "baseline_interval", "coverage", "rank_of_rule",
-           "target_quantile"]
+__all__ = ["DEFAULT_CONFIDENCE", "BaselineInterval", "baseline_interval", "completers_needed", "coverage",
+           "rank_of_rule", "score_range", "target_quantile"]
 
 DEFAULT_CONFIDENCE = 0.95
 
@@ -124,3 +124,33 @@ def baseline_interval(costs: Sequence[int | float], rule: BaselineRule,
         upper=float(ordered[hi - 1]), lower_rank=lo, upper_rank=hi, coverage=cov, confidence=confidence,
         with_one_more_fastest=float(apply_rule([*ordered, ordered[0]], rule)),
         with_one_more_slowest=float(apply_rule([*ordered, ordered[-1]], rule)))
+
+
+def completers_needed(rule: BaselineRule, confidence: float = DEFAULT_CONFIDENCE, limit: int = 200) -> int | None:
+    """The fewest completers with which some interval of order statistics reaches `confidence` for the rule's
+    quantile: for the medians the smallest m with 1 - 2 * 0.5^m >= confidence (6 at 95 %); for a rank rule
+    the quantile shrinks as m grows (r / (m + 1)), so the widest interval's coverage 1 - p^m - (1-p)^m is
+    searched. None when no m up to `limit` does (e.g. `best`: p = 1/(m+1), and (1-p)^m tends to 1/e)."""
+    for m in range(1, limit + 1):
+        try:
+            rank_of_rule(rule, m)
+        except ValueError:
+            continue
+        p = target_quantile(rule, m)
+        if m >= 2 and 1 - p ** m - (1 - p) ** m >= confidence - 1e-12:  # coverage(m, p, 1, m), closed form
+            return m
+    return None
+
+
+def score_range(level_actions: Sequence[int], levels_completed: int, baselines: Sequence[float],
+                lower: Sequence[float | None], upper: Sequence[float | None], policy: str | None = None
+                ) -> tuple[float, float]:
+    """A run's RHAE with every level baseline at its interval's lower end, and at its upper end (None: the
+    level has no interval, its baseline is kept), scored by the one scorer (`rhae.score_level_actions`).
+    RHAE never falls when a baseline rises, so the two bound what the intervals allow."""
+    from .rhae import score_level_actions
+
+    low = [b if lo is None else lo for b, lo in zip(baselines, lower, strict=True)]
+    high = [b if hi is None else hi for b, hi in zip(baselines, upper, strict=True)]
+    return (score_level_actions(level_actions, levels_completed, low, policy).score,
+            score_level_actions(level_actions, levels_completed, high, policy).score)

@@ -71,3 +71,12 @@ def test_the_build_table_has_one_row_per_level_and_rule_with_a_value():
     first = out.filter(pl.col("baseline_rule") == "upper-median", pl.col("level_index") == 1).row(0, named=True)
     assert (first["interval_lower"], first["interval_upper"], first["n_completers"]) == (8, 30, 9)
     assert first["confidence_level"] == 0.95 and first["is_default_rule"]
+
+
+def test_completers_needed_for_a_95_percent_interval():
+    # medians: the widest interval [x_(1), x_(m)] covers with 1 - 2 * 0.5^m: m = 5 gives 0.9375, m = 6 0.96875
+    from pipeline.scoring.baseline_intervals import completers_needed
+
+    assert completers_needed("upper-median") == 6 and completers_needed("median", 0.9) == 5
+    # second-best estimates the 2/(m+1) quantile: the widest coverage tends to 1 - e^-2 = 0.865, never 95 %
+    assert completers_needed("second-best") is None and completers_needed("second-best", 0.8) is not None
