@@ -43,9 +43,12 @@ class ShardWriter:
         name = f"train-{len(self.shards):05d}.parquet"
         self._final = self.dir / name
         self._tmp = self.dir / f".{name}.tmp"
+        # statistics and dictionaries only where they help (the frames and hashes are unique values)
         self._writer = pq.ParquetWriter(self._tmp, ARROW_SCHEMA, compression="zstd", compression_level=3,
                                         write_statistics=["game_id", "play_id", "source", "step", "action",
-                                                          "levels_completed", "state", "verified"])
+                                                          "levels_completed", "state", "verified"],
+                                        use_dictionary=["game_id", "play_id", "source", "action", "state",
+                                                        "file_id"])
 
     def write(self, batch: pa.RecordBatch) -> None:
         if self._writer is None:

@@ -85,6 +85,13 @@ def _game(game_id: str, dirs: tuple[str, ...]) -> tuple[Any, str]:
     return info, info.source_sha256()
 
 
+@functools.lru_cache(maxsize=256)
+def _script_game(named: str, dirs: tuple[str, ...], version: str | None) -> tuple[Any, str]:
+    """`resolve_script_game` and the game's source sha256, once per process (PlaybackError is not cached)."""
+    info = resolve_script_game(named, [Path(d) for d in dirs], version)
+    return info, info.source_sha256()
+
+
 def source_of(variant: str) -> str:
     """The `source` column of a recording variant: the official human dataset is human play, action scripts
     are playback, every other recorder is an agent's."""
@@ -103,7 +110,7 @@ class ExportJob:
     recovered: tuple[tuple[str, tuple[Any, ...]], ...] = ()  # --recovered-actions: (key, actions) pairs
     game_version: str | None = None  # playback scripts: the version to replay on
     batch_rows: int = BATCH_ROWS
-    compress: bool = True  # zstd the batches (they travel from a worker); False when run in the writer's process
+    compress: bool = True  # zstd IPC streams (they travel from a worker); False: the batches as they are (serial)
 
     @property
     def label(self) -> str:
@@ -132,7 +139,7 @@ class FileExport:
     game_id: str | None = None
     source: str | None = None
     game_source_sha256: str | None = None
-    batches: list[bytes] = field(default_factory=list)
+    batches: list[bytes | pa.RecordBatch] = field(default_factory=list)  # IPC streams, or batches in-process
     plays: list[PlayExport] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # lines left out, or why the whole file was refused
     rejected: bool = False  # the file gave no row because it is bad input (exit 3)
@@ -140,8 +147,10 @@ class FileExport:
     n_engine_steps: int = 0  # responses the engine produced for it
 
 
-def batches_from_bytes(data: bytes) -> list[pa.RecordBatch]:
-    """The record batches of one IPC stream `FileExport.batches` holds."""
+def batches_from_bytes(data: bytes | pa.RecordBatch) -> list[pa.RecordBatch]:
+    """The record batches of one item of `FileExport.batches` (an IPC stream, or a batch already)."""
+    if isinstance(data, pa.RecordBatch):
+        return [data]
     with pa.ipc.open_stream(pa.BufferReader(data)) as reader:
         return list(reader)
 
@@ -233,8 +242,8 @@ class _Rows:
 
     def __init__(self, batch_rows: int, compress: bool = True):
         self.batch_rows = max(1, batch_rows)
-        self.options = _IPC_OPTIONS if compress else pa.ipc.IpcWriteOptions()
-        self.out: list[bytes] = []
+        self.compress = compress
+        self.out: list[bytes | pa.RecordBatch] = []
         self.n = 0
         self._reset()
 
@@ -270,10 +279,13 @@ class _Rows:
             else:
                 arrays.append(_scalar_array(self.cols[f.name], f.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, ARROW_SCHEMA, options=self.options) as writer:
-            writer.write_batch(batch)
-        self.out.append(sink.getvalue().to_pybytes())
+        if not self.compress:  # the writer is in this process: the batch itself
+            self.out.append(batch)
+        else:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, ARROW_SCHEMA, options=_IPC_OPTIONS) as writer:
+                writer.write_batch(batch)
+            self.out.append(sink.getvalue().to_pybytes())
         self._reset()
 
 
@@ -329,10 +341,10 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
     """Replay like the playback agent (make(), then every action), keeping every response's frames; the
     responses are counted by the toolkit rules the reader applies to the recording such a replay writes
     (`counting.classify_steps` with the playback variant's options)."""
-    info = resolve_script_game(named_game, [Path(d) for d in job.game_dirs], job.game_version)
+    info, sha = _script_game(named_game, tuple(job.game_dirs), job.game_version)
     guid = script_guid(file_id)
     result.file_id, result.game_id, result.source = file_id, info.game_id, "playback"
-    result.game_source_sha256 = info.source_sha256()
+    result.game_source_sha256 = sha
     env = GameEnv(info, guid=guid)
     responses = [env.reset(frames=FRAMES_ALL)]
     stopped = None
