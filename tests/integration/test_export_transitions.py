@@ -265,3 +265,22 @@ def test_two_workers_write_the_same_rows_as_one(tmp_path):
     two = pl.read_parquet(tmp_path / "two" / "data" / "*.parquet")
     assert one.height == len(file_lines(AN53)) + 20 + len([x for x in file_lines(HUMAN) if "frame" in x])
     assert two.equals(one)  # same rows, same order
+
+
+def test_lost_actions_left_out_unless_recovered(tmp_path):
+    """The agents-harness sample lost its action ids (every line says RESET); the actions were ACTION1 x3
+    (its expected.json). Without them the play is left out (exit 3); with --recovered-actions its rows carry
+    them, `recovered` true. Its game (ls20) is not among the games here, so the frames are the file's."""
+    sample = next((SAMPLES / "benchmarking").glob("*.recording.jsonl"))
+    code, output = export(str(sample), "--out", str(tmp_path / "lost"))
+    assert code == 3 and "action ids lost" in output
+    assert not list((tmp_path / "lost" / "data").glob("*.parquet"))
+    recovered = tmp_path / "recovered.json"
+    recovered.write_text(json.dumps({sample.name: ["ACTION1"] * 3}))
+    code, output = export(str(sample), "--out", str(tmp_path / "found"), "--recovered-actions", str(recovered))
+    assert code == 0, output
+    df = rows_of(tmp_path / "found").sort("line_number")
+    assert df["action"].to_list() == ["ACTION1"] * 3 and df["recovered"].all() and not df["verified"].any()
+    assert df["is_counted"].all() and df["step"].to_list() == [1, 2, 3]  # make()'s RESET is not in the file
+    lines = [x for x in file_lines(sample) if "frame" in x]
+    assert [frames_of(f).tolist() for f in df["frames"].to_list()] == [x["frame"] for x in lines]
