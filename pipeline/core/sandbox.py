@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.sandbox_child import HEADER, TAG_CALL, TAG_ERROR, TAG_READY, TAG_RESULT
+from pipeline.core.sandbox_child import HEADER, TAG_CALL, TAG_ERROR, TAG_PROGRESS, TAG_READY, TAG_RESULT
 
 __all__ = ["KINDS", "Limits", "Sandbox", "SandboxFailure", "confined", "describe_layers", "limits_from_env"]
 
@@ -63,6 +63,8 @@ class Limits:
     open_files: int = 64            # RLIMIT_NOFILE
     file_bytes: int = 64 << 20      # largest file the child may write (in its scratch folder; RLIMIT_FSIZE)
     confine: bool = True            # False: limits only (namespaces, Landlock, seccomp, audit hook off): tests
+    idle_s: float | None = None     # if set, a call is also killed when the code reports no progress
+    #                                 (sandbox_child.heartbeat) for this long, even within wall_s
 
 
 def limits_from_env(**overrides: Any) -> Limits:
@@ -205,6 +207,7 @@ class Sandbox:
         self._scratch: Path | None = None
         self._lock = threading.Lock()
         self._hard_cpu = _may_raise_limits()
+        self._started = self._progress = 0.0
 
     # context manager
     def __enter__(self) -> Sandbox:
@@ -250,7 +253,11 @@ class Sandbox:
         config = {"memory_bytes": self.limits.memory_bytes, "open_files": self.limits.open_files,
                   "file_bytes": self.limits.file_bytes, "cpu_s": max(self.limits.cpu_s, _START_WALL_S),
                   "confine": self.limits.confine, "preload": self.preload}
-        deadline = time.monotonic() + max(self.limits.wall_s, _START_WALL_S)
+        end = time.monotonic() + max(self.limits.wall_s, _START_WALL_S)
+
+        def deadline() -> tuple[float, str]:
+            return end, "wall"
+
         try:
             self._send(b"S", json.dumps(config).encode(), deadline)
             tag, payload = self._receive(deadline, what="start")
@@ -276,10 +283,10 @@ class Sandbox:
             if self._proc is None:
                 self._start()
             self._arm_cpu()
-            deadline = time.monotonic() + self.limits.wall_s
+            self._started = self._progress = time.monotonic()
             try:
-                self._send(TAG_CALL, request, deadline)
-                tag, payload = self._receive(deadline, what="call")
+                self._send(TAG_CALL, request, self._call_deadline)
+                tag, payload = self._receive(self._call_deadline, what="call")
             except SandboxFailure:
                 self._close_child()
                 raise
@@ -304,6 +311,13 @@ class Sandbox:
 
     # --- internals -------------------------------------------------------------------------------------------
 
+    def _call_deadline(self) -> tuple[float, str]:
+        """When the running call is killed, and why ("wall" or "idle")."""
+        wall = self._started + self.limits.wall_s
+        if self.limits.idle_s is not None and self._progress + self.limits.idle_s < wall:
+            return self._progress + self.limits.idle_s, "idle"
+        return wall, "wall"
+
     def _arm_cpu(self) -> None:
         proc = self._proc
         assert proc is not None
@@ -318,16 +332,17 @@ class Sandbox:
         except (OSError, ValueError, AttributeError):
             pass  # the wall clock still holds
 
-    def _send(self, tag: bytes, payload: bytes, deadline: float) -> None:
+    def _send(self, tag: bytes, payload: bytes, deadline: Callable[[], tuple[float, str]]) -> None:
         proc = self._proc
         assert proc is not None and proc.stdin is not None
         fd = proc.stdin.fileno()
         view = memoryview(HEADER.pack(tag, len(payload)) + payload)
         os.set_blocking(fd, False)
         while view:
-            remaining = deadline - time.monotonic()
+            end, why = deadline()
+            remaining = end - time.monotonic()
             if remaining <= 0:
-                raise self._timeout()
+                raise self._timeout(why)
             _r, writable, _x = select.select([], [fd], [], remaining)
             if not writable:
                 continue
@@ -338,12 +353,13 @@ class Sandbox:
             except (BrokenPipeError, OSError):
                 raise self._death() from None
 
-    def _read(self, fd: int, n: int, deadline: float) -> bytes:
+    def _read(self, fd: int, n: int, deadline: Callable[[], tuple[float, str]]) -> bytes:
         chunks: list[bytes] = []
         while n:
-            remaining = deadline - time.monotonic()
+            end, why = deadline()
+            remaining = end - time.monotonic()
             if remaining <= 0:
-                raise self._timeout()
+                raise self._timeout(why)
             readable, _w, _x = select.select([fd], [], [], remaining)
             if not readable:
                 continue
@@ -354,11 +370,14 @@ class Sandbox:
             n -= len(chunk)
         return b"".join(chunks)
 
-    def _receive(self, deadline: float, *, what: str) -> tuple[bytes, bytes]:
+    def _receive(self, deadline: Callable[[], tuple[float, str]], *, what: str) -> tuple[bytes, bytes]:
         proc = self._proc
         assert proc is not None and proc.stdout is not None
         fd = proc.stdout.fileno()
         tag, size = HEADER.unpack(self._read(fd, HEADER.size, deadline))
+        while tag == TAG_PROGRESS and what == "call" and size == 0:
+            self._progress = time.monotonic()
+            tag, size = HEADER.unpack(self._read(fd, HEADER.size, deadline))
         expected = (TAG_READY, TAG_ERROR) if what == "start" else (TAG_RESULT, TAG_ERROR)
         if tag not in expected:
             raise SandboxFailure("refused", f"the sandbox sent an unexpected message ({tag!r})")
@@ -368,8 +387,11 @@ class Sandbox:
                                  f"{self.limits.output_bytes:,}")
         return tag, self._read(fd, size, deadline)
 
-    def _timeout(self) -> SandboxFailure:
+    def _timeout(self, why: str = "wall") -> SandboxFailure:
         self._kill()
+        if why == "idle":
+            return SandboxFailure("timeout", f"the code made no progress for {self.limits.idle_s:g} s (its process "
+                                             "group was killed)")
         return SandboxFailure("timeout", f"the code ran longer than the wall-clock limit of {self.limits.wall_s:g} s "
                                          "(its process group was killed)")
 

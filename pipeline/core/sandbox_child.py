@@ -37,6 +37,8 @@ TAG_READY = b"B"   # payload: JSON {"layers": [...], "problems": [...]}
 TAG_RESULT = b"R"  # payload: the pickled result
 TAG_ERROR = b"E"   # payload: JSON {"kind", "detail", "exc_type"}
 TAG_CALL = b"C"    # parent -> child: pickled (fn, arg, output_bytes)
+TAG_PROGRESS = b"P"  # empty: the code made progress (see `heartbeat`)
+HEARTBEAT_EVERY_S = 0.25
 
 # --- Linux constants -------------------------------------------------------------------------------------
 PR_SET_NO_NEW_PRIVS = 38
@@ -399,8 +401,9 @@ def _read_exact(fd: int, n: int) -> bytes:
 
 def _send(fd: int, tag: bytes, payload: bytes) -> None:
     view = memoryview(HEADER.pack(tag, len(payload)) + payload)
-    while view:
-        view = view[os.write(fd, view):]
+    with _reply_lock:
+        while view:
+            view = view[os.write(fd, view):]
 
 
 def _error(kind: str, detail: str, exc_type: str = "") -> bytes:
@@ -434,7 +437,29 @@ def _watch_parent(fd: int) -> None:
                 os._exit(70)
 
 
+_reply_fd: int | None = None
+_reply_lock = threading.Lock()
+_last_beat = 0.0
+
+
+def heartbeat() -> None:
+    """Tell the parent the code is making progress (a game step finished): with `Limits.idle_s` the parent
+    kills a call only when none came for that long. At most one message every HEARTBEAT_EVERY_S; nothing
+    outside a sandbox."""
+    global _last_beat
+    if _reply_fd is None:
+        return
+    import time
+
+    now = time.monotonic()
+    if now - _last_beat < HEARTBEAT_EVERY_S:
+        return
+    _last_beat = now
+    _send(_reply_fd, TAG_PROGRESS, b"")
+
+
 def main() -> None:
+    global _reply_fd
     # Run as __main__: the same module under its own name, so importing it (tests do) does not load it again.
     sys.modules.setdefault("pipeline.core.sandbox_child", sys.modules[__name__])
     # Protocol pipes away from fds 0/1, so that prints of outside code go to the log (fd 2), not the parent.
@@ -494,6 +519,7 @@ def main() -> None:
             _send(wfd, TAG_ERROR, _error(kind, f"preload {preload}: {detail}", name))
             os._exit(0)
     _send(wfd, TAG_READY, json.dumps({"layers": layers, "problems": problems}).encode())
+    _reply_fd = wfd
     while True:
         try:
             tag, size = HEADER.unpack(_read_exact(rfd, HEADER.size))

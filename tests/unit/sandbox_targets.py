@@ -128,3 +128,12 @@ def python_socket(_arg=None):
 def kill_parent(_arg=None):
     os.kill(os.getppid(), signal.SIGTERM)
     return "sent"
+
+
+def busy_with_heartbeats(seconds):
+    """Works for `seconds`, reporting progress as it goes."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.05)
+        sandbox_child.heartbeat()
+    return "done"

@@ -159,3 +159,10 @@ def test_confined_is_picklable_and_reuses_one_child_per_process():
 def test_the_layers_are_reported():
     layers, _problems = describe_layers()
     assert "resource limits" in layers and "audit hook" in layers
+
+
+def test_idle_limit_kills_only_code_that_stops_reporting_progress():
+    with Sandbox(Limits(wall_s=20, cpu_s=5, idle_s=0.6)) as sandbox:
+        assert sandbox.call(t.busy_with_heartbeats, 1.5) == "done"  # longer than idle_s, with progress
+        failure = _failure(sandbox, t.sleep, 10)
+    assert failure.kind == "timeout" and "no progress for 0.6 s" in failure.detail
