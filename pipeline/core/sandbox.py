@@ -40,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,11 +195,13 @@ class Sandbox:
     """One confined child process, reused for many calls (imports paid once); restarted after a failure."""
 
     def __init__(self, limits: Limits = Limits(), *, preload: str | None = None,  # noqa: B008
-                 restart_after_error: bool = False) -> None:
+                 restart_after_error: bool = False, env: Mapping[str, str] | None = None) -> None:
         """`preload`: "package.module:function" (or a module) run once in the child after confinement.
-        `restart_after_error`: start a fresh child after the code raised, too (no state carried over)."""
+        `restart_after_error`: start a fresh child after the code raised, too (no state carried over).
+        `env`: variables set in the child's environment (over this process's)."""
         self.limits = limits
         self.preload = preload
+        self.env = dict(env or {})
         self.restart_after_error = restart_after_error
         self.layers: tuple[str, ...] = ()
         self.problems: tuple[str, ...] = ()
@@ -235,8 +237,10 @@ class Sandbox:
         self._scratch = Path(tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-"))
         env = dict(os.environ)
         env.update(PYTHONDONTWRITEBYTECODE="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-                   MKL_NUM_THREADS="1", POLARS_MAX_THREADS="1", PYTHONFAULTHANDLER="1")
+                   MKL_NUM_THREADS="1", POLARS_MAX_THREADS="1", PYTHONFAULTHANDLER="1",
+                   POLARS_SKIP_CPU_CHECK="1")  # the check runs machine code through ctypes: refused here
         env.pop("PYTHONSTARTUP", None)
+        env.update(self.env)
         path = list(filter(None, env.get("PYTHONPATH", "").split(os.pathsep)))
         # the child imports this very package, wherever it was imported from
         root = str(Path(__file__).resolve().parents[2])
@@ -287,7 +291,7 @@ class Sandbox:
             try:
                 self._send(TAG_CALL, request, self._call_deadline)
                 tag, payload = self._receive(self._call_deadline, what="call")
-            except SandboxFailure:
+            except BaseException:  # a failure, or Ctrl-C here (the child, in its own session, never gets it)
                 self._close_child()
                 raise
             if tag == TAG_RESULT:
@@ -472,17 +476,24 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 # --- one cached sandbox per process, for the executor ----------------------------------------------------------
 
-_cache: dict[tuple, Sandbox] = {}
+_cache: dict[tuple, Sandbox] = {}  # in order of last use
 _cache_lock = threading.Lock()
+MAX_CACHED = 4  # children kept alive per process; the least recently used one is closed past it
 
 
-def _cached(limits: Limits, preload: str | None, key: str | None) -> Sandbox:
-    ident = (os.getpid(), limits, preload, key)
+def _cached(limits: Limits, preload: str | None, key: str | None, env: tuple = ()) -> Sandbox:
+    ident = (os.getpid(), limits, preload, key, env)
+    evicted: list[Sandbox] = []
     with _cache_lock:
-        box = _cache.get(ident)
+        box = _cache.pop(ident, None)
         if box is None:
-            box = _cache[ident] = Sandbox(limits, preload=preload)
-        return box
+            box = Sandbox(limits, preload=preload, env=dict(env))
+        _cache[ident] = box
+        while len(_cache) > MAX_CACHED:
+            evicted.append(_cache.pop(next(iter(_cache))))
+    for old in evicted:
+        old.close()
+    return box
 
 
 def close_all() -> None:
@@ -503,21 +514,23 @@ class _Confined:
     limits: Limits
     preload: str | None = None
     key: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
 
     @property
     def __name__(self) -> str:  # the executor names its pieces after the function
         return getattr(self.fn, "__name__", "confined")
 
     def __call__(self, arg: Any) -> Any:
-        return _cached(self.limits, self.preload, self.key).call(self.fn, arg)
+        return _cached(self.limits, self.preload, self.key, self.env).call(self.fn, arg)
 
 
 def confined(fn: Callable[[Any], Any], limits: Limits, *, preload: str | None = None,
-             key: str | None = None) -> Callable[[Any], Any]:
+             key: str | None = None, env: Mapping[str, str] | None = None) -> Callable[[Any], Any]:
     """A picklable callable: confined(fn, limits)(arg) == fn(arg) run in a per-process cached Sandbox.
     Give it to the one executor (pipeline/core/executor.py) so serial runs and Dask workers both confine
-    outside code the same way. `key`: a separate cached sandbox per key (e.g. one per games folder)."""
-    return _Confined(fn, limits, preload, key)
+    outside code the same way. `key`: a separate cached sandbox per key (e.g. one per game); `env`: variables
+    set in the child's environment."""
+    return _Confined(fn, limits, preload, key, tuple(sorted((env or {}).items())))
 
 
 # --- what is active, said once ---------------------------------------------------------------------------------
