@@ -73,7 +73,7 @@ def game_limits() -> Limits:
     return limits_from_env(**overrides)
 
 
-def _child_env() -> dict[str, str]:
+def game_child_env() -> dict[str, str]:
     """The engine's step time limit of this process (set_step_time_limit included), for the child's watchdog."""
     step = _step_limit()
     return {"ARCSTUDY_STEP_TIMEOUT_S": repr(step) if step is not None else "0"}
@@ -116,7 +116,7 @@ def run_game_code(fn: Callable[[Any], Any], arg: Any, *, key: str | None = None,
                   ) -> Any:
     """`fn(arg)` in the confined child kept for `key` (a game id). Raises GameCodeError when fn raised
     (`source`: the game file, whose line is then named), SandboxFailure when the child ended abnormally."""
-    call = confined(_call_game, game_limits(), preload=PRELOAD, key=key, env=_child_env())
+    call = confined(_call_game, game_limits(), preload=PRELOAD, key=key, env=game_child_env())
     status, value = call((fn, arg, None if source is None else str(Path(source).absolute())))
     if status == "raised":
         raise _game_error(*value)
