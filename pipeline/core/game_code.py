@@ -112,11 +112,14 @@ def _call_game(arg: tuple) -> tuple[str, Any]:
         return "raised", (type(err).__name__, text[len(prefix):] if text.startswith(prefix) else text)
 
 
-def run_game_code(fn: Callable[[Any], Any], arg: Any, *, key: str | None = None, source: Path | str | None = None
-                  ) -> Any:
+def run_game_code(fn: Callable[[Any], Any], arg: Any, *, key: str | None = None, source: Path | str | None = None,
+                  writable: Iterable[Path | str] = (), limits: Limits | None = None) -> Any:
     """`fn(arg)` in the confined child kept for `key` (a game id). Raises GameCodeError when fn raised
-    (`source`: the game file, whose line is then named), SandboxFailure when the child ended abnormally."""
-    call = confined(_call_game, game_limits(), preload=PRELOAD, key=key, env=game_child_env())
+    (`source`: the game file, whose line is then named), SandboxFailure when the child ended abnormally.
+    `writable`: folders the code may write in (an output folder), besides the sandbox's scratch folder;
+    `limits`: other limits than `game_limits()`."""
+    call = confined(_call_game, limits or game_limits(), preload=PRELOAD, key=key, env=game_child_env(),
+                    writable=writable)
     status, value = call((fn, arg, None if source is None else str(Path(source).absolute())))
     if status == "raised":
         raise _game_error(*value)

@@ -40,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,13 +195,16 @@ class Sandbox:
     """One confined child process, reused for many calls (imports paid once); restarted after a failure."""
 
     def __init__(self, limits: Limits = Limits(), *, preload: str | None = None,  # noqa: B008
-                 restart_after_error: bool = False, env: Mapping[str, str] | None = None) -> None:
+                 restart_after_error: bool = False, env: Mapping[str, str] | None = None,
+                 writable: Iterable[str | os.PathLike] = ()) -> None:
         """`preload`: "package.module:function" (or a module) run once in the child after confinement.
         `restart_after_error`: start a fresh child after the code raised, too (no state carried over).
-        `env`: variables set in the child's environment (over this process's)."""
+        `env`: variables set in the child's environment (over this process's).
+        `writable`: folders (existing) the child may write beneath, besides its scratch folder."""
         self.limits = limits
         self.preload = preload
         self.env = dict(env or {})
+        self.writable = tuple(str(Path(p).absolute()) for p in writable)
         self.restart_after_error = restart_after_error
         self.layers: tuple[str, ...] = ()
         self.problems: tuple[str, ...] = ()
@@ -240,6 +243,7 @@ class Sandbox:
                    MKL_NUM_THREADS="1", POLARS_MAX_THREADS="1", PYTHONFAULTHANDLER="1",
                    POLARS_SKIP_CPU_CHECK="1")  # the check runs machine code through ctypes: refused here
         env.pop("PYTHONSTARTUP", None)
+        env.update(TMPDIR=str(self._scratch), MPLCONFIGDIR=str(self._scratch / ".matplotlib"))  # writable there
         env.update(self.env)
         path = list(filter(None, env.get("PYTHONPATH", "").split(os.pathsep)))
         # the child imports this very package, wherever it was imported from
@@ -256,7 +260,7 @@ class Sandbox:
             log.close()
         config = {"memory_bytes": self.limits.memory_bytes, "open_files": self.limits.open_files,
                   "file_bytes": self.limits.file_bytes, "cpu_s": max(self.limits.cpu_s, _START_WALL_S),
-                  "confine": self.limits.confine, "preload": self.preload}
+                  "confine": self.limits.confine, "preload": self.preload, "writable": list(self.writable)}
         end = time.monotonic() + max(self.limits.wall_s, _START_WALL_S)
 
         def deadline() -> tuple[float, str]:
@@ -481,13 +485,14 @@ _cache_lock = threading.Lock()
 MAX_CACHED = 4  # children kept alive per process; the least recently used one is closed past it
 
 
-def _cached(limits: Limits, preload: str | None, key: str | None, env: tuple = ()) -> Sandbox:
-    ident = (os.getpid(), limits, preload, key, env)
+def _cached(limits: Limits, preload: str | None, key: str | None, env: tuple = (), writable: tuple = ()
+            ) -> Sandbox:
+    ident = (os.getpid(), limits, preload, key, env, writable)
     evicted: list[Sandbox] = []
     with _cache_lock:
         box = _cache.pop(ident, None)
         if box is None:
-            box = Sandbox(limits, preload=preload, env=dict(env))
+            box = Sandbox(limits, preload=preload, env=dict(env), writable=writable)
         _cache[ident] = box
         while len(_cache) > MAX_CACHED:
             evicted.append(_cache.pop(next(iter(_cache))))
@@ -515,22 +520,25 @@ class _Confined:
     preload: str | None = None
     key: str | None = None
     env: tuple[tuple[str, str], ...] = ()
+    writable: tuple[str, ...] = ()
 
     @property
     def __name__(self) -> str:  # the executor names its pieces after the function
         return getattr(self.fn, "__name__", "confined")
 
     def __call__(self, arg: Any) -> Any:
-        return _cached(self.limits, self.preload, self.key, self.env).call(self.fn, arg)
+        return _cached(self.limits, self.preload, self.key, self.env, self.writable).call(self.fn, arg)
 
 
 def confined(fn: Callable[[Any], Any], limits: Limits, *, preload: str | None = None,
-             key: str | None = None, env: Mapping[str, str] | None = None) -> Callable[[Any], Any]:
+             key: str | None = None, env: Mapping[str, str] | None = None,
+             writable: Iterable[str | os.PathLike] = ()) -> Callable[[Any], Any]:
     """A picklable callable: confined(fn, limits)(arg) == fn(arg) run in a per-process cached Sandbox.
     Give it to the one executor (pipeline/core/executor.py) so serial runs and Dask workers both confine
     outside code the same way. `key`: a separate cached sandbox per key (e.g. one per game); `env`: variables
-    set in the child's environment."""
-    return _Confined(fn, limits, preload, key, tuple(sorted((env or {}).items())))
+    set in the child's environment; `writable`: folders it may write beneath besides its scratch folder."""
+    return _Confined(fn, limits, preload, key, tuple(sorted((env or {}).items())),
+                     tuple(str(Path(p).absolute()) for p in writable))
 
 
 # --- what is active, said once ---------------------------------------------------------------------------------

@@ -224,7 +224,7 @@ def landlock_abi() -> int:
         return 0
 
 
-def apply_landlock(scratch: str) -> str | None:
+def apply_landlock(scratch: str, writable: tuple[str, ...] = ()) -> str | None:
     abi = landlock_abi()
     if abi < 1:
         return None
@@ -246,20 +246,22 @@ def apply_landlock(scratch: str) -> str | None:
     attr = (ctypes.c_uint64 * len(fields))(*fields)
     ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, attr, ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
     try:
-        fd = os.open(scratch, os.O_PATH | os.O_DIRECTORY)
-        try:
-            rule = struct.pack("=Qi", write_rights, fd)  # struct landlock_path_beneath_attr (packed)
-            buf = ctypes.create_string_buffer(rule, len(rule))
-            _syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH), buf,
-                     ctypes.c_uint32(0))
-        finally:
-            os.close(fd)
+        for folder in (scratch, *writable):
+            fd = os.open(folder, os.O_PATH | os.O_DIRECTORY)
+            try:
+                rule = struct.pack("=Qi", write_rights, fd)  # struct landlock_path_beneath_attr (packed)
+                buf = ctypes.create_string_buffer(rule, len(rule))
+                _syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH),
+                         buf, ctypes.c_uint32(0))
+            finally:
+                os.close(fd)
         _syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
     finally:
         os.close(ruleset)
     extra = ", TCP denied" if abi >= 4 else ""
     extra += ", signals scoped" if abi >= 6 else ""
-    return f"Landlock ABI {abi} (writes only in the scratch folder{extra})"
+    where = "the scratch folder" + (f" and {', '.join(writable)}" if writable else "")
+    return f"Landlock ABI {abi} (writes only in {where}{extra})"
 
 
 class _SockFilter(ctypes.Structure):
@@ -342,9 +344,9 @@ def apply_seccomp(pid: int) -> str | None:
     return "seccomp (no fork, exec, sockets, ptrace, mounts or signals to other processes)"
 
 
-def install_audit_hook(scratch: str) -> None:
+def install_audit_hook(scratch: str, writable: tuple[str, ...] = ()) -> None:
     """Refuse, at the Python level, what the kernel layers refuse too (a second layer only)."""
-    scratch_real = os.path.realpath(scratch)
+    allowed = [os.path.realpath(p) for p in (scratch, *writable)]
     pid = os.getpid()
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
     refused = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
@@ -362,7 +364,7 @@ def install_audit_hook(scratch: str) -> None:
             real = os.path.realpath(os.fsdecode(path))
         except (TypeError, ValueError):
             return True
-        return not (real == scratch_real or real.startswith(scratch_real + os.sep))
+        return not any(real == root or real.startswith(root + os.sep) for root in allowed)
 
     def hook(event: str, args: tuple) -> None:
         if event == "open":
@@ -489,7 +491,7 @@ def main() -> None:
         except OSError as err:
             problems.append(f"no_new_privs: {err}")
         try:
-            ll = apply_landlock(scratch)
+            ll = apply_landlock(scratch, tuple(config.get("writable") or ()))
         except OSError as err:
             ll = None
             problems.append(f"Landlock: {err}")
@@ -501,7 +503,7 @@ def main() -> None:
             ctypes.pythonapi.PyThreadState_SetAsyncExc  # noqa: B018
         except AttributeError:
             pass
-        install_audit_hook(scratch)
+        install_audit_hook(scratch, tuple(config.get("writable") or ()))
         layers.append("audit hook")
     sys.dont_write_bytecode = True
     threading.Thread(target=_watch_parent, args=(rfd,), daemon=True, name="sandbox-parent-watch").start()

@@ -59,15 +59,16 @@ def _level_in_sandbox(arg: tuple) -> tuple[Any, Any]:
     from .graph import explore_level
 
     info, level, identity, options, budget, want_graph = arg
-    session = Session(info, identity=identity)
+    session = Session(info) if identity is None else Session(info, identity=identity)
     session.start(0)
     graph = explore_level(session, level - 1, **options)
     return (graph if want_graph else None), analyse(graph, budget=budget)
 
 
-def _explore_in_sandbox(info: Any, level: int, *, identity: str, options: dict[str, Any], budget: int | None,
-                        want_graph: bool) -> tuple[Any, Any]:
-    """`_level_in_sandbox` in the game's sandbox (pipeline.core.game_code): the game's code runs there only.
+def explore_level_in_sandbox(info: Any, level: int, *, identity: str | None, options: dict[str, Any],
+                             budget: int | None, want_graph: bool) -> tuple[Any, Any]:
+    """Level `level` (1-based) explored on a fresh session in the game's sandbox (pipeline.core.game_code): the
+    game's code runs there only. (graph if `want_graph` else None, metrics); `options`: `explore_level`'s.
     GameCodeError when the game raised, SandboxFailure when its code ended abnormally."""
     from pipeline.core.game_code import portable_info, run_game_code
 
@@ -99,7 +100,7 @@ def explore_one_level(level: int, *, game_id: str, env_dir: Path, identity: str,
     from pipeline.core.game_code import GameCodeError, SandboxFailure
 
     try:
-        graph, metrics = _explore_in_sandbox(info, level, identity=identity, options=options, budget=budget,
+        graph, metrics = explore_level_in_sandbox(info, level, identity=identity, options=options, budget=budget,
                                              want_graph=out_dir is not None)
     except (SandboxFailure, GameCodeError) as err:
         raise GameStoppedError(_stopped(info, level, err)) from err
@@ -181,7 +182,7 @@ def run_explore(
         if progress:
             out.info(f"{info.game_id} level {level}: exploring (in the sandbox)")
         try:
-            graph, metrics = _explore_in_sandbox(info, level, identity=identity, options=options, budget=budget,
+            graph, metrics = explore_level_in_sandbox(info, level, identity=identity, options=options, budget=budget,
                                                  want_graph=out_dir is not None)
         except (SandboxFailure, GameCodeError) as err:
             raise GameStoppedError(_stopped(info, level, err)) from err
