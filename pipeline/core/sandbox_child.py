@@ -344,6 +344,14 @@ def apply_seccomp(pid: int) -> str | None:
     return "seccomp (no fork, exec, sockets, ptrace, mounts or signals to other processes)"
 
 
+_refusals: list[str] = []  # what the audit hook refused during the current call
+
+
+def _short(path) -> str:
+    text = repr(os.fsdecode(path)) if isinstance(path, (str, bytes, os.PathLike)) else repr(path)
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
 def install_audit_hook(scratch: str, writable: tuple[str, ...] = ()) -> None:
     """Refuse, at the Python level, what the kernel layers refuse too (a second layer only)."""
     allowed = [os.path.realpath(p) for p in (scratch, *writable)]
@@ -366,24 +374,29 @@ def install_audit_hook(scratch: str, writable: tuple[str, ...] = ()) -> None:
             return True
         return not any(real == root or real.startswith(root + os.sep) for root in allowed)
 
+    def refuse(what: str) -> None:
+        if len(_refusals) < 20:
+            _refusals.append(what)
+        raise PermissionError(f"sandbox: {what} is refused")
+
     def hook(event: str, args: tuple) -> None:
         if event == "open":
             path, mode, flags = (list(args) + [None, None, 0])[:3]
             writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
                 isinstance(flags, int) and flags & write_flags)
             if writing and path is not None and outside(path):
-                raise PermissionError(f"sandbox: writing outside the scratch folder is refused ({path!r})")
+                refuse(f"writing outside the scratch folder ({_short(path)})")
         elif event in refused:
-            raise PermissionError(f"sandbox: {event} is refused")
+            refuse(event)
         elif event in path_events:
             for path in args[:2]:
                 if isinstance(path, (str, bytes, os.PathLike)) and outside(path):
-                    raise PermissionError(f"sandbox: {event} outside the scratch folder is refused")
+                    refuse(f"{event} outside the scratch folder ({_short(path)})")
         elif event in ("os.kill", "os.killpg", "signal.pthread_kill"):
             target = args[0] if args else None
             if event == "os.killpg" or (isinstance(target, int) and target not in (0, pid)):
                 if event != "signal.pthread_kill":
-                    raise PermissionError(f"sandbox: {event} of another process is refused")
+                    refuse(f"{event} of another process")
 
     sys.addaudithook(hook)
 
@@ -425,6 +438,19 @@ def _describe(err: BaseException) -> tuple[str, str, str]:
     if isinstance(err, SystemExit):
         return "exited", _one_line(f"the code called sys.exit({err.code!r})"), name
     return "error", _one_line(f"{cls.__qualname__}: {err}"), name
+
+
+def _refused() -> bytes | None:
+    """The refusal report of the call that just ended, if the code tried something refused or left threads."""
+    if _refusals:
+        more = f" (and {len(_refusals) - 1} more refused attempt(s))" if len(_refusals) > 1 else ""
+        return _error("refused", _one_line(f"the code tried {_refusals[0]}, which the sandbox refuses{more}"))
+    left = [t for t in threading.enumerate() if t.is_alive() and not t.daemon and t is not threading.main_thread()]
+    if left:
+        names = ", ".join(t.name for t in left[:3])
+        return _error("refused", _one_line(f"the code left {len(left)} thread(s) running after it returned "
+                                           f"({names}): code run by arcstudy must not outlive its call"))
+    return None
 
 
 def _watch_parent(fd: int) -> None:
@@ -520,6 +546,7 @@ def main() -> None:
             kind, detail, name = _describe(err)
             _send(wfd, TAG_ERROR, _error(kind, f"preload {preload}: {detail}", name))
             os._exit(0)
+    _refusals.clear()  # the preload is arcstudy's own code
     _send(wfd, TAG_READY, json.dumps({"layers": layers, "problems": problems}).encode())
     _reply_fd = wfd
     while True:
@@ -528,6 +555,7 @@ def main() -> None:
             request = _read_exact(rfd, size)
         except EOFError:
             os._exit(0)
+        _refusals.clear()
         try:
             fn, arg, output_bytes = pickle.loads(request)
             result = fn(arg)
@@ -535,7 +563,11 @@ def main() -> None:
             kind, detail, name = _describe(err)
             if os.environ.get("ARCSTUDY_SANDBOX_DEBUG"):
                 traceback.print_exc()
-            _send(wfd, TAG_ERROR, _error(kind, detail, name))
+            _send(wfd, TAG_ERROR, _refused() or _error(kind, detail, name))
+            continue
+        refused = _refused()
+        if refused:  # the code tried what the sandbox refuses, even if it went on: that is its failure
+            _send(wfd, TAG_ERROR, refused)
             continue
         try:
             payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)

@@ -137,3 +137,17 @@ def busy_with_heartbeats(seconds):
         time.sleep(0.05)
         sandbox_child.heartbeat()
     return "done"
+
+
+def swallowed_write(path):
+    try:
+        with open(path, "w") as fh:
+            fh.write("escaped")
+    except Exception:  # noqa: BLE001 - hostile code that goes on as if nothing happened
+        pass
+    return "carried on"
+
+
+def leave_thread(seconds):
+    threading.Thread(target=time.sleep, args=(seconds,), name="lingering").start()
+    return "returned"

@@ -104,11 +104,29 @@ def test_a_result_holding_a_foreign_function_is_refused_not_built(box):
 
 def test_python_level_escapes_are_refused(box, tmp_path):
     sentinel = tmp_path / "sentinel.txt"
-    for fn, arg in ((t.python_fork, None), (t.python_system, f"touch {sentinel}"), (t.python_socket, None),
-                    (t.write_file_python, str(sentinel)), (t.kill_parent, None)):
+    for fn, arg, what in ((t.python_fork, None, "os.fork"), (t.python_system, f"touch {sentinel}", "os.system"),
+                          (t.python_socket, None, "socket"), (t.write_file_python, str(sentinel), "writing outside"),
+                          (t.kill_parent, None, "os.kill of another process")):
         failure = _failure(box, fn, arg)
-        assert failure.kind == "error" and "PermissionError" in failure.detail, (fn, failure)
+        assert failure.kind == "refused" and what in failure.detail, (fn, failure)
     assert not sentinel.exists()
+
+
+def test_a_refusal_the_code_swallows_is_still_its_failure(box, tmp_path):
+    sentinel = tmp_path / "sentinel.txt"
+    failure = _failure(box, t.swallowed_write, str(sentinel))
+    assert failure.kind == "refused" and "writing outside the scratch folder" in failure.detail
+    assert not sentinel.exists()
+    assert box.call(t.echo, 2) == 2
+
+
+def test_a_thread_left_running_after_the_call_is_refused_and_ends_with_the_child():
+    with Sandbox(SMALL) as sandbox:
+        pid = sandbox.call(t.pid, None)
+        failure = _failure(sandbox, t.leave_thread, 60)
+        assert failure.kind == "refused" and "thread" in failure.detail
+        assert _gone(pid)
+        assert sandbox.call(t.threads, 2) == [0, 1]  # threads that end with the call are fine
 
 
 def test_the_kernel_refuses_escapes_past_the_audit_hook(box, tmp_path):
