@@ -102,6 +102,8 @@ def _call_game(arg: tuple) -> tuple[str, Any]:
     fn, inner, source = arg
     try:
         return "ok", fn(inner)
+    except MemoryError:  # the sandbox's memory limit: reported as such, and the child is replaced
+        raise
     except BaseException as err:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from game code too
         from types import SimpleNamespace
 
