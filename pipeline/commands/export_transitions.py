@@ -56,7 +56,8 @@ def export_transitions_command(
                                           "--overwrite).", file_okay=False, show_default=False)] = ...,
     games: Annotated[list[Path] | None, typer.Option("--games", help="Folder of game files laid out like the "
                                                      "official environment_files (repeatable); the shipped games "
-                                                     "are searched after them.", exists=True, file_okay=False,
+                                                     "are searched after them. Their Python code is run (in the "
+                                                     "sandbox, docs/security.md).", exists=True, file_okay=False,
                                                      show_default=False)] = None,
     db: DbOption = None,
     game: Annotated[list[str] | None, typer.Option("--game", help="Database plays: only this game id "
@@ -115,6 +116,10 @@ def export_transitions_command(
     if not from_files and not db_path.exists():
         raise fail(f"database {db_path} does not exist: give recordings to export, or pass --db")
     game_dirs = tuple(str(d) for d in [*(games or []), default_environments_dir()])
+    if games:
+        from pipeline.core.game_code import announce
+
+        announce(games)  # their Python code runs, in the sandbox (docs/security.md)
     problems: list[tuple[str, str]] = []
     common = dict(game_dirs=game_dirs, recovered=recovered_pairs(recovered), game_version=game_version)
     if from_files:

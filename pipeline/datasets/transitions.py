@@ -41,6 +41,7 @@ from engine.base_game import FRAMES_ALL
 from engine.enums import ActionInput, GameAction
 from engine.env import GameEnv
 from engine.loader import GameNotFoundError, resolve_game
+from pipeline.core.game_code import GameCodeError, SandboxFailure, portable_info, run_game_code
 from pipeline.recordings.counting import (
     ACTION_NAMES,
     StepEffect,
@@ -325,6 +326,9 @@ def export_transitions(job: ExportJob) -> FileExport:
     except PlaybackError as err:
         result.rejected = True
         result.problems.append(f"cannot replay the playback script: {err.reason}")
+    except GameStopped as err:  # nothing of the file is exported: its rows would depend on the stopped run
+        result.rejected, result.batches, result.n_rows = True, [], 0
+        result.problems.append(f"not exported: {err}")
     except (OSError, UnicodeDecodeError) as err:
         result.rejected = True
         result.problems.append(f"unreadable: {err}")
@@ -333,6 +337,72 @@ def export_transitions(job: ExportJob) -> FileExport:
 
 def _recovered(job: ExportJob) -> dict[str, list]:
     return {key: list(actions) for key, actions in job.recovered}
+
+
+# ---- the game's code: always in the sandbox (pipeline.core.game_code) -------------------------------
+class GameStopped(Exception):
+    """The game's code ended abnormally in the sandbox (time, memory, exit, crash): the file's failure."""
+
+
+def _in_sandbox(info: Any, fn: Any, arg: Any) -> Any:
+    try:
+        return run_game_code(fn, arg, key=info.game_id, source=info.source)
+    except SandboxFailure as err:
+        raise GameStopped(f"game {info.game_id} ({info.source}): its code was stopped in the sandbox "
+                          f"({err.kind}): {err.detail}") from None
+    except GameCodeError as err:  # raised outside the steps (they catch): loading, constructing
+        raise GameStopped(f"game {info.game_id} ({info.source}): {type(err).__name__}: {err}") from None
+
+
+def _answer(response: Any) -> dict[str, Any]:
+    return {"state": _state(response.state), "levels_completed": int(response.levels_completed),
+            "win_levels": int(response.win_levels), "full_reset": bool(response.full_reset),
+            "available_actions": [int(a) for a in response.available_actions]}
+
+
+def _play_script(arg: tuple) -> tuple[list[dict[str, Any]], list[np.ndarray], str | None]:
+    """In the sandbox: make() (the opening RESET), then every action, like the playback agent. Returns every
+    response's fields and frames, and why the replay stopped early (the game raised) or None."""
+    info, guid, actions = arg
+    env = GameEnv(info, guid=guid)
+    first = env.reset(frames=FRAMES_ALL)
+    answers, frames = [_answer(first)], [_engine_frames(first)]
+    for action in actions:
+        try:
+            response = env.step(ActionInput(id=GameAction.from_id(action.action_id), data=action.data,
+                                            reasoning=action.reasoning), frames=FRAMES_ALL)
+        except Exception as err:  # the game's code raised: the play is exported up to here
+            return answers, frames, (f"line {action.line_number} ({ACTION_NAMES[action.action_id]}): the game "
+                                     f"raised {type(err).__name__}: {err}")
+        answers.append(_answer(response))
+        frames.append(_engine_frames(response))
+    return answers, frames, None
+
+
+def _replay_recording(arg: tuple) -> tuple:
+    """In the sandbox: the scorer's replay (`verify.replay_classified`) of a recording's steps on a fresh
+    instance, keeping the engine's frames of the steps in `need` and of the opening RESET a file lacks.
+    ("load_failed", reason) when the game does not load."""
+    info, only_reset_levels, steps, need = arg
+    try:
+        env = GameEnv(info, only_reset_levels=only_reset_levels)
+    except Exception as err:  # noqa: BLE001 - the game does not load: said by the caller
+        return "load_failed", f"{type(err).__name__}: {err}"
+    kept: dict[int, np.ndarray] = {}
+    opening: list[Any] = [None, {}]
+
+    def keep(index: int, response: Any) -> None:
+        if index < 0:
+            opening[0] = _engine_frames(response)
+            answer = _answer(response)
+            del answer["full_reset"]
+            opening[1] = answer
+        elif need[index]:
+            kept[index] = _engine_frames(response)
+
+    replay = replay_classified(env, steps, check_full_reset=not only_reset_levels, on_response=keep,
+                               all_frames=True)
+    return "replayed", replay, opening[0], opening[1], kept
 
 
 # ---- playback scripts ------------------------------------------------------------------------------
@@ -345,37 +415,27 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
     guid = script_guid(file_id)
     result.file_id, result.game_id, result.source = file_id, info.game_id, "playback"
     result.game_source_sha256 = sha
-    env = GameEnv(info, guid=guid)
-    responses = [env.reset(frames=FRAMES_ALL)]
-    stopped = None
-    for action in actions:
-        try:
-            responses.append(env.step(ActionInput(id=GameAction.from_id(action.action_id), data=action.data,
-                                                  reasoning=action.reasoning), frames=FRAMES_ALL))
-        except Exception as err:  # the game's code raised: the play is exported up to here
-            stopped = (f"line {action.line_number} ({ACTION_NAMES[action.action_id]}): the game raised "
-                       f"{type(err).__name__}: {err}")
-            break
-    result.n_engine_steps = len(responses)
+    answers, frames, stopped = _in_sandbox(info, _play_script, (portable_info(info), guid, list(actions)))
+    result.n_engine_steps = len(answers)
     sent = [None, *actions]  # the opening RESET is make()'s, in no line of the script
-    records = [StepRecord(action_id=0 if a is None else a.action_id, state=_state(r.state),
-                          levels_completed=int(r.levels_completed), full_reset=bool(r.full_reset),
-                          win_levels=int(r.win_levels), guid=guid, line_number=n + 1)
-               for n, (a, r) in enumerate(zip(sent, responses, strict=False))]
+    records = [StepRecord(action_id=0 if a is None else a.action_id, state=r["state"],
+                          levels_completed=r["levels_completed"], full_reset=r["full_reset"],
+                          win_levels=r["win_levels"], guid=guid, line_number=n + 1)
+               for n, (a, r) in enumerate(zip(sent, answers, strict=False))]
     effects = classify_steps(records, counting_options_for_variant("playback"))
     step_play = play_index_per_step(effects)
     changes = level_changes(records, effects, step_play)
     rows = _Rows(job.batch_rows, job.compress)
     plays: dict[str, PlayExport] = {}
     counters: dict[int, int] = {}
-    for i, (action, response, record) in enumerate(zip(sent, responses, records, strict=False)):
+    for i, (action, answer, record) in enumerate(zip(sent, answers, records, strict=False)):
         pid = f"{guid}/{step_play[i]}"
-        rows.add(_engine_frames(response), None, game_id=info.game_id, play_id=pid, source="playback",
+        rows.add(frames[i], None, game_id=info.game_id, play_id=pid, source="playback",
                  step=_next_step(counters, step_play[i], effects[i]), action=ACTION_NAMES[record.action_id],
                  action_id=record.action_id, x=None if action is None else action.x,
                  y=None if action is None else action.y, levels_completed=record.levels_completed,
                  win_levels=record.win_levels, state=record.state,
-                 available_actions=[int(a) for a in response.available_actions], is_level_change=changes[i],
+                 available_actions=answer["available_actions"], is_level_change=changes[i],
                  is_counted=effects[i].is_counted, verified=True, recovered=False, file_id=file_id,
                  line_number=None if action is None else action.line_number)
         plays.setdefault(pid, PlayExport(pid, info.game_id, "playback", "exported")).n_rows += 1
@@ -512,11 +572,10 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, *, fr
     why = None
     try:
         info, result.game_source_sha256 = _game(rec.game_id, tuple(job.game_dirs))
-        env = GameEnv(info, only_reset_levels=rec.is_only_reset_levels)
     except GameNotFoundError as err:
         why, info = f"game not loadable: {err}", None
-    except Exception as err:  # a game file that does not load
-        why, info = f"game {rec.game_id} failed to load: {type(err).__name__}: {err}", None
+    except OSError as err:  # the game file cannot be read
+        why, info = f"game {rec.game_id} cannot be read: {err}", None
 
     pixels_in_file = from_file and rec.has_pixels
     engine_frames: dict[int, np.ndarray] = {}
@@ -531,26 +590,27 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, *, fr
                                        f"{why}; the file has no frames to export unverified") for pid in rec.play_ids]
             return
     else:
-        def keep(index: int, response: Any) -> None:
-            nonlocal opening
-            if index < 0:
-                opening = _engine_frames(response)
-                opening_fields.update(levels_completed=int(response.levels_completed),
-                                      win_levels=int(response.win_levels), state=_state(response.state),
-                                      available_actions=[int(a) for a in response.available_actions])
-            elif not (pixels_in_file and steps[index].pixels is not None):
-                engine_frames[index] = _engine_frames(response)
-
-        replay = replay_classified(env, steps, check_full_reset=not rec.is_only_reset_levels, on_response=keep,
-                                   all_frames=True)
-        result.n_engine_steps = replay.replayed + (opening is not None)
-        divergence = replay.divergence
-        if not from_file and replay.frame_only:  # database steps: no recorded pixels to keep instead
-            divergence = replay.frame_only[0]
-        if divergence is not None:
-            cut_at = divergence.step
-            cut_reason = describe(divergence)
-        frame_only = {d.step for d in replay.frame_only}
+        # the file's frames are kept where it has them: the replay sends back only the frames it must supply
+        need = [not (pixels_in_file and st.pixels is not None) for st in steps]
+        loaded = _in_sandbox(info, _replay_recording, (portable_info(info), rec.is_only_reset_levels, steps, need))
+        if loaded[0] == "load_failed":
+            why = f"game {rec.game_id} failed to load: {loaded[1]}"
+            if not pixels_in_file:
+                result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0,
+                                           f"{why}; the file has no frames to export unverified")
+                                for pid in rec.play_ids]
+                return
+            info = None
+        else:
+            _, replay, opening, opening_fields, engine_frames = loaded
+            result.n_engine_steps = replay.replayed + (opening is not None)
+            divergence = replay.divergence
+            if not from_file and replay.frame_only:  # database steps: no recorded pixels to keep instead
+                divergence = replay.frame_only[0]
+            if divergence is not None:
+                cut_at = divergence.step
+                cut_reason = describe(divergence)
+            frame_only = {d.step for d in replay.frame_only}
 
     rows = _Rows(job.batch_rows, job.compress)
     exports = {pid: PlayExport(pid, rec.game_id, source, "exported" if info is not None else "unverified", 0,

@@ -284,3 +284,20 @@ def test_lost_actions_left_out_unless_recovered(tmp_path):
     assert df["is_counted"].all() and df["step"].to_list() == [1, 2, 3]  # make()'s RESET is not in the file
     lines = [x for x in file_lines(sample) if "frame" in x]
     assert [frames_of(f).tolist() for f in df["frames"].to_list()] == [x["frame"] for x in lines]
+
+
+def test_a_hostile_game_is_stopped_in_the_sandbox(tmp_path):
+    """The game's code runs in the sandbox: a game that ends its process mid-step (tests/fixtures/hostile_games
+    ox01, os._exit(0) on ACTION2) leaves its script unexported, named with the reason (exit 3); the other
+    files are still exported."""
+    hostile = Path(__file__).resolve().parents[1] / "fixtures" / "hostile_games"
+    script = tmp_path / "ox01.playback.jsonl"
+    script.write_text("".join(json.dumps({"data": {"action_input": {"id": a, "data": {"game_id": "ox01-0000beef"}}}})
+                              + "\n" for a in (1, 2, 1)))
+    out = tmp_path / "ds"
+    code, output = export(str(script), str(AN53), "--games", str(hostile), "--games", str(ENVS), "--out", str(out))
+    assert code == 3, output
+    assert "ox01" in output and "sandbox" in output
+    df = rows_of(out)
+    assert set(df["game_id"]) == {"an53-6f5f2264"} and df.height == len(file_lines(AN53))
+    assert "ox01" in (out / "README.md").read_text().split("## Left out", 1)[1]
