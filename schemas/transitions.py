@@ -32,8 +32,9 @@ _COLUMNS: list[tuple[Field, pa.DataType]] = [
     (Field("source", pl.String, "who played: `human` (official human-dataset recordings), `agent` (toolkit and "
            "agents-recorder recordings) or `playback` (action-only scripts, every response made by the replay)",
            isin=TRANSITION_SOURCES), pa.string()),
-    (Field("step", pl.Int64, "0 = the response to the play's opening RESET (make()'s for the first play, the full "
-           "reset for a later one), then 1, 2, ... one per action sent", ge=0), pa.int32()),
+    (Field("step", pl.Int64, "the response's place in its session: 0 = the response to make()'s opening RESET, "
+           "then 1, 2, ... one per action sent (the action script's k-th action is step k); it goes on across "
+           "full resets, where play_id changes", ge=0), pa.int32()),
     (Field("action", pl.String, "the action that produced this response (RESET, ACTION1-ACTION7)", isin=ACTIONS),
      pa.string()),
     (Field("action_id", pl.Int64, "the same action as its id (0 = RESET, 1-7 = ACTION1-ACTION7)", ge=0, le=7),

@@ -427,11 +427,10 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
     changes = level_changes(records, effects, step_play)
     rows = _Rows(job.batch_rows, job.compress)
     plays: dict[str, PlayExport] = {}
-    counters: dict[int, int] = {}
     for i, (action, answer, record) in enumerate(zip(sent, answers, records, strict=False)):
         pid = f"{guid}/{step_play[i]}"
         rows.add(frames[i], None, game_id=info.game_id, play_id=pid, source="playback",
-                 step=_next_step(counters, step_play[i], effects[i]), action=ACTION_NAMES[record.action_id],
+                 step=i, action=ACTION_NAMES[record.action_id],
                  action_id=record.action_id, x=None if action is None else action.x,
                  y=None if action is None else action.y, levels_completed=record.levels_completed,
                  win_levels=record.win_levels, state=record.state,
@@ -451,15 +450,6 @@ def _export_script_file(path: Path, job: ExportJob, result: FileExport) -> None:
     script = read_playback_file(path)
     result.problems += [f"{i.location}: {i.check}: {i.reason} (line left out)" for i in script.issues]
     _export_script(script.actions, script.game_id, script.file_sha256, job, result)
-
-
-def _next_step(counters: dict[int, int], play: int, effect: StepEffect) -> int:
-    """The `step` of the next row of `play`: 0 for its opening (RESET) row, else one more than the last."""
-    if play not in counters:
-        counters[play] = 0 if effect in (StepEffect.OPEN, StepEffect.FULL_RESET) else 1
-    else:
-        counters[play] += 1
-    return counters[play]
 
 
 # ---- recordings ------------------------------------------------------------------------------------
@@ -617,10 +607,11 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, *, fr
                                None if info is not None else f"{why}: frames from the file, not checked")
                for pid in rec.play_ids}
     changes = level_changes(rec.records, rec.effects, rec.step_play)
-    counters: dict[int, int] = {}
+    # `step` counts the session's responses: 0 = make()'s opening RESET (a recording lacking its line gets the
+    # engine's answer as step 0 when replayed), then one per action, across full resets (play_id changes there)
+    first = 0 if steps and steps[0].action_id == 0 else 1
     if opening is not None and steps:  # the opening RESET the recording lacks: the engine's answer
         pid = rec.play_ids[rec.step_play[0]]
-        counters[rec.step_play[0]] = 0
         rows.add(opening, None, game_id=rec.game_id, play_id=pid, source=source, step=0, action="RESET",
                  action_id=0, x=None, y=None, **opening_fields, is_level_change=False, is_counted=False,
                  verified=True, recovered=False, file_id=rec.file_id, line_number=None)
@@ -639,7 +630,7 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, *, fr
         action_id = rec.records[i].action_id
         x, y = (st.action_data.get("x"), st.action_data.get("y")) if action_id == 6 else (None, None)
         rows.add(frames, hashes, game_id=rec.game_id, play_id=pid, source=source,
-                 step=_next_step(counters, play, effect), action=ACTION_NAMES[action_id], action_id=action_id,
+                 step=i + first, action=ACTION_NAMES[action_id], action_id=action_id,
                  x=x, y=y, levels_completed=expected.get("levels_completed", rec.records[i].levels_completed),
                  win_levels=expected.get("win_levels"), state=_state(expected.get("state")),
                  available_actions=expected.get("available_actions"), is_level_change=changes[i],
