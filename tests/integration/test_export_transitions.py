@@ -303,3 +303,34 @@ def test_a_hostile_game_is_stopped_in_the_sandbox(tmp_path):
     df = rows_of(out)
     assert set(df["game_id"]) == {"an53-6f5f2264"} and df.height == len(file_lines(AN53))
     assert "ox01" in (out / "README.md").read_text().split("## Left out", 1)[1]
+
+
+def test_playback_rows_carry_the_reference_engines_frame_hashes(tmp_path):
+    """Each fixture game's scripted-win episode of the conformance kit's golden traces (recorded with the
+    reference engine), turned into an action-only playback script: every exported step's frame hashes are the
+    golden step's (step 0 = make()'s RESET, step k = the k-th action)."""
+    import gzip
+
+    golden = ENVS.parent / "golden"
+    expected: dict[str, list[list[str]]] = {}
+    scripts = []
+    for trace in sorted(golden.glob("*.jsonl.gz")):
+        lines = [json.loads(x) for x in gzip.open(trace, "rt")]
+        game_id = lines[0]["game_id"]
+        episode = next(x for x in lines if x["kind"] == "episode")
+        if episode.get("start_level") is not None or episode["only_reset_levels"]:
+            continue
+        steps = [x for x in lines if x["kind"] == "step" and x["episode"] == episode["episode"]]
+        script = tmp_path / f"{game_id}.playback.jsonl"
+        script.write_text("".join(json.dumps({"data": {"action_input": {"id": s["action"], "data": {
+            "game_id": game_id, **s["data"]}}}}) + "\n" for s in steps[1:]))
+        scripts.append(str(script))
+        expected[game_id] = [s["frame_sha256"] for s in steps]
+    assert len(expected) >= 4
+    code, output = export(*scripts, "--games", str(ENVS), "--out", str(tmp_path / "ds"))
+    assert code == 0, output
+    df = pl.read_parquet(tmp_path / "ds" / "data" / "*.parquet")
+    for game_id, hashes in expected.items():
+        rows = df.filter(pl.col("game_id") == game_id).sort("step")
+        assert rows["step"].to_list() == list(range(len(hashes)))
+        assert rows["frame_sha256s"].to_list() == hashes, game_id
