@@ -1,8 +1,9 @@
 """One recording (any variant, playback scripts included, or a recording's database steps) -> transition rows.
 
 `export_transitions(job)` is the per-file piece of `arcstudy export-transitions`: a module-level function of
-one picklable argument, run through the one executor (`pipeline.core.executor`), so the command can also run
-it confined (`pipeline.core.sandbox.confined`) when game code from a user's folder is replayed. It reads the
+one picklable argument, run through the one executor (`pipeline.core.executor`). Everything that runs a game's
+code (loading, constructing, stepping it) is handed to `pipeline.core.game_code.run_game_code`, in a confined
+child per game (`_play_script`, `_replay_recording`); a game stopped there leaves its file out. It reads the
 file with the one reader (`pipeline.recordings`), rebuilds its plays and counts as `arcstudy score` does
 (`pipeline.scoring.plays`, recovered action ids included), replays it on the engine with the scorer's
 comparison (`pipeline.scoring.verify.replay_classified`) and returns the rows as Arrow IPC batches (zstd), so a
