@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "harc-graph": ("harc", "harc_graph_command"),
     "view": ("view", "view_command"),
     "replay": ("replay", "replay_command"),
+    "export-transitions": ("export_transitions", "export_transitions_command"),
     "simulate": ("simulate", "simulate_command"),
     "demo": ("demo", "demo_command"),
     "report": ("report", "report_command"),

@@ -310,6 +310,13 @@ class _BaselineOutputs:
                     frame = frame.with_columns(pl.col("reproduced_by").list.join(" "))
             else:
                 frame = levels.filter(pl.col("baseline_rule") == self.rule)
+                if costs is not None:  # how sure each baseline is (out_arc3__baseline_intervals' columns)
+                    from pipeline.transforms.baseline_intervals import baseline_intervals
+
+                    keys = ["game_id", "level_index", "baseline_rule"]
+                    intervals = baseline_intervals(costs, levels).drop("baseline_value", "n_completers",
+                                                                       "is_default_rule")
+                    frame = frame.join(intervals, on=keys, how="left")
             try:
                 frame.write_csv(self.out_file)
             except OSError as err:  # a path under a file, a missing folder, a full disk: said, not a traceback

@@ -11,6 +11,7 @@ Steps (each a pure function in its own module) and what they make:
     arc2_calibration out_arc2__pair_calibration, out_arc2__task_calibration, out_arc2__session_accuracy,
                      out_arc2__set_durations, out_arc2__reproduction (ARC-AGI-2 human testing logs)
     arctgi_families  out_arctgi__family_diversity, out_arctgi__family_audits (ARC-TGI families and audits)
+    baseline_intervals out_arc3__baseline_intervals (how sure each baseline is)
     figures          PNG/SVG/Vega-Lite files in the output folder
 
 Incremental rebuilds (after owid/etl): every step has an input fingerprint, sha256 over
@@ -45,6 +46,7 @@ from pipeline.core.workspace import Workspace
 from pipeline.transforms import arc2 as arc2_mod
 from pipeline.transforms import arctgi as arctgi_mod
 from pipeline.transforms import attempts as attempts_mod
+from pipeline.transforms import baseline_intervals as intervals_mod
 from pipeline.transforms import baselines as baselines_mod
 from pipeline.transforms import durations as durations_mod
 from pipeline.transforms import low_effort as low_effort_mod
@@ -97,6 +99,8 @@ STEPS: tuple[Step, ...] = (
                       "core_harc__actions"),
          config_keys=("solvability.confidence_level",),
          modules=("pipeline.transforms.arctgi", "pipeline.transforms.arc2", "schemas.arctgi")),
+    Step("baseline_intervals", ("out_arc3__baseline_intervals",), upstream=("baselines",),
+         modules=("pipeline.transforms.baseline_intervals", "pipeline.scoring.baseline_intervals")),
     Step(FIGURES, (FIGURES,), upstream=("attempts", "solvability", "reference_points"),
          config_keys=("figures", "attempts.soft_limit_s", "attempts.duration_less_than_s"),
          modules=("pipeline.transforms.figures", "pipeline.core.figures")),
@@ -322,6 +326,9 @@ def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str
             f["core_arc3__environments"], config, f["raw_ingest__files"])
         f.put("out_arc3__baseline_costs", costs)
         f.put("out_arc3__level_baselines", levels)
+    elif name == "baseline_intervals":
+        f.put("out_arc3__baseline_intervals",
+              intervals_mod.baseline_intervals(f["out_arc3__baseline_costs"], f["out_arc3__level_baselines"]))
     elif name == "solvability":
         games = _games(f["out_arc3__plays"])
         completion = solvability_mod.level_completion(f["out_arc3__attempts"], games, config)

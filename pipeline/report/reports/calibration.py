@@ -222,9 +222,9 @@ def explore_levels(game_levels: dict[str, int], options: ExploreOptions) -> tupl
         return pl.DataFrame(schema=schema), (["explorer disabled (--explore-seconds 0)"] if options.seconds <= 0
                                              else [])
     try:
-        from pipeline.explore import Session, discover
-        from pipeline.explore.analysis import analyse
-        from pipeline.explore.graph import explore_level
+        from pipeline.core.game_code import GameCodeError, SandboxFailure
+        from pipeline.explore import discover
+        from pipeline.explore.run import explore_level_in_sandbox
     except ImportError as err:  # the explorer is optional for the report: say so, never fail silently
         return pl.DataFrame(schema=schema), [f"state-graph explorer not available: {err}"]
     sources = {}
@@ -242,18 +242,25 @@ def explore_levels(game_levels: dict[str, int], options: ExploreOptions) -> tupl
     rows = []
     deadline = time.monotonic() + options.seconds
     per_level = options.seconds / len(todo) if todo else 0.0
-    sessions: dict[str, Any] = {}
+    stopped: set[str] = set()
     for game_id, level in todo:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             notes.append(f"explorer time budget ({options.seconds:g} s) spent: later levels not explored")
             break
-        try:
-            session = sessions.get(game_id) or sessions.setdefault(game_id, Session(sources[game_id]))
+        if game_id in stopped:
+            continue
+        try:  # the game's code runs in its sandbox (pipeline.core.game_code), never in this process
             cap = None if math.isinf(remaining) else max(0.5, min(remaining, 2 * per_level))
-            graph = explore_level(session, level, max_nodes=options.max_nodes, max_seconds=cap)
-            m = analyse(graph)
-        except Exception as err:  # noqa: BLE001 - a game the explorer cannot run is reported, not fatal
+            _graph, m = explore_level_in_sandbox(sources[game_id], level + 1, identity=None, budget=None,
+                                                 options={"max_nodes": options.max_nodes, "max_seconds": cap},
+                                                 want_graph=False)
+        except SandboxFailure as err:  # time, memory, exit, crash: this game is not explored further
+            stopped.add(game_id)
+            notes.append(f"{game_id} level {level + 1}: explorer stopped, the game's code ended abnormally in the "
+                         f"sandbox ({err.kind}): {err.detail}")
+            continue
+        except (GameCodeError, Exception) as err:  # noqa: BLE001 - a game the explorer cannot run is reported
             notes.append(f"{game_id} level {level + 1}: explorer failed ({type(err).__name__}: {err})")
             continue
         lower, upper = float(m.random_win_lower), float(m.random_win_upper)
@@ -347,6 +354,50 @@ def baseline_chart(comparison: pl.DataFrame, games: Sequence[str]):
 # --------------------------------------------------------------------------------------------------------
 # the report
 # --------------------------------------------------------------------------------------------------------
+WIDE_INTERVAL_SHARE = 0.5  # a baseline interval wider than this share of the baseline asks for more testers
+
+
+def testers_needed(intervals: pl.DataFrame, rule: str, share: float = WIDE_INTERVAL_SHARE) -> pl.DataFrame:
+    """The levels (under `rule`) whose baseline interval is wider than `share` of the baseline, or whose
+    interval does not reach its confidence level at all, per game: what a study designer adds testers for."""
+    from pipeline.scoring.baseline_intervals import completers_needed
+
+    df = intervals.filter(pl.col("baseline_rule") == rule)
+    if df.height == 0:
+        return df.select("game_id", "level_index")
+    needed = {c: completers_needed(rule, c) for c in df["confidence_level"].unique().to_list()}
+    wide = df.filter((pl.col("interval_relative_width") > share) | ~pl.col("is_interval_at_level"))
+    return wide.sort("game_id", "level_index").select(
+        "game_id", "level_index", "baseline_value", "n_completers", "interval_lower", "interval_upper",
+        "interval_coverage", "interval_relative_width",
+        pl.col("confidence_level").replace_strict(needed, return_dtype=pl.Int64).alias("completers_for_level"),
+        "baseline_with_one_more_fastest", "baseline_with_one_more_slowest")
+
+
+def testers_needed_sections(intervals: pl.DataFrame, rule: str, share: float = WIDE_INTERVAL_SHARE) -> list[Section]:
+    """The "How many testers does this level need" view of the calibration report."""
+    if intervals.height == 0:
+        return [Callout("How many testers does this level need", [
+            "No baseline intervals: run `arcstudy build` (its baseline_intervals step) on a study with human "
+            "evidence."])]
+    wide = testers_needed(intervals, rule, share)
+    ours = intervals.filter(pl.col("baseline_rule") == rule)
+    confidence = ours["confidence_level"][0] if ours.height else 0.95
+    per_game = ", ".join(f"{g}: {n}" for g, n in wide.group_by("game_id").len().sort("game_id").iter_rows())
+    text = (f"A baseline is an order statistic of a few completers' action counts, so it is uncertain. For each "
+            f"level with a {rule} baseline, the build gives a distribution-free {confidence:.0%} interval (order "
+            "statistics of the completers' costs, exact binomial coverage) and where the baseline would go with "
+            f"one more tester as fast as the fastest or as slow as the slowest. Listed: the levels whose interval "
+            f"spans more than {share:.0%} of the baseline, or whose completers are too few for any interval to reach "
+            f"{confidence:.0%} (completers_for_level says how many it takes). {wide.height} of {ours.height} "
+            f"levels" + (f" ({per_game})." if per_game else "."))
+    return [Prose("How many testers does this level need", text),
+            Table("Levels whose baseline needs more testers", wide, name="calibration__testers_needed",
+                  caption="interval_relative_width = (upper - lower) / baseline; the one-more-tester columns "
+                          "are the baseline recomputed with one more completer at the observed extremes. Every "
+                          "level and rule: out_arc3__baseline_intervals.")]
+
+
 def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth: Path | None = None,
                              explore: ExploreOptions | None = None, command: str = "arcstudy report calibration"
                              ) -> Path:
@@ -497,6 +548,9 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
                                   "metadata baseline_actions (as ingested in core_arc3__environments, else the "
                                   "metadata.json in the game folders), else the shipped reference CSV for public "
                                   f"games. {n_pub} of {len(game_levels)} games have a published baseline."))
+
+    # -- how sure the baselines are --------------------------------------------------------------------
+    sections += testers_needed_sections(ctx.table("out_arc3__baseline_intervals"), rule)
 
     # -- low effort ----------------------------------------------------------------------------------
     excluded = features.filter(pl.col("is_low_effort_excluded"))

@@ -268,6 +268,9 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
         sections.append(Prose("Policy sensitivity", f"Only {chosen} was scored: run arcstudy score --policy all "
                                                     "to see how the scores move between policies."))
 
+    # -- baseline sensitivity ------------------------------------------------------------------------
+    sections += _baseline_range_sections(levels, g, ctx.table("out_arc3__baseline_intervals"), chosen, label)
+
     # -- replay verification -------------------------------------------------------------------------
     sections.append(Table("Replay verification of every run", checks.select(
         label, "card_id", "game_id", "play_id", "verification_status", "is_score_excluded", "exclusion_reason",
@@ -293,6 +296,77 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
                                                     "core_arc3__usage for the scored plays), so there is no "
                                                     "score-versus-cost chart."))
     return _finish(ctx, out_dir, sections, figures, command, chosen, scored, headline)
+
+
+def baseline_ranges(levels: pl.DataFrame, games: pl.DataFrame, intervals: pl.DataFrame, policy: str
+                    ) -> pl.DataFrame:
+    """Per scorecard and game (under `policy`): the game score, and the scores with every level baseline at the
+    lower and at the upper end of its interval (out_arc3__baseline_intervals, under the rule the game was scored
+    with). Only games scored against the study's own human baselines (baseline_source db-level-baselines) have
+    intervals; the others keep their score at both ends."""
+    from pipeline.scoring.baseline_intervals import score_range
+
+    bounds: dict[tuple[str, str, int], tuple[float, float]] = {
+        (g, r, lvl): (lo, hi) for g, r, lvl, lo, hi in intervals.select(
+            "game_id", "baseline_rule", "level_index", "interval_lower", "interval_upper").iter_rows()}
+    lv = levels.filter(pl.col("policy_id") == policy).sort("card_id", "play_id", "level_index")
+    runs = {key: sub for key, sub in lv.group_by("card_id", "game_id", "play_id", maintain_order=True)}
+    rows = []
+    for r in games.iter_rows(named=True):
+        own = r["baseline_source"] == "db-level-baselines" and r["baseline_rule"] is not None
+        low = high = r["score"]
+        n_levels = 0
+        if own and r["score"] is not None:
+            low_scores, high_scores = [], []
+            for (card, game, _play), sub in runs.items():
+                if card != r["card_id"] or game != r["game_id"]:
+                    continue
+                keys = [(game, r["baseline_rule"], lvl) for lvl in sub["level_index"].to_list()]
+                lo = [bounds.get(k, (None, None))[0] for k in keys]
+                hi = [bounds.get(k, (None, None))[1] for k in keys]
+                n_levels = sum(x is not None for x in lo)
+                a, b = score_range(sub["n_actions"].to_list(), int(sub["is_level_completed"].sum()),
+                                   [float(x) for x in sub["level_baseline"].to_list()], lo, hi, policy)
+                low_scores.append(a)
+                high_scores.append(b)
+            if low_scores:  # the game's score is its best run's, at each end too
+                low, high = max(low_scores), max(high_scores)
+        rows.append({"card_id": r["card_id"], "game_id": r["game_id"], "score": r["score"], "score_low": low,
+                     "score_high": high, "baseline_source": r["baseline_source"],
+                     "baseline_rule": r["baseline_rule"], "n_levels_with_interval": n_levels})
+    return pl.DataFrame(rows, schema={"card_id": pl.String, "game_id": pl.String, "score": pl.Float64,
+                                      "score_low": pl.Float64, "score_high": pl.Float64,
+                                      "baseline_source": pl.String, "baseline_rule": pl.String,
+                                      "n_levels_with_interval": pl.Int64})
+
+
+def _baseline_range_sections(levels: pl.DataFrame, games: pl.DataFrame, intervals: pl.DataFrame, policy: str,
+                             label: pl.Expr) -> list[Section]:
+    title = "Baseline sensitivity: RHAE within the baseline intervals"
+    if intervals.height == 0 or games.height == 0:
+        return [Prose(title, "No baseline intervals in the database (out_arc3__baseline_intervals is empty): "
+                             "run arcstudy build on a study with human evidence to see how far each agent's "
+                             "RHAE depends on how sure the baselines are.")]
+    per_game = baseline_ranges(levels, games, intervals, policy)
+    totals = (per_game.group_by("card_id").agg(
+        pl.len().alias("n_games"), pl.col("score").mean().alias("total_score"),
+        pl.col("score_low").mean().alias("total_score_low"), pl.col("score_high").mean().alias("total_score_high"),
+        (pl.col("n_levels_with_interval") > 0).sum().alias("n_games_with_intervals"))
+        .sort("card_id").select(label, pl.all()))
+    confidence = intervals["confidence_level"][0]
+    return [
+        Prose(title, "Each level baseline is an order statistic of a few testers' counts; its distribution-free "
+                     f"{confidence:.0%} interval (out_arc3__baseline_intervals) gives a range of baselines. Each "
+                     f"agent's RHAE under {policy}, rescored with every baseline at the lower end of its interval "
+                     "and at the upper end, beside the policy sensitivity above: a wide range says the "
+                     "baselines, not the agent, decide the score."),
+        Table("RHAE range per agent", totals, name="scores__baseline_sensitivity_totals",
+              caption="Total = mean of the game scores; low and high with every baseline at its interval's "
+                      "lower or upper end."),
+        Table("RHAE range per game", per_game.select(label, pl.all()), name="scores__baseline_sensitivity",
+              caption="Only games scored against this study's own human baselines (db-level-baselines) have "
+                      "intervals; the others keep their score at both ends."),
+    ]
 
 
 def _finish(ctx: ReportContext, out_dir: Path, sections: list[Section], figures: dict[str, dict[str, Path]],
