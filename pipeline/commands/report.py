@@ -46,9 +46,9 @@ def report_command(
                                                      "repository's games/ is always searched).", exists=True,
                                                      file_okay=False, show_default=False)] = None,
     explore_seconds: Annotated[float, typer.Option("--explore-seconds", min=0.0, help="Time budget of the "
-                                                   "explorer over all levels (0: do not explore).")] = 20.0,
+                                                   "explorer over all levels (0: do not explore).")] = 300.0,
     explore_nodes: Annotated[int, typer.Option("--explore-nodes", min=1, help="States explored per level at "
-                                               "most.")] = 2000,
+                                               "most (as `arcstudy explore --max-nodes`).")] = 200_000,
 ) -> None:
     """Write the HTML reports: calibration (per game: inclusion bar, players and full solvers, completion by level
     with intervals and drop-off level, durations by outcome, actions by level against optimal / best first run /

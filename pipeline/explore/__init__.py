@@ -23,11 +23,12 @@ from pathlib import Path
 from engine.loader import GameInfo, GameNotFoundError, find_games, resolve_game
 
 from .analysis import GraphMetrics, analyse
-from .graph import CLICK_RULES, StateGraph, explore_level
+from .graph import CLICK_RULES, DEFAULT_MAX_NODES, StateGraph, explore_level
 from .session import IDENTITIES, Session
 
 __all__ = [
     "CLICK_RULES",
+    "DEFAULT_MAX_NODES",
     "IDENTITIES",
     "ExploreResult",
     "GameInfo",
@@ -76,7 +77,7 @@ def explore(
     level: int = 1,
     *,
     environments_dir: Path | str | None = None,
-    max_nodes: int = 200_000,
+    max_nodes: int = DEFAULT_MAX_NODES,
     max_seconds: float | None = None,
     click_rule: str = "objects",
     include_undo: bool = False,
@@ -128,7 +129,7 @@ def optimal_actions(
     game_id: str,
     level: int,
     environments_dir: Path | str | None = None,
-    max_nodes: int = 200_000,
+    max_nodes: int = DEFAULT_MAX_NODES,
     max_seconds: float | None = 120.0,
     *,
     use_shipped: bool = True,
