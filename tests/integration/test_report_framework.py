@@ -122,9 +122,9 @@ def test_report_structure_escaping_and_embedding(example: dict):
     assert "&lt;b&gt;not&lt;/b&gt;" in text and "<b>not</b>" not in text  # prose is text, never markup
     assert page.scripts == 0
     assert not re.search(r"""(src|href)=["']https?:""", text)  # self-contained: nothing from the network
-    svg = next(img for img in page.imgs if img.get("data-format") == "svg")
-    assert svg["src"].startswith("data:image/svg+xml;base64,")
-    assert base64.b64decode(svg["src"].split(",", 1)[1]) == example["fig"]["svg"].read_bytes()
+    png = next(img for img in page.imgs if img.get("data-format") == "png")  # the figure as drawn (issue 29)
+    assert png["src"].startswith("data:image/png;base64,")
+    assert base64.b64decode(png["src"].split(",", 1)[1]) == example["fig"]["png"].read_bytes()
     assert "figures/completers.vl.json" in page.hrefs and "figures/completers.png" in page.hrefs
     assert '<aside class="callout warning"' in text
     assert "380.2" in text and "1,500" in text and "23.12" in text  # formatted numbers
