@@ -66,13 +66,13 @@ def report_command(
     every table shown, figures/<report>/<name>.png, .svg, .vl.json, and index.html: the reports of the folder
     grouped by audience (analysts, organizers, researchers) with their headline numbers.
 
-    Exit codes: 0 written, 1 error (database missing or unreadable), 2 usage (unknown policy, unusable
-    --ground-truth file).
+    Exit codes: 0 written, 1 error (database missing or unreadable, or nothing to report: none of the chosen
+    reports has its tables, as in a database never built), 2 usage (unknown policy, unusable --ground-truth file).
     """
     import duckdb
 
     from pipeline.core.workspace import WorkspaceError, default_db_path
-    from pipeline.report.reports import REPORTS, ReportInputError, write_reports
+    from pipeline.report.reports import REPORTS, ReportInputError, reports_without_data, write_reports
 
     db_path = db or default_db_path()
     if db_path.exists() and not db_path.is_file():  # a folder or a device: "does not exist" would mislead
@@ -80,8 +80,14 @@ def report_command(
     if not db_path.is_file():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first, or "
                        "pass --db)")
-    out_path = make_out_dir(out_dir or default_out_dir(db_path))
     chosen = list(REPORTS) if which is ReportChoice.all else [which.value]
+    try:
+        empty = reports_without_data(db_path, chosen)
+    except (WorkspaceError, duckdb.Error) as err:
+        raise fail(f"cannot read {db_path}: {err}") from err
+    if len(empty) == len(chosen):  # a database never built: nothing to report, and a page saying so is not a report
+        raise fail(f"{db_path} has nothing to report: " + "; ".join(f"{name}: {why}" for name, why in empty.items()))
+    out_path = make_out_dir(out_dir or default_out_dir(db_path))
     command = shlex.join(["arcstudy", "report", which.value, "--db", str(db_path), "--out", str(out_path)]
                          + (["--ground-truth", str(ground_truth)] if ground_truth else [])
                          + (["--policy", policy] if policy else [])
@@ -98,5 +104,7 @@ def report_command(
     for name, path in written.items():
         out.console.print(f"{name}: {path} ({path.stat().st_size:,} bytes; manifest "
                           f"{path.with_name(path.stem + '.manifest.json').name})")
+    for name, why in empty.items():
+        out.console.print(f"{name}: no data ({why}); its page says so")
     out.console.print(f"index: {out_path / 'index.html'}")
     raise typer.Exit(EXIT_OK)
