@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from engine.loader import GameInfo, GameNotFoundError, find_games, resolve_game
+from pipeline.core.textfiles import read_text_document
 
 from .analysis import GraphMetrics, analyse
 from .graph import CLICK_RULES, DEFAULT_MAX_NODES, StateGraph, explore_level
@@ -98,8 +99,8 @@ def _shipped_optimum(info: GameInfo, level: int) -> int | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(read_text_document(path)[0])  # a byte-order mark is not content
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     if data.get("game_id") != info.game_id:
         return None

@@ -117,3 +117,15 @@ def test_the_heatmap_legend_spans_the_data():
     assert domain == [0.0, 100.0] and ticks[-1] == 100.0
     domain, _ = _color_scale(chart([250.0]))
     assert domain[1] == 250.0
+
+
+def test_no_two_sections_of_a_report_share_a_title(report_db, tmp_path: Path):
+    """Every section heading of every report is distinct (a reader of the contents cannot tell two alike apart):
+    all agents together, and one agent under one policy (single-card headings such as "Level scores")."""
+    from pipeline.report.reports import write_reports
+
+    written = write_reports(report_db.db, tmp_path / "all", explore_seconds=0)
+    written_one = write_reports(report_db.db, tmp_path / "one", which=("scores",), policy="arc-agi-3/2025-preview")
+    for path in [*written.values(), *written_one.values()]:
+        titles = re.findall(r"<h2>([^<]*)</h2>", path.read_text())
+        assert titles and len(titles) == len(set(titles)), (path.name, sorted(t for t in titles if titles.count(t) > 1))
