@@ -166,7 +166,7 @@ def test_report_and_index_in_chromium(example: dict):
         assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)") is True
         assert page.evaluate("document.querySelectorAll('nav.toc a').length") == 8
         page.screenshot(SCREENSHOTS / "report_example.png")
-        page.send("Emulation.setEmulatedMedia", media="print")  # print-friendly: sticky headers become static
+        page.emulate_media("print")  # print-friendly: sticky headers become static
         assert page.evaluate("getComputedStyle(document.querySelector('table.data th')).position") == "static"
         assert page.errors == [] and [u for u in page.requests if not u.startswith("file:")] == []
     assert render_page(example["index"], SCREENSHOTS / "report_index.png", wait_ms=100) == []

@@ -129,3 +129,35 @@ def test_no_two_sections_of_a_report_share_a_title(report_db, tmp_path: Path):
     for path in [*written.values(), *written_one.values()]:
         titles = re.findall(r"<h2>([^<]*)</h2>", path.read_text())
         assert titles and len(titles) == len(set(titles)), (path.name, sorted(t for t in titles if titles.count(t) > 1))
+
+
+def test_in_chromium_key_columns_stay_put_while_the_table_scrolls_and_figures_fit(tmp_path: Path):
+    from tests.integration.browser import open_page
+
+    df = pl.DataFrame({"level_index": [1, 2, 3], "level_score": [115.0, 40.0, 0.0]})
+    chart = alt.Chart(df).mark_rect().encode(x="level_index:O", color=alt.Color("level_score:Q")).properties(
+        title="Level scores of each game's best run (arc-agi-3/2026-04), a long title")
+    fig = save_figure(chart, tmp_path / "figures", "wide_title")
+    html = render_report("t", [Table("Per game", wide_frame(), name="per_game"), Figure("Levels", fig)], None,
+                         tmp_path / "t.html")
+    with open_page(html, wait_ms=100, width=900, height=700) as page:
+        box = "document.querySelector('.table-wrap')"
+        cell = "document.querySelector('tbody tr td[class~=\"{}\"]:nth-child({})')"
+        first, game, later = cell.format("sticky", 1), cell.format("sticky", 2), cell.format("num", 4)
+        before = page.evaluate(f"[{first}.getBoundingClientRect().left, {game}.getBoundingClientRect().left, "
+                               f"{later}.getBoundingClientRect().left]")
+        page.evaluate(f"{box}.scrollLeft = 400")
+        after = page.evaluate(f"[{first}.getBoundingClientRect().left, {game}.getBoundingClientRect().left, "
+                              f"{later}.getBoundingClientRect().left]")
+        assert after[:2] == before[:2] and after[2] < before[2] - 300, (before, after)
+        # the second fixed column starts where the first ends: nothing of the scrolled part shows between them
+        assert page.evaluate(f"Math.abs({first}.getBoundingClientRect().right - {game}.getBoundingClientRect().left)"
+                             ) < 1.5
+        # the figure fits its frame (at most the size it was laid out for), undistorted, its pixels all drawn
+        img = "document.querySelector('figure img')"
+        natural_w, natural_h, w, h, frame_w, done = page.evaluate(
+            f"[{img}.naturalWidth, {img}.naturalHeight, {img}.width, {img}.height, "
+            f"{img}.parentElement.getBoundingClientRect().width, {img}.complete]")
+        assert done and 0 < w <= frame_w and w <= natural_w / PNG_SCALE + 0.5
+        assert abs(natural_w / w - natural_h / h) < 0.02
+        assert page.errors == []
