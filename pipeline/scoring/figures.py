@@ -24,15 +24,18 @@ __all__ = ["heatmap_chart", "save_score_figures", "score_scale", "sensitivity_ch
 def score_scale(values: pl.Series, step: float = 25.0) -> tuple[list[float], list[float]]:
     """(domain, legend values) of a score colour or axis scale: from 0 (or the lowest score, if below) to 100 (or the
     highest score, if above: a level score can exceed 100 under policies that reward beating the baseline), never
-    rounded, and labels every `step` plus both ends, so the legend spans every value a cell shows."""
+    rounded, and labels both ends plus every `step` not crowding them (within 15 % of the range), so the legend spans
+    every value a cell shows and shows its ends."""
     finite = values.drop_nulls().cast(pl.Float64)
     finite = finite.filter(finite.is_finite())
     lo = min(0.0, float(finite.min())) if finite.len() else 0.0
     hi = max(100.0, float(finite.max())) if finite.len() else 100.0
+    gap = 0.15 * (hi - lo)
     ticks = [lo]
     tick = (lo // step + 1) * step
-    while tick < hi - step / 5:  # no label crowding the top end
-        ticks.append(tick)
+    while tick < hi:
+        if tick - lo >= gap and hi - tick >= gap:
+            ticks.append(tick)
         tick += step
     return [lo, hi], ticks + [hi]
 
@@ -54,7 +57,8 @@ def heatmap_chart(levels: pl.DataFrame, games: pl.DataFrame, policy_id: str) -> 
     rect = base.mark_rect().encode(
         color=alt.Color("level_score:Q", title="level score (%)",
                         scale=alt.Scale(domain=domain, nice=False, scheme="viridis"),
-                        legend=alt.Legend(values=ticks, format=".0f")),
+                        legend=alt.Legend(values=ticks, format=".0f", labelOverlap=False,
+                                          gradientLength=max(100, 18 * len(order)))),
         tooltip=["game_id:N", "level_index:O", alt.Tooltip("level_score:Q", format=".2f"), "n_actions:Q",
                  "level_baseline:Q", "is_level_completed:N"])
     text = base.mark_text(fontSize=9).encode(
