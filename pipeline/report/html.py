@@ -409,8 +409,9 @@ def _table_context(section: Table, base_dir: Path, manifest: Any, export_names: 
         label, unit = (labels[name], "") if name in labels else column_label(name)
         description = _column_description(name)
         cells = [row[i] for row in rows]
-        width = _text_width_rem(cells + label.split() + [f"({unit})"], 30)
-        sticking = (sticking and i < min(n_keys, MAX_STICKY) and name not in wrap
+        # a long key (a test id, a message) wraps inside its fixed width
+        width = _text_width_rem(cells + label.split() + [f"({unit})"], 24 if name in wrap else 30)
+        sticking = (sticking and i < min(n_keys, MAX_STICKY)
                     and (i == 0 or left + width + _CELL_PAD_REM <= MAX_STICKY_REM))
         columns.append({"name": name, "label": label, "unit": unit, "numeric": name in numeric,
                         "wrap": name in wrap, "title": f"{name}: {description}" if description else name,

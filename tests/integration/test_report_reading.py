@@ -69,6 +69,18 @@ def test_a_wide_table_keeps_its_keys_in_place_shows_key_numbers_first_and_says_i
     assert pl.read_csv(tmp_path / "per_game.csv").columns == df.columns
 
 
+def test_a_long_key_wraps_in_its_fixed_column(tmp_path: Path):
+    """The H-ARC tests table: test ids longer than a line stay in place, wrapped in a bounded width."""
+    df = pl.DataFrame({"test_id": ["thinking_time_per_attempt_s:training_vs_evaluation"],
+                       **{f"detail_{k}": [f"a longer description of the test {k}"] for k in range(8)},
+                       "statistic": [-2.17], "p_value": [0.03]})
+    html = render_report("t", [Table("Tests", df, name="tests")], None, tmp_path / "t.html").read_text()
+    page = Cells(html)
+    assert [h["data-column"] for h in page.headers][:3] == ["test_id", "statistic", "p_value"]
+    assert page.headers[0]["class"].split() == ["wrap", "key", "sticky", "last-sticky"]
+    assert "; the first stays in place." in html
+
+
 def test_a_narrow_table_has_no_scroll_cue(tmp_path: Path):
     df = wide_frame().select("scorecard", "game_id", "score")
     html = render_report("t", [Table("Small", df, name="small")], None, tmp_path / "t.html").read_text()
