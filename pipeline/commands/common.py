@@ -147,6 +147,18 @@ class Command(_FlagsWithoutType, TyperCommand):
 class Group(_FlagsWithoutType, TyperGroup):
     """The `arcstudy` app itself: `typer.Typer(cls=Group)`."""
 
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """Each command with the whole first sentence of its help, wrapped (click cuts it at the line's end
+        with "...", which at 80 columns left most of every summary out)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=1000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
     """Print `message` as an error and return the exit to raise: `raise fail(...) from err`."""

@@ -5,6 +5,7 @@ built fails with one line instead of writing pages that say so."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,8 @@ def test_every_help_reads_at_80_columns_with_every_option_name_whole():
         args = [verb] if verb else []
         text = _help(*args, "--help")
         assert "…" not in text, (verb, text)
+        cut = [line for line in text.splitlines() if re.search(r"\w\.\.\.\s*$", line)]  # click's cut summaries
+        assert not cut, (verb, cut)
         assert max(len(line) for line in text.splitlines()) <= 80, verb
         command = app_command(verb)
         for param in command.params:
