@@ -81,13 +81,17 @@ def report_command(
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first, or "
                        "pass --db)")
     chosen = list(REPORTS) if which is ReportChoice.all else [which.value]
+    wanted = out_dir or default_out_dir(db_path)
+    created = _first_missing(Path(wanted).absolute())
+    out_path = make_out_dir(wanted)  # an --out that cannot be written is said first
     try:
         empty = reports_without_data(db_path, chosen)
     except (WorkspaceError, duckdb.Error) as err:
+        _remove_empty(out_path, created)
         raise fail(f"cannot read {db_path}: {err}") from err
     if len(empty) == len(chosen):  # a database never built: nothing to report, and a page saying so is not a report
+        _remove_empty(out_path, created)
         raise fail(f"{db_path} has nothing to report: " + "; ".join(f"{name}: {why}" for name, why in empty.items()))
-    out_path = make_out_dir(out_dir or default_out_dir(db_path))
     command = shlex.join(["arcstudy", "report", which.value, "--db", str(db_path), "--out", str(out_path)]
                          + (["--ground-truth", str(ground_truth)] if ground_truth else [])
                          + (["--policy", policy] if policy else [])
@@ -108,3 +112,24 @@ def report_command(
         out.console.print(f"{name}: no data ({why}); its page says so")
     out.console.print(f"index: {out_path / 'index.html'}")
     raise typer.Exit(EXIT_OK)
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder of `path` that does not exist yet (what make_out_dir will create), or None."""
+    top = None
+    while not path.exists() and path != path.parent:
+        top, path = path, path.parent
+    return top
+
+
+def _remove_empty(out_path: Path, created: Path | None) -> None:
+    """Take back the folders this run created for --out, as long as they are empty (nothing was written)."""
+    if created is None:
+        return
+    folder = Path(out_path).absolute()
+    while folder == created or created in folder.parents:  # never a folder that was there before
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent

@@ -89,15 +89,16 @@ def test_report_on_a_database_never_built_fails_with_one_line(tmp_path):
 
     empty = tmp_path / "empty.duckdb"
     Workspace(empty).close()  # every arcstudy table, no rows: made, never built
+    (tmp_path / "was-here").mkdir()  # an empty folder of the user's, above --out: left alone
     for db in (bare, empty):
-        out = tmp_path / f"{db.stem}-reports"
+        out = tmp_path / "was-here" / f"{db.stem}-reports" / "deeper"
         res = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", "report", "all", "--db", str(db),
                               "--out", str(out)], capture_output=True, text=True, timeout=120, cwd=REPO)
         assert res.returncode == 1, res.stdout + res.stderr
         said = [line for line in (res.stdout + res.stderr).splitlines() if line.strip()]
         assert len(said) == 1 and "has nothing to report" in said[0] and "arcstudy build" in said[0], said
         assert "Traceback" not in res.stderr
-        assert not out.exists()
+        assert not out.exists() and not out.parent.exists() and (tmp_path / "was-here").is_dir()
     one = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", "report", "scores", "--db", str(empty),
                           "--out", str(tmp_path / "one")], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert one.returncode == 1 and "run arcstudy score" in one.stdout + one.stderr
