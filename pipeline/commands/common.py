@@ -84,6 +84,18 @@ class _FlagsWithoutType:
         return params
 
 
+# Options of `arcstudy` itself (pipeline.cli.main). --plain is accepted after the command too (it only changes how
+# output looks); --version gets a hint there.
+GLOBAL_OPTIONS = ("--plain", "--version")
+# typer 0.29 parses with its own copy of click, whose UsageError it exports only as BadParameter's base
+UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
+def unknown_option(err: Exception) -> str | None:
+    """The option a "No such option" usage error names, else None."""
+    return getattr(err, "option_name", None) if type(err).__name__ == "NoSuchOption" else None
+
+
 class Command(_FlagsWithoutType, TyperCommand):
     """Every `arcstudy` verb: `app.command(name, cls=Command)`.
 
@@ -94,6 +106,21 @@ class Command(_FlagsWithoutType, TyperCommand):
     Verbs end with `typer.Exit`; a SystemExit reaching here was raised by code arcstudy runs (a game's `sys.exit()`
     or `exit()`): it would end the run with the game's code (0 reads as success) and nothing said, so it is
     reported as an error instead."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        own = {opt for param in self.params for opt in (*param.opts, *param.secondary_opts)}
+        end = args.index("--") if "--" in args else len(args)
+        if "--plain" not in own and "--plain" in args[:end]:  # `arcstudy tables --plain` as `arcstudy --plain tables`
+            out.set_plain(True)
+            args = [a for i, a in enumerate(args) if not (a == "--plain" and i < end)]
+        try:
+            return super().parse_args(ctx, args)
+        except UsageError as err:
+            name = unknown_option(err)
+            if name in GLOBAL_OPTIONS and name not in own:
+                raise UsageError(f"{name} is a global option: put it before the command (arcstudy {name})",
+                                 ctx) from err
+            raise
 
     def invoke(self, ctx: Any) -> Any:
         for param in self.params:
@@ -119,6 +146,18 @@ class Command(_FlagsWithoutType, TyperCommand):
 
 class Group(_FlagsWithoutType, TyperGroup):
     """The `arcstudy` app itself: `typer.Typer(cls=Group)`."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """Each command with the whole first sentence of its help, wrapped (click cuts it at the line's end
+        with "...", which at 80 columns left most of every summary out)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=1000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:

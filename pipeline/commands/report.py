@@ -47,9 +47,9 @@ def report_command(
                                                      "is run (in the sandbox, docs/security.md).", exists=True,
                                                      file_okay=False, show_default=False)] = None,
     explore_seconds: Annotated[float, typer.Option("--explore-seconds", min=0.0, help="Time budget of the "
-                                                   "explorer over all levels (0: do not explore).")] = 20.0,
+                                                   "explorer over all levels (0: do not explore).")] = 300.0,
     explore_nodes: Annotated[int, typer.Option("--explore-nodes", min=1, help="States explored per level at "
-                                               "most.")] = 2000,
+                                               "most (as `arcstudy explore --max-nodes`).")] = 200_000,
 ) -> None:
     """Write the HTML reports: calibration (per game: inclusion bar, players and full solvers, completion by level
     with intervals and drop-off level, durations by outcome, actions by level against optimal / best first run /
@@ -68,13 +68,13 @@ def report_command(
     every table shown, figures/<report>/<name>.png, .svg, .vl.json, and index.html: the reports of the folder
     grouped by audience (analysts, organizers, researchers) with their headline numbers.
 
-    Exit codes: 0 written, 1 error (database missing or unreadable), 2 usage (unknown policy, unusable
-    --ground-truth file).
+    Exit codes: 0 written, 1 error (database missing or unreadable, or nothing to report: none of the chosen
+    reports has its tables, as in a database never built), 2 usage (unknown policy, unusable --ground-truth file).
     """
     import duckdb
 
     from pipeline.core.workspace import WorkspaceError, default_db_path
-    from pipeline.report.reports import REPORTS, ReportInputError, write_reports
+    from pipeline.report.reports import REPORTS, ReportInputError, reports_without_data, write_reports
 
     db_path = db or default_db_path()
     if db_path.exists() and not db_path.is_file():  # a folder or a device: "does not exist" would mislead
@@ -82,8 +82,18 @@ def report_command(
     if not db_path.is_file():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first, or "
                        "pass --db)")
-    out_path = make_out_dir(out_dir or default_out_dir(db_path))
     chosen = list(REPORTS) if which is ReportChoice.all else [which.value]
+    wanted = out_dir or default_out_dir(db_path)
+    created = _first_missing(Path(wanted).absolute())
+    out_path = make_out_dir(wanted)  # an --out that cannot be written is said first
+    try:
+        empty = reports_without_data(db_path, chosen)
+    except (WorkspaceError, duckdb.Error) as err:
+        _remove_empty(out_path, created)
+        raise fail(f"cannot read {db_path}: {err}") from err
+    if len(empty) == len(chosen):  # a database never built: nothing to report, and a page saying so is not a report
+        _remove_empty(out_path, created)
+        raise fail(f"{db_path} has nothing to report: " + "; ".join(f"{name}: {why}" for name, why in empty.items()))
     command = shlex.join(["arcstudy", "report", which.value, "--db", str(db_path), "--out", str(out_path)]
                          + (["--ground-truth", str(ground_truth)] if ground_truth else [])
                          + (["--policy", policy] if policy else [])
@@ -104,5 +114,28 @@ def report_command(
     for name, path in written.items():
         out.console.print(f"{name}: {path} ({path.stat().st_size:,} bytes; manifest "
                           f"{path.with_name(path.stem + '.manifest.json').name})")
+    for name, why in empty.items():
+        out.console.print(f"{name}: no data ({why}); its page says so")
     out.console.print(f"index: {out_path / 'index.html'}")
     raise typer.Exit(EXIT_OK)
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder of `path` that does not exist yet (what make_out_dir will create), or None."""
+    top = None
+    while not path.exists() and path != path.parent:
+        top, path = path, path.parent
+    return top
+
+
+def _remove_empty(out_path: Path, created: Path | None) -> None:
+    """Take back the folders this run created for --out, as long as they are empty (nothing was written)."""
+    if created is None:
+        return
+    folder = Path(out_path).absolute()
+    while folder == created or created in folder.parents:  # never a folder that was there before
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent

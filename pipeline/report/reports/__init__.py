@@ -23,7 +23,7 @@ from pathlib import Path
 from .common import ReportContext, ReportInputError
 from .index import write_index
 
-__all__ = ["REPORTS", "ReportInputError", "write_index", "write_reports"]
+__all__ = ["REPORTS", "ReportInputError", "reports_without_data", "write_index", "write_reports"]
 
 REPORTS = ("calibration", "scores", "harc")
 DESCRIPTIONS = {  # one line each, for --help and index pages
@@ -33,6 +33,27 @@ DESCRIPTIONS = {  # one line each, for --help and index pages
               "score against cost",
     "harc": "The H-ARC paper's tables and figures regenerated from the traces",
 }
+
+
+# The table each report is drawn from, and what fills it: a report whose table is missing or empty has nothing to show.
+SOURCES = {
+    "calibration": ("out_arc3__game_solvability", "arcstudy ingest (recordings, session manifest), then arcstudy build"),
+    "scores": ("out_arc3__game_scores", "arcstudy score"),
+    "harc": ("out_harc__split_accuracy", "arcstudy ingest (an H-ARC release), then arcstudy harc-analyses"),
+}
+
+
+def reports_without_data(db_path: Path | str, which: Iterable[str] = REPORTS) -> dict[str, str]:
+    """{report: what to run} for each of `which` whose source table is missing or empty in the database."""
+    from pipeline.core.workspace import Workspace
+
+    missing: dict[str, str] = {}
+    with Workspace(Path(db_path), read_only=True) as ws:
+        for name in dict.fromkeys(which):
+            table, fill = SOURCES[name]
+            if not ws.has_table(table) or not ws.read(f"SELECT 1 FROM {table} LIMIT 1").height:
+                missing[name] = f"{table} is empty: run {fill}"
+    return missing
 
 
 def write_reports(db_path: Path | str, out_dir: Path | str, which: Iterable[str] = REPORTS,
