@@ -36,23 +36,26 @@ DESCRIPTIONS = {  # one line each, for --help and index pages
 
 
 # The table each report is drawn from, and what fills it: a report whose table is missing or empty has nothing to show.
+# report: (the tables any one of which gives it something to show, what fills them)
 SOURCES = {
-    "calibration": ("out_arc3__game_solvability", "arcstudy ingest (recordings, session manifest), then arcstudy build"),
-    "scores": ("out_arc3__game_scores", "arcstudy score"),
-    "harc": ("out_harc__split_accuracy", "arcstudy ingest (an H-ARC release), then arcstudy harc-analyses"),
+    "calibration": (("out_arc3__game_solvability", "out_arctgi__family_diversity", "out_arc2__pair_calibration"),
+                    "arcstudy ingest (recordings and a session manifest, ARC-TGI exports or an ARC-AGI-2 attempt "
+                    "log), then arcstudy build"),
+    "scores": (("out_arc3__game_scores",), "arcstudy score"),
+    "harc": (("out_harc__split_accuracy",), "arcstudy ingest (an H-ARC release), then arcstudy harc-analyses"),
 }
 
 
 def reports_without_data(db_path: Path | str, which: Iterable[str] = REPORTS) -> dict[str, str]:
-    """{report: what to run} for each of `which` whose source table is missing or empty in the database."""
+    """{report: what to run} for each of `which` whose source tables are all missing or empty in the database."""
     from pipeline.core.workspace import Workspace
 
     missing: dict[str, str] = {}
     with Workspace(Path(db_path), read_only=True) as ws:
         for name in dict.fromkeys(which):
-            table, fill = SOURCES[name]
-            if not ws.has_table(table) or not ws.read(f"SELECT 1 FROM {table} LIMIT 1").height:
-                missing[name] = f"{table} is empty: run {fill}"
+            tables, fill = SOURCES[name]
+            if not any(ws.has_table(table) and ws.read(f"SELECT 1 FROM {table} LIMIT 1").height for table in tables):
+                missing[name] = f"{' and '.join(tables)} {'is' if len(tables) == 1 else 'are'} empty: run {fill}"
     return missing
 
 
