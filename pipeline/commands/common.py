@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 completed with rejected input (see the `qu
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from pipeline.core.console import out
+from pipeline.core.outputs import OUTPUT_ERRNOS, OutputError, as_output_error, is_output_oserror
 from pipeline.core.special_files import not_regular_file
 from pipeline.core.workspace import (
     DUCKDB_MAGIC,
@@ -38,6 +40,10 @@ DbOption = Annotated[
                  "read fall back to reports/demo/demo.duckdb when neither exists).",
                  dir_okay=False, show_default=False),
 ]
+
+RawCsvOption = Annotated[bool, typer.Option(
+    "--raw-csv", help="Write CSV cells as they are: without it, text that a spreadsheet would run as a formula "
+                      "(starting with = + - @, TAB or CR) gets a leading ' (Parquet is always as is).")]
 
 GameVersionOption = Annotated[
     str | None,
@@ -107,6 +113,10 @@ class Command(_FlagsWithoutType, TyperCommand):
                         raise fail(f"{param.opts[-1]} {path}: {kind}, not a regular file or folder", EXIT_USAGE)
         try:
             return super().invoke(ctx)
+        except OutputError as err:  # an output (or scratch space) that cannot be written: not the input's fault
+            raise output_failed(err) from err
+        except duckdb.IOException as err:  # the database's own file: a full disk, a name too long, ...
+            raise fail(f"cannot use the database: {_first_line(err)}") from err
         except SystemExit as err:
             from engine.loader import describe_game_error
 
@@ -119,6 +129,21 @@ class Command(_FlagsWithoutType, TyperCommand):
 
 class Group(_FlagsWithoutType, TyperGroup):
     """The `arcstudy` app itself: `typer.Typer(cls=Group)`."""
+
+
+_FULL = OUTPUT_ERRNOS - {errno.EROFS}
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
+def output_failed(err: OutputError) -> typer.Exit:
+    """The one way an output that cannot be written ends a command: one line naming the path and the OS's
+    reason, exit 1 (pipeline.core.outputs raises OutputError for every output-side OSError)."""
+    return fail(f"{err}; nothing was replaced there (free some space, or choose another place)"
+                if err.errno in _FULL else
+                f"{err}; choose another place, or remove what is in the way")
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
@@ -153,7 +178,8 @@ def refuse_overwriting_database(out_file: Path | None, db: Path) -> None:
 
 def make_out_dir(path: Path, option: str = "--out") -> Path:
     """Create the folder a command writes into before any work: one that cannot exist (under a regular file, in
-    a missing or read-only place, a NUL in its name) stops the command with exit 1 naming `option`."""
+    a missing or read-only place, a NUL in its name, too long a name) stops the command with exit 1 naming
+    `option`."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (OSError, ValueError) as err:
@@ -169,11 +195,9 @@ def out_write_errors_said(folder: Path | None, option: str = "--out") -> Iterato
     try:
         yield
     except OSError as err:
-        name = err.filename
-        if folder is None or not name or not os.path.abspath(name).startswith(os.path.abspath(folder) + os.sep):
+        if folder is None or not is_output_oserror(err, folder):
             raise
-        raise fail(f"cannot write {name} under {option} {folder}: {err.strerror or err}; remove what is in the "
-                   "way or choose another folder") from err
+        raise output_failed(as_output_error(err, folder)) from err
 
 
 @contextmanager

@@ -11,7 +11,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_OK, EXIT_USAGE, DbOption, fail, make_out_dir, out_write_errors_said
+from .common import EXIT_OK, EXIT_USAGE, DbOption, RawCsvOption, fail, make_out_dir, out_write_errors_said
 
 
 class ReportChoice(StrEnum):
@@ -49,6 +49,7 @@ def report_command(
                                                    "explorer over all levels (0: do not explore).")] = 20.0,
     explore_nodes: Annotated[int, typer.Option("--explore-nodes", min=1, help="States explored per level at "
                                                "most.")] = 2000,
+    raw_csv: RawCsvOption = False,
 ) -> None:
     """Write the HTML reports: calibration (per game: inclusion bar, players and full solvers, completion by level
     with intervals and drop-off level, durations by outcome, actions by level against optimal / best first run /
@@ -66,11 +67,16 @@ def report_command(
     every table shown, figures/<report>/<name>.png, .svg, .vl.json, and index.html: the reports of the folder
     grouped by audience (analysts, organizers, researchers) with their headline numbers.
 
-    Exit codes: 0 written, 1 error (database missing or unreadable), 2 usage (unknown policy, unusable
-    --ground-truth file).
+    The folder is replaced as a whole when every file is written: a failure, a full disk or Ctrl-C leaves the
+    previous reports as they were (and no temporary file). CSV cells that a spreadsheet would run as a formula
+    get a leading ' unless --raw-csv.
+
+    Exit codes: 0 written, 1 error (database missing or unreadable, an output that cannot be written), 2 usage
+    (unknown policy, unusable --ground-truth file).
     """
     import duckdb
 
+    from pipeline.core.outputs import raw_csv as csv_as_is
     from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.report.reports import REPORTS, ReportInputError, write_reports
 
@@ -88,7 +94,7 @@ def report_command(
                          + [arg for g in games or [] for arg in ("--games", str(g))]
                          + ["--explore-seconds", f"{explore_seconds:g}", "--explore-nodes", str(explore_nodes)])
     try:
-        with out_write_errors_said(out_path):
+        with out_write_errors_said(out_path), csv_as_is(raw_csv):
             written = write_reports(db_path, out_path, chosen, ground_truth=ground_truth, policy=policy, games=games,
                                     explore_seconds=explore_seconds, explore_max_nodes=explore_nodes, command=command)
     except ReportInputError as err:

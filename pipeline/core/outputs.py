@@ -1,0 +1,441 @@
+"""The one way arcstudy writes its outputs: whole files, whole folders, CSV safe in a spreadsheet.
+
+    write_text(path, text)            # a single file: a fresh temporary file beside it, then os.replace
+    with output_folder(out_dir) as stage:
+        ...write everything into `stage`...
+    # the folder is swapped into place as a whole when the block ends without an error
+
+Single files are written to a uniquely named temporary file created in the target's folder (O_EXCL: a
+pre-placed symlink is never followed) and renamed over the target, so a reader sees the old file or the new
+one, and a symlink at the target is replaced, never written through. Any error or Ctrl-C removes the
+temporary file.
+
+`output_folder(target)` gives a fresh stage folder beside the target that starts as a copy of it (hard links:
+no bytes copied; leftover `*.tmp` files are dropped). The command writes into the stage, replacing files (never
+writing into a file in place: the old folder shares those inodes), and when the block ends the stage is swapped
+with the target (Linux: one atomic `renameat2(RENAME_EXCHANGE)`; elsewhere two renames) and the old folder is
+removed. A reader sees the old complete set or the new one. On an error, or Ctrl-C, the stage is removed and
+the target is untouched. Where a folder cannot be swapped (it is the working directory or holds it, it is a
+mount point, another user owns it, or it holds FIFOs, sockets or devices), the stage is moved in file by file
+instead: each file is still whole and a failed run still leaves the old set, but a reader during the last
+moment may see a mix. Paths under the stage read as their final place in run manifests (`public_path`,
+`public_json`).
+
+Output-side OSErrors become `OutputError` (the path and the OS reason); commands turn it into one line and
+exit 1 (pipeline.commands.common), never a traceback and never blamed on an input.
+
+CSV: `csv_text(df)` is the one way a CSV is made. Text cells that start with `=`, `+`, `-`, `@`, TAB or CR
+(OWASP's "CSV injection" rule) get a leading `'` so a spreadsheet shows them instead of running them; numbers
+stay numbers. `raw_csv(True)` (the commands' `--raw-csv`) turns that off. Parquet is always written raw.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import shutil
+import stat
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FORMULA_STARTS", "OUTPUT_ERRNOS", "OutputError", "as_output_error", "csv_text", "is_output_oserror", "neutralise_formulas",
+           "output_folder", "public_json", "public_path", "raw_csv", "write_bytes", "write_csv", "write_text",
+           "write_with"]
+
+# errnos only a write can give: such an error is the output's (or the environment's), never the input's
+OUTPUT_ERRNOS = frozenset(e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EROFS, errno.EFBIG)
+                          if e is not None)
+STAGE_MARK = ".arcstudy-stage-"
+
+
+class OutputError(Exception):
+    """An output that cannot be written: `path` (as the user knows it) and the OS `reason`."""
+
+    def __init__(self, path: Path | str, reason: str, errno_: int | None = None):
+        super().__init__(str(path), reason, errno_)
+        self.path, self.reason, self.errno = str(path), reason, errno_
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path}: {self.reason}"
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, OSError):
+        return err.strerror or str(err) or type(err).__name__
+    return str(err) or type(err).__name__
+
+
+def as_output_error(err: BaseException, path: Path | str) -> OutputError:
+    """`err` (an OSError met while writing `path`) as an OutputError naming the path the user knows."""
+    if isinstance(err, OutputError):
+        return err
+    name = getattr(err, "filename", None)
+    where = public_path(name) if isinstance(name, str) and name else public_path(path)
+    return OutputError(where, _reason(err), getattr(err, "errno", None))
+
+
+def is_output_oserror(err: BaseException, *folders: Path | str | None) -> bool:
+    """Whether `err` is an output's failure: a write-only errno (disk full, quota, read-only file system, file
+    too large), or any OSError on a path under one of `folders` (where the command writes)."""
+    if not isinstance(err, OSError):
+        return False
+    if err.errno in OUTPUT_ERRNOS:
+        return True
+    name = err.filename
+    if not isinstance(name, str) or not name:
+        return False
+    full = os.path.abspath(name)
+    for folder in folders:
+        if folder is None:
+            continue
+        top = os.path.abspath(folder)
+        if full == top or full.startswith(top.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------------------------------------
+# Single files
+# --------------------------------------------------------------------------------------------------------
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_with(path: Path | str, write: Callable[[Path], Any]) -> Path:
+    """Write `path` whole: `write(tmp)` fills a fresh temporary file in the same folder, which then replaces
+    `path` (a symlink there is replaced, not followed). Its folder is created if missing. Any error removes the
+    temporary file; an OSError is raised as OutputError."""
+    target = Path(path)
+    tmp: str | None = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:64]}.", suffix=".tmp")
+        os.close(fd)
+        write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as err:
+        raise as_output_error(err, target) from err
+    except Exception as err:  # a library's own error around an OS one (polars: "... (os error 28)")
+        found = re.search(r"\(os error (\d+)\)", str(err))
+        if found is None:
+            raise
+        code = int(found[1])
+        raise OutputError(public_path(target), os.strerror(code), code) from err
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    return target
+
+
+def write_bytes(path: Path | str, data: bytes) -> Path:
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+    return write_with(path, write)
+
+
+def write_text(path: Path | str, text: str, encoding: str = "utf-8") -> Path:
+    return write_bytes(path, text.encode(encoding))
+
+
+# --------------------------------------------------------------------------------------------------------
+# CSV
+# --------------------------------------------------------------------------------------------------------
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_RE = r"^[=+\-@\t\r]"
+_RAW_CSV: ContextVar[bool] = ContextVar("arcstudy_raw_csv", default=False)
+
+
+@contextmanager
+def raw_csv(raw: bool = True) -> Iterator[None]:
+    """Within the block, CSVs are written as the data says (`--raw-csv`): no formula neutralising."""
+    token = _RAW_CSV.set(raw)
+    try:
+        yield
+    finally:
+        _RAW_CSV.reset(token)
+
+
+def _safe_name(name: str) -> str:
+    return "'" + name if name.startswith(FORMULA_STARTS) else name
+
+
+def neutralise_formulas(df):
+    """`df` with every text cell (and column name) that a spreadsheet would run as a formula prefixed with `'`."""
+    import polars as pl
+
+    exprs = []
+    for name, dtype in df.schema.items():
+        if dtype == pl.String or isinstance(dtype, (pl.Categorical, pl.Enum)):
+            col = pl.col(name).cast(pl.String)
+            exprs.append(pl.when(col.str.contains(_FORMULA_RE)).then(pl.lit("'") + col).otherwise(col).alias(name))
+    if exprs:
+        df = df.with_columns(exprs)
+    renames = {name: _safe_name(name) for name in df.columns if _safe_name(name) != name}
+    return df.rename(renames) if renames else df
+
+
+def _nested_as_json(df):
+    import polars as pl
+
+    nested = [name for name, dtype in df.schema.items() if isinstance(dtype, (pl.List, pl.Array, pl.Struct))]
+    if not nested:
+        return df
+    return df.with_columns(
+        pl.col(name).map_elements(lambda v: json.dumps(v.to_list() if hasattr(v, "to_list") else v, default=str),
+                                  return_dtype=pl.String)
+        for name in nested
+    )
+
+
+def csv_text(df, *, raw: bool | None = None) -> str:
+    """The CSV of a polars frame: nested values as JSON text, formula-like text cells neutralised unless `raw`
+    (default: the `raw_csv` setting in force)."""
+    df = _nested_as_json(df)
+    if not (_RAW_CSV.get() if raw is None else raw):
+        df = neutralise_formulas(df)
+    return df.write_csv()
+
+
+def write_csv(df, path: Path | str, *, raw: bool | None = None) -> Path:
+    return write_text(path, csv_text(df, raw=raw))
+
+
+# --------------------------------------------------------------------------------------------------------
+# Folders
+# --------------------------------------------------------------------------------------------------------
+_STAGES: dict[str, str] = {}  # stage path (absolute, and as given) -> the target's path in the same form
+
+
+def public_path(path: Path | str) -> Path:
+    """Where `path` ends up: a path under an active stage, under its target; any other path unchanged."""
+    text = str(path)
+    for stage in sorted(_STAGES, key=len, reverse=True):
+        if text == stage or text.startswith(stage.rstrip(os.sep) + os.sep):
+            return Path(_STAGES[stage] + text[len(stage):])
+    return Path(path)
+
+
+def public_json(value: Any) -> Any:
+    """`value` (JSON-like) with every stage path in its strings read as its final place."""
+    if not _STAGES:
+        return value
+    if isinstance(value, str):
+        for stage in sorted(_STAGES, key=len, reverse=True):
+            if stage in value:
+                value = value.replace(stage, _STAGES[stage])
+        return value
+    if isinstance(value, dict):
+        return {public_json(k): public_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [public_json(v) for v in value]
+    return value
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _sweep_stale_stages(parent: Path, prefix: str) -> None:
+    """Stages left by a run killed outright (kill -9, power loss): removed once their process is gone."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(parent):
+            if not entry.name.startswith(prefix):
+                continue
+            pid = entry.name[len(prefix):].split("-", 1)[0]
+            if pid.isdigit() and not _pid_alive(int(pid)):
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _clone(src: str, dst: str, rel: str, cloned: set[str], dropped: set[str]) -> bool:
+    """Fill `dst` with `src`'s tree as hard links (copies where links fail), symlinks as symlinks. Returns
+    False when `src` holds something that cannot be carried (a FIFO, socket or device)."""
+    carried = True
+    for entry in os.scandir(src):
+        name = os.path.join(rel, entry.name) if rel else entry.name
+        target = os.path.join(dst, entry.name)
+        if STAGE_MARK in entry.name:
+            continue
+        if entry.is_symlink():
+            if entry.name.endswith(".tmp"):
+                dropped.add(name)
+                continue
+            os.symlink(os.readlink(entry.path), target)
+            cloned.add(name)
+        elif entry.is_dir(follow_symlinks=False):
+            os.mkdir(target)
+            shutil.copystat(entry.path, target, follow_symlinks=False)
+            carried = _clone(entry.path, target, name, cloned, dropped) and carried
+        elif entry.is_file(follow_symlinks=False):
+            if entry.name.endswith(".tmp"):  # a half-written file of an older arcstudy or another program
+                dropped.add(name)
+                continue
+            try:
+                os.link(entry.path, target)
+            except OSError:
+                shutil.copy2(entry.path, target)
+            cloned.add(name)
+        else:
+            carried = False
+    return carried
+
+
+def _can_swap(target: Path, carried: bool) -> bool:
+    real = os.path.realpath(target)
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:
+        cwd = ""
+    if cwd == real or cwd.startswith(real.rstrip(os.sep) + os.sep):
+        return False
+    try:
+        st = os.stat(real)
+    except OSError:
+        return False
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return False
+    return carried and not os.path.ismount(real)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    at_fdcwd, rename_exchange = -100, 2
+    if fn(at_fdcwd, os.fsencode(str(a)), at_fdcwd, os.fsencode(str(b)), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, getattr(errno, "ENOTSUP", errno.EINVAL)):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _swap_in(stage: Path, target: Path) -> None:
+    """Put `stage` at `target`; `stage` then holds the old folder (or nothing), for the caller to remove."""
+    if _exchange(stage, target):
+        return
+    aside = stage.with_name(stage.name + "-old")
+    os.rename(target, aside)
+    try:
+        os.rename(stage, target)
+    except BaseException:
+        os.rename(aside, target)
+        raise
+    os.rename(aside, stage)
+
+
+def _merge_in(stage: Path, target: Path, cloned: set[str], dropped: set[str]) -> None:
+    """Move the stage's new or changed files into `target` one by one (each whole), then remove what the run
+    removed from its copy."""
+    present: set[str] = set()
+
+    def walk(src: str, dst: str, rel: str) -> None:
+        os.makedirs(dst, exist_ok=True)
+        for entry in os.scandir(src):
+            name = os.path.join(rel, entry.name) if rel else entry.name
+            there = os.path.join(dst, entry.name)
+            present.add(name)
+            if entry.is_dir(follow_symlinks=False):
+                if os.path.islink(there) or (os.path.lexists(there) and not os.path.isdir(there)):
+                    os.unlink(there)
+                walk(entry.path, there, name)
+                continue
+            with contextlib.suppress(OSError):
+                if not entry.is_symlink() and os.path.samefile(entry.path, there) and not os.path.islink(there):
+                    continue  # carried over unchanged (the same inode)
+            if os.path.isdir(there) and not os.path.islink(there):
+                shutil.rmtree(there)
+            os.replace(entry.path, there)
+
+    walk(str(stage), str(target), "")
+    for name in sorted((cloned | dropped) - present, reverse=True):
+        path = target / name
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            if path.is_symlink() or not path.is_dir():
+                path.unlink()
+
+
+@contextmanager
+def output_folder(target: Path | str) -> Iterator[Path]:
+    """A stage folder to write `target`'s new contents into, swapped into place when the block ends without an
+    error (see the module docstring). OSErrors on paths under the stage or target, or a full disk, are raised
+    as OutputError naming the target's path."""
+    given = Path(target)
+    if given.is_symlink() and given.is_dir():  # a folder the user linked elsewhere: written where it points
+        given = Path(os.path.realpath(given))
+    stage: Path | None = None
+    try:
+        if os.path.lexists(given) and not given.is_dir():
+            raise OutputError(given, "a file (not a folder) is in the way", errno.ENOTDIR)
+        given.parent.mkdir(parents=True, exist_ok=True)
+        prefix = f".{given.name[:80]}{STAGE_MARK}"
+        _sweep_stale_stages(given.parent, prefix)
+        stage = given.parent / f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        os.mkdir(stage)
+        cloned: set[str] = set()
+        dropped: set[str] = set()
+        carried = True
+        if given.is_dir():
+            shutil.copystat(given, stage)
+            carried = _clone(str(given), str(stage), "", cloned, dropped)
+        else:
+            os.chmod(stage, 0o777 & ~_umask())
+    except OSError as err:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+        raise as_output_error(err, given) from err
+    forms = {str(stage): str(given), os.path.abspath(stage): os.path.abspath(given)}
+    _STAGES.update(forms)
+    try:
+        try:
+            yield stage
+        except OSError as err:
+            if is_output_oserror(err, stage, given):
+                raise as_output_error(err, given) from err
+            raise
+        try:
+            if not given.exists():
+                os.rename(stage, given)
+            elif _can_swap(given, carried):
+                _swap_in(stage, given)
+            else:
+                _merge_in(stage, given, cloned, dropped)
+        except OSError as err:
+            raise as_output_error(err, given) from err
+    finally:
+        for key in forms:
+            _STAGES.pop(key, None)
+        if os.path.lexists(stage):
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(os.lstat(stage).st_mode):
+                    shutil.rmtree(stage, ignore_errors=True)
