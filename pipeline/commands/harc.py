@@ -22,6 +22,7 @@ import typer
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
+from pipeline.core.outputs import write_text
 from schemas.vocabulary import HARC_RELEASES, HARC_SPLITS
 
 from .common import (
@@ -295,7 +296,7 @@ def harc_graph_command(
     make_out_dir(out_dir)
     path = out_dir / f"{task_id}.graph.json"
     with out_write_errors_said(out_dir):
-        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     out.console.print(f"task {task_id} ({doc['task_split']}, {doc['release_generation']}): {doc['n_unique_states']} "
                       f"states, {len(doc['edges'])} transitions, {doc['n_traces']} traces; wrote {path}")
     if not no_figure:

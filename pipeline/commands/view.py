@@ -82,6 +82,7 @@ def view_command(
     --include-unknown-games).
     """
     from pipeline.core.manifest import RunManifest
+    from pipeline.core.outputs import OutputError, write_text
     from pipeline.report.viewer import (
         ViewerError,
         ViewerRejected,
@@ -128,10 +129,10 @@ def view_command(
     code = EXIT_REJECTED if result.rejected else EXIT_OK  # lines left out, or a play score leaves out
     manifest.finish(code)
     manifest_file = manifest_path_for(out_file)
-    try:
-        manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
-    except OSError as err:
-        raise fail(f"wrote {out_file}, but cannot write its manifest {manifest_file}: {err.strerror or err}") from err
+    try:  # whole, never through a symlink
+        write_text(manifest_file, json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    except OutputError as err:
+        raise fail(f"wrote {out_file}, but {err}") from err
     data = result.data
     lines = [f"wrote {out_file} ({result.n_bytes:,} bytes): {data['n_steps']:,} steps, {data['n_plays']} play(s), "
              f"frames: {data['frames_origin']}, replay: {result.verification.status}",
