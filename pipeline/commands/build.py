@@ -14,7 +14,7 @@ from rich.table import Table as RichTable
 
 from pipeline.core.config import BASELINE_RULES, ConfigError, load_config
 from pipeline.core.console import out
-from pipeline.core.outputs import write_csv, write_text
+from pipeline.core.outputs import named, write_csv, write_text
 from pipeline.scoring.baseline_sources import read_published
 
 from .common import (
@@ -312,7 +312,8 @@ class _BaselineOutputs:
             else:
                 frame = levels.filter(pl.col("baseline_rule") == self.rule)
             # whole, never through a symlink; an unwritable path is one line (OutputError, commands.common)
-            write_csv(frame, self.out_file, raw=self.raw_csv)
+            with named("--out"):
+                write_csv(frame, self.out_file, raw=self.raw_csv)
             manifest.add_output(self.out_file)
             out.console.print(f"wrote {self.out_file}")
 

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
-from pipeline.core.outputs import csv_text, write_text, write_with
+from pipeline.core.outputs import csv_text, named, write_text, write_with
 
 from .common import (
     EXIT_USAGE,
@@ -81,7 +81,8 @@ def query_command(
         except cannot_show as err:
             raise fail(_cannot_show(err, "read")) from err
     try:  # a folder, a missing or read-only folder, a full disk: OutputError, one line (commands.common)
-        _emit(df, fmt, out_file, limit, raw_csv)
+        with named("--out"):
+            _emit(df, fmt, out_file, limit, raw_csv)
     except cannot_show as err:
         raise fail(_cannot_show(err, f"written as {fmt.value}")) from err
     if out_file:

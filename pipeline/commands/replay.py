@@ -39,7 +39,7 @@ def replay_command(
     """
     from engine.loader import default_environments_dir, describe_game_error
     from pipeline.core.manifest import RunManifest, sha256_file
-    from pipeline.core.outputs import OutputError, write_text
+    from pipeline.core.outputs import OutputError, named, write_text
     from pipeline.core.special_files import not_regular_file
     from pipeline.recordings.playback import PlaybackError, replay_script_file, write_lines
     from pipeline.recordings.reader import RecordingRejected
@@ -63,7 +63,8 @@ def replay_command(
     except Exception as err:  # the game's own code raised (loading, constructing or stepping): nothing written
         raise fail(f"{script}: cannot replay: the game's code raised {describe_game_error(err)}",
                    EXIT_REJECTED) from err
-    write_lines(out_file, lines)  # whole; a missing or read-only folder, a full disk: OutputError, one line
+    with named("--out"):
+        write_lines(out_file, lines)  # whole; a missing or read-only folder, a full disk: OutputError, one line
     manifest.add_input(script, sha256_file(script))
     manifest.add_output(out_file)
     code = EXIT_REJECTED if parsed.issues else EXIT_OK

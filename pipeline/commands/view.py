@@ -82,7 +82,7 @@ def view_command(
     --include-unknown-games).
     """
     from pipeline.core.manifest import RunManifest
-    from pipeline.core.outputs import OutputError, write_text
+    from pipeline.core.outputs import OutputError, named, write_text
     from pipeline.report.viewer import (
         ViewerError,
         ViewerRejected,
@@ -117,9 +117,11 @@ def view_command(
     with out.progress("replaying", None) as bar:
         on_step = (lambda: bar.advance(0)) if bar is not None else None  # type: ignore[union-attr]
         try:
-            result = write_viewer(target, out_file, db=db_path, games=games, baselines=baselines, verify=verify,
-                                  only_reset_levels=only_reset_levels, manifest=manifest, on_step=on_step,
-                                  game_version=game_version, include_unknown_games=include_unknown_games)
+            with named("--out"):
+                result = write_viewer(target, out_file, db=db_path, games=games, baselines=baselines,
+                                      verify=verify, only_reset_levels=only_reset_levels, manifest=manifest,
+                                      on_step=on_step, game_version=game_version,
+                                      include_unknown_games=include_unknown_games)
         except ViewerUsageError as err:
             raise fail(str(err), EXIT_USAGE) from err
         except ViewerRejected as err:

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["FORMULA_STARTS", "OUTPUT_ERRNOS", "OutputError", "as_output_error", "csv_text", "is_output_oserror", "neutralise_formulas",
-           "output_folder", "public_json", "public_path", "raw_csv", "write_bytes", "write_csv", "write_text",
+           "named", "output_folder", "public_json", "public_path", "raw_csv", "write_bytes", "write_csv", "write_text",
            "write_with"]
 
 # errnos only a write can give: such an error is the output's (or the environment's), never the input's
@@ -60,12 +60,23 @@ STAGE_MARK = ".arcstudy-stage-"
 class OutputError(Exception):
     """An output that cannot be written: `path` (as the user knows it) and the OS `reason`."""
 
-    def __init__(self, path: Path | str, reason: str, errno_: int | None = None):
-        super().__init__(str(path), reason, errno_)
-        self.path, self.reason, self.errno = str(path), reason, errno_
+    def __init__(self, path: Path | str, reason: str, errno_: int | None = None, option: str | None = None):
+        super().__init__(str(path), reason, errno_, option)
+        self.path, self.reason, self.errno, self.option = str(path), reason, errno_, option
 
     def __str__(self) -> str:
-        return f"cannot write {self.path}: {self.reason}"
+        return f"cannot write {self.option + ' ' if self.option else ''}{self.path}: {self.reason}"
+
+
+@contextmanager
+def named(option: str) -> Iterator[None]:
+    """OutputErrors raised in the block name the command-line option that chose the path (`--out`)."""
+    try:
+        yield
+    except OutputError as err:
+        if err.option is None:
+            err.option = option
+        raise
 
 
 def _reason(err: BaseException) -> str:
@@ -79,8 +90,12 @@ def as_output_error(err: BaseException, path: Path | str) -> OutputError:
     if isinstance(err, OutputError):
         return err
     name = getattr(err, "filename", None)
+    code = getattr(err, "errno", None)
+    if isinstance(err, FileExistsError) and isinstance(name, str) and not os.path.isdir(name):
+        # mkdir of a folder the output goes in, where a regular file is: the output's folder is not one
+        return OutputError(public_path(path), f"Not a directory ({public_path(name)} is a file)", errno.ENOTDIR)
     where = public_path(name) if isinstance(name, str) and name else public_path(path)
-    return OutputError(where, _reason(err), getattr(err, "errno", None))
+    return OutputError(where, _reason(err), code)
 
 
 def is_output_oserror(err: BaseException, *folders: Path | str | None) -> bool:
