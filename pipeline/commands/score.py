@@ -126,7 +126,7 @@ def score_command(
 
     from engine.loader import default_environments_dir
     from pipeline.core.manifest import RunManifest
-    from pipeline.core.outputs import output_folder, public_path
+    from pipeline.core.outputs import named, output_folder, public_path
     from pipeline.core.outputs import raw_csv as csv_as_is
     from pipeline.core.special_files import not_regular_file
     from pipeline.core.workspace import WorkspaceError, default_db_path
@@ -232,7 +232,7 @@ def score_command(
         out_dir = out_dir or default_out_dir(db_path, result.card_id)
         # The folder is written whole (pipeline.core.outputs): files that cannot be written (a missing or
         # read-only place, a full disk) end the command in one line, nothing in the database, the old folder kept.
-        with output_folder(out_dir) as stage, csv_as_is(raw_csv):
+        with named("--out"), output_folder(out_dir) as stage, csv_as_is(raw_csv):
             written = write_score_files(result, stage, figures=not no_figures)
             for path in written:
                 manifest.add_output(path)

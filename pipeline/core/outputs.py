@@ -411,7 +411,8 @@ def output_folder(target: Path | str) -> Iterator[Path]:
     stage: Path | None = None
     try:
         if os.path.lexists(given) and not given.is_dir():
-            raise OutputError(given, "a file (not a folder) is in the way", errno.ENOTDIR)
+            what = "a symlink that leads to no folder" if given.is_symlink() else "a file"
+            raise OutputError(given, f"Not a directory ({what} is in the way)", errno.ENOTDIR)
         given.parent.mkdir(parents=True, exist_ok=True)
         prefix = f".{given.name[:80]}{STAGE_MARK}"
         _sweep_stale_stages(given.parent, prefix)
