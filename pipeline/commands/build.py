@@ -32,7 +32,7 @@ from .common import (
     out_write_errors_said,
     refuse_overwriting_any_database,
     refuse_overwriting_database,
-    run_manifest_dir,
+    write_run_manifest,
 )
 
 
@@ -242,7 +242,7 @@ def baselines_command(
         if outputs.writes:
             manifest.finish(EXIT_OK)
             ws.record_run(manifest)
-            manifest.write_json(run_manifest_dir(db_path) / manifest.run_id)
+            write_run_manifest(manifest, db_path)
     raise typer.Exit(EXIT_OK)
 
 

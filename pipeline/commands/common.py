@@ -115,8 +115,12 @@ class Command(_FlagsWithoutType, TyperCommand):
             return super().invoke(ctx)
         except OutputError as err:  # an output (or scratch space) that cannot be written: not the input's fault
             raise output_failed(err) from err
-        except duckdb.IOException as err:  # the database's own file: a full disk, a name too long, ...
-            raise fail(f"cannot use the database: {_first_line(err)}") from err
+        except duckdb.Error as err:  # the database's own file: a full disk, a name too long, ...
+            if not _is_database_write_error(err):
+                raise
+            raise fail(f"cannot write the database: {_first_line(err).removeprefix('TransactionContext Error: ')}; "
+                       "the file being written when it failed was rolled back (free some space, or choose "
+                       "another --db)") from err
         except SystemExit as err:
             from engine.loader import describe_game_error
 
@@ -134,6 +138,13 @@ class Group(_FlagsWithoutType, TyperGroup):
 _FULL = OUTPUT_ERRNOS - {errno.EROFS}
 
 
+def _is_database_write_error(err: BaseException) -> bool:
+    """DuckDB's I/O failures (a full disk, a file it cannot create), which it raises as IOException or, at a
+    commit, as a TransactionException."""
+    return isinstance(err, duckdb.IOException) or (isinstance(err, duckdb.TransactionException)
+                                                  and "Failed to commit" in str(err))
+
+
 def _first_line(err: BaseException) -> str:
     return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
@@ -141,7 +152,7 @@ def _first_line(err: BaseException) -> str:
 def output_failed(err: OutputError) -> typer.Exit:
     """The one way an output that cannot be written ends a command: one line naming the path and the OS's
     reason, exit 1 (pipeline.core.outputs raises OutputError for every output-side OSError)."""
-    return fail(f"{err}; nothing was replaced there (free some space, or choose another place)"
+    return fail(f"{err}; free some space, or choose another place"
                 if err.errno in _FULL else
                 f"{err}; choose another place, or remove what is in the way")
 
@@ -153,10 +164,39 @@ def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
 
 
 def open_workspace(db: Path | None, *, read_only: bool = False, lock_timeout_s: float = 30.0) -> Workspace:
+    path = db or default_db_path()
+    if not read_only:
+        refuse_too_long_database_name(path)
     try:
-        return Workspace(db or default_db_path(), read_only=read_only, lock_timeout_s=lock_timeout_s)
+        return Workspace(path, read_only=read_only, lock_timeout_s=lock_timeout_s)
     except WorkspaceError as err:
         raise fail(str(err)) from err
+
+
+def refuse_too_long_database_name(db: Path) -> None:
+    """Exit 1 before any work when a file DuckDB writes beside the database (`<db>.wal`) or arcstudy writes
+    (`<db stem>.runs`) would have a longer name than the file system allows: the database would otherwise fail
+    at its first commit."""
+    try:
+        limit = os.pathconf(db.parent if str(db.parent) else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    longest = max(len(os.fsencode(db.name + ".wal")), len(os.fsencode(db.stem + ".reports")))
+    if longest > limit:
+        raise fail(f"cannot write the database {db}: File name too long (the log DuckDB keeps beside it, the name "
+                   f"plus .wal, needs {longest} characters; the file system allows {limit}); choose a shorter --db "
+                   "name")
+
+
+def write_run_manifest(manifest: Any, db_path: Path) -> Path:
+    """The manifest of a run whose output is the database, under `<db>.runs/<run_id>/` (run_manifest_dir). The
+    database is already written: a manifest that cannot be (a file named `<db>.runs`, a full disk) says so in one
+    line, exit 1."""
+    try:
+        return manifest.write_json(run_manifest_dir(db_path) / manifest.run_id)
+    except OutputError as err:
+        raise fail(f"{db_path} was written (run {manifest.run_id} is in its `runs` table), but {err}; remove what "
+                   "is in the way") from err
 
 
 def refuse_overwriting_database(out_file: Path | None, db: Path) -> None:

@@ -47,9 +47,9 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMULA_STARTS", "OUTPUT_ERRNOS", "OutputError", "as_output_error", "csv_text", "is_output_oserror", "neutralise_formulas",
-           "named", "output_folder", "public_json", "public_path", "raw_csv", "write_bytes", "write_csv", "write_text",
-           "write_with"]
+__all__ = ["FORMULA_STARTS", "OUTPUT_ERRNOS", "OutputError", "as_output_error", "csv_text", "current_umask",
+           "is_output_oserror", "named", "neutralise_formulas", "output_folder", "public_json", "public_path",
+           "raw_csv", "write_bytes", "write_csv", "write_text", "write_with"]
 
 # errnos only a write can give: such an error is the output's (or the environment's), never the input's
 OUTPUT_ERRNOS = frozenset(e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EROFS, errno.EFBIG)
@@ -121,7 +121,7 @@ def is_output_oserror(err: BaseException, *folders: Path | str | None) -> bool:
 # --------------------------------------------------------------------------------------------------------
 # Single files
 # --------------------------------------------------------------------------------------------------------
-def _umask() -> int:
+def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -138,7 +138,7 @@ def write_with(path: Path | str, write: Callable[[Path], Any]) -> Path:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:64]}.", suffix=".tmp")
         os.close(fd)
         write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, target)
         tmp = None
     except OSError as err:
@@ -425,7 +425,7 @@ def output_folder(target: Path | str) -> Iterator[Path]:
             shutil.copystat(given, stage)
             carried = _clone(str(given), str(stage), "", cloned, dropped)
         else:
-            os.chmod(stage, 0o777 & ~_umask())
+            os.chmod(stage, 0o777 & ~current_umask())
     except OSError as err:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)

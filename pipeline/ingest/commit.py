@@ -23,6 +23,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from pipeline.core.outputs import OutputError
 from pipeline.core.prefetch import prefetched
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.background import BackgroundWriter
@@ -41,6 +42,7 @@ from pipeline.ingest.prepared import (
     _reader_error,
     _refuse_if_changed,
     _skipped_report,
+    raise_if_output_error,
     validate_output,
 )
 from schemas import get_table
@@ -125,8 +127,8 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
             _read(prepared, FORMATS[prepared.fmt_name or ""])
         _refuse_if_changed(prepared)
     except Exception as err:
-        if isinstance(err, duckdb.Error) and not write_errors:
-            raise
+        if isinstance(err, OutputError) or (isinstance(err, duckdb.Error) and not write_errors):
+            raise  # an output (frames folder, scratch space) or the database failed, not the file
         if not write_errors:  # a reader bug: this file is refused and the run goes on, as for a worker's file
             prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
     finally:
@@ -193,9 +195,12 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                 except _WriteFailed as err:  # the database's error, not the file's: the run stops
                     raise err.error from None
                 except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again, after prepare_file
+                    raise_if_output_error(err, ctx)  # a full scratch disk is not the file's fault
                     prepared.failure = ("unreadable", "unreadable",
                                         f"cannot read the file as {prepared.fmt_name}: {err}", "file", None)
                     raise _Refused from err
+                except OutputError:
+                    raise
                 except Exception as err:  # a reader bug: this file is refused and the run goes on (`_failed_piece`)
                     prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
                     raise _Refused from err
