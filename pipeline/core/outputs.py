@@ -156,12 +156,13 @@ def write_with(path: Path | str, write: Callable[[Path], Any]) -> Path:
     return target
 
 
+def _fill(tmp: Path, data: bytes) -> None:
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+
+
 def write_bytes(path: Path | str, data: bytes) -> Path:
-    def write(tmp: Path) -> None:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-    return write_with(path, write)
+    return write_with(path, lambda tmp: _fill(tmp, data))
 
 
 def write_text(path: Path | str, text: str, encoding: str = "utf-8") -> Path:
@@ -406,6 +407,8 @@ def output_folder(target: Path | str) -> Iterator[Path]:
     error (see the module docstring). OSErrors on paths under the stage or target, or a full disk, are raised
     as OutputError naming the target's path."""
     given = Path(target)
+    if given.name in ("", ".", ".."):  # `--out .`: its stage goes beside it, under its own name
+        given = Path(os.path.abspath(given))
     if given.is_symlink() and given.is_dir():  # a folder the user linked elsewhere: written where it points
         given = Path(os.path.realpath(given))
     stage: Path | None = None
