@@ -142,6 +142,8 @@ def write_with(path: Path | str, write: Callable[[Path], Any]) -> Path:
         os.replace(tmp, target)
         tmp = None
     except OSError as err:
+        if tmp is not None and err.filename == tmp:  # os.replace names its source: the user knows the target
+            err.filename = None
         raise as_output_error(err, target) from err
     except Exception as err:  # a library's own error around an OS one (polars: "... (os error 28)")
         found = re.search(r"\(os error (\d+)\)", str(err))
@@ -409,10 +411,10 @@ def output_folder(target: Path | str) -> Iterator[Path]:
     given = Path(target)
     if given.name in ("", ".", ".."):  # `--out .`: its stage goes beside it, under its own name
         given = Path(os.path.abspath(given))
-    if given.is_symlink() and given.is_dir():  # a folder the user linked elsewhere: written where it points
-        given = Path(os.path.realpath(given))
     stage: Path | None = None
     try:
+        if given.is_symlink() and given.is_dir():  # a folder the user linked elsewhere: written where it points
+            given = Path(os.path.realpath(given))
         if os.path.lexists(given) and not given.is_dir():
             what = "a symlink that leads to no folder" if given.is_symlink() else "a file"
             raise OutputError(given, f"Not a directory ({what} is in the way)", errno.ENOTDIR)

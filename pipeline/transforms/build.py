@@ -408,17 +408,19 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
             fig_dir = stage / "figures"
             written, skipped = write_figures(fig_dir, frames["out_arc3__attempts"], frames["out_arc3__level_completion"],
                                              frames["out_arc3__level_reference_points"], config)
-            written = {name: {kind: public_path(path) for kind, path in paths.items()} for name, paths in written.items()}
-            report.figures, report.skipped_figures = written, skipped
-            files = sorted(str(path) for paths in written.values() for path in paths.values())
+            staged = sorted(path for paths in written.values() for path in paths.values())
+            report.figures = {name: {kind: public_path(path) for kind, path in paths.items()}
+                              for name, paths in written.items()}  # where they are once the folder is in place
+            report.skipped_figures = skipped
+            files = [str(public_path(path)) for path in staged]
             parts = {**fig_plan.parts, "files": files}
             row = _state_row(FIGURES, StepPlan(fig_plan.step, fig_plan.fingerprint, parts, []), manifest.run_id,
                              datetime.now(UTC), len(files))
             with ws.transaction() as con:
                 con.execute(f"DELETE FROM {STATE_TABLE} WHERE build_target = ?", [FIGURES])
                 ws.insert_frame(STATE_TABLE, pl.DataFrame([row]), con=con)
-            for f in files:
-                manifest.add_output(f)
+            for path in staged:
+                manifest.add_output(path)  # hashed in the stage; the manifest names the final place
             report.timings_s["figures"] = time.perf_counter() - t0
 
         for p in plans:
