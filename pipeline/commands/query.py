@@ -108,7 +108,7 @@ def _emit(df, fmt: QueryFormat, out_file: Path | None, limit: int, raw_csv: bool
         return
     if fmt is QueryFormat.parquet:
         assert out_file is not None
-        write_with(out_file, df.write_parquet)  # raw: Parquet keeps the values as they are
+        write_with(out_file, df.write_parquet, make_parents=False)  # raw: Parquet keeps the values as they are
         return
     df = df.with_columns(pl.col(pl.Binary).bin.encode("hex"))  # text formats cannot hold raw bytes
     if fmt is QueryFormat.json or (fmt is QueryFormat.table and out_file is not None):
@@ -119,6 +119,6 @@ def _emit(df, fmt: QueryFormat, out_file: Path | None, limit: int, raw_csv: bool
 
 def _write_or_echo(text: str, out_file: Path | None) -> None:
     if out_file:
-        write_text(out_file, text)
+        write_text(out_file, text, make_parents=False)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")

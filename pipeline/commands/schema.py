@@ -29,7 +29,7 @@ def schema_command(
     if out_file:
         try:
             with named("--out"):
-                write_text(out_file, text + "\n")  # whole, never through a symlink
+                write_text(out_file, text + "\n", make_parents=False)  # whole, never through a symlink
         except ValueError as err:  # a folder, a missing or read-only folder, a NUL in the name
             raise fail(f"cannot write --out {out_file}: {getattr(err, 'strerror', None) or err}") from err
         out.info(f"wrote {out_file}")

@@ -127,14 +127,16 @@ def current_umask() -> int:
     return mask
 
 
-def write_with(path: Path | str, write: Callable[[Path], Any]) -> Path:
+def write_with(path: Path | str, write: Callable[[Path], Any], *, make_parents: bool = True) -> Path:
     """Write `path` whole: `write(tmp)` fills a fresh temporary file in the same folder, which then replaces
-    `path` (a symlink there is replaced, not followed). Its folder is created if missing. Any error removes the
-    temporary file; an OSError is raised as OutputError."""
+    `path` (a symlink there is replaced, not followed). Its folder is created if missing (unless not
+    `make_parents`: a missing folder is then an error). Any error removes the temporary file; an OSError is
+    raised as OutputError naming `path`."""
     target = Path(path)
     tmp: str | None = None
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if make_parents:
+            target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:64]}.", suffix=".tmp")
         os.close(fd)
         write(Path(tmp))
@@ -142,7 +144,7 @@ def write_with(path: Path | str, write: Callable[[Path], Any]) -> Path:
         os.replace(tmp, target)
         tmp = None
     except OSError as err:
-        if tmp is not None and err.filename == tmp:  # os.replace names its source: the user knows the target
+        if not isinstance(err, FileExistsError):  # (mkstemp, os.replace name the temporary file): the target
             err.filename = None
         raise as_output_error(err, target) from err
     except Exception as err:  # a library's own error around an OS one (polars: "... (os error 28)")
@@ -163,12 +165,12 @@ def _fill(tmp: Path, data: bytes) -> None:
         fh.write(data)
 
 
-def write_bytes(path: Path | str, data: bytes) -> Path:
-    return write_with(path, lambda tmp: _fill(tmp, data))
+def write_bytes(path: Path | str, data: bytes, *, make_parents: bool = True) -> Path:
+    return write_with(path, lambda tmp: _fill(tmp, data), make_parents=make_parents)
 
 
-def write_text(path: Path | str, text: str, encoding: str = "utf-8") -> Path:
-    return write_bytes(path, text.encode(encoding))
+def write_text(path: Path | str, text: str, encoding: str = "utf-8", *, make_parents: bool = True) -> Path:
+    return write_bytes(path, text.encode(encoding), make_parents=make_parents)
 
 
 # --------------------------------------------------------------------------------------------------------
