@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["FORMULA_STARTS", "OUTPUT_ERRNOS", "OutputError", "as_output_error", "csv_text", "current_umask",
-           "is_output_oserror", "named", "neutralise_formulas", "output_folder", "public_json", "public_path",
-           "raw_csv", "write_bytes", "write_csv", "write_text", "write_with"]
+           "is_output_oserror", "named", "neutralise_formulas", "open_output", "output_folder", "public_json",
+           "public_path", "raw_csv", "write_bytes", "write_csv", "write_text", "write_with"]
 
 # errnos only a write can give: such an error is the output's (or the environment's), never the input's
 OUTPUT_ERRNOS = frozenset(e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EROFS, errno.EFBIG)
@@ -121,10 +121,18 @@ def is_output_oserror(err: BaseException, *folders: Path | str | None) -> bool:
 # --------------------------------------------------------------------------------------------------------
 # Single files
 # --------------------------------------------------------------------------------------------------------
-def current_umask() -> int:
+def _read_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+_UMASK = _read_umask()  # read once, at import: os.umask is process-wide, and reading it sets it for a moment
+
+
+def current_umask() -> int:
+    """The process's umask, for the mode of the files written (mkstemp creates them 0600)."""
+    return _UMASK
 
 
 def write_with(path: Path | str, write: Callable[[Path], Any], *, make_parents: bool = True) -> Path:
@@ -158,6 +166,31 @@ def write_with(path: Path | str, write: Callable[[Path], Any], *, make_parents: 
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     return target
+
+
+@contextmanager
+def open_output(path: Path | str, *, encoding: str = "utf-8", make_parents: bool = True) -> Iterator[Any]:
+    """A text file to stream an output into, written whole: `with open_output(path) as fh: fh.write(...)`
+    (a temporary file renamed over `path` when the block ends; removed on any error)."""
+    target = Path(path)
+    tmp: str | None = None
+    try:
+        if make_parents:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:64]}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding=encoding) as fh:
+            yield fh
+        os.chmod(tmp, 0o666 & ~current_umask())
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as err:
+        if not isinstance(err, FileExistsError):
+            err.filename = None
+        raise as_output_error(err, target) from err
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def _fill(tmp: Path, data: bytes) -> None:
