@@ -16,10 +16,10 @@ writing into a file in place: the old folder shares those inodes), and when the 
 with the target (Linux: one atomic `renameat2(RENAME_EXCHANGE)`; elsewhere two renames) and the old folder is
 removed. A reader sees the old complete set or the new one. On an error, or Ctrl-C, the stage is removed and
 the target is untouched. Where a folder cannot be swapped (it is the working directory or holds it, it is a
-mount point, another user owns it, or it holds FIFOs, sockets or devices), the stage is moved in file by file
-instead: each file is still whole and a failed run still leaves the old set, but a reader during the last
-moment may see a mix. Paths under the stage read as their final place in run manifests (`public_path`,
-`public_json`).
+mount point, another user owns it, it holds FIFOs, sockets or devices, or its parent folder is not writable:
+the stage then goes inside it), the stage is moved in file by file instead: each file is still whole and a
+failed run still leaves the old set, but a reader in the last moment may see a mix. Paths under the stage
+read as their final place in run manifests (`public_path`, `public_json`).
 
 Output-side OSErrors become `OutputError` (the path and the OS reason); commands turn it into one line and
 exit 1 (pipeline.commands.common), never a traceback and never blamed on an input.
@@ -457,7 +457,15 @@ def output_folder(target: Path | str) -> Iterator[Path]:
         prefix = f".{given.name[:80]}{STAGE_MARK}"
         _sweep_stale_stages(given.parent, prefix)
         stage = given.parent / f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        os.mkdir(stage)
+        inside = False
+        try:
+            os.mkdir(stage)
+        except PermissionError:  # a folder we may write in, in one we may not: staged inside, moved file by file
+            if not given.is_dir():
+                raise
+            _sweep_stale_stages(given, prefix)
+            stage, inside = given / stage.name, True
+            os.mkdir(stage)
         cloned: set[str] = set()
         dropped: set[str] = set()
         carried = True
@@ -482,7 +490,7 @@ def output_folder(target: Path | str) -> Iterator[Path]:
         try:
             if not given.exists():
                 os.rename(stage, given)
-            elif _can_swap(given, carried):
+            elif not inside and _can_swap(given, carried):
                 _swap_in(stage, given)
             else:
                 _merge_in(stage, given, cloned, dropped)

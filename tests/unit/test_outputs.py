@@ -191,3 +191,25 @@ def test_raw_csv_turns_it_off(tmp_path):
     assert csv_text(df).splitlines()[1] == "'@SUM(1)"
     write_csv(df, tmp_path / "raw.csv", raw=True)
     assert (tmp_path / "raw.csv").read_text().splitlines()[1] == "@SUM(1)"
+
+
+def test_a_folder_whose_parent_is_not_writable_is_staged_inside_it(tmp_path, monkeypatch):
+    """A writable folder in a parent we may not write in (a shared reports folder): staged inside, moved in."""
+    out = tmp_path / "shared" / "reports"
+    _fill_folder(out, "old")
+    (out / "gone.csv").write_text("removed by the run\n")
+    real_mkdir = os.mkdir
+
+    def no_siblings(path, *args, **kwargs):
+        if Path(path).parent == out.parent:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(outputs.os, "mkdir", no_siblings)
+    with output_folder(out) as stage:
+        assert stage.parent == out
+        _fill_folder(stage, "new")
+        (stage / "gone.csv").unlink()
+    monkeypatch.undo()
+    assert (out / "a.html").read_text() == "new" and not (out / "gone.csv").exists()
+    assert leftovers(tmp_path) == [] and sorted(p.name for p in out.iterdir()) == ["a.html", "figures"]
