@@ -127,8 +127,8 @@ class Command(_FlagsWithoutType, TyperCommand):
             raise fail(f"code run by arcstudy called exit ({describe_game_error(err)}); the command stopped before "
                        "finishing and its output is incomplete") from err
         except KeyboardInterrupt as err:  # Ctrl-C, e.g. out of a game that never returns from a step
-            raise fail("interrupted (Ctrl-C): the command stopped before finishing and its outputs are incomplete",
-                       EXIT_INTERRUPTED) from err
+            raise fail("interrupted (Ctrl-C): the command stopped before finishing; output files and folders it had "
+                       "not finished were left as they were", EXIT_INTERRUPTED) from err
 
 
 class Group(_FlagsWithoutType, TyperGroup):
