@@ -321,9 +321,20 @@ def _sweep_stale_stages(parent: Path, prefix: str) -> None:
                 shutil.rmtree(entry.path, ignore_errors=True)
 
 
-def _clone(src: str, dst: str, rel: str, cloned: set[str], dropped: set[str]) -> bool:
-    """Fill `dst` with `src`'s tree as hard links (copies where links fail), symlinks as symlinks. Returns
-    False when `src` holds something that cannot be carried (a FIFO, socket or device)."""
+# Files another connection may be writing while the command runs (a DuckDB database kept in the output folder,
+# its write-ahead log): never copied into a stage, and a folder holding one is never swapped (file by file).
+LIVE_SUFFIXES = (".duckdb", ".wal")
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    """What tells one version of a file from another without reading it (an inode number alone is reused)."""
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _clone(src: str, dst: str, rel: str, cloned: dict[str, tuple[Any, Any]], dropped: set[str]) -> bool:
+    """Fill `dst` with `src`'s tree as hard links (copies where links fail), symlinks as symlinks; `cloned`
+    gets each carried entry's identity in `src` and in `dst` (`_identity`). Returns False when `src` holds
+    something that must not be carried (a FIFO, socket or device; a database: LIVE_SUFFIXES): the folder is then not swapped."""
     carried = True
     for entry in os.scandir(src):
         name = os.path.join(rel, entry.name) if rel else entry.name
@@ -335,22 +346,26 @@ def _clone(src: str, dst: str, rel: str, cloned: set[str], dropped: set[str]) ->
                 dropped.add(name)
                 continue
             os.symlink(os.readlink(entry.path), target)
-            cloned.add(name)
         elif entry.is_dir(follow_symlinks=False):
             os.mkdir(target)
             shutil.copystat(entry.path, target, follow_symlinks=False)
             carried = _clone(entry.path, target, name, cloned, dropped) and carried
+            continue
         elif entry.is_file(follow_symlinks=False):
             if entry.name.endswith(".tmp"):  # a half-written file of an older arcstudy or another program
                 dropped.add(name)
+                continue
+            if entry.name.endswith(LIVE_SUFFIXES):
+                carried = False
                 continue
             try:
                 os.link(entry.path, target)
             except OSError:
                 shutil.copy2(entry.path, target)
-            cloned.add(name)
         else:
             carried = False
+            continue
+        cloned[name] = (_identity(entry.stat(follow_symlinks=False)), _identity(os.lstat(target)))
     return carried
 
 
@@ -407,9 +422,10 @@ def _swap_in(stage: Path, target: Path) -> None:
     os.rename(aside, stage)
 
 
-def _merge_in(stage: Path, target: Path, cloned: set[str], dropped: set[str]) -> None:
-    """Move the stage's new or changed files into `target` one by one (each whole), then remove what the run
-    removed from its copy."""
+def _merge_in(stage: Path, target: Path, cloned: dict[str, tuple[Any, Any]], dropped: set[str]) -> None:
+    """Apply what the run changed in its copy to `target`, file by file (each whole): files it wrote are moved
+    in, files it removed are removed (unless someone replaced them meanwhile); what it left as it was, and
+    whatever is in `target` that was never copied, is not touched."""
     present: set[str] = set()
 
     def walk(src: str, dst: str, rel: str) -> None:
@@ -423,19 +439,22 @@ def _merge_in(stage: Path, target: Path, cloned: set[str], dropped: set[str]) ->
                     os.unlink(there)
                 walk(entry.path, there, name)
                 continue
-            with contextlib.suppress(OSError):
-                if not entry.is_symlink() and os.path.samefile(entry.path, there) and not os.path.islink(there):
-                    continue  # carried over unchanged (the same inode)
+            if name in cloned and _identity(entry.stat(follow_symlinks=False)) == cloned[name][1]:
+                continue  # carried over, left as it was by the run
             if os.path.isdir(there) and not os.path.islink(there):
                 shutil.rmtree(there)
             os.replace(entry.path, there)
 
     walk(str(stage), str(target), "")
-    for name in sorted((cloned | dropped) - present, reverse=True):
+    for name in sorted(set(cloned) - present, reverse=True):
         path = target / name
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-            if path.is_symlink() or not path.is_dir():
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            st = os.lstat(path)
+            if _identity(st) == cloned[name][0] and not stat.S_ISDIR(st.st_mode):
                 path.unlink()
+    for name in sorted(dropped):
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            (target / name).unlink()
 
 
 @contextmanager
@@ -466,7 +485,7 @@ def output_folder(target: Path | str) -> Iterator[Path]:
             _sweep_stale_stages(given, prefix)
             stage, inside = given / stage.name, True
             os.mkdir(stage)
-        cloned: set[str] = set()
+        cloned: dict[str, tuple[Any, Any]] = {}
         dropped: set[str] = set()
         carried = True
         if given.is_dir():

@@ -213,3 +213,32 @@ def test_a_folder_whose_parent_is_not_writable_is_staged_inside_it(tmp_path, mon
     monkeypatch.undo()
     assert (out / "a.html").read_text() == "new" and not (out / "gone.csv").exists()
     assert leftovers(tmp_path) == [] and sorted(p.name for p in out.iterdir()) == ["a.html", "figures"]
+
+
+def test_a_database_in_the_folder_is_never_copied_swapped_or_brought_back(tmp_path):
+    """`report --db reports/demo/demo.duckdb --out reports/demo`: the database lives in the output folder. It
+    is not carried into the stage, the folder is updated file by file, and a write-ahead log that DuckDB
+    removed meanwhile (a checkpoint) is not brought back."""
+    out = tmp_path / "demo"
+    _fill_folder(out, "old")
+    (out / "demo.duckdb").write_bytes(b"db")
+    (out / "demo.duckdb.wal").write_bytes(b"log")
+    inode = (out / "demo.duckdb").stat().st_ino
+    with output_folder(out) as stage:
+        assert not (stage / "demo.duckdb").exists() and not (stage / "demo.duckdb.wal").exists()
+        (out / "demo.duckdb.wal").unlink()  # the database checkpoints while the report is written
+        _fill_folder(stage, "new")
+    assert (out / "demo.duckdb").stat().st_ino == inode and not (out / "demo.duckdb.wal").exists()
+    assert (out / "a.html").read_text() == "new" and leftovers(tmp_path) == []
+
+
+def test_a_file_replaced_by_someone_else_meanwhile_is_not_removed(tmp_path, monkeypatch):
+    out = tmp_path / "here"
+    _fill_folder(out, "old")
+    (out / "x.csv").write_text("old\n")
+    monkeypatch.chdir(out)  # updated file by file
+    with output_folder(out) as stage:
+        (stage / "x.csv").unlink()  # the run removes its old export ...
+        (out / "x.csv").unlink()
+        (out / "x.csv").write_text("another program's\n")  # ... which another program replaced meanwhile
+    assert (out / "x.csv").read_text() == "another program's\n"
