@@ -119,8 +119,7 @@ class Command(_FlagsWithoutType, TyperCommand):
             if not _is_database_write_error(err):
                 raise
             raise fail(f"cannot write the database: {_first_line(err).removeprefix('TransactionContext Error: ')}; "
-                       "the file being written when it failed was rolled back (free some space, or choose "
-                       "another --db)") from err
+                       "what was being written was rolled back (free some space, or choose another --db)") from err
         except SystemExit as err:
             from engine.loader import describe_game_error
 
@@ -174,14 +173,13 @@ def open_workspace(db: Path | None, *, read_only: bool = False, lock_timeout_s: 
 
 
 def refuse_too_long_database_name(db: Path) -> None:
-    """Exit 1 before any work when a file DuckDB writes beside the database (`<db>.wal`) or arcstudy writes
-    (`<db stem>.runs`) would have a longer name than the file system allows: the database would otherwise fail
-    at its first commit."""
+    """Exit 1 before any work when the log DuckDB writes beside the database (`<db>.wal`) would have a longer name
+    than the file system allows: the database would otherwise fail at its first commit, after the work."""
     try:
         limit = os.pathconf(db.parent if str(db.parent) else ".", "PC_NAME_MAX")
     except (OSError, ValueError):
         limit = 255
-    longest = max(len(os.fsencode(db.name + ".wal")), len(os.fsencode(db.stem + ".reports")))
+    longest = len(os.fsencode(db.name + ".wal"))
     if longest > limit:
         raise fail(f"cannot write the database {db}: File name too long (the log DuckDB keeps beside it, the name "
                    f"plus .wal, needs {longest} characters; the file system allows {limit}); choose a shorter --db "
