@@ -92,7 +92,8 @@ def report_command(
                          + (["--ground-truth", str(ground_truth)] if ground_truth else [])
                          + (["--policy", policy] if policy else [])
                          + [arg for g in games or [] for arg in ("--games", str(g))]
-                         + ["--explore-seconds", f"{explore_seconds:g}", "--explore-nodes", str(explore_nodes)])
+                         + ["--explore-seconds", f"{explore_seconds:g}", "--explore-nodes", str(explore_nodes)]
+                         + (["--raw-csv"] if raw_csv else []))
     try:
         with out_write_errors_said(out_path), csv_as_is(raw_csv):
             written = write_reports(db_path, out_path, chosen, ground_truth=ground_truth, policy=policy, games=games,
