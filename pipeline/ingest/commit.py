@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipeline.core.outputs import OutputError
+from pipeline.core.outputs import OutputError, as_output_error
 from pipeline.core.prefetch import prefetched
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.background import BackgroundWriter
@@ -195,7 +195,7 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                 except _WriteFailed as err:  # the database's error, not the file's: the run stops
                     raise err.error from None
                 except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again, after prepare_file
-                    raise_if_output_error(err, ctx)  # a full scratch disk is not the file's fault
+                    raise_if_output_error(err, ctx, spill.path)  # a full scratch disk is not the file's fault
                     prepared.failure = ("unreadable", "unreadable",
                                         f"cannot read the file as {prepared.fmt_name}: {err}", "file", None)
                     raise _Refused from err
@@ -252,7 +252,10 @@ class _SpillFolder:
     itself on every other way out."""
 
     def __enter__(self) -> _SpillFolder:
-        self.path = Path(tempfile.mkdtemp(prefix="arcstudy-ingest-"))
+        try:
+            self.path = Path(tempfile.mkdtemp(prefix="arcstudy-ingest-"))
+        except OSError as err:  # $TMPDIR full or unwritable: the environment's fault, not the file's
+            raise as_output_error(err, tempfile.gettempdir()) from err
         self._remover: threading.Thread | None = None
         self._error: list[BaseException] = []
         return self

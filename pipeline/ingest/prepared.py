@@ -115,11 +115,11 @@ class PreparedFile:
     version: FileVersion | None = None  # the file as it was when its content hash was taken (`file_version`)
 
 
-def raise_if_output_error(err: BaseException, ctx: FileContext) -> None:
+def raise_if_output_error(err: BaseException, ctx: FileContext, scratch: Path | None = None) -> None:
     """Raise `err` as OutputError when it is a write's failure (a full disk or read-only file system, or any
-    error on a path in the frames folder) rather than the input file's: such a run stops with exit 1 and one line
-    (pipeline.commands.common), and the file is not marked unreadable or quarantined."""
-    if isinstance(err, OSError) and is_output_oserror(err, ctx.frames_dir if ctx.keep_frames else None):
+    error on a path in the frames folder or the `scratch` folder) rather than the input file's: such a run stops
+    with exit 1 and one line (pipeline.commands.common), and the file is not marked unreadable or quarantined."""
+    if isinstance(err, OSError) and is_output_oserror(err, ctx.frames_dir if ctx.keep_frames else None, scratch):
         where = ctx.frames_dir if ctx.keep_frames and ctx.frames_dir is not None else Path(tempfile.gettempdir())
         raise as_output_error(err, where) from err
 

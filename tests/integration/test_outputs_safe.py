@@ -339,3 +339,29 @@ def test_a_full_database_disk_is_one_line(tmp_path, monkeypatch):
     assert code == 1, text
     line = one_error(text)
     assert "cannot write the database" in line and "No space left on device" in line
+
+
+def test_a_full_temporary_folder_stops_ingest_without_quarantining(tmp_path, monkeypatch):
+    """A big H-ARC data file spills its pieces to $TMPDIR: a full $TMPDIR is the environment's failure (exit 1,
+    one line), never the file's (unreadable, quarantined)."""
+    import tempfile
+
+    import pipeline.ingest.harc as harc
+    from tests.integration.test_harc_pipeline import write_files
+
+    files = write_files(tmp_path / "harc")
+    monkeypatch.setattr(harc, "BATCH_BYTES", 4096)  # read in pieces, as a big file is
+    real = tempfile.mkdtemp
+
+    def full(*args, **kwargs):
+        if str(kwargs.get("prefix", "")).startswith("arcstudy-"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", full)
+    db = tmp_path / "h.duckdb"
+    code, text = run("ingest", str(files), "--db", str(db), "--workers", "1")
+    assert code == 1, text
+    line = one_error(text)
+    assert "No space left on device" in line and tempfile.gettempdir() in line and "unreadable" not in text
+    assert _quarantine_and_files(db)[0] == 0
