@@ -146,7 +146,7 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
     """Write a prepared file in one transaction (or record why it was refused)."""
     path, ctx = prepared.path, prepared.ctx
     if prepared.skipped:
-        return _skipped_report(prepared)
+        return _skipped_report(prepared, ws)
     if prepared.failure is not None:
         status, check, reason, location, raw = prepared.failure
         _write_file_failure(ws, ctx, prepared.fmt_name, check, reason, location, raw, prepared.failure_rejects)

@@ -159,8 +159,15 @@ def _read(prepared: PreparedFile, fmt: InputFormat, *, validate: bool = True) ->
         prepared.validated = True
 
 
-def _skipped_report(prepared: PreparedFile) -> FileReport:
-    return FileReport(prepared.path, "skipped", message="already ingested (same content hash); --force re-reads it",
+def _skipped_report(prepared: PreparedFile, ws=None) -> FileReport:
+    """A byte-identical copy of a file already in the database: skipped, naming the file it matched (`ws`)."""
+    matched = None
+    if ws is not None and prepared.ctx.file_id is not None:
+        paths = ws.read("SELECT file_path FROM raw_ingest__files WHERE file_id = ?", [prepared.ctx.file_id])
+        matched = paths["file_path"][0] if paths.height else None
+    same = matched is None or Path(matched) == prepared.path
+    what = "already ingested" if same else f"copy of {matched}: already ingested"
+    return FileReport(prepared.path, "skipped", message=f"{what} (same content hash); --force re-reads it",
                       file_id=prepared.ctx.file_id)
 
 

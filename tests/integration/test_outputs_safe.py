@@ -8,8 +8,9 @@
 - guids and file names that a spreadsheet would run (`@SUM(1)`, `=HYPERLINK(1,2).jsonl`, fixtures under
   tests/fixtures/outputs/) are neutralised in the report, score, query and baselines CSVs, raw with --raw-csv,
   and raw in Parquet;
-- a frames folder that cannot be written is exit 1 and one line, with no quarantine row and nothing called
-  unreadable; `<db>.runs` as a file, a full database disk and a 252-character database name are one line, exit 1.
+- a frames folder or $TMPDIR that cannot be written is exit 1 and one line, with no quarantine row and nothing
+  called unreadable; `<db>.runs` as a file, a full database disk and a 252-character database name are one
+  line, exit 1; a skipped byte-identical copy names the file it matched.
 """
 
 from __future__ import annotations
@@ -365,3 +366,18 @@ def test_a_full_temporary_folder_stops_ingest_without_quarantining(tmp_path, mon
     line = one_error(text)
     assert "No space left on device" in line and tempfile.gettempdir() in line and "unreadable" not in text
     assert _quarantine_and_files(db)[0] == 0
+
+
+def test_a_skipped_byte_identical_copy_names_the_file_it_matched(tmp_path):
+    from pipeline.core.workspace import Workspace
+    from pipeline.ingest import ingest_paths
+
+    copy = tmp_path / "elsewhere" / "copy.jsonl"
+    copy.parent.mkdir()
+    shutil.copy(AT_SUM, copy)
+    with Workspace(tmp_path / "c.duckdb") as ws:
+        assert ingest_paths(ws, [AT_SUM], run_id="first", workers=1).files[0].status == "loaded"
+        again = ingest_paths(ws, [copy, AT_SUM], run_id="second", workers=1).files
+    assert [f.status for f in again] == ["skipped", "skipped"]
+    assert f"copy of {AT_SUM.resolve()}" in again[0].message
+    assert again[1].message.startswith("already ingested")  # the same file again: nothing else to name
