@@ -206,9 +206,8 @@ def test_an_output_that_cannot_be_written_is_one_line(study, tmp_path, monkeypat
     line = one_error(text)
     reason = {"ENOTDIR": "Not a directory", "ENAMETOOLONG": "File name too long",
               "ENOSPC": "No space left on device"}[where]
-    assert reason in line and "n" * 255 not in line.replace(str(out), "") or where != "ENAMETOOLONG", line
     assert reason in line and str(out) in line, line
-    assert "recording" not in line.split(":", 1)[0]  # never blamed on an input
+    assert line.startswith("error: cannot write"), line  # the output's failure, never blamed on an input
     assert blocker.read_text() == "a file\n" and leftovers(tmp_path) == []
 
 
