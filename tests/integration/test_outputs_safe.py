@@ -190,7 +190,7 @@ OUT_ARGS = {
 
 
 @pytest.mark.parametrize("verb", list(OUT_ARGS))
-@pytest.mark.parametrize("where", ["ENOTDIR", "ENAMETOOLONG", "ENOSPC"])
+@pytest.mark.parametrize("where", ["ENOTDIR", "ENAMETOOLONG", "ENOSPC", "EACCES"])
 def test_an_output_that_cannot_be_written_is_one_line(study, tmp_path, monkeypatch, verb, where):
     db = tmp_path / "study.duckdb"
     shutil.copy(study, db)
@@ -198,14 +198,15 @@ def test_an_output_that_cannot_be_written_is_one_line(study, tmp_path, monkeypat
         assert run("ingest", str(FIXTURES), "--db", str(db.with_name("o.duckdb")))[0] == 0
     blocker = tmp_path / "blocker"
     blocker.write_text("a file\n")
-    out = {"ENOTDIR": blocker / "out", "ENAMETOOLONG": tmp_path / ("n" * 300), "ENOSPC": tmp_path / "out"}[where]
-    if where == "ENOSPC":
-        fill_fails_at(monkeypatch, 1, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+    out = {"ENOTDIR": blocker / "out", "ENAMETOOLONG": tmp_path / ("n" * 300)}.get(where, tmp_path / "out")
+    if where in ("ENOSPC", "EACCES"):  # a full disk; a folder we may not write in (root may write anywhere)
+        code = getattr(errno, where)
+        fill_fails_at(monkeypatch, 1, OSError(code, os.strerror(code)))
     code, text = run(*OUT_ARGS[verb](db, out))
     assert code == 1, text
     line = one_error(text)
     reason = {"ENOTDIR": "Not a directory", "ENAMETOOLONG": "File name too long",
-              "ENOSPC": "No space left on device"}[where]
+              "ENOSPC": "No space left on device", "EACCES": "Permission denied"}[where]
     assert reason in line and str(out) in line, line
     assert line.startswith("error: cannot write"), line  # the output's failure, never blamed on an input
     assert blocker.read_text() == "a file\n" and leftovers(tmp_path) == []
