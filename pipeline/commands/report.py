@@ -11,7 +11,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_OK, EXIT_USAGE, DbOption, fail, make_out_dir, out_write_errors_said
+from .common import EXIT_OK, EXIT_USAGE, DbOption, RawCsvOption, fail, make_out_dir, out_write_errors_said
 
 
 class ReportChoice(StrEnum):
@@ -50,6 +50,7 @@ def report_command(
                                                    "explorer over all levels (0: do not explore).")] = 300.0,
     explore_nodes: Annotated[int, typer.Option("--explore-nodes", min=1, help="States explored per level at "
                                                "most (as `arcstudy explore --max-nodes`).")] = 200_000,
+    raw_csv: RawCsvOption = False,
 ) -> None:
     """Write the HTML reports: calibration (per game: inclusion bar, players and full solvers, completion by level
     with intervals and drop-off level, durations by outcome, actions by level against optimal / best first run /
@@ -68,11 +69,17 @@ def report_command(
     every table shown, figures/<report>/<name>.png, .svg, .vl.json, and index.html: the reports of the folder
     grouped by audience (analysts, organizers, researchers) with their headline numbers.
 
-    Exit codes: 0 written, 1 error (database missing or unreadable, or nothing to report: none of the chosen
-    reports has its tables, as in a database never built), 2 usage (unknown policy, unusable --ground-truth file).
+    The folder is replaced as a whole when every file is written: a failure, a full disk or Ctrl-C leaves the
+    previous reports as they were (and no temporary file). CSV cells that a spreadsheet would run as a formula
+    get a leading ' unless --raw-csv.
+
+    Exit codes: 0 written, 1 error (database missing or unreadable, nothing to report: none of the chosen
+    reports has its tables, as in a database never built, or an output that cannot be written), 2 usage
+    (unknown policy, unusable --ground-truth file).
     """
     import duckdb
 
+    from pipeline.core.outputs import raw_csv as csv_as_is
     from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.report.reports import REPORTS, ReportInputError, reports_without_data, write_reports
 
@@ -98,13 +105,14 @@ def report_command(
                          + (["--ground-truth", str(ground_truth)] if ground_truth else [])
                          + (["--policy", policy] if policy else [])
                          + [arg for g in games or [] for arg in ("--games", str(g))]
-                         + ["--explore-seconds", f"{explore_seconds:g}", "--explore-nodes", str(explore_nodes)])
+                         + ["--explore-seconds", f"{explore_seconds:g}", "--explore-nodes", str(explore_nodes)]
+                         + (["--raw-csv"] if raw_csv else []))
     if games and explore_seconds > 0:
         from pipeline.core.game_code import announce
 
         announce(games)
     try:
-        with out_write_errors_said(out_path):
+        with out_write_errors_said(out_path), csv_as_is(raw_csv):
             written = write_reports(db_path, out_path, chosen, ground_truth=ground_truth, policy=policy, games=games,
                                     explore_seconds=explore_seconds, explore_max_nodes=explore_nodes, command=command)
     except ReportInputError as err:

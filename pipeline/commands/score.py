@@ -19,6 +19,7 @@ from .common import (
     DbOption,
     GameVersionOption,
     LockTimeoutOption,
+    RawCsvOption,
     SchedulerOption,
     WorkersOption,
     command_line,
@@ -92,6 +93,7 @@ def score_command(
     lock_timeout: LockTimeoutOption = 30.0,
     workers: WorkersOption = None,
     scheduler: SchedulerOption = None,
+    raw_csv: RawCsvOption = False,
 ) -> None:
     """Score plays with RHAE under versioned policies, each play replay-verified through the engine first.
 
@@ -117,11 +119,16 @@ def score_command(
     holding the same play (same guid), the first given is scored and the later one rejected, naming the first and
     saying whether they agree (a byte-identical copy is read once). Exit code 3 when plays were left out or
     input lines or files were rejected.
+
+    The --out folder is replaced as a whole once everything is written (a failure or Ctrl-C leaves the previous
+    one as it was); CSV text cells that a spreadsheet would run as a formula get a leading ' unless --raw-csv.
     """
     import duckdb
 
     from engine.loader import default_environments_dir
     from pipeline.core.manifest import RunManifest
+    from pipeline.core.outputs import named, output_folder, public_path
+    from pipeline.core.outputs import raw_csv as csv_as_is
     from pipeline.core.special_files import not_regular_file
     from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.scoring import baseline_sources as bs
@@ -228,26 +235,22 @@ def score_command(
         except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
             raise fail(str(err), EXIT_USAGE) from err
         out_dir = out_dir or default_out_dir(db_path, result.card_id)
-        try:
-            written = write_score_files(result, out_dir, figures=not no_figures)
-        except OSError as err:  # --out a missing or read-only place, a full disk: said, nothing in the database
-            raise fail(f"cannot write the score files under {out_dir}: {err.strerror or err}"
-                       + (f" ({err.filename})" if err.filename else "")) from err
-        for path in written:
-            manifest.add_output(path)
-        _add_baseline_inputs(manifest, result)
-        try:
-            write_score_tables(ws, result)
-        except (WorkspaceError, duckdb.Error) as err:
-            raise fail(f"cannot write the score tables: {err}") from err
-        code = EXIT_REJECTED if (result.excluded or problems) else EXIT_OK
-        manifest.notes.update(_notes(result, problems))
-        manifest.finish(code)
-        ws.record_run(manifest)
-    try:
-        manifest_path = manifest.write_json(out_dir)
-    except OSError as err:
-        raise fail(f"cannot write the run manifest under {out_dir}: {err.strerror or err}") from err
+        # The folder is written whole (pipeline.core.outputs): files that cannot be written (a missing or
+        # read-only place, a full disk) end the command in one line, nothing in the database, the old folder kept.
+        with named("--out"), output_folder(out_dir) as stage, csv_as_is(raw_csv):
+            written = write_score_files(result, stage, figures=not no_figures)
+            for path in written:
+                manifest.add_output(path)
+            _add_baseline_inputs(manifest, result)
+            try:
+                write_score_tables(ws, result)
+            except (WorkspaceError, duckdb.Error) as err:
+                raise fail(f"cannot write the score tables: {err}") from err
+            code = EXIT_REJECTED if (result.excluded or problems) else EXIT_OK
+            manifest.notes.update(_notes(result, problems))
+            manifest.finish(code)
+            ws.record_run(manifest)
+            manifest_path = public_path(manifest.write_json(stage))
     _print_summary(result, problems, out_dir, manifest_path)
     for rec in recs:
         if rec.script is not None:

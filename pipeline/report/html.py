@@ -39,6 +39,8 @@ from typing import Any, Literal
 import jinja2
 import polars as pl
 
+from pipeline.core.outputs import csv_text, write_bytes, write_text, write_with
+
 __all__ = [
     "Prose",
     "Figure",
@@ -249,38 +251,25 @@ def _relative(target: Path | str, base_dir: Path) -> str:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_bytes(path, data)  # whole, never through a symlink, OutputError on failure (pipeline.core.outputs)
 
 
 # --------------------------------------------------------------------------------------------------------
 # Table exports
 # --------------------------------------------------------------------------------------------------------
-def csv_ready(df: pl.DataFrame) -> pl.DataFrame:
-    """CSV cannot hold nested values: lists, arrays and structs become JSON text."""
-    nested = [name for name, dtype in df.schema.items() if isinstance(dtype, (pl.List, pl.Array, pl.Struct))]
-    if not nested:
-        return df
-    return df.with_columns(
-        pl.col(name).map_elements(lambda v: json.dumps(v.to_list() if hasattr(v, "to_list") else v, default=str),
-                                  return_dtype=pl.String)
-        for name in nested
-    )
 
 
 def write_table_exports(df: pl.DataFrame, out_dir: Path | str, name: str) -> dict[str, Path]:
-    """Write `<out_dir>/<name>.csv` (nested values as JSON text) and `<name>.parquet` (exact types), atomically;
-    returns {"csv": path, "parquet": path}."""
+    """Write `<out_dir>/<name>.csv` (nested values as JSON text, formula-like text neutralised unless --raw-csv:
+    pipeline.core.outputs.csv_text) and `<name>.parquet` (exact types, raw), each whole; returns {"csv": path,
+    "parquet": path}."""
     if not name or "/" in name or "\\" in name or name.startswith("."):
         raise ValueError(f"table export name {name!r} must be a plain file stem")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / f"{name}.csv", "parquet": out / f"{name}.parquet"}
-    _write_atomic(paths["csv"], csv_ready(df).write_csv().encode("utf-8"))
-    tmp = paths["parquet"].with_name(paths["parquet"].name + ".tmp")
-    df.write_parquet(tmp, compression="zstd")
-    os.replace(tmp, paths["parquet"])
+    write_text(paths["csv"], csv_text(df))
+    write_with(paths["parquet"], lambda tmp: df.write_parquet(tmp, compression="zstd"))
     return paths
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from pipeline.core.outputs import output_folder, public_path
+
 from .common import ReportContext, ReportInputError
 from .index import write_index
 
@@ -94,16 +96,20 @@ def write_reports(db_path: Path | str, out_dir: Path | str, which: Iterable[str]
                              max_nodes=explore_max_nodes if explore_max_nodes is not None else EXPLORE_MAX_NODES,
                              seconds=explore_seconds if explore_seconds is not None else EXPLORE_SECONDS)
     written: dict[str, Path] = {}
-    with Workspace(db, read_only=True) as ws:
+    # The folder is written as a whole (pipeline.core.outputs.output_folder): a failure, a full disk or Ctrl-C
+    # anywhere leaves the previous reports, exports, figures and manifests as they were, all matching.
+    with Workspace(db, read_only=True) as ws, output_folder(out) as stage:
         for name in chosen:
             ctx, cmd = ReportContext(ws), command or f"arcstudy report {name}"
             if name == "calibration":
-                written[name] = write_calibration_report(ctx, out, ground_truth=truth, explore=explore, command=cmd)
+                written[name] = write_calibration_report(ctx, stage, ground_truth=truth, explore=explore,
+                                                         command=cmd)
             elif name == "scores":
-                written[name] = write_scores_report(ctx, out, policy=policy, command=cmd)
+                written[name] = write_scores_report(ctx, stage, policy=policy, command=cmd)
             else:
-                written[name] = write_harc_report(ctx, out, command=cmd)
-    _write_report_index(out, written, command or f"arcstudy report {' '.join(chosen)}")
+                written[name] = write_harc_report(ctx, stage, command=cmd)
+        _write_report_index(stage, written, command or f"arcstudy report {' '.join(chosen)}")
+        written = {name: public_path(path) for name, path in written.items()}
     return written
 
 
