@@ -266,8 +266,9 @@ def score_command(
             if checks is not None and duplicates:
                 kept = {rec.file_id for rec in recs}
                 checks = [c for c in checks if c.file_id in kept]
-            if competition:
-                recs = recount_for_competition(recs)
+            if competition:  # counted by the competition rules; the first given of an environment is its play
+                rank = {fid: i for i, fid in enumerate(replayed.files)}
+                recs = sorted(recount_for_competition(recs), key=lambda r: rank.get(r.file_id, len(rank)))
             card_runs, same_play = _cards_without_recorded_plays(cards_found.runs, recs)
             problems += same_play
             recs = recs + card_recordings(card_runs)
@@ -485,10 +486,15 @@ def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None
 
 
 def _reason_group(reason: str) -> str:
-    """The reason without what is particular to one play (a divergence's line), for grouping."""
-    for head in ("replay diverged", "competition mode: a second play", "competition mode:", "replay failed"):
-        if reason.startswith(head):
-            return head if head != "replay diverged" else "replay diverged (pass --trust-recordings to score anyway)"
+    """The reason without what is particular to one play (a divergence's line, a game id), for grouping."""
+    if reason.startswith("replay diverged"):
+        return "replay diverged (pass --trust-recordings to score it anyway)"
+    if reason.startswith("competition mode: a second play"):
+        return ("competition mode: a second play opened by a game reset (the competition server never resets a "
+                "game)" if "game reset" in reason else
+                "competition mode: a second play of an environment (`make` is called once per environment)")
+    if reason.startswith("competition mode:") and "not in the environment set" in reason:
+        return "competition mode: the game is not in the environment set (--games)"
     return reason
 
 

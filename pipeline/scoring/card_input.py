@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -192,6 +193,15 @@ def read_card_files(paths: Sequence[Path]) -> CardInputs:
             continue
         try:
             if sniff_scorecard(read_head(path)) is None:
+                try:
+                    json.loads(path.read_text(encoding="utf-8-sig"))
+                except UnicodeDecodeError:
+                    found.problems.append((path, "scorecard rejected: not UTF-8 text"))
+                    continue
+                except json.JSONDecodeError as err:
+                    found.problems.append((path, f"scorecard rejected: not valid JSON ({err.msg} at line "
+                                                 f"{err.lineno} column {err.colno})"))
+                    continue
                 found.problems.append((path, "not a scorecard: a JSON scorecard needs `environments[].runs[]` (scored "
                                              "summary), `cards` (card wrapper) or a bare card (game_id, total_plays, "
                                              "actions, states)"))
@@ -204,17 +214,30 @@ def read_card_files(paths: Sequence[Path]) -> CardInputs:
             found.problems.append((path, "scorecard rejected: JSON nested too deeply"))
             continue
         found.files[file_id] = (path.name, path)
-        for reject in output.rejects:
-            found.problems.append((path, f"scorecard {reject.location}: {reject.reason}"))
         try:
             doc = json.loads(path.read_text(encoding="utf-8-sig"))
         except (ValueError, OSError, RecursionError):
             doc = None
+        summary_problems = _summary_problems(doc)
+        card_problems = _raw_card_problems(doc)
+        envs = doc.get("environments") if isinstance(doc, dict) else None
+        for game_id, why in sorted(card_problems.items()):
+            found.problems.append((path, f"card quarantined ({game_id}): {why}"))
+        for reject in output.rejects:
+            if any(f" {g}" in reject.reason for g in card_problems):
+                continue  # said above, more precisely
+            reason = reject.reason
+            m = re.fullmatch(r"environments\[(\d+)\]\.runs\[(\d+)\]", reject.location)
+            if m and isinstance(envs, list) and isinstance(envs[int(m[1])], dict):
+                reason = summary_problems.get((envs[int(m[1])].get("id"), int(m[2])), reason)
+            found.problems.append((path, f"card run quarantined ({reject.location}): {reason}"))
         tables = output.tables
+        slots = tables.get("core_arc3__card_plays")
+        if slots is not None and card_problems:
+            slots = slots.filter(~pl.col("game_id").is_in(list(card_problems)))
         runs, problems = runs_from_tables(
-            tables.get("core_arc3__scorecard_runs"), tables.get("core_arc3__scorecards"),
-            tables.get("core_arc3__card_plays"), {file_id: (path.name, path)},
-            raw_problems={file_id: (_raw_card_problems(doc), _summary_problems(doc))})
+            tables.get("core_arc3__scorecard_runs"), tables.get("core_arc3__scorecards"), slots,
+            {file_id: (path.name, path)}, raw_problems={file_id: ({}, summary_problems)})
         found.runs += runs
         found.problems += problems
     return found

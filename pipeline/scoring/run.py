@@ -176,6 +176,11 @@ def _competition_exclusions(recordings: Sequence[RecordingInput], environments: 
                 excluded[pid] = (f"competition mode: {g} is not in the environment set (the games of --games); "
                                  "a competition scorecard holds only those environments")
                 continue
+            if member in first and first[member].endswith(f"({rec.label})"):
+                excluded[pid] = (f"competition mode: a second play of {member} opened by a game reset (the engine "
+                                 "went back to level 1, which the competition server never does)")
+                second.append({"play_id": pid, "game_id": g, "file": rec.label, "first": first[member]})
+                continue
             if member in first:
                 excluded[pid] = (f"competition mode: a second play of {member} (`make` is called once per "
                                  f"environment; its first play is {first[member]})")
