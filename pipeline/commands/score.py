@@ -334,16 +334,16 @@ def score_command(
     finally:
         if temporary is not None:
             temporary.cleanup()
-    out.console.print(games_note, markup=False)
+    out.console.print(games_note, markup=False, soft_wrap=True)
     _print_summary(result, problems, out_dir, manifest_path)
     if compare_doc is not None:
-        out.console.print(comparison.summary_text(), markup=False)
+        out.console.print(comparison.summary_text(), markup=False, soft_wrap=True)
     for rec in recs:
         if rec.script is not None:
-            out.console.print(f"playback script {rec.label}: {rec.script.describe()}", markup=False)
+            out.console.print(f"playback script {rec.label}: {rec.script.describe()}", markup=False, soft_wrap=True)
     if nothing_verified:
         out.console.print("nothing could be verified: no play replayed through the engine (see the reasons above)",
-                          markup=False)
+                          markup=False, soft_wrap=True)
     _print_written(written, manifest_path, out_dir, None if temporary else db_path)
     raise typer.Exit(code)
 
@@ -388,7 +388,7 @@ def _print_written(written: list[Path], manifest_path: Path, out_dir: Path, db_p
     what = ", ".join(names) + (f", figures/ ({figures} files)" if figures else "")
     where = (f"; database {db_path} (out_arc3__* score tables)" if db_path is not None
              else "; no database kept (pass --db to keep the out_arc3__* tables)")
-    out.console.print(f"wrote {out_dir}/: {what}{where}", markup=False)
+    out.console.print(f"wrote {out_dir}/: {what}{where}", markup=False, soft_wrap=True)
 
 
 def _why_no_plays(problems: list[tuple[Path, str]], files: dict) -> str:  # noqa: D401
@@ -463,25 +463,25 @@ def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None
     table.add_row("total", "", *[_fmt(pr.scorecard.score) for pr in result.policies], *["" for _ in source_cols])
     out.console.print(table)
     counts = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in result.status_counts().items())
-    out.console.print(f"replay: {_plays(len(result.checks))}: {counts}", markup=False)
+    out.console.print(f"replay: {_plays(len(result.checks))}: {counts}", markup=False, soft_wrap=True)
     n_cards = result.status_counts().get("summary_only", 0)
     if n_cards:
         out.console.print(f"scorecard runs: {_plays(n_cards)} summary only: not replay-verified (scored from the "
-                          "cards' per-level actions)", markup=False)
+                          "cards' per-level actions)", markup=False, soft_wrap=True)
     if result.competition:
         comp = result.competition
         out.console.print(f"competition mode: {comp['n_environments']} environments in the set, "
-                          f"{len(comp['played'])} played, {len(comp['unplayed'])} unplayed (score 0)", markup=False)
+                          f"{len(comp['played'])} played, {len(comp['unplayed'])} unplayed (score 0)", markup=False, soft_wrap=True)
         for g, pids in comp["outside_set"].items():
             out.console.print(f"  played but not in the environment set: {g} ({_plays(len(pids))}, left out)",
-                              markup=False)
+                              markup=False, soft_wrap=True)
     if result.excluded:
-        out.console.print(f"left out of the score: {_plays(len(result.excluded))}", markup=False)
+        out.console.print(f"left out of the score: {_plays(len(result.excluded))}", markup=False, soft_wrap=True)
     _print_grouped_reasons(result)
     for path, reason in problems[:10]:
-        out.console.print(f"rejected input: {path.name}: {reason}", markup=False)
+        out.console.print(f"rejected input: {path.name}: {reason}", markup=False, soft_wrap=True)
     if len(problems) > 10:
-        out.console.print(f"... and {len(problems) - 10} more rejected inputs (see manifest.json)", markup=False)
+        out.console.print(f"... and {len(problems) - 10} more rejected inputs (see manifest.json)", markup=False, soft_wrap=True)
     _print_card_differences(result)
 
 
@@ -514,11 +514,11 @@ def _print_grouped_reasons(result) -> None:
         groups.setdefault(f"scored unverified: {c.detail or 'game not loadable'}", []).append(
             f"{names.get(c.file_id, c.file_id)} ({c.play_id})")
     for reason, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        out.console.print(f"{_plays(len(members))} {reason}", markup=False)
+        out.console.print(f"{_plays(len(members))} {reason}", markup=False, soft_wrap=True)
         for m in members[:5]:
-            out.console.print(f"  {m}", markup=False)
+            out.console.print(f"  {m}", markup=False, soft_wrap=True)
         if len(members) > 5:
-            out.console.print(f"  ... and {len(members) - 5} more (replay_checks.csv)", markup=False)
+            out.console.print(f"  ... and {len(members) - 5} more (replay_checks.csv)", markup=False, soft_wrap=True)
 
 
 def _print_card_differences(result) -> None:
@@ -544,9 +544,9 @@ def _print_card_differences(result) -> None:
                 where = f"level {d['level_index']}" if d["level_index"] else "run score"
                 out.console.print(f"card {run['file_name']} {run['game_id']} run {run['run_index']} {where} "
                                   f"({pr.policy.policy_id}): stated {_fmt(d['stated'])}, recomputed "
-                                  f"{_fmt(d['recomputed'])}: {d['cause']}", markup=False)
+                                  f"{_fmt(d['recomputed'])}: {d['cause']}", markup=False, soft_wrap=True)
         if shown > 20:
-            out.console.print(f"... and {shown - 20} more differences (card_inputs in the scorecard)", markup=False)
+            out.console.print(f"... and {shown - 20} more differences (card_inputs in the scorecard)", markup=False, soft_wrap=True)
         for stated, n in sorted(by_policy.items()):
             out.console.print(f"{pr.policy.policy_id}: {_plays(n)} of cards scored under {stated} differ only by "
-                              "policy (card_inputs in the scorecard)", markup=False)
+                              "policy (card_inputs in the scorecard)", markup=False, soft_wrap=True)

@@ -288,7 +288,8 @@ def _level_rows(cmp: Comparison, g_o: str, g_t: str, eo: Mapping, et: Mapping, o
 
 
 def write_comparison(cmp: Comparison, out_dir: Path) -> list[Path]:
-    """compare.md (the verdict and the causes) and compare.csv (per environment and level) under ``out_dir``."""
+    """compare.md (the verdict and the causes with their contributions) and compare.csv (per environment and
+    level: the score there and here, and the cause) under ``out_dir``."""
     import csv
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -302,8 +303,4 @@ def write_comparison(cmp: Comparison, out_dir: Path) -> list[Path]:
             w.writerow([r["game_id"], "" if r["level_index"] is None else r["level_index"],
                         "" if r["there"] is None else repr(r["there"]),
                         "" if r["here"] is None else repr(r["here"]), r["cause"]])
-        w.writerow([])
-        w.writerow(["cause", "contribution_points", "environments", "detail"])
-        for s in cmp.steps:
-            w.writerow([s["cause"], repr(s["contribution"]), " ".join(s["environments"]), s["detail"]])
     return [md, path]
