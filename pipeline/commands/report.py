@@ -49,6 +49,13 @@ def report_command(
                                                    "explorer over all levels (0: do not explore).")] = 20.0,
     explore_nodes: Annotated[int, typer.Option("--explore-nodes", min=1, help="States explored per level at "
                                                "most.")] = 2000,
+    competition: Annotated[bool, typer.Option("--competition", help="Scores report: each scorecard's total in "
+                                              "competition mode too, over every environment of the --games "
+                                              "folders (an unplayed one scores 0).")] = False,
+    compare_with: Annotated[Path | None, typer.Option("--compare-with", help="Scores report: a section explaining "
+                                                      "why each scorecard's total differs from this scorecard (an "
+                                                      "official card or an earlier arcstudy scorecard).",
+                                                      exists=True, dir_okay=False, show_default=False)] = None,
 ) -> None:
     """Write the HTML reports: calibration (per game: inclusion bar, players and full solvers, completion by level
     with intervals and drop-off level, durations by outcome, actions by level against optimal / best first run /
@@ -86,11 +93,14 @@ def report_command(
                          + (["--ground-truth", str(ground_truth)] if ground_truth else [])
                          + (["--policy", policy] if policy else [])
                          + [arg for g in games or [] for arg in ("--games", str(g))]
-                         + ["--explore-seconds", f"{explore_seconds:g}", "--explore-nodes", str(explore_nodes)])
+                         + ["--explore-seconds", f"{explore_seconds:g}", "--explore-nodes", str(explore_nodes)]
+                         + (["--competition"] if competition else [])
+                         + (["--compare-with", str(compare_with)] if compare_with else []))
     try:
         with out_write_errors_said(out_path):
             written = write_reports(db_path, out_path, chosen, ground_truth=ground_truth, policy=policy, games=games,
-                                    explore_seconds=explore_seconds, explore_max_nodes=explore_nodes, command=command)
+                                    explore_seconds=explore_seconds, explore_max_nodes=explore_nodes, command=command,
+                                    competition=competition, compare_with=compare_with)
     except ReportInputError as err:
         raise fail(str(err), EXIT_USAGE) from err
     except (WorkspaceError, duckdb.Error) as err:

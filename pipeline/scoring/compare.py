@@ -304,3 +304,25 @@ def write_comparison(cmp: Comparison, out_dir: Path) -> list[Path]:
                         "" if r["there"] is None else repr(r["there"]),
                         "" if r["here"] is None else repr(r["here"]), r["cause"]])
     return [md, path]
+
+
+def competition_view(game_scores: Mapping[str, float], environment_set: list[str]) -> dict[str, Any]:
+    """A scorecard's game scores seen by the competition rule (spec/scoring.md A.3): every environment of the set
+    is in the mean, an unplayed one scoring 0; a played game outside the set is not in it (reported). The
+    counting rules (game resets as level resets, one make per environment) need the plays: `arcstudy score
+    --competition` applies them."""
+    env_set = sorted(set(environment_set))
+    by_code = {_code(g): g for g in env_set}
+    in_set = {}
+    outside = []
+    for g, s in sorted(game_scores.items()):
+        member = g if g in env_set else by_code.get(_code(g))
+        if member is None:
+            outside.append(g)
+        else:
+            in_set[member] = max(in_set.get(member, 0.0), float(s))
+    n = len(env_set)
+    played_total = sum(float(s) for s in game_scores.values()) / len(game_scores) if game_scores else 0.0
+    return {"n_environments": n, "n_played": len(in_set), "unplayed": [g for g in env_set if g not in in_set],
+            "outside_set": outside, "local_total": played_total,
+            "competition_total": sum(in_set.values()) / n if n else 0.0}

@@ -225,3 +225,27 @@ def test_baseline_source_is_reported_per_policy(tmp_path):
     assert code == 0, output
     assert "(second-best)" in output and "(upper-median)" in output  # one baseline-source column per policy
     assert output.count("baseline source") == 3
+
+
+def test_report_scores_in_competition_mode_and_compared(kaggle, tmp_path):
+    db = tmp_path / "r.duckdb"
+    code, output = run(str(kaggle["local"]), "--db", str(db), "--out", str(tmp_path / "s"), "--no-figures")
+    assert code == 0, output
+    result = CliRunner().invoke(app, ["--plain", "report", "scores", "--db", str(db), "--out", str(tmp_path / "rep"),
+                                      "--competition", "--games", str(kaggle["games"]), "--compare-with",
+                                      str(kaggle["kaggle"])], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    comp = list(csv.DictReader((tmp_path / "rep" / "scores__competition.csv").open()))
+    kaggle_total = json.loads(kaggle["kaggle"].read_text())["score"]
+    assert len(comp) == 1 and int(comp[0]["n_unplayed"]) == N_ENVS - N_PLAYED
+    assert math.isclose(float(comp[0]["competition_total"]), kaggle_total, abs_tol=1e-9)
+    assert math.isclose(float(comp[0]["local_total"]), LEVEL, abs_tol=1e-9)
+    causes = {r["cause"]: float(r["contribution_points"])
+              for r in csv.DictReader((tmp_path / "rep" / "scores__compare_causes.csv").open())}
+    assert math.isclose(causes["denominator"], LEVEL - kaggle_total, abs_tol=1e-9)
+    html = (tmp_path / "rep" / "scores.html").read_text()
+    assert "Competition mode" in html and "competition-mode total" in html
+    # A wrong combination is refused in one line.
+    result = CliRunner().invoke(app, ["--plain", "report", "scores", "--db", str(db), "--out", str(tmp_path / "x"),
+                                      "--competition"], catch_exceptions=False)
+    assert result.exit_code == 2 and "--competition needs --games" in result.output
