@@ -249,3 +249,16 @@ def test_report_scores_in_competition_mode_and_compared(kaggle, tmp_path):
     result = CliRunner().invoke(app, ["--plain", "report", "scores", "--db", str(db), "--out", str(tmp_path / "x"),
                                       "--competition"], catch_exceptions=False)
     assert result.exit_code == 2 and "--competition needs --games" in result.output
+
+
+def test_score_files_keeps_no_frame_pixels_once_replayed():
+    # Issue 29's finding: every file's pixels were held to the end. Each file is read and replayed in turn and
+    # only its tables (frame hashes, not pixels) are kept.
+    from pipeline.scoring.parallel import read_and_verify
+
+    paths = sorted(FIXTURES.glob("*.frames.jsonl"))[:4]
+    steps, _plays, files, problems, checks = read_and_verify(paths, [GAMES], workers=1)
+    assert problems == [] and checks is not None and len(files) == len(paths)
+    assert all(getattr(ref, "parsed", None) is None for ref in files.values())
+    assert "frames" not in steps.columns
+    assert steps.estimated_size() * 20 < sum(p.stat().st_size for p in paths)
