@@ -5,8 +5,10 @@
 Both are scored summaries (the toolkit's ``EnvironmentScorecard`` shape: an official card, Kaggle's, or an
 ``arcstudy score`` scorecard, whose extra keys say more). The total difference is split exactly, in three steps:
 
-1. **denominator**: environments in only one card (in competition mode every available environment is in the
-   mean, an unplayed one scoring 0; outside it the mean is over played environments only);
+1. **denominator**: environments only the other card holds (in competition mode every available environment is
+   in the mean, an unplayed one scoring 0; outside it the mean is over played environments only), except those
+   whose plays this arcstudy scorecard left out (**plays left out**); each moves the total by
+   ``(T_common - s_e) / n_other``, so the shares add up exactly;
 2. per environment in both, the game-score difference over the common environments, each level's change
    attributed to its cause: **baselines** (a different baseline for the level; a different game version),
    **counting** (different actions charged to the level: full resets, post-terminal echoes, a second make;
@@ -187,23 +189,35 @@ def compare_scorecards(other: Mapping[str, Any], this: Mapping[str, Any] | str, 
     t_only = [g for g in sorted(t_envs) if g not in pairs.values()]
     o_common_mean = sum(float(o_envs[g].get("score", 0)) for g in pairs) / n_c if n_c else 0.0
     t_common_mean = sum(float(t_envs[t].get("score", 0)) for t in pairs.values()) / n_c if n_c else 0.0
-    # 1. denominator
-    unplayed = [g for g in o_only if _is_unplayed(o_envs[g])]
-    played_elsewhere = [g for g in o_only if g not in unplayed]
-    contribution = (o_common_mean - o_total) if n_c else -o_total
-    detail = (f"{len(o_only)} of the {n_o} environments there are not scored here"
-              + (f" ({len(unplayed)} unplayed there, scoring 0 in its mean)" if unplayed else "")
-              + (f"; {len(played_elsewhere)} played there but not here (not given here, or left out)"
-                 if played_elsewhere else ""))
-    cmp.steps.append({"cause": "denominator", "environments": o_only, "contribution": contribution,
-                      "detail": detail if o_only else "the same environments on both sides"})
-    for g in o_only:
-        cmp.rows.append({"game_id": g, "level_index": None, "there": float(o_envs[g].get("score", 0)),
-                         "here": None, "cause": "denominator: " + ("unplayed there (scores 0 in its mean), absent "
-                                                                  "here" if g in unplayed else
-                                                                  "played there, not scored here")})
-    # 2. environments in both
+    # 1. environments only there: removing each from the other card's mean moves it by (T1 - s_e) / n_other,
+    # where T1 is its mean over the common environments (these add up exactly to T1 - T_other).
     excluded = _excluded_here(this)
+    unplayed = [g for g in o_only if _is_unplayed(o_envs[g])]
+    left_out = [g for g in o_only if g not in unplayed and excluded.get(g)]
+    elsewhere = [g for g in o_only if g not in unplayed and g not in left_out]
+
+    def share(games: list[str]) -> float:
+        if not n_c:
+            return -sum(float(o_envs[g].get("score", 0)) for g in games) / n_o if n_o else 0.0
+        return sum(o_common_mean - float(o_envs[g].get("score", 0)) for g in games) / n_o
+
+    detail = (f"{len(unplayed) + len(elsewhere)} of the {n_o} environments there are not scored here"
+              + (f" ({len(unplayed)} unplayed there, scoring 0 in its mean)" if unplayed else "")
+              + (f"; {len(elsewhere)} played there but not given here" if elsewhere else ""))
+    cmp.steps.append({"cause": "denominator", "environments": unplayed + elsewhere,
+                      "contribution": share(unplayed + elsewhere),
+                      "detail": detail if unplayed or elsewhere else "the same environments on both sides"})
+    if left_out:
+        cmp.steps.append({"cause": "plays left out", "environments": left_out, "contribution": share(left_out),
+                          "detail": f"{len(left_out)} environment(s) played there whose plays were left out here: "
+                                    + "; ".join(sorted({r for g in left_out for r in excluded[g]}))[:300]})
+    for g in o_only:
+        cause = ("denominator: unplayed there (scores 0 in its mean), absent here" if g in unplayed else
+                 f"plays left out here: {excluded[g][0]}" if g in left_out else "denominator: played there, "
+                 "not given here")
+        cmp.rows.append({"game_id": g, "level_index": None, "there": float(o_envs[g].get("score", 0)),
+                         "here": None, "cause": cause})
+    # 2. environments in both
     second = {s["game_id"] for s in (this.get("competition") or {}).get("second_plays", [])}
     per_cause: dict[str, tuple[float, list[str]]] = {}
     for g_o, g_t in sorted(pairs.items()):
