@@ -359,16 +359,17 @@ def _policy_to_compare(result, doc: dict) -> str:
 
 
 def _cards_without_recorded_plays(runs, recs) -> tuple[list, list[tuple[Path, str]]]:
-    """Card runs, without those whose guid is a recording's given too (the recording is scored, replay-verified)
-    and without a second card's statement of a run already given (same guid and counts)."""
+    """Card runs, without those whose guid is a recording's given too (the recording is scored, replay-verified;
+    said, not an error) and without a second card's statement of a run already given (same guid and counts,
+    rejected input naming the first card)."""
     by_guid = {rec.guid: rec.label for rec in recs if rec.guid}
     kept, problems, seen = [], [], {}
     for run in runs:
         guid = run.play.guid
         where = run.path or Path(run.file_name)
-        if guid and guid in by_guid:
-            problems.append((where, f"card run {run.game_id} run {run.run_index} (guid {guid}) left out: the same "
-                                    f"play as the recording {by_guid[guid]}, scored from its steps"))
+        if guid and guid in by_guid:  # not an error: the recording is the better evidence of the same play
+            out.info(f"{run.file_name}: card run {run.game_id} run {run.run_index} (guid {guid}) is the play of "
+                     f"the recording {by_guid[guid]}, scored from its steps (replay-verified) instead")
             continue
         key = (run.game_id, guid, run.run_index, run.play)
         if guid and key in seen:

@@ -103,18 +103,20 @@ class CardInputs:
 
 
 def is_scorecard_file(path: Path) -> bool:
-    """Whether ``path`` is a scorecard as ingest recognises it, or a `.json` file to be refused as one (a
-    recording is JSONL: a `.json` given to score is meant as a card)."""
+    """Whether ``path`` is to be read as a scorecard: one that ingest recognises as such, or a `.json` file that
+    is not a recording (refused as a card, with the reason, rather than as a recording)."""
+    from pipeline.recordings.lines import sniff_first_line
+
     try:
         head = read_head(path)
     except OSError:
         return path.suffix.lower() == ".json"
-    if path.suffix.lower() == ".json":
-        return True
     try:
-        return sniff_scorecard(head) is not None
+        if sniff_scorecard(head) is not None:
+            return True
     except RecursionError:
-        return False
+        return path.suffix.lower() == ".json"
+    return path.suffix.lower() == ".json" and sniff_first_line(head.first_line) is None
 
 
 def _count(value: Any) -> int | None:

@@ -262,3 +262,17 @@ def test_score_files_keeps_no_frame_pixels_once_replayed():
     assert all(getattr(ref, "parsed", None) is None for ref in files.values())
     assert "frames" not in steps.columns
     assert steps.estimated_size() * 20 < sum(p.stat().st_size for p in paths)
+
+
+def test_a_card_of_a_recording_given_too_is_scored_from_the_recording(tmp_path):
+    rec = FIXTURES / "an53_scripted-win.frames.jsonl"
+    doc = json.loads((FIXTURES / "an53_scripted-win.frames.expected.json").read_text())
+    card = tmp_path / "an53_card.json"
+    card.write_text(json.dumps(_summary_card(doc)))
+    code, output = run(str(rec), str(card), "--games", str(GAMES), "--out", str(tmp_path / "o"), "--no-figures")
+    assert code == 0, output
+    sc = json.loads((tmp_path / "o" / SLUG).read_text())
+    assert {c["status"] for c in sc["verification"]["replay_checks"]} == {"verified"}
+    assert len(sc["environments"][0]["runs"]) == len(doc["scored"]["environment"]["runs"])
+    assert math.isclose(sc["score"], doc["scored"]["scorecard_score"], abs_tol=1e-9)
+    assert "scored from its steps (replay-verified) instead" in output
