@@ -107,11 +107,15 @@ def score_command(
 ) -> None:
     """Score plays with RHAE under versioned policies, each play replay-verified through the engine first.
 
-    Reads: the recordings given (nothing is ingested), or without any the plays in the database
-    (core_arc3__plays, core_arc3__steps, raw_ingest__files); the game files of --games (replay) and the
-    baselines: --baselines DIR|CSV, else the database (out_arc3__level_baselines under the policy's rule when a
-    study was built, else core_arc3__environments), else --games metadata, else the published reference
-    baselines shipped in pipeline/scoring/reference/ (the first source that knows a game is used, and recorded).
+    Reads: the recordings and scorecards given (nothing is ingested), or without any the plays and scorecard runs
+    in the database (core_arc3__plays, core_arc3__steps, core_arc3__scorecard_runs, core_arc3__card_plays of card
+    files, raw_ingest__files); the game files of --games (replay; the checkout's games/ only when no --games is
+    given) and the baselines: --baselines DIR|CSV, else the database (out_arc3__level_baselines under the
+    policy's rule when a study was built, else core_arc3__environments), else --games metadata, else the
+    published reference baselines shipped in pipeline/scoring/reference/ (the first source that knows a game is
+    used, and recorded). A scorecard's runs use the card's own level_baseline_actions unless --baselines or
+    --games know the game; they are scored from their per-level actions and marked summary only (not
+    replay-verified), and each value the card states is compared with the recomputed one.
 
     Writes: under --out, one scorecard per policy (scorecard__<policy>.json, the toolkit's scored-summary shape
     plus a `verification` key; byte-identical when re-run), replay_checks.csv, policy_sensitivity.csv (two or
@@ -127,8 +131,12 @@ def score_command(
     version named is absent (or --game-version); without a loadable game they cannot be scored. The replays run
     on --workers processes (or on the cluster at --scheduler); the scorecards do not depend on it. Of two files
     holding the same play (same guid), the first given is scored and the later one rejected, naming the first and
-    saying whether they agree (a byte-identical copy is read once). Exit code 3 when plays were left out or
-    input lines or files were rejected.
+    saying whether they agree (a byte-identical copy is read once). Without --db (or $ARCSTUDY_DB), scoring
+    files keeps no database: a temporary workspace is removed at the end and the files go to --out, else
+    ./arcstudy-score/<card_id>/; the last line names everything written. --competition: every environment of the
+    --games folders is in the mean (unplayed: 0), game resets count as level resets, one play per environment.
+    --compare-with CARD: compare.md and compare.csv break the difference of the totals down into causes. Exit code
+    3 when plays were left out, input lines or files were rejected, or nothing could be replay-verified.
     """
     import tempfile
 
@@ -286,10 +294,12 @@ def score_command(
                 raise fail(f"no plays to score in the database {db_path}: ingest recordings or scorecards first "
                            "(`arcstudy ingest FILES --db ...`), or give the files to score")
             try:  # metadata.json baselines are read here: a value that is not an action count names its file
-                user_games = bs.source_from_games_dirs(list(games)) if games else None
-                checkout_games = None if games else bs.source_from_games_dirs(game_dirs)
-                sources = [s for s in [explicit, user_games, card_baseline_source(card_runs), *bs.source_from_db(ws),
-                                       checkout_games, bs.reference_source()] if s is not None]
+                # Recordings: --baselines, the database, --games (else the checkout's games/), the reference.
+                # Scorecard runs: --baselines or --games give other baselines than the card's own.
+                games_source = bs.source_from_games_dirs(game_dirs)
+                card_games_first = _only_games(games_source, {r.game_id for r in card_runs}) if games else None
+                sources = [s for s in [explicit, card_games_first, card_baseline_source(card_runs),
+                                       *bs.source_from_db(ws), games_source, bs.reference_source()] if s is not None]
             except bs.BaselineSourceError as err:
                 raise fail(str(err), EXIT_USAGE) from err
             request = ScoreRequest(policies=policies, baseline_sources=sources, game_dirs=game_dirs,
@@ -346,6 +356,16 @@ def score_command(
                           markup=False, soft_wrap=True)
     _print_written(written, manifest_path, out_dir, None if temporary else db_path)
     raise typer.Exit(code)
+
+
+def _only_games(source, game_ids: set[str]):
+    """``source`` restricted to ``game_ids`` (None when there are none)."""
+    if source is None or not game_ids:
+        return None
+    from pipeline.scoring.baseline_sources import BaselineSource
+
+    return BaselineSource(source.kind, source.location, source.sha256,
+                          lambda rule: {g: v for g, v in source.games(rule).items() if g in game_ids})
 
 
 def _policy_to_compare(result, doc: dict) -> str:

@@ -276,3 +276,18 @@ def test_a_card_of_a_recording_given_too_is_scored_from_the_recording(tmp_path):
     assert len(sc["environments"][0]["runs"]) == len(doc["scored"]["environment"]["runs"])
     assert math.isclose(sc["score"], doc["scored"]["scorecard_score"], abs_tol=1e-9)
     assert "scored from its steps (replay-verified) instead" in output
+
+
+def test_baselines_given_replace_the_cards_own(tmp_path):
+    doc = _sidecar("bt11_win_gameover_levelreset.frames.expected.json")
+    card = tmp_path / "card.json"
+    card.write_text(json.dumps(_summary_card(doc)))
+    base = tmp_path / "b.csv"
+    base.write_text('game_id,baseline_actions\nbt11-fd9df0622a1a,"[4, 17, 16, 20, 24]"\n')
+    code, output = run(str(card), "--baselines", str(base), "--out", str(tmp_path / "o"), "--no-figures")
+    assert code == 0, output
+    sc = json.loads((tmp_path / "o" / SLUG).read_text())
+    assert sc["verification"]["baseline_sources"]["bt11-fd9df0622a1a"]["source"] == "baselines-csv"
+    assert sc["environments"][0]["runs"][0]["level_scores"][1] == 100.0
+    assert "level 2 (arc-agi-3/2026-04): stated 22.145, recomputed 100.000: baselines: the card's baseline for " \
+           "level 2 is 8, baselines-csv says 17" in output
