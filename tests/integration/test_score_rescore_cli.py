@@ -291,3 +291,19 @@ def test_baselines_given_replace_the_cards_own(tmp_path):
     assert sc["environments"][0]["runs"][0]["level_scores"][1] == 100.0
     assert "level 2 (arc-agi-3/2026-04): stated 22.145, recomputed 100.000: baselines: the card's baseline for " \
            "level 2 is 8, baselines-csv says 17" in output
+
+
+def test_competition_counts_a_game_reset_as_a_level_reset(tmp_path):
+    rec = SAMPLES / "toolkit" / "ls20_random_levelreset_fullreset.frames.jsonl"
+    card = json.loads((SAMPLES / "toolkit" / "ls20_random_levelreset_fullreset.frames.expected.json").read_text())["card"]
+    assert card["total_plays"] == 2  # locally: the game reset opened a second play
+    meta = tmp_path / "set" / "ls20" / "9607627b"
+    meta.mkdir(parents=True)
+    (meta / "metadata.json").write_text(json.dumps({"game_id": "ls20-9607627b", "baseline_actions": [22, 123]}))
+    code, output = run(str(rec), "--games", str(tmp_path / "set"), "--competition", "--out", str(tmp_path / "o"),
+                       "--no-figures")
+    sc = json.loads((tmp_path / "o" / SLUG).read_text())
+    (run_,) = sc["environments"][0]["runs"]
+    # One play: the game reset costs one action and one reset, as a level reset does.
+    assert run_["actions"] == sum(card["actions"]) + 1 and run_["resets"] == sum(card["resets"]) + 1
+    assert [c["play_id"] for c in sc["verification"]["replay_checks"]] == [f"{card['guids'][0]}/0"]
