@@ -145,7 +145,7 @@ def score_command(
     from engine.loader import default_environments_dir, find_games
     from pipeline.core.manifest import RunManifest
     from pipeline.core.special_files import not_regular_file
-    from pipeline.core.workspace import WorkspaceError
+    from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.scoring import baseline_sources as bs
     from pipeline.scoring.card_input import (
         CardInputs,
@@ -206,7 +206,7 @@ def score_command(
         temporary = tempfile.TemporaryDirectory(prefix="arcstudy-score-")
         db_path = Path(temporary.name) / "score.duckdb"
     else:
-        db_path = db or Path(os.environ.get("ARCSTUDY_DB", "arcstudy.duckdb"))
+        db_path = db or default_db_path()
     if not from_files and not db_path.exists():
         raise fail(f"database {db_path} does not exist: give recordings to score, or run `arcstudy ingest` "
                        "first (or pass --db)")
