@@ -286,7 +286,8 @@ def score_command(
                 raise fail("no plays to score: the playback scripts given cannot be replayed", EXIT_REJECTED)
             if not recs and from_files:
                 code = EXIT_REJECTED if cards_found.problems else EXIT_USAGE
-                raise fail("no plays to score in the files given:\n" + _why_no_plays(problems, files), code)
+                what = "files" if cards_found.files or cards_found.problems else "recordings"
+                raise fail(f"no plays to score in the {what} given:\n" + _why_no_plays(problems, files), code)
             if not recs and game:
                 raise fail(f"no plays of {', '.join(game)} in the database {db_path} (its games: `arcstudy query "
                            f"\"SELECT DISTINCT game_id FROM core_arc3__plays\" --db {db_path}`)")
