@@ -74,6 +74,7 @@ class StatedRun:
     message: str | None
     card_score: float | None  # the whole card's stated total
     competition_mode: bool | None
+    policy_assumed: bool = False  # the card names no policy: the current toolkit's is assumed
 
 
 @dataclass(frozen=True)
@@ -340,7 +341,8 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
             level_actions=tuple(la),
             level_baseline_actions=None if base is None or -1 in base else tuple(int(b) for b in base),
             message=row["message"], card_score=_f(doc.get("score")),
-            competition_mode=doc.get("competition_mode") if isinstance(doc.get("competition_mode"), bool) else None)
+            competition_mode=doc.get("competition_mode") if isinstance(doc.get("competition_mode"), bool) else None,
+            policy_assumed=row["policy_id"] is None)
         name, path = files.get(fid, (fid[:12], None))
         out.append(CardRun(fid, name, path, "scored-summary", game_id, r_i, play, stated, tuple(notes)))
     for row in (slots.sort("file_id", "game_id", "slot_index").iter_rows(named=True) if slots is not None else ()):
@@ -437,7 +439,9 @@ def stated_differences(run: CardRun, scored, policy_id: str, baseline_source: st
     policy_differs = stated.policy_id != policy_id
     causes_run = []
     if policy_differs:
-        causes_run.append(f"policy: the card was scored under {stated.policy_id}, this under {policy_id}")
+        named = (f"the card names no policy: the toolkit's current {stated.policy_id} assumed" if stated.policy_assumed
+                 else f"the card was scored under {stated.policy_id}")
+        causes_run.append(f"policy: {named}, this under {policy_id}")
     if stated.message and not scored.message:
         causes_run.append(f"baselines: the card could not score it ({stated.message}); scored here against "
                           f"{baseline_source} baselines")

@@ -112,7 +112,19 @@ def test_other_baselines_and_policies_are_named_as_the_cause(tmp_path):
     assert diffs[0]["cause"].startswith("baselines: the card's baseline for level 2 is 8, baselines-csv says 17")
     _, result = _score([path], policy=get_policy("arc-agi-3/2025-preview"))
     diffs = json.loads(result.policies[0].scorecard_json)["card_inputs"]["runs"][0]["differences"]
-    assert diffs and all(d["cause"].startswith("policy: the card was scored under arc-agi-3/2026-04") for d in diffs)
+    assert diffs and all(d["cause"].startswith("policy: the card names no policy: the toolkit's current "
+                                               "arc-agi-3/2026-04 assumed, this under arc-agi-3/2025-preview")
+                         for d in diffs)
+    # An arcstudy scorecard names its policy (tu93: levels above the baseline score 115 under 2026-04, 100 under
+    # 2026-03).
+    tu93 = json.loads((SAMPLES / "toolkit" / "tu93_explore_reset_solve_5levels.noframes.expected.json").read_text())
+    card = _summary(tu93)
+    card["scoring_policy"] = "arc-agi-3/2026-03"
+    path.write_text(json.dumps(card))
+    _, result = _score([path])
+    diffs = json.loads(result.policies[0].scorecard_json)["card_inputs"]["runs"][0]["differences"]
+    assert diffs and all(d["cause"] == "policy: the card was scored under arc-agi-3/2026-03, this under "
+                                      "arc-agi-3/2026-04" for d in diffs)
 
 
 def test_two_levels_completed_at_once_is_named(tmp_path):
