@@ -115,11 +115,15 @@ def test_other_baselines_and_policies_are_named_as_the_cause(tmp_path):
     assert diffs and all(d["cause"].startswith("policy: the card names no policy: the toolkit's current "
                                                "arc-agi-3/2026-04 assumed, this under arc-agi-3/2025-preview")
                          for d in diffs)
-    # An arcstudy scorecard names its policy (tu93: levels above the baseline score 115 under 2026-04, 100 under
-    # 2026-03).
+    # An arcstudy scorecard names its policy: tu93 scored under 2026-03 (levels above the baseline capped at 100)
+    # and re-scored under 2026-04 (115).
+    from pipeline.recordings.counting import Card
+    from pipeline.scoring import build_scorecard, scorecard_to_dict
+
     tu93 = json.loads((SAMPLES / "toolkit" / "tu93_explore_reset_solve_5levels.noframes.expected.json").read_text())
-    card = _summary(tu93)
-    card["scoring_policy"] = "arc-agi-3/2026-03"
+    card = scorecard_to_dict(build_scorecard("old", [Card.from_dict(tu93["card"])],
+                                             {tu93["game_id"]: tu93["baseline_actions"]}, "arc-agi-3/2026-03"))
+    assert card["scoring_policy"] == "arc-agi-3/2026-03"
     path.write_text(json.dumps(card))
     _, result = _score([path])
     diffs = json.loads(result.policies[0].scorecard_json)["card_inputs"]["runs"][0]["differences"]
