@@ -460,7 +460,9 @@ def _fmt(v: float) -> str:
 
 
 def _source_label(b) -> str:
-    return b.source + (f" ({b.rule})" if b.rule else "") + (f" [{', '.join(b.flags)}]" if b.flags else "")
+    from rich.markup import escape  # "[flags]" is text, not markup
+
+    return escape(b.source + (f" ({b.rule})" if b.rule else "") + (f" [{', '.join(b.flags)}]" if b.flags else ""))
 
 
 def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None:

@@ -404,22 +404,35 @@ def card_checks(runs: Sequence[CardRun]) -> list[PlayCheck]:
 
 def card_baseline_source(runs: Sequence[CardRun]) -> BaselineSource | None:
     """The cards' own ``level_baseline_actions`` (scored summaries that could score the game), first card wins
-    a game several cards state (a different statement is flagged on the game)."""
+    a game several cards state (a different statement is flagged on the game). A game whose every stated run
+    the card could not score although the toolkit knew the environment (its baseline missing or shorter than
+    the levels played) is known without a usable baseline: unscorable, as the card says."""
+    from .rhae import no_metadata_message
+
     games: dict[str, tuple] = {}
+    unusable: dict[str, bool] = {}
     where: list[str] = []
     for run in runs:
-        base = run.stated.level_baseline_actions if run.stated is not None else None
-        if base is None:
+        stated = run.stated
+        if stated is None:
+            continue
+        if stated.level_baseline_actions is None:
+            knew = bool(stated.message) and stated.message != no_metadata_message(run.game_id)
+            unusable[run.game_id] = unusable.get(run.game_id, True) and knew
             continue
         if run.file_name not in where:
             where.append(run.file_name)
         if run.game_id not in games:
-            games[run.game_id] = (base, None, ())
-        elif games[run.game_id][0] != base and "card_baselines_differ" not in games[run.game_id][2]:
+            games[run.game_id] = (stated.level_baseline_actions, None, ())
+        elif games[run.game_id][0] != stated.level_baseline_actions and \
+                "card_baselines_differ" not in games[run.game_id][2]:
             games[run.game_id] = (games[run.game_id][0], None, ("card_baselines_differ",))
+    for game_id, knew in unusable.items():
+        if knew and game_id not in games:
+            games[game_id] = (None, None, ("card_states_unscorable",))
     if not games:
         return None
-    return BaselineSource("scorecard", ", ".join(where), None, lambda _rule: games)
+    return BaselineSource("scorecard", ", ".join(where) or "scorecards", None, lambda _rule: games)
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -307,3 +307,20 @@ def test_competition_counts_a_game_reset_as_a_level_reset(tmp_path):
     # One play: the game reset costs one action and one reset, as a level reset does.
     assert run_["actions"] == sum(card["actions"]) + 1 and run_["resets"] == sum(card["resets"]) + 1
     assert [c["play_id"] for c in sc["verification"]["replay_checks"]] == [f"{card['guids'][0]}/0"]
+
+
+@pytest.mark.parametrize("sidecar", sorted((SAMPLES / "toolkit").glob("*.expected.json")),
+                         ids=lambda p: p.name.removesuffix(".expected.json"))
+def test_each_official_card_alone_gives_the_official_numbers(sidecar, tmp_path):
+    doc = json.loads(sidecar.read_text())
+    card = tmp_path / "card.json"
+    card.write_text(json.dumps(_summary_card(doc)))
+    code, output = run(str(card), "--out", str(tmp_path / "o"), "--no-figures")
+    assert code == 0, output
+    sc = json.loads((tmp_path / "o" / SLUG).read_text())
+    assert math.isclose(sc["score"], doc["scored"]["scorecard_score"], abs_tol=1e-9)
+    (env,) = sc["environments"]
+    expected = doc["scored"]["environment"]
+    assert [r["score"] for r in env["runs"]] == pytest.approx([r["score"] for r in expected["runs"]], abs=1e-9)
+    assert [r["level_actions"] for r in env["runs"]] == [r["level_actions"] for r in expected["runs"]]
+    assert all("differences" not in r for r in sc["card_inputs"]["runs"])
