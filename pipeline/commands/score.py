@@ -138,6 +138,7 @@ def score_command(
     --compare-with CARD: compare.md and compare.csv break the difference of the totals down into causes. Exit code
     3 when plays were left out, input lines or files were rejected, or nothing could be replay-verified.
     """
+    import json
     import tempfile
 
     import duckdb
@@ -184,6 +185,7 @@ def score_command(
                        EXIT_USAGE)
     explicit = None
     compare_doc = None
+    compare_runs = None  # --compare-with a card wrapper or bare card: its runs, scored here like ours
     try:
         explicit = bs.source_from_path(baselines) if baselines is not None else None
         recovered = load_recovered_actions(recovered_actions) if recovered_actions is not None else {}
@@ -195,7 +197,10 @@ def score_command(
         try:
             compare_doc = read_comparison_card(compare_with)
         except CompareError as err:
-            raise fail(f"--compare-with {compare_with}: {err}", EXIT_USAGE) from err
+            found = read_card_files([compare_with]) if is_scorecard_file(compare_with) else None
+            if found is None or not found.runs or found.problems:
+                raise fail(f"--compare-with {compare_with}: {err}", EXIT_USAGE) from err
+            compare_runs = found.runs
     from_files = bool(recordings)
     if from_files and game:
         raise fail("--game selects database plays; give the recordings to score instead", EXIT_USAGE)
@@ -316,11 +321,17 @@ def score_command(
                                   else Path("arcstudy-score") / result.card_id)
             try:
                 written = write_score_files(result, out_dir, figures=not no_figures)
+                if compare_runs is not None:  # cards without scores: scored here under our first policy
+                    other = score_recordings(card_recordings(compare_runs), ScoreRequest(
+                        policies=policies[:1], baseline_sources=sources, card_runs=compare_runs,
+                        include_unknown_games=True))
+                    compare_doc = json.loads(other.policies[0].scorecard_json)
                 if compare_doc is not None:
                     from pipeline.scoring.compare import compare_scorecards, write_comparison
 
+                    label = compare_with.name + (" (its cards scored here)" if compare_runs is not None else "")
                     comparison = compare_scorecards(compare_doc, _policy_to_compare(result, compare_doc),
-                                                    other_label=compare_with.name)
+                                                    other_label=label)
                     written += write_comparison(comparison, out_dir)
             except OSError as err:  # --out a missing or read-only place, a full disk: said, nothing in the database
                 raise fail(f"cannot write the score files under {out_dir}: {err.strerror or err}"

@@ -324,3 +324,22 @@ def test_each_official_card_alone_gives_the_official_numbers(sidecar, tmp_path):
     assert [r["score"] for r in env["runs"]] == pytest.approx([r["score"] for r in expected["runs"]], abs=1e-9)
     assert [r["level_actions"] for r in env["runs"]] == [r["level_actions"] for r in expected["runs"]]
     assert all("differences" not in r for r in sc["card_inputs"]["runs"])
+
+
+def test_compare_with_a_card_without_scores_scores_it_first(tmp_path):
+    # A card wrapper (no scores in it) holding only the first of the session's two plays: scored here under the
+    # same policy and baselines, then compared; the difference is the run it lacks.
+    doc = _sidecar("bt11_two_plays_fullreset.noframes.expected.json")
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps(_summary_card(doc)))
+    card = dict(doc["card"])
+    one = {k: [v[0]] for k, v in card.items() if isinstance(v, list)}
+    wrapper = {"won": 0, "played": 1, "cards": {doc["game_id"]: {**card, **one, "total_plays": 1}}}
+    other = tmp_path / "wrapper.json"
+    other.write_text(json.dumps(wrapper))
+    code, output = run(str(mine), "--compare-with", str(other), "--out", str(tmp_path / "o"), "--no-figures")
+    assert code == 0, output
+    assert "compared with wrapper.json (its cards scored here)" in output
+    rows = list(csv.DictReader((tmp_path / "o" / "compare.csv").open()))
+    game = [r for r in rows if r["level_index"] == ""]
+    assert game and game[0]["cause"].startswith("counting: 1 run(s) there, 2 here")
