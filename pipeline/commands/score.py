@@ -473,7 +473,11 @@ def _fmt(v: float) -> str:
 def _source_label(b) -> str:
     from rich.markup import escape  # "[flags]" is text, not markup
 
-    return escape(b.source + (f" ({b.rule})" if b.rule else "") + (f" [{', '.join(b.flags)}]" if b.flags else ""))
+    where = ""
+    if b.source == "scorecard" and b.location:  # which card's own level_baseline_actions
+        where = " " + (b.location if len(b.location) <= 40 else b.location[:37] + "...")
+    return escape(b.source + where + (f" ({b.rule})" if b.rule else "")
+                  + (f" [{', '.join(b.flags)}]" if b.flags else ""))
 
 
 def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None:

@@ -283,7 +283,9 @@ def _verification(checks: Sequence[PlayCheck], excluded: dict[str, str], baselin
         ],
         "baseline_sources": {
             g: {k: v for k, v in {"source": b.source, "rule": b.rule, "sha256": b.sha256,
-                                  "flags": list(b.flags) or None}.items() if v is not None}
+                                  "flags": list(b.flags) or None,
+                                  # the card files whose own level_baseline_actions were used
+                                  "cards": b.location if b.source == "scorecard" else None}.items() if v is not None}
             for g, b in sorted(baselines.items())
         },
     }

@@ -162,7 +162,7 @@ def test_cards_from_files_and_database_agree_and_bad_cards_are_quarantined(tmp_p
     assert "neg.json: card quarantined (tu93-0768757b): actions[0] = -3 is negative" in output
     sc = json.loads((tmp_path / "files" / SLUG).read_text())
     assert math.isclose(sc["score"], doc["scored"]["game_score"], abs_tol=1e-9)
-    assert sc["verification"]["baseline_sources"]["bt11-fd9df0622a1a"]["source"] == "scorecard"
+    assert sc["verification"]["baseline_sources"]["bt11-fd9df0622a1a"] == {"source": "scorecard", "cards": "good.json"}
     db = tmp_path / "s.duckdb"
     with Workspace(db) as ws:
         ingest_paths(ws, [good], run_id="test")
