@@ -173,10 +173,13 @@ def _summary_problems(doc: Any) -> dict[tuple[str, int], str]:
             for key in ("actions", "resets", "levels_completed"):
                 if key in run and (why := _bad_count(run[key])) is not None:
                     out.setdefault((env["id"], r_i), f"{key} = {why}")
-            for i, v in enumerate(run.get("level_actions") or [] if isinstance(run.get("level_actions"), list)
-                                  else []):
+            la, base = run.get("level_actions"), run.get("level_baseline_actions")
+            for i, v in enumerate(la if isinstance(la, list) else []):
                 if (why := _bad_count(v)) is not None:
                     out.setdefault((env["id"], r_i), f"level_actions[{i}] = {why}")
+            if isinstance(la, list) and isinstance(base, list) and len(la) > len(base):
+                out.setdefault((env["id"], r_i), f"more levels ({len(la)} level_actions) than baselines "
+                                                 f"({len(base)} level_baseline_actions)")
     return out
 
 

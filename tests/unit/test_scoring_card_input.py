@@ -158,6 +158,11 @@ BAD_RUNS = {
     "non-integer count": ({"guid": "c", "score": 0.0, "levels_completed": 1, "actions": 3, "resets": 0,
                            "state": "NOT_FINISHED", "completed": False, "level_scores": [0.0, 0.0],
                            "level_actions": [2.5, 1], "level_baseline_actions": [4, 8]}, "not a whole number"),
+    "more level_actions than baselines": ({"guid": "e", "score": 0.0, "levels_completed": 1, "actions": 9,
+                                           "resets": 0, "state": "NOT_FINISHED", "completed": False,
+                                           "level_scores": [0.0, 0.0, 0.0], "level_actions": [3, 3, 3],
+                                           "level_baseline_actions": [4, 8]}, "more levels (3 level_actions) than "
+                                                                              "baselines (2"),
     "more levels than baselines": ({"guid": "d", "score": 0.0, "levels_completed": 3, "actions": 9, "resets": 0,
                                     "state": "NOT_FINISHED", "completed": False, "level_scores": [0.0, 0.0],
                                     "level_actions": [3, 3], "level_baseline_actions": [4, 8]},
