@@ -589,3 +589,13 @@ def _print_card_differences(result) -> None:
         for stated, n in sorted(by_policy.items()):
             out.console.print(f"{pr.policy.policy_id}: {_plays(n)} of cards scored under {stated} differ only by "
                               "policy (card_inputs in the scorecard)", markup=False, soft_wrap=True)
+        cards = doc.get("cards") or {}
+        only_cards = all(c.status == "summary_only" for c in result.checks)
+        if len(cards) == 1 and only_cards and not result.excluded:
+            (name, card), = cards.items()
+            total = pr.scorecard.score
+            same = abs(card["stated_total"] - total) <= 1e-9 * max(1.0, abs(total))
+            out.console.print(f"{pr.policy.policy_id}: {name} states a total of {_fmt(card['stated_total'])}; "
+                              f"recomputed {_fmt(total)}" + (" (the same)" if same else " (see the differences "
+                                                             "above, or --compare-with for the totals)"),
+                              markup=False, soft_wrap=True)

@@ -224,8 +224,15 @@ def _card_inputs_json(sc: Scorecard, cards: Sequence[Card], play_ids: dict[int, 
             diffs = stated_differences(run, scored, policy.policy_id, b.source if b else "no")
             entry["differences"] = diffs or None
         runs.append({k: v for k, v in entry.items() if v is not None})
-    return {"note": SUMMARY_ONLY + ": scored from what each card says (per-level actions), not replayed",
-            "runs": runs}
+    files = {}
+    for run in runs_by_play.values():
+        if run.stated is not None and run.stated.card_score is not None:
+            files[run.file_name] = {k: v for k, v in {"stated_total": run.stated.card_score,
+                                                      "competition_mode": run.stated.competition_mode}.items()
+                                    if v is not None}
+    return {k: v for k, v in {
+        "note": SUMMARY_ONLY + ": scored from what each card says (per-level actions), not replayed",
+        "cards": dict(sorted(files.items())) or None, "runs": runs}.items() if v is not None}
 
 
 def _frame_only_json(check: PlayCheck) -> dict[str, Any]:

@@ -324,6 +324,8 @@ def test_each_official_card_alone_gives_the_official_numbers(sidecar, tmp_path):
     assert [r["score"] for r in env["runs"]] == pytest.approx([r["score"] for r in expected["runs"]], abs=1e-9)
     assert [r["level_actions"] for r in env["runs"]] == [r["level_actions"] for r in expected["runs"]]
     assert all("differences" not in r for r in sc["card_inputs"]["runs"])
+    assert f"card.json states a total of {doc['scored']['scorecard_score']:.3f}; recomputed" in output
+    assert "(the same)" in output
 
 
 def test_compare_with_a_card_without_scores_scores_it_first(tmp_path):
