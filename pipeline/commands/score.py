@@ -138,6 +138,7 @@ def score_command(
     --compare-with CARD: compare.md and compare.csv break the difference of the totals down into causes. Exit code
     3 when plays were left out, input lines or files were rejected, or nothing could be replay-verified.
     """
+    import contextlib
     import json
     import tempfile
 
@@ -232,130 +233,127 @@ def score_command(
         "compare_with": str(compare_with) if compare_with else None})
     problems: list[tuple[Path, str]] = []
     cards_found = CardInputs()
-    try:
-        with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
-            if from_files:
-                given = list(recordings or [])
-                card_paths = [p for p in given if not p.is_dir() and not_regular_file(p) is None
-                              and is_scorecard_file(p)]
-                paths = expand_recordings([p for p in given if p not in card_paths])
-                if not paths and not card_paths:
-                    raise fail("no *.jsonl recording found in " + ", ".join(str(p) for p in recordings or []),
-                               EXIT_USAGE)
-                # A FIFO blocks until a writer comes and /dev/zero never ends: only regular files are read.
-                special = [(p, f"{kind}, not a regular file: only regular files are read") for p in paths
-                           if (kind := not_regular_file(p)) is not None]
-                paths = [p for p in paths if p not in {q for q, _ in special}]
-                # Read and replayed at once, on the workers when there are several (scoring/parallel.py).
-                steps, plays, files, problems, checks = read_and_verify(paths, game_dirs, recovered,
-                                                                        workers=workers, scheduler=scheduler,
-                                                                        progress=out.track)
-                problems = special + problems
-                cards_found = read_card_files(card_paths)
-                problems += cards_found.problems
-                for p in [*paths, *card_paths]:
-                    try:
-                        manifest.add_input(p)
-                    except OSError:
-                        pass  # a file that cannot be read is among the rejected inputs already
-            else:
-                steps, plays, files = read_db_plays(ws, game or [])
-                checks = None
-                cards_found = read_db_cards(ws)
-                if game:
-                    cards_found.runs = [r for r in cards_found.runs if r.game_id in set(game)]
-                problems += cards_found.problems
-                digest = _digest(sorted(files) + sorted(cards_found.files))
-                manifest.add_input(f"{db_path}#core_arc3__steps", digest)
-            replayed = replay_scripts(steps, plays, files, game_dirs, version=game_version)
-            problems += [(Path(label), f"not scored: cannot replay the playback script: {reason}")
-                         for label, reason in replayed.failed]
-            recs = recordings_from_tables(replayed.steps, replayed.plays, replayed.files, recovered,
-                                          replayed.scripts)
-            # Two files of one play: the first given is scored, each later one is rejected input naming it.
-            recs, duplicates = drop_duplicate_plays(recs, order=list(replayed.files))
-            problems += duplicates
-            problems += [(rec.path or Path(rec.label), rec.recovery_error) for rec in recs if rec.recovery_error]
-            if checks is not None and duplicates:
-                kept = {rec.file_id for rec in recs}
-                checks = [c for c in checks if c.file_id in kept]
-            if competition:  # counted by the competition rules; the first given of an environment is its play
-                rank = {fid: i for i, fid in enumerate(replayed.files)}
-                recs = sorted(recount_for_competition(recs), key=lambda r: rank.get(r.file_id, len(rank)))
-            card_runs, same_play = _cards_without_recorded_plays(cards_found.runs, recs)
-            problems += same_play
-            recs = recs + card_recordings(card_runs)
-            if not recs and replayed.failed:
-                for label, reason in replayed.failed:
-                    out.error(f"{label}: cannot replay the playback script: {reason}")
-                raise fail("no plays to score: the playback scripts given cannot be replayed", EXIT_REJECTED)
-            if not recs and from_files:
-                code = EXIT_REJECTED if cards_found.problems else EXIT_USAGE
-                what = "files" if cards_found.files or cards_found.problems else "recordings"
-                raise fail(f"no plays to score in the {what} given:\n" + _why_no_plays(problems, files), code)
-            if not recs and game:
-                raise fail(f"no plays of {', '.join(game)} in the database {db_path} (its games: `arcstudy query "
-                           f"\"SELECT DISTINCT game_id FROM core_arc3__plays\" --db {db_path}`)")
-            if not recs:
-                raise fail(f"no plays to score in the database {db_path}: ingest recordings or scorecards first "
-                           "(`arcstudy ingest FILES --db ...`), or give the files to score")
-            try:  # metadata.json baselines are read here: a value that is not an action count names its file
-                # Recordings: --baselines, the database, --games (else the checkout's games/), the reference.
-                # Scorecard runs: --baselines or --games give other baselines than the card's own.
-                games_source = bs.source_from_games_dirs(game_dirs)
-                card_games_first = _only_games(games_source, {r.game_id for r in card_runs}) if games else None
-                sources = [s for s in [explicit, card_games_first, card_baseline_source(card_runs),
-                                       *bs.source_from_db(ws), games_source, bs.reference_source()] if s is not None]
-            except bs.BaselineSourceError as err:
-                raise fail(str(err), EXIT_USAGE) from err
-            request = ScoreRequest(policies=policies, baseline_sources=sources, game_dirs=game_dirs,
-                                   trust_recordings=trust_recordings, from_files=from_files,
-                                   include_unknown_games=include_unknown_games, workers=workers,
-                                   scheduler=scheduler, competition_mode=competition, environments=environments,
-                                   card_runs=card_runs)
-            try:
-                result = score_recordings(recs, request, progress=out.track, checks=checks)
-            except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
-                raise fail(str(err), EXIT_USAGE) from err
-            out_dir = out_dir or (default_out_dir(db_path, result.card_id) if temporary is None
-                                  else Path("arcstudy-score") / result.card_id)
-            try:
-                written = write_score_files(result, out_dir, figures=not no_figures)
-                if compare_runs is not None:  # cards without scores: scored here under our first policy
-                    other = score_recordings(card_recordings(compare_runs), ScoreRequest(
-                        policies=policies[:1], baseline_sources=sources, card_runs=compare_runs,
-                        include_unknown_games=True))
-                    compare_doc = json.loads(other.policies[0].scorecard_json)
-                if compare_doc is not None:
-                    from pipeline.scoring.compare import compare_scorecards, write_comparison
-
-                    label = compare_with.name + (" (its cards scored here)" if compare_runs is not None else "")
-                    comparison = compare_scorecards(compare_doc, _policy_to_compare(result, compare_doc),
-                                                    other_label=label)
-                    written += write_comparison(comparison, out_dir)
-            except OSError as err:  # --out a missing or read-only place, a full disk: said, nothing in the database
-                raise fail(f"cannot write the score files under {out_dir}: {err.strerror or err}"
-                           + (f" ({err.filename})" if err.filename else "")) from err
-            for path in written:
-                manifest.add_output(path)
-            _add_baseline_inputs(manifest, result)
-            try:
-                write_score_tables(ws, result)
-            except (WorkspaceError, duckdb.Error) as err:
-                raise fail(f"cannot write the score tables: {err}") from err
-            nothing_verified = bool(result.checks) and not any(
-                c.status in ("verified", "divergent", "summary_only") for c in result.checks)
-            code = EXIT_REJECTED if (result.excluded or problems or nothing_verified) else EXIT_OK
-            manifest.notes.update(_notes(result, problems))
-            manifest.finish(code)
-            ws.record_run(manifest)
+    # A temporary workspace (score FILES without --db) is removed when the workspace is closed.
+    with temporary or contextlib.nullcontext(), open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+        if from_files:
+            given = list(recordings or [])
+            card_paths = [p for p in given if not p.is_dir() and not_regular_file(p) is None
+                          and is_scorecard_file(p)]
+            paths = expand_recordings([p for p in given if p not in card_paths])
+            if not paths and not card_paths:
+                raise fail("no *.jsonl recording found in " + ", ".join(str(p) for p in recordings or []),
+                           EXIT_USAGE)
+            # A FIFO blocks until a writer comes and /dev/zero never ends: only regular files are read.
+            special = [(p, f"{kind}, not a regular file: only regular files are read") for p in paths
+                       if (kind := not_regular_file(p)) is not None]
+            paths = [p for p in paths if p not in {q for q, _ in special}]
+            # Read and replayed at once, on the workers when there are several (scoring/parallel.py).
+            steps, plays, files, problems, checks = read_and_verify(paths, game_dirs, recovered,
+                                                                    workers=workers, scheduler=scheduler,
+                                                                    progress=out.track)
+            problems = special + problems
+            cards_found = read_card_files(card_paths)
+            problems += cards_found.problems
+            for p in [*paths, *card_paths]:
+                try:
+                    manifest.add_input(p)
+                except OSError:
+                    pass  # a file that cannot be read is among the rejected inputs already
+        else:
+            steps, plays, files = read_db_plays(ws, game or [])
+            checks = None
+            cards_found = read_db_cards(ws)
+            if game:
+                cards_found.runs = [r for r in cards_found.runs if r.game_id in set(game)]
+            problems += cards_found.problems
+            digest = _digest(sorted(files) + sorted(cards_found.files))
+            manifest.add_input(f"{db_path}#core_arc3__steps", digest)
+        replayed = replay_scripts(steps, plays, files, game_dirs, version=game_version)
+        problems += [(Path(label), f"not scored: cannot replay the playback script: {reason}")
+                     for label, reason in replayed.failed]
+        recs = recordings_from_tables(replayed.steps, replayed.plays, replayed.files, recovered,
+                                      replayed.scripts)
+        # Two files of one play: the first given is scored, each later one is rejected input naming it.
+        recs, duplicates = drop_duplicate_plays(recs, order=list(replayed.files))
+        problems += duplicates
+        problems += [(rec.path or Path(rec.label), rec.recovery_error) for rec in recs if rec.recovery_error]
+        if checks is not None and duplicates:
+            kept = {rec.file_id for rec in recs}
+            checks = [c for c in checks if c.file_id in kept]
+        if competition:  # counted by the competition rules; the first given of an environment is its play
+            rank = {fid: i for i, fid in enumerate(replayed.files)}
+            recs = sorted(recount_for_competition(recs), key=lambda r: rank.get(r.file_id, len(rank)))
+        card_runs, same_play = _cards_without_recorded_plays(cards_found.runs, recs)
+        problems += same_play
+        recs = recs + card_recordings(card_runs)
+        if not recs and replayed.failed:
+            for label, reason in replayed.failed:
+                out.error(f"{label}: cannot replay the playback script: {reason}")
+            raise fail("no plays to score: the playback scripts given cannot be replayed", EXIT_REJECTED)
+        if not recs and from_files:
+            code = EXIT_REJECTED if cards_found.problems else EXIT_USAGE
+            what = "files" if cards_found.files or cards_found.problems else "recordings"
+            raise fail(f"no plays to score in the {what} given:\n" + _why_no_plays(problems, files), code)
+        if not recs and game:
+            raise fail(f"no plays of {', '.join(game)} in the database {db_path} (its games: `arcstudy query "
+                       f"\"SELECT DISTINCT game_id FROM core_arc3__plays\" --db {db_path}`)")
+        if not recs:
+            raise fail(f"no plays to score in the database {db_path}: ingest recordings or scorecards first "
+                       "(`arcstudy ingest FILES --db ...`), or give the files to score")
+        try:  # metadata.json baselines are read here: a value that is not an action count names its file
+            # Recordings: --baselines, the database, --games (else the checkout's games/), the reference.
+            # Scorecard runs: --baselines or --games give other baselines than the card's own.
+            games_source = bs.source_from_games_dirs(game_dirs)
+            card_games_first = _only_games(games_source, {r.game_id for r in card_runs}) if games else None
+            sources = [s for s in [explicit, card_games_first, card_baseline_source(card_runs),
+                                   *bs.source_from_db(ws), games_source, bs.reference_source()] if s is not None]
+        except bs.BaselineSourceError as err:
+            raise fail(str(err), EXIT_USAGE) from err
+        request = ScoreRequest(policies=policies, baseline_sources=sources, game_dirs=game_dirs,
+                               trust_recordings=trust_recordings, from_files=from_files,
+                               include_unknown_games=include_unknown_games, workers=workers,
+                               scheduler=scheduler, competition_mode=competition, environments=environments,
+                               card_runs=card_runs)
         try:
-            manifest_path = manifest.write_json(out_dir)
-        except OSError as err:
-            raise fail(f"cannot write the run manifest under {out_dir}: {err.strerror or err}") from err
-    finally:
-        if temporary is not None:
-            temporary.cleanup()
+            result = score_recordings(recs, request, progress=out.track, checks=checks)
+        except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
+            raise fail(str(err), EXIT_USAGE) from err
+        out_dir = out_dir or (default_out_dir(db_path, result.card_id) if temporary is None
+                              else Path("arcstudy-score") / result.card_id)
+        try:
+            written = write_score_files(result, out_dir, figures=not no_figures)
+            if compare_runs is not None:  # cards without scores: scored here under our first policy
+                other = score_recordings(card_recordings(compare_runs), ScoreRequest(
+                    policies=policies[:1], baseline_sources=sources, card_runs=compare_runs,
+                    include_unknown_games=True))
+                compare_doc = json.loads(other.policies[0].scorecard_json)
+            if compare_doc is not None:
+                from pipeline.scoring.compare import compare_scorecards, write_comparison
+
+                label = compare_with.name + (" (its cards scored here)" if compare_runs is not None else "")
+                comparison = compare_scorecards(compare_doc, _policy_to_compare(result, compare_doc),
+                                                other_label=label)
+                written += write_comparison(comparison, out_dir)
+        except OSError as err:  # --out a missing or read-only place, a full disk: said, nothing in the database
+            raise fail(f"cannot write the score files under {out_dir}: {err.strerror or err}"
+                       + (f" ({err.filename})" if err.filename else "")) from err
+        for path in written:
+            manifest.add_output(path)
+        _add_baseline_inputs(manifest, result)
+        try:
+            write_score_tables(ws, result)
+        except (WorkspaceError, duckdb.Error) as err:
+            raise fail(f"cannot write the score tables: {err}") from err
+        nothing_verified = bool(result.checks) and not any(
+            c.status in ("verified", "divergent", "summary_only") for c in result.checks)
+        code = EXIT_REJECTED if (result.excluded or problems or nothing_verified) else EXIT_OK
+        manifest.notes.update(_notes(result, problems))
+        manifest.finish(code)
+        ws.record_run(manifest)
+    try:
+        manifest_path = manifest.write_json(out_dir)
+    except OSError as err:
+        raise fail(f"cannot write the run manifest under {out_dir}: {err.strerror or err}") from err
     out.console.print(games_note, markup=False, soft_wrap=True)
     _print_summary(result, problems, out_dir, manifest_path)
     if compare_doc is not None:
