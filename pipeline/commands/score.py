@@ -271,8 +271,7 @@ def score_command(
         replayed = replay_scripts(steps, plays, files, game_dirs, version=game_version)
         problems += [(Path(label), f"not scored: cannot replay the playback script: {reason}")
                      for label, reason in replayed.failed]
-        recs = recordings_from_tables(replayed.steps, replayed.plays, replayed.files, recovered,
-                                      replayed.scripts)
+        recs = recordings_from_tables(replayed.steps, replayed.plays, replayed.files, recovered, replayed.scripts)
         # Two files of one play: the first given is scored, each later one is rejected input naming it.
         recs, duplicates = drop_duplicate_plays(recs, order=list(replayed.files))
         problems += duplicates
@@ -422,7 +421,7 @@ def _print_written(written: list[Path], manifest_path: Path, out_dir: Path, db_p
     out.console.print(f"wrote {out_dir}/: {what}{where}", markup=False, soft_wrap=True)
 
 
-def _why_no_plays(problems: list[tuple[Path, str]], files: dict) -> str:  # noqa: D401
+def _why_no_plays(problems: list[tuple[Path, str]], files: dict) -> str:
     """One line per file given: why it holds no play to score."""
     lines = [f"  {path}: {reason}" for path, reason in problems]
     lines += [f"  {ref[1] or ref[0]}: no frame line (a recording without steps has nothing to score)"
