@@ -392,13 +392,13 @@ def _cards_without_recorded_plays(runs, recs) -> tuple[list, list[tuple[Path, st
     said, not an error) and without a second card's statement of a run already given (same guid and counts,
     rejected input naming the first card)."""
     by_guid = {rec.guid: rec.label for rec in recs if rec.guid}
-    kept, problems, seen = [], [], {}
+    kept, problems, seen, recorded = [], [], {}, []
     for run in runs:
         guid = run.play.guid
         where = run.path or Path(run.file_name)
         if guid and guid in by_guid:  # not an error: the recording is the better evidence of the same play
-            out.info(f"{run.file_name}: card run {run.game_id} run {run.run_index} (guid {guid}) is the play of "
-                     f"the recording {by_guid[guid]}, scored from its steps (replay-verified) instead")
+            recorded.append(f"{run.file_name}: card run {run.game_id} run {run.run_index} (guid {guid}) is the play "
+                            f"of the recording {by_guid[guid]}")
             continue
         key = (run.game_id, guid, run.run_index, run.play)
         if guid and key in seen:
@@ -407,6 +407,9 @@ def _cards_without_recorded_plays(runs, recs) -> tuple[list, list[tuple[Path, st
             continue
         seen[key] = run.file_name
         kept.append(run)
+    if recorded:
+        out.info(f"{recorded[0]}, scored from its steps (replay-verified) instead"
+                 + (f"; so are {len(recorded) - 1} more card runs" if len(recorded) > 1 else ""))
     return kept, problems
 
 
