@@ -30,8 +30,8 @@ FIELDS: list[Field] = [
           "are not known, e.g. the benchmarking action_ids_lost defect), `summary_only` (a scorecard's run: scored from "
           "its per-level actions, not replay-verified)", isin=REPLAY_STATUSES),
     Field("replay_input", pl.String, "what was replayed: the recording file given on the command line "
-          "(`recording`, frames compared pixel by pixel) or the database steps (`steps`, frame hashes compared)",
-          isin=("recording", "steps", "card")),
+          "(`recording`, frames compared pixel by pixel), the database steps (`steps`, frame hashes compared), or "
+          "nothing: a scorecard's run (`card`, summary only)", isin=("recording", "steps", "card")),
     Field("n_steps_replayed", pl.Int64, "frame lines of the play replayed through the engine", ge=0),
     Field("divergence_step_index", pl.Int64, "0-based index of the recording's frame line where the replay "
           "first diverged (the file's step_index)", nullable=True, ge=0),
