@@ -73,8 +73,13 @@ def report_command(
     every table shown, figures/<report>/<name>.png, .svg, .vl.json, and index.html: the reports of the folder
     grouped by audience (analysts, organizers, researchers) with their headline numbers.
 
+    Scores report options: --competition adds each scorecard's total in competition mode over every environment
+    of the --games folders (unplayed: 0) beside its local total; --compare-with CARD adds why each scorecard's
+    total differs from CARD (denominator, counting, baselines, policy, plays left out; per environment and level).
+
     Exit codes: 0 written, 1 error (database missing or unreadable), 2 usage (unknown policy, unusable
-    --ground-truth file).
+    --ground-truth file, --competition without --games or under a policy without competition mode, an unusable
+    --compare-with card).
     """
     import duckdb
 
