@@ -350,6 +350,9 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
         out.append(CardRun(fid, name, path, "scored-summary", game_id, r_i, play, stated, tuple(notes)))
     for row in (slots.sort("file_id", "game_id", "slot_index").iter_rows(named=True) if slots is not None else ()):
         fid, game_id, s_i = row["file_id"], row["game_id"], row["slot_index"]
+        if not game_id or game_id in ("None", "null"):
+            problems.append((where(fid), "card quarantined: it names no game_id, so its game cannot be scored"))
+            continue
         bad = raw_problems.get(fid, ({}, {}))[0].get(game_id)
         pairs = [tuple(p) for p in row["card_actions_by_level"] or []]
         if bad is None:

@@ -194,6 +194,9 @@ def test_malformed_files_and_bare_cards(tmp_path):
         "game_id": "bt11-fd9df0622a1a", "total_plays": 1, "guids": ["g"], "levels_completed": [1],
         "states": ["NOT_FINISHED"], "actions": [6.5], "actions_by_level": [[[1, 4]]], "resets": [0]}))
     (tmp_path / "other.json").write_text(json.dumps({"hello": 1}))
+    (tmp_path / "nogame.json").write_text(json.dumps({
+        "game_id": None, "total_plays": 1, "guids": ["g"], "levels_completed": [1], "states": ["WIN"],
+        "actions": [3], "actions_by_level": [[[1, 3]]], "resets": [0]}))
     found = read_card_files(sorted(tmp_path.glob("*.json")))
     reasons = {p.name: r for p, r in found.problems}
     assert found.runs == []
@@ -201,3 +204,4 @@ def test_malformed_files_and_bare_cards(tmp_path):
     assert "is negative" in reasons["neg.json"]
     assert "not a whole number" in reasons["frac.json"]
     assert reasons["other.json"].startswith("not a scorecard")
+    assert "names no game_id" in reasons["nogame.json"]
