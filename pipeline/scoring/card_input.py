@@ -34,6 +34,7 @@ from pipeline.ingest.arc3_json import read_scorecard, sniff_scorecard
 from pipeline.ingest.base import FileContext, FileRejected
 from pipeline.ingest.formats import read_head
 from pipeline.recordings.counting import WIN, Card, CardPlay
+from schemas.vocabulary import GAME_STATES
 
 from .baseline_sources import BaselineSource
 from .plays import STEP_COLUMNS, RecordingInput
@@ -321,6 +322,8 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
             bad = f"more completed levels ({k}) than baselines ({len(base)})"
         if bad is None and base is not None and -1 not in base and any(b < 0 for b in base):
             bad = f"level_baseline_actions {base} hold a negative value"
+        if bad is None and row["state"] is not None and row["state"] not in GAME_STATES:
+            bad = f"state {row['state']!r} is not one of {', '.join(GAME_STATES)}"
         if bad is not None:
             problems.append((where(fid), f"card run quarantined ({label}): {bad}"))
             continue
@@ -362,6 +365,8 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
                     break
         if bad is None and any(_count(v) is None for p in pairs for v in p):
             bad = f"actions_by_level {pairs} hold a negative value"
+        if bad is None and row["card_state"] not in GAME_STATES:
+            bad = f"state {row['card_state']!r} is not one of {', '.join(GAME_STATES)}"
         if bad is not None:
             problems.append((where(fid), f"card quarantined ({game_id}): {bad}"))
             continue

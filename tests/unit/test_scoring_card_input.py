@@ -163,6 +163,9 @@ BAD_RUNS = {
                                            "level_scores": [0.0, 0.0, 0.0], "level_actions": [3, 3, 3],
                                            "level_baseline_actions": [4, 8]}, "more levels (3 level_actions) than "
                                                                               "baselines (2"),
+    "state outside the vocabulary": ({"guid": "f", "score": 0.0, "levels_completed": 0, "actions": 3, "resets": 0,
+                                      "state": "PLAYING", "level_scores": [0.0, 0.0], "level_actions": [3, 0],
+                                      "level_baseline_actions": [4, 8]}, "state 'PLAYING' is not one of"),
     "more levels than baselines": ({"guid": "d", "score": 0.0, "levels_completed": 3, "actions": 9, "resets": 0,
                                     "state": "NOT_FINISHED", "completed": False, "level_scores": [0.0, 0.0],
                                     "level_actions": [3, 3], "level_baseline_actions": [4, 8]},
