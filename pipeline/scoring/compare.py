@@ -24,6 +24,7 @@ difference has a named cause. All functions are pure.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,11 +52,26 @@ def read_comparison_card(path: Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("environments"), list):
         raise CompareError("not a scored summary: needs `environments[].runs[]` (an official scorecard or an "
                            "arcstudy scorecard__*.json)")
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+    if not number(doc.get("score", 0)):
+        raise CompareError("its total `score` is not a number")
     for e in doc["environments"]:
         if not isinstance(e, dict) or not isinstance(e.get("id"), str):
             raise CompareError("an environments[] entry has no string `id`")
-        if not isinstance(e.get("score", 0), int | float):
+        if not number(e.get("score", 0)):
             raise CompareError(f"environment {e['id']}: score is not a number")
+        runs = e.get("runs") or []
+        if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+            raise CompareError(f"environment {e['id']}: runs is not a list of objects")
+        for i, r in enumerate(runs):
+            if not number(r.get("score", 0)) or not number(r.get("actions", 0)):
+                raise CompareError(f"environment {e['id']} run {i}: score or actions is not a number")
+            for key in ("level_scores", "level_actions", "level_baseline_actions"):
+                values = r.get(key) or []
+                if not isinstance(values, list) or not all(number(v) for v in values):
+                    raise CompareError(f"environment {e['id']} run {i}: {key} is not a list of numbers")
     return doc
 
 

@@ -76,3 +76,19 @@ def test_competition_view_counts_every_environment_of_the_set():
     # b-1 stands for b-2 (another version of the environment); z-9 is outside the set.
     assert view["n_played"] == 2 and view["unplayed"] == ["c-1", "d-1"] and view["outside_set"] == ["z-9"]
     assert math.isclose(view["competition_total"], 90.0 / 4) and math.isclose(view["local_total"], 60.0)
+
+
+def test_a_card_to_compare_with_is_checked(tmp_path):
+    import pytest
+
+    from pipeline.scoring.compare import CompareError, read_comparison_card
+
+    bad = {"score": 1.0, "environments": [{"id": "a-1", "score": 1.0, "runs": [{"score": 1.0,
+                                                                               "level_scores": ["x"]}]}]}
+    cases = {"not json": "{", "no environments": json.dumps({"cards": {}}), "bad level": json.dumps(bad),
+             "bad total": json.dumps({"score": "high", "environments": []})}
+    for name, text in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(text)
+        with pytest.raises(CompareError):
+            read_comparison_card(path)
