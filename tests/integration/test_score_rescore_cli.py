@@ -294,19 +294,21 @@ def test_baselines_given_replace_the_cards_own(tmp_path):
 
 
 def test_competition_counts_a_game_reset_as_a_level_reset(tmp_path):
-    rec = SAMPLES / "toolkit" / "ls20_random_levelreset_fullreset.frames.jsonl"
-    card = json.loads((SAMPLES / "toolkit" / "ls20_random_levelreset_fullreset.frames.expected.json").read_text())["card"]
-    assert card["total_plays"] == 2  # locally: the game reset opened a second play
-    meta = tmp_path / "set" / "ls20" / "9607627b"
-    meta.mkdir(parents=True)
-    (meta / "metadata.json").write_text(json.dumps({"game_id": "ls20-9607627b", "baseline_actions": [22, 123]}))
-    code, output = run(str(rec), "--games", str(tmp_path / "set"), "--competition", "--out", str(tmp_path / "o"),
+    # ck17 lose: play 1 completes no level, a game reset (full reset) opens play 2, which completes 2 levels.
+    rec = FIXTURES / "ck17_scripted-lose.frames.jsonl"
+    card = json.loads((FIXTURES / "ck17_scripted-lose.frames.expected.json").read_text())["card"]
+    assert card["total_plays"] == 2 and card["levels_completed"] == [0, 2]
+    code, output = run(str(rec), "--games", str(GAMES), "--competition", "--out", str(tmp_path / "o"),
                        "--no-figures")
+    assert code == 0, output
     sc = json.loads((tmp_path / "o" / SLUG).read_text())
-    (run_,) = sc["environments"][0]["runs"]
-    # One play: the game reset costs one action and one reset, as a level reset does.
+    (env,) = [e for e in sc["environments"] if e["id"] == card["game_id"]]
+    (run_,) = env["runs"]
+    # One play: the game reset costs one action and one reset, as a level reset does; the levels carry on.
     assert run_["actions"] == sum(card["actions"]) + 1 and run_["resets"] == sum(card["resets"]) + 1
-    assert [c["play_id"] for c in sc["verification"]["replay_checks"]] == [f"{card['guids'][0]}/0"]
+    assert run_["levels_completed"] == 2
+    checks = [c for c in sc["verification"]["replay_checks"] if c["game_id"] == card["game_id"]]
+    assert [(c["play_id"], c["status"]) for c in checks] == [(f"{card['guids'][0]}/0", "verified")]
 
 
 @pytest.mark.parametrize("sidecar", sorted((SAMPLES / "toolkit").glob("*.expected.json")),
