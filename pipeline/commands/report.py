@@ -51,6 +51,13 @@ def report_command(
     explore_nodes: Annotated[int, typer.Option("--explore-nodes", min=1, help="States explored per level at "
                                                "most (as `arcstudy explore --max-nodes`).")] = 200_000,
     raw_csv: RawCsvOption = False,
+    competition: Annotated[bool, typer.Option("--competition", help="Scores report: each scorecard's total in "
+                                              "competition mode too, over every environment of the --games "
+                                              "folders (an unplayed one scores 0).")] = False,
+    compare_with: Annotated[Path | None, typer.Option("--compare-with", help="Scores report: a section explaining "
+                                                      "why each scorecard's total differs from this scorecard (an "
+                                                      "official card or an earlier arcstudy scorecard).",
+                                                      exists=True, dir_okay=False, show_default=False)] = None,
 ) -> None:
     """Write the HTML reports: calibration (per game: inclusion bar, players and full solvers, completion by level
     with intervals and drop-off level, durations by outcome, actions by level against optimal / best first run /
@@ -73,9 +80,14 @@ def report_command(
     previous reports as they were (and no temporary file). CSV cells that a spreadsheet would run as a formula
     get a leading ' unless --raw-csv.
 
+    Scores report options: --competition adds each scorecard's total in competition mode over every environment
+    of the --games folders (unplayed: 0) beside its local total; --compare-with CARD adds why each scorecard's
+    total differs from CARD (denominator, counting, baselines, policy, plays left out; per environment and level).
+
     Exit codes: 0 written, 1 error (database missing or unreadable, nothing to report: none of the chosen
     reports has its tables, as in a database never built, or an output that cannot be written), 2 usage
-    (unknown policy, unusable --ground-truth file).
+    (unknown policy, unusable --ground-truth file, --competition without --games or under a policy without
+    competition mode, an unusable --compare-with card).
     """
     import duckdb
 
@@ -106,7 +118,9 @@ def report_command(
                          + (["--policy", policy] if policy else [])
                          + [arg for g in games or [] for arg in ("--games", str(g))]
                          + ["--explore-seconds", f"{explore_seconds:g}", "--explore-nodes", str(explore_nodes)]
-                         + (["--raw-csv"] if raw_csv else []))
+                         + (["--raw-csv"] if raw_csv else [])
+                         + (["--competition"] if competition else [])
+                         + (["--compare-with", str(compare_with)] if compare_with else []))
     if games and explore_seconds > 0:
         from pipeline.core.game_code import announce
 
@@ -114,7 +128,8 @@ def report_command(
     try:
         with out_write_errors_said(out_path), csv_as_is(raw_csv):
             written = write_reports(db_path, out_path, chosen, ground_truth=ground_truth, policy=policy, games=games,
-                                    explore_seconds=explore_seconds, explore_max_nodes=explore_nodes, command=command)
+                                    explore_seconds=explore_seconds, explore_max_nodes=explore_nodes, command=command,
+                                    competition=competition, compare_with=compare_with)
     except ReportInputError as err:
         raise fail(str(err), EXIT_USAGE) from err
     except (WorkspaceError, duckdb.Error) as err:

@@ -69,8 +69,8 @@ def test_unknown_game_is_scored_when_asked(unknown_recording, tmp_path):
     out = tmp_path / "out"
     code, text = run("score", str(unknown_recording), "--db", str(tmp_path / "a.duckdb"), "--out", str(out),
                      "--no-figures", "--include-unknown-games")
-    assert code == 0, text
-    assert "No Matching EnvironmentInfo" in text
+    assert code == 3, text  # scored, but nothing could be replay-verified (issue 27): said, exit 3
+    assert "No Matching EnvironmentInfo" in text and "nothing could be verified" in text
     checks = scorecard(out)["verification"]["replay_checks"]
     assert [(c["status"], c["excluded"]) for c in checks] == [("unverified", False)]
 
@@ -82,7 +82,8 @@ def test_known_baseline_without_game_files_is_scored_unverified(unknown_recordin
     out = tmp_path / "out"
     code, text = run("score", str(unknown_recording), "--baselines", str(tmp_path / "meta"), "--db",
                      str(tmp_path / "a.duckdb"), "--out", str(out), "--no-figures")
-    assert code == 0, text
+    assert code == 3, text  # scored, but nothing could be replay-verified (issue 27): said, exit 3
+    assert "1 play scored unverified: game not loadable" in text and "nothing could be verified" in text
     checks = scorecard(out)["verification"]["replay_checks"]
     assert [(c["status"], c["excluded"]) for c in checks] == [("unverified", False)]
 

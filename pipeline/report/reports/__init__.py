@@ -64,7 +64,8 @@ def reports_without_data(db_path: Path | str, which: Iterable[str] = REPORTS) ->
 def write_reports(db_path: Path | str, out_dir: Path | str, which: Iterable[str] = REPORTS,
                   ground_truth: Path | str | None = None, policy: str | None = None, *,
                   games: Iterable[Path | str] | None = None, explore_seconds: float | None = None,
-                  explore_max_nodes: int | None = None, command: str | None = None) -> dict[str, Path]:
+                  explore_max_nodes: int | None = None, command: str | None = None, competition: bool = False,
+                  compare_with: Path | str | None = None) -> dict[str, Path]:
     """Write the chosen reports and the folder's index.html (see the module docstring for the layout) and
     return {report: html path}.
 
@@ -72,7 +73,9 @@ def write_reports(db_path: Path | str, out_dir: Path | str, which: Iterable[str]
     ground_truth/arc3_participants.csv): the calibration report then gives the detector's precision and recall.
     `policy`: the scoring policy of the scores report (default: arc-agi-3/2026-04 when scored).
     `games`: folders of game files for the state-graph explorer (default: the repository's games/ only);
-    `explore_seconds` caps its total time (0 disables it). Raises ReportInputError for an unusable option or
+    `explore_seconds` caps its total time (0 disables it). `competition`: the scores report adds the totals of
+    competition mode over the environments of `games`; `compare_with`: a scorecard the scores report explains
+    its difference from (pipeline.scoring.compare). Raises ReportInputError for an unusable option or
     input file, pipeline.core.workspace.WorkspaceError when the database cannot be opened.
     """
     from engine.loader import default_environments_dir
@@ -95,6 +98,16 @@ def write_reports(db_path: Path | str, out_dir: Path | str, which: Iterable[str]
     explore = ExploreOptions(games_dirs=(*game_dirs, default_environments_dir()),
                              max_nodes=explore_max_nodes if explore_max_nodes is not None else EXPLORE_MAX_NODES,
                              seconds=explore_seconds if explore_seconds is not None else EXPLORE_SECONDS)
+    if competition and not game_dirs:
+        raise ReportInputError("--competition needs --games: the environment set is every environment of those folders")
+    other_card = None
+    if compare_with is not None:
+        from pipeline.scoring.compare import CompareError, read_comparison_card
+
+        try:
+            other_card = (Path(compare_with).name, read_comparison_card(Path(compare_with)))
+        except CompareError as err:
+            raise ReportInputError(f"--compare-with {compare_with}: {err}") from None
     written: dict[str, Path] = {}
     # The folder is written as a whole (pipeline.core.outputs.output_folder): a failure, a full disk or Ctrl-C
     # anywhere leaves the previous reports, exports, figures and manifests as they were, all matching.
@@ -105,7 +118,9 @@ def write_reports(db_path: Path | str, out_dir: Path | str, which: Iterable[str]
                 written[name] = write_calibration_report(ctx, stage, ground_truth=truth, explore=explore,
                                                          command=cmd)
             elif name == "scores":
-                written[name] = write_scores_report(ctx, stage, policy=policy, command=cmd)
+                written[name] = write_scores_report(ctx, stage, policy=policy, command=cmd,
+                                                    competition_games=game_dirs if competition else None,
+                                                    compare_with=other_card)
             else:
                 written[name] = write_harc_report(ctx, stage, command=cmd)
         _write_report_index(stage, written, command or f"arcstudy report {' '.join(chosen)}")
