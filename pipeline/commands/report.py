@@ -146,8 +146,11 @@ def report_command(
 def _first_missing(path: Path) -> Path | None:
     """The outermost folder of `path` that does not exist yet (what make_out_dir will create), or None."""
     top = None
-    while not path.exists() and path != path.parent:
-        top, path = path, path.parent
+    try:
+        while not path.exists() and path != path.parent:
+            top, path = path, path.parent
+    except OSError:  # too long a name: make_out_dir says so in one line
+        return None
     return top
 
 
