@@ -11,6 +11,9 @@ environment folders given (``--games``), and each play gets a status:
 - ``unverified``: the game cannot be loaded; the play is scored from the recording alone;
 - ``not_replayable``: the actions are unknown (the benchmarking ``action_ids_lost`` defect, not recovered).
 
+A recording whose lost actions were recovered (``--recovered-actions``, ``--recover-actions``) is replayed with
+them like any other, and its checks carry where the actions come from (``PlayCheck.recovery``).
+
 Recordings of the official human dataset were made with level-only resets (``ONLY_RESET_LEVELS``) through
 the REST server, whose lines always say ``full_reset: false``: they replay with level-only resets and
 without the ``full_reset`` comparison.
@@ -81,6 +84,11 @@ class PlayCheck:
     n_frame_only_cells: int | None = 0  # their differing cells; None when unknown (sha256 comparison)
     frame_only_where: tuple[tuple[int, int], ...] = ()  # (step index, line number) of each of those steps
     reconverged_step: int | None = None  # the last step of the play's replay whose frames matched again
+    recovery: str | None = None  # the play's actions were recovered (action_ids_lost): where they come from
+
+    @property
+    def is_recovered(self) -> bool:
+        return self.recovery is not None
 
     def frame_only_note(self, *, cells: bool = True) -> str | None:
         """E.g. "frames differ at 1 step (step 3, line 4; 661 cells), reconverged at step 4"; ``cells=False``
@@ -150,11 +158,14 @@ def steps_from_file(rec: RecordingInput) -> list[ReplayStep]:
     """The steps of the recording file as read (``rec.parsed``, else read now), pixels included."""
     parsed = rec.parsed if rec.parsed is not None else read_recording_file(rec.path, want_frames=True)
     out = []
-    for ln, record in zip(parsed.steps, rec.records, strict=True):  # records carry recovered ids, if any
+    for i, (ln, record) in enumerate(zip(parsed.steps, rec.records, strict=True)):  # records carry recovered ids
         action_input = ln.data.get("action_input") or {}
         payload = action_input.get("data")
+        data = dict(payload) if isinstance(payload, dict) else {}
+        if i in rec.recovered_clicks:  # a recovered click: the line holds the recorder's empty default
+            data = {"x": rec.recovered_clicks[i][0], "y": rec.recovered_clicks[i][1]}
         out.append(ReplayStep(
-            line=ln.number, action_id=record.action_id, action_data=dict(payload) if isinstance(payload, dict) else {},
+            line=ln.number, action_id=record.action_id, action_data=data,
             reasoning=action_input.get("reasoning"), expected={k: ln.data[k] for k in FIELDS if k in ln.data},
             n_frames=ln.n_frames, frame_hashes=ln.hashes, pixels=ln.frames))
     return out
@@ -173,7 +184,9 @@ def steps_from_table(rec: RecordingInput) -> list[ReplayStep]:
             if cols[column][i] is not None:
                 expected[name] = cols[column][i]
         click = {}
-        if record.action_id == GameAction.ACTION6.value and cols["click_x"][i] is not None:
+        if i in rec.recovered_clicks:
+            click = {"x": rec.recovered_clicks[i][0], "y": rec.recovered_clicks[i][1]}
+        elif record.action_id == GameAction.ACTION6.value and cols["click_x"][i] is not None:
             click = {"x": cols["click_x"][i], "y": cols["click_y"][i]}
         hashes = cols["frame_sha256s"][i]
         n_frames = None if hashes is None else (cols["n_frames"][i] if cols["n_frames"][i] is not None
@@ -337,11 +350,12 @@ def verify_recording(rec: RecordingInput, game_dirs: Iterable[Path], *, from_fil
     dirs = [Path(d) for d in game_dirs]
     replay_input = "recording" if from_file else "steps"
     common = dict(file_id=rec.file_id, game_id=rec.game_id, guid=rec.guid, replay_input=replay_input,
-                  is_only_reset_levels=rec.is_only_reset_levels)
+                  is_only_reset_levels=rec.is_only_reset_levels, recovery=rec.recovery if rec.recovered else None)
     plays = rec.plays()
     if rec.card is None:
         reason = ("action ids lost (every action recorded as RESET, the benchmarking recorder defect): the "
-                  "actions are unknown; supply them with --recovered-actions")
+                  "actions are unknown; recover them with --recover-actions, or supply them with "
+                  "--recovered-actions")
         return [PlayCheck(play_id=pid, status="not_replayable", detail=reason, **common) for pid, _ in plays]
     info, missing = _resolve(rec.game_id, dirs)
     if info is None:

@@ -1,0 +1,514 @@
+"""Recovering the actions of a recording whose action ids were lost, from its frames.
+
+The agents repository's recorder writes the default ``ActionInput`` (RESET, id 0, no data) on every frame line
+(ARC-AGI-3-Agents #91, ``action_ids_lost`` in spec/formats.md A.2) and never writes the RESET that ``make()``
+sends (#92). The frames are all there, and the engine is deterministic: the actions can be searched for.
+
+    from pipeline.explore.recover import RecoverJob, recover_file
+    found = recover_file(RecoverJob(path="x.recording.jsonl", game_dirs=("games",)))
+    found.ok, found.actions_json()     # what `--recovered-actions` reads, or found.error
+
+The search (`recover_steps`):
+
+- It starts from ``make()`` (a fresh game and its opening RESET), so the missing frame 0 is the engine's.
+- At each step it tries the candidate actions: the game's ``available_actions`` at that point (those of the
+  previous frame, once the path so far matches), RESET, and for ACTION6 one click per click region of the
+  explorer's ``objects`` partition (`pipeline.explore.graph`); when no candidate fits, the ``cells`` partition
+  (one click per grid cell) is tried before giving up on the step. A candidate *fits* when the engine's answer
+  reproduces the recorded line: the cheap fields first (state, levels_completed, win_levels, full_reset,
+  available_actions, number of frames), then the frames byte for byte (or by sha256 when only hashes are
+  known), last frame first.
+- Candidates that fit are grouped by the state they leave (``GameEnv.state_hash``, computed only when more
+  than one fits): one group per hidden state is a *branch*. The search goes on depth first along the first
+  branch and keeps the others; when no candidate fits a step on the current branch, it backtracks to the most
+  recent branch left and marks the dead (step, state) pair so that no other path retries it.
+- It is bounded: at most ``max_branches`` branches per step, ``max_pending`` branches held overall,
+  ``max_nodes`` steps expanded in all (default 4 per recorded step plus 200) and ``max_seconds``. A recording
+  that cannot be recovered ends with "not recoverable at step N (line L): why" -- the deepest step reached
+  -- in bounded time, whatever it holds (thousands of identical frames, a frame no action can produce).
+
+Each step records the action taken on the path found, how many candidates fit (``n_fit``), the other fitting
+actions (``alternatives``, the first few) and ``ambiguous`` when actions of different kinds fit (ACTION1 and
+ACTION3, say; two clicks in different regions are one kind). The action count is the same whichever fits.
+
+`recover_file` is a module-level function of one picklable argument, so it runs on the one executor
+(`pipeline.core.executor`) across files, and can be wrapped to run confined. It never raises for a bad
+recording: the result says why (``error``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.base_game import FRAMES_ALL
+from engine.enums import ActionInput, GameAction
+from engine.env import GameEnv
+from engine.loader import GameNotFoundError, resolve_game
+from pipeline.recordings.counting import ACTION_NAMES
+from pipeline.recordings.frames import frame_hashes
+from pipeline.recordings.reader import ParsedRecording, RecordingRejected, read_recording_file
+
+from .graph import _partition
+
+__all__ = ["RECOVERY_TOOL", "NotRecoverable", "RecoverJob", "RecoverLimits", "Recovery", "StepFound", "Target",
+           "recover_file", "recover_files", "recover_parsed", "recover_steps", "recovered_mapping",
+           "recovery_document", "recovery_keys", "targets_of"]
+
+RECOVERY_TOOL = "arcstudy recover-actions"
+MAX_ALTERNATIVES_LISTED = 8
+FIELDS = ("state", "levels_completed", "win_levels", "full_reset", "available_actions")
+
+
+@dataclass(frozen=True)
+class RecoverLimits:
+    """Bounds of the search (see the module docstring)."""
+
+    max_branches: int = 8  # distinct hidden states kept per step
+    max_pending: int = 2_000  # branches held for backtracking, in all
+    max_nodes: int | None = None  # steps expanded, in all; None: 4 per recorded step + 200
+    max_seconds: float = 600.0
+
+    def nodes_for(self, n_steps: int) -> int:
+        return self.max_nodes if self.max_nodes is not None else 4 * n_steps + 200
+
+
+@dataclass(frozen=True)
+class RecoverJob:
+    """One file to recover: picklable, for the executor."""
+
+    path: str
+    game_dirs: tuple[str, ...] = ()
+    limits: RecoverLimits = RecoverLimits()
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one recorded step says the engine answered (the fields it holds; frames as pixels or hashes)."""
+
+    step_index: int  # the file's step index (core_arc3__steps.step_index)
+    line: int
+    expected: dict[str, Any]
+    n_frames: int
+    pixels: bytes | None  # the frames' bytes, (n, 64, 64) uint8, when the file was read with pixels
+    hashes: tuple[str, ...] | None  # sha256 per frame (pipeline.recordings.frames.frame_hashes)
+
+
+@dataclass(frozen=True)
+class StepFound:
+    """The action found for one step."""
+
+    step_index: int
+    line: int
+    action_id: int
+    x: int | None = None
+    y: int | None = None
+    n_fit: int = 1
+    ambiguous: bool = False
+    alternatives: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return _label(self.action_id, self.x, self.y)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"action": ACTION_NAMES[self.action_id]}
+        if self.x is not None:
+            out["x"], out["y"] = self.x, self.y
+        out["n_fit"] = self.n_fit
+        if self.ambiguous:
+            out["ambiguous"] = True
+        if self.alternatives:
+            out["alternatives"] = list(self.alternatives)
+        return out
+
+
+@dataclass
+class Recovery:
+    """The outcome for one recording: the actions found (``ok``), or why not (``error``, one line)."""
+
+    path: str
+    file_name: str
+    file_id: str | None = None
+    guid: str | None = None
+    game_id: str | None = None
+    ok: bool = False
+    needed: bool = True  # False: the file's action ids are not lost (nothing to recover)
+    steps: list[StepFound] = field(default_factory=list)
+    error: str | None = None
+    failed_step: int | None = None
+    n_steps: int = 0
+    n_nodes: int = 0  # steps expanded by the search
+    n_backtracks: int = 0
+    game_source_sha256: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def n_ambiguous(self) -> int:
+        return sum(s.ambiguous for s in self.steps)
+
+    @property
+    def n_with_alternatives(self) -> int:
+        return sum(s.n_fit > 1 for s in self.steps)
+
+    def actions_json(self) -> list[dict[str, Any]]:
+        return [s.to_json() for s in self.steps]
+
+    def provenance(self) -> str:
+        """One line naming how the actions were found (replay_checks, scorecard, viewer)."""
+        return (f"recovered from frames by {RECOVERY_TOOL} on {self.game_id}"
+                + (f" (game source sha256 {self.game_source_sha256[:12]})" if self.game_source_sha256 else "")
+                + f": {self.n_steps} steps, {self.n_with_alternatives} with alternatives, "
+                  f"{self.n_ambiguous} ambiguous")
+
+    def summary(self) -> str:
+        if not self.needed:
+            return f"{self.file_name}: nothing to recover (its action ids are not lost)"
+        if not self.ok:
+            return f"{self.file_name}: {self.error}"
+        return (f"{self.file_name}: recovered {self.n_steps} actions ({self.n_with_alternatives} steps with "
+                f"alternatives, {self.n_ambiguous} ambiguous; {self.n_nodes} steps searched, {self.n_backtracks} "
+                f"backtracks, {self.seconds:.1f} s)")
+
+
+def _label(action_id: int, x: int | None, y: int | None) -> str:
+    name = ACTION_NAMES[action_id]
+    return f"{name}@({x},{y})" if x is not None else name
+
+
+def _is_echo(ln: Any) -> bool:
+    """A post-terminal echo (no frames answered): the same rule as ``recover_action_ids``."""
+    return ln.n_frames == 0 or (ln.n_frames is None and ln.win_levels == 0)
+
+
+def targets_of(parsed: ParsedRecording) -> list[Target]:
+    """The steps to recover (every frame line but post-terminal echoes), with what each recorded. The human
+    dataset's REST lines always say ``full_reset: false``: that field is not compared for them."""
+    out = []
+    for index, ln in enumerate(parsed.steps):
+        if _is_echo(ln):
+            continue
+        expected = {k: ln.data[k] for k in FIELDS if k in ln.data}
+        if "levels_completed" not in expected and ln.levels_completed is not None:
+            expected["levels_completed"] = ln.levels_completed
+        if parsed.is_only_reset_levels:
+            expected.pop("full_reset", None)
+        pixels = None
+        if ln.frames is not None:
+            pixels = np.ascontiguousarray(ln.frames, dtype=np.uint8).tobytes()
+        out.append(Target(index, ln.number, expected, int(ln.n_frames or 0), pixels,
+                          tuple(ln.hashes) if ln.hashes is not None else None))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ matching
+def _observed(response: Any, name: str) -> Any:
+    if name == "state":
+        return getattr(response.state, "value", response.state)
+    if name == "available_actions":
+        return [int(a) for a in response.available_actions]
+    if name == "full_reset":
+        return bool(response.full_reset)
+    return int(getattr(response, name))
+
+
+def _mismatch(response: Any, target: Target) -> str | None:
+    """None when the answer reproduces the recorded step; else what differs first (cheapest checks first)."""
+    for name, want in target.expected.items():
+        if _observed(response, name) != want:
+            return name
+    frames = response.frame or []
+    if len(frames) != target.n_frames:
+        return "frame_count"
+    if not frames:
+        return None
+    if target.pixels is not None:
+        size = 64 * 64
+        for j in range(len(frames) - 1, -1, -1):  # the settled frame first: it differs when anything does
+            have = np.asarray(frames[j])
+            got = have.tobytes() if have.dtype.itemsize == 1 else have.astype(np.uint8).tobytes()
+            if got != target.pixels[j * size:(j + 1) * size]:
+                return "frame"
+        return None
+    if target.hashes is not None:
+        got = frame_hashes(np.stack([np.asarray(f, dtype=np.uint8) for f in frames]))
+        return None if list(target.hashes) == got else "frame"
+    return None
+
+
+# ------------------------------------------------------------------------------------------ candidates
+def _candidates(env: GameEnv, rule: str) -> list[tuple[int, int | None, int | None]]:
+    """(action id, x, y) to try from the current state: the simple available actions, one click per region of
+    the ``rule`` partition when ACTION6 is available, then RESET."""
+    available = [int(a) for a in env.available_actions]
+    out: list[tuple[int, int | None, int | None]] = [(a, None, None) for a in dict.fromkeys(available)
+                                                     if a not in (0, 6)]
+    if rule != "objects":
+        out = []
+    if 6 in available:
+        xs, ys, _ = _partition(env.game, rule).reps
+        out += [(6, int(x), int(y)) for x, y in zip(xs, ys, strict=True)]
+    if rule == "objects":
+        out.append((0, None, None))
+    return out
+
+
+@dataclass
+class _Branch:
+    found: StepFound
+    snapshot: Any  # an engine snapshot of the state the branch leaves
+    key: str | None  # the state key (None when only one candidate fitted: no need to tell branches apart)
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.tried = 0
+        self.why: dict[str, int] = {}
+
+    def add(self, why: str) -> None:
+        self.why[why] = self.why.get(why, 0) + 1
+
+    def describe(self) -> str:
+        parts = ", ".join(f"{n} differ{'s' if n == 1 else ''} in {w}" for w, n in
+                          sorted(self.why.items(), key=lambda item: -item[1]))
+        return f"no candidate action reproduces it ({self.tried} tried: {parts or 'none fitted'})"
+
+
+def _expand(env: GameEnv, target: Target, limits: RecoverLimits, tally: _Tally) -> list[_Branch]:
+    """The branches from the current state that reproduce ``target`` (see the module docstring). Leaves the
+    environment in an unspecified state: the caller restores the branch it follows."""
+    base = env.snapshot()
+    clicks = 6 in env.available_actions
+    fits: list[tuple[tuple[int, int | None, int | None], Any]] = []
+    for rule in ("objects", "cells"):
+        if rule == "cells":
+            if fits or not clicks:
+                break
+            env.restore(base, reuse_render_caches=True)
+        cands = _candidates(env, rule)
+        for i, (aid, x, y) in enumerate(cands):
+            if i:
+                env.restore(base, reuse_render_caches=True)
+            tally.tried += 1
+            action = ActionInput(id=GameAction.from_id(aid), data={} if x is None else {"x": x, "y": y})
+            try:
+                response = env.step(action, frames=FRAMES_ALL)
+            except Exception:  # noqa: BLE001 - the game failed on this candidate: it does not fit
+                tally.add("exception")
+                continue
+            why = _mismatch(response, target)
+            if why is None:
+                fits.append(((aid, x, y), env.snapshot()))  # with the global RNGs, which some games draw from
+            else:
+                tally.add(why)
+    if not fits:
+        return []
+    kinds = {aid for (aid, _, _), _ in fits}
+    labels = [_label(*cand) for cand, _ in fits]
+    keys: list[str | None] = [None] * len(fits)
+    if len(fits) > 1:
+        for j, (_, snap) in enumerate(fits):
+            env.restore(snap)
+            keys[j] = env.state_hash()
+    branches: list[_Branch] = []
+    seen: set[str | None] = set()
+    for j, ((aid, x, y), snap) in enumerate(fits):
+        if keys[j] in seen:
+            continue
+        seen.add(keys[j])
+        found = StepFound(target.step_index, target.line, aid, x, y, n_fit=len(fits), ambiguous=len(kinds) > 1,
+                          alternatives=tuple(lab for k, lab in enumerate(labels) if k != j)[:MAX_ALTERNATIVES_LISTED])
+        branches.append(_Branch(found, snap, keys[j]))
+        if len(branches) >= limits.max_branches:
+            break
+    return branches
+
+
+# ------------------------------------------------------------------------------------------ search
+class NotRecoverable(Exception):
+    def __init__(self, step: int, line: int, why: str):
+        super().__init__(f"not recoverable at step {step} (line {line}): {why}")
+        self.step, self.line, self.why = step, line, why
+
+
+@dataclass
+class _Search:
+    steps: list[StepFound]
+    n_nodes: int
+    n_backtracks: int
+
+
+def recover_steps(env: GameEnv, targets: list[Target], limits: RecoverLimits = RecoverLimits()) -> _Search:
+    """The actions that reproduce ``targets`` from the environment's current state (after ``make()``'s RESET);
+    raises `NotRecoverable` naming the deepest step reached and why."""
+    n = len(targets)
+    budget = limits.nodes_for(n)
+    deadline = time.monotonic() + limits.max_seconds
+    path: list[StepFound] = []
+    keys: list[str | None] = []
+    pending: list[list[_Branch]] = []
+    dead: set[tuple[int, str]] = set()
+    held = 0
+    nodes = backtracks = 0
+    deepest, deepest_why = 0, ""
+    while len(path) < n:
+        depth = len(path)
+        target = targets[depth]
+        if nodes >= budget or time.monotonic() > deadline:
+            what = f"{nodes} steps expanded" if nodes >= budget else f"{limits.max_seconds:g} s"
+            raise NotRecoverable(targets[deepest].step_index, targets[deepest].line,
+                                 f"search budget exhausted ({what}, {backtracks} backtracks; the deepest step "
+                                 f"reached was {targets[deepest].step_index}"
+                                 + (f": {deepest_why}" if deepest_why else "") + ")")
+        nodes += 1
+        tally = _Tally()
+        branches = [b for b in _expand(env, target, limits, tally) if b.key is None or (depth, b.key) not in dead]
+        if branches:
+            first, rest = branches[0], branches[1:]
+            if held + len(rest) > limits.max_pending:
+                rest = rest[:max(0, limits.max_pending - held)]
+            held += len(rest)
+            env.restore(first.snapshot)
+            path.append(first.found)
+            keys.append(first.key)
+            pending.append(rest)
+            continue
+        if depth >= deepest:
+            deepest, deepest_why = depth, tally.describe()
+        while True:  # backtrack to the most recent branch left
+            if not path:
+                raise NotRecoverable(targets[deepest].step_index, targets[deepest].line, deepest_why
+                                     + (f" (after {backtracks} backtracks)" if backtracks else ""))
+            d = len(path) - 1
+            if keys[d] is not None:
+                dead.add((d, keys[d]))
+            if pending[d]:
+                nxt = pending[d].pop(0)
+                held -= 1
+                backtracks += 1
+                path[d], keys[d] = nxt.found, nxt.key
+                env.restore(nxt.snapshot)
+                break
+            path.pop()
+            keys.pop()
+            pending.pop()
+    return _Search(path, nodes, backtracks)
+
+
+def recover_parsed(parsed: ParsedRecording, game_dirs: list[Path], limits: RecoverLimits = RecoverLimits(),
+                   *, path: str | None = None) -> Recovery:
+    """`recover_file` for a recording already read (with pixels, or at least frame hashes)."""
+    started = time.monotonic()
+    name = Path(path or parsed.path).name
+    out = Recovery(path=str(path or parsed.path), file_name=name, file_id=parsed.file_sha256, guid=parsed.guid,
+                   game_id=parsed.game_id)
+    if not parsed.is_action_ids_lost:
+        out.needed = False
+        return out
+    if not parsed.has_frames:
+        out.error = ("cannot recover: the recording has no frames (recorded without them), so there is nothing "
+                     "to match candidate actions against")
+        return out
+    targets = targets_of(parsed)
+    out.n_steps = len(targets)
+    try:
+        info = resolve_game(parsed.game_id, game_dirs)
+    except GameNotFoundError as err:
+        out.error = f"cannot recover: game not loadable: {err}"
+        return out
+    try:
+        out.game_source_sha256 = info.source_sha256()
+        env = GameEnv(info, only_reset_levels=parsed.is_only_reset_levels, frames=FRAMES_ALL)
+        env.reset()  # make(): the opening RESET, which the agents recorder never writes (#92)
+    except Exception as err:  # noqa: BLE001 - a game that does not load recovers nothing: said
+        out.error = f"cannot recover: game {info.game_id} failed to load: {type(err).__name__}: {err}"
+        return out
+    try:
+        found = recover_steps(env, targets, limits)
+    except NotRecoverable as err:
+        out.error, out.failed_step = str(err), err.step
+        out.seconds = time.monotonic() - started
+        return out
+    out.ok, out.steps, out.n_nodes, out.n_backtracks = True, found.steps, found.n_nodes, found.n_backtracks
+    out.seconds = time.monotonic() - started
+    return out
+
+
+def recover_file(job: RecoverJob) -> Recovery:
+    """Read ``job.path`` and recover its actions on the games of ``job.game_dirs`` (never raises for a bad
+    recording: ``error`` says why)."""
+    path = Path(job.path)
+    try:
+        parsed = read_recording_file(path, want_frames=True)
+    except RecordingRejected as err:
+        return Recovery(path=str(path), file_name=path.name, error=f"cannot read it: {err.check}: {err.reason}")
+    except (OSError, UnicodeDecodeError) as err:
+        return Recovery(path=str(path), file_name=path.name, error=f"cannot read it: {err}")
+    return recover_parsed(parsed, [Path(d) for d in job.game_dirs], job.limits, path=str(path))
+
+
+# ------------------------------------------------------------------------------------------ many files
+def recover_files(paths: list[Path], game_dirs: list[Path], limits: RecoverLimits = RecoverLimits(), *,
+                  workers: int | None = 1, scheduler: str | None = None, progress: Any = None) -> list[Recovery]:
+    """`recover_file` for every path, on the one executor (``workers`` processes, or the cluster at
+    ``scheduler``), in the order given. A piece that fails outright (a worker lost) says so in ``error``."""
+    from pipeline.core.executor import open_executor
+
+    jobs = [RecoverJob(str(p), tuple(str(d) for d in game_dirs), limits) for p in paths]
+    out: list[Recovery | None] = [None] * len(jobs)
+    with open_executor(workers, scheduler, n_items=len(jobs)) as ex:
+        for key, value, error in ex.map_unordered(recover_file, enumerate(jobs), progress=progress,
+                                                  description="recovering lost actions"):
+            out[key] = value if error is None else Recovery(
+                path=jobs[key].path, file_name=Path(jobs[key].path).name,
+                error=f"recovery failed: {type(error).__name__}: {error}")
+    return [r for r in out if r is not None]
+
+
+def recovery_keys(recoveries: list[Recovery]) -> dict[int, str]:
+    """The key each recovered file is given under (``--recovered-actions`` looks up file name, guid or
+    file_id): its file name, or its file_id when two files given share a name."""
+    names: dict[str, int] = {}
+    for r in recoveries:
+        names[r.file_name] = names.get(r.file_name, 0) + 1
+    return {id(r): (r.file_name if names[r.file_name] == 1 or not r.file_id else r.file_id) for r in recoveries}
+
+
+def recovery_document(recoveries: list[Recovery], game_dirs: list[Path]) -> dict[str, Any]:
+    """The JSON `arcstudy recover-actions --out` writes and ``--recovered-actions`` reads: key -> actions (one
+    object per step: ``action``, ``x``/``y`` for clicks, ``n_fit``, ``ambiguous``, ``alternatives``), and the
+    ``$recovery`` metadata (the tool, the games folders, per file its provenance and search figures, and the
+    files that could not be recovered with the reason)."""
+    import pipeline
+
+    keys = recovery_keys(recoveries)
+    doc: dict[str, Any] = {"$recovery": {
+        "tool": RECOVERY_TOOL, "arcstudy_version": getattr(pipeline, "__version__", None),
+        "games": [str(d) for d in game_dirs], "files": {}, "not_recovered": {}}}
+    meta = doc["$recovery"]
+    for r in recoveries:
+        if not r.needed:
+            continue
+        key = keys[id(r)]
+        if not r.ok:
+            meta["not_recovered"][key] = {"path": r.path, "reason": r.error, "failed_step": r.failed_step}
+            continue
+        doc[key] = r.actions_json()
+        meta["files"][key] = {"path": r.path, "file_id": r.file_id, "guid": r.guid, "game_id": r.game_id,
+                              "game_source_sha256": r.game_source_sha256, "provenance": r.provenance(),
+                              "n_steps": r.n_steps, "n_with_alternatives": r.n_with_alternatives,
+                              "n_ambiguous": r.n_ambiguous, "n_steps_searched": r.n_nodes,
+                              "n_backtracks": r.n_backtracks}
+    return doc
+
+
+def recovered_mapping(recoveries: list[Recovery]) -> dict[str, Any]:
+    """What ``recordings_from_tables`` takes (``--recovered-actions`` as loaded), for the files recovered."""
+    from pipeline.scoring.plays import RecoveredSteps
+
+    keys = recovery_keys(recoveries)
+    return {keys[id(r)]: RecoveredSteps(r.actions_json(), r.provenance()) for r in recoveries if r.ok}
