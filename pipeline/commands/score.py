@@ -80,6 +80,11 @@ def score_command(
                                                            "recording's file name, guid or file_id to its real "
                                                            "actions, for recordings whose action ids were lost.",
                                                            exists=True, dir_okay=False, show_default=False)] = None,
+    recover_actions: Annotated[bool, typer.Option("--recover-actions", help="Recover the actions of recordings "
+                                                  "whose action ids were lost (action_ids_lost) from their frames, "
+                                                  "as `arcstudy recover-actions` does, then verify and score them "
+                                                  "(recordings given on the command line; --recovered-actions "
+                                                  "given for a file wins).")] = False,
     game: Annotated[list[str] | None, typer.Option("--game", help="Database plays: only this game id "
                                                    "(repeatable).", show_default=False)] = None,
     include_unknown_games: Annotated[bool, typer.Option("--include-unknown-games", help="Score plays of a game that "
@@ -149,6 +154,10 @@ def score_command(
         raise fail(str(err), EXIT_USAGE) from err
     db_path = db or default_db_path()
     from_files = bool(recordings)
+    if recover_actions and not from_files:
+        raise fail("--recover-actions recovers the recordings given on the command line; for database plays, run "
+                   "`arcstudy recover-actions FILES --out recovered.json` and pass --recovered-actions "
+                   "recovered.json", EXIT_USAGE)
     if from_files and game:
         raise fail("--game selects database plays; give the recordings to score instead", EXIT_USAGE)
     if not from_files and not db_path.exists():
@@ -160,6 +169,7 @@ def score_command(
         "recordings": [str(p) for p in recordings or []], "policy": policy, "baselines": str(baselines)
         if baselines else None, "games": [str(g) for g in games or []], "trust_recordings": trust_recordings,
         "recovered_actions": str(recovered_actions) if recovered_actions else None, "game": game or [],
+        "recover_actions": recover_actions,
         "db": str(db_path), "figures": not no_figures, "game_version": game_version, "workers": workers,
         "scheduler": scheduler})
     problems: list[tuple[Path, str]] = []
@@ -172,6 +182,12 @@ def score_command(
             special = [(p, f"{kind}, not a regular file: only regular files are read") for p in paths
                        if (kind := not_regular_file(p)) is not None]
             paths = [p for p in paths if p not in {q for q, _ in special}]
+            if recover_actions:  # lost action ids searched for from the frames (pipeline/explore/recover.py)
+                from pipeline.explore.recover import recover_lost_actions
+
+                recovered, unrecovered = recover_lost_actions(paths, game_dirs, recovered, workers=workers,
+                                                              scheduler=scheduler, progress=out.track)
+                special += unrecovered
             # Read and replayed at once, on the workers when there are several (scoring/parallel.py).
             steps, plays, files, problems, checks = read_and_verify(paths, game_dirs, recovered, workers=workers,
                                                                     scheduler=scheduler, progress=out.track)

@@ -56,7 +56,7 @@ from pipeline.recordings.reader import ParsedRecording, RecordingRejected, read_
 from .graph import _partition
 
 __all__ = ["RECOVERY_TOOL", "NotRecoverable", "RecoverJob", "RecoverLimits", "Recovery", "StepFound", "Target",
-           "recover_file", "recover_files", "recover_parsed", "recover_steps", "recovered_mapping",
+           "recover_file", "recover_files", "recover_lost_actions", "recover_parsed", "recover_steps", "recovered_mapping",
            "recovery_document", "recovery_keys", "targets_of"]
 
 RECOVERY_TOOL = "arcstudy recover-actions"
@@ -512,3 +512,19 @@ def recovered_mapping(recoveries: list[Recovery]) -> dict[str, Any]:
 
     keys = recovery_keys(recoveries)
     return {keys[id(r)]: RecoveredSteps(r.actions_json(), r.provenance()) for r in recoveries if r.ok}
+
+
+def recover_lost_actions(paths: list[Path], game_dirs: list[Path], given: dict[str, Any] | None = None, *,
+                         limits: RecoverLimits = RecoverLimits(), workers: int | None = None,
+                         scheduler: str | None = None, progress: Any = None
+                         ) -> tuple[dict[str, Any], list[tuple[Path, str]]]:
+    """``score --recover-actions``: ``given`` (``--recovered-actions`` as loaded) plus the actions recovered from
+    the frames of the other recordings among ``paths`` whose ids were lost, and (path, reason) for those that
+    could not be recovered. Actions given for a file win over a search (it is not run for it)."""
+    given = dict(given or {})
+    todo = [p for p in paths if Path(p).name not in given]
+    results = recover_files(todo, game_dirs, limits, workers=1 if workers is None else workers,
+                            scheduler=scheduler, progress=progress)
+    failed = [(Path(r.path), f"--recover-actions: {r.error}; its plays stay uncountable")
+              for r in results if r.needed and not r.ok]
+    return {**recovered_mapping(results), **given}, failed

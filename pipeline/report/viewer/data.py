@@ -127,14 +127,14 @@ def _only(recordings: list[RecordingInput], what: str) -> RecordingInput:
 
 
 def _replay_scripts(steps: pl.DataFrame, plays: pl.DataFrame, files: dict, what: str,
-                    game_dirs: Iterable[Path | str] | None, version: str | None
+                    game_dirs: Iterable[Path | str] | None, version: str | None, recovered: dict | None = None
                     ) -> tuple[pl.DataFrame, list[RecordingInput]]:
     """The recording of `steps`/`plays`, a playback script replayed first as `arcstudy score` replays it."""
     dirs = game_dirs_for(None) if game_dirs is None else [Path(g) for g in game_dirs]
     replayed = replay_scripts(steps, plays, files, dirs, version=version)
     if replayed.failed:
         raise ViewerRejected(f"{what}: cannot replay the playback script: {replayed.failed[0][1]}")
-    return replayed.steps, recordings_from_tables(replayed.steps, replayed.plays, replayed.files,
+    return replayed.steps, recordings_from_tables(replayed.steps, replayed.plays, replayed.files, recovered,
                                                   scripts=replayed.scripts)
 
 
@@ -144,9 +144,11 @@ def _script_note(source: ViewerSource) -> None:
 
 
 def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | None = None,
-                          game_version: str | None = None) -> ViewerSource:
+                          game_version: str | None = None, *, recover_actions: bool = False) -> ViewerSource:
     """A recording file (any variant of spec/formats.md §A), read as `arcstudy score FILE` reads it; a playback
-    script is replayed on its game (found in `game_dirs`, version pinned by `game_version`) first."""
+    script is replayed on its game (found in `game_dirs`, version pinned by `game_version`) first.
+    ``recover_actions``: lost action ids are searched for from the frames first, as `score --recover-actions`
+    does."""
     from pipeline.core.manifest import sha256_file
 
     path = Path(path)
@@ -155,7 +157,14 @@ def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | No
         reason = "; ".join(reason for _, reason in problems) or "no frame records"
         # as `score FILE` with no play to score: the file given is not one to view (usage)
         raise ViewerUsageError(f"cannot read recording {path}: {reason}")
-    steps, recordings = _replay_scripts(steps, plays, files, str(path), game_dirs, game_version)
+    recovered = None
+    if recover_actions and plays["is_action_ids_lost"].any():
+        from pipeline.explore.recover import recover_lost_actions
+
+        dirs = game_dirs_for(None) if game_dirs is None else [Path(g) for g in game_dirs]
+        recovered, failed = recover_lost_actions([path], dirs)
+        problems = [*problems, *failed]
+    steps, recordings = _replay_scripts(steps, plays, files, str(path), game_dirs, game_version, recovered)
     rec = _only(recordings, str(path))
     has_frames = rec.steps["n_frames"].is_not_null().any()
     recorded = None
@@ -190,7 +199,9 @@ def _source(label: str, kind: str, rec: RecordingInput, steps: pl.DataFrame, **f
     if source.is_action_ids_lost:
         source.notes.append("every action id is 0 (the benchmarking recorder defect): the actions are unknown, so "
                             "nothing is counted (`arcstudy score` leaves these plays out unless given "
-                            "--recovered-actions)")
+                            "--recover-actions or --recovered-actions)")
+    elif rec.recovered:
+        source.notes.append(f"actions recovered (every action id was recorded as 0): {rec.recovery}")
     return source
 
 
