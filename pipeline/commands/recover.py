@@ -12,10 +12,10 @@ from pipeline.core.console import out
 
 from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, SchedulerOption, WorkersOption, command_line, fail
 
-MaxStepsOption = Annotated[int | None, typer.Option(
-    "--max-steps-searched", min=1, help="Per recording, the most steps the search may expand, backtracking "
-    "included (default: 4 per recorded step plus 200); past it the recording is not recoverable.",
-    show_default=False)]
+MaxTriesOption = Annotated[int, typer.Option(
+    "--max-backtrack-tries", min=0, help="Per recording, the most candidate actions the search may try again "
+    "while backtracking (steps visited before); past it the recording is not recoverable. The first visit of "
+    "every step is not counted.")]
 MaxSecondsOption = Annotated[float, typer.Option(
     "--max-seconds", min=0.1, help="Per recording, the most seconds the search may take.")]
 
@@ -30,7 +30,7 @@ def recover_actions_command(
                                                      "official environment_files (repeatable); without it, the "
                                                      "games shipped with arcstudy.", exists=True, file_okay=False,
                                                      show_default=False)] = None,
-    max_steps: MaxStepsOption = None,
+    max_tries: MaxTriesOption = 50_000,
     max_seconds: MaxSecondsOption = 600.0,
     workers: WorkersOption = None,
     scheduler: SchedulerOption = None,
@@ -42,7 +42,7 @@ def recover_actions_command(
     Per step the candidates are the game's available actions, RESET, and one ACTION6 click per click region;
     candidates that fit but leave different hidden states are kept as branches, a branch a later frame
     contradicts is dropped, and the search backtracks when every branch dies, within bounds
-    (--max-steps-searched, --max-seconds). Each step records the action found, how many fitted, the others
+    (--max-backtrack-tries, --max-seconds). Each step records the action found, how many fitted, the others
     that fitted, and `ambiguous` when actions of different kinds fitted (the action count is the same).
 
     Reads: the recordings (with frames) and the game files of --games. Writes: --out, a JSON object mapping each
@@ -65,10 +65,10 @@ def recover_actions_command(
     game_dirs = list(games) if games else [default_environments_dir()]
     if not games:
         out.info(f"no --games given: using the games shipped with arcstudy ({game_dirs[0]})")
-    limits = RecoverLimits(max_nodes=max_steps, max_seconds=max_seconds)
+    limits = RecoverLimits(max_backtrack_tries=max_tries, max_seconds=max_seconds)
     manifest = RunManifest(command=command_line(ctx), config={
         "recordings": [str(p) for p in recordings], "games": [str(g) for g in game_dirs], "out": str(out_file),
-        "max_steps_searched": max_steps, "max_seconds": max_seconds, "workers": workers, "scheduler": scheduler})
+        "max_backtrack_tries": max_tries, "max_seconds": max_seconds, "workers": workers, "scheduler": scheduler})
     results = recover_files(paths, game_dirs, limits, workers=1 if workers is None else workers,
                             scheduler=scheduler, progress=out.track)
     for p in paths:

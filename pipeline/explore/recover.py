@@ -18,12 +18,14 @@ The search (`recover_steps`):
   reproduces the recorded line: the cheap fields first (state, levels_completed, win_levels, full_reset,
   available_actions, number of frames), then the frames byte for byte (or by sha256 when only hashes are
   known), last frame first.
-- Candidates that fit are grouped by the state they leave (``GameEnv.state_hash``, computed only when more
-  than one fits): one group per hidden state is a *branch*. The search goes on depth first along the first
-  branch and keeps the others; when no candidate fits a step on the current branch, it backtracks to the most
-  recent branch left and marks the dead (step, state) pair so that no other path retries it.
-- It is bounded: at most ``max_branches`` branches per step, ``max_pending`` branches held overall,
-  ``max_nodes`` steps expanded in all (default 4 per recorded step plus 200) and ``max_seconds``. A recording
+- Candidates that fit but leave different hidden states are branches. The search goes on depth first along
+  the first fit and keeps the others; when no candidate fits a step, it backtracks to the most recent branch
+  left. Only then are state keys computed (``GameEnv.state_hash``: the cheap comparisons above decide every
+  step of a search that never backtracks): the branch that failed is marked dead at its step, and a waiting
+  fit that leaves the same state as a dead one is skipped, so one state is never searched twice from a step.
+- It is bounded: at most ``max_branches`` fits kept per step, ``max_pending`` held overall, and beyond the
+  first visit of every step (one try per candidate: the work any recovery needs) at most
+  ``max_backtrack_tries`` candidates tried again while backtracking, and ``max_seconds``. A recording
   that cannot be recovered ends with "not recoverable at step N (line L): why" -- the deepest step reached
   -- in bounded time, whatever it holds (thousands of identical frames, a frame no action can produce).
 
@@ -66,15 +68,13 @@ FIELDS = ("state", "levels_completed", "win_levels", "full_reset", "available_ac
 
 @dataclass(frozen=True)
 class RecoverLimits:
-    """Bounds of the search (see the module docstring)."""
+    """Bounds of the search (see the module docstring). The first visit of every step is the work any recovery
+    needs (one try per candidate); ``max_backtrack_tries`` bounds what backtracking adds on top."""
 
-    max_branches: int = 8  # distinct hidden states kept per step
-    max_pending: int = 2_000  # branches held for backtracking, in all
-    max_nodes: int | None = None  # steps expanded, in all; None: 4 per recorded step + 200
+    max_branches: int = 8  # fitting candidates kept per step (the first followed, the others for backtracking)
+    max_pending: int = 2_000  # fits held for backtracking, in all (snapshots: memory)
+    max_backtrack_tries: int = 50_000  # candidate actions tried again on steps already visited, in all
     max_seconds: float = 600.0
-
-    def nodes_for(self, n_steps: int) -> int:
-        return self.max_nodes if self.max_nodes is not None else 4 * n_steps + 200
 
 
 @dataclass(frozen=True)
@@ -260,8 +260,8 @@ def _candidates(env: GameEnv, rule: str) -> list[tuple[int, int | None, int | No
 @dataclass
 class _Branch:
     found: StepFound
-    snapshot: Any  # an engine snapshot of the state the branch leaves
-    key: str | None  # the state key (None when only one candidate fitted: no need to tell branches apart)
+    snapshot: Any  # an engine snapshot of the state the branch leaves (restorable any number of times)
+    key: str | None  # its state key, once a backtrack needed it
 
 
 class _Tally:
@@ -278,12 +278,15 @@ class _Tally:
         return f"no candidate action reproduces it ({self.tried} tried: {parts or 'none fitted'})"
 
 
-def _expand(env: GameEnv, target: Target, limits: RecoverLimits, tally: _Tally) -> list[_Branch]:
-    """The branches from the current state that reproduce ``target`` (see the module docstring). Leaves the
-    environment in an unspecified state: the caller restores the branch it follows."""
+def _expand(env: GameEnv, target: Target, limits: RecoverLimits, tally: _Tally, room: int) -> list[_Branch]:
+    """The candidates from the current state that reproduce ``target``, each with a snapshot of the state it
+    leaves (at most ``room`` + 1 snapshots: the first fit and the alternatives the search can still hold; the
+    others are counted, not kept). Leaves the environment in an unspecified state: the caller restores the
+    branch it follows. State keys are not computed here: only a backtrack needs them (``_key``)."""
     base = env.snapshot()
     clicks = 6 in env.available_actions
     fits: list[tuple[tuple[int, int | None, int | None], Any]] = []
+    keep = min(limits.max_branches, room + 1)
     for rule in ("objects", "cells"):
         if rule == "cells":
             if fits or not clicks:
@@ -301,31 +304,25 @@ def _expand(env: GameEnv, target: Target, limits: RecoverLimits, tally: _Tally) 
                 tally.add("exception")
                 continue
             why = _mismatch(response, target)
-            if why is None:
-                fits.append(((aid, x, y), env.snapshot()))  # with the global RNGs, which some games draw from
-            else:
+            if why is not None:
                 tally.add(why)
-    if not fits:
-        return []
+                continue
+            # kept with the global RNGs, which some games draw from; fits past `keep` are only counted
+            fits.append(((aid, x, y), env.snapshot() if len(fits) < keep else None))
     kinds = {aid for (aid, _, _), _ in fits}
     labels = [_label(*cand) for cand, _ in fits]
-    keys: list[str | None] = [None] * len(fits)
-    if len(fits) > 1:
-        for j, (_, snap) in enumerate(fits):
-            env.restore(snap)
-            keys[j] = env.state_hash()
-    branches: list[_Branch] = []
-    seen: set[str | None] = set()
-    for j, ((aid, x, y), snap) in enumerate(fits):
-        if keys[j] in seen:
-            continue
-        seen.add(keys[j])
-        found = StepFound(target.step_index, target.line, aid, x, y, n_fit=len(fits), ambiguous=len(kinds) > 1,
-                          alternatives=tuple(lab for k, lab in enumerate(labels) if k != j)[:MAX_ALTERNATIVES_LISTED])
-        branches.append(_Branch(found, snap, keys[j]))
-        if len(branches) >= limits.max_branches:
-            break
-    return branches
+    return [_Branch(StepFound(target.step_index, target.line, aid, x, y, n_fit=len(fits), ambiguous=len(kinds) > 1,
+                              alternatives=tuple(lab for k, lab in enumerate(labels)
+                                                 if k != j)[:MAX_ALTERNATIVES_LISTED]), snap, None)
+            for j, ((aid, x, y), snap) in enumerate(fits) if snap is not None]
+
+
+def _key(env: GameEnv, branch: _Branch) -> str:
+    """The state key of the state ``branch`` leaves (computed once; leaves the environment there)."""
+    env.restore(branch.snapshot)
+    if branch.key is None:
+        branch.key = env.state_hash()
+    return branch.key
 
 
 # ------------------------------------------------------------------------------------------ search
@@ -344,59 +341,67 @@ class _Search:
 
 def recover_steps(env: GameEnv, targets: list[Target], limits: RecoverLimits = RecoverLimits()) -> _Search:
     """The actions that reproduce ``targets`` from the environment's current state (after ``make()``'s RESET);
-    raises `NotRecoverable` naming the deepest step reached and why."""
+    raises `NotRecoverable` naming the deepest step reached and why.
+
+    Depth first: the first fitting candidate is followed, the others wait. State keys are computed only on a
+    backtrack: the branch that failed is marked dead at its depth, and a waiting branch that leaves the same
+    state as a dead one is skipped (it would fail the same way), so equivalent fits are never searched twice."""
     n = len(targets)
-    budget = limits.nodes_for(n)
     deadline = time.monotonic() + limits.max_seconds
-    path: list[StepFound] = []
-    keys: list[str | None] = []
+    path: list[_Branch] = []
     pending: list[list[_Branch]] = []
     dead: set[tuple[int, str]] = set()
     held = 0
-    nodes = backtracks = 0
+    nodes = backtracks = again = 0  # again: candidates tried on steps visited before (backtracking's cost)
+    reached = -1  # the deepest step expanded so far
     deepest, deepest_why = 0, ""
     while len(path) < n:
         depth = len(path)
-        target = targets[depth]
-        if nodes >= budget or time.monotonic() > deadline:
-            what = f"{nodes} steps expanded" if nodes >= budget else f"{limits.max_seconds:g} s"
+        if again >= limits.max_backtrack_tries or time.monotonic() > deadline:
+            what = (f"{again:,} candidate actions tried again while backtracking"
+                    if again >= limits.max_backtrack_tries else f"{limits.max_seconds:g} s")
             raise NotRecoverable(targets[deepest].step_index, targets[deepest].line,
                                  f"search budget exhausted ({what}, {backtracks} backtracks; the deepest step "
                                  f"reached was {targets[deepest].step_index}"
                                  + (f": {deepest_why}" if deepest_why else "") + ")")
         nodes += 1
         tally = _Tally()
-        branches = [b for b in _expand(env, target, limits, tally) if b.key is None or (depth, b.key) not in dead]
+        branches = _expand(env, targets[depth], limits, tally, limits.max_pending - held)
+        if depth <= reached:
+            again += tally.tried
+        reached = max(reached, depth)
         if branches:
             first, rest = branches[0], branches[1:]
-            if held + len(rest) > limits.max_pending:
-                rest = rest[:max(0, limits.max_pending - held)]
             held += len(rest)
             env.restore(first.snapshot)
-            path.append(first.found)
-            keys.append(first.key)
+            path.append(first)
             pending.append(rest)
             continue
         if depth >= deepest:
             deepest, deepest_why = depth, tally.describe()
-        while True:  # backtrack to the most recent branch left
+        resumed = False
+        while not resumed:  # backtrack to the most recent branch left that is not known dead
             if not path:
                 raise NotRecoverable(targets[deepest].step_index, targets[deepest].line, deepest_why
                                      + (f" (after {backtracks} backtracks)" if backtracks else ""))
             d = len(path) - 1
-            if keys[d] is not None:
-                dead.add((d, keys[d]))
             if pending[d]:
+                dead.add((d, _key(env, path[d])))
+                again += 1  # a state key costs about what a try does: counted alike
+            while pending[d]:
                 nxt = pending[d].pop(0)
                 held -= 1
+                again += 1
+                if (d, _key(env, nxt)) in dead:
+                    continue
                 backtracks += 1
-                path[d], keys[d] = nxt.found, nxt.key
-                env.restore(nxt.snapshot)
+                path[d] = nxt  # the environment is at its state (_key restored it)
+                resumed = True
                 break
-            path.pop()
-            keys.pop()
-            pending.pop()
-    return _Search(path, nodes, backtracks)
+            if not resumed:
+                path.pop()
+                pending.pop()
+    return _Search([b.found for b in path], nodes, backtracks)
 
 
 def recover_parsed(parsed: ParsedRecording, game_dirs: list[Path], limits: RecoverLimits = RecoverLimits(),
