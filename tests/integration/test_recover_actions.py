@@ -87,7 +87,7 @@ def test_blanked_toolkit_recordings_recover_and_score_exactly_like_the_originals
         steps = doc[path.name]
         assert len(steps) == len(original_actions(name))
         # every recorded action is the one found or among the alternatives listed (all fit equally)
-        for step, (aid, x, y) in zip(steps, original_actions(name), strict=True):
+        for step, (aid, _, _) in zip(steps, original_actions(name), strict=True):
             fitting = {step["action"]} | {alt.split("@")[0] for alt in step.get("alternatives", [])}
             assert aid in fitting, (name, step, aid)
         assert doc["$recovery"]["files"][path.name]["provenance"].startswith("recovered from frames by arcstudy")
