@@ -34,7 +34,8 @@ actions (``alternatives``, the first few) and ``ambiguous`` when actions of diff
 ACTION3, say; two clicks in different regions are one kind). The action count is the same whichever fits.
 
 `recover_file` is a module-level function of one picklable argument, so it runs on the one executor
-(`pipeline.core.executor`) across files, and can be wrapped to run confined. It never raises for a bad
+(`pipeline.core.executor`) across files. The recording is read here; the game's code (loading, stepping) runs in
+the game's sandbox (`pipeline.core.game_code.run_game_code`), like every replay. It never raises for a bad
 recording: the result says why (``error``).
 """
 
@@ -404,9 +405,27 @@ def recover_steps(env: GameEnv, targets: list[Target], limits: RecoverLimits = R
     return _Search([b.found for b in path], nodes, backtracks)
 
 
+def _search_in_game(arg: tuple) -> tuple:
+    """In the game's sandbox (`pipeline.core.game_code`): load the game, send make()'s RESET, search."""
+    info, only_reset_levels, targets, limits = arg
+    try:
+        env = GameEnv(info, only_reset_levels=only_reset_levels, frames=FRAMES_ALL)
+        env.reset()  # make(): the opening RESET, which the agents recorder never writes (#92)
+    except Exception as err:  # noqa: BLE001 - a game that does not load recovers nothing: said by the caller
+        return ("load_failed", f"{type(err).__name__}: {err}")
+    try:
+        found = recover_steps(env, targets, limits)
+    except NotRecoverable as err:
+        return ("not_recoverable", err.step, str(err))
+    return ("ok", found)
+
+
 def recover_parsed(parsed: ParsedRecording, game_dirs: list[Path], limits: RecoverLimits = RecoverLimits(),
                    *, path: str | None = None) -> Recovery:
-    """`recover_file` for a recording already read (with pixels, or at least frame hashes)."""
+    """`recover_file` for a recording already read (with pixels, or at least frame hashes). The game's code runs
+    in the sandbox, as for every replay (`pipeline.core.game_code.run_game_code`)."""
+    from pipeline.core.game_code import SandboxFailure, describe_failure, portable_info, run_game_code
+
     started = time.monotonic()
     name = Path(path or parsed.path).name
     out = Recovery(path=str(path or parsed.path), file_name=name, file_id=parsed.file_sha256, guid=parsed.guid,
@@ -422,24 +441,28 @@ def recover_parsed(parsed: ParsedRecording, game_dirs: list[Path], limits: Recov
     out.n_steps = len(targets)
     try:
         info = resolve_game(parsed.game_id, game_dirs)
-    except GameNotFoundError as err:
+        out.game_source_sha256 = info.source_sha256()
+    except (GameNotFoundError, OSError) as err:
         out.error = f"cannot recover: game not loadable: {err}"
         return out
+    label = f"game {info.game_id}" + (f" ({info.source})" if info.source else "")
     try:
-        out.game_source_sha256 = info.source_sha256()
-        env = GameEnv(info, only_reset_levels=parsed.is_only_reset_levels, frames=FRAMES_ALL)
-        env.reset()  # make(): the opening RESET, which the agents recorder never writes (#92)
-    except Exception as err:  # noqa: BLE001 - a game that does not load recovers nothing: said
-        out.error = f"cannot recover: game {info.game_id} failed to load: {type(err).__name__}: {err}"
+        result = run_game_code(_search_in_game, (portable_info(info), parsed.is_only_reset_levels, targets, limits),
+                               key=info.game_id, source=info.source)
+    except SandboxFailure as err:
+        out.error = f"cannot recover: {describe_failure(err, label)}"
         return out
-    try:
-        found = recover_steps(env, targets, limits)
-    except NotRecoverable as err:
-        out.error, out.failed_step = str(err), err.step
-        out.seconds = time.monotonic() - started
+    except Exception as err:  # noqa: BLE001 - the game's code raised outside a step (GameCodeError): said
+        out.error = f"cannot recover: {label} failed: {type(err).__name__}: {err}"
         return out
-    out.ok, out.steps, out.n_nodes, out.n_backtracks = True, found.steps, found.n_nodes, found.n_backtracks
     out.seconds = time.monotonic() - started
+    if result[0] == "load_failed":
+        out.error = f"cannot recover: {label} failed to load: {result[1]}"
+    elif result[0] == "not_recoverable":
+        out.failed_step, out.error = result[1], result[2]
+    else:
+        found = result[1]
+        out.ok, out.steps, out.n_nodes, out.n_backtracks = True, found.steps, found.n_nodes, found.n_backtracks
     return out
 
 
