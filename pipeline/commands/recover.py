@@ -53,6 +53,7 @@ def recover_actions_command(
     """
     from engine.loader import default_environments_dir
     from pipeline.core.manifest import RunManifest
+    from pipeline.core.special_files import not_regular_file
     from pipeline.explore.recover import RecoverLimits, recover_files, recovery_document
 
     from .score import expand_recordings
@@ -62,6 +63,9 @@ def recover_actions_command(
     paths = expand_recordings(list(recordings))
     if not paths:
         raise fail("no *.jsonl recording found in " + ", ".join(str(p) for p in recordings), EXIT_USAGE)
+    # A FIFO blocks until a writer comes and /dev/zero never ends: only regular files are read.
+    special = [(p, kind) for p in paths if (kind := not_regular_file(p)) is not None]
+    paths = [p for p in paths if p not in {q for q, _ in special}]
     game_dirs = list(games) if games else [default_environments_dir()]
     if not games:
         out.info(f"no --games given: using the games shipped with arcstudy ({game_dirs[0]})")
@@ -84,16 +88,20 @@ def recover_actions_command(
         raise fail(f"cannot write {out_file}: {err.strerror or err}") from err
     manifest.add_output(out_file)
     failed = [r for r in results if r.needed and not r.ok]
-    code = EXIT_REJECTED if failed else EXIT_OK
+    code = EXIT_REJECTED if failed or special else EXIT_OK
     manifest.notes.update({"recovered": [r.file_name for r in results if r.ok],
                            "not_recovered": {r.file_name: r.error for r in failed},
-                           "not_needed": [r.file_name for r in results if not r.needed]})
+                           "not_needed": [r.file_name for r in results if not r.needed],
+                           "not_regular_files": [str(p) for p, _ in special]})
     manifest.finish(code)
     manifest_file = out_file.with_name(out_file.stem + ".manifest.json")
     try:
         manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
     except OSError as err:
         raise fail(f"wrote {out_file}, but cannot write its manifest {manifest_file}: {err.strerror or err}") from err
+    for p, kind in special:
+        out.console.print(f"{p.name}: {kind}, not a regular file: only regular files are read", soft_wrap=True,
+                          markup=False, highlight=False)
     for r in results:
         out.console.print(r.summary(), soft_wrap=True, markup=False, highlight=False)
     n_ok = sum(r.ok for r in results)
