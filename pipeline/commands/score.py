@@ -83,8 +83,8 @@ def score_command(
     recover_actions: Annotated[bool, typer.Option("--recover-actions", help="Recover the actions of recordings "
                                                   "whose action ids were lost (action_ids_lost) from their frames, "
                                                   "as `arcstudy recover-actions` does, then verify and score them "
-                                                  "(recordings given on the command line; --recovered-actions "
-                                                  "given for a file wins).")] = False,
+                                                  "(database plays: from their stored frame hashes; "
+                                                  "--recovered-actions given for a file wins).")] = False,
     game: Annotated[list[str] | None, typer.Option("--game", help="Database plays: only this game id "
                                                    "(repeatable).", show_default=False)] = None,
     include_unknown_games: Annotated[bool, typer.Option("--include-unknown-games", help="Score plays of a game that "
@@ -154,10 +154,6 @@ def score_command(
         raise fail(str(err), EXIT_USAGE) from err
     db_path = db or default_db_path()
     from_files = bool(recordings)
-    if recover_actions and not from_files:
-        raise fail("--recover-actions recovers the recordings given on the command line; for database plays, run "
-                   "`arcstudy recover-actions FILES --out recovered.json` and pass --recovered-actions "
-                   "recovered.json", EXIT_USAGE)
     if from_files and game:
         raise fail("--game selects database plays; give the recordings to score instead", EXIT_USAGE)
     if not from_files and not db_path.exists():
@@ -199,6 +195,12 @@ def score_command(
                     pass  # a file that cannot be read is among the rejected inputs already
         else:
             steps, plays, files = read_db_plays(ws, game or [])
+            if recover_actions:  # from the stored steps: frames compared by sha256 (pipeline/explore/recover.py)
+                from pipeline.explore.recover import recover_lost_stored_actions
+
+                recovered, problems = recover_lost_stored_actions(steps, plays, files, game_dirs, recovered,
+                                                                  workers=workers, scheduler=scheduler,
+                                                                  progress=out.track)
             checks = None
             digest = _digest(sorted(files))
             manifest.add_input(f"{db_path}#core_arc3__steps", digest)

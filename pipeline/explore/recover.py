@@ -55,11 +55,13 @@ from engine.loader import GameNotFoundError, resolve_game
 from pipeline.recordings.counting import ACTION_NAMES
 from pipeline.recordings.frames import frame_hashes
 from pipeline.recordings.reader import ParsedRecording, RecordingRejected, read_recording_file
+from pipeline.scoring.plays import RecoveredSteps
 
 from .graph import _partition
 
 __all__ = ["RECOVERY_TOOL", "NotRecoverable", "RecoverJob", "RecoverLimits", "Recovery", "StepFound", "Target",
-           "recover_file", "recover_files", "recover_lost_actions", "recover_parsed", "recover_steps", "recovered_mapping",
+           "StepsJob", "recover_file", "recover_files", "recover_lost_actions", "recover_lost_stored_actions",
+           "recover_parsed", "recover_stored", "stored_jobs", "recover_steps", "recovered_mapping",
            "recovery_document", "recovery_keys", "targets_of"]
 
 RECOVERY_TOOL = "arcstudy recover-actions"
@@ -83,6 +85,20 @@ class RecoverJob:
     """One file to recover: picklable, for the executor."""
 
     path: str
+    game_dirs: tuple[str, ...] = ()
+    limits: RecoverLimits = RecoverLimits()
+
+
+@dataclass(frozen=True)
+class StepsJob:
+    """One recording of the database to recover from its stored steps (frame sha256s): picklable."""
+
+    file_id: str
+    file_name: str | None
+    game_id: str
+    guid: str | None
+    only_reset_levels: bool
+    targets: tuple  # Target per step to recover; empty when the steps carry no frame hashes
     game_dirs: tuple[str, ...] = ()
     limits: RecoverLimits = RecoverLimits()
 
@@ -424,30 +440,36 @@ def recover_parsed(parsed: ParsedRecording, game_dirs: list[Path], limits: Recov
                    *, path: str | None = None) -> Recovery:
     """`recover_file` for a recording already read (with pixels, or at least frame hashes). The game's code runs
     in the sandbox, as for every replay (`pipeline.core.game_code.run_game_code`)."""
-    from pipeline.core.game_code import SandboxFailure, describe_failure, portable_info, run_game_code
-
-    started = time.monotonic()
-    name = Path(path or parsed.path).name
-    out = Recovery(path=str(path or parsed.path), file_name=name, file_id=parsed.file_sha256, guid=parsed.guid,
-                   game_id=parsed.game_id)
+    out = Recovery(path=str(path or parsed.path), file_name=Path(path or parsed.path).name,
+                   file_id=parsed.file_sha256, guid=parsed.guid, game_id=parsed.game_id)
     if not parsed.is_action_ids_lost:
         out.needed = False
         return out
     if not parsed.has_frames:
-        out.error = ("cannot recover: the recording has no frames (recorded without them), so there is nothing "
-                     "to match candidate actions against")
+        out.error = NO_FRAMES
         return out
-    targets = targets_of(parsed)
+    return _search(out, targets_of(parsed), game_dirs, parsed.is_only_reset_levels, limits)
+
+
+NO_FRAMES = ("cannot recover: the recording has no frames (recorded without them), so there is nothing to match "
+             "candidate actions against")
+
+
+def _search(out: Recovery, targets: list[Target], game_dirs: list[Path], only_reset_levels: bool,
+            limits: RecoverLimits) -> Recovery:
+    from pipeline.core.game_code import SandboxFailure, describe_failure, portable_info, run_game_code
+
+    started = time.monotonic()
     out.n_steps = len(targets)
     try:
-        info = resolve_game(parsed.game_id, game_dirs)
+        info = resolve_game(out.game_id, game_dirs)
         out.game_source_sha256 = info.source_sha256()
     except (GameNotFoundError, OSError) as err:
         out.error = f"cannot recover: game not loadable: {err}"
         return out
     label = f"game {info.game_id}" + (f" ({info.source})" if info.source else "")
     try:
-        result = run_game_code(_search_in_game, (portable_info(info), parsed.is_only_reset_levels, targets, limits),
+        result = run_game_code(_search_in_game, (portable_info(info), only_reset_levels, targets, limits),
                                key=info.game_id, source=info.source)
     except SandboxFailure as err:
         out.error = f"cannot recover: {describe_failure(err, label)}"
@@ -464,6 +486,47 @@ def recover_parsed(parsed: ParsedRecording, game_dirs: list[Path], limits: Recov
         found = result[1]
         out.ok, out.steps, out.n_nodes, out.n_backtracks = True, found.steps, found.n_nodes, found.n_backtracks
     return out
+
+
+def recover_stored(job: StepsJob) -> Recovery:
+    """`recover_file` for a recording of the database, from its stored steps (frames compared by sha256)."""
+    out = Recovery(path=job.file_name or job.file_id, file_name=job.file_name or job.file_id, file_id=job.file_id,
+                   guid=job.guid, game_id=job.game_id)
+    if not job.targets:
+        out.error = NO_FRAMES
+        return out
+    return _search(out, list(job.targets), [Path(d) for d in job.game_dirs], job.only_reset_levels, job.limits)
+
+
+def stored_jobs(steps: Any, plays: Any, files: dict, game_dirs: list[Path], limits: RecoverLimits = RecoverLimits()
+                ) -> list[StepsJob]:
+    """A `StepsJob` per recording of ``plays`` flagged ``is_action_ids_lost`` (core_arc3__steps /
+    core_arc3__plays rows; ``files``: file_id -> (file name, path))."""
+    import polars as pl
+
+    jobs = []
+    lost = plays.filter(pl.col("is_action_ids_lost")).group_by("file_id", maintain_order=True).agg(
+        pl.col("game_id").first(), pl.col("guid").first(), pl.col("is_only_reset_levels").first())
+    for fid, game_id, guid, only_reset in lost.sort("file_id").iter_rows():
+        rows = steps.filter(pl.col("file_id") == fid).sort("line_number")
+        targets = []
+        for i, r in enumerate(rows.iter_rows(named=True)):
+            if r["n_frames"] == 0 or (r["n_frames"] is None and r["win_levels"] == 0):
+                continue  # a post-terminal echo
+            expected = {"state": r["state"], "levels_completed": r["levels_completed"]}
+            for name, column in (("win_levels", "win_levels"), ("full_reset", "is_full_reset"),
+                                 ("available_actions", "available_actions")):
+                if r[column] is not None and not (name == "full_reset" and only_reset):
+                    expected[name] = list(r[column]) if name == "available_actions" else r[column]
+            hashes = r["frame_sha256s"]
+            if hashes is None:
+                targets = []
+                break
+            targets.append(Target(i, r["line_number"], expected, len(hashes), None, tuple(hashes)))
+        name = (files.get(fid) or (None, None))[0]
+        jobs.append(StepsJob(fid, name, game_id, guid, bool(only_reset), tuple(targets),
+                             tuple(str(d) for d in game_dirs), limits))
+    return jobs
 
 
 def recover_file(job: RecoverJob) -> Recovery:
@@ -484,16 +547,23 @@ def recover_files(paths: list[Path], game_dirs: list[Path], limits: RecoverLimit
                   workers: int | None = 1, scheduler: str | None = None, progress: Any = None) -> list[Recovery]:
     """`recover_file` for every path, on the one executor (``workers`` processes, or the cluster at
     ``scheduler``), in the order given. A piece that fails outright (a worker lost) says so in ``error``."""
+    jobs = [RecoverJob(str(p), tuple(str(d) for d in game_dirs), limits) for p in paths]
+    return _run_jobs(recover_file, jobs, workers=workers, scheduler=scheduler, progress=progress)
+
+
+def _run_jobs(fn: Any, jobs: list, *, workers: int | None, scheduler: str | None, progress: Any) -> list[Recovery]:
     from pipeline.core.executor import open_executor
 
-    jobs = [RecoverJob(str(p), tuple(str(d) for d in game_dirs), limits) for p in paths]
     out: list[Recovery | None] = [None] * len(jobs)
     with open_executor(workers, scheduler, n_items=len(jobs)) as ex:
-        for key, value, error in ex.map_unordered(recover_file, enumerate(jobs), progress=progress,
+        for key, value, error in ex.map_unordered(fn, enumerate(jobs), progress=progress,
                                                   description="recovering lost actions"):
-            out[key] = value if error is None else Recovery(
-                path=jobs[key].path, file_name=Path(jobs[key].path).name,
-                error=f"recovery failed: {type(error).__name__}: {error}")
+            if error is None:
+                out[key] = value
+            else:
+                where = getattr(jobs[key], "path", None) or jobs[key].file_name or jobs[key].file_id
+                out[key] = Recovery(path=str(where), file_name=Path(str(where)).name,
+                                    error=f"recovery failed: {type(error).__name__}: {error}")
     return [r for r in out if r is not None]
 
 
@@ -536,8 +606,6 @@ def recovery_document(recoveries: list[Recovery], game_dirs: list[Path]) -> dict
 
 def recovered_mapping(recoveries: list[Recovery]) -> dict[str, Any]:
     """What ``recordings_from_tables`` takes (``--recovered-actions`` as loaded), for the files recovered."""
-    from pipeline.scoring.plays import RecoveredSteps
-
     keys = recovery_keys(recoveries)
     return {keys[id(r)]: RecoveredSteps(r.actions_json(), r.provenance()) for r in recoveries if r.ok}
 
@@ -556,3 +624,20 @@ def recover_lost_actions(paths: list[Path], game_dirs: list[Path], given: dict[s
     failed = [(Path(r.path), f"--recover-actions: {r.error}; its plays stay uncountable")
               for r in results if r.needed and not r.ok]
     return {**recovered_mapping(results), **given}, failed
+
+
+def recover_lost_stored_actions(steps: Any, plays: Any, files: dict, game_dirs: list[Path],
+                                given: dict[str, Any] | None = None, *, limits: RecoverLimits = RecoverLimits(),
+                                workers: int | None = None, scheduler: str | None = None, progress: Any = None
+                                ) -> tuple[dict[str, Any], list[tuple[Path, str]]]:
+    """``score --db --recover-actions``: `recover_lost_actions` for the database's recordings, from their stored
+    steps (keyed by file_id; actions given for a file's name, guid or file_id win)."""
+    given = dict(given or {})
+    jobs = [j for j in stored_jobs(steps, plays, files, game_dirs, limits)
+            if not {j.file_name, j.guid, j.file_id} & set(given)]
+    results = _run_jobs(recover_stored, jobs, workers=1 if workers is None else workers, scheduler=scheduler,
+                        progress=progress)
+    failed = [(Path(r.path), f"--recover-actions: {r.error}; its plays stay uncountable")
+              for r in results if not r.ok]
+    recovered = {r.file_id: RecoveredSteps(r.actions_json(), r.provenance()) for r in results if r.ok}
+    return {**recovered, **given}, failed
