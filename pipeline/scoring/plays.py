@@ -122,6 +122,7 @@ class RecordingInput:
     recovery_error: str | None = None  # why the recovered actions given for it were not used (rejected input)
     recovery: str | None = None  # recovered: where its actions come from (provenance, one line)
     recovered_clicks: dict[int, tuple[int, int]] = field(default_factory=dict)  # step index -> recovered click
+    recovered_fits: dict[int, dict] = field(default_factory=dict)  # step index -> n_fit, ambiguous, alternatives
 
     @property
     def label(self) -> str:
@@ -187,6 +188,9 @@ def _apply_recovered(rec: RecordingInput, records: list[StepRecord], given: Sequ
     live = live_step_indices(records)
     rec.recovered_clicks = {i: click for i, (_, click) in zip(live, actions, strict=True) if click is not None}
     rec.recovery = getattr(given, "provenance", None) or "recovered actions supplied with --recovered-actions"
+    rec.recovered_fits = {i: {k: a[k] for k in ("n_fit", "ambiguous", "alternatives") if k in a}
+                          for i, a in zip(live, given, strict=True)
+                          if isinstance(a, dict) and isinstance(a.get("n_fit"), int) and a["n_fit"] > 1}
     ids = [s.action_id for s in out]
     xs = [rec.recovered_clicks.get(i, (None, None))[0] for i in range(len(out))]
     ys = [rec.recovered_clicks.get(i, (None, None))[1] for i in range(len(out))]

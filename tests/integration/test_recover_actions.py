@@ -217,6 +217,7 @@ def test_view_recovers_in_line_and_says_so(blanked, tmp_path):
                        str(tmp_path / "v.html"))
     assert code == 0, output
     assert "replay: verified" in output and "actions recovered" in output
+    assert "step 0 (line 2): 2 actions fit; shown: ACTION6@(31,10), also: ACTION6@(31,31)" in output
     html = (tmp_path / "v.html").read_text()
     assert "recovered from frames by arcstudy recover-actions" in html
     code, output = cli("view", str(path), "--games", str(GAMES), "--out", str(tmp_path / "w.html"))

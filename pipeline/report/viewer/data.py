@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipeline.recordings.counting import Card, StepEffect
+from pipeline.recordings.counting import ACTION_NAMES, Card, StepEffect
 from pipeline.scoring.plays import (
     RecordingInput,
     read_recording_files,
@@ -202,6 +202,20 @@ def _source(label: str, kind: str, rec: RecordingInput, steps: pl.DataFrame, **f
                             "--recover-actions or --recovered-actions)")
     elif rec.recovered:
         source.notes.append(f"actions recovered (every action id was recorded as 0): {rec.recovery}")
+        lines = rec.steps["line_number"].to_list()
+        names = rec.steps["action_id"].to_list()
+        fits = sorted(rec.recovered_fits.items())
+        ambiguous = [(i, f) for i, f in fits if f.get("ambiguous")]
+        for i, f in (ambiguous or fits)[:5]:
+            also = ", ".join(f.get("alternatives") or [])
+            source.notes.append(f"step {i} (line {lines[i]}): {f['n_fit']} actions fit"
+                                + (" (ambiguous: of different kinds)" if f.get("ambiguous") else "")
+                                + f"; shown: {ACTION_NAMES[names[i]]}"
+                                + (f"@{rec.recovered_clicks[i]}".replace(" ", "") if i in rec.recovered_clicks else "")
+                                + (f", also: {also}" if also else ""))
+        if len(ambiguous or fits) > 5:
+            source.notes.append(f"... {len(ambiguous or fits) - 5} more steps where "
+                                + ("actions of different kinds fit" if ambiguous else "several actions fit"))
     return source
 
 
