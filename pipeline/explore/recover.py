@@ -110,7 +110,7 @@ class Target:
     step_index: int  # the file's step index (core_arc3__steps.step_index)
     line: int
     expected: dict[str, Any]
-    n_frames: int
+    n_frames: int | None  # None: this line recorded no frames (only its fields are compared)
     pixels: bytes | None  # the frames' bytes, (n, 64, 64) uint8, when the file was read with pixels
     hashes: tuple[str, ...] | None  # sha256 per frame (pipeline.recordings.frames.frame_hashes)
 
@@ -217,7 +217,7 @@ def targets_of(parsed: ParsedRecording) -> list[Target]:
         pixels = None
         if ln.frames is not None:
             pixels = np.ascontiguousarray(ln.frames, dtype=np.uint8).tobytes()
-        out.append(Target(index, ln.number, expected, int(ln.n_frames or 0), pixels,
+        out.append(Target(index, ln.number, expected, ln.n_frames, pixels,
                           tuple(ln.hashes) if ln.hashes is not None else None))
     return out
 
@@ -238,6 +238,8 @@ def _mismatch(response: Any, target: Target) -> str | None:
     for name, want in target.expected.items():
         if _observed(response, name) != want:
             return name
+    if target.n_frames is None:
+        return None
     frames = response.frame or []
     if len(frames) != target.n_frames:
         return "frame_count"
@@ -303,7 +305,7 @@ def _expand(env: GameEnv, target: Target, limits: RecoverLimits, tally: _Tally, 
     base = env.snapshot()
     clicks = 6 in env.available_actions
     fits: list[tuple[tuple[int, int | None, int | None], Any]] = []
-    keep = min(limits.max_branches, room + 1)
+    keep = max(1, min(limits.max_branches, room + 1))
     for rule in ("objects", "cells"):
         if rule == "cells":
             if fits or not clicks:
