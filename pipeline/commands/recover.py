@@ -30,7 +30,7 @@ def recover_actions_command(
                                                      "official environment_files (repeatable); without it, the "
                                                      "games shipped with arcstudy.", exists=True, file_okay=False,
                                                      show_default=False)] = None,
-    max_tries: MaxTriesOption = 50_000,
+    max_tries: MaxTriesOption = 20_000,
     max_seconds: MaxSecondsOption = 600.0,
     workers: WorkersOption = None,
     scheduler: SchedulerOption = None,

@@ -76,7 +76,7 @@ class RecoverLimits:
 
     max_branches: int = 8  # fitting candidates kept per step (the first followed, the others for backtracking)
     max_pending: int = 2_000  # fits held for backtracking, in all (snapshots: memory)
-    max_backtrack_tries: int = 50_000  # candidate actions tried again on steps already visited, in all
+    max_backtrack_tries: int = 20_000  # candidate actions tried again on steps already visited, in all
     max_seconds: float = 600.0
 
 

@@ -24,7 +24,8 @@ from pipeline.scoring.plays import RecordingReadError, load_recovered_actions
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 FIXTURES = SHARED / "samples" / "arc-agi-3" / "fixtures"
 GAMES = SHARED / "conformance" / "environment_files"
-WITH_FRAMES = ["tf62_scripted-win.frames.jsonl", "ck17_scripted-lose.frames.jsonl", "pl39_scripted-lose.frames.jsonl"]
+WITH_FRAMES = ["tf62_scripted-win.frames.jsonl", "ck17_scripted-lose.frames.jsonl", "pl39_scripted-lose.frames.jsonl",
+               "ly28_scripted-lose.frames.jsonl"]
 SLUG = "scorecard__arc-agi-3_2026-04.json"
 T0 = datetime(2026, 4, 1, tzinfo=UTC)
 
@@ -89,7 +90,8 @@ def test_blanked_toolkit_recordings_recover_and_score_exactly_like_the_originals
         # every recorded action is the one found or among the alternatives listed (all fit equally)
         for step, (aid, _, _) in zip(steps, original_actions(name), strict=True):
             fitting = {step["action"]} | {alt.split("@")[0] for alt in step.get("alternatives", [])}
-            assert aid in fitting, (name, step, aid)
+            if step["n_fit"] <= 1 + len(step.get("alternatives", [])):  # every fit listed
+                assert aid in fitting, (name, step, aid)
         assert doc["$recovery"]["files"][path.name]["provenance"].startswith("recovered from frames by arcstudy")
 
     scored = {}
@@ -135,10 +137,12 @@ def test_clicks_come_back_with_every_region_that_fits(blanked):
     assert all(recorded[found.steps.index(s)][0] == "ACTION6" for s in clicks)
 
 
-def test_an_ambiguous_step_names_actions_of_different_kinds(tmp_path):
-    path = agents_recording(tmp_path, toolkit_lines("ly28_scripted-lose.frames.jsonl"))
-    found = recover(path)
+def test_an_ambiguous_step_names_actions_of_different_kinds(blanked):
+    found = recover(blanked["ly28_scripted-lose.frames.jsonl"])
     assert found.ok, found.error
+    # ly28: a fit whose hidden state a later frame contradicts was followed first, then left (and the whole
+    # recording verifies: test_blanked_toolkit_recordings_recover_and_score_exactly_like_the_originals)
+    assert found.n_backtracks >= 1
     ambiguous = [s for s in found.steps if s.ambiguous]
     assert ambiguous
     for s in ambiguous:
@@ -186,12 +190,12 @@ def test_a_frame_no_action_can_produce_ends_at_its_step(tmp_path):
 def test_thousands_of_identical_frames_end_within_the_search_bounds(tmp_path):
     lines = toolkit_lines("tf62_scripted-win.frames.jsonl")
     start = lines[0]["data"]
-    hostile = [lines[0]] + [{"data": {**start, "full_reset": False}} for _ in range(600)] + [lines[9]]
+    hostile = [lines[0]] + [{"data": {**start, "full_reset": False}} for _ in range(300)] + [lines[9]]
     path = agents_recording(tmp_path, hostile, tag="hostile")
     code, output = cli("recover-actions", str(path), "--games", str(GAMES), "--out", str(tmp_path / "h.json"),
                        "--max-backtrack-tries", "300")
     assert code == 3
-    assert f"{path.name}: not recoverable at step 600 (line " in output
+    assert f"{path.name}: not recoverable at step 300 (line " in output
     assert "search budget exhausted" in output or "no candidate action reproduces it" in output
 
 
