@@ -52,6 +52,7 @@ def recover_actions_command(
     (no frames, no loadable game, or no action sequence reproduces it).
     """
     from engine.loader import default_environments_dir
+    from pipeline.core.game_code import announce
     from pipeline.core.manifest import RunManifest
     from pipeline.core.special_files import not_regular_file
     from pipeline.explore.recover import RecoverLimits, recover_files, recovery_document
@@ -69,6 +70,7 @@ def recover_actions_command(
     game_dirs = list(games) if games else [default_environments_dir()]
     if not games:
         out.info(f"no --games given: using the games shipped with arcstudy ({game_dirs[0]})")
+    announce(game_dirs)  # the games' code runs (in the sandbox)
     limits = RecoverLimits(max_backtrack_tries=max_tries, max_seconds=max_seconds)
     manifest = RunManifest(command=command_line(ctx), config={
         "recordings": [str(p) for p in recordings], "games": [str(g) for g in game_dirs], "out": str(out_file),

@@ -187,9 +187,12 @@ class Recovery:
             return f"{self.file_name}: nothing to recover (its action ids are not lost)"
         if not self.ok:
             return f"{self.file_name}: {self.error}"
-        return (f"{self.file_name}: recovered {self.n_steps} actions ({self.n_with_alternatives} steps with "
-                f"alternatives, {self.n_ambiguous} ambiguous; {self.n_nodes} steps searched, {self.n_backtracks} "
-                f"backtracks, {self.seconds:.1f} s)")
+        def n(count: int, what: str) -> str:
+            return f"{count} {what}{'' if count == 1 else 's'}"
+
+        return (f"{self.file_name}: recovered {n(self.n_steps, 'action')} ({n(self.n_with_alternatives, 'step')} "
+                f"with alternatives, {self.n_ambiguous} ambiguous; {n(self.n_nodes, 'step')} searched, "
+                f"{n(self.n_backtracks, 'backtrack')}, {self.seconds:.1f} s)")
 
 
 def _label(action_id: int, x: int | None, y: int | None) -> str:

@@ -187,7 +187,7 @@ def test_a_frame_no_action_can_produce_ends_at_its_step(tmp_path):
     assert found.failed_step == 5
 
 
-def test_thousands_of_identical_frames_end_within_the_search_bounds(tmp_path):
+def test_a_long_run_of_identical_frames_ends_within_the_search_bounds(tmp_path):
     lines = toolkit_lines("tf62_scripted-win.frames.jsonl")
     start = lines[0]["data"]
     hostile = [lines[0]] + [{"data": {**start, "full_reset": False}} for _ in range(300)] + [lines[9]]
