@@ -4,8 +4,9 @@
 1. Uses a demo study (`--data`, default data/demo; `arcstudy simulate --out DIR` writes one) and scores each agent
    folder under `arc3/agents/` the way `arcstudy demo` does (`score DIR --policy all --games games --no-figures`,
    one worker), each into a fresh database.
-2. Runs every folder both ways, alternating, `--rounds` times, and prints per way the wall clock and the CPU time
-   of this process plus its children (the sandboxes), and checks the scorecards are byte-identical.
+2. Runs every folder both ways (one `arcstudy score` process per folder), alternating, `--rounds` times, and
+   prints per way the wall clock and the CPU time of the score processes and their children (the sandboxes), and
+   checks the scorecards are byte-identical.
 
 The last line is the headline: the sandboxed run's wall-clock and CPU cost relative to the in-process run. No
 assertion on time (machines here are shared and noisy):
@@ -16,17 +17,17 @@ assertion on time (machines here are shared and noisy):
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 from pipeline.cli import app
-from pipeline.core import game_code, sandbox
+from pipeline.core import game_code
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -39,31 +40,35 @@ def _in_process(fn, arg, *, key=None, source=None, writable=(), limits=None):
     return value
 
 
-def _cpu() -> float:
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+def cli_without_sandbox() -> None:
+    """`arcstudy` with the games' code run in its own process: the baseline (`python -c` entry below)."""
+    game_code.run_game_code = _in_process
+    app(prog_name="arcstudy")
+
+
+def _cpu_children() -> float:
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # the score processes and, reaped by them, their sandboxes
+    return kids.ru_utime + kids.ru_stime
 
 
 def score_all(agent_dirs: list[Path], work: Path, sandboxed: bool) -> tuple[float, float, dict[str, bytes]]:
-    runner = CliRunner()
-    original = game_code.run_game_code
-    if not sandboxed:
-        game_code.run_game_code = _in_process
+    """Each agent folder scored by its own `arcstudy score` process, as `arcstudy demo` does."""
+    entry = (["-m", "pipeline.cli"] if sandboxed else
+             ["-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); sys.argv[0] = 'arcstudy'; "
+                    "import sandbox_cost; sandbox_cost.cli_without_sandbox()"])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     cards: dict[str, bytes] = {}
-    wall0, cpu0 = time.perf_counter(), _cpu()
-    try:
-        for agent_dir in agent_dirs:
-            out = work / agent_dir.name
-            result = runner.invoke(app, ["--plain", "score", str(agent_dir), "--policy", "all", "--games",
-                                         str(REPO / "games"), "--db", str(work / f"{agent_dir.name}.duckdb"),
-                                         "--out", str(out), "--no-figures", "--workers", "1"])
-            if result.exit_code not in (0, 3):
-                sys.exit(f"score {agent_dir} failed ({result.exit_code}): {result.output[-2000:]}")
-            cards.update({f"{agent_dir.name}/{p.name}": p.read_bytes() for p in sorted(out.glob("scorecard__*.json"))})
-        sandbox.close_all()  # the children's CPU is counted once they are reaped
-    finally:
-        game_code.run_game_code = original
-    return time.perf_counter() - wall0, _cpu() - cpu0, cards
+    wall0, cpu0 = time.perf_counter(), _cpu_children()
+    for agent_dir in agent_dirs:
+        out = work / agent_dir.name
+        done = subprocess.run([sys.executable, *entry, "--plain", "score", str(agent_dir), "--policy", "all",
+                               "--games", str(REPO / "games"), "--db", str(work / f"{agent_dir.name}.duckdb"), "--out",
+                               str(out), "--no-figures", "--workers", "1"], capture_output=True, text=True, env=env,
+                              check=False)
+        if done.returncode not in (0, 3):
+            sys.exit(f"score {agent_dir} failed ({done.returncode}): {(done.stdout + done.stderr)[-2000:]}")
+        cards.update({f"{agent_dir.name}/{p.name}": p.read_bytes() for p in sorted(out.glob("scorecard__*.json"))})
+    return time.perf_counter() - wall0, _cpu_children() - cpu0, cards
 
 
 def main() -> None:
@@ -75,10 +80,6 @@ def main() -> None:
     if not agents.is_dir():
         sys.exit(f"no demo study at {args.data}: run `arcstudy simulate --out {args.data} --no-harc` first")
     agent_dirs = sorted(p for p in agents.iterdir() if p.is_dir())
-    # the modules that score imports from the sandbox must be imported here too, as in a real run
-    import pipeline.recordings.playback  # noqa: F401
-    import pipeline.scoring.verify  # noqa: F401
-
     totals = {True: [0.0, 0.0], False: [0.0, 0.0]}
     reference: dict[str, bytes] | None = None
     for round_ in range(args.rounds):

@@ -351,8 +351,7 @@ class Sandbox:
             remaining = end - time.monotonic()
             if remaining <= 0:
                 raise self._timeout(why)
-            _r, writable, _x = select.select([], [fd], [], remaining)
-            if not writable:
+            if not _ready(fd, select.POLLOUT, remaining):
                 continue
             try:
                 view = view[os.write(fd, view[: 1 << 16]):]
@@ -368,8 +367,7 @@ class Sandbox:
             remaining = end - time.monotonic()
             if remaining <= 0:
                 raise self._timeout(why)
-            readable, _w, _x = select.select([fd], [], [], remaining)
-            if not readable:
+            if not _ready(fd, select.POLLIN, remaining):
                 continue
             chunk = os.read(fd, min(n, 1 << 20))
             if not chunk:
@@ -471,6 +469,13 @@ class Sandbox:
             self._close_child()
         except Exception:  # noqa: BLE001, S110 - interpreter shutdown
             pass
+
+
+def _ready(fd: int, event: int, timeout_s: float) -> bool:
+    """Whether `fd` is ready for `event` (or hung up / in error) within `timeout_s` (poll: any fd number)."""
+    poller = select.poll()
+    poller.register(fd, event)
+    return bool(poller.poll(max(0, int(timeout_s * 1000) + 1)))
 
 
 def _one_line(text: str, limit: int = 400) -> str:
