@@ -462,7 +462,13 @@ NO_FRAMES = ("cannot recover: the recording has no frames (recorded without them
 
 def _search(out: Recovery, targets: list[Target], game_dirs: list[Path], only_reset_levels: bool,
             limits: RecoverLimits) -> Recovery:
-    from pipeline.core.game_code import SandboxFailure, describe_failure, portable_info, run_game_code
+    from pipeline.core.game_code import (
+        SandboxFailure,
+        describe_failure,
+        game_key,
+        portable_info,
+        run_game_code,
+    )
 
     started = time.monotonic()
     out.n_steps = len(targets)
@@ -475,7 +481,7 @@ def _search(out: Recovery, targets: list[Target], game_dirs: list[Path], only_re
     label = f"game {info.game_id}" + (f" ({info.source})" if info.source else "")
     try:
         result = run_game_code(_search_in_game, (portable_info(info), only_reset_levels, targets, limits),
-                               key=info.game_id, source=info.source)
+                               key=game_key(info), source=info.source)
     except SandboxFailure as err:
         out.error = f"cannot recover: {describe_failure(err, label)}"
         return out
