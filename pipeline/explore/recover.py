@@ -127,6 +127,7 @@ class StepFound:
     n_fit: int = 1
     ambiguous: bool = False
     alternatives: tuple[str, ...] = ()
+    full_reset: bool | None = None  # a RESET: whether the engine made it a full reset (REST lines always say no)
 
     @property
     def label(self) -> str:
@@ -136,6 +137,8 @@ class StepFound:
         out: dict[str, Any] = {"action": ACTION_NAMES[self.action_id]}
         if self.x is not None:
             out["x"], out["y"] = self.x, self.y
+        if self.full_reset is not None:
+            out["full_reset"] = self.full_reset
         out["n_fit"] = self.n_fit
         if self.ambiguous:
             out["ambiguous"] = True
@@ -206,16 +209,18 @@ def _is_echo(ln: Any) -> bool:
 
 
 def targets_of(parsed: ParsedRecording) -> list[Target]:
-    """The steps to recover (every frame line but post-terminal echoes), with what each recorded. The human
-    dataset's REST lines always say ``full_reset: false``: that field is not compared for them."""
+    """The steps to recover (every frame line but post-terminal echoes), with what each recorded. Lines made
+    through the REST API always say ``full_reset: false`` (the server does not pass it on, formats.md A.3): the
+    field is compared only in files where some line says ``true`` (and never for the human dataset)."""
     out = []
+    full_resets_written = any(ln.full_reset for ln in parsed.steps)
     for index, ln in enumerate(parsed.steps):
         if _is_echo(ln):
             continue
         expected = {k: ln.data[k] for k in FIELDS if k in ln.data}
         if "levels_completed" not in expected and ln.levels_completed is not None:
             expected["levels_completed"] = ln.levels_completed
-        if parsed.is_only_reset_levels:
+        if parsed.is_only_reset_levels or not full_resets_written:
             expected.pop("full_reset", None)
         pixels = None
         if ln.frames is not None:
@@ -307,7 +312,7 @@ def _expand(env: GameEnv, target: Target, limits: RecoverLimits, tally: _Tally, 
     branch it follows. State keys are not computed here: only a backtrack needs them (``_key``)."""
     base = env.snapshot()
     clicks = 6 in env.available_actions
-    fits: list[tuple[tuple[int, int | None, int | None], Any]] = []
+    fits: list[tuple[tuple[int, int | None, int | None], Any, bool | None]] = []
     keep = max(1, min(limits.max_branches, room + 1))
     for rule in ("objects", "cells"):
         if rule == "cells":
@@ -330,13 +335,14 @@ def _expand(env: GameEnv, target: Target, limits: RecoverLimits, tally: _Tally, 
                 tally.add(why)
                 continue
             # kept with the global RNGs, which some games draw from; fits past `keep` are only counted
-            fits.append(((aid, x, y), env.snapshot() if len(fits) < keep else None))
-    kinds = {aid for (aid, _, _), _ in fits}
-    labels = [_label(*cand) for cand, _ in fits]
+            fits.append(((aid, x, y), env.snapshot() if len(fits) < keep else None,
+                         bool(response.full_reset) if aid == 0 else None))
+    kinds = {aid for (aid, _, _), _, _ in fits}
+    labels = [_label(*cand) for cand, _, _ in fits]
     return [_Branch(StepFound(target.step_index, target.line, aid, x, y, n_fit=len(fits), ambiguous=len(kinds) > 1,
                               alternatives=tuple(lab for k, lab in enumerate(labels)
-                                                 if k != j)[:MAX_ALTERNATIVES_LISTED]), snap, None)
-            for j, ((aid, x, y), snap) in enumerate(fits) if snap is not None]
+                                                 if k != j)[:MAX_ALTERNATIVES_LISTED], full_reset=full), snap, None)
+            for j, ((aid, x, y), snap, full) in enumerate(fits) if snap is not None]
 
 
 def _key(env: GameEnv, branch: _Branch) -> str:
@@ -520,6 +526,7 @@ def stored_jobs(steps: Any, plays: Any, files: dict, game_dirs: list[Path], limi
         pl.col("game_id").first(), pl.col("guid").first(), pl.col("is_only_reset_levels").first())
     for fid, game_id, guid, only_reset in lost.sort("file_id").iter_rows():
         rows = steps.filter(pl.col("file_id") == fid).sort("line_number")
+        compare_full_reset = not only_reset and bool(rows["is_full_reset"].fill_null(False).any())
         targets = []
         for i, r in enumerate(rows.iter_rows(named=True)):
             if r["n_frames"] == 0 or (r["n_frames"] is None and r["win_levels"] == 0):
@@ -527,7 +534,7 @@ def stored_jobs(steps: Any, plays: Any, files: dict, game_dirs: list[Path], limi
             expected = {"state": r["state"], "levels_completed": r["levels_completed"]}
             for name, column in (("win_levels", "win_levels"), ("full_reset", "is_full_reset"),
                                  ("available_actions", "available_actions")):
-                if r[column] is not None and not (name == "full_reset" and only_reset):
+                if r[column] is not None and (name != "full_reset" or compare_full_reset):
                     expected[name] = list(r[column]) if name == "available_actions" else r[column]
             hashes = r["frame_sha256s"]
             if hashes is None:

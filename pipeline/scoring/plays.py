@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ import polars as pl
 from pipeline.core.special_files import not_regular_file
 from pipeline.core.textfiles import read_text_document
 from pipeline.recordings.counting import (
+    RESET,
     Card,
     CardPlay,
     StepEffect,
@@ -123,6 +124,7 @@ class RecordingInput:
     recovery: str | None = None  # recovered: where its actions come from (provenance, one line)
     recovered_clicks: dict[int, tuple[int, int]] = field(default_factory=dict)  # step index -> recovered click
     recovered_fits: dict[int, dict] = field(default_factory=dict)  # step index -> n_fit, ambiguous, alternatives
+    recovered_full_resets: dict[int, bool] = field(default_factory=dict)  # step index -> a recovered RESET's kind
 
     @property
     def label(self) -> str:
@@ -191,6 +193,11 @@ def _apply_recovered(rec: RecordingInput, records: list[StepRecord], given: Sequ
     rec.recovered_fits = {i: {k: a[k] for k in ("n_fit", "ambiguous", "alternatives") if k in a}
                           for i, a in zip(live, given, strict=True)
                           if isinstance(a, dict) and isinstance(a.get("n_fit"), int) and a["n_fit"] > 1}
+    # a recovered RESET's kind as the engine decided it (lines made through the REST API always say false)
+    rec.recovered_full_resets = {i: a["full_reset"] for i, a in zip(live, given, strict=True) if isinstance(a, dict)
+                                 and isinstance(a.get("full_reset"), bool) and out[i].action_id == RESET}
+    for i, full in rec.recovered_full_resets.items():
+        out[i] = replace(out[i], full_reset=full)
     ids = [s.action_id for s in out]
     xs = [rec.recovered_clicks.get(i, (None, None))[0] for i in range(len(out))]
     ys = [rec.recovered_clicks.get(i, (None, None))[1] for i in range(len(out))]

@@ -155,9 +155,12 @@ def steps_from_file(rec: RecordingInput) -> list[ReplayStep]:
         data = dict(payload) if isinstance(payload, dict) else {}
         if i in rec.recovered_clicks:  # a recovered click: the line holds the recorder's empty default
             data = {"x": rec.recovered_clicks[i][0], "y": rec.recovered_clicks[i][1]}
+        expected = {k: ln.data[k] for k in FIELDS if k in ln.data}
+        if i in rec.recovered_full_resets:  # a recovered RESET: its kind as found (REST lines always say false)
+            expected["full_reset"] = rec.recovered_full_resets[i]
         out.append(ReplayStep(
             line=ln.number, action_id=record.action_id, action_data=data,
-            reasoning=action_input.get("reasoning"), expected={k: ln.data[k] for k in FIELDS if k in ln.data},
+            reasoning=action_input.get("reasoning"), expected=expected,
             n_frames=ln.n_frames, frame_hashes=ln.hashes, pixels=ln.frames))
     return out
 
@@ -174,6 +177,8 @@ def steps_from_table(rec: RecordingInput) -> list[ReplayStep]:
                              ("available_actions", "available_actions")):
             if cols[column][i] is not None:
                 expected[name] = cols[column][i]
+        if i in rec.recovered_full_resets:  # a recovered RESET: its kind as found (REST lines always say false)
+            expected["full_reset"] = rec.recovered_full_resets[i]
         click = {}
         if i in rec.recovered_clicks:
             click = {"x": rec.recovered_clicks[i][0], "y": rec.recovered_clicks[i][1]}

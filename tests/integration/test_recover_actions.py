@@ -256,3 +256,30 @@ def test_database_plays_recover_from_their_stored_frame_hashes(blanked, tmp_path
     checks = [c for c in cards["db"]["verification"]["replay_checks"] if c["game_id"] in by_game["files"]]
     recovered = [c for c in checks if c.get("recovered")]
     assert recovered and all(c["status"] == "verified" for c in recovered)
+
+
+def test_a_recording_made_through_the_rest_api_gets_its_full_resets_from_the_engine(tmp_path):
+    """Lines made through the REST API always say `full_reset: false`: the recovered RESETs take the engine's
+    kind (full or level reset), so the plays split and count as in the original."""
+    # the file without its last line: a RESET right after a full reset, which a no-op action at the level's start
+    # reproduces as well once full_reset says nothing (test_an_ambiguous_step_... : marked ambiguous)
+    lines = toolkit_lines("tf62_scripted-win.frames.jsonl")[:-1]
+    original = tmp_path / "tf62-original.jsonl"
+    original.write_text("".join(json.dumps(ln) + "\n" for ln in lines))
+    assert sum(ln["data"]["full_reset"] for ln in lines[1:]) >= 2  # full resets after frame 0: several plays
+    rest = json.loads(json.dumps(lines))
+    for ln in rest:
+        ln["data"]["full_reset"] = False
+    path = agents_recording(tmp_path, rest, tag="rest")
+    found = recover(path)
+    assert found.ok, found.error
+    assert [s.full_reset for s in found.steps if s.action_id == 0] == \
+        [ln["data"]["full_reset"] for ln in lines[1:] if ln["data"]["action_input"]["id"] == "RESET"]
+    cards = {}
+    for label, inputs, extra in (("original", [original], []), ("rest", [path], ["--recover-actions"])):
+        code, output = cli("score", *map(str, inputs), "--games", str(GAMES), *extra, "--db",
+                           str(tmp_path / f"{label}.duckdb"), "--out", str(tmp_path / label), "--no-figures")
+        assert code == 0, output
+        cards[label] = {k: v for k, v in json.loads((tmp_path / label / SLUG).read_text()).items()
+                        if k != "verification"}
+    assert cards["rest"] == cards["original"]
