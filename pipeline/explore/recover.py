@@ -23,9 +23,10 @@ The search (`recover_steps`):
   left. Only then are state keys computed (``GameEnv.state_hash``: the cheap comparisons above decide every
   step of a search that never backtracks): the branch that failed is marked dead at its step, and a waiting
   fit that leaves the same state as a dead one is skipped, so one state is never searched twice from a step.
-- It is bounded: at most ``max_branches`` fits kept per step, ``max_pending`` held overall, and beyond the
-  first visit of every step (one try per candidate: the work any recovery needs) at most
-  ``max_backtrack_tries`` candidates tried again while backtracking, and ``max_seconds``. A recording
+- It is bounded: at most ``max_branches`` fits kept per step, for the last ``window`` steps only, and
+  ``max_pending`` held overall; beyond the first visit of every step (one try per candidate: the work any
+  recovery needs) at most ``max_backtrack_tries`` candidates tried again while backtracking; ``max_seconds``.
+  A recording
   that cannot be recovered ends with "not recoverable at step N (line L): why" -- the deepest step reached
   -- in bounded time, whatever it holds (thousands of identical frames, a frame no action can produce).
 
@@ -76,6 +77,7 @@ class RecoverLimits:
 
     max_branches: int = 8  # fitting candidates kept per step (the first followed, the others for backtracking)
     max_pending: int = 2_000  # fits held for backtracking, in all (snapshots: memory)
+    window: int = 128  # how many steps back a backtrack may go (older fits are let go: a hidden state shows soon)
     max_backtrack_tries: int = 20_000  # candidate actions tried again on steps already visited, in all
     max_seconds: float = 600.0
 
@@ -404,6 +406,10 @@ def recover_steps(env: GameEnv, targets: list[Target], limits: RecoverLimits = R
             env.restore(first.snapshot)
             path.append(first)
             pending.append(rest)
+            old = depth - limits.window
+            if old >= 0 and pending[old]:  # out of the window: let its fits go (memory, and a bounded search)
+                held -= len(pending[old])
+                pending[old] = []
             continue
         if depth >= deepest:
             deepest, deepest_why = depth, tally.describe()
