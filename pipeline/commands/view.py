@@ -67,8 +67,8 @@ def view_command(
     game_version: GameVersionOption = None,
     recover_actions: Annotated[bool, typer.Option("--recover-actions", help="A recording whose action ids were "
                                                   "lost (action_ids_lost): recover its actions from its frames "
-                                                  "first, as `arcstudy score --recover-actions` does (needs "
-                                                  "--games or the shipped games).")] = False,
+                                                  "first, as `arcstudy score --recover-actions` does (a database "
+                                                  "play: from its stored frame hashes).")] = False,
 ) -> None:
     """Write a self-contained HTML replay viewer for one recording (play/pause, step, speed, jump to level,
     timeline; action, click, level, state, actions per level against the baseline; replay verification with

@@ -256,6 +256,11 @@ def test_database_plays_recover_from_their_stored_frame_hashes(blanked, tmp_path
     checks = [c for c in cards["db"]["verification"]["replay_checks"] if c["game_id"] in by_game["files"]]
     recovered = [c for c in checks if c.get("recovered")]
     assert recovered and all(c["status"] == "verified" for c in recovered)
+    # the viewer recovers a database play the same way
+    code, output = cli("view", recovered[0]["play_id"], "--db", str(db), "--games", str(GAMES), "--recover-actions",
+                       "--out", str(tmp_path / "db.html"))
+    assert code == 0, output
+    assert "replay: verified" in output and "actions recovered" in output
 
 
 def test_a_recording_made_through_the_rest_api_gets_its_full_resets_from_the_engine(tmp_path):

@@ -233,9 +233,11 @@ def _resolve_frames_file(name: str, db_path: Path) -> Path | None:
 
 
 def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path | str] | None = None,
-                         game_version: str | None = None) -> ViewerSource:
+                         game_version: str | None = None, *, recover_actions: bool = False) -> ViewerSource:
     """A play guid or play_id found in `core_arc3__plays`; the whole recording file is loaded (a play_id
-    only sets the step the page opens at). Frames come from the --keep-frames Parquet when present."""
+    only sets the step the page opens at). Frames come from the --keep-frames Parquet when present.
+    ``recover_actions``: lost action ids are searched for from the stored frame hashes first, as
+    `score --db --recover-actions` does."""
     from pipeline.core.manifest import sha256_file
     from pipeline.core.workspace import Workspace, WorkspaceError
 
@@ -256,13 +258,22 @@ def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path
             steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id = ? ORDER BY line_number", [file_id])
     except WorkspaceError as err:
         raise ViewerError(str(err)) from err
-    steps, recordings = _replay_scripts(steps, plays, {file_id: (file_name, None)}, key, game_dirs, game_version)
+    recovered, failed = None, []
+    if recover_actions and plays["is_action_ids_lost"].any():
+        from pipeline.explore.recover import recover_lost_stored_actions
+
+        dirs = game_dirs_for(None) if game_dirs is None else [Path(g) for g in game_dirs]
+        recovered, failed = recover_lost_stored_actions(steps, plays, {file_id: (file_name, None)}, dirs)
+    steps, recordings = _replay_scripts(steps, plays, {file_id: (file_name, None)}, key, game_dirs, game_version,
+                                        recovered)
     if not recordings:
         raise ViewerError(f"play {key!r}: no steps in core_arc3__steps for file {file_id}")
     rec = _only(recordings, key)
     source = _source(key, "database", rec, steps,
                      inputs={f"db:{db_path}#core_arc3__steps[file_id={file_id}]": _rows_digest(steps)})
     source.initial_step = _first_step_of_play(source, steps, key)
+    source.notes.extend(reason for _, reason in failed)
+    source.rejected.extend(reason for _, reason in failed)
     _script_note(source)
     n_files = found["file_id"].n_unique()
     if n_files > 1:

@@ -38,7 +38,6 @@ from .data import (
     Verification,
     ViewerError,
     ViewerSource,
-    ViewerUsageError,
     find_baseline,
     game_dirs_for,
     is_file_target,
@@ -354,11 +353,8 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
     game_dirs = game_dirs_for(games)  # also where a playback script's game is found, to replay it
     if is_file_target(path):
         source = load_recording_source(path, game_dirs, game_version, recover_actions=recover_actions)
-    elif recover_actions:
-        raise ViewerUsageError("--recover-actions recovers a recording file given as TARGET; for a database play, "
-                               "view its recording file")
     elif db is not None and Path(db).exists():
-        source = load_database_source(db, str(target), game_dirs, game_version)
+        source = load_database_source(db, str(target), game_dirs, game_version, recover_actions=recover_actions)
     elif db is not None:
         raise ViewerError(f"{target} is not a file, and database {db} does not exist")
     else:
