@@ -14,10 +14,10 @@ The search (`recover_steps`):
 - At each step it tries the candidate actions: the game's ``available_actions`` at that point (those of the
   previous frame, once the path so far matches), RESET, and for ACTION6 one click per click region of the
   explorer's ``objects`` partition (`pipeline.explore.graph`); when no candidate fits, the ``cells`` partition
-  (one click per grid cell) is tried before giving up on the step. A candidate *fits* when the engine's answer
-  reproduces the recorded line: the cheap fields first (state, levels_completed, win_levels, full_reset,
-  available_actions, number of frames), then the frames byte for byte (or by sha256 when only hashes are
-  known), last frame first.
+  (one click per grid cell), then every display pixel, are tried before giving up on the step. A candidate
+  *fits* when the engine's answer reproduces the recorded line: the cheap fields first (state,
+  levels_completed, win_levels, full_reset, available_actions, number of frames), then the frames byte for
+  byte (or by sha256 when only hashes are known), last frame first.
 - Candidates that fit but leave different hidden states are branches. The search goes on depth first along
   the first fit and keeps the others; when no candidate fits a step, it backtracks to the most recent branch
   left. Only then are state keys computed (``GameEnv.state_hash``: the cheap comparisons above decide every
@@ -316,8 +316,8 @@ def _expand(env: GameEnv, target: Target, limits: RecoverLimits, tally: _Tally, 
     clicks = 6 in env.available_actions
     fits: list[tuple[tuple[int, int | None, int | None], Any, bool | None]] = []
     keep = max(1, min(limits.max_branches, room + 1))
-    for rule in ("objects", "cells"):
-        if rule == "cells":
+    for rule in ("objects", "cells", "pixels"):
+        if rule != "objects":
             if fits or not clicks:
                 break
             env.restore(base, reuse_render_caches=True)
