@@ -43,7 +43,9 @@ def recover_actions_command(
     candidates that fit but leave different hidden states are kept as branches, a branch a later frame
     contradicts is dropped, and the search backtracks when every branch dies, within bounds
     (--max-backtrack-tries, --max-seconds). Each step records the action found, how many fitted, the others
-    that fitted, and `ambiguous` when actions of different kinds fitted (the action count is the same).
+    that fitted, and `ambiguous` when actions of different kinds fitted (the action count does not depend on
+    which, save a RESET against a no-op at a level's start in files made through the REST API, whose lines never
+    say full_reset).
 
     Reads: the recordings (with frames) and the game files of --games. Writes: --out, a JSON object mapping each
     recovered recording's file name to its actions, plus `$recovery` (provenance, and the recordings that could
