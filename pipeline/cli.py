@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "build": ("build", "build_command"),
     "baselines": ("build", "baselines_command"),
     "score": ("score", "score_command"),
+    "recover-actions": ("recover", "recover_actions_command"),
     "replay-harc": ("harc", "replay_harc_command"),
     "harc-analyses": ("harc", "harc_analyses_command"),
     "harc-graph": ("harc", "harc_graph_command"),

@@ -55,6 +55,13 @@ FIELDS: list[Field] = [
     Field("is_score_excluded", pl.Boolean, "the play is reported but left out of the scorecard (divergent "
           "without --trust-recordings, or its actions are unknown)"),
     Field("exclusion_reason", pl.String, "why the play is left out of the scorecard", nullable=True),
+    Field("is_recovered", pl.Boolean, "the play's action ids were lost (the agents recorder's action_ids_lost "
+          "defect) and recovered: searched for from its frames (`--recover-actions`, `arcstudy recover-actions`) "
+          "or supplied (`--recovered-actions`); replay-verified like any other play. Null in rows written before "
+          "this column existed", nullable=True),
+    Field("recovery_provenance", pl.String, "for a recovered play, where its actions come from, e.g. `recovered "
+          "from frames by arcstudy recover-actions on <game_id> (game source sha256 ...): N steps, k with "
+          "alternatives, j ambiguous`", nullable=True),
     # --- run and level scores ----------------------------------------------------------------------
     Field("cutoff_level", pl.Int64, "policies with a per-level action cutoff: the first completed level whose "
           "actions exceed ceil(5 x baseline); it and every later level score 0", nullable=True, ge=1),

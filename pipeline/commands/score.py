@@ -84,6 +84,11 @@ def score_command(
                                                            "recording's file name, guid or file_id to its real "
                                                            "actions, for recordings whose action ids were lost.",
                                                            exists=True, dir_okay=False, show_default=False)] = None,
+    recover_actions: Annotated[bool, typer.Option("--recover-actions", help="Recover the actions of recordings "
+                                                  "whose action ids were lost (action_ids_lost) from their frames, "
+                                                  "as `arcstudy recover-actions` does, then verify and score them "
+                                                  "(database plays: from their stored frame hashes; "
+                                                  "--recovered-actions given for a file wins).")] = False,
     game: Annotated[list[str] | None, typer.Option("--game", help="Database plays: only this game id "
                                                    "(repeatable).", show_default=False)] = None,
     include_unknown_games: Annotated[bool, typer.Option("--include-unknown-games", help="Score plays of a game that "
@@ -240,6 +245,7 @@ def score_command(
         "recordings": [str(p) for p in recordings or []], "policy": policy, "baselines": str(baselines)
         if baselines else None, "games": [str(g) for g in games or []], "trust_recordings": trust_recordings,
         "recovered_actions": str(recovered_actions) if recovered_actions else None, "game": game or [],
+        "recover_actions": recover_actions,
         "db": None if temporary else str(db_path), "figures": not no_figures, "game_version": game_version,
         "workers": workers, "scheduler": scheduler, "competition": competition,
         "compare_with": str(compare_with) if compare_with else None})
@@ -259,6 +265,12 @@ def score_command(
             special = [(p, f"{kind}, not a regular file: only regular files are read") for p in paths
                        if (kind := not_regular_file(p)) is not None]
             paths = [p for p in paths if p not in {q for q, _ in special}]
+            if recover_actions:  # lost action ids searched for from the frames (pipeline/explore/recover.py)
+                from pipeline.explore.recover import recover_lost_actions
+
+                recovered, unrecovered = recover_lost_actions(paths, game_dirs, recovered, workers=workers,
+                                                              scheduler=scheduler, progress=out.track)
+                special += unrecovered
             # Read and replayed at once, on the workers when there are several (scoring/parallel.py).
             steps, plays, files, problems, checks = read_and_verify(paths, game_dirs, recovered,
                                                                     workers=workers, scheduler=scheduler,
@@ -273,6 +285,12 @@ def score_command(
                     pass  # a file that cannot be read is among the rejected inputs already
         else:
             steps, plays, files = read_db_plays(ws, game or [])
+            if recover_actions:  # from the stored steps: frames compared by sha256 (pipeline/explore/recover.py)
+                from pipeline.explore.recover import recover_lost_stored_actions
+
+                recovered, problems = recover_lost_stored_actions(steps, plays, files, game_dirs, recovered,
+                                                                  workers=workers, scheduler=scheduler,
+                                                                  progress=out.track)
             checks = None
             cards_found = read_db_cards(ws)
             if game:

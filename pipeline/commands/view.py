@@ -65,6 +65,10 @@ def view_command(
                                                  "(as `arcstudy score` does; without it the page says the score "
                                                  "leaves the play out, and the exit code is 3).")] = False,
     game_version: GameVersionOption = None,
+    recover_actions: Annotated[bool, typer.Option("--recover-actions", help="A recording whose action ids were "
+                                                  "lost (action_ids_lost): recover its actions from its frames "
+                                                  "first, as `arcstudy score --recover-actions` does (a database "
+                                                  "play: from its stored frame hashes).")] = False,
 ) -> None:
     """Write a self-contained HTML replay viewer for one recording (play/pause, step, speed, jump to level,
     timeline; action, click, level, state, actions per level against the baseline; replay verification with
@@ -110,11 +114,13 @@ def view_command(
                             ["--only-reset-levels" if only_reset_levels else "--no-only-reset-levels"])
                          + ([] if verify else ["--no-verify"])
                          + (["--include-unknown-games"] if include_unknown_games else [])
-                         + (["--game-version", game_version] if game_version else []))
+                         + (["--game-version", game_version] if game_version else [])
+                         + (["--recover-actions"] if recover_actions else []))
     manifest = RunManifest(command=command, config={
         "target": target, "out": str(out_file), "db": str(db_path) if db_path else None,
         "games": [str(g) for g in games or []], "baselines": baselines, "only_reset_levels": only_reset_levels,
-        "verify": verify, "game_version": game_version, "include_unknown_games": include_unknown_games})
+        "verify": verify, "game_version": game_version, "include_unknown_games": include_unknown_games,
+        "recover_actions": recover_actions})
     if games and verify:
         from pipeline.core.game_code import announce
 
@@ -126,7 +132,8 @@ def view_command(
                 result = write_viewer(target, out_file, db=db_path, games=games, baselines=baselines,
                                       verify=verify, only_reset_levels=only_reset_levels, manifest=manifest,
                                       on_step=on_step, game_version=game_version,
-                                      include_unknown_games=include_unknown_games)
+                                      include_unknown_games=include_unknown_games,
+                                      recover_actions=recover_actions)
         except ViewerUsageError as err:
             raise fail(str(err), EXIT_USAGE) from err
         except ViewerRejected as err:

@@ -71,12 +71,12 @@ def explore_level_in_sandbox(info: Any, level: int, *, identity: str | None, opt
     """Level `level` (1-based) explored on a fresh session in the game's sandbox (pipeline.core.game_code): the
     game's code runs there only. (graph if `want_graph` else None, metrics); `options`: `explore_level`'s.
     GameCodeError when the game raised, SandboxFailure when its code ended abnormally."""
-    from pipeline.core.game_code import portable_info, run_game_code
+    from pipeline.core.game_code import game_key, portable_info, run_game_code
 
     from . import analysis, graph  # noqa: F401 - their dataclasses come back from the sandbox
 
     return run_game_code(_level_in_sandbox, (portable_info(info), level, identity, options, budget, want_graph),
-                         key=info.game_id, source=info.source)
+                         key=game_key(info), source=info.source)
 
 
 def _stopped(info: Any, level: int, err: Exception) -> str:
@@ -141,6 +141,7 @@ def run_explore(
         GameCodeError,
         SandboxFailure,
         describe_failure,
+        game_key,
         portable_info,
         run_game_code,
     )
@@ -151,7 +152,7 @@ def run_explore(
     env_dir = games_dir_or_default(environments)
     info = resolve(game, env_dir)
     try:  # the game's code runs in the sandbox (pipeline.core.game_code), never here
-        n_levels = run_game_code(_start_in_sandbox, (portable_info(info), identity), key=info.game_id,
+        n_levels = run_game_code(_start_in_sandbox, (portable_info(info), identity), key=game_key(info),
                                  source=info.source)
     except GameCodeError as err:  # the game's code, not the explorer: say where, without a traceback
         raise GameStartError(f"{info.game_id}: the game's code raised while loading or starting: "

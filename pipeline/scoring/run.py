@@ -285,7 +285,7 @@ def _verification(checks: Sequence[PlayCheck], excluded: dict[str, str], baselin
                 "only_reset_levels": c.is_only_reset_levels, "n_steps_replayed": c.n_steps_replayed,
                 "first_divergence": c.divergence_json(), **_frame_only_json(c), "excluded": c.play_id in excluded,
                 "exclusion_reason": excluded.get(c.play_id),
-                "replayed_from_script": scripts.get(c.file_id)}.items() if v is not None}
+                "replayed_from_script": scripts.get(c.file_id), "recovered": c.recovery}.items() if v is not None}
             for c in sorted(checks, key=lambda c: c.play_id)
         ],
         "baseline_sources": {
@@ -454,6 +454,7 @@ def build_tables(result: ScoreResult, recordings: Sequence[RecordingInput], card
         "game_source_sha256": c.game_source_sha256,
         "is_score_excluded": c.play_id in result.excluded, "exclusion_reason": result.excluded.get(c.play_id),
         "file_name": result.file_names.get(c.file_id),
+        "is_recovered": c.is_recovered, "recovery_provenance": c.recovery,
     } for c in sorted(result.checks, key=lambda c: c.play_id)])
 
     play_info = {}

@@ -403,7 +403,7 @@ def test_readme_tour_reads_the_demo_database(tmp_path):
 
 @pytest.mark.parametrize("verb", ["score", "replay", "baselines", "query", "score --baselines", "build --optimal",
                                   "build --config", "report --ground-truth", "baselines --compare",
-                                  "score --recovered-actions"])
+                                  "score --recovered-actions", "recover-actions"])
 def test_a_fifo_given_to_any_command_is_refused_not_waited_on(tmp_path, verb):
     """Only ingest refused FIFOs: `score PIPE`, `replay PIPE`, `baselines --from-counts PIPE` and `--db PIPE`
     waited forever for a writer."""
@@ -420,7 +420,8 @@ def test_a_fifo_given_to_any_command_is_refused_not_waited_on(tmp_path, verb):
                                       "--ground-truth", str(fifo)],
             "baselines --compare": ["baselines", "--db", str(tmp_path / "s.duckdb"), "--compare", str(fifo)],
             "score --recovered-actions": ["score", "--db", str(tmp_path / "s.duckdb"), "--recovered-actions",
-                                          str(fifo)]}[verb]
+                                          str(fifo)],
+            "recover-actions": ["recover-actions", str(fifo), "--out", str(tmp_path / "r.json")]}[verb]
     environ = {k: v for k, v in os.environ.items() if k != "ARCSTUDY_DB"} | {"PYTHONPATH": str(ROOT)}
     res = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", *args], cwd=tmp_path, env=environ,
                          capture_output=True, text=True, timeout=60)

@@ -286,6 +286,7 @@ def build_viewer_data(source: ViewerSource, verification: Verification, baseline
         "notes": list(source.notes),
         "counting": {"full_reset_rule": options.full_reset_rule, "leading_reset": options.leading_reset},
         "is_action_ids_lost": source.is_action_ids_lost,
+        "recovered": rec.recovery if rec.recovered else None,
     }
 
 
@@ -336,7 +337,7 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
                  games: Sequence[Path | str] | None = None, baselines: str | None = None, verify: bool = True,
                  only_reset_levels: bool | None = None, manifest: Any = None,
                  on_step: Callable[[], None] | None = None, game_version: str | None = None,
-                 include_unknown_games: bool = False) -> ViewerResult:
+                 include_unknown_games: bool = False, recover_actions: bool = False) -> ViewerResult:
     """Build one viewer page for a recording file or a database guid/play_id and write it atomically.
 
     Games are looked up where `arcstudy score` looks: `games`, then the repository's games/. A play of a game
@@ -350,9 +351,9 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
     path = Path(target)
     game_dirs = game_dirs_for(games)  # also where a playback script's game is found, to replay it
     if is_file_target(path):
-        source = load_recording_source(path, game_dirs, game_version)
+        source = load_recording_source(path, game_dirs, game_version, recover_actions=recover_actions)
     elif db is not None and Path(db).exists():
-        source = load_database_source(db, str(target), game_dirs, game_version)
+        source = load_database_source(db, str(target), game_dirs, game_version, recover_actions=recover_actions)
     elif db is not None:
         raise ViewerError(f"{target} is not a file, and database {db} does not exist")
     else:
