@@ -379,7 +379,7 @@ def score_command(
             manifest.finish(code)
             ws.record_run(manifest)
             manifest_path = public_path(manifest.write_json(stage))
-        written = [public_path(path) for path in written]
+            written = [public_path(path) for path in written]  # where they are once the folder is swapped in
     out.console.print(games_note, markup=False, soft_wrap=True)
     _print_summary(result, problems, out_dir, manifest_path)
     if compare_doc is not None:
@@ -442,9 +442,10 @@ def _cards_without_recorded_plays(runs, recs) -> tuple[list, list[tuple[Path, st
 
 def _print_written(written: list[Path], manifest_path: Path, out_dir: Path, db_path: Path | None) -> None:
     """The last line: everything this run wrote."""
-    names = sorted({p.name if p.parent == out_dir else str(p.relative_to(out_dir)) if p.is_relative_to(out_dir)
-                    else str(p) for p in [*written, manifest_path] if p.parent == out_dir})
-    figures = sum(1 for p in written if p.parent != out_dir)
+    top = out_dir.absolute()
+    paths = [Path(p).absolute() for p in [*written, manifest_path]]
+    names = sorted({p.name for p in paths if p.parent == top})
+    figures = sum(1 for p in paths if p.parent != top)
     what = ", ".join(names) + (f", figures/ ({figures} files)" if figures else "")
     where = (f"; database {db_path} (out_arc3__* score tables)" if db_path is not None
              else "; no database kept (pass --db to keep the out_arc3__* tables)")
