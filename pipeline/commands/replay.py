@@ -23,7 +23,8 @@ def replay_command(
                                            dir_okay=False, show_default=False)],
     games: Annotated[list[Path] | None, typer.Option("--games", help="Folder of game files laid out like the "
                                                      "official environment_files (repeatable); the shipped games "
-                                                     "are searched after them.", exists=True, file_okay=False,
+                                                     "are searched after them. Their Python code is run (in the "
+                                                     "sandbox, docs/security.md).", exists=True, file_okay=False,
                                                      show_default=False)] = None,
     frames: Annotated[bool, typer.Option("--frames/--no-frames", help="Write every response's frames (the "
                                          "toolkit's include_frame_data).")] = True,
@@ -49,6 +50,10 @@ def replay_command(
     if kind is not None:  # a FIFO would block until a writer came
         raise fail(f"{script} is {kind}, not a regular file: only regular files are read", EXIT_USAGE)
     game_dirs = [*(games or []), default_environments_dir()]
+    if games:
+        from pipeline.core.game_code import announce
+
+        announce(games)
     manifest = RunManifest(command=command_line(ctx), config={
         "script": str(script), "out": str(out_file), "games": [str(g) for g in games or []], "frames": frames,
         "game_version": game_version})

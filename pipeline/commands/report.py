@@ -43,7 +43,8 @@ def report_command(
                                                show_default=False)] = None,
     games: Annotated[list[Path] | None, typer.Option("--games", help="Folder of game files (repeatable) for the "
                                                      "state-graph explorer of the calibration report (the "
-                                                     "repository's games/ is always searched).", exists=True,
+                                                     "repository's games/ is always searched). Their Python code "
+                                                     "is run (in the sandbox, docs/security.md).", exists=True,
                                                      file_okay=False, show_default=False)] = None,
     explore_seconds: Annotated[float, typer.Option("--explore-seconds", min=0.0, help="Time budget of the "
                                                    "explorer over all levels (0: do not explore).")] = 20.0,
@@ -88,6 +89,10 @@ def report_command(
                          + (["--policy", policy] if policy else [])
                          + [arg for g in games or [] for arg in ("--games", str(g))]
                          + ["--explore-seconds", f"{explore_seconds:g}", "--explore-nodes", str(explore_nodes)])
+    if games and explore_seconds > 0:
+        from pipeline.core.game_code import announce
+
+        announce(games)
     try:
         with out_write_errors_said(out_path):
             written = write_reports(db_path, out_path, chosen, ground_truth=ground_truth, policy=policy, games=games,

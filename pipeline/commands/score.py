@@ -68,7 +68,8 @@ def score_command(
                                                    show_default=False)] = None,
     games: Annotated[list[Path] | None, typer.Option("--games", help="Folder of game files laid out like the "
                                                      "official environment_files (repeatable): plays of these games "
-                                                     "are replay-verified, their metadata is a baseline source.",
+                                                     "are replay-verified, their metadata is a baseline source. "
+                                                     "Their Python code is run (in the sandbox, docs/security.md).",
                                                      exists=True, file_okay=False, show_default=False)] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for the scorecards, CSVs, figures and "
                                                  "manifest.json (default: <db>.score/<card_id>/).", file_okay=False,
@@ -156,6 +157,10 @@ def score_command(
                        "first (or pass --db)")
     game_dirs = [*(games or []), default_environments_dir()]
     command = command_line(ctx)
+    if games:
+        from pipeline.core.game_code import announce
+
+        announce(games)
     manifest = RunManifest(command=command, policy_ids=[p.policy_id for p in policies], config={
         "recordings": [str(p) for p in recordings or []], "policy": policy, "baselines": str(baselines)
         if baselines else None, "games": [str(g) for g in games or []], "trust_recordings": trust_recordings,

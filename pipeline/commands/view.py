@@ -47,7 +47,8 @@ def view_command(
                                             dir_okay=False, show_default=False)] = None,
     games: Annotated[list[Path] | None, typer.Option("--games", help="Environment files directory (repeatable) "
                                                      "holding the game: enables replay verification, "
-                                                     "re-rendering of frames and metadata baselines.",
+                                                     "re-rendering of frames and metadata baselines. Its "
+                                                     "Python code is run (in the sandbox, docs/security.md).",
                                                      exists=True, file_okay=False, show_default=False)] = None,
     baselines: Annotated[str | None, typer.Option("--baselines", help="Per-level baseline actions: comma-separated "
                                                   "integers (e.g. 7,18,23) or a metadata.json path; overrides "
@@ -113,6 +114,10 @@ def view_command(
         "target": target, "out": str(out_file), "db": str(db_path) if db_path else None,
         "games": [str(g) for g in games or []], "baselines": baselines, "only_reset_levels": only_reset_levels,
         "verify": verify, "game_version": game_version, "include_unknown_games": include_unknown_games})
+    if games and verify:
+        from pipeline.core.game_code import announce
+
+        announce(games)
     with out.progress("replaying", None) as bar:
         on_step = (lambda: bar.advance(0)) if bar is not None else None  # type: ignore[union-attr]
         try:

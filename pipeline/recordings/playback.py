@@ -306,7 +306,20 @@ def resolve_script_game(game_id: str, game_dirs: Iterable[Path], version: str | 
 def replay_to_lines(actions: Sequence[ScriptAction], info: GameInfo, *, guid: str, frames: bool = False
                     ) -> list[dict[str, Any]]:
     """The toolkit recording of the playback agent's session: make() (the opening RESET), then every action,
-    one line per engine response (action ids as names, as the toolkit recorder writes them)."""
+    one line per engine response (action ids as names, as the toolkit recorder writes them). The game runs in
+    the sandbox (pipeline.core.game_code): its code ending abnormally raises SandboxFailure naming the game."""
+    from pipeline.core.game_code import SandboxFailure, portable_info, run_game_code
+
+    try:
+        return run_game_code(_replay_lines, (list(actions), portable_info(info), guid, frames), key=info.game_id,
+                             source=info.source)
+    except SandboxFailure as err:
+        raise SandboxFailure(err.kind, f"game {info.game_id} ({info.source}): {err.detail}", err.exc_type) from None
+
+
+def _replay_lines(arg: tuple) -> list[dict[str, Any]]:
+    """In the sandbox: `replay_to_lines`' work."""
+    actions, info, guid, frames = arg
     env = GameEnv(info, guid=guid)
     mode = FRAMES_ALL if frames else FRAMES_NONE
     responses = [env.reset(frames=mode)]

@@ -51,13 +51,14 @@ from engine.enums import ActionInput, GameAction
 from engine.env import GameEnv
 from engine.loader import GameInfo, GameNotFoundError, resolve_game
 from engine.replay import Divergence, compare_frames
+from pipeline.core.game_code import SandboxFailure, portable_info, run_game_code
 from pipeline.recordings.frames import frame_hashes
 from pipeline.recordings.reader import read_recording_file
 
 from .plays import RecordingInput
 
-__all__ = ["PlayCheck", "ReplayResult", "STATUSES", "describe", "divergence_columns", "render_steps",
-           "replay_classified", "verify_recording"]
+__all__ = ["PlayCheck", "ReplayResult", "STATUSES", "describe", "divergence_columns", "game_label", "render_game",
+           "render_steps", "replay_classified", "replay_game", "verify_recording"]
 
 STATUSES = ("verified", "divergent", "unverified", "not_replayable")
 
@@ -322,6 +323,53 @@ def _cells(divergences: Sequence[Divergence]) -> int | None:
     return sum(d.cells_differing or 0 for d in divergences)
 
 
+# ------------------------------------------------------------------------------------------------------
+# the game's code runs in the sandbox (pipeline.core.game_code): loading, constructing and stepping it
+# ------------------------------------------------------------------------------------------------------
+class GameLoadFailed(Exception):
+    """The game's file or constructor raised (a normal exception, reported as the game not loadable)."""
+
+
+def game_label(info: GameInfo) -> str:
+    return f"game {info.game_id} ({info.source})" if info.source else f"game {info.game_id}"
+
+
+def _load_and_run(arg: tuple) -> tuple[str, Any]:
+    """In the sandbox: load the game, then replay (or render) the steps on a fresh instance."""
+    info, only_reset_levels, steps, check_full_reset, render = arg
+    try:
+        env = GameEnv(info, only_reset_levels=only_reset_levels)
+    except Exception as err:  # noqa: BLE001 - the game does not load: said by the caller
+        return "load_failed", f"{type(err).__name__}: {err}"
+    if render:
+        return "rendered", render_steps(env, steps)
+    return "replayed", replay_classified(env, steps, check_full_reset=check_full_reset)
+
+
+def _in_sandbox(info: GameInfo, arg: tuple) -> Any:
+    try:
+        kind, value = run_game_code(_load_and_run, arg, key=info.game_id, source=info.source)
+    except SandboxFailure as err:  # the game's code ended abnormally: this game's failure, named
+        raise SandboxFailure(err.kind, f"{game_label(info)}: {err.detail}", err.exc_type) from None
+    if kind == "load_failed":
+        raise GameLoadFailed(value)
+    return value
+
+
+def replay_game(info: GameInfo, steps: Sequence[ReplayStep], *, only_reset_levels: bool | None,
+                check_full_reset: bool = True) -> ReplayResult:
+    """`replay_classified` on a fresh instance of the game, in the sandbox. Raises GameLoadFailed when the
+    game does not load, SandboxFailure when its code ended abnormally (time, memory, exit, crash)."""
+    return _in_sandbox(info, (portable_info(info), only_reset_levels, list(steps), check_full_reset, False))
+
+
+def render_game(info: GameInfo, steps: Sequence[ReplayStep], *, only_reset_levels: bool | None
+                ) -> list[np.ndarray | None]:
+    """`render_steps` on a fresh instance of the game, in the sandbox (raises as `replay_game`)."""
+    bare = [replace(step, pixels=None, frame_hashes=None) for step in steps]  # what rendering does not read
+    return _in_sandbox(info, (portable_info(info), only_reset_levels, bare, True, True))
+
+
 def _resolve(game_id: str, dirs: Sequence[Path]) -> tuple[GameInfo | None, str | None]:
     try:
         return resolve_game(game_id, list(dirs)), None
@@ -347,15 +395,16 @@ def verify_recording(rec: RecordingInput, game_dirs: Iterable[Path], *, from_fil
     if info is None:
         detail = f"game not loadable: {missing}" if dirs else "game not loadable: no --games folder given"
         return [PlayCheck(play_id=pid, status="unverified", detail=detail, **common) for pid, _ in plays]
+    steps = steps_from_file(rec) if from_file else steps_from_table(rec)
     try:
         source_sha = info.source_sha256()
-        env = GameEnv(info, only_reset_levels=rec.is_only_reset_levels)
-    except Exception as err:  # a game file that does not load cannot verify anything: say so, score unverified
-        detail = f"game {info.game_id} failed to load: {type(err).__name__}: {err}"
+        # in the sandbox; an abnormal end (SandboxFailure) is raised: the recording's replay failed
+        result = replay_game(info, steps, only_reset_levels=rec.is_only_reset_levels,
+                             check_full_reset=not rec.is_only_reset_levels)
+    except (OSError, GameLoadFailed) as err:  # a game file that does not load cannot verify anything: unverified
+        text = str(err) if isinstance(err, GameLoadFailed) else f"{type(err).__name__}: {err}"
+        detail = f"game {info.game_id} failed to load: {text}"
         return [PlayCheck(play_id=pid, status="unverified", detail=detail, **common) for pid, _ in plays]
-
-    steps = steps_from_file(rec) if from_file else steps_from_table(rec)
-    result = replay_classified(env, steps, check_full_reset=not rec.is_only_reset_levels)
     divergence = result.divergence
     replayed = result.replayed if divergence is None else divergence.step + 1  # counted up to the divergence
 

@@ -16,6 +16,7 @@ Same seed, same bytes: every random draw descends from `seed`, and nothing reads
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shutil
@@ -101,34 +102,16 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
             elif path.exists() or path.is_symlink():
                 path.unlink()
     out_dir.mkdir(parents=True, exist_ok=True)
-    specs = specs if specs is not None else game_specs(environments_dir)
+    specs = specs if specs is not None else game_specs(environments_dir)  # metadata and recordings: no code run
     if not specs:
         raise ValueError(f"no game under {environments_dir} ships solution recordings (games/<id>/<v>/solutions)")
-    verify_specs(specs, environments_dir)
+    # The games' code runs in the sandbox (pipeline.core.game_code), which may write the study's folder only.
+    from pipeline.core.game_code import game_limits, run_game_code
 
-    arc3_dir = out_dir / "arc3"
-    plan = Arc3StudyPlan(n_participants=cfg.participants, games_per_session=cfg.games_per_session, seed=seed,
-                         exploration=cfg.exploration)
-    human = simulate_arc3_study(plan, specs, environments_dir=environments_dir, out_dir=arc3_dir,
-                                progress=progress, frames=cfg.human_frames)
-
-    rng = random.Random(seed + 1)
-    agent_runs = []
-    for spec in specs:
-        baseline = _baselines(spec, environments_dir)
-        for agent in AGENTS:
-            for repeat in range(cfg.agent_repeats):
-                frames = agent == "random" and repeat == 0  # one agent with frames, the others without
-                run = run_agent(agent, spec, baseline, rng, environments_dir=environments_dir, frames=frames)
-                path = write_toolkit(run, arc3_dir / "agents" / agent, f"card-{agent}-{seed}")
-                agent_runs.append({"agent": agent, "game_id": spec.game_id, "file": str(path.relative_to(out_dir)),
-                                   "levels_completed": run.levels_completed, "actions": run.n_actions})
-        run = run_agent("near-optimal", spec, baseline, rng, environments_dir=environments_dir, frames=True,
-                        action_ids="int")
-        path = write_agents_repo(run, arc3_dir / "agents" / "agents-repo", rng, max_actions=sum(baseline) * 5)
-        agent_runs.append({"agent": "near-optimal (agents-repo format)", "game_id": spec.game_id,
-                           "file": str(path.relative_to(out_dir)), "levels_completed": run.levels_completed,
-                           "actions": run.n_actions})
+    limits = dataclasses.replace(game_limits(), file_bytes=max(game_limits().file_bytes, 4 << 30))
+    human, agent_runs = run_game_code(_play_games, (out_dir.absolute(), scale, seed,
+                                                    Path(environments_dir).absolute(), specs),
+                                      key="simulate", writable=[out_dir], limits=limits)
 
     harc = None
     if with_harc and cfg.harc_scale:
@@ -159,3 +142,34 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
     }
     (out_dir / "SIMULATION.json").write_text(json.dumps(description, indent=1, default=str) + "\n")
     return description
+
+
+def _play_games(arg: tuple) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """In the sandbox: the verified specs played by the simulated participants and agents, written under the
+    study's folder; (the human study's summary, the agent runs)."""
+    out_dir, scale, seed, environments_dir, specs = arg
+    cfg = SCALES[scale]
+    verify_specs(specs, environments_dir)
+    arc3_dir = out_dir / "arc3"
+    plan = Arc3StudyPlan(n_participants=cfg.participants, games_per_session=cfg.games_per_session, seed=seed,
+                         exploration=cfg.exploration)
+    human = simulate_arc3_study(plan, specs, environments_dir=environments_dir, out_dir=arc3_dir,
+                                frames=cfg.human_frames)
+    rng = random.Random(seed + 1)
+    agent_runs = []
+    for spec in specs:
+        baseline = _baselines(spec, environments_dir)
+        for agent in AGENTS:
+            for repeat in range(cfg.agent_repeats):
+                frames = agent == "random" and repeat == 0  # one agent with frames, the others without
+                run = run_agent(agent, spec, baseline, rng, environments_dir=environments_dir, frames=frames)
+                path = write_toolkit(run, arc3_dir / "agents" / agent, f"card-{agent}-{seed}")
+                agent_runs.append({"agent": agent, "game_id": spec.game_id, "file": str(path.relative_to(out_dir)),
+                                   "levels_completed": run.levels_completed, "actions": run.n_actions})
+        run = run_agent("near-optimal", spec, baseline, rng, environments_dir=environments_dir, frames=True,
+                        action_ids="int")
+        path = write_agents_repo(run, arc3_dir / "agents" / "agents-repo", rng, max_actions=sum(baseline) * 5)
+        agent_runs.append({"agent": "near-optimal (agents-repo format)", "game_id": spec.game_id,
+                           "file": str(path.relative_to(out_dir)), "levels_completed": run.levels_completed,
+                           "actions": run.n_actions})
+    return human, agent_runs

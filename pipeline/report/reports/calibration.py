@@ -222,9 +222,9 @@ def explore_levels(game_levels: dict[str, int], options: ExploreOptions) -> tupl
         return pl.DataFrame(schema=schema), (["explorer disabled (--explore-seconds 0)"] if options.seconds <= 0
                                              else [])
     try:
-        from pipeline.explore import Session, discover
-        from pipeline.explore.analysis import analyse
-        from pipeline.explore.graph import explore_level
+        from pipeline.core.game_code import GameCodeError, SandboxFailure
+        from pipeline.explore import discover
+        from pipeline.explore.run import explore_level_in_sandbox
     except ImportError as err:  # the explorer is optional for the report: say so, never fail silently
         return pl.DataFrame(schema=schema), [f"state-graph explorer not available: {err}"]
     sources = {}
@@ -242,18 +242,25 @@ def explore_levels(game_levels: dict[str, int], options: ExploreOptions) -> tupl
     rows = []
     deadline = time.monotonic() + options.seconds
     per_level = options.seconds / len(todo) if todo else 0.0
-    sessions: dict[str, Any] = {}
+    stopped: set[str] = set()
     for game_id, level in todo:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             notes.append(f"explorer time budget ({options.seconds:g} s) spent: later levels not explored")
             break
-        try:
-            session = sessions.get(game_id) or sessions.setdefault(game_id, Session(sources[game_id]))
+        if game_id in stopped:
+            continue
+        try:  # the game's code runs in its sandbox (pipeline.core.game_code), never in this process
             cap = None if math.isinf(remaining) else max(0.5, min(remaining, 2 * per_level))
-            graph = explore_level(session, level, max_nodes=options.max_nodes, max_seconds=cap)
-            m = analyse(graph)
-        except Exception as err:  # noqa: BLE001 - a game the explorer cannot run is reported, not fatal
+            _graph, m = explore_level_in_sandbox(sources[game_id], level + 1, identity=None, budget=None,
+                                                 options={"max_nodes": options.max_nodes, "max_seconds": cap},
+                                                 want_graph=False)
+        except SandboxFailure as err:  # time, memory, exit, crash: this game is not explored further
+            stopped.add(game_id)
+            notes.append(f"{game_id} level {level + 1}: explorer stopped, the game's code ended abnormally in the "
+                         f"sandbox ({err.kind}): {err.detail}")
+            continue
+        except (GameCodeError, Exception) as err:  # noqa: BLE001 - a game the explorer cannot run is reported
             notes.append(f"{game_id} level {level + 1}: explorer failed ({type(err).__name__}: {err})")
             continue
         lower, upper = float(m.random_win_lower), float(m.random_win_upper)

@@ -382,19 +382,29 @@ def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, 
     page has no recorded frames, or its frames come from the Parquet store, the engine also renders every step
     by `scoring.verify.render_steps` over the same steps the check replayed (the recording file's, else the
     stored ones), and the Parquet pixels are then compared with the engine's, a difference being a divergence."""
-    from engine.env import GameEnv
+    if not verify:
+        return Verification("unverified", "replay verification switched off (--no-verify)")
+    from pipeline.core.game_code import SandboxFailure
+    from pipeline.scoring.parallel import REPLAY_FAILED
+
+    try:
+        return _verify_and_render(source, games, only_reset_levels=only_reset_levels, on_step=on_step)
+    except SandboxFailure as err:  # the game's code ended abnormally: the play's replay failed, as score says
+        return Verification("not_replayable", f"{REPLAY_FAILED}stopped in the sandbox ({err.kind}): {err.detail}")
+
+
+def _verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, *,
+                       only_reset_levels: bool | None, on_step: Callable[[], None] | None) -> Verification:
     from engine.loader import resolve_game
     from engine.replay import Divergence
     from pipeline.scoring.verify import (
         describe,
-        render_steps,
+        render_game,
         steps_from_file,
         steps_from_table,
         verify_recording,
     )
 
-    if not verify:
-        return Verification("unverified", "replay verification switched off (--no-verify)")
     dirs = [Path(g) for g in games or []]
     rec = source.recording
     if only_reset_levels is not None:
@@ -411,11 +421,13 @@ def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, 
                                 game_sha256=checks[0].game_source_sha256)
     if source.recorded_frames is None or source.frames_origin == "parquet":
         # the steps scoring replayed (a playback script's and recovered ids included), on a fresh instance
-        env = GameEnv(info, only_reset_levels=rec.is_only_reset_levels)
         steps = steps_from_file(rec) if source.kind == "file" else steps_from_table(rec)
-        try:
-            verification.rendered = [None if f is None else fr.as_grid(f)
-                                     for f in render_steps(env, steps, on_step=on_step)]
+        try:  # in the sandbox, as the check was (SandboxFailure: the game's code ended abnormally)
+            rendered = render_game(info, steps, only_reset_levels=rec.is_only_reset_levels)
+            if on_step is not None:
+                for _ in rendered:
+                    on_step()
+            verification.rendered = [None if f is None else fr.as_grid(f) for f in rendered]
         except ValueError as err:  # the game drew a frame no viewer can show (not 64x64, colours outside 0-15)
             raise ViewerError(f"{info.game_id} ({info.source}) rendered a frame that cannot be shown: {err}") from err
     first = divergent.divergence if divergent is not None else None

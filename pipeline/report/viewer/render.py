@@ -27,6 +27,7 @@ import numpy as np
 
 from pipeline.recordings.counting import StepEffect
 from pipeline.recordings.variant import counting_options_for_variant
+from pipeline.scoring.parallel import REPLAY_FAILED
 from pipeline.scoring.policies import DEFAULT_POLICY_ID
 from pipeline.scoring.rhae import score_play
 from pipeline.scoring.scorecard import run_to_dict
@@ -366,6 +367,10 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
                                        db=db)
         if left_out is not None:
             source.notes.append(f"left out of the score: {left_out}")
+    if left_out is None and verification.status == "not_replayable" and verification.detail.startswith(
+            REPLAY_FAILED):  # the game's code ended abnormally: the score leaves the play out, and says so
+        left_out = verification.detail
+        source.notes.append(f"left out of the score: {left_out}")
     data = build_viewer_data(source, verification, baseline)
     manifest_dict = None
     if manifest is not None:

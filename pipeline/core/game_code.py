@@ -1,0 +1,193 @@
+"""Running the Python code of game folders: always in the sandbox (pipeline.core.sandbox), never in arcstudy.
+
+    from pipeline.core.game_code import run_game_code, announce
+
+    announce(game_dirs)                                   # once per run: which folders' code runs, and how
+    result = run_game_code(replay_fn, (info, steps), key=info.game_id)
+
+Every command that loads a game file (score, view, replay, qualify, explore, simulate --games, ...) hands the
+work that touches the game -- loading it, constructing it, stepping it -- to a module-level function run by
+`run_game_code` in a confined child (docs/security.md). Reading a folder's metadata.json is not running code
+and stays in this process.
+
+Limits (each can be changed in the environment, see `game_limits`):
+- no progress: a call is killed when no game action has finished for the engine's step time limit
+  (ARCSTUDY_STEP_TIMEOUT_S, default 60 s) plus a grace (`grace_s`): the engine's own watchdog raises StepTimeout inside
+  the step first, and the sandbox ends what that cannot stop (a game that swallows StepTimeout and retries, a
+  regular expression that never returns, a sleep in C);
+- wall clock per call (ARCSTUDY_SANDBOX_WALL_S, default 1 h), CPU per call (ARCSTUDY_SANDBOX_CPU_S, 1 h),
+  memory (ARCSTUDY_SANDBOX_MEMORY_MB, 2048), result size (ARCSTUDY_SANDBOX_OUTPUT_MB, 256).
+
+One child per game (`key`), at most `sandbox.MAX_CACHED` kept alive in a process: a game cannot change what
+another game's replay sees (both run in different processes), and imports are paid once per game.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from pipeline.core.sandbox import Limits, SandboxFailure, confined, describe_layers, limits_from_env
+
+__all__ = ["GameCodeError", "SandboxFailure", "announce", "describe_failure", "game_limits", "layers_text",
+           "portable_info", "run_game_code"]
+
+GRACE_MAX_S = 10.0
+DEFAULT_WALL_S = 3600.0
+DEFAULT_OUTPUT_BYTES = 256 << 20
+PRELOAD = "pipeline.core.game_code:prepare_child"
+
+
+def grace_s(step: float) -> float:
+    """How long past the step time limit the sandbox waits before it kills a game that made no progress: the
+    step limit itself, between 2 and GRACE_MAX_S seconds."""
+    return min(GRACE_MAX_S, max(2.0, step))
+
+
+def _step_limit() -> float | None:
+    from engine.watchdog import step_time_limit
+
+    return step_time_limit()
+
+
+def game_limits() -> Limits:
+    """The sandbox limits for game code, from the environment (see the module docstring)."""
+    step = _step_limit()
+    idle = None if step is None else step + grace_s(step)
+    text = os.environ.get("ARCSTUDY_SANDBOX_IDLE_S")
+    if text:
+        try:
+            idle = float(text) if float(text) > 0 else None
+        except ValueError:
+            pass
+    overrides: dict[str, Any] = {"wall_s": DEFAULT_WALL_S, "cpu_s": DEFAULT_WALL_S,
+                                 "output_bytes": DEFAULT_OUTPUT_BYTES, "idle_s": idle}
+    for field, env in (("wall_s", "ARCSTUDY_SANDBOX_WALL_S"), ("cpu_s", "ARCSTUDY_SANDBOX_CPU_S"),
+                       ("output_bytes", "ARCSTUDY_SANDBOX_OUTPUT_MB")):
+        if os.environ.get(env):
+            overrides.pop(field)  # the person's value (limits_from_env reads it)
+    return limits_from_env(**overrides)
+
+
+def game_child_env() -> dict[str, str]:
+    """The engine's step time limit of this process (set_step_time_limit included), for the child's watchdog."""
+    step = _step_limit()
+    return {"ARCSTUDY_STEP_TIMEOUT_S": repr(step) if step is not None else "0"}
+
+
+class GameCodeError(RuntimeError):
+    """The game's code raised: `exc_type` is the name of what it raised (RuntimeError, SystemExit, ...), and the
+    message says where, as `engine.loader.describe_game_error` does. Raised in this process in place of the
+    exception, which stayed in the sandbox; its class name is that of the original, so messages read the same."""
+
+    exc_type = "Exception"
+    located = True  # the message names the game file's line already (engine.loader.describe_game_error)
+
+    def __reduce__(self):  # a class made on the fly: rebuilt from its name, e.g. on the way back from Dask
+        return (_game_error, (self.exc_type, str(self)))
+
+
+def _game_error(exc_type: str, message: str) -> GameCodeError:
+    name = exc_type if exc_type.isidentifier() else "Exception"
+    cls = type(name, (GameCodeError,), {"exc_type": name, "__module__": __name__})
+    return cls(message)
+
+
+def _call_game(arg: tuple) -> tuple[str, Any]:
+    """In the sandbox: fn(arg), or what the game's code raised, described with its line in the game file."""
+    fn, inner, source = arg
+    try:
+        return "ok", fn(inner)
+    except MemoryError:  # the sandbox's memory limit: reported as such, and the child is replaced
+        raise
+    except BaseException as err:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from game code too
+        from types import SimpleNamespace
+
+        from engine.loader import describe_game_error
+
+        text = describe_game_error(err, SimpleNamespace(source=source) if source else None)
+        prefix = f"{type(err).__name__}: "
+        return "raised", (type(err).__name__, text[len(prefix):] if text.startswith(prefix) else text)
+
+
+def run_game_code(fn: Callable[[Any], Any], arg: Any, *, key: str | None = None, source: Path | str | None = None,
+                  writable: Iterable[Path | str] = (), limits: Limits | None = None) -> Any:
+    """`fn(arg)` in the confined child kept for `key` (a game id). Raises GameCodeError when fn raised
+    (`source`: the game file, whose line is then named), SandboxFailure when the child ended abnormally.
+    `writable`: folders the code may write in (an output folder), besides the sandbox's scratch folder;
+    `limits`: other limits than `game_limits()`."""
+    call = confined(_call_game, limits or game_limits(), preload=PRELOAD, key=key, env=game_child_env(),
+                    writable=writable)
+    status, value = call((fn, arg, None if source is None else str(Path(source).absolute())))
+    if status == "raised":
+        raise _game_error(*value)
+    return value
+
+
+def portable_info(info: Any) -> Any:
+    """A game's `engine.loader.GameInfo` with absolute paths: the sandbox's working folder is its scratch."""
+    import dataclasses
+
+    changes = {"directory": Path(info.directory).absolute()}
+    if info.source is not None:
+        changes["source"] = Path(info.source).absolute()
+    if info.also_declared_in:
+        changes["also_declared_in"] = tuple(Path(p).absolute() for p in info.also_declared_in)
+    return dataclasses.replace(info, **changes)
+
+
+def describe_failure(err: SandboxFailure, what: str) -> str:
+    """One line naming `what` (e.g. "game ls20-1234 (games/ls20/1234/ls20.py)") and how its code ended."""
+    return f"{what}: its code was stopped in the sandbox ({err.kind}): {err.detail}"
+
+
+def prepare_child() -> None:
+    """Run once in each game sandbox after confinement: import the engine, and report progress to the parent
+    as each game action ends (the engine's watchdog hook), so a long replay is not mistaken for a hang."""
+    import engine  # noqa: F401 - paid once per child
+    import engine.base_game as base_game
+    from pipeline.core.sandbox_child import heartbeat
+
+    leave = base_game._watch_leave
+
+    def leave_and_beat(token):
+        leave(token)
+        heartbeat()
+
+    base_game._watch_leave = leave_and_beat
+
+
+_announced: set[tuple[str, ...]] = set()
+
+
+def layers_text() -> str:
+    """E.g. "sandboxed: Landlock ABI 7 (...), seccomp (...), ...", or what is missing."""
+    try:
+        layers, problems = describe_layers()
+    except SandboxFailure as err:
+        return f"the sandbox cannot start: {err.detail}"
+    short = [layer.split(" (")[0] for layer in layers]
+    text = "sandboxed: " + ", ".join(short)
+    if problems:
+        text += "; not available here: " + "; ".join(problems)
+    return text
+
+
+def announce(game_dirs: Iterable[Path | str], print_fn: Callable[[str], None] | None = None) -> str:
+    """Say once per run (per set of folders) that the folders' code runs, and how it is confined."""
+    dirs = tuple(str(d) for d in game_dirs)
+    text = f"arcstudy runs the Python code in {', '.join(dirs) or 'the game folders'} ({layers_text()})"
+    if dirs in _announced:
+        return text
+    _announced.add(dirs)
+    if print_fn is None:
+        from pipeline.core.console import out
+
+        out.err.print(escape(text), soft_wrap=True)
+    else:
+        print_fn(text)
+    return text
