@@ -38,7 +38,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.sandbox import Limits, SandboxFailure, confined
+from pipeline.core.sandbox import Limits, SandboxFailure, confined, limits_from_env
 from pipeline.qualify.witness_child import FRAMEWORK_ENV, MAX_SIDE, load_framework, run_witness
 from pipeline.transforms.arctgi import families
 
@@ -47,6 +47,10 @@ PRELOAD = f"{load_framework.__module__}:{load_framework.__name__}"
 LIBRARY = Path("Framework") / "transformation_library.py"
 DEFAULT_TIMEOUT_S = 10.0
 
+_HINT = {"timeout": "; if the witness is only slow, raise --timeout",
+         "cpu": "; if the witness is only slow, raise --timeout",
+         "memory": "; the memory limit is ARCSTUDY_SANDBOX_MEMORY_MB",
+         "output_too_large": "; the output limit is ARCSTUDY_SANDBOX_OUTPUT_MB"}
 _KIND_STATUS = {"timeout": "timeout", "cpu": "timeout", "memory": "refused", "output_too_large": "refused",
                 "refused": "refused", "crashed": "error", "exited": "error", "error": "error"}
 
@@ -77,9 +81,9 @@ def check_framework_dir(framework: Path) -> Path:
 
 
 def witness_limits(timeout_s: float = DEFAULT_TIMEOUT_S) -> Limits:
-    """The sandbox's limits per task: wall clock and CPU `timeout_s`, the default memory, open files and output
-    size (pipeline/core/sandbox.py)."""
-    return Limits(wall_s=timeout_s, cpu_s=timeout_s)
+    """The sandbox's limits per task: wall clock and CPU `timeout_s`; memory and output size the sandbox's defaults
+    or ARCSTUDY_SANDBOX_MEMORY_MB / _OUTPUT_MB (pipeline/core/sandbox.py)."""
+    return limits_from_env(wall_s=timeout_s, cpu_s=timeout_s)
 
 
 def witness_runner(framework: Path, limits: Limits) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -209,7 +213,7 @@ def check_task(task: WitnessTask, runner: Callable[[dict[str, Any]], dict[str, A
         status, reason, n_match = judge(task, reply)
     except SandboxFailure as failure:
         status, n_match = _KIND_STATUS.get(failure.kind, "error"), 0
-        reason = f"the sandbox stopped the witness ({failure.kind}): {failure.detail}"
+        reason = f"the sandbox stopped the witness ({failure.kind}): {failure.detail}{_HINT.get(failure.kind, '')}"
     return {"file_id": task.file_id, "task_id": task.task_id, "family_id": task.family_id, "status": status,
             "reason": reason, "n_pairs": n_pairs, "n_match": n_match, "seconds": time.monotonic() - started}
 

@@ -246,3 +246,15 @@ def test_a_reply_of_the_wrong_shape_or_a_bad_grid_is_not_a_pass(tgi_tasks):
     bad = [("grid", ((10,),))] + good[1:]
     status, reason, _ = judge(task, {"compile": None, "runs": [bad, bad]})
     assert status == "mismatch" and "ARC colours are integers 0-9" in reason
+
+
+def test_the_child_turns_outputs_into_grids_or_says_why_not():
+    """as_grid (run in the child on what the witness returned): ARC's bounds, integer cells, two dimensions."""
+    from pipeline.qualify.witness_child import as_grid
+
+    assert as_grid(np.array([[1, 2], [3, 4]])) == ("grid", ((1, 2), (3, 4)))
+    assert as_grid([[0, 9]]) == ("grid", ((0, 9),))
+    for value, words in ((np.zeros((31, 2), dtype=np.int64), "31 x 2"), (np.zeros((2, 2)), "float64"),
+                         (np.zeros(4, dtype=np.int64), "1-D"), (None, "None"), (np.zeros((0, 3), dtype=int), "0 x 3")):
+        kind, why = as_grid(value)
+        assert kind == "invalid" and words in why, (value, why)
