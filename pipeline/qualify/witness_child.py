@@ -66,11 +66,12 @@ def _raised(err: BaseException) -> str:
 
 
 def as_grid(value: Any) -> tuple[str, Any]:
-    """("grid", rows) for a 2-D integer array-like within ARC's bounds, else ("invalid", why)."""
+    """("grid", rows) for a 2-D integer array-like within ARC's bounds, ("none", why) for no value at all, else
+    ("invalid", why)."""
     import numpy as np
 
     if value is None:
-        return "invalid", "returned None, not a grid"
+        return "none", "returned None instead of a grid"
     try:
         arr = value if isinstance(value, np.ndarray) else np.asarray(value)
     except Exception as err:  # noqa: BLE001 - whatever the witness returned
@@ -87,7 +88,7 @@ def as_grid(value: Any) -> tuple[str, Any]:
 
 def run_witness(job: dict[str, Any]) -> dict[str, Any]:
     """job: {"code": str, "inputs": [grid, ...]}. Returns {"compile": None | why, "runs": [[(kind, value), ...]
-    per input] per pass}; kind is "grid", "invalid" or "raised"."""
+    per input] per pass}; kind is "grid", "invalid", "none" or "raised"."""
     import numpy as np
 
     if _namespace is None:

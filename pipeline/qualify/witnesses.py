@@ -14,7 +14,7 @@ Each input (train and test) is run twice; a task's status, the first rule that h
    limit, an oversized result), `error` (the child crashed or was ended by the code);
 2. `error`: the code does not compile, raised while defining its names, or defines no `transform_input`;
 3. `nondeterministic`: an input's two runs gave different results (grids, or a grid and an exception);
-4. `error`: the witness raised on an input;
+4. `error`: the witness raised on an input, or returned None (no grid at all);
 5. `mismatch`: an output is not an ARC grid (2-D, integers 0-9, 1x1 to 30x30: a float grid is one) or differs
    from the stored output;
 6. `pass`: every stored output reproduced, both times.
@@ -158,7 +158,7 @@ def _differs(got: tuple, want: tuple) -> str:
 
 def _show(result: tuple[str, Any]) -> str:
     kind, value = result
-    return "a grid" if kind == "grid" else ("raised " + value if kind == "raised" else value)
+    return "a grid" if kind == "grid" else ("raised " + value if kind == "raised" else str(value))
 
 
 def _more(n: int) -> str:
@@ -190,6 +190,8 @@ def judge(task: WitnessTask, reply: dict[str, Any]) -> tuple[str, str | None, in
                           f"{label}: the two runs returned different grids ({_differs(b[1], a[1])})")
         elif a[0] == "raised":
             raised.append(f"{label}: the witness raised {a[1]}")
+        elif a[0] == "none":
+            raised.append(f"{label}: the witness {a[1]}")
         elif a[0] == "invalid":
             invalid.append(f"{label}: the witness {a[1]}")
         elif task.outputs[i] is not None:

@@ -154,6 +154,7 @@ def test_hostile_witnesses_fail_write_nothing_and_end(tmp_path: Path):
         "syntax_error": "def transform_input(self, grid) return grid\n",
         "missing_name": _witness("    return _hidden(grid)\n"),  # private names of the library are not in scope
         "float_output": _witness("    return cross_through(grid, 6).astype(float)\n"),
+        "returns_none": _witness("    cross_through(grid, 6)\n"),
         # the sandbox process itself ended: that task's failure, never a silent exit 0
         "exit_zero": _witness("    import os\n    os._exit(0)\n"),
         "kills_itself": _witness("    import os, signal\n    os.kill(os.getpid(), signal.SIGSEGV)\n"),
@@ -172,7 +173,7 @@ def test_hostile_witnesses_fail_write_nothing_and_end(tmp_path: Path):
     expected = {"file_write": "refused", "socket": "refused", "subprocess": "refused", "os_system": "refused",
                 "ctypes": "refused", "fork_loop": "refused", "endless_loop": "timeout", "sleep": "timeout",
                 "alloc_32gib": "refused", "delete_file": "refused", "syntax_error": "error", "missing_name": "error",
-                "float_output": "mismatch", "exit_zero": "error",
+                "float_output": "mismatch", "returns_none": "error", "exit_zero": "error",
                 "kills_itself": "error"}
     assert {n: rows[n]["status"] for n in expected} == expected, {n: (r["status"], r["reason"]) for n, r in rows.items()}
     assert rows["huge_output"]["status"] in ("mismatch", "refused"), rows["huge_output"]
@@ -260,6 +261,8 @@ def test_the_child_turns_outputs_into_grids_or_says_why_not():
     assert as_grid(np.array([[1, 2], [3, 4]])) == ("grid", ((1, 2), (3, 4)))
     assert as_grid([[0, 9]]) == ("grid", ((0, 9),))
     for value, words in ((np.zeros((31, 2), dtype=np.int64), "31 x 2"), (np.zeros((2, 2)), "float64"),
-                         (np.zeros(4, dtype=np.int64), "1-D"), (None, "None"), (np.zeros((0, 3), dtype=int), "0 x 3")):
+                         (np.zeros(4, dtype=np.int64), "1-D"), (np.zeros((0, 3), dtype=int), "0 x 3"),
+                         ([[1, 2], [3]], "not a grid")):
         kind, why = as_grid(value)
         assert kind == "invalid" and words in why, (value, why)
+    assert as_grid(None)[0] == "none"
