@@ -66,29 +66,30 @@ def check_witnesses_command(
     manifest = RunManifest(command=command_line(ctx), config={
         "framework": str(root), "timeout_s": timeout, "workers": workers, "scheduler": scheduler,
         "memory_bytes": limits.memory_bytes, "output_bytes": limits.output_bytes})
-    with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws, foreign_tables_said(db_path):
-        ws.ensure_tables()
+    # The database is read, closed while the witnesses run (minutes, on a large export), and opened again to write.
+    with open_workspace(db_path, read_only=True, lock_timeout_s=lock_timeout) as ws, foreign_tables_said(db_path):
         tgi = ws.read("SELECT file_id, task_id, row_number, generator_name, family_prefix, code_text, task_json "
-                      "FROM core_arctgi__tasks")
-        tasks = wt.witness_tasks(tgi)
-        if not tasks:
-            raise fail(f"no ARC-TGI tasks in {db_path}: run `arcstudy ingest` on an ARC-TGI export (the CSV its "
-                       "dataset generator writes) first")
-        out.info(f"{len(tasks)} task(s); witnesses run in the sandbox with {root / 'Framework'} (docs/security.md)")
-        try:
-            wt.probe_framework(root, limits)
-        except wt.FrameworkError as err:
-            raise fail(str(err)) from err
-        manifest.add_input(f"{db_path}#core_arctgi__tasks", wt.tasks_digest(tasks))
-        rows = []
-        with open_executor(workers, scheduler, n_items=len(tasks)) as ex:
-            rows = list(wt.check_witnesses(tasks, root, limits, ex, progress=out.track))
-        frame = wt.rows_frame(rows)
+                      "FROM core_arctgi__tasks") if ws.has_table("core_arctgi__tasks") else None
+    tasks = wt.witness_tasks(tgi) if tgi is not None else []
+    if not tasks:
+        raise fail(f"no ARC-TGI tasks in {db_path}: run `arcstudy ingest` on an ARC-TGI export (the CSV its "
+                   "dataset generator writes) first")
+    out.info(f"{len(tasks)} task(s); witnesses run in the sandbox with {root / 'Framework'} (docs/security.md)")
+    try:
+        wt.probe_framework(root, limits)
+    except wt.FrameworkError as err:
+        raise fail(str(err)) from err
+    manifest.add_input(f"{db_path}#core_arctgi__tasks", wt.tasks_digest(tasks))
+    with open_executor(workers, scheduler, n_items=len(tasks)) as ex:
+        rows = list(wt.check_witnesses(tasks, root, limits, ex, progress=out.track))
+    frame = wt.rows_frame(rows)
+    counts = dict(frame.group_by("status").len().sort("status").iter_rows())
+    failed = frame.filter(frame["status"] != "pass")
+    code = EXIT_REJECTED if failed.height else EXIT_OK
+    with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws, foreign_tables_said(db_path):
+        ws.ensure_tables([wt.TABLE, "runs"])
         with ws.transaction() as con:
             ws.replace_table(wt.TABLE, frame, con=con)
-        counts = dict(frame.group_by("status").len().sort("status").iter_rows())
-        failed = frame.filter(frame["status"] != "pass")
-        code = EXIT_REJECTED if failed.height else EXIT_OK
         ws.finish_run(manifest, exit_code=code)
     out.console.print(f"checked {frame.height} witness(es): "
                       + ", ".join(f"{counts[s]} {s}" for s in sorted(counts)) + f" (written to {wt.TABLE})")

@@ -19,6 +19,10 @@ Each input (train and test) is run twice; a task's status, the first rule that h
    from the stored output;
 6. `pass`: every stored output reproduced, both times.
 
+Both runs happen in the same child, one after the other: randomness (`random`, `np.random`, the clock) and state
+kept between calls show; a dependence on the hash seed (iterating a set of strings) does not, since one
+interpreter has one seed.
+
 `n_pairs` counts the pairs with a stored output (ARC-TGI stores them all), `n_match` those whose two outputs
 both equal it; a test input without a stored output still runs (its output must be a grid, the same twice).
 `seconds` is the wall time of the task's check, including a fresh child when the previous task ended its child.
