@@ -50,8 +50,9 @@ def check_witnesses_command(
     depend on it). Exit code 3 when any task does not pass (the table and the summary say which and why), 2 when
     --framework holds no Framework/transformation_library.py, 1 when the framework cannot be imported.
     """
-    from pipeline.core.executor import open_executor
+    from pipeline.core.executor import SerialExecutor, open_executor
     from pipeline.core.manifest import RunManifest
+    from pipeline.core.sandbox import close_all
     from pipeline.core.workspace import default_db_path
     from pipeline.qualify import witnesses as wt
 
@@ -81,6 +82,8 @@ def check_witnesses_command(
         raise fail(str(err)) from err
     manifest.add_input(f"{db_path}#core_arctgi__tasks", wt.tasks_digest(tasks))
     with open_executor(workers, scheduler, n_items=len(tasks)) as ex:
+        if not isinstance(ex, SerialExecutor):
+            close_all()  # the probe's child: the workers start their own (serially, it serves the tasks)
         rows = list(wt.check_witnesses(tasks, root, limits, ex, progress=out.track))
     frame = wt.rows_frame(rows)
     counts = dict(frame.group_by("status").len().sort("status").iter_rows())
