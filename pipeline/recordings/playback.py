@@ -35,6 +35,7 @@ from engine.enums import ActionInput, GameAction
 from engine.env import GameEnv
 from engine.loader import GameInfo, GameNotFoundError, GameUnloadableError, find_games, resolve_game
 from engine.recording import response_to_record
+from pipeline.core.outputs import write_with
 from schemas.validate import conform
 
 from .counting import ACTION_NAMES
@@ -331,10 +332,13 @@ def _replay_lines(arg: tuple) -> list[dict[str, Any]]:
 
 
 def write_lines(path: Path, lines: Sequence[Mapping[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for line in lines:
-            fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+    """The JSONL file, written whole (pipeline.core.outputs: never through a symlink; OutputError on failure)."""
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for line in lines:
+                fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+    write_with(path, write)
 
 
 def replayed_recording(actions: Sequence[ScriptAction], info: GameInfo, *, file_id: str, path: Path | None,

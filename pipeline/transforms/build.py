@@ -11,6 +11,7 @@ Steps (each a pure function in its own module) and what they make:
     arc2_calibration out_arc2__pair_calibration, out_arc2__task_calibration, out_arc2__session_accuracy,
                      out_arc2__set_durations, out_arc2__reproduction (ARC-AGI-2 human testing logs)
     arctgi_families  out_arctgi__family_diversity, out_arctgi__family_audits (ARC-TGI families and audits)
+    baseline_intervals out_arc3__baseline_intervals (how sure each baseline is)
     figures          PNG/SVG/Vega-Lite files in the output folder
 
 Incremental rebuilds (after owid/etl): every step has an input fingerprint, sha256 over
@@ -32,6 +33,7 @@ import importlib.util
 import json
 import time
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,10 +43,12 @@ import polars as pl
 
 from pipeline.core.config import BuildConfig
 from pipeline.core.manifest import RunManifest
+from pipeline.core.outputs import output_folder, public_path
 from pipeline.core.workspace import Workspace
 from pipeline.transforms import arc2 as arc2_mod
 from pipeline.transforms import arctgi as arctgi_mod
 from pipeline.transforms import attempts as attempts_mod
+from pipeline.transforms import baseline_intervals as intervals_mod
 from pipeline.transforms import baselines as baselines_mod
 from pipeline.transforms import durations as durations_mod
 from pipeline.transforms import low_effort as low_effort_mod
@@ -97,6 +101,8 @@ STEPS: tuple[Step, ...] = (
                       "core_harc__actions"),
          config_keys=("solvability.confidence_level",),
          modules=("pipeline.transforms.arctgi", "pipeline.transforms.arc2", "schemas.arctgi")),
+    Step("baseline_intervals", ("out_arc3__baseline_intervals",), upstream=("baselines",),
+         modules=("pipeline.transforms.baseline_intervals", "pipeline.scoring.baseline_intervals")),
     Step(FIGURES, (FIGURES,), upstream=("attempts", "solvability", "reference_points"),
          config_keys=("figures", "attempts.soft_limit_s", "attempts.duration_less_than_s"),
          modules=("pipeline.transforms.figures", "pipeline.core.figures")),
@@ -322,6 +328,9 @@ def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str
             f["core_arc3__environments"], config, f["raw_ingest__files"])
         f.put("out_arc3__baseline_costs", costs)
         f.put("out_arc3__level_baselines", levels)
+    elif name == "baseline_intervals":
+        f.put("out_arc3__baseline_intervals",
+              intervals_mod.baseline_intervals(f["out_arc3__baseline_costs"], f["out_arc3__level_baselines"]))
     elif name == "solvability":
         games = _games(f["out_arc3__plays"])
         completion = solvability_mod.level_completion(f["out_arc3__attempts"], games, config)
@@ -429,40 +438,46 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
             ws.insert_frame(STATE_TABLE, pl.DataFrame(state_rows), con=con)
     report.timings_s["validate_and_write"] = time.perf_counter() - t0
 
-    fig_plan = next((p for p in todo if p.step.name == FIGURES), None)
-    if fig_plan is not None and out_dir is not None:
-        t0 = time.perf_counter()
-        from pipeline.transforms.figures import write_figures
+    # The output folder (figures, manifest.json) is written whole: a failure or a full disk leaves the old one.
+    with output_folder(out_dir) if out_dir is not None else nullcontext(None) as stage:
+        fig_plan = next((p for p in todo if p.step.name == FIGURES), None)
+        if fig_plan is not None and stage is not None:
+            t0 = time.perf_counter()
+            from pipeline.transforms.figures import write_figures
 
-        fig_dir = out_dir / "figures"
-        written, skipped = write_figures(fig_dir, frames["out_arc3__attempts"], frames["out_arc3__level_completion"],
-                                         frames["out_arc3__level_reference_points"], config)
-        report.figures, report.skipped_figures = written, skipped
-        files = sorted(str(path) for paths in written.values() for path in paths.values())
-        parts = {**fig_plan.parts, "files": files}
-        row = _state_row(FIGURES, StepPlan(fig_plan.step, fig_plan.fingerprint, parts, []), manifest.run_id,
-                         datetime.now(UTC), len(files))
-        with ws.transaction() as con:
-            con.execute(f"DELETE FROM {STATE_TABLE} WHERE build_target = ?", [FIGURES])
-            ws.insert_frame(STATE_TABLE, pl.DataFrame([row]), con=con)
-        for f in files:
-            manifest.add_output(f)
-        report.timings_s["figures"] = time.perf_counter() - t0
+            fig_dir = stage / "figures"
+            written, skipped = write_figures(fig_dir, frames["out_arc3__attempts"], frames["out_arc3__level_completion"],
+                                             frames["out_arc3__level_reference_points"], config)
+            staged = sorted(path for paths in written.values() for path in paths.values())
+            report.figures = {name: {kind: public_path(path) for kind, path in paths.items()}
+                              for name, paths in written.items()}  # where they are once the folder is in place
+            report.skipped_figures = skipped
+            files = [str(public_path(path)) for path in staged]
+            parts = {**fig_plan.parts, "files": files}
+            row = _state_row(FIGURES, StepPlan(fig_plan.step, fig_plan.fingerprint, parts, []), manifest.run_id,
+                             datetime.now(UTC), len(files))
+            with ws.transaction() as con:
+                con.execute(f"DELETE FROM {STATE_TABLE} WHERE build_target = ?", [FIGURES])
+                ws.insert_frame(STATE_TABLE, pl.DataFrame([row]), con=con)
+            for path in staged:
+                manifest.add_output(path)  # hashed in the stage; the manifest names the final place
+            report.timings_s["figures"] = time.perf_counter() - t0
 
-    for p in plans:
-        for t, digest in p.parts["inputs"].items():
-            if isinstance(digest, dict):
-                manifest.inputs[f"db:{ws.path}#{t}"] = digest["sha256"]
-        for t in p.step.outputs:
-            if t != FIGURES:
-                manifest.outputs[f"db:{ws.path}#{t}"] = p.fingerprint
-    manifest.notes["steps"] = {p.step.name: {"rebuilt": p.needs_run, "reasons": p.reasons,
-                                             "fingerprint": p.fingerprint} for p in plans}
-    manifest.notes["rows"] = {t: ws.row_count(t) for t in OUT_TABLES}
-    manifest.notes["skipped_figures"] = report.skipped_figures
-    manifest.notes["optimal_source"] = identity
-    manifest.notes["timings_s"] = {k: round(v, 3) for k, v in report.timings_s.items()}
-    report.manifest_path = ws.finish_run(manifest, out_dir)
+        for p in plans:
+            for t, digest in p.parts["inputs"].items():
+                if isinstance(digest, dict):
+                    manifest.inputs[f"db:{ws.path}#{t}"] = digest["sha256"]
+            for t in p.step.outputs:
+                if t != FIGURES:
+                    manifest.outputs[f"db:{ws.path}#{t}"] = p.fingerprint
+        manifest.notes["steps"] = {p.step.name: {"rebuilt": p.needs_run, "reasons": p.reasons,
+                                                 "fingerprint": p.fingerprint} for p in plans}
+        manifest.notes["rows"] = {t: ws.row_count(t) for t in OUT_TABLES}
+        manifest.notes["skipped_figures"] = report.skipped_figures
+        manifest.notes["optimal_source"] = identity
+        manifest.notes["timings_s"] = {k: round(v, 3) for k, v in report.timings_s.items()}
+        manifest_path = ws.finish_run(manifest, stage)
+        report.manifest_path = public_path(manifest_path) if manifest_path is not None else None
     report.manifest = manifest
     return report
 
