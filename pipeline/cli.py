@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "report_command"),
     "explore": ("explore", "explore_command"),
     "qualify": ("qualify", "qualify_command"),
+    "check-witnesses": ("witnesses", "check_witnesses_command"),
 }
 
 
