@@ -11,7 +11,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_OK, EXIT_USAGE, DbOption, fail, make_out_dir, out_write_errors_said
+from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, DbOption, fail, make_out_dir, out_write_errors_said
 
 
 class ReportChoice(StrEnum):
@@ -68,7 +68,7 @@ def report_command(
     grouped by audience (analysts, organizers, researchers) with their headline numbers.
 
     Exit codes: 0 written, 1 error (database missing or unreadable), 2 usage (unknown policy, unusable
-    --ground-truth file).
+    --ground-truth file), 3 written but a game's code was stopped in the sandbox while the explorer ran it.
     """
     import duckdb
 
@@ -104,4 +104,9 @@ def report_command(
         out.console.print(f"{name}: {path} ({path.stat().st_size:,} bytes; manifest "
                           f"{path.with_name(path.stem + '.manifest.json').name})")
     out.console.print(f"index: {out_path / 'index.html'}")
-    raise typer.Exit(EXIT_OK)
+    from pipeline.core.game_code import stopped_in_run
+
+    stopped = stopped_in_run()
+    for line in stopped:  # a game's code ended abnormally in the sandbox (the explorer's notes say it too)
+        out.error(line)
+    raise typer.Exit(EXIT_REJECTED if stopped else EXIT_OK)

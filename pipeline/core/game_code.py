@@ -74,9 +74,13 @@ def game_limits() -> Limits:
 
 
 def game_child_env() -> dict[str, str]:
-    """The engine's step time limit of this process (set_step_time_limit included), for the child's watchdog."""
+    """The child's environment over this process's: the engine's step time limit of this process
+    (set_step_time_limit included), for the child's watchdog; and PYTHONHASHSEED as set here, else 0, so that a
+    game whose frames depend on string hashing replays the same way in every run (a process's own random seed
+    cannot be passed on)."""
     step = _step_limit()
-    return {"ARCSTUDY_STEP_TIMEOUT_S": repr(step) if step is not None else "0"}
+    return {"ARCSTUDY_STEP_TIMEOUT_S": repr(step) if step is not None else "0",
+            "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED") or "0"}
 
 
 class GameCodeError(RuntimeError):
@@ -156,6 +160,21 @@ def portable_info(info: Any) -> Any:
 def describe_failure(err: SandboxFailure, what: str) -> str:
     """One line naming `what` (e.g. "game ls20-1234 (games/ls20/1234/ls20.py)") and how its code ended."""
     return f"{what}: its code was stopped in the sandbox ({err.kind}): {err.detail}"
+
+
+_stopped: list[str] = []
+
+
+def record_stopped(what: str, err: SandboxFailure) -> str:
+    """Note (for this run's exit code) that `what`'s code was stopped in the sandbox; the line that says it."""
+    line = describe_failure(err, what)
+    _stopped.append(line)
+    return line
+
+
+def stopped_in_run() -> list[str]:
+    """What `record_stopped` noted in this process (commands that only note failures, e.g. `report`, exit 3)."""
+    return list(_stopped)
 
 
 def prepare_child() -> None:

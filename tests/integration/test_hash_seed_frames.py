@@ -115,16 +115,11 @@ def test_frames_that_never_match_again_stay_divergent(tmp_path):
 
 
 def recorded_here(tmp_path: Path, edit_step: int, cells: int) -> Path:
-    """hs01 recorded in this interpreter, with `cells` cells of the first frame of step `edit_step` repainted."""
-    from engine.env import make
-    from engine.recording import RecordingWriter
-
+    """hs01 recorded under the hash seed arcstudy replays with when none is set (PYTHONHASHSEED=0: game code runs
+    in a sandboxed interpreter, pipeline.core.game_code), with `cells` cells of the first frame of step
+    `edit_step` repainted."""
     path = tmp_path / "edited_frame.jsonl"
-    env = make("hs01", environments_dir=GAMES)
-    with RecordingWriter(path, include_frames=True) as writer:
-        writer.write(env.reset())
-        for action in ACTIONS:
-            writer.write(env.step(action))
+    record(0, path)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     frame = np.array(lines[edit_step]["data"]["frame"][0])
     frame.flat[:cells] = 15 - frame.flat[:cells]
