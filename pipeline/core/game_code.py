@@ -3,9 +3,11 @@
     from pipeline.core.game_code import run_game_code, announce
 
     announce(game_dirs)                                   # once per run: which folders' code runs, and how
-    result = run_game_code(replay_fn, (info, steps), key=info.game_id)
+    result = run_game_code(replay_fn, (portable_info(info), steps), key=game_key(info), source=info.source)
+    # GameCodeError: the game raised (named like the original, with its line); SandboxFailure: its code ended
+    # abnormally (timeout, cpu, memory, crashed, exited, output_too_large, refused)
 
-Every command that loads a game file (score, view, replay, qualify, explore, simulate --games, ...) hands the
+Every command that loads a game file (score, view, replay, qualify, explore, simulate, report's explorer) hands the
 work that touches the game -- loading it, constructing it, stepping it -- to a module-level function run by
 `run_game_code` in a confined child (docs/security.md). Reading a folder's metadata.json is not running code
 and stays in this process.
@@ -34,7 +36,7 @@ from typing import Any
 from pipeline.core.sandbox import Limits, SandboxFailure, confined, describe_layers, limits_from_env
 
 __all__ = ["GameCodeError", "SandboxFailure", "announce", "describe_failure", "game_key", "game_limits",
-           "layers_text", "portable_info", "run_game_code"]
+           "layers_text", "portable_info", "record_stopped", "run_game_code", "stopped_in_run"]
 
 GRACE_MAX_S = 10.0
 DEFAULT_WALL_S = 3600.0
