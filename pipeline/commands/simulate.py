@@ -22,16 +22,20 @@ def simulate_command(
                                                       "repository's games/). Their Python code is run (in the "
                                                       "sandbox, docs/security.md).")] = None,
     no_harc: Annotated[bool, typer.Option("--no-harc", help="Skip the synthetic H-ARC study.")] = False,
+    no_static: Annotated[bool, typer.Option("--no-static", help="Skip the static-task study (ARC-TGI families "
+                                            "audited by people, and an ARC-AGI-2 attempt log).")] = False,
     overwrite: Annotated[bool, typer.Option(help="Replace a non-empty --out folder.")] = False,
     workers: WorkersOption = None,
     scheduler: SchedulerOption = None,
 ) -> None:
-    """Simulate a human study (participants, sessions, low-effort minority), agent runs and an H-ARC study.
+    """Simulate a human study (participants, sessions, low-effort minority), agent runs, an H-ARC study and a
+    static-task study (ARC-TGI families audited by people in both audit layouts, an ARC-AGI-2 attempt log).
 
     Reads: the games (their shipped solution recordings); their Python code is run, in the sandbox
     (docs/security.md), which may write only the --out folder. Writes: --out (recordings, session manifest,
-    H-ARC CSVs, ARC tasks, SIMULATION.json and ground_truth/ with the low-effort labels, kept apart from
-    the data). Nothing goes into a database: run `arcstudy ingest` on the result. The H-ARC participants are
+    H-ARC CSVs, ARC tasks, static/ (ARC-TGI export, audits, ARC-AGI-2 log, DESIGN.json), SIMULATION.json and
+    ground_truth/ with the low-effort labels, kept apart from the data). Nothing goes into a database: run
+    `arcstudy ingest` on the result. The H-ARC participants are
     simulated on --workers processes (without it: serially up to 100 participants, else 2) or on the cluster
     at --scheduler; the files do not depend on it.
     """
@@ -48,7 +52,7 @@ def simulate_command(
     try:
         summary = simulate_study(out_dir, scale=scale, seed=seed, environments_dir=environments or GAMES_DIR,
                                  with_harc=not no_harc, overwrite=overwrite, progress=out.track,
-                                 workers=workers, scheduler=scheduler)
+                                 workers=workers, scheduler=scheduler, with_static=not no_static)
     except (FileExistsError, ValueError) as err:
         raise fail(str(err)) from err
     except SandboxFailure as err:  # a game's code ended abnormally (time, memory, exit, crash): named, exit 3
@@ -61,5 +65,6 @@ def simulate_command(
         f"simulated {human['participants']} participants ({human['low_effort']} low-effort), "
         f"{human['plays']} plays, {len(summary['agents'])} agent runs"
         + (f", H-ARC {summary['harc'].get('n_participants', '?')} participants" if summary["harc"] else "")
+        + (f", {len(summary['static']['families'])} ARC-TGI families audited" if summary.get("static") else "")
         + f" -> {out_dir}"
     )

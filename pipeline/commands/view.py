@@ -83,6 +83,7 @@ def view_command(
     --include-unknown-games).
     """
     from pipeline.core.manifest import RunManifest
+    from pipeline.core.outputs import OutputError, named, write_text
     from pipeline.report.viewer import (
         ViewerError,
         ViewerRejected,
@@ -121,9 +122,11 @@ def view_command(
     with out.progress("replaying", None) as bar:
         on_step = (lambda: bar.advance(0)) if bar is not None else None  # type: ignore[union-attr]
         try:
-            result = write_viewer(target, out_file, db=db_path, games=games, baselines=baselines, verify=verify,
-                                  only_reset_levels=only_reset_levels, manifest=manifest, on_step=on_step,
-                                  game_version=game_version, include_unknown_games=include_unknown_games)
+            with named("--out"):
+                result = write_viewer(target, out_file, db=db_path, games=games, baselines=baselines,
+                                      verify=verify, only_reset_levels=only_reset_levels, manifest=manifest,
+                                      on_step=on_step, game_version=game_version,
+                                      include_unknown_games=include_unknown_games)
         except ViewerUsageError as err:
             raise fail(str(err), EXIT_USAGE) from err
         except ViewerRejected as err:
@@ -133,10 +136,10 @@ def view_command(
     code = EXIT_REJECTED if result.rejected else EXIT_OK  # lines left out, or a play score leaves out
     manifest.finish(code)
     manifest_file = manifest_path_for(out_file)
-    try:
-        manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
-    except OSError as err:
-        raise fail(f"wrote {out_file}, but cannot write its manifest {manifest_file}: {err.strerror or err}") from err
+    try:  # whole, never through a symlink
+        write_text(manifest_file, json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    except OutputError as err:
+        raise fail(f"wrote {out_file}, but {err}") from err
     data = result.data
     lines = [f"wrote {out_file} ({result.n_bytes:,} bytes): {data['n_steps']:,} steps, {data['n_plays']} play(s), "
              f"frames: {data['frames_origin']}, replay: {result.verification.status}",

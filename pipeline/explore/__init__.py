@@ -21,13 +21,15 @@ from functools import lru_cache
 from pathlib import Path
 
 from engine.loader import GameInfo, GameNotFoundError, find_games, resolve_game
+from pipeline.core.textfiles import read_text_document
 
 from .analysis import GraphMetrics, analyse
-from .graph import CLICK_RULES, StateGraph, explore_level
+from .graph import CLICK_RULES, DEFAULT_MAX_NODES, StateGraph, explore_level
 from .session import IDENTITIES, Session
 
 __all__ = [
     "CLICK_RULES",
+    "DEFAULT_MAX_NODES",
     "IDENTITIES",
     "ExploreResult",
     "GameInfo",
@@ -76,7 +78,7 @@ def explore(
     level: int = 1,
     *,
     environments_dir: Path | str | None = None,
-    max_nodes: int = 200_000,
+    max_nodes: int = DEFAULT_MAX_NODES,
     max_seconds: float | None = None,
     click_rule: str = "objects",
     include_undo: bool = False,
@@ -97,8 +99,8 @@ def _shipped_optimum(info: GameInfo, level: int) -> int | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(read_text_document(path)[0])  # a byte-order mark is not content
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     if data.get("game_id") != info.game_id:
         return None
@@ -134,7 +136,7 @@ def optimal_actions(
     game_id: str,
     level: int,
     environments_dir: Path | str | None = None,
-    max_nodes: int = 200_000,
+    max_nodes: int = DEFAULT_MAX_NODES,
     max_seconds: float | None = 120.0,
     *,
     use_shipped: bool = True,

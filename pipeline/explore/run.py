@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.executor import default_workers
+from pipeline.core.outputs import write_text
 
 from .confined import _start_in_sandbox, explore_level_in_sandbox
 
@@ -191,7 +192,7 @@ def _finish(info: Any, rows: list[dict[str, Any]], written: list[Path], manifest
             ) -> tuple[list[dict[str, Any]], list[Path]]:
     if out_dir is not None:
         summary = out_dir / info.game_id / "summary.json"
-        summary.write_text(json.dumps({"game_id": info.game_id, "levels": rows}, indent=1, default=str) + "\n")
+        write_text(summary, json.dumps({"game_id": info.game_id, "levels": rows}, indent=1, default=str) + "\n")
         written.append(summary)
         for path in written:
             manifest.add_output(path)

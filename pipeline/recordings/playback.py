@@ -32,6 +32,7 @@ import polars as pl
 
 from engine.enums import GameAction
 from engine.loader import GameInfo, GameNotFoundError, GameUnloadableError, find_games, resolve_game
+from pipeline.core.outputs import write_with
 from schemas.validate import conform
 
 from .counting import ACTION_NAMES
@@ -318,10 +319,13 @@ def replay_to_lines(actions: Sequence[ScriptAction], info: GameInfo, *, guid: st
 
 
 def write_lines(path: Path, lines: Sequence[Mapping[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for line in lines:
-            fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+    """The JSONL file, written whole (pipeline.core.outputs: never through a symlink; OutputError on failure)."""
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for line in lines:
+                fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+    write_with(path, write)
 
 
 def replayed_recording(actions: Sequence[ScriptAction], info: GameInfo, *, file_id: str, path: Path | None,

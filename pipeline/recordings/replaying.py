@@ -117,22 +117,32 @@ class ReplayResult:
     reconverged: list[int] = field(default_factory=list)
 
 
-def replay_classified(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_reset: bool = True) -> ReplayResult:
+def replay_classified(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_reset: bool = True,
+                      on_response: Callable[[int, Any], None] | None = None, all_frames: bool = False
+                      ) -> ReplayResult:
     """Send every step's action to a fresh ``env`` and compare its answer; go on after frame-only divergences.
-    Frames are rendered only for the steps that recorded some."""
+    Frames are rendered only for the steps that recorded some (every step with ``all_frames``).
+
+    ``on_response(index, response)`` sees every engine response as it comes (index -1: the opening RESET sent
+    for a recording that lacks it), e.g. to keep the frames (`pipeline.datasets.transitions`)."""
     if steps and steps[0].action_id != GameAction.RESET.value:
-        env.reset(frames=FRAMES_NONE)  # the toolkit's opening RESET, absent from older files
+        opening = env.reset(frames=FRAMES_ALL if all_frames else FRAMES_NONE)  # the toolkit's opening RESET,
+        if on_response is not None:                                            # absent from older files
+            on_response(-1, opening)
     result = ReplayResult()
     pending: list[Divergence] = []  # frame-only divergences since frames last matched
     for index, step in enumerate(steps):
         action = ActionInput(id=step.action_id, data=dict(step.action_data), reasoning=step.reasoning)
         try:
-            response = env.step(action, frames=FRAMES_ALL if step.n_frames is not None else FRAMES_NONE)
+            response = env.step(action, frames=FRAMES_ALL if all_frames or step.n_frames is not None
+                                else FRAMES_NONE)
         except Exception as err:  # the game or engine failed: that is a divergence too
             name = GameAction.from_id(step.action_id).name
             result.outcome = Divergence(step.line, index, name, "exception", None, f"{type(err).__name__}: {err}")
             break
         result.replayed += 1
+        if on_response is not None:
+            on_response(index, response)
         result.outcome = _outcome_divergence(step, index, response, check_full_reset)
         if result.outcome is not None:
             break

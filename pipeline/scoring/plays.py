@@ -63,6 +63,7 @@ __all__ = [
     "play_index_per_step",
     "read_recording_files",
     "recordings_from_tables",
+    "recount_for_competition",
     "replay_scripts",
 ]
 
@@ -205,6 +206,31 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
         rec.step_play = play_index_per_step(effects)
         rec.play_ids = [f"{rec.guid}/{i}" for i in range(rec.card.total_plays)]
         out.append(rec)
+    return out
+
+
+def recount_for_competition(recordings: Sequence[RecordingInput]) -> list[RecordingInput]:
+    """The recordings counted by the competition rules (`CountingOptions.competition_mode`: a RESET is never a
+    full reset, so a game reset is a level reset and each recording holds one play). Recordings whose actions
+    are unknown, and scorecards, are left as they are; so is a recording whose engine really went back to
+    level 1 at a game reset (a local play: the levels go down), which the competition server never does: what
+    follows that reset is a second play, which competition scoring leaves out."""
+    from dataclasses import replace
+
+    out = []
+    for rec in recordings:
+        if rec.card is None or not rec.records:
+            out.append(rec)
+            continue
+        opts = replace(counting_options_for_variant(rec.variant), competition_mode=True)
+        effects = classify_steps(rec.records, opts)
+        card = card_from_effects(rec.records, effects, game_id=rec.game_id)
+        if any(b[0] <= a[0] for play in card.plays for a, b in zip(play.actions_by_level, play.actions_by_level[1:],
+                                                                      strict=False)):
+            out.append(rec)
+            continue
+        out.append(replace(rec, effects=effects, card=card, step_play=play_index_per_step(effects),
+                           play_ids=[f"{rec.guid}/{i}" for i in range(card.total_plays)]))
     return out
 
 

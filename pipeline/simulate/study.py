@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pipeline
+from pipeline.core.outputs import write_text
 from pipeline.simulate.agents import AGENTS, run_agent, write_agents_repo, write_toolkit
 from pipeline.simulate.arc3 import Arc3StudyPlan, GameSpec, simulate_arc3_study
 from pipeline.simulate.specs import game_specs, verify_specs
@@ -73,12 +74,13 @@ def _baselines(spec: GameSpec, environments_dir: Path) -> list[int]:
 
 
 # What simulate_study writes at the top of its folder: --overwrite removes these and nothing else.
-STUDY_LAYOUT = ("arc3", "harc", "ground_truth", "SIMULATION.json")
+STUDY_LAYOUT = ("arc3", "harc", "ground_truth", "SIMULATION.json", "static")
 
 
 def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environments_dir: Path,
                    specs: list[GameSpec] | None = None, with_harc: bool = True, overwrite: bool = False,
-                   progress=None, workers: int | None = None, scheduler: str | None = None) -> dict[str, Any]:
+                   progress=None, workers: int | None = None, scheduler: str | None = None,
+                   with_static: bool = True) -> dict[str, Any]:
     """Write the study under `out_dir`. `workers` / `scheduler`: the fan-out of the H-ARC participants
     (simulate_harc_study; None: its default); the files do not depend on them."""
     if scale not in SCALES:
@@ -121,6 +123,12 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
         # Wall time and the absolute folder vary between runs: left out so the same seed gives the same bytes.
         harc = {k: v for k, v in summary.to_dict().items() if k not in ("elapsed_s", "out_dir")}
 
+    static = None
+    if with_static:
+        from pipeline.simulate.static_audit import simulate_static_study
+
+        static = simulate_static_study(out_dir / "static", seed=seed)
+
     description = {
         "generator": "arcstudy simulate",
         "arcstudy_version": pipeline.__version__,
@@ -131,8 +139,9 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
         "arc3_human": human,
         "agents": agent_runs,
         "harc": harc,
+        "static": static,
     }
-    (out_dir / "SIMULATION.json").write_text(json.dumps(description, indent=1, default=str) + "\n")
+    write_text(out_dir / "SIMULATION.json", json.dumps(description, indent=1, default=str) + "\n")
     return description
 
 

@@ -15,9 +15,7 @@ Frames are sent compactly and decoded lazily by the page (`decodeFrame` in viewe
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.core.outputs import write_text
 from pipeline.recordings.counting import StepEffect
 from pipeline.recordings.variant import counting_options_for_variant
 from pipeline.scoring.parallel import REPLAY_FAILED
@@ -383,16 +382,7 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
                                     "left_out_of_score": left_out, "rejected_input": list(source.rejected)}
         manifest_dict = manifest.to_dict()
     html = render_viewer_html(data, manifest_dict)
-    tmp = out.with_name(out.name + ".tmp")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(html, encoding="utf-8")
-        os.replace(tmp, out)
-    except OSError as err:  # a missing or read-only folder, a full disk: said, and no half page left behind
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise ViewerError(f"cannot write {out}: {err.strerror or err}"
-                          + (f" ({err.filename})" if err.filename else "")) from err
+    write_text(out, html)  # whole, never through a symlink; OutputError (one line, exit 1) when it cannot be
     if manifest is not None:
         manifest.add_output(out)
     return ViewerResult(out, data, source, verification, n_bytes=out.stat().st_size, left_out=left_out)
