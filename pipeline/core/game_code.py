@@ -77,12 +77,11 @@ def game_limits() -> Limits:
 
 def game_child_env() -> dict[str, str]:
     """The child's environment over this process's: the engine's step time limit of this process
-    (set_step_time_limit included), for the child's watchdog; and PYTHONHASHSEED as set here, else 0, so that a
-    game whose frames depend on string hashing replays the same way in every run (a process's own random seed
-    cannot be passed on)."""
+    (set_step_time_limit included), for the child's watchdog; and PYTHONHASHSEED=0, so that a game whose frames
+    depend on string hashing replays the same way in every run, serially or on Dask workers (whose nanny sets
+    its own PYTHONHASHSEED in the environment of the process that starts them)."""
     step = _step_limit()
-    return {"ARCSTUDY_STEP_TIMEOUT_S": repr(step) if step is not None else "0",
-            "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED") or "0"}
+    return {"ARCSTUDY_STEP_TIMEOUT_S": repr(step) if step is not None else "0", "PYTHONHASHSEED": "0"}
 
 
 class GameCodeError(RuntimeError):
