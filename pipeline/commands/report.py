@@ -11,7 +11,16 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_OK, EXIT_USAGE, DbOption, RawCsvOption, fail, make_out_dir, out_write_errors_said
+from .common import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    DbOption,
+    RawCsvOption,
+    fail,
+    make_out_dir,
+    out_write_errors_said,
+)
 
 
 class ReportChoice(StrEnum):
@@ -87,7 +96,8 @@ def report_command(
     Exit codes: 0 written, 1 error (database missing or unreadable, nothing to report: none of the chosen
     reports has its tables, as in a database never built, or an output that cannot be written), 2 usage
     (unknown policy, unusable --ground-truth file, --competition without --games or under a policy without
-    competition mode, an unusable --compare-with card).
+    competition mode, an unusable --compare-with card), 3 written but a game's code was stopped in the sandbox
+    while the explorer ran it.
     """
     import duckdb
 
@@ -140,7 +150,12 @@ def report_command(
     for name, why in empty.items():
         out.console.print(f"{name}: no data ({why}); its page says so")
     out.console.print(f"index: {out_path / 'index.html'}")
-    raise typer.Exit(EXIT_OK)
+    from pipeline.core.game_code import stopped_in_run
+
+    stopped = stopped_in_run()
+    for line in stopped:  # a game's code ended abnormally in the sandbox (the explorer's notes say it too)
+        out.error(line)
+    raise typer.Exit(EXIT_REJECTED if stopped else EXIT_OK)
 
 
 def _first_missing(path: Path) -> Path | None:

@@ -3,9 +3,11 @@
     from pipeline.core.game_code import run_game_code, announce
 
     announce(game_dirs)                                   # once per run: which folders' code runs, and how
-    result = run_game_code(replay_fn, (info, steps), key=info.game_id)
+    result = run_game_code(replay_fn, (portable_info(info), steps), key=game_key(info), source=info.source)
+    # GameCodeError: the game raised (named like the original, with its line); SandboxFailure: its code ended
+    # abnormally (timeout, cpu, memory, crashed, exited, output_too_large, refused)
 
-Every command that loads a game file (score, view, replay, qualify, explore, simulate --games, ...) hands the
+Every command that loads a game file (score, view, replay, qualify, explore, simulate, report's explorer) hands the
 work that touches the game -- loading it, constructing it, stepping it -- to a module-level function run by
 `run_game_code` in a confined child (docs/security.md). Reading a folder's metadata.json is not running code
 and stays in this process.
@@ -34,7 +36,7 @@ from typing import Any
 from pipeline.core.sandbox import Limits, SandboxFailure, confined, describe_layers, limits_from_env
 
 __all__ = ["GameCodeError", "SandboxFailure", "announce", "describe_failure", "game_key", "game_limits",
-           "layers_text", "portable_info", "run_game_code"]
+           "layers_text", "portable_info", "record_stopped", "run_game_code", "stopped_in_run"]
 
 GRACE_MAX_S = 10.0
 DEFAULT_WALL_S = 3600.0
@@ -74,9 +76,12 @@ def game_limits() -> Limits:
 
 
 def game_child_env() -> dict[str, str]:
-    """The engine's step time limit of this process (set_step_time_limit included), for the child's watchdog."""
+    """The child's environment over this process's: the engine's step time limit of this process
+    (set_step_time_limit included), for the child's watchdog; and PYTHONHASHSEED=0, so that a game whose frames
+    depend on string hashing replays the same way in every run, serially or on Dask workers (whose nanny sets
+    its own PYTHONHASHSEED in the environment of the process that starts them)."""
     step = _step_limit()
-    return {"ARCSTUDY_STEP_TIMEOUT_S": repr(step) if step is not None else "0"}
+    return {"ARCSTUDY_STEP_TIMEOUT_S": repr(step) if step is not None else "0", "PYTHONHASHSEED": "0"}
 
 
 class GameCodeError(RuntimeError):
@@ -156,6 +161,21 @@ def portable_info(info: Any) -> Any:
 def describe_failure(err: SandboxFailure, what: str) -> str:
     """One line naming `what` (e.g. "game ls20-1234 (games/ls20/1234/ls20.py)") and how its code ended."""
     return f"{what}: its code was stopped in the sandbox ({err.kind}): {err.detail}"
+
+
+_stopped: list[str] = []
+
+
+def record_stopped(what: str, err: SandboxFailure) -> str:
+    """Note (for this run's exit code) that `what`'s code was stopped in the sandbox; the line that says it."""
+    line = describe_failure(err, what)
+    _stopped.append(line)
+    return line
+
+
+def stopped_in_run() -> list[str]:
+    """What `record_stopped` noted in this process (commands that only note failures, e.g. `report`, exit 3)."""
+    return list(_stopped)
 
 
 def prepare_child() -> None:

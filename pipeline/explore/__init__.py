@@ -118,12 +118,18 @@ def _optimal_cached(game_id: str, level: int, environments_dir: str, max_nodes: 
         shipped = _shipped_optimum(info, level)
         if shipped is not None:
             return shipped
-    session = Session(info)
-    session.start(0)
-    if not 1 <= level <= session.n_levels:
+    # the game's code runs in the sandbox (pipeline.core.game_code), never in this process
+    from pipeline.core.game_code import game_key, portable_info, run_game_code
+
+    from .confined import _start_in_sandbox, explore_level_in_sandbox
+
+    n_levels = run_game_code(_start_in_sandbox, (portable_info(info), "frame"), key=game_key(info),
+                             source=info.source)
+    if not 1 <= level <= n_levels:
         return None
-    graph = explore_level(session, level - 1, max_nodes=max_nodes, max_seconds=max_seconds)
-    return analyse(graph).optimal_actions
+    _graph, metrics = explore_level_in_sandbox(info, level, identity=None, budget=None, want_graph=False,
+                                               options={"max_nodes": max_nodes, "max_seconds": max_seconds})
+    return metrics.optimal_actions
 
 
 def optimal_actions(

@@ -145,3 +145,14 @@ def test_a_real_run_ends_and_leaves_no_process(tmp_path, code):
     assert f"{code}-0000beef" in output and HOSTILE[code] in output, output
     assert sandbox_processes(proc.pid) == []
     assert not list(Path(tempfile.gettempdir()).glob(f"arcstudy-sandbox-{proc.pid}-*"))  # scratch removed
+
+
+def test_the_calibration_explorer_notes_a_stopped_game_and_the_report_run_knows(small_limits, monkeypatch):
+    from pipeline.core import game_code
+    from pipeline.report.reports.calibration import ExploreOptions, explore_levels
+
+    monkeypatch.setattr(game_code, "_stopped", [])
+    table, notes = explore_levels({"ox01-0000beef": 2}, ExploreOptions(games_dirs=(FIXTURES,), max_nodes=50,
+                                                                       seconds=60))
+    assert any("explorer stopped" in n and "ox01-0000beef" in n and "exit code 0" in n for n in notes), notes
+    assert len(game_code.stopped_in_run()) == 1  # `arcstudy report` then exits 3

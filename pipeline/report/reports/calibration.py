@@ -228,7 +228,7 @@ def explore_levels(game_levels: dict[str, int], options: ExploreOptions) -> tupl
         return pl.DataFrame(schema=schema), (["explorer disabled (--explore-seconds 0)"] if options.seconds <= 0
                                              else [])
     try:
-        from pipeline.core.game_code import GameCodeError, SandboxFailure
+        from pipeline.core.game_code import GameCodeError, SandboxFailure, record_stopped
         from pipeline.explore import discover
         from pipeline.explore.run import explore_level_in_sandbox
     except ImportError as err:  # the explorer is optional for the report: say so, never fail silently
@@ -264,8 +264,7 @@ def explore_levels(game_levels: dict[str, int], options: ExploreOptions) -> tupl
                                                  want_graph=False)
         except SandboxFailure as err:  # time, memory, exit, crash: this game is not explored further
             stopped.add(game_id)
-            notes.append(f"{game_id} level {level + 1}: explorer stopped, the game's code ended abnormally in the "
-                         f"sandbox ({err.kind}): {err.detail}")
+            notes.append(f"explorer stopped: {record_stopped(f'{game_id} level {level + 1}', err)}")
             continue
         except (GameCodeError, Exception) as err:  # noqa: BLE001 - a game the explorer cannot run is reported
             notes.append(f"{game_id} level {level + 1}: explorer failed ({type(err).__name__}: {err})")
