@@ -305,7 +305,7 @@ def describe_game_error(err: BaseException, info: GameInfo | None = None) -> str
     """``"RuntimeError: boom (at <game file>:9)"``: an exception raised by game code, with the line of the game
     file that raised it when the traceback passes through it (what a person fixing the game needs)."""
     text = f"{type(err).__name__}: {err}"
-    if isinstance(err, GameNotFoundError):  # the loader's own errors already say which file and why
+    if isinstance(err, GameNotFoundError) or getattr(err, "located", False):  # already says which file and why
         return text
     if isinstance(err, SyntaxError) and err.filename:
         return f"{text} (at {err.filename}:{err.lineno})" if str(err.filename) not in text else text

@@ -155,4 +155,23 @@ FIELDS: list[Field] = [
           "explain why a step rebuilds)"),
     Field("built_at", UTC, "when the target was last rebuilt"),
     Field("n_rows", pl.Int64, "rows written (figures: files written)", ge=0),
+    # --- baseline intervals (pipeline/scoring/baseline_intervals.py) ---------------------------------------
+    Field("baseline_quantile", pl.Float64, "the population quantile of completers' costs the rule estimates: 0.5 "
+          "for the medians, r / (m + 1) for a rule of rank r among m completers", ge=0, le=1),
+    Field("interval_lower", pl.Float64, "lower end of the distribution-free interval for the baseline: the "
+          "completers' cost of rank interval_lower_rank", ge=0),
+    Field("interval_upper", pl.Float64, "upper end of the interval: the cost of rank interval_upper_rank", ge=0),
+    Field("interval_lower_rank", pl.Int64, "1-based rank (ascending cost) of the interval's lower end", ge=1),
+    Field("interval_upper_rank", pl.Int64, "1-based rank of the interval's upper end", ge=1),
+    Field("interval_coverage", pl.Float64, "exact probability that [interval_lower, interval_upper] holds the "
+          "population quantile: P(l <= B <= u - 1), B ~ Binomial(n_completers, baseline_quantile); "
+          "distribution-free (ties make it conservative)", ge=0, le=1),
+    Field("is_interval_at_level", pl.Boolean, "interval_coverage reaches confidence_level; false when even the "
+          "widest interval (lowest to highest cost) does not, i.e. too few completers for that confidence"),
+    Field("interval_relative_width", pl.Float64, "(interval_upper - interval_lower) / baseline_value; null for a "
+          "0 baseline", nullable=True, ge=0),
+    Field("baseline_with_one_more_fastest", pl.Float64, "the baseline if one more tester completed the level "
+          "as cheaply as the cheapest completer", ge=0),
+    Field("baseline_with_one_more_slowest", pl.Float64, "the baseline if one more tester completed the level "
+          "as dearly as the dearest completer", ge=0),
 ]

@@ -9,7 +9,9 @@ commands do); the demo adds only the order, the paths and a closing summary. Ste
 4. recompute baselines and compare them with the games' metadata;
 5. score the simulated agents under every policy, replay-verifying each run through the engine;
 6. replay every H-ARC trace and run the paper's analyses;
-7. write the calibration, scores and H-ARC reports and reports/demo/index.html linking everything.
+7. write the calibration, scores and H-ARC reports and reports/demo/index.html linking everything;
+8. ingest the static-task study (ARC-TGI families audited by people, an ARC-AGI-2 attempt log) into its own
+   database, build it and write its calibration report under reports/demo/static/.
 
 Each figure has one home: the reports draw them (figures/<report>/), so the steps before them run with
 --no-figures instead of writing the same charts into demo.build/figures, harc/figures and scores/<agent>/figures.
@@ -113,6 +115,17 @@ def demo_steps(data_dir: Path, out_dir: Path, games_dir: Path) -> list[DemoStep]
                  ["report", "all", "--db", str(db), "--out", str(out_dir), "--ground-truth",
                   str(data_dir / "ground_truth" / "arc3_participants.csv")]),
     ]
+    static = data_dir / "static"
+    if static.is_dir():  # its own database: the H-ARC-layout audit must not join the H-ARC study's analyses
+        static_db = out_dir / "static" / "static.duckdb"
+        steps += [
+            DemoStep("ingest the static-task study (ARC-TGI export, audits, ARC-AGI-2 log)",
+                     ["ingest", str(static / "arc_tgi"), str(static / "audit"), str(static / "arc2"), "--db",
+                      str(static_db)]),
+            DemoStep("build the static-task tables", ["build", "--db", str(static_db), "--no-figures"]),
+            DemoStep("write the static-task calibration report (task families, ARC-AGI-2)",
+                     ["report", "calibration", "--db", str(static_db), "--out", str(out_dir / "static")]),
+        ]
     return steps
 
 

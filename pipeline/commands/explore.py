@@ -12,6 +12,7 @@ import typer
 from .common import (
     EXIT_ERROR,
     EXIT_OK,
+    EXIT_REJECTED,
     EXIT_USAGE,
     SchedulerOption,
     WorkersOption,
@@ -32,7 +33,9 @@ def explore_command(
     max_nodes: Annotated[int, typer.Option("--max-nodes", min=1, help="Stop after this many states per level.")] = 200_000,
     max_seconds: Annotated[float | None, typer.Option("--max-seconds", min=0.001, help="Stop a level after this long.")] = None,
     environments: Annotated[Path | None, typer.Option("--environments", help="Directory searched for "
-                                                      "metadata.json (default: arcstudy's games/).")] = None,
+                                                      "metadata.json (default: arcstudy's games/). The game's "
+                                                      "Python code is run (in the sandbox, docs/security.md).")
+                            ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the per-level summaries as JSON on stdout.")] = False,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write graph.json, graph.graphml and the figure per "
                                                  "level, summary.json and manifest.json under DIR/<game_id>/.")] = None,
@@ -55,13 +58,17 @@ def explore_command(
     plus DIR/<game_id>/summary.json and manifest.json); --json prints the summaries to stdout.
     Levels are explored on --workers processes, one level each (without it: all usable cores from
     --max-nodes 10,000 on, else serially), or on the cluster at --scheduler; results do not depend on it.
-    Exit code 1 if the game raised an exception while being explored (see `errors`), 2 on bad options.
+    The game's Python code is run, in the sandbox (docs/security.md). Exit code 1 if the game raised an
+    exception while being explored (see `errors`), 3 if its code was stopped in the sandbox (time, memory,
+    exit, crash), 2 on bad options.
     """
     from rich.table import Table
 
     from engine.loader import GameNotFoundError
     from pipeline.core.console import out
-    from pipeline.explore.run import GameStartError, LevelRangeError, run_explore
+    from pipeline.core.game_code import announce
+    from pipeline.explore import games_dir_or_default
+    from pipeline.explore.run import GameStartError, GameStoppedError, LevelRangeError, run_explore
 
     if click_rule not in CLICK_RULE_NAMES:
         out.error(f"--clicks must be one of {', '.join(CLICK_RULE_NAMES)}")
@@ -74,6 +81,7 @@ def explore_command(
         raise typer.Exit(EXIT_USAGE)
     if out_dir is not None:  # before the levels are explored, not after
         make_out_dir(out_dir)
+    announce([games_dir_or_default(environments)])
     try:
         with out_write_errors_said(out_dir):
             rows, written = run_explore(game, levels=level, environments=environments, max_nodes=max_nodes,
@@ -87,6 +95,9 @@ def explore_command(
     except (GameNotFoundError, GameStartError) as err:
         out.error(str(err))
         raise typer.Exit(EXIT_ERROR) from err
+    except GameStoppedError as err:  # the game's code ended abnormally in the sandbox: its failure, named
+        out.error(str(err))
+        raise typer.Exit(EXIT_REJECTED) from err
     code = EXIT_ERROR if any(r["errors"] for r in rows) else EXIT_OK
     if json_out:
         sys.stdout.write(json.dumps(rows, default=str) + "\n")

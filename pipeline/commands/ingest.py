@@ -21,8 +21,9 @@ from .common import (
     command_line,
     fail,
     lock_timeout_seconds,
+    make_out_dir,
     open_workspace,
-    run_manifest_dir,
+    write_run_manifest,
 )
 
 
@@ -51,6 +52,10 @@ def ingest_command(
                                                 callback=lock_timeout_seconds)] = 30.0,
     workers: WorkersOption = None,
     scheduler: SchedulerOption = None,
+    family_prefix: Annotated[str | None, typer.Option(
+        "--family-prefix", help="ARC-TGI exports: the benchmark folder the generators come from (e.g. "
+        "ARC-AGI-1-Train), kept beside each task's family; default: read from the export's path. Needs --force "
+        "to change it for a file already ingested.", show_default=False)] = None,
 ) -> None:
     """Validate and load input files into the database; bad lines and rows go to `quarantine`.
 
@@ -74,7 +79,9 @@ def ingest_command(
     manifest = RunManifest(command=command_line(ctx),
                            config={"format": fmt, "force": force, "keep_frames": keep_frames,
                                    "frames_dir": str(frames_dir), "db": str(db_path),
-                                   "workers": workers, "scheduler": scheduler})
+                                   "workers": workers, "scheduler": scheduler, "family_prefix": family_prefix})
+    if keep_frames:  # before any work: a frames folder that cannot exist is the output's problem, not the inputs'
+        make_out_dir(frames_dir, "--frames-dir")
     files = expand_paths(paths)
     if not files:
         raise fail(f"no input files in {', '.join(map(str, paths))} (hidden files and folders, *.py, *.pyc and "
@@ -82,7 +89,8 @@ def ingest_command(
     with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         report = ingest_paths(ws, files, run_id=manifest.run_id, fmt_name=fmt, force=force,
                               keep_frames=keep_frames, frames_dir=frames_dir, progress=out.track,
-                              workers=workers, scheduler=scheduler)
+                              workers=workers, scheduler=scheduler,
+                              options={"family_prefix": family_prefix} if family_prefix else None)
         for f in report.files:
             if f.status != "unreadable" and f.path.is_file():  # never hash a FIFO or device
                 try:
@@ -95,7 +103,7 @@ def ingest_command(
         manifest.notes["quarantined"] = report.n_quarantined
         manifest.finish(code)
         ws.record_run(manifest)
-    manifest.write_json(run_manifest_dir(db_path) / manifest.run_id)
+    write_run_manifest(manifest, db_path)
 
     table = RichTable(title=f"ingest into {db_path}")
     for col in ("file", "status", "format", "loaded", "quarantined", "note"):

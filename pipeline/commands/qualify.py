@@ -12,6 +12,7 @@ import typer
 from .common import (
     EXIT_ERROR,
     EXIT_OK,
+    EXIT_REJECTED,
     EXIT_USAGE,
     SchedulerOption,
     WorkersOption,
@@ -31,7 +32,9 @@ def qualify_command(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write DIR/<game_id>/qualification.json, "
                                                  "qualification.md and manifest.json.")] = None,
     environments: Annotated[Path | None, typer.Option("--environments", help="Directory searched for "
-                                                      "metadata.json (default: arcstudy's games/).")] = None,
+                                                      "metadata.json (default: arcstudy's games/). Its games' "
+                                                      "Python code is run (in the sandbox, docs/security.md).")
+                            ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random play and fuzz scripts.")] = 0,
     tutorial_levels: Annotated[int, typer.Option("--tutorial-levels", min=0, help="Leading levels treated as tutorials "
                                                  "(random wins allowed).")] = 1,
@@ -49,11 +52,14 @@ def qualify_command(
     Writes: with --out, DIR/<game_id>/qualification.json, qualification.md and manifest.json; a summary table
     (or JSON with --json) on stdout. With several games, each is qualified on one of --workers processes
     (default: all usable cores) or on the cluster at --scheduler; the reports do not depend on it.
-    Exit code 0 if every game passes, 1 if a check fails, 2 on bad options.
+    The games' Python code is run, in the sandbox (docs/security.md): a game whose code ends abnormally (time,
+    memory, exit, crash) fails with the reason. Exit code 0 if every game passes, 1 if a check fails, 3 if a
+    game's code was stopped in the sandbox, 2 on bad options.
     """
     from rich.table import Table
 
     from pipeline.core.console import out
+    from pipeline.core.game_code import announce
     from pipeline.explore import GameNotFoundError, discover, games_dir_or_default, resolve
     from pipeline.qualify.checks import REGIMES
     from pipeline.qualify.run import qualify_game, qualify_games_on_workers
@@ -78,6 +84,7 @@ def qualify_command(
     if out_dir is not None:  # before the games run, not after
         make_out_dir(out_dir)
     command = command_line(ctx)
+    announce([env_dir])
     options = {"seed": seed, "tutorial_levels": tutorial_levels, "recordings": recording}
     reports = []
     with out_write_errors_said(out_dir):
@@ -104,5 +111,11 @@ def qualify_command(
                 table.add_row(report["game_id"], c["name"], c["status"], c["summary"])
             table.add_row(report["game_id"], "VERDICT", report["verdict"].upper(), "", end_section=True)
         out.console.print(table)
+    stopped = [r for r in reports if "stopped_in_sandbox" in r]
+    for r in stopped:  # named on stderr too, whatever the output format
+        out.error(f"{r['game_id']}: its code was stopped in the sandbox ({r['stopped_in_sandbox']['kind']}): "
+                  f"{r['stopped_in_sandbox']['detail']}")
+    if stopped:
+        raise typer.Exit(EXIT_REJECTED)
     raise typer.Exit(EXIT_OK if all(r["verdict"] == "pass" for r in reports) else EXIT_ERROR)
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from pipeline.core.console import out
+from pipeline.core.outputs import named, write_text
 from schemas import TABLES, data_dictionary
 
 from .common import EXIT_USAGE, fail, open_workspace, refuse_overwriting_any_database
@@ -40,8 +41,9 @@ def schema_command(
     text = data_dictionary([table] if table else None)
     if out_file:
         try:
-            out_file.write_text(text + "\n")
-        except (OSError, ValueError) as err:  # a folder, a missing or read-only folder, a NUL in the name
+            with named("--out"):
+                write_text(out_file, text + "\n", make_parents=False)  # whole, never through a symlink
+        except ValueError as err:  # a folder, a missing or read-only folder, a NUL in the name
             raise fail(f"cannot write --out {out_file}: {getattr(err, 'strerror', None) or err}") from err
         out.info(f"wrote {out_file}")
     else:

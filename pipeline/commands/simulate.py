@@ -9,7 +9,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_USAGE, SchedulerOption, WorkersOption, fail, make_out_dir
+from .common import EXIT_REJECTED, EXIT_USAGE, SchedulerOption, WorkersOption, fail, make_out_dir
 
 
 def simulate_command(
@@ -19,21 +19,28 @@ def simulate_command(
                                        "about 2.7 GB: the size of the official human release).")] = "demo",
     seed: Annotated[int, typer.Option(help="Everything descends from this seed: same seed, same bytes.")] = 0,
     environments: Annotated[Path | None, typer.Option("--environments", help="Games to play (default: the "
-                                                      "repository's games/).")] = None,
+                                                      "repository's games/). Their Python code is run (in the "
+                                                      "sandbox, docs/security.md).")] = None,
     no_harc: Annotated[bool, typer.Option("--no-harc", help="Skip the synthetic H-ARC study.")] = False,
+    no_static: Annotated[bool, typer.Option("--no-static", help="Skip the static-task study (ARC-TGI families "
+                                            "audited by people, and an ARC-AGI-2 attempt log).")] = False,
     overwrite: Annotated[bool, typer.Option(help="Replace a non-empty --out folder.")] = False,
     workers: WorkersOption = None,
     scheduler: SchedulerOption = None,
 ) -> None:
-    """Simulate a human study (participants, sessions, low-effort minority), agent runs and an H-ARC study.
+    """Simulate a human study (participants, sessions, low-effort minority), agent runs, an H-ARC study and a
+    static-task study (ARC-TGI families audited by people in both audit layouts, an ARC-AGI-2 attempt log).
 
-    Reads: the games (their shipped solution recordings). Writes: --out (recordings, session manifest,
-    H-ARC CSVs, ARC tasks, SIMULATION.json and ground_truth/ with the low-effort labels, kept apart from
-    the data). Nothing goes into a database: run `arcstudy ingest` on the result. The H-ARC participants are
+    Reads: the games (their shipped solution recordings); their Python code is run, in the sandbox
+    (docs/security.md), which may write only the --out folder. Writes: --out (recordings, session manifest,
+    H-ARC CSVs, ARC tasks, static/ (ARC-TGI export, audits, ARC-AGI-2 log, DESIGN.json), SIMULATION.json and
+    ground_truth/ with the low-effort labels, kept apart from the data). Nothing goes into a database: run
+    `arcstudy ingest` on the result. The H-ARC participants are
     simulated on --workers processes (without it: serially up to 100 participants, else 2) or on the cluster
     at --scheduler; the files do not depend on it.
     """
     from games import GAMES_DIR
+    from pipeline.core.game_code import GameCodeError, SandboxFailure, announce
     from pipeline.simulate.study import SCALES, simulate_study
 
     if scale not in SCALES:
@@ -41,16 +48,23 @@ def simulate_command(
     if out_dir.exists() and not out_dir.is_dir():
         raise fail(f"--out {out_dir} is a file, not a folder; choose a folder for the study", EXIT_USAGE)
     make_out_dir(out_dir)
+    announce([environments or GAMES_DIR])
     try:
         summary = simulate_study(out_dir, scale=scale, seed=seed, environments_dir=environments or GAMES_DIR,
                                  with_harc=not no_harc, overwrite=overwrite, progress=out.track,
-                                 workers=workers, scheduler=scheduler)
+                                 workers=workers, scheduler=scheduler, with_static=not no_static)
     except (FileExistsError, ValueError) as err:
         raise fail(str(err)) from err
+    except SandboxFailure as err:  # a game's code ended abnormally (time, memory, exit, crash): named, exit 3
+        raise fail(f"simulation stopped: a game's code ended abnormally in the sandbox ({err.kind}): {err.detail}",
+                   EXIT_REJECTED) from err
+    except GameCodeError as err:
+        raise fail(f"simulation stopped: a game's code raised {type(err).__name__}: {err}", EXIT_REJECTED) from err
     human = summary["arc3_human"]
     out.console.print(
         f"simulated {human['participants']} participants ({human['low_effort']} low-effort), "
         f"{human['plays']} plays, {len(summary['agents'])} agent runs"
         + (f", H-ARC {summary['harc'].get('n_participants', '?')} participants" if summary["harc"] else "")
+        + (f", {len(summary['static']['families'])} ARC-TGI families audited" if summary.get("static") else "")
         + f" -> {out_dir}"
     )

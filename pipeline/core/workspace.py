@@ -27,7 +27,9 @@ import polars as pl
 import pipeline
 from pipeline.core.manifest import RunManifest
 from pipeline.core.special_files import not_regular_file
-from schemas import TABLES, create_table_sql, get_table, validate_frame
+from schemas import FIELDS, TABLES, create_table_sql, get_table, validate_frame
+from schemas.generate import is_nullable
+from schemas.model import duckdb_type
 from schemas.validate import conform
 from schemas.version import (
     SCHEMA_VERSION,
@@ -303,6 +305,7 @@ class Workspace:
         known = set(self.table_names())  # once: has_table re-queries on every miss (60+ on a fresh database)
         self._known_tables = known
         missing = [n for n in names or list(TABLES) if n not in known]
+        self._add_new_nullable_columns(known & set(names or TABLES))
         if not missing:
             return
         with self.transaction() as con:
@@ -310,6 +313,25 @@ class Workspace:
                 for stmt in create_table_sql(name):
                     con.execute(stmt)
         self._known_tables = None
+
+    def _add_new_nullable_columns(self, existing: set[str]) -> None:
+        """A raw or core table written by an older arcstudy lacks a column schemas/ has added since: a nullable
+        one is added in place (earlier rows hold null there), so the database keeps ingesting. Writes name their
+        columns, so the order does not matter; out tables are re-created by `build` when their layout changes."""
+        tables = [n for n in sorted(existing) if TABLES[n].layer in ("raw", "core")]
+        if not tables:
+            return
+        rows = self.con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                "WHERE table_schema = 'main'").fetchall()
+        have: dict[str, set[str]] = {}
+        for table_name, column in rows:
+            have.setdefault(table_name, set()).add(column)
+        stmts = [f"ALTER TABLE {n} ADD COLUMN {c} {duckdb_type(FIELDS[c].dtype)}" for n in tables
+                 for c in TABLES[n].columns if c not in have.get(n, set()) and is_nullable(TABLES[n], c)]
+        if stmts:
+            with self.transaction() as con:
+                for stmt in stmts:
+                    con.execute(stmt)
 
     def recreate_table(self, name: str, *, con: duckdb.DuckDBPyConnection | None = None) -> None:
         """Drop a derived table and create it again from schemas/ (its columns changed between versions).

@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.executor import default_workers
+from pipeline.core.outputs import write_text
+
+from .confined import _start_in_sandbox, explore_level_in_sandbox
 
 
 class LevelRangeError(ValueError):
@@ -15,6 +18,11 @@ class LevelRangeError(ValueError):
 
 class GameStartError(RuntimeError):
     """The game's own code raised while it was loaded, constructed or sent its opening RESET."""
+
+
+class GameStoppedError(RuntimeError):
+    """The game's code ended abnormally in the sandbox (time, memory, exit, crash): the message names the game,
+    the level and the reason."""
 
 
 def _summary_row(m: Any) -> dict[str, Any]:
@@ -37,21 +45,32 @@ def _level_files(graph: Any, metrics: Any, level_dir: Path, figures: bool, budge
     return written
 
 
+def _stopped(info: Any, level: int, err: Exception) -> str:
+    from pipeline.core.game_code import SandboxFailure, describe_failure
+
+    what = f"{info.game_id} ({info.source}) level {level}"
+    if isinstance(err, SandboxFailure):
+        return describe_failure(err, what)
+    return f"{what}: its code raised {type(err).__name__}: {err}"
+
+
 def explore_one_level(level: int, *, game_id: str, env_dir: Path, identity: str, max_nodes: int,
                       max_seconds: float | None, click_rule: str, include_undo: bool, budget: int | None,
                       out_dir: Path | None, figures: bool) -> tuple[dict[str, Any], list[Path]]:
-    """One level explored on a fresh session (a worker's piece): its summary row and the files written
-    under `out_dir` (workers see the same paths, docs/cluster.md)."""
-    from . import Session, resolve
-    from .analysis import analyse
-    from .graph import explore_level
+    """One level explored on a fresh session (a worker's piece), the game in the sandbox: its summary row and
+    the files written under `out_dir` (workers see the same paths, docs/cluster.md)."""
+    from . import resolve
 
     info = resolve(game_id, env_dir)
-    session = Session(info, identity=identity)
-    session.start(0)
-    graph = explore_level(session, level - 1, max_nodes=max_nodes, max_seconds=max_seconds,
-                          click_rule=click_rule, include_undo=include_undo)
-    metrics = analyse(graph, budget=budget)
+    options = {"max_nodes": max_nodes, "max_seconds": max_seconds, "click_rule": click_rule,
+               "include_undo": include_undo}
+    from pipeline.core.game_code import GameCodeError, SandboxFailure
+
+    try:
+        graph, metrics = explore_level_in_sandbox(info, level, identity=identity, options=options, budget=budget,
+                                             want_graph=out_dir is not None)
+    except (SandboxFailure, GameCodeError) as err:
+        raise GameStoppedError(_stopped(info, level, err)) from err
     written = ([] if out_dir is None else
                _level_files(graph, metrics, out_dir / info.game_id / f"level_{level}", figures, budget))
     return _summary_row(metrics), written
@@ -83,26 +102,33 @@ def run_explore(
     (None: every usable core when there are several levels of at least PARALLEL_MIN_NODES states, else 1) or
     on the Dask cluster at ``scheduler``; the rows come back in level order either way.
     """
-    from engine.loader import describe_game_error
     from pipeline.core.console import out
+    from pipeline.core.game_code import (
+        GameCodeError,
+        SandboxFailure,
+        describe_failure,
+        game_key,
+        portable_info,
+        run_game_code,
+    )
     from pipeline.core.manifest import RunManifest
 
-    from . import Session, games_dir_or_default, resolve
-    from .analysis import analyse
-    from .graph import explore_level
+    from . import games_dir_or_default, resolve
 
     env_dir = games_dir_or_default(environments)
     info = resolve(game, env_dir)
-    try:
-        session = Session(info, identity=identity)
-        session.start(0)
-    except Exception as err:  # the game's code, not the explorer: say where, without a traceback
+    try:  # the game's code runs in the sandbox (pipeline.core.game_code), never here
+        n_levels = run_game_code(_start_in_sandbox, (portable_info(info), identity), key=game_key(info),
+                                 source=info.source)
+    except GameCodeError as err:  # the game's code, not the explorer: say where, without a traceback
         raise GameStartError(f"{info.game_id}: the game's code raised while loading or starting: "
-                             f"{describe_game_error(err, info)}") from err
-    chosen = levels or list(range(1, session.n_levels + 1))
+                             f"{type(err).__name__}: {err}") from err
+    except SandboxFailure as err:
+        raise GameStoppedError(describe_failure(err, f"{info.game_id} ({info.source})")) from err
+    chosen = levels or list(range(1, n_levels + 1))
     for level in chosen:
-        if not 1 <= level <= session.n_levels:
-            raise LevelRangeError(f"{info.game_id} has levels 1..{session.n_levels}; got {level}")
+        if not 1 <= level <= n_levels:
+            raise LevelRangeError(f"{info.game_id} has levels 1..{n_levels}; got {level}")
     manifest = RunManifest(command=command,
                            config={"game_id": info.game_id, "levels": chosen, "environments": str(env_dir),
                                    "max_nodes": max_nodes, "max_seconds": max_seconds, "click_rule": click_rule,
@@ -118,20 +144,18 @@ def run_explore(
                                                  out_dir=out_dir, figures=figures)
         return _finish(info, rows, written, manifest, out_dir)
     rows, written = [], []
+    options = {"max_nodes": max_nodes, "max_seconds": max_seconds, "click_rule": click_rule,
+               "include_undo": include_undo}
     for level in chosen:
-        if progress and not out.plain:
-            with out.progress(f"{info.game_id} level {level}: states", max_nodes) as bar:
-                def report(n: int, queued: int, bar: Any = bar) -> None:
-                    if bar is not None:
-                        bar.update(bar.task_ids[0], completed=min(n, max_nodes))
-                graph = explore_level(session, level - 1, max_nodes=max_nodes, max_seconds=max_seconds,
-                                      click_rule=click_rule, include_undo=include_undo, progress=report)
-        else:
-            graph = explore_level(session, level - 1, max_nodes=max_nodes, max_seconds=max_seconds,
-                                  click_rule=click_rule, include_undo=include_undo)
-            if progress:
-                out.info(f"{info.game_id} level {level}: {graph.n_nodes:,} states, {graph.stop_reason}")
-        metrics = analyse(graph, budget=budget)
+        if progress:
+            out.info(f"{info.game_id} level {level}: exploring (in the sandbox)")
+        try:
+            graph, metrics = explore_level_in_sandbox(info, level, identity=identity, options=options, budget=budget,
+                                                 want_graph=out_dir is not None)
+        except (SandboxFailure, GameCodeError) as err:
+            raise GameStoppedError(_stopped(info, level, err)) from err
+        if progress:
+            out.info(f"{info.game_id} level {level}: {metrics.nodes:,} states, {metrics.stop_reason}")
         rows.append(_summary_row(metrics))
         if out_dir is not None:
             written.extend(_level_files(graph, metrics, out_dir / info.game_id / f"level_{level}", figures, budget))
@@ -168,7 +192,7 @@ def _finish(info: Any, rows: list[dict[str, Any]], written: list[Path], manifest
             ) -> tuple[list[dict[str, Any]], list[Path]]:
     if out_dir is not None:
         summary = out_dir / info.game_id / "summary.json"
-        summary.write_text(json.dumps({"game_id": info.game_id, "levels": rows}, indent=1, default=str) + "\n")
+        write_text(summary, json.dumps({"game_id": info.game_id, "levels": rows}, indent=1, default=str) + "\n")
         written.append(summary)
         for path in written:
             manifest.add_output(path)

@@ -14,6 +14,7 @@ READER_MODULES = (
     "pipeline.ingest.study_manifest",
     "pipeline.ingest.arc3_json",
     "pipeline.ingest.harc",
+    "pipeline.ingest.arc2",
 )
 for _name in READER_MODULES:
     import_module(_name)

@@ -95,7 +95,7 @@ def _plan_batch(ws: Workspace, batch: list[PreparedFile]) -> _BatchPlan | None:
     claimed: set[str] = set()  # registry ids some file of the batch already sees
     for p in batch:
         if p.skipped:
-            plan.reports.append(_skipped_report(p))
+            plan.reports.append(_skipped_report(p, ws))
             continue
         if p.failure is not None:
             _, check, reason, location, raw = p.failure

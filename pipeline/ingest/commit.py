@@ -23,6 +23,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from pipeline.core.outputs import OutputError, as_output_error
 from pipeline.core.prefetch import prefetched
 from pipeline.core.spool import Spool
 from pipeline.core.workspace import Workspace, WorkspaceError
@@ -42,6 +43,7 @@ from pipeline.ingest.prepared import (
     _reader_error,
     _refuse_if_changed,
     _skipped_report,
+    raise_if_output_error,
     skipped_message,
     validate_output,
 )
@@ -207,8 +209,8 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
             _read(prepared, FORMATS[prepared.fmt_name or ""])
         _refuse_if_changed(prepared)
     except Exception as err:
-        if isinstance(err, duckdb.Error) and not write_errors:
-            raise
+        if isinstance(err, OutputError) or (isinstance(err, duckdb.Error) and not write_errors):
+            raise  # an output (frames folder, scratch space) or the database failed, not the file
         if not write_errors:  # a reader bug: this file is refused and the run goes on, as for a worker's file
             prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
     finally:
@@ -226,7 +228,7 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
     """Write a prepared file in one transaction (or record why it was refused)."""
     path, ctx = prepared.path, prepared.ctx
     if prepared.skipped:
-        return _skipped_report(prepared)
+        return _skipped_report(prepared, ws)
     if prepared.failure is not None:
         status, check, reason, location, raw = prepared.failure
         _write_file_failure(ws, ctx, prepared.fmt_name, check, reason, location, raw, prepared.failure_rejects)
@@ -280,9 +282,12 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                 except _WriteFailed as err:  # the database's error, not the file's: the run stops
                     raise err.error from None
                 except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again, after prepare_file
+                    raise_if_output_error(err, ctx, spill.path)  # a full scratch disk is not the file's fault
                     prepared.failure = ("unreadable", "unreadable",
                                         f"cannot read the file as {prepared.fmt_name}: {err}", "file", None)
                     raise _Refused from err
+                except OutputError:
+                    raise
                 except Exception as err:  # a reader bug: this file is refused and the run goes on (`_failed_piece`)
                     prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
                     raise _Refused from err
@@ -332,7 +337,10 @@ class _SpillFolder:
     itself on every other way out."""
 
     def __enter__(self) -> _SpillFolder:
-        self.path = Path(tempfile.mkdtemp(prefix="arcstudy-ingest-"))
+        try:
+            self.path = Path(tempfile.mkdtemp(prefix="arcstudy-ingest-"))
+        except OSError as err:  # $TMPDIR full or unwritable: the environment's fault, not the file's
+            raise as_output_error(err, tempfile.gettempdir()) from err
         self._remover: threading.Thread | None = None
         self._error: list[BaseException] = []
         return self

@@ -417,7 +417,38 @@ def _json_of(value: str | None, column: str, kind: type, kind_name: str) -> tupl
     return parsed, None
 
 
+GENERIC_SPLITS = {"train": "train", "training": "train", "eval": "eval", "evaluation": "eval", "test": "test"}
+BENCHMARK_FOLDER = re.compile(r"^ARC([-_ ]|\d)")  # ARC-AGI-1-Train, ARC1-Final-Generators, ARC-Mini
+NOT_A_BENCHMARK = re.compile(r"^ARC[-_ ](TGI|Task[-_ ]Generators)", re.IGNORECASE)  # the repository itself
+BENCHMARK_SPLIT = re.compile(r"^(?P<benchmark>.+?)[-_ ](?P<split>train|training|eval|evaluation|test)$", re.IGNORECASE)
+
+
+def family_prefix_from_path(path: Path) -> str | None:
+    """The benchmark folder an ARC-TGI export belongs to, read from its path: the file's stem or the nearest
+    folder whose name starts with `ARC` (the generator repository's folders: `ARC-AGI-1-Train`, `ARC-AGI-2-Eval`,
+    `ARC-Mini`, `ARC1-Final-Generators`, ...), joined with a bare `Train`/`Eval` stem below it (the dataset
+    generator names its output after the split). None when the path names none (`all.csv` in a plain folder)."""
+    parts = [path.stem, *(p.name for p in path.parents if p.name)][:3]
+    for i, part in enumerate(parts):
+        if BENCHMARK_FOLDER.match(part) and not NOT_A_BENCHMARK.match(part):
+            if i > 0 and path.stem.lower() in GENERIC_SPLITS and not BENCHMARK_SPLIT.match(part):
+                return f"{part}-{path.stem}"
+            return part
+    return None
+
+
+def benchmark_and_split(prefix: str | None) -> tuple[str | None, str | None]:
+    """(`ARC-AGI-1`, `train`) from `ARC-AGI-1-Train`; (prefix, None) when it names no split."""
+    if not prefix:
+        return None, None
+    m = BENCHMARK_SPLIT.match(prefix)
+    if m is None:
+        return prefix, None
+    return m["benchmark"], GENERIC_SPLITS[m["split"].lower()]
+
+
 def read_tgi(ctx: FileContext) -> ReaderOutput:
+    prefix = ctx.options.get("family_prefix") or family_prefix_from_path(ctx.path)
     header = read_header(ctx.path)
     variant = match_variant(header, TGI_VARIANTS, "ARC-TGI export")
     loaded = load_csv(ctx.path, header, raw_table=TGI_RAW)
@@ -483,12 +514,13 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
             "transformation_reasoning_chain_json": rec[src("transformation_reasoning_chain")],
             "task_variables_json": rec[src("task_variables")], "code_text": rec[src("code")],
             "task_json": facts["task_json"], "n_train_pairs": facts["n_train_pairs"],
-            "n_test_pairs": facts["n_test_pairs"], "has_test_outputs": facts["has_test_outputs"], "flags": flags,
+            "n_test_pairs": facts["n_test_pairs"], "has_test_outputs": facts["has_test_outputs"],
+            "family_prefix": prefix, "flags": flags,
         })
         pairs += [{"file_id": ctx.file_id, **p} for p in task_pairs]
     if tasks:
         out.tables[TGI_TASKS] = pl.DataFrame(tasks, infer_schema_length=None,
-                                             schema_overrides={"flags": pl.List(pl.String)})
+                                             schema_overrides={"flags": pl.List(pl.String), "family_prefix": pl.String})
         out.tables[PAIRS] = pl.DataFrame(pairs, infer_schema_length=None)
     return out
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from pipeline.core.executor import SerialExecutor, default_workers, open_executor
 from pipeline.core.manifest import FileVersion, file_version, sha256_file
@@ -138,14 +139,15 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
                  keep_frames: bool = False, frames_dir: Path | None = None,
                  known_file_ids: Mapping[str, str] | None = None, batch_small: bool = False,
                  chunk_bytes: int | None = None, hash_file: Callable[[Path], str] = sha256_file,
-                 validate: bool = True) -> PreparedFile:
+                 validate: bool = True, options: dict[str, Any] | None = None) -> PreparedFile:
     """Hash, detect, read and validate one file. Pure with respect to the database. A large file of a streaming
     format (or any, when `chunk_bytes` is given) is only detected here: `commit_file` reads it.
 
     `batch_small`: a small file (`is_small`) is left unvalidated, for `commit_batch` to validate it together
     with the other files of its batch (a schema check per table and file is most of a small file's cost).
     `hash_file`: how the content hash is had (`HashAhead` gives it in a serial ingest).
-    `validate`: false leaves every file unvalidated, for `commit_file` to validate it (on the writer thread)."""
+    `validate`: false leaves every file unvalidated, for `commit_file` to validate it (on the writer thread).
+    `options`: reader options given by the user (`FileContext.options`, e.g. `family_prefix` for ARC-TGI)."""
     path = path.resolve()
     now = datetime.now(UTC)
     kind = not_regular_file(path)
@@ -162,7 +164,8 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
         ctx = FileContext(path, None, run_id, now)  # type: ignore[arg-type]
         return PreparedFile(path, ctx, failure=("unreadable", "unreadable",
                                                 f"cannot read the file: {err.strerror or err}", "file", None))
-    ctx = FileContext(path, file_id, run_id, now, keep_frames=keep_frames, frames_dir=frames_dir)
+    ctx = FileContext(path, file_id, run_id, now, keep_frames=keep_frames, frames_dir=frames_dir,
+                      options=dict(options or {}))
     prepared = PreparedFile(path, ctx, n_bytes, force=force, version=version)
     if known_file_ids and file_id in known_file_ids:
         prepared.seen_before, prepared.matched_path = True, known_file_ids[file_id]
@@ -198,11 +201,11 @@ def known_files(ws: Workspace) -> dict[str, str]:
 
 
 def ingest_file(ws: Workspace, path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
-                keep_frames: bool = False, frames_dir: Path | None = None, chunk_bytes: int | None = None
-                ) -> FileReport:
+                keep_frames: bool = False, frames_dir: Path | None = None, chunk_bytes: int | None = None,
+                options: dict[str, Any] | None = None) -> FileReport:
     return commit_file(ws, prepare_file(path, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
                                         frames_dir=frames_dir, known_file_ids=known_files(ws),
-                                        chunk_bytes=chunk_bytes))
+                                        chunk_bytes=chunk_bytes, options=options))
 
 
 PARALLEL_MIN_BYTES = 256 * 1024 * 1024
@@ -234,7 +237,7 @@ def _held(files: list[PreparedFile]) -> int:
 def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None, progress=None,
                  workers: int | None = None, scheduler: str | None = None,
-                 chunk_bytes: int | None = None) -> IngestReport:
+                 chunk_bytes: int | None = None, options: dict[str, Any] | None = None) -> IngestReport:
     """Ingest files and folders. With several files and workers (local processes, or the Dask cluster at
     `scheduler`), the workers read and validate files while this process alone writes them, in input order
     (a look-ahead of one file per worker keeps memory flat): one transaction per file, small files a batch
@@ -251,7 +254,8 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     files = expand_paths(paths)
     known = known_files(ws)
     prepare = partial(prepare_file, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
-                      frames_dir=frames_dir, known_file_ids=known, batch_small=True, chunk_bytes=chunk_bytes)
+                      frames_dir=frames_dir, known_file_ids=known, batch_small=True, chunk_bytes=chunk_bytes,
+                      options=options)
     if workers is None and scheduler is None:
         workers = auto_ingest_workers([p.stat().st_size for p in files if p.is_file()], default_workers())
     batch: list[PreparedFile] = []

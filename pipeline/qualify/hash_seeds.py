@@ -2,22 +2,17 @@
 
 String hashes are salted per interpreter (``PYTHONHASHSEED``), so a game that iterates over a set of strings
 (lf52 does) may draw other frames in another process, while its outcome does not change. The seed is fixed
-when an interpreter starts, hence one child process per seed (``python -m pipeline.qualify.hash_seeds``, a JSON
-request on stdin, per-step observations on stdout). Every child plays the same scripts: the game's shipped
-solutions (``solutions/*.jsonl``) and a random walk drawn from ``random.Random(seed)`` over the available
-actions (RESET after WIN or GAME_OVER), which is the same walk in every child as long as the outcomes agree.
-Each step is observed as its outcome (state, levels_completed, win_levels, available_actions) and the sha256
-of each frame; `compare` says at which steps the seeds disagree.
+when an interpreter starts, hence one child process per seed, each a sandbox (pipeline.core.sandbox). Every child
+plays the same scripts: the game's shipped solutions (``solutions/*.jsonl``) and a random walk drawn from
+``random.Random(seed)`` over the available actions (RESET after WIN or GAME_OVER), which is the same walk in every
+child as long as the outcomes agree. Each step is observed as its outcome (state, levels_completed, win_levels,
+available_actions) and the sha256 of each frame; `compare` says at which steps the seeds disagree.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import random
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,8 +20,6 @@ from typing import Any
 import numpy as np
 
 __all__ = ["compare", "observe", "observe_under_seeds"]
-
-REPO = Path(__file__).resolve().parents[2]  # the folder holding `pipeline` and `engine`, for the children
 
 
 def _observation(response: Any) -> dict[str, Any]:
@@ -73,21 +66,26 @@ def observe(environments: str, game_id: str, scripts: dict[str, list[list[Any]]]
 
 def observe_under_seeds(environments: Path, game_id: str, scripts: dict[str, list[list[Any]]], random_steps: int,
                         seed: int, hash_seeds: Sequence[int]) -> dict[int, dict[str, list[dict[str, Any]]]]:
-    """`observe` in one child interpreter per PYTHONHASHSEED."""
-    request = json.dumps({"environments": str(environments), "game_id": game_id, "scripts": scripts,
-                          "random_steps": random_steps, "seed": seed})
-    path = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    """`observe` in one sandboxed child interpreter per PYTHONHASHSEED (pipeline.core.sandbox: a fresh process
+    for each seed, since the seed is fixed when an interpreter starts). RuntimeError when one failed."""
+    from pipeline.core.game_code import PRELOAD, game_child_env, game_limits
+    from pipeline.core.sandbox import Sandbox, SandboxFailure
+
+    request = {"environments": str(Path(environments).absolute()), "game_id": game_id, "scripts": scripts,
+               "random_steps": random_steps, "seed": seed}
     out = {}
     for hash_seed in hash_seeds:
-        env = {**os.environ, "PYTHONHASHSEED": str(hash_seed), "PYTHONPATH": path}
-        # -P: `-m` would otherwise put the working folder first on the child's sys.path (a stray json.py there
-        # would be imported); the child imports only from the interpreter's paths and PYTHONPATH
-        done = subprocess.run([sys.executable, "-P", "-m", "pipeline.qualify.hash_seeds"], input=request, env=env,
-                              capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"replay under PYTHONHASHSEED={hash_seed} failed: {done.stderr.strip()[-2000:]}")
-        out[hash_seed] = json.loads(done.stdout)
+        env = {**game_child_env(), "PYTHONHASHSEED": str(hash_seed)}
+        try:
+            with Sandbox(game_limits(), preload=PRELOAD, env=env) as box:
+                out[hash_seed] = box.call(_observe_request, request)
+        except SandboxFailure as err:
+            raise RuntimeError(f"replay under PYTHONHASHSEED={hash_seed} failed ({err.kind}): {err.detail}") from err
     return out
+
+
+def _observe_request(request: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    return observe(**request)
 
 
 def compare(runs: dict[int, dict[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
@@ -109,10 +107,3 @@ def compare(runs: dict[int, dict[str, list[dict[str, Any]]]]) -> list[dict[str, 
     return rows
 
 
-def main() -> None:
-    request = json.loads(sys.stdin.read())
-    sys.stdout.write(json.dumps(observe(**request)))
-
-
-if __name__ == "__main__":
-    main()

@@ -21,13 +21,59 @@ def qualify_game(info: Any, regime: str, *, seed: int, tutorial_levels: int, out
 
 def qualification_report(info: Any, regime: str, *, seed: int, tutorial_levels: int,
                          recordings: list[Path] | None = None, progress: Any = None) -> dict[str, Any]:
-    """The checks of `regime` on one game, as the report dict (pure: nothing written)."""
-    from .checks import REGIMES, run_checks
+    """The checks of `regime` on one game, as the report dict (pure: nothing written).
+
+    The game's code runs in the sandbox (pipeline.core.game_code): the checks run there, and a game whose code
+    ends abnormally (time, memory, exit, crash) gets one failing check `runs` saying how, and the report's
+    `stopped_in_sandbox` says it too (`arcstudy qualify` then exits 3)."""
+    from pipeline.core.game_code import (
+        GameCodeError,
+        SandboxFailure,
+        describe_failure,
+        game_key,
+        portable_info,
+        run_game_code,
+    )
+
+    from .checks import REGIMES, CheckResult, check_hash_seeds
     from .report import report_dict
 
-    results = run_checks(info, REGIMES[regime], seed=seed, tutorial_levels=tutorial_levels,
-                         recordings=recordings, progress=progress)
-    return report_dict(info.game_id, info.source_sha256(), regime, seed, results)
+    portable = portable_info(info)
+    label = f"game {info.game_id} ({info.source})"
+    stopped = None
+    try:
+        if REGIMES[regime].hash_seeds:  # its children (one per PYTHONHASHSEED) are sandboxes of their own
+            results = run_game_code(_loads_in_sandbox, portable, key=game_key(info), source=info.source)
+            if results[0].status != "fail":
+                results = [check_hash_seeds(portable, REGIMES[regime], seed=seed, extra=recordings, progress=progress)]
+        else:
+            if progress is not None:
+                progress(f"running the {regime} checks (in the sandbox)")
+            results = run_game_code(_checks_in_sandbox, (portable, regime, seed, tutorial_levels, recordings),
+                                    key=game_key(info), source=info.source)
+    except SandboxFailure as err:
+        stopped = {"kind": err.kind, "detail": err.detail}
+        results = [CheckResult("runs", "fail", describe_failure(err, label), dict(stopped))]
+    except GameCodeError as err:  # the game's code raised past every check (a SystemExit, ...)
+        results = [CheckResult("runs", "fail", f"{label}: its code raised {type(err).__name__}: {err}",
+                               {"error": f"{type(err).__name__}: {err}"})]
+    report = report_dict(info.game_id, info.source_sha256(), regime, seed, results)
+    if stopped is not None:
+        report["stopped_in_sandbox"] = stopped
+    return report
+
+
+def _loads_in_sandbox(info: Any) -> list[Any]:
+    from .checks import check_loads
+
+    return [check_loads(info)]
+
+
+def _checks_in_sandbox(arg: tuple) -> list[Any]:
+    from .checks import REGIMES, run_checks
+
+    info, regime, seed, tutorial_levels, recordings = arg
+    return run_checks(info, REGIMES[regime], seed=seed, tutorial_levels=tutorial_levels, recordings=recordings)
 
 
 def qualify_on_worker(game_id: str, *, env_dir: Path, regime: str, seed: int, tutorial_levels: int,

@@ -27,6 +27,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.executor import default_workers, open_executor
+from pipeline.core.sandbox import SandboxFailure
 
 from .plays import FileRef, RecordingInput, read_recording_files, recordings_from_tables, same_content_as
 from .verify import PlayCheck, verify_recording
@@ -50,7 +51,10 @@ Progress = Callable[..., Iterable]
 
 def failed_checks(rec: RecordingInput, error: BaseException, *, from_file: bool) -> list[PlayCheck]:
     """Every play of `rec` as not replayable because its replay raised `error`."""
-    detail = f"{REPLAY_FAILED}{type(error).__name__}: {error}"
+    if isinstance(error, SandboxFailure):  # the game's code ended abnormally (the detail names the game)
+        detail = f"{REPLAY_FAILED}stopped in the sandbox ({error.kind}): {error.detail}"
+    else:
+        detail = f"{REPLAY_FAILED}{type(error).__name__}: {error}"
     return [PlayCheck(play_id=pid, file_id=rec.file_id, game_id=rec.game_id, guid=rec.guid, status="not_replayable",
                       replay_input="recording" if from_file else "steps",
                       is_only_reset_levels=rec.is_only_reset_levels, detail=detail) for pid, _ in rec.plays()]

@@ -16,6 +16,7 @@ Same seed, same bytes: every random draw descends from `seed`, and nothing reads
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shutil
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pipeline
+from pipeline.core.outputs import write_text
 from pipeline.simulate.agents import AGENTS, run_agent, write_agents_repo, write_toolkit
 from pipeline.simulate.arc3 import Arc3StudyPlan, GameSpec, simulate_arc3_study
 from pipeline.simulate.specs import game_specs, verify_specs
@@ -72,12 +74,13 @@ def _baselines(spec: GameSpec, environments_dir: Path) -> list[int]:
 
 
 # What simulate_study writes at the top of its folder: --overwrite removes these and nothing else.
-STUDY_LAYOUT = ("arc3", "harc", "ground_truth", "SIMULATION.json")
+STUDY_LAYOUT = ("arc3", "harc", "ground_truth", "SIMULATION.json", "static")
 
 
 def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environments_dir: Path,
                    specs: list[GameSpec] | None = None, with_harc: bool = True, overwrite: bool = False,
-                   progress=None, workers: int | None = None, scheduler: str | None = None) -> dict[str, Any]:
+                   progress=None, workers: int | None = None, scheduler: str | None = None,
+                   with_static: bool = True) -> dict[str, Any]:
     """Write the study under `out_dir`. `workers` / `scheduler`: the fan-out of the H-ARC participants
     (simulate_harc_study; None: its default); the files do not depend on them."""
     if scale not in SCALES:
@@ -100,17 +103,59 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
             elif path.exists() or path.is_symlink():
                 path.unlink()
     out_dir.mkdir(parents=True, exist_ok=True)
-    specs = specs if specs is not None else game_specs(environments_dir)
+    specs = specs if specs is not None else game_specs(environments_dir)  # metadata and recordings: no code run
     if not specs:
         raise ValueError(f"no game under {environments_dir} ships solution recordings (games/<id>/<v>/solutions)")
-    verify_specs(specs, environments_dir)
+    # The games' code runs in the sandbox (pipeline.core.game_code), which may write the study's folder only.
+    from pipeline.core.game_code import game_limits, run_game_code
 
+    limits = dataclasses.replace(game_limits(), file_bytes=max(game_limits().file_bytes, 4 << 30))
+    human, agent_runs = run_game_code(_play_games, (out_dir.absolute(), scale, seed,
+                                                    Path(environments_dir).absolute(), specs),
+                                      key="simulate", writable=[out_dir], limits=limits)
+
+    harc = None
+    if with_harc and cfg.harc_scale:
+        from pipeline.simulate.harc import simulate_harc_study
+
+        summary = simulate_harc_study(out_dir / "harc", scale=cfg.harc_scale, seed=seed, generation="current",
+                                      workers=workers, scheduler=scheduler)
+        # Wall time and the absolute folder vary between runs: left out so the same seed gives the same bytes.
+        harc = {k: v for k, v in summary.to_dict().items() if k not in ("elapsed_s", "out_dir")}
+
+    static = None
+    if with_static:
+        from pipeline.simulate.static_audit import simulate_static_study
+
+        static = simulate_static_study(out_dir / "static", seed=seed)
+
+    description = {
+        "generator": "arcstudy simulate",
+        "arcstudy_version": pipeline.__version__,
+        "scale": scale,
+        "seed": seed,
+        "games": [{"game_id": s.game_id, "levels": s.n_levels, "solution_lengths": [len(x) for x in s.solutions]}
+                  for s in specs],
+        "arc3_human": human,
+        "agents": agent_runs,
+        "harc": harc,
+        "static": static,
+    }
+    write_text(out_dir / "SIMULATION.json", json.dumps(description, indent=1, default=str) + "\n")
+    return description
+
+
+def _play_games(arg: tuple) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """In the sandbox: the verified specs played by the simulated participants and agents, written under the
+    study's folder; (the human study's summary, the agent runs)."""
+    out_dir, scale, seed, environments_dir, specs = arg
+    cfg = SCALES[scale]
+    verify_specs(specs, environments_dir)
     arc3_dir = out_dir / "arc3"
     plan = Arc3StudyPlan(n_participants=cfg.participants, games_per_session=cfg.games_per_session, seed=seed,
                          exploration=cfg.exploration)
     human = simulate_arc3_study(plan, specs, environments_dir=environments_dir, out_dir=arc3_dir,
-                                progress=progress, frames=cfg.human_frames)
-
+                                frames=cfg.human_frames)
     rng = random.Random(seed + 1)
     agent_runs = []
     for spec in specs:
@@ -128,26 +173,4 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
         agent_runs.append({"agent": "near-optimal (agents-repo format)", "game_id": spec.game_id,
                            "file": str(path.relative_to(out_dir)), "levels_completed": run.levels_completed,
                            "actions": run.n_actions})
-
-    harc = None
-    if with_harc and cfg.harc_scale:
-        from pipeline.simulate.harc import simulate_harc_study
-
-        summary = simulate_harc_study(out_dir / "harc", scale=cfg.harc_scale, seed=seed, generation="current",
-                                      workers=workers, scheduler=scheduler)
-        # Wall time and the absolute folder vary between runs: left out so the same seed gives the same bytes.
-        harc = {k: v for k, v in summary.to_dict().items() if k not in ("elapsed_s", "out_dir")}
-
-    description = {
-        "generator": "arcstudy simulate",
-        "arcstudy_version": pipeline.__version__,
-        "scale": scale,
-        "seed": seed,
-        "games": [{"game_id": s.game_id, "levels": s.n_levels, "solution_lengths": [len(x) for x in s.solutions]}
-                  for s in specs],
-        "arc3_human": human,
-        "agents": agent_runs,
-        "harc": harc,
-    }
-    (out_dir / "SIMULATION.json").write_text(json.dumps(description, indent=1, default=str) + "\n")
-    return description
+    return human, agent_runs

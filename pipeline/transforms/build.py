@@ -8,6 +8,10 @@ Steps (each a pure function in its own module) and what they make:
     solvability      out_arc3__game_solvability, out_arc3__level_completion
     durations        out_arc3__durations_summary
     reference_points out_arc3__level_reference_points
+    arc2_calibration out_arc2__pair_calibration, out_arc2__task_calibration, out_arc2__session_accuracy,
+                     out_arc2__set_durations, out_arc2__reproduction (ARC-AGI-2 human testing logs)
+    arctgi_families  out_arctgi__family_diversity, out_arctgi__family_audits (ARC-TGI families and audits)
+    baseline_intervals out_arc3__baseline_intervals (how sure each baseline is)
     figures          PNG/SVG/Vega-Lite files in the output folder
 
 Incremental rebuilds (after owid/etl): every step has an input fingerprint, sha256 over
@@ -29,6 +33,7 @@ import importlib.util
 import json
 import time
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,8 +43,12 @@ import polars as pl
 
 from pipeline.core.config import BuildConfig
 from pipeline.core.manifest import RunManifest
+from pipeline.core.outputs import output_folder, public_path
 from pipeline.core.workspace import Workspace
+from pipeline.transforms import arc2 as arc2_mod
+from pipeline.transforms import arctgi as arctgi_mod
 from pipeline.transforms import attempts as attempts_mod
+from pipeline.transforms import baseline_intervals as intervals_mod
 from pipeline.transforms import baselines as baselines_mod
 from pipeline.transforms import durations as durations_mod
 from pipeline.transforms import low_effort as low_effort_mod
@@ -83,6 +92,17 @@ STEPS: tuple[Step, ...] = (
          config_keys=("attempts.soft_limit_s",), modules=("pipeline.transforms.durations",)),
     Step("reference_points", ("out_arc3__level_reference_points",), upstream=("baselines",),
          config_keys=("baselines.rule", "reference_points"), modules=("pipeline.transforms.reference_points",)),
+    Step("arc2_calibration", ("out_arc2__pair_calibration", "out_arc2__task_calibration", "out_arc2__session_accuracy",
+                              "out_arc2__set_durations", "out_arc2__reproduction"),
+         core_inputs=("core_arc2__attempts", "core_arctgi__tasks"), config_keys=("solvability.confidence_level",),
+         modules=("pipeline.transforms.arc2", "schemas.arc2")),
+    Step("arctgi_families", ("out_arctgi__family_diversity", "out_arctgi__family_audits"),
+         core_inputs=("core_arctgi__tasks", "core_arc__task_pairs", "core_arc2__attempts", "core_harc__attempts",
+                      "core_harc__actions"),
+         config_keys=("solvability.confidence_level",),
+         modules=("pipeline.transforms.arctgi", "pipeline.transforms.arc2", "schemas.arctgi")),
+    Step("baseline_intervals", ("out_arc3__baseline_intervals",), upstream=("baselines",),
+         modules=("pipeline.transforms.baseline_intervals", "pipeline.scoring.baseline_intervals")),
     Step(FIGURES, (FIGURES,), upstream=("attempts", "solvability", "reference_points"),
          config_keys=("figures", "attempts.soft_limit_s", "attempts.duration_less_than_s"),
          modules=("pipeline.transforms.figures", "pipeline.core.figures")),
@@ -280,6 +300,16 @@ def _games(plays: pl.DataFrame) -> pl.DataFrame:
     return plays.group_by("game_id").agg(pl.col("n_levels").max()).sort("game_id")
 
 
+def _tgi_harc_actions(f: _Frames) -> pl.DataFrame:
+    """The H-ARC events of ARC-TGI tasks only (audits in the data.csv layout), read by column: a whole H-ARC
+    release's events are not needed for a family audit."""
+    if f.ws is None or not f.ws.has_table("core_harc__actions"):
+        return f["core_harc__actions"].select(arctgi_mod.ACTION_COLUMNS)
+    cols = ", ".join(arctgi_mod.ACTION_COLUMNS)
+    return f.ws.read(f"SELECT {cols} FROM core_harc__actions WHERE task_id IN "
+                     "(SELECT task_id FROM core_arctgi__tasks)")
+
+
 def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str | None]) -> None:
     if name == "plays_levels":
         r = plays_levels_mod.build_plays_levels(f["core_arc3__steps"], f["core_arc3__plays"],
@@ -300,6 +330,9 @@ def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str
             f["core_arc3__environments"], config, f["raw_ingest__files"])
         f.put("out_arc3__baseline_costs", costs)
         f.put("out_arc3__level_baselines", levels)
+    elif name == "baseline_intervals":
+        f.put("out_arc3__baseline_intervals",
+              intervals_mod.baseline_intervals(f["out_arc3__baseline_costs"], f["out_arc3__level_baselines"]))
     elif name == "solvability":
         games = _games(f["out_arc3__plays"])
         completion = solvability_mod.level_completion(f["out_arc3__attempts"], games, config)
@@ -313,6 +346,15 @@ def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str
         source, source_name = optimal
         f.put("out_arc3__level_reference_points",
               refpoints_mod.fill_optimal(points, source, source_name or "provider"))
+    elif name == "arc2_calibration":
+        for table, df in arc2_mod.build_arc2(f["core_arc2__attempts"], f["core_arctgi__tasks"],
+                                             config.solvability.confidence_level).items():
+            f.put(table, df)
+    elif name == "arctgi_families":
+        for table, df in arctgi_mod.build_arctgi(f["core_arctgi__tasks"], f["core_arc__task_pairs"],
+                                                 f["core_arc2__attempts"], f["core_harc__attempts"],
+                                                 config.solvability.confidence_level, _tgi_harc_actions(f)).items():
+            f.put(table, df)
     else:  # pragma: no cover - STEPS and this dispatch are kept together
         raise BuildError(f"unknown step {name}")
 
@@ -379,6 +421,10 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
             for row in _load_state(ws).values():
                 if row["build_step"] == p.step.name:
                     report.excluded.update(json.loads(row["fingerprint_parts_json"]).get("excluded_files", {}))
+    if report.excluded:  # those still in the database (`arcstudy forget` removes a file for good)
+        present = set(ws.read("SELECT file_id FROM raw_ingest__files WHERE file_id IN (SELECT unnest(?))",
+                              [list(report.excluded)])["file_id"].to_list())
+        report.excluded = {f: why for f, why in report.excluded.items() if f in present}
     frames = _Frames(ws)
     table_steps = [p for p in todo if p.step.name != FIGURES]
     for p in (progress(table_steps, "building", len(table_steps)) if progress else table_steps):
@@ -423,45 +469,52 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
             ws.insert_frame(STATE_TABLE, pl.DataFrame(state_rows), con=con)
     report.timings_s["validate_and_write"] = time.perf_counter() - t0
 
-    fig_plan = next((p for p in todo if p.step.name == FIGURES), None)
-    if fig_plan is not None and out_dir is not None:
-        t0 = time.perf_counter()
-        from pipeline.transforms.figures import write_figures
+    # The output folder (figures, manifest.json) is written whole: a failure or a full disk leaves the old one.
+    with output_folder(out_dir) if out_dir is not None else nullcontext(None) as stage:
+        fig_plan = next((p for p in todo if p.step.name == FIGURES), None)
+        if fig_plan is not None and stage is not None:
+            t0 = time.perf_counter()
+            from pipeline.transforms.figures import write_figures
 
-        fig_dir = out_dir / "figures"
-        written, skipped = write_figures(fig_dir, frames["out_arc3__attempts"], frames["out_arc3__level_completion"],
-                                         frames["out_arc3__level_reference_points"], config)
-        report.figures, report.skipped_figures = written, skipped
-        files = sorted(str(path) for paths in written.values() for path in paths.values())
-        parts = {**fig_plan.parts, "files": files}
-        row = _state_row(FIGURES, StepPlan(fig_plan.step, fig_plan.fingerprint, parts, []), manifest.run_id,
-                         datetime.now(UTC), len(files))
-        with ws.transaction() as con:
-            con.execute(f"DELETE FROM {STATE_TABLE} WHERE build_target = ?", [FIGURES])
-            ws.insert_frame(STATE_TABLE, pl.DataFrame([row]), con=con)
-        for f in files:
-            manifest.add_output(f)
-        report.timings_s["figures"] = time.perf_counter() - t0
+            fig_dir = stage / "figures"
+            written, skipped = write_figures(fig_dir, frames["out_arc3__attempts"], frames["out_arc3__level_completion"],
+                                             frames["out_arc3__level_reference_points"], config)
+            staged = sorted(path for paths in written.values() for path in paths.values())
+            report.figures = {name: {kind: public_path(path) for kind, path in paths.items()}
+                              for name, paths in written.items()}  # where they are once the folder is in place
+            report.skipped_figures = skipped
+            files = [str(public_path(path)) for path in staged]
+            parts = {**fig_plan.parts, "files": files}
+            row = _state_row(FIGURES, StepPlan(fig_plan.step, fig_plan.fingerprint, parts, []), manifest.run_id,
+                             datetime.now(UTC), len(files))
+            with ws.transaction() as con:
+                con.execute(f"DELETE FROM {STATE_TABLE} WHERE build_target = ?", [FIGURES])
+                ws.insert_frame(STATE_TABLE, pl.DataFrame([row]), con=con)
+            for path in staged:
+                manifest.add_output(path)  # hashed in the stage; the manifest names the final place
+            report.timings_s["figures"] = time.perf_counter() - t0
 
-    for p in plans:
-        for t, digest in p.parts["inputs"].items():
-            if isinstance(digest, dict):
-                manifest.inputs[f"db:{ws.path}#{t}"] = digest["sha256"]
-        for t in p.step.outputs:
-            if t != FIGURES:
-                manifest.outputs[f"db:{ws.path}#{t}"] = p.fingerprint
-    manifest.notes["steps"] = {p.step.name: {"rebuilt": p.needs_run, "reasons": p.reasons,
-                                             "fingerprint": p.fingerprint} for p in plans}
-    manifest.notes["rows"] = {t: ws.row_count(t) for t in OUT_TABLES}
-    manifest.notes["skipped_figures"] = report.skipped_figures
-    manifest.notes["optimal_source"] = identity
-    manifest.notes["timings_s"] = {k: round(v, 3) for k, v in report.timings_s.items()}
-    if report.excluded:
-        paths = ws.read("SELECT file_id, file_path FROM raw_ingest__files WHERE file_id IN (SELECT unnest(?))",
-                        [list(report.excluded)])
-        report.excluded_paths = dict(paths.iter_rows())
-        manifest.notes["excluded_files"] = {report.excluded_paths.get(f, f): why for f, why in report.excluded.items()}
-    report.manifest_path = ws.finish_run(manifest, out_dir, exit_code=3 if report.excluded else 0)
+        for p in plans:
+            for t, digest in p.parts["inputs"].items():
+                if isinstance(digest, dict):
+                    manifest.inputs[f"db:{ws.path}#{t}"] = digest["sha256"]
+            for t in p.step.outputs:
+                if t != FIGURES:
+                    manifest.outputs[f"db:{ws.path}#{t}"] = p.fingerprint
+        manifest.notes["steps"] = {p.step.name: {"rebuilt": p.needs_run, "reasons": p.reasons,
+                                                 "fingerprint": p.fingerprint} for p in plans}
+        manifest.notes["rows"] = {t: ws.row_count(t) for t in OUT_TABLES}
+        manifest.notes["skipped_figures"] = report.skipped_figures
+        manifest.notes["optimal_source"] = identity
+        manifest.notes["timings_s"] = {k: round(v, 3) for k, v in report.timings_s.items()}
+        if report.excluded:
+            paths = ws.read("SELECT file_id, file_path FROM raw_ingest__files WHERE file_id IN (SELECT unnest(?))",
+                            [list(report.excluded)])
+            report.excluded_paths = dict(paths.iter_rows())
+            manifest.notes["excluded_files"] = {report.excluded_paths.get(f, f): why
+                                                for f, why in report.excluded.items()}
+        manifest_path = ws.finish_run(manifest, stage, exit_code=3 if report.excluded else 0)
+        report.manifest_path = public_path(manifest_path) if manifest_path is not None else None
     report.manifest = manifest
     return report
 

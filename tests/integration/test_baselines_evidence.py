@@ -9,6 +9,7 @@ import statistics
 from pathlib import Path
 
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
@@ -68,6 +69,13 @@ def test_baselines_from_a_counts_file(tmp_path: Path):
         assert df["baseline_value"].to_list() == [float(v) for v in values], rule
         assert df["n_completers"].to_list() == [5] + [4] * (len(costs) - 1)
         assert df["n_players"].unique().to_list() == [5]
+        # how sure: the counts file's levels get their intervals too. Level 1 has 5 completers; no interval
+        # of order statistics reaches 95 % for the median then: the widest, [x_(1), x_(5)], covers with
+        # P(1 <= B <= 4) = (5 + 10 + 10 + 5)/32, B ~ Binomial(5, 1/2)
+        first = df.row(0, named=True)
+        assert (first["interval_lower"], first["interval_upper"]) == (min(costs[0]), max(costs[0]))
+        if rule in ("upper-median", "median"):
+            assert first["interval_coverage"] == pytest.approx(30 / 32) and not first["is_interval_at_level"]
     assert expected["upper-median"][1] == published[1] + 4 and expected["second-best"][1] == published[1]
 
     # a games folder whose metadata.json has the published baseline and other fields

@@ -15,10 +15,10 @@ from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 NAMES = ("01_querying_traces.ipynb", "02_recomputing_baselines.ipynb", "03_rescoring_an_agent.ipynb",
-         "04_harc_analyses.ipynb")
+         "04_harc_analyses.ipynb", "05_transitions.ipynb")
 
 
-def test_the_four_notebooks_are_there_without_outputs():
+def test_the_notebooks_are_there_without_outputs():
     assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted(NAMES)
     for name in NAMES:
         nb = nbformat.read(NOTEBOOKS / name, as_version=4)

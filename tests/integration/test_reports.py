@@ -84,7 +84,7 @@ def test_three_self_contained_reports_with_their_manifests(reports: Path, report
         text = html.read_text()
         page = Page(text)
         assert page.scripts == 0 and not re.search(r"""(src|href)=["']https?:""", text)
-        assert page.imgs and all(img["src"].startswith("data:image/svg+xml;base64,") for img in page.imgs)
+        assert page.imgs and all(img["src"].startswith("data:image/png;base64,") for img in page.imgs)
         local = [h for h in page.hrefs if not h.startswith("#")]
         assert local and all((reports / h).is_file() for h in local), local  # every linked table/figure exists
         manifest = json.loads((reports / f"{name}.manifest.json").read_text())
@@ -404,7 +404,7 @@ def test_tables_have_labels_with_units_and_no_dtypes(reports: Path):
     assert 'class="dtype"' not in text and not re.search(r"<th[^>]*>[^<]*(String|Int64|Float64|Boolean)", text)
     header = re.search(r'<th class="num" scope="col" data-column="total_score" title="([^"]*)">([^<]*)</th>', text)
     assert header and header.group(2) == "total score (%)"
-    game = re.search(r'<th scope="col" data-column="game_id" title="([^"]*)">([^<]*)</th>', text)
+    game = re.search(r'<th[^>]* scope="col" data-column="game_id" title="([^"]*)">(?:<div[^>]*>)?([^<]*)<', text)
     assert game and game.group(2) == "game ID" and html.unescape(game.group(1)) == f"game_id: {FIELDS['game_id'].description}"
     calibration = (reports / "calibration.html").read_text()
     assert re.search(r'data-column="median_duration_min"[^>]*>median duration <span class="unit">\(min\)</span>',
@@ -427,3 +427,33 @@ def test_harc_counts_the_same_participants_everywhere(reports: Path):
     for split in ("training", "evaluation"):
         n = int(desc[split][0])
         assert re.search(rf"<dt>{split}: participants / tasks</dt><dd>{n:,} / ", text)
+
+
+def test_how_sure_the_baselines_are(reports: Path, report_db):
+    """Calibration: the levels whose baseline interval is wide, from out_arc3__baseline_intervals; scores: each
+    agent's RHAE with every baseline at its interval's ends, which bound the score."""
+    intervals = read_db(report_db.db, "SELECT * FROM out_arc3__baseline_intervals WHERE baseline_rule = "
+                                      "'upper-median' ORDER BY game_id, level_index")
+    assert intervals.height and (intervals["interval_lower"] <= intervals["baseline_value"]).all()
+    assert (intervals["baseline_value"] <= intervals["interval_upper"]).all()
+    wide = pl.read_parquet(reports / "calibration__testers_needed.parquet")
+    expected = intervals.filter((pl.col("interval_relative_width") > 0.5) | ~pl.col("is_interval_at_level"))
+    assert wide.select("game_id", "level_index").equals(expected.select("game_id", "level_index"))
+    assert set(wide["completers_for_level"]) <= {6}  # the upper median needs 6 completers for 95 %
+    assert "How many testers does this level need" in html.unescape((reports / "calibration.html").read_text())
+
+    per_game = pl.read_parquet(reports / "scores__baseline_sensitivity.parquet")
+    games = read_db(report_db.db, "SELECT card_id, game_id, score, baseline_source FROM out_arc3__game_scores "
+                                  "WHERE policy_id = 'arc-agi-3/2026-04'")
+    assert per_game.height == games.height
+    assert (per_game["score_low"] <= per_game["score"] + 1e-9).all()
+    assert (per_game["score"] <= per_game["score_high"] + 1e-9).all()
+    own = per_game.filter(pl.col("baseline_source") == "db-level-baselines")
+    others = per_game.filter(pl.col("baseline_source") != "db-level-baselines")
+    assert (others["score_low"] == others["score"]).all() and (others["score_high"] == others["score"]).all()
+    # the study's games are scored against its own baselines: their levels have intervals, and some run's
+    # score moves within them
+    assert own.height and (own["n_levels_with_interval"] > 0).all()
+    assert (own["score_high"] - own["score_low"]).max() > 0
+    totals = pl.read_parquet(reports / "scores__baseline_sensitivity_totals.parquet")
+    assert set(totals["scorecard"]) == {"random", "near-optimal", "agents-repo"}

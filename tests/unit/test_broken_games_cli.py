@@ -131,22 +131,42 @@ def test_view_names_a_game_that_draws_colours_outside_the_palette(tmp_path):
 
 @pytest.mark.parametrize("code", [0, 3])
 def test_game_code_that_calls_exit_does_not_end_the_command_as_if_it_had_finished(tmp_path, code):
+    # the game's code runs in the sandbox: its exit is that game's failure (exit 3, rejected input), named
     game_id = write_game(tmp_path / "games", "ex01", step=f"raise SystemExit({code})")
     out = tmp_path / "out.jsonl"
     result = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", game_id)), "--games",
                                  str(tmp_path / "games"), "--out", str(out)])
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 3, result.output
     assert_reported(result, "SystemExit", "ex01.py:")
     assert not out.exists()
 
 
-def test_ctrl_c_in_a_game_that_never_returns_says_the_run_was_interrupted(tmp_path):
-    # a game stuck in step is left with Ctrl-C: the command says so and exits 130 (KeyboardInterrupt stands in
-    # for the key press, raised where the game's loop would be)
+def test_a_keyboard_interrupt_raised_by_game_code_is_the_games_failure(tmp_path):
+    # raised by the game in the sandbox, it is not the person's Ctrl-C (which reaches arcstudy alone)
     game_id = write_game(tmp_path / "games", "lp01", step="raise KeyboardInterrupt")
     out = tmp_path / "out.jsonl"
     result = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", game_id)), "--games",
                                  str(tmp_path / "games"), "--out", str(out)])
+    assert result.exit_code == 3, result.output
+    assert_reported(result, "KeyboardInterrupt", "lp01.py:")
+    assert not out.exists()
+
+
+def test_ctrl_c_in_a_game_that_never_returns_says_the_run_was_interrupted(tmp_path):
+    # a game stuck in step is left with Ctrl-C: the command says so and exits 130, and the sandboxed game is gone
+    import os
+    import signal
+    import threading
+
+    game_id = write_game(tmp_path / "games", "lp01", step="import time\n        time.sleep(60)")
+    out = tmp_path / "out.jsonl"
+    timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))  # the key press, while the game sleeps
+    timer.start()
+    try:
+        result = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", game_id)), "--games",
+                                     str(tmp_path / "games"), "--out", str(out)])
+    finally:
+        timer.cancel()
     assert result.exit_code == 130, result.output
     assert_reported(result, "interrupted")
     assert not out.exists()

@@ -17,13 +17,16 @@ from typing import Any
 
 __all__ = ["AUDIENCES", "QUESTIONS", "Audience", "audience_of", "index_links", "write_index"]
 
-TITLES = {"calibration": "Calibration report", "scores": "Scores report", "harc": "H-ARC report"}
+TITLES = {"calibration": "Calibration report", "scores": "Scores report", "harc": "H-ARC report",
+          "static/calibration": "Static tasks: calibration report"}
 QUESTIONS = {
     "calibration": "Does each game pass the human inclusion bar, where do people drop off, and which sessions "
                    "were excluded as low effort?",
     "scores": "How well did each agent score under each scoring policy, and did every run replay through the "
               "engine?",
     "harc": "Do the H-ARC traces reproduce the paper's accuracy, descriptives, errors and timing?",
+    "static/calibration": "Which generated task families fail their witnesses, split people or are much harder than "
+                          "their source task, and does the ARC-AGI-2 log reproduce the published calibration?",
 }
 
 
@@ -42,6 +45,8 @@ AUDIENCES = (
              "its runs verified.", ("scores",), ("scores*", "scores/*", "figures/scores/*", "baselines*")),
     Audience("Researchers: H-ARC and traces", "The H-ARC paper's numbers regenerated from the action traces.",
              ("harc",), ("harc*", "harc/*", "*.harc/*", "figures/harc/*")),
+    Audience("Generator maintainers: static tasks", "ARC-TGI task families audited by people, and ARC-AGI-2 "
+             "calibration (a report of its own database under static/).", ("static/calibration",), ("static/*",)),
 )
 OTHER = "Run records"
 FILE_PATTERNS = ("*.png", "*.csv", "*.parquet", "*.json")

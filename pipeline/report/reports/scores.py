@@ -155,7 +155,8 @@ def cost_chart(df: pl.DataFrame, policy_id: str):
 
 
 def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None = None,
-                        command: str = "arcstudy report scores") -> Path:
+                        command: str = "arcstudy report scores", competition_games: tuple[Path, ...] | None = None,
+                        compare_with: tuple[str, dict] | None = None) -> Path:
     """Write <out_dir>/scores.html, its tables as <out_dir>/scores__<table>.csv and .parquet, its figures
     under <out_dir>/figures/scores/ and its run manifest <out_dir>/scores.manifest.json."""
     from pipeline.scoring.figures import heatmap_chart, sensitivity_chart
@@ -172,6 +173,12 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
     scored = sorted(set(games["policy_id"].to_list()) | set(runs["policy_id"].to_list()),
                     key=lambda p: (order.get(p, len(order)), p))
     chosen = choose_policy(policy, scored)
+    if competition_games is not None:
+        from pipeline.scoring.policies import get_policy
+
+        if get_policy(chosen).unplayed_games != "excluded-except-competition-mode-zero":
+            raise ReportInputError(f"--competition: policy {chosen} defines no competition mode (choose --policy "
+                                   "arc-agi-3/2026-04)")
     cards = sorted(set(games["card_id"].to_list()) | set(checks["card_id"].to_list()))
     labels = card_labels(ctx, cards)
     file_names = card_file_names(labels)
@@ -231,6 +238,11 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
         "actions", "resets", "baseline_actions", "baseline_source", "baseline_rule", "message"),
         name="scores__game_scores", caption="The baseline each game was scored against, and which source gave it."))
 
+    if competition_games is not None:
+        sections += _competition_sections(g, labels, competition_games, chosen)
+    if compare_with is not None:
+        sections += _comparison_sections(ctx, compare_with, cards, labels, chosen)
+
     # -- heatmaps ------------------------------------------------------------------------------------
     for card in cards:
         chart = heatmap_chart(levels.filter(pl.col("card_id") == card), games.filter(pl.col("card_id") == card),
@@ -268,6 +280,9 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
         sections.append(Prose("Policy sensitivity", f"Only {chosen} was scored: run arcstudy score --policy all "
                                                     "to see how the scores move between policies."))
 
+    # -- baseline sensitivity ------------------------------------------------------------------------
+    sections += _baseline_range_sections(levels, g, ctx.table("out_arc3__baseline_intervals"), chosen, label)
+
     # -- replay verification -------------------------------------------------------------------------
     sections.append(Table("Replay verification of every run", checks.select(
         label, "card_id", "game_id", "play_id", "verification_status", "is_score_excluded", "exclusion_reason",
@@ -293,6 +308,154 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
                                                     "core_arc3__usage for the scored plays), so there is no "
                                                     "score-versus-cost chart."))
     return _finish(ctx, out_dir, sections, figures, command, chosen, scored, headline)
+
+
+def baseline_ranges(levels: pl.DataFrame, games: pl.DataFrame, intervals: pl.DataFrame, policy: str
+                    ) -> pl.DataFrame:
+    """Per scorecard and game (under `policy`): the game score, and the scores with every level baseline at the
+    lower and at the upper end of its interval (out_arc3__baseline_intervals, under the rule the game was scored
+    with). Only games scored against the study's own human baselines (baseline_source db-level-baselines) have
+    intervals; the others keep their score at both ends."""
+    from pipeline.scoring.baseline_intervals import score_range
+
+    bounds: dict[tuple[str, str, int], tuple[float, float]] = {
+        (g, r, lvl): (lo, hi) for g, r, lvl, lo, hi in intervals.select(
+            "game_id", "baseline_rule", "level_index", "interval_lower", "interval_upper").iter_rows()}
+    lv = levels.filter(pl.col("policy_id") == policy).sort("card_id", "play_id", "level_index")
+    runs = {key: sub for key, sub in lv.group_by("card_id", "game_id", "play_id", maintain_order=True)}
+    rows = []
+    for r in games.iter_rows(named=True):
+        own = r["baseline_source"] == "db-level-baselines" and r["baseline_rule"] is not None
+        low = high = r["score"]
+        n_levels = 0
+        if own and r["score"] is not None:
+            low_scores, high_scores = [], []
+            for (card, game, _play), sub in runs.items():
+                if card != r["card_id"] or game != r["game_id"]:
+                    continue
+                keys = [(game, r["baseline_rule"], lvl) for lvl in sub["level_index"].to_list()]
+                lo = [bounds.get(k, (None, None))[0] for k in keys]
+                hi = [bounds.get(k, (None, None))[1] for k in keys]
+                n_levels = sum(x is not None for x in lo)
+                a, b = score_range(sub["n_actions"].to_list(), int(sub["is_level_completed"].sum()),
+                                   [float(x) for x in sub["level_baseline"].to_list()], lo, hi, policy)
+                low_scores.append(a)
+                high_scores.append(b)
+            if low_scores:  # the game's score is its best run's, at each end too
+                low, high = max(low_scores), max(high_scores)
+        rows.append({"card_id": r["card_id"], "game_id": r["game_id"], "score": r["score"], "score_low": low,
+                     "score_high": high, "baseline_source": r["baseline_source"],
+                     "baseline_rule": r["baseline_rule"], "n_levels_with_interval": n_levels})
+    return pl.DataFrame(rows, schema={"card_id": pl.String, "game_id": pl.String, "score": pl.Float64,
+                                      "score_low": pl.Float64, "score_high": pl.Float64,
+                                      "baseline_source": pl.String, "baseline_rule": pl.String,
+                                      "n_levels_with_interval": pl.Int64})
+
+
+def _baseline_range_sections(levels: pl.DataFrame, games: pl.DataFrame, intervals: pl.DataFrame, policy: str,
+                             label: pl.Expr) -> list[Section]:
+    title = "Baseline sensitivity: RHAE within the baseline intervals"
+    if intervals.height == 0 or games.height == 0:
+        return [Prose(title, "No baseline intervals in the database (out_arc3__baseline_intervals is empty): "
+                             "run arcstudy build on a study with human evidence to see how far each agent's "
+                             "RHAE depends on how sure the baselines are.")]
+    per_game = baseline_ranges(levels, games, intervals, policy)
+    totals = (per_game.group_by("card_id").agg(
+        pl.len().alias("n_games"), pl.col("score").mean().alias("total_score"),
+        pl.col("score_low").mean().alias("total_score_low"), pl.col("score_high").mean().alias("total_score_high"),
+        (pl.col("n_levels_with_interval") > 0).sum().alias("n_games_with_intervals"))
+        .sort("card_id").select(label, pl.all()))
+    confidence = intervals["confidence_level"][0]
+    return [
+        Prose(title, "Each level baseline is an order statistic of a few testers' counts; its distribution-free "
+                     f"{confidence:.0%} interval (out_arc3__baseline_intervals) gives a range of baselines. Each "
+                     f"agent's RHAE under {policy}, rescored with every baseline at the lower end of its interval "
+                     "and at the upper end, beside the policy sensitivity above: a wide range says the "
+                     "baselines, not the agent, decide the score."),
+        Table("RHAE range per agent", totals, name="scores__baseline_sensitivity_totals",
+              caption="Total = mean of the game scores; low and high with every baseline at its interval's "
+                      "lower or upper end."),
+        Table("RHAE range per game", per_game.select(label, pl.all()), name="scores__baseline_sensitivity",
+              caption="Only games scored against this study's own human baselines (db-level-baselines) have "
+                      "intervals; the others keep their score at both ends."),
+    ]
+
+
+def _competition_sections(games: pl.DataFrame, labels: dict[str, str], dirs: tuple[Path, ...], chosen: str
+                          ) -> list[Section]:
+    """Each scorecard's total under the competition rule: every environment of the --games folders in the mean."""
+    from engine.loader import find_games
+    from pipeline.scoring.compare import competition_view
+
+    env_set = sorted({info.game_id for info in find_games(list(dirs))})
+    rows = []
+    for card in sorted(set(games["card_id"].to_list())):
+        view = competition_view(dict(games.filter(pl.col("card_id") == card).select("game_id", "score").iter_rows()),
+                                env_set)
+        rows.append({"scorecard": labels.get(card, card), "card_id": card, "n_environments": view["n_environments"],
+                     "n_played": view["n_played"], "n_unplayed": len(view["unplayed"]),
+                     "local_total": view["local_total"], "competition_total": view["competition_total"],
+                     "played_outside_set": ", ".join(view["outside_set"])})
+    table = pl.DataFrame(rows, schema={"scorecard": pl.String, "card_id": pl.String, "n_environments": pl.Int64,
+                                       "n_played": pl.Int64, "n_unplayed": pl.Int64, "local_total": pl.Float64,
+                                       "competition_total": pl.Float64, "played_outside_set": pl.String})
+    return [Prose("Competition mode", (
+        f"Competition mode ({chosen}) scores against every environment of the set ({len(env_set)} under "
+        f"{', '.join(str(d) for d in dirs)}), an unplayed one scoring 0; a game played outside the set is not in "
+        "the competition mean. The local total averages over the played games only. The competition's counting "
+        "rules (game resets count as level resets, one make per environment) need the plays: "
+        "`arcstudy score --competition --games ...` applies them.")),
+        Table("Totals: local against competition mode", table, name="scores__competition",
+              caption="competition_total = sum of the scores of the set's environments / environments in the set.")]
+
+
+def _scorecard_from_tables(ctx: ReportContext, card: str, chosen: str) -> dict[str, Any]:
+    """The scored summary of one stored scorecard under ``chosen``, rebuilt from the out tables (for the
+    comparison: environments, best-run level scores, actions and baselines, and the plays left out)."""
+    games = ctx.table("out_arc3__game_scores").filter((pl.col("card_id") == card) & (pl.col("policy_id") == chosen))
+    runs = ctx.table("out_arc3__run_scores").filter((pl.col("card_id") == card) & (pl.col("policy_id") == chosen))
+    levels = ctx.table("out_arc3__level_scores").filter((pl.col("card_id") == card)
+                                                        & (pl.col("policy_id") == chosen))
+    checks = ctx.table("out_arc3__replay_checks").filter(pl.col("card_id") == card)
+    envs = []
+    for gr in games.sort("game_id").iter_rows(named=True):
+        env_runs = []
+        for rr in runs.filter(pl.col("game_id") == gr["game_id"]).sort("run_index").iter_rows(named=True):
+            lv = levels.filter(pl.col("play_id") == rr["play_id"]).sort("level_index")
+            env_runs.append({"score": rr["score"], "actions": rr["actions"], "level_scores": lv["level_score"].to_list(),
+                             "level_actions": lv["n_actions"].to_list(),
+                             "level_baseline_actions": lv["level_baseline"].to_list()})
+        envs.append({"id": gr["game_id"], "score": gr["score"], "runs": env_runs})
+    score = sum(e["score"] for e in envs) / len(envs) if envs else 0.0
+    return {"score": score, "environments": envs, "scoring_policy": chosen,
+            "verification": {"replay_checks": [
+                {"game_id": c["game_id"], "excluded": c["is_score_excluded"], "exclusion_reason": c["exclusion_reason"]}
+                for c in checks.iter_rows(named=True)]}}
+
+
+def _comparison_sections(ctx: ReportContext, compare_with: tuple[str, dict], cards: list[str],
+                         labels: dict[str, str], chosen: str) -> list[Section]:
+    """Per stored scorecard: why its total differs from the card given (pipeline.scoring.compare)."""
+    from pipeline.scoring.compare import compare_scorecards
+
+    name, other = compare_with
+    sections: list[Section] = []
+    for card in cards:
+        cmp = compare_scorecards(other, _scorecard_from_tables(ctx, card, chosen), other_label=name)
+        steps = pl.DataFrame([{"cause": s["cause"], "contribution_points": s["contribution"],
+                               "n_environments": len(s["environments"]), "detail": s["detail"]} for s in cmp.steps],
+                             schema={"cause": pl.String, "contribution_points": pl.Float64,
+                                     "n_environments": pl.Int64, "detail": pl.String})
+        rows = pl.DataFrame(cmp.rows, schema={"game_id": pl.String, "level_index": pl.Int64, "there": pl.Float64,
+                                              "here": pl.Float64, "cause": pl.String})
+        title = f"Why {labels.get(card, card)} differs from {name}"
+        slug = f"__{card}" if len(cards) > 1 else ""
+        sections += [Prose(title, cmp.verdict()),
+                     Table(f"{title}: causes", steps, name=f"scores__compare_causes{slug}",
+                           caption="The contributions add up to the difference of the totals (percentage points)."),
+                     Table(f"{title}: per environment and level", rows, name=f"scores__compare_levels{slug}",
+                           max_rows=60)]
+    return sections
 
 
 def _finish(ctx: ReportContext, out_dir: Path, sections: list[Section], figures: dict[str, dict[str, Path]],

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipeline.recordings.counting import Card, StepEffect
+from pipeline.recordings.counting import ACTION_NAMES, Card, StepEffect
 from pipeline.scoring.plays import (
     RecordingInput,
     read_recording_files,
@@ -128,14 +128,14 @@ def _only(recordings: list[RecordingInput], what: str) -> RecordingInput:
 
 
 def _replay_scripts(steps: pl.DataFrame, plays: pl.DataFrame, files: dict, what: str,
-                    game_dirs: Iterable[Path | str] | None, version: str | None
+                    game_dirs: Iterable[Path | str] | None, version: str | None, recovered: dict | None = None
                     ) -> tuple[pl.DataFrame, list[RecordingInput]]:
     """The recording of `steps`/`plays`, a playback script replayed first as `arcstudy score` replays it."""
     dirs = game_dirs_for(None) if game_dirs is None else [Path(g) for g in game_dirs]
     replayed = replay_scripts(steps, plays, files, dirs, version=version)
     if replayed.failed:
         raise ViewerRejected(f"{what}: cannot replay the playback script: {replayed.failed[0][1]}")
-    return replayed.steps, recordings_from_tables(replayed.steps, replayed.plays, replayed.files,
+    return replayed.steps, recordings_from_tables(replayed.steps, replayed.plays, replayed.files, recovered,
                                                   scripts=replayed.scripts)
 
 
@@ -145,9 +145,11 @@ def _script_note(source: ViewerSource) -> None:
 
 
 def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | None = None,
-                          game_version: str | None = None) -> ViewerSource:
+                          game_version: str | None = None, *, recover_actions: bool = False) -> ViewerSource:
     """A recording file (any variant of spec/formats.md §A), read as `arcstudy score FILE` reads it; a playback
-    script is replayed on its game (found in `game_dirs`, version pinned by `game_version`) first."""
+    script is replayed on its game (found in `game_dirs`, version pinned by `game_version`) first.
+    ``recover_actions``: lost action ids are searched for from the frames first, as `score --recover-actions`
+    does."""
     from pipeline.core.manifest import sha256_file
 
     path = Path(path)
@@ -156,7 +158,14 @@ def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | No
         reason = "; ".join(reason for _, reason in itertools.islice(problems, MAX_NOTES)) or "no frame records"
         # as `score FILE` with no play to score: the file given is not one to view (usage)
         raise ViewerUsageError(f"cannot read recording {path}: {reason}")
-    steps, recordings = _replay_scripts(steps, plays, files, str(path), game_dirs, game_version)
+    recovered = None
+    if recover_actions and plays["is_action_ids_lost"].any():
+        from pipeline.explore.recover import recover_lost_actions
+
+        dirs = game_dirs_for(None) if game_dirs is None else [Path(g) for g in game_dirs]
+        recovered, failed = recover_lost_actions([path], dirs)
+        problems = [*problems, *failed]
+    steps, recordings = _replay_scripts(steps, plays, files, str(path), game_dirs, game_version, recovered)
     rec = _only(recordings, str(path))
     has_frames = rec.steps["n_frames"].is_not_null().any()
     recorded = None
@@ -195,7 +204,23 @@ def _source(label: str, kind: str, rec: RecordingInput, steps: pl.DataFrame, **f
     if source.is_action_ids_lost:
         source.notes.append("every action id is 0 (the benchmarking recorder defect): the actions are unknown, so "
                             "nothing is counted (`arcstudy score` leaves these plays out unless given "
-                            "--recovered-actions)")
+                            "--recover-actions or --recovered-actions)")
+    elif rec.recovered:
+        source.notes.append(f"actions recovered (every action id was recorded as 0): {rec.recovery}")
+        lines = rec.steps["line_number"].to_list()
+        names = rec.steps["action_id"].to_list()
+        fits = sorted(rec.recovered_fits.items())
+        ambiguous = [(i, f) for i, f in fits if f.get("ambiguous")]
+        for i, f in (ambiguous or fits)[:5]:
+            also = ", ".join(f.get("alternatives") or [])
+            source.notes.append(f"step {i} (line {lines[i]}): {f['n_fit']} actions fit"
+                                + (" (ambiguous: of different kinds)" if f.get("ambiguous") else "")
+                                + f"; shown: {ACTION_NAMES[names[i]]}"
+                                + (f"@{rec.recovered_clicks[i]}".replace(" ", "") if i in rec.recovered_clicks else "")
+                                + (f", also: {also}" if also else ""))
+        if len(ambiguous or fits) > 5:
+            source.notes.append(f"... {len(ambiguous or fits) - 5} more steps where "
+                                + ("actions of different kinds fit" if ambiguous else "several actions fit"))
     return source
 
 
@@ -213,9 +238,11 @@ def _resolve_frames_file(name: str, db_path: Path) -> Path | None:
 
 
 def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path | str] | None = None,
-                         game_version: str | None = None) -> ViewerSource:
+                         game_version: str | None = None, *, recover_actions: bool = False) -> ViewerSource:
     """A play guid or play_id found in `core_arc3__plays`; the whole recording file is loaded (a play_id
-    only sets the step the page opens at). Frames come from the --keep-frames Parquet when present."""
+    only sets the step the page opens at). Frames come from the --keep-frames Parquet when present.
+    ``recover_actions``: lost action ids are searched for from the stored frame hashes first, as
+    `score --db --recover-actions` does."""
     from pipeline.core.manifest import sha256_file
     from pipeline.core.workspace import Workspace, WorkspaceError
 
@@ -236,13 +263,22 @@ def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path
             steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id = ? ORDER BY line_number", [file_id])
     except WorkspaceError as err:
         raise ViewerError(str(err)) from err
-    steps, recordings = _replay_scripts(steps, plays, {file_id: (file_name, None)}, key, game_dirs, game_version)
+    recovered, failed = None, []
+    if recover_actions and plays["is_action_ids_lost"].any():
+        from pipeline.explore.recover import recover_lost_stored_actions
+
+        dirs = game_dirs_for(None) if game_dirs is None else [Path(g) for g in game_dirs]
+        recovered, failed = recover_lost_stored_actions(steps, plays, {file_id: (file_name, None)}, dirs)
+    steps, recordings = _replay_scripts(steps, plays, {file_id: (file_name, None)}, key, game_dirs, game_version,
+                                        recovered)
     if not recordings:
         raise ViewerError(f"play {key!r}: no steps in core_arc3__steps for file {file_id}")
     rec = _only(recordings, key)
     source = _source(key, "database", rec, steps,
                      inputs={f"db:{db_path}#core_arc3__steps[file_id={file_id}]": _rows_digest(steps)})
     source.initial_step = _first_step_of_play(source, steps, key)
+    source.notes.extend(reason for _, reason in failed)
+    source.rejected.extend(reason for _, reason in failed)
     _script_note(source)
     n_files = found["file_id"].n_unique()
     if n_files > 1:
@@ -390,19 +426,29 @@ def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, 
     page has no recorded frames, or its frames come from the Parquet store, the engine also renders every step
     by `scoring.verify.render_steps` over the same steps the check replayed (the recording file's, else the
     stored ones), and the Parquet pixels are then compared with the engine's, a difference being a divergence."""
-    from engine.env import GameEnv
+    if not verify:
+        return Verification("unverified", "replay verification switched off (--no-verify)")
+    from pipeline.core.game_code import SandboxFailure
+    from pipeline.scoring.parallel import REPLAY_FAILED
+
+    try:
+        return _verify_and_render(source, games, only_reset_levels=only_reset_levels, on_step=on_step)
+    except SandboxFailure as err:  # the game's code ended abnormally: the play's replay failed, as score says
+        return Verification("not_replayable", f"{REPLAY_FAILED}stopped in the sandbox ({err.kind}): {err.detail}")
+
+
+def _verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, *,
+                       only_reset_levels: bool | None, on_step: Callable[[], None] | None) -> Verification:
     from engine.loader import resolve_game
     from engine.replay import Divergence
     from pipeline.scoring.verify import (
         describe,
-        render_steps,
+        render_game,
         steps_from_file,
         steps_from_table,
         verify_recording,
     )
 
-    if not verify:
-        return Verification("unverified", "replay verification switched off (--no-verify)")
     dirs = [Path(g) for g in games or []]
     rec = source.recording
     if only_reset_levels is not None:
@@ -419,11 +465,13 @@ def verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None, 
                                 game_sha256=checks[0].game_source_sha256)
     if source.recorded_frames is None or source.frames_origin == "parquet":
         # the steps scoring replayed (a playback script's and recovered ids included), on a fresh instance
-        env = GameEnv(info, only_reset_levels=rec.is_only_reset_levels)
         steps = steps_from_file(rec) if source.kind == "file" else steps_from_table(rec)
-        try:
-            verification.rendered = [None if f is None else fr.as_grid(f)
-                                     for f in render_steps(env, steps, on_step=on_step)]
+        try:  # in the sandbox, as the check was (SandboxFailure: the game's code ended abnormally)
+            rendered = render_game(info, steps, only_reset_levels=rec.is_only_reset_levels)
+            if on_step is not None:
+                for _ in rendered:
+                    on_step()
+            verification.rendered = [None if f is None else fr.as_grid(f) for f in rendered]
         except ValueError as err:  # the game drew a frame no viewer can show (not 64x64, colours outside 0-15)
             raise ViewerError(f"{info.game_id} ({info.source}) rendered a frame that cannot be shown: {err}") from err
     first = divergent.divergence if divergent is not None else None

@@ -1,0 +1,148 @@
+"""Export rate of `arcstudy export-transitions` against the engine's raw replay rate, on the shipped games.
+
+    python benchmarks/transitions_speed.py [--copies N] [--workers W] [--repeat R]
+
+Inputs, made in a temporary folder from the shipped games' engine-made recordings
+(`games/<id>/<version>/solutions/{win,lose}.jsonl`, toolkit recordings without frames): `--copies` copies of
+each recording (each under its own guid, so every copy is its own session), and as many playback scripts
+(action-only files, spec/formats.md §A.7) made from the same actions. Every export row needs the engine's
+frames for it, so both kinds are replayed with frames.
+
+Measured in the same run, one after the other:
+
+- raw replay: every file's actions sent to a fresh `engine.env.GameEnv` with every frame rendered
+  (`frames="all"`), in this process, nothing read or written; best of `--repeat`; steps per second;
+- export: the `arcstudy export-transitions` command in a subprocess (`--workers`, default 1: the same single
+  core as the raw replay), from start to exit (reading, replaying, comparing, hashing, compressing and writing
+  the shards, card and manifest, and the interpreter's start); rows per second, and the subprocess's peak RSS.
+
+Both are timed in wall time and in CPU time (this process's for the replay, the subprocess's for the export).
+The machine is shared and noisy; nothing here asserts. The LAST line is the headline: export rows per CPU
+second divided by raw replay steps per CPU second (goal: at least 0.5x); the wall-clock ratio is printed above
+it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engine.base_game import FRAMES_ALL  # noqa: E402
+from engine.enums import ActionInput, GameAction  # noqa: E402
+from engine.env import GameEnv  # noqa: E402
+from engine.loader import find_games  # noqa: E402
+
+
+def _actions(lines: list[dict]) -> list[tuple[int, dict]]:
+    out = []
+    for line in lines:
+        action = line["data"]["action_input"]
+        aid = action["id"] if isinstance(action["id"], int) else GameAction[action["id"]].value
+        data = {k: v for k, v in (action.get("data") or {}).items() if k in ("x", "y")}
+        out.append((aid, data))
+    return out
+
+
+def make_inputs(folder: Path, copies: int) -> tuple[list[tuple[object, list[tuple[int, dict]]]], int]:
+    """Write the inputs; return (game info, actions after the opening RESET) per file, and the rows expected."""
+    plays = []
+    rows = 0
+    for info in find_games([ROOT / "games"]):
+        for name in ("win", "lose"):
+            src = info.directory / "solutions" / f"{name}.jsonl"
+            if not src.is_file():
+                continue
+            lines = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+            actions = _actions(lines)[1:]  # the opening RESET is make()'s
+            for copy in range(copies):
+                guid = str(uuid.UUID(int=hash((info.game_id, name, copy)) & ((1 << 128) - 1), version=4))
+                rec = folder / f"{info.game_id}-{guid}.jsonl"
+                with open(rec, "w") as fh:
+                    for line in lines:
+                        line["data"]["guid"] = guid
+                        fh.write(json.dumps(line) + "\n")
+                script = folder / f"{info.short_id}_{name}_{copy}.playback.jsonl"
+                with open(script, "w") as fh:
+                    for aid, data in actions:
+                        fh.write(json.dumps({"data": {"action_input": {"id": aid, "data": {
+                            "game_id": info.game_id, **data}}}}) + "\n")
+                plays += [(info, actions), (info, actions)]
+                rows += 2 * (len(actions) + 1)
+    return plays, rows
+
+
+def raw_replay(plays, repeat: int) -> tuple[int, float, float]:
+    """(steps, best wall seconds, best CPU seconds) of replaying every play."""
+    best = best_cpu = float("inf")
+    steps = 0
+    for _ in range(repeat):
+        steps = 0
+        t0, c0 = time.perf_counter(), time.process_time()
+        for info, actions in plays:
+            env = GameEnv(info)
+            env.reset(frames=FRAMES_ALL)
+            steps += 1
+            for aid, data in actions:
+                env.step(ActionInput(id=GameAction.from_id(aid), data=dict(data)), frames=FRAMES_ALL)
+                steps += 1
+        best = min(best, time.perf_counter() - t0)
+        best_cpu = min(best_cpu, time.process_time() - c0)
+    return steps, best, best_cpu
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--copies", type=int, default=20, help="copies of each shipped recording (and scripts)")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="transitions-speed-") as tmp:
+        inputs = Path(tmp) / "in"
+        inputs.mkdir()
+        plays, expected_rows = make_inputs(inputs, args.copies)
+        steps, raw_s, raw_cpu = raw_replay(plays, args.repeat)
+        raw_rate, raw_cpu_rate = steps / raw_s, steps / raw_cpu
+        print(f"inputs: {len(plays)} files ({len(plays) // 2} recordings, {len(plays) // 2} playback scripts) of "
+              f"{len({p[0].game_id for p in plays})} shipped games, {expected_rows:,} responses")
+        print(f"raw replay (GameEnv, every frame rendered): {steps:,} steps in {raw_s:.2f} s wall = {raw_rate:,.0f} "
+              f"steps/s; {raw_cpu:.2f} s CPU = {raw_cpu_rate:,.0f} steps/s")
+        out = Path(tmp) / "out"
+        env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", "export-transitions", str(inputs),
+                               "--out", str(out), "--workers", str(args.workers)], env=env, capture_output=True,
+                              text=True)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            print(proc.stdout[-2000:], proc.stderr[-2000:])
+            raise SystemExit(f"export failed with exit code {proc.returncode}")
+        notes = json.loads((out / "manifest.json").read_text())["notes"]["transitions"]
+        rows = notes["rows"]
+        size = sum(p.stat().st_size for p in (out / "data").glob("*.parquet"))
+        rate = rows / wall
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        cpu_rate = rows / cpu
+        print(f"export ({args.workers} worker(s), the command end to end, start-up included): {rows:,} rows in "
+              f"{wall:.2f} s wall = {rate:,.0f} rows/s; {cpu:.2f} s CPU = {cpu_rate:,.0f} rows/s; "
+              f"{notes['shards']} shard(s), {size / 1e6:.1f} MB; peak RSS {after.ru_maxrss / 1024:.0f} MB")
+        print(f"wall-clock ratio (noisy on a shared machine): {rate / raw_rate:.2f}x")
+        # headline: CPU time, steadier than wall time when other work shares the cores (one worker: the export
+        # runs on one core, like the raw replay)
+        print(f"export rate / raw replay rate (CPU time): {cpu_rate / raw_cpu_rate:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

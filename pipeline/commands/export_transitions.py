@@ -1,0 +1,222 @@
+"""`arcstudy export-transitions`: recordings (any variant, playback scripts included) or the database's plays ->
+a verified transitions dataset (Parquet shards, dataset card, manifest)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipeline.core.console import out
+from pipeline.core.outputs import write_text
+
+from .common import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    DbOption,
+    GameVersionOption,
+    SchedulerOption,
+    WorkersOption,
+    command_line,
+    fail,
+)
+
+DEFAULT_LICENCE = "other"
+
+
+def _prepare_out(out_dir: Path, overwrite: bool) -> None:
+    """Refuse a non-empty folder unless --overwrite; with it, remove only what an export writes there."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise fail(f"--out {out_dir} is a file, not a folder", EXIT_USAGE)
+    if out_dir.is_dir() and any(out_dir.iterdir()):
+        if not overwrite:
+            raise fail(f"--out {out_dir} exists and is not empty: give an empty or new folder, or --overwrite to "
+                       "replace the dataset in it", EXIT_USAGE)
+        data = out_dir / "data"
+        if data.is_dir():
+            for p in list(data.glob("train-*.parquet")) + list(data.glob(".train-*.parquet.tmp")):
+                p.unlink()
+        for name in ("README.md", "manifest.json"):
+            (out_dir / name).unlink(missing_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise fail(f"cannot create --out {out_dir}: {err.strerror or err}") from err
+
+
+def export_transitions_command(
+    ctx: typer.Context,
+    recordings: Annotated[list[Path] | None, typer.Argument(
+        help="Recording or playback files (JSONL), or folders searched for *.jsonl. Without any, the plays in "
+             "the database (--db) are exported.", exists=True, show_default=False)] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="The dataset folder to write (new or empty; see "
+                                          "--overwrite).", file_okay=False, show_default=False)] = ...,
+    games: Annotated[list[Path] | None, typer.Option("--games", help="Folder of game files laid out like the "
+                                                     "official environment_files (repeatable); the shipped games "
+                                                     "are searched after them. Their Python code is run (in the "
+                                                     "sandbox, docs/security.md).", exists=True, file_okay=False,
+                                                     show_default=False)] = None,
+    db: DbOption = None,
+    game: Annotated[list[str] | None, typer.Option("--game", help="Database plays: only this game id "
+                                                   "(repeatable).", show_default=False)] = None,
+    recovered_actions: Annotated[Path | None, typer.Option("--recovered-actions", help="JSON object mapping a "
+                                                           "recording's file name, guid or file_id to its real "
+                                                           "actions, for recordings whose action ids were lost "
+                                                           "(their rows get `recovered` true).", exists=True,
+                                                           dir_okay=False, show_default=False)] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the dataset in a non-empty --out "
+                                            "(its shards, README.md and manifest.json; nothing else is "
+                                            "removed).")] = False,
+    licence: Annotated[str, typer.Option("--licence", help="The licence field of the dataset card (an SPDX id "
+                                         "such as cc-by-4.0, or `other`).")] = DEFAULT_LICENCE,
+    shard_mb: Annotated[int, typer.Option("--shard-mb", min=1, help="Largest shard size, in MB (zstd Parquet).")
+                        ] = 256,
+    game_version: GameVersionOption = None,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
+) -> None:
+    """Export a verified transitions dataset: one Parquet row per engine response of every play (action,
+    frames, frame hashes, state, levels, whether the card counts it), for world models and learning agents.
+
+    Reads: the recordings given (every variant, playback scripts included; nothing is ingested), or without
+    any the plays in the database (core_arc3__plays, core_arc3__steps); the game files of --games, then the
+    shipped games/ (replay). Writes under --out: data/train-NNNNN.parquet (zstd, at most about --shard-mb each,
+    written atomically), README.md (the dataset card: sources, game versions, licence, counts, plays cut at a
+    divergence, columns) and manifest.json.
+
+    Every play is replayed on the engine: frames come from the replay when the file has none, and from the file
+    when the replay agrees. A play whose replay diverges is exported up to the divergence and listed in the card.
+    A play whose game cannot be loaded is exported from its file's frames with `verified` false (without frames
+    it is left out). Files are read and replayed on --workers processes (or the cluster at --scheduler); this
+    process alone writes. Exit 3 when a file or line was rejected, a play could not be exported at all, or a
+    playback script's game cannot be loaded.
+    """
+    from engine.loader import default_environments_dir
+    from pipeline.core.executor import SerialExecutor, open_executor
+    from pipeline.core.manifest import RunManifest
+    from pipeline.core.special_files import not_regular_file
+    from pipeline.core.workspace import default_db_path
+    from pipeline.datasets.shards import DatasetSummary, ShardWriter, dataset_card
+    from pipeline.datasets.transitions import ExportJob, export_transitions, recovered_pairs
+    from pipeline.scoring.plays import RecordingReadError, load_recovered_actions
+
+    from .score import expand_recordings
+
+    try:
+        recovered = load_recovered_actions(recovered_actions) if recovered_actions is not None else {}
+    except RecordingReadError as err:
+        raise fail(str(err), EXIT_USAGE) from err
+    from_files = bool(recordings)
+    if from_files and game:
+        raise fail("--game selects database plays; give the recordings to export instead", EXIT_USAGE)
+    db_path = db or default_db_path()
+    if not from_files and not db_path.exists():
+        raise fail(f"database {db_path} does not exist: give recordings to export, or pass --db")
+    game_dirs = tuple(str(d) for d in [*(games or []), default_environments_dir()])
+    if games:
+        from pipeline.core.game_code import announce
+
+        announce(games)  # their Python code runs, in the sandbox (docs/security.md)
+    problems: list[tuple[str, str]] = []
+    common = dict(game_dirs=game_dirs, recovered=recovered_pairs(recovered), game_version=game_version)
+    if from_files:
+        paths = expand_recordings(list(recordings or []))
+        if not paths:
+            raise fail("no *.jsonl file found in " + ", ".join(str(p) for p in recordings or []), EXIT_USAGE)
+        special = [p for p in paths if not_regular_file(p) is not None]
+        problems += [(str(p), f"{not_regular_file(p)}, not a regular file: only regular files are read")
+                     for p in special]
+        jobs = [ExportJob(path=str(p), **common) for p in paths if p not in special]
+    else:
+        import duckdb
+
+        where, params = "", []
+        if game:
+            where, params = f" WHERE game_id IN ({', '.join('?' for _ in game)})", list(game)
+        try:
+            con = duckdb.connect(str(db_path), read_only=True)
+            try:
+                ids = [r[0] for r in con.execute(f"SELECT DISTINCT file_id FROM core_arc3__plays{where} "
+                                                 "ORDER BY file_id", params).fetchall()]
+            finally:
+                con.close()
+        except duckdb.Error as err:
+            raise fail(f"cannot read the plays of {db_path}: {err}") from err
+        if not ids:
+            raise fail(f"no plays{' of ' + ', '.join(game) if game else ''} in the database {db_path}")
+        jobs = [ExportJob(db=str(db_path), file_id=fid, **common) for fid in ids]
+    _prepare_out(out_dir, overwrite)
+
+    manifest = RunManifest(command=command_line(ctx), config={
+        "recordings": [str(p) for p in recordings or []], "db": None if from_files else str(db_path),
+        "games": [str(g) for g in games or []], "game": game or [], "out": str(out_dir), "licence": licence,
+        "shard_mb": shard_mb, "recovered_actions": str(recovered_actions) if recovered_actions else None,
+        "game_version": game_version, "workers": workers, "scheduler": scheduler})
+    writer = ShardWriter(out_dir, max_bytes=shard_mb << 20)
+    summary = DatasetSummary()
+    n_engine = 0
+    try:
+        with open_executor(workers, scheduler, n_items=len(jobs)) as ex:
+            if isinstance(ex, SerialExecutor):  # pieces run in this process: their batches need no compression
+                jobs = [dataclasses.replace(job, compress=False) for job in jobs]
+            for _key, export, error in ex.map_ordered(export_transitions, enumerate(jobs), progress=out.track,
+                                                      description="replaying and exporting"):
+                job = jobs[_key]
+                if error is not None:
+                    problems.append((job.label, f"export failed: {type(error).__name__}: {error}"))
+                    continue
+                writer.write_export(export)
+                summary.add(export)
+                n_engine += export.n_engine_steps
+                problems += [(export.label, p) for p in export.problems]
+                export.batches = []  # written: let the bytes go
+        shards = writer.close()
+    except OSError as err:
+        writer.abort()
+        raise fail(f"cannot write the dataset under {out_dir}: {err.strerror or err}") from err
+    except BaseException:
+        writer.abort()
+        raise
+    created = datetime.now(UTC).isoformat(timespec="seconds")
+    card = out_dir / "README.md"
+    try:
+        write_text(card, dataset_card(summary, shards, licence=licence, command=manifest.command,
+                                      created_at=created))
+    except OSError as err:
+        raise fail(f"wrote the shards, but cannot write the card {card}: {err.strerror or err}") from err
+    for job in jobs:
+        if job.path is not None:
+            try:
+                manifest.add_input(job.path)
+            except OSError:
+                pass
+    if not from_files:
+        manifest.inputs[f"{db_path}#core_arc3__steps"] = "database"
+    for p in [*shards, card]:
+        manifest.add_output(p)
+    code = EXIT_REJECTED if problems or summary.not_exported else EXIT_OK
+    manifest.notes["transitions"] = {
+        "rows": summary.n_rows, "shards": len(shards), "engine_steps": n_engine,
+        "plays_cut": [{"play_id": p.play_id, "rows": p.n_rows, "detail": p.detail} for p in summary.cut],
+        "plays_unverified": [p.play_id for p in summary.unverified],
+        "plays_not_exported": [{"file": f, "play_id": p.play_id, "detail": p.detail}
+                               for f, p in summary.not_exported],
+        "problems": [f"{f}: {why}" for f, why in problems]}
+    manifest.finish(code)
+    try:
+        manifest.write_json(out_dir)
+    except OSError as err:
+        raise fail(f"cannot write the run manifest under {out_dir}: {err.strerror or err}") from err
+    n_plays = sum(summary.plays_by_game_source.values())
+    out.console.print(f"wrote {out_dir}: {summary.n_rows:,} rows of {n_plays:,} plays in {len(shards)} shard(s); "
+                      f"{len(summary.cut)} play(s) cut at a divergence, {len(summary.unverified)} unverified, "
+                      f"{len(summary.not_exported)} left out", markup=False, soft_wrap=True)
+    for label, why in problems:
+        out.console.print(f"rejected: {label}: {why}", markup=False, soft_wrap=True)
+    for label, play in summary.not_exported:
+        out.console.print(f"left out: {label}: {play.play_id}: {play.detail}", markup=False, soft_wrap=True)
+    raise typer.Exit(code)

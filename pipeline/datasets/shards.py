@@ -1,0 +1,204 @@
+"""The single writer of a transitions dataset: Parquet shards of bounded size, written atomically, and the card.
+
+Shards are `data/train-NNNNN.parquet` (zstd, one row group per batch received). Each is written under a
+temporary name (`.train-NNNNN.parquet.tmp`, which no Parquet loader picks up), flushed to disk and renamed when
+it is complete, so a run that dies or a disk that fills mid-export leaves no half-written file that looks like
+a shard. A shard is closed once its file reaches `max_bytes` (one batch may take it a little over).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from schemas.transitions import ARROW_SCHEMA, COLUMNS
+
+from .transitions import FileExport, PlayExport, batches_from_bytes
+
+__all__ = ["DEFAULT_SHARD_BYTES", "DatasetSummary", "ShardWriter", "dataset_card"]
+
+DEFAULT_SHARD_BYTES = 256 << 20
+DATA_DIR = "data"
+
+
+class ShardWriter:
+    """Streams record batches into shards of at most about `max_bytes` each (the calling process only)."""
+
+    def __init__(self, out_dir: Path, max_bytes: int = DEFAULT_SHARD_BYTES):
+        self.dir = Path(out_dir) / DATA_DIR
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = max_bytes
+        self.shards: list[Path] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._tmp: Path | None = None
+        self._final: Path | None = None
+
+    def _open(self) -> None:
+        name = f"train-{len(self.shards):05d}.parquet"
+        self._final = self.dir / name
+        self._tmp = self.dir / f".{name}.tmp"
+        # statistics and dictionaries only where they help (the frames and hashes are unique values)
+        self._writer = pq.ParquetWriter(self._tmp, ARROW_SCHEMA, compression="zstd", compression_level=3,
+                                        write_statistics=["game_id", "play_id", "source", "step", "action",
+                                                          "levels_completed", "state", "verified"],
+                                        use_dictionary=["game_id", "play_id", "source", "action", "state",
+                                                        "file_id"])
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if self._writer is None:
+            self._open()
+        assert self._writer is not None and self._tmp is not None
+        self._writer.write_batch(batch)
+        if os.path.getsize(self._tmp) >= self.max_bytes:
+            self._close()
+
+    def write_export(self, export: FileExport) -> None:
+        """Every batch of a file's export, decompressed one at a time."""
+        for data in export.batches:
+            for batch in batches_from_bytes(data):
+                self.write(batch)
+
+    def _close(self) -> None:
+        if self._writer is None:
+            return
+        assert self._tmp is not None and self._final is not None
+        self._writer.close()
+        with open(self._tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(self._tmp, self._final)
+        self.shards.append(self._final)
+        self._writer = self._tmp = self._final = None
+
+    def close(self) -> list[Path]:
+        """Close the last shard; the shards written, in order."""
+        self._close()
+        return list(self.shards)
+
+    def abort(self) -> None:
+        """Drop the shard being written (after an error): nothing half-written stays."""
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except Exception:  # a full disk may fail the close too: the temp file goes anyway
+                pass
+            if self._tmp is not None:
+                self._tmp.unlink(missing_ok=True)
+            self._writer = self._tmp = self._final = None
+
+
+@dataclass
+class DatasetSummary:
+    """What the card reports, gathered as the files' exports come in."""
+
+    rows_by_game_source: Counter = field(default_factory=Counter)
+    plays_by_game_source: Counter = field(default_factory=Counter)
+    game_sources: dict[str, str | None] = field(default_factory=dict)  # game_id -> sha256 of its source file
+    cut: list[PlayExport] = field(default_factory=list)
+    unverified: list[PlayExport] = field(default_factory=list)
+    not_exported: list[tuple[str, PlayExport]] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (file, reason)
+    n_files: int = 0
+    n_rows: int = 0
+
+    def add(self, export: FileExport) -> None:
+        self.n_files += 1
+        if export.rejected:
+            self.rejected += [(export.label, p) for p in export.problems[:1]]
+        for play in export.plays:
+            if play.n_rows:
+                self.plays_by_game_source[(play.game_id, play.source)] += 1
+                self.rows_by_game_source[(play.game_id, play.source)] += play.n_rows
+            if play.status == "cut":
+                self.cut.append(play)
+            elif play.status == "unverified":
+                self.unverified.append(play)
+            elif play.status == "not_exported":
+                self.not_exported.append((export.label, play))
+        if export.game_id is not None and export.n_rows:
+            known = self.game_sources.get(export.game_id)
+            self.game_sources[export.game_id] = known or export.game_source_sha256
+        self.n_rows += export.n_rows
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def dataset_card(summary: DatasetSummary, shards: Sequence[Path], *, licence: str, command: str,
+                 created_at: str) -> str:
+    """The dataset card (README.md): Hugging Face front matter (licence, the Parquet files), then sources,
+    game versions, counts, the plays cut at a divergence or left out, and every column."""
+    lines = ["---", f"license: {licence}", "configs:", "- config_name: default", "  data_files:",
+             "  - split: train", f"    path: {DATA_DIR}/*.parquet", "tags:", "- arc-agi-3", "- world-models",
+             "- transitions", "---", "", "# ARC-AGI-3 transitions", "",
+             "One row per engine response of every play: the action sent, the frames the game answered with, "
+             "the state and level counts, and how the toolkit's card counts the step. Consecutive rows of a "
+             "`play_id` (ordered by `step`) are the transitions (frames[t-1], action[t]) -> frames[t]. Written "
+             f"by arcstudy (`{command}`) on {created_at}.", "",
+             "Every play was replayed on the engine where its game could be loaded: rows whose replay "
+             "disagreed with the recording are not here (a divergent play is cut before its divergence, listed "
+             "below), and `verified` says which rows the engine confirmed"
+             + (f" ({len(summary.unverified)} play(s) of games that could not be loaded are from their "
+                "recordings' frames, unchecked)." if summary.unverified else " (all of them)."), "",
+             "## Sources", ""]
+    sources = Counter()
+    for (_game, source), n in summary.rows_by_game_source.items():
+        sources[source] += n
+    plays_per_source = Counter()
+    for (_game, source), n in summary.plays_by_game_source.items():
+        plays_per_source[source] += n
+    lines += ["| source | plays | rows |", "|---|---:|---:|"]
+    lines += [f"| {s} | {plays_per_source[s]:,} | {sources[s]:,} |" for s in sorted(sources)]
+    lines += ["", f"{summary.n_files:,} input files, {summary.n_rows:,} rows in {len(shards)} shard(s) under "
+              f"`{DATA_DIR}/`.", "", "## Games and versions", "",
+              "| game_id | source file sha256 | plays | rows |", "|---|---|---:|---:|"]
+    by_game: dict[str, list[int]] = {}
+    for (game, source), n in summary.rows_by_game_source.items():
+        entry = by_game.setdefault(game, [0, 0])
+        entry[1] += n
+        entry[0] += summary.plays_by_game_source[(game, source)]
+    for game in sorted(by_game):
+        sha = summary.game_sources.get(game)
+        lines.append(f"| {game} | {sha or 'not loadable: frames from the recording, unverified'} | "
+                     f"{by_game[game][0]:,} | {by_game[game][1]:,} |")
+    lines += ["", "## Counts per game and source", "", "| game_id | source | plays | rows |", "|---|---|---:|---:|"]
+    for game, source in sorted(summary.rows_by_game_source):
+        lines.append(f"| {game} | {source} | {summary.plays_by_game_source[(game, source)]:,} | "
+                     f"{summary.rows_by_game_source[(game, source)]:,} |")
+    lines += ["", "## Plays cut at a divergence", ""]
+    if summary.cut:
+        lines += ["| play_id | game_id | rows kept | divergence |", "|---|---|---:|---|"]
+        lines += [f"| {p.play_id} | {p.game_id} | {p.n_rows:,} | {_cell(p.detail)} |" for p in summary.cut]
+    else:
+        lines.append("None: every replayed play agreed with its recording to the end.")
+    lines += ["", "## Plays not verified", ""]
+    if summary.unverified:
+        lines += ["Their games could not be loaded: the frames are the recording's, unchecked (`verified` "
+                  "false).", "", "| play_id | game_id | rows | why |", "|---|---|---:|---|"]
+        lines += [f"| {p.play_id} | {p.game_id} | {p.n_rows:,} | {_cell(p.detail)} |" for p in summary.unverified]
+    else:
+        lines.append("None.")
+    lines += ["", "## Left out", ""]
+    if summary.not_exported or summary.rejected:
+        lines += ["| file | play_id | why |", "|---|---|---|"]
+        lines += [f"| {_cell(f)} | {p.play_id} | {_cell(p.detail)} |" for f, p in summary.not_exported]
+        lines += [f"| {_cell(f)} | | {_cell(why)} |" for f, why in summary.rejected]
+    else:
+        lines.append("Nothing.")
+    lines += ["", "## Columns", "", "| column | type | meaning |", "|---|---|---|"]
+    types = {f.name: str(f.type) for f in ARROW_SCHEMA}
+    lines += [f"| `{c.name}` | `{types[c.name]}` | {_cell(c.description)} |" for c in COLUMNS]
+    lines += ["", "## Loading", "", "```python", "import polars as pl",
+              f'df = pl.read_parquet("{DATA_DIR}/*.parquet")', "", "import duckdb",
+              f"duckdb.sql(\"SELECT game_id, count(*) FROM '{DATA_DIR}/*.parquet' GROUP BY ALL\")", "",
+              "from datasets import load_dataset",
+              f'ds = load_dataset("parquet", data_files="{DATA_DIR}/*.parquet", split="train")', "```", "",
+              "## Licence", "", f"`{licence}`: the licence of the recordings and games the rows come from is "
+              "the data owner's; check it before sharing this dataset.", ""]
+    return "\n".join(lines)

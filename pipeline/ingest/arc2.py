@@ -1,0 +1,145 @@
+"""ARC-AGI-2 human testing attempt log (spec/formats.md §H), also the layout of human audits of ARC-TGI tasks.
+
+One CSV, one row per attempt: one session's attempt at one test pair of one task. Recognised by its columns
+(`task_ID, task_set, test_index, session_ID, start_time_seconds, duration_seconds, submissions,
+correct_submissions`, any order). Every row is kept as read in raw_arc2__csv_rows; rows that pass the checks
+land in core_arc2__attempts, one row per input row.
+
+Quarantined, because the row cannot be true: an empty task_ID or session_ID; a test_index, submissions or
+correct_submissions that is not a whole number, or is negative; a negative or non-finite start time or
+duration; more correct submissions than submissions. Landed with a flag, because the row is only unusual:
+`zero_submissions` (the participant moved on without submitting: common in the public file),
+`multiple_correct` (2 correct submissions: one row in the public file), `nonstandard_task_set` (not
+`Public Train` / `Public Eval`, e.g. `ARC-TGI` in an audit), `nonstandard_task_id` (not 8 hex characters, e.g.
+an ARC-TGI task id), `no_duration` (start or duration left empty: the row counts, its time does not).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.ingest.base import FileContext, ReaderOutput
+from pipeline.ingest.formats import Head, InputFormat, register
+from pipeline.ingest.harc_csv import (
+    RowCheck,
+    Variant,
+    apply_checks,
+    as_int,
+    flag_lists,
+    header_columns,
+    header_repeated,
+    load_csv,
+    match_variant,
+    parse_failed,
+    raw_frame,
+    read_header,
+    short_row,
+    src,
+)
+from schemas.arc2 import ARC2_TASK_SETS
+
+RAW = "raw_arc2__csv_rows"
+ATTEMPTS = "core_arc2__attempts"
+TABLES = (RAW, ATTEMPTS)
+COLUMNS = ("task_ID", "task_set", "test_index", "session_ID", "start_time_seconds", "duration_seconds",
+           "submissions", "correct_submissions")
+VARIANTS = (Variant("ARC-AGI-2 human testing attempt log", COLUMNS),)
+ARC_ID = r"^[0-9a-f]{8}$"
+
+
+def _float(col: str) -> pl.Expr:
+    return pl.col(src(col)).str.strip_chars().cast(pl.Float64, strict=False)
+
+
+def _blank(col: str) -> pl.Expr:
+    """Empty, or only spaces."""
+    return pl.col(src(col)).is_null() | (pl.col(src(col)).str.strip_chars() == "")
+
+
+def _not_blank(column: str, what: str) -> RowCheck:
+    return RowCheck("missing_value", _blank(column),
+                    pl.lit(f"{column} is empty; every row needs {what}"), column)
+
+
+def _negative(column: str, typed: str, check: str, unit: str) -> RowCheck:
+    return RowCheck(check, pl.col(typed) < 0, pl.format(f"{column} is {{}}, a negative {unit} cannot be true",
+                                                         pl.col(src(column))), column)
+
+
+def read_attempts(ctx: FileContext) -> ReaderOutput:
+    header = read_header(ctx.path)
+    variant = match_variant(header, VARIANTS, "ARC-AGI-2 attempt log")
+    loaded = load_csv(ctx.path, header, raw_table=RAW)
+    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
+                       detection_evidence=f"header is the {variant.name}")
+    out.tables[RAW] = raw_frame(loaded, ctx.file_id)
+    df = loaded.frame.rename({h: src(h) for h in header}).with_columns(
+        pl.col(src("task_ID")).str.strip_chars().alias("task_id"),
+        pl.col(src("task_set")).str.strip_chars().fill_null("").alias("task_set"),
+        pl.col(src("session_ID")).str.strip_chars().alias("session_id"),
+        as_int(src("test_index")).alias("test_index"),
+        as_int(src("submissions")).alias("n_attempt_submissions"),
+        as_int(src("correct_submissions")).alias("n_correct_submissions"),
+        _float("start_time_seconds").alias("start_offset_s"),
+        _float("duration_seconds").alias("attempt_duration_s"),
+    )
+    n_rows = int(df["row_number"].max()) if df.height else 0
+    structural = [header_repeated(header)]
+    short = short_row(header, header[-1] in ("submissions", "correct_submissions", "task_ID", "session_ID",
+                                             "test_index"), loaded.ends_with_newline, n_rows)
+    structural += [short] if short is not None else []
+    checks = [
+        _not_blank("task_ID", "the task id"), _not_blank("session_ID", "the session id"),
+        _not_blank("test_index", "the test pair index"), _not_blank("submissions", "the number of submissions"),
+        _not_blank("correct_submissions", "the number of correct submissions"),
+        *[parse_failed(c, pl.col(t), "a whole number", "not_an_integer") for c, t in (
+            ("test_index", "test_index"), ("submissions", "n_attempt_submissions"),
+            ("correct_submissions", "n_correct_submissions"))],
+        *[parse_failed(c, pl.col(t), "a number of seconds", "not_a_number") for c, t in (
+            ("start_time_seconds", "start_offset_s"), ("duration_seconds", "attempt_duration_s"))],
+        *[RowCheck("not_a_number", pl.col(t).is_infinite() | pl.col(t).is_nan(),
+                   pl.format(f"{c} is {{}}, expected a finite number of seconds", pl.col(src(c))), c)
+          for c, t in (("start_time_seconds", "start_offset_s"), ("duration_seconds", "attempt_duration_s"))],
+        _negative("start_time_seconds", "start_offset_s", "negative_time", "time"),
+        _negative("duration_seconds", "attempt_duration_s", "negative_time", "duration"),
+        _negative("test_index", "test_index", "negative_count", "index"),
+        _negative("submissions", "n_attempt_submissions", "negative_count", "count"),
+        _negative("correct_submissions", "n_correct_submissions", "negative_count", "count"),
+        RowCheck("more_correct_than_submissions",
+                 pl.col("n_correct_submissions") > pl.col("n_attempt_submissions"),
+                 pl.format("correct_submissions is {} but submissions is {}: a row cannot have more correct "
+                           "submissions than submissions", pl.col("n_correct_submissions"),
+                           pl.col("n_attempt_submissions")), "correct_submissions"),
+    ]
+    rejects, bad = apply_checks(df, checks, ATTEMPTS, structural=structural)
+    out.rejects += rejects
+    good = df.filter(~bad).with_columns(
+        (pl.col("n_correct_submissions") >= 1).alias("is_solved"),
+        ((pl.col("n_correct_submissions") >= 1) & (pl.col("n_attempt_submissions") <= 2)).alias("is_solved_within_2"),
+        pl.lit(ctx.file_id).alias("file_id"),
+    )
+    if good.height:
+        good = good.with_columns(flag_lists(good, [
+            (pl.col("n_attempt_submissions") == 0, "zero_submissions"),
+            (pl.col("n_correct_submissions") > 1, "multiple_correct"),
+            (~pl.col("task_set").is_in(list(ARC2_TASK_SETS)), "nonstandard_task_set"),
+            (~pl.col("task_id").str.contains(ARC_ID), "nonstandard_task_id"),
+            (pl.col("start_offset_s").is_null() | pl.col("attempt_duration_s").is_null(), "no_duration"),
+        ]).alias("flags"))
+        out.tables[ATTEMPTS] = good
+    return out
+
+
+def sniff_attempts(head: Head) -> str | None:
+    cols = header_columns(head)
+    if not cols:
+        return None
+    hits = cols & set(COLUMNS)
+    if {"task_ID", "session_ID", "correct_submissions"} <= cols or len(hits) >= 6:
+        return f"CSV header has the ARC-AGI-2 attempt-log columns {', '.join(sorted(hits))}"
+    return None
+
+
+register(InputFormat(
+    "arc2-attempts", "ARC-AGI-2 human testing attempt log (or an audit of ARC-TGI tasks in its layout)",
+    read_attempts, sniff_attempts, TABLES))

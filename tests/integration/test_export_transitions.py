@@ -1,0 +1,336 @@
+"""`arcstudy export-transitions`: rows from every recording variant, checked against the files and the engine;
+a divergent play cut at its divergence; the layout read by polars, DuckDB and the Hugging Face / pyarrow
+Parquet loaders; refusals.
+
+Games: the conformance kit's fixture games (an53, ck17, ...) are loadable; the human-dataset sample's game
+(lp85) is not shipped, so its rows come from the file's frames, unverified."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3" / "fixtures"
+SAMPLES = FIXTURES.parent
+PLAYBACK = SAMPLES.parent / "playback-arc-agi-3"
+ENVS = SAMPLES.parents[1] / "conformance" / "environment_files"
+AN53 = FIXTURES / "an53_scripted-win.frames.jsonl"
+HUMAN = SAMPLES / "human" / "lp85" / "4706abe4-58a9-41e9-9a91-9927b5cc2d8e.recording.jsonl"
+
+
+def export(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["--plain", "export-transitions", *args, "--workers", "1"])
+    return result.exit_code, result.output
+
+
+def frames_of(value: list[bytes]) -> np.ndarray:
+    """A row's frames as the (n, 64, 64) uint8 array they encode."""
+    return np.stack([np.frombuffer(f, dtype=np.uint8).reshape(64, 64) for f in value]) if value else \
+        np.zeros((0, 64, 64), dtype=np.uint8)
+
+
+def rows_of(out: Path) -> pl.DataFrame:
+    return pl.read_parquet(out / "data" / "*.parquet").sort("file_id", "play_id", "step")
+
+
+def file_lines(path: Path) -> list[dict]:
+    return [json.loads(x)["data"] for x in path.read_text().splitlines() if x.strip()]
+
+
+def agents_copy(src: Path, folder: Path) -> Path:
+    """The toolkit recording as the agents recorder writes it: no opening RESET line, integer action ids, the
+    recorder's file name."""
+    lines = [json.loads(x) for x in src.read_text().splitlines() if x.strip()][1:]
+    for line in lines:
+        action = line["data"]["action_input"]
+        action["id"] = ["RESET", *(f"ACTION{i}" for i in range(1, 8))].index(action["id"])
+    guid = lines[0]["data"]["guid"]
+    path = folder / f"{lines[0]['data']['game_id']}.random.80.{guid}.recording.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_every_variant_exports_rows_that_match_the_files(tmp_path):
+    agents = agents_copy(AN53, tmp_path)
+    ck17_noframes = FIXTURES / "ck17_scripted-win.noframes.jsonl"
+    script = PLAYBACK / "ck17_scripted-win.playback.jsonl"
+    out = tmp_path / "ds"
+    code, output = export(str(AN53), str(ck17_noframes), str(agents), str(HUMAN), str(script),
+                          "--games", str(ENVS), "--out", str(out))
+    assert code == 0, output
+    df = rows_of(out)
+    assert set(df["source"]) == {"agent", "human", "playback"}
+
+    # every frame hash is the conformance kit's: sha256 of the uint8 row-major cells
+    for frames, hashes, shape in df.select("frames", "frame_sha256s", "frame_shape").iter_rows():
+        assert [hashlib.sha256(f).hexdigest() for f in frames] == hashes
+        assert all(len(f) == 4096 for f in frames) and shape == [64, 64]
+
+    # steps: 0 for the session's opening RESET, then one per action, across the plays of the file
+    for _key, rows in df.group_by("file_id"):
+        rows = rows.sort("step")
+        start = rows["step"][0]  # 1: a file without the opening RESET line, whose game is not here to replay
+        assert rows["step"].to_list() == list(range(start, start + rows.height))
+        assert rows["action"][0] == "RESET" if start == 0 else rows["source"][0] == "human"
+        assert rows["play_id"].to_list() == sorted(rows["play_id"].to_list(), key=lambda p: int(p.split("/")[1]))
+
+    # the toolkit recording with frames: one row per line, the file's frames and fields, verified
+    lines = file_lines(AN53)
+    tk = df.filter(pl.col("line_number").is_not_null() & pl.col("file_id").is_in(
+        [hashlib.sha256(AN53.read_bytes()).hexdigest()])).sort("line_number")
+    assert tk.height == len(lines)
+    assert tk["verified"].all() and not tk["recovered"].any()
+    for row, line in zip(tk.iter_rows(named=True), lines, strict=True):
+        assert np.array_equal(frames_of(row["frames"]), np.asarray(line["frame"], dtype=np.uint8).reshape(-1, 64, 64))
+        assert (row["state"], row["levels_completed"], row["action"]) == (
+            line["state"], line["levels_completed"], line["action_input"]["id"])
+    expected = json.loads(AN53.with_name(AN53.name.replace(".jsonl", ".expected.json")).read_text())
+    counted = tk.group_by("play_id", maintain_order=True).agg(pl.col("is_counted").sum())["is_counted"].to_list()
+    assert counted == expected["card"]["actions"]  # what the toolkit's card counted, play by play
+    assert tk["is_level_change"].sum() == sum(len(p) for p in expected["card"]["actions_by_level"])
+
+    # the agents-recorder copy: its missing opening RESET is the engine's (step 0, no line), and equals the
+    # toolkit's recorded one; the other rows are the same frames
+    ag = df.filter(pl.col("file_id") == hashlib.sha256(agents.read_bytes()).hexdigest()).sort("line_number",
+                                                                                             nulls_last=False)
+    assert ag["step"][0] == 0 and ag["line_number"][0] is None and ag["action"][0] == "RESET"
+    assert ag.height == tk.height and ag["verified"].all()
+    assert ag["frame_sha256s"].to_list() == tk["frame_sha256s"].to_list()
+
+    # the playback script: every response made by the replay; the same steps as the official recording of
+    # those actions (ck17_scripted-win.noframes, written by the toolkit), whose frames come from the replay too
+    pb = df.filter(pl.col("source") == "playback").sort("play_id", "step")
+    official = file_lines(ck17_noframes)
+    assert pb.height == len(official) and pb["verified"].all()
+    assert [(r["action"], r["state"], r["levels_completed"]) for r in pb.iter_rows(named=True)] == [
+        (x["action_input"]["id"], x["state"], x["levels_completed"]) for x in official]
+    nf = df.filter(pl.col("file_id") == hashlib.sha256(ck17_noframes.read_bytes()).hexdigest()).sort("line_number")
+    assert nf["frame_sha256s"].to_list() == pb["frame_sha256s"].to_list()
+
+    # the human-dataset file: its game is not among the games, so its frames are the file's, unverified
+    hu = df.filter(pl.col("source") == "human").sort("line_number")
+    hlines = [x for x in file_lines(HUMAN) if "frame" in x]
+    assert hu.height == len(hlines) and not hu["verified"].any()
+    assert np.array_equal(frames_of(hu["frames"][-1].to_list()), np.asarray(hlines[-1]["frame"], dtype=np.uint8))
+    card = (out / "README.md").read_text()
+    assert "license: other" in card and "lp85-" in card and "## Columns" in card
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert str(out / "data" / "train-00000.parquet") in manifest["outputs"]
+
+
+def _tamper(src: Path, dst: Path, line_no: int, guid: str | None = None, **changes) -> Path:
+    lines = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    lines[line_no - 1]["data"].update(changes)
+    for line in lines if guid else ():
+        line["data"]["guid"] = guid
+    dst.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return dst
+
+
+def test_a_divergent_play_is_cut_at_its_divergence(tmp_path):
+    # line 10 says ACTION5 is not available: the engine says it is; the play keeps lines 1-9 (steps 0-8)
+    bad = _tamper(AN53, tmp_path / "an53-divergent.jsonl", 10, available_actions=[1, 2])
+    # the last line's frame is recorded differently: frames never match again, cut at the last step
+    lines = file_lines(AN53)
+    last = np.asarray(lines[-1]["frame"])
+    last[:, 0, 0] = (last[:, 0, 0] + 1) % 16
+    frame_bad = _tamper(AN53, tmp_path / "an53-lastframe.jsonl", len(lines), frame=last.tolist(),
+                        guid="00000000-0000-4000-8000-000000000001")
+    out = tmp_path / "ds"
+    code, output = export(str(bad), str(frame_bad), "--games", str(ENVS), "--out", str(out))
+    assert code == 0, output
+    df = rows_of(out)
+    cut = df.filter(pl.col("file_id") == hashlib.sha256(bad.read_bytes()).hexdigest())
+    assert cut["line_number"].to_list() == list(range(1, 10)) and cut["step"].to_list() == list(range(9))
+    frame_cut = df.filter(pl.col("file_id") == hashlib.sha256(frame_bad.read_bytes()).hexdigest())
+    assert frame_cut["line_number"].max() == len(lines) - 1
+    card = (out / "README.md").read_text()
+    section = card.split("## Plays cut at a divergence", 1)[1].split("\n## ", 1)[0]
+    assert "line 10" in section and "available_actions" in section
+    assert "00000000-0000-4000-8000-000000000001/" in section and f"line {len(lines)} " in section
+    notes = json.loads((out / "manifest.json").read_text())["notes"]["transitions"]
+    # the play holding the divergence keeps its rows; later plays of the session (after full resets) follow it.
+    # The last line of the file is a full RESET that opens a play: that play keeps nothing.
+    kept = {p["play_id"].split("/")[0]: p["rows"] for p in notes["plays_cut"] if "earlier" not in p["detail"]}
+    assert kept == {"e834078e-f7da-412b-98f1-52cb64982f14": 9, "00000000-0000-4000-8000-000000000001": 0}
+
+
+def test_the_layout_loads_with_polars_duckdb_and_parquet_datasets(tmp_path):
+    out = tmp_path / "ds"
+    code, output = export(str(AN53), str(PLAYBACK / "mz41_scripted-lose.playback.jsonl"), "--games", str(ENVS),
+                          "--out", str(out))
+    assert code == 0, output
+    n = rows_of(out).height
+    polars_df = pl.read_parquet(out / "data" / "*.parquet")
+    assert polars_df.schema["frames"] == pl.List(pl.Binary)
+    assert frames_of(polars_df["frames"][0].to_list()).shape[1:] == (64, 64)
+
+    import duckdb
+
+    con = duckdb.connect()
+    total, size = con.execute(f"SELECT count(*), max(octet_length(frames[1])) FROM '{out}/data/*.parquet'").fetchone()
+    assert (total, size) == (n, 4096)
+    first = con.execute(f"SELECT frames FROM '{out}/data/*.parquet' WHERE step = 0 LIMIT 1").fetchone()[0]
+    assert frames_of(first).shape[1:] == (64, 64)
+
+    try:
+        from datasets import load_dataset
+    except ImportError:  # the Hugging Face loader reads Parquet through pyarrow's dataset API
+        load_dataset = None
+    if load_dataset is not None:
+        ds = load_dataset("parquet", data_files=str(out / "data" / "*.parquet"), split="train",
+                          cache_dir=str(tmp_path / "hf"))
+        assert len(ds) == n
+        assert frames_of(ds[0]["frames"]).shape[1:] == (64, 64) and ds[0]["frame_shape"] == [64, 64]
+    import pyarrow.dataset as pads
+
+    table = pads.dataset(out / "data", format="parquet").to_table()
+    assert table.num_rows == n and str(table.schema.field("frames").type) == "list<element: binary>"
+
+
+def test_refusals(tmp_path):
+    out = tmp_path / "ds"
+    (out).mkdir()
+    (out / "notes.txt").write_text("mine")
+    code, output = export(str(AN53), "--games", str(ENVS), "--out", str(out))
+    assert code == 2 and "not empty" in output
+    code, output = export(str(AN53), "--games", str(ENVS), "--out", str(out), "--overwrite")
+    assert code == 0 and (out / "notes.txt").read_text() == "mine"  # only the dataset's files are replaced
+    # a playback script whose game cannot be loaded: exit 3 with the reason, the other files still exported
+    script = tmp_path / "zz99.playback.jsonl"
+    script.write_text(json.dumps({"data": {"action_input": {"id": 1, "data": {"game_id": "zz99-deadbeef"}}}}) + "\n")
+    out2 = tmp_path / "ds2"
+    code, output = export(str(script), str(AN53), "--games", str(ENVS), "--out", str(out2))
+    assert code == 3 and "zz99" in output and "cannot replay" in output
+    assert rows_of(out2).height == len(file_lines(AN53))
+    assert "zz99" in (out2 / "README.md").read_text()
+
+
+def test_database_export_matches_the_file_export(tmp_path):
+    db = tmp_path / "t.duckdb"
+    script = PLAYBACK / "an53_scripted-lose.playback.jsonl"
+    ingested = CliRunner().invoke(app, ["--plain", "ingest", str(AN53), str(script), "--db", str(db)])
+    assert ingested.exit_code == 0, ingested.output
+    code, output = export("--db", str(db), "--games", str(ENVS), "--out", str(tmp_path / "db"))
+    assert code == 0, output
+    code, output = export(str(AN53), str(script), "--games", str(ENVS), "--out", str(tmp_path / "files"))
+    assert code == 0, output
+    cols = ["play_id", "step", "action", "state", "levels_completed", "frame_sha256s", "is_counted", "verified"]
+    assert rows_of(tmp_path / "db").select(cols).equals(rows_of(tmp_path / "files").select(cols))
+
+
+def test_shards_are_bounded_and_atomic(tmp_path):
+    from pipeline.datasets.shards import ShardWriter
+    from pipeline.datasets.transitions import ExportJob, batches_from_bytes, export_transitions
+
+    export_ = export_transitions(ExportJob(path=str(AN53), game_dirs=(str(ENVS),), batch_rows=8))
+    batches = [b for data in export_.batches for b in batches_from_bytes(data)]
+    assert len(batches) == 6 and sum(b.num_rows for b in batches) == 42
+    writer = ShardWriter(tmp_path, max_bytes=1)  # every batch closes its shard
+    for b in batches[:3]:
+        writer.write(b)
+    writer.write(batches[3])  # a shard in the making is closed on write: then one more left open ...
+    writer._open()
+    writer._writer.write_batch(batches[4])
+    writer.abort()  # ... and abandoned (a full disk, a crash): no file of it looks like a shard
+    shards = sorted((tmp_path / "data").iterdir())
+    assert [p.name for p in shards] == [f"train-{i:05d}.parquet" for i in range(4)]
+    assert pl.read_parquet(tmp_path / "data" / "*.parquet").height == sum(b.num_rows for b in batches[:4])
+
+
+@pytest.mark.parametrize("bad", ["not json at all\n", ""])
+def test_bad_files_are_rejected_with_a_reason(tmp_path, bad):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(bad)
+    code, output = export(str(path), str(AN53), "--games", str(ENVS), "--out", str(tmp_path / "ds"))
+    assert code == 3 and "bad.jsonl" in output
+
+
+def test_two_workers_write_the_same_rows_as_one(tmp_path):
+    """The pieces run on a local Dask cluster and come back as compressed Arrow streams; the single writer
+    writes them in input order, so the dataset is the serial one."""
+    inputs = [str(AN53), str(PLAYBACK / "ck17_scripted-win.playback.jsonl"), str(HUMAN)]
+    code, output = export(*inputs, "--games", str(ENVS), "--out", str(tmp_path / "one"))
+    assert code == 0, output
+    result = CliRunner().invoke(app, ["--plain", "export-transitions", *inputs, "--games", str(ENVS), "--out",
+                                      str(tmp_path / "two"), "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    one = pl.read_parquet(tmp_path / "one" / "data" / "*.parquet")
+    two = pl.read_parquet(tmp_path / "two" / "data" / "*.parquet")
+    assert one.height == len(file_lines(AN53)) + 20 + len([x for x in file_lines(HUMAN) if "frame" in x])
+    assert two.equals(one)  # same rows, same order
+
+
+def test_lost_actions_left_out_unless_recovered(tmp_path):
+    """The agents-harness sample lost its action ids (every line says RESET); the actions were ACTION1 x3
+    (its expected.json). Without them the play is left out (exit 3); with --recovered-actions its rows carry
+    them, `recovered` true. Its game (ls20) is not among the games here, so the frames are the file's."""
+    sample = next((SAMPLES / "benchmarking").glob("*.recording.jsonl"))
+    code, output = export(str(sample), "--out", str(tmp_path / "lost"))
+    assert code == 3 and "action ids lost" in output
+    assert not list((tmp_path / "lost" / "data").glob("*.parquet"))
+    recovered = tmp_path / "recovered.json"
+    recovered.write_text(json.dumps({sample.name: ["ACTION1"] * 3}))
+    code, output = export(str(sample), "--out", str(tmp_path / "found"), "--recovered-actions", str(recovered))
+    assert code == 0, output
+    df = rows_of(tmp_path / "found").sort("line_number")
+    assert df["action"].to_list() == ["ACTION1"] * 3 and df["recovered"].all() and not df["verified"].any()
+    assert df["is_counted"].all() and df["step"].to_list() == [1, 2, 3]  # make()'s RESET is not in the file
+    lines = [x for x in file_lines(sample) if "frame" in x]
+    assert [frames_of(f).tolist() for f in df["frames"].to_list()] == [x["frame"] for x in lines]
+
+
+def test_a_hostile_game_is_stopped_in_the_sandbox(tmp_path):
+    """The game's code runs in the sandbox: a game that ends its process mid-step (tests/fixtures/hostile_games
+    ox01, os._exit(0) on ACTION2) leaves its script unexported, named with the reason (exit 3); the other
+    files are still exported."""
+    hostile = Path(__file__).resolve().parents[1] / "fixtures" / "hostile_games"
+    script = tmp_path / "ox01.playback.jsonl"
+    script.write_text("".join(json.dumps({"data": {"action_input": {"id": a, "data": {"game_id": "ox01-0000beef"}}}})
+                              + "\n" for a in (1, 2, 1)))
+    out = tmp_path / "ds"
+    code, output = export(str(script), str(AN53), "--games", str(hostile), "--games", str(ENVS), "--out", str(out))
+    assert code == 3, output
+    assert "ox01" in output and "sandbox" in output
+    df = rows_of(out)
+    assert set(df["game_id"]) == {"an53-6f5f2264"} and df.height == len(file_lines(AN53))
+    assert "ox01" in (out / "README.md").read_text().split("## Left out", 1)[1]
+
+
+def test_playback_rows_carry_the_reference_engines_frame_hashes(tmp_path):
+    """Each fixture game's scripted-win episode of the conformance kit's golden traces (recorded with the
+    reference engine), turned into an action-only playback script: every exported step's frame hashes are the
+    golden step's (step 0 = make()'s RESET, step k = the k-th action)."""
+    import gzip
+
+    golden = ENVS.parent / "golden"
+    expected: dict[str, list[list[str]]] = {}
+    scripts = []
+    for trace in sorted(golden.glob("*.jsonl.gz")):
+        lines = [json.loads(x) for x in gzip.open(trace, "rt")]
+        game_id = lines[0]["game_id"]
+        episode = next(x for x in lines if x["kind"] == "episode")
+        if episode.get("start_level") is not None or episode["only_reset_levels"]:
+            continue
+        steps = [x for x in lines if x["kind"] == "step" and x["episode"] == episode["episode"]]
+        script = tmp_path / f"{game_id}.playback.jsonl"
+        script.write_text("".join(json.dumps({"data": {"action_input": {"id": s["action"], "data": {
+            "game_id": game_id, **s["data"]}}}}) + "\n" for s in steps[1:]))
+        scripts.append(str(script))
+        expected[game_id] = [s["frame_sha256"] for s in steps]
+    assert len(expected) >= 4
+    code, output = export(*scripts, "--games", str(ENVS), "--out", str(tmp_path / "ds"))
+    assert code == 0, output
+    df = pl.read_parquet(tmp_path / "ds" / "data" / "*.parquet")
+    for game_id, hashes in expected.items():
+        rows = df.filter(pl.col("game_id") == game_id).sort("step")
+        assert rows["step"].to_list() == list(range(len(hashes)))
+        assert rows["frame_sha256s"].to_list() == hashes, game_id

@@ -1,0 +1,158 @@
+"""Hostile game folders (tests/fixtures/hostile_games) under every command that runs game code: each ends within
+the sandbox's limits, exits 3 naming the game and the reason, writes nothing outside the sandbox's scratch folder
+and leaves no process behind."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.core import sandbox
+
+runner = CliRunner()
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hostile_games"
+SENTINELS = [Path("/tmp/arcstudy-hostile-sentinel-system"), Path("/tmp/arcstudy-hostile-sentinel-write")]
+
+# game code -> what the command must say of it
+HOSTILE = {
+    "rt01": "no progress",           # retries under `except Exception: continue`: killed by the sandbox
+    "rx01": "no progress",           # a catastrophic regular expression (one C call)
+    "th01": "thread",                # a non-daemon thread started at import
+    "ox01": "exit code 0",           # os._exit(0) in a step
+    "mm01": "memory",                # a 4 GB allocation
+    "sy01": "os.system",             # a shell command at import
+    "wr01": "writing outside",       # file writes at import
+    "so01": "socket",                # a network connection at import
+}
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+            for p in sorted(root.rglob("*"))}
+
+
+def sandbox_processes(parent_pid: int) -> list[int]:
+    """Processes still running in a scratch folder of a sandbox started by `parent_pid`."""
+    marker = os.path.join(tempfile.gettempdir(), f"arcstudy-sandbox-{parent_pid}-")
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "cwd").startswith(marker):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def script(path: Path, game_id: str) -> Path:
+    """A playback file: ACTION1 (to level 2), then ACTION2, where the step-time hostilities happen."""
+    path.write_text("".join(json.dumps({"data": {"action_input": {"id": a, "data": {"game_id": game_id}}}}) + "\n"
+                            for a in (1, 2, 1)), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def small_limits(monkeypatch):
+    from engine import watchdog
+
+    monkeypatch.setattr(watchdog, "_limit", 0.5)  # the engine's step time limit, passed on to the sandbox
+    monkeypatch.setenv("ARCSTUDY_SANDBOX_IDLE_S", "1.5")  # no progress for 1.5 s: killed
+    from pipeline.core import game_code
+
+    monkeypatch.setattr(game_code, "_announced", set())  # the notice is said once per run: each test is a run
+    for sentinel in SENTINELS:
+        sentinel.unlink(missing_ok=True)
+    before = tree_digest(FIXTURES)
+    yield
+    sandbox.close_all()
+    assert tree_digest(FIXTURES) == before  # nothing written beside the games (no file, no __pycache__)
+    assert not [s for s in SENTINELS if s.exists()]
+    assert sandbox_processes(os.getpid()) == []
+
+
+def commands(code: str, tmp_path: Path) -> dict[str, list[str]]:
+    game_id = f"{code}-0000beef"
+    playback = script(tmp_path / f"{code}.jsonl", game_id)
+    return {
+        "score": ["score", str(playback), "--games", str(FIXTURES), "--db", str(tmp_path / "s.duckdb"), "--out",
+                  str(tmp_path / "score"), "--no-figures", "--workers", "1"],
+        "view": ["view", str(playback), "--games", str(FIXTURES), "--out", str(tmp_path / "v.html")],
+        "qualify": ["qualify", code, "--regime", "quick", "--environments", str(FIXTURES), "--workers", "1"],
+    }
+
+
+@pytest.mark.parametrize("code", HOSTILE)
+@pytest.mark.parametrize("verb", ["score", "view", "qualify"])
+def test_a_hostile_game_is_that_games_failure_and_contained(tmp_path, small_limits, code, verb):
+    result = runner.invoke(app, ["--plain", *commands(code, tmp_path)[verb]])
+    assert result.exit_code == 3, result.output
+    assert "Traceback" not in result.output, result.output
+    assert f"{code}-0000beef" in result.output, result.output
+    assert HOSTILE[code] in result.output, result.output
+    assert "arcstudy runs the Python code in" in result.output  # the notice, once
+
+
+def test_a_recording_replayed_for_verification_is_stopped_too(tmp_path, small_limits):
+    # a genuine recording, made on a tame copy of rt01 (same id), scored against the hostile original: the
+    # verification replay (not a playback script) hangs in ACTION2 and is killed
+    tame = tmp_path / "tame" / "rt01" / "0000beef"
+    shutil.copytree(FIXTURES / "rt01" / "0000beef", tame)
+    source = tame / "rt01.py"
+    source.write_text(source.read_text().replace("while True:", "while False:"))
+    recording = tmp_path / "rt01-recording.jsonl"
+    made = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", "rt01-0000beef")), "--games",
+                               str(tmp_path / "tame"), "--out", str(recording)])
+    assert made.exit_code == 0, made.output
+    result = runner.invoke(app, ["--plain", "score", str(recording), "--games", str(FIXTURES), "--db",
+                                 str(tmp_path / "s.duckdb"), "--out", str(tmp_path / "score"), "--no-figures",
+                                 "--workers", "1"])
+    assert result.exit_code == 3, result.output
+    assert "left out of the score" in result.output and "no progress" in result.output, result.output
+    checks = (tmp_path / "score" / "replay_checks.csv").read_text()
+    assert "rt01-0000beef" in checks and "stopped in the sandbox (timeout)" in checks
+
+
+def test_the_games_help_says_the_folders_code_is_run():
+    for verb, option in (("score", "--games"), ("view", "--games"), ("replay", "--games"),
+                         ("qualify", "--environments"), ("explore", "--environments"), ("simulate", "--environments"),
+                         ("report", "--games")):
+        result = runner.invoke(app, [verb, "--help"], terminal_width=200)
+        assert result.exit_code == 0
+        text = " ".join(result.output.replace("│", " ").split())
+        described = text[text.index("Options"):]
+        described = described[described.index(f" {option} "):]
+        assert "Python code is run (in the sandbox" in described[:600], (verb, described[:600])
+
+
+@pytest.mark.parametrize("code", ["rt01", "th01"])
+def test_a_real_run_ends_and_leaves_no_process(tmp_path, code):
+    env = {**os.environ, "ARCSTUDY_STEP_TIMEOUT_S": "0.5", "ARCSTUDY_SANDBOX_IDLE_S": "1.5"}
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "--plain", *commands(code, tmp_path)["score"]],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 3, output
+    assert f"{code}-0000beef" in output and HOSTILE[code] in output, output
+    assert sandbox_processes(proc.pid) == []
+    assert not list(Path(tempfile.gettempdir()).glob(f"arcstudy-sandbox-{proc.pid}-*"))  # scratch removed
+
+
+def test_the_calibration_explorer_notes_a_stopped_game_and_the_report_run_knows(small_limits, monkeypatch):
+    from pipeline.core import game_code
+    from pipeline.report.reports.calibration import ExploreOptions, explore_levels
+
+    monkeypatch.setattr(game_code, "_stopped", [])
+    table, notes = explore_levels({"ox01-0000beef": 2}, ExploreOptions(games_dirs=(FIXTURES,), max_nodes=50,
+                                                                       seconds=60))
+    assert any("explorer stopped" in n and "ox01-0000beef" in n and "exit code 0" in n for n in notes), notes
+    assert len(game_code.stopped_in_run()) == 1  # `arcstudy report` then exits 3

@@ -1,0 +1,180 @@
+"""ARC-AGI-2 human testing logs: detection by columns, quarantine of rows that cannot be true, the unusual rows
+that land, and the calibration tables of `build` against plain-Python computations on the fixture."""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.core.config import load_config
+from pipeline.core.workspace import Workspace
+from pipeline.ingest import detect, ingest_paths
+from pipeline.transforms.build import build
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "static"
+LOG = FIX / "arc2_attempts_mixed.csv"
+AUDIT = FIX / "audit_arc2_layout.csv"
+TGI = FIX / "tgi"
+# rows of the fixture that cannot be true (1-based data rows) and why
+IMPOSSIBLE = {10: "negative_time", 11: "missing_value", 12: "more_correct_than_submissions", 13: "missing_value",
+              14: "not_an_integer", 15: "negative_time"}
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _good_rows() -> list[dict]:
+    return [r for i, r in enumerate(_rows(LOG), start=1) if i not in IMPOSSIBLE]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("arc2") / "arc2.duckdb"
+    with Workspace(path) as ws:
+        ingest_paths(ws, [LOG, AUDIT, TGI], run_id="test", workers=1)
+        build(ws, load_config(), figures=False)
+    return path
+
+
+def _read(db: Path, sql: str) -> pl.DataFrame:
+    with Workspace(db, read_only=True) as ws:
+        return ws.read(sql)
+
+
+def test_layout_is_detected_by_its_columns_in_any_order(tmp_path: Path):
+    rows = _rows(LOG)
+    cols = list(reversed(rows[0].keys()))
+    path = tmp_path / "renamed_attempts.txt"
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows[:3])
+    fmt, evidence = detect(path)
+    assert fmt is not None and fmt.name == "arc2-attempts" and "correct_submissions" in evidence
+
+
+def test_impossible_rows_are_quarantined_with_reasons_and_unusual_rows_land(db: Path):
+    q = _read(db, "SELECT source_location, check_name, reason FROM quarantine ORDER BY source_location")
+    got = {int(loc.split()[1]): check for loc, check, _ in q.iter_rows()}
+    assert got == IMPOSSIBLE
+    reasons = " ".join(q["reason"])
+    assert "negative" in reasons and "more correct submissions than submissions" in reasons
+    core = _read(db, f"SELECT * FROM core_arc2__attempts WHERE file_id = (SELECT file_id FROM raw_ingest__files "
+                     f"WHERE file_name = '{LOG.name}') ORDER BY row_number")
+    assert core["row_number"].to_list() == [i for i in range(1, len(_rows(LOG)) + 1) if i not in IMPOSSIBLE]
+    flags = dict(zip(core["row_number"], core["flags"].to_list(), strict=True))
+    assert flags[4] == ["zero_submissions"] and flags[5] == ["multiple_correct"]
+    # the raw layer keeps every row, the impossible ones included, as written
+    raw = _read(db, f"SELECT row_json FROM raw_arc2__csv_rows r JOIN raw_ingest__files f USING (file_id) "
+                    f"WHERE f.file_name = '{LOG.name}' ORDER BY row_number")
+    assert raw.height == len(_rows(LOG)) and '"submissions":"1.5"' in raw["row_json"][13]
+
+
+def test_pair_calibration_matches_an_independent_computation(db: Path):
+    groups: dict[tuple[str, int], list[dict]] = defaultdict(list)
+    for r in _good_rows():
+        groups[(r["task_ID"], int(r["test_index"]))].append(r)
+    pairs = _read(db, "SELECT * FROM out_arc2__pair_calibration ORDER BY task_id, test_index")
+    assert [(t, i) for t, i in pairs.select("task_id", "test_index").iter_rows()] == sorted(groups)
+    for row in pairs.iter_rows(named=True):
+        rs = groups[(row["task_id"], row["test_index"])]
+        solved = [int(r["correct_submissions"]) >= 1 for r in rs]
+        within = [s and int(r["submissions"]) <= 2 for s, r in zip(solved, rs, strict=True)]
+        assert row["n_attempts"] == len(rs)
+        assert row["n_sessions"] == len({r["session_ID"] for r in rs})
+        assert row["n_solved"] == sum(solved) and row["n_solved_within_2"] == sum(within)
+        assert row["meets_two_solver_rule"] == (sum(within) >= 2)
+        assert row["median_duration_s"] == pytest.approx(statistics.median(float(r["duration_seconds"]) for r in rs))
+        # Wilson score interval, written out
+        n, p, z = len(rs), sum(solved) / len(rs), 1.959963984540054
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+        assert row["solve_rate_ci_low"] == pytest.approx(max(0.0, centre - half), abs=1e-9)
+        assert row["solve_rate_ci_high"] == pytest.approx(min(1.0, centre + half), abs=1e-9)
+    # 00576224 pair 0: three solvers, but one needed 3 submissions
+    first = pairs.row(0, named=True)
+    assert (first["n_solved"], first["n_solved_within_2"]) == (3, 2)
+
+
+def test_audit_rows_of_arctgi_tasks_stay_out_of_the_calibration(db: Path):
+    ids = set(_read(db, "SELECT task_id FROM out_arc2__pair_calibration")["task_id"])
+    assert ids == {"00576224", "13e47133"}
+    assert _read(db, "SELECT sum(n_attempts) AS n FROM out_arc2__pair_calibration")["n"][0] == len(_good_rows())
+
+
+def test_session_accuracy_and_its_mean(db: Path):
+    per: dict[str, dict[tuple, bool]] = defaultdict(dict)
+    for r in _good_rows():
+        ok = int(r["correct_submissions"]) >= 1 and int(r["submissions"]) <= 2
+        key = (r["task_ID"], r["test_index"])
+        per[r["session_ID"]][key] = per[r["session_ID"]].get(key, False) or ok
+    sessions = _read(db, "SELECT * FROM out_arc2__session_accuracy ORDER BY session_id")
+    expected = {s: sum(v.values()) / len(v) for s, v in per.items()}
+    assert dict(zip(sessions["session_id"], sessions["session_score"], strict=True)) == pytest.approx(expected)
+    repro = _read(db, "SELECT * FROM out_arc2__reproduction")
+    score = repro.filter(pl.col("claim_id") == "average_test_taker_score").row(0, named=True)
+    assert score["measured_value"] == pytest.approx(statistics.mean(expected.values()))
+    assert score["claimed_value"] == 0.6 and score["reproduction_status"] == "cannot_check"
+    assert "public" in score["explanation"]
+
+
+def test_task_rule_needs_every_pair(tmp_path: Path):
+    # task ffffffff: pair 0 solved within 2 by two sessions, pair 1 by only one -> the task fails the rule
+    path = tmp_path / "one_task.csv"
+    rows = [["ffffffff", "Public Eval", 0, "a", 0, 100, 1, 1], ["ffffffff", "Public Eval", 0, "b", 0, 200, 2, 1],
+            ["ffffffff", "Public Eval", 1, "a", 100, 50, 1, 1], ["ffffffff", "Public Eval", 1, "b", 200, 60, 3, 1]]
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["task_ID", "task_set", "test_index", "session_ID", "start_time_seconds", "duration_seconds",
+                    "submissions", "correct_submissions"])
+        w.writerows(rows)
+    db = tmp_path / "one.duckdb"
+    with Workspace(db) as ws:
+        ingest_paths(ws, [path], run_id="t", workers=1)
+        build(ws, load_config(), figures=False)
+        task = ws.read("SELECT * FROM out_arc2__task_calibration").row(0, named=True)
+        durations = ws.read("SELECT * FROM out_arc2__set_durations WHERE task_set = 'all'").row(0, named=True)
+        repro = ws.read("SELECT * FROM out_arc2__reproduction WHERE claim_id = 'kept_tasks_two_solvers'")
+    assert (task["n_test_pairs"], task["n_pairs_meeting_rule"], task["meets_two_solver_rule"]) == (2, 1, False)
+    # per session x task: a = 100 + 50, b = 200 + 60
+    assert task["median_task_duration_s"] == pytest.approx(statistics.median([150, 260]))
+    assert durations["median_task_duration_s"] == pytest.approx(205)
+    assert repro["reproduction_status"][0] == "not_reproduced" and repro["measured_value"][0] == 0.0
+
+
+def test_cli_exit_code_says_rows_were_rejected(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    res = CliRunner().invoke(app, ["ingest", str(LOG), "--db", str(tmp_path / "c.duckdb")])
+    assert res.exit_code == 3, res.output
+    assert "arc2-attempts" in res.output and f"{len(IMPOSSIBLE)} records quarantined" in res.output
+
+
+def test_odd_files_and_rows(tmp_path: Path):
+    header = "task_ID,task_set,test_index,session_ID,start_time_seconds,duration_seconds,submissions,correct_submissions"
+    (tmp_path / "odd.csv").write_text(header + "\n00576224,Public Eval,0,s1,0,1,1\n00576224,Public Eval,0,s2,0,nan,1,1\n"
+                                      "00576224,Public Eval,0,s3,,,1,1\n")
+    (tmp_path / "missing.csv").write_text(header.rsplit(",", 1)[0] + "\n00576224,Public Eval,0,s1,0,1,1\n")
+    with Workspace(tmp_path / "o.duckdb") as ws:
+        report = ingest_paths(ws, [tmp_path / "odd.csv", tmp_path / "missing.csv"], run_id="t", workers=1)
+        q = ws.read("SELECT file_path, source_location, check_name, reason FROM quarantine ORDER BY 1, 2")
+        core = ws.read("SELECT row_number, attempt_duration_s, flags FROM core_arc2__attempts")
+    status = {f.path.name: f.status for f in report.files}
+    assert status == {"odd.csv": "loaded", "missing.csv": "rejected"}
+    rows = {(Path(p).name, loc): (check, reason) for p, loc, check, reason in q.iter_rows()}
+    assert rows[("odd.csv", "row 1")][0] == "field_count" and "correct_submissions" in rows[("odd.csv", "row 1")][1]
+    assert rows[("odd.csv", "row 2")][0] == "not_a_number"
+    assert rows[("missing.csv", "file")][0] == "header_unknown" and "missing correct_submissions" in \
+        rows[("missing.csv", "file")][1]
+    # empty times land: the row counts, its time does not
+    assert core.rows() == [(3, None, ["no_duration"])]

@@ -1,0 +1,196 @@
+"""The sandbox for outside code: every failure kind, the confinement layers, reuse, clean-up."""
+
+from __future__ import annotations
+
+import errno
+import os
+import pickle
+import signal
+import socket
+import time
+
+import pytest
+
+from pipeline.core.sandbox import Limits, Sandbox, SandboxFailure, confined, describe_layers
+from tests.unit import sandbox_targets as t
+
+SMALL = Limits(wall_s=3, cpu_s=2, memory_bytes=512 << 20, output_bytes=1 << 20)
+
+
+@pytest.fixture(scope="module")
+def box():
+    with Sandbox(SMALL) as sandbox:
+        yield sandbox
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _failure(sandbox: Sandbox, fn, arg) -> SandboxFailure:
+    with pytest.raises(SandboxFailure) as info:
+        sandbox.call(fn, arg)
+    return info.value
+
+
+def test_a_call_returns_the_functions_result_and_the_child_is_reused(box):
+    assert box.call(t.echo, {"a": [1, 2.5, "x"], "b": (None, b"\x00")}) == {"a": [1, 2.5, "x"], "b": (None, b"\x00")}
+    first = box.call(t.pid, None)
+    assert first != os.getpid()
+    assert box.call(t.pid, None) == first
+
+
+def test_numpy_and_threads_work_under_confinement(box):
+    total, small, scalar = box.call(t.numpy_sum, 1000)
+    assert total == 499500 and small.tolist() == [0, 1, 2] and str(small.dtype) == "uint8" and scalar == 7
+    assert box.call(t.threads, 8) == list(range(8))
+
+
+def test_an_exception_of_the_code_is_kind_error_and_keeps_the_child(box):
+    before = box.call(t.pid, None)
+    failure = _failure(box, t.raise_value_error, "bad level 3")
+    assert failure.kind == "error"
+    assert failure.detail == "ValueError: bad level 3"
+    assert failure.exc_type == "ValueError"
+    assert box.call(t.pid, None) == before
+
+
+def test_wall_clock_kills_the_process_group_and_the_next_call_gets_a_new_child():
+    with Sandbox(Limits(wall_s=0.5, cpu_s=5)) as sandbox:
+        pid = sandbox.call(t.pid, None)
+        started = time.monotonic()
+        failure = _failure(sandbox, t.sleep, 30)
+        assert failure.kind == "timeout" and "0.5 s" in failure.detail
+        assert time.monotonic() - started < 15
+        assert _gone(pid)
+        assert sandbox.call(t.pid, None) != pid
+
+
+def test_cpu_limit():
+    with Sandbox(Limits(wall_s=20, cpu_s=1)) as sandbox:
+        failure = _failure(sandbox, t.spin, None)
+    assert failure.kind == "cpu"
+
+
+def test_memory_limit():
+    with Sandbox(Limits(wall_s=10, cpu_s=5, memory_bytes=256 << 20)) as sandbox:
+        failure = _failure(sandbox, t.allocate, 1 << 30)
+        assert failure.kind == "memory"
+        assert sandbox.call(t.allocate, 1 << 20) == 1 << 20  # a fresh child after the failure
+
+
+def test_a_signal_is_crashed_and_an_exit_without_result_is_exited(box):
+    failure = _failure(box, t.abort, None)
+    assert failure.kind == "crashed" and "SIGABRT" in failure.detail
+    failure = _failure(box, t.hard_exit, 0)
+    assert failure.kind == "exited" and "exit code 0" in failure.detail
+    assert box.call(t.echo, 1) == 1
+
+
+def test_a_result_over_the_output_limit_is_refused(box):
+    failure = _failure(box, t.big_result, 2 << 20)
+    assert failure.kind == "output_too_large"
+    assert box.call(t.big_result, 10) == b"x" * 10
+
+
+def test_a_result_holding_a_foreign_function_is_refused_not_built(box):
+    failure = _failure(box, t.return_function, None)
+    assert failure.kind == "refused" and "system" in failure.detail
+
+
+def test_python_level_escapes_are_refused(box, tmp_path):
+    sentinel = tmp_path / "sentinel.txt"
+    for fn, arg, what in ((t.python_fork, None, "os.fork"), (t.python_system, f"touch {sentinel}", "os.system"),
+                          (t.python_socket, None, "socket"), (t.write_file_python, str(sentinel), "writing outside"),
+                          (t.kill_parent, None, "os.kill of another process")):
+        failure = _failure(box, fn, arg)
+        assert failure.kind == "refused" and what in failure.detail, (fn, failure)
+    assert not sentinel.exists()
+
+
+def test_a_refusal_the_code_swallows_is_still_its_failure(box, tmp_path):
+    sentinel = tmp_path / "sentinel.txt"
+    failure = _failure(box, t.swallowed_write, str(sentinel))
+    assert failure.kind == "refused" and "writing outside the scratch folder" in failure.detail
+    assert not sentinel.exists()
+    assert box.call(t.echo, 2) == 2
+
+
+def test_a_thread_left_running_after_the_call_is_refused_and_ends_with_the_child():
+    with Sandbox(SMALL) as sandbox:
+        pid = sandbox.call(t.pid, None)
+        failure = _failure(sandbox, t.leave_thread, 60)
+        assert failure.kind == "refused" and "thread" in failure.detail
+        assert _gone(pid)
+        assert sandbox.call(t.threads, 2) == [0, 1]  # threads that end with the call are fine
+
+
+def test_the_kernel_refuses_escapes_past_the_audit_hook(box, tmp_path):
+    layers = " ".join(box.layers)
+    if "seccomp" not in layers:
+        pytest.fail(f"seccomp is not active on this machine: {box.problems}")
+    eperm = f"errno {errno.EPERM}"
+    if t.SYS["fork"] is not None:
+        assert box.call(t.raw_syscall, ("fork",)) == eperm
+    assert box.call(t.raw_syscall, ("clone", signal.SIGCHLD, 0, 0, 0, 0)) == eperm  # a process, not a thread
+    assert box.call(t.raw_syscall, ("execve", b"/bin/true", None, None)) == eperm
+    assert box.call(t.raw_syscall, ("socket", socket.AF_INET, socket.SOCK_STREAM, 0)) == eperm
+    assert box.call(t.raw_syscall, ("socket", socket.AF_UNIX, socket.SOCK_STREAM, 0)) == eperm
+    assert box.call(t.raw_syscall, ("kill", os.getpid(), 0)) == eperm  # this test process is the parent
+    assert box.call(t.raw_syscall, ("ptrace", 16, os.getpid(), 0, 0)) == eperm
+    assert box.call(t.raw_syscall, ("setrlimit", 9, b"\xff" * 16)) == eperm  # RLIMIT_AS, a new limit
+    sentinel = tmp_path / "raw.txt"
+    assert box.call(t.raw_open_write, str(sentinel)) == f"errno {errno.EACCES}"  # Landlock
+    assert not sentinel.exists()
+    assert box.call(t.raw_syscall, ("kill", 0, 0)) == 0  # its own process group is fine
+
+
+def test_writes_inside_the_scratch_folder_work_and_it_is_removed_at_close():
+    sandbox = Sandbox(SMALL)
+    written = sandbox.call(t.write_scratch, "note.txt")
+    scratch = sandbox.scratch
+    assert scratch is not None and os.path.dirname(written) == str(scratch)
+    assert (scratch / "note.txt").read_text() == "inside"
+    pid = sandbox.pid
+    sandbox.close()
+    assert not scratch.exists()
+    assert _gone(pid)
+
+
+def test_confined_is_picklable_and_reuses_one_child_per_process():
+    fn = confined(t.pid, SMALL)
+    again = pickle.loads(pickle.dumps(fn))
+    assert fn(None) == again(None) != os.getpid()
+    failure = None
+    try:
+        confined(t.raise_value_error, SMALL)("x")
+    except SandboxFailure as err:
+        failure = err
+    assert failure is not None and failure.kind == "error"
+    assert pickle.loads(pickle.dumps(failure)).kind == "error"
+
+
+def test_the_layers_are_reported():
+    layers, _problems = describe_layers()
+    assert "resource limits" in layers and "audit hook" in layers
+
+
+def test_idle_limit_kills_only_code_that_stops_reporting_progress():
+    with Sandbox(Limits(wall_s=20, cpu_s=5, idle_s=0.6)) as sandbox:
+        assert sandbox.call(t.busy_with_heartbeats, 1.5) == "done"  # longer than idle_s, with progress
+        failure = _failure(sandbox, t.sleep, 10)
+    assert failure.kind == "timeout" and "no progress for 0.6 s" in failure.detail
+
+
+def test_a_forged_result_is_not_built_and_a_forged_error_is_refused(box, tmp_path):
+    sentinel = tmp_path / "forged.txt"
+    failure = _failure(box, t.forge_result, f"touch {sentinel}")
+    assert failure.kind == "refused" and "system" in failure.detail
+    assert not sentinel.exists()  # the pickle's os.system was never called here
+    failure = _failure(box, t.forge_error, None)
+    assert failure.kind == "refused" and "unreadable" in failure.detail
+    assert box.call(t.echo, 3) == 3

@@ -1,0 +1,100 @@
+"""ARC-TGI family transforms on hand-made frames: objects are 4-connected, agreement with unequal raters, the
+much-harder flag needs a clear gap, and clashing generator names are told apart only where a prefix exists."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from pipeline.transforms.arctgi import agreement, families, family_audits, grid_stats
+from schemas.validate import empty_frame
+
+
+def test_objects_are_four_connected_per_colour():
+    colours, objects = grid_stats([
+        "|10|01|",      # two diagonal 1s: two objects (diagonals do not connect)
+        "|11|11|",      # one block
+        "|12|21|",      # four single cells of two colours
+        "|000|000|",    # background only
+        "|101|111|",    # a U of one colour: one object
+    ])
+    assert objects.tolist() == [2, 1, 4, 0, 1]
+    assert colours.tolist() == [2, 1, 2, 1, 2]
+
+
+def test_agreement_with_unequal_raters():
+    units = pl.DataFrame({
+        "task_id": ["a", "a", "a", "b", "b"],
+        "rater_id": ["p1", "p2", "p3", "p1", "p2"],
+        "first_submission": ["|1|", "|1|", "|2|", "|3|", "|4|"],
+    })
+    share, min_raters, kappa, n_tasks = agreement(units)
+    assert share == pytest.approx((2 / 3 + 1 / 2) / 2) and (min_raters, n_tasks) == (2, 2)
+    # kappa over the first 2 raters of each task (p1, p2): a -> |1|,|1|; b -> |3|,|4|
+    # P_i = 1, 0 -> mean 0.5; p_j = 2/4, 1/4, 1/4 -> P_e = 0.375; kappa = (0.5 - 0.375) / 0.625
+    assert kappa == pytest.approx(0.2)
+    one = units.filter(pl.col("rater_id") == "p1")
+    assert agreement(one)[2] is None  # one rater per task: no kappa
+
+
+def _fam(task_ids: list[str], gen: str = "task0a1b2c3d") -> pl.DataFrame:
+    return pl.DataFrame({"file_id": ["f"] * len(task_ids), "task_id": task_ids, "generator_name": [gen] * len(task_ids),
+                         "family_prefix": [None] * len(task_ids), "family_id": [gen] * len(task_ids),
+                         "source_task_id": [gen.removeprefix("task")] * len(task_ids)},
+                        schema_overrides={"family_prefix": pl.String})
+
+
+def _arc2(task: str, n: int, n_within: int, prefix: str) -> pl.DataFrame:
+    return pl.DataFrame({"task_id": [task] * n, "session_id": [f"{prefix}{i}" for i in range(n)],
+                         "is_solved": [i < n_within for i in range(n)],
+                         "is_solved_within_2": [i < n_within for i in range(n)],
+                         "attempt_duration_s": [10.0] * n})
+
+
+@pytest.mark.parametrize(("n_family", "k_family", "flagged"), [(20, 2, True), (4, 2, False)])
+def test_much_harder_needs_a_gap_and_separate_intervals(n_family, k_family, flagged):
+    # source 0a1b2c3d: 19 of 20 within 2; family: k of n. Both gaps exceed 0.25; only the large audit is clear.
+    attempts = pl.concat([_arc2("0a1b2c3d", 20, 19, "s"), _arc2("gen1", n_family, k_family, "a")])
+    harc = empty_frame("core_harc__attempts")
+    out = family_audits(_fam(["gen1"]), attempts, harc, 0.95).row(0, named=True)
+    assert out["source_human_data"] == "arc-agi-2" and out["source_n_attempts"] == 20
+    assert out["source_solve_rate_within_2"] - out["solve_rate_within_2"] >= 0.25
+    assert out["is_much_harder_than_source"] is flagged
+
+
+def test_clashing_names_are_told_apart_only_with_a_prefix():
+    tasks = pl.DataFrame({
+        "file_id": ["f1", "f1", "f2", "f3"], "task_id": ["t1", "t2", "t3", "t4"], "row_number": [1, 2, 1, 1],
+        "generator_name": ["task00576224", "task11111111", "task00576224", "task00576224"],
+        "family_prefix": ["ARC-AGI-1-Train", "ARC-AGI-1-Train", "ARC-AGI-2-Eval", None]})
+    fam = families(tasks)
+    assert dict(zip(fam["task_id"], fam["family_id"], strict=True)) == {
+        "t1": "ARC-AGI-1-Train/task00576224", "t2": "task11111111", "t3": "ARC-AGI-2-Eval/task00576224",
+        "t4": "task00576224"}
+    assert fam.filter(pl.col("task_id") == "t3").select("benchmark", "benchmark_split").row(0) == ("ARC-AGI-2", "eval")
+
+
+def _events(rows: list[tuple]) -> pl.DataFrame:
+    """core_harc__actions-shaped rows: (participant, task, attempt, action_number, action, second, solved, grid)."""
+    from datetime import datetime, timedelta
+
+    t0 = datetime(2024, 5, 1, 10, 0, 0)
+    return pl.DataFrame([{"release_generation": "osf-current", "participant_id": p, "task_id": t, "attempt_number": a,
+                          "action_number": n, "action": act, "occurred_at": t0 + timedelta(seconds=s),
+                          "is_solved": solved, "test_output_grid": g} for p, t, a, n, act, s, solved, g in rows])
+
+
+def test_harc_events_give_units_times_and_first_submissions():
+    actions = _events([
+        ("p1", "gen1", 1, 1, "edit", 0, False, "|0|"), ("p1", "gen1", 1, 2, "submit", 30, False, "|2|"),
+        ("p1", "gen1", 2, 3, "submit", 50, True, "|1|"), ("p1", "gen1", 2, 4, "write_last_description", 70, True, "|1|"),
+        ("p2", "gen1", 1, 1, "edit", 0, False, "|0|"), ("p2", "gen1", 1, 2, "submit", 20, False, "|2|"),
+        ("p2", "gen1", 2, 3, "submit", 40, False, "|3|"), ("p2", "gen1", 3, 4, "submit", 90, True, "|1|"),
+        ("p3", "gen1", 1, 1, "edit", 0, False, "|0|"),  # never submitted: no unit
+    ])
+    out = family_audits(_fam(["gen1"]), empty_frame("core_arc2__attempts"), empty_frame("core_harc__attempts"),
+                        0.95, actions).row(0, named=True)
+    assert (out["n_attempts"], out["n_solved"], out["n_solved_within_2"]) == (2, 2, 1)
+    assert out["median_solved_duration_s"] == pytest.approx((70 + 90) / 2)
+    # first submissions |2| and |2|: full agreement, one category (kappa undefined)
+    assert out["answer_agreement"] == 1.0 and out["min_raters_per_task"] == 2 and out["fleiss_kappa"] is None
