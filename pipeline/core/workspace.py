@@ -206,10 +206,9 @@ class Workspace:
     def _schema_problem(self, recorded: tuple[int, str] | None) -> tuple[SchemaChanges | None, str | None]:
         """(what separates this database from the schema, or None when nothing does; the one-line message
         when it cannot be used as it is)."""
-        current = schema_sha256()
-        if recorded is not None and recorded[1] == current:
-            return None, None
-        if recorded is not None and recorded[0] > SCHEMA_VERSION:
+        # The tables are compared with the schema on every open (one information_schema query), whatever the
+        # recorded hash says: a database altered by hand is judged by what it holds.
+        if recorded is not None and recorded[0] > SCHEMA_VERSION and recorded[1] != schema_sha256():
             return None, (f"{self.path} was made by a newer arcstudy (schema {schema_label(*recorded)}); this "
                           f"arcstudy ({pipeline.__version__}) knows schema {schema_label()}: upgrade arcstudy to "
                           "use this database")
