@@ -36,10 +36,10 @@ import errno
 import json
 import os
 import re
+import secrets
 import shutil
 import stat
 import sys
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -131,8 +131,20 @@ _UMASK = _read_umask()  # read once, at import: os.umask is process-wide, and re
 
 
 def current_umask() -> int:
-    """The process's umask, for the mode of the files written (mkstemp creates them 0600)."""
+    """The process's umask, for the mode of a staged output folder that has no old folder to copy it from."""
     return _UMASK
+
+
+def _new_temp_file(folder: Path, name: str) -> tuple[int, str]:
+    """A fresh, exclusively created temporary file beside `name` in `folder`: (fd, path). Created with mode 0666
+    so the kernel applies the umask (no chmod afterwards: a sandboxed writer may not call chmod)."""
+    for _ in range(100):
+        path = os.path.join(folder, f".{name[:64]}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
 
 
 def write_with(path: Path | str, write: Callable[[Path], Any], *, make_parents: bool = True) -> Path:
@@ -145,10 +157,9 @@ def write_with(path: Path | str, write: Callable[[Path], Any], *, make_parents: 
     try:
         if make_parents:
             target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:64]}.", suffix=".tmp")
+        fd, tmp = _new_temp_file(target.parent, target.name)
         os.close(fd)
         write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, target)
         tmp = None
     except OSError as err:
@@ -177,10 +188,9 @@ def open_output(path: Path | str, *, encoding: str = "utf-8", make_parents: bool
     try:
         if make_parents:
             target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:64]}.", suffix=".tmp")
+        fd, tmp = _new_temp_file(target.parent, target.name)
         with os.fdopen(fd, "w", encoding=encoding) as fh:
             yield fh
-        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, target)
         tmp = None
     except OSError as err:
