@@ -70,13 +70,15 @@ def test_agents_are_replay_verified_and_ranked_sensibly(demo):
 
 
 def test_each_figure_has_one_home(demo):
-    """The reports draw every figure (figures/<report>/); the steps before them do not draw the same charts into
-    demo.build/figures, harc/figures or scores/<agent>/figures."""
+    """The reports draw every figure (figures/<report>/, and static/figures/<report>/ for the static-task study's
+    own report); the steps before them do not draw the same charts into demo.build/figures, harc/figures or
+    scores/<agent>/figures."""
     import hashlib
 
     _, _, out = demo
     pngs = sorted(out.rglob("*.png"))
-    assert pngs and all(p.relative_to(out).parts[0] == "figures" for p in pngs), pngs
+    homes = [p.relative_to(out).parts[:2] for p in pngs]
+    assert pngs and all(h[0] == "figures" or h == ("static", "figures") for h in homes), pngs
     digests = [hashlib.sha256(p.read_bytes()).hexdigest() for p in pngs]
     assert len(set(digests)) == len(digests)
     assert not [p for p in out.rglob("*") if "arcstudy-" in p.name]  # named after the agents, not the hash
