@@ -41,7 +41,7 @@ import polars as pl
 import pyarrow as pa
 
 from engine.loader import GameNotFoundError, resolve_game
-from pipeline.core.game_code import GameCodeError, SandboxFailure, portable_info, run_game_code
+from pipeline.core.game_code import GameCodeError, SandboxFailure, game_key, portable_info, run_game_code
 from pipeline.recordings.counting import (
     ACTION_NAMES,
     StepEffect,
@@ -394,7 +394,7 @@ class GameStopped(Exception):
 
 def _in_sandbox(info: Any, fn: Any, arg: Any) -> Any:
     try:
-        return run_game_code(fn, arg, key=info.game_id, source=info.source)
+        return run_game_code(fn, arg, key=game_key(info), source=info.source)
     except SandboxFailure as err:
         raise GameStopped(f"game {info.game_id} ({info.source}): its code was stopped in the sandbox "
                           f"({err.kind}): {err.detail}") from None
@@ -513,7 +513,7 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
 
 def _export_script_file(path: Path, job: ExportJob, result: FileExport, holder: list
                         ) -> Iterator[bytes | pa.RecordBatch]:
-    script = read_playback_file(path)
+    script = read_playback_file(path, keep_lines=False)
     result.problems += [f"{i.location}: {i.check}: {i.reason} (line left out)" for i in script.issues]
     return _export_script(script.actions, script.game_id, script.file_sha256, job, result, holder)
 

@@ -89,6 +89,7 @@ class _Session:
         self.stopped: str | None = None
         self.result = ReplayResult()
         self.ended = False
+        self.frame_only_sent = 0  # frame-only divergences already reported
         if kind == "script":
             self.responses: Iterator[tuple[int, Any]] = self._script(env)
         else:
@@ -119,8 +120,9 @@ def replay_chunk(arg: tuple) -> dict[str, Any]:
     Returns {"status": "load_failed", "reason"} when the game does not load, else the chunk (`_Chunk.packed`:
     one answer per response for scripts and for the opening RESET, the kept frames) with ``first`` (the index of
     its first response, -1 for the opening), ``n`` (responses), ``ended`` (the replay is over: every step was
-    answered and ``final``, or it stopped), ``stopped`` (scripts: why the game stopped), ``replayed``,
-    ``frame_only`` and ``pending`` (recordings, so far) and, once ended, ``divergence`` and ``outcome``."""
+    answered and ``final``, or it stopped), ``stopped`` (scripts: why the game stopped), and for recordings
+    ``replayed``, ``frame_only`` (the reconverged frame divergences not reported before), ``pending`` (those not
+    reconverged yet), ``outcome`` (the outcome divergence, once one happened) and, once ended, ``divergence``."""
     token, start, items, final, max_frame_bytes = arg
     if start is not None:
         kind, info = start[0], start[1]
@@ -167,10 +169,11 @@ def replay_chunk(arg: tuple) -> dict[str, Any]:
     out = chunk.packed()
     result = session.result
     out.update(status="ok", first=first, n=len(chunk.counts), ended=session.ended, stopped=session.stopped,
-               replayed=result.replayed, frame_only=[d.step for d in result.frame_only],
-               pending=[d.step for d in result.pending])
+               replayed=result.replayed, frame_only=result.frame_only[session.frame_only_sent:],
+               pending=list(result.pending), outcome=result.outcome)
+    session.frame_only_sent = len(result.frame_only)
     if session.ended:
-        out.update(divergence=result.divergence, outcome=result.outcome)
+        out.update(divergence=result.divergence)
         _SESSIONS.pop(token, None)
     return out
 
