@@ -207,16 +207,25 @@ def _hashes_array(counts: np.ndarray, digests: bytes) -> pa.Array:
 _LIST_COLUMNS = ("frame_sha256s", "available_actions")
 
 
-def _validity(values: Sequence[Any]) -> tuple[np.ndarray, pa.Buffer | None]:
+def _validity(values: Sequence[Any]) -> tuple[np.ndarray | None, pa.Buffer | None]:
+    """(validity per value, or None when every value is there; the Arrow validity bitmap, or None)."""
+    if None not in values:  # the common case, one C-level scan
+        return None, None
     valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
-    return valid, None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return valid, pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
 def _string_array(values: Sequence[str | None]) -> pa.Array:
+    _, mask = _validity(values)
+    if len(values) and mask is None and values.count(values[0]) == len(values):  # one value (a file's ids)
+        one = values[0].encode()
+        offsets = np.arange(0, len(one) * len(values) + 1, len(one) or 1, dtype=np.int32) if one else \
+            np.zeros(len(values) + 1, dtype=np.int32)
+        return pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(offsets),
+                                                               pa.py_buffer(one * len(values))])
     encoded = [b"" if v is None else v.encode() for v in values]
     offsets = np.zeros(len(values) + 1, dtype=np.int32)
     np.cumsum(np.fromiter(map(len, encoded), dtype=np.int32, count=len(values)), out=offsets[1:])
-    _, mask = _validity(values)
     return pa.Array.from_buffers(pa.string(), len(values), [mask, pa.py_buffer(offsets),
                                                            pa.py_buffer(b"".join(encoded))])
 
@@ -225,25 +234,27 @@ def _scalar_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
     """A string, integer or boolean column (nulls allowed) from python values."""
     if pa.types.is_string(type_):
         return _string_array(values)
-    _, mask = _validity(values)
+    valid, mask = _validity(values)
+    if valid is not None:
+        values = [0 if v is None else v for v in values]
     if pa.types.is_boolean(type_):
-        bits = np.fromiter((bool(v) for v in values), dtype=bool, count=len(values))
+        bits = np.array(values, dtype=bool)
         return pa.Array.from_buffers(type_, len(values), [mask, pa.py_buffer(np.packbits(bits, bitorder="little"))])
-    numbers = np.fromiter((0 if v is None else v for v in values), dtype=type_.to_pandas_dtype(), count=len(values))
+    numbers = np.array(values, dtype=type_.to_pandas_dtype())
     return pa.Array.from_buffers(type_, len(values), [mask, pa.py_buffer(numbers)])
 
 
 def _list_array(values: list[list | None], type_: pa.ListType) -> pa.Array:
     """A list column from its flattened items and offsets (polars builds list series one row at a time)."""
-    valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
-    counts = np.fromiter((len(v) if v is not None else 0 for v in values), dtype=np.int32, count=len(values))
+    valid, _ = _validity(values)
+    counts = np.array([0 if v is None else len(v) for v in values], dtype=np.int32)
     flat = [item for v in values if v is not None for item in v]
     item_type = type_.value_type
     if pa.types.is_string(item_type):
         items = _string_array(flat)
     else:
         items = _from_numpy(np.asarray(flat, dtype=item_type.to_pandas_dtype()), item_type)
-    mask = None if valid.all() else pa.Array.from_buffers(
+    mask = None if valid is None else pa.Array.from_buffers(
         pa.bool_(), len(values), [None, pa.py_buffer(np.packbits(~valid, bitorder="little"))])
     return pa.ListArray.from_arrays(_offsets(counts), items, type=type_, mask=mask)
 
