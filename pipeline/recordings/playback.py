@@ -67,7 +67,7 @@ class PlaybackError(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScriptAction:
     """One action line of a script: the action sent, with its click coordinates."""
 
