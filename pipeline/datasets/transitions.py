@@ -3,11 +3,20 @@
 `export_transitions(job)` is the per-file piece of `arcstudy export-transitions`: a module-level function of
 one picklable argument, run through the one executor (`pipeline.core.executor`). Everything that runs a game's
 code (loading, constructing, stepping it) is handed to `pipeline.core.game_code.run_game_code`, in a confined
-child per game (`_play_script`, `_replay_recording`); a game stopped there leaves its file out. It reads the
-file with the one reader (`pipeline.recordings`), rebuilds its plays and counts as `arcstudy score` does
-(`pipeline.scoring.plays`, recovered action ids included), replays it on the engine with the scorer's
-comparison (`pipeline.scoring.verify.replay_classified`) and returns the rows as Arrow IPC batches (zstd), so a
-worker sends back compressed bytes and the single writer (`shards.ShardWriter`) streams them into shards.
+child (`pipeline.recordings.transition_replay.replay_chunk`); a game stopped there leaves its file out. It reads
+the file with the one reader (`pipeline.recordings`), rebuilds its plays and counts as `arcstudy score` does
+(`pipeline.scoring.plays`, recovered action ids included), and replays it on the engine with the scorer's
+comparison (`pipeline.recordings.replaying.iter_replay_classified`).
+
+A file is replayed in chunks of at most `ExportJob.batch_rows` steps, one sandbox call each, the replay kept
+alive in the child between calls; each chunk comes back as one buffer of frames with their sha256 digests
+(hashed once, in the child), and becomes record batches of at most `batch_rows` rows (or BATCH_FRAME_BYTES of
+frames), their columns built from buffers. In this process (serial runs) the batches are an iterator the
+single writer (`shards.ShardWriter`) consumes as the replay goes: a file's frames are never held whole,
+whatever its length. From a worker they come back as zstd Arrow IPC streams (a file's compressed rows, whole).
+What stays per step in memory is the input's: a script's actions, a recording's parsed lines (the reader
+reads a file whole). A game stopped in the sandbox after some of a file's batches were written cuts the play
+there (the rows before it stay, the file is reported); stopped before, the file gives no row.
 
 Where the frames come from:
 
@@ -164,7 +173,6 @@ def batches_from_bytes(data: bytes | pa.RecordBatch) -> list[pa.RecordBatch]:
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
 # The columns are built from buffers: `pa.array` on python values imports pandas on its first call (~0.8 s a
 # process), and polars' conversion to Arrow costs milliseconds a batch.
-_BUILT_BY_ROWS = [f.name for f in ARROW_SCHEMA if f.name not in ("frames", "frame_shape")]
 FRAME_BYTES = FRAME_SHAPE[0] * FRAME_SHAPE[1]
 
 
@@ -272,7 +280,7 @@ class _Rows:
         self._reset()
 
     def _reset(self) -> None:
-        self.cols: dict[str, list] = {name: [] for name in _BUILT_BY_ROWS if name != "frame_sha256s"}
+        self.rows: list[dict[str, Any]] = []  # each row's values (columns are made at `flush`)
         self.counts: list[int] = []
         self.frames: list[bytes] = []
         self.digests: list[bytes] = []
@@ -287,8 +295,7 @@ class _Rows:
 
     def add_packed(self, count: int, frames: bytes, digests: bytes, **values: Any) -> None:
         """A row of ``count`` frames: their bytes (4096 each) and sha256 digests (32 each)."""
-        for name, column in self.cols.items():
-            column.append(values[name])
+        self.rows.append(values)
         self.counts.append(count)
         if count:
             self.frames.append(frames)
@@ -317,9 +324,9 @@ class _Rows:
             elif f.name == "frame_sha256s":
                 arrays.append(_hashes_array(counts, b"".join(self.digests)))
             elif f.name in _LIST_COLUMNS:
-                arrays.append(_list_array(self.cols[f.name], f.type))
+                arrays.append(_list_array([row[f.name] for row in self.rows], f.type))
             else:
-                arrays.append(_scalar_array(self.cols[f.name], f.type))
+                arrays.append(_scalar_array([row[f.name] for row in self.rows], f.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
         if not self.compress:  # the writer is in this process: the batch itself
             self.out.append(batch)
