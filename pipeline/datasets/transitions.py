@@ -410,9 +410,22 @@ class GameStopped(Exception):
     """The game's code ended abnormally in the sandbox (time, memory, exit, crash): the file's failure."""
 
 
+@functools.lru_cache(maxsize=256)
+def _key_of(game_id: str, directory: str) -> str:
+    from types import SimpleNamespace
+
+    return game_key(SimpleNamespace(game_id=game_id, directory=directory))
+
+
+def _sandbox_key(info: Any) -> str:
+    """`game_key(info)` (one child for the shipped games, one per game from outside), once per game: it resolves
+    paths on the disk."""
+    return _key_of(info.game_id, str(info.directory))
+
+
 def _in_sandbox(info: Any, fn: Any, arg: Any) -> Any:
     try:
-        return run_game_code(fn, arg, key=game_key(info), source=info.source)
+        return run_game_code(fn, arg, key=_sandbox_key(info), source=info.source)
     except SandboxFailure as err:
         raise GameStopped(f"game {info.game_id} ({info.source}): its code was stopped in the sandbox "
                           f"({err.kind}): {err.detail}") from None
