@@ -1,6 +1,6 @@
 """Export rate of `arcstudy export-transitions` against the engine's raw replay rate, on the shipped games.
 
-    python benchmarks/transitions_speed.py [--copies N] [--workers W] [--repeat R]
+    python benchmarks/transitions_speed.py [--copies N] [--workers W] [--repeat R] [--large-steps S]
 
 Inputs, made in a temporary folder from the shipped games' engine-made recordings
 (`games/<id>/<version>/solutions/{win,lose}.jsonl`, toolkit recordings without frames): `--copies` copies of
@@ -17,6 +17,12 @@ Measured in the same run, one after the other:
   the shards, card and manifest, and the interpreter's start); rows per second, and the subprocess's peak RSS.
 
 Both are timed in wall time and in CPU time (this process's for the replay, the subprocess's for the export).
+With ``--large-steps S`` it also exports one playback script of S actions (a shipped game's winning actions,
+each run followed by a RESET, repeated; the frames come from the engine as it replays them: about 4 KB or more
+a step) and prints the export's peak RSS (the largest process: the command or its sandbox child). The export
+streams a file in bounded batches, so this stays far under 1 GB whatever S is (2,000,000 steps: 8 GB of frames).
+The file is made in a temporary folder and removed.
+
 The machine is shared and noisy; nothing here asserts. The LAST line is the headline: export rows per CPU
 second divided by raw replay steps per CPU second (goal: at least 0.5x); the wall-clock ratio is printed above
 it.
@@ -101,11 +107,52 @@ def raw_replay(plays, repeat: int) -> tuple[int, float, float]:
     return steps, best, best_cpu
 
 
+def make_large_script(folder: Path, steps: int) -> tuple[Path, int, object, list[tuple[int, dict]]]:
+    """A playback script of `steps` actions: the winning actions of the first shipped game that has some, each
+    run followed by a RESET (a full reset after the win), repeated. Returns (path, rows expected, the game, one
+    run of actions)."""
+    for info in find_games([ROOT / "games"]):
+        src = info.directory / "solutions" / "win.jsonl"
+        if src.is_file():
+            break
+    else:
+        raise SystemExit("no shipped game has a solutions/win.jsonl")
+    lines = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    run = [*_actions(lines)[1:], (0, {})]
+    path = folder / f"{info.short_id}_large.playback.jsonl"
+    encoded = [json.dumps({"data": {"action_input": {"id": aid, "data": {"game_id": info.game_id, **data}}}}) + "\n"
+               for aid, data in run]
+    with open(path, "w") as fh:
+        for i in range(steps):
+            fh.write(encoded[i % len(encoded)])
+    return path, steps + 1, info, run
+
+
+def run_export(inputs: list[Path], out: Path, workers: int) -> tuple[float, float, float, dict]:
+    """The command in a subprocess: (wall s, CPU s, peak RSS MB of its largest process, the manifest's notes)."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", "export-transitions",
+                           *(str(p) for p in inputs), "--out", str(out), "--workers", str(workers)], env=env,
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        print(proc.stdout[-2000:], proc.stderr[-2000:])
+        raise SystemExit(f"export failed with exit code {proc.returncode}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    notes = json.loads((out / "manifest.json").read_text())["notes"]["transitions"]
+    return wall, cpu, after.ru_maxrss / 1024, notes
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--copies", type=int, default=20, help="copies of each shipped recording (and scripts)")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--large-steps", type=int, default=0,
+                    help="also export one generated playback script of this many actions and print peak RSS")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="transitions-speed-") as tmp:
         inputs = Path(tmp) / "in"
@@ -118,26 +165,28 @@ def main() -> None:
         print(f"raw replay (GameEnv, every frame rendered): {steps:,} steps in {raw_s:.2f} s wall = {raw_rate:,.0f} "
               f"steps/s; {raw_cpu:.2f} s CPU = {raw_cpu_rate:,.0f} steps/s")
         out = Path(tmp) / "out"
-        env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", "export-transitions", str(inputs),
-                               "--out", str(out), "--workers", str(args.workers)], env=env, capture_output=True,
-                              text=True)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if proc.returncode != 0:
-            print(proc.stdout[-2000:], proc.stderr[-2000:])
-            raise SystemExit(f"export failed with exit code {proc.returncode}")
-        notes = json.loads((out / "manifest.json").read_text())["notes"]["transitions"]
+        wall, cpu, rss, notes = run_export([inputs], out, args.workers)
         rows = notes["rows"]
         size = sum(p.stat().st_size for p in (out / "data").glob("*.parquet"))
-        rate = rows / wall
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        cpu_rate = rows / cpu
+        rate, cpu_rate = rows / wall, rows / cpu
         print(f"export ({args.workers} worker(s), the command end to end, start-up included): {rows:,} rows in "
               f"{wall:.2f} s wall = {rate:,.0f} rows/s; {cpu:.2f} s CPU = {cpu_rate:,.0f} rows/s; "
-              f"{notes['shards']} shard(s), {size / 1e6:.1f} MB; peak RSS {after.ru_maxrss / 1024:.0f} MB")
+              f"{notes['shards']} shard(s), {size / 1e6:.1f} MB; peak RSS {rss:.0f} MB")
+        if args.large_steps > 0:
+            big_in = Path(tmp) / "large"
+            big_in.mkdir()
+            path, big_rows, game, run = make_large_script(big_in, args.large_steps)
+            print(f"large input: one playback script of {args.large_steps:,} actions of {game.game_id} "
+                  f"({path.stat().st_size / 1e6:.0f} MB)")
+            # the same game's raw rate, on as many of the script's actions as the small inputs hold (a rate)
+            n_runs = max(1, min(args.large_steps, expected_rows) // len(run))
+            big_steps, _, big_raw_cpu = raw_replay([(game, run * n_runs)], 1)
+            wall_l, cpu_l, rss_l, notes_l = run_export([path], Path(tmp) / "out-large", args.workers)
+            big_rate = notes_l["rows"] / cpu_l
+            print(f"large export: {notes_l['rows']:,} rows (expected {big_rows:,}) in {wall_l:.1f} s wall, "
+                  f"{cpu_l:.1f} s CPU = {big_rate:,.0f} rows/s = {big_rate / (big_steps / big_raw_cpu):.2f}x the "
+                  f"raw replay of the same actions ({big_steps / big_raw_cpu:,.0f} steps/s); peak RSS "
+                  f"{rss_l:.0f} MB (largest process; goal: under 1024 MB)")
         print(f"wall-clock ratio (noisy on a shared machine): {rate / raw_rate:.2f}x")
         # headline: CPU time, steadier than wall time when other work shares the cores (one worker: the export
         # runs on one core, like the raw replay)

@@ -1,6 +1,8 @@
 """The single writer of a transitions dataset: Parquet shards of bounded size, written atomically, and the card.
 
-Shards are `data/train-NNNNN.parquet` (zstd, one row group per batch received). Each is written under a
+Shards are `data/train-NNNNN.parquet` (zstd). Small batches (a short file's rows) are gathered into row groups
+of about `ROW_GROUP_ROWS` rows or `ROW_GROUP_BYTES` bytes (never more than a shard) before they are written: one Parquet write per few
+thousand rows, not per file. Each is written under a
 temporary name (`.train-NNNNN.parquet.tmp`, which no Parquet loader picks up), flushed to disk and renamed when
 it is complete, so a run that dies or a disk that fills mid-export leaves no half-written file that looks like
 a shard. A shard is closed once its file reaches `max_bytes` (one batch may take it a little over).
@@ -24,6 +26,8 @@ from .transitions import FileExport, PlayExport, batches_from_bytes
 __all__ = ["DEFAULT_SHARD_BYTES", "DatasetSummary", "ShardWriter", "dataset_card"]
 
 DEFAULT_SHARD_BYTES = 256 << 20
+ROW_GROUP_ROWS = 1024
+ROW_GROUP_BYTES = 16 << 20
 DATA_DIR = "data"
 
 
@@ -38,6 +42,8 @@ class ShardWriter:
         self._writer: pq.ParquetWriter | None = None
         self._tmp: Path | None = None
         self._final: Path | None = None
+        self._pending: list[pa.RecordBatch] = []  # batches not written yet (one row group, once enough)
+        self._pending_rows = self._pending_bytes = 0
 
     def _open(self) -> None:
         name = f"train-{len(self.shards):05d}.parquet"
@@ -51,10 +57,21 @@ class ShardWriter:
                                                         "file_id"])
 
     def write(self, batch: pa.RecordBatch) -> None:
+        self._pending.append(batch)
+        self._pending_rows += batch.num_rows
+        self._pending_bytes += batch.nbytes
+        if self._pending_rows >= ROW_GROUP_ROWS or self._pending_bytes >= min(ROW_GROUP_BYTES, self.max_bytes):
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        if not self._pending:
+            return
         if self._writer is None:
             self._open()
         assert self._writer is not None and self._tmp is not None
-        self._writer.write_batch(batch)
+        table = pa.Table.from_batches(self._pending, schema=ARROW_SCHEMA)
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
+        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
         if os.path.getsize(self._tmp) >= self.max_bytes:
             self._close()
 
@@ -77,11 +94,13 @@ class ShardWriter:
 
     def close(self) -> list[Path]:
         """Close the last shard; the shards written, in order."""
+        self._write_pending()
         self._close()
         return list(self.shards)
 
     def abort(self) -> None:
         """Drop the shard being written (after an error): nothing half-written stays."""
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
         if self._writer is not None:
             try:
                 self._writer.close()

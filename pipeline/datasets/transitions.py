@@ -3,11 +3,20 @@
 `export_transitions(job)` is the per-file piece of `arcstudy export-transitions`: a module-level function of
 one picklable argument, run through the one executor (`pipeline.core.executor`). Everything that runs a game's
 code (loading, constructing, stepping it) is handed to `pipeline.core.game_code.run_game_code`, in a confined
-child per game (`_play_script`, `_replay_recording`); a game stopped there leaves its file out. It reads the
-file with the one reader (`pipeline.recordings`), rebuilds its plays and counts as `arcstudy score` does
-(`pipeline.scoring.plays`, recovered action ids included), replays it on the engine with the scorer's
-comparison (`pipeline.scoring.verify.replay_classified`) and returns the rows as Arrow IPC batches (zstd), so a
-worker sends back compressed bytes and the single writer (`shards.ShardWriter`) streams them into shards.
+child (`pipeline.recordings.transition_replay.replay_chunk`); a game stopped there leaves its file out. It reads
+the file with the one reader (`pipeline.recordings`), rebuilds its plays and counts as `arcstudy score` does
+(`pipeline.scoring.plays`, recovered action ids included), and replays it on the engine with the scorer's
+comparison (`pipeline.recordings.replaying.iter_replay_classified`).
+
+A file is replayed in chunks of at most `ExportJob.batch_rows` steps, one sandbox call each, the replay kept
+alive in the child between calls; each chunk comes back as one buffer of frames with their sha256 digests
+(hashed once, in the child), and becomes record batches of at most `batch_rows` rows (or BATCH_FRAME_BYTES of
+frames), their columns built from buffers. In this process (serial runs) the batches are an iterator the
+single writer (`shards.ShardWriter`) consumes as the replay goes: a file's frames are never held whole,
+whatever its length. From a worker they come back as zstd Arrow IPC streams (a file's compressed rows, whole).
+What stays per step in memory is the input's: a script's actions, a recording's parsed lines (the reader
+reads a file whole). A game stopped in the sandbox after some of a file's batches were written cuts the play
+there (the rows before it stay, the file is reported); stopped before, the file gives no row.
 
 Where the frames come from:
 
@@ -29,7 +38,9 @@ are unknown).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+import uuid
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,16 +49,15 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from engine.base_game import FRAMES_ALL
-from engine.enums import ActionInput, GameAction
-from engine.env import GameEnv
 from engine.loader import GameNotFoundError, resolve_game
-from pipeline.core.game_code import GameCodeError, SandboxFailure, portable_info, run_game_code
+from pipeline.core.game_code import GameCodeError, SandboxFailure, game_key, portable_info, run_game_code
 from pipeline.recordings.counting import (
     ACTION_NAMES,
     StepEffect,
     StepRecord,
-    classify_steps,
+    iter_level_changes,
+    iter_play_index,
+    iter_step_effects,
     level_changes,
     play_index_per_step,
 )
@@ -61,13 +71,13 @@ from pipeline.recordings.playback import (
     script_guid,
 )
 from pipeline.recordings.reader import ParsedRecording, RecordingRejected, read_recording_file
+from pipeline.recordings.transition_replay import replay_chunk
 from pipeline.recordings.variant import counting_options_for_variant
 from pipeline.scoring.plays import RecordingInput, read_recording_files, recordings_from_tables
 from pipeline.scoring.verify import (
     FIELDS,
     ReplayStep,
     describe,
-    replay_classified,
     steps_from_file,
     steps_from_table,
 )
@@ -163,7 +173,6 @@ def batches_from_bytes(data: bytes | pa.RecordBatch) -> list[pa.RecordBatch]:
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
 # The columns are built from buffers: `pa.array` on python values imports pandas on its first call (~0.8 s a
 # process), and polars' conversion to Arrow costs milliseconds a batch.
-_BUILT_BY_ROWS = [f.name for f in ARROW_SCHEMA if f.name not in ("frames", "frame_shape")]
 FRAME_BYTES = FRAME_SHAPE[0] * FRAME_SHAPE[1]
 
 
@@ -178,36 +187,53 @@ def _offsets(counts: np.ndarray) -> pa.Array:
     return _from_numpy(offsets, pa.int32())
 
 
-def _frames_array(per_row: Sequence[np.ndarray]) -> tuple[pa.Array, pa.Array]:
-    """(`frames`, `frame_shape`) from (n_i, 64, 64) uint8 arrays: list<binary> with one 4096-byte value per
-    frame, built from buffers (no python objects per frame)."""
-    counts = np.fromiter((len(f) for f in per_row), dtype=np.int32, count=len(per_row))
+_HEX = np.array([list(f"{i:02x}".encode()) for i in range(256)], dtype=np.uint8)  # byte -> two hex digits
+
+
+def _frames_array(counts: np.ndarray, data: bytes) -> tuple[pa.Array, pa.Array]:
+    """(`frames`, `frame_shape`) from the frame counts per row and every frame's bytes, one buffer (uint8,
+    row-major, 4096 bytes a frame): list<binary> with one 4096-byte value per frame, built from buffers."""
     n_frames = int(counts.sum())
-    data = (np.concatenate([f.reshape(-1) for f in per_row if len(f)]) if n_frames
-            else np.zeros(0, dtype=np.uint8))
     value_offsets = np.arange(0, n_frames * FRAME_BYTES + 1, FRAME_BYTES, dtype=np.int32)
-    blobs = pa.Array.from_buffers(pa.binary(), n_frames, [None, pa.py_buffer(value_offsets),
-                                                          pa.py_buffer(np.ascontiguousarray(data))])
+    blobs = pa.Array.from_buffers(pa.binary(), n_frames, [None, pa.py_buffer(value_offsets), pa.py_buffer(data)])
     frames = pa.ListArray.from_arrays(_offsets(counts), blobs)
-    shape = pa.ListArray.from_arrays(_offsets(np.full(len(per_row), 2, dtype=np.int32)),
-                                     _from_numpy(np.tile(np.asarray(FRAME_SHAPE, dtype=np.int16), len(per_row)),
+    shape = pa.ListArray.from_arrays(_offsets(np.full(len(counts), 2, dtype=np.int32)),
+                                     _from_numpy(np.tile(np.asarray(FRAME_SHAPE, dtype=np.int16), len(counts)),
                                                  pa.int16()))
     return frames, shape
+
+
+def _hashes_array(counts: np.ndarray, digests: bytes) -> pa.Array:
+    """`frame_sha256s` (list<string> of 64 hex digits) from the frames' sha256 digests, 32 bytes each."""
+    n_frames = len(digests) // 32
+    text = _HEX[np.frombuffer(digests, dtype=np.uint8)].reshape(-1)
+    offsets = np.arange(0, n_frames * 64 + 1, 64, dtype=np.int32)
+    items = pa.Array.from_buffers(pa.string(), n_frames, [None, pa.py_buffer(offsets), pa.py_buffer(text)])
+    return pa.ListArray.from_arrays(_offsets(counts), items)
 
 
 _LIST_COLUMNS = ("frame_sha256s", "available_actions")
 
 
-def _validity(values: Sequence[Any]) -> tuple[np.ndarray, pa.Buffer | None]:
+def _validity(values: Sequence[Any]) -> tuple[np.ndarray | None, pa.Buffer | None]:
+    """(validity per value, or None when every value is there; the Arrow validity bitmap, or None)."""
+    if None not in values:  # the common case, one C-level scan
+        return None, None
     valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
-    return valid, None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return valid, pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
 def _string_array(values: Sequence[str | None]) -> pa.Array:
+    _, mask = _validity(values)
+    if len(values) and mask is None and values.count(values[0]) == len(values):  # one value (a file's ids)
+        one = values[0].encode()
+        offsets = np.arange(0, len(one) * len(values) + 1, len(one) or 1, dtype=np.int32) if one else \
+            np.zeros(len(values) + 1, dtype=np.int32)
+        return pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(offsets),
+                                                               pa.py_buffer(one * len(values))])
     encoded = [b"" if v is None else v.encode() for v in values]
     offsets = np.zeros(len(values) + 1, dtype=np.int32)
     np.cumsum(np.fromiter(map(len, encoded), dtype=np.int32, count=len(values)), out=offsets[1:])
-    _, mask = _validity(values)
     return pa.Array.from_buffers(pa.string(), len(values), [mask, pa.py_buffer(offsets),
                                                            pa.py_buffer(b"".join(encoded))])
 
@@ -216,31 +242,35 @@ def _scalar_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
     """A string, integer or boolean column (nulls allowed) from python values."""
     if pa.types.is_string(type_):
         return _string_array(values)
-    _, mask = _validity(values)
+    valid, mask = _validity(values)
+    if valid is not None:
+        values = [0 if v is None else v for v in values]
     if pa.types.is_boolean(type_):
-        bits = np.fromiter((bool(v) for v in values), dtype=bool, count=len(values))
+        bits = np.array(values, dtype=bool)
         return pa.Array.from_buffers(type_, len(values), [mask, pa.py_buffer(np.packbits(bits, bitorder="little"))])
-    numbers = np.fromiter((0 if v is None else v for v in values), dtype=type_.to_pandas_dtype(), count=len(values))
+    numbers = np.array(values, dtype=type_.to_pandas_dtype())
     return pa.Array.from_buffers(type_, len(values), [mask, pa.py_buffer(numbers)])
 
 
 def _list_array(values: list[list | None], type_: pa.ListType) -> pa.Array:
     """A list column from its flattened items and offsets (polars builds list series one row at a time)."""
-    valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
-    counts = np.fromiter((len(v) if v is not None else 0 for v in values), dtype=np.int32, count=len(values))
+    valid, _ = _validity(values)
+    counts = np.array([0 if v is None else len(v) for v in values], dtype=np.int32)
     flat = [item for v in values if v is not None for item in v]
     item_type = type_.value_type
     if pa.types.is_string(item_type):
         items = _string_array(flat)
     else:
         items = _from_numpy(np.asarray(flat, dtype=item_type.to_pandas_dtype()), item_type)
-    mask = None if valid.all() else pa.Array.from_buffers(
+    mask = None if valid is None else pa.Array.from_buffers(
         pa.bool_(), len(values), [None, pa.py_buffer(np.packbits(~valid, bitorder="little"))])
     return pa.ListArray.from_arrays(_offsets(counts), items, type=type_, mask=mask)
 
 
 class _Rows:
-    """Rows of one file, turned into IPC batches every `batch_rows` rows (or frame bytes)."""
+    """Rows of one file, turned into record batches every `batch_rows` rows (or frame bytes). A row's frames come
+    as bytes with their sha256 digests (a slice of a sandbox chunk, `transition_replay`), or as the file's
+    pixels with their hex hashes."""
 
     def __init__(self, batch_rows: int, compress: bool = True):
         self.batch_rows = max(1, batch_rows)
@@ -250,36 +280,53 @@ class _Rows:
         self._reset()
 
     def _reset(self) -> None:
-        self.cols: dict[str, list] = {name: [] for name in _BUILT_BY_ROWS}
-        self.frames: list[np.ndarray] = []
+        self.rows: list[dict[str, Any]] = []  # each row's values (columns are made at `flush`)
+        self.counts: list[int] = []
+        self.frames: list[bytes] = []
+        self.digests: list[bytes] = []
         self.frame_bytes = 0
 
     def add(self, frames: np.ndarray, hashes: list[str] | None, **values: Any) -> None:
+        """A row whose frames are an (n, 64, 64) array (the file's)."""
         frames = np.ascontiguousarray(frames, dtype=np.uint8) if len(frames) else EMPTY_FRAMES
-        values["frame_sha256s"] = hashes if hashes is not None and len(hashes) == len(frames) else (
-            frame_hashes(frames))
-        for name, column in self.cols.items():
-            column.append(values[name])
-        self.frames.append(frames)
-        self.frame_bytes += frames.nbytes
+        if hashes is None or len(hashes) != len(frames):
+            hashes = frame_hashes(frames)
+        self.add_packed(len(frames), frames.tobytes(), bytes.fromhex("".join(hashes)), **values)
+
+    def add_packed(self, count: int, frames: bytes, digests: bytes, **values: Any) -> None:
+        """A row of ``count`` frames: their bytes (4096 each) and sha256 digests (32 each)."""
+        self.rows.append(values)
+        self.counts.append(count)
+        if count:
+            self.frames.append(frames)
+            self.digests.append(digests)
+        self.frame_bytes += count * FRAME_BYTES
         self.n += 1
-        if len(self.frames) >= self.batch_rows or self.frame_bytes >= BATCH_FRAME_BYTES:
+        if len(self.counts) >= self.batch_rows or self.frame_bytes >= BATCH_FRAME_BYTES:
             self.flush()
 
+    def take(self) -> list[bytes | pa.RecordBatch]:
+        """The batches made so far (handed over: they leave this object)."""
+        out, self.out = self.out, []
+        return out
+
     def flush(self) -> None:
-        if not self.frames:
+        if not self.counts:
             return
-        frames, shape = _frames_array(self.frames)
+        counts = np.asarray(self.counts, dtype=np.int32)
+        frames, shape = _frames_array(counts, b"".join(self.frames))
         arrays = []
         for f in ARROW_SCHEMA:
             if f.name == "frames":
                 arrays.append(frames)
             elif f.name == "frame_shape":
                 arrays.append(shape)
+            elif f.name == "frame_sha256s":
+                arrays.append(_hashes_array(counts, b"".join(self.digests)))
             elif f.name in _LIST_COLUMNS:
-                arrays.append(_list_array(self.cols[f.name], f.type))
+                arrays.append(_list_array([row[f.name] for row in self.rows], f.type))
             else:
-                arrays.append(_scalar_array(self.cols[f.name], f.type))
+                arrays.append(_scalar_array([row[f.name] for row in self.rows], f.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
         if not self.compress:  # the writer is in this process: the batch itself
             self.out.append(batch)
@@ -295,31 +342,41 @@ def _state(value: Any) -> str | None:
     return getattr(value, "name", None) or (None if value is None else str(value))
 
 
-def _engine_frames(response: Any) -> np.ndarray:
-    frames = response.frame
-    if frames is None or not len(frames):
-        return EMPTY_FRAMES
-    stacked = np.stack(frames)
-    # the engine's frames are int8 colour indexes 0-15: the same bytes as uint8
-    return stacked.view(np.uint8) if stacked.dtype.itemsize == 1 else stacked.astype(np.uint8)
-
-
 # --------------------------------------------------------------------------------------------------
 # the piece
 # --------------------------------------------------------------------------------------------------
 def export_transitions(job: ExportJob) -> FileExport:
     """The rows of one file (see the module docstring). Never raises for a bad file: the reason is in the
-    result (``rejected``), and an unexpected failure of the game's code cuts the play where it happened."""
+    result (``rejected``), and an unexpected failure of the game's code cuts the play where it happened.
+
+    With ``job.compress`` (the result travels from a worker) the batches are all made here, as zstd IPC
+    streams. Without it (the writer is in this process) ``batches`` is an iterator that replays the file as it
+    is consumed, one bounded batch at a time: the file's frames are never held whole; ``plays``, ``n_rows`` and
+    the problems are complete once it is exhausted."""
     result = FileExport(label=job.label)
+    stream = _export(job, result)
+    if job.compress:
+        result.batches = list(stream)
+    else:
+        result.batches = stream  # type: ignore[assignment]
+    return result
+
+
+def _export(job: ExportJob, result: FileExport) -> Iterator[bytes | pa.RecordBatch]:
+    sent = 0
+    rows: list[_Rows] = []  # the file's row builder, once made (to flush what it holds after a late stop)
     try:
         if job.path is not None:
             path = Path(job.path)
             if is_playback_file(path):
-                _export_script_file(path, job, result)
+                parts = _export_script_file(path, job, result, rows)
             else:
-                _export_recording_file(path, job, result)
+                parts = _export_recording_file(path, job, result, rows)
         else:
-            _export_db_file(job, result)
+            parts = _export_db_file(job, result, rows)
+        for batch in parts:
+            sent += 1
+            yield batch
     except RecordingRejected as err:
         result.rejected = True
         result.problems.append(f"{err.check}: {err.reason}")
@@ -327,13 +384,21 @@ def export_transitions(job: ExportJob) -> FileExport:
     except PlaybackError as err:
         result.rejected = True
         result.problems.append(f"cannot replay the playback script: {err.reason}")
-    except GameStopped as err:  # nothing of the file is exported: its rows would depend on the stopped run
-        result.rejected, result.batches, result.n_rows = True, [], 0
-        result.problems.append(f"not exported: {err}")
+    except GameStopped as err:
+        if not sent:  # nothing of the file is exported: its rows would depend on the stopped run
+            result.rejected, result.n_rows, result.plays = True, 0, []
+            result.problems.append(f"not exported: {err}")
+        else:  # batches already streamed to the shards: the rows up to the stop stay, the play is cut there
+            if rows:
+                rows[0].flush()
+                yield from rows[0].take()
+                result.n_rows = rows[0].n
+            if result.plays:
+                result.plays[-1].status, result.plays[-1].detail = "cut", f"the replay stopped: {err}"
+            result.problems.append(f"cut: {err}")
     except (OSError, UnicodeDecodeError) as err:
         result.rejected = True
         result.problems.append(f"unreadable: {err}")
-    return result
 
 
 def _recovered(job: ExportJob) -> dict[str, list]:
@@ -345,9 +410,22 @@ class GameStopped(Exception):
     """The game's code ended abnormally in the sandbox (time, memory, exit, crash): the file's failure."""
 
 
+@functools.lru_cache(maxsize=256)
+def _key_of(game_id: str, directory: str) -> str:
+    from types import SimpleNamespace
+
+    return game_key(SimpleNamespace(game_id=game_id, directory=directory))
+
+
+def _sandbox_key(info: Any) -> str:
+    """`game_key(info)` (one child for the shipped games, one per game from outside), once per game: it resolves
+    paths on the disk."""
+    return _key_of(info.game_id, str(info.directory))
+
+
 def _in_sandbox(info: Any, fn: Any, arg: Any) -> Any:
     try:
-        return run_game_code(fn, arg, key=info.game_id, source=info.source)
+        return run_game_code(fn, arg, key=_sandbox_key(info), source=info.source)
     except SandboxFailure as err:
         raise GameStopped(f"game {info.game_id} ({info.source}): its code was stopped in the sandbox "
                           f"({err.kind}): {err.detail}") from None
@@ -355,102 +433,120 @@ def _in_sandbox(info: Any, fn: Any, arg: Any) -> Any:
         raise GameStopped(f"game {info.game_id} ({info.source}): {type(err).__name__}: {err}") from None
 
 
-def _answer(response: Any) -> dict[str, Any]:
-    return {"state": _state(response.state), "levels_completed": int(response.levels_completed),
-            "win_levels": int(response.win_levels), "full_reset": bool(response.full_reset),
-            "available_actions": [int(a) for a in response.available_actions]}
+def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: ExportJob) -> Iterator[dict]:
+    """Replay a file in the sandbox in chunks (`transition_replay.replay_chunk`): at most ``job.batch_rows``
+    steps fed per call (``convert`` turns a slice of ``items`` into what the child takes), each answer at most
+    about BATCH_FRAME_BYTES of frames. Yields each call's answer, the last one ``ended``."""
+    token = uuid.uuid4().hex
+    size = max(1, job.batch_rows)
+    sent = answered = 0
+    first_call = True
+    while True:
+        take: list[Any] = []
+        if answered >= sent:  # the child has answered every step fed: feed the next ones
+            take = convert(items[sent:sent + size])
+            sent += len(take)
+        final = sent >= len(items)
+        out = _in_sandbox(info, replay_chunk, (token, start if first_call else None, take, final,
+                                               BATCH_FRAME_BYTES))
+        first_call = False
+        yield out
+        if out["status"] != "ok" or out["ended"]:
+            return
+        answered += out["n"] - (1 if out["first"] == -1 else 0)
 
 
-def _play_script(arg: tuple) -> tuple[list[dict[str, Any]], list[np.ndarray], str | None]:
-    """In the sandbox: make() (the opening RESET), then every action, like the playback agent. Returns every
-    response's fields and frames, and why the replay stopped early (the game raised) or None."""
-    info, guid, actions = arg
-    env = GameEnv(info, guid=guid)
-    first = env.reset(frames=FRAMES_ALL)
-    answers, frames = [_answer(first)], [_engine_frames(first)]
-    for action in actions:
-        try:
-            response = env.step(ActionInput(id=GameAction.from_id(action.action_id), data=action.data,
-                                            reasoning=action.reasoning), frames=FRAMES_ALL)
-        except Exception as err:  # the game's code raised: the play is exported up to here
-            return answers, frames, (f"line {action.line_number} ({ACTION_NAMES[action.action_id]}): the game "
-                                     f"raised {type(err).__name__}: {err}")
-        answers.append(_answer(response))
-        frames.append(_engine_frames(response))
-    return answers, frames, None
+def _slices(out: dict) -> Iterator[tuple[int, bytes, bytes]]:
+    """(frame count, frames' bytes, digests) of every response of a chunk, in order."""
+    counts = np.frombuffer(out["counts"], dtype=np.int32)
+    frames, digests = memoryview(out["frames"]), memoryview(out["digests"])
+    at = 0
+    for count in counts.tolist():
+        yield count, frames[at * FRAME_BYTES:(at + count) * FRAME_BYTES], digests[at * 32:(at + count) * 32]
+        at += count
 
 
-def _replay_recording(arg: tuple) -> tuple:
-    """In the sandbox: the scorer's replay (`verify.replay_classified`) of a recording's steps on a fresh
-    instance, keeping the engine's frames of the steps in `need` and of the opening RESET a file lacks.
-    ("load_failed", reason) when the game does not load."""
-    info, only_reset_levels, steps, need = arg
-    try:
-        env = GameEnv(info, only_reset_levels=only_reset_levels)
-    except Exception as err:  # noqa: BLE001 - the game does not load: said by the caller
-        return "load_failed", f"{type(err).__name__}: {err}"
-    kept: dict[int, np.ndarray] = {}
-    opening: list[Any] = [None, {}]
+class _Feed:
+    """Values handed to a running generator one at a time (see `counting.iter_step_effects`)."""
 
-    def keep(index: int, response: Any) -> None:
-        if index < 0:
-            opening[0] = _engine_frames(response)
-            answer = _answer(response)
-            del answer["full_reset"]
-            opening[1] = answer
-        elif need[index]:
-            kept[index] = _engine_frames(response)
+    def __init__(self) -> None:
+        self.queue: deque = deque()
 
-    replay = replay_classified(env, steps, check_full_reset=not only_reset_levels, on_response=keep,
-                               all_frames=True)
-    return "replayed", replay, opening[0], opening[1], kept
+    def __iter__(self) -> _Feed:
+        return self
+
+    def __next__(self) -> Any:
+        if self.queue:
+            return self.queue.popleft()
+        raise StopIteration
 
 
 # ---- playback scripts ------------------------------------------------------------------------------
+def _script_items(actions: Sequence[ScriptAction]) -> list[tuple]:
+    return [(a.action_id, a.data, a.reasoning, a.line_number, ACTION_NAMES[a.action_id]) for a in actions]
+
+
 def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: str, job: ExportJob,
-                   result: FileExport) -> None:
+                   result: FileExport, holder: list) -> Iterator[bytes | pa.RecordBatch]:
     """Replay like the playback agent (make(), then every action), keeping every response's frames; the
     responses are counted by the toolkit rules the reader applies to the recording such a replay writes
-    (`counting.classify_steps` with the playback variant's options)."""
+    (`counting.iter_step_effects` with the playback variant's options), as they come."""
     info, sha = _script_game(named_game, tuple(job.game_dirs), job.game_version)
     guid = script_guid(file_id)
     result.file_id, result.game_id, result.source = file_id, info.game_id, "playback"
     result.game_source_sha256 = sha
-    answers, frames, stopped = _in_sandbox(info, _play_script, (portable_info(info), guid, list(actions)))
-    result.n_engine_steps = len(answers)
-    sent = [None, *actions]  # the opening RESET is make()'s, in no line of the script
-    records = [StepRecord(action_id=0 if a is None else a.action_id, state=r["state"],
-                          levels_completed=r["levels_completed"], full_reset=r["full_reset"],
-                          win_levels=r["win_levels"], guid=guid, line_number=n + 1)
-               for n, (a, r) in enumerate(zip(sent, answers, strict=False))]
-    effects = classify_steps(records, counting_options_for_variant("playback"))
-    step_play = play_index_per_step(effects)
-    changes = level_changes(records, effects, step_play)
+    records, triples = _Feed(), _Feed()
+    effects = iter_step_effects(records, counting_options_for_variant("playback"))
+    effect_feed = _Feed()
+    play_index = iter_play_index(effect_feed)
+    changes = iter_level_changes(triples)
     rows = _Rows(job.batch_rows, job.compress)
+    holder.append(rows)
     plays: dict[str, PlayExport] = {}
-    for i, (action, answer, record) in enumerate(zip(sent, answers, records, strict=False)):
-        pid = f"{guid}/{step_play[i]}"
-        rows.add(frames[i], None, game_id=info.game_id, play_id=pid, source="playback",
-                 step=i, action=ACTION_NAMES[record.action_id],
-                 action_id=record.action_id, x=None if action is None else action.x,
-                 y=None if action is None else action.y, levels_completed=record.levels_completed,
-                 win_levels=record.win_levels, state=record.state,
-                 available_actions=answer["available_actions"], is_level_change=changes[i],
-                 is_counted=effects[i].is_counted, verified=True, recovered=False, file_id=file_id,
-                 line_number=None if action is None else action.line_number)
-        plays.setdefault(pid, PlayExport(pid, info.game_id, "playback", "exported")).n_rows += 1
+    result.plays = []
+    i = 0
+    stopped = None
+    for out in _chunks(info, ("script", portable_info(info), guid), actions, _script_items, job):
+        for answer, (count, frames, digests) in zip(out["answers"], _slices(out), strict=True):
+            action = None if i == 0 else actions[i - 1]  # the opening RESET is make()'s, in no line of the script
+            state, levels, win_levels, full_reset, available = answer
+            record = StepRecord(action_id=0 if action is None else action.action_id, state=state,
+                                levels_completed=levels, full_reset=full_reset, win_levels=win_levels, guid=guid,
+                                line_number=i + 1)
+            records.queue.append(record)
+            effect = next(effects)
+            effect_feed.queue.append(effect)
+            play = next(play_index)
+            triples.queue.append((record, effect, play))
+            pid = f"{guid}/{play}"
+            rows.add_packed(count, frames, digests, game_id=info.game_id, play_id=pid, source="playback",
+                            step=i, action=ACTION_NAMES[record.action_id], action_id=record.action_id,
+                            x=None if action is None else action.x, y=None if action is None else action.y,
+                            levels_completed=levels, win_levels=win_levels, state=state,
+                            available_actions=list(available), is_level_change=next(changes),
+                            is_counted=effect.is_counted, verified=True, recovered=False, file_id=file_id,
+                            line_number=None if action is None else action.line_number)
+            if pid not in plays:
+                plays[pid] = PlayExport(pid, info.game_id, "playback", "exported")
+                result.plays.append(plays[pid])
+            plays[pid].n_rows += 1
+            i += 1
+        result.n_engine_steps = i
+        stopped = out["stopped"]
+        yield from rows.take()
     if stopped is not None and plays:
-        last = list(plays.values())[-1]
+        last = result.plays[-1]
         last.status, last.detail = "cut", f"the replay stopped: {stopped}"
     rows.flush()
-    result.batches, result.n_rows = rows.out, rows.n
-    result.plays = list(plays.values())
+    yield from rows.take()
+    result.n_rows = rows.n
 
 
-def _export_script_file(path: Path, job: ExportJob, result: FileExport) -> None:
-    script = read_playback_file(path)
+def _export_script_file(path: Path, job: ExportJob, result: FileExport, holder: list
+                        ) -> Iterator[bytes | pa.RecordBatch]:
+    script = read_playback_file(path, keep_lines=False)
     result.problems += [f"{i.location}: {i.check}: {i.reason} (line left out)" for i in script.issues]
-    _export_script(script.actions, script.game_id, script.file_sha256, job, result)
+    return _export_script(script.actions, script.game_id, script.file_sha256, job, result, holder)
 
 
 # ---- recordings ------------------------------------------------------------------------------------
@@ -500,13 +596,13 @@ class _Recording:
                    not parsed.is_action_ids_lost, False, None, parsed.has_frames)
 
 
-def _export_recording_file(path: Path, job: ExportJob, result: FileExport) -> None:
+def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holder: list
+                           ) -> Iterator[bytes | pa.RecordBatch]:
     recovered = _recovered(job)
     if not recovered:  # the common case: the reader's model as it is, no tables
         parsed = read_recording_file(path, want_frames=True)
         result.problems += [f"{i.location}: {i.check}: {i.reason} (line left out)" for i in parsed.issues]
-        _export_recording(_Recording.of_file(parsed), job, result, from_file=True)
-        return
+        return _export_recording(_Recording.of_file(parsed), job, result, holder, from_file=True)
     steps, plays, files, problems = read_recording_files([path])
     result.problems += [reason for _, reason in problems]
     recs = recordings_from_tables(steps, plays, files, recovered)
@@ -514,14 +610,14 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport) -> No
         result.rejected = True
         if not result.problems:
             result.problems.append("no step could be read from the file")
-        return
+        return iter(())
     rec = recs[0]
     has_pixels = rec.parsed is not None and rec.parsed.has_frames
-    _export_recording(_Recording.of_input(rec, steps_from_file(rec) if rec.card is not None else [], has_pixels),
-                      job, result, from_file=True)
+    return _export_recording(_Recording.of_input(rec, steps_from_file(rec) if rec.card is not None else [],
+                                                 has_pixels), job, result, holder, from_file=True)
 
 
-def _export_db_file(job: ExportJob, result: FileExport) -> None:
+def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterator[bytes | pa.RecordBatch]:
     from pipeline.core.workspace import Workspace
 
     with Workspace(job.db, read_only=True) as ws:
@@ -532,24 +628,24 @@ def _export_db_file(job: ExportJob, result: FileExport) -> None:
     if plays.height == 0 or steps.height == 0:
         result.rejected = True
         result.problems.append(f"no plays or steps of file {job.file_id} in the database")
-        return
+        return iter(())
     if bool(plays["is_replay_needed"].fill_null(False).any()):  # a playback script: actions only
         rows = steps.sort("line_number").select("line_number", "action_id", "click_x", "click_y")
         actions = [ScriptAction(n, a, x, y) for n, a, x, y in rows.iter_rows()]
-        _export_script(actions, plays["game_id"][0], job.file_id, job, result)
-        return
+        return _export_script(actions, plays["game_id"][0], job.file_id, job, result, holder)
     recs = recordings_from_tables(steps, plays.with_columns(pl.col("is_only_reset_levels").fill_null(False)),
                                   {job.file_id: (name, None)}, _recovered(job))
     if not recs:
         result.rejected = True
         result.problems.append("no step could be read")
-        return
+        return iter(())
     rec = recs[0]
-    _export_recording(_Recording.of_input(rec, steps_from_table(rec) if rec.card is not None else [], False),
-                      job, result, from_file=False)
+    return _export_recording(_Recording.of_input(rec, steps_from_table(rec) if rec.card is not None else [], False),
+                             job, result, holder, from_file=False)
 
 
-def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, *, from_file: bool) -> None:
+def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holder: list, *, from_file: bool
+                      ) -> Iterator[bytes | pa.RecordBatch]:
     source = source_of(rec.variant)
     result.file_id, result.game_id, result.source = rec.file_id, rec.game_id, source
     steps = rec.steps
@@ -569,87 +665,127 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, *, fr
         why, info = f"game {rec.game_id} cannot be read: {err}", None
 
     pixels_in_file = from_file and rec.has_pixels
-    engine_frames: dict[int, np.ndarray] = {}
-    opening: np.ndarray | None = None
-    opening_fields: dict[str, Any] = {}
-    cut_at: int | None = None  # first step index not exported
-    frame_only: set[int] = set()
-    cut_reason = None
-    if info is None:
-        if not pixels_in_file:
-            result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0,
-                                       f"{why}; the file has no frames to export unverified") for pid in rec.play_ids]
-            return
-    else:
-        # the file's frames are kept where it has them: the replay sends back only the frames it must supply
-        need = [not (pixels_in_file and st.pixels is not None) for st in steps]
-        loaded = _in_sandbox(info, _replay_recording, (portable_info(info), rec.is_only_reset_levels, steps, need))
-        if loaded[0] == "load_failed":
-            why = f"game {rec.game_id} failed to load: {loaded[1]}"
-            if not pixels_in_file:
-                result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0,
-                                           f"{why}; the file has no frames to export unverified")
-                                for pid in rec.play_ids]
-                return
-            info = None
-        else:
-            _, replay, opening, opening_fields, engine_frames = loaded
-            result.n_engine_steps = replay.replayed + (opening is not None)
-            divergence = replay.divergence
-            if not from_file and replay.frame_only:  # database steps: no recorded pixels to keep instead
-                divergence = replay.frame_only[0]
-            if divergence is not None:
-                cut_at = divergence.step
-                cut_reason = describe(divergence)
-            frame_only = {d.step for d in replay.frame_only}
-
+    if info is None and not pixels_in_file:
+        result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0,
+                                   f"{why}; the file has no frames to export unverified") for pid in rec.play_ids]
+        return
     rows = _Rows(job.batch_rows, job.compress)
-    exports = {pid: PlayExport(pid, rec.game_id, source, "exported" if info is not None else "unverified", 0,
-                               None if info is not None else f"{why}: frames from the file, not checked")
-               for pid in rec.play_ids}
+    holder.append(rows)
     changes = level_changes(rec.records, rec.effects, rec.step_play)
     # `step` counts the session's responses: 0 = make()'s opening RESET (a recording lacking its line gets the
     # engine's answer as step 0 when replayed), then one per action, across full resets (play_id changes there)
     first = 0 if steps and steps[0].action_id == 0 else 1
-    if opening is not None and steps:  # the opening RESET the recording lacks: the engine's answer
-        pid = rec.play_ids[rec.step_play[0]]
-        rows.add(opening, None, game_id=rec.game_id, play_id=pid, source=source, step=0, action="RESET",
-                 action_id=0, x=None, y=None, **opening_fields, is_level_change=False, is_counted=False,
-                 verified=True, recovered=False, file_id=rec.file_id, line_number=None)
-        exports[pid].n_rows += 1
-    n = len(steps) if cut_at is None else cut_at
-    for i in range(n):
+    exports: dict[str, PlayExport] = {}
+
+    def play_of(pid: str, verified: bool) -> PlayExport:
+        if pid not in exports:
+            exports[pid] = PlayExport(pid, rec.game_id, source, "exported" if verified else "unverified", 0,
+                                      None if verified else f"{why}: frames from the file, not checked")
+        return exports[pid]
+
+    def emit(i: int, packed: tuple[int, bytes, bytes] | None, verified: bool) -> None:
         st = steps[i]
-        play = rec.step_play[i]
-        pid = rec.play_ids[play]
-        effect = rec.effects[i]
-        if pixels_in_file and st.pixels is not None:
-            frames, hashes = st.pixels, st.frame_hashes
-        else:  # the engine's (a step the engine did not answer is past a divergence: not exported)
-            frames, hashes = engine_frames.get(i, EMPTY_FRAMES), None
+        pid = rec.play_ids[rec.step_play[i]]
         expected = st.expected
         action_id = rec.records[i].action_id
         x, y = (st.action_data.get("x"), st.action_data.get("y")) if action_id == 6 else (None, None)
-        rows.add(frames, hashes, game_id=rec.game_id, play_id=pid, source=source,
-                 step=i + first, action=ACTION_NAMES[action_id], action_id=action_id,
-                 x=x, y=y, levels_completed=expected.get("levels_completed", rec.records[i].levels_completed),
-                 win_levels=expected.get("win_levels"), state=_state(expected.get("state")),
-                 available_actions=expected.get("available_actions"), is_level_change=changes[i],
-                 is_counted=effect.is_counted, verified=info is not None and i not in frame_only,
-                 recovered=rec.recovered, file_id=rec.file_id, line_number=st.line)
-        exports[pid].n_rows += 1
+        values = dict(game_id=rec.game_id, play_id=pid, source=source, step=i + first,
+                      action=ACTION_NAMES[action_id], action_id=action_id, x=x, y=y,
+                      levels_completed=expected.get("levels_completed", rec.records[i].levels_completed),
+                      win_levels=expected.get("win_levels"), state=_state(expected.get("state")),
+                      available_actions=expected.get("available_actions"), is_level_change=changes[i],
+                      is_counted=rec.effects[i].is_counted, verified=verified, recovered=rec.recovered,
+                      file_id=rec.file_id, line_number=st.line)
+        if packed is None:  # the file's frames
+            rows.add(st.pixels, st.frame_hashes, **values)
+        else:
+            rows.add_packed(*packed, **values)
+        play_of(pid, info is not None).n_rows += 1
+
+    cut_at: int | None = None  # first step index not exported
+    cut_reason = None
+    if info is not None:
+        # the file's frames are kept where it has them: the replay sends back only the frames it must supply
+        def items(part: Sequence[ReplayStep]) -> list[tuple[ReplayStep, bool]]:
+            return [(st, not (pixels_in_file and st.pixels is not None)) for st in part]
+
+        needs_opening = bool(steps) and steps[0].action_id != 0
+        held: dict[int, tuple[int, bytes, bytes] | None] = {}  # answered, not yet exported
+        next_emit = answered = 0
+        frame_only: set[int] = set()
+        opening_done = False
+        start = ("recording", portable_info(info), rec.is_only_reset_levels, needs_opening)
+        for out in _chunks(info, start, steps, items, job):
+            if out["status"] == "load_failed":
+                why = f"game {rec.game_id} failed to load: {out['reason']}"
+                if not pixels_in_file:
+                    result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0,
+                                               f"{why}; the file has no frames to export unverified")
+                                    for pid in rec.play_ids]
+                    return
+                info = None
+                break
+            index = out["first"]
+            for answer_at, packed in enumerate(_slices(out)):
+                if index == -1:  # the opening RESET the recording lacks: the engine's answer, as step 0
+                    state, levels, win_levels, _full, available = out["answers"][0]
+                    pid = rec.play_ids[rec.step_play[0]]
+                    rows.add_packed(*packed, game_id=rec.game_id, play_id=pid, source=source, step=0,
+                                    action="RESET", action_id=0, x=None, y=None, levels_completed=levels,
+                                    win_levels=win_levels, state=state, available_actions=list(available),
+                                    is_level_change=False, is_counted=False, verified=True, recovered=False,
+                                    file_id=rec.file_id, line_number=None)
+                    play_of(pid, True).n_rows += 1
+                    opening_done = True
+                else:
+                    held[index] = packed if packed[0] or not (pixels_in_file and steps[index].pixels is not None) \
+                        else None
+                    answered = index + 1
+                index += 1
+                del answer_at
+            result.n_engine_steps = out["replayed"] + opening_done
+            frame_only.update(d.step for d in out["frame_only"])
+            pending = out["pending"]
+            limit = answered
+            if pending:
+                limit = min(limit, pending[0].step)
+            if out["outcome"] is not None:
+                limit = min(limit, out["outcome"].step)
+            if not from_file and (out["frame_only"] or pending):
+                # database steps: no recorded pixels to keep instead, the first frame difference cuts the play
+                first_diff = min(d.step for d in [*out["frame_only"], *pending])
+                cut_at, cut_reason = first_diff, describe(next(d for d in [*out["frame_only"], *pending]
+                                                                if d.step == first_diff))
+                limit = min(limit, cut_at)
+            for i in range(next_emit, limit):
+                emit(i, held.pop(i), i not in frame_only)
+            next_emit = max(next_emit, limit)
+            yield from rows.take()
+            if cut_at is not None:
+                break
+            if out["ended"]:
+                if out["divergence"] is not None:
+                    cut_at, cut_reason = out["divergence"].step, describe(out["divergence"])
+                break
+    if info is None:  # the file's frames, unchecked
+        for i in range(len(steps)):
+            emit(i, None, False)
+            if len(rows.out):
+                yield from rows.take()
     rows.flush()
+    yield from rows.take()
     if cut_at is not None:
         cut_play = rec.step_play[cut_at] if cut_at < len(rec.step_play) else None
         for index, pid in enumerate(rec.play_ids):
-            if cut_play is not None and index == cut_play:
-                exports[pid].status = "cut"
-                exports[pid].detail = f"exported up to the divergence: {cut_reason}"
-            elif cut_play is not None and index > cut_play:
-                exports[pid].status = "cut"
-                exports[pid].detail = f"follows a divergence earlier in the same recording: {cut_reason}"
-    result.batches, result.n_rows = rows.out, rows.n
-    result.plays = list(exports.values())
+            if cut_play is not None and index >= cut_play:
+                export = play_of(pid, True)
+                export.status = "cut"
+                export.detail = (f"exported up to the divergence: {cut_reason}" if index == cut_play else
+                                 f"follows a divergence earlier in the same recording: {cut_reason}")
+    for pid in rec.play_ids:
+        play_of(pid, info is not None)
+    result.plays = [exports[pid] for pid in rec.play_ids]
+    result.n_rows = rows.n
 
 
 def recovered_pairs(recovered: Mapping[str, Sequence[Any]]) -> tuple[tuple[str, tuple[Any, ...]], ...]:

@@ -16,7 +16,7 @@ the toolkit's ``Scorecard.update_scorecard`` (arc-agi 0.9.8):
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -174,21 +174,26 @@ def is_post_terminal_echo(step: StepRecord, previous_state: str | None) -> bool:
 
 def classify_steps(steps: Sequence[StepRecord], options: CountingOptions | None = None) -> tuple[StepEffect, ...]:
     """The effect of every step on the card (same length and order as ``steps``)."""
+    return tuple(iter_step_effects(steps, options))
+
+
+def iter_step_effects(steps: Iterable[StepRecord], options: CountingOptions | None = None) -> Iterator[StepEffect]:
+    """`classify_steps` one step at a time (its rules look only backwards). A step is taken from ``steps`` only
+    when its effect is asked for, so a long replay can be classified as its responses come."""
     opts = options or CountingOptions()
-    effects: list[StepEffect] = []
     opened = False
     prev_state: str | None = None
     prev_levels = 0
     level_counter = 0  # the engine's action counter on the current level (for the "engine" rule)
     for step in steps:
         if is_post_terminal_echo(step, prev_state):
-            effects.append(StepEffect.ECHO)
+            yield StepEffect.ECHO
             continue
         if not opened:
             opened = True
             if step.is_reset and opts.leading_reset != "absent":
-                effects.append(StepEffect.OPEN)
                 prev_state, prev_levels, level_counter = step.state, step.levels_completed, 0
+                yield StepEffect.OPEN
                 continue
             if opts.leading_reset == "present":
                 raise ValueError("first step is not the opening RESET (leading_reset='present')")
@@ -202,16 +207,16 @@ def classify_steps(steps: Sequence[StepRecord], options: CountingOptions | None 
                 full = step.full_reset
             else:  # engine rule (or recorded flag missing)
                 full = prev_state == WIN or level_counter == 0
-            effects.append(StepEffect.FULL_RESET if full else StepEffect.LEVEL_RESET)
+            effect = StepEffect.FULL_RESET if full else StepEffect.LEVEL_RESET
             level_counter = 0
         else:
             if step.action_id == UNDO and not opts.count_undo:
-                effects.append(StepEffect.UNCOUNTED_UNDO)
+                effect = StepEffect.UNCOUNTED_UNDO
             else:
-                effects.append(StepEffect.ACTION)
+                effect = StepEffect.ACTION
             level_counter = 0 if step.levels_completed > prev_levels else level_counter + 1
         prev_state, prev_levels = step.state, step.levels_completed
-    return tuple(effects)
+        yield effect
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -408,35 +413,42 @@ def level_changes(steps: Sequence[StepRecord], effects: Sequence[StepEffect], pl
                   ) -> list[bool]:
     """Per step: does the card append a ``[levels_completed, actions]`` pair here? (``levels_completed``
     differs from the previous non-echo step of the same play, 0 before the first; echoes never do.)"""
-    out = []
+    return list(iter_level_changes(zip(steps, effects, play_index, strict=True)))
+
+
+def iter_level_changes(triples: Iterable[tuple[StepRecord, StepEffect, int]]) -> Iterator[bool]:
+    """`level_changes` one (step, effect, play index) at a time, taken only when asked for."""
     play, levels = None, 0
-    for step, effect, index in zip(steps, effects, play_index, strict=True):
+    for step, effect, index in triples:
         if index != play:
             play, levels = index, 0
         if effect is StepEffect.ECHO:
-            out.append(False)
+            yield False
             continue
-        out.append(step.levels_completed != levels)
+        changed = step.levels_completed != levels
         levels = step.levels_completed
-    return out
+        yield changed
 
 
 def play_index_per_step(effects: Sequence[StepEffect]) -> list[int]:
     """The play slot every step belongs to, with ``card_from_effects``'s rules: a play opens at the opening
     RESET, at every full reset, and implicitly before the first counted step of a file without its opening
     RESET; post-terminal echoes stay with the current play."""
+    return list(iter_play_index(effects))
+
+
+def iter_play_index(effects: Iterable[StepEffect]) -> Iterator[int]:
+    """`play_index_per_step` one effect at a time, taken only when asked for."""
     n = 0
-    out = []
     for effect in effects:
         if effect is StepEffect.ECHO:
-            out.append(max(n - 1, 0))
+            yield max(n - 1, 0)
             continue
         if n == 0 and effect is not StepEffect.OPEN:
             n += 1
         if effect in (StepEffect.OPEN, StepEffect.FULL_RESET):
             n += 1
-        out.append(n - 1)
-    return out
+        yield n - 1
 
 
 # ----------------------------------------------------------------------------------------------------------

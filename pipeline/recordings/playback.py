@@ -67,7 +67,7 @@ class PlaybackError(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScriptAction:
     """One action line of a script: the action sent, with its click coordinates."""
 
@@ -164,9 +164,11 @@ def _script_action(number: int, action: Any) -> ScriptAction:
     return ScriptAction(number, action_id, x, y, action.get("reasoning"))
 
 
-def read_playback_file(path: Path | str) -> PlaybackScript:
+def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> PlaybackScript:
     """Read a playback file. Lines without ``action_input`` are skipped (and counted); an action line with a
-    bad id or click is a `LineIssue`. Raises `RecordingRejected` when the file holds no action."""
+    bad id or click is a `LineIssue`. Raises `RecordingRejected` when the file holds no action.
+    ``keep_lines=False``: ``raw_lines`` stays empty (a reader that needs only the actions, e.g. an export of a
+    script of millions of lines, keeps no copy of their text)."""
     path = Path(path)
     digest = hashlib.sha256()
     actions, raw_lines, skipped, issues = [], [], [], []
@@ -188,7 +190,7 @@ def read_playback_file(path: Path | str) -> PlaybackScript:
                 continue
             if not text.strip():
                 continue
-            raw = (number, hashlib.sha256(text.encode()).hexdigest(), text)
+            raw = (number, hashlib.sha256(text.encode()).hexdigest(), text) if keep_lines else None
             try:
                 obj = json.loads(text)
             except (json.JSONDecodeError, RecursionError) as err:
@@ -199,7 +201,8 @@ def read_playback_file(path: Path | str) -> PlaybackScript:
             data = obj.get("data") if isinstance(obj, dict) else None
             if not isinstance(data, dict) or "action_input" not in data:
                 skipped.append(number)  # e.g. the trailing `{"data": {"test": ...}}` annotation
-                raw_lines.append(raw)
+                if keep_lines:
+                    raw_lines.append(raw)
                 continue
             try:
                 action = _script_action(number, data["action_input"])
@@ -207,8 +210,9 @@ def read_playback_file(path: Path | str) -> PlaybackScript:
                 issues.append(LineIssue(f"line {number}", err.check, err.reason, clip(text), "core_arc3__steps",
                                         err.column, err.value))
                 continue
-            reasoning_bytes = len(json.dumps(action.reasoning, ensure_ascii=False).encode())
-            if action.reasoning is not None and reasoning_bytes > MAX_REASONING_BYTES:
+            reasoning_bytes = 0 if action.reasoning is None else len(json.dumps(action.reasoning,
+                                                                                ensure_ascii=False).encode())
+            if reasoning_bytes > MAX_REASONING_BYTES:
                 # As in recordings (and the toolkit's limit): the text is not kept, the action still counts.
                 issues.append(LineIssue(f"line {number}", "reasoning_too_large", f"action_input.reasoning "
                                         f"(serialized) is {reasoning_bytes} bytes, over the {MAX_REASONING_BYTES}-byte "
@@ -219,7 +223,8 @@ def read_playback_file(path: Path | str) -> PlaybackScript:
             if game_id is None and isinstance(named, str):
                 game_id = named
             actions.append(action)
-            raw_lines.append(raw)
+            if keep_lines:
+                raw_lines.append(raw)
     if not actions:
         raise RecordingRejected("the playback file has no line with an `action_input`", "no_action_line",
                                 issues=issues)  # the action lines that were bad, each with its reason

@@ -10,7 +10,7 @@ turns the `ReplayResult` into per-play checks; `pipeline.recordings.playback` re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -25,7 +25,8 @@ from engine.replay import Divergence, compare_frames
 
 from .frames import frame_hashes
 
-__all__ = ["FIELDS", "ReplayResult", "ReplayStep", "load_and_run", "render_steps", "replay_classified",
+__all__ = ["FIELDS", "ReplayResult", "ReplayStep", "iter_replay_classified", "load_and_run", "render_steps",
+           "replay_classified",
            "replay_script_lines", "replay_steps"]
 
 FIELDS = ("state", "levels_completed", "win_levels", "full_reset", "available_actions")
@@ -115,6 +116,7 @@ class ReplayResult:
     replayed: int = 0
     frame_only: list[Divergence] = field(default_factory=list)
     reconverged: list[int] = field(default_factory=list)
+    pending: list[Divergence] = field(default_factory=list)
 
 
 def replay_classified(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_reset: bool = True,
@@ -123,14 +125,27 @@ def replay_classified(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_r
     """Send every step's action to a fresh ``env`` and compare its answer; go on after frame-only divergences.
     Frames are rendered only for the steps that recorded some (every step with ``all_frames``).
 
-    ``on_response(index, response)`` sees every engine response as it comes (index -1: the opening RESET sent
-    for a recording that lacks it), e.g. to keep the frames (`pipeline.datasets.transitions`)."""
-    if steps and steps[0].action_id != GameAction.RESET.value:
-        opening = env.reset(frames=FRAMES_ALL if all_frames else FRAMES_NONE)  # the toolkit's opening RESET,
-        if on_response is not None:                                            # absent from older files
-            on_response(-1, opening)
+    ``on_response(index, response)`` sees every engine response once it is compared (index -1: the opening
+    RESET sent for a recording that lacks it), e.g. to keep the frames (`pipeline.datasets.transitions`)."""
     result = ReplayResult()
-    pending: list[Divergence] = []  # frame-only divergences since frames last matched
+    needs_opening = bool(steps) and steps[0].action_id != GameAction.RESET.value
+    for index, response in iter_replay_classified(env, steps, result, needs_opening=needs_opening,
+                                                  check_full_reset=check_full_reset, all_frames=all_frames):
+        if on_response is not None:
+            on_response(index, response)
+    return result
+
+
+def iter_replay_classified(env: GameEnv, steps: Iterable[ReplayStep], result: ReplayResult, *,
+                           needs_opening: bool, check_full_reset: bool = True, all_frames: bool = False
+                           ) -> Iterator[tuple[int, Any]]:
+    """`replay_classified` one response at a time: yields (index, response) once the step is compared (index
+    -1 first: the opening RESET, when ``needs_opening``), filling ``result`` as it goes (``result.pending``:
+    the frame-only divergences not reconverged yet). A step is taken from ``steps`` only when the next
+    response is asked for, so ``steps`` may be fed piece by piece (`pipeline.recordings.transition_replay`)."""
+    if needs_opening:  # the toolkit's opening RESET, absent from older files
+        yield -1, env.reset(frames=FRAMES_ALL if all_frames else FRAMES_NONE)
+    pending = result.pending  # frame-only divergences since frames last matched
     for index, step in enumerate(steps):
         action = ActionInput(id=step.action_id, data=dict(step.action_data), reasoning=step.reasoning)
         try:
@@ -141,10 +156,9 @@ def replay_classified(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_r
             result.outcome = Divergence(step.line, index, name, "exception", None, f"{type(err).__name__}: {err}")
             break
         result.replayed += 1
-        if on_response is not None:
-            on_response(index, response)
         result.outcome = _outcome_divergence(step, index, response, check_full_reset)
         if result.outcome is not None:
+            yield index, response
             break
         frame = _frame_divergence(step, index, response)
         if frame is not None:
@@ -152,9 +166,9 @@ def replay_classified(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_r
         elif step.n_frames and pending:  # frames match again (an empty echo frame proves nothing): reconverged
             result.frame_only += pending
             result.reconverged += [index] * len(pending)
-            pending = []
+            pending.clear()
+        yield index, response
     result.divergence = pending[0] if pending else result.outcome
-    return result
 
 
 def replay_steps(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_reset: bool = True

@@ -334,3 +334,50 @@ def test_playback_rows_carry_the_reference_engines_frame_hashes(tmp_path):
         rows = df.filter(pl.col("game_id") == game_id).sort("step")
         assert rows["step"].to_list() == list(range(len(hashes)))
         assert rows["frame_sha256s"].to_list() == hashes, game_id
+
+
+@pytest.mark.parametrize("kind", ["recording", "playback"])
+def test_a_file_is_exported_in_bounded_batches(tmp_path, monkeypatch, kind):
+    """In this process (the serial writer's case) a file's rows come as an iterator of batches of at most
+    `batch_rows` rows, and the sandbox replays it in chunks of at most `batch_rows` steps as the batches are
+    taken: the first batch is out before the rest of the file is replayed."""
+    import pipeline.datasets.transitions as transitions
+
+    calls: list[int] = []  # responses per sandbox call
+    run = transitions._in_sandbox
+
+    def counted(info, fn, arg):
+        out = run(info, fn, arg)
+        calls.append(out.get("n", 0))
+        return out
+
+    monkeypatch.setattr(transitions, "_in_sandbox", counted)
+    if kind == "playback":
+        path = tmp_path / "an53.playback.jsonl"
+        path.write_text("".join(json.dumps({"data": {"action_input": {"id": line["action_input"]["id"], "data": {
+            "game_id": "an53-6f5f2264", **{k: v for k, v in (line["action_input"].get("data") or {}).items()
+                                           if k in ("x", "y")}}}}}) + "\n" for line in file_lines(AN53)[1:]))
+    else:
+        path = AN53
+    n_rows = len(file_lines(AN53))  # 42: the recording's lines; the script's actions and make()'s RESET
+    export_ = transitions.export_transitions(transitions.ExportJob(path=str(path), game_dirs=(str(ENVS),),
+                                                                   batch_rows=8, compress=False))
+    stream = iter(export_.batches)
+    first = next(stream)
+    assert first.num_rows == 8 and len(calls) <= 2 and export_.n_rows == 0  # not the whole file yet
+    batches = [first, *stream]
+    assert [b.num_rows for b in batches] == [8, 8, 8, 8, 8, 2] and export_.n_rows == n_rows
+    assert len(calls) >= 5 and max(calls) <= 8 + 1  # + make()'s RESET, in the first chunk
+    assert sum(calls) == n_rows
+    rows = pl.from_arrow(pa_table(batches))
+    assert rows["step"].to_list() == list(range(n_rows)) and rows["verified"].all()
+    # the same rows as one batch per file
+    whole = transitions.export_transitions(transitions.ExportJob(path=str(path), game_dirs=(str(ENVS),),
+                                                                 batch_rows=1024, compress=False))
+    assert pa_table(list(whole.batches)).equals(pa_table(batches))
+
+
+def pa_table(batches):
+    import pyarrow as pa
+
+    return pa.Table.from_batches(batches)

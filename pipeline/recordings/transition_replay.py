@@ -1,0 +1,181 @@
+"""In the sandbox: the replays of `arcstudy export-transitions`, run piece by piece, answered in compact bytes.
+
+`pipeline.datasets.transitions` exports a file in chunks of at most `ExportJob.batch_rows` steps: each call
+(`replay_chunk`) feeds the next steps to a replay kept alive in the sandbox's child between calls (a session,
+keyed by a token) and returns what the responses to them hold: the answers' fields, every frame's bytes as one
+contiguous buffer (uint8, row-major, 4096 bytes a frame), the frame counts per response (int32) and each frame's
+sha256 digest (32 bytes a frame). No frame travels as a Python object, nothing is hashed twice, and no chunk
+holds more than about `max_frame_bytes` of frames, so a long recording never sits whole in either process.
+
+This module imports only numpy, hashlib and the engine (through `replaying`): the child stays cheap to start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict, deque
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from engine.base_game import FRAMES_ALL
+from engine.enums import ActionInput, GameAction
+from engine.env import GameEnv
+
+from .replaying import ReplayResult, ReplayStep, iter_replay_classified
+
+__all__ = ["replay_chunk"]
+
+FRAME_BYTES = 64 * 64
+MAX_SESSIONS = 16  # sessions a child keeps (a process exports one file at a time per game; threads: a few)
+_SESSIONS: OrderedDict[str, _Session] = OrderedDict()
+
+
+class _Feed:
+    """The steps handed to a running replay: taken one at a time, only when the replay asks for the next."""
+
+    def __init__(self) -> None:
+        self.queue: deque = deque()
+
+    def __iter__(self) -> _Feed:
+        return self
+
+    def __next__(self) -> Any:
+        if self.queue:
+            return self.queue.popleft()
+        raise StopIteration
+
+
+class _Chunk:
+    """The responses of one call, packed."""
+
+    def __init__(self) -> None:
+        self.answers: list[tuple] = []
+        self.counts: list[int] = []
+        self.frames: list[bytes] = []
+        self.frame_bytes = 0
+
+    def add(self, response: Any, keep_frames: bool, answer: bool) -> None:
+        n = 0
+        if keep_frames:
+            for grid in response.frame or ():
+                arr = np.asarray(grid)
+                data = arr.tobytes() if arr.dtype.itemsize == 1 else arr.astype(np.uint8).tobytes()
+                self.frames.append(data)
+                n += 1
+            self.frame_bytes += n * FRAME_BYTES
+        self.counts.append(n)
+        if answer:
+            state = response.state
+            self.answers.append((getattr(state, "name", None) or (None if state is None else str(state)),
+                                 int(response.levels_completed), int(response.win_levels), bool(response.full_reset),
+                                 tuple(int(a) for a in response.available_actions)))
+
+    def packed(self) -> dict[str, Any]:
+        frames = b"".join(self.frames)
+        digests = b"".join(hashlib.sha256(f).digest() for f in self.frames)
+        return {"answers": self.answers, "counts": np.asarray(self.counts, dtype=np.int32).tobytes(),
+                "frames": frames, "digests": digests}
+
+
+class _Session:
+    def __init__(self, kind: str, env: GameEnv, needs_opening: bool, check_full_reset: bool) -> None:
+        self.kind = kind
+        self.feed = _Feed()
+        self.needs: deque = deque()
+        self.fed = 0
+        self.done = 0
+        self.stopped: str | None = None
+        self.result = ReplayResult()
+        self.ended = False
+        self.frame_only_sent = 0  # frame-only divergences already reported
+        if kind == "script":
+            self.responses: Iterator[tuple[int, Any]] = self._script(env)
+        else:
+            self.responses = iter_replay_classified(env, self.feed, self.result, needs_opening=needs_opening,
+                                                    check_full_reset=check_full_reset, all_frames=True)
+
+    def _script(self, env: GameEnv) -> Iterator[tuple[int, Any]]:
+        """make() (the opening RESET), then every action, like the playback agent; a game that raises ends
+        the replay (`stopped` says where)."""
+        yield -1, env.reset(frames=FRAMES_ALL)
+        for index, (action_id, data, reasoning, line, name) in enumerate(self.feed):
+            try:
+                response = env.step(ActionInput(id=GameAction.from_id(action_id), data=data, reasoning=reasoning),
+                                    frames=FRAMES_ALL)
+            except Exception as err:  # the game's code raised: the play is exported up to here
+                self.stopped = f"line {line} ({name}): the game raised {type(err).__name__}: {err}"
+                return
+            yield index, response
+
+
+def replay_chunk(arg: tuple) -> dict[str, Any]:
+    """In the sandbox. ``arg``: (token, start, items, final, max_frame_bytes).
+
+    ``start`` (first call only): ("script", info, guid) or ("recording", info, only_reset_levels,
+    needs_opening); ``items``: the next steps, as (action_id, data, reasoning, line, name) for a script, or
+    (ReplayStep, keep_frames) for a recording; ``final``: no more steps will come.
+
+    Returns {"status": "load_failed", "reason"} when the game does not load, else the chunk (`_Chunk.packed`:
+    one answer per response for scripts and for the opening RESET, the kept frames) with ``first`` (the index of
+    its first response, -1 for the opening), ``n`` (responses), ``ended`` (the replay is over: every step was
+    answered and ``final``, or it stopped), ``stopped`` (scripts: why the game stopped), and for recordings
+    ``replayed``, ``frame_only`` (the reconverged frame divergences not reported before), ``pending`` (those not
+    reconverged yet), ``outcome`` (the outcome divergence, once one happened) and, once ended, ``divergence``."""
+    token, start, items, final, max_frame_bytes = arg
+    if start is not None:
+        kind, info = start[0], start[1]
+        try:
+            if kind == "script":
+                env = GameEnv(info, guid=start[2])
+            else:
+                env = GameEnv(info, only_reset_levels=start[2])
+        except Exception as err:
+            if kind == "script":
+                raise
+            return {"status": "load_failed", "reason": f"{type(err).__name__}: {err}"}
+        while len(_SESSIONS) >= MAX_SESSIONS:
+            _SESSIONS.popitem(last=False)
+        _SESSIONS[token] = _Session(kind, env, kind == "recording" and start[3], not start[2] if kind == "recording"
+                                   else True)
+    session = _SESSIONS[token]
+    for item in items:
+        if session.kind == "script":
+            session.feed.queue.append(item)
+        else:
+            step, keep = item
+            session.feed.queue.append(step)
+            session.needs.append(keep)
+    session.fed += len(items)
+    chunk = _Chunk()
+    first: int | None = None
+    while not session.ended and chunk.frame_bytes < max_frame_bytes:
+        if session.done >= session.fed and not final:  # every step fed is answered: wait for the next ones
+            break
+        try:
+            index, response = next(session.responses)
+        except StopIteration:
+            session.ended = True
+            break
+        if first is None:
+            first = index
+        if index < 0:
+            chunk.add(response, True, True)
+        else:
+            session.done += 1
+            keep = True if session.kind == "script" else session.needs.popleft()
+            chunk.add(response, keep, session.kind == "script")
+    out = chunk.packed()
+    result = session.result
+    out.update(status="ok", first=first, n=len(chunk.counts), ended=session.ended, stopped=session.stopped,
+               replayed=result.replayed, frame_only=result.frame_only[session.frame_only_sent:],
+               pending=list(result.pending), outcome=result.outcome)
+    session.frame_only_sent = len(result.frame_only)
+    if session.ended:
+        out.update(divergence=result.divergence)
+        _SESSIONS.pop(token, None)
+    return out
+
+
+_ = ReplayStep  # the items' type (recordings)
