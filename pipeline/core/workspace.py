@@ -184,13 +184,18 @@ class Workspace:
         tables = [n for n in sorted(existing) if TABLES[n].layer in ("raw", "core")]
         if not tables:
             return
-        rows = self.con.execute("SELECT table_name, column_name FROM information_schema.columns "
+        rows = self.con.execute("SELECT table_name, column_name, is_nullable FROM information_schema.columns "
                                 "WHERE table_schema = 'main'").fetchall()
         have: dict[str, set[str]] = {}
-        for table_name, column in rows:
+        for table_name, column, _ in rows:
             have.setdefault(table_name, set()).add(column)
         stmts = [f"ALTER TABLE {n} ADD COLUMN {c} {duckdb_type(FIELDS[c].dtype)}" for n in tables
                  for c in TABLES[n].columns if c not in have.get(n, set()) and is_nullable(TABLES[n], c)]
+        # a column schemas/ has dropped since (the H-ARC raw layer's row_json): kept with the older rows' values,
+        # but no longer required, so that the new rows (which leave it out) can be written
+        wanted = set(tables)
+        stmts += [f"ALTER TABLE {n} ALTER COLUMN {c} DROP NOT NULL" for n, c, nullable in rows
+                  if n in wanted and c not in TABLES[n].columns and nullable == "NO" and c not in TABLES[n].primary_key]
         if stmts:
             with self.transaction() as con:
                 for stmt in stmts:
