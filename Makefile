@@ -5,12 +5,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.arcstudy-installed
 PYTEST_WORKERS ?= 2
 
-.PHONY: install test lint unit integration conformance clean help demo browser screenshots
+.PHONY: install test lint unit integration conformance clean help demo browser screenshots bench
 
 help:
 	@echo "make demo    install into $(VENV) (if needed) and run the whole pipeline on the demo study"
 	@echo "make test    install into $(VENV) (if needed) and run make lint plus the whole test suite"
 	@echo "make lint    ruff and the import-layer contract (lint-imports, docs/architecture.md)"
+	@echo "make bench   the benchmarks at a small size: headline ratios beside their goals (benchmarks/README.md)"
 	@echo "make screenshots  the README's pictures (docs/img/*.png) from reports/demo (after make demo)"
 	@echo "make clean   remove the virtual environment and caches"
 
@@ -42,6 +43,11 @@ unit: install
 
 integration: install browser
 	$(BIN)/python -m pytest tests/integration -q
+
+# Benchmarks at a small size: prints each headline ratio with its goal, asserts nothing about time, appends each
+# result to benchmarks/results/results.csv (benchmarks/README.md).
+bench: install
+	$(BIN)/python benchmarks/bench.py
 
 # Headless Chromium for the HTML report and replay-viewer tests (Debian's package). Installed only as root with
 # apt-get, without recommends and with no upgrade or dist-upgrade; otherwise the browser tests are reported

@@ -45,8 +45,10 @@ HARC_CSV_COLUMNS = (
     "complete", "num_actions", "count", "hashed_output_grid", "feedback",
 )
 RAW_CSV_PREFIX = "csv_"
-# long free text that rarely repeats: zstd (see Field.compression)
-_RAW_FREE_TEXT = ("first_written_solution", "last_written_solution", "withdraw_comment", "feedback")
+# long text that rarely repeats: zstd (see Field.compression; on a simulated data.csv the raw table is 40 %
+# smaller on disk than with DuckDB's own choice, for slightly less CPU)
+_RAW_FREE_TEXT = ("first_written_solution", "last_written_solution", "withdraw_comment", "feedback", "test_input_grid",
+                  "test_output_grid", "selected_data", "copy_paste_data", "time", "joint_id_task")
 
 
 def raw_csv_column(name: str) -> str:
