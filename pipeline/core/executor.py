@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Protocol
@@ -88,11 +88,17 @@ def worker_memory_limit(workers: int) -> int:
 
 @contextmanager
 def open_executor(workers: int | None = None, scheduler: str | None = None, *,
-                  n_items: int | None = None) -> Iterator[Executor]:
+                  n_items: int | None = None, warm_start: bool = False,
+                  preload: Sequence[str] = ()) -> Iterator[Executor]:
     """The executor for `workers` processes (None: one per usable core) or for the cluster at `scheduler`.
 
     `n_items`: how many pieces there will be; with one or none, the work runs serially (no cluster is
-    worth starting for it). Whatever was opened here is closed on exit, and only that."""
+    worth starting for it). Whatever was opened here is closed on exit, and only that.
+
+    A local cluster only: `warm_start` starts it on a thread and runs the first pieces in this process
+    meanwhile (`WarmStartExecutor`: starting a cluster takes 2-7 s, in which one core would otherwise wait);
+    `preload`: modules each worker imports as it starts (the engine and the scorer), not with its first
+    piece."""
     if n_items is not None and n_items <= 1:
         yield SerialExecutor()
         return
@@ -110,10 +116,36 @@ def open_executor(workers: int | None = None, scheduler: str | None = None, *,
     if workers <= 1:
         yield SerialExecutor()
         return
+    if warm_start:
+        ex = WarmStartExecutor(workers, preload)
+        try:
+            yield ex
+        finally:
+            ex.close()
+        return
+    cluster = _local_cluster(workers, preload)
+    try:
+        client = _local_client(cluster)
+        try:
+            yield DaskExecutor(client, workers)
+        finally:
+            client.close()
+    finally:
+        cluster.close()
+
+
+def _local_client(cluster):
+    from distributed import Client
+
+    # Results come straight from the workers, not through the (in-process) scheduler.
+    return Client(cluster, set_as_default=False, direct_to_workers=True)
+
+
+def _local_cluster(workers: int, preload: Sequence[str] = ()):
     import logging
 
     import dask
-    from distributed import Client, LocalCluster
+    from distributed import LocalCluster
 
     # Worker logs stay quiet: the caller reports every piece's error (and worker deaths end up there too).
     # No dashboard; the scheduler's small HTTP server (health routes) on a free port rather than 8787.
@@ -123,19 +155,10 @@ def open_executor(workers: int | None = None, scheduler: str | None = None, *,
     # thread per core, in every worker beside the writer's DuckDB, oversubscribes the cores and spins.
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
                           "distributed.nanny.pre-spawn-environ.POLARS_MAX_THREADS": "1"}):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               memory_limit=worker_memory_limit(workers), dashboard_address=None,
-                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                               silence_logs=logging.CRITICAL)
-    try:
-        # Results come straight from the workers, not through the (in-process) scheduler.
-        client = Client(cluster, set_as_default=False, direct_to_workers=True)
-        try:
-            yield DaskExecutor(client, workers)
-        finally:
-            client.close()
-    finally:
-        cluster.close()
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                            memory_limit=worker_memory_limit(workers), dashboard_address=None,
+                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                            silence_logs=logging.CRITICAL, **({"preload": list(preload)} if preload else {}))
 
 
 def _call(fn: Callable[[Any], Any], key: Any, item: Any) -> Outcome:
@@ -161,6 +184,75 @@ class SerialExecutor:
 
     def map_ordered(self, fn, items, *, look_ahead=None, progress=None, description="working"):
         return self.map_unordered(fn, items, progress=progress, description=description)
+
+
+class WarmStartExecutor:
+    """A local cluster started on a thread while the pieces run in this process; once the cluster is up (checked
+    between pieces), the pieces not yet started go to it. A piece run here is reported exactly as a serial
+    one; the values do not depend on where a piece ran, and callers place them by key. If the cluster fails to
+    start, the error is raised when the work reaches the point of handing pieces over."""
+
+    def __init__(self, workers: int, preload: Sequence[str] = ()) -> None:
+        import threading
+
+        self.n_workers = workers
+        self.cluster = self.client = None
+        self.error: BaseException | None = None
+        self.pieces_here = 0  # pieces run in this process while the cluster started
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._start, args=(workers, tuple(preload)), daemon=True,
+                                        name="arcstudy-cluster-start")
+        self._thread.start()
+
+    def _start(self, workers: int, preload: tuple[str, ...]) -> None:
+        try:
+            self.cluster = _local_cluster(workers, preload)
+            self.client = _local_client(self.cluster)
+        except BaseException as err:  # reported to the caller on the main thread
+            self.error = err
+        finally:
+            self._ready.set()
+
+    def _cluster(self) -> DaskExecutor:
+        self._ready.wait()
+        if self.error is not None:
+            raise self.error
+        return DaskExecutor(self.client, self.n_workers)
+
+    def _here_until_ready(self, fn, todo: deque) -> Iterator[Outcome]:
+        while todo and not self._ready.is_set():
+            key, item = todo.popleft()
+            self.pieces_here += 1
+            yield _call(fn, key, item)
+
+    def map_unordered(self, fn, items, *, progress=None, description="working"):
+        pairs = list(items)
+        return _tracked(self._unordered(fn, pairs), len(pairs), progress, description)
+
+    def _unordered(self, fn, pairs):
+        todo = deque(pairs)
+        yield from self._here_until_ready(fn, todo)
+        if todo:
+            yield from self._cluster()._unordered(fn, list(todo))
+
+    def map_ordered(self, fn, items, *, look_ahead=None, progress=None, description="working"):
+        pairs = list(items)
+        return _tracked(self._ordered(fn, pairs, look_ahead), len(pairs), progress, description)
+
+    def _ordered(self, fn, pairs, look_ahead):
+        todo = deque(pairs)
+        yield from self._here_until_ready(fn, todo)
+        if todo:
+            yield from self._cluster()._ordered(fn, list(todo), look_ahead or self.n_workers)
+
+    def close(self) -> None:
+        self._thread.join()
+        try:
+            if self.client is not None:
+                self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
 
 
 class DaskExecutor:
