@@ -27,6 +27,9 @@ BENCHMARKS = (
      "ingest of engine-made recordings <= 1.0x DuckDB read_ndjson full parse, peak RSS < 1 GB"),
     ("harc_ingest_speed", ["harc_ingest_speed.py", "--rows", "60000", "--tasks", "50", "--repeat", "2"],
      "H-ARC data.csv ingest <= 3x DuckDB read_csv, peak RSS < 1 GB"),
+    ("score_workers", ["score_workers.py", "--studies", "1", "--repeat", "1"],
+     "score --workers 2 >= 1.6x --workers 1 on four studies (one study here: the cluster's start weighs more, so "
+     "expect less), identical scorecards"),
 )
 
 

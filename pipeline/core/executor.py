@@ -230,10 +230,38 @@ class WarmStartExecutor:
         return _tracked(self._unordered(fn, pairs), len(pairs), progress, description)
 
     def _unordered(self, fn, pairs):
+        """Each piece here runs on a helper thread while this one watches for the cluster: when it comes up
+        mid-piece, the rest goes to the workers at once and that piece's outcome follows when it is done."""
+        import queue
+        import threading
+
         todo = deque(pairs)
-        yield from self._here_until_ready(fn, todo)
-        if todo:
-            yield from self._cluster()._unordered(fn, list(todo))
+        finished: queue.SimpleQueue = queue.SimpleQueue()
+        running = None
+        while todo and not self._ready.is_set():
+            key, item = todo.popleft()
+            self.pieces_here += 1
+            running = threading.Thread(target=lambda k=key, i=item: finished.put(_call(fn, k, i)), daemon=True,
+                                       name="arcstudy-piece-here")
+            running.start()
+            while running.is_alive() and not self._ready.wait(0.05):
+                pass
+            if running.is_alive():  # the cluster is up: hand over the rest now, this piece finishes beside it
+                break
+            running.join()
+            yield finished.get()
+            running = None
+        try:
+            if todo:
+                for outcome in self._cluster()._unordered(fn, list(todo)):
+                    yield outcome
+                    while not finished.empty():
+                        yield finished.get()
+        finally:
+            if running is not None:
+                running.join()
+        while not finished.empty():
+            yield finished.get()
 
     def map_ordered(self, fn, items, *, look_ahead=None, progress=None, description="working"):
         pairs = list(items)
