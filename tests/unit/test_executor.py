@@ -141,6 +141,13 @@ def test_ingest_goes_parallel_only_for_input_it_can_share_out():
     assert auto_ingest_workers(one_large, 4) == 1
     assert auto_ingest_workers(many[:50], 4) == 1  # too little to pay for starting a cluster
     assert auto_ingest_workers([], 4) == 1
+    # two cores: one process already keeps both busy; workers only for a release-sized study
+    from pipeline.ingest.runner import TWO_CORES_MIN_BYTES
+
+    study = [350_000_000 // 80] * 80  # a simulated study of 80 recordings
+    assert auto_ingest_workers(study, 2) == 1 and auto_ingest_workers(study, 4) == 4
+    assert auto_ingest_workers([TWO_CORES_MIN_BYTES // 100] * 102, 2) == 2
+    assert auto_ingest_workers(many, 1) == 1
 
 
 def where_and_preloaded(x: int) -> tuple[int, int, bool]:
