@@ -5,15 +5,15 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.arcstudy-installed
 PYTEST_WORKERS ?= 2
 
-.PHONY: install test lint unit integration conformance clean help demo browser screenshots bench
+.PHONY: install test lint unit integration conformance clean help demo browser screenshots
 
 help:
 	@echo "make demo    install into $(VENV) (if needed) and run the whole pipeline on the demo study"
 	@echo "make test    install into $(VENV) (if needed) and run make lint plus the whole test suite"
 	@echo "make lint    ruff and the import-layer contract (lint-imports, docs/architecture.md)"
-	@echo "make bench   the benchmarks at a small size: headline ratios beside their goals (benchmarks/README.md)"
 	@echo "make screenshots  the README's pictures (docs/img/*.png) from reports/demo (after make demo)"
 	@echo "make clean   remove the virtual environment and caches"
+	@echo "make bench   the benchmarks at a small size: headline ratios beside their goals (benchmarks/README.md)"
 
 # Re-install whenever pyproject.toml changes; the stamp makes repeated runs instant.
 $(STAMP): pyproject.toml
@@ -46,6 +46,7 @@ integration: install browser
 
 # Benchmarks at a small size: prints each headline ratio with its goal, asserts nothing about time, appends each
 # result to benchmarks/results/results.csv (benchmarks/README.md).
+.PHONY: bench
 bench: install
 	$(BIN)/python benchmarks/bench.py
 
