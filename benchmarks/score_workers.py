@@ -37,13 +37,14 @@ def study(seed: int) -> Path:
     return out
 
 
-def score(files: list[Path], workers: int, folder: Path) -> tuple[float, str, str]:
+def score(files: list[Path], workers: int, folder: Path, checkout: Path = REPO) -> tuple[float, str, str]:
     """Wall seconds, the digest of the scorecards, and the command's last output line."""
     out = folder / "out"
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", "score", *map(str, files), "--workers",
                            str(workers), "--no-figures", "--db", str(folder / "score.duckdb"), "--out", str(out)],
-                          capture_output=True, text=True, cwd=REPO)
+                          capture_output=True, text=True, cwd=checkout,
+                          env={**os.environ, "PYTHONPATH": str(checkout)})
     seconds = time.perf_counter() - started
     if done.returncode not in (0, 3):
         sys.exit(f"score --workers {workers} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
@@ -59,6 +60,8 @@ def main() -> None:
     ap.add_argument("--max-files", type=int, default=0, help="score N recordings spread over the studies (0: all)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--results", type=Path, default=None, help="append the headline to this CSV")
+    ap.add_argument("--reference", type=Path, default=None,
+                    help="another checkout (e.g. before a change) measured in the same rounds, interleaved")
     args = ap.parse_args()
     files = sorted(p for seed in range(1, args.studies + 1) for p in study(seed).rglob("*.jsonl"))
     if args.max_files and len(files) > args.max_files:
@@ -67,18 +70,20 @@ def main() -> None:
     mb = sum(f.stat().st_size for f in files) / 1e6
     print(f"corpus: {args.studies} simulated studies (arcstudy simulate, seeds 1-{args.studies}), {len(files)} "
           f"engine-made recordings, {mb:,.0f} MB")
-    speedups, digests = [], set()
+    speedups, digests, reference = [], set(), []
+    checkouts = [REPO] + ([args.reference.resolve()] if args.reference else [])
     with tempfile.TemporaryDirectory(prefix="score_workers_") as tmp:
         for i in range(args.repeat):
-            times = {}
-            for w in (1, 2):
-                folder = Path(tmp) / f"r{i}w{w}"
-                folder.mkdir()
-                times[w], digest, last = score(files, w, folder)
-                digests.add(digest)
-                print(f"round {i + 1}: --workers {w}: {times[w]:.1f} s (load {os.getloadavg()[0]:.1f}); scorecards "
-                      f"{digest}; {last[:120]}")
-            speedups.append(times[1] / times[2])
+            for c, checkout in enumerate(checkouts):
+                times = {}
+                for w in (1, 2):
+                    folder = Path(tmp) / f"r{i}c{c}w{w}"
+                    folder.mkdir()
+                    times[w], digest, last = score(files, w, folder, checkout)
+                    digests.add(digest)
+                    print(f"round {i + 1}: {'reference ' if c else ''}--workers {w}: {times[w]:.1f} s (load "
+                          f"{os.getloadavg()[0]:.1f}); scorecards {digest}; {last[:100]}")
+                (reference if c else speedups).append(times[1] / times[2])
     same = "identical scorecards" if len(digests) == 1 else f"DIFFERENT scorecards ({len(digests)} digests)"
     ratio = statistics.median(speedups)
     if args.results:
@@ -86,6 +91,9 @@ def main() -> None:
         from results import append
 
         append(args.results, "score_workers", ratio, 1.6, f"{args.studies} studies, {len(files)} files; {same}")
+    if reference:
+        print(f"reference checkout {args.reference}: --workers 2 is {statistics.median(reference):.2f}x as fast as "
+              f"--workers 1 (rounds: {', '.join(f'{s:.2f}x' for s in reference)})")
     print(f"headline: score --workers 2 is {ratio:.2f}x as fast as --workers 1 (median of {len(speedups)} interleaved "
           f"rounds: {', '.join(f'{s:.2f}x' for s in speedups)}; goal >= 1.6x) on {mb:,.0f} MB; {same}")
 
