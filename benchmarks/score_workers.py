@@ -80,11 +80,12 @@ def main() -> None:
                     folder = Path(tmp) / f"r{i}c{c}w{w}"
                     folder.mkdir()
                     times[w], digest, last = score(files, w, folder, checkout)
-                    digests.add(digest)
+                    digests.add((c, digest))  # within a checkout: one digest for every run
                     print(f"round {i + 1}: {'reference ' if c else ''}--workers {w}: {times[w]:.1f} s (load "
                           f"{os.getloadavg()[0]:.1f}); scorecards {digest}; {last[:100]}")
                 (reference if c else speedups).append(times[1] / times[2])
-    same = "identical scorecards" if len(digests) == 1 else f"DIFFERENT scorecards ({len(digests)} digests)"
+    same = ("identical scorecards" if len(digests) == len(checkouts)
+            else f"DIFFERENT scorecards ({len(digests)} digests for {len(checkouts)} checkouts)")
     ratio = statistics.median(speedups)
     if args.results:
         sys.path.insert(0, str(REPO / "benchmarks"))

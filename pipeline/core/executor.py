@@ -88,17 +88,14 @@ def worker_memory_limit(workers: int) -> int:
 
 @contextmanager
 def open_executor(workers: int | None = None, scheduler: str | None = None, *,
-                  n_items: int | None = None, warm_start: bool = False,
-                  preload: Sequence[str] = ()) -> Iterator[Executor]:
+                  n_items: int | None = None, preload: Sequence[str] = ()) -> Iterator[Executor]:
     """The executor for `workers` processes (None: one per usable core) or for the cluster at `scheduler`.
 
     `n_items`: how many pieces there will be; with one or none, the work runs serially (no cluster is
     worth starting for it). Whatever was opened here is closed on exit, and only that.
 
-    A local cluster only: `warm_start` starts it on a thread and runs the first pieces in this process
-    meanwhile (`WarmStartExecutor`: starting a cluster takes 2-7 s, in which one core would otherwise wait);
-    `preload`: modules each worker imports as it starts (the engine and the scorer), not with its first
-    piece."""
+    `preload` (a local cluster only): modules each worker imports as it starts (the engine and the scorer),
+    not with its first piece."""
     if n_items is not None and n_items <= 1:
         yield SerialExecutor()
         return
@@ -115,13 +112,6 @@ def open_executor(workers: int | None = None, scheduler: str | None = None, *,
     workers = default_workers() if workers is None else workers
     if workers <= 1:
         yield SerialExecutor()
-        return
-    if warm_start:
-        ex = WarmStartExecutor(workers, preload)
-        try:
-            yield ex
-        finally:
-            ex.close()
         return
     cluster = _local_cluster(workers, preload)
     try:
@@ -184,103 +174,6 @@ class SerialExecutor:
 
     def map_ordered(self, fn, items, *, look_ahead=None, progress=None, description="working"):
         return self.map_unordered(fn, items, progress=progress, description=description)
-
-
-class WarmStartExecutor:
-    """A local cluster started on a thread while the pieces run in this process; once the cluster is up (checked
-    between pieces), the pieces not yet started go to it. A piece run here is reported exactly as a serial
-    one; the values do not depend on where a piece ran, and callers place them by key. If the cluster fails to
-    start, the error is raised when the work reaches the point of handing pieces over."""
-
-    def __init__(self, workers: int, preload: Sequence[str] = ()) -> None:
-        import threading
-
-        self.n_workers = workers
-        self.cluster = self.client = None
-        self.error: BaseException | None = None
-        self.pieces_here = 0  # pieces run in this process while the cluster started
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._start, args=(workers, tuple(preload)), daemon=True,
-                                        name="arcstudy-cluster-start")
-        self._thread.start()
-
-    def _start(self, workers: int, preload: tuple[str, ...]) -> None:
-        try:
-            self.cluster = _local_cluster(workers, preload)
-            self.client = _local_client(self.cluster)
-        except BaseException as err:  # reported to the caller on the main thread
-            self.error = err
-        finally:
-            self._ready.set()
-
-    def _cluster(self) -> DaskExecutor:
-        self._ready.wait()
-        if self.error is not None:
-            raise self.error
-        return DaskExecutor(self.client, self.n_workers)
-
-    def _here_until_ready(self, fn, todo: deque) -> Iterator[Outcome]:
-        while todo and not self._ready.is_set():
-            key, item = todo.popleft()
-            self.pieces_here += 1
-            yield _call(fn, key, item)
-
-    def map_unordered(self, fn, items, *, progress=None, description="working"):
-        pairs = list(items)
-        return _tracked(self._unordered(fn, pairs), len(pairs), progress, description)
-
-    def _unordered(self, fn, pairs):
-        """Each piece here runs on a helper thread while this one watches for the cluster: when it comes up
-        mid-piece, the rest goes to the workers at once and that piece's outcome follows when it is done."""
-        import queue
-        import threading
-
-        todo = deque(pairs)
-        finished: queue.SimpleQueue = queue.SimpleQueue()
-        running = None
-        while todo and not self._ready.is_set():
-            key, item = todo.popleft()
-            self.pieces_here += 1
-            running = threading.Thread(target=lambda k=key, i=item: finished.put(_call(fn, k, i)), daemon=True,
-                                       name="arcstudy-piece-here")
-            running.start()
-            while running.is_alive() and not self._ready.wait(0.05):
-                pass
-            if running.is_alive():  # the cluster is up: hand over the rest now, this piece finishes beside it
-                break
-            running.join()
-            yield finished.get()
-            running = None
-        try:
-            if todo:
-                for outcome in self._cluster()._unordered(fn, list(todo)):
-                    yield outcome
-                    while not finished.empty():
-                        yield finished.get()
-        finally:
-            if running is not None:
-                running.join()
-        while not finished.empty():
-            yield finished.get()
-
-    def map_ordered(self, fn, items, *, look_ahead=None, progress=None, description="working"):
-        pairs = list(items)
-        return _tracked(self._ordered(fn, pairs, look_ahead), len(pairs), progress, description)
-
-    def _ordered(self, fn, pairs, look_ahead):
-        todo = deque(pairs)
-        yield from self._here_until_ready(fn, todo)
-        if todo:
-            yield from self._cluster()._ordered(fn, list(todo), look_ahead or self.n_workers)
-
-    def close(self) -> None:
-        self._thread.join()
-        try:
-            if self.client is not None:
-                self.client.close()
-        finally:
-            if self.cluster is not None:
-                self.cluster.close()
 
 
 class DaskExecutor:

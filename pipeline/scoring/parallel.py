@@ -41,8 +41,10 @@ REPLAY_FAILED = "replay failed: "
 PARALLEL_MIN_BYTES = 64 << 20
 PARALLEL_MIN_STEPS = 20_000
 PIECES_PER_WORKER = 4  # batches per worker: enough to even out unequal files, few enough to stay cheap
-# A local cluster starts on a thread while the first batches are read and replayed here (open_executor's
-# warm_start), and each worker imports the engine and the scorer as it starts rather than with its first batch.
+# Each worker of a local cluster imports the engine and the scorer as it starts rather than with its first batch.
+# (Starting the cluster on a thread while this process replayed the first batches was tried and measured slower:
+# 0.70-0.78x against 0.89-0.90x without it, on two simulated studies, loaded machine; this process's replays and
+# the in-process scheduler share one interpreter.)
 WORKER_PRELOAD = ("pipeline.scoring.parallel",)
 
 # Columns of the step table that a database replay reads (verify.steps_from_table).
@@ -163,7 +165,7 @@ def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
         if workers == 1 and default_workers() > 1 and len(paths) > 1:
             _say_one_process(f"{sum(sizes) / 1e6:,.0f} MB of recordings", f"{PARALLEL_MIN_BYTES >> 20} MB")
     per_path: list[FileResult | str | None] = [None] * len(paths)
-    with open_executor(workers, scheduler, n_items=len(paths), warm_start=True, preload=WORKER_PRELOAD) as ex:
+    with open_executor(workers, scheduler, n_items=len(paths), preload=WORKER_PRELOAD) as ex:
         if ex.n_workers <= 1:  # in this process: one file per piece (a progress step each)
             batches = [[i] for i in range(len(paths))]
             description = "reading and replaying"
@@ -240,7 +242,7 @@ def verify_recordings(recordings: Sequence[RecordingInput], game_dirs: Iterable[
         workers = default_workers() if n_steps >= PARALLEL_MIN_STEPS else 1
         if workers == 1 and default_workers() > 1 and len(recordings) > 1:
             _say_one_process(f"{n_steps:,} steps to replay", f"{PARALLEL_MIN_STEPS:,} steps")
-    with open_executor(workers, scheduler, n_items=len(recordings), warm_start=True, preload=WORKER_PRELOAD) as ex:
+    with open_executor(workers, scheduler, n_items=len(recordings), preload=WORKER_PRELOAD) as ex:
         if ex.n_workers <= 1:  # in this process: one recording per piece (a progress step each), nothing copied
             batches = [[i] for i in range(len(recordings))]
             pieces = [[rec] for rec in recordings]
