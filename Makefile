@@ -5,12 +5,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.arcstudy-installed
 PYTEST_WORKERS ?= 2
 
-.PHONY: install test lint unit integration conformance clean help demo browser screenshots
+.PHONY: install test lint unit integration conformance clean help demo browser screenshots baselines
 
 help:
 	@echo "make demo    install into $(VENV) (if needed) and run the whole pipeline on the demo study"
 	@echo "make test    install into $(VENV) (if needed) and run make lint plus the whole test suite"
 	@echo "make lint    ruff and the import-layer contract (lint-imports, docs/architecture.md)"
+	@echo "make baselines  regenerate games/*/metadata.json baseline_actions from a fresh demo study"
 	@echo "make screenshots  the README's pictures (docs/img/*.png) from reports/demo (after make demo)"
 	@echo "make clean   remove the virtual environment and caches"
 	@echo "make bench   the benchmarks at a small size: headline ratios beside their goals (benchmarks/README.md)"
@@ -26,6 +27,14 @@ install: $(STAMP)
 
 demo: install
 	$(BIN)/arcstudy demo
+
+# The shipped games' baseline_actions are the demo study's recomputed baselines (games/README.md): regenerate
+# them after any change to the simulator, the games or the baseline rule (tests/integration/test_demo.py fails
+# while they drift). --fresh: the demo's agents are budgeted by the old baselines, humans never read them.
+baselines: install
+	$(BIN)/arcstudy demo --fresh
+	$(BIN)/arcstudy baselines --db reports/demo/demo.duckdb --write-metadata games
+	$(BIN)/arcstudy demo --fresh
 
 # The README's pictures, taken from the demo's reports with headless Chromium (docs/screenshots.py).
 screenshots: install browser

@@ -244,10 +244,12 @@ def _parse_line(line_no: int, text: str) -> RecordingLine:
 def iter_recording(source: str | Path | IO[str]) -> Iterator[RecordingLine]:
     """Lines of a recording, streamed (blank lines skipped; line numbers count every line)."""
     if isinstance(source, (str, Path)):
-        with open(source, encoding="utf-8") as handle:
+        with open(source, encoding="utf-8-sig") as handle:  # a byte-order mark (Windows tools) is not content
             yield from iter_recording(handle)
         return
     for line_no, text in enumerate(source, start=1):
+        if line_no == 1:
+            text = text.removeprefix("\ufeff")  # a handle opened as plain utf-8 keeps the byte-order mark
         if text.strip():
             yield _parse_line(line_no, text)
 

@@ -1,8 +1,18 @@
 """arcstudy's pipeline: ingest, transforms, scoring, simulation, reports and the `arcstudy` CLI."""
 
-from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
-try:
-    __version__ = version("arcstudy")
-except PackageNotFoundError:  # running from a checkout that was not installed
-    __version__ = "0.0.0+unknown"
+
+def __getattr__(name: str) -> Any:
+    # `__version__` is looked up on first use: importlib.metadata costs ~0.15 s at import, paid otherwise by every
+    # process that imports any part of the pipeline (each sandbox child among them)
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value = version("arcstudy")
+        except PackageNotFoundError:  # running from a checkout that was not installed
+            value = "0.0.0+unknown"
+        globals()["__version__"] = value
+        return value
+    raise AttributeError(f"module 'pipeline' has no attribute {name!r}")

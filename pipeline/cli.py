@@ -20,7 +20,7 @@ from typer.main import get_command_from_info
 from typer.models import CommandInfo
 
 import pipeline
-from pipeline.commands.common import EXIT_OK, Command, Group
+from pipeline.commands.common import EXIT_OK, Command, Group, UsageError, unknown_option
 from pipeline.core.console import out
 
 # verb: (module of pipeline/commands/, its function), in the order `arcstudy --help` lists them: the order a
@@ -31,9 +31,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "query": ("query", "query_command"),
     "ingest": ("ingest", "ingest_command"),
     "formats": ("ingest", "formats_command"),
+    "forget": ("forget", "forget_command"),
     "build": ("build", "build_command"),
     "baselines": ("build", "baselines_command"),
     "score": ("score", "score_command"),
+    "recover-actions": ("recover", "recover_actions_command"),
     "replay-harc": ("harc", "replay_harc_command"),
     "harc-analyses": ("harc", "harc_analyses_command"),
     "harc-graph": ("harc", "harc_graph_command"),
@@ -45,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "report_command"),
     "explore": ("explore", "explore_command"),
     "qualify": ("qualify", "qualify_command"),
+    "check-witnesses": ("witnesses", "check_witnesses_command"),
 }
 
 
@@ -83,6 +86,19 @@ class _App(Group):
         super().__init__(*args, **kwargs)
         self.commands = _Verbs()
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except UsageError as err:  # a command's option before the command: say where it goes
+            name = unknown_option(err)
+            verbs = [v for v in COMMANDS if name and any(name in (*p.opts, *p.secondary_opts)
+                                                         for p in self.commands[v].params)]
+            if not verbs:
+                raise
+            where = f"{len(verbs)} commands have it" if len(verbs) > 3 else f"of {', '.join(verbs)}"
+            raise UsageError(f"{name} is an option of the command ({where}), not of arcstudy itself: put it after "
+                             f"the command, e.g. arcstudy {verbs[0]} {name} ...", ctx) from err
+
 
 app = typer.Typer(
     name="arcstudy",
@@ -91,6 +107,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Help and usage errors in click's plain layout: it wraps every line to the terminal (COLUMNS) and never cuts
+    # a word, where rich's boxed tables cut option names and paths with an ellipsis below ~120 columns.
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
 )
 
 

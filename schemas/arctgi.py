@@ -71,8 +71,10 @@ FIELDS: list[Field] = [
     # --- out_arctgi__witness_checks ---------------------------------------------------------------------
     Field("status", pl.String,
           "result of running the task's stored witness (`code`) on every pair, twice: `pass` (every output "
-          "equal to the stored one, both runs), `mismatch`, `error` (raised, or returned no grid), `timeout`, "
-          "`refused` (the sandbox stopped a forbidden operation), `nondeterministic` (the two runs differ)",
+          "equal to the stored one, both runs), `mismatch` (an output differs, or is not a grid of integers 0-9 "
+          "within 30 x 30), `error` (raised, returned no grid, did not compile, or ended its process), `timeout`, "
+          "`refused` (the sandbox stopped a forbidden operation, or the memory or output limit), "
+          "`nondeterministic` (the two runs differ)",
           isin=WITNESS_STATUSES),
     Field("n_match", pl.Int64, "pairs whose witness output equals the stored output", ge=0),
     Field("seconds", pl.Float64, "wall time spent checking the task, seconds", ge=0),

@@ -34,6 +34,10 @@ FIELDS: list[Field] = [
     Field("check_name", pl.String, "the rule that failed (pandera check or ingest rule id)"),
     Field("failing_value", pl.String, "the failing value as text", nullable=True),
     Field("reason", pl.String, "what is wrong, in words a person can act on"),
+    Field("n_raw_bytes", pl.Int64, "length in UTF-8 bytes of the offending text in full (raw_text keeps at most "
+          "4 KiB of it)", ge=0, nullable=True),
+    Field("raw_sha256", pl.String, "sha256 of the offending text in full (UTF-8), to find it again beyond the "
+          "4 KiB raw_text keeps", regex=SHA256, nullable=True),
     # --- runs (manifests) -------------------------------------------------------------------------
     Field("command", pl.String, "the arcstudy command line that ran"),
     Field("started_at", UTC, "when the run started"),
@@ -43,4 +47,10 @@ FIELDS: list[Field] = [
     Field("is_git_dirty", pl.Boolean, "the checkout had uncommitted changes", nullable=True),
     Field("exit_code", pl.Int64, "0 ok, 1 error, 2 usage, 3 completed with rejected input", nullable=True),
     Field("manifest_json", pl.String, "the full run manifest as JSON"),
+    # --- schema version ---------------------------------------------------------------------------
+    Field("schema_version", pl.Int64, "declared schema version (schemas/version.py SCHEMA_VERSION)", ge=1),
+    Field("schema_sha256", pl.String, "sha256 of every table's columns, types, nullability and key", regex=SHA256),
+    Field("migrated_at", UTC, "when the database was created with, or upgraded in place to, this schema"),
+    Field("migration_note", pl.String, "what the upgrade changed (new tables, new columns, tables rebuilt)",
+          nullable=True),
 ]

@@ -17,9 +17,9 @@ import polars as pl
 from schemas.model import Field
 
 SHA256 = r"^[0-9a-f]{64}$"
-REPLAY_STATUSES = ("verified", "divergent", "unverified", "not_replayable")
+REPLAY_STATUSES = ("verified", "divergent", "unverified", "not_replayable", "summary_only")
 BASELINE_SOURCES = ("baselines-dir", "baselines-csv", "db-level-baselines", "db-environments", "games-dir",
-                    "reference-csv", "none")
+                    "reference-csv", "none", "scorecard")
 
 FIELDS: list[Field] = [
     # --- replay checks -----------------------------------------------------------------------------
@@ -27,10 +27,11 @@ FIELDS: list[Field] = [
           "states, level counts and recorded frames match, or frames differed only at steps after which they "
           "matched again: see n_frame_only_steps), `divergent` (first divergence reported), "
           "`unverified` (game not loadable: scored from the recording alone), `not_replayable` (the actions "
-          "are not known, e.g. the benchmarking action_ids_lost defect)", isin=REPLAY_STATUSES),
+          "are not known, e.g. the benchmarking action_ids_lost defect), `summary_only` (a scorecard's run: scored from "
+          "its per-level actions, not replay-verified)", isin=REPLAY_STATUSES),
     Field("replay_input", pl.String, "what was replayed: the recording file given on the command line "
-          "(`recording`, frames compared pixel by pixel) or the database steps (`steps`, frame hashes compared)",
-          isin=("recording", "steps")),
+          "(`recording`, frames compared pixel by pixel), the database steps (`steps`, frame hashes compared), or "
+          "nothing: a scorecard's run (`card`, summary only)", isin=("recording", "steps", "card")),
     Field("n_steps_replayed", pl.Int64, "frame lines of the play replayed through the engine", ge=0),
     Field("divergence_step_index", pl.Int64, "0-based index of the recording's frame line where the replay "
           "first diverged (the file's step_index)", nullable=True, ge=0),
@@ -54,6 +55,13 @@ FIELDS: list[Field] = [
     Field("is_score_excluded", pl.Boolean, "the play is reported but left out of the scorecard (divergent "
           "without --trust-recordings, or its actions are unknown)"),
     Field("exclusion_reason", pl.String, "why the play is left out of the scorecard", nullable=True),
+    Field("is_recovered", pl.Boolean, "the play's action ids were lost (the agents recorder's action_ids_lost "
+          "defect) and recovered: searched for from its frames (`--recover-actions`, `arcstudy recover-actions`) "
+          "or supplied (`--recovered-actions`); replay-verified like any other play. Null in rows written before "
+          "this column existed", nullable=True),
+    Field("recovery_provenance", pl.String, "for a recovered play, where its actions come from, e.g. `recovered "
+          "from frames by arcstudy recover-actions on <game_id> (game source sha256 ...): N steps, k with "
+          "alternatives, j ambiguous`", nullable=True),
     # --- run and level scores ----------------------------------------------------------------------
     Field("cutoff_level", pl.Int64, "policies with a per-level action cutoff: the first completed level whose "
           "actions exceed ceil(5 x baseline); it and every later level score 0", nullable=True, ge=1),

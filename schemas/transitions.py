@@ -18,10 +18,11 @@ import polars as pl
 import pyarrow as pa
 
 from schemas.model import Field
+from schemas.vocabulary import ACTION_NAMES, GAME_STATES
 
 TRANSITION_SOURCES = ("human", "agent", "playback")
-ACTIONS = ("RESET", "ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION5", "ACTION6", "ACTION7")
-STATES = ("NOT_PLAYED", "NOT_FINISHED", "WIN", "GAME_OVER")
+ACTIONS = ACTION_NAMES
+STATES = GAME_STATES
 
 # (field, arrow type): the field carries the name, meaning and checks; polars types are those arrow maps to.
 _COLUMNS: list[tuple[Field, pa.DataType]] = [

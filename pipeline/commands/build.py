@@ -14,6 +14,7 @@ from rich.table import Table as RichTable
 
 from pipeline.core.config import BASELINE_RULES, ConfigError, load_config
 from pipeline.core.console import out
+from pipeline.core.outputs import named, write_csv, write_text
 from pipeline.scoring.baseline_sources import read_published
 
 from .common import (
@@ -22,6 +23,7 @@ from .common import (
     EXIT_USAGE,
     DbOption,
     LockTimeoutOption,
+    RawCsvOption,
     command_line,
     fail,
     foreign_tables_said,
@@ -30,7 +32,7 @@ from .common import (
     out_write_errors_said,
     refuse_overwriting_any_database,
     refuse_overwriting_database,
-    run_manifest_dir,
+    write_run_manifest,
 )
 
 
@@ -98,6 +100,13 @@ def build_command(
         _print_plan(report)
         if not dry_run:
             _print_summaries(ws, report)
+    if report.excluded:
+        for file_id, why in report.excluded.items():
+            name = report.excluded_paths.get(file_id, file_id)
+            out.console.print(f"left out of the out_* tables: {name} ({why}); `arcstudy forget {name}` removes "
+                              "what it brought, or fix and re-ingest it", markup=False, highlight=False)
+        out.console.print(f"{len(report.excluded)} file(s) left out; every other file was built", markup=False)
+        raise typer.Exit(EXIT_REJECTED)
     raise typer.Exit(EXIT_OK)
 
 
@@ -177,6 +186,7 @@ def baselines_command(
     out_file: Annotated[Path | None, typer.Option("--out", help="Write the level-by-level diff (with --compare) "
                                                   "or the baselines as CSV.", dir_okay=False,
                                                   show_default=False)] = None,
+    raw_csv: RawCsvOption = False,
 ) -> None:
     """Show human baselines per game and level under a rule; write metadata.json files; diff against published.
 
@@ -205,7 +215,7 @@ def baselines_command(
                            config={"rule": rule, "compare": str(compare) if compare else None,
                                    "from_counts": str(from_counts) if from_counts else None,
                                    "write_metadata": str(write_metadata) if write_metadata else None})
-    outputs = _BaselineOutputs(rule, write_metadata, compare, compare_published, write, out_file)
+    outputs = _BaselineOutputs(rule, write_metadata, compare, compare_published, write, out_file, raw_csv)
     if from_counts is not None:
         refuse_overwriting_any_database(out_file)  # no --db to compare with
         from pipeline.ingest.baseline_counts import CountsFileError, read_counts
@@ -242,7 +252,7 @@ def baselines_command(
         if outputs.writes:
             manifest.finish(EXIT_OK)
             ws.record_run(manifest)
-            manifest.write_json(run_manifest_dir(db_path) / manifest.run_id)
+            write_run_manifest(manifest, db_path)
     raise typer.Exit(EXIT_OK)
 
 
@@ -256,6 +266,7 @@ class _BaselineOutputs:
     compare_published: bool
     write: bool
     out_file: Path | None
+    raw_csv: bool = False  # --raw-csv: the --out CSV without formula neutralising
     refused: int = 0  # games whose metadata.json was not written because their id names no game
 
     @property
@@ -317,10 +328,9 @@ class _BaselineOutputs:
                     intervals = baseline_intervals(costs, levels).drop("baseline_value", "n_completers",
                                                                        "is_default_rule")
                     frame = frame.join(intervals, on=keys, how="left")
-            try:
-                frame.write_csv(self.out_file)
-            except OSError as err:  # a path under a file, a missing folder, a full disk: said, not a traceback
-                raise fail(f"cannot write --out {self.out_file}: {err.strerror or err}") from err
+            # whole, never through a symlink; an unwritable path is one line (OutputError, commands.common)
+            with named("--out"):
+                write_csv(frame, self.out_file, raw=self.raw_csv)
             manifest.add_output(self.out_file)
             out.console.print(f"wrote {self.out_file}")
 
@@ -362,11 +372,7 @@ def _metadata_files(root: Path) -> dict[str, Path]:
 
 
 def _write_metadata(path: Path, doc: dict, manifest) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=2) + "\n")
-    except OSError as err:  # e.g. <DIR>/<code> is a regular file
-        raise fail(f"cannot write {path}: {err.strerror or err}") from err
+    write_text(path, json.dumps(doc, indent=2) + "\n")  # e.g. <DIR>/<code> a regular file: one line, exit 1
     manifest.add_output(path)
     out.console.print(f"wrote {path}")
 

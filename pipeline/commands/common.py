@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 completed with rejected input (see the `qu
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from pipeline.core.console import out
+from pipeline.core.outputs import OUTPUT_ERRNOS, OutputError, as_output_error, is_output_oserror
 from pipeline.core.special_files import not_regular_file
 from pipeline.core.workspace import (
     DUCKDB_MAGIC,
@@ -38,6 +40,10 @@ DbOption = Annotated[
                  "read fall back to reports/demo/demo.duckdb when neither exists).",
                  dir_okay=False, show_default=False),
 ]
+
+RawCsvOption = Annotated[bool, typer.Option(
+    "--raw-csv", help="Write CSV cells as they are: without it, text that a spreadsheet would run as a formula "
+                      "(starting with = + - @, TAB or CR) gets a leading ' (Parquet is always as is).")]
 
 GameVersionOption = Annotated[
     str | None,
@@ -84,6 +90,18 @@ class _FlagsWithoutType:
         return params
 
 
+# Options of `arcstudy` itself (pipeline.cli.main). --plain is accepted after the command too (it only changes how
+# output looks); --version gets a hint there.
+GLOBAL_OPTIONS = ("--plain", "--version")
+# typer 0.29 parses with its own copy of click, whose UsageError it exports only as BadParameter's base
+UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
+def unknown_option(err: Exception) -> str | None:
+    """The option a "No such option" usage error names, else None."""
+    return getattr(err, "option_name", None) if type(err).__name__ == "NoSuchOption" else None
+
+
 class Command(_FlagsWithoutType, TyperCommand):
     """Every `arcstudy` verb: `app.command(name, cls=Command)`.
 
@@ -94,6 +112,21 @@ class Command(_FlagsWithoutType, TyperCommand):
     Verbs end with `typer.Exit`; a SystemExit reaching here was raised by code arcstudy runs (a game's `sys.exit()`
     or `exit()`): it would end the run with the game's code (0 reads as success) and nothing said, so it is
     reported as an error instead."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        own = {opt for param in self.params for opt in (*param.opts, *param.secondary_opts)}
+        end = args.index("--") if "--" in args else len(args)
+        if "--plain" not in own and "--plain" in args[:end]:  # `arcstudy tables --plain` as `arcstudy --plain tables`
+            out.set_plain(True)
+            args = [a for i, a in enumerate(args) if not (a == "--plain" and i < end)]
+        try:
+            return super().parse_args(ctx, args)
+        except UsageError as err:
+            name = unknown_option(err)
+            if name in GLOBAL_OPTIONS and name not in own:
+                raise UsageError(f"{name} is a global option: put it before the command (arcstudy {name})",
+                                 ctx) from err
+            raise
 
     def invoke(self, ctx: Any) -> Any:
         for param in self.params:
@@ -107,18 +140,59 @@ class Command(_FlagsWithoutType, TyperCommand):
                         raise fail(f"{param.opts[-1]} {path}: {kind}, not a regular file or folder", EXIT_USAGE)
         try:
             return super().invoke(ctx)
+        except OutputError as err:  # an output (or scratch space) that cannot be written: not the input's fault
+            raise output_failed(err) from err
+        except duckdb.Error as err:  # the database's own file: a full disk, a name too long, ...
+            if not _is_database_write_error(err):
+                raise
+            raise fail(f"cannot write the database: {_first_line(err).removeprefix('TransactionContext Error: ')}; "
+                       "what was being written was rolled back (free some space, or choose another --db)") from err
         except SystemExit as err:
             from engine.loader import describe_game_error
 
             raise fail(f"code run by arcstudy called exit ({describe_game_error(err)}); the command stopped before "
                        "finishing and its output is incomplete") from err
         except KeyboardInterrupt as err:  # Ctrl-C, e.g. out of a game that never returns from a step
-            raise fail("interrupted (Ctrl-C): the command stopped before finishing and its outputs are incomplete",
-                       EXIT_INTERRUPTED) from err
+            raise fail("interrupted (Ctrl-C): the command stopped before finishing; output files and folders it had "
+                       "not finished were left as they were", EXIT_INTERRUPTED) from err
 
 
 class Group(_FlagsWithoutType, TyperGroup):
     """The `arcstudy` app itself: `typer.Typer(cls=Group)`."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """Each command with the whole first sentence of its help, wrapped (click cuts it at the line's end
+        with "...", which at 80 columns left most of every summary out)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=1000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+_FULL = OUTPUT_ERRNOS - {errno.EROFS}
+
+
+def _is_database_write_error(err: BaseException) -> bool:
+    """DuckDB's I/O failures (a full disk, a file it cannot create), which it raises as IOException or, at a
+    commit, as a TransactionException."""
+    return isinstance(err, duckdb.IOException) or (isinstance(err, duckdb.TransactionException)
+                                                  and "Failed to commit" in str(err))
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
+def output_failed(err: OutputError) -> typer.Exit:
+    """The one way an output that cannot be written ends a command: one line naming the path and the OS's
+    reason, exit 1 (pipeline.core.outputs raises OutputError for every output-side OSError)."""
+    return fail(f"{err}; free some space, or choose another place"
+                if err.errno in _FULL else
+                f"{err}; choose another place, or remove what is in the way")
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
@@ -128,10 +202,38 @@ def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
 
 
 def open_workspace(db: Path | None, *, read_only: bool = False, lock_timeout_s: float = 30.0) -> Workspace:
+    path = db or default_db_path()
+    if not read_only:
+        refuse_too_long_database_name(path)
     try:
-        return Workspace(db or default_db_path(), read_only=read_only, lock_timeout_s=lock_timeout_s)
+        return Workspace(path, read_only=read_only, lock_timeout_s=lock_timeout_s)
     except WorkspaceError as err:
         raise fail(str(err)) from err
+
+
+def refuse_too_long_database_name(db: Path) -> None:
+    """Exit 1 before any work when the log DuckDB writes beside the database (`<db>.wal`) would have a longer name
+    than the file system allows: the database would otherwise fail at its first commit, after the work."""
+    try:
+        limit = os.pathconf(db.parent if str(db.parent) else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    longest = len(os.fsencode(db.name + ".wal"))
+    if longest > limit:
+        raise fail(f"cannot write the database {db}: File name too long (the log DuckDB keeps beside it, the name "
+                   f"plus .wal, needs {longest} characters; the file system allows {limit}); choose a shorter --db "
+                   "name")
+
+
+def write_run_manifest(manifest: Any, db_path: Path) -> Path:
+    """The manifest of a run whose output is the database, under `<db>.runs/<run_id>/` (run_manifest_dir). The
+    database is already written: a manifest that cannot be (a file named `<db>.runs`, a full disk) says so in one
+    line, exit 1."""
+    try:
+        return manifest.write_json(run_manifest_dir(db_path) / manifest.run_id)
+    except OutputError as err:
+        raise fail(f"{db_path} was written (run {manifest.run_id} is in its `runs` table), but {err}; remove what "
+                   "is in the way") from err
 
 
 def refuse_overwriting_database(out_file: Path | None, db: Path) -> None:
@@ -153,7 +255,8 @@ def refuse_overwriting_database(out_file: Path | None, db: Path) -> None:
 
 def make_out_dir(path: Path, option: str = "--out") -> Path:
     """Create the folder a command writes into before any work: one that cannot exist (under a regular file, in
-    a missing or read-only place, a NUL in its name) stops the command with exit 1 naming `option`."""
+    a missing or read-only place, a NUL in its name, too long a name) stops the command with exit 1 naming
+    `option`."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (OSError, ValueError) as err:
@@ -169,11 +272,9 @@ def out_write_errors_said(folder: Path | None, option: str = "--out") -> Iterato
     try:
         yield
     except OSError as err:
-        name = err.filename
-        if folder is None or not name or not os.path.abspath(name).startswith(os.path.abspath(folder) + os.sep):
+        if folder is None or not is_output_oserror(err, folder):
             raise
-        raise fail(f"cannot write {name} under {option} {folder}: {err.strerror or err}; remove what is in the "
-                   "way or choose another folder") from err
+        raise output_failed(as_output_error(err, folder)) from err
 
 
 @contextmanager

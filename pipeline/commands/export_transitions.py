@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from pipeline.core.console import out
+from pipeline.core.outputs import write_text
 
 from .common import (
     EXIT_OK,
@@ -183,8 +184,8 @@ def export_transitions_command(
     created = datetime.now(UTC).isoformat(timespec="seconds")
     card = out_dir / "README.md"
     try:
-        card.write_text(dataset_card(summary, shards, licence=licence, command=manifest.command,
-                                     created_at=created), encoding="utf-8")
+        write_text(card, dataset_card(summary, shards, licence=licence, command=manifest.command,
+                                      created_at=created))
     except OSError as err:
         raise fail(f"wrote the shards, but cannot write the card {card}: {err.strerror or err}") from err
     for job in jobs:

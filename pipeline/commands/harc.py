@@ -22,6 +22,7 @@ import typer
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
+from pipeline.core.outputs import output_folder, public_path, write_text
 from schemas.vocabulary import HARC_RELEASES, HARC_SPLITS
 
 from .common import (
@@ -181,14 +182,21 @@ def harc_analyses_command(
     out_dir = make_out_dir(out_dir or default_out_dir(db_path))  # before the analyses, not at the figures
     if not no_figures:  # drawn in a child process, whose failure to write would come back as a traceback
         make_out_dir(out_dir / "figures")
+    # The folder (figures/, manifest.json) is written whole: a failure or a full disk leaves the old one.
     with (open_workspace(db_path, lock_timeout_s=lock_timeout) as ws, foreign_tables_said(db_path),
-          out_write_errors_said(out_dir)):
+          out_write_errors_said(out_dir), output_folder(out_dir) as stage):
+        if not no_figures:
+            (stage / "figures").mkdir(exist_ok=True)
         try:
             report = run_analyses(ws, release=release, seed=seed, n_simulations=simulations,
-                                  thinking_threshold_s=thinking_threshold, out_dir=out_dir,
+                                  thinking_threshold_s=thinking_threshold, out_dir=stage,
                                   figures=not no_figures, command=command_line(ctx), progress=out.track)
         except (HarcError, WorkspaceError) as err:
             raise fail(str(err)) from err
+        report.figures = {name: {kind: public_path(path) for kind, path in paths.items()}
+                          for name, paths in report.figures.items()}
+        if report.manifest_path is not None:
+            report.manifest_path = public_path(report.manifest_path)
     _print_analyses(report)
     raise typer.Exit(EXIT_OK)
 
@@ -295,7 +303,7 @@ def harc_graph_command(
     make_out_dir(out_dir)
     path = out_dir / f"{task_id}.graph.json"
     with out_write_errors_said(out_dir):
-        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     out.console.print(f"task {task_id} ({doc['task_split']}, {doc['release_generation']}): {doc['n_unique_states']} "
                       f"states, {len(doc['edges'])} transitions, {doc['n_traces']} traces; wrote {path}")
     if not no_figure:

@@ -21,8 +21,9 @@ from .common import (
     command_line,
     fail,
     lock_timeout_seconds,
+    make_out_dir,
     open_workspace,
-    run_manifest_dir,
+    write_run_manifest,
 )
 
 
@@ -80,6 +81,8 @@ def ingest_command(
                            config={"format": fmt, "force": force, "keep_frames": keep_frames,
                                    "frames_dir": str(frames_dir), "db": str(db_path),
                                    "workers": workers, "scheduler": scheduler, "family_prefix": family_prefix})
+    if keep_frames:  # before any work: a frames folder that cannot exist is the output's problem, not the inputs'
+        make_out_dir(frames_dir, "--frames-dir")
     files = expand_paths(paths)
     if not files:
         raise fail(f"no input files in {', '.join(map(str, paths))} (hidden files and folders, *.py, *.pyc and "
@@ -103,7 +106,7 @@ def ingest_command(
         manifest.notes["quarantined"] = report.n_quarantined
         manifest.finish(code)
         ws.record_run(manifest)
-    manifest.write_json(run_manifest_dir(db_path) / manifest.run_id)
+    write_run_manifest(manifest, db_path)
 
     table = RichTable(title=f"ingest into {db_path}")
     for col in ("file", "status", "format", "loaded", "quarantined", "note"):

@@ -12,10 +12,12 @@ import typer
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
+from pipeline.core.outputs import csv_text, named, write_text, write_with
 
 from .common import (
     EXIT_USAGE,
     DbOption,
+    RawCsvOption,
     db_to_read,
     fail,
     lock_timeout_seconds,
@@ -35,25 +37,33 @@ def query_command(
     sql: Annotated[str, typer.Argument(help="One read statement (DuckDB dialect): SELECT, WITH, FROM, DESCRIBE, "
                                        "SHOW, SUMMARIZE or EXPLAIN.")],
     db: DbOption = None,
-    fmt: Annotated[QueryFormat, typer.Option("--format", help="Output format.")] = QueryFormat.table,
+    fmt: Annotated[QueryFormat | None, typer.Option("--format", help="Output format (default: table on the "
+                                                    "terminal; with --out, from its suffix: .csv, .parquet, "
+                                                    "else json).", show_default=False)] = None,
     out_file: Annotated[Path | None, typer.Option("--out", help="Write results to this file.")] = None,
     limit: Annotated[int, typer.Option(min=0, help="Rows shown in table format (files get every row).")] = 50,
     lock_timeout: Annotated[float, typer.Option("--lock-timeout", help="Seconds to wait while another process "
                                                 "(ingest, build) has the database open for writing.",
                                                 callback=lock_timeout_seconds)] = 30.0,
+    raw_csv: RawCsvOption = False,
 ) -> None:
     """Run one read-only SQL statement against the database.
 
     Reads: the database only, through a read-only connection that cannot reach files, extensions or settings;
     several statements, writes, ATTACH, COPY, EXPORT, SET, PRAGMA, INSTALL and read_csv()/glob() of other files
     are refused (exit 2). Writes: --out FILE when given (csv, json or parquet), else stdout; BLOB columns are
-    written as hex text in csv and json.
+    written as hex text in csv and json. --out is written whole (a temporary file renamed over it: a symlink
+    there is replaced, never written through). CSV text cells that a spreadsheet would run as a formula (starting
+    with = + - @, TAB or CR) get a leading ' unless --raw-csv.
     """
     import duckdb
     import polars as pl
 
     from pipeline.core.workspace import QueryRefused
 
+    if fmt is None:
+        suffix = out_file.suffix.lower() if out_file is not None else ""
+        fmt = {".csv": QueryFormat.csv, ".parquet": QueryFormat.parquet}.get(suffix, QueryFormat.table)
     path = db_to_read(db)
     if fmt is QueryFormat.parquet and out_file is None:
         raise fail("--format parquet needs --out FILE", EXIT_USAGE)
@@ -70,12 +80,11 @@ def query_command(
             raise fail(f"query failed: {err}") from err
         except cannot_show as err:
             raise fail(_cannot_show(err, "read")) from err
-    try:
-        _emit(df, fmt, out_file, limit)
+    try:  # a folder, a missing or read-only folder, a full disk: OutputError, one line (commands.common)
+        with named("--out"):
+            _emit(df, fmt, out_file, limit, raw_csv)
     except cannot_show as err:
         raise fail(_cannot_show(err, f"written as {fmt.value}")) from err
-    except OSError as err:  # a folder, a missing or read-only folder, a full disk: said, not a traceback
-        raise fail(f"cannot write --out {out_file}: {err.strerror or err}") from err
     if out_file:
         out.info(f"wrote {df.height:,} rows to {out_file}")
 
@@ -86,7 +95,7 @@ def _cannot_show(err: BaseException, what: str) -> str:
             + ("" if what == "read" else " or choose another --format"))
 
 
-def _emit(df, fmt: QueryFormat, out_file: Path | None, limit: int) -> None:
+def _emit(df, fmt: QueryFormat, out_file: Path | None, limit: int, raw_csv: bool = False) -> None:
     import polars as pl
 
     if fmt is QueryFormat.table and out_file is None:
@@ -98,19 +107,18 @@ def _emit(df, fmt: QueryFormat, out_file: Path | None, limit: int) -> None:
         out.console.print(table)
         return
     if fmt is QueryFormat.parquet:
-        df.write_parquet(out_file)
+        assert out_file is not None
+        write_with(out_file, df.write_parquet, make_parents=False)  # raw: Parquet keeps the values as they are
         return
     df = df.with_columns(pl.col(pl.Binary).bin.encode("hex"))  # text formats cannot hold raw bytes
     if fmt is QueryFormat.json or (fmt is QueryFormat.table and out_file is not None):
         _write_or_echo(json.dumps(df.to_dicts(), default=str, indent=1), out_file)
     else:
-        from pipeline.report.html import csv_ready
-
-        _write_or_echo(csv_ready(df).write_csv(), out_file)
+        _write_or_echo(csv_text(df, raw=raw_csv), out_file)
 
 
 def _write_or_echo(text: str, out_file: Path | None) -> None:
     if out_file:
-        out_file.write_text(text)
+        write_text(out_file, text, make_parents=False)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")

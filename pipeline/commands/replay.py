@@ -40,6 +40,7 @@ def replay_command(
     """
     from engine.loader import default_environments_dir, describe_game_error
     from pipeline.core.manifest import RunManifest, sha256_file
+    from pipeline.core.outputs import OutputError, named, write_text
     from pipeline.core.special_files import not_regular_file
     from pipeline.recordings.playback import PlaybackError, replay_script_file, write_lines
     from pipeline.recordings.reader import RecordingRejected
@@ -67,10 +68,8 @@ def replay_command(
     except Exception as err:  # the game's own code raised (loading, constructing or stepping): nothing written
         raise fail(f"{script}: cannot replay: the game's code raised {describe_game_error(err)}",
                    EXIT_REJECTED) from err
-    try:
-        write_lines(out_file, lines)
-    except OSError as err:  # a missing or read-only folder, a full disk: said, not a traceback
-        raise fail(f"cannot write --out {out_file}: {err.strerror or err}") from err
+    with named("--out"):
+        write_lines(out_file, lines)  # whole; a missing or read-only folder, a full disk: OutputError, one line
     manifest.add_input(script, sha256_file(script))
     manifest.add_output(out_file)
     code = EXIT_REJECTED if parsed.issues else EXIT_OK
@@ -78,10 +77,10 @@ def replay_command(
                                 "action_lines_left_out": [f"{i.location}: {i.check}: {i.reason}" for i in parsed.issues]}
     manifest.finish(code)
     manifest_file = out_file.with_name(out_file.stem + ".manifest.json")
-    try:
-        manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
-    except OSError as err:
-        raise fail(f"wrote {out_file}, but cannot write its manifest {manifest_file}: {err.strerror or err}") from err
+    try:  # whole, never through a symlink
+        write_text(manifest_file, json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    except OutputError as err:
+        raise fail(f"wrote {out_file}, but {err}") from err
     out.console.print(f"wrote {out_file}: {len(lines)} lines (the opening RESET and {how.n_actions} actions"
                       f"{', with frames' if frames else ''}); {how.describe()}", markup=False, soft_wrap=True)
     for issue in parsed.issues:

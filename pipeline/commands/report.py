@@ -11,7 +11,16 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_OK, EXIT_USAGE, DbOption, fail, make_out_dir, out_write_errors_said
+from .common import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    DbOption,
+    RawCsvOption,
+    fail,
+    make_out_dir,
+    out_write_errors_said,
+)
 
 
 class ReportChoice(StrEnum):
@@ -47,9 +56,17 @@ def report_command(
                                                      "is run (in the sandbox, docs/security.md).", exists=True,
                                                      file_okay=False, show_default=False)] = None,
     explore_seconds: Annotated[float, typer.Option("--explore-seconds", min=0.0, help="Time budget of the "
-                                                   "explorer over all levels (0: do not explore).")] = 20.0,
+                                                   "explorer over all levels (0: do not explore).")] = 300.0,
     explore_nodes: Annotated[int, typer.Option("--explore-nodes", min=1, help="States explored per level at "
-                                               "most.")] = 2000,
+                                               "most (as `arcstudy explore --max-nodes`).")] = 200_000,
+    raw_csv: RawCsvOption = False,
+    competition: Annotated[bool, typer.Option("--competition", help="Scores report: each scorecard's total in "
+                                              "competition mode too, over every environment of the --games "
+                                              "folders (an unplayed one scores 0).")] = False,
+    compare_with: Annotated[Path | None, typer.Option("--compare-with", help="Scores report: a section explaining "
+                                                      "why each scorecard's total differs from this scorecard (an "
+                                                      "official card or an earlier arcstudy scorecard).",
+                                                      exists=True, dir_okay=False, show_default=False)] = None,
 ) -> None:
     """Write the HTML reports: calibration (per game: inclusion bar, players and full solvers, completion by level
     with intervals and drop-off level, durations by outcome, actions by level against optimal / best first run /
@@ -68,13 +85,25 @@ def report_command(
     every table shown, figures/<report>/<name>.png, .svg, .vl.json, and index.html: the reports of the folder
     grouped by audience (analysts, organizers, researchers) with their headline numbers.
 
-    Exit codes: 0 written, 1 error (database missing or unreadable), 2 usage (unknown policy, unusable
-    --ground-truth file).
+    The folder is replaced as a whole when every file is written: a failure, a full disk or Ctrl-C leaves the
+    previous reports as they were (and no temporary file). CSV cells that a spreadsheet would run as a formula
+    get a leading ' unless --raw-csv.
+
+    Scores report options: --competition adds each scorecard's total in competition mode over every environment
+    of the --games folders (unplayed: 0) beside its local total; --compare-with CARD adds why each scorecard's
+    total differs from CARD (denominator, counting, baselines, policy, plays left out; per environment and level).
+
+    Exit codes: 0 written, 1 error (database missing or unreadable, nothing to report: none of the chosen
+    reports has its tables, as in a database never built, or an output that cannot be written), 2 usage
+    (unknown policy, unusable --ground-truth file, --competition without --games or under a policy without
+    competition mode, an unusable --compare-with card), 3 written but a game's code was stopped in the sandbox
+    while the explorer ran it.
     """
     import duckdb
 
+    from pipeline.core.outputs import raw_csv as csv_as_is
     from pipeline.core.workspace import WorkspaceError, default_db_path
-    from pipeline.report.reports import REPORTS, ReportInputError, write_reports
+    from pipeline.report.reports import REPORTS, ReportInputError, reports_without_data, write_reports
 
     db_path = db or default_db_path()
     if db_path.exists() and not db_path.is_file():  # a folder or a device: "does not exist" would mislead
@@ -82,21 +111,35 @@ def report_command(
     if not db_path.is_file():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` and `arcstudy build` first, or "
                        "pass --db)")
-    out_path = make_out_dir(out_dir or default_out_dir(db_path))
     chosen = list(REPORTS) if which is ReportChoice.all else [which.value]
+    wanted = out_dir or default_out_dir(db_path)
+    created = _first_missing(Path(wanted).absolute())
+    out_path = make_out_dir(wanted)  # an --out that cannot be written is said first
+    try:
+        empty = reports_without_data(db_path, chosen)
+    except (WorkspaceError, duckdb.Error) as err:
+        _remove_empty(out_path, created)
+        raise fail(f"cannot read {db_path}: {err}") from err
+    if len(empty) == len(chosen):  # a database never built: nothing to report, and a page saying so is not a report
+        _remove_empty(out_path, created)
+        raise fail(f"{db_path} has nothing to report: " + "; ".join(f"{name}: {why}" for name, why in empty.items()))
     command = shlex.join(["arcstudy", "report", which.value, "--db", str(db_path), "--out", str(out_path)]
                          + (["--ground-truth", str(ground_truth)] if ground_truth else [])
                          + (["--policy", policy] if policy else [])
                          + [arg for g in games or [] for arg in ("--games", str(g))]
-                         + ["--explore-seconds", f"{explore_seconds:g}", "--explore-nodes", str(explore_nodes)])
+                         + ["--explore-seconds", f"{explore_seconds:g}", "--explore-nodes", str(explore_nodes)]
+                         + (["--raw-csv"] if raw_csv else [])
+                         + (["--competition"] if competition else [])
+                         + (["--compare-with", str(compare_with)] if compare_with else []))
     if games and explore_seconds > 0:
         from pipeline.core.game_code import announce
 
         announce(games)
     try:
-        with out_write_errors_said(out_path):
+        with out_write_errors_said(out_path), csv_as_is(raw_csv):
             written = write_reports(db_path, out_path, chosen, ground_truth=ground_truth, policy=policy, games=games,
-                                    explore_seconds=explore_seconds, explore_max_nodes=explore_nodes, command=command)
+                                    explore_seconds=explore_seconds, explore_max_nodes=explore_nodes, command=command,
+                                    competition=competition, compare_with=compare_with)
     except ReportInputError as err:
         raise fail(str(err), EXIT_USAGE) from err
     except (WorkspaceError, duckdb.Error) as err:
@@ -104,5 +147,36 @@ def report_command(
     for name, path in written.items():
         out.console.print(f"{name}: {path} ({path.stat().st_size:,} bytes; manifest "
                           f"{path.with_name(path.stem + '.manifest.json').name})")
+    for name, why in empty.items():
+        out.console.print(f"{name}: no data ({why}); its page says so")
     out.console.print(f"index: {out_path / 'index.html'}")
-    raise typer.Exit(EXIT_OK)
+    from pipeline.core.game_code import stopped_in_run
+
+    stopped = stopped_in_run()
+    for line in stopped:  # a game's code ended abnormally in the sandbox (the explorer's notes say it too)
+        out.error(line)
+    raise typer.Exit(EXIT_REJECTED if stopped else EXIT_OK)
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder of `path` that does not exist yet (what make_out_dir will create), or None."""
+    top = None
+    try:
+        while not path.exists() and path != path.parent:
+            top, path = path, path.parent
+    except OSError:  # too long a name: make_out_dir says so in one line
+        return None
+    return top
+
+
+def _remove_empty(out_path: Path, created: Path | None) -> None:
+    """Take back the folders this run created for --out, as long as they are empty (nothing was written)."""
+    if created is None:
+        return
+    folder = Path(out_path).absolute()
+    while folder == created or created in folder.parents:  # never a folder that was there before
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent

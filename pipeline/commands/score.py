@@ -19,6 +19,7 @@ from .common import (
     DbOption,
     GameVersionOption,
     LockTimeoutOption,
+    RawCsvOption,
     SchedulerOption,
     WorkersOption,
     command_line,
@@ -57,8 +58,10 @@ def expand_recordings(paths: list[Path]) -> list[Path]:
 def score_command(
     ctx: typer.Context,
     recordings: Annotated[list[Path] | None, typer.Argument(
-        help="Recording files (JSONL) or folders searched for *.jsonl. Without any, the plays already in the "
-             "database are scored.", exists=True, show_default=False)] = None,
+        help="Recording files (JSONL), scorecard files (JSON: official or arcstudy scorecards, card wrappers, "
+             "bare cards; scored summary only, not replay-verified) or folders searched for *.jsonl. Without any, "
+             "the plays and scorecard runs already in the database are scored.", exists=True,
+        show_default=False)] = None,
     policy: Annotated[str, typer.Option("--policy", help=f"Scoring policy id, several separated by commas, or "
                                         f"`all` ({', '.join(POLICIES)}).")] = DEFAULT_POLICY_ID,
     baselines: Annotated[Path | None, typer.Option("--baselines", help="Baselines to score against: a folder of "
@@ -81,6 +84,11 @@ def score_command(
                                                            "recording's file name, guid or file_id to its real "
                                                            "actions, for recordings whose action ids were lost.",
                                                            exists=True, dir_okay=False, show_default=False)] = None,
+    recover_actions: Annotated[bool, typer.Option("--recover-actions", help="Recover the actions of recordings "
+                                                  "whose action ids were lost (action_ids_lost) from their frames, "
+                                                  "as `arcstudy recover-actions` does, then verify and score them "
+                                                  "(database plays: from their stored frame hashes; "
+                                                  "--recovered-actions given for a file wins).")] = False,
     game: Annotated[list[str] | None, typer.Option("--game", help="Database plays: only this game id "
                                                    "(repeatable).", show_default=False)] = None,
     include_unknown_games: Annotated[bool, typer.Option("--include-unknown-games", help="Score plays of a game that "
@@ -88,18 +96,34 @@ def score_command(
                                                  "(left out by default: most likely a wrong folder or a "
                                                  "mistyped game id).")] = False,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the figures.")] = False,
+    competition: Annotated[bool, typer.Option("--competition", help="Competition mode (the toolkit's COMPETITION "
+                                              "rules, policies that define it): every environment of the --games "
+                                              "folders is in the mean, an unplayed one scores 0; game resets count "
+                                              "as level resets; a second play of one environment is left out.")
+                           ] = False,
+    compare_with: Annotated[Path | None, typer.Option("--compare-with", help="A scorecard to explain the score "
+                                                      "against (an official card, e.g. Kaggle's, or an earlier "
+                                                      "arcstudy scorecard): the difference broken down per "
+                                                      "environment and level into its causes (compare.md, "
+                                                      "compare.csv).", exists=True, dir_okay=False,
+                                                      show_default=False)] = None,
     game_version: GameVersionOption = None,
     lock_timeout: LockTimeoutOption = 30.0,
     workers: WorkersOption = None,
     scheduler: SchedulerOption = None,
+    raw_csv: RawCsvOption = False,
 ) -> None:
     """Score plays with RHAE under versioned policies, each play replay-verified through the engine first.
 
-    Reads: the recordings given (nothing is ingested), or without any the plays in the database
-    (core_arc3__plays, core_arc3__steps, raw_ingest__files); the game files of --games (replay) and the
-    baselines: --baselines DIR|CSV, else the database (out_arc3__level_baselines under the policy's rule when a
-    study was built, else core_arc3__environments), else --games metadata, else the published reference
-    baselines shipped in pipeline/scoring/reference/ (the first source that knows a game is used, and recorded).
+    Reads: the recordings and scorecards given (nothing is ingested), or without any the plays and scorecard runs
+    in the database (core_arc3__plays, core_arc3__steps, core_arc3__scorecard_runs, core_arc3__card_plays of card
+    files, raw_ingest__files); the game files of --games (replay; the checkout's games/ only when no --games is
+    given) and the baselines: --baselines DIR|CSV, else the database (out_arc3__level_baselines under the
+    policy's rule when a study was built, else core_arc3__environments), else --games metadata, else the
+    published reference baselines shipped in pipeline/scoring/reference/ (the first source that knows a game is
+    used, and recorded). A scorecard's runs use the card's own level_baseline_actions unless --baselines or
+    --games know the game; they are scored from their per-level actions and marked summary only (not
+    replay-verified), and each value the card states is compared with the recomputed one.
 
     Writes: under --out, one scorecard per policy (scorecard__<policy>.json, the toolkit's scored-summary shape
     plus a `verification` key; byte-identical when re-run), replay_checks.csv, policy_sensitivity.csv (two or
@@ -115,22 +139,44 @@ def score_command(
     version named is absent (or --game-version); without a loadable game they cannot be scored. The replays run
     on --workers processes (or on the cluster at --scheduler); the scorecards do not depend on it. Of two files
     holding the same play (same guid), the first given is scored and the later one rejected, naming the first and
-    saying whether they agree (a byte-identical copy is read once). Exit code 3 when plays were left out or
-    input lines or files were rejected.
+    saying whether they agree (a byte-identical copy is read once). Without --db (or $ARCSTUDY_DB), scoring
+    files keeps no database: a temporary workspace is removed at the end and the files go to --out, else
+    ./arcstudy-score/<card_id>/; the last line names everything written. --competition: every environment of the
+    --games folders is in the mean (unplayed: 0), game resets count as level resets, one play per environment.
+    --compare-with CARD: compare.md and compare.csv break the difference of the totals down into causes. Exit code
+    3 when plays were left out, input lines or files were rejected, or nothing could be replay-verified.
+
+    The --out folder is replaced as a whole once everything is written (a failure or Ctrl-C leaves the previous
+    one as it was); CSV text cells that a spreadsheet would run as a formula get a leading ' unless --raw-csv.
     """
+    import contextlib
+    import json
+    import tempfile
+
     import duckdb
 
-    from engine.loader import default_environments_dir
+    from engine.loader import default_environments_dir, find_games
     from pipeline.core.manifest import RunManifest
+    from pipeline.core.outputs import named, output_folder, public_path
+    from pipeline.core.outputs import raw_csv as csv_as_is
     from pipeline.core.special_files import not_regular_file
     from pipeline.core.workspace import WorkspaceError, default_db_path
     from pipeline.scoring import baseline_sources as bs
+    from pipeline.scoring.card_input import (
+        CardInputs,
+        card_baseline_source,
+        card_recordings,
+        is_scorecard_file,
+        read_card_files,
+        read_db_cards,
+    )
     from pipeline.scoring.parallel import read_and_verify
     from pipeline.scoring.plays import (
         RecordingReadError,
         drop_duplicate_plays,
         load_recovered_actions,
         recordings_from_tables,
+        recount_for_competition,
         replay_scripts,
     )
     from pipeline.scoring.run import ScoreInputError, ScoreRequest, score_recordings
@@ -142,20 +188,54 @@ def score_command(
         raise fail(str(err.args[0]), EXIT_USAGE) from err
     if not policies:
         raise fail("--policy names no policy", EXIT_USAGE)
+    if competition:
+        refusing = [p.policy_id for p in policies if p.unplayed_games != "excluded-except-competition-mode-zero"]
+        if refusing:
+            raise fail(f"--competition: policy {', '.join(refusing)} defines no competition mode (only "
+                       f"{', '.join(p.policy_id for p in POLICIES.values() if p.unplayed_games != 'excluded')} "
+                       "does)", EXIT_USAGE)
+        if not games:
+            raise fail("--competition needs --games: the environment set is every environment of those folders",
+                       EXIT_USAGE)
     explicit = None
+    compare_doc = None
+    compare_runs = None  # --compare-with a card wrapper or bare card: its runs, scored here like ours
     try:
         explicit = bs.source_from_path(baselines) if baselines is not None else None
         recovered = load_recovered_actions(recovered_actions) if recovered_actions is not None else {}
     except (bs.BaselineSourceError, RecordingReadError) as err:
         raise fail(str(err), EXIT_USAGE) from err
-    db_path = db or default_db_path()
+    if compare_with is not None:
+        from pipeline.scoring.compare import CompareError, read_comparison_card
+
+        try:
+            compare_doc = read_comparison_card(compare_with)
+        except CompareError as err:
+            found = read_card_files([compare_with]) if is_scorecard_file(compare_with) else None
+            if found is None or not found.runs or found.problems:
+                raise fail(f"--compare-with {compare_with}: {err}", EXIT_USAGE) from err
+            compare_runs = found.runs
     from_files = bool(recordings)
     if from_files and game:
         raise fail("--game selects database plays; give the recordings to score instead", EXIT_USAGE)
+    # Without --db (and without $ARCSTUDY_DB), scoring files needs no database the user keeps: a temporary
+    # workspace holds the tables and is removed at the end; the files go to --out or ./arcstudy-score/<card>/.
+    temporary = None
+    if db is None and os.environ.get("ARCSTUDY_DB") is None and from_files:
+        temporary = tempfile.TemporaryDirectory(prefix="arcstudy-score-")
+        db_path = Path(temporary.name) / "score.duckdb"
+    else:
+        db_path = db or default_db_path()
     if not from_files and not db_path.exists():
         raise fail(f"database {db_path} does not exist: give recordings to score, or run `arcstudy ingest` "
                        "first (or pass --db)")
-    game_dirs = [*(games or []), default_environments_dir()]
+    # The checkout's games/ is searched only when no --games is given (a wrong --games must not verify against it).
+    game_dirs = list(games) if games else [default_environments_dir()]
+    games_note = (f"games: {', '.join(str(g) for g in games)}" if games else
+                  f"games: none given (--games): the checkout's {default_environments_dir()} was searched")
+    environments = sorted({info.game_id for info in find_games(list(games or []))}) if competition else []
+    if competition and not environments:
+        raise fail(f"--competition: no game under {', '.join(str(g) for g in games or [])}", EXIT_USAGE)
     command = command_line(ctx)
     if games:
         from pipeline.core.game_code import announce
@@ -165,31 +245,58 @@ def score_command(
         "recordings": [str(p) for p in recordings or []], "policy": policy, "baselines": str(baselines)
         if baselines else None, "games": [str(g) for g in games or []], "trust_recordings": trust_recordings,
         "recovered_actions": str(recovered_actions) if recovered_actions else None, "game": game or [],
-        "db": str(db_path), "figures": not no_figures, "game_version": game_version, "workers": workers,
-        "scheduler": scheduler})
+        "recover_actions": recover_actions,
+        "db": None if temporary else str(db_path), "figures": not no_figures, "game_version": game_version,
+        "workers": workers, "scheduler": scheduler, "competition": competition,
+        "compare_with": str(compare_with) if compare_with else None})
     problems: list[tuple[Path, str]] = []
-    with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+    cards_found = CardInputs()
+    # A temporary workspace (score FILES without --db) is removed when the workspace is closed.
+    with temporary or contextlib.nullcontext(), open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         if from_files:
-            paths = expand_recordings(list(recordings or []))
-            if not paths:
-                raise fail("no *.jsonl recording found in " + ", ".join(str(p) for p in recordings or []), EXIT_USAGE)
+            given = list(recordings or [])
+            card_paths = [p for p in given if not p.is_dir() and not_regular_file(p) is None
+                          and is_scorecard_file(p)]
+            paths = expand_recordings([p for p in given if p not in card_paths])
+            if not paths and not card_paths:
+                raise fail("no *.jsonl recording found in " + ", ".join(str(p) for p in recordings or []),
+                           EXIT_USAGE)
             # A FIFO blocks until a writer comes and /dev/zero never ends: only regular files are read.
             special = [(p, f"{kind}, not a regular file: only regular files are read") for p in paths
                        if (kind := not_regular_file(p)) is not None]
             paths = [p for p in paths if p not in {q for q, _ in special}]
+            if recover_actions:  # lost action ids searched for from the frames (pipeline/explore/recover.py)
+                from pipeline.explore.recover import recover_lost_actions
+
+                recovered, unrecovered = recover_lost_actions(paths, game_dirs, recovered, workers=workers,
+                                                              scheduler=scheduler, progress=out.track)
+                special += unrecovered
             # Read and replayed at once, on the workers when there are several (scoring/parallel.py).
-            steps, plays, files, problems, checks = read_and_verify(paths, game_dirs, recovered, workers=workers,
-                                                                    scheduler=scheduler, progress=out.track)
+            steps, plays, files, problems, checks = read_and_verify(paths, game_dirs, recovered,
+                                                                    workers=workers, scheduler=scheduler,
+                                                                    progress=out.track)
             problems = special + problems
-            for p in paths:
+            cards_found = read_card_files(card_paths)
+            problems += cards_found.problems
+            for p in [*paths, *card_paths]:
                 try:
                     manifest.add_input(p)
                 except OSError:
                     pass  # a file that cannot be read is among the rejected inputs already
         else:
             steps, plays, files = read_db_plays(ws, game or [])
+            if recover_actions:  # from the stored steps: frames compared by sha256 (pipeline/explore/recover.py)
+                from pipeline.explore.recover import recover_lost_stored_actions
+
+                recovered, problems = recover_lost_stored_actions(steps, plays, files, game_dirs, recovered,
+                                                                  workers=workers, scheduler=scheduler,
+                                                                  progress=out.track)
             checks = None
-            digest = _digest(sorted(files))
+            cards_found = read_db_cards(ws)
+            if game:
+                cards_found.runs = [r for r in cards_found.runs if r.game_id in set(game)]
+            problems += cards_found.problems
+            digest = _digest(sorted(files) + sorted(cards_found.files))
             manifest.add_input(f"{db_path}#core_arc3__steps", digest)
         replayed = replay_scripts(steps, plays, files, game_dirs, version=game_version)
         problems += [(Path(label), f"not scored: cannot replay the playback script: {reason}")
@@ -202,57 +309,147 @@ def score_command(
         if checks is not None and duplicates:
             kept = {rec.file_id for rec in recs}
             checks = [c for c in checks if c.file_id in kept]
+        if competition:  # counted by the competition rules; the first given of an environment is its play
+            rank = {fid: i for i, fid in enumerate(replayed.files)}
+            recs = sorted(recount_for_competition(recs), key=lambda r: rank.get(r.file_id, len(rank)))
+        card_runs, same_play = _cards_without_recorded_plays(cards_found.runs, recs)
+        problems += same_play
+        recs = recs + card_recordings(card_runs)
         if not recs and replayed.failed:
             for label, reason in replayed.failed:
                 out.error(f"{label}: cannot replay the playback script: {reason}")
             raise fail("no plays to score: the playback scripts given cannot be replayed", EXIT_REJECTED)
         if not recs and from_files:
-            raise fail("no plays to score in the recordings given:\n" + _why_no_plays(problems, files),
-                       EXIT_USAGE)
+            code = EXIT_REJECTED if cards_found.problems else EXIT_USAGE
+            what = "files" if cards_found.files or cards_found.problems else "recordings"
+            raise fail(f"no plays to score in the {what} given:\n" + _why_no_plays(problems, files), code)
         if not recs and game:
             raise fail(f"no plays of {', '.join(game)} in the database {db_path} (its games: `arcstudy query "
                        f"\"SELECT DISTINCT game_id FROM core_arc3__plays\" --db {db_path}`)")
         if not recs:
-            raise fail(f"no plays to score in the database {db_path}: ingest recordings first (`arcstudy ingest "
-                       "FILES --db ...`), or give the recordings to score")
+            raise fail(f"no plays to score in the database {db_path}: ingest recordings or scorecards first "
+                       "(`arcstudy ingest FILES --db ...`), or give the files to score")
         try:  # metadata.json baselines are read here: a value that is not an action count names its file
-            sources = [s for s in [explicit, *bs.source_from_db(ws), bs.source_from_games_dirs(game_dirs),
-                                   bs.reference_source()] if s is not None]
+            # Recordings: --baselines, the database, --games (else the checkout's games/), the reference.
+            # Scorecard runs: --baselines or --games give other baselines than the card's own.
+            games_source = bs.source_from_games_dirs(game_dirs)
+            card_games_first = _only_games(games_source, {r.game_id for r in card_runs}) if games else None
+            sources = [s for s in [explicit, card_games_first, card_baseline_source(card_runs),
+                                   *bs.source_from_db(ws), games_source, bs.reference_source()] if s is not None]
         except bs.BaselineSourceError as err:
             raise fail(str(err), EXIT_USAGE) from err
         request = ScoreRequest(policies=policies, baseline_sources=sources, game_dirs=game_dirs,
                                trust_recordings=trust_recordings, from_files=from_files,
-                               include_unknown_games=include_unknown_games, workers=workers, scheduler=scheduler)
+                               include_unknown_games=include_unknown_games, workers=workers,
+                               scheduler=scheduler, competition_mode=competition, environments=environments,
+                               card_runs=card_runs)
         try:
             result = score_recordings(recs, request, progress=out.track, checks=checks)
         except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
             raise fail(str(err), EXIT_USAGE) from err
-        out_dir = out_dir or default_out_dir(db_path, result.card_id)
-        try:
-            written = write_score_files(result, out_dir, figures=not no_figures)
-        except OSError as err:  # --out a missing or read-only place, a full disk: said, nothing in the database
-            raise fail(f"cannot write the score files under {out_dir}: {err.strerror or err}"
-                       + (f" ({err.filename})" if err.filename else "")) from err
-        for path in written:
-            manifest.add_output(path)
-        _add_baseline_inputs(manifest, result)
-        try:
-            write_score_tables(ws, result)
-        except (WorkspaceError, duckdb.Error) as err:
-            raise fail(f"cannot write the score tables: {err}") from err
-        code = EXIT_REJECTED if (result.excluded or problems) else EXIT_OK
-        manifest.notes.update(_notes(result, problems))
-        manifest.finish(code)
-        ws.record_run(manifest)
-    try:
-        manifest_path = manifest.write_json(out_dir)
-    except OSError as err:
-        raise fail(f"cannot write the run manifest under {out_dir}: {err.strerror or err}") from err
+        out_dir = out_dir or (default_out_dir(db_path, result.card_id) if temporary is None
+                              else Path("arcstudy-score") / result.card_id)
+        # The folder is written whole (pipeline.core.outputs): files that cannot be written (a missing or
+        # read-only place, a full disk) end the command in one line, nothing in the database, the old folder kept.
+        with named("--out"), output_folder(out_dir) as stage, csv_as_is(raw_csv):
+            written = write_score_files(result, stage, figures=not no_figures)
+            if compare_runs is not None:  # cards without scores: scored here under our first policy
+                other = score_recordings(card_recordings(compare_runs), ScoreRequest(
+                    policies=policies[:1], baseline_sources=sources, card_runs=compare_runs,
+                    include_unknown_games=True))
+                compare_doc = json.loads(other.policies[0].scorecard_json)
+            if compare_doc is not None:
+                from pipeline.scoring.compare import compare_scorecards, write_comparison
+
+                label = compare_with.name + (" (its cards scored here)" if compare_runs is not None else "")
+                comparison = compare_scorecards(compare_doc, _policy_to_compare(result, compare_doc),
+                                                other_label=label)
+                written += write_comparison(comparison, stage)
+            for path in written:
+                manifest.add_output(path)
+            _add_baseline_inputs(manifest, result)
+            try:
+                write_score_tables(ws, result)
+            except (WorkspaceError, duckdb.Error) as err:
+                raise fail(f"cannot write the score tables: {err}") from err
+            nothing_verified = bool(result.checks) and not any(
+                c.status in ("verified", "divergent", "summary_only") for c in result.checks)
+            code = EXIT_REJECTED if (result.excluded or problems or nothing_verified) else EXIT_OK
+            manifest.notes.update(_notes(result, problems))
+            manifest.finish(code)
+            ws.record_run(manifest)
+            manifest_path = public_path(manifest.write_json(stage))
+            written = [public_path(path) for path in written]  # where they are once the folder is swapped in
+    out.console.print(games_note, markup=False, soft_wrap=True)
     _print_summary(result, problems, out_dir, manifest_path)
+    if compare_doc is not None:
+        out.console.print(comparison.summary_text(), markup=False, soft_wrap=True)
     for rec in recs:
         if rec.script is not None:
-            out.console.print(f"playback script {rec.label}: {rec.script.describe()}", markup=False)
+            out.console.print(f"playback script {rec.label}: {rec.script.describe()}", markup=False, soft_wrap=True)
+    if nothing_verified:
+        out.console.print("nothing could be verified: no play replayed through the engine (see the reasons above)",
+                          markup=False, soft_wrap=True)
+    _print_written(written, manifest_path, out_dir, None if temporary else db_path)
     raise typer.Exit(code)
+
+
+def _only_games(source, game_ids: set[str]):
+    """``source`` restricted to ``game_ids`` (None when there are none)."""
+    if source is None or not game_ids:
+        return None
+    from pipeline.scoring.baseline_sources import BaselineSource
+
+    return BaselineSource(source.kind, source.location, source.sha256,
+                          lambda rule: {g: v for g, v in source.games(rule).items() if g in game_ids})
+
+
+def _policy_to_compare(result, doc: dict) -> str:
+    """The scorecard to compare with ``doc``: the one under the card's own policy when it was scored (a toolkit card
+    names none: the current toolkit's), else the first."""
+    wanted = doc.get("scoring_policy") or DEFAULT_POLICY_ID
+    for pr in result.policies:
+        if pr.policy.policy_id == wanted:
+            return pr.scorecard_json
+    return result.policies[0].scorecard_json
+
+
+def _cards_without_recorded_plays(runs, recs) -> tuple[list, list[tuple[Path, str]]]:
+    """Card runs, without those whose guid is a recording's given too (the recording is scored, replay-verified;
+    said, not an error) and without a second card's statement of a run already given (same guid and counts,
+    rejected input naming the first card)."""
+    by_guid = {rec.guid: rec.label for rec in recs if rec.guid}
+    kept, problems, seen, recorded = [], [], {}, []
+    for run in runs:
+        guid = run.play.guid
+        where = run.path or Path(run.file_name)
+        if guid and guid in by_guid:  # not an error: the recording is the better evidence of the same play
+            recorded.append(f"{run.file_name}: card run {run.game_id} run {run.run_index} (guid {guid}) is the play "
+                            f"of the recording {by_guid[guid]}")
+            continue
+        key = (run.game_id, guid, run.run_index, run.play)
+        if guid and key in seen:
+            problems.append((where, f"card run {run.game_id} run {run.run_index} (guid {guid}) left out: the same "
+                                    f"run as in {seen[key]} (read once)"))
+            continue
+        seen[key] = run.file_name
+        kept.append(run)
+    if recorded:
+        out.info(f"{recorded[0]}, scored from its steps (replay-verified) instead"
+                 + (f"; so are {len(recorded) - 1} more card runs" if len(recorded) > 1 else ""))
+    return kept, problems
+
+
+def _print_written(written: list[Path], manifest_path: Path, out_dir: Path, db_path: Path | None) -> None:
+    """The last line: everything this run wrote."""
+    top = out_dir.absolute()
+    paths = [Path(p).absolute() for p in [*written, manifest_path]]
+    names = sorted({p.name for p in paths if p.parent == top})
+    figures = sum(1 for p in paths if p.parent != top)
+    what = ", ".join(names) + (f", figures/ ({figures} files)" if figures else "")
+    where = (f"; database {db_path} (out_arc3__* score tables)" if db_path is not None
+             else "; no database kept (pass --db to keep the out_arc3__* tables)")
+    out.console.print(f"wrote {out_dir}/: {what}{where}", markup=False, soft_wrap=True)
 
 
 def _why_no_plays(problems: list[tuple[Path, str]], files: dict) -> str:
@@ -301,31 +498,132 @@ def _fmt(v: float) -> str:
     return f"{v:.3f}"
 
 
+def _source_label(b) -> str:
+    from rich.markup import escape  # "[flags]" is text, not markup
+
+    where = ""
+    if b.source == "scorecard" and b.location:  # which card's own level_baseline_actions
+        where = " " + (b.location if len(b.location) <= 40 else b.location[:37] + "...")
+    return escape(b.source + where + (f" ({b.rule})" if b.rule else "")
+                  + (f" [{', '.join(b.flags)}]" if b.flags else ""))
+
+
 def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None:
     policies = [pr.policy.policy_id for pr in result.policies]
-    table = RichTable(title=f"scorecard {result.card_id}")
-    for col in ("game", "runs", *policies, "baseline source"):
+    table = RichTable(title=f"scorecard {result.card_id}" + (" (competition mode)" if result.competition else ""))
+    # The baseline source is each policy's: policies with different baseline rules may resolve differently.
+    sources_differ = len({tuple(_source_label(b) for _, b in sorted(pr.baselines.items()))
+                          for pr in result.policies}) > 1
+    source_cols = [f"baseline source {pid}" for pid in policies] if sources_differ else ["baseline source"]
+    for col in ("game", "runs", *policies, *source_cols):
         table.add_column(col, justify="right" if col in policies or col == "runs" else "left")
     first = result.policies[0]
     for game in first.scorecard.environments:
         scores = [_fmt(pr.scorecard.suite.game_scores[game.game_id]) for pr in result.policies]
-        b = first.baselines[game.game_id]
-        source = b.source + (f" ({b.rule})" if b.rule else "") + (f" [{', '.join(b.flags)}]" if b.flags else "")
         note = f"  {game.message}" if game.message else ""
-        table.add_row(game.game_id, str(len(game.plays)), *scores, source + note)
-    table.add_row("total", "", *[_fmt(pr.scorecard.score) for pr in result.policies], "")
+        labels = [_source_label(pr.baselines[game.game_id]) for pr in (result.policies if sources_differ
+                                                                         else [first])]
+        labels[-1] += note
+        runs = "0 (unplayed)" if game.plays and all(p.guid is None and p.actions == 0 for p in game.plays) \
+            and result.competition and game.game_id in result.competition["unplayed"] else str(len(game.plays))
+        table.add_row(game.game_id, runs, *scores, *labels)
+    table.add_row("total", "", *[_fmt(pr.scorecard.score) for pr in result.policies], *["" for _ in source_cols])
     out.console.print(table)
-    counts = ", ".join(f"{n} {s}" for s, n in result.status_counts().items())
-    out.console.print(f"replay: {_plays(len(result.checks))}: {counts}")
+    counts = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in result.status_counts().items())
+    out.console.print(f"replay: {_plays(len(result.checks))}: {counts}", markup=False, soft_wrap=True)
+    n_cards = result.status_counts().get("summary_only", 0)
+    if n_cards:
+        out.console.print(f"scorecard runs: {_plays(n_cards)} summary only: not replay-verified (scored from the "
+                          "cards' per-level actions)", markup=False, soft_wrap=True)
+    if result.competition:
+        comp = result.competition
+        out.console.print(f"competition mode: {comp['n_environments']} environments in the set, "
+                          f"{len(comp['played'])} played, {len(comp['unplayed'])} unplayed (score 0)", markup=False, soft_wrap=True)
+        for g, pids in comp["outside_set"].items():
+            out.console.print(f"  played but not in the environment set: {g} ({_plays(len(pids))}, left out)",
+                              markup=False, soft_wrap=True)
     if result.excluded:
-        out.console.print(f"left out of the score: {_plays(len(result.excluded))}")
-        details = {c.play_id: c.detail for c in result.checks}
-        for pid, reason in list(sorted(result.excluded.items()))[:10]:
-            out.console.print(f"  {pid}: {reason}" + (f": {details[pid]}" if details.get(pid) else ""))
-        if len(result.excluded) > 10:
-            out.console.print(f"  ... and {len(result.excluded) - 10} more (see out_arc3__replay_checks)")
+        out.console.print(f"left out of the score: {_plays(len(result.excluded))}", markup=False, soft_wrap=True)
+    _print_grouped_reasons(result)
     for path, reason in problems[:10]:
-        out.console.print(f"rejected input: {path.name}: {reason}")
+        out.console.print(f"rejected input: {path.name}: {reason}", markup=False, soft_wrap=True)
     if len(problems) > 10:
-        out.console.print(f"... and {len(problems) - 10} more rejected inputs (see manifest.json)")
-    out.console.print(f"wrote {out_dir} (manifest: {manifest_path.name})")
+        out.console.print(f"... and {len(problems) - 10} more rejected inputs (see manifest.json)", markup=False, soft_wrap=True)
+    _print_card_differences(result)
+
+
+def _reason_group(reason: str) -> str:
+    """The reason without what is particular to one play (a divergence's line, a game id), for grouping."""
+    if reason.startswith("replay diverged"):
+        return "replay diverged (pass --trust-recordings to score it anyway)"
+    if reason.startswith("competition mode: a second play"):
+        return ("competition mode: a second play opened by a game reset (the competition server never resets a "
+                "game)" if "game reset" in reason else
+                "competition mode: a second play of an environment (`make` is called once per environment)")
+    if reason.startswith("competition mode:") and "not in the environment set" in reason:
+        return "competition mode: the game is not in the environment set (--games)"
+    return reason
+
+
+def _print_grouped_reasons(result) -> None:
+    """Every play left out or not verified, grouped by reason, with up to 5 plays (file name and guid) each."""
+    names = result.file_names
+    by_id = {c.play_id: c for c in result.checks}
+    groups: dict[str, list[str]] = {}
+    for pid, reason in sorted(result.excluded.items()):
+        c = by_id.get(pid)
+        label = f"{names.get(c.file_id, c.file_id)} ({pid})" if c else pid
+        detail = f": {c.detail}" if c is not None and c.detail and c.status != "summary_only" else ""
+        groups.setdefault(f"left out: {_reason_group(reason)}", []).append(label + detail)
+    for c in result.checks:
+        if c.play_id in result.excluded or c.status not in ("unverified",):
+            continue
+        groups.setdefault(f"scored unverified: {c.detail or 'game not loadable'}", []).append(
+            f"{names.get(c.file_id, c.file_id)} ({c.play_id})")
+    for reason, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        out.console.print(f"{_plays(len(members))} {reason}", markup=False, soft_wrap=True)
+        for m in members[:5]:
+            out.console.print(f"  {m}", markup=False, soft_wrap=True)
+        if len(members) > 5:
+            out.console.print(f"  ... and {len(members) - 5} more (replay_checks.csv)", markup=False, soft_wrap=True)
+
+
+def _print_card_differences(result) -> None:
+    """Card runs whose stated values differ from the recomputed ones: level by level, except where the only cause
+    is that the card was scored under another policy (one line per policy; the scorecard's card_inputs has all)."""
+    import json
+
+    for pr in result.policies:
+        doc = json.loads(pr.scorecard_json).get("card_inputs")
+        if not doc:
+            continue
+        by_policy: dict[str, int] = {}
+        shown = 0
+        for run in doc["runs"]:
+            diffs = run.get("differences") or []
+            if diffs and all(d["cause"].startswith("policy:") for d in diffs):
+                by_policy[run.get("stated_policy", "?")] = by_policy.get(run.get("stated_policy", "?"), 0) + 1
+                continue
+            for d in diffs:
+                shown += 1
+                if shown > 20:
+                    continue
+                where = f"level {d['level_index']}" if d["level_index"] else "run score"
+                out.console.print(f"card {run['file_name']} {run['game_id']} run {run['run_index']} {where} "
+                                  f"({pr.policy.policy_id}): stated {_fmt(d['stated'])}, recomputed "
+                                  f"{_fmt(d['recomputed'])}: {d['cause']}", markup=False, soft_wrap=True)
+        if shown > 20:
+            out.console.print(f"... and {shown - 20} more differences (card_inputs in the scorecard)", markup=False, soft_wrap=True)
+        for stated, n in sorted(by_policy.items()):
+            out.console.print(f"{pr.policy.policy_id}: {_plays(n)} of cards scored under {stated} differ only by "
+                              "policy (card_inputs in the scorecard)", markup=False, soft_wrap=True)
+        cards = doc.get("cards") or {}
+        only_cards = all(c.status == "summary_only" for c in result.checks)
+        if len(cards) == 1 and only_cards and not result.excluded:
+            (name, card), = cards.items()
+            total = pr.scorecard.score
+            same = abs(card["stated_total"] - total) <= 1e-9 * max(1.0, abs(total))
+            out.console.print(f"{pr.policy.policy_id}: {name} states a total of {_fmt(card['stated_total'])}; "
+                              f"recomputed {_fmt(total)}" + (" (the same)" if same else " (see the differences "
+                                                             "above, or --compare-with for the totals)"),
+                              markup=False, soft_wrap=True)

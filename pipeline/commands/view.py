@@ -65,6 +65,10 @@ def view_command(
                                                  "(as `arcstudy score` does; without it the page says the score "
                                                  "leaves the play out, and the exit code is 3).")] = False,
     game_version: GameVersionOption = None,
+    recover_actions: Annotated[bool, typer.Option("--recover-actions", help="A recording whose action ids were "
+                                                  "lost (action_ids_lost): recover its actions from its frames "
+                                                  "first, as `arcstudy score --recover-actions` does (a database "
+                                                  "play: from its stored frame hashes).")] = False,
 ) -> None:
     """Write a self-contained HTML replay viewer for one recording (play/pause, step, speed, jump to level,
     timeline; action, click, level, state, actions per level against the baseline; replay verification with
@@ -83,6 +87,7 @@ def view_command(
     --include-unknown-games).
     """
     from pipeline.core.manifest import RunManifest
+    from pipeline.core.outputs import OutputError, named, write_text
     from pipeline.report.viewer import (
         ViewerError,
         ViewerRejected,
@@ -109,11 +114,13 @@ def view_command(
                             ["--only-reset-levels" if only_reset_levels else "--no-only-reset-levels"])
                          + ([] if verify else ["--no-verify"])
                          + (["--include-unknown-games"] if include_unknown_games else [])
-                         + (["--game-version", game_version] if game_version else []))
+                         + (["--game-version", game_version] if game_version else [])
+                         + (["--recover-actions"] if recover_actions else []))
     manifest = RunManifest(command=command, config={
         "target": target, "out": str(out_file), "db": str(db_path) if db_path else None,
         "games": [str(g) for g in games or []], "baselines": baselines, "only_reset_levels": only_reset_levels,
-        "verify": verify, "game_version": game_version, "include_unknown_games": include_unknown_games})
+        "verify": verify, "game_version": game_version, "include_unknown_games": include_unknown_games,
+        "recover_actions": recover_actions})
     if games and verify:
         from pipeline.core.game_code import announce
 
@@ -121,9 +128,12 @@ def view_command(
     with out.progress("replaying", None) as bar:
         on_step = (lambda: bar.advance(0)) if bar is not None else None  # type: ignore[union-attr]
         try:
-            result = write_viewer(target, out_file, db=db_path, games=games, baselines=baselines, verify=verify,
-                                  only_reset_levels=only_reset_levels, manifest=manifest, on_step=on_step,
-                                  game_version=game_version, include_unknown_games=include_unknown_games)
+            with named("--out"):
+                result = write_viewer(target, out_file, db=db_path, games=games, baselines=baselines,
+                                      verify=verify, only_reset_levels=only_reset_levels, manifest=manifest,
+                                      on_step=on_step, game_version=game_version,
+                                      include_unknown_games=include_unknown_games,
+                                      recover_actions=recover_actions)
         except ViewerUsageError as err:
             raise fail(str(err), EXIT_USAGE) from err
         except ViewerRejected as err:
@@ -133,10 +143,10 @@ def view_command(
     code = EXIT_REJECTED if result.rejected else EXIT_OK  # lines left out, or a play score leaves out
     manifest.finish(code)
     manifest_file = manifest_path_for(out_file)
-    try:
-        manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
-    except OSError as err:
-        raise fail(f"wrote {out_file}, but cannot write its manifest {manifest_file}: {err.strerror or err}") from err
+    try:  # whole, never through a symlink
+        write_text(manifest_file, json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    except OutputError as err:
+        raise fail(f"wrote {out_file}, but {err}") from err
     data = result.data
     lines = [f"wrote {out_file} ({result.n_bytes:,} bytes): {data['n_steps']:,} steps, {data['n_plays']} play(s), "
              f"frames: {data['frames_origin']}, replay: {result.verification.status}",

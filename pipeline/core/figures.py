@@ -11,12 +11,13 @@ spec is written with sorted keys, so the same chart gives the same JSON bytes.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import vl_convert as vlc
+
+from pipeline.core.outputs import write_bytes
 
 
 def _import_altair():
@@ -41,9 +42,7 @@ PNG_SCALE = 2.0
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_bytes(path, data)  # whole, never through a symlink, OutputError on failure (pipeline.core.outputs)
 
 
 def save_figure(chart: Any, out_dir: Path | str, name: str, *, png_scale: float = PNG_SCALE) -> dict[str, Path]:

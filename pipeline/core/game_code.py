@@ -3,23 +3,27 @@
     from pipeline.core.game_code import run_game_code, announce
 
     announce(game_dirs)                                   # once per run: which folders' code runs, and how
-    result = run_game_code(replay_fn, (info, steps), key=info.game_id)
+    result = run_game_code(replay_fn, (portable_info(info), steps), key=game_key(info), source=info.source)
+    # GameCodeError: the game raised (named like the original, with its line); SandboxFailure: its code ended
+    # abnormally (timeout, cpu, memory, crashed, exited, output_too_large, refused)
 
-Every command that loads a game file (score, view, replay, qualify, explore, simulate --games, ...) hands the
+Every command that loads a game file (score, view, replay, qualify, explore, simulate, report's explorer) hands the
 work that touches the game -- loading it, constructing it, stepping it -- to a module-level function run by
 `run_game_code` in a confined child (docs/security.md). Reading a folder's metadata.json is not running code
 and stays in this process.
 
 Limits (each can be changed in the environment, see `game_limits`):
-- no progress: a call is killed when no game action has finished for the engine's step time limit
-  (ARCSTUDY_STEP_TIMEOUT_S, default 60 s) plus a grace (`grace_s`): the engine's own watchdog raises StepTimeout inside
-  the step first, and the sandbox ends what that cannot stop (a game that swallows StepTimeout and retries, a
-  regular expression that never returns, a sleep in C);
+- no progress: a call is killed when one piece of game code (an action, executing the game file, constructing
+  the game) has run for the engine's step time limit (ARCSTUDY_STEP_TIMEOUT_S, default 60 s) plus a grace
+  (`grace_s`; ARCSTUDY_SANDBOX_IDLE_S sets the total) without finishing (`prepare_child`): the engine's own
+  watchdog raises StepTimeout inside the step first, and the sandbox ends what that cannot stop (a game that
+  swallows StepTimeout and retries, a regular expression that never returns, a sleep in C);
 - wall clock per call (ARCSTUDY_SANDBOX_WALL_S, default 1 h), CPU per call (ARCSTUDY_SANDBOX_CPU_S, 1 h),
   memory (ARCSTUDY_SANDBOX_MEMORY_MB, 2048), result size (ARCSTUDY_SANDBOX_OUTPUT_MB, 256).
 
-One child per game (`key`), at most `sandbox.MAX_CACHED` kept alive in a process: a game cannot change what
-another game's replay sees (both run in different processes), and imports are paid once per game.
+One child per game from outside (`game_key`), at most `sandbox.MAX_CACHED` kept alive in a process: a game cannot
+change what another game's replay sees (each runs in its own process), and imports are paid once per game;
+arcstudy's own shipped games share one child.
 """
 
 from __future__ import annotations
@@ -29,12 +33,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
-
 from pipeline.core.sandbox import Limits, SandboxFailure, confined, describe_layers, limits_from_env
 
-__all__ = ["GameCodeError", "SandboxFailure", "announce", "describe_failure", "game_limits", "layers_text",
-           "portable_info", "run_game_code"]
+__all__ = ["GameCodeError", "SandboxFailure", "announce", "describe_failure", "game_key", "game_limits",
+           "layers_text", "portable_info", "record_stopped", "run_game_code", "stopped_in_run"]
 
 GRACE_MAX_S = 10.0
 DEFAULT_WALL_S = 3600.0
@@ -74,9 +76,12 @@ def game_limits() -> Limits:
 
 
 def game_child_env() -> dict[str, str]:
-    """The engine's step time limit of this process (set_step_time_limit included), for the child's watchdog."""
+    """The child's environment over this process's: the engine's step time limit of this process
+    (set_step_time_limit included), for the child's watchdog; and PYTHONHASHSEED=0, so that a game whose frames
+    depend on string hashing replays the same way in every run, serially or on Dask workers (whose nanny sets
+    its own PYTHONHASHSEED in the environment of the process that starts them)."""
     step = _step_limit()
-    return {"ARCSTUDY_STEP_TIMEOUT_S": repr(step) if step is not None else "0"}
+    return {"ARCSTUDY_STEP_TIMEOUT_S": repr(step) if step is not None else "0", "PYTHONHASHSEED": "0"}
 
 
 class GameCodeError(RuntimeError):
@@ -128,6 +133,19 @@ def run_game_code(fn: Callable[[Any], Any], arg: Any, *, key: str | None = None,
     return value
 
 
+def game_key(info: Any) -> str:
+    """Which cached sandbox runs a game: one per game for folders from outside (a game cannot change what another
+    game's replay sees), one for all of arcstudy's own shipped games (its code: one child, imports paid once)."""
+    from engine.loader import default_environments_dir
+
+    try:
+        if Path(info.directory).resolve().is_relative_to(default_environments_dir().resolve()):
+            return "arcstudy-games"
+    except (OSError, ValueError):
+        pass
+    return f"game:{info.game_id}:{Path(info.directory).absolute()}"
+
+
 def portable_info(info: Any) -> Any:
     """A game's `engine.loader.GameInfo` with absolute paths: the sandbox's working folder is its scratch."""
     import dataclasses
@@ -145,20 +163,71 @@ def describe_failure(err: SandboxFailure, what: str) -> str:
     return f"{what}: its code was stopped in the sandbox ({err.kind}): {err.detail}"
 
 
+_stopped: list[str] = []
+
+
+def record_stopped(what: str, err: SandboxFailure) -> str:
+    """Note (for this run's exit code) that `what`'s code was stopped in the sandbox; the line that says it."""
+    line = describe_failure(err, what)
+    _stopped.append(line)
+    return line
+
+
+def stopped_in_run() -> list[str]:
+    """What `record_stopped` noted in this process (commands that only note failures, e.g. `report`, exit 3)."""
+    return list(_stopped)
+
+
 def prepare_child() -> None:
     """Run once in each game sandbox after confinement: import the engine, and report progress to the parent
-    as each game action ends (the engine's watchdog hook), so a long replay is not mistaken for a hang."""
+    (`Limits.idle_s`) so that only game code that stops making progress is killed:
+
+    - as each game action, game file execution or game construction ends (the engine watchdog's enter/leave,
+      wrapped here), and
+    - every `HEARTBEAT_EVERY_S` while no game action, load or construction is under way (arcstudy's own work
+      in the sandbox: reading, comparing, analysing a state graph), from a monitor thread.
+
+    A game stuck inside an action (a loop that swallows StepTimeout, a regular expression that never returns)
+    reports nothing, and is killed once `idle_s` has passed."""
+    import threading
+    import time
+    from threading import get_ident
+
     import engine  # noqa: F401 - paid once per child
     import engine.base_game as base_game
-    from pipeline.core.sandbox_child import heartbeat
+    import engine.watchdog as watchdog
+    from pipeline.core.sandbox_child import HEARTBEAT_EVERY_S, heartbeat
 
-    leave = base_game._watch_leave
+    in_game: dict[int, int] = {}  # thread ident -> nesting depth of game code under way
+    enter, leave = watchdog.enter, watchdog.leave
 
-    def leave_and_beat(token):
-        leave(token)
-        heartbeat()
+    def enter_tracked():
+        ident = get_ident()
+        in_game[ident] = in_game.get(ident, 0) + 1
+        return enter()
 
-    base_game._watch_leave = leave_and_beat
+    def leave_tracked(token):
+        try:
+            leave(token)
+        finally:
+            ident = get_ident()
+            depth = in_game.get(ident, 1) - 1
+            if depth > 0:
+                in_game[ident] = depth
+            else:
+                in_game.pop(ident, None)
+            heartbeat()
+
+    watchdog.enter, watchdog.leave = enter_tracked, leave_tracked  # time_limited (loading, constructing)
+    base_game._watch_enter, base_game._watch_leave = enter_tracked, leave_tracked  # every action
+
+    def monitor() -> None:
+        while True:
+            time.sleep(HEARTBEAT_EVERY_S)
+            if not in_game:
+                heartbeat()
+
+    threading.Thread(target=monitor, name="sandbox-progress", daemon=True).start()
 
 
 _announced: set[tuple[str, ...]] = set()
@@ -185,6 +254,8 @@ def announce(game_dirs: Iterable[Path | str], print_fn: Callable[[str], None] | 
         return text
     _announced.add(dirs)
     if print_fn is None:
+        from rich.markup import escape
+
         from pipeline.core.console import out
 
         out.err.print(escape(text), soft_wrap=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pipeline
+from pipeline.core.outputs import public_json, write_text
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TRACKED_PACKAGES = ("arcstudy", "polars", "duckdb", "pandera", "pyarrow", "numpy", "altair",
@@ -102,7 +103,7 @@ class RunManifest:
 
     def to_dict(self) -> dict[str, Any]:
         commit, dirty = git_state()
-        return {
+        return public_json({
             "run_id": self.run_id,
             "command": self.command,
             "arcstudy_version": pipeline.__version__,
@@ -121,11 +122,12 @@ class RunManifest:
             "outputs": dict(sorted(self.outputs.items())),
             "notes": self.notes,
             "env": {k: os.environ[k] for k in ("ONLY_RESET_LEVELS", "CI") if k in os.environ},
-        }
+        })  # paths under an output folder being staged read as their final place
 
     def write_json(self, directory: Path) -> Path:
-        """Write `manifest.json` next to the outputs (the manifest itself is not one of its outputs)."""
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / "manifest.json"
-        path.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=False, default=str) + "\n")
-        return path
+        """Write `manifest.json` next to the outputs (the manifest itself is not one of its outputs), whole
+        (pipeline.core.outputs: a symlink there is replaced; an OSError is raised as OutputError)."""
+        return write_text(directory / "manifest.json", self.to_json())
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False, default=str) + "\n"

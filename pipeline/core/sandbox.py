@@ -274,12 +274,15 @@ class Sandbox:
             raise SandboxFailure(failure.kind, f"the sandbox did not start: {failure.detail}",
                                  failure.exc_type) from None
         if tag == TAG_ERROR:
-            info = json.loads(payload)
             self._close_child()
-            raise SandboxFailure(info["kind"], info["detail"], info.get("exc_type", ""))
-        info = json.loads(payload)
-        self.layers = tuple(info.get("layers", ()))
-        self.problems = tuple(info.get("problems", ()))
+            raise _failure_from(payload)
+        try:
+            info = json.loads(payload)
+            self.layers = tuple(str(x) for x in info.get("layers", ()))
+            self.problems = tuple(str(x) for x in info.get("problems", ()))
+        except (ValueError, TypeError, AttributeError):
+            self._close_child()
+            raise SandboxFailure("refused", "the sandbox sent an unreadable start message") from None
 
     def call(self, fn: Callable[[Any], Any], arg: Any) -> Any:
         """fn(arg) in the child; raises SandboxFailure for the child's death, its limits, or fn's exception."""
@@ -305,10 +308,10 @@ class Sandbox:
                     self._close_child()
                     raise SandboxFailure("refused", _one_line(str(err))) from None
             if tag == TAG_ERROR:
-                info = json.loads(payload)
-                if info["kind"] != "error" or self.restart_after_error:
+                failure = _failure_from(payload)
+                if failure.kind != "error" or self.restart_after_error:
                     self._close_child()  # memory exhausted, sys.exit, ...: no state carried into the next call
-                raise SandboxFailure(info["kind"], info["detail"], info.get("exc_type", ""))
+                raise failure
             self._close_child()
             raise SandboxFailure("refused", f"the sandbox sent an unexpected message ({tag!r})")
 
@@ -351,8 +354,7 @@ class Sandbox:
             remaining = end - time.monotonic()
             if remaining <= 0:
                 raise self._timeout(why)
-            _r, writable, _x = select.select([], [fd], [], remaining)
-            if not writable:
+            if not _ready(fd, select.POLLOUT, remaining):
                 continue
             try:
                 view = view[os.write(fd, view[: 1 << 16]):]
@@ -368,8 +370,7 @@ class Sandbox:
             remaining = end - time.monotonic()
             if remaining <= 0:
                 raise self._timeout(why)
-            readable, _w, _x = select.select([fd], [], [], remaining)
-            if not readable:
+            if not _ready(fd, select.POLLIN, remaining):
                 continue
             chunk = os.read(fd, min(n, 1 << 20))
             if not chunk:
@@ -471,6 +472,26 @@ class Sandbox:
             self._close_child()
         except Exception:  # noqa: BLE001, S110 - interpreter shutdown
             pass
+
+
+def _failure_from(payload: bytes) -> SandboxFailure:
+    """The child's error message ({"kind", "detail", "exc_type"} as JSON), checked: it comes from outside code's
+    process, so anything else is a refusal."""
+    try:
+        info = json.loads(payload)
+        kind, detail, exc_type = info["kind"], info["detail"], info.get("exc_type", "")
+        if kind not in KINDS or not isinstance(detail, str) or not isinstance(exc_type, str):
+            raise ValueError(kind)
+    except (ValueError, TypeError, KeyError):
+        return SandboxFailure("refused", "the sandbox sent an unreadable error message")
+    return SandboxFailure(kind, _one_line(detail, 1000), _one_line(exc_type, 200))
+
+
+def _ready(fd: int, event: int, timeout_s: float) -> bool:
+    """Whether `fd` is ready for `event` (or hung up / in error) within `timeout_s` (poll: any fd number)."""
+    poller = select.poll()
+    poller.register(fd, event)
+    return bool(poller.poll(max(0, int(timeout_s * 1000) + 1)))
 
 
 def _one_line(text: str, limit: int = 400) -> str:

@@ -415,10 +415,14 @@ def _read_exact(fd: int, n: int) -> bytes:
 
 
 def _send(fd: int, tag: bytes, payload: bytes) -> None:
-    view = memoryview(HEADER.pack(tag, len(payload)) + payload)
     with _reply_lock:
-        while view:
-            view = view[os.write(fd, view):]
+        _send_unlocked(fd, tag, payload)
+
+
+def _send_unlocked(fd: int, tag: bytes, payload: bytes) -> None:
+    view = memoryview(HEADER.pack(tag, len(payload)) + payload)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _error(kind: str, detail: str, exc_type: str = "") -> bytes:
@@ -468,14 +472,21 @@ def _watch_parent(fd: int) -> None:
 _reply_fd: int | None = None
 _reply_lock = threading.Lock()
 _last_beat = 0.0
+_in_call = False  # progress is reported only while a call runs (the parent reads it then)
+
+
+def _set_in_call(value: bool) -> None:
+    global _in_call
+    with _reply_lock:  # no progress message is half-sent across the end of a call
+        _in_call = value
 
 
 def heartbeat() -> None:
     """Tell the parent the code is making progress (a game step finished): with `Limits.idle_s` the parent
     kills a call only when none came for that long. At most one message every HEARTBEAT_EVERY_S; nothing
-    outside a sandbox."""
+    outside a sandbox, nor between calls."""
     global _last_beat
-    if _reply_fd is None:
+    if _reply_fd is None or not _in_call:
         return
     import time
 
@@ -483,7 +494,9 @@ def heartbeat() -> None:
     if now - _last_beat < HEARTBEAT_EVERY_S:
         return
     _last_beat = now
-    _send(_reply_fd, TAG_PROGRESS, b"")
+    with _reply_lock:
+        if _in_call:
+            _send_unlocked(_reply_fd, TAG_PROGRESS, b"")
 
 
 def main() -> None:
@@ -558,7 +571,11 @@ def main() -> None:
         _refusals.clear()
         try:
             fn, arg, output_bytes = pickle.loads(request)
-            result = fn(arg)
+            _set_in_call(True)
+            try:
+                result = fn(arg)
+            finally:
+                _set_in_call(False)
         except BaseException as err:  # noqa: BLE001 - every failure of the code goes back to the parent
             kind, detail, name = _describe(err)
             if os.environ.get("ARCSTUDY_SANDBOX_DEBUG"):

@@ -8,10 +8,14 @@ silently. Anything else that is not UTF-8 stays an error for the caller to repor
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["CRLF_FLAG", "BOM_FLAG", "UTF8_BOM", "TextFacts", "decode_head", "read_text_document", "strip_bom"]
+__all__ = ["CRLF_FLAG", "BOM_FLAG", "LONE_SURROGATE", "UTF8_BOM", "BadText", "TextFacts", "ascii_json", "decode_head",
+           "has_lone_surrogate", "lone_surrogates", "read_text_document", "strip_bom"]
 
 UTF8_BOM = b"\xef\xbb\xbf"
 BOM_FLAG = "utf8_bom"
@@ -50,3 +54,83 @@ def read_text_document(path: Path | str) -> tuple[str, TextFacts]:
     body, bom = strip_bom(Path(path).read_bytes())
     text = body.decode("utf-8")
     return text, TextFacts(has_bom=bom, has_crlf="\r\n" in text)
+
+
+# ------------------------------------------------------------------------------------------------ bad escapes
+# A JSON string may spell a UTF-16 surrogate as an escape (`\udfff`). A pair of them is one character (an emoji);
+# one alone, as a client that cuts an emoji in half writes it, is no character at all: Python's json reads it
+# into a string that cannot be encoded, so nothing holding it can be stored. Such a value is bad text in one
+# line or one entry, never a reason to refuse the file.
+_LONE_SURROGATE_ESCAPE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+LONE_SURROGATE = "lone_surrogate"
+
+
+@dataclass(frozen=True)
+class BadText:
+    """A string of a parsed JSON document that holds a lone surrogate: where it is (keys and indices from the
+    root), the document's line, and the escape as written."""
+
+    path: tuple[str | int, ...]
+    line: int | None
+    escape: str
+
+    def reason(self, what: str) -> str:
+        where = f" at line {self.line}" if self.line is not None else ""
+        return (f"{what} holds a lone surrogate escape ({self.escape}){where}: half of a UTF-16 pair, as a client "
+                "that cuts an emoji in half writes it, is not text; this is quarantined, the rest of the file loads")
+
+
+@dataclass(frozen=True)
+class _Key:
+    key: str
+
+
+def has_lone_surrogate(text: str) -> bool:
+    return _SURROGATE.search(text) is not None
+
+
+def lone_surrogates(obj: Any, text: str | None = None) -> list[BadText]:
+    """Every string (value or key) of a parsed JSON document that holds a lone surrogate, in document order, with
+    its line in `text` (the document as parsed) when given. Costs a substring search when there is none."""
+    if text is not None and "\\u" not in text:
+        return []
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), obj)]
+    while stack:  # depth first, in document order (children pushed reversed; a key before its value)
+        path, value = stack.pop()
+        if isinstance(value, _Key):
+            found.append((path, value.key))
+        elif isinstance(value, str):
+            if has_lone_surrogate(value):
+                found.append((path, value))
+        elif isinstance(value, dict):
+            children: list[tuple[tuple[str | int, ...], Any]] = []
+            for k, v in value.items():
+                if has_lone_surrogate(k):
+                    children.append(((*path, k), _Key(k)))
+                children.append(((*path, k), v))
+            stack.extend(reversed(children))
+        elif isinstance(value, list):
+            stack.extend(reversed([((*path, i), v) for i, v in enumerate(value)]))
+    if not found:
+        return []
+    spots = list(_LONE_SURROGATE_ESCAPE.finditer(text)) if text is not None else []
+    out, used = [], 0
+    for path, value in found:
+        n = len(_SURROGATE.findall(value))
+        spot = spots[used] if used < len(spots) else None
+        used += n
+        line = text.count("\n", 0, spot.start()) + 1 if spot is not None and text is not None else None
+        escape = spot.group(0) if spot is not None else "\\u" + format(ord(_SURROGATE.search(value).group(0)), "x")
+        out.append(BadText(tuple(str(p) if isinstance(p, str) and has_lone_surrogate(p) else p for p in path),
+                           line, escape))
+    return out
+
+
+def ascii_json(value: Any) -> str:
+    """`value` as JSON that any encoding holds (a lone surrogate stays an escape): for quarantine's raw text."""
+    return json.dumps(value, ensure_ascii=True, default=str)

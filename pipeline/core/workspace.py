@@ -24,12 +24,21 @@ from typing import Any, TypeVar
 import duckdb
 import polars as pl
 
+import pipeline
 from pipeline.core.manifest import RunManifest
 from pipeline.core.special_files import not_regular_file
 from schemas import FIELDS, TABLES, create_table_sql, get_table, validate_frame
 from schemas.generate import is_nullable
 from schemas.model import duckdb_type
 from schemas.validate import conform
+from schemas.version import (
+    SCHEMA_VERSION,
+    VERSION_TABLE,
+    SchemaChanges,
+    schema_changes,
+    schema_label,
+    schema_sha256,
+)
 
 DEFAULT_DB = Path("arcstudy.duckdb")
 DEMO_DB = Path("reports/demo/demo.duckdb")  # what `make demo` / `arcstudy demo` build in a checkout
@@ -99,6 +108,9 @@ def _refuse_other_files(path: Path) -> None:
                              "study's database file, a new one is created when it does not exist")
 
 
+_TYPE_NAMES: dict[str, str] = {}
+
+
 class Workspace:
     def __init__(self, path: Path | str | None = None, *, read_only: bool = False, lock_timeout_s: float = 30.0):
         self.path = Path(path) if path is not None else default_db_path()
@@ -110,9 +122,15 @@ class Workspace:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._known_tables: set[str] | None = None
         self.con = self._connect(lock_timeout_s)
-        if not read_only:
-            self._refuse_foreign_database()
-            self.ensure_tables()
+        try:
+            if not read_only:
+                self._refuse_foreign_database()
+                self.ensure_schema()
+            else:
+                self.check_schema()
+        except BaseException:
+            self.con.close()
+            raise
 
     def _refuse_foreign_database(self) -> None:
         """A writer does not add arcstudy's 60-odd tables to another program's database: one that has tables but
@@ -163,6 +181,124 @@ class Workspace:
         self.close()
 
     # -- schema --------------------------------------------------------------------------------------
+    def schema_recorded(self) -> tuple[int, str] | None:
+        """(declared version, layout hash) this database last recorded, or None (made before it recorded one)."""
+        if VERSION_TABLE not in self.table_names():
+            return None
+        row = self.con.execute(f"SELECT schema_version, schema_sha256 FROM {VERSION_TABLE} "
+                               "ORDER BY migrated_at DESC LIMIT 1").fetchall()
+        return (int(row[0][0]), str(row[0][1])) if row else None
+
+    def _type_name(self, ddl_type: str) -> str:
+        """A DDL type as information_schema names it (asked of DuckDB once per type)."""
+        if ddl_type not in _TYPE_NAMES:
+            _TYPE_NAMES[ddl_type] = self.con.execute(f"SELECT typeof(CAST(NULL AS {ddl_type}))").fetchall()[0][0]
+        return _TYPE_NAMES[ddl_type]
+
+    def _db_columns(self) -> dict[str, dict[str, tuple[str, bool]]]:
+        rows = self.con.execute("SELECT table_name, column_name, data_type, is_nullable = 'YES' FROM "
+                                "information_schema.columns WHERE table_schema = 'main'").fetchall()
+        out: dict[str, dict[str, tuple[str, bool]]] = {}
+        for table, column, typ, nullable in rows:
+            out.setdefault(table, {})[column] = (typ, nullable)
+        return out
+
+    def _schema_problem(self, recorded: tuple[int, str] | None) -> tuple[SchemaChanges | None, str | None]:
+        """(what separates this database from the schema, or None when nothing does; the one-line message
+        when it cannot be used as it is)."""
+        # The tables are compared with the schema on every open (one information_schema query), whatever the
+        # recorded hash says: a database altered by hand is judged by what it holds.
+        if recorded is not None and recorded[0] > SCHEMA_VERSION and recorded[1] != schema_sha256():
+            return None, (f"{self.path} was made by a newer arcstudy (schema {schema_label(*recorded)}); this "
+                          f"arcstudy ({pipeline.__version__}) knows schema {schema_label()}: upgrade arcstudy to "
+                          "use this database")
+        changes = schema_changes(self._db_columns(), self._type_name)
+        if not changes.any:
+            return None, None
+        if changes.foreign_tables:  # never altered: they may hold another program's data
+            shown = ", ".join(changes.foreign_tables[:3]) + (" ..." if len(changes.foreign_tables) > 3 else "")
+            return changes, (f"cannot use {self.path}: its tables {shown} do not have the columns arcstudy expects "
+                             "(a database of another program or version?): give --db the database `arcstudy "
+                             "ingest` wrote")
+        was = schema_label(*recorded) if recorded else "v1, before schema versions were recorded"
+        if changes.breaking:
+            more = f" and {len(changes.breaking) - 1} more change(s)" if len(changes.breaking) > 1 else ""
+            return changes, (f"{self.path} was made by an older arcstudy (schema {was}) and cannot be upgraded in "
+                             f"place to schema {schema_label()} ({changes.breaking[0]}{more}): ingest your input "
+                             "files again into a new database (`arcstudy ingest FILES --db NEW.duckdb`)")
+        return changes, None
+
+    def ensure_schema(self) -> None:
+        """Create the tables of a new database, or bring an older one to the schema in place (additive changes
+        only, in one transaction), recording the schema version; refuse one that cannot be brought."""
+        names = set(self.table_names())
+        recorded = self.schema_recorded() if VERSION_TABLE in names else None
+        fresh = not any(n in TABLES for n in names)
+        if fresh:
+            self.ensure_tables()
+            self._record_schema("created")
+            return
+        changes, problem = self._schema_problem(recorded)
+        if problem is not None:
+            raise WorkspaceError(problem)
+        if changes is None:
+            if recorded is None or recorded[1] != schema_sha256():
+                self._record_schema("recorded the schema of a database that already matched it")
+            return
+        self._migrate(changes, recorded)
+
+    def check_schema(self) -> None:
+        """A read-only open: refuse a database that differs from the schema, with what to do (a writing
+        command upgrades an older one in place when the changes are additive)."""
+        names = set(self.table_names())
+        if not any(n in TABLES for n in names):
+            return  # nothing of arcstudy's yet: the command says what it lacks
+        recorded = self.schema_recorded() if VERSION_TABLE in names else None
+        changes, problem = self._schema_problem(recorded)
+        if problem is not None:
+            raise WorkspaceError(problem)
+        # Tables it lacks are said by the commands that need them ("does not exist"); a table whose columns
+        # differ would fail in ways that name no cause.
+        if changes is not None and (changes.new_columns or changes.derived_tables):
+            was = schema_label(*recorded) if recorded else "v1, before schema versions were recorded"
+            raise WorkspaceError(f"{self.path} was made by an older arcstudy (schema {was}); upgrade it in place "
+                                 f"to schema {schema_label()} with `arcstudy schema --upgrade --db {self.path}` "
+                                 "(additive: new tables and columns; nothing is lost)")
+
+    def _migrate(self, changes: SchemaChanges, recorded: tuple[int, str] | None) -> None:
+        from schemas import FIELDS
+        from schemas.generate import is_nullable
+        from schemas.model import duckdb_type
+
+        with self.transaction() as con:
+            for name in changes.new_tables:
+                for stmt in create_table_sql(name):
+                    con.execute(stmt)
+            for name, column in changes.new_columns:
+                assert is_nullable(TABLES[name], column)
+                con.execute(f"ALTER TABLE {name} ADD COLUMN {column} {duckdb_type(FIELDS[column].dtype)}")
+            for name in changes.derived_tables:
+                self.recreate_table(name, con=con)
+            note = "; ".join(part for part in (
+                f"from {schema_label(*recorded) if recorded else 'v1 (unrecorded)'}",
+                f"new tables: {', '.join(t for t in changes.new_tables if t != VERSION_TABLE)}"
+                if set(changes.new_tables) - {VERSION_TABLE} else "",
+                f"new columns: {', '.join(f'{t}.{c}' for t, c in changes.new_columns)}" if changes.new_columns else "",
+                f"derived tables made again: {', '.join(changes.derived_tables)}" if changes.derived_tables else "",
+            ) if part)
+            self._record_schema(note, con)
+        self._known_tables = None
+
+    def _record_schema(self, note: str, con: duckdb.DuckDBPyConnection | None = None) -> None:
+        from datetime import UTC, datetime
+
+        con = con or self.con
+        digest = schema_sha256()
+        con.execute(f"DELETE FROM {VERSION_TABLE} WHERE schema_sha256 = ?", [digest])
+        con.execute(f"INSERT INTO {VERSION_TABLE} (schema_version, schema_sha256, arcstudy_version, migrated_at, "
+                    "migration_note) VALUES (?, ?, ?, ?, ?)",
+                    [SCHEMA_VERSION, digest, pipeline.__version__, datetime.now(UTC), note])
+
     def ensure_tables(self, names: list[str] | None = None) -> None:
         """Create missing tables, all in one transaction (DDL one statement at a time is ~10x slower)."""
         known = set(self.table_names())  # once: has_table re-queries on every miss (60+ on a fresh database)
@@ -184,18 +320,13 @@ class Workspace:
         tables = [n for n in sorted(existing) if TABLES[n].layer in ("raw", "core")]
         if not tables:
             return
-        rows = self.con.execute("SELECT table_name, column_name, is_nullable FROM information_schema.columns "
+        rows = self.con.execute("SELECT table_name, column_name FROM information_schema.columns "
                                 "WHERE table_schema = 'main'").fetchall()
         have: dict[str, set[str]] = {}
-        for table_name, column, _ in rows:
+        for table_name, column in rows:
             have.setdefault(table_name, set()).add(column)
         stmts = [f"ALTER TABLE {n} ADD COLUMN {c} {duckdb_type(FIELDS[c].dtype)}" for n in tables
                  for c in TABLES[n].columns if c not in have.get(n, set()) and is_nullable(TABLES[n], c)]
-        # a column schemas/ has dropped since (the H-ARC raw layer's row_json): kept with the older rows' values,
-        # but no longer required, so that the new rows (which leave it out) can be written
-        wanted = set(tables)
-        stmts += [f"ALTER TABLE {n} ALTER COLUMN {c} DROP NOT NULL" for n, c, nullable in rows
-                  if n in wanted and c not in TABLES[n].columns and nullable == "NO" and c not in TABLES[n].primary_key]
         if stmts:
             with self.transaction() as con:
                 for stmt in stmts:

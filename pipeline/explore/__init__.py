@@ -21,13 +21,15 @@ from functools import lru_cache
 from pathlib import Path
 
 from engine.loader import GameInfo, GameNotFoundError, find_games, resolve_game
+from pipeline.core.textfiles import read_text_document
 
 from .analysis import GraphMetrics, analyse
-from .graph import CLICK_RULES, StateGraph, explore_level
+from .graph import CLICK_RULES, DEFAULT_MAX_NODES, StateGraph, explore_level
 from .session import IDENTITIES, Session
 
 __all__ = [
     "CLICK_RULES",
+    "DEFAULT_MAX_NODES",
     "IDENTITIES",
     "ExploreResult",
     "GameInfo",
@@ -76,7 +78,7 @@ def explore(
     level: int = 1,
     *,
     environments_dir: Path | str | None = None,
-    max_nodes: int = 200_000,
+    max_nodes: int = DEFAULT_MAX_NODES,
     max_seconds: float | None = None,
     click_rule: str = "objects",
     include_undo: bool = False,
@@ -97,8 +99,8 @@ def _shipped_optimum(info: GameInfo, level: int) -> int | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(read_text_document(path)[0])  # a byte-order mark is not content
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     if data.get("game_id") != info.game_id:
         return None
@@ -116,19 +118,25 @@ def _optimal_cached(game_id: str, level: int, environments_dir: str, max_nodes: 
         shipped = _shipped_optimum(info, level)
         if shipped is not None:
             return shipped
-    session = Session(info)
-    session.start(0)
-    if not 1 <= level <= session.n_levels:
+    # the game's code runs in the sandbox (pipeline.core.game_code), never in this process
+    from pipeline.core.game_code import game_key, portable_info, run_game_code
+
+    from .confined import _start_in_sandbox, explore_level_in_sandbox
+
+    n_levels = run_game_code(_start_in_sandbox, (portable_info(info), "frame"), key=game_key(info),
+                             source=info.source)
+    if not 1 <= level <= n_levels:
         return None
-    graph = explore_level(session, level - 1, max_nodes=max_nodes, max_seconds=max_seconds)
-    return analyse(graph).optimal_actions
+    _graph, metrics = explore_level_in_sandbox(info, level, identity=None, budget=None, want_graph=False,
+                                               options={"max_nodes": max_nodes, "max_seconds": max_seconds})
+    return metrics.optimal_actions
 
 
 def optimal_actions(
     game_id: str,
     level: int,
     environments_dir: Path | str | None = None,
-    max_nodes: int = 200_000,
+    max_nodes: int = DEFAULT_MAX_NODES,
     max_seconds: float | None = 120.0,
     *,
     use_shipped: bool = True,

@@ -20,6 +20,8 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
+from pipeline.core.outputs import write_text
+
 from .analysis import GraphMetrics, transition_matrix
 from .graph import NORMAL, StateGraph
 
@@ -48,7 +50,7 @@ def graph_to_dict(graph: StateGraph, metrics: GraphMetrics) -> dict[str, Any]:
 
 def write_json(graph: StateGraph, metrics: GraphMetrics, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(graph_to_dict(graph, metrics), separators=(",", ":")) + "\n")
+    write_text(path, json.dumps(graph_to_dict(graph, metrics), separators=(",", ":")) + "\n")
     return path
 
 
@@ -78,7 +80,7 @@ def write_graphml(graph: StateGraph, path: Path) -> Path:
                    f'<data key="action">{graph.action[e]}</data>{xy}'
                    f'<data key="prob">{graph.prob[e]!r}</data></edge>')
     out += ["</graph>", "</graphml>"]
-    path.write_text("\n".join(out) + "\n")
+    write_text(path, "\n".join(out) + "\n")
     return path
 
 

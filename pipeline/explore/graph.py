@@ -461,11 +461,16 @@ def _release(game: Any) -> None:
         state.clear()
 
 
+# States per level the explorer visits unless told otherwise (`arcstudy explore --max-nodes`, the calibration
+# report's --explore-nodes): enough for every level of the shipped games (the largest has 10,597).
+DEFAULT_MAX_NODES = 200_000
+
+
 def explore_level(
     session: Session,
     level: int,
     *,
-    max_nodes: int = 200_000,
+    max_nodes: int = DEFAULT_MAX_NODES,
     max_edges: int | None = None,
     max_seconds: float | None = None,
     click_rule: str = "objects",

@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.executor import default_workers
+from pipeline.core.outputs import write_text
+
+from .confined import _start_in_sandbox, explore_level_in_sandbox
 
 
 class LevelRangeError(ValueError):
@@ -40,42 +43,6 @@ def _level_files(graph: Any, metrics: Any, level_dir: Path, figures: bool, budge
     if figures:
         written.extend(write_figure(graph, metrics, level_dir, "figure", horizon=budget or 10_000).values())
     return written
-
-
-def _start_in_sandbox(arg: tuple) -> int:
-    """In the sandbox: load and start the game; its number of levels."""
-    from . import Session
-
-    info, identity = arg
-    session = Session(info, identity=identity)
-    session.start(0)
-    return session.n_levels
-
-
-def _level_in_sandbox(arg: tuple) -> tuple[Any, Any]:
-    """In the sandbox: one level explored on a fresh session; (graph or None, metrics)."""
-    from . import Session
-    from .analysis import analyse
-    from .graph import explore_level
-
-    info, level, identity, options, budget, want_graph = arg
-    session = Session(info) if identity is None else Session(info, identity=identity)
-    session.start(0)
-    graph = explore_level(session, level - 1, **options)
-    return (graph if want_graph else None), analyse(graph, budget=budget)
-
-
-def explore_level_in_sandbox(info: Any, level: int, *, identity: str | None, options: dict[str, Any],
-                             budget: int | None, want_graph: bool) -> tuple[Any, Any]:
-    """Level `level` (1-based) explored on a fresh session in the game's sandbox (pipeline.core.game_code): the
-    game's code runs there only. (graph if `want_graph` else None, metrics); `options`: `explore_level`'s.
-    GameCodeError when the game raised, SandboxFailure when its code ended abnormally."""
-    from pipeline.core.game_code import portable_info, run_game_code
-
-    from . import analysis, graph  # noqa: F401 - their dataclasses come back from the sandbox
-
-    return run_game_code(_level_in_sandbox, (portable_info(info), level, identity, options, budget, want_graph),
-                         key=info.game_id, source=info.source)
 
 
 def _stopped(info: Any, level: int, err: Exception) -> str:
@@ -140,6 +107,7 @@ def run_explore(
         GameCodeError,
         SandboxFailure,
         describe_failure,
+        game_key,
         portable_info,
         run_game_code,
     )
@@ -150,7 +118,7 @@ def run_explore(
     env_dir = games_dir_or_default(environments)
     info = resolve(game, env_dir)
     try:  # the game's code runs in the sandbox (pipeline.core.game_code), never here
-        n_levels = run_game_code(_start_in_sandbox, (portable_info(info), identity), key=info.game_id,
+        n_levels = run_game_code(_start_in_sandbox, (portable_info(info), identity), key=game_key(info),
                                  source=info.source)
     except GameCodeError as err:  # the game's code, not the explorer: say where, without a traceback
         raise GameStartError(f"{info.game_id}: the game's code raised while loading or starting: "
@@ -224,7 +192,7 @@ def _finish(info: Any, rows: list[dict[str, Any]], written: list[Path], manifest
             ) -> tuple[list[dict[str, Any]], list[Path]]:
     if out_dir is not None:
         summary = out_dir / info.game_id / "summary.json"
-        summary.write_text(json.dumps({"game_id": info.game_id, "levels": rows}, indent=1, default=str) + "\n")
+        write_text(summary, json.dumps({"game_id": info.game_id, "levels": rows}, indent=1, default=str) + "\n")
         written.append(summary)
         for path in written:
             manifest.add_output(path)

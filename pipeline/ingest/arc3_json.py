@@ -11,8 +11,16 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.core.textfiles import read_text_document
-from pipeline.ingest.base import NESTED_TOO_DEEPLY, FileContext, FileRejected, ReaderOutput, Reject, clip
+from pipeline.core.textfiles import ascii_json, read_text_document
+from pipeline.ingest.base import (
+    NESTED_TOO_DEEPLY,
+    BadEntries,
+    FileContext,
+    FileRejected,
+    ReaderOutput,
+    Reject,
+    clip,
+)
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.recordings.cards import card_rows
 from schemas.validate import conform, type_problem
@@ -22,15 +30,17 @@ METADATA_KEYS = {"baseline_actions", "title", "default_fps", "tags", "class_name
 CARD_KEYS = {"game_id", "total_plays", "actions", "states"}
 
 
-def _load_json_document(ctx: FileContext) -> tuple[Any, list[str]]:
-    """(the parsed document, text flags): a leading BOM is removed and CRLF accepted, both flagged."""
+def _load_json_document(ctx: FileContext) -> tuple[Any, list[str], BadEntries]:
+    """(the parsed document, text flags, its strings holding a lone surrogate escape): a leading BOM is removed
+    and CRLF accepted, both flagged."""
     try:
         text, facts = read_text_document(ctx.path)
     except UnicodeDecodeError as err:
         raise FileRejected(f"not UTF-8 text ({err.reason} at byte {err.start}); re-save the file as UTF-8",
                            "not_utf8") from None
     try:
-        return json.loads(text), facts.flags()
+        doc = json.loads(text)
+        return doc, facts.flags(), BadEntries(doc, text)
     except json.JSONDecodeError as err:
         raise FileRejected(f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})", "invalid_json",
                            f"line {err.lineno}", clip(text.splitlines()[err.lineno - 1] if text else "")) from None
@@ -64,9 +74,10 @@ def _positive_int_list(value: Any) -> bool:
 
 
 def read_metadata(ctx: FileContext) -> ReaderOutput:
-    doc, text_flags = _load_json_document(ctx)
+    doc, text_flags, bad = _load_json_document(ctx)
     if not isinstance(doc, dict):
         raise FileRejected("metadata.json must hold a JSON object", "bad_metadata")
+    bad.refuse_whole("metadata")  # a metadata file is one entry: the game's
     game_id = doc.get("game_id")
     if not isinstance(game_id, str) or not re.fullmatch(r"[a-z0-9]{4}-[0-9a-f]{8,12}", game_id):
         raise FileRejected(f"game_id {game_id!r} is missing or not `<code>-<version>`", "bad_game_id")
@@ -124,14 +135,41 @@ def sniff_scorecard(head: Head) -> str | None:
 
 
 def read_scorecard(ctx: FileContext) -> ReaderOutput:
-    doc, text_flags = _load_json_document(ctx)
+    doc, text_flags, bad = _load_json_document(ctx)
     out = ReaderOutput(flags=text_flags)
     if not isinstance(doc, dict):
         raise FileRejected("a scorecard must be a JSON object", "bad_scorecard")
     if isinstance(doc.get("environments"), list):
-        _scored_summary(ctx, doc, out)
+        left_out: set[int] = set()
+        if bad:  # an environment holding bad text is quarantined; elsewhere the file is refused
+            keep = []
+            for e_i, env in enumerate(doc["environments"]):
+                reject = bad.reject(("environments", e_i), f"environments[{e_i}]", "environment",
+                                    "core_arc3__scorecard_runs")
+                if reject is None:
+                    keep.append(env)
+                else:
+                    out.rejects.append(reject)
+                    keep.append(None)  # its place kept (later entries keep their index), stored as null
+                    left_out.add(e_i)
+            bad.found = [b for b in bad.found if b.path[:1] != ("environments",)]
+            bad.refuse_whole("scorecard")
+            doc = {**doc, "environments": keep}
+        _scored_summary(ctx, doc, out, left_out)
     else:
         cards = doc["cards"] if isinstance(doc.get("cards"), dict) else {doc.get("game_id"): doc}
+        if bad and cards is doc.get("cards"):  # a card holding bad text is quarantined, the others load
+            kept = {}
+            for game_id, card in cards.items():
+                reject = bad.reject(("cards", game_id), f"cards.{ascii_json(game_id)}", "card",
+                                    "core_arc3__card_plays")
+                if reject is None:
+                    kept[game_id] = card
+                else:
+                    out.rejects.append(reject)
+            bad.found = [b for b in bad.found if b.path[:1] != ("cards",)]
+            cards = kept
+        bad.refuse_whole("scorecard")  # a bare card is one entry; bad text outside the cards is the file's
         rows, issues, flags = card_rows(ctx.file_id, cards, None, None, [])
         out.tables["core_arc3__card_plays"] = conform("core_arc3__card_plays", rows)
         out.rejects.extend(Reject(i.location, i.check, i.reason, i.raw_text, i.target_table, i.column, i.value)
@@ -140,11 +178,13 @@ def read_scorecard(ctx: FileContext) -> ReaderOutput:
     return out
 
 
-def _scored_summary(ctx: FileContext, doc: dict, out: ReaderOutput) -> None:
+def _scored_summary(ctx: FileContext, doc: dict, out: ReaderOutput, left_out: set[int]) -> None:
     policy = doc.get("scoring_policy") or doc.get("policy_id")
     policy_id = policy.get("policy_id") if isinstance(policy, dict) else policy
     runs = []
     for e_i, env in enumerate(doc["environments"]):
+        if e_i in left_out:  # quarantined for bad text (read_scorecard)
+            continue
         if not isinstance(env, dict) or not isinstance(env.get("id"), str):
             out.rejects.append(Reject(f"environments[{e_i}]", "bad_environment",
                                       "environment entry without a string `id`", clip(json.dumps(env)),

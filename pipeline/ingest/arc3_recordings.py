@@ -9,8 +9,13 @@ streamed to Parquet while the file is read.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+from pipeline.core.outputs import OutputError, as_output_error, current_umask
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.recordings.lines import Line, LineIssue, sniff_first_line
@@ -34,15 +39,28 @@ def sniff(head: Head) -> str | None:
 
 
 class _FrameSink:
-    """Streams kept frames to `<frames_dir>/<file_id>.parquet` (zstd), a row group at a time."""
+    """Streams kept frames to `<frames_dir>/<file_id>.parquet` (zstd), a row group at a time, into a fresh
+    temporary file renamed over it at the end (a crash never leaves a half-written frames file; a symlink there is
+    replaced, never written through). A failure to write (a full disk, a frames folder that cannot be one) is the
+    output's, not the recording's: raised as OutputError, which stops the run (exit 1) and quarantines nothing."""
 
     def __init__(self, ctx: FileContext):
         self.path = (ctx.frames_dir or ctx.path.parent) / f"{ctx.file_id}.parquet"
         self.rows: dict[str, list] = {"line_number": [], "frame_index": [], "frame_sha256": [], "pixels": []}
         self.writer = None
-        self.tmp = self.path.with_suffix(".parquet.tmp")
+        self.tmp: Path | None = None
 
     def add(self, line: Line) -> None:
+        try:
+            self._add(line)
+        except OSError as err:
+            raise self._failed(err) from err
+
+    def _failed(self, err: OSError) -> OutputError:
+        self.abort()
+        return as_output_error(err, self.path)
+
+    def _add(self, line: Line) -> None:
         assert line.frames is not None and line.hashes is not None
         for i, (grid, digest) in enumerate(zip(line.frames, line.hashes, strict=True)):
             self.rows["line_number"].append(line.number)
@@ -66,27 +84,44 @@ class _FrameSink:
         })
         if self.writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+            os.close(fd)
+            self.tmp = Path(tmp)
             self.writer = pq.ParquetWriter(self.tmp, table.schema, compression="zstd")
         self.writer.write_table(table)
         for v in self.rows.values():
             v.clear()
 
     def close(self) -> Path | None:
-        self.flush()
-        if self.writer is None:
-            return None
-        self.writer.close()
-        self.tmp.replace(self.path)  # atomic: a crash never leaves a half-written frames file
+        try:
+            self.flush()
+            if self.writer is None:
+                return None
+            self.writer.close()
+            self.writer = None
+            assert self.tmp is not None
+            os.chmod(self.tmp, 0o666 & ~current_umask())
+            self.tmp.replace(self.path)  # atomic: a crash never leaves a half-written frames file
+            self.tmp = None
+        except OSError as err:
+            raise self._failed(err) from err
         return self.path
 
     def abort(self) -> None:
         if self.writer is not None:
-            self.writer.close()
-        self.tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.writer.close()
+            self.writer = None
+        if self.tmp is not None:
+            with contextlib.suppress(OSError):
+                self.tmp.unlink(missing_ok=True)
+            self.tmp = None
 
 
-def _rejects(issues: list[LineIssue]) -> list[Reject]:
-    return [Reject(i.location, i.check, i.reason, i.raw_text, i.target_table, i.column, i.value) for i in issues]
+def _rejects(issues: list[LineIssue]) -> Iterator[Reject]:
+    """The quarantine records of a recording's issues, made as they are consumed (a flood waits on disk)."""
+    return (Reject(i.location, i.check, i.reason, i.raw_text, i.target_table, i.column, i.value, i.n_raw_bytes,
+                   i.raw_sha256) for i in issues)
 
 
 def read_playback(ctx: FileContext) -> ReaderOutput:

@@ -9,6 +9,7 @@ normalize (loaded after a documented rewrite; the raw layer keeps the original).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from pipeline.core.spool import Spool
+from pipeline.core.textfiles import LONE_SURROGATE, BadText, ascii_json, lone_surrogates
 
 MAX_RAW_TEXT = 4096
 NESTED_TOO_DEEPLY = "not valid JSON for this format (nested too deeply to read: thousands of brackets)"
@@ -37,7 +41,7 @@ class FileRejected(Exception):
         self.check = check
         self.location = location
         self.raw_text = raw_text
-        self.rejects = list(rejects or [])  # lines already quarantined when the file was refused (quarantined too)
+        self.rejects = Spool(rejects or [])  # lines already quarantined when the file was refused (quarantined too)
 
 
 class FileChangedError(Exception):
@@ -55,6 +59,20 @@ class Reject:
     target_table: str | None = None
     column: str | None = None
     value: str | None = None
+    # The offending text in full: its UTF-8 length and sha256 (worked out here from `raw_text` unless the
+    # reader, which saw the text before clipping it, gives them). `raw_text` itself is capped at MAX_RAW_TEXT.
+    n_raw_bytes: int | None = None
+    raw_sha256: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.raw_text is None:
+            return
+        if self.n_raw_bytes is None:
+            encoded = self.raw_text.encode("utf-8", "surrogatepass")
+            object.__setattr__(self, "n_raw_bytes", len(encoded))
+            object.__setattr__(self, "raw_sha256", hashlib.sha256(encoded).hexdigest())
+        if len(self.raw_text) > MAX_RAW_TEXT:
+            object.__setattr__(self, "raw_text", clip(self.raw_text))
 
 
 @dataclass
@@ -75,13 +93,17 @@ class FileContext:
 @dataclass
 class ReaderOutput:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
-    rejects: list[Reject] = field(default_factory=list)
+    rejects: list[Reject] = field(default_factory=Spool)  # a Spool: a flood of bad lines waits on disk
     flags: list[str] = field(default_factory=list)  # file-level quality flags
     written_files: list[Path] = field(default_factory=list)  # side outputs (frame Parquet)
     detection_evidence: str | None = None  # the reader's finer-grained variant detection, if any
     # A file too big to hold at once: the rest of its output, made piece by piece while the pieces are
     # written (in the writing process, inside the file's transaction). Picklable, called once.
     pieces: Callable[[], Iterator[ReaderOutput]] | None = None
+    # Plays quarantined as copies of another file's play (play_id -> that file), set when committing: every row
+    # they own goes with them; `n_quarantined_in_db` counts those moved to quarantine inside the database.
+    duplicate_plays: dict[str, str] = field(default_factory=dict)
+    n_quarantined_in_db: int = 0
 
     def n_records(self) -> int:
         return sum(df.height for df in self.tables.values())
@@ -97,7 +119,46 @@ class ReaderOutput:
                 tables.setdefault(name, []).append(df)
         return ReaderOutput(
             tables={name: pl.concat(dfs, how="diagonal_relaxed") for name, dfs in tables.items()},
-            rejects=[r for part in parts for r in part.rejects],
+            rejects=Spool(r for part in parts for r in part.rejects),
             flags=list(dict.fromkeys(f for part in parts for f in part.flags)),
             written_files=[f for part in parts for f in part.written_files],
             detection_evidence=self.detection_evidence)
+
+
+class BadEntries:
+    """The entries of a JSON document that hold a lone surrogate escape (`lone_surrogates`), by the path of the
+    entry (its first `depth` keys): a reader skips each and quarantines it with its line."""
+
+    def __init__(self, doc: Any, text: str):
+        self.doc = doc
+        self.found = lone_surrogates(doc, text)
+
+    def __bool__(self) -> bool:
+        return bool(self.found)
+
+    def at(self, *entry: str | int) -> BadText | None:
+        """The first bad string inside `entry` (a path from the root), or None."""
+        return next((b for b in self.found if b.path[:len(entry)] == entry), None)
+
+    def reject(self, entry: tuple[str | int, ...], location: str, what: str, table: str | None) -> Reject | None:
+        """The quarantine record of `entry` when it holds bad text (its value kept as ASCII JSON), else None."""
+        bad = self.at(*entry)
+        if bad is None:
+            return None
+        value: Any = self.doc
+        for key in entry:
+            value = value[key]
+        inner = ".".join(str(k) for k in bad.path[len(entry):])
+        line = f" (line {bad.line})" if bad.line is not None else ""
+        return Reject(f"{location}{line}", LONE_SURROGATE, bad.reason(what + (f", field {inner}" if inner else "")),
+                      clip(ascii_json(value)), table, None, bad.escape)
+
+    def refuse_whole(self, what: str) -> None:
+        """A document that is one entry (metadata.json, a top-level field): refused, naming the line."""
+        if self.found:
+            bad = self.found[0]
+            field = ".".join(str(k) for k in bad.path)
+            line = f"line {bad.line}" if bad.line is not None else "file"
+            raise FileRejected(bad.reason(f"{what} field {field}").replace("; this is quarantined, the rest of the "
+                                                                             "file loads", ""),
+                               LONE_SURROGATE, line, clip(ascii_json(self.doc)))

@@ -18,6 +18,7 @@ from pipeline.core.workspace import Workspace
 from pipeline.ingest.base import ReaderOutput, Reject
 from pipeline.ingest.commit import commit_file
 from pipeline.ingest.prepared import (
+    QUARANTINE_BATCH,
     FileReport,
     PreparedFile,
     _failed_piece,
@@ -26,6 +27,7 @@ from pipeline.ingest.prepared import (
     _loaded_report,
     _quarantine_records,
     _skipped_report,
+    skipped_message,
     validate_output,
 )
 from schemas import validate_frame
@@ -75,6 +77,9 @@ def _plan_batch(ws: Workspace, batch: list[PreparedFile]) -> _BatchPlan | None:
     paths = {str(p.path) for p in active}
     if len(batch_ids) < sum(p.ctx.file_id is not None for p in active) or len(paths) < len(active):
         return None  # a file would see another of the batch in the registry
+    if sum(len(p.output.rejects) for p in active if p.output is not None) + \
+            sum(len(p.failure_rejects) for p in active) > QUARANTINE_BATCH:
+        return None  # a flood of rejects: file by file, their quarantine written a bounded batch at a time
     loading = [p for p in active if p.failure is None]
     by_id: dict[str, str] = {}
     by_path: dict[str, set[str]] = {}
@@ -83,14 +88,14 @@ def _plan_batch(ws: Workspace, batch: list[PreparedFile]) -> _BatchPlan | None:
                        "WHERE file_id IN (SELECT unnest(?)) OR file_path IN (SELECT unnest(?))",
                        [[p.ctx.file_id for p in loading], [str(p.path) for p in loading]]).rows()
         for file_id, file_path in rows:
-            by_id[file_id] = file_id
+            by_id[file_id] = file_path
             by_path.setdefault(file_path, set()).add(file_id)
     plan = _BatchPlan([], {}, [], [], [], [])
     loaded: list[tuple[dict[str, pl.DataFrame], list[str]]] = []  # tables, with the ids not a clash for them
     claimed: set[str] = set()  # registry ids some file of the batch already sees
     for p in batch:
         if p.skipped:
-            plan.reports.append(_skipped_report(p))
+            plan.reports.append(_skipped_report(p, ws))
             continue
         if p.failure is not None:
             _, check, reason, location, raw = p.failure
@@ -109,7 +114,7 @@ def _plan_batch(ws: Workspace, batch: list[PreparedFile]) -> _BatchPlan | None:
         claimed |= seen
         if file_id in seen and not p.force:
             plan.reports.append(FileReport(p.path, "skipped",
-                                           message="same content as a file ingested earlier in this run",
+                                           message=skipped_message(p.path, by_id.get(file_id), this_run=True),
                                            file_id=file_id))
             continue
         if file_id in seen or p.seen_before:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.outputs import as_output_error
+
 BUCKET = "__bucket"
 FLUSH_BYTES = 32 << 20  # rows held before they are written out (fewer, bigger files than one per batch)
 
@@ -28,7 +30,10 @@ FLUSH_BYTES = 32 << 20  # rows held before they are written out (fewer, bigger f
 @contextmanager
 def scratch_folder(prefix: str) -> Iterator[Path]:
     """A temporary folder, removed on every way out (a generator holding it removes it when it is closed)."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        path = Path(tempfile.mkdtemp(prefix=prefix))
+    except OSError as err:  # $TMPDIR full or unwritable: the environment's fault, not an input's
+        raise as_output_error(err, tempfile.gettempdir()) from err
     try:
         yield path
     finally:

@@ -23,10 +23,12 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from pipeline.core.outputs import OutputError, as_output_error
 from pipeline.core.prefetch import prefetched
-from pipeline.core.workspace import Workspace
+from pipeline.core.spool import Spool
+from pipeline.core.workspace import Workspace, WorkspaceError
 from pipeline.ingest.background import BackgroundWriter
-from pipeline.ingest.base import FileChangedError, FileContext, ReaderOutput, Reject, clip
+from pipeline.ingest.base import MAX_RAW_TEXT, FileChangedError, FileContext, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import FORMATS
 from pipeline.ingest.prepared import (
     FileReport,
@@ -36,14 +38,16 @@ from pipeline.ingest.prepared import (
     _file_record,
     _loaded_report,
     _location_column,
-    _quarantine_rows,
+    _quarantine_frames,
     _read,
     _reader_error,
     _refuse_if_changed,
     _skipped_report,
+    raise_if_output_error,
+    skipped_message,
     validate_output,
 )
-from schemas import get_table
+from schemas import get_table, validate_frame
 from schemas.validate import conform
 
 
@@ -93,6 +97,86 @@ def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids
                                          clip(str(raw)), name))
         bad = clash.select(key)
         output.tables[name] = df.join(bad, on=key, how="anti")
+        if name == PLAYS:
+            for rec in clash.iter_rows(named=True):
+                output.duplicate_plays[rec["play_id"]] = rec["other_path"] or rec["other_file_id"]
+    if output.duplicate_plays:
+        _drop_duplicate_plays_rows(output)
+
+
+PLAYS = "core_arc3__plays"
+CARDS = "core_arc3__card_plays"
+
+
+def _duplicate_reason(play_id: str, other: str) -> str:
+    return (f"belongs to play {play_id!r}, which duplicates the play already loaded from {other} (same play in "
+            f"another file, encoding or folder): quarantined with its play, so the play counts once")
+
+
+def _drop_duplicate_plays_rows(output: ReaderOutput) -> None:
+    """A play quarantined as a duplicate takes every row it owns with it: its steps (any table with a `play_id`)
+    and its card (every slot of a card line that holds one of its slots): a file lands whole or not at all."""
+    dropped = output.duplicate_plays
+    ids = list(dropped)
+    for name, df in list(output.tables.items()):
+        if name == PLAYS or "play_id" not in df.columns or df.height == 0:
+            continue
+        owned = pl.col("play_id").is_in(ids)
+        if name == CARDS and "line_number" in df.columns:
+            card_lines = df.filter(owned)["line_number"].drop_nulls().unique().to_list()
+            owned = owned | pl.col("line_number").is_in(card_lines)
+        hits = df.with_row_index("__i").filter(owned)
+        if hits.height == 0:
+            continue
+        loc_col = _location_column(df)
+        unit = "line" if loc_col == "line_number" else "row"
+        card_play = next((p for p in hits["play_id"].drop_nulls() if p in dropped), None)
+        for rec in hits.iter_rows(named=True):
+            play_id = rec["play_id"] if rec["play_id"] in dropped else card_play
+            location = f"{unit} {rec[loc_col]}" if loc_col and rec[loc_col] is not None else f"record {rec['__i'] + 1}"
+            raw = {k: v for k, v in rec.items() if k != "__i"}
+            what = f"{name} row" + (f" (card slot {rec['slot_index']})" if "slot_index" in rec else "")
+            reason = f"{what} {_duplicate_reason(play_id, dropped[play_id])}"
+            output.rejects.append(Reject(location, "duplicate_play", reason, clip(str(raw)), name))
+        output.tables[name] = df.filter(~owned)
+
+
+def _drop_duplicate_plays_written(ws: Workspace, con, prepared: PreparedFile, written: dict[str, int]) -> None:
+    """The rows of duplicate plays that a streamed file already wrote in its transaction (its steps): moved to
+    `quarantine` in the database, a line each, without passing through memory."""
+    from schemas import TABLES
+
+    output, ctx = prepared.output, prepared.ctx
+    assert output is not None
+    pairs = pl.DataFrame({"play_id": list(output.duplicate_plays), "other": list(output.duplicate_plays.values())},
+                         schema={"play_id": pl.String, "other": pl.String})
+    con.register("_dup_plays", pairs.to_arrow())
+    try:
+        for name in written:
+            if "play_id" not in TABLES[name].columns or "line_number" not in TABLES[name].columns:
+                continue
+            n = con.execute(
+                f"SELECT count(*) FROM {name} t JOIN _dup_plays d USING (play_id) WHERE t.file_id = ?",
+                [ctx.file_id]).fetchall()[0][0]
+            if not n:
+                continue
+            reason = (f"'{name} row belongs to play ''' || d.play_id || ''', which duplicates the play already "
+                      f"loaded from ' || d.other || ' (same play in another file, encoding or folder): quarantined "
+                      f"with its play, so the play counts once'")
+            con.execute(
+                f"INSERT INTO quarantine (quarantine_id, run_id, file_id, file_path, source_format, source_location, "
+                f"target_table, check_name, reason, raw_text, n_raw_bytes, raw_sha256) "
+                f"SELECT sha256(? || '|line ' || t.line_number || '|duplicate_play|' || ?), ?, t.file_id, ?, ?, "
+                f"'line ' || t.line_number, ?, 'duplicate_play', {reason}, left(CAST(t AS VARCHAR), {MAX_RAW_TEXT}), "
+                f"octet_length(encode(CAST(t AS VARCHAR))), sha256(CAST(t AS VARCHAR)) "
+                f"FROM {name} t JOIN _dup_plays d USING (play_id) WHERE t.file_id = ?",
+                [ctx.file_id, name, ctx.run_id, str(ctx.path), prepared.fmt_name, name, ctx.file_id])
+            con.execute(f"DELETE FROM {name} WHERE file_id = ? AND play_id IN (SELECT play_id FROM _dup_plays)",
+                        [ctx.file_id])
+            written[name] -= n
+            output.n_quarantined_in_db += n
+    finally:
+        con.unregister("_dup_plays")
 
 
 class _Refused(Exception):
@@ -103,7 +187,7 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
     """Read a streamed file inside its transaction: every chunk of rows the reader hands over is validated (rows
     that fail become rejects, as in `validate_output`) and inserted at once. Rows written per table."""
     written: dict[str, int] = {}
-    chunk_rejects: list[Reject] = []
+    chunk_rejects: list[Reject] = Spool()
     write_errors: list[BaseException] = []
 
     def write_chunk(name: str, df: pl.DataFrame) -> None:  # on the writer thread, chunks in reading order
@@ -125,8 +209,8 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
             _read(prepared, FORMATS[prepared.fmt_name or ""])
         _refuse_if_changed(prepared)
     except Exception as err:
-        if isinstance(err, duckdb.Error) and not write_errors:
-            raise
+        if isinstance(err, OutputError) or (isinstance(err, duckdb.Error) and not write_errors):
+            raise  # an output (frames folder, scratch space) or the database failed, not the file
         if not write_errors:  # a reader bug: this file is refused and the run goes on, as for a worker's file
             prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
     finally:
@@ -136,7 +220,7 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
     if prepared.failure is not None:
         raise _Refused
     assert prepared.output is not None
-    prepared.output.rejects[:0] = chunk_rejects
+    prepared.output.rejects = Spool(itertools.chain(chunk_rejects, prepared.output.rejects))
     return written
 
 
@@ -144,7 +228,7 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
     """Write a prepared file in one transaction (or record why it was refused)."""
     path, ctx = prepared.path, prepared.ctx
     if prepared.skipped:
-        return _skipped_report(prepared)
+        return _skipped_report(prepared, ws)
     if prepared.failure is not None:
         status, check, reason, location, raw = prepared.failure
         _write_file_failure(ws, ctx, prepared.fmt_name, check, reason, location, raw, prepared.failure_rejects)
@@ -158,17 +242,19 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
         prepared.validated = True
     # Workers judged "seen before" against the database as it was when the run started; an identical file
     # committed earlier in this same run is only visible here.
-    earlier = ws.read("SELECT file_id FROM raw_ingest__files WHERE file_id = ? OR file_path = ?",
-                      [ctx.file_id, str(path)])["file_id"].to_list()  # one query for both questions
+    found = ws.read("SELECT file_id, file_path FROM raw_ingest__files WHERE file_id = ? OR file_path = ?",
+                    [ctx.file_id, str(path)])  # one query for both questions
+    earlier = found["file_id"].to_list()
     if ctx.file_id in earlier:
         if not prepared.force:
-            return FileReport(path, "skipped", message="same content as a file ingested earlier in this run",
+            matched = found.filter(pl.col("file_id") == ctx.file_id)["file_path"][0]
+            return FileReport(path, "skipped", message=skipped_message(path, matched, this_run=True),
                               file_id=ctx.file_id)
         prepared.seen_before = True
     replaced = [f for f in dict.fromkeys(earlier) if f != ctx.file_id]
     own_ids = [ctx.file_id, *replaced]
     counts: dict[str, int] = {}  # rows written, per table
-    piece_rejects: list[Reject] = []
+    piece_rejects: list[Reject] = Spool()
     piece_flags: list[str] = []
     pieces = prepared.output.pieces if prepared.output is not None else None
     spill = _SpillFolder() if pieces is not None else None
@@ -177,12 +263,15 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
             # Deleting from every table costs ~40 statements: only when something of this file or path is there.
             for old_id in ([ctx.file_id] if prepared.seen_before else []) + replaced:
                 _delete_file_rows(ws, con, old_id)
+            con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
             if prepared.streamed:
                 for name, n in _read_streamed(ws, con, prepared).items():
                     counts[name] = counts.get(name, 0) + n
             output = prepared.output
             assert output is not None
             drop_cross_file_duplicates(ws, output, own_ids)
+            if prepared.streamed and output.duplicate_plays:
+                _drop_duplicate_plays_written(ws, con, prepared, counts)
             for name, df in output.tables.items():
                 ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
             staged: dict[str, list[str]] = {}
@@ -193,9 +282,12 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                 except _WriteFailed as err:  # the database's error, not the file's: the run stops
                     raise err.error from None
                 except (OSError, UnicodeDecodeError, FileChangedError) as err:  # read again, after prepare_file
+                    raise_if_output_error(err, ctx, spill.path)  # a full scratch disk is not the file's fault
                     prepared.failure = ("unreadable", "unreadable",
                                         f"cannot read the file as {prepared.fmt_name}: {err}", "file", None)
                     raise _Refused from err
+                except OutputError:
+                    raise
                 except Exception as err:  # a reader bug: this file is refused and the run goes on (`_failed_piece`)
                     prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
                     raise _Refused from err
@@ -204,23 +296,21 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                     raise _Refused
             for name, df in output.tables.items():
                 counts[name] = counts.get(name, 0) + df.height
-            quarantine = _quarantine_rows(ctx, prepared.fmt_name, [*output.rejects, *piece_rejects])
+            # A file can have millions of rejects: made and written a bounded batch at a time.
+            n_quarantined = _insert_quarantine(ws, con, ctx, prepared.fmt_name,
+                                               itertools.chain(output.rejects, piece_rejects))
+            n_quarantined += output.n_quarantined_in_db
             flags = [*output.flags, *piece_flags]
-            file_row = conform("raw_ingest__files", [_file_record(prepared, quarantine.height, counts, flags)])
-            con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])  # earlier refusals of it
+            file_row = conform("raw_ingest__files", [_file_record(prepared, n_quarantined, counts, flags)])
             ws.insert_frame("raw_ingest__files", file_row, con=con)
             for name, spills in staged.items():
                 _insert_spilled(con, name, spills)
             if spill is not None:
                 spill.release()  # removed while the transaction commits
-            if quarantine.height:  # a file can have 100k rejects with their rows' texts: a slice at a time
-                with _bounded_insert(con, STREAM_INSERT_MEMORY):
-                    for part in quarantine.iter_slices(QUARANTINE_SLICE_ROWS):
-                        ws.insert_frame("quarantine", part, con=con)
     except _Refused:  # nothing of the file stays; its refusal is recorded like any other
         prepared.streamed = False
         return commit_file(ws, prepared)
-    return _loaded_report(prepared, quarantine.height, len(replaced), counts)
+    return _loaded_report(prepared, n_quarantined, len(replaced), counts)
 
 
 class _OtherFiles:
@@ -247,7 +337,10 @@ class _SpillFolder:
     itself on every other way out."""
 
     def __enter__(self) -> _SpillFolder:
-        self.path = Path(tempfile.mkdtemp(prefix="arcstudy-ingest-"))
+        try:
+            self.path = Path(tempfile.mkdtemp(prefix="arcstudy-ingest-"))
+        except OSError as err:  # $TMPDIR full or unwritable: the environment's fault, not the file's
+            raise as_output_error(err, tempfile.gettempdir()) from err
         self._remover: threading.Thread | None = None
         self._error: list[BaseException] = []
         return self
@@ -411,6 +504,45 @@ def _insert_stream(con: duckdb.DuckDBPyConnection, name: str, stream) -> None:
     con.unregister("_stream")
 
 
+def _insert_quarantine(ws: Workspace, con, ctx: FileContext, fmt_name: str | None, rejects) -> int:
+    """Write a file's quarantine rows a batch at a time (`_quarantine_frames`); a reject repeated word for word
+    in two batches is kept once, as within one. Rows written."""
+    import pyarrow as pa
+
+    n, batches = 0, 0
+    frames = _quarantine_frames(ctx, fmt_name, rejects)
+    first = next(frames, None)
+    if first is None:
+        return 0
+    schema = first.to_arrow().schema
+
+    def stream() -> Iterator[pa.RecordBatch]:
+        # One INSERT ... SELECT over the batches: DuckDB streams it with bounded memory, where an INSERT per
+        # batch would hold every row of the transaction until it commits.
+        nonlocal n, batches
+        for frame in itertools.chain([first], frames):
+            validated = validate_frame("quarantine", frame)
+            if validated.failures:
+                raise WorkspaceError(f"refusing to write invalid rows to quarantine: {validated.failures[0].reason}")
+            n += frame.height
+            batches += 1
+            table = frame.to_arrow()
+            yield from (table if table.schema == schema else table.cast(schema)).to_batches(QUARANTINE_SLICE_ROWS)
+
+    with _bounded_insert(con, STREAM_INSERT_MEMORY):
+        _insert_stream(con, "quarantine", pa.RecordBatchReader.from_batches(schema, stream()))
+        if batches > 1:  # a GROUP BY under the memory limit: DuckDB spills it to disk for millions of rows
+            where = "file_id = ?" if ctx.file_id else "file_id IS NULL AND file_path = ? AND run_id = ?"
+            params = [ctx.file_id] if ctx.file_id else [str(ctx.path), ctx.run_id]
+            repeated = con.execute(f"SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM quarantine "
+                                   f"WHERE {where} GROUP BY quarantine_id HAVING count(*) > 1)", params).fetchall()[0][0]
+            if repeated:
+                con.execute(f"DELETE FROM quarantine WHERE {where} AND rowid NOT IN (SELECT min(rowid) FROM "
+                            f"quarantine WHERE {where} GROUP BY quarantine_id)", params + params)
+                n -= int(repeated)
+    return n
+
+
 def _delete_file_rows(ws: Workspace, con, file_id: str) -> None:
     """Remove everything an earlier ingest of `file_id` wrote (tables of every format carry file_id)."""
     from schemas import TABLES
@@ -423,8 +555,8 @@ def _delete_file_rows(ws: Workspace, con, file_id: str) -> None:
 def _write_file_failure(ws: Workspace, ctx: FileContext, fmt_name: str | None, check: str, reason: str,
                         location: str = "file", raw_text: str | None = None,
                         line_rejects: list[Reject] | None = None) -> None:
-    rows = _quarantine_rows(ctx, fmt_name, [Reject(location, check, reason, raw_text), *(line_rejects or [])])
     with ws.transaction() as con:
         if ctx.file_id:
             con.execute("DELETE FROM quarantine WHERE file_id = ?", [ctx.file_id])
-        ws.insert_frame("quarantine", rows, con=con)
+        _insert_quarantine(ws, con, ctx, fmt_name,
+                           itertools.chain([Reject(location, check, reason, raw_text)], line_rejects or []))

@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from pipeline.core.outputs import write_with
 from pipeline.core.workspace import Workspace
 
 
@@ -40,9 +41,15 @@ def export_recording_lines(ws: Workspace, file_id: str) -> Iterator[dict]:
 
 
 def write_recording(ws: Workspace, file_id: str, path: Path) -> int:
+    """Write the recording of `file_id` to `path` whole (pipeline.core.outputs); the number of lines."""
     n = 0
-    with open(path, "w", encoding="utf-8") as fh:
-        for line in export_recording_lines(ws, file_id):
-            fh.write(json.dumps(line) + "\n")
-            n += 1
+
+    def write(tmp: Path) -> None:
+        nonlocal n
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for line in export_recording_lines(ws, file_id):
+                fh.write(json.dumps(line) + "\n")
+                n += 1
+
+    write_with(path, write)
     return n

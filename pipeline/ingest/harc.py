@@ -41,6 +41,7 @@ from typing import NamedTuple
 
 import polars as pl
 
+from pipeline.core.spool import Spool
 from pipeline.ingest import harc_arc
 from pipeline.ingest.base import FileChangedError, FileContext, ReaderOutput
 from pipeline.ingest.buckets import BatchSlices, BucketFiles, bucket_of, read_ipc, scratch_folder
@@ -206,7 +207,7 @@ def _open_release_file(
     variant = match_variant(header, variants, what)
     release = release_from_name(ctx.path, variant) if release_by_name else variant.release
     loaded = load_csv(ctx.path, header, raw_table=RAW)
-    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
+    out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags),
                        detection_evidence=evidence.format(variant=variant.name, release=release))
     out.tables[RAW] = raw_rows(loaded.frame, ctx.file_id, header)
     return _OpenedFile(header, release, loaded, out)
@@ -305,10 +306,23 @@ def read_data(ctx: FileContext, *, batch_bytes: int | None = None) -> ReaderOutp
     variant = match_variant(header, DATA_VARIANTS, "H-ARC data file")
     release = variant.release
     assert release is not None
-    source = CsvSource(ctx.path, header, RAW, batch_bytes or BATCH_BYTES)
+    source = CsvSource(ctx.path, header, RAW, batch_bytes or _batch_bytes(ctx.path))
     out = ReaderOutput(detection_evidence=f"header is the {variant.name}",
                        pieces=_DataFile(ctx.file_id, header, release, source, _bucket_count(source)))
     return out.materialized() if source.single_batch else out
+
+
+MAX_BATCH_ROWS = 50_000  # rows of a piece, at most: a file of short rows is pieced by its rows, not its bytes
+
+
+def _batch_bytes(path) -> int:
+    """The size of the pieces a data.csv is read in: BATCH_BYTES, or less for a file of short rows, so that a
+    piece holds at most about MAX_BATCH_ROWS rows. Each row costs about 1 kB in memory whatever its length (its
+    raw JSON names every column), so 8 MB of two-byte rows (4 million of them) would take gigabytes."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+    n_lines = max(head.count(b"\n"), 1)
+    return min(BATCH_BYTES, max(64 << 10, len(head) * MAX_BATCH_ROWS // n_lines))
 
 
 def _bucket_count(source: CsvSource) -> int:
@@ -479,7 +493,7 @@ class _DataFile:
                     checks: list[RowCheck]) -> tuple[ReaderOutput, pl.DataFrame]:
         """Second pass, one batch: every row rule, the raw rows, the loaded events."""
         header = self.header
-        out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags))
+        out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags))
         out.tables[RAW] = raw_rows(loaded.frame, self.file_id, header)
         if not context[ROW].equals(loaded.frame[ROW]):
             raise FileChangedError("the file changed while it was read (its rows differ from the first pass's)")

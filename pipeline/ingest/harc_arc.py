@@ -17,13 +17,23 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from pipeline.core.textfiles import read_text_document
-from pipeline.ingest.base import NESTED_TOO_DEEPLY, FileContext, FileRejected, ReaderOutput, Reject
+from pipeline.core.spool import Spool
+from pipeline.core.textfiles import LONE_SURROGATE, ascii_json, lone_surrogates, read_text_document
+from pipeline.ingest.base import (
+    NESTED_TOO_DEEPLY,
+    BadEntries,
+    FileContext,
+    FileRejected,
+    ReaderOutput,
+    Reject,
+    clip,
+)
 from pipeline.ingest.formats import Head
 from pipeline.ingest.harc_csv import (
     ROW,
@@ -144,7 +154,167 @@ def _is_partial_task(obj: Any) -> bool:
     return isinstance(obj, dict) and ("train" in obj or "test" in obj) and not _is_task(obj)
 
 
+STREAM_TASKS_BYTES = 64 << 20  # a task collection at least this big is read a task at a time, in pieces
+TASKS_PER_PIECE = 500
+
+
+class _TaskCollection:
+    """The pieces of a big ARC task collection (`{"id": {task}, ...}`): its tasks parsed one at a time from a
+    sliding window of the file, TASKS_PER_PIECE to a piece, so memory holds one piece whatever the file's size.
+    Picklable; called once, in the writing process (`ReaderOutput.pieces`)."""
+
+    WINDOW = 8 << 20
+
+    def __init__(self, path: Path, file_id: str):
+        self.path, self.file_id = path, file_id
+
+    def entries(self) -> Iterator[tuple[str, Any]]:
+        decoder = json.JSONDecoder()
+        with open(self.path, encoding="utf-8-sig") as f:
+            buf, pos = f.read(self.WINDOW), 0
+            ended = False
+
+            def need(n: int = 1) -> None:
+                nonlocal buf, pos, ended
+                while not ended and len(buf) - pos < n:
+                    more = f.read(self.WINDOW)
+                    ended = not more
+                    buf, pos = buf[pos:] + more, 0
+
+            def skip_space() -> None:
+                nonlocal pos
+                while True:
+                    need()
+                    while pos < len(buf) and buf[pos] in " \t\r\n":
+                        pos += 1
+                    if pos < len(buf) or ended:
+                        return
+
+            def value() -> Any:
+                nonlocal buf, pos, ended
+                while True:
+                    try:
+                        obj, end = decoder.raw_decode(buf, pos)
+                        if end < len(buf) or ended:
+                            pos = end
+                            return obj
+                    except json.JSONDecodeError:
+                        if ended:
+                            raise
+                    more = f.read(self.WINDOW)  # the value runs past the window: widen it
+                    ended = not more
+                    buf, pos = buf[pos:] + more, 0
+
+            skip_space()
+            if buf[pos:pos + 1] != "{":
+                raise json.JSONDecodeError("expected a JSON object", buf, pos)
+            pos += 1
+            skip_space()
+            if buf[pos:pos + 1] == "}":
+                return
+            while True:
+                key = value()
+                skip_space()
+                if buf[pos:pos + 1] != ":":
+                    raise json.JSONDecodeError("expected ':'", buf, pos)
+                pos += 1
+                skip_space()
+                yield key, value()
+                skip_space()
+                sep = buf[pos:pos + 1]
+                pos += 1
+                if sep == "}":
+                    return
+                if sep != ",":
+                    raise json.JSONDecodeError("expected ',' or '}'", buf, pos - 1)
+                skip_space()
+
+    def __call__(self) -> Iterator[ReaderOutput]:
+        piece = ReaderOutput()
+        tasks: list[dict] = []
+        pairs: list[dict] = []
+
+        def done() -> ReaderOutput:
+            out = ReaderOutput(rejects=piece.rejects)
+            _task_tables(out, self.file_id, self.path.name, tasks, pairs)
+            return out
+
+        try:
+            for task_id, task in self.entries():
+                _collection_entry(piece, task_id, task, tasks, pairs, None)
+                if len(tasks) >= TASKS_PER_PIECE:
+                    yield done()
+                    piece, tasks, pairs = ReaderOutput(), [], []
+        except json.JSONDecodeError as err:
+            piece.rejects.append(Reject("file", "invalid_json", f"not valid JSON from character {err.pos} of a "
+                                        f"window on: {err.msg}; the tasks before it loaded", target_table=TASKS))
+        yield done()
+
+
+class _NoBadText:
+    """A whole collection already searched (`BadEntries`) and found clean."""
+
+    def __bool__(self) -> bool:
+        return True
+
+    def reject(self, *_: Any) -> None:
+        return None
+
+
+_NO_BAD_TEXT = _NoBadText()
+
+
+def _collection_entry(out: ReaderOutput, task_id: Any, task: Any, tasks: list[dict], pairs: list[dict],
+                      bad: BadEntries | _NoBadText | None) -> None:
+    """One entry of a task collection: its task and pairs, or its reject."""
+    reject = bad.reject((task_id,), f"task {ascii_json(task_id)}", "task", TASKS) if bad else None
+    if reject is None and bad is None:  # streamed: no line numbers, the same check
+        found = lone_surrogates({task_id: task})
+        if found:
+            reject = Reject(f"task {ascii_json(task_id)}", LONE_SURROGATE, found[0].reason("task"),
+                            clip(ascii_json(task)), TASKS, None, found[0].escape)
+    if reject is not None:  # bad text (a lone surrogate escape): this task is quarantined, the rest load
+        out.rejects.append(reject)
+        return
+    try:
+        task_pairs, facts = parse_task(task, task_id, f"task {task_id}")
+    except TaskInvalid as err:
+        out.rejects.append(Reject(f"task {task_id}", err.check, f"{err.where} {err.reason}",
+                                  raw_text=json.dumps(task), target_table=TASKS, value=task_id))
+        return
+    tasks.append({**facts, "flags": _task_flags(task, task_id, None)})
+    pairs += task_pairs
+
+
+def _task_tables(out: ReaderOutput, file_id: str, file_name: str, tasks: list[dict], pairs: list[dict]) -> None:
+    fid = {"file_id": file_id}
+    if not tasks:
+        return
+    # Columns in the table's order (task_id before file_name): the frame then needs no conforming select.
+    out.tables[TASKS] = pl.DataFrame([{**fid, "task_id": t["task_id"], "file_name": file_name, **t} for t in tasks],
+                                     schema_overrides={"flags": pl.List(pl.String)})
+    out.tables[PAIRS] = pl.DataFrame([{**fid, **p} for p in pairs], infer_schema_length=None) if pairs \
+        else pl.DataFrame()
+
+
+def _big_collection(path: Path) -> bool:
+    """A file big enough to read a task at a time, that opens as a collection (its first key is no task key)."""
+    try:
+        if path.stat().st_size < STREAM_TASKS_BYTES:
+            return False
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    text = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+    match = re.match(r'\{\s*"((?:[^"\\]|\\.)*)"', text)
+    return match is not None and match.group(1) not in ("train", "test")
+
+
 def read_task_json(ctx: FileContext) -> ReaderOutput:
+    if _big_collection(ctx.path):
+        return ReaderOutput(detection_evidence="a collection of ARC tasks keyed by task id (read a task at a time)",
+                            pieces=_TaskCollection(ctx.path, ctx.file_id))
     try:
         text, facts = read_text_document(ctx.path)  # BOM removed, CRLF accepted: both flagged
     except UnicodeDecodeError as err:
@@ -161,21 +331,16 @@ def read_task_json(ctx: FileContext) -> ReaderOutput:
     tasks: list[dict] = []
     pairs: list[dict] = []
     stem = ctx.path.stem
+    bad = BadEntries(obj, text)
     if _is_collection(obj):
         out.detection_evidence = f"a collection of {len(obj)} ARC tasks keyed by task id"
         for task_id, task in obj.items():
-            try:
-                task_pairs, facts = parse_task(task, task_id, f"task {task_id}")
-            except TaskInvalid as err:
-                out.rejects.append(Reject(f"task {task_id}", err.check, f"{err.where} {err.reason}",
-                                          raw_text=json.dumps(task), target_table=TASKS, value=task_id))
-                continue
-            tasks.append({**facts, "flags": _task_flags(task, task_id, None)})
-            pairs += task_pairs
+            _collection_entry(out, task_id, task, tasks, pairs, bad if bad else _NO_BAD_TEXT)
     else:
         if not isinstance(obj, dict):
             raise FileRejected(f"an ARC task file holds a JSON object, this one holds a {type(obj).__name__}",
                                check="task_structure", raw_text=text)
+        bad.refuse_whole("task")  # a single task is one entry
         try:
             task_pairs, facts = parse_task(obj, stem, "task")
         except TaskInvalid as err:
@@ -242,6 +407,9 @@ def _json_of(value: str | None, column: str, kind: type, kind_name: str) -> tupl
         return None, ("invalid_json", f"{column} is not valid JSON: {err.msg} at character {err.pos}")
     except RecursionError:
         return None, ("invalid_json", f"{column} is not readable JSON: it is nested too deeply to read")
+    bad = lone_surrogates(parsed, value)
+    if bad:
+        return None, (LONE_SURROGATE, bad[0].reason(column).replace("this is quarantined", "this row is quarantined"))
     if not isinstance(parsed, kind):
         return None, ("wrong_json_type", f"{column} is a JSON {type(parsed).__name__}, expected {kind_name}")
     if kind is list and not all(isinstance(x, str) for x in parsed):
@@ -284,7 +452,7 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
     header = read_header(ctx.path)
     variant = match_variant(header, TGI_VARIANTS, "ARC-TGI export")
     loaded = load_csv(ctx.path, header, raw_table=TGI_RAW)
-    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
+    out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags),
                        detection_evidence=f"header is the {variant.name}")
     out.tables[TGI_RAW] = raw_frame(loaded, ctx.file_id)
     generated_at, converted = _tgi_time()

@@ -27,6 +27,7 @@ from typing import TypeVar
 import polars as pl
 
 from pipeline.core.prefetch import prefetched
+from pipeline.core.spool import Spool
 from pipeline.core.textfiles import decode_head
 from pipeline.ingest.base import FileChangedError, FileRejected, Reject
 from pipeline.ingest.formats import Head
@@ -316,7 +317,7 @@ def load_csv(path: Path, header: list[str], *, raw_table: str) -> LoadedCsv:
     batches = source.scan(lambda b: b)
     frame = pl.concat([with_row_json(b, header) for b in batches], how="diagonal_relaxed")
     flags = [*source.flags, *dict.fromkeys(f for b in batches for f in b.flags)]
-    return LoadedCsv(frame, [r for b in batches for r in b.rejects], flags, source.ends_with_newline)
+    return LoadedCsv(frame, Spool(r for b in batches for r in b.rejects), flags, source.ends_with_newline)
 
 
 MAX_RECORD_BYTES = 16 << 20  # an H-ARC record is a few KB (a 30x30 grid is under 3 KB of JSON)
@@ -510,7 +511,7 @@ def _load_with_csv_module(path: Path, header: list[str], raw_table: str, polars_
     records: list[list[str | None]] = []
     rows: list[int] = []
     extras: list[str | None] = []
-    rejects: list[Reject] = []
+    rejects: list[Reject] = Spool()
     with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
         tap = _LineTap(fh)
         reader = csv.reader(tap, strict=True)
@@ -810,7 +811,7 @@ def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str
             *[(c.failed.fill_null(False) & ~pl.col("__structural_broken")).alias(f"__c{i}")
               for i, c in enumerate(checks) if i >= len(structural)],
             unsplit.alias("__unsplit_bad"))
-    rejects: list[Reject] = []
+    rejects: list[Reject] = Spool()  # a flood of bad rows waits on disk
     for i, c in enumerate(checks):
         mask = flags[f"__c{i}"]
         if not mask.any():

@@ -12,6 +12,8 @@ many small files at once.
 from __future__ import annotations
 
 import hashlib
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.manifest import FileVersion, file_version
+from pipeline.core.outputs import OutputError, as_output_error, is_output_oserror
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import InputFormat
 from schemas import validate_frame
@@ -58,8 +61,26 @@ def _quarantine_records(ctx: FileContext, fmt_name: str | None, rejects: list[Re
             "failing_value": clip(r.value),
             "reason": r.reason,
             "raw_text": clip(r.raw_text),
+            "n_raw_bytes": r.n_raw_bytes,
+            "raw_sha256": r.raw_sha256,
         })
     return list(rows.values())
+
+
+QUARANTINE_BATCH = 20_000  # quarantine rows made and written at once (memory holds one such batch)
+
+
+def _quarantine_frames(ctx: FileContext, fmt_name: str | None, rejects) -> Iterator[pl.DataFrame]:
+    """The quarantine rows of `rejects` (any iterable, a `Spool` included) a bounded batch at a time. A reject
+    repeated word for word is kept once within a batch; `commit` removes repeats across batches."""
+    batch: list[Reject] = []
+    for r in rejects:
+        batch.append(r)
+        if len(batch) >= QUARANTINE_BATCH:
+            yield conform("quarantine", _quarantine_records(ctx, fmt_name, batch))
+            batch = []
+    if batch:
+        yield conform("quarantine", _quarantine_records(ctx, fmt_name, batch))
 
 
 def _quarantine_rows(ctx: FileContext, fmt_name: str | None, rejects: list[Reject]) -> pl.DataFrame:
@@ -111,6 +132,16 @@ class PreparedFile:
     validated: bool = False  # `output` went through the schemas (`validate_output`)
     streamed: bool = False  # read by commit_file inside the file's transaction, rows written chunk by chunk
     version: FileVersion | None = None  # the file as it was when its content hash was taken (`file_version`)
+    matched_path: str | None = None  # where the database's copy of these bytes was ingested from
+
+
+def raise_if_output_error(err: BaseException, ctx: FileContext, scratch: Path | None = None) -> None:
+    """Raise `err` as OutputError when it is a write's failure (a full disk or read-only file system, or any
+    error on a path in the frames folder or the `scratch` folder) rather than the input file's: such a run stops
+    with exit 1 and one line (pipeline.commands.common), and the file is not marked unreadable or quarantined."""
+    if isinstance(err, OSError) and is_output_oserror(err, ctx.frames_dir if ctx.keep_frames else None, scratch):
+        where = ctx.frames_dir if ctx.keep_frames and ctx.frames_dir is not None else Path(tempfile.gettempdir())
+        raise as_output_error(err, where) from err
 
 
 def _refuse_if_changed(prepared: PreparedFile) -> None:
@@ -140,6 +171,7 @@ def _read(prepared: PreparedFile, fmt: InputFormat, *, validate: bool = True) ->
         prepared.failure_rejects = err.rejects
         return
     except (UnicodeDecodeError, OSError) as err:
+        raise_if_output_error(err, prepared.ctx)
         prepared.failure = ("unreadable", "unreadable", f"cannot read the file as {fmt.name}: {err}", "file", None)
         return
     if validate:
@@ -147,9 +179,23 @@ def _read(prepared: PreparedFile, fmt: InputFormat, *, validate: bool = True) ->
         prepared.validated = True
 
 
-def _skipped_report(prepared: PreparedFile) -> FileReport:
-    return FileReport(prepared.path, "skipped", message="already ingested (same content hash); --force re-reads it",
+def _skipped_report(prepared: PreparedFile, ws=None) -> FileReport:
+    """A byte-identical copy of a file already in the database: skipped, naming the file it matched (known when the
+    run started, `prepared.matched_path`, else looked up in `ws`)."""
+    matched = prepared.matched_path
+    if matched is None and ws is not None and prepared.ctx.file_id is not None:
+        paths = ws.read("SELECT file_path FROM raw_ingest__files WHERE file_id = ?", [prepared.ctx.file_id])
+        matched = paths["file_path"][0] if paths.height else None
+    return FileReport(prepared.path, "skipped", message=skipped_message(prepared.path, matched),
                       file_id=prepared.ctx.file_id)
+
+
+def skipped_message(path: Path, matched: str | None, *, this_run: bool = False) -> str:
+    """Why a file was skipped, naming the file whose bytes it repeats."""
+    when = " earlier in this run" if this_run else ""
+    if matched is None or matched == str(path):
+        return f"already ingested{when} (same content hash); --force re-reads it"
+    return f"copy of {matched}: already ingested{when} (same content hash); --force re-reads it"
 
 
 def _failure_report(prepared: PreparedFile) -> FileReport:
@@ -187,7 +233,11 @@ def _file_record(prepared: PreparedFile, n_quarantined: int, counts: dict[str, i
 
 
 def _failed_piece(path: Path, run_id: str, error: BaseException) -> PreparedFile:
-    """A file whose reading raised (a reader bug) or killed its worker again and again: refused, run goes on."""
+    """A file whose reading raised (a reader bug) or killed its worker again and again: refused, run goes on.
+    An output that could not be written (OutputError: frames folder, scratch space) is not the file's fault:
+    raised again, it stops the run with nothing quarantined."""
+    if isinstance(error, OutputError):
+        raise error
     ctx = FileContext(path.resolve(), None, run_id, datetime.now(UTC))  # type: ignore[arg-type]
     return PreparedFile(ctx.path, ctx, failure=("rejected", "reader_error", _reader_error(error), "file", None))
 

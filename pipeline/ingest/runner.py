@@ -16,7 +16,7 @@ Guarantees (CONVENTIONS.md, issue "Ingest"):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -137,7 +137,7 @@ class HashAhead:
 
 def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None,
-                 known_file_ids: frozenset[str] = frozenset(), batch_small: bool = False,
+                 known_file_ids: Mapping[str, str] | None = None, batch_small: bool = False,
                  chunk_bytes: int | None = None, hash_file: Callable[[Path], str] = sha256_file,
                  validate: bool = True, options: dict[str, Any] | None = None) -> PreparedFile:
     """Hash, detect, read and validate one file. Pure with respect to the database. A large file of a streaming
@@ -167,8 +167,8 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
     ctx = FileContext(path, file_id, run_id, now, keep_frames=keep_frames, frames_dir=frames_dir,
                       options=dict(options or {}))
     prepared = PreparedFile(path, ctx, n_bytes, force=force, version=version)
-    if file_id in known_file_ids:
-        prepared.seen_before = True
+    if known_file_ids and file_id in known_file_ids:
+        prepared.seen_before, prepared.matched_path = True, known_file_ids[file_id]
         if not force:
             prepared.skipped = True
             return prepared
@@ -195,12 +195,16 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
     return prepared
 
 
+def known_files(ws: Workspace) -> dict[str, str]:
+    """Every ingested file's content hash, with the path it was ingested from (a skipped copy names it)."""
+    return dict(ws.read("SELECT file_id, file_path FROM raw_ingest__files").iter_rows())
+
+
 def ingest_file(ws: Workspace, path: Path, *, run_id: str, fmt_name: str = "auto", force: bool = False,
                 keep_frames: bool = False, frames_dir: Path | None = None, chunk_bytes: int | None = None,
                 options: dict[str, Any] | None = None) -> FileReport:
-    known = ws.read("SELECT file_id FROM raw_ingest__files")["file_id"].to_list()
     return commit_file(ws, prepare_file(path, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
-                                        frames_dir=frames_dir, known_file_ids=frozenset(known),
+                                        frames_dir=frames_dir, known_file_ids=known_files(ws),
                                         chunk_bytes=chunk_bytes, options=options))
 
 
@@ -254,7 +258,7 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
         raise ValueError(f"unknown format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")
     report = IngestReport()
     files = expand_paths(paths)
-    known = frozenset(ws.read("SELECT file_id FROM raw_ingest__files")["file_id"].to_list())
+    known = known_files(ws)
     prepare = partial(prepare_file, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
                       frames_dir=frames_dir, known_file_ids=known, batch_small=True, chunk_bytes=chunk_bytes,
                       options=options)

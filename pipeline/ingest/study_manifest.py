@@ -43,9 +43,22 @@ def _time(value: Any) -> datetime | None | str:
 
 
 def read_manifest(ctx: FileContext) -> ReaderOutput:
-    doc, text_flags = _load_json_document(ctx)
+    doc, text_flags, bad = _load_json_document(ctx)
     if not isinstance(doc, dict):
         raise FileRejected("a study manifest must be a JSON object", "bad_manifest")
+    bad_rejects: list[Reject] = []
+    left_out: set[tuple[str, int]] = set()  # entries quarantined for bad text (a lone surrogate escape)
+    if bad:
+        for kind, table, noun in (("participants", "core_study__participants", "participant"),
+                                  ("sessions", "core_study__sessions", "session"),
+                                  ("plays", "core_study__session_plays", "play")):
+            for i in range(len(doc[kind]) if isinstance(doc.get(kind), list) else 0):
+                reject = bad.reject((kind, i), f"{kind}[{i}]", noun, table)
+                if reject is not None:
+                    left_out.add((kind, i))
+                    bad_rejects.append(reject)
+        bad.found = [b for b in bad.found if tuple(b.path[:2]) not in left_out]
+        bad.refuse_whole("manifest")
     if doc.get("format") not in (None, FORMAT_ID):
         raise FileRejected(f"unsupported manifest format {doc.get('format')!r} (this version reads {FORMAT_ID})",
                            "unsupported_version")
@@ -55,7 +68,7 @@ def read_manifest(ctx: FileContext) -> ReaderOutput:
     study_id = doc.get("study_id") or ctx.path.stem
     if not isinstance(study_id, str):
         raise FileRejected(f"study_id must be a string, got {clip(json.dumps(study_id))}", "bad_type")
-    out = ReaderOutput(flags=text_flags)
+    out = ReaderOutput(flags=text_flags, rejects=bad_rejects)
 
     def reject(kind: str, i: int, check: str, reason: str, entry: Any, table: str, column: str | None = None):
         out.rejects.append(Reject(f"{kind}[{i}]", check, reason, clip(json.dumps(entry, default=str)), table, column))
@@ -71,6 +84,8 @@ def read_manifest(ctx: FileContext) -> ReaderOutput:
     def identified(kind: str, noun: str, id_key: str, table: str) -> Iterator[tuple[int, dict]]:
         """The entries of `kind` that are objects with a string `id_key`; the others are rejected as missing_id."""
         for i, entry in enumerate(doc[kind]):
+            if (kind, i) in left_out:
+                continue
             if isinstance(entry, dict) and isinstance(entry.get(id_key), str):
                 yield i, entry
             else:
@@ -78,6 +93,8 @@ def read_manifest(ctx: FileContext) -> ReaderOutput:
 
     participants: dict[str, dict] = {}
     for i, p in enumerate(doc["participants"]):
+        if ("participants", i) in left_out:
+            continue
         pid = p.get("participant_id") if isinstance(p, dict) else None
         if not isinstance(pid, str) or not pid:
             reject("participants", i, "missing_id", "participant without a participant_id", p,

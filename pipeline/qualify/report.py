@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.outputs import write_text
+
 from .checks import REGIMES, THRESHOLD, CheckResult
 
 __all__ = ["verdict", "report_dict", "write_report"]
@@ -83,6 +85,6 @@ def write_report(report: dict[str, Any], out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     j = out_dir / "qualification.json"
     m = out_dir / "qualification.md"
-    j.write_text(json.dumps(report, indent=1, default=str) + "\n")
-    m.write_text(markdown(report))
+    write_text(j, json.dumps(report, indent=1, default=str) + "\n")
+    write_text(m, markdown(report))
     return [j, m]

@@ -30,6 +30,7 @@ def qualification_report(info: Any, regime: str, *, seed: int, tutorial_levels: 
         GameCodeError,
         SandboxFailure,
         describe_failure,
+        game_key,
         portable_info,
         run_game_code,
     )
@@ -42,14 +43,14 @@ def qualification_report(info: Any, regime: str, *, seed: int, tutorial_levels: 
     stopped = None
     try:
         if REGIMES[regime].hash_seeds:  # its children (one per PYTHONHASHSEED) are sandboxes of their own
-            results = run_game_code(_loads_in_sandbox, portable, key=info.game_id, source=info.source)
+            results = run_game_code(_loads_in_sandbox, portable, key=game_key(info), source=info.source)
             if results[0].status != "fail":
                 results = [check_hash_seeds(portable, REGIMES[regime], seed=seed, extra=recordings, progress=progress)]
         else:
             if progress is not None:
                 progress(f"running the {regime} checks (in the sandbox)")
             results = run_game_code(_checks_in_sandbox, (portable, regime, seed, tutorial_levels, recordings),
-                                    key=info.game_id, source=info.source)
+                                    key=game_key(info), source=info.source)
     except SandboxFailure as err:
         stopped = {"kind": err.kind, "detail": err.detail}
         results = [CheckResult("runs", "fail", describe_failure(err, label), dict(stopped))]

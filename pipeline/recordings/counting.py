@@ -35,6 +35,7 @@ __all__ = [
     "card_from_effects",
     "classify_steps",
     "detect_action_ids_lost",
+    "live_step_indices",
     "is_post_terminal_echo",
     "level_changes",
     "normalize_actions_by_level",
@@ -528,15 +529,22 @@ def detect_action_ids_lost(steps: Sequence[StepRecord]) -> bool:
     return not any(s.full_reset for s in live[1:])
 
 
+def live_step_indices(steps: Sequence[StepRecord]) -> list[int]:
+    """Indices of the steps that are not post-terminal echoes: the steps recovered actions are given for."""
+    return [i for i, s in enumerate(steps) if not (s.frame_count == 0 or (s.frame_count is None
+                                                                           and s.win_levels == 0))]
+
+
 def recover_action_ids(steps: Sequence[StepRecord], action_ids: Iterable[int | str]) -> list[StepRecord]:
     """Replace the action ids of the non-echo steps, in order, by recovered ones (e.g. the harness's
-    ``step_NNN.json`` ``parsed_action``). Echo steps keep theirs. Raises if the counts differ."""
+    ``step_NNN.json`` ``parsed_action``). Raises if the counts differ. An echo step keeps its id, unless that id
+    is RESET (the lost id, never a real echo: the engine answers a RESET with frames), which becomes ACTION1:
+    any other action gets the same echo, and echoes are never counted."""
     ids = [action_id_from(a) for a in action_ids]
-    live_idx = [i for i, s in enumerate(steps) if not (s.frame_count == 0 or (s.frame_count is None
-                                                                                and s.win_levels == 0))]
+    live_idx = live_step_indices(steps)
     if len(ids) != len(live_idx):
         raise ValueError(f"{len(ids)} recovered ids for {len(live_idx)} frame steps")
-    out = list(steps)
+    out = [replace(s, action_id=1) if s.action_id == RESET else s for s in steps]
     for i, aid in zip(live_idx, ids, strict=True):
         out[i] = replace(out[i], action_id=aid, full_reset=False if aid != RESET else out[i].full_reset)
     return out

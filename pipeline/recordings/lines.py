@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from pipeline.core.textfiles import LONE_SURROGATE, BadText, lone_surrogates
 from schemas import FIELDS
 
 from .counting import ACTION_NAMES, StepRecord
@@ -177,6 +178,8 @@ class LineIssue:
     target_table: str | None = None
     column: str | None = None
     value: str | None = None
+    n_raw_bytes: int | None = None  # the line in full (raw_text keeps 4 KiB of it): its length and sha256
+    raw_sha256: str | None = None
 
 
 class LineError(Exception):
@@ -248,6 +251,12 @@ def parse_line(number: int, raw: bytes, want_frames: bool) -> Line:
     """One line's bytes (UTF-8, without its line end) -> `Line`; LineError for a line to quarantine."""
     line = Line(number=number, sha=hashlib.sha256(raw).hexdigest())
     obj, frame_text, by_json = _loads(raw)
+    if by_json:  # orjson refuses a lone surrogate escape; json reads it into a string nothing can store
+        bad = lone_surrogates(obj, raw.decode("utf-8"))
+        if bad:
+            field = ".".join(str(p) for p in bad[0].path) or "the line"
+            raise LineError(LONE_SURROGATE, BadText(bad[0].path, None, bad[0].escape).reason(f"field {field}"),
+                            value=bad[0].escape)
     if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):
         raise LineError("bad_envelope", "line is not a `{timestamp, data}` object with an object `data`")
     data = obj["data"]

@@ -24,17 +24,15 @@ import tempfile
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from engine.base_game import FRAMES_ALL, FRAMES_NONE
-from engine.enums import ActionInput, GameAction
-from engine.env import GameEnv
+from engine.enums import GameAction
 from engine.loader import GameInfo, GameNotFoundError, GameUnloadableError, find_games, resolve_game
-from engine.recording import response_to_record
+from pipeline.core.outputs import write_with
 from schemas.validate import conform
 
 from .counting import ACTION_NAMES
@@ -308,33 +306,26 @@ def replay_to_lines(actions: Sequence[ScriptAction], info: GameInfo, *, guid: st
     """The toolkit recording of the playback agent's session: make() (the opening RESET), then every action,
     one line per engine response (action ids as names, as the toolkit recorder writes them). The game runs in
     the sandbox (pipeline.core.game_code): its code ending abnormally raises SandboxFailure naming the game."""
-    from pipeline.core.game_code import SandboxFailure, portable_info, run_game_code
+    from pipeline.core.game_code import SandboxFailure, game_key, portable_info, run_game_code
 
+    from .replaying import replay_script_lines
+
+    steps = [(action.action_id, action.data, action.reasoning) for action in actions]
     try:
-        return run_game_code(_replay_lines, (list(actions), portable_info(info), guid, frames), key=info.game_id,
-                             source=info.source)
+        return run_game_code(replay_script_lines, (steps, portable_info(info), guid, frames, EPOCH),
+                             key=game_key(info), source=info.source)
     except SandboxFailure as err:
         raise SandboxFailure(err.kind, f"game {info.game_id} ({info.source}): {err.detail}", err.exc_type) from None
 
 
-def _replay_lines(arg: tuple) -> list[dict[str, Any]]:
-    """In the sandbox: `replay_to_lines`' work."""
-    actions, info, guid, frames = arg
-    env = GameEnv(info, guid=guid)
-    mode = FRAMES_ALL if frames else FRAMES_NONE
-    responses = [env.reset(frames=mode)]
-    for action in actions:
-        responses.append(env.step(ActionInput(id=GameAction.from_id(action.action_id), data=action.data,
-                                              reasoning=action.reasoning), frames=mode))
-    return [{"timestamp": (EPOCH + timedelta(milliseconds=n)).isoformat(timespec="microseconds"),
-             "data": response_to_record(r, include_frames=frames)} for n, r in enumerate(responses)]
-
-
 def write_lines(path: Path, lines: Sequence[Mapping[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for line in lines:
-            fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+    """The JSONL file, written whole (pipeline.core.outputs: never through a symlink; OutputError on failure)."""
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for line in lines:
+                fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+    write_with(path, write)
 
 
 def replayed_recording(actions: Sequence[ScriptAction], info: GameInfo, *, file_id: str, path: Path | None,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -27,6 +28,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from pipeline.core.spool import Spool
 from pipeline.core.textfiles import TextFacts, strip_bom
 from schemas.validate import conform, empty_frame
 
@@ -49,7 +51,7 @@ class RecordingRejected(Exception):
     def __init__(self, reason: str, check: str, location: str = "file", issues: list[LineIssue] | None = None):
         super().__init__(reason)
         self.reason, self.check, self.location = reason, check, location
-        self.issues = list(issues or [])  # the lines quarantined on the way (kept with the refusal)
+        self.issues = Spool(issues or [])  # the lines quarantined on the way (kept with the refusal)
 
 
 @dataclass
@@ -170,7 +172,7 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 if truncated and check == "invalid_json":
                     check, reason = "truncated_line", "the last line is cut off (file truncated mid-write)"
                 issues.append(LineIssue(f"line {number}", check, reason, clip(body.decode("utf-8")), STEPS,
-                                        err.column, err.value))
+                                        err.column, err.value, len(body), hashlib.sha256(body).hexdigest()))
                 continue
             line.offset, line.size = start, len(body)
             data = line.data
@@ -206,17 +208,23 @@ def _line_text(path: Path, line: Line) -> str:
 def _no_frame_line(lines: list[Line], issues: list[LineIssue]) -> RecordingRejected:
     """Why a file without a usable frame line and without a summary is refused, in terms of its lines: a file
     whose every line was quarantined is refused for what was wrong with those lines."""
-    bad = [i for i in issues if i.location.startswith("line ")]
-    if not bad:
+    n_bad, first, by_check = 0, [], Counter()  # one pass: the issues may be a flood, waiting on disk
+    for i in issues:
+        if i.location.startswith("line "):
+            n_bad += 1
+            by_check[i.check] += 1
+            if len(first) < 11:
+                first.append(i.location.removeprefix("line "))
+    if not n_bad:
         return RecordingRejected("the recording has no frame line (nothing an engine returned)", "no_frame_line")
-    where = ", ".join(i.location.removeprefix("line ") for i in bad[:10]) + (", ..." if len(bad) > 10 else "")
-    checks = sorted({i.check for i in bad})
+    where = ", ".join(first[:10]) + (", ..." if n_bad > 10 else "")
+    checks = sorted(by_check)
     if checks == ["not_utf8"] and not lines:
-        return RecordingRejected(f"no line of the file is UTF-8 text: all {len(bad)} lines were quarantined as "
+        return RecordingRejected(f"no line of the file is UTF-8 text: all {n_bad} lines were quarantined as "
                                  f"not_utf8 (lines {where}); re-save the file as UTF-8", "not_utf8", issues=issues)
-    counts = ", ".join(f"{c} x{sum(i.check == c for i in bad)}" for c in checks)
+    counts = ", ".join(f"{c} x{by_check[c]}" for c in checks)
     return RecordingRejected(f"the recording has no usable frame line and no trailing scorecard summary: "
-                             f"{len(bad)} line(s) were quarantined ({counts}; lines {where})", "no_frame_line",
+                             f"{n_bad} line(s) were quarantined ({counts}; lines {where})", "no_frame_line",
                              issues=issues)
 
 
@@ -291,7 +299,7 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
 
     Raises `RecordingRejected` for a file that cannot be used and OSError for one that cannot be read."""
     path = Path(path)
-    issues: list[LineIssue] = []
+    issues: list[LineIssue] = Spool()  # a flood of bad lines waits on disk, not in memory
     digest = hashlib.sha256() if file_sha256 is None else None
     text = TextFacts()
     lines = _read_lines(path, issues, want_frames, on_frames, digest, text, on_chunk, chunk_bytes)

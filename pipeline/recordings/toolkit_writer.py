@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import ActionInput, GameAction, GameState
+from pipeline.core.outputs import write_text
 from pipeline.core.textfiles import read_text_document
 
 __all__ = ["Step", "record_actions", "write_recording", "read_recording", "replay_recording", "ReplayMismatch"]
@@ -82,8 +83,7 @@ def record_actions(game: Any, game_id: str, steps: list[Step]) -> list[dict[str,
 
 
 def write_recording(path: Path, lines: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(line, separators=(", ", ": ")) + "\n" for line in lines))
+    write_text(path, "".join(json.dumps(line, separators=(", ", ": ")) + "\n" for line in lines))
 
 
 def read_recording(path: Path) -> list[dict[str, Any]]:

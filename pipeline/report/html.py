@@ -39,6 +39,8 @@ from typing import Any, Literal
 import jinja2
 import polars as pl
 
+from pipeline.core.outputs import csv_text, write_bytes, write_text, write_with
+
 __all__ = [
     "Prose",
     "Figure",
@@ -77,9 +79,12 @@ class Prose:
 class Figure:
     """A figure saved by `save_figure` (the dict it returns, or the same keys given by hand).
 
-    `embed`: "svg" (vector, crisp in print; the default when an SVG exists), "png" or "both". SVG is embedded
-    as an <img> data URI, so nothing in it can run. Links to the Vega-Lite spec and image files are added when
-    those files exist.
+    `embed`: "png" (the default when a PNG exists), "svg" or "both". The PNG is the default because it is the
+    figure as drawn: vl-convert measures titles and legends with its own fonts and draws the PNG with them, while
+    a browser draws an SVG's text in whatever sans-serif it has (often wider), so titles and legend labels ran past
+    the SVG's frame and were cut. The PNG (saved at `PNG_SCALE` x) is shown at its drawn size (width and height
+    attributes), so it is as sharp as the scale allows. Images are embedded as <img> data URIs, so nothing in them
+    can run. Links to the Vega-Lite spec and image files are added when those files exist.
     """
 
     title: str
@@ -93,7 +98,13 @@ class Figure:
 class Table:
     """A polars DataFrame shown as an HTML table (first `max_rows` rows) and, with `export`, written beside the
     report as `<name>.csv` and `<name>.parquet` (every row) and linked. Floats show `float_digits` significant
-    digits; the exports keep full precision. Headers show `labels[column]` when given, else `column_label`."""
+    digits; the exports keep full precision. Headers show `labels[column]` when given, else `column_label`.
+
+    Reading a wide table: the page shows its key columns first (`keys`: default, the leading identifier columns,
+    `is_key_column`), then its key numbers (`lead`: default, the columns `is_key_number` names: scores, baselines,
+    medians, test statistics and p values), then the rest in the frame's order; the exports keep the frame's order.
+    Up to `MAX_STICKY` key columns stay in place while the table scrolls sideways (CSS `position: sticky`), and a
+    table too wide for the page says so above it."""
 
     title: str
     df: pl.DataFrame
@@ -103,6 +114,8 @@ class Table:
     max_rows: int = 200
     float_digits: int = 4
     labels: Mapping[str, str] | None = None
+    keys: Sequence[str] | None = None
+    lead: Sequence[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -238,38 +251,25 @@ def _relative(target: Path | str, base_dir: Path) -> str:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_bytes(path, data)  # whole, never through a symlink, OutputError on failure (pipeline.core.outputs)
 
 
 # --------------------------------------------------------------------------------------------------------
 # Table exports
 # --------------------------------------------------------------------------------------------------------
-def csv_ready(df: pl.DataFrame) -> pl.DataFrame:
-    """CSV cannot hold nested values: lists, arrays and structs become JSON text."""
-    nested = [name for name, dtype in df.schema.items() if isinstance(dtype, (pl.List, pl.Array, pl.Struct))]
-    if not nested:
-        return df
-    return df.with_columns(
-        pl.col(name).map_elements(lambda v: json.dumps(v.to_list() if hasattr(v, "to_list") else v, default=str),
-                                  return_dtype=pl.String)
-        for name in nested
-    )
 
 
 def write_table_exports(df: pl.DataFrame, out_dir: Path | str, name: str) -> dict[str, Path]:
-    """Write `<out_dir>/<name>.csv` (nested values as JSON text) and `<name>.parquet` (exact types), atomically;
-    returns {"csv": path, "parquet": path}."""
+    """Write `<out_dir>/<name>.csv` (nested values as JSON text, formula-like text neutralised unless --raw-csv:
+    pipeline.core.outputs.csv_text) and `<name>.parquet` (exact types, raw), each whole; returns {"csv": path,
+    "parquet": path}."""
     if not name or "/" in name or "\\" in name or name.startswith("."):
         raise ValueError(f"table export name {name!r} must be a plain file stem")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / f"{name}.csv", "parquet": out / f"{name}.parquet"}
-    _write_atomic(paths["csv"], csv_ready(df).write_csv().encode("utf-8"))
-    tmp = paths["parquet"].with_name(paths["parquet"].name + ".tmp")
-    df.write_parquet(tmp, compression="zstd")
-    os.replace(tmp, paths["parquet"])
+    write_text(paths["csv"], csv_text(df))
+    write_with(paths["parquet"], lambda tmp: df.write_parquet(tmp, compression="zstd"))
     return paths
 
 
@@ -280,18 +280,34 @@ def _data_uri(path: Path, mime: str) -> str:
     return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
+def _png_size(path: Path) -> tuple[int, int] | None:
+    """(width, height) in pixels from a PNG's header, or None for a file that is not a PNG."""
+    with path.open("rb") as f:
+        head = f.read(24)
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
 def _figure_context(section: Figure, base_dir: Path) -> dict[str, Any]:
     paths = {key: Path(value) for key, value in section.paths.items()}
     for key, path in paths.items():
         if not path.is_file():
             raise FileNotFoundError(f"figure {section.title!r}: {key} file {path} does not exist")
-    embed = section.embed or ("svg" if "svg" in paths else "png")
+    embed = section.embed or ("png" if "png" in paths else "svg")
     images = []
     for kind in (("svg", "png") if embed == "both" else (embed,)):
         if kind not in paths:
             raise ValueError(f"figure {section.title!r}: embed={embed!r} needs a {kind} file (have {sorted(paths)})")
         mime = "image/svg+xml" if kind == "svg" else "image/png"
-        images.append({"kind": kind, "src": _data_uri(paths[kind], mime)})
+        image = {"kind": kind, "src": _data_uri(paths[kind], mime), "width": "", "height": ""}
+        if kind == "png":
+            from pipeline.core.figures import PNG_SCALE  # here: that module imports altair
+
+            size = _png_size(paths[kind])
+            if size is not None:  # drawn at PNG_SCALE x: shown at the size the chart was laid out for
+                image["width"], image["height"] = (str(round(v / PNG_SCALE)) for v in size)
+        images.append(image)
     labels = {"json": "Vega-Lite spec", "png": "PNG", "svg": "SVG"}
     links = [{"label": labels.get(key, key), "href": _relative(path, base_dir)}
              for key, path in sorted(paths.items(), key=lambda kv: ("json", "png", "svg").index(kv[0])
@@ -299,13 +315,69 @@ def _figure_context(section: Figure, base_dir: Path) -> dict[str, Any]:
     return {"images": images, "links": links, "caption": section.caption, "alt": section.alt or section.title}
 
 
+# Reading wide tables (Table): which leading columns identify a row, and which numbers a reader looks for first.
+_KEY_COLUMN_NAMES = frozenset({
+    "scorecard", "metric", "measure", "column", "task_split", "level_index", "attempt_number", "outcome_group",
+    "time_measure", "model_term", "bound_kind", "max_attempts", "from_policy_id", "to_policy_id"})
+_KEY_NUMBER_NAMES = frozenset({
+    "score", "total_score", "level_score", "baseline_value", "baseline_actions", "level_baseline", "recomputed",
+    "published", "statistic", "t", "t_statistic", "degrees_of_freedom", "p", "p_value", "coefficient",
+    "published_value", "observed_value", "is_match", "paper", "this_study", "is_within"})
+MAX_STICKY = 3  # key columns kept in place at most: more would leave no room to scroll
+MAX_STICKY_REM = 28.0  # nor more than about half the page's 62rem column
+_CHAR_REM = 0.5  # a character of table text (.88rem, proportional) is about half a rem wide; digits a little less
+_CELL_PAD_REM = 1.2  # a cell's left and right padding (the CSS's .6rem each)
+_PAGE_WIDTH_REM = 59.5  # the page's 62rem column less its padding
+
+
+def is_key_column(name: str) -> bool:
+    """An identifier column (ends in `_id`, or a known grouping column such as `level_index` or `metric`)."""
+    return name.endswith("_id") or name in _KEY_COLUMN_NAMES
+
+
+def is_key_number(name: str) -> bool:
+    """A number a reader looks for first: scores, baselines, medians, t and p (and their published values)."""
+    return name in _KEY_NUMBER_NAMES or name.startswith("median")
+
+
+def _column_order(section: Table) -> tuple[list[str], int]:
+    """(the page's column order, how many leading key columns): keys (given, else the leading identifier columns,
+    short before long), then the key numbers, then the rest in the frame's order."""
+    columns = list(section.df.columns)
+    if section.keys is not None:
+        keys = [c for c in section.keys if c in columns]
+    else:
+        keys = []
+        for c in columns:
+            if not is_key_column(c):
+                break
+            keys.append(c)
+        keys = keys or columns[:1]
+        # short keys (names, game ids, levels) before long opaque ones (card hashes, play ids): the short ones fit
+        # beside each other in the fixed part
+        long_keys = {c for c in keys if section.df.schema[c] == pl.String and
+                     (section.df[c].head(200).str.len_chars().max() or 0) > 20}
+        keys = [c for c in keys if c not in long_keys] + [c for c in keys if c in long_keys]
+    lead = [c for c in (section.lead if section.lead is not None else
+                        [c for c in columns if is_key_number(c)]) if c in columns and c not in keys]
+    return keys + lead + [c for c in columns if c not in keys and c not in lead], len(keys)
+
+
+def _text_width_rem(texts: Iterable[str], cap: int) -> float:
+    """Width in rem that holds the longest of `texts` (counted up to `cap` characters), with room for wide letters
+    (a cell cut there ends in an ellipsis, its full text in its title)."""
+    longest = max((len(t) for t in texts), default=1)
+    return round(max(3.0, min(longest, cap) * _CHAR_REM * 1.12 + 0.3), 1)
+
+
 def _table_context(section: Table, base_dir: Path, manifest: Any, export_names: set[str]) -> dict[str, Any]:
     df = section.df
-    shown = df.head(section.max_rows)
+    order, n_keys = _column_order(section)
+    shown = df.head(section.max_rows).select(order)
     numeric = {name for name, dtype in df.schema.items() if dtype.is_numeric()}
     rows = [[format_value(v, section.float_digits) for v in row] for row in shown.iter_rows()]
     # long text (messages, details, paths) wraps in a bounded column instead of widening the table without end
-    wrap = {name for i, name in enumerate(df.columns) if any(len(row[i]) > 40 for row in rows)}
+    wrap = {name for i, name in enumerate(order) if any(len(row[i]) > 40 for row in rows)}
     links = []
     if section.export:
         name = section.name or slugify(section.title)
@@ -319,11 +391,34 @@ def _table_context(section: Table, base_dir: Path, manifest: Any, export_names: 
                 manifest.add_output(path)
     labels = section.labels or {}
     columns = []
-    for name in df.columns:
+    left = 0.0  # rem from the table's left edge to the next sticky column
+    width_total = 0.0
+    sticking = True
+    for i, name in enumerate(order):
         label, unit = (labels[name], "") if name in labels else column_label(name)
         description = _column_description(name)
+        cells = [row[i] for row in rows]
+        # a long key (a test id, a message) wraps inside its fixed width
+        width = _text_width_rem(cells + label.split() + [f"({unit})"], 24 if name in wrap else 30)
+        sticking = (sticking and i < min(n_keys, MAX_STICKY)
+                    and (i == 0 or left + width + _CELL_PAD_REM <= MAX_STICKY_REM))
         columns.append({"name": name, "label": label, "unit": unit, "numeric": name in numeric,
-                        "wrap": name in wrap, "title": f"{name}: {description}" if description else name})
+                        "wrap": name in wrap, "title": f"{name}: {description}" if description else name,
+                        "key": i < n_keys, "sticky": sticking, "width_rem": width if sticking else 0,
+                        "left_rem": round(left, 1), "last_sticky": False})
+        if sticking:
+            left += width + _CELL_PAD_REM
+        width_total += min(width, 16.0) + _CELL_PAD_REM
+    sticky_columns = [c for c in columns if c["sticky"]]
+    if sticky_columns:
+        sticky_columns[-1]["last_sticky"] = True
+    for c in columns:
+        c["cls"] = " ".join(k for k, on in (("num", c["numeric"]), ("wrap", c["wrap"] and not c["numeric"]),
+                                            ("key", c["key"]), ("sticky", c["sticky"]),
+                                            ("last-sticky", c["last_sticky"])) if on)
+        c["style"] = f"left: {c['left_rem']}rem" if c["sticky"] else ""
+        c["fix"] = f"width: {c['width_rem']}rem" if c["sticky"] else ""
+    is_wide = width_total > _PAGE_WIDTH_REM
     return {
         "columns": columns,
         "rows": rows,
@@ -331,6 +426,8 @@ def _table_context(section: Table, base_dir: Path, manifest: Any, export_names: 
         "n_shown": shown.height,
         "links": links,
         "caption": section.caption,
+        "is_wide": is_wide,
+        "n_sticky": len(sticky_columns),
     }
 
 

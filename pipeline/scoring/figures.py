@@ -18,7 +18,26 @@ from pipeline.core.figures import alt, save_figure
 
 from .run import POLICY_ORDER, ScoreResult, policy_slug
 
-__all__ = ["heatmap_chart", "save_score_figures", "sensitivity_chart"]
+__all__ = ["heatmap_chart", "save_score_figures", "score_scale", "sensitivity_chart"]
+
+
+def score_scale(values: pl.Series, step: float = 25.0) -> tuple[list[float], list[float]]:
+    """(domain, legend values) of a score colour or axis scale: from 0 (or the lowest score, if below) to 100 (or the
+    highest score, if above: a level score can exceed 100 under policies that reward beating the baseline), never
+    rounded, and labels both ends plus every `step` not crowding them (within 15 % of the range), so the legend spans
+    every value a cell shows and shows its ends."""
+    finite = values.drop_nulls().cast(pl.Float64)
+    finite = finite.filter(finite.is_finite())
+    lo = min(0.0, float(finite.min())) if finite.len() else 0.0
+    hi = max(100.0, float(finite.max())) if finite.len() else 100.0
+    gap = 0.15 * (hi - lo)
+    ticks = [lo]
+    tick = (lo // step + 1) * step
+    while tick < hi:
+        if tick - lo >= gap and hi - tick >= gap:
+            ticks.append(tick)
+        tick += step
+    return [lo, hi], ticks + [hi]
 
 
 def heatmap_chart(levels: pl.DataFrame, games: pl.DataFrame, policy_id: str) -> alt.TopLevelMixin | None:
@@ -31,11 +50,15 @@ def heatmap_chart(levels: pl.DataFrame, games: pl.DataFrame, policy_id: str) -> 
     if best.height == 0:
         return None
     order = g.sort("game_id")["game_id"].to_list()
+    domain, ticks = score_scale(best["level_score"])
     base = alt.Chart(best).encode(
         x=alt.X("level_index:O", title="level", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("game_id:N", title=None, sort=order))
     rect = base.mark_rect().encode(
-        color=alt.Color("level_score:Q", title="level score (%)", scale=alt.Scale(domain=[0, 115], scheme="viridis")),
+        color=alt.Color("level_score:Q", title="level score (%)",
+                        scale=alt.Scale(domain=domain, nice=False, scheme="viridis"),
+                        legend=alt.Legend(values=ticks, format=".0f", labelOverlap=False,
+                                          gradientLength=max(100, 18 * len(order)))),
         tooltip=["game_id:N", "level_index:O", alt.Tooltip("level_score:Q", format=".2f"), "n_actions:Q",
                  "level_baseline:Q", "is_level_completed:N"])
     text = base.mark_text(fontSize=9).encode(
@@ -50,9 +73,10 @@ def sensitivity_chart(runs: pl.DataFrame) -> alt.TopLevelMixin | None:
     if len(policies) < 2 or runs.height == 0:
         return None
     df = runs.select("policy_id", "play_id", "game_id", "score")
+    domain, _ = score_scale(df["score"])
     base = alt.Chart(df).encode(
         x=alt.X("policy_id:N", title="scoring policy", sort=policies, axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("score:Q", title="run score (%)", scale=alt.Scale(domain=[0, 100])),
+        y=alt.Y("score:Q", title="run score (%)", scale=alt.Scale(domain=domain, nice=False)),
         color=alt.Color("game_id:N", title="game"),
         detail="play_id:N",
         tooltip=["play_id:N", "game_id:N", "policy_id:N", alt.Tooltip("score:Q", format=".3f")])

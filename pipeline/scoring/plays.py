@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from pipeline.core.special_files import not_regular_file
+from pipeline.core.spool import Spool
 from pipeline.core.textfiles import read_text_document
 from pipeline.recordings.counting import (
+    RESET,
     Card,
     CardPlay,
     StepEffect,
@@ -35,6 +38,7 @@ from pipeline.recordings.counting import (
     action_id_from,
     card_from_effects,
     classify_steps,
+    live_step_indices,
     play_index_per_step,
     recover_action_ids,
 )
@@ -58,11 +62,15 @@ __all__ = [
     "FileRef",
     "RecordingInput",
     "RecordingReadError",
+    "RECOVERY_KEY",
+    "RecoveredSteps",
     "drop_duplicate_plays",
     "load_recovered_actions",
     "play_index_per_step",
     "read_recording_files",
     "recordings_from_tables",
+    "recount_for_competition",
+    "recovered_action",
     "replay_scripts",
 ]
 
@@ -115,6 +123,10 @@ class RecordingInput:
     parsed: ParsedRecording | None = None  # the file as read (score FILES): what the replay replays
     script: ScriptReplay | None = None  # a playback script: how it was replayed (its steps are the replay's)
     recovery_error: str | None = None  # why the recovered actions given for it were not used (rejected input)
+    recovery: str | None = None  # recovered: where its actions come from (provenance, one line)
+    recovered_clicks: dict[int, tuple[int, int]] = field(default_factory=dict)  # step index -> recovered click
+    recovered_fits: dict[int, dict] = field(default_factory=dict)  # step index -> n_fit, ambiguous, alternatives
+    recovered_full_resets: dict[int, bool] = field(default_factory=dict)  # step index -> a recovered RESET's kind
 
     @property
     def label(self) -> str:
@@ -138,12 +150,64 @@ def _records(steps: pl.DataFrame) -> list[StepRecord]:
             for i in range(steps.height)]
 
 
-def _recovered_for(keys: Sequence[str | None], recovered: Mapping[str, Sequence[int | str]]
-                   ) -> list[int | str] | None:
+class RecoveredSteps(list):
+    """The recovered actions of one recording (ids, names or ``{"action", "x", "y", ...}`` objects, one per
+    step that is not a post-terminal echo) and where they come from (``provenance``, one line)."""
+
+    provenance: str | None = None
+
+    def __init__(self, actions: Sequence[Any] = (), provenance: str | None = None) -> None:
+        super().__init__(actions)
+        self.provenance = provenance
+
+
+def _recovered_for(keys: Sequence[str | None], recovered: Mapping[str, Sequence[Any]]) -> Sequence[Any] | None:
     for key in keys:
         if key is not None and key in recovered:
-            return list(recovered[key])
+            return recovered[key]
     return None
+
+
+def recovered_action(value: Any) -> tuple[int, tuple[int, int] | None]:
+    """(action id, click or None) of one recovered action: an id, a name, or an object with ``action`` (or
+    ``id``) and, for a click, integer ``x`` and ``y`` in 0-63. Raises ValueError saying what is wrong."""
+    if not isinstance(value, dict):
+        return action_id_from(value), None
+    if "action" not in value and "id" not in value:
+        raise ValueError(f"an action object needs `action` (or `id`): {json.dumps(value)[:80]}")
+    aid = action_id_from(value.get("action", value.get("id")))
+    x, y = value.get("x"), value.get("y")
+    if x is None and y is None:
+        return aid, None
+    if aid != 6 or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 64 for v in (x, y)):
+        raise ValueError(f"`x` and `y` must be integers 0-63 given with ACTION6: {json.dumps(value)[:80]}")
+    return aid, (x, y)
+
+
+def _apply_recovered(rec: RecordingInput, records: list[StepRecord], given: Sequence[Any]) -> list[StepRecord]:
+    """``records`` with the recovered actions put back (raises ValueError when they do not fit); records the
+    clicks and the provenance on ``rec``."""
+    actions = [recovered_action(a) for a in given]
+    out = recover_action_ids(records, [aid for aid, _ in actions])
+    live = live_step_indices(records)
+    rec.recovered_clicks = {i: click for i, (_, click) in zip(live, actions, strict=True) if click is not None}
+    rec.recovery = getattr(given, "provenance", None) or "recovered actions supplied with --recovered-actions"
+    rec.recovered_fits = {i: {k: a[k] for k in ("n_fit", "ambiguous", "alternatives") if k in a}
+                          for i, a in zip(live, given, strict=True)
+                          if isinstance(a, dict) and isinstance(a.get("n_fit"), int) and a["n_fit"] > 1}
+    # a recovered RESET's kind as the engine decided it (lines made through the REST API always say false)
+    rec.recovered_full_resets = {i: a["full_reset"] for i, a in zip(live, given, strict=True) if isinstance(a, dict)
+                                 and isinstance(a.get("full_reset"), bool) and out[i].action_id == RESET}
+    for i, full in rec.recovered_full_resets.items():
+        out[i] = replace(out[i], full_reset=full)
+    ids = [s.action_id for s in out]
+    xs = [rec.recovered_clicks.get(i, (None, None))[0] for i in range(len(out))]
+    ys = [rec.recovered_clicks.get(i, (None, None))[1] for i in range(len(out))]
+    steps = rec.steps
+    rec.steps = steps.with_columns(pl.Series("action_id", ids, dtype=steps["action_id"].dtype),
+                                   pl.Series("click_x", xs, dtype=steps["click_x"].dtype),
+                                   pl.Series("click_y", ys, dtype=steps["click_y"].dtype))
+    return out
 
 
 def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapping[str, tuple[str | None,
@@ -186,7 +250,7 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
         if rec.is_action_ids_lost:
             ids = _recovered_for((name, rec.guid, fid), recovered_actions)
             try:
-                recovered = None if ids is None else recover_action_ids(records, [action_id_from(a) for a in ids])
+                recovered = None if ids is None else _apply_recovered(rec, records, ids)
             except ValueError as err:  # not one action per step to recover: unusable, said, the run goes on
                 rec.recovery_error = (f"--recovered-actions: the actions given for it do not fit ({err}): not "
                                       "used, its plays stay uncountable")
@@ -205,6 +269,31 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
         rec.step_play = play_index_per_step(effects)
         rec.play_ids = [f"{rec.guid}/{i}" for i in range(rec.card.total_plays)]
         out.append(rec)
+    return out
+
+
+def recount_for_competition(recordings: Sequence[RecordingInput]) -> list[RecordingInput]:
+    """The recordings counted by the competition rules (`CountingOptions.competition_mode`: a RESET is never a
+    full reset, so a game reset is a level reset and each recording holds one play). Recordings whose actions
+    are unknown, and scorecards, are left as they are; so is a recording whose engine really went back to
+    level 1 at a game reset (a local play: the levels go down), which the competition server never does: what
+    follows that reset is a second play, which competition scoring leaves out."""
+    from dataclasses import replace
+
+    out = []
+    for rec in recordings:
+        if rec.card is None or not rec.records:
+            out.append(rec)
+            continue
+        opts = replace(counting_options_for_variant(rec.variant), competition_mode=True)
+        effects = classify_steps(rec.records, opts)
+        card = card_from_effects(rec.records, effects, game_id=rec.game_id)
+        if any(b[0] <= a[0] for play in card.plays for a, b in zip(play.actions_by_level, play.actions_by_level[1:],
+                                                                      strict=False)):
+            out.append(rec)
+            continue
+        out.append(replace(rec, effects=effects, card=card, step_play=play_index_per_step(effects),
+                           play_ids=[f"{rec.guid}/{i}" for i in range(card.total_plays)]))
     return out
 
 
@@ -288,7 +377,8 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
     ``files`` maps file_id -> `FileRef` (file name, resolved path, and the parsed recording with its frame
     pixels, for the replay). ``problems`` lists (path, reason) for files refused and for lines left out (the
     rest of such a file is still used, as ingest would load it). ``run_id`` is unused (kept for callers)."""
-    steps_frames, plays_frames, files, problems = [], [], {}, []
+    steps_frames, plays_frames, files = [], [], {}
+    problems: list[tuple[str, str]] = Spool()  # a flood of bad lines: their reasons wait on disk
     for path in map(Path, paths):
         try:
             with open(path, "rb") as fh:
@@ -305,7 +395,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                 if script.file_sha256 in files:
                     problems.append((path, same_content_as(files[script.file_sha256][0])))
                     continue
-                problems += [(path, _line_left_out(issue)) for issue in script.issues]
+                problems += ((path, _line_left_out(issue)) for issue in script.issues)
                 tables = script_tables(script, script.file_sha256)
                 steps_frames.append(tables["core_arc3__steps"])
                 plays_frames.append(tables["core_arc3__plays"])
@@ -314,7 +404,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
             parsed = read_recording_file(path, want_frames=True)
         except RecordingRejected as err:
             problems.append((path, f"{err.check}: {err.reason}"))
-            problems += [(path, _line_left_out(issue)) for issue in err.issues]  # why, line by line
+            problems += ((path, _line_left_out(issue)) for issue in err.issues)  # why, line by line
             continue
         except (OSError, UnicodeDecodeError) as err:
             problems.append((path, f"unreadable: cannot read the file: {err}"))
@@ -322,7 +412,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
         if parsed.file_sha256 in files:
             problems.append((path, same_content_as(files[parsed.file_sha256][0])))
             continue
-        problems += [(path, _line_left_out(issue)) for issue in parsed.issues]
+        problems += ((path, _line_left_out(issue)) for issue in parsed.issues)
         tables = recording_tables(parsed, parsed.file_sha256)
         steps_frames.append(tables["core_arc3__steps"])
         plays_frames.append(tables["core_arc3__plays"])
@@ -365,9 +455,15 @@ def replay_scripts(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapping[str,
     return ReplayedScripts(steps, plays, files, how, labels)
 
 
-def load_recovered_actions(path: Path) -> dict[str, list[int | str]]:
+RECOVERY_KEY = "$recovery"  # the metadata `arcstudy recover-actions` writes beside the actions
+
+
+def load_recovered_actions(path: Path) -> dict[str, RecoveredSteps]:
     """``{key: [action, ...]}`` from a JSON file, a key being a recording's file name, guid or file_id and each
-    action an id (0-7) or a name (``"ACTION1"``), one per frame line that is not a post-terminal echo."""
+    action an id (0-7), a name (``"ACTION1"``) or an object ``{"action": "ACTION6", "x": 3, "y": 7, ...}`` (what
+    `arcstudy recover-actions` writes: the click, and how many actions fitted), one per frame line that is not
+    a post-terminal echo. Keys starting with ``$`` are metadata: ``$recovery.files.<key>.provenance`` says
+    where a recording's actions come from (else: supplied with --recovered-actions and the file's name)."""
     if not_regular_file(path) is not None:
         raise RecordingReadError(f"cannot read recovered actions from {path}: not a regular file")
     try:
@@ -376,13 +472,25 @@ def load_recovered_actions(path: Path) -> dict[str, list[int | str]]:
         raise RecordingReadError(f"cannot read recovered actions from {path}: {err}") from None
     except RecursionError:
         raise RecordingReadError(f"cannot read recovered actions from {path}: JSON nested too deeply") from None
-    if not isinstance(doc, dict) or not all(isinstance(v, list) for v in doc.values()):
-        raise RecordingReadError(f"{path}: expected a JSON object mapping file name, guid or file_id to a list "
-                                 "of actions")
+    shape = (f"{path}: expected a JSON object mapping file name, guid or file_id to a list of actions")
+    if not isinstance(doc, dict):
+        raise RecordingReadError(shape)
+    meta = doc.get(RECOVERY_KEY) or {}
+    files_meta = meta.get("files") if isinstance(meta, dict) else None
+    files_meta = files_meta if isinstance(files_meta, dict) else {}
+    out: dict[str, RecoveredSteps] = {}
     for key, actions in doc.items():
-        for a in actions:
+        if str(key).startswith("$"):
+            continue
+        if not isinstance(actions, list):
+            raise RecordingReadError(shape)
+        for i, a in enumerate(actions):
             try:
-                action_id_from(a)
+                recovered_action(a)
             except ValueError as err:
-                raise RecordingReadError(f"{path}: {key}: {err}") from None
-    return {str(k): list(v) for k, v in doc.items()}
+                raise RecordingReadError(f"{path}: {key}: action {i}: {err}") from None
+        about = files_meta.get(key)
+        provenance = about.get("provenance") if isinstance(about, dict) else None
+        out[str(key)] = RecoveredSteps(actions, str(provenance) if provenance else
+                                       f"recovered actions supplied with --recovered-actions {path.name}")
+    return out

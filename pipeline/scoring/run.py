@@ -39,6 +39,7 @@ from pipeline.recordings.counting import Card, CardPlay
 from schemas.validate import conform
 
 from .baseline_sources import BaselineSource, ResolvedBaseline, resolve_baselines
+from .card_input import CARD_VARIANT, SUMMARY_ONLY, card_checks, stated_differences
 from .parallel import REPLAY_FAILED, verify_recordings
 from .plays import RecordingInput
 from .policies import POLICIES, ScoringPolicy
@@ -66,6 +67,12 @@ class ScoreRequest:
     include_unknown_games: bool = False  # score plays of games nothing knows (no game files, no baseline)
     workers: int | None = None  # replay fan-out (parallel.verify_recordings); the result does not depend on it
     scheduler: str | None = None
+    # Competition mode (policies whose `unplayed_games` defines it): `environments` is the environment set; every
+    # environment of it that no play reached scores 0, a second play of one environment is left out, and a
+    # played game outside the set is left out and reported.
+    competition_mode: bool = False
+    environments: Sequence[str] = ()
+    card_runs: Sequence[Any] = ()  # card_input.CardRun of the scorecard recordings (variant "scorecard")
 
 
 @dataclass
@@ -84,6 +91,8 @@ class ScoreResult:
     excluded: dict[str, str]  # play_id -> reason
     policies: list[PolicyResult]
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    competition: dict[str, Any] | None = None  # environment set, unplayed and outside-the-set games
+    file_names: dict[str, str] = field(default_factory=dict)  # file_id -> file name of every play's file
 
     @property
     def n_excluded(self) -> int:
@@ -117,6 +126,115 @@ def _exclusion(check: PlayCheck, trust: bool) -> str | None:
     return None
 
 
+_STATUS_RANK = {"not_replayable": 0, "divergent": 1, "unverified": 2, "verified": 3}
+
+
+def merge_checks_per_play(recordings: Sequence[RecordingInput], checks: list[PlayCheck]) -> list[PlayCheck]:
+    """Competition counting makes one play of each recording (a game reset is a level reset): the checks made
+    per play of the file (when it was read) become one check of that play, with the worst status and the first
+    divergence."""
+    by_file: dict[str, list[PlayCheck]] = {}
+    for c in checks:
+        by_file.setdefault(c.file_id, []).append(c)
+    out: list[PlayCheck] = []
+    for rec in recordings:
+        found = by_file.pop(rec.file_id, [])
+        if len(rec.play_ids) != 1 or [c.play_id for c in found] == rec.play_ids or not found:
+            out += found
+            continue
+        worst = min(found, key=lambda c: _STATUS_RANK.get(c.status, 0))
+        out.append(replace(worst, play_id=rec.play_ids[0],
+                           n_steps_replayed=sum(c.n_steps_replayed for c in found)))
+    return out + [c for rest in by_file.values() for c in rest]
+
+
+def _code(game_id: str) -> str:
+    return game_id.split("-", 1)[0]
+
+
+def _competition_exclusions(recordings: Sequence[RecordingInput], environments: Sequence[str],
+                            excluded: dict[str, str]) -> dict[str, Any]:
+    """Competition mode: leave out (in ``excluded``) a played game outside the environment set and every play of
+    an environment after its first (``make`` is called once per environment); the environments no play reached
+    (they score 0) and the games outside the set, for the scorecard's ``competition`` key."""
+    env_set = sorted(set(environments))
+    by_code: dict[str, list[str]] = {}
+    for g in env_set:
+        by_code.setdefault(_code(g), []).append(g)
+    first: dict[str, str] = {}
+    outside: dict[str, list[str]] = {}
+    played_set: set[str] = set()
+    second: list[dict[str, str]] = []
+    for rec in recordings:
+        for pid, play in rec.plays():
+            if play is None or pid in excluded:
+                continue
+            g = rec.game_id
+            member = g if g in env_set else (by_code.get(_code(g)) or [None])[0]
+            if member is None:
+                outside.setdefault(g, []).append(pid)
+                excluded[pid] = (f"competition mode: {g} is not in the environment set (the games of --games); "
+                                 "a competition scorecard holds only those environments")
+                continue
+            if member in first and first[member].endswith(f"({rec.label})"):
+                excluded[pid] = (f"competition mode: a second play of {member} opened by a game reset (the engine "
+                                 "went back to level 1, which the competition server never does)")
+                second.append({"play_id": pid, "game_id": g, "file": rec.label, "first": first[member]})
+                continue
+            if member in first:
+                excluded[pid] = (f"competition mode: a second play of {member} (`make` is called once per "
+                                 f"environment; its first play is {first[member]})")
+                second.append({"play_id": pid, "game_id": g, "file": rec.label, "first": first[member]})
+                continue
+            first[member] = f"{pid} ({rec.label})"
+            played_set.add(member)
+    return {"environment_set": env_set, "n_environments": len(env_set),
+            "played": sorted(played_set), "unplayed": [g for g in env_set if g not in played_set],
+            "outside_set": {g: sorted(p) for g, p in sorted(outside.items())}, "second_plays": second,
+            "rules": "every environment of the set is in the mean (an unplayed one scores 0); game resets count as "
+                     "level resets; one make per environment (later plays left out)"}
+
+
+def _card_inputs_json(sc: Scorecard, cards: Sequence[Card], play_ids: dict[int, str], runs_by_play: dict,
+                      excluded: dict[str, str], baselines: dict[str, ResolvedBaseline], policy: ScoringPolicy
+                      ) -> dict[str, Any]:
+    """The scorecard runs scored: each summary-only, with its file, guid, stated and recomputed score and the
+    per-level differences with their causes."""
+    scored_by_pid = {}
+    env = {g.game_id: g for g in sc.environments}
+    for card in cards:
+        game = env.get(card.game_id)
+        if game is None:
+            continue
+        for play, run in zip(card.plays, game.plays, strict=True):
+            scored_by_pid[play_ids[id(play)]] = run
+    runs = []
+    for pid, run in sorted(runs_by_play.items()):
+        scored = scored_by_pid.get(pid)
+        entry = {"play_id": pid, "file_name": run.file_name, "guid": run.play.guid, "game_id": run.game_id,
+                 "run_index": run.run_index, "shape": run.shape, "status": SUMMARY_ONLY,
+                 "notes": list(run.notes) or None, "excluded": pid in excluded or None,
+                 "exclusion_reason": excluded.get(pid)}
+        if run.stated is not None:
+            entry["stated_score"] = run.stated.score
+            entry["stated_policy"] = run.stated.policy_id
+        if scored is not None:
+            entry["score"] = scored.score
+            b = baselines.get(run.game_id)
+            diffs = stated_differences(run, scored, policy.policy_id, b.source if b else "no")
+            entry["differences"] = diffs or None
+        runs.append({k: v for k, v in entry.items() if v is not None})
+    files = {}
+    for run in runs_by_play.values():
+        if run.stated is not None and run.stated.card_score is not None:
+            files[run.file_name] = {k: v for k, v in {"stated_total": run.stated.card_score,
+                                                      "competition_mode": run.stated.competition_mode}.items()
+                                    if v is not None}
+    return {k: v for k, v in {
+        "note": SUMMARY_ONLY + ": scored from what each card says (per-level actions), not replayed",
+        "cards": dict(sorted(files.items())) or None, "runs": runs}.items() if v is not None}
+
+
 def _frame_only_json(check: PlayCheck) -> dict[str, Any]:
     """The play's frame-only divergences that reconverged (no key when there is none, so scorecards without any
     stay as they were): step indices and the note, without the cell count, which only a recording file's
@@ -136,7 +254,7 @@ def unknown_games(plays: Iterable[tuple[str, str]], game_dirs: Sequence[Path], p
     id, whose believable scorecard of zeros would hide the mistake: score leaves it out (`UNKNOWN_GAME_REASON`)
     and view says so, both by this rule."""
     candidates = set()
-    for game_id in sorted({game_id for game_id, status in plays if status == "unverified"}):
+    for game_id in sorted({game_id for game_id, status in plays if status in ("unverified", "summary_only")}):
         try:
             resolve_game(game_id, list(game_dirs))
         except GameNotFoundError:
@@ -154,22 +272,27 @@ UNKNOWN_GAME_REASON = ("unknown game: no game files under --games and no baselin
 
 
 def _verification(checks: Sequence[PlayCheck], excluded: dict[str, str], baselines: dict[str, ResolvedBaseline],
-                  trust: bool, scripts: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+                  trust: bool, scripts: dict[str, dict[str, Any]] | None = None,
+                  file_names: dict[str, str] | None = None) -> dict[str, Any]:
     scripts = scripts or {}
+    file_names = file_names or {}
     return {
         "trust_recordings": trust,
         "replay_checks": [
             {k: v for k, v in {
-                "play_id": c.play_id, "game_id": c.game_id, "status": c.status,
+                "play_id": c.play_id, "file_name": file_names.get(c.file_id), "guid": c.guid or None,
+                "game_id": c.game_id, "status": c.status,
                 "only_reset_levels": c.is_only_reset_levels, "n_steps_replayed": c.n_steps_replayed,
                 "first_divergence": c.divergence_json(), **_frame_only_json(c), "excluded": c.play_id in excluded,
                 "exclusion_reason": excluded.get(c.play_id),
-                "replayed_from_script": scripts.get(c.file_id)}.items() if v is not None}
+                "replayed_from_script": scripts.get(c.file_id), "recovered": c.recovery}.items() if v is not None}
             for c in sorted(checks, key=lambda c: c.play_id)
         ],
         "baseline_sources": {
             g: {k: v for k, v in {"source": b.source, "rule": b.rule, "sha256": b.sha256,
-                                  "flags": list(b.flags) or None}.items() if v is not None}
+                                  "flags": list(b.flags) or None,
+                                  # the card files whose own level_baseline_actions were used
+                                  "cards": b.location if b.source == "scorecard" else None}.items() if v is not None}
             for g, b in sorted(baselines.items())
         },
     }
@@ -195,11 +318,20 @@ def _plays_frame(cards: Sequence[Card], play_ids: dict[int, str]) -> pl.DataFram
 
 
 def _check_agreement(sc: Scorecard, scores: VectorizedScores, play_ids: dict[int, str],
-                     cards: Sequence[Card]) -> None:
-    """The pure and the set-based scorers must give identical numbers (they share the arithmetic)."""
+                     cards: Sequence[Card], n_unplayed: int = 0) -> None:
+    """The pure and the set-based scorers must give identical numbers (they share the arithmetic). In
+    competition mode the set-based scorer sees the played games only: the unplayed ones add zeros to the mean."""
     by_id = {pid: s for pid, s in scores.runs.select("play_id", "score").iter_rows()}
     plays_by_game = {c.game_id: c.plays for c in cards}
+    if n_unplayed:
+        n_played = len(cards)
+        total = scores.total * n_played / (n_played + n_unplayed) if n_played else 0.0
+        if abs(total - sc.score) > 1e-9:
+            raise RuntimeError(f"set-based and pure totals differ under {sc.policy_id}: {total!r} != {sc.score!r}")
+        scores = replace(scores, total=sc.score)
     for game in sc.environments:
+        if game.game_id not in plays_by_game:
+            continue
         for play, run in zip(plays_by_game[game.game_id], game.plays, strict=True):
             if by_id[play_ids[id(play)]] != run.score:
                 raise RuntimeError(f"set-based and pure scores differ for {play_ids[id(play)]} under "
@@ -243,16 +375,24 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
             seen[pid] = rec.label
     card_id = card_id_for(seen)
 
+    cards_in = [rec for rec in recordings if rec.variant == CARD_VARIANT]
+    replayable = [rec for rec in recordings if rec.variant != CARD_VARIANT]
     if checks is None:
-        checks = verify_recordings(recordings, request.game_dirs, from_file=request.from_files,
+        checks = verify_recordings(replayable, request.game_dirs, from_file=request.from_files,
                                    workers=request.workers, scheduler=request.scheduler, progress=progress)
-    checks = _with_scripts_verified(recordings, list(checks), request)
+    checks = _with_scripts_verified(replayable, list(checks), request)
+    if request.competition_mode:
+        checks = merge_checks_per_play(replayable, checks)
+    checks += card_checks(request.card_runs) if cards_in else []
     excluded = {c.play_id: reason for c in checks if (reason := _exclusion(c, request.trust_recordings))}
     if not request.include_unknown_games:
         unknown = unknown_games([(c.game_id, c.status) for c in checks], request.game_dirs, request.policies,
                                 request.baseline_sources)
         excluded.update({c.play_id: UNKNOWN_GAME_REASON for c in checks
                          if c.game_id in unknown and c.play_id not in excluded})
+    competition = None
+    if request.competition_mode:
+        competition = _competition_exclusions(recordings, request.environments, excluded)
 
     games: dict[str, list[CardPlay]] = {}
     play_ids: dict[int, str] = {}
@@ -265,23 +405,34 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
     cards = [Card(game_id=g, plays=tuple(ps)) for g, ps in sorted(games.items())]
     n_levels = _n_levels(recordings)
     plays_frame = _plays_frame(cards, play_ids)
+    unplayed = [] if competition is None else competition["unplayed"]
 
     results = []
+    runs_by_play = {r.play_id: r for r in request.card_runs}
+    file_names = {rec.file_id: rec.label for rec in recordings}
     for policy in sorted(request.policies, key=lambda p: POLICY_ORDER.get(p.policy_id, len(POLICY_ORDER))):
-        baselines = resolve_baselines([c.game_id for c in cards], policy, request.baseline_sources, n_levels)
+        baselines = resolve_baselines([c.game_id for c in cards] + unplayed, policy, request.baseline_sources,
+                                      n_levels)
         infos = {g: b.baseline_actions for g, b in baselines.items() if b.has_metadata}
-        sc = build_scorecard(card_id, cards, infos, policy)
+        sc = build_scorecard(card_id, cards, infos, policy, competition_mode=request.competition_mode,
+                             available_games=[c.game_id for c in cards] + unplayed)
         games_frame = pl.DataFrame([{"game_id": g, "baseline_actions": None if v is None else list(v)}
                                     for g, v in infos.items()],
                                    schema={"game_id": pl.String, "baseline_actions": pl.List(pl.Int64)})
         scores = score_plays_frame(plays_frame, games_frame, policy)
-        _check_agreement(sc, scores, play_ids, cards)
+        _check_agreement(sc, scores, play_ids, cards, n_unplayed=len(unplayed))
         scripts = {rec.file_id: rec.script.as_json() for rec in recordings if rec.script is not None}
-        text = scorecard_to_json(sc, extra={"verification": _verification(checks, excluded, baselines,
-                                                                          request.trust_recordings, scripts)})
+        extra = {"verification": _verification(checks, excluded, baselines, request.trust_recordings, scripts,
+                                               file_names)}
+        if runs_by_play:
+            extra["card_inputs"] = _card_inputs_json(sc, cards, play_ids, runs_by_play, excluded, baselines, policy)
+        if competition is not None:
+            extra["competition"] = competition
+        text = scorecard_to_json(sc, extra=extra)
         results.append(PolicyResult(policy, sc, text, baselines, scores))
 
-    result = ScoreResult(card_id=card_id, checks=checks, excluded=excluded, policies=results)
+    result = ScoreResult(card_id=card_id, checks=checks, excluded=excluded, policies=results, competition=competition,
+                         file_names=file_names)
     result.tables = build_tables(result, recordings, cards, play_ids)
     return result
 
@@ -302,6 +453,8 @@ def build_tables(result: ScoreResult, recordings: Sequence[RecordingInput], card
            if c.status in ("verified", "divergent") else {"n_frame_only_steps": None, "n_frame_only_cells": None}),
         "game_source_sha256": c.game_source_sha256,
         "is_score_excluded": c.play_id in result.excluded, "exclusion_reason": result.excluded.get(c.play_id),
+        "file_name": result.file_names.get(c.file_id),
+        "is_recovered": c.is_recovered, "recovery_provenance": c.recovery,
     } for c in sorted(result.checks, key=lambda c: c.play_id)])
 
     play_info = {}

@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.console import out
+from pipeline.core.outputs import write_csv, write_text
 
 SCORE_TABLES = ("out_arc3__replay_checks", "out_arc3__run_scores", "out_arc3__level_scores",
                 "out_arc3__game_scores", "out_arc3__policy_sensitivity")
@@ -16,23 +17,24 @@ PER_POLICY_TABLES = ("out_arc3__run_scores", "out_arc3__level_scores", "out_arc3
 
 def write_score_files(result, out_dir: Path, *, figures: bool) -> list[Path]:
     """One scorecard per policy, replay_checks.csv, policy_sensitivity.csv (two or more policies) and the
-    figures under `out_dir`; the paths written."""
+    figures under `out_dir`; the paths written. Each file is written whole, never through a symlink; the CSVs
+    through pipeline.core.outputs.csv_text (formula-like text neutralised unless --raw-csv)."""
     from .run import policy_slug
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for pr in result.policies:
         path = out_dir / f"scorecard__{policy_slug(pr.policy.policy_id)}.json"
-        path.write_text(pr.scorecard_json, encoding="utf-8")
+        write_text(path, pr.scorecard_json)
         written.append(path)
     checks = result.tables["out_arc3__replay_checks"].drop("card_id")
     path = out_dir / "replay_checks.csv"
-    checks.write_csv(path)
+    write_csv(checks, path)
     written.append(path)
     sens = result.tables["out_arc3__policy_sensitivity"]
     if len(result.policies) > 1:
         path = out_dir / "policy_sensitivity.csv"
-        sens.drop("card_id").write_csv(path)
+        write_csv(sens.drop("card_id"), path)
         written.append(path)
     if figures:
         from .figures import save_score_figures  # altair and vl-convert take seconds to import

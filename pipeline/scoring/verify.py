@@ -11,6 +11,9 @@ environment folders given (``--games``), and each play gets a status:
 - ``unverified``: the game cannot be loaded; the play is scored from the recording alone;
 - ``not_replayable``: the actions are unknown (the benchmarking ``action_ids_lost`` defect, not recovered).
 
+A recording whose lost actions were recovered (``--recovered-actions``, ``--recover-actions``) is replayed with
+them like any other, and its checks carry where the actions come from (``PlayCheck.recovery``).
+
 Recordings of the official human dataset were made with level-only resets (``ONLY_RESET_LEVELS``) through
 the REST server, whose lines always say ``full_reset: false``: they replay with level-only resets and
 without the ``full_reset`` comparison.
@@ -39,21 +42,28 @@ tolerance scores what it scores; note that it also lets through a change whose v
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from engine.base_game import FRAMES_ALL, FRAMES_LAST, FRAMES_NONE
-from engine.enums import ActionInput, GameAction
-from engine.env import GameEnv
+from engine.enums import GameAction
 from engine.loader import GameInfo, GameNotFoundError, resolve_game
-from engine.replay import Divergence, compare_frames
-from pipeline.core.game_code import SandboxFailure, portable_info, run_game_code
-from pipeline.recordings.frames import frame_hashes
+from engine.replay import Divergence
+from pipeline.core.game_code import SandboxFailure, game_key, portable_info, run_game_code
 from pipeline.recordings.reader import read_recording_file
+from pipeline.recordings.replaying import (  # noqa: F401 - re-exported: the replay itself lives there
+    FIELDS,
+    ReplayResult,
+    ReplayStep,
+    _same_pixels,
+    load_and_run,
+    render_steps,
+    replay_classified,
+    replay_steps,
+)
 
 from .plays import RecordingInput
 
@@ -82,6 +92,11 @@ class PlayCheck:
     n_frame_only_cells: int | None = 0  # their differing cells; None when unknown (sha256 comparison)
     frame_only_where: tuple[tuple[int, int], ...] = ()  # (step index, line number) of each of those steps
     reconverged_step: int | None = None  # the last step of the play's replay whose frames matched again
+    recovery: str | None = None  # the play's actions were recovered (action_ids_lost): where they come from
+
+    @property
+    def is_recovered(self) -> bool:
+        return self.recovery is not None
 
     def frame_only_note(self, *, cells: bool = True) -> str | None:
         """E.g. "frames differ at 1 step (step 3, line 4; 661 cells), reconverged at step 4"; ``cells=False``
@@ -130,33 +145,22 @@ def divergence_columns(d: Divergence | None) -> dict[str, Any]:
             "divergence_expected": _json(d.expected), "divergence_got": _json(d.got)}
 
 
-FIELDS = ("state", "levels_completed", "win_levels", "full_reset", "available_actions")
-
-
-@dataclass(frozen=True)
-class ReplayStep:
-    """One step to replay: the action sent and what the recording says the engine answered."""
-
-    line: int
-    action_id: int
-    action_data: dict[str, Any]
-    reasoning: Any
-    expected: dict[str, Any]  # the fields of FIELDS the recording holds (an absent one is not compared)
-    n_frames: int | None  # None: the step recorded no frames (they are not compared)
-    frame_hashes: list[str] | None = None  # database steps: sha256 per frame
-    pixels: np.ndarray | None = None  # recording files: the frames, (n, 64, 64)
-
-
 def steps_from_file(rec: RecordingInput) -> list[ReplayStep]:
     """The steps of the recording file as read (``rec.parsed``, else read now), pixels included."""
     parsed = rec.parsed if rec.parsed is not None else read_recording_file(rec.path, want_frames=True)
     out = []
-    for ln, record in zip(parsed.steps, rec.records, strict=True):  # records carry recovered ids, if any
+    for i, (ln, record) in enumerate(zip(parsed.steps, rec.records, strict=True)):  # records carry recovered ids
         action_input = ln.data.get("action_input") or {}
         payload = action_input.get("data")
+        data = dict(payload) if isinstance(payload, dict) else {}
+        if i in rec.recovered_clicks:  # a recovered click: the line holds the recorder's empty default
+            data = {"x": rec.recovered_clicks[i][0], "y": rec.recovered_clicks[i][1]}
+        expected = {k: ln.data[k] for k in FIELDS if k in ln.data}
+        if i in rec.recovered_full_resets:  # a recovered RESET: its kind as found (REST lines always say false)
+            expected["full_reset"] = rec.recovered_full_resets[i]
         out.append(ReplayStep(
-            line=ln.number, action_id=record.action_id, action_data=dict(payload) if isinstance(payload, dict) else {},
-            reasoning=action_input.get("reasoning"), expected={k: ln.data[k] for k in FIELDS if k in ln.data},
+            line=ln.number, action_id=record.action_id, action_data=data,
+            reasoning=action_input.get("reasoning"), expected=expected,
             n_frames=ln.n_frames, frame_hashes=ln.hashes, pixels=ln.frames))
     return out
 
@@ -173,156 +177,18 @@ def steps_from_table(rec: RecordingInput) -> list[ReplayStep]:
                              ("available_actions", "available_actions")):
             if cols[column][i] is not None:
                 expected[name] = cols[column][i]
+        if i in rec.recovered_full_resets:  # a recovered RESET: its kind as found (REST lines always say false)
+            expected["full_reset"] = rec.recovered_full_resets[i]
         click = {}
-        if record.action_id == GameAction.ACTION6.value and cols["click_x"][i] is not None:
+        if i in rec.recovered_clicks:
+            click = {"x": rec.recovered_clicks[i][0], "y": rec.recovered_clicks[i][1]}
+        elif record.action_id == GameAction.ACTION6.value and cols["click_x"][i] is not None:
             click = {"x": cols["click_x"][i], "y": cols["click_y"][i]}
         hashes = cols["frame_sha256s"][i]
         n_frames = None if hashes is None else (cols["n_frames"][i] if cols["n_frames"][i] is not None
                                                 else len(hashes))
         out.append(ReplayStep(line=cols["line_number"][i], action_id=record.action_id, action_data=click,
                               reasoning=None, expected=expected, n_frames=n_frames, frame_hashes=hashes))
-    return out
-
-
-def _observed(response: Any) -> dict[str, Any]:
-    state = response.state
-    return {"state": getattr(state, "value", state), "levels_completed": int(response.levels_completed),
-            "win_levels": int(response.win_levels), "full_reset": bool(response.full_reset),
-            "available_actions": [int(a) for a in response.available_actions]}
-
-
-def _outcome_divergence(step: ReplayStep, index: int, response: Any, check_full_reset: bool) -> Divergence | None:
-    action = GameAction.from_id(step.action_id).name
-    got = _observed(response)
-    for name in FIELDS:
-        if name in step.expected and (check_full_reset or name != "full_reset") and step.expected[name] != got[name]:
-            return Divergence(step.line, index, action, name, step.expected[name], got[name])
-    return None
-
-
-def _same_pixels(want: np.ndarray, have: Any) -> bool:
-    """True only if the two frames hold the same values (False: let ``compare_frames`` count): for one-byte
-    integer frames (the reader's uint8, the engine's int8) equal bytes are equal values, unless a byte has its
-    high bit set, which uint8 and int8 read differently."""
-    if not (isinstance(have, np.ndarray) and want.shape == have.shape and want.dtype.itemsize == 1
-            and have.dtype.itemsize == 1 and want.dtype.kind in "iu" and have.dtype.kind in "iu"):
-        return False
-    if want.tobytes() != have.tobytes():
-        return False
-    return want.dtype == have.dtype or int(want.view(np.uint8).max(initial=0)) < 128
-
-
-def _frame_divergence(step: ReplayStep, index: int, response: Any) -> Divergence | None:
-    """The step's first differing frame (or frame count), ``cells_differing`` summed over all its frames when
-    pixels are compared (the first frame's box); None when the frames match or were not recorded."""
-    if step.n_frames is None:
-        return None
-    action = GameAction.from_id(step.action_id).name
-    frames = list(response.frame or [])
-    if step.n_frames != len(frames):
-        return Divergence(step.line, index, action, "frame_count", step.n_frames, len(frames))
-    if step.pixels is not None:
-        first: Divergence | None = None
-        for j, (want, have) in enumerate(zip(step.pixels, frames, strict=True)):
-            if _same_pixels(want, have):  # the common case, without counting cells
-                continue
-            cells, box = compare_frames(want, have)
-            if cells and first is None:
-                first = Divergence(step.line, index, action, "frame", None, None, frame_index=j,
-                                   cells_differing=cells, bbox=box)
-            elif cells:
-                first.cells_differing = (first.cells_differing or 0) + cells
-        return first
-    got_hashes = frame_hashes(np.stack([np.asarray(f, dtype=np.uint8) for f in frames])) if frames else []
-    for j, (want, have) in enumerate(zip(step.frame_hashes or [], got_hashes, strict=True)):
-        if want != have:
-            return Divergence(step.line, index, action, "frame", want, have, frame_index=j)
-    return None
-
-
-@dataclass
-class ReplayResult:
-    """A classified replay (see the module docstring).
-
-    ``divergence``: what makes the recording divergent from its step on (None: verified); ``outcome``: the
-    outcome divergence that stopped the replay, if any (it is ``divergence`` unless frames already differed
-    without reconverging before it); ``frame_only``: the frame divergences that reconverged, one per step;
-    ``reconverged``: for each of them, the step whose frames matched again."""
-
-    divergence: Divergence | None = None
-    outcome: Divergence | None = None
-    replayed: int = 0
-    frame_only: list[Divergence] = field(default_factory=list)
-    reconverged: list[int] = field(default_factory=list)
-
-
-def replay_classified(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_reset: bool = True,
-                      on_response: Callable[[int, Any], None] | None = None, all_frames: bool = False
-                      ) -> ReplayResult:
-    """Send every step's action to a fresh ``env`` and compare its answer; go on after frame-only divergences.
-    Frames are rendered only for the steps that recorded some (every step with ``all_frames``).
-
-    ``on_response(index, response)`` sees every engine response as it comes (index -1: the opening RESET sent
-    for a recording that lacks it), e.g. to keep the frames (`pipeline.datasets.transitions`)."""
-    if steps and steps[0].action_id != GameAction.RESET.value:
-        opening = env.reset(frames=FRAMES_ALL if all_frames else FRAMES_NONE)  # the toolkit's opening RESET,
-        if on_response is not None:                                            # absent from older files
-            on_response(-1, opening)
-    result = ReplayResult()
-    pending: list[Divergence] = []  # frame-only divergences since frames last matched
-    for index, step in enumerate(steps):
-        action = ActionInput(id=step.action_id, data=dict(step.action_data), reasoning=step.reasoning)
-        try:
-            response = env.step(action, frames=FRAMES_ALL if all_frames or step.n_frames is not None
-                                else FRAMES_NONE)
-        except Exception as err:  # the game or engine failed: that is a divergence too
-            name = GameAction.from_id(step.action_id).name
-            result.outcome = Divergence(step.line, index, name, "exception", None, f"{type(err).__name__}: {err}")
-            break
-        result.replayed += 1
-        if on_response is not None:
-            on_response(index, response)
-        result.outcome = _outcome_divergence(step, index, response, check_full_reset)
-        if result.outcome is not None:
-            break
-        frame = _frame_divergence(step, index, response)
-        if frame is not None:
-            pending.append(frame)
-        elif step.n_frames and pending:  # frames match again (an empty echo frame proves nothing): reconverged
-            result.frame_only += pending
-            result.reconverged += [index] * len(pending)
-            pending = []
-    result.divergence = pending[0] if pending else result.outcome
-    return result
-
-
-def replay_steps(env: GameEnv, steps: Sequence[ReplayStep], *, check_full_reset: bool = True
-                 ) -> tuple[Divergence | None, int]:
-    """``replay_classified`` as (the divergence that makes the recording divergent, steps replayed up to it)."""
-    result = replay_classified(env, steps, check_full_reset=check_full_reset)
-    d = result.divergence
-    return d, result.replayed if d is None else d.step + 1
-
-
-def render_steps(env: GameEnv, steps: Sequence[ReplayStep], *,
-                 on_step: Callable[[], None] | None = None) -> list[np.ndarray | None]:
-    """The settled (last) frame of every step, sending the steps' actions to a fresh ``env`` as
-    ``replay_classified`` does, for display: nothing is compared, so the replay goes on after a divergence (the
-    frames are then the engine's, not necessarily the recorded ones); an exception stops it (later steps get no
-    frame). A step answered with no frame (a post-terminal echo) gets None."""
-    if steps and steps[0].action_id != GameAction.RESET.value:
-        env.reset(frames=FRAMES_NONE)  # the toolkit's opening RESET, absent from older files
-    out: list[np.ndarray | None] = []
-    for step in steps:
-        action = ActionInput(id=step.action_id, data=dict(step.action_data), reasoning=step.reasoning)
-        try:
-            response = env.step(action, frames=FRAMES_LAST)
-        except Exception:  # the game failed here: replay_classified reports it as a divergence
-            break
-        grids = response.frame
-        out.append(np.asarray(grids[-1], dtype=np.uint8) if grids is not None and len(grids) else None)
-        if on_step is not None:
-            on_step()
     return out
 
 
@@ -344,21 +210,9 @@ def game_label(info: GameInfo) -> str:
     return f"game {info.game_id} ({info.source})" if info.source else f"game {info.game_id}"
 
 
-def _load_and_run(arg: tuple) -> tuple[str, Any]:
-    """In the sandbox: load the game, then replay (or render) the steps on a fresh instance."""
-    info, only_reset_levels, steps, check_full_reset, render = arg
-    try:
-        env = GameEnv(info, only_reset_levels=only_reset_levels)
-    except Exception as err:  # noqa: BLE001 - the game does not load: said by the caller
-        return "load_failed", f"{type(err).__name__}: {err}"
-    if render:
-        return "rendered", render_steps(env, steps)
-    return "replayed", replay_classified(env, steps, check_full_reset=check_full_reset)
-
-
 def _in_sandbox(info: GameInfo, arg: tuple) -> Any:
     try:
-        kind, value = run_game_code(_load_and_run, arg, key=info.game_id, source=info.source)
+        kind, value = run_game_code(load_and_run, arg, key=game_key(info), source=info.source)
     except SandboxFailure as err:  # the game's code ended abnormally: this game's failure, named
         raise SandboxFailure(err.kind, f"{game_label(info)}: {err.detail}", err.exc_type) from None
     if kind == "load_failed":
@@ -395,11 +249,12 @@ def verify_recording(rec: RecordingInput, game_dirs: Iterable[Path], *, from_fil
     dirs = [Path(d) for d in game_dirs]
     replay_input = "recording" if from_file else "steps"
     common = dict(file_id=rec.file_id, game_id=rec.game_id, guid=rec.guid, replay_input=replay_input,
-                  is_only_reset_levels=rec.is_only_reset_levels)
+                  is_only_reset_levels=rec.is_only_reset_levels, recovery=rec.recovery if rec.recovered else None)
     plays = rec.plays()
     if rec.card is None:
         reason = ("action ids lost (every action recorded as RESET, the benchmarking recorder defect): the "
-                  "actions are unknown; supply them with --recovered-actions")
+                  "actions are unknown; recover them with --recover-actions, or supply them with "
+                  "--recovered-actions")
         return [PlayCheck(play_id=pid, status="not_replayable", detail=reason, **common) for pid, _ in plays]
     info, missing = _resolve(rec.game_id, dirs)
     if info is None:

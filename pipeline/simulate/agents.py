@@ -29,6 +29,7 @@ from typing import Any
 
 import engine
 from engine.recording import response_to_record
+from pipeline.core.outputs import open_output
 from pipeline.simulate.arc3 import Action, GameSpec
 
 AGENTS = ("random", "explorer", "near-optimal")
@@ -184,8 +185,7 @@ def run_agent(agent: str, spec: GameSpec, baselines: Sequence[int], rng: random.
 
 def write_toolkit(run: AgentRun, folder: Path, card_id: str) -> Path:
     path = folder / card_id / f"{run.game_id}-{run.guid}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
+    with open_output(path) as fh:
         for line in run.lines:
             fh.write(json.dumps(line) + "\n")
     return path
@@ -195,9 +195,8 @@ def write_agents_repo(run: AgentRun, folder: Path, rng: random.Random, max_actio
     """The agents-repository recorder: no opening RESET line, an LLM usage line before each frame line."""
     recorder_guid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
     path = folder / f"{run.game_id}.{run.agent}.{max_actions}.{recorder_guid}.recording.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
     total = 0
-    with open(path, "w", encoding="utf-8") as fh:
+    with open_output(path) as fh:
         for line in run.lines[1:]:
             tokens = rng.randint(800, 4000)
             total += tokens

@@ -40,6 +40,7 @@ import numpy as np
 
 import engine
 from engine.recording import response_to_record
+from pipeline.core.outputs import open_output, write_text
 from pipeline.recordings.counting import CountingOptions, StepRecord, rebuild_card
 
 Action = tuple[int, dict[str, int] | None]  # (action id, click data)
@@ -211,10 +212,9 @@ def play_game(spec: GameSpec, person: Participant, rng: random.Random, *, enviro
     calibration; longer attempts above it)."""
     guid = _guid(rng)
     path = human_dir / spec.game_id.split("-")[0] / f"{guid}.recording.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
     play = PlayLog(guid, spec.game_id, person.participant_id, session_id, order, started_at, started_at, path)
     clock = _Clock(started_at)
-    with open(path, "w", encoding="utf-8") as fh:
+    with open_output(path) as fh:
         _play(spec, person, rng, play, clock, fh, environments_dir=environments_dir,
               low_effort_budget=low_effort_budget, frames=frames, exploration=exploration, frames_json=frames_json)
     play.ended_at = clock.now
@@ -362,10 +362,9 @@ def simulate_arc3_study(plan: Arc3StudyPlan, games: Sequence[GameSpec], *, envir
                          "cohort": person.cohort, "protocol": "arc-agi-3-2026"})
     manifest = {"format": "arcstudy-study-manifest/1", "study_id": plan.study_id, "participants": participants,
                 "sessions": sessions, "plays": plays_index}
-    (out_dir / "study.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    write_text(out_dir / "study.json", json.dumps(manifest, indent=1) + "\n")
     truth_dir = out_dir.parent / "ground_truth"
-    truth_dir.mkdir(parents=True, exist_ok=True)
-    with open(truth_dir / "arc3_participants.csv", "w", encoding="utf-8") as fh:
+    with open_output(truth_dir / "arc3_participants.csv") as fh:
         fh.write("participant_id,session_id,is_low_effort,skill,pace_s\n")
         for p in people:
             fh.write(f"{p.participant_id},s{p.participant_id[1:]},{str(p.is_low_effort).lower()},{p.skill},{p.pace_s}\n")

@@ -40,6 +40,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.outputs import write_text
+
 Grid = list[list[int]]
 
 MAX_SIDE = 30
@@ -883,7 +885,7 @@ def write_task_files(folder: Path, tasks: Sequence[GeneratedTask]) -> list[Path]
     paths = []
     for task in tasks:
         path = folder / task.file_name
-        path.write_text(task_json_text(task), encoding="utf-8")
+        write_text(path, task_json_text(task))
         paths.append(path)
     return paths
 
@@ -900,5 +902,5 @@ def tgi_csv_text(tasks: Sequence[GeneratedTask]) -> str:
 
 def write_tgi_csv(path: Path, tasks: Sequence[GeneratedTask]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(tgi_csv_text(tasks), encoding="utf-8")
+    write_text(path, tgi_csv_text(tasks))
     return path

@@ -65,6 +65,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.executor import open_executor
+from pipeline.core.outputs import write_with
 from pipeline.ingest.harc import DATA_CURRENT, ERRORS_CURRENT, SUMMARY, SURVEY_TAIL
 from pipeline.simulate.arc_tasks import (
     FAMILIES,
@@ -464,8 +465,8 @@ def _surveys(specs: Sequence[ParticipantSpec]) -> dict[str, pl.DataFrame]:
 
 
 def _write(df: pl.DataFrame, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df.write_csv(path, line_terminator="\n")
+    # a synthetic input in the release's own format: written as is (no formula neutralising), whole
+    write_with(path, lambda tmp: df.write_csv(tmp, line_terminator="\n"))
     return path
 
 

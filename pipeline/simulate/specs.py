@@ -12,13 +12,14 @@ from pathlib import Path
 
 import engine
 from engine.loader import find_games
+from pipeline.core.textfiles import read_text_document
 from pipeline.simulate.arc3 import Action, GameSpec
 from schemas.vocabulary import ACTION_NAMES
 
 
 def solutions_from_recording(path: Path) -> tuple[str, list[list[Action]]]:
     """(game_id, one action line per completed level) from a toolkit recording that starts with RESET."""
-    frames = [json.loads(ln)["data"] for ln in path.read_text().splitlines() if ln.strip()]
+    frames = [json.loads(ln)["data"] for ln in read_text_document(path)[0].splitlines() if ln.strip()]
     frames = [d for d in frames if "game_id" in d]
     lines: list[list[Action]] = []
     current: list[Action] = []
@@ -55,7 +56,7 @@ def game_specs(environments_dir: Path) -> list[GameSpec]:
 
 
 def _start_level(path: Path) -> int:
-    first = json.loads(path.read_text().splitlines()[0])["data"]
+    first = json.loads(read_text_document(path)[0].splitlines()[0])["data"]
     return int(first.get("levels_completed", 0))
 
 

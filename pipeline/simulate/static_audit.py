@@ -35,6 +35,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.outputs import open_output, write_text
 from pipeline.simulate.arc_tasks import (
     FAMILIES,
     TGI_COLUMNS,
@@ -86,9 +87,8 @@ def grid_string(grid: list[list[int]]) -> str:
 
 
 def _write_csv(path: Path, header: tuple[str, ...], rows: list[list[Any]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
+    with open_output(path) as fh:  # written whole (pipeline.core.outputs); the corpus stays raw CSV
+        w = csv.writer(fh, lineterminator="\r\n")
         w.writerow(header)
         w.writerows(rows)
     return path
@@ -208,7 +208,7 @@ def simulate_static_study(out_dir: Path, *, seed: int = 0, design: AuditDesign |
                "n_tgi_tasks": len(tgi_rows), "n_harc_audit_rows": len(harc_rows),
                "n_arc2_audit_rows": len(arc2_audit), "n_arc2_log_rows": len(log),
                "files": [str(f.relative_to(out_dir)) for f in files]}
-    (out_dir / "DESIGN.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_text(out_dir / "DESIGN.json", json.dumps(summary, indent=1) + "\n")
     return summary
 
 

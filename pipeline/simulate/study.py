@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pipeline
+from pipeline.core.outputs import write_text
 from pipeline.simulate.agents import AGENTS, run_agent, write_agents_repo, write_toolkit
 from pipeline.simulate.arc3 import Arc3StudyPlan, GameSpec, simulate_arc3_study
 from pipeline.simulate.specs import game_specs, verify_specs
@@ -140,7 +141,7 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
         "harc": harc,
         "static": static,
     }
-    (out_dir / "SIMULATION.json").write_text(json.dumps(description, indent=1, default=str) + "\n")
+    write_text(out_dir / "SIMULATION.json", json.dumps(description, indent=1, default=str) + "\n")
     return description
 
 

@@ -33,6 +33,7 @@ import importlib.util
 import json
 import time
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +43,7 @@ import polars as pl
 
 from pipeline.core.config import BuildConfig
 from pipeline.core.manifest import RunManifest
+from pipeline.core.outputs import output_folder, public_path
 from pipeline.core.workspace import Workspace
 from pipeline.transforms import arc2 as arc2_mod
 from pipeline.transforms import arctgi as arctgi_mod
@@ -135,6 +137,8 @@ class BuildReport:
     manifest: RunManifest | None = None
     manifest_path: Path | None = None
     timings_s: dict[str, float] = field(default_factory=dict)  # plan, each step run, write, figures
+    excluded: dict[str, str] = field(default_factory=dict)  # file_id -> why its rows were left out of out_*
+    excluded_paths: dict[str, str] = field(default_factory=dict)  # file_id -> its path, for the message
 
     @property
     def rebuilt(self) -> list[str]:
@@ -411,12 +415,40 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
     manifest = RunManifest(command=command, config={**config.to_dict(), "config_source": config.source,
                                                     "config_sha256": config.config_hash()})
     todo = [p for p in plans if p.needs_run]
+    # Files an earlier build left out stay out (and said) while the tables it wrote are up to date.
+    for p in plans:
+        if not p.needs_run and p.step.name != FIGURES:
+            for row in _load_state(ws).values():
+                if row["build_step"] == p.step.name:
+                    report.excluded.update(json.loads(row["fingerprint_parts_json"]).get("excluded_files", {}))
+    if report.excluded:  # those still in the database (`arcstudy forget` removes a file for good)
+        present = set(ws.read("SELECT file_id FROM raw_ingest__files WHERE file_id IN (SELECT unnest(?))",
+                              [list(report.excluded)])["file_id"].to_list())
+        report.excluded = {f: why for f, why in report.excluded.items() if f in present}
     frames = _Frames(ws)
     table_steps = [p for p in todo if p.step.name != FIGURES]
     for p in (progress(table_steps, "building", len(table_steps)) if progress else table_steps):
         t0 = time.perf_counter()
         run_step(p.step.name, frames, config, (source, source_name))
         report.timings_s[p.step.name] = time.perf_counter() - t0
+    # One file's rows that make an out table invalid leave that file out, not the whole database: the files
+    # are named, every table step runs again on the core tables without them, and the command exits 3.
+    for _ in range(MAX_EXCLUSION_ROUNDS):
+        bad = _invalid_rows_by_file(ws, frames, table_steps)
+        if not bad:
+            break
+        report.excluded.update(bad)
+        for p in plans:
+            if p.step.name != FIGURES and not p.needs_run:
+                p.reasons.append("rebuilt without the files left out")
+        table_steps = [p for p in plans if p.step.name != FIGURES]
+        todo = [p for p in plans if p.needs_run]
+        frames = _Frames(ws, _core_without(ws, set(report.excluded)))
+        for p in table_steps:
+            run_step(p.step.name, frames, config, (source, source_name))
+    else:
+        raise BuildError("build: leaving out the files named so far did not make the out tables valid: "
+                         + "; ".join(f"{f}: {why}" for f, why in report.excluded.items()))
 
     t0 = time.perf_counter()
     now = datetime.now(UTC)
@@ -428,7 +460,8 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
                     ws.recreate_table(t, con=con)
                 ws.replace_table(t, frames[t], con=con)
                 report.rows[t] = frames[t].height
-                state_rows.append(_state_row(t, p, manifest.run_id, now, frames[t].height))
+                kept = StepPlan(p.step, p.fingerprint, {**p.parts, "excluded_files": report.excluded}, p.reasons)
+                state_rows.append(_state_row(t, kept, manifest.run_id, now, frames[t].height))
         if state_rows:
             targets = [r["build_target"] for r in state_rows]
             con.execute(f"DELETE FROM {STATE_TABLE} WHERE build_target IN ({', '.join('?' for _ in targets)})",
@@ -436,42 +469,111 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
             ws.insert_frame(STATE_TABLE, pl.DataFrame(state_rows), con=con)
     report.timings_s["validate_and_write"] = time.perf_counter() - t0
 
-    fig_plan = next((p for p in todo if p.step.name == FIGURES), None)
-    if fig_plan is not None and out_dir is not None:
-        t0 = time.perf_counter()
-        from pipeline.transforms.figures import write_figures
+    # The output folder (figures, manifest.json) is written whole: a failure or a full disk leaves the old one.
+    with output_folder(out_dir) if out_dir is not None else nullcontext(None) as stage:
+        fig_plan = next((p for p in todo if p.step.name == FIGURES), None)
+        if fig_plan is not None and stage is not None:
+            t0 = time.perf_counter()
+            from pipeline.transforms.figures import write_figures
 
-        fig_dir = out_dir / "figures"
-        written, skipped = write_figures(fig_dir, frames["out_arc3__attempts"], frames["out_arc3__level_completion"],
-                                         frames["out_arc3__level_reference_points"], config)
-        report.figures, report.skipped_figures = written, skipped
-        files = sorted(str(path) for paths in written.values() for path in paths.values())
-        parts = {**fig_plan.parts, "files": files}
-        row = _state_row(FIGURES, StepPlan(fig_plan.step, fig_plan.fingerprint, parts, []), manifest.run_id,
-                         datetime.now(UTC), len(files))
-        with ws.transaction() as con:
-            con.execute(f"DELETE FROM {STATE_TABLE} WHERE build_target = ?", [FIGURES])
-            ws.insert_frame(STATE_TABLE, pl.DataFrame([row]), con=con)
-        for f in files:
-            manifest.add_output(f)
-        report.timings_s["figures"] = time.perf_counter() - t0
+            fig_dir = stage / "figures"
+            written, skipped = write_figures(fig_dir, frames["out_arc3__attempts"], frames["out_arc3__level_completion"],
+                                             frames["out_arc3__level_reference_points"], config)
+            staged = sorted(path for paths in written.values() for path in paths.values())
+            report.figures = {name: {kind: public_path(path) for kind, path in paths.items()}
+                              for name, paths in written.items()}  # where they are once the folder is in place
+            report.skipped_figures = skipped
+            files = [str(public_path(path)) for path in staged]
+            parts = {**fig_plan.parts, "files": files}
+            row = _state_row(FIGURES, StepPlan(fig_plan.step, fig_plan.fingerprint, parts, []), manifest.run_id,
+                             datetime.now(UTC), len(files))
+            with ws.transaction() as con:
+                con.execute(f"DELETE FROM {STATE_TABLE} WHERE build_target = ?", [FIGURES])
+                ws.insert_frame(STATE_TABLE, pl.DataFrame([row]), con=con)
+            for path in staged:
+                manifest.add_output(path)  # hashed in the stage; the manifest names the final place
+            report.timings_s["figures"] = time.perf_counter() - t0
 
-    for p in plans:
-        for t, digest in p.parts["inputs"].items():
-            if isinstance(digest, dict):
-                manifest.inputs[f"db:{ws.path}#{t}"] = digest["sha256"]
-        for t in p.step.outputs:
-            if t != FIGURES:
-                manifest.outputs[f"db:{ws.path}#{t}"] = p.fingerprint
-    manifest.notes["steps"] = {p.step.name: {"rebuilt": p.needs_run, "reasons": p.reasons,
-                                             "fingerprint": p.fingerprint} for p in plans}
-    manifest.notes["rows"] = {t: ws.row_count(t) for t in OUT_TABLES}
-    manifest.notes["skipped_figures"] = report.skipped_figures
-    manifest.notes["optimal_source"] = identity
-    manifest.notes["timings_s"] = {k: round(v, 3) for k, v in report.timings_s.items()}
-    report.manifest_path = ws.finish_run(manifest, out_dir)
+        for p in plans:
+            for t, digest in p.parts["inputs"].items():
+                if isinstance(digest, dict):
+                    manifest.inputs[f"db:{ws.path}#{t}"] = digest["sha256"]
+            for t in p.step.outputs:
+                if t != FIGURES:
+                    manifest.outputs[f"db:{ws.path}#{t}"] = p.fingerprint
+        manifest.notes["steps"] = {p.step.name: {"rebuilt": p.needs_run, "reasons": p.reasons,
+                                                 "fingerprint": p.fingerprint} for p in plans}
+        manifest.notes["rows"] = {t: ws.row_count(t) for t in OUT_TABLES}
+        manifest.notes["skipped_figures"] = report.skipped_figures
+        manifest.notes["optimal_source"] = identity
+        manifest.notes["timings_s"] = {k: round(v, 3) for k, v in report.timings_s.items()}
+        if report.excluded:
+            paths = ws.read("SELECT file_id, file_path FROM raw_ingest__files WHERE file_id IN (SELECT unnest(?))",
+                            [list(report.excluded)])
+            report.excluded_paths = dict(paths.iter_rows())
+            manifest.notes["excluded_files"] = {report.excluded_paths.get(f, f): why
+                                                for f, why in report.excluded.items()}
+        manifest_path = ws.finish_run(manifest, stage, exit_code=3 if report.excluded else 0)
+        report.manifest_path = public_path(manifest_path) if manifest_path is not None else None
     report.manifest = manifest
     return report
+
+
+MAX_EXCLUSION_ROUNDS = 5
+
+
+def _core_without(ws: Workspace, file_ids: set[str]) -> dict[str, pl.DataFrame]:
+    """Every core input of the table steps, without the rows of `file_ids`."""
+    names = dict.fromkeys(t for s in STEPS for t in s.core_inputs)
+    out = {}
+    for name in names:
+        if not ws.has_table(name):
+            continue
+        df = ws.read(f"SELECT * FROM {name}")
+        if "file_id" in df.columns:
+            df = df.filter(~pl.col("file_id").is_in(list(file_ids)))
+        out[name] = df
+    return out
+
+
+def _invalid_rows_by_file(ws: Workspace, frames: _Frames, table_steps: list[StepPlan]) -> dict[str, str]:
+    """Files whose rows make a freshly built out table fail its schema: {file_id: why}. A failing row is traced
+    to its file by its `file_id`, else its `play_id` or `guid` (through core_arc3__plays). A failure that no
+    file explains raises BuildError with the schema's words."""
+    from schemas import validate_frame
+
+    bad: dict[str, str] = {}
+    plays = None
+    for p in table_steps:
+        for t in p.step.outputs:
+            result = validate_frame(t, frames[t])
+            if result.ok:
+                continue
+            df = frames[t]
+            for f in result.failures:
+                ids: list[str] = []
+                if f.row is not None:
+                    row = df.row(f.row, named=True)
+                    if row.get("file_id"):
+                        ids = [row["file_id"]]
+                    else:
+                        if plays is None:
+                            plays = frames["core_arc3__plays"].select("play_id", "guid", "file_id")
+                            steps = frames["core_arc3__steps"].select("play_id", "file_id").unique()
+                        if row.get("play_id") is not None:
+                            # steps of the play from a file that does not hold the play's row (a copy of it that
+                            # an older arcstudy let in) first; else the file that holds the play
+                            owner = plays.filter(pl.col("play_id") == row["play_id"])["file_id"].to_list()
+                            strays = steps.filter((pl.col("play_id") == row["play_id"])
+                                                  & ~pl.col("file_id").is_in(owner))["file_id"].to_list()
+                            ids = sorted(strays) or owner
+                        elif row.get("guid") is not None:
+                            ids = plays.filter(pl.col("guid") == row["guid"])["file_id"].unique().to_list()
+                if not ids:
+                    raise BuildError(f"{t} would hold invalid rows that no input file explains: {f.reason}")
+                for i in ids:
+                    bad.setdefault(i, f"{t}: {f.reason}")
+    return bad
 
 
 def _state_row(target: str, p: StepPlan, run_id: str, now: datetime, n_rows: int) -> dict[str, Any]:

@@ -69,8 +69,8 @@ def test_unknown_game_is_scored_when_asked(unknown_recording, tmp_path):
     out = tmp_path / "out"
     code, text = run("score", str(unknown_recording), "--db", str(tmp_path / "a.duckdb"), "--out", str(out),
                      "--no-figures", "--include-unknown-games")
-    assert code == 0, text
-    assert "No Matching EnvironmentInfo" in text
+    assert code == 3, text  # scored, but nothing could be replay-verified (issue 27): said, exit 3
+    assert "No Matching EnvironmentInfo" in text and "nothing could be verified" in text
     checks = scorecard(out)["verification"]["replay_checks"]
     assert [(c["status"], c["excluded"]) for c in checks] == [("unverified", False)]
 
@@ -82,7 +82,8 @@ def test_known_baseline_without_game_files_is_scored_unverified(unknown_recordin
     out = tmp_path / "out"
     code, text = run("score", str(unknown_recording), "--baselines", str(tmp_path / "meta"), "--db",
                      str(tmp_path / "a.duckdb"), "--out", str(out), "--no-figures")
-    assert code == 0, text
+    assert code == 3, text  # scored, but nothing could be replay-verified (issue 27): said, exit 3
+    assert "1 play scored unverified: game not loadable" in text and "nothing could be verified" in text
     checks = scorecard(out)["verification"]["replay_checks"]
     assert [(c["status"], c["excluded"]) for c in checks] == [("unverified", False)]
 
@@ -193,7 +194,10 @@ PLAYBACK = ROOT.parent / "shared" / "samples" / "playback-arc-agi-3" / "an53_scr
 
 @pytest.mark.parametrize(("verb", "where"), [(verb, where) for verb in ("score", "view", "replay", "query")
                                               for where in ("under-a-file", "symlink-loop")
-                                              if (verb, where) != ("view", "symlink-loop")])  # view replaces a link
+                                              # a file output replaces a link (never written through)
+                                              if (verb, where) not in (("view", "symlink-loop"),
+                                                                       ("replay", "symlink-loop"),
+                                                                       ("query", "symlink-loop"))])
 def test_an_output_that_cannot_be_written_is_said_not_a_traceback(tmp_path, verb: str, where: str):
     """--out under a regular file (not a folder) or on a symlink loop once ended each of these verbs with a
     traceback (FileNotFoundError, NotADirectoryError, RuntimeError 'Symlink loop'): now one line naming the
@@ -399,7 +403,7 @@ def test_readme_tour_reads_the_demo_database(tmp_path):
 
 @pytest.mark.parametrize("verb", ["score", "replay", "baselines", "query", "score --baselines", "build --optimal",
                                   "build --config", "report --ground-truth", "baselines --compare",
-                                  "score --recovered-actions"])
+                                  "score --recovered-actions", "recover-actions"])
 def test_a_fifo_given_to_any_command_is_refused_not_waited_on(tmp_path, verb):
     """Only ingest refused FIFOs: `score PIPE`, `replay PIPE`, `baselines --from-counts PIPE` and `--db PIPE`
     waited forever for a writer."""
@@ -416,7 +420,8 @@ def test_a_fifo_given_to_any_command_is_refused_not_waited_on(tmp_path, verb):
                                       "--ground-truth", str(fifo)],
             "baselines --compare": ["baselines", "--db", str(tmp_path / "s.duckdb"), "--compare", str(fifo)],
             "score --recovered-actions": ["score", "--db", str(tmp_path / "s.duckdb"), "--recovered-actions",
-                                          str(fifo)]}[verb]
+                                          str(fifo)],
+            "recover-actions": ["recover-actions", str(fifo), "--out", str(tmp_path / "r.json")]}[verb]
     environ = {k: v for k, v in os.environ.items() if k != "ARCSTUDY_DB"} | {"PYTHONPATH": str(ROOT)}
     res = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", *args], cwd=tmp_path, env=environ,
                          capture_output=True, text=True, timeout=60)

@@ -70,13 +70,15 @@ def test_agents_are_replay_verified_and_ranked_sensibly(demo):
 
 
 def test_each_figure_has_one_home(demo):
-    """The reports draw every figure (figures/<report>/); the steps before them do not draw the same charts into
-    demo.build/figures, harc/figures or scores/<agent>/figures."""
+    """The reports draw every figure (figures/<report>/, and static/figures/<report>/ for the static-task study's
+    own report); the steps before them do not draw the same charts into demo.build/figures, harc/figures or
+    scores/<agent>/figures."""
     import hashlib
 
     _, _, out = demo
     pngs = sorted(out.rglob("*.png"))
-    assert pngs and all(p.relative_to(out).parts[0] == "figures" for p in pngs), pngs
+    homes = [p.relative_to(out).parts[:2] for p in pngs]
+    assert pngs and all(h[0] == "figures" or h == ("static", "figures") for h in homes), pngs
     digests = [hashlib.sha256(p.read_bytes()).hexdigest() for p in pngs]
     assert len(set(digests)) == len(digests)
     assert not [p for p in out.rglob("*") if "arcstudy-" in p.name]  # named after the agents, not the hash
@@ -111,3 +113,49 @@ def test_index_is_grouped_by_audience(demo):
     assert all(f'href="scores/{a}/scorecard__arc-agi-3_2026-04.json"' in organizers
                for a in ("random", "explorer", "near-optimal"))
     assert "<dt>agents scored</dt><dd>4</dd>" in organizers
+
+
+REGENERATE = ("regenerate them: make baselines (arcstudy demo --fresh, then arcstudy baselines --db "
+              "reports/demo/demo.duckdb --write-metadata games; games/README.md)")
+
+
+def test_shipped_baselines_are_the_demo_study_s(demo):
+    """games/*/metadata.json baseline_actions are what the shipped demo study recomputes (the demo's `baselines
+    --compare games` step): a change to the simulator or the baseline rule that moves them fails here, not in a
+    user's first hour ("baseline moved +283%" alarms in the calibration report, two scores for one card)."""
+    _, _, out = demo
+    diff = pl.read_csv(out / "baselines.csv")
+    assert diff.height >= 26  # every level of the four shipped games
+    stale = diff.filter(pl.col("status") != "equal")
+    assert stale.height == 0, f"shipped baselines drifted from the demo study ({REGENERATE}):\n{stale}"
+
+
+def test_scoring_with_the_shipped_games_agrees_with_the_demo_report(demo, tmp_path):
+    """One card id, one score: `score --games games` on a fresh database (baselines from the games' metadata) gives
+    the demo report's total under every policy whose baseline rule is the one the metadata holds."""
+    import json
+
+    from games import GAMES_DIR
+    from pipeline.core.config import load_config
+    from pipeline.scoring.policies import POLICIES
+
+    _, data, out = demo
+    res = subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", "score", str(data / "arc3" / "agents" /
+                          "explorer"), "--policy", "all", "--games", str(GAMES_DIR), "--db", str(tmp_path / "s.duckdb"),
+                          "--out", str(tmp_path / "scores"), "--no-figures"], capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    rule = load_config().baselines.rule  # the demo builds with the defaults, as games/README.md's command does
+    totals = pl.read_csv(out / "scores__totals.csv")
+    compared = 0
+    for policy_id, policy in POLICIES.items():
+        if policy.baseline_rule != rule:
+            continue  # metadata.json holds one rule's values; other rules come from the database only
+        card = json.loads((tmp_path / "scores" / f"scorecard__{policy_id.replace('/', '_')}.json").read_text())
+        mine = totals.filter((pl.col("card_id") == card["card_id"]) & (pl.col("policy_id") == policy_id))
+        assert mine.height == 1, (policy_id, card["card_id"])
+        assert card["score"] == pytest.approx(mine["total_score"][0], abs=1e-9), (
+            f"{policy_id}: score --games games gives {card['score']}, the demo report "
+            f"{mine['total_score'][0]} ({REGENERATE})")
+        compared += 1
+    assert compared >= 1

@@ -30,7 +30,7 @@ def without_timings(value):
 
 
 @pytest.mark.parametrize("verb", ["ingest", "score", "replay-harc", "explore", "qualify", "simulate",
-                                  "export-transitions"])
+                                  "export-transitions", "check-witnesses"])
 def test_every_verb_whose_work_splits_lists_workers_and_scheduler(verb):
     result = invoke(verb, "--help")
     assert result.exit_code == 0, result.output

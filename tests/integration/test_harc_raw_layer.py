@@ -118,11 +118,11 @@ def test_typed_tables_and_quarantine_are_those_of_the_reference_reader(corpus, t
     assert "core_harc__actions: rows" in done.stdout and "hold the same fields" in done.stdout
 
 
-def test_a_workspace_with_the_previous_raw_layout_keeps_ingesting(tmp_path):
-    """A database made before the lean raw layer has raw_harc__csv_rows with NOT NULL row_json and
-    content_sha256: those columns keep the older rows' values and stop being required, the new columns are
-    added, and new files land."""
-    from tests.fixtures import harc as fx
+def test_a_workspace_with_the_previous_raw_layout_is_refused_with_what_to_do(tmp_path):
+    """A database made before the lean raw layer (raw_harc__csv_rows with row_json and content_sha256) cannot
+    take it in place (a raw column removed: SCHEMA_VERSION 3): it is refused, naming the change and the way out,
+    and nothing in it is touched."""
+    from pipeline.core.workspace import WorkspaceError
 
     db = tmp_path / "old.duckdb"
     with Workspace(db) as ws:
@@ -131,11 +131,8 @@ def test_a_workspace_with_the_previous_raw_layout_keeps_ingesting(tmp_path):
         ws.con.execute("CREATE TABLE raw_harc__csv_rows (file_id VARCHAR NOT NULL, row_number BIGINT NOT NULL, "
                        "content_sha256 VARCHAR NOT NULL, row_json VARCHAR NOT NULL, PRIMARY KEY (file_id, row_number))")
         ws.con.execute("INSERT INTO raw_harc__csv_rows VALUES ('old', 1, 'x', '{\"task_name\":\"a.json\"}')")
-    with Workspace(db) as ws:
-        ws.ensure_tables()
-        report = ingest_paths(ws, [fx.write_data(tmp_path / "data.csv")], run_id="test")
-        assert [f.status for f in report.files] == ["loaded"]
-        rows = ws.read("SELECT row_json, csv_task_name FROM raw_harc__csv_rows ORDER BY file_id = 'old' DESC, "
-                       "row_number")
-    assert rows.height == 26 and rows["row_json"][0] == '{"task_name":"a.json"}'
-    assert rows["row_json"][1:].null_count() == 25 and rows["csv_task_name"][1:].null_count() == 0
+    with pytest.raises(WorkspaceError) as err:
+        with Workspace(db) as ws:
+            ws.ensure_schema()
+    assert "raw_harc__csv_rows" in str(err.value) and "no longer a column" in str(err.value)
+    assert "arcstudy ingest" in str(err.value)

@@ -3,7 +3,7 @@ another is verified with a frame-only note and counted; an outcome divergence is
 
 The fixture game hs01 (tests/fixtures/hashseed) lights eight lamps one per frame in the iteration order of a
 set of strings. The seed is fixed when an interpreter starts, so recording and scoring run in child processes
-(PYTHONHASHSEED=1 records, PYTHONHASHSEED=2 scores).
+(PYTHONHASHSEED=1 records; scoring replays the game in its sandbox, always under PYTHONHASHSEED=0).
 """
 
 from __future__ import annotations
@@ -73,9 +73,11 @@ def test_the_fixture_animation_depends_on_the_seed_and_nothing_else(recordings):
 
 
 def test_frame_only_divergence_is_verified_with_a_note_and_scored(recordings, tmp_path):
-    tmp, one, two = recordings
+    tmp, one, _ = recordings
     code, card, row = score(tmp / "seed1.jsonl", tmp_path)
-    cells = sum(int((np.array(a["frame"]) != np.array(b["frame"])).sum()) for a, b in zip(one, two, strict=True))
+    # the game's code replays in the sandbox, whose interpreter always has PYTHONHASHSEED=0 (pipeline.core.game_code)
+    replayed = record(0, tmp_path / "seed0.jsonl")
+    cells = sum(int((np.array(a["frame"]) != np.array(b["frame"])).sum()) for a, b in zip(one, replayed, strict=True))
     assert code == 0
     assert row["verification_status"] == "verified" and row["is_score_excluded"] == "false"
     assert (int(row["n_frame_only_steps"]), int(row["n_frame_only_cells"])) == (3, cells)
@@ -115,16 +117,11 @@ def test_frames_that_never_match_again_stay_divergent(tmp_path):
 
 
 def recorded_here(tmp_path: Path, edit_step: int, cells: int) -> Path:
-    """hs01 recorded in this interpreter, with `cells` cells of the first frame of step `edit_step` repainted."""
-    from engine.env import make
-    from engine.recording import RecordingWriter
-
+    """hs01 recorded under the hash seed arcstudy replays with when none is set (PYTHONHASHSEED=0: game code runs
+    in a sandboxed interpreter, pipeline.core.game_code), with `cells` cells of the first frame of step
+    `edit_step` repainted."""
     path = tmp_path / "edited_frame.jsonl"
-    env = make("hs01", environments_dir=GAMES)
-    with RecordingWriter(path, include_frames=True) as writer:
-        writer.write(env.reset())
-        for action in ACTIONS:
-            writer.write(env.step(action))
+    record(0, path)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     frame = np.array(lines[edit_step]["data"]["frame"][0])
     frame.flat[:cells] = 15 - frame.flat[:cells]

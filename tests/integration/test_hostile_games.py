@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -102,6 +103,26 @@ def test_a_hostile_game_is_that_games_failure_and_contained(tmp_path, small_limi
     assert "arcstudy runs the Python code in" in result.output  # the notice, once
 
 
+def test_a_recording_replayed_for_verification_is_stopped_too(tmp_path, small_limits):
+    # a genuine recording, made on a tame copy of rt01 (same id), scored against the hostile original: the
+    # verification replay (not a playback script) hangs in ACTION2 and is killed
+    tame = tmp_path / "tame" / "rt01" / "0000beef"
+    shutil.copytree(FIXTURES / "rt01" / "0000beef", tame)
+    source = tame / "rt01.py"
+    source.write_text(source.read_text().replace("while True:", "while False:"))
+    recording = tmp_path / "rt01-recording.jsonl"
+    made = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", "rt01-0000beef")), "--games",
+                               str(tmp_path / "tame"), "--out", str(recording)])
+    assert made.exit_code == 0, made.output
+    result = runner.invoke(app, ["--plain", "score", str(recording), "--games", str(FIXTURES), "--db",
+                                 str(tmp_path / "s.duckdb"), "--out", str(tmp_path / "score"), "--no-figures",
+                                 "--workers", "1"])
+    assert result.exit_code == 3, result.output
+    assert "left out of the score" in result.output and "no progress" in result.output, result.output
+    checks = (tmp_path / "score" / "replay_checks.csv").read_text()
+    assert "rt01-0000beef" in checks and "stopped in the sandbox (timeout)" in checks
+
+
 def test_the_games_help_says_the_folders_code_is_run():
     for verb, option in (("score", "--games"), ("view", "--games"), ("replay", "--games"),
                          ("qualify", "--environments"), ("explore", "--environments"), ("simulate", "--environments"),
@@ -124,3 +145,14 @@ def test_a_real_run_ends_and_leaves_no_process(tmp_path, code):
     assert f"{code}-0000beef" in output and HOSTILE[code] in output, output
     assert sandbox_processes(proc.pid) == []
     assert not list(Path(tempfile.gettempdir()).glob(f"arcstudy-sandbox-{proc.pid}-*"))  # scratch removed
+
+
+def test_the_calibration_explorer_notes_a_stopped_game_and_the_report_run_knows(small_limits, monkeypatch):
+    from pipeline.core import game_code
+    from pipeline.report.reports.calibration import ExploreOptions, explore_levels
+
+    monkeypatch.setattr(game_code, "_stopped", [])
+    table, notes = explore_levels({"ox01-0000beef": 2}, ExploreOptions(games_dirs=(FIXTURES,), max_nodes=50,
+                                                                       seconds=60))
+    assert any("explorer stopped" in n and "ox01-0000beef" in n and "exit code 0" in n for n in notes), notes
+    assert len(game_code.stopped_in_run()) == 1  # `arcstudy report` then exits 3

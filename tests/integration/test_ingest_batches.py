@@ -70,7 +70,8 @@ def _snapshot(ws: Workspace, report) -> tuple:
     tables = {}
     for name in TABLES:
         if ws.has_table(name) and ws.row_count(name):
-            clock = " EXCLUDE (ingested_at)" if name == "raw_ingest__files" else ""
+            clock = {"raw_ingest__files": " EXCLUDE (ingested_at)",
+                     "schema_version": " EXCLUDE (migrated_at)"}.get(name, "")  # the clocks
             tables[name] = ws.read(f"SELECT *{clock} FROM {name} ORDER BY ALL").rows()
     files = [(f.path.name, f.status, f.source_format, f.n_loaded, f.n_quarantined, f.message, f.tables)
              for f in report.files]

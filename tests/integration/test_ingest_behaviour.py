@@ -59,8 +59,10 @@ def test_the_same_session_from_two_files_is_not_counted_twice(tmp_path: Path):
         assert report.has_rejections
         assert ws.row_count("core_arc3__plays") == 2
         q = ws.read("SELECT check_name, reason FROM quarantine")
-        assert set(q["check_name"]) == {"duplicate_across_files"}
+        # the plays, and with them every step and card slot they own (issue 29: a file lands whole)
+        assert set(q["check_name"]) == {"duplicate_across_files", "duplicate_play"}
         assert all(str(NOFRAMES.resolve()) in r for r in q["reason"])
+        assert ws.read("SELECT count(DISTINCT file_id) FROM core_arc3__steps").item() == 1
 
 
 def test_ingest_is_atomic_per_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -122,9 +122,9 @@ def test_report_structure_escaping_and_embedding(example: dict):
     assert "&lt;b&gt;not&lt;/b&gt;" in text and "<b>not</b>" not in text  # prose is text, never markup
     assert page.scripts == 0
     assert not re.search(r"""(src|href)=["']https?:""", text)  # self-contained: nothing from the network
-    svg = next(img for img in page.imgs if img.get("data-format") == "svg")
-    assert svg["src"].startswith("data:image/svg+xml;base64,")
-    assert base64.b64decode(svg["src"].split(",", 1)[1]) == example["fig"]["svg"].read_bytes()
+    png = next(img for img in page.imgs if img.get("data-format") == "png")  # the figure as drawn (issue 29)
+    assert png["src"].startswith("data:image/png;base64,")
+    assert base64.b64decode(png["src"].split(",", 1)[1]) == example["fig"]["png"].read_bytes()
     assert "figures/completers.vl.json" in page.hrefs and "figures/completers.png" in page.hrefs
     assert '<aside class="callout warning"' in text
     assert "380.2" in text and "1,500" in text and "23.12" in text  # formatted numbers
@@ -166,7 +166,7 @@ def test_report_and_index_in_chromium(example: dict):
         assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)") is True
         assert page.evaluate("document.querySelectorAll('nav.toc a').length") == 8
         page.screenshot(SCREENSHOTS / "report_example.png")
-        page.send("Emulation.setEmulatedMedia", media="print")  # print-friendly: sticky headers become static
+        page.emulate_media("print")  # print-friendly: sticky headers become static
         assert page.evaluate("getComputedStyle(document.querySelector('table.data th')).position") == "static"
         assert page.errors == [] and [u for u in page.requests if not u.startswith("file:")] == []
     assert render_page(example["index"], SCREENSHOTS / "report_index.png", wait_ms=100) == []

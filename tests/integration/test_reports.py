@@ -84,7 +84,7 @@ def test_three_self_contained_reports_with_their_manifests(reports: Path, report
         text = html.read_text()
         page = Page(text)
         assert page.scripts == 0 and not re.search(r"""(src|href)=["']https?:""", text)
-        assert page.imgs and all(img["src"].startswith("data:image/svg+xml;base64,") for img in page.imgs)
+        assert page.imgs and all(img["src"].startswith("data:image/png;base64,") for img in page.imgs)
         local = [h for h in page.hrefs if not h.startswith("#")]
         assert local and all((reports / h).is_file() for h in local), local  # every linked table/figure exists
         manifest = json.loads((reports / f"{name}.manifest.json").read_text())
@@ -404,7 +404,7 @@ def test_tables_have_labels_with_units_and_no_dtypes(reports: Path):
     assert 'class="dtype"' not in text and not re.search(r"<th[^>]*>[^<]*(String|Int64|Float64|Boolean)", text)
     header = re.search(r'<th class="num" scope="col" data-column="total_score" title="([^"]*)">([^<]*)</th>', text)
     assert header and header.group(2) == "total score (%)"
-    game = re.search(r'<th scope="col" data-column="game_id" title="([^"]*)">([^<]*)</th>', text)
+    game = re.search(r'<th[^>]* scope="col" data-column="game_id" title="([^"]*)">(?:<div[^>]*>)?([^<]*)<', text)
     assert game and game.group(2) == "game ID" and html.unescape(game.group(1)) == f"game_id: {FIELDS['game_id'].description}"
     calibration = (reports / "calibration.html").read_text()
     assert re.search(r'data-column="median_duration_min"[^>]*>median duration <span class="unit">\(min\)</span>',

@@ -151,3 +151,32 @@ def swallowed_write(path):
 def leave_thread(seconds):
     threading.Thread(target=time.sleep, args=(seconds,), name="lingering").start()
     return "returned"
+
+
+def n_levels(info):
+    from engine.env import GameEnv
+
+    return len(GameEnv(info).game._levels)
+
+
+class _Payload:
+    """Pickles as a call of os.system: what hostile code would send to make the parent run a command."""
+
+    def __init__(self, command):
+        self.command = command
+
+    def __reduce__(self):
+        return (os.system, (self.command,))
+
+
+def forge_result(command):
+    """Writes a forged result straight to the reply pipe, as code in the child can."""
+    import pickle
+
+    sandbox_child._send(sandbox_child._reply_fd, sandbox_child.TAG_RESULT, pickle.dumps(_Payload(command)))
+    time.sleep(5)
+
+
+def forge_error(_arg=None):
+    sandbox_child._send(sandbox_child._reply_fd, sandbox_child.TAG_ERROR, b"{not json")
+    time.sleep(5)

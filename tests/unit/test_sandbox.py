@@ -184,3 +184,13 @@ def test_idle_limit_kills_only_code_that_stops_reporting_progress():
         assert sandbox.call(t.busy_with_heartbeats, 1.5) == "done"  # longer than idle_s, with progress
         failure = _failure(sandbox, t.sleep, 10)
     assert failure.kind == "timeout" and "no progress for 0.6 s" in failure.detail
+
+
+def test_a_forged_result_is_not_built_and_a_forged_error_is_refused(box, tmp_path):
+    sentinel = tmp_path / "forged.txt"
+    failure = _failure(box, t.forge_result, f"touch {sentinel}")
+    assert failure.kind == "refused" and "system" in failure.detail
+    assert not sentinel.exists()  # the pickle's os.system was never called here
+    failure = _failure(box, t.forge_error, None)
+    assert failure.kind == "refused" and "unreadable" in failure.detail
+    assert box.call(t.echo, 3) == 3

@@ -150,3 +150,17 @@ def test_quirk_vectors_are_flagged(name, flag):
 def test_clean_play_has_no_flags():
     (play,) = Card.from_dict(BT11["card"]).plays
     assert play_flags(play) == ()
+
+
+def test_recovered_ids_replace_the_lost_ones_and_echoes_stop_looking_like_resets():
+    from pipeline.recordings.counting import StepRecord, live_step_indices, recover_action_ids
+
+    lost = [StepRecord(0, "NOT_FINISHED", 0, False, 3, 1), StepRecord(0, "GAME_OVER", 0, False, 3, 1),
+            StepRecord(0, "GAME_OVER", 0, False, 0, 0),  # a post-terminal echo: answered a non-RESET action
+            StepRecord(0, "NOT_FINISHED", 0, True, 3, 1)]
+    assert live_step_indices(lost) == [0, 1, 3]
+    out = recover_action_ids(lost, ["ACTION2", 5, "RESET"])
+    assert [s.action_id for s in out] == [2, 5, 1, 0]  # the echo's lost RESET became a non-RESET action
+    assert [s.full_reset for s in out] == [False, False, False, True]
+    with pytest.raises(ValueError, match="2 recovered ids for 3 frame steps"):
+        recover_action_ids(lost, [1, 1])

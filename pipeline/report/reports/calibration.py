@@ -20,7 +20,8 @@ Designer's list, with the thresholds and why:
   should come from composing mechanics, and a tripling of the typical human's actions is worth a replay review;
 - random-policy wins: a level other than level 1 that the uniform random policy wins with probability above
   `RANDOM_WIN_THRESHOLD` (1 in 10,000, the paper's acceptance threshold; level 1 is a tutorial that random agents
-  may win by design);
+  may win by design); a level whose bounds still straddle the threshold when the explorer's budget is spent is
+  listed as undetermined (never counted as passing), with the command that settles it;
 - moved baselines: the levels whose recomputed baseline differs most from the published one, relative to the
   published value, when the change is at least `BASELINE_MOVE_MIN` (25 %).
 """
@@ -83,12 +84,17 @@ LABELS = {**GAME_FACT_LABELS,  # table headers the column names do not give by t
           "is_excluded": "excluded by the detector", "is_low_effort": "low effort (ground truth)",
           "this_study": "this study", "is_within": "within tolerance"}
 
-# The explorer: a node budget per level (deterministic) and a wall-clock budget for the whole report (a safety cap).
-EXPLORE_MAX_NODES = 2_000
-EXPLORE_SECONDS = 20.0
+# The explorer: a node budget per level (deterministic), the same as `arcstudy explore`'s (pipeline.explore.graph.
+# DEFAULT_MAX_NODES), so a level `explore` settles is settled here too; and a wall-clock budget for the whole report
+# (a safety cap that each level may spend in full: levels go in order of level number across games, so a spent
+# budget leaves the last levels unexplored, and says so). Every level of the shipped games takes about 30 s in all.
+EXPLORE_MAX_NODES = 200_000
+EXPLORE_SECONDS = 300.0
+UNDETERMINED = "undetermined within the budget"
+RANDOM_WINS = "random policy wins too often"
 
 __all__ = ["ExploreOptions", "baseline_comparison", "build_config", "designer_list", "evaluate_exclusions",
-           "explore_levels", "paper_comparison", "published_baselines", "read_ground_truth",
+           "explore_levels", "paper_comparison", "published_baselines", "random_win_facts", "read_ground_truth",
            "write_calibration_report"]
 
 
@@ -222,7 +228,7 @@ def explore_levels(game_levels: dict[str, int], options: ExploreOptions) -> tupl
         return pl.DataFrame(schema=schema), (["explorer disabled (--explore-seconds 0)"] if options.seconds <= 0
                                              else [])
     try:
-        from pipeline.core.game_code import GameCodeError, SandboxFailure
+        from pipeline.core.game_code import GameCodeError, SandboxFailure, record_stopped
         from pipeline.explore import discover
         from pipeline.explore.run import explore_level_in_sandbox
     except ImportError as err:  # the explorer is optional for the report: say so, never fail silently
@@ -241,35 +247,39 @@ def explore_levels(game_levels: dict[str, int], options: ExploreOptions) -> tupl
                   key=lambda gl: (gl[1], gl[0]))
     rows = []
     deadline = time.monotonic() + options.seconds
-    per_level = options.seconds / len(todo) if todo else 0.0
     stopped: set[str] = set()
-    for game_id, level in todo:
+    for i, (game_id, level) in enumerate(todo):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            notes.append(f"explorer time budget ({options.seconds:g} s) spent: later levels not explored")
+            skipped = ", ".join(f"{g} level {lvl + 1}" for g, lvl in todo[i:])
+            notes.append(f"explorer time budget ({options.seconds:g} s, --explore-seconds) spent: not explored: "
+                         f"{skipped}")
             break
         if game_id in stopped:
             continue
         try:  # the game's code runs in its sandbox (pipeline.core.game_code), never in this process
-            cap = None if math.isinf(remaining) else max(0.5, min(remaining, 2 * per_level))
+            cap = None if math.isinf(remaining) else max(0.5, remaining)
             _graph, m = explore_level_in_sandbox(sources[game_id], level + 1, identity=None, budget=None,
                                                  options={"max_nodes": options.max_nodes, "max_seconds": cap},
                                                  want_graph=False)
         except SandboxFailure as err:  # time, memory, exit, crash: this game is not explored further
             stopped.add(game_id)
-            notes.append(f"{game_id} level {level + 1}: explorer stopped, the game's code ended abnormally in the "
-                         f"sandbox ({err.kind}): {err.detail}")
+            notes.append(f"explorer stopped: {record_stopped(f'{game_id} level {level + 1}', err)}")
             continue
         except (GameCodeError, Exception) as err:  # noqa: BLE001 - a game the explorer cannot run is reported
             notes.append(f"{game_id} level {level + 1}: explorer failed ({type(err).__name__}: {err})")
             continue
         lower, upper = float(m.random_win_lower), float(m.random_win_upper)
         if lower > RANDOM_WIN_THRESHOLD:
-            verdict = "tutorial: random wins allowed" if level == 0 else "random policy wins too often"
+            verdict = "tutorial: random wins allowed" if level == 0 else RANDOM_WINS
         elif upper <= RANDOM_WIN_THRESHOLD:
             verdict = "passes"
         else:
-            verdict = "undetermined within the budget"
+            verdict = UNDETERMINED
+            option = "--explore-seconds" if "time" in m.stop_reason else "--explore-nodes"
+            notes.append(f"{game_id} level {level + 1}: undetermined: the explorer stopped at its {m.stop_reason} "
+                         f"after {m.nodes:,} states; raise {option}, or run `arcstudy explore "
+                         f"{game_id.split('-')[0]} --level {level + 1}`")
         rows.append((game_id, level + 1, verdict, lower, upper, m.optimal_actions, m.nodes, m.complete))
     return pl.DataFrame(rows, schema=schema, orient="row").sort("game_id", "level_index"), notes
 
@@ -314,9 +324,13 @@ def designer_list(completion: pl.DataFrame, points: pl.DataFrame, explored: pl.D
         items.append(f"{r['game_id']} level {r['level_index']}: effort spike: baseline {r['baseline_value']:g} "
                      f"actions, {r['ratio']:.1f}x level {r['level_index'] - 1}'s {r['previous']:g}")
     if explored.height:
-        for r in explored.filter(pl.col("verdict") == "random policy wins too often").iter_rows(named=True):
+        for r in explored.filter(pl.col("verdict") == RANDOM_WINS).iter_rows(named=True):
             items.append(f"{r['game_id']} level {r['level_index']}: a random policy wins it with probability at "
                          f"least {_prob(r['random_win_lower'])} (threshold 1 in 10,000)")
+        for r in explored.filter(pl.col("verdict") == UNDETERMINED).iter_rows(named=True):
+            items.append(f"{r['game_id']} level {r['level_index']}: random-policy win probability undetermined "
+                         f"within the explorer's budget (between {_prob(r['random_win_lower'])} and "
+                         f"{_prob(r['random_win_upper'])} after {r['n_nodes']:,} states; threshold 1 in 10,000)")
     moved = (comparison.filter(pl.col("relative_change").abs() >= BASELINE_MOVE_MIN)
              .sort(pl.col("relative_change").abs(), "game_id", "level_index", descending=[True, False, False]))
     for r in moved.head(5).iter_rows(named=True):
@@ -499,7 +513,8 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
                 "low-effort sessions excluded": facts["sessions excluded as low effort"]}
     designer = designer_list(completion, points, explored, comparison)
     sections.append(Callout("Levels a designer should look at", designer or [
-        "Nothing flagged: no completion or effort spike, no level a random policy wins, no baseline that moved "
+        "Nothing flagged: no completion or effort spike, no level a random policy wins or that the explorer left "
+        "undetermined, no baseline that moved "
         f"by {BASELINE_MOVE_MIN:.0%} or more."], kind="warning" if designer else "note"))
     failing = solv.filter(~pl.col("is_included"))
     if failing.height:
@@ -586,9 +601,7 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
         game_facts = {GAME_FACT_LABELS.get(k, k): v for k, v in r.items() if k != "game_id"}
         if explored.height:
             ex = explored.filter(pl.col("game_id") == r["game_id"])
-            flagged = ex.filter(pl.col("verdict") == "random policy wins too often")["level_index"].to_list()
-            game_facts["levels a random policy wins"] = ", ".join(map(str, flagged)) if flagged else (
-                "none" if ex.height else "not explored")
+            game_facts.update(random_win_facts(ex))
         sections.append(Facts(f"Game {r['game_id']}", game_facts))
     sections += static_sections(ctx, make_figure)
     return _finish(ctx, out_dir, sections, figures, command, ground_truth, explore, rule,
@@ -598,6 +611,21 @@ def write_calibration_report(ctx: ReportContext, out_dir: Path, *, ground_truth:
 def static_sections(ctx: ReportContext, make_figure=None) -> list[Section]:
     """The static-task sections (pipeline/report/reports/static_tasks.py): ARC-TGI task families, then ARC-AGI-2."""
     return [*task_family_sections(ctx, make_figure), *arc2_sections(ctx, make_figure)]
+
+
+def random_win_facts(explored_game: pl.DataFrame) -> dict[str, str]:
+    """A game's random-policy facts from its explorer rows: the levels a random policy wins, and the levels the
+    budget left undetermined. "none" only when every level was settled: an undetermined level is not a pass."""
+    if explored_game.height == 0:
+        return {"levels a random policy wins": "not explored"}
+    flagged = explored_game.filter(pl.col("verdict") == RANDOM_WINS)["level_index"].to_list()
+    open_levels = explored_game.filter(pl.col("verdict") == UNDETERMINED)["level_index"].to_list()
+    wins = ", ".join(map(str, flagged))
+    if open_levels:
+        return {"levels a random policy wins": (f"{wins}; others undetermined" if wins else
+                                                "undetermined (see the next line)"),
+                "levels undetermined within the explorer budget": ", ".join(map(str, open_levels))}
+    return {"levels a random policy wins": wins or "none"}
 
 
 def _fill_optimal(points: pl.DataFrame, explored: pl.DataFrame, explore: ExploreOptions) -> pl.DataFrame:

@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.manifest import RunManifest, sha256_file
+from pipeline.core.outputs import write_text
 from pipeline.core.workspace import Workspace
 from pipeline.report.html import render_report
 from schemas import TABLES
@@ -152,7 +153,7 @@ def write_manifest(manifest: RunManifest, html: Path) -> Path:
     manifest.add_output(html)
     manifest.finish(0)
     path = html.with_name(html.stem + ".manifest.json")
-    path.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    write_text(path, json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
     return path
 
 

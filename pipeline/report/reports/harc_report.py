@@ -23,7 +23,7 @@ from schemas.vocabulary import HARC_SPLITS
 
 from .common import ReportContext, clear_previous, publish_report, report_manifest
 
-__all__ = ["PAPER", "choose_release", "versus_paper", "write_harc_report"]
+__all__ = ["PAPER", "choose_release", "reproduction_view", "versus_paper", "write_harc_report"]
 
 FIGURE_TITLES = {
     "harc_fig5_tasks_by_min_solvers": ("Tasks solved by at least N participants (Figure 5)",
@@ -143,11 +143,14 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
             + ", ".join(analysis for analysis, *_ in SKIPPED_WITHOUT_EVENTS) + "."], kind="warning"))
     reproduction = table("out_harc__reproduction")
     if reproduction.height:
-        sections.append(Table("Published counts beside this data", reproduction, name="harc__reproduction",
+        view, sample_notes = reproduction_view(reproduction)
+        if sample_notes:
+            sections.append(Callout("This data is a sample of the study", sample_notes))
+        sections.append(Table("Published counts beside this data", view, name="harc__reproduction",
                               caption="The H-ARC study's published counts (paper and release notebooks, "
                                       "pipeline/harc/published.py) beside the same numbers from the ingested "
                                       "files; observed_value is empty where the file it needs (needs_file) was "
-                                      "not ingested."))
+                                      "not ingested, and why_not_matching says why a value cannot match."))
     three = {r["task_split"]: r["mean_task_accuracy"] for r in split_acc.filter(pl.col("max_attempts") == 3)
              .iter_rows(named=True)}
     per_split = sorted(desc.iter_rows(named=True), key=lambda r: HARC_SPLITS.index(r["task_split"])
@@ -193,7 +196,11 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
 
     # -- Table 2 -------------------------------------------------------------------------------------
     sections.append(Table("Descriptive statistics (Table 2)", versus_paper(desc, TABLE2_MEASURES),
-                          name="harc__split_descriptives", caption="Per split, beside the paper's values."))
+                          name="harc__split_descriptives",
+                          caption="Per split, beside the paper's values (its Table 2). Attempts: the paper says "
+                                  "7,924 training attempts; the released summary_data.csv and the authors' "
+                                  "notebooks have 7,916 (spec/formats.md §D.8), the number the published-counts "
+                                  "table compares with."))
 
     # -- time ----------------------------------------------------------------------------------------
     _figure(sections, figures, "harc_time_distributions")
@@ -202,8 +209,9 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
         name="harc__time_summary", caption="Paper means: time per task normalised by attempts 4m19s (training) "
                                            "vs 6m39s (evaluation); thinking time per attempt 1m06s vs 1m37s."))
     sections.append(Table("Statistical tests", tests, name="harc__statistical_tests",
-                          caption="Welch t-tests training vs evaluation (paper: time per attempt t(8874) = -21.63, "
-                                  "thinking time t(1505) = -6.90, output size t(798) = 6.81) and Pearson "
+                          caption="Student's t-tests with pooled variance (t_test_pooled: df = n1 + n2 - 2, as the "
+                                  "paper's t(df)), training vs evaluation (paper: time per attempt t(8874) = -21.63, "
+                                  "thinking time t(1505) = -6.90, output size t(798) = 6.81), and Pearson "
                                   "correlations of error divergence with success (paper r = -0.81 training, "
                                   "-0.88 evaluation)."))
 
@@ -236,6 +244,38 @@ def write_harc_report(ctx: ReportContext, out_dir: Path, *, command: str = "arcs
     if skipped:
         sections.append(Callout("Figures without data", [f"{name}: no rows to draw" for name in skipped]))
     return _finish(ctx, out_dir, sections, figures, command, release, headline)
+
+
+SAMPLE_SHARE = 0.9  # fewer participants than this share of the study's: the data is a sample (a demo, a subset)
+
+
+def reproduction_view(reproduction: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """out_harc__reproduction with `why_not_matching` for every row that does not match and has an observed value,
+    and the notes of a callout when the data holds only a sample of the study's participants (a simulated demo of
+    a few dozen participants against the study's 1,729: a count cannot match, a share varies with the sample)."""
+    share: dict[str, tuple[float, float]] = {}
+    for r in reproduction.filter(pl.col("metric") == "n_participants").iter_rows(named=True):
+        if r["observed_value"] is not None and r["published_value"]:
+            share[r["task_split"]] = (r["observed_value"], r["published_value"])
+    sampled = {s: v for s, v in share.items() if v[0] < SAMPLE_SHARE * v[1]}
+    notes = [f"{split}: {obs:,.0f} of the study's {pub:,.0f} participants ({obs / pub:.0%}). Counts scale with the "
+             "participants and cannot match the published ones; shares and accuracies vary with the sample. A demo "
+             "or a subset is compared to show the method; ingest the full release to reproduce the numbers."
+             for split, (obs, pub) in sorted(sampled.items())]
+    why = []
+    for r in reproduction.iter_rows(named=True):
+        reason = ""
+        if not r["is_match"] and r["observed_value"] is not None:
+            if r["task_split"] in sampled:
+                obs, pub = sampled[r["task_split"]]
+                reason = (f"a sample: {obs:,.0f} of {pub:,.0f} participants" + (
+                          "; counts scale with the sample" if r["metric"].startswith(("n_", "max_"))
+                          else "; a share varies with the sample"))
+            elif r["metric"] == "n_attempts" and "7,924" in (r["metric_description"] or ""):
+                reason = "compared with the released file's count; the paper's text differs (metric description)"
+        why.append(reason)
+    view = reproduction.with_columns(pl.Series("why_not_matching", why, dtype=pl.String))
+    return view, notes
 
 
 def _paper_bound(split: str, k: int, kind: str) -> float | None:

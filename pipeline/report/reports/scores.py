@@ -155,7 +155,8 @@ def cost_chart(df: pl.DataFrame, policy_id: str):
 
 
 def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None = None,
-                        command: str = "arcstudy report scores") -> Path:
+                        command: str = "arcstudy report scores", competition_games: tuple[Path, ...] | None = None,
+                        compare_with: tuple[str, dict] | None = None) -> Path:
     """Write <out_dir>/scores.html, its tables as <out_dir>/scores__<table>.csv and .parquet, its figures
     under <out_dir>/figures/scores/ and its run manifest <out_dir>/scores.manifest.json."""
     from pipeline.scoring.figures import heatmap_chart, sensitivity_chart
@@ -172,6 +173,12 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
     scored = sorted(set(games["policy_id"].to_list()) | set(runs["policy_id"].to_list()),
                     key=lambda p: (order.get(p, len(order)), p))
     chosen = choose_policy(policy, scored)
+    if competition_games is not None:
+        from pipeline.scoring.policies import get_policy
+
+        if get_policy(chosen).unplayed_games != "excluded-except-competition-mode-zero":
+            raise ReportInputError(f"--competition: policy {chosen} defines no competition mode (choose --policy "
+                                   "arc-agi-3/2026-04)")
     cards = sorted(set(games["card_id"].to_list()) | set(checks["card_id"].to_list()))
     labels = card_labels(ctx, cards)
     file_names = card_file_names(labels)
@@ -230,6 +237,11 @@ def write_scores_report(ctx: ReportContext, out_dir: Path, *, policy: str | None
         label, "card_id", "game_id", "score", "n_runs", "best_play_id", "levels_completed", "level_count", "is_completed",
         "actions", "resets", "baseline_actions", "baseline_source", "baseline_rule", "message"),
         name="scores__game_scores", caption="The baseline each game was scored against, and which source gave it."))
+
+    if competition_games is not None:
+        sections += _competition_sections(g, labels, competition_games, chosen)
+    if compare_with is not None:
+        sections += _comparison_sections(ctx, compare_with, cards, labels, chosen)
 
     # -- heatmaps ------------------------------------------------------------------------------------
     for card in cards:
@@ -367,6 +379,83 @@ def _baseline_range_sections(levels: pl.DataFrame, games: pl.DataFrame, interval
               caption="Only games scored against this study's own human baselines (db-level-baselines) have "
                       "intervals; the others keep their score at both ends."),
     ]
+
+
+def _competition_sections(games: pl.DataFrame, labels: dict[str, str], dirs: tuple[Path, ...], chosen: str
+                          ) -> list[Section]:
+    """Each scorecard's total under the competition rule: every environment of the --games folders in the mean."""
+    from engine.loader import find_games
+    from pipeline.scoring.compare import competition_view
+
+    env_set = sorted({info.game_id for info in find_games(list(dirs))})
+    rows = []
+    for card in sorted(set(games["card_id"].to_list())):
+        view = competition_view(dict(games.filter(pl.col("card_id") == card).select("game_id", "score").iter_rows()),
+                                env_set)
+        rows.append({"scorecard": labels.get(card, card), "card_id": card, "n_environments": view["n_environments"],
+                     "n_played": view["n_played"], "n_unplayed": len(view["unplayed"]),
+                     "local_total": view["local_total"], "competition_total": view["competition_total"],
+                     "played_outside_set": ", ".join(view["outside_set"])})
+    table = pl.DataFrame(rows, schema={"scorecard": pl.String, "card_id": pl.String, "n_environments": pl.Int64,
+                                       "n_played": pl.Int64, "n_unplayed": pl.Int64, "local_total": pl.Float64,
+                                       "competition_total": pl.Float64, "played_outside_set": pl.String})
+    return [Prose("Competition mode", (
+        f"Competition mode ({chosen}) scores against every environment of the set ({len(env_set)} under "
+        f"{', '.join(str(d) for d in dirs)}), an unplayed one scoring 0; a game played outside the set is not in "
+        "the competition mean. The local total averages over the played games only. The competition's counting "
+        "rules (game resets count as level resets, one make per environment) need the plays: "
+        "`arcstudy score --competition --games ...` applies them.")),
+        Table("Totals: local against competition mode", table, name="scores__competition",
+              caption="competition_total = sum of the scores of the set's environments / environments in the set.")]
+
+
+def _scorecard_from_tables(ctx: ReportContext, card: str, chosen: str) -> dict[str, Any]:
+    """The scored summary of one stored scorecard under ``chosen``, rebuilt from the out tables (for the
+    comparison: environments, best-run level scores, actions and baselines, and the plays left out)."""
+    games = ctx.table("out_arc3__game_scores").filter((pl.col("card_id") == card) & (pl.col("policy_id") == chosen))
+    runs = ctx.table("out_arc3__run_scores").filter((pl.col("card_id") == card) & (pl.col("policy_id") == chosen))
+    levels = ctx.table("out_arc3__level_scores").filter((pl.col("card_id") == card)
+                                                        & (pl.col("policy_id") == chosen))
+    checks = ctx.table("out_arc3__replay_checks").filter(pl.col("card_id") == card)
+    envs = []
+    for gr in games.sort("game_id").iter_rows(named=True):
+        env_runs = []
+        for rr in runs.filter(pl.col("game_id") == gr["game_id"]).sort("run_index").iter_rows(named=True):
+            lv = levels.filter(pl.col("play_id") == rr["play_id"]).sort("level_index")
+            env_runs.append({"score": rr["score"], "actions": rr["actions"], "level_scores": lv["level_score"].to_list(),
+                             "level_actions": lv["n_actions"].to_list(),
+                             "level_baseline_actions": lv["level_baseline"].to_list()})
+        envs.append({"id": gr["game_id"], "score": gr["score"], "runs": env_runs})
+    score = sum(e["score"] for e in envs) / len(envs) if envs else 0.0
+    return {"score": score, "environments": envs, "scoring_policy": chosen,
+            "verification": {"replay_checks": [
+                {"game_id": c["game_id"], "excluded": c["is_score_excluded"], "exclusion_reason": c["exclusion_reason"]}
+                for c in checks.iter_rows(named=True)]}}
+
+
+def _comparison_sections(ctx: ReportContext, compare_with: tuple[str, dict], cards: list[str],
+                         labels: dict[str, str], chosen: str) -> list[Section]:
+    """Per stored scorecard: why its total differs from the card given (pipeline.scoring.compare)."""
+    from pipeline.scoring.compare import compare_scorecards
+
+    name, other = compare_with
+    sections: list[Section] = []
+    for card in cards:
+        cmp = compare_scorecards(other, _scorecard_from_tables(ctx, card, chosen), other_label=name)
+        steps = pl.DataFrame([{"cause": s["cause"], "contribution_points": s["contribution"],
+                               "n_environments": len(s["environments"]), "detail": s["detail"]} for s in cmp.steps],
+                             schema={"cause": pl.String, "contribution_points": pl.Float64,
+                                     "n_environments": pl.Int64, "detail": pl.String})
+        rows = pl.DataFrame(cmp.rows, schema={"game_id": pl.String, "level_index": pl.Int64, "there": pl.Float64,
+                                              "here": pl.Float64, "cause": pl.String})
+        title = f"Why {labels.get(card, card)} differs from {name}"
+        slug = f"__{card}" if len(cards) > 1 else ""
+        sections += [Prose(title, cmp.verdict()),
+                     Table(f"{title}: causes", steps, name=f"scores__compare_causes{slug}",
+                           caption="The contributions add up to the difference of the totals (percentage points)."),
+                     Table(f"{title}: per environment and level", rows, name=f"scores__compare_levels{slug}",
+                           max_rows=60)]
+    return sections
 
 
 def _finish(ctx: ReportContext, out_dir: Path, sections: list[Section], figures: dict[str, dict[str, Path]],

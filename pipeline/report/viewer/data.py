@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipeline.recordings.counting import Card, StepEffect
+from pipeline.recordings.counting import ACTION_NAMES, Card, StepEffect
 from pipeline.scoring.plays import (
     RecordingInput,
     read_recording_files,
@@ -127,14 +128,14 @@ def _only(recordings: list[RecordingInput], what: str) -> RecordingInput:
 
 
 def _replay_scripts(steps: pl.DataFrame, plays: pl.DataFrame, files: dict, what: str,
-                    game_dirs: Iterable[Path | str] | None, version: str | None
+                    game_dirs: Iterable[Path | str] | None, version: str | None, recovered: dict | None = None
                     ) -> tuple[pl.DataFrame, list[RecordingInput]]:
     """The recording of `steps`/`plays`, a playback script replayed first as `arcstudy score` replays it."""
     dirs = game_dirs_for(None) if game_dirs is None else [Path(g) for g in game_dirs]
     replayed = replay_scripts(steps, plays, files, dirs, version=version)
     if replayed.failed:
         raise ViewerRejected(f"{what}: cannot replay the playback script: {replayed.failed[0][1]}")
-    return replayed.steps, recordings_from_tables(replayed.steps, replayed.plays, replayed.files,
+    return replayed.steps, recordings_from_tables(replayed.steps, replayed.plays, replayed.files, recovered,
                                                   scripts=replayed.scripts)
 
 
@@ -144,18 +145,27 @@ def _script_note(source: ViewerSource) -> None:
 
 
 def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | None = None,
-                          game_version: str | None = None) -> ViewerSource:
+                          game_version: str | None = None, *, recover_actions: bool = False) -> ViewerSource:
     """A recording file (any variant of spec/formats.md §A), read as `arcstudy score FILE` reads it; a playback
-    script is replayed on its game (found in `game_dirs`, version pinned by `game_version`) first."""
+    script is replayed on its game (found in `game_dirs`, version pinned by `game_version`) first.
+    ``recover_actions``: lost action ids are searched for from the frames first, as `score --recover-actions`
+    does."""
     from pipeline.core.manifest import sha256_file
 
     path = Path(path)
     steps, plays, files, problems = read_recording_files([path], run_id="view")
     if steps.height == 0:
-        reason = "; ".join(reason for _, reason in problems) or "no frame records"
+        reason = "; ".join(reason for _, reason in itertools.islice(problems, MAX_NOTES)) or "no frame records"
         # as `score FILE` with no play to score: the file given is not one to view (usage)
         raise ViewerUsageError(f"cannot read recording {path}: {reason}")
-    steps, recordings = _replay_scripts(steps, plays, files, str(path), game_dirs, game_version)
+    recovered = None
+    if recover_actions and plays["is_action_ids_lost"].any():
+        from pipeline.explore.recover import recover_lost_actions
+
+        dirs = game_dirs_for(None) if game_dirs is None else [Path(g) for g in game_dirs]
+        recovered, failed = recover_lost_actions([path], dirs)
+        problems = [*problems, *failed]
+    steps, recordings = _replay_scripts(steps, plays, files, str(path), game_dirs, game_version, recovered)
     rec = _only(recordings, str(path))
     has_frames = rec.steps["n_frames"].is_not_null().any()
     recorded = None
@@ -166,8 +176,12 @@ def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | No
             raise ViewerError(f"{path}: {err}") from err
     source = _source(str(path), "file", rec, steps, recorded_frames=recorded,
                      frames_origin="recording" if has_frames else None, inputs={str(path): sha256_file(path)})
-    source.notes.extend(reason for _, reason in problems)
-    source.rejected.extend(reason for _, reason in problems)
+    shown = [reason for _, reason in itertools.islice(problems, MAX_NOTES)]
+    if len(problems) > MAX_NOTES:  # a flood of bad lines: the page names the first ones and counts the rest
+        shown.append(f"... and {len(problems) - MAX_NOTES:,} more lines left out (the page lists the first "
+                     f"{MAX_NOTES}; `arcstudy ingest` quarantines every one with its line)")
+    source.notes.extend(shown)
+    source.rejected.extend(shown)
     _script_note(source)
     return source
 
@@ -190,7 +204,23 @@ def _source(label: str, kind: str, rec: RecordingInput, steps: pl.DataFrame, **f
     if source.is_action_ids_lost:
         source.notes.append("every action id is 0 (the benchmarking recorder defect): the actions are unknown, so "
                             "nothing is counted (`arcstudy score` leaves these plays out unless given "
-                            "--recovered-actions)")
+                            "--recover-actions or --recovered-actions)")
+    elif rec.recovered:
+        source.notes.append(f"actions recovered (every action id was recorded as 0): {rec.recovery}")
+        lines = rec.steps["line_number"].to_list()
+        names = rec.steps["action_id"].to_list()
+        fits = sorted(rec.recovered_fits.items())
+        ambiguous = [(i, f) for i, f in fits if f.get("ambiguous")]
+        for i, f in (ambiguous or fits)[:5]:
+            also = ", ".join(f.get("alternatives") or [])
+            source.notes.append(f"step {i} (line {lines[i]}): {f['n_fit']} actions fit"
+                                + (" (ambiguous: of different kinds)" if f.get("ambiguous") else "")
+                                + f"; shown: {ACTION_NAMES[names[i]]}"
+                                + (f"@{rec.recovered_clicks[i]}".replace(" ", "") if i in rec.recovered_clicks else "")
+                                + (f", also: {also}" if also else ""))
+        if len(ambiguous or fits) > 5:
+            source.notes.append(f"... {len(ambiguous or fits) - 5} more steps where "
+                                + ("actions of different kinds fit" if ambiguous else "several actions fit"))
     return source
 
 
@@ -208,9 +238,11 @@ def _resolve_frames_file(name: str, db_path: Path) -> Path | None:
 
 
 def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path | str] | None = None,
-                         game_version: str | None = None) -> ViewerSource:
+                         game_version: str | None = None, *, recover_actions: bool = False) -> ViewerSource:
     """A play guid or play_id found in `core_arc3__plays`; the whole recording file is loaded (a play_id
-    only sets the step the page opens at). Frames come from the --keep-frames Parquet when present."""
+    only sets the step the page opens at). Frames come from the --keep-frames Parquet when present.
+    ``recover_actions``: lost action ids are searched for from the stored frame hashes first, as
+    `score --db --recover-actions` does."""
     from pipeline.core.manifest import sha256_file
     from pipeline.core.workspace import Workspace, WorkspaceError
 
@@ -231,13 +263,22 @@ def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path
             steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id = ? ORDER BY line_number", [file_id])
     except WorkspaceError as err:
         raise ViewerError(str(err)) from err
-    steps, recordings = _replay_scripts(steps, plays, {file_id: (file_name, None)}, key, game_dirs, game_version)
+    recovered, failed = None, []
+    if recover_actions and plays["is_action_ids_lost"].any():
+        from pipeline.explore.recover import recover_lost_stored_actions
+
+        dirs = game_dirs_for(None) if game_dirs is None else [Path(g) for g in game_dirs]
+        recovered, failed = recover_lost_stored_actions(steps, plays, {file_id: (file_name, None)}, dirs)
+    steps, recordings = _replay_scripts(steps, plays, {file_id: (file_name, None)}, key, game_dirs, game_version,
+                                        recovered)
     if not recordings:
         raise ViewerError(f"play {key!r}: no steps in core_arc3__steps for file {file_id}")
     rec = _only(recordings, key)
     source = _source(key, "database", rec, steps,
                      inputs={f"db:{db_path}#core_arc3__steps[file_id={file_id}]": _rows_digest(steps)})
     source.initial_step = _first_step_of_play(source, steps, key)
+    source.notes.extend(reason for _, reason in failed)
+    source.rejected.extend(reason for _, reason in failed)
     _script_note(source)
     n_files = found["file_id"].n_unique()
     if n_files > 1:
@@ -284,6 +325,9 @@ def step_effects(rec: RecordingInput) -> list[StepEffect]:
     """Scoring's classification of every step (the stored `step_effect`, or the recovered actions'
     classification): the viewer never classifies steps itself."""
     return list(rec.effects)
+
+
+MAX_NOTES = 200  # lines left out that a page names one by one (the rest are counted)
 
 
 @dataclass

@@ -15,9 +15,7 @@ Frames are sent compactly and decoded lazily by the page (`decodeFrame` in viewe
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.core.outputs import write_text
 from pipeline.recordings.counting import StepEffect
 from pipeline.recordings.variant import counting_options_for_variant
 from pipeline.scoring.parallel import REPLAY_FAILED
@@ -287,6 +286,7 @@ def build_viewer_data(source: ViewerSource, verification: Verification, baseline
         "notes": list(source.notes),
         "counting": {"full_reset_rule": options.full_reset_rule, "leading_reset": options.leading_reset},
         "is_action_ids_lost": source.is_action_ids_lost,
+        "recovered": rec.recovery if rec.recovered else None,
     }
 
 
@@ -337,7 +337,7 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
                  games: Sequence[Path | str] | None = None, baselines: str | None = None, verify: bool = True,
                  only_reset_levels: bool | None = None, manifest: Any = None,
                  on_step: Callable[[], None] | None = None, game_version: str | None = None,
-                 include_unknown_games: bool = False) -> ViewerResult:
+                 include_unknown_games: bool = False, recover_actions: bool = False) -> ViewerResult:
     """Build one viewer page for a recording file or a database guid/play_id and write it atomically.
 
     Games are looked up where `arcstudy score` looks: `games`, then the repository's games/. A play of a game
@@ -351,9 +351,9 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
     path = Path(target)
     game_dirs = game_dirs_for(games)  # also where a playback script's game is found, to replay it
     if is_file_target(path):
-        source = load_recording_source(path, game_dirs, game_version)
+        source = load_recording_source(path, game_dirs, game_version, recover_actions=recover_actions)
     elif db is not None and Path(db).exists():
-        source = load_database_source(db, str(target), game_dirs, game_version)
+        source = load_database_source(db, str(target), game_dirs, game_version, recover_actions=recover_actions)
     elif db is not None:
         raise ViewerError(f"{target} is not a file, and database {db} does not exist")
     else:
@@ -383,16 +383,7 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
                                     "left_out_of_score": left_out, "rejected_input": list(source.rejected)}
         manifest_dict = manifest.to_dict()
     html = render_viewer_html(data, manifest_dict)
-    tmp = out.with_name(out.name + ".tmp")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(html, encoding="utf-8")
-        os.replace(tmp, out)
-    except OSError as err:  # a missing or read-only folder, a full disk: said, and no half page left behind
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise ViewerError(f"cannot write {out}: {err.strerror or err}"
-                          + (f" ({err.filename})" if err.filename else "")) from err
+    write_text(out, html)  # whole, never through a symlink; OutputError (one line, exit 1) when it cannot be
     if manifest is not None:
         manifest.add_output(out)
     return ViewerResult(out, data, source, verification, n_bytes=out.stat().st_size, left_out=left_out)

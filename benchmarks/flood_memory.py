@@ -1,0 +1,150 @@
+"""Peak memory of `arcstudy ingest` (and `view`) on floods of bad or many lines (issue 29, finding 3).
+
+Generates each flood into a temporary folder (never into the repository), runs `arcstudy ingest` on it in a
+subprocess with a fresh database, and prints the child's peak RSS against the input's size. The bound is
+1 GB for every case ("memory bounded by the chunk"); the last line is the headline: the largest peak.
+
+Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quick look):
+- `braces-3mb`: a recording line, then 1,000,000 `{}` lines (3 MB), each quarantined;
+- `braces-36mb`: the same with 12,000,000 `{}` lines (36 MB, a streamed file);
+- `harc-short-rows`: an H-ARC data.csv header and 392,000 one-field rows (784 KB), each quarantined;
+- `frameless-steps`: 2,000,000 valid frameless steps of one play (about 600 MB, streamed);
+- `task-collection`: an ARC task collection of about 400 MB (one JSON object of tasks);
+- `view-bad-lines`: `arcstudy view` of a recording with 2,000,000 bad lines (the page must stay small).
+
+    PYTHONPATH=. .venv/bin/python benchmarks/flood_memory.py                 # every case, full size
+    PYTHONPATH=. .venv/bin/python benchmarks/flood_memory.py --scale 0.1 --case braces-3mb
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pipeline.ingest.harc import DATA_CURRENT  # noqa: E402
+
+BOUND_BYTES = 1 << 30
+GUID = "9064696e-1bf8-40f1-8b96-607f92b98787"
+GAME = "bt11-fd9df0622a1a"
+
+
+def _step(i: int, action: str = "ACTION3", full_reset: bool = False) -> bytes:
+    ts = f"2026-11-22T03:{(i // 60_000_000) % 60:02d}:{(i // 1_000_000) % 60:02d}.{i % 1_000_000:06d}+00:00"
+    return (json.dumps({"timestamp": ts, "data": {
+        "game_id": GAME, "state": "NOT_FINISHED", "levels_completed": 0, "win_levels": 5,
+        "action_input": {"id": action, "data": {}, "reasoning": None}, "guid": GUID, "full_reset": full_reset,
+        "available_actions": [3, 4]}}) + "\n").encode()
+
+
+def _write_lines(path: Path, head: list[bytes], line: bytes, n: int) -> None:
+    with path.open("wb") as f:
+        f.writelines(head)
+        block = line * 100_000
+        for _ in range(n // 100_000):
+            f.write(block)
+        f.write(line * (n % 100_000))
+
+
+def braces(folder: Path, n: int) -> Path:
+    path = folder / "braces.recording.jsonl"
+    _write_lines(path, [_step(0, "RESET", True)], b"{}\n", n)
+    return path
+
+
+def harc_short_rows(folder: Path, n: int) -> Path:
+    path = folder / "harc" / "data.csv"
+    path.parent.mkdir()
+    _write_lines(path, [(",".join(DATA_CURRENT) + "\n").encode()], b"1\n", n)
+    return path
+
+
+def frameless_steps(folder: Path, n: int) -> Path:
+    path = folder / "steps.recording.jsonl"
+    with path.open("wb") as f:
+        f.write(_step(0, "RESET", True))
+        batch = []
+        for i in range(1, n + 1):
+            batch.append(_step(i))
+            if len(batch) == 50_000:
+                f.writelines(batch)
+                batch.clear()
+        f.writelines(batch)
+    return path
+
+
+def task_collection(folder: Path, n_bytes: int) -> Path:
+    path = folder / "tasks.json"
+    grid = [[(r * 7 + c) % 10 for c in range(30)] for r in range(30)]
+    task = json.dumps({"train": [{"input": grid, "output": grid}] * 3, "test": [{"input": grid, "output": grid}]})
+    with path.open("w") as f:
+        f.write("{")
+        written, i = 1, 0
+        while written < n_bytes:
+            piece = ("," if i else "") + f'"{i:08x}": ' + task
+            f.write(piece)
+            written += len(piece)
+            i += 1
+        f.write("}")
+    return path
+
+
+def run(args: list[str], cwd: Path) -> tuple[int, int, float]:
+    """(exit code, peak RSS of the child in bytes, seconds) of one arcstudy command in its own process.
+    A fresh `python -c` wrapper runs it so that RUSAGE_CHILDREN holds that command alone."""
+    wrapper = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]).returncode; "
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r)")
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m", "pipeline.cli", "--plain", *args],
+                          cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    seconds = time.perf_counter() - t0
+    peak_kb = int(proc.stdout.strip().splitlines()[-1])
+    return proc.returncode, peak_kb * 1024, seconds
+
+
+CASES = {
+    "braces-3mb": lambda d, s: braces(d, int(1_000_000 * s)),
+    "braces-36mb": lambda d, s: braces(d, int(12_000_000 * s)),
+    "harc-short-rows": lambda d, s: harc_short_rows(d, int(392_000 * s)),
+    "frameless-steps": lambda d, s: frameless_steps(d, int(2_000_000 * s)),
+    "task-collection": lambda d, s: task_collection(d, int(400_000_000 * s)),
+    "view-bad-lines": lambda d, s: braces(d, int(2_000_000 * s)),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of each case's full size")
+    parser.add_argument("--case", action="append", choices=sorted(CASES), help="run only these cases")
+    opts = parser.parse_args()
+    peaks = []
+    print(f"{'case':<18}{'input MB':>10}{'peak RSS MB':>13}{'seconds':>9}  exit  output")
+    for name in opts.case or list(CASES):
+        with tempfile.TemporaryDirectory(prefix="arcstudy-flood-") as tmp:
+            folder = Path(tmp)
+            path = CASES[name](folder, opts.scale)
+            size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+            if name == "view-bad-lines":
+                page = folder / "view.html"
+                code, peak, seconds = run(["view", str(path), "--out", str(page)], folder)
+                note = f"page {page.stat().st_size / 1e6:.1f} MB" if page.exists() else "no page"
+            else:
+                code, peak, seconds = run(["ingest", str(path), "--db", str(folder / "flood.duckdb")], folder)
+                note = ""
+            peaks.append(peak)
+            print(f"{name:<18}{size / 1e6:>10.1f}{peak / 1e6:>13.0f}{seconds:>9.1f}  {code:>4}  {note}", flush=True)
+    largest = max(peaks)
+    print(f"flood peak RSS max {largest / BOUND_BYTES:.2f} GB of {BOUND_BYTES / BOUND_BYTES:.2f} GB"
+          + ("" if largest < BOUND_BYTES else "  (over the bound)"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""`arcstudy forget`: remove what one input file, a folder of them, or one ingest run brought."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from pipeline.core.console import out
+
+from .common import (
+    EXIT_OK,
+    DbOption,
+    LockTimeoutOption,
+    command_line,
+    db_to_read,
+    fail,
+    open_workspace,
+    run_manifest_dir,
+)
+
+
+def forget_command(
+    ctx: typer.Context,
+    targets: Annotated[list[str], typer.Argument(help="Input files or folders (as they were ingested: the file "
+                                                 "need not exist any more), content hashes (file_id), or "
+                                                 "ingest run ids.", show_default=False, metavar="FILE|RUN_ID")],
+    db: DbOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be removed; remove nothing.")] = False,
+    lock_timeout: LockTimeoutOption = 30.0,
+) -> None:
+    """Remove everything one input file (or every file of one ingest run) brought into the database.
+
+    Reads and writes: the database. Removes, in one transaction, every row carrying the files' content hash
+    (raw_*, core_* and the out_* rows derived from them), their rows in raw_ingest__files and quarantine (a
+    refused file has only those), then the frame Parquet files their steps reference. Records a row in `runs`
+    and its manifest under <db>.runs/. Run `arcstudy build` afterwards to rebuild the analysis tables.
+    Exit code 1 when a target names nothing the database holds (nothing is removed then).
+    """
+    from pipeline.core.manifest import RunManifest
+    from pipeline.ingest.forget import NothingToForget, forget, resolve_target
+
+    db_path = db_to_read(db)
+    if not db_path.exists():
+        raise fail(f"database {db_path} does not exist (run `arcstudy ingest` first, or pass --db)")
+    manifest = RunManifest(command=command_line(ctx), config={"targets": targets, "db": str(db_path),
+                                                              "dry_run": dry_run})
+    with open_workspace(db_path, read_only=dry_run, lock_timeout_s=lock_timeout) as ws:
+        try:
+            found = [resolve_target(ws, t) for t in targets]
+        except NothingToForget as err:
+            raise fail(str(err)) from err
+        merged = found[0]
+        for f in found[1:]:  # one transaction for every target
+            merged.files.update(f.files)
+            merged.refused_paths += [p for p in f.refused_paths if p not in merged.refused_paths]
+        if len(found) > 1:
+            merged.kind = "file"  # run ids' quarantine rows are matched by their files
+        done = forget(ws, merged, dry_run=dry_run)
+        if not dry_run:
+            manifest.notes["forgotten_files"] = done.files
+            manifest.notes["forgotten_refused_paths"] = done.refused_paths
+            manifest.notes["rows_removed"] = done.rows
+            manifest.finish(EXIT_OK)
+            ws.record_run(manifest)
+    if not dry_run:
+        manifest.write_json(run_manifest_dir(db_path) / manifest.run_id)
+    verb = "would remove" if dry_run else "removed"
+    n_files = len(done.files) + len(done.refused_paths)
+    out.console.print(f"{verb} {done.n_rows:,} rows brought by {n_files} file(s):", markup=False, highlight=False)
+    for path in [*done.files.values(), *done.refused_paths]:
+        out.console.print(f"  {path}", markup=False, highlight=False)
+    for name, n in sorted(done.rows.items()):
+        out.console.print(f"  {name}: {n:,}", markup=False, highlight=False)
+    if done.frames_files:
+        out.console.print(f"  and {len(done.frames_files)} frame file(s)", markup=False)
+    if not dry_run and done.n_rows:
+        out.console.print("run `arcstudy build` to rebuild the analysis tables", markup=False)
+    raise typer.Exit(EXIT_OK)

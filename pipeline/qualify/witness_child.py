@@ -1,0 +1,128 @@
+"""The part of `arcstudy check-witnesses` that runs inside the sandbox child (pipeline/core/sandbox.py).
+
+`load_framework` is the sandbox's preload: once per child, after the child has confined itself, it imports
+`Framework.transformation_library` from the ARC-TGI checkout named by the environment variable FRAMEWORK_ENV
+and builds the names a witness finds in scope, the same as ARC-TGI's own executor gives it: `np`,
+`defaultdict`, the typing names `Dict`, `List`, `Any`, `Tuple`, and every public name of that library.
+
+`run_witness` runs one task's witness: the `code` text is compiled and executed in a fresh copy of that
+namespace, and its `transform_input(self, grid)` is called on every input, twice over (two passes, each input a
+fresh integer array). It sends back plain data only, never an object of the witness: per pass and input, either
+the output grid as a tuple of rows of ints (when it is a 2-D integer array-like within ARC's bounds), or why it
+is not a grid, or the exception the witness raised. The parent (pipeline/qualify/witnesses.py) checks the grids
+again and compares them with the stored outputs, which are never sent here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+FRAMEWORK_ENV = "ARCSTUDY_WITNESS_FRAMEWORK"
+MAX_SIDE = 30
+RUNS = 2
+TYPING_NAMES = ("Dict", "List", "Any", "Tuple")
+
+_namespace: dict[str, Any] | None = None
+
+
+class _NoGenerator:
+    """What `self` is in a witness: the export does not carry the generator instance."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"the witness reads self.{name} (the generator instance), which an export does not "
+                             "carry; a witness must use its grid argument only")
+
+
+def load_framework() -> None:
+    """Import the checkout's Framework.transformation_library and build the witness namespace (once)."""
+    global _namespace
+    import typing
+    from collections import defaultdict
+
+    import numpy as np
+
+    root = os.environ.get(FRAMEWORK_ENV)
+    if not root:
+        raise RuntimeError(f"{FRAMEWORK_ENV} is not set: the checkout holding Framework/ is unknown")
+    sys.path.insert(0, root)
+    import importlib
+
+    tlib = importlib.import_module("Framework.transformation_library")
+    namespace: dict[str, Any] = {"np": np, "defaultdict": defaultdict}
+    namespace.update({name: getattr(typing, name) for name in TYPING_NAMES})
+    namespace.update({name: getattr(tlib, name) for name in dir(tlib) if not name.startswith("_")})
+    _namespace = namespace
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _raised(err: BaseException) -> str:
+    return _one_line(f"{type(err).__name__}: {err}")
+
+
+def as_grid(value: Any) -> tuple[str, Any]:
+    """("grid", rows) for a 2-D integer array-like within ARC's bounds, ("none", why) for no value at all, else
+    ("invalid", why)."""
+    import numpy as np
+
+    if value is None:
+        return "none", "returned None instead of a grid"
+    try:
+        arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    except Exception as err:  # noqa: BLE001 - whatever the witness returned
+        return "invalid", f"returned {type(value).__name__}, which is not a grid ({_raised(err)})"
+    if arr.ndim != 2:
+        return "invalid", f"returned a {arr.ndim}-D {type(value).__name__} of shape {tuple(arr.shape)}, not a 2-D grid"
+    height, width = (int(n) for n in arr.shape)
+    if not (1 <= height <= MAX_SIDE and 1 <= width <= MAX_SIDE):
+        return "invalid", f"returned a {height} x {width} grid; ARC grids are 1 x 1 to 30 x 30"
+    if arr.dtype.kind not in "iu":
+        return "invalid", f"returned a grid of {arr.dtype} values; ARC grids hold integers 0-9"
+    return "grid", tuple(tuple(int(v) for v in row) for row in arr.tolist())
+
+
+def run_witness(job: dict[str, Any]) -> dict[str, Any]:
+    """job: {"code": str, "inputs": [grid, ...]}. Returns {"compile": None | why, "runs": [[(kind, value), ...]
+    per input] per pass}; kind is "grid", "invalid", "none" or "raised"."""
+    import numpy as np
+
+    if _namespace is None:
+        raise RuntimeError("the ARC-TGI framework was not loaded in this sandbox (preload missing)")
+    try:
+        code = compile(job["code"], "<witness>", "exec")
+    except (SyntaxError, ValueError) as err:
+        where = f" (line {err.lineno})" if isinstance(err, SyntaxError) and err.lineno else ""
+        return {"compile": f"the code does not compile{where}: {_raised(err)}", "runs": []}
+    namespace = dict(_namespace)
+    try:
+        exec(code, namespace)  # noqa: S102 - inside the sandbox child, the reason it exists
+    except Exception as err:  # noqa: BLE001 - the witness's own failure, reported
+        return {"compile": f"running the code's definitions raised {_raised(err)}", "runs": []}
+    transform = namespace.get("transform_input")
+    if not callable(transform):
+        return {"compile": "the code defines no function transform_input", "runs": []}
+    me = _NoGenerator()
+    runs: list[list[tuple[str, Any]]] = []
+    for _ in range(RUNS):
+        results: list[tuple[str, Any]] = []
+        for grid in job["inputs"]:
+            try:
+                value = transform(me, np.array(grid, dtype=np.int64))
+            except MemoryError:
+                raise  # the sandbox reports its memory limit, and replaces this child
+            except Exception as err:  # noqa: BLE001 - the witness's own failure, reported per input
+                results.append(("raised", _raised(err)))
+                continue
+            try:
+                results.append(as_grid(value))
+            except MemoryError:
+                raise
+            except Exception as err:  # noqa: BLE001 - a returned object whose conversion raised
+                results.append(("invalid", f"returned {type(value).__name__}, which is not a grid ({_raised(err)})"))
+        runs.append(results)
+    return {"compile": None, "runs": runs}

@@ -1,0 +1,169 @@
+"""Memory bounded by the chunk (issue 29, finding 3): floods of bad lines, checked by behaviour on small floods.
+
+The full-size floods (a million `{}` lines, H-ARC short rows, 2 million steps, a 400 MB task collection, `view`
+of 2 million bad lines) are measured by benchmarks/flood_memory.py; here the same shapes, small, show that
+quarantine rows are made and written a bounded batch at a time (the rest waiting on disk in a `Spool`), that
+the raw text kept per rejected line is capped with its full length and sha256 beside it, and that `view`
+names a bounded number of bad lines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.core import spool as spool_mod
+from pipeline.core.spool import Spool
+from pipeline.core.workspace import Workspace
+from pipeline.ingest import ingest_paths
+from pipeline.ingest import prepared as prepared_mod
+from pipeline.ingest.base import MAX_RAW_TEXT, Reject
+from pipeline.report.viewer import data as viewer_data
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "integrity"
+FIRST_LINE = (FIXTURES / "lone_surrogate.recording.jsonl").read_bytes().splitlines(keepends=True)[0]
+
+
+def _braces(path: Path, n: int, extra: bytes = b"") -> Path:
+    path.write_bytes(FIRST_LINE + b"{}\n" * n + extra)
+    return path
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    """Batches of 50: a flood of a few hundred lines goes through every path a million-line flood takes."""
+    monkeypatch.setattr(spool_mod, "SPOOL_LIMIT", 50)
+    monkeypatch.setattr(Spool.__init__, "__defaults__", ((), 50))
+    monkeypatch.setattr(prepared_mod, "QUARANTINE_BATCH", 50)
+
+
+@pytest.mark.parametrize("chunk_bytes", [None, 256], ids=["whole", "streamed"])
+def test_a_flood_of_bad_lines_is_quarantined_line_by_line_in_batches(tmp_path, db_path, small_batches,
+                                                                     chunk_bytes):
+    n = 432
+    path = _braces(tmp_path / "flood.recording.jsonl", n)
+    with Workspace(db_path) as ws:
+        report = ingest_paths(ws, [path], run_id="r", workers=1, chunk_bytes=chunk_bytes)
+        assert report.files[0].status == "loaded" and report.files[0].n_quarantined == n
+        q = ws.read("SELECT source_location, check_name, n_raw_bytes, raw_sha256 FROM quarantine")
+        assert q.height == n == q["source_location"].n_unique()
+        assert set(q["source_location"]) == {f"line {i}" for i in range(2, n + 2)}
+        assert set(q["n_raw_bytes"]) == {2} and set(q["raw_sha256"]) == {hashlib.sha256(b"{}").hexdigest()}
+        assert ws.read("SELECT n_records_quarantined FROM raw_ingest__files").item() == n
+
+
+def test_a_long_bad_line_keeps_4_kib_of_text_with_its_full_length_and_hash(tmp_path, db_path):
+    long = b'{"x": "' + b"a" * 100_000 + b'"}'
+    path = _braces(tmp_path / "long.recording.jsonl", 1, long + b"\n")
+    with Workspace(db_path) as ws:
+        ingest_paths(ws, [path], run_id="r", workers=1)
+        row = ws.read("SELECT raw_text, n_raw_bytes, raw_sha256 FROM quarantine WHERE source_location = 'line 3'")
+    text, n_bytes, digest = row.row(0)
+    assert n_bytes == len(long) and digest == hashlib.sha256(long).hexdigest()
+    assert len(text) < MAX_RAW_TEXT + 100 and text.startswith(long[:1000].decode())
+
+
+def test_a_reject_caps_its_text_when_made():
+    text = "é" * (MAX_RAW_TEXT * 2)
+    r = Reject("row 1", "c", "why", text)
+    assert r.n_raw_bytes == len(text.encode()) and r.raw_sha256 == hashlib.sha256(text.encode()).hexdigest()
+    assert len(r.raw_text) < MAX_RAW_TEXT + 100
+
+
+def test_a_spool_holds_a_bounded_batch_and_gives_back_everything_in_order(tmp_path):
+    spool = Spool(limit=10)
+    spool.extend(range(95))
+    spool += range(95, 100)
+    spool.append(100)
+    assert list.__len__(spool) < 10 and len(spool) == 101  # the rest is on disk
+    assert list(spool) == list(range(101)) and spool[37] == 37 and spool[-1] == 100
+    assert all(len(b) <= 10 for b in spool.batches())
+    copy = pickle.loads(pickle.dumps(spool))  # to and from a worker process
+    assert list(copy) == list(range(101))
+
+
+def test_repeated_rejects_across_batches_are_kept_once(tmp_path, db_path, small_batches):
+    """The same reject word for word (one location, check and reason) in two batches: one quarantine row."""
+    from pipeline.ingest.base import FileContext
+    from pipeline.ingest.commit import _insert_quarantine
+
+    with Workspace(db_path) as ws:
+        ctx = FileContext(tmp_path / "f", "a" * 64, "r", __import__("datetime").datetime.now())
+        rejects = [Reject(f"row {i % 60}", "c", "why", "x") for i in range(120)]
+        with ws.transaction() as con:
+            n = _insert_quarantine(ws, con, ctx, "fmt", rejects)
+        assert n == 60 == ws.row_count("quarantine")
+
+
+def test_view_of_a_flood_names_a_bounded_number_of_lines(tmp_path, monkeypatch):
+    monkeypatch.setattr(viewer_data, "MAX_NOTES", 20)
+    path = _braces(tmp_path / "flood.recording.jsonl", 300)
+    page = tmp_path / "v.html"
+    result = CliRunner().invoke(app, ["--plain", "view", str(path), "--out", str(page)])
+    assert result.exit_code == 3, result.output
+    text = page.read_text()
+    assert "line 21:" in text and "line 22:" not in text  # lines 2..21: the first 20 bad lines
+    assert "and 280 more lines left out" in text
+
+
+def test_an_h_arc_file_of_short_rows_is_read_in_pieces_by_its_rows(tmp_path, db_path, monkeypatch,
+                                                                   small_batches):
+    """784 KB of two-byte rows once took 2.6 GB, read as one piece: pieces are now bounded by rows too."""
+    from pipeline.ingest import harc
+    from pipeline.ingest.runner import prepare_file
+
+    monkeypatch.setattr(harc, "MAX_BATCH_ROWS", 2_000)
+    path = tmp_path / "harc" / "data.csv"
+    path.parent.mkdir()
+    n = 40_000
+    path.write_bytes((",".join(harc.DATA_CURRENT) + "\n").encode() + b"1\n" * n)
+    assert prepare_file(path, run_id="p").output.pieces is not None  # 80 KB, yet more than one piece
+    with Workspace(db_path) as ws:
+        report = ingest_paths(ws, [path], run_id="r", workers=1)
+        assert report.files[0].n_quarantined == n
+        q = ws.read("SELECT count(*) AS n, count(DISTINCT source_location) AS rows, min(n_raw_bytes) AS b "
+                    "FROM quarantine").row(0, named=True)
+    assert q["n"] == q["rows"] == n and q["b"] > 0
+
+
+def _collection(path: Path, n: int, bad: dict | None = None) -> Path:
+    grid = [[1, 2, 3], [4, 5, 6]]
+    tasks = {f"{i:08x}": {"train": [{"input": grid, "output": [[i % 10]]}], "test": [{"input": grid, "output": grid}]}
+             for i in range(n)}
+    path.write_text(json.dumps({**tasks, **(bad or {})}, indent=1))
+    return path
+
+
+def _task_rows(db: Path) -> dict:
+    with Workspace(db, read_only=True) as ws:
+        return {"tasks": ws.read("SELECT * EXCLUDE (file_id) FROM core_arc__tasks ORDER BY task_id").rows(),
+                "pairs": ws.read("SELECT * EXCLUDE (file_id) FROM core_arc__task_pairs ORDER BY ALL").rows(),
+                "quarantine": ws.read("SELECT source_location, check_name FROM quarantine ORDER BY ALL").rows()}
+
+
+def test_a_big_task_collection_is_read_a_task_at_a_time_with_the_same_rows(tmp_path, monkeypatch):
+    from pipeline.ingest import harc_arc
+
+    bad = {"zz000001": {"train": "not a list", "test": []}, "zz000002": {"train": [], "test": [], "note": "\udfff"}}
+    path = _collection(tmp_path / "tasks.json", 300, bad)
+    whole = tmp_path / "whole.duckdb"
+    with Workspace(whole) as ws:
+        ingest_paths(ws, [path], run_id="w", workers=1)
+    monkeypatch.setattr(harc_arc, "STREAM_TASKS_BYTES", 1)
+    monkeypatch.setattr(harc_arc, "TASKS_PER_PIECE", 40)
+    monkeypatch.setattr(harc_arc._TaskCollection, "WINDOW", 512)  # values run past the window
+    from pipeline.ingest.runner import prepare_file
+    assert prepare_file(path, run_id="p").output.pieces is not None
+    streamed = tmp_path / "streamed.duckdb"
+    with Workspace(streamed) as ws:
+        report = ingest_paths(ws, [path], run_id="s", workers=1)
+    assert report.files[0].status == "loaded"
+    a, b = _task_rows(whole), _task_rows(streamed)
+    assert len(a["tasks"]) == 300 and a["tasks"] == b["tasks"] and a["pairs"] == b["pairs"]
+    assert [c for _, c in b["quarantine"]] == [c for _, c in a["quarantine"]] and len(b["quarantine"]) == 2

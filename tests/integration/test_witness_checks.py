@@ -1,0 +1,272 @@
+"""`arcstudy check-witnesses`: ARC-TGI witnesses run in the sandbox on every input, twice, against the stored
+outputs. The export is a real one (ARC-TGI's dataset generator, tests/fixtures/witness/README.md); the
+framework is our own stand-in checkout. Other cases are its rows with the `code` replaced: a mismatch, a
+nondeterministic witness, and hostile witnesses, each of which must fail to pass, write or delete nothing, and
+end within the limits."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline.core.workspace import Workspace
+from pipeline.ingest import ingest_paths
+
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / "tests" / "fixtures" / "witness"
+EXPORT = FIX / "three_generators.csv"
+CHECKOUT = FIX / "checkout"
+CROSS_FAMILY = "taskSJnVdxYZVwMNrhDp96terK"  # its witness paints the row and column of the first 6 with 6
+
+csv.field_size_limit(1 << 30)
+
+
+def _export_rows() -> list[dict]:
+    with open(EXPORT, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _library():
+    """The stand-in checkout's library, imported here to compute expected outputs independently (our code)."""
+    spec = importlib.util.spec_from_file_location("witness_fixture_tlib",
+                                                  CHECKOUT / "Framework" / "transformation_library.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _write_export(path: Path, cases: dict[str, str]) -> None:
+    """An export whose rows are the cross family's task with each case's code (task_id = the case name)."""
+    base = next(r for r in _export_rows() if r["generator_name"] == CROSS_FAMILY)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(base))
+        writer.writeheader()
+        for name, code in cases.items():
+            writer.writerow({**base, "task_id": name, "code": code})
+
+
+def _ingest(db: Path, *paths: Path) -> None:
+    with Workspace(db) as ws:
+        ingest_paths(ws, list(paths), run_id="t", workers=1)
+
+
+def _check(db: Path, *args: str, framework: Path = CHECKOUT, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", "check-witnesses", "--framework",
+                           str(framework), "--db", str(db), *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def _rows(db: Path) -> dict[str, dict]:
+    with Workspace(db, read_only=True) as ws:
+        frame = ws.read("SELECT * FROM out_arctgi__witness_checks")
+    return {r["task_id"]: r for r in frame.iter_rows(named=True)}
+
+
+def _pairs(row: dict) -> list[dict]:
+    data = json.loads(row["data"])
+    return data["train"] + data["test"]
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else b"<dir>")
+            for p in sorted(root.rglob("*")) if ".duckdb" not in p.name and ".runs" not in str(p)}
+
+
+CROSS = "    return cross_through(grid, 6)\n"
+
+
+def _witness(body: str) -> str:
+    return "def transform_input(self, grid: np.ndarray) -> np.ndarray:\n" + body
+
+
+def test_real_export_library_mismatch_and_nondeterminism_on_two_workers(tmp_path: Path):
+    cases = {
+        "uses_library": _witness(CROSS),
+        # what ARC-TGI's executor puts in scope besides the library: np, defaultdict and the typing names
+        "uses_scope": ("def transform_input(self, grid: np.ndarray) -> List[List[int]]:\n"
+                       "    seen: Dict[Tuple[int, int], Any] = defaultdict(int)\n    seen[(0, 0)] += 1\n" + CROSS),
+        "wrong_colour": _witness("    return cross_through(grid, 5)\n"),
+        "uses_random": _witness("    import random\n    out = cross_through(grid, 6)\n"
+                                "    out[0, 0] = random.randrange(10)\n    out[0, 1] = random.randrange(10)\n"
+                                "    return out\n"),
+    }
+    made = tmp_path / "made.csv"
+    _write_export(made, cases)
+    db = tmp_path / "w.duckdb"
+    _ingest(db, EXPORT, made)
+    res = _check(db, "--workers", "2")
+    assert res.returncode == 3, res.stdout + res.stderr  # a task that does not pass
+    assert "Traceback" not in res.stderr
+    rows = _rows(db)
+    real = _export_rows()
+    assert set(rows) == {r["task_id"] for r in real} | set(cases)
+    for r in real:  # ARC-TGI's own witnesses reproduce every stored output
+        got = rows[r["task_id"]]
+        assert (got["status"], got["reason"], got["family_id"]) == ("pass", None, r["generator_name"])
+        assert got["n_pairs"] == got["n_match"] == len(_pairs(r))
+    cross_row = next(r for r in real if r["generator_name"] == CROSS_FAMILY)
+    pairs = _pairs(cross_row)
+    for name in ("uses_library", "uses_scope"):
+        assert (rows[name]["status"], rows[name]["n_match"]) == ("pass", len(pairs)), rows[name]
+    # the wrong colour reproduces exactly the pairs where painting 5 gives the stored output
+    lib = _library()
+    expected = sum(lib.cross_through(np.array(p["input"]), 5).tolist() == p["output"] for p in pairs)
+    assert expected < len(pairs)
+    wrong = rows["wrong_colour"]
+    assert wrong["status"] == "mismatch" and wrong["n_match"] == expected
+    assert "differs from the stored one" in wrong["reason"] and ("train[" in wrong["reason"] or "test[" in wrong["reason"])
+    assert rows["uses_random"]["status"] == "nondeterministic"
+    assert "the two runs returned different grids" in rows["uses_random"]["reason"]
+    assert all(r["seconds"] >= 0 for r in rows.values())
+    for name in ("wrong_colour", "uses_random"):
+        assert name in res.stderr  # named in the summary
+
+
+def test_hostile_witnesses_fail_write_nothing_and_end(tmp_path: Path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    sentinel = victim / "sentinel.txt"
+    sentinel.write_text("keep me")
+
+    def attempt(lines: str) -> str:
+        # each swallows its failure and returns the right grid: only the sandbox can make it fail
+        indented = "".join(f"        {line}\n" for line in lines.splitlines())
+        return _witness(f"    try:\n{indented}    except BaseException:\n        pass\n{CROSS}")
+
+    cases = {
+        "file_write": attempt(f"open({str(victim / 'written.txt')!r}, 'w').write('x')"),
+        "socket": attempt("import socket\ns = socket.socket()\ns.connect(('127.0.0.1', 9))"),
+        "subprocess": attempt(f"import subprocess\nsubprocess.run(['touch', {str(victim / 'by_subprocess')!r}])"),
+        "os_system": attempt(f"import os\nos.system('touch ' + {str(victim / 'by_system')!r})"),
+        "ctypes": attempt(f"import ctypes\nctypes.CDLL(None).system(b'touch {victim / 'by_ctypes'}')"),
+        "fork_loop": attempt("import os\nfor _ in range(1000):\n    os.fork()"),
+        "endless_loop": _witness("    while True:\n        pass\n"),
+        "sleep": _witness("    import time\n    time.sleep(3600)\n" + CROSS),
+        "alloc_32gib": _witness("    big = np.ones(32 << 30, dtype=np.uint8)\n" + CROSS),
+        "huge_output": _witness("    return np.zeros((30000, 30000), dtype=np.int64)\n"),
+        "delete_file": attempt(f"import os\nos.remove({str(sentinel)!r})"),
+        "syntax_error": "def transform_input(self, grid) return grid\n",
+        "missing_name": _witness("    return _hidden(grid)\n"),  # private names of the library are not in scope
+        "float_output": _witness("    return cross_through(grid, 6).astype(float)\n"),
+        "returns_none": _witness("    cross_through(grid, 6)\n"),
+        # the sandbox process itself ended: that task's failure, never a silent exit 0
+        "exit_zero": _witness("    import os\n    os._exit(0)\n"),
+        "kills_itself": _witness("    import os, signal\n    os.kill(os.getpid(), signal.SIGSEGV)\n"),
+    }
+    made = tmp_path / "hostile.csv"
+    _write_export(made, cases)
+    db = tmp_path / "h.duckdb"
+    _ingest(db, made)
+    before, framework_before = _tree(tmp_path), _tree(CHECKOUT)
+    res = _check(db, "--workers", "1", "--timeout", "2")
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    rows = _rows(db)
+    assert set(rows) == set(cases)
+    assert not [name for name, r in rows.items() if r["status"] == "pass"]
+    expected = {"file_write": "refused", "socket": "refused", "subprocess": "refused", "os_system": "refused",
+                "ctypes": "refused", "fork_loop": "refused", "endless_loop": "timeout", "sleep": "timeout",
+                "alloc_32gib": "refused", "delete_file": "refused", "syntax_error": "error", "missing_name": "error",
+                "float_output": "mismatch", "returns_none": "error", "exit_zero": "error",
+                "kills_itself": "error"}
+    assert {n: rows[n]["status"] for n in expected} == expected, {n: (r["status"], r["reason"]) for n, r in rows.items()}
+    assert rows["huge_output"]["status"] in ("mismatch", "refused"), rows["huge_output"]
+    assert "NameError" in rows["missing_name"]["reason"] and "_hidden" in rows["missing_name"]["reason"]
+    assert "float64" in rows["float_output"]["reason"]
+    assert "does not compile" in rows["syntax_error"]["reason"]
+    assert "wall-clock limit of 2 s" in rows["sleep"]["reason"] and "--timeout" in rows["sleep"]["reason"]
+    assert "exit code 0" in rows["exit_zero"]["reason"] and "SIGSEGV" in rows["kills_itself"]["reason"]
+    assert all(r["reason"] for r in rows.values()) and all(r["n_match"] == 0 for r in rows.values())
+    # nothing written, nothing deleted: the folder and the checkout are as they were
+    assert sentinel.read_text() == "keep me"
+    assert _tree(tmp_path) == before
+    assert _tree(CHECKOUT) == framework_before
+
+
+def test_framework_without_the_library_is_a_usage_error(tmp_path: Path):
+    db = tmp_path / "u.duckdb"
+    _ingest(db, EXPORT)
+    (tmp_path / "Framework").mkdir()
+    res = _check(db, framework=tmp_path)
+    assert res.returncode == 2
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Framework/transformation_library.py" in lines[0], res.stderr
+    with Workspace(db, read_only=True) as ws:  # nothing was written
+        assert ws.read("SELECT count(*) AS n FROM out_arctgi__witness_checks")["n"][0] == 0
+
+
+def test_a_framework_that_does_not_import_stops_with_its_reason(tmp_path: Path):
+    db = tmp_path / "b.duckdb"
+    _ingest(db, EXPORT)
+    broken = tmp_path / "broken" / "Framework"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("")
+    (broken / "transformation_library.py").write_text("import arcstudy_no_such_module\n")
+    res = _check(db, framework=broken.parent)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "arcstudy_no_such_module" in res.stderr and "requirements.txt" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+@pytest.fixture(scope="module")
+def tgi_tasks(tmp_path_factory) -> pl.DataFrame:
+    db = tmp_path_factory.mktemp("tasks") / "m.duckdb"
+    _ingest(db, EXPORT)
+    with Workspace(db, read_only=True) as ws:
+        return ws.read("SELECT * FROM core_arctgi__tasks")
+
+
+@pytest.mark.parametrize(("kind", "status"), [("timeout", "timeout"), ("cpu", "timeout"), ("memory", "refused"),
+                                              ("output_too_large", "refused"), ("crashed", "error"),
+                                              ("exited", "error"), ("refused", "refused")])
+def test_a_sandbox_failure_is_the_tasks_row_never_a_silent_pass(tgi_tasks, kind, status):
+    """check_task turns every way the sandbox can stop a call into the task's non-pass row, with the reason."""
+    from pipeline.core.sandbox import SandboxFailure
+    from pipeline.qualify.witnesses import check_task, witness_tasks
+
+    task = witness_tasks(tgi_tasks)[0]
+
+    def runner(_job):
+        raise SandboxFailure(kind, "what happened")
+
+    row = check_task(task, runner)
+    assert (row["status"], row["n_match"]) == (status, 0)
+    assert "what happened" in row["reason"] and kind in row["reason"]
+    assert row["n_pairs"] == len(task.inputs)
+
+
+def test_a_reply_of_the_wrong_shape_or_a_bad_grid_is_not_a_pass(tgi_tasks):
+    """The parent checks what the child sends back: a grid with a colour 10 or of the wrong shape fails."""
+    from pipeline.qualify.witnesses import judge, witness_tasks
+
+    task = witness_tasks(tgi_tasks)[0]
+    good = [("grid", out) for out in task.outputs]
+    assert judge(task, {"compile": None, "runs": [good, good]})[0] == "pass"
+    assert judge(task, {"compile": None, "runs": [good]})[0] == "error"
+    bad = [("grid", ((10,),))] + good[1:]
+    status, reason, _ = judge(task, {"compile": None, "runs": [bad, bad]})
+    assert status == "mismatch" and "ARC colours are integers 0-9" in reason
+
+
+def test_the_child_turns_outputs_into_grids_or_says_why_not():
+    """as_grid (run in the child on what the witness returned): ARC's bounds, integer cells, two dimensions."""
+    from pipeline.qualify.witness_child import as_grid
+
+    assert as_grid(np.array([[1, 2], [3, 4]])) == ("grid", ((1, 2), (3, 4)))
+    assert as_grid([[0, 9]]) == ("grid", ((0, 9),))
+    for value, words in ((np.zeros((31, 2), dtype=np.int64), "31 x 2"), (np.zeros((2, 2)), "float64"),
+                         (np.zeros(4, dtype=np.int64), "1-D"), (np.zeros((0, 3), dtype=int), "0 x 3"),
+                         ([[1, 2], [3]], "not a grid")):
+        kind, why = as_grid(value)
+        assert kind == "invalid" and words in why, (value, why)
+    assert as_grid(None)[0] == "none"

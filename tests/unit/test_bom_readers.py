@@ -1,0 +1,62 @@
+"""Files written by Windows tools start with a UTF-8 byte-order mark; the last readers that choked on one (issue 29,
+"left open earlier"): the explorer's shipped facts (solutions/levels.json), the simulator's solution recordings, the
+engine's metadata loader and its recording reader (the engine has its own utf-8-sig read: it imports no pipeline)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from games import GAMES_DIR
+
+BOM = b"\xef\xbb\xbf"
+
+
+def _copy_with_bom(tmp_path: Path, *names: str) -> Path:
+    """A copy of the shipped pv63 folder whose named files (relative to the version folder) start with a BOM."""
+    src = next(GAMES_DIR.glob("pv63/*/pv63.py")).parent
+    dst = tmp_path / "games" / "pv63" / src.name
+    shutil.copytree(src, dst)
+    for name in names:
+        path = dst / name
+        path.write_bytes(BOM + path.read_bytes())
+    return tmp_path / "games"
+
+
+def test_engine_loads_metadata_with_a_bom(tmp_path):
+    from engine.loader import find_games
+
+    games = _copy_with_bom(tmp_path, "metadata.json")
+    (info,) = find_games(games)
+    assert info.game_id.startswith("pv63-") and info.baseline_actions
+
+
+def test_engine_reads_a_recording_with_a_bom(tmp_path):
+    from engine.recording import read_recording
+
+    games = _copy_with_bom(tmp_path, "solutions/win.jsonl")
+    plain = read_recording(next(GAMES_DIR.glob("pv63/*/solutions/win.jsonl")))
+    with_bom = read_recording(next(games.glob("pv63/*/solutions/win.jsonl")))
+    assert [ln.data for ln in with_bom.lines] == [ln.data for ln in plain.lines]
+    with open(next(games.glob("pv63/*/solutions/win.jsonl")), encoding="utf-8") as handle:  # BOM left in the text
+        assert read_recording(handle).lines[0].data == plain.lines[0].data
+
+
+def test_simulator_specs_read_solutions_with_a_bom(tmp_path):
+    from pipeline.simulate.specs import game_specs
+
+    games = _copy_with_bom(tmp_path, "solutions/win.jsonl", "solutions/lose.jsonl")
+    (spec,) = game_specs(games)
+    (shipped,) = [s for s in game_specs(GAMES_DIR) if s.game_id == spec.game_id]
+    assert spec.solutions == shipped.solutions
+
+
+def test_explorer_reads_shipped_facts_with_a_bom(tmp_path):
+    from engine.loader import find_games
+    from pipeline.explore import _shipped_optimum
+
+    games = _copy_with_bom(tmp_path, "solutions/levels.json")
+    (info,) = find_games(games)
+    (shipped,) = [g for g in find_games(GAMES_DIR) if g.game_id == info.game_id]
+    assert [_shipped_optimum(info, lvl) for lvl in (1, 2)] == [_shipped_optimum(shipped, lvl) for lvl in (1, 2)]
+    assert _shipped_optimum(shipped, 2) is not None
