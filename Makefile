@@ -14,6 +14,7 @@ help:
 	@echo "make baselines  regenerate games/*/metadata.json baseline_actions from a fresh demo study"
 	@echo "make screenshots  the README's pictures (docs/img/*.png) from reports/demo (after make demo)"
 	@echo "make clean   remove the virtual environment and caches"
+	@echo "make bench   the benchmarks at a small size: headline ratios beside their goals (benchmarks/README.md)"
 
 # Re-install whenever pyproject.toml changes; the stamp makes repeated runs instant.
 $(STAMP): pyproject.toml
@@ -51,6 +52,12 @@ unit: install
 
 integration: install browser
 	$(BIN)/python -m pytest tests/integration -q
+
+# Benchmarks at a small size: prints each headline ratio with its goal, asserts nothing about time, appends each
+# result to benchmarks/results/results.csv (benchmarks/README.md).
+.PHONY: bench
+bench: install
+	$(BIN)/python benchmarks/bench.py
 
 # Headless Chromium for the HTML report and replay-viewer tests (Debian's package). Installed only as root with
 # apt-get, without recommends and with no upgrade or dist-upgrade; otherwise the browser tests are reported

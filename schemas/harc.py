@@ -33,8 +33,38 @@ HARC_ACTIONS = (
 HARC_TOOLS = ("edit", "select", "floodfill")
 SELECT_LOCATIONS = ("test_input", "test_output")
 
+# Every column name of every H-ARC CSV (data, summary, incorrect submissions, surveys; both release
+# generations). raw_harc__csv_rows keeps each as a text column `csv_<name>`, exactly as read.
+HARC_CSV_COLUMNS = (
+    "exp_name", "task_type", "hashed_id", "joint_id_task", "task_name", "task_number", "is_tutorial", "time",
+    "attempt_number", "action_id", "solved", "done", "test_input_grid", "test_input_size_x", "test_input_size_y",
+    "test_output_grid", "test_output_size_x", "test_output_size_y", "action", "action_x", "action_y",
+    "select_loc", "selected_data", "selected_symbol", "selected_tool", "copy_paste_data",
+    "first_written_solution", "last_written_solution", "withdraw", "withdraw_reason", "withdraw_comment", "age",
+    "gender", "race", "education_level", "household_income", "normal_vision", "color_blind", "fluent_english",
+    "complete", "num_actions", "count", "hashed_output_grid", "feedback",
+)
+RAW_CSV_PREFIX = "csv_"
+# long text that rarely repeats: zstd (see Field.compression; on a simulated data.csv the raw table is 40 %
+# smaller on disk than with DuckDB's own choice, for slightly less CPU)
+_RAW_FREE_TEXT = ("first_written_solution", "last_written_solution", "withdraw_comment", "feedback", "test_input_grid",
+                  "test_output_grid", "selected_data", "copy_paste_data", "time", "joint_id_task")
+
+
+def raw_csv_column(name: str) -> str:
+    """The raw_harc__csv_rows column that holds the H-ARC CSV column `name` as read."""
+    return RAW_CSV_PREFIX + name
+
+
 FIELDS: list[Field] = [
     # --- raw CSV rows ----------------------------------------------------------------------------
+    *[Field(raw_csv_column(c), pl.String,
+            f"the H-ARC CSV field `{c}` exactly as read (text, not parsed; null when the field was empty or "
+            "the file has no such column)", nullable=True,
+            compression="zstd" if c in _RAW_FREE_TEXT else None) for c in HARC_CSV_COLUMNS],
+    Field("extra_fields_json", pl.String,
+          "the fields of a row beyond the header's count (a row with too many fields, quarantined), as a JSON "
+          "list of their texts; null for every row that fits the header", nullable=True, compression="zstd"),
     Field("row_json", pl.String,
           "the CSV row's fields exactly as read, as a JSON object {header name: text, or null when the "
           "field was empty} in header order; content_sha256 is the sha256 of this text", compression="zstd"),

@@ -25,7 +25,8 @@ from schemas.generate import is_nullable
 from schemas.model import duckdb_type
 from schemas.tables import TABLES
 
-SCHEMA_VERSION = 2  # 1: the databases made before the schema was recorded
+SCHEMA_VERSION = 3  # 1: the databases made before the schema was recorded; 3: the lean H-ARC raw layer
+# (raw_harc__csv_rows: each CSV field in its own column instead of row_json + content_sha256)
 VERSION_TABLE = "schema_version"
 
 

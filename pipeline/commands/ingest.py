@@ -65,7 +65,8 @@ def ingest_command(
     Exit code 3 when anything was quarantined or a file was refused (a FIFO, device or socket is refused
     unread: only regular files are read); exit code 2 when the paths hold no input file at all.
     Files are read and validated on --workers processes (without it: all usable cores from 256 MB of input
-    on, else serially) or on the cluster at --scheduler; this process alone writes the database.
+    on, 2 GB on a two-core machine, where one process already keeps both cores busy; else in this one process,
+    which says so) or on the cluster at --scheduler; this process alone writes the database.
     """
     from rich.table import Table as RichTable
 
@@ -86,6 +87,8 @@ def ingest_command(
     if not files:
         raise fail(f"no input files in {', '.join(map(str, paths))} (hidden files and folders, *.py, *.pyc and "
                    "*.expected.json are skipped); nothing ingested", EXIT_USAGE)
+    if workers is None and scheduler is None:
+        _say_when_one_process(files)
     with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         report = ingest_paths(ws, files, run_id=manifest.run_id, fmt_name=fmt, force=force,
                               keep_frames=keep_frames, frames_dir=frames_dir, progress=out.track,
@@ -139,3 +142,17 @@ def formats_command() -> None:
     for f in FORMATS.values():
         table.add_row(f.name, f.description, ", ".join(f.tables))
     out.console.print(table)
+
+
+def _say_when_one_process(files: list[Path]) -> None:
+    """Without --workers: tell the user when the automatic choice reads everything in this one process."""
+    from pipeline.core.executor import default_workers
+    from pipeline.ingest.runner import PARALLEL_MIN_BYTES, TWO_CORES_MIN_BYTES, auto_ingest_workers
+
+    cores = default_workers()
+    sizes = [p.stat().st_size for p in files if p.is_file()]
+    if cores > 1 and len(sizes) > 1 and auto_ingest_workers(sizes, cores) == 1:
+        floor = PARALLEL_MIN_BYTES if cores > 2 else TWO_CORES_MIN_BYTES
+        out.info(f"reading in this one process: {(sum(sizes) - max(sizes)) / 1e6:,.0f} MB of input could be shared "
+                 f"out, below the {floor / 1e6:,.0f} MB from which worker processes pay for their start-up on "
+                 f"{cores} cores (--workers N to use N processes anyway)")

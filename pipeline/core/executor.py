@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Protocol
@@ -88,11 +88,14 @@ def worker_memory_limit(workers: int) -> int:
 
 @contextmanager
 def open_executor(workers: int | None = None, scheduler: str | None = None, *,
-                  n_items: int | None = None) -> Iterator[Executor]:
+                  n_items: int | None = None, preload: Sequence[str] = ()) -> Iterator[Executor]:
     """The executor for `workers` processes (None: one per usable core) or for the cluster at `scheduler`.
 
     `n_items`: how many pieces there will be; with one or none, the work runs serially (no cluster is
-    worth starting for it). Whatever was opened here is closed on exit, and only that."""
+    worth starting for it). Whatever was opened here is closed on exit, and only that.
+
+    `preload` (a local cluster only): modules each worker imports as it starts (the engine and the scorer),
+    not with its first piece."""
     if n_items is not None and n_items <= 1:
         yield SerialExecutor()
         return
@@ -110,10 +113,29 @@ def open_executor(workers: int | None = None, scheduler: str | None = None, *,
     if workers <= 1:
         yield SerialExecutor()
         return
+    cluster = _local_cluster(workers, preload)
+    try:
+        client = _local_client(cluster)
+        try:
+            yield DaskExecutor(client, workers)
+        finally:
+            client.close()
+    finally:
+        cluster.close()
+
+
+def _local_client(cluster):
+    from distributed import Client
+
+    # Results come straight from the workers, not through the (in-process) scheduler.
+    return Client(cluster, set_as_default=False, direct_to_workers=True)
+
+
+def _local_cluster(workers: int, preload: Sequence[str] = ()):
     import logging
 
     import dask
-    from distributed import Client, LocalCluster
+    from distributed import LocalCluster
 
     # Worker logs stay quiet: the caller reports every piece's error (and worker deaths end up there too).
     # No dashboard; the scheduler's small HTTP server (health routes) on a free port rather than 8787.
@@ -123,19 +145,10 @@ def open_executor(workers: int | None = None, scheduler: str | None = None, *,
     # thread per core, in every worker beside the writer's DuckDB, oversubscribes the cores and spins.
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
                           "distributed.nanny.pre-spawn-environ.POLARS_MAX_THREADS": "1"}):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               memory_limit=worker_memory_limit(workers), dashboard_address=None,
-                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                               silence_logs=logging.CRITICAL)
-    try:
-        # Results come straight from the workers, not through the (in-process) scheduler.
-        client = Client(cluster, set_as_default=False, direct_to_workers=True)
-        try:
-            yield DaskExecutor(client, workers)
-        finally:
-            client.close()
-    finally:
-        cluster.close()
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                            memory_limit=worker_memory_limit(workers), dashboard_address=None,
+                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                            silence_logs=logging.CRITICAL, **({"preload": list(preload)} if preload else {}))
 
 
 def _call(fn: Callable[[Any], Any], key: Any, item: Any) -> Outcome:

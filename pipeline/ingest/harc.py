@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from itertools import accumulate
 from pathlib import Path
 from typing import NamedTuple
@@ -75,16 +74,14 @@ from pipeline.ingest.harc_csv import (
     not_in,
     out_of_range,
     parse_failed,
-    raw_frame,
     read_header,
     required,
     short_row,
     src,
     typed,
     with_grid_columns,
-    with_row_json,
 )
-from schemas.harc import HARC_ACTIONS, HARC_TOOLS, SELECT_LOCATIONS
+from schemas.harc import HARC_ACTIONS, HARC_CSV_COLUMNS, HARC_TOOLS, SELECT_LOCATIONS, raw_csv_column
 from schemas.vocabulary import HARC_SPLITS, HARC_TERMINAL_ACTIONS
 
 RAW = "raw_harc__csv_rows"
@@ -212,8 +209,29 @@ def _open_release_file(
     loaded = load_csv(ctx.path, header, raw_table=RAW)
     out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags),
                        detection_evidence=evidence.format(variant=variant.name, release=release))
-    out.tables[RAW] = raw_frame(loaded, ctx.file_id)
+    out.tables[RAW] = raw_rows(loaded.frame, ctx.file_id, header)
     return _OpenedFile(header, release, loaded, out)
+
+
+def raw_rows(frame: pl.DataFrame, file_id: str, header: Sequence[str]) -> pl.DataFrame:
+    """The raw table's rows of a batch: file_id, row_number and each field as read, as text, under
+    `csv_<header name>` (a column selection: no value is copied, encoded or hashed), and the surplus fields of
+    a row that had too many (EXTRA, or, in a frame whose fields are already folded into row_json, taken back
+    out of it)."""
+    unknown = [h for h in header if h not in HARC_CSV_COLUMNS]
+    if unknown:  # the variants and the schema's column list disagree: a programming error, not bad input
+        raise ValueError(f"H-ARC CSV column(s) {unknown} have no raw column in schemas.harc.HARC_CSV_COLUMNS")
+    if EXTRA in frame.columns:
+        extra = pl.col(EXTRA)
+    elif ROW_JSON in frame.columns:
+        json = pl.col(ROW_JSON)
+        extra = pl.when(json.str.contains('"__extra_fields":"', literal=True)).then(
+            json.str.json_path_match("$.__extra_fields"))
+    else:
+        extra = pl.lit(None, pl.String)
+    return frame.select(pl.lit(file_id, pl.String).alias("file_id"), pl.col(ROW).cast(pl.Int64),
+                        *[pl.col(h).alias(raw_csv_column(h)) for h in header],
+                        extra.cast(pl.String).alias("extra_fields_json"))
 
 
 def _source_frame(loaded: LoadedCsv, header: Sequence[str]) -> pl.DataFrame:
@@ -326,7 +344,6 @@ class _DataFile:
         self.counter = "action_id" if release == "osf-current" else "num_actions"
         self.n_rows = 0  # the file's last row number, known after the first pass
         self._structural: dict[int, list[RowCheck]] = {}
-        self._beside: ThreadPoolExecutor  # the second pass's thread for the raw rows (`check_batch`)
 
     def structural(self) -> list[RowCheck]:
         """The cut-short-row rule (its reason names the file's last row, known after the first pass)."""
@@ -363,12 +380,11 @@ class _DataFile:
         return pl.concat(self.source.scan(lambda b: b.frame.filter(pl.col(ROW).is_in(rows.implode())).select(ROW, ROW_HASH)))
 
     def __call__(self) -> Iterator[ReaderOutput]:
-        with ThreadPoolExecutor(1, thread_name_prefix="harc-raw") as self._beside:
-            if self.buckets == 1:
-                yield from self.in_memory()
-            else:
-                with scratch_folder("arcstudy-harc-") as folder:
-                    yield from self.bucketed(folder)
+        if self.buckets == 1:
+            yield from self.in_memory()
+        else:
+            with scratch_folder("arcstudy-harc-") as folder:
+                yield from self.bucketed(folder)
 
     def in_memory(self) -> Iterator[ReaderOutput]:
         """Both passes with the whole file's event order, task context and task facts in memory."""
@@ -477,9 +493,8 @@ class _DataFile:
                     checks: list[RowCheck]) -> tuple[ReaderOutput, pl.DataFrame]:
         """Second pass, one batch: every row rule, the raw rows, the loaded events."""
         header = self.header
-        # the raw rows (row_json and its sha256, single-threaded in polars) are built beside the typed columns
-        raw = self._beside.submit(self.raw_rows, loaded)
         out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags))
+        out.tables[RAW] = raw_rows(loaded.frame, self.file_id, header)
         if not context[ROW].equals(loaded.frame[ROW]):
             raise FileChangedError("the file changed while it was read (its rows differ from the first pass's)")
         fields = LoadedCsv(loaded.frame.drop(EXTRA, strict=False), loaded.rejects, loaded.flags, loaded.ends_with_newline)
@@ -492,9 +507,12 @@ class _DataFile:
                        "copy_paste_data": "copy_paste_data_json"}),
         )
         df = with_grid_columns(with_grid_columns(df, "test_input_grid", "__in"), "test_output_grid", "__out")
-        out.tables[RAW] = raw.result()
-        df = df.with_columns(out.tables[RAW][ROW_JSON])  # the rejects quote it
-        rejects, bad = apply_checks(df, checks, ACTIONS, structural=structural)
+        # the rejects quote the row's fields as a JSON object, built for the failing rows only
+        extra = [EXTRA] if EXTRA in loaded.frame.columns else []
+        if extra:
+            df = df.with_columns(loaded.frame[EXTRA])
+        row_text = pl.struct([*[pl.col(src(h)).alias(h) for h in header], *extra]).struct.json_encode()
+        rejects, bad = apply_checks(df, checks, ACTIONS, structural=structural, raw_text=row_text)
         out.rejects += rejects
         good = df.filter(~bad)
         flags = flag_lists(good, [
@@ -508,13 +526,8 @@ class _DataFile:
         ])
         good = good.with_columns(_TUTORIAL.alias("is_tutorial"), pl.lit(self.file_id).alias("file_id"), flags)
         # without the row texts (the raw table has them): less to hold while the piece waits for the runner
-        out.tables[ACTIONS] = good.select(pl.exclude(ROW_JSON, f"^{SRC}.*$"))
+        out.tables[ACTIONS] = good.select(pl.exclude(EXTRA, f"^{SRC}.*$"))
         return out, good
-
-    def raw_rows(self, loaded: LoadedCsv) -> pl.DataFrame:
-        """The batch's rows of the raw table."""
-        row_json = LoadedCsv(with_row_json(loaded, self.header), loaded.rejects, loaded.flags, loaded.ends_with_newline)
-        return raw_frame(row_json, self.file_id)
 
 
 _TUTORIAL = (pl.col("task_number") == 0) | pl.col("__is_tutorial")

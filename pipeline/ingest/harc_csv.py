@@ -791,8 +791,10 @@ def broken(structural: Sequence[RowCheck]) -> pl.Expr:
 
 
 def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str, *,
-                 structural: Sequence[RowCheck] = ()) -> tuple[list[Reject], pl.Series]:
+                 structural: Sequence[RowCheck] = (), raw_text: pl.Expr | None = None
+                 ) -> tuple[list[Reject], pl.Series]:
     """Rejects for every failing (row, check), and a boolean Series: row has at least one failure.
+    `raw_text`: the reject's raw_text, evaluated on failing rows only (default: the row_json column).
 
     A row failing a `structural` check (its fields are not what the header says) gets only that reject:
     the other checks would only repeat the same problem column by column.
@@ -818,7 +820,7 @@ def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str
                                                      in df.columns else pl.lit(None, pl.String))
         bad = df.filter(mask).select(
             pl.col(ROW), c.reason.cast(pl.String).alias("reason"), value.cast(pl.String).alias("value"),
-            pl.col(ROW_JSON))
+            (pl.col(ROW_JSON) if raw_text is None else raw_text).alias("raw"))
         for row, reason, val, raw in bad.iter_rows():
             if c.explain is not None:
                 reason = f"{reason}: {c.explain(val)}"

@@ -162,3 +162,23 @@ def test_one_worker_replays_file_by_file_and_keeps_no_pixels(monkeypatch):
     assert steps.equals(all_steps) and plays.equals(all_plays) and problems == all_problems
     recs = recordings_from_tables(all_steps, all_plays, all_files)
     assert checks == parallel.verify_recordings(recs, [GAMES], from_file=True, workers=1)
+
+
+def test_below_the_automatic_threshold_one_process_replays_and_says_so(monkeypatch, capsys):
+    """Without --workers, recordings under PARALLEL_MIN_BYTES are replayed in this process (a cluster would cost
+    more to start than it saves), and the user is told why the other cores stay idle."""
+    monkeypatch.setattr(parallel, "default_workers", lambda: 2)  # as on a machine with two cores
+    paths = sorted(FIXTURES.glob("*.jsonl"))
+    assert sum(p.stat().st_size for p in paths) < parallel.PARALLEL_MIN_BYTES
+    opened = []
+    real = parallel.open_executor
+
+    def spy(workers, *args, **kwargs):
+        opened.append(workers)
+        return real(workers, *args, **kwargs)
+
+    monkeypatch.setattr(parallel, "open_executor", spy)
+    parallel.read_and_verify(paths, [GAMES])
+    assert opened == [1]
+    said = capsys.readouterr().err
+    assert "below the 64 MB" in said and "in this one process" in said and "--workers N" in said

@@ -141,3 +141,22 @@ def test_ingest_goes_parallel_only_for_input_it_can_share_out():
     assert auto_ingest_workers(one_large, 4) == 1
     assert auto_ingest_workers(many[:50], 4) == 1  # too little to pay for starting a cluster
     assert auto_ingest_workers([], 4) == 1
+    # two cores: one process already keeps both busy; workers only for a release-sized study
+    from pipeline.ingest.runner import TWO_CORES_MIN_BYTES
+
+    study = [350_000_000 // 80] * 80  # a simulated study of 80 recordings
+    assert auto_ingest_workers(study, 2) == 1 and auto_ingest_workers(study, 4) == 4
+    assert auto_ingest_workers([TWO_CORES_MIN_BYTES // 100] * 102, 2) == 2
+    assert auto_ingest_workers(many, 1) == 1
+
+
+def preloaded(_: int) -> tuple[int, bool]:
+    return os.getpid(), "tests.fixtures.harc" in sys.modules
+
+
+def test_preload_is_imported_by_every_local_worker_as_it_starts():
+    """`preload`: each worker imports the modules as it starts (the piece itself does not import them)."""
+    with open_executor(2, n_items=8, preload=("tests.fixtures.harc",)) as ex:
+        outcomes = list(ex.map_unordered(preloaded, [(k, k) for k in range(8)]))
+    assert all(o.error is None for o in outcomes)
+    assert all(o.value[1] for o in outcomes) and os.getpid() not in {o.value[0] for o in outcomes}

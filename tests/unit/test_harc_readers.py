@@ -60,7 +60,7 @@ from pipeline.ingest.harc_csv import (
     read_header,
     sha256_texts,
 )
-from schemas.harc import HARC_ACTIONS
+from schemas.harc import HARC_ACTIONS, raw_csv_column
 from tests.fixtures import harc as fx
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -256,17 +256,29 @@ def test_2024_data_file_uses_num_actions(tmp_path):
     assert set(acts["release_generation"]) == {"2024"}
     assert acts.filter(pl.col("task_id") == "0d3d703e")["action_number"].sort().to_list() == list(range(1, 12))
     assert "2024 clean_data" in out.detection_evidence
-    raw = json.loads(out.tables[RAW].sort("row_number")["row_json"][0])
-    assert raw["num_actions"] == "1" and "action_id" not in raw and raw["action_x"] is None
+    raw = out.tables[RAW].sort("row_number").row(0, named=True)
+    assert raw["csv_num_actions"] == "1" and "csv_action_id" not in raw and raw["csv_action_x"] is None
 
 
-def test_raw_rows_keep_the_fields_and_hash_them(tmp_path):
-    out = read_data(ctx(fx.write_data(tmp_path / "data.csv")))
-    raw = out.tables[RAW].sort("row_number")
-    first = json.loads(raw["row_json"][0])
-    assert list(first) == fx.DATA_COLUMNS
+def _raw_fields(raw: pl.DataFrame, header: list[str]) -> list[dict[str, str | None]]:
+    """The raw table's rows (in row order) as {header name: text}: the fields as the file had them."""
+    return [{h: r[raw_csv_column(h)] for h in header} for r in raw.sort("row_number").iter_rows(named=True)]
+
+
+def test_raw_rows_keep_every_field_as_text(tmp_path):
+    import csv
+
+    path = fx.write_data(tmp_path / "data.csv")
+    out = read_data(ctx(path))
+    raw = out.tables[RAW]
+    first = _raw_fields(raw, fx.DATA_COLUMNS)[0]
     assert first["first_written_solution"] == fx.DESC_A1 and first["action_y"] is None
-    assert raw["content_sha256"][0] == hashlib.sha256(raw["row_json"][0].encode()).hexdigest()
+    with open(path, newline="", encoding="utf-8") as fh:
+        header, *records = csv.reader(fh)
+    assert _raw_fields(raw, header) == [{h: v or None for h, v in zip(header, r, strict=True)} for r in records]
+    # provenance is the file's sha256 and the row number; no per-row JSON or hash is stored
+    assert set(raw["file_id"]) == {"f" * 64} and raw["row_number"].to_list() == list(range(1, 26))
+    assert "row_json" not in raw.columns and "content_sha256" not in raw.columns
 
 
 @pytest.mark.parametrize("row, change, check, column, reason", [
@@ -301,7 +313,7 @@ def test_bom_and_windows_line_endings(tmp_path):
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
     out = read_data(ctx(path))
     assert out.rejects == [] and out.tables[ACTIONS].height == 25
-    assert json.loads(out.tables[RAW].sort("row_number")["row_json"][0])["complete"] == "True"  # no stray \r
+    assert out.tables[RAW].sort("row_number")["csv_complete"][0] == "True"  # no stray \r
 
 
 def test_blank_lines_are_skipped_and_rows_keep_their_line_based_numbers(tmp_path):
@@ -613,11 +625,8 @@ def test_batched_reading_keeps_every_field_of_tricky_rows(tmp_path_factory, text
         assert a[name].equals(b[name]), name
     with open(path, newline="", encoding="utf-8") as fh:
         header, *records = csv.reader(fh)
-    expected = [json.dumps({h: v or None for h, v in zip(header, r, strict=True)}, ensure_ascii=False,
-                           separators=(",", ":")) for r in records]
-    raw = batched.tables[RAW].sort("row_number")
-    assert raw["row_json"].to_list() == expected
-    assert raw["content_sha256"].to_list() == [hashlib.sha256(e.encode()).hexdigest() for e in expected]
+    expected = [{h: v or None for h, v in zip(header, r, strict=True)} for r in records]
+    assert _raw_fields(batched.tables[RAW], header) == expected
 
 
 @pytest.mark.parametrize("batch_bytes", [600, 1500])
