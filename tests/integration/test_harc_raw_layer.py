@@ -1,6 +1,8 @@
 """The lean H-ARC raw layer (raw_harc__csv_rows: each CSV field as text under `csv_<header name>`, provenance by
-file_id = the file's sha256 and the row number) keeps every value as read, and the typed tables and the
-quarantine are what the reader stored before it (the per-row JSON + sha256 layout, commit REFERENCE).
+file_id = the file's sha256 and the row number) keeps every value as read. That the typed tables and the
+quarantine are those of the reader before it (the per-row JSON + sha256 layout, commit 969e8f1) was checked once
+with `benchmarks/compare_ingest.py --reference` (EXCEPT ALL both ways); it is not a test, since later changes
+to quarantine reasons would rightly differ from that old reader.
 
 Corpus: the valid H-ARC fixture tree (both releases, surveys), one file per defect of test_ingest_harc, and a
 small simulated H-ARC study (`simulate_harc_study`, 6 participants)."""
@@ -9,8 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,8 +21,6 @@ from pipeline.simulate.harc import StudyDesign, simulate_harc_study
 from schemas.harc import raw_csv_column
 from tests.integration.test_ingest_harc import DEFECTS, write_valid_tree
 
-REPO = Path(__file__).resolve().parents[2]
-REFERENCE = "969e8f1"  # main before the raw layer changed (row_json + content_sha256 per row)
 TINY = StudyDesign("tiny", n_training=3, n_training_ten=1, n_evaluation=3, n_incomplete_training=1,
                    n_incomplete_evaluation=1, n_tasks_training=12, n_tasks_evaluation=12)
 
@@ -99,23 +97,6 @@ def test_quarantined_rows_quote_the_fields_the_raw_layer_holds(corpus):
         assert {h: row[raw_csv_column(h)] for h in fields} == fields, (path, location)
         assert row["extra_fields_json"] == extra
     assert compared >= 10
-
-
-@pytest.mark.slow
-def test_typed_tables_and_quarantine_are_those_of_the_reference_reader(corpus, tmp_path):
-    """Every core table and the quarantine, EXCEPT ALL both ways against the reader before this raw layer."""
-    files, _ = corpus
-    ref = tmp_path / "reference"
-    ref.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", REFERENCE, "pipeline", "schemas", "engine", "games"],
-                             capture_output=True)
-    if archive.returncode != 0:  # a checkout without that history (a shallow clone, a source archive)
-        pytest.skip(f"commit {REFERENCE} is not in this checkout: {archive.stderr.decode().strip()[:200]}")
-    subprocess.run(["tar", "-x", "-C", str(ref)], input=archive.stdout, check=True)
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "compare_ingest.py"), "--reference", str(ref),
-                           str(files)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "core_harc__actions: rows" in done.stdout and "hold the same fields" in done.stdout
 
 
 def test_a_workspace_with_the_previous_raw_layout_is_refused_with_what_to_do(tmp_path):
