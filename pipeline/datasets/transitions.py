@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,7 +70,7 @@ from pipeline.recordings.playback import (
     script_guid,
 )
 from pipeline.recordings.reader import ParsedRecording, RecordingRejected, read_recording_file
-from pipeline.recordings.transition_replay import replay_chunk
+from pipeline.recordings.transition_replay import Feed, replay_chunk
 from pipeline.recordings.variant import counting_options_for_variant
 from pipeline.scoring.plays import RecordingInput, read_recording_files, recordings_from_tables
 from pipeline.scoring.verify import (
@@ -466,21 +465,6 @@ def _slices(out: dict) -> Iterator[tuple[int, bytes, bytes]]:
         at += count
 
 
-class _Feed:
-    """Values handed to a running generator one at a time (see `counting.iter_step_effects`)."""
-
-    def __init__(self) -> None:
-        self.queue: deque = deque()
-
-    def __iter__(self) -> _Feed:
-        return self
-
-    def __next__(self) -> Any:
-        if self.queue:
-            return self.queue.popleft()
-        raise StopIteration
-
-
 # ---- playback scripts ------------------------------------------------------------------------------
 def _script_items(actions: Sequence[ScriptAction]) -> list[tuple]:
     return [(a.action_id, a.data, a.reasoning, a.line_number, ACTION_NAMES[a.action_id]) for a in actions]
@@ -495,9 +479,9 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
     guid = script_guid(file_id)
     result.file_id, result.game_id, result.source = file_id, info.game_id, "playback"
     result.game_source_sha256 = sha
-    records, triples = _Feed(), _Feed()
+    records, triples = Feed(), Feed()
     effects = iter_step_effects(records, counting_options_for_variant("playback"))
-    effect_feed = _Feed()
+    effect_feed = Feed()
     play_index = iter_play_index(effect_feed)
     changes = iter_level_changes(triples)
     rows = _Rows(job.batch_rows, job.compress)

@@ -25,20 +25,21 @@ from engine.env import GameEnv
 
 from .replaying import ReplayResult, ReplayStep, iter_replay_classified
 
-__all__ = ["replay_chunk"]
+__all__ = ["Feed", "replay_chunk"]
 
 FRAME_BYTES = 64 * 64
 MAX_SESSIONS = 16  # sessions a child keeps (a process exports one file at a time per game; threads: a few)
 _SESSIONS: OrderedDict[str, _Session] = OrderedDict()
 
 
-class _Feed:
-    """The steps handed to a running replay: taken one at a time, only when the replay asks for the next."""
+class Feed:
+    """Values handed to a running generator one at a time, only when it asks for the next (the steps of a
+    running replay here; the records of `counting.iter_step_effects` in the export)."""
 
     def __init__(self) -> None:
         self.queue: deque = deque()
 
-    def __iter__(self) -> _Feed:
+    def __iter__(self) -> Feed:
         return self
 
     def __next__(self) -> Any:
@@ -82,7 +83,7 @@ class _Chunk:
 class _Session:
     def __init__(self, kind: str, env: GameEnv, needs_opening: bool, check_full_reset: bool) -> None:
         self.kind = kind
-        self.feed = _Feed()
+        self.feed = Feed()
         self.needs: deque = deque()
         self.fed = 0
         self.done = 0
