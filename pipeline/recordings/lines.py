@@ -113,7 +113,7 @@ class Line:
     raw_json: str = ""
     action_id: int | None = None
     id_was_string: bool = False
-    dropped: list[LineError] = field(default_factory=list)  # values over their size bound, not stored
+    dropped: tuple[LineError, ...] = ()  # values over their size bound, not stored (one shared empty tuple)
 
     @property
     def levels_completed(self) -> int | None:
@@ -312,13 +312,13 @@ def _bound_sizes(line: Line) -> None:
         action = data.get("action_input") or {}
         reasoning = action.get("reasoning")
         if reasoning is not None and _size(reasoning) > MAX_REASONING_BYTES:
-            line.dropped.append(_too_large("action_input.reasoning (serialized)", "reasoning_json", reasoning,
-                                           MAX_REASONING_BYTES, "reasoning_too_large"))
+            line.dropped += (_too_large("action_input.reasoning (serialized)", "reasoning_json", reasoning,
+                                        MAX_REASONING_BYTES, "reasoning_too_large"),)
             action["reasoning"] = None
     elif line.kind == "usage":
         text, limit = data.get("assistant"), FIELDS["assistant_text"].max_bytes
         if isinstance(text, str) and _size(text) > limit:
-            line.dropped.append(_too_large("assistant", "assistant_text", text, limit))
+            line.dropped += (_too_large("assistant", "assistant_text", text, limit),)
             data["assistant"] = None
 
 

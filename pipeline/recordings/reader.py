@@ -21,10 +21,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import polars as pl
 import pyarrow as pa
 
@@ -33,7 +35,7 @@ from pipeline.core.textfiles import TextFacts, strip_bom
 from schemas.validate import conform, empty_frame
 
 from .cards import card_rows
-from .counting import ACTION_NAMES, StepEffect, classify_steps, detect_action_ids_lost, level_changes
+from .counting import ACTION_NAMES, StepEffect, classify_steps, detect_action_ids_lost, iter_level_changes
 from .lines import Line, LineError, LineIssue, clip, filename_guid, parse_line
 from .variant import RecordingVariant, counting_options_for_variant, detect_variant
 
@@ -105,6 +107,29 @@ READ_BUFFER = 1024 * 1024  # frame lines are ~12 KB: a small buffer reads each i
 
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a frame line is ~12 KB a frame: a longer line is never held whole
+SHARED_DATA_LIMIT = 4096  # distinct `data` objects remembered for sharing (then forgotten, and the table starts over)
+
+
+def share_data(data: dict[str, Any], raw_json: str, shared: dict[bytes, dict[str, Any]]) -> dict[str, Any]:
+    """One object for every frame line of a file whose `data` is the same JSON (a step's `data` without its frame
+    pixels is a few hundred bytes of small objects: most steps repeat one held before, and a file keeps one `data`
+    per line until its steps are counted). Equal means equal JSON, types included (1, 1.0 and true differ):
+    the key is orjson's serialization, which writes every value's type; a line with a non-finite float
+    (orjson writes it as null) or an integer over 64 bits (orjson refuses it) keeps its own. Nothing changes
+    a line's `data` once it is read."""
+    if "NaN" in raw_json or "Infinity" in raw_json:
+        return data
+    try:
+        key = orjson.dumps(data)
+    except TypeError:
+        return data
+    held = shared.get(key)
+    if held is not None:
+        return held
+    if len(shared) >= SHARED_DATA_LIMIT:
+        shared.clear()
+    shared[key] = data
+    return data
 
 
 def bounded_lines(fh: Any, digest: Any | None) -> Iterator[tuple[bytes, int | None]]:
@@ -132,6 +157,7 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
     pending = 0  # index in `lines` of the first line not yet handed to on_chunk
     keep_pixels = want_frames or on_frames is not None
     shared: dict[str, str] = {}
+    shared_data: dict[bytes, dict[str, Any]] = {}
     with open(path, "rb", buffering=READ_BUFFER) as fh:
         number = offset = 0
         since_chunk = 0
@@ -180,6 +206,8 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 value = data.get(key)
                 if type(value) is str:
                     data[key] = shared.setdefault(value, value)
+            if line.kind == "frame":
+                line.data = share_data(data, line.raw_json, shared_data)
             for err in line.dropped:  # a value over its size bound: the line stays, the value is not stored
                 issues.append(LineIssue(f"line {number}", err.check, f"{err.reason}; the line is kept without it",
                                         clip(body.decode("utf-8")), USAGE if line.kind == "usage" else STEPS,
@@ -343,11 +371,18 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
                                     "summary_other_game", f"line {summary.number}", issues=issues)
 
     # Lines whose ids were lost all read RESET: they are not judged as repeated RESETs.
-    frame_records = [ln.step_record() for ln in frames]
-    ids_lost = detect_action_ids_lost(frame_records)
+    records = [ln.step_record() for ln in frames]
+    ids_lost = detect_action_ids_lost(records)
     steps = _consistent_steps(path, frames, game_id, guid, issues, None if ids_lost else variant)
-    record_of = {id(ln): record for ln, record in zip(frames, frame_records, strict=True)}
-    records = [record_of[id(ln)] for ln in steps]  # the kept lines' records, not built twice
+    if len(steps) < len(frames):  # the kept lines' records, not built twice (`steps` is in `frames`' order)
+        kept = iter(steps)
+        keep = next(kept, None)
+        kept_records = []
+        for ln, record in zip(frames, records, strict=True):
+            if ln is keep:
+                kept_records.append(record)
+                keep = next(kept, None)
+        records = kept_records
     ids_lost = detect_action_ids_lost(records)
     options = counting_options_for_variant(variant)
     if variant == "toolkit" and steps and steps[0].action_id != 0 and not ids_lost:
@@ -358,6 +393,7 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
     # Lines whose ids were lost cannot be classified: they stay one play of plain actions (flagged), and no
     # line is treated as an echo.
     effects = (tuple(StepEffect.ACTION for _ in steps) if ids_lost else classify_steps(records, options))
+    del records  # a record a step: rebuilt, a chunk at a time, by `step_frames`
     play_index, current = [], 0
     for effect in effects:
         current += effect is StepEffect.FULL_RESET
@@ -411,7 +447,8 @@ def step_frames(rec: ParsedRecording, file_id: str, frames_file: str | None = No
     hundreds of thousands of steps; ingest writes each piece as it comes)."""
     prev_available: list[int] | None = None
     ids_lost = rec.is_action_ids_lost
-    changes = level_changes([ln.step_record() for ln in rec.steps], rec.effects, rec.play_index)
+    changes = iter_level_changes(zip((ln.step_record() for ln in rec.steps), rec.effects, rec.play_index,
+                                     strict=True))  # taken a chunk at a time: no record of every step held
     for first in range(0, max(len(rec.steps), 1), chunk_rows):
         cols: dict[str, list] = {name: [] for name in empty_frame(STEPS).columns}
         last = min(first + chunk_rows, len(rec.steps))
@@ -458,7 +495,7 @@ def step_frames(rec: ParsedRecording, file_id: str, frames_file: str | None = No
                 prev_available = available
         n = last - first
         cols.update(file_id=[file_id] * n, step_index=list(range(first, last)), game_id=[rec.game_id] * n,
-                    is_level_change=changes[first:last])
+                    is_level_change=list(islice(changes, n)))
         yield _frame(STEPS, cols)
 
 
