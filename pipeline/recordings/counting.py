@@ -523,22 +523,38 @@ def play_flags(play: CardPlay) -> tuple[str, ...]:
 # The benchmarking "every action id is 0" defect (formats.md A.2)
 
 
-def detect_action_ids_lost(steps: Sequence[StepRecord]) -> bool:
+def detect_action_ids_lost(steps: Iterable[StepRecord]) -> bool:
     """True when the lines show the ``action_ids_lost`` pattern: at least two non-echo steps, every one with
     action id 0 (RESET), and evidence that they were not RESETs: ``levels_completed`` changes between
     consecutive steps (a RESET cannot advance levels), or the settled frame changes between consecutive
     steps (repeated RESETs show the same level start), or, without frame digests, no step after the first
-    is a full reset (in the toolkit a RESET right after a RESET is always a full reset)."""
-    live = [s for s in steps if not (s.frame_count == 0 or (s.frame_count is None and s.win_levels == 0))]
-    if len(live) < 2 or any(s.action_id != RESET for s in live):
+    is a full reset (in the toolkit a RESET right after a RESET is always a full reset).
+
+    One pass over ``steps`` (a generator will do: a file's records need not be held), which stops at the
+    first step that is not a RESET."""
+    n_live, prev = 0, None
+    levels_change = full_after_first = False
+    all_digests, digests = True, set()
+    for s in steps:
+        if s.frame_count == 0 or (s.frame_count is None and s.win_levels == 0):
+            continue
+        if s.action_id != RESET:
+            return False
+        if prev is not None:
+            levels_change = levels_change or prev.levels_completed != s.levels_completed
+            full_after_first = full_after_first or bool(s.full_reset)
+        if s.frame_digest is None:
+            all_digests = False
+        elif len(digests) < 2:
+            digests.add(s.frame_digest)
+        n_live, prev = n_live + 1, s
+    if n_live < 2:
         return False
-    pairs = list(zip(live, live[1:], strict=False))
-    if any(a.levels_completed != b.levels_completed for a, b in pairs):
+    if levels_change:
         return True
-    digests = [s.frame_digest for s in live]
-    if all(d is not None for d in digests):
-        return len(set(digests)) > 1
-    return not any(s.full_reset for s in live[1:])
+    if all_digests:
+        return len(digests) > 1
+    return not full_after_first
 
 
 def live_step_indices(steps: Sequence[StepRecord]) -> list[int]:

@@ -35,7 +35,7 @@ from pipeline.core.textfiles import TextFacts, strip_bom
 from schemas.validate import conform, empty_frame
 
 from .cards import card_rows
-from .counting import ACTION_NAMES, StepEffect, classify_steps, detect_action_ids_lost, iter_level_changes
+from .counting import ACTION_NAMES, StepEffect, detect_action_ids_lost, iter_level_changes, iter_step_effects
 from .lines import Line, LineError, LineIssue, clip, filename_guid, parse_line
 from .variant import RecordingVariant, counting_options_for_variant, detect_variant
 
@@ -371,19 +371,10 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
                                     "summary_other_game", f"line {summary.number}", issues=issues)
 
     # Lines whose ids were lost all read RESET: they are not judged as repeated RESETs.
-    records = [ln.step_record() for ln in frames]
-    ids_lost = detect_action_ids_lost(records)
+    # The steps' records are made as they are used, never held for the whole file (a large file has millions).
+    ids_lost = detect_action_ids_lost(ln.step_record() for ln in frames)
     steps = _consistent_steps(path, frames, game_id, guid, issues, None if ids_lost else variant)
-    if len(steps) < len(frames):  # the kept lines' records, not built twice (`steps` is in `frames`' order)
-        kept = iter(steps)
-        keep = next(kept, None)
-        kept_records = []
-        for ln, record in zip(frames, records, strict=True):
-            if ln is keep:
-                kept_records.append(record)
-                keep = next(kept, None)
-        records = kept_records
-    ids_lost = detect_action_ids_lost(records)
+    ids_lost = detect_action_ids_lost(ln.step_record() for ln in steps)
     options = counting_options_for_variant(variant)
     if variant == "toolkit" and steps and steps[0].action_id != 0 and not ids_lost:
         # Recorder defect: the RESET made by make() opened play 1 on the toolkit's card but was not written.
@@ -392,8 +383,8 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
         options = replace(options, leading_reset="absent")
     # Lines whose ids were lost cannot be classified: they stay one play of plain actions (flagged), and no
     # line is treated as an echo.
-    effects = (tuple(StepEffect.ACTION for _ in steps) if ids_lost else classify_steps(records, options))
-    del records  # a record a step: rebuilt, a chunk at a time, by `step_frames`
+    effects = (tuple(StepEffect.ACTION for _ in steps) if ids_lost
+               else tuple(iter_step_effects((ln.step_record() for ln in steps), options)))
     play_index, current = [], 0
     for effect in effects:
         current += effect is StepEffect.FULL_RESET
