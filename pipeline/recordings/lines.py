@@ -101,7 +101,7 @@ def filename_guid(path: Path) -> tuple[str | None, str]:
 @dataclass(slots=True)  # a large recording keeps one per line until its steps are counted
 class Line:
     number: int
-    sha: str
+    sha: bytes  # sha256 of the line's bytes, 32 bytes (its hex, twice the size, is made when stored)
     offset: int = 0  # where the line's bytes start in its file, and how many: its text is read again only
     size: int = 0  # for a quarantine record (a recording can be hundreds of MB of frame JSON)
     kind: str = "other"  # classify_record
@@ -249,7 +249,7 @@ def _dumps(obj: Any, by_json: bool) -> str:
 
 def parse_line(number: int, raw: bytes, want_frames: bool) -> Line:
     """One line's bytes (UTF-8, without its line end) -> `Line`; LineError for a line to quarantine."""
-    line = Line(number=number, sha=hashlib.sha256(raw).hexdigest())
+    line = Line(number=number, sha=hashlib.sha256(raw).digest())
     obj, frame_text, by_json = _loads(raw)
     if by_json:  # orjson refuses a lone surrogate escape; json reads it into a string nothing can store
         bad = lone_surrogates(obj, raw.decode("utf-8"))

@@ -556,7 +556,7 @@ def line_rows(lines: list[Line], file_id: str) -> pl.DataFrame:
     """raw_arc3__recording_lines rows of parsed lines (of a whole file, or of a chunk of it)."""
     return conform(LINES, pl.DataFrame({
         "file_id": [file_id] * len(lines), "line_number": [ln.number for ln in lines],
-        "content_sha256": [ln.sha for ln in lines], "line_kind": [ln.kind for ln in lines],
+        "content_sha256": [ln.sha.hex() for ln in lines], "line_kind": [ln.kind for ln in lines],
         "raw_json": [ln.raw_json for ln in lines],
     }, schema_overrides={"line_number": pl.Int64}))
 

@@ -4,6 +4,7 @@ compares equal in Python (1, 1.0 and true; NaN) keeps its own, so the stored row
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -40,6 +41,11 @@ def test_steps_with_the_same_data_share_one_object(tmp_path: Path):
     # no per-line empty list for the values a line dropped: one shared empty tuple
     assert len({id(ln.dropped) for ln in rec.steps}) == 1 and rec.steps[0].dropped == ()
     assert [ln.data for ln in rec.steps] == datas  # sharing changes no value
+    assert all(type(ln.sha) is bytes and len(ln.sha) == 32 for ln in rec.steps)  # the digest, not its hex
+    rows = reader.line_rows(rec.lines, "f")  # stored as hex, of the line's bytes
+    path = tmp_path / "steps.jsonl"
+    first = path.read_bytes().split(b"\n")[0]
+    assert rows["content_sha256"][0] == hashlib.sha256(first).hexdigest()
 
 
 def test_values_equal_only_in_python_are_not_shared(tmp_path: Path):
