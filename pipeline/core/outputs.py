@@ -147,26 +147,24 @@ def _new_temp_file(folder: Path, name: str) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
 
 
-def write_with(path: Path | str, write: Callable[[Path], Any], *, make_parents: bool = True) -> Path:
-    """Write `path` whole: `write(tmp)` fills a fresh temporary file in the same folder, which then replaces
-    `path` (a symlink there is replaced, not followed). Its folder is created if missing (unless not
-    `make_parents`: a missing folder is then an error). Any error removes the temporary file; an OSError is
-    raised as OutputError naming `path`."""
-    target = Path(path)
+@contextmanager
+def _replacing(target: Path, make_parents: bool) -> Iterator[tuple[int, str]]:
+    """(fd, path) of a fresh temporary file beside `target`, renamed over `target` when the block ends (a symlink
+    there is replaced, not followed) and removed on any error; an OSError, or a library's error around one
+    (polars: "... (os error 28)"), is raised as OutputError naming `target`."""
     tmp: str | None = None
     try:
         if make_parents:
             target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = _new_temp_file(target.parent, target.name)
-        os.close(fd)
-        write(Path(tmp))
+        yield fd, tmp
         os.replace(tmp, target)
         tmp = None
     except OSError as err:
-        if not isinstance(err, FileExistsError):  # (mkstemp, os.replace name the temporary file): the target
+        if not isinstance(err, FileExistsError):  # (os.replace names the temporary file): the target
             err.filename = None
         raise as_output_error(err, target) from err
-    except Exception as err:  # a library's own error around an OS one (polars: "... (os error 28)")
+    except Exception as err:
         found = re.search(r"\(os error (\d+)\)", str(err))
         if found is None:
             raise
@@ -176,6 +174,17 @@ def write_with(path: Path | str, write: Callable[[Path], Any], *, make_parents: 
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def write_with(path: Path | str, write: Callable[[Path], Any], *, make_parents: bool = True) -> Path:
+    """Write `path` whole: `write(tmp)` fills a fresh temporary file in the same folder, which then replaces
+    `path` (a symlink there is replaced, not followed). Its folder is created if missing (unless not
+    `make_parents`: a missing folder is then an error). Any error removes the temporary file; an OSError is
+    raised as OutputError naming `path`."""
+    target = Path(path)
+    with _replacing(target, make_parents) as (fd, tmp):
+        os.close(fd)
+        write(Path(tmp))
     return target
 
 
@@ -183,24 +192,8 @@ def write_with(path: Path | str, write: Callable[[Path], Any], *, make_parents: 
 def open_output(path: Path | str, *, encoding: str = "utf-8", make_parents: bool = True) -> Iterator[Any]:
     """A text file to stream an output into, written whole: `with open_output(path) as fh: fh.write(...)`
     (a temporary file renamed over `path` when the block ends; removed on any error)."""
-    target = Path(path)
-    tmp: str | None = None
-    try:
-        if make_parents:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = _new_temp_file(target.parent, target.name)
-        with os.fdopen(fd, "w", encoding=encoding) as fh:
-            yield fh
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as err:
-        if not isinstance(err, FileExistsError):
-            err.filename = None
-        raise as_output_error(err, target) from err
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    with _replacing(Path(path), make_parents) as (fd, _tmp), os.fdopen(fd, "w", encoding=encoding) as fh:
+        yield fh
 
 
 def _fill(tmp: Path, data: bytes) -> None:
