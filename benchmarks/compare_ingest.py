@@ -25,6 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 QUARANTINE_COLUMNS = ("file_path", "source_location", "check_name", "column_name", "failing_value", "reason",
                       "raw_text", "target_table")
+VOLATILE_RAW_COLUMNS = ("run_id", "ingested_at")  # of a raw table, with --raw: the run's, not the file's
 
 
 def ingest(checkout: Path, paths: list[str], db: Path) -> int:
@@ -63,6 +64,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reference", type=Path, required=True, help="the other checkout (e.g. the main branch)")
     ap.add_argument("--candidate", type=Path, default=REPO, help="this checkout (default: the one holding me)")
+    ap.add_argument("--raw", action="store_true",
+                    help="compare the raw tables too (same layout expected; run ids and ingest times left out)")
     ap.add_argument("paths", nargs="+")
     args = ap.parse_args()
 
@@ -100,14 +103,16 @@ def main() -> None:
                 if not same:
                     differing.append(name)
                 continue
-            if not name.startswith("core_") and name != "quarantine":
+            raw_compared = args.raw and name.startswith("raw_")
+            if not name.startswith("core_") and name != "quarantine" and not raw_compared:
                 print(f"{name}: rows {count.get('a', '-')} / {count.get('b', '-')} (layout may differ; not compared)")
                 continue
             if name not in a or name not in b or a[name] != b[name] and name != "quarantine":
                 print(f"{name}: DIFFERENT columns: {a.get(name)} / {b.get(name)}")
                 differing.append(name)
                 continue
-            cols = ", ".join(QUARANTINE_COLUMNS if name == "quarantine" else a[name])
+            cols = ", ".join(QUARANTINE_COLUMNS if name == "quarantine" else
+                             [c for c in a[name] if c not in VOLATILE_RAW_COLUMNS] if raw_compared else a[name])
             only = [con.execute(f"SELECT count(*) FROM (SELECT {cols} FROM {x}.{name} EXCEPT ALL "
                                 f"SELECT {cols} FROM {y}.{name})").fetchone()[0] for x, y in (("a", "b"), ("b", "a"))]
             same = only == [0, 0]
@@ -119,8 +124,10 @@ def main() -> None:
     if differing:
         print(f"DIFFERENT: {', '.join(differing)}")
         sys.exit(1)
-    compared = sum(1 for n in set(a) | set(b) if n.startswith("core_") or n == "quarantine")
-    print(f"identical: {compared} tables (core tables and quarantine, EXCEPT ALL both ways)")
+    compared = sum(1 for n in set(a) | set(b) if n.startswith("core_") or n == "quarantine"
+                   or args.raw and n.startswith("raw_"))
+    print(f"identical: {compared} tables (core tables{', raw tables' if args.raw else ''} and quarantine, EXCEPT ALL "
+          "both ways)")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,14 @@ from pipeline.core.special_files import not_regular_file
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.background import BackgroundWriter
 from pipeline.ingest.base import FileContext
-from pipeline.ingest.batches import BATCH_MAX_BYTES, BATCH_MAX_FILES, SMALL_FILE_BYTES, commit_batch, is_small
+from pipeline.ingest.batches import (
+    BATCH_EAGER_BYTES,
+    BATCH_MAX_BYTES,
+    BATCH_MAX_FILES,
+    SMALL_FILE_BYTES,
+    commit_batch,
+    is_small,
+)
 from pipeline.ingest.commit import commit_file
 from pipeline.ingest.formats import FORMATS, InputFormat, detect
 from pipeline.ingest.prepared import FileReport, PreparedFile, _failed_piece, _read, _refuse_if_changed
@@ -290,7 +297,8 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
                 continue
             batch.append(prepared)
             batch_bytes += prepared.n_bytes
-            if len(batch) >= BATCH_MAX_FILES or batch_bytes >= BATCH_MAX_BYTES:
+            if len(batch) >= BATCH_MAX_FILES or batch_bytes >= BATCH_MAX_BYTES or (
+                    batch_bytes >= BATCH_EAGER_BYTES and not writer.working):
                 writer.submit(commit_batch, ws, batch, weight=_held(batch))
                 batch, batch_bytes = [], 0
         if batch:

@@ -120,6 +120,7 @@ def test_a_reader_bug_after_chunks_were_written_refuses_that_file_only(tmp_path:
 def test_a_file_commit_failing_on_the_writer_thread_stops_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     # Each file committed alone (not in a batch) on the writer thread, while the next one is read.
     monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_RECORDING_BYTES", 0)
     files = _copies(tmp_path / "in", 4)
     with Workspace(tmp_path / "db.duckdb") as ws:
         threads = _spy_inserts(monkeypatch, "core_arc3__steps", fail_at=2, delay=0.05)
@@ -137,6 +138,7 @@ def test_a_file_commit_failing_on_the_writer_thread_stops_the_run(tmp_path: Path
 def test_a_reader_bug_while_the_writer_commits_refuses_that_file_and_the_run_goes_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_RECORDING_BYTES", 0)
     files = _copies(tmp_path / "in", 3)
     real_read = runner._read
 
@@ -157,6 +159,7 @@ def test_a_reader_bug_while_the_writer_commits_refuses_that_file_and_the_run_goe
 
 def test_an_interrupt_while_the_writer_commits_leaves_whole_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_RECORDING_BYTES", 0)
     files = _copies(tmp_path / "in", 3)
     real_read = runner._read
 
@@ -183,7 +186,8 @@ def test_threaded_ingest_of_many_files_writes_what_a_serial_commit_writes(tmp_pa
     folder.mkdir()
     for sample in sorted(SAMPLES.rglob("*.jsonl")):
         shutil.copy(sample, folder / f"{sample.parent.name}-{sample.name}")
-    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)  # every file committed alone, on the writer
+    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_RECORDING_BYTES", 0)  # every file committed alone, on the writer
     with Workspace(tmp_path / "threaded.duckdb") as ws:
         threaded_report = ingest_paths(ws, [folder], run_id="r", workers=1)
         threaded = {name: ws.read(f"SELECT * FROM {name} ORDER BY ALL").rows()
@@ -226,6 +230,7 @@ def test_a_validation_that_raises_on_the_writer_thread_refuses_that_file_and_the
     from pipeline.core.manifest import sha256_file
 
     monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_RECORDING_BYTES", 0)
     files = _copies(tmp_path / "in", 3)
     bad_id = sha256_file(files[1])
     real_validate = commit.validate_output
@@ -252,7 +257,8 @@ def test_files_holding_little_are_read_while_a_long_commit_runs(tmp_path: Path, 
     Here the first file's commit waits until the last file has been read; it would wait in vain (and the
     run stall behind it) if reading stopped at two pending commits."""
     paths = _copies(tmp_path / "in", 5)
-    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)  # every file committed alone, on the writer
+    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_RECORDING_BYTES", 0)  # every file committed alone, on the writer
     last_read = threading.Event()
     real_prepare, real_commit = runner.prepare_file, runner._commit_one
 
