@@ -151,10 +151,14 @@ _row_cache: dict[bytes, bytes] = {}  # "<row>], " or "<row>]," -> the row's cell
 _last_row_cache: dict[bytes, bytes] = {}  # a frame's last "<row>" -> its cells
 
 
-def hash_frames(text: str | bytes, want_pixels: bool) -> tuple[list[str], np.ndarray | None]:
-    """Frame array text -> (sha256 of each frame as `frame_hashes` computes it, the (n, 64, 64) uint8 pixels
-    when ``want_pixels``). The same answer as `decode_frames`, FrameError included."""
-    frames = _split_rows(text) if isinstance(text, bytes) else None
+def hash_frames(text: str | bytes | PlainFrames, want_pixels: bool) -> tuple[list[str], np.ndarray | None]:
+    """Frame array text (or its rows, as `split_plain_frames` found them) -> (sha256 of each frame as
+    `frame_hashes` computes it, the (n, 64, 64) uint8 pixels when ``want_pixels``). The same answer as
+    `decode_frames`, FrameError included."""
+    if isinstance(text, PlainFrames):
+        frames = text.rows
+    else:
+        frames = _split_rows(text) if isinstance(text, bytes) else None
     if frames is None:
         pixels = decode_frames(text)
         return frame_hashes(pixels), pixels if want_pixels else None
@@ -166,11 +170,48 @@ def hash_frames(text: str | bytes, want_pixels: bool) -> tuple[list[str], np.nda
     return hashes, pixels.reshape(-1, GRID, GRID)
 
 
+class PlainFrames:
+    """A frame array found in its plain form by `split_plain_frames`: each frame's 64 rows of cells."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: list[list[bytes]]):
+        self.rows = rows
+
+
+def split_plain_frames(line: bytes) -> tuple[bytes, PlainFrames] | None:
+    """`split_frame_field(line)` for the usual frame line, without searching the array for its end: (the line
+    with the frame array replaced by `null`, the array's rows), or None (then `split_frame_field` decides).
+
+    The usual line ends with its frame array (the last field of `data`), and `split_frame_field`'s forward
+    search for the array's closing "]]]" reads through all of its ~12 KB a frame; the LAST "]]]" of the line is
+    found at once from the end. The two are the same "]]]" whenever the text from the array's "[" to that last
+    "]]]" is in the plain form `_split_rows` reads (it holds no "]]]" before its end: rows are digits and
+    separators, and frames are joined by "]], [["): only then is an answer given, so the cut is
+    `split_frame_field`'s, byte for byte."""
+    key = line.find(b'"frame":')
+    if key < 0:
+        return None
+    start = line.find(b"[", key + 8)
+    end = line.rfind(b"]]]") + 3
+    if start < 0 or end - 3 <= start or line[key + 8:start].strip():
+        return None
+    rows = _split_rows_at(line, start, end)
+    if rows is None:
+        return None
+    return line[:start] + b"null" + line[end:], PlainFrames(rows)
+
+
 def _split_rows(text: bytes) -> list[list[bytes]] | None:
     """Each frame's 64 rows of cells as bytes, or None when the text is not in the plain form handled here."""
-    if not (text.startswith(b"[[[") and text.endswith(b"]]]")):
+    return _split_rows_at(text, 0, len(text))
+
+
+def _split_rows_at(text: bytes, start: int, end: int) -> list[list[bytes]] | None:
+    """`_split_rows(text[start:end])`, without copying that slice first."""
+    if not (text.startswith(b"[[[", start) and text.endswith(b"]]]", start, end)) or end - start < 6:
         return None
-    inner = text[3:-3]
+    inner = text[start + 3:end - 3]
     # Split at each row's opening bracket (one byte: a C loop; a separator like "], [" shares ", " with the
     # cells and is searched byte by byte, twice as slow): a frame is 63 pieces "<row>], " (or "<row>],") and
     # its last row. One frame (the usual line) is exactly 64 pieces; several are split at their boundaries
