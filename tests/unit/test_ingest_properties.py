@@ -78,6 +78,10 @@ def test_the_cut_from_the_end_is_the_cut_from_the_start(frames, compact, before,
         return
     assert plain[0] == rest
     assert text is not None and hash_frames(plain[1], want_pixels=False) == hash_frames(text, want_pixels=False)
+    hashes, pixels = hash_frames(plain[1], want_pixels=True)
+    assert pixels.flags.writeable and (pixels == decode_frames(text)).all()
+    again = split_plain_frames(line)  # the same text again: from the cache of frame arrays read
+    assert again is not None and again[0] == rest and hash_frames(again[1], want_pixels=True)[0] == hashes
 
 
 @given(frames=frame_stacks().filter(len), cell=st.integers(0, 4095), edit=st.sampled_from(
