@@ -24,7 +24,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.executor import SerialExecutor, default_workers, open_executor
+from pipeline.core.executor import (
+    HelperExecutor,
+    SerialExecutor,
+    default_workers,
+    open_executor,
+    open_helper_executor,
+)
 from pipeline.core.manifest import FileVersion, file_version, sha256_file
 from pipeline.core.special_files import not_regular_file
 from pipeline.core.workspace import Workspace
@@ -233,6 +239,22 @@ def auto_ingest_workers(file_sizes: list[int], cores: int) -> int:
     return cores if cores > 1 and shareable >= floor else 1
 
 
+HELPER_MIN_BYTES = 64 * 1024 * 1024
+# Below the bar for worker processes, a second reader in one helper process (`HelperExecutor`) pays from far less
+# input: it starts in ~0.5 s of CPU on the other core, overlapping this process's first files, where a Dask
+# cluster takes 2-7 s; this process reads too, and writes. Parsing a recording is Python and holds the GIL, so a
+# second thread could not do it; on 80 engine-made recordings (364 MB) the reading was ~1.7 s of CPU on one
+# core, the command's critical path.
+
+
+def auto_ingest_helper(file_sizes: list[int], cores: int) -> bool:
+    """Whether an ingest without `--workers`, in one process by `auto_ingest_workers`, reads with one helper
+    process beside it: on two cores or more, when the input that can be shared out (all but the largest file)
+    is at least HELPER_MIN_BYTES."""
+    shareable = sum(file_sizes) - max(file_sizes, default=0)
+    return cores > 1 and len(file_sizes) > 1 and shareable >= HELPER_MIN_BYTES
+
+
 # Commits the writer thread may have pending (running or queued) while this thread reads on: two absorb a commit
 # that takes longer than reading the next file (DuckDB checkpoints as its log grows) without the reader waiting.
 # Beyond two, files whose rows are in memory are queued while they hold at most PENDING_BYTES of input (`_held`):
@@ -269,18 +291,24 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     prepare = partial(prepare_file, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
                       frames_dir=frames_dir, known_file_ids=known, batch_small=True, chunk_bytes=chunk_bytes,
                       options=options)
+    helper = False
     if workers is None and scheduler is None:
-        workers = auto_ingest_workers([p.stat().st_size for p in files if p.is_file()], default_workers())
+        sizes = [p.stat().st_size for p in files if p.is_file()]
+        workers = auto_ingest_workers(sizes, default_workers())
+        helper = workers == 1 and auto_ingest_helper(sizes, default_workers())
     batch: list[PreparedFile] = []
     batch_bytes = 0
     # This thread reads (or collects the workers' files) while `writer` commits the file or batch before,
     # in order; a file that streams is read inside its transaction, by this thread, once the writer is idle.
-    with open_executor(workers, scheduler, n_items=len(files)) as ex, HashAhead(files) as ahead, \
+    executor = open_helper_executor() if helper else open_executor(workers, scheduler, n_items=len(files))
+    with executor as ex, HashAhead(files) as ahead, \
             BackgroundWriter(depth=COMMITS_AHEAD, on_result=report.files.extend, budget=PENDING_BYTES) as writer:
         if isinstance(ex, SerialExecutor):
             # Files prepared here, in order: hash the next one meanwhile, and leave the schema checks (polars)
             # to the writer thread, beside the commit.
             prepare = ahead.wrap(partial(prepare, validate=False))
+        elif isinstance(ex, HelperExecutor):  # the schema checks on the writer thread, as for a serial ingest
+            prepare = partial(prepare, validate=False)
         for key, prepared, error in ex.map_ordered(prepare, enumerate(files), progress=progress,
                                                    description="ingesting"):
             if error is not None:
