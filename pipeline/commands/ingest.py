@@ -72,6 +72,7 @@ def ingest_command(
 
     from pipeline.core.manifest import RunManifest
     from pipeline.ingest import FORMATS, expand_paths, ingest_paths
+    from pipeline.ingest.runner import start_helper
 
     if fmt != "auto" and fmt not in FORMATS:
         raise fail(f"unknown format {fmt!r}; one of: {', '.join(_format_choices())}", EXIT_USAGE)
@@ -89,11 +90,13 @@ def ingest_command(
                    "*.expected.json are skipped); nothing ingested", EXIT_USAGE)
     if workers is None and scheduler is None:
         _say_when_one_process(files)
-    with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+    # A helper process for reading (when the automatic choice takes one) starts now: its imports overlap the
+    # opening of the database.
+    with start_helper(files, workers, scheduler) as helper, open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         report = ingest_paths(ws, files, run_id=manifest.run_id, fmt_name=fmt, force=force,
                               keep_frames=keep_frames, frames_dir=frames_dir, progress=out.track,
                               workers=workers, scheduler=scheduler,
-                              options={"family_prefix": family_prefix} if family_prefix else None)
+                              options={"family_prefix": family_prefix} if family_prefix else None, helper=helper)
         for f in report.files:
             if f.status != "unreadable" and f.path.is_file():  # never hash a FIFO or device
                 try:

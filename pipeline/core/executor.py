@@ -127,9 +127,10 @@ def open_executor(workers: int | None = None, scheduler: str | None = None, *,
 
 
 @contextmanager
-def open_helper_executor() -> Iterator[HelperExecutor]:
-    """`HelperExecutor`, its helper process ended on exit (queued pieces cancelled, the running one finished)."""
-    ex = HelperExecutor()
+def open_helper_executor(preload: Sequence[str] = ()) -> Iterator[HelperExecutor]:
+    """`HelperExecutor`, its helper process ended on exit (the running piece finished first). `preload`: modules
+    the helper imports as it starts, before its first piece."""
+    ex = HelperExecutor(preload)
     try:
         yield ex
     finally:
@@ -306,7 +307,9 @@ def _helper_main() -> None:
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing a piece prints may corrupt the stream of outcomes
     kept: deque = deque(maxlen=HELPER_KEEPS)
-    sys.path[:] = _receive(inp)  # the caller's import path (a test's or a notebook's additions included)
+    sys.path[:], preload = _receive(inp)  # the caller's import path (a test's or a notebook's additions included)
+    for module in preload:  # imported before the first piece comes (the caller works meanwhile)
+        __import__(module)
     while True:
         try:
             seq, fn, key, item = _receive(inp)
@@ -324,7 +327,7 @@ def _helper_main() -> None:
 class _Helper:
     """One helper process (`python -c ... _helper_main()`): `submit` returns a Future set by a reader thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: Sequence[str] = ()) -> None:
         import subprocess
         import sys
         import threading
@@ -339,7 +342,7 @@ class _Helper:
         self._seq = 0
         self._lock = threading.Lock()
         self.broken = False
-        _send(self.proc.stdin, list(sys.path))
+        _send(self.proc.stdin, (list(sys.path), list(preload)))
         self._reader = threading.Thread(target=self._read, name="arcstudy-helper-results", daemon=True)
         self._reader.start()
 
@@ -396,7 +399,8 @@ class _Helper:
 class HelperExecutor:
     """This process and one helper process, each working on pieces, results yielded in input order: on two cores
     a second reader where a Dask cluster's start-up (2-7 s) would cost more than it gains. The helper is a fresh
-    interpreter (`_Helper`); its start-up (the imports, ~0.5 s of CPU) overlaps this process's first pieces.
+    interpreter (`_Helper`); its start-up (the imports, ~0.5 s of CPU) overlaps this process's own work (a caller
+    may start it early, `preload`ing the modules its pieces need).
     Pieces are handed out in input order to whichever of the two is free. A helper that dies (killed, out of
     memory) has its pieces run in this process instead, and is not used again; a piece that raises is that
     piece's error, as in the other executors. `fn` and the items must be picklable (module-level functions,
@@ -404,8 +408,8 @@ class HelperExecutor:
 
     n_workers = 2
 
-    def __init__(self) -> None:
-        self._helper = _Helper()
+    def __init__(self, preload: Sequence[str] = ()) -> None:
+        self._helper = _Helper(preload)
         self.helper_pieces = 0  # pieces the helper completed (for tests and reports)
 
     def close(self) -> None:

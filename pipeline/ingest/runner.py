@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -247,6 +248,21 @@ HELPER_MIN_BYTES = 64 * 1024 * 1024
 # core, the command's critical path.
 
 
+HELPER_PRELOAD = ("pipeline.ingest.runner",)  # what a helper's pieces (`prepare_file`) import
+
+
+def start_helper(paths: list[Path], workers: int | None = None, scheduler: str | None = None):
+    """The helper process an `ingest_paths` of `paths` with these options will read with, started now (its imports
+    overlap the caller's own start-up: opening the database, the run manifest), or a context of None when the
+    ingest will not use one. Pass what it gives to `ingest_paths(helper=...)`; leaving the block ends it."""
+    if workers is None and scheduler is None:
+        sizes = [p.stat().st_size for p in expand_paths(paths) if p.is_file()]
+        cores = default_workers()
+        if auto_ingest_workers(sizes, cores) == 1 and auto_ingest_helper(sizes, cores):
+            return open_helper_executor(HELPER_PRELOAD)
+    return nullcontext(None)
+
+
 def auto_ingest_helper(file_sizes: list[int], cores: int) -> bool:
     """Whether an ingest without `--workers`, in one process by `auto_ingest_workers`, reads with one helper
     process beside it: on two cores or more, when the input that can be shared out (all but the largest file)
@@ -272,7 +288,8 @@ def _held(files: list[PreparedFile]) -> int:
 def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None, progress=None,
                  workers: int | None = None, scheduler: str | None = None,
-                 chunk_bytes: int | None = None, options: dict[str, Any] | None = None) -> IngestReport:
+                 chunk_bytes: int | None = None, options: dict[str, Any] | None = None,
+                 helper: HelperExecutor | None = None) -> IngestReport:
     """Ingest files and folders. With several files and workers (local processes, or the Dask cluster at
     `scheduler`), the workers read and validate files while this process alone writes them, in input order
     (a look-ahead of one file per worker keeps memory flat): one transaction per file, small files a batch
@@ -282,7 +299,8 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     is read by the writer inside its transaction, its biggest table streamed into the database as the pieces
     come (`_stage_pieces`). A large recording is read by this process inside its transaction, its rows written a chunk
     (`chunk_bytes` of input, given to stream every recording in such chunks) at a time, each chunk inserted
-    on a writer thread while the next is parsed."""
+    on a writer thread while the next is parsed. `helper`: a helper process started by the caller
+    (`start_helper`), used when the automatic choice reads with one."""
     if fmt_name != "auto" and fmt_name not in FORMATS:
         raise ValueError(f"unknown format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")
     report = IngestReport()
@@ -291,16 +309,21 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     prepare = partial(prepare_file, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
                       frames_dir=frames_dir, known_file_ids=known, batch_small=True, chunk_bytes=chunk_bytes,
                       options=options)
-    helper = False
+    use_helper, started = False, helper
     if workers is None and scheduler is None:
         sizes = [p.stat().st_size for p in files if p.is_file()]
         workers = auto_ingest_workers(sizes, default_workers())
-        helper = workers == 1 and auto_ingest_helper(sizes, default_workers())
+        use_helper = workers == 1 and auto_ingest_helper(sizes, default_workers())
     batch: list[PreparedFile] = []
     batch_bytes = 0
     # This thread reads (or collects the workers' files) while `writer` commits the file or batch before,
     # in order; a file that streams is read inside its transaction, by this thread, once the writer is idle.
-    executor = open_helper_executor() if helper else open_executor(workers, scheduler, n_items=len(files))
+    if use_helper and started is not None:
+        executor: Any = nullcontext(started)  # started by the caller (`start_helper`), which ends it
+    elif use_helper:
+        executor = open_helper_executor(HELPER_PRELOAD)
+    else:
+        executor = open_executor(workers, scheduler, n_items=len(files))
     with executor as ex, HashAhead(files) as ahead, \
             BackgroundWriter(depth=COMMITS_AHEAD, on_result=report.files.extend, budget=PENDING_BYTES) as writer:
         if isinstance(ex, SerialExecutor):

@@ -105,8 +105,8 @@ def test_an_ingest_with_a_helper_writes_what_one_process_writes(tmp_path: Path, 
     used: list[HelperExecutor] = []
     real = runner.open_helper_executor
 
-    def spy():
-        cm = real()
+    def spy(*args):
+        cm = real(*args)
         ex = cm.__enter__()
         used.append(ex)
         return _Entered(cm, ex)
