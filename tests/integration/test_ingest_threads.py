@@ -44,15 +44,24 @@ def _spy_inserts(monkeypatch: pytest.MonkeyPatch, table: str, *, fail_at: int | 
     threads: list[str] = []
     real_insert = Workspace.insert_frame
 
-    def insert(self, table_name, df, **kw):
+    def record(table_name):
         if table_name == table:
             threads.append(threading.current_thread().name)
             time.sleep(delay)
             if fail_at is not None and len(threads) == fail_at:
                 raise RuntimeError("disk full (simulated) on the writer thread")
+
+    def insert(self, table_name, df, **kw):
+        record(table_name)
         return real_insert(self, table_name, df, **kw)
 
+    def spill(name, rows, path):  # a streamed file's chunks, inserted by one INSERT once read
+        record(name)
+        return real_spill(name, rows, path)
+
+    real_spill = commit._spill_chunk
     monkeypatch.setattr(Workspace, "insert_frame", insert)
+    monkeypatch.setattr(commit, "_spill_chunk", spill)
     return threads
 
 
