@@ -297,6 +297,9 @@ def _receive(stream) -> Any:
     return pickle.loads(data)
 
 
+UNSENT = "arcstudy-helper-result-not-sent"  # a helper's answer for a piece whose result could not be sent
+
+
 def _helper_main() -> None:
     """The helper process of `HelperExecutor`: pieces in on stdin, outcomes out on stdout, until stdin ends."""
     import signal
@@ -318,9 +321,8 @@ def _helper_main() -> None:
         outcome = _call(fn, key, item)
         try:
             _send(out, (seq, outcome))
-        except Exception as err:  # a value or an error that cannot be pickled: the piece's failure, said so
-            _send(out, (seq, Outcome(key, error=RuntimeError(f"the helper process could not send its result back: "
-                                                             f"{type(err).__name__}: {err}"))))
+        except Exception:  # a value that cannot be pickled (e.g. one that reads its file later): the caller runs
+            _send(out, (seq, UNSENT))  # the piece itself, so the result is the same as without a helper
         kept.append(outcome)
 
 
@@ -457,6 +459,8 @@ class HelperExecutor:
                     slot = slot.result()
                     self.helper_pieces += 1
                 except RuntimeError:  # the helper ended (killed, out of memory): the piece runs here
+                    slot = UNSENT
+                if slot == UNSENT:  # (or its result could not be sent back)
                     key, item = pairs[head]
                     slot = _call(fn, key, item)
             slots.pop(head, None)

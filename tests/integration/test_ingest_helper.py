@@ -45,6 +45,12 @@ def die_in_helper(item: tuple[int, int]) -> tuple[int, int]:
     return x, os.getpid()
 
 
+def unpicklable_in_helper(item: tuple[int, int]):
+    """A result that cannot be sent back from the helper (a generator); a plain one here."""
+    x, parent = item
+    return (i for i in range(x)) if os.getpid() != parent else x
+
+
 def _helpers() -> list[psutil.Process]:
     """The helper processes alive (a dead one not yet reaped is not)."""
     alive = []
@@ -85,6 +91,13 @@ def test_a_helper_that_dies_leaves_its_pieces_to_this_process():
     assert [o.error for o in outcomes] == [None] * 12
     assert [o.value[0] for o in outcomes] == list(range(12))
     assert all(o.value[1] == me for o in outcomes[4:]) and ex.helper_pieces > 0  # it helped until it died
+
+
+def test_a_result_the_helper_cannot_send_is_made_here():
+    me = os.getpid()
+    with open_helper_executor() as ex:
+        outcomes = list(ex.map_ordered(unpicklable_in_helper, [(i, (i, me)) for i in range(10)]))
+    assert [(o.value, o.error) for o in outcomes] == [(i, None) for i in range(10)]
 
 
 def _snapshot(ws: Workspace) -> dict:
