@@ -65,8 +65,9 @@ def ingest_command(
     Exit code 3 when anything was quarantined or a file was refused (a FIFO, device or socket is refused
     unread: only regular files are read); exit code 2 when the paths hold no input file at all.
     Files are read and validated on --workers processes (without it: all usable cores from 256 MB of input
-    on, 2 GB on a two-core machine; below that, from 64 MB, in this process and one helper process, else in this
-    one process, which says so) or on the cluster at --scheduler; this process alone writes the database.
+    on, 2 GB on a two-core machine; below that, from 64 MB and while a core is free, in this process and one
+    helper process, else in this one process; it says which) or on the cluster at --scheduler; this process
+    alone writes the database.
     """
     from rich.table import Table as RichTable
 
@@ -157,6 +158,7 @@ def _say_when_one_process(files: list[Path]) -> None:
         TWO_CORES_MIN_BYTES,
         auto_ingest_helper,
         auto_ingest_workers,
+        machine_load,
     )
 
     cores = default_workers()
@@ -164,10 +166,14 @@ def _say_when_one_process(files: list[Path]) -> None:
     if cores > 1 and len(sizes) > 1 and auto_ingest_workers(sizes, cores) == 1:
         floor = PARALLEL_MIN_BYTES if cores > 2 else TWO_CORES_MIN_BYTES
         shared = (sum(sizes) - max(sizes)) / 1e6
-        if auto_ingest_helper(sizes, cores):
+        load = machine_load()
+        if auto_ingest_helper(sizes, cores, load):
             out.info(f"reading in this process and one helper process: {shared:,.0f} MB of input could be shared "
                      f"out, below the {floor / 1e6:,.0f} MB from which worker processes pay for their start-up on "
                      f"{cores} cores (--workers N to use N processes anyway, --workers 1 for this one alone)")
+        elif auto_ingest_helper(sizes, cores):  # all but a free core
+            out.info(f"reading in this one process: no core is free (load average {load:.1f} on {cores} cores), "
+                     f"so a helper process would slow it (--workers N to use N processes anyway)")
         else:
             out.info(f"reading in this one process: {shared:,.0f} MB of input could be shared out, below the "
                      f"{HELPER_MIN_BYTES / 1e6:,.0f} MB from which a helper process pays for its start-up on "

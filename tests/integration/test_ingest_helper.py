@@ -115,6 +115,7 @@ def test_an_ingest_with_a_helper_writes_what_one_process_writes(tmp_path: Path, 
     monkeypatch.setattr(executor, "default_workers", lambda: 2)  # as on a two-core machine
     monkeypatch.setattr(runner, "default_workers", lambda: 2)
     monkeypatch.setattr(runner, "HELPER_MIN_BYTES", 0)
+    monkeypatch.setattr(runner, "machine_load", lambda: 0.2)  # a core free
     used: list[HelperExecutor] = []
     real = runner.open_helper_executor
 
@@ -148,11 +149,23 @@ class _Entered:
         return self.cm.__exit__(*exc)
 
 
-def test_the_command_says_it_reads_with_a_helper(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+@pytest.mark.parametrize("load", [0.2, 1.6])
+def test_the_command_reads_with_a_helper_only_while_a_core_is_free(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                   load: float):
     monkeypatch.setattr(executor, "default_workers", lambda: 2)
+    monkeypatch.setattr(runner, "default_workers", lambda: 2)
     monkeypatch.setattr(runner, "HELPER_MIN_BYTES", 0)
+    monkeypatch.setattr(runner, "machine_load", lambda: load)
+    started: list[int] = []
+    real = runner.open_helper_executor
+    monkeypatch.setattr(runner, "open_helper_executor", lambda *a: started.append(1) or real(*a))
     files = sorted(FIXTURES.glob("*.jsonl"))[:3]
     result = CliRunner().invoke(app, ["--plain", "ingest", *map(str, files), "--db", str(tmp_path / "w.duckdb")])
     assert result.exit_code in (0, 3), result.output
-    assert "reading in this process and one helper process" in result.output
-    assert "--workers 1 for this one alone" in result.output
+    if load < 1.5:
+        assert started == [1]
+        assert "reading in this process and one helper process" in result.output
+        assert "--workers 1 for this one alone" in result.output
+    else:  # both cores busy: a helper would only compete for them
+        assert started == []
+        assert "reading in this one process: no core is free (load average 1.6 on 2 cores)" in result.output
