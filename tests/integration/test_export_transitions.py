@@ -377,7 +377,32 @@ def test_a_file_is_exported_in_bounded_batches(tmp_path, monkeypatch, kind):
     assert pa_table(list(whole.batches)).equals(pa_table(batches))
 
 
-def pa_table(batches):
+def pa_table(items):
+    """The rows of a file's export items (row blocks in this process, IPC streams from a worker) as one table."""
     import pyarrow as pa
 
-    return pa.Table.from_batches(batches)
+    from pipeline.datasets.transitions import batches_from_bytes
+
+    return pa.Table.from_batches([b for item in items for b in batches_from_bytes(item)])
+
+
+def test_the_writer_gathers_many_files_rows_into_one_row_group(tmp_path, monkeypatch):
+    """In this process a file's rows come as row blocks, which the single writer gathers, several files' at once,
+    into batches of about a row group: the rows are those of each file's own batches (as a worker sends them),
+    in input order."""
+    import pyarrow.parquet as pq
+
+    from pipeline.datasets import shards
+    from pipeline.datasets.transitions import ExportJob, export_transitions
+
+    monkeypatch.setattr(shards, "ROW_GROUP_ROWS", 50)
+    paths = [AN53, PLAYBACK / "ck17_scripted-win.playback.jsonl", AN53]  # 42, 20 and 42 rows
+    writer = shards.ShardWriter(tmp_path)
+    for path in paths:
+        writer.write_export(export_transitions(ExportJob(path=str(path), game_dirs=(str(ENVS),), compress=False)))
+    (shard,) = writer.close()
+    meta = pq.ParquetFile(shard).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [62, 42]  # 42 + 20 in one
+    alone = pa_table([item for path in paths for item in export_transitions(
+        ExportJob(path=str(path), game_dirs=(str(ENVS),), compress=True)).batches])
+    assert pq.read_table(shard).equals(alone)
