@@ -10,10 +10,11 @@ comparison (`pipeline.recordings.replaying.iter_replay_classified`).
 
 A file is replayed in chunks of at most `ExportJob.batch_rows` steps, one sandbox call each, the replay kept
 alive in the child between calls; each chunk comes back as one buffer of frames with their sha256 digests
-(hashed once, in the child), and becomes record batches of at most `batch_rows` rows (or BATCH_FRAME_BYTES of
-frames), their columns built from buffers. In this process (serial runs) the batches are an iterator the
-single writer (`shards.ShardWriter`) consumes as the replay goes: a file's frames are never held whole,
-whatever its length. From a worker they come back as zstd Arrow IPC streams (a file's compressed rows, whole).
+(hashed once, in the child), and becomes blocks of at most `batch_rows` rows (or BATCH_FRAME_BYTES of frames).
+In this process (serial runs) the blocks are an iterator the single writer (`shards.ShardWriter`) consumes as
+the replay goes, gathering several files' blocks into one record batch (`build_batch`, columns built from
+buffers): a file's frames are never held whole, whatever its length, and a short file does not pay for a batch
+of its own. From a worker they come back as zstd Arrow IPC streams (a file's compressed rows, whole).
 What stays per step in memory is the input's: a script's actions, a recording's parsed lines (the reader
 reads a file whole). A game stopped in the sandbox after some of a file's batches were written cuts the play
 there (the rows before it stay, the file is reported); stopped before, the file gives no row.
