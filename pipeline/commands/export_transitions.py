@@ -4,6 +4,9 @@ a verified transitions dataset (Parquet shards, dataset card, manifest)."""
 from __future__ import annotations
 
 import dataclasses
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -26,6 +29,26 @@ from .common import (
 )
 
 DEFAULT_LICENCE = "other"
+GC_YOUNG_THRESHOLD = 20_000  # allocations between young collections while exporting (Python's default: 700)
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """While the files are exported: the objects made so far (the imports) moved out of the collector's reach
+    (`gc.freeze`), and young collections every 20,000 allocations instead of 700. The rows' objects are acyclic
+    and freed by reference counting; the cycle collector's passes over them (and over every imported module's
+    objects) cost about 4 % of a serial export. Put back as it was afterwards."""
+    old = gc.get_threshold()
+    freeze = gc.get_freeze_count() == 0  # someone else's frozen objects are left as they are
+    if freeze:
+        gc.freeze()
+    gc.set_threshold(max(old[0], GC_YOUNG_THRESHOLD), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        if freeze:
+            gc.unfreeze()
 
 
 def _prepare_out(out_dir: Path, overwrite: bool) -> None:
@@ -160,7 +183,7 @@ def export_transitions_command(
     summary = DatasetSummary()
     n_engine = 0
     try:
-        with open_executor(workers, scheduler, n_items=len(jobs)) as ex:
+        with _fewer_collections(), open_executor(workers, scheduler, n_items=len(jobs)) as ex:
             if isinstance(ex, SerialExecutor):  # pieces run in this process: their batches need no compression
                 jobs = [dataclasses.replace(job, compress=False) for job in jobs]
             for _key, export, error in ex.map_ordered(export_transitions, enumerate(jobs), progress=out.track,
