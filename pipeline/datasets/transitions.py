@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -104,6 +105,17 @@ def _script_game(named: str, dirs: tuple[str, ...], version: str | None) -> tupl
     """`resolve_script_game` and the game's source sha256, once per process (PlaybackError is not cached)."""
     info = resolve_script_game(named, [Path(d) for d in dirs], version)
     return info, info.source_sha256()
+
+
+def _portable(info: Any) -> Any:
+    """`portable_info(info)` once per game and working folder (it makes the paths absolute: relative ones mean
+    something else after a chdir)."""
+    return _portable_in(info, os.getcwd())
+
+
+@functools.lru_cache(maxsize=256)
+def _portable_in(info: Any, cwd: str) -> Any:
+    return portable_info(info)
 
 
 def source_of(variant: str) -> str:
@@ -534,7 +546,7 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
     result.plays = []
     i = 0
     stopped = None
-    for out in _chunks(info, ("script", portable_info(info), guid), actions, _script_items, job):
+    for out in _chunks(info, ("script", _portable(info), guid), actions, _script_items, job):
         for answer, (count, frames, digests) in zip(out["answers"], _slices(out), strict=True):
             action = None if i == 0 else actions[i - 1]  # the opening RESET is make()'s, in no line of the script
             state, levels, win_levels, full_reset, available = answer
@@ -742,7 +754,7 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
         next_emit = answered = 0
         frame_only: set[int] = set()
         opening_done = False
-        start = ("recording", portable_info(info), rec.is_only_reset_levels, needs_opening)
+        start = ("recording", _portable(info), rec.is_only_reset_levels, needs_opening)
         for out in _chunks(info, start, steps, items, job):
             if out["status"] == "load_failed":
                 why = f"game {rec.game_id} failed to load: {out['reason']}"
