@@ -29,6 +29,10 @@ from .common import (
 )
 
 DEFAULT_LICENCE = "other"
+# Without --workers, files are exported on a local cluster only from this much input on: on a 2-core machine a
+# local cluster took 8-9 s (4 s of CPU) to export 2 files, and 19.8 s to export 800 short recordings and scripts
+# (9.3 MiB) that one process exported in 8.2 s. The scorer's threshold for the same reading and replaying.
+PARALLEL_MIN_BYTES = 64 << 20
 GC_YOUNG_THRESHOLD = 20_000  # allocations between young collections while exporting (Python's default: 700)
 
 
@@ -49,6 +53,28 @@ def _fewer_collections() -> Iterator[None]:
         gc.set_threshold(*old)
         if freeze:
             gc.unfreeze()
+
+
+def _automatic_workers(jobs: list) -> int | None:
+    """Without --workers: one process (said) when the files are too few bytes for a local cluster's start to pay
+    off, else None (one worker per usable core)."""
+    from pipeline.core.executor import default_workers
+
+    cores = default_workers()
+    if cores <= 1 or len(jobs) <= 1:
+        return None  # serial anyway
+    total = 0
+    for job in jobs:
+        try:
+            total += Path(job.path).stat().st_size
+        except OSError:
+            continue
+    if total >= PARALLEL_MIN_BYTES:
+        return None
+    out.info(f"{total / (1 << 20):,.1f} MiB of input: below the {PARALLEL_MIN_BYTES >> 20} MiB from which worker "
+             "processes pay for their start-up, so the files are exported in this one process (--workers N to use "
+             "N processes anyway)")
+    return 1
 
 
 def _prepare_out(out_dir: Path, overwrite: bool) -> None:
@@ -124,7 +150,13 @@ def export_transitions_command(
     from pipeline.core.special_files import not_regular_file
     from pipeline.core.workspace import default_db_path
     from pipeline.datasets.shards import DatasetSummary, ShardWriter, dataset_card
-    from pipeline.datasets.transitions import ExportJob, export_transitions, recovered_pairs
+    from pipeline.datasets.transitions import (
+        ExportJob,
+        export_group,
+        export_transitions,
+        group_jobs,
+        recovered_pairs,
+    )
     from pipeline.scoring.plays import RecordingReadError, load_recovered_actions
 
     from .score import expand_recordings
@@ -145,6 +177,7 @@ def export_transitions_command(
 
         announce(games)  # their Python code runs, in the sandbox (docs/security.md)
     problems: list[tuple[str, str]] = []
+    run_workers = workers  # what the run uses (the manifest keeps what was asked)
     common = dict(game_dirs=game_dirs, recovered=recovered_pairs(recovered), game_version=game_version)
     if from_files:
         paths = expand_recordings(list(recordings or []))
@@ -154,6 +187,8 @@ def export_transitions_command(
         problems += [(str(p), f"{not_regular_file(p)}, not a regular file: only regular files are read")
                      for p in special]
         jobs = [ExportJob(path=str(p), **common) for p in paths if p not in special]
+        if workers is None and scheduler is None:
+            run_workers = _automatic_workers(jobs)
     else:
         import duckdb
 
@@ -183,20 +218,28 @@ def export_transitions_command(
     summary = DatasetSummary()
     n_engine = 0
     try:
-        with _fewer_collections(), open_executor(workers, scheduler, n_items=len(jobs)) as ex:
-            if isinstance(ex, SerialExecutor):  # pieces run in this process: their batches need no compression
+        with _fewer_collections(), open_executor(run_workers, scheduler, n_items=len(jobs)) as ex:
+            if isinstance(ex, SerialExecutor):  # pieces run in this process: their rows need no compression
                 jobs = [dataclasses.replace(job, compress=False) for job in jobs]
-            for _key, export, error in ex.map_ordered(export_transitions, enumerate(jobs), progress=out.track,
-                                                      description="replaying and exporting"):
-                job = jobs[_key]
+                pieces = [(job,) for job in jobs]
+                outcomes = ex.map_ordered(export_transitions, enumerate(jobs), progress=out.track,
+                                          description="replaying and exporting")
+            else:  # on workers: several short files a piece (a task's own cost is more than a short file's)
+                pieces = group_jobs(jobs)
+                outcomes = ex.map_ordered(export_group, enumerate(pieces), progress=out.track,
+                                          description=f"replaying and exporting ({len(jobs):,} files in "
+                                                      f"{len(pieces):,} pieces)")
+            for key, value, error in outcomes:
                 if error is not None:
-                    problems.append((job.label, f"export failed: {type(error).__name__}: {error}"))
+                    problems += [(job.label, f"export failed: {type(error).__name__}: {error}")
+                                 for job in pieces[key]]
                     continue
-                writer.write_export(export)
-                summary.add(export)
-                n_engine += export.n_engine_steps
-                problems += [(export.label, p) for p in export.problems]
-                export.batches = []  # written: let the bytes go
+                for export in value if isinstance(value, list) else [value]:
+                    writer.write_export(export)
+                    summary.add(export)
+                    n_engine += export.n_engine_steps
+                    problems += [(export.label, p) for p in export.problems]
+                    export.batches = []  # written: let the bytes go
         shards = writer.close()
     except OSError as err:
         writer.abort()

@@ -406,3 +406,35 @@ def test_the_writer_gathers_many_files_rows_into_one_row_group(tmp_path, monkeyp
     alone = pa_table([item for path in paths for item in export_transitions(
         ExportJob(path=str(path), game_dirs=(str(ENVS),), compress=True)).batches])
     assert pq.read_table(shard).equals(alone)
+
+
+def test_without_workers_small_input_is_exported_in_this_process(tmp_path):
+    """Without --workers, a few MB of files are exported in this one process (a local cluster costs more to start
+    than it saves), and the command says so; the manifest keeps what was asked."""
+    result = CliRunner().invoke(app, ["--plain", "export-transitions", str(AN53),
+                                      str(PLAYBACK / "ck17_scripted-win.playback.jsonl"), "--games", str(ENVS),
+                                      "--out", str(tmp_path / "ds")])
+    assert result.exit_code == 0, result.output
+    assert "exported in this one process" in result.output and "--workers N" in result.output
+    manifest = json.loads((tmp_path / "ds" / "manifest.json").read_text())
+    assert manifest["config"]["workers"] is None and manifest["notes"]["transitions"]["rows"] == 42 + 20
+
+
+def test_files_are_grouped_into_pieces_of_bounded_size_in_order(tmp_path):
+    from pipeline.datasets.transitions import ExportJob, export_group, group_jobs
+
+    sizes = [10, 10, 10, 50, 10, 10, 10, 10]
+    jobs = []
+    for i, n in enumerate(sizes):
+        path = tmp_path / f"f{i}.jsonl"
+        path.write_bytes(b"x" * n)
+        jobs.append(ExportJob(path=str(path)))
+    groups = group_jobs(jobs, max_bytes=35, max_files=3)
+    assert [[Path(j.path).name for j in g] for g in groups] == [
+        ["f0.jsonl", "f1.jsonl", "f2.jsonl"], ["f3.jsonl"], ["f4.jsonl", "f5.jsonl", "f6.jsonl"], ["f7.jsonl"]]
+    # one piece's files exported in order; a bad one is that file's rejection, the others are exported
+    piece = [ExportJob(path=str(AN53), game_dirs=(str(ENVS),)), ExportJob(path=jobs[0].path, game_dirs=(str(ENVS),))]
+    exports = export_group(piece)
+    assert [e.label for e in exports] == [j.label for j in piece]
+    assert exports[0].n_rows == len(file_lines(AN53)) and not exports[0].rejected
+    assert exports[1].rejected and exports[1].problems
