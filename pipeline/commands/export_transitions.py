@@ -33,6 +33,7 @@ DEFAULT_LICENCE = "other"
 # local cluster took 8-9 s (4 s of CPU) to export 2 files, and 19.8 s to export 800 short recordings and scripts
 # (9.3 MiB) that one process exported in 8.2 s. The scorer's threshold for the same reading and replaying.
 PARALLEL_MIN_BYTES = 64 << 20
+PARALLEL_MIN_STEPS = 20_000  # ... or, for database plays, this many steps (the scorer's threshold too)
 GC_YOUNG_THRESHOLD = 20_000  # allocations between young collections while exporting (Python's default: 700)
 
 
@@ -74,6 +75,17 @@ def _automatic_workers(jobs: list) -> int | None:
     out.info(f"{total / (1 << 20):,.1f} MiB of input: below the {PARALLEL_MIN_BYTES >> 20} MiB from which worker "
              "processes pay for their start-up, so the files are exported in this one process (--workers N to use "
              "N processes anyway)")
+    return 1
+
+
+def _automatic_workers_db(n_files: int, n_steps: int) -> int | None:
+    """Without --workers, database plays: one process (said) below PARALLEL_MIN_STEPS steps, else None."""
+    from pipeline.core.executor import default_workers
+
+    if default_workers() <= 1 or n_files <= 1 or n_steps >= PARALLEL_MIN_STEPS:
+        return None
+    out.info(f"{n_steps:,} steps: below the {PARALLEL_MIN_STEPS:,} from which worker processes pay for their "
+             "start-up, so the plays are exported in this one process (--workers N to use N processes anyway)")
     return 1
 
 
@@ -200,6 +212,8 @@ def export_transitions_command(
             try:
                 ids = [r[0] for r in con.execute(f"SELECT DISTINCT file_id FROM core_arc3__plays{where} "
                                                  "ORDER BY file_id", params).fetchall()]
+                n_steps = con.execute("SELECT count(*) FROM core_arc3__steps WHERE file_id IN (SELECT file_id "
+                                      f"FROM core_arc3__plays{where})", params).fetchone()[0]
             finally:
                 con.close()
         except duckdb.Error as err:
@@ -207,6 +221,8 @@ def export_transitions_command(
         if not ids:
             raise fail(f"no plays{' of ' + ', '.join(game) if game else ''} in the database {db_path}")
         jobs = [ExportJob(db=str(db_path), file_id=fid, **common) for fid in ids]
+        if workers is None and scheduler is None:
+            run_workers = _automatic_workers_db(len(jobs), n_steps)
     _prepare_out(out_dir, overwrite)
 
     manifest = RunManifest(command=command_line(ctx), config={

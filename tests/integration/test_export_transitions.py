@@ -225,6 +225,12 @@ def test_database_export_matches_the_file_export(tmp_path):
     assert code == 0, output
     cols = ["play_id", "step", "action", "state", "levels_completed", "frame_sha256s", "is_counted", "verified"]
     assert rows_of(tmp_path / "db").select(cols).equals(rows_of(tmp_path / "files").select(cols))
+    # without --workers: a few steps are exported in this one process, and the command says so
+    auto = CliRunner().invoke(app, ["--plain", "export-transitions", "--db", str(db), "--games", str(ENVS),
+                                    "--out", str(tmp_path / "auto")])
+    assert auto.exit_code == 0, auto.output
+    assert "steps: below the 20,000" in auto.output and "exported in this one process" in auto.output
+    assert rows_of(tmp_path / "auto").equals(rows_of(tmp_path / "db"))
 
 
 def test_shards_are_bounded_and_atomic(tmp_path):
