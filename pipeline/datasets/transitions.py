@@ -38,6 +38,7 @@ are unknown).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import os
@@ -421,16 +422,44 @@ def export_transitions(job: ExportJob) -> FileExport:
 
 def export_group(jobs: Sequence[ExportJob]) -> list[FileExport]:
     """`export_transitions` of several files in one piece of work (on a worker: a Dask task costs ~15 ms of CPU
-    in the scheduler, the worker and this process, more than exporting a short file). A file whose export fails
-    unexpectedly is that file's failure (``rejected``, the reason in ``problems``); the others are exported."""
-    out = []
+    in the scheduler, the worker and this process, more than exporting a short file). The files' rows are gathered
+    into zstd Arrow IPC streams of about `BATCH_ROWS` rows (or BATCH_FRAME_BYTES of frames) each, many short
+    files' rows in one, in file order; a stream travels with the export of the last file whose rows it holds (the
+    writer writes the exports in order, so the rows stay in file order). A file whose export fails unexpectedly
+    is that file's failure (``rejected``, the reason in ``problems``, none of its rows); the others are
+    exported."""
+    out: list[FileExport] = []
+    pending: list[RowBlock] = []
+    rows = frame_bytes = 0
+
+    def flush(into: FileExport) -> None:
+        nonlocal pending, rows, frame_bytes
+        if pending:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, ARROW_SCHEMA, options=_IPC_OPTIONS) as writer:
+                writer.write_batch(build_batch(pending))
+            into.batches.append(sink.getvalue().to_pybytes())
+            pending, rows, frame_bytes = [], 0, 0
+
     for job in jobs:
         try:
-            out.append(export_transitions(job))
+            export = export_transitions(dataclasses.replace(job, compress=False))
+            blocks = list(export.batches)  # the replay runs here; a failure leaves none of the file's rows
         except Exception as err:  # noqa: BLE001 - one file's failure, reported as such
             failed = FileExport(label=job.label, rejected=True)
             failed.problems.append(f"export failed: {type(err).__name__}: {err}")
             out.append(failed)
+            continue
+        export.batches = []
+        out.append(export)
+        for block in blocks:
+            pending.append(block)
+            rows += block.num_rows
+            frame_bytes += block.frame_bytes
+            if rows >= BATCH_ROWS or frame_bytes >= BATCH_FRAME_BYTES:
+                flush(export)
+    if out:
+        flush(out[-1])
     return out
 
 

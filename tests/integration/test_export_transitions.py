@@ -383,6 +383,12 @@ def test_a_file_is_exported_in_bounded_batches(tmp_path, monkeypatch, kind):
     assert pa_table(list(whole.batches)).equals(pa_table(batches))
 
 
+def transitions_export(path):
+    from pipeline.datasets.transitions import ExportJob, export_transitions
+
+    return export_transitions(ExportJob(path=str(path), game_dirs=(str(ENVS),), compress=True))
+
+
 def pa_table(items):
     """The rows of a file's export items (row blocks in this process, IPC streams from a worker) as one table."""
     import pyarrow as pa
@@ -438,9 +444,14 @@ def test_files_are_grouped_into_pieces_of_bounded_size_in_order(tmp_path):
     groups = group_jobs(jobs, max_bytes=35, max_files=3)
     assert [[Path(j.path).name for j in g] for g in groups] == [
         ["f0.jsonl", "f1.jsonl", "f2.jsonl"], ["f3.jsonl"], ["f4.jsonl", "f5.jsonl", "f6.jsonl"], ["f7.jsonl"]]
-    # one piece's files exported in order; a bad one is that file's rejection, the others are exported
-    piece = [ExportJob(path=str(AN53), game_dirs=(str(ENVS),)), ExportJob(path=jobs[0].path, game_dirs=(str(ENVS),))]
+    # one piece's files exported in order, their rows gathered into streams that keep the file order; a bad file
+    # is that file's rejection, the others are exported
+    script = PLAYBACK / "ck17_scripted-win.playback.jsonl"
+    piece = [ExportJob(path=str(p), game_dirs=(str(ENVS),)) for p in (AN53, jobs[0].path, script)]
     exports = export_group(piece)
     assert [e.label for e in exports] == [j.label for j in piece]
-    assert exports[0].n_rows == len(file_lines(AN53)) and not exports[0].rejected
-    assert exports[1].rejected and exports[1].problems
+    assert [e.n_rows for e in exports] == [len(file_lines(AN53)), 0, 20] and exports[1].rejected
+    assert exports[1].problems and not exports[0].rejected and not exports[2].rejected
+    alone = pa_table([item for p in (AN53, script) for item in transitions_export(p).batches])
+    assert pa_table([item for e in exports for item in e.batches]).equals(alone)
+    assert sum(len(e.batches) for e in exports) == 1  # 62 rows of two files: one stream
