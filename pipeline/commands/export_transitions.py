@@ -30,8 +30,8 @@ from .common import (
 
 DEFAULT_LICENCE = "other"
 # Without --workers, files are exported on a local cluster only from this much input on: on a 2-core machine a
-# local cluster took 8-9 s (4 s of CPU) to export 2 files, and 19.8 s to export 800 short recordings and scripts
-# (9.3 MiB) that one process exported in 8.2 s. The scorer's threshold for the same reading and replaying.
+# local cluster took 8-9 s (4 s of CPU) to export 2 files, and 15 s to export 800 short recordings and scripts
+# (9.3 MiB) that one process exported in 8 s (load 5). The scorer's threshold for the same reading and replaying.
 PARALLEL_MIN_BYTES = 64 << 20
 PARALLEL_MIN_STEPS = 20_000  # ... or, for database plays, this many steps (the scorer's threshold too)
 GC_YOUNG_THRESHOLD = 20_000  # allocations between young collections while exporting (Python's default: 700)
