@@ -3,8 +3,8 @@
 `pipeline.datasets.transitions` exports a file in chunks of at most `ExportJob.batch_rows` steps: each call
 (`replay_chunk`) feeds the next steps to a replay kept alive in the sandbox's child between calls (a session,
 keyed by a token) and returns what the responses to them hold: the answers' fields, every frame's bytes as one
-contiguous buffer (a bytearray; uint8, row-major, 4096 bytes a frame), the frame counts per response (int32) and each frame's
-sha256 digest (32 bytes a frame). No frame travels as a Python object, nothing is hashed twice, and no chunk
+contiguous buffer (a bytearray; uint8, row-major, 4096 bytes a frame), the frame counts per response (int32)
+and each frame's sha256 digest (32 bytes a frame). No frame travels as a Python object, nothing is hashed twice, and no chunk
 holds more than about `max_frame_bytes` of frames, so a long recording never sits whole in either process.
 
 This module imports only numpy, hashlib and the engine (through `replaying`): the child stays cheap to start.
@@ -29,7 +29,6 @@ from .replaying import ReplayResult, ReplayStep, iter_replay_classified
 
 __all__ = ["Feed", "replay_chunk"]
 
-FRAME_BYTES = 64 * 64
 MAX_SESSIONS = 16  # sessions a child keeps (a process exports one file at a time per game; threads: a few)
 _SESSIONS: OrderedDict[str, _Session] = OrderedDict()
 _CLASSES: dict[tuple, type] = {}  # the game classes loaded in this child, by game and the state of its file
