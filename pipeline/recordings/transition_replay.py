@@ -4,8 +4,9 @@
 (`replay_chunk`) feeds the next steps to a replay kept alive in the sandbox's child between calls (a session,
 keyed by a token) and returns what the responses to them hold: the answers' fields, every frame's bytes as one
 contiguous buffer (a bytearray; uint8, row-major, 4096 bytes a frame), the frame counts per response (int32)
-and each frame's sha256 digest (32 bytes a frame). No frame travels as a Python object, nothing is hashed twice, and no chunk
-holds more than about `max_frame_bytes` of frames, so a long recording never sits whole in either process.
+and each frame's sha256 digest (32 bytes a frame). No frame travels as a Python object, nothing is hashed
+twice, and no chunk holds more than about `max_frame_bytes` of frames, so a long recording never sits whole in
+either process. The game's class is loaded once per child while its file is unchanged (`_game_class`).
 
 This module imports only numpy, hashlib and the engine (through `replaying`): the child stays cheap to start.
 """
