@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import shutil
@@ -116,16 +117,25 @@ simulate_harc_study({str(folder)!r}, scale=design, seed={seed}, generation="curr
 
 
 def corpus_shape(csv_path: Path) -> str:
-    """The share of distinct rows and of distinct output grids: how much a cache keyed by value could save."""
-    import duckdb
+    """The share of distinct rows and of distinct output grids: how much a cache keyed by value could save.
+    Worked out in a child process: its DISTINCT over every row of the file takes about 1 GB at 573k rows,
+    which would otherwise be this process's peak RSS before the ingest even starts."""
+    code = f"""
+import duckdb
+con = duckdb.connect()
+path = {str(csv_path)!r}
+n, grids = con.execute("SELECT count(*), count(DISTINCT test_output_grid) FROM read_csv(?, all_varchar = true)",
+                       [path]).fetchone()
+rows = con.execute("SELECT count(*) FROM (SELECT DISTINCT * FROM read_csv(?, all_varchar = true))", [path]).fetchone()[0]
+print(f"{{n:,}} rows: distinct rows {{rows / max(n, 1):.1%}}, distinct output grids {{grids / max(n, 1):.1%}}")
+"""
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    return done.stdout.strip().splitlines()[-1]
 
-    con = duckdb.connect()
-    n, grids = con.execute("SELECT count(*), count(DISTINCT test_output_grid) FROM read_csv(?, all_varchar = true)",
-                           [str(csv_path)]).fetchone()
-    rows = con.execute("SELECT count(*) FROM (SELECT DISTINCT * FROM read_csv(?, all_varchar = true))",
-                       [str(csv_path)]).fetchone()[0]
-    con.close()
-    return f"{n:,} rows: distinct rows {rows / max(n, 1):.1%}, distinct output grids {grids / max(n, 1):.1%}"
+
+def load() -> str:
+    """The 1-minute load average, printed with every figure (a busy machine shifts both sides of a ratio)."""
+    return f"load {os.getloadavg()[0]:.2f}"
 
 
 def main() -> None:
@@ -181,11 +191,11 @@ def main() -> None:
                 print(f"round {i + 1}: arcstudy ingest {t_ingest:.2f} s (CPU {c_ingest:.2f} s, {f.status}, "
                       f"{f.n_loaded:,} records, {f.n_quarantined} quarantined); DuckDB read_csv {t_duck:.2f} s "
                       f"(CPU {c_duck:.2f} s, {n_duck:,} rows); ratio {t_ingest / t_duck:.2f}x (CPU "
-                      f"{c_ingest / max(c_duck, 1e-9):.2f}x)")
+                      f"{c_ingest / max(c_duck, 1e-9):.2f}x); {load()}")
             con.close()
             t_raw, c_raw = raw_layer_floor(ws, csv_path, root)
             print(f"DuckDB alone writing only the raw layer (text columns, the table's own DDL, a new database "
-                  f"file): {t_raw:.2f} s (CPU {c_raw:.2f} s)")
+                  f"file): {t_raw:.2f} s (CPU {c_raw:.2f} s); {load()}")
             overhead = cpu_per_file = 0.0
             if tasks:
                 _, t_bare, _ = timed(lambda: [json.loads(p.read_text()) for p in tasks])
@@ -201,7 +211,7 @@ def main() -> None:
                           f"peak RSS {rss:.0f} MB")
         print(f"headline: H-ARC CSV ingest ({label}) is {ratio:.2f}x DuckDB read_csv (wall, median of "
               f"{len(ratios)} interleaved rounds; goal <= 3x), peak RSS {rss:,.0f} MB (goal < 1000); small-file "
-              f"overhead {overhead:.1f} ms per file ({cpu_per_file:.1f} ms CPU)")
+              f"overhead {overhead:.1f} ms per file ({cpu_per_file:.1f} ms CPU); {load()}")
     finally:
         if args.data is None:
             shutil.rmtree(root, ignore_errors=True)
