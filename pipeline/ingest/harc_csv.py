@@ -29,7 +29,7 @@ import polars as pl
 from pipeline.core.prefetch import prefetched
 from pipeline.core.spool import Spool
 from pipeline.core.textfiles import decode_head
-from pipeline.ingest.base import FileChangedError, FileRejected, Reject
+from pipeline.ingest.base import FileChangedError, FileRejected, PiecesStartOver, Reject
 from pipeline.ingest.formats import Head
 
 ROW = "row_number"
@@ -193,6 +193,29 @@ class CsvSource:
                 return results
             except _ParserChanged:
                 continue
+
+    def scan_iter(self, *, row_hash: bool = True, on_start: Callable[[], None] | None = None
+                  ) -> Iterator[LoadedCsv]:
+        """`scan`, a batch at a time: the caller can hand on what it makes of each batch before the next is
+        parsed. A batch that needs a more forgiving parser starts the batches over unseen while none was handed
+        out yet (`on_start` is called before each start); after that it raises `PiecesStartOver` (what the
+        caller made of the earlier batches must be undone), the new parser kept for the next pass."""
+        while True:
+            if on_start is not None:
+                on_start()
+            self._kept = None
+            handed = False
+            try:
+                for i, batch in enumerate(self.batches(row_hash=row_hash)):
+                    self._kept = LoadedCsv(batch.frame.drop(ROW_HASH, strict=False), batch.rejects, batch.flags,
+                                           batch.ends_with_newline) if i == 0 else None
+                    handed = True
+                    yield batch
+                return
+            except _ParserChanged as err:
+                if handed:
+                    raise PiecesStartOver(f"{self.path.name} is read again from its start with a more forgiving "
+                                          f"parser ({self.mode})") from err
 
     def again(self) -> Iterator[LoadedCsv]:
         """The batches once more, in file order, as `batches(row_hash=False)` gives them: the kept batch of a
