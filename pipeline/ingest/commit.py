@@ -435,14 +435,14 @@ def _stage_pieces(ws: Workspace, con: duckdb.DuckDBPyConnection, pieces, own_ids
             if rows is None:  # a piece without tables (its rejects and flags only)
                 pending = next(ahead, None)
                 continue
-            schema = rows.to_arrow().schema
+            schema = _to_arrow(rows).schema
             failure: list[BaseException] = []  # what the reading or checking raised, inside DuckDB's pull
 
             def batches(streamed: str, schema: pa.Schema, failure: list[BaseException]) -> Iterator[pa.RecordBatch]:
                 nonlocal rows, pending
                 while True:
                     if rows is not None and rows.height:
-                        table = rows.to_arrow()
+                        table = _to_arrow(rows)
                         yield from (table if table.schema == schema else table.cast(schema)).to_batches()
                     rows = table = None  # not held while the next piece is checked
                     try:
@@ -468,6 +468,13 @@ def _stage_pieces(ws: Workspace, con: duckdb.DuckDBPyConnection, pieces, own_ids
             finally:
                 source.close()
     return staged
+
+
+def _to_arrow(df: pl.DataFrame):
+    """The frame as Arrow with polars' own string layout (string views): no copy of its texts, and DuckDB appends
+    them with less CPU than the large strings of the default conversion (573k H-ARC raw rows: 4.3 -> 3.6 s of
+    CPU for the whole streamed insert)."""
+    return df.to_arrow(compat_level=pl.CompatLevel.newest())
 
 
 def _streamed_table(tables: dict[str, pl.DataFrame]) -> str | None:
