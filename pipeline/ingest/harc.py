@@ -291,8 +291,12 @@ MAX_BUCKETS = 256
 
 _DATA_KEY = ("__joint", "action_number")  # a data.csv event: joint_id_task and its counter
 _EVENT_ORDER = ("__joint", "action_number", "attempt_number", "action", "occurred_at")
+# the shape of the two grids of every row (`with_grid_columns`): worked out in the first pass, which has time to
+# spare while DuckDB writes the raw rows, and handed to the second with the task context
+_GRIDS = (("test_input_grid", "__in"), ("test_output_grid", "__out"))
+_GRID_FACTS = tuple(f"{prefix}_{k}" for _, prefix in _GRIDS for k in ("hraw", "wmin", "wmax", "code", "h", "w"))
 _TASK_CONTEXT = ("occurred_at", "__lag_ok", "__time_back", "has_terminal_row", "__first_event",
-                 "__task_time_back", "__dup_n", "__dup_distinct", "__dup_first", "__dup_rows")
+                 "__task_time_back", "__dup_n", "__dup_distinct", "__dup_first", "__dup_rows", *_GRID_FACTS)
 # what _participant_tasks reads of the loaded rows, kept until the end of the file: the texts that repeat
 # on every row of a task as categoricals, the constant columns added back at the end
 _TASK_FACTS = ("participant_id", "task_id", "action_number", "exp_name", "task_split", "task_number",
@@ -366,14 +370,17 @@ class _DataFile:
         } if not times else {}, times={"occurred_at": src("time")} if times else {})
 
     def event_order(self, loaded: LoadedCsv) -> pl.DataFrame:
-        """First pass, one batch: the columns the task context is computed from."""
+        """First pass, one batch: the columns the task context is computed from, and the grids' shapes."""
         narrow = loaded.frame.select(ROW, UNSPLIT, *[pl.col(c).alias(src(c)) for c in self.header])  # (no copy)
         df = self.typed(narrow, times=True).with_columns(
             pl.col(src("joint_id_task")).alias("__joint"), pl.col(src("action")).alias("action"))
+        grids = loaded.frame.select(*[c for c, _ in _GRIDS])
+        for column, prefix in _GRIDS:
+            grids = with_grid_columns(grids, column, prefix)
         # held for the whole file until the context is worked out: the texts that repeat on every row of a task
         # (joint id) or come from a short vocabulary (action) as categoricals, 4 bytes a row instead of ~60
         return df.select(ROW, *_EVENT_ORDER, broken(self.structural()).alias("__broken")).with_columns(
-            pl.col("__joint", "action").cast(pl.Categorical))
+            pl.col("__joint", "action").cast(pl.Categorical), *grids.select(_GRID_FACTS).get_columns())
 
     def row_hashes(self, rows: pl.Series) -> pl.DataFrame:
         """ROW_HASH of the given rows (one more pass over the file: the first one leaves the hash out, since
@@ -520,7 +527,7 @@ class _DataFile:
                        "selected_data": "selected_data_json", "selected_tool": "selected_tool",
                        "copy_paste_data": "copy_paste_data_json"}),
         )
-        df = with_grid_columns(with_grid_columns(df, "test_input_grid", "__in"), "test_output_grid", "__out")
+        # (the grids' shapes came with the context: `_GRID_FACTS`)
         # the rejects quote the row's fields as a JSON object, built for the failing rows only
         extra = [EXTRA] if EXTRA in loaded.frame.columns else []
         if extra:
