@@ -478,10 +478,10 @@ def _to_arrow(df: pl.DataFrame):
 
 
 def _streamed_table(tables: dict[str, pl.DataFrame]) -> str | None:
-    """Which table of a big file's pieces is inserted while the pieces are read (the others wait for the end of
-    the file): the one DuckDB takes longest to write. That is the raw layer's where the pieces have one (every
-    field of every row as text, many columns to compress: on a 573k-row H-ARC data.csv 2.7 s of CPU against
-    1.5 s for core_harc__actions, though the latter is bigger in memory), else the biggest."""
+    """Which table of a piece starts a run of streamed pieces (the piece's other tables wait for the end of the
+    file): the one DuckDB takes longest to write. That is the raw layer's where the piece has one (every field
+    of every row as text, many columns to compress: on a 573k-row H-ARC data.csv 2.7 s of CPU against 1.5 s
+    for core_harc__actions, though the latter is bigger in memory), else the biggest."""
     raw = [n for n in tables if n.startswith("raw_")]
     return max(raw or tables, key=lambda n: tables[n].estimated_size(), default=None)
 
