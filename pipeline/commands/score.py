@@ -285,7 +285,7 @@ def score_command(
             read_digests = {str(ref[1]): fid for fid, ref in files.items() if ref[1] is not None}
             for p in [*paths, *card_paths]:
                 try:
-                    manifest.add_input(p, read_digests.get(str(Path(p).resolve())))
+                    manifest.add_input(p, read_digests.get(os.path.realpath(p)))  # a symlink loop: no error
                 except OSError:
                     pass  # a file that cannot be read is among the rejected inputs already
         else:
