@@ -4,6 +4,9 @@ a verified transitions dataset (Parquet shards, dataset card, manifest)."""
 from __future__ import annotations
 
 import dataclasses
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -26,6 +29,64 @@ from .common import (
 )
 
 DEFAULT_LICENCE = "other"
+# Without --workers, files are exported on a local cluster only from this much input on: on a 2-core machine a
+# local cluster took 8-9 s (4 s of CPU) to export 2 files, and 15 s to export 800 short recordings and scripts
+# (9.3 MiB) that one process exported in 8 s (load 5). The scorer's threshold for the same reading and replaying.
+PARALLEL_MIN_BYTES = 64 << 20
+PARALLEL_MIN_STEPS = 20_000  # ... or, for database plays, this many steps (the scorer's threshold too)
+GC_YOUNG_THRESHOLD = 20_000  # allocations between young collections while exporting (Python's default: 700)
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """While the files are exported: the objects made so far (the imports) moved out of the collector's reach
+    (`gc.freeze`), and young collections every 20,000 allocations instead of 700. The rows' objects are acyclic
+    and freed by reference counting; the cycle collector's passes over them (and over every imported module's
+    objects) cost about 4 % of a serial export. Put back as it was afterwards."""
+    old = gc.get_threshold()
+    freeze = gc.get_freeze_count() == 0  # someone else's frozen objects are left as they are
+    if freeze:
+        gc.freeze()
+    gc.set_threshold(max(old[0], GC_YOUNG_THRESHOLD), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        if freeze:
+            gc.unfreeze()
+
+
+def _automatic_workers(jobs: list) -> int | None:
+    """Without --workers: one process (said) when the files are too few bytes for a local cluster's start to pay
+    off, else None (one worker per usable core)."""
+    from pipeline.core.executor import default_workers
+
+    cores = default_workers()
+    if cores <= 1 or len(jobs) <= 1:
+        return None  # serial anyway
+    total = 0
+    for job in jobs:
+        try:
+            total += Path(job.path).stat().st_size
+        except OSError:
+            continue
+    if total >= PARALLEL_MIN_BYTES:
+        return None
+    out.info(f"{total / (1 << 20):,.1f} MiB of input: below the {PARALLEL_MIN_BYTES >> 20} MiB from which worker "
+             "processes pay for their start-up, so the files are exported in this one process (--workers N to use "
+             "N processes anyway)")
+    return 1
+
+
+def _automatic_workers_db(n_files: int, n_steps: int) -> int | None:
+    """Without --workers, database plays: one process (said) below PARALLEL_MIN_STEPS steps, else None."""
+    from pipeline.core.executor import default_workers
+
+    if default_workers() <= 1 or n_files <= 1 or n_steps >= PARALLEL_MIN_STEPS:
+        return None
+    out.info(f"{n_steps:,} steps: below the {PARALLEL_MIN_STEPS:,} from which worker processes pay for their "
+             "start-up, so the plays are exported in this one process (--workers N to use N processes anyway)")
+    return 1
 
 
 def _prepare_out(out_dir: Path, overwrite: bool) -> None:
@@ -101,7 +162,13 @@ def export_transitions_command(
     from pipeline.core.special_files import not_regular_file
     from pipeline.core.workspace import default_db_path
     from pipeline.datasets.shards import DatasetSummary, ShardWriter, dataset_card
-    from pipeline.datasets.transitions import ExportJob, export_transitions, recovered_pairs
+    from pipeline.datasets.transitions import (
+        ExportJob,
+        export_group,
+        export_transitions,
+        group_jobs,
+        recovered_pairs,
+    )
     from pipeline.scoring.plays import RecordingReadError, load_recovered_actions
 
     from .score import expand_recordings
@@ -122,6 +189,7 @@ def export_transitions_command(
 
         announce(games)  # their Python code runs, in the sandbox (docs/security.md)
     problems: list[tuple[str, str]] = []
+    run_workers = workers  # what the run uses (the manifest keeps what was asked)
     common = dict(game_dirs=game_dirs, recovered=recovered_pairs(recovered), game_version=game_version)
     if from_files:
         paths = expand_recordings(list(recordings or []))
@@ -131,6 +199,8 @@ def export_transitions_command(
         problems += [(str(p), f"{not_regular_file(p)}, not a regular file: only regular files are read")
                      for p in special]
         jobs = [ExportJob(path=str(p), **common) for p in paths if p not in special]
+        if workers is None and scheduler is None:
+            run_workers = _automatic_workers(jobs)
     else:
         import duckdb
 
@@ -142,6 +212,8 @@ def export_transitions_command(
             try:
                 ids = [r[0] for r in con.execute(f"SELECT DISTINCT file_id FROM core_arc3__plays{where} "
                                                  "ORDER BY file_id", params).fetchall()]
+                n_steps = con.execute("SELECT count(*) FROM core_arc3__steps WHERE file_id IN (SELECT file_id "
+                                      f"FROM core_arc3__plays{where})", params).fetchone()[0]
             finally:
                 con.close()
         except duckdb.Error as err:
@@ -149,6 +221,8 @@ def export_transitions_command(
         if not ids:
             raise fail(f"no plays{' of ' + ', '.join(game) if game else ''} in the database {db_path}")
         jobs = [ExportJob(db=str(db_path), file_id=fid, **common) for fid in ids]
+        if workers is None and scheduler is None:
+            run_workers = _automatic_workers_db(len(jobs), n_steps)
     _prepare_out(out_dir, overwrite)
 
     manifest = RunManifest(command=command_line(ctx), config={
@@ -160,20 +234,28 @@ def export_transitions_command(
     summary = DatasetSummary()
     n_engine = 0
     try:
-        with open_executor(workers, scheduler, n_items=len(jobs)) as ex:
-            if isinstance(ex, SerialExecutor):  # pieces run in this process: their batches need no compression
+        with _fewer_collections(), open_executor(run_workers, scheduler, n_items=len(jobs)) as ex:
+            if isinstance(ex, SerialExecutor):  # pieces run in this process: their rows need no compression
                 jobs = [dataclasses.replace(job, compress=False) for job in jobs]
-            for _key, export, error in ex.map_ordered(export_transitions, enumerate(jobs), progress=out.track,
-                                                      description="replaying and exporting"):
-                job = jobs[_key]
+                pieces = [(job,) for job in jobs]
+                outcomes = ex.map_ordered(export_transitions, enumerate(jobs), progress=out.track,
+                                          description="replaying and exporting")
+            else:  # on workers: several short files a piece (a task's own cost is more than a short file's)
+                pieces = group_jobs(jobs)
+                outcomes = ex.map_ordered(export_group, enumerate(pieces), progress=out.track,
+                                          description=f"replaying and exporting ({len(jobs):,} files in "
+                                                      f"{len(pieces):,} pieces)")
+            for key, value, error in outcomes:
                 if error is not None:
-                    problems.append((job.label, f"export failed: {type(error).__name__}: {error}"))
+                    problems += [(job.label, f"export failed: {type(error).__name__}: {error}")
+                                 for job in pieces[key]]
                     continue
-                writer.write_export(export)
-                summary.add(export)
-                n_engine += export.n_engine_steps
-                problems += [(export.label, p) for p in export.problems]
-                export.batches = []  # written: let the bytes go
+                for export in value if isinstance(value, list) else [value]:
+                    writer.write_export(export)
+                    summary.add(export)
+                    n_engine += export.n_engine_steps
+                    problems += [(export.label, p) for p in export.problems]
+                    export.batches = []  # written: let the bytes go
         shards = writer.close()
     except OSError as err:
         writer.abort()

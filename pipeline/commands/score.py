@@ -170,7 +170,7 @@ def score_command(
         read_card_files,
         read_db_cards,
     )
-    from pipeline.scoring.parallel import read_and_verify
+    from pipeline.scoring.parallel import open_read_executor, read_and_verify
     from pipeline.scoring.plays import (
         RecordingReadError,
         drop_duplicate_plays,
@@ -252,19 +252,23 @@ def score_command(
     problems: list[tuple[Path, str]] = []
     cards_found = CardInputs()
     # A temporary workspace (score FILES without --db) is removed when the workspace is closed.
-    with temporary or contextlib.nullcontext(), open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+    paths: list[Path] = []
+    card_paths: list[Path] = []
+    special: list[tuple[Path, str]] = []
+    if from_files:
+        given = list(recordings or [])
+        card_paths = [p for p in given if not p.is_dir() and not_regular_file(p) is None and is_scorecard_file(p)]
+        paths = expand_recordings([p for p in given if p not in card_paths])
+        if not paths and not card_paths:
+            raise fail("no *.jsonl recording found in " + ", ".join(str(p) for p in recordings or []), EXIT_USAGE)
+        # A FIFO blocks until a writer comes and /dev/zero never ends: only regular files are read.
+        special = [(p, f"{kind}, not a regular file: only regular files are read") for p in paths
+                   if (kind := not_regular_file(p)) is not None]
+        paths = [p for p in paths if p not in {q for q, _ in special}]
+    # The workers (when there are several) start now, while the workspace opens (scoring/parallel.py).
+    with temporary or contextlib.nullcontext(), open_read_executor(paths, workers, scheduler) as executor, \
+            open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         if from_files:
-            given = list(recordings or [])
-            card_paths = [p for p in given if not p.is_dir() and not_regular_file(p) is None
-                          and is_scorecard_file(p)]
-            paths = expand_recordings([p for p in given if p not in card_paths])
-            if not paths and not card_paths:
-                raise fail("no *.jsonl recording found in " + ", ".join(str(p) for p in recordings or []),
-                           EXIT_USAGE)
-            # A FIFO blocks until a writer comes and /dev/zero never ends: only regular files are read.
-            special = [(p, f"{kind}, not a regular file: only regular files are read") for p in paths
-                       if (kind := not_regular_file(p)) is not None]
-            paths = [p for p in paths if p not in {q for q, _ in special}]
             if recover_actions:  # lost action ids searched for from the frames (pipeline/explore/recover.py)
                 from pipeline.explore.recover import recover_lost_actions
 
@@ -272,15 +276,16 @@ def score_command(
                                                               scheduler=scheduler, progress=out.track)
                 special += unrecovered
             # Read and replayed at once, on the workers when there are several (scoring/parallel.py).
-            steps, plays, files, problems, checks = read_and_verify(paths, game_dirs, recovered,
-                                                                    workers=workers, scheduler=scheduler,
+            steps, plays, files, problems, checks = read_and_verify(paths, game_dirs, recovered, executor=executor,
                                                                     progress=out.track)
             problems = special + problems
             cards_found = read_card_files(card_paths)
             problems += cards_found.problems
+            # A file read is hashed as it is read (its file_id): its digest is that of the bytes scored.
+            read_digests = {str(ref[1]): fid for fid, ref in files.items() if ref[1] is not None}
             for p in [*paths, *card_paths]:
                 try:
-                    manifest.add_input(p)
+                    manifest.add_input(p, read_digests.get(os.path.realpath(p)))  # a symlink loop: no error
                 except OSError:
                     pass  # a file that cannot be read is among the rejected inputs already
         else:

@@ -9,8 +9,8 @@ Three forms, chosen by `open_executor(workers, scheduler)` (CONVENTIONS.md "Fan-
 - serial: `workers` <= 1 (or one piece of work): a plain loop in this process; Dask is not even imported;
 - helper (`open_helper_executor`, chosen by a caller for whom a cluster does not pay): this process and one
   spawned helper process, pieces handed in input order to whichever is free (`HelperExecutor`);
-- local: a Dask `LocalCluster` of `workers` single-threaded worker processes on 127.0.0.1, started and
-  closed here. Each worker's memory limit is the machine's RAM divided by the workers (at least 1 GiB, at
+- local: a Dask `LocalCluster` of `workers` single-threaded worker processes on 127.0.0.1, started (on a
+  thread, from the moment the executor is opened: open it before your set-up to overlap the two) and closed here. Each worker's memory limit is the machine's RAM divided by the workers (at least 1 GiB, at
   most the RAM); past 95 % of it the worker's nanny restarts the worker.
 - cluster: the Dask scheduler at `scheduler` ("tcp://host:port"), run by someone else: only the client
   opened here is closed, never the cluster. Its workers must import this package and see the input files at
@@ -115,15 +115,50 @@ def open_executor(workers: int | None = None, scheduler: str | None = None, *,
     if workers <= 1:
         yield SerialExecutor()
         return
-    cluster = _local_cluster(workers, preload)
+    # The cluster starts on a thread (its workers spawn and import in processes of their own): a caller that
+    # opens the executor before its own set-up (reading the file list, opening the database) overlaps the two,
+    # and the first piece waits for it (`DaskExecutor.client`).
+    starting = _LocalStart(workers, preload)
     try:
-        client = _local_client(cluster)
-        try:
-            yield DaskExecutor(client, workers)
-        finally:
-            client.close()
+        yield DaskExecutor(starting, workers)
     finally:
-        cluster.close()
+        starting.close()
+
+
+class _LocalStart:
+    """A local cluster and its client, started on a thread; `result()` waits for them (raising what the start
+    raised), `close()` closes whatever was started."""
+
+    def __init__(self, workers: int, preload: Sequence[str]) -> None:
+        import threading
+
+        self.cluster = self.client = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._start, args=(workers, preload), name="arcstudy-cluster-start",
+                                       daemon=True)
+        self.thread.start()
+
+    def _start(self, workers: int, preload: Sequence[str]) -> None:
+        try:
+            self.cluster = _local_cluster(workers, preload)
+            self.client = _local_client(self.cluster)
+        except BaseException as err:  # re-raised in the caller's thread by result()
+            self.error = err
+
+    def result(self):
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.client
+
+    def close(self) -> None:
+        self.thread.join()
+        try:
+            if self.client is not None:
+                self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
 
 
 @contextmanager
@@ -193,8 +228,14 @@ class DaskExecutor:
     """Pieces as futures of a Dask client (local or remote cluster), results gathered into this process."""
 
     def __init__(self, client, n_workers: int) -> None:
-        self.client = client
+        self._client = client  # a Client, or a _LocalStart still starting one
         self.n_workers = n_workers
+
+    @property
+    def client(self):
+        if isinstance(self._client, _LocalStart):
+            self._client = self._client.result()
+        return self._client
 
     def _submit(self, fn, item, index: int, run: str):
         name = getattr(fn, "__name__", None) or getattr(getattr(fn, "func", None), "__name__", "piece")

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from schemas.transitions import ARROW_SCHEMA, COLUMNS
 
-from .transitions import FileExport, PlayExport, batches_from_bytes
+from .transitions import FileExport, PlayExport, RowBlock, batches_from_bytes, build_batch
 
 __all__ = ["DEFAULT_SHARD_BYTES", "DatasetSummary", "ShardWriter", "dataset_card"]
 
@@ -44,6 +44,8 @@ class ShardWriter:
         self._final: Path | None = None
         self._pending: list[pa.RecordBatch] = []  # batches not written yet (one row group, once enough)
         self._pending_rows = self._pending_bytes = 0
+        self._blocks: list[RowBlock] = []  # rows of files exported in this process, not yet a batch
+        self._block_rows = self._block_bytes = 0
 
     def _open(self) -> None:
         name = f"train-{len(self.shards):05d}.parquet"
@@ -76,10 +78,24 @@ class ShardWriter:
             self._close()
 
     def write_export(self, export: FileExport) -> None:
-        """Every batch of a file's export, decompressed one at a time."""
+        """Every batch of a file's export, decompressed one at a time. Row blocks (files exported in this process)
+        are gathered, many files' at once, into one batch of about a row group."""
         for data in export.batches:
+            if isinstance(data, RowBlock):
+                self._blocks.append(data)
+                self._block_rows += data.num_rows
+                self._block_bytes += data.frame_bytes
+                if self._block_rows >= ROW_GROUP_ROWS or self._block_bytes >= min(ROW_GROUP_BYTES, self.max_bytes):
+                    self._write_blocks()
+                continue
+            self._write_blocks()  # rows stay in input order
             for batch in batches_from_bytes(data):
                 self.write(batch)
+
+    def _write_blocks(self) -> None:
+        if self._blocks:
+            blocks, self._blocks, self._block_rows, self._block_bytes = self._blocks, [], 0, 0
+            self.write(build_batch(blocks))
 
     def _close(self) -> None:
         if self._writer is None:
@@ -94,6 +110,7 @@ class ShardWriter:
 
     def close(self) -> list[Path]:
         """Close the last shard; the shards written, in order."""
+        self._write_blocks()
         self._write_pending()
         self._close()
         return list(self.shards)
@@ -101,6 +118,7 @@ class ShardWriter:
     def abort(self) -> None:
         """Drop the shard being written (after an error): nothing half-written stays."""
         self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
+        self._blocks, self._block_rows, self._block_bytes = [], 0, 0
         if self._writer is not None:
             try:
                 self._writer.close()

@@ -48,6 +48,13 @@ class FileChangedError(Exception):
     """A file read in pieces changed between its first and a later pass."""
 
 
+class PiecesStartOver(Exception):
+    """A file read in pieces must be read again from its start, after some of its pieces were handed out (H-ARC
+    data.csv: a batch showed that the file needs a more forgiving CSV parser). What the earlier pieces wrote is
+    undone (the file's transaction rolls back) and the pieces are written again from the first; the reader
+    keeps the parser it settled on, so this happens at most once per parser."""
+
+
 @dataclass(frozen=True)
 class Reject:
     """One quarantined line, row or play."""

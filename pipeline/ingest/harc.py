@@ -274,10 +274,11 @@ def _joint_id_check() -> RowCheck:
 # tables are written piece by piece (ReaderOutput.pieces), holding one batch at a time. Rules that look
 # across rows (duplicates, undo before a size change, terminal row, time order) need the whole file: a
 # first pass parses each batch and takes the few columns those rules use to work out each row's task
-# context; the second pass parses each batch again and checks it with its slice of that context beside it
-# (parsing again is cheaper than writing the parsed batches out and reading them back). Both passes run
-# when the pieces are written. A file of one batch is read the same way (kept in memory, parsed once) and
-# returned whole.
+# context, and hands out the batch's raw rows (they need nothing else, so the database writes them while the
+# first pass goes on); the second pass parses each batch again and checks it with its slice of that context
+# beside it, handing out its events (parsing again is cheaper than writing the parsed batches out and reading
+# them back). Both passes run when the pieces are written. A file of one batch is read the same way (kept in
+# memory, parsed once) and returned whole.
 #
 # The per-row state of the two passes (the event order and task context, the task facts) grows with the file:
 # a file above BOUNDED_BYTES keeps it on disk, split into buckets by task (`_DataFile.bucketed`), since every
@@ -290,8 +291,12 @@ MAX_BUCKETS = 256
 
 _DATA_KEY = ("__joint", "action_number")  # a data.csv event: joint_id_task and its counter
 _EVENT_ORDER = ("__joint", "action_number", "attempt_number", "action", "occurred_at")
+# the shape of the two grids of every row (`with_grid_columns`): worked out in the first pass, which has time to
+# spare while DuckDB writes the raw rows, and handed to the second with the task context
+_GRIDS = (("test_input_grid", "__in"), ("test_output_grid", "__out"))
+_GRID_FACTS = tuple(f"{prefix}_{k}" for _, prefix in _GRIDS for k in ("hraw", "wmin", "wmax", "code", "h", "w"))
 _TASK_CONTEXT = ("occurred_at", "__lag_ok", "__time_back", "has_terminal_row", "__first_event",
-                 "__task_time_back", "__dup_n", "__dup_distinct", "__dup_first", "__dup_rows")
+                 "__task_time_back", "__dup_n", "__dup_distinct", "__dup_first", "__dup_rows", *_GRID_FACTS)
 # what _participant_tasks reads of the loaded rows, kept until the end of the file: the texts that repeat
 # on every row of a task as categoricals, the constant columns added back at the end
 _TASK_FACTS = ("participant_id", "task_id", "action_number", "exp_name", "task_split", "task_number",
@@ -365,14 +370,17 @@ class _DataFile:
         } if not times else {}, times={"occurred_at": src("time")} if times else {})
 
     def event_order(self, loaded: LoadedCsv) -> pl.DataFrame:
-        """First pass, one batch: the columns the task context is computed from."""
+        """First pass, one batch: the columns the task context is computed from, and the grids' shapes."""
         narrow = loaded.frame.select(ROW, UNSPLIT, *[pl.col(c).alias(src(c)) for c in self.header])  # (no copy)
         df = self.typed(narrow, times=True).with_columns(
             pl.col(src("joint_id_task")).alias("__joint"), pl.col(src("action")).alias("action"))
+        grids = loaded.frame.select(*[c for c, _ in _GRIDS])
+        for column, prefix in _GRIDS:
+            grids = with_grid_columns(grids, column, prefix)
         # held for the whole file until the context is worked out: the texts that repeat on every row of a task
         # (joint id) or come from a short vocabulary (action) as categoricals, 4 bytes a row instead of ~60
         return df.select(ROW, *_EVENT_ORDER, broken(self.structural()).alias("__broken")).with_columns(
-            pl.col("__joint", "action").cast(pl.Categorical))
+            pl.col("__joint", "action").cast(pl.Categorical), *grids.select(_GRID_FACTS).get_columns())
 
     def row_hashes(self, rows: pl.Series) -> pl.DataFrame:
         """ROW_HASH of the given rows (one more pass over the file: the first one leaves the hash out, since
@@ -386,9 +394,18 @@ class _DataFile:
             with scratch_folder("arcstudy-harc-") as folder:
                 yield from self.bucketed(folder)
 
+    def raw_output(self, loaded: LoadedCsv) -> ReaderOutput:
+        """A batch's raw rows, handed out in the first pass: they need nothing of the rest of the file, so the
+        database writes them while the first pass goes on (its rejects and flags come with the second pass)."""
+        return ReaderOutput(tables={RAW: raw_rows(loaded.frame, self.file_id, self.header)})
+
     def in_memory(self) -> Iterator[ReaderOutput]:
         """Both passes with the whole file's event order, task context and task facts in memory."""
-        orders = [pl.concat(self.source.scan(self.event_order, row_hash=False))]
+        orders: list[pl.DataFrame] = []
+        for loaded in self.source.scan_iter(row_hash=False, on_start=orders.clear):
+            orders.append(self.event_order(loaded))
+            yield self.raw_output(loaded)
+        orders[:] = [pl.concat(orders)]
         self.n_rows = orders[0].height and int(orders[0][ROW].max())
         context = _task_context(orders.pop(), self.counter, self.row_hashes)  # (not held here meanwhile)
         done = 0
@@ -420,11 +437,16 @@ class _DataFile:
             orders.add(df.with_columns(bucket_of(pl.col("__joint").to_physical(), k)))
             return df.height and int(df[ROW].max())
 
+        last_rows: list[int] = []
+
         def start() -> None:
             orders.clear()
             empty_order.clear()
+            last_rows.clear()
 
-        last_rows = self.source.scan(spill, row_hash=False, on_start=start)
+        for loaded in self.source.scan_iter(row_hash=False, on_start=start):
+            last_rows.append(spill(loaded))
+            yield self.raw_output(loaded)
         orders.flush()
         ends = list(accumulate(last_rows, max, initial=0))[1:]  # each batch's last row (an empty batch: the one before)
         self.n_rows = ends[-1] if ends else 0
@@ -491,10 +513,9 @@ class _DataFile:
 
     def check_batch(self, loaded: LoadedCsv, context: pl.DataFrame, structural: list[RowCheck],
                     checks: list[RowCheck]) -> tuple[ReaderOutput, pl.DataFrame]:
-        """Second pass, one batch: every row rule, the raw rows, the loaded events."""
+        """Second pass, one batch: every row rule, the loaded events."""
         header = self.header
-        out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags))
-        out.tables[RAW] = raw_rows(loaded.frame, self.file_id, header)
+        out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags))  # (raw rows: `raw_output`)
         if not context[ROW].equals(loaded.frame[ROW]):
             raise FileChangedError("the file changed while it was read (its rows differ from the first pass's)")
         fields = LoadedCsv(loaded.frame.drop(EXTRA, strict=False), loaded.rejects, loaded.flags, loaded.ends_with_newline)
@@ -506,7 +527,7 @@ class _DataFile:
                        "selected_data": "selected_data_json", "selected_tool": "selected_tool",
                        "copy_paste_data": "copy_paste_data_json"}),
         )
-        df = with_grid_columns(with_grid_columns(df, "test_input_grid", "__in"), "test_output_grid", "__out")
+        # (the grids' shapes came with the context: `_GRID_FACTS`)
         # the rejects quote the row's fields as a JSON object, built for the failing rows only
         extra = [EXTRA] if EXTRA in loaded.frame.columns else []
         if extra:

@@ -3,9 +3,10 @@
 `pipeline.datasets.transitions` exports a file in chunks of at most `ExportJob.batch_rows` steps: each call
 (`replay_chunk`) feeds the next steps to a replay kept alive in the sandbox's child between calls (a session,
 keyed by a token) and returns what the responses to them hold: the answers' fields, every frame's bytes as one
-contiguous buffer (uint8, row-major, 4096 bytes a frame), the frame counts per response (int32) and each frame's
-sha256 digest (32 bytes a frame). No frame travels as a Python object, nothing is hashed twice, and no chunk
-holds more than about `max_frame_bytes` of frames, so a long recording never sits whole in either process.
+contiguous buffer (a bytearray; uint8, row-major, 4096 bytes a frame), the frame counts per response (int32)
+and each frame's sha256 digest (32 bytes a frame). No frame travels as a Python object, nothing is hashed
+twice, and no chunk holds more than about `max_frame_bytes` of frames, so a long recording never sits whole in
+either process. The game's class is loaded once per child while its file is unchanged (`_game_class`).
 
 This module imports only numpy, hashlib and the engine (through `replaying`): the child stays cheap to start.
 """
@@ -13,6 +14,7 @@ This module imports only numpy, hashlib and the engine (through `replaying`): th
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from typing import Any
@@ -22,14 +24,34 @@ import numpy as np
 from engine.base_game import FRAMES_ALL
 from engine.enums import ActionInput, GameAction
 from engine.env import GameEnv
+from engine.loader import load_game_class
 
 from .replaying import ReplayResult, ReplayStep, iter_replay_classified
 
 __all__ = ["Feed", "replay_chunk"]
 
-FRAME_BYTES = 64 * 64
 MAX_SESSIONS = 16  # sessions a child keeps (a process exports one file at a time per game; threads: a few)
 _SESSIONS: OrderedDict[str, _Session] = OrderedDict()
+_CLASSES: dict[tuple, type] = {}  # the game classes loaded in this child, by game and the state of its file
+MAX_CLASSES = 64
+
+
+def _game_class(info: Any) -> type:
+    """`engine.loader.load_game_class(info)`, once per game file while the file is unchanged (its path, size,
+    modification time and inode): the loader's own check reads and hashes the file and resolves its paths on
+    every call, which cost more than constructing the game for a file of 50 steps."""
+    if info.source is None:
+        return load_game_class(info)  # raises, saying why
+    st = os.stat(info.source)
+    key = (info.game_id, str(info.directory), str(info.source), info.class_name, info.also_declared_in,
+           st.st_size, st.st_mtime_ns, st.st_ino)
+    cls = _CLASSES.get(key)
+    if cls is None:
+        cls = load_game_class(info)
+        if len(_CLASSES) >= MAX_CLASSES:
+            _CLASSES.clear()
+        _CLASSES[key] = cls
+    return cls
 
 
 class Feed:
@@ -49,35 +71,39 @@ class Feed:
 
 
 class _Chunk:
-    """The responses of one call, packed."""
+    """The responses of one call, packed as they come: frames appended to one buffer, each hashed once."""
 
     def __init__(self) -> None:
         self.answers: list[tuple] = []
         self.counts: list[int] = []
-        self.frames: list[bytes] = []
-        self.frame_bytes = 0
+        self.frames = bytearray()
+        self.digests = bytearray()
+
+    @property
+    def frame_bytes(self) -> int:
+        return len(self.frames)
 
     def add(self, response: Any, keep_frames: bool, answer: bool) -> None:
         n = 0
         if keep_frames:
+            frames, digests, sha256 = self.frames, self.digests, hashlib.sha256
             for grid in response.frame or ():
-                arr = np.asarray(grid)
-                data = arr.tobytes() if arr.dtype.itemsize == 1 else arr.astype(np.uint8).tobytes()
-                self.frames.append(data)
+                if type(grid) is not np.ndarray:
+                    grid = np.asarray(grid)
+                data = grid.tobytes() if grid.dtype.itemsize == 1 else grid.astype(np.uint8).tobytes()
+                frames += data
+                digests += sha256(data).digest()
                 n += 1
-            self.frame_bytes += n * FRAME_BYTES
         self.counts.append(n)
         if answer:
             state = response.state
             self.answers.append((getattr(state, "name", None) or (None if state is None else str(state)),
                                  int(response.levels_completed), int(response.win_levels), bool(response.full_reset),
-                                 tuple(int(a) for a in response.available_actions)))
+                                 tuple(map(int, response.available_actions))))
 
     def packed(self) -> dict[str, Any]:
-        frames = b"".join(self.frames)
-        digests = b"".join(hashlib.sha256(f).digest() for f in self.frames)
         return {"answers": self.answers, "counts": np.asarray(self.counts, dtype=np.int32).tobytes(),
-                "frames": frames, "digests": digests}
+                "frames": self.frames, "digests": self.digests}
 
 
 class _Session:
@@ -129,9 +155,9 @@ def replay_chunk(arg: tuple) -> dict[str, Any]:
         kind, info = start[0], start[1]
         try:
             if kind == "script":
-                env = GameEnv(info, guid=start[2])
+                env = GameEnv(info, guid=start[2], game_class=_game_class(info))
             else:
-                env = GameEnv(info, only_reset_levels=start[2])
+                env = GameEnv(info, only_reset_levels=start[2], game_class=_game_class(info))
         except Exception as err:
             if kind == "script":
                 raise

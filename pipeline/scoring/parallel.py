@@ -20,19 +20,21 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
 
 import polars as pl
 
-from pipeline.core.executor import default_workers, open_executor
+from pipeline.core.executor import Executor, default_workers, open_executor
 from pipeline.core.sandbox import SandboxFailure
 
 from .plays import FileRef, RecordingInput, read_recording_files, recordings_from_tables, same_content_as
 from .verify import PlayCheck, verify_recording
 
-__all__ = ["PARALLEL_MIN_BYTES", "PARALLEL_MIN_STEPS", "REPLAY_FAILED", "read_and_verify", "verify_recordings"]
+__all__ = ["PARALLEL_MIN_BYTES", "PARALLEL_MIN_STEPS", "REPLAY_FAILED", "open_read_executor", "read_and_verify",
+           "verify_recordings"]
 
 REPLAY_FAILED = "replay failed: "
 # Without --workers, a local cluster is started only from these sizes on: a local cluster takes 2-7 s to start
@@ -40,7 +42,7 @@ REPLAY_FAILED = "replay failed: "
 # replayed, per second and core.
 PARALLEL_MIN_BYTES = 64 << 20
 PARALLEL_MIN_STEPS = 20_000
-PIECES_PER_WORKER = 4  # batches per worker: enough to even out unequal files, few enough to stay cheap
+PIECES_PER_WORKER = 8  # batches per worker: enough to even out unequal files (the last batch is the tail), few enough to stay cheap
 # Each worker of a local cluster imports the engine and the scorer as it starts rather than with its first batch.
 # (Starting the cluster on a thread while this process replayed the first batches was tried and measured slower:
 # 0.70-0.78x against 0.89-0.90x without it, on two simulated studies, loaded machine; this process's replays and
@@ -145,27 +147,40 @@ def _size(path: Path) -> int:
         return 0
 
 
+@contextmanager
+def open_read_executor(paths: Sequence[Path], workers: int | None = None, scheduler: str | None = None
+                       ) -> Iterator[Executor]:
+    """The executor `read_and_verify(paths, ..., executor=)` runs on: `workers` local processes (None: every
+    usable core from PARALLEL_MIN_BYTES of files on, else this process, and the user is told why), or the
+    cluster at `scheduler`. A local cluster starts as this opens: open it before other set-up to overlap the two."""
+    sizes = [_size(Path(p)) for p in paths]
+    if workers is None and scheduler is None:
+        workers = default_workers() if sum(sizes) >= PARALLEL_MIN_BYTES else 1
+        if workers == 1 and default_workers() > 1 and len(paths) > 1:
+            _say_one_process(f"{sum(sizes) / 1e6:,.0f} MB of recordings", f"{PARALLEL_MIN_BYTES >> 20} MB")
+    with open_executor(workers, scheduler, n_items=len(paths), preload=WORKER_PRELOAD) as ex:
+        yield ex
+
+
 def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
                     recovered: Mapping[str, Sequence[int | str]] | None = None, *, workers: int | None = None,
-                    scheduler: str | None = None, progress: Progress | None = None
+                    scheduler: str | None = None, progress: Progress | None = None,
+                    executor: Executor | None = None
                     ) -> tuple[pl.DataFrame, pl.DataFrame, dict, list[tuple[Path, str]], list[PlayCheck] | None]:
     """`read_recording_files(paths)` plus the replay checks of every recording read (pass them to
     `score_recordings(..., checks=)`): each file is read and replayed at once, and only its tables and checks
     are kept (its frame pixels are let go as soon as it is replayed, so memory does not grow with the files).
 
-    On workers (`workers` > 1, or None from `PARALLEL_MIN_BYTES` of files on, or `scheduler`) batches of files
-    are read and replayed there; otherwise one file after the other in this process. The checks are None only
+    On workers (`workers` > 1, or None from `PARALLEL_MIN_BYTES` of files on, or `scheduler`; or the `executor`
+    given, from `open_read_executor`) batches of files are read and replayed there; otherwise one file after
+    the other in this process. The checks are None only
     when the same content was given under two paths (`score_recordings` then replays it itself)."""
     paths = [Path(p) for p in paths]
     dirs = tuple(Path(d) for d in game_dirs)
     recovered = dict(recovered or {})
     sizes = [_size(p) for p in paths]
-    if workers is None and scheduler is None:
-        workers = default_workers() if sum(sizes) >= PARALLEL_MIN_BYTES else 1
-        if workers == 1 and default_workers() > 1 and len(paths) > 1:
-            _say_one_process(f"{sum(sizes) / 1e6:,.0f} MB of recordings", f"{PARALLEL_MIN_BYTES >> 20} MB")
     per_path: list[FileResult | str | None] = [None] * len(paths)
-    with open_executor(workers, scheduler, n_items=len(paths), preload=WORKER_PRELOAD) as ex:
+    with (nullcontext(executor) if executor is not None else open_read_executor(paths, workers, scheduler)) as ex:
         if ex.n_workers <= 1:  # in this process: one file per piece (a progress step each)
             batches = [[i] for i in range(len(paths))]
             description = "reading and replaying"

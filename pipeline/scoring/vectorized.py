@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
-import pyarrow.compute as pc
 
 from .policies import ScoringPolicy, get_policy
 from .rhae import MSG_BASELINE_MISSING, MSG_BASELINE_SIZE_MISMATCH, no_metadata_message
@@ -147,14 +146,12 @@ def _has_duplicates(values: pl.Series) -> bool:
 
 
 def _sorted_codes(values: pl.Series) -> tuple[pl.Series, np.ndarray]:
-    """The distinct values, sorted (nulls first), and each value's index into them: a hash encoding (Arrow's
-    dictionary), then a sort of the few distinct values only."""
-    encoded = pc.dictionary_encode(values.rechunk().to_arrow(), null_encoding="encode")
-    distinct = pl.Series(values.name, encoded.dictionary, dtype=values.dtype)
-    order = distinct.arg_sort().to_numpy()
-    rank = np.empty(order.size, dtype=np.int64)
-    rank[order] = np.arange(order.size)
-    return distinct.gather(order), rank.take(encoded.indices.to_numpy(zero_copy_only=False))
+    """The distinct values, sorted (nulls first), and each value's index into them: a dense rank (the sort of
+    the distinct values done once, in polars; no Arrow compute kernel, whose first use costs ~0.15 s)."""
+    distinct = values.unique().sort(nulls_last=False)
+    has_null = values.null_count() > 0
+    rank = values.rank("dense").fill_null(0).to_numpy().astype(np.int64, copy=False)
+    return distinct, rank if has_null else rank - 1
 
 
 def _list_layout(values: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -225,6 +225,12 @@ def test_database_export_matches_the_file_export(tmp_path):
     assert code == 0, output
     cols = ["play_id", "step", "action", "state", "levels_completed", "frame_sha256s", "is_counted", "verified"]
     assert rows_of(tmp_path / "db").select(cols).equals(rows_of(tmp_path / "files").select(cols))
+    # without --workers: a few steps are exported in this one process, and the command says so
+    auto = CliRunner().invoke(app, ["--plain", "export-transitions", "--db", str(db), "--games", str(ENVS),
+                                    "--out", str(tmp_path / "auto")])
+    assert auto.exit_code == 0, auto.output
+    assert "steps: below the 20,000" in auto.output and "exported in this one process" in auto.output
+    assert rows_of(tmp_path / "auto").equals(rows_of(tmp_path / "db"))
 
 
 def test_shards_are_bounded_and_atomic(tmp_path):
@@ -377,7 +383,75 @@ def test_a_file_is_exported_in_bounded_batches(tmp_path, monkeypatch, kind):
     assert pa_table(list(whole.batches)).equals(pa_table(batches))
 
 
-def pa_table(batches):
+def transitions_export(path):
+    from pipeline.datasets.transitions import ExportJob, export_transitions
+
+    return export_transitions(ExportJob(path=str(path), game_dirs=(str(ENVS),), compress=True))
+
+
+def pa_table(items):
+    """The rows of a file's export items (row blocks in this process, IPC streams from a worker) as one table."""
     import pyarrow as pa
 
-    return pa.Table.from_batches(batches)
+    from pipeline.datasets.transitions import batches_from_bytes
+
+    return pa.Table.from_batches([b for item in items for b in batches_from_bytes(item)])
+
+
+def test_the_writer_gathers_many_files_rows_into_one_row_group(tmp_path, monkeypatch):
+    """In this process a file's rows come as row blocks, which the single writer gathers, several files' at once,
+    into batches of about a row group: the rows are those of each file's own batches (as a worker sends them),
+    in input order."""
+    import pyarrow.parquet as pq
+
+    from pipeline.datasets import shards
+    from pipeline.datasets.transitions import ExportJob, export_transitions
+
+    monkeypatch.setattr(shards, "ROW_GROUP_ROWS", 50)
+    paths = [AN53, PLAYBACK / "ck17_scripted-win.playback.jsonl", AN53]  # 42, 20 and 42 rows
+    writer = shards.ShardWriter(tmp_path)
+    for path in paths:
+        writer.write_export(export_transitions(ExportJob(path=str(path), game_dirs=(str(ENVS),), compress=False)))
+    (shard,) = writer.close()
+    meta = pq.ParquetFile(shard).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [62, 42]  # 42 + 20 in one
+    alone = pa_table([item for path in paths for item in export_transitions(
+        ExportJob(path=str(path), game_dirs=(str(ENVS),), compress=True)).batches])
+    assert pq.read_table(shard).equals(alone)
+
+
+def test_without_workers_small_input_is_exported_in_this_process(tmp_path):
+    """Without --workers, a few MB of files are exported in this one process (a local cluster costs more to start
+    than it saves), and the command says so; the manifest keeps what was asked."""
+    result = CliRunner().invoke(app, ["--plain", "export-transitions", str(AN53),
+                                      str(PLAYBACK / "ck17_scripted-win.playback.jsonl"), "--games", str(ENVS),
+                                      "--out", str(tmp_path / "ds")])
+    assert result.exit_code == 0, result.output
+    assert "exported in this one process" in result.output and "--workers N" in result.output
+    manifest = json.loads((tmp_path / "ds" / "manifest.json").read_text())
+    assert manifest["config"]["workers"] is None and manifest["notes"]["transitions"]["rows"] == 42 + 20
+
+
+def test_files_are_grouped_into_pieces_of_bounded_size_in_order(tmp_path):
+    from pipeline.datasets.transitions import ExportJob, export_group, group_jobs
+
+    sizes = [10, 10, 10, 50, 10, 10, 10, 10]
+    jobs = []
+    for i, n in enumerate(sizes):
+        path = tmp_path / f"f{i}.jsonl"
+        path.write_bytes(b"x" * n)
+        jobs.append(ExportJob(path=str(path)))
+    groups = group_jobs(jobs, max_bytes=35, max_files=3)
+    assert [[Path(j.path).name for j in g] for g in groups] == [
+        ["f0.jsonl", "f1.jsonl", "f2.jsonl"], ["f3.jsonl"], ["f4.jsonl", "f5.jsonl", "f6.jsonl"], ["f7.jsonl"]]
+    # one piece's files exported in order, their rows gathered into streams that keep the file order; a bad file
+    # is that file's rejection, the others are exported
+    script = PLAYBACK / "ck17_scripted-win.playback.jsonl"
+    piece = [ExportJob(path=str(p), game_dirs=(str(ENVS),)) for p in (AN53, jobs[0].path, script)]
+    exports = export_group(piece)
+    assert [e.label for e in exports] == [j.label for j in piece]
+    assert [e.n_rows for e in exports] == [len(file_lines(AN53)), 0, 20] and exports[1].rejected
+    assert exports[1].problems and not exports[0].rejected and not exports[2].rejected
+    alone = pa_table([item for p in (AN53, script) for item in transitions_export(p).batches])
+    assert pa_table([item for e in exports for item in e.batches]).equals(alone)
+    assert sum(len(e.batches) for e in exports) == 1  # 62 rows of two files: one stream

@@ -1,0 +1,56 @@
+"""The sandbox side of `arcstudy export-transitions` (pipeline/recordings/transition_replay.py): the game class
+is loaded once per game file while the file is unchanged, and a chunk's frames come back packed with their
+sha256 digests."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from engine.base_game import FRAMES_ALL
+from engine.env import GameEnv
+from engine.loader import find_games
+from pipeline.recordings import transition_replay
+
+GAMES = Path(__file__).resolve().parents[2] / "games"
+
+
+def test_the_game_class_is_reloaded_only_when_its_file_changes(tmp_path, monkeypatch):
+    loads: list[str] = []
+    load = transition_replay.load_game_class
+
+    def counted(info):
+        loads.append(info.game_id)
+        return load(info)
+
+    monkeypatch.setattr(transition_replay, "load_game_class", counted)
+    shutil.copytree(GAMES / "bg41", tmp_path / "bg41")
+    (info,) = find_games([tmp_path])
+    first = transition_replay._game_class(info)
+    assert transition_replay._game_class(info) is first and len(loads) == 1  # the same file: loaded once
+    source = Path(info.source)
+    source.write_text(source.read_text() + "\n# changed\n")
+    changed = transition_replay._game_class(info)
+    assert len(loads) == 2 and changed is not first and changed.__name__ == first.__name__
+    assert transition_replay._game_class(info) is changed and len(loads) == 2
+
+
+def test_a_chunk_packs_every_frame_with_its_sha256():
+    info = next(i for i in find_games([GAMES]) if i.short_id == "bg41")
+    env = GameEnv(info)
+    responses = [env.reset(frames=FRAMES_ALL)]
+    for action in (1, 2, 3, 4):
+        responses.append(env.step(action, frames=FRAMES_ALL))
+    chunk = transition_replay._Chunk()
+    for i, response in enumerate(responses):
+        chunk.add(response, keep_frames=i != 2, answer=True)  # the third response's frames not kept
+    packed = chunk.packed()
+    counts = np.frombuffer(packed["counts"], dtype=np.int32).tolist()
+    frames = [np.asarray(g, dtype=np.uint8).tobytes() for i, r in enumerate(responses) if i != 2 for g in r.frame]
+    assert counts == [0 if i == 2 else len(r.frame) for i, r in enumerate(responses)]
+    assert bytes(packed["frames"]) == b"".join(frames)
+    assert bytes(packed["digests"]) == b"".join(hashlib.sha256(f).digest() for f in frames)
+    assert [a[1] for a in packed["answers"]] == [int(r.levels_completed) for r in responses]
