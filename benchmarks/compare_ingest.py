@@ -26,6 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 QUARANTINE_COLUMNS = ("file_path", "source_location", "check_name", "column_name", "failing_value", "reason",
                       "raw_text", "target_table")
+VOLATILE_RAW_COLUMNS = ("run_id", "ingested_at")  # of a raw table, with --raw: the run's, not the file's
 
 
 def ingest(checkout: Path, paths: list[str], db: Path) -> int:
@@ -64,6 +65,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reference", type=Path, required=True, help="the other checkout (e.g. the main branch)")
     ap.add_argument("--candidate", type=Path, default=REPO, help="this checkout (default: the one holding me)")
+    ap.add_argument("--raw", action="store_true",
+                    help="compare raw_ingest__files too (its run ids and ingest times left out)")
     ap.add_argument("paths", nargs="+")
     args = ap.parse_args()
 
@@ -86,6 +89,7 @@ def main() -> None:
 
         a, b = tables("a"), tables("b")
         differing = []
+        n_compared = 0
         print(f"exit codes: reference {codes[0]}, candidate {codes[1]}")
         if codes[0] != codes[1]:
             differing.append("exit code")
@@ -101,16 +105,20 @@ def main() -> None:
                 if not same:
                     differing.append(name)
                 continue
-            # a raw table whose layout did not change must hold the same rows too (raw_ingest__files holds times)
-            same_raw = name.startswith("raw_") and name != "raw_ingest__files" and a.get(name) == b.get(name)
-            if not name.startswith("core_") and name != "quarantine" and not same_raw:
+            # a raw table whose layout did not change must hold the same rows too; raw_ingest__files holds times:
+            # compared with --raw, its run ids and ingest times left out
+            raw_compared = name.startswith("raw_") and a.get(name) == b.get(name) and (
+                name != "raw_ingest__files" or args.raw)
+            if not name.startswith("core_") and name != "quarantine" and not raw_compared:
                 print(f"{name}: rows {count.get('a', '-')} / {count.get('b', '-')} (layout may differ; not compared)")
                 continue
             if name not in a or name not in b or a[name] != b[name] and name != "quarantine":
                 print(f"{name}: DIFFERENT columns: {a.get(name)} / {b.get(name)}")
                 differing.append(name)
                 continue
-            cols = ", ".join(QUARANTINE_COLUMNS if name == "quarantine" else a[name])
+            cols = ", ".join(QUARANTINE_COLUMNS if name == "quarantine" else
+                             [c for c in a[name] if c not in VOLATILE_RAW_COLUMNS] if raw_compared else a[name])
+            n_compared += 1
             only = [con.execute(f"SELECT count(*) FROM (SELECT {cols} FROM {x}.{name} EXCEPT ALL "
                                 f"SELECT {cols} FROM {y}.{name})").fetchone()[0] for x, y in (("a", "b"), ("b", "a"))]
             same = only == [0, 0]
@@ -122,8 +130,8 @@ def main() -> None:
     if differing:
         print(f"DIFFERENT: {', '.join(differing)}")
         sys.exit(1)
-    compared = sum(1 for n in set(a) | set(b) if n.startswith("core_") or n == "quarantine")
-    print(f"identical: {compared} tables (core tables and quarantine, EXCEPT ALL both ways)")
+    print(f"identical: {n_compared} tables (core tables, raw tables of the same layout and quarantine, EXCEPT ALL "
+          "both ways)")
 
 
 if __name__ == "__main__":

@@ -65,13 +65,15 @@ def ingest_command(
     Exit code 3 when anything was quarantined or a file was refused (a FIFO, device or socket is refused
     unread: only regular files are read); exit code 2 when the paths hold no input file at all.
     Files are read and validated on --workers processes (without it: all usable cores from 256 MB of input
-    on, 2 GB on a two-core machine, where one process already keeps both cores busy; else in this one process,
-    which says so) or on the cluster at --scheduler; this process alone writes the database.
+    on, 2 GB on a two-core machine; below that, from 64 MB and while a core is free, in this process and one
+    helper process, else in this one process; it says which) or on the cluster at --scheduler; this process
+    alone writes the database.
     """
     from rich.table import Table as RichTable
 
     from pipeline.core.manifest import RunManifest
     from pipeline.ingest import FORMATS, expand_paths, ingest_paths
+    from pipeline.ingest.runner import start_helper
 
     if fmt != "auto" and fmt not in FORMATS:
         raise fail(f"unknown format {fmt!r}; one of: {', '.join(_format_choices())}", EXIT_USAGE)
@@ -89,11 +91,13 @@ def ingest_command(
                    "*.expected.json are skipped); nothing ingested", EXIT_USAGE)
     if workers is None and scheduler is None:
         _say_when_one_process(files)
-    with open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
+    # A helper process for reading (when the automatic choice takes one) starts now: its imports overlap the
+    # opening of the database.
+    with start_helper(files, workers, scheduler) as helper, open_workspace(db_path, lock_timeout_s=lock_timeout) as ws:
         report = ingest_paths(ws, files, run_id=manifest.run_id, fmt_name=fmt, force=force,
                               keep_frames=keep_frames, frames_dir=frames_dir, progress=out.track,
                               workers=workers, scheduler=scheduler,
-                              options={"family_prefix": family_prefix} if family_prefix else None)
+                              options={"family_prefix": family_prefix} if family_prefix else None, helper=helper)
         for f in report.files:
             if f.status != "unreadable" and f.path.is_file():  # never hash a FIFO or device
                 try:
@@ -145,14 +149,32 @@ def formats_command() -> None:
 
 
 def _say_when_one_process(files: list[Path]) -> None:
-    """Without --workers: tell the user when the automatic choice reads everything in this one process."""
+    """Without --workers: tell the user when the automatic choice reads in this process (with one helper process
+    beside it, or alone) rather than on worker processes."""
     from pipeline.core.executor import default_workers
-    from pipeline.ingest.runner import PARALLEL_MIN_BYTES, TWO_CORES_MIN_BYTES, auto_ingest_workers
+    from pipeline.ingest.runner import (
+        HELPER_MIN_BYTES,
+        PARALLEL_MIN_BYTES,
+        TWO_CORES_MIN_BYTES,
+        auto_ingest_helper,
+        auto_ingest_workers,
+        machine_load,
+    )
 
     cores = default_workers()
     sizes = [p.stat().st_size for p in files if p.is_file()]
     if cores > 1 and len(sizes) > 1 and auto_ingest_workers(sizes, cores) == 1:
         floor = PARALLEL_MIN_BYTES if cores > 2 else TWO_CORES_MIN_BYTES
-        out.info(f"reading in this one process: {(sum(sizes) - max(sizes)) / 1e6:,.0f} MB of input could be shared "
-                 f"out, below the {floor / 1e6:,.0f} MB from which worker processes pay for their start-up on "
-                 f"{cores} cores (--workers N to use N processes anyway)")
+        shared = (sum(sizes) - max(sizes)) / 1e6
+        load = machine_load()
+        if auto_ingest_helper(sizes, cores, load):
+            out.info(f"reading in this process and one helper process: {shared:,.0f} MB of input could be shared "
+                     f"out, below the {floor / 1e6:,.0f} MB from which worker processes pay for their start-up on "
+                     f"{cores} cores (--workers N to use N processes anyway, --workers 1 for this one alone)")
+        elif auto_ingest_helper(sizes, cores):  # all but a free core
+            out.info(f"reading in this one process: no core is free (load average {load:.1f} on {cores} cores), "
+                     f"so a helper process would slow it (--workers N to use N processes anyway)")
+        else:
+            out.info(f"reading in this one process: {shared:,.0f} MB of input could be shared out, below the "
+                     f"{HELPER_MIN_BYTES / 1e6:,.0f} MB from which a helper process pays for its start-up on "
+                     f"{cores} cores (--workers N to use N processes anyway)")

@@ -7,6 +7,8 @@
 Three forms, chosen by `open_executor(workers, scheduler)` (CONVENTIONS.md "Fan-out with one writer"):
 
 - serial: `workers` <= 1 (or one piece of work): a plain loop in this process; Dask is not even imported;
+- helper (`open_helper_executor`, chosen by a caller for whom a cluster does not pay): this process and one
+  spawned helper process, pieces handed in input order to whichever is free (`HelperExecutor`);
 - local: a Dask `LocalCluster` of `workers` single-threaded worker processes on 127.0.0.1, started (on a
   thread, from the moment the executor is opened: open it before your set-up to overlap the two) and closed here. Each worker's memory limit is the machine's RAM divided by the workers (at least 1 GiB, at
   most the RAM); past 95 % of it the worker's nanny restarts the worker.
@@ -159,6 +161,17 @@ class _LocalStart:
                 self.cluster.close()
 
 
+@contextmanager
+def open_helper_executor(preload: Sequence[str] = ()) -> Iterator[HelperExecutor]:
+    """`HelperExecutor`, its helper process ended on exit (the running piece finished first). `preload`: modules
+    the helper imports as it starts, before its first piece."""
+    ex = HelperExecutor(preload)
+    try:
+        yield ex
+    finally:
+        ex.close()
+
+
 def _local_client(cluster):
     from distributed import Client
 
@@ -290,3 +303,208 @@ class DaskExecutor:
                 yield head()
         while pending:
             yield head()
+
+
+# Pieces a helper process may have submitted (running or queued) beyond the one it works on: one more hides the
+# round trip of handing it the next piece.
+HELPER_AHEAD = 2
+# Pieces done in input order ahead of the one being waited for (this process works on while the helper holds the
+# head piece): bounds the memory of finished pieces not yet handed to the caller.
+HELPER_LOOK_AHEAD = 8
+# Results the helper keeps alive after sending them: an object whose pickle names a file it removes when let go
+# (a spilled `Spool`) must outlive its unpickling here, which happens before the helper is sent that many more.
+HELPER_KEEPS = HELPER_AHEAD + HELPER_LOOK_AHEAD
+
+
+def _send(stream, obj: Any) -> None:
+    import pickle
+
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(8, "little") + data)
+    stream.flush()
+
+
+def _receive(stream) -> Any:
+    """The next object sent with `_send`; EOFError when the stream ends."""
+    import pickle
+
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError
+    size = int.from_bytes(head, "little")
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)
+
+
+UNSENT = "arcstudy-helper-result-not-sent"  # a helper's answer for a piece whose result could not be sent
+
+
+def _helper_main() -> None:
+    """The helper process of `HelperExecutor`: pieces in on stdin, outcomes out on stdout, until stdin ends."""
+    import signal
+    import sys
+    from collections import deque
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle; it ends this process
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing a piece prints may corrupt the stream of outcomes
+    kept: deque = deque(maxlen=HELPER_KEEPS)
+    sys.path[:], preload = _receive(inp)  # the caller's import path (a test's or a notebook's additions included)
+    for module in preload:  # imported before the first piece comes (the caller works meanwhile)
+        __import__(module)
+    while True:
+        try:
+            seq, fn, key, item = _receive(inp)
+        except EOFError:
+            return
+        outcome = _call(fn, key, item)
+        try:
+            _send(out, (seq, outcome))
+        except Exception:  # a value that cannot be pickled (e.g. one that reads its file later): the caller runs
+            _send(out, (seq, UNSENT))  # the piece itself, so the result is the same as without a helper
+        kept.append(outcome)
+
+
+class _Helper:
+    """One helper process (`python -c ... _helper_main()`): `submit` returns a Future set by a reader thread."""
+
+    def __init__(self, preload: Sequence[str] = ()) -> None:
+        import subprocess
+        import sys
+        import threading
+
+        env = {**os.environ, "POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "1")}
+        # A fresh interpreter started by module, not by forking (DuckDB's and polars's threads would be inherited
+        # in an unknown state) nor by multiprocessing's spawn (which runs the caller's __main__ file again).
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from pipeline.core.executor import _helper_main; _helper_main()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self._futures: dict[int, Any] = {}
+        self._seq = 0
+        self._lock = threading.Lock()
+        self.broken = False
+        _send(self.proc.stdin, (list(sys.path), list(preload)))
+        self._reader = threading.Thread(target=self._read, name="arcstudy-helper-results", daemon=True)
+        self._reader.start()
+
+    def submit(self, fn, key, item):
+        from concurrent.futures import Future
+
+        future: Future = Future()
+        with self._lock:
+            if self.broken:
+                raise RuntimeError("the helper process has ended")
+            self._seq += 1
+            self._futures[self._seq] = future
+            seq = self._seq
+        try:
+            _send(self.proc.stdin, (seq, fn, key, item))
+        except (OSError, ValueError) as err:  # the helper ended: its pipe is closed
+            self._fail(err)
+        return future
+
+    def _read(self) -> None:
+        try:
+            while True:
+                seq, outcome = _receive(self.proc.stdout)
+                with self._lock:
+                    future = self._futures.pop(seq)
+                future.set_result(outcome)
+        except BaseException as err:  # EOF (the helper ended) or a result that cannot be read here
+            self._fail(err)
+
+    def _fail(self, err: BaseException) -> None:
+        with self._lock:
+            self.broken = True
+            pending, self._futures = list(self._futures.values()), {}
+        for future in pending:
+            if not future.done():
+                future.set_exception(RuntimeError(f"the helper process ended: {err!r}"))
+
+    def close(self) -> None:
+        import subprocess
+
+        try:
+            self.proc.stdin.close()  # the helper ends when its input does
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(timeout=5)
+        self.proc.stdout.close()
+
+
+class HelperExecutor:
+    """This process and one helper process, each working on pieces, results yielded in input order: on two cores
+    a second reader where a Dask cluster's start-up (2-7 s) would cost more than it gains. The helper is a fresh
+    interpreter (`_Helper`); its start-up (the imports, ~0.5 s of CPU) overlaps this process's own work (a caller
+    may start it early, `preload`ing the modules its pieces need).
+    Pieces are handed out in input order to whichever of the two is free. A helper that dies (killed, out of
+    memory) has its pieces run in this process instead, and is not used again; a piece that raises is that
+    piece's error, as in the other executors. `fn` and the items must be picklable (module-level functions,
+    partials of them), and so must what they return."""
+
+    n_workers = 2
+
+    def __init__(self, preload: Sequence[str] = ()) -> None:
+        self._helper = _Helper(preload)
+        self.helper_pieces = 0  # pieces the helper completed (for tests and reports)
+
+    def close(self) -> None:
+        self._helper.close()
+
+    def map_unordered(self, fn, items, *, progress=None, description="working"):
+        return self.map_ordered(fn, items, progress=progress, description=description)
+
+    def map_ordered(self, fn, items, *, look_ahead=None, progress=None, description="working"):
+        pairs = list(items)
+        return _tracked(self._ordered(fn, pairs, look_ahead or HELPER_LOOK_AHEAD), len(pairs), progress,
+                        description)
+
+    def _ordered(self, fn, pairs: list, look_ahead: int) -> Iterator[Outcome]:
+        from concurrent.futures import FIRST_COMPLETED, Future, wait
+
+        slots: dict[int, Outcome | Future] = {}
+        remote: set[int] = set()  # pieces sent to the helper and not finished
+        head = assigned = 0
+        while head < len(pairs):
+            if not self._helper.broken:
+                remote = {i for i in remote if not slots[i].done()}  # type: ignore[union-attr]
+                while len(remote) < HELPER_AHEAD and assigned < len(pairs) and assigned - head < look_ahead:
+                    key, item = pairs[assigned]
+                    try:
+                        slots[assigned] = self._helper.submit(fn, key, item)
+                    except RuntimeError:
+                        break
+                    remote.add(assigned)
+                    assigned += 1
+            slot = slots.get(head)
+            if slot is None:  # the helper could not take it
+                key, item = pairs[head]
+                slot = _call(fn, key, item)
+                assigned = max(assigned, head + 1)
+            elif isinstance(slot, Future):
+                if not slot.done() and assigned < len(pairs) and assigned - head < look_ahead:
+                    key, item = pairs[assigned]  # the helper holds the head piece: work on the next one here
+                    slots[assigned] = _call(fn, key, item)
+                    assigned += 1
+                    continue
+                if not slot.done():
+                    wait([slot], return_when=FIRST_COMPLETED)
+                try:
+                    slot = slot.result()
+                    self.helper_pieces += 1
+                except RuntimeError:  # the helper ended (killed, out of memory): the piece runs here
+                    slot = UNSENT
+                if slot == UNSENT:  # (or its result could not be sent back)
+                    key, item = pairs[head]
+                    slot = _call(fn, key, item)
+            slots.pop(head, None)
+            remote.discard(head)
+            head += 1
+            yield slot

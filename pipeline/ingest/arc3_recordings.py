@@ -156,8 +156,10 @@ def read_recording(ctx: FileContext) -> ReaderOutput:
                 ln.raw_json = ""
     try:
         try:
+            # A streamed file (a large one) holds its lines as columns until its steps are counted.
             rec = read_recording_file(ctx.path, on_frames=sink.add if sink is not None else None, on_chunk=on_chunk,
-                                      chunk_bytes=ctx.chunk_bytes or CHUNK_BYTES, file_sha256=ctx.file_id)
+                                      chunk_bytes=ctx.chunk_bytes or CHUNK_BYTES, file_sha256=ctx.file_id,
+                                      columns=ctx.write_chunk is not None)
         except RecordingRejected as err:
             raise FileRejected(err.reason, err.check, err.location, rejects=_rejects(err.issues)) from None
         frames_file = None

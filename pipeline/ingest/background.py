@@ -84,6 +84,11 @@ class BackgroundWriter:
     def idle(self) -> bool:
         return not self._pending
 
+    @property
+    def working(self) -> bool:
+        """Whether a job is running or queued now (`idle` also waits for finished jobs to be collected)."""
+        return any(not future.done() for future, _ in self._pending)
+
     def _collect_next(self) -> None:
         future, weight = self._pending.popleft()
         self._weight -= weight

@@ -191,45 +191,61 @@ class _Refused(Exception):
     """A streamed file was refused while its transaction was open: roll back what it wrote."""
 
 
+def _spill_chunk(name: str, rows: pl.DataFrame, path: Path) -> None:
+    """Write one chunk of a streamed file's rows for table `name` to `path` (Arrow IPC), for `_insert_spilled`."""
+    rows.write_ipc(path, compression="uncompressed")
+
+
 def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]:
     """Read a streamed file inside its transaction: every chunk of rows the reader hands over is validated (rows
-    that fail become rejects, as in `validate_output`) and inserted at once. Rows written per table."""
+    that fail become rejects, as in `validate_output`) and spilled to an Arrow file in a scratch folder; once the
+    reading is done, each table's chunks are inserted by ONE INSERT ... SELECT over its files. DuckDB holds the
+    rows a transaction appends in many statements in memory until it commits (2,000,000 frameless steps: over
+    1 GB for the raw lines and the steps), where one INSERT streams them with bounded memory
+    (`_insert_spilled`). Rows written per table."""
     written: dict[str, int] = {}
     chunk_rejects: list[Reject] = Spool()
     write_errors: list[BaseException] = []
+    spills: dict[str, list[str]] = {}
 
-    def write_chunk(name: str, df: pl.DataFrame) -> None:  # on the writer thread, chunks in reading order
-        piece = ReaderOutput(tables={name: df})
-        validate_output(piece)
-        chunk_rejects.extend(piece.rejects)
+    with _SpillFolder() as folder:
+        def write_chunk(name: str, df: pl.DataFrame) -> None:  # on the writer thread, chunks in reading order
+            piece = ReaderOutput(tables={name: df})
+            validate_output(piece)
+            chunk_rejects.extend(piece.rejects)
+            rows = conform(name, piece.tables[name])
+            spill = folder.path / f"{name}-{len(spills.get(name, ())):06d}.arrow"
+            try:
+                _spill_chunk(name, rows, spill)
+            except OSError as err:  # a full scratch disk is not the file's fault: the run stops (exit 1)
+                write_errors.append(as_output_error(err, folder.path))
+                raise write_errors[-1] from err
+            except BaseException as err:
+                write_errors.append(err)
+                raise
+            spills.setdefault(name, []).append(str(spill))
+            written[name] = written.get(name, 0) + rows.height
+
         try:
-            # Under the streamed insert's memory limit: DuckDB would otherwise keep every chunk of the transaction
-            # in memory until it commits (500,000 frameless steps: a peak of 1.32 GB, 0.95 GB under the limit).
-            with _bounded_insert(con, STREAM_INSERT_MEMORY):
-                ws.insert_frame(name, piece.tables[name], con=con, validate=False)
-        except BaseException as err:
-            write_errors.append(err)
-            raise
-        written[name] = written.get(name, 0) + piece.tables[name].height
-
-    try:
-        # This thread parses chunk N+1 while the writer inserts chunk N; leaving the block waits for the
-        # writer (and raises its error), so nothing writes once the transaction ends or rolls back.
-        with BackgroundWriter(name="arcstudy-chunk-writer") as writer:
-            prepared.ctx.write_chunk = partial(writer.submit, write_chunk)
-            _read(prepared, FORMATS[prepared.fmt_name or ""])
-        _refuse_if_changed(prepared)
-    except Exception as err:
-        if isinstance(err, OutputError) or (isinstance(err, duckdb.Error) and not write_errors):
-            raise  # an output (frames folder, scratch space) or the database failed, not the file
-        if not write_errors:  # a reader bug: this file is refused and the run goes on, as for a worker's file
-            prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
-    finally:
-        prepared.ctx.write_chunk = None
-    if write_errors:  # writing failed, not the file (the reader may have taken it for its own): the run stops
-        raise write_errors[0]
-    if prepared.failure is not None:
-        raise _Refused
+            # This thread parses chunk N+1 while the writer spills chunk N; leaving the block waits for the
+            # writer (and raises its error), so nothing writes once the transaction ends or rolls back.
+            with BackgroundWriter(name="arcstudy-chunk-writer") as writer:
+                prepared.ctx.write_chunk = partial(writer.submit, write_chunk)
+                _read(prepared, FORMATS[prepared.fmt_name or ""])
+            _refuse_if_changed(prepared)
+        except Exception as err:
+            if isinstance(err, OutputError) or (isinstance(err, duckdb.Error) and not write_errors):
+                raise  # an output (frames folder, scratch space) or the database failed, not the file
+            if not write_errors:  # a reader bug: this file is refused and the run goes on, as for a worker's file
+                prepared.failure = ("rejected", "reader_error", _reader_error(err), "file", None)
+        finally:
+            prepared.ctx.write_chunk = None
+        if write_errors:  # writing failed, not the file (the reader may have taken it for its own): the run stops
+            raise write_errors[0]
+        if prepared.failure is not None:
+            raise _Refused
+        for name, files in spills.items():  # the reader's memory is let go by now: one INSERT per table
+            _insert_spilled(con, name, files)
     assert prepared.output is not None
     prepared.output.rejects = Spool(itertools.chain(chunk_rejects, prepared.output.rejects))
     return written
@@ -572,7 +588,10 @@ def _insert_quarantine(ws: Workspace, con, ctx: FileContext, fmt_name: str | Non
 
     with _bounded_insert(con, STREAM_INSERT_MEMORY):
         _insert_stream(con, "quarantine", pa.RecordBatchReader.from_batches(schema, stream()))
-        if batches > 1:  # a GROUP BY under the memory limit: DuckDB spills it to disk for millions of rows
+    # A GROUP BY under a memory limit: DuckDB spills it to disk for millions of rows. Not under the insert's
+    # 64 MB: 12,000,000 rejects of one file ran out of memory there (an 8 MiB allocation at 61 MB).
+    with _bounded_insert(con, SPILL_INSERT_MEMORY):
+        if batches > 1:
             where = "file_id = ?" if ctx.file_id else "file_id IS NULL AND file_path = ? AND run_id = ?"
             params = [ctx.file_id] if ctx.file_id else [str(ctx.path), ctx.run_id]
             repeated = con.execute(f"SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM quarantine "

@@ -16,21 +16,36 @@ Guarantees (CONVENTIONS.md, issue "Ingest"):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.executor import SerialExecutor, default_workers, open_executor
+from pipeline.core.executor import (
+    HelperExecutor,
+    SerialExecutor,
+    default_workers,
+    open_executor,
+    open_helper_executor,
+)
 from pipeline.core.manifest import FileVersion, file_version, sha256_file
 from pipeline.core.special_files import not_regular_file
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.background import BackgroundWriter
 from pipeline.ingest.base import FileContext
-from pipeline.ingest.batches import BATCH_MAX_BYTES, BATCH_MAX_FILES, SMALL_FILE_BYTES, commit_batch, is_small
+from pipeline.ingest.batches import (
+    BATCH_EAGER_BYTES,
+    BATCH_MAX_BYTES,
+    BATCH_MAX_FILES,
+    SMALL_FILE_BYTES,
+    commit_batch,
+    is_small,
+)
 from pipeline.ingest.commit import commit_file
 from pipeline.ingest.formats import FORMATS, InputFormat, detect
 from pipeline.ingest.prepared import FileReport, PreparedFile, _failed_piece, _read, _refuse_if_changed
@@ -226,6 +241,49 @@ def auto_ingest_workers(file_sizes: list[int], cores: int) -> int:
     return cores if cores > 1 and shareable >= floor else 1
 
 
+HELPER_MIN_BYTES = 64 * 1024 * 1024
+# Below the bar for worker processes, a second reader in one helper process (`HelperExecutor`) pays from far less
+# input: it starts in ~0.5 s of CPU on the other core, overlapping this process's first files, where a Dask
+# cluster takes 2-7 s; this process reads too, and writes. Parsing a recording is Python and holds the GIL, so a
+# second thread could not do it; on 80 engine-made recordings (364 MB) the reading was ~1.7 s of CPU on one
+# core, the command's critical path.
+
+
+HELPER_PRELOAD = ("pipeline.ingest.runner",)  # what a helper's pieces (`prepare_file`) import
+
+
+def start_helper(paths: list[Path], workers: int | None = None, scheduler: str | None = None):
+    """The helper process an `ingest_paths` of `paths` with these options will read with, started now (its imports
+    overlap the caller's own start-up: opening the database, the run manifest), or a context of None when the
+    ingest will not use one. Pass what it gives to `ingest_paths(helper=...)`; leaving the block ends it."""
+    if workers is None and scheduler is None:
+        sizes = [p.stat().st_size for p in expand_paths(paths) if p.is_file()]
+        cores = default_workers()
+        if auto_ingest_workers(sizes, cores) == 1 and auto_ingest_helper(sizes, cores, machine_load()):
+            return open_helper_executor(HELPER_PRELOAD)
+    return nullcontext(None)
+
+
+def machine_load() -> float | None:
+    """The 1-minute load average (None where the system does not say)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def auto_ingest_helper(file_sizes: list[int], cores: int, load: float | None = None) -> bool:
+    """Whether an ingest without `--workers`, in one process by `auto_ingest_workers`, reads with one helper
+    process beside it: on two cores or more, when the input that can be shared out (all but the largest file)
+    is at least HELPER_MIN_BYTES, and when a core is free (`load`, the 1-minute load average, below the cores
+    less a half). The helper costs CPU (its start-up, and two readers share the caches): on a busy two-core
+    machine (load 5-6) the command took 1.3x its one-process time with it, where on a free core it takes the
+    larger part of the reading off this process's critical path."""
+    shareable = sum(file_sizes) - max(file_sizes, default=0)
+    free_core = load is None or load < cores - 0.5
+    return cores > 1 and len(file_sizes) > 1 and shareable >= HELPER_MIN_BYTES and free_core
+
+
 # Commits the writer thread may have pending (running or queued) while this thread reads on: two absorb a commit
 # that takes longer than reading the next file (DuckDB checkpoints as its log grows) without the reader waiting.
 # Beyond two, files whose rows are in memory are queued while they hold at most PENDING_BYTES of input (`_held`):
@@ -243,7 +301,8 @@ def _held(files: list[PreparedFile]) -> int:
 def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str = "auto", force: bool = False,
                  keep_frames: bool = False, frames_dir: Path | None = None, progress=None,
                  workers: int | None = None, scheduler: str | None = None,
-                 chunk_bytes: int | None = None, options: dict[str, Any] | None = None) -> IngestReport:
+                 chunk_bytes: int | None = None, options: dict[str, Any] | None = None,
+                 helper: HelperExecutor | None = None) -> IngestReport:
     """Ingest files and folders. With several files and workers (local processes, or the Dask cluster at
     `scheduler`), the workers read and validate files while this process alone writes them, in input order
     (a look-ahead of one file per worker keeps memory flat): one transaction per file, small files a batch
@@ -253,7 +312,8 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     is read by the writer inside its transaction, its biggest table streamed into the database as the pieces
     come (`_stage_pieces`). A large recording is read by this process inside its transaction, its rows written a chunk
     (`chunk_bytes` of input, given to stream every recording in such chunks) at a time, each chunk inserted
-    on a writer thread while the next is parsed."""
+    on a writer thread while the next is parsed. `helper`: a helper process started by the caller
+    (`start_helper`), used when the automatic choice reads with one."""
     if fmt_name != "auto" and fmt_name not in FORMATS:
         raise ValueError(f"unknown format {fmt_name!r}; known: auto, {', '.join(FORMATS)}")
     report = IngestReport()
@@ -262,18 +322,30 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
     prepare = partial(prepare_file, run_id=run_id, fmt_name=fmt_name, force=force, keep_frames=keep_frames,
                       frames_dir=frames_dir, known_file_ids=known, batch_small=True, chunk_bytes=chunk_bytes,
                       options=options)
+    use_helper, started = False, helper
     if workers is None and scheduler is None:
-        workers = auto_ingest_workers([p.stat().st_size for p in files if p.is_file()], default_workers())
+        sizes = [p.stat().st_size for p in files if p.is_file()]
+        workers = auto_ingest_workers(sizes, default_workers())
+        use_helper = workers == 1 and (helper is not None or auto_ingest_helper(sizes, default_workers(),
+                                                                                 machine_load()))
     batch: list[PreparedFile] = []
     batch_bytes = 0
     # This thread reads (or collects the workers' files) while `writer` commits the file or batch before,
     # in order; a file that streams is read inside its transaction, by this thread, once the writer is idle.
-    with open_executor(workers, scheduler, n_items=len(files)) as ex, HashAhead(files) as ahead, \
+    if use_helper and started is not None:
+        executor: Any = nullcontext(started)  # started by the caller (`start_helper`), which ends it
+    elif use_helper:
+        executor = open_helper_executor(HELPER_PRELOAD)
+    else:
+        executor = open_executor(workers, scheduler, n_items=len(files))
+    with executor as ex, HashAhead(files) as ahead, \
             BackgroundWriter(depth=COMMITS_AHEAD, on_result=report.files.extend, budget=PENDING_BYTES) as writer:
         if isinstance(ex, SerialExecutor):
             # Files prepared here, in order: hash the next one meanwhile, and leave the schema checks (polars)
             # to the writer thread, beside the commit.
             prepare = ahead.wrap(partial(prepare, validate=False))
+        elif isinstance(ex, HelperExecutor):  # the schema checks on the writer thread, as for a serial ingest
+            prepare = partial(prepare, validate=False)
         for key, prepared, error in ex.map_ordered(prepare, enumerate(files), progress=progress,
                                                    description="ingesting"):
             if error is not None:
@@ -290,7 +362,8 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
                 continue
             batch.append(prepared)
             batch_bytes += prepared.n_bytes
-            if len(batch) >= BATCH_MAX_FILES or batch_bytes >= BATCH_MAX_BYTES:
+            if len(batch) >= BATCH_MAX_FILES or batch_bytes >= BATCH_MAX_BYTES or (
+                    batch_bytes >= BATCH_EAGER_BYTES and not writer.working):
                 writer.submit(commit_batch, ws, batch, weight=_held(batch))
                 batch, batch_bytes = [], 0
         if batch:

@@ -151,9 +151,15 @@ _row_cache: dict[bytes, bytes] = {}  # "<row>], " or "<row>]," -> the row's cell
 _last_row_cache: dict[bytes, bytes] = {}  # a frame's last "<row>" -> its cells
 
 
-def hash_frames(text: str | bytes, want_pixels: bool) -> tuple[list[str], np.ndarray | None]:
-    """Frame array text -> (sha256 of each frame as `frame_hashes` computes it, the (n, 64, 64) uint8 pixels
-    when ``want_pixels``). The same answer as `decode_frames`, FrameError included."""
+def hash_frames(text: str | bytes | PlainFrames, want_pixels: bool) -> tuple[list[str], np.ndarray | None]:
+    """Frame array text (or its rows, as `split_plain_frames` found them) -> (sha256 of each frame as
+    `frame_hashes` computes it, the (n, 64, 64) uint8 pixels when ``want_pixels``). The same answer as
+    `decode_frames`, FrameError included."""
+    if isinstance(text, PlainFrames):
+        if not want_pixels:
+            return list(text.hashes), None
+        pixels = np.frombuffer(bytearray(text.cells), dtype=np.uint8)  # writable, as decode_frames's
+        return list(text.hashes), pixels.reshape(-1, GRID, GRID)
     frames = _split_rows(text) if isinstance(text, bytes) else None
     if frames is None:
         pixels = decode_frames(text)
@@ -164,6 +170,59 @@ def hash_frames(text: str | bytes, want_pixels: bool) -> tuple[list[str], np.nda
         return hashes, None
     pixels = np.frombuffer(bytearray(b"".join(cells)), dtype=np.uint8)  # writable, as decode_frames's
     return hashes, pixels.reshape(-1, GRID, GRID)
+
+
+class PlainFrames:
+    """A frame array found in its plain form by `split_plain_frames`: each frame's sha256 (as `frame_hashes`
+    computes it) and the cells of every frame, 4096 bytes a frame, row-major."""
+
+    __slots__ = ("cells", "hashes")
+
+    def __init__(self, hashes: tuple[str, ...], cells: bytes):
+        self.hashes, self.cells = hashes, cells
+
+
+# Frame arrays already read, by their exact text: real play shows the same frame again and again (a move into a
+# wall, a level's start after a reset, the screens of a game over), and a frame line is ~12 KB of text whose
+# reading (64 rows looked up, joined and hashed) costs ~4x the lookup of its text. The answer for a text is a
+# function of that text alone, so a hit gives exactly what reading it again would. Bounded by the bytes held.
+_FRAME_CACHE_BYTES = 32 << 20
+_frame_cache: dict[bytes, tuple[tuple[str, ...], bytes]] = {}
+_frame_cache_held = [0]  # bytes of text and cells held by `_frame_cache`
+
+
+def split_plain_frames(line: bytes) -> tuple[bytes, PlainFrames] | None:
+    """`split_frame_field(line)` for the usual frame line, without searching the array for its end: (the line
+    with the frame array replaced by `null`, the array's frames), or None (then `split_frame_field` decides).
+
+    The usual line ends with its frame array (the last field of `data`), and `split_frame_field`'s forward
+    search for the array's closing "]]]" reads through all of its ~12 KB a frame; the LAST "]]]" of the line is
+    found at once from the end. The two are the same "]]]" whenever the text from the array's "[" to that last
+    "]]]" is in the plain form `_split_rows` reads (it holds no "]]]" before its end: rows are digits and
+    separators, and frames are joined by "]], [["): only then is an answer given (a text in `_frame_cache` was
+    read so), so the cut is `split_frame_field`'s, byte for byte."""
+    key = line.find(b'"frame":')
+    if key < 0:
+        return None
+    start = line.find(b"[", key + 8)
+    end = line.rfind(b"]]]") + 3
+    if start < 0 or end - 3 <= start or line[key + 8:start].strip():
+        return None
+    text = line[start:end]
+    found = _frame_cache.get(text)
+    if found is None:
+        rows = _split_rows(text)
+        if rows is None:
+            return None
+        cells = [b"".join(frame) for frame in rows]  # 4096 bytes a frame, row-major
+        found = (tuple(hashlib.sha256(frame).hexdigest() for frame in cells), b"".join(cells))
+        size = len(text) + len(found[1])
+        if _frame_cache_held[0] + size > _FRAME_CACHE_BYTES:
+            _frame_cache.clear()
+            _frame_cache_held[0] = 0
+        _frame_cache[text] = found
+        _frame_cache_held[0] += size
+    return line[:start] + b"null" + line[end:], PlainFrames(*found)
 
 
 def _split_rows(text: bytes) -> list[list[bytes]] | None:

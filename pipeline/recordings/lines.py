@@ -28,7 +28,15 @@ from pipeline.core.textfiles import LONE_SURROGATE, BadText, lone_surrogates
 from schemas import FIELDS
 
 from .counting import ACTION_NAMES, StepRecord
-from .frames import FrameError, frame_hashes, frames_from_json, hash_frames, split_frame_field
+from .frames import (
+    FrameError,
+    PlainFrames,
+    frame_hashes,
+    frames_from_json,
+    hash_frames,
+    split_frame_field,
+    split_plain_frames,
+)
 
 __all__ = [
     "ACTION_IDS",
@@ -207,9 +215,11 @@ def _has_long_digits(text: bytes) -> bool:
     return text.translate(_DIGITS_AS_ZERO).find(_NINETEEN_DIGITS) >= 0
 
 
-def _loads(raw: bytes) -> tuple[Any, bytes | str | None, bool]:
-    """(envelope with `data.frame` cut out when it could be, the frame array's text, read by json?)."""
-    stripped, frame_text = split_frame_field(raw)
+def _loads(raw: bytes) -> tuple[Any, bytes | str | PlainFrames | None, bool]:
+    """(envelope with `data.frame` cut out when it could be, the frame array's text (or its rows, when it is in
+    the plain form `split_plain_frames` reads), read by json?)."""
+    plain = split_plain_frames(raw)
+    stripped, frame_text = plain if plain is not None else split_frame_field(raw)
     try:
         obj = orjson.loads(stripped)
     except orjson.JSONDecodeError:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -62,9 +63,9 @@ class ParsedRecording:
 
     path: Path
     file_sha256: str  # of the bytes read: the file_id ingest gives the file
-    lines: list[Line]  # every parsed line (frame, usage, scorecard, other), in file order
-    steps: list[Line]  # the frame lines kept (contradicting or duplicated lines left out)
-    usage: list[Line]
+    lines: Sequence[Line]  # every parsed line (frame, usage, scorecard, other), in file order
+    steps: Sequence[Line]  # the frame lines kept (contradicting or duplicated lines left out)
+    usage: Sequence[Line]
     summary: Line | None  # the last scorecard line
     issues: list[LineIssue]
     variant: RecordingVariant
@@ -81,6 +82,9 @@ class ParsedRecording:
 
     @property
     def has_frames(self) -> bool:
+        if isinstance(self.steps, LineView):  # from the column, without making each line
+            column = self.steps.store.n_frames
+            return any(column[p] != _NO_FRAMES for p in self.steps.positions)
         return any(ln.n_frames is not None for ln in self.steps)
 
     @property
@@ -150,10 +154,143 @@ def bounded_lines(fh: Any, digest: Any | None) -> Iterator[tuple[bytes, int | No
         yield head, size
 
 
+_KINDS = ("frame", "usage", "scorecard", "other")
+_KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NO_TIME = -(2**63)
+_NO_FRAMES = -1
+_NO_ACTION = -1
+_MICROSECOND = timedelta(microseconds=1)
+
+
+class LineColumns(Sequence):
+    """The parsed lines of a large file held as columns, one compact value per line and field (~100 bytes a
+    line, against ~500 for a `Line` object with its number, sha, offsets and datetime): a `Line` is made when
+    one is asked for (indexing, iterating) and let go by the caller. `data` objects are shared as read
+    (`share_data`); times are kept as UTC microseconds and their offset (a non-UTC one per line, sparse).
+    Subsets (`select`, slices) are views (`LineView`) over the same columns. The raw text (`raw_json`) of a line
+    is let go once its chunk is written (`release_raw`)."""
+
+    def __init__(self) -> None:
+        self.number = array("q")
+        self.kind = bytearray()
+        self.data: list[dict[str, Any]] = []
+        self.sha = bytearray()  # 32 bytes a line
+        self.offset = array("q")
+        self.size = array("q")
+        self.time = array("q")  # UTC microseconds since the epoch, _NO_TIME for none
+        self.tz: dict[int, Any] = {}  # position -> tzinfo, for the times not in UTC
+        self.n_frames = array("i")
+        self.hashes: list[list[str] | None] = []
+        self.raw_json: list[str] = []
+        self.action_id = array("b")
+        self.id_was_string = bytearray()
+        self.dropped: dict[int, tuple] = {}
+        self.frames: dict[int, Any] = {}  # position -> pixels (only when the caller keeps them)
+
+    def append(self, ln: Line) -> None:
+        i = len(self.number)
+        self.number.append(ln.number)
+        self.kind.append(_KIND_CODE[ln.kind])
+        self.data.append(ln.data)
+        self.sha += ln.sha
+        self.offset.append(ln.offset)
+        self.size.append(ln.size)
+        at = ln.recorded_at
+        if at is None:
+            self.time.append(_NO_TIME)
+        else:
+            self.time.append((at - _EPOCH) // _MICROSECOND)
+            if at.tzinfo is not UTC:
+                self.tz[i] = at.tzinfo
+        self.n_frames.append(_NO_FRAMES if ln.n_frames is None else ln.n_frames)
+        self.hashes.append(ln.hashes)
+        self.raw_json.append(ln.raw_json)
+        self.action_id.append(_NO_ACTION if ln.action_id is None else ln.action_id)
+        self.id_was_string.append(ln.id_was_string)
+        if ln.dropped:
+            self.dropped[i] = ln.dropped
+        if ln.frames is not None:
+            self.frames[i] = ln.frames
+
+    def line(self, i: int) -> Line:
+        t = self.time[i]
+        at = None
+        if t != _NO_TIME:
+            at = _EPOCH + timedelta(microseconds=t)
+            tz = self.tz.get(i)
+            if tz is not None:
+                at = at.astimezone(tz)
+        n, action = self.n_frames[i], self.action_id[i]
+        return Line(self.number[i], bytes(self.sha[32 * i:32 * i + 32]), self.offset[i], self.size[i],
+                    _KINDS[self.kind[i]], self.data[i], at, self.frames.get(i), None if n == _NO_FRAMES else n,
+                    self.hashes[i], self.raw_json[i], None if action == _NO_ACTION else action,
+                    bool(self.id_was_string[i]), self.dropped.get(i, ()))
+
+    def __len__(self) -> int:
+        return len(self.number)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return LineView(self, range(len(self))[i])
+        return self.line(range(len(self))[i])
+
+    def __iter__(self) -> Iterator[Line]:
+        return map(self.line, range(len(self)))
+
+    def select(self, kind: str) -> LineView:
+        code = _KIND_CODE[kind]
+        return LineView(self, array("i", (i for i, k in enumerate(self.kind) if k == code)))
+
+    def release_raw(self, start: int) -> None:
+        """Let go of the raw text of the lines from position `start` on (their chunk is written)."""
+        self.raw_json[start:] = [""] * (len(self.raw_json) - start)
+
+
+class LineView(Sequence):
+    """Some lines of a `LineColumns`, by position, in order; a `Line` made for each as it is asked for."""
+
+    def __init__(self, store: LineColumns, positions: Sequence[int]):
+        self.store, self.positions = store, positions
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return LineView(self.store, self.positions[i])
+        return self.store.line(self.positions[i])
+
+    def __iter__(self) -> Iterator[Line]:
+        return map(self.store.line, self.positions)
+
+    def take(self, indices: Sequence[int]) -> LineView:
+        """The lines at these indices of this view."""
+        return LineView(self.store, array("i", (self.positions[i] for i in indices)))
+
+    @property
+    def data(self) -> list[dict[str, Any]]:
+        return [self.store.data[p] for p in self.positions]
+
+
+def _select(lines: Sequence[Line], kind: str) -> Sequence[Line]:
+    if isinstance(lines, LineColumns):
+        return lines.select(kind)
+    return [ln for ln in lines if ln.kind == kind]
+
+
+def _take(lines: Sequence[Line], indices: Sequence[int]) -> Sequence[Line]:
+    if isinstance(lines, LineView):
+        return lines.take(indices)
+    return [lines[i] for i in indices]
+
+
 def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 on_frames: Callable[[Line], None] | None, digest: Any | None, text: TextFacts,
-                on_chunk: Callable[[list[Line]], None] | None, chunk_bytes: int) -> list[Line]:
-    lines: list[Line] = []
+                on_chunk: Callable[[list[Line]], None] | None, chunk_bytes: int,
+                columns: bool = False) -> Sequence[Line]:
+    """The file's parsed lines: a list, or (`columns`) a `LineColumns`, whose raw text goes once `on_chunk` had it."""
+    lines: Any = LineColumns() if columns else []
     pending = 0  # index in `lines` of the first line not yet handed to on_chunk
     keep_pixels = want_frames or on_frames is not None
     shared: dict[str, str] = {}
@@ -220,9 +357,13 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
             since_chunk += len(raw)
             if on_chunk is not None and since_chunk >= chunk_bytes:
                 on_chunk(lines[pending:])
+                if columns:
+                    lines.release_raw(pending)
                 pending, since_chunk = len(lines), 0
         if on_chunk is not None and pending < len(lines):
             on_chunk(lines[pending:])
+            if columns:
+                lines.release_raw(pending)
     return lines
 
 
@@ -233,7 +374,7 @@ def _line_text(path: Path, line: Line) -> str:
         return clip(fh.read(line.size).decode("utf-8"))
 
 
-def _no_frame_line(lines: list[Line], issues: list[LineIssue]) -> RecordingRejected:
+def _no_frame_line(lines: Sequence[Line], issues: list[LineIssue]) -> RecordingRejected:
     """Why a file without a usable frame line and without a summary is refused, in terms of its lines: a file
     whose every line was quarantined is refused for what was wrong with those lines."""
     n_bad, first, by_check = 0, [], Counter()  # one pass: the issues may be a flood, waiting on disk
@@ -256,13 +397,13 @@ def _no_frame_line(lines: list[Line], issues: list[LineIssue]) -> RecordingRejec
                              issues=issues)
 
 
-def _consistent_steps(path: Path, frames: list[Line], game_id: str, guid: str | None, issues: list[LineIssue],
-                      variant: str | None) -> list[Line]:
+def _consistent_steps(path: Path, frames: Sequence[Line], game_id: str, guid: str | None, issues: list[LineIssue],
+                      variant: str | None) -> Sequence[Line]:
     """Contradictions, time order, duplicates: the line is left out, the rest kept."""
-    kept: list[Line] = []
+    kept = array("i")  # indices in `frames`
     last_time: datetime | None = None
     prev: Line | None = None
-    for ln in frames:
+    for index, ln in enumerate(frames):
         reject = None
         if ln.data["game_id"] != game_id:
             reject = ("contradicts_file", f"game_id {ln.data['game_id']!r} differs from the file's {game_id!r}",
@@ -286,17 +427,17 @@ def _consistent_steps(path: Path, frames: list[Line], game_id: str, guid: str | 
             issues.append(LineIssue(f"line {ln.number}", check, reason, _line_text(path, ln), STEPS, column,
                                     None if value is None else str(value)))
             continue
-        kept.append(ln)
+        kept.append(index)
         prev = ln
         last_time = ln.recorded_at or last_time
-    return kept
+    return _take(frames, kept)
 
 
 def _is_rewritten_level_reset(prev: Line, ln: Line) -> bool:
     return ln.action_id == 0 and prev.action_id == 0 and ln.full_reset is False and ln.data == prev.data
 
 
-def reset_defects(frames: list[Line]) -> set[str]:
+def reset_defects(frames: Sequence[Line]) -> set[str]:
     """Flags for RESET lines written twice or sent twice (recorder defects users report).
 
     `leading_reset_repeated`: the first two frame lines are both RESETs. The second is at the level start, so
@@ -317,7 +458,8 @@ def reset_defects(frames: list[Line]) -> set[str]:
 def read_recording_file(path: Path | str, *, want_frames: bool = False,
                         on_frames: Callable[[Line], None] | None = None,
                         on_chunk: Callable[[list[Line]], None] | None = None,
-                        chunk_bytes: int = CHUNK_BYTES, file_sha256: str | None = None) -> ParsedRecording:
+                        chunk_bytes: int = CHUNK_BYTES, file_sha256: str | None = None,
+                        columns: bool = False) -> ParsedRecording:
     """Read one recording file. ``want_frames`` keeps every frame line's pixels (uint8) on its `Line`;
     ``on_frames`` receives each line with pixels as it is read (ingest streams them to Parquet);
     ``on_chunk`` receives the parsed lines of every ``chunk_bytes`` of input as they are read (ingest
@@ -325,28 +467,34 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
     ``file_sha256``: the file's hash when the caller has it already (ingest's file_id); else it is computed
     while reading.
 
+    ``columns``: hold the lines as columns (`LineColumns`: a large file's lines in a fifth of the memory; its
+    `lines`, `steps` and `usage` are then sequences that make a `Line` as each is asked for).
+
     Raises `RecordingRejected` for a file that cannot be used and OSError for one that cannot be read."""
     path = Path(path)
     issues: list[LineIssue] = Spool()  # a flood of bad lines waits on disk, not in memory
     digest = hashlib.sha256() if file_sha256 is None else None
     text = TextFacts()
-    lines = _read_lines(path, issues, want_frames, on_frames, digest, text, on_chunk, chunk_bytes)
-    frames = [ln for ln in lines if ln.kind == "frame"]
-    usage = [ln for ln in lines if ln.kind == "usage"]
-    summaries = [ln for ln in lines if ln.kind == "scorecard"]
+    lines = _read_lines(path, issues, want_frames, on_frames, digest, text, on_chunk, chunk_bytes, columns)
+    frames = _select(lines, "frame")
+    usage = _select(lines, "usage")
+    summaries = _select(lines, "scorecard")
     summary = summaries[-1] if summaries else None
     has_cards = summary is not None and isinstance(summary.data.get("cards"), dict) and bool(summary.data["cards"])
     if not frames and not has_cards:
         raise _no_frame_line(lines, issues)
-    variant, evidence = detect_variant([ln.data for ln in lines], path)
+    variant, evidence = detect_variant(lines.data if isinstance(lines, LineColumns) else [ln.data for ln in lines],
+                                       path)
     name_guid, _ = filename_guid(path)
 
-    for ln in lines:
+    others = _select(lines, "other")
+    misplaced = summaries[:-1]
+    for ln in sorted([*others, *misplaced], key=lambda ln: ln.number) if others or misplaced else ():
         if ln.kind == "other":
             issues.append(LineIssue(f"line {ln.number}", "unknown_record",
                                     "`data` is neither a frame, an LLM usage record nor a scorecard",
                                     _line_text(path, ln)))
-        elif ln.kind == "scorecard" and ln is not summary:
+        else:
             issues.append(LineIssue(f"line {ln.number}", "misplaced_scorecard",
                                     "a scorecard summary line that is not the last one", _line_text(path, ln)))
 
@@ -537,22 +685,29 @@ class _ArrowCArray:
 
 
 def _play_rows(rec: ParsedRecording, file_id: str) -> list[dict]:
-    by_play: dict[int, list[Line]] = {}
+    # Each play's first and last line and its count (not its lines: a large file has millions).
+    by_play: dict[int, list] = {}  # play -> [first line, last line, steps]
     for ln, play in zip(rec.steps, rec.play_index, strict=True):
-        by_play.setdefault(play, []).append(ln)
+        seen = by_play.get(play)
+        if seen is None:
+            by_play[play] = [ln, ln, 1]
+        else:
+            seen[1] = ln
+            seen[2] += 1
+    has_frames = rec.has_frames
     return [{
         "play_id": rec.play_id(idx), "file_id": file_id, "guid": rec.guid, "game_id": rec.game_id,
         "play_index": idx, "recording_variant": rec.variant, "schema_generation": rec.schema_generation,
-        "first_line_number": plines[0].number, "last_line_number": plines[-1].number,
-        "n_steps": len(plines), "started_at": plines[0].recorded_at, "ended_at": plines[-1].recorded_at,
-        "has_frames": rec.has_frames, "is_only_reset_levels": rec.is_only_reset_levels,
+        "first_line_number": first.number, "last_line_number": last.number,
+        "n_steps": n, "started_at": first.recorded_at, "ended_at": last.recorded_at,
+        "has_frames": has_frames, "is_only_reset_levels": rec.is_only_reset_levels,
         "is_action_ids_lost": rec.is_action_ids_lost,
         "has_leading_reset": rec.has_leading_reset if idx == 0 else True, "is_replay_needed": False,
         "flags": list(rec.flags),
-    } for idx, plines in sorted(by_play.items())]
+    } for idx, (first, last, n) in sorted(by_play.items())]
 
 
-def line_rows(lines: list[Line], file_id: str) -> pl.DataFrame:
+def line_rows(lines: Sequence[Line], file_id: str) -> pl.DataFrame:
     """raw_arc3__recording_lines rows of parsed lines (of a whole file, or of a chunk of it)."""
     return conform(LINES, pl.DataFrame({
         "file_id": [file_id] * len(lines), "line_number": [ln.number for ln in lines],

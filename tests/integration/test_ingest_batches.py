@@ -199,3 +199,44 @@ def test_a_copy_of_an_older_version_in_the_same_batch_is_committed_in_order(tmp_
         ("b.json", "loaded"), ("c.json", "loaded"), ("z.json", "loaded")]
     assert batched_files == single_files
     assert batched_tables == single_tables
+
+
+def test_recordings_of_a_few_mb_are_batched_with_the_result_of_one_by_one(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch):
+    """Recordings above SMALL_FILE_BYTES but read whole are committed a batch at a time (the per-file costs of
+    a commit were most of the writer's time on engine-made recordings); tables, registry, quarantine and
+    reports are those of committing each alone, a copy with the same plays (a key clash) included."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    samples = sorted((SHARED / "samples" / "arc-agi-3" / "fixtures").glob("*.jsonl"))
+    for sample in samples:
+        shutil.copy(sample, folder / sample.name)
+    # the same plays in other bytes (CRLF line ends): its plays clash with the original's
+    (folder / "zz-copy.jsonl").write_bytes(samples[0].read_bytes().replace(b"\n", b"\r\n"))
+    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 4096)  # every recording here is "of a few MB"
+    sizes = [batches.SMALL_FILE_BYTES < p.stat().st_size <= batches.SMALL_RECORDING_BYTES
+             for p in folder.iterdir()]
+    assert all(sizes)
+    committed: list[int] = []
+    real = runner.commit_batch
+
+    def spy(ws, batch):
+        committed.append(len(batch))
+        return real(ws, batch)
+
+    monkeypatch.setattr(runner, "commit_batch", spy)
+    snapshots = []
+    for recording_limit in (batches.SMALL_RECORDING_BYTES, 0):
+        monkeypatch.setattr(batches, "SMALL_RECORDING_BYTES", recording_limit)
+        with Workspace(tmp_path / f"db{recording_limit}.duckdb") as ws:
+            snapshots.append(_snapshot(ws, ingest_paths(ws, [folder], run_id="a", workers=1)))
+        if recording_limit:
+            assert sum(committed) == len(sizes) and max(committed) > 1  # batched, each file once
+            committed.clear()
+    assert committed == []  # with the limit at 0, every recording went alone through commit_file
+    (batched_files, batched_tables), (single_files, single_tables) = snapshots
+    assert batched_files == single_files
+    assert batched_tables == single_tables
+    statuses = {name: status for name, status, *_ in single_files}
+    assert set(statuses.values()) == {"loaded"}
+    assert batched_tables["quarantine"]  # the copy's plays were quarantined as duplicates, in both

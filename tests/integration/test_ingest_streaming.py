@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from pipeline.core.workspace import Workspace
-from pipeline.ingest import ingest_paths
+from pipeline.ingest import commit, ingest_paths
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3"
 FRAMES = SAMPLES / "toolkit" / "bt33_click_three_levels.frames.jsonl"  # 29 lines of ~12 KB
@@ -32,14 +32,23 @@ def count_chunks(monkeypatch: pytest.MonkeyPatch, fail_at: int | None = None) ->
     heights: list[int] = []
     real_insert = Workspace.insert_frame
 
-    def insert(self, table_name, df, **kw):
+    def record(table_name, df):
         if table_name == "raw_arc3__recording_lines":
             heights.append(df.height)
             if fail_at is not None and len(heights) == fail_at:
                 raise RuntimeError("disk full (simulated) mid-file")
+
+    def insert(self, table_name, df, **kw):
+        record(table_name, df)
         return real_insert(self, table_name, df, **kw)
 
+    def spill(name, rows, path):  # a streamed file's chunks, inserted by one INSERT once read
+        record(name, rows)
+        return real_spill(name, rows, path)
+
+    real_spill = commit._spill_chunk
     monkeypatch.setattr(Workspace, "insert_frame", insert)
+    monkeypatch.setattr(commit, "_spill_chunk", spill)
     return heights
 
 

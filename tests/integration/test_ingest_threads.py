@@ -44,15 +44,24 @@ def _spy_inserts(monkeypatch: pytest.MonkeyPatch, table: str, *, fail_at: int | 
     threads: list[str] = []
     real_insert = Workspace.insert_frame
 
-    def insert(self, table_name, df, **kw):
+    def record(table_name):
         if table_name == table:
             threads.append(threading.current_thread().name)
             time.sleep(delay)
             if fail_at is not None and len(threads) == fail_at:
                 raise RuntimeError("disk full (simulated) on the writer thread")
+
+    def insert(self, table_name, df, **kw):
+        record(table_name)
         return real_insert(self, table_name, df, **kw)
 
+    def spill(name, rows, path):  # a streamed file's chunks, inserted by one INSERT once read
+        record(name)
+        return real_spill(name, rows, path)
+
+    real_spill = commit._spill_chunk
     monkeypatch.setattr(Workspace, "insert_frame", insert)
+    monkeypatch.setattr(commit, "_spill_chunk", spill)
     return threads
 
 
@@ -120,6 +129,7 @@ def test_a_reader_bug_after_chunks_were_written_refuses_that_file_only(tmp_path:
 def test_a_file_commit_failing_on_the_writer_thread_stops_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     # Each file committed alone (not in a batch) on the writer thread, while the next one is read.
     monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_RECORDING_BYTES", 0)
     files = _copies(tmp_path / "in", 4)
     with Workspace(tmp_path / "db.duckdb") as ws:
         threads = _spy_inserts(monkeypatch, "core_arc3__steps", fail_at=2, delay=0.05)
@@ -137,6 +147,7 @@ def test_a_file_commit_failing_on_the_writer_thread_stops_the_run(tmp_path: Path
 def test_a_reader_bug_while_the_writer_commits_refuses_that_file_and_the_run_goes_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_RECORDING_BYTES", 0)
     files = _copies(tmp_path / "in", 3)
     real_read = runner._read
 
@@ -157,6 +168,7 @@ def test_a_reader_bug_while_the_writer_commits_refuses_that_file_and_the_run_goe
 
 def test_an_interrupt_while_the_writer_commits_leaves_whole_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_RECORDING_BYTES", 0)
     files = _copies(tmp_path / "in", 3)
     real_read = runner._read
 
@@ -183,7 +195,8 @@ def test_threaded_ingest_of_many_files_writes_what_a_serial_commit_writes(tmp_pa
     folder.mkdir()
     for sample in sorted(SAMPLES.rglob("*.jsonl")):
         shutil.copy(sample, folder / f"{sample.parent.name}-{sample.name}")
-    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)  # every file committed alone, on the writer
+    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_RECORDING_BYTES", 0)  # every file committed alone, on the writer
     with Workspace(tmp_path / "threaded.duckdb") as ws:
         threaded_report = ingest_paths(ws, [folder], run_id="r", workers=1)
         threaded = {name: ws.read(f"SELECT * FROM {name} ORDER BY ALL").rows()
@@ -226,6 +239,7 @@ def test_a_validation_that_raises_on_the_writer_thread_refuses_that_file_and_the
     from pipeline.core.manifest import sha256_file
 
     monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_RECORDING_BYTES", 0)
     files = _copies(tmp_path / "in", 3)
     bad_id = sha256_file(files[1])
     real_validate = commit.validate_output
@@ -252,7 +266,8 @@ def test_files_holding_little_are_read_while_a_long_commit_runs(tmp_path: Path, 
     Here the first file's commit waits until the last file has been read; it would wait in vain (and the
     run stall behind it) if reading stopped at two pending commits."""
     paths = _copies(tmp_path / "in", 5)
-    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)  # every file committed alone, on the writer
+    monkeypatch.setattr(batches, "SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(batches, "SMALL_RECORDING_BYTES", 0)  # every file committed alone, on the writer
     last_read = threading.Event()
     real_prepare, real_commit = runner.prepare_file, runner._commit_one
 

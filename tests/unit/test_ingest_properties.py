@@ -24,6 +24,7 @@ from pipeline.recordings.frames import (
     frames_from_json,
     hash_frames,
     split_frame_field,
+    split_plain_frames,
 )
 
 NAMES = ["RESET", "ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION5", "ACTION6", "ACTION7"]
@@ -53,6 +54,34 @@ def test_fast_frame_decoding_equals_json(frames: np.ndarray, compact: bool):
         hashes, pixels = hash_frames(text.encode(), want_pixels=True)
         assert hashes == frame_hashes(decoded) and pixels.shape == frames.shape and (pixels == frames).all()
         assert pixels.flags.writeable and hash_frames(text.encode(), want_pixels=False) == (hashes, None)
+
+
+@given(frames=frame_stacks(), compact=st.booleans(), before=st.sampled_from(["", '"x": [[[1]]], ', '"s": "]]]", ']),
+       after=st.sampled_from(["", ', "y": [[[2]]]', ', "t": "]]]"', ', "z": [[[]]]', ', "g": [[[1, 2]], [[3]]]']),
+       edit=st.sampled_from([None, "]]]", "]], [[", "16", " "]))
+@settings(max_examples=150, deadline=None)
+@example(frames=np.zeros((1, 64, 64), np.uint8), compact=False, before="", after=', "y": [[[2]]]', edit=None)
+def test_the_cut_from_the_end_is_the_cut_from_the_start(frames, compact, before, after, edit):
+    """`split_plain_frames` finds the frame array's end from the end of the line: when it answers, its cut is
+    `split_frame_field`'s byte for byte, and its rows hash as the array's text does; arrays of arrays after
+    (or before) the frame, "]]]" in strings, and a frame array with a bracket or value out of place included."""
+    seps = ", " if not compact else ","
+    frame_text = json.dumps(frames.tolist(), separators=(seps, ": "))
+    if edit is not None and len(frames):
+        at = len(frame_text) // 2
+        frame_text = frame_text[:at] + edit + frame_text[at:]
+    line = ('{"timestamp": "t", "data": {' + before + '"game_id": "ab12-00000000", "frame": ' + frame_text + after
+            + "}}").encode()
+    plain = split_plain_frames(line)
+    rest, text = split_frame_field(line)
+    if plain is None:
+        return
+    assert plain[0] == rest
+    assert text is not None and hash_frames(plain[1], want_pixels=False) == hash_frames(text, want_pixels=False)
+    hashes, pixels = hash_frames(plain[1], want_pixels=True)
+    assert pixels.flags.writeable and (pixels == decode_frames(text)).all()
+    again = split_plain_frames(line)  # the same text again: from the cache of frame arrays read
+    assert again is not None and again[0] == rest and hash_frames(again[1], want_pixels=True)[0] == hashes
 
 
 @given(frames=frame_stacks().filter(len), cell=st.integers(0, 4095), edit=st.sampled_from(
