@@ -20,9 +20,11 @@ is given with its lower coverage and `reaches_level` false. Everything here is a
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
-from math import comb
+from itertools import accumulate
+from math import exp, fsum, lgamma, log, log1p
 
 from schemas.vocabulary import BaselineRule
 
@@ -60,9 +62,18 @@ def target_quantile(rule: BaselineRule, m: int) -> float:
     return low / (m + 1)
 
 
+def _binomial_terms(m: int, p: float) -> list[float]:
+    """P(B = i) for B ~ Binomial(m, p), i = 0..m, each from log-gamma (no overflow or huge integers at any m:
+    a level of a few hundred completers costs microseconds, not an exact binomial coefficient per term)."""
+    if p <= 0.0 or p >= 1.0:
+        return [float(i == (0 if p <= 0.0 else m)) for i in range(m + 1)]
+    log_p, log_q, log_m = log(p), log1p(-p), lgamma(m + 1)
+    return [exp(log_m - lgamma(i + 1) - lgamma(m - i + 1) + i * log_p + (m - i) * log_q) for i in range(m + 1)]
+
+
 def coverage(m: int, p: float, lower_rank: int, upper_rank: int) -> float:
     """P(x_(l) <= xi_p <= x_(u)) = P(l <= B <= u - 1) for B ~ Binomial(m, p), 1 <= l <= u <= m."""
-    return sum(comb(m, i) * p ** i * (1 - p) ** (m - i) for i in range(lower_rank, upper_rank))
+    return fsum(_binomial_terms(m, p)[lower_rank:upper_rank])
 
 
 @dataclass(frozen=True)
@@ -103,21 +114,24 @@ def baseline_interval(costs: Sequence[int | float], rule: BaselineRule,
         return None
     ordered = sorted(costs)
     p = target_quantile(rule, m)
+    terms = _binomial_terms(m, p)
+    below = list(accumulate(terms, initial=0.0))  # below[k] = P(B < k): coverage(l, u) = below[u] - below[l]
     best: tuple[int, float, int, int] | None = None  # (width in ranks, -coverage, l, u)
     for lo in range(1, low_rank + 1):
-        for hi in range(high_rank, m + 1):
-            cov = coverage(m, p, lo, hi)
-            if cov >= confidence - 1e-12:
-                key = (hi - lo, -cov, lo, hi)
-                if best is None or key < best:
-                    best = key
-                break  # a wider `hi` for this `lo` only widens it
+        # The narrowest `hi` for this `lo` (a wider one only widens it), found by bisection on the running sums.
+        hi = bisect_left(below, below[lo] + confidence - 1e-12, high_rank, m + 1)
+        if hi > m:
+            continue
+        cov = fsum(terms[lo:hi])
+        # Coverages equal but for rounding (the two sides of a median) tie, and the lower `lo` wins.
+        key = (hi - lo, -round(cov, 12), lo, hi)
+        if best is None or key < best:
+            best = key
     if best is None:
         lo, hi = 1, m
-        cov = coverage(m, p, lo, hi)
     else:
-        _, neg, lo, hi = best
-        cov = -neg
+        _, _, lo, hi = best
+    cov = fsum(terms[lo:hi])
     value = float(apply_rule(ordered, rule))
     return BaselineInterval(
         rule=rule, n_completers=m, value=value, quantile=p, lower=float(ordered[lo - 1]),
