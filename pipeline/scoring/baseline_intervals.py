@@ -122,9 +122,8 @@ def baseline_interval(costs: Sequence[int | float], rule: BaselineRule,
         hi = bisect_left(below, below[lo] + confidence - 1e-12, high_rank, m + 1)
         if hi > m:
             continue
-        cov = fsum(terms[lo:hi])
         # Coverages equal but for rounding (the two sides of a median) tie, and the lower `lo` wins.
-        key = (hi - lo, -round(cov, 12), lo, hi)
+        key = (hi - lo, -round(below[hi] - below[lo], 12), lo, hi)
         if best is None or key < best:
             best = key
     if best is None:
