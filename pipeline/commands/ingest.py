@@ -85,7 +85,13 @@ def ingest_command(
                                    "workers": workers, "scheduler": scheduler, "family_prefix": family_prefix})
     if keep_frames:  # before any work: a frames folder that cannot exist is the output's problem, not the inputs'
         make_out_dir(frames_dir, "--frames-dir")
-    files = expand_paths(paths)
+    simulator_files: list[Path] = []
+    files = expand_paths(paths, simulator_files)
+    if simulator_files:  # not refused (they are no input format) and not silently dropped either
+        out.info(f"left out {len(simulator_files)} file(s) that `arcstudy simulate` wrote beside its study "
+                 f"({', '.join(sorted({f.name for f in simulator_files})[:3])}{', ...' if len(simulator_files) > 3 else ''}): "
+                 "the simulation's description and ground truth, not study data")
+        manifest.notes["simulator_files_left_out"] = [str(f) for f in simulator_files]
     if not files:
         raise fail(f"no input files in {', '.join(map(str, paths))} (hidden files and folders, *.py, *.pyc and "
                    "*.expected.json are skipped); nothing ingested", EXIT_USAGE)

@@ -16,6 +16,7 @@ Guarantees (CONVENTIONS.md, issue "Ingest"):
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -69,22 +70,51 @@ class IngestReport:
         return any(f.n_quarantined or f.status in ("rejected", "unreadable") for f in self.files)
 
 
-def expand_paths(paths: list[Path]) -> list[Path]:
+def expand_paths(paths: list[Path], simulator_files: list[Path] | None = None) -> list[Path]:
     """Files as given, and every file below the directories given (sorted, hidden and sidecars skipped).
     Entries that are not regular files (FIFOs, devices, sockets) are kept, so that `prepare_file` refuses
-    them by name instead of their vanishing silently."""
+    them by name instead of their vanishing silently. Below the folder of a study made by `arcstudy simulate`
+    (`is_simulation_root`), its description and its ground truth (the answers the pipeline is checked against,
+    never study data) are left out, and appended to `simulator_files` for the caller to say so."""
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
+            roots = [d for d in (p, *p.parents) if is_simulation_root(d)]  # a folder inside a simulated study too
             for f in sorted(p.rglob("*")):
                 if f.is_dir() or any(part in SKIP_DIR_NAMES or part.startswith(".") for part in f.relative_to(p).parts):
                     continue
                 if f.name.endswith(SKIPPED_SUFFIXES):
                     continue
+                if _is_simulator_file(f, roots) or (f.name == SIMULATION_FILE and is_simulation_root(f.parent)):
+                    if simulator_files is not None:
+                        simulator_files.append(f)
+                    continue
                 out.append(f)
         else:
             out.append(p)
     return out
+
+
+SIMULATION_FILE = "SIMULATION.json"  # pipeline.simulate.study writes it at the root of every simulated study
+SIMULATION_GROUND_TRUTH = "ground_truth"
+
+
+def is_simulation_root(folder: Path) -> bool:
+    """Whether `folder` is the root of a study written by `arcstudy simulate` (its SIMULATION.json says so)."""
+    marker = folder / SIMULATION_FILE
+    try:
+        if not marker.is_file() or marker.stat().st_size > 1 << 20:
+            return False
+        return json.loads(marker.read_text(encoding="utf-8")).get("generator") == "arcstudy simulate"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _is_simulator_file(f: Path, roots: list[Path]) -> bool:
+    for root in {*roots, *(d for d in f.parents if d.name == SIMULATION_GROUND_TRUTH and is_simulation_root(d.parent))}:
+        if f == root / SIMULATION_FILE or (root / SIMULATION_GROUND_TRUTH) in f.parents:
+            return True
+    return False
 
 
 # A file of a streaming format (InputFormat.streams) at least this big is read inside its transaction, its rows
