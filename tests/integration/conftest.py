@@ -124,3 +124,14 @@ def report_db(tmp_path_factory) -> ReportDb:
     paths = built_once(tmp_path_factory, "report-db",
                        lambda folder: {k: str(v) for k, v in build_report_db(folder).__dict__.items()})
     return ReportDb(**{k: Path(v) for k, v in paths.items()})
+
+
+@pytest.fixture(scope="module")
+def empty_db(tmp_path_factory) -> Path:
+    """A database with every table created (creating the tables costs about a second; copying the file is
+    instant): tests copy its bytes into a fresh file of their own."""
+    from pipeline.core.workspace import Workspace
+
+    path = tmp_path_factory.mktemp("empty_db") / "empty.duckdb"
+    Workspace(path).close()
+    return path

@@ -19,12 +19,6 @@ from tests.fixtures import harc as fx
 PIECE_BYTES = 1500  # a fixture data.csv of ~25 rows is then read in several batches
 
 
-@pytest.fixture(scope="module")
-def empty_db(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("start_over_empty") / "empty.duckdb"
-    Workspace(path).close()
-    return path
-
 
 def _damaged(path: Path, surplus: bool, bad_utf8: bool) -> Path:
     """The fixture data.csv with its defects in the last rows (well after the first batch)."""

@@ -68,13 +68,6 @@ def write_valid_tree(root: Path) -> None:
     fx.write_tgi(root / "tgi" / "task0b148d64.csv", fx.tgi_rows(root / "EXECUTED"))
 
 
-@pytest.fixture(scope="module")
-def empty_db(tmp_path_factory) -> Path:
-    """A database with every table created (creating the ~40 tables costs seconds; copying is instant)."""
-    path = tmp_path_factory.mktemp("harc_empty") / "empty.duckdb"
-    Workspace(path).close()
-    return path
-
 
 @pytest.fixture(scope="module")
 def valid(tmp_path_factory, empty_db) -> tuple[Path, Path, Result]:

@@ -20,12 +20,6 @@ PIECE_BYTES = 3000  # the file below (~130 rows) in a few dozen batches
 PARTICIPANTS = ("c0ffee00c0ffee00c0ffee00c0ffee00", "d15ea5e0d15ea5e0d15ea5e0d15ea5e0")
 
 
-@pytest.fixture(scope="module")
-def empty_db(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("bucketed_empty") / "empty.duckdb"
-    Workspace(path).close()
-    return path
-
 
 def _as_participant(row: dict[str, str], old: str, new: str) -> dict[str, str]:
     return {**row, "hashed_id": new, "joint_id_task": row["joint_id_task"].replace(old, new)}

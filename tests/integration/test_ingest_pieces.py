@@ -22,12 +22,6 @@ from tests.fixtures import harc as fx
 PIECE_BYTES = 1500  # the fixture's data.csv (25 rows) in about ten pieces
 
 
-@pytest.fixture(scope="module")
-def empty_db(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("pieces_empty") / "empty.duckdb"
-    Workspace(path).close()
-    return path
-
 
 def _fresh_db(tmp_path: Path, empty_db: Path, name: str) -> Path:
     db = tmp_path / f"{name}.duckdb"
