@@ -170,6 +170,7 @@ def main() -> None:
                     help="copies of each shipped recording (and as many scripts); 50: 800 files, 46,200 rows")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--results", type=Path, default=None, help="append the headline to this CSV (make bench's)")
     ap.add_argument("--large-steps", type=int, default=0,
                     help="also export one generated playback script of this many actions and print peak RSS")
     args = ap.parse_args()
@@ -227,6 +228,12 @@ def main() -> None:
         print(f"wall-clock ratio (noisy on a shared machine): {rate / raw_rate:.2f}x")
         # headline: CPU time, steadier than wall time when other work shares the cores (one worker: the export
         # runs on one core, like the raw replay); start-up included, as a researcher's export pays it
+        if args.results:
+            from results import append
+
+            append(args.results, "transitions_speed", cpu_rate / raw_cpu_rate, 0.5,
+                   f"{len(plays)} files, {rows:,} rows, {args.workers} worker(s); CPU, start-up included; "
+                   f"peak RSS {rss:.0f} MB")
         print(f"export rate / raw replay rate (CPU time, end to end, {len(plays)} files): "
               f"{cpu_rate / raw_cpu_rate:.2f}x")
 
