@@ -29,11 +29,9 @@ from .common import (
 )
 
 DEFAULT_LICENCE = "other"
-# Without --workers, files are exported on a local cluster only from this much input on: on a 2-core machine a
-# local cluster took 8-9 s (4 s of CPU) to export 2 files, and 15 s to export 800 short recordings and scripts
-# (9.3 MiB) that one process exported in 8 s (load 5). The scorer's threshold for the same reading and replaying.
-PARALLEL_MIN_BYTES = 64 << 20
-PARALLEL_MIN_STEPS = 20_000  # ... or, for database plays, this many steps (the scorer's threshold too)
+# Without --workers, files are exported on a local cluster only from the scorer's thresholds on (the same reading
+# and replaying; pipeline.scoring.parallel): on a 2-core machine a local cluster took 8-9 s (4 s of CPU) to export
+# 2 files, and 15 s to export 800 short recordings and scripts (9.3 MiB) that one process exported in 8 s (load 5).
 GC_YOUNG_THRESHOLD = 20_000  # allocations between young collections while exporting (Python's default: 700)
 
 
@@ -60,6 +58,7 @@ def _automatic_workers(jobs: list) -> int | None:
     """Without --workers: one process (said) when the files are too few bytes for a local cluster's start to pay
     off, else None (one worker per usable core)."""
     from pipeline.core.executor import default_workers
+    from pipeline.scoring.parallel import PARALLEL_MIN_BYTES
 
     cores = default_workers()
     if cores <= 1 or len(jobs) <= 1:
@@ -81,6 +80,7 @@ def _automatic_workers(jobs: list) -> int | None:
 def _automatic_workers_db(n_files: int, n_steps: int) -> int | None:
     """Without --workers, database plays: one process (said) below PARALLEL_MIN_STEPS steps, else None."""
     from pipeline.core.executor import default_workers
+    from pipeline.scoring.parallel import PARALLEL_MIN_STEPS
 
     if default_workers() <= 1 or n_files <= 1 or n_steps >= PARALLEL_MIN_STEPS:
         return None

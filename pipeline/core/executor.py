@@ -4,14 +4,16 @@
         for key, value, error in ex.map_unordered(fn, enumerate(items), progress=out.track, description="..."):
             ...  # write `value`, or record `error` as this piece's failure, in the caller's own transactions
 
-Three forms, chosen by `open_executor(workers, scheduler)` (CONVENTIONS.md "Fan-out with one writer"):
+Four forms: three chosen by `open_executor(workers, scheduler)` (CONVENTIONS.md "Fan-out with one writer"), and
+the helper, which a caller opens itself:
 
 - serial: `workers` <= 1 (or one piece of work): a plain loop in this process; Dask is not even imported;
 - helper (`open_helper_executor`, chosen by a caller for whom a cluster does not pay): this process and one
   spawned helper process, pieces handed in input order to whichever is free (`HelperExecutor`);
 - local: a Dask `LocalCluster` of `workers` single-threaded worker processes on 127.0.0.1, started (on a
-  thread, from the moment the executor is opened: open it before your set-up to overlap the two) and closed here. Each worker's memory limit is the machine's RAM divided by the workers (at least 1 GiB, at
-  most the RAM); past 95 % of it the worker's nanny restarts the worker.
+  thread, from the moment the executor is opened: open it before your set-up to overlap the two) and closed
+  here. Each worker's memory limit is the machine's RAM divided by the workers (at least 1 GiB, at most the
+  RAM); past 95 % of it the worker's nanny restarts the worker.
 - cluster: the Dask scheduler at `scheduler` ("tcp://host:port"), run by someone else: only the client
   opened here is closed, never the cluster. Its workers must import this package and see the input files at
   the same paths (docs/cluster.md).
