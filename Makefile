@@ -23,7 +23,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]" --config-settings editable_mode=compat
 	@touch $(STAMP)
 
+# Compiled once here, so that every command starts from bytecode even where PYTHONDONTWRITEBYTECODE is set
+# (CI and container images often set it; an editable install would then compile arcstudy on every run).
 install: $(STAMP)
+	@$(BIN)/python -m compileall -q pipeline engine schemas
 
 demo: install
 	$(BIN)/arcstudy demo

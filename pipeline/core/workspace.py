@@ -25,6 +25,7 @@ import duckdb
 import polars as pl
 
 import pipeline
+from pipeline.core.db_template import copy_empty_database, forget_template
 from pipeline.core.manifest import RunManifest
 from pipeline.core.special_files import not_regular_file
 from schemas import FIELDS, TABLES, create_table_sql, get_table, validate_frame
@@ -111,6 +112,11 @@ def _refuse_other_files(path: Path) -> None:
 _TYPE_NAMES: dict[str, str] = {}
 
 
+def _all_ddl() -> list[str]:
+    """Every table's DDL, in schemas/ order: what a new database runs (or the cached copy of it was made by)."""
+    return [stmt for name in TABLES for stmt in create_table_sql(name)]
+
+
 class Workspace:
     def __init__(self, path: Path | str | None = None, *, read_only: bool = False, lock_timeout_s: float = 30.0):
         self.path = Path(path) if path is not None else default_db_path()
@@ -121,16 +127,42 @@ class Workspace:
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._known_tables: set[str] | None = None
-        self.con = self._connect(lock_timeout_s)
+        copied = (not read_only and not self.path.exists() and copy_empty_database(self.path, _all_ddl())
+                  and self._adopt_copy(lock_timeout_s))
+        if not copied:
+            self.con = self._connect(lock_timeout_s)
         try:
-            if not read_only:
+            if not read_only and not copied:
                 self._refuse_foreign_database()
                 self.ensure_schema()
-            else:
+            elif read_only:
                 self.check_schema()
         except BaseException:
             self.con.close()
             raise
+
+    def _adopt_copy(self, lock_timeout_s: float) -> bool:
+        """Open a new database copied from the cached empty one (`pipeline.core.db_template`), check it against
+        schemas/ like any database, and record it as created. A copy that cannot be opened or differs in any
+        way is thrown away, the cached file with it: False, and the caller makes the database by the DDL."""
+        try:
+            self.con = self._connect(lock_timeout_s)
+        except WorkspaceError:
+            good = False
+        else:
+            try:
+                good = not schema_changes(self._db_columns(), self._type_name).any
+                if good:
+                    self._record_schema("created")
+            except duckdb.Error:
+                good = False
+            if not good:
+                self.con.close()
+        if not good:
+            forget_template(_all_ddl())
+            for leftover in (self.path, Path(f"{self.path}.wal")):
+                leftover.unlink(missing_ok=True)
+        return good
 
     def _refuse_foreign_database(self) -> None:
         """A writer does not add arcstudy's 60-odd tables to another program's database: one that has tables but
