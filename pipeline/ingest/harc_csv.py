@@ -745,6 +745,39 @@ GRID_SAMPLE = 2048  # values of a grid column looked at to decide whether its di
 
 
 def _grid_columns(df: pl.DataFrame, col: str, prefix: str) -> pl.DataFrame:
+    """The grid columns of `with_grid_columns` (plus `{prefix}_shape_ok`). Most grids are well formed: one
+    regex per row, built from the row's first row length (`^(?:\\|[0-9]{w})+\\|$`, at most MAX_SIDE distinct
+    patterns) and a count of the bars settle those; only the rest are split into rows and measured
+    (`_grid_columns_split`), so the numbers the reasons quote are the same either way (573k rows: about 3x
+    less CPU than splitting every grid)."""
+    s = pl.col(col)
+    first = s.str.slice(1).str.find("|", literal=True)  # the first row's length (null: no second bar)
+    pattern = pl.when(first.is_between(1, MAX_SIDE)).then(pl.format(r"^(?:\|[0-9]{{{}}})+\|$", first))
+    fast = df.select(
+        pl.col(col),
+        s.str.contains(pattern).fill_null(False).alias("ok"),
+        (s.str.count_matches("|", literal=True) - 1).cast(pl.Int64).alias("hraw"),
+        first.cast(pl.Int64).alias("w"),
+    )
+    h, w = pl.col("hraw"), pl.col("w")
+    code = pl.when(h > MAX_SIDE).then(6).otherwise(0).cast(pl.Int8)
+    fast = fast.select(
+        pl.col(col), pl.col("ok"),
+        pl.lit(True).alias(f"{prefix}_shape_ok"),
+        h.alias(f"{prefix}_hraw"), w.alias(f"{prefix}_wmin"), w.alias(f"{prefix}_wmax"),
+        code.alias(f"{prefix}_code"),
+        pl.when(code == 0).then(h).alias(f"{prefix}_h"), pl.when(code == 0).then(w).alias(f"{prefix}_w"),
+    )
+    ok = fast["ok"]
+    names = [f"{prefix}_{k}" for k in ("shape_ok", "hraw", "wmin", "wmax", "code", "h", "w")]
+    if not ok.all():  # the other grids (null, malformed, wider than MAX_SIDE): measured the long way
+        rest = (~ok).arg_true()
+        slow = _grid_columns_split(df.select(pl.col(col).gather(rest)), col, prefix)
+        fast = fast.with_columns(fast[n].scatter(rest, slow[n]) for n in names)
+    return df.with_columns(fast.select(names).get_columns())
+
+
+def _grid_columns_split(df: pl.DataFrame, col: str, prefix: str) -> pl.DataFrame:
     s = pl.col(col)
     lengths = s.str.strip_chars("|").str.split("|").list.eval(pl.element().str.len_bytes())
     df = df.with_columns(
