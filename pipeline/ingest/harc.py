@@ -548,9 +548,13 @@ class _DataFile:
         good = good.with_columns(_TUTORIAL.alias("is_tutorial"), pl.lit(self.file_id).alias("file_id"), flags)
         # without the row texts (the raw table has them): less to hold while the piece waits for the runner
         out.tables[ACTIONS] = good.select(pl.exclude(EXTRA, f"^{SRC}.*$"))
+        out.proven[ACTIONS] = _GRIDS_PROVEN
         return out, good
 
 
+# the grid texts of the rows a reader keeps passed `grid_check`, stricter than the schema's grid regex: the
+# schema check is not made again on them (`ReaderOutput.proven`)
+_GRIDS_PROVEN = frozenset({"test_input_grid", "test_output_grid"})
 _TUTORIAL = (pl.col("task_number") == 0) | pl.col("__is_tutorial")
 _SIZE_DIFFERS = (pl.col("test_output_height") != pl.col("__out_h")) | (pl.col("test_output_width") != pl.col("__out_w"))
 _INPUT_DIFFERS = (pl.col("test_input_height") != pl.col("__in_h")) | (pl.col("test_input_width") != pl.col("__in_w"))
@@ -749,6 +753,7 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
     good = df.filter(~bad)
     out.tables[ATTEMPTS] = good.with_columns(pl.lit(ctx.file_id).alias("file_id"), flag_lists(good, [
         (pl.col("task_number") == 0, "tutorial"), (~pl.col("is_complete"), "incomplete_participant")]))
+    out.proven[ATTEMPTS] = _GRIDS_PROVEN
     return out
 
 
@@ -793,6 +798,7 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
     good = df.filter(~bad)
     out.tables[ERRORS] = good.with_columns(pl.lit(ctx.file_id).alias("file_id"), flag_lists(good, [
         (pl.col("output_grid_md5").is_not_null() & (pl.col("output_grid_md5") != pl.col("__md5")), "md5_mismatch")]))
+    out.proven[ERRORS] = _GRIDS_PROVEN
     return out
 
 

@@ -822,3 +822,31 @@ def test_grid_columns_fast_path_matches_splitting_every_grid(texts):
     fast, split = _grid_columns(df, "g", "__g").select(names), _grid_columns_split(df, "g", "__g").select(names)
     assert fast.schema == split.schema
     assert fast.to_dicts() == split.to_dicts()
+
+
+def test_the_grid_texts_the_reader_checked_are_not_regex_tested_again_by_the_schema_shortcut(tmp_path):
+    """The data reader's kept rows passed its grid rule (stricter than the schema's grid regex): it says so
+    (`proven`), and the schema's shortcut leaves those value checks out. Pandera, once anything else looks
+    suspect, still checks every column, the grids included."""
+    from schemas import validate_frame
+    from schemas.validate import conform
+
+    rows = fx.data_rows()
+    rows[2] = {**rows[2], "test_output_grid": "070|000"}
+    out = read_data(ctx(fx.write_data(tmp_path / "data.csv", rows)))
+    assert [r.check for r in out.rejects] == ["grid_malformed"]  # the reader's own rule caught it
+    proven = out.proven[ACTIONS]
+    assert proven == {"test_input_grid", "test_output_grid"}
+    actions = conform(ACTIONS, out.tables[ACTIONS])
+    assert validate_frame(ACTIONS, actions, shortcut=False).ok  # what the reader kept passes pandera too
+    # a grid that never went through the reader's rule: the shortcut trusts the claim, pandera does not
+    bad_grid = actions.with_columns(pl.when(pl.col("row_number") == 1).then(pl.lit("070|000"))
+                                    .otherwise(pl.col("test_output_grid")).alias("test_output_grid"))
+    assert validate_frame(ACTIONS, bad_grid).failures  # no claim: the shortcut tests the regex
+    assert validate_frame(ACTIONS, bad_grid, proven=proven).ok
+    assert [f.column for f in validate_frame(ACTIONS, bad_grid, shortcut=False).failures] == ["test_output_grid"]
+    # another suspect column sends the frame to pandera, which then reports the grid as well
+    both = bad_grid.with_columns(pl.when(pl.col("row_number") == 2).then(pl.lit("paste"))
+                                 .otherwise(pl.col("action")).alias("action"))
+    failures = validate_frame(ACTIONS, both, proven=proven).failures
+    assert {f.column for f in failures} == {"test_output_grid", "action"}
