@@ -850,3 +850,33 @@ def test_the_grid_texts_the_reader_checked_are_not_regex_tested_again_by_the_sch
                                  .otherwise(pl.col("action")).alias("action"))
     failures = validate_frame(ACTIONS, both, proven=proven).failures
     assert {f.column for f in failures} == {"test_output_grid", "action"}
+
+
+def test_the_second_pass_parses_clean_batches_for_the_checked_columns_only(tmp_path, monkeypatch):
+    """A batch the first pass found clean is parsed again without the survey columns no rule reads; one
+    where a rule then fails is parsed whole, so its rejects quote every field: the same as one batch."""
+    from pipeline.ingest import harc_csv
+
+    path = fx.write_data(tmp_path / "data.csv", _rows_with_defects_far_apart())
+    whole = read_data(ctx(path), batch_bytes=1 << 30)
+    calls: list[tuple[bytes, list[str] | None]] = []
+    real = harc_csv._read_polars
+
+    def spy(data, header, encoding, columns=None):
+        calls.append((data, None if columns is None else list(columns)))
+        return real(data, header, encoding, columns)
+
+    monkeypatch.setattr(harc_csv, "_read_polars", spy)
+    batched = read_data(ctx(path), batch_bytes=1500).materialized()
+    narrow = [(data, c) for data, c in calls if c is not None]
+    assert narrow and all("age" not in c and "withdraw" not in c and {"action", "complete"} <= set(c)
+                          for _, c in narrow)
+    # how often each narrow batch's bytes were parsed whole: by the first pass (and the one that hashes the rows
+    # sharing a key), and once more where a rule failed in the second
+    whole_parses = [sum(1 for d, c in calls if c is None and d == data) for data, _ in narrow]
+    assert len(set(whole_parses)) == 2 and max(whole_parses) == min(whole_parses) + 1
+    assert sorted((r.location, r.check, r.reason, r.raw_text) for r in batched.rejects) == sorted(
+        (r.location, r.check, r.reason, r.raw_text) for r in whole.rejects)
+    a, b = _sorted_tables(whole), _sorted_tables(batched)
+    for name in a:
+        assert a[name].equals(b[name]), name
