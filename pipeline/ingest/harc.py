@@ -326,7 +326,7 @@ MAX_BATCH_ROWS = 50_000  # rows of a piece, at most: a file of short rows is pie
 def _batch_bytes(path) -> int:
     """The size of the pieces a data.csv is read in: BATCH_BYTES, or less for a file of short rows, so that a
     piece holds at most about MAX_BATCH_ROWS rows. Each row costs about 1 kB in memory whatever its length (its
-    raw JSON names every column), so 8 MB of two-byte rows (4 million of them) would take gigabytes."""
+    raw JSON names every column), so 12 MB of two-byte rows (6 million of them) would take gigabytes."""
     with open(path, "rb") as f:
         head = f.read(1 << 20)
     n_lines = max(head.count(b"\n"), 1)

@@ -112,8 +112,10 @@ def match_variant(header: list[str], variants: Sequence[Variant], what: str) -> 
 
 # --- loading --------------------------------------------------------------------------------------
 
-BATCH_BYTES = 8 << 20  # a big file is read in pieces of about this size, each cut at a record boundary (a few
-# are in flight at once: the next ones are read and parsed while one is checked and one is written)
+BATCH_BYTES = 12 << 20  # a big file is read in pieces of about this size, each cut at a record boundary (a few
+# are in flight at once: the next ones are read and parsed while one is checked and one is written). Each piece
+# costs its rules ~10 ms of CPU whatever its size (building and planning some 60 expressions): 12 MB rather
+# than 8 takes ~0.3 s of CPU off a 573k-row data.csv for ~40 MB more peak RSS (16 MB: ~0.6 s, up to 0.92 GB)
 ROW_HASH = "__row_hash"  # 64-bit hash of the row's fields: tells exact copies from conflicting rows
 
 
