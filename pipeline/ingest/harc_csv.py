@@ -790,16 +790,17 @@ GRID_SAMPLE = 2048  # values of a grid column looked at to decide whether its di
 def _grid_columns(df: pl.DataFrame, col: str, prefix: str) -> pl.DataFrame:
     """The grid columns of `with_grid_columns` (plus `{prefix}_shape_ok`). Most grids are well formed: one
     regex per row, built from the row's first row length (`^(?:\\|[0-9]{w})+\\|$`, at most MAX_SIDE distinct
-    patterns) and a count of the bars settle those; only the rest are split into rows and measured
-    (`_grid_columns_split`), so the numbers the reasons quote are the same either way (573k rows: about 3x
-    less CPU than splitting every grid)."""
+    patterns) and the text's length settle those; only the rest are split into rows and measured
+    (`_grid_columns_split`), so the numbers the reasons quote are the same either way (573k output grids: about
+    half the CPU of splitting every grid)."""
     s = pl.col(col)
     first = s.str.slice(1).str.find("|", literal=True)  # the first row's length (null: no second bar)
     pattern = pl.when(first.is_between(1, MAX_SIDE)).then(pl.format(r"^(?:\|[0-9]{{{}}})+\|$", first))
     fast = df.select(
         pl.col(col),
         s.str.contains(pattern).fill_null(False).alias("ok"),
-        (s.str.count_matches("|", literal=True) - 1).cast(pl.Int64).alias("hraw"),
+        # a grid the pattern matches is 1 + h * (w + 1) bytes long: its height without counting its bars
+        ((s.str.len_bytes().cast(pl.Int64) - 1) // (first.cast(pl.Int64) + 1)).alias("hraw"),
         first.cast(pl.Int64).alias("w"),
     )
     h, w = pl.col("hraw"), pl.col("w")
