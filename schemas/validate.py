@@ -82,11 +82,13 @@ def check_primary_key(df: pl.DataFrame | pl.LazyFrame, key: tuple[str, ...] | li
 
 
 @cache
-def _clean_check(table_name: str) -> tuple[list[str], list[pl.DataType], list[pl.Expr]]:
+def _clean_check(table_name: str, proven: frozenset[str] = frozenset()
+                 ) -> tuple[list[str], list[pl.DataType], list[pl.Expr]]:
     """The table's columns, dtypes, and its schema as one polars select that is true when some row may fail
     it. Built from the same field definitions as the pandera schema (`schemas.generate.pandera_schema`:
     dtype, nullability, ge, le, isin, regex as pandera's str_matches, plus the primary key), with pandera's
-    conventions: NaN counts as null, a check ignores nulls."""
+    conventions: NaN counts as null, a check ignores nulls. `proven`: columns whose value checks (ge, le,
+    isin, regex) the caller already made on these rows, left out (their dtype and nullability stay)."""
     from schemas.fields import FIELDS
     from schemas.generate import is_nullable
     from schemas.model import polars_dtype
@@ -103,6 +105,8 @@ def _clean_check(table_name: str) -> tuple[list[str], list[pl.DataType], list[pl
             suspects.append(col.is_nan().any())  # NaN compares oddly: let pandera judge it
         if not is_nullable(table, name):
             suspects.append(col.is_null().any())
+        if name in proven:
+            continue
         if f.ge is not None:
             suspects.append((col < f.ge).any())
         if f.le is not None:
@@ -118,13 +122,17 @@ def _clean_check(table_name: str) -> tuple[list[str], list[pl.DataType], list[pl
     return list(table.columns), dtypes, [e.alias(f"s{i}") for i, e in enumerate(suspects)]
 
 
-def validate_frame(table_name: str, df: pl.DataFrame, *, shortcut: bool = True) -> ValidationResult:
+def validate_frame(table_name: str, df: pl.DataFrame, *, shortcut: bool = True,
+                   proven: frozenset[str] = frozenset()) -> ValidationResult:
     """The frame judged by the table's schema. A frame that certainly passes (the table's exact layout, and
     no row any check could fail: `_clean_check`, one polars select) is returned as is without importing or
     running pandera, the usual case when writing; anything suspicious goes through pandera, which reports
-    every failure with its rule and reason. `shortcut=False` always asks pandera (the tests' reference)."""
+    every failure with its rule and reason. `shortcut=False` always asks pandera (the tests' reference).
+    `proven`: columns whose value checks the caller already made on every row (the H-ARC grid texts, which
+    the reader's grid rule checks more strictly than the schema's regex): the shortcut does not test them
+    again; pandera, when it runs, checks everything."""
     if shortcut:
-        columns, dtypes, suspects = _clean_check(table_name)
+        columns, dtypes, suspects = _clean_check(table_name, proven)
         if df.columns == columns and df.dtypes == dtypes and not any(df.select(suspects).row(0)):
             return ValidationResult(valid=df, failures=[])
     import pandera.errors

@@ -111,6 +111,9 @@ class ReaderOutput:
     # they own goes with them; `n_quarantined_in_db` counts those moved to quarantine inside the database.
     duplicate_plays: dict[str, str] = field(default_factory=dict)
     n_quarantined_in_db: int = 0
+    # Columns of a table whose schema value checks the reader's own rules already made on every row it hands
+    # out (table -> columns): `validate_output` does not make them twice (`schemas.validate_frame(proven=)`).
+    proven: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def n_records(self) -> int:
         return sum(df.height for df in self.tables.values())
@@ -124,12 +127,15 @@ class ReaderOutput:
         for part in parts:
             for name, df in part.tables.items():
                 tables.setdefault(name, []).append(df)
+        proven = {name: frozenset.intersection(*[part.proven.get(name, frozenset()) for part in parts
+                                                 if name in part.tables]) for name in tables}
         return ReaderOutput(
             tables={name: pl.concat(dfs, how="diagonal_relaxed") for name, dfs in tables.items()},
             rejects=Spool(r for part in parts for r in part.rejects),
             flags=list(dict.fromkeys(f for part in parts for f in part.flags)),
             written_files=[f for part in parts for f in part.written_files],
-            detection_evidence=self.detection_evidence)
+            detection_evidence=self.detection_evidence,
+            proven={name: cols for name, cols in proven.items() if cols})
 
 
 class BadEntries:

@@ -303,6 +303,9 @@ _TASK_FACTS = ("participant_id", "task_id", "action_number", "exp_name", "task_s
                "first_description", "last_description", "has_terminal_row", "is_tutorial", "is_complete",
                "__task_time_back")
 _REPEATED_TEXT = ("participant_id", "task_id", "exp_name", "task_split", "first_description", "last_description")
+# the columns no rule of the second pass reads and no core table keeps (the raw layer, written in the first
+# pass, has them): a batch the first pass found clean is parsed again without them (`_DataFile.clean`)
+_NOT_CHECKED = frozenset({"withdraw", "withdraw_reason", "withdraw_comment", *SURVEY_TAIL})
 
 
 def read_data(ctx: FileContext, *, batch_bytes: int | None = None) -> ReaderOutput:
@@ -323,7 +326,7 @@ MAX_BATCH_ROWS = 50_000  # rows of a piece, at most: a file of short rows is pie
 def _batch_bytes(path) -> int:
     """The size of the pieces a data.csv is read in: BATCH_BYTES, or less for a file of short rows, so that a
     piece holds at most about MAX_BATCH_ROWS rows. Each row costs about 1 kB in memory whatever its length (its
-    raw JSON names every column), so 8 MB of two-byte rows (4 million of them) would take gigabytes."""
+    raw JSON names every column), so 12 MB of two-byte rows (6 million of them) would take gigabytes."""
     with open(path, "rb") as f:
         head = f.read(1 << 20)
     n_lines = max(head.count(b"\n"), 1)
@@ -349,6 +352,10 @@ class _DataFile:
         self.counter = "action_id" if release == "osf-current" else "num_actions"
         self.n_rows = 0  # the file's last row number, known after the first pass
         self._structural: dict[int, list[RowCheck]] = {}
+        # per batch of the first pass: nothing in it but well-formed rows (`note_clean`), so that the second
+        # pass may parse it for the columns its rules read only
+        self.clean: list[bool] = []
+        self.checked = [h for h in header if h not in _NOT_CHECKED]
 
     def structural(self) -> list[RowCheck]:
         """The cut-short-row rule (its reason names the file's last row, known after the first pass)."""
@@ -382,6 +389,18 @@ class _DataFile:
         return df.select(ROW, *_EVENT_ORDER, broken(self.structural()).alias("__broken")).with_columns(
             pl.col("__joint", "action").cast(pl.Categorical), *grids.select(_GRID_FACTS).get_columns())
 
+    def note_clean(self, loaded: LoadedCsv, order: pl.DataFrame) -> None:
+        """Whether the first pass found the batch clean: no reject, flag or surplus field, every row split into
+        the header's fields and none broken (cut short, the header again), the file read as UTF-8. Only such a
+        batch is parsed narrow in the second pass, where the rules of every field (`_finish`, the structural
+        checks) have nothing to find."""
+        self.clean.append(not loaded.rejects and not loaded.flags and EXTRA not in loaded.frame.columns
+                          and self.source.mode == "utf8" and not order["__broken"].any())
+
+    def narrow(self, i: int) -> list[str] | None:
+        """The columns batch i of the second pass is parsed for (None: all)."""
+        return self.checked if i < len(self.clean) and self.clean[i] and self.checked != self.header else None
+
     def row_hashes(self, rows: pl.Series) -> pl.DataFrame:
         """ROW_HASH of the given rows (one more pass over the file: the first one leaves the hash out, since
         only rows sharing a key need it and most files have none)."""
@@ -402,8 +421,14 @@ class _DataFile:
     def in_memory(self) -> Iterator[ReaderOutput]:
         """Both passes with the whole file's event order, task context and task facts in memory."""
         orders: list[pl.DataFrame] = []
-        for loaded in self.source.scan_iter(row_hash=False, on_start=orders.clear):
+
+        def start() -> None:
+            orders.clear()
+            self.clean.clear()
+
+        for loaded in self.source.scan_iter(row_hash=False, on_start=start):
             orders.append(self.event_order(loaded))
+            self.note_clean(loaded, orders[-1])
             yield self.raw_output(loaded)
         orders[:] = [pl.concat(orders)]
         self.n_rows = orders[0].height and int(orders[0][ROW].max())
@@ -433,6 +458,7 @@ class _DataFile:
 
         def spill(loaded: LoadedCsv) -> int:
             df = self.event_order(loaded)
+            self.note_clean(loaded, df)
             empty_order[:] = empty_order or [df.clear()]
             orders.add(df.with_columns(bucket_of(pl.col("__joint").to_physical(), k)))
             return df.height and int(df[ROW].max())
@@ -443,6 +469,7 @@ class _DataFile:
             orders.clear()
             empty_order.clear()
             last_rows.clear()
+            self.clean.clear()
 
         for loaded in self.source.scan_iter(row_hash=False, on_start=start):
             last_rows.append(spill(loaded))
@@ -497,7 +524,7 @@ class _DataFile:
         """Every batch checked with its task context (`context_of(batch index, rows)`), its task facts handed
         to `keep_facts`."""
         structural, checks = self.structural(), _data_checks(self.counter)  # built once, used on every batch
-        for j, loaded in enumerate(self.source.again()):
+        for j, loaded in enumerate(self.source.again(narrow=self.narrow)):
             out, good = self.check_batch(loaded, context_of(j, loaded.frame.height), structural, checks)
             keep_facts(good.select(_TASK_FACTS).with_columns(pl.col(_REPEATED_TEXT).cast(pl.Categorical)))
             yield out
@@ -514,10 +541,22 @@ class _DataFile:
     def check_batch(self, loaded: LoadedCsv, context: pl.DataFrame, structural: list[RowCheck],
                     checks: list[RowCheck]) -> tuple[ReaderOutput, pl.DataFrame]:
         """Second pass, one batch: every row rule, the loaded events."""
-        header = self.header
-        out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags))  # (raw rows: `raw_output`)
         if not context[ROW].equals(loaded.frame[ROW]):
             raise FileChangedError("the file changed while it was read (its rows differ from the first pass's)")
+        if loaded.full is not None:  # parsed for the checked columns only: enough unless a row fails a rule
+            done = self._check_batch(loaded, context, [], checks, self.checked)
+            if not done[0].rejects:
+                return done
+            loaded = loaded.full()  # its rejects quote every field of the row: the batch again, whole
+            if not context[ROW].equals(loaded.frame[ROW]):
+                raise FileChangedError("the file changed while it was read (its rows differ from the first pass's)")
+        return self._check_batch(loaded, context, structural, checks, self.header)
+
+    def _check_batch(self, loaded: LoadedCsv, context: pl.DataFrame, structural: list[RowCheck],
+                     checks: list[RowCheck], header: list[str]) -> tuple[ReaderOutput, pl.DataFrame]:
+        """`check_batch` of a batch holding the columns `header` (every field of the file's header, or those
+        the rules read: `checked`)."""
+        out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags))  # (raw rows: `raw_output`)
         fields = LoadedCsv(loaded.frame.drop(EXTRA, strict=False), loaded.rejects, loaded.flags, loaded.ends_with_newline)
         df = self.typed(_source_frame(fields, header), times=False).with_columns(context.drop(ROW).get_columns()).with_columns(
             pl.lit(self.release).alias("release_generation"),
@@ -548,9 +587,13 @@ class _DataFile:
         good = good.with_columns(_TUTORIAL.alias("is_tutorial"), pl.lit(self.file_id).alias("file_id"), flags)
         # without the row texts (the raw table has them): less to hold while the piece waits for the runner
         out.tables[ACTIONS] = good.select(pl.exclude(EXTRA, f"^{SRC}.*$"))
+        out.proven[ACTIONS] = _GRIDS_PROVEN
         return out, good
 
 
+# the grid texts of the rows a reader keeps passed `grid_check`, stricter than the schema's grid regex: the
+# schema check is not made again on them (`ReaderOutput.proven`)
+_GRIDS_PROVEN = frozenset({"test_input_grid", "test_output_grid"})
 _TUTORIAL = (pl.col("task_number") == 0) | pl.col("__is_tutorial")
 _SIZE_DIFFERS = (pl.col("test_output_height") != pl.col("__out_h")) | (pl.col("test_output_width") != pl.col("__out_w"))
 _INPUT_DIFFERS = (pl.col("test_input_height") != pl.col("__in_h")) | (pl.col("test_input_width") != pl.col("__in_w"))
@@ -749,6 +792,7 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
     good = df.filter(~bad)
     out.tables[ATTEMPTS] = good.with_columns(pl.lit(ctx.file_id).alias("file_id"), flag_lists(good, [
         (pl.col("task_number") == 0, "tutorial"), (~pl.col("is_complete"), "incomplete_participant")]))
+    out.proven[ATTEMPTS] = _GRIDS_PROVEN
     return out
 
 
@@ -793,6 +837,7 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
     good = df.filter(~bad)
     out.tables[ERRORS] = good.with_columns(pl.lit(ctx.file_id).alias("file_id"), flag_lists(good, [
         (pl.col("output_grid_md5").is_not_null() & (pl.col("output_grid_md5") != pl.col("__md5")), "md5_mismatch")]))
+    out.proven[ERRORS] = _GRIDS_PROVEN
     return out
 
 

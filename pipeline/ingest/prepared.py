@@ -98,7 +98,7 @@ def validate_output(output: ReaderOutput) -> None:
     """Run each table's schema; rows that fail move from the table to the rejects, one reject per failure."""
     for name, df in list(output.tables.items()):
         df = conform(name, df)
-        result = validate_frame(name, df)
+        result = validate_frame(name, df, proven=output.proven.get(name, frozenset()))
         if result.failures:
             loc_col = _location_column(df)
             for f in result.failures:

@@ -799,3 +799,84 @@ def test_grid_shape_is_rows_of_digits_between_bars(texts):
     df = pl.DataFrame({"g": texts}, schema={"g": pl.String})
     got = _grid_columns(df, "g", "__g")["__g_shape_ok"].to_list()
     assert got == df.select(pl.col("g").str.contains(r"^\|([0-9]+\|)+$"))["g"].to_list()
+
+
+_GRID_TEXTS = st.one_of(
+    st.none(),
+    st.text(alphabet="|0129x \n", max_size=12),
+    # grids of up to 33 x 33 (past the 30 x 30 maximum), some with one row made shorter or longer
+    st.builds(lambda h, w, row, d: "|" + "|".join("1" * (w + d if i == row else w) for i in range(h)) + "|",
+              st.integers(1, 33), st.integers(0, 33), st.integers(0, 32), st.sampled_from([0, 0, -1, 1])),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_GRID_TEXTS, max_size=30))
+def test_grid_columns_fast_path_matches_splitting_every_grid(texts):
+    """The grid columns settled by one regex per row (well-formed grids) equal those of splitting every grid
+    into rows and measuring them: shape, problem code and the numbers the reasons quote."""
+    from pipeline.ingest.harc_csv import _grid_columns, _grid_columns_split
+
+    df = pl.DataFrame({"g": texts}, schema={"g": pl.String})
+    names = [f"__g_{k}" for k in ("shape_ok", "hraw", "wmin", "wmax", "code", "h", "w")]
+    fast, split = _grid_columns(df, "g", "__g").select(names), _grid_columns_split(df, "g", "__g").select(names)
+    assert fast.schema == split.schema
+    assert fast.to_dicts() == split.to_dicts()
+
+
+def test_the_grid_texts_the_reader_checked_are_not_regex_tested_again_by_the_schema_shortcut(tmp_path):
+    """The data reader's kept rows passed its grid rule (stricter than the schema's grid regex): it says so
+    (`proven`), and the schema's shortcut leaves those value checks out. Pandera, once anything else looks
+    suspect, still checks every column, the grids included."""
+    from schemas import validate_frame
+    from schemas.validate import conform
+
+    rows = fx.data_rows()
+    rows[2] = {**rows[2], "test_output_grid": "070|000"}
+    out = read_data(ctx(fx.write_data(tmp_path / "data.csv", rows)))
+    assert [r.check for r in out.rejects] == ["grid_malformed"]  # the reader's own rule caught it
+    proven = out.proven[ACTIONS]
+    assert proven == {"test_input_grid", "test_output_grid"}
+    actions = conform(ACTIONS, out.tables[ACTIONS])
+    assert validate_frame(ACTIONS, actions, shortcut=False).ok  # what the reader kept passes pandera too
+    # a grid that never went through the reader's rule: the shortcut trusts the claim, pandera does not
+    bad_grid = actions.with_columns(pl.when(pl.col("row_number") == 1).then(pl.lit("070|000"))
+                                    .otherwise(pl.col("test_output_grid")).alias("test_output_grid"))
+    assert validate_frame(ACTIONS, bad_grid).failures  # no claim: the shortcut tests the regex
+    assert validate_frame(ACTIONS, bad_grid, proven=proven).ok
+    assert [f.column for f in validate_frame(ACTIONS, bad_grid, shortcut=False).failures] == ["test_output_grid"]
+    # another suspect column sends the frame to pandera, which then reports the grid as well
+    both = bad_grid.with_columns(pl.when(pl.col("row_number") == 2).then(pl.lit("paste"))
+                                 .otherwise(pl.col("action")).alias("action"))
+    failures = validate_frame(ACTIONS, both, proven=proven).failures
+    assert {f.column for f in failures} == {"test_output_grid", "action"}
+
+
+def test_the_second_pass_parses_clean_batches_for_the_checked_columns_only(tmp_path, monkeypatch):
+    """A batch the first pass found clean is parsed again without the survey columns no rule reads; one
+    where a rule then fails is parsed whole, so its rejects quote every field: the same as one batch."""
+    from pipeline.ingest import harc_csv
+
+    path = fx.write_data(tmp_path / "data.csv", _rows_with_defects_far_apart())
+    whole = read_data(ctx(path), batch_bytes=1 << 30)
+    calls: list[tuple[bytes, list[str] | None]] = []
+    real = harc_csv._read_polars
+
+    def spy(data, header, encoding, columns=None):
+        calls.append((data, None if columns is None else list(columns)))
+        return real(data, header, encoding, columns)
+
+    monkeypatch.setattr(harc_csv, "_read_polars", spy)
+    batched = read_data(ctx(path), batch_bytes=1500).materialized()
+    narrow = [(data, c) for data, c in calls if c is not None]
+    assert narrow and all("age" not in c and "withdraw" not in c and {"action", "complete"} <= set(c)
+                          for _, c in narrow)
+    # how often each narrow batch's bytes were parsed whole: by the first pass (and the one that hashes the rows
+    # sharing a key), and once more where a rule failed in the second
+    whole_parses = [sum(1 for d, c in calls if c is None and d == data) for data, _ in narrow]
+    assert len(set(whole_parses)) == 2 and max(whole_parses) == min(whole_parses) + 1
+    assert sorted((r.location, r.check, r.reason, r.raw_text) for r in batched.rejects) == sorted(
+        (r.location, r.check, r.reason, r.raw_text) for r in whole.rejects)
+    a, b = _sorted_tables(whole), _sorted_tables(batched)
+    for name in a:
+        assert a[name].equals(b[name]), name
