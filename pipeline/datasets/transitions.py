@@ -74,7 +74,7 @@ from pipeline.recordings.playback import (
     script_guid,
 )
 from pipeline.recordings.reader import ParsedRecording, RecordingRejected, read_recording_file
-from pipeline.recordings.transition_replay import Feed, replay_chunk
+from pipeline.recordings.transition_replay import Feed, replay_chunk, replay_chunks
 from pipeline.recordings.variant import counting_options_for_variant
 from pipeline.scoring.plays import RecordingInput, read_recording_files, recordings_from_tables
 from pipeline.scoring.verify import (
@@ -86,8 +86,8 @@ from pipeline.scoring.verify import (
 )
 from schemas.transitions import ARROW_SCHEMA, FRAME_SHAPE
 
-__all__ = ["ExportJob", "FileExport", "PlayExport", "RowBlock", "batches_from_bytes", "build_batch", "export_group",
-           "export_transitions", "group_jobs", "source_of"]
+__all__ = ["ExportJob", "FileExport", "PlayExport", "RowBlock", "batches_from_bytes", "build_batch", "export_files",
+           "export_group", "export_transitions", "group_jobs", "source_of"]
 
 BATCH_ROWS = 1024  # rows per Arrow batch sent back (and per Parquet row group)
 BATCH_FRAME_BYTES = 16 << 20  # ... or fewer, once their frames hold this many bytes
@@ -412,7 +412,7 @@ def export_transitions(job: ExportJob) -> FileExport:
     is consumed, one bounded batch at a time: the file's frames are never held whole; ``plays``, ``n_rows`` and
     the problems are complete once it is exhausted."""
     result = FileExport(label=job.label)
-    stream = _export(job, result)
+    stream = _without_calls(_export(job, result))
     if job.compress:
         result.batches = list(stream)
     else:
@@ -420,9 +420,63 @@ def export_transitions(job: ExportJob) -> FileExport:
     return result
 
 
+def _without_calls(stream: Iterator[Any]) -> Iterator[bytes | RowBlock]:
+    for item in stream:
+        if not isinstance(item, _Call):
+            yield item
+
+
+def _resumed(first: Any, stream: Iterator[Any], token: str | None) -> Iterator[bytes | RowBlock]:
+    try:
+        if first is not None:
+            yield first
+        yield from _without_calls(stream)
+    finally:
+        if token is not None:
+            _PREFETCHED.pop(token, None)
+
+
+def _group_streams(jobs: Sequence[ExportJob]) -> list[tuple[FileExport, Iterator[bytes | RowBlock]]]:
+    """Each file's export and the stream of its rows, the files read and their first replay calls made
+    together: every file is read up to its first sandbox call, then those calls go in one per game sandbox
+    (`_prefetch`), and each stream, consumed in turn, goes on from there (a file longer than a chunk makes its
+    further calls on its own). A file whose reading fails unexpectedly is that file's failure (``rejected``, the
+    reason in ``problems``)."""
+    started: list[tuple[FileExport, Iterator[bytes | RowBlock]]] = []
+    calls: list[_Call] = []
+    for job in jobs:
+        result = FileExport(label=job.label)
+        stream = _export(job, result)
+        try:
+            first = next(stream, None)
+        except Exception as err:  # noqa: BLE001 - one file's failure, reported as such
+            failed = FileExport(label=job.label, rejected=True)
+            failed.problems.append(f"export failed: {type(err).__name__}: {err}")
+            started.append((failed, iter(())))
+            continue
+        token = None
+        if isinstance(first, _Call):
+            calls.append(first)
+            token, first = first.arg[0], None
+        started.append((result, _resumed(first, stream, token)))
+    _prefetch(calls)
+    return started
+
+
+def export_files(jobs: Sequence[ExportJob]) -> list[FileExport]:
+    """`export_transitions` of several files in this process (the writer's), their first replay calls made in one
+    (`_group_streams`): each export's ``batches`` is an iterator of row blocks, to be consumed in order."""
+    out = []
+    for export, stream in _group_streams([dataclasses.replace(job, compress=False) for job in jobs]):
+        export.batches = stream  # type: ignore[assignment]
+        out.append(export)
+    return out
+
+
 def export_group(jobs: Sequence[ExportJob]) -> list[FileExport]:
     """`export_transitions` of several files in one piece of work (on a worker: a Dask task costs ~15 ms of CPU
-    in the scheduler, the worker and this process, more than exporting a short file). The files' rows are gathered
+    in the scheduler, the worker and this process, more than exporting a short file), their first replay calls
+    made in one (`_group_streams`). The files' rows are gathered
     into zstd Arrow IPC streams of about `BATCH_ROWS` rows (or BATCH_FRAME_BYTES of frames) each, many short
     files' rows in one, in file order; a stream travels with the export of the last file whose rows it holds (the
     writer writes the exports in order, so the rows stay in file order). A file whose export fails unexpectedly
@@ -441,12 +495,11 @@ def export_group(jobs: Sequence[ExportJob]) -> list[FileExport]:
             into.batches.append(sink.getvalue().to_pybytes())
             pending, rows, frame_bytes = [], 0, 0
 
-    for job in jobs:
+    for export, stream in _group_streams([dataclasses.replace(job, compress=False) for job in jobs]):
         try:
-            export = export_transitions(dataclasses.replace(job, compress=False))
-            blocks = list(export.batches)  # the replay runs here; a failure leaves none of the file's rows
+            blocks = list(stream)  # the replay runs here; a failure leaves none of the file's rows
         except Exception as err:  # noqa: BLE001 - one file's failure, reported as such
-            failed = FileExport(label=job.label, rejected=True)
+            failed = FileExport(label=export.label, rejected=True)
             failed.problems.append(f"export failed: {type(err).__name__}: {err}")
             out.append(failed)
             continue
@@ -498,7 +551,8 @@ def _export(job: ExportJob, result: FileExport) -> Iterator[bytes | RowBlock]:
         else:
             parts = _export_db_file(job, result, rows)
         for batch in parts:
-            sent += 1
+            if not isinstance(batch, _Call):
+                sent += 1
             yield batch
     except RecordingRejected as err:
         result.rejected = True
@@ -556,10 +610,27 @@ def _in_sandbox(info: Any, fn: Any, arg: Any) -> Any:
         raise GameStopped(f"game {info.game_id} ({info.source}): {type(err).__name__}: {err}") from None
 
 
-def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: ExportJob) -> Iterator[dict]:
+class _Call:
+    """The first sandbox call of a file's replay, yielded (by `_chunks`, then by the file's stream) before it is
+    made: a group of files (`_group_streams`) sends many files' first calls in one (`replay_chunks`) and leaves
+    the answers in `_PREFETCHED`; a stream read on its own skips it, and the call is made as it comes."""
+
+    __slots__ = ("arg", "info")
+
+    def __init__(self, info: Any, arg: tuple) -> None:
+        self.info, self.arg = info, arg
+
+
+_PREFETCHED: dict[str, dict] = {}  # token -> the answer to a file's first call, made in a group's one call
+GROUP_CALL_FRAME_BYTES = 16 << 20  # frames answered by one call of a group's files (then they go on their own)
+
+
+def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: ExportJob
+            ) -> Iterator[dict | _Call]:
     """Replay a file in the sandbox in chunks (`transition_replay.replay_chunk`): at most ``job.batch_rows``
     steps fed per call (``convert`` turns a slice of ``items`` into what the child takes), each answer at most
-    about BATCH_FRAME_BYTES of frames. Yields each call's answer, the last one ``ended``."""
+    about BATCH_FRAME_BYTES of frames. Yields each call's answer, the last one ``ended``; before the first, a
+    `_Call` (whose answer a group may have made already, with other files')."""
     token = uuid.uuid4().hex
     size = max(1, job.batch_rows)
     sent = answered = 0
@@ -570,13 +641,39 @@ def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: Ex
             take = convert(items[sent:sent + size])
             sent += len(take)
         final = sent >= len(items)
-        out = _in_sandbox(info, replay_chunk, (token, start if first_call else None, take, final,
-                                               BATCH_FRAME_BYTES))
+        arg = (token, start if first_call else None, take, final, BATCH_FRAME_BYTES)
+        out = None
+        if first_call:
+            yield _Call(info, arg)
+            out = _PREFETCHED.pop(token, None)
+        if out is None:
+            out = _in_sandbox(info, replay_chunk, arg)
         first_call = False
         yield out
         if out["status"] != "ok" or out["ended"]:
             return
         answered += out["n"] - (1 if out["first"] == -1 else 0)
+
+
+def _prefetch(calls: Sequence[_Call]) -> None:
+    """The first calls of several files, one sandbox call per game sandbox (`replay_chunks`); the answers left
+    in `_PREFETCHED` for the files' streams. A call that fails leaves no answer: each file then makes its own
+    call, so the failure is that file's alone (as if no group had been tried)."""
+    by_key: dict[str, list[_Call]] = {}
+    for call in calls:
+        by_key.setdefault(_sandbox_key(call.info), []).append(call)
+    for group in by_key.values():
+        if len(group) < 2:
+            continue  # one file: its own call, made as it comes
+        info = group[0].info
+        try:
+            answers = run_game_code(replay_chunks, ([c.arg for c in group], GROUP_CALL_FRAME_BYTES),
+                                    key=_sandbox_key(info), source=info.source)
+        except (SandboxFailure, GameCodeError):
+            continue
+        for call, answer in zip(group, answers, strict=True):
+            if answer is not None:
+                _PREFETCHED[call.arg[0]] = answer
 
 
 def _slices(out: dict) -> Iterator[tuple[int, bytes, bytes]]:
@@ -615,6 +712,9 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
     i = 0
     stopped = None
     for out in _chunks(info, ("script", _portable(info), guid), actions, _script_items, job):
+        if isinstance(out, _Call):
+            yield out
+            continue
         for answer, (count, frames, digests) in zip(out["answers"], _slices(out), strict=True):
             action = None if i == 0 else actions[i - 1]  # the opening RESET is make()'s, in no line of the script
             state, levels, win_levels, full_reset, available = answer
@@ -824,6 +924,9 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
         opening_done = False
         start = ("recording", _portable(info), rec.is_only_reset_levels, needs_opening)
         for out in _chunks(info, start, steps, items, job):
+            if isinstance(out, _Call):
+                yield out
+                continue
             if out["status"] == "load_failed":
                 why = f"game {rec.game_id} failed to load: {out['reason']}"
                 if not pixels_in_file:

@@ -28,9 +28,10 @@ from engine.loader import load_game_class
 
 from .replaying import ReplayResult, ReplayStep, iter_replay_classified
 
-__all__ = ["Feed", "replay_chunk"]
+__all__ = ["Feed", "replay_chunk", "replay_chunks"]
 
-MAX_SESSIONS = 16  # sessions a child keeps (a process exports one file at a time per game; threads: a few)
+MAX_SESSIONS = 128  # sessions a child keeps (files whose replay is under way: one per file of a `replay_chunks`
+#                     call at most, plus a few of threads)
 _SESSIONS: OrderedDict[str, _Session] = OrderedDict()
 _CLASSES: dict[tuple, type] = {}  # the game classes loaded in this child, by game and the state of its file
 MAX_CLASSES = 64
@@ -203,6 +204,25 @@ def replay_chunk(arg: tuple) -> dict[str, Any]:
         out.update(divergence=result.divergence)
         _SESSIONS.pop(token, None)
     return out
+
+
+def replay_chunks(arg: tuple) -> list[dict[str, Any] | None]:
+    """In the sandbox: the first `replay_chunk` calls of several files in one (short files, one round trip each
+    instead of one per file). ``arg``: (requests, max_total_frame_bytes), each request as `replay_chunk` takes
+    it. The answers, in order; once the frames answered reach ``max_total_frame_bytes``, the requests left are
+    not run (None: the caller sends them on its own), so the reply holds at most about that much plus one
+    chunk's ``max_frame_bytes``."""
+    requests, budget = arg
+    answers: list[dict[str, Any] | None] = []
+    total = 0
+    for request in requests:
+        if total >= budget:
+            answers.append(None)
+            continue
+        answer = replay_chunk(request)
+        total += len(answer.get("frames", b""))
+        answers.append(answer)
+    return answers
 
 
 _ = ReplayStep  # the items' type (recordings)
