@@ -622,7 +622,8 @@ class _Call:
 
 
 _PREFETCHED: dict[str, dict] = {}  # token -> the answer to a file's first call, made in a group's one call
-GROUP_CALL_FRAME_BYTES = 16 << 20  # frames answered by one call of a group's files (then they go on their own)
+GROUP_CALL_FRAME_BYTES = 16 << 20  # frames answered by one call of a group's files (the rest: the next call) ...
+GROUP_PREFETCH_BYTES = 64 << 20  # ... and by all of a group's calls (the rest: each file's own, as it comes)
 
 
 def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: ExportJob
@@ -656,24 +657,33 @@ def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: Ex
 
 
 def _prefetch(calls: Sequence[_Call]) -> None:
-    """The first calls of several files, one sandbox call per game sandbox (`replay_chunks`); the answers left
-    in `_PREFETCHED` for the files' streams. A call that fails leaves no answer: each file then makes its own
-    call, so the failure is that file's alone (as if no group had been tried)."""
+    """The first calls of several files (those whose every step fits in one), in as few sandbox calls as their frames allow (`replay_chunks`, each
+    answering about GROUP_CALL_FRAME_BYTES, at most GROUP_PREFETCH_BYTES in all), per game sandbox; the answers
+    left in `_PREFETCHED` for the files' streams. A call that fails leaves no answer: each of its files then
+    makes its own call, so the failure is that file's alone (as if no group had been tried)."""
     by_key: dict[str, list[_Call]] = {}
     for call in calls:
-        by_key.setdefault(_sandbox_key(call.info), []).append(call)
-    for group in by_key.values():
-        if len(group) < 2:
-            continue  # one file: its own call, made as it comes
+        if call.arg[3]:  # every step of the file in this call (a longer file goes on its own)
+            by_key.setdefault(_sandbox_key(call.info), []).append(call)
+    for key, group in by_key.items():
         info = group[0].info
-        try:
-            answers = run_game_code(replay_chunks, ([c.arg for c in group], GROUP_CALL_FRAME_BYTES),
-                                    key=_sandbox_key(info), source=info.source)
-        except (SandboxFailure, GameCodeError):
-            continue
-        for call, answer in zip(group, answers, strict=True):
-            if answer is not None:
-                _PREFETCHED[call.arg[0]] = answer
+        total = 0
+        while len(group) > 1 and total < GROUP_PREFETCH_BYTES:  # one file alone: its own call, as it comes
+            try:
+                answers = run_game_code(replay_chunks, ([c.arg for c in group], GROUP_CALL_FRAME_BYTES), key=key,
+                                        source=info.source)
+            except (SandboxFailure, GameCodeError):
+                break
+            left = []
+            for call, answer in zip(group, answers, strict=True):
+                if answer is None:
+                    left.append(call)
+                else:
+                    _PREFETCHED[call.arg[0]] = answer
+                    total += len(answer.get("frames", b""))
+            if len(left) == len(group):  # nothing answered (cannot happen: the first always is); no loop
+                break
+            group = left
 
 
 def _slices(out: dict) -> Iterator[tuple[int, bytes, bytes]]:

@@ -30,8 +30,7 @@ from .replaying import ReplayResult, ReplayStep, iter_replay_classified
 
 __all__ = ["Feed", "replay_chunk", "replay_chunks"]
 
-MAX_SESSIONS = 128  # sessions a child keeps (files whose replay is under way: one per file of a `replay_chunks`
-#                     call at most, plus a few of threads)
+MAX_SESSIONS = 16  # sessions a child keeps (a process exports one file at a time per game; threads: a few)
 _SESSIONS: OrderedDict[str, _Session] = OrderedDict()
 _CLASSES: dict[tuple, type] = {}  # the game classes loaded in this child, by game and the state of its file
 MAX_CLASSES = 64
@@ -207,11 +206,12 @@ def replay_chunk(arg: tuple) -> dict[str, Any]:
 
 
 def replay_chunks(arg: tuple) -> list[dict[str, Any] | None]:
-    """In the sandbox: the first `replay_chunk` calls of several files in one (short files, one round trip each
-    instead of one per file). ``arg``: (requests, max_total_frame_bytes), each request as `replay_chunk` takes
-    it. The answers, in order; once the frames answered reach ``max_total_frame_bytes``, the requests left are
-    not run (None: the caller sends them on its own), so the reply holds at most about that much plus one
-    chunk's ``max_frame_bytes``."""
+    """In the sandbox: several files' whole replays (`replay_chunk` calls with every step, ``final``) in one
+    call: short files, one round trip for many. ``arg``: (requests, max_total_frame_bytes). The answers, in
+    order; once the frames answered reach ``max_total_frame_bytes`` the requests left are not run, and a replay
+    that did not end in its one chunk (more frames than a chunk holds) is dropped: None for those (the caller
+    sends them on their own). So no replay stays open in this process after the call (a file's replay never
+    depends on another file's call), and the reply holds at most about the budget plus one chunk's frames."""
     requests, budget = arg
     answers: list[dict[str, Any] | None] = []
     total = 0
@@ -221,6 +221,9 @@ def replay_chunks(arg: tuple) -> list[dict[str, Any] | None]:
             continue
         answer = replay_chunk(request)
         total += len(answer.get("frames", b""))
+        if answer.get("status") == "ok" and not answer["ended"]:
+            _SESSIONS.pop(request[0], None)
+            answer = None
         answers.append(answer)
     return answers
 
