@@ -3,7 +3,7 @@
 `pipeline.datasets.transitions` exports a file in chunks of at most `ExportJob.batch_rows` steps: each call
 (`replay_chunk`) feeds the next steps to a replay kept alive in the sandbox's child between calls (a session,
 keyed by a token) and returns what the responses to them hold: the answers' fields, every frame's bytes as one
-contiguous buffer (a bytearray; uint8, row-major, 4096 bytes a frame), the frame counts per response (int32)
+contiguous buffer (a uint8 array; row-major, 4096 bytes a frame), the frame counts per response (int32)
 and each frame's sha256 digest (32 bytes a frame). No frame travels as a Python object, nothing is hashed
 twice, and no chunk holds more than about `max_frame_bytes` of frames, so a long recording never sits whole in
 either process. The game's class is loaded once per child while its file is unchanged (`_game_class`).
@@ -102,8 +102,10 @@ class _Chunk:
                                  tuple(map(int, response.available_actions))))
 
     def packed(self) -> dict[str, Any]:
+        """The chunk; its frames as a uint8 array over the buffer (so that the sandbox sends them out of band,
+        through memory shared with the parent, not in the pickle: `sandbox_child._pickle_result`)."""
         return {"answers": self.answers, "counts": np.asarray(self.counts, dtype=np.int32).tobytes(),
-                "frames": self.frames, "digests": self.digests}
+                "frames": np.frombuffer(self.frames, dtype=np.uint8), "digests": self.digests}
 
 
 class _Session:

@@ -70,8 +70,9 @@ def test_several_replays_in_one_call_answer_as_each_would_alone():
     assert len(together) == 3
     for (token, actions), answer in zip(plays.items(), together, strict=True):
         assert answer["ended"] and answer["n"] == len(actions) + 1  # make()'s RESET, then each action
-        for field in ("answers", "counts", "frames", "digests"):
-            assert answer[field] == alone[token][field], field
+        assert answer["answers"] == alone[token]["answers"]
+        for field in ("counts", "frames", "digests"):
+            assert bytes(answer[field]) == bytes(alone[token][field]), field
     assert not any(t.startswith("together-") for t in transition_replay._SESSIONS)
 
 
