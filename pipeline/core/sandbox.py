@@ -350,14 +350,18 @@ class Sandbox:
         size = min(SHARED_BYTES, self.limits.output_bytes, self.limits.memory_bytes // 8)
         if size < 1 << 16 or not hasattr(os, "memfd_create"):
             return None
+        import fcntl
+
         try:
-            fd = os.memfd_create("arcstudy-sandbox-results", getattr(os, "MFD_CLOEXEC", 1))
-        except OSError:
+            fd = os.memfd_create("arcstudy-sandbox-results", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        except (OSError, AttributeError):
             return None
         try:
             os.ftruncate(fd, size)
+            # its size sealed: the child cannot shrink it under this process's reads (which would raise SIGBUS here)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
             self._shm = mmap.mmap(fd, size)
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             os.close(fd)
             return None
         return fd

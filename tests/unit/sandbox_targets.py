@@ -197,3 +197,4 @@ def forge_shared(lengths):
     head = sandbox_child.LENGTH.pack(len(lengths)) + b"".join(sandbox_child.LENGTH.pack(n) for n in lengths)
     sandbox_child._send(sandbox_child._reply_fd, sandbox_child.TAG_SHARED, head + pickle.dumps(None))
     time.sleep(5)
+

@@ -218,3 +218,20 @@ def test_a_forged_shared_result_past_the_shared_memory_or_unreadable_is_refused(
     failure = _failure(box, t.forge_shared, [])
     assert failure.kind == "refused" and "unreadable" in failure.detail
     assert box.call(t.echo, 4) == 4
+
+
+def test_the_shared_memory_cannot_be_resized():
+    """Its size is sealed before the child gets it: shrinking it would make this process's reads fault."""
+    import fcntl
+
+    box = Sandbox(SMALL)
+    fd = box._open_shared()
+    try:
+        assert fd is not None and box._shm is not None and len(box._shm) == SMALL.output_bytes
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+        assert seals & fcntl.F_SEAL_SHRINK and seals & fcntl.F_SEAL_GROW and seals & fcntl.F_SEAL_SEAL
+        with pytest.raises(PermissionError):
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+        box.close()
