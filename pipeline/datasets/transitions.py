@@ -250,11 +250,17 @@ def _string_array(values: Sequence[str | None]) -> pa.Array:
             np.zeros(len(values) + 1, dtype=np.int32)
         return pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(offsets),
                                                                pa.py_buffer(one * len(values))])
-    encoded = [b"" if v is None else v.encode() for v in values]
+    texts = values if mask is None else ["" if v is None else v for v in values]
+    joined = "".join(texts)
     offsets = np.zeros(len(values) + 1, dtype=np.int32)
-    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int32, count=len(values)), out=offsets[1:])
-    return pa.Array.from_buffers(pa.string(), len(values), [mask, pa.py_buffer(offsets),
-                                                           pa.py_buffer(b"".join(encoded))])
+    if joined.isascii():  # the common case: a character is a byte, the lengths are the byte lengths
+        data = joined.encode()
+        np.cumsum(np.fromiter(map(len, texts), dtype=np.int32, count=len(values)), out=offsets[1:])
+    else:
+        encoded = [v.encode() for v in texts]
+        data = b"".join(encoded)
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int32, count=len(values)), out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(values), [mask, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _scalar_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
@@ -358,14 +364,14 @@ class _Rows:
         self.digests: list[bytes] = []
         self.frame_bytes = 0
 
-    def add(self, frames: np.ndarray, hashes: list[str] | None, **values: Any) -> None:
+    def add(self, frames: np.ndarray, hashes: list[str] | None, values: dict[str, Any]) -> None:
         """A row whose frames are an (n, 64, 64) array (the file's)."""
         frames = np.ascontiguousarray(frames, dtype=np.uint8) if len(frames) else EMPTY_FRAMES
         if hashes is None or len(hashes) != len(frames):
             hashes = frame_hashes(frames)
-        self.add_packed(len(frames), frames.tobytes(), bytes.fromhex("".join(hashes)), **values)
+        self.add_packed(len(frames), frames.tobytes(), bytes.fromhex("".join(hashes)), values)
 
-    def add_packed(self, count: int, frames: bytes, digests: bytes, **values: Any) -> None:
+    def add_packed(self, count: int, frames: bytes, digests: bytes, values: dict[str, Any]) -> None:
         """A row of ``count`` frames: their bytes (4096 each) and sha256 digests (32 each)."""
         self.rows.append(values)
         self.counts.append(count)
@@ -737,13 +743,13 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
             play = next(play_index)
             triples.queue.append((record, effect, play))
             pid = f"{guid}/{play}"
-            rows.add_packed(count, frames, digests, game_id=info.game_id, play_id=pid, source="playback",
+            rows.add_packed(count, frames, digests, dict(game_id=info.game_id, play_id=pid, source="playback",
                             step=i, action=ACTION_NAMES[record.action_id], action_id=record.action_id,
                             x=None if action is None else action.x, y=None if action is None else action.y,
                             levels_completed=levels, win_levels=win_levels, state=state,
                             available_actions=list(available), is_level_change=next(changes),
                             is_counted=effect.is_counted, verified=True, recovered=False, file_id=file_id,
-                            line_number=None if action is None else action.line_number)
+                            line_number=None if action is None else action.line_number))
             if pid not in plays:
                 plays[pid] = PlayExport(pid, info.game_id, "playback", "exported")
                 result.plays.append(plays[pid])
@@ -915,9 +921,9 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
                       is_counted=rec.effects[i].is_counted, verified=verified, recovered=rec.recovered,
                       file_id=rec.file_id, line_number=st.line)
         if packed is None:  # the file's frames
-            rows.add(st.pixels, st.frame_hashes, **values)
+            rows.add(st.pixels, st.frame_hashes, values)
         else:
-            rows.add_packed(*packed, **values)
+            rows.add_packed(*packed, values)
         play_of(pid, info is not None).n_rows += 1
 
     cut_at: int | None = None  # first step index not exported
@@ -951,11 +957,11 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
                 if index == -1:  # the opening RESET the recording lacks: the engine's answer, as step 0
                     state, levels, win_levels, _full, available = out["answers"][0]
                     pid = rec.play_ids[rec.step_play[0]]
-                    rows.add_packed(*packed, game_id=rec.game_id, play_id=pid, source=source, step=0,
+                    rows.add_packed(*packed, dict(game_id=rec.game_id, play_id=pid, source=source, step=0,
                                     action="RESET", action_id=0, x=None, y=None, levels_completed=levels,
                                     win_levels=win_levels, state=state, available_actions=list(available),
                                     is_level_change=False, is_counted=False, verified=True, recovered=False,
-                                    file_id=rec.file_id, line_number=None)
+                                    file_id=rec.file_id, line_number=None))
                     play_of(pid, True).n_rows += 1
                     opening_done = True
                 else:
