@@ -10,7 +10,11 @@ comparison (`pipeline.recordings.replaying.iter_replay_classified`).
 
 A file is replayed in chunks of at most `ExportJob.batch_rows` steps, one sandbox call each, the replay kept
 alive in the child between calls; each chunk comes back as one buffer of frames with their sha256 digests
-(hashed once, in the child), and becomes blocks of at most `batch_rows` rows (or BATCH_FRAME_BYTES of frames).
+(hashed once, in the child; the buffer through memory shared with the child), and becomes blocks of at most
+`batch_rows` rows (or BATCH_FRAME_BYTES of frames). Files are exported in groups (`group_jobs`,
+`_group_streams`): a group's files are read first, then the whole replays of its short files go to the sandbox
+in as few calls as their frames allow (`transition_replay.replay_chunks`), and each file's stream goes on from
+its answer.
 In this process (serial runs) the blocks are an iterator the single writer (`shards.ShardWriter`) consumes as
 the replay goes, gathering several files' blocks into one record batch (`build_batch`, columns built from
 buffers): a file's frames are never held whole, whatever its length, and a short file does not pay for a batch
