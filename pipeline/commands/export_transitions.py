@@ -3,7 +3,6 @@ a verified transitions dataset (Parquet shards, dataset card, manifest)."""
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -164,8 +163,8 @@ def export_transitions_command(
     from pipeline.datasets.shards import DatasetSummary, ShardWriter, dataset_card
     from pipeline.datasets.transitions import (
         ExportJob,
+        export_files,
         export_group,
-        export_transitions,
         group_jobs,
         recovered_pairs,
     )
@@ -235,11 +234,12 @@ def export_transitions_command(
     n_engine = 0
     try:
         with _fewer_collections(), open_executor(run_workers, scheduler, n_items=len(jobs)) as ex:
-            if isinstance(ex, SerialExecutor):  # pieces run in this process: their rows need no compression
-                jobs = [dataclasses.replace(job, compress=False) for job in jobs]
-                pieces = [(job,) for job in jobs]
-                outcomes = ex.map_ordered(export_transitions, enumerate(jobs), progress=out.track,
-                                          description="replaying and exporting")
+            if isinstance(ex, SerialExecutor):  # pieces run in this process: their rows need no compression,
+                # and stream to the writer as they are replayed (several files' first replay calls made in one)
+                pieces = group_jobs(jobs)
+                outcomes = ex.map_ordered(export_files, enumerate(pieces), progress=out.track,
+                                          description=f"replaying and exporting ({len(jobs):,} files in "
+                                                      f"{len(pieces):,} pieces)")
             else:  # on workers: several short files a piece (a task's own cost is more than a short file's)
                 pieces = group_jobs(jobs)
                 outcomes = ex.map_ordered(export_group, enumerate(pieces), progress=out.track,

@@ -14,7 +14,8 @@ code from outside runs, it confines itself (each layer where the system allows i
 6. a Python audit hook refusing the same at the Python level (a second layer only).
 
 Then it reports which layers are active and serves requests: ``(fn, arg)`` pickled by the parent, ``fn(arg)``
-pickled back, or an error tag. Messages are framed as one tag byte and an 8-byte big-endian length.
+pickled back (its large numpy arrays out of band, in memory shared with the parent), or an error tag. Messages
+are framed as one tag byte and an 8-byte big-endian length.
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ import traceback
 HEADER = struct.Struct(">cQ")  # tag, payload length
 TAG_READY = b"B"   # payload: JSON {"layers": [...], "problems": [...]}
 TAG_RESULT = b"R"  # payload: the pickled result
+TAG_BUFFERS = b"O"  # payload: n (8 bytes), n buffer lengths (8 bytes each), the pickled result, the n buffers
+#                     (the result's large buffers, out of band: `_pickle_result`), when they do not fit in
+#                     the shared memory
+TAG_SHARED = b"M"  # payload: n, the n buffer lengths, the pickled result; the n buffers are in the shared memory
+#                    (the parent's memory file, `Sandbox._open_shared`), one after the other from its start
+BUFFER_MIN_BYTES = 1 << 16  # buffers (numpy arrays) from this size travel out of band
+MAX_BUFFERS = 1 << 16
+LENGTH = struct.Struct(">Q")
 TAG_ERROR = b"E"   # payload: JSON {"kind", "detail", "exc_type"}
 TAG_CALL = b"C"    # parent -> child: pickled (fn, arg, output_bytes)
 TAG_PROGRESS = b"P"  # empty: the code made progress (see `heartbeat`)
@@ -425,6 +434,49 @@ def _send_unlocked(fd: int, tag: bytes, payload: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+def _write_all(fd: int, parts: list) -> None:
+    for part in parts:
+        view = memoryview(part).cast("B")
+        while view:
+            view = view[os.write(fd, view):]
+
+
+def _pickle_result(result) -> tuple[bytes, list]:
+    """The pickled result, and the raw memory of its large buffers (numpy arrays of BUFFER_MIN_BYTES or more, say
+    frames) kept out of the pickle: written as they are, not copied into it, and read by the parent straight into
+    buffers of its own (pickle protocol 5)."""
+    buffers: list = []
+
+    def keep(buffer: pickle.PickleBuffer) -> bool:  # False: out of band
+        raw = buffer.raw()
+        if raw.nbytes < BUFFER_MIN_BYTES:
+            return True
+        buffers.append(raw)
+        return False
+
+    return pickle.dumps(result, protocol=5, buffer_callback=keep), buffers
+
+
+_shared = None  # the memory shared with the parent (an mmap), if it gave one
+
+
+def _send_result(fd: int, payload: bytes, buffers: list) -> None:
+    if not buffers:
+        _send(fd, TAG_RESULT, payload)
+        return
+    head = LENGTH.pack(len(buffers)) + b"".join(LENGTH.pack(b.nbytes) for b in buffers)
+    size = sum(b.nbytes for b in buffers)
+    with _reply_lock:
+        if _shared is not None and size <= len(_shared):  # the buffers in the shared memory, the rest by the pipe
+            at = 0
+            for b in buffers:
+                _shared[at:at + b.nbytes] = b
+                at += b.nbytes
+            _write_all(fd, [HEADER.pack(TAG_SHARED, len(head) + len(payload)), head, payload])
+        else:
+            _write_all(fd, [HEADER.pack(TAG_BUFFERS, len(head) + len(payload) + size), head, payload, *buffers])
+
+
 def _error(kind: str, detail: str, exc_type: str = "") -> bytes:
     return json.dumps({"kind": kind, "detail": detail, "exc_type": exc_type}).encode()
 
@@ -499,6 +551,24 @@ def heartbeat() -> None:
             _send_unlocked(_reply_fd, TAG_PROGRESS, b"")
 
 
+def _map_shared(config: dict) -> None:
+    global _shared
+    fd, size = config.get("shm_fd"), config.get("shm_bytes") or 0
+    if not isinstance(fd, int) or not isinstance(size, int) or size <= 0:
+        return
+    import mmap
+
+    try:
+        _shared = mmap.mmap(fd, size)
+    except (OSError, ValueError):
+        _shared = None
+    finally:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def main() -> None:
     global _reply_fd
     # Run as __main__: the same module under its own name, so importing it (tests do) does not load it again.
@@ -513,6 +583,7 @@ def main() -> None:
         os.set_inheritable(fd, False)
     tag, size = HEADER.unpack(_read_exact(rfd, HEADER.size))
     config = json.loads(_read_exact(rfd, size))
+    _map_shared(config)
     scratch = os.getcwd()
     layers, problems = [], []
     try:
@@ -587,7 +658,7 @@ def main() -> None:
             _send(wfd, TAG_ERROR, refused)
             continue
         try:
-            payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            payload, buffers = _pickle_result(result)
         except MemoryError:
             _send(wfd, TAG_ERROR, _error("memory", "the result did not fit in the memory limit", "MemoryError"))
             continue
@@ -595,11 +666,12 @@ def main() -> None:
             _send(wfd, TAG_ERROR, _error("error", _one_line(f"the result cannot be sent back: {err}"),
                                          type(err).__qualname__))
             continue
-        if len(payload) > output_bytes:
-            _send(wfd, TAG_ERROR, _error("output_too_large", f"the result is {len(payload):,} bytes, over the "
+        size = len(payload) + sum(b.nbytes for b in buffers)
+        if size > output_bytes or len(buffers) > MAX_BUFFERS:
+            _send(wfd, TAG_ERROR, _error("output_too_large", f"the result is {size:,} bytes, over the "
                                          f"limit of {output_bytes:,}"))
             continue
-        _send(wfd, TAG_RESULT, payload)
+        _send_result(wfd, payload, buffers)
 
 
 if __name__ == "__main__":

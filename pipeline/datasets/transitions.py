@@ -10,7 +10,11 @@ comparison (`pipeline.recordings.replaying.iter_replay_classified`).
 
 A file is replayed in chunks of at most `ExportJob.batch_rows` steps, one sandbox call each, the replay kept
 alive in the child between calls; each chunk comes back as one buffer of frames with their sha256 digests
-(hashed once, in the child), and becomes blocks of at most `batch_rows` rows (or BATCH_FRAME_BYTES of frames).
+(hashed once, in the child; the buffer through memory shared with the child), and becomes blocks of at most
+`batch_rows` rows (or BATCH_FRAME_BYTES of frames). Files are exported in groups (`group_jobs`,
+`_group_streams`): a group's files are read first, then the whole replays of its short files go to the sandbox
+in as few calls as their frames allow (`transition_replay.replay_chunks`), and each file's stream goes on from
+its answer.
 In this process (serial runs) the blocks are an iterator the single writer (`shards.ShardWriter`) consumes as
 the replay goes, gathering several files' blocks into one record batch (`build_batch`, columns built from
 buffers): a file's frames are never held whole, whatever its length, and a short file does not pay for a batch
@@ -74,7 +78,7 @@ from pipeline.recordings.playback import (
     script_guid,
 )
 from pipeline.recordings.reader import ParsedRecording, RecordingRejected, read_recording_file
-from pipeline.recordings.transition_replay import Feed, replay_chunk
+from pipeline.recordings.transition_replay import Feed, replay_chunk, replay_chunks
 from pipeline.recordings.variant import counting_options_for_variant
 from pipeline.scoring.plays import RecordingInput, read_recording_files, recordings_from_tables
 from pipeline.scoring.verify import (
@@ -86,8 +90,8 @@ from pipeline.scoring.verify import (
 )
 from schemas.transitions import ARROW_SCHEMA, FRAME_SHAPE
 
-__all__ = ["ExportJob", "FileExport", "PlayExport", "RowBlock", "batches_from_bytes", "build_batch", "export_group",
-           "export_transitions", "group_jobs", "source_of"]
+__all__ = ["ExportJob", "FileExport", "PlayExport", "RowBlock", "batches_from_bytes", "build_batch", "export_files",
+           "export_group", "export_transitions", "group_jobs", "source_of"]
 
 BATCH_ROWS = 1024  # rows per Arrow batch sent back (and per Parquet row group)
 BATCH_FRAME_BYTES = 16 << 20  # ... or fewer, once their frames hold this many bytes
@@ -250,11 +254,17 @@ def _string_array(values: Sequence[str | None]) -> pa.Array:
             np.zeros(len(values) + 1, dtype=np.int32)
         return pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(offsets),
                                                                pa.py_buffer(one * len(values))])
-    encoded = [b"" if v is None else v.encode() for v in values]
+    texts = values if mask is None else ["" if v is None else v for v in values]
+    joined = "".join(texts)
     offsets = np.zeros(len(values) + 1, dtype=np.int32)
-    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int32, count=len(values)), out=offsets[1:])
-    return pa.Array.from_buffers(pa.string(), len(values), [mask, pa.py_buffer(offsets),
-                                                           pa.py_buffer(b"".join(encoded))])
+    if joined.isascii():  # the common case: a character is a byte, the lengths are the byte lengths
+        data = joined.encode()
+        np.cumsum(np.fromiter(map(len, texts), dtype=np.int32, count=len(values)), out=offsets[1:])
+    else:
+        encoded = [v.encode() for v in texts]
+        data = b"".join(encoded)
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int32, count=len(values)), out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(values), [mask, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _scalar_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
@@ -358,14 +368,14 @@ class _Rows:
         self.digests: list[bytes] = []
         self.frame_bytes = 0
 
-    def add(self, frames: np.ndarray, hashes: list[str] | None, **values: Any) -> None:
+    def add(self, frames: np.ndarray, hashes: list[str] | None, values: dict[str, Any]) -> None:
         """A row whose frames are an (n, 64, 64) array (the file's)."""
         frames = np.ascontiguousarray(frames, dtype=np.uint8) if len(frames) else EMPTY_FRAMES
         if hashes is None or len(hashes) != len(frames):
             hashes = frame_hashes(frames)
-        self.add_packed(len(frames), frames.tobytes(), bytes.fromhex("".join(hashes)), **values)
+        self.add_packed(len(frames), frames.tobytes(), bytes.fromhex("".join(hashes)), values)
 
-    def add_packed(self, count: int, frames: bytes, digests: bytes, **values: Any) -> None:
+    def add_packed(self, count: int, frames: bytes, digests: bytes, values: dict[str, Any]) -> None:
         """A row of ``count`` frames: their bytes (4096 each) and sha256 digests (32 each)."""
         self.rows.append(values)
         self.counts.append(count)
@@ -412,7 +422,7 @@ def export_transitions(job: ExportJob) -> FileExport:
     is consumed, one bounded batch at a time: the file's frames are never held whole; ``plays``, ``n_rows`` and
     the problems are complete once it is exhausted."""
     result = FileExport(label=job.label)
-    stream = _export(job, result)
+    stream = _without_calls(_export(job, result))
     if job.compress:
         result.batches = list(stream)
     else:
@@ -420,9 +430,63 @@ def export_transitions(job: ExportJob) -> FileExport:
     return result
 
 
+def _without_calls(stream: Iterator[Any]) -> Iterator[bytes | RowBlock]:
+    for item in stream:
+        if not isinstance(item, _Call):
+            yield item
+
+
+def _resumed(first: Any, stream: Iterator[Any], token: str | None) -> Iterator[bytes | RowBlock]:
+    try:
+        if first is not None:
+            yield first
+        yield from _without_calls(stream)
+    finally:
+        if token is not None:
+            _PREFETCHED.pop(token, None)
+
+
+def _group_streams(jobs: Sequence[ExportJob]) -> list[tuple[FileExport, Iterator[bytes | RowBlock]]]:
+    """Each file's export and the stream of its rows, the files read and their first replay calls made
+    together: every file is read up to its first sandbox call, then those calls go in one per game sandbox
+    (`_prefetch`), and each stream, consumed in turn, goes on from there (a file longer than a chunk makes its
+    further calls on its own). A file whose reading fails unexpectedly is that file's failure (``rejected``, the
+    reason in ``problems``)."""
+    started: list[tuple[FileExport, Iterator[bytes | RowBlock]]] = []
+    calls: list[_Call] = []
+    for job in jobs:
+        result = FileExport(label=job.label)
+        stream = _export(job, result)
+        try:
+            first = next(stream, None)
+        except Exception as err:  # noqa: BLE001 - one file's failure, reported as such
+            failed = FileExport(label=job.label, rejected=True)
+            failed.problems.append(f"export failed: {type(err).__name__}: {err}")
+            started.append((failed, iter(())))
+            continue
+        token = None
+        if isinstance(first, _Call):
+            calls.append(first)
+            token, first = first.arg[0], None
+        started.append((result, _resumed(first, stream, token)))
+    _prefetch(calls)
+    return started
+
+
+def export_files(jobs: Sequence[ExportJob]) -> list[FileExport]:
+    """`export_transitions` of several files in this process (the writer's), their first replay calls made in one
+    (`_group_streams`): each export's ``batches`` is an iterator of row blocks, to be consumed in order."""
+    out = []
+    for export, stream in _group_streams([dataclasses.replace(job, compress=False) for job in jobs]):
+        export.batches = stream  # type: ignore[assignment]
+        out.append(export)
+    return out
+
+
 def export_group(jobs: Sequence[ExportJob]) -> list[FileExport]:
     """`export_transitions` of several files in one piece of work (on a worker: a Dask task costs ~15 ms of CPU
-    in the scheduler, the worker and this process, more than exporting a short file). The files' rows are gathered
+    in the scheduler, the worker and this process, more than exporting a short file), their first replay calls
+    made in one (`_group_streams`). The files' rows are gathered
     into zstd Arrow IPC streams of about `BATCH_ROWS` rows (or BATCH_FRAME_BYTES of frames) each, many short
     files' rows in one, in file order; a stream travels with the export of the last file whose rows it holds (the
     writer writes the exports in order, so the rows stay in file order). A file whose export fails unexpectedly
@@ -441,12 +505,11 @@ def export_group(jobs: Sequence[ExportJob]) -> list[FileExport]:
             into.batches.append(sink.getvalue().to_pybytes())
             pending, rows, frame_bytes = [], 0, 0
 
-    for job in jobs:
+    for export, stream in _group_streams([dataclasses.replace(job, compress=False) for job in jobs]):
         try:
-            export = export_transitions(dataclasses.replace(job, compress=False))
-            blocks = list(export.batches)  # the replay runs here; a failure leaves none of the file's rows
+            blocks = list(stream)  # the replay runs here; a failure leaves none of the file's rows
         except Exception as err:  # noqa: BLE001 - one file's failure, reported as such
-            failed = FileExport(label=job.label, rejected=True)
+            failed = FileExport(label=export.label, rejected=True)
             failed.problems.append(f"export failed: {type(err).__name__}: {err}")
             out.append(failed)
             continue
@@ -498,7 +561,8 @@ def _export(job: ExportJob, result: FileExport) -> Iterator[bytes | RowBlock]:
         else:
             parts = _export_db_file(job, result, rows)
         for batch in parts:
-            sent += 1
+            if not isinstance(batch, _Call):
+                sent += 1
             yield batch
     except RecordingRejected as err:
         result.rejected = True
@@ -556,10 +620,28 @@ def _in_sandbox(info: Any, fn: Any, arg: Any) -> Any:
         raise GameStopped(f"game {info.game_id} ({info.source}): {type(err).__name__}: {err}") from None
 
 
-def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: ExportJob) -> Iterator[dict]:
+class _Call:
+    """The first sandbox call of a file's replay, yielded (by `_chunks`, then by the file's stream) before it is
+    made: a group of files (`_group_streams`) sends many files' first calls in one (`replay_chunks`) and leaves
+    the answers in `_PREFETCHED`; a stream read on its own skips it, and the call is made as it comes."""
+
+    __slots__ = ("arg", "info")
+
+    def __init__(self, info: Any, arg: tuple) -> None:
+        self.info, self.arg = info, arg
+
+
+_PREFETCHED: dict[str, dict] = {}  # token -> the answer to a file's first call, made in a group's one call
+GROUP_CALL_FRAME_BYTES = 16 << 20  # frames answered by one call of a group's files (the rest: the next call) ...
+GROUP_PREFETCH_BYTES = 64 << 20  # ... and by all of a group's calls (the rest: each file's own, as it comes)
+
+
+def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: ExportJob
+            ) -> Iterator[dict | _Call]:
     """Replay a file in the sandbox in chunks (`transition_replay.replay_chunk`): at most ``job.batch_rows``
     steps fed per call (``convert`` turns a slice of ``items`` into what the child takes), each answer at most
-    about BATCH_FRAME_BYTES of frames. Yields each call's answer, the last one ``ended``."""
+    about BATCH_FRAME_BYTES of frames. Yields each call's answer, the last one ``ended``; before the first, a
+    `_Call` (whose answer a group may have made already, with other files')."""
     token = uuid.uuid4().hex
     size = max(1, job.batch_rows)
     sent = answered = 0
@@ -570,13 +652,48 @@ def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: Ex
             take = convert(items[sent:sent + size])
             sent += len(take)
         final = sent >= len(items)
-        out = _in_sandbox(info, replay_chunk, (token, start if first_call else None, take, final,
-                                               BATCH_FRAME_BYTES))
+        arg = (token, start if first_call else None, take, final, BATCH_FRAME_BYTES)
+        out = None
+        if first_call:
+            yield _Call(info, arg)
+            out = _PREFETCHED.pop(token, None)
+        if out is None:
+            out = _in_sandbox(info, replay_chunk, arg)
         first_call = False
         yield out
         if out["status"] != "ok" or out["ended"]:
             return
         answered += out["n"] - (1 if out["first"] == -1 else 0)
+
+
+def _prefetch(calls: Sequence[_Call]) -> None:
+    """The first calls of several files (those whose every step fits in one), in as few sandbox calls as their frames allow (`replay_chunks`, each
+    answering about GROUP_CALL_FRAME_BYTES, at most GROUP_PREFETCH_BYTES in all), per game sandbox; the answers
+    left in `_PREFETCHED` for the files' streams. A call that fails leaves no answer: each of its files then
+    makes its own call, so the failure is that file's alone (as if no group had been tried)."""
+    by_key: dict[str, list[_Call]] = {}
+    for call in calls:
+        if call.arg[3]:  # every step of the file in this call (a longer file goes on its own)
+            by_key.setdefault(_sandbox_key(call.info), []).append(call)
+    for key, group in by_key.items():
+        info = group[0].info
+        total = 0
+        while len(group) > 1 and total < GROUP_PREFETCH_BYTES:  # one file alone: its own call, as it comes
+            try:
+                answers = run_game_code(replay_chunks, ([c.arg for c in group], GROUP_CALL_FRAME_BYTES), key=key,
+                                        source=info.source)
+            except (SandboxFailure, GameCodeError):
+                break
+            left = []
+            for call, answer in zip(group, answers, strict=True):
+                if answer is None:
+                    left.append(call)
+                else:
+                    _PREFETCHED[call.arg[0]] = answer
+                    total += len(answer.get("frames", b""))
+            if len(left) == len(group):  # nothing answered (cannot happen: the first always is); no loop
+                break
+            group = left
 
 
 def _slices(out: dict) -> Iterator[tuple[int, bytes, bytes]]:
@@ -615,6 +732,9 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
     i = 0
     stopped = None
     for out in _chunks(info, ("script", _portable(info), guid), actions, _script_items, job):
+        if isinstance(out, _Call):
+            yield out
+            continue
         for answer, (count, frames, digests) in zip(out["answers"], _slices(out), strict=True):
             action = None if i == 0 else actions[i - 1]  # the opening RESET is make()'s, in no line of the script
             state, levels, win_levels, full_reset, available = answer
@@ -627,13 +747,13 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
             play = next(play_index)
             triples.queue.append((record, effect, play))
             pid = f"{guid}/{play}"
-            rows.add_packed(count, frames, digests, game_id=info.game_id, play_id=pid, source="playback",
+            rows.add_packed(count, frames, digests, dict(game_id=info.game_id, play_id=pid, source="playback",
                             step=i, action=ACTION_NAMES[record.action_id], action_id=record.action_id,
                             x=None if action is None else action.x, y=None if action is None else action.y,
                             levels_completed=levels, win_levels=win_levels, state=state,
                             available_actions=list(available), is_level_change=next(changes),
                             is_counted=effect.is_counted, verified=True, recovered=False, file_id=file_id,
-                            line_number=None if action is None else action.line_number)
+                            line_number=None if action is None else action.line_number))
             if pid not in plays:
                 plays[pid] = PlayExport(pid, info.game_id, "playback", "exported")
                 result.plays.append(plays[pid])
@@ -805,9 +925,9 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
                       is_counted=rec.effects[i].is_counted, verified=verified, recovered=rec.recovered,
                       file_id=rec.file_id, line_number=st.line)
         if packed is None:  # the file's frames
-            rows.add(st.pixels, st.frame_hashes, **values)
+            rows.add(st.pixels, st.frame_hashes, values)
         else:
-            rows.add_packed(*packed, **values)
+            rows.add_packed(*packed, values)
         play_of(pid, info is not None).n_rows += 1
 
     cut_at: int | None = None  # first step index not exported
@@ -824,6 +944,9 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
         opening_done = False
         start = ("recording", _portable(info), rec.is_only_reset_levels, needs_opening)
         for out in _chunks(info, start, steps, items, job):
+            if isinstance(out, _Call):
+                yield out
+                continue
             if out["status"] == "load_failed":
                 why = f"game {rec.game_id} failed to load: {out['reason']}"
                 if not pixels_in_file:
@@ -838,11 +961,11 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
                 if index == -1:  # the opening RESET the recording lacks: the engine's answer, as step 0
                     state, levels, win_levels, _full, available = out["answers"][0]
                     pid = rec.play_ids[rec.step_play[0]]
-                    rows.add_packed(*packed, game_id=rec.game_id, play_id=pid, source=source, step=0,
+                    rows.add_packed(*packed, dict(game_id=rec.game_id, play_id=pid, source=source, step=0,
                                     action="RESET", action_id=0, x=None, y=None, levels_completed=levels,
                                     win_levels=win_levels, state=state, available_actions=list(available),
                                     is_level_change=False, is_counted=False, verified=True, recovered=False,
-                                    file_id=rec.file_id, line_number=None)
+                                    file_id=rec.file_id, line_number=None))
                     play_of(pid, True).n_rows += 1
                     opening_done = True
                 else:

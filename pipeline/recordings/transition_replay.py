@@ -3,7 +3,7 @@
 `pipeline.datasets.transitions` exports a file in chunks of at most `ExportJob.batch_rows` steps: each call
 (`replay_chunk`) feeds the next steps to a replay kept alive in the sandbox's child between calls (a session,
 keyed by a token) and returns what the responses to them hold: the answers' fields, every frame's bytes as one
-contiguous buffer (a bytearray; uint8, row-major, 4096 bytes a frame), the frame counts per response (int32)
+contiguous buffer (a uint8 array; row-major, 4096 bytes a frame), the frame counts per response (int32)
 and each frame's sha256 digest (32 bytes a frame). No frame travels as a Python object, nothing is hashed
 twice, and no chunk holds more than about `max_frame_bytes` of frames, so a long recording never sits whole in
 either process. The game's class is loaded once per child while its file is unchanged (`_game_class`).
@@ -28,7 +28,7 @@ from engine.loader import load_game_class
 
 from .replaying import ReplayResult, ReplayStep, iter_replay_classified
 
-__all__ = ["Feed", "replay_chunk"]
+__all__ = ["Feed", "replay_chunk", "replay_chunks"]
 
 MAX_SESSIONS = 16  # sessions a child keeps (a process exports one file at a time per game; threads: a few)
 _SESSIONS: OrderedDict[str, _Session] = OrderedDict()
@@ -102,8 +102,10 @@ class _Chunk:
                                  tuple(map(int, response.available_actions))))
 
     def packed(self) -> dict[str, Any]:
+        """The chunk; its frames as a uint8 array over the buffer (so that the sandbox sends them out of band,
+        through memory shared with the parent, not in the pickle: `sandbox_child._pickle_result`)."""
         return {"answers": self.answers, "counts": np.asarray(self.counts, dtype=np.int32).tobytes(),
-                "frames": self.frames, "digests": self.digests}
+                "frames": np.frombuffer(self.frames, dtype=np.uint8), "digests": self.digests}
 
 
 class _Session:
@@ -203,6 +205,29 @@ def replay_chunk(arg: tuple) -> dict[str, Any]:
         out.update(divergence=result.divergence)
         _SESSIONS.pop(token, None)
     return out
+
+
+def replay_chunks(arg: tuple) -> list[dict[str, Any] | None]:
+    """In the sandbox: several files' whole replays (`replay_chunk` calls with every step, ``final``) in one
+    call: short files, one round trip for many. ``arg``: (requests, max_total_frame_bytes). The answers, in
+    order; once the frames answered reach ``max_total_frame_bytes`` the requests left are not run, and a replay
+    that did not end in its one chunk (more frames than a chunk holds) is dropped: None for those (the caller
+    sends them on their own). So no replay stays open in this process after the call (a file's replay never
+    depends on another file's call), and the reply holds at most about the budget plus one chunk's frames."""
+    requests, budget = arg
+    answers: list[dict[str, Any] | None] = []
+    total = 0
+    for request in requests:
+        if total >= budget:
+            answers.append(None)
+            continue
+        answer = replay_chunk(request)
+        total += len(answer.get("frames", b""))
+        if answer.get("status") == "ok" and not answer["ended"]:
+            _SESSIONS.pop(request[0], None)
+            answer = None
+        answers.append(answer)
+    return answers
 
 
 _ = ReplayStep  # the items' type (recordings)

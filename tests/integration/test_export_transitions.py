@@ -455,3 +455,68 @@ def test_files_are_grouped_into_pieces_of_bounded_size_in_order(tmp_path):
     alone = pa_table([item for p in (AN53, script) for item in transitions_export(p).batches])
     assert pa_table([item for e in exports for item in e.batches]).equals(alone)
     assert sum(len(e.batches) for e in exports) == 1  # 62 rows of two files: one stream
+
+
+def _shipped_scripts(folder: Path, n_actions: int = 6) -> list[Path]:
+    """A short playback script of each shipped game: the first actions of its solutions/win.jsonl."""
+    from engine.loader import find_games
+
+    scripts = []
+    for info in find_games([Path(__file__).resolve().parents[2] / "games"]):
+        win = info.directory / "solutions" / "win.jsonl"
+        if not win.is_file():
+            continue
+        actions = [json.loads(x)["data"]["action_input"] for x in win.read_text().splitlines() if x.strip()]
+        script = folder / f"{info.short_id}.playback.jsonl"
+        script.write_text("".join(json.dumps({"data": {"action_input": {"id": a["id"], "data": {
+            "game_id": info.game_id, **{k: v for k, v in (a.get("data") or {}).items() if k in ("x", "y")}}}}})
+            + "\n" for a in actions[1:1 + n_actions]))
+        scripts.append(script)
+    return scripts
+
+
+def test_short_files_are_replayed_in_one_sandbox_call_with_the_same_rows(tmp_path, monkeypatch):
+    """The first replay call of each file of a group goes to the sandbox in one (`replay_chunks`: the shipped
+    games share a sandbox); the rows are those of each file exported on its own."""
+    from pipeline.datasets import transitions
+
+    scripts = _shipped_scripts(tmp_path)
+    assert len(scripts) >= 3
+    alone = tmp_path / "alone"
+    for script in scripts:
+        code, output = export(str(script), "--out", str(alone / script.name))
+        assert code == 0, output
+    calls: list[str] = []
+    run = transitions.run_game_code
+
+    def counted(fn, arg, **kwargs):
+        calls.append(fn.__name__)
+        return run(fn, arg, **kwargs)
+
+    monkeypatch.setattr(transitions, "run_game_code", counted)
+    code, output = export(*map(str, scripts), "--out", str(tmp_path / "together"))
+    assert code == 0, output
+    assert calls == ["replay_chunks"]
+    together = pl.read_parquet(tmp_path / "together" / "data" / "*.parquet")
+    each = pl.concat([pl.read_parquet(alone / s.name / "data" / "*.parquet") for s in scripts])
+    assert together.height == each.height == sum(len(s.read_text().splitlines()) + 1 for s in scripts)
+    assert together.sort("file_id", "step").equals(each.sort("file_id", "step"))
+
+
+def test_a_hostile_game_stopped_in_a_group_call_costs_only_its_own_file(tmp_path):
+    """Several scripts of one game from outside go to its sandbox in one call; when one of them ends the
+    sandbox's process (ox01: os._exit on ACTION2), each file is replayed on its own again, so only that file is
+    left out and the others of the same game are exported."""
+    hostile = Path(__file__).resolve().parents[1] / "fixtures" / "hostile_games"
+    paths = []
+    for name, actions in (("a", (1,)), ("b", (1, 2, 1)), ("c", (1, 1))):
+        script = tmp_path / f"ox01_{name}.playback.jsonl"
+        script.write_text("".join(json.dumps({"data": {"action_input": {"id": a, "data": {
+            "game_id": "ox01-0000beef"}}}}) + "\n" for a in actions))
+        paths.append(str(script))
+    out = tmp_path / "ds"
+    code, output = export(*paths, "--games", str(hostile), "--out", str(out))
+    assert code == 3, output
+    assert "ox01_b" in output and "sandbox" in output and "ox01_a" not in output and "ox01_c" not in output
+    df = rows_of(out)
+    assert sorted(df.group_by("file_id").len()["len"].to_list()) == [2, 3]  # make()'s RESET + the actions

@@ -180,3 +180,21 @@ def forge_result(command):
 def forge_error(_arg=None):
     sandbox_child._send(sandbox_child._reply_fd, sandbox_child.TAG_ERROR, b"{not json")
     time.sleep(5)
+
+
+def arrays(sizes):
+    """uint8 arrays of these sizes, array i filled with i: the large ones travel out of band."""
+    import numpy as np
+
+    return [np.full(n, i, dtype=np.uint8) for i, n in enumerate(sizes)]
+
+
+def forge_shared(lengths):
+    """Writes a forged result straight to the reply pipe that says its buffers, of these lengths, are in the
+    memory shared with the parent."""
+    import pickle
+
+    head = sandbox_child.LENGTH.pack(len(lengths)) + b"".join(sandbox_child.LENGTH.pack(n) for n in lengths)
+    sandbox_child._send(sandbox_child._reply_fd, sandbox_child.TAG_SHARED, head + pickle.dumps(None))
+    time.sleep(5)
+

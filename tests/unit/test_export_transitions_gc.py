@@ -32,6 +32,8 @@ def test_objects_frozen_by_the_caller_stay_frozen():
         frozen = gc.get_freeze_count()
         with _fewer_collections():
             pass
-        assert gc.get_freeze_count() == frozen
+        # still frozen (an unfreeze would leave none), nothing more frozen; a frozen object freed meanwhile (a
+        # temporary of the test runner) leaves the count, so it may be a little lower
+        assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()

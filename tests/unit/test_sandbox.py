@@ -194,3 +194,44 @@ def test_a_forged_result_is_not_built_and_a_forged_error_is_refused(box, tmp_pat
     failure = _failure(box, t.forge_error, None)
     assert failure.kind == "refused" and "unreadable" in failure.detail
     assert box.call(t.echo, 3) == 3
+
+
+def test_large_arrays_come_back_whole_through_shared_memory_or_else_the_pipe():
+    """numpy arrays of 64 KiB or more leave the child out of band: in the memory it shares with this process
+    (`Sandbox._open_shared`) when they fit there, else through the pipe after the pickle."""
+    with Sandbox(Limits(wall_s=20, cpu_s=10, memory_bytes=1 << 30, output_bytes=128 << 20)) as box:
+        sizes = [10, 1 << 16, 3 << 20]
+        got = box.call(t.arrays, sizes)
+        assert box._shm is not None and len(box._shm) >= sum(sizes)
+        assert [a.tolist() == [i] * n for i, (a, n) in enumerate(zip(got, sizes, strict=True))] == [True] * 3
+        big = [1 << 16, len(box._shm) + 1]  # more than the shared memory holds: by the pipe
+        got = box.call(t.arrays, big)
+        assert [len(a) for a in got] == big and int(got[0].max()) == 0 and int(got[1].min()) == 1
+        got = box.call(t.arrays, sizes)  # and the shared memory again
+        assert [len(a) for a in got] == sizes and int(got[2].min()) == int(got[2].max()) == 2
+
+
+def test_a_forged_shared_result_past_the_shared_memory_or_unreadable_is_refused(box):
+    assert box.call(t.echo, 0) == 0 and box._shm is not None  # a child (and its shared memory) is running
+    failure = _failure(box, t.forge_shared, [len(box._shm) + 1])
+    assert failure.kind == "output_too_large"
+    failure = _failure(box, t.forge_shared, [])
+    assert failure.kind == "refused" and "unreadable" in failure.detail
+    assert box.call(t.echo, 4) == 4
+
+
+def test_the_shared_memory_cannot_be_resized():
+    """Its size is sealed before the child gets it: shrinking it would make this process's reads fault."""
+    import fcntl
+
+    box = Sandbox(SMALL)
+    fd = box._open_shared()
+    try:
+        assert fd is not None and box._shm is not None and len(box._shm) == SMALL.output_bytes
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+        assert seals & fcntl.F_SEAL_SHRINK and seals & fcntl.F_SEAL_GROW and seals & fcntl.F_SEAL_SEAL
+        with pytest.raises(PermissionError):
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+        box.close()

@@ -54,3 +54,35 @@ def test_a_chunk_packs_every_frame_with_its_sha256():
     assert bytes(packed["frames"]) == b"".join(frames)
     assert bytes(packed["digests"]) == b"".join(hashlib.sha256(f).digest() for f in frames)
     assert [a[1] for a in packed["answers"]] == [int(r.levels_completed) for r in responses]
+
+
+def _script_request(info, token: str, actions: list[int], max_frame_bytes: int = 16 << 20) -> tuple:
+    items = [(a, {}, None, i + 1, f"ACTION{a}") for i, a in enumerate(actions)]
+    return (token, ("script", info, token), items, True, max_frame_bytes)
+
+
+def test_several_replays_in_one_call_answer_as_each_would_alone():
+    info = next(i for i in find_games([GAMES]) if i.short_id == "bg41")
+    plays = {"a": [1, 2, 3], "b": [4, 4], "c": [2]}
+    alone = {t: transition_replay.replay_chunk(_script_request(info, f"alone-{t}", a)) for t, a in plays.items()}
+    together = transition_replay.replay_chunks(([_script_request(info, f"together-{t}", a) for t, a in plays.items()],
+                                                16 << 20))
+    assert len(together) == 3
+    for (token, actions), answer in zip(plays.items(), together, strict=True):
+        assert answer["ended"] and answer["n"] == len(actions) + 1  # make()'s RESET, then each action
+        assert answer["answers"] == alone[token]["answers"]
+        for field in ("counts", "frames", "digests"):
+            assert bytes(answer[field]) == bytes(alone[token][field]), field
+    assert not any(t.startswith("together-") for t in transition_replay._SESSIONS)
+
+
+def test_one_call_stops_at_its_frame_budget_and_leaves_no_replay_open():
+    info = next(i for i in find_games([GAMES]) if i.short_id == "bg41")
+    # a budget of one frame: the first replay is answered, the others are left for their own calls
+    answers = transition_replay.replay_chunks(([_script_request(info, f"budget-{i}", [1, 2]) for i in range(3)], 1))
+    assert answers[0] is not None and answers[0]["ended"] and answers[1:] == [None, None]
+    # a replay that does not end in its one chunk (more frames than the chunk holds) is dropped, not left open
+    answers = transition_replay.replay_chunks(([_script_request(info, "long", [1, 2, 3, 4], max_frame_bytes=1),
+                                                _script_request(info, "short", [1])], 16 << 20))
+    assert answers[0] is None and answers[1]["ended"]
+    assert "long" not in transition_replay._SESSIONS and "short" not in transition_replay._SESSIONS
