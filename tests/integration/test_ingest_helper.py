@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 import pipeline.core.executor as executor
 from pipeline.cli import app
 from pipeline.core.executor import HelperExecutor, open_helper_executor
+from pipeline.core.spool import Spool
 from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths, runner
 from schemas import TABLES
@@ -50,6 +52,14 @@ def unpicklable_in_helper(item: tuple[int, int]):
     """A result that cannot be sent back from the helper (a generator); a plain one here."""
     x, parent = item
     return (i for i in range(x)) if os.getpid() != parent else x
+
+
+def spilled_in_helper(item: tuple[int, int]) -> Spool:
+    """A result that names a file on disk (a spilled `Spool`)."""
+    x, _ = item
+    spool = Spool(limit=3)
+    spool.extend(range(x * 10, x * 10 + 7))  # two batches on disk, one item in memory
+    return spool
 
 
 def _helpers() -> list[psutil.Process]:
@@ -170,3 +180,20 @@ def test_the_command_reads_with_a_helper_only_while_a_core_is_free(monkeypatch: 
     else:  # both cores busy: a helper would only compete for them
         assert started == []
         assert "reading in this one process: no core is free (load average 1.6 on 2 cores)" in result.output
+
+
+def test_a_helper_leaves_no_spilled_file_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The helper ends without the interpreter's teardown; the files of the results it kept are removed first."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    tempfile.tempdir = None  # tempfile reads TMPDIR again (this process and the helper it starts)
+    try:
+        me = os.getpid()
+        with open_helper_executor() as ex:
+            outcomes = list(ex.map_ordered(spilled_in_helper, [(i, (i, me)) for i in range(6)]))
+            assert ex.helper_pieces > 0
+            assert [list(o.value) for o in outcomes] == [list(range(i * 10, i * 10 + 7)) for i in range(6)]
+            del outcomes
+        assert not _helpers()
+        assert list(tmp_path.glob("arcstudy-spool-*")) == []
+    finally:
+        tempfile.tempdir = None
