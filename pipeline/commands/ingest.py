@@ -178,7 +178,7 @@ def _say_when_one_process(files: list[Path]) -> None:
                      f"out, below the {floor / 1e6:,.0f} MB from which worker processes pay for their start-up on "
                      f"{cores} cores (--workers N to use N processes anyway, --workers 1 for this one alone)")
         elif auto_ingest_helper(sizes, cores):  # all but a free core
-            out.info(f"reading in this one process: no core is free (load average {load:.1f} on {cores} cores), "
+            out.info(f"reading in this one process: no core is free ({load:.0f} other tasks running on {cores} cores), "
                      f"so a helper process would slow it (--workers N to use N processes anyway)")
         else:
             out.info(f"reading in this one process: {shared:,.0f} MB of input could be shared out, below the "
