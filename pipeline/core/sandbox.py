@@ -408,20 +408,9 @@ class Sandbox:
                 raise self._death() from None
 
     def _read(self, fd: int, n: int, deadline: Callable[[], tuple[float, str]]) -> bytes:
-        chunks: list[bytes] = []
-        while n:
-            end, why = deadline()
-            remaining = end - time.monotonic()
-            if remaining <= 0:
-                raise self._timeout(why)
-            if not _ready(fd, select.POLLIN, remaining):
-                continue
-            chunk = os.read(fd, min(n, 1 << 20))
-            if not chunk:
-                raise self._death()
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
+        buf = bytearray(n)
+        self._read_into(fd, buf, deadline)
+        return bytes(buf)
 
     def _read_into(self, fd: int, buf: bytearray, deadline: Callable[[], tuple[float, str]]) -> None:
         view, got = memoryview(buf), 0
