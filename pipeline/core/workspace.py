@@ -128,7 +128,7 @@ class Workspace:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._known_tables: set[str] | None = None
         copied = (not read_only and not self.path.exists() and copy_empty_database(self.path, _all_ddl())
-                  and self._adopt_copy(lock_timeout_s))
+                  and self._adopt_copy())
         if not copied:
             self.con = self._connect(lock_timeout_s)
         try:
@@ -141,13 +141,15 @@ class Workspace:
             self.con.close()
             raise
 
-    def _adopt_copy(self, lock_timeout_s: float) -> bool:
+    def _adopt_copy(self) -> bool:
         """Open a new database copied from the cached empty one (`pipeline.core.db_template`), check it against
         schemas/ like any database, and record it as created. A copy that cannot be opened or differs in any
         way is thrown away, the cached file with it: False, and the caller makes the database by the DDL."""
         try:
-            self.con = self._connect(lock_timeout_s)
-        except WorkspaceError:
+            self.con = duckdb.connect(str(self.path))
+        except duckdb.Error as err:
+            if _is_lock_error(err):  # another process opened the new file first: it is theirs now, not damaged
+                return False
             good = False
         else:
             try:
