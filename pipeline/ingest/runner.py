@@ -334,9 +334,9 @@ def auto_ingest_helper(file_sizes: list[int], cores: int, load: float | None = N
     """Whether an ingest without `--workers`, in one process by `auto_ingest_workers`, reads with one helper
     process beside it: on two cores or more, when the input that can be shared out (all but the largest file)
     is at least HELPER_MIN_BYTES, and when a core is free (`load`, the cores other processes keep busy
-    (`machine_load`), below the cores less a half). The helper costs CPU (its start-up, and two readers share the caches): on a busy two-core
-    machine (load 5-6) the command took 1.3x its one-process time with it, where on a free core it takes the
-    larger part of the reading off this process's critical path."""
+    (`machine_load`), below the cores less a half). The helper costs CPU (its start-up, and two readers share
+    the caches): on a busy two-core machine (load 5-6) the command took 1.3x its one-process time with it,
+    where on a free core it takes the larger part of the reading off this process's critical path."""
     shareable = sum(file_sizes) - max(file_sizes, default=0)
     free_core = load is None or load < cores - 0.5
     return cores > 1 and len(file_sizes) > 1 and shareable >= HELPER_MIN_BYTES and free_core
