@@ -30,7 +30,14 @@ import polars as pl
 from pipeline.core.executor import Executor, default_workers, open_executor
 from pipeline.core.sandbox import SandboxFailure
 
-from .plays import FileRef, RecordingInput, read_recording_files, recordings_from_tables, same_content_as
+from .plays import (
+    FileRef,
+    RecordingInput,
+    read_recording_files,
+    recording_order,
+    recordings_from_tables,
+    same_content_as,
+)
 from .verify import PlayCheck, verify_recording
 
 __all__ = ["PARALLEL_MIN_BYTES", "PARALLEL_MIN_STEPS", "REPLAY_FAILED", "open_read_executor", "read_and_verify",
@@ -219,8 +226,8 @@ def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
     # a recording is replayed again by `score_recordings`.
     ordered = []
     recorded = _recorded(plays_all)  # the scripts' checks come after their replay
-    for rec in recordings_from_tables(steps_all.filter(recorded), plays_all.filter(recorded), files, recovered):
-        found = checks.get(rec.file_id, [])
+    for file_id in recording_order(steps_all.filter(recorded), plays_all.filter(recorded)):
+        found = checks.get(file_id, [])
         if len(found) != 1:
             return steps_all, plays_all, files, problems, None
         ordered.extend(found[0])

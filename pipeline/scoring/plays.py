@@ -210,6 +210,24 @@ def _apply_recovered(rec: RecordingInput, records: list[StepRecord], given: Sequ
     return out
 
 
+def _files_in_order(plays: pl.DataFrame) -> pl.DataFrame:
+    """One row per file of `plays` with what its recording takes from its plays, in the order recordings are
+    built: by (guid, file_id)."""
+    return (plays.select(PLAY_COLUMNS).sort("file_id", "play_index")
+            .group_by("file_id", maintain_order=True)
+            .agg(pl.col("guid").first(), pl.col("game_id").first(), pl.col("recording_variant").first(),
+                 pl.col("is_only_reset_levels").first(), pl.col("is_action_ids_lost").any(),
+                 pl.col("play_id").alias("stored_play_ids"))
+            .sort("guid", "file_id"))
+
+
+def recording_order(steps: pl.DataFrame, plays: pl.DataFrame) -> list[str]:
+    """The file ids of the recordings `recordings_from_tables(steps, plays)` returns, in its order, without
+    building them (a file with no step makes no recording)."""
+    with_steps = steps["file_id"].unique().implode()
+    return _files_in_order(plays).filter(pl.col("file_id").is_in(with_steps))["file_id"].to_list()
+
+
 def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapping[str, tuple[str | None,
                            Path | None]] | None = None,
                            recovered_actions: Mapping[str, Sequence[int | str]] | None = None,
@@ -223,14 +241,9 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
     files = files or {}
     recovered_actions = recovered_actions or {}
     steps = steps.select(STEP_COLUMNS).sort("file_id", "line_number")
-    meta = (plays.select(PLAY_COLUMNS).sort("file_id", "play_index")
-            .group_by("file_id", maintain_order=True)
-            .agg(pl.col("guid").first(), pl.col("game_id").first(), pl.col("recording_variant").first(),
-                 pl.col("is_only_reset_levels").first(), pl.col("is_action_ids_lost").any(),
-                 pl.col("play_id").alias("stored_play_ids")))
     by_file = {fid: frame for (fid,), frame in steps.group_by("file_id", maintain_order=True)}
     out: list[RecordingInput] = []
-    for row in meta.sort("guid", "file_id").iter_rows(named=True):
+    for row in _files_in_order(plays).iter_rows(named=True):
         fid = row["file_id"]
         file_steps = by_file.get(fid)
         if file_steps is None or file_steps.height == 0:

@@ -21,7 +21,7 @@ from pipeline.cli import app
 from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
 from pipeline.scoring import parallel
-from pipeline.scoring.plays import read_recording_files, recordings_from_tables
+from pipeline.scoring.plays import read_recording_files, recording_order, recordings_from_tables
 
 from .test_executor_faults import external_cluster  # noqa: F401  (the fixture: dask scheduler + 2 workers)
 
@@ -162,6 +162,20 @@ def test_one_worker_replays_file_by_file_and_keeps_no_pixels(monkeypatch):
     assert steps.equals(all_steps) and plays.equals(all_plays) and problems == all_problems
     recs = recordings_from_tables(all_steps, all_plays, all_files)
     assert checks == parallel.verify_recordings(recs, [GAMES], from_file=True, workers=1)
+
+
+def test_the_order_of_recordings_is_known_without_building_them():
+    """`read_and_verify` orders the checks by `recording_order` (building every recording again only for its
+    order cost a second of a run): the same file ids in the same order as `recordings_from_tables`, also when a
+    file has plays but no steps (it makes no recording)."""
+    steps, plays, files, _ = read_recording_files(sorted(FIXTURES.glob("*.jsonl")))
+    built = [rec.file_id for rec in recordings_from_tables(steps, plays, files)]
+    assert recording_order(steps, plays) == built and len(set(built)) >= 16
+    assert built != sorted(built)  # by guid first: an order of its own, not the file ids'
+    stepless = built[3]
+    fewer = steps.filter(pl.col("file_id") != stepless)
+    assert recording_order(fewer, plays) == [r.file_id for r in recordings_from_tables(fewer, plays, files)]
+    assert stepless not in recording_order(fewer, plays)
 
 
 def test_below_the_automatic_threshold_one_process_replays_and_says_so(monkeypatch, capsys):
