@@ -7,7 +7,9 @@ Reading recording files (JSON frames parsed into pixels) and replaying them (the
 again) dominate scoring, and every file is independent: batches of files go to workers, each worker reads its
 files and replays them at once (one parse per file), and only the step and play tables and the `PlayCheck`
 lists come back. With one worker the files are read and replayed one after the other in this process, the
-same way: a file's pixels live only while it is replayed. Database plays ship their step rows (frame hashes,
+same way: a file's pixels live only while it is replayed. Two local workers are this process and one helper
+process (`HelperExecutor`), each taking the next file when it is free; three or more start a local Dask
+cluster (`_open`). Database plays ship their step rows (frame hashes,
 no pixels). Scoring, cards and tables stay in the caller. Results come back in input order, whatever the
 number of workers or the cluster, so the scorecards are byte-identical.
 
@@ -27,7 +29,13 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.core.executor import Executor, default_workers, open_executor
+from pipeline.core.executor import (
+    Executor,
+    HelperExecutor,
+    default_workers,
+    open_executor,
+    open_helper_executor,
+)
 from pipeline.core.sandbox import SandboxFailure
 
 from .plays import (
@@ -50,10 +58,8 @@ REPLAY_FAILED = "replay failed: "
 PARALLEL_MIN_BYTES = 64 << 20
 PARALLEL_MIN_STEPS = 20_000
 PIECES_PER_WORKER = 8  # batches per worker: enough to even out unequal files (the last batch is the tail), few enough to stay cheap
-# Each worker of a local cluster imports the engine and the scorer as it starts rather than with its first batch.
-# (Starting the cluster on a thread while this process replayed the first batches was tried and measured slower:
-# 0.70-0.78x against 0.89-0.90x without it, on two simulated studies, loaded machine; this process's replays and
-# the in-process scheduler share one interpreter.)
+# Each worker of a local cluster (and the helper process) imports the engine and the scorer as it starts rather
+# than with its first batch.
 WORKER_PRELOAD = ("pipeline.scoring.parallel",)
 
 # Columns of the step table that a database replay reads (verify.steps_from_table).
@@ -155,17 +161,42 @@ def _size(path: Path) -> int:
 
 
 @contextmanager
+def _open(workers: int | None, scheduler: str | None, n_items: int) -> Iterator[Executor]:
+    """The executor for `workers` local processes or the cluster at `scheduler`.
+
+    Two local workers are this process and one helper process (`HelperExecutor`), not a two-worker Dask
+    cluster. On four simulated studies (320 recordings, 1.25 GB, two cores, quiet) the cluster's start
+    (the first file was read 2.2 s into the run, against 0.6 s), its scheduler in this process and its close
+    made `--workers 2` take 14.1-15.4 s where the helper takes 11.0-12.8 s (one process: 18.6-23.5 s). The
+    helper starts while this process reads its first files, and this process reads and replays too: a file
+    goes to whichever of the two is free. Three or more workers start a local Dask cluster."""
+    if scheduler is None and workers == 2 and n_items > 1:
+        with open_helper_executor(WORKER_PRELOAD) as ex:
+            yield ex
+        return
+    with open_executor(workers, scheduler, n_items=n_items, preload=WORKER_PRELOAD) as ex:
+        yield ex
+
+
+def _one_at_a_time(ex: Executor) -> bool:
+    """Whether pieces are single files (or recordings): in this process (a progress step each, nothing copied),
+    or handed to whichever of this process and its helper is free (a short tail); a cluster gets batches."""
+    return ex.n_workers <= 1 or isinstance(ex, HelperExecutor)
+
+
+@contextmanager
 def open_read_executor(paths: Sequence[Path], workers: int | None = None, scheduler: str | None = None
                        ) -> Iterator[Executor]:
     """The executor `read_and_verify(paths, ..., executor=)` runs on: `workers` local processes (None: every
     usable core from PARALLEL_MIN_BYTES of files on, else this process, and the user is told why), or the
-    cluster at `scheduler`. A local cluster starts as this opens: open it before other set-up to overlap the two."""
+    cluster at `scheduler` (`_open`). A helper process or a local cluster starts as this opens: open it before
+    other set-up to overlap the two."""
     sizes = [_size(Path(p)) for p in paths]
     if workers is None and scheduler is None:
         workers = default_workers() if sum(sizes) >= PARALLEL_MIN_BYTES else 1
         if workers == 1 and default_workers() > 1 and len(paths) > 1:
             _say_one_process(f"{sum(sizes) / 1e6:,.0f} MB of recordings", f"{PARALLEL_MIN_BYTES >> 20} MB")
-    with open_executor(workers, scheduler, n_items=len(paths), preload=WORKER_PRELOAD) as ex:
+    with _open(workers, scheduler, len(paths)) as ex:
         yield ex
 
 
@@ -188,9 +219,9 @@ def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
     sizes = [_size(p) for p in paths]
     per_path: list[FileResult | str | None] = [None] * len(paths)
     with (nullcontext(executor) if executor is not None else open_read_executor(paths, workers, scheduler)) as ex:
-        if ex.n_workers <= 1:  # in this process: one file per piece (a progress step each)
+        if _one_at_a_time(ex):
             batches = [[i] for i in range(len(paths))]
-            description = "reading and replaying"
+            description = "reading and replaying" + (" (this process and a helper)" if ex.n_workers > 1 else "")
         else:
             batches = _batches(sizes, ex.n_workers * PIECES_PER_WORKER)
             description = f"reading and replaying ({ex.n_workers} workers, {len(batches)} batches)"
@@ -264,11 +295,15 @@ def verify_recordings(recordings: Sequence[RecordingInput], game_dirs: Iterable[
         workers = default_workers() if n_steps >= PARALLEL_MIN_STEPS else 1
         if workers == 1 and default_workers() > 1 and len(recordings) > 1:
             _say_one_process(f"{n_steps:,} steps to replay", f"{PARALLEL_MIN_STEPS:,} steps")
-    with open_executor(workers, scheduler, n_items=len(recordings), preload=WORKER_PRELOAD) as ex:
+    with _open(workers, scheduler, len(recordings)) as ex:
         if ex.n_workers <= 1:  # in this process: one recording per piece (a progress step each), nothing copied
             batches = [[i] for i in range(len(recordings))]
             pieces = [[rec] for rec in recordings]
             description = "replaying"
+        elif _one_at_a_time(ex):  # this process and its helper: one recording per piece, picklable
+            batches = [[i] for i in range(len(recordings))]
+            pieces = [[_portable(rec, from_file)] for rec in recordings]
+            description = "replaying (this process and a helper)"
         else:
             batches = _batches([max(1, rec.steps.height) for rec in recordings], ex.n_workers * PIECES_PER_WORKER)
             pieces = [[_portable(recordings[i], from_file) for i in batch] for batch in batches]

@@ -7,6 +7,7 @@ replay on the conformance games.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import json
@@ -66,18 +67,37 @@ def serial(tmp_path_factory) -> dict:
     return outputs(root / "out", root / "s.duckdb")
 
 
-def test_two_local_workers_give_the_same_scorecards_files_and_tables(serial, tmp_path):
+def spy_helpers(monkeypatch) -> list:
+    """The helper executors `--workers 2` opens (this process and one helper process, scoring/parallel.py)."""
+    opened = []
+    real = parallel.open_helper_executor
+
+    @contextlib.contextmanager
+    def spy(*args, **kwargs):
+        with real(*args, **kwargs) as ex:
+            opened.append(ex)
+            yield ex
+
+    monkeypatch.setattr(parallel, "open_helper_executor", spy)
+    return opened
+
+
+def test_two_local_workers_give_the_same_scorecards_files_and_tables(serial, tmp_path, monkeypatch):
+    helpers = spy_helpers(monkeypatch)
     code, output = score(str(FIXTURES), "--games", str(GAMES), "--db", str(tmp_path / "p.duckdb"), "--out",
                          str(tmp_path / "out"), "--no-figures", "--workers", "2")
     assert code == 0, output
     assert manifest_config(tmp_path / "out")["workers"] == 2
+    # Both processes read and replayed files: the helper did some, not all (this process works meanwhile).
+    assert len(helpers) == 1 and 0 < helpers[0].helper_pieces < len(list(FIXTURES.glob("*.jsonl")))
     got = outputs(tmp_path / "out", tmp_path / "p.duckdb")
     assert_same(serial, got)
     checks = got["tables"]["out_arc3__replay_checks"]
     assert checks.height > 16 and set(checks["verification_status"]) == {"verified"}
 
 
-def test_database_plays_score_the_same_on_one_or_two_workers(tmp_path):
+def test_database_plays_score_the_same_on_one_or_two_workers(tmp_path, monkeypatch):
+    helpers = spy_helpers(monkeypatch)
     db = tmp_path / "study.duckdb"
     with Workspace(db) as ws:
         ingest_paths(ws, sorted(FIXTURES.glob("*.jsonl")), run_id="ingest", workers=1)
@@ -88,6 +108,28 @@ def test_database_plays_score_the_same_on_one_or_two_workers(tmp_path):
         assert code == 0, output
         got[n] = outputs(tmp_path / n, db)
     assert_same(got["1"], got["2"])
+    assert len(helpers) == 1 and helpers[0].helper_pieces > 0
+
+
+def test_two_workers_are_a_helper_and_more_start_a_cluster(monkeypatch):
+    """`--workers 2` runs in this process and one helper process; 3 or more, or a scheduler, go to
+    `open_executor` (a Dask cluster), as does 1 (which that runs serially)."""
+    calls = []
+
+    def opener(kind):
+        @contextlib.contextmanager
+        def open_(*args, **kwargs):
+            calls.append((kind, args))
+            yield kind
+        return open_
+
+    monkeypatch.setattr(parallel, "open_helper_executor", opener("helper"))
+    monkeypatch.setattr(parallel, "open_executor", opener("open_executor"))
+    for workers, scheduler in ((2, None), (3, None), (2, "tcp://x:1"), (1, None)):
+        with parallel._open(workers, scheduler, 5) as ex:
+            assert ex == calls[-1][0]
+    assert calls == [("helper", (parallel.WORKER_PRELOAD,)), ("open_executor", (3, None)),
+                     ("open_executor", (2, "tcp://x:1")), ("open_executor", (1, None))]
 
 
 def test_an_external_scheduler_gives_the_same_scorecards(serial, external_cluster, tmp_path):  # noqa: F811
