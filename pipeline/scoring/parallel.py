@@ -52,9 +52,11 @@ __all__ = ["PARALLEL_MIN_BYTES", "PARALLEL_MIN_STEPS", "REPLAY_FAILED", "open_re
            "verify_recordings"]
 
 REPLAY_FAILED = "replay failed: "
-# Without --workers, a local cluster is started only from these sizes on: a local cluster takes 2-7 s to start
+# Without --workers, other processes are started only from these sizes on: a local cluster takes 2-7 s to start
 # (docs/cluster.md), against roughly 10 MB of recording files read and replayed, or 3,000 database steps
-# replayed, per second and core.
+# replayed, per second and core. On two cores (this process and a helper, `_open`) the break-even is lower but
+# close: 35 MB of engine-made recordings (9 files) scored in 1.71-1.76 s with the helper against 1.70-1.79 s
+# without, 17 MB in 1.57-1.64 s against 1.46-1.52 s.
 PARALLEL_MIN_BYTES = 64 << 20
 PARALLEL_MIN_STEPS = 20_000
 PIECES_PER_WORKER = 8  # batches per worker: enough to even out unequal files (the last batch is the tail), few enough to stay cheap
