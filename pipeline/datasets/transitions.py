@@ -178,6 +178,7 @@ class FileExport:
     rejected: bool = False  # the file gave no row because it is bad input (exit 3)
     n_rows: int = 0
     n_engine_steps: int = 0  # responses the engine produced for it
+    file_sha256: str | None = None  # the sha256 of the file's bytes, as its reader hashed them (for the manifest)
 
 
 def batches_from_bytes(data: bytes | pa.RecordBatch | RowBlock) -> list[pa.RecordBatch]:
@@ -808,6 +809,7 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
 def _export_script_file(path: Path, job: ExportJob, result: FileExport, holder: list
                         ) -> Iterator[bytes | RowBlock]:
     script = read_playback_file(path, keep_lines=False)
+    result.file_sha256 = script.file_sha256
     result.problems += [f"{i.location}: {i.check}: {i.reason} (line left out)" for i in script.issues]
     return _export_script(script.actions, script.game_id, script.file_sha256, job, result, holder)
 
@@ -864,6 +866,7 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holde
     recovered = _recovered(job)
     if not recovered:  # the common case: the reader's model as it is, no tables
         parsed = read_recording_file(path, want_frames=True)
+        result.file_sha256 = parsed.file_sha256
         result.problems += [f"{i.location}: {i.check}: {i.reason} (line left out)" for i in parsed.issues]
         return _export_recording(_Recording.of_file(parsed), job, result, holder, from_file=True)
     steps, plays, files, problems = read_recording_files([path])
