@@ -257,8 +257,10 @@ def _dumps(obj: Any, by_json: bool) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
-def parse_line(number: int, raw: bytes, want_frames: bool) -> Line:
-    """One line's bytes (UTF-8, without its line end) -> `Line`; LineError for a line to quarantine."""
+def parse_line(number: int, raw: bytes, want_frames: bool, keep_raw: bool = True) -> Line:
+    """One line's bytes (UTF-8, without its line end) -> `Line`; LineError for a line to quarantine.
+    ``keep_raw=False``: `Line.raw_json` stays empty (the compact text is made only for readers that store it;
+    the checks are the same either way)."""
     line = Line(number=number, sha=hashlib.sha256(raw).digest())
     obj, frame_text, by_json = _loads(raw)
     if by_json:  # orjson refuses a lone surrogate escape; json reads it into a string nothing can store
@@ -292,7 +294,8 @@ def parse_line(number: int, raw: bytes, want_frames: bool) -> Line:
             line.hashes = hashes
         _check_frame_record(line)
     _bound_sizes(line)
-    line.raw_json = _dumps(obj, by_json)
+    if keep_raw:
+        line.raw_json = _dumps(obj, by_json)
     return line
 
 
