@@ -865,7 +865,7 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holde
                            ) -> Iterator[bytes | RowBlock]:
     recovered = _recovered(job)
     if not recovered:  # the common case: the reader's model as it is, no tables
-        parsed = read_recording_file(path, want_frames=True)
+        parsed = read_recording_file(path, want_frames=True, keep_raw_json=False)  # its text is not stored
         result.file_sha256 = parsed.file_sha256
         result.problems += [f"{i.location}: {i.check}: {i.reason} (line left out)" for i in parsed.issues]
         return _export_recording(_Recording.of_file(parsed), job, result, holder, from_file=True)
