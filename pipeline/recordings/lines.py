@@ -348,6 +348,15 @@ def action_id_of(raw_id: Any) -> tuple[int, bool]:
                     "action_input.id", raw_id)
 
 
+_INT_ONLY = frozenset({int})
+
+
+def _are_action_ids(values: list) -> bool:
+    """Every value an integer 0-7 (not a bool, nor any other type), in C-level passes (a line's list is short:
+    a generator over it cost more than the rest of the line's checks)."""
+    return _INT_ONLY.issuperset(map(type, values)) and (not values or (min(values) >= 0 and max(values) <= 7))
+
+
 def _check_frame_record(line: Line) -> None:
     data = line.data
     action = data.get("action_input")
@@ -376,8 +385,7 @@ def _check_frame_record(line: Line) -> None:
         raise LineError("bad_state", f"state must be a string, got {clip(json.dumps(state))}", "state",
                         clip(json.dumps(state)))
     available = data.get("available_actions")
-    if available is not None and not (isinstance(available, list) and all(
-            isinstance(a, int) and not isinstance(a, bool) and 0 <= a <= 7 for a in available)):
+    if available is not None and not (isinstance(available, list) and _are_action_ids(available)):
         raise LineError("bad_available_actions", "available_actions must be a list of action ids 0-7, got "
                         f"{clip(json.dumps(available))}", "available_actions", clip(json.dumps(available)))
     if win and levels > win:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.recordings.lines import LineError, parse_line
 from pipeline.recordings.reader import RecordingRejected, read_recording_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,3 +72,19 @@ def test_a_file_refused_by_the_full_read_is_refused_alike(tmp_path):
     with pytest.raises(RecordingRejected) as lean:
         read_recording_file(path, keep_raw_json=False)
     assert (lean.value.check, lean.value.reason) == (full.value.check, full.value.reason)
+
+
+@pytest.mark.parametrize(("available", "valid"), [
+    ([], True), ([0, 1, 2, 3, 4, 5, 6, 7], True), ([6], True), ([8], False), ([-1, 2], False), ([True], False),
+    ([1, False], False), ([1.0], False), (["1"], False), ([None], False), ([2, 2.5], False), ([[1]], False),
+    ({"1": 1}, False), ("all", False)])
+def test_available_actions_must_be_a_list_of_action_ids(available, valid):
+    line = json.dumps({"timestamp": "2026-01-01T00:00:00+00:00", "data": {
+        "game_id": "bg41-a6ea70d5", "state": "NOT_FINISHED", "levels_completed": 0, "win_levels": 7,
+        "action_input": {"id": 1, "data": {}}, "available_actions": available}}).encode()
+    if valid:
+        assert parse_line(1, line, want_frames=False).data["available_actions"] == available
+    else:
+        with pytest.raises(LineError) as err:
+            parse_line(1, line, want_frames=False)
+        assert err.value.check == "bad_available_actions"
