@@ -69,6 +69,7 @@ from pipeline.recordings.counting import (
     play_index_per_step,
 )
 from pipeline.recordings.frames import frame_hashes
+from pipeline.recordings.lines import Line
 from pipeline.recordings.playback import (
     PlaybackError,
     ScriptAction,
@@ -823,7 +824,8 @@ class _Recording:
     game_id: str
     variant: str
     is_only_reset_levels: bool
-    records: list[StepRecord]  # one per step (recovered action ids, if any)
+    records: Sequence[StepRecord | Line]  # one per step (recovered action ids, if any); only their
+    # `action_id` and `levels_completed` are read, which a reader's `Line` has as its `step_record()` would
     effects: tuple[StepEffect, ...]
     step_play: list[int]
     play_ids: list[str]
@@ -843,8 +845,9 @@ class _Recording:
     @classmethod
     def of_file(cls, parsed: ParsedRecording) -> _Recording:
         """Straight from the reader (no tables built): the same records, effects and plays as
-        `recordings_from_tables` gives a file without recovered actions, and `steps_from_file`'s steps."""
-        records = [ln.step_record() for ln in parsed.steps]
+        `recordings_from_tables` gives a file without recovered actions, and `steps_from_file`'s steps. The
+        records are the reader's lines themselves (no `step_record()` made a second time for every step)."""
+        records = parsed.steps
         step_play = play_index_per_step(parsed.effects)
         steps = []
         for ln in parsed.steps:
