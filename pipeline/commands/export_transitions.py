@@ -232,6 +232,7 @@ def export_transitions_command(
     writer = ShardWriter(out_dir, max_bytes=shard_mb << 20)
     summary = DatasetSummary()
     n_engine = 0
+    input_sha256: dict[str, str] = {}  # files' hashes as their readers computed them (not read a second time)
     try:
         with _fewer_collections(), open_executor(run_workers, scheduler, n_items=len(jobs)) as ex:
             if isinstance(ex, SerialExecutor):  # pieces run in this process: their rows need no compression,
@@ -254,6 +255,8 @@ def export_transitions_command(
                     writer.write_export(export)
                     summary.add(export)
                     n_engine += export.n_engine_steps
+                    if export.file_sha256 is not None:
+                        input_sha256[export.label] = export.file_sha256
                     problems += [(export.label, p) for p in export.problems]
                     export.batches = []  # written: let the bytes go
         shards = writer.close()
@@ -273,7 +276,7 @@ def export_transitions_command(
     for job in jobs:
         if job.path is not None:
             try:
-                manifest.add_input(job.path)
+                manifest.add_input(job.path, input_sha256.get(job.label))
             except OSError:
                 pass
     if not from_files:

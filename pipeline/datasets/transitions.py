@@ -44,11 +44,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import operator
 import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ from pipeline.recordings.counting import (
     play_index_per_step,
 )
 from pipeline.recordings.frames import frame_hashes
+from pipeline.recordings.lines import Line
 from pipeline.recordings.playback import (
     PlaybackError,
     ScriptAction,
@@ -178,6 +179,7 @@ class FileExport:
     rejected: bool = False  # the file gave no row because it is bad input (exit 3)
     n_rows: int = 0
     n_engine_steps: int = 0  # responses the engine produced for it
+    file_sha256: str | None = None  # the sha256 of the file's bytes, as its reader hashed them (for the manifest)
 
 
 def batches_from_bytes(data: bytes | pa.RecordBatch | RowBlock) -> list[pa.RecordBatch]:
@@ -296,18 +298,34 @@ def _list_array(values: list[list | None], type_: pa.ListType) -> pa.Array:
     return pa.ListArray.from_arrays(_offsets(counts), items, type=type_, mask=mask)
 
 
-_OTHER_COLUMNS = tuple(f.name for f in ARROW_SCHEMA if f.name not in ("frames", "frame_shape", "frame_sha256s"))
-_values_of = operator.itemgetter(*_OTHER_COLUMNS)  # a row's values, in schema order, in one C call
+ROW_COLUMNS = tuple(f.name for f in ARROW_SCHEMA if f.name not in ("frames", "frame_shape", "frame_sha256s"))
+_OTHER_COLUMNS = ROW_COLUMNS
+_ROW_ORDER = ("game_id", "play_id", "source", "step", "action", "action_id", "x", "y", "levels_completed",
+              "win_levels", "state", "available_actions", "is_level_change", "is_counted", "verified", "recovered",
+              "file_id", "line_number")  # the order the rows' tuples are written in below (`_row`)
+if ROW_COLUMNS != _ROW_ORDER:  # the schema's order changed: the tuples below must follow it
+    raise ImportError(f"schemas.transitions' columns {ROW_COLUMNS} differ from the row tuples' {_ROW_ORDER}")
+
+
+def _row(game_id: str, play_id: str, source: str, step: int, action: str, action_id: int, x: int | None,
+         y: int | None, levels_completed: int | None, win_levels: int | None, state: str | None,
+         available_actions: list[int] | None, is_level_change: bool, is_counted: bool, verified: bool,
+         recovered: bool, file_id: str | None, line_number: int | None) -> tuple:
+    """A row's values (every column but the frames and their hashes) as the tuple `RowBlock.rows` holds, in
+    `ROW_COLUMNS` order. The hot loops below write the same tuple inline."""
+    return (game_id, play_id, source, step, action, action_id, x, y, levels_completed, win_levels, state,
+            available_actions, is_level_change, is_counted, verified, recovered, file_id, line_number)
 
 
 class RowBlock:
-    """Rows not yet made into an Arrow batch: each row's values, frame counts, frames' bytes and digests. In this
+    """Rows not yet made into an Arrow batch: each row's values (a tuple in `ROW_COLUMNS` order, `_row`), frame
+    counts, frames' bytes and digests. In this
     process (serial runs) a file's rows are handed to the writer as blocks, and the writer makes one batch of
     many files' blocks (`build_batch`): building the columns costs about the same for 50 rows as for 1,000."""
 
     __slots__ = ("counts", "digests", "frame_bytes", "frames", "rows")
 
-    def __init__(self, rows: list[dict[str, Any]], counts: list[int], frames: list, digests: list,
+    def __init__(self, rows: list[tuple], counts: list[int], frames: list, digests: list,
                  frame_bytes: int) -> None:
         self.rows, self.counts, self.frames, self.digests, self.frame_bytes = rows, counts, frames, digests, \
             frame_bytes
@@ -332,7 +350,7 @@ def build_batch(blocks: Sequence[RowBlock]) -> pa.RecordBatch:
     counts = np.asarray(counts_list, dtype=np.int32)
     frames, shape = _frames_array(counts, b"".join(frames_list))
     hashes = _hashes_array(counts, b"".join(digests_list))
-    columns = dict(zip(_OTHER_COLUMNS, zip(*map(_values_of, rows), strict=True), strict=True))
+    columns = dict(zip(ROW_COLUMNS, zip(*rows, strict=True), strict=True))
     arrays = []
     for f in ARROW_SCHEMA:
         if f.name == "frames":
@@ -362,20 +380,20 @@ class _Rows:
         self._reset()
 
     def _reset(self) -> None:
-        self.rows: list[dict[str, Any]] = []  # each row's values (columns are made at `build_batch`)
+        self.rows: list[tuple] = []  # each row's values, `_row` (columns are made at `build_batch`)
         self.counts: list[int] = []
         self.frames: list[bytes] = []
         self.digests: list[bytes] = []
         self.frame_bytes = 0
 
-    def add(self, frames: np.ndarray, hashes: list[str] | None, values: dict[str, Any]) -> None:
+    def add(self, frames: np.ndarray, hashes: list[str] | None, values: tuple) -> None:
         """A row whose frames are an (n, 64, 64) array (the file's)."""
         frames = np.ascontiguousarray(frames, dtype=np.uint8) if len(frames) else EMPTY_FRAMES
         if hashes is None or len(hashes) != len(frames):
             hashes = frame_hashes(frames)
         self.add_packed(len(frames), frames.tobytes(), bytes.fromhex("".join(hashes)), values)
 
-    def add_packed(self, count: int, frames: bytes, digests: bytes, values: dict[str, Any]) -> None:
+    def add_packed(self, count: int, frames: bytes, digests: bytes, values: tuple) -> None:
         """A row of ``count`` frames: their bytes (4096 each) and sha256 digests (32 each)."""
         self.rows.append(values)
         self.counts.append(count)
@@ -729,35 +747,54 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
     holder.append(rows)
     plays: dict[str, PlayExport] = {}
     result.plays = []
+    game_id = info.game_id
+    current_play, pid, export = None, "", None
     i = 0
     stopped = None
     for out in _chunks(info, ("script", _portable(info), guid), actions, _script_items, job):
         if isinstance(out, _Call):
             yield out
             continue
-        for answer, (count, frames, digests) in zip(out["answers"], _slices(out), strict=True):
-            action = None if i == 0 else actions[i - 1]  # the opening RESET is make()'s, in no line of the script
-            state, levels, win_levels, full_reset, available = answer
-            record = StepRecord(action_id=0 if action is None else action.action_id, state=state,
-                                levels_completed=levels, full_reset=full_reset, win_levels=win_levels, guid=guid,
-                                line_number=i + 1)
-            records.queue.append(record)
-            effect = next(effects)
-            effect_feed.queue.append(effect)
-            play = next(play_index)
-            triples.queue.append((record, effect, play))
-            pid = f"{guid}/{play}"
-            rows.add_packed(count, frames, digests, dict(game_id=info.game_id, play_id=pid, source="playback",
-                            step=i, action=ACTION_NAMES[record.action_id], action_id=record.action_id,
-                            x=None if action is None else action.x, y=None if action is None else action.y,
-                            levels_completed=levels, win_levels=win_levels, state=state,
-                            available_actions=list(available), is_level_change=next(changes),
-                            is_counted=effect.is_counted, verified=True, recovered=False, file_id=file_id,
-                            line_number=None if action is None else action.line_number))
-            if pid not in plays:
-                plays[pid] = PlayExport(pid, info.game_id, "playback", "exported")
-                result.plays.append(plays[pid])
-            plays[pid].n_rows += 1
+        # the chunk's records go to the counting rules together (they look only backwards; each generator is
+        # asked for exactly as many answers as it was fed), then its rows are made in one pass
+        answers = out["answers"]
+        n = len(answers)
+        first = i
+        acts = [None, *actions[:n - 1]] if first == 0 else actions[first - 1:first - 1 + n]
+        chunk_records = [StepRecord(action_id=0 if action is None else action.action_id, state=state,
+                                    levels_completed=levels, full_reset=full_reset, win_levels=win_levels,
+                                    guid=guid, line_number=first + k + 1)
+                         for k, (action, (state, levels, win_levels, full_reset, _)) in enumerate(zip(acts, answers,
+                                                                                                      strict=True))]
+        records.queue.extend(chunk_records)
+        chunk_effects = list(islice(effects, n))
+        effect_feed.queue.extend(chunk_effects)
+        chunk_plays = list(islice(play_index, n))
+        triples.queue.extend(zip(chunk_records, chunk_effects, chunk_plays, strict=True))
+        chunk_changes = list(islice(changes, n))
+        counts = np.frombuffer(out["counts"], dtype=np.int32).tolist()
+        frames_view, digests_view = memoryview(out["frames"]), memoryview(out["digests"])
+        at = 0
+        add_packed = rows.add_packed
+        for action, answer, record, effect, play, change, count in zip(
+                acts, answers, chunk_records, chunk_effects, chunk_plays, chunk_changes, counts, strict=True):
+            state, levels, win_levels, _full_reset, available = answer
+            if play != current_play:
+                current_play, pid = play, f"{guid}/{play}"
+                export = plays.get(pid)
+                if export is None:
+                    export = plays[pid] = PlayExport(pid, info.game_id, "playback", "exported")
+                    result.plays.append(export)
+            action_id = record.action_id
+            # `_row`'s order (the opening RESET is make()'s, in no line of the script: no x, y or line)
+            add_packed(count, frames_view[at * FRAME_BYTES:(at + count) * FRAME_BYTES],
+                       digests_view[at * 32:(at + count) * 32],
+                       (game_id, pid, "playback", i, ACTION_NAMES[action_id], action_id,
+                        None if action is None else action.x, None if action is None else action.y, levels,
+                        win_levels, state, list(available), change, effect.is_counted, True, False, file_id,
+                        None if action is None else action.line_number))
+            at += count
+            export.n_rows += 1
             i += 1
         result.n_engine_steps = i
         stopped = out["stopped"]
@@ -773,6 +810,7 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
 def _export_script_file(path: Path, job: ExportJob, result: FileExport, holder: list
                         ) -> Iterator[bytes | RowBlock]:
     script = read_playback_file(path, keep_lines=False)
+    result.file_sha256 = script.file_sha256
     result.problems += [f"{i.location}: {i.check}: {i.reason} (line left out)" for i in script.issues]
     return _export_script(script.actions, script.game_id, script.file_sha256, job, result, holder)
 
@@ -786,7 +824,8 @@ class _Recording:
     game_id: str
     variant: str
     is_only_reset_levels: bool
-    records: list[StepRecord]  # one per step (recovered action ids, if any)
+    records: Sequence[StepRecord | Line]  # one per step (recovered action ids, if any); only their
+    # `action_id` and `levels_completed` are read, which a reader's `Line` has as its `step_record()` would
     effects: tuple[StepEffect, ...]
     step_play: list[int]
     play_ids: list[str]
@@ -806,8 +845,9 @@ class _Recording:
     @classmethod
     def of_file(cls, parsed: ParsedRecording) -> _Recording:
         """Straight from the reader (no tables built): the same records, effects and plays as
-        `recordings_from_tables` gives a file without recovered actions, and `steps_from_file`'s steps."""
-        records = [ln.step_record() for ln in parsed.steps]
+        `recordings_from_tables` gives a file without recovered actions, and `steps_from_file`'s steps. The
+        records are the reader's lines themselves (no `step_record()` made a second time for every step)."""
+        records = parsed.steps
         step_play = play_index_per_step(parsed.effects)
         steps = []
         for ln in parsed.steps:
@@ -828,7 +868,8 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holde
                            ) -> Iterator[bytes | RowBlock]:
     recovered = _recovered(job)
     if not recovered:  # the common case: the reader's model as it is, no tables
-        parsed = read_recording_file(path, want_frames=True)
+        parsed = read_recording_file(path, want_frames=True, keep_raw_json=False)  # its text is not stored
+        result.file_sha256 = parsed.file_sha256
         result.problems += [f"{i.location}: {i.check}: {i.reason} (line left out)" for i in parsed.issues]
         return _export_recording(_Recording.of_file(parsed), job, result, holder, from_file=True)
     steps, plays, files, problems = read_recording_files([path])
@@ -917,13 +958,10 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
         expected = st.expected
         action_id = rec.records[i].action_id
         x, y = (st.action_data.get("x"), st.action_data.get("y")) if action_id == 6 else (None, None)
-        values = dict(game_id=rec.game_id, play_id=pid, source=source, step=i + first,
-                      action=ACTION_NAMES[action_id], action_id=action_id, x=x, y=y,
-                      levels_completed=expected.get("levels_completed", rec.records[i].levels_completed),
-                      win_levels=expected.get("win_levels"), state=_state(expected.get("state")),
-                      available_actions=expected.get("available_actions"), is_level_change=changes[i],
-                      is_counted=rec.effects[i].is_counted, verified=verified, recovered=rec.recovered,
-                      file_id=rec.file_id, line_number=st.line)
+        values = (rec.game_id, pid, source, i + first, ACTION_NAMES[action_id], action_id, x, y,
+                  expected.get("levels_completed", rec.records[i].levels_completed), expected.get("win_levels"),
+                  _state(expected.get("state")), expected.get("available_actions"), changes[i],
+                  rec.effects[i].is_counted, verified, rec.recovered, rec.file_id, st.line)  # `_row`'s order
         if packed is None:  # the file's frames
             rows.add(st.pixels, st.frame_hashes, values)
         else:
@@ -961,7 +999,7 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
                 if index == -1:  # the opening RESET the recording lacks: the engine's answer, as step 0
                     state, levels, win_levels, _full, available = out["answers"][0]
                     pid = rec.play_ids[rec.step_play[0]]
-                    rows.add_packed(*packed, dict(game_id=rec.game_id, play_id=pid, source=source, step=0,
+                    rows.add_packed(*packed, _row(game_id=rec.game_id, play_id=pid, source=source, step=0,
                                     action="RESET", action_id=0, x=None, y=None, levels_completed=levels,
                                     win_levels=win_levels, state=state, available_actions=list(available),
                                     is_level_change=False, is_counted=False, verified=True, recovered=False,

@@ -257,8 +257,10 @@ def _dumps(obj: Any, by_json: bool) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
-def parse_line(number: int, raw: bytes, want_frames: bool) -> Line:
-    """One line's bytes (UTF-8, without its line end) -> `Line`; LineError for a line to quarantine."""
+def parse_line(number: int, raw: bytes, want_frames: bool, keep_raw: bool = True) -> Line:
+    """One line's bytes (UTF-8, without its line end) -> `Line`; LineError for a line to quarantine.
+    ``keep_raw=False``: `Line.raw_json` stays empty (the compact text is made only for readers that store it;
+    the checks are the same either way)."""
     line = Line(number=number, sha=hashlib.sha256(raw).digest())
     obj, frame_text, by_json = _loads(raw)
     if by_json:  # orjson refuses a lone surrogate escape; json reads it into a string nothing can store
@@ -292,7 +294,8 @@ def parse_line(number: int, raw: bytes, want_frames: bool) -> Line:
             line.hashes = hashes
         _check_frame_record(line)
     _bound_sizes(line)
-    line.raw_json = _dumps(obj, by_json)
+    if keep_raw:
+        line.raw_json = _dumps(obj, by_json)
     return line
 
 
@@ -345,6 +348,15 @@ def action_id_of(raw_id: Any) -> tuple[int, bool]:
                     "action_input.id", raw_id)
 
 
+_INT_ONLY = frozenset({int})
+
+
+def _are_action_ids(values: list) -> bool:
+    """Every value an integer 0-7 (not a bool, nor any other type), in C-level passes (a line's list is short:
+    a generator over it cost more than the rest of the line's checks)."""
+    return _INT_ONLY.issuperset(map(type, values)) and (not values or (min(values) >= 0 and max(values) <= 7))
+
+
 def _check_frame_record(line: Line) -> None:
     data = line.data
     action = data.get("action_input")
@@ -373,8 +385,7 @@ def _check_frame_record(line: Line) -> None:
         raise LineError("bad_state", f"state must be a string, got {clip(json.dumps(state))}", "state",
                         clip(json.dumps(state)))
     available = data.get("available_actions")
-    if available is not None and not (isinstance(available, list) and all(
-            isinstance(a, int) and not isinstance(a, bool) and 0 <= a <= 7 for a in available)):
+    if available is not None and not (isinstance(available, list) and _are_action_ids(available)):
         raise LineError("bad_available_actions", "available_actions must be a list of action ids 0-7, got "
                         f"{clip(json.dumps(available))}", "available_actions", clip(json.dumps(available)))
     if win and levels > win:

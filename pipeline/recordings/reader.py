@@ -288,8 +288,10 @@ def _take(lines: Sequence[Line], indices: Sequence[int]) -> Sequence[Line]:
 def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 on_frames: Callable[[Line], None] | None, digest: Any | None, text: TextFacts,
                 on_chunk: Callable[[list[Line]], None] | None, chunk_bytes: int,
-                columns: bool = False) -> Sequence[Line]:
-    """The file's parsed lines: a list, or (`columns`) a `LineColumns`, whose raw text goes once `on_chunk` had it."""
+                columns: bool = False, keep_raw: bool = True) -> Sequence[Line]:
+    """The file's parsed lines: a list, or (`columns`) a `LineColumns`, whose raw text goes once `on_chunk` had it.
+    ``keep_raw=False``: the lines keep no compact text (`Line.raw_json` empty) and no `data` is shared between
+    lines (`share_data` keys on that text)."""
     lines: Any = LineColumns() if columns else []
     pending = 0  # index in `lines` of the first line not yet handed to on_chunk
     keep_pixels = want_frames or on_frames is not None
@@ -329,7 +331,7 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
             if blank:
                 continue
             try:
-                line = parse_line(number, body, want_frames=keep_pixels)
+                line = parse_line(number, body, want_frames=keep_pixels, keep_raw=keep_raw)
             except LineError as err:
                 check, reason = err.check, err.reason
                 if truncated and check == "invalid_json":
@@ -343,7 +345,7 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 value = data.get(key)
                 if type(value) is str:
                     data[key] = shared.setdefault(value, value)
-            if line.kind == "frame":
+            if line.kind == "frame" and keep_raw:
                 line.data = share_data(data, line.raw_json, shared_data)
             for err in line.dropped:  # a value over its size bound: the line stays, the value is not stored
                 issues.append(LineIssue(f"line {number}", err.check, f"{err.reason}; the line is kept without it",
@@ -459,7 +461,7 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
                         on_frames: Callable[[Line], None] | None = None,
                         on_chunk: Callable[[list[Line]], None] | None = None,
                         chunk_bytes: int = CHUNK_BYTES, file_sha256: str | None = None,
-                        columns: bool = False) -> ParsedRecording:
+                        columns: bool = False, keep_raw_json: bool = True) -> ParsedRecording:
     """Read one recording file. ``want_frames`` keeps every frame line's pixels (uint8) on its `Line`;
     ``on_frames`` receives each line with pixels as it is read (ingest streams them to Parquet);
     ``on_chunk`` receives the parsed lines of every ``chunk_bytes`` of input as they are read (ingest
@@ -470,12 +472,17 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
     ``columns``: hold the lines as columns (`LineColumns`: a large file's lines in a fifth of the memory; its
     `lines`, `steps` and `usage` are then sequences that make a `Line` as each is asked for).
 
+    ``keep_raw_json=False``: for a reader that never stores the lines' text (the transitions export): each
+    `Line.raw_json` stays empty, which saves re-serializing every line. Every check, issue and quarantine
+    reason is the same.
+
     Raises `RecordingRejected` for a file that cannot be used and OSError for one that cannot be read."""
     path = Path(path)
     issues: list[LineIssue] = Spool()  # a flood of bad lines waits on disk, not in memory
     digest = hashlib.sha256() if file_sha256 is None else None
     text = TextFacts()
-    lines = _read_lines(path, issues, want_frames, on_frames, digest, text, on_chunk, chunk_bytes, columns)
+    lines = _read_lines(path, issues, want_frames, on_frames, digest, text, on_chunk, chunk_bytes, columns,
+                        keep_raw_json)
     frames = _select(lines, "frame")
     usage = _select(lines, "usage")
     summaries = _select(lines, "scorecard")

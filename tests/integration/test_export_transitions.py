@@ -124,6 +124,9 @@ def test_every_variant_exports_rows_that_match_the_files(tmp_path):
     assert "license: other" in card and "lp85-" in card and "## Columns" in card
     manifest = json.loads((out / "manifest.json").read_text())
     assert str(out / "data" / "train-00000.parquet") in manifest["outputs"]
+    # every input's sha256 (taken from its reading, not read again) is its bytes' hash
+    inputs = [AN53, ck17_noframes, agents, HUMAN, script]
+    assert manifest["inputs"] == {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in inputs}
 
 
 def _tamper(src: Path, dst: Path, line_no: int, guid: str | None = None, **changes) -> Path:

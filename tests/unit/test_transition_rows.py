@@ -7,7 +7,7 @@ import hashlib
 
 import numpy as np
 
-from pipeline.datasets.transitions import RowBlock, build_batch
+from pipeline.datasets.transitions import ROW_COLUMNS, RowBlock, build_batch
 
 
 def _row(i: int, play_id: str | None, state: str | None) -> dict:
@@ -25,8 +25,9 @@ def test_the_columns_hold_the_rows_values_including_nulls_and_non_ascii_text():
     data = [frames[0], frames[1] + frames[2], frames[3]]
     digests = [b"".join(hashlib.sha256(f).digest() for f in (d[i:i + 4096] for i in range(0, len(d), 4096)))
                for d in data]
-    batch = build_batch([RowBlock(rows[:2], counts[:2], data[:1], digests[:1], 4096),
-                         RowBlock(rows[2:], counts[2:], data[1:], digests[1:], 3 * 4096)])
+    values = [tuple(row[c] for c in ROW_COLUMNS) for row in rows]  # a block's rows: tuples in column order
+    batch = build_batch([RowBlock(values[:2], counts[:2], data[:1], digests[:1], 4096),
+                         RowBlock(values[2:], counts[2:], data[1:], digests[1:], 3 * 4096)])
     got = batch.to_pylist()
     for want, row in zip(rows, got, strict=True):
         assert {k: row[k] for k in want} == want
