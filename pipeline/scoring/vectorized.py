@@ -155,12 +155,15 @@ def _sorted_codes(values: pl.Series) -> tuple[pl.Series, np.ndarray]:
 
 
 def _list_layout(values: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Lengths (null lists: 0), start offsets and flat values of a list column (Arrow buffers, no Python)."""
-    arrow = values.rechunk().to_arrow()
-    lengths = arrow.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    """Lengths (null lists: 0), start offsets and flat values of a list column (polars, no Python loop).
+    Not through Arrow: its `fill_null` and `flatten` are compute kernels, whose first use imported
+    pyarrow.compute and pandas (0.27 s of every `score`)."""
+    lengths_series = values.list.len().fill_null(0)
+    lengths = lengths_series.to_numpy().astype(np.int64, copy=False)
     starts = np.zeros(lengths.size, dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
-    flat = arrow.flatten().to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    # The entries of the non-empty lists, in order (exploding an empty or null list would yield a null).
+    flat = values.filter(lengths_series > 0).explode().to_numpy().astype(np.int64, copy=False)
     return lengths, starts, flat
 
 

@@ -13,6 +13,7 @@ import math
 import random
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -217,3 +218,15 @@ def test_no_plays_at_all():
     v = score_plays_frame(plays, pl.DataFrame({"game_id": ["x001-0123abcd"], "baseline_actions": [[3]]}))
     assert v.runs.height == v.games.height == v.levels.height == 0 and v.total == 0.0
     assert v.runs.columns[-1] == "is_best" and v.games.columns == ["game_id", "score", "best_play_id", "n_runs"]
+
+
+def test_list_layout_of_null_empty_and_chunked_lists():
+    """Lengths (a null list: 0), offsets and the entries of the non-empty lists in order, across chunks."""
+    from pipeline.scoring.vectorized import _list_layout
+
+    values = pl.concat([pl.Series("c", [[4, 5], None], dtype=pl.List(pl.Int64)),
+                        pl.Series("c", [[], [7], [1, 2, 3]], dtype=pl.List(pl.Int64))], rechunk=False)
+    lengths, starts, flat = _list_layout(values)
+    assert lengths.tolist() == [2, 0, 0, 1, 3] and starts.tolist() == [0, 2, 2, 2, 3]
+    assert flat.tolist() == [4, 5, 7, 1, 2, 3] and flat.dtype == np.int64
+    assert [x.size for x in _list_layout(pl.Series("c", [], dtype=pl.List(pl.Int64)))] == [0, 0, 0]
