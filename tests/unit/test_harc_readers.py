@@ -691,6 +691,18 @@ def test_the_second_pass_reads_the_pieces_the_first_pass_cut(tmp_path_factory, r
         assert all(b == c for (_, b), (c, _) in zip(ranges[:-1], ranges[1:], strict=True))
 
 
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=200) | st.text(alphabet='ab,"\n\ré', max_size=200).map(str.encode))
+def test_a_piece_is_cut_after_the_last_newline_outside_quotes(data):
+    """`_last_record_end` (quotes counted by numpy) cuts where counting with `bytes.count` cuts: after the last
+    newline preceded by an even number of quotes (0: no such newline)."""
+    from pipeline.ingest.harc_csv import _count_quotes, _last_record_end
+
+    ends = [i + 1 for i, b in enumerate(data) if b == 0x0A and data.count(b'"', 0, i + 1) % 2 == 0]
+    assert _last_record_end(data) == (ends[-1] if ends else 0)
+    assert all(_count_quotes(data, n) == data.count(b'"', 0, max(n, 0)) for n in (-1, 0, len(data) // 2, len(data)))
+
+
 @settings(max_examples=60, deadline=None)
 @given(texts=st.lists(st.one_of(st.none(), st.text(alphabet="aAbé_1 ", max_size=4)), max_size=40))
 def test_text_rank_sorts_like_the_texts(texts):
