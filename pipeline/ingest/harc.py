@@ -67,7 +67,7 @@ from pipeline.ingest.harc_csv import (
     header_columns,
     header_repeated,
     json_explain,
-    json_list_ok,
+    json_list_ok_series,
     load_csv,
     match_variant,
     md5_texts,
@@ -567,6 +567,7 @@ class _DataFile:
                        "copy_paste_data": "copy_paste_data_json"}),
         )
         # (the grids' shapes came with the context: `_GRID_FACTS`)
+        df = df.with_columns(json_list_ok_series(df[src(c)]).alias(_json_ok(c)) for c in _JSON_LISTS)
         # the rejects quote the row's fields as a JSON object, built for the failing rows only
         extra = [EXTRA] if EXTRA in loaded.frame.columns else []
         if extra:
@@ -589,6 +590,14 @@ class _DataFile:
         out.tables[ACTIONS] = good.select(pl.exclude(EXTRA, f"^{SRC}.*$"))
         out.proven[ACTIONS] = _GRIDS_PROVEN
         return out, good
+
+
+_JSON_LISTS = ("selected_data", "copy_paste_data")  # data.csv columns that must hold a JSON list (invalid_json)
+
+
+def _json_ok(column: str) -> str:
+    """The column `_check_batch` adds for `invalid_json`: the text is a JSON list (`json_list_ok_series`)."""
+    return f"__json_ok_{column}"
 
 
 # the grid texts of the rows a reader keeps passed `grid_check`, stricter than the schema's grid regex: the
@@ -699,9 +708,9 @@ def _data_checks(counter: str) -> list[RowCheck]:
                  "test_output_size_x",
                  value=pl.format("{}x{} vs grid {}x{}", pl.col("test_output_height"), pl.col("test_output_width"),
                                  pl.col("__out_h"), pl.col("__out_w"))),
-        *[RowCheck("invalid_json", pl.col(src(c)).is_not_null() & ~json_list_ok(src(c)),
+        *[RowCheck("invalid_json", pl.col(src(c)).is_not_null() & ~pl.col(_json_ok(c)),
                    pl.lit(f"{c} is not a JSON list"), c, explain=json_explain(c))
-          for c in ("selected_data", "copy_paste_data")],
+          for c in _JSON_LISTS],
         _joint_id_check(),
         *_data_duplicates(counter)[1],
     ]

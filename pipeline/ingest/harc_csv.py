@@ -765,6 +765,24 @@ def json_list_ok(col: str) -> pl.Expr:
     return text.str.strip_chars().str.starts_with("[") & text.str.json_path_match("$").is_not_null()
 
 
+_JSON_INT = r"(?:0|-?[1-9][0-9]*)"
+_JSON_INT_LIST = rf"\[{_JSON_INT}(?:,{_JSON_INT})*\]"
+# a JSON list of lists of integers without spaces, as the H-ARC interface writes selected_data ([[row, col], ...])
+# and copy_paste_data ([[row, col, colour], ...]): every text this matches is a JSON list
+PLAIN_INT_LISTS = rf"^\[(?:{_JSON_INT_LIST}(?:,{_JSON_INT_LIST})*)?\]$"
+
+
+def json_list_ok_series(values: pl.Series) -> pl.Series:
+    """`json_list_ok` of each text (false where the text is null, as there): a text of PLAIN_INT_LISTS's shape is
+    a JSON list (one regex scan), and only the others go through polars' JSON parser (573k rows of data.csv's two
+    JSON columns: about 0.3 -> 0.1 s of CPU)."""
+    plain = values.str.contains(PLAIN_INT_LISTS)
+    rest = (~plain).fill_null(False).arg_true()
+    if rest.len():
+        plain = plain.scatter(rest, values.gather(rest).to_frame("t").select(json_list_ok("t")).to_series())
+    return plain.fill_null(False)
+
+
 GRID_PROBLEMS = {
     1: "is empty",
     2: "does not start and end with '|' (expected rows of digits between bars, e.g. |012|345|)",

@@ -691,6 +691,25 @@ def test_the_second_pass_reads_the_pieces_the_first_pass_cut(tmp_path_factory, r
         assert all(b == c for (_, b), (c, _) in zip(ranges[:-1], ranges[1:], strict=True))
 
 
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.one_of(
+    st.none(),
+    st.text(alphabet="[]0123456789,- .e\"a{}", max_size=30),
+    st.lists(st.lists(st.integers(-20, 120), max_size=3), max_size=4).map(lambda v: json.dumps(v, separators=(",", ":"))),
+    st.lists(st.lists(st.integers(-20, 120), max_size=3), max_size=4).map(json.dumps)), max_size=30))
+def test_json_list_shortcut_agrees_with_the_json_parser(texts):
+    """`json_list_ok_series` (a regex for plain lists of integer lists, the JSON parser for the rest) says what
+    `json_list_ok` says of every text, including the ones JSON refuses (leading zeros, "-0" is fine, "[01]" not)."""
+    from pipeline.ingest.harc_csv import json_list_ok, json_list_ok_series
+
+    values = pl.Series("t", texts, dtype=pl.String)
+    expected = values.to_frame().select(json_list_ok("t")).to_series()
+    assert json_list_ok_series(values).to_list() == expected.to_list()
+    for text in ("[01]", "[[01]]", "[[1,02]]", "[[-0]]", "[]", "[[]]", "[[1],[2,3]]", "[1,2]", " [[1]]"):
+        one = pl.Series("t", [text])
+        assert json_list_ok_series(one).to_list() == one.to_frame().select(json_list_ok("t")).to_series().to_list(), text
+
+
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(max_size=200) | st.text(alphabet='ab,"\n\ré', max_size=200).map(str.encode))
 def test_a_piece_is_cut_after_the_last_newline_outside_quotes(data):
