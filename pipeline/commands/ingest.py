@@ -157,14 +157,13 @@ def formats_command() -> None:
 def _say_when_one_process(files: list[Path]) -> None:
     """Without --workers: tell the user when the automatic choice reads in this process (with one helper process
     beside it, or alone) rather than on worker processes."""
-    from pipeline.core.executor import default_workers
+    from pipeline.core.executor import default_workers, machine_load
     from pipeline.ingest.runner import (
         HELPER_MIN_BYTES,
         PARALLEL_MIN_BYTES,
         TWO_CORES_MIN_BYTES,
         auto_ingest_helper,
         auto_ingest_workers,
-        machine_load,
     )
 
     cores = default_workers()

@@ -82,6 +82,42 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def machine_load() -> float | None:
+    """How many cores other processes keep busy now: the tasks runnable besides this one, the median of five
+    looks 5 ms apart at Linux's /proc/loadavg (elsewhere the 1-minute load average). The average lags by a
+    minute: right after a burst of work (this command's own previous run, a DuckDB query on every core) it
+    still says 1.5-2 on a machine that is idle, and 1 for a while after others began to fill both cores. Taken
+    once a second at most, so that the command's decisions (what it says, whether it starts a helper) agree.
+    None where the system says neither."""
+    import time
+
+    now = time.monotonic()
+    if _LOAD_SEEN and now - _LOAD_SEEN[0] < 1.0:
+        return _LOAD_SEEN[1]
+    looks = []
+    for i in range(5):
+        try:
+            with open("/proc/loadavg", "rb") as fh:
+                looks.append(int(fh.read().split()[3].split(b"/")[0]) - 1)  # less this process's own thread
+        except (OSError, ValueError, IndexError):
+            break
+        if i < 4:
+            time.sleep(0.005)
+    load: float | None
+    if len(looks) == 5:
+        load = float(sorted(looks)[2])
+    else:
+        try:
+            load = os.getloadavg()[0]
+        except (OSError, AttributeError):
+            load = None
+    _LOAD_SEEN[:] = [time.monotonic(), load]
+    return load
+
+
+_LOAD_SEEN: list = []  # [when, machine_load()] of the last look
+
+
 def worker_memory_limit(workers: int) -> int:
     """Bytes each of `workers` local worker processes may use: an equal share of the machine's RAM."""
     import psutil

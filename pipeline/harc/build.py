@@ -35,7 +35,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.executor import default_workers, open_executor
+from pipeline.core.executor import default_workers, machine_load, open_executor
 from pipeline.core.manifest import RunManifest
 from pipeline.core.workspace import Workspace
 from pipeline.harc import (
@@ -229,7 +229,7 @@ def _core_inputs(ws: Workspace, manifest: RunManifest, tables: Iterable[str]) ->
 # --------------------------------------------------------------------------------------------------------
 def auto_replay_workers(n_rows: int) -> int:
     """Workers for `--workers 0`: 2 from AUTO_PARALLEL_ROWS event rows on, and only when the machine has room
-    for both (1.5 cores idle by the 1-minute load average: this process and most of a second one).
+    for both (1.5 cores idle by `machine_load`, the tasks running now: this process and most of a second one).
 
     A local cluster costs about 3-5 s to start and close and about 70 % more CPU in all (its processes import
     Dask, the frames travel to them), which two workers win back only on a large input with a second core
@@ -239,7 +239,7 @@ def auto_replay_workers(n_rows: int) -> int:
     if n_rows < AUTO_PARALLEL_ROWS:
         return 1
     cores = default_workers()
-    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    busy = machine_load() or 0.0
     return 2 if cores - busy >= 1.5 else 1
 
 

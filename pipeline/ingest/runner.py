@@ -17,7 +17,6 @@ Guarantees (CONVENTIONS.md, issue "Ingest"):
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
@@ -31,6 +30,7 @@ from pipeline.core.executor import (
     HelperExecutor,
     SerialExecutor,
     default_workers,
+    machine_load,
     open_executor,
     open_helper_executor,
 )
@@ -294,40 +294,6 @@ def start_helper(paths: list[Path], workers: int | None = None, scheduler: str |
     return nullcontext(None)
 
 
-def machine_load() -> float | None:
-    """How many cores other processes keep busy now: the tasks runnable besides this one, the median of five
-    looks 5 ms apart at Linux's /proc/loadavg (elsewhere the 1-minute load average). The average lags by a
-    minute: right after a burst of work (this command's own previous run, a DuckDB query on every core) it
-    still says 1.5-2 on a machine that is idle, and 1 for a while after others began to fill both cores. Taken
-    once a second at most, so that the command's decisions (what it says, whether it starts a helper) agree.
-    None where the system says neither."""
-    import time
-
-    now = time.monotonic()
-    if _LOAD_SEEN and now - _LOAD_SEEN[0] < 1.0:
-        return _LOAD_SEEN[1]
-    looks = []
-    for i in range(5):
-        try:
-            with open("/proc/loadavg", "rb") as fh:
-                looks.append(int(fh.read().split()[3].split(b"/")[0]) - 1)  # less this process's own thread
-        except (OSError, ValueError, IndexError):
-            break
-        if i < 4:
-            time.sleep(0.005)
-    load: float | None
-    if len(looks) == 5:
-        load = float(sorted(looks)[2])
-    else:
-        try:
-            load = os.getloadavg()[0]
-        except (OSError, AttributeError):
-            load = None
-    _LOAD_SEEN[:] = [time.monotonic(), load]
-    return load
-
-
-_LOAD_SEEN: list = []  # [when, machine_load()] of the last look
 
 
 def auto_ingest_helper(file_sizes: list[int], cores: int, load: float | None = None) -> bool:

@@ -166,7 +166,8 @@ def test_the_command_reads_with_a_helper_only_while_a_core_is_free(monkeypatch: 
     monkeypatch.setattr(executor, "default_workers", lambda: 2)
     monkeypatch.setattr(runner, "default_workers", lambda: 2)
     monkeypatch.setattr(runner, "HELPER_MIN_BYTES", 0)
-    monkeypatch.setattr(runner, "machine_load", lambda: load)
+    monkeypatch.setattr(runner, "machine_load", lambda: load)  # what the ingest decides by
+    monkeypatch.setattr(executor, "machine_load", lambda: load)  # what the command says why by
     started: list[int] = []
     real = runner.open_helper_executor
     monkeypatch.setattr(runner, "open_helper_executor", lambda *a: started.append(1) or real(*a))
@@ -206,12 +207,12 @@ def test_machine_load_counts_the_tasks_running_now(monkeypatch: pytest.MonkeyPat
 
     if not Path("/proc/loadavg").is_file():
         pytest.skip("no /proc/loadavg here (Linux only): machine_load falls back to the load average")
-    monkeypatch.setattr(runner, "_LOAD_SEEN", [])
+    monkeypatch.setattr(executor, "_LOAD_SEEN", [])
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
     try:
         time.sleep(0.3)
-        assert runner.machine_load() >= 2  # three busy spinners (two cores may run only two of them at once)
-        assert runner.machine_load() == runner.machine_load()  # one look a second: the command's choices agree
+        assert executor.machine_load() >= 2  # three busy spinners (two cores may run only two of them at once)
+        assert executor.machine_load() == executor.machine_load()  # one look a second: the command's choices agree
     finally:
         for p in spinners:
             p.kill()

@@ -238,18 +238,18 @@ def test_in_trace_order_needs_contiguous_traces_with_increasing_action_numbers()
 
 
 def test_auto_replay_workers_parallel_only_on_large_inputs_with_idle_cores(monkeypatch):
-    import os
-
     from pipeline.harc import build
 
     monkeypatch.setattr(build, "default_workers", lambda: 2)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.2, 0.2))
+    monkeypatch.setattr(build, "machine_load", lambda: 0.0)  # the tasks running now besides this one
     assert build.auto_replay_workers(build.AUTO_PARALLEL_ROWS - 1) == 1
     assert build.auto_replay_workers(build.AUTO_PARALLEL_ROWS) == 2
-    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 0.2, 0.2))  # one core already busy elsewhere
+    monkeypatch.setattr(build, "machine_load", lambda: 1.0)  # one core already busy elsewhere
     assert build.auto_replay_workers(10 * build.AUTO_PARALLEL_ROWS) == 1
+    monkeypatch.setattr(build, "machine_load", lambda: None)  # the system says nothing: taken as idle
+    assert build.auto_replay_workers(10 * build.AUTO_PARALLEL_ROWS) == 2
     monkeypatch.setattr(build, "default_workers", lambda: 1)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(build, "machine_load", lambda: 0.0)
     assert build.auto_replay_workers(10 * build.AUTO_PARALLEL_ROWS) == 1
 
 
