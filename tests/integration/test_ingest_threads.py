@@ -97,10 +97,10 @@ def test_a_reader_bug_after_chunks_were_written_refuses_that_file_only(tmp_path:
     bad, good = _copies(tmp_path / "in", 2)
     real_parse = reader.parse_line
 
-    def parse_line(number, raw, want_frames):
+    def parse_line(number, raw, want_frames, **options):
         if number == 20 and threading.current_thread() is threading.main_thread() and _reading_bad[0]:
             raise ZeroDivisionError("a reader bug (simulated) at line 20")
-        return real_parse(number, raw, want_frames)
+        return real_parse(number, raw, want_frames, **options)
 
     _reading_bad = [False]
     real_read = reader.read_recording_file
