@@ -1,6 +1,7 @@
 """The `arcstudy` command line: this module only assembles the app, one command per module of
 pipeline/commands/ (where each verb says in --help what it reads and writes). Console script:
-`arcstudy = pipeline.cli:app`; `python -m pipeline.cli` runs the same app.
+`arcstudy = pipeline.__main__:main` (which starts what it can before importing this module, then runs the app);
+`python -m pipeline` is the same program, and `python -m pipeline.cli` runs the app alone.
 
 A verb's module is imported only when that verb runs (or `--help` lists them all): importing every command
 module costs about 0.25 s per process, most of it modules the verb never uses.

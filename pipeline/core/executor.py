@@ -118,6 +118,40 @@ def machine_load() -> float | None:
 _LOAD_SEEN: list = []  # [when, machine_load()] of the last look
 
 
+def core_free(cores: int, load: float | None) -> bool:
+    """Whether a core is free for a helper process: fewer tasks running besides this process (`load`, from
+    `machine_load`) than the cores less a half. Unknown load: free."""
+    return load is None or load < cores - 0.5
+
+
+_EARLY: dict[tuple[str, ...], HelperExecutor] = {}  # helpers started before the command's imports, by preload
+
+
+def start_early_helper(preload: Sequence[str]) -> None:
+    """Start a helper process now, for the command that will ask for one with these `preload`s
+    (`take_early_helper`): its interpreter and imports then overlap this process's own imports. One that is not
+    taken is ended unused when this process exits."""
+    import atexit
+
+    key = tuple(preload)
+    if key in _EARLY:
+        return
+    if not _EARLY:
+        atexit.register(discard_early_helpers)
+    _EARLY[key] = HelperExecutor(key)
+
+
+def take_early_helper(preload: Sequence[str]) -> HelperExecutor | None:
+    """The helper `start_early_helper(preload)` started, now the caller's to use and close; None if none was."""
+    return _EARLY.pop(tuple(preload), None)
+
+
+def discard_early_helpers() -> None:
+    """End the early helpers nobody took."""
+    while _EARLY:
+        _EARLY.popitem()[1].discard()
+
+
 def worker_memory_limit(workers: int) -> int:
     """Bytes each of `workers` local worker processes may use: an equal share of the machine's RAM."""
     import psutil
@@ -470,6 +504,11 @@ class _Helper:
             if not future.done():
                 future.set_exception(RuntimeError(f"the helper process ended: {err!r}"))
 
+    def discard(self) -> None:
+        """End the helper now, whatever it is doing (still importing, say): for one that was never given work."""
+        self.proc.kill()
+        self.close()
+
     def close(self) -> None:
         import subprocess
 
@@ -504,6 +543,10 @@ class HelperExecutor:
 
     def close(self) -> None:
         self._helper.close()
+
+    def discard(self) -> None:
+        """End the helper process without waiting for it (one started early, `start_early_helper`, and not used)."""
+        self._helper.discard()
 
     def map_unordered(self, fn, items, *, progress=None, description="working"):
         return self.map_ordered(fn, items, progress=progress, description=description)

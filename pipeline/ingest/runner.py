@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -29,10 +29,12 @@ from typing import Any
 from pipeline.core.executor import (
     HelperExecutor,
     SerialExecutor,
+    core_free,
     default_workers,
     machine_load,
     open_executor,
     open_helper_executor,
+    take_early_helper,
 )
 from pipeline.core.manifest import FileVersion, file_version, sha256_file
 from pipeline.core.special_files import not_regular_file
@@ -285,12 +287,17 @@ HELPER_PRELOAD = ("pipeline.ingest.runner",)  # what a helper's pieces (`prepare
 def start_helper(paths: list[Path], workers: int | None = None, scheduler: str | None = None):
     """The helper process an `ingest_paths` of `paths` with these options will read with, started now (its imports
     overlap the caller's own start-up: opening the database, the run manifest), or a context of None when the
-    ingest will not use one. Pass what it gives to `ingest_paths(helper=...)`; leaving the block ends it."""
+    ingest will not use one. Pass what it gives to `ingest_paths(helper=...)`; leaving the block ends it.
+    A helper the program started before its imports (`pipeline.commands.early`) is this one; it is ended
+    unused when the ingest does not read with one."""
+    early = take_early_helper(HELPER_PRELOAD)
     if workers is None and scheduler is None:
         sizes = [p.stat().st_size for p in expand_paths(paths) if p.is_file()]
         cores = default_workers()
         if auto_ingest_workers(sizes, cores) == 1 and auto_ingest_helper(sizes, cores, machine_load()):
-            return open_helper_executor(HELPER_PRELOAD)
+            return closing(early) if early is not None else open_helper_executor(HELPER_PRELOAD)
+    if early is not None:
+        early.discard()
     return nullcontext(None)
 
 
@@ -304,8 +311,7 @@ def auto_ingest_helper(file_sizes: list[int], cores: int, load: float | None = N
     the caches): on a busy two-core machine (load 5-6) the command took 1.3x its one-process time with it,
     where on a free core it takes the larger part of the reading off this process's critical path."""
     shareable = sum(file_sizes) - max(file_sizes, default=0)
-    free_core = load is None or load < cores - 0.5
-    return cores > 1 and len(file_sizes) > 1 and shareable >= HELPER_MIN_BYTES and free_core
+    return cores > 1 and len(file_sizes) > 1 and shareable >= HELPER_MIN_BYTES and core_free(cores, load)
 
 
 # Commits the writer thread may have pending (running or queued) while this thread reads on: two absorb a commit

@@ -1,0 +1,97 @@
+"""The helper process the program starts before its imports (pipeline/commands/early.py): started only for a
+command likely to read with one, used by that command when it does, ended unused when it does not or when
+nothing takes it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+import pipeline.core.executor as executor
+from pipeline.commands import early
+from pipeline.core.workspace import Workspace
+from pipeline.ingest import ingest_paths, runner
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO.parent / "shared" / "samples" / "arc-agi-3" / "fixtures"
+
+
+def _helpers() -> list[psutil.Process]:
+    alive = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "_helper_main" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+        except psutil.Error:
+            continue
+    return alive
+
+
+@pytest.mark.parametrize(("args", "cores", "load", "started"), [
+    (["--plain", "ingest", "study/"], 2, 0.0, True),
+    (["ingest", "a.jsonl", "b.jsonl"], 4, 2.0, True),
+    (["ingest", "study/", "--workers", "2"], 2, 0.0, False),
+    (["ingest", "study/", "--workers=1"], 2, 0.0, False),
+    (["ingest", "study/", "--scheduler", "tcp://x:1"], 2, 0.0, False),
+    (["ingest", "--help"], 2, 0.0, False),
+    (["score", "study/"], 2, 0.0, False),
+    (["--version"], 2, 0.0, False),
+    (["ingest", "study/"], 1, 0.0, False),  # one core: nothing to share it with
+    (["ingest", "study/"], 2, 2.0, False),  # both cores busy: the command would not take it
+])
+def test_an_early_helper_only_where_the_command_is_likely_to_read_with_one(monkeypatch, args, cores, load, started):
+    calls = []
+    monkeypatch.setattr(executor, "start_early_helper", calls.append)
+    monkeypatch.setattr(executor, "default_workers", lambda: cores)
+    monkeypatch.setattr(executor, "machine_load", lambda: load)
+    early.start_early_work(args)
+    assert calls == ([runner.HELPER_PRELOAD] if started else [])
+
+
+def test_the_early_helper_is_the_one_the_ingest_starts_with():
+    assert early.EARLY_HELPERS["ingest"] == runner.HELPER_PRELOAD
+
+
+def test_the_ingest_takes_the_early_helper_or_ends_it(monkeypatch, tmp_path):
+    files = sorted(FIXTURES.glob("*.jsonl"))[:3]
+    monkeypatch.setattr(runner, "default_workers", lambda: 2)
+    monkeypatch.setattr(runner, "machine_load", lambda: 0.0)
+    # wanted (the threshold lowered for the small fixtures): the early helper itself is used, then closed
+    monkeypatch.setattr(runner, "HELPER_MIN_BYTES", 0)
+    executor.start_early_helper(runner.HELPER_PRELOAD)
+    started = executor._EARLY[tuple(runner.HELPER_PRELOAD)]
+    with runner.start_helper(files) as helper, Workspace(tmp_path / "w.duckdb") as ws:
+        assert helper is started and len(_helpers()) == 1
+        report = ingest_paths(ws, files, run_id="a", helper=helper)
+        assert [f.status for f in report.files] == ["loaded"] * 3 and helper.helper_pieces > 0
+    assert not _helpers() and not executor._EARLY
+    # not wanted (below the threshold): ended at once, not left running
+    monkeypatch.setattr(runner, "HELPER_MIN_BYTES", 1 << 40)
+    executor.start_early_helper(runner.HELPER_PRELOAD)
+    with runner.start_helper(files) as helper:
+        assert helper is None
+        assert not _helpers()
+    assert not executor._EARLY
+
+
+def test_an_early_helper_nobody_takes_ends_with_the_program(tmp_path):
+    script = ("import sys\nfrom pipeline.core import executor\nexecutor.start_early_helper(('json',))\n"
+              "print(executor._EARLY[('json',)]._helper.proc.pid, flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert done.returncode == 0, done.stderr
+    pid = int(done.stdout.strip())
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_the_program_runs_the_app():
+    """`python -m pipeline` (the console script's entry) is the app: its exit codes and output."""
+    version = subprocess.run([sys.executable, "-m", "pipeline", "--version"], capture_output=True, text=True,
+                             cwd=REPO, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("arcstudy ")
+    bad = subprocess.run([sys.executable, "-m", "pipeline", "no-such-verb"], capture_output=True, text=True,
+                         cwd=REPO, timeout=60)
+    assert bad.returncode == 2 and "no-such-verb" in bad.stderr
