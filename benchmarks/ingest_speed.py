@@ -16,8 +16,9 @@ the anchor issue 30 defines: `read_ndjson` of the same files with every column m
 envelope and every data field as their inferred types). Beside it, a stricter figure: DuckDB reading only what a
 count and the frame arrays' lengths need (`SELECT count(*), sum(len(data.frame))`: projection pushdown leaves the
 other columns unmaterialised), about half the work, printed as a second ratio, never the headline. The ingest
-measured is the public command with its defaults, `arcstudy ingest <study folder>` (its automatic workers: one
-process on two cores below 2 GB, with a helper process when a core is free), timed from the command's start to
+measured is the public command with its defaults, `arcstudy ingest <study folder>`, run as the console script
+runs it (`python -m pipeline`: its automatic workers: one process on two cores below 2 GB, with a helper process
+when a core is free, started before the program's imports), timed from the command's start to
 its exit: its interpreter start-up, imports, the creation of a fresh database, the run manifest and the printed
 report are in the figure. DuckDB's parse is timed in its process after `import duckdb` (its start-up is left out:
 a conservative ratio). With --max-files the command is given the files themselves. Peak RSS is the command's own.
@@ -211,7 +212,7 @@ def compare(files: list[Path], label: str, repeat: int, target: list[Path] | Non
         for i in range(repeat):
             db = Path(tmp) / f"bench{i}.duckdb"
             ours, ours_cpu, ours_rss, code, out = run_command(
-                [sys.executable, "-m", "pipeline.cli", "--plain", "ingest", *[str(p) for p in target or files],
+                [sys.executable, "-m", "pipeline", "--plain", "ingest", *[str(p) for p in target or files],
                  "--db", str(db)])
             if code not in (0, 3):
                 raise RuntimeError(f"arcstudy ingest failed ({code}): {out[-3000:]}")
