@@ -16,19 +16,10 @@ from pipeline.commands import early
 from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths, runner
 
+from .test_ingest_helper import _helpers  # the helper processes alive
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO.parent / "shared" / "samples" / "arc-agi-3" / "fixtures"
-
-
-def _helpers() -> list[psutil.Process]:
-    alive = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if "_helper_main" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
-                alive.append(p)
-        except psutil.Error:
-            continue
-    return alive
 
 
 @pytest.mark.parametrize(("args", "cores", "load", "started"), [
