@@ -102,7 +102,7 @@ class _App(Group):
 
 
 class _Program(typer.Typer):
-    """The app. Run as the program (the console script, `python -m pipeline.cli`: called with no arguments) it
+    """The app. Run as the program (the console script, `python -m pipeline` or `pipeline.cli`: no arguments) it
     ends the process once the command is done without the interpreter's teardown of polars, DuckDB, numpy and
     the rest, which took 0.11-0.13 s after every command (5 % of an 80-recording ingest). Called with
     arguments (a test, a notebook) it behaves as any Typer app."""

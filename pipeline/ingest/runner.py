@@ -301,8 +301,6 @@ def start_helper(paths: list[Path], workers: int | None = None, scheduler: str |
     return nullcontext(None)
 
 
-
-
 def auto_ingest_helper(file_sizes: list[int], cores: int, load: float | None = None) -> bool:
     """Whether an ingest without `--workers`, in one process by `auto_ingest_workers`, reads with one helper
     process beside it: on two cores or more, when the input that can be shared out (all but the largest file)
