@@ -1,7 +1,7 @@
 """The `arcstudy` command line: this module only assembles the app, one command per module of
 pipeline/commands/ (where each verb says in --help what it reads and writes). Console script:
 `arcstudy = pipeline.__main__:main` (which starts what it can before importing this module, then runs the app);
-`python -m pipeline` is the same program, and `python -m pipeline.cli` runs the app alone.
+`python -m pipeline` and `python -m pipeline.cli` are the same program.
 
 A verb's module is imported only when that verb runs (or `--help` lists them all): importing every command
 module costs about 0.25 s per process, most of it modules the verb never uses.
@@ -11,7 +11,14 @@ Exit codes (pipeline/commands/common.py): 0 ok, 1 error, 2 usage, 3 completed wi
 
 from __future__ import annotations
 
-import importlib
+import sys
+
+if __name__ == "__main__":  # `python -m pipeline.cli`: the program's early work first, as pipeline/__main__.py does
+    from pipeline.commands.early import start_early_work
+
+    start_early_work(sys.argv[1:])
+
+import importlib  # the app's imports come after that early work (E402 is off for this file)
 from collections.abc import Iterator, MutableMapping
 from typing import Annotated, NoReturn
 
