@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -299,12 +300,6 @@ def _list_array(values: list[list | None], type_: pa.ListType) -> pa.Array:
 
 
 ROW_COLUMNS = tuple(f.name for f in ARROW_SCHEMA if f.name not in ("frames", "frame_shape", "frame_sha256s"))
-_OTHER_COLUMNS = ROW_COLUMNS
-_ROW_ORDER = ("game_id", "play_id", "source", "step", "action", "action_id", "x", "y", "levels_completed",
-              "win_levels", "state", "available_actions", "is_level_change", "is_counted", "verified", "recovered",
-              "file_id", "line_number")  # the order the rows' tuples are written in below (`_row`)
-if ROW_COLUMNS != _ROW_ORDER:  # the schema's order changed: the tuples below must follow it
-    raise ImportError(f"schemas.transitions' columns {ROW_COLUMNS} differ from the row tuples' {_ROW_ORDER}")
 
 
 def _row(game_id: str, play_id: str, source: str, step: int, action: str, action_id: int, x: int | None,
@@ -315,6 +310,11 @@ def _row(game_id: str, play_id: str, source: str, step: int, action: str, action
     `ROW_COLUMNS` order. The hot loops below write the same tuple inline."""
     return (game_id, play_id, source, step, action, action_id, x, y, levels_completed, win_levels, state,
             available_actions, is_level_change, is_counted, verified, recovered, file_id, line_number)
+
+
+# The tuples follow the schema's order (schemas/transitions.py): checked here, against `_row`'s parameters.
+if tuple(inspect.signature(_row).parameters) != ROW_COLUMNS:
+    raise ImportError(f"schemas.transitions' columns {ROW_COLUMNS} differ from the row tuples' (`_row`)")
 
 
 class RowBlock:
