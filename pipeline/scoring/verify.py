@@ -230,7 +230,7 @@ def replay_game(info: GameInfo, steps: Sequence[ReplayStep], *, only_reset_level
 def render_game(info: GameInfo, steps: Sequence[ReplayStep], *, only_reset_levels: bool | None
                 ) -> list[np.ndarray | None]:
     """`render_steps` on a fresh instance of the game, in the sandbox (raises as `replay_game`)."""
-    bare = [replace(step, pixels=None, frame_hashes=None) for step in steps]  # what rendering does not read
+    bare = [step._replace(pixels=None, frame_hashes=None) for step in steps]  # what rendering does not read
     return _in_sandbox(info, (portable_info(info), only_reset_levels, bare, True, True))
 
 
