@@ -293,7 +293,24 @@ class SerialExecutor:
         return _tracked((_call(fn, key, item) for key, item in pairs), len(pairs), progress, description)
 
     def map_ordered(self, fn, items, *, look_ahead=None, progress=None, description="working"):
-        return self.map_unordered(fn, items, progress=progress, description=description)
+        """In input order. With ``look_ahead`` N, the next N pieces' `fn` has run before a piece is handed out:
+        for pieces that start background work and return at once (an export's sandbox calls, made on a thread
+        while this process writes the piece before), so that the work of the next piece overlaps the caller's
+        work on this one. Without it, each piece runs when it is asked for."""
+        if not look_ahead:
+            return self.map_unordered(fn, items, progress=progress, description=description)
+        pairs = list(items)
+        return _tracked(self._ahead(fn, pairs, look_ahead), len(pairs), progress, description)
+
+    @staticmethod
+    def _ahead(fn, pairs: list, look_ahead: int) -> Iterator[Outcome]:
+        done: deque[Outcome] = deque()
+        for key, item in pairs:
+            done.append(_call(fn, key, item))
+            if len(done) > look_ahead:
+                yield done.popleft()
+        while done:
+            yield done.popleft()
 
 
 class DaskExecutor:

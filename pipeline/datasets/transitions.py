@@ -46,8 +46,11 @@ import dataclasses
 import functools
 import inspect
 import os
+import queue
+import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -464,12 +467,14 @@ def _resumed(first: Any, stream: Iterator[Any], token: str | None) -> Iterator[b
             _PREFETCHED.pop(token, None)
 
 
-def _group_streams(jobs: Sequence[ExportJob]) -> list[tuple[FileExport, Iterator[bytes | RowBlock]]]:
+def _group_streams(jobs: Sequence[ExportJob], ahead: bool = False
+                   ) -> list[tuple[FileExport, Iterator[bytes | RowBlock]]]:
     """Each file's export and the stream of its rows, the files read and their first replay calls made
     together: every file is read up to its first sandbox call, then those calls go in one per game sandbox
     (`_prefetch`), and each stream, consumed in turn, goes on from there (a file longer than a chunk makes its
-    further calls on its own). A file whose reading fails unexpectedly is that file's failure (``rejected``, the
-    reason in ``problems``)."""
+    further calls on its own). With ``ahead`` the group's calls are made on the background thread
+    (`_AHEAD`) and this returns at once: a stream waits for its answer only when it is consumed. A file whose
+    reading fails unexpectedly is that file's failure (``rejected``, the reason in ``problems``)."""
     started: list[tuple[FileExport, Iterator[bytes | RowBlock]]] = []
     calls: list[_Call] = []
     for job in jobs:
@@ -487,15 +492,23 @@ def _group_streams(jobs: Sequence[ExportJob]) -> list[tuple[FileExport, Iterator
             calls.append(first)
             token, first = first.arg[0], None
         started.append((result, _resumed(first, stream, token)))
-    _prefetch(calls)
+    if ahead and calls:
+        answers: dict[str, dict] = {}
+        pending = _Pending(_AHEAD.submit(_prefetch, calls, answers), answers)
+        for call in calls:
+            _PREFETCHED[call.arg[0]] = pending
+    else:
+        _prefetch(calls, _PREFETCHED)
     return started
 
 
 def export_files(jobs: Sequence[ExportJob]) -> list[FileExport]:
     """`export_transitions` of several files in this process (the writer's), their first replay calls made in one
-    (`_group_streams`): each export's ``batches`` is an iterator of row blocks, to be consumed in order."""
+    (`_group_streams`), on the background thread: each export's ``batches`` is an iterator of row blocks, to be
+    consumed in order. It returns once the files are read, so a caller that asks for the next group before
+    writing this one (`SerialExecutor.map_ordered`'s look-ahead) has the sandbox replay that group meanwhile."""
     out = []
-    for export, stream in _group_streams([dataclasses.replace(job, compress=False) for job in jobs]):
+    for export, stream in _group_streams([dataclasses.replace(job, compress=False) for job in jobs], ahead=True):
         export.batches = stream  # type: ignore[assignment]
         out.append(export)
     return out
@@ -649,7 +662,56 @@ class _Call:
         self.info, self.arg = info, arg
 
 
-_PREFETCHED: dict[str, dict] = {}  # token -> the answer to a file's first call, made in a group's one call
+class _Ahead:
+    """Sandbox calls made ahead, in the order submitted, by one background thread of this process: while the
+    writer makes rows of a group's answers (or of a chunk's), the sandbox's child replays the next group (or
+    chunk), so that both processes work at once. The thread waits on the child (the GIL free meanwhile) and
+    unpickles its answers; a daemon, so it never holds the program's end."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Any, *args: Any) -> Future:
+        future: Future = Future()
+        with self._lock:
+            if self._queue is None:
+                self._queue = queue.SimpleQueue()
+                threading.Thread(target=self._run, args=(self._queue,), name="export-ahead", daemon=True).start()
+        self._queue.put((future, fn, args))
+        return future
+
+    @staticmethod
+    def _run(calls: queue.SimpleQueue) -> None:
+        while True:
+            future, fn, args = calls.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as err:  # noqa: BLE001 - raised to whoever waits for it
+                    future.set_exception(err)
+
+
+_AHEAD = _Ahead()
+
+
+class _Pending:
+    """A group's first calls being made on the background thread: each file takes its answer once they end."""
+
+    __slots__ = ("answers", "future")
+
+    def __init__(self, future: Future, answers: dict[str, dict]) -> None:
+        self.future, self.answers = future, answers
+
+    def take(self, token: str) -> dict | None:
+        """The file's answer (None: not made in the group, the file makes its own call). `_prefetch` itself
+        turns a failed group call into no answers; anything else it raises is raised here."""
+        self.future.result()
+        return self.answers.pop(token, None)
+
+
+_PREFETCHED: dict[str, dict | _Pending] = {}  # token -> the answer to a file's first call, made in a group's one
+# call (or the group's calls under way on the background thread)
 GROUP_CALL_FRAME_BYTES = 16 << 20  # frames answered by one call of a group's files (the rest: the next call) ...
 GROUP_PREFETCH_BYTES = 64 << 20  # ... and by all of a group's calls (the rest: each file's own, as it comes)
 
@@ -659,35 +721,39 @@ def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: Ex
     """Replay a file in the sandbox in chunks (`transition_replay.replay_chunk`): at most ``job.batch_rows``
     steps fed per call (``convert`` turns a slice of ``items`` into what the child takes), each answer at most
     about BATCH_FRAME_BYTES of frames. Yields each call's answer, the last one ``ended``; before the first, a
-    `_Call` (whose answer a group may have made already, with other files')."""
+    `_Call` (whose answer a group may have made already, with other files'). Each next call is made on the
+    background thread (`_AHEAD`) before the answer in hand is yielded, so the child replays the next chunk while
+    the caller makes rows of this one."""
     token = uuid.uuid4().hex
     size = max(1, job.batch_rows)
     sent = answered = 0
-    first_call = True
-    while True:
+
+    def arg_of(first_call: bool) -> tuple:
+        nonlocal sent
         take: list[Any] = []
         if answered >= sent:  # the child has answered every step fed: feed the next ones
             take = convert(items[sent:sent + size])
             sent += len(take)
-        final = sent >= len(items)
-        arg = (token, start if first_call else None, take, final, BATCH_FRAME_BYTES)
-        out = None
-        if first_call:
-            yield _Call(info, arg)
-            out = _PREFETCHED.pop(token, None)
-        if out is None:
-            out = _in_sandbox(info, replay_chunk, arg)
-        first_call = False
-        yield out
-        if out["status"] != "ok" or out["ended"]:
-            return
+        return (token, start if first_call else None, take, sent >= len(items), BATCH_FRAME_BYTES)
+
+    arg = arg_of(True)
+    yield _Call(info, arg)
+    prefetched = _PREFETCHED.pop(token, None)
+    out = prefetched.take(token) if isinstance(prefetched, _Pending) else prefetched
+    if out is None:
+        out = _in_sandbox(info, replay_chunk, arg)
+    while out["status"] == "ok" and not out["ended"]:
         answered += out["n"] - (1 if out["first"] == -1 else 0)
+        following = _AHEAD.submit(_in_sandbox, info, replay_chunk, arg_of(False))
+        yield out
+        out = following.result()
+    yield out
 
 
-def _prefetch(calls: Sequence[_Call]) -> None:
-    """The first calls of several files (those whose every step fits in one), in as few sandbox calls as their frames allow (`replay_chunks`, each
-    answering about GROUP_CALL_FRAME_BYTES, at most GROUP_PREFETCH_BYTES in all), per game sandbox; the answers
-    left in `_PREFETCHED` for the files' streams. A call that fails leaves no answer: each of its files then
+def _prefetch(calls: Sequence[_Call], into: dict) -> None:
+    """The first calls of several files (those whose every step fits in one), in as few sandbox calls as their
+    frames allow (`replay_chunks`, each answering about GROUP_CALL_FRAME_BYTES, at most GROUP_PREFETCH_BYTES in
+    all), per game sandbox; the answers left in ``into`` (by token) for the files' streams. A call that fails leaves no answer: each of its files then
     makes its own call, so the failure is that file's alone (as if no group had been tried)."""
     by_key: dict[str, list[_Call]] = {}
     for call in calls:
@@ -707,7 +773,7 @@ def _prefetch(calls: Sequence[_Call]) -> None:
                 if answer is None:
                     left.append(call)
                 else:
-                    _PREFETCHED[call.arg[0]] = answer
+                    into[call.arg[0]] = answer
                     total += len(answer.get("frames", b""))
             if len(left) == len(group):  # nothing answered (cannot happen: the first always is); no loop
                 break

@@ -523,3 +523,64 @@ def test_a_hostile_game_stopped_in_a_group_call_costs_only_its_own_file(tmp_path
     assert "ox01_b" in output and "sandbox" in output and "ox01_a" not in output and "ox01_c" not in output
     df = rows_of(out)
     assert sorted(df.group_by("file_id").len()["len"].to_list()) == [2, 3]  # make()'s RESET + the actions
+
+
+def test_a_groups_replay_runs_in_the_background_while_the_next_files_are_read(tmp_path, monkeypatch):
+    """In this process (`export_files`, the serial writer's) a group's replay call is made on the background
+    thread: the function returns once the files are read, and a stream waits for its answer only when it is
+    consumed. The rows are those of the synchronous path (`export_group`, as on a worker)."""
+    import threading
+
+    from pipeline.datasets import transitions
+
+    scripts = _shipped_scripts(tmp_path)
+    games = str(Path(__file__).resolve().parents[2] / "games")
+    jobs = [transitions.ExportJob(path=str(s), game_dirs=(games,)) for s in scripts]
+    release, threads = threading.Event(), []
+    run = transitions.run_game_code
+
+    def held(fn, arg, **kwargs):
+        threads.append(threading.current_thread().name)
+        assert release.wait(30), "the test never released the call"
+        return run(fn, arg, **kwargs)
+
+    monkeypatch.setattr(transitions, "run_game_code", held)
+    exports = transitions.export_files(jobs)  # returns although the group's call is held
+    assert not release.is_set() and [e.label for e in exports] == [j.label for j in jobs]
+    release.set()
+    ahead = pa_table([block for e in exports for block in e.batches])
+    assert threads == ["export-ahead"]  # one call for the whole group, made on the background thread
+    monkeypatch.setattr(transitions, "run_game_code", run)
+    synchronous = pa_table([item for e in transitions.export_group(jobs) for item in e.batches])
+    assert ahead.num_rows == sum(len(s.read_text().splitlines()) + 1 for s in scripts)
+    assert ahead.equals(synchronous)
+
+
+def test_a_long_files_next_chunk_is_replayed_while_this_one_is_turned_into_rows(monkeypatch):
+    """A file longer than a chunk: the call for the next chunk is made on the background thread before the
+    chunk in hand is handed out, so the sandbox replays it while this process makes rows."""
+    import threading
+
+    from pipeline.datasets import transitions
+
+    calls: list[str] = []
+    second = threading.Event()
+    run = transitions._in_sandbox
+
+    def counted(info, fn, arg):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 2:
+            second.set()
+        return run(info, fn, arg)
+
+    monkeypatch.setattr(transitions, "_in_sandbox", counted)
+    export_ = transitions.export_transitions(transitions.ExportJob(path=str(AN53), game_dirs=(str(ENVS),),
+                                                                   batch_rows=8, compress=False))
+    stream = iter(export_.batches)
+    first = next(stream)
+    assert second.wait(30)  # made without asking for the next batch
+    batches = [first, *stream]
+    assert calls[0] == "MainThread" and set(calls[1:]) == {"export-ahead"} and len(calls) >= 5
+    whole = transitions.export_transitions(transitions.ExportJob(path=str(AN53), game_dirs=(str(ENVS),),
+                                                                 batch_rows=1024, compress=False))
+    assert pa_table(batches).equals(pa_table(list(whole.batches)))

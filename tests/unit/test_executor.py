@@ -160,3 +160,28 @@ def test_preload_is_imported_by_every_local_worker_as_it_starts():
         outcomes = list(ex.map_unordered(preloaded, [(k, k) for k in range(8)]))
     assert all(o.error is None for o in outcomes)
     assert all(o.value[1] for o in outcomes) and os.getpid() not in {o.value[0] for o in outcomes}
+
+
+def test_serial_look_ahead_runs_the_next_pieces_before_handing_one_out():
+    ran: list[int] = []
+
+    def piece(x: int) -> int:
+        ran.append(x)
+        if x == 2:
+            raise ValueError("piece 2 fails")
+        return x * 10
+
+    seen = []
+    for outcome in SerialExecutor().map_ordered(piece, enumerate(range(5)), look_ahead=1):
+        seen.append((outcome.key, outcome.value, type(outcome.error).__name__ if outcome.error else None))
+        # piece k is handed out once piece k+1 has run (the last one: once it has run itself)
+        assert ran[-1] == min(outcome.key + 1, 4)
+    assert seen == [(0, 0, None), (1, 10, None), (2, None, "ValueError"), (3, 30, None), (4, 40, None)]
+    assert ran == [0, 1, 2, 3, 4]
+
+
+def test_serial_map_ordered_without_look_ahead_runs_each_piece_when_asked_for():
+    ran: list[int] = []
+    outcomes = SerialExecutor().map_ordered(lambda x: ran.append(x) or x, enumerate(range(3)))
+    assert ran == []
+    assert next(outcomes).value == 0 and ran == [0]
