@@ -32,6 +32,7 @@ import struct
 import sys
 import threading
 import traceback
+from time import monotonic
 
 HEADER = struct.Struct(">cQ")  # tag, payload length
 TAG_READY = b"B"   # payload: JSON {"layers": [...], "problems": [...]}
@@ -540,9 +541,7 @@ def heartbeat() -> None:
     global _last_beat
     if _reply_fd is None or not _in_call:
         return
-    import time
-
-    now = time.monotonic()
+    now = monotonic()  # runs after every game action: nothing here but the clock and a comparison
     if now - _last_beat < HEARTBEAT_EVERY_S:
         return
     _last_beat = now
