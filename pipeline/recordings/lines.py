@@ -215,6 +215,20 @@ def _has_long_digits(text: bytes) -> bool:
     return text.translate(_DIGITS_AS_ZERO).find(_NINETEEN_DIGITS) >= 0
 
 
+def loads_as_json(raw: bytes) -> Any:
+    """`json.loads` of a line's bytes (UTF-8): the same value, and for a line json refuses the same
+    JSONDecodeError (or RecursionError). orjson reads it when it reads it the same way (about 4x faster); json
+    decides the rest: what orjson refuses (NaN, lone surrogate escapes, nesting past its limit, malformed text,
+    whose message is json's) and integers of 19 digits or more (orjson makes a float of those past 64 bits)."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw.decode("utf-8"))
+    if _has_long_digits(raw):
+        return json.loads(raw.decode("utf-8"))
+    return obj
+
+
 def _loads(raw: bytes) -> tuple[Any, bytes | str | PlainFrames | None, bool]:
     """(envelope with `data.frame` cut out when it could be, the frame array's text (or its rows, when it is in
     the plain form `split_plain_frames` reads), read by json?)."""

@@ -36,7 +36,7 @@ from pipeline.core.outputs import write_with
 from schemas.validate import conform
 
 from .counting import ACTION_NAMES
-from .lines import MAX_REASONING_BYTES, LineError, LineIssue, action_id_of, clip
+from .lines import MAX_REASONING_BYTES, LineError, LineIssue, action_id_of, clip, loads_as_json
 from .reader import MAX_LINE_BYTES, ParsedRecording, RecordingRejected, bounded_lines, read_recording_file
 from .variant import is_action_script_record
 
@@ -190,9 +190,10 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
                 continue
             if not text.strip():
                 continue
-            raw = (number, hashlib.sha256(text.encode()).hexdigest(), text) if keep_lines else None
+            body = raw.rstrip(b"\r\n")  # the bytes of `text`
+            raw = (number, hashlib.sha256(body).hexdigest(), text) if keep_lines else None
             try:
-                obj = json.loads(text)
+                obj = loads_as_json(body)
             except (json.JSONDecodeError, RecursionError) as err:
                 why = err.msg if isinstance(err, json.JSONDecodeError) else "nested too deeply to read"
                 issues.append(LineIssue(f"line {number}", "invalid_json", f"not valid JSON ({why})", clip(text),
