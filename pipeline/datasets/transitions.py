@@ -14,7 +14,9 @@ alive in the child between calls; each chunk comes back as one buffer of frames 
 `batch_rows` rows (or BATCH_FRAME_BYTES of frames). Files are exported in groups (`group_jobs`,
 `_group_streams`): a group's files are read first, then the whole replays of its short files go to the sandbox
 in as few calls as their frames allow (`transition_replay.replay_chunks`), and each file's stream goes on from
-its answer.
+its answer. The calls after a file's first, and in this process a group's calls, are made on one background
+thread (`_AHEAD`), each as soon as its arguments are known: the sandbox child replays the next chunk or group
+while this process turns the one before into rows, so on two cores both work at once.
 In this process (serial runs) the blocks are an iterator the single writer (`shards.ShardWriter`) consumes as
 the replay goes, gathering several files' blocks into one record batch (`build_batch`, columns built from
 buffers): a file's frames are never held whole, whatever its length, and a short file does not pay for a batch
