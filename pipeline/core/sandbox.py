@@ -97,6 +97,8 @@ def limits_from_env(**overrides: Any) -> Limits:
     return Limits(**values)
 
 
+CLOSE_WAIT_S = 0.2  # `Sandbox.close`: how long a call under way on another thread may finish before its child is killed
+
 class SandboxFailure(Exception):
     """The confined code did not return a result: `kind` (one of KINDS) says how, `detail` in one line."""
 
@@ -337,9 +339,16 @@ class Sandbox:
             raise SandboxFailure("refused", f"the sandbox sent an unexpected message ({tag!r})")
 
     def close(self) -> None:
-        """Kill the child's process group and remove its scratch folder."""
-        with self._lock:
+        """Kill the child's process group and remove its scratch folder. A call under way on another thread (an
+        export's replay made ahead on its background thread, when the program ends early: Ctrl-C, a full disk)
+        is ended, not waited for: its child is killed first, so the call fails at once and lets go."""
+        if not self._lock.acquire(timeout=CLOSE_WAIT_S):
+            self._kill()
+            self._lock.acquire()
+        try:
             self._close_child()
+        finally:
+            self._lock.release()
 
     # --- internals -------------------------------------------------------------------------------------------
 

@@ -235,3 +235,29 @@ def test_the_shared_memory_cannot_be_resized():
     finally:
         os.close(fd)
         box.close()
+
+
+def test_close_ends_a_call_under_way_on_another_thread_instead_of_waiting_for_it():
+    """An export makes its sandbox calls ahead on a background thread; when the program ends early, closing the
+    sandbox must not wait for the game (up to the call's limits): the child is killed and the call fails."""
+    import threading
+
+    sandbox = Sandbox(Limits(wall_s=60, cpu_s=30))
+    pid = sandbox.call(t.pid, None)
+    failures: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            sandbox.call(t.sleep, 30)
+        except BaseException as err:  # noqa: BLE001 - kept for the assertion
+            failures.append(err)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    time.sleep(0.5)  # the call is under way in the child
+    started = time.monotonic()
+    sandbox.close()
+    worker.join(15)
+    assert time.monotonic() - started < 10 and not worker.is_alive()
+    assert len(failures) == 1 and isinstance(failures[0], SandboxFailure)
+    assert _gone(pid)
