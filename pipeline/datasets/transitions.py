@@ -672,15 +672,17 @@ class _Ahead:
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue | None = None
+        self._pid = 0  # the process whose thread serves the queue (a forked child has none: it starts its own)
         self._lock = threading.Lock()
 
     def submit(self, fn: Any, *args: Any) -> Future:
         future: Future = Future()
         with self._lock:
-            if self._queue is None:
-                self._queue = queue.SimpleQueue()
+            if self._queue is None or self._pid != os.getpid():
+                self._queue, self._pid = queue.SimpleQueue(), os.getpid()
                 threading.Thread(target=self._run, args=(self._queue,), name="export-ahead", daemon=True).start()
-        self._queue.put((future, fn, args))
+            calls = self._queue
+        calls.put((future, fn, args))
         return future
 
     @staticmethod
