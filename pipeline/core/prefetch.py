@@ -1,12 +1,15 @@
-"""Run a producer ahead of its consumer in a background thread (work that releases the GIL: polars, DuckDB,
-file reads), so a pipeline of two stages keeps both cores busy."""
+"""Work ahead of its consumer on a background thread, so that two stages of a pipeline keep both cores busy:
+`prefetched` runs a producer ahead (work that releases the GIL: polars, DuckDB, file reads); `CallsAhead`
+makes calls ahead, in order, whose answers come from another process (a sandbox's child)."""
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 _DONE = object()
@@ -56,3 +59,37 @@ def prefetched(items: Iterable[T], depth: int = 1) -> Iterator[T]:
     finally:
         stop.set()
         worker.join()
+
+
+class CallsAhead:
+    """Calls made ahead, in the order submitted, by one background thread of this process (`submit` returns a
+    Future at once): e.g. an export's sandbox calls, so that the sandbox's child replays the next piece while
+    this process writes the one before. The thread mostly waits on the other process (the GIL free meanwhile);
+    a daemon, so it never holds the program's end. Per process: a forked child starts its own thread rather
+    than queueing work nobody takes."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._queue: queue.SimpleQueue | None = None
+        self._pid = 0  # the process whose thread serves the queue
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Any, *args: Any) -> Future:
+        future: Future = Future()
+        with self._lock:
+            if self._queue is None or self._pid != os.getpid():
+                self._queue, self._pid = queue.SimpleQueue(), os.getpid()
+                threading.Thread(target=self._run, args=(self._queue,), name=self.name, daemon=True).start()
+            calls = self._queue
+        calls.put((future, fn, args))
+        return future
+
+    @staticmethod
+    def _run(calls: queue.SimpleQueue) -> None:
+        while True:
+            future, fn, args = calls.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as err:  # noqa: BLE001 - raised to whoever waits for it
+                    future.set_exception(err)

@@ -48,8 +48,6 @@ import dataclasses
 import functools
 import inspect
 import os
-import queue
-import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -64,6 +62,7 @@ import pyarrow as pa
 
 from engine.loader import GameNotFoundError, resolve_game
 from pipeline.core.game_code import GameCodeError, SandboxFailure, game_key, portable_info, run_game_code
+from pipeline.core.prefetch import CallsAhead
 from pipeline.recordings.counting import (
     ACTION_NAMES,
     StepEffect,
@@ -664,39 +663,7 @@ class _Call:
         self.info, self.arg = info, arg
 
 
-class _Ahead:
-    """Sandbox calls made ahead, in the order submitted, by one background thread of this process: while the
-    writer makes rows of a group's answers (or of a chunk's), the sandbox's child replays the next group (or
-    chunk), so that both processes work at once. The thread waits on the child (the GIL free meanwhile) and
-    unpickles its answers; a daemon, so it never holds the program's end."""
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue | None = None
-        self._pid = 0  # the process whose thread serves the queue (a forked child has none: it starts its own)
-        self._lock = threading.Lock()
-
-    def submit(self, fn: Any, *args: Any) -> Future:
-        future: Future = Future()
-        with self._lock:
-            if self._queue is None or self._pid != os.getpid():
-                self._queue, self._pid = queue.SimpleQueue(), os.getpid()
-                threading.Thread(target=self._run, args=(self._queue,), name="export-ahead", daemon=True).start()
-            calls = self._queue
-        calls.put((future, fn, args))
-        return future
-
-    @staticmethod
-    def _run(calls: queue.SimpleQueue) -> None:
-        while True:
-            future, fn, args = calls.get()
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn(*args))
-                except BaseException as err:  # noqa: BLE001 - raised to whoever waits for it
-                    future.set_exception(err)
-
-
-_AHEAD = _Ahead()
+_AHEAD = CallsAhead("export-ahead")  # the sandbox calls made ahead (see the module docstring)
 
 
 class _Pending:

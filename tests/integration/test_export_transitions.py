@@ -585,20 +585,3 @@ def test_a_long_files_next_chunk_is_replayed_while_this_one_is_turned_into_rows(
                                                                  batch_rows=1024, compress=False))
     assert pa_table(batches).equals(pa_table(list(whole.batches)))
 
-
-def test_the_background_thread_serves_a_forked_child_too():
-    """A process forked after the export's background thread started has no such thread: its first call starts
-    its own, rather than queueing work nobody takes."""
-    import os
-
-    from pipeline.datasets.transitions import _AHEAD
-
-    assert _AHEAD.submit(pow, 2, 5).result(10) == 32
-    pid = os.fork()
-    if pid == 0:  # the child: exit 0 only if the call is answered
-        try:
-            os._exit(0 if _AHEAD.submit(pow, 3, 3).result(10) == 27 else 1)
-        except BaseException:  # noqa: BLE001 - a timeout or anything else is this test's failure
-            os._exit(1)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
