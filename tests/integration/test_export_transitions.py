@@ -585,3 +585,24 @@ def test_a_long_files_next_chunk_is_replayed_while_this_one_is_turned_into_rows(
                                                                  batch_rows=1024, compress=False))
     assert pa_table(batches).equals(pa_table(list(whole.batches)))
 
+
+
+def test_a_game_stopped_in_a_later_chunk_cuts_the_play_after_the_rows_already_streamed(tmp_path):
+    """A long file whose game ends the sandbox's process in its third chunk (ox01: os._exit on ACTION2, asked for
+    ahead on the background thread while the second chunk is turned into rows): the rows of the chunks answered
+    before stay, the play is listed as cut, and the file's problem says why."""
+    from pipeline.datasets import transitions
+
+    hostile = Path(__file__).resolve().parents[1] / "fixtures" / "hostile_games"
+    script = tmp_path / "ox01_long.playback.jsonl"
+    actions = [1, 0] * 10 + [2] + [1] * 5  # each win is followed by a RESET: the game never stays finished
+    script.write_text("".join(json.dumps({"data": {"action_input": {"id": a, "data": {
+        "game_id": "ox01-0000beef"}}}}) + "\n" for a in actions))
+    export_ = transitions.export_transitions(transitions.ExportJob(path=str(script), game_dirs=(str(hostile),),
+                                                                   batch_rows=8, compress=False))
+    rows = pl.from_arrow(pa_table(list(export_.batches)))
+    assert rows["step"].to_list() == list(range(17))  # make()'s RESET, then two chunks of 8 actions
+    assert not export_.rejected and export_.n_rows == 17
+    *before, last = export_.plays  # a play ends at each full reset (the RESET after a win)
+    assert last.status == "cut" and "stopped" in last.detail and {p.status for p in before} == {"exported"}
+    assert any(p.startswith("cut:") and "sandbox" in p for p in export_.problems)
