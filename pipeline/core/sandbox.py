@@ -99,6 +99,7 @@ def limits_from_env(**overrides: Any) -> Limits:
 
 CLOSE_WAIT_S = 0.2  # `Sandbox.close`: how long a call under way on another thread may finish before its child is killed
 
+
 class SandboxFailure(Exception):
     """The confined code did not return a result: `kind` (one of KINDS) says how, `detail` in one line."""
 

@@ -724,8 +724,9 @@ def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: Ex
 def _prefetch(calls: Sequence[_Call], into: dict) -> None:
     """The first calls of several files (those whose every step fits in one), in as few sandbox calls as their
     frames allow (`replay_chunks`, each answering about GROUP_CALL_FRAME_BYTES, at most GROUP_PREFETCH_BYTES in
-    all), per game sandbox; the answers left in ``into`` (by token) for the files' streams. A call that fails leaves no answer: each of its files then
-    makes its own call, so the failure is that file's alone (as if no group had been tried)."""
+    all), per game sandbox; the answers left in ``into`` (by token) for the files' streams. A call that fails
+    leaves no answer: each of its files then makes its own call, so the failure is that file's alone (as if no
+    group had been tried)."""
     by_key: dict[str, list[_Call]] = {}
     for call in calls:
         if call.arg[3]:  # every step of the file in this call (a longer file goes on its own)
