@@ -28,9 +28,13 @@ from .common import (
 )
 
 DEFAULT_LICENCE = "other"
-# Without --workers, files are exported on a local cluster only from the scorer's thresholds on (the same reading
-# and replaying; pipeline.scoring.parallel): on a 2-core machine a local cluster took 8-9 s (4 s of CPU) to export
-# 2 files, and 15 s to export 800 short recordings and scripts (9.3 MiB) that one process exported in 8 s (load 5).
+# Without --workers, one process exports, its sandbox child replaying beside it on a second core (the next group
+# while this process writes the one before). On this 2-core machine a local cluster of two workers was slower
+# at every size measured (quiet, 2026-11-29): 26 MiB / 146,201 rows 13.3 s against 8.5 s in one process; the
+# simulated studies' recordings 348 MB 4.7 s against 3.7 s, 583 MB 6.2-6.4 s against 5.2 s, 930 MB 9.4 s against
+# 8.0 s, 1.3 GB 12.9 s against 10.8 s. So a cluster is started by itself only on 3 cores or more, and only from
+# the scorer's thresholds on (pipeline.scoring.parallel), with a worker per two cores (each worker's sandbox
+# child replays beside it).
 GC_YOUNG_THRESHOLD = 20_000  # allocations between young collections while exporting (Python's default: 700)
 
 
@@ -53,15 +57,23 @@ def _fewer_collections() -> Iterator[None]:
             gc.unfreeze()
 
 
+def _one_process_said(why: str) -> int:
+    out.info(f"{why}, so the files are exported in this one process, its sandbox child replaying beside it "
+             "(--workers N to use N processes anyway)")
+    return 1
+
+
 def _automatic_workers(jobs: list) -> int | None:
-    """Without --workers: one process (said) when the files are too few bytes for a local cluster's start to pay
-    off, else None (one worker per usable core)."""
+    """Without --workers: one process (said) on two cores or fewer, or when the files are too few bytes for a
+    local cluster's start to pay off; else a worker per two usable cores (see the note above)."""
     from pipeline.core.executor import default_workers
     from pipeline.scoring.parallel import PARALLEL_MIN_BYTES
 
     cores = default_workers()
     if cores <= 1 or len(jobs) <= 1:
         return None  # serial anyway
+    if cores == 2:
+        return _one_process_said("2 usable cores: one exporting process and its sandbox child use both")
     total = 0
     for job in jobs:
         try:
@@ -69,23 +81,26 @@ def _automatic_workers(jobs: list) -> int | None:
         except OSError:
             continue
     if total >= PARALLEL_MIN_BYTES:
-        return None
-    out.info(f"{total / (1 << 20):,.1f} MiB of input: below the {PARALLEL_MIN_BYTES >> 20} MiB from which worker "
-             "processes pay for their start-up, so the files are exported in this one process (--workers N to use "
-             "N processes anyway)")
-    return 1
+        return cores // 2
+    return _one_process_said(f"{total / (1 << 20):,.1f} MiB of input: below the {PARALLEL_MIN_BYTES >> 20} MiB "
+                             "from which worker processes pay for their start-up")
 
 
 def _automatic_workers_db(n_files: int, n_steps: int) -> int | None:
-    """Without --workers, database plays: one process (said) below PARALLEL_MIN_STEPS steps, else None."""
+    """Without --workers, database plays: one process (said) on two cores or fewer or below PARALLEL_MIN_STEPS
+    steps, else a worker per two usable cores."""
     from pipeline.core.executor import default_workers
     from pipeline.scoring.parallel import PARALLEL_MIN_STEPS
 
-    if default_workers() <= 1 or n_files <= 1 or n_steps >= PARALLEL_MIN_STEPS:
+    cores = default_workers()
+    if cores <= 1 or n_files <= 1:
         return None
-    out.info(f"{n_steps:,} steps: below the {PARALLEL_MIN_STEPS:,} from which worker processes pay for their "
-             "start-up, so the plays are exported in this one process (--workers N to use N processes anyway)")
-    return 1
+    if cores == 2:
+        return _one_process_said("2 usable cores: one exporting process and its sandbox child use both")
+    if n_steps >= PARALLEL_MIN_STEPS:
+        return cores // 2
+    return _one_process_said(f"{n_steps:,} steps: below the {PARALLEL_MIN_STEPS:,} from which worker processes "
+                             "pay for their start-up")
 
 
 def _prepare_out(out_dir: Path, overwrite: bool) -> None:
