@@ -34,7 +34,7 @@ DEFAULT_LICENCE = "other"
 # simulated studies' recordings 348 MB 4.7 s against 3.7 s, 583 MB 6.2-6.4 s against 5.2 s, 930 MB 9.4 s against
 # 8.0 s, 1.3 GB 12.9 s against 10.8 s. So a cluster is started by itself only on 3 cores or more, and only from
 # the scorer's thresholds on (pipeline.scoring.parallel), with a worker per two cores (each worker's sandbox
-# child replays beside it).
+# child replays beside it); not measured here, on a machine of 2 cores.
 GC_YOUNG_THRESHOLD = 20_000  # allocations between young collections while exporting (Python's default: 700)
 
 
