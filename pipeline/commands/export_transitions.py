@@ -4,7 +4,7 @@ a verified transitions dataset (Parquet shards, dataset card, manifest)."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,50 +57,52 @@ def _fewer_collections() -> Iterator[None]:
             gc.unfreeze()
 
 
-def _one_process_said(why: str) -> int:
+def _automatic(n_items: int, below_threshold: Callable[[], str | None]) -> int | None:
+    """Without --workers (the rule of the note above): None (serial anyway) for one core or one item; else one
+    process (said, with why) on two cores or when ``below_threshold()`` says why the work is too small for a
+    local cluster's start to pay off; else a worker per two usable cores."""
+    from pipeline.core.executor import default_workers
+
+    cores = default_workers()
+    if cores <= 1 or n_items <= 1:
+        return None
+    why = "2 usable cores: one exporting process and its sandbox child use both" if cores == 2 else below_threshold()
+    if why is None:
+        return cores // 2
     out.info(f"{why}, so the files are exported in this one process, its sandbox child replaying beside it "
              "(--workers N to use N processes anyway)")
     return 1
 
 
 def _automatic_workers(jobs: list) -> int | None:
-    """Without --workers: one process (said) on two cores or fewer, or when the files are too few bytes for a
-    local cluster's start to pay off; else a worker per two usable cores (see the note above)."""
-    from pipeline.core.executor import default_workers
+    """`_automatic` for files: small below the scorer's PARALLEL_MIN_BYTES of input."""
     from pipeline.scoring.parallel import PARALLEL_MIN_BYTES
 
-    cores = default_workers()
-    if cores <= 1 or len(jobs) <= 1:
-        return None  # serial anyway
-    if cores == 2:
-        return _one_process_said("2 usable cores: one exporting process and its sandbox child use both")
-    total = 0
-    for job in jobs:
-        try:
-            total += Path(job.path).stat().st_size
-        except OSError:
-            continue
-    if total >= PARALLEL_MIN_BYTES:
-        return cores // 2
-    return _one_process_said(f"{total / (1 << 20):,.1f} MiB of input: below the {PARALLEL_MIN_BYTES >> 20} MiB "
-                             "from which worker processes pay for their start-up")
+    def below() -> str | None:
+        total = 0
+        for job in jobs:
+            try:
+                total += Path(job.path).stat().st_size
+            except OSError:
+                continue
+        if total >= PARALLEL_MIN_BYTES:
+            return None
+        return (f"{total / (1 << 20):,.1f} MiB of input: below the {PARALLEL_MIN_BYTES >> 20} MiB from which "
+                "worker processes pay for their start-up")
+
+    return _automatic(len(jobs), below)
 
 
 def _automatic_workers_db(n_files: int, n_steps: int) -> int | None:
-    """Without --workers, database plays: one process (said) on two cores or fewer or below PARALLEL_MIN_STEPS
-    steps, else a worker per two usable cores."""
-    from pipeline.core.executor import default_workers
+    """`_automatic` for database plays: small below the scorer's PARALLEL_MIN_STEPS steps."""
     from pipeline.scoring.parallel import PARALLEL_MIN_STEPS
 
-    cores = default_workers()
-    if cores <= 1 or n_files <= 1:
-        return None
-    if cores == 2:
-        return _one_process_said("2 usable cores: one exporting process and its sandbox child use both")
-    if n_steps >= PARALLEL_MIN_STEPS:
-        return cores // 2
-    return _one_process_said(f"{n_steps:,} steps: below the {PARALLEL_MIN_STEPS:,} from which worker processes "
-                             "pay for their start-up")
+    def below() -> str | None:
+        if n_steps >= PARALLEL_MIN_STEPS:
+            return None
+        return f"{n_steps:,} steps: below the {PARALLEL_MIN_STEPS:,} from which worker processes pay for their start-up"
+
+    return _automatic(n_files, below)
 
 
 def _prepare_out(out_dir: Path, overwrite: bool) -> None:
