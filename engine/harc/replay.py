@@ -78,6 +78,10 @@ SKIPPED_ACTIONS = (
 KNOWN_ACTIONS = GRID_ACTIONS + INTERFACE_ACTIONS + SKIPPED_ACTIONS
 _KNOWN = frozenset(KNOWN_ACTIONS)
 _SKIPPED = frozenset(SKIPPED_ACTIONS)
+# Rows that neither set nor clear the selection record and need no highlight (spec §3.6, "Not clearing"; undo
+# keeps a stale record in select mode, Q8): one that logs the record empty while the replay holds one follows
+# a Submit press that logged nothing (`_unseen_submit_threw`).
+_KEEPS_SELECTION = frozenset({"edit", "change_color", "Help", "undo"})
 
 
 @dataclass(frozen=True)
@@ -246,6 +250,8 @@ class _TraceReplayer:
                         late_start = False
                         if previous_action == "write_first_description" and action != "submit":
                             self._judging_threw()
+                        elif action in _KEEPS_SELECTION and self.editor.selection_record:
+                            self._unseen_submit_threw(row)
                         if action == "edit":  # four rows in five: straight to the handler
                             self._edit(row)
                         else:
@@ -343,6 +349,23 @@ class _TraceReplayer:
             self._note("Q11", message, mismatch=True)
         else:
             self._note("Q11", message)
+        ed.abort_judging()
+
+    def _unseen_submit_threw(self, row: Mapping[str, Any]) -> None:
+        """Q11 again, later: a Submit press whose judging throws logs no row but clears the selection (and
+        re-submitting the same grid throws again). Seen as a row of `_KEEPS_SELECTION` logging an empty selection
+        record while the replay holds one, once the first description is written and the task is unsolved; the
+        replay then clears it too. When the answer is known, a grid whose judging would not throw leaves the
+        mismatch to be reported."""
+        ed = self.editor
+        if ed.first_pending or ed.solved or (self.action == "undo" and ed.tool != "select"):
+            return  # no judging yet, or none after a solve; undo in edit or floodfill mode clears it itself
+        if _json_list(row, "selected_data", self._where) != []:
+            return
+        answer = self.answer if self.answer is not None else self.solved_grid
+        if answer is not None and judge_submission(ed.grid, answer) != "error":
+            return
+        self._note("Q11", "the selection record was cleared with no row: a Submit press whose judging threw")
         ed.abort_judging()
 
     # ------------------------------------------------------------------ per-action handlers

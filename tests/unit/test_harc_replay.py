@@ -330,6 +330,42 @@ def test_q11_missing_submit_clears_selection():
     assert [(n.code, n.is_mismatch) for n in other.notes] == [("Q11", True)]
 
 
+def test_q11_a_later_submit_that_throws_clears_the_selection_with_no_row():
+    """Found by the property test below: after a first description whose judging threw, the participant selects a
+    cell and presses Submit again on the same grid; judging throws again (no row) and clears the selection, so
+    the next palette click logs change_color with selected_data []."""
+    editor = Editor()
+    editor.load_task("|1|", previous_grid=PREV)
+    editor.change_tool("select")
+    answer = "|000|000|000|000|"  # the 3x3 grid matches its top rows: judging throws
+    editor.press_submit(answer)
+    editor.send_first_description(answer)
+    editor.select_cells("test_output", [[0, 0]])
+    assert editor.press_submit(answer) == []  # threw again: no row
+    editor.palette_click(3)
+    rows = editor.log
+    assert [r["action"] for r in rows][-3:] == ["write_first_description", "select_cells", "change_color"]
+    assert rows[-2]["selected_data"] == [[0, 0]] and rows[-1]["selected_data"] == []
+    for known in (answer, None):  # the answer known (judging throws) or not (assumed)
+        result = replay_trace(rows, previous_grid=PREV, answer=known, strict=True)
+        assert result.status == "consistent", result
+        assert [n.code for n in result.notes] == ["Q11", "Q11"]
+    # once the grid is one the known answer judges without throwing, an emptied record stays a mismatch
+    editor = Editor()
+    editor.load_task("|1|", previous_grid=PREV)
+    editor.change_tool("select")
+    editor.press_submit(answer)
+    editor.send_first_description(answer)
+    editor.copy_from_input()  # |1|: judged (wrong), no throw
+    editor.select_cells("test_input", [[0, 0]])
+    editor.palette_click(3)
+    rows = [dict(r) for r in editor.log]
+    assert rows[-1]["action"] == "change_color" and rows[-1]["selected_data"] == [[0, 0]]
+    rows[-1]["selected_data"] = []  # emptied with no row the answer could explain
+    other = replay_trace(rows, previous_grid=PREV, answer=answer, strict=True)
+    assert other.status == "divergent" and "selected_data" in other.divergence.reason
+
+
 def test_q9_select_rows_with_tool_edit_after_a_select_mode_task_end():
     editor = Editor()
     editor.load_task("|1|")
