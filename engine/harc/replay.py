@@ -17,7 +17,8 @@ Checks after each row (spec §4.3):
 Documented logging quirks are modelled rather than reported: the task-start ``reset_grid`` with the 3x3
 placeholder input, undo into the previous task's grid (Q3, adopted when that grid is unknown), the
 drop-down lag after undo (Q4), unundoable paste (Q5), attempt 4 (Q6), stale ``selected_data`` (Q8),
-select rows logged with tool ``edit`` (Q9), a ``write_first_description`` without a ``submit`` (Q11),
+select rows logged with tool ``edit`` (Q9), a ``write_first_description`` without a ``submit`` and a later
+Submit press that logs nothing but clears the selection (Q11),
 pre-block duplicate resubmissions (Q12) and rows after a solve (Q15). Notes name them by code.
 """
 
