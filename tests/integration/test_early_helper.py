@@ -4,6 +4,7 @@ nothing takes it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +87,26 @@ def test_the_program_runs_the_app():
     bad = subprocess.run([sys.executable, "-m", "pipeline", "no-such-verb"], capture_output=True, text=True,
                          cwd=REPO, timeout=60)
     assert bad.returncode == 2 and "no-such-verb" in bad.stderr
+
+
+def test_the_program_makes_the_blas_single_threaded_unless_the_user_set_it(monkeypatch):
+    monkeypatch.setattr(executor, "start_early_helper", lambda preload: None)
+    for name in early.BLAS_THREADS:
+        monkeypatch.delenv(name, raising=False)
+    early.start_early_work(["score", "study/"])
+    assert {name: os.environ.get(name) for name in early.BLAS_THREADS} == {"OPENBLAS_NUM_THREADS": "1"}
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")  # the user's choice stands
+    early.start_early_work(["score", "study/"])
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
+
+
+def test_numpy_in_the_program_starts_no_blas_thread(tmp_path):
+    """The setting is in place before numpy is imported: the program's process has one thread, its own, after
+    `import numpy` (OpenBLAS would otherwise have started one per further core)."""
+    code = ("import os; from pipeline.commands.early import start_early_work; start_early_work(['--version']); "
+            "import numpy; print(len(os.listdir('/proc/self/task')), os.cpu_count())")
+    env = {k: v for k, v in os.environ.items() if k not in early.BLAS_THREADS}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env)
+    assert done.returncode == 0, done.stderr
+    threads, cores = map(int, done.stdout.split())
+    assert cores < 2 or threads == 1
