@@ -31,10 +31,10 @@ def verb_of(args: Sequence[str]) -> str | None:
     return next((a for a in args if not a.startswith("-")), None)
 
 
-# numpy's OpenBLAS starts a thread per core when numpy is imported: about 0.09 s of CPU per process here, paid by
-# the program, its ingest helper and each sandbox child, for matrices that are never big enough to share (the
-# statsmodels fits of a few thousand rows). Dask's nanny sets the same for its workers, and the sandbox for its
-# children (pipeline.core.sandbox).
+# numpy's OpenBLAS starts a thread per core when numpy is imported: about 0.09 s of CPU per process here (the
+# program, its ingest helper), for matrices that are never big enough to share (the statsmodels fits of a few
+# thousand rows). Dask's nanny sets the same for its workers, and the sandbox for its children
+# (pipeline.core.sandbox).
 BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1"}
 
 
@@ -45,9 +45,10 @@ def single_threaded_blas() -> None:
 
 
 def start_early_work(args: Sequence[str]) -> None:
-    """Make the BLAS single-threaded (`single_threaded_blas`), then start the helper process the command given by `args` (the program's arguments) is likely to read with:
-    only for a verb that reads with one, without options that rule it out, on two cores or more, while a core is
-    free (`core_free`, as the command itself decides)."""
+    """Make the BLAS single-threaded (`single_threaded_blas`), then start the helper process the command given
+    by `args` (the program's arguments) is likely to read with: only for a verb that reads with one, without
+    options that rule it out, on two cores or more, while a core is free (`core_free`, as the command itself
+    decides)."""
     single_threaded_blas()
     preload = EARLY_HELPERS.get(verb_of(args) or "")
     if preload is None or any(a.split("=", 1)[0] in _NO_HELPER_OPTIONS for a in args):

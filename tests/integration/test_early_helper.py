@@ -92,7 +92,8 @@ def test_the_program_runs_the_app():
 def test_the_program_makes_the_blas_single_threaded_unless_the_user_set_it(monkeypatch):
     monkeypatch.setattr(executor, "start_early_helper", lambda preload: None)
     for name in early.BLAS_THREADS:
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "restored after the test")  # so that monkeypatch restores the variable
+        monkeypatch.delenv(name)
     early.start_early_work(["score", "study/"])
     assert {name: os.environ.get(name) for name in early.BLAS_THREADS} == {"OPENBLAS_NUM_THREADS": "1"}
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")  # the user's choice stands
@@ -100,7 +101,7 @@ def test_the_program_makes_the_blas_single_threaded_unless_the_user_set_it(monke
     assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
 
 
-def test_numpy_in_the_program_starts_no_blas_thread(tmp_path):
+def test_numpy_in_the_program_starts_no_blas_thread():
     """The setting is in place before numpy is imported: the program's process has one thread, its own, after
     `import numpy` (OpenBLAS would otherwise have started one per further core)."""
     code = ("import os; from pipeline.commands.early import start_early_work; start_early_work(['--version']); "
