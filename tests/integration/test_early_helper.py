@@ -23,6 +23,16 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO.parent / "shared" / "samples" / "arc-agi-3" / "fixtures"
 
 
+@pytest.fixture(autouse=True)
+def _blas_variables_restored(monkeypatch):
+    """`start_early_work` sets the BLAS variables in this process's environment: put them back after each test."""
+    for name in early.BLAS_THREADS:
+        before = os.environ.get(name)
+        monkeypatch.setenv(name, before or "removed after the test")  # monkeypatch records the state before
+        if before is None:
+            monkeypatch.delenv(name)
+
+
 @pytest.mark.parametrize(("args", "cores", "load", "started"), [
     (["--plain", "ingest", "study/"], 2, 0.0, True),
     (["ingest", "a.jsonl", "b.jsonl"], 4, 2.0, True),
@@ -92,8 +102,7 @@ def test_the_program_runs_the_app():
 def test_the_program_makes_the_blas_single_threaded_unless_the_user_set_it(monkeypatch):
     monkeypatch.setattr(executor, "start_early_helper", lambda preload: None)
     for name in early.BLAS_THREADS:
-        monkeypatch.setenv(name, "restored after the test")  # so that monkeypatch restores the variable
-        monkeypatch.delenv(name)
+        monkeypatch.delenv(name, raising=False)  # restored by `_blas_variables_restored`
     early.start_early_work(["score", "study/"])
     assert {name: os.environ.get(name) for name in early.BLAS_THREADS} == {"OPENBLAS_NUM_THREADS": "1"}
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")  # the user's choice stands
