@@ -191,7 +191,7 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
             if not text.strip():
                 continue
             body = raw.rstrip(b"\r\n")  # the bytes of `text`
-            raw = (number, hashlib.sha256(body).hexdigest(), text) if keep_lines else None
+            stored = (number, hashlib.sha256(body).hexdigest(), text) if keep_lines else None
             try:
                 obj = loads_as_json(body)
             except (json.JSONDecodeError, RecursionError) as err:
@@ -203,7 +203,7 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
             if not isinstance(data, dict) or "action_input" not in data:
                 skipped.append(number)  # e.g. the trailing `{"data": {"test": ...}}` annotation
                 if keep_lines:
-                    raw_lines.append(raw)
+                    raw_lines.append(stored)
                 continue
             try:
                 action = _script_action(number, data["action_input"])
@@ -225,7 +225,7 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
                 game_id = named
             actions.append(action)
             if keep_lines:
-                raw_lines.append(raw)
+                raw_lines.append(stored)
     if not actions:
         raise RecordingRejected("the playback file has no line with an `action_input`", "no_action_line",
                                 issues=issues)  # the action lines that were bad, each with its reason
