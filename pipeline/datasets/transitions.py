@@ -9,8 +9,8 @@ the file with the one reader (`pipeline.recordings`), rebuilds its plays and cou
 comparison (`pipeline.recordings.replaying.iter_replay_classified`).
 
 A file is replayed in chunks of at most `ExportJob.batch_rows` steps, one sandbox call each, the replay kept
-alive in the child between calls; each chunk comes back as one buffer of frames with their sha256 digests
-(hashed once, in the child; the buffer through memory shared with the child), and becomes blocks of at most
+alive in the child between calls; each chunk comes back as one buffer of frames (through memory shared with
+the child), whose sha256 digests are computed here, once (`_digests`), and becomes blocks of at most
 `batch_rows` rows (or BATCH_FRAME_BYTES of frames). Files are exported in groups (`group_jobs`,
 `_group_streams`): a group's files are read first, then the whole replays of its short files go to the sandbox
 in as few calls as their frames allow (`transition_replay.replay_chunks`), and each file's stream goes on from
@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import inspect
 import os
 import uuid
@@ -716,9 +717,23 @@ def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: Ex
     while out["status"] == "ok" and not out["ended"]:
         answered += out["n"] - (1 if out["first"] == -1 else 0)
         following = _AHEAD.submit(_in_sandbox, info, replay_chunk, arg_of(False))
-        yield out
+        yield _with_digests(out)
         out = following.result()
-    yield out
+    yield _with_digests(out)
+
+
+def _digests(frames: Any) -> bytes:
+    """The sha256 digest (32 bytes) of every 4096-byte frame of a buffer, in order."""
+    view, sha256 = memoryview(frames), hashlib.sha256
+    return b"".join([sha256(view[at:at + FRAME_BYTES]).digest() for at in range(0, len(view), FRAME_BYTES)])
+
+
+def _with_digests(out: dict) -> dict:
+    """A sandbox chunk with its frames' digests, hashed in this process from the bytes received: the game's code
+    runs in the child, so a hash made there could differ from the frame it is published with."""
+    if "frames" in out:
+        out["digests"] = _digests(out["frames"])
+    return out
 
 
 def _prefetch(calls: Sequence[_Call], into: dict) -> None:

@@ -3,17 +3,17 @@
 `pipeline.datasets.transitions` exports a file in chunks of at most `ExportJob.batch_rows` steps: each call
 (`replay_chunk`) feeds the next steps to a replay kept alive in the sandbox's child between calls (a session,
 keyed by a token) and returns what the responses to them hold: the answers' fields, every frame's bytes as one
-contiguous buffer (a uint8 array; row-major, 4096 bytes a frame), the frame counts per response (int32)
-and each frame's sha256 digest (32 bytes a frame). No frame travels as a Python object, nothing is hashed
-twice, and no chunk holds more than about `max_frame_bytes` of frames, so a long recording never sits whole in
-either process. The game's class is loaded once per child while its file is unchanged (`_game_class`).
+contiguous buffer (a uint8 array; row-major, 4096 bytes a frame) and the frame counts per response (int32).
+No frame travels as a Python object, and no chunk holds more than about `max_frame_bytes` of frames, so a long
+recording never sits whole in either process. The frames' sha256 digests are not made here: the caller hashes
+the bytes it received (`pipeline.datasets.transitions._digests`), so a game's code, which runs in this process,
+cannot make a frame's published hash differ from the frame. The game's class is loaded once per child while its file is unchanged (`_game_class`).
 
-This module imports only numpy, hashlib and the engine (through `replaying`): the child stays cheap to start.
+This module imports only numpy and the engine (through `replaying`): the child stays cheap to start.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import OrderedDict, deque
 from collections.abc import Iterator
@@ -71,13 +71,12 @@ class Feed:
 
 
 class _Chunk:
-    """The responses of one call, packed as they come: frames appended to one buffer, each hashed once."""
+    """The responses of one call, packed as they come: frames appended to one buffer."""
 
     def __init__(self) -> None:
         self.answers: list[tuple] = []
         self.counts: list[int] = []
         self.frames = bytearray()
-        self.digests = bytearray()
 
     @property
     def frame_bytes(self) -> int:
@@ -86,13 +85,11 @@ class _Chunk:
     def add(self, response: Any, keep_frames: bool, answer: bool) -> None:
         n = 0
         if keep_frames:
-            frames, digests, sha256 = self.frames, self.digests, hashlib.sha256
+            frames = self.frames
             for grid in response.frame or ():
                 if type(grid) is not np.ndarray:
                     grid = np.asarray(grid)
-                data = grid.tobytes() if grid.dtype.itemsize == 1 else grid.astype(np.uint8).tobytes()
-                frames += data
-                digests += sha256(data).digest()
+                frames += grid.tobytes() if grid.dtype.itemsize == 1 else grid.astype(np.uint8).tobytes()
                 n += 1
         self.counts.append(n)
         if answer:
@@ -105,7 +102,7 @@ class _Chunk:
         """The chunk; its frames as a uint8 array over the buffer (so that the sandbox sends them out of band,
         through memory shared with the parent, not in the pickle: `sandbox_child._pickle_result`)."""
         return {"answers": self.answers, "counts": np.asarray(self.counts, dtype=np.int32).tobytes(),
-                "frames": np.frombuffer(self.frames, dtype=np.uint8), "digests": self.digests}
+                "frames": np.frombuffer(self.frames, dtype=np.uint8)}
 
 
 class _Session:

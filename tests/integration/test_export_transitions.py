@@ -345,6 +345,24 @@ def test_a_hostile_game_is_stopped_in_the_sandbox(tmp_path):
     assert "ox01" in (out / "README.md").read_text().split("## Left out", 1)[1]
 
 
+def test_a_game_that_forges_hashes_cannot_change_the_published_ones(tmp_path):
+    """A game's code runs in the sandbox's child and can replace anything there, hashlib too (tests/fixtures/
+    hostile_games hx01 makes every sha256 of that process the digest of other bytes): each row's frame_sha256s
+    is still the sha256 of the frames written beside it, since they are hashed in the command's own process."""
+    hostile = Path(__file__).resolve().parents[1] / "fixtures" / "hostile_games"
+    script = tmp_path / "hx01.playback.jsonl"
+    script.write_text("".join(json.dumps({"data": {"action_input": {"id": a, "data": {"game_id": "hx01-0000beef"}}}})
+                              + "\n" for a in (2, 1, 2)))
+    out = tmp_path / "ds"
+    code, output = export(str(script), "--games", str(hostile), "--out", str(out))
+    assert code == 0, output
+    df = rows_of(out)
+    assert df.height == 4 and df["verified"].all()  # make()'s RESET, then the three actions
+    assert df["levels_completed"].to_list() == [0, 0, 1, 1]
+    for frames, hashes in df.select("frames", "frame_sha256s").iter_rows():
+        assert frames and [hashlib.sha256(f).hexdigest() for f in frames] == hashes
+
+
 def test_playback_rows_carry_the_reference_engines_frame_hashes(tmp_path):
     """Each fixture game's scripted-win episode of the conformance kit's golden traces (recorded with the
     reference engine), turned into an action-only playback script: every exported step's frame hashes are the

@@ -1,10 +1,9 @@
 """The sandbox side of `arcstudy export-transitions` (pipeline/recordings/transition_replay.py): the game class
-is loaded once per game file while the file is unchanged, and a chunk's frames come back packed with their
-sha256 digests."""
+is loaded once per game file while the file is unchanged, and a chunk's frames come back packed in one buffer
+(their digests are made by the receiver)."""
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
@@ -38,7 +37,7 @@ def test_the_game_class_is_reloaded_only_when_its_file_changes(tmp_path, monkeyp
     assert transition_replay._game_class(info) is changed and len(loads) == 2
 
 
-def test_a_chunk_packs_every_frame_with_its_sha256():
+def test_a_chunk_packs_every_frame_and_no_digest():
     info = next(i for i in find_games([GAMES]) if i.short_id == "bg41")
     env = GameEnv(info)
     responses = [env.reset(frames=FRAMES_ALL)]
@@ -52,7 +51,7 @@ def test_a_chunk_packs_every_frame_with_its_sha256():
     frames = [np.asarray(g, dtype=np.uint8).tobytes() for i, r in enumerate(responses) if i != 2 for g in r.frame]
     assert counts == [0 if i == 2 else len(r.frame) for i, r in enumerate(responses)]
     assert bytes(packed["frames"]) == b"".join(frames)
-    assert bytes(packed["digests"]) == b"".join(hashlib.sha256(f).digest() for f in frames)
+    assert "digests" not in packed  # hashed by the receiver, from the bytes it got (transitions._with_digests)
     assert [a[1] for a in packed["answers"]] == [int(r.levels_completed) for r in responses]
 
 
@@ -71,7 +70,7 @@ def test_several_replays_in_one_call_answer_as_each_would_alone():
     for (token, actions), answer in zip(plays.items(), together, strict=True):
         assert answer["ended"] and answer["n"] == len(actions) + 1  # make()'s RESET, then each action
         assert answer["answers"] == alone[token]["answers"]
-        for field in ("counts", "frames", "digests"):
+        for field in ("counts", "frames"):
             assert bytes(answer[field]) == bytes(alone[token][field]), field
     assert not any(t.startswith("together-") for t in transition_replay._SESSIONS)
 
