@@ -30,6 +30,7 @@ from typer.models import CommandInfo
 import pipeline
 from pipeline.commands.common import EXIT_OK, Command, Group, UsageError, unknown_option
 from pipeline.core.console import out
+from pipeline.core.special_files import undecodable
 
 # verb: (module of pipeline/commands/, its function), in the order `arcstudy --help` lists them: the order a
 # user meets them
@@ -95,6 +96,11 @@ class _App(Group):
         self.commands = _Verbs()
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        for arg in args:  # a path of bytes that are not UTF-8 could be neither opened by name in a table nor shown
+            shown = undecodable(arg)
+            if shown is not None:
+                raise UsageError(f"the argument {shown} is not UTF-8 text (each byte that is not is shown as \\xNN): "
+                                 "rename the file or folder, or give a path that is", ctx)
         try:
             return super().parse_args(ctx, args)
         except UsageError as err:  # a command's option before the command: say where it goes

@@ -20,3 +20,23 @@ def not_regular_file(path: Path, *, dir_ok: bool = False) -> str | None:
     if stat.S_ISREG(mode) or (dir_ok and stat.S_ISDIR(mode)):
         return None
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def undecodable(text: str) -> str | None:
+    """None when ``text`` (a path or an argument, as Python received it) is UTF-8 text; else the text with each
+    byte that is not shown as ``\\xNN``. Python keeps such bytes of a file name as lone surrogates, which
+    DuckDB, polars, Parquet and JSON writers refuse: a name like that is reported, never stored."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return None
+
+
+def resolved(path: Path) -> Path:
+    """`path.resolve()`, or the absolute path when it cannot be resolved (symlinks that go round in a loop:
+    resolve raises RuntimeError; whoever opens it then reports why it cannot be read)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()

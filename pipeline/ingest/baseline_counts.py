@@ -37,6 +37,7 @@ REQUIRED = ("game_id", "level_index", "player_id", "completed")
 COUNT_COLUMNS = ("actions", "cumulative_actions")
 TRUE, FALSE = {"true", "1", "yes", "t", "y"}, {"false", "0", "no", "f", "n"}
 EVIDENCE = "counts-file"
+MAX_LEVEL_INDEX = 1000  # no game has nearly as many levels; a larger index is a typo (and would size the table)
 
 
 class CountsFileError(ValueError):
@@ -134,12 +135,26 @@ def _read_rows(path: Path, reader: Any, reject: Callable[..., None], rejects: li
     seen: dict[tuple[str, str, int], int] = {}
     n_rows = 0
     line = reader.line_num
-    for record in reader:
+    while True:
+        try:
+            record = next(reader, None)
+        except csv.Error as err:  # a field over the csv module's limit, ...: this record only
+            line, start = reader.line_num, line + 1
+            n_rows += 1
+            reject(start, "unreadable_record", f"the record cannot be read as CSV ({err}); fix or remove it", "")
+            continue
+        if record is None:
+            break
         line, start = reader.line_num, line + 1
         if not any(v.strip() for v in record):
             continue
         n_rows += 1
         raw = ",".join(record)
+        if any("\n" in v or "\r" in v for v in record):  # no field of this format holds a line break
+            reject(start, "unclosed_quote", f"lines {start}-{line} were read as one record: a field holds a line "
+                   "break, so a quote (\") opened in it is not closed where the line ends; fix the quoting (the "
+                   "rows of those lines are not used)", raw)
+            continue
         if len(record) != len(header):
             reject(start, "wrong_field_count", f"{len(record)} fields, the header has {len(header)}", raw)
             continue
@@ -150,9 +165,9 @@ def _read_rows(path: Path, reader: Any, reject: Callable[..., None], rejects: li
             continue
         players[(v["game_id"], v["player_id"])] = None
         level = _int(v["level_index"])
-        if level is None or level < 1:
-            reject(start, "bad_level_index", f"level_index {v['level_index']!r} is not a whole number >= 1",
-                   raw, "level_index", v["level_index"])
+        if level is None or not 1 <= level <= MAX_LEVEL_INDEX:
+            reject(start, "bad_level_index", f"level_index {v['level_index']!r} is not a whole number from 1 to "
+                   f"{MAX_LEVEL_INDEX}", raw, "level_index", v["level_index"])
             continue
         done = v["completed"].lower()
         if done not in TRUE | FALSE:

@@ -22,6 +22,7 @@ import polars as pl
 
 from pipeline.core.manifest import FileVersion, file_version
 from pipeline.core.outputs import OutputError, as_output_error, is_output_oserror
+from pipeline.core.special_files import resolved
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import InputFormat
 from schemas import validate_frame
@@ -238,7 +239,7 @@ def _failed_piece(path: Path, run_id: str, error: BaseException) -> PreparedFile
     raised again, it stops the run with nothing quarantined."""
     if isinstance(error, OutputError):
         raise error
-    ctx = FileContext(path.resolve(), None, run_id, datetime.now(UTC))  # type: ignore[arg-type]
+    ctx = FileContext(resolved(path), None, run_id, datetime.now(UTC))  # type: ignore[arg-type]
     return PreparedFile(ctx.path, ctx, failure=("rejected", "reader_error", _reader_error(error), "file", None))
 
 

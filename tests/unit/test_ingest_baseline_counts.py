@@ -130,3 +130,35 @@ def test_a_file_that_fails_to_read_is_a_counts_error():
     """/proc/self/mem opens and then fails to read (EIO): once an OSError traceback from `baselines`."""
     with pytest.raises(CountsFileError, match="cannot read"):
         read_counts(Path("/proc/self/mem"))
+
+
+def test_a_level_index_no_game_could_have_is_rejected_and_does_not_size_the_levels(tmp_path: Path):
+    """level_index 2,000,000,000 on an incomplete row once set the game's level count, and the baselines table
+    was built for every level up to it (memory without bound)."""
+    path = _write(tmp_path / "c.csv", "game_id,level_index,player_id,actions,completed\ng1,1,p1,7,true\n"
+                                      "g1,2000000000,p9,,false\ng1,1001,p2,,false\ng1,1000,p3,,false\n")
+    counts = read_counts(path)
+    assert [(r.check, r.location) for r in counts.rejects] == [("bad_level_index", "line 3"),
+                                                              ("bad_level_index", "line 4")]
+    assert counts.n_levels == {"g1": 1000}
+    assert _costs(counts) == {"p1": [7]}
+
+
+def test_a_record_the_csv_module_cannot_read_is_that_rows_reject(tmp_path: Path):
+    """A field over the csv module's size limit raised out of the reader (a traceback, nothing read)."""
+    path = _write(tmp_path / "c.csv", "game_id,level_index,player_id,actions,completed\ng1,1,p1,7,true\n"
+                                      + "x" * 200_000 + "\ng1,1,p2,9,true\n")
+    counts = read_counts(path)
+    assert [(r.check, r.location) for r in counts.rejects] == [("unreadable_record", "line 3")]
+    assert "field larger than field limit" in counts.rejects[0].reason
+    assert _costs(counts) == {"p1": [7], "p2": [9]}
+
+
+def test_an_unclosed_quote_is_reported_with_every_line_it_swallowed(tmp_path: Path):
+    """A stray opening quote made the csv module read the next lines into one field: they vanished unreported."""
+    path = _write(tmp_path / "c.csv", 'game_id,level_index,player_id,actions,completed\ng1,1,p1,7,true\n'
+                                      '"g1,1,p2,7,true\ng1,1,p3,9,true\ng1,1,p4,9,true\n')
+    counts = read_counts(path)
+    assert [(r.check, r.location) for r in counts.rejects] == [("unclosed_quote", "line 3")]
+    assert "lines 3-5" in counts.rejects[0].reason
+    assert _costs(counts) == {"p1": [7]}
