@@ -190,7 +190,13 @@ def _scored_summary(ctx: FileContext, doc: dict, out: ReaderOutput, left_out: se
                                       "environment entry without a string `id`", clip(json.dumps(env)),
                                       "core_arc3__scorecard_runs"))
             continue
-        for r_i, run in enumerate(env.get("runs") or []):
+        if not isinstance(env.get("runs"), list):  # null, an object, a number: not "no runs", a broken entry
+            what = f"`runs` is {ascii_json(env['runs'])}" if "runs" in env else "there is no `runs`"
+            out.rejects.append(Reject(f"environments[{e_i}].runs", "bad_type", f"environment {env['id']}: {what}, "
+                                      "not a list of runs", clip(json.dumps(env)), "core_arc3__scorecard_runs",
+                                      "runs"))
+            continue
+        for r_i, run in enumerate(env["runs"]):
             if not isinstance(run, dict):
                 out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", "bad_run", "run is not an object",
                                           clip(json.dumps(run)), "core_arc3__scorecard_runs"))

@@ -34,6 +34,7 @@ from pipeline.ingest.arc3_json import read_scorecard, sniff_scorecard
 from pipeline.ingest.base import FileContext, FileRejected
 from pipeline.ingest.formats import read_head
 from pipeline.recordings.counting import WIN, Card, CardPlay
+from schemas.arc3 import GAME_ID
 from schemas.vocabulary import GAME_STATES
 
 from .baseline_sources import BaselineSource
@@ -247,6 +248,8 @@ def read_card_files(paths: Sequence[Path]) -> CardInputs:
             {file_id: (path.name, path)}, raw_problems={file_id: ({}, summary_problems)})
         found.runs += runs
         found.problems += problems
+        if not runs and not any(p == path for p, _ in found.problems):  # said, not silently nothing
+            found.problems.append((path, "no run to score: the scorecard's environments hold no runs"))
     return found
 
 
@@ -274,6 +277,16 @@ def read_db_cards(ws) -> CardInputs:
     found.files = names
     found.runs, found.problems = runs_from_tables(runs, cards, slots, names)
     return found
+
+
+_GAME_ID = re.compile(GAME_ID)
+
+
+def _bad_game_id(game_id: str) -> str:
+    """Why a card's game id is refused: no table holds it (ingest quarantines it), and a run of it would stop
+    the scorer's writing of every run."""
+    return f"game id {game_id!r} is not of the form <code>-<version> (4 lowercase letters or digits, then - and 8 " \
+           "or 12 lowercase hex digits; the version may be left out)"
 
 
 def _f(v: Any) -> float | None:
@@ -305,6 +318,8 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
         label = f"environments {game_id} run {r_i}"
         bad = raw_problems.get(fid, ({}, {}))[1].get((game_id, r_i))
         la = row["level_actions"]
+        if bad is None and not _GAME_ID.match(game_id):
+            bad = _bad_game_id(game_id)
         if bad is None and la is None:
             bad = "missing level_actions: a run cannot be scored without its per-level actions"
         if bad is None and any(_count(a) is None for a in la):
@@ -357,6 +372,8 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
             problems.append((where(fid), "card quarantined: it names no game_id, so its game cannot be scored"))
             continue
         bad = raw_problems.get(fid, ({}, {}))[0].get(game_id)
+        if bad is None and not _GAME_ID.match(game_id):
+            bad = _bad_game_id(game_id)
         pairs = [tuple(p) for p in row["card_actions_by_level"] or []]
         if bad is None:
             for key in ("card_actions", "card_resets", "levels_completed"):

@@ -208,3 +208,29 @@ def test_malformed_files_and_bare_cards(tmp_path):
     assert "not a whole number" in reasons["frac.json"]
     assert reasons["other.json"].startswith("not a scorecard")
     assert "names no game_id" in reasons["nogame.json"]
+
+
+def test_an_environment_without_a_runs_list_or_with_a_game_id_of_the_wrong_form_is_refused(tmp_path):
+    """`runs: null` was read as no runs, without a word; a game id of the wrong form ("TU93-...") passed the
+    reading and aborted the whole score run when its rows were written (the good runs lost with it)."""
+    doc = json.loads((SAMPLES / "toolkit" / "bt11_win_gameover_levelreset.frames.expected.json").read_text())
+    card = _summary(doc)
+    card["environments"] += [{"id": "tu93-0768757b", "runs": None},
+                             {"id": "TU93-0768757b", "runs": [dict(card["environments"][0]["runs"][0])]}]
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(card))
+    found, result = _score([path])
+    reasons = [r for p, r in found.problems if p == path]
+    assert len(reasons) == 2, found.problems
+    assert "environment tu93-0768757b: `runs` is null, not a list of runs" in reasons[0]
+    assert "game id 'TU93-0768757b' is not of the form <code>-<version>" in reasons[1]
+    assert {r.game_id for r in found.runs} == {doc["game_id"]}
+    assert abs(result.policies[0].scorecard.score - doc["scored"]["game_score"]) < 1e-9
+
+
+def test_a_scorecard_with_no_run_at_all_is_said(tmp_path):
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps({"card_id": "c", "score": 0.0, "environments": [{"id": "tu93-0768757b", "runs": []}]}))
+    found = read_card_files([path])
+    assert found.runs == [] and found.problems == [(path, "no run to score: the scorecard's environments hold no "
+                                                          "runs")]
