@@ -136,7 +136,8 @@ def read_playback(ctx: FileContext) -> ReaderOutput:
     out.detection_evidence = (f"playback: lines hold an `action_input` and no engine output (action script, "
                               f"{len(script.actions)} actions; {skipped} line(s) without action_input skipped)")
     out.rejects.extend(_rejects(script.issues))
-    out.flags.extend(["needs_replay", *(["non_action_lines_skipped"] if skipped else [])])
+    out.flags.extend(["needs_replay", *(["non_action_lines_skipped"] if skipped else []),
+                      *(["utf8_bom"] if script.has_bom else [])])
     out.tables.update(script_tables(script, ctx.file_id))
     return out
 

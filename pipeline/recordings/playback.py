@@ -33,6 +33,7 @@ import polars as pl
 from engine.enums import GameAction
 from engine.loader import GameInfo, GameNotFoundError, GameUnloadableError, find_games, resolve_game
 from pipeline.core.outputs import write_with
+from pipeline.core.textfiles import strip_bom
 from schemas.validate import conform
 
 from .counting import ACTION_NAMES
@@ -93,6 +94,7 @@ class PlaybackScript:
     raw_lines: list[tuple[int, str, str]]  # (line number, sha256, text) of the lines kept (not the issues)
     skipped_lines: list[int] = field(default_factory=list)  # lines without `action_input`
     issues: list[LineIssue] = field(default_factory=list)  # action lines left out (bad id or click)
+    has_bom: bool = False  # the file starts with a UTF-8 byte-order mark (read as if it did not)
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,10 @@ FIRST_LINE_BYTES = 1024 * 1024  # enough to tell a script line (its reasoning is
 
 def _first_line(path: Path) -> str:
     with open(path, "rb") as fh:
+        first = True
         while raw := fh.readline(FIRST_LINE_BYTES):  # never a whole 200 MB line
+            if first:  # a byte-order mark (Windows tools write one) is not part of the line
+                raw, first = strip_bom(raw)[0], False
             text = raw.decode("utf-8", errors="replace").strip()
             if text:
                 return text
@@ -173,6 +178,7 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
     digest = hashlib.sha256()
     actions, raw_lines, skipped, issues = [], [], [], []
     game_id: str | None = None
+    has_bom = False
     with open(path, "rb") as fh:
         for number, (raw, too_long) in enumerate(bounded_lines(fh, digest), 1):
             if too_long is not None:
@@ -181,6 +187,8 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
                                         clip(raw.decode("utf-8", "replace")), "core_arc3__steps"))
                 continue
             digest.update(raw)
+            if number == 1:
+                raw, has_bom = strip_bom(raw)  # not part of line 1
             try:
                 text = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as err:  # as in recordings: not silently replaced
@@ -232,7 +240,7 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
     if game_id is None:
         raise RecordingRejected("no action line names its game (`action_input.data.game_id`)", "bad_game_id")
     return PlaybackScript(path=path, file_sha256=digest.hexdigest(), game_id=game_id, actions=actions,
-                          raw_lines=raw_lines, skipped_lines=skipped, issues=issues)
+                          raw_lines=raw_lines, skipped_lines=skipped, issues=issues, has_bom=has_bom)
 
 
 def script_guid(file_id: str) -> str:

@@ -323,3 +323,23 @@ def test_a_game_whose_code_cannot_load_is_named_with_the_loaders_reason(tmp_path
                        "--out", str(tmp_path / "out"), "--no-figures")
     assert code == 3, output
     assert "no version of game an53" in output and "no an53.py or" in output
+
+
+def test_a_script_with_a_byte_order_mark_is_read_as_without_it(tmp_path: Path):
+    """A UTF-8 BOM (Windows tools write one) made the first line unreadable as JSON: the script was refused as
+    "not a playback file" (replay) or as a recording with no frame line (score, ingest, export)."""
+    script = SCRIPTS[0]
+    bom = tmp_path / script.name
+    bom.write_bytes(b"\xef\xbb\xbf" + script.read_bytes())
+    read = read_playback_file(bom)
+    assert read.has_bom and read.actions == read_playback_file(script).actions and read.issues == []
+    expected = sidecar(script)
+    code, output = cli("score", str(bom), "--games", str(GAMES), "--out", str(tmp_path / "out"), "--no-figures")
+    assert code == 0, output
+    assert_scorecard(json.loads((tmp_path / "out" / SLUG).read_text()), expected,
+                     script_guid(read.file_sha256))
+    with Workspace(tmp_path / "s.duckdb") as ws:
+        report = ingest_paths(ws, [bom], run_id="test-bom")
+        assert [f.status for f in report.files] == ["loaded"] and report.n_quarantined == 0
+        (flags,) = ws.read("SELECT flags FROM raw_ingest__files")["flags"].to_list()
+        assert "utf8_bom" in flags and "needs_replay" in flags
