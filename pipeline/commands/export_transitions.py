@@ -4,6 +4,7 @@ a verified transitions dataset (Parquet shards, dataset card, manifest)."""
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -28,6 +29,7 @@ from .common import (
 )
 
 DEFAULT_LICENCE = "other"
+LICENCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]{0,63}")  # SPDX ids and the Hugging Face licence names
 # Without --workers, one process exports, its sandbox child replaying beside it on a second core (the next group
 # while this process writes the one before). On this 2-core machine a local cluster of two workers was slower
 # at every size measured (quiet, 2026-11-29): 26 MiB / 146,201 rows 13.3 s against 8.5 s in one process; the
@@ -189,6 +191,9 @@ def export_transitions_command(
 
     from .score import expand_recordings
 
+    if not LICENCE_ID.fullmatch(licence):  # it goes into the card's YAML front matter as it is
+        raise fail(f"--licence {licence!r}: give a licence identifier (letters, digits, '.', '+', '-': an SPDX id "
+                   "such as cc-by-4.0, or `other`)", EXIT_USAGE)
     try:
         recovered = load_recovered_actions(recovered_actions) if recovered_actions is not None else {}
     except RecordingReadError as err:

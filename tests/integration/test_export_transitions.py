@@ -215,6 +215,12 @@ def test_refusals(tmp_path):
     assert code == 3 and "zz99" in output and "cannot replay" in output
     assert rows_of(out2).height == len(file_lines(AN53))
     assert "zz99" in (out2 / "README.md").read_text()
+    # a licence that is not an identifier: it would go into the card's YAML front matter as it is
+    for bad in ("a\nb", "mit: x", ""):
+        code, output = export(str(AN53), "--games", str(ENVS), "--out", str(tmp_path / "ds3"), "--licence", bad)
+        assert code == 2 and "give a licence identifier" in output and not (tmp_path / "ds3").exists()
+    code, output = export(str(AN53), "--games", str(ENVS), "--out", str(tmp_path / "ds3"), "--licence", "cc-by-4.0")
+    assert code == 0 and "license: cc-by-4.0\n" in (tmp_path / "ds3" / "README.md").read_text()
 
 
 def test_database_export_matches_the_file_export(tmp_path):
