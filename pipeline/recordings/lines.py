@@ -398,6 +398,10 @@ def _check_frame_record(line: Line) -> None:
     if state is not None and not isinstance(state, str):
         raise LineError("bad_state", f"state must be a string, got {clip(json.dumps(state))}", "state",
                         clip(json.dumps(state)))
+    full = data.get("full_reset")
+    if full is not None and not isinstance(full, bool):  # stored as null (and not counted) otherwise, unsaid
+        raise LineError("bad_full_reset", f"full_reset must be true or false, got {clip(json.dumps(full))}",
+                        "full_reset", clip(json.dumps(full)))
     available = data.get("available_actions")
     if available is not None and not (isinstance(available, list) and _are_action_ids(available)):
         raise LineError("bad_available_actions", "available_actions must be a list of action ids 0-7, got "

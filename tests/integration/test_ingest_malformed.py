@@ -109,6 +109,9 @@ DEFECTS: dict[str, tuple[Callable[[list], list | str], int, str, str]] = {
                                    "bad_available_actions", "list of action ids"),
     "available_action_float": (edit(20, _set("data.available_actions", [6, 1e999])), 21, "bad_available_actions",
                                "list of action ids"),
+    # once stored as null (and so not counted as a full reset) without a word
+    "full_reset_a_string": (edit(21, _set("data.full_reset", "true")), 22, "bad_full_reset", "true or false"),
+    "full_reset_a_number": (edit(22, _set("data.full_reset", 1)), 23, "bad_full_reset", "got 1"),
 }
 
 
