@@ -92,11 +92,12 @@ def recover_actions_command(
         raise fail(f"cannot write {out_file}: {err.strerror or err}") from err
     manifest.add_output(out_file)
     failed = [r for r in results if r.needed and not r.ok]
-    code = EXIT_REJECTED if failed or special else EXIT_OK
+    code = EXIT_REJECTED if failed or special or any(r.lines_left_out for r in results) else EXIT_OK
     manifest.notes.update({"recovered": [r.file_name for r in results if r.ok],
                            "not_recovered": {r.file_name: r.error for r in failed},
                            "not_needed": [r.file_name for r in results if not r.needed],
-                           "not_regular_files": [str(p) for p, _ in special]})
+                           "not_regular_files": [str(p) for p, _ in special],
+                           "lines_left_out": {r.file_name: r.lines_left_out for r in results if r.lines_left_out}})
     manifest.finish(code)
     manifest_file = out_file.with_name(out_file.stem + ".manifest.json")
     try:

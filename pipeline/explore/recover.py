@@ -168,6 +168,7 @@ class Recovery:
     n_backtracks: int = 0
     game_source_sha256: str | None = None
     seconds: float = 0.0
+    lines_left_out: list[str] = field(default_factory=list)  # "line N: check: reason" of the lines not read
 
     @property
     def n_ambiguous(self) -> int:
@@ -188,16 +189,17 @@ class Recovery:
                   f"{self.n_ambiguous} ambiguous")
 
     def summary(self) -> str:
+        left_out = "".join(f"\n  left out, {why}" for why in self.lines_left_out)  # the reader's, each line
         if not self.needed:
-            return f"{self.file_name}: nothing to recover (its action ids are not lost)"
+            return f"{self.file_name}: nothing to recover (its action ids are not lost){left_out}"
         if not self.ok:
-            return f"{self.file_name}: {self.error}"
+            return f"{self.file_name}: {self.error}{left_out}"
         def n(count: int, what: str) -> str:
             return f"{count} {what}{'' if count == 1 else 's'}"
 
         return (f"{self.file_name}: recovered {n(self.n_steps, 'action')} ({n(self.n_with_alternatives, 'step')} "
                 f"with alternatives, {self.n_ambiguous} ambiguous; {n(self.n_nodes, 'step')} searched, "
-                f"{n(self.n_backtracks, 'backtrack')}, {self.seconds:.1f} s)")
+                f"{n(self.n_backtracks, 'backtrack')}, {self.seconds:.1f} s){left_out}")
 
 
 def _label(action_id: int, x: int | None, y: int | None) -> str:
@@ -563,7 +565,10 @@ def recover_file(job: RecoverJob) -> Recovery:
         return Recovery(path=str(path), file_name=path.name, error=f"cannot read it: {err.check}: {err.reason}")
     except (OSError, UnicodeDecodeError) as err:
         return Recovery(path=str(path), file_name=path.name, error=f"cannot read it: {err}")
-    return recover_parsed(parsed, [Path(d) for d in job.game_dirs], job.limits, path=str(path))
+    recovery = recover_parsed(parsed, [Path(d) for d in job.game_dirs], job.limits, path=str(path))
+    # lines the reader left out (a truncated last line, a bad frame): the steps are recovered without them, said
+    recovery.lines_left_out = [f"{i.location}: {i.check}: {i.reason}" for i in parsed.issues]
+    return recovery
 
 
 # ------------------------------------------------------------------------------------------ many files

@@ -187,6 +187,20 @@ def test_a_frame_no_action_can_produce_ends_at_its_step(tmp_path):
     assert found.failed_step == 5
 
 
+def test_lines_the_reader_left_out_are_named_and_the_exit_code_says_so(tmp_path):
+    """A truncated last line was dropped without a word (exit 0, "recovered"); a line with a bad frame was not
+    named, the failure blamed on the next line."""
+    path = agents_recording(tmp_path, toolkit_lines("tf62_scripted-win.frames.jsonl"))
+    text = path.read_text()
+    path.write_text(text[:len(text) - 4000])  # cut mid-write: the last line has no end
+    code, output = cli("recover-actions", str(path), "--games", str(GAMES), "--out", str(tmp_path / "r.json"))
+    assert code == 3, output
+    assert "recovered" in output and "left out, line " in output and "truncated_line" in output
+    manifest = json.loads((tmp_path / "r.manifest.json").read_text())
+    (left,) = manifest["notes"]["lines_left_out"][path.name]
+    assert "truncated_line" in left
+
+
 def test_a_long_run_of_identical_frames_ends_within_the_search_bounds(tmp_path):
     lines = toolkit_lines("tf62_scripted-win.frames.jsonl")
     start = lines[0]["data"]
