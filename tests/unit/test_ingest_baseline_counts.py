@@ -146,9 +146,15 @@ def test_a_level_index_no_game_could_have_is_rejected_and_does_not_size_the_leve
 
 def test_a_record_the_csv_module_cannot_read_is_that_rows_reject(tmp_path: Path):
     """A field over the csv module's size limit raised out of the reader (a traceback, nothing read)."""
+    import csv
+
     path = _write(tmp_path / "c.csv", "game_id,level_index,player_id,actions,completed\ng1,1,p1,7,true\n"
-                                      + "x" * 200_000 + "\ng1,1,p2,9,true\n")
-    counts = read_counts(path)
+                                      + "x" * 5_000 + "\ng1,1,p2,9,true\n")
+    limit = csv.field_size_limit(1_000)  # the process-wide limit (131,072 by default; another test raises it)
+    try:
+        counts = read_counts(path)
+    finally:
+        csv.field_size_limit(limit)
     assert [(r.check, r.location) for r in counts.rejects] == [("unreadable_record", "line 3")]
     assert "field larger than field limit" in counts.rejects[0].reason
     assert _costs(counts) == {"p1": [7], "p2": [9]}
