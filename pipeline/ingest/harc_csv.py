@@ -602,14 +602,20 @@ def _load_with_csv_module(path: Path, header: list[str], raw_table: str, polars_
                 row += 1
                 at_eof = "unexpected end of data" in str(err)
                 too_big = "field larger than field limit" in str(err)
+                text = tap.take()
+                # a quote closed only on a later line takes the rows written on the lines between into this
+                # record: say so, or they would vanish unnamed (rows are records: the next one is row + 1)
+                lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+                swallowed = (f"; it runs over {lines} lines of the file, so any row written on its later lines was "
+                             "read into it and is not loaded" if lines > 1 and not too_big and not at_eof else "")
                 rejects.append(Reject(
                     f"row {row}", "csv_malformed",
                     f"row {row} cannot be split into fields ({err}): " + (
                         f"a field is over {csv.field_size_limit():,} characters. Fix or remove this row" if too_big
                         else "a quote is not closed or is followed by text"
                         f"{'; the file ends inside a quoted field (cut off?)' if at_eof else ''}. "
-                        "Fix the quoting of this row"),
-                    raw_text=tap.take(), target_table=raw_table,
+                        "Fix the quoting of this row") + swallowed,
+                    raw_text=text, target_table=raw_table,
                 ))
                 continue  # csv.reader starts a fresh record on the next line
             row += 1

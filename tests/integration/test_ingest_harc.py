@@ -318,6 +318,13 @@ DEFECTS: dict[str, Defect] = {
             "summary_duplicate_attempt", lambda t: t,
             lambda: [*fx.summary_rows()[:3], {**fx.summary_rows()[3], "attempt_number": "2"}], fx.SUMMARY_COLUMNS),
         [(f"row {n}", "duplicate_attempt", None, "joint_id_task=") for n in (3, 4)], "core_harc__attempts", 2),
+    "summary_quote_swallows_a_row": Defect(  # the quote closes on the next line: that row is read into row 1
+        "summary_data.csv", edited_text("summary_quote_swallows_a_row",
+                                        lambda t: t.replace(",True\n", ',"True\n', 1), fx.summary_rows,
+                                        fx.SUMMARY_COLUMNS),
+        [("row 1", "csv_malformed", None, "row 1 cannot be split into fields (',' expected after '\"'): a quote is "
+          "not closed or is followed by text. Fix the quoting of this row; it runs over 2 lines of the file, so "
+          "any row written on its later lines was read into it and is not loaded")], "core_harc__attempts", 2),
     "errors_count_text": Defect(
         "incorrect_submissions.csv",
         _errors_count_text,
