@@ -22,6 +22,9 @@ def not_regular_file(path: Path, *, dir_ok: bool = False) -> str | None:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
+NOT_UTF8_NAME = "the file's path is not UTF-8 text (each byte that is not is shown as \\xNN): rename the file to read it"
+
+
 def undecodable(text: str) -> str | None:
     """None when ``text`` (a path or an argument, as Python received it) is UTF-8 text; else the text with each
     byte that is not shown as ``\\xNN``. Python keeps such bytes of a file name as lone surrogates, which

@@ -37,7 +37,7 @@ from pipeline.core.executor import (
     take_early_helper,
 )
 from pipeline.core.manifest import FileVersion, file_version, sha256_file
-from pipeline.core.special_files import not_regular_file, resolved, undecodable
+from pipeline.core.special_files import NOT_UTF8_NAME, not_regular_file, resolved, undecodable
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.background import BackgroundWriter
 from pipeline.ingest.base import FileContext
@@ -200,9 +200,7 @@ def prepare_file(path: Path, *, run_id: str, fmt_name: str = "auto", force: bool
     if shown is not None:  # a name no table can hold: the file is refused under its name as shown
         path = Path(shown)
         ctx = FileContext(path, None, run_id, now)  # type: ignore[arg-type]
-        return PreparedFile(path, ctx, failure=("rejected", "bad_file_name", "the file's path is not UTF-8 text "
-                                                "(each byte that is not is shown as \\xNN): rename the file to "
-                                                "read it", "file", None))
+        return PreparedFile(path, ctx, failure=("rejected", "bad_file_name", NOT_UTF8_NAME, "file", None))
     path = resolved(path)
     kind = not_regular_file(path)
     if kind is not None:

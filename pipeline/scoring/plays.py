@@ -26,7 +26,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.special_files import not_regular_file, undecodable
+from pipeline.core.special_files import NOT_UTF8_NAME, not_regular_file, undecodable
 from pipeline.core.spool import Spool
 from pipeline.core.textfiles import read_text_document
 from pipeline.recordings.counting import (
@@ -395,8 +395,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
     for path in map(Path, paths):
         shown = undecodable(str(path))
         if shown is not None:  # a name no table can hold: reported under its name as shown
-            problems.append((Path(shown), "bad_file_name: the file's path is not UTF-8 text (each byte that is not "
-                                          "is shown as \\xNN): rename the file to read it"))
+            problems.append((Path(shown), f"bad_file_name: {NOT_UTF8_NAME}"))
             continue
         try:
             with open(path, "rb") as fh:
