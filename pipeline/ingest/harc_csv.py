@@ -959,7 +959,9 @@ def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str
             continue
         value = c.value if c.value is not None else (pl.col(src(c.column)) if c.column and src(c.column)
                                                      in df.columns else pl.lit(None, pl.String))
-        bad = df.filter(mask).select(
+        # rechunk: polars 2.1 panics ("i < self.len()", string views) building a reason on the filtered rows of
+        # a frame of several chunks (a conflicting duplicate key in a real-shaped data.csv)
+        bad = df.filter(mask).rechunk().select(
             pl.col(ROW), c.reason.cast(pl.String).alias("reason"), value.cast(pl.String).alias("value"),
             (pl.col(ROW_JSON) if raw_text is None else raw_text).alias("raw"))
         for row, reason, val, raw in bad.iter_rows():
