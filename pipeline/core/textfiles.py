@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,11 @@ def lone_surrogates(obj: Any, text: str | None = None) -> list[BadText]:
         out.append(BadText(tuple(str(p) if isinstance(p, str) and has_lone_surrogate(p) else p for p in path),
                            line, escape))
     return out
+
+
+def path_text(path: Sequence[str | int]) -> str:
+    """A JSON path (`BadText.path`) as text a table can hold: a key holding a lone surrogate is shown escaped."""
+    return ".".join(ascii_json(p)[1:-1] if isinstance(p, str) and has_lone_surrogate(p) else str(p) for p in path)
 
 
 def ascii_json(value: Any) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.spool import Spool
-from pipeline.core.textfiles import LONE_SURROGATE, BadText, ascii_json, lone_surrogates
+from pipeline.core.textfiles import LONE_SURROGATE, BadText, ascii_json, lone_surrogates, path_text
 
 MAX_RAW_TEXT = 4096
 NESTED_TOO_DEEPLY = "not valid JSON for this format (nested too deeply to read: thousands of brackets)"
@@ -161,7 +161,7 @@ class BadEntries:
         value: Any = self.doc
         for key in entry:
             value = value[key]
-        inner = ".".join(str(k) for k in bad.path[len(entry):])
+        inner = path_text(bad.path[len(entry):])
         line = f" (line {bad.line})" if bad.line is not None else ""
         return Reject(f"{location}{line}", LONE_SURROGATE, bad.reason(what + (f", field {inner}" if inner else "")),
                       clip(ascii_json(value)), table, None, bad.escape)
@@ -170,7 +170,7 @@ class BadEntries:
         """A document that is one entry (metadata.json, a top-level field): refused, naming the line."""
         if self.found:
             bad = self.found[0]
-            field = ".".join(str(k) for k in bad.path)
+            field = path_text(bad.path)
             line = f"line {bad.line}" if bad.line is not None else "file"
             raise FileRejected(bad.reason(f"{what} field {field}").replace("; this is quarantined, the rest of the "
                                                                              "file loads", ""),

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from pipeline.core.textfiles import LONE_SURROGATE, BadText, lone_surrogates
+from pipeline.core.textfiles import LONE_SURROGATE, BadText, lone_surrogates, path_text
 from schemas import FIELDS
 
 from .counting import ACTION_NAMES, StepRecord
@@ -280,7 +280,7 @@ def parse_line(number: int, raw: bytes, want_frames: bool, keep_raw: bool = True
     if by_json:  # orjson refuses a lone surrogate escape; json reads it into a string nothing can store
         bad = lone_surrogates(obj, raw.decode("utf-8"))
         if bad:
-            field = ".".join(str(p) for p in bad[0].path) or "the line"
+            field = path_text(bad[0].path) or "the line"
             raise LineError(LONE_SURROGATE, BadText(bad[0].path, None, bad[0].escape).reason(f"field {field}"),
                             value=bad[0].escape)
     if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):

@@ -93,3 +93,23 @@ def test_lone_surrogates_are_found_in_document_order_with_their_lines():
     assert [(b.path[:2], b.line, b.escape) for b in found] == [
         (("a", 1), 1, "\\udfff"), (("d\ud800",), 2, "\\ud800"), (("e",), 3, "\\udc00")]
     assert lone_surrogates(json.loads('{"ok": "\\ud83d\\ude00"}'), '{"ok": "\\ud83d\\ude00"}') == []
+
+
+@pytest.mark.parametrize("fixture", ["lone_surrogate.manifest.json", "lone_surrogate.tasks.json",
+                                     "lone_surrogate.scorecard.json", "metadata"])
+def test_a_lone_surrogate_in_a_key_is_quarantined_not_a_crash(tmp_path, db_path, fixture):
+    """In a key rather than a value, the escape went into the reject's reason as it was, and writing the
+    quarantine row ended the ingest with a UnicodeEncodeError (the file's good entries lost with it)."""
+    source = FIXTURES / fixture
+    if source.is_dir():
+        shutil.copytree(source, tmp_path / "in")
+        (path,) = (tmp_path / "in").rglob("metadata.json")
+        target = tmp_path / "in"
+    else:
+        path = target = tmp_path / fixture
+        path.write_text(source.read_text())
+    path.write_text(path.read_text().replace('{"', '{"\\udfffk": 1, "', 1))  # a key of the outermost object
+    report, q, _ = _ingest(target, db_path)
+    assert "lone_surrogate" in q["check_name"].to_list(), q
+    assert any("\\udfffk" in r for r in q["reason"]), q["reason"].to_list()
+    assert all(r.encode("utf-8") for r in q["reason"])
