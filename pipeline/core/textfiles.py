@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["CRLF_FLAG", "BOM_FLAG", "LONE_SURROGATE", "UTF8_BOM", "BadText", "TextFacts", "ascii_json", "decode_head",
-           "has_lone_surrogate", "lone_surrogates", "read_text_document", "strip_bom"]
+           "has_lone_surrogate", "lone_surrogates", "path_text", "read_text_document", "strip_bom"]
 
 UTF8_BOM = b"\xef\xbb\xbf"
 BOM_FLAG = "utf8_bom"
