@@ -10,6 +10,7 @@ from pipeline.core.console import out
 
 from .common import (
     EXIT_OK,
+    EXIT_USAGE,
     DbOption,
     LockTimeoutOption,
     command_line,
@@ -40,6 +41,10 @@ def forget_command(
     from pipeline.core.manifest import RunManifest
     from pipeline.ingest.forget import NothingToForget, forget, resolve_target
 
+    if any(not t.strip() for t in targets):  # "" resolves to the current folder: everything ingested below it
+        raise fail("an empty target names no file (a shell variable that expanded to nothing?): give the file, "
+                   "folder, content hash or run id; `.` for everything ingested from the current folder",
+                   EXIT_USAGE)
     db_path = db_to_read(db)
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` first, or pass --db)")

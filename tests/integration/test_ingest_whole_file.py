@@ -135,6 +135,12 @@ def test_forget_a_run_in_one_transaction(shared_dir, tmp_path, db_path):
         assert ws.read("SELECT count(*) FROM raw_ingest__files WHERE run_id = 'keep'").item() == 1
     nothing = cli("forget", tmp_path / "never-ingested.jsonl", "--db", db_path)
     assert nothing.exit_code == 1 and "Traceback" not in nothing.output
+    # an empty target (an unset shell variable) once meant the current folder: everything ingested below it
+    for empty in ("", "  "):
+        refused = cli("forget", empty, "--db", db_path)
+        assert refused.exit_code == 2 and "an empty target names no file" in refused.output
+    with Workspace(db_path, read_only=True) as ws:
+        assert ws.read("SELECT count(*) FROM raw_ingest__files WHERE run_id = 'keep'").item() == 1
 
 
 def test_forget_is_one_transaction(shared_dir, tmp_path, db_path, monkeypatch):
