@@ -67,10 +67,14 @@ def sniff_metadata(head: Head) -> str | None:
     return None
 
 
+MAX_BASELINE_ACTIONS = 10**9  # a level's human baseline: far above any play, far below what the scorer's
+# arithmetic holds exactly (2**62 actions once made the set-based and per-play scores disagree, and score stopped)
+
+
 def _positive_int_list(value: Any) -> bool:
-    """Positive integers that a BIGINT column holds (a larger one would be stored as null)."""
-    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 2**63
-                                           for v in value)
+    """Positive integers up to MAX_BASELINE_ACTIONS."""
+    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool)
+                                           and 0 < v <= MAX_BASELINE_ACTIONS for v in value)
 
 
 def read_metadata(ctx: FileContext) -> ReaderOutput:
@@ -89,8 +93,9 @@ def read_metadata(ctx: FileContext) -> ReaderOutput:
     baseline = doc.get("baseline_actions")
     flags = list(text_flags)
     if baseline is not None and not _positive_int_list(baseline):
-        raise FileRejected(f"baseline_actions must be a list of positive integers, got {baseline!r} (zeros or "
-                           "negatives silently score 0 in the toolkit)", "bad_baseline_actions")
+        raise FileRejected(f"baseline_actions must be a list of positive integers up to {MAX_BASELINE_ACTIONS:,}, "
+                           f"got {clip(repr(baseline))} (zeros or negatives silently score 0 in the toolkit)",
+                           "bad_baseline_actions")
     if not baseline:
         flags.append("baseline_missing")
     downloaded = None

@@ -47,14 +47,23 @@ def test_a_document_nested_too_deeply_is_refused_saying_so(tmp_path: Path, name:
     assert "RecursionError" not in reason
 
 
-@pytest.mark.parametrize("baseline", [[2**70, 3], [3, -(2**64)]])
+@pytest.mark.parametrize("baseline", [[2**70, 3], [3, -(2**64)], [2**62, 5], [10**9 + 1]])
 def test_metadata_baselines_beyond_64_bits_are_refused_not_nulled(tmp_path: Path, baseline: list[int]):
+    """Beyond 64 bits they were stored as null; 2**62 was stored, and `score` then stopped (its set-based and
+    per-play scores disagreed): a baseline is a number of actions, at most 10**9."""
     doc = {"game_id": "ab12-0123abcd", "title": "x", "baseline_actions": baseline}
     statuses, rows, ws = ingest_one(tmp_path, "metadata.json", json.dumps(doc))
     envs = ws.row_count("core_arc3__environments")
     ws.close()
     assert statuses == ["rejected"] and envs == 0
     assert [check for check, _ in rows] == ["bad_baseline_actions"]
+
+
+def test_a_metadata_baseline_of_a_billion_actions_still_loads(tmp_path: Path):
+    doc = {"game_id": "ab12-0123abcd", "title": "x", "baseline_actions": [10**9, 1]}
+    statuses, rows, ws = ingest_one(tmp_path, "metadata.json", json.dumps(doc))
+    ws.close()
+    assert statuses == ["loaded"] and rows == []
 
 
 MANIFEST = {
