@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -207,6 +208,8 @@ def _coerce(where: str, f: dataclasses.Field, value: Any, hint: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where} must be a number, got {value!r}")
         value = float(value)
+        if not math.isfinite(value):  # TOML's inf and nan: no setting means either (the figures' JSON refused them)
+            raise ConfigError(f"{where} must be a finite number, got {value!r}")
     elif hint is str:
         if not isinstance(value, str):
             raise ConfigError(f"{where} must be a string, got {value!r}")

@@ -39,6 +39,9 @@ def test_every_key_is_declared_documented_and_defaulted():
     ({"low_effort": {"abandonment_rate_min": 1.5}}, "low_effort.abandonment_rate_min must be <= 1"),
     ({"low_effort": {"enabled": 1}}, "low_effort.enabled must be true or false"),
     ({"attempts": {"participant_variants": ["humans"]}}, "unknown value(s) ['humans']"),
+    # TOML's inf and nan passed, then failed the build after its tables were written (the figures' JSON)
+    ({"attempts": {"duration_less_than_s": float("inf")}}, "attempts.duration_less_than_s must be a finite number"),
+    ({"low_effort": {"relative_max": float("nan")}}, "low_effort.relative_max must be a finite number"),
 ])
 def test_bad_configuration_names_the_key(overrides, message):
     with pytest.raises(ConfigError) as err:
