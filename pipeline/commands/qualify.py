@@ -85,7 +85,9 @@ def qualify_command(
         make_out_dir(out_dir)
     command = command_line(ctx)
     announce([env_dir])
-    options = {"seed": seed, "tutorial_levels": tutorial_levels, "recordings": recording}
+    # absolute: they are read in the sandbox child, whose working folder is its scratch folder, and on workers
+    options = {"seed": seed, "tutorial_levels": tutorial_levels,
+               "recordings": None if recording is None else [p.absolute() for p in recording]}
     reports = []
     with out_write_errors_said(out_dir):
         if len(infos) > 1 and (scheduler is not None or workers is None or workers > 1):

@@ -91,6 +91,18 @@ def test_playback_catches_a_recording_that_does_not_replay(tmp_path):
     assert result.status == "fail" and "win.jsonl" in json.dumps(result.evidence)
 
 
+def test_a_recording_given_by_a_relative_path_is_played_back(tmp_path, monkeypatch):
+    """It was read in the sandbox child, whose working folder is not the user's: "did not re-execute
+    faithfully", verdict FAIL, for a good recording."""
+    entry = GAMES[0]
+    (tmp_path / "win_copy.jsonl").write_bytes((entry.directory / "solutions" / "win.jsonl").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["--plain", "qualify", entry.game_id, "--regime", "quick", "--workers", "1",
+                                 "--recording", "win_copy.jsonl", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "did not re-execute" not in result.output
+
+
 def test_cli_exit_codes(tmp_path):
     bad = runner.invoke(app, ["--plain", "qualify", "cr01", "--regime", "nope", "--environments", str(FIXTURES)])
     assert bad.exit_code == 2
