@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["CRLF_FLAG", "BOM_FLAG", "LONE_SURROGATE", "UTF8_BOM", "BadText", "TextFacts", "ascii_json", "decode_head",
-           "has_lone_surrogate", "lone_surrogates", "path_text", "read_text_document", "strip_bom"]
+           "has_lone_surrogate", "lone_surrogates", "path_text", "read_text_document", "storable",
+           "strip_bom"]
 
 UTF8_BOM = b"\xef\xbb\xbf"
 BOM_FLAG = "utf8_bom"
@@ -130,6 +131,11 @@ def lone_surrogates(obj: Any, text: str | None = None) -> list[BadText]:
         out.append(BadText(tuple(str(p) if isinstance(p, str) and has_lone_surrogate(p) else p for p in path),
                            line, escape))
     return out
+
+
+def storable(text: str) -> str:
+    """``text`` with each lone surrogate written as its escape (``\\udfff``): text a table or file can hold."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def path_text(path: Sequence[str | int]) -> str:

@@ -43,6 +43,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.sandbox import Limits, SandboxFailure, confined, limits_from_env
+from pipeline.core.textfiles import storable
 from pipeline.qualify.witness_child import FRAMEWORK_ENV, MAX_SIDE, load_framework, run_witness
 from pipeline.transforms.arctgi import families
 
@@ -221,7 +222,8 @@ def check_task(task: WitnessTask, runner: Callable[[dict[str, Any]], dict[str, A
         status, n_match = _KIND_STATUS.get(failure.kind, "error"), 0
         reason = f"the sandbox stopped the witness ({failure.kind}): {failure.detail}{_HINT.get(failure.kind, '')}"
     return {"file_id": task.file_id, "task_id": task.task_id, "family_id": task.family_id, "status": status,
-            "reason": reason, "n_pairs": n_pairs, "n_match": n_match, "seconds": time.monotonic() - started}
+            "reason": storable(reason),  # the witness's own messages are in it: a lone surrogate, escaped
+            "n_pairs": n_pairs, "n_match": n_match, "seconds": time.monotonic() - started}
 
 
 def failed_row(task: WitnessTask, error: BaseException) -> dict[str, Any]:

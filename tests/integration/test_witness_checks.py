@@ -162,6 +162,8 @@ def test_hostile_witnesses_fail_write_nothing_and_end(tmp_path: Path):
         # the sandbox process itself ended: that task's failure, never a silent exit 0
         "exit_zero": _witness("    import os\n    os._exit(0)\n"),
         "kills_itself": _witness("    import os, signal\n    os.kill(os.getpid(), signal.SIGSEGV)\n"),
+        # its message once reached the table as it was: no row of any task was written (a UnicodeEncodeError)
+        "surrogate_message": _witness("    raise ValueError('bad ' + chr(0xDFFF) + ' text')\n"),
     }
     made = tmp_path / "hostile.csv"
     _write_export(made, cases)
@@ -178,12 +180,13 @@ def test_hostile_witnesses_fail_write_nothing_and_end(tmp_path: Path):
                 "ctypes": "refused", "fork_loop": "refused", "endless_loop": "timeout", "sleep": "timeout",
                 "alloc_32gib": "refused", "delete_file": "refused", "syntax_error": "error", "missing_name": "error",
                 "float_output": "mismatch", "returns_none": "error", "exit_zero": "error",
-                "kills_itself": "error"}
+                "kills_itself": "error", "surrogate_message": "error"}
     assert {n: rows[n]["status"] for n in expected} == expected, {n: (r["status"], r["reason"]) for n, r in rows.items()}
     assert rows["huge_output"]["status"] in ("mismatch", "refused"), rows["huge_output"]
     assert "NameError" in rows["missing_name"]["reason"] and "_hidden" in rows["missing_name"]["reason"]
     assert "float64" in rows["float_output"]["reason"]
     assert "does not compile" in rows["syntax_error"]["reason"]
+    assert "ValueError: bad \\udfff text" in rows["surrogate_message"]["reason"]
     assert "wall-clock limit of 2 s" in rows["sleep"]["reason"] and "--timeout" in rows["sleep"]["reason"]
     assert "exit code 0" in rows["exit_zero"]["reason"] and "SIGSEGV" in rows["kills_itself"]["reason"]
     assert all(r["reason"] for r in rows.values()) and all(r["n_match"] == 0 for r in rows.values())
