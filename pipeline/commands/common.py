@@ -152,6 +152,9 @@ class Command(_FlagsWithoutType, TyperCommand):
 
             raise fail(f"code run by arcstudy called exit ({describe_game_error(err)}); the command stopped before "
                        "finishing and its output is incomplete") from err
+        except RecursionError as err:  # the readers of input files say which; this is for any other reading
+            raise fail("an input given to the command is nested too deeply to read (thousands of brackets or tables "
+                       "inside one another); the command stopped before finishing") from err
         except KeyboardInterrupt as err:  # Ctrl-C, e.g. out of a game that never returns from a step
             raise fail("interrupted (Ctrl-C): the command stopped before finishing; output files and folders it had "
                        "not finished were left as they were", EXIT_INTERRUPTED) from err

@@ -252,6 +252,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config {path}: {err.strerror or err}") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path} is not valid TOML: {err}") from None
+    except RecursionError:  # thousands of arrays or tables inside one another
+        raise ConfigError(f"{path} is not a configuration: it is nested too deeply to read") from None
     except UnicodeDecodeError as err:  # TOML is UTF-8
         raise ConfigError(f"{path} is not UTF-8 text ({err.reason} at byte {err.start}); re-save it as UTF-8") \
             from None

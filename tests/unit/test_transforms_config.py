@@ -75,6 +75,30 @@ def test_a_config_file_that_is_not_utf8_is_a_config_error(tmp_path: Path):
         load_config(bad)
 
 
+def test_a_config_file_nested_too_deeply_is_a_config_error(tmp_path: Path):
+    """tomllib recurses per bracket: 100,000 of them escaped as a RecursionError traceback."""
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_config(deep)
+
+
+def test_any_other_input_nested_too_deeply_stops_the_command_with_a_message(tmp_path: Path):
+    """The fallback for readers that do not say it themselves (a --compare CSV cell of 100,000 brackets)."""
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    compare = tmp_path / "cmp.csv"
+    compare.write_text('game_id,baseline_actions\npv63-003f92f7,"' + "[" * 100_000 + "]" * 100_000 + '"\n')
+    counts = tmp_path / "counts.csv"
+    counts.write_text("game_id,level_index,player_id,actions,completed\npv63-003f92f7,1,p1,7,true\n")
+    result = CliRunner().invoke(app, ["--plain", "baselines", "--from-counts", str(counts), "--compare",
+                                      str(compare)])
+    assert result.exit_code == 1, result.output
+    assert "nested too deeply to read" in result.output and not isinstance(result.exception, RecursionError)
+
+
 def test_a_config_path_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path):
     import os
 
