@@ -18,6 +18,7 @@ from pipeline.ingest.formats import Head, InputFormat, register
 from schemas.validate import conform, type_problem
 
 FORMAT_ID = "arcstudy-study-manifest/1"
+MAX_STUDY_ID_BYTES = 1024  # the study_id goes into every participant, session and play row: 10 MB once made 5 GB
 
 
 def sniff(head: Head) -> str | None:
@@ -68,6 +69,9 @@ def read_manifest(ctx: FileContext) -> ReaderOutput:
     study_id = doc.get("study_id") or ctx.path.stem
     if not isinstance(study_id, str):
         raise FileRejected(f"study_id must be a string, got {clip(json.dumps(study_id))}", "bad_type")
+    if len(study_id.encode("utf-8", "surrogatepass")) > MAX_STUDY_ID_BYTES:  # copied into every row below
+        raise FileRejected(f"study_id is {len(study_id.encode('utf-8', 'surrogatepass')):,} bytes, over the "
+                           f"{MAX_STUDY_ID_BYTES:,} an identifier may have", "value_too_large")
     out = ReaderOutput(flags=text_flags, rejects=bad_rejects)
 
     def reject(kind: str, i: int, check: str, reason: str, entry: Any, table: str, column: str | None = None):

@@ -98,6 +98,20 @@ def test_manifest_entry_of_the_wrong_type_is_quarantined_and_the_rest_loads(tmp_
     assert counts == [2, 2, 1]
 
 
+def test_a_manifest_whose_study_id_is_megabytes_is_refused_before_it_is_copied_into_every_row(tmp_path: Path):
+    """A 10 MB study_id went into each participant, session and play row: 5 GB of memory, exit 0."""
+    doc = {**json.loads(json.dumps(MANIFEST)), "study_id": "s" * 2_000}
+    statuses, rows, ws = ingest_one(tmp_path, "study.json", json.dumps(doc))
+    ws.close()
+    assert statuses == ["rejected"]
+    assert rows == [("value_too_large", "study_id is 2,000 bytes, over the 1,024 an identifier may have")]
+    doc["study_id"] = "s" * 1_024
+    (tmp_path / "ok").mkdir()
+    statuses, rows, ws = ingest_one(tmp_path / "ok", "study.json", json.dumps(doc))
+    ws.close()
+    assert statuses == ["loaded"] and rows == []
+
+
 def test_scored_summary_run_of_the_wrong_type_is_quarantined_and_the_rest_loads(tmp_path: Path):
     run = {"guid": "00000000-0000-4000-8000-000000000001", "score": 10.0, "levels_completed": 1, "actions": 5,
            "resets": 0, "state": "WIN", "completed": True, "level_scores": [10.0], "level_actions": [5],
