@@ -222,7 +222,7 @@ def check_task(task: WitnessTask, runner: Callable[[dict[str, Any]], dict[str, A
         status, n_match = _KIND_STATUS.get(failure.kind, "error"), 0
         reason = f"the sandbox stopped the witness ({failure.kind}): {failure.detail}{_HINT.get(failure.kind, '')}"
     return {"file_id": task.file_id, "task_id": task.task_id, "family_id": task.family_id, "status": status,
-            "reason": storable(reason),  # the witness's own messages are in it: a lone surrogate, escaped
+            "reason": None if reason is None else storable(reason),  # the witness's messages: a lone surrogate, escaped
             "n_pairs": n_pairs, "n_match": n_match, "seconds": time.monotonic() - started}
 
 
