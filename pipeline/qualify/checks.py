@@ -425,7 +425,11 @@ def check_hash_seeds(info: GameInfo, regime: Regime, *, seed: int = 0, extra: li
     t0 = time.perf_counter()
     scripts = {}
     for path in sorted((info.directory / "solutions").glob("*.jsonl")) + list(extra or []):
-        scripts[path.name] = [[s.action, s.data or None] for s in steps_of(read_recording(path))]
+        try:
+            scripts[path.name] = [[s.action, s.data or None] for s in steps_of(read_recording(path))]
+        except (OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError) as err:  # the file's
+            return CheckResult("hash_seeds", "fail", f"{path.name} cannot be read as a toolkit recording: "
+                               f"{type(err).__name__}: {err}", {"recording": str(path)}, time.perf_counter() - t0)
     try:
         runs = observe_under_seeds(info.directory.parent.parent, info.game_id, scripts, regime.random_steps, seed,
                                    regime.hash_seeds)

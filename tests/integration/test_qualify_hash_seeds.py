@@ -12,7 +12,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from games import list_games
+from games import GAMES_DIR, list_games
 from pipeline.cli import app
 from pipeline.explore import resolve
 from pipeline.qualify.checks import REGIMES, check_hash_seeds
@@ -72,3 +72,18 @@ def test_the_child_interpreters_import_nothing_from_the_working_folder(tmp_path,
     code, report = qualify("hs01", "--environments", str(HASHSEED_GAMES))
     assert report["checks"][0]["name"] == "hash_seeds" and report["checks"][0]["status"] == "fail", report
     assert not marker.exists()
+
+
+def test_an_extra_recording_that_cannot_be_read_fails_the_check_with_its_reason(tmp_path):
+    """A broken, empty or deeply nested --recording ended the command in a traceback."""
+    entry = list_games()[0]
+    lines = (entry.directory / "solutions" / "win.jsonl").read_text().splitlines()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([*lines[:2], "{not json", *lines[2:]]) + "\n")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    for path, words in ((broken, "broken.jsonl:3: not JSON"), (empty, "empty recording")):
+        result = check_hash_seeds(resolve(entry.game_id, GAMES_DIR), REGIMES["hash-seeds"], extra=[path])
+        assert result.status == "fail" and path.name in result.summary and words in result.summary, result.summary
+    code, report = qualify(entry.short_id, "--recording", str(broken))
+    assert code == 1 and report["checks"][0]["status"] == "fail"
