@@ -606,8 +606,9 @@ def _load_with_csv_module(path: Path, header: list[str], raw_table: str, polars_
                 # a quote closed only on a later line takes the rows written on the lines between into this
                 # record: say so, or they would vanish unnamed (rows are records: the next one is row + 1)
                 lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-                swallowed = (f"; it runs over {lines} lines of the file, so any row written on its later lines was "
-                             "read into it and is not loaded" if lines > 1 and not too_big and not at_eof else "")
+                swallowed = (f"; it runs over {lines} lines of the file{' to its end' if at_eof else ''}, so any "
+                             "row written on its later lines was read into it and is not loaded"
+                             if lines > 1 and not too_big else "")
                 rejects.append(Reject(
                     f"row {row}", "csv_malformed",
                     f"row {row} cannot be split into fields ({err}): " + (

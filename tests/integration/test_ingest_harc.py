@@ -217,6 +217,13 @@ def _errors_count_text(path: Path) -> Path:
     return path
 
 
+def _quote_to_the_end(path: Path) -> Path:
+    lines = fx.write_errors(path).read_text().split("\n")
+    lines[1] = lines[1].replace(",", ',"', 1)  # a quote opened in row 1 that no later quote closes
+    path.write_text("\n".join(lines))
+    return path
+
+
 def _bad_byte_in_row_3(path: Path) -> Path:
     lines = fx.write_data(path, relabel(fx.data_rows(), "invalid_utf8")).read_bytes().split(b"\n")
     lines[3] = lines[3].replace(b"expv2", b"exp\xffv2", 1)  # latin-1 debris in one row
@@ -325,6 +332,12 @@ DEFECTS: dict[str, Defect] = {
         [("row 1", "csv_malformed", None, "row 1 cannot be split into fields (',' expected after '\"'): a quote is "
           "not closed or is followed by text. Fix the quoting of this row; it runs over 2 lines of the file, so "
           "any row written on its later lines was read into it and is not loaded")], "core_harc__attempts", 2),
+    "errors_quote_to_the_end": Defect(  # the file's other rows were read into row 1 without a word
+        "incorrect_submissions.csv", _quote_to_the_end,
+        [("row 1", "csv_malformed", None, "row 1 cannot be split into fields (unexpected end of data): a quote is "
+          "not closed or is followed by text; the file ends inside a quoted field (cut off?). Fix the quoting of "
+          "this row; it runs over 3 lines of the file to its end, so any row written on its later lines was read "
+          "into it and is not loaded")], "core_harc__incorrect_submissions", 0),
     "errors_count_text": Defect(
         "incorrect_submissions.csv",
         _errors_count_text,
