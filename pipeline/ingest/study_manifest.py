@@ -69,8 +69,9 @@ def read_manifest(ctx: FileContext) -> ReaderOutput:
     study_id = doc.get("study_id") or ctx.path.stem
     if not isinstance(study_id, str):
         raise FileRejected(f"study_id must be a string, got {clip(json.dumps(study_id))}", "bad_type")
-    if len(study_id.encode("utf-8", "surrogatepass")) > MAX_STUDY_ID_BYTES:  # copied into every row below
-        raise FileRejected(f"study_id is {len(study_id.encode('utf-8', 'surrogatepass')):,} bytes, over the "
+    n_bytes = len(study_id.encode("utf-8", "surrogatepass"))
+    if n_bytes > MAX_STUDY_ID_BYTES:  # copied into every row below
+        raise FileRejected(f"study_id is {n_bytes:,} bytes, over the "
                            f"{MAX_STUDY_ID_BYTES:,} an identifier may have", "value_too_large")
     out = ReaderOutput(flags=text_flags, rejects=bad_rejects)
 

@@ -34,7 +34,7 @@ from pipeline.ingest.arc3_json import read_scorecard, sniff_scorecard
 from pipeline.ingest.base import FileContext, FileRejected
 from pipeline.ingest.formats import read_head
 from pipeline.recordings.counting import WIN, Card, CardPlay
-from schemas.arc3 import GAME_ID
+from pipeline.recordings.lines import GAME_ID_RE
 from schemas.vocabulary import GAME_STATES
 
 from .baseline_sources import BaselineSource
@@ -279,9 +279,6 @@ def read_db_cards(ws) -> CardInputs:
     return found
 
 
-_GAME_ID = re.compile(GAME_ID)
-
-
 def _bad_game_id(game_id: str) -> str:
     """Why a card's game id is refused: no table holds it (ingest quarantines it), and a run of it would stop
     the scorer's writing of every run."""
@@ -318,7 +315,7 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
         label = f"environments {game_id} run {r_i}"
         bad = raw_problems.get(fid, ({}, {}))[1].get((game_id, r_i))
         la = row["level_actions"]
-        if bad is None and not _GAME_ID.match(game_id):
+        if bad is None and not GAME_ID_RE.match(game_id):
             bad = _bad_game_id(game_id)
         if bad is None and la is None:
             bad = "missing level_actions: a run cannot be scored without its per-level actions"
@@ -372,7 +369,7 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
             problems.append((where(fid), "card quarantined: it names no game_id, so its game cannot be scored"))
             continue
         bad = raw_problems.get(fid, ({}, {}))[0].get(game_id)
-        if bad is None and not _GAME_ID.match(game_id):
+        if bad is None and not GAME_ID_RE.match(game_id):
             bad = _bad_game_id(game_id)
         pairs = [tuple(p) for p in row["card_actions_by_level"] or []]
         if bad is None:
