@@ -11,7 +11,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.core.textfiles import ascii_json, read_text_document
+from pipeline.core.textfiles import ascii_json, json_document, read_text_document
 from pipeline.ingest.base import (
     NESTED_TOO_DEEPLY,
     BadEntries,
@@ -31,16 +31,16 @@ CARD_KEYS = {"game_id", "total_plays", "actions", "states"}
 
 
 def _load_json_document(ctx: FileContext) -> tuple[Any, list[str], BadEntries]:
-    """(the parsed document, text flags, its strings holding a lone surrogate escape): a leading BOM is removed
-    and CRLF accepted, both flagged."""
+    """(the parsed document, text flags, its strings holding a lone surrogate escape and its objects naming a key
+    twice): a leading BOM is removed and CRLF accepted, both flagged."""
     try:
         text, facts = read_text_document(ctx.path)
     except UnicodeDecodeError as err:
         raise FileRejected(f"not UTF-8 text ({err.reason} at byte {err.start}); re-save the file as UTF-8",
                            "not_utf8") from None
     try:
-        doc = json.loads(text)
-        return doc, facts.flags(), BadEntries(doc, text)
+        doc, twice = json_document(text)
+        return doc, facts.flags(), BadEntries(doc, text, twice)
     except json.JSONDecodeError as err:
         raise FileRejected(f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})", "invalid_json",
                            f"line {err.lineno}", clip(text.splitlines()[err.lineno - 1] if text else "")) from None
@@ -172,7 +172,7 @@ def read_scorecard(ctx: FileContext) -> ReaderOutput:
                     kept[game_id] = card
                 else:
                     out.rejects.append(reject)
-            bad.found = [b for b in bad.found if b.path[:1] != ("cards",)]
+            bad.found = [b for b in bad.found if b.path[:1] != ("cards",) or len(b.path) == 1]  # inside a card: said
             cards = kept
         bad.refuse_whole("scorecard")  # a bare card is one entry; bad text outside the cards is the file's
         rows, issues, flags = card_rows(ctx.file_id, cards, None, None, [])

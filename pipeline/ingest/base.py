@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.spool import Spool
-from pipeline.core.textfiles import LONE_SURROGATE, BadText, ascii_json, lone_surrogates, path_text
+from pipeline.core.textfiles import BadText, DuplicateKey, ascii_json, lone_surrogates, path_text
 
 MAX_RAW_TEXT = 4096
 NESTED_TOO_DEEPLY = "not valid JSON for this format (nested too deeply to read: thousands of brackets)"
@@ -139,22 +139,25 @@ class ReaderOutput:
 
 
 class BadEntries:
-    """The entries of a JSON document that hold a lone surrogate escape (`lone_surrogates`), by the path of the
-    entry (its first `depth` keys): a reader skips each and quarantines it with its line."""
+    """The entries of a JSON document that hold bad text (a lone surrogate escape, `lone_surrogates`) or an object
+    naming a key twice (`json_document`), by the path of the entry (its first `depth` keys): a reader skips each
+    and quarantines it, with its line when known."""
 
-    def __init__(self, doc: Any, text: str):
+    def __init__(self, doc: Any, text: str, twice: list[DuplicateKey] | None = None):
         self.doc = doc
-        self.found = lone_surrogates(doc, text)
+        self.found: list[BadText | DuplicateKey] = [*(twice or ()), *lone_surrogates(doc, text)]
 
     def __bool__(self) -> bool:
         return bool(self.found)
 
-    def at(self, *entry: str | int) -> BadText | None:
-        """The first bad string inside `entry` (a path from the root), or None."""
+    def at(self, *entry: str | int) -> BadText | DuplicateKey | None:
+        """The first bad string or object inside `entry` (a path from the root; the entry itself included), or
+        None."""
         return next((b for b in self.found if b.path[:len(entry)] == entry), None)
 
     def reject(self, entry: tuple[str | int, ...], location: str, what: str, table: str | None) -> Reject | None:
-        """The quarantine record of `entry` when it holds bad text (its value kept as ASCII JSON), else None."""
+        """The quarantine record of `entry` when it holds bad text or names a key twice (its value kept as ASCII
+        JSON), else None."""
         bad = self.at(*entry)
         if bad is None:
             return None
@@ -163,8 +166,8 @@ class BadEntries:
             value = value[key]
         inner = path_text(bad.path[len(entry):])
         line = f" (line {bad.line})" if bad.line is not None else ""
-        return Reject(f"{location}{line}", LONE_SURROGATE, bad.reason(what + (f", field {inner}" if inner else "")),
-                      clip(ascii_json(value)), table, None, bad.escape)
+        return Reject(f"{location}{line}", bad.check, bad.reason(what + (f", field {inner}" if inner else "")),
+                      clip(ascii_json(value)), table, None, bad.shown)
 
     def refuse_whole(self, what: str) -> None:
         """A document that is one entry (metadata.json, a top-level field): refused, naming the line."""
@@ -172,6 +175,5 @@ class BadEntries:
             bad = self.found[0]
             field = path_text(bad.path)
             line = f"line {bad.line}" if bad.line is not None else "file"
-            raise FileRejected(bad.reason(f"{what} field {field}").replace("; this is quarantined, the rest of the "
-                                                                             "file loads", ""),
-                               LONE_SURROGATE, line, clip(ascii_json(self.doc)))
+            raise FileRejected(bad.reason(f"{what} field {field}" if field else what, whole=True),
+                               bad.check, line, clip(ascii_json(self.doc)))

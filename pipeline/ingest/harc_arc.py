@@ -24,7 +24,16 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.spool import Spool
-from pipeline.core.textfiles import LONE_SURROGATE, ascii_json, lone_surrogates, read_text_document
+from pipeline.core.textfiles import (
+    DUPLICATE_KEY,
+    LONE_SURROGATE,
+    MarkingDecoder,
+    ascii_json,
+    json_document,
+    keys_twice,
+    lone_surrogates,
+    read_text_document,
+)
 from pipeline.ingest.base import (
     NESTED_TOO_DEEPLY,
     BadEntries,
@@ -169,7 +178,7 @@ class _TaskCollection:
         self.path, self.file_id = path, file_id
 
     def entries(self) -> Iterator[tuple[str, Any]]:
-        decoder = json.JSONDecoder()
+        decoder = self.decoder = MarkingDecoder()
         with open(self.path, encoding="utf-8-sig") as f:
             buf, pos = f.read(self.WINDOW), 0
             ended = False
@@ -239,9 +248,17 @@ class _TaskCollection:
             _task_tables(out, self.file_id, self.path.name, tasks, pairs)
             return out
 
+        seen: set[str] = set()
         try:
+            marked = 0
             for task_id, task in self.entries():
-                _collection_entry(piece, task_id, task, tasks, pairs, None)
+                twice = keys_twice(task, (task_id,)) if self.decoder.marked > marked else []
+                marked = self.decoder.marked
+                if task_id in seen:  # the earlier task of this id is already loaded
+                    piece.rejects.append(_task_twice(task_id, task, "the earlier one loaded, this one is quarantined"))
+                    continue
+                seen.add(task_id)
+                _collection_entry(piece, task_id, task, tasks, pairs, BadEntries({task_id: task}, None, twice))
                 if len(tasks) >= TASKS_PER_PIECE:
                     yield done()
                     piece, tasks, pairs = ReaderOutput(), [], []
@@ -251,29 +268,19 @@ class _TaskCollection:
         yield done()
 
 
-class _NoBadText:
-    """A whole collection already searched (`BadEntries`) and found clean."""
-
-    def __bool__(self) -> bool:
-        return True
-
-    def reject(self, *_: Any) -> None:
-        return None
-
-
-_NO_BAD_TEXT = _NoBadText()
+def _task_twice(task_id: str, task: Any, what_happened: str) -> Reject:
+    """The reject of a task whose id the collection names twice (json keeps the later task only)."""
+    return Reject(f"task {ascii_json(task_id)}", DUPLICATE_KEY,
+                  f"the collection names the task id {ascii_json(task_id)} twice, and which task is meant cannot be "
+                  f"known: {what_happened}; rename or remove one", clip(ascii_json(task)), TASKS, None,
+                  ascii_json(task_id))
 
 
 def _collection_entry(out: ReaderOutput, task_id: Any, task: Any, tasks: list[dict], pairs: list[dict],
-                      bad: BadEntries | _NoBadText | None) -> None:
+                      bad: BadEntries) -> None:
     """One entry of a task collection: its task and pairs, or its reject."""
-    reject = bad.reject((task_id,), f"task {ascii_json(task_id)}", "task", TASKS) if bad else None
-    if reject is None and bad is None:  # streamed: no line numbers, the same check
-        found = lone_surrogates({task_id: task})
-        if found:
-            reject = Reject(f"task {ascii_json(task_id)}", LONE_SURROGATE, found[0].reason("task"),
-                            clip(ascii_json(task)), TASKS, None, found[0].escape)
-    if reject is not None:  # bad text (a lone surrogate escape): this task is quarantined, the rest load
+    reject = bad.reject((task_id,), f"task {ascii_json(task_id)}", "task", TASKS)
+    if reject is not None:  # bad text (a lone surrogate escape) or a key named twice: this task is quarantined
         out.rejects.append(reject)
         return
     try:
@@ -321,7 +328,7 @@ def read_task_json(ctx: FileContext) -> ReaderOutput:
         raise FileRejected(f"not UTF-8 text ({err.reason} at byte {err.start}); re-save the file as UTF-8",
                            check="not_utf8") from None
     try:
-        obj = json.loads(text)
+        obj, twice = json_document(text)
     except json.JSONDecodeError as err:
         raise FileRejected(f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno}",
                            check="invalid_json", raw_text=text) from err
@@ -331,11 +338,17 @@ def read_task_json(ctx: FileContext) -> ReaderOutput:
     tasks: list[dict] = []
     pairs: list[dict] = []
     stem = ctx.path.stem
-    bad = BadEntries(obj, text)
+    bad = BadEntries(obj, text, twice)
     if _is_collection(obj):
         out.detection_evidence = f"a collection of {len(obj)} ARC tasks keyed by task id"
+        ids_twice = {b.key for b in twice if b.path == ()}
+        bad.found = [b for b in bad.found if b.path != ()]
         for task_id, task in obj.items():
-            _collection_entry(out, task_id, task, tasks, pairs, bad if bad else _NO_BAD_TEXT)
+            if task_id in ids_twice:
+                out.rejects.append(_task_twice(
+                    task_id, task, "JSON keeps only the later one, which is quarantined here; the earlier one is lost"))
+                continue
+            _collection_entry(out, task_id, task, tasks, pairs, bad)
     else:
         if not isinstance(obj, dict):
             raise FileRejected(f"an ARC task file holds a JSON object, this one holds a {type(obj).__name__}",

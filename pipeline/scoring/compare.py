@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.textfiles import unique_json
+
 from .policies import DEFAULT_POLICY_ID, POLICIES, get_policy
 
 __all__ = ["CompareError", "Comparison", "compare_scorecards", "read_comparison_card", "write_comparison"]
@@ -46,8 +48,8 @@ class CompareError(ValueError):
 def read_comparison_card(path: Path) -> dict[str, Any]:
     """A scored summary (``environments[].runs[]``) from ``path``."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8-sig"))
-    except (OSError, ValueError, RecursionError) as err:
+        doc = unique_json(Path(path).read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError, RecursionError) as err:  # ValueError: not JSON, a key named twice
         raise CompareError(f"not a readable JSON scorecard ({err})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("environments"), list):
         raise CompareError("not a scored summary: needs `environments[].runs[]` (an official scorecard or an "

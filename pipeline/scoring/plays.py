@@ -28,7 +28,7 @@ import polars as pl
 
 from pipeline.core.special_files import NOT_UTF8_NAME, not_regular_file, undecodable
 from pipeline.core.spool import Spool
-from pipeline.core.textfiles import read_text_document
+from pipeline.core.textfiles import DuplicateKeyError, read_text_document, unique_json
 from pipeline.recordings.counting import (
     RESET,
     Card,
@@ -484,8 +484,8 @@ def load_recovered_actions(path: Path) -> dict[str, RecoveredSteps]:
     if not_regular_file(path) is not None:
         raise RecordingReadError(f"cannot read recovered actions from {path}: not a regular file")
     try:
-        doc = json.loads(read_text_document(path)[0])  # a BOM is not content
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+        doc = unique_json(read_text_document(path)[0])  # a BOM is not content
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, DuplicateKeyError) as err:
         raise RecordingReadError(f"cannot read recovered actions from {path}: {err}") from None
     except RecursionError:
         raise RecordingReadError(f"cannot read recovered actions from {path}: JSON nested too deeply") from None

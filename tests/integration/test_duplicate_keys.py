@@ -1,0 +1,191 @@
+"""A JSON object that names a key twice is bad input, not the last value silently.
+
+Python's json keeps the later value of a repeated key without a word: a study manifest with a second
+`"plays": []` loaded no play at all, a scorecard with a second `"environments": []` no run, a task collection
+naming a task id twice lost the first task, all with exit 0. Which value the writer meant cannot be known, so
+the object is quarantined with the key named (a whole document when the repeat is at its top level), and the
+rest of the file loads.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.core.textfiles import DuplicateKey, DuplicateKeyError, json_document, unique_json
+from pipeline.core.workspace import Workspace
+from pipeline.ingest import ingest_paths
+
+RUN = {"guid": "00000000-0000-4000-8000-00000000000{n}", "score": 10.0, "levels_completed": 1, "actions": 5,
+       "resets": 0, "state": "WIN", "completed": True, "level_scores": [10.0], "level_actions": [5],
+       "level_baseline_actions": [3]}
+
+
+def _run(n: int) -> str:
+    return json.dumps({**RUN, "guid": RUN["guid"].format(n=n)})
+
+
+def _ingest(path: Path, db: Path):
+    with Workspace(db) as ws:
+        ws.ensure_tables()
+        report = ingest_paths(ws, [path], run_id="r", workers=1)
+        q = ws.read("SELECT source_location, check_name, reason, failing_value FROM quarantine "
+                    "ORDER BY source_location")
+        counts = {t: ws.row_count(t) for t in ("core_study__session_plays", "core_arc__tasks",
+                                                "core_arc3__scorecard_runs", "core_arc3__environments",
+                                                "core_arc3__card_plays")
+                  if ws.has_table(t)}
+    return report, q, counts
+
+
+# ------------------------------------------------------------------------------------------------ the loader
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4),
+    max_leaves=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON_VALUES)
+def test_a_document_without_repeated_keys_reads_as_json_reads_it(value):
+    text = json.dumps(value)
+    assert json_document(text) == (json.loads(text), [])
+    assert unique_json(text) == json.loads(text)
+
+
+def test_every_object_naming_a_key_twice_is_found_in_document_order():
+    text = '{"a": 1, "b": [{"x": 1, "y": 2, "x": 3}, {"z": {"k": 1, "k": 2, "k": 3}}], "a": 2}'
+    doc, twice = json_document(text)
+    assert doc == json.loads(text)
+    assert twice == [DuplicateKey((), "a"), DuplicateKey(("b", 0), "x"), DuplicateKey(("b", 1, "z"), "k")]
+    with pytest.raises(DuplicateKeyError, match='the document names the key "a" twice'):
+        unique_json(text)
+    with pytest.raises(DuplicateKeyError, match=r'the object at b\.1\.z names the key "k" twice'):
+        unique_json('{"b": [1, {"z": {"k": 1, "k": 2}}]}')
+
+
+# ------------------------------------------------------------------------------------------------ manifests
+MANIFEST_HEAD = ('{"format": "arcstudy-study-manifest/1", "study_id": "pilot", '
+                 '"participants": [{"participant_id": "p1"}], "sessions": [{"session_id": "s1", '
+                 '"participant_id": "p1"}], ')
+PLAY = '{{"guid": "00000000-0000-4000-8000-00000000000{n}", "session_id": "s1", "game_id": "ab12-0123abcd"}}'
+
+
+def test_a_manifest_naming_plays_twice_is_refused_not_emptied(tmp_path, db_path):
+    path = tmp_path / "study.json"
+    path.write_text(MANIFEST_HEAD + f'"plays": [{PLAY.format(n=1)}, {PLAY.format(n=2)}], "plays": []}}')
+    report, q, counts = _ingest(path, db_path)
+    assert report.files[0].status == "rejected"
+    assert q["check_name"].to_list() == ["duplicate_key"]
+    assert 'names the key "plays" twice' in q["reason"][0]
+    assert counts.get("core_study__session_plays", 0) == 0  # not an empty study that looks complete
+
+
+def test_a_play_naming_a_key_twice_is_quarantined_and_the_others_load(tmp_path, db_path):
+    path = tmp_path / "study.json"
+    twice = PLAY.format(n=2)[:-1] + ', "session_id": "s2"}'
+    path.write_text(MANIFEST_HEAD + f'"plays": [{PLAY.format(n=1)}, {twice}, {PLAY.format(n=3)}]}}')
+    report, q, counts = _ingest(path, db_path)
+    assert report.files[0].status == "loaded"
+    assert q["source_location"].to_list() == ["plays[1]"]
+    assert q["check_name"].to_list() == ["duplicate_key"]
+    assert 'play names the key "session_id" twice' in q["reason"][0]
+    assert q["failing_value"].to_list() == ['"session_id"']
+    assert counts["core_study__session_plays"] == 2
+
+
+# ------------------------------------------------------------------------------------------------ scorecards
+def test_a_scorecard_naming_environments_twice_is_refused_by_ingest_and_score(tmp_path, db_path):
+    path = tmp_path / "card.json"
+    path.write_text(f'{{"card_id": "c1", "environments": [{{"id": "ab12-0123abcd", "runs": [{_run(1)}]}}], '
+                    '"environments": []}')
+    report, q, _ = _ingest(path, db_path)
+    assert report.files[0].status == "rejected"
+    assert 'names the key "environments" twice' in q["reason"][0]
+    result = CliRunner().invoke(app, ["--plain", "score", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code != 0, result.output
+    assert 'names the key "environments" twice' in " ".join(result.output.split())
+
+
+def test_a_run_naming_a_key_twice_leaves_out_its_environment_only(tmp_path, db_path):
+    path = tmp_path / "card.json"
+    bad_run = _run(2)[:-1] + ', "actions": 50}'
+    path.write_text(f'{{"card_id": "c1", "environments": [{{"id": "ab12-0123abcd", "runs": [{_run(1)}]}}, '
+                    f'{{"id": "cd34-0123abcd", "runs": [{bad_run}]}}]}}')
+    report, q, counts = _ingest(path, db_path)
+    assert report.files[0].status == "loaded"
+    assert q["source_location"].to_list() == ["environments[1]"]
+    assert 'field runs.0 names the key "actions" twice' in q["reason"][0]
+    assert counts["core_arc3__scorecard_runs"] == 1
+
+
+def test_a_card_wrapper_naming_a_game_twice_is_refused(tmp_path, db_path):
+    card = '{"game_id": "ab12-0123abcd", "total_plays": 1, "actions": [5], "states": ["WIN"]}'
+    path = tmp_path / "cards.json"
+    path.write_text(f'{{"won": 1, "played": 1, "cards": {{"ab12-0123abcd": {card}, "ab12-0123abcd": {card}}}}}')
+    report, q, counts = _ingest(path, db_path)
+    assert report.files[0].status == "rejected"
+    assert q["check_name"].to_list() == ["duplicate_key"]
+    assert 'names the key "ab12-0123abcd" twice' in q["reason"][0]
+    assert counts.get("core_arc3__card_plays", 0) == 0
+
+
+def test_a_metadata_file_naming_its_baselines_twice_is_refused(tmp_path, db_path):
+    path = tmp_path / "metadata.json"
+    path.write_text('{"game_id": "ab12-0123abcd", "title": "AB12", "baseline_actions": [3, 4], '
+                    '"baseline_actions": [30, 40]}')
+    report, q, counts = _ingest(path, db_path)
+    assert report.files[0].status == "rejected"
+    assert 'metadata names the key "baseline_actions" twice' in q["reason"][0]
+    assert counts.get("core_arc3__environments", 0) == 0
+
+
+# ------------------------------------------------------------------------------------------------ ARC tasks
+TASK = {"train": [{"input": [[1]], "output": [[2]]}], "test": [{"input": [[1]], "output": [[2]]}]}
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+def test_a_task_collection_naming_a_task_twice_quarantines_the_repeat(tmp_path, db_path, monkeypatch, streamed):
+    from pipeline.ingest import harc_arc
+
+    if streamed:
+        monkeypatch.setattr(harc_arc, "STREAM_TASKS_BYTES", 1)
+    t = json.dumps(TASK)
+    inner = t.replace('"test": [{"input": [[1]], "output": [[2]]}]',
+                      '"test": [{"input": [[1]], "output": [[2]], "output": [[3]]}]')
+    assert inner != t
+    path = tmp_path / "tasks.json"
+    path.write_text(f'{{"aa": {t}, "bb": {t}, "cc": {inner}, "aa": {t}}}')
+    report, q, counts = _ingest(path, db_path)
+    assert report.files[0].status == "loaded"
+    assert q["source_location"].to_list() == ['task "aa"', 'task "cc"']
+    assert q["check_name"].to_list() == ["duplicate_key", "duplicate_key"]
+    assert 'names the task id "aa" twice' in q["reason"][0]
+    assert 'names the key "output" twice' in q["reason"][1]
+    # the whole file: json keeps only the later "aa", which is quarantined; streamed: the earlier one loaded
+    assert counts["core_arc__tasks"] == (2 if streamed else 1)
+
+
+# ------------------------------------------------------------------------------------------------ other documents
+def test_recovered_actions_naming_a_recording_twice_are_refused(tmp_path):
+    from pipeline.scoring.plays import RecordingReadError, load_recovered_actions
+
+    path = tmp_path / "recovered.json"
+    path.write_text('{"a.recording.jsonl": [1, 2, 3], "a.recording.jsonl": [4]}')
+    with pytest.raises(RecordingReadError, match='names the key "a.recording.jsonl" twice'):
+        load_recovered_actions(path)
+
+
+def test_a_comparison_card_naming_a_key_twice_is_refused(tmp_path):
+    from pipeline.scoring.compare import CompareError, read_comparison_card
+
+    path = tmp_path / "other.json"
+    path.write_text(f'{{"environments": [{{"id": "ab12-0123abcd", "runs": [{_run(1)}]}}], "environments": []}}')
+    with pytest.raises(CompareError, match='names the key "environments" twice'):
+        read_comparison_card(path)
