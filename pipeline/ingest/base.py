@@ -72,6 +72,12 @@ class Reject:
     raw_sha256: str | None = None
 
     def __post_init__(self) -> None:
+        # a reason or value quoting a huge field (16 MB in one H-ARC cell) is kept to MAX_RAW_TEXT like raw_text:
+        # every failing check of that row would otherwise hold its own full copies while the file is read
+        for name in ("reason", "value"):
+            text = getattr(self, name)
+            if text is not None and len(text) > MAX_RAW_TEXT:
+                object.__setattr__(self, name, clip(text))
         if self.raw_text is None:
             return
         if self.n_raw_bytes is None:

@@ -31,7 +31,7 @@ import polars as pl
 from pipeline.core.prefetch import prefetched
 from pipeline.core.spool import Spool
 from pipeline.core.textfiles import decode_head
-from pipeline.ingest.base import FileChangedError, FileRejected, PiecesStartOver, Reject
+from pipeline.ingest.base import MAX_RAW_TEXT, FileChangedError, FileRejected, PiecesStartOver, Reject
 from pipeline.ingest.formats import Head
 
 ROW = "row_number"
@@ -932,6 +932,22 @@ def broken(structural: Sequence[RowCheck]) -> pl.Expr:
     return pl.any_horizontal([pl.col(UNSPLIT), *[c.failed.fill_null(False) for c in structural]])
 
 
+def _clipped(text: pl.Expr, limit: int = MAX_RAW_TEXT) -> pl.Expr:
+    """`clip` (pipeline.ingest.base) in polars: a reason or value quoting a huge field is cut to `limit`
+    characters before it is copied into Python, once per failing check."""
+    over = text.str.len_chars().cast(pl.Int64) - limit
+    return pl.when(over > 0).then(pl.format("{}... [{} more chars]", text.str.slice(0, limit), over)) \
+        .otherwise(text)
+
+
+SHOWN_CHARS = 200  # of a bad value quoted in a reason: the reason's explanation after it stays readable
+
+
+def _shown(text: pl.Expr) -> pl.Expr:
+    """A bad value as a reason quotes it (Python's repr), cut to SHOWN_CHARS first."""
+    return _clipped(text, SHOWN_CHARS).map_elements(repr, return_dtype=pl.String)
+
+
 def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str, *,
                  structural: Sequence[RowCheck] = (), raw_text: pl.Expr | None = None
                  ) -> tuple[list[Reject], pl.Series]:
@@ -960,11 +976,15 @@ def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str
             continue
         value = c.value if c.value is not None else (pl.col(src(c.column)) if c.column and src(c.column)
                                                      in df.columns else pl.lit(None, pl.String))
-        # rechunk: polars 2.1 panics ("i < self.len()", string views) building a reason on the filtered rows of
-        # a frame of several chunks (a conflicting duplicate key in a real-shaped data.csv)
-        bad = df.filter(mask).rechunk().select(
-            pl.col(ROW), c.reason.cast(pl.String).alias("reason"), value.cast(pl.String).alias("value"),
-            (pl.col(ROW_JSON) if raw_text is None else raw_text).alias("raw"))
+        exprs = [pl.col(ROW), _clipped(c.reason.cast(pl.String)).alias("reason"),
+                 _clipped(value.cast(pl.String)).alias("value"),
+                 (pl.col(ROW_JSON) if raw_text is None else raw_text).alias("raw")]
+        # only the columns this check reads are filtered (a row holding a huge field is copied once per failing
+        # check otherwise, each copy of every column); rechunk: polars 2.1 panics ("i < self.len()", string
+        # views) building a reason on the filtered rows of a frame of several chunks (a conflicting duplicate
+        # key in a real-shaped data.csv)
+        used = list(dict.fromkeys(name for e in exprs for name in e.meta.root_names()))
+        bad = df.select(used).filter(mask).rechunk().select(exprs)
         for row, reason, val, raw in bad.iter_rows():
             if c.explain is not None:
                 reason = f"{reason}: {c.explain(val)}"
@@ -983,7 +1003,7 @@ def parse_failed(column: str, typed: pl.Expr, expected: str, check: str) -> RowC
     """The source text is present but did not parse as `expected`."""
     return RowCheck(check, pl.col(src(column)).is_not_null() & typed.is_null(),
                     pl.format(f"{column} is {{}}, expected {expected}",
-                              pl.col(src(column)).map_elements(repr, return_dtype=pl.String)), column)
+                              _shown(pl.col(src(column)))), column)
 
 
 def out_of_range(column: str, typed: pl.Expr, lo: int, hi: int, check: str = "out_of_range") -> RowCheck:
@@ -996,7 +1016,7 @@ def not_in(column: str, allowed: Sequence[str], check: str = "out_of_vocabulary"
     shown = ", ".join(allowed) if len(allowed) <= 6 else ", ".join(allowed[:6]) + ", ..."
     return RowCheck(check, col.is_not_null() & ~col.is_in(list(allowed)),
                     pl.format(f"{column} is {{}}, not one of {shown}",
-                              col.map_elements(repr, return_dtype=pl.String)), column)
+                              _shown(col)), column)
 
 
 def json_explain(column: str) -> Callable[[str | None], str]:
