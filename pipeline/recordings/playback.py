@@ -207,7 +207,12 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
                 issues.append(LineIssue(f"line {number}", "invalid_json", f"not valid JSON ({why})", clip(text),
                                         "core_arc3__steps"))
                 continue
-            data = obj.get("data") if isinstance(obj, dict) else None
+            if not isinstance(obj, dict):  # a bare id or name is not a record (the action would go unplayed)
+                issues.append(LineIssue(f"line {number}", "not_a_record", f"line is a JSON {_json_kind(obj)}, not an "
+                                        'object; a playback line is {"data": {"action_input": {"id": ..., "data": '
+                                        '{...}}}}; not replayed', clip(text), "core_arc3__steps"))
+                continue
+            data = obj.get("data")
             if not isinstance(data, dict) or "action_input" not in data:
                 skipped.append(number)  # e.g. the trailing `{"data": {"test": ...}}` annotation
                 if keep_lines:
@@ -241,6 +246,10 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
         raise RecordingRejected("no action line names its game (`action_input.data.game_id`)", "bad_game_id")
     return PlaybackScript(path=path, file_sha256=digest.hexdigest(), game_id=game_id, actions=actions,
                           raw_lines=raw_lines, skipped_lines=skipped, issues=issues, has_bom=has_bom)
+
+
+def _json_kind(value: Any) -> str:
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array"}.get(type(value), "null")
 
 
 def script_guid(file_id: str) -> str:

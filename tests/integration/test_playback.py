@@ -212,6 +212,9 @@ BAD_SCRIPT_LINES = {
     "not_utf8": (lambda line: line.encode().replace(b'"reasoning":null', b'"reasoning":"\xff\xfe"'), "not_utf8",
                  False),
     "reasoning_too_large": (_reasoning_too_large, "reasoning_too_large", True),
+    # a bare action id or a list is no record: it was skipped as an annotation, the action silently unplayed
+    "bare_action_id": (lambda line: b"5", "not_a_record", False),
+    "array": (lambda line: b'[{"data": {"action_input": {"id": 5}}}]', "not_a_record", False),
 }
 
 
