@@ -413,7 +413,8 @@ def _consistent_steps(path: Path, frames: Sequence[Line], game_id: str, guid: st
     last_time: datetime | None = None
     last_timed: Line | None = None  # the kept line whose time is `last_time`
     prev: Line | None = None
-    micros = _micros_of(frames)
+    micros, n = _micros_of(frames), len(frames)
+    ahead, ahead_time = -1, None  # the last line whose time was looked up ahead of its turn, and that time
     for index, ln in enumerate(frames):
         reject = None
         if ln.data["game_id"] != game_id:
@@ -442,7 +443,12 @@ def _consistent_steps(path: Path, frames: Sequence[Line], game_id: str, guid: st
         prev = ln
         if ln.recorded_at is None:
             continue
-        after = _jumps_ahead(micros, index, len(frames), last_time)
+        t = ahead_time if ahead == index else micros(index)
+        ahead, ahead_time = index + 1, (micros(index + 1) if index + 1 < n else None)
+        if ahead_time is not None and ahead_time >= t:
+            last_time, last_timed = ln.recorded_at, ln  # the common case: the next line is not earlier
+            continue
+        after = _jumps_ahead(micros, index, n, last_time)
         if after is not None:
             issues.append(_drop_time(path, frames, index, ln, last_timed, [frames[j] for j in after]))
             continue
