@@ -2,7 +2,8 @@
 
 `read_recording_file` streams the file line by line (`lines.parse_line`), then takes the file-level decisions
 in one place: which writer produced it (`variant.detect_variant`), which lines contradict the file (another
-game or guid, time going backwards, a duplicated write), whether the benchmarking recorder lost the action
+game or guid, time going backwards, a duplicated write; a line whose time alone jumps ahead of its neighbours
+keeps its step and loses its time, `_jumps_ahead`), whether the benchmarking recorder lost the action
 ids, and the effect of every step on the card (`counting.classify_steps`), which cuts the plays and marks the
 post-terminal echoes. Ingest stores the result (`recording_tables`), `score FILES` scores it and replays its
 steps, so both see the same steps, plays and counts.
