@@ -12,6 +12,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipeline.recordings.reader import LineView, read_recording_file, recording_tables
 
@@ -131,3 +133,47 @@ def test_a_jump_too_near_the_end_cannot_be_confirmed_and_is_judged_as_before(tmp
     rec = read_recording_file(_write(tmp_path, {28: FUTURE}))
     assert [(i.location, i.check) for i in rec.issues] == [("line 29", "time_goes_backwards")]
     assert rec.steps[-1].number == 28 and rec.steps[-1].recorded_at.isoformat() == FUTURE
+
+
+def _timeline_file(folder: Path, seconds: list[int]) -> Path:
+    """A small frameless recording whose line i is written at 2026-01-01 plus seconds[i]."""
+    guid = "9064696e-1bf8-40f1-8b96-607f92b98787"
+    rows = []
+    for i, s in enumerate(seconds):
+        data = {"game_id": "ab12-00000000", "state": "NOT_FINISHED", "levels_completed": 0, "win_levels": 3,
+                "action_input": {"id": "RESET" if i == 0 else f"ACTION{1 + i % 4}", "data": {}, "reasoning": i},
+                "guid": guid, "full_reset": i == 0, "available_actions": [1, 2, 3, 4]}
+        stamp = f"2026-01-01T{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}+00:00"
+        rows.append(json.dumps({"timestamp": stamp, "data": data}))
+    path = folder / f"ab12-00000000-{guid}.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seconds=st.lists(st.integers(0, 80_000), min_size=1, max_size=9), columns=st.booleans())
+def test_any_timeline_keeps_its_times_in_order_and_loses_a_line_only_to_time_going_backwards(tmp_path, seconds,
+                                                                                           columns):
+    rec = read_recording_file(_timeline_file(tmp_path, seconds), columns=columns)
+    by_check: dict[str, list[int]] = {}
+    for issue in rec.issues:
+        by_check.setdefault(issue.check, []).append(int(issue.location.removeprefix("line ")))
+    assert set(by_check) <= {"time_goes_backwards", "time_jumps_ahead"}
+    kept = [ln.number for ln in rec.steps]
+    # a line is either kept or left out for its time; a kept line loses its time only with a record
+    assert sorted(kept + by_check.get("time_goes_backwards", [])) == list(range(1, len(seconds) + 1))
+    assert [ln.number for ln in rec.steps if ln.recorded_at is None] == by_check.get("time_jumps_ahead", [])
+    times = [ln.recorded_at for ln in rec.steps if ln.recorded_at is not None]
+    assert times == sorted(times)  # what remains is a timeline in order
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.integers(0, 600), min_size=4, max_size=9), data=st.data())
+def test_one_far_future_line_before_the_last_two_costs_nothing_but_its_time(tmp_path, steps, data):
+    seconds = [sum(steps[:i + 1]) for i in range(len(steps))]  # in order (equal times allowed)
+    glitch = data.draw(st.integers(0, len(seconds) - 3))
+    seconds[glitch] = 86_399  # later than every other line
+    rec = read_recording_file(_timeline_file(tmp_path, seconds))
+    assert [ln.number for ln in rec.steps] == list(range(1, len(seconds) + 1))
+    assert [(i.location, i.check) for i in rec.issues] == [(f"line {glitch + 1}", "time_jumps_ahead")]
+    assert [ln.recorded_at is None for ln in rec.steps] == [i == glitch for i in range(len(seconds))]
