@@ -45,6 +45,8 @@ STEP_FLAGS: dict[str, str] = {
     "action_not_available": "the action was not in the previous line's available_actions",
     "reasoning_over_16kib": "the reasoning blob exceeded the toolkit's 16 KiB: quarantined, not stored",
     "action_id_lost": "the file has the action_ids_lost defect",
+    "timestamp_dropped": "the line's timestamp jumped ahead of the lines on both sides of it (a clock glitch): "
+                         "quarantined and stored as null, the step itself still counts",
 }
 
 FIELDS: list[Field] = [

@@ -864,7 +864,7 @@ def _export_script_file(path: Path, job: ExportJob, result: FileExport, holder: 
                         ) -> Iterator[bytes | RowBlock]:
     script = read_playback_file(path, keep_lines=False)
     result.file_sha256 = script.file_sha256
-    result.problems += [f"{i.location}: {i.check}: {i.reason} (line left out)" for i in script.issues]
+    result.problems += [f"{i.location}: {i.check}: {i.reason} ({i.outcome})" for i in script.issues]
     return _export_script(script.actions, script.game_id, script.file_sha256, job, result, holder)
 
 
@@ -923,7 +923,7 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holde
     if not recovered:  # the common case: the reader's model as it is, no tables
         parsed = read_recording_file(path, want_frames=True, keep_raw_json=False)  # its text is not stored
         result.file_sha256 = parsed.file_sha256
-        result.problems += [f"{i.location}: {i.check}: {i.reason} (line left out)" for i in parsed.issues]
+        result.problems += [f"{i.location}: {i.check}: {i.reason} ({i.outcome})" for i in parsed.issues]
         return _export_recording(_Recording.of_file(parsed), job, result, holder, from_file=True)
     steps, plays, files, problems = read_recording_files([path])
     result.problems += [reason for _, reason in problems]

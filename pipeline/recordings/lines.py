@@ -188,6 +188,14 @@ class LineIssue:
     value: str | None = None
     n_raw_bytes: int | None = None  # the line in full (raw_text keeps 4 KiB of it): its length and sha256
     raw_sha256: str | None = None
+    is_line_kept: bool = False  # only a value (`column`) was dropped: the line itself is used (its step counts)
+
+    @property
+    def outcome(self) -> str:
+        """What became of the line, for a person: "line left out", or that it was kept without one value."""
+        if self.is_line_kept:
+            return f"line kept without its {self.column or 'value'}"
+        return "line left out"
 
 
 class LineError(Exception):

@@ -231,7 +231,7 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
                 issues.append(LineIssue(f"line {number}", "reasoning_too_large", f"action_input.reasoning "
                                         f"(serialized) is {reasoning_bytes} bytes, over the {MAX_REASONING_BYTES}-byte "
                                         "limit of reasoning_json; the line is kept without it", clip(text),
-                                        "core_arc3__steps", "reasoning_json"))
+                                        "core_arc3__steps", "reasoning_json", is_line_kept=True))
                 action = replace(action, reasoning=None)
             named = ((data["action_input"] or {}).get("data") or {}).get("game_id")
             if game_id is None and isinstance(named, str):

@@ -2,7 +2,8 @@
 
 `read_recording_file` streams the file line by line (`lines.parse_line`), then takes the file-level decisions
 in one place: which writer produced it (`variant.detect_variant`), which lines contradict the file (another
-game or guid, time going backwards, a duplicated write), whether the benchmarking recorder lost the action
+game or guid, time going backwards, a duplicated write; a line whose time alone jumps ahead of its neighbours
+keeps its step and loses its time, `_jumps_ahead`), whether the benchmarking recorder lost the action
 ids, and the effect of every step on the card (`counting.classify_steps`), which cuts the plays and marks the
 post-terminal echoes. Ingest stores the result (`recording_tables`), `score FILES` scores it and replays its
 steps, so both see the same steps, plays and counts.
@@ -242,6 +243,12 @@ class LineColumns(Sequence):
         code = _KIND_CODE[kind]
         return LineView(self, array("i", (i for i, k in enumerate(self.kind) if k == code)))
 
+    def drop_time(self, i: int, err: LineError) -> None:
+        """Line `i` loses its time (stored as null) and records why, as a value dropped over its bound does."""
+        self.time[i] = _NO_TIME
+        self.tz.pop(i, None)
+        self.dropped[i] = (*self.dropped.get(i, ()), err)
+
     def release_raw(self, start: int) -> None:
         """Let go of the raw text of the lines from position `start` on (their chunk is written)."""
         self.raw_json[start:] = [""] * (len(self.raw_json) - start)
@@ -350,7 +357,7 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
             for err in line.dropped:  # a value over its size bound: the line stays, the value is not stored
                 issues.append(LineIssue(f"line {number}", err.check, f"{err.reason}; the line is kept without it",
                                         clip(body.decode("utf-8")), USAGE if line.kind == "usage" else STEPS,
-                                        err.column, err.value))
+                                        err.column, err.value, is_line_kept=True))
             if on_frames is not None and line.frames is not None:
                 on_frames(line)
                 if not want_frames:
@@ -401,10 +408,14 @@ def _no_frame_line(lines: Sequence[Line], issues: list[LineIssue]) -> RecordingR
 
 def _consistent_steps(path: Path, frames: Sequence[Line], game_id: str, guid: str | None, issues: list[LineIssue],
                       variant: str | None) -> Sequence[Line]:
-    """Contradictions, time order, duplicates: the line is left out, the rest kept."""
+    """Contradictions, time order, duplicates: the line is left out, the rest kept. A line whose time alone
+    jumps ahead (`_jumps_ahead`) is kept without its time."""
     kept = array("i")  # indices in `frames`
     last_time: datetime | None = None
+    last_timed: Line | None = None  # the kept line whose time is `last_time`
     prev: Line | None = None
+    micros, n = _micros_of(frames), len(frames)
+    ahead, ahead_time = -1, None  # the last line whose time was looked up ahead of its turn, and that time
     for index, ln in enumerate(frames):
         reject = None
         if ln.data["game_id"] != game_id:
@@ -431,8 +442,93 @@ def _consistent_steps(path: Path, frames: Sequence[Line], game_id: str, guid: st
             continue
         kept.append(index)
         prev = ln
-        last_time = ln.recorded_at or last_time
+        if ln.recorded_at is None:
+            continue
+        t = ahead_time if ahead == index else micros(index)
+        ahead, ahead_time = index + 1, (micros(index + 1) if index + 1 < n else None)
+        if ahead_time is not None and ahead_time >= t:
+            last_time, last_timed = ln.recorded_at, ln  # the common case: the next line is not earlier
+            continue
+        after = _jumps_ahead(micros, index, n, last_time)
+        if after is not None:
+            issues.append(_drop_time(path, frames, index, ln, last_timed, [frames[j] for j in after]))
+            continue
+        last_time, last_timed = ln.recorded_at, ln
     return _take(frames, kept)
+
+
+# A line "jumps ahead" (a clock glitch wrote one far-future time, e.g. 2099 in a 2025 recording, and every later
+# line would otherwise be `time_goes_backwards`) when the JUMP_WINDOW timed lines after it are all earlier than
+# it, none earlier than the line before it, and in order among themselves: the timeline without its time is
+# monotone, so its time alone is wrong. The line (its action, its frames) is kept and only its time dropped
+# (null), with a quarantine record naming it. Without a line before it (the first timed line), the window alone
+# decides. With fewer than JUMP_WINDOW timed lines after it (the end of the file) it cannot be confirmed and is
+# judged as before: kept, and a later line earlier than it is `time_goes_backwards`. A line earlier than a good
+# line before it is still `time_goes_backwards`, line by line: the window never confirms a line whose next
+# line is earlier than the line before it, nor one that a later line overtakes within the window.
+JUMP_WINDOW = 2
+
+
+def _micros_of(frames: Sequence[Line]) -> Callable[[int], int | None]:
+    """The time of `frames[j]` as UTC microseconds since the epoch (None: no time), without making its `Line`."""
+    if isinstance(frames, LineView):
+        times, positions = frames.store.time, frames.positions
+
+        def from_columns(j: int) -> int | None:
+            t = times[positions[j]]
+            return None if t == _NO_TIME else t
+        return from_columns
+
+    def from_lines(j: int) -> int | None:
+        at = frames[j].recorded_at
+        return None if at is None else (at - _EPOCH) // _MICROSECOND
+    return from_lines
+
+
+def _jumps_ahead(micros: Callable[[int], int | None], index: int, n: int,
+                 last_time: datetime | None) -> list[int] | None:
+    """The indices of the JUMP_WINDOW timed lines after `frames[index]` that show its time alone jumps ahead,
+    else None (see JUMP_WINDOW). A line later than the next timed line is rare: only then is the window read."""
+    t = micros(index)
+    after: list[int] = []
+    times: list[int] = []
+    j = index + 1
+    while j < n and len(after) < JUMP_WINDOW:
+        tj = micros(j)
+        if tj is not None:
+            if tj >= t or (times and tj < times[-1]):
+                return None
+            after.append(j)
+            times.append(tj)
+        j += 1
+    if len(after) < JUMP_WINDOW:
+        return None
+    if last_time is not None and times[0] < (last_time - _EPOCH) // _MICROSECOND:
+        return None
+    return after
+
+
+def _drop_time(path: Path, frames: Sequence[Line], index: int, ln: Line, before: Line | None,
+               after: list[Line]) -> LineIssue:
+    """Clear the time of `frames[index]` (in the column store, or on the line) and say why, in the words of a
+    value dropped over its bound."""
+    value = ln.recorded_at.isoformat()
+    around = ", ".join(f"line {a.number}: {a.recorded_at.isoformat()}" for a in after)
+    if before is not None:
+        what = (f"timestamp {value} is later than the lines on both sides of it (line {before.number}: "
+                f"{before.recorded_at.isoformat()} before it; {around} after it)")
+    else:
+        what = f"timestamp {value} is later than the lines after it ({around})"
+    err = LineError("time_jumps_ahead", f"{what}, which are in order without it: a clock glitch", "timestamp",
+                    value)
+    if isinstance(frames, LineView):
+        frames.store.drop_time(frames.positions[index], err)
+    else:
+        ln.recorded_at = None
+        ln.dropped += (err,)
+    return LineIssue(f"line {ln.number}", err.check, f"{err.reason}; the line is kept without its time (its action "
+                     "and frames count; correct the timestamp in the file to keep it)", _line_text(path, ln),
+                     STEPS, err.column, err.value, is_line_kept=True)
 
 
 def _is_rewritten_level_reset(prev: Line, ln: Line) -> bool:
@@ -611,6 +707,8 @@ def step_frames(rec: ParsedRecording, file_id: str, frames_file: str | None = No
             reasoning = (data.get("action_input") or {}).get("reasoning")
             if any(err.column == "reasoning_json" for err in ln.dropped):
                 flags.append("reasoning_over_16kib")  # not stored (quarantined with the line's location)
+            if any(err.column == "timestamp" for err in ln.dropped):
+                flags.append("timestamp_dropped")  # its time jumped ahead of its neighbours' (quarantined, null)
             if ids_lost:
                 flags.append("action_id_lost")
             click_x, click_y = ln.click
@@ -692,26 +790,32 @@ class _ArrowCArray:
 
 
 def _play_rows(rec: ParsedRecording, file_id: str) -> list[dict]:
-    # Each play's first and last line and its count (not its lines: a large file has millions).
-    by_play: dict[int, list] = {}  # play -> [first line, last line, steps]
+    # Each play's first and last line, its count and its first and last time (not its lines: a large file has
+    # millions). The times are those the lines keep: a line whose time was dropped (`_jumps_ahead`) has none.
+    by_play: dict[int, list] = {}  # play -> [first line, last line, steps, first time, last time]
     for ln, play in zip(rec.steps, rec.play_index, strict=True):
+        at = ln.recorded_at
         seen = by_play.get(play)
         if seen is None:
-            by_play[play] = [ln, ln, 1]
+            by_play[play] = [ln, ln, 1, at, at]
         else:
             seen[1] = ln
             seen[2] += 1
+            if at is not None:
+                seen[4] = at
+                if seen[3] is None:
+                    seen[3] = at
     has_frames = rec.has_frames
     return [{
         "play_id": rec.play_id(idx), "file_id": file_id, "guid": rec.guid, "game_id": rec.game_id,
         "play_index": idx, "recording_variant": rec.variant, "schema_generation": rec.schema_generation,
         "first_line_number": first.number, "last_line_number": last.number,
-        "n_steps": n, "started_at": first.recorded_at, "ended_at": last.recorded_at,
+        "n_steps": n, "started_at": started, "ended_at": ended,
         "has_frames": has_frames, "is_only_reset_levels": rec.is_only_reset_levels,
         "is_action_ids_lost": rec.is_action_ids_lost,
         "has_leading_reset": rec.has_leading_reset if idx == 0 else True, "is_replay_needed": False,
         "flags": list(rec.flags),
-    } for idx, (first, last, n) in sorted(by_play.items())]
+    } for idx, (first, last, n, started, ended) in sorted(by_play.items())]
 
 
 def line_rows(lines: Sequence[Line], file_id: str) -> pl.DataFrame:

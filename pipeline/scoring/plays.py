@@ -379,7 +379,7 @@ def drop_duplicate_plays(recordings: Sequence[RecordingInput], order: Sequence[s
 
 
 def _line_left_out(issue) -> str:
-    return f"{issue.location}: {issue.check}: {issue.reason} (line left out)"
+    return f"{issue.location}: {issue.check}: {issue.reason} ({issue.outcome})"
 
 
 def read_recording_files(paths: Sequence[Path], run_id: str = "score"
