@@ -499,6 +499,8 @@ def output_folder(target: Path | str) -> Iterator[Path]:
     except OSError as err:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
+            if getattr(err, "filename", None) == str(stage):  # its stage could not be made: the user knows the target
+                raise OutputError(given, _reason(err), err.errno) from err
         raise as_output_error(err, given) from err
     forms = {str(stage): str(given), os.path.abspath(stage): os.path.abspath(given)}
     _STAGES.update(forms)

@@ -242,3 +242,22 @@ def test_a_file_replaced_by_someone_else_meanwhile_is_not_removed(tmp_path, monk
         (out / "x.csv").unlink()
         (out / "x.csv").write_text("another program's\n")  # ... which another program replaced meanwhile
     assert (out / "x.csv").read_text() == "another program's\n"
+
+
+def test_a_stage_that_cannot_be_made_names_the_output_not_the_stage(tmp_path, monkeypatch):
+    """`score --out /proc/x` once said "cannot write --out /proc/.x.arcstudy-stage-6044-e1d92b07": the error
+    names the folder the user asked for."""
+    real_mkdir = os.mkdir
+
+    def refuse_stages(path, *args, **kwargs):
+        if outputs.STAGE_MARK in str(path):
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", refuse_stages)
+    target = tmp_path / "out"
+    with pytest.raises(OutputError) as caught, output_folder(target):
+        pass
+    assert caught.value.path == str(target)
+    assert outputs.STAGE_MARK not in str(caught.value) and "No such file or directory" in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
