@@ -22,7 +22,7 @@ from pipeline.ingest.base import (
     clip,
 )
 from pipeline.ingest.formats import Head, InputFormat, register
-from pipeline.recordings.cards import card_rows
+from pipeline.recordings.cards import card_rows, game_id_problem, run_problem
 from schemas.validate import conform, type_problem
 
 METADATA_KEYS = {"baseline_actions", "title", "default_fps", "tags", "class_name", "date_downloaded",
@@ -195,6 +195,10 @@ def _scored_summary(ctx: FileContext, doc: dict, out: ReaderOutput, left_out: se
                                       "environment entry without a string `id`", clip(json.dumps(env)),
                                       "core_arc3__scorecard_runs"))
             continue
+        if (why := game_id_problem(env["id"])) is not None:  # no run of it can be stored or scored
+            out.rejects.append(Reject(f"environments[{e_i}]", "bad_game_id", f"environment: {why}",
+                                      clip(json.dumps(env)), "core_arc3__scorecard_runs", "game_id"))
+            continue
         if not isinstance(env.get("runs"), list):  # null, an object, a number: not "no runs", a broken entry
             what = f"`runs` is {ascii_json(env['runs'])}" if "runs" in env else "there is no `runs`"
             out.rejects.append(Reject(f"environments[{e_i}].runs", "bad_type", f"environment {env['id']}: {what}, "
@@ -206,11 +210,11 @@ def _scored_summary(ctx: FileContext, doc: dict, out: ReaderOutput, left_out: se
                 out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", "bad_run", "run is not an object",
                                           clip(json.dumps(run)), "core_arc3__scorecard_runs"))
                 continue
-            lists = [run.get(k) for k in ("level_scores", "level_actions", "level_baseline_actions")]
-            if len({len(v) for v in lists if isinstance(v, list)}) > 1:
-                out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", "parallel_lists_differ",
-                                          "level_scores, level_actions and level_baseline_actions differ in length",
-                                          clip(json.dumps(run)), "core_arc3__scorecard_runs"))
+            # The one rule for a run's values (pipeline.recordings.cards), which `score FILE` meets through here.
+            if (problem := run_problem(run)) is not None:
+                check, column, why = problem
+                out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", check, f"run of {env['id']}: {why}",
+                                          clip(json.dumps(run)), "core_arc3__scorecard_runs", column))
                 continue
             row = {
                 "file_id": ctx.file_id, "card_id": doc.get("card_id"), "policy_id": policy_id,
