@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from schemas import FIELDS
 from schemas.validate import type_problem
 from schemas.vocabulary import GAME_STATES
 
@@ -28,19 +29,23 @@ from .lines import GAME_ID_RE, INT64_LIMIT, LineIssue, clip, guid_problem
 QUARANTINE_PLAY_FLAGS = {"cumulative_decreasing": "cumulative actions_by_level values decrease",
                          "cumulative_exceeds_actions": "the last cumulative actions_by_level value exceeds the "
                                                        "slot's actions"}
+MAX_LEVELS = FIELDS["levels_completed"].le  # 254: the engine's levels counter (spec/formats.md §A.4)
 CARD_LISTS = ("actions", "resets", "levels_completed", "states")  # one entry per slot, required
 CARD_OPTIONAL_LISTS = ("guids", "actions_by_level")  # may be null, empty (human data) or short (actions_by_level)
 
 
 def shown(value: Any) -> str:
     """A value as reasons show it (repr, cut at 80 characters as `schemas.validate.type_problem` does)."""
+    if isinstance(value, str) and len(value) > 80:
+        return repr(value[:80]) + f"... ({len(value)} characters)"
     text = repr(value)
     return text if len(text) <= 80 else text[:80] + f"... ({len(text)} characters)"
 
 
-def count_problem(value: Any) -> str | None:
-    """Why a value is not a count as the formats write one (a JSON integer, 0 or more, within 64 bits), else None.
-    A float is refused even when whole, as ingest's typed columns refuse it: `5.0` is not how a count is written."""
+def count_problem(value: Any, most: int | None = None) -> str | None:
+    """Why a value is not a count as the formats write one (a JSON integer, 0 or more, within 64 bits, and at most
+    ``most`` when given), else None. A float is refused even when whole, as ingest's typed columns refuse it:
+    `5.0` is not how a count is written."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"{shown(value)} is a string, not an integer" if isinstance(value, str) else \
             f"{shown(value)} is not an integer"
@@ -52,6 +57,8 @@ def count_problem(value: Any) -> str | None:
         return f"{value} is negative"
     if value >= INT64_LIMIT:
         return f"{shown(value)} does not fit a 64-bit integer"
+    if most is not None and value > most:
+        return f"{value} is over {most}, the most levels a game can have"
     return None
 
 
@@ -96,9 +103,10 @@ def slot_problem(values: Mapping[str, Any], i: int) -> tuple[str, str, str] | No
     """(rule id, column, reason) for the first value of card slot ``i`` that is not what the format says, else None.
     ``values``: the slot's entries under the card's JSON names (actions, resets, levels_completed or the
     preview's scores, states, guids, actions_by_level; a missing name is not checked)."""
-    for key, column in (("actions", "card_actions"), ("resets", "card_resets"),
-                        ("levels_completed", "levels_completed"), ("scores", "levels_completed")):
-        if key in values and (why := count_problem(values[key])) is not None:
+    for key, column, most in (("actions", "card_actions", None), ("resets", "card_resets", None),
+                              ("levels_completed", "levels_completed", MAX_LEVELS),
+                              ("scores", "levels_completed", MAX_LEVELS)):
+        if key in values and (why := count_problem(values[key], most)) is not None:
             return count_check(values[key]), column, f"{key}[{i}] = {why}"
     if "states" in values and (why := state_problem(values["states"])) is not None:
         return "bad_state", "card_state", f"states[{i}]: {why}"
@@ -132,21 +140,18 @@ def _slot_values(raw: Mapping[str, Any], i: int, preview: bool) -> dict[str, Any
     return out
 
 
-REQUIRED_RUN_COUNTS = ("actions", "resets")
-
-
 def run_problem(run: Mapping[str, Any]) -> tuple[str, str, str] | None:
     """(rule id, column, reason) for the first value of a scored-summary run (``environments[].runs[]``, under its
     JSON names) that is not what the format says or leaves the run unscorable, else None. A run whose counts are
     wrong is refused whole: it cannot be scored from them."""
     if (problem := guid_problem(run.get("guid"))) is not None:
         return problem[0], "guid", problem[1]
-    for key in (*REQUIRED_RUN_COUNTS, "levels_completed"):
+    for key in ("actions", "resets", "levels_completed"):  # absent actions and resets: added up from the levels, 0
         if run.get(key) is None:
             if key == "levels_completed":
                 return "missing_value", key, "missing levels_completed: which levels were completed is unknown"
-            return "missing_value", key, f"missing {key}: a run states its counted {key}"
-        if (why := count_problem(run[key])) is not None:
+            continue
+        if (why := count_problem(run[key], MAX_LEVELS if key == "levels_completed" else None)) is not None:
             return count_check(run[key]), key, f"{key} = {why}"
     la = run.get("level_actions")
     if la is None:

@@ -244,13 +244,14 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
         for i in range(k):
             total += la[i]
             cumulative.append((i + 1, total))
+        actions = row["actions"] if row["actions"] is not None else sum(la)
         state = row["state"] or (WIN if row["is_completed"] else "NOT_FINISHED")
-        play = CardPlay(guid=row["guid"], actions=int(row["actions"]), resets=int(row["resets"]), state=state,
+        play = CardPlay(guid=row["guid"], actions=int(actions), resets=int(row["resets"] or 0), state=state,
                         levels_completed=k, actions_by_level=tuple(cumulative))
         notes = []
         if state == WIN and k < len(la):
             notes.append(TWO_LEVELS_NOTE)
-        if sum(la) != row["actions"]:
+        if row["actions"] is not None and sum(la) != row["actions"]:
             notes.append(f"level_actions add up to {sum(la)}, the run states {row['actions']} actions")
         stated = StatedRun(
             policy_id=row["policy_id"] or TOOLKIT_POLICY_ID, score=_f(row["score"]),

@@ -74,6 +74,7 @@ CASES = {
     "bare: whole float": (_bare("resets", 1.0), "resets[1] = 1.0 is not an integer (written with a decimal point)"),
     "bare: negative": (_bare("levels_completed", -1), "levels_completed[1] = -1 is negative"),
     "bare: beyond 64 bits": (_bare("actions", 2**70), f"actions[1] = {2**70} does not fit a 64-bit integer"),
+    "bare: levels past the counter": (_bare("levels_completed", 300), "levels_completed[1] = 300 is over 254"),
     "bare: pair value": (_bare("actions_by_level", [[1, 4], [2, 21.5]]),
                          "actions_by_level[1] value 21.5 is not a whole number"),
     "bare: state": (_bare("states", "PLAYING"), "states[1]: state 'PLAYING' is not one of"),
