@@ -12,8 +12,9 @@ rows back, so a card scored from its file and from the database gives the same r
   the values the card states, compared with the recomputed ones (`stated_differences`);
 - card wrapper (``{won, played, cards}``) and bare ``Card``: each slot is a play with its cumulative pairs.
 
-Malformed runs (missing ``level_actions``, negative or non-integer counts, more completed levels than the run's
-own levels) are quarantined with a reason; the other runs of the card still score.
+Malformed runs and card slots (missing ``level_actions``, negative or non-integer counts, more completed levels
+than the run's own levels, ...) are refused by the reader, by the one rule of `pipeline.recordings.cards` that
+ingest quarantines them by, with the same reason; the other runs of the card still score.
 """
 
 from __future__ import annotations
