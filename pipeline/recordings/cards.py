@@ -72,7 +72,7 @@ def game_id_problem(game_id: Any) -> str | None:
     """Why a scorecard's game id (a card's, a wrapper's key, a summary environment's `id`) is refused: no table
     holds it, and a run of it would stop the scorer's writing of every run."""
     if game_id is None or game_id == "":
-        return "it names no game_id, so its game cannot be scored"
+        return "the card names no game_id, so its game cannot be scored"
     if not isinstance(game_id, str):
         return f"game id {shown(game_id)} is not a string"
     if GAME_ID_RE.fullmatch(game_id):
@@ -234,7 +234,7 @@ def card_rows(file_id: str | None, cards: dict[str, Any], line_number: int | Non
             issues.append(LineIssue(where, "bad_card", f"card for {game_id} is not an object", clip(str(raw))))
             continue
         if (why := game_id_problem(game_id)) is not None:
-            issues.append(LineIssue(where, "bad_game_id", f"card for {shown(game_id)}: {why}", clip(str(raw)),
+            issues.append(LineIssue(where, "bad_game_id", why, clip(str(raw)),
                                     "core_arc3__card_plays", "game_id"))
             continue
         preview = "scores" in raw and "actions_by_level" not in raw

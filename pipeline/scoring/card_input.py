@@ -32,7 +32,7 @@ from pipeline.core.manifest import sha256_file
 from pipeline.ingest.arc3_json import read_scorecard, sniff_scorecard
 from pipeline.ingest.base import FileContext, FileRejected
 from pipeline.ingest.formats import read_head
-from pipeline.recordings.cards import game_id_problem, run_problem, shown, slot_problem
+from pipeline.recordings.cards import game_id_problem, run_problem, slot_problem
 from pipeline.recordings.counting import WIN, Card, CardPlay
 
 from .baseline_sources import BaselineSource
@@ -269,12 +269,10 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
         bad = game_id_problem(game_id)
         if bad is None:
             values = {name: row[column] for name, column in SLOT_COLUMNS.items()
-                      if row[column] is not None or name != "levels_completed"}  # null: not stated
+                      if row[column] is not None or name not in ("levels_completed", "resets")}  # null: unstated
             values["actions_by_level"] = [list(p) for p in row["card_actions_by_level"] or []]
             if (problem := slot_problem(values, s_i)) is not None:
                 bad = f"card slot {s_i} of {game_id}: {problem[2]}"
-        else:
-            bad = f"card for {shown(game_id)}: {bad}"
         if bad is not None:
             problems.append((where(fid), f"card quarantined (slot {s_i}): {bad}"))
             continue

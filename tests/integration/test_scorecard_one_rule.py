@@ -189,3 +189,23 @@ def test_stored_rows_from_before_the_rule_are_refused_with_the_readers_reason(tm
     runs, problems = runs_from_tables(None, None, conform("core_arc3__card_plays", [slot]), {})
     assert runs == [] and [p for _, p in problems] == [f"card quarantined (slot 0): card slot 0 of {OTHER}: "
                                                        "actions[0] = -3 is negative"]
+
+
+def test_a_recordings_trailing_card_follows_the_same_rule(tmp_path):
+    """The human dataset's trailing scorecard line is read by the same card reader: a slot value of 1.5 was
+    stored as 1; it is quarantined with the reason a card file gets, and the recording's steps still load."""
+    human = SAMPLES / "human" / "vc33" / "82f713eb-a8b5-43fe-a7e2-ca6a5e9451c7.recording.jsonl"
+    lines = human.read_text().splitlines()
+    last = json.loads(lines[-1])
+    (game_id, card), = last["data"]["cards"].items()
+    card["actions"][0] += 0.5
+    path = tmp_path / human.name
+    path.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    report, quarantine, _ = _ingest(path, tmp_path / "s.duckdb")
+    with Workspace(tmp_path / "s.duckdb") as ws:
+        slots = ws.row_count("core_arc3__card_plays")
+        steps = ws.row_count("core_arc3__steps")
+    assert report.has_rejections and slots == 0 and steps == len(lines) - 1
+    assert [(loc, reason) for loc, _, _, reason in quarantine] == [
+        (f"line {len(lines)} slot 0", f"card slot 0 of {game_id}: actions[0] = {card['actions'][0]!r} is not a whole "
+                                      "number")]
