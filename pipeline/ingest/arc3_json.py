@@ -23,7 +23,7 @@ from pipeline.ingest.base import (
 )
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.recordings.cards import card_rows, game_id_problem, run_problem
-from schemas.validate import conform, type_problem
+from schemas.validate import conform, type_problem, value_problem
 
 METADATA_KEYS = {"baseline_actions", "title", "default_fps", "tags", "class_name", "date_downloaded",
                  "level_tags", "private_tags", "local_dir", "date_created"}
@@ -224,15 +224,20 @@ def _scored_summary(ctx: FileContext, doc: dict, out: ReaderOutput, left_out: se
                 "level_scores": run.get("level_scores"), "level_actions": run.get("level_actions"),
                 "level_baseline_actions": run.get("level_baseline_actions"), "message": run.get("message"),
             }
-            problem = type_problem("core_arc3__scorecard_runs", row)
-            if problem is not None:  # stored altered ("5" as 5) or failing the whole file otherwise
-                out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", "bad_type", problem[1],
-                                          clip(json.dumps(run)), "core_arc3__scorecard_runs", problem[0]))
+            # A value its column cannot hold as it is ("5" stored as 5, or failing the whole file), then one its
+            # column's checks refuse (a negative score): refused here, so for score FILE too, not by validation alone.
+            problem, check = type_problem("core_arc3__scorecard_runs", row), "bad_type"
+            if problem is None:
+                problem, check = value_problem("core_arc3__scorecard_runs", row), "bad_value"
+            if problem is not None:
+                out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", check,
+                                          f"run of {env['id']}: {problem[1]}", clip(json.dumps(run)),
+                                          "core_arc3__scorecard_runs", problem[0]))
                 continue
             runs.append(row)
     card = {"file_id": ctx.file_id, "card_id": doc.get("card_id"), "policy_id": policy_id,
             "score": doc.get("score"), "scorecard_json": json.dumps(doc, sort_keys=True)}
-    problem = type_problem("core_arc3__scorecards", card)
+    problem = type_problem("core_arc3__scorecards", card) or value_problem("core_arc3__scorecards", card)
     if problem is not None:
         raise FileRejected(f"the scorecard's {problem[1]}", "bad_type")
     out.tables["core_arc3__scorecard_runs"] = conform("core_arc3__scorecard_runs", runs)

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from schemas import FIELDS
-from schemas.validate import type_problem
+from schemas.validate import type_problem, value_problem
 from schemas.vocabulary import GAME_STATES
 
 from .counting import Card, play_flags
@@ -292,8 +292,12 @@ def card_rows(file_id: str | None, cards: dict[str, Any], line_number: int | Non
                 "card_score": raw["scores"][i] if preview else None, "flags": pflags,
             }
             wrong = type_problem("core_arc3__card_plays", row)  # e.g. 2**70 actions: would fail the whole file
+            check = "bad_type"
+            if wrong is None:  # refused here, for score FILE too, rather than by ingest's validation alone
+                wrong = value_problem("core_arc3__card_plays", {k: v for k, v in row.items() if k != "file_id"})
+                check = "bad_value"  # (a recording's file id is set later)
             if wrong is not None:
-                issues.append(LineIssue(f"{where} slot {i}", "bad_type", f"card slot {i} of {game_id}: {wrong[1]}",
+                issues.append(LineIssue(f"{where} slot {i}", check, f"card slot {i} of {game_id}: {wrong[1]}",
                                         clip(str(play)), "core_arc3__card_plays", wrong[0]))
                 continue
             rows.append(row)

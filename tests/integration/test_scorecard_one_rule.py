@@ -97,6 +97,8 @@ CASES = {
     "summary: whole float": (_summary({"levels_completed": 5.0}), "levels_completed = 5.0 is not an integer"),
     "summary: negative baseline": (_summary({"level_baseline_actions": [4, -8, 16, 20, 24]}),
                                    "level_baseline_actions[1] = -8 is negative"),
+    "summary: negative score": (_summary({"score": -5.0}),
+                                f"run of {OTHER}: column 'score': -5.0 is below the minimum 0"),
     "summary: missing level_actions": (_summary({}, drop="level_actions"), "missing level_actions"),
     "summary: game id": (_summary({}, "tu93-" + "0" * 5000), "(5005 bytes) is not of the form <code>-<version>"),
 }
