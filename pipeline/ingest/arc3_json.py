@@ -127,6 +127,8 @@ def sniff_scorecard(head: Head) -> str | None:
         start = head.text[:4000]
         if '"environments"' in start or '"cards"' in start:
             return "large JSON object with environments/cards keys (scorecard)"
+        if '"game_id"' in start and '"total_plays"' in start:  # a bare card's first keys (before its lists)
+            return "large JSON object with game_id and total_plays keys (a bare per-game Card)"
         return None
     if not isinstance(obj, dict):
         return None

@@ -78,8 +78,7 @@ CASES = {
     "bare: pair value": (_bare("actions_by_level", [[1, 4], [2, 21.5]]),
                          "actions_by_level[1] value 21.5 is not a whole number"),
     "bare: state": (_bare("states", "PLAYING"), "states[1]: state 'PLAYING' is not one of"),
-    # a bare card is recognised by its keys in the first 64 KiB: a megabyte guid before them hides it from both
-    "bare: long guid": (_bare("guids", "g" * 50_000), "guids[1]: guid is 50000 bytes, over the 36-byte limit of guid"),
+    "bare: long guid": (_bare("guids", BIG_GUID), "guids[1]: guid is 1000000 bytes, over the 36-byte limit of guid"),
     "wrapper: fraction": (_wrapper("resets", 1.5), f"card slot 0 of {OTHER}: resets[0] = 1.5 is not a whole number"),
     "wrapper: numeric string": (_wrapper("actions", "87"), "actions[0] = '87' is a string, not an integer"),
     "wrapper: negative": (_wrapper("actions", -3), "actions[0] = -3 is negative"),
