@@ -72,7 +72,7 @@ def game_id_problem(game_id: Any) -> str | None:
     """Why a scorecard's game id (a card's, a wrapper's key, a summary environment's `id`) is refused: no table
     holds it, and a run of it would stop the scorer's writing of every run."""
     if game_id is None or game_id == "":
-        return "the card names no game_id, so its game cannot be scored"
+        return "it names no game_id, so its game cannot be scored"
     if not isinstance(game_id, str):
         return f"game id {shown(game_id)} is not a string"
     if GAME_ID_RE.fullmatch(game_id):
@@ -168,8 +168,8 @@ def run_problem(run: Mapping[str, Any]) -> tuple[str, str, str] | None:
             return "bad_type", "level_baseline_actions", f"level_baseline_actions = {shown(base)} is not a list"
         for i, v in enumerate(base):
             if v != -1 and (why := count_problem(v)) is not None:
-                return count_check(v), "level_baseline_actions", f"level_baseline_actions[{i}] = {why} (-1 alone " \
-                                                              "stands for not scorable)"
+                return count_check(v), "level_baseline_actions", f"level_baseline_actions[{i}] = {why} (a " \
+                                                              "baseline is a count, or -1 when not scorable)"
     scores = run.get("level_scores")
     if isinstance(base, list | tuple) and len(la) > len(base):
         return "parallel_lists_differ", "level_baseline_actions", \
