@@ -234,6 +234,46 @@ def type_problem(table_name: str, row: dict) -> tuple[str, str] | None:
     return None
 
 
+def value_problem(table_name: str, row: dict) -> tuple[str, str] | None:
+    """(column, reason) for the first value of `row` that its column's checks refuse (null where the table allows
+    none; ge, le, isin, regex, max_bytes on a scalar), in the words `validate_frame` gives, else None. For values
+    `type_problem` accepts: a reader of a document refuses that entry itself, so that every command reading the
+    document through it refuses the same entry for the same reason (validation would quarantine it on ingest
+    only, by its row number)."""
+    import re
+
+    from schemas.fields import FIELDS
+    from schemas.generate import is_nullable
+
+    table = get_table(table_name)
+    for column, value in row.items():
+        if column not in table.columns:
+            continue
+        f = FIELDS[column]
+        if value is None:
+            if not is_nullable(table, column):
+                return column, _reason("not_nullable", column, None)
+            continue
+        if isinstance(value, list | dict):
+            continue  # no column check looks inside a list
+        if f.ge is not None and value < f.ge:
+            return column, _reason(f"greater_than_or_equal_to({f.ge})", column, value)
+        if f.le is not None and value > f.le:
+            return column, _reason(f"less_than_or_equal_to({f.le})", column, value)
+        if f.isin is not None and value not in f.isin:
+            return column, _reason(f"isin({list(f.isin)})", column, value)
+        if f.regex is not None and isinstance(value, str):
+            pattern = f.regex if f.regex.startswith("^") else "^" + f.regex
+            if pattern.endswith("$"):  # polars' $ is the end of the text; Python's also matches before a final \n
+                pattern = pattern[:-1] + r"\Z"
+            if not re.search(pattern, value):
+                return column, _reason(f"str_matches('{f.regex}')", column, value[:80])
+        if f.max_bytes is not None and isinstance(value, str) and \
+                (size := len(value.encode("utf-8", "surrogatepass"))) > f.max_bytes:
+            return column, f"column '{column}' is {size} bytes, longer than {f.max_bytes} bytes"
+    return None
+
+
 def _type_words(dtype: pl.DataType) -> str:
     if isinstance(dtype, pl.List):
         return f"a list of {_type_words(dtype.inner).removeprefix('a ').removeprefix('an ')}s"

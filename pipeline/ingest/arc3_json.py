@@ -22,8 +22,8 @@ from pipeline.ingest.base import (
     clip,
 )
 from pipeline.ingest.formats import Head, InputFormat, register
-from pipeline.recordings.cards import card_rows
-from schemas.validate import conform, type_problem
+from pipeline.recordings.cards import card_rows, game_id_problem, run_problem
+from schemas.validate import conform, type_problem, value_problem
 
 METADATA_KEYS = {"baseline_actions", "title", "default_fps", "tags", "class_name", "date_downloaded",
                  "level_tags", "private_tags", "local_dir", "date_created"}
@@ -127,6 +127,8 @@ def sniff_scorecard(head: Head) -> str | None:
         start = head.text[:4000]
         if '"environments"' in start or '"cards"' in start:
             return "large JSON object with environments/cards keys (scorecard)"
+        if '"game_id"' in start and '"total_plays"' in start:  # a bare card's first keys (before its lists)
+            return "large JSON object with game_id and total_plays keys (a bare per-game Card)"
         return None
     if not isinstance(obj, dict):
         return None
@@ -195,6 +197,10 @@ def _scored_summary(ctx: FileContext, doc: dict, out: ReaderOutput, left_out: se
                                       "environment entry without a string `id`", clip(json.dumps(env)),
                                       "core_arc3__scorecard_runs"))
             continue
+        if (why := game_id_problem(env["id"])) is not None:  # no run of it can be stored or scored
+            out.rejects.append(Reject(f"environments[{e_i}]", "bad_game_id", f"environment: {why}",
+                                      clip(json.dumps(env)), "core_arc3__scorecard_runs", "game_id"))
+            continue
         if not isinstance(env.get("runs"), list):  # null, an object, a number: not "no runs", a broken entry
             what = f"`runs` is {ascii_json(env['runs'])}" if "runs" in env else "there is no `runs`"
             out.rejects.append(Reject(f"environments[{e_i}].runs", "bad_type", f"environment {env['id']}: {what}, "
@@ -206,11 +212,11 @@ def _scored_summary(ctx: FileContext, doc: dict, out: ReaderOutput, left_out: se
                 out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", "bad_run", "run is not an object",
                                           clip(json.dumps(run)), "core_arc3__scorecard_runs"))
                 continue
-            lists = [run.get(k) for k in ("level_scores", "level_actions", "level_baseline_actions")]
-            if len({len(v) for v in lists if isinstance(v, list)}) > 1:
-                out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", "parallel_lists_differ",
-                                          "level_scores, level_actions and level_baseline_actions differ in length",
-                                          clip(json.dumps(run)), "core_arc3__scorecard_runs"))
+            # The one rule for a run's values (pipeline.recordings.cards), which `score FILE` meets through here.
+            if (problem := run_problem(run)) is not None:
+                check, column, why = problem
+                out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", check, f"run of {env['id']}: {why}",
+                                          clip(json.dumps(run)), "core_arc3__scorecard_runs", column))
                 continue
             row = {
                 "file_id": ctx.file_id, "card_id": doc.get("card_id"), "policy_id": policy_id,
@@ -220,15 +226,20 @@ def _scored_summary(ctx: FileContext, doc: dict, out: ReaderOutput, left_out: se
                 "level_scores": run.get("level_scores"), "level_actions": run.get("level_actions"),
                 "level_baseline_actions": run.get("level_baseline_actions"), "message": run.get("message"),
             }
-            problem = type_problem("core_arc3__scorecard_runs", row)
-            if problem is not None:  # stored altered ("5" as 5) or failing the whole file otherwise
-                out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", "bad_type", problem[1],
-                                          clip(json.dumps(run)), "core_arc3__scorecard_runs", problem[0]))
+            # A value its column cannot hold as it is ("5" stored as 5, or failing the whole file), then one its
+            # column's checks refuse (a negative score): refused here, so for score FILE too, not by validation alone.
+            problem, check = type_problem("core_arc3__scorecard_runs", row), "bad_type"
+            if problem is None:
+                problem, check = value_problem("core_arc3__scorecard_runs", row), "bad_value"
+            if problem is not None:
+                out.rejects.append(Reject(f"environments[{e_i}].runs[{r_i}]", check,
+                                          f"run of {env['id']}: {problem[1]}", clip(json.dumps(run)),
+                                          "core_arc3__scorecard_runs", problem[0]))
                 continue
             runs.append(row)
     card = {"file_id": ctx.file_id, "card_id": doc.get("card_id"), "policy_id": policy_id,
             "score": doc.get("score"), "scorecard_json": json.dumps(doc, sort_keys=True)}
-    problem = type_problem("core_arc3__scorecards", card)
+    problem = type_problem("core_arc3__scorecards", card) or value_problem("core_arc3__scorecards", card)
     if problem is not None:
         raise FileRejected(f"the scorecard's {problem[1]}", "bad_type")
     out.tables["core_arc3__scorecard_runs"] = conform("core_arc3__scorecard_runs", runs)

@@ -43,11 +43,13 @@ __all__ = [
     "Line",
     "LineError",
     "LineIssue",
+    "MAX_GUID_BYTES",
     "MAX_REASONING_BYTES",
     "action_id_of",
     "classify_record",
     "clip",
     "filename_guid",
+    "guid_problem",
     "parse_line",
     "sniff_first_line",
 ]
@@ -55,6 +57,7 @@ __all__ = [
 ACTION_IDS = {name: i for i, name in enumerate(ACTION_NAMES)}
 GAME_ID_RE = re.compile(FIELDS["game_id"].regex)
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+MAX_GUID_BYTES = FIELDS["guid"].max_bytes  # a UUID: a longer "guid" is not one (10 MB once went into every row)
 MAX_REASONING_BYTES = FIELDS["reasoning_json"].max_bytes  # the toolkit's limit, declared with the column
 INT64_LIMIT = 2**63
 MAX_RAW_TEXT = 4096  # the same limit as pipeline.ingest.base.clip: quarantine rows keep this much text
@@ -327,6 +330,18 @@ def _size(value: Any) -> int:
     return len(text.encode())
 
 
+def guid_problem(guid: Any) -> tuple[str, str] | None:
+    """(rule id, reason) when a session guid is not one the `guid` column holds: a string of at most
+    MAX_GUID_BYTES (a UUID's 36); None (absent) is fine. The one rule for recordings and scorecards."""
+    if guid is None:
+        return None
+    if not isinstance(guid, str):
+        return "bad_guid", f"guid must be a string (a UUID), got {type(guid).__name__}"
+    if _size(guid) > MAX_GUID_BYTES:
+        return "field_too_large", f"guid is {_size(guid)} bytes, over the {MAX_GUID_BYTES}-byte limit of guid"
+    return None
+
+
 def _too_large(what: str, column: str, value: Any, limit: int, check: str = "field_too_large") -> LineError:
     return LineError(check, f"{what} is {_size(value)} bytes, over the {limit}-byte limit of {column}", column,
                      clip(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
@@ -338,12 +353,10 @@ def _bound_sizes(line: Line) -> None:
     of the stored line (`Line.dropped`, quarantined by the reader) so that the step itself still counts."""
     data = line.data
     if line.kind == "frame":
-        guid, limit = data.get("guid"), FIELDS["guid"].max_bytes
-        if guid is not None and (not isinstance(guid, str) or _size(guid) > limit):
-            if not isinstance(guid, str):
-                raise LineError("bad_guid", f"guid must be a string (a UUID), got {type(guid).__name__}", "guid",
-                                clip(json.dumps(guid)))
-            raise _too_large("guid", "guid", guid, limit)
+        guid = data.get("guid")
+        if guid is not None and (not isinstance(guid, str) or _size(guid) > MAX_GUID_BYTES):
+            check, reason = guid_problem(guid)
+            raise LineError(check, reason, "guid", clip(guid if isinstance(guid, str) else json.dumps(guid)))
         action = data.get("action_input") or {}
         reasoning = action.get("reasoning")
         if reasoning is not None and _size(reasoning) > MAX_REASONING_BYTES:

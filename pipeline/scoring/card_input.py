@@ -12,15 +12,14 @@ rows back, so a card scored from its file and from the database gives the same r
   the values the card states, compared with the recomputed ones (`stated_differences`);
 - card wrapper (``{won, played, cards}``) and bare ``Card``: each slot is a play with its cumulative pairs.
 
-Malformed runs (missing ``level_actions``, negative or non-integer counts, more completed levels than the run's
-own levels) are quarantined with a reason; the other runs of the card still score.
+Malformed runs and card slots (missing ``level_actions``, negative or non-integer counts, more completed levels
+than the run's own levels, ...) are refused by the reader, by the one rule of `pipeline.recordings.cards` that
+ingest quarantines them by, with the same reason; the other runs of the card still score.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,9 +32,8 @@ from pipeline.core.manifest import sha256_file
 from pipeline.ingest.arc3_json import read_scorecard, sniff_scorecard
 from pipeline.ingest.base import FileContext, FileRejected
 from pipeline.ingest.formats import read_head
+from pipeline.recordings.cards import game_id_problem, run_problem, slot_problem
 from pipeline.recordings.counting import WIN, Card, CardPlay
-from pipeline.recordings.lines import GAME_ID_RE
-from schemas.vocabulary import GAME_STATES
 
 from .baseline_sources import BaselineSource
 from .plays import STEP_COLUMNS, RecordingInput
@@ -122,69 +120,6 @@ def is_scorecard_file(path: Path) -> bool:
     return path.suffix.lower() == ".json" and sniff_first_line(head.first_line) is None
 
 
-def _count(value: Any) -> int | None:
-    """A whole non-negative count, else None."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return None
-    return value
-
-
-def _bad_count(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"{value!r} is not a number of actions"
-    if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
-        return f"{value!r} is not a whole number of actions"
-    if value < 0:
-        return f"{value!r} is negative"
-    return None
-
-
-def _raw_card_problems(doc: Any) -> dict[str, str]:
-    """Per game of a card wrapper or bare card: why its counts are not whole non-negative numbers (the reader
-    casts `1.5` to 1; a count must be stated exactly)."""
-    if not isinstance(doc, dict) or isinstance(doc.get("environments"), list):
-        return {}
-    cards = doc["cards"] if isinstance(doc.get("cards"), dict) else {doc.get("game_id"): doc}
-    out = {}
-    for game_id, card in cards.items():
-        if not isinstance(card, dict):
-            continue
-        for key in ("actions", "resets", "levels_completed"):
-            for i, v in enumerate(card.get(key) or []):
-                if (why := _bad_count(v)) is not None:
-                    out.setdefault(str(game_id), f"{key}[{i}] = {why}")
-        for i, pairs in enumerate(card.get("actions_by_level") or []):
-            for pair in pairs or []:
-                for v in pair if isinstance(pair, list) else [pair]:
-                    if (why := _bad_count(v)) is not None:
-                        out.setdefault(str(game_id), f"actions_by_level[{i}] value {why}")
-    return out
-
-
-def _summary_problems(doc: Any) -> dict[tuple[str, int], str]:
-    """Per (game, run index) of a scored summary: counts that are not whole non-negative numbers."""
-    out: dict[tuple[str, int], str] = {}
-    if not isinstance(doc, dict) or not isinstance(doc.get("environments"), list):
-        return out
-    for env in doc["environments"]:
-        if not isinstance(env, dict) or not isinstance(env.get("id"), str):
-            continue
-        for r_i, run in enumerate(env.get("runs") or []):
-            if not isinstance(run, dict):
-                continue
-            for key in ("actions", "resets", "levels_completed"):
-                if key in run and (why := _bad_count(run[key])) is not None:
-                    out.setdefault((env["id"], r_i), f"{key} = {why}")
-            la, base = run.get("level_actions"), run.get("level_baseline_actions")
-            for i, v in enumerate(la if isinstance(la, list) else []):
-                if (why := _bad_count(v)) is not None:
-                    out.setdefault((env["id"], r_i), f"level_actions[{i}] = {why}")
-            if isinstance(la, list) and isinstance(base, list) and len(la) > len(base):
-                out.setdefault((env["id"], r_i), f"more levels ({len(la)} level_actions) than baselines "
-                                                 f"({len(base)} level_baseline_actions)")
-    return out
-
-
 def read_card_files(paths: Sequence[Path]) -> CardInputs:
     """Read scorecard files with ingest's reader (nothing is stored): their runs, and every file or run
     refused with its reason."""
@@ -222,30 +157,15 @@ def read_card_files(paths: Sequence[Path]) -> CardInputs:
             found.problems.append((path, "scorecard rejected: JSON nested too deeply"))
             continue
         found.files[file_id] = (path.name, path)
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8-sig"))
-        except (ValueError, OSError, RecursionError):
-            doc = None
-        summary_problems = _summary_problems(doc)
-        card_problems = _raw_card_problems(doc)
-        envs = doc.get("environments") if isinstance(doc, dict) else None
-        for game_id, why in sorted(card_problems.items()):
-            found.problems.append((path, f"card quarantined ({game_id}): {why}"))
+        # The reader applies the one rule for scorecard values (pipeline.recordings.cards): what it refuses is
+        # what ingest quarantines, with the same reason.
         for reject in output.rejects:
-            if any(f" {g}" in reject.reason for g in card_problems):
-                continue  # said above, more precisely
-            reason = reject.reason
-            m = re.fullmatch(r"environments\[(\d+)\]\.runs\[(\d+)\]", reject.location)
-            if m and isinstance(envs, list) and isinstance(envs[int(m[1])], dict):
-                reason = summary_problems.get((envs[int(m[1])].get("id"), int(m[2])), reason)
-            found.problems.append((path, f"card run quarantined ({reject.location}): {reason}"))
+            what = "card" if reject.target_table == "core_arc3__card_plays" else "card run"
+            found.problems.append((path, f"{what} quarantined ({reject.location}): {reject.reason}"))
         tables = output.tables
-        slots = tables.get("core_arc3__card_plays")
-        if slots is not None and card_problems:
-            slots = slots.filter(~pl.col("game_id").is_in(list(card_problems)))
         runs, problems = runs_from_tables(
-            tables.get("core_arc3__scorecard_runs"), tables.get("core_arc3__scorecards"), slots,
-            {file_id: (path.name, path)}, raw_problems={file_id: ({}, summary_problems)})
+            tables.get("core_arc3__scorecard_runs"), tables.get("core_arc3__scorecards"),
+            tables.get("core_arc3__card_plays"), {file_id: (path.name, path)})
         found.runs += runs
         found.problems += problems
         if not runs and not any(p == path for p, _ in found.problems):  # said, not silently nothing
@@ -279,11 +199,11 @@ def read_db_cards(ws) -> CardInputs:
     return found
 
 
-def _bad_game_id(game_id: str) -> str:
-    """Why a card's game id is refused: no table holds it (ingest quarantines it), and a run of it would stop
-    the scorer's writing of every run."""
-    return f"game id {game_id!r} is not of the form <code>-<version> (4 lowercase letters or digits, then - and 8 " \
-           "or 12 lowercase hex digits; the version may be left out)"
+# Stored columns under the JSON names the rules speak of (pipeline.recordings.cards).
+RUN_KEYS = ("guid", "actions", "resets", "levels_completed", "level_actions", "level_baseline_actions",
+            "level_scores", "state")
+SLOT_COLUMNS = {"actions": "card_actions", "resets": "card_resets", "levels_completed": "levels_completed",
+                "states": "card_state", "guids": "guid"}
 
 
 def _f(v: Any) -> float | None:
@@ -291,14 +211,13 @@ def _f(v: Any) -> float | None:
 
 
 def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slots: pl.DataFrame | None,
-                     files: Mapping[str, tuple[str, Path | None]],
-                     raw_problems: Mapping[str, tuple[dict, dict]] | None = None
-                     ) -> tuple[list[CardRun], list[tuple[Path, str]]]:
+                     files: Mapping[str, tuple[str, Path | None]]) -> tuple[list[CardRun], list[tuple[Path, str]]]:
     """Card runs from ``core_arc3__scorecard_runs`` (with their ``core_arc3__scorecards`` documents) and
-    ``core_arc3__card_plays`` rows, and the runs refused with their reason."""
+    ``core_arc3__card_plays`` rows, and the runs refused with their reason. The reader refuses what the rules
+    of `pipeline.recordings.cards` refuse before anything is stored; they are applied again here, with the same
+    reasons, to rows a database may hold from before them."""
     out: list[CardRun] = []
     problems: list[tuple[Path, str]] = []
-    raw_problems = raw_problems or {}
 
     def where(fid: str) -> Path:
         name, path = files.get(fid, (fid[:12], None))
@@ -312,33 +231,15 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
             docs[row["file_id"]] = {}
     for row in (runs.sort("file_id", "game_id", "run_index").iter_rows(named=True) if runs is not None else ()):
         fid, game_id, r_i = row["file_id"], row["game_id"], row["run_index"]
-        label = f"environments {game_id} run {r_i}"
-        bad = raw_problems.get(fid, ({}, {}))[1].get((game_id, r_i))
-        la = row["level_actions"]
-        if bad is None and not GAME_ID_RE.match(game_id):
-            bad = _bad_game_id(game_id)
-        if bad is None and la is None:
-            bad = "missing level_actions: a run cannot be scored without its per-level actions"
-        if bad is None and any(_count(a) is None for a in la):
-            bad = f"level_actions {la} hold a negative count"
-        for key in ("actions", "resets", "levels_completed"):
-            if bad is None and row[key] is not None and _count(row[key]) is None:
-                bad = f"{key} = {row[key]!r} is negative"
-        k = row["levels_completed"]
-        if bad is None and k is None:
-            bad = "missing levels_completed: which levels were completed is unknown"
-        if bad is None and k > len(la):
-            bad = f"levels_completed {k} is more than its {len(la)} levels (level_actions)"
-        base = row["level_baseline_actions"]
-        if bad is None and base is not None and -1 not in base and len(base) < k:
-            bad = f"more completed levels ({k}) than baselines ({len(base)})"
-        if bad is None and base is not None and -1 not in base and any(b < 0 for b in base):
-            bad = f"level_baseline_actions {base} hold a negative value"
-        if bad is None and row["state"] is not None and row["state"] not in GAME_STATES:
-            bad = f"state {row['state']!r} is not one of {', '.join(GAME_STATES)}"
+        bad = game_id_problem(game_id)
         if bad is not None:
-            problems.append((where(fid), f"card run quarantined ({label}): {bad}"))
+            bad = f"environment: {bad}"
+        elif (problem := run_problem({k: row[k] for k in RUN_KEYS})) is not None:
+            bad = f"run of {game_id}: {problem[2]}"
+        if bad is not None:
+            problems.append((where(fid), f"card run quarantined (environments {game_id} run {r_i}): {bad}"))
             continue
+        la, k, base = row["level_actions"], row["levels_completed"], row["level_baseline_actions"]
         doc = docs.get(fid, {})
         cumulative, total = [], 0
         for i in range(k):
@@ -365,25 +266,17 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
         out.append(CardRun(fid, name, path, "scored-summary", game_id, r_i, play, stated, tuple(notes)))
     for row in (slots.sort("file_id", "game_id", "slot_index").iter_rows(named=True) if slots is not None else ()):
         fid, game_id, s_i = row["file_id"], row["game_id"], row["slot_index"]
-        if not game_id or game_id in ("None", "null"):
-            problems.append((where(fid), "card quarantined: it names no game_id, so its game cannot be scored"))
-            continue
-        bad = raw_problems.get(fid, ({}, {}))[0].get(game_id)
-        if bad is None and not GAME_ID_RE.match(game_id):
-            bad = _bad_game_id(game_id)
-        pairs = [tuple(p) for p in row["card_actions_by_level"] or []]
+        bad = game_id_problem(game_id)
         if bad is None:
-            for key in ("card_actions", "card_resets", "levels_completed"):
-                if row[key] is not None and _count(row[key]) is None:
-                    bad = f"{key.removeprefix('card_')} = {row[key]!r} is negative"
-                    break
-        if bad is None and any(_count(v) is None for p in pairs for v in p):
-            bad = f"actions_by_level {pairs} hold a negative value"
-        if bad is None and row["card_state"] not in GAME_STATES:
-            bad = f"state {row['card_state']!r} is not one of {', '.join(GAME_STATES)}"
+            values = {name: row[column] for name, column in SLOT_COLUMNS.items()
+                      if row[column] is not None or name not in ("levels_completed", "resets")}  # null: unstated
+            values["actions_by_level"] = [list(p) for p in row["card_actions_by_level"] or []]
+            if (problem := slot_problem(values, s_i)) is not None:
+                bad = f"card slot {s_i} of {game_id}: {problem[2]}"
         if bad is not None:
-            problems.append((where(fid), f"card quarantined ({game_id}): {bad}"))
+            problems.append((where(fid), f"card quarantined (slot {s_i}): {bad}"))
             continue
+        pairs = [tuple(p) for p in row["card_actions_by_level"] or []]
         play = CardPlay(guid=row["guid"], actions=int(row["card_actions"]), resets=int(row["card_resets"] or 0),
                         state=row["card_state"], levels_completed=int(row["levels_completed"] or len(pairs)),
                         actions_by_level=tuple((int(a), int(b)) for a, b in pairs))

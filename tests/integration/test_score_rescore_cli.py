@@ -159,7 +159,9 @@ def test_cards_from_files_and_database_agree_and_bad_cards_are_quarantined(tmp_p
     code, output = run(str(good), str(bad), str(neg), "--out", str(tmp_path / "files"), "--no-figures")
     assert code == 3, output
     assert "bad.json: scorecard rejected: not valid JSON" in output
-    assert "neg.json: card quarantined (tu93-0768757b): actions[0] = -3 is negative" in output
+    # The reason is the reader's, as ingest quarantines it (the card's slot named, in the file and the card).
+    assert "neg.json: card quarantined (file slot 0): card slot 0 of tu93-0768757b: actions[0] = -3 is negative" \
+        in output
     sc = json.loads((tmp_path / "files" / SLUG).read_text())
     assert math.isclose(sc["score"], doc["scored"]["game_score"], abs_tol=1e-9)
     assert sc["verification"]["baseline_sources"]["bt11-fd9df0622a1a"] == {"source": "scorecard", "cards": "good.json"}
