@@ -30,6 +30,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.special_files import not_regular_file
+from pipeline.ingest.arc3_json import MAX_BASELINE_ACTIONS
 from pipeline.ingest.base import Reject, clip
 from schemas.validate import conform
 
@@ -66,8 +67,8 @@ class _Row:
 
 
 def _int(text: str) -> int | None:
-    """A whole number in 64 bits, written as one ("12", read exactly) or as a whole float ("12.0"); else None
-    (also for 1e999, nan and 2**63, which no count column holds)."""
+    """A whole number, written as one ("12", read exactly) or as a whole float ("12.0"); else None (also for
+    1e999 and nan). The callers bound it (a level index, a count: far inside 64 bits)."""
     try:
         value = int(text)
     except ValueError:
@@ -78,7 +79,7 @@ def _int(text: str) -> int | None:
         if not math.isfinite(f) or f != int(f):
             return None
         value = int(f)
-    return value if -(2**63) <= value < 2**63 else None
+    return value
 
 
 def _first_line_not_utf8(path: Path) -> tuple[int, str]:
@@ -180,6 +181,11 @@ def _read_rows(path: Path, reader: Any, reject: Callable[..., None], rejects: li
             if count is None or count < 0:
                 reject(start, "bad_count", f"{count_col} {v[count_col]!r} of a completed level is not a whole "
                        "number >= 0", raw, count_col, v[count_col])
+                continue
+            if count > MAX_BASELINE_ACTIONS:  # its cost would be a baseline no metadata.json may hold
+                reject(start, "bad_count", f"{count_col} {v[count_col]} of a completed level is above "
+                       f"{MAX_BASELINE_ACTIONS:,} actions, the largest baseline accepted (as for a metadata.json "
+                       "at ingest): a typo?", raw, count_col, v[count_col])
                 continue
         key = (v["game_id"], v["player_id"], level)
         if key in seen:
