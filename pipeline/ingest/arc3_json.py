@@ -11,7 +11,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.core.textfiles import ascii_json, read_text_document
+from pipeline.core.textfiles import ascii_json, not_utf8_reason, read_text_document
 from pipeline.ingest.base import (
     NESTED_TOO_DEEPLY,
     BadEntries,
@@ -36,8 +36,7 @@ def _load_json_document(ctx: FileContext) -> tuple[Any, list[str], BadEntries]:
     try:
         text, facts = read_text_document(ctx.path)
     except UnicodeDecodeError as err:
-        raise FileRejected(f"not UTF-8 text ({err.reason} at byte {err.start}); re-save the file as UTF-8",
-                           "not_utf8") from None
+        raise FileRejected(not_utf8_reason(err), "not_utf8") from None
     try:
         doc = json.loads(text)
         return doc, facts.flags(), BadEntries(doc, text)

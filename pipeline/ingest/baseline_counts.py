@@ -30,6 +30,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.special_files import not_regular_file
+from pipeline.core.textfiles import not_utf8_reason
 from pipeline.ingest.arc3_json import MAX_BASELINE_ACTIONS
 from pipeline.ingest.base import Reject, clip
 from schemas.validate import conform
@@ -82,15 +83,15 @@ def _int(text: str) -> int | None:
     return value
 
 
-def _first_line_not_utf8(path: Path) -> tuple[int, str]:
-    """(1-based line, why) of the first line that is not UTF-8 (decoding a text stream fails by chunk)."""
+def _first_line_not_utf8(path: Path) -> tuple[int, UnicodeDecodeError | None]:
+    """(1-based line, the error) of the first line that is not UTF-8 (decoding a text stream fails by chunk)."""
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, 1):
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError as err:
-                return number, f"{err.reason} at byte {err.start}"
-    return 1, "invalid UTF-8"
+                return number, err
+    return 1, None
 
 
 def read_counts(path: Path) -> Counts:
@@ -112,8 +113,8 @@ def read_counts(path: Path) -> Counts:
         with handle:
             return _read_rows(path, csv.reader(handle), reject, rejects)
     except UnicodeDecodeError:
-        line, why = _first_line_not_utf8(path)
-        raise CountsFileError(f"{path}:{line}: not UTF-8 text ({why}); re-save the file as UTF-8") from None
+        line, err = _first_line_not_utf8(path)
+        raise CountsFileError(f"{path}:{line}: {not_utf8_reason(err)}") from None
     except OSError as err:  # opened, then failed to read (EIO)
         raise CountsFileError(f"{path}: cannot read: {err.strerror or err}") from None
 

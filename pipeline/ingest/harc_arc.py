@@ -24,7 +24,13 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.spool import Spool
-from pipeline.core.textfiles import LONE_SURROGATE, ascii_json, lone_surrogates, read_text_document
+from pipeline.core.textfiles import (
+    LONE_SURROGATE,
+    ascii_json,
+    lone_surrogates,
+    not_utf8_reason,
+    read_text_document,
+)
 from pipeline.ingest.base import (
     NESTED_TOO_DEEPLY,
     BadEntries,
@@ -318,8 +324,7 @@ def read_task_json(ctx: FileContext) -> ReaderOutput:
     try:
         text, facts = read_text_document(ctx.path)  # BOM removed, CRLF accepted: both flagged
     except UnicodeDecodeError as err:
-        raise FileRejected(f"not UTF-8 text ({err.reason} at byte {err.start}); re-save the file as UTF-8",
-                           check="not_utf8") from None
+        raise FileRejected(not_utf8_reason(err), check="not_utf8") from None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as err:

@@ -32,7 +32,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.core.spool import Spool
-from pipeline.core.textfiles import TextFacts, strip_bom
+from pipeline.core.textfiles import TextFacts, bom_encoding, not_utf8_reason, strip_bom
 from schemas.validate import conform, empty_frame
 
 from .cards import card_rows
@@ -334,9 +334,10 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 try:
                     blank = not body.decode("utf-8").strip()
                 except UnicodeDecodeError as err:
-                    issues.append(LineIssue(f"line {number}", "not_utf8",
-                                            f"line is not UTF-8 text ({err.reason} at byte {err.start}); re-save "
-                                            "the file as UTF-8", clip(raw.decode("utf-8", "replace")), STEPS))
+                    if number == 1 and bom_encoding(raw):  # every line of it would be quarantined as garbage
+                        raise RecordingRejected(not_utf8_reason(err), "not_utf8") from None
+                    issues.append(LineIssue(f"line {number}", "not_utf8", not_utf8_reason(err, subject="line"),
+                                            clip(raw.decode("utf-8", "replace")), STEPS))
                     continue
             else:
                 blank = not body.strip()
