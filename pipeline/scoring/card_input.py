@@ -31,7 +31,7 @@ import polars as pl
 
 from pipeline.core.manifest import sha256_file
 from pipeline.core.textfiles import not_utf8_reason
-from pipeline.ingest.arc3_json import read_scorecard, sniff_scorecard
+from pipeline.ingest.arc3_json import MAX_BASELINE_ACTIONS, read_scorecard, sniff_scorecard
 from pipeline.ingest.base import FileContext, FileRejected
 from pipeline.ingest.formats import read_head
 from pipeline.recordings.counting import WIN, Card, CardPlay
@@ -335,6 +335,9 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
             bad = f"more completed levels ({k}) than baselines ({len(base)})"
         if bad is None and base is not None and -1 not in base and any(b < 0 for b in base):
             bad = f"level_baseline_actions {base} hold a negative value"
+        if bad is None and base is not None and any(b > MAX_BASELINE_ACTIONS for b in base):
+            bad = (f"level_baseline_actions {base} hold a value above {MAX_BASELINE_ACTIONS:,}, the largest baseline "
+                   "accepted (as for a metadata.json at ingest)")
         if bad is None and row["state"] is not None and row["state"] not in GAME_STATES:
             bad = f"state {row['state']!r} is not one of {', '.join(GAME_STATES)}"
         if bad is not None:
