@@ -72,19 +72,37 @@ class _TooLoud(BaseException):
 
 
 class _Printed(io.TextIOBase):
-    """sys.stdout and sys.stderr of a witness: counts the UTF-8 bytes written, keeps nothing."""
+    """sys.stdout and sys.stderr of a witness: counts the UTF-8 bytes written (also through ``.buffer``), keeps
+    nothing."""
 
     def __init__(self) -> None:
         self.n_bytes = 0
+        self.buffer = _PrintedBytes(self)
 
     def writable(self) -> bool:
         return True
 
     def write(self, text: str) -> int:
-        self.n_bytes += len(str(text).encode("utf-8", "surrogatepass"))
+        self.count(len(str(text).encode("utf-8", "surrogatepass")))
+        return len(text)
+
+    def count(self, n: int) -> None:
+        self.n_bytes += n
         if self.n_bytes > MAX_PRINTED_BYTES:
             raise _TooLoud
-        return len(text)
+
+
+class _PrintedBytes(io.RawIOBase):
+    def __init__(self, text: _Printed) -> None:
+        self._text = text
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        n = memoryview(data).nbytes
+        self._text.count(n)
+        return n
 
 
 def _mib(n: int) -> str:

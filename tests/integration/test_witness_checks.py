@@ -206,6 +206,7 @@ def test_a_witness_whose_output_is_too_large_is_refused_saying_so_not_nondetermi
     cases = {"prints_10mb": _witness("    print('x' * (10 << 20))\n" + CROSS),
              "prints_100mb_to_stderr": _witness("    import sys\n    print('x' * (100 << 20), file=sys.stderr)\n"
                                                 + CROSS),
+             "prints_10mb_bytes": _witness("    import sys\n    sys.stdout.buffer.write(b'x' * (10 << 20))\n" + CROSS),
              "prints_hello": _witness("    print('hello')\n" + CROSS),
              "writes_fd_1": _witness("    import os\n    os.write(1, b'x' * (10 << 20))\n" + CROSS)}
     made = tmp_path / "loud.csv"
@@ -217,8 +218,8 @@ def test_a_witness_whose_output_is_too_large_is_refused_saying_so_not_nondetermi
     rows = {name: (r["status"], r["reason"]) for name, r in _rows(db).items()}
     printed = (f"output too large: the witness printed more than {MAX_PRINTED_BYTES >> 20} MiB to stdout/stderr "
                "(the limit per task)")
-    assert rows["prints_10mb"][0] == rows["prints_100mb_to_stderr"][0] == "refused", rows
-    assert rows["prints_10mb"][1].startswith(printed) and rows["prints_100mb_to_stderr"][1].startswith(printed)
+    for loud in ("prints_10mb", "prints_100mb_to_stderr", "prints_10mb_bytes"):
+        assert rows[loud][0] == "refused" and rows[loud][1].startswith(printed), rows
     assert rows["prints_hello"] == ("pass", None), rows
     assert rows["writes_fd_1"][0] == "refused", rows
     assert rows["writes_fd_1"][1].startswith("output too large: the witness wrote past the sandbox's file size "
