@@ -40,6 +40,7 @@ __all__ = [
     "describe_game_error",
     "find_games",
     "resolve_game",
+    "skipped_metadata",
     "unloadable_reason",
     "load_game_class",
     "load_game_module",
@@ -128,6 +129,8 @@ def _read_info(metadata_path: Path) -> GameInfo:
         metadata = json.loads(metadata_path.read_text(encoding="utf-8-sig"))
     except RecursionError as err:
         raise ValueError("the JSON is nested too deeply to read") from err
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not valid JSON ({err})") from err
     if not isinstance(metadata, dict):
         raise ValueError("metadata.json must hold a JSON object")
     game_id = metadata.get("game_id")
@@ -177,6 +180,13 @@ def find_games(
     ``loadable=True`` leaves out games whose code cannot be loaded (see ``unloadable_reason``)."""
     found, _ = _scan(environments_dir)
     return [found[key] for key in sorted(found) if not loadable or unloadable_reason(found[key]) is None]
+
+
+def skipped_metadata(environments_dir: str | Path | Iterable[str | Path] | None = None) -> list[str]:
+    """Each ``metadata.json`` under the directories that ``find_games`` leaves out because it cannot be read as a
+    game's metadata, as ``"path: reason"`` (a caller that was given the folder says so instead of skipping it
+    without a word)."""
+    return _scan(environments_dir)[1]
 
 
 def _scan(environments_dir: str | Path | Iterable[str | Path] | None

@@ -7,6 +7,10 @@ import polars as pl
 from schemas.model import Field
 from schemas.vocabulary import ACTION_NAMES, GAME_STATES, RECORDING_VARIANTS
 
+MAX_BASELINE_ACTIONS = 10**9  # a level's human baseline: far above any play, far below what the scorer's
+# arithmetic holds exactly (2**62 actions once made the set-based and per-play scores disagree, and score stopped);
+# the one bound of a metadata.json, a --baselines CSV, a counts CSV and a scorecard's level_baseline_actions
+
 UTC = pl.Datetime("us", "UTC")
 SHA256 = r"^[0-9a-f]{64}$"
 GAME_ID = r"^[a-z0-9]{4}(-[0-9a-f]{8}|-[0-9a-f]{12})?$"

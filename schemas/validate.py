@@ -274,19 +274,21 @@ def value_problem(table_name: str, row: dict) -> tuple[str, str] | None:
     return None
 
 
-def _type_words(dtype: pl.DataType) -> str:
+def _type_words(dtype: pl.DataType, *, plural: bool = False) -> str:
+    """What a column holds, in words: "an integer of 64 bits"; `plural`: "integers of 64 bits" (a list's items;
+    pluralising the whole phrase once made "a list of integer of 64 bitss")."""
     if isinstance(dtype, pl.List):
-        return f"a list of {_type_words(dtype.inner).removeprefix('a ').removeprefix('an ')}s"
+        return f"{'lists' if plural else 'a list'} of {_type_words(dtype.inner, plural=True)}"
     if dtype == pl.String:
-        return "a string"
+        return "strings" if plural else "a string"
     if dtype == pl.Boolean:
-        return "true or false"
+        return "true or false values" if plural else "true or false"
     bounds = _int_range(dtype)
     if bounds is not None:
-        return f"an integer of {len(bin(bounds[1])) - 2 + (bounds[0] < 0)} bits"
+        return f"{'integers' if plural else 'an integer'} of {len(bin(bounds[1])) - 2 + (bounds[0] < 0)} bits"
     if dtype in (pl.Float32, pl.Float64):
-        return "a finite number"
-    return f"a {dtype}"
+        return "finite numbers" if plural else "a finite number"
+    return f"{dtype} values" if plural else f"a {dtype}"
 
 
 def conform(table_name: str, rows: list[dict] | pl.DataFrame, *, without: tuple[str, ...] = ()) -> pl.DataFrame:

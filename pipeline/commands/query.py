@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -77,7 +78,7 @@ def query_command(
         except QueryRefused as err:
             raise fail(str(err), EXIT_USAGE) from err
         except duckdb.Error as err:
-            raise fail(f"query failed: {err}") from err
+            raise fail(f"query failed: {advice_it_accepts(str(err))}") from err
         except cannot_show as err:
             raise fail(_cannot_show(err, "read")) from err
     try:  # a folder, a missing or read-only folder, a full disk: OutputError, one line (commands.common)
@@ -87,6 +88,27 @@ def query_command(
         raise fail(_cannot_show(err, f"written as {fmt.value}")) from err
     if out_file:
         out.info(f"wrote {df.height:,} rows to {out_file}")
+
+
+NO_SETTINGS = "`arcstudy query` cannot change settings"
+# DuckDB's advice to change a setting, which `query` refuses (a read-only connection, settings locked): replaced
+# by what a query can do instead.
+_SETTING_ADVICE = (
+    (re.compile(r'\s*Use "SET max_expression_depth TO x" to increase the maximum expression depth\.?'),
+     f" {NO_SETTINGS}: nest less (a long chain of + or || as a list function, `list_sum([...])`; or parts of "
+     "the expression as columns of a WITH clause, then combined)."),
+    (re.compile(r"\s*Possible solutions:.*", re.S),  # out of memory: SET threads, preserve_insertion_order, ...
+     f" {NO_SETTINGS} (threads, memory_limit): read less at once (fewer columns, a WHERE filter, aggregate "
+     "before joining, LIMIT)."),
+    (re.compile(r'[^.\n]*\b[Uu]se\s+"?SET\s[^.\n]*\.?'), f" {NO_SETTINGS}."),  # any other
+)
+
+
+def advice_it_accepts(message: str) -> str:
+    """DuckDB's error message with its advice to SET something (refused here) replaced by advice `query` takes."""
+    for pattern, instead in _SETTING_ADVICE:
+        message = pattern.sub(instead, message)
+    return message
 
 
 def _cannot_show(err: BaseException, what: str) -> str:

@@ -37,8 +37,10 @@ def simulate_command(
     ground_truth/ with the low-effort labels, kept apart from the data). Nothing goes into a database: run
     `arcstudy ingest` on the result. The H-ARC participants are
     simulated on --workers processes (without it: serially up to 100 participants, else 2) or on the cluster
-    at --scheduler; the files do not depend on it.
+    at --scheduler; the files do not depend on it. Exit code 3 when a game folder was skipped because its
+    metadata.json cannot be read (each is named with the reason; the other games are simulated).
     """
+    from engine.loader import skipped_metadata
     from games import GAMES_DIR
     from pipeline.core.game_code import GameCodeError, SandboxFailure, announce
     from pipeline.simulate.study import SCALES, simulate_study
@@ -49,6 +51,10 @@ def simulate_command(
         raise fail(f"--out {out_dir} is a file, not a folder; choose a folder for the study", EXIT_USAGE)
     make_out_dir(out_dir)
     announce([environments or GAMES_DIR])
+    skipped = skipped_metadata(environments or GAMES_DIR)
+    for why in skipped:  # a game folder whose metadata.json cannot be read is not played: said, and exit 3
+        out.console.print(f"skipped a game: {why}; fix its metadata.json to simulate it", markup=False,
+                          highlight=False)
     try:
         summary = simulate_study(out_dir, scale=scale, seed=seed, environments_dir=environments or GAMES_DIR,
                                  with_harc=not no_harc, overwrite=overwrite, progress=out.track,
@@ -68,3 +74,7 @@ def simulate_command(
         + (f", {len(summary['static']['families'])} ARC-TGI families audited" if summary.get("static") else "")
         + f" -> {out_dir}"
     )
+    if skipped:
+        out.console.print(f"{len(skipped)} game folder(s) skipped (metadata.json cannot be read); every other game "
+                          "was simulated", markup=False, highlight=False)
+        raise typer.Exit(EXIT_REJECTED)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.special_files import not_regular_file
+from pipeline.core.textfiles import not_utf8_reason
 from schemas.vocabulary import BASELINE_RULES, RECORDING_VARIANTS
 
 DEFAULTS_PATH = Path(str(resources.files("pipeline.core") / "defaults.toml"))  # package data, also when installed
@@ -255,8 +256,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except RecursionError:  # thousands of arrays or tables inside one another
         raise ConfigError(f"{path} is not a configuration: it is nested too deeply to read") from None
     except UnicodeDecodeError as err:  # TOML is UTF-8
-        raise ConfigError(f"{path} is not UTF-8 text ({err.reason} at byte {err.start}); re-save it as UTF-8") \
-            from None
+        raise ConfigError(not_utf8_reason(err, subject=str(path))) from None
 
 
 def resolve(overrides: dict[str, Any] | None = None, *, origin: str = "overrides") -> BuildConfig:

@@ -3,7 +3,8 @@
 Windows tools (Excel, Notepad, PowerShell's `Out-File`) write a BOM (EF BB BF) before the first byte and end
 lines with CRLF. Neither changes what a file says, so every reader and the format sniffers strip a leading
 BOM and accept CRLF, and the file is flagged (`utf8_bom`, `crlf_line_endings`) instead of being altered
-silently. Anything else that is not UTF-8 stays an error for the caller to report.
+silently. Anything else that is not UTF-8 stays an error for the caller to report, in the one wording of
+`not_utf8_reason`, which names a UTF-16 (or UTF-32) file by its byte-order mark.
 """
 
 from __future__ import annotations
@@ -16,13 +17,40 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 __all__ = ["CRLF_FLAG", "BOM_FLAG", "DUPLICATE_KEY", "LONE_SURROGATE", "UTF8_BOM", "BadText", "DuplicateKey",
-           "DuplicateKeyError", "MarkingDecoder", "TextFacts", "ascii_json", "decode_head", "has_lone_surrogate",
-           "json_document", "keys_twice", "lone_surrogates", "path_text", "read_text_document", "storable",
-           "strip_bom", "unique_json"]
+           "DuplicateKeyError", "MarkingDecoder", "TextFacts", "ascii_json", "bom_encoding", "decode_head",
+           "has_lone_surrogate", "json_document", "keys_twice", "lone_surrogates", "not_utf8_reason", "path_text",
+           "read_text_document", "storable", "strip_bom", "unique_json"]
 
 UTF8_BOM = b"\xef\xbb\xbf"
 BOM_FLAG = "utf8_bom"
 CRLF_FLAG = "crlf_line_endings"
+# Byte-order marks of the encodings a text editor offers besides UTF-8 ("Unicode" in Notepad and Excel is UTF-16
+# little-endian); UTF-32 first, since its little-endian mark begins with UTF-16's.
+OTHER_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+              (b"\xfe\xff", "UTF-16"))
+
+
+def bom_encoding(head: bytes) -> tuple[str, bytes] | None:
+    """(encoding, mark) when ``head`` (a file's first bytes) starts with a UTF-16 or UTF-32 byte-order mark."""
+    return next(((name, mark) for mark, name in OTHER_BOMS if head.startswith(mark)), None)
+
+
+def not_utf8_reason(err: UnicodeDecodeError | None, head: bytes = b"", subject: str = "") -> str:
+    """The one wording of "this text is not UTF-8", for files, lines and rows. ``head``: the file's first bytes,
+    when known: a UTF-16 or UTF-32 file is named as such (its byte-order mark says so) instead of pointing at
+    byte 0 (without ``head``, the bytes being decoded are looked at when the first of them failed: they are the
+    file's first bytes when the whole file or its first line was decoded). ``subject``: what was read, when the
+    message needs one ("line", a path)."""
+    lead = f"{subject} is " if subject else ""
+    if not head and err is not None and err.start == 0 and isinstance(err.object, bytes):
+        head = err.object[:4]
+    found = bom_encoding(head)
+    if found is not None:
+        name, mark = found
+        return (f"{lead}{name} text, not UTF-8 (it starts with the {name} byte-order mark {mark.hex(' ').upper()}); "
+                "re-save the file as UTF-8")
+    why = f" ({err.reason} at byte {err.start})" if err is not None else ""
+    return f"{lead}not UTF-8 text{why}; re-save the file as UTF-8"
 
 
 @dataclass

@@ -28,6 +28,7 @@ from pipeline.ingest.harc_csv import (
     flag_lists,
     header_columns,
     header_repeated,
+    int_parse_failed,
     load_csv,
     match_variant,
     parse_failed,
@@ -92,9 +93,9 @@ def read_attempts(ctx: FileContext) -> ReaderOutput:
         _not_blank("task_ID", "the task id"), _not_blank("session_ID", "the session id"),
         _not_blank("test_index", "the test pair index"), _not_blank("submissions", "the number of submissions"),
         _not_blank("correct_submissions", "the number of correct submissions"),
-        *[parse_failed(c, pl.col(t), "a whole number", "not_an_integer") for c, t in (
+        *[check for c, t in (
             ("test_index", "test_index"), ("submissions", "n_attempt_submissions"),
-            ("correct_submissions", "n_correct_submissions"))],
+            ("correct_submissions", "n_correct_submissions")) for check in int_parse_failed(c, pl.col(t), "a whole number")],
         *[parse_failed(c, pl.col(t), "a number of seconds", "not_a_number") for c, t in (
             ("start_time_seconds", "start_offset_s"), ("duration_seconds", "attempt_duration_s"))],
         *[RowCheck("not_a_number", pl.col(t).is_infinite() | pl.col(t).is_nan(),

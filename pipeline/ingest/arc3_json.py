@@ -11,7 +11,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.core.textfiles import ascii_json, json_document, read_text_document
+from pipeline.core.textfiles import ascii_json, json_document, not_utf8_reason, read_text_document
 from pipeline.ingest.base import (
     NESTED_TOO_DEEPLY,
     BadEntries,
@@ -23,6 +23,7 @@ from pipeline.ingest.base import (
 )
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.recordings.cards import card_rows, game_id_problem, run_problem
+from schemas.arc3 import MAX_BASELINE_ACTIONS
 from schemas.validate import conform, type_problem, value_problem
 
 METADATA_KEYS = {"baseline_actions", "title", "default_fps", "tags", "class_name", "date_downloaded",
@@ -36,8 +37,7 @@ def _load_json_document(ctx: FileContext) -> tuple[Any, list[str], BadEntries]:
     try:
         text, facts = read_text_document(ctx.path)
     except UnicodeDecodeError as err:
-        raise FileRejected(f"not UTF-8 text ({err.reason} at byte {err.start}); re-save the file as UTF-8",
-                           "not_utf8") from None
+        raise FileRejected(not_utf8_reason(err), "not_utf8") from None
     try:
         doc, twice = json_document(text)
         return doc, facts.flags(), BadEntries(doc, text, twice)
@@ -65,10 +65,6 @@ def sniff_metadata(head: Head) -> str | None:
     if obj is None and head.path.name == "metadata.json":
         return "file named metadata.json (content will be checked)"
     return None
-
-
-MAX_BASELINE_ACTIONS = 10**9  # a level's human baseline: far above any play, far below what the scorer's
-# arithmetic holds exactly (2**62 actions once made the set-based and per-play scores disagree, and score stopped)
 
 
 def _positive_int_list(value: Any) -> bool:

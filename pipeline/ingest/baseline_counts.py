@@ -30,7 +30,9 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.special_files import not_regular_file
+from pipeline.core.textfiles import not_utf8_reason
 from pipeline.ingest.base import Reject, clip
+from schemas.arc3 import MAX_BASELINE_ACTIONS
 from schemas.validate import conform
 
 REQUIRED = ("game_id", "level_index", "player_id", "completed")
@@ -66,8 +68,8 @@ class _Row:
 
 
 def _int(text: str) -> int | None:
-    """A whole number in 64 bits, written as one ("12", read exactly) or as a whole float ("12.0"); else None
-    (also for 1e999, nan and 2**63, which no count column holds)."""
+    """A whole number, written as one ("12", read exactly) or as a whole float ("12.0"); else None (also for
+    1e999 and nan). The callers bound it (a level index, a count: far inside 64 bits)."""
     try:
         value = int(text)
     except ValueError:
@@ -78,18 +80,18 @@ def _int(text: str) -> int | None:
         if not math.isfinite(f) or f != int(f):
             return None
         value = int(f)
-    return value if -(2**63) <= value < 2**63 else None
+    return value
 
 
-def _first_line_not_utf8(path: Path) -> tuple[int, str]:
-    """(1-based line, why) of the first line that is not UTF-8 (decoding a text stream fails by chunk)."""
+def _first_line_not_utf8(path: Path) -> tuple[int, UnicodeDecodeError | None]:
+    """(1-based line, the error) of the first line that is not UTF-8 (decoding a text stream fails by chunk)."""
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, 1):
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError as err:
-                return number, f"{err.reason} at byte {err.start}"
-    return 1, "invalid UTF-8"
+                return number, err
+    return 1, None
 
 
 def read_counts(path: Path) -> Counts:
@@ -111,8 +113,8 @@ def read_counts(path: Path) -> Counts:
         with handle:
             return _read_rows(path, csv.reader(handle), reject, rejects)
     except UnicodeDecodeError:
-        line, why = _first_line_not_utf8(path)
-        raise CountsFileError(f"{path}:{line}: not UTF-8 text ({why}); re-save the file as UTF-8") from None
+        line, err = _first_line_not_utf8(path)
+        raise CountsFileError(f"{path}:{line}: {not_utf8_reason(err)}") from None
     except OSError as err:  # opened, then failed to read (EIO)
         raise CountsFileError(f"{path}: cannot read: {err.strerror or err}") from None
 
@@ -180,6 +182,11 @@ def _read_rows(path: Path, reader: Any, reject: Callable[..., None], rejects: li
             if count is None or count < 0:
                 reject(start, "bad_count", f"{count_col} {v[count_col]!r} of a completed level is not a whole "
                        "number >= 0", raw, count_col, v[count_col])
+                continue
+            if count > MAX_BASELINE_ACTIONS:  # its cost would be a baseline no metadata.json may hold
+                reject(start, "bad_count", f"{count_col} {v[count_col]} of a completed level is above "
+                       f"{MAX_BASELINE_ACTIONS:,} actions, the largest baseline accepted (as for a metadata.json "
+                       "at ingest): a typo?", raw, count_col, v[count_col])
                 continue
         key = (v["game_id"], v["player_id"], level)
         if key in seen:

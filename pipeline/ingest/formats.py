@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.textfiles import decode_head
+from pipeline.core.textfiles import bom_encoding, decode_head, not_utf8_reason
 from pipeline.ingest.base import FileContext, ReaderOutput
 
 HEAD_BYTES = 64 * 1024
@@ -27,6 +27,7 @@ class Head:
     text: str  # decoded (utf-8, errors replaced) first HEAD_BYTES bytes
     first_line: str
     is_complete: bool  # the whole file fits in `text`
+    start: bytes = b""  # the file's first bytes as they are (a UTF-16 byte-order mark is seen there)
 
     @cached_property
     def json_value(self) -> Any:
@@ -68,7 +69,7 @@ def read_head(path: Path) -> Head:
     complete = len(raw) <= HEAD_BYTES
     text, _ = decode_head(raw[:HEAD_BYTES])  # a BOM is not content (pipeline.core.textfiles)
     first_line = text.split("\n", 1)[0].strip()
-    return Head(path=path, text=text, first_line=first_line, is_complete=complete)
+    return Head(path=path, text=text, first_line=first_line, is_complete=complete, start=raw[:4])
 
 
 def detect(path: Path) -> tuple[InputFormat | None, str]:
@@ -86,6 +87,8 @@ def detect(path: Path) -> tuple[InputFormat | None, str]:
             return fmt, evidence
     if too_deep:
         return None, "not valid JSON for any format (nested too deeply to read: thousands of brackets)"
+    if bom_encoding(head.start) is not None:  # the sniffers read UTF-8: this is why none knew the file
+        return None, f"content not recognised: {not_utf8_reason(None, head.start)}"
     if "\r" in head.text and "\n" not in head.text:
         return None, ("content not recognised: its lines end with a bare CR (classic Mac line ends), which no "
                       "reader here splits; convert the file to LF or CRLF line ends")

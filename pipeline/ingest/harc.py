@@ -12,7 +12,7 @@ Validator (§D.9), rule ids as written to `quarantine.check_name`:
 - quarantine row: `field_count`, `csv_malformed` (the row does not split into the header's fields),
   `invalid_utf8` (the row holds bytes that are not UTF-8), `header_repeated` (the row is the header line
   again, as where two files were joined: that one reject, not one per column),
-  `missing_value`, `not_an_integer`, `not_a_boolean`, `out_of_range`, `out_of_vocabulary`,
+  `missing_value`, `not_an_integer`, `not_a_boolean`, `out_of_range` (also an integer past 64 bits), `out_of_vocabulary`,
   `grid_malformed`, `size_mismatch` (drop-downs disagree with the grid and no undo explains it),
   `unknown_action`, `attempt_out_of_range`, `time_unparsable`, `invalid_json`, `joint_id_mismatch`,
   `invalid_md5`, `duplicate_row` (exact copy of an earlier row: the copy is quarantined),
@@ -66,6 +66,7 @@ from pipeline.ingest.harc_csv import (
     grid_check,
     header_columns,
     header_repeated,
+    int_parse_failed,
     json_explain,
     json_list_ok_series,
     load_csv,
@@ -672,11 +673,12 @@ def _data_checks(counter: str) -> list[RowCheck]:
         required("is_tutorial", "true/false"),
         *[required(c, "a size 1-30") for c in ("test_input_size_x", "test_input_size_y", "test_output_size_x",
                                               "test_output_size_y")],
-        *[parse_failed(c, pl.col(t), "an integer", "not_an_integer") for c, t in (
+        *[check for c, t in (
             ("task_number", "task_number"), ("attempt_number", "attempt_number"), (counter, "action_number"),
             ("test_input_size_x", "test_input_height"), ("test_input_size_y", "test_input_width"),
             ("test_output_size_x", "test_output_height"), ("test_output_size_y", "test_output_width"),
-            ("action_x", "action_row"), ("action_y", "action_col"), ("selected_symbol", "selected_symbol"))],
+            ("action_x", "action_row"), ("action_y", "action_col"), ("selected_symbol", "selected_symbol"))
+          for check in int_parse_failed(c, pl.col(t), "an integer")],
         *[parse_failed(c, pl.col(t), "true or false", "not_a_boolean") for c, t in (
             ("solved", "is_solved"), ("done", "is_done"), ("is_tutorial", "__is_tutorial"),
             ("complete", "is_complete"))],
@@ -783,8 +785,9 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
         required("joint_id_task", "joint_id_task"), required("task_name", "the ARC task file name"),
         required("task_number", "the task position"), required("attempt_number", "the attempt number"),
         required("num_actions", "the attempt's last event counter"), required("solved", "true/false"),
-        *[parse_failed(c, pl.col(t), "an integer", "not_an_integer") for c, t in (
-            ("task_number", "task_number"), ("attempt_number", "attempt_number"), ("num_actions", "last_action_number"))],
+        *[check for c, t in (
+            ("task_number", "task_number"), ("attempt_number", "attempt_number"), ("num_actions", "last_action_number"))
+          for check in int_parse_failed(c, pl.col(t), "an integer")],
         *[parse_failed(c, pl.col(t), "true or false", "not_a_boolean") for c, t in (
             ("solved", "is_solved"), ("complete", "is_complete"))],
         out_of_range("task_number", pl.col("task_number"), 0, 10_000),
@@ -831,7 +834,7 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
     checks = [
         required("task_name", "the ARC task file name"), required("task_type", "the split"),
         not_in("task_type", HARC_SPLITS), required("count", "the number of submissions"),
-        parse_failed("count", pl.col("n_submissions"), "an integer", "not_an_integer"),
+        *int_parse_failed("count", pl.col("n_submissions"), "an integer"),
         out_of_range("count", pl.col("n_submissions"), 1, 10_000_000),
         grid_check("test_output_grid", "__out"),
         *dup_checks,

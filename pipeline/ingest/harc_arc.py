@@ -32,6 +32,7 @@ from pipeline.core.textfiles import (
     json_document,
     keys_twice,
     lone_surrogates,
+    not_utf8_reason,
     read_text_document,
 )
 from pipeline.ingest.base import (
@@ -325,8 +326,7 @@ def read_task_json(ctx: FileContext) -> ReaderOutput:
     try:
         text, facts = read_text_document(ctx.path)  # BOM removed, CRLF accepted: both flagged
     except UnicodeDecodeError as err:
-        raise FileRejected(f"not UTF-8 text ({err.reason} at byte {err.start}); re-save the file as UTF-8",
-                           check="not_utf8") from None
+        raise FileRejected(not_utf8_reason(err), check="not_utf8") from None
     try:
         obj, twice = json_document(text)
     except json.JSONDecodeError as err:

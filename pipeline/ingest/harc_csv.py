@@ -1006,6 +1006,26 @@ def parse_failed(column: str, typed: pl.Expr, expected: str, check: str) -> RowC
                               _shown(pl.col(src(column)))), column)
 
 
+def int_parse_failed(column: str, typed: pl.Expr, expected: str) -> list[RowCheck]:
+    """The source text is present but did not parse as an integer (`as_int`): `not_an_integer` when it is no
+    whole number, `out_of_range` when it is one the column cannot hold (past 64 bits; or written as a decimal,
+    "3.0", past 2**53, where a float no longer holds every integer)."""
+    text = pl.col(src(column)).str.strip_chars()
+    as_float = text.cast(pl.Float64, strict=False)
+    whole = (as_float.is_finite() & (as_float == as_float.floor())).fill_null(False)
+    failed = pl.col(src(column)).is_not_null() & typed.is_null()
+    shown = pl.col(src(column)).map_elements(repr, return_dtype=pl.String)
+    return [
+        RowCheck("not_an_integer", failed & ~whole, pl.format(f"{column} is {{}}, expected {expected}", shown), column),
+        RowCheck("out_of_range", failed & whole,
+                 pl.when(text.str.contains(r"^[+-]?[0-9]+$"))
+                 .then(pl.format(f"{column} is {{}}, outside -2**63..2**63-1 (the 64-bit integers)", shown))
+                 .otherwise(pl.format(f"{column} is {{}}, outside -2**53..2**53, the whole numbers read exactly "
+                                      "when written as a decimal or with an exponent; write it as digits only",
+                                      shown)), column),
+    ]
+
+
 def out_of_range(column: str, typed: pl.Expr, lo: int, hi: int, check: str = "out_of_range") -> RowCheck:
     return RowCheck(check, typed.is_not_null() & ((typed < lo) | (typed > hi)),
                     pl.format(f"{column} is {{}}, outside {lo}-{hi}", typed), column)

@@ -11,10 +11,19 @@ fresh integer array). It sends back plain data only, never an object of the witn
 the output grid as a tuple of rows of ints (when it is a 2-D integer array-like within ARC's bounds), or why it
 is not a grid, or the exception the witness raised. The parent (pipeline/qualify/witnesses.py) checks the grids
 again and compares them with the stored outputs, which are never sent here.
+
+What a witness prints (sys.stdout, sys.stderr) is counted and dropped: it once went to the sandbox's log file,
+whose size limit then made a later `print` raise `OSError: File too large` (a loud witness was called
+nondeterministic, its first inputs passing and the later ones raising). A task that prints more than
+MAX_PRINTED_BYTES, or writes past the sandbox's file limit some other way, is stopped and sent back as
+`too_large` with that limit.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import io
 import os
 import sys
 from typing import Any
@@ -23,6 +32,7 @@ FRAMEWORK_ENV = "ARCSTUDY_WITNESS_FRAMEWORK"
 MAX_SIDE = 30
 RUNS = 2
 TYPING_NAMES = ("Dict", "List", "Any", "Tuple")
+MAX_PRINTED_BYTES = 16 << 20  # what one task's witness may print over its two passes (read by nobody: dropped)
 
 _namespace: dict[str, Any] | None = None
 
@@ -54,6 +64,65 @@ def load_framework() -> None:
     namespace.update({name: getattr(typing, name) for name in TYPING_NAMES})
     namespace.update({name: getattr(tlib, name) for name in dir(tlib) if not name.startswith("_")})
     _namespace = namespace
+
+
+class _TooLoud(BaseException):
+    """Raised into a witness that printed past MAX_PRINTED_BYTES (a BaseException: `except Exception` in the
+    witness does not hide it; one that catches everything is stopped after its call)."""
+
+
+class _Printed(io.TextIOBase):
+    """sys.stdout and sys.stderr of a witness: counts the UTF-8 bytes written (also through ``.buffer``), keeps
+    nothing."""
+
+    def __init__(self) -> None:
+        self.n_bytes = 0
+        self.buffer = _PrintedBytes(self)
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.count(len(str(text).encode("utf-8", "surrogatepass")))
+        return len(text)
+
+    def count(self, n: int) -> None:
+        self.n_bytes += n
+        if self.n_bytes > MAX_PRINTED_BYTES:
+            raise _TooLoud
+
+
+class _PrintedBytes(io.RawIOBase):
+    def __init__(self, text: _Printed) -> None:
+        self._text = text
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        n = memoryview(data).nbytes
+        self._text.count(n)
+        return n
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB"
+
+
+def _too_large(printed: _Printed, err: BaseException | None) -> str | None:
+    """Why the task's output is too large, or None: printed past MAX_PRINTED_BYTES, or a write past the
+    sandbox's file size limit (RLIMIT_FSIZE; the child's log counts)."""
+    if printed.n_bytes > MAX_PRINTED_BYTES:
+        return (f"the witness printed more than {_mib(MAX_PRINTED_BYTES)} to stdout/stderr (the limit per task); "
+                "remove its prints or debug output")
+    if isinstance(err, OSError) and err.errno == errno.EFBIG:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        shown = "" if limit == resource.RLIM_INFINITY else f" of {_mib(limit)}"
+        return (f"the witness wrote past the sandbox's file size limit{shown} (its output, the child's log "
+                "included): remove its prints or writes")
+    return None
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -88,7 +157,8 @@ def as_grid(value: Any) -> tuple[str, Any]:
 
 def run_witness(job: dict[str, Any]) -> dict[str, Any]:
     """job: {"code": str, "inputs": [grid, ...]}. Returns {"compile": None | why, "runs": [[(kind, value), ...]
-    per input] per pass}; kind is "grid", "invalid", "none" or "raised"."""
+    per input] per pass}; kind is "grid", "invalid", "none" or "raised"; with "too_large": why, the task was
+    stopped because its output was too large (module docstring) and "runs" holds what ran before."""
     import numpy as np
 
     if _namespace is None:
@@ -107,16 +177,26 @@ def run_witness(job: dict[str, Any]) -> dict[str, Any]:
     if not callable(transform):
         return {"compile": "the code defines no function transform_input", "runs": []}
     me = _NoGenerator()
+    printed = _Printed()
     runs: list[list[tuple[str, Any]]] = []
     for _ in range(RUNS):
         results: list[tuple[str, Any]] = []
+        runs.append(results)
         for grid in job["inputs"]:
+            failure: BaseException | None = None
             try:
-                value = transform(me, np.array(grid, dtype=np.int64))
+                with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+                    value = transform(me, np.array(grid, dtype=np.int64))
             except MemoryError:
                 raise  # the sandbox reports its memory limit, and replaces this child
+            except _TooLoud:
+                pass
             except Exception as err:  # noqa: BLE001 - the witness's own failure, reported per input
-                results.append(("raised", _raised(err)))
+                failure = err
+            if (too_large := _too_large(printed, failure)) is not None:
+                return {"compile": None, "runs": runs, "too_large": too_large}
+            if failure is not None:
+                results.append(("raised", _raised(failure)))
                 continue
             try:
                 results.append(as_grid(value))
@@ -124,5 +204,4 @@ def run_witness(job: dict[str, Any]) -> dict[str, Any]:
                 raise
             except Exception as err:  # noqa: BLE001 - a returned object whose conversion raised
                 results.append(("invalid", f"returned {type(value).__name__}, which is not a grid ({_raised(err)})"))
-        runs.append(results)
     return {"compile": None, "runs": runs}

@@ -11,7 +11,9 @@ back). The tasks fan out on the one executor: one cached sandbox per worker proc
 Each input (train and test) is run twice; a task's status, the first rule that holds:
 
 1. the sandbox stopped the call: `timeout` (wall clock or CPU limit), `refused` (a forbidden operation, the memory
-   limit, an oversized result), `error` (the child crashed or was ended by the code);
+   limit, an oversized result; or the witness printed more than witness_child.MAX_PRINTED_BYTES or wrote past the
+   sandbox's file limit: the reason says the output was too large, and the limit), `error` (the child crashed or
+   was ended by the code);
 2. `error`: the code does not compile, raised while defining its names, or defines no `transform_input`;
 3. `nondeterministic`: an input's two runs gave different results (grids, or a grid and an exception);
 4. `error`: the witness raised on an input, or returned None (no grid at all);
@@ -174,6 +176,8 @@ def judge(task: WitnessTask, reply: dict[str, Any]) -> tuple[str, str | None, in
     """(status, reason, n_match) of a task from the child's reply (run_witness) and the stored outputs."""
     if reply.get("compile"):
         return "error", reply["compile"], 0
+    if reply.get("too_large"):  # stopped in the child: not a difference between the two runs
+        return "refused", f"output too large: {reply['too_large']}", 0
     runs = reply.get("runs") or []
     n = len(task.inputs)
     if len(runs) != 2 or any(len(r) != n for r in runs):

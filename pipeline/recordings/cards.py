@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from schemas import FIELDS
+from schemas.arc3 import MAX_BASELINE_ACTIONS
 from schemas.validate import type_problem, value_problem
 from schemas.vocabulary import GAME_STATES
 
@@ -170,6 +171,9 @@ def run_problem(run: Mapping[str, Any]) -> tuple[str, str, str] | None:
             if v != -1 and (why := count_problem(v)) is not None:
                 return count_check(v), "level_baseline_actions", f"level_baseline_actions[{i}] = {why} (a " \
                                                               "baseline is a count, or -1 when not scorable)"
+            if v != -1 and v > MAX_BASELINE_ACTIONS:
+                return "out_of_range", "level_baseline_actions", f"level_baseline_actions[{i}] = {v} is above " \
+                    f"{MAX_BASELINE_ACTIONS:,} actions, the largest baseline accepted (as for a metadata.json)"
     scores = run.get("level_scores")
     if isinstance(base, list | tuple) and len(la) > len(base):
         return "parallel_lists_differ", "level_baseline_actions", \

@@ -33,7 +33,7 @@ import polars as pl
 from engine.enums import GameAction
 from engine.loader import GameInfo, GameNotFoundError, GameUnloadableError, find_games, resolve_game
 from pipeline.core.outputs import write_with
-from pipeline.core.textfiles import strip_bom
+from pipeline.core.textfiles import not_utf8_reason, strip_bom
 from schemas.validate import conform
 
 from .counting import ACTION_NAMES
@@ -192,8 +192,7 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
             try:
                 text = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as err:  # as in recordings: not silently replaced
-                issues.append(LineIssue(f"line {number}", "not_utf8", f"line is not UTF-8 text ({err.reason} at byte "
-                                        f"{err.start}); re-save the file as UTF-8",
+                issues.append(LineIssue(f"line {number}", "not_utf8", not_utf8_reason(err, subject="line"),
                                         clip(raw.decode("utf-8", "replace")), "core_arc3__steps"))
                 continue
             if not text.strip():

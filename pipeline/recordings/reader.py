@@ -33,7 +33,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.core.spool import Spool
-from pipeline.core.textfiles import TextFacts, strip_bom
+from pipeline.core.textfiles import TextFacts, bom_encoding, not_utf8_reason, strip_bom
 from schemas.validate import conform, empty_frame
 
 from .cards import card_rows
@@ -292,6 +292,18 @@ def _take(lines: Sequence[Line], indices: Sequence[int]) -> Sequence[Line]:
     return [lines[i] for i in indices]
 
 
+def _records_joined_by_cr(body: bytes) -> int:
+    """How many records a line that is not JSON holds when it is split at CR (0 unless its first piece is a JSON
+    object): a file with CR-only line ends reads as one line, which is not a cut-off line."""
+    pieces = [p for p in body.split(b"\r") if p.strip()]
+    if len(pieces) < 2:
+        return 0
+    try:
+        return len(pieces) if isinstance(orjson.loads(pieces[0]), dict) else 0
+    except orjson.JSONDecodeError:
+        return 0
+
+
 def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 on_frames: Callable[[Line], None] | None, digest: Any | None, text: TextFacts,
                 on_chunk: Callable[[list[Line]], None] | None, chunk_bytes: int,
@@ -329,9 +341,10 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 try:
                     blank = not body.decode("utf-8").strip()
                 except UnicodeDecodeError as err:
-                    issues.append(LineIssue(f"line {number}", "not_utf8",
-                                            f"line is not UTF-8 text ({err.reason} at byte {err.start}); re-save "
-                                            "the file as UTF-8", clip(raw.decode("utf-8", "replace")), STEPS))
+                    if number == 1 and bom_encoding(raw):  # every line of it would be quarantined as garbage
+                        raise RecordingRejected(not_utf8_reason(err), "not_utf8") from None
+                    issues.append(LineIssue(f"line {number}", "not_utf8", not_utf8_reason(err, subject="line"),
+                                            clip(raw.decode("utf-8", "replace")), STEPS))
                     continue
             else:
                 blank = not body.strip()
@@ -341,7 +354,12 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 line = parse_line(number, body, want_frames=keep_pixels, keep_raw=keep_raw)
             except LineError as err:
                 check, reason = err.check, err.reason
-                if truncated and check == "invalid_json":
+                if check == "invalid_json" and (joined := _records_joined_by_cr(body)):
+                    check, reason = "cr_line_ends", (
+                        f"the file's lines end with CR alone (old Mac line ends), so {joined} records were read as "
+                        "one line; convert its line ends to LF (`tr '\\r' '\\n' < FILE > FIXED`, or save it with "
+                        "Unix line ends in an editor) and read it again")
+                elif truncated and check == "invalid_json":
                     check, reason = "truncated_line", "the last line is cut off (file truncated mid-write)"
                 issues.append(LineIssue(f"line {number}", check, reason, clip(body.decode("utf-8")), STEPS,
                                         err.column, err.value, len(body), hashlib.sha256(body).hexdigest()))

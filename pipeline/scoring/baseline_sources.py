@@ -34,6 +34,7 @@ import polars as pl
 from engine.loader import find_games
 from pipeline.core.manifest import sha256_file
 from pipeline.core.textfiles import read_text_document
+from schemas.arc3 import MAX_BASELINE_ACTIONS
 
 from .policies import ScoringPolicy
 
@@ -76,11 +77,11 @@ def read_published(path: Path, rule: str) -> pl.DataFrame:
         df = pl.read_csv(path, infer_schema=False)
         if not {"game_id", "baseline_actions"} <= set(df.columns):
             raise ValueError(f"{path}: needs columns game_id and baseline_actions, has {df.columns}")
-        for r in df.iter_rows(named=True):
+        for number, r in enumerate(df.iter_rows(named=True), 2):  # as a spreadsheet counts: the header is row 1
             rows.append({"game_id": r["game_id"], "published_rule": r.get("baseline_rule"),
                          "snapshot": r.get("snapshot"),
                          "baseline_actions": list(baseline_values(json.loads(r["baseline_actions"] or "[]"),
-                                                           str(r["game_id"])))})
+                                                                  f"row {number} ({r['game_id']})"))})
     schema = {"game_id": pl.String, "published_rule": pl.String, "snapshot": pl.String,
               "baseline_actions": pl.List(pl.Int64)}
     pub = pl.DataFrame(rows, schema=schema)
@@ -125,18 +126,17 @@ class BaselineSource:
         return self._cache[rule]
 
 
-MAX_BASELINE = 2**63 - 1  # what the Int64 columns (and the set-based scorer) hold
-
-
-def baseline_values(values: Iterable, where: str) -> tuple[int, ...]:
+def baseline_values(values: Iterable, where: str, rows: Sequence[str] | None = None) -> tuple[int, ...]:
     """Per-level action counts exactly as written (no float rounding), each a whole number from 0 to
-    `MAX_BASELINE`; anything else names ``where``."""
+    `MAX_BASELINE_ACTIONS` (the bound a metadata.json's baseline has at ingest); anything else names ``where``
+    (and ``rows[i]``, the row of value i, when the values come from several rows)."""
     if not isinstance(values, list | tuple):
         raise BaselineSourceError(f"{where}: baseline_actions must be a list of action counts, got {values!r}")
     out = []
-    for v in values:
+    for i, v in enumerate(values):
+        at = f"{where}: {rows[i]}" if rows is not None else where
         if v is None:
-            raise BaselineSourceError(f"{where}: a baseline value is missing")
+            raise BaselineSourceError(f"{at}: a baseline value is missing")
         exact = v if isinstance(v, int) and not isinstance(v, bool) else None
         if isinstance(v, str) and v.strip().lstrip("+").isdigit():
             exact = int(v)  # a float would round a long integer
@@ -145,12 +145,15 @@ def baseline_values(values: Iterable, where: str) -> tuple[int, ...]:
         except (TypeError, ValueError, OverflowError):
             f = None
         if exact is None and (f is None or not math.isfinite(f) or f < 0):
-            raise BaselineSourceError(f"{where}: baseline value {v!r} is not a number of actions")
+            raise BaselineSourceError(f"{at}: baseline value {v!r} is not a number of actions")
         if exact is None and f != int(f):
-            raise BaselineSourceError(f"{where}: baseline value {v} is not a whole number of actions")
+            raise BaselineSourceError(f"{at}: baseline value {v} is not a whole number of actions")
         n = int(f) if exact is None else exact
-        if not 0 <= n <= MAX_BASELINE:
-            raise BaselineSourceError(f"{where}: baseline value {v!r} is not a number of actions (0 to {MAX_BASELINE})")
+        if n < 0:
+            raise BaselineSourceError(f"{at}: baseline value {v!r} is not a number of actions (0 or more)")
+        if n > MAX_BASELINE_ACTIONS:
+            raise BaselineSourceError(f"{at}: baseline value {v} is above {MAX_BASELINE_ACTIONS:,} actions, the "
+                                      "largest baseline accepted (as for a metadata.json at ingest): a typo?")
         out.append(n)
     return tuple(out)
 
@@ -181,6 +184,7 @@ def source_from_games_dirs(dirs: Sequence[Path], kind: str = "games-dir") -> Bas
 
 
 def _long_csv(df: pl.DataFrame, path: Path, rule: str) -> dict[str, Entry]:
+    df = df.with_row_index("_row", offset=2)  # as a spreadsheet counts: the header is row 1
     if "baseline_rule" in df.columns:
         rules = set(df["baseline_rule"].drop_nulls().unique().to_list())
         chosen = rule if rule in rules else (next(iter(rules)) if len(rules) == 1 else None)
@@ -198,7 +202,8 @@ def _long_csv(df: pl.DataFrame, path: Path, rule: str) -> dict[str, Entry]:
         if any(v is None or v == "" for v in values):
             games[game_id] = (None, chosen, ("baseline_too_few_completers",))
         else:
-            games[game_id] = (baseline_values(values, f"{path} {game_id}"), chosen, ())
+            rows = [f"row {n} ({game_id} level {level})" for n, level in zip(sub["_row"], levels, strict=True)]
+            games[game_id] = (baseline_values(values, str(path), rows), chosen, ())
     return games
 
 

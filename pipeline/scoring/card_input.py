@@ -29,6 +29,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.manifest import sha256_file
+from pipeline.core.textfiles import not_utf8_reason
 from pipeline.ingest.arc3_json import read_scorecard, sniff_scorecard
 from pipeline.ingest.base import FileContext, FileRejected
 from pipeline.ingest.formats import read_head
@@ -138,8 +139,8 @@ def read_card_files(paths: Sequence[Path]) -> CardInputs:
             if sniff_scorecard(read_head(path)) is None:
                 try:
                     json.loads(path.read_text(encoding="utf-8-sig"))
-                except UnicodeDecodeError:
-                    found.problems.append((path, "scorecard rejected: not UTF-8 text"))
+                except UnicodeDecodeError as err:
+                    found.problems.append((path, f"scorecard rejected: {not_utf8_reason(err)}"))
                     continue
                 except json.JSONDecodeError as err:
                     found.problems.append((path, f"scorecard rejected: not valid JSON ({err.msg} at line "

@@ -28,7 +28,13 @@ import polars as pl
 
 from pipeline.core.special_files import NOT_UTF8_NAME, not_regular_file, undecodable
 from pipeline.core.spool import Spool
-from pipeline.core.textfiles import DuplicateKeyError, read_text_document, unique_json
+from pipeline.core.textfiles import (
+    DuplicateKeyError,
+    bom_encoding,
+    not_utf8_reason,
+    read_text_document,
+    unique_json,
+)
 from pipeline.recordings.counting import (
     RESET,
     Card,
@@ -399,13 +405,15 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
             continue
         try:
             with open(path, "rb") as fh:
-                head = fh.read(64 * 1024).decode("utf-8", errors="replace")
+                start = fh.read(64 * 1024)
+            head = start.decode("utf-8", errors="replace")
             if not head.strip():  # as ingest says it (formats.detect)
                 problems.append((path, "the file is empty"))
                 continue
             if sniff_first_line(head.split("\n", 1)[0].rstrip("\r")) is None:
-                problems.append((path, "not an ARC-AGI-3 recording (the first line is not a `{timestamp, data}` "
-                                       "envelope)"))
+                problems.append((path, "not an ARC-AGI-3 recording (" + (
+                    not_utf8_reason(None, start) if bom_encoding(start) else
+                    "the first line is not a `{timestamp, data}` envelope") + ")"))
                 continue
             if is_playback_file(path):  # actions only: stored as ingest stores them, replayed by replay_scripts
                 script = read_playback_file(path)

@@ -260,7 +260,7 @@ def test_view_baselines_are_checked_as_score_checks_them(tmp_path):
     folder it could not use exited 1 where score says 2; both now share score's check (exit 2, reason)."""
     meta = tmp_path / "metadata.json"
     for values, words in (([1.5, 2], "1.5 is not a whole number of actions"),
-                          ([10**23, 2], f"{10**23} is not a number of actions")):
+                          ([10**23, 2], f"{10**23} is above 1,000,000,000 actions")):
         meta.write_text(json.dumps({"game_id": "pv63-003f92f7", "baseline_actions": values}))
         for given in (str(meta), ",".join(map(str, values))):
             code, text = run("view", str(LOSE), "--out", str(tmp_path / "v.html"), "--baselines", given)

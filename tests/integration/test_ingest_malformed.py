@@ -160,6 +160,21 @@ def test_file_without_frame_lines_is_refused(tmp_path: Path):
         assert ws.row_count("raw_ingest__files") == 0
 
 
+def test_a_file_with_cr_only_line_ends_is_said_to_have_them_not_to_be_cut_off(tmp_path: Path):
+    """Its records read as one line without a closing LF, which was reported as "the last line is cut off (file
+    truncated mid-write)": the fix (convert the line ends) was nowhere in sight."""
+    path = tmp_path / "old_mac.jsonl"
+    path.write_bytes(dump(base_lines()).replace("\n", "\r").encode())
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        report = ingest_paths(ws, [path], run_id="t")
+        assert report.files[0].status == "rejected"
+        q = {r["source_location"]: r for r in ws.read("SELECT * FROM quarantine").iter_rows(named=True)}
+    assert q["line 1"]["check_name"] == "cr_line_ends", q
+    assert q["line 1"]["reason"].startswith(f"the file's lines end with CR alone (old Mac line ends), so "
+                                            f"{len(base_lines())} records were read as one line; convert its line "
+                                            "ends to LF (`tr '\\r' '\\n' < FILE > FIXED`"), q["line 1"]["reason"]
+
+
 def test_toolkit_file_without_leading_reset_loads_flagged(tmp_path: Path):
     # A recorder defect, not a broken file: make()'s RESET opened the play but was not written
     # (test_ingest_odd_files checks that it counts as the toolkit's card).

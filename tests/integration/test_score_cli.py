@@ -299,6 +299,13 @@ def test_usage_and_errors(tmp_path):
     bad.write_text("a,b\n1,2\n")
     code, output = run(str(SAMPLES / "fixtures"), "--baselines", str(bad), "--db", str(tmp_path / "x.duckdb"))
     assert code == 2 and "needs columns" in output
+    huge = tmp_path / "huge.csv"  # beyond the bound a metadata.json has at ingest: it once scored as given
+    huge.write_text('game_id,baseline_actions\nan53-6f5f2264,"[2, 19, 7, 4611686018427387904]"\n')
+    code, output = run(str(SAMPLES / "fixtures" / "an53_scripted-lose.noframes.jsonl"), "--games", str(GAMES),
+                       "--baselines", str(huge), "--db", str(tmp_path / "x.duckdb"), "--out", str(tmp_path / "h"))
+    assert code == 2 and "row 2 (an53-6f5f2264): baseline value 4611686018427387904 is above 1,000,000,000" in \
+        " ".join(output.split()), output
+    assert not (tmp_path / "h").exists()
     code, output = run(str(SAMPLES / "fixtures"), "--game", "an53-6f5f2264", "--db", str(tmp_path / "x.duckdb"))
     assert code == 2 and "--game selects database plays" in output
     code, output = run("--db", str(tmp_path / "missing.duckdb"))

@@ -96,6 +96,8 @@ CASES = {
     "summary: whole float": (_summary({"levels_completed": 5.0}), "levels_completed = 5.0 is not an integer"),
     "summary: negative baseline": (_summary({"level_baseline_actions": [4, -8, 16, 20, 24]}),
                                    "level_baseline_actions[1] = -8 is negative"),
+    "summary: baseline past the bound": (_summary({"level_baseline_actions": [4, 2**62, 16, 20, 24]}),
+                                         f"level_baseline_actions[1] = {2**62} is above 1,000,000,000 actions"),
     "summary: negative score": (_summary({"score": -5.0}),
                                 f"run of {OTHER}: column 'score': -5.0 is below the minimum 0"),
     "summary: missing level_actions": (_summary({}, drop="level_actions"), "missing level_actions"),

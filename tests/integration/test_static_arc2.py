@@ -178,3 +178,17 @@ def test_odd_files_and_rows(tmp_path: Path):
         rows[("missing.csv", "file")][1]
     # empty times land: the row counts, its time does not
     assert core.rows() == [(3, None, ["no_duration"])]
+
+
+def test_a_count_past_64_bits_is_out_of_range_not_not_an_integer(tmp_path: Path):
+    """It was rejected as `not_an_integer` ("expected a whole number"), which it is."""
+    header = "task_ID,task_set,test_index,session_ID,start_time_seconds,duration_seconds,submissions,correct_submissions"
+    (tmp_path / "big.csv").write_text(header + "\n00576224,Public Eval,0,s1,0,1,99999999999999999999,1\n"
+                                      "00576224,Public Eval,0,s2,0,1,1.5,1\n")
+    with Workspace(tmp_path / "b.duckdb") as ws:
+        ingest_paths(ws, [tmp_path / "big.csv"], run_id="t", workers=1)
+        q = ws.read("SELECT source_location, check_name, reason FROM quarantine ORDER BY 1")
+    assert q.rows() == [
+        ("row 1", "out_of_range", "submissions is '99999999999999999999', outside -2**63..2**63-1 (the 64-bit "
+         "integers)"),
+        ("row 2", "not_an_integer", "submissions is '1.5', expected a whole number")]

@@ -196,6 +196,36 @@ def test_hostile_witnesses_fail_write_nothing_and_end(tmp_path: Path):
     assert _tree(CHECKOUT) == framework_before
 
 
+def test_a_witness_whose_output_is_too_large_is_refused_saying_so_not_nondeterministic(tmp_path: Path):
+    """A witness printing 10 MB a call was called `nondeterministic` (its prints went to the sandbox's log, whose
+    size limit made the later calls raise `OSError: File too large`), one printing 100 MB an `error`. Prints are
+    now counted and dropped: past the limit the task is refused with the limit named; a quiet print still passes."""
+    from pipeline.core.sandbox import Limits
+    from pipeline.qualify.witness_child import MAX_PRINTED_BYTES
+
+    cases = {"prints_10mb": _witness("    print('x' * (10 << 20))\n" + CROSS),
+             "prints_100mb_to_stderr": _witness("    import sys\n    print('x' * (100 << 20), file=sys.stderr)\n"
+                                                + CROSS),
+             "prints_10mb_bytes": _witness("    import sys\n    sys.stdout.buffer.write(b'x' * (10 << 20))\n" + CROSS),
+             "prints_hello": _witness("    print('hello')\n" + CROSS),
+             "writes_fd_1": _witness("    import os\n    os.write(1, b'x' * (10 << 20))\n" + CROSS)}
+    made = tmp_path / "loud.csv"
+    _write_export(made, cases)
+    db = tmp_path / "l.duckdb"
+    _ingest(db, made)
+    res = _check(db, "--workers", "1")
+    assert res.returncode == 3, res.stdout + res.stderr
+    rows = {name: (r["status"], r["reason"]) for name, r in _rows(db).items()}
+    printed = (f"output too large: the witness printed more than {MAX_PRINTED_BYTES >> 20} MiB to stdout/stderr "
+               "(the limit per task)")
+    for loud in ("prints_10mb", "prints_100mb_to_stderr", "prints_10mb_bytes"):
+        assert rows[loud][0] == "refused" and rows[loud][1].startswith(printed), rows
+    assert rows["prints_hello"] == ("pass", None), rows
+    assert rows["writes_fd_1"][0] == "refused", rows
+    assert rows["writes_fd_1"][1].startswith("output too large: the witness wrote past the sandbox's file size "
+                                             f"limit of {Limits().file_bytes >> 20} MiB"), rows
+
+
 def test_framework_without_the_library_is_a_usage_error(tmp_path: Path):
     db = tmp_path / "u.duckdb"
     _ingest(db, EXPORT)

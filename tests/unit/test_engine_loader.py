@@ -15,6 +15,7 @@ from engine.loader import (
     load_game_class,
     load_game_module,
     resolve_game,
+    skipped_metadata,
 )
 
 GAME_SOURCE = '''
@@ -200,6 +201,16 @@ def test_unreadable_metadata_is_skipped_and_named_when_the_game_is_not_found(tmp
     with pytest.raises(GameNotFoundError, match="nested too deeply") as err:
         resolve_game("zz01", tmp_path)
     assert str(metadata) in str(err.value)
+
+
+def test_the_metadata_find_games_skips_is_listed_with_its_reason(environments):
+    """`simulate --environments` once left out a game whose metadata.json could not be read without a word:
+    the skipped files and their reasons are public, for a caller that was given the folder to say so."""
+    assert [info.game_id for info in find_games(environments)] == ["zz01-aaaa1111", "zz01-bbbb2222",
+                                                                   "zz01-cccc3333"]
+    (skipped,) = skipped_metadata(environments)
+    assert skipped.startswith(f"{environments / 'notes' / 'metadata.json'}: not valid JSON (")
+    assert skipped_metadata(environments / "zz01") == []
 
 
 POLLUTER = '''

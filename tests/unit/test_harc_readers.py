@@ -291,6 +291,9 @@ def test_raw_rows_keep_every_field_as_text(tmp_path):
     (3, {"selected_symbol": "12"}, "out_of_range", "selected_symbol", "selected_symbol is 12, outside 0-9"),
     (3, {"solved": "yes please"}, "not_a_boolean", "solved", "solved is 'yes please', expected true or false"),
     (3, {"action_x": "0.5"}, "not_an_integer", "action_x", "action_x is '0.5', expected an integer"),
+    (3, {"action_x": "12345678901234567890"}, "out_of_range", "action_x",
+     "action_x is '12345678901234567890', outside -2**63..2**63-1 (the 64-bit integers)"),
+    (3, {"action_x": "1e30"}, "out_of_range", "action_x", "action_x is '1e30', outside -2**53..2**53"),
     (3, {"hashed_id": ""}, "missing_value", "hashed_id", "hashed_id is empty"),
     (3, {"selected_tool": "lasso"}, "out_of_vocabulary", "selected_tool", "selected_tool is 'lasso'"),
     (3, {"test_output_size_y": "4"}, "size_mismatch", "test_output_size_x",
@@ -306,6 +309,19 @@ def test_row_defects_are_quarantined_with_a_reason(tmp_path, row, change, check,
     assert mine[0].target_table == ACTIONS and json.loads(mine[0].raw_text)["action_id"] == str(row)
     assert out.tables[ACTIONS].height == 24 and row not in out.tables[ACTIONS]["row_number"].to_list()
     assert out.tables[RAW].height == 25  # the raw layer keeps the bad row
+
+
+@pytest.mark.parametrize(("text", "check"), [("12345678901234567890", "out_of_range"),
+                                             ("-9223372036854775809", "out_of_range"),
+                                             ("9007199254740993.0", "out_of_range"), ("inf", "not_an_integer"),
+                                             ("twelve", "not_an_integer")])
+def test_an_integer_past_64_bits_is_out_of_range_not_not_an_integer(tmp_path, text: str, check: str):
+    """An integer the column cannot hold was once rejected as `not_an_integer` ("expected an integer"): it is
+    one. It now gets its own check, once, and the reason says the range."""
+    rows = fx.data_rows()
+    rows[2] = {**rows[2], "selected_symbol": text}
+    out = read_data(ctx(fx.write_data(tmp_path / "data.csv", rows)))
+    assert [(r.location, r.check, r.column) for r in out.rejects] == [("row 3", check, "selected_symbol")]
 
 
 def test_bom_and_windows_line_endings(tmp_path):

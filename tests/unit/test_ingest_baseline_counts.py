@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.ingest.baseline_counts import CountsFileError, read_counts
+from schemas.arc3 import MAX_BASELINE_ACTIONS
 
 # player -> per-level costs of the levels completed, in order; then levels not completed up to 3
 PLAYERS = {"ann": [12, 30, 7], "bob": [9, 41], "cy": [20], "dee": []}
@@ -114,9 +115,19 @@ def test_a_count_no_integer_column_holds_is_a_bad_row_not_a_crash(tmp_path: Path
     assert _costs(counts) == {"b": [4]}
 
 
-def test_large_counts_are_read_exactly_not_through_a_float(tmp_path: Path):
-    path = _write(tmp_path / "c.csv", "game_id,level_index,player_id,actions,completed\ng1,1,a,9007199254740993,true\n")
-    assert _costs(read_counts(path)) == {"a": [9007199254740993]}  # a float would give ...992
+def test_the_largest_count_is_read_exactly_and_a_larger_one_is_rejected_naming_it(tmp_path: Path):
+    """A count becomes a baseline, which a metadata.json may not make larger than MAX_BASELINE_ACTIONS (2**62
+    once made the scorer's set-based and per-play scores disagree): the counts file had no such bound."""
+    top = MAX_BASELINE_ACTIONS
+    path = _write(tmp_path / "c.csv", "game_id,level_index,player_id,actions,completed\n"
+                                      f"g1,1,a,{top},true\ng1,1,b,{top + 1},true\ng1,1,c,{2**62}.0,true\n")
+    counts = read_counts(path)
+    assert _costs(counts) == {"a": [top]}
+    assert [(r.location, r.check, r.column, r.value) for r in counts.rejects] == [
+        ("line 3", "bad_count", "actions", str(top + 1)), ("line 4", "bad_count", "actions", f"{2**62}.0")]
+    assert counts.rejects[0].reason == (f"{path}:3: actions {top + 1} of a completed level is above 1,000,000,000 "
+                                        "actions, the largest baseline accepted (as for a metadata.json at ingest): "
+                                        "a typo?")
 
 
 def test_a_file_that_is_not_utf8_is_refused_saying_so(tmp_path: Path):

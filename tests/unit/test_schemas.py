@@ -144,3 +144,16 @@ def test_no_hand_written_ddl_in_the_pipeline():
 def test_the_data_dictionary_lists_every_table():
     text = data_dictionary()
     assert [t for t in TABLES if f"## `{t}`" not in text] == []
+
+
+@pytest.mark.parametrize(("row", "words"), [
+    ({"baseline_actions": ["a"]}, "baseline_actions must be a list of integers of 64 bits, got ['a']"),
+    ({"baseline_actions": [2**70]}, f"baseline_actions must be a list of integers of 64 bits, got [{2**70}]"),
+    ({"flags": [1]}, "flags must be a list of strings, got [1]"),
+    ({"game_id": 5}, "game_id must be a string, got 5"),
+])
+def test_a_value_a_column_cannot_hold_is_described_in_plain_words(row: dict, words: str):
+    """A list of 64-bit integers was once described as "a list of integer of 64 bitss"."""
+    from schemas.validate import type_problem
+
+    assert type_problem("core_arc3__environments", row) == (next(iter(row)), words)

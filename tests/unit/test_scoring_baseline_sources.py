@@ -22,6 +22,7 @@ from pipeline.scoring.baseline_sources import (
     source_from_games_dirs,
     source_from_path,
 )
+from schemas.arc3 import MAX_BASELINE_ACTIONS
 from schemas.validate import conform
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -121,8 +122,8 @@ def test_csv_shapes(tmp_path):
 
 
 @pytest.mark.parametrize(("values", "words"), [
-    ("[99999999999999999999999, 1]", "99999999999999999999999 is not a number of actions (0 to 9223372036854775807)"),
-    ("[1e30, 1]", "1e+30 is not a number of actions"),
+    ("[99999999999999999999999, 1]", "99999999999999999999999 is above 1,000,000,000 actions"),
+    ("[1e30, 1]", "1e+30 is above 1,000,000,000 actions"),
     ("[1.5, 2]", "1.5 is not a whole number of actions"),
     ("[-3, 2]", "-3 is not a number of actions"),
     ("[null]", "a baseline value is missing"),
@@ -134,7 +135,7 @@ def test_a_baseline_no_table_can_hold_as_written_names_its_file(tmp_path, values
     the pure scorer disagree (RuntimeError). Each is now refused, naming the file or game."""
     wide = tmp_path / "wide.csv"
     pl.DataFrame({"game_id": ["aa11-0000000a"], "baseline_actions": [values]}).write_csv(wide)
-    with pytest.raises(BaselineSourceError, match=re.escape(f"{wide}: aa11-0000000a: ") + ".*" + re.escape(words)):
+    with pytest.raises(BaselineSourceError, match=re.escape(f"{wide}: row 2 (aa11-0000000a): ") + ".*" + re.escape(words)):
         resolve_baselines(["aa11-0000000a"], P2604, [source_from_path(wide)])
     meta = metadata_dir(tmp_path / "meta", {"aa11-0000000a": json.loads(values)})
     if isinstance(json.loads(values), list):
@@ -142,13 +143,34 @@ def test_a_baseline_no_table_can_hold_as_written_names_its_file(tmp_path, values
             source_from_path(meta)
 
 
-def test_long_integers_are_read_exactly(tmp_path):
-    top = 2**63 - 1
+def test_the_largest_baseline_is_read_exactly(tmp_path):
+    top = MAX_BASELINE_ACTIONS
     wide = tmp_path / "wide.csv"
     pl.DataFrame({"game_id": ["aa11-0000000a"], "baseline_actions": [f"[{top}, 3]"]}).write_csv(wide)
+    long = tmp_path / "long.csv"
+    pl.DataFrame({"game_id": ["aa11-0000000a"] * 2, "level_index": [1, 2],
+                  "baseline_value": [str(top), "3"]}).write_csv(long)
     meta = metadata_dir(tmp_path / "meta", {"aa11-0000000a": [top, 3]})
-    for source in (source_from_path(wide), source_from_path(meta)):
+    for source in (source_from_path(wide), source_from_path(long), source_from_path(meta)):
         assert resolve_baselines(["aa11-0000000a"], P2604, [source])["aa11-0000000a"].baseline_actions == (top, 3)
+
+
+@pytest.mark.parametrize("value", [MAX_BASELINE_ACTIONS + 1, 2**62, 2**63 - 1])
+def test_a_csv_baseline_beyond_the_metadata_bound_is_refused_naming_file_row_and_value(tmp_path, value: int):
+    """A metadata.json baseline is bounded at ingest (2**62 once made the set-based and per-play scores disagree
+    and `score` stopped); a --baselines CSV had no bound at all. Both CSV shapes now refuse it, saying where."""
+    wide = tmp_path / "wide.csv"
+    pl.DataFrame({"game_id": ["aa11-0000000a", "bb22-0000000b"],
+                  "baseline_actions": ["[4, 5]", f"[3, {value}]"]}).write_csv(wide)
+    with pytest.raises(BaselineSourceError, match=re.escape(
+            f"{wide}: row 3 (bb22-0000000b): baseline value {value} is above 1,000,000,000 actions")):
+        resolve_baselines(["bb22-0000000b"], P2604, [source_from_path(wide)])
+    long = tmp_path / "long.csv"  # rows out of level order: the row named is the file's
+    pl.DataFrame({"game_id": ["bb22-0000000b"] * 3, "level_index": [3, 1, 2],
+                  "baseline_value": ["7", str(value), "5"]}).write_csv(long)
+    with pytest.raises(BaselineSourceError, match=re.escape(
+            f"{long}: row 3 (bb22-0000000b level 1): baseline value {value} is above 1,000,000,000 actions")):
+        resolve_baselines(["bb22-0000000b"], P2604, [source_from_path(long)])
 
 
 def _env_row(game_id: str, values: list[int] | None, day: int, file_char: str) -> dict:

@@ -166,6 +166,12 @@ BAD_RUNS = {
     "state outside the vocabulary": ({"guid": "f", "score": 0.0, "levels_completed": 0, "actions": 3, "resets": 0,
                                       "state": "PLAYING", "level_scores": [0.0, 0.0], "level_actions": [3, 0],
                                       "level_baseline_actions": [4, 8]}, "state 'PLAYING' is not one of"),
+    # past the bound a metadata.json baseline has at ingest (2**62 once made the two scorers disagree)
+    "baseline past the metadata bound": ({"guid": "g", "score": 0.0, "levels_completed": 1, "actions": 6,
+                                          "resets": 0, "state": "NOT_FINISHED", "completed": False,
+                                          "level_scores": [0.0, 0.0], "level_actions": [3, 3],
+                                          "level_baseline_actions": [2**62, 8]},
+                                         f"level_baseline_actions[0] = {2**62} is above 1,000,000,000 actions"),
     "more levels than baselines": ({"guid": "d", "score": 0.0, "levels_completed": 3, "actions": 9, "resets": 0,
                                     "state": "NOT_FINISHED", "completed": False, "level_scores": [0.0, 0.0],
                                     "level_actions": [3, 3], "level_baseline_actions": [4, 8]},
