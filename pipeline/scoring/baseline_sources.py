@@ -33,7 +33,7 @@ import polars as pl
 
 from engine.loader import find_games
 from pipeline.core.manifest import sha256_file
-from pipeline.core.textfiles import read_text_document
+from pipeline.core.textfiles import DuplicateKeyError, not_utf8_reason, read_text_document, unique_json
 from schemas.arc3 import MAX_BASELINE_ACTIONS
 
 from .policies import ScoringPolicy
@@ -69,7 +69,15 @@ def read_published(path: Path, rule: str) -> pl.DataFrame:
     rows = []
     if path.is_dir():
         for f in sorted(path.rglob("metadata.json")):
-            doc = json.loads(read_text_document(f)[0])  # a BOM is not content
+            try:
+                doc = unique_json(read_text_document(f)[0])  # a BOM is not content
+            except UnicodeDecodeError as err:
+                raise BaselineSourceError(f"{f}: {not_utf8_reason(err)}") from None
+            except json.JSONDecodeError as err:
+                raise BaselineSourceError(f"{f}: not valid JSON ({err.msg} at line {err.lineno} column "
+                                          f"{err.colno})") from None
+            except (DuplicateKeyError, RecursionError) as err:
+                raise BaselineSourceError(f"{f}: {err or 'JSON nested too deeply'}") from None
             if isinstance(doc, dict) and doc.get("game_id") and doc.get("baseline_actions"):
                 rows.append({"game_id": doc["game_id"], "published_rule": None, "snapshot": None,
                              "baseline_actions": list(baseline_values(doc["baseline_actions"], str(f)))})

@@ -189,3 +189,19 @@ def test_a_comparison_card_naming_a_key_twice_is_refused(tmp_path):
     path.write_text(f'{{"environments": [{{"id": "ab12-0123abcd", "runs": [{_run(1)}]}}], "environments": []}}')
     with pytest.raises(CompareError, match='names the key "environments" twice'):
         read_comparison_card(path)
+
+
+@pytest.mark.parametrize("text, words", [
+    ('{"game_id": "ab12-0123abcd", "baseline_actions": [1, 2], "baseline_actions": [3, 4]}',
+     'names the key "baseline_actions" twice'),
+    ('{"game_id": "ab12-0123abcd", "baseline_actions": [1, 2], ', "not valid JSON"),
+], ids=["repeated key", "broken"])
+def test_a_published_baselines_folder_names_the_metadata_file_it_cannot_use(tmp_path, text, words):
+    from pipeline.scoring.baseline_sources import BaselineSourceError, read_published
+
+    path = tmp_path / "ab12" / "0123abcd" / "metadata.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    with pytest.raises(BaselineSourceError) as caught:
+        read_published(tmp_path, "upper_median")
+    assert str(caught.value).startswith(f"{path}: ") and words in str(caught.value)
