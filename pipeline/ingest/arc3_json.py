@@ -22,7 +22,7 @@ from pipeline.ingest.base import (
     clip,
 )
 from pipeline.ingest.formats import Head, InputFormat, register
-from pipeline.recordings.cards import card_rows, game_id_problem, run_problem
+from pipeline.recordings.cards import MAX_LEVELS, card_rows, game_id_problem, run_problem
 from schemas.arc3 import MAX_BASELINE_ACTIONS
 from schemas.validate import conform, type_problem, value_problem
 
@@ -68,8 +68,8 @@ def sniff_metadata(head: Head) -> str | None:
 
 
 def _positive_int_list(value: Any) -> bool:
-    """Positive integers up to MAX_BASELINE_ACTIONS."""
-    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool)
+    """At most MAX_LEVELS positive integers up to MAX_BASELINE_ACTIONS (one per level)."""
+    return isinstance(value, list) and len(value) <= MAX_LEVELS and all(isinstance(v, int) and not isinstance(v, bool)
                                            and 0 < v <= MAX_BASELINE_ACTIONS for v in value)
 
 
@@ -89,8 +89,9 @@ def read_metadata(ctx: FileContext) -> ReaderOutput:
     baseline = doc.get("baseline_actions")
     flags = list(text_flags)
     if baseline is not None and not _positive_int_list(baseline):
-        raise FileRejected(f"baseline_actions must be a list of positive integers up to {MAX_BASELINE_ACTIONS:,}, "
-                           f"got {clip(repr(baseline))} (zeros or negatives silently score 0 in the toolkit)",
+        raise FileRejected(f"baseline_actions must be a list of at most {MAX_LEVELS} positive integers (one per "
+                           f"level) up to {MAX_BASELINE_ACTIONS:,}, got {clip(repr(baseline))} (zeros or negatives "
+                           "silently score 0 in the toolkit)",
                            "bad_baseline_actions")
     if not baseline:
         flags.append("baseline_missing")

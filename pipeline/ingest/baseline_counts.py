@@ -32,6 +32,7 @@ import polars as pl
 from pipeline.core.special_files import not_regular_file
 from pipeline.core.textfiles import not_utf8_reason
 from pipeline.ingest.base import Reject, clip
+from pipeline.recordings.cards import MAX_LEVELS
 from schemas.arc3 import MAX_BASELINE_ACTIONS
 from schemas.validate import conform
 
@@ -39,7 +40,7 @@ REQUIRED = ("game_id", "level_index", "player_id", "completed")
 COUNT_COLUMNS = ("actions", "cumulative_actions")
 TRUE, FALSE = {"true", "1", "yes", "t", "y"}, {"false", "0", "no", "f", "n"}
 EVIDENCE = "counts-file"
-MAX_LEVEL_INDEX = 1000  # no game has nearly as many levels; a larger index is a typo (and would size the table)
+MAX_LEVEL_INDEX = MAX_LEVELS  # a game has at most 254 levels; a larger index is a typo (and would size the table)
 
 
 class CountsFileError(ValueError):

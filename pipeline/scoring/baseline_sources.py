@@ -34,6 +34,7 @@ import polars as pl
 from engine.loader import find_games
 from pipeline.core.manifest import sha256_file
 from pipeline.core.textfiles import DuplicateKeyError, not_utf8_reason, read_text_document, unique_json
+from pipeline.recordings.cards import MAX_LEVELS
 from schemas.arc3 import MAX_BASELINE_ACTIONS
 
 from .policies import ScoringPolicy
@@ -135,11 +136,14 @@ class BaselineSource:
 
 
 def baseline_values(values: Iterable, where: str, rows: Sequence[str] | None = None) -> tuple[int, ...]:
-    """Per-level action counts exactly as written (no float rounding), each a whole number from 0 to
-    `MAX_BASELINE_ACTIONS` (the bound a metadata.json's baseline has at ingest); anything else names ``where``
-    (and ``rows[i]``, the row of value i, when the values come from several rows)."""
+    """Per-level action counts exactly as written (no float rounding), at most MAX_LEVELS of them, each a whole
+    number from 0 to `MAX_BASELINE_ACTIONS` (the bound a metadata.json's baseline has at ingest); anything else
+    names ``where`` (and ``rows[i]``, the row of value i, when the values come from several rows)."""
     if not isinstance(values, list | tuple):
         raise BaselineSourceError(f"{where}: baseline_actions must be a list of action counts, got {values!r}")
+    if len(values) > MAX_LEVELS:  # one per level: a million once took minutes and gigabytes to compare
+        raise BaselineSourceError(f"{where}: baseline_actions has {len(values):,} values, one per level, and a game "
+                                  f"has at most {MAX_LEVELS} levels")
     out = []
     for i, v in enumerate(values):
         at = f"{where}: {rows[i]}" if rows is not None else where

@@ -147,11 +147,11 @@ def test_a_level_index_no_game_could_have_is_rejected_and_does_not_size_the_leve
     """level_index 2,000,000,000 on an incomplete row once set the game's level count, and the baselines table
     was built for every level up to it (memory without bound)."""
     path = _write(tmp_path / "c.csv", "game_id,level_index,player_id,actions,completed\ng1,1,p1,7,true\n"
-                                      "g1,2000000000,p9,,false\ng1,1001,p2,,false\ng1,1000,p3,,false\n")
+                                      "g1,2000000000,p9,,false\ng1,255,p2,,false\ng1,254,p3,,false\n")
     counts = read_counts(path)
     assert [(r.check, r.location) for r in counts.rejects] == [("bad_level_index", "line 3"),
                                                               ("bad_level_index", "line 4")]
-    assert counts.n_levels == {"g1": 1000}
+    assert counts.n_levels == {"g1": 254}  # a game has at most 254 levels (its levels counter)
     assert _costs(counts) == {"p1": [7]}
 
 

@@ -128,6 +128,8 @@ def test_csv_shapes(tmp_path):
     ("[-3, 2]", "-3 is not a number of actions"),
     ("[null]", "a baseline value is missing"),
     ("5", "baseline_actions must be a list of action counts, got 5"),
+    # one value per level: a million once took minutes and gigabytes to compare (`baselines --compare`)
+    (str([1] * 255), "baseline_actions has 255 values, one per level, and a game has at most 254 levels"),
 ])
 def test_a_baseline_no_table_can_hold_as_written_names_its_file(tmp_path, values: str, words: str):
     """A wide CSV's baseline_actions once went through int(): 1.5 became 1 silently, 5 and 1e30 were
