@@ -160,6 +160,11 @@ def run_problem(run: Mapping[str, Any]) -> tuple[str, str, str] | None:
                                                  "per-level actions"
     if not isinstance(la, list | tuple):
         return "bad_type", "level_actions", f"level_actions = {shown(la)} is not a list"
+    for key in ("level_actions", "level_scores", "level_baseline_actions"):  # one value per level
+        values = run.get(key)
+        if isinstance(values, list | tuple) and len(values) > MAX_LEVELS:
+            return "out_of_range", key, f"{key} has {len(values):,} values, one per level, and a game has at most " \
+                f"{MAX_LEVELS} levels"
     for i, v in enumerate(la):
         if (why := count_problem(v)) is not None:
             return count_check(v), "level_actions", f"level_actions[{i}] = {why}"

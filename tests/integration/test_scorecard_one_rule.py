@@ -98,6 +98,8 @@ CASES = {
                                    "level_baseline_actions[1] = -8 is negative"),
     "summary: baseline past the bound": (_summary({"level_baseline_actions": [4, 2**62, 16, 20, 24]}),
                                          f"level_baseline_actions[1] = {2**62} is above 1,000,000,000 actions"),
+    "summary: more values than levels": (_summary({"level_actions": [1] * 300, "level_scores": [0.0] * 300}),
+                                         "level_actions has 300 values, one per level, and a game has at most 254"),
     "summary: negative score": (_summary({"score": -5.0}),
                                 f"run of {OTHER}: column 'score': -5.0 is below the minimum 0"),
     "summary: missing level_actions": (_summary({}, drop="level_actions"), "missing level_actions"),
