@@ -212,7 +212,10 @@ def score_command(
             compare_doc = read_comparison_card(compare_with)
         except CompareError as err:
             found = read_card_files([compare_with]) if is_scorecard_file(compare_with) else None
-            if found is None or not found.runs or found.problems:
+            if found is not None and found.problems:  # a card wrapper or bare card, refused: say why
+                why = "; ".join(problem for _, problem in found.problems)
+                raise fail(f"--compare-with {compare_with}: {why}", EXIT_USAGE) from err
+            if found is None or not found.runs:
                 raise fail(f"--compare-with {compare_with}: {err}", EXIT_USAGE) from err
             compare_runs = found.runs
     from_files = bool(recordings)

@@ -97,6 +97,20 @@ def card_shape_problem(raw: Mapping[str, Any]) -> str | None:
     for key in CARD_OPTIONAL_LISTS:
         if raw.get(key) is not None and not isinstance(raw.get(key), list):
             return f"{key} is {shown(raw.get(key))}, not a list"
+    # the card's own count of slots (spec/formats.md §C.1): a card that contradicts it was altered, and which side
+    # is right cannot be known
+    plays = raw.get("total_plays")
+    if isinstance(plays, int) and not isinstance(plays, bool) and plays != len(raw["actions"]):
+        return f"total_plays is {plays} but the card has {len(raw['actions'])} slot(s) (one per play)"
+    return None
+
+
+def card_total_problem(raw: Mapping[str, Any]) -> str | None:
+    """Why a card whose every slot is readable contradicts its own total_actions (the sum of its actions,
+    spec/formats.md §C.1), else None: the whole card is refused."""
+    total = raw.get("total_actions")
+    if isinstance(total, int) and not isinstance(total, bool) and total != sum(raw["actions"]):
+        return f"total_actions is {total} but its actions add up to {sum(raw['actions'])}"
     return None
 
 
@@ -259,6 +273,10 @@ def card_rows(file_id: str | None, cards: dict[str, Any], line_number: int | Non
         # its values are neutral in the card read below, which only places the other slots.
         bad_slots = {i: p for i in range(len(shaped["actions"]))
                      if (p := slot_problem(_slot_values(raw, i, preview), i)) is not None}
+        if not bad_slots and (why := card_total_problem(shaped)) is not None:
+            issues.append(LineIssue(where, "bad_card", f"card for {game_id} cannot be read: {why}",
+                                    clip(str(raw)), "core_arc3__card_plays"))
+            continue
         try:
             card = Card.from_dict(_neutral(shaped, bad_slots))
         except (ValueError, TypeError, KeyError, OverflowError) as err:  # Overflow: int(1e999)

@@ -332,6 +332,18 @@ def test_each_official_card_alone_gives_the_official_numbers(sidecar, tmp_path):
     assert "(the same)" in output
 
 
+def test_compare_with_a_card_that_contradicts_itself_says_why(tmp_path):
+    """A card wrapper refused by the card rule once got "not a scored summary", as if it were no scorecard."""
+    doc = _sidecar("bt11_two_plays_fullreset.noframes.expected.json")
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps(_summary_card(doc)))
+    other = tmp_path / "wrapper.json"
+    other.write_text(json.dumps({"won": 0, "played": 1, "cards": {doc["game_id"]: {**doc["card"], "total_plays": 7}}}))
+    code, output = run(str(mine), "--compare-with", str(other), "--out", str(tmp_path / "o"), "--no-figures")
+    assert code == 2, output
+    assert "total_plays is 7 but the card has" in " ".join(output.split()), output
+
+
 def test_compare_with_a_card_without_scores_scores_it_first(tmp_path):
     # A card wrapper (no scores in it) holding only the first of the session's two plays: scored here under the
     # same policy and baselines, then compared; the difference is the run it lacks.
@@ -340,7 +352,8 @@ def test_compare_with_a_card_without_scores_scores_it_first(tmp_path):
     mine.write_text(json.dumps(_summary_card(doc)))
     card = dict(doc["card"])
     one = {k: [v[0]] for k, v in card.items() if isinstance(v, list)}
-    wrapper = {"won": 0, "played": 1, "cards": {doc["game_id"]: {**card, **one, "total_plays": 1}}}
+    wrapper = {"won": 0, "played": 1, "cards": {doc["game_id"]: {**card, **one, "total_plays": 1,
+                                                    "total_actions": card["actions"][0]}}}
     other = tmp_path / "wrapper.json"
     other.write_text(json.dumps(wrapper))
     code, output = run(str(mine), "--compare-with", str(other), "--out", str(tmp_path / "o"), "--no-figures")

@@ -85,6 +85,14 @@ CASES = {
     "wrapper: long guid": (_wrapper("guids", BIG_GUID), "guids[0]: guid is 1000000 bytes"),
     "wrapper: game id": (_wrapper(None, None, "TU93-0768757b"), "game id 'TU93-0768757b' is not of the form "
                                                                 "<code>-<version>"),
+    "wrapper: total_plays contradicts the slots": (
+        {**_wrapper(None, None), "cards": {**_wrapper(None, None)["cards"],
+                                           OTHER: {**_wrapper(None, None)["cards"][OTHER], "total_plays": 3}}},
+        "total_plays is 3 but the card has 1 slot(s)"),
+    "wrapper: total_actions contradicts the actions": (
+        {**_wrapper(None, None), "cards": {**_wrapper(None, None)["cards"],
+                                           OTHER: {**_wrapper(None, None)["cards"][OTHER], "total_actions": 90}}},
+        "total_actions is 90 but its actions add up to 81"),
     "summary: negative level_actions": (_summary(_with_level_actions(0, -1)),
                                         f"run of {OTHER}: level_actions[0] = -1 is negative"),
     "summary: fraction level_actions": (_summary(_with_level_actions(2, 16.5)), "level_actions[2] = 16.5 is not a "
