@@ -86,8 +86,8 @@ def _clean_check(table_name: str, proven: frozenset[str] = frozenset()
                  ) -> tuple[list[str], list[pl.DataType], list[pl.Expr]]:
     """The table's columns, dtypes, and its schema as one polars select that is true when some row may fail
     it. Built from the same field definitions as the pandera schema (`schemas.generate.pandera_schema`:
-    dtype, nullability, ge, le, isin, regex as pandera's str_matches, plus the primary key), with pandera's
-    conventions: NaN counts as null, a check ignores nulls. `proven`: columns whose value checks (ge, le,
+    dtype, nullability, ge, le, isin, regex as pandera's str_matches, max_bytes, plus the primary key), with
+    pandera's conventions: NaN counts as null, a check ignores nulls. `proven`: columns whose value checks (ge, le,
     isin, regex) the caller already made on these rows, left out (their dtype and nullability stay)."""
     from schemas.fields import FIELDS
     from schemas.generate import is_nullable
@@ -115,6 +115,8 @@ def _clean_check(table_name: str, proven: frozenset[str] = frozenset()
             suspects.append((~col.is_in(list(f.isin))).any())
         if f.regex is not None:
             suspects.append((~col.str.contains(f.regex if f.regex.startswith("^") else f"^{f.regex}")).any())
+        if f.max_bytes is not None and dtype == pl.String:
+            suspects.append((col.str.len_bytes() > f.max_bytes).any())
     key = list(table.primary_key)
     if key:
         suspects.append(pl.any_horizontal([pl.col(k).is_null() for k in key]).any())

@@ -61,3 +61,18 @@ def test_wrong_dtype_or_columns_go_to_pandera():
     assert validate_frame(TABLE, df).failures == validate_frame(TABLE, df, shortcut=False).failures != []
     df = clean().drop("output_width")
     assert validate_frame(TABLE, df).failures == validate_frame(TABLE, df, shortcut=False).failures != []
+
+
+def test_a_value_over_its_byte_limit_is_not_passed_by_the_shortcut():
+    """The shortcut once left out `max_bytes`: a 40-byte guid passed it untouched where pandera refuses it."""
+    table = "core_arc3__card_plays"
+    row = {"file_id": FILE_ID, "line_number": None, "game_id": "ab12-0123abcd", "slot_index": 0,
+           "guid": "00000000-0000-4000-8000-000000000001", "play_id": None, "is_file_play": False,
+           "card_actions": 5, "card_resets": 0, "levels_completed": 1, "card_state": "WIN",
+           "card_actions_by_level": [[1, 5]], "card_score": None, "flags": []}
+    df = conform(table, [row, {**row, "slot_index": 1}])
+    assert validate_frame(table, df).failures == []
+    long = conform(table, [row, {**row, "slot_index": 1, "guid": "x" * 40}])
+    mine, reference = validate_frame(table, long), validate_frame(table, long, shortcut=False)
+    assert reference.failures and mine.failures == reference.failures
+    assert mine.valid.equals(reference.valid) and mine.valid.height == 1
