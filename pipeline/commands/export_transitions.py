@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from pipeline.core.console import out
-from pipeline.core.outputs import write_text
+from pipeline.core.outputs import named, output_folder, write_text
 
 from .common import (
     EXIT_OK,
@@ -107,24 +107,24 @@ def _automatic_workers_db(n_files: int, n_steps: int) -> int | None:
     return _automatic(n_files, below)
 
 
-def _prepare_out(out_dir: Path, overwrite: bool) -> None:
-    """Refuse a non-empty folder unless --overwrite; with it, remove only what an export writes there."""
+def _check_out(out_dir: Path, overwrite: bool) -> None:
+    """Refuse a file, or a non-empty folder unless --overwrite (the folder is then written whole: `_clear_dataset`
+    in its stage, the old dataset kept until the new one is complete)."""
     if out_dir.exists() and not out_dir.is_dir():
         raise fail(f"--out {out_dir} is a file, not a folder", EXIT_USAGE)
-    if out_dir.is_dir() and any(out_dir.iterdir()):
-        if not overwrite:
-            raise fail(f"--out {out_dir} exists and is not empty: give an empty or new folder, or --overwrite to "
-                       "replace the dataset in it", EXIT_USAGE)
-        data = out_dir / "data"
-        if data.is_dir():
-            for p in list(data.glob("train-*.parquet")) + list(data.glob(".train-*.parquet.tmp")):
-                p.unlink()
-        for name in ("README.md", "manifest.json"):
-            (out_dir / name).unlink(missing_ok=True)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise fail(f"cannot create --out {out_dir}: {err.strerror or err}") from err
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
+        raise fail(f"--out {out_dir} exists and is not empty: give an empty or new folder, or --overwrite to "
+                   "replace the dataset in it", EXIT_USAGE)
+
+
+def _clear_dataset(stage: Path) -> None:
+    """Remove what an export writes from the stage (a copy of --out): the rest of the folder is kept."""
+    data = stage / "data"
+    if data.is_dir():
+        for p in list(data.glob("train-*.parquet")) + list(data.glob(".train-*.parquet.tmp")):
+            p.unlink()
+    for name in ("README.md", "manifest.json"):
+        (stage / name).unlink(missing_ok=True)
 
 
 def export_transitions_command(
@@ -244,81 +244,85 @@ def export_transitions_command(
         jobs = [ExportJob(db=str(db_path), file_id=fid, **common) for fid in ids]
         if workers is None and scheduler is None:
             run_workers = _automatic_workers_db(len(jobs), n_steps)
-    _prepare_out(out_dir, overwrite)
+    _check_out(out_dir, overwrite)
 
     manifest = RunManifest(command=command_line(ctx), config={
         "recordings": [str(p) for p in recordings or []], "db": None if from_files else str(db_path),
         "games": [str(g) for g in games or []], "game": game or [], "out": str(out_dir), "licence": licence,
         "shard_mb": shard_mb, "recovered_actions": str(recovered_actions) if recovered_actions else None,
         "game_version": game_version, "workers": workers, "scheduler": scheduler})
-    writer = ShardWriter(out_dir, max_bytes=shard_mb << 20)
-    summary = DatasetSummary()
-    n_engine = 0
-    input_sha256: dict[str, str] = {}  # files' hashes as their readers computed them (not read a second time)
-    try:
-        with _fewer_collections(), open_executor(run_workers, scheduler, n_items=len(jobs)) as ex:
-            if isinstance(ex, SerialExecutor):  # pieces run in this process: their rows need no compression,
-                # and stream to the writer as they are replayed (several files' first replay calls made in one);
-                # the next piece is read while this one is written, and the sandbox replays it meanwhile
-                pieces = group_jobs(jobs)
-                outcomes = ex.map_ordered(export_files, enumerate(pieces), look_ahead=1, progress=out.track,
-                                          description=f"replaying and exporting ({len(jobs):,} files in "
-                                                      f"{len(pieces):,} pieces)")
-            else:  # on workers: several short files a piece (a task's own cost is more than a short file's)
-                pieces = group_jobs(jobs)
-                outcomes = ex.map_ordered(export_group, enumerate(pieces), progress=out.track,
-                                          description=f"replaying and exporting ({len(jobs):,} files in "
-                                                      f"{len(pieces):,} pieces)")
-            for key, value, error in outcomes:
-                if error is not None:
-                    problems += [(job.label, f"export failed: {type(error).__name__}: {error}")
-                                 for job in pieces[key]]
-                    continue
-                for export in value if isinstance(value, list) else [value]:
-                    writer.write_export(export)
-                    summary.add(export)
-                    n_engine += export.n_engine_steps
-                    if export.file_sha256 is not None:
-                        input_sha256[export.label] = export.file_sha256
-                    problems += [(export.label, p) for p in export.problems]
-                    export.batches = []  # written: let the bytes go
-        shards = writer.close()
-    except OSError as err:
-        writer.abort()
-        raise fail(f"cannot write the dataset under {out_dir}: {err.strerror or err}") from err
-    except BaseException:
-        writer.abort()
-        raise
-    created = datetime.now(UTC).isoformat(timespec="seconds")
-    card = out_dir / "README.md"
-    try:
-        write_text(card, dataset_card(summary, shards, licence=licence, command=manifest.command,
-                                      created_at=created))
-    except OSError as err:
-        raise fail(f"wrote the shards, but cannot write the card {card}: {err.strerror or err}") from err
-    for job in jobs:
-        if job.path is not None:
-            try:
-                manifest.add_input(job.path, input_sha256.get(job.label))
-            except OSError:
-                pass
-    if not from_files:
-        manifest.inputs[f"{db_path}#core_arc3__steps"] = "database"
-    for p in [*shards, card]:
-        manifest.add_output(p)
-    code = EXIT_REJECTED if problems or summary.not_exported else EXIT_OK
-    manifest.notes["transitions"] = {
-        "rows": summary.n_rows, "shards": len(shards), "engine_steps": n_engine,
-        "plays_cut": [{"play_id": p.play_id, "rows": p.n_rows, "detail": p.detail} for p in summary.cut],
-        "plays_unverified": [p.play_id for p in summary.unverified],
-        "plays_not_exported": [{"file": f, "play_id": p.play_id, "detail": p.detail}
-                               for f, p in summary.not_exported],
-        "problems": [f"{f}: {why}" for f, why in problems]}
-    manifest.finish(code)
-    try:
-        manifest.write_json(out_dir)
-    except OSError as err:
-        raise fail(f"cannot write the run manifest under {out_dir}: {err.strerror or err}") from err
+    # The folder is written whole (pipeline.core.outputs.output_folder): an interrupted or failed export leaves
+    # the old dataset as it was, never a mix or nothing.
+    with named("--out"), output_folder(out_dir) as stage:
+        _clear_dataset(stage)
+        writer = ShardWriter(stage, max_bytes=shard_mb << 20)
+        summary = DatasetSummary()
+        n_engine = 0
+        input_sha256: dict[str, str] = {}  # files' hashes as their readers computed them (not read a second time)
+        try:
+            with _fewer_collections(), open_executor(run_workers, scheduler, n_items=len(jobs)) as ex:
+                if isinstance(ex, SerialExecutor):  # pieces run in this process: their rows need no compression,
+                    # and stream to the writer as they are replayed (several files' first replay calls made in one);
+                    # the next piece is read while this one is written, and the sandbox replays it meanwhile
+                    pieces = group_jobs(jobs)
+                    outcomes = ex.map_ordered(export_files, enumerate(pieces), look_ahead=1, progress=out.track,
+                                              description=f"replaying and exporting ({len(jobs):,} files in "
+                                                          f"{len(pieces):,} pieces)")
+                else:  # on workers: several short files a piece (a task's own cost is more than a short file's)
+                    pieces = group_jobs(jobs)
+                    outcomes = ex.map_ordered(export_group, enumerate(pieces), progress=out.track,
+                                              description=f"replaying and exporting ({len(jobs):,} files in "
+                                                          f"{len(pieces):,} pieces)")
+                for key, value, error in outcomes:
+                    if error is not None:
+                        problems += [(job.label, f"export failed: {type(error).__name__}: {error}")
+                                     for job in pieces[key]]
+                        continue
+                    for export in value if isinstance(value, list) else [value]:
+                        writer.write_export(export)
+                        summary.add(export)
+                        n_engine += export.n_engine_steps
+                        if export.file_sha256 is not None:
+                            input_sha256[export.label] = export.file_sha256
+                        problems += [(export.label, p) for p in export.problems]
+                        export.batches = []  # written: let the bytes go
+            shards = writer.close()
+        except OSError as err:
+            writer.abort()
+            raise fail(f"cannot write the dataset under {out_dir}: {err.strerror or err}") from err
+        except BaseException:
+            writer.abort()
+            raise
+        created = datetime.now(UTC).isoformat(timespec="seconds")
+        card = stage / "README.md"
+        try:
+            write_text(card, dataset_card(summary, shards, licence=licence, command=manifest.command,
+                                          created_at=created))
+        except OSError as err:
+            raise fail(f"cannot write the card {out_dir / card.name}: {err.strerror or err}") from err
+        for job in jobs:
+            if job.path is not None:
+                try:
+                    manifest.add_input(job.path, input_sha256.get(job.label))
+                except OSError:
+                    pass
+        if not from_files:
+            manifest.inputs[f"{db_path}#core_arc3__steps"] = "database"
+        for p in [*shards, card]:
+            manifest.add_output(p)
+        code = EXIT_REJECTED if problems or summary.not_exported else EXIT_OK
+        manifest.notes["transitions"] = {
+            "rows": summary.n_rows, "shards": len(shards), "engine_steps": n_engine,
+            "plays_cut": [{"play_id": p.play_id, "rows": p.n_rows, "detail": p.detail} for p in summary.cut],
+            "plays_unverified": [p.play_id for p in summary.unverified],
+            "plays_not_exported": [{"file": f, "play_id": p.play_id, "detail": p.detail}
+                                   for f, p in summary.not_exported],
+            "problems": [f"{f}: {why}" for f, why in problems]}
+        manifest.finish(code)
+        try:
+            manifest.write_json(stage)
+        except OSError as err:
+            raise fail(f"cannot write the run manifest under {out_dir}: {err.strerror or err}") from err
     n_plays = sum(summary.plays_by_game_source.values())
     out.console.print(f"wrote {out_dir}: {summary.n_rows:,} rows of {n_plays:,} plays in {len(shards)} shard(s); "
                       f"{len(summary.cut)} play(s) cut at a divergence, {len(summary.unverified)} unverified, "

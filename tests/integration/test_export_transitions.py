@@ -199,6 +199,30 @@ def test_the_layout_loads_with_polars_duckdb_and_parquet_datasets(tmp_path):
     assert table.num_rows == n and str(table.schema.field("frames").type) == "list<element: binary>"
 
 
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, OSError], ids=["ctrl-c", "disk error"])
+def test_an_overwrite_that_stops_midway_leaves_the_old_dataset_whole(tmp_path, monkeypatch, failure):
+    """--overwrite once removed the old dataset before exporting: Ctrl-C or a failure midway left nothing (or a
+    mix). The folder is now written whole: until the new dataset is complete, the old one stays as it was."""
+    from pipeline.datasets.shards import ShardWriter
+
+    out = tmp_path / "ds"
+    code, output = export(str(AN53), "--games", str(ENVS), "--out", str(out))
+    assert code == 0, output
+    (out / "notes.txt").write_text("mine")
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def stop(self, export):
+        raise failure(28, "No space left on device") if failure is OSError else failure()
+
+    monkeypatch.setattr(ShardWriter, "write_export", stop)
+    result = CliRunner().invoke(app, ["--plain", "export-transitions", str(AN53), str(PLAYBACK / "an53_scripted-lose"
+                                      ".playback.jsonl"), "--games", str(ENVS), "--out", str(out), "--overwrite",
+                                      "--workers", "1"])
+    assert result.exit_code != 0
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]  # no stage folder left beside it
+
+
 def test_refusals(tmp_path):
     out = tmp_path / "ds"
     (out).mkdir()
