@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pipeline
-from pipeline.core.outputs import write_text
+from pipeline.core.outputs import output_folder, public_json, write_text
 from pipeline.simulate.agents import AGENTS, run_agent, write_agents_repo, write_toolkit
 from pipeline.simulate.arc3 import Arc3StudyPlan, GameSpec, simulate_arc3_study
 from pipeline.simulate.specs import game_specs, verify_specs
@@ -96,16 +96,30 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
             raise FileExistsError(f"{out_dir} holds files a simulation did not write ({', '.join(foreign[:5])}"
                                   f"{', ...' if len(foreign) > 5 else ''}): --overwrite replaces only an earlier "
                                   "simulation; choose a new or empty folder")
-        for name in STUDY_LAYOUT:
-            path = out_dir / name
+    specs = specs if specs is not None else game_specs(environments_dir)  # metadata and recordings: no code run
+    if not specs:
+        raise ValueError(f"no game under {environments_dir} ships solution recordings (games/<id>/<v>/solutions)")
+    # The folder is written whole (pipeline.core.outputs.output_folder): an interrupted or failed simulation
+    # leaves the earlier one as it was, never a partial study that `ingest` would take for a smaller one.
+    with output_folder(out_dir) as stage:
+        for name in STUDY_LAYOUT:  # the earlier simulation, in the stage's copy
+            path = stage / name
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
             elif path.exists() or path.is_symlink():
                 path.unlink()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    specs = specs if specs is not None else game_specs(environments_dir)  # metadata and recordings: no code run
-    if not specs:
-        raise ValueError(f"no game under {environments_dir} ships solution recordings (games/<id>/<v>/solutions)")
+        description = _simulate_into(stage, cfg, scale=scale, seed=seed, environments_dir=environments_dir,
+                                     specs=specs, with_harc=with_harc, workers=workers, scheduler=scheduler,
+                                     with_static=with_static)
+        description = public_json(description)  # paths under the stage read as their final place
+        write_text(stage / "SIMULATION.json", json.dumps(description, indent=1, default=str) + "\n")
+    return description
+
+
+def _simulate_into(out_dir: Path, cfg: Any, *, scale: str, seed: int, environments_dir: Path,
+                   specs: list[GameSpec], with_harc: bool, workers: int | None, scheduler: str | None,
+                   with_static: bool) -> dict[str, Any]:
+    """Write the study's files under `out_dir` (the stage); its description."""
     # The games' code runs in the sandbox (pipeline.core.game_code), which may write the study's folder only.
     from pipeline.core.game_code import game_limits, run_game_code
 
@@ -129,7 +143,7 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
 
         static = simulate_static_study(out_dir / "static", seed=seed)
 
-    description = {
+    return {
         "generator": "arcstudy simulate",
         "arcstudy_version": pipeline.__version__,
         "scale": scale,
@@ -141,8 +155,6 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
         "harc": harc,
         "static": static,
     }
-    write_text(out_dir / "SIMULATION.json", json.dumps(description, indent=1, default=str) + "\n")
-    return description
 
 
 def _play_games(arg: tuple) -> tuple[dict[str, Any], list[dict[str, Any]]]:

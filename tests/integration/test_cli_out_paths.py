@@ -115,9 +115,34 @@ def test_simulate_overwrite_replaces_only_an_earlier_simulation(tmp_path):
     (earlier / "arc3").mkdir(parents=True)
     (earlier / "arc3" / "old.jsonl").write_text("{}\n")
     (earlier / "SIMULATION.json").write_text("{}\n")
-    with pytest.raises(ValueError, match="no game"):  # no games given: stops right after clearing the folder
+    with pytest.raises(ValueError, match="no game"):  # no games given: stops before touching the folder
         simulate_study(earlier, environments_dir=GAMES_DIR, specs=[], overwrite=True)
-    assert list(earlier.iterdir()) == []
+    assert sorted(p.name for p in earlier.iterdir()) == ["SIMULATION.json", "arc3"]
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, OSError], ids=["ctrl-c", "disk error"])
+def test_a_simulation_that_stops_midway_leaves_the_earlier_one_whole(tmp_path, monkeypatch, failure):
+    """simulate --overwrite once removed the earlier study first: Ctrl-C midway left a partial study (no
+    SIMULATION.json) that `ingest` would take for a smaller one. The folder is now written whole."""
+    from games import GAMES_DIR
+    from pipeline.simulate import study
+
+    earlier = tmp_path / "earlier"
+    (earlier / "arc3").mkdir(parents=True)
+    (earlier / "arc3" / "old.jsonl").write_text("{}\n")
+    (earlier / "SIMULATION.json").write_text('{"generator": "arcstudy simulate"}\n')
+
+    def partway(out_dir, *args, **kwargs):
+        (out_dir / "arc3" / "new.jsonl").parent.mkdir(parents=True, exist_ok=True)
+        (out_dir / "arc3" / "new.jsonl").write_text("{}\n")  # some files written, then the stop
+        raise failure()
+
+    monkeypatch.setattr(study, "_simulate_into", partway)
+    with pytest.raises(failure):
+        study.simulate_study(earlier, environments_dir=GAMES_DIR, overwrite=True)
+    assert sorted(str(p.relative_to(earlier)) for p in earlier.rglob("*")) == ["SIMULATION.json", "arc3",
+                                                                               "arc3/old.jsonl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["earlier"]  # no stage folder left beside it
 
 
 @pytest.mark.parametrize("game_id", ["../x", "{tmp}/abs", "ab12-0000abcd/../../x"])
