@@ -10,6 +10,7 @@ import typer
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
+from pipeline.core.special_files import tree_files
 from pipeline.scoring.policies import DEFAULT_POLICY_ID, POLICIES, ScoringPolicy, get_policy
 
 from .common import (
@@ -45,7 +46,7 @@ def expand_recordings(paths: list[Path]) -> list[Path]:
     rejected input rather than vanishing silently."""
     found: list[Path] = []
     for p in paths:
-        found.extend(sorted(q for q in p.rglob("*.jsonl") if not q.is_dir()) if p.is_dir() else [p])
+        found.extend([q for q in tree_files(p) if q.name.endswith(".jsonl")] if p.is_dir() else [p])
     seen, unique = set(), []
     for p in found:
         key = os.path.realpath(p)  # Path.resolve raises on a symlink loop

@@ -43,3 +43,24 @@ def resolved(path: Path) -> Path:
         return path.resolve()
     except (OSError, RuntimeError):
         return path.absolute()
+
+
+def tree_files(folder: Path) -> list[Path]:
+    """Every entry below `folder` that is not a folder (files, and symlinks, FIFOs, sockets or devices for the
+    caller to refuse by name), sorted, named through `folder` as the user gave it. A symlinked folder is followed,
+    as the folder it stands for (Path.rglob skipped its files without a word); one already walked (a loop, or a
+    second link to it) is not walked again, so the walk ends and no file is listed twice."""
+    import os
+
+    found: list[Path] = []
+    seen: set[str] = set()
+    for top, dirs, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(top)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if os.path.realpath(os.path.join(top, d)) not in seen)  # in name order:
+        # of two links to one folder, the first by name is the one walked, whatever order the OS lists them in
+        found.extend(Path(top) / name for name in files)
+    return sorted(found)

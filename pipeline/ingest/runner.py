@@ -37,7 +37,7 @@ from pipeline.core.executor import (
     take_early_helper,
 )
 from pipeline.core.manifest import FileVersion, file_version, sha256_file
-from pipeline.core.special_files import NOT_UTF8_NAME, not_regular_file, resolved, undecodable
+from pipeline.core.special_files import NOT_UTF8_NAME, not_regular_file, resolved, tree_files, undecodable
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.background import BackgroundWriter
 from pipeline.ingest.base import FileContext
@@ -82,8 +82,8 @@ def expand_paths(paths: list[Path], simulator_files: list[Path] | None = None) -
     for p in paths:
         if p.is_dir():
             roots = [d for d in (p, *p.parents) if is_simulation_root(d)]  # a folder inside a simulated study too
-            for f in sorted(p.rglob("*")):
-                if f.is_dir() or any(part in SKIP_DIR_NAMES or part.startswith(".") for part in f.relative_to(p).parts):
+            for f in tree_files(p):  # symlinked folders followed, each once
+                if any(part in SKIP_DIR_NAMES or part.startswith(".") for part in f.relative_to(p).parts):
                     continue
                 if f.name.endswith(SKIPPED_SUFFIXES):
                     continue

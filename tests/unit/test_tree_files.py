@@ -1,0 +1,44 @@
+"""The one folder walk of ingest, score and export-transitions (`special_files.tree_files`).
+
+Path.rglob does not descend into a symlinked folder: its files were neither read nor named (an input folder
+holding a link to a folder of recordings loaded only the others, exit 0). The walk follows a linked folder as
+the folder it stands for, each real folder once, so a loop ends and no file is listed twice.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pipeline.commands.score import expand_recordings
+from pipeline.core.special_files import tree_files
+from pipeline.ingest.runner import expand_paths
+
+
+def _tree(tmp_path: Path) -> Path:
+    top = tmp_path / "in"
+    (top / "sub").mkdir(parents=True)
+    (top / "a.jsonl").write_text("{}\n")
+    (top / "sub" / "b.jsonl").write_text("{}\n")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "c.jsonl").write_text("{}\n")
+    (other / "d.jsonl").write_text("{}\n")
+    os.symlink(other, top / "linked")  # a folder linked in: its files count
+    os.symlink(other, top / "sub" / "again")  # a second link to it: walked once
+    os.symlink(top, other / "loop")  # a link back up: the walk ends
+    os.symlink(tmp_path / "nowhere", top / "dangling.jsonl")  # kept, for the reader to refuse by name
+    return top
+
+
+def test_a_linked_folder_is_walked_once_and_a_loop_ends(tmp_path):
+    top = _tree(tmp_path)
+    names = [str(p.relative_to(top)) for p in tree_files(top)]
+    assert names == ["a.jsonl", "dangling.jsonl", "linked/c.jsonl", "linked/d.jsonl", "sub/b.jsonl"]
+
+
+def test_ingest_and_score_read_the_files_of_a_linked_folder(tmp_path):
+    top = _tree(tmp_path)
+    for found in (expand_paths([top]), expand_recordings([top])):
+        assert sorted(str(p.relative_to(top)) for p in found) == ["a.jsonl", "dangling.jsonl", "linked/c.jsonl",
+                                                                  "linked/d.jsonl", "sub/b.jsonl"]
