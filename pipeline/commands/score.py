@@ -181,7 +181,12 @@ def score_command(
         replay_scripts,
     )
     from pipeline.scoring.run import ScoreInputError, ScoreRequest, score_recordings
-    from pipeline.scoring.storage import read_db_plays, write_score_files, write_score_tables
+    from pipeline.scoring.storage import (
+        clear_score_files,
+        read_db_plays,
+        write_score_files,
+        write_score_tables,
+    )
 
     try:
         policies = parse_policies(policy)
@@ -361,6 +366,7 @@ def score_command(
         # The folder is written whole (pipeline.core.outputs): files that cannot be written (a missing or
         # read-only place, a full disk) end the command in one line, nothing in the database, the old folder kept.
         with named("--out"), output_folder(out_dir) as stage, csv_as_is(raw_csv):
+            clear_score_files(stage)  # an earlier run's scorecards and comparison would read as this run's
             written = write_score_files(result, stage, figures=not no_figures)
             if compare_runs is not None:  # cards without scores: scored here under our first policy
                 other = score_recordings(card_recordings(compare_runs), ScoreRequest(

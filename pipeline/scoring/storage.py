@@ -15,6 +15,21 @@ SCORE_TABLES = ("out_arc3__replay_checks", "out_arc3__run_scores", "out_arc3__le
 PER_POLICY_TABLES = ("out_arc3__run_scores", "out_arc3__level_scores", "out_arc3__game_scores")
 
 
+# What `score --out` writes (write_score_files, write_comparison, the manifest): an earlier run's, left beside a new
+# run's, would read as this run's (another policy's scorecard, a stale comparison), so each run clears them first.
+SCORE_FILE_PATTERNS = ("scorecard__*.json", "replay_checks.csv", "policy_sensitivity.csv", "compare.md",
+                       "compare.csv", "manifest.json", "figures/level_scores_heatmap__*.*",
+                       "figures/policy_sensitivity.*")
+
+
+def clear_score_files(out_dir: Path) -> None:
+    """Remove an earlier score run's files from `out_dir` (a stage: a copy of --out); other files are kept."""
+    for pattern in SCORE_FILE_PATTERNS:
+        for path in out_dir.glob(pattern):
+            if path.is_file() or path.is_symlink():
+                path.unlink()
+
+
 def write_score_files(result, out_dir: Path, *, figures: bool) -> list[Path]:
     """One scorecard per policy, replay_checks.csv, policy_sensitivity.csv (two or more policies) and the
     figures under `out_dir`; the paths written. Each file is written whole, never through a symlink; the CSVs

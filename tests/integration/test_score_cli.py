@@ -386,3 +386,24 @@ def test_an_unreadable_recovered_actions_file_is_a_usage_error(tmp_path, content
     result = CliRunner().invoke(app, ["--plain", "score", str(SAMPLES / "fixtures"), "--recovered-actions",
                                       str(recovered), "--db", str(tmp_path / "x.duckdb")])
     assert result.exit_code == 2 and words in result.output, result.output
+
+
+def test_a_second_run_into_one_out_folder_leaves_no_file_of_the_first(tmp_path):
+    """`score --policy all --out X`, then `score --out X` on other recordings: the first run's scorecards of the
+    other policies, its policy_sensitivity.csv and figures stayed beside the second run's files, and read as its
+    own. Each run now clears the files a score run writes; a file of the user's is kept."""
+    out = tmp_path / "out"
+    fixtures = SAMPLES / "fixtures"
+    first = sorted(fixtures.glob("*.jsonl"))[:2]
+    second = sorted(fixtures.glob("*.jsonl"))[2:3]
+    code, output = run(*map(str, first), "--policy", "all", "--out", str(out), "--no-figures")
+    assert code in (0, 3), output
+    assert len(list(out.glob("scorecard__*.json"))) > 1 and (out / "policy_sensitivity.csv").exists()
+    (out / "notes.md").write_text("mine\n")
+    code, output = run(*map(str, second), "--out", str(out), "--no-figures")
+    assert code in (0, 3), output
+    manifest = json.loads((out / "manifest.json").read_text())
+    listed = {Path(p).name for p in manifest["outputs"]} | {"manifest.json", "notes.md"}
+    assert {p.name for p in out.iterdir() if p.is_file()} == listed
+    assert len(list(out.glob("scorecard__*.json"))) == 1 and not (out / "policy_sensitivity.csv").exists()
+    assert (out / "notes.md").read_text() == "mine\n"
