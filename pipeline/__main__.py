@@ -5,11 +5,16 @@ import sys
 
 
 def main() -> None:
-    from pipeline.commands.early import start_early_work
+    from pipeline.commands.early import interruption, start_early_work, stop_on_sigterm
 
-    start_early_work(sys.argv[1:])
-    from pipeline.cli import app
-
+    stop_on_sigterm()
+    try:
+        start_early_work(sys.argv[1:])
+        from pipeline.cli import app
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the app is imported: nothing has started yet
+        words, code = interruption()
+        sys.stderr.write(f"error: {words} before the command started; nothing was done\n")
+        sys.exit(code)
     app()
 
 

@@ -149,7 +149,7 @@ def end_process(done: SystemExit) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`arcstudy ... | head`): nothing more can be said there
+        except (OSError, ValueError, AttributeError):  # a closed pipe (`arcstudy ... | head`), no stream (`>&-`)
             pass
     os._exit(code)
 

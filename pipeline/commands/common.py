@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import shlex
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -20,7 +21,8 @@ import polars as pl
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from pipeline.core.console import out
+from pipeline.commands.early import interruption
+from pipeline.core.console import StdoutFailed, out
 from pipeline.core.outputs import OUTPUT_ERRNOS, OutputError, as_output_error, is_output_oserror
 from pipeline.core.special_files import not_regular_file
 from pipeline.core.workspace import (
@@ -142,6 +144,13 @@ class Command(_FlagsWithoutType, TyperCommand):
             return super().invoke(ctx)
         except OutputError as err:  # an output (or scratch space) that cannot be written: not the input's fault
             raise output_failed(err) from err
+        except RecursionError as err:  # the readers of input files say which; this is for any other reading
+            raise fail("an input given to the command is nested too deeply to read (thousands of brackets or tables "
+                       "inside one another); the command stopped before finishing") from err
+        except (duckdb.InterruptException, RuntimeError) as err:  # DuckDB stopped by Ctrl-C (or SIGTERM) mid-query
+            if not isinstance(err, duckdb.InterruptException) and str(err) != "Query interrupted":
+                raise
+            raise _interrupted() from err
         except duckdb.Error as err:  # the database's own file: a full disk, a name too long, ...
             if not _is_database_write_error(err):
                 raise
@@ -152,12 +161,29 @@ class Command(_FlagsWithoutType, TyperCommand):
 
             raise fail(f"code run by arcstudy called exit ({describe_game_error(err)}); the command stopped before "
                        "finishing and its output is incomplete") from err
-        except RecursionError as err:  # the readers of input files say which; this is for any other reading
-            raise fail("an input given to the command is nested too deeply to read (thousands of brackets or tables "
-                       "inside one another); the command stopped before finishing") from err
-        except KeyboardInterrupt as err:  # Ctrl-C, e.g. out of a game that never returns from a step
-            raise fail("interrupted (Ctrl-C): the command stopped before finishing; output files and folders it had "
-                       "not finished were left as they were", EXIT_INTERRUPTED) from err
+        except KeyboardInterrupt as err:  # Ctrl-C (e.g. out of a game that never returns from a step), SIGTERM
+            raise _interrupted() from err
+        except StdoutFailed as failed:  # the command's result (out.result): its reader went away, or stdout is full
+            _stdout_to_devnull()
+            err = failed.err
+            if isinstance(err, BrokenPipeError):  # `arcstudy query ... | head`: the reader had what it wanted
+                raise typer.Exit(EXIT_OK) from err
+            why = err.strerror if isinstance(err, OSError) and err.strerror else "there is no stdout"
+            raise fail(f"cannot write the result to stdout ({why}): it was cut short") from err
+
+
+def _stdout_to_devnull() -> None:
+    """Later writes to stdout (the interpreter's flush at exit) go nowhere instead of failing again."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _interrupted() -> typer.Exit:
+    words, code = interruption()
+    return fail(f"{words}: the command stopped before finishing; output files and folders it had not finished were "
+                "left as they were", code)
 
 
 class Group(_FlagsWithoutType, TyperGroup):

@@ -11,6 +11,11 @@ unused.
 It also makes numpy's BLAS single-threaded unless the user says otherwise (`single_threaded_blas`), before
 anything imports numpy.
 
+It also turns SIGTERM (what `timeout`, systemd, `docker stop`, Slurm and CI cancellation send) into an
+interruption, as Ctrl-C is (`stop_on_sigterm`): the command stops the same way, cleaning up its staged outputs,
+temporary folders and open transaction, says so in one line and exits 143 (128 + SIGTERM), instead of vanishing
+with its scratch files left behind.
+
 This module imports nothing heavy: it runs before everything else.
 """
 
@@ -42,6 +47,43 @@ def single_threaded_blas() -> None:
     """One BLAS thread for this process and those it starts, unless the environment already sets a number."""
     for name, value in BLAS_THREADS.items():
         os.environ.setdefault(name, value)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the main thread is: handled as Ctrl-C is (a KeyboardInterrupt), said as SIGTERM."""
+
+
+_terminated = False
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    global _terminated
+    _terminated = True
+    raise Terminated()
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM raises `Terminated` in the main thread (the default would end the process at once, no cleanup)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def was_terminated() -> bool:
+    """Whether SIGTERM came (an interruption that surfaced as another exception, e.g. DuckDB's, is said as it)."""
+    return _terminated
+
+
+INTERRUPTED_CTRL_C, INTERRUPTED_SIGTERM = 130, 143  # the shell's codes: 128 + SIGINT, 128 + SIGTERM
+
+
+def interruption() -> tuple[str, int]:
+    """How the command was stopped, in words, and its exit code."""
+    return ("terminated (SIGTERM)", INTERRUPTED_SIGTERM) if _terminated else ("interrupted (Ctrl-C)",
+                                                                              INTERRUPTED_CTRL_C)
 
 
 def start_early_work(args: Sequence[str]) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -100,7 +99,7 @@ def explore_command(
         raise typer.Exit(EXIT_REJECTED) from err
     code = EXIT_ERROR if any(r["errors"] for r in rows) else EXIT_OK
     if json_out:
-        sys.stdout.write(json.dumps(rows, default=str) + "\n")
+        out.result(json.dumps(rows, default=str))
     else:
         table = Table(title=f"state graphs of {game}")
         for col in ("level", "states", "edges", "complete", "depth", "merge", "cycles", "optimal",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -103,7 +102,7 @@ def qualify_command(
             if written and not json_out:
                 out.info(f"wrote {', '.join(str(p) for p in written)}")
     if json_out:
-        sys.stdout.write(json.dumps(reports, default=str) + "\n")
+        out.result(json.dumps(reports, default=str))
     else:
         table = Table(title=f"qualification ({regime})")
         for col in ("game", "check", "status", "summary"):

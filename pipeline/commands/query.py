@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -143,4 +142,4 @@ def _write_or_echo(text: str, out_file: Path | None) -> None:
     if out_file:
         write_text(out_file, text, make_parents=False)
     else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        out.result(text)

@@ -47,7 +47,7 @@ def schema_command(
             raise fail(f"cannot write --out {out_file}: {getattr(err, 'strerror', None) or err}") from err
         out.info(f"wrote {out_file}")
     else:
-        typer.echo(text)
+        out.result(text)
 
 
 def _upgrade(db: Path | None) -> None:

@@ -26,17 +26,80 @@ from rich.progress import (
 T = TypeVar("T")
 
 
+class _Console(Console):
+    """A rich console whose stream may go away: a closed pipe (`arcstudy ingest | head -1`), a full device
+    (`> /dev/full`) or a closed descriptor only silences it. The command goes on and finishes its real work (the
+    database, the files) with its exit code; rich's own answer to a closed pipe was SystemExit(1) midway."""
+
+    def on_broken_pipe(self) -> None:
+        self._silence()
+
+    def _check_buffer(self) -> None:
+        try:
+            super()._check_buffer()
+        except OSError as err:  # ENOSPC, EIO, EBADF ...: said once on the other stream when it can be
+            self._silence(err)
+
+    def _silence(self, err: OSError | None = None) -> None:
+        self.quiet = True
+        del self._buffer[:]
+        stream = sys.stderr if self.stderr else sys.stdout
+        if err is not None:
+            other = 1 if self.stderr else 2
+            with _suppressed():
+                os.write(other, f"arcstudy: cannot write to {'stderr' if self.stderr else 'stdout'} "
+                                f"({err.strerror or err}); its messages are dropped, the command goes on\n".encode())
+        with _suppressed():  # later writes by anyone else go nowhere, not into an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
+@contextmanager
+def _suppressed() -> Iterator[None]:
+    try:
+        yield
+    except (OSError, ValueError, AttributeError):  # no such stream, a closed descriptor
+        pass
+
+
+def _is_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):  # `>&-`: no stdout at all
+        return False
+
+
+class StdoutFailed(Exception):
+    """The command's result could not be written to stdout (`Output.result`): its reader went away
+    (BrokenPipeError: `arcstudy query ... | head`), the device is full, or there is no stdout."""
+
+    def __init__(self, err: BaseException):
+        super().__init__(str(err))
+        self.err = err
+
+
 class Output:
     def __init__(self) -> None:
-        self.plain = bool(os.environ.get("CI")) or not sys.stdout.isatty()
-        self.console = Console(highlight=False)
-        self.err = Console(stderr=True, highlight=False)
+        self.plain = bool(os.environ.get("CI")) or not _is_terminal(sys.stdout)
+        self.console = _Console(highlight=False)
+        self.err = _Console(stderr=True, highlight=False)
 
     def set_plain(self, plain: bool) -> None:
         self.plain = plain or self.plain
         if self.plain:
-            self.console = Console(highlight=False, no_color=True, force_terminal=False, width=160)
-            self.err = Console(stderr=True, highlight=False, no_color=True, force_terminal=False, width=160)
+            self.console = _Console(highlight=False, no_color=True, force_terminal=False, width=160)
+            self.err = _Console(stderr=True, highlight=False, no_color=True, force_terminal=False, width=160)
+
+    def result(self, text: str) -> None:
+        """The command's result (JSON, CSV, the data dictionary) on stdout, as UTF-8 whatever the locale says (a C
+        locale made non-ASCII text a UnicodeEncodeError), a line end added; StdoutFailed when it cannot be
+        written."""
+        data = (text if text.endswith("\n") else text + "\n").encode("utf-8", "backslashreplace")
+        try:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        except (OSError, ValueError, AttributeError) as err:
+            raise StdoutFailed(err) from err
 
     def info(self, message: str) -> None:
         self.err.print(message, soft_wrap=True)  # messages are never cut into lines: they stay greppable

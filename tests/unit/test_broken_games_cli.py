@@ -211,3 +211,34 @@ def test_a_game_that_never_finishes_loading_is_stopped_by_the_step_time_limit(tm
     assert result.exit_code == 3, result.output
     # the game line that looped, not the engine's
     assert_reported(result, f"{where} ran longer", "lp01.py:")
+
+
+@pytest.mark.parametrize("verb", ["replay", "score"])
+def test_sigterm_stops_the_command_like_ctrl_c_and_says_so(tmp_path, verb):
+    """SIGTERM (timeout, systemd, docker stop, CI cancellation) ended the process at once: no message, exit 143,
+    its sandbox's and staging folders left behind. It now stops the command as Ctrl-C does, cleaning up, with one
+    line and exit 143."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    game_id = write_game(tmp_path / "games", "lp01", step="import time\n        time.sleep(60)")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / ("o.jsonl" if verb == "replay" else "out")
+    args = {"replay": ["replay", str(script(tmp_path / "s.jsonl", game_id)), "--out", str(out)],
+            "score": ["score", str(script(tmp_path / "s.jsonl", game_id)), "--out", str(out), "--no-figures",
+                      "--workers", "1"]}[verb]
+    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "--plain", *args, "--games", str(tmp_path / "games")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    time.sleep(4)  # the game is asleep in its step by now
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stdout + stderr
+    assert "terminated (SIGTERM)" in stderr and "Traceback" not in stderr, stderr
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if ".arcstudy-stage-" in p.name] == []
+    assert list(scratch.iterdir()) == []  # the sandbox's scratch folders are gone with it

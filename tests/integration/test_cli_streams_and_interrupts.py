@@ -1,0 +1,90 @@
+"""The command line when its streams or its run are cut short.
+
+- stdout closed by its reader (`arcstudy ... | head`), full (`> /dev/full`) or not open at all (`>&-`): rich's
+  answer to a closed pipe was SystemExit(1) midway, which arcstudy then blamed on game code ("code run by arcstudy
+  called exit"); a full device or a missing stdout was a traceback. Messages that cannot be written are now
+  dropped and the command finishes its work (an ingest loads everything); a result that cannot be written (the
+  rows of `query`, the `schema`) is an error in one line, unless its reader stopped reading (exit 0).
+- Ctrl-C while DuckDB runs a query surfaced as `RuntimeError: Query interrupted`, a traceback with exit 1: it is
+  the interruption it is (exit 130, one line).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+SCHEMA = [sys.executable, "-m", "pipeline", "--plain", "schema"]  # a long output, no database needed
+
+
+def test_a_reader_that_stops_reading_does_not_stop_the_command(tmp_path):
+    proc = subprocess.Popen(SCHEMA, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, cwd=tmp_path)
+    assert proc.stdout is not None
+    proc.stdout.read(200)  # `| head -c 200`
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode() if proc.stderr else ""
+    assert proc.wait(timeout=120) == 0, stderr
+    assert "Traceback" not in stderr and "called exit" not in stderr, stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="/dev/full is a Linux device")
+def test_a_result_that_cannot_be_written_is_an_error_in_one_line(tmp_path):
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(SCHEMA, stdout=full, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path,
+                              timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "cannot write the result to stdout (No space left on device)" in done.stderr
+    assert "Traceback" not in done.stderr
+    done = subprocess.run(SCHEMA, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path, timeout=120,
+                          preexec_fn=lambda: os.close(1))  # `>&-`
+    assert done.returncode == 1 and "there is no stdout" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="/dev/full is a Linux device")
+@pytest.mark.parametrize("stdout", ["full", "closed"])
+def test_an_ingest_whose_messages_cannot_be_written_still_loads_everything(tmp_path, stdout):
+    recording = ROOT.parent / "shared" / "samples" / "arc-agi-3" / "fixtures" / "an53_scripted-win.frames.jsonl"
+    db = tmp_path / "s.duckdb"
+    args = [sys.executable, "-m", "pipeline", "--plain", "ingest", str(recording), "--db", str(db)]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(args, stdout=full if stdout == "full" else None, stderr=subprocess.PIPE, text=True,
+                              env=ENV, cwd=tmp_path, timeout=300,
+                              preexec_fn=(lambda: os.close(1)) if stdout == "closed" else None)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM core_arc3__plays").fetchone()[0] >= 1
+
+
+def test_ctrl_c_during_a_duckdb_query_is_an_interruption(tmp_path, monkeypatch, empty_db):
+    from pipeline.core import workspace
+
+    def interrupted(*args, **kwargs):
+        raise RuntimeError("Query interrupted")  # what DuckDB raises when SIGINT arrives mid-query
+
+    monkeypatch.setattr(workspace, "describe_tables", interrupted)
+    monkeypatch.setattr("pipeline.commands.tables.describe_tables", interrupted)
+    result = CliRunner().invoke(app, ["--plain", "tables", "--db", str(empty_db)])
+    assert result.exit_code == 130, result.output
+    assert "interrupted (Ctrl-C)" in result.output
+
+
+def test_another_runtime_error_is_not_taken_for_an_interruption(tmp_path, monkeypatch, empty_db):
+    def broken(*args, **kwargs):
+        raise RuntimeError("something else")
+
+    monkeypatch.setattr("pipeline.commands.tables.describe_tables", broken)
+    result = CliRunner().invoke(app, ["--plain", "tables", "--db", str(empty_db)])
+    assert result.exit_code != 130
+    assert isinstance(result.exception, RuntimeError) and str(result.exception) == "something else"
