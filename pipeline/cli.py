@@ -6,7 +6,8 @@ pipeline/commands/ (where each verb says in --help what it reads and writes). Co
 A verb's module is imported only when that verb runs (or `--help` lists them all): importing every command
 module costs about 0.25 s per process, most of it modules the verb never uses.
 
-Exit codes (pipeline/commands/common.py): 0 ok, 1 error, 2 usage, 3 completed with rejected input, 130 interrupted.
+Exit codes (pipeline/commands/common.py): 0 ok, 1 error, 2 usage, 3 completed with rejected input, 130 interrupted,
+143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
