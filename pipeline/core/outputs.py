@@ -502,6 +502,10 @@ def output_folder(target: Path | str) -> Iterator[Path]:
             if getattr(err, "filename", None) == str(stage):  # its stage could not be made: the user knows the target
                 raise OutputError(given, _reason(err), err.errno) from err
         raise as_output_error(err, given) from err
+    except BaseException:  # Ctrl-C (or SIGTERM) while the old folder is copied into the stage: no stage left behind
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+        raise
     forms = {str(stage): str(given), os.path.abspath(stage): os.path.abspath(given)}
     _STAGES.update(forms)
     try:

@@ -261,3 +261,20 @@ def test_a_stage_that_cannot_be_made_names_the_output_not_the_stage(tmp_path, mo
     assert caught.value.path == str(target)
     assert outputs.STAGE_MARK not in str(caught.value) and "No such file or directory" in str(caught.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_while_the_old_folder_is_copied_leaves_no_stage(tmp_path, monkeypatch):
+    """Ctrl-C while `report` copied its old output into the stage left a hidden .OUT.arcstudy-stage-* folder."""
+    target = tmp_path / "out"
+    target.mkdir()
+    for i in range(5):
+        (target / f"f{i}.txt").write_text("old")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outputs, "_clone", interrupted)
+    with pytest.raises(KeyboardInterrupt), output_folder(target):
+        pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert sorted(p.name for p in target.iterdir()) == [f"f{i}.txt" for i in range(5)]
