@@ -79,7 +79,10 @@ def detect_low_effort(recordings: pl.DataFrame, config: BuildConfig) -> LowEffor
         pl.col("duration_s").is_null().all().alias("no_time"),
         pl.col("is_fully_solved").any(),
     ).with_columns(pl.when(pl.col("no_time")).then(None).otherwise(pl.col("duration_s")).alias("duration_s"))
-        .join(cohort, on="game_id", how="left")
+        # in a fixed order: the unit's float sums below then add its games' durations in the same order every
+        # build (group_by's order varies, and 90.693506 once came out 90.69350599999999 in one build of seven)
+        .sort("unit_id", "game_id")
+        .join(cohort, on="game_id", how="left", maintain_order="left")
         .with_columns(
             (~pl.col("is_fully_solved") & (pl.col("duration_s").is_null() | (pl.col("duration_s") < soft)))
             .alias("abandoned"),
@@ -87,7 +90,7 @@ def detect_low_effort(recordings: pl.DataFrame, config: BuildConfig) -> LowEffor
             _ratio("n_actions", "cohort_actions").alias("rel_actions"),
             _ratio("duration_s", "cohort_duration_s").alias("rel_duration"),
     ))
-    units = games.group_by("unit_id").agg(
+    units = games.group_by("unit_id", maintain_order=True).agg(
         pl.col("unit_kind").first(), pl.col("session_id").first(), pl.col("participant_id").first(),
         pl.len().cast(pl.Int64).alias("n_environments"),
         pl.col("n_rec").sum().cast(pl.Int64).alias("n_recordings"),

@@ -94,3 +94,23 @@ def test_play_level_fallback_without_a_session_manifest():
     off = run_in_memory(st.tables(), resolve({"low_effort": {"play_level_fallback": False}}),
                         steps=["plays_levels", "attempts"])
     assert not off["out_study__session_features"]["is_low_effort_excluded"].any()
+
+
+def test_a_units_time_is_the_same_whatever_order_its_games_come_in():
+    """A session's interaction_s is a float sum over its games: it once differed in the last digit between two
+    builds of one database (group_by's order varies). The games are now added in one fixed order."""
+    from pipeline.transforms.low_effort import detect_low_effort
+
+    durations = [0.1, 0.2, 0.3, 1e-16, 90.693506, 3.3, 7.7]  # their float sum depends on the order
+    base = pl.DataFrame({
+        "session_id": ["s1"] * len(durations), "guid": [f"g{i}" for i in range(len(durations))],
+        "game_id": [f"ab{i:02d}-0123abcd" for i in range(len(durations))], "participant_id": ["p1"] * len(durations),
+        "n_actions": [50] * len(durations), "duration_s": durations, "is_fully_solved": [True] * len(durations),
+        "levels_completed": [1] * len(durations), "is_attempt": [True] * len(durations)})
+    config = load_config()
+    seen = set()
+    for seed in range(12):
+        shuffled = base.sample(fraction=1.0, shuffle=True, seed=seed)
+        units = detect_low_effort(shuffled, config).features
+        seen.add(units.filter(pl.col("unit_id") == "s1")["interaction_s"].item())
+    assert len(seen) == 1
