@@ -345,6 +345,16 @@ def db_to_read(db: Path | None) -> Path:
     return path
 
 
+DATABASE_FOLDERS = (".runs", ".frames", ".reports", ".score", ".harc", ".build")  # <db stem><suffix>/ beside it
+
+
+def database_companions(db_path: Path) -> list[Path]:
+    """The database file, its write-ahead log and the folders the commands write beside it by default: what an
+    `ingest .` run from the database's own folder must not take for input."""
+    return [db_path, db_path.with_name(db_path.name + ".wal"),
+            *(db_path.parent / (db_path.stem + suffix) for suffix in DATABASE_FOLDERS)]
+
+
 def run_manifest_dir(db_path: Path) -> Path:
     """Manifests of commands whose only output is the database live beside it."""
     return db_path.parent / (db_path.stem + ".runs")

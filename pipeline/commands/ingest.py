@@ -19,6 +19,7 @@ from .common import (
     SchedulerOption,
     WorkersOption,
     command_line,
+    database_companions,
     fail,
     lock_timeout_seconds,
     make_out_dir,
@@ -86,7 +87,11 @@ def ingest_command(
     if keep_frames:  # before any work: a frames folder that cannot exist is the output's problem, not the inputs'
         make_out_dir(frames_dir, "--frames-dir")
     simulator_files: list[Path] = []
-    files = expand_paths(paths, simulator_files)
+    own_files: list[Path] = []
+    files = expand_paths(paths, simulator_files, database_companions(db_path), own_files)
+    if own_files:  # the database and what the commands write beside it: outputs, never inputs
+        out.info(f"left out {len(own_files)} file(s) of the database {db_path} itself and the folders written "
+                 "beside it (runs, reports, scores, figures): outputs, not input")
     if simulator_files:  # not refused (they are no input format) and not silently dropped either
         out.info(f"left out {len(simulator_files)} file(s) that `arcstudy simulate` wrote beside its study "
                  f"({', '.join(sorted({f.name for f in simulator_files})[:3])}{', ...' if len(simulator_files) > 3 else ''}): "

@@ -17,7 +17,8 @@ Guarantees (CONVENTIONS.md, issue "Ingest"):
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
@@ -72,13 +73,17 @@ class IngestReport:
         return any(f.n_quarantined or f.status in ("rejected", "unreadable") for f in self.files)
 
 
-def expand_paths(paths: list[Path], simulator_files: list[Path] | None = None) -> list[Path]:
+def expand_paths(paths: list[Path], simulator_files: list[Path] | None = None,
+                 outputs: Sequence[Path] = (), outputs_found: list[Path] | None = None) -> list[Path]:
     """Files as given, and every file below the directories given (sorted, hidden and sidecars skipped).
     Entries that are not regular files (FIFOs, devices, sockets) are kept, so that `prepare_file` refuses
     them by name instead of their vanishing silently. Below the folder of a study made by `arcstudy simulate`
     (`is_simulation_root`), its description and its ground truth (the answers the pipeline is checked against,
-    never study data) are left out, and appended to `simulator_files` for the caller to say so."""
+    never study data) are left out, and appended to `simulator_files` for the caller to say so. Below a folder,
+    `outputs` (the database's own file and folders) and what is under them are left out too, appended to
+    `outputs_found`: `ingest .` beside the database read it, and its runs' manifests, as input every time."""
     out: list[Path] = []
+    own = [os.path.realpath(o) for o in outputs]
     for p in paths:
         if p.is_dir():
             roots = [d for d in (p, *p.parents) if is_simulation_root(d)]  # a folder inside a simulated study too
@@ -86,6 +91,11 @@ def expand_paths(paths: list[Path], simulator_files: list[Path] | None = None) -
                 if any(part in SKIP_DIR_NAMES or part.startswith(".") for part in f.relative_to(p).parts):
                     continue
                 if f.name.endswith(SKIPPED_SUFFIXES):
+                    continue
+                if own and any(real == o or real.startswith(o + os.sep) for o in own
+                               for real in (os.path.realpath(f),)):
+                    if outputs_found is not None:
+                        outputs_found.append(f)
                     continue
                 if _is_simulator_file(f, roots) or (f.name == SIMULATION_FILE and is_simulation_root(f.parent)):
                     if simulator_files is not None:
