@@ -147,6 +147,9 @@ class Command(_FlagsWithoutType, TyperCommand):
         except RecursionError as err:  # the readers of input files say which; this is for any other reading
             raise fail("an input given to the command is nested too deeply to read (thousands of brackets or tables "
                        "inside one another); the command stopped before finishing") from err
+        except duckdb.OutOfMemoryException as err:
+            raise fail(f"DuckDB ran out of memory ({_first_line(err)}); the command stopped before finishing and "
+                       "what it was writing was rolled back") from err
         except (duckdb.InterruptException, RuntimeError) as err:  # DuckDB stopped by Ctrl-C (or SIGTERM) mid-query
             if not isinstance(err, duckdb.InterruptException) and str(err) != "Query interrupted":
                 raise
@@ -163,6 +166,17 @@ class Command(_FlagsWithoutType, TyperCommand):
                        "finishing and its output is incomplete") from err
         except KeyboardInterrupt as err:  # Ctrl-C (e.g. out of a game that never returns from a step), SIGTERM
             raise _interrupted() from err
+        except MemoryError as err:  # a limit on the address space (ulimit -v) or a machine out of memory
+            raise fail("out of memory: the command stopped before finishing (a memory limit such as `ulimit -v`, or "
+                       "too little free memory; fewer --workers use less)") from err
+        except OSError as err:
+            if err.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            import resource
+
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            raise fail(f"too many open files (this process may open {soft}: `ulimit -n`); the command stopped before "
+                       "finishing: raise the limit (1024 or more) and run it again") from err
         except StdoutFailed as failed:  # the command's result (out.result): its reader went away, or stdout is full
             _stdout_to_devnull()
             err = failed.err

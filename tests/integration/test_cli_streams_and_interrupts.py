@@ -88,3 +88,26 @@ def test_another_runtime_error_is_not_taken_for_an_interruption(tmp_path, monkey
     result = CliRunner().invoke(app, ["--plain", "tables", "--db", str(empty_db)])
     assert result.exit_code != 130
     assert isinstance(result.exception, RuntimeError) and str(result.exception) == "something else"
+
+
+def test_too_few_file_descriptors_is_one_line(tmp_path):
+    """`ulimit -n 10`: the sandbox could not start its child (EMFILE), a traceback."""
+    import resource
+
+    script = ROOT.parent / "shared" / "samples" / "playback-arc-agi-3" / "an53_scripted-lose.playback.jsonl"
+    games = ROOT.parent / "shared" / "conformance" / "environment_files"
+    done = subprocess.run([sys.executable, "-m", "pipeline", "--plain", "score", str(script), "--games", str(games),
+                           "--out", str(tmp_path / "out"), "--no-figures"], capture_output=True, text=True, env=ENV,
+                          cwd=tmp_path, timeout=300,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (10, 10)))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "too many open files (this process may open 10" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_out_of_memory_is_one_line(monkeypatch, empty_db):
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr("pipeline.commands.tables.describe_tables", exhausted)
+    result = CliRunner().invoke(app, ["--plain", "tables", "--db", str(empty_db)])
+    assert result.exit_code == 1 and "out of memory" in result.output
