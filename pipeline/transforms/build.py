@@ -450,28 +450,12 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
         raise BuildError("build: leaving out the files named so far did not make the out tables valid: "
                          + "; ".join(f"{f}: {why}" for f, why in report.excluded.items()))
 
-    t0 = time.perf_counter()
-    now = datetime.now(UTC)
-    state_rows = []
-    with ws.transaction() as con:
-        for p in table_steps:
-            for t in p.step.outputs:
-                if _columns_differ(ws, t):
-                    ws.recreate_table(t, con=con)
-                ws.replace_table(t, frames[t], con=con)
-                report.rows[t] = frames[t].height
-                kept = StepPlan(p.step, p.fingerprint, {**p.parts, "excluded_files": report.excluded}, p.reasons)
-                state_rows.append(_state_row(t, kept, manifest.run_id, now, frames[t].height))
-        if state_rows:
-            targets = [r["build_target"] for r in state_rows]
-            con.execute(f"DELETE FROM {STATE_TABLE} WHERE build_target IN ({', '.join('?' for _ in targets)})",
-                        targets)
-            ws.insert_frame(STATE_TABLE, pl.DataFrame(state_rows), con=con)
-    report.timings_s["validate_and_write"] = time.perf_counter() - t0
-
     # The output folder (figures, manifest.json) is written whole: a failure or a full disk leaves the old one.
+    # Its figures are staged before the tables are committed, so a folder that cannot be written leaves the database
+    # as it was too (the tables once landed without their run's row in `runs`).
     with output_folder(out_dir) if out_dir is not None else nullcontext(None) as stage:
         fig_plan = next((p for p in todo if p.step.name == FIGURES), None)
+        written: dict = {}
         if fig_plan is not None and stage is not None:
             t0 = time.perf_counter()
             from pipeline.transforms.figures import write_figures
@@ -479,6 +463,28 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
             fig_dir = stage / "figures"
             written, skipped = write_figures(fig_dir, frames["out_arc3__attempts"], frames["out_arc3__level_completion"],
                                              frames["out_arc3__level_reference_points"], config)
+            report.timings_s["figures"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        now = datetime.now(UTC)
+        state_rows = []
+        with ws.transaction() as con:
+            for p in table_steps:
+                for t in p.step.outputs:
+                    if _columns_differ(ws, t):
+                        ws.recreate_table(t, con=con)
+                    ws.replace_table(t, frames[t], con=con)
+                    report.rows[t] = frames[t].height
+                    kept = StepPlan(p.step, p.fingerprint, {**p.parts, "excluded_files": report.excluded}, p.reasons)
+                    state_rows.append(_state_row(t, kept, manifest.run_id, now, frames[t].height))
+            if state_rows:
+                targets = [r["build_target"] for r in state_rows]
+                con.execute(f"DELETE FROM {STATE_TABLE} WHERE build_target IN ({', '.join('?' for _ in targets)})",
+                            targets)
+                ws.insert_frame(STATE_TABLE, pl.DataFrame(state_rows), con=con)
+        report.timings_s["validate_and_write"] = time.perf_counter() - t0
+
+        if fig_plan is not None and stage is not None:
             staged = sorted(path for paths in written.values() for path in paths.values())
             report.figures = {name: {kind: public_path(path) for kind, path in paths.items()}
                               for name, paths in written.items()}  # where they are once the folder is in place
@@ -492,7 +498,6 @@ def build(ws: Workspace, config: BuildConfig, *, out_dir: Path | None = None, dr
                 ws.insert_frame(STATE_TABLE, pl.DataFrame([row]), con=con)
             for path in staged:
                 manifest.add_output(path)  # hashed in the stage; the manifest names the final place
-            report.timings_s["figures"] = time.perf_counter() - t0
 
         for p in plans:
             for t, digest in p.parts["inputs"].items():

@@ -180,3 +180,29 @@ def test_samples_match_the_toolkit_cards(db_path: Path, shared_dir: Path):
     # toolkit recordings are agents, not participants
     assert sorted(attempts["game_id"].to_list()) == ["cd82-fb555c5d", "lp85-305b61c3", "vc33-5430563c"]
     assert not attempts["is_attempt"].any()  # 25, 21 and 17 actions: none has more than 30
+
+
+def test_a_figures_folder_that_cannot_be_written_leaves_the_database_as_it_was(db_path: Path, tmp_path: Path,
+                                                                                monkeypatch):
+    """A build whose --out-dir filled up while its figures were written had already committed its tables and
+    build state, with no row in `runs` for them. The figures are now staged before the tables are committed."""
+    import errno
+
+    import pytest
+
+    import pipeline.transforms.figures as figures
+    from pipeline.core.outputs import OutputError
+
+    _load(db_path, low_effort_study(), baseline_study())
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "out" / "figures" / "x.png"))
+
+    monkeypatch.setattr(figures, "write_figures", disk_full)
+    with Workspace(db_path) as ws:
+        runs = ws.row_count("runs") if ws.has_table("runs") else 0
+        with pytest.raises(OutputError, match="No space left on device"):
+            build(ws, load_config(), out_dir=tmp_path / "out", figures=True)
+        assert all(ws.row_count(t) == 0 for t in OUT_TABLES if ws.has_table(t))
+        assert ws.row_count("build_state") == 0 and (ws.row_count("runs") if ws.has_table("runs") else 0) == runs
+    assert not (tmp_path / "out").exists()
