@@ -3,16 +3,19 @@ figures and manifest, the baselines command, and the sample recordings against t
 
 from __future__ import annotations
 
+import errno
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
 from pipeline.core.config import load_config, resolve
+from pipeline.core.outputs import OutputError
 from pipeline.core.workspace import Workspace
 from pipeline.transforms.build import OUT_TABLES, build
 from pipeline.transforms.synthetic import SyntheticStudy
@@ -186,12 +189,7 @@ def test_a_figures_folder_that_cannot_be_written_leaves_the_database_as_it_was(d
                                                                                 monkeypatch):
     """A build whose --out-dir filled up while its figures were written had already committed its tables and
     build state, with no row in `runs` for them. The figures are now staged before the tables are committed."""
-    import errno
-
-    import pytest
-
     import pipeline.transforms.figures as figures
-    from pipeline.core.outputs import OutputError
 
     _load(db_path, low_effort_study(), baseline_study())
 
