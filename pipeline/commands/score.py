@@ -230,7 +230,7 @@ def score_command(
     # Without --db (and without $ARCSTUDY_DB), scoring files needs no database the user keeps: a temporary
     # workspace holds the tables and is removed at the end; the files go to --out or ./arcstudy-score/<card>/.
     temporary = None
-    if db is None and os.environ.get("ARCSTUDY_DB") is None and from_files:
+    if db is None and not (os.environ.get("ARCSTUDY_DB") or "").strip() and from_files:
         temporary = tempfile.TemporaryDirectory(prefix="arcstudy-score-")
         db_path = Path(temporary.name) / "score.duckdb"
     else:

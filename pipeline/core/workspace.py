@@ -67,8 +67,10 @@ class QueryRefused(WorkspaceError):
 
 
 def default_db_path() -> Path:
-    """`$ARCSTUDY_DB` if set, else `arcstudy.duckdb` in the current directory."""
-    return Path(os.environ.get("ARCSTUDY_DB", DEFAULT_DB))
+    """`$ARCSTUDY_DB` if set and not empty (a leading `~` is the home folder, as a shell would read it unquoted),
+    else `arcstudy.duckdb` in the current directory."""
+    value = os.environ.get("ARCSTUDY_DB") or ""
+    return Path(os.path.expanduser(value)) if value.strip() else Path(DEFAULT_DB)
 
 
 def default_db_to_read() -> tuple[Path, bool]:
@@ -77,7 +79,7 @@ def default_db_to_read() -> tuple[Path, bool]:
     (`reports/demo/demo.duckdb`), so the README's tour works right after `make demo`. Returns (path, is_demo).
     Writers never fall back: new data must not land in the demo database unasked."""
     path = default_db_path()
-    if "ARCSTUDY_DB" not in os.environ and not path.exists() and DEMO_DB.is_file():
+    if not (os.environ.get("ARCSTUDY_DB") or "").strip() and not path.exists() and DEMO_DB.is_file():
         return DEMO_DB, True
     return path, False
 
