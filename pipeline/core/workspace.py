@@ -199,9 +199,11 @@ class Workspace:
                         f"{lock_timeout_s:.0f} s. Wait for it to finish or raise --lock-timeout."
                     ) from err
                 if time.monotonic() >= deadline:
+                    pid = re.search(r"PID (\d+)", str(err))  # any DuckDB client: arcstudy, a notebook, the CLI
                     raise WorkspaceError(
-                        f"database {self.path} is locked by another arcstudy process (waited "
-                        f"{lock_timeout_s:.0f} s). Wait for it to finish or raise --lock-timeout."
+                        f"database {self.path} is open in another process{f' (PID {pid.group(1)})' if pid else ''}"
+                        f", e.g. another arcstudy command or a notebook (waited {lock_timeout_s:.0f} s). Wait for "
+                        "it to finish or close it, or raise --lock-timeout."
                     ) from err
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
