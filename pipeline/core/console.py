@@ -37,18 +37,17 @@ class _Console(Console):
     def _check_buffer(self) -> None:
         try:
             super()._check_buffer()
-        except OSError as err:  # ENOSPC, EIO, EBADF ...: said once on the other stream when it can be
+        except OSError as err:  # ENOSPC, EIO, EBADF ...: said once on stderr when stdout is the one
             self._silence(err)
 
     def _silence(self, err: OSError | None = None) -> None:
         self.quiet = True
         del self._buffer[:]
         stream = sys.stderr if self.stderr else sys.stdout
-        if err is not None:
-            other = 1 if self.stderr else 2
+        if err is not None and not self.stderr:  # said on stderr (never on stdout, which may carry a result)
             with _suppressed():
-                os.write(other, f"arcstudy: cannot write to {'stderr' if self.stderr else 'stdout'} "
-                                f"({err.strerror or err}); its messages are dropped, the command goes on\n".encode())
+                os.write(2, f"arcstudy: cannot write to stdout ({err.strerror or err}); its messages are dropped, "
+                            "the command goes on\n".encode())
         with _suppressed():  # later writes by anyone else go nowhere, not into an error
             os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
