@@ -16,6 +16,7 @@ Guarantees (CONVENTIONS.md, issue "Ingest"):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -371,8 +372,6 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
         workers = auto_ingest_workers(sizes, default_workers())
         use_helper = workers == 1 and (helper is not None or auto_ingest_helper(sizes, default_workers(),
                                                                                  machine_load()))
-    batch: list[PreparedFile] = []
-    batch_bytes = 0
     # This thread reads (or collects the workers' files) while `writer` commits the file or batch before,
     # in order; a file that streams is read inside its transaction, by this thread, once the writer is idle.
     if use_helper and started is not None:
@@ -381,6 +380,36 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
         executor = open_helper_executor(HELPER_PRELOAD)
     else:
         executor = open_executor(workers, scheduler, n_items=len(files))
+    written: list[Path] = []  # frames files the readers wrote (--keep-frames)
+    try:
+        _read_and_commit(ws, files, prepare, executor, report, written, run_id, progress)
+    finally:  # committed or not (a file refused at its commit, a run stopped by a full disk or Ctrl-C)
+        _remove_unreferenced(ws, written)
+    return report
+
+
+def _remove_unreferenced(ws: Workspace, written: list[Path]) -> None:
+    """Remove the frames files this run wrote that no committed step refers to: a file refused at its commit, or
+    left uncommitted by a run that stopped, would otherwise leave a complete frames file nothing points to."""
+    if not written:
+        return
+    try:
+        kept = set(ws.read("SELECT DISTINCT frames_file FROM core_arc3__steps WHERE frames_file IN "
+                           "(SELECT unnest(?::VARCHAR[]))", [[str(p) for p in written]])["frames_file"].to_list())
+    except Exception:  # noqa: BLE001 -- the database cannot be read now (the error that stopped the run): keep them
+        return
+    for path in written:
+        if str(path) not in kept:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def _read_and_commit(ws: Workspace, files: list[Path], prepare: Callable, executor: Any, report: IngestReport,
+                     written: list[Path], run_id: str, progress: Any) -> None:
+    """Read (or collect the workers' files) and commit, in order (`ingest_paths`); each file's frames files are
+    added to `written` as it arrives."""
+    batch: list[PreparedFile] = []
+    batch_bytes = 0
     with executor as ex, HashAhead(files) as ahead, \
             BackgroundWriter(depth=COMMITS_AHEAD, on_result=report.files.extend, budget=PENDING_BYTES) as writer:
         if isinstance(ex, SerialExecutor):
@@ -393,6 +422,8 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
                                                    description="ingesting"):
             if error is not None:
                 prepared = _failed_piece(files[key], run_id, error)
+            if prepared.output is not None:
+                written.extend(prepared.output.written_files)
             if not is_small(prepared):
                 if batch:
                     writer.submit(commit_batch, ws, batch, weight=_held(batch))
@@ -411,7 +442,6 @@ def ingest_paths(ws: Workspace, paths: list[Path], *, run_id: str, fmt_name: str
                 batch, batch_bytes = [], 0
         if batch:
             writer.submit(commit_batch, ws, batch, weight=_held(batch))
-    return report
 
 
 def _commit_one(ws: Workspace, prepared: PreparedFile) -> list[FileReport]:
