@@ -494,8 +494,12 @@ def check_read_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
                            else "refused: the query is empty")
     kind = statements[0].type
     if kind not in READ_STATEMENTS:
-        raise QueryRefused(f"refused: {kind.name} statement; a query only reads (SELECT, WITH, FROM, DESCRIBE, "
-                           f"SHOW, SUMMARIZE, EXPLAIN)")
+        # named by the word the user wrote (DuckDB files INSTALL under LOAD, CHECKPOINT under CALL)
+        first = re.match(r"\s*([A-Za-z]+)", statements[0].query or sql)
+        word = first.group(1).upper() if first else ""
+        what = f"{word} ({kind.name.lower()} statement)" if word and word != kind.name else f"{kind.name} statement"
+        raise QueryRefused(f"refused: {what}; a query only reads (SELECT, WITH, FROM, DESCRIBE, SHOW, SUMMARIZE, "
+                           "EXPLAIN)")
 
 
 def describe_tables(ws: Workspace) -> list[tuple[str, str, int, str]]:

@@ -127,6 +127,9 @@ def test_refusal_names_what_was_refused(setup: Setup):
     assert "ATTACH" in query(setup.sql(ESCAPES[0]), "--db", str(setup.db)).output
     assert "2 statements" in query("SELECT 1; SELECT 2", "--db", str(setup.db)).output
     assert "outside the database" in query(setup.sql(ESCAPES[6]), "--db", str(setup.db)).output
+    # named by the word written, not only by DuckDB's kind of statement (it files INSTALL under LOAD)
+    assert "refused: INSTALL (load statement)" in query("INSTALL httpfs", "--db", str(setup.db)).output
+    assert "refused: CHECKPOINT (call statement)" in query("CHECKPOINT", "--db", str(setup.db)).output
 
 
 @pytest.mark.parametrize("sql", READS)
