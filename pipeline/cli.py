@@ -15,8 +15,9 @@ from __future__ import annotations
 import sys
 
 if __name__ == "__main__":  # `python -m pipeline.cli`: the program's early work first, as pipeline/__main__.py does
-    from pipeline.commands.early import start_early_work
+    from pipeline.commands.early import start_early_work, stop_on_sigterm
 
+    stop_on_sigterm()
     start_early_work(sys.argv[1:])
 
 import importlib  # the app's imports come after that early work (E402 is off for this file)
