@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.text import Text
 
 from pipeline.core.console import out
 
@@ -170,7 +171,7 @@ def _refuse_unsafe_out(out_dir: Path, data_dir: Path) -> None:
 def _run_step(root: click.Command, step: DemoStep, done: list[DemoStep],
               on_step: Callable[[DemoStep], None] | None) -> None:
     """Run one step as its command line, stopping the demo if it fails."""
-    out.console.rule(f"[bold]{step.name}[/]" if not out.plain else step.name)
+    out.console.rule(Text(step.name, style="bold") if not out.plain else step.name)
     out.console.print("$ arcstudy " + " ".join(step.args), highlight=False)
     started = time.perf_counter()
     step.exit_code = run_command(root, ["--plain", *step.args] if out.plain else step.args)
@@ -227,7 +228,7 @@ def demo_command(
     except DemoUsageError as err:
         raise fail(str(err), EXIT_USAGE) from err
     index = write_index(out_dir, steps, command_line(ctx))
-    out.console.rule("done" if out.plain else "[bold green]done[/]")
+    out.console.rule("done" if out.plain else Text("done", style="bold green"))
     for s in steps:
         out.console.print(f"{s.seconds:6.1f} s  {s.name}")
     out.console.print(f"{time.perf_counter() - started:6.1f} s  in all")

@@ -7,10 +7,11 @@ Plain mode (no colours, no live progress bars, line-oriented messages) is on whe
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -22,14 +23,38 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.segment import Segment
 
 T = TypeVar("T")
 
 
+# Control characters (C0 but TAB and LF, DEL, C1) in text from input files: a file name, a guid or a reason could
+# otherwise clear the screen, retitle the window or print a hyperlink (OSC 8) on the user's terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with each control character written as its escape (``\\x1b``): shown, never obeyed."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 class _Console(Console):
-    """A rich console whose stream may go away: a closed pipe (`arcstudy ingest | head -1`), a full device
-    (`> /dev/full`) or a closed descriptor only silences it. The command goes on and finishes its real work (the
-    database, the files) with its exit code; rich's own answer to a closed pipe was SystemExit(1) midway."""
+    """A rich console for text that comes from input files.
+
+    - Markup is off: a `[link=...]` or `[bold]` in a file name, a guid or a cell is shown as written (the few
+      messages that style themselves pass `markup=True`, or rich `Text`).
+    - Control characters in the text are shown as escapes (`visible`); rich's own styling codes are untouched.
+    - Its stream may go away: a closed pipe (`arcstudy ingest | head -1`), a full device (`> /dev/full`) or a
+      closed descriptor only silences it. The command goes on and finishes its real work (the database, the
+      files) with its exit code; rich's own answer to a closed pipe was SystemExit(1) midway."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(markup=False, **kwargs)
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            segment if segment.control or not _CONTROL.search(segment.text)
+            else Segment(visible(segment.text), segment.style, segment.control) for segment in buffer)
 
     def on_broken_pipe(self) -> None:
         self._silence()
@@ -106,7 +131,8 @@ class Output:
     def error(self, message: str) -> None:
         # The message is text, not rich markup: "[baselines]" or "[default]" in it must print as written.
         text = escape(message)
-        self.err.print(f"[bold red]error:[/] {text}" if not self.plain else f"error: {text}", soft_wrap=True)
+        self.err.print(f"[bold red]error:[/] {text}" if not self.plain else f"error: {text}", soft_wrap=True,
+                       markup=True)
 
     @contextmanager
     def progress(self, description: str, total: int | None) -> Iterator[Progress | None]:
