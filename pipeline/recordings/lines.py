@@ -433,6 +433,6 @@ def _check_frame_record(line: Line) -> None:
     game_id = data.get("game_id")
     if not isinstance(game_id, str):
         raise LineError("bad_game_id", "frame record has no string game_id", "game_id", clip(str(game_id)))
-    if not GAME_ID_RE.match(game_id):
+    if not GAME_ID_RE.fullmatch(game_id):  # the pattern's `$` would also match before a final newline
         raise LineError("bad_game_id", f"game_id {clip(game_id)[:80]!r} ({len(game_id.encode())} bytes) is not "
                         "`<4 lowercase alphanumerics>-<8 or 12 hex digits>`", "game_id", clip(game_id))

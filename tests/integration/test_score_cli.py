@@ -407,3 +407,18 @@ def test_a_second_run_into_one_out_folder_leaves_no_file_of_the_first(tmp_path):
     assert {p.name for p in out.iterdir() if p.is_file()} == listed
     assert len(list(out.glob("scorecard__*.json"))) == 1 and not (out / "policy_sensitivity.csv").exists()
     assert (out / "notes.md").read_text() == "mine\n"
+
+
+def test_a_game_id_with_a_final_newline_is_one_bad_line_not_a_stopped_run(tmp_path):
+    """`^...$` in Python also matches before a final newline: "an53-6f5f2264\\n" passed the line check, and the
+    score tables' schema then refused the whole run's rows (exit 1, nothing written, the good file's play too)."""
+    good = SAMPLES / "fixtures" / "an53_scripted-win.frames.jsonl"
+    lines = good.read_text().splitlines()
+    first = json.loads(lines[1])
+    first["data"]["game_id"] += "\n"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([lines[0], json.dumps(first), *lines[2:]]) + "\n")
+    code, output = run(str(good), str(bad), "--games", str(GAMES), "--out", str(tmp_path / "out"), "--no-figures")
+    assert code == 3, output
+    assert "bad_game_id" in output
+    assert (tmp_path / "out" / SLUG).exists()
