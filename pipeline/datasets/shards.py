@@ -19,6 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.core.outputs import markdown_code, markdown_text
 from schemas.transitions import ARROW_SCHEMA, COLUMNS
 
 from .transitions import FileExport, PlayExport, RowBlock, batches_from_bytes, build_batch
@@ -164,7 +165,7 @@ class DatasetSummary:
 
 
 def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return markdown_text(text)  # names, ids and reasons from input files: one line of text, never Markdown or HTML
 
 
 def dataset_card(summary: DatasetSummary, shards: Sequence[Path], *, licence: str, command: str,
@@ -177,7 +178,7 @@ def dataset_card(summary: DatasetSummary, shards: Sequence[Path], *, licence: st
              "One row per engine response of every play: the action sent, the frames the game answered with, "
              "the state and level counts, and how the toolkit's card counts the step. Consecutive rows of a "
              "`play_id` (ordered by `step`) are the transitions (frames[t-1], action[t]) -> frames[t]. Written "
-             f"by arcstudy (`{command}`) on {created_at}.", "",
+             f"by arcstudy ({markdown_code(command)}) on {created_at}.", "",
              "Every play was replayed on the engine where its game could be loaded: rows whose replay "
              "disagreed with the recording are not here (a divergent play is cut before its divergence, listed "
              "below), and `verified` says which rows the engine confirmed"
@@ -202,29 +203,31 @@ def dataset_card(summary: DatasetSummary, shards: Sequence[Path], *, licence: st
         entry[0] += summary.plays_by_game_source[(game, source)]
     for game in sorted(by_game):
         sha = summary.game_sources.get(game)
-        lines.append(f"| {game} | {sha or 'not loadable: frames from the recording, unverified'} | "
+        lines.append(f"| {_cell(game)} | {sha or 'not loadable: frames from the recording, unverified'} | "
                      f"{by_game[game][0]:,} | {by_game[game][1]:,} |")
     lines += ["", "## Counts per game and source", "", "| game_id | source | plays | rows |", "|---|---|---:|---:|"]
     for game, source in sorted(summary.rows_by_game_source):
-        lines.append(f"| {game} | {source} | {summary.plays_by_game_source[(game, source)]:,} | "
+        lines.append(f"| {_cell(game)} | {source} | {summary.plays_by_game_source[(game, source)]:,} | "
                      f"{summary.rows_by_game_source[(game, source)]:,} |")
     lines += ["", "## Plays cut at a divergence", ""]
     if summary.cut:
         lines += ["| play_id | game_id | rows kept | divergence |", "|---|---|---:|---|"]
-        lines += [f"| {p.play_id} | {p.game_id} | {p.n_rows:,} | {_cell(p.detail)} |" for p in summary.cut]
+        lines += [f"| {_cell(p.play_id)} | {_cell(p.game_id)} | {p.n_rows:,} | {_cell(p.detail)} |"
+                  for p in summary.cut]
     else:
         lines.append("None: every replayed play agreed with its recording to the end.")
     lines += ["", "## Plays not verified", ""]
     if summary.unverified:
         lines += ["Their games could not be loaded: the frames are the recording's, unchecked (`verified` "
                   "false).", "", "| play_id | game_id | rows | why |", "|---|---|---:|---|"]
-        lines += [f"| {p.play_id} | {p.game_id} | {p.n_rows:,} | {_cell(p.detail)} |" for p in summary.unverified]
+        lines += [f"| {_cell(p.play_id)} | {_cell(p.game_id)} | {p.n_rows:,} | {_cell(p.detail)} |"
+                  for p in summary.unverified]
     else:
         lines.append("None.")
     lines += ["", "## Left out", ""]
     if summary.not_exported or summary.rejected:
         lines += ["| file | play_id | why |", "|---|---|---|"]
-        lines += [f"| {_cell(f)} | {p.play_id} | {_cell(p.detail)} |" for f, p in summary.not_exported]
+        lines += [f"| {_cell(f)} | {_cell(p.play_id)} | {_cell(p.detail)} |" for f, p in summary.not_exported]
         lines += [f"| {_cell(f)} | | {_cell(why)} |" for f, why in summary.rejected]
     else:
         lines.append("Nothing.")

@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.outputs import markdown_text
 from pipeline.core.textfiles import unique_json
+from pipeline.recordings.cards import game_id_problem
 
 from .policies import DEFAULT_POLICY_ID, POLICIES, get_policy
 
@@ -59,9 +61,11 @@ def read_comparison_card(path: Path) -> dict[str, Any]:
 
     if not number(doc.get("score", 0)):
         raise CompareError("its total `score` is not a number")
-    for e in doc["environments"]:
+    for e_i, e in enumerate(doc["environments"]):
         if not isinstance(e, dict) or not isinstance(e.get("id"), str):
             raise CompareError("an environments[] entry has no string `id`")
+        if (why := game_id_problem(e["id"])) is not None:  # it is written into compare.md, .csv and the terminal
+            raise CompareError(f"environments[{e_i}]: {why}")
         if not number(e.get("score", 0)):
             raise CompareError(f"environment {e['id']}: score is not a number")
         runs = e.get("runs") or []
@@ -139,16 +143,17 @@ class Comparison:
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
-        out = [f"# Score comparison with {self.other_label}", "", self.verdict(), "",
+        md = markdown_text  # labels, ids and details come from the files compared: one line of text each
+        out = [f"# Score comparison with {md(self.other_label)}", "", md(self.verdict()), "",
                "| cause | contribution (points) | detail |", "|---|---:|---|"]
-        out += [f"| {s['cause']} | {s['contribution']:+.4f} | {s['detail']} |" for s in self.steps]
+        out += [f"| {md(s['cause'])} | {s['contribution']:+.4f} | {md(s['detail'])} |" for s in self.steps]
         out += ["", "## Per environment and level", "",
                 "| environment | level | there | here | cause |", "|---|---:|---:|---:|---|"]
         for r in self.rows:
             lv = "game" if r["level_index"] is None else str(r["level_index"])
             there = "" if r["there"] is None else f"{r['there']:.3f}"
             here = "" if r["here"] is None else f"{r['here']:.3f}"
-            out.append(f"| {r['game_id']} | {lv} | {there} | {here} | {r['cause']} |")
+            out.append(f"| {md(r['game_id'])} | {lv} | {there} | {here} | {md(r['cause'])} |")
         return "\n".join(out) + "\n"
 
 

@@ -205,3 +205,16 @@ def test_a_published_baselines_folder_names_the_metadata_file_it_cannot_use(tmp_
     with pytest.raises(BaselineSourceError) as caught:
         read_published(tmp_path, "upper_median")
     assert str(caught.value).startswith(f"{path}: ") and words in str(caught.value)
+
+
+@pytest.mark.parametrize("game_id", ["an53-6f5f2264\n\n# INJECTED <img src=x onerror=alert(1)>", "zz99\udfff",
+                                     "zz99\x1b[2J"], ids=["markdown", "lone surrogate", "escape"])
+def test_a_comparison_card_whose_environment_is_no_game_id_is_refused(tmp_path, game_id):
+    """Its ids go into compare.md, compare.csv and the terminal: a heading and raw HTML were injected into
+    compare.md, escape codes reached the terminal, and a lone surrogate crashed `score` (traceback)."""
+    from pipeline.scoring.compare import CompareError, read_comparison_card
+
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"environments": [{"id": game_id, "runs": [json.loads(_run(1))]}]}))
+    with pytest.raises(CompareError, match=r"environments\[0\]: game id .* is not of the form"):
+        read_comparison_card(path)

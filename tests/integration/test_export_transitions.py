@@ -685,3 +685,22 @@ def test_a_game_stopped_in_a_later_chunk_cuts_the_play_after_the_rows_already_st
     *before, last = export_.plays  # a play ends at each full reset (the RESET after a win)
     assert last.status == "cut" and "stopped" in last.detail and {p.status for p in before} == {"exported"}
     assert any(p.startswith("cut:") and "sandbox" in p for p in export_.problems)
+
+
+def test_the_dataset_card_keeps_names_from_input_inert(tmp_path):
+    """A file named with CRs and HTML was written into the card's Markdown as it was: a heading and an
+    `<img onerror>` of its own (the card is meant for publishing, e.g. on the Hugging Face Hub)."""
+    name = "x\r\r## INJECTED\r<img src=x onerror=alert(1)>.playback.jsonl"
+    script = tmp_path / "in" / name
+    script.parent.mkdir()
+    script.write_text(json.dumps({"data": {"action_input": {"id": 1, "data": {"game_id": "zz99-deadbeef"}}}}) + "\n")
+    code, output = export(str(script), str(AN53), "--games", str(ENVS), "--out", str(tmp_path / "ds"))
+    assert code == 3, output
+    raw = (tmp_path / "ds" / "README.md").read_bytes()
+    assert b"\r" not in raw
+    card = raw.decode()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in card  # the table row names the file, inert
+    assert not any(line.lstrip().startswith("## INJECTED") for line in card.splitlines())
+    # the command line that made the card quotes the name in a code span, its CRs as escapes
+    (made,) = [line for line in card.splitlines() if "<img" in line]
+    assert "`arcstudy export-transitions " in made and "x\\x0d\\x0d## INJECTED\\x0d<img" in made

@@ -278,3 +278,23 @@ def test_ctrl_c_while_the_old_folder_is_copied_leaves_no_stage(tmp_path, monkeyp
         pass
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert sorted(p.name for p in target.iterdir()) == [f"f{i}.txt" for i in range(5)]
+
+
+def test_markdown_text_keeps_input_on_its_line_and_inert():
+    """Names, ids and reasons from input files go into the Markdown files arcstudy writes (the dataset card,
+    compare.md): a file name with a CR once started a heading and raw HTML of its own there."""
+    from pipeline.core.outputs import markdown_text
+
+    hostile = "x\r\r## INJECTED\r<img src=x onerror=alert(1)> [click](javascript:alert(2)) a|b `c` \x1b[2J\u2028end"
+    text = markdown_text(hostile)
+    assert "\r" not in text and "\n" not in text and "\u2028" not in text and "\x1b" not in text
+    assert "<img" not in text and "&lt;img" in text
+    assert "\\[click\\](javascript:alert(2))" in text and "a\\|b" in text and "\\`c\\`" in text
+    assert markdown_text("ls20-9607627b") == "ls20-9607627b"  # ordinary ids are unchanged
+
+
+def test_markdown_code_is_one_inert_code_span():
+    from pipeline.core.outputs import markdown_code
+
+    assert markdown_code("arcstudy score 'x\r\n## H'") == "`arcstudy score 'x\\x0d\\x0a## H'`"
+    assert markdown_code("a `b` c") == "``a `b` c``" and markdown_code("`x`") == "`` `x` ``"
