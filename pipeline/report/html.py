@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 import jinja2
 import polars as pl
@@ -242,12 +243,14 @@ def format_value(value: Any, float_digits: int = 4) -> str:
 
 
 def _relative(target: Path | str, base_dir: Path) -> str:
+    """The href of a local file, relative to the page: percent-encoded, so that a file name never reads as
+    something else (`javascript:alert(1).json` as a URL scheme, `#` or `?` as a fragment or a query)."""
     target = Path(target)
     try:
         rel = os.path.relpath(target.resolve(), base_dir.resolve())
     except ValueError:  # another drive (Windows)
         rel = str(target.resolve())
-    return Path(rel).as_posix()
+    return quote(Path(rel).as_posix(), safe="/")
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

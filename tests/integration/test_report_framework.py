@@ -223,3 +223,16 @@ def test_index_groups_entries_with_headline_numbers_and_folded_files(tmp_path: P
     assert "<dt>players</dt><dd>1,500</dd>" in section
     folded = re.search(r'<details class="files">(.*?)</details>', section, re.S).group(1)
     assert 'href="a__t.csv"' in folded and 'href="a.html"' not in folded
+
+
+def test_an_index_link_to_a_file_is_never_read_as_a_url_scheme(tmp_path: Path):
+    """A file in the output folder named `javascript:alert(document.domain).json` was linked as
+    href="javascript:alert(document.domain).json": a click ran the script. `#` and `?` in names broke links."""
+    names = ["javascript:alert(document.domain).json", "a#b?c.csv"]
+    for name in names:
+        (tmp_path / name).write_text("{}")
+    index = render_index("Index", [Link(name, tmp_path / name, group="files", folded=True) for name in names],
+                         None, tmp_path / "index.html")
+    hrefs = re.findall(r'href="([^"]*)"', index.read_text())
+    assert "javascript%3Aalert%28document.domain%29.json" in hrefs and "a%23b%3Fc.csv" in hrefs
+    assert not any(h.lower().startswith("javascript:") for h in hrefs)
