@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import hashlib
 import json
 import math
 import os
@@ -174,8 +175,17 @@ def template_environment() -> jinja2.Environment:
     return env
 
 
+MAX_SLUG = 80  # slugs name files too (a figure per scorecard): a label of many recordings' names made a file
+# name over the file system's 255 bytes, and the whole report failed
+
+
 def slugify(text: str) -> str:
+    """Lowercase letters, digits and `-`; a long one cut to MAX_SLUG characters, ending in a hash of the whole
+    text (two long labels that share their start stay apart)."""
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    if len(slug) > MAX_SLUG:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        slug = f"{slug[:MAX_SLUG - 9].rstrip('-')}-{digest}"
     return slug or "section"
 
 

@@ -236,3 +236,14 @@ def test_an_index_link_to_a_file_is_never_read_as_a_url_scheme(tmp_path: Path):
     hrefs = re.findall(r'href="([^"]*)"', index.read_text())
     assert "javascript%3Aalert%28document.domain%29.json" in hrefs and "a%23b%3Fc.csv" in hrefs
     assert not any(h.lower().startswith("javascript:") for h in hrefs)
+
+
+def test_a_long_label_makes_a_bounded_slug_that_stays_unique():
+    """Figures are named after a scorecard's label, all its recordings' names joined: twelve ordinary names made a
+    file name over 255 bytes, and `report scores` wrote nothing."""
+    from pipeline.report.html import MAX_SLUG, slugify
+
+    a = ", ".join(f"agent-run-with-a-descriptive-name-{i:02d}" for i in range(12))
+    b = a.replace("11", "12")
+    assert len(slugify(a)) == MAX_SLUG and slugify(a) != slugify(b) and slugify(a).startswith("agent-run-with")
+    assert slugify("Level scores") == "level-scores"  # short ones are as before
