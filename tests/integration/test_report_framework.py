@@ -245,5 +245,5 @@ def test_a_long_label_makes_a_bounded_slug_that_stays_unique():
 
     a = ", ".join(f"agent-run-with-a-descriptive-name-{i:02d}" for i in range(12))
     b = a.replace("11", "12")
-    assert len(slugify(a)) == MAX_SLUG and slugify(a) != slugify(b) and slugify(a).startswith("agent-run-with")
+    assert len(slugify(a)) <= MAX_SLUG and slugify(a) != slugify(b) and slugify(a).startswith("agent-run-with")
     assert slugify("Level scores") == "level-scores"  # short ones are as before
