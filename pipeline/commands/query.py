@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from enum import StrEnum
 from pathlib import Path
@@ -133,9 +134,20 @@ def _emit(df, fmt: QueryFormat, out_file: Path | None, limit: int, raw_csv: bool
         return
     df = df.with_columns(pl.col(pl.Binary).bin.encode("hex"))  # text formats cannot hold raw bytes
     if fmt is QueryFormat.json or (fmt is QueryFormat.table and out_file is not None):
-        _write_or_echo(json.dumps(df.to_dicts(), default=str, indent=1), out_file)
+        _write_or_echo(json.dumps(_json_safe(df.to_dicts()), default=str, indent=1, allow_nan=False), out_file)
     else:
         _write_or_echo(csv_text(df, raw=raw_csv), out_file)
+
+
+def _json_safe(value: object) -> object:
+    """NaN and the infinities as null: JSON has no such numbers, and `NaN` made the output invalid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 def _write_or_echo(text: str, out_file: Path | None) -> None:

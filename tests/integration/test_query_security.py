@@ -8,6 +8,7 @@ database file byte-identical, write no file and print no byte of a file outside 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -192,3 +193,15 @@ def test_query_waits_for_a_writer_then_says_so(tmp_path: Path):
     finally:
         writer.communicate("", timeout=30)
     assert query("SELECT 1", "--db", str(db), "--lock-timeout", "0.5").exit_code == 0
+
+
+def test_json_output_is_valid_json_for_nan_and_infinities(setup: Setup):
+    """`NaN` and `Infinity` were written as such: not JSON, so a strict reader refused the whole output."""
+    res = query("SELECT 'nan'::DOUBLE AS a, '-inf'::DOUBLE AS b, [1.5, 'nan'::DOUBLE] AS l", "--db", str(setup.db),
+                "--format", "json")
+    assert res.exit_code == 0, res.output
+
+    def refuse(name: str):
+        raise ValueError(f"not JSON: {name}")
+
+    assert json.loads(res.output, parse_constant=refuse) == [{"a": None, "b": None, "l": [1.5, None]}]
