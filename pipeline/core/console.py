@@ -7,7 +7,6 @@ Plain mode (no colours, no live progress bars, line-oriented messages) is on whe
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -25,17 +24,9 @@ from rich.progress import (
 )
 from rich.segment import Segment
 
+from pipeline.core.textfiles import CONTROL_CHARACTER, visible
+
 T = TypeVar("T")
-
-
-# Control characters (C0 but TAB and LF, DEL, C1) in text from input files: a file name, a guid or a reason could
-# otherwise clear the screen, retitle the window or print a hyperlink (OSC 8) on the user's terminal.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def visible(text: str) -> str:
-    """`text` with each control character written as its escape (``\\x1b``): shown, never obeyed."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 class _Console(Console):
@@ -53,7 +44,7 @@ class _Console(Console):
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         return super()._render_buffer(
-            segment if segment.control or not _CONTROL.search(segment.text)
+            segment if segment.control or not CONTROL_CHARACTER.search(segment.text)
             else Segment(visible(segment.text), segment.style, segment.control) for segment in buffer)
 
     def on_broken_pipe(self) -> None:

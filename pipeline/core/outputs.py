@@ -47,9 +47,12 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.textfiles import visible
+
 __all__ = ["FORMULA_STARTS", "OUTPUT_ERRNOS", "OutputError", "as_output_error", "csv_text", "current_umask",
-           "is_output_oserror", "markdown_code", "markdown_text", "named", "neutralise_formulas", "open_output", "output_folder",
-           "public_json", "public_path", "raw_csv", "write_bytes", "write_csv", "write_text", "write_with"]
+           "is_output_oserror", "markdown_code", "markdown_text", "named", "neutralise_formulas", "open_output",
+           "output_folder", "public_json", "public_path", "raw_csv", "write_bytes", "write_csv", "write_text",
+           "write_with"]
 
 # errnos only a write can give: such an error is the output's (or the environment's), never the input's
 OUTPUT_ERRNOS = frozenset(e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EROFS, errno.EFBIG)
@@ -231,8 +234,7 @@ def _safe_name(name: str) -> str:
     return "'" + name if name.startswith(FORMULA_STARTS) else name
 
 
-_MD_BREAKS = re.compile(r"[\r\n\x0b\x0c\x85\u2028\u2029]+")
-_MD_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+_MD_BREAKS = re.compile(r"[\r\n\x0b\x0c\x85\u2028\u2029]+")  # what CommonMark or a browser takes for a line end
 
 
 def markdown_text(value: object) -> str:
@@ -240,8 +242,7 @@ def markdown_text(value: object) -> str:
     breaks of any kind become spaces (a file name with a CR once started a heading of its own), control
     characters become escapes, `<`, `>` and `&` HTML entities (no raw HTML: `<img onerror=...>`), and `|`,
     `[`, `]`, `` ` `` are backslash-escaped (no cell of another column, no link, no code span)."""
-    text = _MD_BREAKS.sub(" ", str(value))
-    text = _MD_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    text = visible(_MD_BREAKS.sub(" ", str(value)))
     text = text.replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     for mark in "|[]`":
         text = text.replace(mark, "\\" + mark)
@@ -251,8 +252,7 @@ def markdown_text(value: object) -> str:
 def markdown_code(value: object) -> str:
     """`value` as an inline code span of a Markdown line: line breaks and control characters as escapes (`\\x0d`),
     fenced with more backticks than any run inside it (a command line holding a file name from input)."""
-    text = _MD_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
-    text = re.sub(r"[\r\n\x0b\x0c\x85\u2028\u2029]", lambda m: f"\\x{ord(m.group()):02x}", text)
+    text = re.sub(r"[\n\x85\u2028\u2029]", lambda m: f"\\x{ord(m.group()):02x}", visible(str(value)))
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"

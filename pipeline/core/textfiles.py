@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-__all__ = ["CRLF_FLAG", "BOM_FLAG", "DUPLICATE_KEY", "LONE_SURROGATE", "UTF8_BOM", "BadText", "DuplicateKey",
+__all__ = ["CONTROL_CHARACTER", "CRLF_FLAG", "BOM_FLAG", "DUPLICATE_KEY", "LONE_SURROGATE", "UTF8_BOM", "BadText", "DuplicateKey",
            "DuplicateKeyError", "MarkingDecoder", "TextFacts", "ascii_json", "bom_encoding", "decode_head",
            "has_lone_surrogate", "json_document", "keys_twice", "lone_surrogates", "not_utf8_reason", "path_text",
-           "read_text_document", "storable", "strip_bom", "unique_json"]
+           "read_text_document", "storable", "strip_bom", "unique_json", "visible"]
 
 UTF8_BOM = b"\xef\xbb\xbf"
 BOM_FLAG = "utf8_bom"
@@ -262,6 +262,16 @@ def unique_json(text: str) -> Any:
     if found:
         raise DuplicateKeyError(found[0])
     return doc
+
+
+# Control characters (C0 but TAB and LF, DEL, C1) in text from input files: on a terminal an escape sequence in a
+# file name or guid clears the screen or prints a hyperlink; in a Markdown file a CR starts a line of its own.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with each control character written as its escape (``\\x1b``): shown, never obeyed."""
+    return CONTROL_CHARACTER.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def storable(text: str) -> str:
