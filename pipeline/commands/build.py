@@ -18,12 +18,14 @@ from pipeline.core.outputs import named, write_csv, write_text
 from pipeline.scoring.baseline_sources import read_published
 
 from .common import (
+    BUILD,
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
     DbOption,
     LockTimeoutOption,
     RawCsvOption,
+    beside_database,
     command_line,
     fail,
     foreign_tables_said,
@@ -38,7 +40,7 @@ from .common import (
 
 def default_out_dir(db_path: Path) -> Path:
     """Figures and the build manifest live beside the database: `<db>.build/`."""
-    return db_path.parent / (db_path.stem + ".build")
+    return beside_database(db_path, BUILD)
 
 
 def build_command(

@@ -359,19 +359,27 @@ def db_to_read(db: Path | None) -> Path:
     return path
 
 
-DATABASE_FOLDERS = (".runs", ".frames", ".reports", ".score", ".harc", ".build")  # <db stem><suffix>/ beside it
+# The folders the commands write beside the database by default, `<db stem><suffix>/`: one list, which
+# `database_companions` leaves out of an ingest's input.
+RUNS, FRAMES, REPORTS, SCORES, HARC, BUILD = ".runs", ".frames", ".reports", ".score", ".harc", ".build"
+DATABASE_FOLDERS = (RUNS, FRAMES, REPORTS, SCORES, HARC, BUILD)
+
+
+def beside_database(db_path: Path, suffix: str) -> Path:
+    """The default folder `suffix` (one of DATABASE_FOLDERS) of the database `db_path`."""
+    return db_path.parent / (db_path.stem + suffix)
 
 
 def database_companions(db_path: Path) -> list[Path]:
     """The database file, its write-ahead log and the folders the commands write beside it by default: what an
     `ingest .` run from the database's own folder must not take for input."""
     return [db_path, db_path.with_name(db_path.name + ".wal"),
-            *(db_path.parent / (db_path.stem + suffix) for suffix in DATABASE_FOLDERS)]
+            *(beside_database(db_path, suffix) for suffix in DATABASE_FOLDERS)]
 
 
 def run_manifest_dir(db_path: Path) -> Path:
     """Manifests of commands whose only output is the database live beside it."""
-    return db_path.parent / (db_path.stem + ".runs")
+    return beside_database(db_path, RUNS)
 
 
 def command_line(ctx: typer.Context) -> str:

@@ -29,9 +29,11 @@ from .common import (
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
+    HARC,
     DbOption,
     LockTimeoutOption,
     SchedulerOption,
+    beside_database,
     command_line,
     fail,
     foreign_tables_said,
@@ -134,7 +136,7 @@ def _print_trace_summary(report) -> None:
 
 def default_out_dir(db_path: Path) -> Path:
     """Figures, graphs and the analyses' manifest live beside the database: `<db>.harc/`."""
-    return db_path.parent / (db_path.stem + ".harc")
+    return beside_database(db_path, HARC)
 
 
 def harc_analyses_command(

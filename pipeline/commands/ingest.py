@@ -15,9 +15,11 @@ from .common import (
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
+    FRAMES,
     DbOption,
     SchedulerOption,
     WorkersOption,
+    beside_database,
     command_line,
     database_companions,
     fail,
@@ -79,7 +81,7 @@ def ingest_command(
     if fmt != "auto" and fmt not in FORMATS:
         raise fail(f"unknown format {fmt!r}; one of: {', '.join(_format_choices())}", EXIT_USAGE)
     db_path = db or default_db_path()
-    frames_dir = frames_dir or db_path.parent / (db_path.stem + ".frames")
+    frames_dir = frames_dir or beside_database(db_path, FRAMES)
     manifest = RunManifest(command=command_line(ctx),
                            config={"format": fmt, "force": force, "keep_frames": keep_frames,
                                    "frames_dir": str(frames_dir), "db": str(db_path),

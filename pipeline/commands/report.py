@@ -15,8 +15,10 @@ from .common import (
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
+    REPORTS,
     DbOption,
     RawCsvOption,
+    beside_database,
     fail,
     make_out_dir,
     out_write_errors_said,
@@ -32,7 +34,7 @@ class ReportChoice(StrEnum):
 
 def default_out_dir(db_path: Path) -> Path:
     """Reports live beside the database unless --out says otherwise: `<db>.reports/`."""
-    return db_path.parent / (db_path.stem + ".reports")
+    return beside_database(db_path, REPORTS)
 
 
 def report_command(

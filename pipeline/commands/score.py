@@ -17,12 +17,14 @@ from .common import (
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
+    SCORES,
     DbOption,
     GameVersionOption,
     LockTimeoutOption,
     RawCsvOption,
     SchedulerOption,
     WorkersOption,
+    beside_database,
     command_line,
     fail,
     open_workspace,
@@ -31,7 +33,7 @@ from .common import (
 
 def default_out_dir(db_path: Path, card_id: str) -> Path:
     """Scorecards, CSVs, figures and manifest live beside the database: `<db>.score/<card_id>/`."""
-    return db_path.parent / (db_path.stem + ".score") / card_id
+    return beside_database(db_path, SCORES) / card_id
 
 
 def parse_policies(value: str) -> list[ScoringPolicy]:

@@ -93,8 +93,7 @@ def expand_paths(paths: list[Path], simulator_files: list[Path] | None = None,
                     continue
                 if f.name.endswith(SKIPPED_SUFFIXES):
                     continue
-                if own and any(real == o or real.startswith(o + os.sep) for o in own
-                               for real in (os.path.realpath(f),)):
+                if own and _is_under(os.path.realpath(f), own):
                     if outputs_found is not None:
                         outputs_found.append(f)
                     continue
@@ -106,6 +105,11 @@ def expand_paths(paths: list[Path], simulator_files: list[Path] | None = None,
         else:
             out.append(p)
     return out
+
+
+def _is_under(real: str, folders: list[str]) -> bool:
+    """Whether the real path `real` is one of `folders` (real paths) or below one."""
+    return any(real == top or real.startswith(top + os.sep) for top in folders)
 
 
 SIMULATION_FILE = "SIMULATION.json"  # pipeline.simulate.study writes it at the root of every simulated study
