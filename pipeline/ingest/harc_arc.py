@@ -27,6 +27,7 @@ from pipeline.core.spool import Spool
 from pipeline.core.textfiles import (
     DUPLICATE_KEY,
     LONE_SURROGATE,
+    DuplicateKey,
     MarkingDecoder,
     ascii_json,
     json_document,
@@ -178,8 +179,9 @@ class _TaskCollection:
     def __init__(self, path: Path, file_id: str):
         self.path, self.file_id = path, file_id
 
-    def entries(self) -> Iterator[tuple[str, Any]]:
-        decoder = self.decoder = MarkingDecoder()
+    def entries(self) -> Iterator[tuple[str, Any, list[DuplicateKey]]]:
+        """(task id, task, the task's objects that name a key twice) for each entry of the collection."""
+        decoder = MarkingDecoder()
         with open(self.path, encoding="utf-8-sig") as f:
             buf, pos = f.read(self.WINDOW), 0
             ended = False
@@ -229,7 +231,9 @@ class _TaskCollection:
                     raise json.JSONDecodeError("expected ':'", buf, pos)
                 pos += 1
                 skip_space()
-                yield key, value()
+                marked = decoder.marked
+                task = value()
+                yield key, task, (keys_twice(task, (key,)) if decoder.marked > marked else [])
                 skip_space()
                 sep = buf[pos:pos + 1]
                 pos += 1
@@ -251,10 +255,7 @@ class _TaskCollection:
 
         seen: set[str] = set()
         try:
-            marked = 0
-            for task_id, task in self.entries():
-                twice = keys_twice(task, (task_id,)) if self.decoder.marked > marked else []
-                marked = self.decoder.marked
+            for task_id, task, twice in self.entries():
                 if task_id in seen:  # the earlier task of this id is already loaded
                     piece.rejects.append(_task_twice(task_id, task, "the earlier one loaded, this one is quarantined"))
                     continue

@@ -354,9 +354,8 @@ def _bound_sizes(line: Line) -> None:
     data = line.data
     if line.kind == "frame":
         guid = data.get("guid")
-        if guid is not None and (not isinstance(guid, str) or _size(guid) > MAX_GUID_BYTES):
-            check, reason = guid_problem(guid)
-            raise LineError(check, reason, "guid", clip(guid if isinstance(guid, str) else json.dumps(guid)))
+        if (problem := guid_problem(guid)) is not None:
+            raise LineError(*problem, "guid", clip(guid if isinstance(guid, str) else json.dumps(guid)))
         action = data.get("action_input") or {}
         reasoning = action.get("reasoning")
         if reasoning is not None and _size(reasoning) > MAX_REASONING_BYTES:
