@@ -34,7 +34,6 @@ import os
 import pickle
 import resource
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -58,6 +57,7 @@ from pipeline.core.sandbox_child import (
     TAG_RESULT,
     TAG_SHARED,
 )
+from pipeline.core.special_files import remove_tree
 
 __all__ = ["KINDS", "Limits", "Sandbox", "SandboxFailure", "confined", "describe_layers", "limits_from_env"]
 
@@ -203,7 +203,7 @@ def _sweep_stale_scratch() -> None:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(path)
         except PermissionError:
             continue
 
@@ -567,7 +567,7 @@ class Sandbox:
             self._shm.close()
             self._shm = None
         if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            remove_tree(self._scratch)
             self._scratch = None
 
     def __del__(self) -> None:

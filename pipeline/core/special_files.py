@@ -3,6 +3,7 @@ a reader comes), /dev/zero never ends. Every input a user names goes through `no
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -50,17 +51,102 @@ def tree_files(folder: Path) -> list[Path]:
     caller to refuse by name), sorted, named through `folder` as the user gave it. A symlinked folder is followed,
     as the folder it stands for (Path.rglob skipped its files without a word); one already walked (a loop, or a
     second link to it) is not walked again, so the walk ends and no file is listed twice."""
-    import os
-
     found: list[Path] = []
-    seen: set[str] = set()
-    for top, dirs, files in os.walk(folder, followlinks=True):
-        real = os.path.realpath(top)
-        if real in seen:
-            dirs[:] = []
+    seen: set[tuple[int, int]] = set()  # (device, inode) of each folder walked: not its real path, whose making
+    # costs a look-up per level of the folder (a tree thousands deep took half a minute)
+    stack = [str(folder)]  # folders to walk, the next on top: depth first, in name order (a loop, not
+    # recursion: os.walk of Python 3.11 recursed once per level, and a tree a thousand folders deep failed)
+    while stack:
+        top = stack.pop()
+        try:
+            info = os.stat(top)
+        except OSError:
             continue
-        seen.add(real)
-        dirs[:] = sorted(d for d in dirs if os.path.realpath(os.path.join(top, d)) not in seen)  # in name order:
+        if (info.st_dev, info.st_ino) in seen:
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        try:
+            with os.scandir(top) as entries:
+                listed = [(entry.name, _is_folder(entry)) for entry in entries]
+        except OSError:
+            continue
+        found.extend(Path(top) / name for name, is_folder in listed if not is_folder)
         # of two links to one folder, the first by name is the one walked, whatever order the OS lists them in
-        found.extend(Path(top) / name for name in files)
+        stack.extend(os.path.join(top, name) for name, is_folder in sorted(listed, reverse=True) if is_folder)
     return sorted(found)
+
+
+def _is_folder(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()  # a symlink to a folder is one
+    except OSError:
+        return False
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def remove_tree(path: Path | str) -> None:
+    """Remove a folder and everything in it, as far as it can, never raising: for trees that code from outside
+    made (a sandbox's scratch folder). shutil.rmtree recurses once per level, so a tree a few thousand folders
+    deep raised RecursionError (which `ignore_errors` does not cover) and failed the command that cleaned up;
+    here one folder descriptor at a time walks down and back up by `..`, so neither the depth nor a path longer
+    than PATH_MAX stops it. Symlinks are removed, never followed."""
+    try:
+        fd = os.open(path, _DIR_FLAGS)
+    except OSError:
+        try:
+            os.unlink(path)  # a symlink or a file where the folder was
+        except OSError:
+            pass
+        return
+    levels: list[tuple[str, list[str]]] = [("", _clear_files(fd))]  # (the folder's name, its folders left)
+    try:
+        while levels:
+            name, folders = levels[-1]
+            if folders:
+                sub = folders.pop()
+                try:
+                    child = os.open(sub, _DIR_FLAGS, dir_fd=fd)
+                except OSError:
+                    continue
+                os.close(fd)
+                fd = child
+                levels.append((sub, _clear_files(fd)))
+                continue
+            levels.pop()
+            if not levels:
+                break
+            parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            try:
+                os.rmdir(name, dir_fd=fd)
+            except OSError:
+                pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def _clear_files(fd: int) -> list[str]:
+    """Unlink every entry of the open folder `fd` that is not a folder; the names of its folders."""
+    folders = []
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.name)
+                    else:
+                        os.unlink(entry.name, dir_fd=fd)
+                except OSError:
+                    pass
+    except OSError:
+        pass
+    return folders

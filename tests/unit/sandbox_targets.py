@@ -198,3 +198,18 @@ def forge_shared(lengths):
     sandbox_child._send(sandbox_child._reply_fd, sandbox_child.TAG_SHARED, head + pickle.dumps(None))
     time.sleep(5)
 
+
+
+def deep_scratch_tree(depth):
+    """A chain of `depth` folders in the scratch folder (each made through its parent's descriptor, so the path
+    may grow past PATH_MAX), a file at the bottom; the chain's length."""
+    fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    with open(os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd), "w") as fh:
+        fh.write("deep")
+    os.close(fd)
+    return depth

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from pipeline.commands.score import expand_recordings
-from pipeline.core.special_files import tree_files
+from pipeline.core.special_files import remove_tree, tree_files
 from pipeline.ingest.runner import expand_paths
 
 
@@ -42,3 +42,24 @@ def test_ingest_and_score_read_the_files_of_a_linked_folder(tmp_path):
     for found in (expand_paths([top]), expand_recordings([top])):
         assert sorted(str(p.relative_to(top)) for p in found) == ["a.jsonl", "dangling.jsonl", "linked/c.jsonl",
                                                                   "linked/d.jsonl", "sub/b.jsonl"]
+
+
+def test_a_folder_deeper_than_the_recursion_limit_is_walked(tmp_path):
+    # os.walk of Python 3.11 recursed once per level: the ingest of such a folder failed as a whole
+    top = tmp_path / "in"
+    top.mkdir()
+    (top / "top.jsonl").write_text("{}\n")
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(1500):  # 3,000 characters of path: within PATH_MAX
+        os.mkdir("d", dir_fd=fd)
+        child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    os.close(os.open("bottom.jsonl", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+    os.close(fd)
+    try:
+        found = tree_files(top)
+        assert [p.name for p in found] == ["bottom.jsonl", "top.jsonl"]
+        assert found[0] == Path(top, *["d"] * 1500, "bottom.jsonl")
+    finally:
+        remove_tree(top)  # pytest's own clean-up of old temporary folders recurses too
