@@ -47,6 +47,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.special_files import remove_tree
 from pipeline.core.textfiles import visible
 
 __all__ = ["FORMULA_STARTS", "OUTPUT_ERRNOS", "OutputError", "as_output_error", "csv_text", "current_umask",
@@ -348,7 +349,7 @@ def _sweep_stale_stages(parent: Path, prefix: str) -> None:
                 continue
             pid = entry.name[len(prefix):].split("-", 1)[0]
             if pid.isdigit() and not _pid_alive(int(pid)):
-                shutil.rmtree(entry.path, ignore_errors=True)
+                remove_tree(entry.path)
 
 
 # Files another connection may be writing while the command runs (a DuckDB database kept in the output folder,
@@ -525,13 +526,13 @@ def output_folder(target: Path | str) -> Iterator[Path]:
             os.chmod(stage, 0o777 & ~current_umask())
     except OSError as err:
         if stage is not None:
-            shutil.rmtree(stage, ignore_errors=True)
+            remove_tree(stage)
             if getattr(err, "filename", None) == str(stage):  # its stage could not be made: the user knows the target
                 raise OutputError(given, _reason(err), err.errno) from err
         raise as_output_error(err, given) from err
     except BaseException:  # Ctrl-C (or SIGTERM) while the old folder is copied into the stage: no stage left behind
         if stage is not None:
-            shutil.rmtree(stage, ignore_errors=True)
+            remove_tree(stage)
         raise
     forms = {str(stage): str(given), os.path.abspath(stage): os.path.abspath(given)}
     _STAGES.update(forms)
@@ -557,4 +558,4 @@ def output_folder(target: Path | str) -> Iterator[Path]:
         if os.path.lexists(stage):
             with contextlib.suppress(OSError):
                 if stat.S_ISDIR(os.lstat(stage).st_mode):
-                    shutil.rmtree(stage, ignore_errors=True)
+                    remove_tree(stage)
