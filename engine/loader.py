@@ -21,6 +21,7 @@ import builtins
 import hashlib
 import importlib
 import json
+import os
 import re
 import sys
 import types
@@ -44,6 +45,7 @@ __all__ = [
     "unloadable_reason",
     "load_game_class",
     "load_game_module",
+    "metadata_files",
 ]
 
 _ENGINE_PACKAGE = __name__.rpartition(".")[0]  # "engine"
@@ -97,6 +99,36 @@ def _as_dirs(environments_dir: str | Path | Iterable[str | Path] | None) -> list
     if isinstance(environments_dir, (str, Path)):
         return [Path(environments_dir)]
     return [Path(item) for item in environments_dir]
+
+
+def metadata_files(root: str | Path) -> list[Path]:
+    """Every ``metadata.json`` below ``root``, sorted, named through ``root`` as given. A symlinked folder is
+    followed as the folder it stands for (a games folder of links to games kept elsewhere: Path.rglob skipped
+    them, and their games were "not found"); each folder is walked once, so a link back up ends the walk."""
+    found: list[Path] = []
+    seen: set[tuple[int, int]] = set()  # (device, inode) of each folder walked
+    stack = [str(root)]
+    while stack:  # a loop, not recursion: a tree of any depth
+        top = stack.pop()
+        try:
+            folder = os.stat(top)
+            if (folder.st_dev, folder.st_ino) in seen:
+                continue
+            seen.add((folder.st_dev, folder.st_ino))
+            with os.scandir(top) as entries:
+                listed = [(entry.name, _is_folder(entry)) for entry in entries]
+        except OSError:
+            continue
+        found.extend(Path(top) / name for name, is_folder in listed if name == "metadata.json" and not is_folder)
+        stack.extend(os.path.join(top, name) for name, is_folder in sorted(listed, reverse=True) if is_folder)
+    return sorted(found)
+
+
+def _is_folder(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _parse_date(value: Any) -> datetime | None:
@@ -198,7 +230,7 @@ def _scan(environments_dir: str | Path | Iterable[str | Path] | None
         if not root.is_dir():
             continue
         in_root: dict[str, GameInfo] = {}
-        for metadata_path in sorted(root.rglob("metadata.json")):
+        for metadata_path in metadata_files(root):
             try:
                 info = _read_info(metadata_path)
             except (OSError, ValueError, KeyError, TypeError) as err:

@@ -12,6 +12,7 @@ import polars as pl
 import typer
 from rich.table import Table as RichTable
 
+from engine.loader import metadata_files
 from pipeline.core.config import BASELINE_RULES, ConfigError, load_config
 from pipeline.core.console import out
 from pipeline.core.outputs import named, write_csv, write_text
@@ -363,7 +364,7 @@ def _metadata_values(games, rule: str):
 def _metadata_files(root: Path) -> dict[str, Path]:
     """game_id -> its metadata.json below `root` (the first in path order wins a game listed twice)."""
     files: dict[str, Path] = {}
-    for f in sorted(root.rglob("metadata.json")):
+    for f in metadata_files(root):
         try:
             doc = json.loads(f.read_text())
         except (OSError, json.JSONDecodeError):

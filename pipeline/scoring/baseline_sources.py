@@ -31,7 +31,7 @@ from pathlib import Path
 
 import polars as pl
 
-from engine.loader import find_games
+from engine.loader import find_games, metadata_files
 from pipeline.core.manifest import sha256_file
 from pipeline.core.textfiles import DuplicateKeyError, not_utf8_reason, read_text_document, unique_json
 from pipeline.recordings.cards import MAX_LEVELS
@@ -69,7 +69,7 @@ def read_published(path: Path, rule: str) -> pl.DataFrame:
     the `current` snapshot. A directory: every metadata.json below it."""
     rows = []
     if path.is_dir():
-        for f in sorted(path.rglob("metadata.json")):
+        for f in metadata_files(path):
             try:
                 doc = unique_json(read_text_document(f)[0])  # a BOM is not content
             except UnicodeDecodeError as err:
@@ -191,7 +191,7 @@ def source_from_games_dirs(dirs: Sequence[Path], kind: str = "games-dir") -> Bas
     if not dirs:
         return None
     games = _metadata_games(dirs)
-    digest = hashlib.sha256("".join(_folder_digest(d, list(d.rglob("metadata.json"))) for d in dirs).encode())
+    digest = hashlib.sha256("".join(_folder_digest(d, metadata_files(d)) for d in dirs).encode())
     return BaselineSource(kind, ", ".join(str(d) for d in dirs), digest.hexdigest(), lambda _rule: games)
 
 

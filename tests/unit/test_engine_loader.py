@@ -14,6 +14,7 @@ from engine.loader import (
     find_games,
     load_game_class,
     load_game_module,
+    metadata_files,
     resolve_game,
     skipped_metadata,
 )
@@ -62,6 +63,23 @@ def test_discovery_at_any_depth(environments):
     info = resolve_game("zz01-cccc3333", environments)
     assert info.short_id == "zz01" and info.version == "cccc3333" and info.class_name == "Zz01"
     assert info.baseline_actions == [3] and info.source.name == "zz01.py"
+
+
+def test_a_linked_game_folder_is_found_and_a_link_back_up_ends_the_walk(tmp_path):
+    # Path.rglob did not follow a symlinked folder: a games folder of links to games kept elsewhere had its
+    # games "not found"
+    elsewhere = tmp_path / "elsewhere"
+    write_game(elsewhere, "dddd4444", "2026-02-01T00:00:00+00:00")
+    games = tmp_path / "games"
+    write_game(games, "aaaa1111", "2026-01-01T00:00:00+00:00")
+    (games / "linked").symlink_to(elsewhere / "zz01", target_is_directory=True)
+    (games / "again").symlink_to(elsewhere, target_is_directory=True)  # a second way to the same folder
+    (elsewhere / "loop").symlink_to(games, target_is_directory=True)  # and one back up
+    assert [p.relative_to(games).as_posix() for p in metadata_files(games)] == [
+        "again/zz01/dddd4444/metadata.json", "zz01/aaaa1111/metadata.json"]
+    assert [info.game_id for info in find_games(games)] == ["zz01-aaaa1111", "zz01-dddd4444"]
+    info = resolve_game("zz01-dddd4444", games, loadable=True)
+    assert load_game_class(info).__name__ == "Zz01"
 
 
 def test_version_selection(environments):

@@ -88,6 +88,15 @@ def test_first_source_that_knows_the_game_wins(tmp_path):
     assert (nothing.has_metadata, nothing.source, nothing.baseline_actions) == (False, "none", None)
 
 
+def test_baselines_in_a_linked_game_folder_are_read(tmp_path):
+    # Path.rglob did not follow a symlinked folder: its metadata.json baselines were not found
+    elsewhere = metadata_dir(tmp_path / "elsewhere", {"aa11-0000000a": [3, 4]})
+    games = metadata_dir(tmp_path / "games", {"bb22-0000000b": [5]})
+    (games / "linked").symlink_to(elsewhere, target_is_directory=True)
+    for source in (source_from_path(games), source_from_games_dirs([games])):
+        assert set(source.load("upper_median")) == {"aa11-0000000a", "bb22-0000000b"}
+
+
 def test_csv_shapes(tmp_path):
     wide = tmp_path / "wide.csv"
     pl.DataFrame({"game_id": ["aa11-0000000a"], "baseline_actions": ["[4, 8, 16]"]}).write_csv(wide)
