@@ -23,6 +23,7 @@ import importlib
 import json
 import os
 import re
+import stat
 import sys
 import types
 from collections.abc import Iterable
@@ -46,6 +47,8 @@ __all__ = [
     "load_game_class",
     "load_game_module",
     "metadata_files",
+    "metadata_problem",
+    "METADATA_MAX_BYTES",
 ]
 
 _ENGINE_PACKAGE = __name__.rpartition(".")[0]  # "engine"
@@ -156,9 +159,38 @@ def _find_source(directory: Path, class_name: str) -> Path | None:
     return next((path for path in candidates if path.is_file() and _inside(path, directory)), None)
 
 
+METADATA_MAX_BYTES = 4 << 20  # a game's metadata is a few hundred bytes (at most 254 baseline values)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise ValueError(f"the key {twice!r} is given twice in one object (which value is meant?)")
+    return out
+
+
+def metadata_problem(metadata_path: str | Path) -> str | None:
+    """Why a ``metadata.json`` must not be read (a FIFO would block its reader for good, a device never end, a
+    huge file fill memory), or None. Its readers ask this first: the games' discovery, baselines from a folder."""
+    try:
+        kind = os.stat(metadata_path)
+    except OSError as err:
+        return f"cannot be read ({err.strerror})"
+    if not stat.S_ISREG(kind.st_mode):
+        return "not a regular file (a FIFO, a device or a socket)"
+    if kind.st_size > METADATA_MAX_BYTES:
+        return f"{kind.st_size:,} bytes: a game's metadata.json is at most {METADATA_MAX_BYTES:,}"
+    return None
+
+
 def _read_info(metadata_path: Path) -> GameInfo:
+    problem = metadata_problem(metadata_path)
+    if problem is not None:
+        raise ValueError(problem)
     try:  # utf-8-sig: a byte-order mark is accepted, as in every text format arcstudy reads
-        metadata = json.loads(metadata_path.read_text(encoding="utf-8-sig"))
+        metadata = json.loads(metadata_path.read_text(encoding="utf-8-sig"), object_pairs_hook=_unique_keys)
     except RecursionError as err:
         raise ValueError("the JSON is nested too deeply to read") from err
     except json.JSONDecodeError as err:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -20,3 +23,26 @@ def shared_dir() -> Path:
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "test.duckdb"
+
+
+@pytest.fixture
+def fifo_unblocked():
+    """Makes a FIFO at a path whose reader, if one blocks on it, is released within two seconds (for a minute) (a writer opens
+    and closes it): code that wrongly reads it then fails its test instead of hanging the suite."""
+
+    def make(path: Path) -> Path:
+        os.mkfifo(path)
+
+        def unblock() -> None:
+            for _ in range(30):  # every reader that blocks on it in the next minute
+                time.sleep(2)
+                try:
+                    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError:  # nobody is reading it now
+                    continue
+                os.close(fd)
+
+        threading.Thread(target=unblock, daemon=True).start()
+        return path
+
+    return make

@@ -12,7 +12,7 @@ import polars as pl
 import typer
 from rich.table import Table as RichTable
 
-from engine.loader import metadata_files
+from engine.loader import metadata_files, metadata_problem
 from pipeline.core.config import BASELINE_RULES, ConfigError, load_config
 from pipeline.core.console import out
 from pipeline.core.outputs import named, write_csv, write_text
@@ -365,6 +365,8 @@ def _metadata_files(root: Path) -> dict[str, Path]:
     """game_id -> its metadata.json below `root` (the first in path order wins a game listed twice)."""
     files: dict[str, Path] = {}
     for f in metadata_files(root):
+        if metadata_problem(f) is not None:  # read_published, which read the folder first, named it
+            continue
         try:
             doc = json.loads(f.read_text())
         except (OSError, json.JSONDecodeError):

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import polars as pl
 
-from engine.loader import find_games, metadata_files
+from engine.loader import find_games, metadata_files, metadata_problem, skipped_metadata
 from pipeline.core.manifest import sha256_file
 from pipeline.core.textfiles import DuplicateKeyError, not_utf8_reason, read_text_document, unique_json
 from pipeline.recordings.cards import MAX_LEVELS
@@ -70,6 +70,9 @@ def read_published(path: Path, rule: str) -> pl.DataFrame:
     rows = []
     if path.is_dir():
         for f in metadata_files(path):
+            problem = metadata_problem(f)
+            if problem is not None:
+                raise BaselineSourceError(f"{f}: {problem}")
             try:
                 doc = unique_json(read_text_document(f)[0])  # a BOM is not content
             except UnicodeDecodeError as err:
@@ -173,7 +176,8 @@ def baseline_values(values: Iterable, where: str, rows: Sequence[str] | None = N
 def _folder_digest(root: Path, files: Sequence[Path]) -> str:
     digest = hashlib.sha256()
     for f in sorted(files):
-        digest.update(f"{f.relative_to(root).as_posix()}\0{sha256_file(f)}\n".encode())
+        content = metadata_problem(f) or sha256_file(f)  # never read a FIFO or a huge file: name it instead
+        digest.update(f"{f.relative_to(root).as_posix()}\0{content}\n".encode())
     return digest.hexdigest()
 
 
@@ -225,7 +229,10 @@ def source_from_path(path: Path) -> BaselineSource:
     if path.is_dir():
         source = source_from_games_dirs([path], kind="baselines-dir")
         if source is None or not source.games("upper-median"):
-            raise BaselineSourceError(f"{path}: no metadata.json with a game_id below this folder")
+            skipped = skipped_metadata(path)  # each with its reason: a FIFO, bad JSON, a repeated key, ...
+            said = f" ({len(skipped)} skipped: {'; '.join(skipped[:3])}{'; ...' if len(skipped) > 3 else ''})"
+            raise BaselineSourceError(f"{path}: no metadata.json with a game_id below this folder"
+                                      f"{said if skipped else ''}")
         return source
     if not path.is_file():
         raise BaselineSourceError(f"{path}: no such file or folder")

@@ -221,6 +221,25 @@ def test_unreadable_metadata_is_skipped_and_named_when_the_game_is_not_found(tmp
     assert str(metadata) in str(err.value)
 
 
+@pytest.mark.parametrize(("body", "words"), [
+    (None, "not a regular file"),
+    ('{"game_id": "zz01-aaaa1111", "baseline_actions": [3], "game_id": "zz01-bbbb2222"}', "'game_id' is given twice"),
+    ('{"game_id": "zz01-aaaa1111", "pad": "' + "x" * (5 << 20) + '"}', "is at most"),
+])
+def test_metadata_that_must_not_be_read_is_skipped_with_its_reason(tmp_path, body, words, fifo_unblocked):
+    # a FIFO blocked discovery for good; a repeated key was read as its last value; a huge file was read whole
+    write_game(tmp_path, "aaaa1111", "2026-01-01T00:00:00+00:00")
+    metadata = tmp_path / "zz01" / "aaaa1111" / "metadata.json"
+    metadata.unlink()
+    if body is None:
+        fifo_unblocked(metadata)
+    else:
+        metadata.write_text(body, encoding="utf-8")
+    assert find_games(tmp_path) == []
+    [skipped] = skipped_metadata(tmp_path)
+    assert skipped.startswith(f"{metadata}: ") and words in skipped
+
+
 def test_the_metadata_find_games_skips_is_listed_with_its_reason(environments):
     """`simulate --environments` once left out a game whose metadata.json could not be read without a word:
     the skipped files and their reasons are public, for a caller that was given the folder to say so."""

@@ -16,6 +16,7 @@ from pipeline.scoring import get_policy
 from pipeline.scoring.baseline_sources import (
     REFERENCE_CSV,
     BaselineSourceError,
+    read_published,
     reference_source,
     resolve_baselines,
     source_from_db,
@@ -95,6 +96,21 @@ def test_baselines_in_a_linked_game_folder_are_read(tmp_path):
     (games / "linked").symlink_to(elsewhere, target_is_directory=True)
     for source in (source_from_path(games), source_from_games_dirs([games])):
         assert set(source.load("upper_median")) == {"aa11-0000000a", "bb22-0000000b"}
+
+
+def test_a_fifo_metadata_json_in_a_baselines_folder_is_named_not_read(tmp_path, fifo_unblocked):
+    # the folder's readers (the source's digest, baselines --compare DIR) blocked on it for good
+    games = metadata_dir(tmp_path / "games", {"bb22-0000000b": [5]})
+    fifo = games / "cc33" / "0000000c" / "metadata.json"
+    fifo.parent.mkdir(parents=True)
+    fifo_unblocked(fifo)
+    assert set(source_from_path(games).load("upper_median")) == {"bb22-0000000b"}  # the others still count
+    with pytest.raises(BaselineSourceError, match="not a regular file") as err:
+        read_published(games, "upper_median")
+    assert str(fifo) in str(err.value)
+    (games / "bb22" / "0000000b" / "metadata.json").unlink()
+    with pytest.raises(BaselineSourceError, match=r"no metadata.json with a game_id .*1 skipped: .*not a regular"):
+        source_from_path(games)
 
 
 def test_csv_shapes(tmp_path):
