@@ -99,7 +99,14 @@ class ParsedRecording:
 
     @property
     def is_only_reset_levels(self) -> bool:
-        return self.variant == "human-dataset"
+        """Played with level-only resets (``ONLY_RESET_LEVELS=true``), so replayed that way: the human dataset
+        always; a toolkit recording whose opening RESET (make()'s) is a level reset, which the engine answers
+        only in that mode (formats.md A.1). REST-produced files (agents) say nothing: their ``full_reset`` is
+        always false."""
+        if self.variant == "human-dataset":
+            return True
+        return (self.variant == "toolkit" and self.has_leading_reset and self.steps[0].full_reset is False
+                and not self.steps[0].levels_completed)
 
     def play_id(self, index: int) -> str:
         return f"{self.guid}/{index}"
