@@ -273,18 +273,19 @@ def _mismatch(response: Any, target: Target) -> str | None:
 
 # ------------------------------------------------------------------------------------------ candidates
 def _candidates(env: GameEnv, rule: str) -> list[tuple[int, int | None, int | None]]:
-    """(action id, x, y) to try from the current state: the simple available actions, one click per region of
-    the ``rule`` partition when ACTION6 is available, then RESET."""
+    """(action id, x, y) to try from the current state: RESET, the simple available actions, then one click per
+    region of the ``rule`` partition when ACTION6 is available. RESET first: it is what the file says (the
+    recorder writes RESET for every action), so where it fits it is the action followed, and another action
+    that fits too (a no-op at a level's start, where RESET is a free full reset) is an alternative, marked
+    ambiguous, not the choice that charges the play an action."""
     available = [int(a) for a in env.available_actions]
-    out: list[tuple[int, int | None, int | None]] = [(a, None, None) for a in dict.fromkeys(available)
-                                                     if a not in (0, 6)]
     if rule != "objects":
-        out = []
+        out: list[tuple[int, int | None, int | None]] = []
+    else:
+        out = [(0, None, None)] + [(a, None, None) for a in dict.fromkeys(available) if a not in (0, 6)]
     if 6 in available:
         xs, ys, _ = _partition(env.game, rule).reps
         out += [(6, int(x), int(y)) for x, y in zip(xs, ys, strict=True)]
-    if rule == "objects":
-        out.append((0, None, None))
     return out
 
 

@@ -280,9 +280,10 @@ def test_database_plays_recover_from_their_stored_frame_hashes(blanked, tmp_path
 def test_a_recording_made_through_the_rest_api_gets_its_full_resets_from_the_engine(tmp_path):
     """Lines made through the REST API always say `full_reset: false`: the recovered RESETs take the engine's
     kind (full or level reset), so the plays split and count as in the original."""
-    # the file without its last line: a RESET right after a full reset, which a no-op action at the level's start
-    # reproduces as well once full_reset says nothing (test_an_ambiguous_step_... : marked ambiguous)
-    lines = toolkit_lines("tf62_scripted-win.frames.jsonl")[:-1]
+    # the whole file: its last line is a RESET right after a full reset, which a no-op action at the level's
+    # start reproduces as well once full_reset says nothing; RESET, what the file says, is followed there (a no-op
+    # was, and the play counted an action the original does not)
+    lines = toolkit_lines("tf62_scripted-win.frames.jsonl")
     original = tmp_path / "tf62-original.jsonl"
     original.write_text("".join(json.dumps(ln) + "\n" for ln in lines))
     assert sum(ln["data"]["full_reset"] for ln in lines[1:]) >= 2  # full resets after frame 0: several plays
@@ -301,4 +302,30 @@ def test_a_recording_made_through_the_rest_api_gets_its_full_resets_from_the_eng
         assert code == 0, output
         cards[label] = {k: v for k, v in json.loads((tmp_path / label / SLUG).read_text()).items()
                         if k != "verification"}
+    assert cards["rest"] == cards["original"]
+
+
+def test_an_agents_first_action_reset_at_the_start_is_a_free_full_reset(tmp_path):
+    """Through the REST API an agent's first action is usually a RESET (make()'s own is never written, #92):
+    at the start of level 1 it is a full reset, free (scoring.md §B.1). A no-op action reproduces its frame
+    too; it was the one followed, and level 1 cost one action more than the original's."""
+    lines = toolkit_lines("tf62_scripted-win.frames.jsonl")
+    original = FIXTURES / "tf62_scripted-win.frames.jsonl"
+    leading = json.loads(json.dumps(lines[0]))  # the agent's RESET: the engine answers it as make()'s RESET
+    rest = json.loads(json.dumps([lines[0], leading, *lines[1:]]))
+    for ln in rest:
+        ln["data"]["full_reset"] = False
+    path = agents_recording(tmp_path, rest, tag="rest-first-reset")
+    found = recover(path)
+    assert found.ok, found.error
+    first = found.steps[0]
+    assert (first.action_id, first.full_reset, first.ambiguous) == (0, True, True)
+    cards = {}
+    for label, inputs, extra in (("original", [original], []), ("rest", [path], ["--recover-actions"])):
+        code, output = cli("score", *map(str, inputs), "--games", str(GAMES), *extra, "--out",
+                           str(tmp_path / label), "--no-figures")
+        assert code == 0, output
+        card = json.loads((tmp_path / label / SLUG).read_text())
+        cards[label] = (card["score"], [(r["actions"], r["level_actions"]) for e in card["environments"]
+                                        for r in e["runs"] if r["actions"]])  # the free RESET's empty play aside
     assert cards["rest"] == cards["original"]
