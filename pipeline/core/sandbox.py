@@ -25,6 +25,7 @@ Here, in the parent:
 from __future__ import annotations
 
 import atexit
+import collections
 import dataclasses
 import enum
 import io
@@ -115,25 +116,56 @@ class SandboxFailure(Exception):
 
 # --- restricted unpickling of results ---------------------------------------------------------------------
 
-_SAFE_BUILTINS = {"set", "frozenset", "list", "dict", "tuple", "bytearray", "bytes", "str", "int", "float",
-                  "complex", "bool", "slice", "range", "object"}
+# What protocol 5 (the child's pickler) names by reference. Containers, strings and bytes have opcodes of their
+# own: the builtins that build them are not here, since called on a range() they build any amount from a few bytes.
+_SAFE_BUILTINS = {"complex", "slice", "range", "object"}
 _SAFE_GLOBALS = {
-    ("copyreg", "_reconstructor"), ("collections", "OrderedDict"), ("collections", "deque"),
-    ("collections", "Counter"), ("datetime", "datetime"), ("datetime", "date"), ("datetime", "time"),
-    ("datetime", "timedelta"), ("datetime", "timezone"), ("decimal", "Decimal"), ("fractions", "Fraction"),
-    ("pathlib", "PosixPath"), ("pathlib", "PurePosixPath"), ("pathlib", "Path"), ("uuid", "UUID"),
-    ("numpy", "dtype"), ("numpy", "ndarray"),
-    ("numpy._core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "scalar"),
-    ("numpy._core.numeric", "_frombuffer"), ("numpy.core.multiarray", "_reconstruct"),
-    ("numpy.core.multiarray", "scalar"), ("numpy.core.numeric", "_frombuffer"),
+    ("datetime", "datetime"), ("datetime", "date"), ("datetime", "time"), ("datetime", "timedelta"),
+    ("datetime", "timezone"), ("decimal", "Decimal"), ("fractions", "Fraction"), ("pathlib", "PosixPath"),
+    ("pathlib", "PurePosixPath"), ("pathlib", "Path"), ("uuid", "UUID"), ("numpy", "dtype"),
+    ("numpy._core.multiarray", "scalar"), ("numpy._core.numeric", "_frombuffer"), ("numpy.core.multiarray", "scalar"),
+    ("numpy.core.numeric", "_frombuffer"),
 }
 _OWN_PACKAGES = ("pipeline.", "engine.", "schemas.")
+MAX_RESULT_DEPTH = 100  # containers inside containers: arcstudy's results nest a few levels
+
+
+def _filled_from(cls: type) -> Callable[..., Any]:
+    """``cls`` as a pickle calls it (deque, Counter, OrderedDict: with an empty or concrete container, which the
+    pickle holds), refusing an argument that would make the unpickler build more than the pickle holds."""
+    concrete = (list, tuple, dict, str, bytes, int, float, type(None))
+
+    def build(*args: Any) -> Any:
+        if not all(isinstance(a, concrete) for a in args):
+            raise pickle.UnpicklingError(f"the result builds a {cls.__name__} from a {type(args[0]).__name__}")
+        return cls(*args)
+
+    return build
+
+
+class _ArrayType:
+    """Stands for numpy.ndarray in a result: its only use is as `_reconstruct`'s first argument. The class itself
+    is not handed out, since ndarray(shape) allocates any amount from a few bytes."""
+
+
+def _reconstruct(subtype: Any, shape: Any, dtype: Any) -> Any:
+    """numpy's `_reconstruct`, as its arrays' pickles call it: an empty array that the pickle's state then fills
+    (shape (0,)); any other shape would allocate memory the pickle does not hold."""
+    import numpy as np
+
+    if subtype is not _ArrayType or not isinstance(shape, tuple) or any(dim != 0 for dim in shape):
+        raise pickle.UnpicklingError("the result makes an array other than numpy's own empty one")
+    return np.ndarray.__new__(np.ndarray, shape, dtype)
 
 
 def _is_plain_class(obj: Any) -> bool:
+    """A class of arcstudy's whose construction has no side effects: an exception, an enum, a named tuple, or a
+    dataclass without __post_init__ (one opens a file: a pickle may call the class with arguments of its own)."""
     if not isinstance(obj, type):
         return False
-    if dataclasses.is_dataclass(obj) or issubclass(obj, (enum.Enum, BaseException)):
+    if dataclasses.is_dataclass(obj):
+        return not any("__post_init__" in vars(c) for c in obj.__mro__)
+    if issubclass(obj, (enum.Enum, BaseException)):
         return True
     return issubclass(obj, tuple) and hasattr(obj, "_fields")  # a NamedTuple
 
@@ -144,9 +176,16 @@ class _ResultUnpickler(pickle.Unpickler):
             return super().find_class(module, name)
         if (module, name) in _SAFE_GLOBALS:
             return super().find_class(module, name)
-        if module.startswith("numpy") and module in sys.modules:  # numpy scalar types, e.g. numpy.int64
+        if module == "collections" and name in ("deque", "Counter", "OrderedDict"):
+            return _filled_from(super().find_class(module, name))
+        if (module, name) == ("numpy", "ndarray"):
+            return _ArrayType
+        if module in ("numpy._core.multiarray", "numpy.core.multiarray") and name == "_reconstruct":
+            return _reconstruct
+        if module.startswith("numpy") and module in sys.modules:  # numpy's number types, e.g. numpy.int64 (not
+            numpy = sys.modules["numpy"]  # np.void or np.bytes_, which a size builds from nothing)
             obj = getattr(sys.modules[module], name, None)
-            if isinstance(obj, type) and issubclass(obj, sys.modules["numpy"].generic):
+            if isinstance(obj, type) and issubclass(obj, (numpy.number, numpy.bool_)):
                 return obj
         if module.startswith(_OWN_PACKAGES) and module in sys.modules and "." not in name:
             # arcstudy's own modules, already imported here (never imported on the child's say-so)
@@ -156,10 +195,34 @@ class _ResultUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"the result holds {module}.{name}, which the sandbox does not accept")
 
 
+def _check_depth(result: Any) -> None:
+    """Refuse a result whose containers nest past MAX_RESULT_DEPTH: the code that reads results recurses into
+    them, and a RecursionError there would end the whole command (the unpickler itself does not recurse)."""
+    stack = [(result, 1)]
+    while stack:
+        obj, depth = stack.pop()
+        if isinstance(obj, (str, bytes, bytearray, int, float, bool, type(None))):
+            continue
+        if depth > MAX_RESULT_DEPTH:
+            raise pickle.UnpicklingError(f"the result nests more than {MAX_RESULT_DEPTH} levels deep")
+        if isinstance(obj, dict):
+            stack.extend((v, depth + 1) for v in obj.values())
+            stack.extend((k, depth + 1) for k in obj if not isinstance(k, (str, int)))
+        elif isinstance(obj, (list, tuple, set, frozenset, collections.deque)):
+            stack.extend((v, depth + 1) for v in obj if not isinstance(v, (str, bytes, int, float)))
+        elif isinstance(obj, BaseException):
+            stack.extend((v, depth + 1) for v in obj.args)
+            stack.extend((v, depth + 1) for v in vars(obj).values())
+        elif dataclasses.is_dataclass(obj):
+            stack.extend((v, depth + 1) for v in vars(obj).values())
+
+
 def _loads(payload: bytes, buffers: list[bytearray] | None = None) -> Any:
     """The result, built by the restricted unpickler; ``buffers``: its out-of-band buffers (TAG_BUFFERS), each
     used where the pickle names the next one (a pickle that names more or other than these is refused)."""
-    return _ResultUnpickler(io.BytesIO(payload), buffers=buffers).load()
+    result = _ResultUnpickler(io.BytesIO(payload), buffers=buffers).load()
+    _check_depth(result)
+    return result
 
 
 # --- the child ----------------------------------------------------------------------------------------------

@@ -213,3 +213,12 @@ def deep_scratch_tree(depth):
         fh.write("deep")
     os.close(fd)
     return depth
+
+
+def forge_result(payload):
+    """What a hostile game can do: replace the child's pickler, so that its result is `payload` (raw pickle
+    bytes, no out-of-band buffers)."""
+    from pipeline.core import sandbox_child
+
+    sandbox_child._pickle_result = lambda _result: (payload, [])
+    return None
