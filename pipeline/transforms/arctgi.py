@@ -16,7 +16,7 @@ in all: the family does not vary what the paper's generators are meant to vary).
 
 Audits (`family_audits`): human audit rows joined to the family's tasks by task_id.
 - ARC-AGI-2 layout (core_arc2__attempts, task_id = ARC-TGI task id): one unit per row, as in
-  out_arc2__pair_calibration (solved: correct_submissions >= 1; within 2: and submissions <= 2).
+  out_arc2__pair_calibration (solved: correct_submissions >= 1; within 2: is_solved_within_2 of the row).
 - H-ARC layout (core_harc__attempts from summary_data.csv, task_id = ARC-TGI task id): one unit per
   participant x task (solved: any attempt solved; within 2: attempt 1 or 2 solved); its first submissions
   (attempt 1 grids) give answer agreement and Fleiss' kappa. The events (core_harc__actions, data.csv) give the
