@@ -47,8 +47,9 @@ from collections import Counter
 import numpy as np
 import polars as pl
 
-from pipeline.ingest.harc_arc import benchmark_and_split
+from pipeline.ingest.harc_arc import benchmark_and_split, tgi_task_copies
 from pipeline.transforms.arc2 import wilson
+from schemas.arctgi import SHARED_GENERATOR_NAMES
 
 DUPLICATE_GRID_SHARE = 0.2
 NARROW_MIN_TASKS = 5
@@ -60,12 +61,20 @@ SOURCE_ID = r"^task([0-9a-f]{8})$"
 # families
 # ------------------------------------------------------------------------------------------------------------
 def families(tgi_tasks: pl.DataFrame) -> pl.DataFrame:
-    """One row per distinct ARC-TGI task: file_id, task_id, generator_name, family_prefix, family_id, benchmark,
-    benchmark_split, source_task_id."""
-    tasks = (tgi_tasks.sort("file_id", "row_number").unique("task_id", keep="first", maintain_order=True)
+    """One row per distinct ARC-TGI task instance: file_id, task_id, generator_name, family_prefix, family_id,
+    benchmark, benchmark_split, source_task_id, folder_unknown.
+
+    Rows that repeat an instance (harc_arc.tgi_task_copies: all.csv beside the per-folder CSVs) count once, as
+    the copy that names its folder. `folder_unknown`: the task's file names no benchmark folder and its
+    generator name is one that more than one folder uses (SHARED_GENERATOR_NAMES, or two prefixes in this
+    database), so which generator made it cannot be known; its family (the bare name) may mix generators."""
+    tasks = (tgi_task_copies(tgi_tasks).filter((pl.col("file_id") == pl.col("kept_file_id"))
+                                               & (pl.col("task_id") == pl.col("kept_task_id")))
+             .sort("file_id", "row_number").unique("task_id", keep="first", maintain_order=True)
              .select("file_id", "task_id", "generator_name", "family_prefix"))
     clash = (tasks.filter(pl.col("family_prefix").is_not_null()).group_by("generator_name")
              .agg(pl.col("family_prefix").n_unique().alias("n")).filter(pl.col("n") > 1)["generator_name"])
+    shared = pl.concat([clash, pl.Series(list(SHARED_GENERATOR_NAMES), dtype=pl.String)])
     split = {p: benchmark_and_split(p) for p in tasks["family_prefix"].drop_nulls().unique().to_list()}
     return tasks.with_columns(
         pl.when(pl.col("generator_name").is_in(clash.implode()) & pl.col("family_prefix").is_not_null())
@@ -75,6 +84,7 @@ def families(tgi_tasks: pl.DataFrame) -> pl.DataFrame:
         pl.col("family_prefix").replace_strict({k: v[1] for k, v in split.items()}, default=None,
                                                return_dtype=pl.String).alias("benchmark_split"),
         pl.col("generator_name").str.extract(SOURCE_ID, 1).alias("source_task_id"),
+        (pl.col("family_prefix").is_null() & pl.col("generator_name").is_in(shared.implode())).alias("folder_unknown"),
     )
 
 
@@ -177,11 +187,13 @@ def family_diversity(fam: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
     meta = fam.group_by("family_id").agg(pl.col("generator_name").first(), pl.col("family_prefix").drop_nulls().first(),
                                          pl.col("benchmark").drop_nulls().first(),
                                          pl.col("benchmark_split").drop_nulls().first(),
-                                         pl.col("source_task_id").first())
+                                         pl.col("source_task_id").first(), pl.col("folder_unknown").any())
     df = df.join(meta, on="family_id", how="left")
     flags = []
     for r in df.iter_rows(named=True):
         f = []
+        if r["folder_unknown"]:
+            f.append("folder_unknown")
         if r["n_duplicate_tasks"]:
             f.append("duplicate_tasks")
         if r["n_pairs"] and r["n_duplicate_grids"] / r["n_pairs"] >= DUPLICATE_GRID_SHARE:
@@ -191,7 +203,8 @@ def family_diversity(fam: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
         if r["n_tasks"] >= NARROW_MIN_TASKS and r["n_colours"] <= 2:
             f.append("one_colour_set")
         flags.append(f)
-    return df.with_columns(pl.Series("diversity_flags", flags, dtype=pl.List(pl.String))).sort("family_id")
+    return (df.with_columns(pl.Series("diversity_flags", flags, dtype=pl.List(pl.String))).drop("folder_unknown")
+            .sort("family_id"))
 
 
 # ------------------------------------------------------------------------------------------------------------
