@@ -4,7 +4,9 @@ A family is the tasks one generator produced. `family_id` is the generator name,
 name comes from two benchmark folders (4 names repeat across the public repository's folders): then every
 task of that name gets `<family_prefix>/<generator_name>` so the two generators stay apart. The prefix
 (`ARC-AGI-1-Train`, ...) comes from `arcstudy ingest --family-prefix`, else from the export's path (its
-folder or file name, pipeline/ingest/harc_arc.py); `benchmark` and `benchmark_split` are read from it.
+folder or file name, pipeline/ingest/harc_arc.py); `benchmark` and `benchmark_split` are read from it. A task
+read from several files (all.csv beside the per-folder CSVs: the same generator, code, task, reasoning chains and
+variables under a new task_id) counts once, as its folder copy (harc_arc.tgi_task_copies).
 
 Reused fields keep their meaning: task_id, file_id, generator_name, n_tasks, n_attempts, n_sessions,
 n_solved, n_solved_within_2, attempt_solve_rate, solve_rate_ci_low/high, solve_rate_within_2,

@@ -3,8 +3,9 @@
 Families (`families`): `family_id` is the generator name. Where one name comes from two or more family
 prefixes (benchmark folders; 4 names repeat across the public repository's folders), each of its tasks gets
 `<family_prefix>/<generator_name>` instead, so the two generators are told apart; a task of such a name
-without a prefix keeps the bare name. A task id found in several exports (a folder's CSV and `all.csv`) counts
-once, from the first file in file_id order.
+without a prefix keeps the bare name and is flagged `folder_unknown` (its generator cannot be known). A task
+found in several exports (a folder's CSV and `all.csv`, which repeats it under a new task_id; or one task id
+read twice) counts once, as the copy that names its folder (pipeline.ingest.harc_arc.tgi_task_copies).
 
 Diversity (`family_diversity`): over every pair of every task of the family: grid sizes, colours, objects
 (4-connected groups of one non-zero colour; 0 is the background), the share of pairs whose output has the
@@ -12,7 +13,7 @@ input's size, duplicate input grids and duplicate tasks (same pairs, inputs and 
 `diversity_flags` name what a generator maintainer should look at: `duplicate_tasks` (any), `duplicate_grids`
 (at least DUPLICATE_GRID_SHARE of the input grids repeat: a generator sampling from a small space),
 `one_input_size` and `one_colour_set` (at least NARROW_MIN_TASKS tasks, all inputs one size / at most 2 colours
-in all: the family does not vary what the paper's generators are meant to vary).
+in all: the family does not vary what the paper's generators are meant to vary), `folder_unknown` (above).
 
 Audits (`family_audits`): human audit rows joined to the family's tasks by task_id.
 - ARC-AGI-2 layout (core_arc2__attempts, task_id = ARC-TGI task id): one unit per row, as in
@@ -301,11 +302,31 @@ def source_numbers(arc2_rows: pl.DataFrame, harc_attempts: pl.DataFrame) -> pl.D
     return pl.concat([a, h.select(a.columns)]).rename({"task_id": "source_task_id"})
 
 
+def task_aliases(tgi_tasks: pl.DataFrame) -> pl.DataFrame:
+    """task_id -> kept_task_id for every stored ARC-TGI row: the task id a repeated copy's audits count under."""
+    return tgi_task_copies(tgi_tasks).select("task_id", "kept_task_id").unique("task_id", keep="first")
+
+
+def _to_kept(df: pl.DataFrame, aliases: pl.DataFrame | None) -> pl.DataFrame:
+    if aliases is None or df.height == 0 or "task_id" not in df.columns:
+        return df
+    return (df.join(aliases, on="task_id", how="left")
+            .with_columns(pl.coalesce("kept_task_id", "task_id").alias("task_id")).drop("kept_task_id"))
+
+
 def family_audits(fam: pl.DataFrame, arc2_attempts: pl.DataFrame, harc_attempts: pl.DataFrame,
-                  confidence: float, harc_actions: pl.DataFrame | None = None) -> pl.DataFrame:
+                  confidence: float, harc_actions: pl.DataFrame | None = None,
+                  aliases: pl.DataFrame | None = None) -> pl.DataFrame:
     """out_arctgi__family_audits. `harc_actions`: H-ARC events (core_harc__actions, ACTION_COLUMNS; only the
     rows of ARC-TGI tasks are needed): they give the H-ARC layout its times, and its units where no summary
-    file was ingested."""
+    file was ingested. `aliases` (task_aliases): audits of a repeated copy's task_id (all.csv's) count for the
+    task it repeats."""
+    all_ids = (aliases["task_id"] if aliases is not None else fam["task_id"]).implode()
+    outside_a2 = arc2_attempts.filter(~pl.col("task_id").is_in(all_ids))
+    outside_harc = harc_attempts.filter(~pl.col("task_id").is_in(all_ids))
+    arc2_attempts = _to_kept(arc2_attempts, aliases)
+    harc_attempts = _to_kept(harc_attempts, aliases)
+    harc_actions = _to_kept(harc_actions, aliases) if harc_actions is not None else None
     tgi_ids = fam["task_id"].implode()
     a2 = arc2_attempts.filter(pl.col("task_id").is_in(tgi_ids)).select(
         "task_id", pl.col("session_id").alias("rater_id"), "is_solved", "is_solved_within_2",
@@ -336,8 +357,7 @@ def family_audits(fam: pl.DataFrame, arc2_attempts: pl.DataFrame, harc_attempts:
     low, high = wilson(df["n_solved"], df["n_attempts"], confidence)
     _, high2 = wilson(df["n_solved_within_2"], df["n_attempts"], confidence)
     agree = {f: agreement(units.filter(pl.col("family_id") == f)) for f in df["family_id"].to_list()}
-    arc2_rows = arc2_attempts.filter(~pl.col("task_id").is_in(tgi_ids))
-    harc_rows = harc_attempts.filter(~pl.col("task_id").is_in(tgi_ids))
+    arc2_rows, harc_rows = outside_a2, outside_harc
     df = df.with_columns(
         (pl.col("n_solved") / pl.col("n_attempts")).alias("attempt_solve_rate"),
         low.alias("solve_rate_ci_low"), high.alias("solve_rate_ci_high"), pl.lit(confidence).alias("confidence_level"),
@@ -364,7 +384,9 @@ def build_arctgi(tgi_tasks: pl.DataFrame, pairs: pl.DataFrame, arc2_attempts: pl
     """out_arctgi__family_diversity and out_arctgi__family_audits."""
     fam = families(tgi_tasks)
     return {"out_arctgi__family_diversity": family_diversity(fam, pairs),
-            "out_arctgi__family_audits": family_audits(fam, arc2_attempts, harc_attempts, confidence, harc_actions)}
+            "out_arctgi__family_audits": family_audits(fam, arc2_attempts, harc_attempts, confidence, harc_actions,
+                                                       task_aliases(tgi_tasks))}
 
 
-__all__ = ["agreement", "build_arctgi", "families", "family_audits", "family_diversity", "grid_stats"]
+__all__ = ["agreement", "build_arctgi", "families", "family_audits", "family_diversity", "grid_stats",
+           "task_aliases"]

@@ -138,3 +138,20 @@ def test_a_copy_in_a_plain_folder_is_kept_over_the_aggregate_file(tmp_path: Path
     kept = {t.task_id for t in witness_tasks(tasks)}
     assert train_ids <= kept and len(kept) == 3
     assert tasks.filter(pl.col("task_id").is_in(list(train_ids)))["flags"].to_list() == [[]]
+
+
+def test_audits_of_a_repeated_copy_count_for_the_task_it_repeats(tmp_path: Path):
+    """Auditors shown all.csv's copy (its task_id) and the folder's copy audit one task."""
+    folder_row = _rows("ARC-AGI-1-Train.csv")[0]
+    all_copy = next(r for r in _rows("all.csv") if all(r[c] == folder_row[c] for c in SAME))
+    audit = tmp_path / "audit.csv"
+    audit.write_text("task_ID,task_set,test_index,session_ID,start_time_seconds,duration_seconds,submissions,"
+                     "correct_submissions\n"
+                     f"{all_copy['task_id']},ARC-TGI,0,a1,0,30,1,1\n{folder_row['task_id']},ARC-TGI,0,a2,0,50,2,0\n")
+    db = tmp_path / "au.duckdb"
+    _ingest_and_build(db, [OUT, audit])
+    with Workspace(db, read_only=True) as ws:
+        got = ws.read("SELECT family_id, n_tasks, n_sessions, n_attempts, n_solved FROM out_arctgi__family_audits")
+        calib = ws.read("SELECT count(*) AS n FROM out_arc2__pair_calibration")["n"][0]
+    assert got.rows() == [("ARC-AGI-1-Train/task0a938d79", 1, 2, 2, 1)]
+    assert calib == 0  # audit rows, not ARC-AGI-2 calibration
