@@ -549,7 +549,7 @@ TGI_INSTANCE = ("generator_name", "code_text", "task_json", "input_reasoning_cha
                 "transformation_reasoning_chain_json", "task_variables_json")
 
 
-def tgi_task_copies(tasks: pl.DataFrame) -> pl.DataFrame:
+def tgi_task_copies(tasks: pl.DataFrame, key: tuple[str, ...] = TGI_INSTANCE) -> pl.DataFrame:
     """`tasks` (core_arctgi__tasks rows: file_id, task_id, row_number, family_prefix and the TGI_INSTANCE
     columns) with, per row, the copy that stands for its task instance: `kept_file_id`, `kept_task_id`, and the
     instance's `family_prefix` (the first the copies name).
@@ -559,12 +559,13 @@ def tgi_task_copies(tasks: pl.DataFrame) -> pl.DataFrame:
     The kept copy is one that names its benchmark folder (a per-folder CSV rather than all.csv) where any does,
     then one not from an aggregate file (flag `aggregate_file`: all.csv, individual_files.csv), then the first by
     file_id and row; every other copy is a repeat of it. A task_id read twice (one file
-    ingested under two names) is one instance too."""
-    inst = [*TGI_INSTANCE, "_occurrence"]
+    ingested under two names) is one instance too. `key`: the TGI_INSTANCE columns, or one column that stands
+    for them (tgi_repeats: their digest, so the code and tasks need not be read)."""
+    inst = [*key, "_occurrence"]
     aggregate = (pl.col("flags").list.contains("aggregate_file").fill_null(False) if "flags" in tasks.columns
                  else pl.repeat(False, pl.len()))
     ranked = (tasks.sort(pl.col("family_prefix").is_null(), aggregate, "file_id", "row_number")
-              .with_columns(pl.int_range(pl.len()).over("file_id", *TGI_INSTANCE, order_by="row_number")
+              .with_columns(pl.int_range(pl.len()).over("file_id", *key, order_by="row_number")
                             .alias("_occurrence"))
               .with_columns(pl.col("file_id").first().over(inst).alias("_inst_file"),
                             pl.col("task_id").first().over(inst).alias("_inst_task")))
@@ -581,12 +582,13 @@ def tgi_repeats(ws: Workspace, file_ids: list[str]) -> list[tuple[str, int, str]
     checks count each instance once."""
     if not file_ids or not ws.has_table(TGI_TASKS):
         return []
-    cols = ", ".join(("file_id", "task_id", "row_number", "family_prefix", "flags", *TGI_INSTANCE))
-    tasks = ws.read(f"SELECT {cols} FROM {TGI_TASKS} WHERE generator_name IN (SELECT generator_name FROM "
-                    f"{TGI_TASKS} WHERE file_id IN (SELECT unnest(?)))", [file_ids])
+    digest = f"md5(to_json(list_value({', '.join(TGI_INSTANCE)}))) AS _instance"  # JSON: no two lists alike
+    tasks = ws.read(f"SELECT file_id, task_id, row_number, family_prefix, flags, {digest} FROM {TGI_TASKS} "
+                    f"WHERE generator_name IN (SELECT generator_name FROM {TGI_TASKS} WHERE file_id IN "
+                    "(SELECT unnest(?)))", [file_ids])
     if tasks.height == 0:
         return []
-    rep = (tgi_task_copies(tasks)
+    rep = (tgi_task_copies(tasks, ("_instance",))
            .filter(((pl.col("file_id") != pl.col("kept_file_id")) | (pl.col("task_id") != pl.col("kept_task_id")))
                    & (pl.col("file_id").is_in(file_ids) | pl.col("kept_file_id").is_in(file_ids)))
            .group_by("file_id", "kept_file_id").agg(pl.len().alias("n")))
