@@ -10,7 +10,9 @@ train/test).
 
 ARC-TGI: the CSV written by `ARCTask.append_to_csv`. Each JSON column is parsed (`invalid_json`,
 `wrong_json_type`), `data` must pass the ARC task checks, and `code` is stored as text: ingest never
-executes, imports or compiles it.
+executes, imports or compiles it. Rows of all.csv / individual_files.csv (the dataset generator's files of every
+folder's tasks) are flagged `aggregate_file`; a row repeating another file's task (`tgi_task_copies`) is stored
+with its file, named in the ingest summary (`tgi_repeats`), and counted once by the families.
 """
 
 from __future__ import annotations
