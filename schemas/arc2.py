@@ -38,12 +38,15 @@ FIELDS: list[Field] = [
           "`correct_submissions`: correct grids submitted in the attempt (0 unsolved; 1, rarely 2, solved)",
           ge=0),
     Field("is_solved_within_2", pl.Boolean,
-          "the attempt solved the pair (n_correct_submissions >= 1) with at most 2 submissions"),
+          "one of the attempt's first two submissions was certainly correct: n_correct_submissions >= 1 and "
+          "(n_attempt_submissions <= 2 or at most one wrong submission); false where the log cannot tell "
+          "(e.g. 3 submissions, 1 correct)"),
     # --- out_arc2__pair_calibration and friends ----------------------------------------------------------
     Field("n_sessions", pl.Int64, "distinct sessions (participants) counted", ge=0),
     Field("n_solved", pl.Int64, "rows (attempts) that solved: correct_submissions >= 1", ge=0),
     Field("n_solved_within_2", pl.Int64,
-          "rows that solved with at most 2 submissions (correct_submissions >= 1 and submissions <= 2)", ge=0),
+          "rows certainly solved within 2 submissions (correct_submissions >= 1 and (submissions <= 2 or "
+          "submissions - correct_submissions <= 1)); a lower bound where a row cannot tell", ge=0),
     Field("meets_two_solver_rule", pl.Boolean,
           "the ARC-AGI-2 keep rule: pair: n_solved_within_2 >= 2; task: every test pair meets it"),
     Field("attempt_solve_rate", pl.Float64, "the solve rate: n_solved / n_attempts", nullable=True, ge=0, le=1),

@@ -4,7 +4,9 @@ A family is the tasks one generator produced. `family_id` is the generator name,
 name comes from two benchmark folders (4 names repeat across the public repository's folders): then every
 task of that name gets `<family_prefix>/<generator_name>` so the two generators stay apart. The prefix
 (`ARC-AGI-1-Train`, ...) comes from `arcstudy ingest --family-prefix`, else from the export's path (its
-folder or file name, pipeline/ingest/harc_arc.py); `benchmark` and `benchmark_split` are read from it.
+folder or file name, pipeline/ingest/harc_arc.py); `benchmark` and `benchmark_split` are read from it. A task
+read from several files (all.csv beside the per-folder CSVs: the same generator, code, task, reasoning chains and
+variables under a new task_id) counts once, as its folder copy (harc_arc.tgi_task_copies).
 
 Reused fields keep their meaning: task_id, file_id, generator_name, n_tasks, n_attempts, n_sessions,
 n_solved, n_solved_within_2, attempt_solve_rate, solve_rate_ci_low/high, solve_rate_within_2,
@@ -19,6 +21,9 @@ from schemas.model import Field
 
 WITNESS_STATUSES = ("pass", "mismatch", "error", "timeout", "refused", "nondeterministic")
 HUMAN_DATA_SOURCES = ("arc-agi-2", "h-arc")
+# Generator names that more than one folder of the generator repository uses (spec/formats.md F): a task of one
+# of them from a file that names no folder (all.csv alone) cannot be told to either generator.
+SHARED_GENERATOR_NAMES = ("task00576224", "task0962bcdd", "task0a938d79", "task150deff5")
 
 FIELDS: list[Field] = [
     # --- family identity --------------------------------------------------------------------------------
@@ -67,7 +72,9 @@ FIELDS: list[Field] = [
     Field("diversity_flags", pl.List(pl.String),
           "why the family looks narrow (pipeline/transforms/arctgi.py): `duplicate_tasks`, `duplicate_grids` "
           "(at least 20 % of input grids repeat), `one_input_size` (5+ tasks, all inputs one size), "
-          "`one_colour_set` (5+ tasks, at most 2 colours in all)"),
+          "`one_colour_set` (5+ tasks, at most 2 colours in all), `folder_unknown` (tasks from a file that names "
+          "no benchmark folder, e.g. all.csv alone, under a generator name more than one folder uses: the family "
+          "may mix two generators)"),
     # --- out_arctgi__witness_checks ---------------------------------------------------------------------
     Field("status", pl.String,
           "result of running the task's stored witness (`code`) on every pair, twice: `pass` (every output "

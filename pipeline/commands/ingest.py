@@ -76,6 +76,7 @@ def ingest_command(
 
     from pipeline.core.manifest import RunManifest
     from pipeline.ingest import FORMATS, expand_paths, ingest_paths
+    from pipeline.ingest.harc_arc import tgi_repeats
     from pipeline.ingest.runner import start_helper
 
     if fmt != "auto" and fmt not in FORMATS:
@@ -118,6 +119,16 @@ def ingest_command(
                 except OSError:
                     pass
         code = EXIT_REJECTED if report.has_rejections else EXIT_OK
+        repeats = tgi_repeats(ws, [f.file_id for f in report.files if f.status in ("loaded", "replaced")
+                                   and f.file_id])
+        for path, n, other in repeats:  # all.csv beside the per-folder CSVs: not bad rows, not new tasks
+            out.info(f"{Path(path).name}: {n} row(s) repeat ARC-TGI tasks already read from {other} (same generator, "
+                     "code, task, reasoning chains and variables under a new task_id: the dataset generator writes "
+                     "each task to its folder's CSV and again to all.csv); kept with their file, each task counted "
+                     "once")
+        if repeats:
+            manifest.notes["arctgi_repeated_rows"] = [{"file": p, "rows": n, "repeats_file": o}
+                                                      for p, n, o in repeats]
         manifest.notes["files"] = {s: sum(1 for f in report.files if f.status == s)
                                    for s in ("loaded", "replaced", "skipped", "rejected", "unreadable")}
         manifest.notes["quarantined"] = report.n_quarantined

@@ -54,6 +54,7 @@ def check_witnesses_command(
     from pipeline.core.manifest import RunManifest
     from pipeline.core.sandbox import close_all
     from pipeline.core.workspace import default_db_path
+    from pipeline.ingest.harc_arc import TGI_INSTANCE
     from pipeline.qualify import witnesses as wt
 
     try:
@@ -69,7 +70,8 @@ def check_witnesses_command(
         "memory_bytes": limits.memory_bytes, "output_bytes": limits.output_bytes})
     # The database is read, closed while the witnesses run (minutes, on a large export), and opened again to write.
     with open_workspace(db_path, read_only=True, lock_timeout_s=lock_timeout) as ws, foreign_tables_said(db_path):
-        tgi = ws.read("SELECT file_id, task_id, row_number, generator_name, family_prefix, code_text, task_json "
+        # the columns that tell a task instance's copies apart (all.csv beside the per-folder CSVs): one run each
+        tgi = ws.read(f"SELECT file_id, task_id, row_number, family_prefix, flags, {', '.join(TGI_INSTANCE)} "
                       "FROM core_arctgi__tasks") if ws.has_table("core_arctgi__tasks") else None
     tasks = wt.witness_tasks(tgi) if tgi is not None else []
     if not tasks:

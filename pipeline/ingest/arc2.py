@@ -12,6 +12,13 @@ duration; more correct submissions than submissions. Landed with a flag, because
 `multiple_correct` (2 correct submissions: one row in the public file), `nonstandard_task_set` (not
 `Public Train` / `Public Eval`, e.g. `ARC-TGI` in an audit), `nonstandard_task_id` (not 8 hex characters, e.g.
 an ARC-TGI task id), `no_duration` (start or duration left empty: the row counts, its time does not).
+
+Solved within 2 (`solved_within_2`, the one definition every table uses): the row gives counts, not the order of
+its submissions, so a row counts as solved within two attempts only where that is certain: at least one correct
+submission and either at most 2 submissions, or at most one wrong one (submissions - correct_submissions <= 1:
+of the first two submissions at most one was wrong, so one was correct). Where it cannot be known (e.g. 3
+submissions, 1 correct: the correct one may have been the third) the row is not counted, so counts built on it
+are lower bounds.
 """
 
 from __future__ import annotations
@@ -67,6 +74,12 @@ def _negative(column: str, typed: str, check: str, unit: str) -> RowCheck:
                                                          pl.col(src(column))), column)
 
 
+def solved_within_2(submissions: pl.Expr, correct: pl.Expr) -> pl.Expr:
+    """True when one of the attempt's first two submissions was certainly correct (see the module docstring):
+    correct >= 1 and (submissions <= 2 or submissions - correct <= 1). Unknowable rows are False."""
+    return (correct >= 1) & ((submissions <= 2) | (submissions - correct <= 1))
+
+
 def read_attempts(ctx: FileContext) -> ReaderOutput:
     header = read_header(ctx.path)
     variant = match_variant(header, VARIANTS, "ARC-AGI-2 attempt log")
@@ -116,7 +129,8 @@ def read_attempts(ctx: FileContext) -> ReaderOutput:
     out.rejects += rejects
     good = df.filter(~bad).with_columns(
         (pl.col("n_correct_submissions") >= 1).alias("is_solved"),
-        ((pl.col("n_correct_submissions") >= 1) & (pl.col("n_attempt_submissions") <= 2)).alias("is_solved_within_2"),
+        solved_within_2(pl.col("n_attempt_submissions"), pl.col("n_correct_submissions"))
+        .alias("is_solved_within_2"),
         pl.lit(ctx.file_id).alias("file_id"),
     )
     if good.height:

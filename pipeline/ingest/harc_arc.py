@@ -10,7 +10,9 @@ train/test).
 
 ARC-TGI: the CSV written by `ARCTask.append_to_csv`. Each JSON column is parsed (`invalid_json`,
 `wrong_json_type`), `data` must pass the ARC task checks, and `code` is stored as text: ingest never
-executes, imports or compiles it.
+executes, imports or compiles it. Rows of all.csv / individual_files.csv (the dataset generator's files of every
+folder's tasks) are flagged `aggregate_file`; a row repeating another file's task (`tgi_task_copies`) is stored
+with its file, named in the ingest summary (`tgi_repeats`), and counted once by the families.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pipeline.core.textfiles import (
     not_utf8_reason,
     read_text_document,
 )
+from pipeline.core.workspace import Workspace
 from pipeline.ingest.base import (
     NESTED_TOO_DEEPLY,
     BadEntries,
@@ -463,6 +466,7 @@ def benchmark_and_split(prefix: str | None) -> tuple[str | None, str | None]:
 
 def read_tgi(ctx: FileContext) -> ReaderOutput:
     prefix = ctx.options.get("family_prefix") or family_prefix_from_path(ctx.path)
+    aggregate = ["aggregate_file"] if ctx.path.name.lower() in AGGREGATE_FILES else []
     header = read_header(ctx.path)
     variant = match_variant(header, TGI_VARIANTS, "ARC-TGI export")
     loaded = load_csv(ctx.path, header, raw_table=TGI_RAW)
@@ -520,7 +524,7 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
                 out.rejects.append(Reject(f"row {row}", check, reason, raw_text=rec[ROW_JSON], target_table=TGI_TASKS,
                                           column=column, value=(rec[src(column)] or "")[:200]))
             continue
-        flags = ["offset_converted_to_utc"] if rec["__converted"] else []
+        flags = (["offset_converted_to_utc"] if rec["__converted"] else []) + aggregate
         tasks.append({
             "file_id": ctx.file_id, "task_id": rec["task_id"], "row_number": row,
             "generated_at": rec["generated_at"], "generator_name": rec[src("generator_name")],
@@ -537,6 +541,65 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
                                              schema_overrides={"flags": pl.List(pl.String), "family_prefix": pl.String})
         out.tables[PAIRS] = pl.DataFrame(pairs, infer_schema_length=None)
     return out
+
+
+# One generated task instance: the same generator and identical code, task, reasoning chains and variables. The
+# dataset generator writes each task to its folder's CSV and again to all.csv (and individual_files.csv), each
+# time under a new task_id and created_at: those rows are copies of one instance, not new tasks.
+AGGREGATE_FILES = ("all.csv", "individual_files.csv")  # the dataset generator's files of every folder's tasks
+TGI_INSTANCE = ("generator_name", "code_text", "task_json", "input_reasoning_chain_json",
+                "transformation_reasoning_chain_json", "task_variables_json")
+
+
+def tgi_task_copies(tasks: pl.DataFrame, key: tuple[str, ...] = TGI_INSTANCE) -> pl.DataFrame:
+    """`tasks` (core_arctgi__tasks rows: file_id, task_id, row_number, family_prefix and the TGI_INSTANCE
+    columns) with, per row, the copy that stands for its task instance: `kept_file_id`, `kept_task_id`, and the
+    instance's `family_prefix` (the first the copies name).
+
+    Copies are matched across files only: two equal rows of one file are two tasks the generator happened to make
+    alike (a duplicate the diversity table counts), so the k-th equal row of one file matches the k-th of another.
+    The kept copy is one that names its benchmark folder (a per-folder CSV rather than all.csv) where any does,
+    then one not from an aggregate file (flag `aggregate_file`: all.csv, individual_files.csv), then the first by
+    file_id and row; every other copy is a repeat of it. A task_id read twice (one file
+    ingested under two names) is one instance too. `key`: the TGI_INSTANCE columns, or one column that stands
+    for them (tgi_repeats: their digest, so the code and tasks need not be read)."""
+    inst = [*key, "_occurrence"]
+    aggregate = (pl.col("flags").list.contains("aggregate_file").fill_null(False) if "flags" in tasks.columns
+                 else pl.repeat(False, pl.len()))
+    ranked = (tasks.sort(pl.col("family_prefix").is_null(), aggregate, "file_id", "row_number")
+              .with_columns(pl.int_range(pl.len()).over("file_id", *key, order_by="row_number")
+                            .alias("_occurrence"))
+              .with_columns(pl.col("file_id").first().over(inst).alias("_inst_file"),
+                            pl.col("task_id").first().over(inst).alias("_inst_task")))
+    return (ranked.with_columns(pl.col("_inst_file").first().over("task_id").alias("kept_file_id"),
+                                pl.col("_inst_task").first().over("task_id").alias("kept_task_id"),
+                                pl.col("family_prefix").drop_nulls().first().over(inst).alias("family_prefix"))
+            .drop("_occurrence", "_inst_file", "_inst_task"))
+
+
+def tgi_repeats(ws: Workspace, file_ids: list[str]) -> list[tuple[str, int, str]]:
+    """(file path, rows, path of the file they repeat) for each file whose core_arctgi__tasks rows repeat task
+    instances another file holds (tgi_task_copies), where either file is one of `file_ids` (an ingest's files):
+    the ingest summary says so. The rows stay stored with their file (its provenance); build and the witness
+    checks count each instance once."""
+    if not file_ids or not ws.has_table(TGI_TASKS):
+        return []
+    digest = f"md5(to_json(list_value({', '.join(TGI_INSTANCE)}))) AS _instance"  # JSON: no two lists alike
+    tasks = ws.read(f"SELECT file_id, task_id, row_number, family_prefix, flags, {digest} FROM {TGI_TASKS} "
+                    f"WHERE generator_name IN (SELECT generator_name FROM {TGI_TASKS} WHERE file_id IN "
+                    "(SELECT unnest(?)))", [file_ids])
+    if tasks.height == 0:
+        return []
+    rep = (tgi_task_copies(tasks, ("_instance",))
+           .filter(((pl.col("file_id") != pl.col("kept_file_id")) | (pl.col("task_id") != pl.col("kept_task_id")))
+                   & (pl.col("file_id").is_in(file_ids) | pl.col("kept_file_id").is_in(file_ids)))
+           .group_by("file_id", "kept_file_id").agg(pl.len().alias("n")))
+    if rep.height == 0:
+        return []
+    paths = dict(ws.read("SELECT file_id, any_value(file_path) FROM raw_ingest__files WHERE file_id IN "
+                         "(SELECT unnest(?)) GROUP BY 1", [rep["file_id"].to_list() + rep["kept_file_id"].to_list()])
+                 .rows())
+    return sorted((paths.get(f, f), int(n), paths.get(k, k)) for f, k, n in rep.iter_rows())
 
 
 def sniff_tgi(head: Head) -> str | None:

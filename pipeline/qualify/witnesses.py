@@ -120,7 +120,8 @@ def _rows(grid: list[list[int]]) -> tuple[tuple[int, ...], ...]:
 
 def witness_tasks(tgi_tasks: pl.DataFrame) -> list[WitnessTask]:
     """One WitnessTask per distinct task of core_arctgi__tasks (columns file_id, task_id, row_number,
-    generator_name, family_prefix, code_text, task_json), with its family_id (pipeline.transforms.arctgi)."""
+    family_prefix and harc_arc.TGI_INSTANCE), with its family_id (pipeline.transforms.arctgi): the copies of
+    one task instance (all.csv beside the per-folder CSVs) run once."""
     if tgi_tasks.height == 0:
         return []
     fam = families(tgi_tasks).select("file_id", "task_id", "family_id")

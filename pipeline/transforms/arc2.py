@@ -4,7 +4,8 @@ Rows of tasks that are ingested ARC-TGI tasks (core_arctgi__tasks) are audits of
 ARC-AGI-2 calibration: they are left out here and counted in out_arctgi__family_audits.
 
 - out_arc2__pair_calibration: per (task_id, test_index): n_attempts (rows), n_sessions, n_solved
-  (correct_submissions >= 1), n_solved_within_2 (solved and submissions <= 2), meets_two_solver_rule
+  (correct_submissions >= 1), n_solved_within_2 (rows whose is_solved_within_2 is true: solved, and
+  submissions <= 2 or at most one wrong submission; pipeline.ingest.arc2.solved_within_2), meets_two_solver_rule
   (n_solved_within_2 >= 2), median_duration_s over all rows, the solve rate n_solved / n_attempts with its
   Wilson interval (statsmodels proportion_confint, method "wilson", at solvability.confidence_level), and the
   solve rate within 2.

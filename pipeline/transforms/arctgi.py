@@ -3,8 +3,9 @@
 Families (`families`): `family_id` is the generator name. Where one name comes from two or more family
 prefixes (benchmark folders; 4 names repeat across the public repository's folders), each of its tasks gets
 `<family_prefix>/<generator_name>` instead, so the two generators are told apart; a task of such a name
-without a prefix keeps the bare name. A task id found in several exports (a folder's CSV and `all.csv`) counts
-once, from the first file in file_id order.
+without a prefix keeps the bare name and is flagged `folder_unknown` (its generator cannot be known). A task
+found in several exports (a folder's CSV and `all.csv`, which repeats it under a new task_id; or one task id
+read twice) counts once, as the copy that names its folder (pipeline.ingest.harc_arc.tgi_task_copies).
 
 Diversity (`family_diversity`): over every pair of every task of the family: grid sizes, colours, objects
 (4-connected groups of one non-zero colour; 0 is the background), the share of pairs whose output has the
@@ -12,11 +13,11 @@ input's size, duplicate input grids and duplicate tasks (same pairs, inputs and 
 `diversity_flags` name what a generator maintainer should look at: `duplicate_tasks` (any), `duplicate_grids`
 (at least DUPLICATE_GRID_SHARE of the input grids repeat: a generator sampling from a small space),
 `one_input_size` and `one_colour_set` (at least NARROW_MIN_TASKS tasks, all inputs one size / at most 2 colours
-in all: the family does not vary what the paper's generators are meant to vary).
+in all: the family does not vary what the paper's generators are meant to vary), `folder_unknown` (above).
 
 Audits (`family_audits`): human audit rows joined to the family's tasks by task_id.
 - ARC-AGI-2 layout (core_arc2__attempts, task_id = ARC-TGI task id): one unit per row, as in
-  out_arc2__pair_calibration (solved: correct_submissions >= 1; within 2: and submissions <= 2).
+  out_arc2__pair_calibration (solved: correct_submissions >= 1; within 2: is_solved_within_2 of the row).
 - H-ARC layout (core_harc__attempts from summary_data.csv, task_id = ARC-TGI task id): one unit per
   participant x task (solved: any attempt solved; within 2: attempt 1 or 2 solved); its first submissions
   (attempt 1 grids) give answer agreement and Fleiss' kappa. The events (core_harc__actions, data.csv) give the
@@ -47,8 +48,9 @@ from collections import Counter
 import numpy as np
 import polars as pl
 
-from pipeline.ingest.harc_arc import benchmark_and_split
+from pipeline.ingest.harc_arc import benchmark_and_split, tgi_task_copies
 from pipeline.transforms.arc2 import wilson
+from schemas.arctgi import SHARED_GENERATOR_NAMES
 
 DUPLICATE_GRID_SHARE = 0.2
 NARROW_MIN_TASKS = 5
@@ -60,12 +62,20 @@ SOURCE_ID = r"^task([0-9a-f]{8})$"
 # families
 # ------------------------------------------------------------------------------------------------------------
 def families(tgi_tasks: pl.DataFrame) -> pl.DataFrame:
-    """One row per distinct ARC-TGI task: file_id, task_id, generator_name, family_prefix, family_id, benchmark,
-    benchmark_split, source_task_id."""
-    tasks = (tgi_tasks.sort("file_id", "row_number").unique("task_id", keep="first", maintain_order=True)
+    """One row per distinct ARC-TGI task instance: file_id, task_id, generator_name, family_prefix, family_id,
+    benchmark, benchmark_split, source_task_id, folder_unknown.
+
+    Rows that repeat an instance (harc_arc.tgi_task_copies: all.csv beside the per-folder CSVs) count once, as
+    the copy that names its folder. `folder_unknown`: the task's file names no benchmark folder and its
+    generator name is one that more than one folder uses (SHARED_GENERATOR_NAMES, or two prefixes in this
+    database), so which generator made it cannot be known; its family (the bare name) may mix generators."""
+    tasks = (tgi_task_copies(tgi_tasks).filter((pl.col("file_id") == pl.col("kept_file_id"))
+                                               & (pl.col("task_id") == pl.col("kept_task_id")))
+             .sort("file_id", "row_number").unique("task_id", keep="first", maintain_order=True)
              .select("file_id", "task_id", "generator_name", "family_prefix"))
     clash = (tasks.filter(pl.col("family_prefix").is_not_null()).group_by("generator_name")
              .agg(pl.col("family_prefix").n_unique().alias("n")).filter(pl.col("n") > 1)["generator_name"])
+    shared = pl.concat([clash, pl.Series(list(SHARED_GENERATOR_NAMES), dtype=pl.String)])
     split = {p: benchmark_and_split(p) for p in tasks["family_prefix"].drop_nulls().unique().to_list()}
     return tasks.with_columns(
         pl.when(pl.col("generator_name").is_in(clash.implode()) & pl.col("family_prefix").is_not_null())
@@ -75,6 +85,7 @@ def families(tgi_tasks: pl.DataFrame) -> pl.DataFrame:
         pl.col("family_prefix").replace_strict({k: v[1] for k, v in split.items()}, default=None,
                                                return_dtype=pl.String).alias("benchmark_split"),
         pl.col("generator_name").str.extract(SOURCE_ID, 1).alias("source_task_id"),
+        (pl.col("family_prefix").is_null() & pl.col("generator_name").is_in(shared.implode())).alias("folder_unknown"),
     )
 
 
@@ -177,11 +188,13 @@ def family_diversity(fam: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
     meta = fam.group_by("family_id").agg(pl.col("generator_name").first(), pl.col("family_prefix").drop_nulls().first(),
                                          pl.col("benchmark").drop_nulls().first(),
                                          pl.col("benchmark_split").drop_nulls().first(),
-                                         pl.col("source_task_id").first())
+                                         pl.col("source_task_id").first(), pl.col("folder_unknown").any())
     df = df.join(meta, on="family_id", how="left")
     flags = []
     for r in df.iter_rows(named=True):
         f = []
+        if r["folder_unknown"]:
+            f.append("folder_unknown")
         if r["n_duplicate_tasks"]:
             f.append("duplicate_tasks")
         if r["n_pairs"] and r["n_duplicate_grids"] / r["n_pairs"] >= DUPLICATE_GRID_SHARE:
@@ -191,7 +204,8 @@ def family_diversity(fam: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
         if r["n_tasks"] >= NARROW_MIN_TASKS and r["n_colours"] <= 2:
             f.append("one_colour_set")
         flags.append(f)
-    return df.with_columns(pl.Series("diversity_flags", flags, dtype=pl.List(pl.String))).sort("family_id")
+    return (df.with_columns(pl.Series("diversity_flags", flags, dtype=pl.List(pl.String))).drop("folder_unknown")
+            .sort("family_id"))
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -288,11 +302,31 @@ def source_numbers(arc2_rows: pl.DataFrame, harc_attempts: pl.DataFrame) -> pl.D
     return pl.concat([a, h.select(a.columns)]).rename({"task_id": "source_task_id"})
 
 
+def task_aliases(tgi_tasks: pl.DataFrame) -> pl.DataFrame:
+    """task_id -> kept_task_id for every stored ARC-TGI row: the task id a repeated copy's audits count under."""
+    return tgi_task_copies(tgi_tasks).select("task_id", "kept_task_id").unique("task_id", keep="first")
+
+
+def _to_kept(df: pl.DataFrame, aliases: pl.DataFrame | None) -> pl.DataFrame:
+    if aliases is None or df.height == 0 or "task_id" not in df.columns:
+        return df
+    return (df.join(aliases, on="task_id", how="left")
+            .with_columns(pl.coalesce("kept_task_id", "task_id").alias("task_id")).drop("kept_task_id"))
+
+
 def family_audits(fam: pl.DataFrame, arc2_attempts: pl.DataFrame, harc_attempts: pl.DataFrame,
-                  confidence: float, harc_actions: pl.DataFrame | None = None) -> pl.DataFrame:
+                  confidence: float, harc_actions: pl.DataFrame | None = None,
+                  aliases: pl.DataFrame | None = None) -> pl.DataFrame:
     """out_arctgi__family_audits. `harc_actions`: H-ARC events (core_harc__actions, ACTION_COLUMNS; only the
     rows of ARC-TGI tasks are needed): they give the H-ARC layout its times, and its units where no summary
-    file was ingested."""
+    file was ingested. `aliases` (task_aliases): audits of a repeated copy's task_id (all.csv's) count for the
+    task it repeats."""
+    all_ids = (aliases["task_id"] if aliases is not None else fam["task_id"]).implode()
+    outside_a2 = arc2_attempts.filter(~pl.col("task_id").is_in(all_ids))
+    outside_harc = harc_attempts.filter(~pl.col("task_id").is_in(all_ids))
+    arc2_attempts = _to_kept(arc2_attempts, aliases)
+    harc_attempts = _to_kept(harc_attempts, aliases)
+    harc_actions = _to_kept(harc_actions, aliases) if harc_actions is not None else None
     tgi_ids = fam["task_id"].implode()
     a2 = arc2_attempts.filter(pl.col("task_id").is_in(tgi_ids)).select(
         "task_id", pl.col("session_id").alias("rater_id"), "is_solved", "is_solved_within_2",
@@ -323,8 +357,7 @@ def family_audits(fam: pl.DataFrame, arc2_attempts: pl.DataFrame, harc_attempts:
     low, high = wilson(df["n_solved"], df["n_attempts"], confidence)
     _, high2 = wilson(df["n_solved_within_2"], df["n_attempts"], confidence)
     agree = {f: agreement(units.filter(pl.col("family_id") == f)) for f in df["family_id"].to_list()}
-    arc2_rows = arc2_attempts.filter(~pl.col("task_id").is_in(tgi_ids))
-    harc_rows = harc_attempts.filter(~pl.col("task_id").is_in(tgi_ids))
+    arc2_rows, harc_rows = outside_a2, outside_harc
     df = df.with_columns(
         (pl.col("n_solved") / pl.col("n_attempts")).alias("attempt_solve_rate"),
         low.alias("solve_rate_ci_low"), high.alias("solve_rate_ci_high"), pl.lit(confidence).alias("confidence_level"),
@@ -351,7 +384,9 @@ def build_arctgi(tgi_tasks: pl.DataFrame, pairs: pl.DataFrame, arc2_attempts: pl
     """out_arctgi__family_diversity and out_arctgi__family_audits."""
     fam = families(tgi_tasks)
     return {"out_arctgi__family_diversity": family_diversity(fam, pairs),
-            "out_arctgi__family_audits": family_audits(fam, arc2_attempts, harc_attempts, confidence, harc_actions)}
+            "out_arctgi__family_audits": family_audits(fam, arc2_attempts, harc_attempts, confidence, harc_actions,
+                                                       task_aliases(tgi_tasks))}
 
 
-__all__ = ["agreement", "build_arctgi", "families", "family_audits", "family_diversity", "grid_stats"]
+__all__ = ["agreement", "build_arctgi", "families", "family_audits", "family_diversity", "grid_stats",
+           "task_aliases"]

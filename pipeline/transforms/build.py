@@ -100,7 +100,8 @@ STEPS: tuple[Step, ...] = (
          core_inputs=("core_arctgi__tasks", "core_arc__task_pairs", "core_arc2__attempts", "core_harc__attempts",
                       "core_harc__actions"),
          config_keys=("solvability.confidence_level",),
-         modules=("pipeline.transforms.arctgi", "pipeline.transforms.arc2", "schemas.arctgi")),
+         modules=("pipeline.transforms.arctgi", "pipeline.transforms.arc2", "schemas.arctgi",
+                  "pipeline.ingest.harc_arc")),  # tgi_task_copies: which rows are one task
     Step("baseline_intervals", ("out_arc3__baseline_intervals",), upstream=("baselines",),
          modules=("pipeline.transforms.baseline_intervals", "pipeline.scoring.baseline_intervals")),
     Step(FIGURES, (FIGURES,), upstream=("attempts", "solvability", "reference_points"),

@@ -4,6 +4,7 @@ that land, and the calibration tables of `build` against plain-Python computatio
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 import statistics
 from collections import defaultdict
@@ -33,6 +34,12 @@ def _rows(path: Path) -> list[dict]:
 
 def _good_rows() -> list[dict]:
     return [r for i, r in enumerate(_rows(LOG), start=1) if i not in IMPOSSIBLE]
+
+
+def _certainly_within_2(submissions: int, correct: int) -> bool:
+    """Every order of the attempt's correct and wrong submissions has a correct one among its first two."""
+    orders = itertools.permutations([True] * correct + [False] * (submissions - correct))
+    return correct >= 1 and all(any(order[:2]) for order in orders)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +94,7 @@ def test_pair_calibration_matches_an_independent_computation(db: Path):
     for row in pairs.iter_rows(named=True):
         rs = groups[(row["task_id"], row["test_index"])]
         solved = [int(r["correct_submissions"]) >= 1 for r in rs]
-        within = [s and int(r["submissions"]) <= 2 for s, r in zip(solved, rs, strict=True)]
+        within = [_certainly_within_2(int(r["submissions"]), int(r["correct_submissions"])) for r in rs]
         assert row["n_attempts"] == len(rs)
         assert row["n_sessions"] == len({r["session_ID"] for r in rs})
         assert row["n_solved"] == sum(solved) and row["n_solved_within_2"] == sum(within)
@@ -113,7 +120,7 @@ def test_audit_rows_of_arctgi_tasks_stay_out_of_the_calibration(db: Path):
 def test_session_accuracy_and_its_mean(db: Path):
     per: dict[str, dict[tuple, bool]] = defaultdict(dict)
     for r in _good_rows():
-        ok = int(r["correct_submissions"]) >= 1 and int(r["submissions"]) <= 2
+        ok = _certainly_within_2(int(r["submissions"]), int(r["correct_submissions"]))
         key = (r["task_ID"], r["test_index"])
         per[r["session_ID"]][key] = per[r["session_ID"]].get(key, False) or ok
     sessions = _read(db, "SELECT * FROM out_arc2__session_accuracy ORDER BY session_id")
@@ -192,3 +199,61 @@ def test_a_count_past_64_bits_is_out_of_range_not_not_an_integer(tmp_path: Path)
         ("row 1", "out_of_range", "submissions is '99999999999999999999', outside -2**63..2**63-1 (the 64-bit "
          "integers)"),
         ("row 2", "not_an_integer", "submissions is '1.5', expected a whole number")]
+
+
+def test_solved_within_2_is_exactly_what_the_counts_prove():
+    """The rule against every order the counts allow: solved within 2 exactly when no order puts the correct
+    submissions past the second."""
+    from pipeline.ingest.arc2 import solved_within_2
+
+    grid = pl.DataFrame([(n, c) for n in range(7) for c in range(n + 1)], schema=["n", "c"], orient="row")
+    got = grid.select(solved_within_2(pl.col("n"), pl.col("c")).alias("w"))["w"].to_list()
+    assert got == [_certainly_within_2(n, c) for n, c in grid.iter_rows()]
+    assert dict(zip(grid.iter_rows(), got, strict=True))[(3, 2)] is True
+    assert dict(zip(grid.iter_rows(), got, strict=True))[(3, 1)] is False
+
+
+# A hand-made log. Per row, solved within 2 worked out by hand: the counts prove it when the row has a correct
+# submission and at most 2 submissions or at most one wrong one; 3 submissions with 1 correct cannot be known.
+HAND_LOG = [
+    # task, set, pair, session, start, duration, submissions, correct, within 2
+    ("aaaa0001", "Public Eval", 0, "s1", 0, 100, 1, 1, True),
+    ("aaaa0001", "Public Eval", 0, "s2", 10, 200, 3, 1, False),   # the correct one may have been the 3rd
+    ("aaaa0001", "Public Eval", 0, "s3", 0, 50, 0, 0, False),
+    ("aaaa0001", "Public Eval", 0, "s4", 5, 400, 4, 3, True),     # one wrong: one of the first two was correct
+    ("aaaa0001", "Public Eval", 1, "s1", 100, 60, 3, 2, True),    # one wrong
+    ("aaaa0001", "Public Eval", 1, "s2", 210, 30, 2, 1, True),
+    ("aaaa0001", "Public Eval", 1, "s3", 50, 70, 5, 2, False),    # three wrong: may all have come first
+    ("bbbb0002", "Public Train", 0, "s1", 160, 90, 1, 0, False),
+    ("bbbb0002", "Public Train", 0, "s2", 240, 80, 3, 3, True),
+    ("bbbb0002", "Public Train", 0, "s3", 120, 40, 2, 1, True),
+]
+
+
+def test_rows_with_three_submissions_and_one_wrong_count_as_solved_within_2(tmp_path: Path):
+    path = tmp_path / "hand.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["task_ID", "task_set", "test_index", "session_ID", "start_time_seconds", "duration_seconds",
+                    "submissions", "correct_submissions"])
+        w.writerows(r[:-1] for r in HAND_LOG)
+    with Workspace(tmp_path / "h.duckdb") as ws:
+        ingest_paths(ws, [path], run_id="t", workers=1)
+        build(ws, load_config(), figures=False)
+        rows = ws.read("SELECT is_solved_within_2 FROM core_arc2__attempts ORDER BY row_number")
+        pairs = ws.read("SELECT task_id, test_index, n_solved, n_solved_within_2, meets_two_solver_rule "
+                        "FROM out_arc2__pair_calibration ORDER BY task_id, test_index")
+        tasks = ws.read("SELECT task_id, n_pairs_meeting_rule, meets_two_solver_rule FROM out_arc2__task_calibration "
+                        "ORDER BY task_id")
+        sessions = ws.read("SELECT session_id, n_pairs_attempted, n_pairs_solved_within_2 "
+                           "FROM out_arc2__session_accuracy ORDER BY session_id")
+        repro = ws.read("SELECT claim_id, measured_value, reproduction_status FROM out_arc2__reproduction")
+    assert rows["is_solved_within_2"].to_list() == [r[-1] for r in HAND_LOG]
+    # aaaa0001/0: s1, s4 within 2 (s2 solved, not provably within 2); aaaa0001/1: s1, s2; bbbb0002/0: s2, s3
+    assert pairs.rows() == [("aaaa0001", 0, 3, 2, True), ("aaaa0001", 1, 3, 2, True), ("bbbb0002", 0, 2, 2, True)]
+    assert tasks.rows() == [("aaaa0001", 2, True), ("bbbb0002", 1, True)]
+    # s1: a/0, a/1 of a/0, a/1, b/0; s2: a/1, b/0 of three; s3: b/0 of three; s4: a/0 of one
+    assert sessions.rows() == [("s1", 3, 2), ("s2", 3, 2), ("s3", 3, 1), ("s4", 1, 1)]
+    claims = {c: (v, st) for c, v, st in repro.iter_rows()}
+    assert claims["kept_tasks_two_solvers"] == (1.0, "reproduced")
+    assert claims["average_test_taker_score"][0] == pytest.approx((2 / 3 + 2 / 3 + 1 / 3 + 1) / 4)

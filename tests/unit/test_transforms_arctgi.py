@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from pipeline.ingest.harc_arc import TGI_INSTANCE
 from pipeline.transforms.arctgi import agreement, families, family_audits, grid_stats
 from schemas.validate import empty_frame
 
@@ -66,12 +67,51 @@ def test_clashing_names_are_told_apart_only_with_a_prefix():
     tasks = pl.DataFrame({
         "file_id": ["f1", "f1", "f2", "f3"], "task_id": ["t1", "t2", "t3", "t4"], "row_number": [1, 2, 1, 1],
         "generator_name": ["task00576224", "task11111111", "task00576224", "task00576224"],
-        "family_prefix": ["ARC-AGI-1-Train", "ARC-AGI-1-Train", "ARC-AGI-2-Eval", None]})
+        "family_prefix": ["ARC-AGI-1-Train", "ARC-AGI-1-Train", "ARC-AGI-2-Eval", None],
+        # four different task instances
+        **{c: [f"{c} {t}" for t in ("t1", "t2", "t3", "t4")] for c in TGI_INSTANCE if c != "generator_name"}})
     fam = families(tasks)
     assert dict(zip(fam["task_id"], fam["family_id"], strict=True)) == {
         "t1": "ARC-AGI-1-Train/task00576224", "t2": "task11111111", "t3": "ARC-AGI-2-Eval/task00576224",
         "t4": "task00576224"}
     assert fam.filter(pl.col("task_id") == "t3").select("benchmark", "benchmark_split").row(0) == ("ARC-AGI-2", "eval")
+    # t4's file names no folder and its name is used by two folders: which generator made it cannot be known
+    assert dict(zip(fam["task_id"], fam["folder_unknown"], strict=True)) == {
+        "t1": False, "t2": False, "t3": False, "t4": True}
+
+
+def _tgi_rows(rows: list[tuple[str, str, int, str, str | None, str]]) -> pl.DataFrame:
+    """core_arctgi__tasks-shaped rows: (file_id, task_id, row_number, generator_name, family_prefix, instance); rows
+    with the same instance letter have identical code, task, chains and variables."""
+    return pl.DataFrame([{"file_id": f, "task_id": t, "row_number": r, "generator_name": g, "family_prefix": p,
+                          **{c: f"{c} of {inst}" for c in TGI_INSTANCE if c != "generator_name"}}
+                         for f, t, r, g, p, inst in rows], schema_overrides={"family_prefix": pl.String})
+
+
+def test_all_csv_repeating_the_folder_csvs_counts_each_task_once_under_its_folder():
+    """The dataset generator's all.csv repeats every row of the per-folder CSVs under new task ids: a repeat is
+    the folder copy's task (kept whatever the file order), and only all.csv rows no folder file holds stay
+    without a folder, flagged where their generator name is used by two folders."""
+    tasks = _tgi_rows([
+        ("f1", "a1", 1, "task0962bcdd", "ARC-AGI-1-Train", "A"), ("f1", "a2", 2, "task0962bcdd", "ARC-AGI-1-Train", "B"),
+        ("f1", "a3", 3, "task0962bcdd", "ARC-AGI-1-Train", "A"),  # the generator made A twice: two tasks
+        ("f2", "b1", 1, "task0962bcdd", "ARC-AGI-2-Train", "C"),
+        # all.csv: its file_id sorts first, its rows repeat A, B, C, A under new ids, then tasks of its own
+        ("f0", "x1", 1, "task0962bcdd", None, "A"), ("f0", "x2", 2, "task0962bcdd", None, "B"),
+        ("f0", "x3", 3, "task0962bcdd", None, "C"), ("f0", "x4", 4, "task0962bcdd", None, "D"),
+        ("f0", "x5", 5, "task11111111", None, "E"), ("f0", "x6", 6, "task0962bcdd", None, "A"),
+        ("f0", "x7", 7, "task0962bcdd", None, "A"),  # a third A: no folder file holds a third, its folder unknown
+    ])
+    fam = families(tasks).sort("task_id")
+    assert fam.select("task_id", "file_id", "family_id", "folder_unknown").rows() == [
+        ("a1", "f1", "ARC-AGI-1-Train/task0962bcdd", False), ("a2", "f1", "ARC-AGI-1-Train/task0962bcdd", False),
+        ("a3", "f1", "ARC-AGI-1-Train/task0962bcdd", False), ("b1", "f2", "ARC-AGI-2-Train/task0962bcdd", False),
+        ("x4", "f0", "task0962bcdd", True), ("x5", "f0", "task11111111", False),
+        ("x7", "f0", "task0962bcdd", True)]
+    # same generator name but a different instance is not a repeat; a different generator with equal content is not
+    other = _tgi_rows([("f1", "a1", 1, "task0962bcdd", "ARC-AGI-1-Train", "A"),
+                       ("f0", "y1", 1, "task0a938d79", None, "A")])
+    assert sorted(families(other)["task_id"]) == ["a1", "y1"]
 
 
 def _events(rows: list[tuple]) -> pl.DataFrame:
