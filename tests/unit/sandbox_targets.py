@@ -215,7 +215,7 @@ def deep_scratch_tree(depth):
     return depth
 
 
-def forge_result(payload):
+def forge_pickle(payload):
     """What a hostile game can do: replace the child's pickler, so that its result is `payload` (raw pickle
     bytes, no out-of-band buffers)."""
     from pipeline.core import sandbox_child

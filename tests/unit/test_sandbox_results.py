@@ -107,7 +107,7 @@ def test_a_game_that_forges_its_result_fails_alone_and_arcstudy_allocates_nothin
     try:
         before = _peak_mb()
         with pytest.raises(SandboxFailure) as err:
-            sandbox.call(t.forge_result, BOMBS["bytearray"])
+            sandbox.call(t.forge_pickle, BOMBS["bytearray"])
         assert err.value.kind == "refused" and "builtins.bytearray" in err.value.detail
         assert _peak_mb() - before < 200
         assert sandbox.call(t.pid, None) > 0  # a fresh child answers the next call
