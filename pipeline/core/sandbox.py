@@ -36,6 +36,7 @@ import pickle
 import resource
 import select
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -593,13 +594,20 @@ class Sandbox:
     def _log_tail(self) -> str:
         if self._scratch is None:
             return ""
-        try:
-            with open(self._scratch / "sandbox.log", "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - 2000))
-                lines = [ln for ln in fh.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+        try:  # a folder the child could write: never through a link, never a FIFO (it would block for good)
+            fd = os.open(self._scratch / "sandbox.log", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return ""
+        try:
+            size = os.fstat(fd)
+            if not stat.S_ISREG(size.st_mode):
+                return ""
+            os.lseek(fd, max(0, size.st_size - 2000), os.SEEK_SET)
+            lines = [ln for ln in os.read(fd, 2000).decode("utf-8", "replace").splitlines() if ln.strip()]
+        except OSError:
+            return ""
+        finally:
+            os.close(fd)
         return f" (its last output: {_one_line(lines[-1], 200)})" if lines else ""
 
     def _kill(self) -> None:

@@ -95,7 +95,7 @@ _SYSCALLS = {
         personality=135, mknod=133, mknodat=259, chmod=90, fchmod=91, fchmodat=268, fchmodat2=452, chown=92,
         fchown=93, lchown=94, fchownat=260, setxattr=188, lsetxattr=189, fsetxattr=190, removexattr=197,
         lremovexattr=198, fremovexattr=199, setxattrat=463, removexattrat=466, utime=132, utimes=235,
-        futimesat=261, utimensat=280, link=86, linkat=265, setpgid=109, setsid=112, ioctl=16, setpriority=141,
+        futimesat=261, utimensat=280, link=86, linkat=265, symlink=88, symlinkat=266, setpgid=109, setsid=112, ioctl=16, setpriority=141,
         sched_setparam=142, sched_setscheduler=144, sched_setaffinity=203, sched_setattr=314, ioprio_set=251,
         migrate_pages=256, move_pages=279, process_madvise=440, fanotify_init=300, syslog=103, vhangup=153,
         modify_ldt=154, uselib=134, lookup_dcookie=212, capset=126, lsm_set_self_attr=460, open_tree_attr=467,
@@ -114,7 +114,7 @@ _SYSCALLS = {
         pidfd_send_signal=424, pidfd_getfd=438, quotactl=60, quotactl_fd=443, personality=92, mknodat=33,
         fchmod=52, fchmodat=53, fchmodat2=452, fchown=55, fchownat=54, setxattr=5, lsetxattr=6, fsetxattr=7,
         removexattr=14, lremovexattr=15, fremovexattr=16, setxattrat=463, removexattrat=466, utimensat=88,
-        linkat=37, setpgid=154, setsid=157, ioctl=29, setpriority=140, sched_setparam=118,
+        linkat=37, symlinkat=36, setpgid=154, setsid=157, ioctl=29, setpriority=140, sched_setparam=118,
         sched_setscheduler=119, sched_setaffinity=122, sched_setattr=274, ioprio_set=30, migrate_pages=238,
         move_pages=239, process_madvise=440, fanotify_init=262, syslog=116, vhangup=58, capset=91,
         lsm_set_self_attr=460, open_tree_attr=467, mq_open=180, msgget=186, semget=190, shmget=194,
@@ -132,7 +132,7 @@ _ALWAYS_DENIED = (
     "pidfd_getfd", "quotactl", "quotactl_fd", "personality", "mknod", "mknodat", "chmod", "fchmod", "fchmodat",
     "fchmodat2", "chown", "fchown", "lchown", "fchownat", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
     "lremovexattr", "fremovexattr", "setxattrat", "removexattrat", "utime", "utimes", "futimesat", "utimensat",
-    "link", "linkat", "setpgid", "setsid", "setpriority", "ioprio_set", "migrate_pages", "move_pages",
+    "link", "linkat", "symlink", "symlinkat", "setpgid", "setsid", "setpriority", "ioprio_set", "migrate_pages", "move_pages",
     "process_madvise", "fanotify_init", "syslog", "vhangup", "modify_ldt", "uselib", "lookup_dcookie",
     "capset", "lsm_set_self_attr", "open_tree_attr", "mq_open", "msgget", "semget", "shmget",
     "landlock_create_ruleset",
@@ -371,8 +371,9 @@ def install_audit_hook(scratch: str, writable: tuple[str, ...] = ()) -> None:
                "pty.spawn", "socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo",
                "socket.gethostbyname", "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.cdata",
                "ctypes.cdata/buffer", "resource.setrlimit", "resource.prlimit", "os.setpgid", "os.setsid",
-               "os.chmod", "os.chown", "os.link", "os.utime", "os.startfile", "webbrowser.open", "sys.remote_exec"}
-    path_events = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.symlink", "os.truncate", "os.replace",
+               "os.chmod", "os.chown", "os.link", "os.symlink", "os.utime", "os.startfile", "webbrowser.open",
+               "sys.remote_exec"}
+    path_events = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.replace",
                    "shutil.rmtree", "shutil.move", "shutil.copyfile", "os.mkfifo", "os.mknod"}
 
     def outside(path) -> bool:

@@ -13,7 +13,7 @@ from pipeline.core import sandbox_child
 _X86 = platform.machine() == "x86_64"
 SYS = {"fork": 57 if _X86 else None, "clone": 56 if _X86 else 220, "execve": 59 if _X86 else 221,
        "socket": 41 if _X86 else 198, "kill": 62 if _X86 else 129, "openat": 257 if _X86 else 56,
-       "setrlimit": 160 if _X86 else 164, "ptrace": 101 if _X86 else 117}
+       "setrlimit": 160 if _X86 else 164, "ptrace": 101 if _X86 else 117, "symlinkat": 266 if _X86 else 36}
 AT_FDCWD = -100
 
 
@@ -222,3 +222,21 @@ def forge_pickle(payload):
 
     sandbox_child._pickle_result = lambda _result: (payload, [])
     return None
+
+
+def raw_symlink(name):
+    """symlinkat(2) in the scratch folder through the child's own ctypes handle (past the audit hook)."""
+    import ctypes
+
+    try:
+        return sandbox_child._syscall(SYS["symlinkat"], b"/etc", ctypes.c_int(AT_FDCWD), os.fsencode(name))
+    except OSError as err:
+        return f"errno {err.errno}"
+
+
+def python_symlink(name):
+    try:
+        os.symlink("/etc", name)
+    except PermissionError:
+        return "caught"
+    return "made"

@@ -130,6 +130,7 @@ def test_a_thread_left_running_after_the_call_is_refused_and_ends_with_the_child
 
 
 def test_the_kernel_refuses_escapes_past_the_audit_hook(box, tmp_path):
+    box.call(t.pid, None)  # the layers are known once the child has started (this test may run first)
     layers = " ".join(box.layers)
     if "seccomp" not in layers:
         pytest.fail(f"seccomp is not active on this machine: {box.problems}")
@@ -147,6 +148,32 @@ def test_the_kernel_refuses_escapes_past_the_audit_hook(box, tmp_path):
     assert box.call(t.raw_open_write, str(sentinel)) == f"errno {errno.EACCES}"  # Landlock
     assert not sentinel.exists()
     assert box.call(t.raw_syscall, ("kill", 0, 0)) == 0  # its own process group is fine
+    # no symbolic links, even in the scratch folder: arcstudy reads and writes there after the code has run
+    # (its log; simulate's study), and a link made there sent those reads and writes anywhere
+    assert box.call(t.raw_symlink, "to-etc") == eperm
+    failure = _failure(box, t.python_symlink, "to-etc-too")  # refused, even though the code caught the error
+    assert failure.kind == "refused" and "os.symlink" in failure.detail
+
+
+def test_the_log_tail_never_follows_a_link_nor_opens_a_fifo(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-LINE\n")
+    for kind in ("link", "fifo"):
+        scratch = tmp_path / kind
+        scratch.mkdir()
+        if kind == "link":
+            (scratch / "sandbox.log").symlink_to(secret)
+        else:
+            os.mkfifo(scratch / "sandbox.log")  # opened for reading, it blocked arcstudy for good
+        sandbox = Sandbox(SMALL)
+        sandbox._scratch = scratch
+        assert sandbox._log_tail() == ""
+    scratch = tmp_path / "plain"
+    scratch.mkdir()
+    (scratch / "sandbox.log").write_text("first\nlast words\n")
+    sandbox = Sandbox(SMALL)
+    sandbox._scratch = scratch
+    assert sandbox._log_tail() == " (its last output: last words)"
 
 
 def test_writes_inside_the_scratch_folder_work_and_it_is_removed_at_close():
