@@ -61,8 +61,9 @@ class BaselineSourceError(ValueError):
     """A baselines file or folder that cannot be used (the message is for a person)."""
 
 
-def read_published(path: Path, rule: str) -> pl.DataFrame:
-    """Published baselines as (game_id, published_rule, baseline_actions: list[int]).
+def read_published(path: Path, rule: str, with_snapshot: bool = False) -> pl.DataFrame:
+    """Published baselines as (game_id, published_rule, baseline_actions: list[int]) (plus ``snapshot``, the
+    chosen row's snapshot or null, when ``with_snapshot``).
 
     A CSV (like reference/arc-agi-3-public-games.csv) with game_id and baseline_actions (JSON list) columns:
     when it has a baseline_rule column, rows with `rule` are preferred, and among several rows for one game
@@ -101,7 +102,8 @@ def read_published(path: Path, rule: str) -> pl.DataFrame:
         (pl.col("published_rule") == rule).fill_null(False).alias("_rule_match"),
         (pl.col("snapshot") == "current").fill_null(False).alias("_current"),
     ).sort("game_id", "_rule_match", "_current", descending=[False, True, True])
-    return pub.group_by("game_id", maintain_order=True).first().drop("_rule_match", "_current", "snapshot")
+    pub = pub.group_by("game_id", maintain_order=True).first().drop("_rule_match", "_current")
+    return pub if with_snapshot else pub.drop("snapshot")
 
 
 Values = tuple[int, ...] | None
@@ -117,9 +119,12 @@ class ResolvedBaseline:
     sha256: str | None  # content digest of the source file/folder (None for database tables)
     location: str | None  # path or table, for the manifest
     flags: tuple[str, ...] = ()
+    snapshot: str | None = None  # the snapshot the values belong to, when the source says (published CSVs)
 
 
-Entry = tuple[Values, str | None, tuple[str, ...]]  # (values or None, rule or None, flags)
+# (values or None, rule or None, flags[, snapshot]): the snapshot (formats.md A.4: `preview-2025`, `pre-2026-04-14`,
+# `current`) only where the source names it (a published-shape CSV's `snapshot` column)
+Entry = tuple[Values, str | None, tuple[str, ...]] | tuple[Values, str | None, tuple[str, ...], str | None]
 
 
 @dataclass
@@ -244,11 +249,11 @@ def source_from_path(path: Path) -> BaselineSource:
     if {"game_id", "baseline_actions"} <= set(df.columns):
         def wide(rule: str) -> dict:
             try:
-                pub = read_published(path, rule)
+                pub = read_published(path, rule, with_snapshot=True)
             except (ValueError, json.JSONDecodeError) as err:
                 raise BaselineSourceError(f"{path}: {err}") from None
-            return {g: (tuple(v) if v else None, r, ()) for g, r, v in
-                    pub.select("game_id", "published_rule", "baseline_actions").iter_rows()}
+            return {g: (tuple(v) if v else None, r, (), snap) for g, r, v, snap in
+                    pub.select("game_id", "published_rule", "baseline_actions", "snapshot").iter_rows()}
         return BaselineSource("baselines-csv", str(path), digest, wide)
     if {"game_id", "level_index", "baseline_value"} <= set(df.columns):
         return BaselineSource("baselines-csv", str(path), digest, lambda rule: _long_csv(df, path, rule))
@@ -296,7 +301,7 @@ def resolve_baselines(game_ids: Iterable[str], policy: ScoringPolicy, sources: S
             games = source.games(policy.baseline_rule)
             if game_id not in games:
                 continue
-            values, rule, flags = games[game_id]
+            values, rule, flags, *snapshot = games[game_id]
             flags = list(flags)
             if values is None and not flags:
                 flags.append("baseline_missing")
@@ -306,7 +311,7 @@ def resolve_baselines(game_ids: Iterable[str], policy: ScoringPolicy, sources: S
             if values is not None and n is not None and n != len(values):
                 flags.append("baseline_length_differs_from_levels")
             resolved = ResolvedBaseline(game_id, values, True, source.kind, rule, source.sha256, source.location,
-                                        tuple(flags))
+                                        tuple(flags), snapshot[0] if snapshot else None)
             break
         out[game_id] = resolved
     return out

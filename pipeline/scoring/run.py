@@ -47,8 +47,8 @@ from .scorecard import Scorecard, build_scorecard, scorecard_to_json
 from .vectorized import VectorizedScores, score_plays_frame
 from .verify import PlayCheck, divergence_columns, verify_recording
 
-__all__ = ["UNKNOWN_GAME_REASON", "PolicyResult", "ScoreInputError", "ScoreRequest", "ScoreResult", "card_id_for",
-           "policy_slug", "score_recordings", "unknown_games"]
+__all__ = ["PREVIEW_POLICY_ID", "UNKNOWN_GAME_REASON", "PolicyResult", "ScoreInputError", "ScoreRequest", "ScoreResult", "card_id_for",
+           "policy_slug", "preview_exclusions", "score_recordings", "unknown_games"]
 
 POLICY_ORDER = {pid: i for i, pid in enumerate(POLICIES)}  # release order
 
@@ -93,6 +93,9 @@ class ScoreResult:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     competition: dict[str, Any] | None = None  # environment set, unplayed and outside-the-set games
     file_names: dict[str, str] = field(default_factory=dict)  # file_id -> file name of every play's file
+    # policy_id -> play_id -> reason: plays left out under that policy only (a 2025 preview play under a later
+    # policy, formats.md A.4); `excluded` holds those left out under every policy
+    policy_excluded: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def n_excluded(self) -> int:
@@ -267,6 +270,43 @@ def unknown_games(plays: Iterable[tuple[str, str]], game_dirs: Sequence[Path], p
     return candidates
 
 
+PREVIEW_VARIANT = "preview-2025"  # recordings.variant: frame records with `score` (formats.md A.4)
+PREVIEW_POLICY_ID = "arc-agi-3/2025-preview"
+
+
+def preview_reason(game_id: str, policy: ScoringPolicy, baseline: ResolvedBaseline) -> str:
+    found = ("no baseline source knows it" if baseline.source == "none" else
+             f"the baseline found ({baseline.source}) is "
+             + (f"the {baseline.snapshot} snapshot's" if baseline.snapshot else "of no named snapshot"))
+    return (f"2025 preview recording (`score` instead of `levels_completed`): scored only under {PREVIEW_POLICY_ID} "
+            f"unless a baseline for {game_id} exists in a later snapshot (formats.md A.4); under {policy.policy_id} "
+            f"{found}; give one with --baselines CSV (game_id, baseline_actions, snapshot)")
+
+
+def preview_exclusions(recordings: Sequence[RecordingInput], excluded: dict[str, str], policy: ScoringPolicy,
+                       sources: Sequence[BaselineSource], n_levels: dict[str, int] | None = None) -> dict[str, str]:
+    """The plays of 2025 preview recordings left out under ``policy`` (play_id -> reason): formats.md A.4 "score
+    such plays only under `arc-agi-3/2025-preview` unless a baseline for the same `game_id` exists in a later
+    snapshot". A later snapshot is one the baseline source names (a published-shape CSV's `snapshot` column) other
+    than `preview-2025`; a metadata.json, a database table or a recomputed baseline names none, and the 12-hex
+    preview game ids have no later snapshot in the published baselines."""
+    if policy.policy_id == PREVIEW_POLICY_ID:
+        return {}
+    preview = [rec for rec in recordings if rec.variant == PREVIEW_VARIANT
+               and any(play is not None and pid not in excluded for pid, play in rec.plays())]
+    if not preview:
+        return {}
+    resolved = resolve_baselines({rec.game_id for rec in preview}, policy, sources, n_levels)
+    out = {}
+    for rec in preview:
+        b = resolved[rec.game_id]
+        if b.baseline_actions is not None and b.snapshot not in (None, PREVIEW_VARIANT):
+            continue
+        out.update({pid: preview_reason(rec.game_id, policy, b) for pid, play in rec.plays()
+                    if play is not None and pid not in excluded})
+    return out
+
+
 UNKNOWN_GAME_REASON = ("unknown game: no game files under --games and no baseline source knows it (a wrong "
                        "folder or a mistyped game id?); pass --include-unknown-games to score it anyway")
 
@@ -402,15 +442,22 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
                 continue
             games.setdefault(rec.game_id, []).append(play)
             play_ids[id(play)] = pid
-    cards = [Card(game_id=g, plays=tuple(ps)) for g, ps in sorted(games.items())]
+    all_cards = [Card(game_id=g, plays=tuple(ps)) for g, ps in sorted(games.items())]
     n_levels = _n_levels(recordings)
-    plays_frame = _plays_frame(cards, play_ids)
     unplayed = [] if competition is None else competition["unplayed"]
 
     results = []
+    policy_excluded: dict[str, dict[str, str]] = {}
     runs_by_play = {r.play_id: r for r in request.card_runs}
     file_names = {rec.file_id: rec.label for rec in recordings}
     for policy in sorted(request.policies, key=lambda p: POLICY_ORDER.get(p.policy_id, len(POLICY_ORDER))):
+        here = preview_exclusions(recordings, excluded, policy, request.baseline_sources, n_levels)
+        policy_excluded[policy.policy_id] = here
+        cards = all_cards if not here else [
+            Card(game_id=c.game_id, plays=kept) for c in all_cards
+            if (kept := tuple(p for p in c.plays if play_ids[id(p)] not in here))]
+        plays_frame = _plays_frame(cards, play_ids)
+        excluded_here = {**excluded, **here}
         baselines = resolve_baselines([c.game_id for c in cards] + unplayed, policy, request.baseline_sources,
                                       n_levels)
         infos = {g: b.baseline_actions for g, b in baselines.items() if b.has_metadata}
@@ -422,18 +469,20 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
         scores = score_plays_frame(plays_frame, games_frame, policy)
         _check_agreement(sc, scores, play_ids, cards, n_unplayed=len(unplayed))
         scripts = {rec.file_id: rec.script.as_json() for rec in recordings if rec.script is not None}
-        extra = {"verification": _verification(checks, excluded, baselines, request.trust_recordings, scripts,
+        extra = {"verification": _verification(checks, excluded_here, baselines, request.trust_recordings, scripts,
                                                file_names)}
         if runs_by_play:
-            extra["card_inputs"] = _card_inputs_json(sc, cards, play_ids, runs_by_play, excluded, baselines, policy)
+            extra["card_inputs"] = _card_inputs_json(sc, cards, play_ids, runs_by_play, excluded_here, baselines,
+                                                     policy)
         if competition is not None:
             extra["competition"] = competition
         text = scorecard_to_json(sc, extra=extra)
         results.append(PolicyResult(policy, sc, text, baselines, scores))
 
     result = ScoreResult(card_id=card_id, checks=checks, excluded=excluded, policies=results, competition=competition,
-                         file_names=file_names)
-    result.tables = build_tables(result, recordings, cards, play_ids)
+                         file_names=file_names,
+                         policy_excluded={p: e for p, e in policy_excluded.items() if e})
+    result.tables = build_tables(result, recordings, all_cards, play_ids)
     return result
 
 
