@@ -342,6 +342,9 @@ def score_command(
         if not recs and game:
             raise fail(f"no plays of {', '.join(game)} in the database {db_path} (its games: `arcstudy query "
                        f"\"SELECT DISTINCT game_id FROM core_arc3__plays\" --db {db_path}`)")
+        if not recs and cards_found.problems:  # card runs stored but refused (e.g. a 2025 preview card)
+            raise fail(f"no plays to score in the database {db_path}:\n" + _why_no_plays(cards_found.problems, {}),
+                       EXIT_REJECTED)
         if not recs:
             raise fail(f"no plays to score in the database {db_path}: ingest recordings or scorecards first "
                        "(`arcstudy ingest FILES --db ...`), or give the files to score")

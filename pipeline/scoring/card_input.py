@@ -33,7 +33,7 @@ from pipeline.core.textfiles import not_utf8_reason
 from pipeline.ingest.arc3_json import read_scorecard, sniff_scorecard
 from pipeline.ingest.base import FileContext, FileRejected
 from pipeline.ingest.formats import read_head
-from pipeline.recordings.cards import game_id_problem, run_problem, slot_problem
+from pipeline.recordings.cards import PREVIEW_CARD_REASON, game_id_problem, run_problem, slot_problem
 from pipeline.recordings.counting import WIN, Card, CardPlay
 
 from .baseline_sources import BaselineSource
@@ -274,6 +274,9 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
             values["actions_by_level"] = [list(p) for p in row["card_actions_by_level"] or []]
             if (problem := slot_problem(values, s_i)) is not None:
                 bad = f"card slot {s_i} of {game_id}: {problem[2]}"
+            elif row.get("card_score") is not None:  # only a preview card states `scores` (cards.card_rows)
+                problems.append((where(fid), f"card run left out (slot {s_i} of {game_id}): {PREVIEW_CARD_REASON}"))
+                continue
         if bad is not None:
             problems.append((where(fid), f"card quarantined (slot {s_i}): {bad}"))
             continue
