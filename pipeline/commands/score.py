@@ -631,6 +631,8 @@ def _print_card_differences(result) -> None:
     is that the card was scored under another policy (one line per policy; the scorecard's card_inputs has all)."""
     import json
 
+    from pipeline.scoring.card_input import integer_typing
+
     for pr in result.policies:
         doc = json.loads(pr.scorecard_json).get("card_inputs")
         if not doc:
@@ -650,6 +652,14 @@ def _print_card_differences(result) -> None:
                 out.console.print(f"card {run['file_name']} {run['game_id']} run {run['run_index']} {where} "
                                   f"({pr.policy.policy_id}): stated {_fmt(d['stated'])}, recomputed "
                                   f"{_fmt(d['recomputed'])}: {d['cause']}", markup=False, soft_wrap=True)
+        for env in doc.get("environments") or []:  # a stated environments[].score
+            if env["cause"].startswith("policy:"):
+                continue  # said with the runs' policy line below
+            shown += 1
+            if shown <= 20:
+                out.console.print(f"card {env['file_name']} {env['game_id']} environment score ({pr.policy.policy_id})"
+                                  f": stated {_fmt(env['stated'])}, recomputed {_fmt(env['recomputed'])}: "
+                                  f"{env['cause']}", markup=False, soft_wrap=True)
         if shown > 20:
             out.console.print(f"... and {shown - 20} more differences (card_inputs in the scorecard)", markup=False, soft_wrap=True)
         for stated, n in sorted(by_policy.items()):
@@ -661,7 +671,9 @@ def _print_card_differences(result) -> None:
             (name, card), = cards.items()
             total = pr.scorecard.score
             same = abs(card["stated_total"] - total) <= 1e-9 * max(1.0, abs(total))
+            typed = None if same else integer_typing(card["stated_total"], total)
             out.console.print(f"{pr.policy.policy_id}: {name} states a total of {_fmt(card['stated_total'])}; "
-                              f"recomputed {_fmt(total)}" + (" (the same)" if same else " (see the differences "
-                                                             "above, or --compare-with for the totals)"),
+                              f"recomputed {_fmt(total)}" + (" (the same)" if same else f" ({typed})" if typed
+                                                             else " (see the differences above, or --compare-with "
+                                                             "for the totals)"),
                               markup=False, soft_wrap=True)

@@ -39,7 +39,7 @@ from pipeline.recordings.counting import Card, CardPlay
 from schemas.validate import conform
 
 from .baseline_sources import BaselineSource, ResolvedBaseline, resolve_baselines
-from .card_input import CARD_VARIANT, SUMMARY_ONLY, card_checks, stated_differences
+from .card_input import CARD_VARIANT, SUMMARY_ONLY, card_checks, environment_difference, stated_differences
 from .parallel import REPLAY_FAILED, verify_recordings
 from .plays import RecordingInput
 from .policies import POLICIES, ScoringPolicy
@@ -212,6 +212,7 @@ def _card_inputs_json(sc: Scorecard, cards: Sequence[Card], play_ids: dict[int, 
         for play, run in zip(card.plays, game.plays, strict=True):
             scored_by_pid[play_ids[id(play)]] = run
     runs = []
+    by_environment: dict[tuple[str, str], list] = {}  # (file name, game) -> (run, recomputed score, differences)
     for pid, run in sorted(runs_by_play.items()):
         scored = scored_by_pid.get(pid)
         entry = {"play_id": pid, "file_name": run.file_name, "guid": run.play.guid, "game_id": run.game_id,
@@ -226,7 +227,11 @@ def _card_inputs_json(sc: Scorecard, cards: Sequence[Card], play_ids: dict[int, 
             b = baselines.get(run.game_id)
             diffs = stated_differences(run, scored, policy.policy_id, b.source if b else "no")
             entry["differences"] = diffs or None
+            by_environment.setdefault((run.file_name, run.game_id), []).append((run, scored.score, diffs))
         runs.append({k: v for k, v in entry.items() if v is not None})
+    environments = [{"file_name": name, "game_id": game_id, **diff}
+                    for (name, game_id), members in sorted(by_environment.items())
+                    if (diff := environment_difference(members)) is not None]
     files = {}
     for run in runs_by_play.values():
         if run.stated is not None and run.stated.card_score is not None:
@@ -235,7 +240,8 @@ def _card_inputs_json(sc: Scorecard, cards: Sequence[Card], play_ids: dict[int, 
                                     if v is not None}
     return {k: v for k, v in {
         "note": SUMMARY_ONLY + ": scored from what each card says (per-level actions), not replayed",
-        "cards": dict(sorted(files.items())) or None, "runs": runs}.items() if v is not None}
+        "cards": dict(sorted(files.items())) or None, "runs": runs,
+        "environments": environments or None}.items() if v is not None}
 
 
 def _frame_only_json(check: PlayCheck) -> dict[str, Any]:
