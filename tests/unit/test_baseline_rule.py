@@ -114,3 +114,14 @@ def test_a_counts_file_level_costing_zero_actions_is_rejected_by_the_same_rule(t
     assert costs == [("ann", 1, 5), ("ann", 2, 7), ("bob", 1, 4)]  # bob's 0 is no cost a rule may pick
     (reject,) = counts.rejects
     assert reject.location == "line 5" and "0 or negatives produce silent zero level scores" in reject.reason
+
+
+def test_the_viewer_baselines_option_asks_the_same_rule(tmp_path):
+    from pipeline.report.viewer import data as viewer
+
+    with pytest.raises(viewer.ViewerUsageError, match="0 or negatives produce silent zero level scores"):
+        viewer.find_baseline("x", explicit="10,0,10")
+    meta = _metadata(tmp_path / "meta", [10, 10.0])  # a metadata.json holds JSON integers, as ingest requires
+    with pytest.raises(viewer.ViewerUsageError, match="is not an integer"):
+        viewer.find_baseline(GAME, explicit=str(meta / "zb01" / "00000001" / "metadata.json"))
+    assert viewer.find_baseline("x", explicit="10,1,10").actions == [10, 1, 10]

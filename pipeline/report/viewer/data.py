@@ -533,7 +533,7 @@ def _explicit_baseline(text: str) -> Baseline | None:
     if path.is_file():
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-            return Baseline(list(baseline_values(doc["baseline_actions"], str(path))), str(path))
+            return Baseline(list(baseline_values(doc["baseline_actions"], str(path), json_integer=True)), str(path))
         except (OSError, ValueError, KeyError, TypeError) as err:  # BaselineSourceError is a ValueError
             raise ViewerUsageError(f"--baselines {text}: not a metadata.json with baseline_actions ({err})") from err
     try:
@@ -542,11 +542,11 @@ def _explicit_baseline(text: str) -> Baseline | None:
         raise ViewerUsageError(f"--baselines {text!r}: give comma-separated integers, a metadata.json, or a folder or "
                           "CSV of baselines as for `arcstudy score`") from err
     if not values:
-        raise ViewerUsageError(f"--baselines {text!r}: give per-level action counts >= 0")
+        raise ViewerUsageError(f"--baselines {text!r}: give per-level action counts >= 1")
     try:
         return Baseline(list(baseline_values(values, "--baselines")), "--baselines")
     except BaselineSourceError as err:
-        raise ViewerUsageError(f"{err}; give per-level action counts >= 0") from err
+        raise ViewerUsageError(f"{err}; give per-level action counts >= 1") from err
 
 
 def _describe_source(kind: str, location: str | None, db: Path | str | None) -> str:
