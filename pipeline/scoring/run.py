@@ -47,8 +47,9 @@ from .scorecard import Scorecard, build_scorecard, scorecard_to_json
 from .vectorized import VectorizedScores, score_plays_frame
 from .verify import PlayCheck, divergence_columns, verify_recording
 
-__all__ = ["PREVIEW_POLICY_ID", "UNKNOWN_GAME_REASON", "PolicyResult", "ScoreInputError", "ScoreRequest", "ScoreResult", "card_id_for",
-           "policy_slug", "preview_exclusions", "score_recordings", "unknown_games"]
+__all__ = ["PREVIEW_POLICY_ID", "PREVIEW_VARIANT", "UNKNOWN_GAME_REASON", "PolicyResult", "ScoreInputError", "ScoreRequest", "ScoreResult", "card_id_for",
+           "policy_slug", "preview_exclusions", "preview_only", "preview_reason", "score_recordings",
+           "unknown_games"]
 
 POLICY_ORDER = {pid: i for i, pid in enumerate(POLICIES)}  # release order
 
@@ -289,6 +290,12 @@ def preview_reason(game_id: str, policy: ScoringPolicy, baseline: ResolvedBaseli
             f"{found}; give one with --baselines CSV (game_id, baseline_actions, snapshot)")
 
 
+def preview_only(baseline: ResolvedBaseline) -> bool:
+    """A 2025 preview play with this baseline is scored under the preview policy only: no baseline, or one from
+    no named later snapshot (`preview_exclusions`)."""
+    return baseline.baseline_actions is None or baseline.snapshot in (None, PREVIEW_VARIANT)
+
+
 def preview_exclusions(recordings: Sequence[RecordingInput], excluded: dict[str, str], policy: ScoringPolicy,
                        sources: Sequence[BaselineSource], n_levels: dict[str, int] | None = None) -> dict[str, str]:
     """The plays of 2025 preview recordings left out under ``policy`` (play_id -> reason): formats.md A.4 "score
@@ -306,7 +313,7 @@ def preview_exclusions(recordings: Sequence[RecordingInput], excluded: dict[str,
     out = {}
     for rec in preview:
         b = resolved[rec.game_id]
-        if b.baseline_actions is not None and b.snapshot not in (None, PREVIEW_VARIANT):
+        if not preview_only(b):
             continue
         out.update({pid: preview_reason(rec.game_id, policy, b) for pid, play in rec.plays()
                     if play is not None and pid not in excluded})

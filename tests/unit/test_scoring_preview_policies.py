@@ -81,3 +81,14 @@ def test_preview_play_is_scored_under_a_later_policy_with_a_later_snapshot_basel
     # level-index weights (1*100 + 2*100) / (1 + 2) = 100.
     assert _game_scores(cards["scorecard__arc-agi-3_2026-03.json"])[GAME] == 100.0
     assert "left out of the score under" not in result.output
+
+
+def test_the_viewer_says_what_the_score_does_for_a_preview_play(tmp_path):
+    from pipeline.report.viewer import data as viewer
+
+    # the default policy (2026-04) and only the preview snapshot's baseline: left out, with the score's reason
+    assert "scored only under arc-agi-3/2025-preview" in viewer.preview_reason(GAME, "preview-2025")
+    assert viewer.preview_reason(GAME, "benchmarking") is None  # not a preview recording: nothing to say
+    csv = tmp_path / "later.csv"
+    csv.write_text(f'game_id,baseline_actions,baseline_rule,snapshot\n{GAME},"[2, 3]",upper-median,current\n')
+    assert viewer.preview_reason(GAME, "preview-2025", explicit=str(csv)) is None
