@@ -30,8 +30,7 @@ def baseline_count(v: Any, json_integer: bool = False) -> tuple[int | None, str 
     if v is None:
         return None, "a baseline value is missing"
     exact = v if isinstance(v, int) and not isinstance(v, bool) else None
-    if json_integer and exact is None:
-        return None, f"baseline value {v!r} is not an integer (a JSON document's baseline values are integers)"
+    typed = exact is not None
     if isinstance(v, str) and v.strip().lstrip("+").isdigit():
         exact = int(v)  # a float would round a long integer
     try:
@@ -48,6 +47,8 @@ def baseline_count(v: Any, json_integer: bool = False) -> tuple[int | None, str 
     if n > MAX_BASELINE_ACTIONS:
         return None, (f"baseline value {v} is above {MAX_BASELINE_ACTIONS:,} actions, the largest baseline "
                       "accepted: a typo?")
+    if json_integer and not typed:  # 10.0 or "10": a number of actions, but not as a JSON document writes one
+        return None, f"baseline value {v!r} is not an integer (a JSON document's baseline values are integers)"
     return n, None
 
 
