@@ -42,6 +42,9 @@ RECORDING_FLAGS: dict[str, str] = {
     "empty_guids": "the summary card's `guids` list is empty",
     "actions_by_level_short": "the summary card's `actions_by_level` has fewer slots than its plays",
     "stub_plays_in_card": "the summary card holds zero-action slots of abandoned sessions",
+    "preview_card_no_level_costs": "a 2025 preview card (`scores`, no `actions_by_level`): it holds no per-level "
+                                   "costs, which only the recording's `score` transitions give (formats.md A.4), so "
+                                   "`arcstudy score` cannot score its runs from the card",
 }
 # Quality flags of one step (core_arc3__steps.flags).
 STEP_FLAGS: dict[str, str] = {

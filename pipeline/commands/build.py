@@ -16,6 +16,7 @@ from engine.loader import metadata_files, metadata_problem
 from pipeline.core.config import BASELINE_RULES, ConfigError, load_config
 from pipeline.core.console import out
 from pipeline.core.outputs import named, write_csv, write_text
+from pipeline.ingest.baseline_rule import baseline_actions_problem
 from pipeline.scoring.baseline_sources import read_published
 
 from .common import (
@@ -355,6 +356,10 @@ def _metadata_values(games, rule: str):
             out.console.print(f"skipped {gb.game_id}: no baseline for level(s) {missing} (too few completers)")
             continue
         values, rounded = gb.metadata_values()
+        if (why := baseline_actions_problem(values)) is not None:  # the one rule ingest reads metadata.json by
+            out.console.print(f"skipped {gb.game_id}: its {rule} baseline {values}: {why}", markup=False,
+                              soft_wrap=True)
+            continue
         if rounded:
             out.console.print(f"{gb.game_id}: level(s) {rounded} have a half-integer {rule} value, "
                               "rounded up for metadata")

@@ -342,6 +342,9 @@ def score_command(
         if not recs and game:
             raise fail(f"no plays of {', '.join(game)} in the database {db_path} (its games: `arcstudy query "
                        f"\"SELECT DISTINCT game_id FROM core_arc3__plays\" --db {db_path}`)")
+        if not recs and cards_found.problems:  # card runs stored but refused (e.g. a 2025 preview card)
+            raise fail(f"no plays to score in the database {db_path}:\n" + _why_no_plays(cards_found.problems, {}),
+                       EXIT_REJECTED)
         if not recs:
             raise fail(f"no plays to score in the database {db_path}: ingest recordings or scorecards first "
                        "(`arcstudy ingest FILES --db ...`), or give the files to score")
@@ -391,7 +394,8 @@ def score_command(
                 raise fail(f"cannot write the score tables: {err}") from err
             nothing_verified = bool(result.checks) and not any(
                 c.status in ("verified", "divergent", "summary_only") for c in result.checks)
-            code = EXIT_REJECTED if (result.excluded or problems or nothing_verified) else EXIT_OK
+            code = EXIT_REJECTED if (result.excluded or result.policy_excluded or problems or nothing_verified) \
+                else EXIT_OK
             manifest.notes.update(_notes(result, problems))
             manifest.finish(code)
             ws.record_run(manifest)
@@ -497,6 +501,8 @@ def _notes(result, problems) -> dict:
         "card_id": result.card_id,
         "verification": result.status_counts(),
         "excluded_plays": dict(sorted(result.excluded.items())),
+        **({"excluded_plays_by_policy": {p: dict(sorted(e.items())) for p, e in sorted(result.policy_excluded.items())}}
+           if result.policy_excluded else {}),
         "rejected_input": [f"{p}: {reason}" for p, reason in problems],
         "scores": {pr.policy.policy_id: pr.scorecard.score for pr in result.policies},
         "baseline_sources": {
@@ -535,11 +541,16 @@ def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None
     for col in ("game", "runs", *policies, *source_cols):
         table.add_column(col, justify="right" if col in policies or col == "runs" else "left")
     first = result.policies[0]
-    for game in first.scorecard.environments:
-        scores = [_fmt(pr.scorecard.suite.game_scores[game.game_id]) for pr in result.policies]
+    seen_games: dict = {}  # a game whose plays one policy left out is missing from that policy's card
+    for pr in result.policies:
+        for game in pr.scorecard.environments:
+            seen_games.setdefault(game.game_id, game)
+    for game in seen_games.values():
+        scores = [_fmt(pr.scorecard.suite.game_scores[game.game_id]) if game.game_id in pr.baselines
+                  else "left out" for pr in result.policies]
         note = f"  {game.message}" if game.message else ""
-        labels = [_source_label(pr.baselines[game.game_id]) for pr in (result.policies if sources_differ
-                                                                         else [first])]
+        labels = [_source_label(pr.baselines[game.game_id]) if game.game_id in pr.baselines else "-"
+                  for pr in (result.policies if sources_differ else [first])]
         labels[-1] += note
         runs = "0 (unplayed)" if game.plays and all(p.guid is None and p.actions == 0 for p in game.plays) \
             and result.competition and game.game_id in result.competition["unplayed"] else str(len(game.plays))
@@ -561,6 +572,8 @@ def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None
                               markup=False, soft_wrap=True)
     if result.excluded:
         out.console.print(f"left out of the score: {_plays(len(result.excluded))}", markup=False, soft_wrap=True)
+    for pid, here in sorted(result.policy_excluded.items()):
+        out.console.print(f"left out of the score under {pid}: {_plays(len(here))}", markup=False, soft_wrap=True)
     _print_grouped_reasons(result)
     for path, reason in problems[:10]:
         out.console.print(f"rejected input: {path.name}: {reason}", markup=False, soft_wrap=True)
@@ -573,6 +586,9 @@ def _reason_group(reason: str) -> str:
     """The reason without what is particular to one play (a divergence's line, a game id), for grouping."""
     if reason.startswith("replay diverged"):
         return "replay diverged (pass --trust-recordings to score it anyway)"
+    if reason.startswith("2025 preview recording"):
+        return ("2025 preview recording: scored only under arc-agi-3/2025-preview, its game has no baseline from a "
+                "later snapshot (formats.md A.4; give one with --baselines CSV: game_id, baseline_actions, snapshot)")
     if reason.startswith("competition mode: a second play"):
         return ("competition mode: a second play opened by a game reset (the competition server never resets a "
                 "game)" if "game reset" in reason else
@@ -592,6 +608,11 @@ def _print_grouped_reasons(result) -> None:
         label = f"{names.get(c.file_id, c.file_id)} ({pid})" if c else pid
         detail = f": {c.detail}" if c is not None and c.detail and c.status != "summary_only" else ""
         groups.setdefault(f"left out: {_reason_group(reason)}", []).append(label + detail)
+    for policy_id, here in sorted(result.policy_excluded.items()):
+        for pid, reason in sorted(here.items()):
+            c = by_id.get(pid)
+            label = f"{names.get(c.file_id, c.file_id)} ({pid})" if c else pid
+            groups.setdefault(f"left out under {policy_id}: {_reason_group(reason)}", []).append(label)
     for c in result.checks:
         if c.play_id in result.excluded or c.status not in ("unverified",):
             continue
@@ -609,6 +630,8 @@ def _print_card_differences(result) -> None:
     """Card runs whose stated values differ from the recomputed ones: level by level, except where the only cause
     is that the card was scored under another policy (one line per policy; the scorecard's card_inputs has all)."""
     import json
+
+    from pipeline.scoring.card_input import integer_typing
 
     for pr in result.policies:
         doc = json.loads(pr.scorecard_json).get("card_inputs")
@@ -629,6 +652,14 @@ def _print_card_differences(result) -> None:
                 out.console.print(f"card {run['file_name']} {run['game_id']} run {run['run_index']} {where} "
                                   f"({pr.policy.policy_id}): stated {_fmt(d['stated'])}, recomputed "
                                   f"{_fmt(d['recomputed'])}: {d['cause']}", markup=False, soft_wrap=True)
+        for env in doc.get("environments") or []:  # a stated environments[].score
+            if env["cause"].startswith("policy:"):
+                continue  # said with the runs' policy line below
+            shown += 1
+            if shown <= 20:
+                out.console.print(f"card {env['file_name']} {env['game_id']} environment score ({pr.policy.policy_id})"
+                                  f": stated {_fmt(env['stated'])}, recomputed {_fmt(env['recomputed'])}: "
+                                  f"{env['cause']}", markup=False, soft_wrap=True)
         if shown > 20:
             out.console.print(f"... and {shown - 20} more differences (card_inputs in the scorecard)", markup=False, soft_wrap=True)
         for stated, n in sorted(by_policy.items()):
@@ -636,11 +667,13 @@ def _print_card_differences(result) -> None:
                               "policy (card_inputs in the scorecard)", markup=False, soft_wrap=True)
         cards = doc.get("cards") or {}
         only_cards = all(c.status == "summary_only" for c in result.checks)
-        if len(cards) == 1 and only_cards and not result.excluded:
+        if len(cards) == 1 and only_cards and not result.excluded and not result.policy_excluded:
             (name, card), = cards.items()
             total = pr.scorecard.score
             same = abs(card["stated_total"] - total) <= 1e-9 * max(1.0, abs(total))
+            typed = None if same else integer_typing(card["stated_total"], total)
             out.console.print(f"{pr.policy.policy_id}: {name} states a total of {_fmt(card['stated_total'])}; "
-                              f"recomputed {_fmt(total)}" + (" (the same)" if same else " (see the differences "
-                                                             "above, or --compare-with for the totals)"),
+                              f"recomputed {_fmt(total)}" + (" (the same)" if same else f" ({typed})" if typed
+                                                             else " (see the differences above, or --compare-with "
+                                                             "for the totals)"),
                               markup=False, soft_wrap=True)

@@ -21,6 +21,7 @@ from pipeline.ingest.base import (
     Reject,
     clip,
 )
+from pipeline.ingest.baseline_rule import baseline_actions_problem
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.recordings.cards import MAX_LEVELS, card_rows, game_id_problem, run_problem
 from schemas.arc3 import MAX_BASELINE_ACTIONS
@@ -67,12 +68,6 @@ def sniff_metadata(head: Head) -> str | None:
     return None
 
 
-def _positive_int_list(value: Any) -> bool:
-    """At most MAX_LEVELS positive integers up to MAX_BASELINE_ACTIONS (one per level)."""
-    return isinstance(value, list) and len(value) <= MAX_LEVELS and all(isinstance(v, int) and not isinstance(v, bool)
-                                           and 0 < v <= MAX_BASELINE_ACTIONS for v in value)
-
-
 def read_metadata(ctx: FileContext) -> ReaderOutput:
     doc, text_flags, bad = _load_json_document(ctx)
     if not isinstance(doc, dict):
@@ -88,10 +83,9 @@ def read_metadata(ctx: FileContext) -> ReaderOutput:
                            "game_id_folder_mismatch")
     baseline = doc.get("baseline_actions")
     flags = list(text_flags)
-    if baseline is not None and not _positive_int_list(baseline):
+    if baseline is not None and (why := baseline_actions_problem(baseline)) is not None:  # the one rule
         raise FileRejected(f"baseline_actions must be a list of at most {MAX_LEVELS} positive integers (one per "
-                           f"level) up to {MAX_BASELINE_ACTIONS:,}, got {clip(repr(baseline))} (zeros or negatives "
-                           "silently score 0 in the toolkit)",
+                           f"level) up to {MAX_BASELINE_ACTIONS:,}, got {clip(repr(baseline))}: {why}",
                            "bad_baseline_actions")
     if not baseline:
         flags.append("baseline_missing")

@@ -6,7 +6,8 @@ One row per game, player and level:
     game_id,level_index,player_id,cumulative_actions,completed   cumulative, as a card's actions_by_level
 
 - `level_index` is 1-based; `completed` is true/false (also 1/0, yes/no, t/f; any case);
-- a completed level needs its count (a whole number >= 0); an incomplete level's count is ignored and may be
+- a completed level needs its count (a whole number >= 0) and costs at least one action (the one rule for baseline
+  values, `baseline_rule`: a 0 cost picked by a rule would be a 0 baseline); an incomplete level's count is ignored and may be
   empty (a card's `actions_by_level` is null there);
 - levels are completed in order: a completed level whose previous level is not completed (or absent) is
   rejected; with `cumulative_actions` the cost is the difference to the previous level's value, so a value
@@ -32,6 +33,7 @@ import polars as pl
 from pipeline.core.special_files import not_regular_file
 from pipeline.core.textfiles import not_utf8_reason
 from pipeline.ingest.base import Reject, clip
+from pipeline.ingest.baseline_rule import ZERO_BASELINE_WHY, baseline_value_problem
 from pipeline.recordings.cards import MAX_LEVELS
 from schemas.arc3 import MAX_BASELINE_ACTIONS
 from schemas.validate import conform
@@ -224,6 +226,13 @@ def _read_rows(path: Path, reader: Any, reject: Callable[..., None], rejects: li
                 reject(r.line, "cumulative_decreasing", f"cumulative_actions {r.count} of player {player} level "
                        f"{level} is below the previous level's {prev_count}", r.raw, "cumulative_actions",
                        str(r.count))
+                broken = f"level {level} was rejected (line {r.line})"
+                continue
+            if baseline_value_problem(cost) is not None:  # the one rule: a rule may pick this cost
+                column = "cumulative_actions" if cumulative else "actions"
+                reject(r.line, "zero_cost", f"player {player} completed level {level} of {game_id} in {cost} "
+                       f"actions: a level's cost is at least 1 action, and a rule picking this one would make a "
+                       f"0 baseline ({ZERO_BASELINE_WHY})", r.raw, column, str(r.count))
                 broken = f"level {level} was rejected (line {r.line})"
                 continue
             prev_count = r.count

@@ -25,6 +25,7 @@ from pipeline.core.outputs import OutputError, as_output_error, is_output_oserro
 from pipeline.core.special_files import resolved
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import InputFormat
+from pipeline.recordings.cards import PREVIEW_CARD_FLAG
 from schemas import validate_frame
 from schemas.validate import conform
 
@@ -214,6 +215,9 @@ def _loaded_report(prepared: PreparedFile, n_quarantined: int, n_replaced: int,
     counts = counts if counts is not None else {n: df.height for n, df in output.tables.items()}
     status = "replaced" if n_replaced else "loaded"
     message = f"replaced {n_replaced} older version(s) of this path" if n_replaced else ""
+    if PREVIEW_CARD_FLAG in output.flags and "core_arc3__plays" not in output.tables:  # a card file: `score` refuses it
+        message = "; ".join(filter(None, (message, "2025 preview card: no per-level costs, so `score` cannot "
+                                                    "score it (formats.md A.4)")))
     return FileReport(prepared.path, status, prepared.fmt_name, sum(counts.values()), n_quarantined, message,
                       counts, prepared.ctx.file_id)
 

@@ -32,6 +32,11 @@ QUARANTINE_PLAY_FLAGS = {"cumulative_decreasing": "cumulative actions_by_level v
                                                        "slot's actions"}
 MAX_LEVELS = FIELDS["levels_completed"].le  # 254: the engine's levels counter (spec/formats.md §A.4)
 CARD_LISTS = ("actions", "resets", "levels_completed", "states")  # one entry per slot, required
+# A 2025 preview card (formats.md A.4): `scores`, no `actions_by_level`; its runs have no per-level costs.
+PREVIEW_CARD_FLAG = "preview_card_no_level_costs"
+PREVIEW_CARD_REASON = ("a 2025 preview card (`scores`, no `actions_by_level`) holds no per-level costs: they must be "
+                       "derived from the recording's `score` transitions (formats.md A.4), so this run cannot be "
+                       "scored from the card; score its recording instead")
 CARD_OPTIONAL_LISTS = ("guids", "actions_by_level")  # may be null, empty (human data) or short (actions_by_level)
 
 
@@ -285,6 +290,8 @@ def card_rows(file_id: str | None, cards: dict[str, Any], line_number: int | Non
             continue
         if not any(card.guids):
             flags.add("empty_guids")
+        if preview:
+            flags.add(PREVIEW_CARD_FLAG)
         if "actions_by_level" in raw and len(raw.get("actions_by_level") or []) < card.total_plays \
                 and raw.get("actions_by_level") not in (None, [[]]):
             flags.add("actions_by_level_short")
@@ -301,7 +308,7 @@ def card_rows(file_id: str | None, cards: dict[str, Any], line_number: int | Non
                 issues.append(LineIssue(f"{where} slot {i}", check, f"card slot {i} of {game_id}: {why}",
                                         clip(repr(_slot_values(raw, i, preview))), "core_arc3__card_plays", column))
                 continue
-            pflags = list(play_flags(play)) if not preview else []
+            pflags = list(play_flags(play)) if not preview else [PREVIEW_CARD_FLAG]
             bad = [QUARANTINE_PLAY_FLAGS[f] for f in pflags if f in QUARANTINE_PLAY_FLAGS]
             if bad:
                 issues.append(LineIssue(f"{where} slot {i}", "impossible_card_slot",

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -34,8 +33,8 @@ import polars as pl
 from engine.loader import find_games, metadata_files, metadata_problem, skipped_metadata
 from pipeline.core.manifest import sha256_file
 from pipeline.core.textfiles import DuplicateKeyError, not_utf8_reason, read_text_document, unique_json
+from pipeline.ingest.baseline_rule import baseline_actions_problem, baseline_count
 from pipeline.recordings.cards import MAX_LEVELS
-from schemas.arc3 import MAX_BASELINE_ACTIONS
 
 from .policies import ScoringPolicy
 
@@ -61,8 +60,9 @@ class BaselineSourceError(ValueError):
     """A baselines file or folder that cannot be used (the message is for a person)."""
 
 
-def read_published(path: Path, rule: str) -> pl.DataFrame:
-    """Published baselines as (game_id, published_rule, baseline_actions: list[int]).
+def read_published(path: Path, rule: str, with_snapshot: bool = False) -> pl.DataFrame:
+    """Published baselines as (game_id, published_rule, baseline_actions: list[int]) (plus ``snapshot``, the
+    chosen row's snapshot or null, when ``with_snapshot``).
 
     A CSV (like reference/arc-agi-3-public-games.csv) with game_id and baseline_actions (JSON list) columns:
     when it has a baseline_rule column, rows with `rule` are preferred, and among several rows for one game
@@ -84,7 +84,8 @@ def read_published(path: Path, rule: str) -> pl.DataFrame:
                 raise BaselineSourceError(f"{f}: {err or 'JSON nested too deeply'}") from None
             if isinstance(doc, dict) and doc.get("game_id") and doc.get("baseline_actions"):
                 rows.append({"game_id": doc["game_id"], "published_rule": None, "snapshot": None,
-                             "baseline_actions": list(baseline_values(doc["baseline_actions"], str(f)))})
+                             "baseline_actions": list(baseline_values(doc["baseline_actions"], str(f),
+                                                                      json_integer=True))})
     else:
         df = pl.read_csv(path, infer_schema=False)
         if not {"game_id", "baseline_actions"} <= set(df.columns):
@@ -101,7 +102,8 @@ def read_published(path: Path, rule: str) -> pl.DataFrame:
         (pl.col("published_rule") == rule).fill_null(False).alias("_rule_match"),
         (pl.col("snapshot") == "current").fill_null(False).alias("_current"),
     ).sort("game_id", "_rule_match", "_current", descending=[False, True, True])
-    return pub.group_by("game_id", maintain_order=True).first().drop("_rule_match", "_current", "snapshot")
+    pub = pub.group_by("game_id", maintain_order=True).first().drop("_rule_match", "_current")
+    return pub if with_snapshot else pub.drop("snapshot")
 
 
 Values = tuple[int, ...] | None
@@ -117,9 +119,12 @@ class ResolvedBaseline:
     sha256: str | None  # content digest of the source file/folder (None for database tables)
     location: str | None  # path or table, for the manifest
     flags: tuple[str, ...] = ()
+    snapshot: str | None = None  # the snapshot the values belong to, when the source says (published CSVs)
 
 
-Entry = tuple[Values, str | None, tuple[str, ...]]  # (values or None, rule or None, flags)
+# (values or None, rule or None, flags[, snapshot]): the snapshot (formats.md A.4: `preview-2025`, `pre-2026-04-14`,
+# `current`) only where the source names it (a published-shape CSV's `snapshot` column)
+Entry = tuple[Values, str | None, tuple[str, ...]] | tuple[Values, str | None, tuple[str, ...], str | None]
 
 
 @dataclass
@@ -138,37 +143,19 @@ class BaselineSource:
         return self._cache[rule]
 
 
-def baseline_values(values: Iterable, where: str, rows: Sequence[str] | None = None) -> tuple[int, ...]:
-    """Per-level action counts exactly as written (no float rounding), at most MAX_LEVELS of them, each a whole
-    number from 0 to `MAX_BASELINE_ACTIONS` (the bound a metadata.json's baseline has at ingest); anything else
-    names ``where`` (and ``rows[i]``, the row of value i, when the values come from several rows)."""
-    if not isinstance(values, list | tuple):
-        raise BaselineSourceError(f"{where}: baseline_actions must be a list of action counts, got {values!r}")
-    if len(values) > MAX_LEVELS:  # one per level: a million once took minutes and gigabytes to compare
-        raise BaselineSourceError(f"{where}: baseline_actions has {len(values):,} values, one per level, and a game "
-                                  f"has at most {MAX_LEVELS} levels")
+def baseline_values(values: Iterable, where: str, rows: Sequence[str] | None = None,
+                    json_integer: bool = False) -> tuple[int, ...]:
+    """Per-level action counts exactly as written (no float rounding), at most MAX_LEVELS of them, each passing
+    the one rule for baseline values (`pipeline.ingest.baseline_rule`: a whole number from 1 to
+    `MAX_BASELINE_ACTIONS`, a JSON integer when ``json_integer``, as ingest requires of a metadata.json);
+    anything else names ``where`` (and ``rows[i]``, the row of value i, when the values come from several rows)."""
+    if not isinstance(values, list | tuple) or len(values) > MAX_LEVELS:
+        raise BaselineSourceError(f"{where}: {baseline_actions_problem(values)}")
     out = []
     for i, v in enumerate(values):
-        at = f"{where}: {rows[i]}" if rows is not None else where
-        if v is None:
-            raise BaselineSourceError(f"{at}: a baseline value is missing")
-        exact = v if isinstance(v, int) and not isinstance(v, bool) else None
-        if isinstance(v, str) and v.strip().lstrip("+").isdigit():
-            exact = int(v)  # a float would round a long integer
-        try:
-            f = None if isinstance(v, bool) else float(v)
-        except (TypeError, ValueError, OverflowError):
-            f = None
-        if exact is None and (f is None or not math.isfinite(f) or f < 0):
-            raise BaselineSourceError(f"{at}: baseline value {v!r} is not a number of actions")
-        if exact is None and f != int(f):
-            raise BaselineSourceError(f"{at}: baseline value {v} is not a whole number of actions")
-        n = int(f) if exact is None else exact
-        if n < 0:
-            raise BaselineSourceError(f"{at}: baseline value {v!r} is not a number of actions (0 or more)")
-        if n > MAX_BASELINE_ACTIONS:
-            raise BaselineSourceError(f"{at}: baseline value {v} is above {MAX_BASELINE_ACTIONS:,} actions, the "
-                                      "largest baseline accepted (as for a metadata.json at ingest): a typo?")
+        n, why = baseline_count(v, json_integer)
+        if why is not None:
+            raise BaselineSourceError(f"{f'{where}: {rows[i]}' if rows is not None else where}: {why}")
         out.append(n)
     return tuple(out)
 
@@ -185,7 +172,8 @@ def _metadata_games(dirs: Sequence[Path]) -> dict[str, Entry]:
     games = {}
     for info in find_games(list(dirs)):
         values = info.baseline_actions
-        games[info.game_id] = (baseline_values(values, str(info.directory / "metadata.json")) if values else None, None, ())
+        games[info.game_id] = (baseline_values(values, str(info.directory / "metadata.json"), json_integer=True)
+                               if values else None, None, ())
     return games
 
 
@@ -244,11 +232,11 @@ def source_from_path(path: Path) -> BaselineSource:
     if {"game_id", "baseline_actions"} <= set(df.columns):
         def wide(rule: str) -> dict:
             try:
-                pub = read_published(path, rule)
+                pub = read_published(path, rule, with_snapshot=True)
             except (ValueError, json.JSONDecodeError) as err:
                 raise BaselineSourceError(f"{path}: {err}") from None
-            return {g: (tuple(v) if v else None, r, ()) for g, r, v in
-                    pub.select("game_id", "published_rule", "baseline_actions").iter_rows()}
+            return {g: (tuple(v) if v else None, r, (), snap) for g, r, v, snap in
+                    pub.select("game_id", "published_rule", "baseline_actions", "snapshot").iter_rows()}
         return BaselineSource("baselines-csv", str(path), digest, wide)
     if {"game_id", "level_index", "baseline_value"} <= set(df.columns):
         return BaselineSource("baselines-csv", str(path), digest, lambda rule: _long_csv(df, path, rule))
@@ -296,7 +284,7 @@ def resolve_baselines(game_ids: Iterable[str], policy: ScoringPolicy, sources: S
             games = source.games(policy.baseline_rule)
             if game_id not in games:
                 continue
-            values, rule, flags = games[game_id]
+            values, rule, flags, *snapshot = games[game_id]
             flags = list(flags)
             if values is None and not flags:
                 flags.append("baseline_missing")
@@ -306,7 +294,7 @@ def resolve_baselines(game_ids: Iterable[str], policy: ScoringPolicy, sources: S
             if values is not None and n is not None and n != len(values):
                 flags.append("baseline_length_differs_from_levels")
             resolved = ResolvedBaseline(game_id, values, True, source.kind, rule, source.sha256, source.location,
-                                        tuple(flags))
+                                        tuple(flags), snapshot[0] if snapshot else None)
             break
         out[game_id] = resolved
     return out

@@ -20,6 +20,7 @@ ingest quarantines them by, with the same reason; the other runs of the card sti
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,7 +34,7 @@ from pipeline.core.textfiles import not_utf8_reason
 from pipeline.ingest.arc3_json import read_scorecard, sniff_scorecard
 from pipeline.ingest.base import FileContext, FileRejected
 from pipeline.ingest.formats import read_head
-from pipeline.recordings.cards import game_id_problem, run_problem, slot_problem
+from pipeline.recordings.cards import PREVIEW_CARD_REASON, game_id_problem, run_problem, slot_problem
 from pipeline.recordings.counting import WIN, Card, CardPlay
 
 from .baseline_sources import BaselineSource
@@ -48,6 +49,8 @@ __all__ = [
     "card_baseline_source",
     "card_checks",
     "card_recordings",
+    "environment_difference",
+    "integer_typing",
     "is_scorecard_file",
     "read_card_files",
     "read_db_cards",
@@ -76,6 +79,7 @@ class StatedRun:
     card_score: float | None  # the whole card's stated total
     competition_mode: bool | None
     policy_assumed: bool = False  # the card names no policy: the current toolkit's is assumed
+    environment_score: float | None = None  # the card's `environments[].score` of the run's game (C.2)
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,15 @@ def _f(v: Any) -> float | None:
     return None if v is None else float(v)
 
 
+def _environment_score(doc: Mapping[str, Any], game_id: str) -> float | None:
+    """The stated `environments[].score` of ``game_id`` (formats.md C.2: the best run's score), when the card
+    has one environment of that id with a number there."""
+    found = [e.get("score") for e in doc.get("environments") or () if isinstance(e, dict) and e.get("id") == game_id]
+    if len(found) != 1 or isinstance(found[0], bool) or not isinstance(found[0], int | float):
+        return None
+    return float(found[0])
+
+
 def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slots: pl.DataFrame | None,
                      files: Mapping[str, tuple[str, Path | None]]) -> tuple[list[CardRun], list[tuple[Path, str]]]:
     """Card runs from ``core_arc3__scorecard_runs`` (with their ``core_arc3__scorecards`` documents) and
@@ -262,7 +275,7 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
             level_baseline_actions=None if base is None or -1 in base else tuple(int(b) for b in base),
             message=row["message"], card_score=_f(doc.get("score")),
             competition_mode=doc.get("competition_mode") if isinstance(doc.get("competition_mode"), bool) else None,
-            policy_assumed=row["policy_id"] is None)
+            policy_assumed=row["policy_id"] is None, environment_score=_environment_score(doc, game_id))
         name, path = files.get(fid, (fid[:12], None))
         out.append(CardRun(fid, name, path, "scored-summary", game_id, r_i, play, stated, tuple(notes)))
     for row in (slots.sort("file_id", "game_id", "slot_index").iter_rows(named=True) if slots is not None else ()):
@@ -274,6 +287,9 @@ def runs_from_tables(runs: pl.DataFrame | None, cards: pl.DataFrame | None, slot
             values["actions_by_level"] = [list(p) for p in row["card_actions_by_level"] or []]
             if (problem := slot_problem(values, s_i)) is not None:
                 bad = f"card slot {s_i} of {game_id}: {problem[2]}"
+            elif row.get("card_score") is not None:  # only a preview card states `scores` (cards.card_rows)
+                problems.append((where(fid), f"card run left out (slot {s_i} of {game_id}): {PREVIEW_CARD_REASON}"))
+                continue
         if bad is not None:
             problems.append((where(fid), f"card quarantined (slot {s_i}): {bad}"))
             continue
@@ -361,6 +377,22 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
+OTHER_SCORER = "edited by hand, or written by another scorer"
+
+
+def integer_typing(stated: float, recomputed: float) -> str | None:
+    """Why a stated whole number differs from the recomputed score when it is that score as an integer: the hosted
+    API types the scores as integers (formats.md C.2); None otherwise."""
+    if stated != int(stated) or _close(stated, recomputed):
+        return None
+    how = ("rounded" if stated == round(recomputed) else "truncated" if stated == math.trunc(recomputed)
+           else None)
+    if how is None:
+        return None
+    return (f"integer typing: the stated value is the recomputed {recomputed:.3f} {how} to an integer, as the hosted "
+            "API types the scores (formats.md C.2)")
+
+
 def stated_differences(run: CardRun, scored, policy_id: str, baseline_source: str) -> list[dict[str, Any]]:
     """Where the run's recomputed score (``scored``: its `PlayScore` under ``policy_id``) differs from what the
     card states, per level, each with its cause; empty when they agree or the card states nothing."""
@@ -394,12 +426,32 @@ def stated_differences(run: CardRun, scored, policy_id: str, baseline_source: st
         elif run.notes and TWO_LEVELS_NOTE in run.notes and i == len(scored.level_scores) - 1:
             cause = TWO_LEVELS_NOTE
         else:
-            cause = ("the stated score does not follow from the card's own level actions and baselines (edited by "
-                     "hand, or written by another scorer)")
+            cause = integer_typing(s_old, s_new) or (
+                f"the stated score does not follow from the card's own level actions and baselines ({OTHER_SCORER})")
         out.append({"level_index": i + 1, "stated": s_old, "recomputed": s_new, "cause": cause})
     if not _close(stated.score, scored.score):
-        cause = (out[0]["cause"] if out else causes_run[0] if causes_run else
-                 "the stated run score does not follow from its own level scores (edited by hand, or written by "
-                 "another scorer)")
+        typed = None if causes_run else integer_typing(stated.score, scored.score)
+        first = next((d["cause"] for d in out if not d["cause"].startswith("integer typing")), None)
+        cause = (first if first else causes_run[0] if causes_run else typed if typed else
+                 f"the stated run score does not follow from its own level scores ({OTHER_SCORER})")
         out.append({"level_index": None, "stated": stated.score, "recomputed": scored.score, "cause": cause})
     return out
+
+
+def environment_difference(runs: Sequence[tuple[CardRun, float, list[dict[str, Any]]]]) -> dict[str, Any] | None:
+    """The stated `environments[].score` of one card's game against the best of its runs' recomputed scores
+    (formats.md C.2: the environment's score is its best run's), with the cause: the runs' own differences when
+    they have any, else integer typing, else a value that does not follow from the card's runs. ``runs``: (card
+    run, recomputed score, its differences) of every run of that environment in that card."""
+    stated = runs[0][0].stated if runs else None
+    if stated is None or stated.environment_score is None:
+        return None
+    recomputed = max(score for _, score, _ in runs)
+    if _close(stated.environment_score, recomputed):
+        return None
+    run_causes = [d["cause"] for _, _, diffs in runs for d in diffs if not d["cause"].startswith("integer typing")]
+    cause = run_causes[0] if run_causes else integer_typing(stated.environment_score, recomputed) or (
+        "the stated environment score is not the best of its runs' scores, which are right (formats.md C.2; "
+        f"{OTHER_SCORER})")
+    return {"level_index": None, "scope": "environment", "stated": stated.environment_score,
+            "recomputed": recomputed, "cause": cause}

@@ -39,7 +39,7 @@ from pipeline.recordings.counting import Card, CardPlay
 from schemas.validate import conform
 
 from .baseline_sources import BaselineSource, ResolvedBaseline, resolve_baselines
-from .card_input import CARD_VARIANT, SUMMARY_ONLY, card_checks, stated_differences
+from .card_input import CARD_VARIANT, SUMMARY_ONLY, card_checks, environment_difference, stated_differences
 from .parallel import REPLAY_FAILED, verify_recordings
 from .plays import RecordingInput
 from .policies import POLICIES, ScoringPolicy
@@ -47,8 +47,9 @@ from .scorecard import Scorecard, build_scorecard, scorecard_to_json
 from .vectorized import VectorizedScores, score_plays_frame
 from .verify import PlayCheck, divergence_columns, verify_recording
 
-__all__ = ["UNKNOWN_GAME_REASON", "PolicyResult", "ScoreInputError", "ScoreRequest", "ScoreResult", "card_id_for",
-           "policy_slug", "score_recordings", "unknown_games"]
+__all__ = ["PREVIEW_POLICY_ID", "PREVIEW_VARIANT", "UNKNOWN_GAME_REASON", "PolicyResult", "ScoreInputError", "ScoreRequest", "ScoreResult", "card_id_for",
+           "policy_slug", "preview_exclusions", "preview_only", "preview_reason", "score_recordings",
+           "unknown_games"]
 
 POLICY_ORDER = {pid: i for i, pid in enumerate(POLICIES)}  # release order
 
@@ -93,6 +94,9 @@ class ScoreResult:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     competition: dict[str, Any] | None = None  # environment set, unplayed and outside-the-set games
     file_names: dict[str, str] = field(default_factory=dict)  # file_id -> file name of every play's file
+    # policy_id -> play_id -> reason: plays left out under that policy only (a 2025 preview play under a later
+    # policy, formats.md A.4); `excluded` holds those left out under every policy
+    policy_excluded: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def n_excluded(self) -> int:
@@ -209,6 +213,7 @@ def _card_inputs_json(sc: Scorecard, cards: Sequence[Card], play_ids: dict[int, 
         for play, run in zip(card.plays, game.plays, strict=True):
             scored_by_pid[play_ids[id(play)]] = run
     runs = []
+    by_environment: dict[tuple[str, str], list] = {}  # (file name, game) -> (run, recomputed score, differences)
     for pid, run in sorted(runs_by_play.items()):
         scored = scored_by_pid.get(pid)
         entry = {"play_id": pid, "file_name": run.file_name, "guid": run.play.guid, "game_id": run.game_id,
@@ -223,7 +228,11 @@ def _card_inputs_json(sc: Scorecard, cards: Sequence[Card], play_ids: dict[int, 
             b = baselines.get(run.game_id)
             diffs = stated_differences(run, scored, policy.policy_id, b.source if b else "no")
             entry["differences"] = diffs or None
+            by_environment.setdefault((run.file_name, run.game_id), []).append((run, scored.score, diffs))
         runs.append({k: v for k, v in entry.items() if v is not None})
+    environments = [{"file_name": name, "game_id": game_id, **diff}
+                    for (name, game_id), members in sorted(by_environment.items())
+                    if (diff := environment_difference(members)) is not None]
     files = {}
     for run in runs_by_play.values():
         if run.stated is not None and run.stated.card_score is not None:
@@ -232,7 +241,8 @@ def _card_inputs_json(sc: Scorecard, cards: Sequence[Card], play_ids: dict[int, 
                                     if v is not None}
     return {k: v for k, v in {
         "note": SUMMARY_ONLY + ": scored from what each card says (per-level actions), not replayed",
-        "cards": dict(sorted(files.items())) or None, "runs": runs}.items() if v is not None}
+        "cards": dict(sorted(files.items())) or None, "runs": runs,
+        "environments": environments or None}.items() if v is not None}
 
 
 def _frame_only_json(check: PlayCheck) -> dict[str, Any]:
@@ -265,6 +275,49 @@ def unknown_games(plays: Iterable[tuple[str, str]], game_dirs: Sequence[Path], p
         known = resolve_baselines(candidates, policy, baseline_sources)
         candidates -= {g for g, b in known.items() if b.source != "none"}
     return candidates
+
+
+PREVIEW_VARIANT = "preview-2025"  # recordings.variant: frame records with `score` (formats.md A.4)
+PREVIEW_POLICY_ID = "arc-agi-3/2025-preview"
+
+
+def preview_reason(game_id: str, policy: ScoringPolicy, baseline: ResolvedBaseline) -> str:
+    found = ("no baseline source knows it" if baseline.source == "none" else
+             f"the baseline found ({baseline.source}) is "
+             + (f"the {baseline.snapshot} snapshot's" if baseline.snapshot else "of no named snapshot"))
+    return (f"2025 preview recording (`score` instead of `levels_completed`): scored only under {PREVIEW_POLICY_ID} "
+            f"unless a baseline for {game_id} exists in a later snapshot (formats.md A.4); under {policy.policy_id} "
+            f"{found}; give one with --baselines CSV (game_id, baseline_actions, snapshot)")
+
+
+def preview_only(baseline: ResolvedBaseline) -> bool:
+    """A 2025 preview play with this baseline is scored under the preview policy only: no baseline, or one from
+    no named later snapshot (`preview_exclusions`)."""
+    return baseline.baseline_actions is None or baseline.snapshot in (None, PREVIEW_VARIANT)
+
+
+def preview_exclusions(recordings: Sequence[RecordingInput], excluded: dict[str, str], policy: ScoringPolicy,
+                       sources: Sequence[BaselineSource], n_levels: dict[str, int] | None = None) -> dict[str, str]:
+    """The plays of 2025 preview recordings left out under ``policy`` (play_id -> reason): formats.md A.4 "score
+    such plays only under `arc-agi-3/2025-preview` unless a baseline for the same `game_id` exists in a later
+    snapshot". A later snapshot is one the baseline source names (a published-shape CSV's `snapshot` column) other
+    than `preview-2025`; a metadata.json, a database table or a recomputed baseline names none, and the 12-hex
+    preview game ids have no later snapshot in the published baselines."""
+    if policy.policy_id == PREVIEW_POLICY_ID:
+        return {}
+    preview = [rec for rec in recordings if rec.variant == PREVIEW_VARIANT
+               and any(play is not None and pid not in excluded for pid, play in rec.plays())]
+    if not preview:
+        return {}
+    resolved = resolve_baselines({rec.game_id for rec in preview}, policy, sources, n_levels)
+    out = {}
+    for rec in preview:
+        b = resolved[rec.game_id]
+        if not preview_only(b):
+            continue
+        out.update({pid: preview_reason(rec.game_id, policy, b) for pid, play in rec.plays()
+                    if play is not None and pid not in excluded})
+    return out
 
 
 UNKNOWN_GAME_REASON = ("unknown game: no game files under --games and no baseline source knows it (a wrong "
@@ -402,15 +455,22 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
                 continue
             games.setdefault(rec.game_id, []).append(play)
             play_ids[id(play)] = pid
-    cards = [Card(game_id=g, plays=tuple(ps)) for g, ps in sorted(games.items())]
+    all_cards = [Card(game_id=g, plays=tuple(ps)) for g, ps in sorted(games.items())]
     n_levels = _n_levels(recordings)
-    plays_frame = _plays_frame(cards, play_ids)
     unplayed = [] if competition is None else competition["unplayed"]
 
     results = []
+    policy_excluded: dict[str, dict[str, str]] = {}
     runs_by_play = {r.play_id: r for r in request.card_runs}
     file_names = {rec.file_id: rec.label for rec in recordings}
     for policy in sorted(request.policies, key=lambda p: POLICY_ORDER.get(p.policy_id, len(POLICY_ORDER))):
+        here = preview_exclusions(recordings, excluded, policy, request.baseline_sources, n_levels)
+        policy_excluded[policy.policy_id] = here
+        cards = all_cards if not here else [
+            Card(game_id=c.game_id, plays=kept) for c in all_cards
+            if (kept := tuple(p for p in c.plays if play_ids[id(p)] not in here))]
+        plays_frame = _plays_frame(cards, play_ids)
+        excluded_here = {**excluded, **here}
         baselines = resolve_baselines([c.game_id for c in cards] + unplayed, policy, request.baseline_sources,
                                       n_levels)
         infos = {g: b.baseline_actions for g, b in baselines.items() if b.has_metadata}
@@ -422,18 +482,20 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
         scores = score_plays_frame(plays_frame, games_frame, policy)
         _check_agreement(sc, scores, play_ids, cards, n_unplayed=len(unplayed))
         scripts = {rec.file_id: rec.script.as_json() for rec in recordings if rec.script is not None}
-        extra = {"verification": _verification(checks, excluded, baselines, request.trust_recordings, scripts,
+        extra = {"verification": _verification(checks, excluded_here, baselines, request.trust_recordings, scripts,
                                                file_names)}
         if runs_by_play:
-            extra["card_inputs"] = _card_inputs_json(sc, cards, play_ids, runs_by_play, excluded, baselines, policy)
+            extra["card_inputs"] = _card_inputs_json(sc, cards, play_ids, runs_by_play, excluded_here, baselines,
+                                                     policy)
         if competition is not None:
             extra["competition"] = competition
         text = scorecard_to_json(sc, extra=extra)
         results.append(PolicyResult(policy, sc, text, baselines, scores))
 
     result = ScoreResult(card_id=card_id, checks=checks, excluded=excluded, policies=results, competition=competition,
-                         file_names=file_names)
-    result.tables = build_tables(result, recordings, cards, play_ids)
+                         file_names=file_names,
+                         policy_excluded={p: e for p, e in policy_excluded.items() if e})
+    result.tables = build_tables(result, recordings, all_cards, play_ids)
     return result
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "ViewerSource",
     "divergence_step",
     "find_baseline",
+    "preview_reason",
     "unknown_game_reason",
     "game_dirs_for",
     "is_file_target",
@@ -533,7 +534,7 @@ def _explicit_baseline(text: str) -> Baseline | None:
     if path.is_file():
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-            return Baseline(list(baseline_values(doc["baseline_actions"], str(path))), str(path))
+            return Baseline(list(baseline_values(doc["baseline_actions"], str(path), json_integer=True)), str(path))
         except (OSError, ValueError, KeyError, TypeError) as err:  # BaselineSourceError is a ValueError
             raise ViewerUsageError(f"--baselines {text}: not a metadata.json with baseline_actions ({err})") from err
     try:
@@ -542,11 +543,11 @@ def _explicit_baseline(text: str) -> Baseline | None:
         raise ViewerUsageError(f"--baselines {text!r}: give comma-separated integers, a metadata.json, or a folder or "
                           "CSV of baselines as for `arcstudy score`") from err
     if not values:
-        raise ViewerUsageError(f"--baselines {text!r}: give per-level action counts >= 0")
+        raise ViewerUsageError(f"--baselines {text!r}: give per-level action counts >= 1")
     try:
         return Baseline(list(baseline_values(values, "--baselines")), "--baselines")
     except BaselineSourceError as err:
-        raise ViewerUsageError(f"{err}; give per-level action counts >= 0") from err
+        raise ViewerUsageError(f"{err}; give per-level action counts >= 1") from err
 
 
 def _describe_source(kind: str, location: str | None, db: Path | str | None) -> str:
@@ -599,6 +600,30 @@ def find_baseline(game_id: str | None, *, explicit: str | None = None, games: It
     values = resolved.baseline_actions
     return Baseline(None if values is None else list(values),
                     _describe_source(resolved.source, resolved.location, db), resolved.flags)
+
+
+def preview_reason(game_id: str | None, variant: str, *, explicit: str | None = None,
+                   games: Iterable[Path | str] | None = None, db: Path | str | None = None) -> str | None:
+    """Why `arcstudy score` leaves a 2025 preview play out under the default policy (formats.md A.4: scored only
+    under arc-agi-3/2025-preview unless its game has a baseline from a later snapshot; `scoring.run.preview_only`,
+    over the sources `find_baseline` reads), or None. Baselines given as numbers or one metadata.json name no
+    snapshot."""
+    from pipeline.scoring import baseline_sources as bs
+    from pipeline.scoring.policies import DEFAULT_POLICY_ID, get_policy
+    from pipeline.scoring.run import PREVIEW_POLICY_ID, PREVIEW_VARIANT, preview_only
+    from pipeline.scoring.run import preview_reason as reason
+
+    policy = get_policy(DEFAULT_POLICY_ID)
+    if game_id is None or variant != PREVIEW_VARIANT or policy.policy_id == PREVIEW_POLICY_ID:
+        return None
+    if explicit and _explicit_baseline(explicit) is not None:
+        resolved = bs.ResolvedBaseline(game_id, None, True, "--baselines", None, None, explicit)
+    else:
+        try:
+            resolved = bs.resolve_baselines([game_id], policy, _baseline_sources(explicit, games, db))[game_id]
+        except bs.BaselineSourceError as err:
+            raise ViewerUsageError(str(err)) from err
+    return reason(game_id, policy, resolved) if preview_only(resolved) else None
 
 
 def unknown_game_reason(game_id: str | None, status: str, *, explicit: str | None = None,

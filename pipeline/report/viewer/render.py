@@ -42,6 +42,7 @@ from .data import (
     is_file_target,
     load_database_source,
     load_recording_source,
+    preview_reason,
     step_timeline,
     unknown_game_reason,
     verify_and_render,
@@ -365,6 +366,10 @@ def write_viewer(target: str | Path, out_path: Path | str, *, db: Path | str | N
     if baseline is None and not include_unknown_games:  # a baseline known: the game is known
         left_out = unknown_game_reason(source.game_id, verification.status, explicit=baselines, games=game_dirs,
                                        db=db)
+        if left_out is not None:
+            source.notes.append(f"left out of the score: {left_out}")
+    if left_out is None:  # a 2025 preview play under the default policy (formats.md A.4), as the score says
+        left_out = preview_reason(source.game_id, source.variant, explicit=baselines, games=game_dirs, db=db)
         if left_out is not None:
             source.notes.append(f"left out of the score: {left_out}")
     if left_out is None and verification.status == "not_replayable" and verification.detail.startswith(
