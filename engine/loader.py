@@ -88,7 +88,11 @@ class GameInfo:
     def source_sha256(self) -> str:
         if self.source is None:
             raise GameNotFoundError(f"{self.game_id}: no source file for class {self.class_name} in {self.directory}")
-        return hashlib.sha256(self.source.read_bytes()).hexdigest()
+        problem = _file_problem(self.source, SOURCE_MAX_BYTES, "a game file")
+        if problem is not None:  # hashed in arcstudy's own process: never a FIFO, never gigabytes
+            raise GameNotFoundError(f"{self.game_id}: game file {self.source}: {problem}")
+        with open(self.source, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def default_environments_dir() -> Path:
@@ -156,10 +160,13 @@ def _find_source(directory: Path, class_name: str) -> Path | None:
     if not class_name.isidentifier():  # a path ("../x/Evil") is never a class name
         return None
     candidates = [directory / f"{class_name.lower()}.py", directory / f"{class_name}.py"]
-    return next((path for path in candidates if path.is_file() and _inside(path, directory)), None)
+    # any entry of that name (a FIFO or a device too: unloadable_reason then says what it is)
+    return next((path for path in candidates if path.exists() and not path.is_dir() and _inside(path, directory)),
+                None)
 
 
 METADATA_MAX_BYTES = 4 << 20  # a game's metadata is a few hundred bytes (at most 254 baseline values)
+SOURCE_MAX_BYTES = 16 << 20  # a game file is tens of KB; it is hashed in arcstudy's own process
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -174,14 +181,18 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def metadata_problem(metadata_path: str | Path) -> str | None:
     """Why a ``metadata.json`` must not be read (a FIFO would block its reader for good, a device never end, a
     huge file fill memory), or None. Its readers ask this first: the games' discovery, baselines from a folder."""
+    return _file_problem(metadata_path, METADATA_MAX_BYTES, "a game's metadata.json")
+
+
+def _file_problem(path: str | Path, max_bytes: int, what: str) -> str | None:
     try:
-        kind = os.stat(metadata_path)
+        kind = os.stat(path)
     except OSError as err:
         return f"cannot be read ({err.strerror})"
     if not stat.S_ISREG(kind.st_mode):
         return "not a regular file (a FIFO, a device or a socket)"
-    if kind.st_size > METADATA_MAX_BYTES:
-        return f"{kind.st_size:,} bytes: a game's metadata.json is at most {METADATA_MAX_BYTES:,}"
+    if kind.st_size > max_bytes:
+        return f"{kind.st_size:,} bytes: {what} is at most {max_bytes:,}"
     return None
 
 
@@ -234,6 +245,9 @@ def unloadable_reason(info: GameInfo) -> str | None:
         return f"{info.game_id}: no {info.class_name.lower()}.py or {info.class_name}.py in {info.directory}"
     if info.source.parent != info.directory or not _inside(info.source, info.directory):
         return f"{info.game_id}: game file {info.source} is outside the game's own folder {info.directory}"
+    problem = _file_problem(info.source, SOURCE_MAX_BYTES, "a game file")
+    if problem is not None:
+        return f"{info.game_id}: game file {info.source}: {problem}"
     return None
 
 

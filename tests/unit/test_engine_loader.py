@@ -17,6 +17,7 @@ from engine.loader import (
     metadata_files,
     resolve_game,
     skipped_metadata,
+    unloadable_reason,
 )
 
 GAME_SOURCE = '''
@@ -238,6 +239,25 @@ def test_metadata_that_must_not_be_read_is_skipped_with_its_reason(tmp_path, bod
     assert find_games(tmp_path) == []
     [skipped] = skipped_metadata(tmp_path)
     assert skipped.startswith(f"{metadata}: ") and words in skipped
+
+
+@pytest.mark.parametrize(("kind", "words"), [("fifo", "not a regular file"), ("huge", "a game file is at most")])
+def test_a_game_file_that_must_not_be_read_makes_the_game_unloadable(tmp_path, kind, words, fifo_unblocked):
+    # its sha256 was taken in arcstudy's own process with read_bytes: a FIFO blocked, a sparse 3 GB file took 3 GB
+    write_game(tmp_path, "aaaa1111", "2026-01-01T00:00:00+00:00")
+    source = tmp_path / "zz01" / "aaaa1111" / "zz01.py"
+    source.unlink()
+    if kind == "fifo":
+        fifo_unblocked(source)
+    else:
+        with open(source, "wb") as fh:
+            fh.truncate(17 << 20)  # sparse: nothing on disk
+    [info] = find_games(tmp_path)
+    assert words in unloadable_reason(info)
+    with pytest.raises(GameNotFoundError, match=words):
+        info.source_sha256()
+    with pytest.raises(GameNotFoundError, match=words):
+        resolve_game("zz01-aaaa1111", tmp_path, loadable=True)
 
 
 def test_the_metadata_find_games_skips_is_listed_with_its_reason(environments):
