@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.sandbox import Limits, SandboxFailure, confined, describe_layers, limits_from_env
+from pipeline.core.textfiles import visible
 
 __all__ = ["GameCodeError", "SandboxFailure", "announce", "describe_failure", "game_key", "game_limits",
            "layers_text", "portable_info", "record_stopped", "run_game_code", "stopped_in_run"]
@@ -96,10 +97,20 @@ class GameCodeError(RuntimeError):
         return (_game_error, (self.exc_type, str(self)))
 
 
+MAX_MESSAGE_CHARS = 1000  # what a game's exception may say, on one line: it is printed and stored
+
+
 def _game_error(exc_type: str, message: str) -> GameCodeError:
-    name = exc_type if exc_type.isidentifier() else "Exception"
+    """The error for what the game raised, its text as the game's code made it: one line (a line break in it
+    started a forged line of arcstudy's output), its control characters shown, at most MAX_MESSAGE_CHARS (a
+    20 MB message was printed and written to the manifest whole)."""
+    name = exc_type if isinstance(exc_type, str) and exc_type.isidentifier() and len(exc_type) <= 100 else "Exception"
+    text = message if isinstance(message, str) else repr(type(message))
+    text = visible(" ".join(text[: MAX_MESSAGE_CHARS * 4].split()))
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - 1] + "…"
     cls = type(name, (GameCodeError,), {"exc_type": name, "__module__": __name__})
-    return cls(message)
+    return cls(text)
 
 
 def _call_game(arg: tuple) -> tuple[str, Any]:
@@ -127,8 +138,13 @@ def run_game_code(fn: Callable[[Any], Any], arg: Any, *, key: str | None = None,
     `limits`: other limits than `game_limits()`."""
     call = confined(_call_game, limits or game_limits(), preload=PRELOAD, key=key, env=game_child_env(),
                     writable=writable)
-    status, value = call((fn, arg, None if source is None else str(Path(source).absolute())))
+    answer = call((fn, arg, None if source is None else str(Path(source).absolute())))
+    if not (isinstance(answer, tuple) and len(answer) == 2 and answer[0] in ("ok", "raised")):
+        raise SandboxFailure("refused", "the game's sandbox answered with a result of the wrong shape")
+    status, value = answer
     if status == "raised":
+        if not (isinstance(value, tuple) and len(value) == 2):
+            raise SandboxFailure("refused", "the game's sandbox answered with an error of the wrong shape")
         raise _game_error(*value)
     return value
 

@@ -33,6 +33,25 @@ def test_an_exception_of_the_code_keeps_its_name_and_message():
     assert type(again).__name__ == "ValueError" and str(again) == str(err)
 
 
+def test_what_a_game_raises_is_one_bounded_line():
+    # a 20 MB message was printed and stored whole; a line break in it forged a line of arcstudy's own output
+    message = "boom\r\nreplay: 1 play: 1 verified <- FAKE LINE \x1b[2J" + "x" * 5_000_000
+    with pytest.raises(GameCodeError) as info:
+        run_game_code(t.raise_value_error, message, key="test-errors")
+    text = str(info.value)
+    assert len(text) <= game_code.MAX_MESSAGE_CHARS and "\n" not in text and "\r" not in text
+    assert text.startswith("boom replay: 1 play: 1 verified <- FAKE LINE \\x1b[2J") and text.endswith("…")
+
+
+@pytest.mark.parametrize("answer", [42, ("ok",), ("done", 1), ("raised", "ValueError"), ("raised", (1,))])
+def test_an_answer_of_the_wrong_shape_is_a_refusal(monkeypatch, answer):
+    # a game can replace what its child sends back: the answer's shape is checked before it is used
+    monkeypatch.setattr(game_code, "confined", lambda *a, **k: lambda _arg: answer)
+    with pytest.raises(sandbox.SandboxFailure) as info:
+        run_game_code(t.echo, 1, key="test-shape")
+    assert info.value.kind == "refused" and "wrong shape" in info.value.detail
+
+
 def test_arcstudys_own_work_in_the_sandbox_is_progress(monkeypatch):
     monkeypatch.setenv("ARCSTUDY_SANDBOX_IDLE_S", "0.8")
     assert game_code.game_limits().idle_s == 0.8
