@@ -251,6 +251,23 @@ def test_a_framework_that_does_not_import_stops_with_its_reason(tmp_path: Path):
     assert "Traceback" not in res.stderr
 
 
+class _Children:
+    """check_task's children (witnesses.WitnessChildren) as a test drives them: `run` answers `reply` (or raises
+    it), and counts what it was asked and how often the child was discarded."""
+
+    def __init__(self, reply):
+        self.reply, self.calls, self.discarded = reply, [], 0
+
+    def run(self, file_id, _job):
+        self.calls.append(file_id)
+        if isinstance(self.reply, BaseException):
+            raise self.reply
+        return self.reply
+
+    def discard(self):
+        self.discarded += 1
+
+
 @pytest.fixture(scope="module")
 def tgi_tasks(tmp_path_factory) -> pl.DataFrame:
     db = tmp_path_factory.mktemp("tasks") / "m.duckdb"
@@ -268,14 +285,12 @@ def test_a_sandbox_failure_is_the_tasks_row_never_a_silent_pass(tgi_tasks, kind,
     from pipeline.qualify.witnesses import check_task, witness_tasks
 
     task = witness_tasks(tgi_tasks)[0]
-
-    def runner(_job):
-        raise SandboxFailure(kind, "what happened")
-
-    row = check_task(task, runner)
+    children = _Children(SandboxFailure(kind, "what happened"))
+    row = check_task(task, children)
     assert (row["status"], row["n_match"]) == (status, 0)
     assert "what happened" in row["reason"] and kind in row["reason"]
     assert row["n_pairs"] == len(task.inputs)
+    assert children.calls == [task.file_id] and children.discarded == 0  # the sandbox replaces a child it stopped
 
 
 def test_a_reply_of_the_wrong_shape_or_a_bad_grid_is_not_a_pass(tgi_tasks):
