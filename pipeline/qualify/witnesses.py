@@ -135,7 +135,7 @@ class WitnessChildren:
 
     def _box(self, file_id: str) -> Sandbox:
         ident = (os.getpid(), file_id, self.framework, self.limits)
-        if getattr(_held, "ident", None) != ident:
+        if getattr(_held, "ident", None) != ident or _held.box not in _boxes:  # another export, or closed
             self.discard()
             box = Sandbox(self.limits, preload=PRELOAD, env={FRAMEWORK_ENV: self.framework})
             with _boxes_lock:
@@ -265,8 +265,8 @@ def reason_text(text: Any, limit: int = MAX_REASON_CHARS) -> str:
 
 
 def _text_problem(name: str, value: Any) -> str | None:
-    if type(value) is not str:
-        return f"its {name} is a {type(value).__name__}, not text"
+    if type(value) is not str or not value:
+        return f"its {name} is a {type(value).__name__}, not text" if type(value) is not str else f"an empty {name}"
     if len(value) > MAX_TEXT:
         return f"its {name} is {len(value)} characters long; the child never sends more than {MAX_TEXT}"
     return None
@@ -277,8 +277,8 @@ def reply_problem(reply: Any, n_inputs: int) -> str | None:
     child replaced arcstudy's there); None if it is one. Grids are checked later (_grid_problem)."""
     if type(reply) is not dict:
         return f"a {type(reply).__name__} instead of a dict"
-    if unknown := sorted(map(str, set(reply) - {"compile", "runs", "too_large"})):
-        return "keys it never sends: " + ", ".join(unknown)
+    if unknown := set(reply) - {"compile", "runs", "too_large"}:
+        return f"{len(unknown)} key(s) it never sends"
     for name in ("compile", "too_large"):
         if reply.get(name) is not None and (problem := _text_problem(name, reply[name])):
             return problem

@@ -415,6 +415,7 @@ def test_every_reason_from_the_child_is_one_short_visible_line_and_a_forged_repl
         "unknown_kind": {"compile": None, "runs": [[("pass", None)] * n] * 2},
         "not_pairs": {"compile": None, "runs": [[1] * n] * 2},
         "compile_not_text": {"compile": 12, "runs": []},
+        "empty_too_large": {"compile": None, "runs": [good], "too_large": ""},
         "one_run": {"compile": None, "runs": [good]},
     }
     for name, reply in forged.items():
