@@ -32,7 +32,8 @@ def check_witnesses_command(
     db: DbOption = None,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, max=3600, metavar="SECONDS",
                                            help="Wall-clock and CPU limit for one task's witness (both runs of "
-                                                "every input).")] = 10.0,
+                                                "every input). A child's start (the framework's import) gets "
+                                                "the larger of this and 30 s.")] = 10.0,
     lock_timeout: LockTimeoutOption = 30.0,
     workers: WorkersOption = None,
     scheduler: SchedulerOption = None,
@@ -47,12 +48,11 @@ def check_witnesses_command(
 
     The witnesses are code from outside: they run in the sandbox (docs/security.md), in confined child processes
     that import the framework once each, on --workers processes or the cluster at --scheduler (the rows do not
-    depend on it). Exit code 3 when any task does not pass (the table and the summary say which and why), 2 when
+    depend on it). Tasks of one export share a child; tasks of different exports never do. Exit code 3 when any task does not pass (the table and the summary say which and why), 2 when
     --framework holds no Framework/transformation_library.py, 1 when the framework cannot be imported.
     """
     from pipeline.core.executor import SerialExecutor, open_executor
     from pipeline.core.manifest import RunManifest
-    from pipeline.core.sandbox import close_all
     from pipeline.core.workspace import default_db_path
     from pipeline.ingest.harc_arc import TGI_INSTANCE
     from pipeline.qualify import witnesses as wt
@@ -78,15 +78,19 @@ def check_witnesses_command(
         raise fail(f"no ARC-TGI tasks in {db_path}: run `arcstudy ingest` on an ARC-TGI export (the CSV its "
                    "dataset generator writes) first")
     out.info(f"{len(tasks)} task(s); witnesses run in the sandbox with {root / 'Framework'} (docs/security.md)")
-    try:
-        wt.probe_framework(root, limits)
+    children = wt.witness_children(root, limits)
+    try:  # the child for the first task's export: serially, it serves that export's tasks
+        wt.probe_framework(root, limits, children, tasks[0].file_id)
     except wt.FrameworkError as err:
         raise fail(str(err)) from err
     manifest.add_input(f"{db_path}#core_arctgi__tasks", wt.tasks_digest(tasks))
     with open_executor(workers, scheduler, n_items=len(tasks)) as ex:
         if not isinstance(ex, SerialExecutor):
-            close_all()  # the probe's child: the workers start their own (serially, it serves the tasks)
-        rows = list(wt.check_witnesses(tasks, root, limits, ex, progress=out.track))
+            children.discard()  # the probe's child: the workers start their own
+        try:
+            rows = list(wt.check_witnesses(tasks, root, limits, ex, progress=out.track))
+        finally:
+            wt.close_children()
     frame = wt.rows_frame(rows)
     counts = dict(frame.group_by("status").len().sort("status").iter_rows())
     failed = frame.filter(frame["status"] != "pass")

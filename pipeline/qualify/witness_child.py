@@ -17,6 +17,9 @@ whose size limit then made a later `print` raise `OSError: File too large` (a lo
 nondeterministic, its first inputs passing and the later ones raising). A task that prints more than
 MAX_PRINTED_BYTES, or writes past the sandbox's file limit some other way, is stopped and sent back as
 `too_large` with that limit.
+
+Every text sent back (a reason, an exception's message) is one line of at most MAX_TEXT characters: the parent
+reads a longer one, or a reply of any other shape, as forged by code in this child (witnesses.reply_problem).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ MAX_SIDE = 30
 RUNS = 2
 TYPING_NAMES = ("Dict", "List", "Any", "Tuple")
 MAX_PRINTED_BYTES = 16 << 20  # what one task's witness may print over its two passes (read by nobody: dropped)
+MAX_TEXT = 300  # the longest text the child sends back (one line); the parent treats a longer one as forged
 
 _namespace: dict[str, Any] | None = None
 
@@ -125,7 +129,7 @@ def _too_large(printed: _Printed, err: BaseException | None) -> str | None:
     return None
 
 
-def _one_line(text: str, limit: int = 300) -> str:
+def _one_line(text: str, limit: int = MAX_TEXT) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -137,6 +141,11 @@ def _raised(err: BaseException) -> str:
 def as_grid(value: Any) -> tuple[str, Any]:
     """("grid", rows) for a 2-D integer array-like within ARC's bounds, ("none", why) for no value at all, else
     ("invalid", why)."""
+    kind, what = _as_grid(value)
+    return (kind, what) if kind == "grid" else (kind, _one_line(what))
+
+
+def _as_grid(value: Any) -> tuple[str, Any]:
     import numpy as np
 
     if value is None:
@@ -167,12 +176,12 @@ def run_witness(job: dict[str, Any]) -> dict[str, Any]:
         code = compile(job["code"], "<witness>", "exec")
     except (SyntaxError, ValueError) as err:
         where = f" (line {err.lineno})" if isinstance(err, SyntaxError) and err.lineno else ""
-        return {"compile": f"the code does not compile{where}: {_raised(err)}", "runs": []}
+        return {"compile": _one_line(f"the code does not compile{where}: {_raised(err)}"), "runs": []}
     namespace = dict(_namespace)
     try:
         exec(code, namespace)  # noqa: S102 - inside the sandbox child, the reason it exists
     except Exception as err:  # noqa: BLE001 - the witness's own failure, reported
-        return {"compile": f"running the code's definitions raised {_raised(err)}", "runs": []}
+        return {"compile": _one_line(f"running the code's definitions raised {_raised(err)}"), "runs": []}
     transform = namespace.get("transform_input")
     if not callable(transform):
         return {"compile": "the code defines no function transform_input", "runs": []}
@@ -194,7 +203,7 @@ def run_witness(job: dict[str, Any]) -> dict[str, Any]:
             except Exception as err:  # noqa: BLE001 - the witness's own failure, reported per input
                 failure = err
             if (too_large := _too_large(printed, failure)) is not None:
-                return {"compile": None, "runs": runs, "too_large": too_large}
+                return {"compile": None, "runs": runs, "too_large": _one_line(too_large)}
             if failure is not None:
                 results.append(("raised", _raised(failure)))
                 continue
@@ -203,5 +212,6 @@ def run_witness(job: dict[str, Any]) -> dict[str, Any]:
             except MemoryError:
                 raise
             except Exception as err:  # noqa: BLE001 - a returned object whose conversion raised
-                results.append(("invalid", f"returned {type(value).__name__}, which is not a grid ({_raised(err)})"))
+                results.append(("invalid", _one_line(f"returned {type(value).__name__}, which is not a grid "
+                                                     f"({_raised(err)})")))
     return {"compile": None, "runs": runs}

@@ -6,7 +6,10 @@ An ARC-TGI export stores, per task, the transform that made its outputs (`code`:
 partially evaluated by the generator). Here each witness runs in a confined child process
 (pipeline/core/sandbox.py) whose preload imports the user's checkout's `Framework.transformation_library` once
 per child, and which serves many tasks (pipeline/qualify/witness_child.py says what is in scope and what comes
-back). The tasks fan out on the one executor: one cached sandbox per worker process.
+back). The tasks fan out on the one executor. Tasks of one export (file_id) share a child, one after the other,
+for speed (the framework's import is paid once); tasks of different exports never do: each worker thread holds one
+child at a time, for one export, and closes it before it starts one for the next export's task (WitnessChildren).
+So a hostile witness can change what later witnesses of its own export see, never another export's verdicts.
 
 Each input (train and test) is run twice; a task's status, the first rule that holds:
 
@@ -27,32 +30,53 @@ interpreter has one seed.
 
 `n_pairs` counts the pairs with a stored output (ARC-TGI stores them all), `n_match` those whose two outputs
 both equal it; a test input without a stored output still runs (its output must be a grid, the same twice).
-`seconds` is the wall time of the task's check, including a fresh child when the previous task ended its child.
-The reason names the first pair that failed (`train[1]`, `test[0]`) and what to look at.
+`seconds` is the wall time of the task's check, including a fresh child when the previous task ended its child
+or belonged to another export.
+The reason names the first pair that failed (`train[1]`, `test[0]`) and what to look at. Every reason is one line
+of at most MAX_REASON_CHARS characters, control characters shown as escapes (`\\x1b`), whatever the child sent.
+A reply the child's run_witness does not make (another shape, a text longer than witness_child.MAX_TEXT: code in the
+child replaced arcstudy's) is that task's `error`, and the child is closed, so that the export's next task gets a
+fresh one.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import json
+import os
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from pipeline.core.sandbox import Limits, SandboxFailure, confined, limits_from_env
-from pipeline.core.textfiles import storable
-from pipeline.qualify.witness_child import FRAMEWORK_ENV, MAX_SIDE, load_framework, run_witness
+from pipeline.core import sandbox
+from pipeline.core.sandbox import Limits, Sandbox, SandboxFailure, limits_from_env
+from pipeline.core.textfiles import storable, visible
+from pipeline.qualify.witness_child import (
+    FRAMEWORK_ENV,
+    MAX_SIDE,
+    MAX_TEXT,
+    RUNS,
+    load_framework,
+    run_witness,
+)
 from pipeline.transforms.arctgi import families
 
 TABLE = "out_arctgi__witness_checks"
 PRELOAD = f"{load_framework.__module__}:{load_framework.__name__}"
 LIBRARY = Path("Framework") / "transformation_library.py"
 DEFAULT_TIMEOUT_S = 10.0
+MAX_REASON_CHARS = 500  # a stored and printed reason, at most (one line)
+KINDS = ("grid", "invalid", "none", "raised")  # what run_witness says of one input's run
+# The floor of the sandbox's start-up limits (wall clock and CPU: a fresh Python, its confinement and the preload
+# get the larger of it and the call's limit), said when the framework's import is stopped at it.
+START_LIMIT_S = float(getattr(sandbox, "_START_WALL_S", 30.0))
 
 _HINT = {"timeout": "; if the witness is only slow, raise --timeout",
          "cpu": "; if the witness is only slow, raise --timeout",
@@ -93,23 +117,108 @@ def witness_limits(timeout_s: float = DEFAULT_TIMEOUT_S) -> Limits:
     return limits_from_env(wall_s=timeout_s, cpu_s=timeout_s)
 
 
-def witness_runner(framework: Path, limits: Limits) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """run_witness in a cached sandbox of the calling process, with the checkout's framework preloaded."""
-    return confined(run_witness, limits, preload=PRELOAD, env={FRAMEWORK_ENV: str(framework)})
+# --- the children: one export at a time per worker thread -----------------------------------------------------
+
+_held = threading.local()  # this thread's child: .ident (pid, export, framework, limits) and .box
+_boxes: set[Sandbox] = set()  # every child held by a thread of this process, for close_children
+_boxes_lock = threading.Lock()
 
 
-def _noop(_arg: Any) -> None:
-    return None
+@dataclass(frozen=True)
+class WitnessChildren:
+    """run_witness in a sandbox child with the checkout's framework preloaded, one child per export (file_id) at a
+    time in each thread of each process: a task of another export than the thread's child served last closes
+    that child and starts a fresh one. Picklable (two plain fields): the executor sends it to its workers."""
+
+    framework: str
+    limits: Limits
+
+    def _box(self, file_id: str) -> Sandbox:
+        ident = (os.getpid(), file_id, self.framework, self.limits)
+        if getattr(_held, "ident", None) != ident or _held.box not in _boxes:  # another export, or closed
+            self.discard()
+            box = Sandbox(self.limits, preload=PRELOAD, env={FRAMEWORK_ENV: self.framework})
+            with _boxes_lock:
+                _boxes.add(box)
+            _held.ident, _held.box = ident, box
+        return _held.box
+
+    def start(self, file_id: str) -> None:
+        """Start the child for `file_id`'s tasks now; SandboxFailure if it cannot start."""
+        self._box(file_id).start()
+
+    def run(self, file_id: str, job: dict[str, Any]) -> Any:
+        """run_witness(job) in this thread's child for export `file_id`; SandboxFailure as the sandbox raises it."""
+        return self._box(file_id).call(run_witness, job)
+
+    @staticmethod
+    def discard() -> None:
+        """Close this thread's child (the next task starts a fresh one)."""
+        box = getattr(_held, "box", None)
+        _held.ident = _held.box = None
+        if box is not None:
+            with _boxes_lock:
+                _boxes.discard(box)
+            box.close()
 
 
-def probe_framework(framework: Path, limits: Limits) -> None:
-    """Start one sandbox with the framework preloaded; FrameworkError with the child's reason if it cannot."""
+def close_children() -> None:
+    """Close every witness child of this process (registered at exit)."""
+    with _boxes_lock:
+        boxes = list(_boxes)
+        _boxes.clear()
+    for box in boxes:
+        box.close()
+    _held.ident = _held.box = None
+
+
+atexit.register(close_children)
+
+
+def witness_children(framework: Path, limits: Limits) -> WitnessChildren:
+    return WitnessChildren(str(framework), limits)
+
+
+def _import_failure(framework: Path, failure: SandboxFailure, limits: Limits, elapsed_s: float) -> str:
+    """What went wrong when the sandbox's start, which imports the checkout's library, failed: which limit stopped
+    it, or that the import itself ended the process, or what it raised."""
+    lib = framework / LIBRARY
+    detail = failure.detail.removeprefix("the sandbox did not start: ").removeprefix(f"preload {PRELOAD}: ")
+    detail = reason_text(detail, MAX_TEXT)
+    what = f"the import of {lib} in the sandbox did not finish"
+    if failure.kind == "timeout":
+        limit = max(limits.wall_s, START_LIMIT_S)
+        return (f"{what}: it was stopped after {elapsed_s:.0f} s at the sandbox's start-up limit of {limit:g} s "
+                f"(the larger of --timeout and {START_LIMIT_S:g} s; --timeout limits each witness, the start-up "
+                "limit the start of a child: a fresh Python, its confinement and the import); the Framework's code, "
+                "or something it imports, waits or loops at import time")
+    if failure.kind == "cpu":
+        limit = max(limits.cpu_s, START_LIMIT_S)
+        return (f"{what}: it used more than the sandbox's start-up CPU limit of {limit:g} s (the larger of --timeout "
+                f"and {START_LIMIT_S:g} s); the Framework's code, or something it imports, computes at import time")
+    if failure.kind in ("exited", "crashed"):
+        return (f"{what}: the sandbox process ended during it ({detail}); the Framework's code, or something it "
+                "imports, ends the process at import time")
+    if failure.kind == "memory":
+        return (f"{what}: it ran out of the sandbox's memory limit ({detail}); the limit is "
+                "ARCSTUDY_SANDBOX_MEMORY_MB")
+    if failure.kind == "error" and failure.exc_type in ("ImportError", "ModuleNotFoundError"):
+        return (f"cannot import {lib} in the sandbox: {detail}; install the checkout's requirements "
+                f"(pip install -r {framework / 'requirements.txt'}) into arcstudy's Python")
+    return f"{what} ({failure.kind}): {detail}"
+
+
+def probe_framework(framework: Path, limits: Limits, children: WitnessChildren | None = None,
+                    file_id: str = "") -> None:
+    """Start the child that will serve `file_id`'s tasks in this thread (a serial run reuses it), with the
+    framework preloaded; FrameworkError saying what happened if it cannot start."""
+    children = children or witness_children(framework, limits)
+    started = time.monotonic()
     try:
-        confined(_noop, limits, preload=PRELOAD, env={FRAMEWORK_ENV: str(framework)})(None)
+        children.start(file_id)
     except SandboxFailure as failure:
-        raise FrameworkError(f"cannot import {framework / LIBRARY} in the sandbox ({failure.kind}): {failure.detail}; "
-                             f"install the checkout's requirements (pip install -r {framework / 'requirements.txt'}) "
-                             "into arcstudy's Python") from None
+        children.discard()
+        raise FrameworkError(_import_failure(framework, failure, limits, time.monotonic() - started)) from None
 
 
 # --- the tasks ----------------------------------------------------------------------------------------------
@@ -143,9 +252,67 @@ def witness_tasks(tgi_tasks: pl.DataFrame) -> list[WitnessTask]:
 
 # --- one task -----------------------------------------------------------------------------------------------
 
+def reason_text(text: Any, limit: int = MAX_REASON_CHARS) -> str:
+    """`text` as a reason a table holds and a terminal shows: one line (runs of white space made one space),
+    control characters as escapes (`\\x1b`), lone surrogates escaped, at most `limit` characters (cut with "…").
+    Cheap on a text of any length: only its first characters are looked at."""
+    text = str(text)
+    cut = len(text) > 2 * limit
+    text = storable(visible(" ".join(text[: 2 * limit].split())))
+    if cut or len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
+
+
+def _text_problem(name: str, value: Any) -> str | None:
+    if type(value) is not str or not value:
+        return f"its {name} is a {type(value).__name__}, not text" if type(value) is not str else f"an empty {name}"
+    if len(value) > MAX_TEXT:
+        return f"its {name} is {len(value)} characters long; the child never sends more than {MAX_TEXT}"
+    return None
+
+
+def reply_problem(reply: Any, n_inputs: int) -> str | None:
+    """Why `reply` is not one that witness_child.run_witness makes for a task of `n_inputs` inputs (code in the
+    child replaced arcstudy's there); None if it is one. Grids are checked later (_grid_problem)."""
+    if type(reply) is not dict:
+        return f"a {type(reply).__name__} instead of a dict"
+    if unknown := set(reply) - {"compile", "runs", "too_large"}:
+        return f"{len(unknown)} key(s) it never sends"
+    for name in ("compile", "too_large"):
+        if reply.get(name) is not None and (problem := _text_problem(name, reply[name])):
+            return problem
+    runs = reply.get("runs")
+    if type(runs) is not list or any(type(run) is not list for run in runs):
+        return "its runs are not a list of lists"
+    if reply.get("compile"):
+        return "runs beside a compile failure" if runs else None
+    partial = reply.get("too_large") is not None  # stopped part way: fewer runs and inputs
+    if (len(runs) > RUNS or any(len(run) > n_inputs for run in runs)) if partial else \
+            (len(runs) != RUNS or any(len(run) != n_inputs for run in runs)):
+        return f"not {RUNS} runs of every one of the task's {n_inputs} inputs"
+    for run in runs:
+        for entry in run:
+            if type(entry) is not tuple or len(entry) != 2 or entry[0] not in KINDS:
+                return "an input's result that is not (kind, value) with a kind run_witness uses"
+            if entry[0] != "grid" and (problem := _text_problem(f"{entry[0]} text", entry[1])):
+                return problem
+    return None
+
+
+def _cell_text(cell: Any) -> str:
+    if type(cell) is int:
+        return repr(cell) if abs(cell) < 10**12 else f"an integer of {cell.bit_length()} bits"
+    if type(cell) in (bool, float):
+        return repr(cell)
+    return f"a {type(cell).__name__}"
+
+
 def _grid_problem(value: Any) -> str | None:
     """Why a returned grid (rows of ints, as the child sends them) is not an ARC grid; None if it is one."""
-    if not isinstance(value, tuple) or not value or not all(isinstance(r, tuple) for r in value):
+    if type(value) is not tuple or not value or len(value) > MAX_SIDE or not all(type(r) is tuple for r in value):
+        if type(value) is tuple and value and all(type(r) is tuple for r in value):
+            return f"returned a grid of {len(value)} rows; ARC grids are 1 x 1 to 30 x 30"
         return "returned something that is not a grid of rows"
     height, width = len(value), len(value[0])
     if not (1 <= height <= MAX_SIDE and 1 <= width <= MAX_SIDE) or any(len(r) != width for r in value):
@@ -153,7 +320,7 @@ def _grid_problem(value: Any) -> str | None:
     for i, row in enumerate(value):
         for j, cell in enumerate(row):
             if type(cell) is not int or not 0 <= cell <= 9:
-                return f"returned a grid with {cell!r} at ({i}, {j}); ARC colours are integers 0-9"
+                return f"returned a grid with {_cell_text(cell)} at ({i}, {j}); ARC colours are integers 0-9"
     return None
 
 
@@ -173,22 +340,25 @@ def _more(n: int) -> str:
     return f" (and {n} more input(s))" if n else ""
 
 
-def judge(task: WitnessTask, reply: dict[str, Any]) -> tuple[str, str | None, int]:
-    """(status, reason, n_match) of a task from the child's reply (run_witness) and the stored outputs."""
+FORGED = ("the sandbox child sent back a reply that arcstudy's code in it does not make ({}): code in the child "
+          "replaced arcstudy's; the child was closed, the export's next task gets a fresh one")
+
+
+def judge(task: WitnessTask, reply: Any) -> tuple[str, str | None, int]:
+    """(status, reason, n_match) of a task from the child's reply (run_witness) and the stored outputs. A reply
+    run_witness does not make (reply_problem) is an `error` saying so."""
+    if (problem := reply_problem(reply, len(task.inputs))) is not None:
+        return "error", FORGED.format(problem), 0
     if reply.get("compile"):
         return "error", reply["compile"], 0
     if reply.get("too_large"):  # stopped in the child: not a difference between the two runs
         return "refused", f"output too large: {reply['too_large']}", 0
-    runs = reply.get("runs") or []
-    n = len(task.inputs)
-    if len(runs) != 2 or any(len(r) != n for r in runs):
-        return "error", "the sandbox sent back a reply of the wrong shape (not two runs of every input)", 0
-    first, second = runs
+    first, second = reply["runs"]
     checked = []  # per input: (kind, value, why-not-a-grid)
     nondet, raised, invalid, differ = [], [], [], []
     n_match = 0
     for i, label in enumerate(task.labels):
-        a, b = tuple(first[i]), tuple(second[i])
+        a, b = first[i], second[i]
         if a[0] == "grid" and (problem := _grid_problem(a[1])) is not None:
             a = ("invalid", problem)
         if b[0] == "grid" and (problem := _grid_problem(b[1])) is not None:
@@ -215,19 +385,29 @@ def judge(task: WitnessTask, reply: dict[str, Any]) -> tuple[str, str | None, in
     return "pass", None, n_match
 
 
-def check_task(task: WitnessTask, runner: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
-    """The out_arctgi__witness_checks row of one task. Never raises for anything the witness does: the sandbox's
-    failures become the row's status (so the executor never retries a hostile witness)."""
+def check_task(task: WitnessTask, children: Any) -> dict[str, Any]:
+    """The out_arctgi__witness_checks row of one task, its witness run by `children` (a WitnessChildren: `run`,
+    `discard`). Never raises for anything the witness does: the sandbox's failures and forged replies become the
+    row's status (so the executor never retries a hostile witness); a forged reply also closes the child."""
     started = time.monotonic()
     n_pairs = sum(o is not None for o in task.outputs)
     try:
-        reply = runner({"code": task.code, "inputs": list(task.inputs)})
-        status, reason, n_match = judge(task, reply)
+        reply = children.run(task.file_id, {"code": task.code, "inputs": list(task.inputs)})
     except SandboxFailure as failure:
         status, n_match = _KIND_STATUS.get(failure.kind, "error"), 0
-        reason = f"the sandbox stopped the witness ({failure.kind}): {failure.detail}{_HINT.get(failure.kind, '')}"
+        reason = (f"the sandbox stopped the witness ({failure.kind}): {reason_text(failure.detail, MAX_TEXT)}"
+                  f"{_HINT.get(failure.kind, '')}")
+    else:
+        try:
+            forged = reply_problem(reply, len(task.inputs))
+            status, reason, n_match = judge(task, reply)
+        except Exception as err:  # noqa: BLE001 - a reply that passed reply_problem and still broke judge
+            forged = f"judging it raised {type(err).__name__}"
+            status, reason, n_match = "error", FORGED.format(forged), 0
+        if forged is not None:
+            children.discard()  # what the child runs is no longer arcstudy's: the next task gets a fresh one
     return {"file_id": task.file_id, "task_id": task.task_id, "family_id": task.family_id, "status": status,
-            "reason": None if reason is None else storable(reason),  # the witness's messages: a lone surrogate, escaped
+            "reason": None if reason is None else reason_text(reason),
             "n_pairs": n_pairs, "n_match": n_match, "seconds": time.monotonic() - started}
 
 
@@ -242,7 +422,7 @@ def failed_row(task: WitnessTask, error: BaseException) -> dict[str, Any]:
 def check_witnesses(tasks: list[WitnessTask], framework: Path, limits: Limits, executor: Any, *,
                     progress: Any = None) -> Iterator[dict[str, Any]]:
     """One row per task, as the tasks complete on `executor` (pipeline.core.executor)."""
-    piece = functools.partial(check_task, runner=witness_runner(framework, limits))
+    piece = functools.partial(check_task, children=witness_children(framework, limits))
     by_key = dict(enumerate(tasks))
     for outcome in executor.map_unordered(piece, by_key.items(), progress=progress, description="checking witnesses"):
         yield failed_row(by_key[outcome.key], outcome.error) if outcome.error is not None else outcome.value

@@ -251,6 +251,23 @@ def test_a_framework_that_does_not_import_stops_with_its_reason(tmp_path: Path):
     assert "Traceback" not in res.stderr
 
 
+class _Children:
+    """check_task's children (witnesses.WitnessChildren) as a test drives them: `run` answers `reply` (or raises
+    it), and counts what it was asked and how often the child was discarded."""
+
+    def __init__(self, reply):
+        self.reply, self.calls, self.discarded = reply, [], 0
+
+    def run(self, file_id, _job):
+        self.calls.append(file_id)
+        if isinstance(self.reply, BaseException):
+            raise self.reply
+        return self.reply
+
+    def discard(self):
+        self.discarded += 1
+
+
 @pytest.fixture(scope="module")
 def tgi_tasks(tmp_path_factory) -> pl.DataFrame:
     db = tmp_path_factory.mktemp("tasks") / "m.duckdb"
@@ -268,14 +285,12 @@ def test_a_sandbox_failure_is_the_tasks_row_never_a_silent_pass(tgi_tasks, kind,
     from pipeline.qualify.witnesses import check_task, witness_tasks
 
     task = witness_tasks(tgi_tasks)[0]
-
-    def runner(_job):
-        raise SandboxFailure(kind, "what happened")
-
-    row = check_task(task, runner)
+    children = _Children(SandboxFailure(kind, "what happened"))
+    row = check_task(task, children)
     assert (row["status"], row["n_match"]) == (status, 0)
     assert "what happened" in row["reason"] and kind in row["reason"]
     assert row["n_pairs"] == len(task.inputs)
+    assert children.calls == [task.file_id] and children.discarded == 0  # the sandbox replaces a child it stopped
 
 
 def test_a_reply_of_the_wrong_shape_or_a_bad_grid_is_not_a_pass(tgi_tasks):
@@ -303,3 +318,153 @@ def test_the_child_turns_outputs_into_grids_or_says_why_not():
         kind, why = as_grid(value)
         assert kind == "invalid" and words in why, (value, why)
     assert as_grid(None)[0] == "none"
+
+
+# --- hostile witnesses against other tasks: another export, the reasons, the framework's import -----------------
+
+POISON = '''import sys as _s
+_wc = _s.modules["pipeline.qualify.witness_child"]
+_real_as_grid = _wc.as_grid
+def _as_grid(value):  # every later output in this child: its first cell painted 9
+    kind, rows = _real_as_grid(value)
+    if kind == "grid":
+        rows = ((9,) + rows[0][1:],) + rows[1:]
+    return kind, rows
+_wc.as_grid = _as_grid
+def transform_input(self, grid):
+    return grid
+'''
+
+
+def _file_id(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_hostile_export_does_not_change_another_exports_verdicts(tmp_path: Path):
+    """A witness that replaces the child's as_grid made every later task in that child a mismatch, those of another
+    export too (one child served the tasks of all exports, in file_id order, which a hostile file can grind). Tasks
+    of different exports now never share a child: the trusted export's rows are those it gets checked alone."""
+    hostile = tmp_path / "hostile.csv"
+    for i in range(200):  # a hostile file whose file_id sorts first: its child would serve the trusted tasks next
+        _write_export(hostile, {"p1": POISON + f"# {i}\n", "p2": POISON + f"# {i}\n"})
+        if _file_id(hostile) < _file_id(EXPORT):
+            break
+    assert _file_id(hostile) < _file_id(EXPORT)
+    alone, both = tmp_path / "alone.duckdb", tmp_path / "both.duckdb"
+    _ingest(alone, EXPORT)
+    _ingest(both, EXPORT, hostile)
+    res_alone = _check(alone, "--workers", "1")
+    res_both = _check(both, "--workers", "1")
+    assert res_alone.returncode == 0, res_alone.stdout + res_alone.stderr
+    assert res_both.returncode == 3, res_both.stdout + res_both.stderr
+    got_alone, got_both = _rows(alone), _rows(both)
+    assert {r["status"] for r in got_alone.values()} == {"pass"}
+    keys = ("file_id", "status", "reason", "n_pairs", "n_match")
+    for task_id, row in got_alone.items():
+        assert {k: got_both[task_id][k] for k in keys} == {k: row[k] for k in keys}, got_both[task_id]
+    # the hostile export's own second task is poisoned by its first: within one export the child is shared
+    assert got_both["p2"]["status"] == "mismatch" and got_both["p2"]["file_id"] == _file_id(hostile)
+
+
+FORGE_NEXT = '''import sys as _s
+_wc = _s.modules["pipeline.qualify.witness_child"]
+_wc.run_witness = lambda job: {"compile": "\\x1b[2J\\x1b[31m" + "forged\\n" * 700_000, "runs": []}
+''' + CROSS.replace("    ", "def transform_input(self, grid):\n    ", 1)
+
+
+def test_a_forged_reply_is_that_tasks_error_bounded_and_the_next_task_gets_a_fresh_child(tmp_path: Path):
+    """A witness that replaces the child's run_witness: the next task's reply is a 5 MB reason full of line breaks
+    and terminal escapes, which was printed and stored as it was (and every later task of the child got it). Now
+    that reply is the victim's `error`, one short visible line; the child is closed, so the task after it passes."""
+    cases = {"a_good": _witness(CROSS), "b_forges_next": FORGE_NEXT, "c_victim": _witness(CROSS),
+             "d_good": _witness(CROSS)}
+    made = tmp_path / "forge.csv"
+    _write_export(made, cases)
+    db = tmp_path / "f.duckdb"
+    _ingest(db, made)
+    res = _check(db, "--workers", "1")
+    assert res.returncode == 3, res.stdout[-2000:] + res.stderr[-2000:]
+    assert len(res.stdout) + len(res.stderr) < 5000 and "\x1b" not in res.stdout + res.stderr
+    rows = _rows(db)
+    assert {n: r["status"] for n, r in rows.items()} == {"a_good": "pass", "b_forges_next": "pass",
+                                                         "c_victim": "error", "d_good": "pass"}, rows
+    reason = rows["c_victim"]["reason"]
+    assert "sent back a reply that arcstudy's code in it does not make" in reason, reason
+    assert len(reason) <= 500 and "\n" not in reason and "\x1b" not in reason
+
+
+def test_every_reason_from_the_child_is_one_short_visible_line_and_a_forged_reply_closes_the_child(tgi_tasks):
+    """check_task on replies run_witness never makes: each is the task's error with a bounded reason, and the child
+    is discarded; a well-formed reply is judged as before and keeps its child."""
+    from pipeline.core.sandbox import SandboxFailure
+    from pipeline.qualify.witness_child import MAX_TEXT
+    from pipeline.qualify.witnesses import MAX_REASON_CHARS, check_task, witness_tasks
+
+    task = witness_tasks(tgi_tasks)[0]
+    n = len(task.inputs)
+    good = [("grid", out) for out in task.outputs]
+    huge = "\x1b[31m\r\n" * 2_000_000
+    forged = {
+        "not_a_dict": ["compile", "runs"],
+        "huge_compile": {"compile": huge, "runs": []},
+        "huge_too_large": {"compile": None, "runs": [], "too_large": huge},
+        "huge_raised": {"compile": None, "runs": [[("raised", huge)] * n] * 2},
+        "unknown_key": {"compile": None, "runs": [good, good], "extra": 1},
+        "unknown_kind": {"compile": None, "runs": [[("pass", None)] * n] * 2},
+        "not_pairs": {"compile": None, "runs": [[1] * n] * 2},
+        "compile_not_text": {"compile": 12, "runs": []},
+        "empty_too_large": {"compile": None, "runs": [good], "too_large": ""},
+        "one_run": {"compile": None, "runs": [good]},
+    }
+    for name, reply in forged.items():
+        children = _Children(reply)
+        row = check_task(task, children)
+        assert row["status"] == "error" and "does not make" in row["reason"], (name, row)
+        assert len(row["reason"]) <= MAX_REASON_CHARS and "\n" not in row["reason"] and "\x1b" not in row["reason"]
+        assert children.discarded == 1, name
+    # a grid whose cell is an integer of 10^6 digits: a mismatch said in a few words, not a 10^6-digit repr
+    big_cell = [("grid", ((10 ** 1_000_000,),))] + good[1:]
+    children = _Children({"compile": None, "runs": [big_cell, big_cell]})
+    row = check_task(task, children)
+    assert row["status"] == "mismatch" and "an integer of" in row["reason"] and len(row["reason"]) < 300, row
+    # the longest texts the child itself sends are within its bound, shown visibly
+    text = "\x07" + "y" * (MAX_TEXT - 1)
+    children = _Children({"compile": text, "runs": []})
+    row = check_task(task, children)
+    assert (row["status"], children.discarded) == ("error", 0) and row["reason"].startswith("\\x07yyy"), row
+    assert check_task(task, _Children({"compile": None, "runs": [good, good]}))["status"] == "pass"
+    # a sandbox failure's detail (up to 1000 characters from the child) is bounded too
+    row = check_task(task, _Children(SandboxFailure("error", "z\x1b" * 500)))
+    assert len(row["reason"]) <= MAX_REASON_CHARS and "\x1b" not in row["reason"]
+
+
+def test_a_framework_whose_import_ends_the_process_is_said_so_without_a_requirements_hint(tmp_path: Path):
+    db = tmp_path / "x.duckdb"
+    _ingest(db, EXPORT)
+    exits = tmp_path / "exits" / "Framework"
+    exits.mkdir(parents=True)
+    (exits / "__init__.py").write_text("")
+    (exits / "transformation_library.py").write_text("import os\nos._exit(0)\n")
+    res = _check(db, framework=exits.parent)
+    assert res.returncode == 1, res.stdout + res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert "did not finish" in lines[0] and "exit code 0" in lines[0] and "ends the process" in lines[0], lines
+    assert "requirements" not in lines[0]
+
+
+def test_a_framework_import_stopped_at_the_start_up_limit_names_that_limit_not_timeout():
+    """A hanging import ran for 30 s under `--timeout 3` and was said to exceed "the wall-clock limit of 3 s" (the
+    sandbox's start gets the larger of the call's limit and its own floor): the message names the limit that held."""
+    from pipeline.core.sandbox import SandboxFailure
+    from pipeline.qualify.witnesses import START_LIMIT_S, _import_failure, witness_limits
+
+    failure = SandboxFailure("timeout", "the sandbox did not start: the code ran longer than the wall-clock limit "
+                                        "of 3 s (its process group was killed)")
+    said = _import_failure(Path("/fw"), failure, witness_limits(3), START_LIMIT_S + 0.2)
+    assert f"start-up limit of {START_LIMIT_S:g} s" in said and "did not finish" in said
+    assert "limit of 3 s" not in said and "requirements" not in said
+    said = _import_failure(Path("/fw"), failure, witness_limits(100), 100.3)
+    assert "start-up limit of 100 s" in said and "after 100 s" in said
