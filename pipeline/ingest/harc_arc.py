@@ -560,8 +560,8 @@ def tgi_task_copies(tasks: pl.DataFrame, key: tuple[str, ...] = TGI_INSTANCE) ->
     alike (a duplicate the diversity table counts), so the k-th equal row of one file matches the k-th of another.
     The kept copy is one that names its benchmark folder (a per-folder CSV rather than all.csv) where any does,
     then one not from an aggregate file (flag `aggregate_file`: all.csv, individual_files.csv), then the first by
-    file_id and row; every other copy is a repeat of it. A task_id read twice (one file
-    ingested under two names) is one instance too. `key`: the TGI_INSTANCE columns, or one column that stands
+    file_id and row; every other copy is a repeat of it (one file ingested under two names too). Only content
+    matches: a task_id another file gives to a different task is that file's own task. `key`: the TGI_INSTANCE columns, or one column that stands
     for them (tgi_repeats: their digest, so the code and tasks need not be read)."""
     inst = [*key, "_occurrence"]
     aggregate = (pl.col("flags").list.contains("aggregate_file").fill_null(False) if "flags" in tasks.columns
@@ -571,8 +571,9 @@ def tgi_task_copies(tasks: pl.DataFrame, key: tuple[str, ...] = TGI_INSTANCE) ->
                             .alias("_occurrence"))
               .with_columns(pl.col("file_id").first().over(inst).alias("_inst_file"),
                             pl.col("task_id").first().over(inst).alias("_inst_task")))
-    return (ranked.with_columns(pl.col("_inst_file").first().over("task_id").alias("kept_file_id"),
-                                pl.col("_inst_task").first().over("task_id").alias("kept_task_id"),
+    # by content only: a task_id that another file gives to a different task is a different task (an export
+    # reusing a trusted export's ids replaced its tasks and took their witness verdicts)
+    return (ranked.with_columns(pl.col("_inst_file").alias("kept_file_id"), pl.col("_inst_task").alias("kept_task_id"),
                                 pl.col("family_prefix").drop_nulls().first().over(inst).alias("family_prefix"))
             .drop("_occurrence", "_inst_file", "_inst_task"))
 

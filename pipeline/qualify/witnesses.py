@@ -58,6 +58,7 @@ import polars as pl
 from pipeline.core import sandbox
 from pipeline.core.sandbox import Limits, Sandbox, SandboxFailure, limits_from_env
 from pipeline.core.textfiles import storable, visible
+from pipeline.ingest.harc_arc import tgi_task_copies
 from pipeline.qualify.witness_child import (
     FRAMEWORK_ENV,
     MAX_SIDE,
@@ -228,14 +229,18 @@ def _rows(grid: list[list[int]]) -> tuple[tuple[int, ...], ...]:
 
 
 def witness_tasks(tgi_tasks: pl.DataFrame) -> list[WitnessTask]:
-    """One WitnessTask per distinct task of core_arctgi__tasks (columns file_id, task_id, row_number,
-    family_prefix and harc_arc.TGI_INSTANCE), with its family_id (pipeline.transforms.arctgi): the copies of
-    one task instance (all.csv beside the per-folder CSVs) run once."""
+    """One WitnessTask per row of core_arctgi__tasks (columns file_id, task_id, row_number, family_prefix and
+    harc_arc.TGI_INSTANCE), with the family_id of the task it is (pipeline.transforms.arctgi). Every file's copy
+    of a task is checked, in its own export's child: were identical copies checked once, the copy kept could be
+    another export's, and a hostile export holding a copy of a trusted task would give it its verdict."""
     if tgi_tasks.height == 0:
         return []
-    fam = families(tgi_tasks).select("file_id", "task_id", "family_id")
-    rows = fam.join(tgi_tasks.select("file_id", "task_id", "code_text", "task_json"), on=["file_id", "task_id"],
-                    how="left").sort("file_id", "task_id")
+    fam = families(tgi_tasks).select(pl.col("file_id").alias("kept_file_id"), pl.col("task_id").alias("kept_task_id"),
+                                     "family_id")
+    rows = (tgi_task_copies(tgi_tasks).select("file_id", "task_id", "kept_file_id", "kept_task_id")
+            .join(fam, on=["kept_file_id", "kept_task_id"], how="left")
+            .join(tgi_tasks.select("file_id", "task_id", "code_text", "task_json"), on=["file_id", "task_id"],
+                  how="left").sort("file_id", "task_id"))
     tasks = []
     for rec in rows.iter_rows(named=True):
         data = json.loads(rec["task_json"])

@@ -71,7 +71,7 @@ def families(tgi_tasks: pl.DataFrame) -> pl.DataFrame:
     database), so which generator made it cannot be known; its family (the bare name) may mix generators."""
     tasks = (tgi_task_copies(tgi_tasks).filter((pl.col("file_id") == pl.col("kept_file_id"))
                                                & (pl.col("task_id") == pl.col("kept_task_id")))
-             .sort("file_id", "row_number").unique("task_id", keep="first", maintain_order=True)
+             .sort("file_id", "row_number")
              .select("file_id", "task_id", "generator_name", "family_prefix"))
     clash = (tasks.filter(pl.col("family_prefix").is_not_null()).group_by("generator_name")
              .agg(pl.col("family_prefix").n_unique().alias("n")).filter(pl.col("n") > 1)["generator_name"])

@@ -90,8 +90,10 @@ def test_the_output_folder_counts_each_task_once_under_its_folder(tmp_path: Path
                                    for fid, n in fams.items())
     assert _families(db) == [("ARC-AGI-1-Train/task0a938d79", 1, 0, []), ("ARC-AGI-2-Train/task0a938d79", 1, 0, []),
                              ("task0a938d79", 1, 0, ["folder_unknown"])]
-    # the witness checks run each task once, the folder copy where there is one
-    assert sorted(t.task_id for t in witness_tasks(tasks)) == sorted(expected)
+    # the witness checks run every file's copy, each in its own export's child, under the task's family
+    checked = {(t.file_id, t.task_id): t.family_id for t in witness_tasks(tasks)}
+    assert sorted(checked) == sorted(tasks.select("file_id", "task_id").rows())
+    assert {task_id: family for (_f, task_id), family in checked.items() if task_id in expected} == expected
 
 
 def test_the_order_of_ingest_does_not_change_the_families(tmp_path: Path):
@@ -135,8 +137,8 @@ def test_a_copy_in_a_plain_folder_is_kept_over_the_aggregate_file(tmp_path: Path
     with Workspace(db, read_only=True) as ws:
         tasks = ws.read("SELECT * FROM core_arctgi__tasks")
     train_ids = {r["task_id"] for r in _rows("ARC-AGI-2-Train.csv")}
-    kept = {t.task_id for t in witness_tasks(tasks)}
-    assert train_ids <= kept and len(kept) == 3
+    checked = {t.task_id for t in witness_tasks(tasks)}
+    assert train_ids <= checked and len(checked) == tasks.height  # every file's copy, in its own export's child
     assert tasks.filter(pl.col("task_id").is_in(list(train_ids)))["flags"].to_list() == [[]]
 
 

@@ -124,6 +124,21 @@ def _events(rows: list[tuple]) -> pl.DataFrame:
                           "is_solved": solved, "test_output_grid": g} for p, t, a, n, act, s, solved, g in rows])
 
 
+def test_a_task_id_another_export_gives_to_a_different_task_is_its_own_task():
+    """Only identical content makes two rows one task: an export that reuses a trusted export's task ids for
+    tasks of its own (and whose file_id sorts first) replaced the trusted tasks, which then had no witness check
+    of their own and took the other export's verdicts."""
+    tasks = _tgi_rows([
+        ("trusted", "t1", 1, "task11111111", "ARC-AGI-1-Train", "A"),
+        ("trusted", "t2", 2, "task11111111", "ARC-AGI-1-Train", "B"),
+        ("0-other", "t1", 1, "task11111111", "ARC-AGI-1-Train", "X"),  # same ids, other tasks
+        ("0-other", "t2", 2, "task11111111", "ARC-AGI-1-Train", "B"),  # same id and content: one task
+    ])
+    fam = families(tasks)
+    assert sorted(fam.select("file_id", "task_id").rows()) == [("0-other", "t1"), ("0-other", "t2"),
+                                                               ("trusted", "t1")]
+
+
 def test_harc_events_give_units_times_and_first_submissions():
     actions = _events([
         ("p1", "gen1", 1, 1, "edit", 0, False, "|0|"), ("p1", "gen1", 1, 2, "submit", 30, False, "|2|"),
