@@ -655,7 +655,8 @@ def _in_sandbox(info: Any, fn: Any, arg: Any) -> Any:
     """`fn(arg)` (`replay_chunk`) in the game's sandbox: its chunk, checked for shape before any field is read;
     the game's code ending abnormally, or an answer of another shape, raises GameStopped (that file's failure)."""
     try:
-        return expect(run_game_code(fn, arg, key=_sandbox_key(info), source=info.source), is_chunk, CHUNK_SHAPE)
+        return expect(run_game_code(fn, arg, key=_sandbox_key(info), source=info.source),
+                      lambda out: is_chunk(out, FRAME_BYTES), CHUNK_SHAPE)
     except SandboxFailure as err:
         raise GameStopped(f"game {info.game_id} ({info.source}): its code was stopped in the sandbox "
                           f"({err.kind}): {err.detail}") from None
@@ -763,7 +764,8 @@ def _prefetch(calls: Sequence[_Call], into: dict) -> None:
             try:
                 answers = run_game_code(replay_chunks, ([c.arg for c in group], GROUP_CALL_FRAME_BYTES), key=key,
                                         source=info.source)
-                expect(answers, lambda value, n=len(group): are_chunks(value, n), f"a list of {CHUNK_SHAPE}s or None")
+                expect(answers, lambda value, n=len(group): are_chunks(value, n, FRAME_BYTES),
+                       f"a list of {CHUNK_SHAPE}s or None")
             except (SandboxFailure, GameCodeError):
                 break
             left = []

@@ -235,9 +235,10 @@ _CHUNK_FIELDS = {"answers": list, "counts": bytes, "first": (int, type(None)), "
                  "replayed": int, "frame_only": list, "pending": list}
 
 
-def is_chunk(out: Any) -> bool:
+def is_chunk(out: Any, frame_bytes: int | None = None) -> bool:
     """Whether a sandbox's answer has the shape `replay_chunk` gives (checked in arcstudy's process, before its
-    fields are used: the game's code runs in the child that answers, pipeline.core.result_shape)."""
+    fields are used: the game's code runs in the child that answers, pipeline.core.result_shape); with
+    `frame_bytes` (the bytes of one frame), also that its frames are as many as its counts say."""
     if not isinstance(out, dict):
         return False
     if out.get("status") == "load_failed":
@@ -250,13 +251,17 @@ def is_chunk(out: Any) -> bool:
         return False
     if len(out["counts"]) != 4 * out["n"] or not all(isinstance(a, tuple) for a in out["answers"]):
         return False
+    counts = np.frombuffer(out["counts"], dtype=np.int32)
+    if (counts < 0).any() or (frame_bytes is not None and int(counts.sum()) * frame_bytes != len(frames)):
+        return False
     divergences = [*out["frame_only"], *out["pending"], out.get("outcome"), out.get("divergence")]
     return all(d is None or isinstance(d, Divergence) for d in divergences)
 
 
-def are_chunks(answers: Any, n: int) -> bool:
-    """`replay_chunks`' answer to `n` requests: a list of n chunks or None."""
-    return isinstance(answers, list) and len(answers) == n and all(a is None or is_chunk(a) for a in answers)
+def are_chunks(answers: Any, n: int, frame_bytes: int | None = None) -> bool:
+    """`replay_chunks`' answer to `n` requests: a list of n chunks (`is_chunk`) or None."""
+    return isinstance(answers, list) and len(answers) == n and all(a is None or is_chunk(a, frame_bytes)
+                                                                    for a in answers)
 
 
 _ = ReplayStep  # the items' type (recordings)

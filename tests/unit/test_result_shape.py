@@ -53,3 +53,5 @@ def test_a_replay_chunk_is_checked_field_by_field():
                 {"status": "load_failed"}):
         assert not is_chunk(bad), bad
     assert are_chunks([_chunk(), None], 2) and not are_chunks([_chunk()], 2) and not are_chunks(42, 1)
+    assert is_chunk(_chunk(), 4096) and not is_chunk(_chunk(), 4095)  # frames as many as the counts say
+    assert not is_chunk(_chunk(counts=np.int32([2]).tobytes()), 4096) and not is_chunk(_chunk(counts=np.int32([-1]).tobytes()))
