@@ -57,9 +57,9 @@ def explore_command(
     plus DIR/<game_id>/summary.json and manifest.json); --json prints the summaries to stdout.
     Levels are explored on --workers processes, one level each (without it: all usable cores from
     --max-nodes 10,000 on, else serially), or on the cluster at --scheduler; results do not depend on it.
-    The game's Python code is run, in the sandbox (docs/security.md). Exit code 1 if the game raised an
-    exception while being explored (see `errors`), 3 if its code was stopped in the sandbox (time, memory,
-    exit, crash), 2 on bad options.
+    The game's Python code is run, in the sandbox (docs/security.md). Exit code 3 if the game raised an
+    exception while being explored (see `errors`; the graph is still written) or its code was stopped in the
+    sandbox (time, memory, exit, crash, a result of the wrong shape), 2 on bad options.
     """
     from rich.table import Table
 
@@ -97,7 +97,7 @@ def explore_command(
     except GameStoppedError as err:  # the game's code ended abnormally in the sandbox: its failure, named
         out.error(str(err))
         raise typer.Exit(EXIT_REJECTED) from err
-    code = EXIT_ERROR if any(r["errors"] for r in rows) else EXIT_OK
+    code = EXIT_REJECTED if any(r["errors"] for r in rows) else EXIT_OK  # the game's failure, named below
     if json_out:
         out.result(json.dumps(rows, default=str))
     else:
@@ -116,7 +116,8 @@ def explore_command(
         out.console.print(table)
         for r in rows:
             for err in r["errors"][:3]:
-                out.error(f"level {r['level']}: {err['error']} after {len(err['path'])} actions")
+                out.error(f"{game} level {r['level']}: the game raised {err['error']} after {len(err['path'])} "
+                          "actions")
         if written:
             out.info(f"wrote {len(written)} files under {out_dir}")
     raise typer.Exit(code)

@@ -39,6 +39,7 @@ def replay_command(
     `<out stem>.manifest.json` beside it. Exit 3 when the game cannot be loaded or action lines were left out.
     """
     from engine.loader import default_environments_dir, describe_game_error
+    from pipeline.core.game_code import SandboxFailure
     from pipeline.core.manifest import RunManifest, sha256_file
     from pipeline.core.outputs import OutputError, named, write_text
     from pipeline.core.special_files import not_regular_file
@@ -65,6 +66,9 @@ def replay_command(
         raise fail(f"{script}: {err.check}: {err.reason}{lines}", EXIT_USAGE) from err
     except PlaybackError as err:
         raise fail(f"{script}: cannot replay: {err.reason}", EXIT_REJECTED) from err
+    except SandboxFailure as err:  # the game's code ended abnormally, or answered with a result of the wrong shape
+        raise fail(f"{script}: cannot replay: its code was stopped in the sandbox ({err.kind}): {err.detail}",
+                   EXIT_REJECTED) from err
     except Exception as err:  # the game's own code raised (loading, constructing or stepping): nothing written
         raise fail(f"{script}: cannot replay: the game's code raised {describe_game_error(err)}",
                    EXIT_REJECTED) from err

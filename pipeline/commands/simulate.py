@@ -38,12 +38,14 @@ def simulate_command(
     `arcstudy ingest` on the result. The H-ARC participants are
     simulated on --workers processes (without it: serially up to 100 participants, else 2) or on the cluster
     at --scheduler; the files do not depend on it. Exit code 3 when a game folder was skipped because its
-    metadata.json cannot be read (each is named with the reason; the other games are simulated).
+    metadata.json cannot be read, a game's solution recordings cannot be read (not a regular file, too large,
+    not a recording) or its code failed on its winning lines in the sandbox (each is named with the reason; the
+    other games are simulated).
     """
     from engine.loader import skipped_metadata
     from games import GAMES_DIR
     from pipeline.core.game_code import GameCodeError, SandboxFailure, announce
-    from pipeline.simulate.study import SCALES, simulate_study
+    from pipeline.simulate.study import SCALES, NoGameLeft, simulate_study
 
     if scale not in SCALES:
         raise fail(f"unknown scale {scale!r}; one of {', '.join(SCALES)}", EXIT_USAGE)
@@ -55,10 +57,14 @@ def simulate_command(
     for why in skipped:  # a game folder whose metadata.json cannot be read is not played: said, and exit 3
         out.console.print(f"skipped a game: {why}; fix its metadata.json to simulate it", markup=False,
                           highlight=False)
+    left_out: list[str] = []
     try:
         summary = simulate_study(out_dir, scale=scale, seed=seed, environments_dir=environments or GAMES_DIR,
                                  with_harc=not no_harc, overwrite=overwrite, progress=out.track,
-                                 workers=workers, scheduler=scheduler, with_static=not no_static)
+                                 workers=workers, scheduler=scheduler, with_static=not no_static,
+                                 left_out=left_out)
+    except NoGameLeft as err:  # every game failed: each named, exit 3
+        raise fail(str(err), EXIT_REJECTED) from err
     except (FileExistsError, ValueError) as err:
         raise fail(str(err)) from err
     except SandboxFailure as err:  # a game's code ended abnormally (time, memory, exit, crash): named, exit 3
@@ -66,6 +72,8 @@ def simulate_command(
                    EXIT_REJECTED) from err
     except GameCodeError as err:
         raise fail(f"simulation stopped: a game's code raised {type(err).__name__}: {err}", EXIT_REJECTED) from err
+    for why in left_out:  # that game's failure: named with the reason; the other games were simulated
+        out.console.print(f"left a game out: {why}", markup=False, highlight=False)
     human = summary["arc3_human"]
     out.console.print(
         f"simulated {human['participants']} participants ({human['low_effort']} low-effort), "
@@ -77,4 +85,8 @@ def simulate_command(
     if skipped:
         out.console.print(f"{len(skipped)} game folder(s) skipped (metadata.json cannot be read); every other game "
                           "was simulated", markup=False, highlight=False)
+    if left_out:
+        out.console.print(f"{len(left_out)} game(s) left out (named above, listed in SIMULATION.json); every other "
+                          "game was simulated", markup=False, highlight=False)
+    if skipped or left_out:
         raise typer.Exit(EXIT_REJECTED)

@@ -64,6 +64,7 @@ import pyarrow as pa
 from engine.loader import GameNotFoundError, resolve_game
 from pipeline.core.game_code import GameCodeError, SandboxFailure, game_key, portable_info, run_game_code
 from pipeline.core.prefetch import CallsAhead
+from pipeline.core.result_shape import expect
 from pipeline.recordings.counting import (
     ACTION_NAMES,
     StepEffect,
@@ -85,7 +86,14 @@ from pipeline.recordings.playback import (
     script_guid,
 )
 from pipeline.recordings.reader import ParsedRecording, RecordingRejected, read_recording_file
-from pipeline.recordings.transition_replay import Feed, replay_chunk, replay_chunks
+from pipeline.recordings.transition_replay import (
+    CHUNK_SHAPE,
+    Feed,
+    are_chunks,
+    is_chunk,
+    replay_chunk,
+    replay_chunks,
+)
 from pipeline.recordings.variant import counting_options_for_variant
 from pipeline.scoring.plays import RecordingInput, read_recording_files, recordings_from_tables
 from pipeline.scoring.verify import (
@@ -644,8 +652,11 @@ def _sandbox_key(info: Any) -> str:
 
 
 def _in_sandbox(info: Any, fn: Any, arg: Any) -> Any:
+    """`fn(arg)` (`replay_chunk`) in the game's sandbox: its chunk, checked for shape before any field is read;
+    the game's code ending abnormally, or an answer of another shape, raises GameStopped (that file's failure)."""
     try:
-        return run_game_code(fn, arg, key=_sandbox_key(info), source=info.source)
+        return expect(run_game_code(fn, arg, key=_sandbox_key(info), source=info.source),
+                      lambda out: is_chunk(out, FRAME_BYTES), CHUNK_SHAPE)
     except SandboxFailure as err:
         raise GameStopped(f"game {info.game_id} ({info.source}): its code was stopped in the sandbox "
                           f"({err.kind}): {err.detail}") from None
@@ -753,6 +764,8 @@ def _prefetch(calls: Sequence[_Call], into: dict) -> None:
             try:
                 answers = run_game_code(replay_chunks, ([c.arg for c in group], GROUP_CALL_FRAME_BYTES), key=key,
                                         source=info.source)
+                expect(answers, lambda value, n=len(group): are_chunks(value, n, FRAME_BYTES),
+                       f"a list of {CHUNK_SHAPE}s or None")
             except (SandboxFailure, GameCodeError):
                 break
             left = []

@@ -119,12 +119,9 @@ def _optimal_cached(game_id: str, level: int, environments_dir: str, max_nodes: 
         if shipped is not None:
             return shipped
     # the game's code runs in the sandbox (pipeline.core.game_code), never in this process
-    from pipeline.core.game_code import game_key, portable_info, run_game_code
+    from .confined import explore_level_in_sandbox, levels_in_sandbox
 
-    from .confined import _start_in_sandbox, explore_level_in_sandbox
-
-    n_levels = run_game_code(_start_in_sandbox, (portable_info(info), "frame"), key=game_key(info),
-                             source=info.source)
+    n_levels = levels_in_sandbox(info, "frame")
     if not 1 <= level <= n_levels:
         return None
     _graph, metrics = explore_level_in_sandbox(info, level, identity=None, budget=None, want_graph=False,

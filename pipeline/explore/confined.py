@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .analysis import analyse  # with .graph: the dataclasses that come back from the sandbox
-from .graph import explore_level
+from .analysis import GraphMetrics, analyse  # with .graph: the dataclasses that come back from the sandbox
+from .graph import StateGraph, explore_level
 from .session import Session
 
-__all__ = ["explore_level_in_sandbox"]
+__all__ = ["explore_level_in_sandbox", "levels_in_sandbox"]
 
 
 def _start_in_sandbox(arg: tuple) -> int:
@@ -35,6 +35,19 @@ def explore_level_in_sandbox(info: Any, level: int, *, identity: str | None, opt
     game's code runs there only. (graph if `want_graph` else None, metrics); `options`: `explore_level`'s.
     GameCodeError when the game raised, SandboxFailure when its code ended abnormally."""
     from pipeline.core.game_code import game_key, portable_info, run_game_code
+    from pipeline.core.result_shape import expect, pair
 
-    return run_game_code(_level_in_sandbox, (portable_info(info), level, identity, options, budget, want_graph),
-                         key=game_key(info), source=info.source)
+    graph_ok = (lambda g: isinstance(g, StateGraph)) if want_graph else (lambda g: g is None)
+    return expect(run_game_code(_level_in_sandbox, (portable_info(info), level, identity, options, budget,
+                                                    want_graph), key=game_key(info), source=info.source),
+                  pair(graph_ok, GraphMetrics), "(state graph or None, level metrics)")
+
+
+def levels_in_sandbox(info: Any, identity: str | None) -> int:
+    """The game's number of levels, from loading and starting it in its sandbox (raises as
+    `explore_level_in_sandbox`)."""
+    from pipeline.core.game_code import game_key, portable_info, run_game_code
+    from pipeline.core.result_shape import expect, instance
+
+    return expect(run_game_code(_start_in_sandbox, (portable_info(info), identity), key=game_key(info),
+                                source=info.source), lambda n: instance(int)(n) and n >= 1, "a number of levels")

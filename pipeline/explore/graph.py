@@ -611,6 +611,8 @@ def explore_level(
             seen[2] += 1
             try:
                 result = session.play(seen[0])
+            except MemoryError:  # the sandbox's memory limit: the game's failure (SandboxFailure "memory"), not a
+                raise  # finding of the graph
             except Exception as err:  # noqa: BLE001 - a crashing game is a finding, not a tool failure
                 outcomes[i] = f"{type(err).__name__}: {err}"
                 dirty = True

@@ -332,6 +332,8 @@ def _expand(env: GameEnv, target: Target, limits: RecoverLimits, tally: _Tally, 
             action = ActionInput(id=GameAction.from_id(aid), data={} if x is None else {"x": x, "y": y})
             try:
                 response = env.step(action, frames=FRAMES_ALL)
+            except MemoryError:  # the sandbox's memory limit: the game's failure, not a misfit of this candidate
+                raise
             except Exception:  # noqa: BLE001 - the game failed on this candidate: it does not fit
                 tally.add("exception")
                 continue
@@ -484,6 +486,12 @@ def _search(out: Recovery, targets: list[Target], game_dirs: list[Path], only_re
         portable_info,
         run_game_code,
     )
+    from pipeline.core.result_shape import expect, tuple_of
+
+    def _search_answer(value: Any) -> bool:
+        return (tuple_of(str, str)(value) and value[0] == "load_failed"
+                or tuple_of(str, int, str)(value) and value[0] == "not_recoverable"
+                or tuple_of(str, object)(value) and value[0] == "ok" and isinstance(value[1].steps, list))
 
     started = time.monotonic()
     out.n_steps = len(targets)
@@ -495,8 +503,9 @@ def _search(out: Recovery, targets: list[Target], game_dirs: list[Path], only_re
         return out
     label = f"game {info.game_id}" + (f" ({info.source})" if info.source else "")
     try:
-        result = run_game_code(_search_in_game, (portable_info(info), only_reset_levels, targets, limits),
-                               key=game_key(info), source=info.source)
+        result = expect(run_game_code(_search_in_game, (portable_info(info), only_reset_levels, targets, limits),
+                                      key=game_key(info), source=info.source), _search_answer,
+                        '("ok", found), ("not_recoverable", step, why) or ("load_failed", why)')
     except SandboxFailure as err:
         out.error = f"cannot recover: {describe_failure(err, label)}"
         return out

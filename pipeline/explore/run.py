@@ -9,7 +9,7 @@ from typing import Any
 from pipeline.core.executor import default_workers
 from pipeline.core.outputs import write_text
 
-from .confined import _start_in_sandbox, explore_level_in_sandbox
+from .confined import explore_level_in_sandbox, levels_in_sandbox
 
 
 class LevelRangeError(ValueError):
@@ -103,14 +103,7 @@ def run_explore(
     on the Dask cluster at ``scheduler``; the rows come back in level order either way.
     """
     from pipeline.core.console import out
-    from pipeline.core.game_code import (
-        GameCodeError,
-        SandboxFailure,
-        describe_failure,
-        game_key,
-        portable_info,
-        run_game_code,
-    )
+    from pipeline.core.game_code import GameCodeError, SandboxFailure, describe_failure
     from pipeline.core.manifest import RunManifest
 
     from . import games_dir_or_default, resolve
@@ -118,8 +111,7 @@ def run_explore(
     env_dir = games_dir_or_default(environments)
     info = resolve(game, env_dir)
     try:  # the game's code runs in the sandbox (pipeline.core.game_code), never here
-        n_levels = run_game_code(_start_in_sandbox, (portable_info(info), identity), key=game_key(info),
-                                 source=info.source)
+        n_levels = levels_in_sandbox(info, identity)
     except GameCodeError as err:  # the game's code, not the explorer: say where, without a traceback
         raise GameStartError(f"{info.game_id}: the game's code raised while loading or starting: "
                              f"{type(err).__name__}: {err}") from err

@@ -57,6 +57,7 @@ from engine.loader import describe_game_error
 from pipeline.explore import GameInfo, Session
 from pipeline.explore.analysis import analyse
 from pipeline.explore.graph import explore_level
+from pipeline.recordings.solution_files import solution_problem
 from pipeline.recordings.toolkit_writer import ReplayMismatch, read_recording, replay_recording, steps_of
 
 from .hash_seeds import compare, observe_under_seeds
@@ -395,6 +396,10 @@ def check_playback(info: GameInfo, extra: list[Path] | None = None) -> CheckResu
         return CheckResult("playback", "skip", "the game ships no recordings", {}, time.perf_counter() - t0)
     rows, failures = [], []
     for path in paths:
+        why = solution_problem(path)  # a FIFO would block the read for good, a sparse file fill the memory
+        if why is not None:
+            failures.append({"recording": path.name, "problem": f"{path} {why}"})
+            continue
         try:
             lines = read_recording(path)
             replay_recording(player.new_game(), lines)
@@ -412,8 +417,9 @@ def check_playback(info: GameInfo, extra: list[Path] | None = None) -> CheckResu
     missing = [n for n in ("win", "lose") if n not in names]
     evidence = {"recordings": rows, "failures": failures, "missing": missing}
     if failures:
-        return CheckResult("playback", "fail", f"{len(failures)} recordings did not re-execute faithfully", evidence,
-                           time.perf_counter() - t0)
+        first = failures[0]
+        return CheckResult("playback", "fail", f"{len(failures)} recordings did not re-execute faithfully (first: "
+                           f"{first['recording']}: {first['problem'][:300]})", evidence, time.perf_counter() - t0)
     summary = f"{len(rows)} recordings re-executed identically" + (f" (no {', '.join(missing)} recording)" if missing
                                                                    else " (a win and a loss)")
     return CheckResult("playback", "pass", summary, evidence, time.perf_counter() - t0)
@@ -425,6 +431,10 @@ def check_hash_seeds(info: GameInfo, regime: Regime, *, seed: int = 0, extra: li
     t0 = time.perf_counter()
     scripts = {}
     for path in sorted((info.directory / "solutions").glob("*.jsonl")) + list(extra or []):
+        why = solution_problem(path)
+        if why is not None:
+            return CheckResult("hash_seeds", "fail", f"{path.name} cannot be read as a toolkit recording: {path} {why}",
+                               {"recording": str(path)}, time.perf_counter() - t0)
         try:
             scripts[path.name] = [[s.action, s.data or None] for s in steps_of(read_recording(path))]
         except (OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError) as err:  # the file's

@@ -34,23 +34,30 @@ def qualification_report(info: Any, regime: str, *, seed: int, tutorial_levels: 
         portable_info,
         run_game_code,
     )
+    from pipeline.core.result_shape import expect, list_of
 
     from .checks import REGIMES, CheckResult, check_hash_seeds
     from .report import report_dict
+
+    def checks(value: Any) -> bool:  # what the sandbox answers: one result per check, at least one
+        return bool(value) and list_of(lambda r: isinstance(r, CheckResult) and isinstance(r.name, str)
+                                       and r.status in ("pass", "fail", "skip") and isinstance(r.summary, str)
+                                       and isinstance(r.evidence, dict))(value)
 
     portable = portable_info(info)
     label = f"game {info.game_id} ({info.source})"
     stopped = None
     try:
         if REGIMES[regime].hash_seeds:  # its children (one per PYTHONHASHSEED) are sandboxes of their own
-            results = run_game_code(_loads_in_sandbox, portable, key=game_key(info), source=info.source)
+            results = expect(run_game_code(_loads_in_sandbox, portable, key=game_key(info), source=info.source),
+                             checks, "a list of check results")
             if results[0].status != "fail":
                 results = [check_hash_seeds(portable, REGIMES[regime], seed=seed, extra=recordings, progress=progress)]
         else:
             if progress is not None:
                 progress(f"running the {regime} checks (in the sandbox)")
-            results = run_game_code(_checks_in_sandbox, (portable, regime, seed, tutorial_levels, recordings),
-                                    key=game_key(info), source=info.source)
+            results = expect(run_game_code(_checks_in_sandbox, (portable, regime, seed, tutorial_levels, recordings),
+                                           key=game_key(info), source=info.source), checks, "a list of check results")
     except SandboxFailure as err:
         stopped = {"kind": err.kind, "detail": err.detail}
         results = [CheckResult("runs", "fail", describe_failure(err, label), dict(stopped))]

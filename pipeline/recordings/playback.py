@@ -329,13 +329,14 @@ def replay_to_lines(actions: Sequence[ScriptAction], info: GameInfo, *, guid: st
     one line per engine response (action ids as names, as the toolkit recorder writes them). The game runs in
     the sandbox (pipeline.core.game_code): its code ending abnormally raises SandboxFailure naming the game."""
     from pipeline.core.game_code import SandboxFailure, game_key, portable_info, run_game_code
+    from pipeline.core.result_shape import expect, list_of
 
     from .replaying import replay_script_lines
 
     steps = [(action.action_id, action.data, action.reasoning) for action in actions]
     try:
-        return run_game_code(replay_script_lines, (steps, portable_info(info), guid, frames, EPOCH),
-                             key=game_key(info), source=info.source)
+        return expect(run_game_code(replay_script_lines, (steps, portable_info(info), guid, frames, EPOCH),
+                                    key=game_key(info), source=info.source), list_of(dict), "a list of recording lines")
     except SandboxFailure as err:
         raise SandboxFailure(err.kind, f"game {info.game_id} ({info.source}): {err.detail}", err.exc_type) from None
 

@@ -153,6 +153,8 @@ def iter_replay_classified(env: GameEnv, steps: Iterable[ReplayStep], result: Re
         try:
             response = env.step(action, frames=FRAMES_ALL if all_frames or step.n_frames is not None
                                 else FRAMES_NONE)
+        except MemoryError:  # the sandbox's memory limit: the game's failure, reported as such by the sandbox
+            raise
         except Exception as err:  # the game or engine failed: that is a divergence too
             name = GameAction.from_id(step.action_id).name
             result.outcome = Divergence(step.line, index, name, "exception", None, f"{type(err).__name__}: {err}")
@@ -194,6 +196,8 @@ def render_steps(env: GameEnv, steps: Sequence[ReplayStep], *,
         action = ActionInput(id=step.action_id, data=dict(step.action_data), reasoning=step.reasoning)
         try:
             response = env.step(action, frames=FRAMES_LAST)
+        except MemoryError:  # the sandbox's memory limit (see iter_replay_classified)
+            raise
         except Exception:  # the game failed here: replay_classified reports it as a divergence
             break
         grids = response.frame

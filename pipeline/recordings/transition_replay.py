@@ -25,10 +25,11 @@ from engine.base_game import FRAMES_ALL
 from engine.enums import ActionInput, GameAction
 from engine.env import GameEnv
 from engine.loader import load_game_class
+from engine.replay import Divergence
 
 from .replaying import ReplayResult, ReplayStep, iter_replay_classified
 
-__all__ = ["Feed", "replay_chunk", "replay_chunks"]
+__all__ = ["CHUNK_SHAPE", "Feed", "are_chunks", "is_chunk", "replay_chunk", "replay_chunks"]
 
 MAX_SESSIONS = 16  # sessions a child keeps (a process exports one file at a time per game; threads: a few)
 _SESSIONS: OrderedDict[str, _Session] = OrderedDict()
@@ -130,6 +131,8 @@ class _Session:
             try:
                 response = env.step(ActionInput(id=GameAction.from_id(action_id), data=data, reasoning=reasoning),
                                     frames=FRAMES_ALL)
+            except MemoryError:  # the sandbox's memory limit: the game's failure, reported as such by the sandbox
+                raise
             except Exception as err:  # the game's code raised: the play is exported up to here
                 self.stopped = f"line {line} ({name}): the game raised {type(err).__name__}: {err}"
                 return
@@ -225,6 +228,40 @@ def replay_chunks(arg: tuple) -> list[dict[str, Any] | None]:
             answer = None
         answers.append(answer)
     return answers
+
+
+CHUNK_SHAPE = "a replay chunk (replay_chunk's dict)"
+_CHUNK_FIELDS = {"answers": list, "counts": bytes, "first": (int, type(None)), "n": int, "ended": bool,
+                 "replayed": int, "frame_only": list, "pending": list}
+
+
+def is_chunk(out: Any, frame_bytes: int | None = None) -> bool:
+    """Whether a sandbox's answer has the shape `replay_chunk` gives (checked in arcstudy's process, before its
+    fields are used: the game's code runs in the child that answers, pipeline.core.result_shape); with
+    `frame_bytes` (the bytes of one frame), also that its frames are as many as its counts say."""
+    if not isinstance(out, dict):
+        return False
+    if out.get("status") == "load_failed":
+        return isinstance(out.get("reason"), str)
+    if out.get("status") != "ok" or not all(isinstance(out.get(k), t) for k, t in _CHUNK_FIELDS.items()):
+        return False
+    frames = out.get("frames")
+    if not isinstance(frames, (bytes, bytearray, np.ndarray)) or (isinstance(frames, np.ndarray)
+                                                                   and frames.dtype != np.uint8):
+        return False
+    if len(out["counts"]) != 4 * out["n"] or not all(isinstance(a, tuple) for a in out["answers"]):
+        return False
+    counts = np.frombuffer(out["counts"], dtype=np.int32)
+    if (counts < 0).any() or (frame_bytes is not None and int(counts.sum()) * frame_bytes != len(frames)):
+        return False
+    divergences = [*out["frame_only"], *out["pending"], out.get("outcome"), out.get("divergence")]
+    return all(d is None or isinstance(d, Divergence) for d in divergences)
+
+
+def are_chunks(answers: Any, n: int, frame_bytes: int | None = None) -> bool:
+    """`replay_chunks`' answer to `n` requests: a list of n chunks (`is_chunk`) or None."""
+    return isinstance(answers, list) and len(answers) == n and all(a is None or is_chunk(a, frame_bytes)
+                                                                    for a in answers)
 
 
 _ = ReplayStep  # the items' type (recordings)

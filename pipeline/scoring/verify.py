@@ -53,6 +53,7 @@ from engine.enums import GameAction
 from engine.loader import GameInfo, GameNotFoundError, resolve_game
 from engine.replay import Divergence
 from pipeline.core.game_code import SandboxFailure, game_key, portable_info, run_game_code
+from pipeline.core.result_shape import expect, instance, list_of
 from pipeline.recordings.reader import read_recording_file
 from pipeline.recordings.replaying import (  # noqa: F401 - re-exported: the replay itself lives there
     FIELDS,
@@ -210,9 +211,19 @@ def game_label(info: GameInfo) -> str:
     return f"game {info.game_id} ({info.source})" if info.source else f"game {info.game_id}"
 
 
+_ANSWERS = {  # load_and_run's answers: (kind, check of the value)
+    "load_failed": instance(str),
+    "replayed": instance(ReplayResult),
+    "rendered": list_of(lambda frame: frame is None or isinstance(frame, np.ndarray)),
+}
+
+
 def _in_sandbox(info: GameInfo, arg: tuple) -> Any:
+    want = "rendered" if arg[-1] else "replayed"
     try:
-        kind, value = run_game_code(load_and_run, arg, key=game_key(info), source=info.source)
+        kind, value = expect(run_game_code(load_and_run, arg, key=game_key(info), source=info.source),
+                             lambda answer: answer[0] in ("load_failed", want) and _ANSWERS[answer[0]](answer[1]),
+                             f'("{want}", its result) or ("load_failed", why)')
     except SandboxFailure as err:  # the game's code ended abnormally: this game's failure, named
         raise SandboxFailure(err.kind, f"{game_label(info)}: {err.detail}", err.exc_type) from None
     if kind == "load_failed":

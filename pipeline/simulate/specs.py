@@ -13,6 +13,7 @@ from pathlib import Path
 import engine
 from engine.loader import find_games
 from pipeline.core.textfiles import read_text_document
+from pipeline.recordings.solution_files import solution_files
 from pipeline.simulate.arc3 import Action, GameSpec
 from schemas.vocabulary import ACTION_NAMES
 
@@ -37,19 +38,31 @@ def solutions_from_recording(path: Path) -> tuple[str, list[list[Action]]]:
     return frames[0]["game_id"], lines
 
 
-def game_specs(environments_dir: Path) -> list[GameSpec]:
-    """A spec per game under `environments_dir` that ships solution recordings covering every level."""
+def game_specs(environments_dir: Path, skipped: list[str] | None = None) -> list[GameSpec]:
+    """A spec per game under `environments_dir` that ships solution recordings covering every level. A game one
+    of whose recordings cannot be read (not a regular file, larger than a solution may be, not a toolkit
+    recording) is left out, and "game_id: path: reason" appended to `skipped`; the other games are kept."""
     specs = []
     for info in find_games(environments_dir):
         folder = Path(info.directory)
         by_level: dict[int, list[Action]] = {}
-        recordings = sorted((folder / "solutions").glob("*.jsonl"))
+        recordings, refused = solution_files(folder)
         wins = [r for r in recordings if r.name.startswith("win")]  # a losing recording is no solution
         for rec in wins or recordings:
-            _, lines = solutions_from_recording(rec)
-            start = _start_level(rec)
+            if refused:
+                break
+            try:
+                _, lines = solutions_from_recording(rec)
+                start = _start_level(rec)
+            except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError) as err:
+                refused.append(f"{rec}: not a toolkit recording that can be read: {type(err).__name__}: {err}")
+                break
             for i, line in enumerate(lines):
                 by_level.setdefault(start + i, line)
+        if refused:
+            if skipped is not None:
+                skipped.extend(f"{info.game_id}: {why}" for why in refused)
+            continue
         if by_level and sorted(by_level) == list(range(len(by_level))):
             specs.append(GameSpec(info.game_id, len(by_level), [by_level[i] for i in range(len(by_level))]))
     return specs

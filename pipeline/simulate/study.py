@@ -80,9 +80,12 @@ STUDY_LAYOUT = ("arc3", "harc", "ground_truth", "SIMULATION.json", "static")
 def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environments_dir: Path,
                    specs: list[GameSpec] | None = None, with_harc: bool = True, overwrite: bool = False,
                    progress=None, workers: int | None = None, scheduler: str | None = None,
-                   with_static: bool = True) -> dict[str, Any]:
+                   with_static: bool = True, left_out: list[str] | None = None) -> dict[str, Any]:
     """Write the study under `out_dir`. `workers` / `scheduler`: the fan-out of the H-ARC participants
-    (simulate_harc_study; None: its default); the files do not depend on them."""
+    (simulate_harc_study; None: its default); the files do not depend on them. A game whose solution recordings
+    cannot be read, or whose code fails when its winning lines are played in its own sandbox (raises, or ends
+    abnormally: time, memory, exit, crash), is left out of the study: "game_id: reason" is appended to
+    `left_out` (and listed in SIMULATION.json), and the other games are simulated. NoGameLeft when none is."""
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; one of {', '.join(SCALES)}")
     cfg = SCALES[scale]
@@ -96,9 +99,14 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
             raise FileExistsError(f"{out_dir} holds files a simulation did not write ({', '.join(foreign[:5])}"
                                   f"{', ...' if len(foreign) > 5 else ''}): --overwrite replaces only an earlier "
                                   "simulation; choose a new or empty folder")
-    specs = specs if specs is not None else game_specs(environments_dir)  # metadata and recordings: no code run
-    if not specs:
+    left_out = left_out if left_out is not None else []
+    # metadata and recordings: no code run
+    specs = specs if specs is not None else game_specs(environments_dir, left_out)
+    if not specs and not left_out:
         raise ValueError(f"no game under {environments_dir} ships solution recordings (games/<id>/<v>/solutions)")
+    specs = _games_that_run(specs, Path(environments_dir), left_out)
+    if not specs:
+        raise NoGameLeft(f"no game under {environments_dir} can be simulated: " + "; ".join(left_out))
     # The folder is written whole (pipeline.core.outputs.output_folder): an interrupted or failed simulation
     # leaves the earlier one as it was, never a partial study that `ingest` would take for a smaller one.
     with output_folder(out_dir) as stage:
@@ -111,6 +119,8 @@ def simulate_study(out_dir: Path, *, scale: str = "demo", seed: int = 0, environ
         description = _simulate_into(stage, cfg, scale=scale, seed=seed, environments_dir=environments_dir,
                                      specs=specs, with_harc=with_harc, workers=workers, scheduler=scheduler,
                                      with_static=with_static)
+        if left_out:
+            description["games_left_out"] = list(left_out)
         description = public_json(description)  # paths under the stage read as their final place
         write_text(stage / "SIMULATION.json", json.dumps(description, indent=1, default=str) + "\n")
     return description
@@ -121,12 +131,19 @@ def _simulate_into(out_dir: Path, cfg: Any, *, scale: str, seed: int, environmen
                    with_static: bool) -> dict[str, Any]:
     """Write the study's files under `out_dir` (the stage); its description."""
     # The games' code runs in the sandbox (pipeline.core.game_code), which may write the study's folder only.
-    from pipeline.core.game_code import game_limits, run_game_code
+    from pipeline.core.game_code import SandboxFailure, game_limits, run_game_code
+    from pipeline.core.result_shape import expect, list_of, pair
 
     limits = dataclasses.replace(game_limits(), file_bytes=max(game_limits().file_bytes, 4 << 30))
-    human, agent_runs = run_game_code(_play_games, (out_dir.absolute(), scale, seed,
-                                                    Path(environments_dir).absolute(), specs),
-                                      key="simulate", writable=[out_dir], limits=limits)
+    try:
+        human, agent_runs = expect(run_game_code(_play_games, (out_dir.absolute(), scale, seed,
+                                                               Path(environments_dir).absolute(), specs),
+                                                 key="simulate", writable=[out_dir], limits=limits),
+                                   pair(dict, list_of(dict)), "(the human study's summary, the agent runs)")
+    except SandboxFailure as err:  # each game's lines ran in its own sandbox first: this is play beyond them
+        games = ", ".join(s.game_id for s in specs)
+        raise SandboxFailure(err.kind, f"{err.detail} (while the participants and agents played {games})",
+                             err.exc_type) from None
 
     harc = None
     if with_harc and cfg.harc_scale:
@@ -157,12 +174,52 @@ def _simulate_into(out_dir: Path, cfg: Any, *, scale: str, seed: int, environmen
     }
 
 
+class NoGameLeft(ValueError):
+    """Every game was left out (its solutions cannot be read, or its code failed): nothing to simulate."""
+
+
+def _games_that_run(specs: list[GameSpec], environments_dir: Path, left_out: list[str]) -> list[GameSpec]:
+    """The specs whose winning lines win their levels when played in the game's own sandbox (`verify_specs`, one
+    game per call): a game whose code raises, or ends abnormally there, is that game's failure alone ("game_id
+    (file): reason" appended to `left_out`), never the study's."""
+    from engine.loader import resolve_game
+    from pipeline.core.game_code import (
+        GameCodeError,
+        SandboxFailure,
+        describe_failure,
+        game_key,
+        portable_info,
+        run_game_code,
+    )
+
+    kept = []
+    for spec in specs:
+        info = resolve_game(spec.game_id, environments_dir)
+        label = f"{spec.game_id} ({info.source})"
+        try:
+            run_game_code(_verify_in_sandbox, (spec, environments_dir.absolute()), key=game_key(info),
+                          source=portable_info(info).source)
+        except SandboxFailure as err:
+            left_out.append(describe_failure(err, label))
+            continue
+        except GameCodeError as err:
+            left_out.append(f"{label}: its code raised {type(err).__name__}: {err}")
+            continue
+        kept.append(spec)
+    return kept
+
+
+def _verify_in_sandbox(arg: tuple) -> None:
+    """In a game's sandbox: its winning lines played once (`verify_specs`)."""
+    spec, environments_dir = arg
+    verify_specs([spec], environments_dir)
+
+
 def _play_games(arg: tuple) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """In the sandbox: the verified specs played by the simulated participants and agents, written under the
-    study's folder; (the human study's summary, the agent runs)."""
+    """In the sandbox: the verified specs (`_games_that_run`) played by the simulated participants and agents,
+    written under the study's folder; (the human study's summary, the agent runs)."""
     out_dir, scale, seed, environments_dir, specs = arg
     cfg = SCALES[scale]
-    verify_specs(specs, environments_dir)
     arc3_dir = out_dir / "arc3"
     plan = Arc3StudyPlan(n_participants=cfg.participants, games_per_session=cfg.games_per_session, seed=seed,
                          exploration=cfg.exploration)

@@ -33,6 +33,7 @@ HOSTILE = {
     "sy01": "os.system",             # a shell command at import
     "wr01": "writing outside",       # file writes at import
     "so01": "socket",                # a network connection at import
+    "fg01": "wrong shape",           # every result its sandbox sends back forged to ("ok", 42)
 }
 
 
@@ -89,6 +90,10 @@ def commands(code: str, tmp_path: Path) -> dict[str, list[str]]:
                   str(tmp_path / "score"), "--no-figures", "--workers", "1"],
         "view": ["view", str(playback), "--games", str(FIXTURES), "--out", str(tmp_path / "v.html")],
         "qualify": ["qualify", code, "--regime", "quick", "--environments", str(FIXTURES), "--workers", "1"],
+        "replay": ["replay", str(playback), "--games", str(FIXTURES), "--out", str(tmp_path / "r.jsonl")],
+        "export-transitions": ["export-transitions", str(playback), "--games", str(FIXTURES), "--out",
+                               str(tmp_path / "tr")],
+        "explore": ["explore", code, "--environments", str(FIXTURES), "--max-seconds", "5", "--workers", "1"],
     }
 
 
@@ -156,3 +161,48 @@ def test_the_calibration_explorer_notes_a_stopped_game_and_the_report_run_knows(
                                                                        seconds=60))
     assert any("explorer stopped" in n and "ox01-0000beef" in n and "exit code 0" in n for n in notes), notes
     assert len(game_code.stopped_in_run()) == 1  # `arcstudy report` then exits 3
+
+
+def good_script(tmp_path: Path) -> Path:
+    """A playback file for a shipped game (run in arcstudy's own games' sandbox): the good file of a run."""
+    return script(tmp_path / "good.jsonl", "bg41-a6ea70d5")
+
+
+@pytest.mark.parametrize("verb", ["replay", "export-transitions", "qualify", "explore"])
+def test_a_result_of_the_wrong_shape_is_that_games_failure(tmp_path, small_limits, verb):
+    # fg01 replaces the child's result writer at import: whatever arcstudy's function returns, the parent gets
+    # ("ok", 42), plain data the restricted unpickler lets through; each caller checks the shape it needs
+    args = commands("fg01", tmp_path)[verb]
+    if verb == "export-transitions":
+        args = [*args, str(good_script(tmp_path))]  # the good game of the same run still lands
+    result = runner.invoke(app, ["--plain", *args])
+    assert result.exit_code == 3, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    text = " ".join(result.output.split())
+    assert "fg01-0000beef" in text and "the game's sandbox answered with a result of the wrong shape" in text, text
+    if verb == "export-transitions":
+        import polars as pl
+
+        games = pl.read_parquet(tmp_path / "tr" / "data").get_column("game_id").unique().to_list()
+        assert games == ["bg41-a6ea70d5"]
+        assert "fg01" in (tmp_path / "tr" / "README.md").read_text().split("## Left out", 1)[1]
+    if verb == "replay":
+        assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("verb", ["export-transitions", "explore"])
+def test_a_memory_flood_is_named_as_the_memory_limit(tmp_path, small_limits, verb):
+    # mm01 allocates 4 GB in ACTION2: the MemoryError there is the sandbox's memory limit, that game's failure
+    # (not a divergence that cuts the play, nor an error the explorer lists as a finding of the graph)
+    args = commands("mm01", tmp_path)[verb]
+    if verb == "export-transitions":
+        args = [*args, str(good_script(tmp_path))]
+    result = runner.invoke(app, ["--plain", *args])
+    assert result.exit_code == 3, result.output
+    text = " ".join(result.output.split())
+    assert "mm01-0000beef" in text and "(memory): the code ran out of its memory limit" in text, text
+    if verb == "export-transitions":
+        import polars as pl
+
+        frame = pl.read_parquet(tmp_path / "tr" / "data")
+        assert frame.get_column("game_id").unique().to_list() == ["bg41-a6ea70d5"]  # mm01's play is not cut short
