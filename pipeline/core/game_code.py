@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.result_shape import wrong_shape
 from pipeline.core.sandbox import Limits, SandboxFailure, confined, describe_layers, limits_from_env
 from pipeline.core.textfiles import visible
 
@@ -140,11 +141,11 @@ def run_game_code(fn: Callable[[Any], Any], arg: Any, *, key: str | None = None,
                     writable=writable)
     answer = call((fn, arg, None if source is None else str(Path(source).absolute())))
     if not (isinstance(answer, tuple) and len(answer) == 2 and answer[0] in ("ok", "raised")):
-        raise SandboxFailure("refused", "the game's sandbox answered with a result of the wrong shape")
+        raise wrong_shape('("ok", result) or ("raised", error)', answer)
     status, value = answer
     if status == "raised":
         if not (isinstance(value, tuple) and len(value) == 2):
-            raise SandboxFailure("refused", "the game's sandbox answered with an error of the wrong shape")
+            raise wrong_shape("an error as (type name, message)", value)
         raise _game_error(*value)
     return value
 

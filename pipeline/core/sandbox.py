@@ -63,7 +63,7 @@ from pipeline.core.special_files import remove_tree
 
 __all__ = ["KINDS", "Limits", "Sandbox", "SandboxFailure", "confined", "describe_layers", "limits_from_env"]
 
-KINDS = ("timeout", "cpu", "memory", "crashed", "exited", "output_too_large", "refused", "error")
+KINDS = ("timeout", "cpu", "memory", "crashed", "exited", "output_too_large", "refused", "error", "wrong_shape")
 _SCRATCH_PREFIX = "arcstudy-sandbox-"
 _START_WALL_S = 30.0  # a fresh interpreter, its confinement and the preload, at most (or wall_s if longer)
 

@@ -49,7 +49,7 @@ def test_an_answer_of_the_wrong_shape_is_a_refusal(monkeypatch, answer):
     monkeypatch.setattr(game_code, "confined", lambda *a, **k: lambda _arg: answer)
     with pytest.raises(sandbox.SandboxFailure) as info:
         run_game_code(t.echo, 1, key="test-shape")
-    assert info.value.kind == "refused" and "wrong shape" in info.value.detail
+    assert info.value.kind == "wrong_shape" and "wrong shape" in info.value.detail
 
 
 def test_arcstudys_own_work_in_the_sandbox_is_progress(monkeypatch):
