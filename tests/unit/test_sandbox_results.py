@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import io
 import pickle
 import resource
 from pathlib import Path
@@ -78,6 +79,16 @@ def test_a_deeply_nested_result_is_refused():
     assert _loads(pickle.dumps(shallow, protocol=5)) == shallow
 
 
+def _dumps(value) -> bytes:
+    """As the child pickles (protocol 5), without the reducers other libraries register in this process (Dask's
+    tblib pickles exceptions through a function of its own once it is imported)."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=5)
+    pickler.dispatch_table = {}
+    pickler.dump(value)
+    return buffer.getvalue()
+
+
 def test_the_plain_data_results_are_made_of_still_round_trips():
     from pipeline.core.sandbox import SandboxFailure as Failure  # an exception of arcstudy's
     from pipeline.explore.recover import StepFound  # a dataclass of arcstudy's
@@ -93,7 +104,7 @@ def test_the_plain_data_results_are_made_of_still_round_trips():
         "step": StepFound(1, 2, 0, None, None, n_fit=2, ambiguous=True, alternatives=("ACTION5",)),
         "failure": Failure("error", "detail", "ValueError"),
     }
-    got = _loads(pickle.dumps(value, protocol=5))
+    got = _loads(_dumps(value))
     for key in ("frames", "strided", "objects"):
         assert got[key].dtype == value[key].dtype and np.array_equal(got[key], value[key])
     rest = {k: v for k, v in value.items() if k not in ("frames", "strided", "objects", "failure")}
