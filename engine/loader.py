@@ -114,6 +114,7 @@ def metadata_files(root: str | Path) -> list[Path]:
     them, and their games were "not found"); each folder is walked once, so a link back up ends the walk."""
     found: list[Path] = []
     seen: set[tuple[int, int]] = set()  # (device, inode) of each folder walked
+    root_real = os.path.realpath(root)
     stack = [str(root)]
     while stack:  # a loop, not recursion: a tree of any depth
         top = stack.pop()
@@ -123,12 +124,21 @@ def metadata_files(root: str | Path) -> list[Path]:
                 continue
             seen.add((folder.st_dev, folder.st_ino))
             with os.scandir(top) as entries:
-                listed = [(entry.name, _is_folder(entry)) for entry in entries]
+                listed = [(entry.name, _is_folder(entry)) for entry in entries if not _links_up(entry, root_real)]
         except OSError:
             continue
         found.extend(Path(top) / name for name, is_folder in listed if name == "metadata.json" and not is_folder)
         stack.extend(os.path.join(top, name) for name, is_folder in sorted(listed, reverse=True) if is_folder)
     return sorted(found)
+
+
+def _links_up(entry: os.DirEntry, root_real: str) -> bool:
+    """A symlink to a folder that holds the walk's own root (``/``, the home folder, ``..``): left out, neither
+    walked nor listed, as a loop is (followed, it walked the whole disk around the folder given)."""
+    if not entry.is_symlink():
+        return False
+    real = os.path.realpath(entry.path)
+    return root_real == real or root_real.startswith(real.rstrip(os.sep) + os.sep)
 
 
 def _is_folder(entry: os.DirEntry) -> bool:

@@ -54,6 +54,7 @@ def tree_files(folder: Path) -> list[Path]:
     found: list[Path] = []
     seen: set[tuple[int, int]] = set()  # (device, inode) of each folder walked: not its real path, whose making
     # costs a look-up per level of the folder (a tree thousands deep took half a minute)
+    root_real = os.path.realpath(folder)
     stack = [str(folder)]  # folders to walk, the next on top: depth first, in name order (a loop, not
     # recursion: os.walk of Python 3.11 recursed once per level, and a tree a thousand folders deep failed)
     while stack:
@@ -67,13 +68,22 @@ def tree_files(folder: Path) -> list[Path]:
         seen.add((info.st_dev, info.st_ino))
         try:
             with os.scandir(top) as entries:
-                listed = [(entry.name, _is_folder(entry)) for entry in entries]
+                listed = [(entry.name, _is_folder(entry)) for entry in entries if not _links_up(entry, root_real)]
         except OSError:
             continue
         found.extend(Path(top) / name for name, is_folder in listed if not is_folder)
         # of two links to one folder, the first by name is the one walked, whatever order the OS lists them in
         stack.extend(os.path.join(top, name) for name, is_folder in sorted(listed, reverse=True) if is_folder)
     return sorted(found)
+
+
+def _links_up(entry: os.DirEntry, root_real: str) -> bool:
+    """A symlink to a folder that holds the walk's own root (``/``, the home folder, ``..``): left out, neither
+    walked nor listed, as a loop is (followed, it walked the whole disk around the folder given)."""
+    if not entry.is_symlink():
+        return False
+    real = os.path.realpath(entry.path)
+    return root_real == real or root_real.startswith(real.rstrip(os.sep) + os.sep)
 
 
 def _is_folder(entry: os.DirEntry) -> bool:

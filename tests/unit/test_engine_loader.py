@@ -83,6 +83,17 @@ def test_a_linked_game_folder_is_found_and_a_link_back_up_ends_the_walk(tmp_path
     assert load_game_class(info).__name__ == "Zz01"
 
 
+def test_a_link_to_a_folder_holding_the_games_folder_is_not_walked(tmp_path):
+    # a link to / made discovery walk the whole disk, and every metadata.json on it declared a game there
+    games = tmp_path / "games"
+    write_game(games, "aaaa1111", "2026-01-01T00:00:00+00:00")
+    write_game(tmp_path / "elsewhere", "bbbb2222", "2026-01-01T00:00:00+00:00")
+    (games / "everything").symlink_to("/", target_is_directory=True)
+    (games / "up").symlink_to(tmp_path, target_is_directory=True)
+    assert [info.game_id for info in find_games(games)] == ["zz01-aaaa1111"]
+    assert unloadable_reason(resolve_game("zz01-aaaa1111", games)) is None
+
+
 def test_version_selection(environments):
     assert resolve_game("zz01", environments).version == "bbbb2222"  # most recent download
     assert resolve_game("zz01-aaaa1111", environments).version == "aaaa1111"

@@ -63,3 +63,13 @@ def test_a_folder_deeper_than_the_recursion_limit_is_walked(tmp_path):
         assert found[0] == Path(top, *["d"] * 1500, "bottom.jsonl")
     finally:
         remove_tree(top)  # pytest's own clean-up of old temporary folders recurses too
+
+
+def test_a_link_to_a_folder_holding_the_walk_is_left_out(tmp_path):
+    # followed, a link to / (or to the home folder, or to ..) walked the whole disk around the folder given
+    top = tmp_path / "in"
+    top.mkdir()
+    (top / "a.jsonl").write_text("{}\n")
+    os.symlink("/", top / "everything")
+    os.symlink(tmp_path, top / "parent")
+    assert [p.name for p in tree_files(top)] == ["a.jsonl"]
