@@ -582,6 +582,10 @@ class Sandbox:
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else f"signal {sig}"
             if sig == signal.SIGXCPU:
                 return SandboxFailure("cpu", f"the code used more than the CPU limit of {self.limits.cpu_s:g} s")
+            if sig == signal.SIGSYS:  # the seccomp filter ended it (sandbox_child._FATAL)
+                return SandboxFailure("refused", "the code made a system call the sandbox forbids (a fork, an exec, "
+                                                 "a link, a mount, ptrace, ...), around the Python-level checks: "
+                                                 "the kernel ended it")
             if sig == signal.SIGKILL:
                 return SandboxFailure("crashed", "the sandbox process was killed by SIGKILL (the CPU hard limit or "
                                                  f"the system's out-of-memory killer){self._log_tail()}")

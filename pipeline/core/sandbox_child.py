@@ -137,6 +137,15 @@ _ALWAYS_DENIED = (
     "capset", "lsm_set_self_attr", "open_tree_attr", "mq_open", "msgget", "semget", "shmget",
     "landlock_create_ruleset",
 )
+# Of those, the calls whose every Python way in is refused by the audit hook first (os.fork, subprocess, os.exec*,
+# os.symlink, os.link, os.mkfifo, ...): code that reaches the kernel with one went around the hook on purpose
+# (ctypes, a raw system call), so the filter ends the process (SIGSYS), and the parent reports the refusal. The
+# rest answer EPERM: C libraries may try them and go on (a socket to nscd, a chmod), which is harmless.
+_FATAL = frozenset({
+    "fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2",
+    "pivot_root", "chroot", "unshare", "setns", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+    "delete_module", "reboot", "bpf", "symlink", "symlinkat", "link", "linkat", "mknod", "mknodat",
+})
 # Calls allowed only when their first argument is this process (or 0, "myself").
 _OWN_PID_ONLY = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "sched_setparam",
                  "sched_setscheduler", "sched_setaffinity", "sched_setattr")
@@ -315,12 +324,13 @@ def seccomp_program(machine: str, pid: int) -> list[tuple[int, int, int, int]]:
     own_pid_checks = [(_LD_W_ABS, 0, 0, _arg_lo(0)), (_JEQ, 3, 0, pid), (_JEQ, 2, 0, 0),
                       (_JEQ, 1, 0, (-pid) & 0xFFFFFFFF), (_RET, 0, 0, eperm), (_RET, 0, 0, allow)]
 
+    kill = SECCOMP_RET_KILL_PROCESS
     for name in _ALWAYS_DENIED:
         if name in nrs:
-            block(nrs[name], [(_RET, 0, 0, eperm)])
-    # clone: threads only (CLONE_THREAD in the flags, args[0] on both architectures)
+            block(nrs[name], [(_RET, 0, 0, kill if name in _FATAL else eperm)])
+    # clone: threads only (CLONE_THREAD in the flags, args[0] on both architectures); a process is a fork
     block(nrs["clone"], [(_LD_W_ABS, 0, 0, _arg_lo(0)), (_JSET, 0, 1, CLONE_THREAD), (_RET, 0, 0, allow),
-                         (_RET, 0, 0, eperm)])
+                         (_RET, 0, 0, kill)])
     # clone3: ENOSYS, so the C library falls back to clone, whose flags can be checked
     block(nrs["clone3"], [(_RET, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS)])
     for name in _OWN_PID_ONLY:
