@@ -65,7 +65,7 @@ __all__ = ["KINDS", "Limits", "Sandbox", "SandboxFailure", "confined", "describe
 
 KINDS = ("timeout", "cpu", "memory", "crashed", "exited", "output_too_large", "refused", "error", "wrong_shape")
 _SCRATCH_PREFIX = "arcstudy-sandbox-"
-_START_WALL_S = 30.0  # a fresh interpreter, its confinement and the preload, at most (or wall_s if longer)
+START_WALL_S = 30.0  # a fresh interpreter, its confinement and the preload, at most (or wall_s if longer)
 
 
 @dataclass(frozen=True)
@@ -346,10 +346,10 @@ class Sandbox:
         for pipe in (self._proc.stdin, self._proc.stdout):
             _widen(pipe)
         config = {"memory_bytes": self.limits.memory_bytes, "open_files": self.limits.open_files,
-                  "file_bytes": self.limits.file_bytes, "cpu_s": max(self.limits.cpu_s, _START_WALL_S),
+                  "file_bytes": self.limits.file_bytes, "cpu_s": max(self.limits.cpu_s, START_WALL_S),
                   "confine": self.limits.confine, "preload": self.preload, "writable": list(self.writable),
                   "shm_fd": shm_fd, "shm_bytes": len(self._shm) if self._shm is not None else 0}
-        end = time.monotonic() + max(self.limits.wall_s, _START_WALL_S)
+        end = time.monotonic() + max(self.limits.wall_s, START_WALL_S)
 
         def deadline() -> tuple[float, str]:
             return end, "wall"

@@ -77,7 +77,7 @@ MAX_REASON_CHARS = 500  # a stored and printed reason, at most (one line)
 KINDS = ("grid", "invalid", "none", "raised")  # what run_witness says of one input's run
 # The floor of the sandbox's start-up limits (wall clock and CPU: a fresh Python, its confinement and the preload
 # get the larger of it and the call's limit), said when the framework's import is stopped at it.
-START_LIMIT_S = float(getattr(sandbox, "_START_WALL_S", 30.0))
+START_LIMIT_S = sandbox.START_WALL_S
 
 _HINT = {"timeout": "; if the witness is only slow, raise --timeout",
          "cpu": "; if the witness is only slow, raise --timeout",
