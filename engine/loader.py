@@ -48,6 +48,7 @@ __all__ = [
     "load_game_module",
     "metadata_files",
     "metadata_problem",
+    "walk_files",
     "METADATA_MAX_BYTES",
 ]
 
@@ -109,14 +110,23 @@ def _as_dirs(environments_dir: str | Path | Iterable[str | Path] | None) -> list
 
 
 def metadata_files(root: str | Path) -> list[Path]:
-    """Every ``metadata.json`` below ``root``, sorted, named through ``root`` as given. A symlinked folder is
-    followed as the folder it stands for (a games folder of links to games kept elsewhere: Path.rglob skipped
-    them, and their games were "not found"); each folder is walked once, so a link back up ends the walk."""
+    """Every ``metadata.json`` below ``root`` (`walk_files`: a symlinked folder followed as the folder it stands
+    for; Path.rglob skipped them, and the games of a games folder of links were "not found")."""
+    return [path for path in walk_files(root) if path.name == "metadata.json"]
+
+
+def walk_files(root: str | Path) -> list[Path]:
+    """Every entry below ``root`` that is not a folder (files, and symlinks, FIFOs, sockets or devices for the
+    caller to refuse by name), sorted, named through ``root`` as given. A symlinked folder is followed as the
+    folder it stands for; one already walked (a loop, or a second link to it) is not walked again, and a link to a
+    folder that holds ``root`` (``/``, the home folder, ``..``) is left out, so the walk ends and no file is listed
+    twice. A loop, not recursion (os.walk of Python 3.11 recursed once per level: a tree a thousand folders deep
+    failed), and folders known by device and inode, not by real path (whose making costs a look-up per level)."""
     found: list[Path] = []
-    seen: set[tuple[int, int]] = set()  # (device, inode) of each folder walked
+    seen: set[tuple[int, int]] = set()
     root_real = os.path.realpath(root)
-    stack = [str(root)]
-    while stack:  # a loop, not recursion: a tree of any depth
+    stack = [str(root)]  # folders to walk, the next on top: depth first, in name order
+    while stack:
         top = stack.pop()
         try:
             folder = os.stat(top)
@@ -127,7 +137,8 @@ def metadata_files(root: str | Path) -> list[Path]:
                 listed = [(entry.name, _is_folder(entry)) for entry in entries if not _links_up(entry, root_real)]
         except OSError:
             continue
-        found.extend(Path(top) / name for name, is_folder in listed if name == "metadata.json" and not is_folder)
+        found.extend(Path(top) / name for name, is_folder in listed if not is_folder)
+        # of two links to one folder, the first by name is the one walked, whatever order the OS lists them in
         stack.extend(os.path.join(top, name) for name, is_folder in sorted(listed, reverse=True) if is_folder)
     return sorted(found)
 

@@ -47,50 +47,11 @@ def resolved(path: Path) -> Path:
 
 
 def tree_files(folder: Path) -> list[Path]:
-    """Every entry below `folder` that is not a folder (files, and symlinks, FIFOs, sockets or devices for the
-    caller to refuse by name), sorted, named through `folder` as the user gave it. A symlinked folder is followed,
-    as the folder it stands for (Path.rglob skipped its files without a word); one already walked (a loop, or a
-    second link to it) is not walked again, so the walk ends and no file is listed twice."""
-    found: list[Path] = []
-    seen: set[tuple[int, int]] = set()  # (device, inode) of each folder walked: not its real path, whose making
-    # costs a look-up per level of the folder (a tree thousands deep took half a minute)
-    root_real = os.path.realpath(folder)
-    stack = [str(folder)]  # folders to walk, the next on top: depth first, in name order (a loop, not
-    # recursion: os.walk of Python 3.11 recursed once per level, and a tree a thousand folders deep failed)
-    while stack:
-        top = stack.pop()
-        try:
-            info = os.stat(top)
-        except OSError:
-            continue
-        if (info.st_dev, info.st_ino) in seen:
-            continue
-        seen.add((info.st_dev, info.st_ino))
-        try:
-            with os.scandir(top) as entries:
-                listed = [(entry.name, _is_folder(entry)) for entry in entries if not _links_up(entry, root_real)]
-        except OSError:
-            continue
-        found.extend(Path(top) / name for name, is_folder in listed if not is_folder)
-        # of two links to one folder, the first by name is the one walked, whatever order the OS lists them in
-        stack.extend(os.path.join(top, name) for name, is_folder in sorted(listed, reverse=True) if is_folder)
-    return sorted(found)
+    """Every entry below `folder` that is not a folder, for ingest, score and export (`engine.loader.walk_files`,
+    the one folder walk: symlinked folders followed once, no recursion)."""
+    from engine.loader import walk_files  # here, not at the top: the engine's imports are paid only by a walk
 
-
-def _links_up(entry: os.DirEntry, root_real: str) -> bool:
-    """A symlink to a folder that holds the walk's own root (``/``, the home folder, ``..``): left out, neither
-    walked nor listed, as a loop is (followed, it walked the whole disk around the folder given)."""
-    if not entry.is_symlink():
-        return False
-    real = os.path.realpath(entry.path)
-    return root_real == real or root_real.startswith(real.rstrip(os.sep) + os.sep)
-
-
-def _is_folder(entry: os.DirEntry) -> bool:
-    try:
-        return entry.is_dir()  # a symlink to a folder is one
-    except OSError:
-        return False
+    return walk_files(folder)
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
