@@ -565,8 +565,12 @@ def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None
                           "cards' per-level actions)", markup=False, soft_wrap=True)
     if result.competition:
         comp = result.competition
-        out.console.print(f"competition mode: {comp['n_environments']} environments in the set, "
-                          f"{len(comp['played'])} played, {len(comp['unplayed'])} unplayed (score 0)", markup=False, soft_wrap=True)
+        idle = [g for g in comp["played"] if g in seen_games and seen_games[g].plays
+                and all(p.actions == 0 for p in seen_games[g].plays)]  # opened, never acted in (the toolkit's close)
+        played = f"{len(comp['played']) - len(idle)} played" + (f", {len(idle)} opened without an action (score 0)"
+                                                                 if idle else "")
+        out.console.print(f"competition mode: {comp['n_environments']} environments in the set, {played}, "
+                          f"{len(comp['unplayed'])} unplayed (score 0)", markup=False, soft_wrap=True)
         for g, pids in comp["outside_set"].items():
             out.console.print(f"  played but not in the environment set: {g} ({_plays(len(pids))}, left out)",
                               markup=False, soft_wrap=True)
@@ -633,10 +637,17 @@ def _print_card_differences(result) -> None:
 
     from pipeline.scoring.card_input import integer_typing
 
-    for pr in result.policies:
+    for k, pr in enumerate(result.policies):
         doc = json.loads(pr.scorecard_json).get("card_inputs")
         if not doc:
             continue
+        stated = sorted(name for name, card in (doc.get("cards") or {}).items() if card.get("competition_mode"))
+        if k == 0 and stated and not result.competition:  # once: the cards, not the policies
+            more = f" and {len(stated) - 3} more" if len(stated) > 3 else ""
+            out.console.print(f"{', '.join(stated[:3])}{more}: competition mode, as the card says; rescored as "
+                              "given (its environments and plays; competition_mode false in the new scorecard): "
+                              "pass --competition --games DIR to apply the competition rules (the environment set, "
+                              "game resets as level resets, one play per environment)", markup=False, soft_wrap=True)
         by_policy: dict[str, int] = {}
         shown = 0
         for run in doc["runs"]:

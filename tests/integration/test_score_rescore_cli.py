@@ -364,3 +364,19 @@ def test_compare_with_a_card_without_scores_scores_it_first(tmp_path):
     rows = list(csv.DictReader((tmp_path / "o" / "compare.csv").open()))
     game = [r for r in rows if r["level_index"] == ""]
     assert game and game[0]["cause"].startswith("counting: 1 run(s) there, 2 here")
+
+
+def test_a_competition_card_says_what_it_is_and_its_idle_environments(kaggle, tmp_path):
+    """The competition card (kaggle.json: the 20 environments no one played hold a zero-action run, as the
+    toolkit's close adds them) rescored without --competition said nothing of the mode it states; with it, the
+    idle environments were counted as played."""
+    code, output = run(str(kaggle["kaggle"]), "--out", str(tmp_path / "plain"))
+    assert code == 0, output
+    assert "kaggle.json: competition mode, as the card says; rescored as given" in output
+    assert "pass --competition --games DIR" in output
+    code, output = run(str(kaggle["kaggle"]), "--competition", "--games", str(kaggle["games"]), "--out",
+                       str(tmp_path / "comp"))
+    assert code == 0, output
+    assert (f"competition mode: {N_ENVS} environments in the set, {N_PLAYED} played, {N_ENVS - N_PLAYED} opened "
+            "without an action (score 0), 0 unplayed (score 0)") in output
+    assert "competition mode, as the card says" not in output
