@@ -650,6 +650,14 @@ def _print_card_differences(result) -> None:
                               "game resets as level resets, one play per environment)", markup=False, soft_wrap=True)
         by_policy: dict[str, int] = {}
         shown = 0
+        flagged = [run for run in doc["runs"] if run.get("flags")] if k == 0 else []  # once, as for the mode
+        for run in flagged[:20]:
+            out.console.print(f"card {run['file_name']} {run['game_id']} run {run['run_index']}: flagged "
+                              f"{', '.join(run['flags'])} (scored by the toolkit's positional rule, the flag kept: "
+                              "formats.md C)", markup=False, soft_wrap=True)
+        if len(flagged) > 20:
+            out.console.print(f"... and {len(flagged) - 20} more flagged runs (card_inputs in the scorecard)",
+                              markup=False, soft_wrap=True)
         for run in doc["runs"]:
             diffs = run.get("differences") or []
             if diffs and all(d["cause"].startswith("policy:") for d in diffs):

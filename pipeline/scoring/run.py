@@ -35,7 +35,7 @@ from typing import Any
 import polars as pl
 
 from engine.loader import GameNotFoundError, resolve_game
-from pipeline.recordings.counting import Card, CardPlay
+from pipeline.recordings.counting import Card, CardPlay, play_flags
 from schemas.validate import conform
 
 from .baseline_sources import BaselineSource, ResolvedBaseline, resolve_baselines
@@ -218,7 +218,8 @@ def _card_inputs_json(sc: Scorecard, cards: Sequence[Card], play_ids: dict[int, 
         scored = scored_by_pid.get(pid)
         entry = {"play_id": pid, "file_name": run.file_name, "guid": run.play.guid, "game_id": run.game_id,
                  "run_index": run.run_index, "shape": run.shape, "status": SUMMARY_ONLY,
-                 "notes": list(run.notes) or None, "excluded": pid in excluded or None,
+                 "notes": list(run.notes) or None, "flags": list(play_flags(run.play)) or None,
+                 "excluded": pid in excluded or None,
                  "exclusion_reason": excluded.get(pid)}
         if run.stated is not None:
             entry["stated_score"] = run.stated.score

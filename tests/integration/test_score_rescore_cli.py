@@ -380,3 +380,27 @@ def test_a_competition_card_says_what_it_is_and_its_idle_environments(kaggle, tm
     assert (f"competition mode: {N_ENVS} environments in the set, {N_PLAYED} played, {N_ENVS - N_PLAYED} opened "
             "without an action (score 0), 0 unplayed (score 0)") in output
     assert "competition mode, as the card says" not in output
+
+
+def test_a_card_play_with_a_pre_096_pair_is_scored_positionally_and_its_flag_kept(tmp_path):
+    """formats.md C: "flag play: level numbers in the pairs not exactly `1..k` in order (... a `[0, n]` pair from
+    builds before 0.9.6 ...). Score such plays with the toolkit's positional rule but keep the flag." The score
+    kept no flag (ingest did)."""
+    games = tmp_path / "games" / "aa04" / "00000004"
+    games.mkdir(parents=True)
+    (games / "metadata.json").write_text(json.dumps({"game_id": "aa04-00000004", "baseline_actions": [4, 8, 16]}))
+    card = {"won": 1, "played": 1, "total_actions": 15, "levels_completed": 3, "cards": {
+        "aa04-00000004": {"game_id": "aa04-00000004", "total_plays": 1,
+                          "guids": ["44444444-0000-4000-8000-000000000001"], "levels_completed": [3],
+                          "states": ["WIN"], "actions": [15], "actions_by_level": [[[1, 4], [2, 12], [0, 15]]],
+                          "resets": [0], "total_actions": 15}}}  # a card wrapper, as the REST server answers
+    path = tmp_path / "quirks.json"
+    path.write_text(json.dumps(card))
+    code, output = run(str(path), "--baselines", str(tmp_path / "games"), "--out", str(tmp_path / "out"))
+    assert code == 0, output
+    assert "card quirks.json aa04-00000004 run 0: flagged pair_levels_not_1_to_k" in output
+    sc = json.loads(next((tmp_path / "out").glob("scorecard__*.json")).read_text())
+    [entry] = sc["card_inputs"]["runs"]
+    assert entry["flags"] == ["pair_levels_not_1_to_k"]
+    # positional: the levels cost 4, 8 and 3 actions against baselines 4, 8, 16 (scored 100, 100, 100)
+    assert math.isclose(sc["score"], 100.0)
