@@ -47,18 +47,20 @@ def level_completion(attempts: pl.DataFrame, games: pl.DataFrame, config: BuildC
         pl.when(pl.col("n_players") > 0).then(pl.Series(np.clip(high, 0, 1))).alias("completion_ci_high"),
         pl.lit(conf).alias("confidence_level"),
     )
-    prev_rate = pl.col("completion_rate").shift(1).over("game_id")
     prev_n = pl.col("n_completers").shift(1).over("game_id")
+    # the players lost at each level, a whole number: the drop is that over the players, so equal losses give
+    # equal drops (a difference of two rates, 0.7 - 0.4 against 1.0 - 0.7, sent a tie to the later level)
+    lost = pl.when(pl.col("level_index") == 1).then(pl.col("n_players")).otherwise(prev_n) - pl.col("n_completers")
     df = df.with_columns(
-        (pl.when(pl.col("level_index") == 1).then(pl.lit(1.0)).otherwise(prev_rate) - pl.col("completion_rate"))
-        .alias("completion_drop"),
+        pl.when(pl.col("n_players") > 0).then(lost / pl.col("n_players")).alias("completion_drop"),
         pl.when(pl.col("level_index") == 1).then(pl.col("completion_rate"))
         .otherwise(pl.when(prev_n > 0).then(pl.col("n_completers") / prev_n)).alias("conditional_completion_rate"),
+        lost.alias("_lost"),
     )
-    best = (df.filter(pl.col("completion_drop") > 0).sort("game_id", "completion_drop", "level_index",
-                                                          descending=[False, True, False])
+    best = (df.filter(pl.col("_lost") > 0).sort("game_id", "_lost", "level_index", descending=[False, True, False])
             .group_by("game_id", maintain_order=True).first()
             .select("game_id", pl.col("level_index").alias("drop_off_level")))
+    df = df.drop("_lost")
     return (df.join(best, on="game_id", how="left")
             .with_columns((pl.col("level_index") == pl.col("drop_off_level")).fill_null(False)
                           .alias("is_drop_off_level"))

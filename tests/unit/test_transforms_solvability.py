@@ -113,3 +113,22 @@ def test_a_bad_optimal_table_is_refused_when_loaded(tmp_path, text: str, message
 
 def constant_optimal(game_id: str, level_index: int) -> int:
     return 3
+
+
+def test_two_equal_drops_go_to_the_earlier_level():
+    """10 players, completers 10, 7, 7, 4 on a 4-level game: levels 2 and 4 each lose 3 players. As a difference
+    of rates, 1.0 - 0.7 and 0.7 - 0.4 are two floats (0.29999999999999993, 0.30000000000000004) and the later
+    level was named the drop-off; the drops are the players lost over the players, equal, and ties go to the
+    earliest level."""
+    st = SyntheticStudy()
+    game = "dr04-000000d4"
+    level = "a" * 9 + "L"
+    for completed, n in ((1, 3), (3, 3), (4, 4)):
+        for _ in range(n):
+            st.add_recording(game, "R" + level * completed + "a" * max(0, 31 - 10 * completed), n_levels=4,
+                             duration_s=600)
+    lc = run_in_memory(st.tables(), load_config())["out_arc3__level_completion"].sort("level_index")
+    assert lc["n_completers"].to_list() == [10, 7, 7, 4]
+    drops = lc["completion_drop"].to_list()
+    assert drops == pytest.approx([0.0, 0.3, 0.0, 0.3]) and drops[1] == drops[3]  # equal, to the last bit
+    assert lc["is_drop_off_level"].to_list() == [False, True, False, False]
