@@ -441,6 +441,10 @@ def _consistent_steps(path: Path, frames: Sequence[Line], game_id: str, guid: st
     prev: Line | None = None
     micros, n = _micros_of(frames), len(frames)
     ahead, ahead_time = -1, None  # the last line whose time was looked up ahead of its turn, and that time
+    # Played with level-only resets (ONLY_RESET_LEVELS=true: the opening RESET a level reset, `is_only_reset_levels`),
+    # two level resets in a row are two engine responses, each counted: the doubled-write rule does not hold there.
+    doubled_resets_impossible = variant == "toolkit" and not (
+        n and frames[0].action_id == 0 and frames[0].full_reset is False and not frames[0].levels_completed)
     for index, ln in enumerate(frames):
         reject = None
         if ln.data["game_id"] != game_id:
@@ -451,7 +455,7 @@ def _consistent_steps(path: Path, frames: Sequence[Line], game_id: str, guid: st
                       "guid", ln.data.get("guid"))
         elif prev is not None and ln.sha == prev.sha:
             reject = ("duplicate_step", f"line repeats line {prev.number} exactly (duplicated write)", None, None)
-        elif variant == "toolkit" and prev is not None and _is_rewritten_level_reset(prev, ln):
+        elif doubled_resets_impossible and prev is not None and _is_rewritten_level_reset(prev, ln):
             # Two engine responses cannot look like this: a RESET right after a level reset is at the level
             # start, so the engine makes it a full reset. The recorder wrote one response twice; the
             # toolkit's card counted it once.

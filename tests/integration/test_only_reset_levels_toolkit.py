@@ -22,7 +22,7 @@ SAMPLE = SHARED / "samples" / "arc-agi-3" / "fixtures" / "tf62_scripted-win.fram
 GAMES = SHARED / "conformance" / "environment_files"
 
 
-def _only_reset_levels_recording(folder: Path) -> Path:
+def _only_reset_levels_recording(folder: Path, resets: int = 1) -> Path:
     lines = [json.loads(x) for x in SAMPLE.read_text().splitlines() if x.strip()]
     for line in lines:
         line["data"].pop("frame", None)  # the replay makes them
@@ -31,7 +31,8 @@ def _only_reset_levels_recording(folder: Path) -> Path:
     reset = json.loads(json.dumps(lines[3]))
     reset["data"]["action_input"] = {"id": "RESET", "data": {}, "reasoning": None}
     reset["data"]["full_reset"] = False
-    out = [*lines[:4], reset, *lines[4:14]]  # to the WIN (the fixture's later resets are the default mode's)
+    out = [*lines[:4], *[json.loads(json.dumps(reset)) for _ in range(resets)], *lines[4:14]]  # to the WIN (the
+    # fixture's later resets are the default mode's)
     for k, line in enumerate(out):
         line["timestamp"] = f"2026-04-01T03:04:{k:02d}.000000+00:00"
     folder.mkdir(parents=True)
@@ -61,3 +62,16 @@ def test_ingest_marks_it_played_with_level_only_resets(tmp_path: Path):
     ingest_paths(ws, [path], run_id="only-reset-levels", workers=1)
     [(flag,)] = ws.con.execute("SELECT is_only_reset_levels FROM core_arc3__plays").fetchall()
     assert flag is True
+
+
+def test_two_level_resets_in_a_row_are_two_actions(tmp_path: Path):
+    """In this mode the engine answers a RESET at a level's start with a level reset again (scoring.md §B.1: "every
+    RESET except one after WIN is a level reset and counts 1"): the second of two identical RESET responses was
+    taken for the recorder writing one response twice, left out, and the level charged one action less."""
+    path = _only_reset_levels_recording(tmp_path / "in", resets=2)
+    result = CliRunner().invoke(app, ["--plain", "score", str(path), "--games", str(GAMES), "--out",
+                                      str(tmp_path / "out")], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    (card_path,) = (tmp_path / "out").glob("scorecard__*.json")
+    [run] = json.loads(card_path.read_text())["environments"][0]["runs"]
+    assert (run["actions"], run["resets"], run["level_actions"]) == (15, 2, [1, 2, 6, 2, 4])
