@@ -1025,7 +1025,8 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
         action_id = rec.records[i].action_id
         x, y = (st.action_data.get("x"), st.action_data.get("y")) if action_id == 6 else (None, None)
         values = (rec.game_id, pid, source, i + first, ACTION_NAMES[action_id], action_id, x, y,
-                  expected.get("levels_completed", rec.records[i].levels_completed), expected.get("win_levels"),
+                  expected.get("levels_completed", rec.records[i].levels_completed),
+                  expected.get("win_levels", rec.records[i].win_levels),  # a 2025 preview line's win_score too
                   _state(expected.get("state")), expected.get("available_actions"), changes[i],
                   rec.effects[i].is_counted, verified, rec.recovered, rec.file_id, st.line)  # `_row`'s order
         if packed is None:  # the file's frames
