@@ -315,6 +315,7 @@ def export_transitions_command(
             "rows": summary.n_rows, "shards": len(shards), "engine_steps": n_engine,
             "plays_cut": [{"play_id": p.play_id, "rows": p.n_rows, "detail": p.detail} for p in summary.cut],
             "plays_unverified": [p.play_id for p in summary.unverified],
+            "rows_not_confirmed": {p.play_id: p.n_unconfirmed_rows for p in summary.unconfirmed},
             "plays_not_exported": [{"file": f, "play_id": p.play_id, "detail": p.detail}
                                    for f, p in summary.not_exported],
             "problems": [f"{f}: {why}" for f, why in problems]}
@@ -326,7 +327,9 @@ def export_transitions_command(
     n_plays = sum(summary.plays_by_game_source.values())
     out.console.print(f"wrote {out_dir}: {summary.n_rows:,} rows of {n_plays:,} plays in {len(shards)} shard(s); "
                       f"{len(summary.cut)} play(s) cut at a divergence, {len(summary.unverified)} unverified, "
-                      f"{len(summary.not_exported)} left out", markup=False, soft_wrap=True)
+                      f"{len(summary.not_exported)} left out"
+                      + (f"; {summary.n_unconfirmed_rows:,} row(s) not confirmed by the replay (verified false, "
+                         "the card lists them)" if summary.unconfirmed else ""), markup=False, soft_wrap=True)
     for label, why in problems:
         out.console.print(f"rejected: {label}: {why}", markup=False, soft_wrap=True)
     for label, play in summary.not_exported:

@@ -139,10 +139,16 @@ class DatasetSummary:
     game_sources: dict[str, str | None] = field(default_factory=dict)  # game_id -> sha256 of its source file
     cut: list[PlayExport] = field(default_factory=list)
     unverified: list[PlayExport] = field(default_factory=list)
+    unconfirmed: list[PlayExport] = field(default_factory=list)  # replayed plays with rows the replay did not confirm
     not_exported: list[tuple[str, PlayExport]] = field(default_factory=list)
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (file, reason)
     n_files: int = 0
     n_rows: int = 0
+
+    @property
+    def n_unconfirmed_rows(self) -> int:
+        """Rows with `verified` false: every row of an unverified play, and the unconfirmed rows of replayed ones."""
+        return sum(p.n_rows for p in self.unverified) + sum(p.n_unconfirmed_rows for p in self.unconfirmed)
 
     def add(self, export: FileExport) -> None:
         self.n_files += 1
@@ -156,6 +162,8 @@ class DatasetSummary:
                 self.cut.append(play)
             elif play.status == "unverified":
                 self.unverified.append(play)
+            if play.status != "unverified" and play.n_unconfirmed_rows:
+                self.unconfirmed.append(play)
             elif play.status == "not_exported":
                 self.not_exported.append((export.label, play))
         if export.game_id is not None and export.n_rows:
@@ -182,8 +190,15 @@ def dataset_card(summary: DatasetSummary, shards: Sequence[Path], *, licence: st
              "Every play was replayed on the engine where its game could be loaded: rows whose replay "
              "disagreed with the recording are not here (a divergent play is cut before its divergence, listed "
              "below), and `verified` says which rows the engine confirmed"
-             + (f" ({len(summary.unverified)} play(s) of games that could not be loaded are from their "
-                "recordings' frames, unchecked)." if summary.unverified else " (all of them)."), "",
+             + (" (all of them)." if not summary.unverified and not summary.unconfirmed else
+                f" (not {summary.n_unconfirmed_rows:,} row(s): "
+                + "; ".join(part for part in (
+                    f"{len(summary.unverified)} play(s) of games that could not be loaded are from their "
+                    "recordings' frames, unchecked" if summary.unverified else "",
+                    f"{sum(p.n_unconfirmed_rows for p in summary.unconfirmed):,} row(s) of "
+                    f"{len(summary.unconfirmed)} replayed play(s) keep the recording's frames where they differed "
+                    "from the replay's and the replay matched again later" if summary.unconfirmed else "")
+                    if part) + ", listed below)."), "",
              "## Sources", ""]
     sources = Counter()
     for (_game, source), n in summary.rows_by_game_source.items():
@@ -222,6 +237,15 @@ def dataset_card(summary: DatasetSummary, shards: Sequence[Path], *, licence: st
                   "false).", "", "| play_id | game_id | rows | why |", "|---|---|---:|---|"]
         lines += [f"| {_cell(p.play_id)} | {_cell(p.game_id)} | {p.n_rows:,} | {_cell(p.detail)} |"
                   for p in summary.unverified]
+    else:
+        lines.append("None.")
+    lines += ["", "## Rows whose frames the replay did not confirm", ""]
+    if summary.unconfirmed:
+        lines += ["Replayed plays whose frames differed from the replay's at these rows while every other field "
+                  "agreed, the replay matching again later: the rows keep the recording's frames (`verified` "
+                  "false).", "", "| play_id | game_id | rows | of which not confirmed |", "|---|---|---:|---:|"]
+        lines += [f"| {_cell(p.play_id)} | {_cell(p.game_id)} | {p.n_rows:,} | {p.n_unconfirmed_rows:,} |"
+                  for p in summary.unconfirmed]
     else:
         lines.append("None.")
     lines += ["", "## Left out", ""]

@@ -176,6 +176,7 @@ class PlayExport:
     status: str
     n_rows: int = 0
     detail: str | None = None
+    n_unconfirmed_rows: int = 0  # rows of a replayed play whose frames differed where the replay reconverged later
 
 
 @dataclass
@@ -1033,7 +1034,10 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
             rows.add(st.pixels, st.frame_hashes, values)
         else:
             rows.add_packed(*packed, values)
-        play_of(pid, info is not None).n_rows += 1
+        play = play_of(pid, info is not None)
+        play.n_rows += 1
+        if info is not None and not verified:  # the file's frames, kept where the replay reconverged later
+            play.n_unconfirmed_rows += 1
 
     cut_at: int | None = None  # first step index not exported
     cut_reason = None
