@@ -1,6 +1,9 @@
-"""What the transitions dataset says of its rows. A 2025 preview recording (formats.md A.4: `score` and `win_score` instead of `levels_completed` and
-`win_levels`; "map ... `win_score`->`win_levels` (null when absent, never 0)") exported as transitions keeps its
-`win_levels`: the rows took `levels_completed` from the line's `score` but left `win_levels` null."""
+"""What a transitions dataset says of its rows.
+
+A 2025 preview recording (formats.md A.4: `score` and `win_score` instead of `levels_completed` and `win_levels`;
+"map ... `win_score`->`win_levels` (null when absent, never 0)") keeps its `win_levels`: the rows took
+`levels_completed` from the line's `score` but left `win_levels` null. Rows the replay did not confirm are counted
+and listed."""
 
 from __future__ import annotations
 
