@@ -185,7 +185,9 @@ def export_transitions_command(
         export_files,
         export_group,
         group_jobs,
+        note_repeated_plays,
         recovered_pairs,
+        unrepeated_rows,
     )
     from pipeline.scoring.plays import RecordingReadError, load_recovered_actions
 
@@ -257,6 +259,8 @@ def export_transitions_command(
         _clear_dataset(stage)
         writer = ShardWriter(stage, max_bytes=shard_mb << 20)
         summary = DatasetSummary()
+        first_file: dict[str, str | None] = {}  # play_id -> the file_id that gave its rows (unrepeated_rows)
+        labels: dict[str | None, str] = {}  # file_id -> its label, for the reasons
         n_engine = 0
         input_sha256: dict[str, str] = {}  # files' hashes as their readers computed them (not read a second time)
         try:
@@ -278,8 +282,13 @@ def export_transitions_command(
                         problems += [(job.label, f"export failed: {type(error).__name__}: {error}")
                                      for job in pieces[key]]
                         continue
-                    for export in value if isinstance(value, list) else [value]:
+                    piece = value if isinstance(value, list) else [value]
+                    for export in piece:  # a piece's rows may travel with another of its files' export
+                        export.batches = unrepeated_rows(export.batches, first_file)
                         writer.write_export(export)
+                        labels[export.file_id] = export.label
+                    for export in piece:
+                        note_repeated_plays(export, first_file, labels)
                         summary.add(export)
                         n_engine += export.n_engine_steps
                         if export.file_sha256 is not None:

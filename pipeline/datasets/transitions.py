@@ -50,7 +50,7 @@ import hashlib
 import inspect
 import os
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from itertools import islice
@@ -205,6 +205,70 @@ def batches_from_bytes(data: bytes | pa.RecordBatch | RowBlock) -> list[pa.Recor
         return [data]
     with pa.ipc.open_stream(pa.BufferReader(data)) as reader:
         return list(reader)
+
+
+def unrepeated_rows(items: Iterable[bytes | pa.RecordBatch | RowBlock], first_file: dict[str, str | None]
+                    ) -> Iterator[bytes | pa.RecordBatch | RowBlock]:
+    """``items`` (a file export's batches, as they stream) without the rows of plays an earlier file gave: the same
+    play_id (the same guid, as in a copy of a recording) from another file_id, as `score` leaves such a file out
+    (`duplicate_play`): each (play_id, step) is one row of the dataset. Rows are matched by their own file_id,
+    since a piece's rows may travel with another file's export (`export_group`). ``first_file``: play_id -> the
+    file_id that gave it first, filled as rows pass (files come in the order given)."""
+    for item in items:
+        if isinstance(item, RowBlock):
+            for values in item.rows:
+                first_file.setdefault(values[1], values[-2])  # `_row`: play_id second, file_id last but one
+            repeated = {(f, p) for _, p, *_rest, f, _line in item.rows if first_file[p] != f}
+            if repeated:
+                item = _without_plays(item, repeated)
+            if item.num_rows:
+                yield item
+            continue
+        for batch in batches_from_bytes(item):
+            plays, files = batch.column("play_id").to_pylist(), batch.column("file_id").to_pylist()
+            for play, file in zip(plays, files, strict=True):
+                first_file.setdefault(play, file)
+            mine = [first_file[play] == file for play, file in zip(plays, files, strict=True)]
+            if not all(mine):
+                batch = batch.filter(pa.array(mine, pa.bool_()))
+            if batch.num_rows:
+                yield batch
+
+
+def note_repeated_plays(export: FileExport, first_file: dict[str, str | None], labels: dict[str | None, str]
+                        ) -> None:
+    """After a piece's rows were written through `unrepeated_rows`: each play of ``export`` that an earlier file
+    gave is not exported (its rows were left out), with the reason naming that file (``labels``: file_id ->
+    label)."""
+    firsts = []
+    for play in export.plays:
+        first = first_file.get(play.play_id)
+        if play.n_rows and first is not None and first != export.file_id:
+            export.n_rows -= play.n_rows
+            why = (f"duplicate_play: the same play (guid) as in {labels.get(first, first)}, given first and "
+                   "exported: each step is one row")
+            play.status, play.n_rows, play.n_unconfirmed_rows, play.detail = "not_exported", 0, 0, why
+            firsts.append(labels.get(first, first))
+    if firsts:  # the file is rejected input, as `score` rejects it (each play is listed as left out)
+        export.problems.append(f"duplicate_play: {len(firsts)} play(s) also in {', '.join(sorted(set(firsts)))}, "
+                               "given first and exported; left out here")
+
+
+def _without_plays(block: RowBlock, plays: set[tuple[str | None, str]]) -> RowBlock:
+    rows, counts, frames, digests, frame_bytes = [], [], [], [], 0
+    at = 0  # frames and digests hold an entry for each row with frames only
+    for values, count in zip(block.rows, block.counts, strict=True):
+        mine = (values[-2], values[1]) not in plays  # `_row`'s order: ..., play_id second, file_id last but one
+        if mine:
+            rows.append(values)
+            counts.append(count)
+        if count:
+            if mine:
+                frames.append(block.frames[at])
+                digests.append(block.digests[at])
+                frame_bytes += count * FRAME_BYTES
+            at += 1
+    return RowBlock(rows, counts, frames, digests, frame_bytes)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 from typer.testing import CliRunner
 
 from pipeline.cli import app
@@ -61,3 +62,44 @@ def test_rows_the_replay_did_not_confirm_are_counted_and_listed_in_the_card(tmp_
     listed = card.split("## Rows whose frames the replay did not confirm")[1].split("## Left out")[0]
     [play_id] = rows.filter(~pl.col("verified"))["play_id"].to_list()
     assert f"| {play_id} |" in listed and "| 1 |" in listed
+
+
+def test_a_play_given_twice_is_one_set_of_rows(tmp_path: Path):
+    """A copy of a recording (the same guid and steps, one timestamp apart): `score` leaves the second file out
+    (duplicate_play), and the export wrote both, every (play_id, step) twice and the card's counts doubled."""
+    (tmp_path / "in").mkdir()
+    text = SAMPLE.read_text()
+    first = json.loads(text.splitlines()[0])["timestamp"]
+    (tmp_path / "in" / "a.jsonl").write_text(text)
+    (tmp_path / "in" / "b.jsonl").write_text(text.replace(first, first[:-7] + "999999" + first[-6:], 1))
+    result = CliRunner().invoke(app, ["--plain", "export-transitions", str(tmp_path / "in"), "--games", str(GAMES),
+                                      "--out", str(tmp_path / "t")], catch_exceptions=False)
+    assert result.exit_code == 3, result.output  # rejected input, as score says of it
+    rows = pl.read_parquet(tmp_path / "t" / "data" / "*.parquet")
+    assert rows.height == rows.select("play_id", "step").n_unique() == len(text.splitlines())
+    assert rows["file_id"].n_unique() == 1
+    assert "rejected: " in result.output and "b.jsonl: duplicate_play" in result.output
+    card = (tmp_path / "t" / "README.md").read_text()
+    assert card.count("duplicate_play: the same play (guid) as in") == rows["play_id"].n_unique()
+
+
+def test_repeated_rows_are_left_out_of_arrow_batches_too():
+    """Rows exported by workers travel as Arrow batches, several files' rows in one (export_group)."""
+    from pipeline.datasets.transitions import unrepeated_rows
+    from schemas.transitions import ARROW_SCHEMA
+
+    def batch(file_id: str, plays: list[str]) -> pa.RecordBatch:
+        columns = {f.name: pa.nulls(len(plays), f.type) for f in ARROW_SCHEMA}
+        columns["file_id"] = pa.array([file_id] * len(plays), pa.string())
+        columns["play_id"] = pa.array(plays, pa.string())
+        columns["step"] = pa.array(list(range(len(plays))), ARROW_SCHEMA.field("step").type)
+        return pa.RecordBatch.from_arrays([columns[f.name] for f in ARROW_SCHEMA], schema=ARROW_SCHEMA)
+
+    first_file: dict = {}
+    one = list(unrepeated_rows([batch("A", ["g/0", "g/0", "h/0"])], first_file))
+    two = list(unrepeated_rows([pa.concat_batches([batch("B", ["g/0", "k/0"]), batch("A", ["h/0"])])],
+                               first_file))
+    assert sum(b.num_rows for b in one) == 3
+    [kept] = two
+    assert kept.column("play_id").to_pylist() == ["k/0", "h/0"] and kept.column("file_id").to_pylist() == ["B", "A"]
+    assert first_file == {"g/0": "A", "h/0": "A", "k/0": "B"}

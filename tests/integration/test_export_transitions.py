@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -47,12 +48,14 @@ def file_lines(path: Path) -> list[dict]:
 
 def agents_copy(src: Path, folder: Path) -> Path:
     """The toolkit recording as the agents recorder writes it: no opening RESET line, integer action ids, the
-    recorder's file name."""
+    recorder's file name; a session of its own (another guid: the same session in two files is one set of rows,
+    its second file left out as a duplicate_play)."""
     lines = [json.loads(x) for x in src.read_text().splitlines() if x.strip()][1:]
+    guid = str(uuid.uuid5(uuid.NAMESPACE_URL, "agents copy of " + lines[0]["data"]["guid"]))
     for line in lines:
         action = line["data"]["action_input"]
         action["id"] = ["RESET", *(f"ACTION{i}" for i in range(1, 8))].index(action["id"])
-    guid = lines[0]["data"]["guid"]
+        line["data"]["guid"] = guid
     path = folder / f"{lines[0]['data']['game_id']}.random.80.{guid}.recording.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return path
