@@ -216,21 +216,25 @@ def unrepeated_rows(items: Iterable[bytes | pa.RecordBatch | RowBlock], first_fi
     file_id that gave it first, filled as rows pass (files come in the order given)."""
     for item in items:
         if isinstance(item, RowBlock):
-            for values in item.rows:
-                first_file.setdefault(values[1], values[-2])  # `_row`: play_id second, file_id last but one
-            repeated = {(f, p) for _, p, *_rest, f, _line in item.rows if first_file[p] != f}
+            # in row order (the first file given wins): `_row` has play_id second, file_id last but one
+            pairs = dict.fromkeys([(values[1], values[-2]) for values in item.rows])
+            repeated = {(file, play) for play, file in pairs if first_file.setdefault(play, file) != file}
             if repeated:
                 item = _without_plays(item, repeated)
             if item.num_rows:
                 yield item
             continue
         for batch in batches_from_bytes(item):
-            plays, files = batch.column("play_id").to_pylist(), batch.column("file_id").to_pylist()
-            for play, file in zip(plays, files, strict=True):
-                first_file.setdefault(play, file)
-            mine = [first_file[play] == file for play, file in zip(plays, files, strict=True)]
-            if not all(mine):
-                batch = batch.filter(pa.array(mine, pa.bool_()))
+            pairs = pa.Table.from_batches([batch]).group_by(["play_id", "file_id"], use_threads=False).aggregate([])
+            repeated = {(file, play) for play, file in zip(pairs.column("play_id").to_pylist(),
+                                                           pairs.column("file_id").to_pylist(), strict=True)
+                        if first_file.setdefault(play, file) != file}
+            if repeated:
+                import pyarrow.compute as pc
+
+                key = pc.binary_join_element_wise(batch.column("file_id"), batch.column("play_id"), "\x00")
+                keys = pa.array([f"{file}\x00{play}" for file, play in repeated], pa.string())
+                batch = batch.filter(pc.invert(pc.is_in(key, value_set=keys)))
             if batch.num_rows:
                 yield batch
 
