@@ -75,7 +75,7 @@ from pipeline.recordings.counting import (
     level_changes,
     play_index_per_step,
 )
-from pipeline.recordings.frames import frame_hashes
+from pipeline.recordings.frames import frame_hashes, kept_frames
 from pipeline.recordings.lines import Line
 from pipeline.recordings.playback import (
     PlaybackError,
@@ -1044,8 +1044,19 @@ def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterato
         result.problems.append("no step could be read")
         return iter(())
     rec = recs[0]
-    return _export_recording(_Recording.of_input(rec, steps_from_table(rec) if rec.card is not None else [], False),
-                             job, result, holder, from_file=False)
+    replay_steps = steps_from_table(rec) if rec.card is not None else []
+    # the frames `ingest --keep-frames` stored: the database path then has the file's pixels, as the file path
+    # does (a play whose game cannot be loaded is exported from them; frames that differ where the replay
+    # reconverges later are kept, not cut)
+    files = steps["frames_file"].drop_nulls().unique().to_list() if "frames_file" in steps.columns else []
+    pixels = kept_frames(files[0], job.db, [st.line for st in replay_steps]) if len(files) == 1 else {}
+    # all or nothing: every step that recorded frames has them all in the store (else hashes only, as before)
+    has_pixels = bool(pixels) and all(not st.n_frames or len(pixels.get(st.line, ())) == st.n_frames
+                                      for st in replay_steps)
+    if has_pixels:
+        replay_steps = [st._replace(pixels=pixels[st.line] if st.n_frames else EMPTY_FRAMES) for st in replay_steps]
+    return _export_recording(_Recording.of_input(rec, replay_steps, has_pixels), job, result, holder,
+                             from_file=False)
 
 
 def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holder: list, *, from_file: bool
@@ -1068,7 +1079,7 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
     except OSError as err:  # the game file cannot be read
         why, info = f"game {rec.game_id} cannot be read: {err}", None
 
-    pixels_in_file = from_file and rec.has_pixels
+    pixels_in_file = rec.has_pixels  # the file's frames, or the ones `ingest --keep-frames` stored
     if info is None and not pixels_in_file:
         result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0,
                                    f"{why}; the file has no frames to export unverified") for pid in rec.play_ids]
@@ -1159,8 +1170,9 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
                 limit = min(limit, pending[0].step)
             if out["outcome"] is not None:
                 limit = min(limit, out["outcome"].step)
-            if not from_file and (out["frame_only"] or pending):
-                # database steps: no recorded pixels to keep instead, the first frame difference cuts the play
+            if not pixels_in_file and (out["frame_only"] or pending):
+                # database steps without kept frames: no recorded pixels to keep instead, the first frame
+                # difference cuts the play
                 first_diff = min(d.step for d in [*out["frame_only"], *pending])
                 cut_at, cut_reason = first_diff, describe(next(d for d in [*out["frame_only"], *pending]
                                                                 if d.step == first_diff))

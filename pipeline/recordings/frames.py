@@ -19,7 +19,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 from typing import AnyStr
 
 import numpy as np
@@ -284,3 +286,29 @@ def _decode_piece(piece: bytes, last: bool) -> bytes | None:
 def frame_hashes(frames: np.ndarray) -> list[str]:
     """sha256 of each frame's 4096 uint8 cells, row-major (the conformance kit's definition)."""
     return [hashlib.sha256(f if f.flags.c_contiguous else f.tobytes()).hexdigest() for f in frames]
+
+
+def kept_frames(frames_file: str | None, db_path: str | Path, line_numbers: Sequence[int]
+                ) -> dict[int, np.ndarray]:
+    """The frames `ingest --keep-frames` stored for ``line_numbers`` (line -> (n, 64, 64) uint8, every frame of
+    the line in order); {} when there is no such file (named as stored, or beside the database) or it cannot be
+    read (the caller then has hashes only)."""
+    if not frames_file:
+        return {}
+    path = next((p for p in (Path(frames_file), Path(db_path).parent / frames_file) if p.is_file()), None)
+    if path is None:
+        return {}
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path, columns=["line_number", "frame_index", "pixels"])
+    except (OSError, ValueError, KeyError):  # pyarrow's errors are these too: the caller has hashes only
+        return {}
+    wanted = {int(n) for n in line_numbers}
+    by_line: dict[int, list[tuple[int, bytes]]] = {}
+    for number, index, blob in zip(table.column("line_number").to_pylist(), table.column("frame_index").to_pylist(),
+                                   table.column("pixels").to_pylist(), strict=True):
+        if number in wanted and blob is not None and len(blob) == 64 * 64:
+            by_line.setdefault(number, []).append((index, blob))
+    return {n: np.frombuffer(b"".join(blob for _, blob in sorted(frames)), dtype=np.uint8).reshape(-1, 64, 64)
+            for n, frames in by_line.items()}

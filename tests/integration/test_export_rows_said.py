@@ -103,3 +103,36 @@ def test_repeated_rows_are_left_out_of_arrow_batches_too():
     [kept] = two
     assert kept.column("play_id").to_pylist() == ["k/0", "h/0"] and kept.column("file_id").to_pylist() == ["B", "A"]
     assert first_file == {"g/0": "A", "h/0": "A", "k/0": "B"}
+
+
+def _export(*args: str) -> str:
+    result = CliRunner().invoke(app, ["--plain", "export-transitions", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_the_database_with_kept_frames_exports_what_the_files_export(tmp_path: Path):
+    """`ingest --keep-frames` stores the recordings' frames beside the database. The database export used only
+    their hashes: a play whose game cannot be loaded was left out ("the file has no frames"), and one whose frames
+    differ where the replay reconverges later was cut there, where the file's export keeps both."""
+    from pipeline.core.workspace import Workspace
+    from pipeline.ingest import ingest_paths
+
+    (tmp_path / "in").mkdir()
+    lines = SAMPLE.read_text().splitlines()
+    obj = json.loads(lines[9])
+    obj["data"]["frame"][-1][5][5] = (obj["data"]["frame"][-1][5][5] + 1) % 16  # the replay reconverges after
+    lines[9] = json.dumps(obj)
+    (tmp_path / "in" / "an53-one-pixel.jsonl").write_text("\n".join(lines) + "\n")
+    db = tmp_path / "s.duckdb"
+    with Workspace(db) as ws:
+        ingest_paths(ws, [tmp_path / "in"], run_id="kept", workers=1, keep_frames=True)
+    (tmp_path / "no-games").mkdir()
+    for games, label in ((GAMES, "loadable"), (tmp_path / "no-games", "unloadable")):
+        _export(str(tmp_path / "in"), "--games", str(games), "--out", str(tmp_path / f"file-{label}"))
+        _export("--db", str(db), "--games", str(games), "--out", str(tmp_path / f"db-{label}"))
+        from_file = pl.read_parquet(tmp_path / f"file-{label}" / "data" / "*.parquet").sort("play_id", "step")
+        from_db = pl.read_parquet(tmp_path / f"db-{label}" / "data" / "*.parquet").sort("play_id", "step")
+        assert from_db.height == from_file.height == len(lines), label
+        for column in ("play_id", "step", "frame_sha256s", "frames", "verified"):
+            assert from_db[column].to_list() == from_file[column].to_list(), (label, column)
