@@ -288,14 +288,18 @@ def frame_hashes(frames: np.ndarray) -> list[str]:
     return [hashlib.sha256(f if f.flags.c_contiguous else f.tobytes()).hexdigest() for f in frames]
 
 
+def kept_frames_path(frames_file: str, db_path: str | Path) -> Path | None:
+    """Where a step's `frames_file` (as ingest stored it: the path given, or relative to the database's folder)
+    is now, or None."""
+    return next((p for p in (Path(frames_file), Path(db_path).parent / frames_file) if p.is_file()), None)
+
+
 def kept_frames(frames_file: str | None, db_path: str | Path, line_numbers: Sequence[int]
                 ) -> dict[int, np.ndarray]:
     """The frames `ingest --keep-frames` stored for ``line_numbers`` (line -> (n, 64, 64) uint8, every frame of
     the line in order); {} when there is no such file (named as stored, or beside the database) or it cannot be
     read (the caller then has hashes only)."""
-    if not frames_file:
-        return {}
-    path = next((p for p in (Path(frames_file), Path(db_path).parent / frames_file) if p.is_file()), None)
+    path = kept_frames_path(frames_file, db_path) if frames_file else None
     if path is None:
         return {}
     import pyarrow.parquet as pq

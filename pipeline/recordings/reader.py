@@ -105,8 +105,7 @@ class ParsedRecording:
         always false."""
         if self.variant == "human-dataset":
             return True
-        return (self.variant == "toolkit" and self.has_leading_reset and self.steps[0].full_reset is False
-                and not self.steps[0].levels_completed)
+        return self.variant == "toolkit" and opens_with_level_reset(self.steps)
 
     def play_id(self, index: int) -> str:
         return f"{self.guid}/{index}"
@@ -443,8 +442,7 @@ def _consistent_steps(path: Path, frames: Sequence[Line], game_id: str, guid: st
     ahead, ahead_time = -1, None  # the last line whose time was looked up ahead of its turn, and that time
     # Played with level-only resets (ONLY_RESET_LEVELS=true: the opening RESET a level reset, `is_only_reset_levels`),
     # two level resets in a row are two engine responses, each counted: the doubled-write rule does not hold there.
-    doubled_resets_impossible = variant == "toolkit" and not (
-        n and frames[0].action_id == 0 and frames[0].full_reset is False and not frames[0].levels_completed)
+    doubled_resets_impossible = variant == "toolkit" and not opens_with_level_reset(frames)
     for index, ln in enumerate(frames):
         reject = None
         if ln.data["game_id"] != game_id:
@@ -558,6 +556,12 @@ def _drop_time(path: Path, frames: Sequence[Line], index: int, ln: Line, before:
     return LineIssue(f"line {ln.number}", err.check, f"{err.reason}; the line is kept without its time (its action "
                      "and frames count; correct the timestamp in the file to keep it)", _line_text(path, ln),
                      STEPS, err.column, err.value, is_line_kept=True)
+
+
+def opens_with_level_reset(steps: Sequence[Line]) -> bool:
+    """The first step is make()'s RESET answered as a level reset (`full_reset` false, no level yet): the engine
+    does that only with ``ONLY_RESET_LEVELS=true`` (formats.md A.1)."""
+    return bool(steps) and steps[0].action_id == 0 and steps[0].full_reset is False and not steps[0].levels_completed
 
 
 def _is_rewritten_level_reset(prev: Line, ln: Line) -> bool:

@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.recordings.counting import ACTION_NAMES, Card, StepEffect
+from pipeline.recordings.frames import kept_frames_path
 from pipeline.scoring.plays import (
     RecordingInput,
     read_recording_files,
@@ -231,13 +232,6 @@ def _rows_digest(frame: pl.DataFrame) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _resolve_frames_file(name: str, db_path: Path) -> Path | None:
-    for option in (Path(name), db_path.parent / name):
-        if option.is_file():
-            return option
-    return None
-
-
 def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path | str] | None = None,
                          game_version: str | None = None, *, recover_actions: bool = False) -> ViewerSource:
     """A play guid or play_id found in `core_arc3__plays`; the whole recording file is loaded (a play_id
@@ -287,7 +281,7 @@ def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path
                             f"({file_path})")
     frames_files = sorted(set(steps["frames_file"].drop_nulls().to_list()))
     if frames_files:
-        path = _resolve_frames_file(frames_files[0], db_path)
+        path = kept_frames_path(frames_files[0], db_path)
         if path is None:
             source.notes.append(f"frames file {frames_files[0]} (ingest --keep-frames) not found; frames "
                                 "re-rendered if possible")
