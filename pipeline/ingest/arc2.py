@@ -38,6 +38,7 @@ from pipeline.ingest.harc_csv import (
     int_parse_failed,
     load_csv,
     match_variant,
+    not_blank,
     parse_failed,
     raw_frame,
     read_header,
@@ -59,16 +60,6 @@ def _float(col: str) -> pl.Expr:
     return pl.col(src(col)).str.strip_chars().cast(pl.Float64, strict=False)
 
 
-def _blank(col: str) -> pl.Expr:
-    """Empty, or only spaces."""
-    return pl.col(src(col)).is_null() | (pl.col(src(col)).str.strip_chars() == "")
-
-
-def _not_blank(column: str, what: str) -> RowCheck:
-    return RowCheck("missing_value", _blank(column),
-                    pl.lit(f"{column} is empty; every row needs {what}"), column)
-
-
 def _negative(column: str, typed: str, check: str, unit: str) -> RowCheck:
     return RowCheck(check, pl.col(typed) < 0, pl.format(f"{column} is {{}}, a negative {unit} cannot be true",
                                                          pl.col(src(column))), column)
@@ -83,7 +74,7 @@ def solved_within_2(submissions: pl.Expr, correct: pl.Expr) -> pl.Expr:
 def read_attempts(ctx: FileContext) -> ReaderOutput:
     header = read_header(ctx.path)
     variant = match_variant(header, VARIANTS, "ARC-AGI-2 attempt log")
-    loaded = load_csv(ctx.path, header, raw_table=RAW)
+    loaded = load_csv(ctx.path, header, raw_table=RAW, source_name="ARC-AGI-2 attempt log")
     out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
                        detection_evidence=f"header is the {variant.name}")
     out.tables[RAW] = raw_frame(loaded, ctx.file_id)
@@ -103,9 +94,9 @@ def read_attempts(ctx: FileContext) -> ReaderOutput:
                                              "test_index"), loaded.ends_with_newline, n_rows)
     structural += [short] if short is not None else []
     checks = [
-        _not_blank("task_ID", "the task id"), _not_blank("session_ID", "the session id"),
-        _not_blank("test_index", "the test pair index"), _not_blank("submissions", "the number of submissions"),
-        _not_blank("correct_submissions", "the number of correct submissions"),
+        not_blank("task_ID", "the task id"), not_blank("session_ID", "the session id"),
+        not_blank("test_index", "the test pair index"), not_blank("submissions", "the number of submissions"),
+        not_blank("correct_submissions", "the number of correct submissions"),
         *[check for c, t in (
             ("test_index", "test_index"), ("submissions", "n_attempt_submissions"),
             ("correct_submissions", "n_correct_submissions")) for check in int_parse_failed(c, pl.col(t), "a whole number")],

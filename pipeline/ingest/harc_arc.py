@@ -36,6 +36,7 @@ from pipeline.core.textfiles import (
     keys_twice,
     lone_surrogates,
     not_utf8_reason,
+    path_text,
     read_text_document,
 )
 from pipeline.core.workspace import Workspace
@@ -58,6 +59,7 @@ from pipeline.ingest.harc_csv import (
     header_columns,
     load_csv,
     match_variant,
+    not_blank,
     raw_frame,
     read_header,
     required,
@@ -418,15 +420,21 @@ def _tgi_time() -> tuple[pl.Expr, pl.Expr]:
 
 
 def _json_of(value: str | None, column: str, kind: type, kind_name: str) -> tuple[Any, tuple[str, str] | None]:
+    """A JSON column parsed, or (check, reason): not JSON, bad text, an object naming a key twice (as an ARC task
+    file would be refused: `{"train": [...], "train": [...]}` keeps only the later list), or the wrong type."""
     try:
-        parsed = json.loads(value or "")
+        parsed, twice = json_document(value or "")
     except json.JSONDecodeError as err:
         return None, ("invalid_json", f"{column} is not valid JSON: {err.msg} at character {err.pos}")
     except RecursionError:
         return None, ("invalid_json", f"{column} is not readable JSON: it is nested too deeply to read")
+    row_words = ("this is quarantined", "this row is quarantined")
+    if twice:
+        where = path_text(twice[0].path)
+        return None, (DUPLICATE_KEY, twice[0].reason(column + (f", field {where}" if where else "")).replace(*row_words))
     bad = lone_surrogates(parsed, value)
     if bad:
-        return None, (LONE_SURROGATE, bad[0].reason(column).replace("this is quarantined", "this row is quarantined"))
+        return None, (LONE_SURROGATE, bad[0].reason(column).replace(*row_words))
     if not isinstance(parsed, kind):
         return None, ("wrong_json_type", f"{column} is a JSON {type(parsed).__name__}, expected {kind_name}")
     if kind is list and not all(isinstance(x, str) for x in parsed):
@@ -469,20 +477,20 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
     aggregate = ["aggregate_file"] if ctx.path.name.lower() in AGGREGATE_FILES else []
     header = read_header(ctx.path)
     variant = match_variant(header, TGI_VARIANTS, "ARC-TGI export")
-    loaded = load_csv(ctx.path, header, raw_table=TGI_RAW)
+    loaded = load_csv(ctx.path, header, raw_table=TGI_RAW, source_name="ARC-TGI export")
     out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags),
                        detection_evidence=f"header is the {variant.name}")
     out.tables[TGI_RAW] = raw_frame(loaded, ctx.file_id)
     generated_at, converted = _tgi_time()
     df = loaded.frame.rename({h: src(h) for h in header}).with_columns(
         pl.col(src("task_id")).alias("task_id"), generated_at.alias("generated_at"), converted.alias("__converted"))
-    key_ok = pl.col("task_id").is_not_null()
+    key_ok = (pl.col("task_id").str.strip_chars() != "").fill_null(False)  # a blank id is quarantined as such
     df = df.with_columns(pl.when(key_ok).then(pl.len().over("task_id")).alias("__dup_n"),
                          pl.when(key_ok).then(pl.col(ROW_JSON).n_unique().over("task_id")).alias("__dup_distinct"),
                          pl.when(key_ok).then(pl.col(ROW).min().over("task_id")).alias("__dup_first"))
     checks = [
-        required("task_id", "the generated task's id"), required("created_at", "a creation time"),
-        required("generator_name", "the generator name"), required("code", "the transform code (as text)"),
+        not_blank("task_id", "the generated task's id"), required("created_at", "a creation time"),
+        not_blank("generator_name", "the generator name"), required("code", "the transform code (as text)"),
         *[required(c, "a JSON value") for c in ("input_reasoning_chain", "transformation_reasoning_chain",
                                                  "task_variables", "data")],
         RowCheck("time_unparsable", pl.col(src("created_at")).is_not_null() & pl.col("generated_at").is_null(),

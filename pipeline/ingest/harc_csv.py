@@ -156,6 +156,7 @@ class CsvSource:
     file_flags: list[str] = field(default_factory=list)
     ends_with_newline: bool = True
     version: tuple[int, int] = (0, 0)  # size and mtime when first opened: a later pass reads the same file
+    source_name: str = "H-ARC"  # the format's name in a reason ("a NUL byte, which no H-ARC field contains")
     _kept: LoadedCsv | None = field(default=None, repr=False)  # the only batch of a file of one batch
     _cuts: _Cuts | None = field(default=None, repr=False)  # where the first whole pass cut the file
 
@@ -348,8 +349,8 @@ class CsvSource:
             for row, raw in df.filter(pl.col(HAS_NUL)).select(ROW, pl.struct(header).struct.json_encode()).iter_rows():
                 rejects.append(Reject(
                     f"row {row}", "nul_byte",
-                    f"row {row} holds a NUL byte (\\x00), which no H-ARC field contains: the file is damaged "
-                    "there; fix or remove the row", raw_text=raw, target_table=self.raw_table))
+                    f"row {row} holds a NUL byte (\\x00), which no {self.source_name} field contains: the file is "
+                    "damaged there; fix or remove the row", raw_text=raw, target_table=self.raw_table))
             df = df.with_columns((pl.col(UNSPLIT) | pl.col(HAS_NUL)).alias(UNSPLIT)).drop(HAS_NUL)
         if EXTRA in df.columns and df[EXTRA].null_count() == df.height:
             df = df.drop(EXTRA)
@@ -370,16 +371,40 @@ def with_row_json(loaded: LoadedCsv, header: Sequence[str]) -> pl.DataFrame:
     return df.drop(EXTRA) if EXTRA in df.columns else df
 
 
-def load_csv(path: Path, header: list[str], *, raw_table: str) -> LoadedCsv:
-    """The whole file as one frame (with row_json): for the small H-ARC and ARC-TGI files."""
-    source = CsvSource(path, header, raw_table, batch_bytes=None)
-    batches = source.scan(lambda b: b)
+def load_csv(path: Path, header: list[str], *, raw_table: str, source_name: str = "H-ARC",
+             batch_bytes: int = BATCH_BYTES) -> LoadedCsv:
+    """The whole file as one frame (with row_json): for the H-ARC files besides data.csv, ARC-TGI exports and
+    ARC-AGI-2 logs. Read in batches of about `batch_bytes` as data.csv is, so that a record over
+    MAX_RECORD_BYTES (a giant field) is quarantined (`record_too_long`) without being held whole, and the rows
+    around it still load. `source_name`: the format's name in reasons."""
+    source = CsvSource(path, header, raw_table, batch_bytes=batch_bytes, source_name=source_name)
+    batches = [_without_long_rows(b, header, raw_table) for b in source.scan(lambda b: b)]
     frame = pl.concat([with_row_json(b, header) for b in batches], how="diagonal_relaxed")
     flags = [*source.flags, *dict.fromkeys(f for b in batches for f in b.flags)]
     return LoadedCsv(frame, Spool(r for b in batches for r in b.rejects), flags, source.ends_with_newline)
 
 
-MAX_RECORD_BYTES = 16 << 20  # an H-ARC record is a few KB (a 30x30 grid is under 3 KB of JSON)
+def _without_long_rows(batch: LoadedCsv, header: Sequence[str], raw_table: str) -> LoadedCsv:
+    """The batch without its rows over MAX_RECORD_BYTES, each quarantined as `record_too_long` as `LongRecord`
+    quarantines one: a record the file's cutting did not skip (it ended within the piece being read, which may
+    run to twice BATCH_BYTES) is held by now, but it is not stored, so the limit is the same wherever the row
+    lies in the file."""
+    df = batch.frame
+    cols = _content_columns(df, header)
+    size = pl.sum_horizontal([pl.col(c).str.len_bytes().fill_null(0).cast(pl.Int64) for c in cols])
+    over = df.select(size > MAX_RECORD_BYTES).to_series()
+    if df.height == 0 or not over.any():
+        return batch
+    head = pl.concat_str([pl.col(c).str.slice(0, 1024).fill_null("") for c in cols], separator=",").str.slice(0, 1024)
+    rejects = list(batch.rejects)
+    for row, text in df.filter(over).select(ROW, head).iter_rows():
+        rejects.append(LongRecord(text.encode(), terminated=True).reject(row, raw_table))
+    rejects.sort(key=lambda r: int(r.location.removeprefix("row ")) if r.location.startswith("row ") else 0)
+    return LoadedCsv(df.filter(~over), rejects, batch.flags, batch.ends_with_newline, batch.full)
+
+
+MAX_RECORD_BYTES = 16 << 20  # an H-ARC record is a few KB (a 30x30 grid is under 3 KB of JSON), an ARC-TGI row
+# (its code and a task of a few 30x30 pairs) tens of KB
 
 
 @dataclass(frozen=True)
@@ -997,6 +1022,13 @@ def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str
 def required(column: str, what: str | None = None) -> RowCheck:
     return RowCheck("missing_value", pl.col(src(column)).is_null(),
                     pl.lit(f"{column} is empty; every row needs {what or 'a value here'}"), column)
+
+
+def not_blank(column: str, what: str) -> RowCheck:
+    """`required`, and a value of spaces only counts as empty too (an id or name no one can tell apart)."""
+    text = pl.col(src(column))
+    return RowCheck("missing_value", text.is_null() | (text.str.strip_chars() == ""),
+                    pl.lit(f"{column} is empty; every row needs {what}"), column)
 
 
 def parse_failed(column: str, typed: pl.Expr, expected: str, check: str) -> RowCheck:
