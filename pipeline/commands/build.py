@@ -155,12 +155,46 @@ def _print_summaries(ws, report) -> None:
     if summary:
         out.console.print(f"baselines: {summary} players counted from human scorecard summaries without a recording "
                           "of the play (evidence card-summary in out_arc3__baseline_costs)")
+    _print_tgi_ambiguous(ws)
     if report.figures:
         out.console.print(f"figures: {', '.join(report.figures)} in {next(iter(report.figures.values()))['png'].parent}")
     if report.skipped_figures:
         out.console.print(f"figures skipped for lack of data: {', '.join(report.skipped_figures)}")
     if report.manifest_path:
         out.console.print(f"manifest: {report.manifest_path}")
+
+
+AUDIT_TABLES = (("core_arc2__attempts", "ARC-AGI-2-layout row"), ("core_harc__attempts", "H-ARC summary row"),
+                ("core_harc__actions", "H-ARC event"))
+
+
+def _print_tgi_ambiguous(ws) -> None:
+    """Human audit rows naming an ARC-TGI task id that two exports give to different tasks: counted in no family
+    (pipeline.transforms.arctgi.family_audits); said here, with the ids and their files."""
+    from pipeline.ingest.harc_arc import TGI_TASKS, tgi_shared_ids
+
+    tables = [(t, what) for t, what in AUDIT_TABLES if ws.has_table(t)]
+    if not ws.has_table(TGI_TASKS) or not tables:
+        return
+    named = " UNION ".join(f"SELECT task_id FROM {t}" for t, _ in tables)
+    # an id two exports use is stored in two files (one file's ids are unique): look only at those an audit names
+    candidates = ws.read(f"SELECT task_id FROM {TGI_TASKS} WHERE task_id IN ({named}) GROUP BY task_id "
+                         "HAVING count(DISTINCT file_id) > 1")["task_id"].to_list()
+    shared = tgi_shared_ids(ws, task_ids=candidates) if candidates else []
+    if not shared:
+        return
+    ids = [t for t, _ in shared]
+    counts = [(ws.read(f"SELECT count(*) AS n FROM {t} WHERE task_id IN (SELECT unnest(?))", [ids])["n"][0], what)
+              for t, what in tables]
+    said = ", ".join(f"{n} {what}{'s' if n != 1 else ''}" for n, what in counts if n)
+    verb = "names" if sum(n for n, _ in counts) == 1 else "name"
+    out.console.print(f"ARC-TGI audits: {said} {verb} task ids that two exports give to different tasks, so which task "
+                      "was audited cannot be known: they count in no family of out_arctgi__family_audits",
+                      markup=False, highlight=False)
+    for task_id, paths in shared[:10]:
+        out.console.print(f"  {task_id}: {', '.join(paths)}", markup=False, highlight=False)
+    if len(shared) > 10:
+        out.console.print(f"  ... and {len(shared) - 10} more", markup=False, highlight=False)
 
 
 def baselines_command(

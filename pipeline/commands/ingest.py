@@ -76,7 +76,7 @@ def ingest_command(
 
     from pipeline.core.manifest import RunManifest
     from pipeline.ingest import FORMATS, expand_paths, ingest_paths
-    from pipeline.ingest.harc_arc import tgi_repeats
+    from pipeline.ingest.harc_arc import tgi_repeats, tgi_shared_ids
     from pipeline.ingest.runner import start_helper
 
     if fmt != "auto" and fmt not in FORMATS:
@@ -129,6 +129,16 @@ def ingest_command(
         if repeats:
             manifest.notes["arctgi_repeated_rows"] = [{"file": p, "rows": n, "repeats_file": o}
                                                       for p, n, o in repeats]
+        shared = tgi_shared_ids(ws, [f.file_id for f in report.files if f.status in ("loaded", "replaced")
+                                     and f.file_id])
+        for task_id, paths in shared[:10]:
+            out.info(f"ARC-TGI task id {task_id!r} is given to different tasks by {' and '.join(paths)}: each "
+                     "file keeps its own task, but a human audit row naming the id cannot be told to either and "
+                     "counts in no family (build says how many)")
+        if len(shared) > 10:
+            out.info(f"... and {len(shared) - 10} more ARC-TGI task ids given to different tasks by two files")
+        if shared:
+            manifest.notes["arctgi_ambiguous_task_ids"] = [{"task_id": t, "files": ps} for t, ps in shared]
         manifest.notes["files"] = {s: sum(1 for f in report.files if f.status == s)
                                    for s in ("loaded", "replaced", "skipped", "rejected", "unreadable")}
         manifest.notes["quarantined"] = report.n_quarantined

@@ -586,6 +586,55 @@ def tgi_task_copies(tasks: pl.DataFrame, key: tuple[str, ...] = TGI_INSTANCE) ->
             .drop("_occurrence", "_inst_file", "_inst_task"))
 
 
+def tgi_task_instances(tasks: pl.DataFrame, key: tuple[str, ...] = TGI_INSTANCE) -> pl.DataFrame:
+    """Per stored task_id (of `tasks`, as `tgi_task_copies` takes them): the task instance it stands for
+    (`kept_file_id`, `kept_task_id`), and `is_ambiguous` where it stands for more than one: two exports give the
+    id to different tasks, so a row that names only the id (a human audit) cannot be told to either."""
+    inst = tgi_task_copies(tasks, key).select("task_id", "kept_file_id", "kept_task_id").unique()
+    return (inst.sort("kept_file_id", "kept_task_id").group_by("task_id", maintain_order=True)
+            .agg(pl.col("kept_file_id").first(), pl.col("kept_task_id").first(),
+                 (pl.len() > 1).alias("is_ambiguous")).sort("task_id"))
+
+
+def _tgi_digests(ws: Workspace, where: str = "", params: list | None = None) -> pl.DataFrame:
+    """core_arctgi__tasks rows with the digest of their TGI_INSTANCE columns (`_instance`) instead of the columns:
+    `tgi_task_copies(rows, ("_instance",))` without reading the code and tasks."""
+    digest = f"md5(to_json(list_value({', '.join(TGI_INSTANCE)}))) AS _instance"  # JSON: no two lists alike
+    return ws.read(f"SELECT file_id, task_id, row_number, family_prefix, flags, {digest} FROM {TGI_TASKS} {where}",
+                   params)
+
+
+def tgi_shared_ids(ws: Workspace, file_ids: list[str] | None = None, task_ids: list[str] | None = None
+                   ) -> list[tuple[str, list[str]]]:
+    """(task_id, paths of the files that hold it) for each ARC-TGI task id that two exports give to different
+    tasks (`tgi_task_instances`: is_ambiguous), where one of the files is one of `file_ids` (all when None), among
+    `task_ids` (all when None). Human audit rows naming such an id count in no family
+    (pipeline.transforms.arctgi.family_audits)."""
+    if not ws.has_table(TGI_TASKS) or file_ids == [] or task_ids == []:
+        return []
+    ids = (f"SELECT task_id FROM {TGI_TASKS} WHERE file_id IN (SELECT unnest(?))" if file_ids is not None
+           else "SELECT unnest(?)")
+    # every row of the generators whose rows use those ids: which instance a row is depends on its copies
+    tasks = _tgi_digests(ws) if file_ids is None and task_ids is None else _tgi_digests(
+        ws, f"WHERE generator_name IN (SELECT generator_name FROM {TGI_TASKS} WHERE task_id IN ({ids}))",
+        [file_ids if file_ids is not None else task_ids])
+    if tasks.height == 0:
+        return []
+    ambiguous = tgi_task_instances(tasks, ("_instance",)).filter("is_ambiguous")["task_id"]
+    if task_ids is not None:
+        ambiguous = ambiguous.filter(ambiguous.is_in(task_ids))
+    rows = tasks.filter(pl.col("task_id").is_in(ambiguous.implode()))
+    if file_ids is not None:
+        rows = rows.filter(pl.col("task_id").is_in(rows.filter(pl.col("file_id").is_in(file_ids))["task_id"]
+                                                    .implode()))
+    if rows.height == 0:
+        return []
+    paths = dict(ws.read("SELECT file_id, any_value(file_path) FROM raw_ingest__files WHERE file_id IN "
+                         "(SELECT unnest(?)) GROUP BY 1", [rows["file_id"].unique().to_list()]).rows())
+    by_id = rows.group_by("task_id").agg(pl.col("file_id").unique().sort()).sort("task_id")
+    return [(t, sorted(paths.get(f, f) for f in fs)) for t, fs in by_id.iter_rows()]
+
+
 def tgi_repeats(ws: Workspace, file_ids: list[str]) -> list[tuple[str, int, str]]:
     """(file path, rows, path of the file they repeat) for each file whose core_arctgi__tasks rows repeat task
     instances another file holds (tgi_task_copies), where either file is one of `file_ids` (an ingest's files):
@@ -593,10 +642,8 @@ def tgi_repeats(ws: Workspace, file_ids: list[str]) -> list[tuple[str, int, str]
     checks count each instance once."""
     if not file_ids or not ws.has_table(TGI_TASKS):
         return []
-    digest = f"md5(to_json(list_value({', '.join(TGI_INSTANCE)}))) AS _instance"  # JSON: no two lists alike
-    tasks = ws.read(f"SELECT file_id, task_id, row_number, family_prefix, flags, {digest} FROM {TGI_TASKS} "
-                    f"WHERE generator_name IN (SELECT generator_name FROM {TGI_TASKS} WHERE file_id IN "
-                    "(SELECT unnest(?)))", [file_ids])
+    tasks = _tgi_digests(ws, f"WHERE generator_name IN (SELECT generator_name FROM {TGI_TASKS} WHERE file_id IN "
+                             "(SELECT unnest(?)))", [file_ids])
     if tasks.height == 0:
         return []
     rep = (tgi_task_copies(tasks, ("_instance",))

@@ -48,7 +48,7 @@ from collections import Counter
 import numpy as np
 import polars as pl
 
-from pipeline.ingest.harc_arc import benchmark_and_split, tgi_task_copies
+from pipeline.ingest.harc_arc import benchmark_and_split, tgi_task_copies, tgi_task_instances
 from pipeline.transforms.arc2 import wilson
 from schemas.arctgi import SHARED_GENERATOR_NAMES
 
@@ -66,27 +66,45 @@ def families(tgi_tasks: pl.DataFrame) -> pl.DataFrame:
     benchmark, benchmark_split, source_task_id, folder_unknown.
 
     Rows that repeat an instance (harc_arc.tgi_task_copies: all.csv beside the per-folder CSVs) count once, as
-    the copy that names its folder. `folder_unknown`: the task's file names no benchmark folder and its
-    generator name is one that more than one folder uses (SHARED_GENERATOR_NAMES, or two prefixes in this
-    database), so which generator made it cannot be known; its family (the bare name) may mix generators."""
+    the copy that names its folder (the one place where content tells which generator made a task: an exact copy).
+    A task whose folder is known (its family_prefix) is in that folder's family. A task whose file names no folder
+    joins the one family of its generator name that a known folder has, when there is exactly one and the name is
+    not one that more than one folder of the generator repository uses (SHARED_GENERATOR_NAMES: the other
+    generator may have made it). Otherwise its folder cannot be known: it stays in a family of its own under the
+    bare name, without a benchmark label, flagged `folder_unknown` (a name that no known folder and no other
+    repository folder uses is not flagged: its family is the only one it can be). Where a name's tasks fall into
+    more than one family (two known folders, or a known folder and tasks that cannot join it), each folder's
+    family is `<family_prefix>/<generator_name>`."""
     tasks = (tgi_task_copies(tgi_tasks).filter((pl.col("file_id") == pl.col("kept_file_id"))
                                                & (pl.col("task_id") == pl.col("kept_task_id")))
              .sort("file_id", "row_number")
              .select("file_id", "task_id", "generator_name", "family_prefix"))
-    clash = (tasks.filter(pl.col("family_prefix").is_not_null()).group_by("generator_name")
-             .agg(pl.col("family_prefix").n_unique().alias("n")).filter(pl.col("n") > 1)["generator_name"])
-    shared = pl.concat([clash, pl.Series(list(SHARED_GENERATOR_NAMES), dtype=pl.String)])
-    split = {p: benchmark_and_split(p) for p in tasks["family_prefix"].drop_nulls().unique().to_list()}
+    prefix, name = pl.col("family_prefix"), pl.col("generator_name")
+    known = (tasks.filter(prefix.is_not_null()).group_by("generator_name")
+             .agg(prefix.n_unique().alias("n_known"), prefix.first().alias("_only_prefix")))
+    shared = pl.Series(list(SHARED_GENERATOR_NAMES), dtype=pl.String).implode()
+    tasks = tasks.join(known, on="generator_name", how="left").with_columns(pl.col("n_known").fill_null(0))
+    n_known = pl.col("n_known")
+    joins = prefix.is_null() & (n_known == 1) & ~name.is_in(shared)
+    apart = prefix.is_null() & ~joins  # in the name's folder-unknown family
+    tasks = tasks.with_columns(joins.alias("_joins"), apart.alias("_apart"))
+    split = tasks.group_by("generator_name").agg(
+        ((pl.col("n_known").first() >= 2) | ((pl.col("n_known").first() == 1) & pl.col("_apart").any())).alias("_split"))
+    tasks = tasks.join(split, on="generator_name", how="left")
+    label = pl.when(pl.col("_joins")).then(pl.col("_only_prefix")).otherwise(prefix)  # the family's folder
+    names = tasks.select(label.alias("p"))["p"].drop_nulls().unique().to_list()
+    bench = {p: benchmark_and_split(p) for p in names}
     return tasks.with_columns(
-        pl.when(pl.col("generator_name").is_in(clash.implode()) & pl.col("family_prefix").is_not_null())
+        pl.when(pl.col("_split") & prefix.is_not_null())
         .then(pl.format("{}/{}", "family_prefix", "generator_name")).otherwise("generator_name").alias("family_id"),
-        pl.col("family_prefix").replace_strict({k: v[0] for k, v in split.items()}, default=None,
-                                               return_dtype=pl.String).alias("benchmark"),
-        pl.col("family_prefix").replace_strict({k: v[1] for k, v in split.items()}, default=None,
-                                               return_dtype=pl.String).alias("benchmark_split"),
-        pl.col("generator_name").str.extract(SOURCE_ID, 1).alias("source_task_id"),
-        (pl.col("family_prefix").is_null() & pl.col("generator_name").is_in(shared.implode())).alias("folder_unknown"),
-    )
+        label.replace_strict({k: v[0] for k, v in bench.items()}, default=None, return_dtype=pl.String)
+        .alias("benchmark"),
+        label.replace_strict({k: v[1] for k, v in bench.items()}, default=None, return_dtype=pl.String)
+        .alias("benchmark_split"),
+        name.str.extract(SOURCE_ID, 1).alias("source_task_id"),
+        (pl.col("_apart") & (name.is_in(shared) | (n_known >= 1))).alias("folder_unknown"),
+    ).select("file_id", "task_id", "generator_name", "family_prefix", "family_id", "benchmark", "benchmark_split",
+             "source_task_id", "folder_unknown")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -303,15 +321,25 @@ def source_numbers(arc2_rows: pl.DataFrame, harc_attempts: pl.DataFrame) -> pl.D
 
 
 def task_aliases(tgi_tasks: pl.DataFrame) -> pl.DataFrame:
-    """task_id -> kept_task_id for every stored ARC-TGI row: the task id a repeated copy's audits count under."""
-    return tgi_task_copies(tgi_tasks).select("task_id", "kept_task_id").unique("task_id", keep="first")
+    """task_id -> kept_file_id, kept_task_id (the task instance its audits count for) for every stored ARC-TGI
+    task id (a repeated copy's id counts for the task it repeats), with is_ambiguous (harc_arc.tgi_task_instances:
+    two exports give the id to different tasks)."""
+    return tgi_task_instances(tgi_tasks)
 
 
-def _to_kept(df: pl.DataFrame, aliases: pl.DataFrame | None) -> pl.DataFrame:
-    if aliases is None or df.height == 0 or "task_id" not in df.columns:
+def _instance_key(file_id: str, task_id: str) -> pl.Expr:
+    """One task instance (a file's task): what audit units are counted by, as `task_id`."""
+    return pl.concat_str([pl.col(file_id), pl.col(task_id)], separator="\x1f")
+
+
+def _to_instance(df: pl.DataFrame, aliases: pl.DataFrame) -> pl.DataFrame:
+    """Audit rows of ARC-TGI tasks, their task_id replaced by the key of the task instance it names; rows naming an
+    ambiguous id (or no ARC-TGI task) are left out: they count in no family."""
+    if df.height == 0:
         return df
-    return (df.join(aliases, on="task_id", how="left")
-            .with_columns(pl.coalesce("kept_task_id", "task_id").alias("task_id")).drop("kept_task_id"))
+    return (df.join(aliases.filter(~pl.col("is_ambiguous")), on="task_id", how="inner")
+            .with_columns(_instance_key("kept_file_id", "kept_task_id").alias("task_id"))
+            .drop("kept_file_id", "kept_task_id", "is_ambiguous"))
 
 
 def family_audits(fam: pl.DataFrame, arc2_attempts: pl.DataFrame, harc_attempts: pl.DataFrame,
@@ -319,14 +347,19 @@ def family_audits(fam: pl.DataFrame, arc2_attempts: pl.DataFrame, harc_attempts:
                   aliases: pl.DataFrame | None = None) -> pl.DataFrame:
     """out_arctgi__family_audits. `harc_actions`: H-ARC events (core_harc__actions, ACTION_COLUMNS; only the
     rows of ARC-TGI tasks are needed): they give the H-ARC layout its times, and its units where no summary
-    file was ingested. `aliases` (task_aliases): audits of a repeated copy's task_id (all.csv's) count for the
-    task it repeats."""
-    all_ids = (aliases["task_id"] if aliases is not None else fam["task_id"]).implode()
+    file was ingested. `aliases` (task_aliases; default: fam's own task ids): audits of a repeated copy's task_id
+    (all.csv's) count for the task it repeats; audits naming a task id that two exports give to different tasks
+    count in no family (`ambiguous_audit_rows` says how many)."""
+    if aliases is None:
+        aliases = fam.select("task_id", pl.col("file_id").alias("kept_file_id"), pl.col("task_id").alias("kept_task_id"),
+                             (pl.len().over("task_id") > 1).alias("is_ambiguous"))
+    all_ids = aliases["task_id"].implode()
     outside_a2 = arc2_attempts.filter(~pl.col("task_id").is_in(all_ids))
     outside_harc = harc_attempts.filter(~pl.col("task_id").is_in(all_ids))
-    arc2_attempts = _to_kept(arc2_attempts, aliases)
-    harc_attempts = _to_kept(harc_attempts, aliases)
-    harc_actions = _to_kept(harc_actions, aliases) if harc_actions is not None else None
+    arc2_attempts = _to_instance(arc2_attempts, aliases)
+    harc_attempts = _to_instance(harc_attempts, aliases)
+    harc_actions = _to_instance(harc_actions, aliases) if harc_actions is not None else None
+    fam = fam.with_columns(_instance_key("file_id", "task_id").alias("task_id"))
     tgi_ids = fam["task_id"].implode()
     a2 = arc2_attempts.filter(pl.col("task_id").is_in(tgi_ids)).select(
         "task_id", pl.col("session_id").alias("rater_id"), "is_solved", "is_solved_within_2",

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from pipeline.ingest.harc_arc import TGI_INSTANCE
-from pipeline.transforms.arctgi import agreement, families, family_audits, grid_stats
+from pipeline.transforms.arctgi import agreement, families, family_audits, grid_stats, task_aliases
 from schemas.validate import empty_frame
 
 
@@ -153,3 +153,53 @@ def test_harc_events_give_units_times_and_first_submissions():
     assert out["median_solved_duration_s"] == pytest.approx((70 + 90) / 2)
     # first submissions |2| and |2|: full agreement, one category (kappa undefined)
     assert out["answer_agreement"] == 1.0 and out["min_raters_per_task"] == 2 and out["fleiss_kappa"] is None
+
+
+def _labels(fam: pl.DataFrame) -> dict[str, tuple]:
+    return {t: (f, b, s, u) for t, f, b, s, u in fam.select("task_id", "family_id", "benchmark", "benchmark_split",
+                                                            "folder_unknown").iter_rows()}
+
+
+def test_a_task_of_unknown_folder_joins_a_known_family_only_when_its_name_can_mean_no_other():
+    """A per-folder CSV of one ARC-AGI-2-Train generator and individual_files.csv (no folder) holding tasks of a name
+    two repository folders use: the known tasks keep their folder's family and label, the others stay apart, named
+    by the bare name, unlabelled and flagged. A name only one folder uses and only one known folder has: its tasks
+    of unknown folder join that family."""
+    tasks = _tgi_rows([
+        ("f2", "k1", 1, "task0962bcdd", "ARC-AGI-2-Train", "A"), ("f2", "k2", 2, "task0962bcdd", "ARC-AGI-2-Train", "B"),
+        ("f9", "u1", 1, "task0962bcdd", None, "C"), ("f9", "u2", 2, "task0962bcdd", None, "D"),
+        ("f9", "u3", 3, "task0962bcdd", None, "A"),  # a copy of k1: content tells, it is k1
+        ("f2", "k3", 3, "task22222222", "ARC-AGI-2-Train", "E"), ("f9", "u4", 4, "task22222222", None, "F"),
+        ("f1", "k4", 1, "task33333333", "ARC-AGI-1-Train", "G"), ("f2", "k5", 4, "task33333333", "ARC-AGI-2-Train", "H"),
+        ("f9", "u5", 5, "task33333333", None, "I"),  # two known folders: cannot join either
+        ("f9", "u6", 6, "task44444444", None, "J"),  # no known folder, a name no other folder uses: its own family
+    ])
+    got = _labels(families(tasks))
+    assert got == {
+        "k1": ("ARC-AGI-2-Train/task0962bcdd", "ARC-AGI-2", "train", False),
+        "k2": ("ARC-AGI-2-Train/task0962bcdd", "ARC-AGI-2", "train", False),
+        "u1": ("task0962bcdd", None, None, True), "u2": ("task0962bcdd", None, None, True),
+        "k3": ("task22222222", "ARC-AGI-2", "train", False), "u4": ("task22222222", "ARC-AGI-2", "train", False),
+        "k4": ("ARC-AGI-1-Train/task33333333", "ARC-AGI-1", "train", False),
+        "k5": ("ARC-AGI-2-Train/task33333333", "ARC-AGI-2", "train", False),
+        "u5": ("task33333333", None, None, True),
+        "u6": ("task44444444", None, None, False)}
+
+
+def test_an_audit_row_naming_a_task_id_two_exports_give_to_different_tasks_counts_in_no_family():
+    tasks = _tgi_rows([("f1", "SAME", 1, "task11111111", "ARC-AGI-1-Train", "A"),
+                       ("f2", "SAME", 1, "task22222222", "ARC-AGI-2-Train", "B"),
+                       ("f1", "own1", 2, "task11111111", "ARC-AGI-1-Train", "C"),
+                       ("f3", "copy", 1, "task11111111", None, "C")])  # all.csv's copy of own1
+    aliases = task_aliases(tasks)
+    assert dict(zip(aliases["task_id"], aliases["is_ambiguous"], strict=True)) == {
+        "SAME": True, "copy": False, "own1": False}
+    attempts = pl.concat([_arc2("SAME", 1, 1, "p"), _arc2("own1", 1, 1, "q"), _arc2("copy", 1, 0, "r")])
+    out = family_audits(families(tasks), attempts, empty_frame("core_harc__attempts"), 0.95, aliases=aliases)
+    # SAME's row in neither family; own1 and its all.csv copy are one task of task11111111's family
+    assert out.select("family_id", "n_tasks", "n_sessions", "n_attempts", "n_solved").rows() == [
+        ("task11111111", 1, 2, 2, 1)]
+    # without aliases, the families' own ids: an id two of them hold is left out as well
+    fam = families(tasks.filter(pl.col("task_id") != "copy"))
+    out = family_audits(fam, attempts, empty_frame("core_harc__attempts"), 0.95)
+    assert out.select("family_id", "n_attempts").rows() == [("task11111111", 1)]
