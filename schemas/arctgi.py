@@ -1,8 +1,9 @@
 """ARC-TGI task families: diversity of the generated tasks, witness checks and human audits per family.
 
 A family is the tasks one generator produced. `family_id` is the generator name, except where the same
-name comes from two benchmark folders (4 names repeat across the public repository's folders): then every
-task of that name gets `<family_prefix>/<generator_name>` so the two generators stay apart. The prefix
+name's tasks fall into two families (two benchmark folders, or a folder and tasks of unknown folder that cannot
+join it; 4 names repeat across the public repository's folders): then each folder's tasks of that name get
+`<family_prefix>/<generator_name>` so the generators stay apart (pipeline/transforms/arctgi.py). The prefix
 (`ARC-AGI-1-Train`, ...) comes from `arcstudy ingest --family-prefix`, else from the export's path (its
 folder or file name, pipeline/ingest/harc_arc.py); `benchmark` and `benchmark_split` are read from it. A task
 read from several files (all.csv beside the per-folder CSVs: the same generator, code, task, reasoning chains and
@@ -32,8 +33,9 @@ FIELDS: list[Field] = [
           "`--family-prefix` at ingest, else the export's folder or file name; null when neither names one",
           nullable=True),
     Field("family_id", pl.String,
-          "the task family: the generator name, or `<family_prefix>/<generator_name>` when the name comes from "
-          "more than one prefix (names repeat across the generator repository's folders)"),
+          "the task family: the generator name, or `<family_prefix>/<generator_name>` when the name's tasks fall "
+          "into more than one family (two prefixes, or a prefix and tasks of unknown folder that cannot join it; "
+          "names repeat across the generator repository's folders)"),
     Field("benchmark", pl.String, "benchmark the family's source task belongs to, read from family_prefix "
           "(`ARC-AGI-1`, `ARC-AGI-2`, or the prefix itself)", nullable=True),
     Field("benchmark_split", pl.String, "split of the source task, read from family_prefix (`train`, `eval`)",
@@ -73,8 +75,9 @@ FIELDS: list[Field] = [
           "why the family looks narrow (pipeline/transforms/arctgi.py): `duplicate_tasks`, `duplicate_grids` "
           "(at least 20 % of input grids repeat), `one_input_size` (5+ tasks, all inputs one size), "
           "`one_colour_set` (5+ tasks, at most 2 colours in all), `folder_unknown` (tasks from a file that names "
-          "no benchmark folder, e.g. all.csv alone, under a generator name more than one folder uses: the family "
-          "may mix two generators)"),
+          "no benchmark folder, e.g. all.csv alone, under a generator name more than one repository folder uses, "
+          "or one that two folders in the database have: the family may mix two generators and claims no "
+          "benchmark)"),
     # --- out_arctgi__witness_checks ---------------------------------------------------------------------
     Field("status", pl.String,
           "result of running the task's stored witness (`code`) on every pair, twice: `pass` (every output "

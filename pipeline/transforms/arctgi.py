@@ -1,11 +1,13 @@
 """ARC-TGI task families: family ids, diversity per family, and human audits per family.
 
-Families (`families`): `family_id` is the generator name. Where one name comes from two or more family
-prefixes (benchmark folders; 4 names repeat across the public repository's folders), each of its tasks gets
-`<family_prefix>/<generator_name>` instead, so the two generators are told apart; a task of such a name
-without a prefix keeps the bare name and is flagged `folder_unknown` (its generator cannot be known). A task
-found in several exports (a folder's CSV and `all.csv`, which repeats it under a new task_id; or one task id
-read twice) counts once, as the copy that names its folder (pipeline.ingest.harc_arc.tgi_task_copies).
+Families (`families`): `family_id` is the generator name. A task whose file names no prefix (benchmark folder)
+joins the one family of its name that a prefix has only when there is exactly one and the name is not one of the
+4 that the public repository's folders share; else it stays apart under the bare name, without a benchmark
+label, flagged `folder_unknown` (its generator cannot be known). Where one name's tasks fall into more than one
+family (two prefixes, or a prefix and tasks that cannot join it), each prefix's tasks get
+`<family_prefix>/<generator_name>`, so the generators are told apart. A task found in several exports (a folder's
+CSV and `all.csv`, which repeats it under a new task_id; or one task id read twice) counts once, as the copy that
+names its folder (pipeline.ingest.harc_arc.tgi_task_copies).
 
 Diversity (`family_diversity`): over every pair of every task of the family: grid sizes, colours, objects
 (4-connected groups of one non-zero colour; 0 is the background), the share of pairs whose output has the
@@ -15,7 +17,8 @@ input's size, duplicate input grids and duplicate tasks (same pairs, inputs and 
 `one_input_size` and `one_colour_set` (at least NARROW_MIN_TASKS tasks, all inputs one size / at most 2 colours
 in all: the family does not vary what the paper's generators are meant to vary), `folder_unknown` (above).
 
-Audits (`family_audits`): human audit rows joined to the family's tasks by task_id.
+Audits (`family_audits`): human audit rows joined to the family's tasks by task_id; a row naming a task_id that
+two exports give to different tasks (harc_arc.tgi_task_instances) counts in no family (build says how many).
 - ARC-AGI-2 layout (core_arc2__attempts, task_id = ARC-TGI task id): one unit per row, as in
   out_arc2__pair_calibration (solved: correct_submissions >= 1; within 2: is_solved_within_2 of the row).
 - H-ARC layout (core_harc__attempts from summary_data.csv, task_id = ARC-TGI task id): one unit per
