@@ -137,8 +137,9 @@ def ingest_command(
                      "counts in no family (build says how many)")
         if len(shared) > 10:
             out.info(f"... and {len(shared) - 10} more ARC-TGI task ids given to different tasks by two files")
-        if shared:
-            manifest.notes["arctgi_ambiguous_task_ids"] = [{"task_id": t, "files": ps} for t, ps in shared]
+        if shared:  # the first 100 (an export reusing another's ids could name thousands)
+            manifest.notes["arctgi_ambiguous_task_ids"] = {
+                "n": len(shared), "first": [{"task_id": t, "files": ps} for t, ps in shared[:100]]}
         manifest.notes["files"] = {s: sum(1 for f in report.files if f.status == s)
                                    for s in ("loaded", "replaced", "skipped", "rejected", "unreadable")}
         manifest.notes["quarantined"] = report.n_quarantined
