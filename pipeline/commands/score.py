@@ -522,9 +522,9 @@ def _print_baselines_not_covering(explicit, given: Path, result, limit: int = 10
     if set(used) == scored:
         shown = ", ".join(listed[:5]) + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
         which = "the game scored" if len(scored) == 1 else f"any of the {len(scored)} games scored"
-        out.console.print(f"--baselines {given}: no baseline for {which} (it has {_plural(len(listed), 'game')}: "
-                          f"{shown}), so it was not used: give baselines for the versions scored", markup=False,
-                          soft_wrap=True)
+        has = f"it has {_plural(len(listed), 'game')}: {shown}" if listed else "it has no game"
+        out.console.print(f"--baselines {given}: no baseline for {which} ({has}), so it was not used: give "
+                          "baselines for the versions scored", markup=False, soft_wrap=True)
     for g in sorted(used)[:limit]:
         code = g.split("-", 1)[0]
         has = f"it has {', '.join(versions[g])}" if versions[g] else f"nor any other {code} version"
