@@ -481,7 +481,7 @@ def _recording_outcome(rec, result) -> str:
         under = [policy_id for policy_id, here in sorted(result.policy_excluded.items()) if pid in here]
         c = checks.get(pid)
         if left_out:
-            what = f"left out of the score ({_reason_group(left_out)})"
+            what = f"left out of the score: {_reason_group(left_out)}"
         elif c is None:
             what = "scored"
         elif c.status == "verified":

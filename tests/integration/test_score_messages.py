@@ -113,6 +113,27 @@ def test_card_runs_replaced_by_a_verified_recording_say_replay_verified(tmp_path
     assert len(said) == 1 and said[0].endswith(f"(so are {len(checks) - 1} more card runs): replay-verified"), output
 
 
+def test_card_runs_replaced_by_a_divergent_recording_say_left_out_or_trusted(tmp_path):
+    card = _card_of(AN53, tmp_path / "an53.card.json")
+    lines = AN53.read_text().splitlines()
+    frames = [i for i, line in enumerate(lines) if '"levels_completed"' in line]
+    doc = json.loads(lines[frames[len(frames) // 2]])  # a level count the engine will not reproduce
+    data = doc.get("data", doc)
+    data["levels_completed"] += 3
+    lines[frames[len(frames) // 2]] = json.dumps(doc)
+    bad = tmp_path / "an53_altered.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    code, output = run(str(bad), str(card), "--games", str(GAMES), "--out", str(tmp_path / "o"), "--no-figures")
+    assert code == 3, output
+    said = _lines(output, "an53.card.json: card run an53-6f5f2264", bad.name)
+    assert len(said) == 1 and said[0].endswith(": left out of the score: replay diverged (pass --trust-recordings "
+                                               "to score it anyway)"), output
+    code, output = run(str(bad), str(card), "--games", str(GAMES), "--trust-recordings", "--out",
+                       str(tmp_path / "t"), "--no-figures")
+    said = _lines(output, "an53.card.json: card run an53-6f5f2264", bad.name)
+    assert len(said) == 1 and said[0].endswith(": its replay diverged, scored anyway (--trust-recordings)"), output
+
+
 # ------------------------------------------------------------------------------------------------------
 # 3. several policies: each one's message in its own column
 # ------------------------------------------------------------------------------------------------------
