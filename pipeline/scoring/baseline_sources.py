@@ -50,6 +50,7 @@ __all__ = [
     "BaselineSourceError",
     "ResolvedBaseline",
     "baseline_values",
+    "not_covered",
     "resolve_baselines",
     "source_from_db",
     "source_from_games_dirs",
@@ -318,3 +319,13 @@ def resolve_baselines(game_ids: Iterable[str], policy: ScoringPolicy, sources: S
             break
         out[game_id] = resolved
     return out
+
+
+def not_covered(source: BaselineSource, game_ids: Iterable[str], rule: str) -> dict[str, list[str]]:
+    """The games of ``game_ids`` that ``source`` does not list under ``rule`` (so a later source, or none, gave
+    their baseline), each with the ids ``source`` lists for the same game code: other versions of it, or none."""
+    listed = source.games(rule)
+    by_code: dict[str, list[str]] = {}
+    for g in sorted(listed):
+        by_code.setdefault(g.split("-", 1)[0], []).append(g)
+    return {g: by_code.get(g.split("-", 1)[0], []) for g in sorted(set(game_ids)) if g not in listed}

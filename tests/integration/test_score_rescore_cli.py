@@ -279,7 +279,8 @@ def test_a_card_of_a_recording_given_too_is_scored_from_the_recording(tmp_path):
     assert {c["status"] for c in sc["verification"]["replay_checks"]} == {"verified"}
     assert len(sc["environments"][0]["runs"]) == len(doc["scored"]["environment"]["runs"])
     assert math.isclose(sc["score"], doc["scored"]["scorecard_score"], abs_tol=1e-9)
-    assert "scored from its steps (replay-verified) instead" in output
+    said = [line for line in output.splitlines() if "which is used instead of the card" in line]
+    assert len(said) == 1 and said[0].endswith(": replay-verified"), output
 
 
 def test_baselines_given_replace_the_cards_own(tmp_path):
