@@ -438,21 +438,24 @@ def _policy_to_compare(result, doc: dict) -> str:
 
 def _card_game_levels(card_runs, recs, game_dirs: list[Path]) -> dict[str, int]:
     """The engine's number of levels of each card run's game that loads from the game folders (its code run in
-    the sandbox, as for a replay) and that no recording given plays (whose steps say it): a card states none, and
-    a baseline of another length is flagged by it (formats.md B). A game that cannot be loaded or started gives
-    none (its card runs are scored as they are, summary only)."""
-    from engine.loader import GameNotFoundError, resolve_game
+    the sandbox, as for a replay), where nothing given says it: no recording given plays the game (its steps say
+    it) and no scored summary states it (its runs' levels). A card slot states none, and a baseline of another
+    length is flagged by it (formats.md B). A game that cannot be loaded or started gives none (its card runs are
+    scored as they are, summary only)."""
+    from engine.loader import GameNotFoundError, find_games, resolve_game
     from pipeline.core.game_code import GameCodeError, SandboxFailure
     from pipeline.explore.confined import levels_in_sandbox
 
-    recorded = {rec.game_id for rec in recs}
-    out: dict[str, int] = {}
-    for game_id in sorted({run.game_id for run in card_runs} - recorded):
+    said = {rec.game_id for rec in recs} | {run.game_id for run in card_runs if run.stated_level_count is not None}
+    games = {run.game_id for run in card_runs} - said
+    wanted = sorted(games & {info.game_id for info in find_games(game_dirs)}) if games else []
+    counts: dict[str, int] = {}
+    for game_id in out.track(wanted, "counting the levels of the cards' games") if len(wanted) > 1 else wanted:
         try:
-            out[game_id] = levels_in_sandbox(resolve_game(game_id, game_dirs, loadable=True), "frame")
+            counts[game_id] = levels_in_sandbox(resolve_game(game_id, game_dirs, loadable=True), "frame")
         except (GameNotFoundError, GameCodeError, SandboxFailure):
             continue
-    return out
+    return counts
 
 
 def _cards_without_recorded_plays(runs, recs) -> tuple[list, list[tuple[Path, str]]]:
