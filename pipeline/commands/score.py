@@ -338,6 +338,7 @@ def score_command(
             recs = sorted(recount_for_competition(recs), key=lambda r: rank.get(r.file_id, len(rank)))
         card_runs, same_play, recorded = _cards_without_recorded_plays(cards_found.runs, recs)
         problems += same_play
+        card_levels = _card_game_levels(card_runs, recs, game_dirs)
         recs = recs + card_recordings(card_runs)
         if not recs and replayed.failed:
             for label, reason in replayed.failed:
@@ -370,7 +371,7 @@ def score_command(
                                trust_recordings=trust_recordings, from_files=from_files,
                                include_unknown_games=include_unknown_games, workers=workers,
                                scheduler=scheduler, competition_mode=competition, environments=environments,
-                               card_runs=card_runs)
+                               card_runs=card_runs, level_counts=card_levels)
         try:
             result = score_recordings(recs, request, progress=out.track, checks=checks)
         except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
@@ -446,6 +447,31 @@ def _policy_to_compare(result, doc: dict) -> str:
         if pr.policy.policy_id == wanted:
             return pr.scorecard_json
     return result.policies[0].scorecard_json
+
+
+def _card_game_levels(card_runs, recs, game_dirs: list[Path]) -> dict[str, int]:
+    """The number of levels of each card run's game where nothing given says it (no recording given plays the game:
+    its steps say it; no scored summary states it: its runs' levels). A card slot states none, and a baseline of
+    another length is flagged by it (formats.md B). The shipped and published games' counts are known without
+    running anything (`baseline_sources.known_level_counts`); any other game that loads from the game folders is
+    counted by the engine, its code run in the sandbox as for a replay (about half a second a game). A game that
+    cannot be loaded or started gives none (its card runs are scored as they are, summary only)."""
+    from engine.loader import GameNotFoundError, find_games, resolve_game
+    from pipeline.core.game_code import GameCodeError, SandboxFailure
+    from pipeline.explore.confined import levels_in_sandbox
+    from pipeline.scoring.baseline_sources import known_level_counts
+
+    said = {rec.game_id for rec in recs} | {run.game_id for run in card_runs if run.stated_level_count is not None}
+    games = {run.game_id for run in card_runs} - said
+    known = known_level_counts() if games else {}
+    counts: dict[str, int] = {g: known[g] for g in games if g in known}
+    wanted = sorted((games - set(counts)) & {info.game_id for info in find_games(game_dirs)}) if games else []
+    for game_id in out.track(wanted, "counting the levels of the cards' games") if len(wanted) > 1 else wanted:
+        try:
+            counts[game_id] = levels_in_sandbox(resolve_game(game_id, game_dirs, loadable=True), "frame")
+        except (GameNotFoundError, GameCodeError, SandboxFailure):
+            continue
+    return counts
 
 
 def _cards_without_recorded_plays(runs, recs) -> tuple[list, list[tuple[Path, str]], list]:
@@ -704,7 +730,9 @@ def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None
         runs = "0 (unplayed)" if game.plays and all(p.guid is None and p.actions == 0 for p in game.plays) \
             and result.competition and game.game_id in result.competition["unplayed"] else str(len(game.plays))
         table.add_row(game.game_id, runs, *scores, *labels)
-    table.add_row("total", "", *[_fmt(pr.scorecard.score) for pr in result.policies], *["" for _ in source_cols])
+    # no environment: every play was left out (the reasons follow), and the toolkit's 0.0 of an empty card is no score
+    table.add_row("total", "", *[_fmt(pr.scorecard.score) if pr.scorecard.environments else "nothing scored"
+                                 for pr in result.policies], *["" for _ in source_cols])
     out.console.print(table)
     counts = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in result.status_counts().items())
     out.console.print(f"replay: {_plays(len(result.checks))}: {counts}", markup=False, soft_wrap=True)
@@ -784,8 +812,6 @@ def _print_card_differences(result) -> None:
     is that the card was scored under another policy (one line per policy; the scorecard's card_inputs has all)."""
     import json
 
-    from pipeline.scoring.card_input import integer_typing
-
     for k, pr in enumerate(result.policies):
         doc = json.loads(pr.scorecard_json).get("card_inputs")
         if not doc:
@@ -833,15 +859,57 @@ def _print_card_differences(result) -> None:
         for stated, n in sorted(by_policy.items()):
             out.console.print(f"{pr.policy.policy_id}: {_plays(n)} of cards scored under {stated} differ only by "
                               "policy (card_inputs in the scorecard)", markup=False, soft_wrap=True)
-        cards = doc.get("cards") or {}
-        only_cards = all(c.status == "summary_only" for c in result.checks)
-        if len(cards) == 1 and only_cards and not result.excluded and not result.policy_excluded:
-            (name, card), = cards.items()
-            total = pr.scorecard.score
-            same = abs(card["stated_total"] - total) <= 1e-9 * max(1.0, abs(total))
-            typed = None if same else integer_typing(card["stated_total"], total)
-            out.console.print(f"{pr.policy.policy_id}: {name} states a total of {_fmt(card['stated_total'])}; "
-                              f"recomputed {_fmt(total)}" + (" (the same)" if same else f" ({typed})" if typed
-                                                             else " (see the differences above, or --compare-with "
-                                                             "for the totals)"),
-                              markup=False, soft_wrap=True)
+        for line in _stated_total_lines(result, pr, doc):
+            out.console.print(line, markup=False, soft_wrap=True)
+
+
+def _stated_total_lines(result, pr, doc: dict) -> list[str]:
+    """One line per card that states a total (a scored summary's `score`): the stated and the recomputed total
+    and what makes them differ. The recomputed total is this card's when it is the only input; a run of it left
+    out here is named, with the total the card's own mean gives once such runs count with the scores it states
+    for them (the toolkit counts an environment it could not score as 0); with other inputs the total is theirs
+    too, which is said."""
+    from pipeline.scoring.card_input import integer_typing
+
+    cards = {name: card for name, card in (doc.get("cards") or {}).items() if card.get("stated_total") is not None}
+    pid = pr.policy.policy_id
+    total = pr.scorecard.score
+    scored = pr.scorecard.environments
+    shown = _fmt(total) if scored else "nothing (every run left out)"
+    alone = len(cards) == 1 and all(c.status == "summary_only" for c in result.checks) and \
+        len({r["file_name"] for r in doc["runs"]}) == 1
+    lines = []
+    for name, card in sorted(cards.items()):
+        stated = card["stated_total"]
+        head = f"{pid}: {name} states a total of {_fmt(stated)}; recomputed {shown}"
+        if not alone:
+            lines.append(f"{head} over every input given ({_plays(len(result.checks))}), not this card's alone: "
+                         "score the card by itself to compare its total")
+            continue
+        left = [r for r in doc["runs"] if r.get("excluded")]
+        same = bool(scored) and abs(stated - total) <= 1e-9 * max(1.0, abs(total))
+        if not left:
+            typed = None if same else integer_typing(stated, total)
+            lines.append(head + (" (the same)" if same else f" ({typed})" if typed else
+                                 " (see the differences above, or --compare-with for the totals)"))
+            continue
+        # the card's mean over its environments, the games left out here counted with the score the card states
+        scores = {g.game_id: g.score for g in scored}
+        best: dict[str, float] = {}  # games left out whole: the best score the card states for them
+        for r in left:
+            if r["game_id"] not in scores:
+                best[r["game_id"]] = max(best.get(r["game_id"], 0.0), float(r.get("stated_score") or 0.0))
+        games = sorted({r["game_id"] for r in left})
+        named = ", ".join(games[:3]) + (f" and {len(games) - 3} more" if len(games) > 3 else "")
+        runs = f"{len(left)} run{'s' if len(left) > 1 else ''} of {named} left out here (see above)"
+        if not best:  # its games still have scored runs here: the card's best runs may be the left-out ones
+            lines.append(f"{head}: {runs}, which the card's total includes; see the differences above, or "
+                         "--compare-with for the totals")
+            continue
+        counted = "as 0" if not any(best.values()) else "with the scores it states for them"
+        mean = (sum(scores.values()) + sum(best.values())) / (len(scores) + len(best))
+        rest = (" (the same)" if abs(stated - mean) <= 1e-9 * max(1.0, abs(mean)) else
+                "; the rest differs as above, or see --compare-with for the totals")
+        lines.append(f"{head}: {runs}, which the card's total counts {counted}; counted so, the recomputed total "
+                     f"is {_fmt(mean)}{rest}")
+    return lines
