@@ -156,6 +156,16 @@ def test_a_short_baseline_is_flagged_for_a_bare_card_whose_game_loads(tmp_path):
     assert _flags(tmp_path / "g", game) == []
 
 
+def test_a_short_baseline_is_flagged_for_a_bare_card_of_a_published_game_without_running_it(tmp_path):
+    """tu93 is not in any games folder given: its level count (9) is the published reference's, so the bare card
+    is flagged without loading the game."""
+    card = _write(tmp_path / "tu93.card.json", copy.deepcopy(CARD))
+    short = _long_csv(tmp_path / "bl.csv", TU93, [25, 16, 40, 42, 123])
+    code, output = run("score", str(card), "--baselines", str(short), "--out", str(tmp_path / "o"), "--no-figures")
+    assert code == 0, output
+    assert _flags(tmp_path / "o", TU93) == ["baseline_length_differs_from_levels"]
+
+
 # ------------------------------------------------------------------------------------------------------
 # 3. the stated total when a run is left out
 # ------------------------------------------------------------------------------------------------------
