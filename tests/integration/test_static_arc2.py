@@ -93,15 +93,17 @@ def test_pair_calibration_matches_an_independent_computation(db: Path):
     assert [(t, i) for t, i in pairs.select("task_id", "test_index").iter_rows()] == sorted(groups)
     for row in pairs.iter_rows(named=True):
         rs = groups[(row["task_id"], row["test_index"])]
+        people = {r["session_ID"] for r in rs}
+        assert len(people) == len(rs)  # one row per session in this fixture: a session's rows are one unit
         solved = [int(r["correct_submissions"]) >= 1 for r in rs]
         within = [_certainly_within_2(int(r["submissions"]), int(r["correct_submissions"])) for r in rs]
         assert row["n_attempts"] == len(rs)
-        assert row["n_sessions"] == len({r["session_ID"] for r in rs})
+        assert row["n_sessions"] == len(people)
         assert row["n_solved"] == sum(solved) and row["n_solved_within_2"] == sum(within)
         assert row["meets_two_solver_rule"] == (sum(within) >= 2)
         assert row["median_duration_s"] == pytest.approx(statistics.median(float(r["duration_seconds"]) for r in rs))
-        # Wilson score interval, written out
-        n, p, z = len(rs), sum(solved) / len(rs), 1.959963984540054
+        # Wilson score interval over the sessions, written out
+        n, p, z = len(people), sum(solved) / len(people), 1.959963984540054
         centre = (p + z * z / (2 * n)) / (1 + z * z / n)
         half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
         assert row["solve_rate_ci_low"] == pytest.approx(max(0.0, centre - half), abs=1e-9)
@@ -257,3 +259,46 @@ def test_rows_with_three_submissions_and_one_wrong_count_as_solved_within_2(tmp_
     claims = {c: (v, st) for c, v, st in repro.iter_rows()}
     assert claims["kept_tasks_two_solvers"] == (1.0, "reproduced")
     assert claims["average_test_taker_score"][0] == pytest.approx((2 / 3 + 2 / 3 + 1 / 3 + 1) / 4)
+
+
+HEADER = ["task_ID", "task_set", "test_index", "session_ID", "start_time_seconds", "duration_seconds", "submissions",
+          "correct_submissions"]
+
+
+def _write(path: Path, rows: list[list]) -> Path:
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(HEADER)
+        w.writerows(rows)
+    return path
+
+
+def test_two_solver_rule_needs_two_people_not_two_rows(tmp_path: Path):
+    """One session solving a pair in two rows is one solver: the pair does not meet the rule, and a session whose
+    correct grid came after two wrong ones (rows (2, 0) then (1, 1)) did not solve it within 2."""
+    log = _write(tmp_path / "people.csv", [
+        ["11111111", "Public Train", 0, "S1", 300, 400, 1, 0],
+        ["11111111", "Public Train", 0, "S1", 700, 100, 1, 1],
+        ["11111111", "Public Train", 0, "S1", 800, 100, 1, 1],
+        ["33333333", "Public Eval", 0, "S1", 0, 100, 1, 1],
+        ["33333333", "Public Eval", 0, "S2", 500, 100, 1, 1],   # S2's rows listed late, in reverse order
+        ["33333333", "Public Eval", 0, "S3", 0, 100, 2, 0],
+        ["33333333", "Public Eval", 0, "S3", 90, 100, 1, 1],
+        ["33333333", "Public Eval", 0, "S2", 10, 100, 2, 0]])
+    with Workspace(tmp_path / "p.duckdb") as ws:
+        ingest_paths(ws, [log], run_id="t", workers=1)
+        build(ws, load_config(), figures=False)
+        pairs = ws.read("SELECT task_id, n_attempts, n_sessions, n_solved, n_solved_within_2, meets_two_solver_rule "
+                        "FROM out_arc2__pair_calibration ORDER BY task_id")
+        tasks = ws.read("SELECT task_id, n_solved, n_solved_within_2, meets_two_solver_rule "
+                        "FROM out_arc2__task_calibration ORDER BY task_id")
+        sessions = ws.read("SELECT session_id, n_pairs_solved_within_2 FROM out_arc2__session_accuracy ORDER BY 1")
+        repro = ws.read("SELECT measured_value, reproduction_status, explanation FROM out_arc2__reproduction "
+                        "WHERE claim_id = 'kept_tasks_two_solvers'").row(0, named=True)
+    # 11111111: S1 alone (wrong, then right on the second submission); 33333333: S1 within 2, S2 and S3 solved on
+    # their third submission
+    assert pairs.rows() == [("11111111", 3, 1, 1, 1, False), ("33333333", 5, 3, 3, 1, False)]
+    assert tasks.rows() == [("11111111", 1, 1, False), ("33333333", 3, 1, False)]
+    assert sessions.rows() == [("S1", 2), ("S2", 0), ("S3", 0)]
+    assert (repro["measured_value"], repro["reproduction_status"]) == (0.0, "not_reproduced")
+    assert repro["explanation"].startswith("0 of 2 tasks")
