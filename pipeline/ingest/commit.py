@@ -114,8 +114,7 @@ def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids
             key_text = ", ".join(f"{k}={rec[k]!r}" for k in key)
             location = f"{unit} {rec[loc_col]}" if loc_col else f"record {rec['__i'] + 1}"
             raw = {k: v for k, v in rec.items() if k not in ("__i", "other_file_id", "other_path", "other_row")}
-            where = rec["other_path"] + (f" row {rec['other_row']}" if rec.get("other_row") is not None else "") \
-                if rec["other_path"] is not None else rec["other_path"]
+            where = rec["other_path"] if rec.get("other_row") is None else f"{rec['other_path']} row {rec['other_row']}"
             output.rejects.append(Reject(location, "duplicate_across_files",
                                          f"{name} already holds ({key_text}) from {where}",
                                          clip(str(raw)), name))

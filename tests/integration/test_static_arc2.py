@@ -397,3 +397,18 @@ def test_cli_exit_code_says_a_copy_was_quarantined(tmp_path: Path):
     assert CliRunner().invoke(app, ["ingest", str(first), "--db", db]).exit_code == 0
     res = CliRunner().invoke(app, ["ingest", str(crlf), "--db", db])
     assert res.exit_code == 3 and "2 records quarantined" in res.output, res.output
+
+
+def test_a_copy_whose_rows_have_empty_times_is_still_a_copy(tmp_path: Path):
+    """Empty values match empty ones, in one batch of small files and against the database."""
+    rows = [["19bb5feb", "Public Eval", 0, "S9", "", "", 1, 1]]
+    a, b, c = (_write(tmp_path / f"{n}.csv", rows) for n in ("a", "b", "c"))
+    b.write_bytes(b.read_bytes() + b"\n")  # other bytes, same row
+    c.write_bytes(b"\xef\xbb\xbf" + c.read_bytes())
+    with Workspace(tmp_path / "n.duckdb") as ws:
+        ingest_paths(ws, [a, b], run_id="one", workers=1)
+        ingest_paths(ws, [c], run_id="two", workers=1)
+        core = ws.read("SELECT f.file_name FROM core_arc2__attempts JOIN raw_ingest__files f USING (file_id)")
+        q = ws.read("SELECT file_name, check_name FROM quarantine JOIN raw_ingest__files USING (file_id) ORDER BY 1")
+    assert core["file_name"].to_list() == ["a.csv"]
+    assert q.rows() == [("b.csv", "duplicate_across_files"), ("c.csv", "duplicate_across_files")]
