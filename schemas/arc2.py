@@ -43,25 +43,36 @@ FIELDS: list[Field] = [
           "(e.g. 3 submissions, 1 correct)"),
     # --- out_arc2__pair_calibration and friends ----------------------------------------------------------
     Field("n_sessions", pl.Int64, "distinct sessions (participants) counted", ge=0),
-    Field("n_solved", pl.Int64, "rows (attempts) that solved: correct_submissions >= 1", ge=0),
+    Field("n_solved", pl.Int64,
+          "solvers: units that solved (a correct submission in any of their rows). A unit is one session (person) "
+          "x test pair, all its rows together: per pair, sessions; per task, summed over its pairs; in family "
+          "audits, also H-ARC participant x task", ge=0),
     Field("n_solved_within_2", pl.Int64,
-          "rows certainly solved within 2 submissions (correct_submissions >= 1 and (submissions <= 2 or "
-          "submissions - correct_submissions <= 1)); a lower bound where a row cannot tell", ge=0),
+          "units (as n_solved) certainly solved within 2 submissions: the unit's rows in start-time order, the "
+          "submissions before its first correct row plus that row's wrong ones at most 1 (one row: "
+          "is_solved_within_2); where the times cannot order its rows the worst order counts, so a lower bound",
+          ge=0),
     Field("meets_two_solver_rule", pl.Boolean,
-          "the ARC-AGI-2 keep rule: pair: n_solved_within_2 >= 2; task: every test pair meets it"),
-    Field("attempt_solve_rate", pl.Float64, "the solve rate: n_solved / n_attempts", nullable=True, ge=0, le=1),
+          "the ARC-AGI-2 keep rule (two people): pair: n_solved_within_2 >= 2 distinct sessions; task: every test "
+          "pair meets it"),
+    Field("attempt_solve_rate", pl.Float64,
+          "the solve rate: n_solved over the units that tried (per ARC-AGI-2 pair: n_sessions; per family audit: "
+          "n_attempts, one unit each)", nullable=True, ge=0, le=1),
     Field("solve_rate_ci_low", pl.Float64,
           "Wilson interval lower bound of attempt_solve_rate (statsmodels proportion_confint, method wilson, at "
           "confidence_level)", nullable=True, ge=0, le=1),
     Field("solve_rate_ci_high", pl.Float64, "Wilson interval upper bound of attempt_solve_rate", nullable=True,
           ge=0, le=1),
-    Field("solve_rate_within_2", pl.Float64, "n_solved_within_2 / n_attempts", nullable=True, ge=0, le=1),
+    Field("solve_rate_within_2", pl.Float64, "n_solved_within_2 over the same units as attempt_solve_rate",
+          nullable=True, ge=0, le=1),
     Field("n_pairs_meeting_rule", pl.Int64, "test pairs of the task that meet the two-solver rule", ge=0),
     Field("median_task_duration_s", pl.Float64,
           "median over sessions of the time a session spent on the task: the sum of its rows' durations over "
           "the task's test pairs", nullable=True, ge=0),
     Field("n_pairs_attempted", pl.Int64, "(task, test pair)s the session has a row for", ge=0),
-    Field("n_pairs_solved_within_2", pl.Int64, "of those, pairs the session solved within 2 submissions", ge=0),
+    Field("n_pairs_solved_within_2", pl.Int64,
+          "of those, pairs the session solved within 2 submissions (its rows on the pair together, as "
+          "n_solved_within_2)", ge=0),
     Field("session_score", pl.Float64,
           "n_pairs_solved_within_2 / n_pairs_attempted: the session's test-taker score (its mean over sessions is "
           "the published \"average test-taker score\")", ge=0, le=1),

@@ -109,7 +109,8 @@ FIELDS: list[Field] = [
           "whose human numbers source_solve_rate_within_2 comes from: `arc-agi-2` (core_arc2__attempts) or "
           "`h-arc` (core_harc__attempts); null when the source task has none", nullable=True,
           isin=HUMAN_DATA_SOURCES),
-    Field("source_n_attempts", pl.Int64, "attempts at the source task in that data (rows, or H-ARC participants)",
+    Field("source_n_attempts", pl.Int64,
+          "attempts at the source task in that data (ARC-AGI-2: sessions x test pairs; H-ARC: participants)",
           nullable=True, ge=0),
     Field("source_solve_rate_within_2", pl.Float64, "share of those that solved within 2 submissions",
           nullable=True, ge=0, le=1),

@@ -93,6 +93,8 @@ def data_dictionary(table_names: list[str] | None = None) -> str:
         t = get_table(name)
         out += [f"## `{t.name}` ({t.layer})", "", t.description, "",
                 f"Primary key: `({', '.join(t.primary_key)})`", "",
+                *([f"Same record across files when equal in: `({', '.join(t.content_key)})` (a later file's copy is "
+                   "quarantined as `duplicate_across_files`)", ""] if t.content_key else []),
                 "| column | type | constraints | description |", "|---|---|---|---|"]
         for c in t.columns:
             f = FIELDS[c]

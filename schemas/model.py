@@ -64,6 +64,15 @@ class Table:
     # Columns that may be null in this table although the shared field is not (e.g. a key that only
     # some sources carry). Kept explicit so the exception is visible in the dictionary.
     nullable_here: tuple[str, ...] = field(default_factory=tuple)
+    # Columns that say what a row is, where the primary key names the file it came from (`file_id`, row): a
+    # row of another file equal in all of them (empty equal to empty) is the same record again, quarantined as
+    # `duplicate_across_files` (pipeline/ingest/commit.py); empty: the primary key decides.
+    content_key: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def across_files_key(self) -> tuple[str, ...]:
+        """The columns that make two files' rows one record: `content_key`, else the primary key."""
+        return self.content_key or self.primary_key
 
     def __post_init__(self) -> None:
         if self.layer not in LAYERS:
@@ -73,6 +82,9 @@ class Table:
         missing = [c for c in self.primary_key if c not in self.columns]
         if missing:
             raise ValueError(f"table {self.name}: primary key columns {missing} are not columns")
+        missing = [c for c in self.content_key if c not in self.columns]
+        if missing:
+            raise ValueError(f"table {self.name}: content key columns {missing} are not columns")
         if len(set(self.columns)) != len(self.columns):
             raise ValueError(f"table {self.name}: duplicate columns")
 

@@ -16,7 +16,7 @@ from schemas.model import Table
 from schemas.sources import SOURCE_MODULES
 
 SOURCES = tuple(module.__name__.rsplit(".", 1)[-1] for module in SOURCE_MODULES)
-_KEYS = {"source", "layer", "description", "columns", "primary_key", "nullable_here"}
+_KEYS = {"source", "layer", "description", "columns", "primary_key", "nullable_here", "content_key"}
 
 
 def _load() -> dict[str, Table]:
@@ -30,7 +30,8 @@ def _load() -> dict[str, Table]:
             raise ValueError(f"tables.toml: table {name!r} names source {spec.get('source')!r}, not one of {SOURCES}")
         table = Table(name=name, layer=spec["layer"], description=spec["description"],
                       columns=tuple(spec["columns"]), primary_key=tuple(spec["primary_key"]),
-                      nullable_here=tuple(spec.get("nullable_here", ())))
+                      nullable_here=tuple(spec.get("nullable_here", ())),
+                      content_key=tuple(spec.get("content_key", ())))
         undefined = [c for c in table.columns if c not in FIELDS]
         if undefined:
             raise ValueError(f"tables.toml: table {name!r} uses undefined fields {undefined}")

@@ -267,7 +267,11 @@ def baselines_command(
         out.console.print(f"{from_counts}: {counts.n_rows} rows ({shape}), {counts.players.height} players, "
                           f"{counts.costs.height} completed levels used, {len(counts.rejects)} rows rejected")
         _print_rejects(counts.rejects)
-        levels = bl.level_baselines(counts.costs, counts.players, counts.n_levels, config)
+        from pipeline.scoring.baseline_sources import known_level_counts
+
+        known = known_level_counts()  # a counts file may list only the completed levels: its highest is a floor
+        n_levels = {g: max(n, known.get(g, 0)) for g, n in counts.n_levels.items()}
+        levels = bl.level_baselines(counts.costs, counts.players, n_levels, config)
         outputs.run(levels, counts.costs, {}, manifest)
         raise typer.Exit(EXIT_REJECTED if counts.rejects or outputs.refused else EXIT_OK)
 
@@ -305,7 +309,7 @@ class _BaselineOutputs:
     write: bool
     out_file: Path | None
     raw_csv: bool = False  # --raw-csv: the --out CSV without formula neutralising
-    refused: int = 0  # games whose metadata.json was not written because their id names no game
+    refused: int = 0  # games not written: their id names no game, or the baseline covers another level count
 
     @property
     def writes(self) -> bool:
@@ -351,7 +355,12 @@ class _BaselineOutputs:
                                       "(use --write-metadata DIR to create one)")
                     continue
                 path = files[gb.game_id]
-                _write_metadata(path, bl.metadata_document(gb.game_id, values, path.read_text()), manifest)
+                text = path.read_text()
+                if (why := _level_count_problem(text, values)) is not None:
+                    out.console.print(f"not written: {gb.game_id}: {why}", markup=False, soft_wrap=True)
+                    self.refused += 1
+                    continue
+                _write_metadata(path, bl.metadata_document(gb.game_id, values, text), manifest)
         if self.out_file is not None:
             if diffs:
                 frame = pl.concat(diffs, how="diagonal_relaxed")
@@ -398,6 +407,19 @@ def _metadata_values(games, rule: str):
             out.console.print(f"{gb.game_id}: level(s) {rounded} have a half-integer {rule} value, "
                               "rounded up for metadata")
         yield gb, values
+
+
+def _level_count_problem(existing_json: str, values: list[int]) -> str | None:
+    """Why a baseline must not replace the one a metadata.json holds: it covers another number of levels (the
+    game's levels are what the file's baseline covers; a shorter one would make the game shorter)."""
+    try:
+        old = json.loads(existing_json).get("baseline_actions")
+    except (ValueError, AttributeError):
+        return None
+    if isinstance(old, list) and old and len(old) != len(values):
+        return (f"its metadata.json lists {len(old)} levels and the baseline covers {len(values)}: not replaced "
+                "(levels the evidence does not reach have no baseline; --write-metadata DIR writes it elsewhere)")
+    return None
 
 
 def _metadata_files(root: Path) -> dict[str, Path]:

@@ -110,6 +110,11 @@ def score_command(
                                                       "environment and level into its causes (compare.md, "
                                                       "compare.csv).", exists=True, dir_okay=False,
                                                       show_default=False)] = None,
+    no_card_baselines: Annotated[bool, typer.Option("--no-card-baselines", help="Scorecard runs: ignore the "
+                                                    "cards' own level_baseline_actions and take each game's "
+                                                    "baseline from the sources recordings use (--baselines, the "
+                                                    "database, --games, the published baselines), under each "
+                                                    "policy's rule.")] = False,
     game_version: GameVersionOption = None,
     lock_timeout: LockTimeoutOption = 30.0,
     workers: WorkersOption = None,
@@ -125,8 +130,10 @@ def score_command(
     policy's rule when a study was built, else core_arc3__environments), else --games metadata, else the
     published reference baselines shipped in pipeline/scoring/reference/ (the first source that knows a game is
     used, and recorded). A scorecard's runs use the card's own level_baseline_actions unless --baselines or
-    --games know the game; they are scored from their per-level actions and marked summary only (not
-    replay-verified), and each value the card states is compared with the recomputed one.
+    --games know the game or --no-card-baselines is given (said when the card was scored under a policy of
+    another baseline rule); the runs are scored from their per-level actions and marked summary only (not
+    replay-verified), and each value the card states is compared with the recomputed one. A --baselines that has
+    no baseline for a scored game is said, per game.
 
     Writes: under --out, one scorecard per policy (scorecard__<policy>.json, the toolkit's scored-summary shape
     plus a `verification` key; byte-identical when re-run), replay_checks.csv, policy_sensitivity.csv (two or
@@ -259,6 +266,7 @@ def score_command(
         "recover_actions": recover_actions,
         "db": None if temporary else str(db_path), "figures": not no_figures, "game_version": game_version,
         "workers": workers, "scheduler": scheduler, "competition": competition,
+        **({"no_card_baselines": True} if no_card_baselines else {}),
         "compare_with": str(compare_with) if compare_with else None})
     problems: list[tuple[Path, str]] = []
     cards_found = CardInputs()
@@ -328,8 +336,9 @@ def score_command(
         if competition:  # counted by the competition rules; the first given of an environment is its play
             rank = {fid: i for i, fid in enumerate(replayed.files)}
             recs = sorted(recount_for_competition(recs), key=lambda r: rank.get(r.file_id, len(rank)))
-        card_runs, same_play = _cards_without_recorded_plays(cards_found.runs, recs)
+        card_runs, same_play, recorded = _cards_without_recorded_plays(cards_found.runs, recs)
         problems += same_play
+        card_levels = _card_game_levels(card_runs, recs, game_dirs)
         recs = recs + card_recordings(card_runs)
         if not recs and replayed.failed:
             for label, reason in replayed.failed:
@@ -353,7 +362,8 @@ def score_command(
             # Scorecard runs: --baselines or --games give other baselines than the card's own.
             games_source = bs.source_from_games_dirs(game_dirs)
             card_games_first = _only_games(games_source, {r.game_id for r in card_runs}) if games else None
-            sources = [s for s in [explicit, card_games_first, card_baseline_source(card_runs),
+            card_source = None if no_card_baselines else card_baseline_source(card_runs)
+            sources = [s for s in [explicit, card_games_first, card_source,
                                    *bs.source_from_db(ws), games_source, bs.reference_source()] if s is not None]
         except bs.BaselineSourceError as err:
             raise fail(str(err), EXIT_USAGE) from err
@@ -361,7 +371,7 @@ def score_command(
                                trust_recordings=trust_recordings, from_files=from_files,
                                include_unknown_games=include_unknown_games, workers=workers,
                                scheduler=scheduler, competition_mode=competition, environments=environments,
-                               card_runs=card_runs)
+                               card_runs=card_runs, level_counts=card_levels)
         try:
             result = score_recordings(recs, request, progress=out.track, checks=checks)
         except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
@@ -403,6 +413,10 @@ def score_command(
             written = [public_path(path) for path in written]  # where they are once the folder is swapped in
     out.console.print(games_note, markup=False, soft_wrap=True)
     _print_summary(result, problems, out_dir, manifest_path)
+    if explicit is not None:
+        _print_baselines_not_covering(explicit, baselines, result)
+    _print_recorded_card_runs(recorded, result)
+    _print_card_baselines_of_other_rule(card_runs, result, sources)
     if compare_doc is not None:
         out.console.print(comparison.summary_text(), markup=False, soft_wrap=True)
     for rec in recs:
@@ -435,18 +449,43 @@ def _policy_to_compare(result, doc: dict) -> str:
     return result.policies[0].scorecard_json
 
 
-def _cards_without_recorded_plays(runs, recs) -> tuple[list, list[tuple[Path, str]]]:
-    """Card runs, without those whose guid is a recording's given too (the recording is scored, replay-verified;
-    said, not an error) and without a second card's statement of a run already given (same guid and counts,
-    rejected input naming the first card)."""
-    by_guid = {rec.guid: rec.label for rec in recs if rec.guid}
+def _card_game_levels(card_runs, recs, game_dirs: list[Path]) -> dict[str, int]:
+    """The number of levels of each card run's game where nothing given says it (no recording given plays the game:
+    its steps say it; no scored summary states it: its runs' levels). A card slot states none, and a baseline of
+    another length is flagged by it (formats.md B). The shipped and published games' counts are known without
+    running anything (`baseline_sources.known_level_counts`); any other game that loads from the game folders is
+    counted by the engine, its code run in the sandbox as for a replay (about half a second a game). A game that
+    cannot be loaded or started gives none (its card runs are scored as they are, summary only)."""
+    from engine.loader import GameNotFoundError, find_games, resolve_game
+    from pipeline.core.game_code import GameCodeError, SandboxFailure
+    from pipeline.explore.confined import levels_in_sandbox
+    from pipeline.scoring.baseline_sources import known_level_counts
+
+    said = {rec.game_id for rec in recs} | {run.game_id for run in card_runs if run.stated_level_count is not None}
+    games = {run.game_id for run in card_runs} - said
+    known = known_level_counts() if games else {}
+    counts: dict[str, int] = {g: known[g] for g in games if g in known}
+    wanted = sorted((games - set(counts)) & {info.game_id for info in find_games(game_dirs)}) if games else []
+    for game_id in out.track(wanted, "counting the levels of the cards' games") if len(wanted) > 1 else wanted:
+        try:
+            counts[game_id] = levels_in_sandbox(resolve_game(game_id, game_dirs, loadable=True), "frame")
+        except (GameNotFoundError, GameCodeError, SandboxFailure):
+            continue
+    return counts
+
+
+def _cards_without_recorded_plays(runs, recs) -> tuple[list, list[tuple[Path, str]], list]:
+    """Card runs, without those whose guid is a recording's given too (the recording is scored instead: returned
+    as (card run, recording) pairs, said once scored with what became of the play, not an error) and without a
+    second card's statement of a run already given (same guid and counts, rejected input naming the first
+    card)."""
+    by_guid = {rec.guid: rec for rec in recs if rec.guid}
     kept, problems, seen, recorded = [], [], {}, []
     for run in runs:
         guid = run.play.guid
         where = run.path or Path(run.file_name)
         if guid and guid in by_guid:  # not an error: the recording is the better evidence of the same play
-            recorded.append(f"{run.file_name}: card run {run.game_id} run {run.run_index} (guid {guid}) is the play "
-                            f"of the recording {by_guid[guid]}")
+            recorded.append((run, by_guid[guid]))
             continue
         key = (run.game_id, guid, run.run_index, run.play)
         if guid and key in seen:
@@ -455,10 +494,134 @@ def _cards_without_recorded_plays(runs, recs) -> tuple[list, list[tuple[Path, st
             continue
         seen[key] = run.file_name
         kept.append(run)
-    if recorded:
-        out.info(f"{recorded[0]}, scored from its steps (replay-verified) instead"
-                 + (f"; so are {len(recorded) - 1} more card runs" if len(recorded) > 1 else ""))
-    return kept, problems
+    return kept, problems, recorded
+
+
+def _recording_outcome(rec, result) -> str:
+    """What scoring did with the plays of recording ``rec``: replay-verified, unverified and why, divergent and
+    scored anyway, or left out and why (each distinct outcome of its plays, in order)."""
+    checks = {c.play_id: c for c in result.checks}
+    said: list[str] = []
+    for pid in rec.play_ids:
+        left_out = result.excluded.get(pid)
+        under = [policy_id for policy_id, here in sorted(result.policy_excluded.items()) if pid in here]
+        c = checks.get(pid)
+        if left_out:
+            what = f"left out of the score: {_reason_group(left_out)}"
+        elif c is None:
+            what = "scored"
+        elif c.status == "verified":
+            what = "replay-verified"
+        elif c.status == "unverified":
+            what = f"scored unverified ({c.detail or 'game not loadable'})"
+        elif c.status == "divergent":
+            what = "its replay diverged, scored anyway (--trust-recordings)"
+        else:
+            what = f"scored ({c.status.replace('_', ' ')})"
+        if under and not left_out:
+            what += f", left out under {', '.join(under)}"
+        if what not in said:
+            said.append(what)
+    return "; ".join(said) or "scored"
+
+
+def _print_baselines_not_covering(explicit, given: Path, result, limit: int = 10) -> None:
+    """--baselines given, yet a scored game is not in it: one line per game (the versions of its game code that
+    the folder or CSV has, and the source used instead), and one more when it covers none of the scored games.
+    Not an error: the next source that knows the game is used, as documented."""
+    from pipeline.scoring import baseline_sources as bs
+
+    used: dict[str, dict[str, str]] = {}  # game -> policy -> the source used instead
+    versions: dict[str, list[str]] = {}
+    scored: set[str] = set()
+    for pr in result.policies:
+        scored |= set(pr.baselines)
+        for g, others in bs.not_covered(explicit, pr.baselines, pr.policy.baseline_rule).items():
+            b = pr.baselines[g]
+            used.setdefault(g, {})[pr.policy.policy_id] = (
+                "no other source knows it either (not scored)" if b.source == "none"
+                else f"scored against {_source_label(b)} instead")
+            versions.setdefault(g, others)
+    if not used:
+        return
+    listed = sorted({g for pr in result.policies for g in explicit.games(pr.policy.baseline_rule)})
+    if set(used) == scored:
+        shown = ", ".join(listed[:5]) + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
+        which = "the game scored" if len(scored) == 1 else f"any of the {len(scored)} games scored"
+        has = f"it has {_plural(len(listed), 'game')}: {shown}" if listed else "it has no game"
+        out.console.print(f"--baselines {given}: no baseline for {which} ({has}), so it was not used: give "
+                          "baselines for the versions scored", markup=False, soft_wrap=True)
+    for g in sorted(used)[:limit]:
+        code = g.split("-", 1)[0]
+        has = f"it has {', '.join(versions[g])}" if versions[g] else f"nor any other {code} version"
+        outcomes = used[g]
+        if len(set(outcomes.values())) == 1 and len(outcomes) == len(result.policies):
+            how = next(iter(outcomes.values()))
+        else:
+            how = ", ".join(f"under {pid}: {what}" for pid, what in outcomes.items())
+        out.console.print(f"--baselines {given}: no baseline for {g} ({has}); {how}", markup=False, soft_wrap=True)
+    if len(used) > limit:
+        out.console.print(f"--baselines {given}: ... and {len(used) - limit} more games it has no baseline for "
+                          "(baseline_sources in the scorecard's verification)", markup=False, soft_wrap=True)
+
+
+def _print_card_baselines_of_other_rule(card_runs, result, sources, limit: int = 3) -> None:
+    """A card's own baselines used under a policy whose baseline rule is not the one the card was scored under (the
+    card names its policy): one line per policy and card, with the games whose score that changes and what
+    --no-card-baselines would score them against."""
+    from pipeline.scoring import baseline_sources as bs
+
+    first_stated: dict[str, object] = {}  # game -> the card run whose baselines the card source took (the first)
+    for run in card_runs:
+        if run.stated is not None and run.stated.level_baseline_actions is not None:
+            first_stated.setdefault(run.game_id, run)
+    others = [s for s in sources if s.kind != "scorecard"]
+    for pr in result.policies:
+        rule = pr.policy.baseline_rule
+        groups: dict[tuple[str, str], list[str]] = {}  # (card file, its policy) -> games
+        instead: dict[tuple[str, str], set[str]] = {}
+        for g, b in sorted(pr.baselines.items()):
+            run = first_stated.get(g)
+            if b.source != "scorecard" or run is None or run.stated.policy_assumed:
+                continue
+            stated = POLICIES.get(run.stated.policy_id)
+            if stated is None or stated.baseline_rule == rule:
+                continue
+            alt = bs.resolve_baselines([g], pr.policy, others)[g]
+            if alt.baseline_actions is not None and alt.baseline_actions == b.baseline_actions:
+                continue  # the same values either way: nothing to change
+            key = (run.file_name, stated.policy_id)
+            groups.setdefault(key, []).append(g)
+            instead.setdefault(key, set()).add(_source_label(alt) if alt.source != "none" else "")
+        for (name, stated_id), games in groups.items():
+            shown = ", ".join(games[:limit]) + (f" and {len(games) - limit} more" if len(games) > limit else "")
+            labels = sorted(x for x in instead[(name, stated_id)] if x)
+            them = "it" if len(games) == 1 else "them"
+            if not labels:
+                how = f"no other source knows {them}: give their {rule} baselines with --baselines DIR|CSV"
+            else:
+                unknown = " (some: no other source knows them)" if "" in instead[(name, stated_id)] else ""
+                how = f"pass --no-card-baselines to score {them} against {', '.join(labels)}{unknown}"
+            out.console.print(f"{pr.policy.policy_id}: {shown} scored against the baselines of {name}, made under "
+                              f"{stated_id} (rule {POLICIES[stated_id].baseline_rule}, not {rule}); {how}",
+                              markup=False, soft_wrap=True)
+
+
+def _plural(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _print_recorded_card_runs(recorded, result) -> None:
+    """Card runs given with their recording (same guid): one line per outcome of the recording's play, naming
+    the first such card run and how many more had that outcome."""
+    by_outcome: dict[str, list[str]] = {}
+    for run, rec in recorded:
+        by_outcome.setdefault(_recording_outcome(rec, result), []).append(
+            f"{run.file_name}: card run {run.game_id} run {run.run_index} (guid {run.play.guid}) is the play of the "
+            f"recording {rec.label}, which is used instead of the card")
+    for outcome, runs in by_outcome.items():
+        more = f" (so are {len(runs) - 1} more card runs)" if len(runs) > 1 else ""
+        out.console.print(f"{runs[0]}{more}: {outcome}", markup=False, soft_wrap=True)
 
 
 def _print_written(written: list[Path], manifest_path: Path, out_dir: Path, db_path: Path | None) -> None:
@@ -522,13 +685,18 @@ def _fmt(v: float) -> str:
 
 
 def _source_label(b) -> str:
-    from rich.markup import escape  # "[flags]" is text, not markup
-
+    """The baseline source as the table shows it (the console prints text as written: no markup to escape)."""
     where = ""
     if b.source == "scorecard" and b.location:  # which card's own level_baseline_actions
         where = " " + (b.location if len(b.location) <= 40 else b.location[:37] + "...")
-    return escape(b.source + where + (f" ({b.rule})" if b.rule else "")
-                  + (f" [{', '.join(b.flags)}]" if b.flags else ""))
+    return (b.source + where + (f" ({b.rule})" if b.rule else "")
+            + (f" [{', '.join(b.flags)}]" if b.flags else ""))
+
+
+def _game_message(pr, game_id: str) -> str | None:
+    """The toolkit's message for ``game_id`` on this policy's scorecard (None: scored, or not on it)."""
+    game = next((g for g in pr.scorecard.environments if g.game_id == game_id), None)
+    return game.message if game is not None and game.message else None
 
 
 def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None:
@@ -548,14 +716,23 @@ def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None
     for game in seen_games.values():
         scores = [_fmt(pr.scorecard.suite.game_scores[game.game_id]) if game.game_id in pr.baselines
                   else "left out" for pr in result.policies]
-        note = f"  {game.message}" if game.message else ""
         labels = [_source_label(pr.baselines[game.game_id]) if game.game_id in pr.baselines else "-"
                   for pr in (result.policies if sources_differ else [first])]
-        labels[-1] += note
+        # Each policy's own outcome: its message in its own column (with one shared column, named by policy
+        # when the policies' messages differ).
+        messages = [_game_message(pr, game.game_id) for pr in result.policies]
+        if sources_differ:
+            labels = [label + (f"  {m}" if m else "") for label, m in zip(labels, messages, strict=True)]
+        elif len(set(messages)) == 1:
+            labels[-1] += f"  {messages[0]}" if messages[0] else ""
+        else:
+            labels[-1] += "".join(f"  {pid}: {m}" for pid, m in zip(policies, messages, strict=True) if m)
         runs = "0 (unplayed)" if game.plays and all(p.guid is None and p.actions == 0 for p in game.plays) \
             and result.competition and game.game_id in result.competition["unplayed"] else str(len(game.plays))
         table.add_row(game.game_id, runs, *scores, *labels)
-    table.add_row("total", "", *[_fmt(pr.scorecard.score) for pr in result.policies], *["" for _ in source_cols])
+    # no environment: every play was left out (the reasons follow), and the toolkit's 0.0 of an empty card is no score
+    table.add_row("total", "", *[_fmt(pr.scorecard.score) if pr.scorecard.environments else "nothing scored"
+                                 for pr in result.policies], *["" for _ in source_cols])
     out.console.print(table)
     counts = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in result.status_counts().items())
     out.console.print(f"replay: {_plays(len(result.checks))}: {counts}", markup=False, soft_wrap=True)
@@ -635,8 +812,6 @@ def _print_card_differences(result) -> None:
     is that the card was scored under another policy (one line per policy; the scorecard's card_inputs has all)."""
     import json
 
-    from pipeline.scoring.card_input import integer_typing
-
     for k, pr in enumerate(result.policies):
         doc = json.loads(pr.scorecard_json).get("card_inputs")
         if not doc:
@@ -684,15 +859,57 @@ def _print_card_differences(result) -> None:
         for stated, n in sorted(by_policy.items()):
             out.console.print(f"{pr.policy.policy_id}: {_plays(n)} of cards scored under {stated} differ only by "
                               "policy (card_inputs in the scorecard)", markup=False, soft_wrap=True)
-        cards = doc.get("cards") or {}
-        only_cards = all(c.status == "summary_only" for c in result.checks)
-        if len(cards) == 1 and only_cards and not result.excluded and not result.policy_excluded:
-            (name, card), = cards.items()
-            total = pr.scorecard.score
-            same = abs(card["stated_total"] - total) <= 1e-9 * max(1.0, abs(total))
-            typed = None if same else integer_typing(card["stated_total"], total)
-            out.console.print(f"{pr.policy.policy_id}: {name} states a total of {_fmt(card['stated_total'])}; "
-                              f"recomputed {_fmt(total)}" + (" (the same)" if same else f" ({typed})" if typed
-                                                             else " (see the differences above, or --compare-with "
-                                                             "for the totals)"),
-                              markup=False, soft_wrap=True)
+        for line in _stated_total_lines(result, pr, doc):
+            out.console.print(line, markup=False, soft_wrap=True)
+
+
+def _stated_total_lines(result, pr, doc: dict) -> list[str]:
+    """One line per card that states a total (a scored summary's `score`): the stated and the recomputed total
+    and what makes them differ. The recomputed total is this card's when it is the only input; a run of it left
+    out here is named, with the total the card's own mean gives once such runs count with the scores it states
+    for them (the toolkit counts an environment it could not score as 0); with other inputs the total is theirs
+    too, which is said."""
+    from pipeline.scoring.card_input import integer_typing
+
+    cards = {name: card for name, card in (doc.get("cards") or {}).items() if card.get("stated_total") is not None}
+    pid = pr.policy.policy_id
+    total = pr.scorecard.score
+    scored = pr.scorecard.environments
+    shown = _fmt(total) if scored else "nothing (every run left out)"
+    alone = len(cards) == 1 and all(c.status == "summary_only" for c in result.checks) and \
+        len({r["file_name"] for r in doc["runs"]}) == 1
+    lines = []
+    for name, card in sorted(cards.items()):
+        stated = card["stated_total"]
+        head = f"{pid}: {name} states a total of {_fmt(stated)}; recomputed {shown}"
+        if not alone:
+            lines.append(f"{head} over every input given ({_plays(len(result.checks))}), not this card's alone: "
+                         "score the card by itself to compare its total")
+            continue
+        left = [r for r in doc["runs"] if r.get("excluded")]
+        same = bool(scored) and abs(stated - total) <= 1e-9 * max(1.0, abs(total))
+        if not left:
+            typed = None if same else integer_typing(stated, total)
+            lines.append(head + (" (the same)" if same else f" ({typed})" if typed else
+                                 " (see the differences above, or --compare-with for the totals)"))
+            continue
+        # the card's mean over its environments, the games left out here counted with the score the card states
+        scores = {g.game_id: g.score for g in scored}
+        best: dict[str, float] = {}  # games left out whole: the best score the card states for them
+        for r in left:
+            if r["game_id"] not in scores:
+                best[r["game_id"]] = max(best.get(r["game_id"], 0.0), float(r.get("stated_score") or 0.0))
+        games = sorted({r["game_id"] for r in left})
+        named = ", ".join(games[:3]) + (f" and {len(games) - 3} more" if len(games) > 3 else "")
+        runs = f"{len(left)} run{'s' if len(left) > 1 else ''} of {named} left out here (see above)"
+        if not best:  # its games still have scored runs here: the card's best runs may be the left-out ones
+            lines.append(f"{head}: {runs}, which the card's total includes; see the differences above, or "
+                         "--compare-with for the totals")
+            continue
+        counted = "as 0" if not any(best.values()) else "with the scores it states for them"
+        mean = (sum(scores.values()) + sum(best.values())) / (len(scores) + len(best))
+        rest = (" (the same)" if abs(stated - mean) <= 1e-9 * max(1.0, abs(mean)) else
+                "; the rest differs as above, or see --compare-with for the totals")
+        lines.append(f"{head}: {runs}, which the card's total counts {counted}; counted so, the recomputed total "
+                     f"is {_fmt(mean)}{rest}")
+    return lines

@@ -7,7 +7,11 @@ land in core_arc2__attempts, one row per input row.
 
 Quarantined, because the row cannot be true: an empty task_ID or session_ID; a test_index, submissions or
 correct_submissions that is not a whole number, or is negative; a negative or non-finite start time or
-duration; more correct submissions than submissions. Landed with a flag, because the row is only unusual:
+duration; more correct submissions than submissions. Quarantined because it is there already: a row equal in
+every value to an earlier good row of the file (`duplicate_row`, "exact copy of row N": the first is loaded),
+or to a row another file brought (`duplicate_across_files`, naming that file and row; COPY_KEY below). Values
+are compared as read (typed, spaces around them stripped), not as bytes: a CRLF or BOM copy, a copy with blank
+lines or under another folder holds the same rows. Landed with a flag, because the row is only unusual:
 `zero_submissions` (the participant moved on without submitting: common in the public file),
 `multiple_correct` (2 correct submissions: one row in the public file), `nonstandard_task_set` (not
 `Public Train` / `Public Eval`, e.g. `ARC-TGI` in an audit), `nonstandard_task_id` (not 8 hex characters, e.g.
@@ -32,6 +36,7 @@ from pipeline.ingest.harc_csv import (
     Variant,
     apply_checks,
     as_int,
+    duplicate_rules,
     flag_lists,
     header_columns,
     header_repeated,
@@ -45,6 +50,7 @@ from pipeline.ingest.harc_csv import (
     short_row,
     src,
 )
+from schemas import get_table
 from schemas.arc2 import ARC2_TASK_SETS
 
 RAW = "raw_arc2__csv_rows"
@@ -63,6 +69,17 @@ def _float(col: str) -> pl.Expr:
 def _negative(column: str, typed: str, check: str, unit: str) -> RowCheck:
     return RowCheck(check, pl.col(typed) < 0, pl.format(f"{column} is {{}}, a negative {unit} cannot be true",
                                                          pl.col(src(column))), column)
+
+
+# The columns that say what an attempt row is (schemas/tables.toml `content_key`, by value: `10` and `10.0` are
+# one start time): equal in all of them, two rows are one attempt given twice, within a file (`duplicate_row`)
+# or across files (`duplicate_across_files`, pipeline/ingest/commit.py).
+COPY_KEY = get_table(ATTEMPTS).content_key
+_TYPED_FROM = {"task_id": "task_ID", "session_id": "session_ID", "start_offset_s": "start_time_seconds",
+               "attempt_duration_s": "duration_seconds", "n_attempt_submissions": "submissions",
+               "n_correct_submissions": "correct_submissions"}
+_copies_prep, (_, _COPY) = duplicate_rules(list(COPY_KEY), "duplicate_row", [_TYPED_FROM.get(k, k) for k in COPY_KEY],
+                                           content=None, nulls_match=True)
 
 
 def solved_within_2(submissions: pl.Expr, correct: pl.Expr) -> pl.Expr:
@@ -118,7 +135,11 @@ def read_attempts(ctx: FileContext) -> ReaderOutput:
     ]
     rejects, bad = apply_checks(df, checks, ATTEMPTS, structural=structural)
     out.rejects += rejects
-    good = df.filter(~bad).with_columns(
+    good = df.filter(~bad)
+    # a row repeated exactly (every value equal) is one attempt written twice: the later copies are quarantined
+    copies, again = apply_checks(_copies_prep(good), [_COPY], ATTEMPTS)
+    out.rejects += copies
+    good = good.filter(~again).with_columns(
         (pl.col("n_correct_submissions") >= 1).alias("is_solved"),
         solved_within_2(pl.col("n_attempt_submissions"), pl.col("n_correct_submissions"))
         .alias("is_solved_within_2"),

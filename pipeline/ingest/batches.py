@@ -16,7 +16,7 @@ import polars as pl
 
 from pipeline.core.workspace import Workspace
 from pipeline.ingest.base import ReaderOutput, Reject
-from pipeline.ingest.commit import commit_file
+from pipeline.ingest.commit import commit_file, key_match
 from pipeline.ingest.prepared import (
     QUARANTINE_BATCH,
     FileReport,
@@ -204,14 +204,15 @@ def _conform_and_check_together(outputs: list[ReaderOutput]) -> bool:
 def _batch_has_key_clash(ws: Workspace, loaded: list[tuple[dict[str, pl.DataFrame], list[str]]]) -> bool:
     """Whether any row of the batch's files (their tables, each with the file ids whose rows are no clash for
     it: its own and its path's older versions) shares its primary key with a row of another file of the
-    batch or of the database: then `drop_cross_file_duplicates` has work to do, file by file."""
+    batch or of the database: then `drop_cross_file_duplicates` has work to do, file by file. A table with a
+    `content_key` is judged on it (`Table.across_files_key`), as that function does."""
     from schemas import TABLES
 
     names = dict.fromkeys(name for tables, _ in loaded for name in tables)
     own = None
     try:
         for name in names:
-            key = list(TABLES[name].primary_key)
+            key = list(TABLES[name].across_files_key)
             if "file_id" in key:
                 continue
             frame = pl.concat([tables[name].select(key).with_columns(pl.lit(i, pl.Int32).alias("__pos"))
@@ -228,7 +229,7 @@ def _batch_has_key_clash(ws: Workspace, loaded: list[tuple[dict[str, pl.DataFram
                 ws.con.register("_own_ids", own.to_arrow())
             ws.con.register("_keys", frame.to_arrow())
             try:
-                cond = " AND ".join(f"t.{k} = n.{k}" for k in key)
+                cond = key_match(key, bool(TABLES[name].content_key))
                 hit = ws.con.execute(
                     f"SELECT EXISTS (SELECT 1 FROM _keys n JOIN {name} t ON {cond} WHERE NOT EXISTS "
                     f"(SELECT 1 FROM _own_ids o WHERE o.__pos = n.__pos AND o.file_id = t.file_id))").fetchall()[0]

@@ -59,11 +59,21 @@ from schemas import get_table, validate_frame
 from schemas.validate import conform
 
 
+def key_match(key: list[str], content: bool) -> str:
+    """SQL condition matching a new row `n` to a stored row `t` on `key`; a content key (`Table.content_key`:
+    a row's values, some of which may be empty) matches an empty value to an empty one."""
+    eq = "IS NOT DISTINCT FROM" if content else "="
+    return " AND ".join(f"t.{k} {eq} n.{k}" for k in key)
+
+
 def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids: list[str],
                                con: duckdb.DuckDBPyConnection | None = None,
                                clash_possible: Callable[[str], bool] | None = None) -> None:
     """Primary keys are checked on load across files too: a row whose key another file already loaded is
-    quarantined (naming that file) instead of silently doubling a play, session or participant.
+    quarantined (naming that file) instead of silently doubling a play, session or participant. A table whose
+    primary key is the file's own (file_id, row) and that declares a `content_key` (an ARC-AGI-2 attempt row)
+    is checked on that instead: a row equal in it to a row of another file is that row again, and the reason
+    also names the other file's row.
     `con`: the connection the checks run on (default `ws.con`; `_stage_pieces` gives a cursor of its own,
     `ws.con` being busy with the file's streaming insert then). Rows of `own_file_ids` never clash, so a
     cursor outside the file's transaction, which still sees them, answers the same.
@@ -72,18 +82,22 @@ def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids
 
     con = con or ws.con
     for name, df in list(output.tables.items()):
-        key = list(TABLES[name].primary_key)
+        table = TABLES[name]
+        key = list(table.across_files_key)
         if "file_id" in key or df.height == 0 or not ws.has_table(name, con):
             continue
         if clash_possible is not None and not clash_possible(name):
             continue
+        content = bool(table.content_key)
+        # the other file's first row holding it, for a content key (its own primary key names the file's row)
+        first_row = (", min(t.row_number) AS other_row, arg_min(f.file_path, t.row_number) AS other_path"
+                     if content and "row_number" in table.columns else ", any_value(f.file_path) AS other_path")
         con.register("_keys", df.select(key).to_arrow())
         try:
-            cond = " AND ".join(f"t.{k} = n.{k}" for k in key)
             placeholders = ", ".join("?" for _ in own_file_ids)
             clash = con.sql(
-                f"SELECT {', '.join('n.' + k for k in key)}, any_value(t.file_id) AS other_file_id, "
-                f"any_value(f.file_path) AS other_path FROM _keys n JOIN {name} t ON {cond} "
+                f"SELECT {', '.join('n.' + k for k in key)}, any_value(t.file_id) AS other_file_id{first_row} "
+                f"FROM _keys n JOIN {name} t ON {key_match(key, content)} "
                 f"LEFT JOIN raw_ingest__files f ON f.file_id = t.file_id "
                 f"WHERE t.file_id NOT IN ({placeholders}) GROUP BY {', '.join('n.' + k for k in key)}",
                 params=own_file_ids,
@@ -94,17 +108,18 @@ def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids
             continue
         loc_col = _location_column(df)
         # One join, not a filter per clashing key: a changed copy of a big file can clash on every row.
-        hits = df.with_row_index("__i").join(clash, on=key, how="inner")
+        hits = df.with_row_index("__i").join(clash, on=key, how="inner", nulls_equal=content)
         unit = "line" if loc_col == "line_number" else "row"
         for rec in hits.iter_rows(named=True):
             key_text = ", ".join(f"{k}={rec[k]!r}" for k in key)
             location = f"{unit} {rec[loc_col]}" if loc_col else f"record {rec['__i'] + 1}"
-            raw = {k: v for k, v in rec.items() if k not in ("__i", "other_file_id", "other_path")}
+            raw = {k: v for k, v in rec.items() if k not in ("__i", "other_file_id", "other_path", "other_row")}
+            where = rec["other_path"] if rec.get("other_row") is None else f"{rec['other_path']} row {rec['other_row']}"
             output.rejects.append(Reject(location, "duplicate_across_files",
-                                         f"{name} already holds ({key_text}) from {rec['other_path']}",
+                                         f"{name} already holds ({key_text}) from {where}",
                                          clip(str(raw)), name))
         bad = clash.select(key)
-        output.tables[name] = df.join(bad, on=key, how="anti")
+        output.tables[name] = df.join(bad, on=key, how="anti", nulls_equal=content)
         if name == PLAYS:
             for rec in clash.iter_rows(named=True):
                 output.duplicate_plays[rec["play_id"]] = rec["other_path"] or rec["other_file_id"]

@@ -62,6 +62,7 @@ from pipeline.ingest.harc_csv import (
     as_bool,
     as_int,
     broken,
+    duplicate_rules,
     flag_lists,
     grid_check,
     header_columns,
@@ -140,44 +141,6 @@ def release_from_name(path: Path, variant: Variant) -> str:
     if variant.release:
         return variant.release
     return "2024" if path.name.lower().startswith("clean_") else "osf-current"
-
-
-def _duplicates(keys: list[str], check: str, shown: list[str] | None = None, *,
-                structural: Sequence[RowCheck] = ()) -> tuple[Callable[[pl.DataFrame], pl.DataFrame], list[RowCheck]]:
-    """A function adding the columns the two duplicate rules of a key read, and the rules: exact copies (the
-    later copies go to quarantine) and conflicting rows (all of them go, since nobody can tell which one is
-    right). The columns are whole-file facts, so a file read in batches gets them before its first batch.
-    The conflict reason lists the key's rows that are not already quarantined as structurally broken.
-    `prep(df, sorted_by_key=True)`: the rows of each key are adjacent (df is sorted by the key), so a key's
-    rows are one run and the windows group by an integer run id instead of hashing the key texts (~15x less
-    work on data.csv's 600k rows)."""
-    key_ok = pl.all_horizontal([pl.col(k).is_not_null() for k in keys])
-
-    def prep(df: pl.DataFrame, *, sorted_by_key: bool = False) -> pl.DataFrame:
-        group = pl.struct(keys).rle_id() if sorted_by_key else keys
-        df = df.with_columns(
-            pl.when(key_ok).then(pl.len().over(group)).alias("__dup_n"),
-            pl.when(key_ok).then(pl.col(ROW_HASH).n_unique().over(group)).alias("__dup_distinct"),
-            pl.when(key_ok).then(pl.col(ROW).min().over(group)).alias("__dup_first"),
-        )
-        conflicting = (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") > 1) & ~broken(structural)
-        rows = df.filter(conflicting).group_by(keys).agg(
-            pl.col(ROW).sort().cast(pl.String).str.join(", ").alias("__dup_rows"))
-        if rows.height == 0:  # the usual case: no join (it would hash every row's key) to add a null column
-            return df.with_columns(pl.lit(None, pl.String).alias("__dup_rows"))
-        return df.join(rows, on=keys, how="left", maintain_order="left")
-
-    key_text = pl.format(", ".join(f"{k}={{}}" for k in shown or keys), *[pl.col(k) for k in keys])
-    conflict = RowCheck(
-        check, (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") > 1),
-        pl.format("{} appears on rows {} with different contents; keep the right row and remove the others",
-                  key_text, pl.col("__dup_rows")),
-        value=key_text)
-    copy = RowCheck(
-        "duplicate_row", (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") == 1) & (pl.col(ROW) != pl.col("__dup_first")),
-        pl.format("exact copy of row {} ({}); the first copy was loaded", pl.col("__dup_first"), key_text),
-        value=key_text)
-    return prep, [conflict, copy]
 
 
 def _structural(n_rows: int, ends_with_newline: bool, header: Sequence[str], last_required: bool) -> list[RowCheck]:
@@ -659,7 +622,7 @@ def _context_of_sorted(order: pl.DataFrame, counter: str, hashes: pl.DataFrame |
 
 def _data_duplicates(counter: str) -> tuple[Callable[[pl.DataFrame], pl.DataFrame], list[RowCheck]]:
     # broken rows (unsplit or cut short) are marked in UNSPLIT for the context computation
-    return _duplicates(list(_DATA_KEY), "duplicate_action", ["joint_id_task", counter])
+    return duplicate_rules(list(_DATA_KEY), "duplicate_action", ["joint_id_task", counter])
 
 
 def _data_checks(counter: str) -> list[RowCheck]:
@@ -777,7 +740,7 @@ def read_summary(ctx: FileContext) -> ReaderOutput:
     )
     df = with_grid_columns(df, "test_output_grid", "__out")
     structural = _loaded_structural(loaded, header, True)
-    dup_prep, dup_checks = _duplicates(["__joint", "attempt_number"], "duplicate_attempt",
+    dup_prep, dup_checks = duplicate_rules(["__joint", "attempt_number"], "duplicate_attempt",
                                        ["joint_id_task", "attempt_number"], structural=structural)
     df = dup_prep(df)
     checks = [
@@ -828,7 +791,7 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
     )
     df = with_grid_columns(df, "test_output_grid", "__out")
     structural = _loaded_structural(loaded, header, True)
-    dup_prep, dup_checks = _duplicates(["task_file_name", "test_output_grid"], "duplicate_grid",
+    dup_prep, dup_checks = duplicate_rules(["task_file_name", "test_output_grid"], "duplicate_grid",
                                        ["task_name", "test_output_grid"], structural=structural)
     df = dup_prep(df)
     checks = [
@@ -889,7 +852,7 @@ def read_survey(ctx: FileContext) -> ReaderOutput:
     else:
         df = df.with_columns(pl.lit(None, pl.Boolean).alias("is_complete"))
     structural = _loaded_structural(loaded, header, "complete" in cols)
-    dup_prep, dup_checks = _duplicates(["participant_id"], "duplicate_participant", ["hashed_id"],
+    dup_prep, dup_checks = duplicate_rules(["participant_id"], "duplicate_participant", ["hashed_id"],
                                        structural=structural)
     df = dup_prep(df)
     checks += dup_checks

@@ -3,7 +3,8 @@ the one rule for the values of every scorecard shape (§C: card, card wrapper, s
 
 Cards come as a recording's trailing summary line (`reader.read_recording_file`) or as a card file (ingest). Slots are kept as the card says them
 (normalised empty forms); the slot that belongs to a recording is chosen by the filename guid, never by
-position. Impossible slots (cumulative counts going down, or above the slot's actions) are quarantined.
+position. Impossible slots (cumulative counts going down, or above the slot's actions) are quarantined, and so is a
+card filed under a key (a wrapper's `cards: {game_id: Card}`) that is not its own game_id (`card_key_problem`).
 
 A value that is not what the format says is refused, never coerced: a count (actions, resets, levels
 completed, per-level actions) is a JSON integer from 0 within 64 bits (not `1.5`, `5.0` or `"87"`), a guid a
@@ -86,6 +87,17 @@ def game_id_problem(game_id: Any) -> str | None:
     size = f" ({len(game_id.encode('utf-8', 'surrogatepass'))} bytes)" if len(game_id) > 40 else ""
     return f"game id {shown(game_id)}{size} is not of the form <code>-<version> (4 lowercase letters or digits, " \
            "then - and 8 or 12 lowercase hex digits; the version may be left out)"
+
+
+def card_key_problem(key: Any, card: Mapping[str, Any]) -> str | None:
+    """Why a card filed under ``key`` (a wrapper's ``cards: {game_id: Card}``, a recording's trailing card line)
+    cannot be trusted: its own ``game_id`` names another game, so which game was played cannot be known
+    (formats.md C.1), else None. A card without its own game_id is the key's game."""
+    own = card.get("game_id")
+    if own is None or own == key:
+        return None
+    return (f"the card filed under {shown(key)} names game_id {shown(own)}: which game was played cannot be known, "
+            "so the card is left out (make the wrapper's key and the card's game_id agree)")
 
 
 def state_problem(state: Any) -> str | None:
@@ -263,6 +275,10 @@ def card_rows(file_id: str | None, cards: dict[str, Any], line_number: int | Non
             continue
         if (why := game_id_problem(game_id)) is not None:
             issues.append(LineIssue(where, "bad_game_id", why, clip(str(raw)),
+                                    "core_arc3__card_plays", "game_id"))
+            continue
+        if (why := card_key_problem(game_id, raw)) is not None:
+            issues.append(LineIssue(where, "card_game_id_mismatch", why, clip(str(raw)),
                                     "core_arc3__card_plays", "game_id"))
             continue
         preview = "scores" in raw and "actions_by_level" not in raw

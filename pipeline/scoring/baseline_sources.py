@@ -30,7 +30,13 @@ from pathlib import Path
 
 import polars as pl
 
-from engine.loader import find_games, metadata_files, metadata_problem, skipped_metadata
+from engine.loader import (
+    default_environments_dir,
+    find_games,
+    metadata_files,
+    metadata_problem,
+    skipped_metadata,
+)
 from pipeline.core.manifest import sha256_file
 from pipeline.core.textfiles import DuplicateKeyError, not_utf8_reason, read_text_document, unique_json
 from pipeline.ingest.baseline_rule import baseline_actions_problem, baseline_count
@@ -44,12 +50,14 @@ __all__ = [
     "BaselineSourceError",
     "ResolvedBaseline",
     "baseline_values",
+    "not_covered",
     "resolve_baselines",
     "source_from_db",
     "source_from_games_dirs",
     "source_from_path",
     "read_published",
     "reference_source",
+    "known_level_counts",
 ]
 
 # Package data, so that an installed wheel has it too (a plain file on disk: wheels install unzipped).
@@ -244,6 +252,19 @@ def source_from_path(path: Path) -> BaselineSource:
                               f"level_index and baseline_value (`arcstudy baselines --out`); has {df.columns}")
 
 
+def known_level_counts() -> dict[str, int]:
+    """game_id -> its level count, for every game version arcstudy knows without a database: the games it ships
+    (their metadata's baseline_actions) and the published reference's (reference/arc-agi-3-public-games.csv's
+    ``level_count``). How many levels a baseline of that game must cover where no ingested metadata or recording
+    says: a baseline built from cards on which nobody reached the last levels is not a shorter game."""
+    df = pl.read_csv(REFERENCE_CSV, infer_schema=False, columns=["game_id", "level_count"])
+    counts = {g: int(n) for g, n in df.iter_rows() if g and n and n.isdigit() and int(n) > 0}
+    for info in find_games([default_environments_dir()]):
+        if info.baseline_actions:
+            counts.setdefault(info.game_id, len(info.baseline_actions))
+    return counts
+
+
 def reference_source() -> BaselineSource:
     source = source_from_path(REFERENCE_CSV)
     source.kind = "reference-csv"
@@ -298,3 +319,13 @@ def resolve_baselines(game_ids: Iterable[str], policy: ScoringPolicy, sources: S
             break
         out[game_id] = resolved
     return out
+
+
+def not_covered(source: BaselineSource, game_ids: Iterable[str], rule: str) -> dict[str, list[str]]:
+    """The games of ``game_ids`` that ``source`` does not list under ``rule`` (so a later source, or none, gave
+    their baseline), each with the ids ``source`` lists for the same game code: other versions of it, or none."""
+    listed = source.games(rule)
+    by_code: dict[str, list[str]] = {}
+    for g in sorted(listed):
+        by_code.setdefault(g.split("-", 1)[0], []).append(g)
+    return {g: by_code.get(g.split("-", 1)[0], []) for g in sorted(set(game_ids)) if g not in listed}

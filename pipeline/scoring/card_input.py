@@ -100,6 +100,16 @@ class CardRun:
     def play_id(self) -> str:
         return f"card:{self.file_id[:16]}:{self.game_id}/{self.run_index}"
 
+    @property
+    def stated_level_count(self) -> int | None:
+        """The number of levels a scored summary states for the run's game (its per-level values, as its
+        `environments[].level_count`), when the card could score it: with -1 baselines the per-level actions are
+        the play's pairs, not the game's levels. None for a card slot, which states no level count."""
+        stated = self.stated
+        if stated is None or stated.level_baseline_actions is None or not stated.level_actions:
+            return None
+        return len(stated.level_actions)
+
 
 @dataclass
 class CardInputs:
@@ -393,6 +403,29 @@ def integer_typing(stated: float, recomputed: float) -> str | None:
             "API types the scores (formats.md C.2)")
 
 
+def _levels(first: int, last: int) -> str:
+    return f"level {first}" if first == last else f"levels {first}-{last}"
+
+
+def level_count_cause(run: CardRun, scored, baseline_source: str) -> str | None:
+    """Why a recomputed run score differs when the baseline in use has another number of levels than the card
+    states for the game (formats.md B: flagged `baseline_length_differs_from_levels`, scored by the toolkit rule):
+    the levels it lacks drop out of the level weights and of the game cap (a shorter baseline), or the levels the
+    card does not have count as not completed (a longer one). None when the lengths agree or either is unknown."""
+    n = run.stated_level_count
+    baseline = scored.level_baseline_actions
+    if n is None or scored.message or not baseline or len(baseline) == n:
+        return None
+    m = len(baseline)
+    if m < n:
+        return (f"baselines: {baseline_source} has baselines for {m} of the card's {n} levels, so "
+                f"{_levels(m + 1, n)} drop out of the weights and the game cap (the toolkit rule for a short baseline; "
+                f"flagged baseline_length_differs_from_levels: give a baseline of all {n} levels)")
+    return (f"baselines: {baseline_source} has baselines for {m} levels, the card's game {n}: "
+            f"{_levels(n + 1, m)}, which the card does not have, count as not completed (flagged "
+            "baseline_length_differs_from_levels)")
+
+
 def stated_differences(run: CardRun, scored, policy_id: str, baseline_source: str) -> list[dict[str, Any]]:
     """Where the run's recomputed score (``scored``: its `PlayScore` under ``policy_id``) differs from what the
     card states, per level, each with its cause; empty when they agree or the card states nothing."""
@@ -406,6 +439,8 @@ def stated_differences(run: CardRun, scored, policy_id: str, baseline_source: st
         named = (f"the card names no policy: the toolkit's current {stated.policy_id} assumed" if stated.policy_assumed
                  else f"the card was scored under {stated.policy_id}")
         causes_run.append(f"policy: {named}, this under {policy_id}")
+    if (levels := level_count_cause(run, scored, baseline_source)) is not None:
+        causes_run.append(levels)
     if stated.message and not scored.message:
         causes_run.append(f"baselines: the card could not score it ({stated.message}); scored here against "
                           f"{baseline_source} baselines")
@@ -432,6 +467,8 @@ def stated_differences(run: CardRun, scored, policy_id: str, baseline_source: st
     if not _close(stated.score, scored.score):
         typed = None if causes_run else integer_typing(stated.score, scored.score)
         first = next((d["cause"] for d in out if not d["cause"].startswith("integer typing")), None)
+        if levels is not None and first is not None and first != levels:  # both change the run's score
+            first = f"{levels}; and {first.removeprefix('baselines: ')}"
         cause = (first if first else causes_run[0] if causes_run else typed if typed else
                  f"the stated run score does not follow from its own level scores ({OTHER_SCORER})")
         out.append({"level_index": None, "stated": stated.score, "recomputed": scored.score, "cause": cause})
@@ -449,7 +486,9 @@ def environment_difference(runs: Sequence[tuple[CardRun, float, list[dict[str, A
     recomputed = max(score for _, score, _ in runs)
     if _close(stated.environment_score, recomputed):
         return None
-    run_causes = [d["cause"] for _, _, diffs in runs for d in diffs if not d["cause"].startswith("integer typing")]
+    # a run score's cause first: it says what changed the score (a level's cause may be one part of it)
+    run_causes = [d["cause"] for _, _, diffs in runs for d in sorted(diffs, key=lambda d: d["level_index"] is not None)
+                  if not d["cause"].startswith("integer typing")]
     cause = run_causes[0] if run_causes else integer_typing(stated.environment_score, recomputed) or (
         "the stated environment score is not the best of its runs' scores, which are right (formats.md C.2; "
         f"{OTHER_SCORER})")

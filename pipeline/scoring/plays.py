@@ -309,11 +309,28 @@ def recount_for_competition(recordings: Sequence[RecordingInput]) -> list[Record
         card = card_from_effects(rec.records, effects, game_id=rec.game_id)
         if any(b[0] <= a[0] for play in card.plays for a, b in zip(play.actions_by_level, play.actions_by_level[1:],
                                                                       strict=False)):
-            out.append(rec)
+            out.append(_charged_swallowed_reset(rec))
             continue
         out.append(replace(rec, effects=effects, card=card, step_play=play_index_per_step(effects),
                            play_ids=[f"{rec.guid}/{i}" for i in range(card.total_plays)]))
     return out
+
+
+def _charged_swallowed_reset(rec: RecordingInput) -> RecordingInput:
+    """A local recording whose game reset went back to level 1, as the competition server would have counted its
+    first play: the RESET that opened the second play is not executed there but costs exactly one action
+    (spec/scoring.md §B.1: a reset when the response before it was a RESET's, else a plain action), charged to
+    the level the first play was on. What follows it is the second play, which competition scoring leaves out."""
+    from dataclasses import replace
+
+    at = next((i for i, effect in enumerate(rec.effects) if effect is StepEffect.FULL_RESET), None)
+    if at is None or rec.card is None or not rec.card.plays:
+        return rec
+    before = next((rec.records[i] for i in range(at - 1, -1, -1) if rec.effects[i] is not StepEffect.ECHO), None)
+    first = rec.card.plays[0]
+    first = replace(first, actions=first.actions + 1,
+                    resets=first.resets + int(before is not None and before.is_reset))
+    return replace(rec, card=replace(rec.card, plays=(first, *rec.card.plays[1:])))
 
 
 def same_content_as(name: str | None) -> str:

@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from engine.loader import GameNotFoundError, resolve_game
+from engine.loader import GameNotFoundError, find_games, resolve_game
 from pipeline.recordings.counting import Card, CardPlay, play_flags
 from schemas.validate import conform
 
@@ -47,9 +47,9 @@ from .scorecard import Scorecard, build_scorecard, scorecard_to_json
 from .vectorized import VectorizedScores, score_plays_frame
 from .verify import PlayCheck, divergence_columns, verify_recording
 
-__all__ = ["PREVIEW_POLICY_ID", "PREVIEW_VARIANT", "UNKNOWN_GAME_REASON", "PolicyResult", "ScoreInputError", "ScoreRequest", "ScoreResult", "card_id_for",
+__all__ = ["NOTHING_SCORED", "PREVIEW_POLICY_ID", "PREVIEW_VARIANT", "UNKNOWN_GAME_REASON", "PolicyResult", "ScoreInputError", "ScoreRequest", "ScoreResult", "card_id_for",
            "policy_slug", "preview_exclusions", "preview_only", "preview_reason", "score_recordings",
-           "unknown_games"]
+           "level_counts", "unknown_games", "unknown_reason"]
 
 POLICY_ORDER = {pid: i for i, pid in enumerate(POLICIES)}  # release order
 
@@ -74,6 +74,9 @@ class ScoreRequest:
     competition_mode: bool = False
     environments: Sequence[str] = ()
     card_runs: Sequence[Any] = ()  # card_input.CardRun of the scorecard recordings (variant "scorecard")
+    # game_id -> the engine's number of levels, where the caller loaded the game (a card's game under --games):
+    # only flags a baseline of another length, as the recordings' win_levels do (`level_counts`)
+    level_counts: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -324,6 +327,35 @@ def preview_exclusions(recordings: Sequence[RecordingInput], excluded: dict[str,
 UNKNOWN_GAME_REASON = ("unknown game: no game files under --games and no baseline source knows it (a wrong "
                        "folder or a mistyped game id?); pass --include-unknown-games to score it anyway")
 
+NOTHING_SCORED = ("every play was left out (replay_checks: exclusion_reason), so this scorecard has no environment: "
+                  "its score 0.0 is the toolkit's value for an empty scorecard, not a result")
+
+
+def unknown_reason(game_id: str, game_dirs: Sequence[Path], policies: Sequence[ScoringPolicy],
+                   baseline_sources: Sequence[BaselineSource]) -> str:
+    """Why a play of ``game_id``, which `unknown_games` found nothing knows, is left out: `UNKNOWN_GAME_REASON`,
+    naming the versions its game code is known under when some game folder or baseline source knows one (another
+    version's baselines are not this version's: never used in its place)."""
+    code = _code(game_id)
+    where: dict[str, list[str]] = {}
+    for info in find_games(list(game_dirs)):
+        if info.short_id == code and info.game_id != game_id:
+            where.setdefault(info.game_id, []).append("game files")
+    for policy in policies:
+        for source in baseline_sources:
+            for other in source.games(policy.baseline_rule):
+                if _code(other) == code and other != game_id and source.kind not in where.get(other, []):
+                    where.setdefault(other, []).append(source.kind)
+    if not where:
+        return UNKNOWN_GAME_REASON
+    known = sorted(where)
+    named = ", ".join(f"{g} ({', '.join(where[g])})" for g in known[:3]) + (
+        f" and {len(known) - 3} more" if len(known) > 3 else "")
+    return (f"unknown game: no game files under --games and no baseline source knows {game_id}, but {code} is known "
+            f"as {named}: another version (its baselines are not this one's) or a mistyped version? give this "
+            "version's baselines (--baselines) or game files (--games), or pass --include-unknown-games to score it "
+            "anyway")
+
 
 def _verification(checks: Sequence[PlayCheck], excluded: dict[str, str], baselines: dict[str, ResolvedBaseline],
                   trust: bool, scripts: dict[str, dict[str, Any]] | None = None,
@@ -358,6 +390,21 @@ def _n_levels(recordings: Sequence[RecordingInput]) -> dict[str, int]:
         seen = [w for w in rec.steps["win_levels"].drop_nulls().to_list() if w > 0]
         if seen:
             out[rec.game_id] = max(out.get(rec.game_id, 0), max(seen))
+    return out
+
+
+def level_counts(recordings: Sequence[RecordingInput], card_runs: Sequence[Any] = (),
+                 loaded: Mapping[str, int] | None = None) -> dict[str, int]:
+    """game_id -> its number of levels where something given says it, to flag a baseline of another length
+    (formats.md B: "length != the engine's level count (score with the toolkit rule, but report)"): the engine's
+    ``win_levels`` in a recording's steps, else the engine's count of a game the caller loaded (``loaded``), else
+    the level count of a scored summary that scored the game (its runs' per-level values, `environments[].level_count`)."""
+    out: dict[str, int] = {}
+    for run in card_runs:  # several runs of one game: the most levels any states
+        if (n := run.stated_level_count) is not None:
+            out[run.game_id] = max(out.get(run.game_id, 0), n)
+    out.update({g: n for g, n in (loaded or {}).items() if n})
+    out.update(_n_levels(recordings))
     return out
 
 
@@ -442,7 +489,9 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
     if not request.include_unknown_games:
         unknown = unknown_games([(c.game_id, c.status) for c in checks], request.game_dirs, request.policies,
                                 request.baseline_sources)
-        excluded.update({c.play_id: UNKNOWN_GAME_REASON for c in checks
+        reasons = {g: unknown_reason(g, request.game_dirs, request.policies, request.baseline_sources)
+                   for g in sorted(unknown)}
+        excluded.update({c.play_id: reasons[c.game_id] for c in checks
                          if c.game_id in unknown and c.play_id not in excluded})
     competition = None
     if request.competition_mode:
@@ -457,7 +506,7 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
             games.setdefault(rec.game_id, []).append(play)
             play_ids[id(play)] = pid
     all_cards = [Card(game_id=g, plays=tuple(ps)) for g, ps in sorted(games.items())]
-    n_levels = _n_levels(recordings)
+    n_levels = level_counts(recordings, request.card_runs, request.level_counts)
     unplayed = [] if competition is None else competition["unplayed"]
 
     results = []
@@ -485,6 +534,8 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
         scripts = {rec.file_id: rec.script.as_json() for rec in recordings if rec.script is not None}
         extra = {"verification": _verification(checks, excluded_here, baselines, request.trust_recordings, scripts,
                                                file_names)}
+        if not sc.environments:  # every play left out: the toolkit's empty mean is 0.0, which is no result
+            extra["verification"]["nothing_scored"] = NOTHING_SCORED
         if runs_by_play:
             extra["card_inputs"] = _card_inputs_json(sc, cards, play_ids, runs_by_play, excluded_here, baselines,
                                                      policy)

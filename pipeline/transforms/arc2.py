@@ -3,15 +3,26 @@
 Rows of tasks that are ingested ARC-TGI tasks (core_arctgi__tasks) are audits of generated tasks, not
 ARC-AGI-2 calibration: they are left out here and counted in out_arctgi__family_audits.
 
-- out_arc2__pair_calibration: per (task_id, test_index): n_attempts (rows), n_sessions, n_solved
-  (correct_submissions >= 1), n_solved_within_2 (rows whose is_solved_within_2 is true: solved, and
-  submissions <= 2 or at most one wrong submission; pipeline.ingest.arc2.solved_within_2), meets_two_solver_rule
-  (n_solved_within_2 >= 2), median_duration_s over all rows, the solve rate n_solved / n_attempts with its
-  Wilson interval (statsmodels proportion_confint, method "wilson", at solvability.confidence_level), and the
-  solve rate within 2.
-- out_arc2__task_calibration: per task, whether every test pair in the log meets the rule.
-- out_arc2__session_accuracy: per session, the share of attempted pairs solved within 2 (a pair with several
-  rows in one session counts once, solved when any of its rows is); its mean is the "average test-taker score".
+Solvers are people, not rows (`session_pairs`): the unit is one session's work on one test pair, all of its
+rows together. The session solved the pair when any of its rows has a correct submission, and solved it
+within 2 when its first correct submission was certainly among its first two submissions on the pair, its
+rows taken in the order of their start times: the submissions of the rows before the first correct row, plus
+that row's wrong ones (its order inside the row is unknown, so they may all have come first), are at most 1.
+One row alone is the row's own `is_solved_within_2` (pipeline.ingest.arc2.solved_within_2). Where the times
+cannot order the rows (a start time left empty, two rows starting at the same second) the worst order they
+allow is taken: a row without a time, or tied with the first correct row, may have come before it. So a
+session whose order cannot be known is not counted as solved within 2 unless every order gives it, and the
+counts built on it stay lower bounds.
+
+- out_arc2__pair_calibration: per (task_id, test_index): n_attempts (rows), n_sessions, n_solved (sessions
+  that solved), n_solved_within_2 (sessions that solved within 2, above), meets_two_solver_rule
+  (n_solved_within_2 >= 2: two people), median_duration_s over all rows, the solve rate n_solved / n_sessions
+  with its Wilson interval (statsmodels proportion_confint, method "wilson", at solvability.confidence_level),
+  and the solve rate within 2 (n_solved_within_2 / n_sessions).
+- out_arc2__task_calibration: per task, whether every test pair in the log meets the rule; n_solved and
+  n_solved_within_2 summed over its pairs (session x pair units).
+- out_arc2__session_accuracy: per session, the share of attempted pairs solved within 2 (the same units); its
+  mean is the "average test-taker score".
 - out_arc2__set_durations: row durations and session x task durations by task_set and for `all`.
 - out_arc2__reproduction: the published figures beside these numbers (REPRODUCTION below).
 """
@@ -22,6 +33,7 @@ import numpy as np
 import polars as pl
 
 PAIR = ["task_id", "test_index"]
+UNIT = ["session_id", *PAIR]  # one session's work on one test pair: a solver
 # Published figures (ARC-AGI-3 paper, seed 000; spec/formats.md §H) and how close "about" is taken to be.
 PUBLISHED_SCORE = 0.60
 PUBLISHED_TASK_SECONDS = 300.0
@@ -49,23 +61,48 @@ def calibration_rows(attempts: pl.DataFrame, tgi_task_ids: pl.Series) -> pl.Data
     return attempts.filter(~pl.col("task_id").is_in(tgi_task_ids.unique().implode()))
 
 
+def session_pairs(rows: pl.DataFrame) -> pl.DataFrame:
+    """One row per session x test pair of attempt rows (see the module docstring): session_id, task_id,
+    test_index, n_rows, is_solved (a row has a correct submission), is_solved_within_2 (the first correct
+    submission certainly among the session's first two on the pair, its rows in start-time order, the worst
+    order where the times cannot tell) and duration_s (its rows' durations summed; null when none has one)."""
+    subs, correct = pl.col("n_attempt_submissions"), pl.col("n_correct_submissions")
+    start, solved = pl.col("start_offset_s"), pl.col("n_correct_submissions") >= 1
+    first = pl.col("_first_correct_start")  # start of the earliest timed correct row (null: none is timed)
+    # rows without a correct submission that may have come before the first correct one
+    may_precede = ~solved & (start.is_null() | first.is_null() | (start <= first))
+    # rows that may be the first correct one: untimed, or at the earliest timed correct start
+    may_be_first = solved & (start.is_null() | first.is_null() | (start == first))
+    worst_wrong = subs.filter(may_precede).sum() + (subs - correct).filter(may_be_first).max()
+    return (rows.with_columns(start.filter(solved).min().over(UNIT).alias("_first_correct_start"))
+            .group_by(UNIT).agg(
+                pl.len().cast(pl.Int64).alias("n_rows"),
+                solved.any().alias("is_solved"),
+                (solved.any() & (worst_wrong <= 1)).fill_null(False).alias("is_solved_within_2"),
+                pl.when(pl.col("attempt_duration_s").is_not_null().any())
+                .then(pl.col("attempt_duration_s").sum()).alias("duration_s"))
+            .sort(UNIT))
+
+
 def pair_calibration(rows: pl.DataFrame, confidence: float) -> pl.DataFrame:
-    """out_arc2__pair_calibration."""
+    """out_arc2__pair_calibration: rows counted as rows (n_attempts, median_duration_s), solvers as sessions."""
+    solvers = session_pairs(rows).group_by(PAIR).agg(
+        pl.len().cast(pl.Int64).alias("n_sessions"),
+        pl.col("is_solved").sum().cast(pl.Int64).alias("n_solved"),
+        pl.col("is_solved_within_2").sum().cast(pl.Int64).alias("n_solved_within_2"))
     df = (rows.group_by(PAIR).agg(
         pl.col("task_set").mode().sort().first().alias("task_set"),
         pl.len().cast(pl.Int64).alias("n_attempts"),
-        pl.col("session_id").n_unique().cast(pl.Int64).alias("n_sessions"),
-        pl.col("is_solved").sum().cast(pl.Int64).alias("n_solved"),
-        pl.col("is_solved_within_2").sum().cast(pl.Int64).alias("n_solved_within_2"),
         pl.col("attempt_duration_s").median().alias("median_duration_s"),
-    ).sort(PAIR))
-    low, high = wilson(df["n_solved"], df["n_attempts"], confidence)
+    ).join(solvers, on=PAIR, how="left").sort(PAIR)
+        .select(*PAIR, "task_set", "n_attempts", "n_sessions", "n_solved", "n_solved_within_2", "median_duration_s"))
+    low, high = wilson(df["n_solved"], df["n_sessions"], confidence)
     return df.with_columns(
         (pl.col("n_solved_within_2") >= 2).alias("meets_two_solver_rule"),
-        (pl.col("n_solved") / pl.col("n_attempts")).alias("attempt_solve_rate"),
+        (pl.col("n_solved") / pl.col("n_sessions")).alias("attempt_solve_rate"),
         low.alias("solve_rate_ci_low"), high.alias("solve_rate_ci_high"),
         pl.lit(confidence).alias("confidence_level"),
-        (pl.col("n_solved_within_2") / pl.col("n_attempts")).alias("solve_rate_within_2"),
+        (pl.col("n_solved_within_2") / pl.col("n_sessions")).alias("solve_rate_within_2"),
     )
 
 
@@ -95,14 +132,14 @@ def task_calibration(rows: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
 
 
 def session_accuracy(rows: pl.DataFrame) -> pl.DataFrame:
-    """out_arc2__session_accuracy."""
-    per_pair = rows.group_by("session_id", *PAIR).agg(
-        pl.col("is_solved_within_2").any().alias("solved"), pl.col("attempt_duration_s").sum().alias("d"))
+    """out_arc2__session_accuracy: over the session's test pairs (`session_pairs`: a pair with several rows counts
+    once, solved within 2 by its submissions in order)."""
+    per_pair = session_pairs(rows)
     return (per_pair.group_by("session_id").agg(
         pl.col("task_id").n_unique().cast(pl.Int64).alias("n_tasks"),
         pl.len().cast(pl.Int64).alias("n_pairs_attempted"),
-        pl.col("solved").sum().cast(pl.Int64).alias("n_pairs_solved_within_2"),
-        pl.col("d").sum().cast(pl.Float64).alias("total_duration_s"))
+        pl.col("is_solved_within_2").sum().cast(pl.Int64).alias("n_pairs_solved_within_2"),
+        pl.col("duration_s").fill_null(0).sum().cast(pl.Float64).alias("total_duration_s"))
         .with_columns((pl.col("n_pairs_solved_within_2") / pl.col("n_pairs_attempted")).alias("session_score"))
         .sort("session_id"))
 

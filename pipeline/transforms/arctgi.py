@@ -19,8 +19,9 @@ in all: the family does not vary what the paper's generators are meant to vary),
 
 Audits (`family_audits`): human audit rows joined to the family's tasks by task_id; a row naming a task_id that
 two exports give to different tasks (harc_arc.tgi_task_instances) counts in no family (build says how many).
-- ARC-AGI-2 layout (core_arc2__attempts, task_id = ARC-TGI task id): one unit per row, as in
-  out_arc2__pair_calibration (solved: correct_submissions >= 1; within 2: is_solved_within_2 of the row).
+- ARC-AGI-2 layout (core_arc2__attempts, task_id = ARC-TGI task id): one unit per session x test pair, as in
+  out_arc2__pair_calibration (pipeline.transforms.arc2.session_pairs: solved when a row has a correct
+  submission; within 2 judged over the session's rows in start-time order).
 - H-ARC layout (core_harc__attempts from summary_data.csv, task_id = ARC-TGI task id): one unit per
   participant x task (solved: any attempt solved; within 2: attempt 1 or 2 solved); its first submissions
   (attempt 1 grids) give answer agreement and Fleiss' kappa. The events (core_harc__actions, data.csv) give the
@@ -33,7 +34,8 @@ categories = distinct grids) needs the same number of raters per subject: when e
 least 2, each task counts its first `min_raters_per_task` raters in participant-id order.
 
 Source tasks: `task` + 8 hex characters names the ARC-AGI-1/2 task the family was generated from. Its human
-numbers come from the ARC-AGI-2 rows (core_arc2__attempts, not audits) when it has any, else from H-ARC
+numbers come from the ARC-AGI-2 rows (core_arc2__attempts, not audits; session x test pair units, as above)
+when it has any, else from H-ARC
 (core_harc__attempts, participants x task, within 2 = solved on attempt 1 or 2). A family is flagged much
 harder than its source when its solve rate within 2 is at least MUCH_HARDER_GAP (0.25) below the source's
 AND the two Wilson intervals (solve rate within 2, at solvability.confidence_level) do not overlap: the
@@ -52,7 +54,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.ingest.harc_arc import benchmark_and_split, tgi_task_copies, tgi_task_instances
-from pipeline.transforms.arc2 import wilson
+from pipeline.transforms.arc2 import session_pairs, wilson
 from schemas.arctgi import SHARED_GENERATOR_NAMES
 
 DUPLICATE_GRID_SHARE = 0.2
@@ -312,7 +314,7 @@ def agreement(units: pl.DataFrame) -> tuple[float | None, int | None, float | No
 
 def source_numbers(arc2_rows: pl.DataFrame, harc_attempts: pl.DataFrame) -> pl.DataFrame:
     """Per source task id: source_human_data, source_n_attempts, source_solve_rate_within_2 (ARC-AGI-2 first)."""
-    a = arc2_rows.group_by("task_id").agg(pl.len().cast(pl.Int64).alias("source_n_attempts"),
+    a = session_pairs(arc2_rows).group_by("task_id").agg(pl.len().cast(pl.Int64).alias("source_n_attempts"),
                                           pl.col("is_solved_within_2").mean().alias("source_solve_rate_within_2")) \
         .with_columns(pl.lit("arc-agi-2").alias("source_human_data"))
     h = harc_units(harc_attempts).group_by("task_id").agg(
@@ -364,9 +366,9 @@ def family_audits(fam: pl.DataFrame, arc2_attempts: pl.DataFrame, harc_attempts:
     harc_actions = _to_instance(harc_actions, aliases) if harc_actions is not None else None
     fam = fam.with_columns(_instance_key("file_id", "task_id").alias("task_id"))
     tgi_ids = fam["task_id"].implode()
-    a2 = arc2_attempts.filter(pl.col("task_id").is_in(tgi_ids)).select(
+    a2 = session_pairs(arc2_attempts.filter(pl.col("task_id").is_in(tgi_ids))).select(
         "task_id", pl.col("session_id").alias("rater_id"), "is_solved", "is_solved_within_2",
-        pl.col("attempt_duration_s").alias("duration_s"), pl.lit(None, pl.String).alias("first_submission"))
+        "duration_s", pl.lit(None, pl.String).alias("first_submission"))
     hu = harc_units(harc_attempts.filter(pl.col("task_id").is_in(tgi_ids))).select(
         "task_id", pl.col("rater_id"), "is_solved", "is_solved_within_2", "first_submission")
     events = harc_event_units(harc_actions.filter(pl.col("task_id").is_in(tgi_ids))

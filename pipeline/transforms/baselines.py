@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -179,16 +180,29 @@ def level_baselines(costs: pl.DataFrame, players: pl.DataFrame, n_levels: dict[s
 
 def study_level_baselines(attempts: pl.DataFrame, plays: pl.DataFrame, card_checks: pl.DataFrame,
                           card_plays: pl.DataFrame, environments: pl.DataFrame, config: BuildConfig,
-                          files: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+                          files: pl.DataFrame | None = None, known_levels: Mapping[str, int] | None = None
+                          ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(out_arc3__baseline_costs, out_arc3__level_baselines) of a study: its eligible participant recordings
-    and the human scorecard summaries that no recording holds."""
+    and the human scorecard summaries that no recording holds. A game's level count comes from its recordings,
+    else its ingested metadata, else `known_levels` (the shipped and published games:
+    `baseline_sources.known_level_counts`), else the most levels anyone completed."""
     eligible = eligible_recordings(attempts, config)
     summary = summary_players(card_plays, plays, config, files)
     costs = pl.concat([level_costs(eligible, plays, card_checks, config), summary_costs(summary)])
-    n_levels = _metadata_levels(environments)
+    n_levels = with_known_levels(_metadata_levels(environments), known_levels)
     n_levels.update({g: n for g, n in plays.group_by("game_id").agg(pl.col("n_levels").max()).iter_rows()
                      if n is not None or g not in n_levels})
     return costs, level_baselines(costs, baseline_players(eligible, summary), n_levels, config)
+
+
+def with_known_levels(n_levels: Mapping[str, int | None], known_levels: Mapping[str, int] | None
+                      ) -> dict[str, int | None]:
+    """`n_levels` with the level count of `known_levels` for each game it does not know (or knows as None)."""
+    out = dict(n_levels)
+    for g, n in (known_levels or {}).items():
+        if out.get(g) is None:
+            out[g] = n
+    return out
 
 
 def _metadata_levels(environments: pl.DataFrame) -> dict[str, int | None]:

@@ -45,6 +45,7 @@ from pipeline.core.config import BuildConfig
 from pipeline.core.manifest import RunManifest
 from pipeline.core.outputs import output_folder, public_path
 from pipeline.core.workspace import Workspace
+from pipeline.scoring.baseline_sources import known_level_counts
 from pipeline.transforms import arc2 as arc2_mod
 from pipeline.transforms import arctgi as arctgi_mod
 from pipeline.transforms import attempts as attempts_mod
@@ -230,6 +231,8 @@ def plan(ws: Workspace, config: BuildConfig, *, force: bool = False, out_dir: Pa
         extra: dict[str, Any] = {}
         if step.name == "reference_points":
             extra["optimal source"] = optimal_identity
+        if step.name == "baselines":  # the shipped and published games' level counts (not in the database)
+            extra["known level counts"] = _sha(json.dumps(known_level_counts(), sort_keys=True))
         if step.name == FIGURES:
             extra["output folder"] = str(out_dir)
         parts = {
@@ -328,7 +331,7 @@ def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str
     elif name == "baselines":
         costs, levels = baselines_mod.study_level_baselines(
             f["out_arc3__attempts"], f["out_arc3__plays"], f["out_arc3__card_checks"], f["core_arc3__card_plays"],
-            f["core_arc3__environments"], config, f["raw_ingest__files"])
+            f["core_arc3__environments"], config, f["raw_ingest__files"], known_level_counts())
         f.put("out_arc3__baseline_costs", costs)
         f.put("out_arc3__level_baselines", levels)
     elif name == "baseline_intervals":

@@ -167,3 +167,78 @@ def test_build_counts_standalone_summaries_once(tmp_path: Path, db_path: Path, s
     assert levels["n_completers"].to_list()[:2] == [4, 3]
     assert levels["n_summary_costs"].to_list()[:2] == [3, 2] and levels["n_card_costs"].to_list()[:2] == [1, 1]
     assert levels["n_players"].unique().to_list() == [4]
+
+
+# ---- a baseline covers every level of the game, reached or not ----------------------------------------------
+# bg41 (shipped, 7 levels). Evidence that reaches only its first levels (human cards on which nobody got further,
+# or a counts file that lists only the completed levels) is not a shorter game: spec/scoring.md §C.5 gives the
+# levels without completers no baseline, and the game is unscorable for that rule.
+SHIPPED = "bg41-a6ea70d5"
+
+
+def _card(guids: list[str], pairs: list[list[list[int]]]) -> dict:
+    actions = [p[-1][1] + 3 if p else 0 for p in pairs]
+    return {"game_id": SHIPPED, "total_plays": len(guids), "guids": guids,
+            "levels_completed": [len(p) for p in pairs], "states": ["NOT_FINISHED"] * len(guids),
+            "actions": actions, "actions_by_level": pairs, "resets": [0] * len(guids),
+            "total_actions": sum(actions)}
+
+
+def test_card_evidence_short_of_the_last_levels_leaves_them_without_baseline(tmp_path: Path, db_path: Path):
+    humans = tmp_path / "humans"
+    humans.mkdir()
+    guids = [f"aaaaaaaa-0000-0000-0000-00000000000{i}" for i in range(1, 4)]
+    card = _card(guids, [[[1, 10], [2, 50]], [[1, 6], [2, 20], [3, 40]], [[1, 20]]])
+    (humans / "cards.json").write_text(json.dumps({"won": 0, "played": 1, "total_actions": card["total_actions"],
+                                                    "levels_completed": 3, "cards": {SHIPPED: card}}))
+    agent = tmp_path / "agent.card.json"  # completes 3 of the 7 levels at the humans' pace
+    agent.write_text(json.dumps(_card(["bbbbbbbb-0000-0000-0000-000000000001"], [[[1, 10], [2, 50], [3, 70]]])))
+    assert _invoke("ingest", str(humans), "--db", str(db_path)).exit_code == 0
+    assert _invoke("build", "--db", str(db_path)).exit_code == 0
+    ws = Workspace(db_path, read_only=True)
+    try:
+        rows = ws.read("SELECT level_index, baseline_value FROM out_arc3__level_baselines "
+                       "WHERE baseline_rule = 'upper-median' ORDER BY level_index").rows()
+    finally:
+        ws.close()
+    assert rows == [(1, 10.0), (2, 40.0), (3, 20.0), (4, None), (5, None), (6, None), (7, None)]
+
+    written = tmp_path / "meta"
+    r = _invoke("baselines", "--db", str(db_path), "--write-metadata", str(written))
+    assert "no baseline for level(s) [4, 5, 6, 7]" in r.output
+    assert not (written / "bg41" / "a6ea70d5" / "metadata.json").exists()  # never a 3-level baseline
+
+    r = _invoke("score", str(agent), "--db", str(db_path), "--out", str(tmp_path / "scored"), "--no-figures")
+    card = json.loads((tmp_path / "scored" / "scorecard__arc-agi-3_2026-04.json").read_text())
+    (run,) = [run for env in card["environments"] for run in env["runs"]]
+    assert run["score"] == 0 and "not available" in run["message"]  # unscorable, never 100 on 3 of 7 levels
+
+
+def test_counts_of_completed_levels_only_never_shorten_a_games_baseline(tmp_path: Path):
+    games = tmp_path / "games"
+    meta = games / "bg41" / "a6ea70d5" / "metadata.json"
+    meta.parent.mkdir(parents=True)
+    before = json.dumps({"game_id": SHIPPED, "baseline_actions": [10, 38, 39, 42, 39, 110, 83]})
+    meta.write_text(before)
+    counts = tmp_path / "counts.csv"  # only the completed levels are listed (README: incomplete rows may go)
+    counts.write_text("game_id,level_index,player_id,actions,completed\n"
+                      f"{SHIPPED},1,a,10,true\n{SHIPPED},2,a,30,true\n")
+    r = _invoke("baselines", "--from-counts", str(counts), "--compare", str(games), "--write")
+    assert "no baseline for level(s) [3, 4, 5, 6, 7]" in r.output, r.output
+    assert meta.read_text() == before
+
+
+def test_write_never_replaces_a_baseline_of_another_level_count(tmp_path: Path):
+    """A game arcstudy does not know: its metadata.json in the folder says how many levels it has."""
+    games = tmp_path / "games"
+    meta = games / "zz99" / "0badc0de" / "metadata.json"
+    meta.parent.mkdir(parents=True)
+    before = json.dumps({"game_id": "zz99-0badc0de", "baseline_actions": [5, 6, 7]})
+    meta.write_text(before)
+    counts = tmp_path / "counts.csv"
+    counts.write_text("game_id,level_index,player_id,actions,completed\n"
+                      "zz99-0badc0de,1,a,10,true\nzz99-0badc0de,2,a,30,true\n")
+    r = _invoke("baselines", "--from-counts", str(counts), "--compare", str(games), "--write")
+    assert r.exit_code == 3, r.output
+    assert "not written: zz99-0badc0de: its metadata.json lists 3 levels and the baseline covers 2" in r.output
+    assert meta.read_text() == before

@@ -279,7 +279,8 @@ def test_a_card_of_a_recording_given_too_is_scored_from_the_recording(tmp_path):
     assert {c["status"] for c in sc["verification"]["replay_checks"]} == {"verified"}
     assert len(sc["environments"][0]["runs"]) == len(doc["scored"]["environment"]["runs"])
     assert math.isclose(sc["score"], doc["scored"]["scorecard_score"], abs_tol=1e-9)
-    assert "scored from its steps (replay-verified) instead" in output
+    said = [line for line in output.splitlines() if "which is used instead of the card" in line]
+    assert len(said) == 1 and said[0].endswith(": replay-verified"), output
 
 
 def test_baselines_given_replace_the_cards_own(tmp_path):
@@ -313,6 +314,34 @@ def test_competition_counts_a_game_reset_as_a_level_reset(tmp_path):
     assert run_["levels_completed"] == 2
     checks = [c for c in sc["verification"]["replay_checks"] if c["game_id"] == card["game_id"]]
     assert [(c["play_id"], c["status"]) for c in checks] == [(f"{card['guids'][0]}/0", "verified")]
+
+
+def test_competition_charges_the_reset_that_opened_a_local_second_play(tmp_path):
+    """A RESET sent at the start of level 2: locally a full reset (a second play from level 1), which the
+    competition server never does. It does not execute it either, and charges it as one plain action (the response
+    before it was not a RESET's) to the level the play was on (spec/scoring.md §B.1, D.5). It was dropped with the
+    second play: the first play was one action short."""
+    shipped = Path(__file__).resolve().parents[2] / "games"
+    lines = [json.loads(line) for line in next(shipped.glob("rl36/*/solutions/win.jsonl")).open()]
+    level_1 = next(i for i, line in enumerate(lines) if line["data"]["levels_completed"] == 1)  # its action's line
+
+    def script(actions: list[dict]) -> Path:
+        path = tmp_path / f"rl36_{len(actions)}.playback.jsonl"
+        path.write_text("".join(json.dumps({"data": {"action_input": a}}) + "\n" for a in actions))
+        return path
+
+    game = {"game_id": lines[0]["data"]["game_id"]}  # a playback script names its game in every action's data
+    actions = [{**line["data"]["action_input"], "data": {**line["data"]["action_input"]["data"], **game}}
+               for line in lines[1:]]
+    reset = {"id": "RESET", "data": game, "reasoning": None}
+    path = script(actions[:level_1] + [reset] + actions[level_1:])
+    code, output = run(str(path), "--games", str(shipped), "--competition", "--out", str(tmp_path / "o"),
+                       "--no-figures")
+    assert code == 3, output  # the local second play is left out, as before
+    sc = json.loads((tmp_path / "o" / SLUG).read_text())
+    (run_,) = [r for e in sc["environments"] if e["id"].startswith("rl36") for r in e["runs"]]
+    assert (run_["actions"], run_["resets"], run_["levels_completed"]) == (level_1 + 1, 0, 1)
+    assert run_["level_actions"][:2] == [level_1, 1]
 
 
 @pytest.mark.parametrize("sidecar", sorted((SAMPLES / "toolkit").glob("*.expected.json")),

@@ -93,15 +93,17 @@ def test_pair_calibration_matches_an_independent_computation(db: Path):
     assert [(t, i) for t, i in pairs.select("task_id", "test_index").iter_rows()] == sorted(groups)
     for row in pairs.iter_rows(named=True):
         rs = groups[(row["task_id"], row["test_index"])]
+        people = {r["session_ID"] for r in rs}
+        assert len(people) == len(rs)  # one row per session in this fixture: a session's rows are one unit
         solved = [int(r["correct_submissions"]) >= 1 for r in rs]
         within = [_certainly_within_2(int(r["submissions"]), int(r["correct_submissions"])) for r in rs]
         assert row["n_attempts"] == len(rs)
-        assert row["n_sessions"] == len({r["session_ID"] for r in rs})
+        assert row["n_sessions"] == len(people)
         assert row["n_solved"] == sum(solved) and row["n_solved_within_2"] == sum(within)
         assert row["meets_two_solver_rule"] == (sum(within) >= 2)
         assert row["median_duration_s"] == pytest.approx(statistics.median(float(r["duration_seconds"]) for r in rs))
-        # Wilson score interval, written out
-        n, p, z = len(rs), sum(solved) / len(rs), 1.959963984540054
+        # Wilson score interval over the sessions, written out
+        n, p, z = len(people), sum(solved) / len(people), 1.959963984540054
         centre = (p + z * z / (2 * n)) / (1 + z * z / n)
         half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
         assert row["solve_rate_ci_low"] == pytest.approx(max(0.0, centre - half), abs=1e-9)
@@ -257,3 +259,156 @@ def test_rows_with_three_submissions_and_one_wrong_count_as_solved_within_2(tmp_
     claims = {c: (v, st) for c, v, st in repro.iter_rows()}
     assert claims["kept_tasks_two_solvers"] == (1.0, "reproduced")
     assert claims["average_test_taker_score"][0] == pytest.approx((2 / 3 + 2 / 3 + 1 / 3 + 1) / 4)
+
+
+HEADER = ["task_ID", "task_set", "test_index", "session_ID", "start_time_seconds", "duration_seconds", "submissions",
+          "correct_submissions"]
+
+
+def _write(path: Path, rows: list[list]) -> Path:
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(HEADER)
+        w.writerows(rows)
+    return path
+
+
+def test_two_solver_rule_needs_two_people_not_two_rows(tmp_path: Path):
+    """One session solving a pair in two rows is one solver: the pair does not meet the rule, and a session whose
+    correct grid came after two wrong ones (rows (2, 0) then (1, 1)) did not solve it within 2."""
+    log = _write(tmp_path / "people.csv", [
+        ["11111111", "Public Train", 0, "S1", 300, 400, 1, 0],
+        ["11111111", "Public Train", 0, "S1", 700, 100, 1, 1],
+        ["11111111", "Public Train", 0, "S1", 800, 100, 1, 1],
+        ["33333333", "Public Eval", 0, "S1", 0, 100, 1, 1],
+        ["33333333", "Public Eval", 0, "S2", 500, 100, 1, 1],   # S2's rows listed late, in reverse order
+        ["33333333", "Public Eval", 0, "S3", 0, 100, 2, 0],
+        ["33333333", "Public Eval", 0, "S3", 90, 100, 1, 1],
+        ["33333333", "Public Eval", 0, "S2", 10, 100, 2, 0]])
+    with Workspace(tmp_path / "p.duckdb") as ws:
+        ingest_paths(ws, [log], run_id="t", workers=1)
+        build(ws, load_config(), figures=False)
+        pairs = ws.read("SELECT task_id, n_attempts, n_sessions, n_solved, n_solved_within_2, meets_two_solver_rule "
+                        "FROM out_arc2__pair_calibration ORDER BY task_id")
+        tasks = ws.read("SELECT task_id, n_solved, n_solved_within_2, meets_two_solver_rule "
+                        "FROM out_arc2__task_calibration ORDER BY task_id")
+        sessions = ws.read("SELECT session_id, n_pairs_solved_within_2 FROM out_arc2__session_accuracy ORDER BY 1")
+        repro = ws.read("SELECT measured_value, reproduction_status, explanation FROM out_arc2__reproduction "
+                        "WHERE claim_id = 'kept_tasks_two_solvers'").row(0, named=True)
+    # 11111111: S1 alone (wrong, then right on the second submission); 33333333: S1 within 2, S2 and S3 solved on
+    # their third submission
+    assert pairs.rows() == [("11111111", 3, 1, 1, 1, False), ("33333333", 5, 3, 3, 1, False)]
+    assert tasks.rows() == [("11111111", 1, 1, False), ("33333333", 3, 1, False)]
+    assert sessions.rows() == [("S1", 2), ("S2", 0), ("S3", 0)]
+    assert (repro["measured_value"], repro["reproduction_status"]) == (0.0, "not_reproduced")
+    assert repro["explanation"].startswith("0 of 2 tasks")
+
+
+def test_an_exact_repeated_row_is_quarantined_and_the_first_kept(tmp_path: Path):
+    """Equal in every value (10 and 10.0 are one start time; an empty time equals an empty one): one attempt
+    written twice. A session's other row on the same pair is another attempt and lands."""
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    log = _write(tmp_path / "repeats.csv", [
+        ["22222222", "Public Eval", 0, "S2", 10, 200, 1, 1],
+        ["22222222", "Public Eval", 0, "S2", "10.0", 200, 1, 1],   # row 1 again
+        ["22222222", "Public Eval", 0, "S2", 300, 200, 1, 1],      # S2 again, later: another attempt
+        ["22222222", "Public Eval", 0, "S3", "", 50, 2, 0],
+        ["22222222", "Public Eval", 0, "S3", "", 50, 2, 0],        # row 4 again
+        ["22222222", "Public Eval", 0, "S3", "", 50, 2, 0],        # row 4 again
+        ["22222222", "Public Eval", 0, "S4", 0, 50, 1, 2]])        # cannot be true: not a copy of anything
+    db = tmp_path / "r.duckdb"
+    res = CliRunner().invoke(app, ["ingest", str(log), "--db", str(db), "--workers", "1"])
+    assert res.exit_code == 3, res.output
+    with Workspace(db, read_only=True) as ws:
+        q = ws.read("SELECT source_location, check_name, reason FROM quarantine ORDER BY source_location")
+        core = ws.read("SELECT row_number FROM core_arc2__attempts ORDER BY row_number")
+        raw = ws.read("SELECT count(*) AS n FROM raw_arc2__csv_rows")
+    assert [(loc, check) for loc, check, _ in q.iter_rows()] == [
+        ("row 2", "duplicate_row"), ("row 5", "duplicate_row"), ("row 6", "duplicate_row"),
+        ("row 7", "more_correct_than_submissions")]
+    reasons = dict(zip(q["source_location"], q["reason"], strict=True))
+    assert reasons["row 2"].startswith("exact copy of row 1 (session_ID=S2, task_ID=22222222, test_index=0")
+    assert "the first copy was loaded" in reasons["row 2"]
+    assert reasons["row 6"].startswith("exact copy of row 4 ") and "start_time_seconds=(empty)" in reasons["row 6"]
+    assert core["row_number"].to_list() == [1, 3, 4]
+    assert raw["n"][0] == 7  # the raw layer keeps every row as read
+
+
+def _log_copies(folder: Path) -> list[Path]:
+    """A log, then the same rows as a CRLF copy, as a BOM copy under another folder with a blank line at the end,
+    and with its columns in another order and its numbers written otherwise."""
+    rows = [["19bb5feb", "Public Eval", 0, "S1", 0, 100, 1, 1], ["19bb5feb", "Public Eval", 0, "S2", "", 100, 2, 0]]
+    first = _write(folder / "log.csv", rows)
+    text = first.read_text()
+    assert "\r" not in text
+    crlf = folder / "log_crlf.csv"
+    crlf.write_bytes(text.replace("\n", "\r\n").encode())
+    (folder / "other").mkdir()
+    bom = folder / "other" / "log.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode() + b"\n")
+    moved = folder / "reordered.csv"
+    with open(moved, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(list(reversed(HEADER)))
+        w.writerows([["1", "1", "100.0", "0.0", "S1", "0", "Public Eval", "19bb5feb"],
+                     ["0", "2", "100", "", "S2", "0", "Public Eval", "19bb5feb"]])
+    return [first, crlf, bom, moved]
+
+
+@pytest.mark.parametrize("one_run", [True, False])
+def test_a_copy_of_a_log_in_another_file_is_quarantined_naming_the_first(tmp_path: Path, one_run: bool):
+    first, *copies = _log_copies(tmp_path)
+    db = tmp_path / "c.duckdb"
+    with Workspace(db) as ws:
+        if one_run:  # small files: committed in one batch unless a row clashes
+            report = ingest_paths(ws, [first, *copies], run_id="t", workers=1)
+            statuses = [f.status for f in report.files]
+        else:
+            statuses = [f.status for p in [first, *copies]
+                        for f in ingest_paths(ws, [p], run_id=f"t{p.stem}", workers=1).files]
+        ingest_paths(ws, [first], run_id="again", workers=1, force=True)  # its own rows are no copies
+        build(ws, load_config(), figures=False)
+        core = ws.read("SELECT f.file_path, a.row_number FROM core_arc2__attempts a JOIN raw_ingest__files f "
+                       "USING (file_id) ORDER BY 2")
+        q = ws.read("SELECT file_path, source_location, check_name, reason FROM quarantine ORDER BY 1, 2")
+        pair = ws.read("SELECT n_attempts, n_sessions, n_solved_within_2, meets_two_solver_rule "
+                       "FROM out_arc2__pair_calibration").rows()
+    assert statuses == ["loaded"] * 4
+    assert core.rows() == [(str(first), 1), (str(first), 2)]
+    assert pair == [(2, 2, 1, False)]
+    assert sorted((Path(p).relative_to(tmp_path).as_posix(), loc) for p, loc, _, _ in q.iter_rows()) == sorted(
+        (c.relative_to(tmp_path).as_posix(), f"row {r}") for c in copies for r in (1, 2))
+    assert set(q["check_name"]) == {"duplicate_across_files"}
+    for loc, reason in zip(q["source_location"], q["reason"], strict=True):
+        assert reason.startswith("core_arc2__attempts already holds (session_id=")
+        assert reason.endswith(f"from {first} {loc}")  # the first file, and its row
+
+
+def test_cli_exit_code_says_a_copy_was_quarantined(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    first, crlf, *_ = _log_copies(tmp_path)
+    db = str(tmp_path / "e.duckdb")
+    assert CliRunner().invoke(app, ["ingest", str(first), "--db", db]).exit_code == 0
+    res = CliRunner().invoke(app, ["ingest", str(crlf), "--db", db])
+    assert res.exit_code == 3 and "2 records quarantined" in res.output, res.output
+
+
+def test_a_copy_whose_rows_have_empty_times_is_still_a_copy(tmp_path: Path):
+    """Empty values match empty ones, in one batch of small files and against the database."""
+    rows = [["19bb5feb", "Public Eval", 0, "S9", "", "", 1, 1]]
+    a, b, c = (_write(tmp_path / f"{n}.csv", rows) for n in ("a", "b", "c"))
+    b.write_bytes(b.read_bytes() + b"\n")  # other bytes, same row
+    c.write_bytes(b"\xef\xbb\xbf" + c.read_bytes())
+    with Workspace(tmp_path / "n.duckdb") as ws:
+        ingest_paths(ws, [a, b], run_id="one", workers=1)
+        ingest_paths(ws, [c], run_id="two", workers=1)
+        core = ws.read("SELECT f.file_name FROM core_arc2__attempts JOIN raw_ingest__files f USING (file_id)")
+        q = ws.read("SELECT file_name, check_name FROM quarantine JOIN raw_ingest__files USING (file_id) ORDER BY 1")
+    assert core["file_name"].to_list() == ["a.csv"]
+    assert q.rows() == [("b.csv", "duplicate_across_files"), ("c.csv", "duplicate_across_files")]

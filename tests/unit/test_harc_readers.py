@@ -753,15 +753,14 @@ def test_text_rank_sorts_like_the_texts(texts):
 @given(rows=st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from([1, 2, None]),
                                st.integers(0, 2), st.booleans()), max_size=30))
 def test_duplicate_windows_over_sorted_runs_equal_the_grouped_ones(rows):
-    """`_duplicates`' prep on a frame sorted by its key (run ids) gives what grouping by the key texts gives."""
-    from pipeline.ingest.harc import _duplicates
-    from pipeline.ingest.harc_csv import ROW, ROW_HASH, UNSPLIT
+    """`duplicate_rules`' prep on a frame sorted by its key (run ids) gives what grouping by the key texts gives."""
+    from pipeline.ingest.harc_csv import ROW, ROW_HASH, UNSPLIT, duplicate_rules
 
     df = pl.DataFrame({"k": [r[0] for r in rows], "n": [r[1] for r in rows], ROW_HASH: [r[2] for r in rows],
                        UNSPLIT: [r[3] for r in rows]}, schema={"k": pl.String, "n": pl.Int64, ROW_HASH: pl.UInt64,
                                                                UNSPLIT: pl.Boolean})
     df = df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64)).sort("k", "n", ROW, nulls_last=True)
-    prep, _ = _duplicates(["k", "n"], "duplicate_action")
+    prep, _ = duplicate_rules(["k", "n"], "duplicate_action")
     assert prep(df, sorted_by_key=True).equals(prep(df))
 
 

@@ -46,7 +46,11 @@ def _fam(task_ids: list[str], gen: str = "task0a1b2c3d") -> pl.DataFrame:
 
 
 def _arc2(task: str, n: int, n_within: int, prefix: str) -> pl.DataFrame:
-    return pl.DataFrame({"task_id": [task] * n, "session_id": [f"{prefix}{i}" for i in range(n)],
+    """n sessions with one row each on test pair 0 of `task`: the first n_within solved with 1 submission, the others
+    submitted 1 wrong grid."""
+    return pl.DataFrame({"task_id": [task] * n, "test_index": [0] * n, "session_id": [f"{prefix}{i}" for i in range(n)],
+                         "start_offset_s": [0.0] * n, "n_attempt_submissions": [1] * n,
+                         "n_correct_submissions": [int(i < n_within) for i in range(n)],
                          "is_solved": [i < n_within for i in range(n)],
                          "is_solved_within_2": [i < n_within for i in range(n)],
                          "attempt_duration_s": [10.0] * n})

@@ -627,14 +627,14 @@ def unknown_game_reason(game_id: str | None, status: str, *, explicit: str | Non
     baselines given as numbers know the game."""
     from pipeline.scoring import baseline_sources as bs
     from pipeline.scoring.policies import DEFAULT_POLICY_ID, get_policy
-    from pipeline.scoring.run import UNKNOWN_GAME_REASON, unknown_games
+    from pipeline.scoring.run import unknown_games, unknown_reason
 
     if game_id is None or (explicit and _explicit_baseline(explicit) is not None):
         return None
     try:
         sources = _baseline_sources(explicit, games, db)
-        unknown = unknown_games([(game_id, status)], [Path(g) for g in games or []], [get_policy(DEFAULT_POLICY_ID)],
-                                sources)
+        dirs, policies = [Path(g) for g in games or []], [get_policy(DEFAULT_POLICY_ID)]
+        unknown = unknown_games([(game_id, status)], dirs, policies, sources)
+        return unknown_reason(game_id, dirs, policies, sources) if unknown else None
     except bs.BaselineSourceError as err:
         raise ViewerUsageError(str(err)) from err
-    return UNKNOWN_GAME_REASON if unknown else None
