@@ -31,6 +31,8 @@ import os
 import sys
 from typing import Any
 
+from pipeline.core.sandbox_child import memory_limit_reached
+
 FRAMEWORK_ENV = "ARCSTUDY_WITNESS_FRAMEWORK"
 MAX_SIDE = 30
 RUNS = 2
@@ -181,6 +183,8 @@ def run_witness(job: dict[str, Any]) -> dict[str, Any]:
     try:
         exec(code, namespace)  # noqa: S102 - inside the sandbox child, the reason it exists
     except Exception as err:  # noqa: BLE001 - the witness's own failure, reported
+        if isinstance(err, MemoryError) and memory_limit_reached(err):
+            raise  # the memory limit, as for the calls below: the sandbox reports it and replaces this child
         return {"compile": _one_line(f"running the code's definitions raised {_raised(err)}"), "runs": []}
     transform = namespace.get("transform_input")
     if not callable(transform):
@@ -196,11 +200,12 @@ def run_witness(job: dict[str, Any]) -> dict[str, Any]:
             try:
                 with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
                     value = transform(me, np.array(grid, dtype=np.int64))
-            except MemoryError:
-                raise  # the sandbox reports its memory limit, and replaces this child
             except _TooLoud:
                 pass
             except Exception as err:  # noqa: BLE001 - the witness's own failure, reported per input
+                if isinstance(err, MemoryError) and memory_limit_reached(err):
+                    raise  # the sandbox reports its memory limit, and replaces this child; a MemoryError the
+                    #        witness raised itself (no failed allocation behind it) is its own exception
                 failure = err
             if (too_large := _too_large(printed, failure)) is not None:
                 return {"compile": None, "runs": runs, "too_large": _one_line(too_large)}
@@ -209,9 +214,9 @@ def run_witness(job: dict[str, Any]) -> dict[str, Any]:
                 continue
             try:
                 results.append(as_grid(value))
-            except MemoryError:
-                raise
             except Exception as err:  # noqa: BLE001 - a returned object whose conversion raised
+                if isinstance(err, MemoryError) and memory_limit_reached(err):
+                    raise
                 results.append(("invalid", _one_line(f"returned {type(value).__name__}, which is not a grid "
                                                      f"({_raised(err)})")))
     return {"compile": None, "runs": runs}

@@ -360,7 +360,7 @@ def judge(task: WitnessTask, reply: Any) -> tuple[str, str | None, int]:
         return "refused", f"output too large: {reply['too_large']}", 0
     first, second = reply["runs"]
     checked = []  # per input: (kind, value, why-not-a-grid)
-    nondet, raised, invalid, differ = [], [], [], []
+    nondet, raised, mismatched = [], [], []  # each in input order: a reason names the first pair that failed
     n_match = 0
     for i, label in enumerate(task.labels):
         a, b = first[i], second[i]
@@ -378,13 +378,13 @@ def judge(task: WitnessTask, reply: Any) -> tuple[str, str | None, int]:
         elif a[0] == "none":
             raised.append(f"{label}: the witness {a[1]}")
         elif a[0] == "invalid":
-            invalid.append(f"{label}: the witness {a[1]}")
+            mismatched.append(f"{label}: the witness {a[1]}")
         elif task.outputs[i] is not None:
             if a[1] == task.outputs[i]:
                 n_match += 1
             else:
-                differ.append(f"{label}: {_differs(a[1], task.outputs[i])}")
-    for status, found in (("nondeterministic", nondet), ("error", raised), ("mismatch", invalid + differ)):
+                mismatched.append(f"{label}: {_differs(a[1], task.outputs[i])}")
+    for status, found in (("nondeterministic", nondet), ("error", raised), ("mismatch", mismatched)):
         if found:
             return status, found[0] + _more(len(found) - 1), n_match
     return "pass", None, n_match

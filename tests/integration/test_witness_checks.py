@@ -164,6 +164,13 @@ def test_hostile_witnesses_fail_write_nothing_and_end(tmp_path: Path):
         "kills_itself": _witness("    import os, signal\n    os.kill(os.getpid(), signal.SIGSEGV)\n"),
         # its message once reached the table as it was: no row of any task was written (a UnicodeEncodeError)
         "surrogate_message": _witness("    raise ValueError('bad ' + chr(0xDFFF) + ' text')\n"),
+        # a daemon thread left spinning beside the export's later tasks (it was `pass`): the child is ended
+        "daemon_thread": "STARTED = []\n\ndef spin():\n    while True:\n        pass\n\n" + _witness(
+            "    import threading\n    if not STARTED:\n        STARTED.append(1)\n"
+            "        threading.Thread(target=spin, name='spinner', daemon=True).start()\n" + CROSS),
+        # a MemoryError the witness raises itself is its own exception; one from an allocation is the limit's
+        "fake_memory_error": _witness("    raise MemoryError('fake')\n"),
+        "memory_at_definition": "BIG = 'x' * (10 ** 10)\n" + _witness(CROSS),
     }
     made = tmp_path / "hostile.csv"
     _write_export(made, cases)
@@ -180,7 +187,8 @@ def test_hostile_witnesses_fail_write_nothing_and_end(tmp_path: Path):
                 "ctypes": "refused", "fork_loop": "refused", "endless_loop": "timeout", "sleep": "timeout",
                 "alloc_32gib": "refused", "delete_file": "refused", "syntax_error": "error", "missing_name": "error",
                 "float_output": "mismatch", "returns_none": "error", "exit_zero": "error",
-                "kills_itself": "error", "surrogate_message": "error"}
+                "kills_itself": "error", "surrogate_message": "error", "daemon_thread": "refused",
+                "fake_memory_error": "error", "memory_at_definition": "refused"}
     assert {n: rows[n]["status"] for n in expected} == expected, {n: (r["status"], r["reason"]) for n, r in rows.items()}
     assert rows["huge_output"]["status"] in ("mismatch", "refused"), rows["huge_output"]
     assert "NameError" in rows["missing_name"]["reason"] and "_hidden" in rows["missing_name"]["reason"]
@@ -189,6 +197,10 @@ def test_hostile_witnesses_fail_write_nothing_and_end(tmp_path: Path):
     assert "ValueError: bad \\udfff text" in rows["surrogate_message"]["reason"]
     assert "wall-clock limit of 2 s" in rows["sleep"]["reason"] and "--timeout" in rows["sleep"]["reason"]
     assert "exit code 0" in rows["exit_zero"]["reason"] and "SIGSEGV" in rows["kills_itself"]["reason"]
+    assert "left 1 thread(s) running after its call (daemon thread 'spinner')" in rows["daemon_thread"]["reason"]
+    assert "the witness raised MemoryError: fake" in rows["fake_memory_error"]["reason"]
+    assert "ran out of its memory limit" in rows["memory_at_definition"]["reason"]
+    assert "ran out of its memory limit" in rows["alloc_32gib"]["reason"]
     assert all(r["reason"] for r in rows.values()) and all(r["n_match"] == 0 for r in rows.values())
     # nothing written, nothing deleted: the folder and the checkout are as they were
     assert sentinel.read_text() == "keep me"
@@ -304,6 +316,21 @@ def test_a_reply_of_the_wrong_shape_or_a_bad_grid_is_not_a_pass(tgi_tasks):
     bad = [("grid", ((10,),))] + good[1:]
     status, reason, _ = judge(task, {"compile": None, "runs": [bad, bad]})
     assert status == "mismatch" and "ARC colours are integers 0-9" in reason
+
+
+def test_the_reason_names_the_first_pair_that_failed_whichever_way_it_failed(tgi_tasks):
+    """A mismatch reason named an invalid grid of train[1] before a differing grid of train[0]."""
+    from pipeline.qualify.witnesses import judge, witness_tasks
+
+    task = witness_tasks(tgi_tasks)[0]
+    assert len(task.labels) >= 3
+    good = [("grid", out) for out in task.outputs]
+    differs = ("grid", tuple(tuple((c + 1) % 10 for c in row) for row in task.outputs[0]))
+    runs = [differs, ("grid", ((10,),)), *good[2:]]
+    status, reason, n_match = judge(task, {"compile": None, "runs": [runs, runs]})
+    assert status == "mismatch" and n_match == len(task.labels) - 2
+    assert reason.startswith(f"{task.labels[0]}: output differs from the stored one"), reason
+    assert reason.endswith("(and 1 more input(s))")
 
 
 def test_the_child_turns_outputs_into_grids_or_says_why_not():
