@@ -398,6 +398,7 @@ def test_a_hostile_export_does_not_change_another_exports_verdicts(tmp_path: Pat
 FORGE_NEXT = '''import sys as _s
 _wc = _s.modules["pipeline.qualify.witness_child"]
 _wc.run_witness = lambda job: {"compile": "\\x1b[2J\\x1b[31m" + "forged\\n" * 700_000, "runs": []}
+_wc.changed_modules = lambda: []  # and hides that it changed modules (which closes the child): code can
 ''' + CROSS.replace("    ", "def transform_input(self, grid):\n    ", 1)
 
 
@@ -495,3 +496,59 @@ def test_a_framework_import_stopped_at_the_start_up_limit_names_that_limit_not_t
     assert "limit of 3 s" not in said and "requirements" not in said
     said = _import_failure(Path("/fw"), failure, witness_limits(100), 100.3)
     assert "start-up limit of 100 s" in said and "after 100 s" in said
+
+
+def test_verdicts_do_not_depend_on_workers_and_a_monkeypatch_ends_its_child(tmp_path: Path):
+    """A witness that replaced np.array made the next task of its export `error` with --workers 1 and `pass` with
+    --workers 2 (the tasks of an export shared a child per worker, so what ran before a task depended on the
+    workers). Tasks now run in fixed batches, each in a fresh child, and a witness that changes a module (by
+    name) ends its child: the next task passes either way. A change in place (os.environ), which that check does
+    not see, reaches the next task of the batch: the same with one worker as with two."""
+    cases = {
+        "a_patches_numpy": _witness("    np.array = lambda *a, **k: (_ for _ in ()).throw(RuntimeError('sabotaged'))\n"
+                                    + CROSS),
+        "b_good": _witness(CROSS),
+        "c_marks_environ": _witness("    import os\n    os.environ['ARCSTUDY_WITNESS_MARK'] = '1'\n" + CROSS),
+        "d_reads_environ": _witness("    import os\n    if os.environ.get('ARCSTUDY_WITNESS_MARK'):\n"
+                                    "        return cross_through(grid, 5)\n" + CROSS),
+        "e_good": _witness(CROSS),
+    }
+    made = tmp_path / "patch.csv"
+    _write_export(made, cases)
+    db = tmp_path / "p.duckdb"
+    _ingest(db, EXPORT, made)  # two exports: two batches, so two workers are two processes
+    seen = {}
+    for workers in ("1", "2"):
+        res = _check(db, "--workers", workers)
+        assert res.returncode == 3, res.stdout + res.stderr
+        seen[workers] = {name: (r["status"], r["reason"]) for name, r in _rows(db).items()}
+    assert seen["1"] == seen["2"]
+    statuses = {name: seen["1"][name][0] for name in cases}
+    assert statuses == {"a_patches_numpy": "nondeterministic", "b_good": "pass", "c_marks_environ": "pass",
+                        "d_reads_environ": "mismatch", "e_good": "pass"}, seen["1"]
+
+
+def test_batches_are_cut_by_export_and_size_only(tgi_tasks):
+    import dataclasses
+
+    from pipeline.qualify.witnesses import witness_batches, witness_tasks
+
+    one = witness_tasks(tgi_tasks)[0]
+    tasks = [dataclasses.replace(one, file_id=f, task_id=f"t{i}") for f, n in (("f1", 5), ("f2", 3)) for i in range(n)]
+    batches = witness_batches(tasks, size=2)
+    assert [(b.key, [t.task_id for t in b.tasks]) for b in batches] == [
+        ("f1#0", ["t0", "t1"]), ("f1#1", ["t2", "t3"]), ("f1#2", ["t4"]), ("f2#0", ["t0", "t1"]), ("f2#1", ["t2"])]
+    assert all({t.file_id for t in b.tasks} == {b.key.split("#")[0]} for b in batches)
+
+
+def test_a_task_that_changed_modules_or_raised_past_run_witness_closes_its_child(tgi_tasks):
+    from pipeline.core.sandbox import SandboxFailure
+    from pipeline.qualify.witnesses import check_task, witness_tasks
+
+    task = witness_tasks(tgi_tasks)[0]
+    good = [("grid", out) for out in task.outputs]
+    children = _Children({"compile": None, "runs": [good, good], "changed": "numpy"})
+    assert check_task(task, children, "k#0")["status"] == "pass"  # its own row is its own
+    assert children.calls == ["k#0"] and children.discarded == 1
+    children = _Children(SandboxFailure("error", "KeyboardInterrupt: "))
+    assert check_task(task, children)["status"] == "error" and children.discarded == 1
