@@ -48,7 +48,7 @@ def check_witnesses_command(
 
     The witnesses are code from outside: they run in the sandbox (docs/security.md), in confined child processes
     that import the framework once each, on --workers processes or the cluster at --scheduler. The rows do not
-    depend on either: the tasks run in fixed batches (up to 32 tasks of one export, in task order), each batch in
+    depend on either: the tasks run in fixed batches (up to 128 tasks of one export, in task order), each batch in
     a fresh child, whatever the workers; tasks of different exports never share a child, and a witness that
     changes a module (replaces numpy.array, say) ends its child, so the next task starts fresh. A witness that
     changes shared state in place can still change what later witnesses of its batch see, the same in every
