@@ -158,6 +158,13 @@ def test_a_daemon_thread_left_running_is_refused_too_and_the_child_is_not_reused
         assert sandbox.call(t.pid_and_threads, None) == (new_pid, threads)  # the sandbox's own threads are no failure
 
 
+def test_the_thread_check_fails_closed_when_the_code_left_it_no_file_to_list_threads_with():
+    with Sandbox(SMALL) as sandbox:
+        failure = _failure(sandbox, t.use_up_files, None)
+        assert failure.kind == "refused" and "could not list its threads" in failure.detail, failure.detail
+        assert sandbox.call(t.echo, 3) == 3  # a fresh child
+
+
 def test_a_thread_started_below_threading_fails_the_call_even_when_the_code_raised():
     with Sandbox(SMALL) as sandbox:
         pid = sandbox.call(t.pid, None)
