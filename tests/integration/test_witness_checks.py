@@ -391,7 +391,8 @@ def test_a_hostile_export_does_not_change_another_exports_verdicts(tmp_path: Pat
     keys = ("file_id", "status", "reason", "n_pairs", "n_match")
     for task_id, row in got_alone.items():
         assert {k: got_both[task_id][k] for k in keys} == {k: row[k] for k in keys}, got_both[task_id]
-    # the hostile export's own second task is poisoned by its first: within one export the child is shared
+    # the hostile export's own second task is a mismatch of its own (its witness returns its input); the first's
+    # replacement of as_grid is a changed module, which ends its child (test_verdicts_do_not_depend_on_workers...)
     assert got_both["p2"]["status"] == "mismatch" and got_both["p2"]["file_id"] == _file_id(hostile)
 
 
