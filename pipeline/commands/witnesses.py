@@ -47,9 +47,14 @@ def check_witnesses_command(
     mismatch, error, timeout, refused or nondeterministic and a reason) and a row in `runs`.
 
     The witnesses are code from outside: they run in the sandbox (docs/security.md), in confined child processes
-    that import the framework once each, on --workers processes or the cluster at --scheduler (the rows do not
-    depend on it). Tasks of one export share a child; tasks of different exports never do. Exit code 3 when any task does not pass (the table and the summary say which and why), 2 when
-    --framework holds no Framework/transformation_library.py, 1 when the framework cannot be imported.
+    that import the framework once each, on --workers processes or the cluster at --scheduler. The rows do not
+    depend on either: the tasks run in fixed batches (up to 128 tasks of one export, in task order), each batch in
+    a fresh child, whatever the workers; tasks of different exports never share a child, and a witness that
+    changes a module (replaces numpy.array, say) ends its child, so the next task starts fresh. A witness that
+    changes shared state in place can still change what later witnesses of its batch see, the same in every
+    run (docs/security.md, "Witnesses"). Exit code 3 when any task does not pass (the table and the summary say
+    which and why), 2 when --framework holds no Framework/transformation_library.py, 1 when the framework cannot
+    be imported.
     """
     from pipeline.core.executor import SerialExecutor, open_executor
     from pipeline.core.manifest import RunManifest
@@ -79,12 +84,13 @@ def check_witnesses_command(
                    "dataset generator writes) first")
     out.info(f"{len(tasks)} task(s); witnesses run in the sandbox with {root / 'Framework'} (docs/security.md)")
     children = wt.witness_children(root, limits)
-    try:  # the child for the first task's export: serially, it serves that export's tasks
-        wt.probe_framework(root, limits, children, tasks[0].file_id)
+    batches = wt.witness_batches(tasks)
+    try:  # the child for the first batch: serially, it serves that batch's tasks
+        wt.probe_framework(root, limits, children, batches[0].key)
     except wt.FrameworkError as err:
         raise fail(str(err)) from err
     manifest.add_input(f"{db_path}#core_arctgi__tasks", wt.tasks_digest(tasks))
-    with open_executor(workers, scheduler, n_items=len(tasks)) as ex:
+    with open_executor(workers, scheduler, n_items=len(batches)) as ex:
         if not isinstance(ex, SerialExecutor):
             children.discard()  # the probe's child: the workers start their own
         try:

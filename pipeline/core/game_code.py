@@ -119,10 +119,14 @@ def _call_game(arg: tuple) -> tuple[str, Any]:
     fn, inner, source = arg
     try:
         return "ok", fn(inner)
-    except MemoryError:  # the sandbox's memory limit: reported as such, and the child is replaced
-        raise
     except BaseException as err:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from game code too
         from types import SimpleNamespace
+
+        from pipeline.core.sandbox_child import memory_limit_reached
+
+        if isinstance(err, MemoryError) and memory_limit_reached(err):
+            raise  # the sandbox's memory limit: reported as such, and the child is replaced (a MemoryError the
+            #        game raised itself, with no failed allocation behind it, is its own exception, below)
 
         from engine.loader import describe_game_error
 
@@ -217,6 +221,9 @@ def prepare_child() -> None:
 
     in_game: dict[int, int] = {}  # thread ident -> nesting depth of game code under way
     enter, leave = watchdog.enter, watchdog.leave
+    # the watchdog's thread starts now, not in the first call: a thread that is not there as a call starts and
+    # still runs after it is the code's, and fails the call (sandbox_child._threads_left)
+    leave(enter())
 
     def enter_tracked():
         ident = get_ident()

@@ -21,6 +21,7 @@ are framed as one tag byte and an 8-byte big-endian length.
 from __future__ import annotations
 
 import ctypes
+import dis
 import errno
 import json
 import os
@@ -31,6 +32,7 @@ import signal
 import struct
 import sys
 import threading
+import time
 import traceback
 from time import monotonic
 
@@ -376,6 +378,7 @@ def install_audit_hook(scratch: str, writable: tuple[str, ...] = ()) -> None:
     """Refuse, at the Python level, what the kernel layers refuse too (a second layer only)."""
     allowed = [os.path.realpath(p) for p in (scratch, *writable)]
     pid = os.getpid()
+    own_group = os.getpgrp() == pid  # it leads its own process group (not its parent's)
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
     refused = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
                "pty.spawn", "socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo",
@@ -413,11 +416,16 @@ def install_audit_hook(scratch: str, writable: tuple[str, ...] = ()) -> None:
             for path in args[:2]:
                 if isinstance(path, (str, bytes, os.PathLike)) and outside(path):
                     refuse(f"{event} outside the scratch folder ({_short(path)})")
-        elif event in ("os.kill", "os.killpg", "signal.pthread_kill"):
+        elif event == "os.killpg":
+            # group 0 is the caller's own: a group of this process alone, since it leads it (the sandbox starts it
+            # in a session of its own, and it can neither fork nor change groups), so the same as os.kill(0)
             target = args[0] if args else None
-            if event == "os.killpg" or (isinstance(target, int) and target not in (0, pid)):
-                if event != "signal.pthread_kill":
-                    refuse(f"{event} of another process")
+            if not (target == 0 and own_group):
+                refuse(f"os.killpg of process group {target!r}, not its own")
+        elif event == "os.kill":
+            target = args[0] if args else None
+            if isinstance(target, int) and target not in (0, pid):
+                refuse("os.kill of another process")
 
     sys.addaudithook(hook)
 
@@ -498,26 +506,123 @@ def _one_line(text: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_RAISE = dis.opmap["RAISE_VARARGS"]
+
+
+def _raised_by_statement(err: BaseException) -> bool:
+    """Whether `err` was raised by a `raise` statement (its innermost traceback entry is one), not by an
+    operation that failed (an allocation, a call into C)."""
+    tb = err.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    raw = tb.tb_frame.f_code.co_code
+    return 0 <= tb.tb_lasti < len(raw) and raw[tb.tb_lasti] == _RAISE
+
+
+def memory_limit_reached(err: BaseException) -> bool:
+    """Whether a MemoryError says the memory limit was reached: an allocation failed (Python's, numpy's, or a
+    size no limit allows), here or in an exception it was raised from. One the code raised itself
+    (`raise MemoryError("...")`, with no failed allocation behind it) is the code's own exception."""
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [err]
+    while stack and len(seen) < 100:
+        exc = stack.pop()
+        if exc is None or id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        if isinstance(exc, MemoryError) and not _raised_by_statement(exc):
+            return True
+        stack.extend((exc.__cause__, exc.__context__))
+    return False
+
+
+def _memory_limit_text() -> str:
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return "" if soft == resource.RLIM_INFINITY else f" of {soft / (1 << 20):g} MiB"
+
+
 def _describe(err: BaseException) -> tuple[str, str, str]:
     cls = type(err)
     name = f"{cls.__module__}.{cls.__qualname__}" if cls.__module__ != "builtins" else cls.__qualname__
-    if isinstance(err, MemoryError):
-        return "memory", _one_line(f"the code ran out of its memory limit (MemoryError: {err})"), name
+    if isinstance(err, MemoryError) and memory_limit_reached(err):
+        said = f": {err}" if str(err) else ""
+        return "memory", _one_line(f"the code ran out of its memory limit{_memory_limit_text()} "
+                                   f"(MemoryError{said})"), name
     if isinstance(err, SystemExit):
         return "exited", _one_line(f"the code called sys.exit({err.code!r})"), name
     return "error", _one_line(f"{cls.__qualname__}: {err}"), name
 
 
-def _refused() -> bytes | None:
-    """The refusal report of the call that just ended, if the code tried something refused or left threads."""
+THREADS_DIR = "/proc/self/task"  # one entry per thread of this process (Linux)
+THREAD_GRACE_S = 0.5  # how long a thread the code started may take to finish its exit after the call ends
+_lists_threads = False  # whether this system lists a process's threads (found before any outside code runs)
+
+
+def os_threads(folder: str = THREADS_DIR) -> frozenset[int] | None:
+    """The kernel's ids of a process's threads (every thread, however started: threading, _thread, C), or None
+    where they cannot be listed."""
+    try:
+        return frozenset(int(name) for name in os.listdir(folder))
+    except (OSError, ValueError):
+        return None
+
+
+def _thread_snapshot() -> tuple[list, frozenset[int] | None]:
+    """The threads alive as a call starts (the sandbox's own: parent watcher, progress monitor, watchdog): the
+    Python thread objects (kept referenced, so that their ids stay theirs) and the kernel's thread ids."""
+    return list(threading.enumerate()), os_threads() if _lists_threads else None
+
+
+def _threads_left(before: tuple[list, frozenset[int] | None]) -> str | None:
+    """What the code left running: the threads that did not exist as its call started and are still alive after
+    it (daemon or not), waiting up to THREAD_GRACE_S for those that are only finishing their exit (a thread
+    the code joined ends in the kernel a moment after it ends for Python); None if there are none."""
+    try:
+        return _threads_left_unguarded(before)
+    except MemoryError:
+        return "the sandbox ran out of memory checking whether the code left a thread running after its call"
+
+
+def _threads_left_unguarded(before: tuple[list, frozenset[int] | None]) -> str | None:
+    py_before, os_before = before
+    known = {id(t) for t in py_before}
+    deadline, pause = monotonic() + THREAD_GRACE_S, 0.001
+    while True:
+        py_new = [t for t in threading.enumerate() if id(t) not in known and threading.Thread.is_alive(t)]
+        os_now = os_threads() if _lists_threads else None
+        if _lists_threads and (os_before is None or os_now is None):  # the code used up the open files: fail closed
+            return ("the sandbox could not list its threads around the call (no file descriptor left?), so it "
+                    "cannot tell whether the code left one running")
+        os_new = os_now - os_before if os_now is not None and os_before is not None else frozenset()
+        if not py_new and not os_new:
+            return None
+        if monotonic() >= deadline:
+            break
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    names = []
+    for t in py_new[:3]:
+        try:
+            kind = "daemon " if threading.Thread.daemon.fget(t) else ""
+            names.append(f"{kind}thread {str(threading.Thread.name.fget(t))[:60]!r}")
+        except Exception:  # noqa: BLE001 - a thread object of the code's own making
+            names.append("a thread")
+    n = max(len(py_new), len(os_new))
+    if not names:
+        names.append(f"{len(os_new)} thread(s) started outside Python's threading module")
+    return (f"the code left {n} thread(s) running after its call ({', '.join(names)}): code run by arcstudy must "
+            "not outlive its call (the process was ended; the next call gets a fresh one)")
+
+
+def _refused(left: str | None = None) -> bytes | None:
+    """The refusal report of the call that just ended: the code tried something refused, or `left` threads."""
     if _refusals:
         more = f" (and {len(_refusals) - 1} more refused attempt(s))" if len(_refusals) > 1 else ""
         return _error("refused", _one_line(f"the code tried {_refusals[0]}, which the sandbox refuses{more}"))
-    left = [t for t in threading.enumerate() if t.is_alive() and not t.daemon and t is not threading.main_thread()]
     if left:
-        names = ", ".join(t.name for t in left[:3])
-        return _error("refused", _one_line(f"the code left {len(left)} thread(s) running after it returned "
-                                           f"({names}): code run by arcstudy must not outlive its call"))
+        return _error("refused", _one_line(left))
     return None
 
 
@@ -580,7 +685,7 @@ def _map_shared(config: dict) -> None:
 
 
 def main() -> None:
-    global _reply_fd
+    global _reply_fd, _lists_threads
     # Run as __main__: the same module under its own name, so importing it (tests do) does not load it again.
     sys.modules.setdefault("pipeline.core.sandbox_child", sys.modules[__name__])
     # Protocol pipes away from fds 0/1, so that prints of outside code go to the log (fd 2), not the parent.
@@ -626,6 +731,7 @@ def main() -> None:
         install_audit_hook(scratch, tuple(config.get("writable") or ()))
         layers.append("audit hook")
     sys.dont_write_bytecode = True
+    _lists_threads = os_threads() is not None  # before any outside code: the check below fails closed on it
     threading.Thread(target=_watch_parent, args=(rfd,), daemon=True, name="sandbox-parent-watch").start()
     preload = config.get("preload")
     if preload:
@@ -650,8 +756,10 @@ def main() -> None:
         except EOFError:
             os._exit(0)
         _refusals.clear()
+        before = None
         try:
             fn, arg, output_bytes = pickle.loads(request)
+            before = _thread_snapshot()  # after arcstudy's own imports for fn, just before the code runs
             _set_in_call(True)
             try:
                 result = fn(arg)
@@ -661,9 +769,12 @@ def main() -> None:
             kind, detail, name = _describe(err)
             if os.environ.get("ARCSTUDY_SANDBOX_DEBUG"):
                 traceback.print_exc()
-            _send(wfd, TAG_ERROR, _refused() or _error(kind, detail, name))
+            # a thread left is the call's failure too (the child is ended); after the memory limit the child is
+            # ended anyway, and the memory limit is what is said
+            left = _threads_left(before) if before is not None and kind != "memory" else None
+            _send(wfd, TAG_ERROR, _refused(left) or _error(kind, detail, name))
             continue
-        refused = _refused()
+        refused = _refused(_threads_left(before))
         if refused:  # the code tried what the sandbox refuses, even if it went on: that is its failure
             _send(wfd, TAG_ERROR, refused)
             continue

@@ -31,6 +31,8 @@ import os
 import sys
 from typing import Any
 
+from pipeline.core.sandbox_child import memory_limit_reached
+
 FRAMEWORK_ENV = "ARCSTUDY_WITNESS_FRAMEWORK"
 MAX_SIDE = 30
 RUNS = 2
@@ -164,10 +166,51 @@ def _as_grid(value: Any) -> tuple[str, Any]:
     return "grid", tuple(tuple(int(v) for v in row) for row in arr.tolist())
 
 
+# (name, module dict, its keys, its values) of every module, and of sys.modules itself, as this child's first task
+# began (a list changed in place: assigning it would change this module's own dict)
+_baseline: list[tuple[str, dict, tuple, tuple]] = []
+
+
+def _modules_now() -> list[tuple[str, dict, tuple, tuple]]:
+    import types
+
+    found = [("sys.modules", sys.modules, tuple(sys.modules), tuple(sys.modules.values()))]
+    for name, module in list(sys.modules.items()):
+        if isinstance(module, types.ModuleType):
+            namespace = module.__dict__
+            found.append((name, namespace, tuple(namespace), tuple(namespace.values())))
+    return found
+
+
+def changed_modules() -> list[str]:
+    """The modules whose names now stand for other objects than as this child's first task began (a function
+    replaced, a name added or removed; sys.modules itself: a module imported), by identity: a monkeypatch of
+    numpy, of arcstudy's code in this child, of anything a later witness can reach by name. Objects changed in
+    place (a list, a class attribute, numpy's error settings) are not seen."""
+    import operator
+
+    same = operator.is_
+    return [name for name, namespace, keys, values in _baseline
+            if len(namespace) != len(keys) or not all(map(same, namespace, keys))
+            or not all(map(same, namespace.values(), values))]
+
+
 def run_witness(job: dict[str, Any]) -> dict[str, Any]:
     """job: {"code": str, "inputs": [grid, ...]}. Returns {"compile": None | why, "runs": [[(kind, value), ...]
     per input] per pass}; kind is "grid", "invalid", "none" or "raised"; with "too_large": why, the task was
-    stopped because its output was too large (module docstring) and "runs" holds what ran before."""
+    stopped because its output was too large (module docstring) and "runs" holds what ran before; with
+    "changed": which modules the code changed (`changed_modules`), after which the parent ends this child, so that
+    the next task does not see them."""
+    if not _baseline:
+        _baseline[:] = _modules_now()
+    reply = _run_witness(job)
+    if changed := changed_modules():
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        reply["changed"] = _one_line(", ".join(changed[:3]) + more)
+    return reply
+
+
+def _run_witness(job: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
 
     if _namespace is None:
@@ -181,6 +224,8 @@ def run_witness(job: dict[str, Any]) -> dict[str, Any]:
     try:
         exec(code, namespace)  # noqa: S102 - inside the sandbox child, the reason it exists
     except Exception as err:  # noqa: BLE001 - the witness's own failure, reported
+        if isinstance(err, MemoryError) and memory_limit_reached(err):
+            raise  # the memory limit, as for the calls below: the sandbox reports it and replaces this child
         return {"compile": _one_line(f"running the code's definitions raised {_raised(err)}"), "runs": []}
     transform = namespace.get("transform_input")
     if not callable(transform):
@@ -196,11 +241,12 @@ def run_witness(job: dict[str, Any]) -> dict[str, Any]:
             try:
                 with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
                     value = transform(me, np.array(grid, dtype=np.int64))
-            except MemoryError:
-                raise  # the sandbox reports its memory limit, and replaces this child
             except _TooLoud:
                 pass
             except Exception as err:  # noqa: BLE001 - the witness's own failure, reported per input
+                if isinstance(err, MemoryError) and memory_limit_reached(err):
+                    raise  # the sandbox reports its memory limit, and replaces this child; a MemoryError the
+                    #        witness raised itself (no failed allocation behind it) is its own exception
                 failure = err
             if (too_large := _too_large(printed, failure)) is not None:
                 return {"compile": None, "runs": runs, "too_large": _one_line(too_large)}
@@ -209,9 +255,9 @@ def run_witness(job: dict[str, Any]) -> dict[str, Any]:
                 continue
             try:
                 results.append(as_grid(value))
-            except MemoryError:
-                raise
             except Exception as err:  # noqa: BLE001 - a returned object whose conversion raised
+                if isinstance(err, MemoryError) and memory_limit_reached(err):
+                    raise
                 results.append(("invalid", _one_line(f"returned {type(value).__name__}, which is not a grid "
                                                      f"({_raised(err)})")))
     return {"compile": None, "runs": runs}

@@ -6,10 +6,17 @@ An ARC-TGI export stores, per task, the transform that made its outputs (`code`:
 partially evaluated by the generator). Here each witness runs in a confined child process
 (pipeline/core/sandbox.py) whose preload imports the user's checkout's `Framework.transformation_library` once
 per child, and which serves many tasks (pipeline/qualify/witness_child.py says what is in scope and what comes
-back). The tasks fan out on the one executor. Tasks of one export (file_id) share a child, one after the other,
-for speed (the framework's import is paid once); tasks of different exports never do: each worker thread holds one
-child at a time, for one export, and closes it before it starts one for the next export's task (WitnessChildren).
-So a hostile witness can change what later witnesses of its own export see, never another export's verdicts.
+back). The tasks are cut into batches (witness_batches): at most BATCH_TASKS tasks of one export (file_id), in
+task_id order, a cut that depends on the tasks alone. A batch is one piece of work on the one executor: its tasks
+run one after the other in a fresh child (the framework's import is paid once a batch), closed at the batch's end
+(WitnessChildren, check_batch). So what ran before a task in its child is the same whatever --workers or the
+cluster, and tasks of different exports never share a child. Within a batch, a child is also closed (the next task
+gets a fresh one) after a witness that changed a module (witness_child.changed_modules: a name of numpy, of the
+framework, of arcstudy's code in the child now stands for another object, or a module was imported), after a
+forged reply, and after any failure of the sandbox. A change the check does not see (an object changed in place:
+os.environ, a list, a class attribute, numpy's error settings; or code that disables the check, which runs beside
+it) reaches the later tasks of its batch: the same in every run, but a hostile witness can still change what later
+witnesses of its own batch see, never another export's verdicts.
 
 Each input (train and test) is run twice; a task's status, the first rule that holds:
 
@@ -26,12 +33,12 @@ Each input (train and test) is run twice; a task's status, the first rule that h
 
 Both runs happen in the same child, one after the other: randomness (`random`, `np.random`, the clock) and state
 kept between calls show; a dependence on the hash seed (iterating a set of strings) does not, since one
-interpreter has one seed.
+interpreter has one seed: every witness child runs with PYTHONHASHSEED=0, so it is the same in every run too.
 
 `n_pairs` counts the pairs with a stored output (ARC-TGI stores them all), `n_match` those whose two outputs
 both equal it; a test input without a stored output still runs (its output must be a grid, the same twice).
-`seconds` is the wall time of the task's check, including a fresh child when the previous task ended its child
-or belonged to another export.
+`seconds` is the wall time of the task's check, including a fresh child when the task is its batch's first or the
+previous task ended its child.
 The reason names the first pair that failed (`train[1]`, `test[0]`) and what to look at. Every reason is one line
 of at most MAX_REASON_CHARS characters, control characters shown as escapes (`\\x1b`), whatever the child sent.
 A reply the child's run_witness does not make (another shape, a text longer than witness_child.MAX_TEXT: code in the
@@ -134,23 +141,24 @@ class WitnessChildren:
     framework: str
     limits: Limits
 
-    def _box(self, file_id: str) -> Sandbox:
-        ident = (os.getpid(), file_id, self.framework, self.limits)
-        if getattr(_held, "ident", None) != ident or _held.box not in _boxes:  # another export, or closed
+    def _box(self, key: str) -> Sandbox:
+        ident = (os.getpid(), key, self.framework, self.limits)
+        if getattr(_held, "ident", None) != ident or _held.box not in _boxes:  # another batch, or closed
             self.discard()
-            box = Sandbox(self.limits, preload=PRELOAD, env={FRAMEWORK_ENV: self.framework})
+            # PYTHONHASHSEED: the same seed in every child, serial or on Dask workers (whose nanny sets one)
+            box = Sandbox(self.limits, preload=PRELOAD, env={FRAMEWORK_ENV: self.framework, "PYTHONHASHSEED": "0"})
             with _boxes_lock:
                 _boxes.add(box)
             _held.ident, _held.box = ident, box
         return _held.box
 
-    def start(self, file_id: str) -> None:
-        """Start the child for `file_id`'s tasks now; SandboxFailure if it cannot start."""
-        self._box(file_id).start()
+    def start(self, key: str) -> None:
+        """Start the child for batch `key`'s tasks now; SandboxFailure if it cannot start."""
+        self._box(key).start()
 
-    def run(self, file_id: str, job: dict[str, Any]) -> Any:
-        """run_witness(job) in this thread's child for export `file_id`; SandboxFailure as the sandbox raises it."""
-        return self._box(file_id).call(run_witness, job)
+    def run(self, key: str, job: dict[str, Any]) -> Any:
+        """run_witness(job) in this thread's child for batch `key`; SandboxFailure as the sandbox raises it."""
+        return self._box(key).call(run_witness, job)
 
     @staticmethod
     def discard() -> None:
@@ -210,13 +218,13 @@ def _import_failure(framework: Path, failure: SandboxFailure, limits: Limits, el
 
 
 def probe_framework(framework: Path, limits: Limits, children: WitnessChildren | None = None,
-                    file_id: str = "") -> None:
-    """Start the child that will serve `file_id`'s tasks in this thread (a serial run reuses it), with the
+                    key: str = "") -> None:
+    """Start the child that will serve batch `key`'s tasks in this thread (a serial run reuses it), with the
     framework preloaded; FrameworkError saying what happened if it cannot start."""
     children = children or witness_children(framework, limits)
     started = time.monotonic()
     try:
-        children.start(file_id)
+        children.start(key)
     except SandboxFailure as failure:
         children.discard()
         raise FrameworkError(_import_failure(framework, failure, limits, time.monotonic() - started)) from None
@@ -255,6 +263,28 @@ def witness_tasks(tgi_tasks: pl.DataFrame) -> list[WitnessTask]:
     return tasks
 
 
+BATCH_TASKS = 128  # tasks of one export that share a child, one after the other (a child start, ~0.5 s, a batch)
+
+
+@dataclass(frozen=True)
+class WitnessBatch:
+    """Tasks of one export checked one after the other in one fresh child (`check_batch`): one piece of work."""
+
+    key: str                           # file_id#n: the n-th batch of that export
+    tasks: tuple[WitnessTask, ...]
+
+
+def witness_batches(tasks: list[WitnessTask], size: int = BATCH_TASKS) -> list[WitnessBatch]:
+    """The tasks (in witness_tasks' order: by export, then task_id) cut into batches of at most `size` tasks of one
+    export. The cut depends on the tasks only, never on --workers: so does what each task's child has run before."""
+    batches: list[WitnessBatch] = []
+    for file_id in dict.fromkeys(t.file_id for t in tasks):
+        mine = [t for t in tasks if t.file_id == file_id]
+        batches.extend(WitnessBatch(f"{file_id}#{n}", tuple(mine[at:at + size]))
+                       for n, at in enumerate(range(0, len(mine), size)))
+    return batches
+
+
 # --- one task -----------------------------------------------------------------------------------------------
 
 def reason_text(text: Any, limit: int = MAX_REASON_CHARS) -> str:
@@ -282,9 +312,9 @@ def reply_problem(reply: Any, n_inputs: int) -> str | None:
     child replaced arcstudy's there); None if it is one. Grids are checked later (_grid_problem)."""
     if type(reply) is not dict:
         return f"a {type(reply).__name__} instead of a dict"
-    if unknown := set(reply) - {"compile", "runs", "too_large"}:
+    if unknown := set(reply) - {"compile", "runs", "too_large", "changed"}:
         return f"{len(unknown)} key(s) it never sends"
-    for name in ("compile", "too_large"):
+    for name in ("compile", "too_large", "changed"):
         if reply.get(name) is not None and (problem := _text_problem(name, reply[name])):
             return problem
     runs = reply.get("runs")
@@ -360,7 +390,7 @@ def judge(task: WitnessTask, reply: Any) -> tuple[str, str | None, int]:
         return "refused", f"output too large: {reply['too_large']}", 0
     first, second = reply["runs"]
     checked = []  # per input: (kind, value, why-not-a-grid)
-    nondet, raised, invalid, differ = [], [], [], []
+    nondet, raised, mismatched = [], [], []  # each in input order: a reason names the first pair that failed
     n_match = 0
     for i, label in enumerate(task.labels):
         a, b = first[i], second[i]
@@ -378,30 +408,34 @@ def judge(task: WitnessTask, reply: Any) -> tuple[str, str | None, int]:
         elif a[0] == "none":
             raised.append(f"{label}: the witness {a[1]}")
         elif a[0] == "invalid":
-            invalid.append(f"{label}: the witness {a[1]}")
+            mismatched.append(f"{label}: the witness {a[1]}")
         elif task.outputs[i] is not None:
             if a[1] == task.outputs[i]:
                 n_match += 1
             else:
-                differ.append(f"{label}: {_differs(a[1], task.outputs[i])}")
-    for status, found in (("nondeterministic", nondet), ("error", raised), ("mismatch", invalid + differ)):
+                mismatched.append(f"{label}: {_differs(a[1], task.outputs[i])}")
+    for status, found in (("nondeterministic", nondet), ("error", raised), ("mismatch", mismatched)):
         if found:
             return status, found[0] + _more(len(found) - 1), n_match
     return "pass", None, n_match
 
 
-def check_task(task: WitnessTask, children: Any) -> dict[str, Any]:
+def check_task(task: WitnessTask, children: Any, key: str | None = None) -> dict[str, Any]:
     """The out_arctgi__witness_checks row of one task, its witness run by `children` (a WitnessChildren: `run`,
-    `discard`). Never raises for anything the witness does: the sandbox's failures and forged replies become the
-    row's status (so the executor never retries a hostile witness); a forged reply also closes the child."""
+    `discard`) in the child of batch `key` (default: the task's export). Never raises for anything the witness
+    does: the sandbox's failures and forged replies become the row's status (so the executor never retries a
+    hostile witness). The child is closed after a forged reply, after an exception that got past run_witness,
+    and after a witness that changed modules (run_witness's "changed"), so that the next task gets a fresh one."""
     started = time.monotonic()
     n_pairs = sum(o is not None for o in task.outputs)
     try:
-        reply = children.run(task.file_id, {"code": task.code, "inputs": list(task.inputs)})
+        reply = children.run(task.file_id if key is None else key, {"code": task.code, "inputs": list(task.inputs)})
     except SandboxFailure as failure:
         status, n_match = _KIND_STATUS.get(failure.kind, "error"), 0
         reason = (f"the sandbox stopped the witness ({failure.kind}): {reason_text(failure.detail, MAX_TEXT)}"
                   f"{_HINT.get(failure.kind, '')}")
+        if failure.kind == "error":  # past run_witness (a KeyboardInterrupt, say): the sandbox keeps such a child
+            children.discard()
     else:
         try:
             forged = reply_problem(reply, len(task.inputs))
@@ -409,8 +443,8 @@ def check_task(task: WitnessTask, children: Any) -> dict[str, Any]:
         except Exception as err:  # noqa: BLE001 - a reply that passed reply_problem and still broke judge
             forged = f"judging it raised {type(err).__name__}"
             status, reason, n_match = "error", FORGED.format(forged), 0
-        if forged is not None:
-            children.discard()  # what the child runs is no longer arcstudy's: the next task gets a fresh one
+        if forged is not None or reply.get("changed"):
+            children.discard()  # what the child runs is no longer what it was: the next task gets a fresh one
     return {"file_id": task.file_id, "task_id": task.task_id, "family_id": task.family_id, "status": status,
             "reason": None if reason is None else reason_text(reason),
             "n_pairs": n_pairs, "n_match": n_match, "seconds": time.monotonic() - started}
@@ -424,13 +458,27 @@ def failed_row(task: WitnessTask, error: BaseException) -> dict[str, Any]:
             "n_pairs": sum(o is not None for o in task.outputs), "n_match": 0, "seconds": 0.0}
 
 
+def check_batch(batch: WitnessBatch, children: Any) -> list[dict[str, Any]]:
+    """The rows of a batch's tasks, checked one after the other in a fresh child, which is closed at the end (a
+    worker's next batch, of any export, starts its own)."""
+    try:
+        return [check_task(task, children, batch.key) for task in batch.tasks]
+    finally:
+        children.discard()
+
+
 def check_witnesses(tasks: list[WitnessTask], framework: Path, limits: Limits, executor: Any, *,
                     progress: Any = None) -> Iterator[dict[str, Any]]:
-    """One row per task, as the tasks complete on `executor` (pipeline.core.executor)."""
-    piece = functools.partial(check_task, children=witness_children(framework, limits))
-    by_key = dict(enumerate(tasks))
-    for outcome in executor.map_unordered(piece, by_key.items(), progress=progress, description="checking witnesses"):
-        yield failed_row(by_key[outcome.key], outcome.error) if outcome.error is not None else outcome.value
+    """One row per task, a batch at a time (witness_batches) as the batches complete on `executor`
+    (pipeline.core.executor)."""
+    piece = functools.partial(check_batch, children=witness_children(framework, limits))
+    by_key = dict(enumerate(witness_batches(tasks)))
+    for outcome in executor.map_unordered(piece, by_key.items(), progress=progress,
+                                          description=f"checking witnesses (batches of up to {BATCH_TASKS})"):
+        if outcome.error is not None:
+            yield from (failed_row(task, outcome.error) for task in by_key[outcome.key].tasks)
+        else:
+            yield from outcome.value
 
 
 def tasks_digest(tasks: list[WitnessTask]) -> str:

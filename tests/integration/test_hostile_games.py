@@ -28,6 +28,7 @@ HOSTILE = {
     "rt01": "no progress",           # retries under `except Exception: continue`: killed by the sandbox
     "rx01": "no progress",           # a catastrophic regular expression (one C call)
     "th01": "thread",                # a non-daemon thread started at import
+    "td01": "daemon thread",         # a daemon thread that sleeps for good, started in a step
     "ox01": "exit code 0",           # os._exit(0) in a step
     "mm01": "memory",                # a 4 GB allocation
     "sy01": "os.system",             # a shell command at import
@@ -188,6 +189,24 @@ def test_a_result_of_the_wrong_shape_is_that_games_failure(tmp_path, small_limit
         assert "fg01" in (tmp_path / "tr" / "README.md").read_text().split("## Left out", 1)[1]
     if verb == "replay":
         assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("verb", ["replay", "export-transitions"])
+def test_a_daemon_thread_a_game_leaves_running_is_that_games_failure(tmp_path, small_limits, verb):
+    # td01 starts a sleeping daemon thread in ACTION2 and plays on: the call that started it fails, its child
+    # is ended (small_limits: no sandbox process is left), and the good game of the same run still lands
+    args = commands("td01", tmp_path)[verb]
+    if verb == "export-transitions":
+        args = [*args, str(good_script(tmp_path))]
+    result = runner.invoke(app, ["--plain", *args])
+    assert result.exit_code == 3, result.output
+    text = " ".join(result.output.split())
+    assert "td01-0000beef" in text and "daemon thread 'td01-sleeper'" in text, text
+    if verb == "export-transitions":
+        import polars as pl
+
+        games = pl.read_parquet(tmp_path / "tr" / "data").get_column("game_id").unique().to_list()
+        assert games == ["bg41-a6ea70d5"]
 
 
 @pytest.mark.parametrize("verb", ["export-transitions", "explore"])

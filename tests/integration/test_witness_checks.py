@@ -164,6 +164,13 @@ def test_hostile_witnesses_fail_write_nothing_and_end(tmp_path: Path):
         "kills_itself": _witness("    import os, signal\n    os.kill(os.getpid(), signal.SIGSEGV)\n"),
         # its message once reached the table as it was: no row of any task was written (a UnicodeEncodeError)
         "surrogate_message": _witness("    raise ValueError('bad ' + chr(0xDFFF) + ' text')\n"),
+        # a daemon thread left spinning beside the export's later tasks (it was `pass`): the child is ended
+        "daemon_thread": "STARTED = []\n\ndef spin():\n    while True:\n        pass\n\n" + _witness(
+            "    import threading\n    if not STARTED:\n        STARTED.append(1)\n"
+            "        threading.Thread(target=spin, name='spinner', daemon=True).start()\n" + CROSS),
+        # a MemoryError the witness raises itself is its own exception; one from an allocation is the limit's
+        "fake_memory_error": _witness("    raise MemoryError('fake')\n"),
+        "memory_at_definition": "BIG = 'x' * (10 ** 10)\n" + _witness(CROSS),
     }
     made = tmp_path / "hostile.csv"
     _write_export(made, cases)
@@ -180,7 +187,8 @@ def test_hostile_witnesses_fail_write_nothing_and_end(tmp_path: Path):
                 "ctypes": "refused", "fork_loop": "refused", "endless_loop": "timeout", "sleep": "timeout",
                 "alloc_32gib": "refused", "delete_file": "refused", "syntax_error": "error", "missing_name": "error",
                 "float_output": "mismatch", "returns_none": "error", "exit_zero": "error",
-                "kills_itself": "error", "surrogate_message": "error"}
+                "kills_itself": "error", "surrogate_message": "error", "daemon_thread": "refused",
+                "fake_memory_error": "error", "memory_at_definition": "refused"}
     assert {n: rows[n]["status"] for n in expected} == expected, {n: (r["status"], r["reason"]) for n, r in rows.items()}
     assert rows["huge_output"]["status"] in ("mismatch", "refused"), rows["huge_output"]
     assert "NameError" in rows["missing_name"]["reason"] and "_hidden" in rows["missing_name"]["reason"]
@@ -189,6 +197,10 @@ def test_hostile_witnesses_fail_write_nothing_and_end(tmp_path: Path):
     assert "ValueError: bad \\udfff text" in rows["surrogate_message"]["reason"]
     assert "wall-clock limit of 2 s" in rows["sleep"]["reason"] and "--timeout" in rows["sleep"]["reason"]
     assert "exit code 0" in rows["exit_zero"]["reason"] and "SIGSEGV" in rows["kills_itself"]["reason"]
+    assert "left 1 thread(s) running after its call (daemon thread 'spinner')" in rows["daemon_thread"]["reason"]
+    assert "the witness raised MemoryError: fake" in rows["fake_memory_error"]["reason"]
+    assert "ran out of its memory limit" in rows["memory_at_definition"]["reason"]
+    assert "ran out of its memory limit" in rows["alloc_32gib"]["reason"]
     assert all(r["reason"] for r in rows.values()) and all(r["n_match"] == 0 for r in rows.values())
     # nothing written, nothing deleted: the folder and the checkout are as they were
     assert sentinel.read_text() == "keep me"
@@ -306,6 +318,21 @@ def test_a_reply_of_the_wrong_shape_or_a_bad_grid_is_not_a_pass(tgi_tasks):
     assert status == "mismatch" and "ARC colours are integers 0-9" in reason
 
 
+def test_the_reason_names_the_first_pair_that_failed_whichever_way_it_failed(tgi_tasks):
+    """A mismatch reason named an invalid grid of train[1] before a differing grid of train[0]."""
+    from pipeline.qualify.witnesses import judge, witness_tasks
+
+    task = witness_tasks(tgi_tasks)[0]
+    assert len(task.labels) >= 3
+    good = [("grid", out) for out in task.outputs]
+    differs = ("grid", tuple(tuple((c + 1) % 10 for c in row) for row in task.outputs[0]))
+    runs = [differs, ("grid", ((10,),)), *good[2:]]
+    status, reason, n_match = judge(task, {"compile": None, "runs": [runs, runs]})
+    assert status == "mismatch" and n_match == len(task.labels) - 2
+    assert reason.startswith(f"{task.labels[0]}: output differs from the stored one"), reason
+    assert reason.endswith("(and 1 more input(s))")
+
+
 def test_the_child_turns_outputs_into_grids_or_says_why_not():
     """as_grid (run in the child on what the witness returned): ARC's bounds, integer cells, two dimensions."""
     from pipeline.qualify.witness_child import as_grid
@@ -364,13 +391,15 @@ def test_a_hostile_export_does_not_change_another_exports_verdicts(tmp_path: Pat
     keys = ("file_id", "status", "reason", "n_pairs", "n_match")
     for task_id, row in got_alone.items():
         assert {k: got_both[task_id][k] for k in keys} == {k: row[k] for k in keys}, got_both[task_id]
-    # the hostile export's own second task is poisoned by its first: within one export the child is shared
+    # the hostile export's own second task is a mismatch of its own (its witness returns its input); the first's
+    # replacement of as_grid is a changed module, which ends its child (test_verdicts_do_not_depend_on_workers...)
     assert got_both["p2"]["status"] == "mismatch" and got_both["p2"]["file_id"] == _file_id(hostile)
 
 
 FORGE_NEXT = '''import sys as _s
 _wc = _s.modules["pipeline.qualify.witness_child"]
 _wc.run_witness = lambda job: {"compile": "\\x1b[2J\\x1b[31m" + "forged\\n" * 700_000, "runs": []}
+_wc.changed_modules = lambda: []  # and hides that it changed modules (which closes the child): code can
 ''' + CROSS.replace("    ", "def transform_input(self, grid):\n    ", 1)
 
 
@@ -468,3 +497,59 @@ def test_a_framework_import_stopped_at_the_start_up_limit_names_that_limit_not_t
     assert "limit of 3 s" not in said and "requirements" not in said
     said = _import_failure(Path("/fw"), failure, witness_limits(100), 100.3)
     assert "start-up limit of 100 s" in said and "after 100 s" in said
+
+
+def test_verdicts_do_not_depend_on_workers_and_a_monkeypatch_ends_its_child(tmp_path: Path):
+    """A witness that replaced np.array made the next task of its export `error` with --workers 1 and `pass` with
+    --workers 2 (the tasks of an export shared a child per worker, so what ran before a task depended on the
+    workers). Tasks now run in fixed batches, each in a fresh child, and a witness that changes a module (by
+    name) ends its child: the next task passes either way. A change in place (os.environ), which that check does
+    not see, reaches the next task of the batch: the same with one worker as with two."""
+    cases = {
+        "a_patches_numpy": _witness("    np.array = lambda *a, **k: (_ for _ in ()).throw(RuntimeError('sabotaged'))\n"
+                                    + CROSS),
+        "b_good": _witness(CROSS),
+        "c_marks_environ": _witness("    import os\n    os.environ['ARCSTUDY_WITNESS_MARK'] = '1'\n" + CROSS),
+        "d_reads_environ": _witness("    import os\n    if os.environ.get('ARCSTUDY_WITNESS_MARK'):\n"
+                                    "        return cross_through(grid, 5)\n" + CROSS),
+        "e_good": _witness(CROSS),
+    }
+    made = tmp_path / "patch.csv"
+    _write_export(made, cases)
+    db = tmp_path / "p.duckdb"
+    _ingest(db, EXPORT, made)  # two exports: two batches, so two workers are two processes
+    seen = {}
+    for workers in ("1", "2"):
+        res = _check(db, "--workers", workers)
+        assert res.returncode == 3, res.stdout + res.stderr
+        seen[workers] = {name: (r["status"], r["reason"]) for name, r in _rows(db).items()}
+    assert seen["1"] == seen["2"]
+    statuses = {name: seen["1"][name][0] for name in cases}
+    assert statuses == {"a_patches_numpy": "nondeterministic", "b_good": "pass", "c_marks_environ": "pass",
+                        "d_reads_environ": "mismatch", "e_good": "pass"}, seen["1"]
+
+
+def test_batches_are_cut_by_export_and_size_only(tgi_tasks):
+    import dataclasses
+
+    from pipeline.qualify.witnesses import witness_batches, witness_tasks
+
+    one = witness_tasks(tgi_tasks)[0]
+    tasks = [dataclasses.replace(one, file_id=f, task_id=f"t{i}") for f, n in (("f1", 5), ("f2", 3)) for i in range(n)]
+    batches = witness_batches(tasks, size=2)
+    assert [(b.key, [t.task_id for t in b.tasks]) for b in batches] == [
+        ("f1#0", ["t0", "t1"]), ("f1#1", ["t2", "t3"]), ("f1#2", ["t4"]), ("f2#0", ["t0", "t1"]), ("f2#1", ["t2"])]
+    assert all({t.file_id for t in b.tasks} == {b.key.split("#")[0]} for b in batches)
+
+
+def test_a_task_that_changed_modules_or_raised_past_run_witness_closes_its_child(tgi_tasks):
+    from pipeline.core.sandbox import SandboxFailure
+    from pipeline.qualify.witnesses import check_task, witness_tasks
+
+    task = witness_tasks(tgi_tasks)[0]
+    good = [("grid", out) for out in task.outputs]
+    children = _Children({"compile": None, "runs": [good, good], "changed": "numpy"})
+    assert check_task(task, children, "k#0")["status"] == "pass"  # its own row is its own
+    assert children.calls == ["k#0"] and children.discarded == 1
+    children = _Children(SandboxFailure("error", "KeyboardInterrupt: "))
+    assert check_task(task, children)["status"] == "error" and children.discarded == 1

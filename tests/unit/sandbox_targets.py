@@ -240,3 +240,56 @@ def python_symlink(name):
     except PermissionError:
         return "caught"
     return "made"
+
+
+def leave_daemon_thread(spin):
+    """A daemon thread left running: sleeping, or spinning for good."""
+    def forever():
+        while True:
+            if not spin:
+                time.sleep(1)
+
+    threading.Thread(target=forever, name="lingering-daemon", daemon=True).start()
+    return "returned"
+
+
+def leave_raw_thread(_arg=None):
+    """A thread started below the threading module (no Thread object), then an ordinary exception."""
+    import _thread
+
+    _thread.start_new_thread(time.sleep, (60,))
+    raise ValueError("and raised")
+
+
+def pid_and_threads(_arg=None):
+    return os.getpid(), sorted(int(n) for n in os.listdir("/proc/self/task"))
+
+
+def killpg(group):
+    os.killpg(group, 0)  # signal 0: nothing is delivered, the target is only checked
+    return "sent"
+
+
+def raise_memory_error(message):
+    raise MemoryError(message)
+
+
+def reraise_memory_error(n_bytes):
+    """A real allocation failure, caught and raised again as the code's own: the limit was reached all the same."""
+    try:
+        return len(bytearray(n_bytes))
+    except MemoryError:
+        raise MemoryError("could not allocate") from None
+
+
+_held_open: list[int] = []
+
+
+def use_up_files(_arg=None):
+    """Holds every file descriptor it can get past its call (the thread check then cannot list the threads)."""
+    try:
+        while True:
+            _held_open.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        pass
+    return len(_held_open)

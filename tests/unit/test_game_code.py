@@ -33,6 +33,15 @@ def test_an_exception_of_the_code_keeps_its_name_and_message():
     assert type(again).__name__ == "ValueError" and str(again) == str(err)
 
 
+def test_a_memory_error_the_game_raises_itself_is_its_exception_and_a_failed_allocation_the_limit():
+    with pytest.raises(GameCodeError) as info:
+        run_game_code(t.raise_memory_error, "fake", key="test-errors")
+    assert info.value.exc_type == "MemoryError" and str(info.value).startswith("fake")
+    with pytest.raises(game_code.SandboxFailure) as stopped:
+        run_game_code(t.allocate, 1 << 40, key="test-errors")  # a terabyte: past any limit
+    assert stopped.value.kind == "memory" and "ran out of its memory limit" in stopped.value.detail
+
+
 def test_what_a_game_raises_is_one_bounded_line():
     # a 20 MB message was printed and stored whole; a line break in it forged a line of arcstudy's own output
     message = "boom\r\nreplay: 1 play: 1 verified <- FAKE LINE \x1b[2J" + "x" * 5_000_000

@@ -83,6 +83,23 @@ def test_memory_limit():
         assert sandbox.call(t.allocate, 1 << 20) == 1 << 20  # a fresh child after the failure
 
 
+def test_a_memory_error_the_code_raises_itself_is_its_own_exception_not_the_memory_limit():
+    with Sandbox(Limits(wall_s=10, cpu_s=5, memory_bytes=256 << 20)) as sandbox:
+        pid = sandbox.call(t.pid, None)
+        failure = _failure(sandbox, t.raise_memory_error, "fake")
+        assert (failure.kind, failure.detail, failure.exc_type) == ("error", "MemoryError: fake", "MemoryError")
+        assert sandbox.call(t.pid, None) == pid  # an ordinary exception: the child is kept
+        for fn in (t.allocate, t.reraise_memory_error):  # an allocation that failed, even if raised again
+            failure = _failure(sandbox, fn, 1 << 30)
+            assert failure.kind == "memory" and "memory limit of 256 MiB" in failure.detail, failure.detail
+
+
+def test_signalling_its_own_process_group_is_allowed_and_another_group_refused(box):
+    assert box.call(t.killpg, 0) == "sent"  # group 0: its own, a group of itself alone
+    failure = _failure(box, t.killpg, os.getpgrp())
+    assert failure.kind == "refused" and f"os.killpg of process group {os.getpgrp()}, not its own" in failure.detail
+
+
 def test_a_signal_is_crashed_and_an_exit_without_result_is_exited(box):
     failure = _failure(box, t.abort, None)
     assert failure.kind == "crashed" and "SIGABRT" in failure.detail
@@ -127,6 +144,33 @@ def test_a_thread_left_running_after_the_call_is_refused_and_ends_with_the_child
         assert failure.kind == "refused" and "thread" in failure.detail
         assert _gone(pid)
         assert sandbox.call(t.threads, 2) == [0, 1]  # threads that end with the call are fine
+
+
+@pytest.mark.parametrize("spin", [False, True], ids=["sleeping", "spinning"])
+def test_a_daemon_thread_left_running_is_refused_too_and_the_child_is_not_reused(spin):
+    with Sandbox(SMALL) as sandbox:
+        pid = sandbox.call(t.pid, None)
+        failure = _failure(sandbox, t.leave_daemon_thread, spin)
+        assert failure.kind == "refused" and "daemon thread 'lingering-daemon'" in failure.detail, failure.detail
+        assert _gone(pid)  # the thread cannot be stopped: its process is ended
+        new_pid, threads = sandbox.call(t.pid_and_threads, None)
+        assert new_pid != pid
+        assert sandbox.call(t.pid_and_threads, None) == (new_pid, threads)  # the sandbox's own threads are no failure
+
+
+def test_the_thread_check_fails_closed_when_the_code_left_it_no_file_to_list_threads_with():
+    with Sandbox(SMALL) as sandbox:
+        failure = _failure(sandbox, t.use_up_files, None)
+        assert failure.kind == "refused" and "could not list its threads" in failure.detail, failure.detail
+        assert sandbox.call(t.echo, 3) == 3  # a fresh child
+
+
+def test_a_thread_started_below_threading_fails_the_call_even_when_the_code_raised():
+    with Sandbox(SMALL) as sandbox:
+        pid = sandbox.call(t.pid, None)
+        failure = _failure(sandbox, t.leave_raw_thread, None)
+        assert failure.kind == "refused" and "outside Python's threading module" in failure.detail, failure.detail
+        assert _gone(pid)
 
 
 def test_the_kernel_refuses_escapes_past_the_audit_hook(box, tmp_path):
