@@ -27,11 +27,21 @@ are lower bounds.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
 import polars as pl
 
+from pipeline.core.spool import Spool
 from pipeline.ingest.base import FileContext, ReaderOutput
+from pipeline.ingest.buckets import read_ipc, scratch_folder
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.ingest.harc_csv import (
+    BATCH_BYTES,
+    ROW,
+    CsvSource,
+    LoadedCsv,
     RowCheck,
     Variant,
     apply_checks,
@@ -48,6 +58,7 @@ from pipeline.ingest.harc_csv import (
     read_header,
     short_row,
     src,
+    with_row_json,
 )
 from schemas import get_table
 from schemas.arc2 import ARC2_TASK_SETS
@@ -97,29 +108,9 @@ def solved_within_2(submissions: pl.Expr, correct: pl.Expr) -> pl.Expr:
     return (correct >= 1) & ((submissions <= 2) | (submissions - correct <= 1))
 
 
-def read_attempts(ctx: FileContext) -> ReaderOutput:
-    header = read_header(ctx.path)
-    variant = match_variant(header, VARIANTS, "ARC-AGI-2 attempt log")
-    loaded = load_csv(ctx.path, header, raw_table=RAW)
-    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags),
-                       detection_evidence=f"header is the {variant.name}")
-    out.tables[RAW] = raw_frame(loaded, ctx.file_id)
-    df = loaded.frame.rename({h: src(h) for h in header}).with_columns(
-        pl.col(src("task_ID")).str.strip_chars().alias("task_id"),
-        pl.col(src("task_set")).str.strip_chars().fill_null("").alias("task_set"),
-        pl.col(src("session_ID")).str.strip_chars().alias("session_id"),
-        as_int(src("test_index")).alias("test_index"),
-        as_int(src("submissions")).alias("n_attempt_submissions"),
-        as_int(src("correct_submissions")).alias("n_correct_submissions"),
-        _float("start_time_seconds").alias("start_offset_s"),
-        _float("duration_seconds").alias("attempt_duration_s"),
-    )
-    n_rows = int(df["row_number"].max()) if df.height else 0
-    structural = [header_repeated(header)]
-    short = short_row(header, header[-1] in ("submissions", "correct_submissions", "task_ID", "session_ID",
-                                             "test_index"), loaded.ends_with_newline, n_rows)
-    structural += [short] if short is not None else []
-    checks = [
+def _row_checks() -> list[RowCheck]:
+    """The rules of one row (besides the structural ones, `_structural`)."""
+    return [
         _not_blank("task_ID", "the task id"), _not_blank("session_ID", "the session id"),
         _not_blank("test_index", "the test pair index"), _not_blank("submissions", "the number of submissions"),
         _not_blank("correct_submissions", "the number of correct submissions"),
@@ -142,17 +133,45 @@ def read_attempts(ctx: FileContext) -> ReaderOutput:
                            "submissions than submissions", pl.col("n_correct_submissions"),
                            pl.col("n_attempt_submissions")), "correct_submissions"),
     ]
-    rejects, bad = apply_checks(df, checks, ATTEMPTS, structural=structural)
+
+
+def _structural(header: list[str], ends_with_newline: bool, n_rows: int) -> list[RowCheck]:
+    """The rules that say a row's fields are not what the header says. `n_rows`: the file's last row (the
+    cut-short rule says so of it when the file ends without a newline); 0 when it is not among the rows."""
+    structural = [header_repeated(header)]
+    short = short_row(header, header[-1] in ("submissions", "correct_submissions", "task_ID", "session_ID",
+                                             "test_index"), ends_with_newline, n_rows)
+    return structural + ([short] if short is not None else [])
+
+
+def _checked(out: ReaderOutput, loaded: LoadedCsv, header: list[str], file_id: str, n_rows: int,
+             copies_prep: Callable[[pl.DataFrame], pl.DataFrame]) -> None:
+    """The raw rows, rejects and attempts of a log's rows (`loaded.frame`, with row_json), added to `out`: the
+    whole log, or one piece of a big one (`_AttemptLog`). `copies_prep`: `_copies_prep`, or for a piece
+    `_KeptKeys.prep` (which also knows the rows of the pieces before)."""
+    out.tables[RAW] = raw_frame(loaded, file_id)
+    df = loaded.frame.rename({h: src(h) for h in header}).with_columns(
+        pl.col(src("task_ID")).str.strip_chars().alias("task_id"),
+        pl.col(src("task_set")).str.strip_chars().fill_null("").alias("task_set"),
+        pl.col(src("session_ID")).str.strip_chars().alias("session_id"),
+        as_int(src("test_index")).alias("test_index"),
+        as_int(src("submissions")).alias("n_attempt_submissions"),
+        as_int(src("correct_submissions")).alias("n_correct_submissions"),
+        _float("start_time_seconds").alias("start_offset_s"),
+        _float("duration_seconds").alias("attempt_duration_s"),
+    )
+    rejects, bad = apply_checks(df, _row_checks(), ATTEMPTS,
+                                structural=_structural(header, loaded.ends_with_newline, n_rows))
     out.rejects += rejects
     good = df.filter(~bad)
     # a row repeated exactly (every value equal) is one attempt written twice: the later copies are quarantined
-    copies, again = apply_checks(_copies_prep(good), [_COPY], ATTEMPTS)
+    copies, again = apply_checks(copies_prep(good), [_COPY], ATTEMPTS)
     out.rejects += copies
     good = good.filter(~again).with_columns(
         (pl.col("n_correct_submissions") >= 1).alias("is_solved"),
         solved_within_2(pl.col("n_attempt_submissions"), pl.col("n_correct_submissions"))
         .alias("is_solved_within_2"),
-        pl.lit(ctx.file_id).alias("file_id"),
+        pl.lit(file_id).alias("file_id"),
     )
     if good.height:
         good = good.with_columns(flag_lists(good, [
@@ -163,7 +182,138 @@ def read_attempts(ctx: FileContext) -> ReaderOutput:
             (pl.col("start_offset_s").is_null() | pl.col("attempt_duration_s").is_null(), "no_duration"),
         ]).alias("flags"))
         out.tables[ATTEMPTS] = good
+
+
+# A log of PIECES_FROM_BYTES or more is read in pieces (`_AttemptLog`) through the machinery of H-ARC data.csv
+# (`CsvSource`, `ReaderOutput.pieces`: each piece's rows are written while the next is read), so its memory is
+# bounded by the piece, not the file: read whole, a log takes about 38 times its size (1,000,000 rows, 42 MB:
+# 1.6 GB). Below it a log is read whole, which is faster for a small file (one set of rules for all its rows).
+PIECES_FROM_BYTES = 8 << 20
+PIECE_ROWS = 100_000  # rows of a piece, about (its size follows from the length of the file's first rows)
+MIN_PIECE_BYTES = 64 << 10
+
+
+def read_attempts(ctx: FileContext) -> ReaderOutput:
+    header = read_header(ctx.path)
+    variant = match_variant(header, VARIANTS, "ARC-AGI-2 attempt log")
+    evidence = f"header is the {variant.name}"
+    if ctx.path.stat().st_size >= PIECES_FROM_BYTES:
+        source = CsvSource(ctx.path, header, RAW, _piece_bytes(ctx.path))
+        return ReaderOutput(detection_evidence=evidence, pieces=_AttemptLog(ctx.file_id, header, source))
+    loaded = load_csv(ctx.path, header, raw_table=RAW)
+    out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags), detection_evidence=evidence)
+    n_rows = int(loaded.frame[ROW].max()) if loaded.frame.height else 0
+    _checked(out, loaded, header, ctx.file_id, n_rows, _copies_prep)
     return out
+
+
+def _piece_bytes(path: Path) -> int:
+    """The size of the pieces a big log is read in: about PIECE_ROWS rows of the length of its first rows (a
+    row costs its checks about the same memory whatever its length), at most BATCH_BYTES."""
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 20)
+    n_lines = max(head.count(b"\n"), 1)
+    return min(BATCH_BYTES, max(MIN_PIECE_BYTES, len(head) * PIECE_ROWS // n_lines))
+
+
+class _AttemptLog:
+    """A big log, called once its pieces are written (`ReaderOutput.pieces`; picklable): its batches in file
+    order, each checked by `_checked` exactly as a whole log is, its raw rows and attempts handed out at once.
+    Two facts span the file: its last row (the cut-short rule names it: a batch is checked once the next
+    batch holding rows is parsed, so that the last one is known), and the rows kept so far, which an exact
+    copy in a later batch names (`_KeptKeys`). The file's flags come with the first piece."""
+
+    def __init__(self, file_id: str, header: list[str], source: CsvSource) -> None:
+        self.file_id, self.header, self.source = file_id, header, source
+
+    def __call__(self) -> Iterator[ReaderOutput]:
+        with scratch_folder("arcstudy-arc2-") as folder:
+            kept = _KeptKeys(folder)
+            first = True
+            for batch, last in _last_marked(self.source.scan_iter(row_hash=False, on_start=kept.clear)):
+                out = ReaderOutput(rejects=Spool(batch.rejects),
+                                   flags=[*(self.source.flags if first else []), *batch.flags])
+                first = False
+                loaded = replace(batch, frame=with_row_json(batch, self.header))
+                n_rows = int(loaded.frame[ROW].max()) if last and loaded.frame.height else 0
+                _checked(out, loaded, self.header, self.file_id, n_rows, kept.prep)
+                yield out
+
+
+def _last_marked(batches: Iterable[LoadedCsv]) -> Iterator[tuple[LoadedCsv, bool]]:
+    """Each batch, and whether no batch after it holds a row (a batch of blank lines holds none)."""
+    held: list[LoadedCsv] = []
+    for batch in batches:
+        if batch.frame.height and held:
+            yield from ((b, False) for b in held)
+            held = []
+        held.append(batch)
+    yield from ((b, True) for b in held)
+
+
+_HASH = "__key_hash"
+
+
+def _key_hash() -> pl.Expr:
+    """A 64-bit hash of a row's COPY_KEY values, equal for rows `_copies_prep` groups together (-0.0 and 0.0,
+    empty values), within one process."""
+    return pl.struct(COPY_KEY).hash()
+
+
+_EARLIER = "__earlier"  # the row number of a kept row of an earlier piece
+
+
+class _KeptKeys:
+    """The rows kept so far of a log read in pieces, one per distinct COPY_KEY (a copy is not kept): in memory
+    a 64-bit hash of its values and its row number, 16 bytes a row; its values in an Arrow IPC file per piece
+    in `folder`, read back only for the rows whose hash a later row shares, so that a copy is found by its
+    values (a hash collision never makes a row a copy)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.clear()
+
+    def clear(self) -> None:
+        self.hashes = pl.DataFrame(schema={_HASH: pl.UInt64, _EARLIER: pl.Int64})
+        self.files: list[tuple[int, int, Path]] = []  # first row, last row, file
+        for path in self.folder.glob("kept-*.arrow"):
+            path.unlink()
+
+    def prep(self, good: pl.DataFrame) -> pl.DataFrame:
+        """`_copies_prep` of a piece's rows, where a row equal to a row of an earlier piece is a copy of that
+        row (`__dup_first` its row, `__dup_n` counting it); the piece's rows of a new key are kept."""
+        df = _copies_prep(good)
+        firsts = df.filter(pl.col(ROW) == pl.col("__dup_first")).select(
+            ROW, _key_hash().alias(_HASH), *COPY_KEY)
+        earlier = self._earlier(firsts)
+        if earlier.height:
+            df = df.join(earlier.rename({ROW: "__dup_first"}), on="__dup_first", how="left",
+                         maintain_order="left").with_columns(
+                pl.coalesce(_EARLIER, "__dup_first").alias("__dup_first"),
+                (pl.col("__dup_n") + pl.col(_EARLIER).is_not_null().cast(pl.UInt32)).alias("__dup_n"),
+            ).drop(_EARLIER)
+            firsts = firsts.join(earlier, on=ROW, how="anti")
+        self._keep(firsts)
+        return df
+
+    def _earlier(self, firsts: pl.DataFrame) -> pl.DataFrame:
+        """ROW of each of `firsts` equal in COPY_KEY to a kept row, with that row (_EARLIER)."""
+        none = pl.DataFrame(schema={ROW: pl.Int64, _EARLIER: pl.Int64})
+        hits = firsts.join(self.hashes, on=_HASH, how="inner") if self.hashes.height and firsts.height else none
+        if not hits.height:
+            return none
+        rows = hits[_EARLIER].unique()
+        values = pl.concat([read_ipc(path).filter(pl.col(_EARLIER).is_in(rows.implode()))
+                            for lo, hi, path in self.files if rows.is_between(lo, hi).any()])
+        return hits.join(values, on=[_EARLIER, *COPY_KEY], how="inner", nulls_equal=True).select(ROW, _EARLIER)
+
+    def _keep(self, firsts: pl.DataFrame) -> None:
+        if not firsts.height:
+            return
+        path = self.folder / f"kept-{len(self.files):06d}.arrow"
+        firsts.select(pl.col(ROW).alias(_EARLIER), *COPY_KEY).write_ipc(path, compression="uncompressed")
+        self.files.append((int(firsts[ROW].min()), int(firsts[ROW].max()), path))
+        self.hashes = pl.concat([self.hashes, firsts.select(_HASH, pl.col(ROW).alias(_EARLIER))])
 
 
 def sniff_attempts(head: Head) -> str | None:
