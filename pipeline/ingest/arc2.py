@@ -23,6 +23,9 @@ submission and either at most 2 submissions, or at most one wrong one (submissio
 of the first two submissions at most one was wrong, so one was correct). Where it cannot be known (e.g. 3
 submissions, 1 correct: the correct one may have been the third) the row is not counted, so counts built on it
 are lower bounds.
+
+A log of PIECES_FROM_BYTES or more is read in pieces of about PIECE_ROWS rows (`_AttemptLog`): memory bounded by
+the piece (and 16 bytes per distinct row, `_KeptKeys`), the same rows, rejects and flags as the log read whole.
 """
 
 from __future__ import annotations
