@@ -37,7 +37,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.spool import Spool
-from pipeline.ingest.base import FileContext, ReaderOutput
+from pipeline.ingest.base import FileContext, ReaderOutput, Reject
 from pipeline.ingest.buckets import read_ipc, scratch_folder
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.ingest.harc_csv import (
@@ -165,11 +165,11 @@ def _checked(out: ReaderOutput, loaded: LoadedCsv, header: list[str], file_id: s
     )
     rejects, bad = apply_checks(df, _row_checks(), ATTEMPTS,
                                 structural=_structural(header, loaded.ends_with_newline, n_rows))
-    out.rejects += rejects
+    _gather(out, rejects)
     good = df.filter(~bad)
     # a row repeated exactly (every value equal) is one attempt written twice: the later copies are quarantined
     copies, again = apply_checks(copies_prep(good), [_COPY], ATTEMPTS)
-    out.rejects += copies
+    _gather(out, copies)
     good = good.filter(~again).with_columns(
         (pl.col("n_correct_submissions") >= 1).alias("is_solved"),
         solved_within_2(pl.col("n_attempt_submissions"), pl.col("n_correct_submissions"))
@@ -185,6 +185,15 @@ def _checked(out: ReaderOutput, loaded: LoadedCsv, header: list[str], file_id: s
             (pl.col("start_offset_s").is_null() | pl.col("attempt_duration_s").is_null(), "no_duration"),
         ]).alias("flags"))
         out.tables[ATTEMPTS] = good
+
+
+def _gather(out: ReaderOutput, rejects: list[Reject]) -> None:
+    """Add rejects to `out`'s; the first that come are taken as they are (`apply_checks` gives a Spool, a flood
+    waiting on disk: adding it to an empty one would read it back and write it out again)."""
+    if out.rejects:
+        out.rejects += rejects
+    else:
+        out.rejects = rejects
 
 
 # A log of PIECES_FROM_BYTES or more is read in pieces (`_AttemptLog`) through the machinery of H-ARC data.csv
