@@ -23,7 +23,7 @@ QUARANTINE = ("file_id, file_path, source_format, source_location, target_table,
 FILES = "file_id, file_path, n_records_loaded, n_records_quarantined, flags"
 
 
-def _log(path: Path, *, end_newline: bool = False, surplus: bool = False) -> Path:
+def _log(path: Path, *, end_newline: bool = False, surplus: bool = False, blank_tail: bool = False) -> Path:
     """The static fixture's rows (good, impossible, unusual) with copies near and far, by value, with empty
     values, -0 against 0; blank lines, the header again, and a last row cut short (without a newline)."""
     rows = FIX.read_text().splitlines()[1:]
@@ -50,6 +50,8 @@ def _log(path: Path, *, end_newline: bool = False, surplus: bool = False) -> Pat
     if surplus:  # a surplus field late in the file: Python's csv module reads it, from the start again
         lines.append("abcd1234,Public Eval,0,s50,1,2,1,1,surplus")
     lines.append("abcd1234,Public Eval,0,s40,1.0")  # cut short
+    if blank_tail:  # pieces of blank lines after the last row, the last of them empty fields without a newline
+        lines += [""] * 40 + [",,,,,,,"]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(HEADER + "\n" + "\n".join(lines) + ("\n" if end_newline else ""))
     return path
@@ -106,6 +108,18 @@ def test_a_log_read_in_pieces_lands_as_the_log_read_whole(tmp_path, empty_db, mo
     cut = _rows(pieces, "SELECT reason FROM quarantine WHERE check_name = 'field_count'")
     assert len(cut) == 9 and sum("probably cut off" in why for why, in cut) == 1
     assert _rows(pieces, "SELECT count(*) FROM quarantine WHERE check_name = 'header_repeated'") == [(1,)]
+
+
+def test_a_log_whose_last_pieces_hold_no_row_names_its_last_row_as_read_whole(tmp_path, empty_db, monkeypatch):
+    """The file ends without a newline after pieces of blank lines: its last row is the cut-short row before
+    them, which the reason says may be cut off (a piece is checked once the next piece holding rows is read)."""
+    log = _log(tmp_path / "log" / "arc2.csv", blank_tail=True)
+    whole = _ingest(tmp_path, empty_db, "whole", [log])
+    _in_pieces(monkeypatch)
+    pieces = _ingest(tmp_path, empty_db, "pieces", [log])
+    _same(whole, pieces)
+    cut = _rows(pieces, "SELECT source_location FROM quarantine WHERE reason LIKE '%probably cut off%'")
+    assert len(cut) == 1 and cut[0][0] != f"row {len(log.read_text().splitlines()) - 1}"
 
 
 def test_a_hash_collision_never_makes_a_row_a_copy(tmp_path, empty_db, monkeypatch):
