@@ -41,7 +41,6 @@ from pipeline.ingest.base import FileContext, ReaderOutput, Reject
 from pipeline.ingest.buckets import read_ipc, scratch_folder
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.ingest.harc_csv import (
-    BATCH_BYTES,
     ROW,
     CsvSource,
     LoadedCsv,
@@ -203,6 +202,9 @@ def _gather(out: ReaderOutput, rejects: list[Reject]) -> None:
 PIECES_FROM_BYTES = 8 << 20
 PIECE_ROWS = 100_000  # rows of a piece, about (its size follows from the length of the file's first rows)
 MIN_PIECE_BYTES = 64 << 10
+# at most (4 MB: 100,000 rows of the public file's length); a file whose first rows are long and the rest short
+# is cut into pieces of more rows, checked PIECE_ROWS at a time (`_AttemptLog`), but each parsed whole
+MAX_PIECE_BYTES = 4 << 20
 
 
 def read_attempts(ctx: FileContext) -> ReaderOutput:
@@ -221,11 +223,11 @@ def read_attempts(ctx: FileContext) -> ReaderOutput:
 
 def _piece_bytes(path: Path) -> int:
     """The size of the pieces a big log is read in: about PIECE_ROWS rows of the length of its first rows (a
-    row costs its checks about the same memory whatever its length), at most BATCH_BYTES."""
+    row costs its checks about the same memory whatever its length), at most MAX_PIECE_BYTES."""
     with open(path, "rb") as fh:
         head = fh.read(1 << 20)
     n_lines = max(head.count(b"\n"), 1)
-    return min(BATCH_BYTES, max(MIN_PIECE_BYTES, len(head) * PIECE_ROWS // n_lines))
+    return min(MAX_PIECE_BYTES, max(MIN_PIECE_BYTES, len(head) * PIECE_ROWS // n_lines))
 
 
 class _AttemptLog:
@@ -243,13 +245,18 @@ class _AttemptLog:
             kept = _KeptKeys(folder)
             first = True
             for batch, last in _last_marked(self.source.scan_iter(row_hash=False, on_start=kept.clear)):
-                out = ReaderOutput(rejects=Spool(batch.rejects),
-                                   flags=[*(self.source.flags if first else []), *batch.flags])
-                first = False
-                loaded = replace(batch, frame=with_row_json(batch, self.header))
-                n_rows = int(loaded.frame[ROW].max()) if last and loaded.frame.height else 0
-                _checked(out, loaded, self.header, self.file_id, n_rows, kept.prep)
-                yield out
+                n_rows = int(batch.frame[ROW].max()) if last and batch.frame.height else 0
+                # a batch is cut by bytes, from the length of the file's first rows: one of much shorter rows
+                # (a million in 12 MB) is checked PIECE_ROWS rows at a time, each slice a piece of its own
+                for start in range(0, max(batch.frame.height, 1), PIECE_ROWS):
+                    part = batch.frame.slice(start, PIECE_ROWS)
+                    out = ReaderOutput(rejects=Spool(batch.rejects if start == 0 else ()),
+                                       flags=[*(self.source.flags if first else []),
+                                              *(batch.flags if start == 0 else [])])
+                    first = False
+                    loaded = replace(batch, frame=with_row_json(replace(batch, frame=part), self.header))
+                    _checked(out, loaded, self.header, self.file_id, n_rows, kept.prep)
+                    yield out
 
 
 def _last_marked(batches: Iterable[LoadedCsv]) -> Iterator[tuple[LoadedCsv, bool]]:

@@ -57,11 +57,11 @@ def _log(path: Path, *, end_newline: bool = False, surplus: bool = False, blank_
     return path
 
 
-def _in_pieces(monkeypatch) -> None:
-    """From now on every log is read in pieces of about 4 rows."""
+def _in_pieces(monkeypatch, rows: int = 4, min_bytes: int = 1) -> None:
+    """From now on every log is read in pieces of about `rows` rows (at least `min_bytes`)."""
     monkeypatch.setattr(arc2, "PIECES_FROM_BYTES", 0)
-    monkeypatch.setattr(arc2, "PIECE_ROWS", 4)
-    monkeypatch.setattr(arc2, "MIN_PIECE_BYTES", 1)
+    monkeypatch.setattr(arc2, "PIECE_ROWS", rows)
+    monkeypatch.setattr(arc2, "MIN_PIECE_BYTES", min_bytes)
 
 
 def _ingest(tmp_path: Path, empty_db: Path, name: str, paths: list[Path]) -> Path:
@@ -120,6 +120,19 @@ def test_a_log_whose_last_pieces_hold_no_row_names_its_last_row_as_read_whole(tm
     _same(whole, pieces)
     cut = _rows(pieces, "SELECT source_location FROM quarantine WHERE reason LIKE '%probably cut off%'")
     assert len(cut) == 1 and cut[0][0] != f"row {len(log.read_text().splitlines()) - 1}"
+
+
+def test_a_piece_of_many_rows_is_checked_a_few_rows_at_a_time(tmp_path, empty_db, monkeypatch):
+    """Pieces cut by bytes hold more rows than PIECE_ROWS where the rows are shorter than the file's first ones:
+    each is checked in slices of PIECE_ROWS rows, with the same result."""
+    log = _log(tmp_path / "log" / "arc2.csv")
+    whole = _ingest(tmp_path, empty_db, "whole", [log])
+    _in_pieces(monkeypatch, rows=2, min_bytes=600)  # pieces of ~15 rows, checked 2 at a time
+    out = arc2.read_attempts(FileContext(log, "f", "r", None))  # type: ignore[arg-type]
+    assert out.pieces is not None and out.pieces.source.batch_bytes == 600
+    assert len(list(out.pieces())) > 30
+    pieces = _ingest(tmp_path, empty_db, "pieces", [log])
+    _same(whole, pieces)
 
 
 def test_a_hash_collision_never_makes_a_row_a_copy(tmp_path, empty_db, monkeypatch):
