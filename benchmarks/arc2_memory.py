@@ -49,12 +49,14 @@ def write_log(path: Path, rows: int, seed: int = 1) -> None:
         f.writelines(batch)
 
 
-def run(checkout: Path, log: Path, folder: Path, whole: bool) -> tuple[int, int, float]:
-    """(exit code, peak RSS in bytes, seconds) of `arcstudy ingest LOG` in a fresh process and database."""
+def run(checkout: Path, log: Path, folder: Path, whole: bool) -> tuple[int, int, float, float]:
+    """(exit code, peak RSS in bytes, seconds, CPU seconds) of `arcstudy ingest LOG` in a fresh process and
+    database."""
     force = "import pipeline.ingest.arc2 as a; a.PIECES_FROM_BYTES = 1 << 62; " if whole else ""
     code = (f"import resource, subprocess, sys; r = subprocess.run([sys.executable, '-c', "
             f"\"{force}from pipeline.cli import app; app()\", *sys.argv[1:]]).returncode; "
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r)")
+            "u = resource.getrusage(resource.RUSAGE_CHILDREN); print(u.ru_utime + u.ru_stime); print(u.ru_maxrss); "
+            "sys.exit(r)")
     db = folder / f"run-{time.monotonic_ns()}.duckdb"
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code, "--plain", "ingest", str(log), "--db", str(db),
@@ -64,7 +66,8 @@ def run(checkout: Path, log: Path, folder: Path, whole: bool) -> tuple[int, int,
     for p in folder.glob(f"{db.name}*"):
         if p.is_file():
             p.unlink()
-    return proc.returncode, int(proc.stdout.strip().splitlines()[-1]) * 1024, seconds
+    cpu, peak = proc.stdout.strip().splitlines()[-2:]
+    return proc.returncode, int(peak) * 1024, seconds, float(cpu)
 
 
 def load() -> str:
@@ -89,15 +92,15 @@ def main() -> None:
         peaks: dict[str, list[int]] = {"pieces": [], "whole": []}
         for _ in range(opts.repeat):
             for name, whole in (("pieces", False), ("whole", True)):
-                rc, peak, seconds = run(ROOT, big, folder, whole)
+                rc, peak, seconds, cpu = run(ROOT, big, folder, whole)
                 peaks[name].append(peak)
-                print(f"big   {name:<10} exit {rc}  peak RSS {peak / 1e6:6.0f} MB  {seconds:6.1f} s  load {load()}",
-                      flush=True)
+                print(f"big   {name:<10} exit {rc}  peak RSS {peak / 1e6:6.0f} MB  {seconds:6.1f} s  CPU {cpu:6.1f} s  "
+                      f"load {load()}", flush=True)
             for name, checkout in (("ours", ROOT), *((("reference", opts.reference.resolve()),)
                                                     if opts.reference else ())):
-                rc, peak, seconds = run(checkout, small, folder, False)
-                print(f"small {name:<10} exit {rc}  peak RSS {peak / 1e6:6.0f} MB  {seconds:6.1f} s  load {load()}",
-                      flush=True)
+                rc, peak, seconds, cpu = run(checkout, small, folder, False)
+                print(f"small {name:<10} exit {rc}  peak RSS {peak / 1e6:6.0f} MB  {seconds:6.1f} s  CPU {cpu:6.1f} s  "
+                      f"load {load()}", flush=True)
     ours, anchor = max(peaks["pieces"]), max(peaks["whole"])
     print(f"arc2 log of {opts.rows:,} rows: peak RSS {ours / BOUND_BYTES:.2f} GB in pieces, "
           f"{anchor / BOUND_BYTES:.2f} GB read whole ({ours / anchor:.2f}x)")
