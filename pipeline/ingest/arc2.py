@@ -247,7 +247,7 @@ class _AttemptLog:
             for batch, last in _last_marked(self.source.scan_iter(row_hash=False, on_start=kept.clear)):
                 n_rows = int(batch.frame[ROW].max()) if last and batch.frame.height else 0
                 # a batch is cut by bytes, from the length of the file's first rows: one of much shorter rows
-                # (a million in 12 MB) is checked PIECE_ROWS rows at a time, each slice a piece of its own
+                # (250,000 in 4 MB) is checked PIECE_ROWS rows at a time, each slice a piece of its own
                 for start in range(0, max(batch.frame.height, 1), PIECE_ROWS):
                     part = batch.frame.slice(start, PIECE_ROWS)
                     out = ReaderOutput(rejects=Spool(batch.rejects if start == 0 else ()),
