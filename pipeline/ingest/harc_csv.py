@@ -378,13 +378,13 @@ def load_csv(path: Path, header: list[str], *, raw_table: str, source_name: str 
     MAX_RECORD_BYTES (a giant field) is quarantined (`record_too_long`) without being held whole, and the rows
     around it still load. `source_name`: the format's name in reasons."""
     source = CsvSource(path, header, raw_table, batch_bytes=batch_bytes, source_name=source_name)
-    batches = [_without_long_rows(b, header, raw_table) for b in source.scan(lambda b: b)]
+    batches = [without_long_rows(b, header, raw_table) for b in source.scan(lambda b: b)]
     frame = pl.concat([with_row_json(b, header) for b in batches], how="diagonal_relaxed")
     flags = [*source.flags, *dict.fromkeys(f for b in batches for f in b.flags)]
     return LoadedCsv(frame, Spool(r for b in batches for r in b.rejects), flags, source.ends_with_newline)
 
 
-def _without_long_rows(batch: LoadedCsv, header: Sequence[str], raw_table: str) -> LoadedCsv:
+def without_long_rows(batch: LoadedCsv, header: Sequence[str], raw_table: str) -> LoadedCsv:
     """The batch without its rows over MAX_RECORD_BYTES, each quarantined as `record_too_long` as `LongRecord`
     quarantines one: a record the file's cutting did not skip (it ended within the piece being read, which may
     run to twice BATCH_BYTES) is held by now, but it is not stored, so the limit is the same wherever the row
