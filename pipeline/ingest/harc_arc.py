@@ -53,9 +53,13 @@ from pipeline.ingest.base import (
 from pipeline.ingest.formats import Head
 from pipeline.ingest.harc_csv import (
     ROW,
+    ROW_HASH,
     ROW_JSON,
+    CsvSource,
+    LoadedCsv,
     RowCheck,
     Variant,
+    _without_long_rows,
     apply_checks,
     header_columns,
     load_csv,
@@ -66,6 +70,7 @@ from pipeline.ingest.harc_csv import (
     required,
     short_row,
     src,
+    with_row_json,
 )
 
 TASKS = "core_arc__tasks"
@@ -473,22 +478,56 @@ def benchmark_and_split(prefix: str | None) -> tuple[str | None, str | None]:
     return m["benchmark"], GENERIC_SPLITS[m["split"].lower()]
 
 
+TGI_PIECED_BYTES = 8 << 20  # an export at least this big is read in pieces, in two passes (`_TgiExport`)
+TGI_PIECE_BYTES = 8 << 20  # the size of those pieces (each cut at a record boundary)
+_TGI_ID = "task_id"
+
+
 def read_tgi(ctx: FileContext) -> ReaderOutput:
     prefix = ctx.options.get("family_prefix") or family_prefix_from_path(ctx.path)
     aggregate = ["aggregate_file"] if ctx.path.name.lower() in AGGREGATE_FILES else []
     header = read_header(ctx.path)
     variant = match_variant(header, TGI_VARIANTS, "ARC-TGI export")
+    evidence = f"header is the {variant.name}"
+    if ctx.path.stat().st_size >= TGI_PIECED_BYTES:
+        source = CsvSource(ctx.path, header, TGI_RAW, batch_bytes=TGI_PIECE_BYTES, source_name="ARC-TGI export")
+        return ReaderOutput(detection_evidence=evidence,
+                            pieces=_TgiExport(ctx.file_id, header, source, prefix, aggregate))
     loaded = load_csv(ctx.path, header, raw_table=TGI_RAW, source_name="ARC-TGI export")
-    out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags),
-                       detection_evidence=f"header is the {variant.name}")
-    out.tables[TGI_RAW] = raw_frame(loaded, ctx.file_id)
+    n_rows = int(loaded.frame[ROW].max()) if loaded.frame.height else 0
+    duplicates = _duplicate_ids(loaded.frame.select(_TGI_ID, ROW, ROW_JSON), ROW_JSON)  # exact: the rows' texts
+    out = _tgi_piece(loaded, header, ctx.file_id, duplicates, n_rows, prefix, aggregate)
+    out.flags = list(loaded.flags)
+    out.detection_evidence = evidence
+    return out
+
+
+def _duplicate_ids(rows: pl.DataFrame, content: str) -> pl.DataFrame:
+    """What the two duplicate rules need of each task_id named on more than one row of the file (a blank id is
+    judged by neither): its number of rows (`__dup_n`), of distinct contents (`__dup_distinct`, by the `content`
+    column), its first row (`__dup_first`) and all its rows, in order (`__dup_rows`). `rows`: every loaded row's
+    task_id, row number and `content`."""
+    key_ok = (pl.col(_TGI_ID).str.strip_chars() != "").fill_null(False)  # a blank id is quarantined as such
+    return (rows.filter(key_ok).group_by(_TGI_ID)
+            .agg(pl.len().alias("__dup_n"), pl.col(content).n_unique().alias("__dup_distinct"),
+                 pl.col(ROW).min().alias("__dup_first"),
+                 pl.col(ROW).sort().cast(pl.String).str.join(", ").alias("__dup_rows"))
+            .filter(pl.col("__dup_n") > 1))
+
+
+def _tgi_piece(loaded: LoadedCsv, header: list[str], file_id: str, duplicates: pl.DataFrame, n_rows: int,
+               prefix: str | None, aggregate: list[str]) -> ReaderOutput:
+    """The rows of a whole export, or of one piece of it (`loaded`, with row_json), checked and made into its
+    tables. `duplicates`: `_duplicate_ids` of the whole file; `n_rows`: the file's last row number."""
+    out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags))
+    out.tables[TGI_RAW] = raw_frame(loaded, file_id)
     generated_at, converted = _tgi_time()
     df = loaded.frame.rename({h: src(h) for h in header}).with_columns(
-        pl.col(src("task_id")).alias("task_id"), generated_at.alias("generated_at"), converted.alias("__converted"))
-    key_ok = (pl.col("task_id").str.strip_chars() != "").fill_null(False)  # a blank id is quarantined as such
-    df = df.with_columns(pl.when(key_ok).then(pl.len().over("task_id")).alias("__dup_n"),
-                         pl.when(key_ok).then(pl.col(ROW_JSON).n_unique().over("task_id")).alias("__dup_distinct"),
-                         pl.when(key_ok).then(pl.col(ROW).min().over("task_id")).alias("__dup_first"))
+        pl.col(src(_TGI_ID)).alias(_TGI_ID), generated_at.alias("generated_at"), converted.alias("__converted"))
+    if duplicates.height:
+        df = df.join(duplicates, on=_TGI_ID, how="left", maintain_order="left")
+    else:  # the usual case: no join (it would hash every row's id) to add null columns
+        df = df.with_columns(pl.lit(None, duplicates.schema[c]).alias(c) for c in duplicates.columns if c != _TGI_ID)
     checks = [
         not_blank("task_id", "the generated task's id"), required("created_at", "a creation time"),
         not_blank("generator_name", "the generator name"), required("code", "the transform code (as text)"),
@@ -498,14 +537,13 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
                  pl.format("created_at '{}' is not an ISO-8601 time", pl.col(src("created_at"))), "created_at"),
         RowCheck("duplicate_task", (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") > 1),
                  pl.format("task_id {} appears on rows {} with different contents", pl.col("task_id"),
-                           pl.col(ROW).cast(pl.String).str.join(", ").over("task_id")), "task_id"),
+                           pl.col("__dup_rows")), "task_id"),
         RowCheck("duplicate_row", (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") == 1)
                  & (pl.col(ROW) != pl.col("__dup_first")),
                  pl.format("exact copy of row {} (task_id {}); the first copy was loaded", pl.col("__dup_first"),
                            pl.col("task_id")), "task_id"),
     ]
-    structural = [c for c in [short_row(header, True, loaded.ends_with_newline,
-                                        int(df[ROW].max()) if df.height else 0)] if c is not None]
+    structural = [c for c in [short_row(header, True, loaded.ends_with_newline, n_rows)] if c is not None]
     rejects, bad = apply_checks(df, checks, TGI_TASKS, structural=structural)
     out.rejects += rejects
     tasks: list[dict] = []
@@ -535,7 +573,7 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
             continue
         flags = (["offset_converted_to_utc"] if rec["__converted"] else []) + aggregate
         tasks.append({
-            "file_id": ctx.file_id, "task_id": rec["task_id"], "row_number": row,
+            "file_id": file_id, "task_id": rec["task_id"], "row_number": row,
             "generated_at": rec["generated_at"], "generator_name": rec[src("generator_name")],
             "input_reasoning_chain_json": rec[src("input_reasoning_chain")],
             "transformation_reasoning_chain_json": rec[src("transformation_reasoning_chain")],
@@ -544,12 +582,69 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
             "n_test_pairs": facts["n_test_pairs"], "has_test_outputs": facts["has_test_outputs"],
             "family_prefix": prefix, "flags": flags,
         })
-        pairs += [{"file_id": ctx.file_id, **p} for p in task_pairs]
+        pairs += [{"file_id": file_id, **p} for p in task_pairs]
     if tasks:
         out.tables[TGI_TASKS] = pl.DataFrame(tasks, infer_schema_length=None,
                                              schema_overrides={"flags": pl.List(pl.String), "family_prefix": pl.String})
         out.tables[PAIRS] = pl.DataFrame(pairs, infer_schema_length=None)
     return out
+
+
+class _TgiExport:
+    """The pieces of a big ARC-TGI export (`ReaderOutput.pieces`), read in two passes of `CsvSource` batches so that
+    memory holds one batch (and a few in flight) whatever the export's length, and stores exactly what reading it
+    at once stores. The first pass keeps only what the duplicate rules look at across rows: each row's task_id,
+    row number and 64-bit hash of its fields (`ROW_HASH`); the ids on several rows whose rows all hash alike are
+    compared by their texts in one more pass (`_exact`), so a hash collision never passes different rows as
+    copies. The second pass makes each batch's rows with `_tgi_piece`, as a whole file's. Picklable; called
+    once, in the writing process."""
+
+    def __init__(self, file_id: str, header: list[str], source: CsvSource, prefix: str | None,
+                 aggregate: list[str]) -> None:
+        self.file_id, self.header, self.source = file_id, header, source
+        self.prefix, self.aggregate = prefix, aggregate
+
+    def loaded(self, batch: LoadedCsv) -> LoadedCsv:
+        """A batch as `load_csv` gives a whole file: without its rows over the record limit (quarantined)."""
+        return _without_long_rows(batch, self.header, TGI_RAW)
+
+    def __call__(self) -> Iterator[ReaderOutput]:
+        ids = pl.concat(self.source.scan(lambda b: self.loaded(b).frame.select(_TGI_ID, ROW, ROW_HASH)))
+        n_rows = int(ids[ROW].max()) if ids.height else 0
+        duplicates = self._exact(_duplicate_ids(ids, ROW_HASH), ids)
+        ids = ids.clear()
+        for batch in self.source.again():
+            loaded = self.loaded(batch)
+            piece = LoadedCsv(with_row_json(loaded, self.header), loaded.rejects, loaded.flags,
+                              loaded.ends_with_newline)
+            yield _tgi_piece(piece, self.header, self.file_id, duplicates, n_rows, self.prefix, self.aggregate)
+        yield ReaderOutput(flags=self.source.flags)
+
+    def _exact(self, duplicates: pl.DataFrame, ids: pl.DataFrame) -> pl.DataFrame:
+        """`duplicates` with `__dup_distinct` counted on the rows' texts where their hashes say all alike: one more
+        pass over the file, holding the first row's text of each such id until its last row is passed."""
+        alike = duplicates.filter(pl.col("__dup_distinct") == 1)
+        if alike.height == 0:
+            return duplicates
+        rows = ids.join(alike.select(_TGI_ID), on=_TGI_ID, how="semi")
+        last = dict(rows.group_by(_TGI_ID).agg(pl.col(ROW).max()).iter_rows())
+        wanted = rows[ROW].implode()
+        first: dict[str, str] = {}
+        differ: set[str] = set()
+        for batch in self.source.again():
+            picked = batch.frame.filter(pl.col(ROW).is_in(wanted))
+            if picked.height == 0:
+                continue
+            texts = with_row_json(LoadedCsv(picked, [], [], True), self.header)
+            for task_id, row, text in texts.select(_TGI_ID, ROW, ROW_JSON).iter_rows():
+                kept = first.setdefault(task_id, text)
+                if kept != text:
+                    differ.add(task_id)
+                if row == last[task_id]:
+                    first.pop(task_id)
+        return duplicates.with_columns(
+            pl.when(pl.col(_TGI_ID).is_in(list(differ))).then(2).otherwise(pl.col("__dup_distinct"))
+            .cast(duplicates.schema["__dup_distinct"]).alias("__dup_distinct"))
 
 
 # One generated task instance: the same generator and identical code, task, reasoning chains and variables. The
