@@ -479,7 +479,9 @@ def benchmark_and_split(prefix: str | None) -> tuple[str | None, str | None]:
 
 
 TGI_PIECED_BYTES = 8 << 20  # an export at least this big is read in pieces, in two passes (`_TgiExport`)
-TGI_PIECE_BYTES = 8 << 20  # the size of those pieces (each cut at a record boundary)
+TGI_PIECE_BYTES = 8 << 20  # the size of those pieces at most (each cut at a record boundary)
+TGI_PIECE_ROWS = 5000  # rows of a piece, about, at most: each costs ~3 kB in memory as its task's dicts, whatever
+# its length, so a piece of short rows is cut by its lines (as counted in the file's first MiB), not its bytes
 _TGI_ID = "task_id"
 
 
@@ -490,7 +492,8 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
     variant = match_variant(header, TGI_VARIANTS, "ARC-TGI export")
     evidence = f"header is the {variant.name}"
     if ctx.path.stat().st_size >= TGI_PIECED_BYTES:
-        source = CsvSource(ctx.path, header, TGI_RAW, batch_bytes=TGI_PIECE_BYTES, source_name="ARC-TGI export")
+        source = CsvSource(ctx.path, header, TGI_RAW, batch_bytes=_piece_bytes(ctx.path),
+                           source_name="ARC-TGI export")
         return ReaderOutput(detection_evidence=evidence,
                             pieces=_TgiExport(ctx.file_id, header, source, prefix, aggregate))
     loaded = load_csv(ctx.path, header, raw_table=TGI_RAW, source_name="ARC-TGI export")
@@ -502,13 +505,22 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
     return out
 
 
+def _piece_bytes(path: Path) -> int:
+    """The size of the pieces an export is read in: TGI_PIECE_BYTES, or less for a file of short rows, so that a
+    piece holds about TGI_PIECE_ROWS rows at most (a row's code spans several lines: fewer, then)."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+    return min(TGI_PIECE_BYTES, max(64 << 10, len(head) * TGI_PIECE_ROWS // max(head.count(b"\n"), 1)))
+
+
 def _duplicate_ids(rows: pl.DataFrame, content: str) -> pl.DataFrame:
     """What the two duplicate rules need of each task_id named on more than one row of the file (a blank id is
     judged by neither): its number of rows (`__dup_n`), of distinct contents (`__dup_distinct`, by the `content`
     column), its first row (`__dup_first`) and all its rows, in order (`__dup_rows`). `rows`: every loaded row's
     task_id, row number and `content`."""
     key_ok = (pl.col(_TGI_ID).str.strip_chars() != "").fill_null(False)  # a blank id is quarantined as such
-    return (rows.filter(key_ok).group_by(_TGI_ID)
+    # the ids whose 64-bit hash is on several rows first (most are on one row), then by their texts
+    return (rows.filter(pl.col(_TGI_ID).hash().is_duplicated()).filter(key_ok).group_by(_TGI_ID)
             .agg(pl.len().alias("__dup_n"), pl.col(content).n_unique().alias("__dup_distinct"),
                  pl.col(ROW).min().alias("__dup_first"),
                  pl.col(ROW).sort().cast(pl.String).str.join(", ").alias("__dup_rows"))
@@ -692,12 +704,19 @@ def tgi_task_instances(tasks: pl.DataFrame, key: tuple[str, ...] = TGI_INSTANCE)
                  (pl.len() > 1).alias("is_ambiguous")).sort("task_id"))
 
 
-def _tgi_digests(ws: Workspace, where: str = "", params: list | None = None) -> pl.DataFrame:
+def _tgi_digests(ws: Workspace, where: str = "", params: list | None = None, *, shared: str) -> pl.DataFrame:
     """core_arctgi__tasks rows with the digest of their TGI_INSTANCE columns (`_instance`) instead of the columns:
-    `tgi_task_copies(rows, ("_instance",))` without reading the code and tasks."""
+    `tgi_task_copies(rows, ("_instance",))` without reading the code and tasks. Only the rows whose instance is
+    in two files or more (`shared="instance"`: the only ones that can repeat or be repeated, copies being matched
+    across files only), or the instances of the task ids in two files or more (`shared="task_id"`: the only ids
+    that can stand for two instances, a file holding each id once), so that one big export is not held whole
+    (600k rows: 0.5 GB); a row's copies are all kept, so `tgi_task_copies` finds the same copy for it."""
     digest = f"md5(to_json(list_value({', '.join(TGI_INSTANCE)}))) AS _instance"  # JSON: no two lists alike
-    return ws.read(f"SELECT file_id, task_id, row_number, family_prefix, flags, {digest} FROM {TGI_TASKS} {where}",
-                   params)
+    rows = f"SELECT file_id, task_id, row_number, family_prefix, flags, {digest} FROM {TGI_TASKS} {where}"
+    wanted = {"instance": "SELECT _instance FROM d GROUP BY 1 HAVING count(DISTINCT file_id) > 1",
+              "task_id": "SELECT _instance FROM d WHERE task_id IN "
+                         "(SELECT task_id FROM d GROUP BY 1 HAVING count(DISTINCT file_id) > 1)"}[shared]
+    return ws.read(f"WITH d AS MATERIALIZED ({rows}) SELECT * FROM d WHERE _instance IN ({wanted})", params)
 
 
 def tgi_shared_ids(ws: Workspace, file_ids: list[str] | None = None, task_ids: list[str] | None = None
@@ -711,9 +730,9 @@ def tgi_shared_ids(ws: Workspace, file_ids: list[str] | None = None, task_ids: l
     ids = (f"SELECT task_id FROM {TGI_TASKS} WHERE file_id IN (SELECT unnest(?))" if file_ids is not None
            else "SELECT unnest(?)")
     # every row of the generators whose rows use those ids: which instance a row is depends on its copies
-    tasks = _tgi_digests(ws) if file_ids is None and task_ids is None else _tgi_digests(
+    tasks = _tgi_digests(ws, shared="task_id") if file_ids is None and task_ids is None else _tgi_digests(
         ws, f"WHERE generator_name IN (SELECT generator_name FROM {TGI_TASKS} WHERE task_id IN ({ids}))",
-        [file_ids if file_ids is not None else task_ids])
+        [file_ids if file_ids is not None else task_ids], shared="task_id")
     if tasks.height == 0:
         return []
     ambiguous = tgi_task_instances(tasks, ("_instance",)).filter("is_ambiguous")["task_id"]
@@ -739,7 +758,7 @@ def tgi_repeats(ws: Workspace, file_ids: list[str]) -> list[tuple[str, int, str]
     if not file_ids or not ws.has_table(TGI_TASKS):
         return []
     tasks = _tgi_digests(ws, f"WHERE generator_name IN (SELECT generator_name FROM {TGI_TASKS} WHERE file_id IN "
-                             "(SELECT unnest(?)))", [file_ids])
+                             "(SELECT unnest(?)))", [file_ids], shared="instance")
     if tasks.height == 0:
         return []
     rep = (tgi_task_copies(tasks, ("_instance",))
