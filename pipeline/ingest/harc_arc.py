@@ -9,7 +9,8 @@ Flags: `id_not_filename` (the task carries an `id`/`task_id`/`name` that differs
 train/test).
 
 ARC-TGI: the CSV written by `ARCTask.append_to_csv`, read in bounded pieces (a row over 16 MiB is
-`record_too_long`). Each JSON column is parsed (`invalid_json`, `wrong_json_type`, `duplicate_key` for an object
+`record_too_long`; an export of TGI_PIECED_BYTES or more is read and written a piece at a time, in two passes:
+`_TgiExport`). Each JSON column is parsed (`invalid_json`, `wrong_json_type`, `duplicate_key` for an object
 naming a key twice, as an ARC task file is refused), `data` must pass the ARC task checks, a blank task_id or
 generator_name is `missing_value`, and `code` is stored as text: ingest never executes, imports or compiles it. Rows of all.csv / individual_files.csv (the dataset generator's files of every
 folder's tasks) are flagged `aggregate_file`; a row repeating another file's task (`tgi_task_copies`) is stored
