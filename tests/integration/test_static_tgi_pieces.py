@@ -30,7 +30,7 @@ def _rows(text: str) -> list[list[str]]:
     return list(csv.reader(io.StringIO(text, newline="")))
 
 
-def _hostile_export(folder: Path) -> tuple[Path, dict[str, str]]:
+def _hostile_export(folder: Path, more: tuple[list[str], ...] = ()) -> tuple[Path, dict[str, str]]:
     """The generator's tasks (all.csv: three of its rows, each four times under new ids as `-n 4` would give
     them) as an export named for its folder (the family prefix comes from it), with bad rows added; the ids of
     the rows that make each case."""
@@ -47,6 +47,9 @@ def _hostile_export(folder: Path) -> tuple[Path, dict[str, str]]:
         ["bad_json_row", *rows[1][1:data], '{"train": [oops'],
         ["   ", *rows[1][1:]],  # a blank id
         ["bad_time_row", "yesterday at noon", *rows[1][2:]],
+        ["nul\x00row", *rows[1][1:]],  # a NUL byte
+        ["key_twice_row", *rows[1][1:data], '{"train": [], "test": [], "train": []}'],
+        *more,
     ]
     out = io.StringIO(newline="")
     w = csv.writer(out, lineterminator="\n")
@@ -75,21 +78,12 @@ QUERIES = {
 }
 
 
-def test_an_export_read_in_pieces_stores_what_it_stores_read_at_once(tmp_path: Path, monkeypatch):
-    path, ids = _hostile_export(tmp_path)
+def _stored_alike(tmp_path: Path, monkeypatch, path: Path) -> dict[str, str]:
+    """Ingest `path` at once, then in pieces of PIECE_BYTES: every table and the quarantine alike, EXCEPT ALL both
+    ways. The quarantine of the second ingest: `location check` -> reason."""
     _ingest(tmp_path / "once.duckdb", path)
-
     monkeypatch.setattr(harc_arc, "TGI_PIECED_BYTES", 0)
     monkeypatch.setattr(harc_arc, "TGI_PIECE_BYTES", PIECE_BYTES)
-    pieces = CsvSource(path, _rows(path.read_text())[0], TGI_RAW, batch_bytes=PIECE_BYTES).scan(
-        lambda b: b.frame.select("task_id", ROW))
-    assert len(pieces) >= 6
-    piece_of = {r: i for i, p in enumerate(pieces) for r in p[ROW]}
-    row_of = pl.concat(pieces).group_by("task_id").agg(pl.col(ROW).sort()).rows()
-    rows = dict(row_of)
-    for case in ("conflict", "copy", "three"):  # each case's rows lie in different pieces
-        assert len({piece_of[r] for r in rows[ids[case]]}) > 1, case
-
     _ingest(tmp_path / "pieces.duckdb", path)
     with closing(duckdb.connect()) as con:
         for name in ("once", "pieces"):
@@ -100,8 +94,23 @@ def test_an_export_read_in_pieces_stores_what_it_stores_read_at_once(tmp_path: P
             for a, b in ((once, pieced), (pieced, once)):
                 extra = con.execute(f"{a} EXCEPT ALL {b}").fetchall()
                 assert extra == [], (name, extra[:3])
-        q = dict(con.execute("SELECT source_location || ' ' || check_name, reason FROM pieces.quarantine").fetchall())
-        tasks = {r[0] for r in con.execute("SELECT task_id FROM pieces.core_arctgi__tasks").fetchall()}
+        return dict(con.execute("SELECT source_location || ' ' || check_name, reason FROM pieces.quarantine")
+                    .fetchall())
+
+
+def test_an_export_read_in_pieces_stores_what_it_stores_read_at_once(tmp_path: Path, monkeypatch):
+    path, ids = _hostile_export(tmp_path)
+    pieces = CsvSource(path, _rows(path.read_text())[0], TGI_RAW, batch_bytes=PIECE_BYTES).scan(
+        lambda b: b.frame.select("task_id", ROW))
+    assert len(pieces) >= 6
+    piece_of = {r: i for i, p in enumerate(pieces) for r in p[ROW]}
+    rows = dict(pl.concat(pieces).group_by("task_id").agg(pl.col(ROW).sort()).rows())
+    for case in ("conflict", "copy", "three"):  # each case's rows lie in different pieces
+        assert len({piece_of[r] for r in rows[ids[case]]}) > 1, case
+
+    q = _stored_alike(tmp_path, monkeypatch, path)
+    with closing(duckdb.connect(str(tmp_path / "pieces.duckdb"), read_only=True)) as con:
+        tasks = {r[0] for r in con.execute("SELECT task_id FROM core_arctgi__tasks").fetchall()}
 
     conflict = rows[ids["conflict"]]
     for r in conflict:  # every row of the id, each naming all of them
@@ -117,6 +126,14 @@ def test_an_export_read_in_pieces_stores_what_it_stores_read_at_once(tmp_path: P
     last = max(piece_of)
     assert "the file ends without a newline" in q[f"row {last} field_count"]
     assert any(k.endswith(" invalid_json") for k in q) and any(k.endswith(" time_unparsable") for k in q)
+    assert any(k.endswith(" nul_byte") for k in q) and any(k.endswith(" duplicate_key") for k in q)
+
+
+def test_an_export_polars_cannot_split_is_read_alike_both_ways(tmp_path: Path, monkeypatch):
+    """A row with a field too many: the whole file is read by the forgiving parser (one batch) either way."""
+    path, _ = _hostile_export(tmp_path, (["surplus_row", *["x"] * 7, "one too many"],))
+    q = _stored_alike(tmp_path, monkeypatch, path)
+    assert any(k.endswith(" field_count") for k in q)
 
 
 def test_rows_whose_hashes_agree_are_told_apart_by_their_texts(tmp_path: Path):
