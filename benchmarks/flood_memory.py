@@ -10,6 +10,7 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
 - `harc-short-rows`: an H-ARC data.csv header and 392,000 one-field rows (784 KB), each quarantined;
 - `frameless-steps`: 2,000,000 valid frameless steps of one play (about 600 MB, streamed);
 - `task-collection`: an ARC task collection of about 400 MB (one JSON object of tasks);
+- `tgi-short-rows`: an ARC-TGI export of 600,000 short valid rows (168 MB), read in pieces;
 - `view-bad-lines`: `arcstudy view` of a recording with 2,000,000 bad lines (the page must stay small).
 
     PYTHONPATH=. .venv/bin/python benchmarks/flood_memory.py                 # every case, full size
@@ -97,6 +98,19 @@ def task_collection(folder: Path, n_bytes: int) -> Path:
     return path
 
 
+def tgi_short_rows(folder: Path, n: int) -> Path:
+    path = folder / "ARC-AGI-1-Train.csv"
+    task = '{""train"": [{""input"": [[1]], ""output"": [[1]]}], ""test"": [{""input"": [[2]], ""output"": [[2]]}]}'
+    code = "def transform_input(self, grid: np.ndarray) -> np.ndarray:\n    return grid[::2, ::2]\n"
+    with path.open("w") as f:
+        f.write("task_id,created_at,generator_name,input_reasoning_chain,transformation_reasoning_chain,"
+                "task_variables,code,data\n")
+        for start in range(0, n, 50_000):
+            f.writelines(f'r{i},2026-11-29T10:00:00.000000,taskabc{i % 1000:05d},"[""in""]","[""tr""]",'
+                         f'"{{""rows"": 5}}","{code}","{task}"\n' for i in range(start, min(n, start + 50_000)))
+    return path
+
+
 def run(args: list[str], cwd: Path) -> tuple[int, int, float]:
     """(exit code, peak RSS of the child in bytes, seconds) of one arcstudy command in its own process.
     A fresh `python -c` wrapper runs it so that RUSAGE_CHILDREN holds that command alone."""
@@ -116,6 +130,7 @@ CASES = {
     "harc-short-rows": lambda d, s: harc_short_rows(d, int(392_000 * s)),
     "frameless-steps": lambda d, s: frameless_steps(d, int(2_000_000 * s)),
     "task-collection": lambda d, s: task_collection(d, int(400_000_000 * s)),
+    "tgi-short-rows": lambda d, s: tgi_short_rows(d, int(600_000 * s)),
     "view-bad-lines": lambda d, s: braces(d, int(2_000_000 * s)),
 }
 

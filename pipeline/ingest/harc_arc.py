@@ -9,7 +9,8 @@ Flags: `id_not_filename` (the task carries an `id`/`task_id`/`name` that differs
 train/test).
 
 ARC-TGI: the CSV written by `ARCTask.append_to_csv`, read in bounded pieces (a row over 16 MiB is
-`record_too_long`). Each JSON column is parsed (`invalid_json`, `wrong_json_type`, `duplicate_key` for an object
+`record_too_long`; an export of TGI_PIECED_BYTES or more is read and written a piece at a time, in two passes:
+`_TgiExport`). Each JSON column is parsed (`invalid_json`, `wrong_json_type`, `duplicate_key` for an object
 naming a key twice, as an ARC task file is refused), `data` must pass the ARC task checks, a blank task_id or
 generator_name is `missing_value`, and `code` is stored as text: ingest never executes, imports or compiles it. Rows of all.csv / individual_files.csv (the dataset generator's files of every
 folder's tasks) are flagged `aggregate_file`; a row repeating another file's task (`tgi_task_copies`) is stored
@@ -24,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from pipeline.core.spool import Spool
@@ -53,7 +55,10 @@ from pipeline.ingest.base import (
 from pipeline.ingest.formats import Head
 from pipeline.ingest.harc_csv import (
     ROW,
+    ROW_HASH,
     ROW_JSON,
+    CsvSource,
+    LoadedCsv,
     RowCheck,
     Variant,
     apply_checks,
@@ -66,6 +71,8 @@ from pipeline.ingest.harc_csv import (
     required,
     short_row,
     src,
+    with_row_json,
+    without_long_rows,
 )
 
 TASKS = "core_arc__tasks"
@@ -473,22 +480,77 @@ def benchmark_and_split(prefix: str | None) -> tuple[str | None, str | None]:
     return m["benchmark"], GENERIC_SPLITS[m["split"].lower()]
 
 
+TGI_PIECED_BYTES = 8 << 20  # an export at least this big is read in pieces, in two passes (`_TgiExport`)
+TGI_PIECE_BYTES = 8 << 20  # the size of those pieces at most (each cut at a record boundary)
+TGI_PIECE_ROWS = 5000  # rows of a piece, about, at most: each costs ~3 kB in memory as its task's dicts, whatever
+# its length, so a piece of short rows is cut by its lines (as counted in the file's first MiB), not its bytes
+_TGI_ID = "task_id"
+
+
 def read_tgi(ctx: FileContext) -> ReaderOutput:
     prefix = ctx.options.get("family_prefix") or family_prefix_from_path(ctx.path)
     aggregate = ["aggregate_file"] if ctx.path.name.lower() in AGGREGATE_FILES else []
     header = read_header(ctx.path)
     variant = match_variant(header, TGI_VARIANTS, "ARC-TGI export")
+    evidence = f"header is the {variant.name}"
+    if ctx.path.stat().st_size >= TGI_PIECED_BYTES:
+        source = CsvSource(ctx.path, header, TGI_RAW, batch_bytes=_piece_bytes(ctx.path),
+                           source_name="ARC-TGI export")
+        return ReaderOutput(detection_evidence=evidence,
+                            pieces=_TgiExport(ctx.file_id, header, source, prefix, aggregate))
     loaded = load_csv(ctx.path, header, raw_table=TGI_RAW, source_name="ARC-TGI export")
-    out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags),
-                       detection_evidence=f"header is the {variant.name}")
-    out.tables[TGI_RAW] = raw_frame(loaded, ctx.file_id)
+    n_rows = int(loaded.frame[ROW].max()) if loaded.frame.height else 0
+    duplicates = _duplicate_ids(loaded.frame.select(_TGI_ID, ROW, ROW_JSON), ROW_JSON)  # exact: the rows' texts
+    out = _tgi_piece(loaded, header, ctx.file_id, duplicates, n_rows, prefix, aggregate)
+    out.flags = list(loaded.flags)
+    out.detection_evidence = evidence
+    return out
+
+
+def _piece_bytes(path: Path) -> int:
+    """The size of the pieces an export is read in: TGI_PIECE_BYTES, or less for a file of short rows, so that a
+    piece holds about TGI_PIECE_ROWS rows at most (a row's code spans several lines: fewer, then)."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+    return min(TGI_PIECE_BYTES, max(64 << 10, len(head) * TGI_PIECE_ROWS // max(head.count(b"\n"), 1)))
+
+
+def _hash_repeated(values: pl.Series) -> pl.Series:
+    """True where the value's 64-bit hash is another value's too: by sorting the hashes, about 30 bytes a value at
+    the peak where `is_duplicated`'s hash table takes about 100 (1.2M ids: 112 MB)."""
+    hashes = values.hash().to_numpy()
+    ordered = np.sort(hashes)
+    repeated = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
+    return pl.Series(np.isin(hashes, repeated))
+
+
+def _duplicate_ids(rows: pl.DataFrame, content: str) -> pl.DataFrame:
+    """What the two duplicate rules need of each task_id named on more than one row of the file (a blank id is
+    judged by neither): its number of rows (`__dup_n`), of distinct contents (`__dup_distinct`, by the `content`
+    column), its first row (`__dup_first`) and all its rows, in order (`__dup_rows`). `rows`: every loaded row's
+    task_id, row number and `content`."""
+    key_ok = (pl.col(_TGI_ID).str.strip_chars() != "").fill_null(False)  # a blank id is quarantined as such
+    # the ids whose 64-bit hash is on several rows first (most are on one row), then by their texts
+    return (rows.filter(_hash_repeated(rows[_TGI_ID])).filter(key_ok).group_by(_TGI_ID)
+            .agg(pl.len().alias("__dup_n"), pl.col(content).n_unique().alias("__dup_distinct"),
+                 pl.col(ROW).min().alias("__dup_first"),
+                 pl.col(ROW).sort().cast(pl.String).str.join(", ").alias("__dup_rows"))
+            .filter(pl.col("__dup_n") > 1))
+
+
+def _tgi_piece(loaded: LoadedCsv, header: list[str], file_id: str, duplicates: pl.DataFrame, n_rows: int,
+               prefix: str | None, aggregate: list[str]) -> ReaderOutput:
+    """The rows of a whole export, or of one piece of it (`loaded`, with row_json), checked and made into its
+    tables. `duplicates`: `_duplicate_ids` of the whole file; `n_rows`: the file's last row number."""
+    out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags))
+    out.tables[TGI_RAW] = raw_frame(loaded, file_id)
     generated_at, converted = _tgi_time()
     df = loaded.frame.rename({h: src(h) for h in header}).with_columns(
-        pl.col(src("task_id")).alias("task_id"), generated_at.alias("generated_at"), converted.alias("__converted"))
-    key_ok = (pl.col("task_id").str.strip_chars() != "").fill_null(False)  # a blank id is quarantined as such
-    df = df.with_columns(pl.when(key_ok).then(pl.len().over("task_id")).alias("__dup_n"),
-                         pl.when(key_ok).then(pl.col(ROW_JSON).n_unique().over("task_id")).alias("__dup_distinct"),
-                         pl.when(key_ok).then(pl.col(ROW).min().over("task_id")).alias("__dup_first"))
+        pl.col(src(_TGI_ID)).alias(_TGI_ID), generated_at.alias("generated_at"), converted.alias("__converted"))
+    if duplicates.height:
+        df = df.join(duplicates, on=_TGI_ID, how="left", maintain_order="left")
+    else:  # the usual case: no join (it would hash every row's id) to add null columns
+        df = df.with_columns(pl.lit(None, duplicates.schema[c]).alias(c) for c in duplicates.columns if c != _TGI_ID)
     checks = [
         not_blank("task_id", "the generated task's id"), required("created_at", "a creation time"),
         not_blank("generator_name", "the generator name"), required("code", "the transform code (as text)"),
@@ -498,14 +560,13 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
                  pl.format("created_at '{}' is not an ISO-8601 time", pl.col(src("created_at"))), "created_at"),
         RowCheck("duplicate_task", (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") > 1),
                  pl.format("task_id {} appears on rows {} with different contents", pl.col("task_id"),
-                           pl.col(ROW).cast(pl.String).str.join(", ").over("task_id")), "task_id"),
+                           pl.col("__dup_rows")), "task_id"),
         RowCheck("duplicate_row", (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") == 1)
                  & (pl.col(ROW) != pl.col("__dup_first")),
                  pl.format("exact copy of row {} (task_id {}); the first copy was loaded", pl.col("__dup_first"),
                            pl.col("task_id")), "task_id"),
     ]
-    structural = [c for c in [short_row(header, True, loaded.ends_with_newline,
-                                        int(df[ROW].max()) if df.height else 0)] if c is not None]
+    structural = [c for c in [short_row(header, True, loaded.ends_with_newline, n_rows)] if c is not None]
     rejects, bad = apply_checks(df, checks, TGI_TASKS, structural=structural)
     out.rejects += rejects
     tasks: list[dict] = []
@@ -535,7 +596,7 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
             continue
         flags = (["offset_converted_to_utc"] if rec["__converted"] else []) + aggregate
         tasks.append({
-            "file_id": ctx.file_id, "task_id": rec["task_id"], "row_number": row,
+            "file_id": file_id, "task_id": rec["task_id"], "row_number": row,
             "generated_at": rec["generated_at"], "generator_name": rec[src("generator_name")],
             "input_reasoning_chain_json": rec[src("input_reasoning_chain")],
             "transformation_reasoning_chain_json": rec[src("transformation_reasoning_chain")],
@@ -544,12 +605,69 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
             "n_test_pairs": facts["n_test_pairs"], "has_test_outputs": facts["has_test_outputs"],
             "family_prefix": prefix, "flags": flags,
         })
-        pairs += [{"file_id": ctx.file_id, **p} for p in task_pairs]
+        pairs += [{"file_id": file_id, **p} for p in task_pairs]
     if tasks:
         out.tables[TGI_TASKS] = pl.DataFrame(tasks, infer_schema_length=None,
                                              schema_overrides={"flags": pl.List(pl.String), "family_prefix": pl.String})
         out.tables[PAIRS] = pl.DataFrame(pairs, infer_schema_length=None)
     return out
+
+
+class _TgiExport:
+    """The pieces of a big ARC-TGI export (`ReaderOutput.pieces`), read in two passes of `CsvSource` batches so that
+    memory holds one batch (and a few in flight) whatever the export's length, and stores exactly what reading it
+    at once stores. The first pass keeps only what the duplicate rules look at across rows: each row's task_id,
+    row number and 64-bit hash of its fields (`ROW_HASH`); the ids on several rows whose rows all hash alike are
+    compared by their texts in one more pass (`_exact`), so a hash collision never passes different rows as
+    copies. The second pass makes each batch's rows with `_tgi_piece`, as a whole file's. Picklable; called
+    once, in the writing process."""
+
+    def __init__(self, file_id: str, header: list[str], source: CsvSource, prefix: str | None,
+                 aggregate: list[str]) -> None:
+        self.file_id, self.header, self.source = file_id, header, source
+        self.prefix, self.aggregate = prefix, aggregate
+
+    def loaded(self, batch: LoadedCsv) -> LoadedCsv:
+        """A batch as `load_csv` gives a whole file: without its rows over the record limit (quarantined)."""
+        return without_long_rows(batch, self.header, TGI_RAW)
+
+    def __call__(self) -> Iterator[ReaderOutput]:
+        ids = pl.concat(self.source.scan(lambda b: self.loaded(b).frame.select(_TGI_ID, ROW, ROW_HASH)))
+        n_rows = int(ids[ROW].max()) if ids.height else 0
+        duplicates = self._exact(_duplicate_ids(ids, ROW_HASH), ids)
+        ids = ids.clear()
+        for batch in self.source.again():
+            loaded = self.loaded(batch)
+            piece = LoadedCsv(with_row_json(loaded, self.header), loaded.rejects, loaded.flags,
+                              loaded.ends_with_newline)
+            yield _tgi_piece(piece, self.header, self.file_id, duplicates, n_rows, self.prefix, self.aggregate)
+        yield ReaderOutput(flags=self.source.flags)
+
+    def _exact(self, duplicates: pl.DataFrame, ids: pl.DataFrame) -> pl.DataFrame:
+        """`duplicates` with `__dup_distinct` counted on the rows' texts where their hashes say all alike: one more
+        pass over the file, holding the first row's text of each such id until its last row is passed."""
+        alike = duplicates.filter(pl.col("__dup_distinct") == 1)
+        if alike.height == 0:
+            return duplicates
+        rows = ids.join(alike.select(_TGI_ID), on=_TGI_ID, how="semi")
+        last = dict(rows.group_by(_TGI_ID).agg(pl.col(ROW).max()).iter_rows())
+        wanted = rows[ROW].implode()
+        first: dict[str, str] = {}
+        differ: set[str] = set()
+        for batch in self.source.again():
+            picked = batch.frame.filter(pl.col(ROW).is_in(wanted))
+            if picked.height == 0:
+                continue
+            texts = with_row_json(LoadedCsv(picked, [], [], True), self.header)
+            for task_id, row, text in texts.select(_TGI_ID, ROW, ROW_JSON).iter_rows():
+                kept = first.setdefault(task_id, text)
+                if kept != text:
+                    differ.add(task_id)
+                if row == last[task_id]:
+                    first.pop(task_id)
+        return duplicates.with_columns(
+            pl.when(pl.col(_TGI_ID).is_in(list(differ))).then(2).otherwise(pl.col("__dup_distinct"))
+            .cast(duplicates.schema["__dup_distinct"]).alias("__dup_distinct"))
 
 
 # One generated task instance: the same generator and identical code, task, reasoning chains and variables. The
@@ -597,12 +715,30 @@ def tgi_task_instances(tasks: pl.DataFrame, key: tuple[str, ...] = TGI_INSTANCE)
                  (pl.len() > 1).alias("is_ambiguous")).sort("task_id"))
 
 
-def _tgi_digests(ws: Workspace, where: str = "", params: list | None = None) -> pl.DataFrame:
+def _tgi_digests(ws: Workspace, where: str = "", params: list | None = None, *, shared: str) -> pl.DataFrame:
     """core_arctgi__tasks rows with the digest of their TGI_INSTANCE columns (`_instance`) instead of the columns:
-    `tgi_task_copies(rows, ("_instance",))` without reading the code and tasks."""
+    `tgi_task_copies(rows, ("_instance",))` without reading the code and tasks. Only the rows whose instance is
+    in two files or more (`shared="instance"`: the only ones that can repeat or be repeated, copies being matched
+    across files only), or the instances of the task ids in two files or more (`shared="task_id"`: the only ids
+    that can stand for two instances, a file holding each id once), so that one big export is not held whole
+    (600k rows: 0.5 GB); a row's copies are all kept, so `tgi_task_copies` finds the same copy for it."""
     digest = f"md5(to_json(list_value({', '.join(TGI_INSTANCE)}))) AS _instance"  # JSON: no two lists alike
-    return ws.read(f"SELECT file_id, task_id, row_number, family_prefix, flags, {digest} FROM {TGI_TASKS} {where}",
-                   params)
+    # first by the generator (one instance, one generator): the generators in two files or more, or of the ids in
+    # two files or more, before any digest is made; the ids by their 64-bit hash and the files by their number,
+    # so that the groups' state is two integers (1.2M ids of one file: 0.24 GB of texts otherwise), and two ids
+    # of one hash only keep more rows for the exact test below
+    numbered = f"{TGI_TASKS} JOIN (SELECT file_id, row_number() OVER () AS f FROM (SELECT DISTINCT file_id FROM " \
+               f"{TGI_TASKS})) USING (file_id)"
+    ids = (f"SELECT task_id FROM {TGI_TASKS} WHERE hash(task_id) IN "
+           f"(SELECT hash(task_id) FROM {numbered} GROUP BY 1 HAVING min(f) < max(f))")
+    generators = {"instance": f"SELECT generator_name FROM {numbered} GROUP BY 1 HAVING min(f) < max(f)",
+                  "task_id": f"SELECT generator_name FROM {TGI_TASKS} WHERE task_id IN ({ids})"}
+    rows = (f"SELECT file_id, task_id, row_number, family_prefix, flags, {digest} FROM (SELECT * FROM {TGI_TASKS} "
+            f"{where}) WHERE generator_name IN ({generators[shared]})")
+    wanted = {"instance": "SELECT _instance FROM d GROUP BY 1 HAVING count(DISTINCT file_id) > 1",
+              "task_id": "SELECT _instance FROM d WHERE task_id IN "
+                         "(SELECT task_id FROM d GROUP BY 1 HAVING count(DISTINCT file_id) > 1)"}[shared]
+    return ws.read(f"WITH d AS MATERIALIZED ({rows}) SELECT * FROM d WHERE _instance IN ({wanted})", params)
 
 
 def tgi_shared_ids(ws: Workspace, file_ids: list[str] | None = None, task_ids: list[str] | None = None
@@ -616,9 +752,9 @@ def tgi_shared_ids(ws: Workspace, file_ids: list[str] | None = None, task_ids: l
     ids = (f"SELECT task_id FROM {TGI_TASKS} WHERE file_id IN (SELECT unnest(?))" if file_ids is not None
            else "SELECT unnest(?)")
     # every row of the generators whose rows use those ids: which instance a row is depends on its copies
-    tasks = _tgi_digests(ws) if file_ids is None and task_ids is None else _tgi_digests(
+    tasks = _tgi_digests(ws, shared="task_id") if file_ids is None and task_ids is None else _tgi_digests(
         ws, f"WHERE generator_name IN (SELECT generator_name FROM {TGI_TASKS} WHERE task_id IN ({ids}))",
-        [file_ids if file_ids is not None else task_ids])
+        [file_ids if file_ids is not None else task_ids], shared="task_id")
     if tasks.height == 0:
         return []
     ambiguous = tgi_task_instances(tasks, ("_instance",)).filter("is_ambiguous")["task_id"]
@@ -644,7 +780,7 @@ def tgi_repeats(ws: Workspace, file_ids: list[str]) -> list[tuple[str, int, str]
     if not file_ids or not ws.has_table(TGI_TASKS):
         return []
     tasks = _tgi_digests(ws, f"WHERE generator_name IN (SELECT generator_name FROM {TGI_TASKS} WHERE file_id IN "
-                             "(SELECT unnest(?)))", [file_ids])
+                             "(SELECT unnest(?)))", [file_ids], shared="instance")
     if tasks.height == 0:
         return []
     rep = (tgi_task_copies(tasks, ("_instance",))
