@@ -135,3 +135,24 @@ def empty_db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("empty_db") / "empty.duckdb"
     Workspace(path).close()
     return path
+
+
+@pytest.fixture
+def parser_start_overs(monkeypatch) -> list[str]:
+    """The parser modes a batched CSV read started over with (`PiecesStartOver` raised by `CsvSource.scan_iter`),
+    filled as the test's ingests run: proof that a test file really made a read start over."""
+    from pipeline.ingest.base import PiecesStartOver
+    from pipeline.ingest.harc_csv import CsvSource
+
+    starts: list[str] = []
+    real = CsvSource.scan_iter
+
+    def counted(self, **kwargs):
+        try:
+            yield from real(self, **kwargs)
+        except PiecesStartOver:
+            starts.append(self.mode)
+            raise
+
+    monkeypatch.setattr(CsvSource, "scan_iter", counted)
+    return starts

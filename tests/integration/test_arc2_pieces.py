@@ -161,25 +161,12 @@ def test_copies_of_another_file_are_found_in_every_piece(tmp_path, empty_db, mon
     assert len(across) > 30
 
 
-def test_a_late_change_of_parser_lands_the_log_as_read_whole(tmp_path, empty_db, monkeypatch):
+def test_a_late_change_of_parser_lands_the_log_as_read_whole(tmp_path, empty_db, monkeypatch, parser_start_overs):
     """A surplus field in the last piece: the log is read again from its start by Python's csv module
     (`PiecesStartOver`), what the earlier pieces wrote is undone, and the log lands as when read whole."""
-    from pipeline.ingest.base import PiecesStartOver
-    from pipeline.ingest.harc_csv import CsvSource
-
     log = _log(tmp_path / "log" / "arc2.csv", surplus=True)
     whole = _ingest(tmp_path, empty_db, "whole", [log])
-    starts: list[str] = []
-    real = CsvSource.scan_iter
-
-    def counted(self, **kwargs):
-        try:
-            yield from real(self, **kwargs)
-        except PiecesStartOver:
-            starts.append(self.mode)
-            raise
-
-    monkeypatch.setattr(CsvSource, "scan_iter", counted)
+    starts = parser_start_overs
     _in_pieces(monkeypatch)
     pieces = _ingest(tmp_path, empty_db, "pieces", [log])
     assert starts == ["csv"]

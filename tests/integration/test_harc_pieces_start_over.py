@@ -46,22 +46,9 @@ def _stored(db: Path) -> dict[str, list[tuple]]:
 
 @pytest.mark.parametrize(("surplus", "bad_utf8"), [(True, False), (False, True), (True, True)])
 def test_a_late_change_of_parser_lands_the_file_as_one_batch_would(tmp_path, empty_db, monkeypatch, surplus,
-                                                                     bad_utf8):
-    from pipeline.ingest.base import PiecesStartOver
-    from pipeline.ingest.harc_csv import CsvSource
-
+                                                                     bad_utf8, parser_start_overs):
     path = _damaged(fx.write_data(tmp_path / "data" / "data.csv"), surplus, bad_utf8)
-    starts: list[str] = []
-    real = CsvSource.scan_iter
-
-    def counted(self, **kwargs):
-        try:
-            yield from real(self, **kwargs)
-        except PiecesStartOver:
-            starts.append(self.mode)
-            raise
-
-    monkeypatch.setattr(CsvSource, "scan_iter", counted)
+    starts = parser_start_overs
     results = {}
     for batch_bytes in (1 << 30, PIECE_BYTES):
         monkeypatch.setattr("pipeline.ingest.harc.BATCH_BYTES", batch_bytes)
