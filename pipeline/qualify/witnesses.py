@@ -277,12 +277,11 @@ class WitnessBatch:
 def witness_batches(tasks: list[WitnessTask], size: int = BATCH_TASKS) -> list[WitnessBatch]:
     """The tasks (in witness_tasks' order: by export, then task_id) cut into batches of at most `size` tasks of one
     export. The cut depends on the tasks only, never on --workers: so does what each task's child has run before."""
-    batches: list[WitnessBatch] = []
-    for file_id in dict.fromkeys(t.file_id for t in tasks):
-        mine = [t for t in tasks if t.file_id == file_id]
-        batches.extend(WitnessBatch(f"{file_id}#{n}", tuple(mine[at:at + size]))
-                       for n, at in enumerate(range(0, len(mine), size)))
-    return batches
+    by_export: dict[str, list[WitnessTask]] = {}
+    for task in tasks:
+        by_export.setdefault(task.file_id, []).append(task)
+    return [WitnessBatch(f"{file_id}#{n}", tuple(mine[at:at + size]))
+            for file_id, mine in by_export.items() for n, at in enumerate(range(0, len(mine), size))]
 
 
 # --- one task -----------------------------------------------------------------------------------------------
