@@ -185,14 +185,29 @@ def study_level_baselines(attempts: pl.DataFrame, plays: pl.DataFrame, card_chec
     """(out_arc3__baseline_costs, out_arc3__level_baselines) of a study: its eligible participant recordings
     and the human scorecard summaries that no recording holds. A game's level count comes from its recordings,
     else its ingested metadata, else `known_levels` (the shipped and published games:
-    `baseline_sources.known_level_counts`), else the most levels anyone completed."""
+    `baseline_sources.known_level_counts`), else its human cards (`card_levels`), else the most levels anyone
+    completed."""
     eligible = eligible_recordings(attempts, config)
     summary = summary_players(card_plays, plays, config, files)
     costs = pl.concat([level_costs(eligible, plays, card_checks, config), summary_costs(summary)])
-    n_levels = with_known_levels(_metadata_levels(environments), known_levels)
+    n_levels = with_known_levels(with_known_levels(_metadata_levels(environments), known_levels),
+                                 card_levels(card_plays))
     n_levels.update({g: n for g, n in plays.group_by("game_id").agg(pl.col("n_levels").max()).iter_rows()
                      if n is not None or g not in n_levels})
     return costs, level_baselines(costs, baseline_players(eligible, summary), n_levels, config)
+
+
+def card_levels(card_plays: pl.DataFrame) -> dict[str, int]:
+    """What human cards say of a game's level count: the levels of a won play (a WIN completes every level);
+    where nobody won, at least one more level than anyone completed (the game went on after the most levels
+    completed), so that level has no completers and no baseline, never a shorter game."""
+    slots = card_plays.filter(pl.col("levels_completed").is_not_null())
+    if slots.height == 0:
+        return {}
+    per_game = slots.group_by("game_id").agg(
+        pl.col("levels_completed").filter(pl.col("card_state") == "WIN").max().alias("won"),
+        pl.col("levels_completed").max().alias("most"))
+    return {g: int(won) if won is not None else int(most) + 1 for g, won, most in per_game.iter_rows()}
 
 
 def with_known_levels(n_levels: Mapping[str, int | None], known_levels: Mapping[str, int] | None

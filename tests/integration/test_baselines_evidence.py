@@ -242,3 +242,28 @@ def test_write_never_replaces_a_baseline_of_another_level_count(tmp_path: Path):
     assert r.exit_code == 3, r.output
     assert "not written: zz99-0badc0de: its metadata.json lists 3 levels and the baseline covers 2" in r.output
     assert meta.read_text() == before
+
+
+@pytest.mark.parametrize(("won", "levels"), [(False, 4), (True, 3)])
+def test_cards_of_a_game_nobody_knows_say_whether_the_game_went_on(tmp_path: Path, db_path: Path, won, levels):
+    """zz99 is no shipped or published game and no metadata was ingested: its level count comes from the cards. A
+    won play completed every level (3 here); when nobody won, the game went on past the 3 levels the best
+    completed, so level 4 has no baseline and the game is unscorable, never a 3-level game an agent wins at 100."""
+    game = "zz99-0000aaaa"
+    humans = tmp_path / "humans"
+    humans.mkdir()
+    pairs = [[[1, 10], [2, 30], [3, 60]], [[1, 12], [2, 40]], [[1, 9], [2, 35], [3, 80]]]
+    card = _card([f"aaaaaaaa-0000-0000-0000-00000000000{i}" for i in range(1, 4)], pairs)
+    card.update(game_id=game, states=["WIN" if won else "GAME_OVER", "GAME_OVER", "GAME_OVER"])
+    (humans / "cards.json").write_text(json.dumps({"won": int(won), "played": 1, "total_actions": card["total_actions"],
+                                                    "levels_completed": 3, "cards": {game: card}}))
+    assert _invoke("ingest", str(humans), "--db", str(db_path)).exit_code == 0
+    assert _invoke("build", "--db", str(db_path)).exit_code == 0
+    ws = Workspace(db_path, read_only=True)
+    try:
+        rows = ws.read("SELECT level_index, baseline_value FROM out_arc3__level_baselines "
+                       "WHERE baseline_rule = 'upper-median' ORDER BY level_index").rows()
+    finally:
+        ws.close()
+    assert [level for level, _ in rows] == list(range(1, levels + 1))
+    assert all(value is not None for _, value in rows[:3]) and (won or rows[3][1] is None)
