@@ -234,7 +234,8 @@ def baselines_command(
     metadata.json files of --compare DIR, --out CSV, and (from the database) when it writes files a row in
     `runs` with its manifest under <db>.runs/. The diff lists every level that disagrees with the published
     baseline, by how much, and which rule (if any) picks the published value from the same costs.
-    Exit code 3 when --from-counts rows were rejected (the good rows are still used).
+    Exit code 3 when --from-counts rows were rejected (the good rows are still used), or name levels beyond a
+    known game's level count (left out).
     """
     from pipeline.core.manifest import RunManifest
     from pipeline.core.workspace import default_db_path
@@ -269,11 +270,17 @@ def baselines_command(
         _print_rejects(counts.rejects)
         from pipeline.scoring.baseline_sources import known_level_counts
 
-        known = known_level_counts()  # a counts file may list only the completed levels: its highest is a floor
-        n_levels = {g: max(n, known.get(g, 0)) for g, n in counts.n_levels.items()}
+        # A counts file may list only the completed levels: its highest is a floor, and a known game keeps its
+        # own level count (levels beyond it are not the game's: left out, said, and the exit code says so).
+        known = known_level_counts()
+        n_levels = {g: known.get(g, n) for g, n in counts.n_levels.items()}
+        beyond = sorted((g, n, known[g]) for g, n in counts.n_levels.items() if n > known.get(g, n))
+        for g, n, has in beyond:
+            out.console.print(f"{from_counts}: {g} has {has} levels; its rows for level(s) {has + 1}-{n} are not "
+                              "the game's and were left out", markup=False, soft_wrap=True)
         levels = bl.level_baselines(counts.costs, counts.players, n_levels, config)
         outputs.run(levels, counts.costs, {}, manifest)
-        raise typer.Exit(EXIT_REJECTED if counts.rejects or outputs.refused else EXIT_OK)
+        raise typer.Exit(EXIT_REJECTED if counts.rejects or outputs.refused or beyond else EXIT_OK)
 
     db_path = db or default_db_path()
     if not db_path.exists():
@@ -417,8 +424,10 @@ def _level_count_problem(existing_json: str, values: list[int]) -> str | None:
     except (ValueError, AttributeError):
         return None
     if isinstance(old, list) and old and len(old) != len(values):
+        why = ("levels the evidence does not reach have no baseline" if len(values) < len(old)
+               else "the evidence has levels the file's game does not")
         return (f"its metadata.json lists {len(old)} levels and the baseline covers {len(values)}: not replaced "
-                "(levels the evidence does not reach have no baseline; --write-metadata DIR writes it elsewhere)")
+                f"({why}; --write-metadata DIR writes it elsewhere)")
     return None
 
 

@@ -267,3 +267,15 @@ def test_cards_of_a_game_nobody_knows_say_whether_the_game_went_on(tmp_path: Pat
         ws.close()
     assert [level for level, _ in rows] == list(range(1, levels + 1))
     assert all(value is not None for _, value in rows[:3]) and (won or rows[3][1] is None)
+
+
+def test_counts_beyond_a_known_games_levels_are_left_out_and_said(tmp_path: Path):
+    counts = tmp_path / "over.csv"  # bg41 has 7 levels; the file goes to 9
+    counts.write_text("game_id,level_index,player_id,actions,completed\n"
+                      + "".join(f"{SHIPPED},{lv},a,{10 * lv},true\n" for lv in range(1, 10)))
+    written = tmp_path / "meta"
+    r = _invoke("baselines", "--from-counts", str(counts), "--write-metadata", str(written))
+    assert r.exit_code == 3, r.output
+    assert f"{SHIPPED} has 7 levels; its rows for level(s) 8-9 are not the game's" in " ".join(r.output.split())
+    doc = json.loads((written / "bg41" / "a6ea70d5" / "metadata.json").read_text())
+    assert doc["baseline_actions"] == [10 * lv for lv in range(1, 8)]
