@@ -123,9 +123,9 @@ def ingest_command(
                                    and f.file_id])
         for path, n, other in repeats:  # all.csv beside the per-folder CSVs: not bad rows, not new tasks
             out.info(f"{Path(path).name}: {n} row(s) repeat ARC-TGI tasks already read from {other} (same generator, "
-                     "code, task, reasoning chains and variables under a new task_id: the dataset generator writes "
-                     "each task to its folder's CSV and again to all.csv); kept with their file, each task counted "
-                     "once")
+                     "code, task, reasoning chains and variables, under the same or a new task_id: the dataset "
+                     "generator writes each task to its folder's CSV and again to all.csv under a new one, and a "
+                     "copy of a file keeps its ids); kept with their file, each task counted once")
         if repeats:
             manifest.notes["arctgi_repeated_rows"] = [{"file": p, "rows": n, "repeats_file": o}
                                                       for p, n, o in repeats]

@@ -693,16 +693,22 @@ def tgi_task_copies(tasks: pl.DataFrame, key: tuple[str, ...] = TGI_INSTANCE) ->
     inst = [*key, "_occurrence"]
     aggregate = (pl.col("flags").list.contains("aggregate_file").fill_null(False) if "flags" in tasks.columns
                  else pl.repeat(False, pl.len()))
+    # A row whose task_id and content another file holds too is that row's copy (a file ingested under two names,
+    # a CRLF copy): matched by its id, before the k-th-equal-row rule, which would otherwise pair it with another
+    # equal row of its file when the file holds the content twice (and make its id stand for two tasks).
+    same_id = (pl.col("file_id").n_unique().over("task_id", *key) > 1).alias("_same_id")
+    occurrence = pl.int_range(pl.len()).over("file_id", *key, "_same_id", order_by="row_number")
     ranked = (tasks.sort(pl.col("family_prefix").is_null(), aggregate, "file_id", "row_number")
-              .with_columns(pl.int_range(pl.len()).over("file_id", *key, order_by="row_number")
-                            .alias("_occurrence"))
+              .with_columns(same_id)
+              .with_columns(pl.when(pl.col("_same_id")).then(pl.lit("id ") + pl.col("task_id"))
+                            .otherwise(pl.lit("copy ") + occurrence.cast(pl.String)).alias("_occurrence"))
               .with_columns(pl.col("file_id").first().over(inst).alias("_inst_file"),
                             pl.col("task_id").first().over(inst).alias("_inst_task")))
     # by content only: a task_id that another file gives to a different task is a different task (an export
     # reusing a trusted export's ids replaced its tasks and took their witness verdicts)
     return (ranked.with_columns(pl.col("_inst_file").alias("kept_file_id"), pl.col("_inst_task").alias("kept_task_id"),
                                 pl.col("family_prefix").drop_nulls().first().over(inst).alias("family_prefix"))
-            .drop("_occurrence", "_inst_file", "_inst_task"))
+            .drop("_occurrence", "_same_id", "_inst_file", "_inst_task"))
 
 
 def tgi_task_instances(tasks: pl.DataFrame, key: tuple[str, ...] = TGI_INSTANCE) -> pl.DataFrame:

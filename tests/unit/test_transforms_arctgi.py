@@ -207,3 +207,21 @@ def test_an_audit_row_naming_a_task_id_two_exports_give_to_different_tasks_count
     fam = families(tasks.filter(pl.col("task_id") != "copy"))
     out = family_audits(fam, attempts, empty_frame("core_harc__attempts"), 0.95)
     assert out.select("family_id", "n_attempts").rows() == [("task11111111", 1)]
+
+
+def test_a_task_id_both_exports_give_the_same_task_is_one_task_even_where_one_file_holds_it_twice():
+    """Export f1 holds the same content X under t1 and t2 (the generator made it twice), and Y under t3; export f2
+    holds t2 = X and t3 = Y. f2's t2 is f1's t2 (same id, same content), not f1's first X: t2 stands for one task,
+    and its audit counts. Matched by the k-th equal row alone, f2's t2 was paired with f1's t1, and t2 was called
+    an id given to different tasks."""
+    tasks = _tgi_rows([("f1", "t1", 1, "task11111111", "ARC-AGI-1-Train", "X"),
+                       ("f1", "t2", 2, "task11111111", "ARC-AGI-1-Train", "X"),
+                       ("f1", "t3", 3, "task11111111", "ARC-AGI-1-Train", "Y"),
+                       ("f2", "t2", 1, "task11111111", "ARC-AGI-1-Train", "X"),
+                       ("f2", "t3", 2, "task11111111", "ARC-AGI-1-Train", "Y")])
+    aliases = task_aliases(tasks)
+    assert dict(zip(aliases["task_id"], aliases["is_ambiguous"], strict=True)) == {"t1": False, "t2": False,
+                                                                                   "t3": False}
+    attempts = pl.concat([_arc2("t2", 1, 1, "p"), _arc2("t3", 1, 1, "q")])
+    out = family_audits(families(tasks), attempts, empty_frame("core_harc__attempts"), 0.95, aliases=aliases)
+    assert out.select("family_id", "n_tasks", "n_attempts", "n_solved").rows()[0][2:] == (2, 2)
