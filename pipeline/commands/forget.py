@@ -61,6 +61,7 @@ def forget_command(
             merged.refused_paths += [p for p in f.refused_paths if p not in merged.refused_paths]
         if len(found) > 1:
             merged.kind = "file"  # run ids' quarantine rows are matched by their files
+        copies = _copies_of(ws, merged)  # before the rows that name them go
         done = forget(ws, merged, dry_run=dry_run)
         if not dry_run:
             manifest.notes["forgotten_files"] = done.files
@@ -79,6 +80,24 @@ def forget_command(
         out.console.print(f"  {name}: {n:,}", markup=False, highlight=False)
     if done.frames_files:
         out.console.print(f"  and {len(done.frames_files)} frame file(s)", markup=False)
+    for path, n in copies:
+        out.console.print(f"{path}: {n:,} of its rows were quarantined as copies of rows of the file(s) "
+                          f"{'that would be ' if dry_run else ''}forgotten (duplicate_across_files): `arcstudy "
+                          "ingest --force` it to load them", markup=False, soft_wrap=True)
     if not dry_run and done.n_rows:
         out.console.print("run `arcstudy build` to rebuild the analysis tables", markup=False)
     raise typer.Exit(EXIT_OK)
+
+
+def _copies_of(ws, found) -> list[tuple[str, int]]:
+    """(path, rows) of the other files whose rows were quarantined as copies of rows these files brought
+    (`duplicate_across_files`, whose reason names the file it copies): once these are forgotten, nothing holds
+    those rows, and their file must be ingested again to load them."""
+    ids, paths = list(found.files), [str(p) for p in found.files.values()]
+    if not paths or not ws.has_table("quarantine"):
+        return []
+    rows = ws.read("SELECT file_path, count(*) AS n FROM quarantine WHERE check_name = 'duplicate_across_files' "
+                   "AND (file_id IS NULL OR file_id NOT IN (SELECT unnest(?))) "
+                   "AND len(list_filter(?::VARCHAR[], lambda p: contains(reason, ' from ' || p))) > 0 "
+                   "GROUP BY 1 ORDER BY 1", [ids, paths])
+    return [(p, int(n)) for p, n in rows.rows()]

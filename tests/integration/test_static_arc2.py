@@ -399,6 +399,25 @@ def test_cli_exit_code_says_a_copy_was_quarantined(tmp_path: Path):
     assert res.exit_code == 3 and "2 records quarantined" in res.output, res.output
 
 
+def test_forgetting_the_first_file_says_which_copy_to_ingest_again(tmp_path: Path):
+    """Once the file a copy's rows were quarantined against is forgotten, nothing holds those rows: forget names
+    the copy and how to load it, and doing so loads them."""
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    first, crlf, *_ = _log_copies(tmp_path)
+    db = str(tmp_path / "f.duckdb")
+    assert CliRunner().invoke(app, ["ingest", str(first), str(crlf), "--db", db]).exit_code == 3
+    res = CliRunner().invoke(app, ["--plain", "forget", str(first), "--db", db])
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.output.split())
+    assert f"{crlf}: 2 of its rows were quarantined as copies" in said and "`arcstudy ingest --force`" in said, said
+    assert CliRunner().invoke(app, ["ingest", "--force", str(crlf), "--db", db]).exit_code == 0
+    with Workspace(Path(db), read_only=True) as ws:
+        assert ws.read("SELECT count(*) AS n FROM core_arc2__attempts")["n"][0] == 2
+
+
 def test_a_copy_whose_rows_have_empty_times_is_still_a_copy(tmp_path: Path):
     """Empty values match empty ones, in one batch of small files and against the database."""
     rows = [["19bb5feb", "Public Eval", 0, "S9", "", "", 1, 1]]
