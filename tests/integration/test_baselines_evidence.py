@@ -184,23 +184,26 @@ def _card(guids: list[str], pairs: list[list[list[int]]]) -> dict:
             "total_actions": sum(actions)}
 
 
+def _built_upper_medians(humans: Path, card: dict, db_path: Path) -> list[tuple[int, float | None]]:
+    """Ingest `card` (in a card wrapper under `humans`), build, and read (level, upper-median baseline)."""
+    won = int("WIN" in card["states"])
+    (humans / "cards.json").write_text(json.dumps({"won": won, "played": 1, "total_actions": card["total_actions"],
+                                                    "levels_completed": 3, "cards": {card["game_id"]: card}}))
+    assert _invoke("ingest", str(humans), "--db", str(db_path)).exit_code == 0
+    assert _invoke("build", "--db", str(db_path)).exit_code == 0
+    with Workspace(db_path, read_only=True) as ws:
+        return ws.read("SELECT level_index, baseline_value FROM out_arc3__level_baselines "
+                       "WHERE baseline_rule = 'upper-median' ORDER BY level_index").rows()
+
+
 def test_card_evidence_short_of_the_last_levels_leaves_them_without_baseline(tmp_path: Path, db_path: Path):
     humans = tmp_path / "humans"
     humans.mkdir()
     guids = [f"aaaaaaaa-0000-0000-0000-00000000000{i}" for i in range(1, 4)]
     card = _card(guids, [[[1, 10], [2, 50]], [[1, 6], [2, 20], [3, 40]], [[1, 20]]])
-    (humans / "cards.json").write_text(json.dumps({"won": 0, "played": 1, "total_actions": card["total_actions"],
-                                                    "levels_completed": 3, "cards": {SHIPPED: card}}))
     agent = tmp_path / "agent.card.json"  # completes 3 of the 7 levels at the humans' pace
     agent.write_text(json.dumps(_card(["bbbbbbbb-0000-0000-0000-000000000001"], [[[1, 10], [2, 50], [3, 70]]])))
-    assert _invoke("ingest", str(humans), "--db", str(db_path)).exit_code == 0
-    assert _invoke("build", "--db", str(db_path)).exit_code == 0
-    ws = Workspace(db_path, read_only=True)
-    try:
-        rows = ws.read("SELECT level_index, baseline_value FROM out_arc3__level_baselines "
-                       "WHERE baseline_rule = 'upper-median' ORDER BY level_index").rows()
-    finally:
-        ws.close()
+    rows = _built_upper_medians(humans, card, db_path)
     assert rows == [(1, 10.0), (2, 40.0), (3, 20.0), (4, None), (5, None), (6, None), (7, None)]
 
     written = tmp_path / "meta"
@@ -255,16 +258,7 @@ def test_cards_of_a_game_nobody_knows_say_whether_the_game_went_on(tmp_path: Pat
     pairs = [[[1, 10], [2, 30], [3, 60]], [[1, 12], [2, 40]], [[1, 9], [2, 35], [3, 80]]]
     card = _card([f"aaaaaaaa-0000-0000-0000-00000000000{i}" for i in range(1, 4)], pairs)
     card.update(game_id=game, states=["WIN" if won else "GAME_OVER", "GAME_OVER", "GAME_OVER"])
-    (humans / "cards.json").write_text(json.dumps({"won": int(won), "played": 1, "total_actions": card["total_actions"],
-                                                    "levels_completed": 3, "cards": {game: card}}))
-    assert _invoke("ingest", str(humans), "--db", str(db_path)).exit_code == 0
-    assert _invoke("build", "--db", str(db_path)).exit_code == 0
-    ws = Workspace(db_path, read_only=True)
-    try:
-        rows = ws.read("SELECT level_index, baseline_value FROM out_arc3__level_baselines "
-                       "WHERE baseline_rule = 'upper-median' ORDER BY level_index").rows()
-    finally:
-        ws.close()
+    rows = _built_upper_medians(humans, card, db_path)
     assert [level for level, _ in rows] == list(range(1, levels + 1))
     assert all(value is not None for _, value in rows[:3]) and (won or rows[3][1] is None)
 
