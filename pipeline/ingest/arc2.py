@@ -57,6 +57,7 @@ from pipeline.ingest.harc_csv import (
     match_variant,
     not_blank,
     parse_failed,
+    piece_bytes,
     raw_frame,
     read_header,
     short_row,
@@ -205,22 +206,14 @@ def read_attempts(ctx: FileContext) -> ReaderOutput:
     variant = match_variant(header, VARIANTS, "ARC-AGI-2 attempt log")
     evidence = f"header is the {variant.name}"
     if ctx.path.stat().st_size >= PIECES_FROM_BYTES:
-        source = CsvSource(ctx.path, header, RAW, _piece_bytes(ctx.path), source_name=SOURCE_NAME)
+        size = piece_bytes(ctx.path, PIECE_ROWS, MIN_PIECE_BYTES, MAX_PIECE_BYTES)
+        source = CsvSource(ctx.path, header, RAW, size, source_name=SOURCE_NAME)
         return ReaderOutput(detection_evidence=evidence, pieces=_AttemptLog(ctx.file_id, header, source))
     loaded = load_csv(ctx.path, header, raw_table=RAW, source_name=SOURCE_NAME)
     out = ReaderOutput(rejects=list(loaded.rejects), flags=list(loaded.flags), detection_evidence=evidence)
     n_rows = int(loaded.frame[ROW].max()) if loaded.frame.height else 0
     _checked(out, loaded, header, ctx.file_id, n_rows, _copies_prep)
     return out
-
-
-def _piece_bytes(path: Path) -> int:
-    """The size of the pieces a big log is read in: about PIECE_ROWS rows of the length of its first rows (a
-    row costs its checks about the same memory whatever its length), at most MAX_PIECE_BYTES."""
-    with open(path, "rb") as fh:
-        head = fh.read(1 << 20)
-    n_lines = max(head.count(b"\n"), 1)
-    return min(MAX_PIECE_BYTES, max(MIN_PIECE_BYTES, len(head) * PIECE_ROWS // n_lines))
 
 
 class _AttemptLog:

@@ -66,6 +66,7 @@ from pipeline.ingest.harc_csv import (
     load_csv,
     match_variant,
     not_blank,
+    piece_bytes,
     raw_frame,
     read_header,
     required,
@@ -494,7 +495,8 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
     variant = match_variant(header, TGI_VARIANTS, "ARC-TGI export")
     evidence = f"header is the {variant.name}"
     if ctx.path.stat().st_size >= TGI_PIECED_BYTES:
-        source = CsvSource(ctx.path, header, TGI_RAW, batch_bytes=_piece_bytes(ctx.path),
+        size = piece_bytes(ctx.path, TGI_PIECE_ROWS, 64 << 10, TGI_PIECE_BYTES)  # a row's code spans several lines
+        source = CsvSource(ctx.path, header, TGI_RAW, batch_bytes=size,
                            source_name="ARC-TGI export")
         return ReaderOutput(detection_evidence=evidence,
                             pieces=_TgiExport(ctx.file_id, header, source, prefix, aggregate))
@@ -505,14 +507,6 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
     out.flags = list(loaded.flags)
     out.detection_evidence = evidence
     return out
-
-
-def _piece_bytes(path: Path) -> int:
-    """The size of the pieces an export is read in: TGI_PIECE_BYTES, or less for a file of short rows, so that a
-    piece holds about TGI_PIECE_ROWS rows at most (a row's code spans several lines: fewer, then)."""
-    with open(path, "rb") as f:
-        head = f.read(1 << 20)
-    return min(TGI_PIECE_BYTES, max(64 << 10, len(head) * TGI_PIECE_ROWS // max(head.count(b"\n"), 1)))
 
 
 def _hash_repeated(values: pl.Series) -> pl.Series:

@@ -403,6 +403,14 @@ def without_long_rows(batch: LoadedCsv, header: Sequence[str], raw_table: str) -
     return LoadedCsv(df.filter(~over), rejects, batch.flags, batch.ends_with_newline, batch.full)
 
 
+def piece_bytes(path: Path, rows: int, low: int, high: int) -> int:
+    """The size of the pieces a big file is read in: about `rows` rows of the length of its first MiB's lines (a
+    row costs its checks about the same memory whatever its length), between `low` and `high` bytes."""
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 20)
+    return min(high, max(low, len(head) * rows // max(head.count(b"\n"), 1)))
+
+
 MAX_RECORD_BYTES = 16 << 20  # an H-ARC record is a few KB (a 30x30 grid is under 3 KB of JSON), an ARC-TGI row
 # (its code and a task of a few 30x30 pairs) tens of KB
 
