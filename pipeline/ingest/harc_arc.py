@@ -482,6 +482,7 @@ def benchmark_and_split(prefix: str | None) -> tuple[str | None, str | None]:
 
 
 TGI_PIECED_BYTES = 8 << 20  # an export at least this big is read in pieces, in two passes (`_TgiExport`)
+TGI_SOURCE_NAME = "ARC-TGI export"  # in reasons and messages
 TGI_PIECE_BYTES = 8 << 20  # the size of those pieces at most (each cut at a record boundary)
 TGI_PIECE_ROWS = 5000  # rows of a piece, about, at most: each costs ~3 kB in memory as its task's dicts, whatever
 # its length, so a piece of short rows is cut by its lines (as counted in the file's first MiB), not its bytes
@@ -492,15 +493,15 @@ def read_tgi(ctx: FileContext) -> ReaderOutput:
     prefix = ctx.options.get("family_prefix") or family_prefix_from_path(ctx.path)
     aggregate = ["aggregate_file"] if ctx.path.name.lower() in AGGREGATE_FILES else []
     header = read_header(ctx.path)
-    variant = match_variant(header, TGI_VARIANTS, "ARC-TGI export")
+    variant = match_variant(header, TGI_VARIANTS, TGI_SOURCE_NAME)
     evidence = f"header is the {variant.name}"
     if ctx.path.stat().st_size >= TGI_PIECED_BYTES:
         size = piece_bytes(ctx.path, TGI_PIECE_ROWS, 64 << 10, TGI_PIECE_BYTES)  # a row's code spans several lines
         source = CsvSource(ctx.path, header, TGI_RAW, batch_bytes=size,
-                           source_name="ARC-TGI export")
+                           source_name=TGI_SOURCE_NAME)
         return ReaderOutput(detection_evidence=evidence,
                             pieces=_TgiExport(ctx.file_id, header, source, prefix, aggregate))
-    loaded = load_csv(ctx.path, header, raw_table=TGI_RAW, source_name="ARC-TGI export")
+    loaded = load_csv(ctx.path, header, raw_table=TGI_RAW, source_name=TGI_SOURCE_NAME)
     n_rows = int(loaded.frame[ROW].max()) if loaded.frame.height else 0
     duplicates = _duplicate_ids(loaded.frame.select(_TGI_ID, ROW, ROW_JSON), ROW_JSON)  # exact: the rows' texts
     out = _tgi_piece(loaded, header, ctx.file_id, duplicates, n_rows, prefix, aggregate)
