@@ -74,8 +74,9 @@ class ScoreRequest:
     competition_mode: bool = False
     environments: Sequence[str] = ()
     card_runs: Sequence[Any] = ()  # card_input.CardRun of the scorecard recordings (variant "scorecard")
-    # game_id -> the engine's number of levels, where the caller loaded the game (a card's game under --games):
-    # only flags a baseline of another length, as the recordings' win_levels do (`level_counts`)
+    # game_id -> its number of levels where the caller knows it (a card's game: the shipped or published count,
+    # else the engine's under --games): only flags a baseline of another length, as the recordings' win_levels do
+    # (`level_counts`)
     level_counts: Mapping[str, int] = field(default_factory=dict)
 
 
@@ -397,7 +398,8 @@ def level_counts(recordings: Sequence[RecordingInput], card_runs: Sequence[Any] 
                  loaded: Mapping[str, int] | None = None) -> dict[str, int]:
     """game_id -> its number of levels where something given says it, to flag a baseline of another length
     (formats.md B: "length != the engine's level count (score with the toolkit rule, but report)"): the engine's
-    ``win_levels`` in a recording's steps, else the engine's count of a game the caller loaded (``loaded``), else
+    ``win_levels`` in a recording's steps, else the count the caller knows (``loaded``: shipped, published or
+    loaded), else
     the level count of a scored summary that scored the game (its runs' per-level values, `environments[].level_count`)."""
     out: dict[str, int] = {}
     for run in card_runs:  # several runs of one game: the most levels any states
