@@ -140,7 +140,8 @@ class CsvSource:
     """A CSV file read in batches of about `batch_bytes` (None: the whole file at once), each cut at a record
     boundary (a newline outside quotes) and parsed by polars with the header in front, numbered on from the
     batch before. The loader's decisions hold for the whole file: a file polars cannot split into rows is
-    read by Python's csv module in one batch (`csv_fallback_parser`), a file that is not UTF-8 lossily.
+    read by Python's csv module (`csv_fallback_parser`), in batches of about as many characters, a file that is
+    not UTF-8 lossily.
 
     `batches()` yields `LoadedCsv` pieces (frame without row_json: `with_row_json` adds it where needed);
     `flags` and `rejects` gather what the batches found. `scan(fn)` is a first pass over the batches,
@@ -253,9 +254,8 @@ class CsvSource:
         `narrow`: see `again`."""
         self._check_unchanged()
         if self.mode == "csv":
-            df, rejects = _load_with_csv_module(self.path, self.header, self.raw_table, self.polars_error)
-            df = _with_nul_marks(df, self.header)
-            yield self._finish(df, rejects, row_hash)
+            for df, rejects in _csv_module_batches(self.path, self.header, self.raw_table, self.batch_bytes):
+                yield self._finish(_with_nul_marks(df, self.header), rejects, row_hash)
             return
         offset = 0
         skipped: list[Reject] = []  # over-long records (`LongRecord`), reported with the next batch
@@ -352,8 +352,8 @@ class CsvSource:
                     f"row {row} holds a NUL byte (\\x00), which no {self.source_name} field contains: the file is "
                     "damaged there; fix or remove the row", raw_text=raw, target_table=self.raw_table))
             df = df.with_columns((pl.col(UNSPLIT) | pl.col(HAS_NUL)).alias(UNSPLIT)).drop(HAS_NUL)
-        if EXTRA in df.columns and df[EXTRA].null_count() == df.height:
-            df = df.drop(EXTRA)
+        if EXTRA in df.columns and df[EXTRA].null_count() == df.height and self.mode != "csv":
+            df = df.drop(EXTRA)  # (kept in every batch the csv module read: ROW_HASH must not depend on the batch)
         if row_hash:
             df = df.with_columns(pl.struct(_content_columns(df, header)).hash().alias(ROW_HASH))
         return LoadedCsv(df, rejects, flags, self.ends_with_newline)
@@ -365,10 +365,14 @@ def _content_columns(df: pl.DataFrame, header: Sequence[str]) -> list[str]:
 
 
 def with_row_json(loaded: LoadedCsv, header: Sequence[str]) -> pl.DataFrame:
-    """The batch's frame with row_json (its fields as a JSON object), the surplus-fields column folded in."""
+    """The batch's frame with row_json (its fields as a JSON object), the surplus-fields column folded in where a
+    row had surplus fields (`"__extra_fields"`, a JSON list of them)."""
     df = loaded.frame
-    df = df.with_columns(pl.struct(_content_columns(df, header)).struct.json_encode().alias(ROW_JSON))
-    return df.drop(EXTRA) if EXTRA in df.columns else df
+    fields = pl.struct(list(header)).struct.json_encode()
+    if EXTRA in df.columns:  # a row's own surplus fields only: a row without any says nothing of them
+        fields = pl.when(pl.col(EXTRA).is_null()).then(fields).otherwise(
+            pl.struct([*header, EXTRA]).struct.json_encode())
+    return df.with_columns(fields.alias(ROW_JSON)).drop(EXTRA, strict=False)
 
 
 def load_csv(path: Path, header: list[str], *, raw_table: str, source_name: str = "H-ARC",
@@ -589,66 +593,119 @@ def _is_utf8(path: Path) -> bool:
     return True
 
 
+class _RecordTooLong(Exception):
+    """The record `_LineTap` was reading grew past MAX_RECORD_BYTES: skipped to its end, not held."""
+
+    def __init__(self, record: LongRecord):
+        super().__init__()
+        self.record = record
+
+
 class _LineTap:
-    """Feeds lines to csv.reader and remembers the text of the record being parsed."""
+    """Feeds lines to csv.reader, remembers the text of the record being parsed, and keeps memory bounded: a
+    record (the lines since the last `take`) that grows past MAX_RECORD_BYTES characters is skipped to its end
+    (a line end after an even number of quotes, as `_record_chunks` finds it) and raises `_RecordTooLong`
+    instead of being read whole (one line of a gigabyte is never held)."""
 
     def __init__(self, fh: io.TextIOBase):
         self.fh = fh
         self.buffer: list[str] = []
+        self.held = 0  # characters in `buffer`
+        self.read = 0  # characters read from the file, for the batches' size
 
     def __iter__(self) -> Iterator[str]:
         return self
 
     def __next__(self) -> str:
-        line = self.fh.readline()
+        limit = MAX_RECORD_BYTES
+        line = self.fh.readline(limit - self.held + 1)
         if not line:
             raise StopIteration
+        self.read += len(line)
+        if self.held + len(line) > limit:
+            head = ("".join(self.buffer) + line[:1024])[:1024]
+            odd = (sum(part.count('"') for part in self.buffer) + line.count('"')) % 2
+            self.buffer, self.held = [], 0
+            terminated = self._skip(odd, ended=line[-1] in "\r\n")
+            raise _RecordTooLong(LongRecord(head.encode(), terminated))
         self.buffer.append(line)
+        self.held += len(line)
         return line
+
+    def _skip(self, odd: int, ended: bool) -> bool:
+        """Read past the rest of an over-long record (its last line ended already when `ended`, its quotes so far
+        odd when `odd`): whether it ends before the file does."""
+        while not ended or odd:
+            part = self.fh.readline(1 << 20)
+            if not part:
+                return False
+            self.read += len(part)
+            odd ^= part.count('"') % 2
+            ended = part[-1] in "\r\n"
+        return True
 
     def take(self) -> str:
         text = "".join(self.buffer)
-        self.buffer = []
+        self.buffer, self.held = [], 0
         return text
 
 
-def _load_with_csv_module(path: Path, header: list[str], raw_table: str, polars_error: str
-                          ) -> tuple[pl.DataFrame, list[Reject]]:
-    """Slow path for files polars refuses: parse record by record, quarantine records that do not fit."""
+def _next_record(reader: Iterator[list[str]]) -> list[str]:
+    """The reader's next record, its fields as long as a record may be: `_LineTap` bounds the record, and the csv
+    module's own limit (128 KiB a field by default, a process-wide setting) would refuse fields that polars reads."""
+    saved = csv.field_size_limit(MAX_RECORD_BYTES + 1)
+    try:
+        return next(reader)
+    finally:
+        csv.field_size_limit(saved)
+
+
+def _csv_module_batches(path: Path, header: list[str], raw_table: str, batch_bytes: int | None
+                        ) -> Iterator[tuple[pl.DataFrame, list[Reject]]]:
+    """Slow path for files polars refuses: parse record by record, quarantine records that do not fit. The
+    records come in batches of about `batch_bytes` characters (None: one batch), numbered on across them, so a big
+    file with one bad row costs the memory of a batch, not of the file (a 452 MB data.csv: 3 GB when it was
+    read in one batch)."""
     n = len(header)
-    records: list[list[str | None]] = []
-    rows: list[int] = []
-    extras: list[str | None] = []
-    rejects: list[Reject] = Spool()
     with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
         tap = _LineTap(fh)
         reader = csv.reader(tap, strict=True)
         next(reader)  # header, checked by the caller
         tap.take()
         row = 0
+        records: list[list[str | None]] = []
+        rows: list[int] = []
+        extras: list[str | None] = []
+        rejects: list[Reject] = Spool()
+        batch_start = tap.read
         while True:
+            if batch_bytes is not None and tap.read - batch_start >= batch_bytes and (records or rejects):
+                yield _csv_batch(header, records, rows, extras, rejects)
+                records, rows, extras, rejects = [], [], [], Spool()
+                batch_start = tap.read
             try:
-                fields = next(reader)
+                fields = _next_record(reader)
             except StopIteration:
                 break
+            except _RecordTooLong as err:
+                row += 1  # it keeps its row number, as in `CsvSource.batches`
+                rejects.append(err.record.reject(row, raw_table))
+                continue
             except csv.Error as err:
                 row += 1
                 at_eof = "unexpected end of data" in str(err)
-                too_big = "field larger than field limit" in str(err)
                 text = tap.take()
                 # a quote closed only on a later line takes the rows written on the lines between into this
                 # record: say so, or they would vanish unnamed (rows are records: the next one is row + 1)
                 lines = text.count("\n") + (0 if text.endswith("\n") else 1)
                 swallowed = (f"; it runs over {lines} lines of the file{' to its end' if at_eof else ''}, so any "
                              "row written on its later lines was read into it and is not loaded"
-                             if lines > 1 and not too_big else "")
+                             if lines > 1 else "")
                 rejects.append(Reject(
                     f"row {row}", "csv_malformed",
-                    f"row {row} cannot be split into fields ({err}): " + (
-                        f"a field is over {csv.field_size_limit():,} characters. Fix or remove this row" if too_big
-                        else "a quote is not closed or is followed by text"
-                        f"{'; the file ends inside a quoted field (cut off?)' if at_eof else ''}. "
-                        "Fix the quoting of this row") + swallowed,
+                    f"row {row} cannot be split into fields ({err}): a quote is not closed or is followed by text"
+                    f"{'; the file ends inside a quoted field (cut off?)' if at_eof else ''}. "
+                    "Fix the quoting of this row" + swallowed,
                     raw_text=text, target_table=raw_table,
                 ))
                 continue  # csv.reader starts a fresh record on the next line
@@ -671,13 +728,17 @@ def _load_with_csv_module(path: Path, header: list[str], raw_table: str, polars_
             records.append((values + [None] * n)[:n])
             extras.append(json.dumps(values[n:], ensure_ascii=False) if len(values) > n else None)
             rows.append(row)
+    yield _csv_batch(header, records, rows, extras, rejects)
+
+
+def _csv_batch(header: list[str], records: list[list[str | None]], rows: list[int], extras: list[str | None],
+               rejects: list[Reject]) -> tuple[pl.DataFrame, list[Reject]]:
     data = {h: [r[i] for r in records] for i, h in enumerate(header)}
     df = pl.DataFrame(data, schema={h: pl.String for h in header})
     unsplit = {int(r.location.split()[1]) for r in rejects if r.check == "field_count"}
     df = df.with_columns(pl.Series(ROW, rows, dtype=pl.Int64), pl.Series(EXTRA, extras, dtype=pl.String),
                          pl.Series(UNSPLIT, [r in unsplit for r in rows], dtype=pl.Boolean))
-    df = df.select([ROW, *header, EXTRA, UNSPLIT])
-    return df, rejects
+    return df.select([ROW, *header, EXTRA, UNSPLIT]), rejects
 
 
 def sha256_texts(values: pl.Series) -> pl.Series:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import engine.harc
 import pipeline.ingest  # noqa: F401  (registers the ARC-AGI-3 formats, so sniffing order is realistic)
 import pipeline.ingest.harc  # noqa: F401  (registers the H-ARC / ARC formats)
-from pipeline.ingest.base import FileContext, FileRejected
+from pipeline.ingest.base import FileContext, FileRejected, PiecesStartOver
 from pipeline.ingest.formats import detect, read_head
 from pipeline.ingest.harc import (
     ACTIONS,
@@ -580,10 +580,83 @@ def test_the_second_pass_gives_the_batches_of_the_first(tmp_path, batch_bytes, e
     first = source.scan(lambda b: b)
     again = list(source.again())
     assert len(again) == len(first) >= 1
-    assert (len(again) == 1) == (batch_bytes is None or extra_field)
+    assert (len(again) == 1) == (batch_bytes is None)  # the csv module's fallback reads in batches too
     for a, b in zip(again, first, strict=True):
         assert a.frame.equals(b.frame.drop(ROW_HASH)) and a.rejects == b.rejects and a.flags == b.flags
     assert ("csv_fallback_parser" in source.flags) == extra_field
+
+
+def _with_surplus_field(path: Path, line: int = 4) -> Path:
+    """The file with a surplus field on one line: polars refuses it, Python's csv module reads it."""
+    lines = path.read_text().splitlines(keepends=True)
+    lines[line] = lines[line].rstrip("\n") + ",surplus\n"
+    path.write_text("".join(lines))
+    return path
+
+
+def test_the_csv_module_reads_a_big_file_in_batches_as_it_would_read_it_whole(tmp_path):
+    """A file polars refuses is read by Python's csv module batch by batch (a 452 MB data.csv with one surplus field
+    took 3 GB read whole): the same rows, numbers, hashes and rejects as in one batch, no batch much over its size."""
+    rows = _rows_with_defects_far_apart() * 4
+    path = _with_surplus_field(fx.write_data(tmp_path / "data.csv", rows))
+    header = read_header(path)
+    whole = CsvSource(path, header, RAW, None).scan(lambda b: b)
+    source = CsvSource(path, header, RAW, 700)
+    batches = source.scan(lambda b: b)
+    assert source.mode == "csv" and len(whole) == 1 and len(batches) > 10
+    lengths = [len(line) for line in path.read_text().splitlines()[1:]]
+    assert max(b.frame.height for b in batches) <= (700 + max(lengths)) // min(lengths) + 1
+    assert pl.concat([b.frame for b in batches]).equals(whole[0].frame)
+    assert [r for b in batches for r in b.rejects] == list(whole[0].rejects)
+    assert [r.check for r in whole[0].rejects] == ["field_count"]
+
+
+@pytest.mark.parametrize("batch_bytes", [None, 700])
+def test_only_the_row_with_surplus_fields_names_them_in_its_raw_json(tmp_path, batch_bytes):
+    """row_json is a row's own fields: a row beside one with a surplus field gets no `__extra_fields` of null (it
+    did when the file was read whole, so the same row read in another batch, or from a file without surplus
+    fields, had another row_json)."""
+    from pipeline.ingest.harc_csv import load_csv
+
+    path = fx.write_data(tmp_path / "data.csv", _rows_with_defects_far_apart())
+    plain = {r["row_number"]: r["row_json"] for r in load_csv(path, read_header(path), raw_table=RAW).frame.to_dicts()}
+    _with_surplus_field(path)
+    loaded = load_csv(path, read_header(path), raw_table=RAW, batch_bytes=batch_bytes or 1 << 30)
+    mixed = {r["row_number"]: r["row_json"] for r in loaded.frame.to_dicts()}
+    assert "csv_fallback_parser" in loaded.flags
+    assert json.loads(mixed.pop(4))["__extra_fields"] == '["surplus"]'
+    assert mixed == {n: text for n, text in plain.items() if n != 4}
+
+
+@pytest.mark.parametrize("batch_bytes", [None, 1500])
+def test_the_csv_module_keeps_the_record_limit_polars_reading_has(tmp_path, monkeypatch, batch_bytes):
+    """In a file read by the csv module (a surplus field elsewhere): a field over the csv module's own 128 KiB limit
+    loads, as polars loads it, and a record over MAX_RECORD_BYTES (one long line, or a quoted field over many
+    lines) is quarantined as `record_too_long` without being held, the rows after it keeping their numbers."""
+    import pipeline.ingest.harc_csv as harc_csv
+
+    rows = fx.data_rows()
+    rows[2] = {**rows[2], "first_written_solution": "w" * 200_000}
+    rows[5] = {**rows[5], "first_written_solution": "y" * 400_000}
+    rows[9] = {**rows[9], "last_written_solution": 'a "quoted", multi\nline\n' * 30_000}
+    path = _with_surplus_field(fx.write_data(tmp_path / "data.csv", rows), line=-1)
+    monkeypatch.setattr(harc_csv, "MAX_RECORD_BYTES", 300_000)
+    out = read_data(ctx(path), batch_bytes=batch_bytes)
+    if out.pieces is not None:
+        try:
+            out = out.materialized()
+        except PiecesStartOver:  # the surplus field is in the last batch: read again, as the ingest does
+            out = out.materialized()
+    assert "csv_fallback_parser" in out.flags
+    by_check = {r.location: r.check for r in out.rejects}
+    assert by_check == {"row 6": "record_too_long", "row 10": "record_too_long", f"row {len(rows)}": "field_count"}
+    too_long = [r for r in out.rejects if r.check == "record_too_long"]
+    assert all(len(r.raw_text) <= 1024 and "longer than" in r.reason and "never closed" not in r.reason
+               for r in too_long)
+    raw = out.tables[RAW].sort("row_number")
+    assert raw["row_number"].to_list() == [n for n in range(1, len(rows) + 1) if n not in (6, 10)]
+    assert raw["extra_fields_json"].drop_nulls().to_list() == ['["surplus"]']
+    assert raw.filter(pl.col("row_number") == 3)["csv_first_written_solution"].to_list() == ["w" * 200_000]
 
 
 @settings(max_examples=50, deadline=None)
