@@ -10,7 +10,11 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
 - `harc-short-rows`: an H-ARC data.csv header and 392,000 one-field rows (784 KB), each quarantined;
 - `frameless-steps`: 2,000,000 valid frameless steps of one play (about 600 MB, streamed);
 - `task-collection`: an ARC task collection of about 400 MB (one JSON object of tasks);
+- `task-giant`: one ARC task of about 300 MB of 2x2 grids (refused unparsed: parsed, it took 17.5 GB);
+- `task-giant-entry`: a collection of 100,000 small tasks with one such task among them (the tasks before it load);
 - `tgi-short-rows`: an ARC-TGI export of 600,000 short valid rows (168 MB), read in pieces;
+- `arc2-surplus`: an ARC-AGI-2 attempt log of 1,000,000 rows, one with a surplus field (read by the csv module,
+  in batches: read whole, it took 1.0 GB);
 - `view-bad-lines`: `arcstudy view` of a recording with 2,000,000 bad lines (the page must stay small).
 
     PYTHONPATH=. .venv/bin/python benchmarks/flood_memory.py                 # every case, full size
@@ -98,6 +102,42 @@ def task_collection(folder: Path, n_bytes: int) -> Path:
     return path
 
 
+_PAIR = '{"input": [[1, 2], [3, 4]], "output": [[4, 3], [2, 1]]}'
+_SMALL_TASK = '{"train": [' + _PAIR + '], "test": [' + _PAIR + ']}'
+
+
+def _giant_task(f, n_bytes: int) -> None:
+    f.write('{"train": [')
+    f.writelines((", " if i else "") + _PAIR for i in range(max(1, n_bytes // (len(_PAIR) + 2))))
+    f.write('], "test": [' + _PAIR + ']}')
+
+
+def task_giant(folder: Path, n_bytes: int) -> Path:
+    path = folder / "giant.json"
+    with path.open("w") as f:
+        _giant_task(f, n_bytes)
+    return path
+
+
+def task_giant_entry(folder: Path, n_bytes: int, n_tasks: int = 100_000) -> Path:
+    path = folder / "tasks.json"
+    with path.open("w") as f:
+        f.write("{" + ", ".join(f'"t{i:07d}": {_SMALL_TASK}' for i in range(n_tasks)) + ', "giant": ')
+        _giant_task(f, n_bytes)
+        f.write(', "after": ' + _SMALL_TASK + "}")
+    return path
+
+
+def arc2_surplus(folder: Path, n: int) -> Path:
+    from benchmarks.arc2_memory import write_log
+
+    path = folder / "arc2.csv"
+    write_log(path, n)
+    with path.open("a") as f:  # the surplus field in the last row: the reader starts over with the csv module
+        f.write("abcd1234,Public Eval,0,s1,1.0,2,1,1,surplus\n")
+    return path
+
+
 def tgi_short_rows(folder: Path, n: int) -> Path:
     path = folder / "ARC-AGI-1-Train.csv"
     task = '{""train"": [{""input"": [[1]], ""output"": [[1]]}], ""test"": [{""input"": [[2]], ""output"": [[2]]}]}'
@@ -130,7 +170,10 @@ CASES = {
     "harc-short-rows": lambda d, s: harc_short_rows(d, int(392_000 * s)),
     "frameless-steps": lambda d, s: frameless_steps(d, int(2_000_000 * s)),
     "task-collection": lambda d, s: task_collection(d, int(400_000_000 * s)),
+    "task-giant": lambda d, s: task_giant(d, int(300_000_000 * s)),
+    "task-giant-entry": lambda d, s: task_giant_entry(d, int(300_000_000 * s), int(100_000 * s)),
     "tgi-short-rows": lambda d, s: tgi_short_rows(d, int(600_000 * s)),
+    "arc2-surplus": lambda d, s: arc2_surplus(d, int(1_000_000 * s)),
     "view-bad-lines": lambda d, s: braces(d, int(2_000_000 * s)),
 }
 

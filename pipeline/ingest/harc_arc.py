@@ -179,8 +179,21 @@ def _is_partial_task(obj: Any) -> bool:
     return isinstance(obj, dict) and ("train" in obj or "test" in obj) and not _is_task(obj)
 
 
-STREAM_TASKS_BYTES = 64 << 20  # a task collection at least this big is read a task at a time, in pieces
-TASKS_PER_PIECE = 500
+# An ARC task is tens of KB (ten 30x30 pairs: under 60 KB); one of megabytes is no task a person solves, and
+# parsing JSON of small grids takes about 50 times its size in Python objects and rows (a 321 MB task of 2x2
+# grids: 17.5 GB). So a task over MAX_TASK_BYTES is refused unparsed (`task_too_large`), and a file of that size or
+# more is read as a collection, a task at a time, in pieces (a single task that big is refused whole).
+MAX_TASK_BYTES = 4 << 20
+STREAM_TASKS_BYTES = MAX_TASK_BYTES
+TASKS_PER_PIECE = 500  # tasks in a piece, at most ...
+PIECE_TASK_CHARS = 8 << 20  # ... and their JSON's characters
+
+
+TASK_TOO_LARGE = "task_too_large"
+
+
+class _TaskTooLarge(Exception):
+    """A value of a streamed collection runs past MAX_TASK_BYTES: not parsed."""
 
 
 class _TaskCollection:
@@ -192,6 +205,7 @@ class _TaskCollection:
 
     def __init__(self, path: Path, file_id: str):
         self.path, self.file_id = path, file_id
+        self.chars = 0  # characters of the values parsed so far
 
     def entries(self) -> Iterator[tuple[str, Any, list[DuplicateKey]]]:
         """(task id, task, the task's objects that name a key twice) for each entry of the collection."""
@@ -222,11 +236,14 @@ class _TaskCollection:
                     try:
                         obj, end = decoder.raw_decode(buf, pos)
                         if end < len(buf) or ended:
+                            self.chars += end - pos
                             pos = end
                             return obj
                     except json.JSONDecodeError:
                         if ended:
                             raise
+                    if len(buf) - pos > MAX_TASK_BYTES:  # no end within the limit: not held, not parsed further
+                        raise _TaskTooLarge
                     more = f.read(self.WINDOW)  # the value runs past the window: widen it
                     ended = not more
                     buf, pos = buf[pos:] + more, 0
@@ -268,19 +285,30 @@ class _TaskCollection:
             return out
 
         seen: set[str] = set()
+        last_id: str | None = None
+        self.chars = piece_start = 0
         try:
             for task_id, task, twice in self.entries():
+                last_id = task_id
                 if task_id in seen:  # the earlier task of this id is already loaded
                     piece.rejects.append(_task_twice(task_id, task, "the earlier one loaded, this one is quarantined"))
                     continue
                 seen.add(task_id)
                 _collection_entry(piece, task_id, task, tasks, pairs, BadEntries({task_id: task}, None, twice))
-                if len(tasks) >= TASKS_PER_PIECE:
+                if len(tasks) >= TASKS_PER_PIECE or self.chars - piece_start >= PIECE_TASK_CHARS:
                     yield done()
                     piece, tasks, pairs = ReaderOutput(), [], []
+                    piece_start = self.chars
         except json.JSONDecodeError as err:
             piece.rejects.append(Reject("file", "invalid_json", f"not valid JSON from character {err.pos} of a "
                                         f"window on: {err.msg}; the tasks before it loaded", target_table=TASKS))
+        except _TaskTooLarge:
+            after = "the first task" if last_id is None else f"the task after {ascii_json(last_id)}"
+            piece.rejects.append(Reject(
+                "file", TASK_TOO_LARGE,
+                f"{after} (or its id) runs over {MAX_TASK_BYTES >> 20} MiB of JSON, far more than any ARC task: it "
+                "is not parsed, and the rest of the collection is not read (the tasks before it loaded); remove it "
+                "or split the file", target_table=TASKS))
         yield done()
 
 
@@ -320,24 +348,24 @@ def _task_tables(out: ReaderOutput, file_id: str, file_name: str, tasks: list[di
         else pl.DataFrame()
 
 
-def _big_collection(path: Path) -> bool:
-    """A file big enough to read a task at a time, that opens as a collection (its first key is no task key)."""
-    try:
-        if path.stat().st_size < STREAM_TASKS_BYTES:
-            return False
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
+def _opens_as_collection(path: Path) -> bool:
+    """Whether the file opens as a collection: an object whose first key is no task key."""
+    with open(path, "rb") as f:
+        head = f.read(4096)
     text = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     match = re.match(r'\{\s*"((?:[^"\\]|\\.)*)"', text)
     return match is not None and match.group(1) not in ("train", "test")
 
 
 def read_task_json(ctx: FileContext) -> ReaderOutput:
-    if _big_collection(ctx.path):
-        return ReaderOutput(detection_evidence="a collection of ARC tasks keyed by task id (read a task at a time)",
-                            pieces=_TaskCollection(ctx.path, ctx.file_id))
+    size = ctx.path.stat().st_size
+    if size >= STREAM_TASKS_BYTES:
+        if _opens_as_collection(ctx.path):
+            return ReaderOutput(detection_evidence="a collection of ARC tasks keyed by task id (read a task at a "
+                                "time)", pieces=_TaskCollection(ctx.path, ctx.file_id))
+        raise FileRejected(f"{size / (1 << 20):,.1f} MiB of JSON that does not open as a task collection "
+                           '({"<task id>": {task}, ...}): one ARC task that big is far more than any ARC task (at '
+                           f"most {MAX_TASK_BYTES >> 20} MiB are read), so it is not parsed", check=TASK_TOO_LARGE)
     try:
         text, facts = read_text_document(ctx.path)  # BOM removed, CRLF accepted: both flagged
     except UnicodeDecodeError as err:

@@ -167,3 +167,57 @@ def test_a_big_task_collection_is_read_a_task_at_a_time_with_the_same_rows(tmp_p
     a, b = _task_rows(whole), _task_rows(streamed)
     assert len(a["tasks"]) == 300 and a["tasks"] == b["tasks"] and a["pairs"] == b["pairs"]
     assert [c for _, c in b["quarantine"]] == [c for _, c in a["quarantine"]] and len(b["quarantine"]) == 2
+
+
+def _task_json(pairs: int) -> str:
+    pair = {"input": [[1, 2], [3, 4]], "output": [[4, 3], [2, 1]]}
+    return json.dumps({"train": [pair] * pairs, "test": [pair]})
+
+
+def test_a_task_too_big_for_any_arc_task_is_refused_unparsed(tmp_path, monkeypatch):
+    """One task of megabytes (parsed, JSON of small grids took 50 times its size: 17.5 GB for 321 MB) is refused
+    as `task_too_large` without being parsed; a task under the limit still loads."""
+    from pipeline.ingest import harc_arc
+
+    monkeypatch.setattr(harc_arc, "MAX_TASK_BYTES", 4000)
+    monkeypatch.setattr(harc_arc, "STREAM_TASKS_BYTES", 4000)
+    parsed, parse = [], harc_arc.json_document
+    monkeypatch.setattr(harc_arc, "json_document", lambda text: parsed.append(len(text)) or parse(text))
+    (tmp_path / "in").mkdir()
+    giant, small = tmp_path / "in" / "0a1b2c3d.json", tmp_path / "in" / "4e5f6a7b.json"
+    giant.write_text(_task_json(200))
+    small.write_text(_task_json(2))
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        report = ingest_paths(ws, [giant, small], run_id="r", workers=1)
+        status = {Path(f.path).name: (f.status, f.message) for f in report.files}
+        assert ws.read("SELECT task_id FROM core_arc__tasks").rows() == [("4e5f6a7b",)]
+        rejected = ws.read("SELECT check_name, reason FROM quarantine").rows()
+    assert status["0a1b2c3d.json"][0] == "rejected" and status["4e5f6a7b.json"][0] == "loaded"
+    assert [c for c, _ in rejected] == ["task_too_large"] and "not parsed" in rejected[0][1]
+    assert parsed == [len(small.read_text())]  # the giant file's text was never parsed
+
+
+@pytest.mark.parametrize("piece_chars", [1 << 30, 3000])
+def test_a_collection_entry_too_big_for_any_task_stops_the_collection_there(tmp_path, monkeypatch, piece_chars):
+    """A streamed collection whose entry runs past MAX_TASK_BYTES: the tasks before it load (in pieces of a bounded
+    number of characters), the entry is not parsed and the file's reject says the rest was not read."""
+    from pipeline.ingest import harc_arc
+
+    monkeypatch.setattr(harc_arc, "MAX_TASK_BYTES", 4000)
+    monkeypatch.setattr(harc_arc, "STREAM_TASKS_BYTES", 4000)
+    monkeypatch.setattr(harc_arc, "PIECE_TASK_CHARS", piece_chars)
+    monkeypatch.setattr(harc_arc._TaskCollection, "WINDOW", 512)
+    small = _task_json(1)
+    path = tmp_path / "tasks.json"
+    path.write_text("{" + ", ".join(f'"t{i:03d}": {small}' for i in range(60)) + f', "giant": {_task_json(200)}, '
+                    f'"after": {small}}}')
+    from pipeline.ingest.runner import prepare_file
+    pieces = list(prepare_file(path, run_id="p").output.pieces())
+    assert len(pieces) == 1 if piece_chars == 1 << 30 else len(pieces) >= 3
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        report = ingest_paths(ws, [path], run_id="r", workers=1)
+        tasks = [r[0] for r in ws.read("SELECT task_id FROM core_arc__tasks ORDER BY task_id").rows()]
+        rejected = ws.read("SELECT source_location, check_name, reason FROM quarantine").rows()
+    assert report.files[0].status == "loaded" and tasks == [f"t{i:03d}" for i in range(60)]
+    assert [(loc, check) for loc, check, _ in rejected] == [("file", "task_too_large")]
+    assert '"t059"' in rejected[0][2] and "rest of the collection is not read" in rejected[0][2]
