@@ -79,6 +79,24 @@ def decode_head(raw: bytes) -> tuple[str, TextFacts]:
     return body.decode("utf-8", errors="replace"), TextFacts(has_bom=bom, has_crlf=b"\r\n" in body)
 
 
+# A metadata.json, scorecard or study manifest is kilobytes (a card of 100 games of 100 plays each: about 2 MB).
+# Parsed, JSON takes up to about 30 times its size in Python objects (a 225 MB card of 3M plays: 6 GB), so a
+# document over this is refused unparsed, with its size (`document_too_large`).
+MAX_JSON_DOCUMENT_BYTES = 8 << 20
+DOCUMENT_TOO_LARGE = "document_too_large"
+
+
+def document_too_large(path: Path | str, what: str) -> str | None:
+    """Why the JSON document at `path` is not parsed (it is over MAX_JSON_DOCUMENT_BYTES), or None. `what`: what
+    it was read as ("a scorecard")."""
+    size = Path(path).stat().st_size
+    if size <= MAX_JSON_DOCUMENT_BYTES:
+        return None
+    return (f"{size / (1 << 20):,.1f} MiB of JSON read as {what}: over {MAX_JSON_DOCUMENT_BYTES >> 20} MiB, far more "
+            "than one holds (a scorecard of 100 games of 100 plays is about 2 MB), so it is not parsed; split it "
+            "(e.g. one file per game)")
+
+
 def read_text_document(path: Path | str) -> tuple[str, TextFacts]:
     """A whole (JSON) text file, BOM removed, CRLF kept (JSON treats it as whitespace).
     Raises UnicodeDecodeError for bytes that are not UTF-8 and OSError for a file that cannot be read."""

@@ -11,7 +11,14 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.core.textfiles import ascii_json, json_document, not_utf8_reason, read_text_document
+from pipeline.core.textfiles import (
+    DOCUMENT_TOO_LARGE,
+    ascii_json,
+    document_too_large,
+    json_document,
+    not_utf8_reason,
+    read_text_document,
+)
 from pipeline.ingest.base import (
     NESTED_TOO_DEEPLY,
     BadEntries,
@@ -32,9 +39,12 @@ METADATA_KEYS = {"baseline_actions", "title", "default_fps", "tags", "class_name
 CARD_KEYS = {"game_id", "total_plays", "actions", "states"}
 
 
-def _load_json_document(ctx: FileContext) -> tuple[Any, list[str], BadEntries]:
+def _load_json_document(ctx: FileContext, what: str) -> tuple[Any, list[str], BadEntries]:
     """(the parsed document, text flags, its strings holding a lone surrogate escape and its objects naming a key
-    twice): a leading BOM is removed and CRLF accepted, both flagged."""
+    twice): a leading BOM is removed and CRLF accepted, both flagged. `what`: what it is read as, for the reason
+    that refuses a document too large to parse."""
+    if (too_large := document_too_large(ctx.path, what)) is not None:
+        raise FileRejected(too_large, DOCUMENT_TOO_LARGE)
     try:
         text, facts = read_text_document(ctx.path)
     except UnicodeDecodeError as err:
@@ -69,7 +79,7 @@ def sniff_metadata(head: Head) -> str | None:
 
 
 def read_metadata(ctx: FileContext) -> ReaderOutput:
-    doc, text_flags, bad = _load_json_document(ctx)
+    doc, text_flags, bad = _load_json_document(ctx, "a metadata.json")
     if not isinstance(doc, dict):
         raise FileRejected("metadata.json must hold a JSON object", "bad_metadata")
     bad.refuse_whole("metadata")  # a metadata file is one entry: the game's
@@ -133,7 +143,7 @@ def sniff_scorecard(head: Head) -> str | None:
 
 
 def read_scorecard(ctx: FileContext) -> ReaderOutput:
-    doc, text_flags, bad = _load_json_document(ctx)
+    doc, text_flags, bad = _load_json_document(ctx, "a scorecard")
     out = ReaderOutput(flags=text_flags)
     if not isinstance(doc, dict):
         raise FileRejected("a scorecard must be a JSON object", "bad_scorecard")

@@ -44,7 +44,7 @@ def _time(value: Any) -> datetime | None | str:
 
 
 def read_manifest(ctx: FileContext) -> ReaderOutput:
-    doc, text_flags, bad = _load_json_document(ctx)
+    doc, text_flags, bad = _load_json_document(ctx, "a study manifest")
     if not isinstance(doc, dict):
         raise FileRejected("a study manifest must be a JSON object", "bad_manifest")
     bad_rejects: list[Reject] = []

@@ -30,7 +30,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.manifest import sha256_file
-from pipeline.core.textfiles import not_utf8_reason
+from pipeline.core.textfiles import document_too_large, not_utf8_reason
 from pipeline.ingest.arc3_json import read_scorecard, sniff_scorecard
 from pipeline.ingest.base import FileContext, FileRejected
 from pipeline.ingest.formats import read_head
@@ -143,11 +143,15 @@ def read_card_files(paths: Sequence[Path]) -> CardInputs:
     for path in paths:
         try:
             file_id = sha256_file(path)
+            too_large = document_too_large(path, "a scorecard")
         except OSError as err:
             found.problems.append((path, f"cannot read the file: {err.strerror or err}"))
             continue
         if file_id in found.files:
             found.problems.append((path, f"same content as {found.files[file_id][0]} (given twice: read once)"))
+            continue
+        if too_large is not None:
+            found.problems.append((path, f"scorecard rejected: {too_large}"))
             continue
         try:
             if sniff_scorecard(read_head(path)) is None:

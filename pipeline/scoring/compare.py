@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.outputs import markdown_text
-from pipeline.core.textfiles import unique_json
+from pipeline.core.textfiles import document_too_large, unique_json
 from pipeline.recordings.cards import game_id_problem
 
 from .policies import DEFAULT_POLICY_ID, POLICIES, get_policy
@@ -49,6 +49,12 @@ class CompareError(ValueError):
 
 def read_comparison_card(path: Path) -> dict[str, Any]:
     """A scored summary (``environments[].runs[]``) from ``path``."""
+    try:
+        too_large = document_too_large(path, "a scorecard")
+    except OSError as err:
+        raise CompareError(f"not a readable JSON scorecard ({err})") from None
+    if too_large is not None:
+        raise CompareError(too_large)
     try:
         doc = unique_json(Path(path).read_text(encoding="utf-8-sig"))
     except (OSError, ValueError, RecursionError) as err:  # ValueError: not JSON, a key named twice
