@@ -43,7 +43,7 @@ import polars as pl
 
 from pipeline.core.spool import Spool
 from pipeline.ingest import harc_arc
-from pipeline.ingest.base import FileChangedError, FileContext, ReaderOutput
+from pipeline.ingest.base import FileChangedError, FileContext, FileRejected, ReaderOutput
 from pipeline.ingest.buckets import BatchSlices, BucketFiles, bucket_of, read_ipc, scratch_folder
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.ingest.harc_csv import (
@@ -160,6 +160,11 @@ class _OpenedFile(NamedTuple):
     out: ReaderOutput
 
 
+# The H-ARC files besides data.csv (summary, incorrect submissions, surveys) are read whole: a few MB each in the
+# release. One over this is refused unread rather than taking about ten times its size in memory.
+MAX_RELEASE_FILE_BYTES = 64_000_000
+
+
 def _open_release_file(
     ctx: FileContext, variants: Sequence, what: str, *, release_by_name: bool = True,
     evidence: str = "header is the {variant}",
@@ -170,6 +175,10 @@ def _open_release_file(
     header = read_header(ctx.path)
     variant = match_variant(header, variants, what)
     release = release_from_name(ctx.path, variant) if release_by_name else variant.release
+    if (size := ctx.path.stat().st_size) > MAX_RELEASE_FILE_BYTES:
+        raise FileRejected(f"an {what} of {size / 1e6:,.0f} MB: over {MAX_RELEASE_FILE_BYTES / 1e6:,.0f} MB, ten times "
+                           "the release's largest (the summary of 1,729 participants is about 6 MB), so it is not "
+                           "read (it is read whole: about ten times its size in memory); split it", "file_too_large")
     loaded = load_csv(ctx.path, header, raw_table=RAW)
     out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags),
                        detection_evidence=evidence.format(variant=variant.name, release=release))

@@ -63,6 +63,7 @@ from pipeline.ingest.harc_csv import (
     Variant,
     apply_checks,
     header_columns,
+    listed_rows,
     load_csv,
     match_variant,
     not_blank,
@@ -550,14 +551,14 @@ def _hash_repeated(values: pl.Series) -> pl.Series:
 def _duplicate_ids(rows: pl.DataFrame, content: str) -> pl.DataFrame:
     """What the two duplicate rules need of each task_id named on more than one row of the file (a blank id is
     judged by neither): its number of rows (`__dup_n`), of distinct contents (`__dup_distinct`, by the `content`
-    column), its first row (`__dup_first`) and all its rows, in order (`__dup_rows`). `rows`: every loaded row's
+    column), its first row (`__dup_first`) and its rows, in order (`__dup_rows`, `listed_rows`). `rows`: every loaded row's
     task_id, row number and `content`."""
     key_ok = (pl.col(_TGI_ID).str.strip_chars() != "").fill_null(False)  # a blank id is quarantined as such
     # the ids whose 64-bit hash is on several rows first (most are on one row), then by their texts
     return (rows.filter(_hash_repeated(rows[_TGI_ID])).filter(key_ok).group_by(_TGI_ID)
             .agg(pl.len().alias("__dup_n"), pl.col(content).n_unique().alias("__dup_distinct"),
                  pl.col(ROW).min().alias("__dup_first"),
-                 pl.col(ROW).sort().cast(pl.String).str.join(", ").alias("__dup_rows"))
+                 listed_rows().alias("__dup_rows"))
             .filter(pl.col("__dup_n") > 1))
 
 

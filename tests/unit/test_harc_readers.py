@@ -364,6 +364,43 @@ def test_summary_rows(tmp_path):
     assert set(out24.tables[ATTEMPTS]["release_generation"]) == {"2024"}
 
 
+@pytest.mark.parametrize("n_rows", [3, 10, 25])
+def test_a_reason_names_at_most_ten_rows_of_a_key(tmp_path, n_rows):
+    """A key on many rows with different contents: each row's reason names the first ten rows and how many there
+    are (naming every row in every reason made a key on 400,000 rows of a 300 MB file take over 24 GB)."""
+    first = fx.summary_rows()[0]
+    rows = [{**first, "num_actions": str(10 + i)} for i in range(n_rows)]  # one (task, attempt), other contents
+    out = read_summary(ctx(fx.write_summary(tmp_path / "summary_data.csv", rows)))
+    reasons = [r.reason for r in out.rejects if r.check == "duplicate_attempt"]
+    assert len(reasons) == n_rows and len(set(reasons)) == 1
+    listed = ", ".join(str(n) for n in range(1, min(n_rows, 10) + 1))
+    assert f"appears on rows {listed}{f', ... ({n_rows} rows in all)' if n_rows > 10 else ''} with" in reasons[0]
+
+
+def test_an_arc_tgi_task_id_on_many_rows_names_ten_of_them(tmp_path):
+    first = fx.tgi_rows(tmp_path / "EXECUTED")[0]
+    rows = [{**first, "task_variables": json.dumps({"rows": 2, "columns": 2, "border": i})} for i in range(12)]
+    out = read_tgi(ctx(fx.write_tgi(tmp_path / "task0b148d64.csv", rows)))
+    reasons = {r.reason for r in out.rejects if r.check == "duplicate_task"}
+    assert reasons == {f"task_id {first['task_id']} appears on rows 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... (12 rows in "
+                       "all) with different contents"}
+
+
+def test_a_release_file_far_larger_than_the_releases_is_refused_unread(tmp_path, monkeypatch):
+    """The summary, incorrect-submissions and survey files are read whole: one over MAX_RELEASE_FILE_BYTES
+    (ten times the release's largest) is refused as `file_too_large`, not read (a 300 MB summary took 3 GB)."""
+    import pipeline.ingest.harc as harc
+
+    path = fx.write_summary(tmp_path / "summary_data.csv")
+    monkeypatch.setattr(harc, "MAX_RELEASE_FILE_BYTES", path.stat().st_size)
+    assert read_summary(ctx(path)).tables[ATTEMPTS].height == 4  # at the limit: read
+    monkeypatch.setattr(harc, "MAX_RELEASE_FILE_BYTES", path.stat().st_size - 1)
+    monkeypatch.setattr(harc, "load_csv", lambda *a, **k: pytest.fail("a file over the limit was read"))
+    with pytest.raises(FileRejected) as err:
+        read_summary(ctx(path))
+    assert err.value.check == "file_too_large" and "split it" in err.value.reason
+
+
 def test_summary_keeps_attempt_4_out(tmp_path):
     rows = fx.summary_rows()
     rows[3] = {**rows[3], "attempt_number": "4"}
