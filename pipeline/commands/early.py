@@ -29,6 +29,12 @@ from collections.abc import Sequence
 EARLY_HELPERS = {"ingest": ("pipeline.ingest.runner",)}
 # options that make the command read without a helper, or not run at all
 _NO_HELPER_OPTIONS = ("--workers", "--scheduler", "--help", "-h", "--version")
+# verbs that replay games in the sandbox: a child is started here, in the background, so that its start (about
+# 0.3 s) overlaps the app's imports (pipeline.core.game_code.start_game_sandbox_early). The first game replayed in
+# this process takes it; when none is (nothing to replay, other limits, the work on worker processes) it is closed
+# unused at exit, its start paid on the other core
+EARLY_SANDBOX_VERBS = ("export-transitions", "score")
+_NO_RUN_OPTIONS = ("--help", "-h", "--version")
 
 
 def verb_of(args: Sequence[str]) -> str | None:
@@ -86,12 +92,36 @@ def interruption() -> tuple[str, int]:
                                                                               INTERRUPTED_CTRL_C)
 
 
+def _on_workers(args: Sequence[str]) -> bool:
+    """Whether the command is told to run its work on other processes (--scheduler, or --workers above 1): the
+    games are then replayed there, not in this process."""
+    for i, arg in enumerate(args):
+        name, _, value = arg.partition("=")
+        if name == "--scheduler":
+            return True
+        if name == "--workers":
+            value = value or (args[i + 1] if i + 1 < len(args) else "")
+            return value.strip() != "1"
+    return False
+
+
+def _start_sandbox() -> None:
+    """Imported here, in the main thread (the command imports these modules anyway: a second thread importing
+    beside the app's imports could meet them half-initialised); the child starts on a thread of its own."""
+    from pipeline.core.game_code import start_game_sandbox_early
+
+    start_game_sandbox_early()
+
+
 def start_early_work(args: Sequence[str]) -> None:
     """Make the BLAS single-threaded (`single_threaded_blas`), then start the helper process the command given
     by `args` (the program's arguments) is likely to read with: only for a verb that reads with one, without
     options that rule it out, on two cores or more, while a core is free (`core_free`, as the command itself
     decides)."""
     single_threaded_blas()
+    if verb_of(args) in EARLY_SANDBOX_VERBS and not any(a.split("=", 1)[0] in _NO_RUN_OPTIONS for a in args) \
+            and not _on_workers(args):
+        _start_sandbox()
     preload = EARLY_HELPERS.get(verb_of(args) or "")
     if preload is None or any(a.split("=", 1)[0] in _NO_HELPER_OPTIONS for a in args):
         return

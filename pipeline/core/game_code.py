@@ -23,7 +23,8 @@ Limits (each can be changed in the environment, see `game_limits`):
 
 One child per game from outside (`game_key`), at most `sandbox.MAX_CACHED` kept alive in a process: a game cannot
 change what another game's replay sees (each runs in its own process), and imports are paid once per game;
-arcstudy's own shipped games share one child.
+arcstudy's own shipped games share one child. A child started before any game ran (`start_game_sandbox_early`, as
+the program starts) is taken by the first game that needs one, and by no other.
 """
 
 from __future__ import annotations
@@ -34,7 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.result_shape import wrong_shape
-from pipeline.core.sandbox import Limits, SandboxFailure, confined, describe_layers, limits_from_env
+from pipeline.core.sandbox import (
+    Limits,
+    SandboxFailure,
+    confined,
+    describe_layers,
+    limits_from_env,
+    start_spare,
+)
 from pipeline.core.textfiles import visible
 
 __all__ = ["GameCodeError", "SandboxFailure", "announce", "describe_failure", "game_key", "game_limits",
@@ -141,8 +149,7 @@ def run_game_code(fn: Callable[[Any], Any], arg: Any, *, key: str | None = None,
     (`source`: the game file, whose line is then named), SandboxFailure when the child ended abnormally.
     `writable`: folders the code may write in (an output folder), besides the sandbox's scratch folder;
     `limits`: other limits than `game_limits()`."""
-    call = confined(_call_game, limits or game_limits(), preload=PRELOAD, key=key, env=game_child_env(),
-                    writable=writable)
+    call = _game_call(key, writable, limits)
     answer = call((fn, arg, None if source is None else str(Path(source).absolute())))
     if not (isinstance(answer, tuple) and len(answer) == 2 and answer[0] in ("ok", "raised")):
         raise wrong_shape('("ok", result) or ("raised", error)', answer)
@@ -154,6 +161,24 @@ def run_game_code(fn: Callable[[Any], Any], arg: Any, *, key: str | None = None,
     return value
 
 
+def _game_call(key: str | None, writable: Iterable[Path | str] = (), limits: Limits | None = None
+               ) -> Callable[[Any], Any]:
+    """The confined callable a game's code runs through (one definition: `start_game_sandbox_early` starts a child
+    of the configuration `run_game_code` asks for)."""
+    return confined(_call_game, limits or game_limits(), preload=PRELOAD, key=key, env=game_child_env(),
+                    writable=writable)
+
+
+SHIPPED_GAMES_KEY = "arcstudy-games"  # `game_key` of every shipped game: one child for arcstudy's own code
+
+
+def start_game_sandbox_early() -> None:
+    """Start, in the background, a sandbox child for the first game whose code runs (a shipped one, or a folder's):
+    for a command that will replay games, whose child's start then overlaps the command's own imports and reading
+    (pipeline/commands/early.py). Made as `run_game_code` makes its children, so it is taken as one of them."""
+    start_spare(_game_call(None))
+
+
 def game_key(info: Any) -> str:
     """Which cached sandbox runs a game: one per game for folders from outside (a game cannot change what another
     game's replay sees), one for all of arcstudy's own shipped games (its code: one child, imports paid once)."""
@@ -161,7 +186,7 @@ def game_key(info: Any) -> str:
 
     try:
         if Path(info.directory).resolve().is_relative_to(default_environments_dir().resolve()):
-            return "arcstudy-games"
+            return SHIPPED_GAMES_KEY
     except (OSError, ValueError):
         pass
     return f"game:{info.game_id}:{Path(info.directory).absolute()}"

@@ -705,8 +705,9 @@ def _cached(limits: Limits, preload: str | None, key: str | None, env: tuple = (
     evicted: list[Sandbox] = []
     with _cache_lock:
         box = _cache.pop(ident, None)
-        if box is None:
-            box = Sandbox(limits, preload=preload, env=dict(env), writable=writable)
+        if box is None:  # a spare child of this configuration, started early and never used, else a new one
+            box = _spares.pop(_spare_ident(limits, preload, env, writable), None) or \
+                Sandbox(limits, preload=preload, env=dict(env), writable=writable)
         _cache[ident] = box
         while len(_cache) > MAX_CACHED:
             evicted.append(_cache.pop(next(iter(_cache))))
@@ -715,11 +716,43 @@ def _cached(limits: Limits, preload: str | None, key: str | None, env: tuple = (
     return box
 
 
-def close_all() -> None:
-    """Close every cached sandbox of this process (registered at exit)."""
+_spares: dict[tuple, Sandbox] = {}  # children started before any call asked for them (`start_spare`), by configuration
+
+
+def _spare_ident(limits: Limits, preload: str | None, env: tuple, writable: tuple) -> tuple:
+    return os.getpid(), limits, preload, env, writable
+
+
+def start_spare(call: Callable[[Any], Any]) -> None:
+    """Start a child of the configuration `call` (made by `confined`) runs in, on a daemon thread, for the first
+    cached sandbox of that configuration that needs one, whatever its key (a child no code has run in is as fresh
+    as a new one): a command that will run game code starts it while it is still importing and reading, and its
+    start (about 0.3 s of wall time) overlaps that work. The first call waits for the start to end (the sandbox's
+    lock); a spare no call takes is closed at exit. A failed start is left to the first call, which starts the
+    child again and raises what stops it."""
+    if not isinstance(call, _Confined):
+        raise TypeError("start_spare takes a callable made by confined()")
+    ident = _spare_ident(call.limits, call.preload, call.env, call.writable)
     with _cache_lock:
-        boxes = [box for ident, box in _cache.items() if ident[0] == os.getpid()]
+        if ident in _spares:
+            return
+        box = _spares[ident] = Sandbox(call.limits, preload=call.preload, env=dict(call.env), writable=call.writable)
+
+    def start() -> None:
+        try:
+            box.start()
+        except Exception:  # noqa: BLE001 - said by the first call, which starts it again
+            pass
+
+    threading.Thread(target=start, name="sandbox-spare", daemon=True).start()
+
+
+def close_all() -> None:
+    """Close every cached or spare sandbox of this process (registered at exit)."""
+    with _cache_lock:
+        boxes = [box for ident, box in [*_cache.items(), *_spares.items()] if ident[0] == os.getpid()]
         _cache.clear()
+        _spares.clear()
     for box in boxes:
         box.close()
 

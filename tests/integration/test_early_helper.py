@@ -33,6 +33,32 @@ def _blas_variables_restored(monkeypatch):
             monkeypatch.delenv(name)
 
 
+@pytest.fixture(autouse=True)
+def _sandbox_starts(monkeypatch) -> list[int]:
+    """The game sandbox `start_early_work` starts for commands that replay games, noted instead of started."""
+    starts: list[int] = []
+    monkeypatch.setattr(early, "_start_sandbox", lambda: starts.append(1))
+    return starts
+
+
+@pytest.mark.parametrize(("args", "started"), [
+    (["--plain", "export-transitions", "a.jsonl", "--out", "x"], True),
+    (["score", "study/", "--games", "games/"], True),
+    (["score", "--help"], False),
+    (["export-transitions", "-h"], False),
+    (["export-transitions", "d/", "--out", "x", "--workers", "1"], True),
+    (["export-transitions", "d/", "--out", "x", "--workers=2"], False),  # replayed on the workers
+    (["score", "d/", "--scheduler", "tcp://x:1"], False),
+    (["ingest", "study/"], False),
+    (["--version"], False),
+])
+def test_a_game_sandbox_is_started_early_for_the_commands_that_replay_games(monkeypatch, args, started,
+                                                                            _sandbox_starts):
+    monkeypatch.setattr(executor, "start_early_helper", lambda preload: None)
+    early.start_early_work(args)
+    assert _sandbox_starts == ([1] if started else [])
+
+
 @pytest.mark.parametrize(("args", "cores", "load", "started"), [
     (["--plain", "ingest", "study/"], 2, 0.0, True),
     (["ingest", "a.jsonl", "b.jsonl"], 4, 2.0, True),

@@ -335,3 +335,35 @@ def test_close_ends_a_call_under_way_on_another_thread_instead_of_waiting_for_it
     assert time.monotonic() - started < 10 and not worker.is_alive()
     assert len(failures) == 1 and isinstance(failures[0], SandboxFailure)
     assert _gone(pid)
+
+
+def _started(box: Sandbox, timeout: float = 20.0) -> int:
+    """The pid of a sandbox started on another thread, once it is up."""
+    deadline = time.monotonic() + timeout
+    while box.pid is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert box.pid is not None, "the spare child did not start"
+    return box.pid
+
+
+def test_a_spare_child_is_taken_by_the_first_key_that_needs_one_and_an_untaken_one_closed_at_exit():
+    """`start_spare` (started by the program before its imports for commands that replay games): the first sandbox
+    of that configuration, whatever its key, gets the spare child (no code ever ran in it); the next key gets a
+    child of its own; a spare that nothing takes is closed with the cached ones."""
+    from pipeline.core import sandbox
+
+    limits = Limits(wall_s=30, cpu_s=30, output_bytes=1 << 20)
+    sandbox.start_spare(confined(t.pid, limits))
+    sandbox.start_spare(confined(t.pid, limits))  # one spare per configuration
+    spares = [box for ident, box in sandbox._spares.items() if ident[1] == limits]
+    assert len(spares) == 1
+    spare = _started(spares[0])
+    first, second = confined(t.pid, limits, key="game-a"), confined(t.pid, limits, key="game-b")
+    assert first(None) == spare and first(None) == spare
+    assert second(None) not in (spare, None)
+    assert not [ident for ident in sandbox._spares if ident[1] == limits]
+    unused = Limits(wall_s=31, cpu_s=30, output_bytes=1 << 20)
+    sandbox.start_spare(confined(t.pid, unused))
+    unused_pid = _started(next(box for ident, box in sandbox._spares.items() if ident[1] == unused))
+    sandbox.close_all()
+    assert _gone(spare) and _gone(unused_pid) and not sandbox._spares
