@@ -108,9 +108,12 @@ def _on_workers(args: Sequence[str]) -> bool:
 def _start_sandbox() -> None:
     """Imported here, in the main thread (the command imports these modules anyway: a second thread importing
     beside the app's imports could meet them half-initialised); the child starts on a thread of its own."""
-    from pipeline.core.game_code import start_game_sandbox_early
+    try:
+        from pipeline.core.game_code import start_game_sandbox_early
 
-    start_game_sandbox_early()
+        start_game_sandbox_early()
+    except Exception:  # noqa: BLE001 - e.g. a limit in the environment that is no number: the command says it
+        pass
 
 
 def start_early_work(args: Sequence[str]) -> None:
