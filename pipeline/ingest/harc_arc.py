@@ -185,12 +185,10 @@ def _is_partial_task(obj: Any) -> bool:
 # grids: 17.5 GB). So a task over MAX_TASK_BYTES is refused unparsed (`task_too_large`), and a file of that size or
 # more is read as a collection, a task at a time, in pieces (a single task that big is refused whole).
 MAX_TASK_BYTES = 4 << 20
+TASK_TOO_LARGE = "task_too_large"
 STREAM_TASKS_BYTES = MAX_TASK_BYTES
 TASKS_PER_PIECE = 500  # tasks in a piece, at most ...
 PIECE_TASK_CHARS = 8 << 20  # ... and their JSON's characters
-
-
-TASK_TOO_LARGE = "task_too_large"
 
 
 class _TaskTooLarge(Exception):
@@ -551,8 +549,8 @@ def _hash_repeated(values: pl.Series) -> pl.Series:
 def _duplicate_ids(rows: pl.DataFrame, content: str) -> pl.DataFrame:
     """What the two duplicate rules need of each task_id named on more than one row of the file (a blank id is
     judged by neither): its number of rows (`__dup_n`), of distinct contents (`__dup_distinct`, by the `content`
-    column), its first row (`__dup_first`) and its rows, in order (`__dup_rows`, `listed_rows`). `rows`: every loaded row's
-    task_id, row number and `content`."""
+    column), its first row (`__dup_first`) and its rows, in order (`__dup_rows`, `listed_rows`). `rows`: every
+    loaded row's task_id, row number and `content`."""
     key_ok = (pl.col(_TGI_ID).str.strip_chars() != "").fill_null(False)  # a blank id is quarantined as such
     # the ids whose 64-bit hash is on several rows first (most are on one row), then by their texts
     return (rows.filter(_hash_repeated(rows[_TGI_ID])).filter(key_ok).group_by(_TGI_ID)
