@@ -578,6 +578,10 @@ def _tgi_piece(loaded: LoadedCsv, header: list[str], file_id: str, duplicates: p
         not_blank("generator_name", "the generator name"), required("code", "the transform code (as text)"),
         *[required(c, "a JSON value") for c in ("input_reasoning_chain", "transformation_reasoning_chain",
                                                  "task_variables", "data")],
+        RowCheck(TASK_TOO_LARGE, pl.col(src("data")).str.len_bytes() > MAX_TASK_BYTES,
+                 pl.format("data holds {} MiB of JSON, far more than any ARC task (at most {} MiB are read): it is "
+                           "not parsed", (pl.col(src("data")).str.len_bytes() / (1 << 20)).round(1),
+                           pl.lit(MAX_TASK_BYTES >> 20)), "data"),
         RowCheck("time_unparsable", pl.col(src("created_at")).is_not_null() & pl.col("generated_at").is_null(),
                  pl.format("created_at '{}' is not an ISO-8601 time", pl.col(src("created_at"))), "created_at"),
         RowCheck("duplicate_task", (pl.col("__dup_n") > 1) & (pl.col("__dup_distinct") > 1),

@@ -377,6 +377,20 @@ def test_a_reason_names_at_most_ten_rows_of_a_key(tmp_path, n_rows):
     assert f"appears on rows {listed}{f', ... ({n_rows} rows in all)' if n_rows > 10 else ''} with" in reasons[0]
 
 
+def test_an_arc_tgi_row_whose_task_is_too_large_for_any_task_is_quarantined_unparsed(tmp_path, monkeypatch):
+    """`data` over MAX_TASK_BYTES, as an ARC task file over it is refused (a 17 MB task of 2x2 grids took 0.84 GB):
+    the row is quarantined as `task_too_large` and the other rows load."""
+    import pipeline.ingest.harc_arc as harc_arc
+
+    rows = fx.tgi_rows(tmp_path / "EXECUTED")
+    assert len(rows[0]["data"]) < len(rows[1]["data"])
+    monkeypatch.setattr(harc_arc, "MAX_TASK_BYTES", len(rows[0]["data"].encode()))  # row 1's task: at the limit
+    out = read_tgi(ctx(fx.write_tgi(tmp_path / "task0b148d64.csv", rows)))
+    assert [(r.location, r.check, r.column) for r in out.rejects] == [("row 2", "task_too_large", "data")]
+    assert "not parsed" in out.rejects[0].reason
+    assert out.tables[TGI_TASKS]["row_number"].to_list() == [1]
+
+
 def test_an_arc_tgi_task_id_on_many_rows_names_ten_of_them(tmp_path):
     first = fx.tgi_rows(tmp_path / "EXECUTED")[0]
     rows = [{**first, "task_variables": json.dumps({"rows": 2, "columns": 2, "border": i})} for i in range(12)]
