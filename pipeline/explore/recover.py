@@ -570,7 +570,7 @@ def recover_file(job: RecoverJob) -> Recovery:
     recording: ``error`` says why)."""
     path = Path(job.path)
     try:
-        parsed = read_recording_file(path, want_frames=True)
+        parsed = read_recording_file(path, want_frames=True, keep_raw_json=False)  # its lines' text is not written
     except RecordingRejected as err:
         return Recovery(path=str(path), file_name=path.name, error=f"cannot read it: {err.check}: {err.reason}")
     except (OSError, UnicodeDecodeError) as err:

@@ -121,14 +121,16 @@ MAX_LINE_BYTES = 64 * 1024 * 1024  # a frame line is ~12 KB a frame: a longer li
 SHARED_DATA_LIMIT = 4096  # distinct `data` objects remembered for sharing (then forgotten, and the table starts over)
 
 
-def share_data(data: dict[str, Any], raw_json: str, shared: dict[bytes, dict[str, Any]]) -> dict[str, Any]:
+def share_data(data: dict[str, Any], raw: str | bytes, shared: dict[bytes, dict[str, Any]]) -> dict[str, Any]:
     """One object for every frame line of a file whose `data` is the same JSON (a step's `data` without its frame
     pixels is a few hundred bytes of small objects: most steps repeat one held before, and a file keeps one `data`
     per line until its steps are counted). Equal means equal JSON, types included (1, 1.0 and true differ):
     the key is orjson's serialization, which writes every value's type; a line with a non-finite float
     (orjson writes it as null) or an integer over 64 bits (orjson refuses it) keeps its own. Nothing changes
-    a line's `data` once it is read."""
-    if "NaN" in raw_json or "Infinity" in raw_json:
+    a line's `data` once it is read. `raw`: the line's compact text without its pixels, else the line as read (a
+    line that spells NaN or Infinity anywhere keeps its own `data`)."""
+    nan, infinity = (b"NaN", b"Infinity") if isinstance(raw, bytes) else ("NaN", "Infinity")
+    if nan in raw or infinity in raw:
         return data
     try:
         key = orjson.dumps(data)
@@ -376,8 +378,8 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 value = data.get(key)
                 if type(value) is str:
                     data[key] = shared.setdefault(value, value)
-            if line.kind == "frame" and keep_raw:
-                line.data = share_data(data, line.raw_json, shared_data)
+            if line.kind == "frame":  # (the compact text is shorter to search, when it is made)
+                line.data = share_data(data, line.raw_json if keep_raw else body, shared_data)
             for err in line.dropped:  # a value over its size bound: the line stays, the value is not stored
                 issues.append(LineIssue(f"line {number}", err.check, f"{err.reason}; the line is kept without it",
                                         clip(body.decode("utf-8")), USAGE if line.kind == "usage" else STEPS,
@@ -601,9 +603,9 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
     ``columns``: hold the lines as columns (`LineColumns`: a large file's lines in a fifth of the memory; its
     `lines`, `steps` and `usage` are then sequences that make a `Line` as each is asked for).
 
-    ``keep_raw_json=False``: for a reader that never stores the lines' text (the transitions export): each
-    `Line.raw_json` stays empty, which saves re-serializing every line. Every check, issue and quarantine
-    reason is the same.
+    ``keep_raw_json=False``: for a reader that never stores the lines' text (score, recover-actions, the
+    transitions export): each `Line.raw_json` stays empty, which saves re-serializing every line and holding the
+    text. Every check, issue and quarantine reason is the same.
 
     Raises `RecordingRejected` for a file that cannot be used and OSError for one that cannot be read."""
     path = Path(path)

@@ -443,7 +443,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                 plays_frames.append(tables["core_arc3__plays"])
                 files[script.file_sha256] = FileRef(path.name, path.resolve(), None, len(script.skipped_lines))
                 continue
-            parsed = read_recording_file(path, want_frames=True)
+            parsed = read_recording_file(path, want_frames=True, keep_raw_json=False)  # its lines' text is not stored
         except RecordingRejected as err:
             problems.append((path, f"{err.check}: {err.reason}"))
             problems += ((path, _line_left_out(issue)) for issue in err.issues)  # why, line by line

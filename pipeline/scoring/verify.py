@@ -148,7 +148,8 @@ def divergence_columns(d: Divergence | None) -> dict[str, Any]:
 
 def steps_from_file(rec: RecordingInput) -> list[ReplayStep]:
     """The steps of the recording file as read (``rec.parsed``, else read now), pixels included."""
-    parsed = rec.parsed if rec.parsed is not None else read_recording_file(rec.path, want_frames=True)
+    parsed = rec.parsed if rec.parsed is not None else read_recording_file(rec.path, want_frames=True,
+                                                                           keep_raw_json=False)
     out = []
     for i, (ln, record) in enumerate(zip(parsed.steps, rec.records, strict=True)):  # records carry recovered ids
         action_input = ln.data.get("action_input") or {}
