@@ -32,8 +32,10 @@ from pipeline.core.spool import Spool
 from pipeline.core.textfiles import (
     DUPLICATE_KEY,
     LONE_SURROGATE,
+    UTF8_BOM,
     DuplicateKey,
     MarkingDecoder,
+    TextFacts,
     ascii_json,
     json_document,
     keys_twice,
@@ -205,18 +207,32 @@ class _TaskCollection:
     def __init__(self, path: Path, file_id: str):
         self.path, self.file_id = path, file_id
         self.chars = 0  # characters of the values parsed so far
+        self.text = TextFacts()  # a BOM, CRLF line ends: flagged as when the file is read whole
 
     def entries(self) -> Iterator[tuple[str, Any, list[DuplicateKey]]]:
         """(task id, task, the task's objects that name a key twice) for each entry of the collection."""
         decoder = MarkingDecoder()
-        with open(self.path, encoding="utf-8-sig") as f:
-            buf, pos = f.read(self.WINDOW), 0
+        with open(self.path, "rb") as raw:
+            self.text = TextFacts(has_bom=raw.read(len(UTF8_BOM)) == UTF8_BOM)
+        last = ""  # the last character read (a CR ending one window, its LF starting the next)
+
+        with open(self.path, encoding="utf-8-sig", newline="") as f:  # CRLF kept: JSON reads CR as space
+
+            def read() -> str:
+                nonlocal last
+                more = f.read(self.WINDOW)
+                if more and not self.text.has_crlf:
+                    self.text.has_crlf = "\r\n" in last + more[:1] or "\r\n" in more
+                last = more[-1:] or last
+                return more
+
+            buf, pos = read(), 0
             ended = False
 
             def need(n: int = 1) -> None:
                 nonlocal buf, pos, ended
                 while not ended and len(buf) - pos < n:
-                    more = f.read(self.WINDOW)
+                    more = read()
                     ended = not more
                     buf, pos = buf[pos:] + more, 0
 
@@ -243,7 +259,7 @@ class _TaskCollection:
                             raise
                     if len(buf) - pos > MAX_TASK_BYTES:  # no end within the limit: not held, not parsed further
                         raise _TaskTooLarge
-                    more = f.read(self.WINDOW)  # the value runs past the window: widen it
+                    more = read()  # the value runs past the window: widen it
                     ended = not more
                     buf, pos = buf[pos:] + more, 0
 
@@ -308,7 +324,9 @@ class _TaskCollection:
                 f"{after} (or its id) runs over {MAX_TASK_BYTES >> 20} MiB of JSON, far more than any ARC task: it "
                 "is not parsed, and the rest of the collection is not read (the tasks before it loaded); remove it "
                 "or split the file", target_table=TASKS))
-        yield done()
+        last_piece = done()
+        last_piece.flags = self.text.flags()  # known once the whole file was read
+        yield last_piece
 
 
 def _task_twice(task_id: str, task: Any, what_happened: str) -> Reject:

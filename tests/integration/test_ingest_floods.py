@@ -221,3 +221,27 @@ def test_a_collection_entry_too_big_for_any_task_stops_the_collection_there(tmp_
     assert report.files[0].status == "loaded" and tasks == [f"t{i:03d}" for i in range(60)]
     assert [(loc, check) for loc, check, _ in rejected] == [("file", "task_too_large")]
     assert '"t059"' in rejected[0][2] and "rest of the collection is not read" in rejected[0][2]
+
+
+@pytest.mark.parametrize("bom_crlf", [False, True])
+def test_a_task_collection_read_a_task_at_a_time_keeps_the_files_flags(tmp_path, monkeypatch, bom_crlf):
+    """A byte-order mark and CRLF line ends are flagged on a collection read a task at a time (from 4 MiB on: an
+    ARC-AGI-2 challenges file is one) as on one read whole, CRLF split across two windows included."""
+    from pipeline.ingest import harc_arc
+
+    path = _collection(tmp_path / "tasks.json", 60)
+    if bom_crlf:
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
+    dbs = {}
+    for name, threshold in (("whole", 1 << 40), ("streamed", 1)):
+        monkeypatch.setattr(harc_arc, "STREAM_TASKS_BYTES", threshold)
+        monkeypatch.setattr(harc_arc._TaskCollection, "WINDOW", 511)  # odd: some CR and LF fall in two windows
+        db = tmp_path / f"{name}.duckdb"
+        with Workspace(db) as ws:
+            report = ingest_paths(ws, [path], run_id=name, workers=1)
+            assert report.files[0].status == "loaded"
+            flags = ws.read("SELECT flags FROM raw_ingest__files").item().to_list()
+        dbs[name] = (flags, _task_rows(db))
+    (whole_flags, whole), (streamed_flags, streamed) = dbs["whole"], dbs["streamed"]
+    assert sorted(streamed_flags) == sorted(whole_flags) == (["crlf_line_endings", "utf8_bom"] if bom_crlf else [])
+    assert streamed == whole
