@@ -27,14 +27,14 @@ from collections.abc import Sequence
 # verb -> the modules its helper process imports (must equal what the verb's helper is started with:
 # pipeline.ingest.runner.HELPER_PRELOAD, checked by a test; a helper started with others is not taken)
 EARLY_HELPERS = {"ingest": ("pipeline.ingest.runner",)}
+_NO_RUN_OPTIONS = ("--help", "-h", "--version")  # options that make the command not run at all
 # options that make the command read without a helper, or not run at all
-_NO_HELPER_OPTIONS = ("--workers", "--scheduler", "--help", "-h", "--version")
+_NO_HELPER_OPTIONS = ("--workers", "--scheduler", *_NO_RUN_OPTIONS)
 # verbs that replay games in the sandbox: a child is started here, in the background, so that its start (about
 # 0.3 s) overlaps the app's imports (pipeline.core.game_code.start_game_sandbox_early). The first game replayed in
 # this process takes it; when none is (nothing to replay, other limits, the work on worker processes) it is closed
 # unused at exit, its start paid on the other core
 EARLY_SANDBOX_VERBS = ("export-transitions", "score")
-_NO_RUN_OPTIONS = ("--help", "-h", "--version")
 
 
 def verb_of(args: Sequence[str]) -> str | None:

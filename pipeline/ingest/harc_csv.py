@@ -153,7 +153,6 @@ class CsvSource:
     batch_bytes: int | None = BATCH_BYTES
     mode: str = "utf8"  # "utf8", "utf8-lossy" (bytes that are not UTF-8), "csv" (Python csv module)
     bad_utf8: bool = False
-    polars_error: str = ""
     file_flags: list[str] = field(default_factory=list)
     ends_with_newline: bool = True
     version: tuple[int, int] = (0, 0)  # size and mtime when first opened: a later pass reads the same file
@@ -278,7 +277,6 @@ class CsvSource:
                     skipped = []
                     continue
                 if err is not None:
-                    self.polars_error = str(err).splitlines()[0]
                     if self.mode == "utf8" and not _is_utf8(self.path):
                         self.bad_utf8, self.mode = True, "utf8-lossy"
                     else:
