@@ -72,7 +72,10 @@ def test_a_deep_tree_left_in_a_scratch_folder_is_removed_when_the_sandbox_closes
     assert not scratch.exists()
 
 
-def test_the_sweep_of_stale_scratch_folders_removes_a_deep_one_and_does_not_fail():
+def test_the_sweep_of_stale_scratch_folders_removes_a_deep_one_and_does_not_fail(tmp_path, monkeypatch):
+    # a temporary folder of this test's own: in the shared one, another test process's sandbox start sweeps the
+    # stale folder while it is still being built
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # its pid names no process now
     stale = Path(tempfile.gettempdir()) / f"arcstudy-sandbox-{dead.pid}-deeptest"
