@@ -262,7 +262,10 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
         for name, files in spills.items():  # the reader's memory is let go by now: one INSERT per table
             _insert_spilled(con, name, files)
     assert prepared.output is not None
-    prepared.output.rejects = Spool(itertools.chain(chunk_rejects, prepared.output.rejects))
+    joined: list[Reject] = Spool()  # the chunks' rejects, then the reader's: neither copied
+    joined.extend_mapped(chunk_rejects)
+    joined.extend_mapped(prepared.output.rejects)
+    prepared.output.rejects = joined
     return written
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +26,7 @@ from pipeline.core.special_files import resolved
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject, clip
 from pipeline.ingest.formats import InputFormat
 from pipeline.recordings.cards import PREVIEW_CARD_FLAG
-from schemas import validate_frame
+from schemas import empty_frame, validate_frame
 from schemas.validate import conform
 
 
@@ -44,29 +44,42 @@ class FileReport:
     file_id: str | None = None
 
 
-def _quarantine_records(ctx: FileContext, fmt_name: str | None, rejects: list[Reject]) -> list[dict]:
-    """The quarantine rows of one file's rejects, a reject repeated word for word kept once (first wins)."""
-    rows: dict[str, dict] = {}
+def _quarantine_columns(ctx: FileContext, fmt_name: str | None, rejects: Iterable[Reject]) -> dict[str, list]:
+    """The quarantine rows of one file's rejects, as columns (a flood's batch of 20,000 is made without a
+    dict per row); a reject repeated word for word is kept once (first wins)."""
+    seen: set[str] = set()
+    ids, locations, tables, columns, checks, values, reasons, texts, sizes, digests = ([] for _ in range(10))
+    prefix = f"{ctx.file_id}|{ctx.path}|"
     for r in rejects:
-        key = f"{ctx.file_id}|{ctx.path}|{r.location}|{r.check}|{r.column}|{r.reason}".encode()
-        quarantine_id = hashlib.sha256(key).hexdigest()
-        rows.setdefault(quarantine_id, {
-            "quarantine_id": quarantine_id,
-            "run_id": ctx.run_id,
-            "file_id": ctx.file_id,
-            "file_path": str(ctx.path),
-            "source_format": fmt_name,
-            "source_location": r.location,
-            "target_table": r.target_table,
-            "column_name": r.column,
-            "check_name": r.check,
-            "failing_value": clip(r.value),
-            "reason": r.reason,
-            "raw_text": clip(r.raw_text),
-            "n_raw_bytes": r.n_raw_bytes,
-            "raw_sha256": r.raw_sha256,
-        })
-    return list(rows.values())
+        quarantine_id = hashlib.sha256(f"{prefix}{r.location}|{r.check}|{r.column}|{r.reason}".encode()).hexdigest()
+        if quarantine_id in seen:
+            continue
+        seen.add(quarantine_id)
+        ids.append(quarantine_id)
+        locations.append(r.location)
+        tables.append(r.target_table)
+        columns.append(r.column)
+        checks.append(r.check)
+        values.append(clip(r.value))
+        reasons.append(r.reason)
+        texts.append(clip(r.raw_text))
+        sizes.append(r.n_raw_bytes)
+        digests.append(r.raw_sha256)
+    n = len(ids)
+    return {"quarantine_id": ids, "run_id": [ctx.run_id] * n, "file_id": [ctx.file_id] * n,
+            "file_path": [str(ctx.path)] * n, "source_format": [fmt_name] * n, "source_location": locations,
+            "target_table": tables, "column_name": columns, "check_name": checks, "failing_value": values,
+            "reason": reasons, "raw_text": texts, "n_raw_bytes": sizes, "raw_sha256": digests}
+
+
+def _quarantine_records(ctx: FileContext, fmt_name: str | None, rejects: Iterable[Reject]) -> list[dict]:
+    """The quarantine rows of one file's rejects (`_quarantine_columns`), a dict per row."""
+    columns = _quarantine_columns(ctx, fmt_name, rejects)
+    return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+
+
+def _quarantine_frame(ctx: FileContext, fmt_name: str | None, rejects: Iterable[Reject]) -> pl.DataFrame:
+    return pl.DataFrame(_quarantine_columns(ctx, fmt_name, rejects), schema=empty_frame("quarantine").schema)
 
 
 QUARANTINE_BATCH = 20_000  # quarantine rows made and written at once (memory holds one such batch)
@@ -79,14 +92,10 @@ def _quarantine_frames(ctx: FileContext, fmt_name: str | None, rejects) -> Itera
     for r in rejects:
         batch.append(r)
         if len(batch) >= QUARANTINE_BATCH:
-            yield conform("quarantine", _quarantine_records(ctx, fmt_name, batch))
+            yield _quarantine_frame(ctx, fmt_name, batch)
             batch = []
     if batch:
-        yield conform("quarantine", _quarantine_records(ctx, fmt_name, batch))
-
-
-def _quarantine_rows(ctx: FileContext, fmt_name: str | None, rejects: list[Reject]) -> pl.DataFrame:
-    return conform("quarantine", _quarantine_records(ctx, fmt_name, rejects))
+        yield _quarantine_frame(ctx, fmt_name, batch)
 
 
 def _location_column(df: pl.DataFrame) -> str | None:

@@ -88,6 +88,40 @@ def test_a_spool_holds_a_bounded_batch_and_gives_back_everything_in_order(tmp_pa
     assert list(copy) == list(range(101))
 
 
+
+def test_a_spool_of_frozen_dataclasses_comes_back_equal_from_disk(tmp_path):
+    """Rejects (a frozen dataclass) go to disk as their field dicts and come back equal, their fields as
+    `__post_init__` left them; a batch of mixed items is pickled as it is."""
+    long = "x" * (MAX_RAW_TEXT * 2)
+    items = [Reject(f"line {i}", "c", "why", long if i == 3 else "{}") for i in range(25)]
+    spool = Spool(limit=10)
+    spool.extend(items)
+    assert spool._path is not None and list(spool) == items
+    back = list(spool)[3]
+    assert back.raw_text == items[3].raw_text and back.n_raw_bytes == len(long) and len(back.raw_text) < len(long)
+    with pytest.raises(Exception, match="cannot assign"):
+        back.check = "other"  # still frozen
+    mixed = Spool([1, "a", None, items[0]] * 5, limit=10)
+    assert list(mixed) == [1, "a", None, items[0]] * 5
+
+
+def test_a_spool_extended_from_another_reads_it_without_a_copy(tmp_path):
+    """`extend_mapped`: another spool's items, converted as they are read, come first; this spool writes
+    nothing of them to disk, and what it gets afterwards follows them in order."""
+    source = Spool(range(35), limit=10)
+    joined = Spool(limit=10)
+    joined.extend_mapped(source, lambda i: i * 2)
+    joined.extend_mapped(Spool([100, 101], limit=10))
+    joined.append(-1)
+    assert joined._path is None and len(joined) == 38 and bool(joined)
+    assert list(joined) == [i * 2 for i in range(35)] + [100, 101, -1]
+    assert joined[34] == 68 and joined[-1] == -1 and joined[:3] == [0, 2, 4]
+    assert all(len(b) <= 10 for b in joined.batches())
+    assert list(pickle.loads(pickle.dumps(joined))) == list(joined)  # to another process: its own copy
+    owned = Spool([7], limit=10)  # items of its own already: the source's are copied after them
+    owned.extend_mapped(source, str)
+    assert list(owned) == [7, *map(str, range(35))] and not owned._parts
+
 def test_repeated_rejects_across_batches_are_kept_once(tmp_path, db_path, small_batches):
     """The same reject word for word (one location, check and reason) in two batches: one quarantine row."""
     from pipeline.ingest.base import FileContext
