@@ -28,7 +28,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-SPOOL_LIMIT = 20_000  # items held in memory before a batch goes to disk
+SPOOL_LIMIT = 5_000  # items held in memory before a batch goes to disk (a reject may hold 4 KiB of text and more)
 _HEADER = struct.Struct("<QI")  # compressed size, items
 
 

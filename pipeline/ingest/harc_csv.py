@@ -1097,6 +1097,9 @@ def _shown(text: pl.Expr) -> pl.Expr:
     return _clipped(text, SHOWN_CHARS).map_elements(repr, return_dtype=pl.String)
 
 
+REJECT_SLICE_ROWS = 20_000  # failing rows of one check whose rejects are made at once
+
+
 def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str, *,
                  structural: Sequence[RowCheck] = (), raw_text: pl.Expr | None = None
                  ) -> tuple[list[Reject], pl.Series]:
@@ -1133,12 +1136,18 @@ def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str
         # views) building a reason on the filtered rows of a frame of several chunks (a conflicting duplicate
         # key in a real-shaped data.csv)
         used = list(dict.fromkeys(name for e in exprs for name in e.meta.root_names()))
-        bad = df.select(used).filter(mask).rechunk().select(exprs)
-        for row, reason, val, raw in bad.iter_rows():
-            if c.explain is not None:
-                reason = f"{reason}: {c.explain(val)}"
-            rejects.append(Reject(f"row {row}", c.check, reason, raw_text=raw, target_table=target_table,
-                                  column=c.column, value=val))
+        # a slice of the failing rows at a time: a flood (every row of a batch failing) holds one slice's
+        # reasons and texts, not the batch's
+        failing_rows = mask.arg_true()
+        for start in range(0, failing_rows.len(), REJECT_SLICE_ROWS):
+            rows = failing_rows.slice(start, REJECT_SLICE_ROWS)
+            bad = df.select(used)[rows].rechunk().select(exprs)
+            for row, reason, val, raw in bad.iter_rows():
+                if c.explain is not None:
+                    reason = f"{reason}: {c.explain(val)}"
+                rejects.append(Reject(f"row {row}", c.check, reason, raw_text=raw, target_table=target_table,
+                                      column=c.column, value=val))
+            del bad
     any_bad = flags.select(pl.any_horizontal(pl.all()).alias("bad")).to_series()
     return rejects, any_bad
 

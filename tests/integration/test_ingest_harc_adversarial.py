@@ -158,10 +158,12 @@ def test_rows_holding_nul_bytes_are_quarantined_and_the_other_rows_land(tmp_path
 @pytest.mark.parametrize("slice_rows", [1, 2, 8192])
 def test_every_reject_of_a_file_lands_in_quarantine_whatever_the_slices_it_is_written_in(tmp_path, monkeypatch,
                                                                                          slice_rows):
-    """The quarantine of a file is written a slice at a time (a file can have 100k rejects with their rows)."""
-    from pipeline.ingest import commit
+    """The quarantine of a file is written a slice at a time (a file can have 100k rejects with their rows), and a
+    check's rejects are made a slice of its failing rows at a time (a flood holds one slice's reasons)."""
+    from pipeline.ingest import commit, harc_csv
 
     monkeypatch.setattr(commit, "QUARANTINE_SLICE_ROWS", slice_rows)
+    monkeypatch.setattr(harc_csv, "REJECT_SLICE_ROWS", slice_rows)
     rows = fx.data_rows()
     for i in (1, 3, 4):
         rows[i] = {**rows[i], "attempt_number": "seven"}
