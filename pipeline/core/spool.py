@@ -4,8 +4,8 @@ A flood of bad lines (a million `{}` lines, an H-ARC file of short rows) makes o
 held as Python objects they once took 2-6 KB each, gigabytes for a file of a few megabytes. Readers collect
 those records in a `Spool`: past `limit` items a batch is pickled (zlib) to a temporary file and let go, so
 memory holds one batch whatever the count; iterating yields every item, in order, a batch at a time.
-A spool can also begin with other spools' items, converted as they are read (`extend_mapped`): a reader's
-line issues become ingest's rejects without a second trip to disk.
+A spool can also take other spools' items as parts, converted as they are read (`extend_mapped`): a reader's
+line issues become ingest's rejects, and a file's pieces' rejects one file's, without another trip to disk.
 A batch of instances of one plain dataclass (the readers' rejects) is pickled as their field dicts and rebuilt
 without their `__init__`: about 3 µs an item to and from disk, against 7.5 for the objects themselves (a flood
 of a million bad lines passes through a spool or two).
@@ -47,6 +47,7 @@ class Spool(list):
         self._spilled = 0
         self._parts: list[tuple[Spool, Callable[[Any], Any] | None]] = []  # items that come before this one's own
         self._sent: Spool | None = None  # the copy a pickling of a spool with parts sends
+        self._finalizer: weakref.finalize | None = None  # removes the file when the spool is let go
         self.extend(items)
 
     # -- adding -------------------------------------------------------------------------------------
@@ -67,13 +68,33 @@ class Spool(list):
                 self._spill()
 
     def extend_mapped(self, source: Iterable[Any], convert: Callable[[Any], Any] | None = None) -> None:
-        """Add `source`'s items, each passed through `convert`. From a spool, they are not copied: they are read
-        from `source` (which must not change afterwards) whenever this spool is. Copied as `extend` does when
-        `source` is not a spool or this spool has items of its own already, which must come first."""
-        if not isinstance(source, Spool) or self._spilled or super().__len__():
+        """Add `source`'s items, each passed through `convert`. From a spool, they are not copied: `source`
+        (which must not change afterwards) becomes a part of this spool, read whenever this one is; the items in
+        its memory go to its file first, so that parts hold nothing in memory however many there are. This
+        spool's own items so far become a part before it, in the same way. Other iterables are copied."""
+        if not isinstance(source, Spool):
             self.extend(source if convert is None else map(convert, source))
-        else:
-            self._parts.append((source, convert))
+            return
+        if self._spilled or super().__len__():
+            self._parts.append((self._handed_over(), None))
+        source._flush()
+        self._parts.append((source, convert))
+
+    def _flush(self) -> None:
+        """The items in memory go to the file (as a shorter batch)."""
+        if super().__len__():
+            self._spill()
+
+    def _handed_over(self) -> Spool:
+        """A new spool holding this one's own items (its file and memory), this one left with none."""
+        self._flush()
+        taken = Spool(limit=self._limit)
+        taken._path, taken._spilled = self._path, self._spilled
+        if self._path is not None:
+            self._finalizer.detach()
+            taken._finalizer = weakref.finalize(taken, _remove, self._path)
+        self._path, self._spilled = None, 0
+        return taken
 
     def __iadd__(self, items: Iterable[Any]) -> Spool:  # type: ignore[override]
         self.extend(items)
@@ -85,7 +106,7 @@ class Spool(list):
         if self._path is None:
             fd, self._path = tempfile.mkstemp(prefix="arcstudy-spool-")
             os.close(fd)
-            weakref.finalize(self, _remove, self._path)
+            self._finalizer = weakref.finalize(self, _remove, self._path)
         with open(self._path, "ab") as f:
             f.write(_HEADER.pack(len(data), len(batch)))
             f.write(data)
@@ -185,6 +206,6 @@ def _restore(path: str | None, spilled: int, memory: list[Any], limit: int) -> S
             while block := src.read(1 << 20):
                 out.write(block)
         spool._path, spool._spilled = copy, spilled
-        weakref.finalize(spool, _remove, copy)
+        spool._finalizer = weakref.finalize(spool, _remove, copy)
     list.extend(spool, memory)
     return spool

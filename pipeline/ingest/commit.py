@@ -227,7 +227,7 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
         def write_chunk(name: str, df: pl.DataFrame) -> None:  # on the writer thread, chunks in reading order
             piece = ReaderOutput(tables={name: df})
             validate_output(piece)
-            chunk_rejects.extend(piece.rejects)
+            chunk_rejects.extend_mapped(piece.rejects)
             rows = conform(name, piece.tables[name])
             spill = folder.path / f"{name}-{len(spills.get(name, ())):06d}.arrow"
             try:
@@ -457,7 +457,7 @@ def _stage_pieces(ws: Workspace, con: duckdb.DuckDBPyConnection, pieces, own_ids
                 spill = folder / f"{name}-{i:06d}.arrow"
                 conform(name, df).write_ipc(spill, compression="uncompressed")
                 staged.setdefault(name, []).append(str(spill))
-            rejects.extend(piece.rejects)
+            rejects.extend_mapped(piece.rejects)  # a flood of them is not copied
             flags.extend(piece.flags)
             return rows
 

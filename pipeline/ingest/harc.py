@@ -547,7 +547,7 @@ class _DataFile:
             df = df.with_columns(loaded.frame[EXTRA])
         row_text = pl.struct([*[pl.col(src(h)).alias(h) for h in header], *extra]).struct.json_encode()
         rejects, bad = apply_checks(df, checks, ACTIONS, structural=structural, raw_text=row_text)
-        out.rejects += rejects
+        out.rejects.extend_mapped(rejects)  # a flood of them is not copied
         good = df.filter(~bad)
         flags = flag_lists(good, [
             (_TUTORIAL, "tutorial"),

@@ -106,8 +106,8 @@ def test_a_spool_of_frozen_dataclasses_comes_back_equal_from_disk(tmp_path):
 
 
 def test_a_spool_extended_from_another_reads_it_without_a_copy(tmp_path):
-    """`extend_mapped`: another spool's items, converted as they are read, come first; this spool writes
-    nothing of them to disk, and what it gets afterwards follows them in order."""
+    """`extend_mapped`: another spool's items, converted as they are read, follow this spool's own; this spool
+    writes nothing of them to disk, and what it gets afterwards follows them in order."""
     source = Spool(range(35), limit=10)
     joined = Spool(limit=10)
     joined.extend_mapped(source, lambda i: i * 2)
@@ -118,9 +118,12 @@ def test_a_spool_extended_from_another_reads_it_without_a_copy(tmp_path):
     assert joined[34] == 68 and joined[-1] == -1 and joined[:3] == [0, 2, 4]
     assert all(len(b) <= 10 for b in joined.batches())
     assert list(pickle.loads(pickle.dumps(joined))) == list(joined)  # to another process: its own copy
-    owned = Spool([7], limit=10)  # items of its own already: the source's are copied after them
+    assert list.__len__(source) == 0  # a part holds nothing in memory: its items went to its file
+    owned = Spool(range(-12, 0), limit=10)  # items of its own already: they stay first
     owned.extend_mapped(source, str)
-    assert list(owned) == [7, *map(str, range(35))] and not owned._parts
+    owned.extend_mapped([8, 9])  # not a spool: copied
+    assert list(owned) == [*range(-12, 0), *map(str, range(35)), 8, 9] and len(owned) == 49
+    assert owned._path is None and len(owned._parts) == 2
 
 def test_repeated_rejects_across_batches_are_kept_once(tmp_path, db_path, small_batches):
     """The same reject word for word (one location, check and reason) in two batches: one quarantine row."""
