@@ -169,10 +169,11 @@ class Spool(list):
 
 
 def _plain_dataclass(cls: type) -> bool:
-    """Instances of ``cls`` are their `__dict__` and nothing else: a dataclass without slots or its own pickling."""
-    return (dataclasses.is_dataclass(cls) and "__slots__" not in cls.__dict__
-            and cls.__reduce_ex__ is object.__reduce_ex__ and cls.__reduce__ is object.__reduce__
-            and cls.__getstate__ is object.__getstate__ and not hasattr(cls, "__setstate__"))
+    """Instances of ``cls`` are their state and nothing else: a dataclass without its own pickling (a slotted
+    one has its own `__getstate__`)."""
+    return (dataclasses.is_dataclass(cls) and cls.__reduce_ex__ is object.__reduce_ex__
+            and cls.__reduce__ is object.__reduce__ and cls.__getstate__ is object.__getstate__
+            and not hasattr(cls, "__setstate__"))
 
 
 def _packed(batch: list[Any]) -> tuple[type | None, list[Any]]:

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.core.outputs import OutputError, as_output_error, current_umask
-from pipeline.core.spool import Spool
 from pipeline.ingest.base import FileContext, FileRejected, ReaderOutput, Reject
 from pipeline.ingest.formats import Head, InputFormat, register
 from pipeline.recordings.lines import Line, LineIssue, sniff_first_line
@@ -129,13 +128,6 @@ def _rejects(issues: list[LineIssue]) -> Iterator[Reject]:
     return map(_reject, issues)
 
 
-def _add_rejects(out: ReaderOutput, issues: list[LineIssue]) -> None:
-    """The issues' quarantine records, made as they are read: a spool of them (a flood) is not copied."""
-    if isinstance(out.rejects, Spool):
-        out.rejects.extend_mapped(issues, _reject)
-    else:
-        out.rejects.extend(_rejects(issues))
-
 
 def read_playback(ctx: FileContext) -> ReaderOutput:
     """A playback script (formats.md §A.7) is stored as its actions, its play marked ``is_replay_needed``:
@@ -148,7 +140,7 @@ def read_playback(ctx: FileContext) -> ReaderOutput:
     skipped = len(script.skipped_lines)
     out.detection_evidence = (f"playback: lines hold an `action_input` and no engine output (action script, "
                               f"{len(script.actions)} actions; {skipped} line(s) without action_input skipped)")
-    _add_rejects(out, script.issues)
+    out.rejects.extend_mapped(script.issues, _reject)
     out.flags.extend(["needs_replay", *(["non_action_lines_skipped"] if skipped else []),
                       *(["utf8_bom"] if script.has_bom else [])])
     out.tables.update(script_tables(script, ctx.file_id))
@@ -187,7 +179,7 @@ def read_recording(ctx: FileContext) -> ReaderOutput:
             sink.abort()
         raise
     out.detection_evidence = f"{rec.variant}: {rec.evidence}"
-    _add_rejects(out, rec.issues)
+    out.rejects.extend_mapped(rec.issues, _reject)  # a spool of them (a flood) is not copied
     out.flags.extend([*rec.flags, *rec.card_flags])
     if ctx.write_chunk is not None:
         for steps in step_frames(rec, ctx.file_id, frames_file):

@@ -262,10 +262,8 @@ def _read_streamed(ws: Workspace, con, prepared: PreparedFile) -> dict[str, int]
         for name, files in spills.items():  # the reader's memory is let go by now: one INSERT per table
             _insert_spilled(con, name, files)
     assert prepared.output is not None
-    joined: list[Reject] = Spool()  # the chunks' rejects, then the reader's: neither copied
-    joined.extend_mapped(chunk_rejects)
-    joined.extend_mapped(prepared.output.rejects)
-    prepared.output.rejects = joined
+    chunk_rejects.extend_mapped(prepared.output.rejects)  # the chunks' rejects, then the reader's: neither copied
+    prepared.output.rejects = chunk_rejects
     return written
 
 
