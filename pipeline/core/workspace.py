@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -56,6 +56,37 @@ READ_ONLY_GUARDS: dict[str, Any] = {
 # What `read` runs. DESCRIBE, SHOW, SUMMARIZE, FROM-first and PIVOT-in-a-subquery parse as SELECT. EXPLAIN
 # ANALYZE executes the statement it explains, under the guards above (read-only file, no files, locked settings).
 READ_STATEMENTS = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+
+# DuckDB's memory limit while a transaction commits. At COMMIT DuckDB writes the rows it has not yet written to the
+# file (a table's rows short of a whole row group wait in its buffer pool) into its write-ahead log, and under the
+# database's own limit (80% of the RAM) it holds them all at once: committing a 400 MB ARC task collection took the
+# process from 0.5 to 1.0 GB. Under a bound it streams them: that commit passed at 64 MB and H-ARC's 47-column raw
+# layer at 32 MB, where 16 MB failed. A commit that fails is rolled back, hence the wide margin.
+COMMIT_MEMORY = "256MB"
+
+
+@contextmanager
+def duckdb_bounds(con: duckdb.DuckDBPyConnection, *, memory: str, threads: int | None = None,
+                  best_effort: bool = False) -> Iterator[None]:
+    """DuckDB's memory limit (and number of threads) for the statements of a block, its defaults again after it.
+    Set and reset on a cursor of their own: they are the database's settings, not the transaction's, and a
+    statement that fails in a transaction leaves it refusing every other one until it is rolled back. Reset, not
+    restored to the values found before: arcstudy leaves no other value in place, and two blocks overlapping on two
+    threads would otherwise leave the first one's bound behind. ``best_effort``: a bound that DuckDB refuses (it
+    cannot free enough memory at once) leaves the block unbounded rather than failing it."""
+    with closing(con.cursor()) as settings:
+        try:
+            settings.execute(f"SET memory_limit = '{memory}'")
+            if threads is not None:
+                settings.execute(f"SET threads = {int(threads)}")
+        except duckdb.Error:
+            if not best_effort:
+                raise
+        try:
+            yield
+        finally:
+            settings.execute("RESET memory_limit")
+            settings.execute("RESET threads")
 
 
 class WorkspaceError(RuntimeError):
@@ -412,7 +443,8 @@ class Workspace:
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
-        self.con.execute("COMMIT")
+        with duckdb_bounds(self.con, memory=COMMIT_MEMORY, best_effort=True):
+            self.con.execute("COMMIT")
 
     def run_in_transaction(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         with self.transaction() as con:

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager, nullcontext
+from contextlib import closing, nullcontext
 from functools import partial
 from pathlib import Path
 
@@ -26,7 +26,7 @@ import polars as pl
 from pipeline.core.outputs import OutputError, as_output_error
 from pipeline.core.prefetch import prefetched
 from pipeline.core.spool import Spool
-from pipeline.core.workspace import Workspace, WorkspaceError
+from pipeline.core.workspace import Workspace, WorkspaceError, duckdb_bounds
 from pipeline.ingest.background import BackgroundWriter
 from pipeline.ingest.base import (
     MAX_RAW_TEXT,
@@ -530,24 +530,12 @@ PIECES_INSERT_MEMORY = "256MB"
 QUARANTINE_SLICE_ROWS = 8192
 
 
-@contextmanager
-def _bounded_insert(con: duckdb.DuckDBPyConnection, memory: str, *, one_thread: bool = True) -> Iterator[None]:
+def _bounded_insert(con: duckdb.DuckDBPyConnection, memory: str, *, one_thread: bool = True):
     """Settings for one INSERT ... SELECT from a stream of Arrow batches: DuckDB would otherwise keep the
     blocks it writes cached up to its memory limit (most of the RAM); and one thread appends a stream of
     Arrow batches with about a third less CPU than several (`one_thread`: while the reader works beside it;
     once it is done, every thread shortens the wait: 1.9 -> 1.2 s for a 573k-row core_harc__actions)."""
-    limit, threads = con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchall()[0]
-    con.execute(f"SET memory_limit = '{memory}'")
-    if one_thread:
-        con.execute("SET threads = 1")
-    try:
-        yield
-    finally:
-        # On a cursor: these settings are the database's, not the transaction's, and a failed insert leaves the
-        # transaction aborted (it refuses any statement until the caller rolls it back).
-        with closing(con.cursor()) as settings:
-            settings.execute(f"SET memory_limit = '{limit}'")
-            settings.execute(f"SET threads = {int(threads)}")
+    return duckdb_bounds(con, memory=memory, threads=1 if one_thread else None)
 
 
 def _insert_spilled(con, name: str, spills: list[str]) -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 
+from pipeline.core import workspace
 from pipeline.core.manifest import RunManifest, sha256_file
 from pipeline.core.workspace import QueryRefused, Workspace, WorkspaceError
 from schemas import TABLES
@@ -123,3 +126,60 @@ def test_read_runs_exactly_one_read_statement(db_path: Path, read_only: bool):
             with pytest.raises(QueryRefused, match=refusal):
                 ws.read(sql)
         assert "x" not in ws.table_names()
+
+
+class _CommitWatch:
+    """A workspace connection that notes DuckDB's memory limit as each COMMIT is sent."""
+
+    def __init__(self, con):
+        self._con = con
+        self.limits_at_commit: list[str] = []
+
+    def execute(self, sql, *args):
+        if sql.strip().upper() == "COMMIT":
+            self.limits_at_commit.append(_memory_limit(self._con))
+        return self._con.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+
+def _memory_limit(con) -> str:
+    with closing(con.cursor()) as cur:
+        return cur.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+
+def test_a_commit_runs_under_a_bounded_memory_limit_and_the_defaults_come_back(db_path: Path):
+    """DuckDB writes a transaction's rows into its log at COMMIT; under its own limit (most of the RAM) it held a
+    400 MB task collection's at once. The bound is the one named in the workspace, and it is gone afterwards."""
+    with duckdb.connect() as fresh:
+        default = _memory_limit(fresh)
+        fresh.execute(f"SET memory_limit = '{workspace.COMMIT_MEMORY}'")
+        bounded = _memory_limit(fresh)
+    assert bounded != default
+    with Workspace(db_path) as ws:
+        watch = _CommitWatch(ws.con)
+        ws.con = watch
+        with ws.transaction() as con:
+            ws.insert_frame("raw_ingest__files", good_files_frame(), con=con)
+        assert watch.limits_at_commit == [bounded]
+        assert _memory_limit(watch._con) == default
+        assert ws.row_count("raw_ingest__files") == 3
+
+
+def test_a_commit_whose_bound_duckdb_refuses_still_lands(db_path: Path, monkeypatch):
+    monkeypatch.setattr(workspace, "COMMIT_MEMORY", "not a size")
+    with Workspace(db_path) as ws:
+        ws.run_in_transaction(lambda con: ws.insert_frame("raw_ingest__files", good_files_frame(), con=con))
+        assert ws.row_count("raw_ingest__files") == 3
+
+
+def test_a_transaction_far_bigger_than_the_commit_bound_lands_whole(tmp_path: Path, monkeypatch):
+    """The bound streams a commit rather than failing it: 200 MB of rows committed under 64 MB (a quarter of the
+    real bound; DuckDB needs 16-64 MB for the biggest commits measured)."""
+    monkeypatch.setattr(workspace, "COMMIT_MEMORY", "64MB")
+    with Workspace(tmp_path / "big.duckdb") as ws:
+        ws.con.execute("CREATE TABLE scratch (id BIGINT, text VARCHAR)")
+        with ws.transaction() as con:
+            con.execute("INSERT INTO scratch SELECT i, repeat(md5(i::VARCHAR), 128) FROM range(50000) t(i)")
+        assert ws.read("SELECT count(*) AS n, sum(length(text)) AS chars FROM scratch").rows() == [(50000, 204_800_000)]
