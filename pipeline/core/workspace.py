@@ -74,19 +74,23 @@ def duckdb_bounds(con: duckdb.DuckDBPyConnection, *, memory: str, threads: int |
     restored to the values found before: arcstudy leaves no other value in place, and two blocks overlapping on two
     threads would otherwise leave the first one's bound behind. ``best_effort``: a bound that DuckDB refuses (it
     cannot free enough memory at once) leaves the block unbounded rather than failing it."""
+    wanted = {"memory_limit": f"'{memory}'"} | ({} if threads is None else {"threads": str(int(threads))})
+    applied: list[str] = []  # reset only what was set (a read-only connection refuses both)
     with closing(con.cursor()) as settings:
         try:
-            settings.execute(f"SET memory_limit = '{memory}'")
-            if threads is not None:
-                settings.execute(f"SET threads = {int(threads)}")
+            for name, value in wanted.items():
+                settings.execute(f"SET {name} = {value}")
+                applied.append(name)
         except duckdb.Error:
             if not best_effort:
+                for name in applied:
+                    settings.execute(f"RESET {name}")
                 raise
         try:
             yield
         finally:
-            settings.execute("RESET memory_limit")
-            settings.execute("RESET threads")
+            for name in applied:
+                settings.execute(f"RESET {name}")
 
 
 class WorkspaceError(RuntimeError):

@@ -183,3 +183,17 @@ def test_a_transaction_bigger_than_the_commit_bound_lands_whole(tmp_path: Path, 
         with ws.transaction() as con:
             con.execute("INSERT INTO scratch SELECT i, repeat(md5(i::VARCHAR), 128) FROM range(30000) t(i)")
         assert ws.read("SELECT count(*) AS n, sum(length(text)) AS chars FROM scratch").rows() == [(30000, 122_880_000)]
+
+
+def test_a_connection_that_refuses_settings_still_commits_under_best_effort_bounds(tmp_path: Path):
+    """A bound that cannot be set is not reset either: resetting it would fail after the commit had landed."""
+    con = duckdb.connect(str(tmp_path / "locked.duckdb"), config={"lock_configuration": True})
+    con.execute("CREATE TABLE t (x INTEGER)")
+    con.execute("BEGIN TRANSACTION")
+    con.execute("INSERT INTO t VALUES (1), (2)")
+    with workspace.duckdb_bounds(con, memory=workspace.COMMIT_MEMORY, best_effort=True):
+        con.execute("COMMIT")
+    assert con.execute("SELECT count(*) FROM t").fetchall() == [(2,)]
+    with pytest.raises(duckdb.Error), workspace.duckdb_bounds(con, memory=workspace.COMMIT_MEMORY):
+        pass
+    con.close()
