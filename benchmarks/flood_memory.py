@@ -8,6 +8,8 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
 - `braces-3mb`: a recording line, then 1,000,000 `{}` lines (3 MB), each quarantined;
 - `braces-36mb`: the same with 12,000,000 `{}` lines (36 MB, a streamed file);
 - `harc-short-rows`: an H-ARC data.csv header and 392,000 one-field rows (784 KB), each quarantined;
+- `dense-lines`: three recording lines of 60 MB (under the 64 MB line limit) whose frame is `[[0]],` repeated, a
+  JSON array per 3 bytes (refused from their bracket count: parsed, they took 2.7 GB);
 - `frameless-steps`: 2,000,000 valid frameless steps of one play (about 600 MB, streamed);
 - `task-collection`: an ARC task collection of about 400 MB (one JSON object of tasks);
 - `task-giant`: one ARC task of about 300 MB of 2x2 grids (refused unparsed: parsed, it took 17.5 GB);
@@ -62,6 +64,20 @@ def _write_lines(path: Path, head: list[bytes], line: bytes, n: int) -> None:
 def braces(folder: Path, n: int) -> Path:
     path = folder / "braces.recording.jsonl"
     _write_lines(path, [_step(0, "RESET", True)], b"{}\n", n)
+    return path
+
+
+def dense_lines(folder: Path, n_bytes: int, n_lines: int = 3) -> Path:
+    """Lines just under the 64 MB line limit whose frame is `[[0]],` repeated: a JSON array per 3 bytes."""
+    path = folder / "dense.recording.jsonl"
+    step = _step(1)
+    head, tail = step[:step.rindex(b"}}")], b"}}\n"
+    n = max(1, (n_bytes - len(step)) // 6)
+    line = head + b', "frame": [' + b"[[0]]," * n + b"[[0]]]" + tail
+    with path.open("wb") as f:
+        f.write(_step(0, "RESET", True))
+        for _ in range(n_lines):
+            f.write(line)
     return path
 
 
@@ -168,6 +184,7 @@ CASES = {
     "braces-3mb": lambda d, s: braces(d, int(1_000_000 * s)),
     "braces-36mb": lambda d, s: braces(d, int(12_000_000 * s)),
     "harc-short-rows": lambda d, s: harc_short_rows(d, int(392_000 * s)),
+    "dense-lines": lambda d, s: dense_lines(d, int(60_000_000 * s)),
     "frameless-steps": lambda d, s: frameless_steps(d, int(2_000_000 * s)),
     "task-collection": lambda d, s: task_collection(d, int(400_000_000 * s)),
     "task-giant": lambda d, s: task_giant(d, int(300_000_000 * s)),

@@ -210,6 +210,34 @@ class LineError(Exception):
         self.value = None if value is None else str(value)
 
 
+# A long line's JSON arrays and objects: each is 56 bytes or more once parsed, so a 57 MB line of `[[0]],` repeated
+# became 2.4 GB of lists before any rule could look at it. A frame line has 65 of them per frame of at least 8 KB
+# (one per 126 bytes or more); no recording or playback line needs more than one per DENSE_JSON_BYTES_PER_CONTAINER
+# bytes. Lines under DENSE_JSON_FROM_BYTES are not counted (parsed, they stay small; counting costs time per line).
+DENSE_JSON_FROM_BYTES = 1 << 20
+DENSE_JSON_BYTES_PER_CONTAINER = 64
+
+
+def dense_json_reason(raw: bytes) -> str | None:
+    """Why a long line is not parsed (far more JSON arrays and objects than any record needs), or None. Brackets
+    are counted in C, those inside strings too: an upper bound, never an undercount."""
+    if len(raw) < DENSE_JSON_FROM_BYTES:
+        return None
+    containers = raw.count(b"[") + raw.count(b"{")
+    if containers * DENSE_JSON_BYTES_PER_CONTAINER <= len(raw):
+        return None
+    return (f"line of {len(raw):,} bytes holds up to {containers:,} JSON arrays and objects, more than one per "
+            f"{DENSE_JSON_BYTES_PER_CONTAINER} bytes, which no record needs (a frame line has one per 126 bytes or "
+            "fewer); not parsed, since parsing it would take many times its size in memory")
+
+
+def refuse_dense_json(raw: bytes) -> None:
+    """LineError (`json_too_dense`) for a line that `dense_json_reason` refuses."""
+    reason = dense_json_reason(raw)
+    if reason is not None:
+        raise LineError("json_too_dense", reason)
+
+
 _FLOAT_FORMS = re.compile(rb"\d\.0000|\de-\d(?!\d)")  # where orjson writes a float unlike json.dumps
 _DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
 _NINETEEN_DIGITS = b"0" * 19
@@ -230,7 +258,9 @@ def loads_as_json(raw: bytes) -> Any:
     """`json.loads` of a line's bytes (UTF-8): the same value, and for a line json refuses the same
     JSONDecodeError (or RecursionError). orjson reads it when it reads it the same way (about 4x faster); json
     decides the rest: what orjson refuses (NaN, lone surrogate escapes, nesting past its limit, malformed text,
-    whose message is json's) and integers of 19 digits or more (orjson makes a float of those past 64 bits)."""
+    whose message is json's) and integers of 19 digits or more (orjson makes a float of those past 64 bits).
+    LineError for a long line far denser in arrays and objects than any record (`refuse_dense_json`)."""
+    refuse_dense_json(raw)
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -243,6 +273,7 @@ def loads_as_json(raw: bytes) -> Any:
 def _loads(raw: bytes) -> tuple[Any, bytes | str | PlainFrames | None, bool]:
     """(envelope with `data.frame` cut out when it could be, the frame array's text (or its rows, when it is in
     the plain form `split_plain_frames` reads), read by json?)."""
+    refuse_dense_json(raw)
     plain = split_plain_frames(raw)
     stripped, frame_text = plain if plain is not None else split_frame_field(raw)
     try:

@@ -201,6 +201,9 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
             stored = (number, hashlib.sha256(body).hexdigest(), text) if keep_lines else None
             try:
                 obj = loads_as_json(body)
+            except LineError as err:  # far too dense to parse
+                issues.append(LineIssue(f"line {number}", err.check, err.reason, clip(text), "core_arc3__steps"))
+                continue
             except (json.JSONDecodeError, RecursionError) as err:
                 why = err.msg if isinstance(err, json.JSONDecodeError) else "nested too deeply to read"
                 issues.append(LineIssue(f"line {number}", "invalid_json", f"not valid JSON ({why})", clip(text),

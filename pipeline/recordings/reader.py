@@ -38,7 +38,7 @@ from schemas.validate import conform, empty_frame
 
 from .cards import card_rows
 from .counting import ACTION_NAMES, StepEffect, detect_action_ids_lost, iter_level_changes, iter_step_effects
-from .lines import Line, LineError, LineIssue, clip, filename_guid, parse_line
+from .lines import Line, LineError, LineIssue, clip, dense_json_reason, filename_guid, parse_line
 from .variant import RecordingVariant, counting_options_for_variant, detect_variant
 
 __all__ = ["LineIssue", "ParsedRecording", "RecordingRejected", "line_rows", "read_recording_file",
@@ -304,7 +304,7 @@ def _records_joined_by_cr(body: bytes) -> int:
     """How many records a line that is not JSON holds when it is split at CR (0 unless its first piece is a JSON
     object): a file with CR-only line ends reads as one line, which is not a cut-off line."""
     pieces = [p for p in body.split(b"\r") if p.strip()]
-    if len(pieces) < 2:
+    if len(pieces) < 2 or dense_json_reason(pieces[0]) is not None:
         return 0
     try:
         return len(pieces) if isinstance(orjson.loads(pieces[0]), dict) else 0

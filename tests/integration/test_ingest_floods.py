@@ -24,6 +24,8 @@ from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
 from pipeline.ingest import prepared as prepared_mod
 from pipeline.ingest.base import MAX_RAW_TEXT, Reject
+from pipeline.recordings import lines as lines_mod
+from pipeline.recordings.playback import read_playback_file
 from pipeline.report.viewer import data as viewer_data
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "integrity"
@@ -282,3 +284,44 @@ def test_a_task_collection_read_a_task_at_a_time_keeps_the_files_flags(tmp_path,
     (whole_flags, whole), (streamed_flags, streamed) = dbs["whole"], dbs["streamed"]
     assert sorted(streamed_flags) == sorted(whole_flags) == (["crlf_line_endings", "utf8_bom"] if bom_crlf else [])
     assert streamed == whole
+
+
+def _frame_line(frame_text: bytes, action: str) -> bytes:
+    """FIRST_LINE as a step of `action` whose `frame` is ``frame_text`` (raw JSON text)."""
+    obj = json.loads(FIRST_LINE)
+    obj["data"]["action_input"]["id"] = action
+    obj["data"]["full_reset"] = action == "RESET"
+    obj["data"]["frame"] = "FRAME_TEXT"
+    return json.dumps(obj).encode().replace(b'"FRAME_TEXT"', frame_text) + b"\n"
+
+
+def _frames_text(n: int) -> bytes:
+    return json.dumps([[[0] * 64] * 64] * n).encode()
+
+
+def test_a_line_far_denser_in_arrays_than_any_record_is_quarantined_unparsed(tmp_path, db_path):
+    """A 57 MB line of `[[0]],` repeated took 2.4 GB to parse before any rule saw it; such a line is refused from its
+    bracket count. A frame line longer still, with real 64x64 frames (one array per 126 bytes or more), loads."""
+    dense = b"[" + b"[[0]]," * 200_000 + b"[[0]]]"  # 1.2 MB, an array per 3 bytes
+    many_frames = _frames_text(130)  # 1.6 MB
+    assert len(dense) >= lines_mod.DENSE_JSON_FROM_BYTES and len(many_frames) >= lines_mod.DENSE_JSON_FROM_BYTES
+    path = tmp_path / "dense.recording.jsonl"
+    path.write_bytes(_frame_line(_frames_text(1), "RESET") + _frame_line(dense, "ACTION3")
+                     + _frame_line(many_frames, "ACTION3"))
+    with Workspace(db_path) as ws:
+        report = ingest_paths(ws, [path], run_id="r", workers=1)
+        assert report.files[0].status == "loaded" and report.files[0].n_quarantined == 1
+        q = ws.read("SELECT source_location, check_name, reason FROM quarantine")
+        assert q.rows()[0][:2] == ("line 2", "json_too_dense") and "arrays and objects" in q["reason"][0]
+        steps = ws.read("SELECT line_number, n_frames FROM core_arc3__steps ORDER BY line_number").rows()
+        assert steps == [(1, 1), (3, 130)]
+
+
+def test_a_playback_line_far_denser_than_any_action_is_quarantined_unparsed(tmp_path):
+    action = b'{"data": {"action_input": {"id": 3, "data": {"game_id": "bt11-fd9df0622a1a"}}}}\n'
+    dense = b'{"data": {"action_input": {"id": 3, "data": {}, "reasoning": [' + b"[[0]]," * 200_000 + b"0]}}}\n"
+    path = tmp_path / "bt11_dense.playback.jsonl"
+    path.write_bytes(action + dense + action)
+    script = read_playback_file(path)
+    assert [a.line_number for a in script.actions] == [1, 3]
+    assert [(i.location, i.check) for i in script.issues] == [("line 2", "json_too_dense")]
