@@ -85,6 +85,32 @@ def decode_head(raw: bytes) -> tuple[str, TextFacts]:
 MAX_JSON_DOCUMENT_BYTES = 8 << 20
 DOCUMENT_TOO_LARGE = "document_too_large"
 
+# A long JSON text's arrays and objects: each is 56 bytes or more once parsed (Python), more in polars' parser, so a
+# 57 MB recording line of `[[0]],` repeated became 2.4 GB of lists, and a 15 MB H-ARC field of them 2 GB in polars,
+# before any rule could look at it. A recording's frame line has 65 per frame of at least 8 KB (one per 126 bytes or
+# more), and no record of any input needs more than one per DENSE_JSON_BYTES_PER_CONTAINER bytes. Texts under
+# DENSE_JSON_FROM_BYTES are not counted: parsed, they stay small, and counting would cost time on every line.
+DENSE_JSON_FROM_BYTES = 1 << 20
+DENSE_JSON_BYTES_PER_CONTAINER = 64
+JSON_TOO_DENSE = "json_too_dense"
+
+
+def dense_json_reason(text: bytes | str, what: str = "line") -> str | None:
+    """Why a long JSON text is not parsed (far more arrays and objects than any record needs), or None. Brackets
+    are counted in C, those inside strings too: an upper bound, never an undercount. A str is measured in UTF-8
+    bytes, as polars measures it (`dense_json`)."""
+    if len(text) < DENSE_JSON_FROM_BYTES // 4:  # 4 bytes a character at most: surely under the bound
+        return None
+    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    if len(raw) < DENSE_JSON_FROM_BYTES:
+        return None
+    containers = raw.count(b"[") + raw.count(b"{")
+    if containers * DENSE_JSON_BYTES_PER_CONTAINER <= len(raw):
+        return None
+    return (f"{what} of {len(raw):,} bytes holds up to {containers:,} JSON arrays and objects, more than one per "
+            f"{DENSE_JSON_BYTES_PER_CONTAINER} bytes, which no record of any input needs; not parsed, since parsing "
+            "it would take many times its size in memory")
+
 
 def document_too_large(path: Path | str, what: str) -> str | None:
     """Why the JSON document at `path` is not parsed (it is over MAX_JSON_DOCUMENT_BYTES), or None. `what`: what

@@ -31,12 +31,14 @@ import polars as pl
 from pipeline.core.spool import Spool
 from pipeline.core.textfiles import (
     DUPLICATE_KEY,
+    JSON_TOO_DENSE,
     LONE_SURROGATE,
     UTF8_BOM,
     DuplicateKey,
     MarkingDecoder,
     TextFacts,
     ascii_json,
+    dense_json_reason,
     json_document,
     keys_twice,
     lone_surrogates,
@@ -476,6 +478,9 @@ def _tgi_time() -> tuple[pl.Expr, pl.Expr]:
 def _json_of(value: str | None, column: str, kind: type, kind_name: str) -> tuple[Any, tuple[str, str] | None]:
     """A JSON column parsed, or (check, reason): not JSON, bad text, an object naming a key twice (as an ARC task
     file would be refused: `{"train": [...], "train": [...]}` keeps only the later list), or the wrong type."""
+    too_dense = dense_json_reason(value or "", column)
+    if too_dense is not None:
+        return None, (JSON_TOO_DENSE, too_dense)
     try:
         parsed, twice = json_document(value or "")
     except json.JSONDecodeError as err:

@@ -30,7 +30,12 @@ import polars as pl
 
 from pipeline.core.prefetch import prefetched
 from pipeline.core.spool import Spool
-from pipeline.core.textfiles import decode_head
+from pipeline.core.textfiles import (
+    DENSE_JSON_BYTES_PER_CONTAINER,
+    DENSE_JSON_FROM_BYTES,
+    decode_head,
+    dense_json_reason,
+)
 from pipeline.ingest.base import MAX_RAW_TEXT, FileChangedError, FileRejected, PiecesStartOver, Reject
 from pipeline.ingest.formats import Head
 
@@ -871,14 +876,29 @@ _JSON_INT_LIST = rf"\[{_JSON_INT}(?:,{_JSON_INT})*\]"
 PLAIN_INT_LISTS = rf"^\[(?:{_JSON_INT_LIST}(?:,{_JSON_INT_LIST})*)?\]$"
 
 
+def dense_json(col: str) -> pl.Expr:
+    """True where a long text holds far more JSON arrays and objects than any record needs (`dense_json_reason`,
+    counted the same way): not to be parsed."""
+    text = pl.col(col)
+    n = text.str.len_bytes()
+    brackets = text.str.count_matches("[", literal=True) + text.str.count_matches("{", literal=True)
+    return (n >= DENSE_JSON_FROM_BYTES) & (brackets * DENSE_JSON_BYTES_PER_CONTAINER > n)
+
+
 def json_list_ok_series(values: pl.Series) -> pl.Series:
     """`json_list_ok` of each text (false where the text is null, as there): a text of PLAIN_INT_LISTS's shape is
     a JSON list (one regex scan), and only the others go through polars' JSON parser (573k rows of data.csv's two
-    JSON columns: about 0.3 -> 0.1 s of CPU)."""
+    JSON columns: about 0.3 -> 0.1 s of CPU), but for a long text far too dense to parse (`dense_json`: false;
+    polars' parser took 2 GB for a 15 MB field of `[[0]],` repeated)."""
     plain = values.str.contains(PLAIN_INT_LISTS)
     rest = (~plain).fill_null(False).arg_true()
     if rest.len():
-        plain = plain.scatter(rest, values.gather(rest).to_frame("t").select(json_list_ok("t")).to_series())
+        others = values.gather(rest).to_frame("t")
+        parsable = others.select(~dense_json("t").fill_null(False)).to_series().arg_true()
+        ok = pl.Series(values=[False] * len(rest), dtype=pl.Boolean)
+        if parsable.len():
+            ok = ok.scatter(parsable, others[parsable].select(json_list_ok("t")).to_series())
+        plain = plain.scatter(rest, ok)
     return plain.fill_null(False)
 
 
@@ -1131,6 +1151,8 @@ def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str
         exprs = [pl.col(ROW), _clipped(c.reason.cast(pl.String)).alias("reason"),
                  _clipped(value.cast(pl.String)).alias("value"),
                  (pl.col(ROW_JSON) if raw_text is None else raw_text).alias("raw")]
+        if c.explain is not None:  # it reads the whole value (the clipped one made a JSON error "at character 4096")
+            exprs.append(value.cast(pl.String).alias("whole"))
         # only the columns this check reads are filtered (a row holding a huge field is copied once per failing
         # check otherwise, each copy of every column); rechunk: polars 2.1 panics ("i < self.len()", string
         # views) building a reason on the filtered rows of a frame of several chunks (a conflicting duplicate
@@ -1142,9 +1164,9 @@ def apply_checks(df: pl.DataFrame, checks: Sequence[RowCheck], target_table: str
         for start in range(0, failing_rows.len(), REJECT_SLICE_ROWS):
             rows = failing_rows.slice(start, REJECT_SLICE_ROWS)
             bad = df.select(used)[rows].rechunk().select(exprs)
-            for row, reason, val, raw in bad.iter_rows():
+            for row, reason, val, raw, *whole in bad.iter_rows():
                 if c.explain is not None:
-                    reason = f"{reason}: {c.explain(val)}"
+                    reason = f"{reason}: {c.explain(whole[0])}"
                 rejects.append(Reject(f"row {row}", c.check, reason, raw_text=raw, target_table=target_table,
                                       column=c.column, value=val))
             del bad
@@ -1206,6 +1228,9 @@ def not_in(column: str, allowed: Sequence[str], check: str = "out_of_vocabulary"
 
 def json_explain(column: str) -> Callable[[str | None], str]:
     def explain(value: str | None) -> str:
+        too_dense = dense_json_reason(value or "", "the text")
+        if too_dense is not None:
+            return too_dense
         try:
             parsed = json.loads(value or "")
         except json.JSONDecodeError as err:

@@ -24,7 +24,14 @@ from typing import Any
 import numpy as np
 import orjson
 
-from pipeline.core.textfiles import LONE_SURROGATE, BadText, lone_surrogates, path_text
+from pipeline.core.textfiles import (
+    JSON_TOO_DENSE,
+    LONE_SURROGATE,
+    BadText,
+    dense_json_reason,
+    lone_surrogates,
+    path_text,
+)
 from schemas import FIELDS
 
 from .counting import ACTION_NAMES, StepRecord
@@ -210,32 +217,11 @@ class LineError(Exception):
         self.value = None if value is None else str(value)
 
 
-# A long line's JSON arrays and objects: each is 56 bytes or more once parsed, so a 57 MB line of `[[0]],` repeated
-# became 2.4 GB of lists before any rule could look at it. A frame line has 65 of them per frame of at least 8 KB
-# (one per 126 bytes or more); no recording or playback line needs more than one per DENSE_JSON_BYTES_PER_CONTAINER
-# bytes. Lines under DENSE_JSON_FROM_BYTES are not counted (parsed, they stay small; counting costs time per line).
-DENSE_JSON_FROM_BYTES = 1 << 20
-DENSE_JSON_BYTES_PER_CONTAINER = 64
-
-
-def dense_json_reason(raw: bytes) -> str | None:
-    """Why a long line is not parsed (far more JSON arrays and objects than any record needs), or None. Brackets
-    are counted in C, those inside strings too: an upper bound, never an undercount."""
-    if len(raw) < DENSE_JSON_FROM_BYTES:
-        return None
-    containers = raw.count(b"[") + raw.count(b"{")
-    if containers * DENSE_JSON_BYTES_PER_CONTAINER <= len(raw):
-        return None
-    return (f"line of {len(raw):,} bytes holds up to {containers:,} JSON arrays and objects, more than one per "
-            f"{DENSE_JSON_BYTES_PER_CONTAINER} bytes, which no record needs (a frame line has one per 126 bytes or "
-            "fewer); not parsed, since parsing it would take many times its size in memory")
-
-
 def refuse_dense_json(raw: bytes) -> None:
     """LineError (`json_too_dense`) for a line that `dense_json_reason` refuses."""
     reason = dense_json_reason(raw)
     if reason is not None:
-        raise LineError("json_too_dense", reason)
+        raise LineError(JSON_TOO_DENSE, reason)
 
 
 _FLOAT_FORMS = re.compile(rb"\d\.0000|\de-\d(?!\d)")  # where orjson writes a float unlike json.dumps

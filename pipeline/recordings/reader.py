@@ -33,12 +33,12 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.core.spool import Spool
-from pipeline.core.textfiles import TextFacts, bom_encoding, not_utf8_reason, strip_bom
+from pipeline.core.textfiles import TextFacts, bom_encoding, dense_json_reason, not_utf8_reason, strip_bom
 from schemas.validate import conform, empty_frame
 
 from .cards import card_rows
 from .counting import ACTION_NAMES, StepEffect, detect_action_ids_lost, iter_level_changes, iter_step_effects
-from .lines import Line, LineError, LineIssue, clip, dense_json_reason, filename_guid, parse_line
+from .lines import Line, LineError, LineIssue, clip, filename_guid, parse_line
 from .variant import RecordingVariant, counting_options_for_variant, detect_variant
 
 __all__ = ["LineIssue", "ParsedRecording", "RecordingRejected", "line_rows", "read_recording_file",

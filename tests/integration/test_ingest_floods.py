@@ -20,11 +20,11 @@ from typer.testing import CliRunner
 from pipeline.cli import app
 from pipeline.core import spool as spool_mod
 from pipeline.core.spool import Spool
+from pipeline.core.textfiles import DENSE_JSON_FROM_BYTES
 from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
 from pipeline.ingest import prepared as prepared_mod
 from pipeline.ingest.base import MAX_RAW_TEXT, Reject
-from pipeline.recordings import lines as lines_mod
 from pipeline.recordings.playback import read_playback_file
 from pipeline.report.viewer import data as viewer_data
 
@@ -304,7 +304,7 @@ def test_a_line_far_denser_in_arrays_than_any_record_is_quarantined_unparsed(tmp
     bracket count. A frame line longer still, with real 64x64 frames (one array per 126 bytes or more), loads."""
     dense = b"[" + b"[[0]]," * 200_000 + b"[[0]]]"  # 1.2 MB, an array per 3 bytes
     many_frames = _frames_text(130)  # 1.6 MB
-    assert len(dense) >= lines_mod.DENSE_JSON_FROM_BYTES and len(many_frames) >= lines_mod.DENSE_JSON_FROM_BYTES
+    assert len(dense) >= DENSE_JSON_FROM_BYTES and len(many_frames) >= DENSE_JSON_FROM_BYTES
     path = tmp_path / "dense.recording.jsonl"
     path.write_bytes(_frame_line(_frames_text(1), "RESET") + _frame_line(dense, "ACTION3")
                      + _frame_line(many_frames, "ACTION3"))

@@ -163,3 +163,18 @@ def test_the_size_threshold_picks_the_way_an_export_is_read(tmp_path: Path, monk
     out = harc_arc.read_tgi(FileContext(FIXTURE, "f", "r", datetime(2026, 1, 1)))
     assert (out.pieces is not None) == (size == 0)
     assert (TGI_TASKS in out.materialized().tables)
+
+
+def test_a_task_field_far_too_dense_to_parse_is_quarantined_unparsed(tmp_path: Path):
+    """A row's `data` of `[[0]],` repeated (an array per 3 bytes: parsed, about 40 times its size) is quarantined
+    from its bracket count; the other rows load."""
+    header = _rows((GENERATED / "all.csv").read_text(encoding="utf-8"))[0]
+    good = _rows((GENERATED / "all.csv").read_text(encoding="utf-8"))[1]
+    dense = '{"train": [' + "[[0]]," * 200_000 + '[[0]]], "test": []}'
+    path, _ = _hostile_export(tmp_path, (["dense_row", *good[1:header.index("data")], dense],))
+    with Workspace(tmp_path / "x.duckdb") as ws:
+        ingest_paths(ws, [path], run_id="r", workers=1)
+        q = ws.read("SELECT check_name, reason FROM quarantine WHERE check_name = 'json_too_dense'")
+        tasks = set(ws.read("SELECT task_id FROM core_arctgi__tasks")["task_id"])
+    assert q.height == 1 and q["reason"][0].startswith("data of ") and "not parsed" in q["reason"][0]
+    assert "dense_row" not in tasks and len(tasks) > 5

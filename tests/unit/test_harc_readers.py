@@ -1050,3 +1050,32 @@ def test_the_second_pass_parses_clean_batches_for_the_checked_columns_only(tmp_p
     a, b = _sorted_tables(whole), _sorted_tables(batched)
     for name in a:
         assert a[name].equals(b[name]), name
+
+
+def test_a_long_json_field_far_too_dense_is_not_parsed_and_says_so():
+    """polars' JSON parser took 2 GB for one 15 MB `selected_data` of `[[0]],` repeated: such a text is not a JSON
+    list to the check, unparsed, and its reason says why. A long plain list of cells is still one."""
+    from pipeline.core.textfiles import DENSE_JSON_FROM_BYTES
+    from pipeline.ingest.harc_csv import json_explain, json_list_ok_series
+
+    dense = "[" + "[[0]]," * 200_000 + "[[0]]]"  # 1.2 MB, an array per 3 bytes
+    plain = "[" + ",".join(["[1,2]"] * 200_000) + "]"  # 1.2 MB, the interface's own form
+    assert len(dense) >= DENSE_JSON_FROM_BYTES and len(plain) >= DENSE_JSON_FROM_BYTES
+    values = pl.Series("t", ["[[1,2]]", dense, plain, "{}"], dtype=pl.String)
+    assert json_list_ok_series(values).to_list() == [True, False, True, False]
+    reason = json_explain("selected_data")(dense)
+    assert "arrays and objects" in reason and "not parsed" in reason
+
+
+def test_a_json_fields_reason_reads_the_whole_value_not_its_clipped_text(tmp_path):
+    """The reason of a JSON field that is not a list names where the JSON breaks in the whole value: read from the
+    4096 characters kept in quarantine it said "at character 4096" of any long value."""
+    from pipeline.ingest.harc_csv import UNSPLIT, RowCheck, apply_checks, json_explain, src
+
+    broken = "[" + ",".join(["[1,2]"] * 1000) + "]]"  # 6 KB, the surplus bracket at its very end
+    df = pl.DataFrame({"row_number": [2], src("selected_data"): [broken], "row_json": ["{}"], UNSPLIT: [False]})
+    check = RowCheck("invalid_json", pl.lit(True), pl.lit("selected_data is not a JSON list"), "selected_data",
+                     explain=json_explain("selected_data"))
+    rejects, _ = apply_checks(df, [check], "core_harc__actions")
+    reason = list(rejects)[0].reason
+    assert reason.endswith(f"Extra data at character {len(broken) - 1}"), reason
