@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import closing, nullcontext
+from contextlib import AbstractContextManager, closing, nullcontext
 from functools import partial
 from pathlib import Path
 
@@ -530,7 +530,8 @@ PIECES_INSERT_MEMORY = "256MB"
 QUARANTINE_SLICE_ROWS = 8192
 
 
-def _bounded_insert(con: duckdb.DuckDBPyConnection, memory: str, *, one_thread: bool = True):
+def _bounded_insert(con: duckdb.DuckDBPyConnection, memory: str, *, one_thread: bool = True
+                    ) -> AbstractContextManager[None]:
     """Settings for one INSERT ... SELECT from a stream of Arrow batches: DuckDB would otherwise keep the
     blocks it writes cached up to its memory limit (most of the RAM); and one thread appends a stream of
     Arrow batches with about a third less CPU than several (`one_thread`: while the reader works beside it;

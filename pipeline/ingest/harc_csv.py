@@ -895,7 +895,7 @@ def json_list_ok_series(values: pl.Series) -> pl.Series:
     if rest.len():
         others = values.gather(rest).to_frame("t")
         parsable = others.select(~dense_json("t").fill_null(False)).to_series().arg_true()
-        ok = pl.Series(values=[False] * len(rest), dtype=pl.Boolean)
+        ok = pl.repeat(False, len(rest), dtype=pl.Boolean, eager=True)
         if parsable.len():
             ok = ok.scatter(parsable, others[parsable].select(json_list_ok("t")).to_series())
         plain = plain.scatter(rest, ok)
