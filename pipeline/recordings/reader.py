@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -37,7 +39,14 @@ from pipeline.core.textfiles import TextFacts, bom_encoding, dense_json_reason, 
 from schemas.validate import conform, empty_frame
 
 from .cards import card_rows
-from .counting import ACTION_NAMES, StepEffect, detect_action_ids_lost, iter_level_changes, iter_step_effects
+from .counting import (
+    ACTION_NAMES,
+    StepEffect,
+    StepRecord,
+    detect_action_ids_lost,
+    iter_level_changes,
+    iter_step_effects,
+)
 from .lines import Line, LineError, LineIssue, clip, filename_guid, parse_line
 from .variant import RecordingVariant, counting_options_for_variant, detect_variant
 
@@ -117,6 +126,7 @@ SHARED_VALUES = ("game_id", "guid", "state", "frame")
 READ_BUFFER = 1024 * 1024  # frame lines are ~12 KB: a small buffer reads each in several pieces
 
 
+COLUMNS_FROM_BYTES = 32 * 1024 * 1024  # a file this large is held as columns whoever reads it (ingest streams it)
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a frame line is ~12 KB a frame: a longer line is never held whole
 SHARED_DATA_LIMIT = 4096  # distinct `data` objects remembered for sharing (then forgotten, and the table starts over)
 
@@ -129,12 +139,8 @@ def share_data(data: dict[str, Any], raw: str | bytes, shared: dict[bytes, dict[
     (orjson writes it as null) or an integer over 64 bits (orjson refuses it) keeps its own. Nothing changes
     a line's `data` once it is read. `raw`: the line's compact text without its pixels, else the line as read (a
     line that spells NaN or Infinity anywhere keeps its own `data`)."""
-    nan, infinity = (b"NaN", b"Infinity") if isinstance(raw, bytes) else ("NaN", "Infinity")
-    if nan in raw or infinity in raw:
-        return data
-    try:
-        key = orjson.dumps(data)
-    except TypeError:
+    key = share_key(data, raw)
+    if key is None:
         return data
     held = shared.get(key)
     if held is not None:
@@ -143,6 +149,18 @@ def share_data(data: dict[str, Any], raw: str | bytes, shared: dict[bytes, dict[
         shared.clear()
     shared[key] = data
     return data
+
+
+def share_key(data: dict[str, Any], raw: str | bytes) -> bytes | None:
+    """`data` as compact JSON that reads back as an equal object, types included (`share_data`'s key); None for
+    a `data` orjson cannot write exactly (a non-finite float, an integer over 64 bits)."""
+    nan, infinity = (b"NaN", b"Infinity") if isinstance(raw, bytes) else ("NaN", "Infinity")
+    if nan in raw or infinity in raw:
+        return None
+    try:
+        return orjson.dumps(data)
+    except TypeError:
+        return None
 
 
 def bounded_lines(fh: Any, digest: Any | None) -> Iterator[tuple[bytes, int | None]]:
@@ -163,6 +181,105 @@ def bounded_lines(fh: Any, digest: Any | None) -> Iterator[tuple[bytes, int | No
         yield head, size
 
 
+HELD_DATA_BYTES = 64 * 1024 * 1024  # a large file's distinct `data` held as objects up to this much of their JSON
+
+
+class DataColumn(Sequence):
+    """The `data` objects of a large file's lines, in file order, in bounded memory.
+
+    A line whose `data` is the same JSON as one held before shares that object (`share_key`: types included).
+    Distinct objects are held until their JSON reaches `held_bytes`; each later one is written as its compact
+    JSON to a temporary file and decoded again when asked for (a small cache keeps the last few thousand, so
+    the lines that repeat one stay cheap). A file of a million steps each with its own reasoning held 1.2 GB of
+    `data` objects; what stays in memory per spilled line is its place in the file (12 bytes). Nothing changes
+    a line's `data` once it is read, so a decoded copy is as good as the object."""
+
+    def __init__(self, held_bytes: int | None = None) -> None:
+        self._objects: list[dict[str, Any] | None] = []  # None: spilled
+        self._at = array("q")  # where a spilled line's JSON starts in the file (-1: held)
+        self._size = array("i")  # its length; negative: written by `json` (orjson could not write it exactly)
+        self._shared: dict[bytes, dict[str, Any] | tuple[int, int]] = {}
+        self._room = HELD_DATA_BYTES if held_bytes is None else held_bytes
+        self._file: Any = None
+        self._end = 0
+        self._unflushed = False
+        self._decoded: dict[int, dict[str, Any]] = {}
+
+    def append(self, data: dict[str, Any], raw: str | bytes) -> None:
+        """Add one line's `data`; `raw` is its compact text without pixels, else the line as read."""
+        key = share_key(data, raw)
+        if key is None:  # orjson cannot write it exactly: its own object, held or written by json
+            entry = self._hold_or_spill(data, None, len(raw))
+        else:
+            entry = self._shared.get(key)
+            if entry is None:
+                entry = self._hold_or_spill(data, key, len(key))
+                if len(self._shared) >= SHARED_DATA_LIMIT:
+                    self._shared.clear()
+                self._shared[key] = entry
+        if isinstance(entry, dict):
+            self._objects.append(entry)
+            self._at.append(-1)
+            self._size.append(0)
+        else:
+            self._objects.append(None)
+            self._at.append(entry[0])
+            self._size.append(entry[1])
+
+    def _hold_or_spill(self, data: dict[str, Any], key: bytes | None, size: int
+                       ) -> dict[str, Any] | tuple[int, int]:
+        if size <= self._room:
+            self._room -= size
+            return data
+        blob = key if key is not None else json.dumps(data).encode()  # ASCII: lone surrogates stay escapes
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="arcstudy-data-")
+        self._file.write(blob)
+        self._unflushed = True
+        at, self._end = self._end, self._end + len(blob)
+        return at, len(blob) if key is not None else -len(blob)
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(len(self))[i]]
+        held = self._objects[i]
+        if held is not None:
+            return held
+        at = self._at[i]
+        decoded = self._decoded.get(at)
+        if decoded is not None:
+            return decoded
+        if self._unflushed:
+            self._file.flush()
+            self._unflushed = False
+        size = self._size[i]
+        blob = os.pread(self._file.fileno(), abs(size), at)
+        decoded = orjson.loads(blob) if size > 0 else json.loads(blob)
+        if len(self._decoded) >= SHARED_DATA_LIMIT:
+            self._decoded.clear()
+        self._decoded[at] = decoded
+        return decoded
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return map(self.__getitem__, range(len(self)))
+
+    def __getstate__(self) -> dict[str, Any]:  # pickled (to another process): every object, held
+        return {"objects": list(self)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(held_bytes=0)
+        self._objects = state["objects"]
+        self._at = array("q", [-1]) * len(self._objects)
+        self._size = array("i", [0]) * len(self._objects)
+
+    def spilled(self) -> int:
+        """How many lines' `data` wait on disk."""
+        return self._objects.count(None)
+
+
 _KINDS = ("frame", "usage", "scorecard", "other")
 _KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -170,20 +287,24 @@ _NO_TIME = -(2**63)
 _NO_FRAMES = -1
 _NO_ACTION = -1
 _MICROSECOND = timedelta(microseconds=1)
+_INT64 = 2**63
+_NO_WIN = -_INT64
+_FROM_LINE = -2
 
 
 class LineColumns(Sequence):
     """The parsed lines of a large file held as columns, one compact value per line and field (~100 bytes a
     line, against ~500 for a `Line` object with its number, sha, offsets and datetime): a `Line` is made when
     one is asked for (indexing, iterating) and let go by the caller. `data` objects are shared as read
-    (`share_data`); times are kept as UTC microseconds and their offset (a non-UTC one per line, sparse).
+    (a `DataColumn`: held up to a bound, then on disk); times are kept as UTC microseconds and their offset (a
+    non-UTC one per line, sparse).
     Subsets (`select`, slices) are views (`LineView`) over the same columns. The raw text (`raw_json`) of a line
     is let go once its chunk is written (`release_raw`)."""
 
     def __init__(self) -> None:
         self.number = array("q")
         self.kind = bytearray()
-        self.data: list[dict[str, Any]] = []
+        self.data = DataColumn()
         self.sha = bytearray()  # 32 bytes a line
         self.offset = array("q")
         self.size = array("q")
@@ -196,12 +317,21 @@ class LineColumns(Sequence):
         self.id_was_string = bytearray()
         self.dropped: dict[int, tuple] = {}
         self.frames: dict[int, Any] = {}  # position -> pixels (only when the caller keeps them)
+        # A frame line's step record as columns (`step_record`), so that counting never decodes its `data`:
+        self.levels = array("q")
+        self.win = array("q")
+        self.full_reset = bytearray()  # 0 false, 1 true, 2 not recorded
+        self.state = array("i")  # code in `_values` (-1: None; _FROM_LINE: made from the line when asked)
+        self.guid = array("i")
+        self._values: list[Any] = []  # the distinct state and guid strings (a file has a few; a flood, bounded)
+        self._value_code: dict[Any, int] = {}
 
-    def append(self, ln: Line) -> None:
+    def append(self, ln: Line, raw: str | bytes) -> None:
+        """Add a parsed line; `raw`: its compact text without pixels when it was made, else its bytes as read."""
         i = len(self.number)
         self.number.append(ln.number)
         self.kind.append(_KIND_CODE[ln.kind])
-        self.data.append(ln.data)
+        self.data.append(ln.data, raw)
         self.sha += ln.sha
         self.offset.append(ln.offset)
         self.size.append(ln.size)
@@ -221,6 +351,47 @@ class LineColumns(Sequence):
             self.dropped[i] = ln.dropped
         if ln.frames is not None:
             self.frames[i] = ln.frames
+        self._add_record(ln)
+
+    def _code(self, value: Any) -> int:
+        if value is None:
+            return -1
+        code = self._value_code.get(value)
+        if code is None:
+            if len(self._values) >= SHARED_DATA_LIMIT:  # a flood of distinct guids: read from the line instead
+                return _FROM_LINE
+            code = self._value_code[value] = len(self._values)
+            self._values.append(value)
+        return code
+
+    def _add_record(self, ln: Line) -> None:
+        levels, win, full = ln.levels_completed, ln.win_levels, ln.full_reset
+        state = guid = _FROM_LINE
+        # A frame line's values were checked (`_check_frame_record`); other lines' may be anything and are
+        # never counted: their record, if asked for, is made from the line.
+        if (ln.kind == "frame" and type(levels) is int and -_INT64 <= levels < _INT64
+                and (win is None or (type(win) is int and -_INT64 < win < _INT64))):
+            state, guid = ln.data.get("state"), ln.data.get("guid")
+            state = self._code(state) if state is None or type(state) is str else _FROM_LINE
+            guid = self._code(guid) if guid is None or type(guid) is str else _FROM_LINE
+        self.levels.append(levels if state != _FROM_LINE else 0)
+        self.win.append(_NO_WIN if win is None or state == _FROM_LINE else win)
+        self.full_reset.append(2 if full is None else int(full))
+        self.state.append(state)
+        self.guid.append(guid)
+
+    def step_record(self, i: int) -> StepRecord:
+        """`self.line(i).step_record()`, from the columns: its `data` is not read (but for odd lines)."""
+        state, win, guid = self.state[i], self.win[i], self.guid[i]
+        if state == _FROM_LINE or guid == _FROM_LINE:
+            return self.line(i).step_record()
+        n, action, full, hashes = self.n_frames[i], self.action_id[i], self.full_reset[i], self.hashes[i]
+        return StepRecord(action_id=None if action == _NO_ACTION else action,
+                          state=None if state < 0 else self._values[state], levels_completed=self.levels[i],
+                          full_reset=None if full == 2 else bool(full), win_levels=None if win == _NO_WIN else win,
+                          frame_count=None if n == _NO_FRAMES else n,
+                          guid=None if guid < 0 else self._values[guid], line_number=self.number[i],
+                          frame_digest=hashes[-1] if hashes else None)
 
     def line(self, i: int) -> Line:
         t = self.time[i]
@@ -283,9 +454,12 @@ class LineView(Sequence):
         """The lines at these indices of this view."""
         return LineView(self.store, array("i", (self.positions[i] for i in indices)))
 
-    @property
-    def data(self) -> list[dict[str, Any]]:
-        return [self.store.data[p] for p in self.positions]
+
+def step_records(lines: Sequence[Line]) -> Iterator[StepRecord]:
+    """Each line's `step_record()`; from the columns of a `LineView` (no `Line` made, no `data` read)."""
+    if isinstance(lines, LineView):
+        return map(lines.store.step_record, lines.positions)
+    return (ln.step_record() for ln in lines)
 
 
 def _select(lines: Sequence[Line], kind: str) -> Sequence[Line]:
@@ -378,8 +552,9 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 value = data.get(key)
                 if type(value) is str:
                     data[key] = shared.setdefault(value, value)
-            if line.kind == "frame":  # (the compact text is shorter to search, when it is made)
-                line.data = share_data(data, line.raw_json if keep_raw else body, shared_data)
+            raw_text = line.raw_json if keep_raw else body  # (the compact text is shorter to search, when made)
+            if line.kind == "frame" and not columns:  # (the columns share every line's `data` themselves)
+                line.data = share_data(data, raw_text, shared_data)
             for err in line.dropped:  # a value over its size bound: the line stays, the value is not stored
                 issues.append(LineIssue(f"line {number}", err.check, f"{err.reason}; the line is kept without it",
                                         clip(body.decode("utf-8")), USAGE if line.kind == "usage" else STEPS,
@@ -388,7 +563,10 @@ def _read_lines(path: Path, issues: list[LineIssue], want_frames: bool,
                 on_frames(line)
                 if not want_frames:
                     line.frames = None
-            lines.append(line)
+            if columns:
+                lines.append(line, raw_text)
+            else:
+                lines.append(line)
             since_chunk += len(raw)
             if on_chunk is not None and since_chunk >= chunk_bytes:
                 on_chunk(lines[pending:])
@@ -580,10 +758,11 @@ def reset_defects(frames: Sequence[Line]) -> set[str]:
     of a toolkit recording is left out (`_consistent_steps`: the toolkit counted it once); a repeated full
     RESET is counted as the engine answered it (an empty play)."""
     flags: set[str] = set()
-    if len(frames) >= 2 and frames[0].action_id == 0 and frames[1].action_id == 0:
+    ids = ([frames.store.action_id[p] for p in frames.positions] if isinstance(frames, LineView)
+           else [ln.action_id for ln in frames])  # (a large file's lines are made only for two RESETs in a row)
+    if len(ids) >= 2 and ids[0] == 0 and ids[1] == 0:
         flags.add("leading_reset_repeated")
-    if any(a.action_id == 0 and b.action_id == 0 and a.data == b.data for a, b in zip(frames, frames[1:],
-                                                                                      strict=False)):
+    if any(ids[k] == 0 and ids[k + 1] == 0 and frames[k].data == frames[k + 1].data for k in range(len(ids) - 1)):
         flags.add("doubled_reset")
     return flags
 
@@ -592,7 +771,7 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
                         on_frames: Callable[[Line], None] | None = None,
                         on_chunk: Callable[[list[Line]], None] | None = None,
                         chunk_bytes: int = CHUNK_BYTES, file_sha256: str | None = None,
-                        columns: bool = False, keep_raw_json: bool = True) -> ParsedRecording:
+                        columns: bool | None = None, keep_raw_json: bool = True) -> ParsedRecording:
     """Read one recording file. ``want_frames`` keeps every frame line's pixels (uint8) on its `Line`;
     ``on_frames`` receives each line with pixels as it is read (ingest streams them to Parquet);
     ``on_chunk`` receives the parsed lines of every ``chunk_bytes`` of input as they are read (ingest
@@ -601,7 +780,9 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
     while reading.
 
     ``columns``: hold the lines as columns (`LineColumns`: a large file's lines in a fifth of the memory; its
-    `lines`, `steps` and `usage` are then sequences that make a `Line` as each is asked for).
+    `lines`, `steps` and `usage` are then sequences that make a `Line` as each is asked for). None (the
+    default): columns for a file of COLUMNS_FROM_BYTES or more, so that no reader holds a `Line` object per
+    line of a large file (2,000,000 frameless steps took `score` 3.6 GB that way).
 
     ``keep_raw_json=False``: for a reader that never stores the lines' text (score, recover-actions, the
     transitions export): each `Line.raw_json` stays empty, which saves re-serializing every line and holding the
@@ -609,6 +790,8 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
 
     Raises `RecordingRejected` for a file that cannot be used and OSError for one that cannot be read."""
     path = Path(path)
+    if columns is None:
+        columns = path.stat().st_size >= COLUMNS_FROM_BYTES
     issues: list[LineIssue] = Spool()  # a flood of bad lines waits on disk, not in memory
     digest = hashlib.sha256() if file_sha256 is None else None
     text = TextFacts()
@@ -621,7 +804,7 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
     has_cards = summary is not None and isinstance(summary.data.get("cards"), dict) and bool(summary.data["cards"])
     if not frames and not has_cards:
         raise _no_frame_line(lines, issues)
-    variant, evidence = detect_variant(lines.data if isinstance(lines, LineColumns) else [ln.data for ln in lines],
+    variant, evidence = detect_variant(lines.data if isinstance(lines, LineColumns) else (ln.data for ln in lines),
                                        path)
     name_guid, _ = filename_guid(path)
 
@@ -658,9 +841,9 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
 
     # Lines whose ids were lost all read RESET: they are not judged as repeated RESETs.
     # The steps' records are made as they are used, never held for the whole file (a large file has millions).
-    ids_lost = detect_action_ids_lost(ln.step_record() for ln in frames)
+    ids_lost = detect_action_ids_lost(step_records(frames))
     steps = _consistent_steps(path, frames, game_id, guid, issues, None if ids_lost else variant)
-    ids_lost = detect_action_ids_lost(ln.step_record() for ln in steps)
+    ids_lost = detect_action_ids_lost(step_records(steps))
     options = counting_options_for_variant(variant)
     if variant == "toolkit" and steps and steps[0].action_id != 0 and not ids_lost:
         # Recorder defect: the RESET made by make() opened play 1 on the toolkit's card but was not written.
@@ -670,7 +853,7 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
     # Lines whose ids were lost cannot be classified: they stay one play of plain actions (flagged), and no
     # line is treated as an echo.
     effects = (tuple(StepEffect.ACTION for _ in steps) if ids_lost
-               else tuple(iter_step_effects((ln.step_record() for ln in steps), options)))
+               else tuple(iter_step_effects(step_records(steps), options)))
     play_index, current = [], 0
     for effect in effects:
         current += effect is StepEffect.FULL_RESET
@@ -724,7 +907,7 @@ def step_frames(rec: ParsedRecording, file_id: str, frames_file: str | None = No
     hundreds of thousands of steps; ingest writes each piece as it comes)."""
     prev_available: list[int] | None = None
     ids_lost = rec.is_action_ids_lost
-    changes = iter_level_changes(zip((ln.step_record() for ln in rec.steps), rec.effects, rec.play_index,
+    changes = iter_level_changes(zip(step_records(rec.steps), rec.effects, rec.play_index,
                                      strict=True))  # taken a chunk at a time: no record of every step held
     for first in range(0, max(len(rec.steps), 1), chunk_rows):
         cols: dict[str, list] = {name: [] for name in empty_frame(STEPS).columns}
@@ -827,25 +1010,32 @@ class _ArrowCArray:
 def _play_rows(rec: ParsedRecording, file_id: str) -> list[dict]:
     # Each play's first and last line, its count and its first and last time (not its lines: a large file has
     # millions). The times are those the lines keep: a line whose time was dropped (`_jumps_ahead`) has none.
-    by_play: dict[int, list] = {}  # play -> [first line, last line, steps, first time, last time]
-    for ln, play in zip(rec.steps, rec.play_index, strict=True):
-        at = ln.recorded_at
+    # Indices into the steps, their times from the columns of a large file's: a `Line` is made only for these.
+    by_play: dict[int, list] = {}  # play -> [first step, last step, steps, first timed step, last timed step]
+    micros = _micros_of(rec.steps)
+    for j, play in enumerate(rec.play_index):
+        timed = j if micros(j) is not None else None
         seen = by_play.get(play)
         if seen is None:
-            by_play[play] = [ln, ln, 1, at, at]
+            by_play[play] = [j, j, 1, timed, timed]
         else:
-            seen[1] = ln
+            seen[1] = j
             seen[2] += 1
-            if at is not None:
-                seen[4] = at
+            if timed is not None:
+                seen[4] = timed
                 if seen[3] is None:
-                    seen[3] = at
+                    seen[3] = timed
+    steps = rec.steps
+
+    def time_of(j: int | None) -> datetime | None:
+        return None if j is None else steps[j].recorded_at
+
     has_frames = rec.has_frames
     return [{
         "play_id": rec.play_id(idx), "file_id": file_id, "guid": rec.guid, "game_id": rec.game_id,
         "play_index": idx, "recording_variant": rec.variant, "schema_generation": rec.schema_generation,
-        "first_line_number": first.number, "last_line_number": last.number,
-        "n_steps": n, "started_at": started, "ended_at": ended,
+        "first_line_number": steps[first].number, "last_line_number": steps[last].number,
+        "n_steps": n, "started_at": time_of(started), "ended_at": time_of(ended),
         "has_frames": has_frames, "is_only_reset_levels": rec.is_only_reset_levels,
         "is_action_ids_lost": rec.is_action_ids_lost,
         "has_leading_reset": rec.has_leading_reset if idx == 0 else True, "is_replay_needed": False,
@@ -854,11 +1044,20 @@ def _play_rows(rec: ParsedRecording, file_id: str) -> list[dict]:
 
 
 def line_rows(lines: Sequence[Line], file_id: str) -> pl.DataFrame:
-    """raw_arc3__recording_lines rows of parsed lines (of a whole file, or of a chunk of it)."""
+    """raw_arc3__recording_lines rows of parsed lines (of a whole file, or of a chunk of it); a `LineView`'s
+    from its columns (no `Line` made)."""
+    if isinstance(lines, LineView):
+        store, at = lines.store, lines.positions
+        numbers = [store.number[p] for p in at]
+        shas = [store.sha[32 * p:32 * p + 32].hex() for p in at]
+        kinds = [_KINDS[store.kind[p]] for p in at]
+        texts = [store.raw_json[p] for p in at]
+    else:
+        numbers, shas = [ln.number for ln in lines], [ln.sha.hex() for ln in lines]
+        kinds, texts = [ln.kind for ln in lines], [ln.raw_json for ln in lines]
     return conform(LINES, pl.DataFrame({
-        "file_id": [file_id] * len(lines), "line_number": [ln.number for ln in lines],
-        "content_sha256": [ln.sha.hex() for ln in lines], "line_kind": [ln.kind for ln in lines],
-        "raw_json": [ln.raw_json for ln in lines],
+        "file_id": [file_id] * len(lines), "line_number": numbers, "content_sha256": shas, "line_kind": kinds,
+        "raw_json": texts,
     }, schema_overrides={"line_number": pl.Int64}))
 
 

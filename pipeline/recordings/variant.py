@@ -11,7 +11,7 @@ integer ids "benchmarking" and the viewer called it "toolkit", so the two counte
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,36 +37,48 @@ def _data(line: Mapping[str, Any]) -> Mapping[str, Any]:
     return data if isinstance(data, Mapping) else {}
 
 
-def detect_variant(lines: Sequence[Mapping[str, Any]], path: Path | str | None = None
+def detect_variant(lines: Iterable[Mapping[str, Any]], path: Path | str | None = None
                    ) -> tuple[RecordingVariant, str]:
     """(variant, evidence) of a recording, from its lines (envelopes or bare `data` objects, in file order)
-    and, when known, its file name."""
-    datas = [_data(line) for line in lines]
-    kinds = [classify_record(d) for d in datas]
-    frames = [d for d, kind in zip(datas, kinds, strict=True) if kind == "frame"]
-    summaries = [d for d, kind in zip(datas, kinds, strict=True) if kind == "scorecard"]
-    naming = filename_guid(Path(path))[1] if path is not None else "other"
-    first_action = (frames[0].get("action_input") or {}).get("id") if frames else None
+    and, when known, its file name. One pass that holds no line: a large file's lines may wait on disk."""
+    first_frame: Mapping[str, Any] | None = None
+    last_summary: Mapping[str, Any] | None = None
+    has_script_record = has_usage = has_name_id = has_preview_field = False
+    for line in lines:
+        d = _data(line)
+        kind = classify_record(d)
+        if kind == "frame":
+            first_frame = d if first_frame is None else first_frame
+            has_name_id = has_name_id or isinstance((d.get("action_input") or {}).get("id"), str)
+            has_preview_field = has_preview_field or ("score" in d and "levels_completed" not in d)
+        elif kind == "scorecard":
+            last_summary = d
+        elif kind == "usage":
+            has_usage = True
+        if first_frame is None and not has_script_record:
+            has_script_record = is_action_script_record(d)
+    first_action = (first_frame.get("action_input") or {}).get("id") if first_frame is not None else None
 
-    if not frames and any(is_action_script_record(d) for d in datas):
+    if first_frame is None and has_script_record:
         return "playback", "lines hold an `action_input` and no state, frame or levels (action script)"
-    if summaries and "cards" in summaries[-1]:
+    if last_summary is not None and "cards" in last_summary:
         return "human-dataset", "last line is a scorecard summary with `cards`"
-    if "usage" in kinds:
+    if has_usage:
         return "benchmarking", "LLM usage lines without game fields are interleaved"
-    if any(isinstance((d.get("action_input") or {}).get("id"), str) for d in frames):
+    if has_name_id:
         # Only the toolkit recorder writes names (and starts with the opening RESET; a file without that line
         # has a recorder defect: it loads flagged `no_opening_reset_line`, see reader.read_recording_file).
         return "toolkit", "action ids are enum names and there is no trailing summary line"
-    if any("score" in d and "levels_completed" not in d for d in frames):
+    if has_preview_field:
         return "preview-2025", "frame records carry `score` instead of `levels_completed`"
+    naming = filename_guid(Path(path))[1] if path is not None else "other"
     if naming == "benchmarking":
         return "benchmarking", "integer action ids and an agents-recorder file name"
     if naming == "human-dataset":
         return "human-dataset", "file named <guid>.recording.jsonl (no trailing summary line)"
     if naming == "toolkit":
         return "toolkit", "file named <game_id>-<guid>.jsonl (toolkit recorder naming)"
-    if frames and first_action in (0, "RESET") and frames[0].get("full_reset") is True:
+    if first_frame is not None and first_action in (0, "RESET") and first_frame.get("full_reset") is True:
         return "toolkit", "the first line is the opening full RESET the toolkit recorder writes"
     return "benchmarking", "no opening RESET line, no trailing summary (agents recorder)"
 

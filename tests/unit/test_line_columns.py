@@ -5,11 +5,14 @@ is the same recording as one read as a list."""
 from __future__ import annotations
 
 import json
+import pickle
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
+
 from pipeline.recordings.lines import Line, parse_line
-from pipeline.recordings.reader import LineColumns, LineView, read_recording_file
+from pipeline.recordings.reader import LineColumns, LineView, read_recording_file, recording_tables
 
 
 def astuple(ln: Line) -> tuple:
@@ -39,7 +42,7 @@ def test_every_field_of_every_line_comes_back():
         ln.offset, ln.size = 1000 * i, 10 + i
     store = LineColumns()
     for ln in lines:
-        store.append(ln)
+        store.append(ln, ln.raw_json)
     assert len(store) == len(lines)
     assert [astuple(ln) for ln in store] == [astuple(ln) for ln in lines]
     for got, want in zip(store, lines, strict=True):
@@ -69,3 +72,80 @@ def test_a_file_read_as_columns_is_the_file_read_as_a_list(tmp_path: Path):
     assert list(as_columns.issues) == list(as_list.issues) and len(as_list.issues) >= 2
     for name in ("effects", "play_index", "flags", "variant", "has_frames", "has_leading_reset", "card_slots"):
         assert getattr(as_columns, name) == getattr(as_list, name), name
+
+
+def test_data_past_the_bound_waits_on_disk_and_comes_back_equal():
+    """Past its bound a `DataColumn` writes each distinct `data` to disk and decodes it when asked: every value
+    comes back equal, types included: values orjson cannot write exactly (NaN, an integer past 64 bits, a lone
+    surrogate) go through `json`; repeats share one entry."""
+    from pipeline.recordings.reader import DataColumn
+
+    values = [
+        {"game_id": "ab12-00000000", "state": "NOT_FINISHED", "levels_completed": 1, "x": 1.5, "ok": True},
+        {"action_input": {"id": 6, "data": {"x": 3, "y": 4}, "reasoning": "why ✓"}, "n": None},
+        {"big": 2**70, "infinite": float("inf"), "s": "\udfff"},
+        {"levels_completed": 1, "ok": 1},  # not equal to 1.0 nor true
+        {"levels_completed": 1, "ok": 1.0},
+        {"game_id": "ab12-00000000", "state": "NOT_FINISHED", "levels_completed": 1, "x": 1.5, "ok": True},
+        {},
+    ]
+    raws = [json.dumps(v) for v in values]
+    column = DataColumn(held_bytes=0)
+    for v, raw in zip(values, raws, strict=True):
+        column.append(v, raw)
+    assert column.spilled() == len(values)
+    assert len(column) == len(values)
+    for got, want in zip(column, values, strict=True):
+        assert json.dumps(got) == json.dumps(want)  # types and key order (1 vs 1.0 vs true)
+    assert column[2]["big"] == 2**70 and column[2]["s"] == "\udfff" and column[2]["infinite"] == float("inf")
+    assert type(column[3]["ok"]) is int and type(column[4]["ok"]) is float
+    assert column._at[0] == column._at[5]  # one entry for a repeat
+    held = DataColumn(held_bytes=10**9)
+    for v, raw in zip(values, raws, strict=True):
+        held.append(v, raw)
+    assert held.spilled() == 0 and held[0] is held[5] and held[1] is values[1]
+    assert [json.dumps(v) for v in pickle.loads(pickle.dumps(column))] == [json.dumps(v) for v in values]
+
+
+@pytest.mark.parametrize("distinct_values", [4096, 1])
+def test_step_records_from_the_columns_are_the_lines_records(distinct_values: int, monkeypatch):
+    """Counting reads a large file's step records from its columns; past the bound of distinct state and guid
+    strings (a flood of guids), from the line."""
+    import pipeline.recordings.reader as reader
+
+    monkeypatch.setattr(reader, "SHARED_DATA_LIMIT", distinct_values)
+    lines = [parse_line(i, _line(i, guid=f"{i:08d}-1bf8-40f1-8b96-607f92b98787"), want_frames=False)
+             for i in range(1, 13)]
+    odd = parse_line(13, json.dumps({"timestamp": "2026-01-02T03:04:05Z", "data": {
+        "game_id": "ab12-00000000", "state": None, "levels_completed": 2, "action_input": {"id": 1}}}).encode(),
+        want_frames=False)
+    store = LineColumns()
+    for ln in [*lines, odd]:
+        store.append(ln, ln.raw_json)
+    assert [store.step_record(i) for i in range(len(store))] == [ln.step_record() for ln in [*lines, odd]]
+    assert len(store._values) <= max(distinct_values, 2)
+
+
+def test_a_file_read_as_columns_with_its_data_on_disk_is_the_file_read_as_a_list(tmp_path: Path, monkeypatch):
+    """The same recording, every `data` past the first line's spilled (the bound at 1 byte)."""
+    import pipeline.recordings.reader as reader
+
+    path = tmp_path / "ab12-00000000-9064696e-1bf8-40f1-8b96-607f92b98787.jsonl"
+    raw = [_line(i) for i in range(1, 30)]
+    raw.insert(9, raw[8])  # a duplicated write
+    raw.insert(3, b'{"timestamp": "2026-01-02T03:04:05+00:00", "data": {"x": 1}}')  # an unknown record
+    raw.insert(12, _line(2).replace(b'"id": 0', b'"id": 0, "note": NaN'))  # orjson cannot write it back
+    raw[1:1] = [_line(2).replace(b'"id": "ACTION6"', b'"id": 0')] * 2  # two RESETs in a row, same response
+    path.write_bytes(b"\n".join(raw) + b"\n")
+    as_list = read_recording_file(path)
+    monkeypatch.setattr(reader, "HELD_DATA_BYTES", 1)
+    as_columns = read_recording_file(path, columns=True)
+    assert isinstance(as_columns.lines, LineColumns) and as_columns.lines.data.spilled() > 20
+    for name in ("lines", "steps", "usage"):
+        assert [astuple(ln) for ln in getattr(as_columns, name)] == [astuple(ln) for ln in getattr(as_list, name)]
+    assert list(as_columns.issues) == list(as_list.issues) and len(as_list.issues) >= 2
+    for name in ("effects", "play_index", "flags", "variant", "evidence", "has_frames", "card_slots"):
+        assert getattr(as_columns, name) == getattr(as_list, name), name
+    assert "doubled_reset" in as_list.flags
+    for table in ("core_arc3__steps", "core_arc3__plays", "raw_arc3__recording_lines"):
+        assert recording_tables(as_columns, "f")[table].equals(recording_tables(as_list, "f")[table]), table
