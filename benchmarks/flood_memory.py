@@ -11,6 +11,8 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
 - `dense-lines`: three recording lines of 60 MB (under the 64 MB line limit) whose frame is `[[0]],` repeated, a
   JSON array per 3 bytes (refused from their bracket count: parsed, they took 2.7 GB);
 - `frameless-steps`: 2,000,000 valid frameless steps of one play (about 600 MB, streamed);
+- `agent-steps`: 1,000,000 valid steps of one play, each with its own reasoning and action (about 360 MB; no two
+  lines' `data` alike, so none is shared: held as objects, they took 1.26 GB);
 - `task-collection`: an ARC task collection of about 400 MB (one JSON object of tasks);
 - `task-giant`: one ARC task of about 300 MB of 2x2 grids (refused unparsed: parsed, it took 17.5 GB);
 - `task-giant-entry`: a collection of 100,000 small tasks with one such task among them (the tasks before it load);
@@ -50,6 +52,18 @@ def _step(i: int, action: str = "ACTION3", full_reset: bool = False) -> bytes:
         "game_id": GAME, "state": "NOT_FINISHED", "levels_completed": 0, "win_levels": 5,
         "action_input": {"id": action, "data": {}, "reasoning": None}, "guid": GUID, "full_reset": full_reset,
         "available_actions": [3, 4]}}) + "\n").encode()
+
+
+def _agent_step(i: int) -> bytes:
+    """A step as an LLM agent's recorder writes it: its own reasoning, a click or a key, so that no two lines'
+    `data` are alike (nothing for the reader to share)."""
+    action = ("ACTION1", "ACTION2", "ACTION3", "ACTION4", "ACTION6")[i % 5]
+    ts = f"2026-11-22T03:{(i // 60_000_000) % 60:02d}:{(i // 1_000_000) % 60:02d}.{i % 1_000_000:06d}+00:00"
+    return (json.dumps({"timestamp": ts, "data": {
+        "game_id": GAME, "state": "NOT_FINISHED", "levels_completed": 0, "win_levels": 5,
+        "action_input": {"id": action, "data": {"x": i % 64, "y": (i // 64) % 64} if action == "ACTION6" else {},
+                         "reasoning": f"step {i}: try the next cell"}, "guid": GUID, "full_reset": False,
+        "available_actions": [1, 2, 3, 4, 6]}}) + "\n").encode()
 
 
 def _write_lines(path: Path, head: list[bytes], line: bytes, n: int) -> None:
@@ -99,6 +113,15 @@ def frameless_steps(folder: Path, n: int) -> Path:
                 f.writelines(batch)
                 batch.clear()
         f.writelines(batch)
+    return path
+
+
+def agent_steps(folder: Path, n: int) -> Path:
+    path = folder / "agent.recording.jsonl"
+    with path.open("wb") as f:
+        f.write(_step(0, "RESET", True))
+        for start in range(1, n + 1, 50_000):
+            f.writelines(_agent_step(i) for i in range(start, min(n + 1, start + 50_000)))
     return path
 
 
@@ -186,6 +209,7 @@ CASES = {
     "harc-short-rows": lambda d, s: harc_short_rows(d, int(392_000 * s)),
     "dense-lines": lambda d, s: dense_lines(d, int(60_000_000 * s)),
     "frameless-steps": lambda d, s: frameless_steps(d, int(2_000_000 * s)),
+    "agent-steps": lambda d, s: agent_steps(d, int(1_000_000 * s)),
     "task-collection": lambda d, s: task_collection(d, int(400_000_000 * s)),
     "task-giant": lambda d, s: task_giant(d, int(300_000_000 * s)),
     "task-giant-entry": lambda d, s: task_giant_entry(d, int(300_000_000 * s), int(100_000 * s)),

@@ -182,6 +182,7 @@ def bounded_lines(fh: Any, digest: Any | None) -> Iterator[tuple[bytes, int | No
 
 
 HELD_DATA_BYTES = 64 * 1024 * 1024  # a large file's distinct `data` held as objects up to this much of their JSON
+SPILL_BLOCK_BYTES = 1024 * 1024  # spilled `data` read back a block at a time
 
 
 class DataColumn(Sequence):
@@ -196,14 +197,17 @@ class DataColumn(Sequence):
 
     def __init__(self, held_bytes: int | None = None) -> None:
         self._objects: list[dict[str, Any] | None] = []  # None: spilled
-        self._at = array("q")  # where a spilled line's JSON starts in the file (-1: held)
-        self._size = array("i")  # its length; negative: written by `json` (orjson could not write it exactly)
+        # Where a spilled line's JSON starts in the file (-1: held), and its length (negative: written by `json`,
+        # which orjson could not write exactly); made at the first spill (a file whose data are held pays nothing).
+        self._at: array | None = None
+        self._size: array | None = None
         self._shared: dict[bytes, dict[str, Any] | tuple[int, int]] = {}
         self._room = HELD_DATA_BYTES if held_bytes is None else held_bytes
         self._file: Any = None
         self._end = 0
         self._unflushed = False
         self._decoded: dict[int, dict[str, Any]] = {}
+        self._block_at, self._block = 0, memoryview(b"")  # the part of the file read last
 
     def append(self, data: dict[str, Any], raw: str | bytes) -> None:
         """Add one line's `data`; `raw` is its compact text without pixels, else the line as read."""
@@ -219,9 +223,13 @@ class DataColumn(Sequence):
                 self._shared[key] = entry
         if isinstance(entry, dict):
             self._objects.append(entry)
-            self._at.append(-1)
-            self._size.append(0)
+            if self._at is not None:
+                self._at.append(-1)
+                self._size.append(0)
         else:
+            if self._at is None:
+                self._at = array("q", [-1]) * len(self._objects)
+                self._size = array("i", [0]) * len(self._objects)
             self._objects.append(None)
             self._at.append(entry[0])
             self._size.append(entry[1])
@@ -252,12 +260,16 @@ class DataColumn(Sequence):
         decoded = self._decoded.get(at)
         if decoded is not None:
             return decoded
-        if self._unflushed:
-            self._file.flush()
-            self._unflushed = False
         size = self._size[i]
-        blob = os.pread(self._file.fileno(), abs(size), at)
-        decoded = orjson.loads(blob) if size > 0 else json.loads(blob)
+        start = at - self._block_at
+        if start < 0 or start + abs(size) > len(self._block):  # the lines are read in order: a block at a time
+            if self._unflushed:
+                self._file.flush()
+                self._unflushed = False
+            self._block_at, start = at, 0
+            self._block = memoryview(os.pread(self._file.fileno(), max(abs(size), SPILL_BLOCK_BYTES), at))
+        blob = self._block[start:start + abs(size)]
+        decoded = orjson.loads(blob) if size > 0 else json.loads(bytes(blob))
         if len(self._decoded) >= SHARED_DATA_LIMIT:
             self._decoded.clear()
         self._decoded[at] = decoded
@@ -272,8 +284,6 @@ class DataColumn(Sequence):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(held_bytes=0)
         self._objects = state["objects"]
-        self._at = array("q", [-1]) * len(self._objects)
-        self._size = array("i", [0]) * len(self._objects)
 
     def spilled(self) -> int:
         """How many lines' `data` wait on disk."""

@@ -123,9 +123,10 @@ def _read_and_verify_file(path: Path, game_dirs: Sequence[Path], recovered: Mapp
                           ) -> FileResult:
     steps, plays, files, problems = read_recording_files([path])
     # A playback script holds actions only: it is replayed and verified after `replay_scripts`.
+    recorded = (steps, plays) if not plays["is_replay_needed"].any() else (  # no copy of a large file's steps
+        steps.filter(_recorded(plays)), plays.filter(_recorded(plays)))
     checks = {rec.file_id: verify_one(rec, game_dirs, True)
-              for rec in recordings_from_tables(steps.filter(_recorded(plays)), plays.filter(_recorded(plays)),
-                                                files, recovered)}
+              for rec in recordings_from_tables(*recorded, files, recovered)}
     # The parsed file (pixels) is dropped here, once replayed: the caller scores from the tables.
     return steps, plays, _portable_refs(files), problems, checks
 

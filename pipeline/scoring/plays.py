@@ -61,6 +61,7 @@ from pipeline.recordings.reader import (
     RecordingRejected,
     read_recording_file,
     recording_tables,
+    step_frames,
 )
 from pipeline.recordings.variant import counting_options_for_variant
 
@@ -145,15 +146,34 @@ class RecordingInput:
         return list(zip(self.play_ids, self.card.plays, strict=True))
 
 
-def _records(steps: pl.DataFrame) -> list[StepRecord]:
-    cols = {c: steps[c].to_list() for c in ("action_id", "state", "levels_completed", "is_full_reset",
-                                             "win_levels", "n_frames", "guid", "last_frame_sha256",
-                                             "line_number")}
-    return [StepRecord(action_id=cols["action_id"][i], state=cols["state"][i],
-                       levels_completed=cols["levels_completed"][i], full_reset=cols["is_full_reset"][i],
-                       win_levels=cols["win_levels"][i], frame_count=cols["n_frames"][i], guid=cols["guid"][i],
-                       frame_digest=cols["last_frame_sha256"][i], line_number=cols["line_number"][i])
-            for i in range(steps.height)]
+def _records(steps: pl.DataFrame, chunk_rows: int = 100_000) -> list[StepRecord]:
+    """One record per step. Read a chunk of rows at a time, each state and guid one string object: a column
+    made into Python values at once takes a string object per step (a file may have millions of steps)."""
+    out: list[StepRecord] = []
+    held: dict[Any, Any] = {}
+    for first in range(0, steps.height, chunk_rows):
+        part = steps.slice(first, chunk_rows)
+        cols = {c: part[c].to_list() for c in ("action_id", "levels_completed", "is_full_reset", "win_levels",
+                                                "n_frames", "last_frame_sha256", "line_number")}
+        for name in ("state", "guid"):
+            cols[name] = [held.setdefault(v, v) for v in part[name].to_list()]
+            if len(held) > 4096:
+                held.clear()
+        out += [StepRecord(action_id=cols["action_id"][i], state=cols["state"][i],
+                           levels_completed=cols["levels_completed"][i], full_reset=cols["is_full_reset"][i],
+                           win_levels=cols["win_levels"][i], frame_count=cols["n_frames"][i], guid=cols["guid"][i],
+                           frame_digest=cols["last_frame_sha256"][i], line_number=cols["line_number"][i])
+                for i in range(part.height)]
+    return out
+
+
+_EFFECTS = list(StepEffect)
+
+
+def _effects(column: pl.Series) -> tuple[StepEffect, ...]:
+    """The stored effects as `StepEffect`s, through their codes (no string object per step)."""
+    codes = column.replace_strict([e.value for e in _EFFECTS], list(range(len(_EFFECTS))), return_dtype=pl.Int8)
+    return tuple(map(_EFFECTS.__getitem__, codes.to_list()))
 
 
 class RecoveredSteps(list):
@@ -246,8 +266,12 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
     action ids are classified here. Recordings come back sorted by (guid, file_id)."""
     files = files or {}
     recovered_actions = recovered_actions or {}
-    steps = steps.select(STEP_COLUMNS).sort("file_id", "line_number")
-    by_file = {fid: frame for (fid,), frame in steps.group_by("file_id", maintain_order=True)}
+    steps = steps.select(STEP_COLUMNS)
+    if steps["file_id"].n_unique() == 1 and steps["line_number"].is_sorted():
+        by_file = {steps["file_id"][0]: steps}  # one file in line order (a large one): no sorted copy of it
+    else:
+        steps = steps.sort("file_id", "line_number")
+        by_file = {fid: frame for (fid,), frame in steps.group_by("file_id", maintain_order=True)}
     out: list[RecordingInput] = []
     for row in _files_in_order(plays).iter_rows(named=True):
         fid = row["file_id"]
@@ -265,7 +289,7 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
         records = rec.records
         if file_steps["step_effect"].null_count():
             raise ValueError(f"{rec.label}: a playback script's actions must be replayed first (replay_scripts)")
-        effects = tuple(StepEffect(e) for e in file_steps["step_effect"].to_list())
+        effects = _effects(file_steps["step_effect"])
         if rec.is_action_ids_lost:
             ids = _recovered_for((name, rec.guid, fid), recovered_actions)
             try:
@@ -455,8 +479,9 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
             problems.append((path, same_content_as(files[parsed.file_sha256][0])))
             continue
         problems += ((path, _line_left_out(issue)) for issue in parsed.issues)
-        tables = recording_tables(parsed, parsed.file_sha256)
-        steps_frames.append(tables["core_arc3__steps"])
+        # The steps without the lines' rows, which scoring never reads (a large file's would be 2 GB and more).
+        tables = recording_tables(parsed, parsed.file_sha256, streamed=True)
+        steps_frames.append(pl.concat(step_frames(parsed, parsed.file_sha256), rechunk=False))
         plays_frames.append(tables["core_arc3__plays"])
         files[parsed.file_sha256] = FileRef(path.name, path.resolve(), parsed)
     if not steps_frames:

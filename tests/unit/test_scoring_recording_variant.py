@@ -70,3 +70,21 @@ def test_integer_id_toolkit_recording_is_counted_alike_everywhere(name, tmp_path
     per_play = (tables["core_arc3__steps"].group_by("play_id").agg(pl.col("is_level_change").sum())
                 .sort("play_id")["is_level_change"].to_list())
     assert per_play == [p.n_pairs for p in card.plays]
+
+
+def test_records_and_effects_read_a_chunk_at_a_time_are_those_of_the_whole_table():
+    """`score` makes a file's step records a chunk of rows at a time, and its effects through codes (a file of
+    millions of steps made a string object per step): the same records and effects as read at once."""
+    from pipeline.recordings.counting import StepEffect, StepRecord
+    from pipeline.scoring.plays import _effects, _records
+
+    paths = sorted(p for p in SAMPLE.parent.rglob("*.jsonl") if not p.name.endswith(".expected.json"))[:6]
+    steps, _, _, _ = read_recording_files(paths)
+    assert steps.height > 50
+    whole = [StepRecord(action_id=r["action_id"], state=r["state"], levels_completed=r["levels_completed"],
+                        full_reset=r["is_full_reset"], win_levels=r["win_levels"], frame_count=r["n_frames"],
+                        guid=r["guid"], frame_digest=r["last_frame_sha256"], line_number=r["line_number"])
+             for r in steps.iter_rows(named=True)]
+    assert _records(steps, chunk_rows=7) == whole == _records(steps)
+    assert _effects(steps["step_effect"]) == tuple(StepEffect(e) for e in steps["step_effect"].to_list())
+    assert len(set(_effects(steps["step_effect"]))) >= 2
