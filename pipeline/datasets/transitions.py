@@ -85,7 +85,13 @@ from pipeline.recordings.playback import (
     resolve_script_game,
     script_guid,
 )
-from pipeline.recordings.reader import ParsedRecording, RecordingRejected, read_recording_file
+from pipeline.recordings.reader import (
+    LineView,
+    ParsedRecording,
+    RecordingRejected,
+    read_recording_file,
+    record_view,
+)
 from pipeline.recordings.transition_replay import (
     CHUNK_SHAPE,
     Feed,
@@ -982,21 +988,54 @@ class _Recording:
         """Straight from the reader (no tables built): the same records, effects and plays as
         `recordings_from_tables` gives a file without recovered actions, and `steps_from_file`'s steps. The
         records are the reader's lines themselves (no `step_record()` made a second time for every step)."""
-        records = parsed.steps
+        records = record_view(parsed.steps)
         step_play = play_index_per_step(parsed.effects)
-        steps = []
-        for ln in parsed.steps:
-            action_input = ln.data.get("action_input") or {}
-            payload = action_input.get("data")
-            steps.append(ReplayStep(line=ln.number, action_id=ln.action_id,
-                                    action_data=dict(payload) if isinstance(payload, dict) else {},
-                                    reasoning=action_input.get("reasoning"),
-                                    expected={k: ln.data[k] for k in FIELDS if k in ln.data}, n_frames=ln.n_frames,
-                                    frame_hashes=ln.hashes, pixels=ln.frames))
+        steps = (_ReplaySteps(parsed.steps) if isinstance(parsed.steps, LineView)
+                 else list(map(_replay_step, parsed.steps)))
         n_plays = max(step_play, default=-1) + 1
         return cls(parsed.file_sha256, parsed.game_id, parsed.variant, parsed.is_only_reset_levels, records,
                    parsed.effects, step_play, [parsed.play_id(i) for i in range(n_plays)], steps,
                    not parsed.is_action_ids_lost, False, None, parsed.has_frames)
+
+
+def _replay_step(ln: Line) -> ReplayStep:
+    action_input = ln.data.get("action_input") or {}
+    payload = action_input.get("data")
+    return ReplayStep(line=ln.number, action_id=ln.action_id,
+                      action_data=dict(payload) if isinstance(payload, dict) else {},
+                      reasoning=action_input.get("reasoning"), expected={k: ln.data[k] for k in FIELDS if k in ln.data},
+                      n_frames=ln.n_frames, frame_hashes=ln.hashes, pixels=ln.frames)
+
+
+class _ReplaySteps(Sequence):
+    """A large file's steps (its lines held as columns) made as they are asked for: a slice at a time for the
+    sandbox, then each step again from the last few slices while its rows are made. Held as a list, they took
+    about 0.5 KB a step (2,000,000 steps: over 1 GB)."""
+
+    KEPT_SLICES = 3  # the slice being replayed, the one fed ahead of it, and one more
+
+    def __init__(self, lines: LineView):
+        self.lines = lines
+        self._made: dict[int, list[ReplayStep]] = {}  # first index -> the steps of a slice made lately
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            start, stop, stride = i.indices(len(self))
+            made = list(map(_replay_step, self.lines[start:stop:stride]))
+            if stride == 1 and made:  # (made on the background thread too: replaced whole, never changed)
+                self._made = {**dict(list(self._made.items())[1 - self.KEPT_SLICES:]), start: made}
+            return made
+        i = range(len(self))[i]
+        for start, made in list(self._made.items()):
+            if start <= i < start + len(made):
+                return made[i - start]
+        return _replay_step(self.lines[i])
+
+    def __iter__(self) -> Iterator[ReplayStep]:
+        return map(_replay_step, self.lines)
 
 
 def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holder: list
@@ -1102,11 +1141,12 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
         st = steps[i]
         pid = rec.play_ids[rec.step_play[i]]
         expected = st.expected
-        action_id = rec.records[i].action_id
+        record = rec.records[i]
+        action_id = record.action_id
         x, y = (st.action_data.get("x"), st.action_data.get("y")) if action_id == 6 else (None, None)
         values = (rec.game_id, pid, source, i + first, ACTION_NAMES[action_id], action_id, x, y,
-                  expected.get("levels_completed", rec.records[i].levels_completed),
-                  expected.get("win_levels", rec.records[i].win_levels),  # a 2025 preview line's win_score too
+                  expected.get("levels_completed", record.levels_completed),
+                  expected.get("win_levels", record.win_levels),  # a 2025 preview line's win_score too
                   _state(expected.get("state")), expected.get("available_actions"), changes[i],
                   rec.effects[i].is_counted, verified, rec.recovered, rec.file_id, st.line)  # `_row`'s order
         if packed is None:  # the file's frames
