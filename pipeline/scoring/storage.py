@@ -9,6 +9,7 @@ import polars as pl
 
 from pipeline.core.console import out
 from pipeline.core.outputs import write_csv, write_text
+from pipeline.core.workspace import COMMIT_MEMORY, duckdb_bounds
 
 SCORE_TABLES = ("out_arc3__replay_checks", "out_arc3__run_scores", "out_arc3__level_scores",
                 "out_arc3__game_scores", "out_arc3__policy_sensitivity")
@@ -93,8 +94,10 @@ def read_db_plays(ws, games: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, dic
     if plays.height == 0:
         return ws.read("SELECT * FROM core_arc3__steps WHERE false"), plays, {}
     ids = plays["file_id"].unique().sort().to_list()
-    steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id IN (SELECT unnest(?::VARCHAR[])) "
-                    "ORDER BY file_id, line_number", [ids])
+    # Under a bounded DuckDB memory limit: its sort of a million steps otherwise held 0.7 GB of its own.
+    with duckdb_bounds(ws.con, memory=COMMIT_MEMORY, best_effort=True):
+        steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id IN (SELECT unnest(?::VARCHAR[])) "
+                        "ORDER BY file_id, line_number", [ids])
     # in ingestion order: of two files of one play, the first ingested is the one scored (drop_duplicate_plays)
     names = ws.read("SELECT file_id, file_name FROM raw_ingest__files WHERE file_id IN "
                     "(SELECT unnest(?::VARCHAR[])) ORDER BY ingested_at, file_id", [ids])
