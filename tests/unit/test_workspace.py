@@ -197,3 +197,34 @@ def test_a_connection_that_refuses_settings_still_commits_under_best_effort_boun
     with pytest.raises(duckdb.Error), workspace.duckdb_bounds(con, memory=workspace.COMMIT_MEMORY):
         pass
     con.close()
+
+
+def test_score_reads_the_stored_steps_under_a_bounded_memory_limit(db_path: Path):
+    """`score --db` sorts and reads every stored step of the scored plays: DuckDB does it under the workspace's
+    bounded limit (at its default, its sort of a million steps held 0.7 GB of its own), and its default is
+    back afterwards."""
+    from pipeline.ingest import ingest_paths
+    from pipeline.scoring.storage import read_db_plays
+
+    sample = (Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3" / "toolkit"
+              / "bt11_two_plays_fullreset.noframes.jsonl")
+    limits: list[str] = []
+    with Workspace(db_path) as ws:
+        ws.ensure_tables()
+        ingest_paths(ws, [sample], run_id="t")
+        default = ws.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        read = ws.read
+
+        def watched(sql: str, params=None):
+            if "core_arc3__steps" in sql:
+                limits.append(ws.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+            return read(sql, params)
+
+        ws.read = watched
+        steps, plays, _ = read_db_plays(ws, [])
+        assert steps.height > 0 and plays.height > 0
+        with closing(duckdb.connect()) as other:
+            other.execute(f"SET memory_limit = '{workspace.COMMIT_MEMORY}'")
+            bound = other.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        assert limits == [bound] and bound != default
+        assert ws.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == default
