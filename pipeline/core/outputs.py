@@ -40,6 +40,7 @@ import secrets
 import shutil
 import stat
 import sys
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -87,6 +88,14 @@ def _reason(err: BaseException) -> str:
     if isinstance(err, OSError):
         return err.strerror or str(err) or type(err).__name__
     return str(err) or type(err).__name__
+
+
+def scratch_error(err: OSError) -> OutputError:
+    """`err`, met writing arcstudy's own temporary files (spilled rows, line data), as an OutputError naming where
+    they go: a full or unwritable $TMPDIR is not the input's fault, and ends the run with exit 1."""
+    out = as_output_error(err, tempfile.gettempdir())
+    out.option = out.option or "$TMPDIR"
+    return out
 
 
 def as_output_error(err: BaseException, path: Path | str) -> OutputError:

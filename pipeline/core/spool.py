@@ -28,6 +28,8 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from pipeline.core.outputs import scratch_error
+
 SPOOL_LIMIT = 5_000  # items held in memory before a batch goes to disk (a reject may hold 4 KiB of text and more)
 _HEADER = struct.Struct("<QI")  # compressed size, items
 
@@ -103,13 +105,16 @@ class Spool(list):
     def _spill(self) -> None:
         batch = list(super().__iter__())
         data = zlib.compress(pickle.dumps(_packed(batch), protocol=pickle.HIGHEST_PROTOCOL), 1)
-        if self._path is None:
-            fd, self._path = tempfile.mkstemp(prefix="arcstudy-spool-")
-            os.close(fd)
-            self._finalizer = weakref.finalize(self, _remove, self._path)
-        with open(self._path, "ab") as f:
-            f.write(_HEADER.pack(len(data), len(batch)))
-            f.write(data)
+        try:
+            if self._path is None:
+                fd, self._path = tempfile.mkstemp(prefix="arcstudy-spool-")
+                os.close(fd)
+                self._finalizer = weakref.finalize(self, _remove, self._path)
+            with open(self._path, "ab") as f:
+                f.write(_HEADER.pack(len(data), len(batch)))
+                f.write(data)
+        except OSError as err:  # the scratch space is full or not writable: not the input's fault (exit 1)
+            raise scratch_error(err) from err
         self._spilled += len(batch)
         super().clear()
 

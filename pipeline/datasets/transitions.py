@@ -63,6 +63,7 @@ import pyarrow as pa
 
 from engine.loader import GameNotFoundError, resolve_game
 from pipeline.core.game_code import GameCodeError, SandboxFailure, game_key, portable_info, run_game_code
+from pipeline.core.outputs import OutputError
 from pipeline.core.prefetch import CallsAhead
 from pipeline.core.result_shape import expect
 from pipeline.recordings.counting import (
@@ -567,6 +568,8 @@ def _group_streams(jobs: Sequence[ExportJob], ahead: bool = False
         stream = _export(job, result)
         try:
             first = next(stream, None)
+        except OutputError:  # the scratch space failed, not the file: the run stops (exit 1)
+            raise
         except Exception as err:  # noqa: BLE001 - one file's failure, reported as such
             failed = FileExport(label=job.label, rejected=True)
             failed.problems.append(f"export failed: {type(err).__name__}: {err}")
@@ -624,6 +627,8 @@ def export_group(jobs: Sequence[ExportJob]) -> list[FileExport]:
     for export, stream in _group_streams([dataclasses.replace(job, compress=False) for job in jobs]):
         try:
             blocks = list(stream)  # the replay runs here; a failure leaves none of the file's rows
+        except OutputError:  # the scratch space failed, not the file: the run stops (exit 1)
+            raise
         except Exception as err:  # noqa: BLE001 - one file's failure, reported as such
             failed = FileExport(label=export.label, rejected=True)
             failed.problems.append(f"export failed: {type(err).__name__}: {err}")

@@ -34,6 +34,7 @@ import orjson
 import polars as pl
 import pyarrow as pa
 
+from pipeline.core.outputs import scratch_error
 from pipeline.core.spool import Spool
 from pipeline.core.textfiles import TextFacts, bom_encoding, dense_json_reason, not_utf8_reason, strip_bom
 from schemas.validate import conform, empty_frame
@@ -240,9 +241,12 @@ class DataColumn(Sequence):
             self._room -= size
             return data
         blob = key if key is not None else json.dumps(data).encode()  # ASCII: lone surrogates stay escapes
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="arcstudy-data-")
-        self._file.write(blob)
+        try:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="arcstudy-data-")
+            self._file.write(blob)
+        except OSError as err:  # the scratch space is full or not writable: not the input's fault (exit 1)
+            raise scratch_error(err) from err
         self._unflushed = True
         at, self._end = self._end, self._end + len(blob)
         return at, len(blob) if key is not None else -len(blob)

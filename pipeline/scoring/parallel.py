@@ -36,6 +36,7 @@ from pipeline.core.executor import (
     open_executor,
     open_helper_executor,
 )
+from pipeline.core.outputs import OutputError
 from pipeline.core.sandbox import SandboxFailure
 
 from .plays import (
@@ -147,6 +148,8 @@ def _read_and_verify_batch(paths: Sequence[Path], game_dirs: tuple[Path, ...],
     for path in paths:
         try:
             results.append(_read_and_verify_file(path, game_dirs, recovered))
+        except OutputError:  # the scratch space failed, not the file: the run stops (exit 1)
+            raise
         except Exception as err:  # this file's failure (read_recording_files reports the expected ones)
             results.append(_unreadable(err))
     return results
@@ -231,6 +234,8 @@ def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
         fn = partial(_read_and_verify_batch, game_dirs=dirs, recovered=recovered)
         pieces = ((key, [paths[i] for i in batch]) for key, batch in enumerate(batches))
         for key, value, error in ex.map_unordered(fn, pieces, progress=progress, description=description):
+            if isinstance(error, OutputError):  # the scratch space failed, not the files: the run stops (exit 1)
+                raise error
             for slot, index in enumerate(batches[key]):
                 per_path[index] = value[slot] if error is None else _unreadable(error)
     steps_frames, plays_frames, files, problems, checks = [], [], {}, [], {}
