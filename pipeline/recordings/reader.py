@@ -193,7 +193,7 @@ class DataColumn(Sequence):
     Distinct objects are held until their JSON reaches `held_bytes`; each later one is written as its compact
     JSON to a temporary file and decoded again when asked for (a small cache keeps the last few thousand, so
     the lines that repeat one stay cheap). A file of a million steps each with its own reasoning held 1.2 GB of
-    `data` objects; what stays in memory per spilled line is its place in the file (12 bytes). Nothing changes
+    `data` objects; what stays in memory per spilled line is its place in the file (20 bytes). Nothing changes
     a line's `data` once it is read, so a decoded copy is as good as the object."""
 
     def __init__(self, held_bytes: int | None = None) -> None:
@@ -307,7 +307,7 @@ _FROM_LINE = -2
 
 
 class LineColumns(Sequence):
-    """The parsed lines of a large file held as columns, one compact value per line and field (~100 bytes a
+    """The parsed lines of a large file held as columns, one compact value per line and field (~125 bytes a
     line, against ~500 for a `Line` object with its number, sha, offsets and datetime): a `Line` is made when
     one is asked for (indexing, iterating) and let go by the caller. `data` objects are shared as read
     (a `DataColumn`: held up to a bound, then on disk); times are kept as UTC microseconds and their offset (a
