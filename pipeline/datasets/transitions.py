@@ -992,7 +992,8 @@ class _Recording:
     def of_file(cls, parsed: ParsedRecording) -> _Recording:
         """Straight from the reader (no tables built): the same records, effects and plays as
         `recordings_from_tables` gives a file without recovered actions, and `steps_from_file`'s steps. The
-        records are the reader's lines themselves (no `step_record()` made a second time for every step)."""
+        records are the reader's lines themselves, or for a large file (its lines held as columns) made from
+        its columns as asked for (`record_view`); so are a large file's steps (`_ReplaySteps`)."""
         records = record_view(parsed.steps)
         step_play = play_index_per_step(parsed.effects)
         steps = (_ReplaySteps(parsed.steps) if isinstance(parsed.steps, LineView)
@@ -1031,7 +1032,8 @@ class _ReplaySteps(Sequence):
             start, stop, stride = i.indices(len(self))
             made = list(map(_replay_step, self.lines[start:stop:stride]))
             if stride == 1 and made:  # (made on the background thread too: replaced whole, never changed)
-                self._made = {**dict(list(self._made.items())[1 - self.KEPT_SLICES:]), start: made}
+                kept = list(self._made.items())[len(self._made) + 1 - self.KEPT_SLICES:]
+                self._made = dict([*kept, (start, made)])
             return made
         i = range(len(self))[i]
         for start, made in list(self._made.items()):
