@@ -1,4 +1,4 @@
-"""Peak memory of `arcstudy ingest` (and `view`) on floods of bad or many lines (issue 29, finding 3).
+"""Peak memory of `arcstudy ingest` (and `view`, `score`) on floods of bad or many lines (issue 29, finding 3).
 
 Generates each flood into a temporary folder (never into the repository), runs `arcstudy ingest` on it in a
 subprocess with a fresh database, and prints the child's peak RSS against the input's size. The bound is
@@ -19,7 +19,9 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
 - `tgi-short-rows`: an ARC-TGI export of 600,000 short valid rows (168 MB), read in pieces;
 - `arc2-surplus`: an ARC-AGI-2 attempt log of 1,000,000 rows, one with a surplus field (read by the csv module,
   in batches: read whole, it took 1.0 GB);
-- `view-bad-lines`: `arcstudy view` of a recording with 2,000,000 bad lines (the page must stay small).
+- `view-bad-lines`: `arcstudy view` of a recording with 2,000,000 bad lines (the page must stay small);
+- `score-frameless-steps`: `arcstudy score` of the `frameless-steps` file (issue 29: "under 1 GB ... for the
+  2-million-step file"; its game is not shipped, so it is read and counted, not replayed).
 
     PYTHONPATH=. .venv/bin/python benchmarks/flood_memory.py                 # every case, full size
     PYTHONPATH=. .venv/bin/python benchmarks/flood_memory.py --scale 0.1 --case braces-3mb
@@ -216,6 +218,7 @@ CASES = {
     "tgi-short-rows": lambda d, s: tgi_short_rows(d, int(600_000 * s)),
     "arc2-surplus": lambda d, s: arc2_surplus(d, int(1_000_000 * s)),
     "view-bad-lines": lambda d, s: braces(d, int(2_000_000 * s)),
+    "score-frameless-steps": lambda d, s: frameless_steps(d, int(2_000_000 * s)),
 }
 
 
@@ -235,6 +238,9 @@ def main() -> None:
                 page = folder / "view.html"
                 code, peak, seconds = run(["view", str(path), "--out", str(page)], folder)
                 note = f"page {page.stat().st_size / 1e6:.1f} MB" if page.exists() else "no page"
+            elif name == "score-frameless-steps":
+                code, peak, seconds = run(["score", str(path), "--out", str(folder / "scored")], folder)
+                note = "scorecard written" if any((folder / "scored").glob("scorecard__*.json")) else "no scorecard"
             else:
                 code, peak, seconds = run(["ingest", str(path), "--db", str(folder / "flood.duckdb")], folder)
                 note = ""

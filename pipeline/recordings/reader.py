@@ -993,16 +993,35 @@ def step_frames(rec: ParsedRecording, file_id: str, frames_file: str | None = No
             if not echo and isinstance(available, list):
                 prev_available = available
         n = last - first
-        cols.update(file_id=[file_id] * n, step_index=list(range(first, last)), game_id=[rec.game_id] * n,
-                    is_level_change=list(islice(changes, n)))
+        # Texts that repeat on every step are stored once per chunk (a 64-character file id on each of a
+        # million steps would be 80 MB of the table a scored file keeps).
+        cols.update(file_id=_repeated(file_id, n), step_index=list(range(first, last)),
+                    game_id=_repeated(rec.game_id, n), is_level_change=list(islice(changes, n)),
+                    play_id=_few_texts(cols["play_id"]), guid=_few_texts(cols["guid"]))
         yield _frame(STEPS, cols)
+
+
+def _repeated(text: str, n: int) -> pl.Series:
+    """`n` times `text`, the text stored once."""
+    return pl.Series([text], dtype=pl.String).new_from_index(0, n)
+
+
+def _few_texts(values: list) -> pl.Series | list:
+    """A text column whose values are few (a file's play ids, its guid) with each distinct text stored once;
+    the list as it is when most values differ."""
+    index: dict[Any, int] = {}
+    codes = [index.setdefault(v, len(index)) for v in values]
+    if len(index) * 4 > len(values) or not all(type(v) is str for v in index):
+        return values  # None or another type: `_frame` decides as for any list
+    return pl.Series(list(index), dtype=pl.String).gather(codes)
 
 
 def _frame(table: str, cols: dict[str, list]) -> pl.DataFrame:
     """A table's frame from its columns as python lists (faster than rows of dicts)."""
     schema = empty_frame(table).schema
     try:
-        return pl.DataFrame([_list_column(name, cols[name], dtype.inner) if isinstance(dtype, pl.List)
+        return pl.DataFrame([cols[name].alias(name).cast(dtype) if isinstance(cols[name], pl.Series)
+                             else _list_column(name, cols[name], dtype.inner) if isinstance(dtype, pl.List)
                              else pl.Series(name, cols[name], dtype) for name, dtype in schema.items()])
     except (TypeError, pl.exceptions.PolarsError, pa.ArrowException):
         # A value of another type than the column's (a string `state`, say): conform decides as for rows.

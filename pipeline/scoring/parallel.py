@@ -40,6 +40,7 @@ from pipeline.core.outputs import OutputError
 from pipeline.core.sandbox import SandboxFailure
 
 from .plays import (
+    STEP_COLUMNS,
     FileRef,
     RecordingInput,
     read_recording_files,
@@ -122,7 +123,7 @@ FileResult = tuple  # (steps, plays, files, problems, checks by file_id) of one 
 
 def _read_and_verify_file(path: Path, game_dirs: Sequence[Path], recovered: Mapping[str, Sequence[int | str]]
                           ) -> FileResult:
-    steps, plays, files, problems = read_recording_files([path])
+    steps, plays, files, problems = read_recording_files([path], step_columns=STEP_COLUMNS)
     # A playback script holds actions only: it is replayed and verified after `replay_scripts`.
     recorded = (steps, plays) if not plays["is_replay_needed"].any() else (  # no copy of a large file's steps
         steps.filter(_recorded(plays)), plays.filter(_recorded(plays)))
@@ -259,13 +260,14 @@ def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
 
         steps_all, plays_all = empty_frame("core_arc3__steps"), empty_frame("core_arc3__plays")
     else:
-        steps_all, plays_all = (pl.concat(steps_frames, how="vertical_relaxed"),
+        # diagonal: a recording's steps hold `STEP_COLUMNS`, a playback script's every column (its replay reads them)
+        steps_all, plays_all = (pl.concat(steps_frames, how="diagonal_relaxed"),
                                 pl.concat(plays_frames, how="vertical_relaxed"))
     # The same content under two paths is one recording read twice, whose replays were each made alone: such
     # a recording is replayed again by `score_recordings`.
     ordered = []
     recorded = _recorded(plays_all)  # the scripts' checks come after their replay
-    for file_id in recording_order(steps_all.filter(recorded), plays_all.filter(recorded)):
+    for file_id in recording_order(steps_all.select("file_id").filter(recorded), plays_all.filter(recorded)):
         found = checks.get(file_id, [])
         if len(found) != 1:
             return steps_all, plays_all, files, problems, None

@@ -19,7 +19,7 @@ toolkit recording the playback agent's session yields), from a file or from the 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,7 @@ __all__ = [
     "RecordingInput",
     "RecordingReadError",
     "RECOVERY_KEY",
+    "STEP_COLUMNS",
     "RecoveredSteps",
     "drop_duplicate_plays",
     "load_recovered_actions",
@@ -81,6 +82,7 @@ __all__ = [
     "replay_scripts",
 ]
 
+# What scoring reads of the steps (its cards, replay checks and duplicate checks): `score FILES` keeps no other.
 STEP_COLUMNS = ("file_id", "line_number", "step_index", "play_id", "game_id", "guid", "action_id", "click_x",
                 "click_y", "state", "levels_completed", "win_levels", "is_full_reset", "available_actions",
                 "n_frames", "frame_sha256s", "last_frame_sha256", "step_effect")
@@ -120,7 +122,7 @@ class RecordingInput:
     is_only_reset_levels: bool
     is_action_ids_lost: bool
     steps: pl.DataFrame  # core_arc3__steps rows of the file, in line order
-    records: list[StepRecord]
+    records: Sequence[StepRecord]  # a list, or for a large recording a `StepRecordChunks`
     recovered: bool = False
     card: Card | None = None  # None when the actions are unknown (action_ids_lost, not recovered)
     play_ids: list[str] = field(default_factory=list)
@@ -146,7 +148,13 @@ class RecordingInput:
         return list(zip(self.play_ids, self.card.plays, strict=True))
 
 
-def _records(steps: pl.DataFrame, chunk_rows: int = 100_000) -> list[StepRecord]:
+RECORD_CHUNK_ROWS = 100_000
+RECORDS_IN_CHUNKS_FROM = 200_000  # steps of one recording from which its records are made a chunk at a time
+_RECORD_COLUMNS = ("action_id", "levels_completed", "is_full_reset", "win_levels", "n_frames", "last_frame_sha256",
+                   "line_number", "state", "guid")
+
+
+def _records(steps: pl.DataFrame, chunk_rows: int = RECORD_CHUNK_ROWS) -> list[StepRecord]:
     """One record per step. Read a chunk of rows at a time, each state and guid one string object: a column
     made into Python values at once takes a string object per step (a file may have millions of steps)."""
     out: list[StepRecord] = []
@@ -167,12 +175,58 @@ def _records(steps: pl.DataFrame, chunk_rows: int = 100_000) -> list[StepRecord]
     return out
 
 
+class StepRecordChunks(Sequence):
+    """The step records of a large recording's steps table, made a chunk of rows at a time as they are read
+    (the chunk last indexed is kept, so reading in order makes each record once per pass). A list of them all
+    would hold about 200 bytes a step beside the table, which already holds the same values: 400 MB for a
+    2,000,000-step file. Equal, record by record, to `_records(steps)`."""
+
+    def __init__(self, steps: pl.DataFrame, chunk_rows: int = RECORD_CHUNK_ROWS):
+        self._steps = steps.select(_RECORD_COLUMNS)  # the table's own buffers, not a copy
+        self._chunk_rows = chunk_rows
+        self._at = -1
+        self._chunk: list[StepRecord] = []
+
+    def __len__(self) -> int:
+        return self._steps.height
+
+    def _chunk_of(self, k: int) -> list[StepRecord]:
+        if k != self._at:
+            self._chunk, self._at = _records(self._steps.slice(k * self._chunk_rows, self._chunk_rows)), k
+        return self._chunk
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("step record index out of range")
+        k, at = divmod(i, self._chunk_rows)
+        return self._chunk_of(k)[at]
+
+    def __iter__(self) -> Iterator[StepRecord]:
+        for first in range(0, len(self), self._chunk_rows):
+            yield from _records(self._steps.slice(first, self._chunk_rows))
+
+    def __getstate__(self) -> dict:  # sent to a worker: the columns, not the chunk made last
+        return {"_steps": self._steps, "_chunk_rows": self._chunk_rows, "_at": -1, "_chunk": []}
+
+
+def step_records_of(steps: pl.DataFrame) -> Sequence[StepRecord]:
+    """A steps table's records: a list, or for a large table (`RECORDS_IN_CHUNKS_FROM` steps on) a
+    `StepRecordChunks`, which holds no record of every step."""
+    return StepRecordChunks(steps) if steps.height >= RECORDS_IN_CHUNKS_FROM else _records(steps)
+
+
 _EFFECTS = list(StepEffect)
 
 
 def _effects(column: pl.Series) -> tuple[StepEffect, ...]:
-    """The stored effects as `StepEffect`s, through their codes (no string object per step)."""
-    codes = column.replace_strict([e.value for e in _EFFECTS], list(range(len(_EFFECTS))), return_dtype=pl.Int8)
+    """The stored effects as `StepEffect`s, through their codes (no string object per step, and no column of
+    the codes' size beside the texts: a replace of a million steps' texts held 68 MB for a while)."""
+    codes = column.cast(pl.Enum([e.value for e in _EFFECTS])).to_physical()
     return tuple(map(_EFFECTS.__getitem__, codes.to_list()))
 
 
@@ -283,7 +337,7 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
         rec = RecordingInput(
             file_id=fid, file_name=name, path=path, game_id=row["game_id"], guid=row["guid"],
             variant=row["recording_variant"], is_only_reset_levels=bool(row["is_only_reset_levels"]),
-            is_action_ids_lost=bool(row["is_action_ids_lost"]), steps=file_steps, records=_records(file_steps),
+            is_action_ids_lost=bool(row["is_action_ids_lost"]), steps=file_steps, records=step_records_of(file_steps),
             stored_play_ids=list(row["stored_play_ids"]), parsed=getattr(ref, "parsed", None),
             script=(scripts or {}).get(fid))
         records = rec.records
@@ -429,10 +483,13 @@ def _line_left_out(issue) -> str:
     return f"{issue.location}: {issue.check}: {issue.reason} ({issue.outcome})"
 
 
-def read_recording_files(paths: Sequence[Path], run_id: str = "score"
+def read_recording_files(paths: Sequence[Path], run_id: str = "score", step_columns: Sequence[str] | None = None
                          ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, tuple[str | None, Path | None]],
                                     list[tuple[Path, str]]]:
-    """Read recordings once each, in memory: (steps, plays, files, problems), the rows ingest would store.
+    """Read recordings once each, in memory: (steps, plays, files, problems), the rows ingest would store
+    (of a recording's steps, only ``step_columns`` when given, kept a chunk of rows at a time as it is made:
+    `score` reads `STEP_COLUMNS`, and a column costs 8 to 16 bytes a step; a playback script's keep every
+    column, which its replay reads).
 
     ``files`` maps file_id -> `FileRef` (file name, resolved path, and the parsed recording with its frame
     pixels, for the replay). ``problems`` lists (path, reason) for files refused and for lines left out (the
@@ -463,7 +520,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
                     continue
                 problems += ((path, _line_left_out(issue)) for issue in script.issues)
                 tables = script_tables(script, script.file_sha256)
-                steps_frames.append(tables["core_arc3__steps"])
+                steps_frames.append(tables["core_arc3__steps"])  # every column: its replay reads them
                 plays_frames.append(tables["core_arc3__plays"])
                 files[script.file_sha256] = FileRef(path.name, path.resolve(), None, len(script.skipped_lines))
                 continue
@@ -481,14 +538,16 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score"
         problems += ((path, _line_left_out(issue)) for issue in parsed.issues)
         # The steps without the lines' rows, which scoring never reads (a large file's would be 2 GB and more).
         tables = recording_tables(parsed, parsed.file_sha256, streamed=True)
-        steps_frames.append(pl.concat(step_frames(parsed, parsed.file_sha256), rechunk=False))
+        steps_frames.append(pl.concat([chunk.select(step_columns or pl.all())
+                                       for chunk in step_frames(parsed, parsed.file_sha256)], rechunk=False))
         plays_frames.append(tables["core_arc3__plays"])
         files[parsed.file_sha256] = FileRef(path.name, path.resolve(), parsed)
     if not steps_frames:
         from schemas import empty_frame
 
         return empty_frame("core_arc3__steps"), empty_frame("core_arc3__plays"), files, problems
-    return (pl.concat(steps_frames, how="vertical_relaxed"), pl.concat(plays_frames, how="vertical_relaxed"),
+    # diagonal: a recording's steps may hold fewer columns than a playback script's (``step_columns``)
+    return (pl.concat(steps_frames, how="diagonal_relaxed"), pl.concat(plays_frames, how="vertical_relaxed"),
             files, problems)
 
 

@@ -22,7 +22,7 @@ from pipeline.cli import app
 from pipeline.core.workspace import Workspace
 from pipeline.ingest import ingest_paths
 from pipeline.scoring import parallel
-from pipeline.scoring.plays import read_recording_files, recording_order, recordings_from_tables
+from pipeline.scoring.plays import STEP_COLUMNS, read_recording_files, recording_order, recordings_from_tables
 
 from .test_executor_faults import external_cluster  # noqa: F401  (the fixture: dask scheduler + 2 workers)
 
@@ -188,8 +188,8 @@ def test_one_worker_replays_file_by_file_and_keeps_no_pixels(monkeypatch):
     parsed = []
     real = parallel.read_recording_files
 
-    def spy(files):
-        result = real(files)
+    def spy(files, **kwargs):
+        result = real(files, **kwargs)
         parsed.extend(weakref.ref(ref.parsed) for ref in result[2].values() if ref.parsed is not None)
         return result
 
@@ -201,7 +201,9 @@ def test_one_worker_replays_file_by_file_and_keeps_no_pixels(monkeypatch):
     assert all(getattr(ref, "parsed", None) is None for ref in files.values())
 
     all_steps, all_plays, all_files, all_problems = read_recording_files(paths)
-    assert steps.equals(all_steps) and plays.equals(all_plays) and problems == all_problems
+    # of the steps, the columns scoring reads (a column costs 8 to 16 bytes a step of a large file)
+    assert steps.columns == list(STEP_COLUMNS)
+    assert steps.equals(all_steps.select(STEP_COLUMNS)) and plays.equals(all_plays) and problems == all_problems
     recs = recordings_from_tables(all_steps, all_plays, all_files)
     assert checks == parallel.verify_recordings(recs, [GAMES], from_file=True, workers=1)
 

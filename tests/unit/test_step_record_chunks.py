@@ -1,0 +1,124 @@
+"""A large recording's step records are made a chunk at a time from its steps table (`StepRecordChunks`), and the
+texts that repeat on every step are stored once: `score` of a 2,000,000-step file held a record object per step
+(about 200 bytes) beside a table that holds the same values. These tests pin that the view gives exactly the
+records a list gives, and that scoring through it gives the same scorecards."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import pipeline.scoring.plays as plays_module
+from pipeline.recordings.reader import read_recording_file, step_frames
+from pipeline.scoring.plays import (
+    StepRecordChunks,
+    _records,
+    read_recording_files,
+    recordings_from_tables,
+    step_records_of,
+)
+
+SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3"
+
+
+def _sample_paths(n: int = 8) -> list[Path]:
+    return sorted(p for p in SAMPLES.rglob("*.jsonl") if "playback" not in str(p))[:n]
+
+
+def _steps() -> pl.DataFrame:
+    steps, _, _, _ = read_recording_files(_sample_paths())
+    assert steps.height > 100
+    return steps
+
+
+def test_the_chunked_view_gives_every_record_a_list_gives_by_index_slice_and_iteration():
+    steps = _steps()
+    whole = _records(steps)
+    view = StepRecordChunks(steps, chunk_rows=7)
+    assert len(view) == len(whole)
+    assert list(view) == whole
+    assert [view[i] for i in range(len(view))] == whole
+    assert [view[i] for i in range(len(view) - 1, -1, -1)] == whole[::-1]  # backwards, across chunks
+    assert view[-1] == whole[-1] and view[-len(whole)] == whole[0]
+    assert view[5:23] == whole[5:23] and view[::9] == whole[::9]
+    with pytest.raises(IndexError):
+        view[len(whole)]
+    with pytest.raises(IndexError):
+        view[-len(whole) - 1]
+    assert bool(view) and not StepRecordChunks(steps.clear())
+    again = pickle.loads(pickle.dumps(view))  # sent to a worker: the columns travel, not a chunk of records
+    assert list(again) == whole
+
+
+def test_large_recordings_get_the_view_and_small_ones_a_list(monkeypatch):
+    steps = _steps()
+    assert isinstance(step_records_of(steps), list)
+    monkeypatch.setattr(plays_module, "RECORDS_IN_CHUNKS_FROM", 10)
+    assert isinstance(step_records_of(steps), StepRecordChunks)
+
+
+def test_scoring_through_the_view_gives_the_same_cards_and_plays(monkeypatch):
+    """Every recording of the samples rebuilt with its records in chunks of 5 equals the one built from a list."""
+    steps, plays, files, _ = read_recording_files(_sample_paths(20))
+    listed = recordings_from_tables(steps, plays, files)
+    monkeypatch.setattr(plays_module, "RECORDS_IN_CHUNKS_FROM", 1)
+    monkeypatch.setattr(plays_module, "RECORD_CHUNK_ROWS", 5)
+    chunked = recordings_from_tables(steps, plays, files)
+    assert any(isinstance(rec.records, StepRecordChunks) for rec in chunked)
+    assert len(listed) == len(chunked) > 5
+    for a, b in zip(listed, chunked, strict=True):
+        assert a.card == b.card and a.play_ids == b.play_ids and a.step_play == b.step_play
+        assert a.effects == b.effects and list(a.records) == list(b.records)
+
+
+def test_texts_repeated_on_every_step_are_the_same_values_stored_once(tmp_path):
+    """The file id, game id, guid and play ids of a file's steps: the values a list of them gives, each distinct
+    text stored once (their Arrow data buffers hold it once, not once a step)."""
+    src = next(p for p in _sample_paths(20) if sum(1 for _ in p.open()) > 40)
+    parsed = read_recording_file(src)
+    table = pl.concat(step_frames(parsed, "f" * 64, chunk_rows=16), rechunk=False)
+    assert table["file_id"].to_list() == ["f" * 64] * table.height
+    assert table["game_id"].to_list() == [parsed.game_id] * table.height
+    assert table["guid"].to_list() == [parsed.guid] * table.height
+    assert table["play_id"].n_unique() < table.height // 4
+    for name in ("file_id", "game_id", "guid", "play_id"):
+        texts = table[name].to_arrow(compat_level=pl.CompatLevel.newest())  # string views over data buffers
+        chunks = texts.chunks if hasattr(texts, "chunks") else [texts]
+        data_bytes = sum(b.size for chunk in chunks for b in chunk.buffers()[2:] if b is not None)
+        distinct_bytes = sum(len(t) for t in table[name].unique().to_list())
+        assert table[name].n_chunks() > 1
+        assert data_bytes <= table[name].n_chunks() * distinct_bytes, name  # once per chunk, not once per step
+    # the table a list of values gives, column for column
+    as_lists = pl.DataFrame({c: table[c].to_list() for c in table.columns}, schema=table.schema)
+    assert table.equals(as_lists)
+    json.dumps(table.head(1).to_dicts(), default=str)  # plain values
+
+
+def test_a_recording_and_a_playback_script_read_together_keep_what_each_needs(tmp_path):
+    """`score` keeps only `STEP_COLUMNS` of a recording's steps but every column of a playback script's (its
+    replay reads `reasoning_json`): read together, both are scored."""
+    from pipeline.scoring.parallel import read_and_verify
+    from pipeline.scoring.plays import STEP_COLUMNS, replay_scripts
+
+    games = Path(__file__).resolve().parents[2] / "games"
+    solution = next(games.glob("bg41/*/solutions/win.jsonl"))
+    lines = [json.loads(text) for text in solution.read_text().splitlines() if text.strip()]
+    recording = tmp_path / "bg41-recording.jsonl"
+    recording.write_text(solution.read_text())
+    script = tmp_path / "bg41_win.playback.jsonl"
+    script.write_text("".join(json.dumps({"data": {"action_input": {
+        "id": line["data"]["action_input"]["id"], "data": {"game_id": line["data"]["game_id"],
+                                                           **(line["data"]["action_input"].get("data") or {})},
+        "reasoning": {"why": "a test"}}}}) + "\n" for line in lines[1:]))
+    steps, plays, files, problems, _ = read_and_verify([recording, script], [games], workers=1)
+    assert not problems and len(files) == 2
+    assert set(STEP_COLUMNS) < set(steps.columns) and "reasoning_json" in steps.columns
+    replayed = replay_scripts(steps, plays, files, [games])
+    assert not replayed.failed
+    recs = recordings_from_tables(replayed.steps, replayed.plays, replayed.files, {}, replayed.scripts)
+    assert len(recs) == 2 and all(rec.card is not None for rec in recs)
+    assert recs[0].card.plays[0].actions == recs[1].card.plays[0].actions  # the same actions, counted alike
