@@ -93,11 +93,23 @@ def read_db_plays(ws, games: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, dic
     plays = ws.read(f"SELECT * FROM core_arc3__plays{where}", params)
     if plays.height == 0:
         return ws.read("SELECT * FROM core_arc3__steps WHERE false"), plays, {}
+    from .plays import STEP_COLUMNS
+
     ids = plays["file_id"].unique().sort().to_list()
-    # Under a bounded DuckDB memory limit: its sort of a million steps otherwise held 0.7 GB of its own.
+    scripts = set()
+    if "is_replay_needed" in plays.columns:
+        scripts = set(plays.filter(pl.col("is_replay_needed").fill_null(False))["file_id"].to_list())
+    # Under a bounded DuckDB memory limit: its sort of a million steps otherwise held 0.7 GB of its own. Of a
+    # recording's steps, the columns scoring reads (a column costs 8 to 16 bytes a step); of a playback
+    # script's, every column (its replay reads them).
     with duckdb_bounds(ws.con, memory=COMMIT_MEMORY, best_effort=True):
-        steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id IN (SELECT unnest(?::VARCHAR[])) "
-                        "ORDER BY file_id, line_number", [ids])
+        steps = ws.read(f"SELECT {', '.join(STEP_COLUMNS)} FROM core_arc3__steps WHERE file_id IN "
+                        "(SELECT unnest(?::VARCHAR[])) ORDER BY file_id, line_number",
+                        [[fid for fid in ids if fid not in scripts]])
+        if scripts:
+            script_steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id IN (SELECT unnest(?::VARCHAR[])) "
+                                   "ORDER BY file_id, line_number", [sorted(scripts)])
+            steps = pl.concat([steps, script_steps], how="diagonal_relaxed").sort("file_id", "line_number")
     # in ingestion order: of two files of one play, the first ingested is the one scored (drop_duplicate_plays)
     names = ws.read("SELECT file_id, file_name FROM raw_ingest__files WHERE file_id IN "
                     "(SELECT unnest(?::VARCHAR[])) ORDER BY ingested_at, file_id", [ids])

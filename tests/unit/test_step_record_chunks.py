@@ -98,27 +98,68 @@ def test_texts_repeated_on_every_step_are_the_same_values_stored_once(tmp_path):
     json.dumps(table.head(1).to_dicts(), default=str)  # plain values
 
 
-def test_a_recording_and_a_playback_script_read_together_keep_what_each_needs(tmp_path):
-    """`score` keeps only `STEP_COLUMNS` of a recording's steps but every column of a playback script's (its
-    replay reads `reasoning_json`): read together, both are scored."""
-    from pipeline.scoring.parallel import read_and_verify
-    from pipeline.scoring.plays import STEP_COLUMNS, replay_scripts
+GAMES = Path(__file__).resolve().parents[2] / "games"
 
-    games = Path(__file__).resolve().parents[2] / "games"
-    solution = next(games.glob("bg41/*/solutions/win.jsonl"))
+
+def _recording_and_script(folder: Path) -> tuple[Path, Path]:
+    """A shipped game's winning recording and a playback script of the same actions (both with reasoning)."""
+    solution = next(GAMES.glob("bg41/*/solutions/win.jsonl"))
     lines = [json.loads(text) for text in solution.read_text().splitlines() if text.strip()]
-    recording = tmp_path / "bg41-recording.jsonl"
-    recording.write_text(solution.read_text())
-    script = tmp_path / "bg41_win.playback.jsonl"
+    recording = folder / "bg41-recording.jsonl"
+    for line in lines:
+        line["data"]["action_input"]["reasoning"] = {"why": "the recorder's"}
+    recording.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    script = folder / "bg41_win.playback.jsonl"
     script.write_text("".join(json.dumps({"data": {"action_input": {
         "id": line["data"]["action_input"]["id"], "data": {"game_id": line["data"]["game_id"],
                                                            **(line["data"]["action_input"].get("data") or {})},
         "reasoning": {"why": "a test"}}}}) + "\n" for line in lines[1:]))
-    steps, plays, files, problems, _ = read_and_verify([recording, script], [games], workers=1)
-    assert not problems and len(files) == 2
-    assert set(STEP_COLUMNS) < set(steps.columns) and "reasoning_json" in steps.columns
-    replayed = replay_scripts(steps, plays, files, [games])
+    return recording, script
+
+
+def _scored_alike(steps: pl.DataFrame, plays: pl.DataFrame, files: dict) -> None:
+    from pipeline.scoring.plays import replay_scripts
+
+    replayed = replay_scripts(steps, plays, files, [GAMES])
     assert not replayed.failed
     recs = recordings_from_tables(replayed.steps, replayed.plays, replayed.files, {}, replayed.scripts)
     assert len(recs) == 2 and all(rec.card is not None for rec in recs)
     assert recs[0].card.plays[0].actions == recs[1].card.plays[0].actions  # the same actions, counted alike
+
+
+def test_stored_recordings_and_playback_scripts_are_read_with_what_each_needs(tmp_path):
+    """`score --db` reads `STEP_COLUMNS` of a stored recording's steps and every column of a stored playback
+    script's (its replay reads `reasoning_json`)."""
+    from pipeline.core.workspace import Workspace
+    from pipeline.ingest import ingest_paths
+    from pipeline.scoring.plays import STEP_COLUMNS
+    from pipeline.scoring.storage import read_db_plays
+
+    recording, script = _recording_and_script(tmp_path)
+    with Workspace(tmp_path / "w.duckdb") as ws:
+        ws.ensure_tables()
+        ingest_paths(ws, [recording, script], run_id="t")
+        steps, plays, files = read_db_plays(ws, [])
+        stored = ws.read("SELECT * FROM core_arc3__steps")
+    assert plays.height == 2 and steps.height == stored.height
+    script_id = plays.filter(pl.col("is_replay_needed"))["file_id"][0]
+    assert steps.filter(pl.col("file_id") == script_id)["reasoning_json"].is_not_null().all()
+    assert steps.filter(pl.col("file_id") != script_id)["reasoning_json"].is_null().all()  # stored, not read
+    assert stored.filter(pl.col("file_id") != script_id)["reasoning_json"].is_not_null().all()
+    assert steps["file_id"].to_list() == stored.sort("file_id", "line_number")["file_id"].to_list()
+    assert set(STEP_COLUMNS) <= set(steps.columns)
+    _scored_alike(steps, plays, files)
+
+
+def test_a_recording_and_a_playback_script_read_together_keep_what_each_needs(tmp_path):
+    """`score` keeps only `STEP_COLUMNS` of a recording's steps but every column of a playback script's (its
+    replay reads `reasoning_json`): read together, both are scored."""
+    from pipeline.scoring.parallel import read_and_verify
+    from pipeline.scoring.plays import STEP_COLUMNS
+
+    games = GAMES
+    recording, script = _recording_and_script(tmp_path)
+    steps, plays, files, problems, _ = read_and_verify([recording, script], [games], workers=1)
+    assert not problems and len(files) == 2
+    assert set(STEP_COLUMNS) < set(steps.columns) and "reasoning_json" in steps.columns
+    _scored_alike(steps, plays, files)
