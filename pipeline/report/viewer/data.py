@@ -27,6 +27,7 @@ import polars as pl
 from pipeline.recordings.counting import ACTION_NAMES, Card, StepEffect
 from pipeline.recordings.frames import kept_frames_path
 from pipeline.scoring.plays import (
+    STEP_COLUMNS,
     RecordingInput,
     read_recording_files,
     recordings_from_tables,
@@ -72,13 +73,19 @@ class ViewerRejected(ViewerError):
 # --------------------------------------------------------------------------------------------------------
 # Sources: a recording file, or a play in the database, both as scoring reads them
 # --------------------------------------------------------------------------------------------------------
+MAX_PAGE_STEPS = 200_000  # steps a page embeds: a longer recording's page shows its first ones (its plays and
+#                           scores still count every step): each step costs the page about 40 bytes and the
+#                           command about 400 while it builds it, plus 4 KB of frame where frames are shown
+VIEW_STEP_COLUMNS = (*STEP_COLUMNS, "reasoning_json")  # what the viewer reads of a recording file's steps
+
+
 @dataclass
 class ViewerSource:
     label: str  # what the user asked for (a path, a guid, a play_id)
     kind: str  # "file" or "database"
     recording: RecordingInput  # scoring's reading: variant, steps, card, play ids, play of every step
-    reasoning: list[str | None]  # reasoning_json of every step
-    recorded_frames: list[np.ndarray | None] | None = None  # settled frame per step, None = empty frame list
+    reasoning: list[str | None]  # reasoning_json of every step the page shows
+    recorded_frames: list[np.ndarray | None] | None = None  # settled frame per step shown, None = empty frame list
     frames_origin: str | None = None  # "recording" or "parquet"
     initial_step: int = 0
     inputs: dict[str, str] = field(default_factory=dict)  # path -> sha256, for the run manifest
@@ -103,15 +110,37 @@ class ViewerSource:
 
     @property
     def n_steps(self) -> int:
+        """The steps the page shows: the first `MAX_PAGE_STEPS` of the recording's."""
+        return min(self.recording.steps.height, MAX_PAGE_STEPS)
+
+    @property
+    def n_steps_total(self) -> int:
         return self.recording.steps.height
 
     @property
     def line_numbers(self) -> list[int]:
-        return self.recording.steps["line_number"].to_list()
+        """The line of each step the page shows."""
+        return self.recording.steps["line_number"].head(self.n_steps).to_list()
 
     @property
     def n_frames(self) -> list[int | None]:
-        return self.recording.steps["n_frames"].to_list()
+        return self.recording.steps["n_frames"].head(self.n_steps).to_list()
+
+    def page_recording(self) -> RecordingInput:
+        """The recording cut to the steps the page shows (its card and play ids whole: the page's scores count
+        every step)."""
+        rec, n = self.recording, self.n_steps
+        if n == rec.steps.height:
+            return rec
+        return dataclasses.replace(rec, steps=rec.steps.head(n), records=list(itertools.islice(rec.records, n)),
+                                   effects=tuple(rec.effects[:n]), step_play=list(rec.step_play[:n]))
+
+    def note_cut(self) -> None:
+        """Say on the page that it shows the first steps only, when it does."""
+        if self.n_steps < self.n_steps_total:
+            self.notes.append(f"this page shows the first {self.n_steps:,} of the recording's {self.n_steps_total:,} "
+                              f"steps (a page holds at most {MAX_PAGE_STEPS:,}); its plays and scores count every "
+                              "step. `arcstudy export-transitions` or `arcstudy query` reach the others")
 
 
 def is_file_target(target: str | Path) -> bool:
@@ -155,7 +184,7 @@ def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | No
     from pipeline.core.manifest import sha256_file
 
     path = Path(path)
-    steps, plays, files, problems = read_recording_files([path], run_id="view")
+    steps, plays, files, problems = read_recording_files([path], run_id="view", step_columns=VIEW_STEP_COLUMNS)
     if steps.height == 0:
         reason = "; ".join(reason for _, reason in itertools.islice(problems, MAX_NOTES)) or "no frame records"
         # as `score FILE` with no play to score: the file given is not one to view (usage)
@@ -173,7 +202,7 @@ def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | No
     recorded = None
     if has_frames:
         try:
-            recorded = fr.file_frames(path, rec.steps["line_number"].to_list())
+            recorded = fr.file_frames(path, rec.steps["line_number"].head(MAX_PAGE_STEPS).to_list())
         except (OSError, ValueError) as err:
             raise ViewerError(f"{path}: {err}") from err
     source = _source(str(path), "file", rec, steps, recorded_frames=recorded,
@@ -188,11 +217,13 @@ def load_recording_source(path: Path | str, game_dirs: Iterable[Path | str] | No
     return source
 
 
-def _column(steps: pl.DataFrame, rec: RecordingInput, name: str) -> list[Any]:
-    """Column `name` of the core_arc3__steps rows `steps` for every step of `rec`, which keeps only the
-    columns counting needs."""
-    by_line = dict(steps.filter(pl.col("file_id") == rec.file_id).select("line_number", name).iter_rows())
-    return [by_line.get(n) for n in rec.steps["line_number"].to_list()]
+def _column(steps: pl.DataFrame, rec: RecordingInput, name: str, n: int | None = None) -> list[Any]:
+    """Column `name` of the core_arc3__steps rows `steps` for every step of `rec` (the first `n` when given),
+    which keeps only the columns counting needs."""
+    lines = rec.steps["line_number"] if n is None else rec.steps["line_number"].head(n)
+    by_line = dict(steps.filter((pl.col("file_id") == rec.file_id) & pl.col("line_number").is_in(lines.implode()))
+                   .select("line_number", name).iter_rows())
+    return [by_line.get(n) for n in lines.to_list()]
 
 
 def _source(label: str, kind: str, rec: RecordingInput, steps: pl.DataFrame, **fields: Any) -> ViewerSource:
@@ -201,8 +232,9 @@ def _source(label: str, kind: str, rec: RecordingInput, steps: pl.DataFrame, **f
     if "step_effect" in steps.columns and "step_effect" not in rec.steps.columns:
         rec.steps = rec.steps.with_columns(step_effect=pl.Series(_column(steps, rec, "step_effect"),
                                                                  dtype=pl.String))
-    source = ViewerSource(label=label, kind=kind, recording=rec, reasoning=_column(steps, rec, "reasoning_json"),
-                          **fields)
+    source = ViewerSource(label=label, kind=kind, recording=rec,
+                          reasoning=_column(steps, rec, "reasoning_json", MAX_PAGE_STEPS), **fields)
+    source.note_cut()
     if source.is_action_ids_lost:
         source.notes.append("every action id is 0 (the benchmarking recorder defect): the actions are unknown, so "
                             "nothing is counted (`arcstudy score` leaves these plays out unless given "
@@ -272,6 +304,10 @@ def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path
     source = _source(key, "database", rec, steps,
                      inputs={f"db:{db_path}#core_arc3__steps[file_id={file_id}]": _rows_digest(steps)})
     source.initial_step = _first_step_of_play(source, steps, key)
+    if source.initial_step >= source.n_steps:  # a play that starts past the steps the page shows
+        source.notes.append(f"{key} starts at step {source.initial_step:,}, past the {source.n_steps:,} steps this "
+                            "page shows: the page opens at step 0")
+        source.initial_step = 0
     source.notes.extend(reason for _, reason in failed)
     source.rejected.extend(reason for _, reason in failed)
     _script_note(source)
@@ -462,7 +498,7 @@ def _verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None,
         # the steps scoring replayed (a playback script's and recovered ids included), on a fresh instance
         steps = steps_from_file(rec) if source.kind == "file" else steps_from_table(rec)
         try:  # in the sandbox, as the check was (SandboxFailure: the game's code ended abnormally)
-            rendered = render_game(info, steps, only_reset_levels=rec.is_only_reset_levels)
+            rendered = render_game(info, steps[:source.n_steps], only_reset_levels=rec.is_only_reset_levels)
             if on_step is not None:
                 for _ in rendered:
                     on_step()

@@ -220,7 +220,7 @@ def _plays(source: ViewerSource, baseline: Baseline | None) -> list[dict[str, An
 def build_viewer_data(source: ViewerSource, verification: Verification, baseline: Baseline | None, *,
                       keyframe_interval: int = KEYFRAME_INTERVAL) -> dict[str, Any]:
     """Everything the page needs, as JSON-ready columns (one entry per step) plus the score's plays."""
-    rec = source.recording
+    rec = source.page_recording()  # the steps the page shows (`MAX_PAGE_STEPS`), the card whole
     steps = rec.steps
     n = steps.height
     timeline = step_timeline(rec)
