@@ -487,9 +487,9 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score", step_colu
                          ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, tuple[str | None, Path | None]],
                                     list[tuple[Path, str]]]:
     """Read recordings once each, in memory: (steps, plays, files, problems), the rows ingest would store
-    (of a recording's steps, only ``step_columns`` when given, kept a chunk of rows at a time as it is made:
-    `score` reads `STEP_COLUMNS`, and a column costs 8 to 16 bytes a step; a playback script's keep every
-    column, which its replay reads).
+    (of a recording's steps, only ``step_columns`` when given, kept a chunk of rows at a time as it is made,
+    its small integer columns in the narrowest type their values fit: `score` reads `STEP_COLUMNS`, and a
+    column costs 8 to 16 bytes a step; a playback script's keep every column, which its replay reads).
 
     ``files`` maps file_id -> `FileRef` (file name, resolved path, and the parsed recording with its frame
     pixels, for the replay). ``problems`` lists (path, reason) for files refused and for lines left out (the
@@ -538,8 +538,9 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score", step_colu
         problems += ((path, _line_left_out(issue)) for issue in parsed.issues)
         # The steps without the lines' rows, which scoring never reads (a large file's would be 2 GB and more).
         tables = recording_tables(parsed, parsed.file_sha256, streamed=True)
-        steps_frames.append(pl.concat([chunk.select(step_columns or pl.all())
-                                       for chunk in step_frames(parsed, parsed.file_sha256)], rechunk=False))
+        steps_frames.append(pl.concat([_narrowed(chunk, step_columns) for chunk in
+                                       step_frames(parsed, parsed.file_sha256)], how="vertical_relaxed",
+                                      rechunk=False))
         plays_frames.append(tables["core_arc3__plays"])
         files[parsed.file_sha256] = FileRef(path.name, path.resolve(), parsed)
     if not steps_frames:
@@ -549,6 +550,20 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score", step_colu
     # diagonal: a recording's steps may hold fewer columns than a playback script's (``step_columns``)
     return (pl.concat(steps_frames, how="diagonal_relaxed"), pl.concat(plays_frames, how="vertical_relaxed"),
             files, problems)
+
+
+# Step counts and small codes: each in the narrowest integer type its values fit (a byte where a step's action,
+# click or level fits one) when a table is kept in memory only, read by value (`read_recording_files`' steps).
+_SMALL_INT_STEP_COLUMNS = ("action_id", "click_x", "click_y", "levels_completed", "win_levels", "n_frames")
+
+
+def _narrowed(chunk: pl.DataFrame, columns: Sequence[str] | None) -> pl.DataFrame:
+    """A chunk of steps with only `columns` (every column when None, types as stored), its small integer columns
+    in the narrowest type their values fit (7 bytes a step each, of a table held for a whole score)."""
+    if columns is None:
+        return chunk
+    return chunk.select(columns).with_columns(
+        [chunk[c].shrink_dtype() for c in _SMALL_INT_STEP_COLUMNS if c in columns])
 
 
 @dataclass

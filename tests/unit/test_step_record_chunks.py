@@ -163,3 +163,17 @@ def test_a_recording_and_a_playback_script_read_together_keep_what_each_needs(tm
     assert not problems and len(files) == 2
     assert set(STEP_COLUMNS) < set(steps.columns) and "reasoning_json" in steps.columns
     _scored_alike(steps, plays, files)
+
+
+def test_the_scored_steps_are_the_stored_columns_values_in_narrow_types():
+    """`score` keeps `STEP_COLUMNS` of a recording's steps, its small integer columns in the narrowest type their
+    values fit: the values are those of the full table."""
+    from pipeline.scoring.plays import STEP_COLUMNS
+
+    paths = _sample_paths(20)
+    narrow, _, _, _ = read_recording_files(paths, step_columns=STEP_COLUMNS)
+    full, _, _, _ = read_recording_files(paths)
+    assert narrow.columns == list(STEP_COLUMNS)
+    assert narrow.schema["action_id"] in (pl.Int8, pl.UInt8) and narrow.schema["levels_completed"] in (pl.Int8,
+                                                                                                        pl.UInt8)
+    assert narrow.to_dicts() == full.select(STEP_COLUMNS).to_dicts()
