@@ -38,7 +38,14 @@ from schemas.validate import conform
 
 from .counting import ACTION_NAMES
 from .lines import MAX_REASONING_BYTES, LineError, LineIssue, action_id_of, clip, loads_as_json
-from .reader import MAX_LINE_BYTES, ParsedRecording, RecordingRejected, bounded_lines, read_recording_file
+from .reader import (
+    MAX_LINE_BYTES,
+    ParsedRecording,
+    RecordingRejected,
+    bounded_lines,
+    read_recording_file,
+    table_from_columns,
+)
 from .variant import is_action_script_record
 
 __all__ = [
@@ -260,25 +267,31 @@ def script_guid(file_id: str) -> str:
     return str(uuid.UUID(bytes=hashlib.sha256(file_id.encode()).digest()[:16], version=4))
 
 
-def script_tables(script: PlaybackScript, file_id: str) -> dict[str, pl.DataFrame]:
-    """What ingest stores for a script: every line (raw), one step per action with what is known (no state,
-    levels or frames: those come from a replay), and one play marked ``is_replay_needed``."""
+def script_tables(script: PlaybackScript, file_id: str, *, lines: bool = True) -> dict[str, pl.DataFrame]:
+    """What ingest stores for a script: every line (raw; not with ``lines=False``, as `score` reads it), one step
+    per action with what is known (no state, levels or frames: those come from a replay), and one play marked
+    ``is_replay_needed``."""
     guid = script_guid(file_id)
     play_id = f"{guid}/0"
     action_lines = {a.line_number for a in script.actions}
     raw = [{"file_id": file_id, "line_number": n, "content_sha256": sha,
             "line_kind": "action" if n in action_lines else "other", "raw_json": clip(text)}
-           for n, sha, text in script.raw_lines]
-    steps = [{
-        "file_id": file_id, "line_number": a.line_number, "step_index": i, "play_id": play_id,
-        "game_id": script.game_id, "guid": guid, "recorded_at": None, "action_id": a.action_id,
-        "action_name": ACTION_NAMES[a.action_id], "click_x": a.x, "click_y": a.y, "state": None,
-        "levels_completed": None, "win_levels": None, "is_full_reset": None, "available_actions": None,
-        "n_frames": None, "frame_sha256s": None, "last_frame_sha256": None, "frames_file": None,
-        "is_post_terminal": None, "step_effect": None, "is_counted": None, "is_level_change": None,
-        "reasoning_json": None if a.reasoning is None else json.dumps(a.reasoning, ensure_ascii=False),
-        "flags": [],
-    } for i, a in enumerate(script.actions)]
+           for n, sha, text in script.raw_lines] if lines else []
+    # column by column (a dict per action cost about 2 KB while the table was made: a long script's read)
+    n, actions = len(script.actions), script.actions
+    unknown = [None] * n  # what only a replay tells
+    steps = {
+        "file_id": [file_id] * n, "line_number": [a.line_number for a in actions], "step_index": list(range(n)),
+        "play_id": [play_id] * n, "game_id": [script.game_id] * n, "guid": [guid] * n, "recorded_at": unknown,
+        "action_id": [a.action_id for a in actions], "action_name": [ACTION_NAMES[a.action_id] for a in actions],
+        "click_x": [a.x for a in actions], "click_y": [a.y for a in actions], "state": unknown,
+        "levels_completed": unknown, "win_levels": unknown, "is_full_reset": unknown, "available_actions": unknown,
+        "n_frames": unknown, "frame_sha256s": unknown, "last_frame_sha256": unknown, "frames_file": unknown,
+        "is_post_terminal": unknown, "step_effect": unknown, "is_counted": unknown, "is_level_change": unknown,
+        "reasoning_json": [None if a.reasoning is None else json.dumps(a.reasoning, ensure_ascii=False)
+                           for a in actions],
+        "flags": [[] for _ in actions],
+    }
     flags = ["no_leading_reset"] + (["non_action_lines_skipped"] if script.skipped_lines else [])
     plays = [{
         "play_id": play_id, "file_id": file_id, "guid": guid, "game_id": script.game_id, "play_index": 0,
@@ -289,7 +302,7 @@ def script_tables(script: PlaybackScript, file_id: str) -> dict[str, pl.DataFram
         "is_replay_needed": True, "flags": flags,
     }]
     return {"raw_arc3__recording_lines": conform("raw_arc3__recording_lines", raw),
-            "core_arc3__steps": conform("core_arc3__steps", steps),
+            "core_arc3__steps": table_from_columns("core_arc3__steps", steps),
             "core_arc3__plays": conform("core_arc3__plays", plays)}
 
 
@@ -363,6 +376,7 @@ def replayed_recording(actions: Sequence[ScriptAction], info: GameInfo, *, file_
     with tempfile.TemporaryDirectory(prefix="arcstudy-replay-") as tmp:
         tmp_path = Path(tmp) / f"{info.game_id}-{guid}.jsonl"  # the toolkit recorder's file name
         write_lines(tmp_path, lines)
+        del lines  # a line's dict costs about 1 KB: not held while the file is read (a long script's replay)
         parsed = read_recording_file(tmp_path, want_frames=frames)
     return replace(parsed, path=path or parsed.path, file_sha256=file_id)
 
@@ -396,7 +410,7 @@ def replay_script_tables(steps: pl.DataFrame, plays: pl.DataFrame, game_dirs: It
 
     Returns (steps, plays, parsed replays by file_id, how each was replayed, reasons by file_id of the scripts
     that could not be replayed: their rows are dropped). Rows of other recordings pass through unchanged."""
-    from .reader import recording_tables
+    from .reader import recording_tables, step_frames
 
     dirs = list(game_dirs)
     paths, skipped = paths or {}, skipped or {}
@@ -420,8 +434,8 @@ def replay_script_tables(steps: pl.DataFrame, plays: pl.DataFrame, game_dirs: It
         except Exception as err:  # the game's code failed: the script cannot be replayed
             failed[fid] = f"replay on {named} failed: {type(err).__name__}: {err}"
             continue
-        tables = recording_tables(parsed, fid)
-        new_steps.append(tables["core_arc3__steps"])
+        tables = recording_tables(parsed, fid, streamed=True)  # no row per line: scoring reads the steps
+        new_steps.append(pl.concat(step_frames(parsed, fid), rechunk=False))
         new_plays.append(tables["core_arc3__plays"].with_columns(
             is_replay_needed=pl.lit(True), recording_variant=pl.lit("playback")))
         parsed_by_file[fid] = parsed

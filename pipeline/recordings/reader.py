@@ -52,7 +52,7 @@ from .lines import Line, LineError, LineIssue, clip, filename_guid, parse_line
 from .variant import RecordingVariant, counting_options_for_variant, detect_variant
 
 __all__ = ["LineIssue", "ParsedRecording", "RecordingRejected", "line_rows", "read_recording_file",
-           "recording_tables", "step_frames"]
+           "recording_tables", "step_frames", "table_from_columns"]
 
 LINES = "raw_arc3__recording_lines"
 STEPS = "core_arc3__steps"
@@ -998,7 +998,7 @@ def step_frames(rec: ParsedRecording, file_id: str, frames_file: str | None = No
         cols.update(file_id=_repeated(file_id, n), step_index=list(range(first, last)),
                     game_id=_repeated(rec.game_id, n), is_level_change=list(islice(changes, n)),
                     play_id=_few_texts(cols["play_id"]), guid=_few_texts(cols["guid"]))
-        yield _frame(STEPS, cols)
+        yield table_from_columns(STEPS, cols)
 
 
 def _repeated(text: str, n: int) -> pl.Series:
@@ -1016,7 +1016,7 @@ def _few_texts(values: list) -> pl.Series | list:
     return pl.Series(list(index), dtype=pl.String).gather(codes)
 
 
-def _frame(table: str, cols: dict[str, list]) -> pl.DataFrame:
+def table_from_columns(table: str, cols: dict[str, Any]) -> pl.DataFrame:
     """A table's frame from its columns as python lists (faster than rows of dicts)."""
     schema = empty_frame(table).schema
     try:

@@ -519,7 +519,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score", step_colu
                     problems.append((path, same_content_as(files[script.file_sha256][0])))
                     continue
                 problems += ((path, _line_left_out(issue)) for issue in script.issues)
-                tables = script_tables(script, script.file_sha256)
+                tables = script_tables(script, script.file_sha256, lines=False)  # its raw lines are not scored
                 steps_frames.append(tables["core_arc3__steps"])  # every column: its replay reads them
                 plays_frames.append(tables["core_arc3__plays"])
                 files[script.file_sha256] = FileRef(path.name, path.resolve(), None, len(script.skipped_lines))

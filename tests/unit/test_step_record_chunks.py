@@ -177,3 +177,29 @@ def test_the_scored_steps_are_the_stored_columns_values_in_narrow_types():
     assert narrow.schema["action_id"] in (pl.Int8, pl.UInt8) and narrow.schema["levels_completed"] in (pl.Int8,
                                                                                                         pl.UInt8)
     assert narrow.to_dicts() == full.select(STEP_COLUMNS).to_dicts()
+
+
+def test_a_playback_scripts_steps_made_column_by_column_are_the_rows_it_had():
+    """A script's steps are made column by column (a dict per action cost about 2 KB while its table was made):
+    the same table as conformed from one dict per action."""
+    from pipeline.recordings.counting import ACTION_NAMES
+    from pipeline.recordings.playback import read_playback_file, script_guid, script_tables
+    from schemas.validate import conform
+
+    scripts = sorted((SAMPLES.parent / "playback-arc-agi-3").glob("*.playback.jsonl"))
+    assert len(scripts) >= 3
+    for path in scripts:
+        script = read_playback_file(path)
+        guid = script_guid(script.file_sha256)
+        rows = [{
+            "file_id": script.file_sha256, "line_number": a.line_number, "step_index": i, "play_id": f"{guid}/0",
+            "game_id": script.game_id, "guid": guid, "recorded_at": None, "action_id": a.action_id,
+            "action_name": ACTION_NAMES[a.action_id], "click_x": a.x, "click_y": a.y, "state": None,
+            "levels_completed": None, "win_levels": None, "is_full_reset": None, "available_actions": None,
+            "n_frames": None, "frame_sha256s": None, "last_frame_sha256": None, "frames_file": None,
+            "is_post_terminal": None, "step_effect": None, "is_counted": None, "is_level_change": None,
+            "reasoning_json": None if a.reasoning is None else json.dumps(a.reasoning, ensure_ascii=False),
+            "flags": []} for i, a in enumerate(script.actions)]
+        made = script_tables(script, script.file_sha256)["core_arc3__steps"]
+        expected = conform("core_arc3__steps", rows)
+        assert made.schema == expected.schema and made.to_dicts() == expected.to_dicts(), path.name
