@@ -1012,12 +1012,13 @@ def _few_texts(values: list) -> pl.Series | list:
     index: dict[Any, int] = {}
     codes = [index.setdefault(v, len(index)) for v in values]
     if len(index) * 4 > len(values) or not all(type(v) is str for v in index):
-        return values  # None or another type: `_frame` decides as for any list
+        return values  # None or another type: `table_from_columns` decides as for any list
     return pl.Series(list(index), dtype=pl.String).gather(codes)
 
 
 def table_from_columns(table: str, cols: dict[str, Any]) -> pl.DataFrame:
-    """A table's frame from its columns as python lists (faster than rows of dicts)."""
+    """A table's frame from its columns as python lists (faster than rows of dicts) or ready polars Series
+    (a text stored once for many rows: `_repeated`, `_few_texts`)."""
     schema = empty_frame(table).schema
     try:
         return pl.DataFrame([cols[name].alias(name).cast(dtype) if isinstance(cols[name], pl.Series)

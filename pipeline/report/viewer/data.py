@@ -223,7 +223,7 @@ def _column(steps: pl.DataFrame, rec: RecordingInput, name: str, n: int | None =
     lines = rec.steps["line_number"] if n is None else rec.steps["line_number"].head(n)
     by_line = dict(steps.filter((pl.col("file_id") == rec.file_id) & pl.col("line_number").is_in(lines.implode()))
                    .select("line_number", name).iter_rows())
-    return [by_line.get(n) for n in lines.to_list()]
+    return [by_line.get(line) for line in lines.to_list()]
 
 
 def _source(label: str, kind: str, rec: RecordingInput, steps: pl.DataFrame, **fields: Any) -> ViewerSource:
