@@ -150,8 +150,10 @@ class RecordingInput:
 
 RECORD_CHUNK_ROWS = 100_000
 RECORDS_IN_CHUNKS_FROM = 200_000  # steps of one recording from which its records are made a chunk at a time
-_RECORD_COLUMNS = ("action_id", "levels_completed", "is_full_reset", "win_levels", "n_frames", "last_frame_sha256",
-                   "line_number", "state", "guid")
+_RECORD_VALUES = ("action_id", "levels_completed", "is_full_reset", "win_levels", "n_frames", "last_frame_sha256",
+                  "line_number")
+_RECORD_TEXTS = ("state", "guid")  # few distinct values: one string object each
+_RECORD_COLUMNS = (*_RECORD_VALUES, *_RECORD_TEXTS)  # what a step's record is made of
 
 
 def _records(steps: pl.DataFrame, chunk_rows: int = RECORD_CHUNK_ROWS) -> list[StepRecord]:
@@ -161,9 +163,8 @@ def _records(steps: pl.DataFrame, chunk_rows: int = RECORD_CHUNK_ROWS) -> list[S
     held: dict[Any, Any] = {}
     for first in range(0, steps.height, chunk_rows):
         part = steps.slice(first, chunk_rows)
-        cols = {c: part[c].to_list() for c in ("action_id", "levels_completed", "is_full_reset", "win_levels",
-                                                "n_frames", "last_frame_sha256", "line_number")}
-        for name in ("state", "guid"):
+        cols = {c: part[c].to_list() for c in _RECORD_VALUES}
+        for name in _RECORD_TEXTS:
             cols[name] = [held.setdefault(v, v) for v in part[name].to_list()]
             if len(held) > 4096:
                 held.clear()

@@ -96,7 +96,7 @@ def read_db_plays(ws, games: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, dic
     from .plays import STEP_COLUMNS
 
     ids = plays["file_id"].unique().sort().to_list()
-    scripts = set()
+    scripts: set[str] = set()  # playback scripts (actions only), replayed before scoring
     if "is_replay_needed" in plays.columns:
         scripts = set(plays.filter(pl.col("is_replay_needed").fill_null(False))["file_id"].to_list())
     # Under a bounded DuckDB memory limit: its sort of a million steps otherwise held 0.7 GB of its own. Of a
@@ -116,14 +116,13 @@ def read_db_plays(ws, games: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, dic
     files = {fid: (name, None) for fid, name in names.iter_rows()}
     for fid in ids:
         files.setdefault(fid, (None, None))
-    if "is_replay_needed" in plays.columns and plays["is_replay_needed"].any():
+    if scripts:
         from .plays import FileRef
 
         # playback scripts: how many of their lines were not actions (stored raw, kind "other"), to report
-        script_ids = plays.filter(pl.col("is_replay_needed"))["file_id"].unique().to_list()
         skipped = dict(ws.read("SELECT file_id, count(*) FILTER (WHERE line_kind = 'other') FROM "
                                "raw_arc3__recording_lines WHERE file_id IN (SELECT unnest(?::VARCHAR[])) "
-                               "GROUP BY file_id", [script_ids]).iter_rows())
-        for fid in script_ids:
+                               "GROUP BY file_id", [sorted(scripts)]).iter_rows())
+        for fid in sorted(scripts):
             files[fid] = FileRef(files[fid][0], None, None, skipped.get(fid, 0))
     return steps, plays, files
