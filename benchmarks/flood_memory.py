@@ -22,6 +22,11 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
 - `view-bad-lines`: `arcstudy view` of a recording with 2,000,000 bad lines (the page must stay small);
 - `score-frameless-steps`: `arcstudy score` of the `frameless-steps` file (issue 29: "under 1 GB ... for the
   2-million-step file"; its game is not shipped, so it is read and counted, not replayed).
+- `score-long-script`: `arcstudy score` of a playback script of 500,000 actions (a shipped game's winning
+  actions, each run followed by a RESET, repeated: 38 MB of actions, replayed in the sandbox);
+- `view-long-script`: `arcstudy view` of the same script (its page holds at most 200,000 steps);
+- `replay-long-script`: `arcstudy replay` of a script of 100,000 such actions into a recording with every frame
+  (about 2 GB of JSON lines written).
 
     PYTHONPATH=. .venv/bin/python benchmarks/flood_memory.py                 # every case, full size
     PYTHONPATH=. .venv/bin/python benchmarks/flood_memory.py --scale 0.1 --case braces-3mb
@@ -192,6 +197,23 @@ def tgi_short_rows(folder: Path, n: int) -> Path:
     return path
 
 
+def long_script(folder: Path, n: int) -> Path:
+    """A playback script of `n` actions: the first shipped game's winning actions, then a RESET, repeated."""
+    from engine.loader import find_games
+
+    info = next(i for i in find_games([ROOT / "games"]) if (i.directory / "solutions" / "win.jsonl").is_file())
+    lines = [json.loads(x) for x in (info.directory / "solutions" / "win.jsonl").read_text().splitlines() if x]
+    run_actions = [line["data"]["action_input"] for line in lines[1:]] + [{"id": "RESET", "data": {}}]
+    encoded = [json.dumps({"data": {"action_input": {"id": a["id"], "data": {
+        "game_id": info.game_id, **{k: v for k, v in (a.get("data") or {}).items() if k in ("x", "y")}}}}}) + "\n"
+        for a in run_actions]
+    path = folder / f"{info.short_id}_long.playback.jsonl"
+    with open(path, "w") as f:
+        for start in range(0, n, 50_000):
+            f.writelines(encoded[i % len(encoded)] for i in range(start, min(n, start + 50_000)))
+    return path
+
+
 def run(args: list[str], cwd: Path) -> tuple[int, int, float]:
     """(exit code, peak RSS of the child in bytes, seconds) of one arcstudy command in its own process.
     A fresh `python -c` wrapper runs it so that RUSAGE_CHILDREN holds that command alone."""
@@ -219,6 +241,9 @@ CASES = {
     "arc2-surplus": lambda d, s: arc2_surplus(d, int(1_000_000 * s)),
     "view-bad-lines": lambda d, s: braces(d, int(2_000_000 * s)),
     "score-frameless-steps": lambda d, s: frameless_steps(d, int(2_000_000 * s)),
+    "score-long-script": lambda d, s: long_script(d, int(500_000 * s)),
+    "view-long-script": lambda d, s: long_script(d, int(500_000 * s)),
+    "replay-long-script": lambda d, s: long_script(d, int(100_000 * s)),
 }
 
 
@@ -234,11 +259,15 @@ def main() -> None:
             folder = Path(tmp)
             path = CASES[name](folder, opts.scale)
             size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-            if name == "view-bad-lines":
+            if name in ("view-bad-lines", "view-long-script"):
                 page = folder / "view.html"
                 code, peak, seconds = run(["view", str(path), "--out", str(page)], folder)
                 note = f"page {page.stat().st_size / 1e6:.1f} MB" if page.exists() else "no page"
-            elif name == "score-frameless-steps":
+            elif name == "replay-long-script":
+                out = folder / "replayed.jsonl"
+                code, peak, seconds = run(["replay", str(path), "--out", str(out)], folder)
+                note = f"recording {out.stat().st_size / 1e6:.0f} MB" if out.exists() else "no recording"
+            elif name in ("score-frameless-steps", "score-long-script"):
                 code, peak, seconds = run(["score", str(path), "--out", str(folder / "scored")], folder)
                 note = "scorecard written" if any((folder / "scored").glob("scorecard__*.json")) else "no scorecard"
             else:

@@ -61,6 +61,8 @@ def replay_command(
         "game_version": game_version})
     try:
         parsed, how, lines = replay_script_file(script, game_dirs, version=game_version, frames=frames)
+        with named("--out"):  # written as the replay answers, whole (no file if the game fails on the way)
+            n_lines = write_lines(out_file, lines)  # a missing or read-only folder, a full disk: OutputError
     except RecordingRejected as err:
         lines = "".join(f"\n  {i.location}: {i.check}: {i.reason}" for i in err.issues)  # why, line by line
         raise fail(f"{script}: {err.check}: {err.reason}{lines}", EXIT_USAGE) from err
@@ -69,15 +71,15 @@ def replay_command(
     except SandboxFailure as err:  # the game's code ended abnormally, or answered with a result of the wrong shape
         raise fail(f"{script}: cannot replay: its code was stopped in the sandbox ({err.kind}): {err.detail}",
                    EXIT_REJECTED) from err
+    except OutputError:
+        raise
     except Exception as err:  # the game's own code raised (loading, constructing or stepping): nothing written
         raise fail(f"{script}: cannot replay: the game's code raised {describe_game_error(err)}",
                    EXIT_REJECTED) from err
-    with named("--out"):
-        write_lines(out_file, lines)  # whole; a missing or read-only folder, a full disk: OutputError, one line
     manifest.add_input(script, sha256_file(script))
     manifest.add_output(out_file)
     code = EXIT_REJECTED if parsed.issues else EXIT_OK
-    manifest.notes["replay"] = {**how.as_json(), "lines_written": len(lines),
+    manifest.notes["replay"] = {**how.as_json(), "lines_written": n_lines,
                                 "action_lines_left_out": [f"{i.location}: {i.check}: {i.reason}" for i in parsed.issues]}
     manifest.finish(code)
     manifest_file = out_file.with_name(out_file.stem + ".manifest.json")
@@ -85,7 +87,7 @@ def replay_command(
         write_text(manifest_file, json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
     except OutputError as err:
         raise fail(f"wrote {out_file}, but {err}") from err
-    out.console.print(f"wrote {out_file}: {len(lines)} lines (the opening RESET and {how.n_actions} actions"
+    out.console.print(f"wrote {out_file}: {n_lines} lines (the opening RESET and {how.n_actions} actions"
                       f"{', with frames' if frames else ''}); {how.describe()}", markup=False, soft_wrap=True)
     for issue in parsed.issues:
         out.console.print(f"left out: {issue.location}: {issue.check}: {issue.reason}", markup=False)

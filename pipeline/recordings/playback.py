@@ -3,7 +3,7 @@
 A playback file holds one action per line, ``{"data": {"action_input": {"id", "data": {"game_id", x, y},
 "reasoning"}}}``, and nothing the engine returned. The official playback agent calls ``make()`` (which sends
 the opening RESET) and then sends every line as a step, so everything the toolkit reports comes from that
-replay. This module does it the same way: ``replay_to_lines`` returns the toolkit recording the replay
+replay. This module does it the same way: ``iter_replay_lines`` gives the toolkit recording the replay
 produces (opening RESET first, action ids as names), and ``replayed_recording`` reads it back through
 `reader.read_recording_file`, so a script is counted and scored by the toolkit rules exactly like any
 toolkit recording.
@@ -22,7 +22,7 @@ import hashlib
 import json
 import tempfile
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +44,7 @@ from .reader import (
     RecordingRejected,
     bounded_lines,
     read_recording_file,
+    repeated,
     table_from_columns,
 )
 from .variant import is_action_script_record
@@ -57,7 +58,7 @@ __all__ = [
     "read_playback_file",
     "replay_script_file",
     "replay_script_tables",
-    "replay_to_lines",
+    "iter_replay_lines",
     "replayed_recording",
     "resolve_script_game",
     "script_tables",
@@ -267,6 +268,11 @@ def script_guid(file_id: str) -> str:
     return str(uuid.UUID(bytes=hashlib.sha256(file_id.encode()).digest()[:16], version=4))
 
 
+STEP_COLUMNS_AFTER_REPLAY = ("recorded_at", "state", "levels_completed", "win_levels", "is_full_reset",
+                             "available_actions", "n_frames", "frame_sha256s", "last_frame_sha256", "frames_file",
+                             "is_post_terminal", "step_effect", "is_counted", "is_level_change")
+
+
 def script_tables(script: PlaybackScript, file_id: str, *, lines: bool = True) -> dict[str, pl.DataFrame]:
     """What ingest stores for a script: every line (raw; not with ``lines=False``, as `score` reads it), one step
     per action with what is known (no state, levels or frames: those come from a replay), and one play marked
@@ -277,21 +283,21 @@ def script_tables(script: PlaybackScript, file_id: str, *, lines: bool = True) -
     raw = [{"file_id": file_id, "line_number": n, "content_sha256": sha,
             "line_kind": "action" if n in action_lines else "other", "raw_json": clip(text)}
            for n, sha, text in script.raw_lines] if lines else []
-    # column by column (a dict per action cost about 2 KB while the table was made: a long script's read)
+    # column by column (a dict per action cost about 2 KB while the table was made: a long script's read), a
+    # value the same on every step stored once (500,000 actions: 128 MB of table, 75 MB of it repeated texts)
     n, actions = len(script.actions), script.actions
-    unknown = [None] * n  # what only a replay tells
     steps = {
-        "file_id": [file_id] * n, "line_number": [a.line_number for a in actions], "step_index": list(range(n)),
-        "play_id": [play_id] * n, "game_id": [script.game_id] * n, "guid": [guid] * n, "recorded_at": unknown,
+        "file_id": repeated(file_id, n), "line_number": [a.line_number for a in actions],
+        "step_index": pl.int_range(0, n, eager=True), "play_id": repeated(play_id, n),
+        "game_id": repeated(script.game_id, n), "guid": repeated(guid, n),
         "action_id": [a.action_id for a in actions], "action_name": [ACTION_NAMES[a.action_id] for a in actions],
-        "click_x": [a.x for a in actions], "click_y": [a.y for a in actions], "state": unknown,
-        "levels_completed": unknown, "win_levels": unknown, "is_full_reset": unknown, "available_actions": unknown,
-        "n_frames": unknown, "frame_sha256s": unknown, "last_frame_sha256": unknown, "frames_file": unknown,
-        "is_post_terminal": unknown, "step_effect": unknown, "is_counted": unknown, "is_level_change": unknown,
+        "click_x": [a.x for a in actions], "click_y": [a.y for a in actions],
         "reasoning_json": [None if a.reasoning is None else json.dumps(a.reasoning, ensure_ascii=False)
                            for a in actions],
-        "flags": [[] for _ in actions],
+        "flags": repeated([], n, pl.List(pl.String)),
     }
+    for name in STEP_COLUMNS_AFTER_REPLAY:  # what only a replay tells
+        steps[name] = repeated(None, n, pl.Null)
     flags = ["no_leading_reset"] + (["non_action_lines_skipped"] if script.skipped_lines else [])
     plays = [{
         "play_id": play_id, "file_id": file_id, "guid": guid, "game_id": script.game_id, "play_index": 0,
@@ -339,32 +345,84 @@ def resolve_script_game(game_id: str, game_dirs: Iterable[Path], version: str | 
     raise PlaybackError(f"{detail} under {where}{why}; give the game folder with --games")
 
 
-def replay_to_lines(actions: Sequence[ScriptAction], info: GameInfo, *, guid: str, frames: bool = False
-                    ) -> list[dict[str, Any]]:
-    """The toolkit recording of the playback agent's session: make() (the opening RESET), then every action,
-    one line per engine response (action ids as names, as the toolkit recorder writes them). The game runs in
-    the sandbox (pipeline.core.game_code): its code ending abnormally raises SandboxFailure naming the game."""
+LINES_PER_CALL = 20_000  # recording lines one sandbox call answers at most (about 1 KB each, frames aside)
+FRAMES_PER_CALL = 2_000  # and frames (a frame as lists of ints is about 37 KB in either process)
+
+
+def iter_replay_lines(actions: Sequence[ScriptAction], info: GameInfo, *, guid: str, frames: bool = False
+                      ) -> Iterator[dict[str, Any]]:
+    """The toolkit recording of the playback agent's session, line by line: make() (the opening RESET), then
+    every action, one line per engine response (action ids as names, as the toolkit recorder writes them). The
+    game runs in the sandbox (pipeline.core.game_code), a few thousand lines per call
+    (`transition_replay.script_lines_chunk`), so no process ever holds a long script's whole recording. Its code
+    ending abnormally raises SandboxFailure naming the game; raising, the game's error."""
     from pipeline.core.game_code import SandboxFailure, game_key, portable_info, run_game_code
-    from pipeline.core.result_shape import expect, list_of
+    from pipeline.core.result_shape import expect, wrong_shape
 
-    from .replaying import replay_script_lines
+    from .transition_replay import script_lines_chunk
 
-    steps = [(action.action_id, action.data, action.reasoning) for action in actions]
-    try:
-        return expect(run_game_code(replay_script_lines, (steps, portable_info(info), guid, frames, EPOCH),
-                                    key=game_key(info), source=info.source), list_of(dict), "a list of recording lines")
-    except SandboxFailure as err:
-        raise SandboxFailure(err.kind, f"game {info.game_id} ({info.source}): {err.detail}", err.exc_type) from None
+    token = uuid.uuid4().hex
+    start: tuple | None = (portable_info(info), guid)
+    sent = done = 0
+    ended = False
+
+    def shape(answer: Any) -> bool:  # the game's code runs in the answering child: nothing is taken on trust
+        return (isinstance(answer, dict) and isinstance(answer.get("lines"), list)
+                and all(isinstance(line, dict) for line in answer["lines"]) and type(answer.get("ended")) is bool
+                and type(answer.get("done")) is int and done <= answer["done"] <= sent)
+
+    while not ended:
+        items: list[tuple] = []
+        if done >= sent:  # every action sent is answered: send the next ones
+            items = [(a.action_id, a.data, a.reasoning, a.line_number, GameAction.from_id(a.action_id).name)
+                     for a in actions[sent:sent + LINES_PER_CALL]]
+            sent += len(items)
+        arg = (token, start, items, sent >= len(actions), LINES_PER_CALL, FRAMES_PER_CALL, frames, EPOCH)
+        try:
+            answer = expect(run_game_code(script_lines_chunk, arg, key=game_key(info), source=info.source), shape,
+                            "a chunk of recording lines")
+        except SandboxFailure as err:
+            raise SandboxFailure(err.kind, f"game {info.game_id} ({info.source}): {err.detail}",
+                                 err.exc_type) from None
+        if not answer["lines"] and not answer["ended"] and not items:  # no progress: it would never end
+            raise wrong_shape("a chunk of recording lines that answers the actions sent", answer)
+        start = None
+        done, ended = answer["done"], answer["ended"]
+        yield from answer["lines"]
+    if done != len(actions):
+        raise wrong_shape(f"an answer to each of the {len(actions)} actions", done)
 
 
-def write_lines(path: Path, lines: Sequence[Mapping[str, Any]]) -> None:
-    """The JSONL file, written whole (pipeline.core.outputs: never through a symlink; OutputError on failure)."""
+class _LinesFailed(Exception):
+    """What gave the lines failed (the game's replay, not the output): carried past the output's error handling,
+    which would take an OSError, or a message naming an "os error", for the output's."""
+
+
+def write_lines(path: Path, lines: Iterable[Mapping[str, Any]]) -> int:
+    """The JSONL file, written whole (pipeline.core.outputs: never through a symlink; OutputError on failure;
+    an error while ``lines`` is iterated, e.g. the game's, is raised as it is and leaves no file). Returns the
+    lines written."""
+    written = 0
+
     def write(tmp: Path) -> None:
+        nonlocal written
+        source = iter(lines)
         with open(tmp, "w", encoding="utf-8") as fh:
-            for line in lines:
+            while True:
+                try:
+                    line = next(source)
+                except StopIteration:
+                    break
+                except Exception as err:
+                    raise _LinesFailed from err
                 fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+                written += 1
 
-    write_with(path, write)
+    try:
+        write_with(path, write)
+    except _LinesFailed as failed:
+        raise failed.__cause__ from None  # type: ignore[misc]
+    return written
 
 
 def replayed_recording(actions: Sequence[ScriptAction], info: GameInfo, *, file_id: str, path: Path | None,
@@ -372,33 +430,58 @@ def replayed_recording(actions: Sequence[ScriptAction], info: GameInfo, *, file_
     """Replay the actions and read the recording the replay produced like any toolkit recording (the one
     reader decides steps, plays and counts); it keeps the script's file id and path."""
     guid = script_guid(file_id)
-    lines = replay_to_lines(actions, info, guid=guid, frames=frames)
     with tempfile.TemporaryDirectory(prefix="arcstudy-replay-") as tmp:
         tmp_path = Path(tmp) / f"{info.game_id}-{guid}.jsonl"  # the toolkit recorder's file name
-        write_lines(tmp_path, lines)
-        del lines  # a line's dict costs about 1 KB: not held while the file is read (a long script's replay)
+        write_lines(tmp_path, iter_replay_lines(actions, info, guid=guid, frames=frames))  # a chunk held at a time
         parsed = read_recording_file(tmp_path, want_frames=frames)
     return replace(parsed, path=path or parsed.path, file_sha256=file_id)
 
 
 def replay_script_file(path: Path | str, game_dirs: Iterable[Path], *, version: str | None = None,
-                       frames: bool = True) -> tuple[PlaybackScript, ScriptReplay, list[dict[str, Any]]]:
-    """Read a playback file and replay it: (the script, how it was replayed, the toolkit recording's lines).
+                       frames: bool = True) -> tuple[PlaybackScript, ScriptReplay, Iterator[dict[str, Any]]]:
+    """Read a playback file and replay it: (the script, how it was replayed, the toolkit recording's lines as
+    the replay answers them: `iter_replay_lines`, whose game errors come while they are read).
     The replay's guid is the one `score` gives the script, so the recording scores as the script does.
     Raises `RecordingRejected` (not a script) or `PlaybackError` (no loadable game)."""
     path = Path(path)
     if not is_playback_file(path):
         raise RecordingRejected("not a playback file (its first line is not `{\"data\": {\"action_input\": "
                                 "...}}` without engine output, formats.md §A.7)", "not_a_playback_file")
-    script = read_playback_file(path)
+    script = read_playback_file(path, keep_lines=False)
     info = resolve_script_game(script.game_id, game_dirs, version)
-    lines = replay_to_lines(script.actions, info, guid=script_guid(script.file_sha256), frames=frames)
+    lines = iter_replay_lines(script.actions, info, guid=script_guid(script.file_sha256), frames=frames)
     return script, ScriptReplay(script.game_id, info.game_id, len(script.actions), len(script.skipped_lines)), lines
 
 
-def _actions_from_steps(steps: pl.DataFrame) -> list[ScriptAction]:
-    rows = steps.sort("line_number").select("line_number", "action_id", "click_x", "click_y", "reasoning_json")
-    return [ScriptAction(n, a, x, y, None if r is None else json.loads(r)) for n, a, x, y, r in rows.iter_rows()]
+class _StepActions(Sequence[ScriptAction]):
+    """A script's actions from its stored steps, made a slice at a time as the replay sends them
+    (`iter_replay_lines`): a list of 500,000 of them took 100 MB beside the table holding the same values."""
+
+    def __init__(self, steps: pl.DataFrame) -> None:
+        self._rows = steps.sort("line_number").select("line_number", "action_id", "click_x", "click_y",
+                                                      "reasoning_json")
+
+    def __len__(self) -> int:
+        return self._rows.height
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            return [_action(*row) for row in self._rows.slice(start, max(0, stop - start)).iter_rows()]
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"action {index} of {len(self)}")
+        return _action(*self._rows.row(index))
+
+    def __iter__(self) -> Iterator[ScriptAction]:
+        for row in self._rows.iter_rows():
+            yield _action(*row)
+
+
+def _action(line_number: int, action_id: int, x: int | None, y: int | None, reasoning_json: str | None
+            ) -> ScriptAction:
+    return ScriptAction(line_number, action_id, x, y, None if reasoning_json is None else json.loads(reasoning_json))
 
 
 def replay_script_tables(steps: pl.DataFrame, plays: pl.DataFrame, game_dirs: Iterable[Path], *,
@@ -426,7 +509,7 @@ def replay_script_tables(steps: pl.DataFrame, plays: pl.DataFrame, game_dirs: It
         named = plays.filter(pl.col("file_id") == fid)["game_id"][0]
         try:
             info = resolve_script_game(named, dirs, version)
-            actions = _actions_from_steps(file_steps)
+            actions = _StepActions(file_steps)
             parsed = replayed_recording(actions, info, file_id=fid, path=paths.get(fid), frames=frames)
         except PlaybackError as err:
             failed[fid] = err.reason

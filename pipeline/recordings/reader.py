@@ -52,7 +52,7 @@ from .lines import Line, LineError, LineIssue, clip, filename_guid, parse_line
 from .variant import RecordingVariant, counting_options_for_variant, detect_variant
 
 __all__ = ["LineIssue", "ParsedRecording", "RecordingRejected", "line_rows", "read_recording_file",
-           "recording_tables", "step_frames", "table_from_columns"]
+           "recording_tables", "repeated", "step_frames", "table_from_columns"]
 
 LINES = "raw_arc3__recording_lines"
 STEPS = "core_arc3__steps"
@@ -995,15 +995,15 @@ def step_frames(rec: ParsedRecording, file_id: str, frames_file: str | None = No
         n = last - first
         # Texts that repeat on every step are stored once per chunk (a 64-character file id on each of a
         # million steps would be 80 MB of the table a scored file keeps).
-        cols.update(file_id=_repeated(file_id, n), step_index=list(range(first, last)),
-                    game_id=_repeated(rec.game_id, n), is_level_change=list(islice(changes, n)),
+        cols.update(file_id=repeated(file_id, n), step_index=list(range(first, last)),
+                    game_id=repeated(rec.game_id, n), is_level_change=list(islice(changes, n)),
                     play_id=_few_texts(cols["play_id"]), guid=_few_texts(cols["guid"]))
         yield table_from_columns(STEPS, cols)
 
 
-def _repeated(text: str, n: int) -> pl.Series:
-    """`n` times `text`, the text stored once."""
-    return pl.Series([text], dtype=pl.String).new_from_index(0, n)
+def repeated(value: Any, n: int, dtype: pl.DataType = pl.String) -> pl.Series:
+    """`n` times `value` (a text, a list, None), the value stored once."""
+    return pl.Series([value], dtype=dtype).new_from_index(0, n)
 
 
 def _few_texts(values: list) -> pl.Series | list:
@@ -1018,7 +1018,7 @@ def _few_texts(values: list) -> pl.Series | list:
 
 def table_from_columns(table: str, cols: dict[str, Any]) -> pl.DataFrame:
     """A table's frame from its columns as python lists (faster than rows of dicts) or ready polars Series
-    (a text stored once for many rows: `_repeated`, `_few_texts`)."""
+    (a value stored once for many rows: `repeated`, `_few_texts`)."""
     schema = empty_frame(table).schema
     try:
         return pl.DataFrame([cols[name].alias(name).cast(dtype) if isinstance(cols[name], pl.Series)

@@ -5,14 +5,13 @@ The game's code runs only in a sandbox (pipeline.core.game_code); the sandbox's 
 (numpy, the engine and frame hashing: no polars, no database), so a fresh child is cheap. `pipeline.scoring.verify`
 prepares the steps (`ReplayStep`, from a recording file or database rows), calls `load_and_run` in the sandbox and
 turns the `ReplayResult` into per-play checks; `pipeline.recordings.playback` replays action scripts through
-`replay_script_lines`. The comparison rules are documented in pipeline/scoring/verify.py.
+`transition_replay.script_lines_chunk`. The comparison rules are documented in pipeline/scoring/verify.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -20,14 +19,12 @@ import numpy as np
 from engine.base_game import FRAMES_ALL, FRAMES_LAST, FRAMES_NONE
 from engine.enums import ActionInput, GameAction
 from engine.env import GameEnv
-from engine.recording import response_to_record
 from engine.replay import Divergence, compare_frames
 
 from .frames import frame_hashes
 
 __all__ = ["FIELDS", "ReplayResult", "ReplayStep", "iter_replay_classified", "load_and_run", "render_steps",
-           "replay_classified",
-           "replay_script_lines", "replay_steps"]
+           "replay_classified", "replay_steps"]
 
 FIELDS = ("state", "levels_completed", "win_levels", "full_reset", "available_actions")
 
@@ -217,18 +214,3 @@ def load_and_run(arg: tuple) -> tuple[str, Any]:
     if render:
         return "rendered", render_steps(env, steps)
     return "replayed", replay_classified(env, steps, check_full_reset=check_full_reset)
-
-
-def replay_script_lines(arg: tuple) -> list[dict[str, Any]]:
-    """In the sandbox: the toolkit recording of the playback agent's session (see
-    `pipeline.recordings.playback.replay_to_lines`): make() (the opening RESET), then every action, one line per
-    engine response. `arg`: (actions as (action_id, data, reasoning), game info, guid, frames, epoch)."""
-    actions, info, guid, frames, epoch = arg
-    env = GameEnv(info, guid=guid)
-    mode = FRAMES_ALL if frames else FRAMES_NONE
-    responses = [env.reset(frames=mode)]
-    for action_id, data, reasoning in actions:
-        responses.append(env.step(ActionInput(id=GameAction.from_id(action_id), data=data, reasoning=reasoning),
-                                  frames=mode))
-    return [{"timestamp": (epoch + timedelta(milliseconds=n)).isoformat(timespec="microseconds"),
-             "data": response_to_record(r, include_frames=frames)} for n, r in enumerate(responses)]

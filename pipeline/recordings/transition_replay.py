@@ -1,4 +1,4 @@
-"""In the sandbox: the replays of `arcstudy export-transitions`, run piece by piece, answered in compact bytes.
+"""In the sandbox: replays run piece by piece (`arcstudy export-transitions`, and a playback script's recording).
 
 `pipeline.datasets.transitions` exports a file in chunks of at most `ExportJob.batch_rows` steps: each call
 (`replay_chunk`) feeds the next steps to a replay kept alive in the sandbox's child between calls (a session,
@@ -9,6 +9,11 @@ recording never sits whole in either process. The frames' sha256 digests are not
 the bytes it received (`pipeline.datasets.transitions._digests`), so a game's code, which runs in this process,
 cannot make a frame's published hash differ from the frame. The game's class is loaded once per child while its file is unchanged (`_game_class`).
 
+A playback script replayed into its toolkit recording (`score`, `view`, `replay`:
+`pipeline.recordings.playback.iter_replay_lines`) runs the same way (`script_lines_chunk`): each call answers at
+most a few thousand lines, so a script of a million actions is never one answer (in one call, 500,000 actions'
+lines took 1.2 GB; 20,000 actions' lines with frames, 1.3 GB).
+
 This module imports only numpy and the engine (through `replaying`): the child stays cheap to start.
 """
 
@@ -17,19 +22,21 @@ from __future__ import annotations
 import os
 from collections import OrderedDict, deque
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
-from engine.base_game import FRAMES_ALL
+from engine.base_game import FRAMES_ALL, FRAMES_NONE
 from engine.enums import ActionInput, GameAction
 from engine.env import GameEnv
 from engine.loader import load_game_class
+from engine.recording import response_to_record
 from engine.replay import Divergence
 
 from .replaying import ReplayResult, ReplayStep, iter_replay_classified
 
-__all__ = ["CHUNK_SHAPE", "Feed", "are_chunks", "is_chunk", "replay_chunk", "replay_chunks"]
+__all__ = ["CHUNK_SHAPE", "Feed", "are_chunks", "is_chunk", "replay_chunk", "replay_chunks", "script_lines_chunk"]
 
 MAX_SESSIONS = 16  # sessions a child keeps (a process exports one file at a time per game; threads: a few)
 _SESSIONS: OrderedDict[str, _Session] = OrderedDict()
@@ -107,8 +114,11 @@ class _Chunk:
 
 
 class _Session:
-    def __init__(self, kind: str, env: GameEnv, needs_opening: bool, check_full_reset: bool) -> None:
+    def __init__(self, kind: str, env: GameEnv, needs_opening: bool, check_full_reset: bool,
+                 frames: str = FRAMES_ALL, all_frames: bool = True) -> None:
         self.kind = kind
+        self.frames = frames  # scripts: which frames the engine renders (none when only the counts are needed)
+        self.error: Exception | None = None  # scripts: what the game raised, when it stopped the replay
         self.feed = Feed()
         self.needs: deque = deque()
         self.fed = 0
@@ -121,36 +131,45 @@ class _Session:
             self.responses: Iterator[tuple[int, Any]] = self._script(env)
         else:
             self.responses = iter_replay_classified(env, self.feed, self.result, needs_opening=needs_opening,
-                                                    check_full_reset=check_full_reset, all_frames=True)
+                                                    check_full_reset=check_full_reset, all_frames=all_frames)
 
     def _script(self, env: GameEnv) -> Iterator[tuple[int, Any]]:
         """make() (the opening RESET), then every action, like the playback agent; a game that raises ends
         the replay (`stopped` says where)."""
-        yield -1, env.reset(frames=FRAMES_ALL)
+        yield -1, env.reset(frames=self.frames)
         for index, (action_id, data, reasoning, line, name) in enumerate(self.feed):
             try:
                 response = env.step(ActionInput(id=GameAction.from_id(action_id), data=data, reasoning=reasoning),
-                                    frames=FRAMES_ALL)
+                                    frames=self.frames)
             except MemoryError:  # the sandbox's memory limit: the game's failure, reported as such by the sandbox
                 raise
             except Exception as err:  # the game's code raised: the play is exported up to here
                 self.stopped = f"line {line} ({name}): the game raised {type(err).__name__}: {err}"
+                self.error = err
                 return
             yield index, response
+
+
+def _open(token: str, session: _Session) -> None:
+    while len(_SESSIONS) >= MAX_SESSIONS:
+        _SESSIONS.popitem(last=False)
+    _SESSIONS[token] = session
 
 
 def replay_chunk(arg: tuple) -> dict[str, Any]:
     """In the sandbox. ``arg``: (token, start, items, final, max_frame_bytes).
 
     ``start`` (first call only): ("script", info, guid) or ("recording", info, only_reset_levels,
-    needs_opening); ``items``: the next steps, as (action_id, data, reasoning, line, name) for a script, or
+    needs_opening[, all_frames, check_full_reset]: render every step's frames, not only those of steps that
+    recorded some, default true; compare the full_reset field, default unless only_reset_levels); ``items``: the next steps, as (action_id, data, reasoning, line, name) for a script, or
     (ReplayStep, keep_frames) for a recording; ``final``: no more steps will come.
 
     Returns {"status": "load_failed", "reason"} when the game does not load, else the chunk (`_Chunk.packed`:
     one answer per response for scripts and for the opening RESET, the kept frames) with ``first`` (the index of
     its first response, -1 for the opening), ``n`` (responses), ``ended`` (the replay is over: every step was
     answered and ``final``, or it stopped), ``stopped`` (scripts: why the game stopped), and for recordings
-    ``replayed``, ``frame_only`` (the reconverged frame divergences not reported before), ``pending`` (those not
+    ``replayed``, ``frame_only`` (the reconverged frame divergences not reported before) with ``reconverged``
+    (the step each of them reconverged at), ``pending`` (those not
     reconverged yet), ``outcome`` (the outcome divergence, once one happened) and, once ended, ``divergence``."""
     token, start, items, final, max_frame_bytes = arg
     if start is not None:
@@ -164,10 +183,12 @@ def replay_chunk(arg: tuple) -> dict[str, Any]:
             if kind == "script":
                 raise
             return {"status": "load_failed", "reason": f"{type(err).__name__}: {err}"}
-        while len(_SESSIONS) >= MAX_SESSIONS:
-            _SESSIONS.popitem(last=False)
-        _SESSIONS[token] = _Session(kind, env, kind == "recording" and start[3], not start[2] if kind == "recording"
-                                   else True)
+        if kind == "script":
+            _open(token, _Session(kind, env, False, True))
+        else:
+            all_frames = start[4] if len(start) > 4 else True
+            check_full_reset = start[5] if len(start) > 5 else not start[2]
+            _open(token, _Session(kind, env, start[3], check_full_reset, all_frames=all_frames))
     session = _SESSIONS[token]
     for item in items:
         if session.kind == "script":
@@ -199,12 +220,61 @@ def replay_chunk(arg: tuple) -> dict[str, Any]:
     result = session.result
     out.update(status="ok", first=first, n=len(chunk.counts), ended=session.ended, stopped=session.stopped,
                replayed=result.replayed, frame_only=result.frame_only[session.frame_only_sent:],
+               reconverged=result.reconverged[session.frame_only_sent:],
                pending=list(result.pending), outcome=result.outcome)
     session.frame_only_sent = len(result.frame_only)
     if session.ended:
         out.update(divergence=result.divergence)
         _SESSIONS.pop(token, None)
     return out
+
+
+def script_lines_chunk(arg: tuple) -> dict[str, Any]:
+    """In the sandbox: the next lines of a playback script's toolkit recording (make()'s opening RESET, then one
+    line per action, as the playback agent's recorder writes them: action ids as names, the line's timestamp
+    ``epoch`` plus its index in milliseconds), the replay kept alive between calls as `replay_chunk`'s is.
+
+    ``arg``: (token, start, items, final, max_lines, max_frames, frames, epoch); ``start`` (first call only):
+    (game info, guid); ``items``: the next actions, as (action_id, data, reasoning, line, name); ``final``: no
+    more will come. Returns {"lines", "done" (actions answered so far), "ended"}: at most ``max_lines`` lines, or
+    fewer once their frames reach ``max_frames`` (``frames``: the lines carry every frame). A game that raises
+    (loading, constructing or on an action) raises here, as the whole script's failure."""
+    token, start, items, final, max_lines, max_frames, frames, epoch = arg
+    if not isinstance(epoch, datetime):
+        raise TypeError("epoch must be a datetime")
+    try:
+        if start is not None:
+            info, guid = start
+            env = GameEnv(info, guid=guid, game_class=_game_class(info))
+            _open(token, _Session("script", env, False, True, frames=FRAMES_ALL if frames else FRAMES_NONE))
+        session = _SESSIONS.get(token)
+        if session is None:  # this child is not the one that started the replay (it was restarted)
+            raise RuntimeError("the script's replay is no longer open in the sandbox (its child was restarted)")
+        session.feed.queue.extend(items)
+        session.fed += len(items)
+        lines: list[dict[str, Any]] = []
+        n_frames = 0
+        while not session.ended and len(lines) < max_lines and n_frames < max_frames:
+            if session.done >= session.fed and not final:
+                break
+            try:
+                index, response = next(session.responses)
+            except StopIteration:
+                session.ended = True
+                break
+            if index >= 0:
+                session.done += 1
+            n_frames += len(response.frame or ()) if frames else 0
+            lines.append({"timestamp": (epoch + timedelta(milliseconds=index + 1)).isoformat(timespec="microseconds"),
+                          "data": response_to_record(response, include_frames=frames)})
+        if session.error is not None:
+            raise session.error
+    except BaseException:
+        _SESSIONS.pop(token, None)
+        raise
+    if session.ended:
+        _SESSIONS.pop(token, None)
+    return {"lines": lines, "done": session.done, "ended": session.ended}
 
 
 def replay_chunks(arg: tuple) -> list[dict[str, Any] | None]:

@@ -515,7 +515,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score", step_colu
                     "the first line is not a `{timestamp, data}` envelope") + ")"))
                 continue
             if is_playback_file(path):  # actions only: stored as ingest stores them, replayed by replay_scripts
-                script = read_playback_file(path)
+                script = read_playback_file(path, keep_lines=False)  # its raw lines are not scored
                 if script.file_sha256 in files:
                     problems.append((path, same_content_as(files[script.file_sha256][0])))
                     continue

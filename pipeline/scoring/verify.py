@@ -42,8 +42,10 @@ tolerance scores what it scores; note that it also lets through a change whose v
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +55,7 @@ from engine.enums import GameAction
 from engine.loader import GameInfo, GameNotFoundError, resolve_game
 from engine.replay import Divergence
 from pipeline.core.game_code import SandboxFailure, game_key, portable_info, run_game_code
-from pipeline.core.result_shape import expect, instance, list_of
+from pipeline.core.result_shape import expect, instance, list_of, wrong_shape
 from pipeline.recordings.reader import read_recording_file
 from pipeline.recordings.replaying import (  # noqa: F401 - re-exported: the replay itself lives there
     FIELDS,
@@ -148,9 +150,13 @@ def divergence_columns(d: Divergence | None) -> dict[str, Any]:
 
 def steps_from_file(rec: RecordingInput) -> list[ReplayStep]:
     """The steps of the recording file as read (``rec.parsed``, else read now), pixels included."""
+    return list(iter_steps_from_file(rec))
+
+
+def iter_steps_from_file(rec: RecordingInput) -> Iterator[ReplayStep]:
+    """`steps_from_file` one step at a time (a long recording is replayed a chunk at a time: `replay_game`)."""
     parsed = rec.parsed if rec.parsed is not None else read_recording_file(rec.path, want_frames=True,
                                                                            keep_raw_json=False)
-    out = []
     for i, (ln, record) in enumerate(zip(parsed.steps, rec.records, strict=True)):  # records carry recovered ids
         action_input = ln.data.get("action_input") or {}
         payload = action_input.get("data")
@@ -160,38 +166,47 @@ def steps_from_file(rec: RecordingInput) -> list[ReplayStep]:
         expected = {k: ln.data[k] for k in FIELDS if k in ln.data}
         if i in rec.recovered_full_resets:  # a recovered RESET: its kind as found (REST lines always say false)
             expected["full_reset"] = rec.recovered_full_resets[i]
-        out.append(ReplayStep(
+        yield ReplayStep(
             line=ln.number, action_id=record.action_id, action_data=data,
             reasoning=action_input.get("reasoning"), expected=expected,
-            n_frames=ln.n_frames, frame_hashes=ln.hashes, pixels=ln.frames))
-    return out
+            n_frames=ln.n_frames, frame_hashes=ln.hashes, pixels=ln.frames)
+
+
+_TABLE_COLUMNS = ("line_number", "state", "levels_completed", "win_levels", "is_full_reset", "available_actions",
+                  "click_x", "click_y", "n_frames", "frame_sha256s")
 
 
 def steps_from_table(rec: RecordingInput) -> list[ReplayStep]:
     """The database steps of the recording (core_arc3__steps rows): fields and frame hashes, no pixels."""
-    cols = {c: rec.steps[c].to_list() for c in ("line_number", "state", "levels_completed", "win_levels",
-                                                 "is_full_reset", "available_actions", "click_x", "click_y",
-                                                 "n_frames", "frame_sha256s")}
-    out = []
-    for i, record in enumerate(rec.records):
-        expected = {"state": cols["state"][i], "levels_completed": cols["levels_completed"][i]}
-        for name, column in (("win_levels", "win_levels"), ("full_reset", "is_full_reset"),
-                             ("available_actions", "available_actions")):
-            if cols[column][i] is not None:
-                expected[name] = cols[column][i]
-        if i in rec.recovered_full_resets:  # a recovered RESET: its kind as found (REST lines always say false)
-            expected["full_reset"] = rec.recovered_full_resets[i]
-        click = {}
-        if i in rec.recovered_clicks:
-            click = {"x": rec.recovered_clicks[i][0], "y": rec.recovered_clicks[i][1]}
-        elif record.action_id == GameAction.ACTION6.value and cols["click_x"][i] is not None:
-            click = {"x": cols["click_x"][i], "y": cols["click_y"][i]}
-        hashes = cols["frame_sha256s"][i]
-        n_frames = None if hashes is None else (cols["n_frames"][i] if cols["n_frames"][i] is not None
-                                                else len(hashes))
-        out.append(ReplayStep(line=cols["line_number"][i], action_id=record.action_id, action_data=click,
-                              reasoning=None, expected=expected, n_frames=n_frames, frame_hashes=hashes))
-    return out
+    return list(iter_steps_from_table(rec))
+
+
+def iter_steps_from_table(rec: RecordingInput) -> Iterator[ReplayStep]:
+    """`steps_from_table` one step at a time, its columns read REPLAY_CHUNK_STEPS rows at a time."""
+    records = rec.records
+    for start in range(0, len(records), REPLAY_CHUNK_STEPS):
+        part = rec.steps.slice(start, REPLAY_CHUNK_STEPS)
+        cols = {c: part[c].to_list() for c in _TABLE_COLUMNS}
+        for j in range(part.height):
+            i = start + j
+            record = records[i]
+            expected = {"state": cols["state"][j], "levels_completed": cols["levels_completed"][j]}
+            for name, column in (("win_levels", "win_levels"), ("full_reset", "is_full_reset"),
+                                 ("available_actions", "available_actions")):
+                if cols[column][j] is not None:
+                    expected[name] = cols[column][j]
+            if i in rec.recovered_full_resets:  # a recovered RESET: its kind as found (REST lines always say false)
+                expected["full_reset"] = rec.recovered_full_resets[i]
+            click = {}
+            if i in rec.recovered_clicks:
+                click = {"x": rec.recovered_clicks[i][0], "y": rec.recovered_clicks[i][1]}
+            elif record.action_id == GameAction.ACTION6.value and cols["click_x"][j] is not None:
+                click = {"x": cols["click_x"][j], "y": cols["click_y"][j]}
+            hashes = cols["frame_sha256s"][j]
+            n_frames = None if hashes is None else (cols["n_frames"][j] if cols["n_frames"][j] is not None
+                                                    else len(hashes))
+            yield ReplayStep(line=cols["line_number"][j], action_id=record.action_id, action_data=click,
+                             reasoning=None, expected=expected, n_frames=n_frames, frame_hashes=hashes)
 
 
 def _cells(divergences: Sequence[Divergence]) -> int | None:
@@ -232,11 +247,58 @@ def _in_sandbox(info: GameInfo, arg: tuple) -> Any:
     return value
 
 
-def replay_game(info: GameInfo, steps: Sequence[ReplayStep], *, only_reset_levels: bool | None,
+REPLAY_CHUNK_STEPS = 5_000  # a recording of more steps is replayed a chunk at a time (`replay_game`)
+
+
+def replay_game(info: GameInfo, steps: Iterable[ReplayStep], *, only_reset_levels: bool | None,
                 check_full_reset: bool = True) -> ReplayResult:
     """`replay_classified` on a fresh instance of the game, in the sandbox. Raises GameLoadFailed when the
-    game does not load, SandboxFailure when its code ended abnormally (time, memory, exit, crash)."""
-    return _in_sandbox(info, (portable_info(info), only_reset_levels, list(steps), check_full_reset, False))
+    game does not load, SandboxFailure when its code ended abnormally (time, memory, exit, crash).
+
+    Up to REPLAY_CHUNK_STEPS steps go in one call. More are sent REPLAY_CHUNK_STEPS at a time to a replay kept
+    open in the sandbox (`transition_replay.replay_chunk`, as `export-transitions` replays), and taken from
+    ``steps`` only as they are sent: neither process holds a long recording's steps whole (two million
+    steps held as ReplaySteps and pickled in one call took about 1 GB in each). The result is the same."""
+    steps = iter(steps)
+    first = list(islice(steps, REPLAY_CHUNK_STEPS + 1))
+    if len(first) <= REPLAY_CHUNK_STEPS:
+        return _in_sandbox(info, (portable_info(info), only_reset_levels, first, check_full_reset, False))
+    return _replay_in_chunks(info, chain(first, steps), only_reset_levels=only_reset_levels,
+                             check_full_reset=check_full_reset)
+
+
+def _replay_in_chunks(info: GameInfo, steps: Iterator[ReplayStep], *, only_reset_levels: bool | None,
+                      check_full_reset: bool) -> ReplayResult:
+    from pipeline.recordings.transition_replay import is_chunk, replay_chunk
+
+    token = uuid.uuid4().hex
+    result = ReplayResult()
+    part = list(islice(steps, REPLAY_CHUNK_STEPS))
+    needs_opening = part[0].action_id != GameAction.RESET.value  # as replay_classified decides
+    start: tuple | None = ("recording", portable_info(info), only_reset_levels, needs_opening, False,
+                           check_full_reset)
+    while True:
+        following = list(islice(steps, REPLAY_CHUNK_STEPS))
+        arg = (token, start, [(step, False) for step in part], not following, 1 << 40)
+        try:
+            answer = expect(run_game_code(replay_chunk, arg, key=game_key(info), source=info.source),
+                            lambda a: is_chunk(a) and (a.get("status") == "load_failed"
+                                                       or list_of(int)(a.get("reconverged"))),
+                            "a replay chunk (replay_chunk's dict)")
+        except SandboxFailure as err:
+            raise SandboxFailure(err.kind, f"{game_label(info)}: {err.detail}", err.exc_type) from None
+        if answer["status"] == "load_failed":
+            raise GameLoadFailed(answer["reason"])
+        start = None
+        result.replayed, result.pending, result.outcome = answer["replayed"], answer["pending"], answer["outcome"]
+        result.frame_only += answer["frame_only"]
+        result.reconverged += answer["reconverged"]
+        if answer["ended"]:
+            result.divergence = answer.get("divergence")
+            return result
+        if not following:  # the last steps were sent as final: the replay must have ended
+            raise wrong_shape("a replay that ended with its last steps", answer)
+        part = following
 
 
 def render_game(info: GameInfo, steps: Sequence[ReplayStep], *, only_reset_levels: bool | None
@@ -272,7 +334,7 @@ def verify_recording(rec: RecordingInput, game_dirs: Iterable[Path], *, from_fil
     if info is None:
         detail = f"game not loadable: {missing}" if dirs else "game not loadable: no --games folder given"
         return [PlayCheck(play_id=pid, status="unverified", detail=detail, **common) for pid, _ in plays]
-    steps = steps_from_file(rec) if from_file else steps_from_table(rec)
+    steps = iter_steps_from_file(rec) if from_file else iter_steps_from_table(rec)  # made as they are sent
     try:
         source_sha = info.source_sha256()
         # in the sandbox; an abnormal end (SandboxFailure) is raised: the recording's replay failed

@@ -73,9 +73,12 @@ class ViewerRejected(ViewerError):
 # --------------------------------------------------------------------------------------------------------
 # Sources: a recording file, or a play in the database, both as scoring reads them
 # --------------------------------------------------------------------------------------------------------
-MAX_PAGE_STEPS = 200_000  # steps a page embeds: a longer recording's page shows its first ones (its plays and
-#                           scores still count every step): each step costs the page about 40 bytes and the
-#                           command about 400 while it builds it, plus 4 KB of frame where frames are shown
+MAX_PAGE_STEPS = 20_000  # steps a page embeds: a longer recording's page shows its first ones (its plays and
+#                          scores still count every step): each step costs the page about 40 bytes and the
+#                          command about 400 while it builds it, plus 4 KB of frame where frames are shown, which
+#                          the command holds twice while the sandbox's rendering arrives (200,000 frames rendered
+#                          for a long playback script's page took the sandbox child over its memory limit;
+#                          50,000 took the command to 1.1 GB)
 VIEW_STEP_COLUMNS = (*STEP_COLUMNS, "reasoning_json")  # what the viewer reads of a recording file's steps
 
 
@@ -474,9 +477,9 @@ def _verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None,
     from engine.replay import Divergence
     from pipeline.scoring.verify import (
         describe,
+        iter_steps_from_file,
+        iter_steps_from_table,
         render_game,
-        steps_from_file,
-        steps_from_table,
         verify_recording,
     )
 
@@ -496,9 +499,10 @@ def _verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None,
                                 game_sha256=checks[0].game_source_sha256)
     if source.recorded_frames is None or source.frames_origin == "parquet":
         # the steps scoring replayed (a playback script's and recovered ids included), on a fresh instance
-        steps = steps_from_file(rec) if source.kind == "file" else steps_from_table(rec)
+        steps = iter_steps_from_file(rec) if source.kind == "file" else iter_steps_from_table(rec)
         try:  # in the sandbox, as the check was (SandboxFailure: the game's code ended abnormally)
-            rendered = render_game(info, steps[:source.n_steps], only_reset_levels=rec.is_only_reset_levels)
+            rendered = render_game(info, list(itertools.islice(steps, source.n_steps)),  # only the page's steps are made
+                                   only_reset_levels=rec.is_only_reset_levels)
             if on_step is not None:
                 for _ in rendered:
                     on_step()
