@@ -155,9 +155,13 @@ def _all_ddl() -> list[str]:
 
 
 class Workspace:
-    def __init__(self, path: Path | str | None = None, *, read_only: bool = False, lock_timeout_s: float = 30.0):
+    def __init__(self, path: Path | str | None = None, *, read_only: bool = False, lock_timeout_s: float = 30.0,
+                 memory: str | None = None):
+        """``memory``: DuckDB's memory limit for a read-only open (whose settings are locked: `duckdb_bounds`
+        cannot set it), e.g. COMMIT_MEMORY for a process that reads a whole recording's steps."""
         self.path = Path(path) if path is not None else default_db_path()
         self.read_only = read_only
+        self.memory = memory
         if read_only and not self.path.exists():
             raise WorkspaceError(f"database {self.path} does not exist (run `arcstudy ingest` first, or pass --db)")
         _refuse_other_files(self.path)
@@ -220,7 +224,8 @@ class Workspace:
         while True:
             try:
                 if self.read_only:
-                    return duckdb.connect(str(self.path), read_only=True, config=dict(READ_ONLY_GUARDS))
+                    config = dict(READ_ONLY_GUARDS) | ({"memory_limit": self.memory} if self.memory else {})
+                    return duckdb.connect(str(self.path), read_only=True, config=config)
                 return duckdb.connect(str(self.path))
             except duckdb.Error as err:
                 if not _is_lock_error(err):

@@ -50,7 +50,7 @@ import hashlib
 import inspect
 import os
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from itertools import islice
@@ -102,13 +102,14 @@ from pipeline.recordings.transition_replay import (
     replay_chunks,
 )
 from pipeline.recordings.variant import counting_options_for_variant
-from pipeline.scoring.plays import RecordingInput, read_recording_files, recordings_from_tables
+from pipeline.scoring.plays import STEP_COLUMNS, RecordingInput, read_recording_files, recordings_from_tables
 from pipeline.scoring.verify import (
     FIELDS,
     ReplayStep,
     describe,
     steps_from_file,
     steps_from_table,
+    table_steps,
 )
 from schemas.transitions import ARROW_SCHEMA, FRAME_SHAPE
 
@@ -120,6 +121,7 @@ BATCH_FRAME_BYTES = 16 << 20  # ... or fewer, once their frames hold this many b
 GROUP_FILES = 64  # files per piece of work on a worker (`export_group`) ...
 GROUP_BYTES = 16 << 20  # ... or fewer, once their input holds this many bytes
 EMPTY_FRAMES = np.zeros((0, 64, 64), dtype=np.uint8)
+DB_STEP_COLUMNS = (*STEP_COLUMNS, "frames_file")  # what the export reads of stored steps
 
 
 @functools.lru_cache(maxsize=256)
@@ -975,14 +977,14 @@ class _Recording:
     effects: tuple[StepEffect, ...]
     step_play: list[int]
     play_ids: list[str]
-    steps: list[ReplayStep]
+    steps: Sequence[ReplayStep]
     actions_known: bool = True
     recovered: bool = False
     why_unknown: str | None = None
     has_pixels: bool = False  # the steps carry the file's frames
 
     @classmethod
-    def of_input(cls, rec: RecordingInput, steps: list[ReplayStep], has_pixels: bool) -> _Recording:
+    def of_input(cls, rec: RecordingInput, steps: Sequence[ReplayStep], has_pixels: bool) -> _Recording:
         play_ids = rec.play_ids if rec.card is not None else rec.stored_play_ids
         return cls(rec.file_id, rec.game_id, rec.variant, rec.is_only_reset_levels, rec.records, rec.effects,
                    rec.step_play, play_ids, steps, rec.card is not None, rec.recovered, rec.recovery_error,
@@ -996,7 +998,7 @@ class _Recording:
         its columns as asked for (`record_view`); so are a large file's steps (`_ReplaySteps`)."""
         records = record_view(parsed.steps)
         step_play = play_index_per_step(parsed.effects)
-        steps = (_ReplaySteps(parsed.steps) if isinstance(parsed.steps, LineView)
+        steps = (_ReplaySteps.of_lines(parsed.steps) if isinstance(parsed.steps, LineView)
                  else list(map(_replay_step, parsed.steps)))
         n_plays = max(step_play, default=-1) + 1
         return cls(parsed.file_sha256, parsed.game_id, parsed.variant, parsed.is_only_reset_levels, records,
@@ -1014,24 +1016,36 @@ def _replay_step(ln: Line) -> ReplayStep:
 
 
 class _ReplaySteps(Sequence):
-    """A large file's steps (its lines held as columns) made as they are asked for: a slice at a time for the
-    sandbox, then each step again from the last few slices while its rows are made. Held as a list, they took
-    about 0.5 KB a step (2,000,000 steps: over 1 GB)."""
+    """A long recording's steps made as they are asked for, ``make(start, stop)`` a slice at a time: for the
+    sandbox, then each step again from the last few slices while its rows are made. A large file's (its lines
+    held as columns: `of_lines`) held as a list took about 0.5 KB a step (2,000,000 steps: over 1 GB); a stored
+    recording's (`of_table`), with the table they were read from, 2.3 GB."""
 
     KEPT_SLICES = 3  # the slice being replayed, the one fed ahead of it, and one more
 
-    def __init__(self, lines: LineView):
-        self.lines = lines
+    def __init__(self, n: int, make: Callable[[int, int], list[ReplayStep]]):
+        self.n = n
+        self.make = make
         self._made: dict[int, list[ReplayStep]] = {}  # first index -> the steps of a slice made lately
 
+    @classmethod
+    def of_lines(cls, lines: LineView) -> _ReplaySteps:
+        return cls(len(lines), lambda start, stop: list(map(_replay_step, lines[start:stop])))
+
+    @classmethod
+    def of_table(cls, rec: RecordingInput) -> _ReplaySteps:
+        return cls(len(rec.records), functools.partial(table_steps, rec))
+
     def __len__(self) -> int:
-        return len(self.lines)
+        return self.n
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
             start, stop, stride = i.indices(len(self))
-            made = list(map(_replay_step, self.lines[start:stop:stride]))
-            if stride == 1 and made:  # (made on the background thread too: replaced whole, never changed)
+            if stride != 1:
+                return [self[j] for j in range(start, stop, stride)]
+            made = self.make(start, stop)
+            if made:  # (made on the background thread too: replaced whole, never changed)
                 kept = list(self._made.items())[len(self._made) + 1 - self.KEPT_SLICES:]
                 self._made = dict([*kept, (start, made)])
             return made
@@ -1039,10 +1053,14 @@ class _ReplaySteps(Sequence):
         for start, made in list(self._made.items()):
             if start <= i < start + len(made):
                 return made[i - start]
-        return _replay_step(self.lines[i])
+        return self.make(i, i + 1)[0]
 
     def __iter__(self) -> Iterator[ReplayStep]:
-        return map(_replay_step, self.lines)
+        for start in range(0, len(self), READ_SLICE_STEPS):
+            yield from self.make(start, min(len(self), start + READ_SLICE_STEPS))
+
+
+READ_SLICE_STEPS = 5_000  # steps made at a time when they are iterated
 
 
 def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holder: list
@@ -1068,11 +1086,14 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holde
 
 
 def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterator[bytes | RowBlock]:
-    from pipeline.core.workspace import Workspace
+    from pipeline.core.workspace import COMMIT_MEMORY, Workspace
 
-    with Workspace(job.db, read_only=True) as ws:
+    # what the export reads of the steps (as `score --db` does), under a bounded DuckDB memory limit: every
+    # column of two million stored steps, with their sort, took 1.9 GB
+    with Workspace(job.db, read_only=True, memory=COMMIT_MEMORY) as ws:
         plays = ws.read("SELECT * FROM core_arc3__plays WHERE file_id = ? ORDER BY play_index", [job.file_id])
-        steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id = ? ORDER BY line_number", [job.file_id])
+        steps = ws.read(f"SELECT {', '.join(DB_STEP_COLUMNS)} FROM core_arc3__steps WHERE file_id = ? "
+                        "ORDER BY line_number", [job.file_id])
         names = ws.read("SELECT file_name FROM raw_ingest__files WHERE file_id = ?", [job.file_id]).rows()
     name = names[0][0] if names else None
     if plays.height == 0 or steps.height == 0:
@@ -1090,11 +1111,16 @@ def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterato
         result.problems.append("no step could be read")
         return iter(())
     rec = recs[0]
-    replay_steps = steps_from_table(rec) if rec.card is not None else []
     # the frames `ingest --keep-frames` stored: the database path then has the file's pixels, as the file path
     # does (a play whose game cannot be loaded is exported from them; frames that differ where the replay
     # reconverges later are kept, not cut)
-    files = steps["frames_file"].drop_nulls().unique().to_list() if "frames_file" in steps.columns else []
+    files = steps["frames_file"].drop_nulls().unique().to_list()
+    if rec.card is None:
+        replay_steps: Sequence[ReplayStep] = []
+    elif len(files) == 1:  # the pixels are held with the steps
+        replay_steps = steps_from_table(rec)
+    else:  # made a slice at a time as the replay asks for them
+        replay_steps = _ReplaySteps.of_table(rec)
     pixels = kept_frames(files[0], job.db, [st.line for st in replay_steps]) if len(files) == 1 else {}
     # all or nothing: every step that recorded frames has them all in the store (else hashes only, as before)
     has_pixels = bool(pixels) and all(not st.n_frames or len(pixels.get(st.line, ())) == st.n_frames

@@ -183,30 +183,37 @@ def steps_from_table(rec: RecordingInput) -> list[ReplayStep]:
 
 def iter_steps_from_table(rec: RecordingInput) -> Iterator[ReplayStep]:
     """`steps_from_table` one step at a time, its columns read REPLAY_CHUNK_STEPS rows at a time."""
+    for start in range(0, len(rec.records), REPLAY_CHUNK_STEPS):
+        yield from table_steps(rec, start, start + REPLAY_CHUNK_STEPS)
+
+
+def table_steps(rec: RecordingInput, start: int, stop: int) -> list[ReplayStep]:
+    """The database steps ``start`` to ``stop`` of the recording (`steps_from_table`'s)."""
     records = rec.records
-    for start in range(0, len(records), REPLAY_CHUNK_STEPS):
-        part = rec.steps.slice(start, REPLAY_CHUNK_STEPS)
-        cols = {c: part[c].to_list() for c in _TABLE_COLUMNS}
-        for j in range(part.height):
-            i = start + j
-            record = records[i]
-            expected = {"state": cols["state"][j], "levels_completed": cols["levels_completed"][j]}
-            for name, column in (("win_levels", "win_levels"), ("full_reset", "is_full_reset"),
-                                 ("available_actions", "available_actions")):
-                if cols[column][j] is not None:
-                    expected[name] = cols[column][j]
-            if i in rec.recovered_full_resets:  # a recovered RESET: its kind as found (REST lines always say false)
-                expected["full_reset"] = rec.recovered_full_resets[i]
-            click = {}
-            if i in rec.recovered_clicks:
-                click = {"x": rec.recovered_clicks[i][0], "y": rec.recovered_clicks[i][1]}
-            elif record.action_id == GameAction.ACTION6.value and cols["click_x"][j] is not None:
-                click = {"x": cols["click_x"][j], "y": cols["click_y"][j]}
-            hashes = cols["frame_sha256s"][j]
-            n_frames = None if hashes is None else (cols["n_frames"][j] if cols["n_frames"][j] is not None
-                                                    else len(hashes))
-            yield ReplayStep(line=cols["line_number"][j], action_id=record.action_id, action_data=click,
-                             reasoning=None, expected=expected, n_frames=n_frames, frame_hashes=hashes)
+    part = rec.steps.slice(start, max(0, min(stop, len(records)) - start))
+    cols = {c: part[c].to_list() for c in _TABLE_COLUMNS}
+    out = []
+    for j in range(part.height):
+        i = start + j
+        record = records[i]
+        expected = {"state": cols["state"][j], "levels_completed": cols["levels_completed"][j]}
+        for name, column in (("win_levels", "win_levels"), ("full_reset", "is_full_reset"),
+                             ("available_actions", "available_actions")):
+            if cols[column][j] is not None:
+                expected[name] = cols[column][j]
+        if i in rec.recovered_full_resets:  # a recovered RESET: its kind as found (REST lines always say false)
+            expected["full_reset"] = rec.recovered_full_resets[i]
+        click = {}
+        if i in rec.recovered_clicks:
+            click = {"x": rec.recovered_clicks[i][0], "y": rec.recovered_clicks[i][1]}
+        elif record.action_id == GameAction.ACTION6.value and cols["click_x"][j] is not None:
+            click = {"x": cols["click_x"][j], "y": cols["click_y"][j]}
+        hashes = cols["frame_sha256s"][j]
+        n_frames = None if hashes is None else (cols["n_frames"][j] if cols["n_frames"][j] is not None
+                                                else len(hashes))
+        out.append(ReplayStep(line=cols["line_number"][j], action_id=record.action_id, action_data=click,
+                              reasoning=None, expected=expected, n_frames=n_frames, frame_hashes=hashes))
+    return out
 
 
 def _cells(divergences: Sequence[Divergence]) -> int | None:

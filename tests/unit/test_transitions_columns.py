@@ -39,3 +39,23 @@ def test_a_recording_read_as_columns_gives_the_steps_and_records_of_one_read_as_
     for name_ in ("effects", "step_play", "play_ids", "has_pixels"):
         assert getattr(as_columns, name_) == getattr(as_list, name_), name_
     assert isinstance(read_recording_file(path, columns=True).steps, LineView)
+
+
+@pytest.mark.parametrize("name", ["bt33_click_three_levels.frames.jsonl", "bt11_two_plays_fullreset.noframes.jsonl"])
+def test_a_stored_recordings_steps_made_a_slice_at_a_time_equal_the_list(name: str, monkeypatch):
+    """The database path's steps (`_ReplaySteps.of_table`, for `export-transitions --db`): as `steps_from_table`
+    gives them, by index, slice and iteration, whatever the slice size."""
+    import pipeline.datasets.transitions as transitions
+    from pipeline.scoring.plays import read_recording_files, recordings_from_tables
+    from pipeline.scoring.verify import steps_from_table
+
+    steps, plays, files, _ = read_recording_files([TOOLKIT / name])
+    (rec,) = recordings_from_tables(steps, plays, files)
+    whole = steps_from_table(rec)
+    monkeypatch.setattr(transitions, "READ_SLICE_STEPS", 4)
+    made = _ReplaySteps.of_table(rec)
+    assert len(made) == len(whole) > 5
+    assert list(made) == whole and made[2:9] == whole[2:9] and made[::3] == whole[::3]
+    assert made[-1] == whole[-1] and made[4] == whole[4]
+    with pytest.raises(IndexError):
+        made[len(whole)]
