@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -83,6 +84,50 @@ def write_score_tables(ws, result) -> None:
             ws.insert_frame(name, result.tables[name], con=con)
 
 
+# The texts every step of a play repeats (its play, file, guid and game ids): read as the play's place among the
+# plays and stored once per play (polars string views over one buffer). Read as text, two million stored steps
+# took about 0.5 KB a step.
+_PLAY_TEXTS = ("play_id", "file_id", "guid", "game_id")
+
+
+def read_stored_steps(ws, columns: Sequence[str], file_ids: Sequence[str]) -> pl.DataFrame:
+    """The stored steps of ``file_ids`` (ordered by file and line), ``columns`` of them, under a bounded DuckDB
+    memory limit where the connection allows one; the texts of `_PLAY_TEXTS` among them are read once per play
+    when every step names a play of its file with the play's guid and game (else as text, row by row)."""
+    ids = list(file_ids)
+    texts = [c for c in columns if c in _PLAY_TEXTS]
+    others = [c for c in columns if c not in _PLAY_TEXTS]
+    where = "file_id IN (SELECT unnest(?::VARCHAR[]))"
+    with duckdb_bounds(ws.con, memory=COMMIT_MEMORY, best_effort=True):
+        if texts:
+            keys = ws.read(f"SELECT DISTINCT file_id, play_id, guid, game_id FROM core_arc3__plays WHERE {where} "
+                           "ORDER BY file_id, play_id, guid, game_id", [ids])
+            if keys.height and not keys.select("file_id", "play_id").is_duplicated().any():
+                rows = ws.read(
+                    f"SELECT k.code AS __play, {', '.join(f's.{c}' for c in others)}, "
+                    "(s.guid IS NOT DISTINCT FROM k.guid AND s.game_id IS NOT DISTINCT FROM k.game_id) AS __same "
+                    f"FROM core_arc3__steps s LEFT JOIN (SELECT *, (row_number() OVER (ORDER BY file_id, play_id, "
+                    f"guid, game_id) - 1)::UINTEGER AS code FROM (SELECT DISTINCT file_id, play_id, guid, game_id "
+                    f"FROM core_arc3__plays WHERE {where})) k ON s.file_id = k.file_id AND s.play_id = k.play_id "
+                    f"WHERE s.{where} ORDER BY s.file_id, s.line_number", [ids, ids])
+                if rows["__play"].null_count() == 0 and bool(rows["__same"].all()):
+                    fresh = pl.DataFrame({c: keys[c].to_list() for c in texts}, schema={c: pl.String for c in texts})
+                    return rows.with_columns([_gathered(fresh[c], rows["__play"]) for c in texts]).select(columns)
+        return ws.read(f"SELECT {', '.join(columns)} FROM core_arc3__steps WHERE {where} "
+                       "ORDER BY file_id, line_number", [ids])
+
+
+def _gathered(values: pl.Series, codes: pl.Series) -> pl.Series:
+    """``values`` at ``codes``, as string views over ``values``' one buffer, in the chunks ``codes`` has: a
+    column chunked unlike the others made polars copy the whole table into one chunk (0.4 GB of two million
+    steps)."""
+    parts, start = [], 0
+    for n in codes.chunk_lengths():
+        parts.append(values.gather(codes.slice(start, n)))
+        start += n
+    return pl.concat(parts, rechunk=False) if parts else values.clear()
+
+
 def read_db_plays(ws, games: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
     """The steps, plays and file names of the plays in the database (only `games` when given), as
     plays.recordings_from_tables takes them."""
@@ -102,14 +147,12 @@ def read_db_plays(ws, games: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, dic
     # Under a bounded DuckDB memory limit: its sort of a million steps otherwise held 0.7 GB of its own. Of a
     # recording's steps, the columns scoring reads (a column costs 8 to 16 bytes a step); of a playback
     # script's, every column (its replay reads them).
-    with duckdb_bounds(ws.con, memory=COMMIT_MEMORY, best_effort=True):
-        steps = ws.read(f"SELECT {', '.join(STEP_COLUMNS)} FROM core_arc3__steps WHERE file_id IN "
-                        "(SELECT unnest(?::VARCHAR[])) ORDER BY file_id, line_number",
-                        [[fid for fid in ids if fid not in scripts]])
-        if scripts:
-            script_steps = ws.read("SELECT * FROM core_arc3__steps WHERE file_id IN (SELECT unnest(?::VARCHAR[])) "
-                                   "ORDER BY file_id, line_number", [sorted(scripts)])
-            steps = pl.concat([steps, script_steps], how="diagonal_relaxed").sort("file_id", "line_number")
+    steps = read_stored_steps(ws, STEP_COLUMNS, [fid for fid in ids if fid not in scripts])
+    if scripts:
+        from schemas import empty_frame
+
+        script_steps = read_stored_steps(ws, empty_frame("core_arc3__steps").columns, sorted(scripts))
+        steps = pl.concat([steps, script_steps], how="diagonal_relaxed").sort("file_id", "line_number")
     # in ingestion order: of two files of one play, the first ingested is the one scored (drop_duplicate_plays)
     names = ws.read("SELECT file_id, file_name FROM raw_ingest__files WHERE file_id IN "
                     "(SELECT unnest(?::VARCHAR[])) ORDER BY ingested_at, file_id", [ids])

@@ -203,3 +203,42 @@ def test_a_playback_scripts_steps_made_column_by_column_are_the_rows_it_had():
         made = script_tables(script, script.file_sha256)["core_arc3__steps"]
         expected = conform("core_arc3__steps", rows)
         assert made.schema == expected.schema and made.to_dicts() == expected.to_dicts(), path.name
+
+
+def _stored_workspace(tmp_path, paths):
+    from pipeline.core.workspace import Workspace
+    from pipeline.ingest import ingest_paths
+
+    ws = Workspace(tmp_path / "w.duckdb")
+    ws.ensure_tables()
+    ingest_paths(ws, paths, run_id="t")
+    return ws
+
+
+def test_stored_steps_read_with_their_play_texts_once_equal_the_steps_read_as_text(tmp_path):
+    """`read_stored_steps` reads a step's play, file, guid and game ids as its play's place (stored once per
+    play): the same values, in the same order, as reading them row by row; and a step whose guid is not its
+    play's is read as text, so nothing is ever taken from the wrong play."""
+    from pipeline.scoring.plays import STEP_COLUMNS
+    from pipeline.scoring.storage import read_stored_steps
+
+    paths = _sample_paths(12)
+    with _stored_workspace(tmp_path, paths) as ws:
+        ids = ws.read("SELECT DISTINCT file_id FROM core_arc3__steps ORDER BY 1")["file_id"].to_list()
+        plain = ws.read(f"SELECT {', '.join(STEP_COLUMNS)} FROM core_arc3__steps ORDER BY file_id, line_number")
+        statements = []
+        real_read = ws.read
+        ws.read = lambda sql, params=None: statements.append(sql) or real_read(sql, params)
+        read = read_stored_steps(ws, STEP_COLUMNS, ids)
+        assert len(statements) == 2 and "__play" in statements[1]  # the plays' place, not the texts, per step
+        ws.read = real_read
+        assert read.columns == list(STEP_COLUMNS) and read.height == plain.height > 100
+        assert read.equals(plain)
+        assert read["file_id"].n_unique() > 5 and read["play_id"].n_unique() > 5
+        # only some files: only their steps
+        assert read_stored_steps(ws, STEP_COLUMNS, ids[:2]).equals(plain.filter(pl.col("file_id").is_in(ids[:2])))
+        # a step whose guid differs from its play's: read row by row, as stored
+        ws.con.execute("UPDATE core_arc3__steps SET guid = 'other' WHERE line_number = 3 AND file_id = ?", [ids[0]])
+        changed = ws.read(f"SELECT {', '.join(STEP_COLUMNS)} FROM core_arc3__steps ORDER BY file_id, line_number")
+        again = read_stored_steps(ws, STEP_COLUMNS, ids)
+        assert again.equals(changed) and "other" in again["guid"].to_list()
