@@ -160,9 +160,10 @@ def replay_chunk(arg: tuple) -> dict[str, Any]:
     """In the sandbox. ``arg``: (token, start, items, final, max_frame_bytes).
 
     ``start`` (first call only): ("script", info, guid) or ("recording", info, only_reset_levels,
-    needs_opening[, all_frames, check_full_reset]: render every step's frames, not only those of steps that
-    recorded some, default true; compare the full_reset field, default unless only_reset_levels); ``items``: the next steps, as (action_id, data, reasoning, line, name) for a script, or
-    (ReplayStep, keep_frames) for a recording; ``final``: no more steps will come.
+    needs_opening[, all_frames, check_full_reset]): ``all_frames`` renders every step's frames, not only those
+    of the steps that recorded some (default true); ``check_full_reset`` compares the full_reset field (default:
+    unless only_reset_levels). ``items``: the next steps, as (action_id, data, reasoning, line, name) for a
+    script, or (ReplayStep, keep_frames) for a recording; ``final``: no more steps will come.
 
     Returns {"status": "load_failed", "reason"} when the game does not load, else the chunk (`_Chunk.packed`:
     one answer per response for scripts and for the opening RESET, the kept frames) with ``first`` (the index of
