@@ -133,6 +133,20 @@ class _Session:
             self.responses = iter_replay_classified(env, self.feed, self.result, needs_opening=needs_opening,
                                                     check_full_reset=check_full_reset, all_frames=all_frames)
 
+    def next_response(self, final: bool) -> tuple[int, Any] | None:
+        """The replay's next (index, response), the step counted as answered; None when every step fed is
+        answered and more may come (not ``final``), or when the replay is over (``ended`` then says so)."""
+        if self.ended or (self.done >= self.fed and not final):
+            return None
+        try:
+            index, response = next(self.responses)
+        except StopIteration:
+            self.ended = True
+            return None
+        if index >= 0:
+            self.done += 1
+        return index, response
+
     def _script(self, env: GameEnv) -> Iterator[tuple[int, Any]]:
         """make() (the opening RESET), then every action, like the playback agent; a game that raises ends
         the replay (`stopped` says where)."""
@@ -201,20 +215,13 @@ def replay_chunk(arg: tuple) -> dict[str, Any]:
     session.fed += len(items)
     chunk = _Chunk()
     first: int | None = None
-    while not session.ended and chunk.frame_bytes < max_frame_bytes:
-        if session.done >= session.fed and not final:  # every step fed is answered: wait for the next ones
-            break
-        try:
-            index, response = next(session.responses)
-        except StopIteration:
-            session.ended = True
-            break
+    while chunk.frame_bytes < max_frame_bytes and (answered := session.next_response(final)) is not None:
+        index, response = answered
         if first is None:
             first = index
         if index < 0:
             chunk.add(response, True, True)
         else:
-            session.done += 1
             keep = True if session.kind == "script" else session.needs.popleft()
             chunk.add(response, keep, session.kind == "script")
     out = chunk.packed()
@@ -255,16 +262,8 @@ def script_lines_chunk(arg: tuple) -> dict[str, Any]:
         session.fed += len(items)
         lines: list[dict[str, Any]] = []
         n_frames = 0
-        while not session.ended and len(lines) < max_lines and n_frames < max_frames:
-            if session.done >= session.fed and not final:
-                break
-            try:
-                index, response = next(session.responses)
-            except StopIteration:
-                session.ended = True
-                break
-            if index >= 0:
-                session.done += 1
+        while len(lines) < max_lines and n_frames < max_frames and (answered := session.next_response(final)):
+            index, response = answered
             n_frames += len(response.frame or ()) if frames else 0
             lines.append({"timestamp": (epoch + timedelta(milliseconds=index + 1)).isoformat(timespec="microseconds"),
                           "data": response_to_record(response, include_frames=frames)})

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -24,7 +23,9 @@ import pipeline.scoring.verify as verify
 from engine.loader import resolve_game
 from pipeline.cli import app
 from pipeline.recordings.playback import iter_replay_lines, read_playback_file, script_guid
-from pipeline.scoring.plays import read_recording_files, recordings_from_tables
+from tests.integration.test_score_replay import load as _load
+from tests.integration.test_score_replay import with_hash_changed as _with_hash_changed
+from tests.integration.test_score_replay import without_line as _without_line
 from tests.unit.test_broken_games_cli import write_game
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -35,27 +36,6 @@ WIN_FRAMES = SAMPLES / "fixtures" / "an53_scripted-win.frames.jsonl"
 LOSE_NOFRAMES = SAMPLES / "fixtures" / "an53_scripted-lose.noframes.jsonl"
 
 runner = CliRunner()
-
-
-def _load(path: Path):
-    steps, plays, files, problems = read_recording_files([path])
-    assert problems == []
-    (rec,) = recordings_from_tables(steps, plays, files)
-    return rec
-
-
-def _without_line(src: Path, line_number: int, tmp_path: Path) -> Path:
-    lines = src.read_text().splitlines(keepends=True)
-    out = tmp_path / src.name
-    out.write_text("".join(lines[:line_number - 1] + lines[line_number:]))
-    return out
-
-
-def _with_hash_changed(rec, index: int):
-    hashes = rec.steps["frame_sha256s"].to_list()
-    hashes[index] = ["0" * 64] + hashes[index][1:]
-    rec.steps = rec.steps.with_columns(pl.Series("frame_sha256s", hashes, dtype=pl.List(pl.String)))
-    return rec
 
 
 def _calls(monkeypatch, where, sent: list | None = None) -> list:
