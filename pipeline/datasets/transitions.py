@@ -1015,6 +1015,9 @@ def _replay_step(ln: Line) -> ReplayStep:
                       n_frames=ln.n_frames, frame_hashes=ln.hashes, pixels=ln.frames)
 
 
+READ_SLICE_STEPS = 5_000  # steps a `_ReplaySteps` makes at a time when it is iterated
+
+
 class _ReplaySteps(Sequence):
     """A long recording's steps made as they are asked for, ``make(start, stop)`` a slice at a time: for the
     sandbox, then each step again from the last few slices while its rows are made. A large file's (its lines
@@ -1058,9 +1061,6 @@ class _ReplaySteps(Sequence):
     def __iter__(self) -> Iterator[ReplayStep]:
         for start in range(0, len(self), READ_SLICE_STEPS):
             yield from self.make(start, min(len(self), start + READ_SLICE_STEPS))
-
-
-READ_SLICE_STEPS = 5_000  # steps made at a time when they are iterated
 
 
 def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holder: list

@@ -501,8 +501,8 @@ def _verify_and_render(source: ViewerSource, games: Iterable[Path | str] | None,
         # the steps scoring replayed (a playback script's and recovered ids included), on a fresh instance
         steps = iter_steps_from_file(rec) if source.kind == "file" else iter_steps_from_table(rec)
         try:  # in the sandbox, as the check was (SandboxFailure: the game's code ended abnormally)
-            rendered = render_game(info, list(itertools.islice(steps, source.n_steps)),  # only the page's steps are made
-                                   only_reset_levels=rec.is_only_reset_levels)
+            shown = list(itertools.islice(steps, source.n_steps))  # only the page's steps are made
+            rendered = render_game(info, shown, only_reset_levels=rec.is_only_reset_levels)
             if on_step is not None:
                 for _ in rendered:
                     on_step()
