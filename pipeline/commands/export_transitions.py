@@ -187,6 +187,7 @@ def export_transitions_command(
         group_jobs,
         note_repeated_plays,
         recovered_pairs,
+        replay_lanes,
         unrepeated_rows,
     )
     from pipeline.scoring.plays import RecordingReadError, load_recovered_actions
@@ -267,9 +268,11 @@ def export_transitions_command(
             with _fewer_collections(), open_executor(run_workers, scheduler, n_items=len(jobs)) as ex:
                 if isinstance(ex, SerialExecutor):  # pieces run in this process: their rows need no compression,
                     # and stream to the writer as they are replayed (several files' first replay calls made in one);
-                    # the next piece is read while this one is written, and the sandbox replays it meanwhile
-                    pieces = group_jobs(jobs)
-                    outcomes = ex.map_ordered(export_files, enumerate(pieces), look_ahead=1, progress=out.track,
+                    # the next pieces are read while this one is written, and the sandbox's children (one per
+                    # lane, the pieces in turn) replay them meanwhile
+                    lanes = replay_lanes()
+                    pieces = group_jobs(jobs, lanes=lanes)
+                    outcomes = ex.map_ordered(export_files, enumerate(pieces), look_ahead=lanes, progress=out.track,
                                               description=f"replaying and exporting ({len(jobs):,} files in "
                                                           f"{len(pieces):,} pieces)")
                 else:  # on workers: several short files a piece (a task's own cost is more than a short file's)

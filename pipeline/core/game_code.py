@@ -23,7 +23,8 @@ Limits (each can be changed in the environment, see `game_limits`):
 
 One child per game from outside (`game_key`), at most `sandbox.MAX_CACHED` kept alive in a process: a game cannot
 change what another game's replay sees (each runs in its own process), and imports are paid once per game;
-arcstudy's own shipped games share one child. A child started before any game ran (`start_game_sandbox_early`, as
+arcstudy's own shipped games share one child (an export may ask for a second child of a game, a key of its own:
+`pipeline.datasets.transitions.replay_lanes`). A child started before any game ran (`start_game_sandbox_early`, as
 the program starts) is taken by the first game that needs one, and by no other.
 """
 

@@ -696,7 +696,8 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 _cache: dict[tuple, Sandbox] = {}  # in order of last use
 _cache_lock = threading.Lock()
-MAX_CACHED = 4  # children kept alive per process; the least recently used one is closed past it
+MAX_CACHED = 8  # children kept alive per process; the least recently used one is closed past it (an export
+# replays on two children per game: four games' worth)
 
 
 def _cached(limits: Limits, preload: str | None, key: str | None, env: tuple = (), writable: tuple = ()

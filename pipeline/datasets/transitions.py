@@ -14,9 +14,11 @@ the child), whose sha256 digests are computed here, once (`_digests`), and becom
 `batch_rows` rows (or BATCH_FRAME_BYTES of frames). Files are exported in groups (`group_jobs`,
 `_group_streams`): a group's files are read first, then the whole replays of its short files go to the sandbox
 in as few calls as their frames allow (`transition_replay.replay_chunks`), and each file's stream goes on from
-its answer. The calls after a file's first, and in this process a group's calls, are made on one background
+its answer. The calls after a file's first, and in this process a group's calls, are made on a background
 thread (`_AHEAD`), each as soon as its arguments are known: the sandbox child replays the next chunk or group
-while this process turns the one before into rows, so on two cores both work at once.
+while this process turns the one before into rows. In this process the groups go in turn to two children of
+the game (`replay_lanes`, a thread each): one child replaying while this process only reads, hashes and writes
+was the bottleneck on two cores.
 In this process (serial runs) the blocks are an iterator the single writer (`shards.ShardWriter`) consumes as
 the replay goes, gathering several files' blocks into one record batch (`build_batch`, columns built from
 buffers): a file's frames are never held whole, whatever its length, and a short file does not pay for a batch
@@ -120,6 +122,7 @@ BATCH_ROWS = 1024  # rows per Arrow batch sent back (and per Parquet row group)
 BATCH_FRAME_BYTES = 16 << 20  # ... or fewer, once their frames hold this many bytes
 GROUP_FILES = 64  # files per piece of work on a worker (`export_group`) ...
 GROUP_BYTES = 16 << 20  # ... or fewer, once their input holds this many bytes
+MAX_LANES = 2  # sandbox children replaying at once per game in this process (`replay_lanes`)
 EMPTY_FRAMES = np.zeros((0, 64, 64), dtype=np.uint8)
 DB_STEP_COLUMNS = (*STEP_COLUMNS, "frames_file")  # what the export reads of stored steps
 
@@ -168,6 +171,7 @@ class ExportJob:
     game_version: str | None = None  # playback scripts: the version to replay on
     batch_rows: int = BATCH_ROWS
     compress: bool = True  # zstd IPC streams (they travel from a worker); False: the batches as they are (serial)
+    lane: int = 0  # which of a game's sandbox children replays it (`group_jobs`' ``lanes``)
 
     @property
     def label(self) -> str:
@@ -584,7 +588,7 @@ def _group_streams(jobs: Sequence[ExportJob], ahead: bool = False
         started.append((result, _resumed(first, stream, token)))
     if ahead and calls:
         answers: dict[str, dict] = {}
-        pending = _Pending(_AHEAD.submit(_prefetch, calls, answers), answers)
+        pending = _Pending(_AHEAD[calls[0].lane].submit(_prefetch, calls, answers), answers)
         for call in calls:
             _PREFETCHED[call.arg[0]] = pending
     else:
@@ -649,10 +653,23 @@ def export_group(jobs: Sequence[ExportJob]) -> list[FileExport]:
     return out
 
 
-def group_jobs(jobs: Sequence[ExportJob], max_bytes: int = GROUP_BYTES, max_files: int = GROUP_FILES
-               ) -> list[tuple[ExportJob, ...]]:
+def replay_lanes() -> int:
+    """How many sandbox children replay pieces at once in this process (a piece per child, in turn): one per
+    core this process may use, at most MAX_LANES. One child is the whole export's bottleneck on two cores (it
+    replays while this process only reads, hashes and writes), so a second keeps both cores busy."""
+    from pipeline.core.executor import default_workers
+
+    return max(1, min(MAX_LANES, default_workers()))
+
+
+def group_jobs(jobs: Sequence[ExportJob], max_bytes: int | None = None, max_files: int | None = None,
+               lanes: int = 1) -> list[tuple[ExportJob, ...]]:
     """Consecutive jobs in pieces of at most ``max_files`` files and about ``max_bytes`` of input (a larger file is
-    a piece of its own; a file whose size cannot be read counts as ``max_bytes``), in order."""
+    a piece of its own; a file whose size cannot be read counts as ``max_bytes``), in order. With ``lanes`` N, the
+    pieces' jobs go to the sandbox lanes 0, 1, ..., N-1 in turn (a piece's files all to one). The bounds default
+    to GROUP_BYTES and GROUP_FILES."""
+    max_bytes = GROUP_BYTES if max_bytes is None else max_bytes
+    max_files = GROUP_FILES if max_files is None else max_files
     groups: list[tuple[ExportJob, ...]] = []
     current: list[ExportJob] = []
     size = 0
@@ -668,6 +685,8 @@ def group_jobs(jobs: Sequence[ExportJob], max_bytes: int = GROUP_BYTES, max_file
         size += n
     if current:
         groups.append(tuple(current))
+    if lanes > 1:
+        groups = [tuple(dataclasses.replace(job, lane=i % lanes) for job in group) for i, group in enumerate(groups)]
     return groups
 
 
@@ -727,17 +746,19 @@ def _key_of(game_id: str, directory: str) -> str:
     return game_key(SimpleNamespace(game_id=game_id, directory=directory))
 
 
-def _sandbox_key(info: Any) -> str:
+def _sandbox_key(info: Any, lane: int = 0) -> str:
     """`game_key(info)` (one child for the shipped games, one per game from outside), once per game: it resolves
-    paths on the disk."""
-    return _key_of(info.game_id, str(info.directory))
+    paths on the disk. Lane N > 0: another child of the same game (`replay_lanes`); a file's replay stays in
+    the child of its job's lane (the child keeps it between calls)."""
+    key = _key_of(info.game_id, str(info.directory))
+    return key if lane == 0 else f"{key}#lane{lane}"
 
 
-def _in_sandbox(info: Any, fn: Any, arg: Any) -> Any:
+def _in_sandbox(info: Any, fn: Any, arg: Any, lane: int = 0) -> Any:
     """`fn(arg)` (`replay_chunk`) in the game's sandbox: its chunk, checked for shape before any field is read;
     the game's code ending abnormally, or an answer of another shape, raises GameStopped (that file's failure)."""
     try:
-        return expect(run_game_code(fn, arg, key=_sandbox_key(info), source=info.source),
+        return expect(run_game_code(fn, arg, key=_sandbox_key(info, lane), source=info.source),
                       lambda out: is_chunk(out, FRAME_BYTES), CHUNK_SHAPE)
     except SandboxFailure as err:
         raise GameStopped(f"game {info.game_id} ({info.source}): its code was stopped in the sandbox "
@@ -751,13 +772,15 @@ class _Call:
     made: a group of files (`_group_streams`) sends many files' first calls in one (`replay_chunks`) and leaves
     the answers in `_PREFETCHED`; a stream read on its own skips it, and the call is made as it comes."""
 
-    __slots__ = ("arg", "info")
+    __slots__ = ("arg", "info", "lane")
 
-    def __init__(self, info: Any, arg: tuple) -> None:
-        self.info, self.arg = info, arg
+    def __init__(self, info: Any, arg: tuple, lane: int = 0) -> None:
+        self.info, self.arg, self.lane = info, arg, lane
 
 
-_AHEAD = CallsAhead("export-ahead")  # the sandbox calls made ahead (see the module docstring)
+# the sandbox calls made ahead (see the module docstring), one thread per lane: a lane's calls wait only for
+# its own child
+_AHEAD = [CallsAhead(f"export-ahead-{lane}") for lane in range(MAX_LANES)]
 
 
 class _Pending:
@@ -801,15 +824,15 @@ def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: Ex
             sent += len(take)
         return (token, start if first_call else None, take, sent >= len(items), BATCH_FRAME_BYTES)
 
-    arg = arg_of(True)
-    yield _Call(info, arg)
+    arg, lane = arg_of(True), job.lane
+    yield _Call(info, arg, lane)
     prefetched = _PREFETCHED.pop(token, None)
     out = prefetched.take(token) if isinstance(prefetched, _Pending) else prefetched
     if out is None:
-        out = _in_sandbox(info, replay_chunk, arg)
+        out = _in_sandbox(info, replay_chunk, arg, lane)
     while out["status"] == "ok" and not out["ended"]:
         answered += out["n"] - (1 if out["first"] == -1 else 0)
-        following = _AHEAD.submit(_in_sandbox, info, replay_chunk, arg_of(False))
+        following = _AHEAD[lane].submit(_in_sandbox, info, replay_chunk, arg_of(False), lane)
         yield _with_digests(out)
         out = following.result()
     yield _with_digests(out)
@@ -838,7 +861,7 @@ def _prefetch(calls: Sequence[_Call], into: dict) -> None:
     by_key: dict[str, list[_Call]] = {}
     for call in calls:
         if call.arg[3]:  # every step of the file in this call (a longer file goes on its own)
-            by_key.setdefault(_sandbox_key(call.info), []).append(call)
+            by_key.setdefault(_sandbox_key(call.info, call.lane), []).append(call)
     for key, group in by_key.items():
         info = group[0].info
         total = 0

@@ -437,8 +437,8 @@ def test_a_file_is_exported_in_bounded_batches(tmp_path, monkeypatch, kind):
     calls: list[int] = []  # responses per sandbox call
     run = transitions._in_sandbox
 
-    def counted(info, fn, arg):
-        out = run(info, fn, arg)
+    def counted(info, fn, arg, lane=0):
+        out = run(info, fn, arg, lane)
         calls.append(out.get("n", 0))
         return out
 
@@ -631,7 +631,7 @@ def test_a_groups_replay_runs_in_the_background_while_the_next_files_are_read(tm
     assert not release.is_set() and [e.label for e in exports] == [j.label for j in jobs]
     release.set()
     ahead = pa_table([block for e in exports for block in e.batches])
-    assert threads == ["export-ahead"]  # one call for the whole group, made on the background thread
+    assert threads == ["export-ahead-0"]  # one call for the whole group, made on the background thread
     monkeypatch.setattr(transitions, "run_game_code", run)
     synchronous = pa_table([item for e in transitions.export_group(jobs) for item in e.batches])
     assert ahead.num_rows == sum(len(s.read_text().splitlines()) + 1 for s in scripts)
@@ -649,11 +649,11 @@ def test_a_long_files_next_chunk_is_replayed_while_this_one_is_turned_into_rows(
     second = threading.Event()
     run = transitions._in_sandbox
 
-    def counted(info, fn, arg):
+    def counted(info, fn, arg, lane=0):
         calls.append(threading.current_thread().name)
         if len(calls) == 2:
             second.set()
-        return run(info, fn, arg)
+        return run(info, fn, arg, lane)
 
     monkeypatch.setattr(transitions, "_in_sandbox", counted)
     export_ = transitions.export_transitions(transitions.ExportJob(path=str(AN53), game_dirs=(str(ENVS),),
@@ -662,11 +662,50 @@ def test_a_long_files_next_chunk_is_replayed_while_this_one_is_turned_into_rows(
     first = next(stream)
     assert second.wait(30)  # made without asking for the next batch
     batches = [first, *stream]
-    assert calls[0] == "MainThread" and set(calls[1:]) == {"export-ahead"} and len(calls) >= 5
+    assert calls[0] == "MainThread" and set(calls[1:]) == {"export-ahead-0"} and len(calls) >= 5
     whole = transitions.export_transitions(transitions.ExportJob(path=str(AN53), game_dirs=(str(ENVS),),
                                                                  batch_rows=1024, compress=False))
     assert pa_table(batches).equals(pa_table(list(whole.batches)))
 
+
+
+def test_pieces_are_replayed_by_two_sandbox_children_in_turn_with_the_same_rows(tmp_path, monkeypatch):
+    """In this process the pieces go to the game's sandbox lanes in turn (`replay_lanes`: a child per lane, each
+    with its own background thread), so that two children replay while this one writes; a long file's later
+    chunks stay in its lane's child, which holds its replay. The dataset is that of one lane."""
+    import threading
+
+    from pipeline.core import sandbox
+    from pipeline.datasets import transitions
+
+    scripts = _shipped_scripts(tmp_path)
+    long_script = tmp_path / "long.playback.jsonl"  # a file of two chunks (BATCH_ROWS steps a call), 2nd piece
+    long_script.write_text(scripts[0].read_text() * (transitions.BATCH_ROWS // 6 + 1))
+    inputs = [*map(str, scripts[:2]), str(long_script), *map(str, scripts[2:])]
+    monkeypatch.setattr(transitions, "GROUP_FILES", 2)
+    monkeypatch.setattr(transitions, "replay_lanes", lambda: 1)
+    code, output = export(*inputs, "--out", str(tmp_path / "one"))
+    assert code == 0, output
+    monkeypatch.setattr(transitions, "replay_lanes", lambda: 2)
+    seen: list[tuple[str, str, int | None]] = []
+    run = transitions.run_game_code
+
+    def watched(fn, arg, **kwargs):
+        out = run(fn, arg, **kwargs)
+        box = next(b for ident, b in sandbox._cache.items() if ident[3] == kwargs["key"])
+        seen.append((threading.current_thread().name, kwargs["key"], box.pid))
+        return out
+
+    monkeypatch.setattr(transitions, "run_game_code", watched)
+    code, output = export(*inputs, "--out", str(tmp_path / "two"))
+    assert code == 0, output
+    keys = {key for _, key, _ in seen}
+    assert len(keys) == 2 and len({pid for _, _, pid in seen}) == 2  # two children of the shipped games
+    assert {(thread[-1], key.endswith("#lane1")) for thread, key, _ in seen if thread != "MainThread"} == {
+        ("0", False), ("1", True)}  # each lane's calls on its own thread, to its own child
+    one, two = rows_of(tmp_path / "one"), rows_of(tmp_path / "two")
+    assert two.height == one.height == sum(len(Path(p).read_text().splitlines()) + 1 for p in inputs)
+    assert two.equals(one)
 
 
 def test_a_game_stopped_in_a_later_chunk_cuts_the_play_after_the_rows_already_streamed(tmp_path):
