@@ -14,10 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import duckdb
-import polars as pl
 import typer
 from typer.core import TyperCommand, TyperGroup
 
@@ -25,13 +23,13 @@ from pipeline.commands.early import interruption
 from pipeline.core.console import StdoutFailed, out
 from pipeline.core.outputs import OUTPUT_ERRNOS, OutputError, as_output_error, is_output_oserror
 from pipeline.core.special_files import not_regular_file
-from pipeline.core.workspace import (
-    DUCKDB_MAGIC,
-    Workspace,
-    WorkspaceError,
-    default_db_path,
-    default_db_to_read,
-)
+
+if TYPE_CHECKING:
+    from pipeline.core.workspace import Workspace
+
+# DuckDB and polars (and the workspace, which needs both) are imported where they are used, not here: every
+# command imports this module, and a command that never opens a database (export-transitions of files, replay,
+# view) would pay ~0.3 s of start-up for them.
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
@@ -141,24 +139,18 @@ class Command(_FlagsWithoutType, TyperCommand):
                     if kind is not None:
                         raise fail(f"{param.opts[-1]} {path}: {kind}, not a regular file or folder", EXIT_USAGE)
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except Exception as err:
+                failure = _database_failure(err)
+                if failure is None:
+                    raise
+                raise failure from err
         except OutputError as err:  # an output (or scratch space) that cannot be written: not the input's fault
             raise output_failed(err) from err
         except RecursionError as err:  # the readers of input files say which; this is for any other reading
             raise fail("an input given to the command is nested too deeply to read (thousands of brackets or tables "
                        "inside one another); the command stopped before finishing") from err
-        except duckdb.OutOfMemoryException as err:
-            raise fail(f"DuckDB ran out of memory ({_first_line(err)}); the command stopped before finishing and "
-                       "what it was writing was rolled back") from err
-        except (duckdb.InterruptException, RuntimeError) as err:  # DuckDB stopped by Ctrl-C (or SIGTERM) mid-query
-            if not isinstance(err, duckdb.InterruptException) and str(err) != "Query interrupted":
-                raise
-            raise _interrupted() from err
-        except duckdb.Error as err:  # the database's own file: a full disk, a name too long, ...
-            if not _is_database_write_error(err):
-                raise
-            raise fail(f"cannot write the database: {_first_line(err).removeprefix('TransactionContext Error: ')}; "
-                       "what was being written was rolled back (free some space, or choose another --db)") from err
         except SystemExit as err:
             from engine.loader import describe_game_error
 
@@ -184,6 +176,25 @@ class Command(_FlagsWithoutType, TyperCommand):
                 raise typer.Exit(EXIT_OK) from err
             why = err.strerror if isinstance(err, OSError) and err.strerror else "there is no stdout"
             raise fail(f"cannot write the result to stdout ({why}): it was cut short") from err
+
+
+def _database_failure(err: Exception) -> typer.Exit | None:
+    """The exit for a DuckDB failure that is not a bug (out of memory, stopped by Ctrl-C or SIGTERM mid-query, the
+    database's own file cannot be written: a full disk, a name too long), said; None for any other error. DuckDB
+    raises nothing before it is imported, so it is looked at only once some module has."""
+    duckdb = sys.modules.get("duckdb")
+    if duckdb is None:
+        return None
+    if isinstance(err, duckdb.OutOfMemoryException):
+        return fail(f"DuckDB ran out of memory ({_first_line(err)}); the command stopped before finishing and "
+                    "what it was writing was rolled back")
+    if isinstance(err, duckdb.InterruptException) or (isinstance(err, RuntimeError)
+                                                       and str(err) == "Query interrupted"):
+        return _interrupted()
+    if isinstance(err, duckdb.Error) and _is_database_write_error(err):
+        return fail(f"cannot write the database: {_first_line(err).removeprefix('TransactionContext Error: ')}; "
+                    "what was being written was rolled back (free some space, or choose another --db)")
+    return None
 
 
 def _stdout_to_devnull() -> None:
@@ -222,6 +233,8 @@ _FULL = OUTPUT_ERRNOS - {errno.EROFS}
 def _is_database_write_error(err: BaseException) -> bool:
     """DuckDB's I/O failures (a full disk, a file it cannot create), which it raises as IOException or, at a
     commit, as a TransactionException."""
+    import duckdb
+
     return isinstance(err, duckdb.IOException) or (isinstance(err, duckdb.TransactionException)
                                                   and "Failed to commit" in str(err))
 
@@ -245,6 +258,8 @@ def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
 
 
 def open_workspace(db: Path | None, *, read_only: bool = False, lock_timeout_s: float = 30.0) -> Workspace:
+    from pipeline.core.workspace import Workspace, WorkspaceError, default_db_path
+
     path = db or default_db_path()
     if not read_only:
         refuse_too_long_database_name(path)
@@ -324,6 +339,9 @@ def out_write_errors_said(folder: Path | None, option: str = "--out") -> Iterato
 def foreign_tables_said(db_path: Path) -> Iterator[None]:
     """A database whose tables lack the columns arcstudy reads (another program's, or another table under an
     arcstudy name) stops the command with exit 1 saying so, instead of a traceback from deep inside."""
+    import duckdb
+    import polars as pl
+
     try:
         yield
     except (duckdb.BinderException, duckdb.CatalogException, pl.exceptions.ColumnNotFoundError,
@@ -338,6 +356,8 @@ def refuse_overwriting_any_database(out_file: Path | None) -> None:
     with (`schema --out`, `baselines --from-counts --out`): a text file written there destroys a study."""
     if out_file is None:
         return
+    from pipeline.core.workspace import DUCKDB_MAGIC
+
     offset, magic = DUCKDB_MAGIC
     try:
         with open(out_file, "rb") as fh:
@@ -353,6 +373,8 @@ def db_to_read(db: Path | None) -> Path:
     demo database (on stderr: stdout may be a query's CSV)."""
     if db is not None:
         return db
+    from pipeline.core.workspace import default_db_to_read
+
     path, is_demo = default_db_to_read()
     if is_demo:
         out.info(f"using the demo database {path} (no ./arcstudy.duckdb; --db or $ARCSTUDY_DB choose another)")

@@ -178,7 +178,6 @@ def export_transitions_command(
     from pipeline.core.executor import SerialExecutor, open_executor
     from pipeline.core.manifest import RunManifest
     from pipeline.core.special_files import not_regular_file
-    from pipeline.core.workspace import default_db_path
     from pipeline.datasets.shards import DatasetSummary, ShardWriter, dataset_card
     from pipeline.datasets.transitions import (
         ExportJob,
@@ -204,7 +203,11 @@ def export_transitions_command(
     from_files = bool(recordings)
     if from_files and game:
         raise fail("--game selects database plays; give the recordings to export instead", EXIT_USAGE)
-    db_path = db or default_db_path()
+    db_path = db
+    if not from_files:  # (the workspace imports DuckDB: only an export from the database needs it)
+        from pipeline.core.workspace import default_db_path
+
+        db_path = db or default_db_path()
     if not from_files and not db_path.exists():
         raise fail(f"database {db_path} does not exist: give recordings to export, or pass --db")
     game_dirs = tuple(str(d) for d in [*(games or []), default_environments_dir()])

@@ -517,6 +517,22 @@ def test_without_workers_small_input_is_exported_in_this_process(tmp_path):
     assert manifest["config"]["workers"] is None and manifest["notes"]["transitions"]["rows"] == 42 + 20
 
 
+def test_an_export_of_files_starts_without_duckdb(tmp_path):
+    """An export of files opens no database, so the command never imports DuckDB (~0.15 s of every run's
+    start-up, before the sandbox can replay anything): the modules every command imports load it only where a
+    database is opened."""
+    import subprocess
+    import sys
+
+    script = str(PLAYBACK / "ck17_scripted-win.playback.jsonl")
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "pipeline.cli", "--plain", "export-transitions",
+                          script, "--games", str(ENVS), "--out", str(tmp_path / "ds")], capture_output=True,
+                         text=True, cwd=Path(__file__).resolve().parents[2], timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time")}
+    assert "pipeline.datasets.transitions" in imported and "duckdb" not in imported
+
+
 def test_files_are_grouped_into_pieces_of_bounded_size_in_order(tmp_path):
     from pipeline.datasets.transitions import ExportJob, export_group, group_jobs
 
