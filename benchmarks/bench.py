@@ -31,8 +31,8 @@ BENCHMARKS = (
      "score --workers 2 >= 1.6x --workers 1 on four studies (one study here: the cluster's start weighs more, so "
      "expect less), identical scorecards"),
     ("transitions_speed", ["transitions_speed.py", "--copies", "10", "--repeat", "1"],
-     "export-transitions >= 0.5x the engine's raw replay rate (CPU, start-up included; 160 files here: the "
-     "start-up weighs more, so expect less), peak RSS < 1 GB"),
+     "export-transitions >= 0.5x the engine's raw replay rate (wall clock, start-up included; 160 files here: "
+     "the start-up weighs more, so expect less), peak RSS < 1 GB"),
 )
 
 
