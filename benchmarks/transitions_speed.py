@@ -2,11 +2,15 @@
 
     python benchmarks/transitions_speed.py [--copies N] [--workers W] [--repeat R] [--large-steps S]
 
-Inputs, made in a temporary folder from the shipped games' engine-made recordings
-(`games/<id>/<version>/solutions/{win,lose}.jsonl`, toolkit recordings without frames): `--copies` copies of
-each recording (each under its own guid, so every copy is its own session), and as many playback scripts
-(action-only files, spec/formats.md §A.7) made from the same actions. Every export row needs the engine's
-frames for it, so both kinds are replayed with frames.
+Inputs, made in a temporary folder by playing the shipped games on the engine: per game, `--copies` times two
+plays, each the game's winning actions (`games/<id>/<version>/solutions/win.jsonl`) up to a random point, so
+that plays reach every level, then as many actions again chosen at random among those the game offers (`_walk`,
+seeded: the same corpus in every run). Each play is written as a toolkit recording without frames (its own
+guid, so every play is its own session) and as a playback script (action-only, spec/formats.md §A.7). Every
+export row needs the engine's frames for it, so both kinds are replayed with frames. The frames are as varied as
+the plays: the run prints the share of distinct frames and rows (each play is written twice, so at most about
+half the rows are distinct). Until the seventeenth sitting the corpus was 50 copies of each game's recorded win
+and loss: 1% of its frames were distinct, which let every cache absorb the work.
 
 Measured in the same run, interleaved `--repeat` times (replay, export, replay, export, ...; best of each):
 
@@ -47,6 +51,7 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -58,7 +63,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.base_game import FRAMES_ALL  # noqa: E402
+from engine.base_game import FRAMES_ALL, FRAMES_NONE  # noqa: E402
 from engine.enums import ActionInput, GameAction  # noqa: E402
 from engine.env import GameEnv  # noqa: E402
 from engine.loader import find_games  # noqa: E402
@@ -74,33 +79,80 @@ def _actions(lines: list[dict]) -> list[tuple[int, dict]]:
     return out
 
 
+def _walk(info, win: list[tuple[int, dict]], rng: random.Random) -> list[tuple[dict, tuple[int, dict]]]:
+    """One play as a person might make it: the winning actions up to a random point (so plays reach every level),
+    then as many actions again chosen at random among those the game offers (a click at a random cell; a RESET
+    after a GAME_OVER), until a WIN. Returns (the response's recorded fields, the action) per step, the
+    opening RESET first."""
+    env = GameEnv(info)
+
+    def fields(response) -> dict:
+        return {"state": response.state.name, "levels_completed": response.levels_completed,
+                "win_levels": response.win_levels, "full_reset": bool(response.full_reset),
+                "available_actions": [int(a) for a in response.available_actions]}
+
+    response = env.reset(frames=FRAMES_NONE)
+    steps = [(fields(response), (0, {}))]
+    tail = [None] * len(win)
+    for planned in [*win[:rng.randrange(len(win) + 1)], *tail]:
+        if response.state.name == "WIN":
+            break
+        if planned is not None:
+            action = planned
+        elif response.state.name == "GAME_OVER":
+            action = (0, {})
+        else:
+            aid = rng.choice([int(a) for a in response.available_actions] or [0])
+            action = (aid, {"x": rng.randrange(64), "y": rng.randrange(64)} if aid == 6 else {})
+        response = env.step(ActionInput(id=GameAction.from_id(action[0]), data=dict(action[1])),
+                            frames=FRAMES_NONE)
+        steps.append((fields(response), action))
+    return steps
+
+
 def make_inputs(folder: Path, copies: int) -> tuple[list[tuple[object, list[tuple[int, dict]]]], int]:
-    """Write the inputs; return (game info, actions after the opening RESET) per file, and the rows expected."""
+    """Write the inputs; return (game info, actions after the opening RESET) per file, and the rows expected.
+    Per shipped game and copy, two plays (`_walk`, seeded by the game, the copy and the play: the same corpus in
+    every run), each written twice: as a toolkit recording without frames and as a playback script."""
     plays = []
     rows = 0
     for info in find_games([ROOT / "games"]):
-        for name in ("win", "lose"):
-            src = info.directory / "solutions" / f"{name}.jsonl"
-            if not src.is_file():
-                continue
-            lines = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
-            actions = _actions(lines)[1:]  # the opening RESET is make()'s
-            for copy in range(copies):
-                seed = hashlib.sha256(f"{info.game_id}/{name}/{copy}".encode()).digest()[:16]
-                guid = str(uuid.UUID(bytes=seed, version=4))  # the same corpus in every run
-                rec = folder / f"{info.game_id}-{guid}.jsonl"
-                with open(rec, "w") as fh:
-                    for line in lines:
-                        line["data"]["guid"] = guid
-                        fh.write(json.dumps(line) + "\n")
-                script = folder / f"{info.short_id}_{name}_{copy}.playback.jsonl"
-                with open(script, "w") as fh:
+        src = info.directory / "solutions" / "win.jsonl"
+        if not src.is_file():
+            continue
+        win = _actions([json.loads(x) for x in src.read_text().splitlines() if x.strip()])[1:]
+        for copy in range(copies):
+            for name in ("a", "b"):
+                key = f"{info.game_id}/{name}/{copy}"
+                steps = _walk(info, win, random.Random(key))
+                actions = [action for _, action in steps[1:]]  # the opening RESET is make()'s
+                guid = str(uuid.UUID(bytes=hashlib.sha256(key.encode()).digest()[:16], version=4))
+                with open(folder / f"{info.game_id}-{guid}.jsonl", "w") as fh:
+                    for i, (recorded, (aid, data)) in enumerate(steps):
+                        fh.write(json.dumps({"timestamp": f"2026-01-01T00:00:{i // 1000:02d}.{i % 1000:03d}000+00:00",
+                                             "data": {"game_id": info.game_id, **recorded, "action_input": {
+                                                 "id": GameAction.from_id(aid).name, "data": data, "reasoning": None},
+                                                 "guid": guid}}) + "\n")
+                with open(folder / f"{info.short_id}_{name}_{copy}.playback.jsonl", "w") as fh:
                     for aid, data in actions:
                         fh.write(json.dumps({"data": {"action_input": {"id": aid, "data": {
                             "game_id": info.game_id, **data}}}}) + "\n")
                 plays += [(info, actions), (info, actions)]
                 rows += 2 * (len(actions) + 1)
     return plays, rows
+
+
+def distinct_shares(data: Path) -> tuple[float, float, int]:
+    """(distinct frames / frames, distinct rows / rows, frames) of an export's shards: a row is its game, action
+    and frames' hashes (the step's transition as a world model sees it)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(data, columns=["game_id", "action_id", "x", "y", "frame_sha256s"])
+    hashes = pc.list_flatten(table.column("frame_sha256s"))
+    rows = {(g, a, x, y, tuple(h)) for g, a, x, y, h in zip(*(table.column(c).to_pylist() for c in table.column_names),
+                                                                strict=True)}
+    return len(pc.unique(hashes)) / max(1, len(hashes)), len(rows) / max(1, table.num_rows), len(hashes)
 
 
 def raw_replay(plays, repeat: int) -> tuple[int, float, float]:
@@ -213,6 +265,9 @@ def main() -> None:
         print(f"export ({args.workers} worker(s), the command end to end, start-up included): {rows:,} rows in "
               f"{wall:.2f} s wall = {rate:,.0f} rows/s; {cpu:.2f} s CPU = {cpu_rate:,.0f} rows/s; "
               f"{notes['shards']} shard(s), {size / 1e6:.1f} MB; peak RSS {rss:.0f} MB ({load()})")
+        frames_share, rows_share, n_frames = distinct_shares(Path(tmp) / f"out-{len(exports) - 1}" / "data")
+        print(f"corpus: {frames_share:.0%} of its {n_frames:,} frames distinct, {rows_share:.0%} of its rows "
+              "(game, action, frames) distinct")
         print(f"marginal (beyond the start-up): {marginal:,.0f} rows per CPU second = {marginal / raw_cpu_rate:.2f}x "
               "the raw replay rate")
         if args.large_steps > 0:
