@@ -41,13 +41,14 @@ from pipeline.core.sandbox import (
     SandboxFailure,
     confined,
     describe_layers,
+    hold,
     limits_from_env,
     start_spare,
 )
 from pipeline.core.textfiles import visible
 
 __all__ = ["GameCodeError", "SandboxFailure", "announce", "describe_failure", "game_key", "game_limits",
-           "layers_text", "portable_info", "record_stopped", "run_game_code", "stopped_in_run"]
+           "hold_game_child", "layers_text", "portable_info", "record_stopped", "run_game_code", "stopped_in_run"]
 
 GRACE_MAX_S = 10.0
 DEFAULT_WALL_S = 3600.0
@@ -168,6 +169,12 @@ def _game_call(key: str | None, writable: Iterable[Path | str] = (), limits: Lim
     of the configuration `run_game_code` asks for)."""
     return confined(_call_game, limits or game_limits(), preload=PRELOAD, key=key, env=game_child_env(),
                     writable=writable)
+
+
+def hold_game_child(key: str | None) -> Callable[[], None]:
+    """Keep the child `run_game_code` runs `key`'s code in alive until the returned function is called (see
+    `sandbox.hold`): code that keeps a game's state there between calls holds it meanwhile."""
+    return hold(_game_call(key))
 
 
 SHIPPED_GAMES_KEY = "arcstudy-games"  # `game_key` of every shipped game: one child for arcstudy's own code

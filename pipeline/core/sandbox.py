@@ -61,7 +61,7 @@ from pipeline.core.sandbox_child import (
 )
 from pipeline.core.special_files import remove_tree
 
-__all__ = ["KINDS", "Limits", "Sandbox", "SandboxFailure", "confined", "describe_layers", "limits_from_env"]
+__all__ = ["KINDS", "Limits", "Sandbox", "SandboxFailure", "confined", "describe_layers", "hold", "limits_from_env"]
 
 KINDS = ("timeout", "cpu", "memory", "crashed", "exited", "output_too_large", "refused", "error", "wrong_shape")
 _SCRATCH_PREFIX = "arcstudy-sandbox-"
@@ -698,6 +698,7 @@ _cache: dict[tuple, Sandbox] = {}  # in order of last use
 _cache_lock = threading.Lock()
 MAX_CACHED = 8  # children kept alive per process; the least recently used one is closed past it (an export
 # replays on two children per game: four games' worth)
+_holds: dict[tuple, int] = {}  # cached children that must not be closed to make room (`hold`), and how often
 
 
 def _cached(limits: Limits, preload: str | None, key: str | None, env: tuple = (), writable: tuple = ()
@@ -711,10 +712,42 @@ def _cached(limits: Limits, preload: str | None, key: str | None, env: tuple = (
                 Sandbox(limits, preload=preload, env=dict(env), writable=writable)
         _cache[ident] = box
         while len(_cache) > MAX_CACHED:
-            evicted.append(_cache.pop(next(iter(_cache))))
-    for old in evicted:
-        old.close()
+            # the least recently used child that is neither held nor answering a call (on another thread):
+            # closing it would end the state it keeps for its caller, or kill the call under way
+            old = next((i for i, b in _cache.items() if i != ident and not _holds.get(i) and not b._lock.locked()),
+                       None)
+            if old is None:  # every other child is in use: more stay alive for now
+                break
+            evicted.append(_cache.pop(old))
+    for old_box in evicted:
+        old_box.close()
     return box
+
+
+def hold(call: Callable[[Any], Any]) -> Callable[[], None]:
+    """Keep the cached child `call` (made by `confined`) runs in from being closed to make room for others, until
+    the returned function is called (once; later calls do nothing): for code that keeps state in the child
+    between calls (an export's replay, fed a chunk a call), which another key's call would otherwise end."""
+    if not isinstance(call, _Confined):
+        raise TypeError("hold takes a callable made by confined()")
+    ident = (os.getpid(), call.limits, call.preload, call.key, call.env, call.writable)
+    with _cache_lock:
+        _holds[ident] = _holds.get(ident, 0) + 1
+    released = False
+
+    def release() -> None:
+        nonlocal released
+        with _cache_lock:
+            if released:
+                return
+            released = True
+            left = _holds.get(ident, 1) - 1
+            if left > 0:
+                _holds[ident] = left
+            else:
+                _holds.pop(ident, None)
+
+    return release
 
 
 _spares: dict[tuple, Sandbox] = {}  # children started before any call asked for them (`start_spare`), by configuration

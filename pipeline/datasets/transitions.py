@@ -64,7 +64,14 @@ import polars as pl
 import pyarrow as pa
 
 from engine.loader import GameNotFoundError, resolve_game
-from pipeline.core.game_code import GameCodeError, SandboxFailure, game_key, portable_info, run_game_code
+from pipeline.core.game_code import (
+    GameCodeError,
+    SandboxFailure,
+    game_key,
+    hold_game_child,
+    portable_info,
+    run_game_code,
+)
 from pipeline.core.outputs import OutputError
 from pipeline.core.prefetch import CallsAhead
 from pipeline.core.result_shape import expect
@@ -800,6 +807,8 @@ class _Pending:
 
 _PREFETCHED: dict[str, dict | _Pending] = {}  # token -> the answer to a file's first call, made in a group's one
 # call (or the group's calls under way on the background thread)
+_PREFETCH_HOLDS: dict[str, Callable[[], None]] = {}  # token -> the hold on the child of a file whose replay a
+# group's call began and did not end (its frames filled the answer): released when the file's stream ends
 GROUP_CALL_FRAME_BYTES = 16 << 20  # frames answered by one call of a group's files (the rest: the next call) ...
 GROUP_PREFETCH_BYTES = 64 << 20  # ... and by all of a group's calls (the rest: each file's own, as it comes)
 
@@ -825,17 +834,28 @@ def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: Ex
         return (token, start if first_call else None, take, sent >= len(items), BATCH_FRAME_BYTES)
 
     arg, lane = arg_of(True), job.lane
-    yield _Call(info, arg, lane)
-    prefetched = _PREFETCHED.pop(token, None)
-    out = prefetched.take(token) if isinstance(prefetched, _Pending) else prefetched
-    if out is None:
-        out = _in_sandbox(info, replay_chunk, arg, lane)
-    while out["status"] == "ok" and not out["ended"]:
-        answered += out["n"] - (1 if out["first"] == -1 else 0)
-        following = _AHEAD[lane].submit(_in_sandbox, info, replay_chunk, arg_of(False), lane)
+    key = _sandbox_key(info, lane)
+    # A replay of more than one call lives in its child between them: the child is held (`hold_game_child`), so
+    # that other games' children, started meanwhile, never close it to make room (that ended the replay)
+    release = None if arg[3] else hold_game_child(key)
+    try:
+        yield _Call(info, arg, lane)
+        prefetched = _PREFETCHED.pop(token, None)
+        out = prefetched.take(token) if isinstance(prefetched, _Pending) else prefetched
+        release = release or _PREFETCH_HOLDS.pop(token, None)
+        if out is None:
+            out = _in_sandbox(info, replay_chunk, arg, lane)
+        if release is None and out["status"] == "ok" and not out["ended"]:
+            release = hold_game_child(key)
+        while out["status"] == "ok" and not out["ended"]:
+            answered += out["n"] - (1 if out["first"] == -1 else 0)
+            following = _AHEAD[lane].submit(_in_sandbox, info, replay_chunk, arg_of(False), lane)
+            yield _with_digests(out)
+            out = following.result()
         yield _with_digests(out)
-        out = following.result()
-    yield _with_digests(out)
+    finally:
+        if release is not None:
+            release()
 
 
 def _digests(frames: Any) -> bytes:
@@ -880,6 +900,8 @@ def _prefetch(calls: Sequence[_Call], into: dict) -> None:
                 else:
                     into[call.arg[0]] = answer
                     total += len(answer.get("frames", b""))
+                    if answer["status"] == "ok" and not answer["ended"]:  # its replay goes on in that child
+                        _PREFETCH_HOLDS[call.arg[0]] = hold_game_child(key)
             if len(left) == len(group):  # nothing answered (cannot happen: the first always is); no loop
                 break
             group = left

@@ -691,7 +691,7 @@ def test_pieces_are_replayed_by_two_sandbox_children_in_turn_with_the_same_rows(
     chunks stay in its lane's child, which holds its replay. The dataset is that of one lane."""
     import threading
 
-    from pipeline.core import sandbox
+    from pipeline.core import game_code, sandbox
     from pipeline.datasets import transitions
 
     scripts = _shipped_scripts(tmp_path)
@@ -722,6 +722,22 @@ def test_pieces_are_replayed_by_two_sandbox_children_in_turn_with_the_same_rows(
     one, two = rows_of(tmp_path / "one"), rows_of(tmp_path / "two")
     assert two.height == one.height == sum(len(Path(p).read_text().splitlines()) + 1 for p in inputs)
     assert two.equals(one)
+    # room for one child only: the long file's child is held while its replay lives there, and a child answering
+    # a call is not closed, so the other lane's children never end it; the rows are the same
+    monkeypatch.setattr(sandbox, "MAX_CACHED", 1)
+    held: list[str] = []
+    hold = transitions.hold_game_child
+
+    def counted_hold(key):
+        held.append(key)
+        return hold(key)
+
+    monkeypatch.setattr(transitions, "hold_game_child", counted_hold)
+    code, output = export(*inputs, "--out", str(tmp_path / "tight"))
+    assert code == 0, output
+    assert rows_of(tmp_path / "tight").equals(one)
+    assert held == [f"{game_code.SHIPPED_GAMES_KEY}#lane1"]  # the long file alone (2nd piece), in its lane's child
+    assert not sandbox._holds  # released once its file was exported
 
 
 def test_a_game_stopped_in_a_later_chunk_cuts_the_play_after_the_rows_already_streamed(tmp_path):

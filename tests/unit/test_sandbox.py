@@ -367,3 +367,37 @@ def test_a_spare_child_is_taken_by_the_first_key_that_needs_one_and_an_untaken_o
     unused_pid = _started(next(box for ident, box in sandbox._spares.items() if ident[1] == unused))
     sandbox.close_all()
     assert _gone(spare) and _gone(unused_pid) and not sandbox._spares
+
+
+def test_a_held_or_busy_child_is_not_closed_to_make_room(monkeypatch):
+    """Past `MAX_CACHED` children the least recently used one is closed, but never one that is held (`hold`: an
+    export's replay lives in it between calls) nor one answering a call on another thread (closing it killed the
+    call); a released hold lets it go as before."""
+    import threading
+
+    from pipeline.core import sandbox
+
+    monkeypatch.setattr(sandbox, "MAX_CACHED", 1)
+    limits = Limits(wall_s=30, cpu_s=30, output_bytes=1 << 20)
+    a = confined(t.pid, limits, key="held-a")
+    b = confined(t.pid, limits, key="held-b")
+    slow = confined(t.sleep, limits, key="held-slow")
+    try:
+        first = a(None)
+        release = sandbox.hold(a)
+        b(None)  # one child too many: a is held, b is the one in use
+        assert a(None) == first
+        release()
+        release()  # once only
+        b(None)
+        assert a(None) != first  # released: closed to make room for b, a new child now
+        answer: list[str] = []
+        call = threading.Thread(target=lambda: answer.append(slow(1.5)))
+        call.start()
+        time.sleep(0.5)  # the slow call is under way in its child
+        a(None)
+        b(None)
+        call.join(30)
+        assert answer == ["woke"]  # not killed by the calls that needed room
+    finally:
+        sandbox.close_all()
