@@ -356,7 +356,13 @@ def iter_replay_lines(actions: Sequence[ScriptAction], info: GameInfo, *, guid: 
     game runs in the sandbox (pipeline.core.game_code), a few thousand lines per call
     (`transition_replay.script_lines_chunk`), so no process ever holds a long script's whole recording. Its code
     ending abnormally raises SandboxFailure naming the game; raising, the game's error."""
-    from pipeline.core.game_code import SandboxFailure, game_key, portable_info, run_game_code
+    from pipeline.core.game_code import (
+        SandboxFailure,
+        game_key,
+        hold_game_child,
+        portable_info,
+        run_game_code,
+    )
     from pipeline.core.result_shape import expect, wrong_shape
 
     from .transition_replay import script_lines_chunk
@@ -371,24 +377,28 @@ def iter_replay_lines(actions: Sequence[ScriptAction], info: GameInfo, *, guid: 
                 and all(isinstance(line, dict) for line in answer["lines"]) and type(answer.get("ended")) is bool
                 and type(answer.get("done")) is int and done <= answer["done"] <= sent)
 
-    while not ended:
-        items: list[tuple] = []
-        if done >= sent:  # every action sent is answered: send the next ones
-            items = [(a.action_id, a.data, a.reasoning, a.line_number, GameAction.from_id(a.action_id).name)
-                     for a in actions[sent:sent + LINES_PER_CALL]]
-            sent += len(items)
-        arg = (token, start, items, sent >= len(actions), LINES_PER_CALL, FRAMES_PER_CALL, frames, EPOCH)
-        try:
-            answer = expect(run_game_code(script_lines_chunk, arg, key=game_key(info), source=info.source), shape,
-                            "a chunk of recording lines")
-        except SandboxFailure as err:
-            raise SandboxFailure(err.kind, f"game {info.game_id} ({info.source}): {err.detail}",
-                                 err.exc_type) from None
-        if not answer["lines"] and not answer["ended"] and not items:  # no progress: it would never end
-            raise wrong_shape("a chunk of recording lines that answers the actions sent", answer)
-        start = None
-        done, ended = answer["done"], answer["ended"]
-        yield from answer["lines"]
+    release = hold_game_child(game_key(info))  # the replay lives in that child between calls: never closed for room
+    try:
+        while not ended:
+            items: list[tuple] = []
+            if done >= sent:  # every action sent is answered: send the next ones
+                items = [(a.action_id, a.data, a.reasoning, a.line_number, GameAction.from_id(a.action_id).name)
+                         for a in actions[sent:sent + LINES_PER_CALL]]
+                sent += len(items)
+            arg = (token, start, items, sent >= len(actions), LINES_PER_CALL, FRAMES_PER_CALL, frames, EPOCH)
+            try:
+                answer = expect(run_game_code(script_lines_chunk, arg, key=game_key(info), source=info.source),
+                                shape, "a chunk of recording lines")
+            except SandboxFailure as err:
+                raise SandboxFailure(err.kind, f"game {info.game_id} ({info.source}): {err.detail}",
+                                     err.exc_type) from None
+            if not answer["lines"] and not answer["ended"] and not items:  # no progress: it would never end
+                raise wrong_shape("a chunk of recording lines that answers the actions sent", answer)
+            start = None
+            done, ended = answer["done"], answer["ended"]
+            yield from answer["lines"]
+    finally:
+        release()
     if done != len(actions):
         raise wrong_shape(f"an answer to each of the {len(actions)} actions", done)
 

@@ -54,7 +54,7 @@ import numpy as np
 from engine.enums import GameAction
 from engine.loader import GameInfo, GameNotFoundError, resolve_game
 from engine.replay import Divergence
-from pipeline.core.game_code import SandboxFailure, game_key, portable_info, run_game_code
+from pipeline.core.game_code import SandboxFailure, game_key, hold_game_child, portable_info, run_game_code
 from pipeline.core.result_shape import expect, instance, list_of, wrong_shape
 from pipeline.recordings.reader import read_recording_file
 from pipeline.recordings.replaying import (  # noqa: F401 - re-exported: the replay itself lives there
@@ -276,7 +276,6 @@ def replay_game(info: GameInfo, steps: Iterable[ReplayStep], *, only_reset_level
 
 def _replay_in_chunks(info: GameInfo, steps: Iterator[ReplayStep], *, only_reset_levels: bool | None,
                       check_full_reset: bool) -> ReplayResult:
-    from pipeline.recordings.transition_replay import is_chunk, replay_chunk
 
     token = uuid.uuid4().hex
     result = ReplayResult()
@@ -284,6 +283,17 @@ def _replay_in_chunks(info: GameInfo, steps: Iterator[ReplayStep], *, only_reset
     needs_opening = part[0].action_id != GameAction.RESET.value  # as replay_classified decides
     start: tuple | None = ("recording", portable_info(info), only_reset_levels, needs_opening, False,
                            check_full_reset)
+    release = hold_game_child(game_key(info))  # the replay lives in that child between calls: never closed for room
+    try:
+        return _chunk_calls(info, steps, token, part, start, result)
+    finally:
+        release()
+
+
+def _chunk_calls(info: GameInfo, steps: Iterator[ReplayStep], token: str, part: list[ReplayStep],
+                 start: tuple | None, result: ReplayResult) -> ReplayResult:
+    from pipeline.recordings.transition_replay import is_chunk, replay_chunk
+
     while True:
         following = list(islice(steps, REPLAY_CHUNK_STEPS))
         arg = (token, start, [(step, False) for step in part], not following, 1 << 40)

@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 import pipeline.core.game_code as game_code
+import pipeline.core.sandbox as sandbox
 import pipeline.recordings.playback as playback
 import pipeline.scoring.verify as verify
 from engine.loader import resolve_game
@@ -38,14 +39,17 @@ LOSE_NOFRAMES = SAMPLES / "fixtures" / "an53_scripted-lose.noframes.jsonl"
 runner = CliRunner()
 
 
-def _calls(monkeypatch, where, sent: list | None = None) -> list:
-    """The answers of every sandbox call made through `where.run_game_code` (their arguments into ``sent``)."""
+def _calls(monkeypatch, where, sent: list | None = None, held: list | None = None) -> list:
+    """The answers of every sandbox call made through `where.run_game_code` (their arguments into ``sent``; into
+    ``held``, whether the call's child was held then: the replay lives there between calls)."""
     answers = []
     real = where.run_game_code
 
     def counted(fn, arg, **kwargs):
         if sent is not None:
             sent.append(arg)
+        if held is not None:
+            held.append(any(ident[3] == kwargs["key"] for ident in sandbox._holds))
         answers.append(real(fn, arg, **kwargs))
         return answers[-1]
 
@@ -69,9 +73,11 @@ def test_a_recording_verified_in_chunks_gets_the_checks_of_one_call(case, from_f
     whole = verify.verify_recording(rec, GAMES, from_file=from_file)
     monkeypatch.setattr(verify, "REPLAY_CHUNK_STEPS", 3)
     sent: list = []
-    answers = _calls(monkeypatch, verify, sent)
+    held: list = []
+    answers = _calls(monkeypatch, verify, sent, held)
     chunked = verify.verify_recording(rec, GAMES, from_file=from_file)
     assert chunked == whole
+    assert all(held) and not sandbox._holds  # the child held while the replay lives there, released after
     assert len(answers) > 3 and all(isinstance(a, dict) for a in answers)  # the replay went in chunks
     assert max(len(arg[2]) for arg in sent) == 3  # each call carried a chunk of steps, not the recording
     assert [arg[3] for arg in sent].count(True) <= 1  # the last steps only once, as the last
@@ -102,8 +108,10 @@ def test_a_script_replayed_in_chunks_gives_the_lines_of_one_call(name, frames, m
     assert len(whole) == len(read_playback_file(script).actions) + 1
     monkeypatch.setattr(playback, "LINES_PER_CALL", 4)
     monkeypatch.setattr(playback, "FRAMES_PER_CALL", 3)
-    answers = _calls(monkeypatch, game_code)
+    held: list = []
+    answers = _calls(monkeypatch, game_code, held=held)
     assert _script_lines(script, frames=frames) == whole
+    assert all(held) and not sandbox._holds  # the child held while the replay lives there, released after
     assert len(answers) >= len(whole) // 4
     assert max(len(a["lines"]) for a in answers) <= 4  # no answer held more than a chunk
     if frames:  # and no more than about FRAMES_PER_CALL frames (one line's may cross it)
