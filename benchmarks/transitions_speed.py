@@ -223,7 +223,7 @@ def load() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--copies", type=int, default=50,
-                    help="plays per game and kind, in pairs (`_walk`); 50: 800 files, 127,996 rows")
+                    help="copies per game, of two plays each (`_walk`), each play a recording and a script; 50: 800 files, 127,996 rows")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--results", type=Path, default=None, help="append the headline to this CSV (make bench's)")
