@@ -82,3 +82,38 @@ def test_the_sharing_table_is_bounded(tmp_path: Path, monkeypatch: pytest.Monkey
     assert max(seen) <= 3 and len(seen) == 51
     assert [ln.data for ln in rec.steps] == datas
     assert next(step_frames(rec, "f")).equals(unbounded)
+
+
+@pytest.mark.parametrize("long_lines", [False, True], ids=["short", "long"])
+def test_long_lines_are_shared_on_their_values_not_their_text(tmp_path: Path, long_lines: bool):
+    """A line longer than `SCAN_RAW_UP_TO` (a frame line: ~12 KB of pixels a frame), read without its compact
+    text, is not searched for NaN and Infinity, which took a fifth of reading a recording with frames: its `data`
+    is looked at for a non-finite float instead. What is shared is the same either way, but a long line that spells NaN only inside a string,
+    which orjson writes exactly, is shared too."""
+    pad = {"frame": [[[0] * 64] * 64]} if long_lines else {}
+    datas = [_data(0, full_reset=True, **pad),
+             _data(1, reasoning={"n": 1}, **pad), _data(1, reasoning={"n": 1.0}, **pad),
+             _data(1, reasoning={"n": 1}, **pad),  # the same JSON as line 2: shared
+             _data(1, x=[{"y": float("nan")}], **pad), _data(1, x=[{"y": float("nan")}], **pad),
+             _data(1, x=[{"y": None}], **pad), _data(1, x=float("-inf"), **pad), _data(1, x=float("-inf"), **pad),
+             _data(1, big=2**70, **pad), _data(1, big=2**70, **pad),
+             _data(1, reasoning="NaN or Infinity?", **pad), _data(1, reasoning="NaN or Infinity?", **pad)]
+    path = _write(tmp_path / "lines.jsonl", datas)
+    assert (min(len(x) for x in path.read_bytes().splitlines()) > reader.SCAN_RAW_UP_TO) is long_lines
+    # as `score` and the export read (without the lines' compact text, which would be what is searched)
+    steps = read_recording_file(path, keep_raw_json=False).steps
+    assert steps[1].data is steps[3].data and steps[1].data is not steps[2].data
+    assert steps[4].data is not steps[5].data and steps[5].data is not steps[6].data  # NaN never shared
+    assert steps[6].data["x"] == [{"y": None}] and steps[7].data is not steps[8].data  # nor -Infinity
+    assert steps[9].data is not steps[10].data  # an integer over 64 bits: kept apart
+    assert (steps[11].data is steps[12].data) is long_lines  # the text is searched only on short lines
+    assert steps[11].data == steps[12].data and steps[11].data["action_input"]["reasoning"] == "NaN or Infinity?"
+
+
+def test_a_deeply_nested_long_line_is_looked_at_without_recursion():
+    deep: list = []
+    for _ in range(5000):
+        deep = [deep]
+    data = {"x": deep, "y": 1.5}
+    assert reader.share_key(data, b" " * (reader.SCAN_RAW_UP_TO + 1)) is None  # orjson cannot write it that deep
+    assert not reader._finite_only({"x": deep, "y": float("nan")})
