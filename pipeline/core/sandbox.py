@@ -701,9 +701,13 @@ MAX_CACHED = 8  # children kept alive per process; the least recently used one i
 _holds: dict[tuple, int] = {}  # cached children that must not be closed to make room (`hold`), and how often
 
 
+def _cache_ident(limits: Limits, preload: str | None, key: str | None, env: tuple, writable: tuple) -> tuple:
+    return os.getpid(), limits, preload, key, env, writable
+
+
 def _cached(limits: Limits, preload: str | None, key: str | None, env: tuple = (), writable: tuple = ()
             ) -> Sandbox:
-    ident = (os.getpid(), limits, preload, key, env, writable)
+    ident = _cache_ident(limits, preload, key, env, writable)
     evicted: list[Sandbox] = []
     with _cache_lock:
         box = _cache.pop(ident, None)
@@ -730,7 +734,7 @@ def hold(call: Callable[[Any], Any]) -> Callable[[], None]:
     between calls (an export's replay, fed a chunk a call), which another key's call would otherwise end."""
     if not isinstance(call, _Confined):
         raise TypeError("hold takes a callable made by confined()")
-    ident = (os.getpid(), call.limits, call.preload, call.key, call.env, call.writable)
+    ident = _cache_ident(call.limits, call.preload, call.key, call.env, call.writable)
     with _cache_lock:
         _holds[ident] = _holds.get(ident, 0) + 1
     released = False
