@@ -854,8 +854,10 @@ def _chunks(info: Any, start: tuple, items: Sequence[Any], convert: Any, job: Ex
             out = following.result()
         yield _with_digests(out)
     finally:
-        if release is not None:
-            release()
+        # (and a group's hold on a file whose stream stopped before it took it)
+        for held in (release, _PREFETCH_HOLDS.pop(token, None)):
+            if held is not None:
+                held()
 
 
 def _digests(frames: Any) -> bytes:
