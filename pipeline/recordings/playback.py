@@ -377,7 +377,8 @@ def iter_replay_lines(actions: Sequence[ScriptAction], info: GameInfo, *, guid: 
                 and all(isinstance(line, dict) for line in answer["lines"]) and type(answer.get("ended")) is bool
                 and type(answer.get("done")) is int and done <= answer["done"] <= sent)
 
-    release = hold_game_child(game_key(info))  # the replay lives in that child between calls: never closed for room
+    key = game_key(info)
+    release = hold_game_child(key)  # the replay lives in that child between calls: never closed for room
     try:
         while not ended:
             items: list[tuple] = []
@@ -387,8 +388,8 @@ def iter_replay_lines(actions: Sequence[ScriptAction], info: GameInfo, *, guid: 
                 sent += len(items)
             arg = (token, start, items, sent >= len(actions), LINES_PER_CALL, FRAMES_PER_CALL, frames, EPOCH)
             try:
-                answer = expect(run_game_code(script_lines_chunk, arg, key=game_key(info), source=info.source),
-                                shape, "a chunk of recording lines")
+                answer = expect(run_game_code(script_lines_chunk, arg, key=key, source=info.source), shape,
+                                "a chunk of recording lines")
             except SandboxFailure as err:
                 raise SandboxFailure(err.kind, f"game {info.game_id} ({info.source}): {err.detail}",
                                      err.exc_type) from None

@@ -276,6 +276,7 @@ def replay_game(info: GameInfo, steps: Iterable[ReplayStep], *, only_reset_level
 
 def _replay_in_chunks(info: GameInfo, steps: Iterator[ReplayStep], *, only_reset_levels: bool | None,
                       check_full_reset: bool) -> ReplayResult:
+    from pipeline.recordings.transition_replay import is_chunk, replay_chunk
 
     token = uuid.uuid4().hex
     result = ReplayResult()
@@ -283,39 +284,33 @@ def _replay_in_chunks(info: GameInfo, steps: Iterator[ReplayStep], *, only_reset
     needs_opening = part[0].action_id != GameAction.RESET.value  # as replay_classified decides
     start: tuple | None = ("recording", portable_info(info), only_reset_levels, needs_opening, False,
                            check_full_reset)
-    release = hold_game_child(game_key(info))  # the replay lives in that child between calls: never closed for room
+    key = game_key(info)
+    release = hold_game_child(key)  # the replay lives in that child between calls: never closed for room
     try:
-        return _chunk_calls(info, steps, token, part, start, result)
+        while True:
+            following = list(islice(steps, REPLAY_CHUNK_STEPS))
+            arg = (token, start, [(step, False) for step in part], not following, 1 << 40)
+            try:
+                answer = expect(run_game_code(replay_chunk, arg, key=key, source=info.source),
+                                lambda a: is_chunk(a) and (a.get("status") == "load_failed"
+                                                           or list_of(int)(a.get("reconverged"))),
+                                "a replay chunk (replay_chunk's dict)")
+            except SandboxFailure as err:
+                raise SandboxFailure(err.kind, f"{game_label(info)}: {err.detail}", err.exc_type) from None
+            if answer["status"] == "load_failed":
+                raise GameLoadFailed(answer["reason"])
+            start = None
+            result.replayed, result.pending, result.outcome = answer["replayed"], answer["pending"], answer["outcome"]
+            result.frame_only += answer["frame_only"]
+            result.reconverged += answer["reconverged"]
+            if answer["ended"]:
+                result.divergence = answer.get("divergence")
+                return result
+            if not following:  # the last steps were sent as final: the replay must have ended
+                raise wrong_shape("a replay that ended with its last steps", answer)
+            part = following
     finally:
         release()
-
-
-def _chunk_calls(info: GameInfo, steps: Iterator[ReplayStep], token: str, part: list[ReplayStep],
-                 start: tuple | None, result: ReplayResult) -> ReplayResult:
-    from pipeline.recordings.transition_replay import is_chunk, replay_chunk
-
-    while True:
-        following = list(islice(steps, REPLAY_CHUNK_STEPS))
-        arg = (token, start, [(step, False) for step in part], not following, 1 << 40)
-        try:
-            answer = expect(run_game_code(replay_chunk, arg, key=game_key(info), source=info.source),
-                            lambda a: is_chunk(a) and (a.get("status") == "load_failed"
-                                                       or list_of(int)(a.get("reconverged"))),
-                            "a replay chunk (replay_chunk's dict)")
-        except SandboxFailure as err:
-            raise SandboxFailure(err.kind, f"{game_label(info)}: {err.detail}", err.exc_type) from None
-        if answer["status"] == "load_failed":
-            raise GameLoadFailed(answer["reason"])
-        start = None
-        result.replayed, result.pending, result.outcome = answer["replayed"], answer["pending"], answer["outcome"]
-        result.frame_only += answer["frame_only"]
-        result.reconverged += answer["reconverged"]
-        if answer["ended"]:
-            result.divergence = answer.get("divergence")
-            return result
-        if not following:  # the last steps were sent as final: the replay must have ended
-            raise wrong_shape("a replay that ended with its last steps", answer)
-        part = following
 
 
 def render_game(info: GameInfo, steps: Sequence[ReplayStep], *, only_reset_levels: bool | None
