@@ -27,6 +27,12 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
 - `view-long-script`: `arcstudy view` of the same script (its page holds at most 200,000 steps);
 - `replay-long-script`: `arcstudy replay` of a script of 100,000 such actions into a recording with every frame
   (about 2 GB of JSON lines written).
+- `score-bad-lines`, `export-bad-lines`: `arcstudy score` and `arcstudy export-transitions` of a recording line
+  and 3,000,000 `{}` lines (9 MB; the eighteenth sitting: 4.7 GB and exit 1, 2.6 GB and a 470 MB manifest,
+  every reason held and listed; now on disk, the manifest lists 1,000 and names the file of every one);
+- `script-bad-lines`: `arcstudy ingest` of a playback script of one action and 1,000,000 action lines with an
+  id no game has (each quarantined; the script reader held their reasons in a list);
+- `export-long-script`: `arcstudy export-transitions` of the 500,000-action script (every response's frames).
 
     PYTHONPATH=. .venv/bin/python benchmarks/flood_memory.py                 # every case, full size
     PYTHONPATH=. .venv/bin/python benchmarks/flood_memory.py --scale 0.1 --case braces-3mb
@@ -214,6 +220,13 @@ def long_script(folder: Path, n: int) -> Path:
     return path
 
 
+def bad_script(folder: Path, n: int) -> Path:
+    path = folder / "bt11_bad.playback.jsonl"
+    good = json.dumps({"data": {"action_input": {"id": 1, "data": {"game_id": GAME}}}}) + "\n"
+    _write_lines(path, [good.encode()], b'{"data": {"action_input": {"id": 99, "data": {}}}}\n', n)
+    return path
+
+
 def run(args: list[str], cwd: Path) -> tuple[int, int, float]:
     """(exit code, peak RSS of the child in bytes, seconds) of one arcstudy command in its own process.
     A fresh `python -c` wrapper runs it so that RUSAGE_CHILDREN holds that command alone."""
@@ -244,6 +257,10 @@ CASES = {
     "score-long-script": lambda d, s: long_script(d, int(500_000 * s)),
     "view-long-script": lambda d, s: long_script(d, int(500_000 * s)),
     "replay-long-script": lambda d, s: long_script(d, int(100_000 * s)),
+    "score-bad-lines": lambda d, s: braces(d, int(3_000_000 * s)),
+    "export-bad-lines": lambda d, s: braces(d, int(3_000_000 * s)),
+    "script-bad-lines": lambda d, s: bad_script(d, int(1_000_000 * s)),
+    "export-long-script": lambda d, s: long_script(d, int(500_000 * s)),
 }
 
 
@@ -267,7 +284,12 @@ def main() -> None:
                 out = folder / "replayed.jsonl"
                 code, peak, seconds = run(["replay", str(path), "--out", str(out)], folder)
                 note = f"recording {out.stat().st_size / 1e6:.0f} MB" if out.exists() else "no recording"
-            elif name in ("score-frameless-steps", "score-long-script"):
+            elif name in ("export-bad-lines", "export-long-script"):
+                out = folder / "dataset"
+                code, peak, seconds = run(["export-transitions", str(path), "--out", str(out)], folder)
+                manifest = out / "manifest.json"
+                note = (f"manifest {manifest.stat().st_size / 1e6:.1f} MB" if manifest.exists() else "no dataset")
+            elif name in ("score-frameless-steps", "score-long-script", "score-bad-lines"):
                 code, peak, seconds = run(["score", str(path), "--out", str(folder / "scored")], folder)
                 note = "scorecard written" if any((folder / "scored").glob("scorecard__*.json")) else "no scorecard"
             else:

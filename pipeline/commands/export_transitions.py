@@ -20,6 +20,7 @@ from .common import (
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
+    LISTED_ON_SCREEN,
     DbOption,
     GameVersionOption,
     SchedulerOption,
@@ -176,8 +177,9 @@ def export_transitions_command(
     """
     from engine.loader import default_environments_dir
     from pipeline.core.executor import SerialExecutor, open_executor
-    from pipeline.core.manifest import RunManifest
+    from pipeline.core.manifest import LISTED_PROBLEMS, RunManifest
     from pipeline.core.special_files import not_regular_file
+    from pipeline.core.spool import Spool
     from pipeline.datasets.shards import DatasetSummary, ShardWriter, dataset_card
     from pipeline.datasets.transitions import (
         ExportJob,
@@ -215,7 +217,7 @@ def export_transitions_command(
         from pipeline.core.game_code import announce
 
         announce(games)  # their Python code runs, in the sandbox (docs/security.md)
-    problems: list[tuple[str, str]] = []
+    problems: list[tuple[str, str]] = Spool()  # a flood of bad lines: their reasons wait on disk
     run_workers = workers  # what the run uses (the manifest keeps what was asked)
     common = dict(game_dirs=game_dirs, recovered=recovered_pairs(recovered), game_version=game_version)
     if from_files:
@@ -299,7 +301,7 @@ def export_transitions_command(
                         n_engine += export.n_engine_steps
                         if export.file_sha256 is not None:
                             input_sha256[export.label] = export.file_sha256
-                        problems += [(export.label, p) for p in export.problems]
+                        problems += ((export.label, p) for p in export.problems)
                         export.batches = []  # written: let the bytes go
             shards = writer.close()
         except OSError as err:
@@ -333,7 +335,10 @@ def export_transitions_command(
             "rows_not_confirmed": {p.play_id: p.n_unconfirmed_rows for p in summary.unconfirmed},
             "plays_not_exported": [{"file": f, "play_id": p.play_id, "detail": p.detail}
                                    for f, p in summary.not_exported],
-            "problems": [f"{f}: {why}" for f, why in problems]}
+        }
+        # (a flood's: the first LISTED_PROBLEMS here, every one in a file beside the manifest)
+        manifest.notes["transitions"].update(
+            manifest.listed_problems("problems", (f"{f}: {why}" for f, why in problems), stage / "problems.jsonl"))
         manifest.finish(code)
         try:
             manifest.write_json(stage)
@@ -345,8 +350,12 @@ def export_transitions_command(
                       f"{len(summary.not_exported)} left out"
                       + (f"; {summary.n_unconfirmed_rows:,} row(s) not confirmed by the replay (verified false, "
                          "the card lists them)" if summary.unconfirmed else ""), markup=False, soft_wrap=True)
-    for label, why in problems:
+    for label, why in problems[:LISTED_ON_SCREEN]:
         out.console.print(f"rejected: {label}: {why}", markup=False, soft_wrap=True)
+    if len(problems) > LISTED_ON_SCREEN:
+        out.console.print(f"... and {len(problems) - LISTED_ON_SCREEN:,} more rejected (see "
+                          f"{'manifest.json' if len(problems) <= LISTED_PROBLEMS else 'problems.jsonl'})",
+                          markup=False, soft_wrap=True)
     for label, play in summary.not_exported:
         out.console.print(f"left out: {label}: {play.play_id}: {play.detail}", markup=False, soft_wrap=True)
     raise typer.Exit(code)

@@ -11,7 +11,15 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, GameVersionOption, command_line, fail
+from .common import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    LISTED_ON_SCREEN,
+    GameVersionOption,
+    command_line,
+    fail,
+)
 
 
 def replay_command(
@@ -40,7 +48,7 @@ def replay_command(
     """
     from engine.loader import default_environments_dir, describe_game_error
     from pipeline.core.game_code import SandboxFailure
-    from pipeline.core.manifest import RunManifest, sha256_file
+    from pipeline.core.manifest import LISTED_PROBLEMS, RunManifest, sha256_file
     from pipeline.core.outputs import OutputError, named, write_text
     from pipeline.core.special_files import not_regular_file
     from pipeline.recordings.playback import PlaybackError, replay_script_file, write_lines
@@ -64,7 +72,10 @@ def replay_command(
         with named("--out"):  # written as the replay answers, whole (no file if the game fails on the way)
             n_lines = write_lines(out_file, lines)  # a missing or read-only folder, a full disk: OutputError
     except RecordingRejected as err:
-        lines = "".join(f"\n  {i.location}: {i.check}: {i.reason}" for i in err.issues)  # why, line by line
+        lines = "".join(f"\n  {i.location}: {i.check}: {i.reason}"  # why, line by line (a flood: the first ones)
+                        for i in err.issues[:LISTED_ON_SCREEN])
+        if len(err.issues) > LISTED_ON_SCREEN:
+            lines += f"\n  ... and {len(err.issues) - LISTED_ON_SCREEN:,} more"
         raise fail(f"{script}: {err.check}: {err.reason}{lines}", EXIT_USAGE) from err
     except PlaybackError as err:
         raise fail(f"{script}: cannot replay: {err.reason}", EXIT_REJECTED) from err
@@ -79,8 +90,12 @@ def replay_command(
     manifest.add_input(script, sha256_file(script))
     manifest.add_output(out_file)
     code = EXIT_REJECTED if parsed.issues else EXIT_OK
-    manifest.notes["replay"] = {**how.as_json(), "lines_written": n_lines,
-                                "action_lines_left_out": [f"{i.location}: {i.check}: {i.reason}" for i in parsed.issues]}
+    left_out = out_file.with_name(out_file.stem + ".left_out.jsonl")  # (past LISTED_PROBLEMS of them)
+    try:
+        manifest.notes["replay"] = {**how.as_json(), "lines_written": n_lines, **manifest.listed_problems(
+            "action_lines_left_out", (f"{i.location}: {i.check}: {i.reason}" for i in parsed.issues), left_out)}
+    except OutputError as err:
+        raise fail(f"wrote {out_file}, but {err}") from err
     manifest.finish(code)
     manifest_file = out_file.with_name(out_file.stem + ".manifest.json")
     try:  # whole, never through a symlink
@@ -89,6 +104,10 @@ def replay_command(
         raise fail(f"wrote {out_file}, but {err}") from err
     out.console.print(f"wrote {out_file}: {n_lines} lines (the opening RESET and {how.n_actions} actions"
                       f"{', with frames' if frames else ''}); {how.describe()}", markup=False, soft_wrap=True)
-    for issue in parsed.issues:
+    for issue in parsed.issues[:LISTED_ON_SCREEN]:
         out.console.print(f"left out: {issue.location}: {issue.check}: {issue.reason}", markup=False)
+    if len(parsed.issues) > LISTED_ON_SCREEN:
+        out.console.print(f"... and {len(parsed.issues) - LISTED_ON_SCREEN:,} more lines left out (see "
+                          f"{manifest_file.name if len(parsed.issues) <= LISTED_PROBLEMS else left_out.name})",
+                          markup=False)
     raise typer.Exit(code)

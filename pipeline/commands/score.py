@@ -17,6 +17,7 @@ from .common import (
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
+    LISTED_ON_SCREEN,
     SCORES,
     DbOption,
     GameVersionOption,
@@ -406,7 +407,9 @@ def score_command(
                 c.status in ("verified", "divergent", "summary_only") for c in result.checks)
             code = EXIT_REJECTED if (result.excluded or result.policy_excluded or problems or nothing_verified) \
                 else EXIT_OK
-            manifest.notes.update(_notes(result, problems))
+            manifest.notes.update(_notes(result))
+            manifest.notes.update(manifest.listed_problems("rejected_input", (f"{p}: {reason}" for p, reason in problems),
+                                                           stage / "rejected_input.jsonl"))
             manifest.finish(code)
             ws.record_run(manifest)
             manifest_path = public_path(manifest.write_json(stage))
@@ -636,9 +639,14 @@ def _print_written(written: list[Path], manifest_path: Path, out_dir: Path, db_p
     out.console.print(f"wrote {out_dir}/: {what}{where}", markup=False, soft_wrap=True)
 
 
+LISTED_REASONS = 50  # reasons an error message lists (a flood of bad lines has millions)
+
+
 def _why_no_plays(problems: list[tuple[Path, str]], files: dict) -> str:
     """One line per file given: why it holds no play to score."""
-    lines = [f"  {path}: {reason}" for path, reason in problems]
+    lines = [f"  {path}: {reason}" for path, reason in problems[:LISTED_REASONS]]
+    if len(problems) > LISTED_REASONS:
+        lines.append(f"  ... and {len(problems) - LISTED_REASONS:,} more")
     lines += [f"  {ref[1] or ref[0]}: no frame line (a recording without steps has nothing to score)"
               for ref in files.values()]
     return "\n".join(lines) or "  (no file was read)"
@@ -659,14 +667,13 @@ def _add_baseline_inputs(manifest, result) -> None:
                 manifest.add_input(b.location, b.sha256)
 
 
-def _notes(result, problems) -> dict:
+def _notes(result) -> dict:
     return {
         "card_id": result.card_id,
         "verification": result.status_counts(),
         "excluded_plays": dict(sorted(result.excluded.items())),
         **({"excluded_plays_by_policy": {p: dict(sorted(e.items())) for p, e in sorted(result.policy_excluded.items())}}
            if result.policy_excluded else {}),
-        "rejected_input": [f"{p}: {reason}" for p, reason in problems],
         "scores": {pr.policy.policy_id: pr.scorecard.score for pr in result.policies},
         "baseline_sources": {
             pr.policy.policy_id: {g: {"source": b.source, "location": b.location, "rule": b.rule,
@@ -756,10 +763,14 @@ def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None
     for pid, here in sorted(result.policy_excluded.items()):
         out.console.print(f"left out of the score under {pid}: {_plays(len(here))}", markup=False, soft_wrap=True)
     _print_grouped_reasons(result)
-    for path, reason in problems[:10]:
+    for path, reason in problems[:LISTED_ON_SCREEN]:
         out.console.print(f"rejected input: {path.name}: {reason}", markup=False, soft_wrap=True)
-    if len(problems) > 10:
-        out.console.print(f"... and {len(problems) - 10} more rejected inputs (see manifest.json)", markup=False, soft_wrap=True)
+    if len(problems) > LISTED_ON_SCREEN:
+        from pipeline.core.manifest import LISTED_PROBLEMS
+
+        where = "manifest.json" if len(problems) <= LISTED_PROBLEMS else "rejected_input.jsonl"
+        out.console.print(f"... and {len(problems) - LISTED_ON_SCREEN:,} more rejected inputs (see {where})", markup=False,
+                          soft_wrap=True)
     _print_card_differences(result)
 
 

@@ -7,12 +7,14 @@ as JSON next to the outputs, so a number can always be traced back to its inputs
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import platform
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pipeline
-from pipeline.core.outputs import public_json, write_text
+from pipeline.core.outputs import open_output, public_json, write_text
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TRACKED_PACKAGES = ("arcstudy", "polars", "duckdb", "pandera", "pyarrow", "numpy", "altair",
@@ -28,6 +30,9 @@ TRACKED_PACKAGES = ("arcstudy", "polars", "duckdb", "pandera", "pyarrow", "numpy
 
 
 FileVersion = tuple[int, int, int, int]
+# Problems (rejected inputs, lines left out) a manifest lists word for word. A flood of bad lines gives millions:
+# past this many, the manifest counts them and names a file beside it that lists every one.
+LISTED_PROBLEMS = 1_000
 
 
 def file_version(path: Path) -> FileVersion:
@@ -100,6 +105,24 @@ class RunManifest:
     def add_output(self, path: Path | str) -> None:
         p = Path(path)
         self.outputs[str(p)] = sha256_file(p)
+
+    def listed_problems(self, key: str, problems: Iterable[str], path: Path) -> dict[str, Any]:
+        """The note of a run's problems: ``{key: the first LISTED_PROBLEMS, word for word}``. When there are
+        more, every one is written to ``path`` (JSON lines: a string each, in order, as they are read: a `Spool`
+        of millions stays on disk), an output of the run, and the note adds ``<key>_count`` and ``<key>_file``
+        (its name): the manifest, and the runs table that holds it, stay small."""
+        them = iter(problems)
+        listed = list(itertools.islice(them, LISTED_PROBLEMS))
+        more = next(them, None)
+        if more is None:
+            return {key: listed}
+        n = 0
+        with open_output(path) as fh:
+            for problem in itertools.chain(listed, [more], them):
+                fh.write(json.dumps(problem, ensure_ascii=False) + "\n")
+                n += 1
+        self.add_output(path)
+        return {key: listed, f"{key}_count": n, f"{key}_file": path.name}
 
     def finish(self, exit_code: int) -> None:
         self.finished_at = datetime.now(UTC)

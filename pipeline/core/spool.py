@@ -11,8 +11,8 @@ without their `__init__`: about 3 µs an item to and from disk, against 7.5 for 
 of a million bad lines passes through a spool or two).
 
 It is a `list` so that code which appends, extends, counts, tests or iterates its records needs no change;
-indexing and slicing read the items back (for small spools, as tests do). Pickled (to or from a worker
-process of this machine) it carries its file's path and its in-memory items.
+indexing and slicing read the items back (a slice only the batches up to its end: the first few of a flood).
+Pickled (to or from a worker process of this machine) it carries its file's path and its in-memory items.
 """
 
 from __future__ import annotations
@@ -102,6 +102,24 @@ class Spool(list):
         self.extend(items)
         return self
 
+    # `list + spool` and `spool + list` would otherwise join the list's C array with the spool's items in memory
+    # only, and drop those on disk without a word: both give a new spool of every item, in order
+    def __add__(self, items: Iterable[Any]) -> Spool:  # type: ignore[override]
+        joined = Spool(self, self._limit)
+        joined.extend(items)
+        return joined
+
+    def __radd__(self, items: Iterable[Any]) -> Spool:
+        joined = Spool(items, self._limit)
+        joined.extend(self)
+        return joined
+
+    def _in_memory_only(self, name: str) -> None:
+        """`list`'s own methods see the items in memory only: on a spool that has sent items to disk they would
+        lose or miss those, so they are refused there."""
+        if self._spilled or self._parts:
+            raise TypeError(f"Spool.{name}: not supported once items have gone to disk ({len(self)} items)")
+
     def _spill(self) -> None:
         batch = list(super().__iter__())
         data = zlib.compress(pickle.dumps(_packed(batch), protocol=pickle.HIGHEST_PROTOCOL), 1)
@@ -150,7 +168,11 @@ class Spool(list):
         if not self._spilled and not self._parts:
             return super().__getitem__(index)
         if isinstance(index, slice):
-            return list(self)[index]
+            start, stop, step = index.indices(len(self))
+            if step != 1:  # (a stride: every item read)
+                return list(self)[index]
+            # only the batches up to `stop` are read back: the first few problems of a flood, not all of them
+            return list(itertools.islice(iter(self), start, max(start, stop)))
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
@@ -162,6 +184,22 @@ class Spool(list):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __contains__(self, item: object) -> bool:
+        return any(x is item or x == item for x in self)
+
+    def __reversed__(self) -> Iterator[Any]:
+        return reversed(list(self))
+
+    def count(self, item: Any) -> int:
+        return sum(1 for x in self if x is item or x == item)
+
+    def index(self, item: Any, *args: Any) -> int:  # type: ignore[override]
+        self._in_memory_only("index")
+        return super().index(item, *args)
+
+    def copy(self) -> Spool:  # type: ignore[override]
+        return Spool(self, self._limit)
+
     def __repr__(self) -> str:
         return f"Spool({len(self)} items, {self._spilled} on disk)"
 
@@ -171,6 +209,22 @@ class Spool(list):
             return self._sent.__reduce__()
         return (_restore, (self._path if self._spilled else None, self._spilled, list(super().__iter__()),
                            self._limit))
+
+
+def _memory_only(name: str) -> Callable[..., Any]:
+    method = getattr(list, name)
+
+    def guarded(self: Spool, *args: Any, **kwargs: Any) -> Any:
+        self._in_memory_only(name)
+        return method(self, *args, **kwargs)
+
+    guarded.__name__ = name
+    return guarded
+
+
+for _name in ("sort", "reverse", "insert", "pop", "remove", "__setitem__", "__delitem__", "__mul__", "__rmul__",
+              "__imul__", "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(Spool, _name, _memory_only(_name))
 
 
 def _plain_dataclass(cls: type) -> bool:

@@ -75,6 +75,7 @@ from pipeline.core.game_code import (
 from pipeline.core.outputs import OutputError
 from pipeline.core.prefetch import CallsAhead
 from pipeline.core.result_shape import expect
+from pipeline.core.spool import Spool
 from pipeline.recordings.counting import (
     ACTION_NAMES,
     StepEffect,
@@ -210,7 +211,8 @@ class FileExport:
     game_source_sha256: str | None = None
     batches: list[bytes | RowBlock] = field(default_factory=list)  # IPC streams, or row blocks in-process
     plays: list[PlayExport] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)  # lines left out, or why the whole file was refused
+    problems: list[str] = field(default_factory=Spool)  # lines left out (a flood waits on disk), or why the file
+    # was refused
     rejected: bool = False  # the file gave no row because it is bad input (exit 3)
     n_rows: int = 0
     n_engine_steps: int = 0  # responses the engine produced for it
@@ -716,7 +718,7 @@ def _export(job: ExportJob, result: FileExport) -> Iterator[bytes | RowBlock]:
     except RecordingRejected as err:
         result.rejected = True
         result.problems.append(f"{err.check}: {err.reason}")
-        result.problems += [f"{i.location}: {i.check}: {i.reason}" for i in err.issues]
+        result.problems += (f"{i.location}: {i.check}: {i.reason}" for i in err.issues)
     except PlaybackError as err:
         result.rejected = True
         result.problems.append(f"cannot replay the playback script: {err.reason}")
@@ -1006,7 +1008,7 @@ def _export_script_file(path: Path, job: ExportJob, result: FileExport, holder: 
                         ) -> Iterator[bytes | RowBlock]:
     script = read_playback_file(path, keep_lines=False)
     result.file_sha256 = script.file_sha256
-    result.problems += [f"{i.location}: {i.check}: {i.reason} ({i.outcome})" for i in script.issues]
+    result.problems += (f"{i.location}: {i.check}: {i.reason} ({i.outcome})" for i in script.issues)
     return _export_script(script.actions, script.game_id, script.file_sha256, job, result, holder)
 
 
@@ -1116,10 +1118,10 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holde
     if not recovered:  # the common case: the reader's model as it is, no tables
         parsed = read_recording_file(path, want_frames=True, keep_raw_json=False)  # its text is not stored
         result.file_sha256 = parsed.file_sha256
-        result.problems += [f"{i.location}: {i.check}: {i.reason} ({i.outcome})" for i in parsed.issues]
+        result.problems += (f"{i.location}: {i.check}: {i.reason} ({i.outcome})" for i in parsed.issues)
         return _export_recording(_Recording.of_file(parsed), job, result, holder, from_file=True)
     steps, plays, files, problems = read_recording_files([path])
-    result.problems += [reason for _, reason in problems]
+    result.problems += (reason for _, reason in problems)
     recs = recordings_from_tables(steps, plays, files, recovered)
     if not recs:
         result.rejected = True

@@ -22,6 +22,7 @@ import hashlib
 import json
 import tempfile
 import uuid
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -33,6 +34,7 @@ import polars as pl
 from engine.enums import GameAction
 from engine.loader import GameInfo, GameNotFoundError, GameUnloadableError, find_games, resolve_game
 from pipeline.core.outputs import write_with
+from pipeline.core.spool import Spool
 from pipeline.core.textfiles import not_utf8_reason, strip_bom
 from schemas.validate import conform
 
@@ -100,7 +102,7 @@ class PlaybackScript:
     game_id: str  # as the script names it (the first action's `data.game_id`)
     actions: list[ScriptAction]
     raw_lines: list[tuple[int, str, str]]  # (line number, sha256, text) of the lines kept (not the issues)
-    skipped_lines: list[int] = field(default_factory=list)  # lines without `action_input`
+    skipped_lines: Sequence[int] = field(default_factory=list)  # lines without `action_input`
     issues: list[LineIssue] = field(default_factory=list)  # action lines left out (bad id or click)
     has_bom: bool = False  # the file starts with a UTF-8 byte-order mark (read as if it did not)
 
@@ -184,7 +186,9 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
     script of millions of lines, keeps no copy of their text)."""
     path = Path(path)
     digest = hashlib.sha256()
-    actions, raw_lines, skipped, issues = [], [], [], []
+    actions, raw_lines = [], []
+    skipped = array("q")  # a flood of lines without an action: 8 bytes each
+    issues: list[LineIssue] = Spool()  # a flood of bad action lines waits on disk, not in memory
     game_id: str | None = None
     has_bom = False
     with open(path, "rb") as fh:

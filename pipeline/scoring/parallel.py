@@ -38,6 +38,7 @@ from pipeline.core.executor import (
 )
 from pipeline.core.outputs import OutputError
 from pipeline.core.sandbox import SandboxFailure
+from pipeline.core.spool import Spool
 
 from .plays import (
     STEP_COLUMNS,
@@ -239,7 +240,8 @@ def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
                 raise error
             for slot, index in enumerate(batches[key]):
                 per_path[index] = value[slot] if error is None else _unreadable(error)
-    steps_frames, plays_frames, files, problems, checks = [], [], {}, [], {}
+    steps_frames, plays_frames, files, checks = [], [], {}, {}
+    problems: list[tuple[Path, str]] = Spool()  # a flood of bad lines: their reasons wait on disk
     for path, result in zip(paths, per_path, strict=True):
         if isinstance(result, str):
             problems.append((path, result))
@@ -248,7 +250,7 @@ def read_and_verify(paths: Sequence[Path], game_dirs: Iterable[Path],
         if refs and refs.keys() <= files.keys():
             problems.append((path, same_content_as(files[next(iter(refs))][0])))
             continue
-        problems.extend(file_problems)
+        problems.extend_mapped(file_problems)  # (a worker's spool: read from its file when asked for)
         if steps.height:
             steps_frames.append(steps)
             plays_frames.append(plays)

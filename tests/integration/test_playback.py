@@ -168,7 +168,7 @@ def test_line_without_action_input_is_skipped_and_counted(tmp_path: Path):
     (script,) = [s for s in SCRIPTS if s.name.startswith("an53")]
     parsed = read_playback_file(script)
     n_lines = sidecar(script)["line_count"]
-    assert parsed.skipped_lines == [n_lines] and len(parsed.actions) == n_lines - 1
+    assert list(parsed.skipped_lines) == [n_lines] and len(parsed.actions) == n_lines - 1
     # one more annotation in the middle: skipped and counted, the score does not change
     lines = script.read_text().splitlines()
     edited = tmp_path / "an53_annotated.jsonl"

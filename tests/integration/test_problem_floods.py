@@ -1,0 +1,141 @@
+"""A flood of bad lines through `score`, `export-transitions` and `replay`: every reason is kept, none of them all
+in memory.
+
+A 9 MB recording of 3,000,000 `{}` lines once took `score` to 4.7 GB and an exit 1 (its manifest, 425 MB of
+reasons, did not fit DuckDB's runs table), and `export-transitions` to 2.6 GB and a 470 MB manifest. The reasons
+now wait on disk (`Spool`), the manifest lists the first LISTED_PROBLEMS of them and names a JSON-lines file that
+holds every one, and the screen shows the first LISTED_ON_SCREEN. Here the same shapes, small (spools of 50, a
+manifest list of 25); the full sizes are measured by benchmarks/flood_memory.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.core import manifest as manifest_mod
+from pipeline.core import spool as spool_mod
+from pipeline.core.spool import Spool
+from pipeline.recordings.playback import read_playback_file
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "integrity"
+FIRST_LINE = (FIXTURES / "lone_surrogate.recording.jsonl").read_bytes().splitlines(keepends=True)[0]
+N_BAD = 300
+LISTED = 25
+
+
+@pytest.fixture
+def small_lists(monkeypatch):
+    monkeypatch.setattr(spool_mod, "SPOOL_LIMIT", 50)
+    monkeypatch.setattr(Spool.__init__, "__defaults__", ((), 50))
+    monkeypatch.setattr(manifest_mod, "LISTED_PROBLEMS", LISTED)
+
+
+def _braces(path: Path, n: int) -> Path:
+    path.write_bytes(FIRST_LINE + b"{}\n" * n)
+    return path
+
+
+def _script(path: Path, n_bad: int) -> Path:
+    """A script of bg41 (shipped): one action, `n_bad` lines with an action id no game has, one more action."""
+    good = json.dumps({"data": {"action_input": {"id": 1, "data": {"game_id": "bg41-a6ea70d5"}}}}) + "\n"
+    bad = json.dumps({"data": {"action_input": {"id": 99, "data": {}}}}) + "\n"
+    path.write_text(good + bad * n_bad + good)
+    return path
+
+
+def _listed_file(folder: Path, note: dict, key: str, n: int) -> list[str]:
+    """The note lists the first LISTED and names the file of all `n`; returns the file's problems."""
+    assert len(note[key]) == LISTED and note[f"{key}_count"] == n
+    every = [json.loads(line) for line in (folder / note[f"{key}_file"]).read_text().splitlines()]
+    assert len(every) == n and every[:LISTED] == note[key]
+    return every
+
+
+# ---- the spool: every item, whichever way it is joined or sliced ------------------------------------------
+def test_a_spool_joined_to_a_list_keeps_the_items_on_disk():
+    spool = Spool(range(25), limit=10)  # 20 of them on disk
+    assert list([-1] + spool) == [-1, *range(25)]  # list.__add__ would join the 5 in memory only
+    assert list(spool + [25]) == [*range(26)]
+    assert isinstance([-1] + spool, Spool) and isinstance(spool.copy(), Spool) and list(spool.copy()) == [*range(25)]
+    assert 3 in spool and 99 not in spool and spool.count(3) == 1 and next(reversed(spool)) == 24
+    for refused in (spool.sort, spool.reverse, spool.pop, lambda: spool.insert(0, 1), lambda: spool.index(3)):
+        with pytest.raises(TypeError, match="gone to disk"):
+            refused()
+    small = Spool([3, 1, 2], limit=10)  # nothing on disk: a list's methods as they are
+    small.sort()
+    assert list(small) == [1, 2, 3] and small.pop() == 3 and small.index(2) == 1
+
+
+def test_a_slice_of_a_spool_reads_back_only_the_batches_before_its_end(monkeypatch):
+    spool = Spool(range(1000), limit=10)
+    read = []
+    real = spool_mod._unpacked
+    monkeypatch.setattr(spool_mod, "_unpacked", lambda packed: read.append(1) or real(packed))
+    assert spool[:3] == [0, 1, 2] and len(read) == 1
+    assert spool[15:22] == [*range(15, 22)] and len(read) == 4  # two batches more
+    assert spool[-2:] == [998, 999] and spool[::400] == [0, 400, 800]
+
+
+def test_a_playback_scripts_bad_lines_wait_on_disk(tmp_path, small_lists):
+    script = read_playback_file(_script(tmp_path / "bg41_bad.playback.jsonl", N_BAD))
+    assert isinstance(script.issues, Spool) and script.issues._spilled > 0
+    assert [i.location for i in script.issues] == [f"line {n}" for n in range(2, N_BAD + 2)]
+    assert [a.line_number for a in script.actions] == [1, N_BAD + 2]
+
+
+# ---- the commands -------------------------------------------------------------------------------------
+def test_score_of_a_flood_lists_the_first_reasons_and_writes_every_one_beside_the_manifest(tmp_path, small_lists):
+    path = _braces(tmp_path / "flood.recording.jsonl", N_BAD)
+    out = tmp_path / "scored"
+    result = CliRunner().invoke(app, ["--plain", "score", str(path), "--out", str(out)])
+    assert result.exit_code == 3, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    every = _listed_file(out, manifest["notes"], "rejected_input", N_BAD)
+    assert [p.split(": ")[1] for p in every] == [f"line {n}" for n in range(2, N_BAD + 2)]  # in order
+    assert any(name.endswith("rejected_input.jsonl") for name in manifest["outputs"])
+    assert result.output.count("rejected input: flood.recording.jsonl: line ") == 10
+    assert f"... and {N_BAD - 10:,} more rejected inputs (see rejected_input.jsonl)" in result.output
+
+
+def test_a_few_reasons_stay_in_the_manifest_alone(tmp_path, small_lists):
+    path = _braces(tmp_path / "few.recording.jsonl", 12)
+    out = tmp_path / "scored"
+    result = CliRunner().invoke(app, ["--plain", "score", str(path), "--out", str(out)])
+    assert result.exit_code == 3, result.output
+    notes = json.loads((out / "manifest.json").read_text())["notes"]
+    assert len(notes["rejected_input"]) == 12 and "rejected_input_count" not in notes
+    assert not (out / "rejected_input.jsonl").exists()
+    assert "... and 2 more rejected inputs (see manifest.json)" in result.output
+
+
+def test_an_export_of_a_flood_lists_the_first_problems_and_writes_every_one(tmp_path, small_lists):
+    path = _script(tmp_path / "bg41_bad.playback.jsonl", N_BAD)
+    out = tmp_path / "dataset"
+    result = CliRunner().invoke(app, ["--plain", "export-transitions", str(path), "--out", str(out)])
+    assert result.exit_code == 3, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    note = manifest["notes"]["transitions"]
+    every = _listed_file(out, note, "problems", N_BAD)
+    assert [p.split(": ")[1] for p in every] == [f"line {n}" for n in range(2, N_BAD + 2)]
+    assert note["rows"] == 3  # make()'s RESET and the two good actions: the rest of the file is exported
+    assert result.output.count("rejected: ") == 10
+    assert f"... and {N_BAD - 10:,} more rejected (see problems.jsonl)" in result.output
+
+
+def test_a_replay_of_a_flood_lists_the_first_lines_left_out_and_writes_every_one(tmp_path, small_lists):
+    path = _script(tmp_path / "bg41_bad.playback.jsonl", N_BAD)
+    out = tmp_path / "replayed.jsonl"
+    result = CliRunner().invoke(app, ["--plain", "replay", str(path), "--out", str(out)])
+    assert result.exit_code == 3, result.output
+    assert len(out.read_text().splitlines()) == 3
+    notes = json.loads((tmp_path / "replayed.manifest.json").read_text())["notes"]["replay"]
+    every = _listed_file(tmp_path, notes, "action_lines_left_out", N_BAD)
+    assert notes["action_lines_left_out_file"] == "replayed.left_out.jsonl"
+    assert every[-1].startswith(f"line {N_BAD + 1}: ")
+    assert result.output.count("left out: line ") == 10
+    assert f"... and {N_BAD - 10:,} more lines left out (see replayed.left_out.jsonl)" in result.output
