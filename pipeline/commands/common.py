@@ -32,9 +32,6 @@ if TYPE_CHECKING:
 # view) would pay ~0.3 s of start-up for them.
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
-# rejected inputs and lines left out printed one by one; the rest are counted (each is in the manifest, or past its
-# LISTED_PROBLEMS in the file it names: a flood of bad lines has millions)
-LISTED_ON_SCREEN = 10
 EXIT_INTERRUPTED = 130  # the shell's code for a run stopped by Ctrl-C (128 + SIGINT)
 
 DbOption = Annotated[

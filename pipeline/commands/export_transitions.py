@@ -20,7 +20,6 @@ from .common import (
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
-    LISTED_ON_SCREEN,
     DbOption,
     GameVersionOption,
     SchedulerOption,
@@ -177,7 +176,7 @@ def export_transitions_command(
     """
     from engine.loader import default_environments_dir
     from pipeline.core.executor import SerialExecutor, open_executor
-    from pipeline.core.manifest import LISTED_PROBLEMS, RunManifest
+    from pipeline.core.manifest import LISTED_ON_SCREEN, LISTED_PROBLEMS, RunManifest
     from pipeline.core.special_files import not_regular_file
     from pipeline.core.spool import Spool
     from pipeline.datasets.shards import DatasetSummary, ShardWriter, dataset_card

@@ -55,7 +55,7 @@ def recover_actions_command(
     """
     from engine.loader import default_environments_dir
     from pipeline.core.game_code import announce
-    from pipeline.core.manifest import RunManifest
+    from pipeline.core.manifest import LISTED_PROBLEMS, RunManifest
     from pipeline.core.special_files import not_regular_file
     from pipeline.explore.recover import RecoverLimits, recover_files, recovery_document
 
@@ -97,7 +97,12 @@ def recover_actions_command(
                            "not_recovered": {r.file_name: r.error for r in failed},
                            "not_needed": [r.file_name for r in results if not r.needed],
                            "not_regular_files": [str(p) for p, _ in special],
-                           "lines_left_out": {r.file_name: r.lines_left_out for r in results if r.lines_left_out}})
+                           "lines_left_out": {r.file_name: r.lines_left_out[:LISTED_PROBLEMS]
+                                              for r in results if r.lines_left_out}})
+    if any(len(r.lines_left_out) > LISTED_PROBLEMS for r in results):  # a flood: every line in a file beside it
+        manifest.notes.update(manifest.listed_problems(
+            "every_line_left_out", (f"{r.file_name}: {why}" for r in results for why in r.lines_left_out),
+            out_file.with_name(out_file.stem + ".left_out.jsonl")))
     manifest.finish(code)
     manifest_file = out_file.with_name(out_file.stem + ".manifest.json")
     try:

@@ -15,7 +15,6 @@ from .common import (
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
-    LISTED_ON_SCREEN,
     GameVersionOption,
     command_line,
     fail,
@@ -48,7 +47,7 @@ def replay_command(
     """
     from engine.loader import default_environments_dir, describe_game_error
     from pipeline.core.game_code import SandboxFailure
-    from pipeline.core.manifest import LISTED_PROBLEMS, RunManifest, sha256_file
+    from pipeline.core.manifest import LISTED_ON_SCREEN, LISTED_PROBLEMS, RunManifest, sha256_file
     from pipeline.core.outputs import OutputError, named, write_text
     from pipeline.core.special_files import not_regular_file
     from pipeline.recordings.playback import PlaybackError, replay_script_file, write_lines

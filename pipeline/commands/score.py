@@ -17,7 +17,6 @@ from .common import (
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
-    LISTED_ON_SCREEN,
     SCORES,
     DbOption,
     GameVersionOption,
@@ -763,11 +762,11 @@ def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None
     for pid, here in sorted(result.policy_excluded.items()):
         out.console.print(f"left out of the score under {pid}: {_plays(len(here))}", markup=False, soft_wrap=True)
     _print_grouped_reasons(result)
+    from pipeline.core.manifest import LISTED_ON_SCREEN, LISTED_PROBLEMS
+
     for path, reason in problems[:LISTED_ON_SCREEN]:
         out.console.print(f"rejected input: {path.name}: {reason}", markup=False, soft_wrap=True)
     if len(problems) > LISTED_ON_SCREEN:
-        from pipeline.core.manifest import LISTED_PROBLEMS
-
         where = "manifest.json" if len(problems) <= LISTED_PROBLEMS else "rejected_input.jsonl"
         out.console.print(f"... and {len(problems) - LISTED_ON_SCREEN:,} more rejected inputs (see {where})", markup=False,
                           soft_wrap=True)

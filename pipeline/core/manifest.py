@@ -33,6 +33,7 @@ FileVersion = tuple[int, int, int, int]
 # Problems (rejected inputs, lines left out) a manifest lists word for word. A flood of bad lines gives millions:
 # past this many, the manifest counts them and names a file beside it that lists every one.
 LISTED_PROBLEMS = 1_000
+LISTED_ON_SCREEN = 10  # ... and a command prints one by one (the rest counted, with where to find them)
 
 
 def file_version(path: Path) -> FileVersion:

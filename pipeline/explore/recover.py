@@ -53,6 +53,8 @@ from engine.base_game import FRAMES_ALL
 from engine.enums import ActionInput, GameAction
 from engine.env import GameEnv
 from engine.loader import GameNotFoundError, resolve_game
+from pipeline.core.manifest import LISTED_ON_SCREEN
+from pipeline.core.spool import Spool
 from pipeline.recordings.counting import ACTION_NAMES
 from pipeline.recordings.frames import frame_hashes
 from pipeline.recordings.reader import ParsedRecording, RecordingRejected, read_recording_file
@@ -189,7 +191,9 @@ class Recovery:
                   f"{self.n_ambiguous} ambiguous")
 
     def summary(self) -> str:
-        left_out = "".join(f"\n  left out, {why}" for why in self.lines_left_out)  # the reader's, each line
+        left_out = "".join(f"\n  left out, {why}" for why in self.lines_left_out[:LISTED_ON_SCREEN])  # the reader's
+        if len(self.lines_left_out) > LISTED_ON_SCREEN:
+            left_out += f"\n  ... and {len(self.lines_left_out) - LISTED_ON_SCREEN:,} more lines left out (see the manifest)"
         if not self.needed:
             return f"{self.file_name}: nothing to recover (its action ids are not lost){left_out}"
         if not self.ok:
@@ -577,7 +581,7 @@ def recover_file(job: RecoverJob) -> Recovery:
         return Recovery(path=str(path), file_name=path.name, error=f"cannot read it: {err}")
     recovery = recover_parsed(parsed, [Path(d) for d in job.game_dirs], job.limits, path=str(path))
     # lines the reader left out (a truncated last line, a bad frame): the steps are recovered without them, said
-    recovery.lines_left_out = [f"{i.location}: {i.check}: {i.reason}" for i in parsed.issues]
+    recovery.lines_left_out = Spool(f"{i.location}: {i.check}: {i.reason}" for i in parsed.issues)  # (a flood: on disk)
     return recovery
 
 

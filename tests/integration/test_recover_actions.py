@@ -201,6 +201,27 @@ def test_lines_the_reader_left_out_are_named_and_the_exit_code_says_so(tmp_path)
     assert "truncated_line" in left
 
 
+def test_a_flood_of_lines_left_out_is_listed_in_part_and_written_in_full(tmp_path, monkeypatch):
+    """Each of a million bad lines was held as a string, printed and put in the manifest: the reasons now wait
+    on disk, the manifest lists the first LISTED_PROBLEMS per file and names a file of every one."""
+    from pipeline.core import manifest as manifest_mod
+    from pipeline.core.spool import Spool
+
+    monkeypatch.setattr(Spool.__init__, "__defaults__", ((), 50))  # the 300 reasons go through the disk
+    monkeypatch.setattr(manifest_mod, "LISTED_PROBLEMS", 25)
+    path = agents_recording(tmp_path, toolkit_lines("tf62_scripted-win.frames.jsonl"))
+    with path.open("a") as fh:
+        fh.write("{}\n" * 300)
+    code, output = cli("recover-actions", str(path), "--games", str(GAMES), "--out", str(tmp_path / "r.json"))
+    assert code == 3, output
+    assert output.count("left out, line ") == 10 and "... and 290 more lines left out (see the manifest)" in output
+    notes = json.loads((tmp_path / "r.manifest.json").read_text())["notes"]
+    assert len(notes["lines_left_out"][path.name]) == 25 and notes["every_line_left_out_count"] == 300
+    every = [json.loads(x) for x in (tmp_path / notes["every_line_left_out_file"]).read_text().splitlines()]
+    assert len(every) == 300 and every[0].startswith(f"{path.name}: line ")
+    assert json.loads((tmp_path / "r.json").read_text())  # the recovery itself is written
+
+
 def test_a_long_run_of_identical_frames_ends_within_the_search_bounds(tmp_path):
     lines = toolkit_lines("tf62_scripted-win.frames.jsonl")
     start = lines[0]["data"]
