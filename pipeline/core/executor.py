@@ -439,8 +439,15 @@ def _helper_main() -> None:
     from collections import deque
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle; it ends this process
-    inp, out = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing a piece prints may corrupt the stream of outcomes
+    # The pipes move to descriptors of their own, and 0 and 1 to /dev/null and stderr: nothing a piece or a
+    # library writes to descriptor 1 (a C library's message, a native progress bar), nor a read of 0, may
+    # corrupt the stream of outcomes (the caller would wait for the rest of a message that never comes)
+    inp, out = os.fdopen(os.dup(0), "rb"), os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdin, sys.stdout = open(os.devnull), sys.stderr
     kept: deque = deque(maxlen=HELPER_KEEPS)
     sys.path[:], preload = _receive(inp)  # the caller's import path (a test's or a notebook's additions included)
     for module in preload:  # imported before the first piece comes (the caller works meanwhile)

@@ -62,6 +62,17 @@ def spilled_in_helper(item: tuple[int, int]) -> Spool:
     return spool
 
 
+def writes_to_descriptor_1(item: tuple[int, int]) -> int:
+    """Writes bytes to descriptor 1 and reads descriptor 0, as a C library may (a message, a progress bar)."""
+    x, _ = item
+    os.write(1, b"\x08\x00\x00\x00 a native library's line\n")
+    try:
+        os.read(0, 1)
+    except OSError:
+        pass
+    return x
+
+
 def _helpers() -> list[psutil.Process]:
     """The helper processes alive (a dead one not yet reaped is not)."""
     alive = []
@@ -109,6 +120,27 @@ def test_a_result_the_helper_cannot_send_is_made_here():
     with open_helper_executor() as ex:
         outcomes = list(ex.map_ordered(unpicklable_in_helper, [(i, (i, me)) for i in range(10)]))
     assert [(o.value, o.error) for o in outcomes] == [(i, None) for i in range(10)]
+
+
+def test_what_a_piece_writes_to_descriptor_1_does_not_corrupt_the_outcomes():
+    """The helper once sent its outcomes on descriptor 1 itself: such bytes broke the stream, and this process
+    waited for ever for the rest of a message."""
+    import threading
+
+    outcomes: list = []
+    with open_helper_executor() as ex:
+        run = threading.Thread(target=lambda: outcomes.extend(ex.map_ordered(writes_to_descriptor_1,
+                                                                             [(i, (i, 0)) for i in range(12)])),
+                               daemon=True)
+        run.start()
+        run.join(timeout=60)
+        hung = run.is_alive()
+        if hung:  # (the helper is killed so that the test ends)
+            for p in _helpers():
+                p.kill()
+            run.join(timeout=10)
+    assert not hung, "the outcomes stopped coming"
+    assert [(o.value, o.error) for o in outcomes] == [(i, None) for i in range(12)] and ex.helper_pieces > 0
 
 
 def _snapshot(ws: Workspace) -> dict:
