@@ -90,7 +90,7 @@ from pipeline.recordings.frames import frame_hashes, kept_frames
 from pipeline.recordings.lines import Line
 from pipeline.recordings.playback import (
     PlaybackError,
-    ScriptAction,
+    ScriptActions,
     is_playback_file,
     read_playback_file,
     resolve_script_game,
@@ -922,11 +922,7 @@ def _slices(out: dict) -> Iterator[tuple[int, bytes, bytes]]:
 
 
 # ---- playback scripts ------------------------------------------------------------------------------
-def _script_items(actions: Sequence[ScriptAction]) -> list[tuple]:
-    return [(a.action_id, a.data, a.reasoning, a.line_number, ACTION_NAMES[a.action_id]) for a in actions]
-
-
-def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: str, job: ExportJob,
+def _export_script(actions: ScriptActions, named_game: str, file_id: str, job: ExportJob,
                    result: FileExport, holder: list) -> Iterator[bytes | RowBlock]:
     """Replay like the playback agent (make(), then every action), keeping every response's frames; the
     responses are counted by the toolkit rules the reader applies to the recording such a replay writes
@@ -948,7 +944,10 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
     current_play, pid, export = None, "", None
     i = 0
     stopped = None
-    for out in _chunks(info, ("script", _portable(info), guid), actions, _script_items, job):
+    ids, xs, ys, numbers = actions.action_id, actions.x, actions.y, actions.line_number  # (columns: no objects)
+    # what `_chunks` feeds is a range of the actions' indices, sent as `replay_items`
+    for out in _chunks(info, ("script", _portable(info), guid), range(len(actions)),
+                       lambda span: actions.replay_items(span.start, span.stop), job):
         if isinstance(out, _Call):
             yield out
             continue
@@ -957,12 +956,11 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
         answers = out["answers"]
         n = len(answers)
         first = i
-        acts = [None, *actions[:n - 1]] if first == 0 else actions[first - 1:first - 1 + n]
-        chunk_records = [StepRecord(action_id=0 if action is None else action.action_id, state=state,
-                                    levels_completed=levels, full_reset=full_reset, win_levels=win_levels,
-                                    guid=guid, line_number=first + k + 1)
-                         for k, (action, (state, levels, win_levels, full_reset, _)) in enumerate(zip(acts, answers,
-                                                                                                      strict=True))]
+        # the chunk's actions by index (-1: make()'s opening RESET, in no line of the script)
+        acts = range(first - 1, first - 1 + n)
+        chunk_records = [StepRecord(action_id=0 if j < 0 else ids[j], state=state, levels_completed=levels,
+                                    full_reset=full_reset, win_levels=win_levels, guid=guid, line_number=j + 2)
+                         for j, (state, levels, win_levels, full_reset, _) in zip(acts, answers, strict=True)]
         records.queue.extend(chunk_records)
         chunk_effects = list(islice(effects, n))
         effect_feed.queue.extend(chunk_effects)
@@ -973,7 +971,7 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
         frames_view, digests_view = memoryview(out["frames"]), memoryview(out["digests"])
         at = 0
         add_packed = rows.add_packed
-        for action, answer, record, effect, play, change, count in zip(
+        for j, answer, record, effect, play, change, count in zip(
                 acts, answers, chunk_records, chunk_effects, chunk_plays, chunk_changes, counts, strict=True):
             state, levels, win_levels, _full_reset, available = answer
             if play != current_play:
@@ -983,13 +981,13 @@ def _export_script(actions: Sequence[ScriptAction], named_game: str, file_id: st
                     export = plays[pid] = PlayExport(pid, info.game_id, "playback", "exported")
                     result.plays.append(export)
             action_id = record.action_id
+            x, y, line = (xs[j], ys[j], numbers[j]) if j >= 0 else (-1, -1, None)
             # `_row`'s order (the opening RESET is make()'s, in no line of the script: no x, y or line)
             add_packed(count, frames_view[at * FRAME_BYTES:(at + count) * FRAME_BYTES],
                        digests_view[at * 32:(at + count) * 32],
                        (game_id, pid, "playback", i, ACTION_NAMES[action_id], action_id,
-                        None if action is None else action.x, None if action is None else action.y, levels,
-                        win_levels, state, list(available), change, effect.is_counted, True, False, file_id,
-                        None if action is None else action.line_number))
+                        None if x < 0 else x, None if y < 0 else y, levels,
+                        win_levels, state, list(available), change, effect.is_counted, True, False, file_id, line))
             at += count
             export.n_rows += 1
             i += 1
@@ -1150,8 +1148,8 @@ def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterato
         result.problems.append(f"no plays or steps of file {job.file_id} in the database")
         return iter(())
     if bool(plays["is_replay_needed"].fill_null(False).any()):  # a playback script: actions only
-        rows = steps.sort("line_number").select("line_number", "action_id", "click_x", "click_y")
-        actions = [ScriptAction(n, a, x, y) for n, a, x, y in rows.iter_rows()]
+        rows = steps.sort("line_number")
+        actions = ScriptActions.of_columns(*(rows[c] for c in ("line_number", "action_id", "click_x", "click_y")))
         return _export_script(actions, plays["game_id"][0], job.file_id, job, result, holder)
     recs = recordings_from_tables(steps, plays.with_columns(pl.col("is_only_reset_levels").fill_null(False)),
                                   {job.file_id: (name, None)}, _recovered(job))
