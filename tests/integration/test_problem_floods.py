@@ -48,6 +48,13 @@ def _script(path: Path, n_bad: int) -> Path:
     return path
 
 
+def _run(*args: str, manifest: Path) -> tuple[str, dict]:
+    """The command's output (its exit code 3: rejected input) and its run manifest."""
+    result = CliRunner().invoke(app, ["--plain", *args])
+    assert result.exit_code == 3, result.output
+    return result.output, json.loads(manifest.read_text())
+
+
 def _listed_file(folder: Path, note: dict, key: str, n: int) -> list[str]:
     """The note lists the first LISTED and names the file of all `n`; returns the file's problems."""
     assert len(note[key]) == LISTED and note[f"{key}_count"] == n
@@ -92,50 +99,43 @@ def test_a_playback_scripts_bad_lines_wait_on_disk(tmp_path, small_lists):
 def test_score_of_a_flood_lists_the_first_reasons_and_writes_every_one_beside_the_manifest(tmp_path, small_lists):
     path = _braces(tmp_path / "flood.recording.jsonl", N_BAD)
     out = tmp_path / "scored"
-    result = CliRunner().invoke(app, ["--plain", "score", str(path), "--out", str(out)])
-    assert result.exit_code == 3, result.output
-    manifest = json.loads((out / "manifest.json").read_text())
+    output, manifest = _run("score", str(path), "--out", str(out), manifest=out / "manifest.json")
     every = _listed_file(out, manifest["notes"], "rejected_input", N_BAD)
     assert [p.split(": ")[1] for p in every] == [f"line {n}" for n in range(2, N_BAD + 2)]  # in order
     assert any(name.endswith("rejected_input.jsonl") for name in manifest["outputs"])
-    assert result.output.count("rejected input: flood.recording.jsonl: line ") == 10
-    assert f"... and {N_BAD - 10:,} more rejected inputs (see rejected_input.jsonl)" in result.output
+    assert output.count("rejected input: flood.recording.jsonl: line ") == 10
+    assert f"... and {N_BAD - 10:,} more rejected inputs (see rejected_input.jsonl)" in output
 
 
 def test_a_few_reasons_stay_in_the_manifest_alone(tmp_path, small_lists):
     path = _braces(tmp_path / "few.recording.jsonl", 12)
     out = tmp_path / "scored"
-    result = CliRunner().invoke(app, ["--plain", "score", str(path), "--out", str(out)])
-    assert result.exit_code == 3, result.output
-    notes = json.loads((out / "manifest.json").read_text())["notes"]
-    assert len(notes["rejected_input"]) == 12 and "rejected_input_count" not in notes
+    output, manifest = _run("score", str(path), "--out", str(out), manifest=out / "manifest.json")
+    assert len(manifest["notes"]["rejected_input"]) == 12 and "rejected_input_count" not in manifest["notes"]
     assert not (out / "rejected_input.jsonl").exists()
-    assert "... and 2 more rejected inputs (see manifest.json)" in result.output
+    assert "... and 2 more rejected inputs (see manifest.json)" in output
 
 
 def test_an_export_of_a_flood_lists_the_first_problems_and_writes_every_one(tmp_path, small_lists):
     path = _script(tmp_path / "bg41_bad.playback.jsonl", N_BAD)
     out = tmp_path / "dataset"
-    result = CliRunner().invoke(app, ["--plain", "export-transitions", str(path), "--out", str(out)])
-    assert result.exit_code == 3, result.output
-    manifest = json.loads((out / "manifest.json").read_text())
+    output, manifest = _run("export-transitions", str(path), "--out", str(out), manifest=out / "manifest.json")
     note = manifest["notes"]["transitions"]
     every = _listed_file(out, note, "problems", N_BAD)
     assert [p.split(": ")[1] for p in every] == [f"line {n}" for n in range(2, N_BAD + 2)]
     assert note["rows"] == 3  # make()'s RESET and the two good actions: the rest of the file is exported
-    assert result.output.count("rejected: ") == 10
-    assert f"... and {N_BAD - 10:,} more rejected (see problems.jsonl)" in result.output
+    assert output.count("rejected: ") == 10
+    assert f"... and {N_BAD - 10:,} more rejected (see problems.jsonl)" in output
 
 
 def test_a_replay_of_a_flood_lists_the_first_lines_left_out_and_writes_every_one(tmp_path, small_lists):
     path = _script(tmp_path / "bg41_bad.playback.jsonl", N_BAD)
     out = tmp_path / "replayed.jsonl"
-    result = CliRunner().invoke(app, ["--plain", "replay", str(path), "--out", str(out)])
-    assert result.exit_code == 3, result.output
+    output, manifest = _run("replay", str(path), "--out", str(out), manifest=tmp_path / "replayed.manifest.json")
     assert len(out.read_text().splitlines()) == 3
-    notes = json.loads((tmp_path / "replayed.manifest.json").read_text())["notes"]["replay"]
+    notes = manifest["notes"]["replay"]
     every = _listed_file(tmp_path, notes, "action_lines_left_out", N_BAD)
     assert notes["action_lines_left_out_file"] == "replayed.left_out.jsonl"
     assert every[-1].startswith(f"line {N_BAD + 1}: ")
-    assert result.output.count("left out: line ") == 10
-    assert f"... and {N_BAD - 10:,} more lines left out (see replayed.left_out.jsonl)" in result.output
+    assert output.count("left out: line ") == 10
+    assert f"... and {N_BAD - 10:,} more lines left out (see replayed.left_out.jsonl)" in output
