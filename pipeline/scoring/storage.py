@@ -115,6 +115,8 @@ def read_file_steps(ws, columns: Sequence[str], file_id: str) -> pl.DataFrame:
         cuts = ws.read("SELECT line_number FROM (SELECT line_number, row_number() OVER (ORDER BY line_number) - 1 AS r "
                        "FROM core_arc3__steps WHERE file_id = ?) WHERE r % ? = 0 ORDER BY line_number",
                        [file_id, FILE_STEP_SLICE_ROWS])["line_number"].to_list()
+    if not found[0]:  # no step: the stored types, empty
+        return read_stored_steps(ws, columns, [file_id])
     types = {}
     for i, c in enumerate([*integers, *lists]):
         low, high = found[1 + 2 * i], found[2 + 2 * i]
@@ -131,8 +133,6 @@ def read_file_steps(ws, columns: Sequence[str], file_id: str) -> pl.DataFrame:
             [pl.col(c).cast(pl.Categorical) for c in _FILE_STEP_CATEGORIES if c in columns]
             + [pl.col(c).cast(t) for c, t in types.items()]).shrink_to_fit())
         del part  # (its stored types let go before the next slice is read)
-    if not slices:
-        return read_stored_steps(ws, columns, [file_id])
     return pl.concat(slices, rechunk=False)
 
 
