@@ -176,7 +176,7 @@ def export_transitions_command(
     """
     from engine.loader import default_environments_dir
     from pipeline.core.executor import SerialExecutor, open_executor
-    from pipeline.core.manifest import LISTED_ON_SCREEN, LISTED_PROBLEMS, RunManifest
+    from pipeline.core.manifest import LISTED_ON_SCREEN, RunManifest, unlisted_note
     from pipeline.core.special_files import not_regular_file
     from pipeline.core.spool import Spool
     from pipeline.datasets.shards import DatasetSummary, ShardWriter, dataset_card
@@ -351,10 +351,8 @@ def export_transitions_command(
                          "the card lists them)" if summary.unconfirmed else ""), markup=False, soft_wrap=True)
     for label, why in problems[:LISTED_ON_SCREEN]:
         out.console.print(f"rejected: {label}: {why}", markup=False, soft_wrap=True)
-    if len(problems) > LISTED_ON_SCREEN:
-        out.console.print(f"... and {len(problems) - LISTED_ON_SCREEN:,} more rejected (see "
-                          f"{'manifest.json' if len(problems) <= LISTED_PROBLEMS else 'problems.jsonl'})",
-                          markup=False, soft_wrap=True)
+    if (more := unlisted_note(len(problems), "rejected", "problems.jsonl")) is not None:
+        out.console.print(more, markup=False, soft_wrap=True)
     for label, play in summary.not_exported:
         out.console.print(f"left out: {label}: {play.play_id}: {play.detail}", markup=False, soft_wrap=True)
     raise typer.Exit(code)

@@ -11,14 +11,7 @@ import typer
 
 from pipeline.core.console import out
 
-from .common import (
-    EXIT_OK,
-    EXIT_REJECTED,
-    EXIT_USAGE,
-    GameVersionOption,
-    command_line,
-    fail,
-)
+from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, GameVersionOption, command_line, fail
 
 
 def replay_command(
@@ -47,7 +40,7 @@ def replay_command(
     """
     from engine.loader import default_environments_dir, describe_game_error
     from pipeline.core.game_code import SandboxFailure
-    from pipeline.core.manifest import LISTED_ON_SCREEN, LISTED_PROBLEMS, RunManifest, sha256_file
+    from pipeline.core.manifest import LISTED_ON_SCREEN, RunManifest, sha256_file, unlisted_note
     from pipeline.core.outputs import OutputError, named, write_text
     from pipeline.core.special_files import not_regular_file
     from pipeline.recordings.playback import PlaybackError, replay_script_file, write_lines
@@ -105,8 +98,6 @@ def replay_command(
                       f"{', with frames' if frames else ''}); {how.describe()}", markup=False, soft_wrap=True)
     for issue in parsed.issues[:LISTED_ON_SCREEN]:
         out.console.print(f"left out: {issue.location}: {issue.check}: {issue.reason}", markup=False)
-    if len(parsed.issues) > LISTED_ON_SCREEN:
-        out.console.print(f"... and {len(parsed.issues) - LISTED_ON_SCREEN:,} more lines left out (see "
-                          f"{manifest_file.name if len(parsed.issues) <= LISTED_PROBLEMS else left_out.name})",
-                          markup=False)
+    if (more := unlisted_note(len(parsed.issues), "lines left out", left_out.name, manifest_file.name)) is not None:
+        out.console.print(more, markup=False)
     raise typer.Exit(code)

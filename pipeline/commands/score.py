@@ -762,14 +762,12 @@ def _print_summary(result, problems, out_dir: Path, manifest_path: Path) -> None
     for pid, here in sorted(result.policy_excluded.items()):
         out.console.print(f"left out of the score under {pid}: {_plays(len(here))}", markup=False, soft_wrap=True)
     _print_grouped_reasons(result)
-    from pipeline.core.manifest import LISTED_ON_SCREEN, LISTED_PROBLEMS
+    from pipeline.core.manifest import LISTED_ON_SCREEN, unlisted_note
 
     for path, reason in problems[:LISTED_ON_SCREEN]:
         out.console.print(f"rejected input: {path.name}: {reason}", markup=False, soft_wrap=True)
-    if len(problems) > LISTED_ON_SCREEN:
-        where = "manifest.json" if len(problems) <= LISTED_PROBLEMS else "rejected_input.jsonl"
-        out.console.print(f"... and {len(problems) - LISTED_ON_SCREEN:,} more rejected inputs (see {where})", markup=False,
-                          soft_wrap=True)
+    if (more := unlisted_note(len(problems), "rejected inputs", "rejected_input.jsonl")) is not None:
+        out.console.print(more, markup=False, soft_wrap=True)
     _print_card_differences(result)
 
 

@@ -36,6 +36,15 @@ LISTED_PROBLEMS = 1_000
 LISTED_ON_SCREEN = 10  # ... and a command prints one by one (the rest counted, with where to find them)
 
 
+def unlisted_note(n: int, what: str, file_name: str, manifest_name: str = "manifest.json") -> str | None:
+    """"... and N more <what> (see <where>)" for `n` problems of which the first LISTED_ON_SCREEN were printed:
+    where every one is, the manifest, or past LISTED_PROBLEMS the file `listed_problems` wrote. None when every
+    one was printed."""
+    if n <= LISTED_ON_SCREEN:
+        return None
+    return f"... and {n - LISTED_ON_SCREEN:,} more {what} (see {manifest_name if n <= LISTED_PROBLEMS else file_name})"
+
+
 def file_version(path: Path) -> FileVersion:
     """What tells one version of a file from the next without reading it: device, inode, size and modification
     time in ns (an edit in place, an append or a replacement by rename each change one of them)."""

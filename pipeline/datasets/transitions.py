@@ -211,8 +211,7 @@ class FileExport:
     game_source_sha256: str | None = None
     batches: list[bytes | RowBlock] = field(default_factory=list)  # IPC streams, or row blocks in-process
     plays: list[PlayExport] = field(default_factory=list)
-    problems: list[str] = field(default_factory=Spool)  # lines left out (a flood waits on disk), or why the file
-    # was refused
+    problems: list[str] = field(default_factory=Spool)  # lines left out (a flood: on disk), or why it was refused
     rejected: bool = False  # the file gave no row because it is bad input (exit 3)
     n_rows: int = 0
     n_engine_steps: int = 0  # responses the engine produced for it
