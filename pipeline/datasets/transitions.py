@@ -1133,13 +1133,13 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holde
 
 def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterator[bytes | RowBlock]:
     from pipeline.core.workspace import COMMIT_MEMORY, Workspace
-    from pipeline.scoring.storage import read_file_steps  # (the database's modules: only for this path)
+    from pipeline.scoring.storage import read_narrow_steps  # (the database's modules: only for this path)
 
     # what the export reads of the steps (as `score --db` does), under a bounded DuckDB memory limit: every
     # column of two million stored steps, with their sort, took 1.9 GB
     with Workspace(job.db, read_only=True, memory=COMMIT_MEMORY) as ws:
         plays = ws.read("SELECT * FROM core_arc3__plays WHERE file_id = ? ORDER BY play_index", [job.file_id])
-        steps = read_file_steps(ws, DB_STEP_COLUMNS, job.file_id)
+        steps = read_narrow_steps(ws, DB_STEP_COLUMNS, [job.file_id])
         names = ws.read("SELECT file_name FROM raw_ingest__files WHERE file_id = ?", [job.file_id]).rows()
     name = names[0][0] if names else None
     if plays.height == 0 or steps.height == 0:

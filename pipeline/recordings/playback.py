@@ -627,7 +627,18 @@ def replay_script_tables(steps: pl.DataFrame, plays: pl.DataFrame, game_dirs: It
         parsed_by_file[fid] = parsed
         how[fid] = ScriptReplay(named, info.game_id, len(actions), skipped.get(fid))
     keep = ~pl.col("file_id").is_in(script_ids)
-    # the caller's frames may come from the database (its own time zone name, column order): match them
-    steps = pl.concat([steps.filter(keep), *(f.select(steps.columns).cast(dict(steps.schema)) for f in new_steps)])
+    # the caller's frames may come from the database (its own time zone name, column order): match them; its
+    # steps may be narrow (`read_narrow_steps`), so an integer column takes the wider of the two types
+    steps = pl.concat([steps.filter(keep), *(_like(f, steps.schema) for f in new_steps)], how="vertical_relaxed")
     plays = pl.concat([plays.filter(keep), *(f.select(plays.columns).cast(dict(plays.schema)) for f in new_plays)])
     return steps, plays, parsed_by_file, how, failed
+
+
+def _like(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+    """``frame`` in the order and types of ``schema``, but for its integer columns (and lists of integers): cast
+    to a narrower type, a replay's line numbers or levels could lose their values; they are left to the concat's
+    supertype."""
+    def integral(dtype: pl.DataType) -> bool:
+        return dtype.is_integer() or (isinstance(dtype, pl.List) and dtype.inner.is_integer())
+
+    return frame.select(schema.names()).cast({n: t for n, t in schema.items() if not integral(t)})

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -90,50 +90,81 @@ def write_score_tables(ws, result) -> None:
 _PLAY_TEXTS = ("play_id", "file_id", "guid", "game_id")
 
 
-# One file's stored steps (`read_file_steps`): read this many lines at a time, each slice narrowed before the next
-# is read. Read whole, in the stored types, two million steps of one file took 0.59 GB of table and 1.03 GB at
+# One read of stored steps (`read_narrow_steps`): at most this many lines at a time, each slice narrowed before the
+# next is read. Read whole, in the stored types, two million steps of one file took 0.59 GB of table and 1.03 GB at
 # the read's peak (DuckDB's result beside polars' copy of it).
-FILE_STEP_SLICE_ROWS = 250_000
-_FILE_STEP_CATEGORIES = ("file_id", "play_id", "guid", "game_id", "state", "step_effect")  # a few values each
-_FILE_STEP_INTEGERS = ("line_number", "step_index", "action_id", "click_x", "click_y", "levels_completed",
-                       "win_levels", "n_frames")
+STEP_SLICE_ROWS = 250_000
+_NARROW_CATEGORIES = ("file_id", "play_id", "guid", "game_id", "state", "step_effect")  # a few values each
+_NARROW_INTEGERS = ("line_number", "step_index", "action_id", "click_x", "click_y", "levels_completed",
+                    "win_levels", "n_frames")
 
 
-def read_file_steps(ws, columns: Sequence[str], file_id: str) -> pl.DataFrame:
-    """`read_stored_steps` of one file, a slice of FILE_STEP_SLICE_ROWS lines at a time, each slice held in the
-    narrowest types: its repeated texts as categories, its integers in the smallest type that holds every value
-    of the file (and the lists of available actions likewise). The same values, about a fifth of the memory."""
-    integers = [c for c in _FILE_STEP_INTEGERS if c in columns]
+def read_narrow_steps(ws, columns: Sequence[str], file_ids: Sequence[str]) -> pl.DataFrame:
+    """`read_stored_steps` of ``file_ids`` (ordered by file and line), read a slice of at most STEP_SLICE_ROWS
+    lines at a time (whole small files together; a larger file by ranges of its lines), each slice held in the
+    narrowest types: the repeated texts as categories, the integers in the smallest type that holds every value
+    read (and the lists of available actions likewise). The same values, about a fifth of the memory; no step:
+    the stored types."""
+    ids = sorted(set(file_ids))
+    integers = [c for c in _NARROW_INTEGERS if c in columns]
     lists = [c for c in ("available_actions",) if c in columns]
+    chosen = "file_id IN (SELECT unnest($1::VARCHAR[]))"
     bounds = ", ".join([f"min({c}), max({c})" for c in integers]
-                       + [f"(SELECT min(v) FROM (SELECT unnest({c}) AS v FROM core_arc3__steps WHERE file_id = $1)), "
-                          f"(SELECT max(v) FROM (SELECT unnest({c}) AS v FROM core_arc3__steps WHERE file_id = $1))"
+                       + [f"(SELECT min(v) FROM (SELECT unnest({c}) AS v FROM core_arc3__steps WHERE {chosen})), "
+                          f"(SELECT max(v) FROM (SELECT unnest({c}) AS v FROM core_arc3__steps WHERE {chosen}))"
                           for c in lists])
     with duckdb_bounds(ws.con, memory=COMMIT_MEMORY, best_effort=True):
-        found = ws.read(f"SELECT count(*){', ' + bounds if bounds else ''} FROM core_arc3__steps WHERE file_id = $1",
-                        [file_id]).row(0)
-        cuts = ws.read("SELECT line_number FROM (SELECT line_number, row_number() OVER (ORDER BY line_number) - 1 AS r "
-                       "FROM core_arc3__steps WHERE file_id = ?) WHERE r % ? = 0 ORDER BY line_number",
-                       [file_id, FILE_STEP_SLICE_ROWS])["line_number"].to_list()
-    if not found[0]:  # no step: the stored types, empty
-        return read_stored_steps(ws, columns, [file_id])
+        found = ws.read(f"SELECT count(*){', ' + bounds if bounds else ''} FROM core_arc3__steps WHERE {chosen}",
+                        [ids]).row(0)
+        if not found[0]:
+            return read_stored_steps(ws, columns, ids)
+        counts = dict(ws.read(f"SELECT file_id, count(*) FROM core_arc3__steps WHERE {chosen} GROUP BY file_id",
+                              [ids]).iter_rows())
+        big = sorted(fid for fid, n in counts.items() if n > STEP_SLICE_ROWS)
+        cuts = {fid: ws.read("SELECT line_number FROM (SELECT line_number, row_number() OVER (ORDER BY line_number) "
+                             "- 1 AS r FROM core_arc3__steps WHERE file_id = ?) WHERE r % ? = 0 ORDER BY line_number",
+                             [fid, STEP_SLICE_ROWS])["line_number"].to_list() for fid in big}
     types = {}
     for i, c in enumerate([*integers, *lists]):
-        low, high = found[1 + 2 * i], found[2 + 2 * i]
-        small = _smallest_int(low, high)
+        small = _smallest_int(found[1 + 2 * i], found[2 + 2 * i])
         types[c] = small if c in integers else pl.List(small)
+    narrowed = ([pl.col(c).cast(pl.Categorical) for c in _NARROW_CATEGORIES if c in columns]
+                + [pl.col(c).cast(t) for c, t in types.items()])
     slices = []
-    for k, first in enumerate(cuts):
-        last = cuts[k + 1] - 1 if k + 1 < len(cuts) else None
-        part = read_stored_steps(ws, columns, [file_id], lines=(first, last))
+    for files, lines in _step_slices(ids, counts, cuts):
+        part = read_stored_steps(ws, columns, files, lines=lines)
         # every column in buffers of its own (`shrink_to_fit` copies those it does not cast): a column kept as
         # DuckDB handed it over keeps the whole slice alive (Arrow's C interface frees a batch's columns
         # together), 0.5 GB of two million steps for a few null columns
-        slices.append(part.with_columns(
-            [pl.col(c).cast(pl.Categorical) for c in _FILE_STEP_CATEGORIES if c in columns]
-            + [pl.col(c).cast(t) for c, t in types.items()]).shrink_to_fit())
+        slices.append(part.with_columns(narrowed).shrink_to_fit())
         del part  # (its stored types let go before the next slice is read)
     return pl.concat(slices, rechunk=False)
+
+
+def _step_slices(ids: list[str], counts: dict[str, int], cuts: dict[str, list[int]]
+                 ) -> Iterator[tuple[list[str], tuple[int, int | None] | None]]:
+    """The reads of `read_narrow_steps`, in file order: (files, None) for small files read together up to
+    STEP_SLICE_ROWS steps, ([file], (first line, last line or None)) for each range of a larger file."""
+    group: list[str] = []
+    held = 0
+    for fid in ids:
+        n = counts.get(fid, 0)
+        if fid in cuts:
+            if group:
+                yield group, None
+                group, held = [], 0
+            at = cuts[fid]
+            for k, first in enumerate(at):
+                yield [fid], (first, at[k + 1] - 1 if k + 1 < len(at) else None)
+            continue
+        if group and held + n > STEP_SLICE_ROWS:
+            yield group, None
+            group, held = [], 0
+        if n:
+            group.append(fid)
+            held += n
+    if group:
+        yield group, None
 
 
 def _smallest_int(low: int | None, high: int | None) -> pl.DataType:
@@ -204,14 +235,15 @@ def read_db_plays(ws, games: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, dic
     scripts: set[str] = set()  # playback scripts (actions only), replayed before scoring
     if "is_replay_needed" in plays.columns:
         scripts = set(plays.filter(pl.col("is_replay_needed").fill_null(False))["file_id"].to_list())
-    # Under a bounded DuckDB memory limit: its sort of a million steps otherwise held 0.7 GB of its own. Of a
-    # recording's steps, the columns scoring reads (a column costs 8 to 16 bytes a step); of a playback
+    # Under a bounded DuckDB memory limit (its sort of a million steps otherwise held 0.7 GB of its own), a slice
+    # at a time, in narrow types (two million steps of one file read whole in the stored types held 0.75 GB and
+    # kept `score --db` over 1 GB to its end). Of a recording's steps, the columns scoring reads; of a playback
     # script's, every column (its replay reads them).
-    steps = read_stored_steps(ws, STEP_COLUMNS, [fid for fid in ids if fid not in scripts])
+    steps = read_narrow_steps(ws, STEP_COLUMNS, [fid for fid in ids if fid not in scripts])
     if scripts:
         from schemas import empty_frame
 
-        script_steps = read_stored_steps(ws, empty_frame("core_arc3__steps").columns, sorted(scripts))
+        script_steps = read_narrow_steps(ws, empty_frame("core_arc3__steps").columns, sorted(scripts))
         steps = pl.concat([steps, script_steps], how="diagonal_relaxed").sort("file_id", "line_number")
     # in ingestion order: of two files of one play, the first ingested is the one scored (drop_duplicate_plays)
     names = ws.read("SELECT file_id, file_name FROM raw_ingest__files WHERE file_id IN "

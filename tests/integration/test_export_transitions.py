@@ -271,8 +271,8 @@ def test_database_export_matches_the_file_export(tmp_path):
 
 def test_a_stored_file_is_read_a_slice_at_a_time_in_narrow_types_with_the_same_values(tmp_path, monkeypatch):
     """Read whole in the stored types, two million steps of one file took 0.59 GB of table and 1.03 GB at the
-    read's peak (the export peaked at 1.06 GB): `read_file_steps` reads a slice of lines at a time, each in the
-    narrowest types, every column in buffers of its own."""
+    read's peak (the export peaked at 1.06 GB): `read_narrow_steps` reads a slice of lines at a time, each in the
+    narrowest types, every column in buffers of its own; small files together, in file order."""
     from pipeline.core.workspace import Workspace
     from pipeline.datasets.transitions import DB_STEP_COLUMNS
     from pipeline.scoring import storage
@@ -281,15 +281,19 @@ def test_a_stored_file_is_read_a_slice_at_a_time_in_narrow_types_with_the_same_v
     script = PLAYBACK / "an53_scripted-lose.playback.jsonl"
     ingested = CliRunner().invoke(app, ["--plain", "ingest", str(AN53), str(script), "--db", str(db)])
     assert ingested.exit_code == 0, ingested.output
-    monkeypatch.setattr(storage, "FILE_STEP_SLICE_ROWS", 7)
+    monkeypatch.setattr(storage, "STEP_SLICE_ROWS", 7)
     with Workspace(db, read_only=True) as ws:
-        for file_id in ws.read("SELECT DISTINCT file_id FROM core_arc3__steps").to_series().to_list():
+        file_ids = ws.read("SELECT DISTINCT file_id FROM core_arc3__steps").to_series().to_list()
+        for file_id in file_ids:
             whole = storage.read_stored_steps(ws, DB_STEP_COLUMNS, [file_id])
-            sliced = storage.read_file_steps(ws, DB_STEP_COLUMNS, file_id)
+            sliced = storage.read_narrow_steps(ws, DB_STEP_COLUMNS, [file_id])
             assert whole.height > 14 and sliced["line_number"].n_chunks() == -(-whole.height // 7)
             assert sliced.schema["file_id"] == pl.Categorical and sliced.schema["action_id"] == pl.Int8
             assert sliced.schema["line_number"] in (pl.Int8, pl.Int16)
             assert sliced.with_columns(pl.col(c).cast(t) for c, t in whole.schema.items()).equals(whole)
+        whole = storage.read_stored_steps(ws, DB_STEP_COLUMNS, file_ids)
+        both = storage.read_narrow_steps(ws, DB_STEP_COLUMNS, list(reversed(file_ids)))  # in file order all the same
+        assert len(file_ids) == 2 and both.with_columns(pl.col(c).cast(t) for c, t in whole.schema.items()).equals(whole)
     code, output = export("--db", str(db), "--games", str(ENVS), "--out", str(tmp_path / "db"))
     assert code == 0, output
     code, output = export(str(AN53), str(script), "--games", str(ENVS), "--out", str(tmp_path / "files"))

@@ -13,6 +13,7 @@ import math
 import shutil
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -346,3 +347,33 @@ def test_a_script_with_a_byte_order_mark_is_read_as_without_it(tmp_path: Path):
         assert [f.status for f in report.files] == ["loaded"] and report.n_quarantined == 0
         (flags,) = ws.read("SELECT flags FROM raw_ingest__files")["flags"].to_list()
         assert "utf8_bom" in flags and "needs_replay" in flags
+
+
+def test_a_scripts_replay_keeps_its_line_numbers_beside_narrow_stored_steps(tmp_path: Path):
+    """`score --db` reads the stored steps in the narrowest types that hold them (`storage.read_narrow_steps`:
+    two million steps of one file read in the stored types kept it over 1 GB). A script's replay has one line more
+    than the script (make()'s opening RESET): 127 actions and a recording of 20 lines are read as bytes (Int8),
+    and the replay's line 128 must not be cast into them."""
+    (mz41,) = [s for s in SCRIPTS if s.name.startswith("mz41")]
+    script = tmp_path / "mz41_first127.playback.jsonl"
+    script.write_text("".join(mz41.read_text().splitlines(keepends=True)[:127]))
+    (ck17,) = [s for s in SCRIPTS if s.name.startswith("ck17")]
+    recording = tmp_path / "ck17.jsonl"
+    code, output = cli("replay", str(ck17), "--games", str(GAMES), "--out", str(recording), "--no-frames")
+    assert code == 0, output
+    db = tmp_path / "s.duckdb"
+    code, output = cli("ingest", str(script), str(recording), "--db", str(db))
+    assert code == 0, output
+    with Workspace(db, read_only=True) as ws:
+        steps, _, _ = read_db_plays(ws, [])
+        assert ws.read("SELECT max(line_number) FROM core_arc3__steps").item() == 127
+    assert steps.schema["line_number"] == pl.Int8 and steps.schema["file_id"] == pl.Categorical
+    cards = []
+    for source in (["--db", str(db)], [str(script), str(recording), "--db", str(tmp_path / "files.duckdb")]):
+        out = tmp_path / f"out{len(cards)}"
+        code, output = cli("score", *source, "--games", str(GAMES), "--out", str(out), "--no-figures")
+        assert code == 0, output
+        doc = json.loads((out / SLUG).read_text())
+        assert {c["status"] for c in doc["verification"]["replay_checks"]} == {"verified"}
+        cards.append(sorted(doc["environments"], key=lambda e: e["id"]))
+    assert cards[0] == cards[1] and len(cards[0]) == 2

@@ -242,3 +242,29 @@ def test_stored_steps_read_with_their_play_texts_once_equal_the_steps_read_as_te
         changed = ws.read(f"SELECT {', '.join(STEP_COLUMNS)} FROM core_arc3__steps ORDER BY file_id, line_number")
         again = read_stored_steps(ws, STEP_COLUMNS, ids)
         assert again.equals(changed) and "other" in again["guid"].to_list()
+
+
+def test_stored_steps_read_narrow_in_slices_of_whole_small_files_or_line_ranges_equal_the_stored_steps(
+        tmp_path, monkeypatch):
+    """`read_narrow_steps` (what `score --db` and the export read): small files together up to STEP_SLICE_ROWS
+    steps, a larger file by ranges of its lines, a file without steps in none; every slice narrowed. Cast back, the
+    same rows in the same order as one read in the stored types."""
+    from pipeline.scoring import storage
+    from pipeline.scoring.plays import STEP_COLUMNS
+
+    monkeypatch.setattr(storage, "STEP_SLICE_ROWS", 10)
+    assert list(storage._step_slices(["a", "b", "c", "d", "e"], {"a": 4, "b": 5, "c": 30, "e": 7},
+                                     {"c": [1, 11, 21]})) == [
+        (["a", "b"], None), (["c"], (1, 10)), (["c"], (11, 20)), (["c"], (21, None)), (["e"], None)]
+
+    monkeypatch.setattr(storage, "STEP_SLICE_ROWS", 40)
+    with _stored_workspace(tmp_path, _sample_paths(12)) as ws:
+        ids = ws.read("SELECT DISTINCT file_id FROM core_arc3__steps ORDER BY 1")["file_id"].to_list()
+        counts = dict(ws.read("SELECT file_id, count(*) FROM core_arc3__steps GROUP BY 1").iter_rows())
+        assert min(counts.values()) < 40 < max(counts.values())  # both kinds of slice
+        plain = storage.read_stored_steps(ws, STEP_COLUMNS, ids)
+        narrow = storage.read_narrow_steps(ws, STEP_COLUMNS, ids[::-1] + ids[:1])
+        assert narrow.schema["state"] == pl.Categorical and narrow.schema["levels_completed"] == pl.Int8
+        assert narrow.estimated_size() < plain.estimated_size() / 2
+        assert narrow.with_columns(pl.col(c).cast(t) for c, t in plain.schema.items()).equals(plain)
+        assert storage.read_narrow_steps(ws, STEP_COLUMNS, ["no such file"]).equals(plain.clear())
