@@ -536,7 +536,7 @@ def replayed_recording(actions: Sequence[ScriptAction], info: GameInfo, *, file_
     with tempfile.TemporaryDirectory(prefix="arcstudy-replay-") as tmp:
         tmp_path = Path(tmp) / f"{info.game_id}-{guid}.jsonl"  # the toolkit recorder's file name
         write_lines(tmp_path, iter_replay_lines(actions, info, guid=guid, frames=frames))  # a chunk held at a time
-        parsed = read_recording_file(tmp_path, want_frames=frames)
+        parsed = read_recording_file(tmp_path, want_frames=frames, keep_raw_json=False)  # its text is not stored
     return replace(parsed, path=path or parsed.path, file_sha256=file_id)
 
 

@@ -377,3 +377,19 @@ def test_a_scripts_replay_keeps_its_line_numbers_beside_narrow_stored_steps(tmp_
         assert {c["status"] for c in doc["verification"]["replay_checks"]} == {"verified"}
         cards.append(sorted(doc["environments"], key=lambda e: e["id"]))
     assert cards[0] == cards[1] and len(cards[0]) == 2
+
+
+def test_a_scripts_replay_is_read_without_its_lines_text(tmp_path: Path):
+    """A script is scored from the recording its replay writes, read back by the one reader: nothing stores that
+    recording's lines, so their text is not kept (it held about 0.3 KB a step: `score` of a 500,000-action script
+    peaked at 0.92 GB)."""
+    from pipeline.recordings.playback import replay_script_tables
+    from pipeline.scoring.plays import STEP_COLUMNS
+
+    (mz41,) = [s for s in SCRIPTS if s.name.startswith("mz41")]
+    steps, plays, files, problems = read_recording_files([mz41], step_columns=STEP_COLUMNS)
+    _, _, parsed, how, failed = replay_script_tables(steps, plays, [GAMES])
+    assert not failed and list(how.values())[0].n_actions == len(read_playback_file(mz41).actions)
+    (recording,) = parsed.values()
+    assert len(recording.lines) == how[recording.file_sha256].n_actions + 1
+    assert {line.raw_json for line in recording.lines} == {""}
