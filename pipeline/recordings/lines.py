@@ -25,10 +25,12 @@ import numpy as np
 import orjson
 
 from pipeline.core.textfiles import (
+    DUPLICATE_KEY,
     JSON_TOO_DENSE,
     LONE_SURROGATE,
     BadText,
     dense_json_reason,
+    json_document,
     lone_surrogates,
     path_text,
 )
@@ -240,6 +242,37 @@ def _has_long_digits(text: bytes) -> bool:
     return text.translate(_DIGITS_AS_ZERO).find(_NINETEEN_DIGITS) >= 0
 
 
+def _key_count(obj: Any) -> int:
+    """How many keys the objects in `obj` hold, all told."""
+    n, stack = 0, [obj]
+    while stack:
+        value = stack.pop()
+        if type(value) is dict:
+            n += len(value)
+            stack.extend([v for v in value.values() if type(v) is dict or type(v) is list])
+        elif type(value) is list:
+            stack.extend([v for v in value if type(v) is dict or type(v) is list])
+    return n
+
+
+def refuse_keys_twice(obj: Any, text: bytes) -> None:
+    """LineError (`duplicate_key`) when an object of the line names a key twice: JSON keeps the later value
+    without a word (a second `"game_id"` would silently put the step in another game). `obj` is the line as
+    parsed from `text`. The usual line has as many `":` in its text as keys in its objects, and is let through
+    from that count alone (a microsecond or two); any other is read again, marking each object that names a key
+    twice (`textfiles.json_document`)."""
+    if text.count(b'":') == _key_count(obj):
+        return
+    try:
+        _, twice = json_document(text.decode("utf-8"))
+    except (ValueError, RecursionError):  # read by json only in part: what json says of it is said elsewhere
+        return
+    if twice:
+        where = path_text(twice[0].path)
+        raise LineError(DUPLICATE_KEY, twice[0].reason(f"the object at {where}" if where else "the line"),
+                        where or None, twice[0].key)
+
+
 def loads_as_json(raw: bytes) -> Any:
     """`json.loads` of a line's bytes (UTF-8): the same value, and for a line json refuses the same
     JSONDecodeError (or RecursionError). orjson reads it when it reads it the same way (about 4x faster); json
@@ -250,9 +283,11 @@ def loads_as_json(raw: bytes) -> Any:
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return json.loads(raw.decode("utf-8"))
-    if _has_long_digits(raw):
-        return json.loads(raw.decode("utf-8"))
+        obj = json.loads(raw.decode("utf-8"))
+    else:
+        if _has_long_digits(raw):
+            obj = json.loads(raw.decode("utf-8"))
+    refuse_keys_twice(obj, raw)
     return obj
 
 
@@ -267,6 +302,7 @@ def _loads(raw: bytes) -> tuple[Any, bytes | str | PlainFrames | None, bool]:
     except orjson.JSONDecodeError:
         obj = None
     if obj is not None and (frame_text is None or _frame_was_cut(obj)) and not _has_long_digits(stripped):
+        refuse_keys_twice(obj, stripped)
         return obj, frame_text, False
     # json decides what orjson refused, and reports it: its reading is the rule.
     text = raw.decode("utf-8")
@@ -279,6 +315,7 @@ def _loads(raw: bytes) -> tuple[Any, bytes | str | PlainFrames | None, bool]:
         raise LineError("invalid_json", f"not valid JSON ({err.msg} at column {err.colno})") from None
     except RecursionError:  # thousands of nested brackets: no recording field is nested that deep
         raise LineError("invalid_json", "not valid JSON for a recording (nested too deeply to read)") from None
+    refuse_keys_twice(obj, raw if frame_text is None else stripped.encode("utf-8"))
     return obj, frame_text, True
 
 

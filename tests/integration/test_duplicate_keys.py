@@ -218,3 +218,61 @@ def test_a_comparison_card_whose_environment_is_no_game_id_is_refused(tmp_path, 
     path.write_text(json.dumps({"environments": [{"id": game_id, "runs": [json.loads(_run(1))]}]}))
     with pytest.raises(CompareError, match=r"environments\[0\]: game id .* is not of the form"):
         read_comparison_card(path)
+
+
+# ------------------------------------------------------------------------------------------------ recording lines
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3" / "fixtures"
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON_VALUES)
+def test_a_line_without_repeated_keys_parses_as_before(value):
+    """The line parsers' screen (`refuse_keys_twice`) lets every line without a repeated key through, whatever its
+    strings hold (`":` among them) and however it is spaced."""
+    from pipeline.recordings.lines import loads_as_json
+
+    for text in (json.dumps({"data": value}), json.dumps({"data": value}, indent=1, separators=(" ,", " : "))):
+        assert loads_as_json(text.encode()) == json.loads(text)
+
+
+@pytest.mark.parametrize("fixture", ["an53_scripted-lose.noframes.jsonl", "an53_scripted-win.frames.jsonl"])
+def test_a_recording_line_naming_a_key_twice_is_quarantined_and_the_rest_loads(tmp_path, db_path, fixture):
+    """A recording line is read by orjson or json, which keep a repeated key's later value: a step whose second
+    `"game_id"` or `"id"` was another game's or action would load as if written so (exit 0). Its line is
+    quarantined instead, naming the key, on every path the reader takes (the frame cut out or not, json's reading
+    of a line orjson refuses)."""
+    from pipeline.recordings.lines import LineError, parse_line
+
+    lines = (FIXTURES / fixture).read_text().splitlines()
+    edited = list(lines)
+    edited[3] = lines[3].replace('"game_id":', '"game_id": "zz99-00000000", "game_id":', 1)
+    edited[4] = lines[4].replace('"id":', '"id": "ACTION2", "id":', 1)
+    edited[5] = lines[5].replace('"guid":', '"levels_completed": NaN, "guid":', 1).replace(
+        '"state":', '"state": "WIN", "state":', 1)  # NaN: orjson refuses the line, json reads it
+    assert all(a != b for a, b in zip(edited[3:6], lines[3:6], strict=True))
+    for number, key in ((4, "game_id"), (5, "id"), (6, "state")):
+        with pytest.raises(LineError, match=f'names the key "{key}" twice') as err:
+            parse_line(number, edited[number - 1].encode(), want_frames=False)
+        assert err.value.check == "duplicate_key"
+    path = tmp_path / fixture
+    path.write_text("\n".join(edited) + "\n")
+    report, q, _ = _ingest(path, db_path)
+    assert report.files[0].status == "loaded"
+    assert q["check_name"].to_list() == ["duplicate_key"] * 3
+    assert q["source_location"].to_list() == ["line 4", "line 5", "line 6"]
+    with Workspace(db_path, read_only=True) as ws:
+        assert ws.read("SELECT count(*) FROM core_arc3__steps").item() == len(lines) - 3
+        assert ws.read("SELECT count(*) FROM core_arc3__steps WHERE game_id LIKE 'zz99%'").item() == 0
+
+
+def test_a_playback_line_naming_a_key_twice_is_left_out_with_its_reason(tmp_path):
+    from pipeline.recordings.playback import read_playback_file
+
+    path = tmp_path / "ck17_twice.playback.jsonl"
+    path.write_text('{"data": {"action_input": {"id": 1, "data": {"game_id": "ck17"}}}}\n'
+                    '{"data": {"action_input": {"id": 1, "id": 6, "data": {"game_id": "ck17"}}}}\n'
+                    '{"data": {"action_input": {"id": 2, "data": {"game_id": "ck17"}}}}\n')
+    script = read_playback_file(path)
+    assert [a.action_id for a in script.actions] == [1, 2]
+    assert [(i.location, i.check) for i in script.issues] == [("line 2", "duplicate_key")]
+    assert 'the object at data.action_input names the key "id" twice' in script.issues[0].reason
