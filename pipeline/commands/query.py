@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import textwrap
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -13,7 +15,7 @@ import typer
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
-from pipeline.core.outputs import csv_text, named, write_text, write_with
+from pipeline.core.outputs import csv_text, named, open_output, write_with
 
 from .common import (
     EXIT_USAGE,
@@ -60,7 +62,7 @@ def query_command(
     import duckdb
     import polars as pl
 
-    from pipeline.core.workspace import QueryRefused
+    from pipeline.core.workspace import CannotRead, QueryRefused
 
     if fmt is None:
         suffix = out_file.suffix.lower() if out_file is not None else ""
@@ -72,22 +74,25 @@ def query_command(
     # Polars holds what DuckDB returns, or says it cannot (an INTERVAL, a date past year 262143, nested values
     # in a CSV): said as such, not a traceback. A polars panic is a BaseException, hence named here.
     cannot_show = (pl.exceptions.PolarsError, pl.exceptions.PanicException)
+    # The result is read and written a batch at a time (`Workspace.read_batches`): a result larger than memory
+    # (every stored step to a Parquet file) is written in the memory of a batch, and a table shows its first
+    # rows and counts the rest without holding them.
     with open_workspace(path, read_only=True, lock_timeout_s=lock_timeout) as ws:
         try:
-            df = ws.read(sql)
+            head, batches = ws.read_batches(sql)
+            # a folder, a missing or read-only folder, a full disk: OutputError, one line (commands.common)
+            with named("--out"):
+                rows = _emit(head, batches, fmt, out_file, limit, raw_csv)
         except QueryRefused as err:
             raise fail(str(err), EXIT_USAGE) from err
         except duckdb.Error as err:
             raise fail(f"query failed: {advice_it_accepts(str(err))}") from err
+        except CannotRead as err:
+            raise fail(_cannot_show(err.__cause__, "read")) from err
         except cannot_show as err:
-            raise fail(_cannot_show(err, "read")) from err
-    try:  # a folder, a missing or read-only folder, a full disk: OutputError, one line (commands.common)
-        with named("--out"):
-            _emit(df, fmt, out_file, limit, raw_csv)
-    except cannot_show as err:
-        raise fail(_cannot_show(err, f"written as {fmt.value}")) from err
+            raise fail(_cannot_show(err, f"written as {fmt.value}")) from err
     if out_file:
-        out.info(f"wrote {df.height:,} rows to {out_file}")
+        out.info(f"wrote {rows:,} rows to {out_file}")
 
 
 NO_SETTINGS = "`arcstudy query` cannot change settings"
@@ -117,26 +122,108 @@ def _cannot_show(err: BaseException, what: str) -> str:
             + ("" if what == "read" else " or choose another --format"))
 
 
-def _emit(df, fmt: QueryFormat, out_file: Path | None, limit: int, raw_csv: bool = False) -> None:
+def _emit(head, batches, fmt: QueryFormat, out_file: Path | None, limit: int, raw_csv: bool = False) -> int:
+    """Show or write the result, a batch at a time; the number of rows."""
     import polars as pl
 
     if fmt is QueryFormat.table and out_file is None:
-        table = RichTable(caption=f"{df.height:,} rows" + (f" (first {limit} shown)" if df.height > limit else ""))
-        for col in df.columns:
+        shown, rows = [], 0
+        for batch in batches:
+            if rows < limit:  # (a Python int: polars takes no limit past 64 bits)
+                shown.append(batch.head(min(limit - rows, batch.height)))
+            rows += batch.height
+        table = RichTable(caption=f"{rows:,} rows" + (f" (first {limit} shown)" if rows > limit else ""))
+        for col in head.columns:
             table.add_column(col)
-        for row in df.head(min(limit, df.height)).iter_rows():  # polars takes no limit past 64 bits
-            table.add_row(*["" if v is None else str(v) for v in row])
+        for part in shown:
+            for row in part.iter_rows():
+                table.add_row(*["" if v is None else str(v) for v in row])
         out.console.print(table)
-        return
+        return rows
+    counted = [0]
+
+    def each(batch):
+        counted[0] += batch.height
+        return batch
+
     if fmt is QueryFormat.parquet:
         assert out_file is not None
-        write_with(out_file, df.write_parquet, make_parents=False)  # raw: Parquet keeps the values as they are
-        return
-    df = df.with_columns(pl.col(pl.Binary).bin.encode("hex"))  # text formats cannot hold raw bytes
+        write_with(out_file, lambda tmp: _write_parquet(tmp, head, map(each, batches)), make_parents=False)
+        return counted[0]
+
+    def text(frame):  # text formats cannot hold raw bytes
+        return each(frame).with_columns(pl.col(pl.Binary).bin.encode("hex"))
+
     if fmt is QueryFormat.json or (fmt is QueryFormat.table and out_file is not None):
-        _write_or_echo(json.dumps(_json_safe(df.to_dicts()), default=str, indent=1, allow_nan=False), out_file)
+        parts = _json_parts(map(text, batches))
     else:
-        _write_or_echo(csv_text(df, raw=raw_csv), out_file)
+        parts = _csv_parts(text(head), map(text, batches), raw_csv)
+    if out_file:
+        with open_output(out_file, make_parents=False) as fh:
+            for part in parts:
+                fh.write(part)
+    else:
+        out.result_parts(parts)
+    return counted[0]
+
+
+PARQUET_GROUP_BYTES = 64 << 20  # `_write_parquet`: a row group of about this much (a group per batch was 2x slower)
+
+
+def _write_parquet(path: Path, head, batches) -> None:
+    """The batches into one Parquet file (zstd, as polars writes it), the values as they are, a row group of
+    about PARQUET_GROUP_BYTES at a time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer, held, size = None, [], 0
+
+    def flush() -> None:
+        nonlocal writer, held, size
+        if held:
+            table = pa.concat_tables(held)
+            if writer is None:
+                writer = pq.ParquetWriter(path, table.schema, compression="zstd")
+            writer.write_table(table.cast(writer.schema), row_group_size=table.num_rows)
+        held, size = [], 0
+
+    try:
+        for batch in batches:
+            table = batch.to_arrow()
+            if held and table.schema != held[0].schema:
+                table = table.cast(held[0].schema)
+            held.append(table)
+            size += table.nbytes
+            if size >= PARQUET_GROUP_BYTES:
+                flush()
+        flush()
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:  # no row: the columns alone
+        head.write_parquet(path)
+
+
+def _json_parts(batches) -> Iterator[str]:
+    """A JSON array of one object per row, exactly as `json.dumps(rows, indent=1)` writes it, a row at a time."""
+    opened = False
+    for batch in batches:
+        for row in _json_safe(batch.to_dicts()):
+            item = json.dumps(row, default=str, indent=1, allow_nan=False)
+            yield ("[\n" if not opened else ",\n") + textwrap.indent(item, " ", lambda _line: True)
+            opened = True
+    yield "\n]" if opened else "[]"
+
+
+def _csv_parts(head, batches, raw_csv: bool) -> Iterator[str]:
+    """The CSV of the result, its header once, a batch at a time."""
+    header = True
+    for batch in batches:
+        if batch.height:
+            yield csv_text(batch, raw=raw_csv, header=header)
+            header = False
+    if header:
+        yield csv_text(head, raw=raw_csv)
 
 
 def _json_safe(value: object) -> object:
@@ -150,8 +237,3 @@ def _json_safe(value: object) -> object:
     return value
 
 
-def _write_or_echo(text: str, out_file: Path | None) -> None:
-    if out_file:
-        write_text(out_file, text, make_parents=False)
-    else:
-        out.result(text)

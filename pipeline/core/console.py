@@ -108,11 +108,27 @@ class Output:
         """The command's result (JSON, CSV, the data dictionary) on stdout, as UTF-8 whatever the locale says (a C
         locale made non-ASCII text a UnicodeEncodeError), a line end added; StdoutFailed when it cannot be
         written."""
-        data = (text if text.endswith("\n") else text + "\n").encode("utf-8", "backslashreplace")
+        self.result_parts([text])
+
+    def result_parts(self, parts: Iterable[str]) -> None:
+        """`result` of the parts joined, each written as it comes (a result larger than memory streams out)."""
+        last = ""
+        self._write_stdout(b"")
+        for part in parts:  # (an error making a part is that error, not stdout's)
+            if part:
+                self._write_stdout(part.encode("utf-8", "backslashreplace"))
+                last = part
+        self._write_stdout(b"" if last.endswith("\n") else b"\n", flush=True)
+
+    @staticmethod
+    def _write_stdout(data: bytes, flush: bool = False) -> None:
         try:
-            sys.stdout.flush()
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
+            if not data:
+                sys.stdout.flush()  # what was printed before comes first
+            else:
+                sys.stdout.buffer.write(data)
+            if flush:
+                sys.stdout.buffer.flush()
         except (OSError, ValueError, AttributeError) as err:
             raise StdoutFailed(err) from err
 

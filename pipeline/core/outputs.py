@@ -42,7 +42,7 @@ import stat
 import sys
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -206,7 +206,29 @@ def open_output(path: Path | str, *, encoding: str = "utf-8", make_parents: bool
     """A text file to stream an output into, written whole: `with open_output(path) as fh: fh.write(...)`
     (a temporary file renamed over `path` when the block ends; removed on any error)."""
     with _replacing(Path(path), make_parents) as (fd, _tmp), os.fdopen(fd, "w", encoding=encoding) as fh:
-        yield fh
+        yield _Streamed(fh)
+
+
+class _Streamed:
+    """`open_output`'s file: text written through `_write_part`, the one place a streamed output reaches the disk
+    (as `_fill` is for an output written at once)."""
+
+    def __init__(self, fh: Any) -> None:
+        self._fh = fh
+
+    def write(self, text: str) -> int:
+        return _write_part(self._fh, text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            _write_part(self._fh, line)
+
+    def __getattr__(self, name: str) -> Any:  # flush, fileno, ...
+        return getattr(self._fh, name)
+
+
+def _write_part(fh: Any, text: str) -> int:
+    return fh.write(text)
 
 
 def _fill(tmp: Path, data: bytes) -> None:
@@ -296,13 +318,13 @@ def _nested_as_json(df):
     )
 
 
-def csv_text(df, *, raw: bool | None = None) -> str:
+def csv_text(df, *, raw: bool | None = None, header: bool = True) -> str:
     """The CSV of a polars frame: nested values as JSON text, formula-like text cells neutralised unless `raw`
-    (default: the `raw_csv` setting in force)."""
+    (default: the `raw_csv` setting in force); without its header line unless `header`."""
     df = _nested_as_json(df)
     if not (_RAW_CSV.get() if raw is None else raw):
         df = neutralise_formulas(df)
-    return df.write_csv()
+    return df.write_csv(include_header=header)
 
 
 def write_csv(df, path: Path | str, *, raw: bool | None = None) -> Path:

@@ -101,6 +101,18 @@ class QueryRefused(WorkspaceError):
     """A query `read` will not run: not exactly one read statement, or it reaches outside the database."""
 
 
+QUERY_BATCH_ROWS = 50_000  # `read_batches`: rows of a result held at a time
+
+
+class CannotRead(Exception):
+    """`Workspace.read_batches`: polars cannot hold a value of the result (its error is the cause)."""
+
+
+def _refused_outside(err: duckdb.PermissionException) -> QueryRefused:
+    return QueryRefused(f"refused: queries cannot use files, extensions or settings outside the database "
+                        f"({str(err).splitlines()[0]})")
+
+
 def default_db_path() -> Path:
     """`$ARCSTUDY_DB` if set and not empty (a leading `~` is the home folder, as a shell would read it unquoted),
     else `arcstudy.duckdb` in the current directory."""
@@ -497,8 +509,46 @@ class Workspace:
             rel = self.con.sql(sql, params=params) if params else self.con.sql(sql)
             return rel.pl() if rel is not None else pl.DataFrame()
         except duckdb.PermissionException as err:
-            raise QueryRefused(f"refused: queries cannot use files, extensions or settings outside the database "
-                               f"({str(err).splitlines()[0]})") from err
+            raise _refused_outside(err) from err
+
+    def read_batches(self, sql: str, rows: int | None = None) -> tuple[pl.DataFrame, Iterator[pl.DataFrame]]:
+        """`read`, a batch of at most ``rows`` (QUERY_BATCH_ROWS) rows at a time: (the result's columns, empty;
+        its batches, each made as it is asked for). A result far larger than memory is read in the memory of a
+        batch. Raises QueryRefused as `read` does, when the statement is refused or as a batch is read;
+        `CannotRead` when polars cannot hold a batch (the error as its cause)."""
+        import pyarrow as pa
+
+        check_read_statement(self.con, sql)
+        try:
+            rel = self.con.sql(sql)
+            if rel is None:  # a statement without a result
+                return pl.DataFrame(), iter(())
+            reader = rel.to_arrow_reader(rows or QUERY_BATCH_ROWS)
+        except duckdb.PermissionException as err:
+            raise _refused_outside(err) from err
+        try:  # (from an empty batch: polars converts a batch, where an empty table of some types made it panic)
+            head = pl.from_arrow(pa.RecordBatch.from_pylist([], schema=reader.schema))
+        except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as err:
+            reader.close()
+            raise CannotRead(err) from err
+
+        def batches() -> Iterator[pl.DataFrame]:
+            try:
+                while True:
+                    try:
+                        batch = reader.read_next_batch()
+                    except StopIteration:
+                        return
+                    except duckdb.PermissionException as err:
+                        raise _refused_outside(err) from err
+                    try:
+                        yield pl.from_arrow(batch)
+                    except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as err:
+                        raise CannotRead(err) from err
+            finally:
+                reader.close()  # (the connection takes no other query while its result is open)
+
+        return head, batches()
 
     # -- runs ----------------------------------------------------------------------------------------
     def finish_run(self, manifest: RunManifest, out_dir: Path | None = None, exit_code: int = 0) -> Path | None:

@@ -86,7 +86,20 @@ def fill_fails_at(monkeypatch, n: int, error: BaseException) -> None:
             raise error
         real(tmp, data)
 
+    # an output streamed into its file (`open_output`: query's results) counts from its first part
+    real_part, files = outputs._write_part, set()
+
+    def write_part(fh, text: str) -> int:
+        if id(fh) not in files:
+            files.add(id(fh))
+            calls["n"] += 1
+            if calls["n"] == n:
+                fh.write(text[: len(text) // 2])
+                raise error
+        return real_part(fh, text)
+
     monkeypatch.setattr(outputs, "_fill", fill)
+    monkeypatch.setattr(outputs, "_write_part", write_part)
 
 
 # --------------------------------------------------------------------------------------------------------
