@@ -325,3 +325,25 @@ def test_a_source_knowing_the_game_without_a_baseline_leaves_it_unscored(tmp_pat
     assert data["baseline"] is None and data["baseline_source"] == str(csv)
     assert data["plays"] and all(p["run"]["score"] == 0.0 and p["run"]["message"] for p in data["plays"])
     assert "holds no usable baseline" in v.render_viewer_html(data)
+
+
+def test_the_rows_digest_is_made_a_slice_at_a_time_and_is_the_canonical_jsons(monkeypatch):
+    """`view --db` names the rows it read by the sha256 of their canonical JSON; made of all of them at once, two
+    million stored steps took the command past 4 GB. A slice at a time, the digest is the same."""
+    import hashlib
+    import json
+
+    import polars as pl
+
+    from pipeline.report.viewer import data
+
+    frame = pl.DataFrame({"n": range(23), "t": [None if i % 3 else f"é{i}" for i in range(23)],
+                          "l": [[i, None] for i in range(23)]})
+
+    def canonical(df: pl.DataFrame) -> str:
+        text = json.dumps(df.to_dicts(), sort_keys=True, default=str, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    monkeypatch.setattr(data, "DIGEST_ROWS", 5)
+    for rows in (frame, frame.head(5), frame.head(1), frame.clear()):
+        assert data._rows_digest(rows) == canonical(rows)
