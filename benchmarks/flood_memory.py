@@ -38,7 +38,9 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
   verified); the ingest before it is not measured (the nineteenth sitting: 1.29 GB, the steps read whole in their
   stored types);
 - `build-db-steps`: `arcstudy build` of the same database (the nineteenth sitting: 1.92 GB, every column of the
-  steps read whole).
+  steps read whole);
+- `view-db-steps`: `arcstudy view` of one play of that file from the database (the nineteenth sitting: 7.9 GB, the
+  file's steps read whole and the text of every row made at once for their digest).
 
     PYTHONPATH=. .venv/bin/python benchmarks/flood_memory.py                 # every case, full size
     PYTHONPATH=. .venv/bin/python benchmarks/flood_memory.py --scale 0.1 --case braces-3mb
@@ -300,6 +302,7 @@ CASES = {
     "export-long-script": lambda d, s: long_script(d, int(500_000 * s)),
     "score-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "build-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
+    "view-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
 }
 
 
@@ -328,7 +331,7 @@ def main() -> None:
                 code, peak, seconds = run(["export-transitions", str(path), "--out", str(out)], folder)
                 manifest = out / "manifest.json"
                 note = (f"manifest {manifest.stat().st_size / 1e6:.1f} MB" if manifest.exists() else "no dataset")
-            elif name in ("score-db-steps", "build-db-steps"):  # ingested first (not measured)
+            elif name in ("score-db-steps", "build-db-steps", "view-db-steps"):  # ingested first (not measured)
                 db = folder / "steps.duckdb"
                 code, _, _ = run(["ingest", str(path), "--db", str(db)], folder)
                 if code != 0:
@@ -336,6 +339,10 @@ def main() -> None:
                 if name == "build-db-steps":
                     code, peak, seconds = run(["build", "--db", str(db)], folder)
                     note = "tables built" if code == 0 else "build failed"
+                elif name == "view-db-steps":  # one play of the file: the page of its file
+                    page = folder / "view.html"
+                    code, peak, seconds = run(["view", f"{GUID}/5", "--db", str(db), "--out", str(page)], folder)
+                    note = f"page {page.stat().st_size / 1e6:.1f} MB" if page.exists() else "no page"
                 else:
                     code, peak, seconds = run(["score", "--db", str(db), "--out", str(folder / "scored")], folder)
                     note = "scorecard written" if any((folder / "scored").glob("scorecard__*.json")) else "no scorecard"

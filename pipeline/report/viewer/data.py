@@ -285,7 +285,7 @@ def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path
     `score --db --recover-actions` does."""
     from pipeline.core.manifest import sha256_file
     from pipeline.core.workspace import Workspace, WorkspaceError
-    from pipeline.scoring.storage import read_stored_steps
+    from pipeline.scoring.storage import read_narrow_steps
     from schemas import empty_frame
 
     db_path = Path(db_path)
@@ -303,7 +303,7 @@ def load_database_source(db_path: Path | str, key: str, game_dirs: Iterable[Path
             file_id, file_name, file_path = found.row(0)
             plays = ws.read("SELECT * FROM core_arc3__plays WHERE file_id = ?", [file_id])
             # (each play's texts read once: `read_stored_steps`; row by row they took about 0.5 KB a step)
-            steps = read_stored_steps(ws, empty_frame("core_arc3__steps").columns, [file_id])
+            steps = read_narrow_steps(ws, empty_frame("core_arc3__steps").columns, [file_id])
     except WorkspaceError as err:
         raise ViewerError(str(err)) from err
     recovered, failed = None, []
