@@ -26,6 +26,16 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def empty_db(db_path: Path) -> Path:
+    """A database with arcstudy's tables and no row (for the read-only commands)."""
+    from pipeline.core.workspace import Workspace
+
+    with Workspace(db_path):
+        pass
+    return db_path
+
+
+@pytest.fixture
 def fifo_unblocked():
     """Makes a FIFO at a path whose reader, if one blocks on it, is released within two seconds (for a minute) (a writer opens
     and closes it): code that wrongly reads it then fails its test instead of hanging the suite."""

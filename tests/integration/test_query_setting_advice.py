@@ -11,15 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
-from pipeline.core.workspace import Workspace
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "q.duckdb"
-    with Workspace(path):
-        pass
-    return path
+def db(empty_db: Path) -> Path:
+    return empty_db
 
 
 def query(db: Path, sql: str) -> tuple[int, str]:

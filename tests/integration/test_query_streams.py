@@ -28,11 +28,8 @@ QUERIES = [
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "q.duckdb"
-    with Workspace(path):
-        pass
-    return path
+def db(empty_db: Path) -> Path:
+    return empty_db
 
 
 def run(*args: str):
