@@ -114,19 +114,18 @@ def read_narrow_steps(ws, columns: Sequence[str], file_ids: Sequence[str]) -> pl
                           f"(SELECT max(v) FROM (SELECT unnest({c}) AS v FROM core_arc3__steps WHERE {chosen}))"
                           for c in lists])
     with duckdb_bounds(ws.con, memory=COMMIT_MEMORY, best_effort=True):
-        found = ws.read(f"SELECT count(*){', ' + bounds if bounds else ''} FROM core_arc3__steps WHERE {chosen}",
-                        [ids]).row(0)
-        if not found[0]:
-            return read_stored_steps(ws, columns, ids)
         counts = dict(ws.read(f"SELECT file_id, count(*) FROM core_arc3__steps WHERE {chosen} GROUP BY file_id",
                               [ids]).iter_rows())
+        if not counts:
+            return read_stored_steps(ws, columns, ids)
+        found = ws.read(f"SELECT {bounds} FROM core_arc3__steps WHERE {chosen}", [ids]).row(0) if bounds else ()
         big = sorted(fid for fid, n in counts.items() if n > STEP_SLICE_ROWS)
         cuts = {fid: ws.read("SELECT line_number FROM (SELECT line_number, row_number() OVER (ORDER BY line_number) "
                              "- 1 AS r FROM core_arc3__steps WHERE file_id = ?) WHERE r % ? = 0 ORDER BY line_number",
                              [fid, STEP_SLICE_ROWS])["line_number"].to_list() for fid in big}
     types = {}
     for i, c in enumerate([*integers, *lists]):
-        small = _smallest_int(found[1 + 2 * i], found[2 + 2 * i])
+        small = _smallest_int(found[2 * i], found[2 * i + 1])
         types[c] = small if c in integers else pl.List(small)
     narrowed = ([pl.col(c).cast(pl.Categorical) for c in _NARROW_CATEGORIES if c in columns]
                 + [pl.col(c).cast(t) for c, t in types.items()])
