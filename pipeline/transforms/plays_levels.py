@@ -30,7 +30,6 @@ STEP_COLUMNS = ("file_id", "line_number", "play_id", "game_id", "guid", "recorde
 # as categories, small integer types); every text is made a string again once aggregated (a play, level or game
 # each), before it meets the plays.
 READ_STEP_COLUMNS = (*STEP_COLUMNS, "step_effect", "is_counted", "is_level_change")
-_TEXT = pl.String
 UNDO = 7
 
 
@@ -59,12 +58,12 @@ def game_levels(steps: pl.DataFrame, environments: pl.DataFrame) -> pl.DataFrame
     """game_id -> n_levels: the engine's win_levels seen in recordings, else the latest metadata's
     baseline length, else null."""
     from_steps = (steps.filter(pl.col("win_levels") > 0).group_by("game_id")
-                  .agg(pl.col("win_levels").max().alias("n_levels_steps")).with_columns(pl.col("game_id").cast(_TEXT)))
+                  .agg(pl.col("win_levels").max().alias("n_levels_steps")).with_columns(pl.col("game_id").cast(pl.String)))
     from_meta = (environments.sort("date_downloaded", nulls_last=False)
                  .group_by("game_id").agg(pl.col("baseline_actions").last())
                  .with_columns(pl.col("baseline_actions").list.len().cast(pl.Int64).alias("n_levels_meta"))
                  .filter(pl.col("n_levels_meta") > 0).select("game_id", "n_levels_meta"))
-    games = pl.concat([steps.select("game_id").unique().cast(_TEXT), environments.select("game_id")]).unique()
+    games = pl.concat([steps.select("game_id").unique().cast(pl.String), environments.select("game_id")]).unique()
     return (games.join(from_steps, on="game_id", how="left").join(from_meta, on="game_id", how="left")
             .select("game_id", pl.coalesce("n_levels_steps", "n_levels_meta").cast(pl.Int64).alias("n_levels"))
             .sort("game_id"))
@@ -103,7 +102,7 @@ def build_plays_levels(steps: pl.DataFrame, plays: pl.DataFrame, card_plays: pl.
     # FULL_RESET effects must open the plays ingest cut; anything else means the stored split is stale.
     first_in_play = pl.col("line_number") == pl.col("line_number").min().over("play_id")
     mismatch = (s.filter((pl.col("effect") == StepEffect.FULL_RESET.value) & ~first_in_play)
-                .select(pl.col("play_id").cast(_TEXT)).unique())
+                .select(pl.col("play_id").cast(pl.String)).unique())
 
     agg = s.group_by("play_id").agg(
         pl.col("is_counted").sum().cast(pl.Int64).alias("n_actions"),
@@ -116,7 +115,7 @@ def build_plays_levels(steps: pl.DataFrame, plays: pl.DataFrame, card_plays: pl.
         pl.concat_list("lv_ff", "cum_actions").filter(pl.col("is_change")).alias("rebuilt_actions_by_level"),
         pl.concat_list("lv_ff", "cum_actions_no_undo").filter(pl.col("is_change")).alias("pairs_no_undo"),
         pl.col("recorded_at").is_null().all().alias("no_times"),
-    ).with_columns(pl.col("play_id", "terminal").cast(_TEXT))
+    ).with_columns(pl.col("play_id", "terminal").cast(pl.String))
     checks = card_checks(card_plays, plays, agg)
     out = (plays.join(agg, on="play_id", how="left")
            .join(games, on="game_id", how="left")
@@ -152,7 +151,7 @@ def _levels(s: pl.DataFrame, plays: pl.DataFrame) -> pl.DataFrame:
         pl.col("is_undo_counted").sum().cast(pl.Int64).alias("n_undo"),
         pl.col("recorded_at").min().alias("t_min"),
         pl.col("recorded_at").max().alias("t_max"),
-    ).with_columns(pl.col("play_id", "guid", "game_id").cast(_TEXT)))
+    ).with_columns(pl.col("play_id", "guid", "game_id").cast(pl.String)))
     info = plays.select("play_id", "n_pairs", "is_fully_solved")
     # The level a play ended on when it stopped right after completing a level: charged nothing so far.
     tail = (info.filter(~pl.col("is_fully_solved") & pl.col("n_pairs").is_not_null())
