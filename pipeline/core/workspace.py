@@ -113,6 +113,15 @@ def _refused_outside(err: duckdb.PermissionException) -> QueryRefused:
                         f"({str(err).splitlines()[0]})")
 
 
+def _failed_midway(err: BaseException) -> Exception:
+    """DuckDB's error raised while a result streams, which Arrow's reader hands on as an OSError (ArrowInvalid):
+    the query's own failure again, as `read` raises it (a refusal as a refusal), not a failed write or read."""
+    text = str(err).strip()
+    if text.startswith("Permission Error"):
+        return _refused_outside(duckdb.PermissionException(text))
+    return duckdb.Error(text)
+
+
 def default_db_path() -> Path:
     """`$ARCSTUDY_DB` if set and not empty (a leading `~` is the home folder, as a shell would read it unquoted),
     else `arcstudy.duckdb` in the current directory."""
@@ -526,9 +535,11 @@ class Workspace:
             reader = rel.to_arrow_reader(rows or QUERY_BATCH_ROWS)
         except duckdb.PermissionException as err:
             raise _refused_outside(err) from err
+        # what polars (or pyarrow, building the empty batch: a UNION column) cannot hold
+        unreadable = (pl.exceptions.PolarsError, pl.exceptions.PanicException, pa.ArrowException)
         try:  # (from an empty batch: polars converts a batch, where an empty table of some types made it panic)
             head = pl.from_arrow(pa.RecordBatch.from_pylist([], schema=reader.schema))
-        except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as err:
+        except unreadable as err:
             reader.close()
             raise CannotRead(err) from err
 
@@ -541,9 +552,11 @@ class Workspace:
                         return
                     except duckdb.PermissionException as err:
                         raise _refused_outside(err) from err
+                    except (OSError, pa.ArrowException) as err:  # DuckDB's error as it made this batch (error(),
+                        raise _failed_midway(err) from err  # a cast, out of memory), through Arrow's stream
                     try:
                         yield pl.from_arrow(batch)
-                    except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as err:
+                    except unreadable as err:
                         raise CannotRead(err) from err
             finally:
                 reader.close()  # (the connection takes no other query while its result is open)

@@ -81,3 +81,32 @@ def test_a_result_larger_than_a_batch_is_not_held(db, tmp_path):
         assert peak_kb < 600_000, (args, peak_kb)
     assert pl.scan_parquet(tmp_path / "big.parquet").select(pl.len()).collect().item() == 20_000_000
     assert sum(1 for _ in open(tmp_path / "big.csv")) == 20_000_001
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "parquet"])
+def test_a_query_that_fails_after_its_first_batches_is_a_failed_query(db, tmp_path, monkeypatch, fmt):
+    """DuckDB's error raised while the result streams (error(), a cast, out of memory) reaches the command through
+    Arrow's reader as an OSError: it is the query's failure (exit 1, DuckDB's message), never a traceback nor a
+    failed write of --out, and --out is not left behind."""
+    monkeypatch.setattr(workspace, "QUERY_BATCH_ROWS", 7)
+    sql = "SELECT CASE WHEN range > 9000 THEN error('stop at ' || range) END AS x FROM range(10000)"
+    target = tmp_path / f"out.{fmt}"
+    for args in (["--out", str(target)], [] if fmt == "parquet" else ["--format", fmt]):
+        res = run(sql, "--db", str(db), *args)
+        assert res.exit_code == 1, res.output
+        assert "error: query failed: Invalid Input Error: stop at 9001" in res.output, res.output
+        assert "cannot write" not in res.output and not isinstance(res.exception, OSError)
+        assert not target.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_column_polars_cannot_hold_is_said_not_a_traceback(db):
+    """A UNION column: pyarrow cannot even make an empty batch of it (ArrowNotImplementedError), an INTERVAL polars
+    cannot import; each is said with what to do, exit 1."""
+    for sql, reason in (("SELECT union_value(k := 1) AS u", "sparse_union"),
+                        ("SELECT INTERVAL 3 DAY AS i", "month_day_nano_interval")):
+        res = run(sql, "--db", str(db))
+        assert res.exit_code == 1, res.output
+        assert "the result cannot be read:" in res.output and reason in res.output, res.output
+        assert "cast such columns to text in the query" in res.output
+        res = run(sql.replace(" AS", "::VARCHAR AS"), "--db", str(db), "--format", "csv")
+        assert res.exit_code == 0 and res.output.splitlines()[1] in ("1", "3 days"), res.output
