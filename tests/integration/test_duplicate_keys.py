@@ -235,6 +235,28 @@ def test_a_line_without_repeated_keys_parses_as_before(value):
         assert loads_as_json(text.encode()) == json.loads(text)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=3), JSON_VALUES, min_size=1, max_size=4), st.data(),
+       st.sampled_from(["", " ", "\t", "\n ", "\r\n"]))
+def test_a_line_naming_a_key_twice_is_refused_however_it_is_spaced(obj, data, space):
+    """Every line with an object that names a key twice is refused, whatever spaces stand between a key and its
+    colon (the screen counted `":` alone: `{"a":1,"a" :2}` has one `":` and one key once parsed, and went
+    through with exit 0, the later value kept), and whatever the line's strings hold."""
+    from pipeline.recordings.lines import LineError, loads_as_json, parse_line
+
+    key = data.draw(st.sampled_from(sorted(obj)))
+    again = data.draw(JSON_VALUES)
+    body = ",".join(f"{json.dumps(k)}{space}:{json.dumps(v)}" for k, v in obj.items())
+    text = "{" + body + f",{json.dumps(key)}{space}:{json.dumps(again)}" + "}"
+    for line in (text, '{"data":' + text + "}"):
+        with pytest.raises(LineError) as err:
+            loads_as_json(line.encode())
+        assert err.value.check == "duplicate_key"
+    with pytest.raises(LineError) as err:
+        parse_line(1, ('{"timestamp":"2026-01-01T00:00:00+00:00","data":' + text + "}").encode(), want_frames=False)
+    assert err.value.check == "duplicate_key"
+
+
 @pytest.mark.parametrize("fixture", ["an53_scripted-lose.noframes.jsonl", "an53_scripted-win.frames.jsonl"])
 def test_a_recording_line_naming_a_key_twice_is_quarantined_and_the_rest_loads(tmp_path, db_path, fixture):
     """A recording line is read by orjson or json, which keep a repeated key's later value: a step whose second
@@ -246,7 +268,7 @@ def test_a_recording_line_naming_a_key_twice_is_quarantined_and_the_rest_loads(t
     lines = (FIXTURES / fixture).read_text().splitlines()
     edited = list(lines)
     edited[3] = lines[3].replace('"game_id":', '"game_id": "zz99-00000000", "game_id":', 1)
-    edited[4] = lines[4].replace('"id":', '"id": "ACTION2", "id":', 1)
+    edited[4] = lines[4].replace('"id":', '"id" : "ACTION2", "id":', 1)  # (a space before the colon)
     edited[5] = lines[5].replace('"guid":', '"levels_completed": NaN, "guid":', 1).replace(
         '"state":', '"state": "WIN", "state":', 1)  # NaN: orjson refuses the line, json reads it
     assert all(a != b for a, b in zip(edited[3:6], lines[3:6], strict=True))
