@@ -1021,7 +1021,7 @@ class _Recording:
     records: Sequence[StepRecord | Line]  # one per step (recovered action ids, if any); only their
     # `action_id` and `levels_completed` are read, which a reader's `Line` has as its `step_record()` would
     effects: tuple[StepEffect, ...]
-    step_play: list[int]
+    step_play: Sequence[int]
     play_ids: list[str]
     steps: Sequence[ReplayStep]
     actions_known: bool = True

@@ -126,7 +126,7 @@ class RecordingInput:
     recovered: bool = False
     card: Card | None = None  # None when the actions are unknown (action_ids_lost, not recovered)
     play_ids: list[str] = field(default_factory=list)
-    step_play: list[int] = field(default_factory=list)  # play index of every step (same order as steps)
+    step_play: Sequence[int] = field(default_factory=list)  # play index of every step (same order as steps)
     effects: tuple[StepEffect, ...] = ()  # every step's effect on the card: stored, or re-classified if recovered
     stored_play_ids: list[str] = field(default_factory=list)  # the play ids ingest cut
     parsed: ParsedRecording | None = None  # the file as read (score FILES): what the replay replays
