@@ -333,6 +333,42 @@ _NO_WIN = -_INT64
 _FROM_LINE = -2
 
 
+class _MostlyOne:
+    """A column of one value per line that is usually one value throughout (the frame hashes of a frameless
+    recording: None; the compact text of a reader that keeps none: ""): nothing is held a line until another
+    value comes, then a list (a list of the one value took 8 bytes a line, of millions of lines)."""
+
+    __slots__ = ("default", "values", "n")
+
+    def __init__(self, default: Any) -> None:
+        self.default = default
+        self.values: list | None = None
+        self.n = 0  # lines, while `values` is None
+
+    def append(self, value: Any) -> None:
+        if self.values is None:
+            if value is self.default or (type(value) is type(self.default) and value == self.default):
+                self.n += 1
+                return
+            self.values = [self.default] * self.n
+        self.values.append(value)
+
+    def __len__(self) -> int:
+        return self.n if self.values is None else len(self.values)
+
+    def __getitem__(self, i: int) -> Any:
+        if self.values is not None:
+            return self.values[i]
+        if not -self.n <= i < self.n:
+            raise IndexError(i)
+        return self.default
+
+    def reset_from(self, start: int) -> None:
+        """Every line from position `start` on holds the one value again."""
+        if self.values is not None:
+            self.values[start:] = [self.default] * (len(self.values) - start)
+
+
 class LineColumns(Sequence):
     """The parsed lines of a large file held as columns, one compact value per line and field (~125 bytes a
     line, against ~500 for a `Line` object with its number, sha, offsets and datetime): a `Line` is made when
@@ -352,8 +388,8 @@ class LineColumns(Sequence):
         self.time = array("q")  # UTC microseconds since the epoch, _NO_TIME for none
         self.tz: dict[int, Any] = {}  # position -> tzinfo, for the times not in UTC
         self.n_frames = array("i")
-        self.hashes: list[list[str] | None] = []
-        self.raw_json: list[str] = []
+        self.hashes = _MostlyOne(None)  # per line: its frames' hashes (None without frames)
+        self.raw_json = _MostlyOne("")  # per line: its compact text ("" once released, or when not kept)
         self.action_id = array("b")
         self.id_was_string = bytearray()
         self.dropped: dict[int, tuple] = {}
@@ -470,7 +506,7 @@ class LineColumns(Sequence):
 
     def release_raw(self, start: int) -> None:
         """Let go of the raw text of the lines from position `start` on (their chunk is written)."""
-        self.raw_json[start:] = [""] * (len(self.raw_json) - start)
+        self.raw_json.reset_from(start)
 
 
 class LineView(Sequence):

@@ -149,3 +149,23 @@ def test_a_file_read_as_columns_with_its_data_on_disk_is_the_file_read_as_a_list
     assert "doubled_reset" in as_list.flags
     for table in ("core_arc3__steps", "core_arc3__plays", "raw_arc3__recording_lines"):
         assert recording_tables(as_columns, "f")[table].equals(recording_tables(as_list, "f")[table]), table
+
+
+def test_columns_that_are_one_value_throughout_hold_nothing_a_line():
+    """Frameless lines read without their compact text (score, the transitions export) have no frame hashes and
+    an empty text each: those two columns hold nothing per line (a list of None and "" took 16 bytes a line,
+    32 MB of a 2,000,000-step recording) until a line holds something else, and every line comes back as parsed."""
+    frameless = [parse_line(i, _line(i), want_frames=False, keep_raw=False) for i in range(1, 13) if i % 3]
+    store = LineColumns()
+    for ln in frameless:
+        store.append(ln, b"")
+    assert store.hashes.values is None and store.raw_json.values is None
+    assert [astuple(ln) for ln in store] == [astuple(ln) for ln in frameless]
+    with_frames = parse_line(99, _line(3), want_frames=False, keep_raw=True)
+    assert with_frames.hashes and with_frames.raw_json
+    store.append(with_frames, with_frames.raw_json)  # the first other value: the column becomes a list
+    assert [astuple(ln) for ln in store] == [astuple(ln) for ln in [*frameless, with_frames]]
+    store.release_raw(0)
+    assert all(ln.raw_json == "" for ln in store) and store[-1].hashes == with_frames.hashes
+    with pytest.raises(IndexError):
+        LineColumns().hashes[0]
