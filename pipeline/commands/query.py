@@ -117,7 +117,8 @@ def advice_it_accepts(message: str) -> str:
 
 
 def _cannot_show(err: BaseException, what: str) -> str:
-    reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    # (polars' hint names an environment variable of its own, which is not `query`'s to set)
+    reason = (str(err).strip().splitlines() or [type(err).__name__])[0].split(". Hint: ")[0]
     return (f"the result cannot be {what}: {reason}; cast such columns to text in the query (`col::VARCHAR`)"
             + ("" if what == "read" else " or choose another --format"))
 
