@@ -382,7 +382,7 @@ class LineColumns(Sequence):
         self.number = array("q")
         self.kind = bytearray()
         self.data = DataColumn()
-        self.sha = bytearray()  # 32 bytes a line
+        self.sha: bytearray | None = bytearray()  # 32 bytes a line (None once forgotten: `forget_shas`)
         self.offset = array("q")
         self.size = array("q")
         self.time = array("q")  # UTC microseconds since the epoch, _NO_TIME for none
@@ -478,7 +478,8 @@ class LineColumns(Sequence):
             if tz is not None:
                 at = at.astimezone(tz)
         n, action = self.n_frames[i], self.action_id[i]
-        return Line(self.number[i], bytes(self.sha[32 * i:32 * i + 32]), self.offset[i], self.size[i],
+        sha = b"" if self.sha is None else bytes(self.sha[32 * i:32 * i + 32])
+        return Line(self.number[i], sha, self.offset[i], self.size[i],
                     _KINDS[self.kind[i]], self.data[i], at, self.frames.get(i), None if n == _NO_FRAMES else n,
                     self.hashes[i], self.raw_json[i], None if action == _NO_ACTION else action,
                     bool(self.id_was_string[i]), self.dropped.get(i, ()))
@@ -503,6 +504,11 @@ class LineColumns(Sequence):
         self.time[i] = _NO_TIME
         self.tz.pop(i, None)
         self.dropped[i] = (*self.dropped.get(i, ()), err)
+
+    def forget_shas(self) -> None:
+        """Let go of every line's sha256 (32 bytes a line; a `Line` made after has an empty `sha`): for a reader
+        that never writes the lines' rows, whose hashes served the duplicated-write check while reading only."""
+        self.sha = None
 
     def release_raw(self, start: int) -> None:
         """Let go of the raw text of the lines from position `start` on (their chunk is written)."""
@@ -980,6 +986,8 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
         card_slots, card_issues, card_flags = card_rows(None, summary.data["cards"], summary.number, file_guid,
                                                         play_ids)
         issues.extend(card_issues)
+    if not keep_raw_json and isinstance(lines, LineColumns):  # no line row is written: nothing reads the hashes now
+        lines.forget_shas()
     return ParsedRecording(path=path, file_sha256=file_sha256 or digest.hexdigest(), lines=lines, steps=steps, usage=usage,
                            summary=summary, issues=issues, variant=variant, evidence=evidence, game_id=game_id,
                            guid=guid, name_guid=name_guid, is_action_ids_lost=ids_lost, effects=effects,
@@ -1169,6 +1177,8 @@ def line_rows(lines: Sequence[Line], file_id: str) -> pl.DataFrame:
     from its columns (no `Line` made)."""
     if isinstance(lines, LineView):
         store, at = lines.store, lines.positions
+        if store.sha is None:
+            raise ValueError("the lines' hashes were let go (read with keep_raw_json=False): no rows of them")
         numbers = [store.number[p] for p in at]
         shas = [store.sha[32 * p:32 * p + 32].hex() for p in at]
         kinds = [_KINDS[store.kind[p]] for p in at]

@@ -169,3 +169,34 @@ def test_columns_that_are_one_value_throughout_hold_nothing_a_line():
     assert all(ln.raw_json == "" for ln in store) and store[-1].hashes == with_frames.hashes
     with pytest.raises(IndexError):
         LineColumns().hashes[0]
+
+
+def test_a_reader_that_writes_no_line_rows_lets_the_line_hashes_go_after_the_duplicate_check(tmp_path: Path):
+    """score, the transitions export and recover-actions never write a line's row, whose `content_sha256` is the
+    only later use of the 32-byte hash a line held (64 MB of a 2,000,000-step recording): read without the
+    lines' text, a file held as columns lets the hashes go once the duplicated-write check has used them. The
+    check finds the same duplicate, and every other field of every line is as read with them."""
+    from pipeline.recordings.reader import line_rows
+
+    path = tmp_path / "ab12-00000000-9064696e-1bf8-40f1-8b96-607f92b98787.jsonl"
+    raw = [json.dumps({"timestamp": f"2026-01-02T03:04:{i:02d}+00:00", "data": {
+        "game_id": "ab12-00000000", "state": "NOT_FINISHED", "levels_completed": 0, "win_levels": 3,
+        "action_input": {"id": 0 if i == 0 else "ACTION1", "data": {}}, "guid": "9064696e-1bf8-40f1-8b96-607f92b98787",
+        **({"frame": FRAME} if i % 4 == 0 else {})}}).encode() for i in range(30)]
+    raw.insert(9, raw[8])  # a duplicated write
+    path.write_bytes(b"\n".join(raw) + b"\n")
+    kept = read_recording_file(path, columns=True, keep_raw_json=False)
+    with_hashes = read_recording_file(path, columns=True)
+    assert kept.lines.sha is None and with_hashes.lines.sha is not None
+    assert [i.check for i in kept.issues] == [i.check for i in with_hashes.issues] and any(
+        i.check == "duplicate_step" for i in kept.issues)
+    skip = {"sha", "raw_json"}
+    for name in ("lines", "steps", "usage"):
+        got, want = getattr(kept, name), getattr(with_hashes, name)
+        assert [tuple(getattr(ln, f.name) for f in fields(Line) if f.name not in skip) for ln in got] == \
+               [tuple(getattr(ln, f.name) for f in fields(Line) if f.name not in skip) for ln in want], name
+        assert all(ln.sha == b"" for ln in got) and all(len(ln.sha) == 32 for ln in want)
+    assert kept.effects == with_hashes.effects and kept.play_index == with_hashes.play_index
+    with pytest.raises(ValueError, match="hashes were let go"):
+        line_rows(kept.steps, "f")
+    assert line_rows(with_hashes.steps, "f").height == len(with_hashes.steps)
