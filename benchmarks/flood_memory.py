@@ -37,6 +37,8 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
   engine (as `score-db-steps`'s, from the file; every frame rendered by the replay). What stays per step is the
   file's parsed lines as columns (before the twentieth sitting 0.56 GB, about 200 bytes a step; 0.42 GB after,
   about 116);
+- `score-played-steps`: `arcstudy score` of that file (about 21,000 plays, each replayed and verified; before the
+  twentieth sitting 1.06 GB, over the bound; 0.95 GB after);
 - `score-db-steps`: `arcstudy score --db` of a database holding one frameless recording of 2,000,000 steps made by
   the engine (a shipped game's winning actions and a RESET, repeated: about 21,000 plays, each replayed and
   verified); the ingest before it is not measured (the nineteenth sitting: 1.29 GB, the steps read whole in their
@@ -305,6 +307,7 @@ CASES = {
     "script-bad-lines": lambda d, s: bad_script(d, int(1_000_000 * s)),
     "export-long-script": lambda d, s: long_script(d, int(500_000 * s)),
     "export-played-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
+    "score-played-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "score-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "build-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "view-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
@@ -351,7 +354,7 @@ def main() -> None:
                 else:
                     code, peak, seconds = run(["score", "--db", str(db), "--out", str(folder / "scored")], folder)
                     note = "scorecard written" if any((folder / "scored").glob("scorecard__*.json")) else "no scorecard"
-            elif name in ("score-frameless-steps", "score-long-script", "score-bad-lines"):
+            elif name in ("score-frameless-steps", "score-long-script", "score-bad-lines", "score-played-steps"):
                 code, peak, seconds = run(["score", str(path), "--out", str(folder / "scored")], folder)
                 note = "scorecard written" if any((folder / "scored").glob("scorecard__*.json")) else "no scorecard"
             else:
