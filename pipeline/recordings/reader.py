@@ -370,7 +370,7 @@ class _MostlyOne:
 
 
 class LineColumns(Sequence):
-    """The parsed lines of a large file held as columns, one compact value per line and field (~125 bytes a
+    """The parsed lines of a large file held as columns, one compact value per line and field (~100 bytes a
     line, against ~500 for a `Line` object with its number, sha, offsets and datetime): a `Line` is made when
     one is asked for (indexing, iterating) and let go by the caller. `data` objects are shared as read
     (a `DataColumn`: held up to a bound, then on disk); times are kept as UTC microseconds and their offset (a
