@@ -100,8 +100,8 @@ def test_a_query_that_fails_after_its_first_batches_is_a_failed_query(db, tmp_pa
 
 
 def test_a_column_polars_cannot_hold_is_said_not_a_traceback(db):
-    """A UNION column: pyarrow cannot make even a batch of no rows of it (it has no implementation of sparse unions), an INTERVAL polars
-    cannot import; each is said with what to do, exit 1."""
+    """A UNION column: pyarrow cannot make even a batch of no rows of it (it has no implementation of sparse
+    unions); an INTERVAL polars cannot import. Each is said with what to do, exit 1."""
     for sql, reason in (("SELECT union_value(k := 1) AS u", "sparse_union"),
                         ("SELECT INTERVAL 3 DAY AS i", "month_day_nano_interval")):
         res = run(sql, "--db", str(db))
