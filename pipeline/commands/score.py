@@ -377,6 +377,11 @@ def score_command(
             result = score_recordings(recs, request, progress=out.track, checks=checks)
         except (ScoreInputError, bs.BaselineSourceError) as err:  # baselines files are read lazily, per rule
             raise fail(str(err), EXIT_USAGE) from err
+        # The recordings (every step of every file) are let go before the files and tables are written, which
+        # need only the result: their memory is reused there rather than added to (a 2,000,000-step file's
+        # steps are a few hundred MB).
+        scripts_replayed = [(rec.label, rec.script.describe()) for rec in recs if rec.script is not None]
+        del recs, replayed
         out_dir = out_dir or (default_out_dir(db_path, result.card_id) if temporary is None
                               else Path("arcstudy-score") / result.card_id)
         # The folder is written whole (pipeline.core.outputs): files that cannot be written (a missing or
@@ -422,9 +427,8 @@ def score_command(
     _print_card_baselines_of_other_rule(card_runs, result, sources)
     if compare_doc is not None:
         out.console.print(comparison.summary_text(), markup=False, soft_wrap=True)
-    for rec in recs:
-        if rec.script is not None:
-            out.console.print(f"playback script {rec.label}: {rec.script.describe()}", markup=False, soft_wrap=True)
+    for label, how in scripts_replayed:
+        out.console.print(f"playback script {label}: {how}", markup=False, soft_wrap=True)
     if nothing_verified:
         out.console.print("nothing could be verified: no play replayed through the engine (see the reasons above)",
                           markup=False, soft_wrap=True)

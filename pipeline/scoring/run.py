@@ -549,14 +549,14 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
     result = ScoreResult(card_id=card_id, checks=checks, excluded=excluded, policies=results, competition=competition,
                          file_names=file_names,
                          policy_excluded={p: e for p, e in policy_excluded.items() if e})
-    result.tables = build_tables(result, recordings, all_cards, play_ids)
+    result.tables = build_tables(result, all_cards, play_ids)
     return result
 
 
 # --------------------------------------------------------------------------------------------------
 # out tables
 # --------------------------------------------------------------------------------------------------
-def build_tables(result: ScoreResult, recordings: Sequence[RecordingInput], cards: Sequence[Card],
+def build_tables(result: ScoreResult, cards: Sequence[Card],
                  play_ids: dict[int, str]) -> dict[str, pl.DataFrame]:
     card_id = result.card_id
     status = {c.play_id: c.status for c in result.checks}
