@@ -166,8 +166,8 @@ def test_a_recording_and_a_playback_script_read_together_keep_what_each_needs(tm
 
 
 def test_the_scored_steps_are_the_stored_columns_values_in_narrow_types():
-    """`score` keeps `STEP_COLUMNS` of a recording's steps, its small integer columns in the narrowest type their
-    values fit: the values are those of the full table."""
+    """`score` keeps `STEP_COLUMNS` of a recording's steps, its small integer columns (line numbers too) and the
+    available actions' items in the narrowest type their values fit: the values are those of the full table."""
     from pipeline.scoring.plays import STEP_COLUMNS
 
     paths = _sample_paths(20)
@@ -176,6 +176,9 @@ def test_the_scored_steps_are_the_stored_columns_values_in_narrow_types():
     assert narrow.columns == list(STEP_COLUMNS)
     assert narrow.schema["action_id"] in (pl.Int8, pl.UInt8) and narrow.schema["levels_completed"] in (pl.Int8,
                                                                                                         pl.UInt8)
+    assert narrow.schema["line_number"] in (pl.Int8, pl.Int16, pl.Int32)
+    assert narrow.schema["step_index"] in (pl.Int8, pl.Int16, pl.Int32)
+    assert narrow.schema["available_actions"] == pl.List(pl.Int8)  # action ids: a byte each, not eight
     assert narrow.to_dicts() == full.select(STEP_COLUMNS).to_dicts()
 
 
