@@ -38,7 +38,8 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
   file's parsed lines as columns (before the twentieth sitting 0.56 GB, about 200 bytes a step; 0.42 GB after,
   about 116);
 - `score-played-steps`: `arcstudy score` of that file (about 21,000 plays, each replayed and verified; before the
-  twentieth sitting 1.06 GB, over the bound; 0.95 GB after);
+  twentieth sitting 1.06 GB, over the bound; 0.95 GB after; 0.86-0.91 GB after the twenty-first, which lets the
+  recordings go before the outputs are written and keeps line numbers and available actions in narrow types);
 - `score-db-steps`: `arcstudy score --db` of a database holding one frameless recording of 2,000,000 steps made by
   the engine (a shipped game's winning actions and a RESET, repeated: about 21,000 plays, each replayed and
   verified); the ingest before it is not measured (the nineteenth sitting: 1.29 GB, the steps read whole in their
