@@ -91,6 +91,8 @@ def sniff_first_line(line: str) -> str | None:
         if '"data"' in line[:200] and ('"game_id"' in line[:400] or '"tokens"' in line[:400]):
             return "JSON Lines whose first line is a `{timestamp, data}` envelope (long frame line)"
         return None
+    except RecursionError:  # thousands of nested brackets: no envelope (the reader says so, not a traceback)
+        return None
     if isinstance(obj, dict) and isinstance(obj.get("data"), dict) and "timestamp" in obj:
         return "JSON Lines of `{timestamp, data}` envelopes (ARC-AGI-3 recording)"
     if (isinstance(obj, dict) and isinstance(obj.get("data"), dict) and "action_input" in obj["data"]
@@ -343,6 +345,16 @@ def _dumps(obj: Any, by_json: bool) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
+def refuse_lone_surrogates(obj: Any, text: str) -> None:
+    """LineError (`lone_surrogate`) for a parsed line `text` holding a string with a lone surrogate escape, which
+    json reads into a string that no UTF-8 output (a table, a manifest, a page) can hold."""
+    bad = lone_surrogates(obj, text)
+    if bad:
+        field = path_text(bad[0].path) or "the line"
+        raise LineError(LONE_SURROGATE, BadText(bad[0].path, None, bad[0].escape).reason(f"field {field}"),
+                        value=bad[0].escape)
+
+
 def parse_line(number: int, raw: bytes, want_frames: bool, keep_raw: bool = True) -> Line:
     """One line's bytes (UTF-8, without its line end) -> `Line`; LineError for a line to quarantine.
     ``keep_raw=False``: `Line.raw_json` stays empty (the compact text is made only for readers that store it;
@@ -350,11 +362,7 @@ def parse_line(number: int, raw: bytes, want_frames: bool, keep_raw: bool = True
     line = Line(number=number, sha=hashlib.sha256(raw).digest())
     obj, frame_text, by_json = _loads(raw)
     if by_json:  # orjson refuses a lone surrogate escape; json reads it into a string nothing can store
-        bad = lone_surrogates(obj, raw.decode("utf-8"))
-        if bad:
-            field = path_text(bad[0].path) or "the line"
-            raise LineError(LONE_SURROGATE, BadText(bad[0].path, None, bad[0].escape).reason(f"field {field}"),
-                            value=bad[0].escape)
+        refuse_lone_surrogates(obj, raw.decode("utf-8"))
     if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):
         raise LineError("bad_envelope", "line is not a `{timestamp, data}` object with an object `data`")
     data = obj["data"]

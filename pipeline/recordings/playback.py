@@ -39,7 +39,15 @@ from pipeline.core.textfiles import not_utf8_reason, strip_bom
 from schemas.validate import conform
 
 from .counting import ACTION_NAMES
-from .lines import MAX_REASONING_BYTES, LineError, LineIssue, action_id_of, clip, loads_as_json
+from .lines import (
+    MAX_REASONING_BYTES,
+    LineError,
+    LineIssue,
+    action_id_of,
+    clip,
+    loads_as_json,
+    refuse_lone_surrogates,
+)
 from .reader import (
     MAX_LINE_BYTES,
     ParsedRecording,
@@ -222,7 +230,7 @@ def is_playback_file(path: Path | str) -> bool:
     """The file's first line is an action-script line (formats.md §A.7)."""
     try:
         obj = json.loads(_first_line(Path(path)))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):  # (thousands of brackets: not a script line either)
         return False
     return isinstance(obj, dict) and isinstance(obj.get("data"), dict) and is_action_script_record(obj["data"])
 
@@ -278,8 +286,10 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
             stored = (number, hashlib.sha256(body).hexdigest(), text) if keep_lines else None
             try:
                 obj = loads_as_json(body)
-            except LineError as err:  # far too dense to parse
-                issues.append(LineIssue(f"line {number}", err.check, err.reason, clip(text), "core_arc3__steps"))
+                refuse_lone_surrogates(obj, text)
+            except LineError as err:  # far too dense to parse, or text no output can hold
+                issues.append(LineIssue(f"line {number}", err.check, err.reason, clip(text), "core_arc3__steps",
+                                        err.column, err.value))
                 continue
             except (json.JSONDecodeError, RecursionError) as err:
                 why = err.msg if isinstance(err, json.JSONDecodeError) else "nested too deeply to read"

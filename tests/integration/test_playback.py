@@ -216,6 +216,10 @@ BAD_SCRIPT_LINES = {
     # a bare action id or a list is no record: it was skipped as an annotation, the action silently unplayed
     "bare_action_id": (lambda line: b"5", "not_a_record", False),
     "array": (lambda line: b'[{"data": {"action_input": {"id": 5}}}]', "not_a_record", False),
+    # an escaped lone surrogate: json reads it into a string no UTF-8 output can hold (it refused the whole file,
+    # and `view` crashed with a traceback)
+    "lone_surrogate": (lambda line: line.encode().replace(b'"reasoning":null', b'"reasoning":"a\\ud800b"'),
+                       "lone_surrogate", False),
 }
 
 
@@ -228,6 +232,7 @@ def test_a_bad_script_line_is_reported_and_the_rest_replays(tmp_path: Path, name
     mutate, check, kept = BAD_SCRIPT_LINES[name]
     bad = tmp_path / f"ly28_{name}.playback.jsonl"
     bad.write_bytes(b"\n".join([lines[0].encode(), mutate(lines[1]), *(ln.encode() for ln in lines[2:])]) + b"\n")
+    assert bad.read_bytes() != script.read_bytes()  # (the mutation took)
     parsed = read_playback_file(bad)
     assert [(i.location, i.check) for i in parsed.issues] == [("line 2", check)]
     assert len(parsed.actions) == len(read_playback_file(script).actions) - (0 if kept else 1)
@@ -299,6 +304,20 @@ def test_scripts_among_recordings_score_alike_on_two_workers(tmp_path: Path):
         assert len(scripts) == len(SCRIPTS)  # one game each: every script was replayed and verified
         cards[workers] = {k: v for k, v in doc.items() if k not in ("created_at", "run", "manifest")}
     assert cards["1"] == cards["2"]
+
+
+@pytest.mark.parametrize("command", ["score", "export-transitions", "view"])
+def test_a_file_whose_first_line_is_nested_too_deeply_is_refused_with_a_reason(tmp_path: Path, command: str):
+    """The first line decides what a file is: thousands of nested brackets there made the sniffers raise, so
+    `score` and `export-transitions` refused the file as "RecursionError" and `view` as an unreadable input."""
+    (script,) = [s for s in SCRIPTS if s.name.startswith("ly28")]
+    bad = tmp_path / "ly28_deep.playback.jsonl"
+    bad.write_text('{"data": ' * 5000 + "1" + "}" * 5000 + "\n" + script.read_text())
+    out = tmp_path / ("v.html" if command == "view" else "out")
+    code, output = cli(command, str(bad), "--games", str(GAMES), "--out", str(out))
+    assert code in (2, 3), output  # (score and view: nothing to read; the export: a file rejected)
+    assert "Recursion" not in output and "Traceback" not in output and "nested too deeply to read (thousands" not in output
+    assert "ly28_deep.playback.jsonl" in output and ("first line" in output or "line 1" in output), output
 
 
 def test_a_script_line_over_the_size_limit_is_reported_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
