@@ -94,19 +94,23 @@ def explore(
 
 
 def _shipped_optimum(info: GameInfo, level: int) -> int | None:
-    """The optimum recorded in ``solutions/levels.json`` when the game was published, if any."""
+    """The optimum recorded in ``solutions/levels.json`` when the game was published, if any: a positive integer
+    under this game id and level. A game folder comes from outside: any other content (not JSON, nested too
+    deeply, other shapes or values) is no recorded optimum, and the level is explored instead."""
     path = info.directory / "solutions" / "levels.json"
     if not path.is_file():
         return None
     try:
         data = json.loads(read_text_document(path)[0])  # a byte-order mark is not content
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)
         return None
-    if data.get("game_id") != info.game_id:
+    if not isinstance(data, dict) or data.get("game_id") != info.game_id or not isinstance(data.get("levels"), list):
         return None
-    for row in data.get("levels", []):
-        if row.get("level") == level and row.get("optimal_actions") is not None:
-            return int(row["optimal_actions"])
+    for row in data["levels"]:
+        if isinstance(row, dict) and row.get("level") == level:
+            optimum = row.get("optimal_actions")
+            if type(optimum) is int and optimum > 0:
+                return optimum
     return None
 
 

@@ -60,3 +60,27 @@ def test_explorer_reads_shipped_facts_with_a_bom(tmp_path):
     (shipped,) = [g for g in find_games(GAMES_DIR) if g.game_id == info.game_id]
     assert [_shipped_optimum(info, lvl) for lvl in (1, 2)] == [_shipped_optimum(shipped, lvl) for lvl in (1, 2)]
     assert _shipped_optimum(shipped, 2) is not None
+
+
+def test_explorer_takes_no_optimum_from_shipped_facts_it_cannot_use(tmp_path):
+    """levels.json comes with a game folder from outside: a malformed one raised (AttributeError on a list,
+    RecursionError, a float optimum or a string truncated by `int`); now it is no recorded optimum."""
+    from engine.loader import find_games
+    from pipeline.explore import _shipped_optimum
+
+    games = _copy_with_bom(tmp_path)
+    (info,) = find_games(games)
+    path = info.directory / "solutions" / "levels.json"
+    good = path.read_text()
+    assert _shipped_optimum(info, 2) is not None
+    gid = info.game_id
+    for content in ("[]", '"x"', "[" * 100_000 + "]" * 100_000, f'{{"game_id": "{gid}", "levels": 7}}',
+                    f'{{"game_id": "{gid}", "levels": [1, "a", null]}}',
+                    f'{{"game_id": "{gid}", "levels": [{{"level": 2, "optimal_actions": 3.5}}]}}',
+                    f'{{"game_id": "{gid}", "levels": [{{"level": 2, "optimal_actions": "4"}}]}}',
+                    f'{{"game_id": "{gid}", "levels": [{{"level": 2, "optimal_actions": -1}}]}}',
+                    f'{{"game_id": "{gid}", "levels": [{{"level": 2, "optimal_actions": true}}]}}'):
+        path.write_text(content)
+        assert _shipped_optimum(info, 2) is None, content
+    path.write_text(good.replace('"optimal_actions"', '"optimal_actions_"', 1))  # level 1's entry has none
+    assert _shipped_optimum(info, 1) is None and _shipped_optimum(info, 2) is not None
