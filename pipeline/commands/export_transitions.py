@@ -171,8 +171,9 @@ def export_transitions_command(
     when the replay agrees. A play whose replay diverges is exported up to the divergence and listed in the card.
     A play whose game cannot be loaded is exported from its file's frames with `verified` false (without frames
     it is left out). Files are read and replayed on --workers processes (or the cluster at --scheduler); this
-    process alone writes. Exit 3 when a file or line was rejected, a play could not be exported at all, or a
-    playback script's game cannot be loaded.
+    process alone writes. Exit 3 when a file or line was rejected, a play could not be exported at all, a
+    playback script's game cannot be loaded, or a game's code failed mid-replay (it raised, or ran past the step
+    time limit: the play is exported up to the step before).
     """
     from engine.loader import default_environments_dir
     from pipeline.core.executor import SerialExecutor, open_executor

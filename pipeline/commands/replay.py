@@ -59,6 +59,7 @@ def replay_command(
     manifest = RunManifest(command=command_line(ctx), config={
         "script": str(script), "out": str(out_file), "games": [str(g) for g in games or []], "frames": frames,
         "game_version": game_version})
+    how = None  # (known once the script is read and its game resolved: named when the game's code fails)
     try:
         parsed, how, lines = replay_script_file(script, game_dirs, version=game_version, frames=frames)
         with named("--out"):  # written as the replay answers, whole (no file if the game fails on the way)
@@ -77,7 +78,8 @@ def replay_command(
     except OutputError:
         raise
     except Exception as err:  # the game's own code raised (loading, constructing or stepping): nothing written
-        raise fail(f"{script}: cannot replay: the game's code raised {describe_game_error(err)}",
+        game = f" on game {how.game_id}" if how is not None else ""
+        raise fail(f"{script}: cannot replay{game}: the game's code raised {describe_game_error(err)}",
                    EXIT_REJECTED) from err
     manifest.add_input(script, sha256_file(script))
     manifest.add_output(out_file)

@@ -36,7 +36,8 @@ Where the frames come from:
 - the game cannot be loaded: a recording with frames is exported from the file, every row ``verified`` false;
   one without frames cannot be (the play is listed as not exported);
 - the replay diverges (outcome, or frames that never match again, or the game raises): the plays are exported
-  up to the step before the divergence and listed as cut. Database steps hold frame hashes, not pixels: a
+  up to the step before the divergence and listed as cut; a game that raised (its step time limit included) is
+  also the file's problem (exit 3): its code failed, where a divergence of the data is a fact about the file. Database steps hold frame hashes, not pixels: a
   frame difference there cuts the play (the recorded frames are not at hand).
 
 A recording that lacks the opening RESET (the agents recorder) gets the engine's answer to it as step 0,
@@ -996,6 +997,8 @@ def _export_script(actions: ScriptActions, named_game: str, file_id: str, job: E
     if stopped is not None and plays:
         last = result.plays[-1]
         last.status, last.detail = "cut", f"the replay stopped: {stopped}"
+    if stopped is not None:  # the game's code failed (raised, or ran past the step time limit): the file's failure
+        result.problems.append(f"cut: game {game_id}: {stopped}; the play is exported up to the step before")
     rows.flush()
     yield from rows.take()
     result.n_rows = rows.n
@@ -1305,6 +1308,10 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
             if out["ended"]:
                 if out["divergence"] is not None:
                     cut_at, cut_reason = out["divergence"].step, describe(out["divergence"])
+                    failed = out["divergence"]
+                    if failed.field == "exception":  # the game's code failed, not the recording's data
+                        result.problems.append(f"cut: game {rec.game_id}: line {failed.line} ({failed.action}): the "
+                                               f"game raised {failed.got}; the play is exported up to the step before")
                 break
     if info is None:  # the file's frames, unchecked
         for i in range(len(steps)):

@@ -35,6 +35,7 @@ HOSTILE = {
     "wr01": "writing outside",       # file writes at import
     "so01": "socket",                # a network connection at import
     "fg01": "wrong shape",           # every result its sandbox sends back forged to ("ok", 42)
+    "lp01": "step time limit",       # a plain endless loop in a step: StepTimeout raised inside it
 }
 
 
@@ -99,10 +100,12 @@ def commands(code: str, tmp_path: Path) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("code", HOSTILE)
-@pytest.mark.parametrize("verb", ["score", "view", "qualify"])
+@pytest.mark.parametrize("verb", ["score", "view", "qualify", "replay", "export-transitions"])
 def test_a_hostile_game_is_that_games_failure_and_contained(tmp_path, small_limits, code, verb):
     result = runner.invoke(app, ["--plain", *commands(code, tmp_path)[verb]])
-    assert result.exit_code == 3, result.output
+    # (qualify: an action that raises, at its time limit too, fails the game's `runs` check, exit 1; the sandbox
+    # stopping the code is exit 3. export-transitions said nothing and exited 0 for lp01: the play was "cut")
+    assert result.exit_code == (1 if (verb, code) == ("qualify", "lp01") else 3), result.output
     assert "Traceback" not in result.output, result.output
     assert f"{code}-0000beef" in result.output, result.output
     assert HOSTILE[code] in result.output, result.output
@@ -162,6 +165,31 @@ def test_the_calibration_explorer_notes_a_stopped_game_and_the_report_run_knows(
                                                                        seconds=60))
     assert any("explorer stopped" in n and "ox01-0000beef" in n and "exit code 0" in n for n in notes), notes
     assert len(game_code.stopped_in_run()) == 1  # `arcstudy report` then exits 3
+
+
+def test_a_recording_exported_against_a_game_that_fails_mid_replay_is_cut_and_reported(tmp_path, small_limits):
+    """A recording made on a tame copy of lp01, exported against the original, whose ACTION2 loops until the step
+    time limit raises inside it: the rows before that step are exported and the play is listed as cut, and the
+    export says so and exits 3 (it said "1 play(s) cut at a divergence" and exited 0, as for a recording whose
+    data differs from the game)."""
+    import polars as pl
+
+    tame = tmp_path / "tame" / "lp01" / "0000beef"
+    shutil.copytree(FIXTURES / "lp01" / "0000beef", tame)
+    source = tame / "lp01.py"
+    source.write_text(source.read_text().replace("while True:", "while False:"))
+    recording = tmp_path / "lp01-recording.jsonl"
+    made = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", "lp01-0000beef")), "--games",
+                               str(tmp_path / "tame"), "--out", str(recording)])
+    assert made.exit_code == 0, made.output
+    result = runner.invoke(app, ["--plain", "export-transitions", str(recording), "--games", str(FIXTURES), "--out",
+                                 str(tmp_path / "tr")])
+    assert result.exit_code == 3, result.output
+    text = " ".join(result.output.split())
+    assert "lp01-0000beef" in text and "(ACTION2): the game raised StepTimeout" in text, text
+    rows = pl.read_parquet(tmp_path / "tr" / "data")
+    assert rows.get_column("action").to_list() == ["RESET", "ACTION1"]  # up to the step before
+    assert "StepTimeout" in (tmp_path / "tr" / "README.md").read_text().split("## Plays cut at a divergence", 1)[1]
 
 
 def good_script(tmp_path: Path) -> Path:
