@@ -37,8 +37,9 @@ Where the frames come from:
   one without frames cannot be (the play is listed as not exported);
 - the replay diverges (outcome, or frames that never match again, or the game raises): the plays are exported
   up to the step before the divergence and listed as cut; a game that raised (its step time limit included) is
-  also the file's problem (exit 3): its code failed, where a divergence of the data is a fact about the file. Database steps hold frame hashes, not pixels: a
-  frame difference there cuts the play (the recorded frames are not at hand).
+  also the file's problem (exit 3): its code failed, where a divergence of the data is a fact about the file.
+  Database steps hold frame hashes, not pixels: a frame difference there cuts the play (the recorded frames are
+  not at hand).
 
 A recording that lacks the opening RESET (the agents recorder) gets the engine's answer to it as step 0,
 ``line_number`` null. Recordings whose action ids were lost and not recovered are not exported (the actions
