@@ -141,6 +141,20 @@ _LONE_SURROGATE_ESCAPE = re.compile(
     r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
+# Python reads no integer of more digits (`sys.get_int_max_str_digits`: converting one costs time quadratic in its
+# length). json.loads then raises a plain ValueError, not a JSONDecodeError: readers ask `is_number_too_long`.
+MAX_INTEGER_DIGITS = 4300
+
+
+def is_number_too_long(err: BaseException) -> bool:
+    """Whether json.loads refused the text for an integer of more than MAX_INTEGER_DIGITS digits."""
+    return type(err) is ValueError and "integer string conversion" in str(err)
+
+
+NUMBER_TOO_LONG = (f"it holds an integer of more than {MAX_INTEGER_DIGITS:,} digits, longer than any value of "
+                   "the format (Python reads none that long)")
+
+
 LONE_SURROGATE = "lone_surrogate"
 
 

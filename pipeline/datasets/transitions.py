@@ -105,6 +105,7 @@ from pipeline.recordings.reader import (
     read_recording_file,
     record_view,
 )
+from pipeline.recordings.replaying import recorded_outcome
 from pipeline.recordings.transition_replay import (
     CHUNK_SHAPE,
     Feed,
@@ -116,7 +117,6 @@ from pipeline.recordings.transition_replay import (
 from pipeline.recordings.variant import counting_options_for_variant
 from pipeline.scoring.plays import STEP_COLUMNS, RecordingInput, read_recording_files, recordings_from_tables
 from pipeline.scoring.verify import (
-    FIELDS,
     ReplayStep,
     describe,
     steps_from_file,
@@ -1061,7 +1061,7 @@ def _replay_step(ln: Line) -> ReplayStep:
     payload = action_input.get("data")
     return ReplayStep(line=ln.number, action_id=ln.action_id,
                       action_data=dict(payload) if isinstance(payload, dict) else {},
-                      reasoning=action_input.get("reasoning"), expected={k: ln.data[k] for k in FIELDS if k in ln.data},
+                      reasoning=action_input.get("reasoning"), expected=recorded_outcome(ln.data),
                       n_frames=ln.n_frames, frame_hashes=ln.hashes, pixels=ln.frames)
 
 

@@ -58,6 +58,7 @@ from pipeline.core.spool import Spool
 from pipeline.recordings.counting import ACTION_NAMES
 from pipeline.recordings.frames import frame_hashes
 from pipeline.recordings.reader import ParsedRecording, RecordingRejected, read_recording_file
+from pipeline.recordings.replaying import recorded_outcome
 from pipeline.scoring.plays import RecoveredSteps
 
 from .graph import _partition
@@ -69,7 +70,6 @@ __all__ = ["RECOVERY_TOOL", "NotRecoverable", "RecoverJob", "RecoverLimits", "Re
 
 RECOVERY_TOOL = "arcstudy recover-actions"
 MAX_ALTERNATIVES_LISTED = 8
-FIELDS = ("state", "levels_completed", "win_levels", "full_reset", "available_actions")
 
 
 @dataclass(frozen=True)
@@ -225,7 +225,7 @@ def targets_of(parsed: ParsedRecording) -> list[Target]:
     for index, ln in enumerate(parsed.steps):
         if _is_echo(ln):
             continue
-        expected = {k: ln.data[k] for k in FIELDS if k in ln.data}
+        expected = recorded_outcome(ln.data)
         if "levels_completed" not in expected and ln.levels_completed is not None:
             expected["levels_completed"] = ln.levels_completed
         if parsed.is_only_reset_levels or not full_resets_written:

@@ -37,7 +37,7 @@ class Head:
             return None
         try:
             return json.loads(self.text)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # (an integer longer than Python reads is a plain ValueError)
             return None
 
 
@@ -64,12 +64,19 @@ def register(fmt: InputFormat) -> InputFormat:
 
 
 def read_head(path: Path) -> Head:
+    """The file's first HEAD_BYTES after any blank lines it starts with (readers skip blank lines wherever they
+    are: a file that opens with some is recognised by its first line of content)."""
     with open(path, "rb") as fh:
         raw = fh.read(HEAD_BYTES + 1)
+        start, skipped = raw[:4], 0
+        while len(raw) > HEAD_BYTES and not raw[:HEAD_BYTES].strip():  # only blank lines so far: read past them
+            skipped += HEAD_BYTES
+            fh.seek(skipped)
+            raw = fh.read(HEAD_BYTES + 1)
     complete = len(raw) <= HEAD_BYTES
     text, _ = decode_head(raw[:HEAD_BYTES])  # a BOM is not content (pipeline.core.textfiles)
-    first_line = text.split("\n", 1)[0].strip()
-    return Head(path=path, text=text, first_line=first_line, is_complete=complete, start=raw[:4])
+    first_line = next((line.strip() for line in text.split("\n") if line.strip()), "")
+    return Head(path=path, text=text, first_line=first_line, is_complete=complete, start=start)
 
 
 def detect(path: Path) -> tuple[InputFormat | None, str]:

@@ -28,8 +28,10 @@ from pipeline.core.textfiles import (
     DUPLICATE_KEY,
     JSON_TOO_DENSE,
     LONE_SURROGATE,
+    NUMBER_TOO_LONG,
     BadText,
     dense_json_reason,
+    is_number_too_long,
     json_document,
     lone_surrogates,
     path_text,
@@ -68,6 +70,8 @@ GAME_ID_RE = re.compile(FIELDS["game_id"].regex)
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MAX_GUID_BYTES = FIELDS["guid"].max_bytes  # a UUID: a longer "guid" is not one (10 MB once went into every row)
 MAX_REASONING_BYTES = FIELDS["reasoning_json"].max_bytes  # the toolkit's limit, declared with the column
+GAME_STATES = FIELDS["state"].isin
+_LEVELS_RANGE = {name: (FIELDS[name].ge, FIELDS[name].le) for name in ("levels_completed", "win_levels")}
 INT64_LIMIT = 2**63
 MAX_RAW_TEXT = 4096  # the same limit as pipeline.ingest.base.clip: quarantine rows keep this much text
 
@@ -91,8 +95,8 @@ def sniff_first_line(line: str) -> str | None:
         if '"data"' in line[:200] and ('"game_id"' in line[:400] or '"tokens"' in line[:400]):
             return "JSON Lines whose first line is a `{timestamp, data}` envelope (long frame line)"
         return None
-    except RecursionError:  # thousands of nested brackets: no envelope (the reader says so, not a traceback)
-        return None
+    except (RecursionError, ValueError):  # thousands of nested brackets, an integer longer than Python reads: no
+        return None                         # envelope (the reader says why, not a traceback)
     if isinstance(obj, dict) and isinstance(obj.get("data"), dict) and "timestamp" in obj:
         return "JSON Lines of `{timestamp, data}` envelopes (ARC-AGI-3 recording)"
     if (isinstance(obj, dict) and isinstance(obj.get("data"), dict) and "action_input" in obj["data"]
@@ -292,12 +296,24 @@ def loads_as_json(raw: bytes) -> Any:
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        obj = json.loads(raw.decode("utf-8"))
+        obj = _json_loads(raw.decode("utf-8"))
     else:
         if _has_long_digits(raw):
-            obj = json.loads(raw.decode("utf-8"))
+            obj = _json_loads(raw.decode("utf-8"))
     refuse_keys_twice(obj, raw)
     return obj
+
+
+def _json_loads(text: str) -> Any:
+    """json.loads, and LineError (`invalid_json`) for an integer longer than Python reads (a plain ValueError)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as err:
+        if is_number_too_long(err):
+            raise LineError("invalid_json", f"not valid JSON for arcstudy: {NUMBER_TOO_LONG}") from None
+        raise
 
 
 def _loads(raw: bytes) -> tuple[Any, bytes | str | PlainFrames | None, bool]:
@@ -317,9 +333,9 @@ def _loads(raw: bytes) -> tuple[Any, bytes | str | PlainFrames | None, bool]:
     text = raw.decode("utf-8")
     stripped, frame_text = split_frame_field(text)
     try:
-        obj = json.loads(stripped)
+        obj = _json_loads(stripped)
         if frame_text is not None and not _frame_was_cut(obj):
-            obj, frame_text = json.loads(text), None  # the cut was not the real field: parse it all
+            obj, frame_text = _json_loads(text), None  # the cut was not the real field: parse it all
     except json.JSONDecodeError as err:
         raise LineError("invalid_json", f"not valid JSON ({err.msg} at column {err.colno})") from None
     except RecursionError:  # thousands of nested brackets: no recording field is nested that deep
@@ -466,8 +482,12 @@ def _check_frame_record(line: Line) -> None:
     if not isinstance(action, dict) or "id" not in action:
         raise LineError("missing_action", "frame record has no `action_input.id`", "action_input")
     line.action_id, line.id_was_string = action_id_of(action["id"])
+    payload = action.get("data")
+    if payload is not None and not isinstance(payload, dict):  # (a playback script's line is refused alike)
+        raise LineError("bad_action_data", f"`action_input.data` must be an object, got {clip(json.dumps(payload))}",
+                        "action_input.data", clip(json.dumps(payload)))
     if line.action_id == 6:
-        payload = action.get("data") or {}
+        payload = payload or {}
         x, y = payload.get("x"), payload.get("y")
         for name, v in (("x", x), ("y", y)):
             if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 63:
@@ -483,10 +503,18 @@ def _check_frame_record(line: Line) -> None:
     for name, v in (("levels_completed", levels), ("win_levels", win)):
         if v is not None and not -INT64_LIMIT <= v < INT64_LIMIT:
             raise LineError("bad_levels", f"{name} {v} does not fit a 64-bit integer", name, v)
+        # the column's range, checked here so that every reader (score, view, the export) leaves out what
+        # ingest would: counted, replayed or exported, such a line was a value no table holds
+        low, high = _LEVELS_RANGE[name]
+        if v is not None and not low <= v <= high:
+            raise LineError("bad_levels", f"{name} {v} is outside {low}-{high}", name, v)
     state = data.get("state")
     if state is not None and not isinstance(state, str):
         raise LineError("bad_state", f"state must be a string, got {clip(json.dumps(state))}", "state",
                         clip(json.dumps(state)))
+    if state not in GAME_STATES:
+        raise LineError("bad_state", f"state {clip(json.dumps(state))} is not one of {', '.join(GAME_STATES)}",
+                        "state", clip(json.dumps(state)))
     full = data.get("full_reset")
     if full is not None and not isinstance(full, bool):  # stored as null (and not counted) otherwise, unsaid
         raise LineError("bad_full_reset", f"full_reset must be true or false, got {clip(json.dumps(full))}",

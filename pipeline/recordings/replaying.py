@@ -10,7 +10,7 @@ turns the `ReplayResult` into per-play checks; `pipeline.recordings.playback` re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -23,10 +23,17 @@ from engine.replay import Divergence, compare_frames
 
 from .frames import frame_hashes
 
-__all__ = ["FIELDS", "ReplayResult", "ReplayStep", "iter_replay_classified", "load_and_run", "render_steps",
-           "replay_classified", "replay_steps"]
+__all__ = ["FIELDS", "ReplayResult", "ReplayStep", "iter_replay_classified", "load_and_run", "recorded_outcome",
+           "render_steps", "replay_classified", "replay_steps"]
 
 FIELDS = ("state", "levels_completed", "win_levels", "full_reset", "available_actions")
+
+
+def recorded_outcome(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a line's `data` a replay compares (FIELDS), as recorded. A field written as null is not
+    recorded, as one left out is (and as a stored step's null column is): `"win_levels": null` compared with
+    the engine's 7 made a whole play divergent."""
+    return {k: v for k in FIELDS if (v := data.get(k)) is not None}
 
 
 class ReplayStep(NamedTuple):

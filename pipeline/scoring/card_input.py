@@ -30,7 +30,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.manifest import sha256_file
-from pipeline.core.textfiles import document_too_large, not_utf8_reason
+from pipeline.core.textfiles import NUMBER_TOO_LONG, document_too_large, is_number_too_long, not_utf8_reason
 from pipeline.ingest.arc3_json import read_scorecard, sniff_scorecard
 from pipeline.ingest.base import FileContext, FileRejected
 from pipeline.ingest.formats import read_head
@@ -163,6 +163,11 @@ def read_card_files(paths: Sequence[Path]) -> CardInputs:
                 except json.JSONDecodeError as err:
                     found.problems.append((path, f"scorecard rejected: not valid JSON ({err.msg} at line "
                                                  f"{err.lineno} column {err.colno})"))
+                    continue
+                except ValueError as err:
+                    if not is_number_too_long(err):
+                        raise
+                    found.problems.append((path, f"scorecard rejected: not valid JSON for arcstudy: {NUMBER_TOO_LONG}"))
                     continue
                 found.problems.append((path, "not a scorecard: a JSON scorecard needs `environments[].runs[]` (scored "
                                              "summary), `cards` (card wrapper) or a bare card (game_id, total_plays, "

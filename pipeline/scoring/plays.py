@@ -35,6 +35,7 @@ from pipeline.core.textfiles import (
     read_text_document,
     unique_json,
 )
+from pipeline.ingest.formats import read_head
 from pipeline.recordings.counting import (
     RESET,
     Card,
@@ -503,15 +504,13 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score", step_colu
             problems.append((Path(shown), f"bad_file_name: {NOT_UTF8_NAME}"))
             continue
         try:
-            with open(path, "rb") as fh:
-                start = fh.read(64 * 1024)
-            head = start.decode("utf-8", errors="replace")
-            if not head.strip():  # as ingest says it (formats.detect)
+            head = read_head(path)  # (ingest's: past any blank lines the file starts with)
+            if not head.first_line:  # as ingest says it (formats.detect)
                 problems.append((path, "the file is empty"))
                 continue
-            if sniff_first_line(head.split("\n", 1)[0].rstrip("\r")) is None:
+            if sniff_first_line(head.first_line) is None:
                 problems.append((path, "not an ARC-AGI-3 recording (" + (
-                    not_utf8_reason(None, start) if bom_encoding(start) else
+                    not_utf8_reason(None, head.start) if bom_encoding(head.start) else
                     "the first line is not a `{timestamp, data}` envelope") + ")"))
                 continue
             if is_playback_file(path):  # actions only: stored as ingest stores them, replayed by replay_scripts

@@ -63,6 +63,7 @@ from pipeline.recordings.replaying import (  # noqa: F401 - re-exported: the rep
     ReplayStep,
     _same_pixels,
     load_and_run,
+    recorded_outcome,
     render_steps,
     replay_classified,
     replay_steps,
@@ -163,7 +164,7 @@ def iter_steps_from_file(rec: RecordingInput) -> Iterator[ReplayStep]:
         data = dict(payload) if isinstance(payload, dict) else {}
         if i in rec.recovered_clicks:  # a recovered click: the line holds the recorder's empty default
             data = {"x": rec.recovered_clicks[i][0], "y": rec.recovered_clicks[i][1]}
-        expected = {k: ln.data[k] for k in FIELDS if k in ln.data}
+        expected = recorded_outcome(ln.data)
         if i in rec.recovered_full_resets:  # a recovered RESET: its kind as found (REST lines always say false)
             expected["full_reset"] = rec.recovered_full_resets[i]
         yield ReplayStep(

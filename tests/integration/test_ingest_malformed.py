@@ -79,6 +79,14 @@ def _deeply_nested(lines: list) -> list:
     return lines
 
 
+def _number_too_long(i: int) -> Callable[[list], list]:
+    def apply(lines: list) -> list:  # Python reads no integer of more than 4,300 digits
+        lines[i]["data"]["action_input"]["reasoning"] = "__N__"
+        lines[i] = json.dumps(lines[i]).replace('"__N__"', "1" * 4301)
+        return lines
+    return apply
+
+
 def _other_game(lines: list) -> list:
     lines[6]["data"]["game_id"] = "zz99-0123abcd"
     return lines
@@ -96,7 +104,8 @@ DEFECTS: dict[str, tuple[Callable[[list], list | str], int, str, str]] = {
     "time_goes_backwards": (_earlier_time, 13, "time_goes_backwards", "earlier than the previous"),
     "duplicate_step": (_duplicate, 9, "duplicate_step", "repeats line 8"),
     "contradicts_play": (_other_game, 7, "contradicts_file", "differs from the file's"),
-    "state_outside_enum": (edit(14, _set("data.state", "PAUSED")), 15, "isin", "'PAUSED' is not one of"),
+    # (the reader's rule, for every command: ingest's table check said `isin` and score counted the line)
+    "state_outside_enum": (edit(14, _set("data.state", "PAUSED")), 15, "bad_state", '"PAUSED" is not one of'),
     "levels_exceed_win": (edit(15, _set("data.levels_completed", 9)), 16, "levels_exceed_win", "exceeds win_levels"),
     # Values of a type no column can hold: the line is quarantined, the file's other lines still land.
     "deeply_nested_line": (_deeply_nested, 6, "invalid_json", "nested too deeply"),
@@ -112,6 +121,14 @@ DEFECTS: dict[str, tuple[Callable[[list], list | str], int, str, str]] = {
     # once stored as null (and so not counted as a full reset) without a word
     "full_reset_a_string": (edit(21, _set("data.full_reset", "true")), 22, "bad_full_reset", "true or false"),
     "full_reset_a_number": (edit(22, _set("data.full_reset", 1)), 23, "bad_full_reset", "got 1"),
+    # once refused the whole file (a plain ValueError, an AttributeError) or stored where score, view and the
+    # export counted, replayed or wrote it (a state or level count no table holds)
+    "number_too_long": (_number_too_long(23), 24, "invalid_json", "more than 4,300 digits"),
+    "click_data_not_an_object": (edit(24, _set("data.action_input.data", [3, 4])), 25, "bad_action_data",
+                                 "must be an object"),
+    "state_null": (edit(25, _set("data.state", None)), 26, "bad_state", "null is not one of"),
+    "levels_negative": (edit(26, _set("data.levels_completed", -1)), 27, "bad_levels", "outside 0-254"),
+    "levels_over_254": (edit(27, _set("data.levels_completed", 300)), 28, "bad_levels", "outside 0-254"),
 }
 
 
