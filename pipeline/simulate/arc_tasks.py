@@ -28,6 +28,7 @@ from ``(seed, split, index)``, and task ids are 8 hex characters derived from th
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import inspect
 import io
@@ -285,10 +286,12 @@ class Family(ABC):
         return type(self).transform(copy_grid(grid), **self.rule_args(variables))
 
     def code_text(self, variables: dict[str, Any]) -> str:
-        """ARC-TGI `code`: the transformation's source and a `transform_input` with the variables inlined."""
+        """ARC-TGI `code`: the transformation's source and a `transform_input` with the variables inlined, with
+        the generator's signature `transform_input(self, grid)` (formats.md §F: `self` unused), as
+        `check-witnesses` calls it."""
         fn = type(self).transform
         args = ", ".join(f"{k}={v!r}" for k, v in self.rule_args(variables).items())
-        return (inspect.getsource(fn).rstrip() + "\n\n\ndef transform_input(grid):\n"
+        return (inspect.getsource(fn).rstrip() + "\n\n\ndef transform_input(self, grid):\n"
                 f"    return {fn.__name__}(grid, {args})\n")
 
 
@@ -829,7 +832,7 @@ def witness_check(task: GeneratedTask) -> None:
     variables = json.loads(json.dumps(task.variables))
     namespace: dict[str, Any] = {"__builtins__": __builtins__}
     exec(compile(fam.code_text(variables), f"<code of {task.task_id}>", "exec"), namespace)  # noqa: S102
-    from_code = namespace["transform_input"]
+    from_code = functools.partial(namespace["transform_input"], None)  # (`self`, unused: formats.md §F)
     for split in ("train", "test"):
         for i, pair in enumerate(data[split]):
             for name, fn in (("family transform", lambda g: fam.apply(g, variables)), ("code text", from_code)):

@@ -553,3 +553,20 @@ def test_a_task_that_changed_modules_or_raised_past_run_witness_closes_its_child
     assert children.calls == ["k#0"] and children.discarded == 1
     children = _Children(SandboxFailure("error", "KeyboardInterrupt: "))
     assert check_task(task, children)["status"] == "error" and children.discarded == 1
+
+
+def test_the_simulators_arc_tgi_witnesses_pass_check_witnesses(tmp_path: Path):
+    """What `arcstudy simulate` writes as an ARC-TGI export is checked as a real one: every witness ran and
+    reproduced its task (the simulator once wrote `transform_input(grid)`, and each of them failed with a
+    TypeError, since the generators' signature is `transform_input(self, grid)`, formats.md §F)."""
+    from pipeline.simulate.arc_tasks import generate_task_pool, tgi_csv_text
+
+    tasks = generate_task_pool(5, 4, 3)
+    export = tmp_path / "simulated_tgi.csv"
+    export.write_text(tgi_csv_text(tasks), encoding="utf-8")
+    db = tmp_path / "w.duckdb"
+    _ingest(db, export)
+    done = _check(db, "--workers", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = _rows(db)
+    assert len(rows) == len(tasks) and {r["status"] for r in rows.values()} == {"pass"}, rows

@@ -9,6 +9,7 @@ import json
 import random
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -91,13 +92,15 @@ def test_code_text_is_self_contained_source_with_inlined_variables(family):
     code = task.code_text()
     assert "import" not in code
     assert code.startswith(f"def {family}(grid")
-    assert re.search(r"^def transform_input\(grid\):$", code, re.MULTILINE)
+    # ARC-TGI's signature (formats.md §F), as check-witnesses calls it: the simulator wrote `(grid)`, and every
+    # simulated witness failed with a TypeError
+    assert re.search(r"^def transform_input\(self, grid\):$", code, re.MULTILINE)
     for name, value in FAMILIES[family].rule_args(task.variables).items():
         assert f"{name}={value!r}" in code
     namespace: dict = {}
     exec(code, namespace)  # noqa: S102 - our own generated source
     for grid_in, grid_out in task.train + task.test:
-        assert namespace["transform_input"](grid_in) == grid_out
+        assert np.asarray(namespace["transform_input"](object(), np.array(grid_in, dtype=np.int64))).tolist() == grid_out
 
 
 @settings(max_examples=10, deadline=None)
