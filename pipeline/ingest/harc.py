@@ -167,7 +167,7 @@ MAX_RELEASE_FILE_BYTES = 64_000_000
 
 def _open_release_file(
     ctx: FileContext, variants: Sequence, what: str, *, release_by_name: bool = True,
-    evidence: str = "header is the {variant}",
+    evidence: str = "header is the {variant}", last_required: Callable[[list[str]], bool] = lambda header: True,
 ) -> _OpenedFile:
     """The steps every H-ARC reader starts with: match the header to a known variant, find the release
     generation (from the file name where variants are shared by releases), load the CSV and keep every
@@ -179,7 +179,8 @@ def _open_release_file(
         raise FileRejected(f"an {what} of {size / 1e6:,.0f} MB: over {MAX_RELEASE_FILE_BYTES / 1e6:,.0f} MB, ten times "
                            "the release's largest (the summary of 1,729 participants is about 6 MB), so it is not "
                            "read (it is read whole: about ten times its size in memory); split it", "file_too_large")
-    loaded = load_csv(ctx.path, header, raw_table=RAW)
+    # a file whose last column may be empty (a survey without `complete`): its rows' fields are counted exactly
+    loaded = load_csv(ctx.path, header, raw_table=RAW, exact_fields=not last_required(header))
     out = ReaderOutput(rejects=Spool(loaded.rejects), flags=list(loaded.flags),
                        detection_evidence=evidence.format(variant=variant.name, release=release))
     out.tables[RAW] = raw_rows(loaded.frame, ctx.file_id, header)
@@ -828,8 +829,15 @@ def read_errors(ctx: FileContext) -> ReaderOutput:
 # --- surveys --------------------------------------------------------------------------------------
 
 
+def _survey_last_required(header: Sequence[str]) -> bool:
+    """A survey file's last column may be empty (feedback, fluent_english, withdraw_comment) unless it is
+    `complete`."""
+    return header[-1] == "complete" if header else True
+
+
 def read_survey(ctx: FileContext) -> ReaderOutput:
-    header, release, loaded, out = _open_release_file(ctx, SURVEY_VARIANTS, "H-ARC survey file")
+    header, release, loaded, out = _open_release_file(ctx, SURVEY_VARIANTS, "H-ARC survey file",
+                                                      last_required=_survey_last_required)
     cols = set(header)
     if "feedback" in cols:
         target = FEEDBACK
@@ -860,7 +868,7 @@ def read_survey(ctx: FileContext) -> ReaderOutput:
         checks.append(parse_failed("complete", pl.col("is_complete"), "true or false", "not_a_boolean"))
     else:
         df = df.with_columns(pl.lit(None, pl.Boolean).alias("is_complete"))
-    structural = _loaded_structural(loaded, header, "complete" in cols)
+    structural = _loaded_structural(loaded, header, _survey_last_required(header))
     dup_prep, dup_checks = duplicate_rules(["participant_id"], "duplicate_participant", ["hashed_id"],
                                        structural=structural)
     df = dup_prep(df)

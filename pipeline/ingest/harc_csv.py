@@ -140,6 +140,21 @@ class _ParserChanged(Exception):
     """A batch showed that the file needs a more forgiving parser: the batches start over with it."""
 
 
+class _ShortRecord(Exception):
+    """A record of a batch has fewer fields than the header (`CsvSource.exact_fields`)."""
+
+
+def _has_short_record(chunk: bytes, n_fields: int) -> bool:
+    """Whether a record of the batch (header line first) has fewer than `n_fields` fields; also true for a batch
+    the csv module cannot split, which its reading then reports record by record."""
+    reader = csv.reader(io.StringIO(chunk.decode("utf-8", errors="replace"), newline=""))
+    try:
+        next(reader, None)  # the header
+        return any(0 < len(record) < n_fields for record in reader)  # (a blank line: no record)
+    except csv.Error:
+        return True
+
+
 @dataclass
 class CsvSource:
     """A CSV file read in batches of about `batch_bytes` (None: the whole file at once), each cut at a record
@@ -162,6 +177,10 @@ class CsvSource:
     ends_with_newline: bool = True
     version: tuple[int, int] = (0, 0)  # size and mtime when first opened: a later pass reads the same file
     source_name: str = "H-ARC"  # the format's name in a reason ("a NUL byte, which no H-ARC field contains")
+    # Count every record's fields (Python's csv module, on each batch polars read): for a file whose last column
+    # may be empty, where a row that ends early reads as one with empty trailing answers (polars fills them), so
+    # `short_row` cannot see it. A short record sends the file to the csv module, which quarantines it.
+    exact_fields: bool = False
     _kept: LoadedCsv | None = field(default=None, repr=False)  # the only batch of a file of one batch
     _cuts: _Cuts | None = field(default=None, repr=False)  # where the first whole pass cut the file
 
@@ -314,10 +333,14 @@ class CsvSource:
                 columns = narrow(i) if narrow is not None else None
                 i += 1
                 try:
-                    yield _read_polars(chunk, self.header, self.mode, columns), None, chunk if columns else None
+                    df = _read_polars(chunk, self.header, self.mode, columns)
                 except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as err:
                     yield None, err, None
                     return
+                if self.exact_fields and _has_short_record(chunk, len(self.header)):
+                    yield None, _ShortRecord(), None
+                    return
+                yield df, None, chunk if columns else None
         if self._cuts is None:
             self._cuts = cuts  # the whole file was cut
 
@@ -379,12 +402,13 @@ def with_row_json(loaded: LoadedCsv, header: Sequence[str]) -> pl.DataFrame:
 
 
 def load_csv(path: Path, header: list[str], *, raw_table: str, source_name: str = "H-ARC",
-             batch_bytes: int = BATCH_BYTES) -> LoadedCsv:
+             batch_bytes: int = BATCH_BYTES, exact_fields: bool = False) -> LoadedCsv:
     """The whole file as one frame (with row_json): for the H-ARC files besides data.csv, ARC-TGI exports and
     ARC-AGI-2 logs. Read in batches of about `batch_bytes` as data.csv is, so that a record over
     MAX_RECORD_BYTES (a giant field) is quarantined (`record_too_long`) without being held whole, and the rows
-    around it still load. `source_name`: the format's name in reasons."""
-    source = CsvSource(path, header, raw_table, batch_bytes=batch_bytes, source_name=source_name)
+    around it still load. `source_name`: the format's name in reasons. `exact_fields`: see `CsvSource`."""
+    source = CsvSource(path, header, raw_table, batch_bytes=batch_bytes, source_name=source_name,
+                       exact_fields=exact_fields)
     batches = [without_long_rows(b, header, raw_table) for b in source.scan(lambda b: b)]
     frame = pl.concat([with_row_json(b, header) for b in batches], how="diagonal_relaxed")
     flags = [*source.flags, *dict.fromkeys(f for b in batches for f in b.flags)]

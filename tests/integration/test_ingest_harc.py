@@ -212,6 +212,20 @@ def _withdraw_maybe(path: Path) -> Path:
     return path
 
 
+def _survey_row_ends_early(which: str, n_fields: int) -> Callable[[Path], Path]:
+    """A survey file whose row 2 (participant B, every answer empty) stops after `n_fields` fields: its last
+    column may be empty, so polars read it as a row of empty answers and it loaded, exit 0, without a word."""
+    def build(path: Path) -> Path:
+        paths = fx.write_surveys(path.parent)
+        lines = paths[which].read_text().split("\n")
+        lines[2] = ",".join(lines[2].split(",")[:n_fields])  # (B's answers are empty: no quoted comma)
+        for written in paths.values():
+            written.unlink()
+        path.write_text("\n".join(lines))
+        return path
+    return build
+
+
 def _errors_count_text(path: Path) -> Path:
     path.write_text(fx.write_errors(path).read_text().replace(",2\n", ",two\n"))
     return path
@@ -348,6 +362,14 @@ DEFECTS: dict[str, Defect] = {
         _withdraw_maybe,
         [("row 2", "not_a_boolean", "withdraw", "withdraw is 'maybe', expected true or false")],
         "core_harc__withdrawals", 1),
+    "feedback_row_ends_early": Defect(
+        "feedback.csv", _survey_row_ends_early("feedback", 3),
+        [("row 2", "field_count", None, "row 2 has 3 fields but the header has 4 (fewer than expected")],
+        "core_harc__feedback", 1),
+    "demographics_row_ends_early": Defect(
+        "demographics.csv", _survey_row_ends_early("demographics", 5),
+        [("row 2", "field_count", None, "row 2 has 5 fields but the header has 10 (fewer than expected")],
+        "core_harc__demographics", 1),
     "arc_collection_bad_task": Defect(
         "challenges.json",
         lambda p: fx.write_task(p, {"007bbfb7": fx.TASK_007, "0badbad0": {"train": [{"input": [[1, 12]],
