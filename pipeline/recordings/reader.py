@@ -908,6 +908,11 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
     summaries = _select(lines, "scorecard")
     summary = summaries[-1] if summaries else None
     has_cards = summary is not None and isinstance(summary.data.get("cards"), dict) and bool(summary.data["cards"])
+    if summary is not None and "cards" in summary.data and not isinstance(summary.data["cards"], dict):
+        # said, not read as no summary at all (the play was flagged `no_trailing_summary`, exit 0)
+        issues.append(LineIssue(f"line {summary.number}", "bad_card", "the scorecard summary's `cards` must be an "
+                                f"object of cards by game id, got {clip(json.dumps(summary.data['cards']))}; the "
+                                "summary is not used", _line_text(path, summary)))
     if not frames and not has_cards:
         raise _no_frame_line(lines, issues)
     variant, evidence = detect_variant(lines.data if isinstance(lines, LineColumns) else (ln.data for ln in lines),

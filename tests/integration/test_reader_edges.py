@@ -93,3 +93,20 @@ def test_score_and_the_export_leave_out_the_lines_ingest_quarantines(tmp_path: P
         assert 31 not in rows_out["line_number"].to_list()
         assert set(rows_out["state"].unique().to_list()) <= {"NOT_FINISHED", "WIN", "GAME_OVER"}
         assert rows_out["levels_completed"].min() >= 0
+
+
+@pytest.mark.parametrize("cards", ["notadict", None, [1, 2]], ids=["text", "null", "list"])
+def test_a_summary_line_whose_cards_are_not_an_object_is_quarantined(tmp_path: Path, cards):
+    """It was read as no summary at all: the play flagged `no_trailing_summary`, exit 0, the line unsaid."""
+    rows = lines()
+    summary = {"timestamp": rows[-1]["timestamp"], "data": {"won": 1, "played": 1, "total_actions": 94,
+                                                           "levels_completed": 7, "cards": cards}}
+    path = write(tmp_path / "bad_summary.jsonl", [*rows, summary])
+    last = len(rows) + 1
+    with Workspace(tmp_path / "db.duckdb") as ws:
+        report = ingest_paths(ws, [path], run_id="t", workers=1)
+        assert report.has_rejections
+        assert ws.read("SELECT source_location, check_name FROM quarantine").rows() == [(f"line {last}", "bad_card")]
+        assert ws.row_count("core_arc3__steps") == len(rows)
+    code, output = cli("score", str(path), "--out", str(tmp_path / "score"), "--no-figures", "--workers", "1")
+    assert code == 3 and f"line {last}: bad_card" in output and "must be an object" in output, output
