@@ -1120,6 +1120,11 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holde
         parsed = read_recording_file(path, want_frames=True, keep_raw_json=False)  # its text is not stored
         result.file_sha256 = parsed.file_sha256
         result.problems += (f"{i.location}: {i.check}: {i.reason} ({i.outcome})" for i in parsed.issues)
+        if not parsed.steps:  # only a summary card (its frame lines missing): it counts plays, no step to export
+            result.rejected = True
+            result.problems.append("no_frame_line: the file has no frame line, only its scorecard summary: no step "
+                                   "to export (ingest stores its card)")
+            return iter(())
         return _export_recording(_Recording.of_file(parsed), job, result, holder, from_file=True)
     steps, plays, files, problems = read_recording_files([path])
     result.problems += (reason for _, reason in problems)

@@ -110,3 +110,14 @@ def test_a_summary_line_whose_cards_are_not_an_object_is_quarantined(tmp_path: P
         assert ws.row_count("core_arc3__steps") == len(rows)
     code, output = cli("score", str(path), "--out", str(tmp_path / "score"), "--no-figures", "--workers", "1")
     assert code == 3 and f"line {last}: bad_card" in output and "must be an object" in output, output
+
+
+def test_an_export_of_a_file_holding_only_its_summary_card_says_there_is_no_step(tmp_path: Path):
+    """A human-dataset file whose frame lines are missing still counts plays by its card (ingest stores it);
+    the export has no step to give: it wrote "0 rows of 0 plays" and exited 0."""
+    sample = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3" / "human"
+    source = sorted(sample.glob("*/*.recording.jsonl"))[0]
+    path = tmp_path / "only_summary.jsonl"
+    path.write_text(source.read_text().splitlines()[-1] + "\n")
+    code, output = cli("export-transitions", str(path), "--out", str(tmp_path / "tr"))
+    assert code == 3 and "only_summary.jsonl: no_frame_line" in output, output
