@@ -79,6 +79,31 @@ def decode_head(raw: bytes) -> tuple[str, TextFacts]:
     return body.decode("utf-8", errors="replace"), TextFacts(has_bom=bom, has_crlf=b"\r\n" in body)
 
 
+@dataclass(frozen=True)
+class TextHead:
+    """A file's beginning for sniffing (`read_text_head`)."""
+
+    start: bytes  # the file's first bytes as they are (a UTF-16 byte-order mark is seen there)
+    text: str  # decoded, BOM removed, undecodable bytes replaced: `size` bytes from the first that is not blank
+    first_line: str  # its first line that is not blank, stripped ("" for a file of blank lines)
+    is_complete: bool  # the rest of the file fits in `text`
+
+
+def read_text_head(path: Path, size: int) -> TextHead:
+    """The first `size` bytes of the file after any blank lines it starts with: readers skip blank lines wherever
+    they are, so a file that opens with some is recognised by its first line of content."""
+    with open(path, "rb") as fh:
+        raw = fh.read(size + 1)
+        start, skipped = raw[:4], 0
+        while len(raw) > size and not raw[:size].strip():  # only blank lines so far: read past them
+            skipped += size
+            fh.seek(skipped)
+            raw = fh.read(size + 1)
+    text, _ = decode_head(raw[:size])
+    first_line = next((line.strip() for line in text.split("\n") if line.strip()), "")
+    return TextHead(start, text, first_line, len(raw) <= size)
+
+
 # A metadata.json, scorecard or study manifest is kilobytes (a card of 100 games of 100 plays each: about 2 MB).
 # Parsed, JSON takes up to about 30 times its size in Python objects (a 225 MB card of 3M plays: 6 GB), so a
 # document over this is refused unparsed, with its size (`document_too_large`).

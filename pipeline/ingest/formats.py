@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.textfiles import bom_encoding, decode_head, not_utf8_reason
+from pipeline.core.textfiles import bom_encoding, not_utf8_reason, read_text_head
 from pipeline.ingest.base import FileContext, ReaderOutput
 
 HEAD_BYTES = 64 * 1024
@@ -64,19 +64,9 @@ def register(fmt: InputFormat) -> InputFormat:
 
 
 def read_head(path: Path) -> Head:
-    """The file's first HEAD_BYTES after any blank lines it starts with (readers skip blank lines wherever they
-    are: a file that opens with some is recognised by its first line of content)."""
-    with open(path, "rb") as fh:
-        raw = fh.read(HEAD_BYTES + 1)
-        start, skipped = raw[:4], 0
-        while len(raw) > HEAD_BYTES and not raw[:HEAD_BYTES].strip():  # only blank lines so far: read past them
-            skipped += HEAD_BYTES
-            fh.seek(skipped)
-            raw = fh.read(HEAD_BYTES + 1)
-    complete = len(raw) <= HEAD_BYTES
-    text, _ = decode_head(raw[:HEAD_BYTES])  # a BOM is not content (pipeline.core.textfiles)
-    first_line = next((line.strip() for line in text.split("\n") if line.strip()), "")
-    return Head(path=path, text=text, first_line=first_line, is_complete=complete, start=start)
+    """The file's first HEAD_BYTES after any blank lines it starts with (`read_text_head`)."""
+    head = read_text_head(path, HEAD_BYTES)
+    return Head(path=path, text=head.text, first_line=head.first_line, is_complete=head.is_complete, start=head.start)
 
 
 def detect(path: Path) -> tuple[InputFormat | None, str]:

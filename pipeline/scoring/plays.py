@@ -33,9 +33,9 @@ from pipeline.core.textfiles import (
     bom_encoding,
     not_utf8_reason,
     read_text_document,
+    read_text_head,
     unique_json,
 )
-from pipeline.ingest.formats import read_head
 from pipeline.recordings.counting import (
     RESET,
     Card,
@@ -504,7 +504,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score", step_colu
             problems.append((Path(shown), f"bad_file_name: {NOT_UTF8_NAME}"))
             continue
         try:
-            head = read_head(path)  # (ingest's: past any blank lines the file starts with)
+            head = read_text_head(path, 64 * 1024)  # (past any blank lines the file starts with)
             if not head.first_line:  # as ingest says it (formats.detect)
                 problems.append((path, "the file is empty"))
                 continue
