@@ -687,6 +687,15 @@ def _next_record(reader: Iterator[list[str]]) -> list[str]:
         csv.field_size_limit(saved)
 
 
+def _splits_into_rows(text: str, n_fields: int) -> bool:
+    """Whether `text` reads as CSV records of exactly `n_fields` fields each (blank lines aside)."""
+    try:
+        return all(len(record) == n_fields for record in csv.reader(io.StringIO(text, newline=""), strict=True)
+                   if record)
+    except csv.Error:
+        return False
+
+
 def _csv_module_batches(path: Path, header: list[str], raw_table: str, batch_bytes: int | None
                         ) -> Iterator[tuple[pl.DataFrame, list[Reject]]]:
     """Slow path for files polars refuses: parse record by record, quarantine records that do not fit. The
@@ -722,6 +731,21 @@ def _csv_module_batches(path: Path, header: list[str], raw_table: str, batch_byt
                 row += 1
                 at_eof = "unexpected end of data" in str(err)
                 text = tap.take()
+                first, _, rest = text.partition("\n")
+                if at_eof and rest.strip() and _splits_into_rows(rest, n):
+                    # A quote opened on this line is never closed: the record ran to the end of the file and took
+                    # every later line with it. When those lines are rows of the header's fields (not the rest of
+                    # a multi-line field cut off), the line is left out and they are read again as rows of their
+                    # own (a runaway record is at most MAX_RECORD_BYTES: `_LineTap`).
+                    rejects.append(Reject(
+                        f"row {row}", "csv_malformed",
+                        f"row {row} cannot be split into fields: a quote opened on its line is never closed (the "
+                        "file ends inside it). Fix the quoting of this row; the lines after it are read as rows of "
+                        "their own", raw_text=first + "\n", target_table=raw_table))
+                    tap = _LineTap(io.StringIO(rest))
+                    reader = csv.reader(tap, strict=True)
+                    batch_start = tap.read
+                    continue
                 # a quote closed only on a later line takes the rows written on the lines between into this
                 # record: say so, or they would vanish unnamed (rows are records: the next one is row + 1)
                 lines = text.count("\n") + (0 if text.endswith("\n") else 1)

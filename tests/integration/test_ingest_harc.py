@@ -346,12 +346,13 @@ DEFECTS: dict[str, Defect] = {
         [("row 1", "csv_malformed", None, "row 1 cannot be split into fields (',' expected after '\"'): a quote is "
           "not closed or is followed by text. Fix the quoting of this row; it runs over 2 lines of the file, so "
           "any row written on its later lines was read into it and is not loaded")], "core_harc__attempts", 2),
-    "errors_quote_to_the_end": Defect(  # the file's other rows were read into row 1 without a word
+    # the file's other rows were read into row 1 (once without a word, then said and lost): now that line alone is
+    # left out and the lines after it load as rows of their own
+    "errors_quote_to_the_end": Defect(
         "incorrect_submissions.csv", _quote_to_the_end,
-        [("row 1", "csv_malformed", None, "row 1 cannot be split into fields (unexpected end of data): a quote is "
-          "not closed or is followed by text; the file ends inside a quoted field (cut off?). Fix the quoting of "
-          "this row; it runs over 3 lines of the file to its end, so any row written on its later lines was read "
-          "into it and is not loaded")], "core_harc__incorrect_submissions", 0),
+        [("row 1", "csv_malformed", None, "row 1 cannot be split into fields: a quote opened on its line is never "
+          "closed (the file ends inside it). Fix the quoting of this row; the lines after it are read as rows of "
+          "their own")], "core_harc__incorrect_submissions", 2),
     "errors_count_text": Defect(
         "incorrect_submissions.csv",
         _errors_count_text,
