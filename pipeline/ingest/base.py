@@ -22,7 +22,8 @@ from pipeline.core.spool import Spool
 from pipeline.core.textfiles import BadText, DuplicateKey, ascii_json, lone_surrogates, path_text
 
 MAX_RAW_TEXT = 4096
-NESTED_TOO_DEEPLY = "not valid JSON for this format (nested too deeply to read: thousands of brackets)"
+NESTED_TOO_DEEPLY = ("not valid JSON for this format (nested too deeply to read: about a thousand brackets or more, "
+                     "inside one another)")
 
 
 def clip(text: str | None) -> str | None:

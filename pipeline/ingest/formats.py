@@ -83,7 +83,8 @@ def detect(path: Path) -> tuple[InputFormat | None, str]:
         if evidence:
             return fmt, evidence
     if too_deep:
-        return None, "not valid JSON for any format (nested too deeply to read: thousands of brackets)"
+        return None, ("not valid JSON for any format (nested too deeply to read: about a thousand brackets or more, "
+                      "inside one another)")
     if bom_encoding(head.start) is not None:  # the sniffers read UTF-8: this is why none knew the file
         return None, f"content not recognised: {not_utf8_reason(None, head.start)}"
     if "\r" in head.text and "\n" not in head.text:

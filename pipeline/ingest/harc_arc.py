@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,29 @@ class _TaskTooLarge(Exception):
     """A value of a streamed collection runs past MAX_TASK_BYTES: not parsed."""
 
 
+@dataclass(frozen=True)
+class _NestedTooDeep:
+    """A collection's value that json cannot read for its depth (`_TaskCollection.entries`): its first characters."""
+
+    head: str
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _end_of_value(text: str, start: int) -> int | None:
+    """The index just past the JSON array or object that opens at `start` (its brackets counted outside its
+    strings), or None when it does not close within `text`."""
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text, start):
+        first = token.group()[0]
+        if first in "[{":
+            depth += 1
+        elif first in "]}":
+            depth -= 1
+            if depth == 0:
+                return token.end()
+    return None
+
+
 class _TaskCollection:
     """The pieces of a big ARC task collection (`{"id": {task}, ...}`): its tasks parsed one at a time from a
     sliding window of the file, TASKS_PER_PIECE to a piece, so memory holds one piece whatever the file's size.
@@ -259,6 +283,15 @@ class _TaskCollection:
                     except json.JSONDecodeError:
                         if ended:
                             raise
+                    except RecursionError:  # a value nested too deeply for json: skipped whole, said by the caller
+                        end = _end_of_value(buf, pos)
+                        if end is not None:
+                            skipped = _NestedTooDeep(buf[pos:min(end, pos + 1024)])
+                            self.chars += end - pos
+                            pos = end
+                            return skipped
+                        if ended:
+                            raise json.JSONDecodeError("a value nested too deeply is not closed", buf, pos) from None
                     if len(buf) - pos > MAX_TASK_BYTES:  # no end within the limit: not held, not parsed further
                         raise _TaskTooLarge
                     more = read()  # the value runs past the window: widen it
@@ -307,6 +340,13 @@ class _TaskCollection:
         try:
             for task_id, task, twice in self.entries():
                 last_id = task_id
+                if isinstance(task, _NestedTooDeep):
+                    piece.rejects.append(Reject(
+                        f"task {ascii_json(task_id)}", "invalid_json",
+                        f"task {ascii_json(task_id)} is nested too deeply to read (about a thousand brackets or more, "
+                        "inside one another; no ARC task nests past four): it is quarantined, the other tasks load",
+                        raw_text=task.head, target_table=TASKS, value=task_id))
+                    continue
                 if task_id in seen:  # the earlier task of this id is already loaded
                     piece.rejects.append(_task_twice(task_id, task, "the earlier one loaded, this one is quarantined"))
                     continue
@@ -395,6 +435,9 @@ def read_task_json(ctx: FileContext) -> ReaderOutput:
         raise FileRejected(f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno}",
                            check="invalid_json", raw_text=text) from err
     except RecursionError:
+        if _opens_as_collection(ctx.path):  # read a task at a time: the task too deep is quarantined alone
+            return ReaderOutput(detection_evidence="a collection of ARC tasks keyed by task id (one of them nested "
+                                "too deeply to read: read a task at a time)", pieces=_TaskCollection(ctx.path, ctx.file_id))
         raise FileRejected(NESTED_TOO_DEEPLY, check="invalid_json", raw_text=text[:1000]) from None
     out = ReaderOutput(flags=facts.flags())
     tasks: list[dict] = []

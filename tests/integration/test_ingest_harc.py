@@ -377,6 +377,13 @@ DEFECTS: dict[str, Defect] = {
                                 "output": [[1]]}], "test": [{"input": [[1]]}]}}),
         [("task 0badbad0", "grid_invalid", None, "task 0badbad0 train[0].input cell (0, 1) is 12")],
         "core_arc__tasks", 1),
+    # json gives up past about a thousand levels: the whole collection was refused for one task
+    "arc_collection_deep_task": Defect(
+        "challenges.json",
+        lambda p: fx.write_task(p, {"007bbfb7": fx.TASK_007, "0deep000": "__DEEP__"}).write_text(
+            p.read_text().replace('"__DEEP__"', '{"train": ' + "[" * 1000 + "]" * 1000 + ', "test": []}')) and p,
+        [('task "0deep000"', "invalid_json", None, 'task "0deep000" is nested too deeply to read')],
+        "core_arc__tasks", 1),
     "arc_task_not_rectangular": Defect(
         "0000000a.json",
         lambda p: fx.write_task(p, {"train": [{"input": [[1, 2], [3]], "output": [[1]]}], "test": [{"input": [[1]]}]}),
