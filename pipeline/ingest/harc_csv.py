@@ -33,8 +33,11 @@ from pipeline.core.spool import Spool
 from pipeline.core.textfiles import (
     DENSE_JSON_BYTES_PER_CONTAINER,
     DENSE_JSON_FROM_BYTES,
+    NUMBER_TOO_LONG,
     decode_head,
     dense_json_reason,
+    is_number_too_long,
+    lone_surrogates,
 )
 from pipeline.ingest.base import MAX_RAW_TEXT, FileChangedError, FileRejected, PiecesStartOver, Reject
 from pipeline.ingest.formats import Head
@@ -1285,6 +1288,13 @@ def json_explain(column: str) -> Callable[[str | None], str]:
             return f"{err.msg} at character {err.pos}"
         except RecursionError:  # a hostile row must not take its whole file down
             return "it is nested too deeply to read"
+        except ValueError as err:  # (not a JSONDecodeError)
+            return NUMBER_TOO_LONG if is_number_too_long(err) else str(err)
+        if isinstance(parsed, list):  # Python's json reads what the JSON standard (and polars) does not
+            if lone_surrogates(parsed, value):
+                return "it holds a lone surrogate escape (half of a UTF-16 pair), which no UTF-8 text can hold"
+            return ("it holds NaN, Infinity or a number too large for a float (1e400), which JSON does not "
+                    "allow")
         return f"it parses as a JSON {type(parsed).__name__}, not a list"
     return explain
 

@@ -1079,3 +1079,19 @@ def test_a_json_fields_reason_reads_the_whole_value_not_its_clipped_text(tmp_pat
     rejects, _ = apply_checks(df, [check], "core_harc__actions")
     reason = list(rejects)[0].reason
     assert reason.endswith(f"Extra data at character {len(broken) - 1}"), reason
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ('[[1, "\\ud800"]]', "lone surrogate"),
+    ("[[NaN, 1]]", "NaN, Infinity"),
+    ("[[1e400, 1]]", "too large for a float"),
+    ("[[" + "1" * 4301 + ", 1]]", "4,300 digits"),
+    ('{"a": 1}', "parses as a JSON dict, not a list"),
+])
+def test_the_reason_for_a_json_column_names_what_is_wrong(text, words):
+    """Python's json reads NaN, 1e400 and a lone surrogate escape, which the column's rule refuses: the reason
+    said "it parses as a JSON list, not a list" (and a 4,301-digit integer raised)."""
+    from pipeline.ingest.harc_csv import json_explain
+
+    reason = json_explain("selected_data")(text)
+    assert words in reason and "a JSON list, not a list" not in reason, reason
