@@ -171,6 +171,12 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_INTEGER_DIGITS = 4300
 
 
+def json_message(err: json.JSONDecodeError) -> str:
+    """json's message of the error, to be followed by where it is: some end in " at" already ("Invalid control
+    character at"), which read "at at line 1" that way."""
+    return err.msg.removesuffix(" at")
+
+
 def is_number_too_long(err: BaseException) -> bool:
     """Whether json.loads refused the text for an integer of more than MAX_INTEGER_DIGITS digits."""
     return type(err) is ValueError and "integer string conversion" in str(err)

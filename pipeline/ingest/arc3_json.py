@@ -16,6 +16,7 @@ from pipeline.core.textfiles import (
     ascii_json,
     document_too_large,
     json_document,
+    json_message,
     not_utf8_reason,
     read_text_document,
 )
@@ -53,7 +54,7 @@ def _load_json_document(ctx: FileContext, what: str) -> tuple[Any, list[str], Ba
         doc, twice = json_document(text)
         return doc, facts.flags(), BadEntries(doc, text, twice)
     except json.JSONDecodeError as err:
-        raise FileRejected(f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})", "invalid_json",
+        raise FileRejected(f"not valid JSON ({json_message(err)} at line {err.lineno} column {err.colno})", "invalid_json",
                            f"line {err.lineno}", clip(text.splitlines()[err.lineno - 1] if text else "")) from None
     except RecursionError:
         raise FileRejected(NESTED_TOO_DEEPLY, "invalid_json", "file", clip(text)) from None

@@ -41,6 +41,7 @@ from pipeline.core.textfiles import (
     ascii_json,
     dense_json_reason,
     json_document,
+    json_message,
     keys_twice,
     lone_surrogates,
     not_utf8_reason,
@@ -432,7 +433,7 @@ def read_task_json(ctx: FileContext) -> ReaderOutput:
     try:
         obj, twice = json_document(text)
     except json.JSONDecodeError as err:
-        raise FileRejected(f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno}",
+        raise FileRejected(f"not valid JSON: {json_message(err)} at line {err.lineno} column {err.colno}",
                            check="invalid_json", raw_text=text) from err
     except RecursionError:
         if _opens_as_collection(ctx.path):  # read a task at a time: the task too deep is quarantined alone
@@ -527,7 +528,7 @@ def _json_of(value: str | None, column: str, kind: type, kind_name: str) -> tupl
     try:
         parsed, twice = json_document(value or "")
     except json.JSONDecodeError as err:
-        return None, ("invalid_json", f"{column} is not valid JSON: {err.msg} at character {err.pos}")
+        return None, ("invalid_json", f"{column} is not valid JSON: {json_message(err)} at character {err.pos}")
     except RecursionError:
         return None, ("invalid_json", f"{column} is not readable JSON: it is nested too deeply to read")
     row_words = ("this is quarantined", "this row is quarantined")

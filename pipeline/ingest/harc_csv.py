@@ -37,6 +37,7 @@ from pipeline.core.textfiles import (
     decode_head,
     dense_json_reason,
     is_number_too_long,
+    json_message,
     lone_surrogates,
 )
 from pipeline.ingest.base import MAX_RAW_TEXT, FileChangedError, FileRejected, PiecesStartOver, Reject
@@ -1285,7 +1286,7 @@ def json_explain(column: str) -> Callable[[str | None], str]:
         try:
             parsed = json.loads(value or "")
         except json.JSONDecodeError as err:
-            return f"{err.msg} at character {err.pos}"
+            return f"{json_message(err)} at character {err.pos}"
         except RecursionError:  # a hostile row must not take its whole file down
             return "it is nested too deeply to read"
         except ValueError as err:  # (not a JSONDecodeError)

@@ -33,6 +33,7 @@ from pipeline.core.textfiles import (
     dense_json_reason,
     is_number_too_long,
     json_document,
+    json_message,
     lone_surrogates,
     path_text,
 )
@@ -337,7 +338,7 @@ def _loads(raw: bytes) -> tuple[Any, bytes | str | PlainFrames | None, bool]:
         if frame_text is not None and not _frame_was_cut(obj):
             obj, frame_text = _json_loads(text), None  # the cut was not the real field: parse it all
     except json.JSONDecodeError as err:
-        raise LineError("invalid_json", f"not valid JSON ({err.msg} at column {err.colno})") from None
+        raise LineError("invalid_json", f"not valid JSON ({json_message(err)} at column {err.colno})") from None
     except RecursionError:  # thousands of nested brackets: no recording field is nested that deep
         raise LineError("invalid_json", "not valid JSON for a recording (nested too deeply to read)") from None
     refuse_keys_twice(obj, raw if frame_text is None else stripped.encode("utf-8"))

@@ -38,7 +38,13 @@ from engine.loader import (
     skipped_metadata,
 )
 from pipeline.core.manifest import sha256_file
-from pipeline.core.textfiles import DuplicateKeyError, not_utf8_reason, read_text_document, unique_json
+from pipeline.core.textfiles import (
+    DuplicateKeyError,
+    json_message,
+    not_utf8_reason,
+    read_text_document,
+    unique_json,
+)
 from pipeline.ingest.baseline_rule import baseline_actions_problem, baseline_count
 from pipeline.recordings.cards import MAX_LEVELS
 
@@ -86,7 +92,7 @@ def read_published(path: Path, rule: str, with_snapshot: bool = False) -> pl.Dat
             except UnicodeDecodeError as err:
                 raise BaselineSourceError(f"{f}: {not_utf8_reason(err)}") from None
             except json.JSONDecodeError as err:
-                raise BaselineSourceError(f"{f}: not valid JSON ({err.msg} at line {err.lineno} column "
+                raise BaselineSourceError(f"{f}: not valid JSON ({json_message(err)} at line {err.lineno} column "
                                           f"{err.colno})") from None
             except (DuplicateKeyError, RecursionError) as err:
                 raise BaselineSourceError(f"{f}: {err or 'JSON nested too deeply'}") from None

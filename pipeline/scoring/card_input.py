@@ -30,7 +30,13 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.manifest import sha256_file
-from pipeline.core.textfiles import NUMBER_TOO_LONG, document_too_large, is_number_too_long, not_utf8_reason
+from pipeline.core.textfiles import (
+    NUMBER_TOO_LONG,
+    document_too_large,
+    is_number_too_long,
+    json_message,
+    not_utf8_reason,
+)
 from pipeline.ingest.arc3_json import read_scorecard, sniff_scorecard
 from pipeline.ingest.base import FileContext, FileRejected
 from pipeline.ingest.formats import read_head
@@ -161,7 +167,7 @@ def read_card_files(paths: Sequence[Path]) -> CardInputs:
                     found.problems.append((path, f"scorecard rejected: {not_utf8_reason(err)}"))
                     continue
                 except json.JSONDecodeError as err:
-                    found.problems.append((path, f"scorecard rejected: not valid JSON ({err.msg} at line "
+                    found.problems.append((path, f"scorecard rejected: not valid JSON ({json_message(err)} at line "
                                                  f"{err.lineno} column {err.colno})"))
                     continue
                 except ValueError as err:

@@ -84,3 +84,19 @@ def test_explorer_takes_no_optimum_from_shipped_facts_it_cannot_use(tmp_path):
         assert _shipped_optimum(info, 2) is None, content
     path.write_text(good.replace('"optimal_actions"', '"optimal_actions_"', 1))  # level 1's entry has none
     assert _shipped_optimum(info, 1) is None and _shipped_optimum(info, 2) is not None
+
+
+def test_a_json_error_is_said_once_with_its_place(tmp_path):
+    """json's message for a control character ends in " at" itself: a task file's reason read "Invalid control
+    character at at line 1 column 4504"."""
+    from pipeline.ingest.base import FileContext, FileRejected
+    from pipeline.ingest.harc_arc import read_task_json
+
+    path = tmp_path / "189da87a.json"
+    path.write_text('{"train": [{"input": [[1]], "output": [[1]]}], "test": [{"input": "a\x00b"}]}')
+    try:
+        read_task_json(FileContext(path, "f" * 64, "t", None))
+    except FileRejected as err:
+        assert "Invalid control character at line 1 column" in err.reason and "at at" not in err.reason, err.reason
+    else:
+        raise AssertionError("a raw NUL in a JSON string is not valid JSON")
