@@ -334,7 +334,12 @@ def _loads(raw: bytes) -> tuple[Any, bytes | str | PlainFrames | None, bool]:
     text = raw.decode("utf-8")
     stripped, frame_text = split_frame_field(text)
     try:
-        obj = _json_loads(stripped)
+        try:
+            obj = _json_loads(stripped)
+        except json.JSONDecodeError:
+            if frame_text is None:
+                raise
+            obj = None  # a cut in the wrong place (a frame of another depth): the whole line decides
         if frame_text is not None and not _frame_was_cut(obj):
             obj, frame_text = _json_loads(text), None  # the cut was not the real field: parse it all
     except json.JSONDecodeError as err:

@@ -129,6 +129,9 @@ DEFECTS: dict[str, tuple[Callable[[list], list | str], int, str, str]] = {
     "state_null": (edit(25, _set("data.state", None)), 26, "bad_state", "null is not one of"),
     "levels_negative": (edit(26, _set("data.levels_completed", -1)), 27, "bad_levels", "outside 0-254"),
     "levels_over_254": (edit(27, _set("data.levels_completed", 300)), 28, "bad_levels", "outside 0-254"),
+    # valid JSON whose frame is one list deeper: it was said to be "not valid JSON (Expecting ',' delimiter ...)"
+    "frame_one_list_deeper": (edit(8, lambda line: line["data"].update(frame=[line["data"]["frame"]])), 9,
+                              "bad_frame", "not a 64x64 grid"),
 }
 
 
