@@ -30,6 +30,17 @@ class Head:
     start: bytes = b""  # the file's first bytes as they are (a UTF-16 byte-order mark is seen there)
 
     @cached_property
+    def nested_too_deeply(self) -> bool:
+        """Whether json gives up on the head (the whole file when it fits, else its first line) for its depth."""
+        try:
+            json.loads(self.text if self.is_complete else self.first_line)
+        except RecursionError:
+            return True
+        except ValueError:
+            pass
+        return False
+
+    @cached_property
     def json_value(self) -> Any:
         """The text parsed as JSON when it is the whole file, else None (also when it is not JSON). Parsed
         once for all sniffers: a small JSON file is otherwise parsed by each JSON sniffer in turn."""
@@ -82,7 +93,7 @@ def detect(path: Path) -> tuple[InputFormat | None, str]:
             too_deep, evidence = True, None
         if evidence:
             return fmt, evidence
-    if too_deep:
+    if too_deep or head.nested_too_deeply:  # (the sniffers that parse the first line say no for it)
         return None, ("not valid JSON for any format (nested too deeply to read: about a thousand brackets or more, "
                       "inside one another)")
     if bom_encoding(head.start) is not None:  # the sniffers read UTF-8: this is why none knew the file
