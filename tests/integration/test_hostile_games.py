@@ -112,17 +112,24 @@ def test_a_hostile_game_is_that_games_failure_and_contained(tmp_path, small_limi
     assert "arcstudy runs the Python code in" in result.output  # the notice, once
 
 
+def tame_recording(tmp_path: Path, code: str) -> Path:
+    """A genuine recording of `script`'s actions, made on a tame copy of the game (same id: its endless loop never
+    entered), to be replayed against the hostile original."""
+    tame = tmp_path / "tame" / code / "0000beef"
+    shutil.copytree(FIXTURES / code / "0000beef", tame)
+    source = tame / f"{code}.py"
+    source.write_text(source.read_text().replace("while True:", "while False:"))
+    recording = tmp_path / f"{code}-recording.jsonl"
+    made = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", f"{code}-0000beef")), "--games",
+                               str(tmp_path / "tame"), "--out", str(recording)])
+    assert made.exit_code == 0, made.output
+    return recording
+
+
 def test_a_recording_replayed_for_verification_is_stopped_too(tmp_path, small_limits):
     # a genuine recording, made on a tame copy of rt01 (same id), scored against the hostile original: the
     # verification replay (not a playback script) hangs in ACTION2 and is killed
-    tame = tmp_path / "tame" / "rt01" / "0000beef"
-    shutil.copytree(FIXTURES / "rt01" / "0000beef", tame)
-    source = tame / "rt01.py"
-    source.write_text(source.read_text().replace("while True:", "while False:"))
-    recording = tmp_path / "rt01-recording.jsonl"
-    made = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", "rt01-0000beef")), "--games",
-                               str(tmp_path / "tame"), "--out", str(recording)])
-    assert made.exit_code == 0, made.output
+    recording = tame_recording(tmp_path, "rt01")
     result = runner.invoke(app, ["--plain", "score", str(recording), "--games", str(FIXTURES), "--db",
                                  str(tmp_path / "s.duckdb"), "--out", str(tmp_path / "score"), "--no-figures",
                                  "--workers", "1"])
@@ -174,14 +181,7 @@ def test_a_recording_exported_against_a_game_that_fails_mid_replay_is_cut_and_re
     data differs from the game)."""
     import polars as pl
 
-    tame = tmp_path / "tame" / "lp01" / "0000beef"
-    shutil.copytree(FIXTURES / "lp01" / "0000beef", tame)
-    source = tame / "lp01.py"
-    source.write_text(source.read_text().replace("while True:", "while False:"))
-    recording = tmp_path / "lp01-recording.jsonl"
-    made = runner.invoke(app, ["--plain", "replay", str(script(tmp_path / "s.jsonl", "lp01-0000beef")), "--games",
-                               str(tmp_path / "tame"), "--out", str(recording)])
-    assert made.exit_code == 0, made.output
+    recording = tame_recording(tmp_path, "lp01")
     result = runner.invoke(app, ["--plain", "export-transitions", str(recording), "--games", str(FIXTURES), "--out",
                                  str(tmp_path / "tr")])
     assert result.exit_code == 3, result.output
