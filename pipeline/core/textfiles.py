@@ -89,7 +89,10 @@ class TextHead:
     is_complete: bool  # the rest of the file fits in `text`
 
 
-def read_text_head(path: Path, size: int) -> TextHead:
+HEAD_BYTES = 64 * 1024  # what a file is recognised by: its first 64 KiB (past leading blank lines)
+
+
+def read_text_head(path: Path, size: int = HEAD_BYTES) -> TextHead:
     """The first `size` bytes of the file after any blank lines it starts with: readers skip blank lines wherever
     they are, so a file that opens with some is recognised by its first line of content."""
     with open(path, "rb") as fh:

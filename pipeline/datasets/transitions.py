@@ -740,6 +740,12 @@ def _export(job: ExportJob, result: FileExport) -> Iterator[bytes | RowBlock]:
         result.problems.append(f"unreadable: {err}")
 
 
+def _game_code_failed(result: FileExport, game_id: str, where: str) -> None:
+    """The file's problem (exit 3) when its game's code failed mid-replay: the play is cut there, as for a
+    divergence of the data, and unlike one it is said."""
+    result.problems.append(f"cut: game {game_id}: {where}; the play is exported up to the step before")
+
+
 def _recovered(job: ExportJob) -> dict[str, list]:
     return {key: list(actions) for key, actions in job.recovered}
 
@@ -995,11 +1001,10 @@ def _export_script(actions: ScriptActions, named_game: str, file_id: str, job: E
         result.n_engine_steps = i
         stopped = out["stopped"]
         yield from rows.take()
-    if stopped is not None and plays:
-        last = result.plays[-1]
-        last.status, last.detail = "cut", f"the replay stopped: {stopped}"
     if stopped is not None:  # the game's code failed (raised, or ran past the step time limit): the file's failure
-        result.problems.append(f"cut: game {game_id}: {stopped}; the play is exported up to the step before")
+        if plays:
+            result.plays[-1].status, result.plays[-1].detail = "cut", f"the replay stopped: {stopped}"
+        _game_code_failed(result, game_id, stopped)
     rows.flush()
     yield from rows.take()
     result.n_rows = rows.n
@@ -1313,11 +1318,11 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
                 break
             if out["ended"]:
                 if out["divergence"] is not None:
-                    cut_at, cut_reason = out["divergence"].step, describe(out["divergence"])
                     failed = out["divergence"]
+                    cut_at, cut_reason = failed.step, describe(failed)
                     if failed.field == "exception":  # the game's code failed, not the recording's data
-                        result.problems.append(f"cut: game {rec.game_id}: line {failed.line} ({failed.action}): the "
-                                               f"game raised {failed.got}; the play is exported up to the step before")
+                        _game_code_failed(result, rec.game_id,
+                                          f"line {failed.line} ({failed.action}): the game raised {failed.got}")
                 break
     if info is None:  # the file's frames, unchecked
         for i in range(len(steps)):

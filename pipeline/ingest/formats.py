@@ -16,8 +16,6 @@ from typing import Any
 from pipeline.core.textfiles import bom_encoding, not_utf8_reason, read_text_head
 from pipeline.ingest.base import FileContext, ReaderOutput
 
-HEAD_BYTES = 64 * 1024
-
 
 @dataclass(frozen=True)
 class Head:
@@ -76,7 +74,7 @@ def register(fmt: InputFormat) -> InputFormat:
 
 def read_head(path: Path) -> Head:
     """The file's first HEAD_BYTES after any blank lines it starts with (`read_text_head`)."""
-    head = read_text_head(path, HEAD_BYTES)
+    head = read_text_head(path)
     return Head(path=path, text=head.text, first_line=head.first_line, is_complete=head.is_complete, start=head.start)
 
 

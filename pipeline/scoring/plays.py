@@ -504,7 +504,7 @@ def read_recording_files(paths: Sequence[Path], run_id: str = "score", step_colu
             problems.append((Path(shown), f"bad_file_name: {NOT_UTF8_NAME}"))
             continue
         try:
-            head = read_text_head(path, 64 * 1024)  # (past any blank lines the file starts with)
+            head = read_text_head(path)  # (ingest's head: past any blank lines the file starts with)
             if not head.first_line:  # as ingest says it (formats.detect)
                 problems.append((path, "the file is empty"))
                 continue
