@@ -10,6 +10,7 @@ import errno
 import os
 import shlex
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from pipeline.commands.early import interruption
+from pipeline.commands.early import interruption, too_many_open_files
 from pipeline.core.console import StdoutFailed, out
 from pipeline.core.outputs import OUTPUT_ERRNOS, OutputError, as_output_error, is_output_oserror
 from pipeline.core.special_files import not_regular_file
@@ -164,11 +165,7 @@ class Command(_FlagsWithoutType, TyperCommand):
         except OSError as err:
             if err.errno not in (errno.EMFILE, errno.ENFILE):
                 raise
-            import resource
-
-            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-            raise fail(f"too many open files (this process may open {soft}: `ulimit -n`); the command stopped before "
-                       "finishing: raise the limit (1024 or more) and run it again") from err
+            raise fail(too_many_open_files(err.errno)) from err
         except StdoutFailed as failed:  # the command's result (out.result): its reader went away, or stdout is full
             _stdout_to_devnull()
             err = failed.err
@@ -176,6 +173,29 @@ class Command(_FlagsWithoutType, TyperCommand):
                 raise typer.Exit(EXIT_OK) from err
             why = err.strerror if isinstance(err, OSError) and err.strerror else "there is no stdout"
             raise fail(f"cannot write the result to stdout ({why}): it was cut short") from err
+        except BaseException as err:  # last: every clause above sees its own first
+            words = _cannot_start_sandbox(err)
+            if words is None:
+                raise
+            raise fail(words) from err
+
+
+def _cannot_start_sandbox(err: BaseException) -> str | None:
+    """What to say when this process could not start a sandbox child for code from outside (a limit of this
+    machine, not the input's failure: `pipeline.core.sandbox.SandboxCannotStart`); None for any other error. Looked
+    at only once the sandbox is imported, as `_database_failure` does for DuckDB."""
+    sandbox = sys.modules.get("pipeline.core.sandbox")
+    if sandbox is None or not isinstance(err, sandbox.SandboxCannotStart):
+        return None
+    error = err.error
+    if error.errno in (errno.EMFILE, errno.ENFILE):
+        return too_many_open_files(error.errno)
+    why = {errno.EAGAIN: "too many processes (`ulimit -u`) or threads",
+           errno.ENOMEM: "too little free memory",
+           errno.ENOSPC: f"the disk of the temporary folder ({tempfile.gettempdir()}) is full",
+           errno.EDQUOT: f"the disk quota of the temporary folder ({tempfile.gettempdir()}) is used up"}
+    return (f"could not start the sandbox that runs code from outside ({why.get(error.errno, error.strerror)}); the "
+            "command stopped before finishing: free the resource and run it again")
 
 
 def _database_failure(err: Exception) -> typer.Exit | None:

@@ -22,6 +22,7 @@ This module imports nothing heavy: it runs before everything else.
 from __future__ import annotations
 
 import os
+import resource  # here, not where the limit is said: with no descriptor left, that import could not open its file
 from collections.abc import Sequence
 
 # verb -> the modules its helper process imports (must equal what the verb's helper is started with:
@@ -92,6 +93,29 @@ def interruption() -> tuple[str, int]:
                                                                               INTERRUPTED_CTRL_C)
 
 
+def too_many_open_files(code: int) -> str:
+    """What a command says when it ran out of file descriptors: this process's (`code` EMFILE), with the limit to
+    raise, or the whole machine's (ENFILE)."""
+    import errno
+
+    if code == errno.ENFILE:
+        return ("too many open files on this machine (the system's limit on open files is reached); the command "
+                "stopped before finishing: run it again when other programs hold fewer files")
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return (f"too many open files (this process may open {soft}: `ulimit -n`); the command stopped before finishing: "
+            "raise the limit (1024 or more) and run it again")
+
+
+# below this many open files (`ulimit -n`), no sandbox child is started early: its pipes, opened on a thread of
+# its own, would take descriptors the app's imports need at the same moment (a race the command cannot say well)
+EARLY_SANDBOX_MIN_FILES = 64
+
+
+def _few_files_allowed() -> bool:
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return soft != resource.RLIM_INFINITY and soft < EARLY_SANDBOX_MIN_FILES
+
+
 def _on_workers(args: Sequence[str]) -> bool:
     """Whether the command is told to run its work on other processes (--scheduler, or --workers above 1): the
     games are then replayed there, not in this process."""
@@ -123,7 +147,7 @@ def start_early_work(args: Sequence[str]) -> None:
     decides)."""
     single_threaded_blas()
     if verb_of(args) in EARLY_SANDBOX_VERBS and not any(a.split("=", 1)[0] in _NO_RUN_OPTIONS for a in args) \
-            and not _on_workers(args):
+            and not _on_workers(args) and not _few_files_allowed():
         _start_sandbox()
     preload = EARLY_HELPERS.get(verb_of(args) or "")
     if preload is None or any(a.split("=", 1)[0] in _NO_HELPER_OPTIONS for a in args):

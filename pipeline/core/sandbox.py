@@ -28,6 +28,7 @@ import atexit
 import collections
 import dataclasses
 import enum
+import errno
 import io
 import json
 import mmap
@@ -113,6 +114,22 @@ class SandboxFailure(Exception):
 
     def __reduce__(self):  # survives a trip through Dask
         return (SandboxFailure, (self.kind, self.detail, self.exc_type))
+
+
+# errors of this process (not the child's code) that stop it starting a child: a limit on open files or processes,
+# memory, or a full disk under its scratch folder
+HOST_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM, errno.ENOSPC, errno.EDQUOT})
+
+
+class SandboxCannotStart(BaseException):
+    """This process could not start a sandbox child (`error`, one of HOST_ERRNOS): the machine's failure, not the
+    failure of the input whose code was to run. A BaseException, as Ctrl-C is, so that the `except Exception` that
+    reports one input's failure and goes on to the next does not blame each input in turn: the command stops and
+    says why (pipeline.commands.common)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error)
+        self.error = error
 
 
 # --- restricted unpickling of results ---------------------------------------------------------------------
@@ -318,6 +335,15 @@ class Sandbox:
                 self._start()
 
     def _start(self) -> None:
+        try:
+            self._start_child()
+        except OSError as err:
+            if err.errno not in HOST_ERRNOS:
+                raise
+            self._close_child()  # its scratch folder and memory file, made before what failed
+            raise SandboxCannotStart(err) from err
+
+    def _start_child(self) -> None:
         _sweep_stale_scratch()
         self._scratch = Path(tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-"))
         env = dict(os.environ)
@@ -779,7 +805,7 @@ def start_spare(call: Callable[[Any], Any]) -> None:
     def start() -> None:
         try:
             box.start()
-        except Exception:  # noqa: BLE001 - said by the first call, which starts it again
+        except (Exception, SandboxCannotStart):  # noqa: BLE001 - said by the first call, which starts it again
             pass
 
     threading.Thread(target=start, name="sandbox-spare", daemon=True).start()

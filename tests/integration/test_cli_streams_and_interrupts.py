@@ -104,6 +104,68 @@ def test_too_few_file_descriptors_is_one_line(tmp_path):
     assert "too many open files (this process may open 10" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_too_few_file_descriptors_to_import_the_app_is_one_line(tmp_path):
+    """Every descriptor taken before the app is imported (by a parent that handed its own down, or a helper): the
+    import of typer raised EMFILE, a traceback."""
+    code = ("import os, resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\n"
+            "del sys.modules['resource']  # imported again by the program, as it would be\n"
+            "import pipeline.__main__, pipeline.commands.early\n"
+            "held = []\n"
+            "while True:\n"
+            "    try:\n"
+            "        held.append(os.open(os.devnull, os.O_RDONLY))\n"
+            "    except OSError:\n"
+            "        break\n"
+            "sys.argv = ['arcstudy', '--plain', 'tables']\n"
+            "pipeline.__main__.main()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=tmp_path,
+                          timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.startswith("error: too many open files (this process may open 64") and \
+        "Traceback" not in done.stderr, done.stderr
+
+
+# a run of the program in which this process cannot start the sandbox child that runs a game (subprocess.Popen
+# raises `errno`), as when `ulimit -n` is reached as the sandbox opens that child's pipes, or `ulimit -u` as it
+# forks; the child that only reports the sandbox's layers (`describe_layers`), started outside any input's work,
+# still starts, as it did in the runs where this was seen
+_NO_GAME_CHILD = """
+import errno, subprocess, sys, traceback
+code = getattr(errno, sys.argv[1])
+class Refusing(subprocess.Popen):
+    def __init__(self, *args, **kwargs):
+        callers = {(frame.name, frame.filename.rsplit("/", 1)[-1]) for frame in traceback.extract_stack()}
+        if ("_start", "sandbox.py") in callers and ("describe_layers", "sandbox.py") not in callers:
+            raise OSError(code, "refused by the test")
+        super().__init__(*args, **kwargs)
+subprocess.Popen = Refusing
+sys.argv = ["arcstudy", *sys.argv[2:]]
+from pipeline.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize(("verb", "err", "says"), [
+    ("score", "EMFILE", "too many open files (this process may open"),
+    ("export-transitions", "EMFILE", "too many open files (this process may open"),
+    ("replay", "ENFILE", "too many open files on this machine (the system's limit"),
+    ("score", "EAGAIN", "could not start the sandbox that runs code from outside (too many processes"),
+])
+def test_a_sandbox_this_machine_cannot_start_stops_the_command_not_the_input(tmp_path, verb, err, says):
+    """The sandbox's pipes or fork failing in this process was each input's failure: `score` said "cannot replay
+    the playback script: ... Too many open files" and exited 3 (rejected input), as if the script were bad."""
+    script = ROOT.parent / "shared" / "samples" / "playback-arc-agi-3" / "an53_scripted-lose.playback.jsonl"
+    games = ROOT.parent / "shared" / "conformance" / "environment_files"
+    out = tmp_path / ("out.jsonl" if verb == "replay" else "out")
+    done = subprocess.run([sys.executable, "-c", _NO_GAME_CHILD, err, "--plain", verb, str(script), "--games",
+                           str(games), "--out", str(out)], capture_output=True, text=True, env=ENV, cwd=tmp_path,
+                          timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"error: {says}" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert "cannot replay" not in done.stderr + done.stdout and not out.exists()
+
+
 def test_out_of_memory_is_one_line(monkeypatch, empty_db):
     def exhausted(*args, **kwargs):
         raise MemoryError

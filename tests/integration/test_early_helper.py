@@ -59,6 +59,19 @@ def test_a_game_sandbox_is_started_early_for_the_commands_that_replay_games(monk
     assert _sandbox_starts == ([1] if started else [])
 
 
+@pytest.mark.parametrize(("soft", "started"), [(10, False), (early.EARLY_SANDBOX_MIN_FILES - 1, False),
+                                               (early.EARLY_SANDBOX_MIN_FILES, True), (1024, True)])
+def test_no_game_sandbox_is_started_early_under_a_small_open_files_limit(monkeypatch, soft, started,
+                                                                         _sandbox_starts):
+    """Its pipes, opened on a thread beside the app's imports, took the descriptors an import needed under
+    `ulimit -n 10`: a traceback from importing click, now and then, where the command says the limit in one line."""
+    import resource
+
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (soft, resource.RLIM_INFINITY))
+    early.start_early_work(["score", "study/", "--games", "games/"])
+    assert _sandbox_starts == ([1] if started else [])
+
+
 @pytest.mark.parametrize(("args", "cores", "load", "started"), [
     (["--plain", "ingest", "study/"], 2, 0.0, True),
     (["ingest", "a.jsonl", "b.jsonl"], 4, 2.0, True),
