@@ -40,6 +40,10 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
 - `score-played-steps`: `arcstudy score` of that file (about 21,000 plays, each replayed and verified; before the
   twentieth sitting 1.06 GB, over the bound; 0.95 GB after; 0.86-0.91 GB after the twenty-first, which lets the
   recordings go before the outputs are written and keeps line numbers and available actions in narrow types);
+- `export-framed-steps`, `score-framed-steps`: `arcstudy export-transitions` and `arcstudy score` of a toolkit
+  recording with every frame, of 300,000 steps made by the engine (about 2.8 GB; one run of a shipped game's winning
+  actions and a RESET, replayed, then repeated). Before the twenty-third sitting each framed line's pixels were held
+  as read: 1.81 GB and 2.02 GB (0.75 GB and 0.88 GB at 100,000 steps); past 64 MB they now wait on disk;
 - `score-db-steps`: `arcstudy score --db` of a database holding one frameless recording of 2,000,000 steps made by
   the engine (a shipped game's winning actions and a RESET, repeated: about 21,000 plays, each replayed and
   verified); the ingest before it is not measured (the nineteenth sitting: 1.29 GB, the steps read whole in their
@@ -63,6 +67,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -218,20 +223,53 @@ def tgi_short_rows(folder: Path, n: int) -> Path:
     return path
 
 
-def long_script(folder: Path, n: int) -> Path:
-    """A playback script of `n` actions: the first shipped game's winning actions, then a RESET, repeated."""
+def _winning_run() -> tuple[Any, list[tuple[str, dict]]]:
+    """The first shipped game with a winning solution, and one run of it: its winning actions, then a RESET."""
     from engine.loader import find_games
 
     info = next(i for i in find_games([ROOT / "games"]) if (i.directory / "solutions" / "win.jsonl").is_file())
     lines = [json.loads(x) for x in (info.directory / "solutions" / "win.jsonl").read_text().splitlines() if x]
-    run_actions = [line["data"]["action_input"] for line in lines[1:]] + [{"id": "RESET", "data": {}}]
-    encoded = [json.dumps({"data": {"action_input": {"id": a["id"], "data": {
-        "game_id": info.game_id, **{k: v for k, v in (a.get("data") or {}).items() if k in ("x", "y")}}}}}) + "\n"
-        for a in run_actions]
+    run_actions = [(a["id"], {k: v for k, v in (a.get("data") or {}).items() if k in ("x", "y")})
+                   for a in (line["data"]["action_input"] for line in lines[1:])] + [("RESET", {})]
+    return info, run_actions
+
+
+def long_script(folder: Path, n: int) -> Path:
+    """A playback script of `n` actions: the first shipped game's winning actions, then a RESET, repeated."""
+    info, run_actions = _winning_run()
+    encoded = [json.dumps({"data": {"action_input": {"id": name, "data": {"game_id": info.game_id, **data}}}}) + "\n"
+               for name, data in run_actions]
     path = folder / f"{info.short_id}_long.playback.jsonl"
     with open(path, "w") as f:
         for start in range(0, n, 50_000):
             f.writelines(encoded[i % len(encoded)] for i in range(start, min(n, start + 50_000)))
+    return path
+
+
+def framed_steps(folder: Path, n: int) -> Path:
+    """A toolkit recording with every frame, of about `n` steps (about 9 KB a step): `arcstudy replay` of one run
+    of `long_script` (the engine's frames), its lines then repeated with their times moved on an hour a copy (each
+    copy starts with make()'s RESET, after the run's own RESET: one valid session)."""
+    from datetime import datetime, timedelta
+
+    _, run_actions = _winning_run()
+    script = long_script(folder, len(run_actions))
+    run_file = folder / "one_run.jsonl"
+    subprocess.run([sys.executable, "-m", "pipeline.cli", "--plain", "replay", str(script), "--out", str(run_file)],
+                   cwd=folder, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    run = [line for line in run_file.read_bytes().splitlines(keepends=True) if line.strip()]
+    prefix = b'{"timestamp":"'
+    if not all(line.startswith(prefix) for line in run):
+        raise SystemExit("framed-steps: `arcstudy replay` no longer writes the timestamp first")
+    path = folder / f"{run_file.stem}-{GUID}.jsonl"
+    with path.open("wb") as f:
+        for copy in range(-(-n // len(run))):
+            for line in run:
+                end = line.index(b'"', len(prefix))
+                at = datetime.fromisoformat(line[len(prefix):end].decode()) + timedelta(hours=copy)
+                f.write(prefix + at.isoformat(timespec="microseconds").encode() + line[end:])
+    for made in (script, run_file, run_file.with_suffix(".manifest.json")):
+        made.unlink(missing_ok=True)
     return path
 
 
@@ -241,12 +279,8 @@ def played_steps(folder: Path, n: int) -> Path:
     from engine.base_game import FRAMES_NONE
     from engine.enums import ActionInput, GameAction
     from engine.env import GameEnv
-    from engine.loader import find_games
 
-    info = next(i for i in find_games([ROOT / "games"]) if (i.directory / "solutions" / "win.jsonl").is_file())
-    lines = [json.loads(x) for x in (info.directory / "solutions" / "win.jsonl").read_text().splitlines() if x]
-    run_actions = [(a["id"], {k: v for k, v in (a.get("data") or {}).items() if k in ("x", "y")})
-                   for a in (line["data"]["action_input"] for line in lines[1:])] + [("RESET", {})]
+    info, run_actions = _winning_run()
     env = GameEnv(info)
     path = folder / f"{info.game_id}-{GUID}.jsonl"
     with path.open("w") as f:
@@ -308,6 +342,8 @@ CASES = {
     "script-bad-lines": lambda d, s: bad_script(d, int(1_000_000 * s)),
     "export-long-script": lambda d, s: long_script(d, int(500_000 * s)),
     "export-played-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
+    "export-framed-steps": lambda d, s: framed_steps(d, int(300_000 * s)),
+    "score-framed-steps": lambda d, s: framed_steps(d, int(300_000 * s)),
     "score-played-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "score-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "build-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
@@ -335,7 +371,7 @@ def main() -> None:
                 out = folder / "replayed.jsonl"
                 code, peak, seconds = run(["replay", str(path), "--out", str(out)], folder)
                 note = f"recording {out.stat().st_size / 1e6:.0f} MB" if out.exists() else "no recording"
-            elif name in ("export-bad-lines", "export-long-script", "export-played-steps"):
+            elif name in ("export-bad-lines", "export-long-script", "export-played-steps", "export-framed-steps"):
                 out = folder / "dataset"
                 code, peak, seconds = run(["export-transitions", str(path), "--out", str(out)], folder)
                 manifest = out / "manifest.json"
@@ -355,7 +391,8 @@ def main() -> None:
                 else:
                     code, peak, seconds = run(["score", "--db", str(db), "--out", str(folder / "scored")], folder)
                     note = "scorecard written" if any((folder / "scored").glob("scorecard__*.json")) else "no scorecard"
-            elif name in ("score-frameless-steps", "score-long-script", "score-bad-lines", "score-played-steps"):
+            elif name in ("score-frameless-steps", "score-long-script", "score-bad-lines", "score-played-steps",
+                          "score-framed-steps"):
                 code, peak, seconds = run(["score", str(path), "--out", str(folder / "scored")], folder)
                 note = "scorecard written" if any((folder / "scored").glob("scorecard__*.json")) else "no scorecard"
             else:

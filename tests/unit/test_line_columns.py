@@ -107,6 +107,67 @@ def test_data_past_the_bound_waits_on_disk_and_comes_back_equal():
     assert [json.dumps(v) for v in pickle.loads(pickle.dumps(column))] == [json.dumps(v) for v in values]
 
 
+def test_pixels_past_the_bound_wait_on_disk_and_come_back_equal():
+    """Past its bound a `FrameColumn` writes each line's pixels to disk and reads them back when asked: equal,
+    uint8, as many frames as the line had, and writable as a parsed line's are; a line without pixels has none;
+    pixels of another shape or type stay held."""
+    import numpy as np
+
+    from pipeline.recordings.reader import FrameColumn
+
+    rng = np.random.default_rng(7)
+    pixels = {0: rng.integers(0, 16, (1, 64, 64), dtype=np.uint8), 2: rng.integers(0, 16, (3, 64, 64), dtype=np.uint8),
+              5: rng.integers(0, 16, (2, 64, 64), dtype=np.uint8), 7: rng.integers(0, 16, (1, 8, 8), dtype=np.uint8),
+              9: rng.integers(0, 16, (1, 64, 64), dtype=np.uint8)}
+    column = FrameColumn(held_bytes=0)
+    for i, value in pixels.items():
+        column[i] = value
+    assert column.spilled() == 4
+    for i in range(11):
+        got = column.get(i)
+        if i not in pixels:
+            assert got is None, i
+            continue
+        assert got.dtype == np.uint8 and got.shape == pixels[i].shape and np.array_equal(got, pixels[i]), i
+        assert i == 7 or got is not pixels[i]
+    column.get(2)[0, 0, 0] = 99  # a copy: what the file holds does not change
+    assert np.array_equal(column.get(2), pixels[2])
+    again = pickle.loads(pickle.dumps(column))
+    assert all(np.array_equal(again.get(i), value) for i, value in pixels.items()) and again.get(1) is None
+    held = FrameColumn(held_bytes=10**9)
+    held[3] = pixels[2]
+    assert held.spilled() == 0 and held.get(3) is pixels[2]
+
+
+def test_a_file_read_as_columns_with_its_pixels_on_disk_is_the_file_read_as_a_list(tmp_path: Path, monkeypatch):
+    """The pixels `score` and `export-transitions` read of a large file with frames (every line's past the first
+    spilled: the bound at 1 byte) are the pixels a list read holds."""
+    import numpy as np
+
+    import pipeline.recordings.reader as reader
+
+    path = tmp_path / "ab12-00000000-9064696e-1bf8-40f1-8b96-607f92b98787.jsonl"
+    raw = []
+    for i in range(1, 40):
+        line = json.loads(_line(i))
+        if "timestamp" in line:
+            line["timestamp"] = f"2026-01-02T03:04:{i:02d}Z"
+        if "frame" in line["data"]:
+            line["data"]["frame"] = [[[(r + c + i) % 16 for c in range(64)] for r in range(64)]] * (1 + i % 2)
+        raw.append(json.dumps(line).encode())
+    path.write_bytes(b"\n".join(raw) + b"\n")
+    as_list = read_recording_file(path, want_frames=True)
+    monkeypatch.setattr(reader, "HELD_FRAME_BYTES", 1)
+    as_columns = read_recording_file(path, columns=True, want_frames=True)
+    assert isinstance(as_columns.lines, LineColumns) and as_columns.lines.frames.spilled() >= 10
+    framed = [ln for ln in as_list.steps if ln.frames is not None]
+    assert len(framed) >= 10 and len(as_columns.steps) == len(as_list.steps)
+    for got, want in zip(as_columns.steps, as_list.steps, strict=True):
+        assert (got.frames is None) == (want.frames is None), want.number
+        assert got.frames is None or np.array_equal(got.frames, want.frames), want.number
+        assert got.hashes == want.hashes
+
+
 @pytest.mark.parametrize("distinct_values", [4096, 1])
 def test_step_records_from_the_columns_are_the_lines_records(distinct_values: int, monkeypatch):
     """Counting reads a large file's step records from its columns; past the bound of distinct state and guid

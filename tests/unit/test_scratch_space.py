@@ -37,6 +37,16 @@ def test_line_data_that_cannot_spill_is_an_output_error(no_scratch_space: Path):
         column.append({"a": 1}, '{"a":1}')
 
 
+def test_pixels_that_cannot_spill_are_an_output_error(no_scratch_space: Path):
+    import numpy as np
+
+    from pipeline.recordings.reader import FrameColumn
+
+    column = FrameColumn(held_bytes=0)
+    with pytest.raises(OutputError, match=r"\$TMPDIR"):
+        column[0] = np.zeros((1, 64, 64), dtype=np.uint8)
+
+
 def _recording(path: Path, n: int) -> Path:
     rows = [{"timestamp": f"2026-01-01T00:00:{i // 1000:02d}.{i % 1000:03d}000+00:00", "data": {
         "game_id": "bt11-fd9df0622a1a", "state": "NOT_FINISHED", "levels_completed": 0, "win_levels": 5,
