@@ -88,7 +88,7 @@ from pipeline.recordings.counting import (
     level_changes,
     play_index_per_step,
 )
-from pipeline.recordings.frames import frame_hashes, kept_frames
+from pipeline.recordings.frames import KeptFrames, frame_hashes
 from pipeline.recordings.lines import Line
 from pipeline.recordings.playback import (
     PlaybackError,
@@ -120,7 +120,6 @@ from pipeline.scoring.verify import (
     ReplayStep,
     describe,
     steps_from_file,
-    steps_from_table,
     table_steps,
 )
 from schemas.transitions import ARROW_SCHEMA, FRAME_SHAPE
@@ -1175,20 +1174,33 @@ def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterato
     # does (a play whose game cannot be loaded is exported from them; frames that differ where the replay
     # reconverges later are kept, not cut)
     files = steps["frames_file"].drop_nulls().unique().to_list()
+    kept = KeptFrames.open(files[0], job.db) if len(files) == 1 and rec.card is not None else None
+    # all or nothing: every step that recorded frames has them all in the store (else hashes only, as before)
+    has_pixels = kept is not None and bool(kept.counts) and _all_frames_kept(rec.steps, kept.counts)
     if rec.card is None:
         replay_steps: Sequence[ReplayStep] = []
-    elif len(files) == 1:  # the pixels are held with the steps
-        replay_steps = steps_from_table(rec)
+    elif has_pixels:  # each slice's pixels read from the store as the replay asks for its steps
+        assert kept is not None
+        replay_steps = _ReplaySteps(len(rec.records), functools.partial(_steps_with_kept_frames, rec, kept))
     else:  # made a slice at a time as the replay asks for them
         replay_steps = _ReplaySteps.of_table(rec)
-    pixels = kept_frames(files[0], job.db, [st.line for st in replay_steps]) if len(files) == 1 else {}
-    # all or nothing: every step that recorded frames has them all in the store (else hashes only, as before)
-    has_pixels = bool(pixels) and all(not st.n_frames or len(pixels.get(st.line, ())) == st.n_frames
-                                      for st in replay_steps)
-    if has_pixels:
-        replay_steps = [st._replace(pixels=pixels[st.line] if st.n_frames else EMPTY_FRAMES) for st in replay_steps]
     return _export_recording(_Recording.of_input(rec, replay_steps, has_pixels), job, result, holder,
                              from_file=False)
+
+
+def _all_frames_kept(steps: pl.DataFrame, counts: dict[int, int]) -> bool:
+    """Whether every stored step that recorded frames has as many in the kept frames file (`counts`: line ->
+    frames kept), as `table_steps` counts a step's frames."""
+    wanted = steps.select(pl.col("line_number"), pl.when(pl.col("frame_sha256s").is_null()).then(None)
+                          .otherwise(pl.coalesce(pl.col("n_frames"), pl.col("frame_sha256s").list.len()))
+                          .alias("n")).filter(pl.col("n").fill_null(0) > 0)
+    return all(counts.get(line, 0) == n for line, n in wanted.iter_rows())
+
+
+def _steps_with_kept_frames(rec: RecordingInput, kept: KeptFrames, start: int, stop: int) -> list[ReplayStep]:
+    part = table_steps(rec, start, stop)
+    pixels = kept.frames_of([st.line for st in part if st.n_frames])
+    return [st._replace(pixels=pixels[st.line] if st.n_frames else EMPTY_FRAMES) for st in part]
 
 
 def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holder: list, *, from_file: bool
@@ -1230,8 +1242,8 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
                                       None if verified else f"{why}: frames from the file, not checked")
         return exports[pid]
 
-    def emit(i: int, packed: tuple[int, bytes, bytes] | None, verified: bool) -> None:
-        st = steps[i]
+    def emit(i: int, packed: tuple[int, bytes, bytes] | None, verified: bool, st: ReplayStep | None = None) -> None:
+        st = steps[i] if st is None else st
         pid = rec.play_ids[rec.step_play[i]]
         expected = st.expected
         record = rec.records[i]
@@ -1324,11 +1336,12 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
                         _game_code_failed(result, rec.game_id,
                                           f"line {failed.line} ({failed.action}): the game raised {failed.got}")
                 break
-    if info is None:  # the file's frames, unchecked
-        for i in range(len(steps)):
-            emit(i, None, False)
-            if len(rows.out):
-                yield from rows.take()
+    if info is None:  # the file's frames, unchecked, a slice of steps at a time (each made once)
+        for start in range(0, len(steps), READ_SLICE_STEPS):
+            for i, st in enumerate(steps[start:start + READ_SLICE_STEPS], start):
+                emit(i, None, False, st)
+                if len(rows.out):
+                    yield from rows.take()
     rows.flush()
     yield from rows.take()
     if cut_at is not None:
