@@ -44,6 +44,9 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
   recording with every frame, of 300,000 steps made by the engine (about 2.8 GB; one run of a shipped game's winning
   actions and a RESET, replayed, then repeated). Before the twenty-third sitting each framed line's pixels were held
   as read: 1.81 GB and 2.02 GB (0.75 GB and 0.88 GB at 100,000 steps); past 64 MB they now wait on disk;
+- `export-db-framed-steps`, `view-db-framed-steps`: `arcstudy export-transitions --db` and `arcstudy view --db` (of
+  one play) of a database holding that file with its frames (`ingest --keep-frames`; the ingest is not measured).
+  Before the twenty-third sitting the kept frames were read whole: 3.8 GB and 3.6 GB; now a row group at a time;
 - `score-db-steps`: `arcstudy score --db` of a database holding one frameless recording of 2,000,000 steps made by
   the engine (a shipped game's winning actions and a RESET, repeated: about 21,000 plays, each replayed and
   verified); the ingest before it is not measured (the nineteenth sitting: 1.29 GB, the steps read whole in their
@@ -344,6 +347,8 @@ CASES = {
     "export-played-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "export-framed-steps": lambda d, s: framed_steps(d, int(300_000 * s)),
     "score-framed-steps": lambda d, s: framed_steps(d, int(300_000 * s)),
+    "export-db-framed-steps": lambda d, s: framed_steps(d, int(300_000 * s)),
+    "view-db-framed-steps": lambda d, s: framed_steps(d, int(300_000 * s)),
     "score-played-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "score-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "build-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
@@ -376,6 +381,24 @@ def main() -> None:
                 code, peak, seconds = run(["export-transitions", str(path), "--out", str(out)], folder)
                 manifest = out / "manifest.json"
                 note = (f"manifest {manifest.stat().st_size / 1e6:.1f} MB" if manifest.exists() else "no dataset")
+            elif name in ("export-db-framed-steps", "view-db-framed-steps"):  # ingested first (not measured)
+                db = folder / "framed.duckdb"
+                code, _, _ = run(["ingest", str(path), "--keep-frames", "--db", str(db)], folder)
+                if code != 0:
+                    raise SystemExit(f"{name}: the ingest failed with exit code {code}")
+                if name == "view-db-framed-steps":  # one play of the file: the page of its file
+                    import duckdb
+
+                    with duckdb.connect(str(db), read_only=True) as con:
+                        play = con.execute("SELECT play_id FROM core_arc3__plays ORDER BY play_index LIMIT 1 "
+                                           "OFFSET 5").fetchall()[0][0]
+                    page = folder / "view.html"
+                    code, peak, seconds = run(["view", play, "--db", str(db), "--out", str(page)], folder)
+                    note = f"page {page.stat().st_size / 1e6:.1f} MB" if page.exists() else "no page"
+                else:
+                    out = folder / "dataset"
+                    code, peak, seconds = run(["export-transitions", "--db", str(db), "--out", str(out)], folder)
+                    note = "dataset written" if (out / "manifest.json").exists() else "no dataset"
             elif name in ("score-db-steps", "build-db-steps", "view-db-steps"):  # ingested first (not measured)
                 db = folder / "steps.duckdb"
                 code, _, _ = run(["ingest", str(path), "--db", str(db)], folder)
