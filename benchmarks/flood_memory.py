@@ -44,6 +44,9 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
   recording with every frame, of 300,000 steps made by the engine (about 2.8 GB; one run of a shipped game's winning
   actions and a RESET, replayed, then repeated). Before the twenty-third sitting each framed line's pixels were held
   as read: 1.81 GB and 2.02 GB (0.75 GB and 0.88 GB at 100,000 steps); past 64 MB they now wait on disk;
+- `recover-lost-steps`: `arcstudy recover-actions` of the framed recording of 20,000 steps with every action id
+  written as RESET (before the twenty-third sitting 1.09 GB, about 48 KB a step: each step's frames held as pixels
+  in both processes, and the search kept the state every step left; now 0.16 GB);
 - `export-db-framed-steps`, `view-db-framed-steps`: `arcstudy export-transitions --db` and `arcstudy view --db` (of
   one play) of a database holding that file with its frames (`ingest --keep-frames`; the ingest is not measured).
   Before the twenty-third sitting the kept frames were read whole: 3.8 GB and 3.6 GB; now a row group at a time;
@@ -276,6 +279,19 @@ def framed_steps(folder: Path, n: int) -> Path:
     return path
 
 
+def lost_steps(folder: Path, n: int) -> Path:
+    """`framed_steps` with every action id written as RESET (the agents recorder's defect, ARC-AGI-3-Agents #91)."""
+    framed = framed_steps(folder, n)
+    path = folder / f"lost-{GUID}.jsonl"
+    with framed.open("rb") as src, path.open("wb") as out:
+        for line in src:
+            start = line.index(b'"action_input":{"id":') + len(b'"action_input":{"id":')
+            end = line.index(b",", start)
+            out.write(line[:start] + b'"RESET"' + line[end:])
+    framed.unlink()
+    return path
+
+
 def played_steps(folder: Path, n: int) -> Path:
     """A frameless toolkit recording of `n` steps, as the engine answers them: the first shipped game's winning
     actions, then a RESET, repeated (one play per run, so `score` replays and verifies every play)."""
@@ -348,6 +364,7 @@ CASES = {
     "export-framed-steps": lambda d, s: framed_steps(d, int(300_000 * s)),
     "score-framed-steps": lambda d, s: framed_steps(d, int(300_000 * s)),
     "export-db-framed-steps": lambda d, s: framed_steps(d, int(300_000 * s)),
+    "recover-lost-steps": lambda d, s: lost_steps(d, int(20_000 * s)),
     "view-db-framed-steps": lambda d, s: framed_steps(d, int(300_000 * s)),
     "score-played-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "score-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
@@ -381,6 +398,10 @@ def main() -> None:
                 code, peak, seconds = run(["export-transitions", str(path), "--out", str(out)], folder)
                 manifest = out / "manifest.json"
                 note = (f"manifest {manifest.stat().st_size / 1e6:.1f} MB" if manifest.exists() else "no dataset")
+            elif name == "recover-lost-steps":
+                out = folder / "recovered.json"
+                code, peak, seconds = run(["recover-actions", str(path), "--out", str(out)], folder)
+                note = "actions recovered" if code == 0 and out.exists() else "not recovered"
             elif name in ("export-db-framed-steps", "view-db-framed-steps"):  # ingested first (not measured)
                 db = folder / "framed.duckdb"
                 code, _, _ = run(["ingest", str(path), "--keep-frames", "--db", str(db)], folder)

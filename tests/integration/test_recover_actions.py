@@ -350,3 +350,47 @@ def test_an_agents_first_action_reset_at_the_start_is_a_free_full_reset(tmp_path
         cards[label] = (card["score"], [(r["actions"], r["level_actions"]) for e in card["environments"]
                                         for r in e["runs"] if r["actions"]])  # the free RESET's empty play aside
     assert cards["rest"] == cards["original"]
+
+
+def test_states_out_of_the_backtracking_window_are_let_go(tmp_path, monkeypatch):
+    """The search kept the state every step left (an engine snapshot, about 40 KB here), though no backtrack goes
+    further back than its window: a 20,000-step recovery took its sandbox past 1 GB. Now at most the window's
+    states are alive at once, and the actions found are the same."""
+    import weakref
+
+    from engine.env import FRAMES_ALL, GameEnv
+    from engine.loader import resolve_game
+    from pipeline.explore.recover import recover_steps, targets_of
+    from pipeline.recordings.reader import read_recording_file
+
+    parsed = read_recording_file(agents_recording(tmp_path, toolkit_lines("mz41_scripted-win.frames.jsonl")))
+    targets = targets_of(parsed)
+
+    def search(window: int) -> tuple[list, int]:
+        env = GameEnv(resolve_game(parsed.game_id, [GAMES]), frames=FRAMES_ALL)
+        env.reset()
+
+        class Held:  # a snapshot, seen while it is alive
+            __slots__ = ("state", "__weakref__")
+
+        live: weakref.WeakSet = weakref.WeakSet()
+        most = 0
+        snapshot, restore = env.snapshot, env.restore
+
+        def tracked(**kwargs):
+            nonlocal most
+            held = Held()
+            held.state = snapshot(**kwargs)
+            live.add(held)
+            most = max(most, len(live))
+            return held
+
+        monkeypatch.setattr(env, "snapshot", tracked)
+        monkeypatch.setattr(env, "restore", lambda held, **kwargs: restore(held.state, **kwargs))
+        found = recover_steps(env, targets, RecoverLimits(window=window, max_branches=2))
+        return [(s.action_id, s.x, s.y) for s in found.steps], most
+
+    narrow, most_narrow = search(3)
+    wide, most_wide = search(len(targets))
+    assert narrow == wide and len(narrow) == len(targets) >= 90
+    assert most_narrow <= 3 * 2 + 4 and most_wide >= len(targets)  # the window's path and fits, a step's, its base
