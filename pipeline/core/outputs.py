@@ -160,11 +160,24 @@ def _new_temp_file(folder: Path, name: str) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
 
 
+def is_null_device(path: Path | str) -> bool:
+    """Whether `path` is the null device (`/dev/null`, or a link to it): an output there is discarded."""
+    try:
+        st, null = os.stat(path), os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == null.st_rdev
+
+
 @contextmanager
 def _replacing(target: Path, make_parents: bool) -> Iterator[tuple[int, str]]:
     """(fd, path) of a fresh temporary file beside `target`, renamed over `target` when the block ends (a symlink
     there is replaced, not followed) and removed on any error; an OSError, or a library's error around one
-    (polars: "... (os error 28)"), is raised as OutputError naming `target`."""
+    (polars: "... (os error 28)"), is raised as OutputError naming `target`. The null device is written as
+    itself: renamed over, `--out /dev/null` run as root made it a regular file holding the output."""
+    if is_null_device(target):  # (the caller closes the fd, as it closes a temporary file's)
+        yield os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC), os.devnull
+        return
     tmp: str | None = None
     try:
         if make_parents:

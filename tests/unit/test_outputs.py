@@ -44,6 +44,27 @@ def test_a_symlink_at_a_file_output_is_replaced_not_written_through(tmp_path):
     assert not (out / "a.csv").is_symlink() and (out / "a.csv").read_text() == "new\n"
 
 
+def test_the_null_device_is_written_as_itself_never_replaced(tmp_path, monkeypatch):
+    """`--out /dev/null` (which the commands let through, to discard an output) was written as any file: a
+    temporary file in /dev renamed over it, which run as root made /dev/null a regular file holding the output.
+    Checked on a stand-in (renaming over the real device is what must never happen, here least of all)."""
+    link = tmp_path / "null-link"
+    link.symlink_to(os.devnull)
+    assert outputs.is_null_device(os.devnull) and outputs.is_null_device(link)
+    assert not outputs.is_null_device(tmp_path) and not outputs.is_null_device(tmp_path / "missing")
+    (tmp_path / "file").write_text("x")
+    assert not outputs.is_null_device(tmp_path / "file")
+    stand_in = tmp_path / "dev" / "null"
+    stand_in.parent.mkdir()
+    stand_in.write_text("the device\n")
+    monkeypatch.setattr(outputs, "is_null_device", lambda path: Path(path) == stand_in)
+    write_text(stand_in, "an output\n")
+    write_csv(pl.DataFrame({"a": [1]}), stand_in)
+    with outputs.open_output(stand_in) as fh:
+        fh.write("streamed\n")
+    assert stand_in.read_text() == "the device\n" and sorted(os.listdir(stand_in.parent)) == ["null"]
+
+
 def test_a_failed_file_write_keeps_the_old_file_and_leaves_no_tmp(tmp_path, monkeypatch):
     target = tmp_path / "x.json"
     target.write_text("old\n")
