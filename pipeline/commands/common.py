@@ -143,7 +143,7 @@ class Command(_FlagsWithoutType, TyperCommand):
             try:
                 return super().invoke(ctx)
             except Exception as err:
-                failure = _database_failure(err)
+                failure = _database_failure(err) or _scheduler_failure(err)
                 if failure is None:
                     raise
                 raise failure from err
@@ -196,6 +196,14 @@ def _cannot_start_sandbox(err: BaseException) -> str | None:
            errno.EDQUOT: f"the disk quota of the temporary folder ({tempfile.gettempdir()}) is used up"}
     return (f"could not start the sandbox that runs code from outside ({why.get(error.errno, error.strerror)}); the "
             "command stopped before finishing: free the resource and run it again")
+
+
+def _scheduler_failure(err: Exception) -> typer.Exit | None:
+    """The exit for a --scheduler that cannot be used (`pipeline.core.executor.SchedulerUnreachable`), said."""
+    executor = sys.modules.get("pipeline.core.executor")
+    if executor is None or not isinstance(err, executor.SchedulerUnreachable):
+        return None
+    return fail(str(err))
 
 
 def _database_failure(err: Exception) -> typer.Exit | None:

@@ -47,6 +47,11 @@ RETRIES = 2
 MIN_WORKER_MEMORY = 1 << 30
 CONNECT_TIMEOUT_S = 30
 
+
+class SchedulerUnreachable(Exception):
+    """The cluster at --scheduler cannot be reached, or its address is not one: said in one line by the command
+    (pipeline.commands.common), not a traceback."""
+
 Progress = Callable[[Iterable[Any], str, int], Iterable[Any]]  # pipeline.core.console.out.track
 
 
@@ -176,7 +181,13 @@ def open_executor(workers: int | None = None, scheduler: str | None = None, *,
     if scheduler:
         from distributed import Client
 
-        client = Client(scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        except (OSError, ValueError, TypeError) as err:  # no scheduler there, or no address distributed reads
+            why = (str(err).splitlines() or [type(err).__name__])[0]
+            raise SchedulerUnreachable(f"cannot use the Dask scheduler at --scheduler {scheduler}: {why}; start it "
+                                       "(`dask scheduler`) or leave --scheduler out to use this machine's cores"
+                                       ) from err
         try:
             n_threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
             yield DaskExecutor(client, max(1, n_threads))

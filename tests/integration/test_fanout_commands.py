@@ -65,3 +65,26 @@ def test_qualify_games_on_two_workers_match_the_serial_run(tmp_path):
             assert (tmp_path / n / report["game_id"] / "qualification.md").is_file()
     assert [r["game_id"] for r in reports["1"]] == sorted(r["game_id"] for r in reports["1"])
     assert len(reports["1"]) == 4 and reports["1"] == reports["2"]
+
+
+@pytest.mark.parametrize("address", ["notaurl", "tcp://127.0.0.1:1"])
+def test_a_scheduler_that_cannot_be_used_is_one_line(tmp_path, address):
+    """`--scheduler` with no scheduler there (or no address at all) was a hundred-line traceback after 30 s. (Run
+    as a program: a second failed client in one process trips over distributed's loop.)"""
+    import os
+    import subprocess
+    import sys
+
+    scripts = REPO.parent / "shared" / "samples" / "playback-arc-agi-3"
+    code = ("import sys; from pipeline.core import executor; executor.CONNECT_TIMEOUT_S = 1; "
+            "sys.argv = ['arcstudy', *sys.argv[1:]]; from pipeline.__main__ import main; main()")
+    done = subprocess.run([sys.executable, "-c", code, "--plain", "score",
+                           str(scripts / "an53_scripted-lose.playback.jsonl"),
+                           str(scripts / "ck17_scripted-win.playback.jsonl"), "--games",
+                           str(REPO.parent / "shared" / "conformance" / "environment_files"), "--out",
+                           str(tmp_path / "out"), "--no-figures", "--scheduler", address], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"error: cannot use the Dask scheduler at --scheduler {address}: " in done.stderr
+    assert "leave --scheduler out" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
