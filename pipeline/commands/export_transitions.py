@@ -40,6 +40,35 @@ LICENCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]{0,63}")  # SPDX ids and the 
 GC_YOUNG_THRESHOLD = 20_000  # allocations between young collections while exporting (Python's default: 700)
 
 
+def _copies(paths: Iterator[Path]) -> dict[Path, Path]:
+    """Each file whose bytes are those of a file given before it -> that file (as `score` reads such a file
+    once): its rows would be every row again, with the same play ids and file id. Only files of a size given
+    twice are hashed."""
+    import hashlib
+
+    by_size: dict[int, list[Path]] = {}
+    for path in paths:
+        try:
+            by_size.setdefault(path.stat().st_size, []).append(path)
+        except OSError:  # said by the export, which reads it
+            continue
+    copies: dict[Path, Path] = {}
+    for same_size in (group for group in by_size.values() if len(group) > 1):
+        first: dict[str, Path] = {}
+        for path in same_size:
+            digest = hashlib.sha256()
+            try:
+                with open(path, "rb") as fh:
+                    while chunk := fh.read(1 << 20):
+                        digest.update(chunk)
+            except OSError:
+                continue
+            copies_of = first.setdefault(digest.hexdigest(), path)
+            if copies_of != path:
+                copies[path] = copies_of
+    return copies
+
+
 @contextmanager
 def _fewer_collections() -> Iterator[None]:
     """While the files are exported: the objects made so far (the imports) moved out of the collector's reach
@@ -191,7 +220,7 @@ def export_transitions_command(
         replay_lanes,
         unrepeated_rows,
     )
-    from pipeline.scoring.plays import RecordingReadError, load_recovered_actions
+    from pipeline.scoring.plays import RecordingReadError, load_recovered_actions, same_content_as
 
     from .score import expand_recordings
 
@@ -227,7 +256,9 @@ def export_transitions_command(
         special = [p for p in paths if not_regular_file(p) is not None]
         problems += [(str(p), f"{not_regular_file(p)}, not a regular file: only regular files are read")
                      for p in special]
-        jobs = [ExportJob(path=str(p), **common) for p in paths if p not in special]
+        copies = _copies(p for p in paths if p not in special)
+        problems += [(str(p), same_content_as(str(first))) for p, first in copies.items()]
+        jobs = [ExportJob(path=str(p), **common) for p in paths if p not in special and p not in copies]
         if workers is None and scheduler is None:
             run_workers = _automatic_workers(jobs)
     else:

@@ -844,3 +844,19 @@ def test_the_dataset_card_keeps_names_from_input_inert(tmp_path):
     # the command line that made the card quotes the name in a code span, its CRs as escapes
     (made,) = [line for line in card.splitlines() if "<img" in line]
     assert "`arcstudy export-transitions " in made and "x\\x0d\\x0d## INJECTED\\x0d<img" in made
+
+
+def test_a_file_given_again_under_another_name_is_exported_once(tmp_path):
+    """Two copies of a recording exported every row twice (same play ids, same file id), exit 0; `score` reads
+    such a file once and says so."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    text = AN53.read_text()
+    for name in ("a.jsonl", "b.jsonl", "c.jsonl"):
+        (folder / name).write_text(text)
+    code, output = export(str(folder), "--games", str(ENVS), "--out", str(tmp_path / "ds"))
+    assert code == 3, output
+    assert f"{folder / 'b.jsonl'}: same content as {folder / 'a.jsonl'} (given twice: read once)" in output
+    assert f"{folder / 'c.jsonl'}: same content as {folder / 'a.jsonl'}" in output
+    rows = rows_of(tmp_path / "ds")
+    assert rows.height == len(file_lines(AN53)) and not rows.select("play_id", "step").is_duplicated().any()
