@@ -37,9 +37,11 @@ def default_out_dir(db_path: Path, card_id: str) -> Path:
 
 
 def parse_policies(value: str) -> list[ScoringPolicy]:
+    """--policy's ids (or `all`), each once, in the order given: a policy named twice is scored once (twice, its
+    rows collided in the score tables after all the work, exit 1)."""
     if value.strip() == "all":
         return list(POLICIES.values())
-    return [get_policy(v.strip()) for v in value.split(",") if v.strip()]
+    return [get_policy(v) for v in dict.fromkeys(v.strip() for v in value.split(",") if v.strip())]
 
 
 def expand_recordings(paths: list[Path]) -> list[Path]:

@@ -211,3 +211,13 @@ def test_rescoring_a_card_of_another_rule_says_so_and_no_card_baselines_uses_the
     code, output = run(str(old), "--policy", "arc-agi-3/2025-preview", "--out", str(tmp_path / "same"),
                        "--no-figures")
     assert code == 0 and not _lines(output, "--no-card-baselines"), output
+
+
+def test_a_policy_named_twice_is_scored_once(tmp_path):
+    """`--policy P,P` scored P twice: the score tables refused their repeated rows after all the work, exit 1."""
+    recording = SAMPLES / "fixtures" / "an53_scripted-win.frames.jsonl"
+    code, output = run(str(recording), "--games", str(GAMES), "--policy", "arc-agi-3/2026-04, arc-agi-3/2026-04",
+                       "--out", str(tmp_path / "o"), "--db", str(tmp_path / "s.duckdb"), "--no-figures")
+    assert code == 0, output
+    assert [p.name for p in (tmp_path / "o").glob("scorecard__*.json")] == [SLUG.format("2026-04")]
+    assert not (tmp_path / "o" / "policy_sensitivity.csv").exists()  # one policy
