@@ -125,3 +125,13 @@ def test_the_viewer_baselines_option_asks_the_same_rule(tmp_path):
     with pytest.raises(viewer.ViewerUsageError, match="is not an integer"):
         viewer.find_baseline(GAME, explicit=str(meta / "zb01" / "00000001" / "metadata.json"))
     assert viewer.find_baseline("x", explicit="10,1,10").actions == [10, 1, 10]
+
+
+def test_an_empty_item_in_the_viewer_baselines_is_refused_not_dropped():
+    """`--baselines 1,,2` was read as [1, 2]: level 3's baseline became level 2's, said as `baseline [1, 2]`."""
+    from pipeline.report.viewer import data as viewer
+
+    for bad in ("1,,2", ",1,2", "1, ,2"):
+        with pytest.raises(viewer.ViewerUsageError, match="give comma-separated integers"):
+            viewer.find_baseline("x", explicit=bad)
+    assert viewer.find_baseline("x", explicit="10,1,10,").actions == [10, 1, 10]  # a trailing comma names no level

@@ -584,8 +584,12 @@ def _explicit_baseline(text: str) -> Baseline | None:
             return Baseline(list(baseline_values(doc["baseline_actions"], str(path), json_integer=True)), str(path))
         except (OSError, ValueError, KeyError, TypeError) as err:  # BaselineSourceError is a ValueError
             raise ViewerUsageError(f"--baselines {text}: not a metadata.json with baseline_actions ({err})") from err
+    parts = text.replace(" ", "").split(",")
+    if parts and not parts[-1]:  # a trailing comma names no level
+        parts.pop()
     try:
-        values = [int(part) for part in text.replace(" ", "").split(",") if part]
+        # an empty item is refused, not dropped: dropped, it moved every later level's baseline down one
+        values = [int(part) for part in parts]
     except ValueError as err:
         raise ViewerUsageError(f"--baselines {text!r}: give comma-separated integers, a metadata.json, or a folder or "
                           "CSV of baselines as for `arcstudy score`") from err
