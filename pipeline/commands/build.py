@@ -91,6 +91,7 @@ def build_command(
     if not db_path.exists():  # building a new, empty database would hide a mistyped --db behind empty tables
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` first, or pass --db)")
     out_dir = out_dir or default_out_dir(db_path)
+    refuse_overwriting_database(out_dir, db_path, "--out-dir")
     if not dry_run:  # before the database is touched: a folder that cannot exist would fail only at the figures
         make_out_dir(out_dir, "--out-dir")
     command = command_line(ctx)

@@ -322,9 +322,10 @@ def write_run_manifest(manifest: Any, db_path: Path) -> Path:
                    "is in the way") from err
 
 
-def refuse_overwriting_database(out_file: Path | None, db: Path) -> None:
-    """Exit 2 when an output file is the database (or its write-ahead log) under any name: writing a result
-    there would destroy the study, and a command that only reads must not be able to."""
+def refuse_overwriting_database(out_file: Path | None, db: Path, option: str = "--out") -> None:
+    """Exit 2 when an output file or folder is the database (or its write-ahead log) under any name: writing a
+    result there would destroy the study, and a command that only reads must not be able to (a folder named
+    `<db>.wal` made every later opening of the database fail, replaying its log)."""
     if out_file is None:
         return
     wal = db.with_name(db.name + ".wal")
@@ -335,14 +336,16 @@ def refuse_overwriting_database(out_file: Path | None, db: Path) -> None:
         except OSError:  # e.g. a name too long to exist: not the database (writing it fails, and says why)
             same = False
         if same:
-            raise fail(f"--out {out_file} is the database{' log' if protected is wal else ''} ({protected}); "
-                       "choose another file", EXIT_USAGE)
+            raise fail(f"{option} {out_file} is the database{' log' if protected is wal else ''} ({protected}); "
+                       "choose another name", EXIT_USAGE)
 
 
-def make_out_dir(path: Path, option: str = "--out") -> Path:
+def make_out_dir(path: Path, option: str = "--out", db: Path | None = None) -> Path:
     """Create the folder a command writes into before any work: one that cannot exist (under a regular file, in
     a missing or read-only place, a NUL in its name, too long a name) stops the command with exit 1 naming
-    `option`."""
+    `option`; one that is the database `db` or its log, with exit 2."""
+    if db is not None:
+        refuse_overwriting_database(path, db, option)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (OSError, ValueError) as err:

@@ -26,6 +26,7 @@ from .common import (
     WorkersOption,
     command_line,
     fail,
+    refuse_overwriting_database,
 )
 
 DEFAULT_LICENCE = "other"
@@ -241,6 +242,8 @@ def export_transitions_command(
         db_path = db or default_db_path()
     if not from_files and not db_path.exists():
         raise fail(f"database {db_path} does not exist: give recordings to export, or pass --db")
+    if db_path is not None:
+        refuse_overwriting_database(out_dir, db_path)
     game_dirs = tuple(str(d) for d in [*(games or []), default_environments_dir()])
     if games:
         from pipeline.core.game_code import announce

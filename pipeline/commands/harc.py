@@ -40,6 +40,7 @@ from .common import (
     make_out_dir,
     open_workspace,
     out_write_errors_said,
+    refuse_overwriting_database,
     run_manifest_dir,
 )
 
@@ -181,7 +182,7 @@ def harc_analyses_command(
     db_path = db or default_db_path()
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
-    out_dir = make_out_dir(out_dir or default_out_dir(db_path))  # before the analyses, not at the figures
+    out_dir = make_out_dir(out_dir or default_out_dir(db_path), db=db_path)  # before the analyses, not the figures
     if not no_figures:  # drawn in a child process, whose failure to write would come back as a traceback
         make_out_dir(out_dir / "figures")
     # The folder (figures/, manifest.json) is written whole: a failure or a full disk leaves the old one.
@@ -297,6 +298,7 @@ def harc_graph_command(
     if not db_path.exists():
         raise fail(f"database {db_path} does not exist (run `arcstudy ingest` on the H-ARC files first)")
     out_dir = out_dir or default_out_dir(db_path) / "graphs"
+    refuse_overwriting_database(out_dir, db_path)
     with open_workspace(db_path, read_only=True) as ws, foreign_tables_said(db_path):
         try:
             doc = task_graph(ws, task_id, release=release)

@@ -116,7 +116,7 @@ def report_command(
     chosen = list(REPORTS) if which is ReportChoice.all else [which.value]
     wanted = out_dir or default_out_dir(db_path)
     created = _first_missing(Path(wanted).absolute())
-    out_path = make_out_dir(wanted)  # an --out that cannot be written is said first
+    out_path = make_out_dir(wanted, db=db_path)  # an --out that cannot be written is said first
     try:
         empty = reports_without_data(db_path, chosen)
     except (WorkspaceError, duckdb.Error) as err:

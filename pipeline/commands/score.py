@@ -28,6 +28,7 @@ from .common import (
     command_line,
     fail,
     open_workspace,
+    refuse_overwriting_database,
 )
 
 
@@ -246,6 +247,8 @@ def score_command(
         db_path = Path(temporary.name) / "score.duckdb"
     else:
         db_path = db or default_db_path()
+    if temporary is None:
+        refuse_overwriting_database(out_dir, db_path)
     if not from_files and not db_path.exists():
         raise fail(f"database {db_path} does not exist: give recordings to score, or run `arcstudy ingest` "
                        "first (or pass --db)")

@@ -394,3 +394,24 @@ def test_a_skipped_byte_identical_copy_names_the_file_it_matched(tmp_path):
     assert [f.status for f in again] == ["skipped", "skipped"]
     assert f"copy of {AT_SUM.resolve()}" in again[0].message
     assert again[1].message.startswith("already ingested")  # the same file again: nothing else to name
+
+
+@pytest.mark.parametrize("verb", ["score", "export-transitions", "build", "report"])
+def test_an_output_folder_named_as_the_database_log_is_refused(tmp_path, verb):
+    """`score ... --out s.duckdb.wal --db s.duckdb` wrote a folder where DuckDB keeps the database's log: every
+    later opening of the database failed ("Failure while replaying WAL file ... Is a directory")."""
+    shared = ROOT.parent / "shared"
+    recording = shared / "samples" / "arc-agi-3" / "fixtures" / "an53_scripted-win.frames.jsonl"
+    db = tmp_path / "s.duckdb"
+    runner = CliRunner()
+    assert runner.invoke(app, ["--plain", "ingest", str(recording), "--db", str(db)]).exit_code == 0
+    wal = tmp_path / "s.duckdb.wal"
+    option = "--out-dir" if verb == "build" else "--out"
+    extra = {"score": [str(recording), "--games", str(shared / "conformance" / "environment_files"),
+                       "--no-figures"], "report": ["scores"]}.get(verb, [])
+    result = runner.invoke(app, ["--plain", verb, *extra, option, str(wal), "--db", str(db)])
+    assert result.exit_code == 2, result.output
+    assert f"{option} {wal} is the database log ({wal}); choose another name" in " ".join(result.output.split())
+    assert not wal.exists()
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM core_arc3__plays").fetchall()[0][0] > 0
