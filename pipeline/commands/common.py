@@ -219,6 +219,9 @@ def _database_failure(err: Exception) -> typer.Exit | None:
     if isinstance(err, duckdb.InterruptException) or (isinstance(err, RuntimeError)
                                                        and str(err) == "Query interrupted"):
         return _interrupted()
+    if isinstance(err, duckdb.IOException) and "Could not read" in str(err):  # a file cut short or damaged
+        return fail(f"cannot read the database: {_first_line(err)}; its file is damaged or cut short (a copy "
+                    "that stopped early?): restore it, or make it again with `arcstudy ingest`")
     if isinstance(err, duckdb.Error) and _is_database_write_error(err):
         return fail(f"cannot write the database: {_first_line(err).removeprefix('TransactionContext Error: ')}; "
                     "what was being written was rolled back (free some space, or choose another --db)")

@@ -454,3 +454,21 @@ def test_a_verb_imports_only_its_own_command_module():
     assert "pipeline.commands.score" not in loaded and "pipeline.commands.build" not in loaded, loaded
     listing = CliRunner().invoke(app, ["--help"], terminal_width=200).output
     assert all(verb in listing for verb in COMMANDS)
+
+
+def test_a_database_cut_short_is_said_as_unreadable_not_as_a_write(tmp_path):
+    """A database file cut short (a copy that stopped early) failed a read-only `tables` with "cannot write the
+    database ... (free some space, or choose another --db)": nothing was being written, and space is not it."""
+    db = tmp_path / "s.duckdb"
+    samples = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "arc-agi-3"
+    CliRunner().invoke(app, ["--plain", "ingest", str(samples), "--db", str(db)])
+    data = db.read_bytes()
+    outputs = []
+    for share in (0.5, 0.6, 0.7, 0.8):  # some cuts fall past what opening the file reads
+        cut = tmp_path / f"cut-{share}.duckdb"
+        cut.write_bytes(data[:int(len(data) * share)])
+        result = CliRunner().invoke(app, ["--plain", "tables", "--db", str(cut)])
+        assert result.exit_code == 1 and "cannot write" not in result.output, result.output
+        outputs.append(" ".join(result.output.split()))
+    assert any("error: cannot read the database: IO Error: Could not read" in text and "damaged or cut short" in text
+               for text in outputs), outputs
