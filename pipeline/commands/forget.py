@@ -34,8 +34,10 @@ def forget_command(
 
     Reads and writes: the database. Removes, in one transaction, every row carrying the files' content hash
     (raw_*, core_* and the out_* rows derived from them), their rows in raw_ingest__files and quarantine (a
-    refused file has only those), then the frame Parquet files their steps reference. Records a row in `runs`
-    and its manifest under <db>.runs/. Run `arcstudy build` afterwards to rebuild the analysis tables.
+    refused file has only those), every score run that counted one of their plays (score's tables, whole) and,
+    for H-ARC files, the H-ARC trace checks and analyses; then the frame Parquet files their steps reference.
+    Records a row in `runs` and its manifest under <db>.runs/. Run `arcstudy build` afterwards to rebuild the
+    analysis tables (and `score`, `replay-harc`, `harc-analyses` for what they made, as it says).
     Exit code 1 when a target names nothing the database holds (nothing is removed then).
     """
     from pipeline.core.manifest import RunManifest
@@ -67,6 +69,8 @@ def forget_command(
             manifest.notes["forgotten_files"] = done.files
             manifest.notes["forgotten_refused_paths"] = done.refused_paths
             manifest.notes["rows_removed"] = done.rows
+            manifest.notes["scorecards_removed"] = done.scorecards
+            manifest.notes["harc_analyses_removed"] = done.harc_analyses
             manifest.finish(EXIT_OK)
             ws.record_run(manifest)
     if not dry_run:
@@ -78,6 +82,12 @@ def forget_command(
         out.console.print(f"  {path}", markup=False, highlight=False)
     for name, n in sorted(done.rows.items()):
         out.console.print(f"  {name}: {n:,}", markup=False, highlight=False)
+    if done.scorecards:
+        out.console.print(f"{verb} the score run(s) that counted their plays ({', '.join(done.scorecards)}): run "
+                          "`arcstudy score` again for scores without them", markup=False, highlight=False)
+    if done.harc_analyses:
+        out.console.print(f"{verb} the H-ARC trace checks and analyses made with them: run `arcstudy replay-harc` "
+                          "and `arcstudy harc-analyses` again", markup=False, highlight=False)
     if done.frames_files:
         out.console.print(f"  and {len(done.frames_files)} frame file(s)", markup=False)
     for path, n in copies:

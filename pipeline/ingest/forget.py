@@ -2,7 +2,9 @@
 
 What a file brought is every row that carries its content hash (`file_id`: raw, core and the out tables
 derived from it), its registry row in `raw_ingest__files` and its quarantine rows (a refused file has only
-those, found by its path). All of it goes in one transaction; the frame Parquet files that its steps
+those, found by its path); and what other commands made from it that `build` does not remake: every score run
+that counted one of its plays (`score`'s tables, by `card_id`) and, for H-ARC files, the trace checks and
+analyses (`replay-harc`, `harc-analyses`). All of it goes in one transaction; the frame Parquet files that its steps
 reference (`--keep-frames`) are removed once that transaction has committed. `build` then rebuilds what
 changed, as after any change to the core tables.
 """
@@ -30,6 +32,8 @@ class Forgotten:
     refused_paths: list[str] = field(default_factory=list)  # files that left only quarantine rows
     rows: dict[str, int] = field(default_factory=dict)  # rows removed per table
     frames_files: list[str] = field(default_factory=list)
+    scorecards: list[str] = field(default_factory=list)  # score runs (card_id) that counted the files' plays
+    harc_analyses: bool = False  # the H-ARC trace checks and analyses, made with the files' rows
 
     @property
     def n_rows(self) -> int:
@@ -84,10 +88,25 @@ def forget(ws: Workspace, found: Forgotten, *, dry_run: bool = False) -> Forgott
                          "AND frames_file IS NOT NULL", [ids])
         found.frames_files = frames["frames_file"].to_list()
     with ws.transaction() as con:
+        # Results other commands made from the files (`build` remakes the rest): a scorecard that counted one of
+        # their plays goes whole (its totals counted them), as do the H-ARC checks and analyses when the files
+        # brought H-ARC rows; forgotten data must not stay in what the reports show.
+        found.scorecards = _scorecards_of(ws, con, ids)
+        found.harc_analyses = bool(ids) and any(
+            con.execute(f"SELECT count(*) FROM {name} WHERE file_id IN (SELECT unnest(?))", [ids]).fetchall()[0][0]
+            for name, table in TABLES.items()
+            if name.startswith(("raw_harc__", "core_harc__")) and "file_id" in table.columns
+            and ws.has_table(name, con))
         for name, table in TABLES.items():
             if not ws.has_table(name, con):
                 continue
-            if name == "quarantine":
+            if name.startswith("out_harc__") and found.harc_analyses:
+                where, params = "true", []
+            elif "card_id" in table.columns and found.scorecards:
+                where, params = "card_id IN (SELECT unnest(?))", [found.scorecards]
+                if "file_id" in table.columns and ids:
+                    where, params = f"{where} OR file_id IN (SELECT unnest(?))", [found.scorecards, ids]
+            elif name == "quarantine":
                 where, params = "file_id IN (SELECT unnest(?)) OR file_path IN (SELECT unnest(?))", [ids, paths]
                 if found.kind == "run":
                     where += " OR run_id = ?"
@@ -105,3 +124,19 @@ def forget(ws: Workspace, found: Forgotten, *, dry_run: bool = False) -> Forgott
         for f in found.frames_files:
             Path(f).unlink(missing_ok=True)
     return found
+
+
+def _scorecards_of(ws: Workspace, con: object, ids: list[str]) -> list[str]:
+    """The score runs (card_id) that counted a play of the files `ids`: their replay checks name the file, their
+    run scores the play."""
+    if not ids:
+        return []
+    cards: set[str] = set()
+    if ws.has_table("out_arc3__replay_checks", con):
+        cards |= {r[0] for r in con.execute("SELECT DISTINCT card_id FROM out_arc3__replay_checks WHERE file_id IN "
+                                            "(SELECT unnest(?))", [ids]).fetchall()}
+    if ws.has_table("out_arc3__run_scores", con) and ws.has_table("core_arc3__plays", con):
+        cards |= {r[0] for r in con.execute("SELECT DISTINCT card_id FROM out_arc3__run_scores WHERE play_id IN "
+                                            "(SELECT play_id FROM core_arc3__plays WHERE file_id IN "
+                                            "(SELECT unnest(?)))", [ids]).fetchall()}
+    return sorted(c for c in cards if c is not None)

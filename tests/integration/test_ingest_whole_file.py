@@ -200,3 +200,37 @@ def test_skipped_copy_names_the_file_it_matched(shared_dir, tmp_path, db_path):
         report = again(ws, [both], run_id="r4", workers=1)
     two = next(f for f in report.files if f.path.name == "two.jsonl")
     assert two.status == "skipped" and str(both / "one.jsonl") in two.message
+
+
+def test_forget_removes_the_scores_and_harc_analyses_made_with_the_files(report_db, tmp_path):
+    """`forget` said it removed "the out_* rows derived from" the files, but the score runs that counted their
+    plays and the H-ARC checks and analyses made with their rows stayed, and the reports still showed them."""
+    import shutil
+
+    db = tmp_path / "s.duckdb"
+    shutil.copyfile(report_db.db, db)
+    with Workspace(db, read_only=True) as ws:
+        cards = dict(ws.read("SELECT card_id, count(*) FROM out_arc3__run_scores GROUP BY 1").iter_rows())
+        random_card = ws.read("SELECT DISTINCT r.card_id FROM out_arc3__run_scores r JOIN core_arc3__plays p "
+                              "USING (play_id) JOIN raw_ingest__files f USING (file_id) WHERE f.file_path LIKE ?",
+                              [f"{(report_db.agents_dir / 'random').resolve()}/%"]).to_series().to_list()
+        assert len(cards) >= 3 and len(random_card) == 1
+        assert ws.read("SELECT count(*) FROM out_harc__trace_checks").item() > 0
+    result = cli("forget", report_db.agents_dir / "random", "--db", db)
+    assert result.exit_code == 0, result.output
+    assert f"removed the score run(s) that counted their plays ({random_card[0]})" in " ".join(result.output.split())
+    with Workspace(db, read_only=True) as ws:
+        for table in ("out_arc3__run_scores", "out_arc3__game_scores", "out_arc3__level_scores",
+                      "out_arc3__replay_checks", "out_arc3__policy_sensitivity"):
+            assert ws.read(f"SELECT count(*) FROM {table} WHERE card_id = ?", random_card).item() == 0, table
+        left = dict(ws.read("SELECT card_id, count(*) FROM out_arc3__run_scores GROUP BY 1").iter_rows())
+        assert left == {card: n for card, n in cards.items() if card != random_card[0]}  # the others whole
+        assert ws.read("SELECT count(*) FROM out_harc__trace_checks").item() > 0  # no H-ARC file forgotten
+    harc = report_db.ground_truth.parent.parent / "harc" / "current"
+    result = cli("forget", harc, "--db", db)
+    assert result.exit_code == 0, result.output
+    assert "removed the H-ARC trace checks and analyses made with them" in " ".join(result.output.split())
+    with Workspace(db, read_only=True) as ws:
+        harc_tables = [t for t in ws.table_names() if t.startswith("out_harc__")]
+        assert len(harc_tables) >= 10
+        assert all(ws.read(f"SELECT count(*) FROM {t}").item() == 0 for t in harc_tables)
