@@ -300,6 +300,25 @@ def open_workspace(db: Path | None, *, read_only: bool = False, lock_timeout_s: 
         raise fail(str(err)) from err
 
 
+def left_out_beside(out_file: Path) -> Path:
+    """Where a command whose output is one file lists every input line it left out, past the manifest's share."""
+    return out_file.with_name(out_file.stem + ".left_out.jsonl")
+
+
+def refuse_names_too_long(option: str, *paths: Path) -> None:
+    """Exit 1 before any work when a file the command writes (its output, the manifest beside it) has a longer
+    name than the file system allows: found at the manifest, after the work, the output stood complete-looking
+    while the command failed."""
+    for path in paths:
+        try:
+            limit = os.pathconf(path.parent if str(path.parent) else ".", "PC_NAME_MAX")
+        except (OSError, ValueError):  # a folder not made yet: the usual limit
+            limit = 255
+        if len(os.fsencode(path.name)) > limit:
+            raise fail(f"cannot write {option} {paths[0]}: File name too long ({path.name[:40]}... needs "
+                       f"{len(os.fsencode(path.name))} bytes, the file system allows {limit}); choose a shorter name")
+
+
 def refuse_too_long_database_name(db: Path) -> None:
     """Exit 1 before any work when the log DuckDB writes beside the database (`<db>.wal`) would have a longer name
     than the file system allows: the database would otherwise fail at its first commit, after the work."""

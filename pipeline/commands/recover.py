@@ -9,8 +9,20 @@ from typing import Annotated
 import typer
 
 from pipeline.core.console import out
+from pipeline.core.manifest import manifest_beside
+from pipeline.core.outputs import OutputError, write_text
 
-from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, SchedulerOption, WorkersOption, command_line, fail
+from .common import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    SchedulerOption,
+    WorkersOption,
+    command_line,
+    fail,
+    left_out_beside,
+    refuse_names_too_long,
+)
 
 MaxTriesOption = Annotated[int, typer.Option(
     "--max-backtrack-tries", min=0, help="Per recording, the most candidate actions the search may try again "
@@ -63,6 +75,7 @@ def recover_actions_command(
 
     if out_file.suffix.lower() != ".json":
         raise fail(f"--out {out_file}: the recovered actions are a JSON file, give a .json file name", EXIT_USAGE)
+    refuse_names_too_long("--out", out_file, manifest_beside(out_file), left_out_beside(out_file))
     paths = expand_recordings(list(recordings))
     if not paths:
         raise fail("no *.jsonl recording found in " + ", ".join(str(p) for p in recordings), EXIT_USAGE)
@@ -85,11 +98,10 @@ def recover_actions_command(
         except OSError:
             pass  # unreadable: said below
     doc = recovery_document(results, game_dirs)
-    try:
-        out_file.parent.mkdir(parents=True, exist_ok=True)
-        out_file.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    except OSError as err:
-        raise fail(f"cannot write {out_file}: {err.strerror or err}") from err
+    try:  # whole, never through a symlink
+        write_text(out_file, json.dumps(doc, indent=1) + "\n")
+    except OutputError as err:
+        raise fail(str(err)) from err
     manifest.add_output(out_file)
     failed = [r for r in results if r.needed and not r.ok]
     code = EXIT_REJECTED if failed or special or any(r.lines_left_out for r in results) else EXIT_OK
@@ -102,13 +114,13 @@ def recover_actions_command(
     if any(len(r.lines_left_out) > LISTED_PROBLEMS for r in results):  # a flood: every line in a file beside it
         manifest.notes.update(manifest.listed_problems(
             "every_line_left_out", (f"{r.file_name}: {why}" for r in results for why in r.lines_left_out),
-            out_file.with_name(out_file.stem + ".left_out.jsonl")))
+            left_out_beside(out_file)))
     manifest.finish(code)
-    manifest_file = out_file.with_name(out_file.stem + ".manifest.json")
-    try:
-        manifest_file.write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
-    except OSError as err:
-        raise fail(f"wrote {out_file}, but cannot write its manifest {manifest_file}: {err.strerror or err}") from err
+    manifest_file = manifest_beside(out_file)
+    try:  # whole, never through a symlink
+        write_text(manifest_file, json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
+    except OutputError as err:
+        raise fail(f"wrote {out_file}, but {err}") from err
     for p, kind in special:
         out.console.print(f"{p.name}: {kind}, not a regular file: only regular files are read", soft_wrap=True,
                           markup=False, highlight=False)

@@ -10,8 +10,18 @@ from typing import Annotated
 import typer
 
 from pipeline.core.console import out
+from pipeline.core.manifest import manifest_beside
 
-from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, GameVersionOption, command_line, fail
+from .common import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    GameVersionOption,
+    command_line,
+    fail,
+    left_out_beside,
+    refuse_names_too_long,
+)
 
 
 def replay_command(
@@ -48,6 +58,7 @@ def replay_command(
 
     if os.path.realpath(out_file) == os.path.realpath(script):  # Path.resolve raises on a symlink loop
         raise fail("--out must not be the script itself", EXIT_USAGE)
+    refuse_names_too_long("--out", out_file, manifest_beside(out_file), left_out_beside(out_file))
     kind = not_regular_file(script)
     if kind is not None:  # a FIFO would block until a writer came
         raise fail(f"{script} is {kind}, not a regular file: only regular files are read", EXIT_USAGE)
@@ -84,14 +95,14 @@ def replay_command(
     manifest.add_input(script, sha256_file(script))
     manifest.add_output(out_file)
     code = EXIT_REJECTED if parsed.issues else EXIT_OK
-    left_out = out_file.with_name(out_file.stem + ".left_out.jsonl")  # (past LISTED_PROBLEMS of them)
+    left_out = left_out_beside(out_file)  # (past LISTED_PROBLEMS of them)
     try:
         manifest.notes["replay"] = {**how.as_json(), "lines_written": n_lines, **manifest.listed_problems(
             "action_lines_left_out", (f"{i.location}: {i.check}: {i.reason}" for i in parsed.issues), left_out)}
     except OutputError as err:
         raise fail(f"wrote {out_file}, but {err}") from err
     manifest.finish(code)
-    manifest_file = out_file.with_name(out_file.stem + ".manifest.json")
+    manifest_file = manifest_beside(out_file)
     try:  # whole, never through a symlink
         write_text(manifest_file, json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
     except OutputError as err:

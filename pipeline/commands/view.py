@@ -10,8 +10,17 @@ from typing import Annotated
 import typer
 
 from pipeline.core.console import out
+from pipeline.core.manifest import manifest_beside
 
-from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, GameVersionOption, db_to_read, fail
+from .common import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    GameVersionOption,
+    db_to_read,
+    fail,
+    refuse_names_too_long,
+)
 
 RECORDING_SUFFIXES = (".jsonl", ".json", ".ndjson")
 
@@ -29,11 +38,6 @@ def _exists(target: str) -> bool:
         return Path(target).exists()
     except (OSError, ValueError):  # a name the OS refuses outright (too long, a NUL byte) names nothing
         return False
-
-
-def manifest_path_for(out_file: Path) -> Path:
-    """`view.html` -> `view.manifest.json` beside it (one page, one manifest)."""
-    return out_file.with_name(out_file.stem + ".manifest.json")
 
 
 def view_command(
@@ -98,6 +102,7 @@ def view_command(
 
     if out_file.suffix.lower() not in (".html", ".htm"):
         raise fail(f"--out {out_file}: the viewer is an HTML page, give a .html file name", EXIT_USAGE)
+    refuse_names_too_long("--out", out_file, manifest_beside(out_file))
     is_file = is_file_target(target)
     if not is_file and _looks_like_path(target):
         raise fail(f"{target}: no such file" if not _exists(target) else
@@ -142,7 +147,7 @@ def view_command(
             raise fail(str(err)) from err
     code = EXIT_REJECTED if result.rejected else EXIT_OK  # lines left out, or a play score leaves out
     manifest.finish(code)
-    manifest_file = manifest_path_for(out_file)
+    manifest_file = manifest_beside(out_file)
     try:  # whole, never through a symlink
         write_text(manifest_file, json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
     except OutputError as err:

@@ -36,6 +36,11 @@ LISTED_PROBLEMS = 1_000
 LISTED_ON_SCREEN = 10  # ... and a command prints one by one (the rest counted, with where to find them)
 
 
+def manifest_beside(out_file: Path) -> Path:
+    """The run manifest of a command whose output is one file: `<stem>.manifest.json` beside it."""
+    return out_file.with_name(out_file.stem + ".manifest.json")
+
+
 def unlisted_note(n: int, what: str, file_name: str, manifest_name: str = "manifest.json") -> str | None:
     """"... and N more <what> (see <where>)" for `n` problems of which the first LISTED_ON_SCREEN were printed:
     where every one is, the manifest, or past LISTED_PROBLEMS the file `listed_problems` wrote. None when every

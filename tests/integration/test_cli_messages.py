@@ -255,6 +255,20 @@ def test_names_too_long_for_the_os_are_said_not_a_traceback(tmp_path):
     assert code == 1 and "cannot write --out" in text and "File name too long" in " ".join(text.split()), text
 
 
+@pytest.mark.parametrize(("verb", "suffix"), [("view", ".html"), ("recover-actions", ".json"), ("replay", ".jsonl")])
+def test_an_output_whose_manifest_name_would_be_too_long_is_refused_before_the_work(tmp_path, verb, suffix):
+    """A 245-character --out fits; `<stem>.manifest.json` beside it does not: the output was written, then the
+    manifest failed (exit 1), leaving a complete-looking page of a failed run."""
+    shared = Path(__file__).resolve().parents[2].parent / "shared"
+    games = ["--games", str(shared / "conformance" / "environment_files")]
+    given = {"view": [str(LOSE), *games], "recover-actions": [str(LOSE)],
+             "replay": [str(shared / "samples" / "playback-arc-agi-3" / "an53_scripted-lose.playback.jsonl"), *games]}
+    out = tmp_path / ("a" * 245 + suffix)
+    code, text = run(verb, *given[verb], "--out", str(out))
+    assert code == 1 and "File name too long" in " ".join(text.split()) and "choose a shorter name" in text, text
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_view_baselines_are_checked_as_score_checks_them(tmp_path):
     """view's --baselines once took a metadata.json's 1.5 as 1 and a count past 64 bits as it came, and a
     folder it could not use exited 1 where score says 2; both now share score's check (exit 2, reason)."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.manifest import RunManifest, sha256_file
+from pipeline.core.manifest import RunManifest, manifest_beside, sha256_file
 from pipeline.core.outputs import write_text
 from pipeline.core.workspace import Workspace
 from pipeline.report.html import render_report
@@ -152,7 +152,7 @@ def write_manifest(manifest: RunManifest, html: Path) -> Path:
     """`<report>.manifest.json` beside the HTML (a page cannot hold its own hash, the JSON can)."""
     manifest.add_output(html)
     manifest.finish(0)
-    path = html.with_name(html.stem + ".manifest.json")
+    path = manifest_beside(html)
     write_text(path, json.dumps(manifest.to_dict(), indent=2, default=str) + "\n")
     return path
 
