@@ -361,8 +361,11 @@ def run_step(name: str, f: _Frames, config: BuildConfig, optimal: tuple[Any, str
     elif name == "reference_points":
         points = refpoints_mod.reference_points(f["out_arc3__level_baselines"], config.baselines.rule)
         source, source_name = optimal
-        f.put("out_arc3__level_reference_points",
-              refpoints_mod.fill_optimal(points, source, source_name or "provider"))
+        try:  # a provider's value is checked as it comes (it runs here, per level)
+            filled = refpoints_mod.fill_optimal(points, source, source_name or "provider")
+        except ValueError as err:
+            raise BuildError(f"cannot use the optimal source: {err}") from err
+        f.put("out_arc3__level_reference_points", filled)
     elif name == "arc2_calibration":
         for table, df in arc2_mod.build_arc2(f["core_arc2__attempts"], f["core_arctgi__tasks"],
                                              config.solvability.confidence_level).items():

@@ -53,10 +53,28 @@ def optimal_frame(points: pl.DataFrame, source: OptimalSource, source_name: str)
         return src.unique(["game_id", "level_index"], keep="first", maintain_order=True)
     rows = []
     for game_id, level in points.select("game_id", "level_index").iter_rows():
-        value = source(game_id, level)
+        try:
+            value = source(game_id, level)
+        except Exception as err:  # noqa: BLE001 - the user's provider: said with where it failed, not a traceback
+            raise ValueError(f"optimal provider {source_name} raised {type(err).__name__} for {game_id} level "
+                             f"{level}: {err}") from err
         if value is not None:
-            rows.append((game_id, level, int(value), source_name))
+            rows.append((game_id, level, _optimal_count(value, f"optimal provider {source_name} returned {value!r} "
+                                                               f"for {game_id} level {level}"), source_name))
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+MAX_OPTIMAL_ACTIONS = 1_000_000_000  # as a baseline's bound (baseline_sources.baseline_values)
+
+
+def _optimal_count(value: object, said: str) -> int:
+    """An optimal action count: a whole number from 1 to MAX_OPTIMAL_ACTIONS (a float that is one, as a CSV
+    gives it, too); ValueError with `said` otherwise (4.7 was taken as 4, NaN raised from int())."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or not float(value).is_integer():
+        raise ValueError(f"{said}: not a whole number of actions")
+    if not 1 <= value <= MAX_OPTIMAL_ACTIONS:
+        raise ValueError(f"{said}: an optimal count is from 1 to {MAX_OPTIMAL_ACTIONS:,} actions")
+    return int(value)
 
 
 def _checked_table(df: pl.DataFrame, source_name: str) -> pl.DataFrame:
@@ -65,12 +83,30 @@ def _checked_table(df: pl.DataFrame, source_name: str) -> pl.DataFrame:
     missing = {"game_id", "level_index", "optimal_actions"} - set(df.columns)
     if missing:
         raise ValueError(f"optimal table {source_name} lacks columns {sorted(missing)}")
-    try:
-        return df.with_columns(pl.col("game_id").cast(pl.String), pl.col("level_index").cast(pl.Int64),
-                               pl.col("optimal_actions").cast(pl.Int64))
-    except pl.exceptions.PolarsError as err:
-        raise ValueError(f"optimal table {source_name}: level_index and optimal_actions must be whole numbers "
-                         f"({str(err).splitlines()[0]})") from None
+    rows = df.select("game_id", "level_index", "optimal_actions",
+                     *(["optimal_source"] if "optimal_source" in df.columns else [])).to_dicts()
+    seen: dict[tuple[str, int], int] = {}
+    for i, row in enumerate(rows, start=2):  # the CSV's line (after its header)
+        where = f"optimal table {source_name} row {i}"
+        if row["game_id"] is None or not str(row["game_id"]).strip():
+            raise ValueError(f"{where}: no game_id")
+        level = row["level_index"]
+        if isinstance(level, str):
+            level = int(level) if level.strip().isdigit() else level
+        if isinstance(level, bool) or not isinstance(level, int | float) or level != level \
+                or not float(level).is_integer() or level < 1:
+            raise ValueError(f"{where}: level_index {row['level_index']!r} is not a level (a whole number from 1)")
+        value = row["optimal_actions"]
+        if isinstance(value, str):
+            value = int(value) if value.strip().isdigit() else value
+        count = _optimal_count(value, f"{where}: optimal_actions {row['optimal_actions']!r}")
+        key = (str(row["game_id"]), int(level))
+        if seen.setdefault(key, count) != count:
+            raise ValueError(f"{where}: {key[0]} level {key[1]} is given twice, as {seen[key]} and {count}")
+        row["game_id"], row["level_index"], row["optimal_actions"] = key[0], key[1], count
+    schema = {"game_id": pl.String, "level_index": pl.Int64, "optimal_actions": pl.Int64,
+              **({"optimal_source": pl.String} if "optimal_source" in df.columns else {})}
+    return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
 def fill_optimal(points: pl.DataFrame, source: OptimalSource | None, source_name: str = "provider") -> pl.DataFrame:

@@ -3,6 +3,8 @@ and the reference points with the optimal hook, on a four-player fixture with ha
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 import pytest
 
@@ -101,14 +103,51 @@ def test_optimal_provider_and_table_loading(tmp_path):
         load_optimal_source(provider="no_colon_here")
 
 
-@pytest.mark.parametrize(("text", "message"), [("a,b\n1,2\n", "lacks columns"),
-                                              ("game_id,level_index,optimal_actions\ng,one,3\n", "whole numbers")])
+HEADER = "game_id,level_index,optimal_actions\n"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("a,b\n1,2\n", "lacks columns"),
+    (HEADER + "g,one,3\n", "row 2: level_index 'one' is not a level"),
+    (HEADER + "g,1,4.7\n", "row 2: optimal_actions 4.7: not a whole number of actions"),  # was taken as 4
+    (HEADER + "g,1,4\ng,1,5\n", "row 3: g level 1 is given twice, as 4 and 5"),  # the first was kept
+    (HEADER + "g,0,4\n", "row 2: level_index 0 is not a level"),  # was dropped
+    (HEADER + "g,1,-4\n", "an optimal count is from 1 to 1,000,000,000 actions"),
+    (HEADER + "g,1,\n", "not a whole number of actions"),
+])
 def test_a_bad_optimal_table_is_refused_when_loaded(tmp_path, text: str, message: str):
-    """Its columns were once checked only mid-build: `build --optimal bad.csv` ended in a ValueError traceback."""
+    """Its columns were once checked only mid-build: `build --optimal bad.csv` ended in a ValueError traceback;
+    then a fraction was cut to a whole number, a level given twice kept its first value and a level 0 went
+    unsaid."""
     csv = tmp_path / "opt.csv"
     csv.write_text(text)
     with pytest.raises(ValueError, match=message):
         load_optimal_source(table=csv)
+
+
+@pytest.mark.parametrize(("returns", "message"), [
+    (float("nan"), "returned nan for g level 1: not a whole number"), ("abc", "returned 'abc'"),
+    (2.5, "returned 2.5"), (10**30, "from 1 to 1,000,000,000"), (True, "returned True"),
+    (KeyError("x"), "raised KeyError for g level 1"),
+])
+def test_an_optimal_providers_bad_value_is_said_with_its_level(returns, message):
+    """A provider returning NaN or text raised from int() mid-build (a traceback); 2.5 was cut to 2; one that
+    raised was a traceback."""
+    from pipeline.transforms.build import BuildError
+
+    def provider(game_id: str, level: int):
+        if isinstance(returns, Exception):
+            raise returns
+        return returns
+
+    points = pl.DataFrame({"game_id": ["g"], "level_index": [1], "best_first_run_actions": [5],
+                           "optimal_actions": [None], "optimal_source": [None]},
+                          schema_overrides={"optimal_actions": pl.Int64, "optimal_source": pl.String})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        fill_optimal(points, provider, "prov:f")
+    with pytest.raises(BuildError, match="cannot use the optimal source: optimal provider"):
+        run_in_memory(study().tables(), load_config(), optimal_source=lambda game_id, level: provider("g", 1))
+    assert fill_optimal(points, lambda game_id, level: 7.0, "p")["optimal_actions"].to_list() == [7]
 
 
 def constant_optimal(game_id: str, level_index: int) -> int:
