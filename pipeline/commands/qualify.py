@@ -60,7 +60,7 @@ def qualify_command(
     from pipeline.core.console import out
     from pipeline.core.game_code import announce
     from pipeline.explore import GameNotFoundError, discover, games_dir_or_default, resolve
-    from pipeline.qualify.checks import REGIMES
+    from pipeline.qualify.checks import REGIMES, is_recording_of, recording_game
     from pipeline.qualify.run import qualify_game, qualify_games_on_workers
 
     if regime not in REGIMES:
@@ -80,6 +80,16 @@ def qualify_command(
         for info in infos:
             latest[info.short_id] = resolve(info.short_id, env_dir)
         infos = list(latest.values())
+    for path in recording or []:  # an input that is no recording of these games is the input's fault (exit 2)
+        try:
+            named = recording_game(path)
+        except (OSError, ValueError) as err:
+            out.error(f"--recording {path}: {err}")
+            raise typer.Exit(EXIT_USAGE) from err
+        if not any(is_recording_of(named, info) for info in infos):
+            out.error(f"--recording {path} is a recording of {named}, not of "
+                      f"{', '.join(info.game_id for info in infos[:5])}{' ...' if len(infos) > 5 else ''}")
+            raise typer.Exit(EXIT_USAGE)
     if out_dir is not None:  # before the games run, not after
         make_out_dir(out_dir)
     command = command_line(ctx)

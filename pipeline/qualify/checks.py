@@ -388,10 +388,42 @@ def check_loads(info: GameInfo) -> CheckResult:
 
 
 # ---------------------------------------------------------------------- playback
+def recording_game(path: Path) -> str:
+    """The game an extra recording (--recording) is of, from its first line; ValueError saying why it is not a
+    toolkit recording to replay."""
+    why = solution_problem(path)
+    if why is not None:
+        raise ValueError(why)
+    first = read_recording(path)[0]
+    game_id = first.get("data", {}).get("game_id") if isinstance(first, dict) and isinstance(first.get("data"), dict) \
+        else None
+    if not isinstance(game_id, str) or not game_id:
+        raise ValueError("its first line names no game_id: not a toolkit recording")
+    return game_id
+
+
+def is_recording_of(game_id: str, info: GameInfo) -> bool:
+    """Whether a recording naming `game_id` is of the game `info` (its full id, or its code alone)."""
+    return game_id in (info.game_id, info.short_id)
+
+
+def recordings_of(info: GameInfo, extra: list[Path] | None) -> list[Path]:
+    """The extra recordings that are of this game (the command checked that each is of one of its games: a
+    recording of another game failed this one's playback, "win_levels expected 6, got 7")."""
+    out = []
+    for path in extra or []:
+        try:
+            if is_recording_of(recording_game(path), info):
+                out.append(path)
+        except (OSError, ValueError):
+            out.append(path)  # said by the playback check, as it says a shipped recording's problem
+    return out
+
+
 def check_playback(info: GameInfo, extra: list[Path] | None = None) -> CheckResult:
     t0 = time.perf_counter()
     player = GameEnv(info, only_reset_levels=False)  # recordings are made with full resets (toolkit default)
-    paths = sorted((info.directory / "solutions").glob("*.jsonl")) + list(extra or [])
+    paths = sorted((info.directory / "solutions").glob("*.jsonl")) + recordings_of(info, extra)
     if not paths:
         return CheckResult("playback", "skip", "the game ships no recordings", {}, time.perf_counter() - t0)
     rows, failures = [], []
@@ -430,7 +462,7 @@ def check_hash_seeds(info: GameInfo, regime: Regime, *, seed: int = 0, extra: li
                      progress: Progress | None = None) -> CheckResult:
     t0 = time.perf_counter()
     scripts = {}
-    for path in sorted((info.directory / "solutions").glob("*.jsonl")) + list(extra or []):
+    for path in sorted((info.directory / "solutions").glob("*.jsonl")) + recordings_of(info, extra):
         why = solution_problem(path)
         if why is not None:
             return CheckResult("hash_seeds", "fail", f"{path.name} cannot be read as a toolkit recording: {path} {why}",

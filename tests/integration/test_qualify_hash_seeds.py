@@ -85,5 +85,8 @@ def test_an_extra_recording_that_cannot_be_read_fails_the_check_with_its_reason(
     for path, words in ((broken, "broken.jsonl:3: not JSON"), (empty, "empty recording")):
         result = check_hash_seeds(resolve(entry.game_id, GAMES_DIR), REGIMES["hash-seeds"], extra=[path])
         assert result.status == "fail" and path.name in result.summary and words in result.summary, result.summary
-    code, report = qualify(entry.short_id, "--recording", str(broken))
-    assert code == 1 and report["checks"][0]["status"] == "fail"
+    # given on the command line, it is the input's fault, not the game's: refused before any check (it was a
+    # FAIL verdict for the game)
+    result = runner.invoke(app, ["--plain", "qualify", entry.short_id, "--recording", str(broken), "--regime",
+                                 "hash-seeds", "--json"])
+    assert result.exit_code == 2 and f"--recording {broken}: {broken}:3: not JSON" in result.output, result.output

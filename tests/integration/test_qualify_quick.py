@@ -103,6 +103,29 @@ def test_a_recording_given_by_a_relative_path_is_played_back(tmp_path, monkeypat
     assert "did not re-execute" not in result.output
 
 
+def test_a_recording_of_another_game_or_none_is_refused_not_a_failed_qualification(tmp_path):
+    """`--recording` of another game failed this game's playback ("win_levels expected 6, got 7", verdict FAIL);
+    a file that is no recording did too. Now each is refused (exit 2) before any check; with `all`, a recording
+    is played back on its own game only."""
+    entry, other = GAMES[0], GAMES[1]
+    theirs = other.directory / "solutions" / "win.jsonl"
+    result = runner.invoke(app, ["--plain", "qualify", entry.game_id, "--regime", "quick", "--workers", "1",
+                                 "--recording", str(theirs)])
+    assert result.exit_code == 2, result.output
+    assert f"is a recording of {other.game_id}, not of {entry.game_id}" in " ".join(result.output.split())
+    manifest = tmp_path / "SIMULATION.json"
+    manifest.write_text('{"participants": 3}\n')
+    result = runner.invoke(app, ["--plain", "qualify", entry.game_id, "--regime", "quick", "--workers", "1",
+                                 "--recording", str(manifest)])
+    assert result.exit_code == 2 and "its first line names no game_id" in " ".join(result.output.split())
+    from pipeline.qualify.checks import check_playback
+
+    mine = tmp_path / "mine.jsonl"
+    mine.write_bytes((entry.directory / "solutions" / "win.jsonl").read_bytes())
+    result = check_playback(resolve(other.game_id, GAMES_DIR), [mine, theirs])
+    assert result.status == "pass" and "mine.jsonl" not in json.dumps(result.evidence)  # its own only
+
+
 def test_cli_exit_codes(tmp_path):
     bad = runner.invoke(app, ["--plain", "qualify", "cr01", "--regime", "nope", "--environments", str(FIXTURES)])
     assert bad.exit_code == 2
