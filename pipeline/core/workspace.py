@@ -589,6 +589,9 @@ class Workspace:
             self.insert_frame("runs", pl.DataFrame([row]), con=con)
 
 
+_EXPLAINED = re.compile(r"^\s*EXPLAIN\s+(ANALY[SZ]E\s+)?(\([^)]*\)\s*)?", re.IGNORECASE)  # EXPLAIN's own words
+
+
 def check_read_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     """Raise QueryRefused unless `sql` is exactly one read statement. DuckDB's own parser splits and classifies
     it (a syntax error raises duckdb.ParserException as running it would)."""
@@ -597,6 +600,18 @@ def check_read_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
         raise QueryRefused(f"refused: {len(statements)} statements; a query runs exactly one" if statements
                            else "refused: the query is empty")
     kind = statements[0].type
+    if kind == duckdb.StatementType.EXPLAIN:  # what it explains (EXPLAIN ANALYZE runs it) must be a read too
+        explained = _EXPLAINED.sub("", statements[0].query or sql, count=1)
+        try:
+            inner = con.extract_statements(explained)
+        except duckdb.Error:
+            inner = []
+        if len(inner) != 1 or inner[0].type not in READ_STATEMENTS:
+            first = re.match(r"\s*([A-Za-z]+)", explained)
+            word = first.group(1).upper() if first else "a statement"
+            raise QueryRefused(f"refused: EXPLAIN of {word}; a query only reads (SELECT, WITH, FROM, DESCRIBE, "
+                               "SHOW, SUMMARIZE, EXPLAIN of one of them)")
+        return
     if kind not in READ_STATEMENTS:
         # named by the word the user wrote (DuckDB files INSTALL under LOAD, CHECKPOINT under CALL)
         first = re.match(r"\s*([A-Za-z]+)", statements[0].query or sql)

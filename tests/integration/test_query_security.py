@@ -51,6 +51,11 @@ ESCAPES = [
     "SELECT 1; DROP TABLE raw_ingest__files",
     "DROP TABLE raw_ingest__files",
     "",
+    # EXPLAIN ANALYZE runs what it explains: refused up front (exit 2) as the statement itself is (DuckDB's
+    # read-only error, exit 1, was the only guard)
+    "EXPLAIN ANALYZE CREATE TABLE t AS SELECT 1",
+    "explain analyse DELETE FROM raw_ingest__files",
+    "EXPLAIN ANALYZE COPY (SELECT 1) TO '{out}'",
 ]
 
 READS = [
@@ -61,6 +66,7 @@ READS = [
     "SHOW TABLES",
     "SUMMARIZE raw_ingest__files",
     "EXPLAIN SELECT * FROM raw_ingest__files",
+    "EXPLAIN ANALYZE SELECT count(*) FROM raw_ingest__files",
     "SELECT 1;",
 ]
 
