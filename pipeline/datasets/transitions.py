@@ -119,6 +119,7 @@ from pipeline.scoring.plays import STEP_COLUMNS, RecordingInput, read_recording_
 from pipeline.scoring.verify import (
     ReplayStep,
     describe,
+    file_steps,
     steps_from_file,
     table_steps,
 )
@@ -1140,8 +1141,14 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holde
         return iter(())
     rec = recs[0]
     has_pixels = rec.parsed is not None and rec.parsed.has_frames
-    return _export_recording(_Recording.of_input(rec, steps_from_file(rec) if rec.card is not None else [],
-                                                 has_pixels), job, result, holder, from_file=True)
+    if rec.card is None:
+        replay_steps: Sequence[ReplayStep] = []
+    elif rec.parsed is not None:  # made a slice at a time from the parsed lines (pixels on disk past a bound)
+        replay_steps = _ReplaySteps(len(rec.records), functools.partial(file_steps, rec))
+    else:
+        replay_steps = steps_from_file(rec)
+    return _export_recording(_Recording.of_input(rec, replay_steps, has_pixels), job, result, holder,
+                             from_file=True)
 
 
 def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterator[bytes | RowBlock]:

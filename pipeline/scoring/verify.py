@@ -158,7 +158,20 @@ def iter_steps_from_file(rec: RecordingInput) -> Iterator[ReplayStep]:
     """`steps_from_file` one step at a time (a long recording is replayed a chunk at a time: `replay_game`)."""
     parsed = rec.parsed if rec.parsed is not None else read_recording_file(rec.path, want_frames=True,
                                                                            keep_raw_json=False)
-    for i, (ln, record) in enumerate(zip(parsed.steps, rec.records, strict=True)):  # records carry recovered ids
+    return _file_steps(rec, parsed.steps, rec.records, 0)
+
+
+def file_steps(rec: RecordingInput, start: int, stop: int) -> list[ReplayStep]:
+    """The steps ``start`` to ``stop`` of the recording file (`steps_from_file`'s), made from its parsed lines
+    (``rec.parsed``, held: a large file's as columns) as they are asked for, not held for the whole file (its
+    pixels, 4 KB a frame, took an export of 100,000 recovered steps to 0.8 GB)."""
+    assert rec.parsed is not None
+    return list(_file_steps(rec, rec.parsed.steps[start:stop], rec.records[start:stop], start))
+
+
+def _file_steps(rec: RecordingInput, lines: Sequence[Any], records: Sequence[Any], first: int
+                ) -> Iterator[ReplayStep]:
+    for i, (ln, record) in enumerate(zip(lines, records, strict=True), first):  # records carry recovered ids
         action_input = ln.data.get("action_input") or {}
         payload = action_input.get("data")
         data = dict(payload) if isinstance(payload, dict) else {}

@@ -860,3 +860,40 @@ def test_a_file_given_again_under_another_name_is_exported_once(tmp_path):
     assert f"{folder / 'c.jsonl'}: same content as {folder / 'a.jsonl'}" in output
     rows = rows_of(tmp_path / "ds")
     assert rows.height == len(file_lines(AN53)) and not rows.select("play_id", "step").is_duplicated().any()
+
+
+def test_recovered_steps_are_made_a_slice_at_a_time_with_the_same_rows(tmp_path, monkeypatch):
+    """With --recovered-actions a file's steps were made whole, each with its pixels (an export of 100,000
+    recovered steps peaked at 0.8 GB, 5.9 KB a step); now a slice at a time from the parsed lines. Forced here
+    (columns, pixels on disk, slices of 5 steps): the rows of the whole-list export."""
+    import pipeline.datasets.transitions as transitions
+    import pipeline.recordings.reader as reader
+
+    lines = [json.loads(x) for x in AN53.read_text().splitlines() if x.strip()]
+    actions = []  # one per frame line that is not a post-terminal echo (an empty frame)
+    for line in lines:  # as the agents recorder writes it: every action id RESET, without its data
+        ai = line["data"]["action_input"]
+        if line["data"].get("frame") != []:
+            actions.append({"action": ai["id"], **{k: v for k, v in (ai.get("data") or {}).items() if k in "xy"}})
+        line["data"]["action_input"] = {"id": "RESET", "data": {}, "reasoning": None}
+    lost = tmp_path / "an53-lost.jsonl"
+    lost.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    recovered = tmp_path / "recovered.json"
+    recovered.write_text(json.dumps({lost.name: actions}))
+
+    def rows(out: str) -> pl.DataFrame:
+        code, output = export(str(lost), "--games", str(ENVS), "--out", str(tmp_path / out), "--recovered-actions",
+                              str(recovered))
+        assert code == 0, output
+        return rows_of(tmp_path / out)
+
+    whole = rows("whole")
+    made: list[int] = []
+    steps = transitions.file_steps
+    monkeypatch.setattr(transitions, "file_steps", lambda rec, a, b: made.append(b - a) or steps(rec, a, b))
+    monkeypatch.setattr(transitions, "READ_SLICE_STEPS", 5)
+    monkeypatch.setattr(reader, "COLUMNS_FROM_BYTES", 0)
+    monkeypatch.setattr(reader, "HELD_FRAME_BYTES", 1)
+    sliced = rows("sliced")
+    assert whole.height == len(lines) and whole["recovered"].all() and whole["verified"].all()
+    assert sliced.equals(whole) and made and max(made) <= 1024
