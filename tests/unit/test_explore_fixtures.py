@@ -166,3 +166,17 @@ def test_exploring_leaves_the_process_alone(monkeypatch):
     levels_only = run("lv02", max_nodes=50).graph
     assert os.environ["ONLY_RESET_LEVELS"] == "true"
     assert (levels_only.keys, levels_only.src, levels_only.dst) == (unset.keys, unset.src, unset.dst)
+
+
+def test_every_exploration_stops_at_the_edge_bound_unless_given_another(monkeypatch):
+    """No caller passed an edge bound: `explore bg41 --clicks pixels` kept 6M edges after 60 s (about 100 bytes
+    each) and its sandbox child passed 1.2 GB. The bound (DEFAULT_MAX_EDGES) now applies to every exploration,
+    checked between states (a state's own clicks, at most 4,096, may pass it)."""
+    from pipeline.explore import graph
+
+    whole = run("dm04")
+    assert whole.graph.stop_reason == "complete" and len(whole.graph.src) == 16
+    monkeypatch.setattr(graph, "DEFAULT_MAX_EDGES", 5)
+    bounded = run("dm04")
+    assert bounded.graph.stop_reason == "edge budget (5)" and 5 <= len(bounded.graph.src) < 16
+    assert len(bounded.graph.keys) < len(whole.graph.keys)
