@@ -52,6 +52,7 @@ class SchedulerUnreachable(Exception):
     """The cluster at --scheduler cannot be reached, or its address is not one: said in one line by the command
     (pipeline.commands.common), not a traceback."""
 
+
 Progress = Callable[[Iterable[Any], str, int], Iterable[Any]]  # pipeline.core.console.out.track
 
 

@@ -603,14 +603,12 @@ def check_read_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     if kind == duckdb.StatementType.EXPLAIN:  # what it explains (EXPLAIN ANALYZE runs it) must be a read too
         explained = _EXPLAINED.sub("", statements[0].query or sql, count=1)
         try:
-            inner = con.extract_statements(explained)
-        except duckdb.Error:
-            inner = []
-        if len(inner) != 1 or inner[0].type not in READ_STATEMENTS:
+            check_read_statement(con, explained)
+        except (QueryRefused, duckdb.Error) as err:
             first = re.match(r"\s*([A-Za-z]+)", explained)
             word = first.group(1).upper() if first else "a statement"
             raise QueryRefused(f"refused: EXPLAIN of {word}; a query only reads (SELECT, WITH, FROM, DESCRIBE, "
-                               "SHOW, SUMMARIZE, EXPLAIN of one of them)")
+                               "SHOW, SUMMARIZE, EXPLAIN of one of them)") from err
         return
     if kind not in READ_STATEMENTS:
         # named by the word the user wrote (DuckDB files INSTALL under LOAD, CHECKPOINT under CALL)
