@@ -362,11 +362,3 @@ class KeptFrames:
             raise OSError(f"the kept frames file {self.path} cannot be read: {err}") from err
         return out
 
-
-def kept_frames(frames_file: str | None, db_path: str | Path, line_numbers: Sequence[int]
-                ) -> dict[int, np.ndarray]:
-    """The frames `ingest --keep-frames` stored for ``line_numbers`` (`KeptFrames.frames_of`); {} when there is
-    no such file (named as stored, or beside the database) or it cannot be read (the caller then has hashes
-    only)."""
-    kept = KeptFrames.open(frames_file, db_path)
-    return {} if kept is None else kept.frames_of(line_numbers)

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.recordings.frames import KeptFrames, kept_frames
+from pipeline.recordings.frames import KeptFrames
 
 
 def _grid(line: int, index: int) -> bytes:
@@ -58,5 +58,6 @@ def test_a_missing_or_damaged_file_gives_hashes_only(tmp_path: Path):
                              "pixels": pa.array([_grid(1, 0)] * 2, pa.binary(4096))}), nulls)
     assert KeptFrames.open(str(nulls), tmp_path / "s.duckdb") is None
     path = _write(tmp_path / "ok.parquet", [[(1, 0)]])  # found beside the database, by its stored name
-    assert kept_frames("ok.parquet", tmp_path / "s.duckdb", [1])[1].shape == (1, 64, 64)
+    kept = KeptFrames.open("ok.parquet", tmp_path / "s.duckdb")
+    assert kept is not None and kept.frames_of([1])[1].shape == (1, 64, 64)
     assert path.exists()
