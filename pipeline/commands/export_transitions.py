@@ -45,7 +45,7 @@ def _copies(paths: Iterator[Path]) -> dict[Path, Path]:
     """Each file whose bytes are those of a file given before it -> that file (as `score` reads such a file
     once): its rows would be every row again, with the same play ids and file id. Only files of a size given
     twice are hashed."""
-    import hashlib
+    from pipeline.core.manifest import sha256_file
 
     by_size: dict[int, list[Path]] = {}
     for path in paths:
@@ -57,14 +57,11 @@ def _copies(paths: Iterator[Path]) -> dict[Path, Path]:
     for same_size in (group for group in by_size.values() if len(group) > 1):
         first: dict[str, Path] = {}
         for path in same_size:
-            digest = hashlib.sha256()
             try:
-                with open(path, "rb") as fh:
-                    while chunk := fh.read(1 << 20):
-                        digest.update(chunk)
+                digest = sha256_file(path)
             except OSError:
                 continue
-            copies_of = first.setdefault(digest.hexdigest(), path)
+            copies_of = first.setdefault(digest, path)
             if copies_of != path:
                 copies[path] = copies_of
     return copies
