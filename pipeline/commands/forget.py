@@ -92,8 +92,8 @@ def forget_command(
         out.console.print(f"  and {len(done.frames_files)} frame file(s)", markup=False)
     for path, n in copies:
         out.console.print(f"{path}: {n:,} of its rows were quarantined as copies of rows of the file(s) "
-                          f"{'that would be ' if dry_run else ''}forgotten (duplicate_across_files): `arcstudy "
-                          "ingest --force` it to load them", markup=False, soft_wrap=True)
+                          f"{'that would be ' if dry_run else ''}forgotten (duplicate_across_files, duplicate_play): "
+                          "`arcstudy ingest --force` it to load them", markup=False, soft_wrap=True)
     if not dry_run and done.n_rows:
         out.console.print("run `arcstudy build` to rebuild the analysis tables", markup=False)
     raise typer.Exit(EXIT_OK)
@@ -101,12 +101,14 @@ def forget_command(
 
 def _copies_of(ws, found) -> list[tuple[str, int]]:
     """(path, rows) of the other files whose rows were quarantined as copies of rows these files brought
-    (`duplicate_across_files`, whose reason names the file it copies): once these are forgotten, nothing holds
-    those rows, and their file must be ingested again to load them."""
+    (`duplicate_across_files`, or `duplicate_play` for every row of a play another file gave first; each reason
+    names that file): once these are forgotten, nothing holds those rows, and their file must be ingested again
+    to load them. (Counting the first check alone, a copied recording's 266 rows were said as 1.)"""
     ids, paths = list(found.files), [str(p) for p in found.files.values()]
     if not paths or not ws.has_table("quarantine"):
         return []
-    rows = ws.read("SELECT file_path, count(*) AS n FROM quarantine WHERE check_name = 'duplicate_across_files' "
+    rows = ws.read("SELECT file_path, count(*) AS n FROM quarantine "
+                   "WHERE check_name IN ('duplicate_across_files', 'duplicate_play') "
                    "AND (file_id IS NULL OR file_id NOT IN (SELECT unnest(?))) "
                    "AND len(list_filter(?::VARCHAR[], lambda p: contains(reason, ' from ' || p))) > 0 "
                    "GROUP BY 1 ORDER BY 1", [ids, paths])

@@ -234,3 +234,21 @@ def test_forget_removes_the_scores_and_harc_analyses_made_with_the_files(report_
         harc_tables = [t for t in ws.table_names() if t.startswith("out_harc__")]
         assert len(harc_tables) >= 10
         assert all(ws.read(f"SELECT count(*) FROM {t}").item() == 0 for t in harc_tables)
+
+
+def test_forgetting_the_original_counts_every_row_its_copy_had_quarantined(shared_dir, tmp_path, db_path):
+    """A copy of a recording has its whole play quarantined (`duplicate_play`, each row naming the original);
+    forgetting the original said "1 of its rows were quarantined as copies", counting `duplicate_across_files`
+    alone, where every one of the copy's rows waits to be loaded again."""
+    a, b, _ = _copies(shared_dir, tmp_path)
+    with Workspace(db_path) as ws:
+        ws.ensure_tables()
+        ingest_paths(ws, [a], run_id="first", workers=1)
+        ingest_paths(ws, [b], run_id="copy", workers=1)
+        held = ws.read("SELECT count(*) FROM quarantine WHERE run_id = 'copy' AND check_name IN "
+                       "('duplicate_play', 'duplicate_across_files')").item()
+        assert held > 10
+    result = cli("forget", a / SAMPLE.name, "--db", db_path)
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert f"{b / ('bom-' + SAMPLE.name)}: {held:,} of its rows were quarantined as copies" in said, said
