@@ -218,7 +218,13 @@ def export_transitions_command(
         replay_lanes,
         unrepeated_rows,
     )
-    from pipeline.scoring.plays import RecordingReadError, load_recovered_actions, same_content_as
+    from pipeline.scoring.plays import (
+        RecordingReadError,
+        load_recovered_actions,
+        same_content_as,
+        unmatched_reason,
+        unmatched_recovered,
+    )
 
     from .score import expand_recordings
 
@@ -298,6 +304,7 @@ def export_transitions_command(
         summary = DatasetSummary()
         first_file: dict[str, str | None] = {}  # play_id -> the file_id that gave its rows (unrepeated_rows)
         labels: dict[str | None, str] = {}  # file_id -> its label, for the reasons
+        file_ids: dict[str, tuple] = {}  # label -> its file_id and guids (what --recovered-actions may name)
         n_engine = 0
         input_sha256: dict[str, str] = {}  # files' hashes as their readers computed them (not read a second time)
         try:
@@ -327,6 +334,7 @@ def export_transitions_command(
                         writer.write_export(export)
                         labels[export.file_id] = export.label
                     for export in piece:
+                        file_ids[export.label] = (export.file_id, *{p.play_id.split("/")[0] for p in export.plays})
                         note_repeated_plays(export, first_file, labels)
                         summary.add(export)
                         n_engine += export.n_engine_steps
@@ -335,6 +343,10 @@ def export_transitions_command(
                         problems += ((export.label, p) for p in export.problems)
                         export.batches = []  # written: let the bytes go
             shards = writer.close()
+            if recovered and from_files:  # said, not ignored: the file's plays would stay unexported unsaid
+                exported = [(Path(j.label).name, *file_ids.get(j.label, ())) for j in jobs]
+                problems += [(str(recovered_actions), unmatched_reason(key)) for key in unmatched_recovered(
+                    recovered, (x for names in exported for x in names))]
         except OSError as err:
             writer.abort()
             raise fail(f"cannot write the dataset under {out_dir}: {err.strerror or err}") from err

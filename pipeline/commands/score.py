@@ -191,6 +191,8 @@ def score_command(
         recordings_from_tables,
         recount_for_competition,
         replay_scripts,
+        unmatched_reason,
+        unmatched_recovered,
     )
     from pipeline.scoring.run import ScoreInputError, ScoreRequest, score_recordings
     from pipeline.scoring.storage import (
@@ -303,6 +305,9 @@ def score_command(
             steps, plays, files, problems, checks = read_and_verify(paths, game_dirs, recovered, executor=executor,
                                                                     progress=out.track)
             problems = special + problems
+            if recovered:  # said, not ignored: the file's plays would stay uncounted without a word
+                problems += [(recovered_actions, unmatched_reason(key)) for key in unmatched_recovered(
+                    recovered, (name for name, _ in files.values()), plays["guid"].to_list(), files)]
             cards_found = read_card_files(card_paths)
             problems += cards_found.problems
             # A file read is hashed as it is read (its file_id): its digest is that of the bytes scored.

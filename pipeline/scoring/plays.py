@@ -19,7 +19,7 @@ toolkit recording the playback agent's session yields), from a file or from the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -604,6 +604,18 @@ def replay_scripts(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapping[str,
 
 
 RECOVERY_KEY = "$recovery"  # the metadata `arcstudy recover-actions` writes beside the actions
+
+
+def unmatched_recovered(recovered: Mapping[str, Any], *known: Iterable[str | None]) -> list[str]:
+    """The keys of --recovered-actions that name none of the files read (their names, guids and file ids in
+    `known`): a recording renamed since its actions were recovered is left uncounted, which must be said."""
+    names = {str(k) for keys in known for k in keys if k is not None}
+    return sorted(key for key in recovered if key not in names)
+
+
+def unmatched_reason(key: str) -> str:
+    return (f"--recovered-actions: {key!r} names no file given (by file name, guid or file_id): its actions "
+            "were not used (a recording renamed since they were recovered?)")
 
 
 def load_recovered_actions(path: Path) -> dict[str, RecoveredSteps]:

@@ -897,3 +897,19 @@ def test_recovered_steps_are_made_a_slice_at_a_time_with_the_same_rows(tmp_path,
     sliced = rows("sliced")
     assert whole.height == len(lines) and whole["recovered"].all() and whole["verified"].all()
     assert sliced.equals(whole) and made and max(made) <= 1024
+
+
+@pytest.mark.parametrize("verb", ["export-transitions", "score"])
+def test_recovered_actions_for_no_file_given_are_said(tmp_path, verb):
+    """A --recovered-actions key that names no file given (a recording renamed since its actions were recovered)
+    was ignored without a word: the file's plays stayed uncounted or unexported, exit 0 for the rest."""
+    sample = next((SAMPLES / "benchmarking").glob("*.recording.jsonl"))
+    guid = json.loads(sample.read_text().splitlines()[1])["data"]["guid"]
+    recovered = tmp_path / "recovered.json"
+    recovered.write_text(json.dumps({guid: ["ACTION1"] * 3, "renamed.recording.jsonl": ["ACTION1"] * 3}))
+    result = CliRunner().invoke(app, ["--plain", verb, str(sample), "--recovered-actions", str(recovered),
+                                      "--out", str(tmp_path / "out"), *(["--no-figures"] if verb == "score" else [])])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 3, result.output
+    assert "--recovered-actions: 'renamed.recording.jsonl' names no file given" in said, said
+    assert f"'{guid}'" not in said  # the key naming the file by its guid was used
