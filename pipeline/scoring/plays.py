@@ -614,6 +614,7 @@ def unmatched_recovered(recovered: Mapping[str, Any], *known: Iterable[str | Non
 
 
 def unmatched_reason(key: str) -> str:
+    """Why a --recovered-actions key is rejected input (`unmatched_recovered`)."""
     return (f"--recovered-actions: {key!r} names no file given (by file name, guid or file_id): its actions "
             "were not used (a recording renamed since they were recovered?)")
 

@@ -67,14 +67,25 @@ def optimal_frame(points: pl.DataFrame, source: OptimalSource, source_name: str)
 MAX_OPTIMAL_ACTIONS = 1_000_000_000  # as a baseline's bound (baseline_sources.baseline_values)
 
 
-def _optimal_count(value: object, said: str) -> int:
-    """An optimal action count: a whole number from 1 to MAX_OPTIMAL_ACTIONS (a float that is one, as a CSV
-    gives it, too); ValueError with `said` otherwise (4.7 was taken as 4, NaN raised from int())."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or not float(value).is_integer():
-        raise ValueError(f"{said}: not a whole number of actions")
-    if not 1 <= value <= MAX_OPTIMAL_ACTIONS:
-        raise ValueError(f"{said}: an optimal count is from 1 to {MAX_OPTIMAL_ACTIONS:,} actions")
+def _whole(value: object) -> int | None:
+    """`value` as a whole number (an int, a float that is one, or digits as a CSV cell gives them), else None
+    (4.7 was taken as 4, NaN raised from int())."""
+    if isinstance(value, str):
+        return int(value) if value.strip().isdigit() else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value \
+            or not float(value).is_integer():
+        return None
     return int(value)
+
+
+def _optimal_count(value: object, said: str) -> int:
+    """An optimal action count: a whole number from 1 to MAX_OPTIMAL_ACTIONS; ValueError with `said` otherwise."""
+    count = _whole(value)
+    if count is None:
+        raise ValueError(f"{said}: not a whole number of actions")
+    if not 1 <= count <= MAX_OPTIMAL_ACTIONS:
+        raise ValueError(f"{said}: an optimal count is from 1 to {MAX_OPTIMAL_ACTIONS:,} actions")
+    return count
 
 
 def _checked_table(df: pl.DataFrame, source_name: str) -> pl.DataFrame:
@@ -90,17 +101,11 @@ def _checked_table(df: pl.DataFrame, source_name: str) -> pl.DataFrame:
         where = f"optimal table {source_name} row {i}"
         if row["game_id"] is None or not str(row["game_id"]).strip():
             raise ValueError(f"{where}: no game_id")
-        level = row["level_index"]
-        if isinstance(level, str):
-            level = int(level) if level.strip().isdigit() else level
-        if isinstance(level, bool) or not isinstance(level, int | float) or level != level \
-                or not float(level).is_integer() or level < 1:
+        level = _whole(row["level_index"])
+        if level is None or level < 1:
             raise ValueError(f"{where}: level_index {row['level_index']!r} is not a level (a whole number from 1)")
-        value = row["optimal_actions"]
-        if isinstance(value, str):
-            value = int(value) if value.strip().isdigit() else value
-        count = _optimal_count(value, f"{where}: optimal_actions {row['optimal_actions']!r}")
-        key = (str(row["game_id"]), int(level))
+        count = _optimal_count(row["optimal_actions"], f"{where}: optimal_actions {row['optimal_actions']!r}")
+        key = (str(row["game_id"]), level)
         if seen.setdefault(key, count) != count:
             raise ValueError(f"{where}: {key[0]} level {key[1]} is given twice, as {seen[key]} and {count}")
         row["game_id"], row["level_index"], row["optimal_actions"] = key[0], key[1], count
