@@ -1259,7 +1259,7 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
         values = (rec.game_id, pid, source, i + first, ACTION_NAMES[action_id], action_id, x, y,
                   expected.get("levels_completed", record.levels_completed),
                   expected.get("win_levels", record.win_levels),  # a 2025 preview line's win_score too
-                  _state(expected.get("state")), expected.get("available_actions"), changes[i],
+                  _state(expected.get("state")), expected.get("available_actions"), bool(changes[i]),
                   rec.effects[i].is_counted, verified, rec.recovered, rec.file_id, st.line)  # `_row`'s order
         if packed is None:  # the file's frames
             rows.add(st.pixels, st.frame_hashes, values)

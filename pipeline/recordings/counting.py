@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from pipeline.core.spill import SpillArray, growing
 from schemas.vocabulary import ACTION_NAMES, GAME_STATES
 
 __all__ = [
@@ -116,6 +117,51 @@ class StepEffect(enum.StrEnum):
     @property
     def is_counted(self) -> bool:
         return self in (StepEffect.LEVEL_RESET, StepEffect.ACTION)
+
+
+_EFFECT_MEMBERS = tuple(StepEffect)
+_EFFECT_CODE = {e: i for i, e in enumerate(_EFFECT_MEMBERS)}
+
+
+class StepEffects(Sequence):
+    """One `StepEffect` per step, held as a one-byte code (a tuple took 8 bytes a step, and a long file's codes
+    wait on disk past `HELD_ITEMS`: `growing`). Indexing and iterating give the members; a slice is a tuple; it
+    equals any sequence of the same members."""
+
+    __slots__ = ("codes",)
+
+    def __init__(self, effects: Iterable[StepEffect] = ()) -> None:
+        self.codes = growing("b", map(_EFFECT_CODE.__getitem__, effects))
+
+    @classmethod
+    def of_codes(cls, codes: bytes) -> StepEffects:
+        """From one byte per step, each its member's place in `StepEffect`'s order."""
+        column = array("b")
+        column.frombytes(codes)
+        out = cls.__new__(cls)
+        out.codes = growing("b", column)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return tuple(map(_EFFECT_MEMBERS.__getitem__, self.codes[i]))
+        return _EFFECT_MEMBERS[self.codes[i]]
+
+    def __iter__(self) -> Iterator[StepEffect]:
+        return map(_EFFECT_MEMBERS.__getitem__, self.codes)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (StepEffects, tuple, list)):
+            return len(self) == len(other) and all(a is b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StepEffects({len(self)} steps)"
 
 
 FullResetRule = Literal["recorded", "after-win", "engine"]
@@ -411,10 +457,11 @@ def card_from_effects(steps: Sequence[StepRecord], effects: Sequence[StepEffect]
 
 
 def level_changes(steps: Sequence[StepRecord], effects: Sequence[StepEffect], play_index: Sequence[int]
-                  ) -> list[bool]:
+                  ) -> array | SpillArray:
     """Per step: does the card append a ``[levels_completed, actions]`` pair here? (``levels_completed``
-    differs from the previous non-echo step of the same play, 0 before the first; echoes never do.)"""
-    return list(iter_level_changes(zip(steps, effects, play_index, strict=True)))
+    differs from the previous non-echo step of the same play, 0 before the first; echoes never do.) As bytes,
+    1 for yes (a list took 8 bytes a step), on disk but for the newest past `HELD_ITEMS` (`growing`)."""
+    return growing("B", iter_level_changes(zip(steps, effects, play_index, strict=True)))
 
 
 def iter_level_changes(triples: Iterable[tuple[StepRecord, StepEffect, int]]) -> Iterator[bool]:
@@ -431,12 +478,13 @@ def iter_level_changes(triples: Iterable[tuple[StepRecord, StepEffect, int]]) ->
         yield changed
 
 
-def play_index_per_step(effects: Sequence[StepEffect]) -> array:
+def play_index_per_step(effects: Sequence[StepEffect]) -> array | SpillArray:
     """The play slot every step belongs to, with ``card_from_effects``'s rules: a play opens at the opening
     RESET, at every full reset, and implicitly before the first counted step of a file without its opening
     RESET; post-terminal echoes stay with the current play. An array of int64 (8 bytes a step; a list of ints
-    took 40 for the millions of steps of a long recording)."""
-    return array("q", iter_play_index(effects))
+    took 40 for the millions of steps of a long recording), on disk but for its newest items past
+    `HELD_ITEMS` (`growing`)."""
+    return growing("q", iter_play_index(effects))
 
 
 def iter_play_index(effects: Iterable[StepEffect]) -> Iterator[int]:

@@ -16,7 +16,6 @@ recorder defects of schemas.arc3.RECORDING_FLAGS) and counted as the toolkit's c
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
 import math
@@ -27,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from itertools import islice
+from itertools import accumulate, islice, pairwise, repeat
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,9 @@ import orjson
 import polars as pl
 import pyarrow as pa
 
+from pipeline.core import spill
 from pipeline.core.outputs import scratch_error
+from pipeline.core.spill import SpillArray, growing
 from pipeline.core.spool import Spool
 from pipeline.core.textfiles import TextFacts, bom_encoding, dense_json_reason, not_utf8_reason, strip_bom
 from schemas.validate import conform, empty_frame
@@ -45,6 +46,7 @@ from .cards import card_rows
 from .counting import (
     ACTION_NAMES,
     StepEffect,
+    StepEffects,
     StepRecord,
     detect_action_ids_lost,
     iter_level_changes,
@@ -87,7 +89,7 @@ class ParsedRecording:
     guid: str | None
     name_guid: str | None  # the guid the file name carries
     is_action_ids_lost: bool
-    effects: tuple[StepEffect, ...]  # one per kept step
+    effects: StepEffects  # one per kept step
     play_index: Sequence[int]  # one per kept step (int64s): 0, then +1 at every full reset (echoes stay in their play)
     flags: list[str] = field(default_factory=list)  # file-level quality flags
     card_slots: list[dict] = field(default_factory=list)  # core_arc3__card_plays rows of the summary's cards
@@ -225,7 +227,8 @@ class DataColumn(Sequence):
     a line's `data` once it is read, so a decoded copy is as good as the object."""
 
     def __init__(self, held_bytes: int | None = None) -> None:
-        self._objects: list[dict[str, Any] | None] = []  # None: spilled
+        self._held: list[dict[str, Any]] = []  # the distinct objects held (their JSON within `held_bytes`)
+        self._objects: array | SpillArray = array("i")  # per line: its object's place in `_held`; -1: spilled
         # Where a spilled line's JSON starts in the file (-1: held), and its length (negative: written by `json`,
         # which orjson could not write exactly); made at the first spill (a file whose data are held pays nothing).
         self._at: array | None = None
@@ -250,24 +253,35 @@ class DataColumn(Sequence):
                 if len(self._shared) >= SHARED_DATA_LIMIT:
                     self._shared.clear()
                 self._shared[key] = entry
-        if isinstance(entry, dict):
+        if isinstance(entry, int):
             self._objects.append(entry)
             if self._at is not None:
                 self._at.append(-1)
                 self._size.append(0)
         else:
             if self._at is None:
-                self._at = array("q", [-1]) * len(self._objects)
-                self._size = array("i", [0]) * len(self._objects)
-            self._objects.append(None)
+                n = len(self._objects)
+                if isinstance(self._objects, SpillArray):  # (a block at a time: n may be millions)
+                    self._at, self._size = SpillArray("q", repeat(-1, n)), SpillArray("i", repeat(0, n))
+                else:
+                    self._at, self._size = array("q", [-1]) * n, array("i", [0]) * n
+            self._objects.append(-1)
             self._at.append(entry[0])
             self._size.append(entry[1])
 
-    def _hold_or_spill(self, data: dict[str, Any], key: bytes | None, size: int
-                       ) -> dict[str, Any] | tuple[int, int]:
+    def spill_columns(self) -> None:
+        """Past HELD_ITEMS lines: the per-line columns wait on disk but for their newest lines (`SpillArray`)."""
+        if not isinstance(self._objects, SpillArray):
+            self._objects = SpillArray("i", self._objects)
+            if self._at is not None:
+                self._at, self._size = SpillArray("q", self._at), SpillArray("i", self._size)
+
+    def _hold_or_spill(self, data: dict[str, Any], key: bytes | None, size: int) -> int | tuple[int, int]:
+        """`data`'s place among the held objects, or where its JSON starts in the file and its length."""
         if size <= self._room:
             self._room -= size
-            return data
+            self._held.append(data)
+            return len(self._held) - 1
         blob = key if key is not None else json.dumps(data).encode()  # ASCII: lone surrogates stay escapes
         try:
             if self._file is None:
@@ -286,8 +300,8 @@ class DataColumn(Sequence):
         if isinstance(i, slice):
             return [self[j] for j in range(len(self))[i]]
         held = self._objects[i]
-        if held is not None:
-            return held
+        if held >= 0:
+            return self._held[held]
         at = self._at[i]
         decoded = self._decoded.get(at)
         if decoded is not None:
@@ -315,11 +329,12 @@ class DataColumn(Sequence):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(held_bytes=0)
-        self._objects = state["objects"]
+        self._held = state["objects"]
+        self._objects = growing("i", range(len(self._held)))
 
     def spilled(self) -> int:
         """How many lines' `data` wait on disk."""
-        return self._objects.count(None)
+        return sum(code < 0 for code in self._objects)
 
 
 HELD_FRAME_BYTES = 64 * 1024 * 1024  # a large file's pixels held as arrays up to this much, then on disk
@@ -336,9 +351,12 @@ class FrameColumn:
     def __init__(self, held_bytes: int | None = None) -> None:
         self._held: dict[int, np.ndarray] = {}
         self._room = HELD_FRAME_BYTES if held_bytes is None else held_bytes
-        self._positions = array("q")  # the spilled lines' positions, in increasing order
-        self._at = array("q")  # where each one's pixels start in the file
-        self._n = array("i")  # its number of frames (each 64x64: other shapes are held)
+        # By line position, from the first spilled line's on: where its pixels start in the file (-1: none there)
+        # and its number of frames (each 64x64: other shapes are held).
+        self._first = -1
+        self._at = SpillArray("q")
+        self._n = SpillArray("i")
+        self._spilled = 0
         self._file: Any = None
         self._end = 0
         self._unflushed = False
@@ -356,30 +374,35 @@ class FrameColumn:
         except OSError as err:  # the scratch space is full or not writable: not the input's fault (exit 1)
             raise scratch_error(err) from err
         self._unflushed = True
-        self._positions.append(i)
+        if self._first < 0:
+            self._first = i
+        gap = i - self._first - len(self._at)  # lines without spilled pixels since the last one
+        self._at.extend(repeat(-1, gap))
+        self._n.extend(repeat(0, gap))
         self._at.append(self._end)
         self._n.append(len(pixels))
+        self._spilled += 1
         self._end += pixels.nbytes
 
     def get(self, i: int) -> np.ndarray | None:
         """Line `i`'s pixels (a new array for a spilled line), or None for a line without."""
         held = self._held.get(i)
-        if held is not None or not self._positions:
+        k = i - self._first
+        if held is not None or self._first < 0 or not 0 <= k < len(self._at):
             return held
-        k = bisect.bisect_left(self._positions, i)
-        if k == len(self._positions) or self._positions[k] != i:
+        at = self._at[k]
+        if at < 0:
             return None
         if self._unflushed:
             self._file.flush()
             self._unflushed = False
-        n = self._n[k]
-        pixels = np.empty((n, 64, 64), dtype=np.uint8)
-        if os.preadv(self._file.fileno(), [pixels.data], self._at[k]) != pixels.nbytes:
-            raise OSError(f"the temporary file of spilled frames ended early (at {self._at[k]})")
+        pixels = np.empty((self._n[k], 64, 64), dtype=np.uint8)
+        if os.preadv(self._file.fileno(), [pixels.data], at) != pixels.nbytes:
+            raise OSError(f"the temporary file of spilled frames ended early (at {at})")
         return pixels
 
     def __getstate__(self) -> dict[str, Any]:  # pickled (to another process): every line's pixels, held
-        spilled = {i: self.get(i) for i in self._positions}
+        spilled = {self._first + k: self.get(self._first + k) for k, at in enumerate(self._at) if at >= 0}
         return {"held": {**self._held, **spilled}}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -388,7 +411,7 @@ class FrameColumn:
 
     def spilled(self) -> int:
         """How many lines' pixels wait on disk."""
-        return len(self._positions)
+        return self._spilled
 
 
 _KINDS = ("frame", "usage", "scorecard", "other")
@@ -403,40 +426,85 @@ _NO_WIN = -_INT64
 _FROM_LINE = -2
 
 
-class _MostlyOne:
-    """A column of one value per line that is usually one value throughout (the frame hashes of a frameless
-    recording: None; the compact text of a reader that keeps none: ""): nothing is held a line until another
-    value comes, then a list (a list of the one value took 8 bytes a line, of millions of lines)."""
+class _TextColumn:
+    """Each line's compact text ("" when none is kept): held for the lines that have one, by position, until
+    they are released (`reset_from`: their chunk is written). A reader that keeps no text holds nothing a line
+    (a list of "" took 8 bytes a line of millions), and one that releases its chunks holds the last chunk's."""
 
-    __slots__ = ("default", "values", "n")
+    __slots__ = ("texts", "n")
 
-    def __init__(self, default: Any) -> None:
-        self.default = default
-        self.values: list | None = None
-        self.n = 0  # lines, while `values` is None
+    def __init__(self) -> None:
+        self.texts: dict[int, str] = {}
+        self.n = 0
 
-    def append(self, value: Any) -> None:
-        if self.values is None:
-            if value is self.default or (type(value) is type(self.default) and value == self.default):
-                self.n += 1
-                return
-            self.values = [self.default] * self.n
-        self.values.append(value)
+    def append(self, text: str) -> None:
+        if text:
+            self.texts[self.n] = text
+        self.n += 1
 
     def __len__(self) -> int:
-        return self.n if self.values is None else len(self.values)
+        return self.n
 
-    def __getitem__(self, i: int) -> Any:
-        if self.values is not None:
-            return self.values[i]
+    def __getitem__(self, i: int) -> str:
         if not -self.n <= i < self.n:
             raise IndexError(i)
-        return self.default
+        return self.texts.get(i % self.n, "")
 
     def reset_from(self, start: int) -> None:
-        """Every line from position `start` on holds the one value again."""
-        if self.values is not None:
-            self.values[start:] = [self.default] * (len(self.values) - start)
+        """Every line from position `start` on holds no text again."""
+        for i in [i for i in self.texts if i >= start]:
+            del self.texts[i]
+
+
+class _HashColumn:
+    """Per line, its frames' sha256s (hex) or None: nothing is held a line while no line has frames; then each
+    frame's 32 bytes (a hex string in a list took about 180 bytes a frame) and where a line's start (-1: None),
+    as `SpillArray`s."""
+
+    __slots__ = ("n", "start", "count", "digests")
+
+    def __init__(self) -> None:
+        self.n = 0  # lines, while no line had hashes
+        self.start: SpillArray | None = None
+        self.count: SpillArray | None = None
+        self.digests: SpillArray | None = None
+
+    def append(self, hashes: list[str] | None) -> None:
+        if self.start is None:
+            if hashes is None:
+                self.n += 1
+                return
+            self.start, self.count = SpillArray("q", repeat(-1, self.n)), SpillArray("i", repeat(0, self.n))
+            self.digests = SpillArray("B")
+        if hashes is None:
+            self.start.append(-1)
+            self.count.append(0)
+            return
+        self.start.append(len(self.digests))
+        self.count.append(len(hashes))
+        for h in hashes:
+            self.digests += bytes.fromhex(h)
+
+    def __len__(self) -> int:
+        return self.n if self.start is None else len(self.start)
+
+    def __getitem__(self, i: int) -> list[str] | None:
+        if self.start is None:
+            if not -self.n <= i < self.n:
+                raise IndexError(i)
+            return None
+        at = self.start[i]
+        if at < 0:
+            return None
+        blob = bytes(self.digests[at:at + 32 * self.count[i]])
+        return [blob[k:k + 32].hex() for k in range(0, len(blob), 32)]
+
+    def last(self, i: int) -> str | None:
+        """The last of line `i`'s hashes (its step's frame digest), or None."""
+        if self.start is None:
+            return None
+        at, n = self.start[i], self.count[i]
+        return bytes(self.digests[at + 32 * (n - 1):at + 32 * n]).hex() if at >= 0 and n else None
 
 
 class LineColumns(Sequence):
@@ -458,8 +526,8 @@ class LineColumns(Sequence):
         self.time = array("q")  # UTC microseconds since the epoch, _NO_TIME for none
         self.tz: dict[int, Any] = {}  # position -> tzinfo, for the times not in UTC
         self.n_frames = array("i")
-        self.hashes = _MostlyOne(None)  # per line: its frames' hashes (None without frames)
-        self.raw_json = _MostlyOne("")  # per line: its compact text ("" once released, or when not kept)
+        self.hashes = _HashColumn()  # per line: its frames' hashes (None without frames)
+        self.raw_json = _TextColumn()  # per line: its compact text ("" once released, or when not kept)
         self.action_id = array("b")
         self.id_was_string = bytearray()
         self.dropped: dict[int, tuple] = {}
@@ -476,10 +544,13 @@ class LineColumns(Sequence):
     def append(self, ln: Line, raw: str | bytes) -> None:
         """Add a parsed line; `raw`: its compact text without pixels when it was made, else its bytes as read."""
         i = len(self.number)
+        if i == spill.HELD_ITEMS:
+            self._spill_columns()
         self.number.append(ln.number)
         self.kind.append(_KIND_CODE[ln.kind])
         self.data.append(ln.data, raw)
-        self.sha += ln.sha
+        if self.sha is not None:
+            self.sha += ln.sha
         self.offset.append(ln.offset)
         self.size.append(ln.size)
         at = ln.recorded_at
@@ -499,6 +570,20 @@ class LineColumns(Sequence):
         if ln.frames is not None:
             self.frames[i] = ln.frames
         self._add_record(ln)
+
+    _FIXED = (("number", "q"), ("kind", "B"), ("sha", "B"), ("offset", "q"), ("size", "q"), ("time", "q"),
+              ("n_frames", "i"), ("action_id", "b"), ("id_was_string", "B"), ("levels", "q"), ("win", "q"),
+              ("full_reset", "B"), ("state", "i"), ("guid", "i"))
+
+    def _spill_columns(self) -> None:
+        """A file past HELD_ITEMS lines: every fixed-width column becomes a `SpillArray` (its newest lines in memory,
+        the rest on disk), so that the file's length no longer sets the memory (about 100 bytes a line held: a
+        file of ten million steps took over 1 GB). Smaller files keep plain arrays, indexed at C speed."""
+        for name, typecode in self._FIXED:
+            column = getattr(self, name)
+            if column is not None and not isinstance(column, SpillArray):
+                setattr(self, name, SpillArray(typecode, column))
+        self.data.spill_columns()
 
     def _code(self, value: Any) -> int:
         if value is None:
@@ -532,12 +617,12 @@ class LineColumns(Sequence):
         state, win, guid = self.state[i], self.win[i], self.guid[i]
         if state == _FROM_LINE or guid == _FROM_LINE:
             return self.line(i).step_record()
-        n, action, full, hashes = self.n_frames[i], self.action_id[i], self.full_reset[i], self.hashes[i]
+        n, action, full = self.n_frames[i], self.action_id[i], self.full_reset[i]
         # (positional, in the fields' order: a keyword call costs a third more, and counting makes millions)
         return StepRecord(None if action == _NO_ACTION else action, None if state < 0 else self._values[state],
                           self.levels[i], None if full == 2 else bool(full), None if win == _NO_WIN else win,
                           None if n == _NO_FRAMES else n, None if guid < 0 else self._values[guid],
-                          hashes[-1] if hashes else None, self.number[i])
+                          self.hashes.last(i), self.number[i])
 
     def line(self, i: int) -> Line:
         t = self.time[i]
@@ -567,7 +652,7 @@ class LineColumns(Sequence):
 
     def select(self, kind: str) -> LineView:
         code = _KIND_CODE[kind]
-        return LineView(self, array("i", (i for i, k in enumerate(self.kind) if k == code)))
+        return LineView(self, growing("i", (i for i, k in enumerate(self.kind) if k == code)))
 
     def drop_time(self, i: int, err: LineError) -> None:
         """Line `i` loses its time (stored as null) and records why, as a value dropped over its bound does."""
@@ -604,7 +689,7 @@ class LineView(Sequence):
 
     def take(self, indices: Sequence[int]) -> LineView:
         """The lines at these indices of this view."""
-        return LineView(self.store, array("i", (self.positions[i] for i in indices)))
+        return LineView(self.store, growing("i", (self.positions[i] for i in indices)))
 
 
 class StepRecordView(Sequence):
@@ -790,7 +875,7 @@ def _consistent_steps(path: Path, frames: Sequence[Line], game_id: str, guid: st
                       variant: str | None) -> Sequence[Line]:
     """Contradictions, time order, duplicates: the line is left out, the rest kept. A line whose time alone
     jumps ahead (`_jumps_ahead`) is kept without its time."""
-    kept = array("i")  # indices in `frames`
+    kept = SpillArray("i")  # indices in `frames`
     last_time: datetime | None = None
     last_timed: Line | None = None  # the kept line whose time is `last_time`
     prev: Line | None = None
@@ -934,12 +1019,15 @@ def reset_defects(frames: Sequence[Line]) -> set[str]:
     of a toolkit recording is left out (`_consistent_steps`: the toolkit counted it once); a repeated full
     RESET is counted as the engine answered it (an empty play)."""
     flags: set[str] = set()
-    ids = ([frames.store.action_id[p] for p in frames.positions] if isinstance(frames, LineView)
-           else [ln.action_id for ln in frames])  # (a large file's lines are made only for two RESETs in a row)
-    if len(ids) >= 2 and ids[0] == 0 and ids[1] == 0:
-        flags.add("leading_reset_repeated")
-    if any(ids[k] == 0 and ids[k + 1] == 0 and frames[k].data == frames[k + 1].data for k in range(len(ids) - 1)):
-        flags.add("doubled_reset")
+    # (a large file's lines are made only for two RESETs in a row; its ids are read one at a time)
+    ids = (map(frames.store.action_id.__getitem__, frames.positions) if isinstance(frames, LineView)
+           else (ln.action_id for ln in frames))
+    for k, (a, b) in enumerate(pairwise(ids)):
+        if a == 0 and b == 0:
+            if k == 0:
+                flags.add("leading_reset_repeated")
+            if "doubled_reset" not in flags and frames[k].data == frames[k + 1].data:
+                flags.add("doubled_reset")
     return flags
 
 
@@ -1033,13 +1121,10 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
         options = replace(options, leading_reset="absent")
     # Lines whose ids were lost cannot be classified: they stay one play of plain actions (flagged), and no
     # line is treated as an echo.
-    effects = (tuple(StepEffect.ACTION for _ in steps) if ids_lost
-               else tuple(iter_step_effects(step_records(steps), options)))
+    effects = StepEffects(repeat(StepEffect.ACTION, len(steps)) if ids_lost
+                          else iter_step_effects(step_records(steps), options))
     # (an array: a list's int objects took 40 bytes a step, a fifth of a large file's parsed columns)
-    play_index, current = array("q"), 0
-    for effect in effects:
-        current += effect is StepEffect.FULL_RESET
-        play_index.append(current)
+    play_index = growing("q", accumulate(effect is StepEffect.FULL_RESET for effect in effects))
 
     if any(ln.id_was_string for ln in steps):
         flags.add("string_action_ids")
@@ -1070,7 +1155,7 @@ def read_recording_file(path: Path | str, *, want_frames: bool = False,
                            card_flags=card_flags)
 
 
-def _over_max_actions(path: Path, effects: tuple[StepEffect, ...]) -> bool:
+def _over_max_actions(path: Path, effects: Sequence[StepEffect]) -> bool:
     """The agents recorder's documented file name `{game_id}.{agent_type}.{max_actions}.{guid}.recording.jsonl`
     carries the agent's MAX_ACTIONS: a file with more agent actions than that (the harness's off-by-one) is
     flagged `over_max_actions`; the lines are counted as they are. Every written line is an action the agent

@@ -41,6 +41,7 @@ from pipeline.recordings.counting import (
     Card,
     CardPlay,
     StepEffect,
+    StepEffects,
     StepRecord,
     action_id_from,
     card_from_effects,
@@ -225,11 +226,11 @@ def step_records_of(steps: pl.DataFrame) -> Sequence[StepRecord]:
 _EFFECTS = list(StepEffect)
 
 
-def _effects(column: pl.Series) -> tuple[StepEffect, ...]:
+def _effects(column: pl.Series) -> StepEffects:
     """The stored effects as `StepEffect`s, through their codes (no string object per step, and no column of
     the codes' size beside the texts: a replace of a million steps' texts held 68 MB for a while)."""
-    codes = column.cast(pl.Enum([e.value for e in _EFFECTS])).to_physical()
-    return tuple(map(_EFFECTS.__getitem__, codes.to_list()))
+    codes = column.cast(pl.Enum([e.value for e in _EFFECTS])).to_physical().cast(pl.Int8)
+    return StepEffects.of_codes(codes.to_numpy().tobytes())
 
 
 class RecoveredSteps(list):

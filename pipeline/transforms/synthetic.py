@@ -123,7 +123,7 @@ class SyntheticStudy:
             plays_lines[-1].append(row)
         play_of = [int(row["play_id"].rsplit("/", 1)[1]) for row in rows]
         for row, change in zip(rows, level_changes(records, effects, play_of), strict=True):
-            row["is_level_change"] = change
+            row["is_level_change"] = bool(change)
         self.steps.extend(rows)
         has_leading_reset = script[0] in "RrF"
         for idx, plines in enumerate(plays_lines):

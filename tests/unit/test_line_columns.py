@@ -221,7 +221,7 @@ def test_columns_that_are_one_value_throughout_hold_nothing_a_line():
     store = LineColumns()
     for ln in frameless:
         store.append(ln, b"")
-    assert store.hashes.values is None and store.raw_json.values is None
+    assert store.hashes.start is None and store.raw_json.texts == {}
     assert [astuple(ln) for ln in store] == [astuple(ln) for ln in frameless]
     with_frames = parse_line(99, _line(3), want_frames=False, keep_raw=True)
     assert with_frames.hashes and with_frames.raw_json
@@ -262,3 +262,62 @@ def test_a_reader_that_writes_no_line_rows_lets_the_line_hashes_go_after_the_dup
     with pytest.raises(ValueError, match="hashes were let go"):
         line_rows(kept.steps, "f")
     assert line_rows(with_hashes.steps, "f").height == len(with_hashes.steps)
+
+
+def _timed_line(i: int, at: str | None = None) -> bytes:
+    """Line `i` of a long recording: times one second apart, a frame every fifth line, a full RESET every 50th,
+    its own reasoning every seventh (distinct `data`)."""
+    minute, second = divmod(i, 60)
+    body = {"game_id": "ab12-00000000", "state": "NOT_FINISHED", "levels_completed": (i // 10) % 3,
+            "win_levels": 3, "full_reset": i % 50 == 0,
+            "action_input": {"id": 0 if i % 50 == 0 else "ACTION6" if i % 2 else "ACTION1",
+                             "data": {"x": i % 64, "y": 3} if i % 2 else {},
+                             "reasoning": f"step {i}" if i % 7 == 0 else None},
+            "guid": "9064696e-1bf8-40f1-8b96-607f92b98787"}
+    if i % 5 == 0:
+        body["frame"] = [[[(r + c + i) % 16 for c in range(64)] for r in range(64)]]
+    ts = at or f"2026-01-02T{3 + minute // 60:02d}:{minute % 60:02d}:{second:02d}+00:00"
+    return json.dumps({"timestamp": ts, "data": body}).encode()
+
+
+def test_a_long_file_whose_columns_wait_on_disk_is_the_file_read_as_a_list(tmp_path: Path, monkeypatch):
+    """Past `HELD_ITEMS` lines every per-line column of a file read as columns (its fixed-width fields, its
+    frame hashes, where its `data` and pixels are, the positions of its steps, their effects and plays) becomes
+    a `SpillArray` whose older blocks wait on disk, so that memory no longer grows with the file. Made tiny
+    here, the same file reads as the same recording: every line, issue, effect, play and table row; a time
+    dropped after its line went to disk (a clock glitch) is dropped in the file."""
+    from pipeline.core import spill
+    from pipeline.core.spill import SpillArray
+    from pipeline.recordings import reader
+
+    path = tmp_path / "ab12-00000000-9064696e-1bf8-40f1-8b96-607f92b98787.jsonl"
+    raw = [_timed_line(i) for i in range(3_000)]
+    raw[10] = _timed_line(10, at="2099-01-01T00:00:00+00:00")  # its time alone jumps ahead: dropped, line kept
+    raw.insert(40, raw[39])  # a duplicated write
+    raw.insert(700, b'{"timestamp": "2026-01-02T03:04:05+00:00", "data": {"x": 1}}')  # an unknown record
+    path.write_bytes(b"\n".join(raw) + b"\n")
+    as_list = read_recording_file(path, want_frames=True)
+    monkeypatch.setattr(spill, "HELD_ITEMS", 256)
+    monkeypatch.setattr(spill, "BLOCK_ITEMS", 64)
+    monkeypatch.setattr(reader, "HELD_DATA_BYTES", 1)
+    monkeypatch.setattr(reader, "HELD_FRAME_BYTES", 1)
+    as_columns = read_recording_file(path, want_frames=True, columns=True)
+    store = as_columns.lines
+    assert isinstance(store, LineColumns)
+    on_disk = [store.number, store.time, store.action_id, store.hashes.start, store.hashes.digests,
+               store.data._objects, as_columns.steps.positions, as_columns.effects.codes, as_columns.play_index]
+    assert all(isinstance(c, SpillArray) and c.spilled() > 0 for c in on_disk)
+    assert store.frames.spilled() > 500 and store.data.spilled() > 2_000
+    for name in ("lines", "steps", "usage"):
+        got, want = getattr(as_columns, name), getattr(as_list, name)
+        assert len(got) == len(want)
+        for a, b in zip(got, want, strict=True):
+            assert astuple(a)[:7] == astuple(b)[:7] and astuple(a)[8:] == astuple(b)[8:]
+            assert (a.frames is None) == (b.frames is None) and (a.frames is None or (a.frames == b.frames).all())
+    assert as_list.steps[10].recorded_at is None and any(i.check == "time_jumps_ahead" for i in as_list.issues)
+    assert list(as_columns.issues) == list(as_list.issues)
+    for name in ("effects", "play_index", "flags", "variant", "evidence", "has_frames", "card_slots"):
+        assert getattr(as_columns, name) == getattr(as_list, name), name
+    assert len(set(as_list.play_index)) == 60
+    for table in ("core_arc3__steps", "core_arc3__plays", "raw_arc3__recording_lines"):
+        assert recording_tables(as_columns, "f")[table].equals(recording_tables(as_list, "f")[table]), table
