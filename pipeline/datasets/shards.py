@@ -5,7 +5,10 @@ of about `ROW_GROUP_ROWS` rows or `ROW_GROUP_BYTES` bytes (never more than a sha
 thousand rows, not per file. Each is written under a
 temporary name (`.train-NNNNN.parquet.tmp`, which no Parquet loader picks up), flushed to disk and renamed when
 it is complete, so a run that dies or a disk that fills mid-export leaves no half-written file that looks like
-a shard. A shard is closed once its file reaches `max_bytes` (one batch may take it a little over).
+a shard. A shard is closed once its file reaches `max_bytes` (one batch may take it a little over) or holds
+`MAX_SHARD_ROW_GROUPS` row groups: Parquet's writer holds every row group's metadata until the shard closes
+(about 15 bytes a row), and replayed frames compress so well that a shard of millions of rows stayed under
+`max_bytes`, so that memory grew with the export.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ __all__ = ["DEFAULT_SHARD_BYTES", "DatasetSummary", "ShardWriter", "dataset_card
 DEFAULT_SHARD_BYTES = 256 << 20
 ROW_GROUP_ROWS = 1024
 ROW_GROUP_BYTES = 16 << 20
+MAX_SHARD_ROW_GROUPS = 512  # row groups a shard holds at most (about 524,000 rows)
 DATA_DIR = "data"
 
 
@@ -41,6 +45,7 @@ class ShardWriter:
         self.max_bytes = max_bytes
         self.shards: list[Path] = []
         self._writer: pq.ParquetWriter | None = None
+        self._row_groups = 0  # in the shard being written
         self._tmp: Path | None = None
         self._final: Path | None = None
         self._pending: list[pa.RecordBatch] = []  # batches not written yet (one row group, once enough)
@@ -75,7 +80,8 @@ class ShardWriter:
         table = pa.Table.from_batches(self._pending, schema=ARROW_SCHEMA)
         self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
         self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
-        if os.path.getsize(self._tmp) >= self.max_bytes:
+        self._row_groups += 1
+        if os.path.getsize(self._tmp) >= self.max_bytes or self._row_groups >= MAX_SHARD_ROW_GROUPS:
             self._close()
 
     def write_export(self, export: FileExport) -> None:
@@ -108,6 +114,7 @@ class ShardWriter:
         os.replace(self._tmp, self._final)
         self.shards.append(self._final)
         self._writer = self._tmp = self._final = None
+        self._row_groups = 0
 
     def close(self) -> list[Path]:
         """Close the last shard; the shards written, in order."""
@@ -128,6 +135,7 @@ class ShardWriter:
             if self._tmp is not None:
                 self._tmp.unlink(missing_ok=True)
             self._writer = self._tmp = self._final = None
+            self._row_groups = 0
 
 
 @dataclass

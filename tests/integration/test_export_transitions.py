@@ -571,6 +571,30 @@ def test_the_writer_gathers_many_files_rows_into_one_row_group(tmp_path, monkeyp
     assert pq.read_table(shard).equals(alone)
 
 
+def test_a_shard_holds_a_bounded_number_of_row_groups(tmp_path, monkeypatch):
+    """Parquet's writer holds every row group's metadata until its file closes, and replayed frames compress so
+    well that a long export stayed in one shard under --shard-mb (1.5 million rows, 1,465 row groups, memory
+    growing about 15 bytes a row): a shard closes at MAX_SHARD_ROW_GROUPS too. The rows are the same, in order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.datasets import shards
+    from pipeline.datasets.transitions import ExportJob, export_transitions
+
+    monkeypatch.setattr(shards, "ROW_GROUP_ROWS", 10)
+    monkeypatch.setattr(shards, "MAX_SHARD_ROW_GROUPS", 2)
+    paths = [AN53, PLAYBACK / "ck17_scripted-win.playback.jsonl", AN53]  # 42, 20 and 42 rows
+    writer = shards.ShardWriter(tmp_path)
+    for path in paths:
+        writer.write_export(export_transitions(ExportJob(path=str(path), game_dirs=(str(ENVS),), compress=False)))
+    written = writer.close()
+    groups = [pq.ParquetFile(s).metadata.num_row_groups for s in written]
+    assert sum(groups) > 2 and len(written) >= 2 and all(n <= 2 for n in groups)
+    alone = pa_table([item for path in paths for item in export_transitions(
+        ExportJob(path=str(path), game_dirs=(str(ENVS),), compress=True)).batches])
+    assert pa.concat_tables([pq.read_table(s) for s in written]).equals(alone)
+
+
 def test_without_workers_small_input_is_exported_in_this_process(tmp_path):
     """Without --workers, a few MB of files are exported in this one process (a local cluster costs more to start
     than it saves), and the command says so; the manifest keeps what was asked."""
