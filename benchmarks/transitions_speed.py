@@ -133,9 +133,11 @@ def make_inputs(folder: Path, copies: int) -> tuple[list[tuple[object, list[tupl
                                                  "id": GameAction.from_id(aid).name, "data": data, "reasoning": None},
                                                  "guid": guid}}) + "\n")
                 with open(folder / f"{info.short_id}_{name}_{copy}.playback.jsonl", "w") as fh:
-                    for aid, data in actions:
+                    # (the first action's reasoning names the play: two walks that made the same actions are
+                    # still two files, which the export reads once each; the same content twice it reads once)
+                    for i, (aid, data) in enumerate(actions):
                         fh.write(json.dumps({"data": {"action_input": {"id": aid, "data": {
-                            "game_id": info.game_id, **data}}}}) + "\n")
+                            "game_id": info.game_id, **data}, "reasoning": None if i else key}}}) + "\n")
                 plays += [(info, actions), (info, actions)]
                 rows += 2 * (len(actions) + 1)
     return plays, rows
