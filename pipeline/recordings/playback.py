@@ -33,7 +33,9 @@ import polars as pl
 
 from engine.enums import GameAction
 from engine.loader import GameInfo, GameNotFoundError, GameUnloadableError, find_games, resolve_game
+from pipeline.core import spill
 from pipeline.core.outputs import write_with
+from pipeline.core.spill import SpillArray
 from pipeline.core.spool import Spool
 from pipeline.core.textfiles import not_utf8_reason, strip_bom
 from schemas.validate import conform
@@ -122,9 +124,21 @@ class ScriptActions(Sequence[ScriptAction]):
         made.y.extend(-1 if v is None else v for v in ys)
         if not len(made.line_number) == len(made.action_id) == len(made.x) == len(made.y):
             raise ValueError("columns of different lengths")
+        if len(made) > spill.HELD_ITEMS:
+            made._spill_columns()
         return made
 
+    def _spill_columns(self) -> None:
+        """A script past HELD_ITEMS actions: its columns keep their newest actions in memory and the rest on disk
+        (`SpillArray`), so that its length no longer sets the memory."""
+        for name, typecode in (("line_number", "q"), ("action_id", "b"), ("x", "b"), ("y", "b")):
+            column = getattr(self, name)
+            if not isinstance(column, SpillArray):
+                setattr(self, name, SpillArray(typecode, column))
+
     def append(self, action: ScriptAction) -> None:
+        if len(self.line_number) == spill.HELD_ITEMS:
+            self._spill_columns()
         if action.reasoning is not None:
             self.reasoning[len(self.line_number)] = action.reasoning
         self.line_number.append(action.line_number)
@@ -260,7 +274,7 @@ def read_playback_file(path: Path | str, *, keep_lines: bool = True) -> Playback
     path = Path(path)
     digest = hashlib.sha256()
     actions, raw_lines = ScriptActions(), []
-    skipped = array("q")  # a flood of lines without an action: 8 bytes each
+    skipped = SpillArray("q")  # a flood of lines without an action: on disk but for the newest
     issues: list[LineIssue] = Spool()  # a flood of bad action lines waits on disk, not in memory
     game_id: str | None = None
     has_bom = False

@@ -52,3 +52,31 @@ def test_a_long_script_is_held_in_a_few_bytes_an_action(tmp_path: Path):
         tracemalloc.stop()
     assert len(script.actions) == n and script.actions[3] == ScriptAction(4, 6, 3, 0)
     assert held / n < 20, f"{held / n:.0f} bytes an action"  # a list of ScriptAction: about 110
+
+
+def test_a_long_script_whose_columns_wait_on_disk_reads_the_same(tmp_path: Path, monkeypatch):
+    """Past `HELD_ITEMS` actions a script's columns (and its skipped lines) keep only their newest items in
+    memory, the rest on disk (`SpillArray`): made tiny here, the same script reads as the same actions, skipped
+    lines and replay items."""
+    from pipeline.core import spill
+    from pipeline.core.spill import SpillArray
+
+    path = tmp_path / "bg41_long.playback.jsonl"
+    lines = []
+    for i in range(3_000):
+        lines.append(_line(6, {"x": i % 64, "y": (i // 64) % 64}) if i % 3 else _line(i % 8, reasoning=f"r{i}"
+                                                                                         if i % 7 == 0 else None))
+        if i % 5 == 0:
+            lines.append('{"data": {"note": 1}}\n')
+    path.write_text("".join(lines))
+    held = read_playback_file(path)
+    monkeypatch.setattr(spill, "HELD_ITEMS", 256)
+    monkeypatch.setattr(spill, "BLOCK_ITEMS", 64)
+    spilled = read_playback_file(path)
+    assert isinstance(spilled.actions.line_number, SpillArray) and spilled.actions.line_number.spilled() > 2_000
+    assert isinstance(spilled.skipped_lines, SpillArray) and spilled.skipped_lines.spilled() > 0
+    assert list(spilled.actions) == list(held.actions) and list(spilled.skipped_lines) == list(held.skipped_lines)
+    assert replay_items(spilled.actions, 100, 2_900) == replay_items(held.actions, 100, 2_900)
+    columns = ScriptActions.of_columns(held.actions.line_number, held.actions.action_id,
+                                       [a.x for a in held.actions], [a.y for a in held.actions])
+    assert isinstance(columns.x, SpillArray) and [a.x for a in columns] == [a.x for a in held.actions]
