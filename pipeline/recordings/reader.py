@@ -1340,7 +1340,7 @@ def line_rows(lines: Sequence[Line], file_id: str) -> pl.DataFrame:
         if store.sha is None:
             raise ValueError("the lines' hashes were let go (read with keep_raw_json=False): no rows of them")
         numbers = [store.number[p] for p in at]
-        shas = [store.sha[32 * p:32 * p + 32].hex() for p in at]
+        shas = [bytes(store.sha[32 * p:32 * p + 32]).hex() for p in at]  # (a SpillArray's slice is an array)
         kinds = [_KINDS[store.kind[p]] for p in at]
         texts = [store.raw_json[p] for p in at]
     else:

@@ -289,6 +289,7 @@ def test_a_long_file_whose_columns_wait_on_disk_is_the_file_read_as_a_list(tmp_p
     from pipeline.core import spill
     from pipeline.core.spill import SpillArray
     from pipeline.recordings import reader
+    from pipeline.recordings.reader import line_rows
 
     path = tmp_path / "ab12-00000000-9064696e-1bf8-40f1-8b96-607f92b98787.jsonl"
     raw = [_timed_line(i) for i in range(3_000)]
@@ -321,3 +322,6 @@ def test_a_long_file_whose_columns_wait_on_disk_is_the_file_read_as_a_list(tmp_p
     assert len(set(as_list.play_index)) == 60
     for table in ("core_arc3__steps", "core_arc3__plays", "raw_arc3__recording_lines"):
         assert recording_tables(as_columns, "f")[table].equals(recording_tables(as_list, "f")[table]), table
+    # ingest writes the lines' rows a chunk at a time, from views of the columns
+    chunk = slice(1_000, 2_000)
+    assert line_rows(store[chunk], "f").equals(line_rows(as_list.lines[chunk], "f"))
