@@ -36,14 +36,16 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
 - `export-played-steps`: `arcstudy export-transitions` of a frameless recording of 2,000,000 steps made by the
   engine (as `score-db-steps`'s, from the file; every frame rendered by the replay). What stays per step is the
   file's parsed lines as columns (before the twentieth sitting 0.56 GB, about 200 bytes a step; 0.42 GB after,
-  about 116);
+  about 116; since the twenty-fourth, past a million lines every per-line column keeps its older items on disk
+  (`SpillArray`) and a shard closes at 512 row groups: 0.33 GB, and 0.31 GB for 6,000,000 steps: flat);
 - `score-played-steps`: `arcstudy score` of that file (about 21,000 plays, each replayed and verified; before the
   twentieth sitting 1.06 GB, over the bound; 0.95 GB after; 0.86-0.91 GB after the twenty-first, which lets the
   recordings go before the outputs are written and keeps line numbers and available actions in narrow types);
 - `export-framed-steps`, `score-framed-steps`: `arcstudy export-transitions` and `arcstudy score` of a toolkit
   recording with every frame, of 300,000 steps made by the engine (about 2.8 GB; one run of a shipped game's winning
   actions and a RESET, replayed, then repeated). Before the twenty-third sitting each framed line's pixels were held
-  as read: 1.81 GB and 2.02 GB (0.75 GB and 0.88 GB at 100,000 steps); past 64 MB they now wait on disk;
+  as read: 1.81 GB and 2.02 GB (0.75 GB and 0.88 GB at 100,000 steps); past 64 MB they now wait on disk
+  (`export-framed-steps` 0.40 GB; 0.32 GB since the twenty-fourth sitting holds each frame's hash as 32 bytes);
 - `recover-lost-steps`: `arcstudy recover-actions` of the framed recording of 20,000 steps with every action id
   written as RESET (before the twenty-third sitting 1.09 GB, about 48 KB a step: each step's frames held as pixels
   in both processes, and the search kept the state every step left; now 0.16 GB);
