@@ -29,12 +29,16 @@ class SpillArray:
     """`array(typecode)` that appends, indexes, slices, iterates and assigns as an array does, holding at most
     about `held` items in memory."""
 
-    __slots__ = ("typecode", "held", "block", "_tail", "_base", "_file", "_cache")
+    __slots__ = ("typecode", "held", "block", "_shift", "_tail", "_base", "_file", "_cache", "_last", "_last_at")
 
     def __init__(self, typecode: str, items: Iterable[Any] = (), held: int | None = None) -> None:
         self.typecode = typecode
         self.block = BLOCK_ITEMS  # (read when made, as HELD_ITEMS: a test makes both small)
+        if self.block & (self.block - 1):
+            raise ValueError(f"BLOCK_ITEMS must be a power of two, got {self.block}")
+        self._shift = self.block.bit_length() - 1
         self.held = max(HELD_ITEMS if held is None else held, self.block)
+        self._last, self._last_at = array(typecode), -1  # the block read last, and its number
         self._tail = array(typecode)  # the items from `_base` on, in memory
         self._base = 0  # items in the file (a whole number of blocks)
         self._file: Any = None
@@ -104,12 +108,17 @@ class SpillArray:
             if len(self._cache) >= 2:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[b] = block
+        self._last, self._last_at = block, b
         return block
 
     def __getitem__(self, i: Any) -> Any:
-        j = i - self._base if type(i) is int else None
-        if j is not None and j >= 0:
-            return self._tail[j]
+        if type(i) is int and i >= 0:  # (the common case first: this is called millions of times)
+            j = i - self._base
+            if j >= 0:
+                return self._tail[j]
+            if i >> self._shift == self._last_at:
+                return self._last[i & (self.block - 1)]
+            return self._block(i >> self._shift)[i & (self.block - 1)]
         if isinstance(i, slice):
             return self._slice(i)
         n = len(self)
@@ -191,7 +200,9 @@ class SpillArray:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.typecode, self.held, self.block = state["typecode"], state["held"], BLOCK_ITEMS
+        self._shift = self.block.bit_length() - 1
         self._tail, self._base, self._file, self._cache = array(self.typecode), 0, None, {}
+        self._last, self._last_at = array(self.typecode), -1
         self.extend(state["items"])
 
 

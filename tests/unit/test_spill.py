@@ -59,7 +59,8 @@ def test_assigning_a_spilled_item_is_read_back():
     for i in (0, BLOCK_ITEMS + 1, len(expected) - 1):
         column[i] = -5
         expected[i] = -5
-    column._cache.clear()  # read from the file, not the block read last
+    column._cache.clear()  # read from the file, not the blocks read last
+    column._last_at = -1
     assert list(column) == list(expected)
 
 
