@@ -1029,7 +1029,7 @@ class _Recording:
     is_only_reset_levels: bool
     records: Sequence[StepRecord | Line]  # one per step (recovered action ids, if any); only their
     # `action_id` and `levels_completed` are read, which a reader's `Line` has as its `step_record()` would
-    effects: tuple[StepEffect, ...]
+    effects: Sequence[StepEffect]
     step_play: Sequence[int]
     play_ids: list[str]
     steps: Sequence[ReplayStep]
