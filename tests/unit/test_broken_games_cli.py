@@ -160,6 +160,9 @@ def test_ctrl_c_in_a_game_that_never_returns_says_the_run_was_interrupted(tmp_pa
 
     game_id = write_game(tmp_path / "games", "lp01", step="import time\n        time.sleep(60)")
     out = tmp_path / "out.jsonl"
+    # Ctrl-C as an interactive shell delivers it: a suite started in the background of a non-interactive shell
+    # (`make test &`) inherits SIGINT ignored, and Python then installs no handler (the game slept its 60 s)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))  # the key press, while the game sleeps
     timer.start()
     try:
@@ -167,6 +170,7 @@ def test_ctrl_c_in_a_game_that_never_returns_says_the_run_was_interrupted(tmp_pa
                                      str(tmp_path / "games"), "--out", str(out)])
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, before)
     assert result.exit_code == 130, result.output
     assert_reported(result, "interrupted")
     assert not out.exists()
