@@ -161,9 +161,6 @@ class SpillArray:
             yield from self._block(b)
         yield from self._tail
 
-    def __contains__(self, value: Any) -> bool:
-        return any(v == value for v in self)
-
     def __setitem__(self, i: int, value: Any) -> None:
         n = len(self)
         if i < 0:
@@ -180,9 +177,6 @@ class SpillArray:
             os.pwrite(self._file.fileno(), block[k:k + 1].tobytes(), i * block.itemsize)
         except OSError as err:
             raise scratch_error(err) from err
-
-    def tobytes(self) -> bytes:
-        return self._range(0, len(self)).tobytes()
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (SpillArray, array, list, tuple)):
@@ -223,3 +217,12 @@ def growing(typecode: str, items: Iterable[Any] = (), held: int | None = None) -
             spilled.extend(iterator)
             return spilled
     return out
+
+
+def spill_attributes(owner: Any, columns: Iterable[tuple[str, str]]) -> None:
+    """Make each named array attribute of `owner` (name, typecode) a `SpillArray` of its items: a file or script
+    past HELD_ITEMS lines keeps their newest in memory and the rest on disk. None and SpillArrays stay."""
+    for name, typecode in columns:
+        column = getattr(owner, name)
+        if column is not None and not isinstance(column, SpillArray):
+            setattr(owner, name, SpillArray(typecode, column))

@@ -35,7 +35,7 @@ from engine.enums import GameAction
 from engine.loader import GameInfo, GameNotFoundError, GameUnloadableError, find_games, resolve_game
 from pipeline.core import spill
 from pipeline.core.outputs import write_with
-from pipeline.core.spill import SpillArray
+from pipeline.core.spill import SpillArray, spill_attributes
 from pipeline.core.spool import Spool
 from pipeline.core.textfiles import not_utf8_reason, strip_bom
 from schemas.validate import conform
@@ -131,10 +131,7 @@ class ScriptActions(Sequence[ScriptAction]):
     def _spill_columns(self) -> None:
         """A script past HELD_ITEMS actions: its columns keep their newest actions in memory and the rest on disk
         (`SpillArray`), so that its length no longer sets the memory."""
-        for name, typecode in (("line_number", "q"), ("action_id", "b"), ("x", "b"), ("y", "b")):
-            column = getattr(self, name)
-            if not isinstance(column, SpillArray):
-                setattr(self, name, SpillArray(typecode, column))
+        spill_attributes(self, (("line_number", "q"), ("action_id", "b"), ("x", "b"), ("y", "b")))
 
     def append(self, action: ScriptAction) -> None:
         if len(self.line_number) == spill.HELD_ITEMS:

@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from pipeline.core import spill
 from pipeline.core.outputs import scratch_error
-from pipeline.core.spill import SpillArray, growing
+from pipeline.core.spill import SpillArray, growing, spill_attributes
 from pipeline.core.spool import Spool
 from pipeline.core.textfiles import TextFacts, bom_encoding, dense_json_reason, not_utf8_reason, strip_bom
 from schemas.validate import conform, empty_frame
@@ -271,10 +271,7 @@ class DataColumn(Sequence):
 
     def spill_columns(self) -> None:
         """Past HELD_ITEMS lines: the per-line columns wait on disk but for their newest lines (`SpillArray`)."""
-        if not isinstance(self._objects, SpillArray):
-            self._objects = SpillArray("i", self._objects)
-            if self._at is not None:
-                self._at, self._size = SpillArray("q", self._at), SpillArray("i", self._size)
+        spill_attributes(self, (("_objects", "i"), ("_at", "q"), ("_size", "i")))
 
     def _hold_or_spill(self, data: dict[str, Any], key: bytes | None, size: int) -> int | tuple[int, int]:
         """`data`'s place among the held objects, or where its JSON starts in the file and its length."""
@@ -579,10 +576,7 @@ class LineColumns(Sequence):
         """A file past HELD_ITEMS lines: every fixed-width column becomes a `SpillArray` (its newest lines in memory,
         the rest on disk), so that the file's length no longer sets the memory (about 100 bytes a line held: a
         file of ten million steps took over 1 GB). Smaller files keep plain arrays, indexed at C speed."""
-        for name, typecode in self._FIXED:
-            column = getattr(self, name)
-            if column is not None and not isinstance(column, SpillArray):
-                setattr(self, name, SpillArray(typecode, column))
+        spill_attributes(self, self._FIXED)
         self.data.spill_columns()
 
     def _code(self, value: Any) -> int:
