@@ -1153,55 +1153,61 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holde
 
 def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterator[bytes | RowBlock]:
     from pipeline.core.workspace import COMMIT_MEMORY, Workspace
-    from pipeline.scoring.storage import read_narrow_steps  # (the database's modules: only for this path)
+    from pipeline.scoring.storage import StoredSteps  # (the database's modules: only for this path)
 
-    # what the export reads of the steps (as `score --db` does), under a bounded DuckDB memory limit: every
-    # column of two million stored steps, with their sort, took 1.9 GB
+    # the file's steps are read a block at a time as the export goes (`StoredSteps`), the database open till
+    # its end: held whole, even narrowed, two million stored steps of one file took 0.62 GB
     with Workspace(job.db, read_only=True, memory=COMMIT_MEMORY) as ws:
         plays = ws.read("SELECT * FROM core_arc3__plays WHERE file_id = ? ORDER BY play_index", [job.file_id])
-        steps = read_narrow_steps(ws, DB_STEP_COLUMNS, [job.file_id])
+        steps = StoredSteps(ws, job.file_id, DB_STEP_COLUMNS)
         names = ws.read("SELECT file_name FROM raw_ingest__files WHERE file_id = ?", [job.file_id]).rows()
-    name = names[0][0] if names else None
-    if plays.height == 0 or steps.height == 0:
-        result.rejected = True
-        result.problems.append(f"no plays or steps of file {job.file_id} in the database")
-        return iter(())
-    if bool(plays["is_replay_needed"].fill_null(False).any()):  # a playback script: actions only
-        rows = steps.sort("line_number")
-        actions = ScriptActions.of_columns(*(rows[c] for c in ("line_number", "action_id", "click_x", "click_y")))
-        return _export_script(actions, plays["game_id"][0], job.file_id, job, result, holder)
-    recs = recordings_from_tables(steps, plays.with_columns(pl.col("is_only_reset_levels").fill_null(False)),
-                                  {job.file_id: (name, None)}, _recovered(job))
-    if not recs:
-        result.rejected = True
-        result.problems.append("no step could be read")
-        return iter(())
-    rec = recs[0]
-    # the frames `ingest --keep-frames` stored: the database path then has the file's pixels, as the file path
-    # does (a play whose game cannot be loaded is exported from them; frames that differ where the replay
-    # reconverges later are kept, not cut)
-    files = steps["frames_file"].drop_nulls().unique().to_list()
-    kept = KeptFrames.open(files[0], job.db) if len(files) == 1 and rec.card is not None else None
-    # all or nothing: every step that recorded frames has them all in the store (else hashes only, as before)
-    has_pixels = kept is not None and bool(kept.counts) and _all_frames_kept(rec.steps, kept.counts)
-    if rec.card is None:
-        replay_steps: Sequence[ReplayStep] = []
-    elif has_pixels:  # each slice's pixels read from the store as the replay asks for its steps
-        assert kept is not None
-        replay_steps = _ReplaySteps(len(rec.records), functools.partial(_steps_with_kept_frames, rec, kept))
-    else:  # made a slice at a time as the replay asks for them
-        replay_steps = _ReplaySteps.of_table(rec)
-    return _export_recording(_Recording.of_input(rec, replay_steps, has_pixels), job, result, holder,
-                             from_file=False)
+        name = names[0][0] if names else None
+        if plays.height == 0 or steps.height == 0:
+            result.rejected = True
+            result.problems.append(f"no plays or steps of file {job.file_id} in the database")
+            return
+        if bool(plays["is_replay_needed"].fill_null(False).any()):  # a playback script: actions only
+            actions = ScriptActions.of_column_parts(
+                [part[c] for c in ("line_number", "action_id", "click_x", "click_y")] for part in steps.parts())
+            yield from _export_script(actions, plays["game_id"][0], job.file_id, job, result, holder)
+            return
+        recs = recordings_from_tables(steps, plays.with_columns(pl.col("is_only_reset_levels").fill_null(False)),
+                                      {job.file_id: (name, None)}, _recovered(job))
+        if not recs:
+            result.rejected = True
+            result.problems.append("no step could be read")
+            return
+        rec = recs[0]
+        # the frames `ingest --keep-frames` stored: the database path then has the file's pixels, as the file
+        # path does (a play whose game cannot be loaded is exported from them; frames that differ where the
+        # replay reconverges later are kept, not cut)
+        files = ws.read("SELECT DISTINCT frames_file FROM core_arc3__steps WHERE file_id = ? AND frames_file IS "
+                        "NOT NULL", [job.file_id])["frames_file"].to_list()
+        kept = KeptFrames.open(files[0], job.db) if len(files) == 1 and rec.card is not None else None
+        # all or nothing: every step that recorded frames has them all in the store (else hashes only, as before)
+        has_pixels = kept is not None and bool(kept.counts) and _all_frames_kept(rec.steps, kept.counts)
+        if rec.card is None:
+            replay_steps: Sequence[ReplayStep] = []
+        elif has_pixels:  # each slice's pixels read from the store as the replay asks for its steps
+            assert kept is not None
+            replay_steps = _ReplaySteps(len(rec.records), functools.partial(_steps_with_kept_frames, rec, kept))
+        else:  # made a slice at a time as the replay asks for them
+            replay_steps = _ReplaySteps.of_table(rec)
+        yield from _export_recording(_Recording.of_input(rec, replay_steps, has_pixels), job, result, holder,
+                                     from_file=False)
 
 
-def _all_frames_kept(steps: pl.DataFrame, counts: dict[int, int]) -> bool:
+def _all_frames_kept(steps: Any, counts: dict[int, int]) -> bool:
     """Whether every stored step that recorded frames has as many in the kept frames file (`counts`: line ->
-    frames kept), as `table_steps` counts a step's frames."""
-    wanted = steps.select(pl.col("line_number"), pl.when(pl.col("frame_sha256s").is_null()).then(None)
-                          .otherwise(pl.coalesce(pl.col("n_frames"), pl.col("frame_sha256s").list.len()))
-                          .alias("n")).filter(pl.col("n").fill_null(0) > 0)
-    return all(counts.get(line, 0) == n for line, n in wanted.iter_rows())
+    frames kept), as `table_steps` counts a step's frames; ``steps`` a table or `StoredSteps`, a block at a
+    time."""
+    for part in [steps] if isinstance(steps, pl.DataFrame) else steps.parts():
+        wanted = part.select(pl.col("line_number"), pl.when(pl.col("frame_sha256s").is_null()).then(None)
+                             .otherwise(pl.coalesce(pl.col("n_frames"), pl.col("frame_sha256s").list.len()))
+                             .alias("n")).filter(pl.col("n").fill_null(0) > 0)
+        if not all(counts.get(line, 0) == n for line, n in wanted.iter_rows()):
+            return False
+    return True
 
 
 def _steps_with_kept_frames(rec: RecordingInput, kept: KeptFrames, start: int, stop: int) -> list[ReplayStep]:

@@ -115,17 +115,19 @@ class ScriptActions(Sequence[ScriptAction]):
         self.reasoning: dict[int, Any] = {}  # index -> reasoning, for the actions that have one
 
     @classmethod
-    def of_columns(cls, numbers: Iterable[int], ids: Iterable[int], xs: Iterable[int | None],
-                   ys: Iterable[int | None]) -> ScriptActions:
+    def of_column_parts(cls, parts: Iterable[Sequence[Iterable[Any]]]) -> ScriptActions:
+        """The actions of columns given in parts, each (line numbers, action ids, xs, ys): a stored script's, a
+        block of its lines at a time. Past HELD_ITEMS actions, the columns spill as they grow."""
         made = cls()
-        made.line_number.extend(numbers)
-        made.action_id.extend(ids)
-        made.x.extend(-1 if v is None else v for v in xs)
-        made.y.extend(-1 if v is None else v for v in ys)
-        if not len(made.line_number) == len(made.action_id) == len(made.x) == len(made.y):
-            raise ValueError("columns of different lengths")
-        if len(made) > spill.HELD_ITEMS:
-            made._spill_columns()
+        for numbers, ids, xs, ys in parts:
+            made.line_number.extend(numbers)
+            made.action_id.extend(ids)
+            made.x.extend(-1 if v is None else v for v in xs)
+            made.y.extend(-1 if v is None else v for v in ys)
+            if not len(made.line_number) == len(made.action_id) == len(made.x) == len(made.y):
+                raise ValueError("columns of different lengths")
+            if len(made) > spill.HELD_ITEMS and not isinstance(made.line_number, spill.SpillArray):
+                made._spill_columns()
         return made
 
     def _spill_columns(self) -> None:

@@ -123,7 +123,7 @@ class RecordingInput:
     variant: str
     is_only_reset_levels: bool
     is_action_ids_lost: bool
-    steps: pl.DataFrame  # core_arc3__steps rows of the file, in line order
+    steps: pl.DataFrame | Any  # core_arc3__steps rows of the file, in line order (or a `StoredSteps`)
     records: Sequence[StepRecord]  # a list, or for a large recording a `StepRecordChunks`
     recovered: bool = False
     card: Card | None = None  # None when the actions are unknown (action_ids_lost, not recovered)
@@ -226,11 +226,19 @@ def step_records_of(steps: pl.DataFrame) -> Sequence[StepRecord]:
 _EFFECTS = list(StepEffect)
 
 
-def _effects(column: pl.Series) -> StepEffects:
-    """The stored effects as `StepEffect`s, through their codes (no string object per step, and no column of
-    the codes' size beside the texts: a replace of a million steps' texts held 68 MB for a while)."""
-    codes = column.cast(pl.Enum([e.value for e in _EFFECTS])).to_physical().cast(pl.Int8)
-    return StepEffects.of_codes(codes.to_numpy().tobytes())
+def _effects(parts: Iterable[pl.Series]) -> StepEffects:
+    """The stored effects (a column, in parts) as `StepEffect`s, through their codes (no string object per
+    step, and no column of the codes' size beside the texts: a replace of a million steps' texts held 68 MB for
+    a while)."""
+    kinds = pl.Enum([e.value for e in _EFFECTS])
+    return StepEffects.of_codes(b"".join(part.cast(kinds).to_physical().cast(pl.Int8).to_numpy().tobytes()
+                                         for part in parts))
+
+
+def _column_parts(steps: Any, name: str) -> Iterable[pl.Series]:
+    """A steps table's column in parts: whole, or a block at a time of one stored file's steps read as they are
+    asked for (`scoring.storage.StoredSteps`)."""
+    return [steps[name]] if isinstance(steps, pl.DataFrame) else steps.column_parts(name)
 
 
 class RecoveredSteps(list):
@@ -311,7 +319,7 @@ def recording_order(steps: pl.DataFrame, plays: pl.DataFrame) -> list[str]:
     return _files_in_order(plays).filter(pl.col("file_id").is_in(with_steps))["file_id"].to_list()
 
 
-def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapping[str, tuple[str | None,
+def recordings_from_tables(steps: pl.DataFrame | Any, plays: pl.DataFrame, files: Mapping[str, tuple[str | None,
                            Path | None]] | None = None,
                            recovered_actions: Mapping[str, Sequence[int | str]] | None = None,
                            scripts: Mapping[str, ScriptReplay] | None = None) -> list[RecordingInput]:
@@ -320,11 +328,14 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
     ``files`` maps file_id -> (file name, path) when known (a `FileRef` from `read_recording_files` also hands
     over the parsed file, for the replay; ``scripts`` says how playback scripts, already replayed by
     `replay_scripts`, were replayed). Every step's effect is its stored ``step_effect``; only recovered
-    action ids are classified here. Recordings come back sorted by (guid, file_id)."""
+    action ids are classified here. Recordings come back sorted by (guid, file_id). ``steps`` may also be one
+    stored file's steps read a block at a time (`scoring.storage.StoredSteps`): its recording then holds them
+    so (records and replay steps made from blocks as they are read), not as a table."""
     files = files or {}
     recovered_actions = recovered_actions or {}
-    steps = steps.select(STEP_COLUMNS)
-    if steps["file_id"].n_unique() == 1 and steps["line_number"].is_sorted():
+    if not isinstance(steps, pl.DataFrame):  # one stored file's steps, read a block at a time (`StoredSteps`)
+        by_file = {steps.file_id: steps.select(STEP_COLUMNS)}
+    elif (steps := steps.select(STEP_COLUMNS))["file_id"].n_unique() == 1 and steps["line_number"].is_sorted():
         by_file = {steps["file_id"][0]: steps}  # one file in line order (a large one): no sorted copy of it
     else:
         steps = steps.sort("file_id", "line_number")
@@ -344,11 +355,14 @@ def recordings_from_tables(steps: pl.DataFrame, plays: pl.DataFrame, files: Mapp
             stored_play_ids=list(row["stored_play_ids"]), parsed=getattr(ref, "parsed", None),
             script=(scripts or {}).get(fid))
         records = rec.records
-        if file_steps["step_effect"].null_count():
+        if any(part.null_count() for part in _column_parts(file_steps, "step_effect")):
             raise ValueError(f"{rec.label}: a playback script's actions must be replayed first (replay_scripts)")
-        effects = _effects(file_steps["step_effect"])
+        effects = _effects(_column_parts(file_steps, "step_effect"))
         if rec.is_action_ids_lost:
             ids = _recovered_for((name, rec.guid, fid), recovered_actions)
+            if ids is not None and not isinstance(file_steps, pl.DataFrame):  # recovered ids rewrite the table:
+                rec.steps = file_steps = file_steps.whole()  # held whole, as the actions given are
+                records = rec.records = step_records_of(file_steps)
             try:
                 recovered = None if ids is None else _apply_recovered(rec, records, ids)
             except ValueError as err:  # not one action per step to recover: unusable, said, the run goes on

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -120,9 +121,7 @@ def read_narrow_steps(ws, columns: Sequence[str], file_ids: Sequence[str]) -> pl
             return read_stored_steps(ws, columns, ids)
         found = ws.read(f"SELECT {bounds} FROM core_arc3__steps WHERE {chosen}", [ids]).row(0) if bounds else ()
         big = sorted(fid for fid, n in counts.items() if n > STEP_SLICE_ROWS)
-        cuts = {fid: ws.read("SELECT line_number FROM (SELECT line_number, row_number() OVER (ORDER BY line_number) "
-                             "- 1 AS r FROM core_arc3__steps WHERE file_id = ?) WHERE r % ? = 0 ORDER BY line_number",
-                             [fid, STEP_SLICE_ROWS])["line_number"].to_list() for fid in big}
+        cuts = {fid: _line_cuts(ws, fid, STEP_SLICE_ROWS) for fid in big}
     types = {}
     for i, c in enumerate([*integers, *lists]):
         small = _smallest_int(found[2 * i], found[2 * i + 1])
@@ -138,6 +137,104 @@ def read_narrow_steps(ws, columns: Sequence[str], file_ids: Sequence[str]) -> pl
         slices.append(part.with_columns(narrowed).shrink_to_fit())
         del part  # (its stored types let go before the next slice is read)
     return pl.concat(slices, rechunk=False)
+
+
+def _line_cuts(ws, file_id: str, rows: int) -> list[int]:
+    """The line numbers of the stored file's steps 0, ``rows``, 2 * ``rows``, ... (in line order): the first line
+    of each range of ``rows`` steps."""
+    return ws.read("SELECT line_number FROM (SELECT line_number, row_number() OVER (ORDER BY line_number) - 1 AS r "
+                   "FROM core_arc3__steps WHERE file_id = ?) WHERE r % ? = 0 ORDER BY line_number",
+                   [file_id, rows])["line_number"].to_list()
+
+
+# `StoredSteps`: the steps of one stored file read a block of this many lines at a time (about 12 MB of the
+# export's columns, in the stored types)
+STORED_BLOCK_ROWS = 50_000
+
+
+class StoredSteps:
+    """One stored file's steps (``columns`` of them, in line order) read from the database a block of
+    STORED_BLOCK_ROWS lines at a time as they are asked for, the last few blocks kept: what a long recording's
+    export reads of its steps, which held whole took about 185 bytes a step even narrowed (`read_narrow_steps`;
+    0.62 GB for two million steps of one file). It answers the few questions the export and the scoring
+    rebuild ask of a file's steps table (`height`, `slice`, `select`, and the steps or a column a block at a
+    time: `parts`, `column_parts`), each with a `pl.DataFrame`'s meaning; ``ws`` must stay open while it is read."""
+
+    KEPT_BLOCKS = 3  # the block the replay feeds from, the one the rows are made from, and the records' one
+
+    def __init__(self, ws, file_id: str, columns: Sequence[str], block_rows: int | None = None,
+                 _shared: _StoredBlocks | None = None) -> None:
+        self.file_id = file_id
+        self.columns = tuple(columns)
+        self._blocks = _shared or _StoredBlocks(ws, file_id, self.columns, block_rows or STORED_BLOCK_ROWS)
+
+    @property
+    def height(self) -> int:
+        return self._blocks.height
+
+    def __len__(self) -> int:
+        return self.height
+
+    def select(self, *columns: str | Sequence[str]) -> StoredSteps:
+        """The same steps, only ``columns`` (read through the same kept blocks)."""
+        names = [c for item in columns for c in ([item] if isinstance(item, str) else item)]
+        return StoredSteps(None, self.file_id, names, _shared=self._blocks)
+
+    def slice(self, offset: int, length: int | None = None) -> pl.DataFrame:
+        """Steps ``offset`` to ``offset + length`` (to the end: None), as `pl.DataFrame.slice` gives them."""
+        n = self.height
+        start = min(max(0, offset + n if offset < 0 else offset), n)
+        stop = n if length is None else min(n, start + max(0, length))
+        return self._blocks.rows(start, stop).select(self.columns)
+
+    def parts(self) -> Iterator[pl.DataFrame]:
+        """Every step, a block at a time, in order (the blocks are not kept: a pass over the file)."""
+        for k in range(self._blocks.n_blocks):
+            yield self._blocks.block(k, keep=False).select(self.columns)
+
+    def column_parts(self, name: str) -> Iterator[pl.Series]:
+        """Column ``name`` of every step, a block at a time, in order."""
+        return (part[name] for part in self.select(name).parts())
+
+    def whole(self) -> pl.DataFrame:
+        """Every step at once (`read_narrow_steps`), for what rewrites the table (recovered action ids)."""
+        return read_narrow_steps(self._blocks.ws, self.columns, [self.file_id])
+
+
+class _StoredBlocks:
+    """The blocks `StoredSteps` reads (every column any of its selections asks for), the last
+    `StoredSteps.KEPT_BLOCKS` kept; a lock, as the export makes steps from a background thread too."""
+
+    def __init__(self, ws, file_id: str, columns: tuple[str, ...], block_rows: int) -> None:
+        self.ws, self.file_id, self.columns, self.block_rows = ws, file_id, columns, block_rows
+        with duckdb_bounds(ws.con, memory=COMMIT_MEMORY, best_effort=True):
+            self.height = ws.read("SELECT count(*) FROM core_arc3__steps WHERE file_id = ?", [file_id]).item()
+            self.cuts = _line_cuts(ws, file_id, block_rows) if self.height else []
+        self.n_blocks = len(self.cuts)
+        self._kept: dict[int, pl.DataFrame] = {}
+        self._lock = threading.Lock()
+
+    def block(self, k: int, keep: bool = True) -> pl.DataFrame:
+        with self._lock:
+            found = self._kept.get(k)
+            if found is None:
+                last = self.cuts[k + 1] - 1 if k + 1 < self.n_blocks else None
+                found = read_stored_steps(self.ws, self.columns, [self.file_id], lines=(self.cuts[k], last))
+                if found.height != min(self.block_rows, self.height - k * self.block_rows):
+                    raise ValueError(f"the stored steps of file {self.file_id} changed while they were read "
+                                     f"(lines {self.cuts[k]} on: {found.height} steps)")
+                if keep:
+                    self._kept = dict([*list(self._kept.items())[1 - StoredSteps.KEPT_BLOCKS:], (k, found)])
+            return found
+
+    def rows(self, start: int, stop: int) -> pl.DataFrame:
+        size = self.block_rows
+        if start >= stop:  # no step: the columns, typed
+            return (self.block(0) if self.n_blocks else read_stored_steps(self.ws, self.columns, [self.file_id])
+                    ).clear()
+        parts = [self.block(k).slice(max(start - k * size, 0), stop - max(start, k * size))
+                 for k in range(start // size, (stop - 1) // size + 1)]
+        return parts[0] if len(parts) == 1 else pl.concat(parts, rechunk=False)
 
 
 def _step_slices(ids: list[str], counts: dict[str, int], cuts: dict[str, list[int]]

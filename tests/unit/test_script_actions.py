@@ -77,6 +77,10 @@ def test_a_long_script_whose_columns_wait_on_disk_reads_the_same(tmp_path: Path,
     assert isinstance(spilled.skipped_lines, SpillArray) and spilled.skipped_lines.spilled() > 0
     assert list(spilled.actions) == list(held.actions) and list(spilled.skipped_lines) == list(held.skipped_lines)
     assert replay_items(spilled.actions, 100, 2_900) == replay_items(held.actions, 100, 2_900)
-    columns = ScriptActions.of_columns(held.actions.line_number, held.actions.action_id,
-                                       [a.x for a in held.actions], [a.y for a in held.actions])
-    assert isinstance(columns.x, SpillArray) and [a.x for a in columns] == [a.x for a in held.actions]
+    actions = list(held.actions)  # a stored script's columns come a block of lines at a time
+    columns = ScriptActions.of_column_parts(([a.line_number for a in part], [a.action_id for a in part],
+                                             [a.x for a in part], [a.y for a in part])
+                                            for part in (actions[at:at + 500] for at in range(0, len(actions), 500)))
+    assert isinstance(columns.x, SpillArray) and columns.x.spilled() > 2_000
+    assert [(a.line_number, a.action_id, a.x, a.y) for a in columns] == [(a.line_number, a.action_id, a.x, a.y)
+                                                                          for a in actions]
