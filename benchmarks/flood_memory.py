@@ -56,6 +56,9 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
   the engine (a shipped game's winning actions and a RESET, repeated: about 21,000 plays, each replayed and
   verified); the ingest before it is not measured (the nineteenth sitting: 1.29 GB, the steps read whole in their
   stored types);
+- `export-db-steps`: `arcstudy export-transitions --db` of the same database (before the twenty-fifth sitting
+  0.61 GB, the file's stored steps held whole in narrow types, about 185 bytes a step; now read a block of 50,000
+  lines at a time, `StoredSteps`);
 - `build-db-steps`: `arcstudy build` of the same database (the nineteenth sitting: 1.92 GB, every column of the
   steps read whole);
 - `view-db-steps`: `arcstudy view` of one play of that file from the database (the nineteenth sitting: 7.9 GB, the
@@ -370,6 +373,7 @@ CASES = {
     "view-db-framed-steps": lambda d, s: framed_steps(d, int(300_000 * s)),
     "score-played-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "score-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
+    "export-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "build-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "view-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
 }
@@ -422,7 +426,7 @@ def main() -> None:
                     out = folder / "dataset"
                     code, peak, seconds = run(["export-transitions", "--db", str(db), "--out", str(out)], folder)
                     note = "dataset written" if (out / "manifest.json").exists() else "no dataset"
-            elif name in ("score-db-steps", "build-db-steps", "view-db-steps"):  # ingested first (not measured)
+            elif name in ("score-db-steps", "build-db-steps", "view-db-steps", "export-db-steps"):  # ingested first
                 db = folder / "steps.duckdb"
                 code, _, _ = run(["ingest", str(path), "--db", str(db)], folder)
                 if code != 0:
@@ -430,6 +434,10 @@ def main() -> None:
                 if name == "build-db-steps":
                     code, peak, seconds = run(["build", "--db", str(db)], folder)
                     note = "tables built" if code == 0 else "build failed"
+                elif name == "export-db-steps":
+                    out = folder / "dataset"
+                    code, peak, seconds = run(["export-transitions", "--db", str(db), "--out", str(out)], folder)
+                    note = "dataset written" if (out / "manifest.json").exists() else "no dataset"
                 elif name == "view-db-steps":  # one play of the file: the page of its file
                     page = folder / "view.html"
                     code, peak, seconds = run(["view", f"{GUID}/5", "--db", str(db), "--out", str(page)], folder)
