@@ -1152,12 +1152,13 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holde
 
 
 def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterator[bytes | RowBlock]:
-    from pipeline.core.workspace import COMMIT_MEMORY, Workspace
-    from pipeline.scoring.storage import StoredSteps  # (the database's modules: only for this path)
+    # (the database's modules: only for this path)
+    from pipeline.core.workspace import Workspace
+    from pipeline.scoring.storage import STORED_READ_MEMORY, StoredSteps
 
     # the file's steps are read a block at a time as the export goes (`StoredSteps`), the database open till
     # its end: held whole, even narrowed, two million stored steps of one file took 0.62 GB
-    with Workspace(job.db, read_only=True, memory=COMMIT_MEMORY) as ws:
+    with Workspace(job.db, read_only=True, memory=STORED_READ_MEMORY) as ws:
         plays = ws.read("SELECT * FROM core_arc3__plays WHERE file_id = ? ORDER BY play_index", [job.file_id])
         steps = StoredSteps(ws, job.file_id, DB_STEP_COLUMNS)
         names = ws.read("SELECT file_name FROM raw_ingest__files WHERE file_id = ?", [job.file_id]).rows()

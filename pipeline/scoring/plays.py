@@ -210,8 +210,13 @@ class StepRecordChunks(Sequence):
         return self._chunk_of(k)[at]
 
     def __iter__(self) -> Iterator[StepRecord]:
-        for first in range(0, len(self), self._chunk_rows):
-            yield from _records(self._steps.slice(first, self._chunk_rows))
+        if isinstance(self._steps, pl.DataFrame):
+            parts: Iterable[Any] = (self._steps.slice(first, self._chunk_rows)
+                                    for first in range(0, len(self), self._chunk_rows))
+        else:  # a stored file's steps (`StoredSteps`): a pass that reads only the records' columns
+            parts = self._steps.parts()
+        for part in parts:
+            yield from _records(part)
 
     def __getstate__(self) -> dict:  # sent to a worker: the columns, not the chunk made last
         return {"_steps": self._steps, "_chunk_rows": self._chunk_rows, "_at": -1, "_chunk": []}

@@ -304,14 +304,14 @@ def test_a_stored_file_is_read_a_slice_at_a_time_in_narrow_types_with_the_same_v
     assert rows_of(tmp_path / "db").select(cols).equals(rows_of(tmp_path / "files").select(cols))
 
 
-def test_stored_steps_read_a_block_at_a_time_answer_as_the_table_does(tmp_path):
+def test_stored_steps_read_a_block_at_a_time_answer_as_the_table_does(tmp_path, monkeypatch):
     """`StoredSteps` stands for a stored file's steps table where the export and the scoring rebuild read it:
     its slices (across blocks, from the end, past it, empty), selections and parts are the table's, and the
     recording rebuilt from it counts as the one rebuilt from the table."""
     from pipeline.core.workspace import Workspace
     from pipeline.datasets.transitions import DB_STEP_COLUMNS
     from pipeline.scoring import storage
-    from pipeline.scoring.plays import recordings_from_tables
+    from pipeline.scoring.plays import StepRecordChunks, recordings_from_tables, step_records_of
 
     db = tmp_path / "t.duckdb"
     ingested = CliRunner().invoke(app, ["--plain", "ingest", str(AN53), "--db", str(db)])
@@ -333,6 +333,13 @@ def test_stored_steps_read_a_block_at_a_time_answer_as_the_table_does(tmp_path):
         assert [p.height for p in parts] == ranges["len"].to_list() and len(parts) > 3
         assert pl.concat(parts).equals(whole)
         assert pl.concat(list(stored.column_parts("state"))).equals(whole["state"])
+        read, asked = storage.read_stored_steps, []
+        monkeypatch.setattr(storage, "read_stored_steps",
+                            lambda ws, columns, *a, **k: asked.append(tuple(columns)) or read(ws, columns, *a, **k))
+        # a pass reads only its columns (a stored file's records: in a pass, or a chunk at a time from the blocks)
+        chunks = StepRecordChunks(stored, chunk_rows=5)
+        assert list(chunks) == step_records_of(whole) and chunks[23] == step_records_of(whole)[23]
+        assert asked[0] == tuple(chunks._steps.columns) != DB_STEP_COLUMNS and asked[-1] == DB_STEP_COLUMNS
         from_table, = recordings_from_tables(whole, plays)
         from_store, = recordings_from_tables(stored, plays)
     assert from_store.card == from_table.card and list(from_store.effects) == list(from_table.effects)
