@@ -115,7 +115,13 @@ from pipeline.recordings.transition_replay import (
     replay_chunks,
 )
 from pipeline.recordings.variant import counting_options_for_variant
-from pipeline.scoring.plays import STEP_COLUMNS, RecordingInput, read_recording_files, recordings_from_tables
+from pipeline.scoring.plays import (
+    PLAY_COLUMNS,
+    STEP_COLUMNS,
+    RecordingInput,
+    read_recording_files,
+    recordings_from_tables,
+)
 from pipeline.scoring.verify import (
     ReplayStep,
     describe,
@@ -1159,7 +1165,8 @@ def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterato
     # the file's steps are read a block at a time as the export goes (`StoredSteps`), the database open till
     # its end: held whole, even narrowed, two million stored steps of one file took 0.62 GB
     with Workspace(job.db, read_only=True, memory=STORED_READ_MEMORY) as ws:
-        plays = ws.read("SELECT * FROM core_arc3__plays WHERE file_id = ? ORDER BY play_index", [job.file_id])
+        plays = ws.read(f"SELECT {', '.join(PLAY_COLUMNS)}, is_replay_needed FROM core_arc3__plays WHERE "
+                        "file_id = ? ORDER BY play_index", [job.file_id])
         steps = StoredSteps(ws, job.file_id, DB_STEP_COLUMNS)
         names = ws.read("SELECT file_name FROM raw_ingest__files WHERE file_id = ?", [job.file_id]).rows()
         name = names[0][0] if names else None
@@ -1179,6 +1186,7 @@ def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterato
             result.problems.append("no step could be read")
             return
         rec = recs[0]
+        del recs, plays  # (per play: what the export keeps of its plays is its own entries)
         # the frames `ingest --keep-frames` stored: the database path then has the file's pixels, as the file
         # path does (a play whose game cannot be loaded is exported from them; frames that differ where the
         # replay reconverges later are kept, not cut)
@@ -1187,15 +1195,20 @@ def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterato
         kept = KeptFrames.open(files[0], job.db) if len(files) == 1 and rec.card is not None else None
         # all or nothing: every step that recorded frames has them all in the store (else hashes only, as before)
         has_pixels = kept is not None and bool(kept.counts) and _all_frames_kept(rec.steps, kept.counts)
+        # the replay reads the recording's steps and records, not its card or play ids (about 0.8 KB a play,
+        # held to the export's end: 0.1 GB of a recording of 126,000 plays)
+        replayed = dataclasses.replace(rec, card=None, play_ids=[], stored_play_ids=[])
         if rec.card is None:
             replay_steps: Sequence[ReplayStep] = []
         elif has_pixels:  # each slice's pixels read from the store as the replay asks for its steps
             assert kept is not None
-            replay_steps = _ReplaySteps(len(rec.records), functools.partial(_steps_with_kept_frames, rec, kept))
+            replay_steps = _ReplaySteps(len(rec.records), functools.partial(_steps_with_kept_frames, replayed,
+                                                                            kept))
         else:  # made a slice at a time as the replay asks for them
-            replay_steps = _ReplaySteps.of_table(rec)
-        yield from _export_recording(_Recording.of_input(rec, replay_steps, has_pixels), job, result, holder,
-                                     from_file=False)
+            replay_steps = _ReplaySteps.of_table(replayed)
+        recording = _Recording.of_input(rec, replay_steps, has_pixels)
+        del rec
+        yield from _export_recording(recording, job, result, holder, from_file=False)
 
 
 def _all_frames_kept(steps: Any, counts: dict[int, int]) -> bool:
