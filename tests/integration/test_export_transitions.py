@@ -46,6 +46,26 @@ def file_lines(path: Path) -> list[dict]:
     return [json.loads(x)["data"] for x in path.read_text().splitlines() if x.strip()]
 
 
+def lost_copy(folder: Path, guid: str | None = None) -> tuple[Path, Path, int]:
+    """an53's recording as the agents recorder writes it (every action id RESET, without its data; another
+    ``guid`` to be stored beside an53's own), the --recovered-actions file that gives its actions back (one per
+    frame line that is not a post-terminal echo, an empty frame), and its number of lines."""
+    lines = [json.loads(x) for x in AN53.read_text().splitlines() if x.strip()]
+    actions = []
+    for line in lines:
+        ai = line["data"]["action_input"]
+        if line["data"].get("frame") != []:
+            actions.append({"action": ai["id"], **{k: v for k, v in (ai.get("data") or {}).items() if k in "xy"}})
+        line["data"]["action_input"] = {"id": "RESET", "data": {}, "reasoning": None}
+        if guid is not None:
+            line["data"]["guid"] = guid
+    lost = folder / "an53-lost.jsonl"
+    lost.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    recovered = folder / "recovered.json"
+    recovered.write_text(json.dumps({lost.name: actions}))
+    return lost, recovered, len(lines)
+
+
 def agents_copy(src: Path, folder: Path) -> Path:
     """The toolkit recording as the agents recorder writes it: no opening RESET line, integer action ids, the
     recorder's file name; a session of its own (another guid: the same session in two files is one set of rows,
@@ -357,18 +377,7 @@ def test_a_stored_file_is_exported_a_block_of_steps_at_a_time_with_the_same_rows
     from pipeline.scoring import storage
 
     script = PLAYBACK / "an53_scripted-lose.playback.jsonl"
-    lines = [json.loads(x) for x in AN53.read_text().splitlines() if x.strip()]
-    actions = []  # one per frame line that is not a post-terminal echo (an empty frame)
-    for line in lines:  # as the agents recorder writes it: every action id RESET, without its data
-        ai = line["data"]["action_input"]
-        if line["data"].get("frame") != []:
-            actions.append({"action": ai["id"], **{k: v for k, v in (ai.get("data") or {}).items() if k in "xy"}})
-        line["data"]["action_input"] = {"id": "RESET", "data": {}, "reasoning": None}
-        line["data"]["guid"] = "a-session-of-its-own"  # (stored beside an53's own: not the same session)
-    lost = tmp_path / "an53-lost.jsonl"
-    lost.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    recovered = tmp_path / "recovered.json"
-    recovered.write_text(json.dumps({lost.name: actions}))
+    lost, recovered, n_lines = lost_copy(tmp_path, guid="a-session-of-its-own")
     db, kept = tmp_path / "t.duckdb", tmp_path / "kept.duckdb"
     for args in ([str(AN53), str(script), str(lost), "--db", str(db)], [str(AN53), "--db", str(kept), "--keep-frames"]):
         ingested = CliRunner().invoke(app, ["--plain", "ingest", *args])
@@ -397,7 +406,7 @@ def test_a_stored_file_is_exported_a_block_of_steps_at_a_time_with_the_same_rows
     assert rows_of(tmp_path / "db").filter(pl.col("file_id") == lost_id)["recovered"].all()
     blocks = [n for fid, n in reads if fid != lost_id]
     assert len(blocks) > 10 and max(blocks) == 7
-    assert max(n for fid, n in reads if fid == lost_id) == len(lines)
+    assert max(n for fid, n in reads if fid == lost_id) == n_lines
 
 
 @pytest.mark.parametrize("cores", [1, 2, 4, 8])
@@ -990,17 +999,7 @@ def test_recovered_steps_are_made_a_slice_at_a_time_with_the_same_rows(tmp_path,
     import pipeline.datasets.transitions as transitions
     import pipeline.recordings.reader as reader
 
-    lines = [json.loads(x) for x in AN53.read_text().splitlines() if x.strip()]
-    actions = []  # one per frame line that is not a post-terminal echo (an empty frame)
-    for line in lines:  # as the agents recorder writes it: every action id RESET, without its data
-        ai = line["data"]["action_input"]
-        if line["data"].get("frame") != []:
-            actions.append({"action": ai["id"], **{k: v for k, v in (ai.get("data") or {}).items() if k in "xy"}})
-        line["data"]["action_input"] = {"id": "RESET", "data": {}, "reasoning": None}
-    lost = tmp_path / "an53-lost.jsonl"
-    lost.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    recovered = tmp_path / "recovered.json"
-    recovered.write_text(json.dumps({lost.name: actions}))
+    lost, recovered, n_lines = lost_copy(tmp_path)
 
     def rows(out: str) -> pl.DataFrame:
         code, output = export(str(lost), "--games", str(ENVS), "--out", str(tmp_path / out), "--recovered-actions",
@@ -1016,7 +1015,7 @@ def test_recovered_steps_are_made_a_slice_at_a_time_with_the_same_rows(tmp_path,
     monkeypatch.setattr(reader, "COLUMNS_FROM_BYTES", 0)
     monkeypatch.setattr(reader, "HELD_FRAME_BYTES", 1)
     sliced = rows("sliced")
-    assert whole.height == len(lines) and whole["recovered"].all() and whole["verified"].all()
+    assert whole.height == n_lines and whole["recovered"].all() and whole["verified"].all()
     assert sliced.equals(whole) and made and max(made) <= 1024
 
 
