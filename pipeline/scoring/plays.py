@@ -210,12 +210,7 @@ class StepRecordChunks(Sequence):
         return self._chunk_of(k)[at]
 
     def __iter__(self) -> Iterator[StepRecord]:
-        if isinstance(self._steps, pl.DataFrame):
-            parts: Iterable[Any] = (self._steps.slice(first, self._chunk_rows)
-                                    for first in range(0, len(self), self._chunk_rows))
-        else:  # a stored file's steps (`StoredSteps`): a pass that reads only the records' columns
-            parts = self._steps.parts()
-        for part in parts:
+        for part in _parts(self._steps, self._chunk_rows):
             yield from _records(part)
 
     def __getstate__(self) -> dict:  # sent to a worker: the columns, not the chunk made last
@@ -240,10 +235,17 @@ def _effects(parts: Iterable[pl.Series]) -> StepEffects:
                                          for part in parts))
 
 
+def _parts(steps: Any, rows: int) -> Iterable[pl.DataFrame]:
+    """A pass over a steps table, ``rows`` steps at a time; or over one stored file's steps a block at a time
+    (`scoring.storage.StoredSteps`), which reads only the columns selected."""
+    if isinstance(steps, pl.DataFrame):
+        return (steps.slice(first, rows) for first in range(0, steps.height, rows))
+    return steps.parts()
+
+
 def _column_parts(steps: Any, name: str) -> Iterable[pl.Series]:
-    """A steps table's column in parts: whole, or a block at a time of one stored file's steps read as they are
-    asked for (`scoring.storage.StoredSteps`)."""
-    return [steps[name]] if isinstance(steps, pl.DataFrame) else steps.column_parts(name)
+    """Column ``name`` of a steps table (`_parts`), in parts."""
+    return (part[name] for part in _parts(steps.select(name), RECORD_CHUNK_ROWS))
 
 
 class RecoveredSteps(list):

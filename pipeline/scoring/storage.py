@@ -165,8 +165,8 @@ class StoredSteps:
     STORED_BLOCK_ROWS lines at a time as they are asked for, the last few blocks kept: what a long recording's
     export reads of its steps, which held whole took about 185 bytes a step even narrowed (`read_narrow_steps`;
     0.62 GB for two million steps of one file). It answers the few questions the export and the scoring
-    rebuild ask of a file's steps table (`height`, `slice`, `select`, and the steps or a column a block at a
-    time: `parts`, `column_parts`), each with a `pl.DataFrame`'s meaning; ``ws`` must stay open while it is read
+    rebuild ask of a file's steps table (`height`, `slice`, `select`, and a pass over it a block at a
+    time: `parts`), each with a `pl.DataFrame`'s meaning; ``ws`` must stay open while it is read
     (opened with STORED_READ_MEMORY for a long read)."""
 
     KEPT_BLOCKS = 3  # the block the replay feeds from, the one the rows are made from, and the records' one
@@ -202,10 +202,6 @@ class StoredSteps:
         in the allocators)."""
         for k in range(self._blocks.n_blocks):
             yield self._blocks.block(k, columns=self.columns)
-
-    def column_parts(self, name: str) -> Iterator[pl.Series]:
-        """Column ``name`` of every step, a block at a time, in order."""
-        return (part[name] for part in self.select(name).parts())
 
     def whole(self) -> pl.DataFrame:
         """Every step at once (`read_narrow_steps`), for what rewrites the table (recovered action ids)."""

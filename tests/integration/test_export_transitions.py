@@ -352,7 +352,7 @@ def test_stored_steps_read_a_block_at_a_time_answer_as_the_table_does(tmp_path, 
         ranges = whole.group_by(pl.col("line_number") // 7).len().sort("line_number")
         assert [p.height for p in parts] == ranges["len"].to_list() and len(parts) > 3
         assert pl.concat(parts).equals(whole)
-        assert pl.concat(list(stored.column_parts("state"))).equals(whole["state"])
+        assert pl.concat(list(stored.select("state").parts())).equals(whole.select("state"))
         read, asked = storage.read_stored_steps, []
         monkeypatch.setattr(storage, "read_stored_steps",
                             lambda ws, columns, *a, **k: asked.append(tuple(columns)) or read(ws, columns, *a, **k))
