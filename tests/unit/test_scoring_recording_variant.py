@@ -86,5 +86,7 @@ def test_records_and_effects_read_a_chunk_at_a_time_are_those_of_the_whole_table
                         guid=r["guid"], frame_digest=r["last_frame_sha256"], line_number=r["line_number"])
              for r in steps.iter_rows(named=True)]
     assert _records(steps, chunk_rows=7) == whole == _records(steps)
-    assert _effects(steps["step_effect"]) == tuple(StepEffect(e) for e in steps["step_effect"].to_list())
-    assert len(set(_effects(steps["step_effect"]))) >= 2
+    column = steps["step_effect"]  # whole, or in parts (a stored file's blocks)
+    assert _effects([column]) == tuple(StepEffect(e) for e in column.to_list())
+    assert _effects([column.slice(0, 11), column.slice(11, 30), column.slice(41)]) == _effects([column])
+    assert len(set(_effects([column]))) >= 2
