@@ -121,6 +121,7 @@ from pipeline.scoring.plays import (
     RecordingInput,
     read_recording_files,
     recordings_from_tables,
+    steps_in_parts,
 )
 from pipeline.scoring.verify import (
     ReplayStep,
@@ -1213,9 +1214,8 @@ def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterato
 
 def _all_frames_kept(steps: Any, counts: dict[int, int]) -> bool:
     """Whether every stored step that recorded frames has as many in the kept frames file (`counts`: line ->
-    frames kept), as `table_steps` counts a step's frames; ``steps`` a table or `StoredSteps`, a block at a
-    time."""
-    for part in [steps] if isinstance(steps, pl.DataFrame) else steps.parts():
+    frames kept), as `table_steps` counts a step's frames; ``steps`` a table or `StoredSteps`, in a pass."""
+    for part in steps_in_parts(steps.select("line_number", "frame_sha256s", "n_frames")):
         wanted = part.select(pl.col("line_number"), pl.when(pl.col("frame_sha256s").is_null()).then(None)
                              .otherwise(pl.coalesce(pl.col("n_frames"), pl.col("frame_sha256s").list.len()))
                              .alias("n")).filter(pl.col("n").fill_null(0) > 0)

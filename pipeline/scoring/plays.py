@@ -82,6 +82,7 @@ __all__ = [
     "recount_for_competition",
     "recovered_action",
     "replay_scripts",
+    "steps_in_parts",
 ]
 
 # What scoring reads of the steps (its cards, replay checks and duplicate checks): `score FILES` keeps no other.
@@ -210,7 +211,7 @@ class StepRecordChunks(Sequence):
         return self._chunk_of(k)[at]
 
     def __iter__(self) -> Iterator[StepRecord]:
-        for part in _parts(self._steps, self._chunk_rows):
+        for part in steps_in_parts(self._steps, self._chunk_rows):
             yield from _records(part)
 
     def __getstate__(self) -> dict:  # sent to a worker: the columns, not the chunk made last
@@ -235,7 +236,7 @@ def _effects(parts: Iterable[pl.Series]) -> StepEffects:
                                          for part in parts))
 
 
-def _parts(steps: Any, rows: int) -> Iterable[pl.DataFrame]:
+def steps_in_parts(steps: Any, rows: int = RECORD_CHUNK_ROWS) -> Iterable[pl.DataFrame]:
     """A pass over a steps table, ``rows`` steps at a time; or over one stored file's steps a block at a time
     (`scoring.storage.StoredSteps`), which reads only the columns selected."""
     if isinstance(steps, pl.DataFrame):
@@ -244,8 +245,8 @@ def _parts(steps: Any, rows: int) -> Iterable[pl.DataFrame]:
 
 
 def _column_parts(steps: Any, name: str) -> Iterable[pl.Series]:
-    """Column ``name`` of a steps table (`_parts`), in parts."""
-    return (part[name] for part in _parts(steps.select(name), RECORD_CHUNK_ROWS))
+    """Column ``name`` of a steps table (`steps_in_parts`), in parts."""
+    return (part[name] for part in steps_in_parts(steps.select(name)))
 
 
 class RecoveredSteps(list):
