@@ -61,6 +61,11 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
   lines at a time, `StoredSteps`, through a 64 MB DuckDB limit: 0.49 GB, and 0.60 GB for 6,000,000 steps);
 - `build-db-steps`: `arcstudy build` of the same database (the nineteenth sitting: 1.92 GB, every column of the
   steps read whole);
+- `export-reset-plays`, `export-reset-plays-shipped`: `arcstudy export-transitions` of a frameless recording of
+  1,000,000 one-step plays (every line a RESET with `full_reset` true, about 320 MB), for a game that is not found
+  (every play left out) and for a shipped game (every play replayed and exported). Before the twenty-sixth
+  sitting each play's entry was held to the end and listed in the card, the manifest and the console: 2.13 GB, a
+  197 MB card and a 277 MB manifest for the first;
 - `view-db-steps`: `arcstudy view` of one play of that file from the database (the nineteenth sitting: 7.9 GB, the
   file's steps read whole and the text of every row made at once for their digest).
 
@@ -324,6 +329,33 @@ def played_steps(folder: Path, n: int) -> Path:
     return path
 
 
+def reset_plays(folder: Path, n: int, shipped: bool) -> Path:
+    """A frameless recording of `n` one-step plays: every line a RESET with `full_reset` true (a recorder that
+    restarts on each step), for a game that is not found (every play left out: no frames to export) or, with
+    ``shipped``, the first shipped game, whose RESET answer each line records (every play replayed and exported)."""
+    if not shipped:
+        path = folder / f"{GAME}-{GUID}.jsonl"
+        with path.open("wb") as f:
+            f.writelines(_step(i, "RESET", True) for i in range(n))
+        return path
+    from engine.base_game import FRAMES_NONE
+    from engine.env import GameEnv
+
+    info, _ = _winning_run()
+    response = GameEnv(info).reset(frames=FRAMES_NONE)
+    path = folder / f"{info.game_id}-{GUID}.jsonl"
+    data = {"game_id": info.game_id, "state": response.state.name, "levels_completed": response.levels_completed,
+            "win_levels": response.win_levels, "full_reset": True,
+            "available_actions": [int(a) for a in response.available_actions],
+            "action_input": {"id": "RESET", "data": {}, "reasoning": None}, "guid": GUID}
+    tail = json.dumps(data)
+    with path.open("w") as f:
+        for i in range(n):
+            ts = f"2026-11-22T03:{(i // 60_000_000) % 60:02d}:{(i // 1_000_000) % 60:02d}.{i % 1_000_000:06d}+00:00"
+            f.write(f'{{"timestamp": "{ts}", "data": {tail}}}\n')
+    return path
+
+
 def bad_script(folder: Path, n: int) -> Path:
     path = folder / "bt11_bad.playback.jsonl"
     good = json.dumps({"data": {"action_input": {"id": 1, "data": {"game_id": GAME}}}}) + "\n"
@@ -376,6 +408,8 @@ CASES = {
     "export-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "build-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "view-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
+    "export-reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=False),
+    "export-reset-plays-shipped": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
 }
 
 
@@ -399,7 +433,8 @@ def main() -> None:
                 out = folder / "replayed.jsonl"
                 code, peak, seconds = run(["replay", str(path), "--out", str(out)], folder)
                 note = f"recording {out.stat().st_size / 1e6:.0f} MB" if out.exists() else "no recording"
-            elif name in ("export-bad-lines", "export-long-script", "export-played-steps", "export-framed-steps"):
+            elif name in ("export-bad-lines", "export-long-script", "export-played-steps", "export-framed-steps",
+                          "export-reset-plays", "export-reset-plays-shipped"):
                 out = folder / "dataset"
                 code, peak, seconds = run(["export-transitions", str(path), "--out", str(out)], folder)
                 manifest = out / "manifest.json"
