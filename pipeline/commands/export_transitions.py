@@ -38,6 +38,7 @@ LICENCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]{0,63}")  # SPDX ids and the 
 # 8.0 s, 1.3 GB 12.9 s against 10.8 s. So a cluster is started by itself only on 3 cores or more, and only from
 # the scorer's thresholds on (pipeline.scoring.parallel), with a worker per two cores (each worker's sandbox
 # child replays beside it); not measured here, on a machine of 2 cores.
+PROBLEMS_FILE = "problems.jsonl"  # every problem, past the manifest's first LISTED_PROBLEMS
 GC_YOUNG_THRESHOLD = 20_000  # allocations between young collections while exporting (Python's default: 700)
 
 
@@ -150,7 +151,10 @@ def _clear_dataset(stage: Path) -> None:
     if data.is_dir():
         for p in list(data.glob("train-*.parquet")) + list(data.glob(".train-*.parquet.tmp")):
             p.unlink()
-    for name in ("README.md", "manifest.json"):
+    from pipeline.datasets.shards import PLAY_LISTINGS
+
+    # (the listings of an export with many problems or plays: left from an earlier one, they would describe it)
+    for name in ("README.md", "manifest.json", PROBLEMS_FILE, *PLAY_LISTINGS.values()):
         (stage / name).unlink(missing_ok=True)
 
 
@@ -175,7 +179,8 @@ def export_transitions_command(
                                                            "(their rows get `recovered` true).", exists=True,
                                                            dir_okay=False, show_default=False)] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the dataset in a non-empty --out "
-                                            "(its shards, README.md and manifest.json; nothing else is "
+                                            "(its shards, README.md, manifest.json and the JSON-lines "
+                                            "listings an export writes beside them; nothing else is "
                                             "removed).")] = False,
     licence: Annotated[str, typer.Option("--licence", help="The licence field of the dataset card (an SPDX id "
                                          "such as cc-by-4.0, or `other`).")] = DEFAULT_LICENCE,
@@ -207,9 +212,10 @@ def export_transitions_command(
     from pipeline.core.manifest import LISTED_ON_SCREEN, RunManifest, unlisted_note
     from pipeline.core.special_files import not_regular_file
     from pipeline.core.spool import Spool
-    from pipeline.datasets.shards import DatasetSummary, ShardWriter, dataset_card
+    from pipeline.datasets.shards import PLAY_LISTINGS, DatasetSummary, ShardWriter, dataset_card
     from pipeline.datasets.transitions import (
         ExportJob,
+        PlayOwners,
         export_files,
         export_group,
         group_jobs,
@@ -302,7 +308,7 @@ def export_transitions_command(
         _clear_dataset(stage)
         writer = ShardWriter(stage, max_bytes=shard_mb << 20)
         summary = DatasetSummary()
-        first_file: dict[str, str | None] = {}  # play_id -> the file_id that gave its rows (unrepeated_rows)
+        first_file = PlayOwners()  # play_id -> the file_id that gave its rows (unrepeated_rows)
         labels: dict[str | None, str] = {}  # file_id -> its label, for the reasons
         file_ids: dict[str, tuple] = {}  # label -> its file_id and guids (what --recovered-actions may name)
         n_engine = 0
@@ -353,6 +359,10 @@ def export_transitions_command(
         except BaseException:
             writer.abort()
             raise
+        # the plays cut, unverified, not confirmed or left out: the manifest's first LISTED_PROBLEMS of each, and
+        # past that every one in a file of its own, which the card names (a flood of plays: read from disk)
+        listed = {key: manifest.listed_problems(key, items, stage / PLAY_LISTINGS[key])
+                  for key, items in summary.listings().items()}
         created = datetime.now(UTC).isoformat(timespec="seconds")
         card = stage / "README.md"
         try:
@@ -371,17 +381,12 @@ def export_transitions_command(
         for p in [*shards, card]:
             manifest.add_output(p)
         code = EXIT_REJECTED if problems or summary.not_exported else EXIT_OK
-        manifest.notes["transitions"] = {
-            "rows": summary.n_rows, "shards": len(shards), "engine_steps": n_engine,
-            "plays_cut": [{"play_id": p.play_id, "rows": p.n_rows, "detail": p.detail} for p in summary.cut],
-            "plays_unverified": [p.play_id for p in summary.unverified],
-            "rows_not_confirmed": {p.play_id: p.n_unconfirmed_rows for p in summary.unconfirmed},
-            "plays_not_exported": [{"file": f, "play_id": p.play_id, "detail": p.detail}
-                                   for f, p in summary.not_exported],
-        }
+        manifest.notes["transitions"] = {"rows": summary.n_rows, "shards": len(shards), "engine_steps": n_engine}
+        for note in listed.values():
+            manifest.notes["transitions"].update(note)
         # (a flood's: the first LISTED_PROBLEMS here, every one in a file beside the manifest)
         manifest.notes["transitions"].update(
-            manifest.listed_problems("problems", (f"{f}: {why}" for f, why in problems), stage / "problems.jsonl"))
+            manifest.listed_problems("problems", (f"{f}: {why}" for f, why in problems), stage / PROBLEMS_FILE))
         manifest.finish(code)
         try:
             manifest.write_json(stage)
@@ -397,6 +402,9 @@ def export_transitions_command(
         out.console.print(f"rejected: {label}: {why}", markup=False, soft_wrap=True)
     if (more := unlisted_note(len(problems), "rejected", "problems.jsonl")) is not None:
         out.console.print(more, markup=False, soft_wrap=True)
-    for label, play in summary.not_exported:
+    for label, play in summary.not_exported[:LISTED_ON_SCREEN]:
         out.console.print(f"left out: {label}: {play.play_id}: {play.detail}", markup=False, soft_wrap=True)
+    if (more := unlisted_note(len(summary.not_exported), "plays left out",
+                              PLAY_LISTINGS["plays_not_exported"])) is not None:
+        out.console.print(more, markup=False, soft_wrap=True)
     raise typer.Exit(code)

@@ -15,19 +15,23 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.core import manifest
 from pipeline.core.outputs import markdown_code, markdown_text
+from pipeline.core.spool import Spool
 from schemas.transitions import ARROW_SCHEMA, COLUMNS
 
 from .transitions import FileExport, PlayExport, RowBlock, batches_from_bytes, build_batch
 
-__all__ = ["DEFAULT_SHARD_BYTES", "DatasetSummary", "ShardWriter", "dataset_card"]
+__all__ = ["DEFAULT_SHARD_BYTES", "PLAY_LISTINGS", "DatasetSummary", "ShardWriter", "dataset_card"]
 
 DEFAULT_SHARD_BYTES = 256 << 20
 ROW_GROUP_ROWS = 1024
@@ -138,25 +142,36 @@ class ShardWriter:
             self._row_groups = 0
 
 
+# The plays the card and the manifest name (cut, unverified, not confirmed, left out): each kind's first
+# `pipeline.core.manifest.LISTED_PROBLEMS` one by one, and past that every one in a JSON-lines file of the
+# dataset (`RunManifest.listed_problems`): a recording of a million one-step plays whose game is not found once
+# made a 197 MB card and a 277 MB manifest, and took the export to 2.1 GB.
+PLAY_LISTINGS = {"plays_cut": "plays_cut.jsonl", "plays_unverified": "plays_unverified.jsonl",
+                 "rows_not_confirmed": "rows_not_confirmed.jsonl", "plays_not_exported": "plays_not_exported.jsonl"}
+
+
 @dataclass
 class DatasetSummary:
-    """What the card reports, gathered as the files' exports come in."""
+    """What the card reports, gathered as the files' exports come in. The plays it names wait on disk past a
+    few thousand (`Spool`): a flood of plays is counted, its entries never all in memory."""
 
     rows_by_game_source: Counter = field(default_factory=Counter)
     plays_by_game_source: Counter = field(default_factory=Counter)
     game_sources: dict[str, str | None] = field(default_factory=dict)  # game_id -> sha256 of its source file
-    cut: list[PlayExport] = field(default_factory=list)
-    unverified: list[PlayExport] = field(default_factory=list)
-    unconfirmed: list[PlayExport] = field(default_factory=list)  # replayed plays with rows the replay did not confirm
-    not_exported: list[tuple[str, PlayExport]] = field(default_factory=list)
-    rejected: list[tuple[str, str]] = field(default_factory=list)  # (file, reason)
+    cut: list[PlayExport] = field(default_factory=Spool)
+    unverified: list[PlayExport] = field(default_factory=Spool)
+    unconfirmed: list[PlayExport] = field(default_factory=Spool)  # replayed plays with rows the replay did not confirm
+    not_exported: list[tuple[str, PlayExport]] = field(default_factory=Spool)
+    rejected: list[tuple[str, str]] = field(default_factory=Spool)  # (file, reason)
     n_files: int = 0
     n_rows: int = 0
+    n_unverified_rows: int = 0  # rows of the unverified plays
+    n_replayed_unconfirmed_rows: int = 0  # rows of replayed plays whose frames the replay did not confirm
 
     @property
     def n_unconfirmed_rows(self) -> int:
         """Rows with `verified` false: every row of an unverified play, and the unconfirmed rows of replayed ones."""
-        return sum(p.n_rows for p in self.unverified) + sum(p.n_unconfirmed_rows for p in self.unconfirmed)
+        return self.n_unverified_rows + self.n_replayed_unconfirmed_rows
 
     def add(self, export: FileExport) -> None:
         self.n_files += 1
@@ -170,8 +185,10 @@ class DatasetSummary:
                 self.cut.append(play)
             elif play.status == "unverified":
                 self.unverified.append(play)
+                self.n_unverified_rows += play.n_rows
             if play.status != "unverified" and play.n_unconfirmed_rows:
                 self.unconfirmed.append(play)
+                self.n_replayed_unconfirmed_rows += play.n_unconfirmed_rows
             elif play.status == "not_exported":
                 self.not_exported.append((export.label, play))
         if export.game_id is not None and export.n_rows:
@@ -179,9 +196,28 @@ class DatasetSummary:
             self.game_sources[export.game_id] = known or export.game_source_sha256
         self.n_rows += export.n_rows
 
+    def listings(self) -> dict[str, Iterator[Any]]:
+        """Each kind of play the card names (`PLAY_LISTINGS`), as the manifest lists it: JSON objects, in order."""
+        return {
+            "plays_cut": ({"play_id": p.play_id, "rows": p.n_rows, "detail": p.detail} for p in self.cut),
+            "plays_unverified": (p.play_id for p in self.unverified),
+            "rows_not_confirmed": ({"play_id": p.play_id, "rows": p.n_unconfirmed_rows} for p in self.unconfirmed),
+            "plays_not_exported": ({"file": f, "play_id": p.play_id, "detail": p.detail}
+                                   for f, p in self.not_exported),
+        }
+
 
 def _cell(text: object) -> str:
     return markdown_text(text)  # names, ids and reasons from input files: one line of text, never Markdown or HTML
+
+
+def _listed(head: list[str], rows: Iterable[str], n: int, where: str) -> list[str]:
+    """A card's table of ``n`` rows: the first LISTED_PROBLEMS of them, then how many more and where each is."""
+    limit = manifest.LISTED_PROBLEMS
+    lines = [*head, *islice(rows, limit)] if n else []
+    if n > limit:
+        lines += ["", f"The first {limit:,} of {n:,}: every one is in `{where}`."]
+    return lines
 
 
 def dataset_card(summary: DatasetSummary, shards: Sequence[Path], *, licence: str, command: str,
@@ -203,7 +239,7 @@ def dataset_card(summary: DatasetSummary, shards: Sequence[Path], *, licence: st
                 + "; ".join(part for part in (
                     f"{len(summary.unverified)} play(s) of games that could not be loaded are from their "
                     "recordings' frames, unchecked" if summary.unverified else "",
-                    f"{sum(p.n_unconfirmed_rows for p in summary.unconfirmed):,} row(s) of "
+                    f"{summary.n_replayed_unconfirmed_rows:,} row(s) of "
                     f"{len(summary.unconfirmed)} replayed play(s) keep the recording's frames where they differed "
                     "from the replay's and the replay matched again later" if summary.unconfirmed else "")
                     if part) + ", listed below)."), "",
@@ -234,33 +270,40 @@ def dataset_card(summary: DatasetSummary, shards: Sequence[Path], *, licence: st
                      f"{summary.rows_by_game_source[(game, source)]:,} |")
     lines += ["", "## Plays cut at a divergence", ""]
     if summary.cut:
-        lines += ["| play_id | game_id | rows kept | divergence |", "|---|---|---:|---|"]
-        lines += [f"| {_cell(p.play_id)} | {_cell(p.game_id)} | {p.n_rows:,} | {_cell(p.detail)} |"
-                  for p in summary.cut]
+        lines += _listed(["| play_id | game_id | rows kept | divergence |", "|---|---|---:|---|"],
+                         (f"| {_cell(p.play_id)} | {_cell(p.game_id)} | {p.n_rows:,} | {_cell(p.detail)} |"
+                          for p in summary.cut), len(summary.cut), PLAY_LISTINGS["plays_cut"])
     else:
         lines.append("None: every replayed play agreed with its recording to the end.")
     lines += ["", "## Plays not verified", ""]
     if summary.unverified:
         lines += ["Their games could not be loaded: the frames are the recording's, unchecked (`verified` "
-                  "false).", "", "| play_id | game_id | rows | why |", "|---|---|---:|---|"]
-        lines += [f"| {_cell(p.play_id)} | {_cell(p.game_id)} | {p.n_rows:,} | {_cell(p.detail)} |"
-                  for p in summary.unverified]
+                  "false).", ""]
+        lines += _listed(["| play_id | game_id | rows | why |", "|---|---|---:|---|"],
+                         (f"| {_cell(p.play_id)} | {_cell(p.game_id)} | {p.n_rows:,} | {_cell(p.detail)} |"
+                          for p in summary.unverified), len(summary.unverified), PLAY_LISTINGS["plays_unverified"])
     else:
         lines.append("None.")
     lines += ["", "## Rows whose frames the replay did not confirm", ""]
     if summary.unconfirmed:
         lines += ["Replayed plays whose frames differed from the replay's at these rows while every other field "
                   "agreed, the replay matching again later: the rows keep the recording's frames (`verified` "
-                  "false).", "", "| play_id | game_id | rows | of which not confirmed |", "|---|---|---:|---:|"]
-        lines += [f"| {_cell(p.play_id)} | {_cell(p.game_id)} | {p.n_rows:,} | {p.n_unconfirmed_rows:,} |"
-                  for p in summary.unconfirmed]
+                  "false).", ""]
+        lines += _listed(["| play_id | game_id | rows | of which not confirmed |", "|---|---|---:|---:|"],
+                         (f"| {_cell(p.play_id)} | {_cell(p.game_id)} | {p.n_rows:,} | {p.n_unconfirmed_rows:,} |"
+                          for p in summary.unconfirmed), len(summary.unconfirmed),
+                         PLAY_LISTINGS["rows_not_confirmed"])
     else:
         lines.append("None.")
     lines += ["", "## Left out", ""]
     if summary.not_exported or summary.rejected:
-        lines += ["| file | play_id | why |", "|---|---|---|"]
-        lines += [f"| {_cell(f)} | {_cell(p.play_id)} | {_cell(p.detail)} |" for f, p in summary.not_exported]
-        lines += [f"| {_cell(f)} | | {_cell(why)} |" for f, why in summary.rejected]
+        lines += _listed(["| file | play_id | why |", "|---|---|---|"],
+                         (f"| {_cell(f)} | {_cell(p.play_id)} | {_cell(p.detail)} |" for f, p in summary.not_exported),
+                         len(summary.not_exported), PLAY_LISTINGS["plays_not_exported"])
+        if summary.rejected:
+            lines += _listed(["", "| file rejected | why |", "|---|---|"],
+                             (f"| {_cell(f)} | {_cell(why)} |" for f, why in summary.rejected),
+                             len(summary.rejected), "problems.jsonl")  # (each file has a problem)
     else:
         lines.append("Nothing.")
     lines += ["", "## Columns", "", "| column | type | meaning |", "|---|---|---|"]

@@ -48,12 +48,14 @@ are unknown).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import hashlib
 import inspect
 import os
 import uuid
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -132,8 +134,8 @@ from pipeline.scoring.verify import (
 )
 from schemas.transitions import ARROW_SCHEMA, FRAME_SHAPE
 
-__all__ = ["ExportJob", "FileExport", "PlayExport", "RowBlock", "batches_from_bytes", "build_batch", "export_files",
-           "export_group", "export_transitions", "group_jobs", "source_of"]
+__all__ = ["ExportJob", "FileExport", "PlayExport", "PlayOwners", "RowBlock", "batches_from_bytes", "build_batch",
+           "export_files", "export_group", "export_transitions", "group_jobs", "source_of"]
 
 BATCH_ROWS = 1024  # rows per Arrow batch sent back (and per Parquet row group)
 BATCH_FRAME_BYTES = 16 << 20  # ... or fewer, once their frames hold this many bytes
@@ -211,7 +213,10 @@ class PlayExport:
 
 @dataclass
 class FileExport:
-    """A file's rows (Arrow IPC streams, zstd) and what happened to its plays."""
+    """A file's rows (Arrow IPC streams, zstd) and what happened to its plays: ``plays``, in play order, once the
+    rows are all made. While they are made, the play whose rows are coming is ``current_play`` (its counts
+    growing) and the ones before it are in ``plays``, which keeps a bounded number in memory (`Spool`): a
+    recording of a million one-step plays held an entry for each, about 0.4 KB apiece."""
 
     label: str
     file_id: str | None = None
@@ -219,12 +224,29 @@ class FileExport:
     source: str | None = None
     game_source_sha256: str | None = None
     batches: list[bytes | RowBlock] = field(default_factory=list)  # IPC streams, or row blocks in-process
-    plays: list[PlayExport] = field(default_factory=list)
+    plays: list[PlayExport] = field(default_factory=Spool)
+    current_play: PlayExport | None = None
     problems: list[str] = field(default_factory=Spool)  # lines left out (a flood: on disk), or why it was refused
     rejected: bool = False  # the file gave no row because it is bad input (exit 3)
     n_rows: int = 0
     n_engine_steps: int = 0  # responses the engine produced for it
     file_sha256: str | None = None  # the sha256 of the file's bytes, as its reader hashed them (for the manifest)
+
+    def begin_play(self, play: PlayExport) -> PlayExport:
+        """``play``'s entry is the current one; the one before is finished."""
+        self.end_play()
+        self.current_play = play
+        return play
+
+    def end_play(self) -> None:
+        if self.current_play is not None:
+            self.plays.append(self.current_play)
+            self.current_play = None
+
+    def cut_current_play(self, detail: str) -> None:
+        """The play whose rows were coming when the replay stopped is cut there."""
+        if self.current_play is not None:
+            self.current_play.status, self.current_play.detail = "cut", detail
 
 
 def batches_from_bytes(data: bytes | pa.RecordBatch | RowBlock) -> list[pa.RecordBatch]:
@@ -237,8 +259,8 @@ def batches_from_bytes(data: bytes | pa.RecordBatch | RowBlock) -> list[pa.Recor
         return list(reader)
 
 
-def unrepeated_rows(items: Iterable[bytes | pa.RecordBatch | RowBlock], first_file: dict[str, str | None]
-                    ) -> Iterator[bytes | pa.RecordBatch | RowBlock]:
+def unrepeated_rows(items: Iterable[bytes | pa.RecordBatch | RowBlock],
+                    first_file: PlayOwners | dict[str, str | None]) -> Iterator[bytes | pa.RecordBatch | RowBlock]:
     """``items`` (a file export's batches, as they stream) without the rows of plays an earlier file gave: the same
     play_id (the same guid, as in a copy of a recording) from another file_id, as `score` leaves such a file out
     (`duplicate_play`): each (play_id, step) is one row of the dataset. Rows are matched by their own file_id,
@@ -269,23 +291,86 @@ def unrepeated_rows(items: Iterable[bytes | pa.RecordBatch | RowBlock], first_fi
                 yield batch
 
 
-def note_repeated_plays(export: FileExport, first_file: dict[str, str | None], labels: dict[str | None, str]
-                        ) -> None:
+class PlayOwners:
+    """Which file gave each play's rows first (play_id -> file_id), as `unrepeated_rows` fills it: a dict's
+    `setdefault` and `get`. A play id is its recording's guid and the play's index (`guid/index`): the plays of
+    one guid are held as runs of consecutive indices that one file gave (a file's plays come in order, so a
+    recording of a million one-step plays is one run), other ids one by one. A dict of every play id took about
+    150 bytes a play."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, tuple[array, array, list]] = {}  # guid -> (starts, stops, file ids), by start
+        self._others: dict[str, str | None] = {}
+
+    @staticmethod
+    def _split(play_id: str) -> tuple[str, int] | None:
+        guid, sep, index = play_id.rpartition("/")
+        # (only the index's own spelling: "g/007" is another play than "g/7")
+        if sep and index.isascii() and index.isdigit() and (index == "0" or index[0] != "0") and len(index) < 18:
+            return guid, int(index)
+        return None
+
+    def get(self, play_id: str, default: str | None = None) -> str | None:
+        split = self._split(play_id)
+        if split is None:
+            return self._others.get(play_id, default)
+        runs = self._runs.get(split[0])
+        if runs is None:
+            return default
+        starts, stops, files = runs
+        at = bisect.bisect_right(starts, split[1]) - 1
+        return files[at] if at >= 0 and split[1] < stops[at] else default
+
+    def setdefault(self, play_id: str, file_id: str | None) -> str | None:
+        """The file that gave ``play_id`` first: ``file_id`` if none did (it is then recorded as the one)."""
+        split = self._split(play_id)
+        if split is None:
+            return self._others.setdefault(play_id, file_id)
+        guid, index = split
+        starts, stops, files = self._runs.setdefault(guid, (array("q"), array("q"), []))
+        at = bisect.bisect_right(starts, index) - 1
+        if at >= 0 and index < stops[at]:
+            return files[at]
+        if at >= 0 and stops[at] == index and files[at] == file_id and (at + 1 == len(starts)
+                                                                        or starts[at + 1] > index):
+            stops[at] = index + 1  # the next play of the same run
+        else:
+            starts.insert(at + 1, index)
+            stops.insert(at + 1, index + 1)
+            files.insert(at + 1, file_id)
+        return file_id
+
+
+def note_repeated_plays(export: FileExport, first_file: PlayOwners | dict[str, str | None],
+                        labels: dict[str | None, str]) -> None:
     """After a piece's rows were written through `unrepeated_rows`: each play of ``export`` that an earlier file
     gave is not exported (its rows were left out), with the reason naming that file (``labels``: file_id ->
     label)."""
-    firsts = []
-    for play in export.plays:
-        first = first_file.get(play.play_id)
-        if play.n_rows and first is not None and first != export.file_id:
+    def first_of(play: PlayExport) -> str | None:
+        first = first_file.get(play.play_id) if play.n_rows else None
+        return first if first != export.file_id else None
+
+    if not any(first_of(play) is not None for play in export.plays):  # (the plays may wait on disk: read twice,
+        return  # and written again only when one changes)
+    firsts: set[str] = set()
+    n_repeated = 0
+
+    def noted(play: PlayExport) -> PlayExport:
+        nonlocal n_repeated
+        first = first_of(play)
+        if first is not None:
             export.n_rows -= play.n_rows
             why = (f"duplicate_play: the same play (guid) as in {labels.get(first, first)}, given first and "
                    "exported: each step is one row")
             play.status, play.n_rows, play.n_unconfirmed_rows, play.detail = "not_exported", 0, 0, why
-            firsts.append(labels.get(first, first))
-    if firsts:  # the file is rejected input, as `score` rejects it (each play is listed as left out)
-        export.problems.append(f"duplicate_play: {len(firsts)} play(s) also in {', '.join(sorted(set(firsts)))}, "
-                               "given first and exported; left out here")
+            firsts.add(labels.get(first, first))
+            n_repeated += 1
+        return play
+
+    export.plays = Spool(map(noted, export.plays))
+    # the file is rejected input, as `score` rejects it (each play is listed as left out)
+    export.problems.append(f"duplicate_play: {n_repeated} play(s) also in {', '.join(sorted(firsts))}, "
+                           "given first and exported; left out here")
 
 
 def _without_plays(block: RowBlock, plays: set[tuple[str | None, str]]) -> RowBlock:
@@ -732,19 +817,19 @@ def _export(job: ExportJob, result: FileExport) -> Iterator[bytes | RowBlock]:
         result.problems.append(f"cannot replay the playback script: {err.reason}")
     except GameStopped as err:
         if not sent:  # nothing of the file is exported: its rows would depend on the stopped run
-            result.rejected, result.n_rows, result.plays = True, 0, []
+            result.rejected, result.n_rows, result.plays, result.current_play = True, 0, Spool(), None
             result.problems.append(f"not exported: {err}")
         else:  # batches already streamed to the shards: the rows up to the stop stay, the play is cut there
             if rows:
                 rows[0].flush()
                 yield from rows[0].take()
                 result.n_rows = rows[0].n
-            if result.plays:
-                result.plays[-1].status, result.plays[-1].detail = "cut", f"the replay stopped: {err}"
+            result.cut_current_play(f"the replay stopped: {err}")
             result.problems.append(f"cut: {err}")
     except (OSError, UnicodeDecodeError) as err:
         result.rejected = True
         result.problems.append(f"unreadable: {err}")
+    result.end_play()
 
 
 def _game_code_failed(result: FileExport, game_id: str, where: str) -> None:
@@ -952,8 +1037,6 @@ def _export_script(actions: ScriptActions, named_game: str, file_id: str, job: E
     changes = iter_level_changes(triples)
     rows = _Rows(job.batch_rows, job.compress)
     holder.append(rows)
-    plays: dict[str, PlayExport] = {}
-    result.plays = []
     game_id = info.game_id
     current_play, pid, export = None, "", None
     i = 0
@@ -988,12 +1071,9 @@ def _export_script(actions: ScriptActions, named_game: str, file_id: str, job: E
         for j, answer, record, effect, play, change, count in zip(
                 acts, answers, chunk_records, chunk_effects, chunk_plays, chunk_changes, counts, strict=True):
             state, levels, win_levels, _full_reset, available = answer
-            if play != current_play:
+            if play != current_play:  # (a play's steps are consecutive: the one before is finished)
                 current_play, pid = play, f"{guid}/{play}"
-                export = plays.get(pid)
-                if export is None:
-                    export = plays[pid] = PlayExport(pid, info.game_id, "playback", "exported")
-                    result.plays.append(export)
+                export = result.begin_play(PlayExport(pid, info.game_id, "playback", "exported"))
             action_id = record.action_id
             x, y, line = (xs[j], ys[j], numbers[j]) if j >= 0 else (-1, -1, None)
             # `_row`'s order (the opening RESET is make()'s, in no line of the script: no x, y or line)
@@ -1009,8 +1089,7 @@ def _export_script(actions: ScriptActions, named_game: str, file_id: str, job: E
         stopped = out["stopped"]
         yield from rows.take()
     if stopped is not None:  # the game's code failed (raised, or ran past the step time limit): the file's failure
-        if plays:
-            result.plays[-1].status, result.plays[-1].detail = "cut", f"the replay stopped: {stopped}"
+        result.cut_current_play(f"the replay stopped: {stopped}")
         _game_code_failed(result, game_id, stopped)
     rows.flush()
     yield from rows.take()
@@ -1038,7 +1117,7 @@ class _Recording:
     # `action_id` and `levels_completed` are read, which a reader's `Line` has as its `step_record()` would
     effects: Sequence[StepEffect]
     step_play: Sequence[int]
-    play_ids: list[str]
+    play_ids: Sequence[str]
     steps: Sequence[ReplayStep]
     actions_known: bool = True
     recovered: bool = False
@@ -1064,7 +1143,7 @@ class _Recording:
                  else list(map(_replay_step, parsed.steps)))
         n_plays = max(step_play, default=-1) + 1
         return cls(parsed.file_sha256, parsed.game_id, parsed.variant, parsed.is_only_reset_levels, records,
-                   parsed.effects, step_play, [parsed.play_id(i) for i in range(n_plays)], steps,
+                   parsed.effects, step_play, parsed.play_ids(n_plays), steps,
                    not parsed.is_action_ids_lost, False, None, parsed.has_frames)
 
 
@@ -1239,7 +1318,7 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
         why = rec.why_unknown or ("action ids lost (every action recorded as RESET, the benchmarking "
                                   "recorder defect): the actions are unknown; supply them with "
                                   "--recovered-actions")
-        result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0, why) for pid in rec.play_ids]
+        result.plays = Spool(PlayExport(pid, rec.game_id, source, "not_exported", 0, why) for pid in rec.play_ids)
         return
     info = None
     why = None
@@ -1252,8 +1331,9 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
 
     pixels_in_file = rec.has_pixels  # the file's frames, or the ones `ingest --keep-frames` stored
     if info is None and not pixels_in_file:
-        result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0,
-                                   f"{why}; the file has no frames to export unverified") for pid in rec.play_ids]
+        result.plays = Spool(PlayExport(pid, rec.game_id, source, "not_exported", 0,
+                                        f"{why}; the file has no frames to export unverified")
+                             for pid in rec.play_ids)
         return
     rows = _Rows(job.batch_rows, job.compress)
     holder.append(rows)
@@ -1261,17 +1341,28 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
     # `step` counts the session's responses: 0 = make()'s opening RESET (a recording lacking its line gets the
     # engine's answer as step 0 when replayed), then one per action, across full resets (play_id changes there)
     first = 0 if steps and steps[0].action_id == 0 else 1
-    exports: dict[str, PlayExport] = {}
+    next_play = 0  # the first play (index) without an entry yet: the plays' entries are made in play order
 
-    def play_of(pid: str, verified: bool) -> PlayExport:
-        if pid not in exports:
-            exports[pid] = PlayExport(pid, rec.game_id, source, "exported" if verified else "unverified", 0,
-                                      None if verified else f"{why}: frames from the file, not checked")
-        return exports[pid]
+    def entries_through(index: int, verified: bool) -> None:
+        """Entries for the plays up to ``index`` (`FileExport.begin_play`: each one before is finished; a
+        play's steps are consecutive, and one that gave no row gets its entry here)."""
+        nonlocal next_play
+        while next_play <= index:
+            result.begin_play(PlayExport(rec.play_ids[next_play], rec.game_id, source,
+                                         "exported" if verified else "unverified", 0,
+                                         None if verified else f"{why}: frames from the file, not checked"))
+            next_play += 1
+
+    def play_of(index: int, verified: bool) -> PlayExport:
+        """Play ``index``'s entry, the current one."""
+        entries_through(index, verified)
+        assert result.current_play is not None and index == next_play - 1, "plays out of order"
+        return result.current_play
 
     def emit(i: int, packed: tuple[int, bytes, bytes] | None, verified: bool, st: ReplayStep | None = None) -> None:
         st = steps[i] if st is None else st
-        pid = rec.play_ids[rec.step_play[i]]
+        play_index = rec.step_play[i]
+        pid = rec.play_ids[play_index]
         expected = st.expected
         record = rec.records[i]
         action_id = record.action_id
@@ -1285,7 +1376,7 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
             rows.add(st.pixels, st.frame_hashes, values)
         else:
             rows.add_packed(*packed, values)
-        play = play_of(pid, info is not None)
+        play = play_of(play_index, info is not None)
         play.n_rows += 1
         if info is not None and not verified:  # the file's frames, kept where the replay reconverged later
             play.n_unconfirmed_rows += 1
@@ -1310,9 +1401,9 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
             if out["status"] == "load_failed":
                 why = f"game {rec.game_id} failed to load: {out['reason']}"
                 if not pixels_in_file:
-                    result.plays = [PlayExport(pid, rec.game_id, source, "not_exported", 0,
-                                               f"{why}; the file has no frames to export unverified")
-                                    for pid in rec.play_ids]
+                    result.plays = Spool(PlayExport(pid, rec.game_id, source, "not_exported", 0,
+                                                    f"{why}; the file has no frames to export unverified")
+                                         for pid in rec.play_ids)
                     return
                 info = None
                 break
@@ -1326,7 +1417,7 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
                                     win_levels=win_levels, state=state, available_actions=list(available),
                                     is_level_change=False, is_counted=False, verified=True, recovered=False,
                                     file_id=rec.file_id, line_number=None))
-                    play_of(pid, True).n_rows += 1
+                    play_of(rec.step_play[0], True).n_rows += 1
                     opening_done = True
                 else:
                     held[index] = packed if packed[0] or not (pixels_in_file and steps[index].pixels is not None) \
@@ -1371,17 +1462,15 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
                     yield from rows.take()
     rows.flush()
     yield from rows.take()
-    if cut_at is not None:
-        cut_play = rec.step_play[cut_at] if cut_at < len(rec.step_play) else None
-        for index, pid in enumerate(rec.play_ids):
-            if cut_play is not None and index >= cut_play:
-                export = play_of(pid, True)
-                export.status = "cut"
-                export.detail = (f"exported up to the divergence: {cut_reason}" if index == cut_play else
-                                 f"follows a divergence earlier in the same recording: {cut_reason}")
-    for pid in rec.play_ids:
-        play_of(pid, info is not None)
-    result.plays = [exports[pid] for pid in rec.play_ids]
+    n_plays = len(rec.play_ids)
+    cut_play = rec.step_play[cut_at] if cut_at is not None and cut_at < len(rec.step_play) else n_plays
+    entries_through(cut_play - 1, info is not None)
+    for index in range(cut_play, n_plays):  # (the first may be the current play: its rows before the divergence)
+        export = play_of(index, True)
+        export.status = "cut"
+        export.detail = (f"exported up to the divergence: {cut_reason}" if index == cut_play else
+                         f"follows a divergence earlier in the same recording: {cut_reason}")
+    result.end_play()
     result.n_rows = rows.n
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from pipeline.cli import app
@@ -160,3 +162,35 @@ def test_the_database_with_kept_frames_exports_what_the_files_export(tmp_path: P
         [kept] = [f for f in map(pq.ParquetFile, tmp_path.rglob("*.parquet")) if "pixels" in f.schema_arrow.names]
         groups = kept.num_row_groups
         assert groups >= len(lines) // 3 and len(set(reads)) == groups and len(reads) <= 2 * 2 * groups, reads
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["g", "h", "g/x", ""]),
+                          st.one_of(st.integers(0, 40).map(str), st.sampled_from(["007", "00", "-1", "", "٣", "a"])),
+                          st.sampled_from(["A", "B", "C", None])), max_size=80))
+def test_play_owners_answer_as_a_dict_of_every_play_id(claims):
+    """`PlayOwners` holds a guid's plays as runs of indices that one file gave: it answers `setdefault` and `get`
+    as a dict of every play id does, whatever the order, the gaps, the files and the ids that are not
+    `guid/index` (a leading zero, a sign, a non-ASCII digit, no index)."""
+    from pipeline.datasets.transitions import PlayOwners
+
+    owners, plain = PlayOwners(), {}
+    for guid, index, file_id in claims:
+        play_id = f"{guid}/{index}" if guid else index
+        assert owners.setdefault(play_id, file_id) == plain.setdefault(play_id, file_id), play_id
+    for guid in ("g", "h", "g/x", ""):
+        for index in [*map(str, range(42)), "007", "00", "-1", "", "٣", "a"]:
+            play_id = f"{guid}/{index}" if guid else index
+            assert owners.get(play_id) == plain.get(play_id), play_id
+
+
+def test_a_files_consecutive_plays_are_one_run():
+    """A recording of many plays is one run of indices, however many plays it has."""
+    from pipeline.datasets.transitions import PlayOwners
+
+    owners = PlayOwners()
+    for i in range(10_000):
+        assert owners.setdefault(f"g/{i}", "A") == "A"
+    assert owners.setdefault("g/5", "B") == "A" and owners.get("g/10000") is None
+    starts, stops, files = owners._runs["g"]
+    assert (list(starts), list(stops), files) == ([0], [10_000], ["A"])

@@ -139,3 +139,108 @@ def test_a_replay_of_a_flood_lists_the_first_lines_left_out_and_writes_every_one
     assert every[-1].startswith(f"line {N_BAD + 1}: ")
     assert output.count("left out: line ") == 10
     assert f"... and {N_BAD - 10:,} more lines left out (see replayed.left_out.jsonl)" in output
+
+
+# ---- a flood of plays: every play is listed in a file, the card and the manifest name the first few --------------
+GUID = "9064696e-1bf8-40f1-8b96-607f92b98787"
+SHIPPED = Path(__file__).resolve().parents[2] / "games"
+
+
+def _one_step_plays(path: Path, n: int, game_id: str, answer: dict, wrong: int | None = None) -> Path:
+    """A frameless recording of ``n`` one-step plays: every line a RESET with `full_reset` true, answered with
+    ``answer`` (line ``wrong`` records other available actions: its replay diverges there)."""
+    lines = []
+    for i in range(n):
+        data = {"game_id": game_id, **answer, "full_reset": True, "guid": GUID,
+                "action_input": {"id": "RESET", "data": {}, "reasoning": None}}
+        if i == wrong:
+            data["available_actions"] = [5]
+        lines.append(json.dumps({"timestamp": f"2026-11-22T03:00:00.{i:06d}+00:00", "data": data}) + "\n")
+    path.write_text("".join(lines))
+    return path
+
+
+def _reset_answer(game_id: str) -> dict:
+    """What a shipped game answers to make()'s RESET, as a frameless recording line holds it."""
+    from engine.base_game import FRAMES_NONE
+    from engine.env import GameEnv
+    from engine.loader import resolve_game
+
+    response = GameEnv(resolve_game(game_id, [SHIPPED])).reset(frames=FRAMES_NONE)
+    return {"state": response.state.name, "levels_completed": response.levels_completed,
+            "win_levels": response.win_levels, "available_actions": [int(a) for a in response.available_actions]}
+
+
+def test_an_export_of_a_flood_of_plays_left_out_lists_the_first_and_writes_every_one(tmp_path, small_lists):
+    """A recording of a million one-step plays whose game is not found once took `export-transitions` to 2.1 GB:
+    every play's entry held, and listed in full in a 197 MB card, a 277 MB manifest and a line each on the
+    screen. Here 300 plays: their entries wait on disk, each list names the first, a file holds every one."""
+    path = _one_step_plays(tmp_path / f"zz00-00000000-{GUID}.jsonl", N_BAD, "zz00-00000000",
+                           {"state": "NOT_FINISHED", "levels_completed": 0, "win_levels": 5,
+                            "available_actions": [1, 2]})
+    out = tmp_path / "dataset"
+    output, manifest = _run("export-transitions", str(path), "--out", str(out), manifest=out / "manifest.json")
+    note = manifest["notes"]["transitions"]
+    every = _listed_file(out, note, "plays_not_exported", N_BAD)
+    assert [p["play_id"] for p in every] == [f"{GUID}/{i}" for i in range(N_BAD)]  # in play order
+    assert all("zz00-00000000' not found" in p["detail"] and p["file"] == str(path) for p in every)
+    assert output.count("left out: ") == 10
+    assert f"... and {N_BAD - 10:,} more plays left out (see plays_not_exported.jsonl)" in output
+    left_out = (out / "README.md").read_text().split("## Left out", 1)[1].split("## Columns", 1)[0]
+    assert left_out.count(f"| {GUID}/") == LISTED
+    assert f"The first {LISTED} of {N_BAD}: every one is in `plays_not_exported.jsonl`." in left_out
+    # the plays' entries as the export made them: a spool, most of it on disk, every play in order
+    from pipeline.datasets.transitions import ExportJob, export_transitions
+
+    result = export_transitions(ExportJob(path=str(path), game_dirs=(str(SHIPPED),), compress=True))
+    assert isinstance(result.plays, Spool) and result.plays._spilled >= N_BAD - 50
+    assert [p.play_id for p in result.plays] == [f"{GUID}/{i}" for i in range(N_BAD)]
+
+
+def test_plays_after_a_divergence_are_listed_cut_from_disk_in_order(tmp_path, small_lists):
+    """300 one-step plays of a shipped game, the 101st recording other available actions than the game answers: the 100
+    plays before it are exported a row each, and it and every play after it are cut, entries made in play order
+    and let go to disk as they are finished; the card and the manifest list the first, a file every one."""
+    from pipeline.datasets.transitions import ExportJob, export_transitions
+
+    game_id, wrong = "bg41-a6ea70d5", 100
+    path = _one_step_plays(tmp_path / f"{game_id}-{GUID}.jsonl", N_BAD, game_id, _reset_answer(game_id), wrong)
+    result = export_transitions(ExportJob(path=str(path), game_dirs=(str(SHIPPED),), compress=True))
+    assert isinstance(result.plays, Spool) and result.plays._spilled >= N_BAD - 50
+    plays = list(result.plays)
+    assert [p.play_id for p in plays] == [f"{GUID}/{i}" for i in range(N_BAD)]
+    assert [(p.status, p.n_rows) for p in plays[:wrong]] == [("exported", 1)] * wrong
+    assert plays[wrong].status == "cut" and plays[wrong].detail.startswith("exported up to the divergence")
+    assert all(p.status == "cut" and p.n_rows == 0 and p.detail.startswith("follows a divergence")
+               for p in plays[wrong + 1:])
+    assert result.n_rows == wrong and not result.problems  # a divergence of the data: a fact about the file
+
+    out = tmp_path / "dataset"
+    ran = CliRunner().invoke(app, ["--plain", "export-transitions", str(path), "--out", str(out)])
+    assert ran.exit_code == 0, ran.output
+    note = json.loads((out / "manifest.json").read_text())["notes"]["transitions"]
+    every = _listed_file(out, note, "plays_cut", N_BAD - wrong)
+    assert [p["play_id"] for p in every] == [f"{GUID}/{i}" for i in range(wrong, N_BAD)]
+    assert note["rows"] == wrong and "plays_not_exported_count" not in note and note["plays_not_exported"] == []
+    cut = (out / "README.md").read_text().split("## Plays cut at a divergence", 1)[1].split("## Plays not", 1)[0]
+    assert cut.count(f"| {GUID}/") == LISTED
+    assert f"The first {LISTED} of {N_BAD - wrong}: every one is in `plays_cut.jsonl`." in cut
+
+
+def test_an_overwrite_removes_the_listings_an_earlier_export_wrote(tmp_path, small_lists):
+    """The listings beside the manifest describe the export that wrote them: an export over it that lists
+    everything in its manifest removes them (a stale problems.jsonl or plays_not_exported.jsonl would speak of
+    files and plays not there)."""
+    flood = _one_step_plays(tmp_path / f"zz00-00000000-{GUID}.jsonl", N_BAD, "zz00-00000000",
+                            {"state": "NOT_FINISHED", "levels_completed": 0, "win_levels": 5,
+                             "available_actions": [1, 2]})
+    bad_lines = _script(tmp_path / "bg41_bad.playback.jsonl", N_BAD)
+    out = tmp_path / "dataset"
+    _run("export-transitions", str(flood), str(bad_lines), "--out", str(out), manifest=out / "manifest.json")
+    assert (out / "plays_not_exported.jsonl").exists() and (out / "problems.jsonl").exists()
+    game_id = "bg41-a6ea70d5"
+    (tmp_path / "few").mkdir()
+    few = _one_step_plays(tmp_path / "few" / f"{game_id}-{GUID}.jsonl", 3, game_id, _reset_answer(game_id))
+    ran = CliRunner().invoke(app, ["--plain", "export-transitions", str(few), "--out", str(out), "--overwrite"])
+    assert ran.exit_code == 0, ran.output
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "data", "manifest.json"]
