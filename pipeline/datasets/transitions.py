@@ -1126,9 +1126,9 @@ class _Recording:
 
     @classmethod
     def of_input(cls, rec: RecordingInput, steps: Sequence[ReplayStep], has_pixels: bool) -> _Recording:
-        play_ids = rec.play_ids if rec.card is not None else rec.stored_play_ids
+        play_ids = rec.play_ids if rec.actions_known else rec.stored_play_ids
         return cls(rec.file_id, rec.game_id, rec.variant, rec.is_only_reset_levels, rec.records, rec.effects,
-                   rec.step_play, play_ids, steps, rec.card is not None, rec.recovered, rec.recovery_error,
+                   rec.step_play, play_ids, steps, rec.actions_known, rec.recovered, rec.recovery_error,
                    has_pixels)
 
     @classmethod
@@ -1219,7 +1219,7 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holde
         return _export_recording(_Recording.of_file(parsed), job, result, holder, from_file=True)
     steps, plays, files, problems = read_recording_files([path])
     result.problems += (reason for _, reason in problems)
-    recs = recordings_from_tables(steps, plays, files, recovered)
+    recs = recordings_from_tables(steps, plays, files, recovered, cards=False)
     if not recs:
         result.rejected = True
         if not result.problems:
@@ -1227,7 +1227,7 @@ def _export_recording_file(path: Path, job: ExportJob, result: FileExport, holde
         return iter(())
     rec = recs[0]
     has_pixels = rec.parsed is not None and rec.parsed.has_frames
-    if rec.card is None:
+    if not rec.actions_known:
         replay_steps: Sequence[ReplayStep] = []
     elif rec.parsed is not None:  # made a slice at a time from the parsed lines (pixels on disk past a bound)
         replay_steps = _ReplaySteps(len(rec.records), functools.partial(file_steps, rec))
@@ -1245,8 +1245,9 @@ def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterato
     # the file's steps are read a block at a time as the export goes (`StoredSteps`), the database open till
     # its end: held whole, even narrowed, two million stored steps of one file took 0.62 GB
     with Workspace(job.db, read_only=True, memory=STORED_READ_MEMORY) as ws:
+        # (ordered here: under the 64 MB limit DuckDB could not sort a million plays' rows)
         plays = ws.read(f"SELECT {', '.join(PLAY_COLUMNS)}, is_replay_needed FROM core_arc3__plays WHERE "
-                        "file_id = ? ORDER BY play_index", [job.file_id])
+                        "file_id = ?", [job.file_id]).sort("play_index")
         steps = StoredSteps(ws, job.file_id, DB_STEP_COLUMNS)
         names = ws.read("SELECT file_name FROM raw_ingest__files WHERE file_id = ?", [job.file_id]).rows()
         name = names[0][0] if names else None
@@ -1260,7 +1261,7 @@ def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterato
             yield from _export_script(actions, plays["game_id"][0], job.file_id, job, result, holder)
             return
         recs = recordings_from_tables(steps, plays.with_columns(pl.col("is_only_reset_levels").fill_null(False)),
-                                      {job.file_id: (name, None)}, _recovered(job))
+                                      {job.file_id: (name, None)}, _recovered(job), cards=False)
         if not recs:
             result.rejected = True
             result.problems.append("no step could be read")
@@ -1272,13 +1273,13 @@ def _export_db_file(job: ExportJob, result: FileExport, holder: list) -> Iterato
         # replay reconverges later are kept, not cut)
         files = ws.read("SELECT DISTINCT frames_file FROM core_arc3__steps WHERE file_id = ? AND frames_file IS "
                         "NOT NULL", [job.file_id])["frames_file"].to_list()
-        kept = KeptFrames.open(files[0], job.db) if len(files) == 1 and rec.card is not None else None
+        kept = KeptFrames.open(files[0], job.db) if len(files) == 1 and rec.actions_known else None
         # all or nothing: every step that recorded frames has them all in the store (else hashes only, as before)
         has_pixels = kept is not None and bool(kept.counts) and _all_frames_kept(rec.steps, kept.counts)
-        # the replay reads the recording's steps and records, not its card or play ids (about 0.8 KB a play,
-        # held to the export's end: 0.1 GB of a recording of 126,000 plays)
-        replayed = dataclasses.replace(rec, card=None, play_ids=[], stored_play_ids=[])
-        if rec.card is None:
+        # the replay reads the recording's steps and records, not its play ids (the stored ones, a list: held to
+        # the export's end, with the card it had then, 0.1 GB of a recording of 126,000 plays)
+        replayed = dataclasses.replace(rec, play_ids=[], stored_play_ids=[])
+        if not rec.actions_known:
             replay_steps: Sequence[ReplayStep] = []
         elif has_pixels:  # each slice's pixels read from the store as the replay asks for its steps
             assert kept is not None

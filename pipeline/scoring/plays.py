@@ -60,6 +60,7 @@ from pipeline.recordings.playback import (
 )
 from pipeline.recordings.reader import (
     ParsedRecording,
+    PlayIds,
     RecordingRejected,
     read_recording_file,
     recording_tables,
@@ -128,7 +129,7 @@ class RecordingInput:
     records: Sequence[StepRecord]  # a list, or for a large recording a `StepRecordChunks`
     recovered: bool = False
     card: Card | None = None  # None when the actions are unknown (action_ids_lost, not recovered)
-    play_ids: list[str] = field(default_factory=list)
+    play_ids: Sequence[str] = field(default_factory=list)
     step_play: Sequence[int] = field(default_factory=list)  # play index of every step (same order as steps)
     effects: tuple[StepEffect, ...] = ()  # every step's effect on the card: stored, or re-classified if recovered
     stored_play_ids: list[str] = field(default_factory=list)  # the play ids ingest cut
@@ -143,6 +144,12 @@ class RecordingInput:
     @property
     def label(self) -> str:
         return self.file_name or self.file_id
+
+    @property
+    def actions_known(self) -> bool:
+        """Its actions are known (its action ids were not lost, or were recovered): `recordings_from_tables`
+        counted it (``card``, unless asked for none) and numbered its plays."""
+        return not self.is_action_ids_lost or self.recovered
 
     def plays(self) -> list[tuple[str, CardPlay | None]]:
         """(play_id, card play) in play order; the card play is None when the actions are unknown."""
@@ -330,7 +337,8 @@ def recording_order(steps: pl.DataFrame, plays: pl.DataFrame) -> list[str]:
 def recordings_from_tables(steps: pl.DataFrame | Any, plays: pl.DataFrame, files: Mapping[str, tuple[str | None,
                            Path | None]] | None = None,
                            recovered_actions: Mapping[str, Sequence[int | str]] | None = None,
-                           scripts: Mapping[str, ScriptReplay] | None = None) -> list[RecordingInput]:
+                           scripts: Mapping[str, ScriptReplay] | None = None, cards: bool = True
+                           ) -> list[RecordingInput]:
     """Rebuild every recording of ``steps`` / ``plays`` (core_arc3__steps / core_arc3__plays rows) into cards.
 
     ``files`` maps file_id -> (file name, path) when known (a `FileRef` from `read_recording_files` also hands
@@ -338,7 +346,9 @@ def recordings_from_tables(steps: pl.DataFrame | Any, plays: pl.DataFrame, files
     `replay_scripts`, were replayed). Every step's effect is its stored ``step_effect``; only recovered
     action ids are classified here. Recordings come back sorted by (guid, file_id). ``steps`` may also be one
     stored file's steps read a block at a time (`scoring.storage.StoredSteps`): its recording then holds them
-    so (records and replay steps made from blocks as they are read), not as a table."""
+    so (records and replay steps made from blocks as they are read), not as a table. Without ``cards`` no card is
+    built (the transitions export needs each step's play and the play ids, not the card: about 0.4 KB a play, a
+    recording of a million one-step plays 0.38 GB) and ``play_ids`` are made as asked for (`PlayIds`)."""
     files = files or {}
     recovered_actions = recovered_actions or {}
     if not isinstance(steps, pl.DataFrame):  # one stored file's steps, read a block at a time (`StoredSteps`)
@@ -387,9 +397,12 @@ def recordings_from_tables(steps: pl.DataFrame | Any, plays: pl.DataFrame, files
             rec.records, rec.recovered = records, True
             effects = classify_steps(records, counting_options_for_variant(rec.variant))
         rec.effects = effects
-        rec.card = card_from_effects(records, effects, game_id=rec.game_id)
         rec.step_play = play_index_per_step(effects)
-        rec.play_ids = [f"{rec.guid}/{i}" for i in range(rec.card.total_plays)]
+        if cards:
+            rec.card = card_from_effects(records, effects, game_id=rec.game_id)
+            rec.play_ids = [f"{rec.guid}/{i}" for i in range(rec.card.total_plays)]
+        else:  # (a play's steps are consecutive: the last step's play is the last play)
+            rec.play_ids = PlayIds(rec.guid, rec.step_play[-1] + 1 if len(rec.step_play) else 0)
         out.append(rec)
     return out
 

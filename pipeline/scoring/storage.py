@@ -297,19 +297,26 @@ def read_stored_steps(ws, columns: Sequence[str], file_ids: Sequence[str],
         conditions.append(f"line_number >= {int(lines[0])}")
         if lines[1] is not None:
             conditions.append(f"line_number <= {int(lines[1])}")
+    # the plays whose texts are read: the files' plays, or for a range of lines only those its steps name (a file
+    # of a million one-step plays: each block read every play, past a 64 MB DuckDB limit and in time per play)
+    plays = f"SELECT DISTINCT file_id, play_id, guid, game_id FROM core_arc3__plays WHERE {where}"
+    params = [ids]
+    if lines is not None:
+        plays = (f"SELECT DISTINCT p.file_id, p.play_id, p.guid, p.game_id FROM core_arc3__plays p SEMI JOIN "
+                 f"(SELECT DISTINCT file_id, play_id FROM core_arc3__steps WHERE {' AND '.join(conditions)}) s "
+                 f"ON p.file_id = s.file_id AND p.play_id = s.play_id WHERE p.{where}")
+        params = [ids, ids]
     with duckdb_bounds(ws.con, memory=COMMIT_MEMORY, best_effort=True):
         if texts:
-            keys = ws.read(f"SELECT DISTINCT file_id, play_id, guid, game_id FROM core_arc3__plays WHERE {where} "
-                           "ORDER BY file_id, play_id, guid, game_id", [ids])
+            keys = ws.read(f"{plays} ORDER BY file_id, play_id, guid, game_id", params)
             if keys.height and not keys.select("file_id", "play_id").is_duplicated().any():
                 rows = ws.read(
                     f"SELECT k.code AS __play, {', '.join(f's.{c}' for c in others)}, "
                     "(s.guid IS NOT DISTINCT FROM k.guid AND s.game_id IS NOT DISTINCT FROM k.game_id) AS __same "
                     f"FROM core_arc3__steps s LEFT JOIN (SELECT *, (row_number() OVER (ORDER BY file_id, play_id, "
-                    f"guid, game_id) - 1)::UINTEGER AS code FROM (SELECT DISTINCT file_id, play_id, guid, game_id "
-                    f"FROM core_arc3__plays WHERE {where})) k ON s.file_id = k.file_id AND s.play_id = k.play_id "
-                    f"WHERE {' AND '.join('s.' + c for c in conditions)} "
-                    "ORDER BY s.file_id, s.line_number", [ids, ids])
+                    f"guid, game_id) - 1)::UINTEGER AS code FROM ({plays})) k ON s.file_id = k.file_id AND "
+                    f"s.play_id = k.play_id WHERE {' AND '.join('s.' + c for c in conditions)} "
+                    "ORDER BY s.file_id, s.line_number", [*params, ids])
                 if rows["__play"].null_count() == 0 and bool(rows["__same"].all()):
                     fresh = pl.DataFrame({c: keys[c].to_list() for c in texts}, schema={c: pl.String for c in texts})
                     return rows.with_columns([_gathered(fresh[c], rows["__play"]) for c in texts]).select(columns)

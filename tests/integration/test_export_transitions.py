@@ -362,9 +362,13 @@ def test_stored_steps_read_a_block_at_a_time_answer_as_the_table_does(tmp_path, 
         assert asked[0] == tuple(chunks._steps.columns) != DB_STEP_COLUMNS and asked[-1] == DB_STEP_COLUMNS
         from_table, = recordings_from_tables(whole, plays)
         from_store, = recordings_from_tables(stored, plays)
+        uncounted, = recordings_from_tables(stored, plays, cards=False)  # (the export's: no card built)
     assert from_store.card == from_table.card and list(from_store.effects) == list(from_table.effects)
     assert list(from_store.step_play) == list(from_table.step_play) and from_store.play_ids == from_table.play_ids
     assert list(from_store.records) == list(from_table.records)
+    assert uncounted.card is None and uncounted.actions_known and from_table.actions_known
+    assert from_table.card.total_plays > 1 and uncounted.play_ids == from_table.play_ids
+    assert list(uncounted.step_play) == list(from_table.step_play)
 
 
 def test_a_stored_file_is_exported_a_block_of_steps_at_a_time_with_the_same_rows(tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -244,3 +245,35 @@ def test_an_overwrite_removes_the_listings_an_earlier_export_wrote(tmp_path, sma
     ran = CliRunner().invoke(app, ["--plain", "export-transitions", str(few), "--out", str(out), "--overwrite"])
     assert ran.exit_code == 0, ran.output
     assert sorted(p.name for p in out.iterdir()) == ["README.md", "data", "manifest.json"]
+
+
+def test_a_block_of_stored_steps_reads_the_texts_of_its_own_plays_only(tmp_path, monkeypatch):
+    """A block of a stored file's steps reads the texts (play_id, guid, game_id) of the plays its steps name, not
+    every play of the file: a stored recording of a million one-step plays read all of them for each block, past
+    the export's 64 MB DuckDB limit (every such file failed) and in time per play. The blocks are the table's."""
+    from pipeline.core.workspace import Workspace
+    from pipeline.datasets.transitions import DB_STEP_COLUMNS
+    from pipeline.scoring import storage
+
+    game_id = "bg41-a6ea70d5"
+    path = _one_step_plays(tmp_path / f"{game_id}-{GUID}.jsonl", 60, game_id, _reset_answer(game_id))
+    db = tmp_path / "t.duckdb"
+    ingested = CliRunner().invoke(app, ["--plain", "ingest", str(path), "--db", str(db)])
+    assert ingested.exit_code == 0, ingested.output
+    with Workspace(db, read_only=True) as ws:
+        file_id = ws.read("SELECT DISTINCT file_id FROM core_arc3__steps").item()
+        whole = storage.read_stored_steps(ws, DB_STEP_COLUMNS, [file_id])
+        keys_read: list[int] = []
+        read = ws.read
+
+        def spied(sql, *args, **kwargs):
+            frame = read(sql, *args, **kwargs)
+            if frame.columns == ["file_id", "play_id", "guid", "game_id"]:
+                keys_read.append(frame.height)
+            return frame
+
+        monkeypatch.setattr(ws, "read", spied)
+        parts = list(storage.StoredSteps(ws, file_id, DB_STEP_COLUMNS, block_rows=7).parts())
+    assert whole.height == 60 and whole["play_id"].n_unique() == 60
+    assert pl.concat(parts).equals(whole) and len(parts) == len(keys_read) > 8
+    assert keys_read == [part["play_id"].n_unique() for part in parts] and max(keys_read) <= 7
