@@ -65,7 +65,8 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
   1,000,000 one-step plays (every line a RESET with `full_reset` true, about 320 MB), for a game that is not found
   (every play left out) and for a shipped game (every play replayed and exported). Before the twenty-sixth
   sitting each play's entry was held to the end and listed in the card, the manifest and the console: 2.13 GB, a
-  197 MB card and a 277 MB manifest for the first;
+  197 MB card and a 277 MB manifest for the first, 0.57 GB for the second; now the entries wait on disk and the
+  lists name the first 1,000 (a file holds every one): 0.24 GB and 0.27 GB;
 - `view-db-steps`: `arcstudy view` of one play of that file from the database (the nineteenth sitting: 7.9 GB, the
   file's steps read whole and the text of every row made at once for their digest).
 
