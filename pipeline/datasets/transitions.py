@@ -1310,6 +1310,11 @@ def _steps_with_kept_frames(rec: RecordingInput, kept: KeptFrames, start: int, s
     return [st._replace(pixels=pixels[st.line] if st.n_frames else EMPTY_FRAMES) for st in part]
 
 
+def _none_exported(result: FileExport, rec: _Recording, source: str, why: str) -> None:
+    """Every play of ``rec`` is not exported, for ``why`` (their entries made as they are written to disk)."""
+    result.plays = Spool(PlayExport(pid, rec.game_id, source, "not_exported", 0, why) for pid in rec.play_ids)
+
+
 def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holder: list, *, from_file: bool
                       ) -> Iterator[bytes | RowBlock]:
     source = source_of(rec.variant)
@@ -1319,7 +1324,7 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
         why = rec.why_unknown or ("action ids lost (every action recorded as RESET, the benchmarking "
                                   "recorder defect): the actions are unknown; supply them with "
                                   "--recovered-actions")
-        result.plays = Spool(PlayExport(pid, rec.game_id, source, "not_exported", 0, why) for pid in rec.play_ids)
+        _none_exported(result, rec, source, why)
         return
     info = None
     why = None
@@ -1332,9 +1337,7 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
 
     pixels_in_file = rec.has_pixels  # the file's frames, or the ones `ingest --keep-frames` stored
     if info is None and not pixels_in_file:
-        result.plays = Spool(PlayExport(pid, rec.game_id, source, "not_exported", 0,
-                                        f"{why}; the file has no frames to export unverified")
-                             for pid in rec.play_ids)
+        _none_exported(result, rec, source, f"{why}; the file has no frames to export unverified")
         return
     rows = _Rows(job.batch_rows, job.compress)
     holder.append(rows)
@@ -1402,9 +1405,7 @@ def _export_recording(rec: _Recording, job: ExportJob, result: FileExport, holde
             if out["status"] == "load_failed":
                 why = f"game {rec.game_id} failed to load: {out['reason']}"
                 if not pixels_in_file:
-                    result.plays = Spool(PlayExport(pid, rec.game_id, source, "not_exported", 0,
-                                                    f"{why}; the file has no frames to export unverified")
-                                         for pid in rec.play_ids)
+                    _none_exported(result, rec, source, f"{why}; the file has no frames to export unverified")
                     return
                 info = None
                 break
