@@ -23,9 +23,11 @@ from pipeline.recordings.playback import is_playback_file, read_playback_file, s
 from pipeline.recordings.reader import (
     CHUNK_BYTES,
     LINES,
+    PLAYS,
     STEPS,
     RecordingRejected,
     line_rows,
+    play_frames,
     read_recording_file,
     recording_tables,
     step_frames,
@@ -181,10 +183,13 @@ def read_recording(ctx: FileContext) -> ReaderOutput:
     out.detection_evidence = f"{rec.variant}: {rec.evidence}"
     out.rejects.extend_mapped(rec.issues, _reject)  # a spool of them (a flood) is not copied
     out.flags.extend([*rec.flags, *rec.card_flags])
-    if ctx.write_chunk is not None:
+    streamed = ctx.write_chunk is not None
+    if streamed:
         for steps in step_frames(rec, ctx.file_id, frames_file):
             ctx.write_chunk(STEPS, steps)
-    out.tables.update(recording_tables(rec, ctx.file_id, frames_file, streamed=ctx.write_chunk is not None))
+        for plays in play_frames(rec, ctx.file_id):  # (a file of a million plays held them all: 0.4 GB)
+            ctx.write_chunk(PLAYS, plays)
+    out.tables.update(recording_tables(rec, ctx.file_id, frames_file, streamed=streamed, plays=not streamed))
     return out
 
 

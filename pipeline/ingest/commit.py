@@ -56,7 +56,7 @@ from pipeline.ingest.prepared import (
     validate_output,
 )
 from schemas import get_table, validate_frame
-from schemas.validate import conform
+from schemas.validate import conform, empty_frame
 
 
 def key_match(key: list[str], content: bool) -> str:
@@ -106,25 +106,78 @@ def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids
             con.unregister("_keys")
         if clash.height == 0:
             continue
-        loc_col = _location_column(df)
         # One join, not a filter per clashing key: a changed copy of a big file can clash on every row.
         hits = df.with_row_index("__i").join(clash, on=key, how="inner", nulls_equal=content)
-        unit = "line" if loc_col == "line_number" else "row"
-        for rec in hits.iter_rows(named=True):
-            key_text = ", ".join(f"{k}={rec[k]!r}" for k in key)
-            location = f"{unit} {rec[loc_col]}" if loc_col else f"record {rec['__i'] + 1}"
-            raw = {k: v for k, v in rec.items() if k not in ("__i", "other_file_id", "other_path", "other_row")}
-            where = rec["other_path"] if rec.get("other_row") is None else f"{rec['other_path']} row {rec['other_row']}"
-            output.rejects.append(Reject(location, "duplicate_across_files",
-                                         f"{name} already holds ({key_text}) from {where}",
-                                         clip(str(raw)), name))
+        _reject_clashes(output, name, key, hits, _location_column(df))
         bad = clash.select(key)
         output.tables[name] = df.join(bad, on=key, how="anti", nulls_equal=content)
-        if name == PLAYS:
-            for rec in clash.iter_rows(named=True):
-                output.duplicate_plays[rec["play_id"]] = rec["other_path"] or rec["other_file_id"]
     if output.duplicate_plays:
         _drop_duplicate_plays_rows(output)
+
+
+def _reject_clashes(output: ReaderOutput, name: str, key: list[str], hits: pl.DataFrame, loc_col: str | None
+                    ) -> None:
+    """A reject for each row of `hits` (the table's rows whose key another file loaded, with `__i`, their
+    position from 0, and the other file's `other_file_id`, `other_path`, maybe `other_row`); a play's id goes
+    to `output.duplicate_plays`, for the rows it owns."""
+    unit = "line" if loc_col == "line_number" else "row"
+    for rec in hits.iter_rows(named=True):
+        key_text = ", ".join(f"{k}={rec[k]!r}" for k in key)
+        location = f"{unit} {rec[loc_col]}" if loc_col else f"record {rec['__i'] + 1}"
+        raw = {k: v for k, v in rec.items() if k not in ("__i", "other_file_id", "other_path", "other_row")}
+        where = rec["other_path"] if rec.get("other_row") is None else f"{rec['other_path']} row {rec['other_row']}"
+        output.rejects.append(Reject(location, "duplicate_across_files",
+                                     f"{name} already holds ({key_text}) from {where}",
+                                     clip(str(raw)), name))
+        if name == PLAYS:
+            output.duplicate_plays[rec["play_id"]] = rec["other_path"] or rec["other_file_id"]
+
+
+CLASH_BATCH_ROWS = 50_000
+
+
+def _drop_clashing_plays_written(ws: Workspace, con, prepared: PreparedFile, written: dict[str, int],
+                                 own_file_ids: list[str]) -> None:
+    """`drop_cross_file_duplicates` for the plays a streamed file wrote in its transaction (they are written as
+    read, not held: a file of a million one-step plays took 0.4 GB of them): those another file already loaded
+    are found in the database, read back a batch at a time to be rejected as that function rejects a play row,
+    and deleted; their other rows follow them (`output.duplicate_plays`)."""
+    output, ctx = prepared.output, prepared.ctx
+    assert output is not None
+    if not written.get(PLAYS):
+        return
+    placeholders = ", ".join("?" for _ in own_file_ids)
+    columns = ", ".join(f"m.{c}" for c in get_table(PLAYS).columns)
+    # `__i`: the play's position in the file's table from 0, as the rows held in memory are numbered
+    with _bounded_insert(con, SPILL_INSERT_MEMORY, one_thread=False):
+        clashing = con.execute(
+            f"SELECT count(*) FROM {PLAYS} n WHERE n.file_id = ? AND EXISTS (SELECT 1 FROM {PLAYS} t "
+            f"WHERE t.play_id = n.play_id AND t.file_id NOT IN ({placeholders}))",
+            [ctx.file_id, *own_file_ids]).fetchall()[0][0]
+        if not clashing:
+            return
+        hits_query = con.sql(
+            f"WITH clash AS (SELECT n.play_id, any_value(t.file_id) AS other_file_id, "
+            f"any_value(f.file_path) AS other_path FROM {PLAYS} n JOIN {PLAYS} t ON t.play_id = n.play_id "
+            f"LEFT JOIN raw_ingest__files f ON f.file_id = t.file_id "
+            f"WHERE n.file_id = ? AND t.file_id NOT IN ({placeholders}) GROUP BY n.play_id), "
+            f"mine AS (SELECT *, row_number() OVER (ORDER BY play_index) - 1 AS __i FROM {PLAYS} WHERE file_id = ?) "
+            f"SELECT m.__i, {columns}, c.other_file_id, c.other_path FROM mine m JOIN clash c USING (play_id) "
+            f"ORDER BY m.__i", params=[ctx.file_id, *own_file_ids, ctx.file_id])
+        schema = empty_frame(PLAYS).schema  # (DuckDB names its own time zone: the rows read back as written)
+        for batch in hits_query.to_arrow_reader(CLASH_BATCH_ROWS):
+            hits = pl.from_arrow(batch)
+            assert isinstance(hits, pl.DataFrame)
+            hits = hits.with_columns(pl.col(name).cast(dtype) for name, dtype in schema.items())
+            _reject_clashes(output, PLAYS, ["play_id"], hits, None)
+    pairs = pl.DataFrame({"play_id": list(output.duplicate_plays)}, schema={"play_id": pl.String})
+    con.register("_clashing_plays", pairs.to_arrow())
+    try:
+        con.execute(f"DELETE FROM {PLAYS} WHERE file_id = ? AND play_id IN (SELECT play_id FROM _clashing_plays)",
+                    [ctx.file_id])
+    finally:
+        con.unregister("_clashing_plays")
+    written[PLAYS] -= clashing
 
 
 PLAYS = "core_arc3__plays"
@@ -312,6 +365,8 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                     counts[name] = counts.get(name, 0) + n
             output = prepared.output
             assert output is not None
+            if prepared.streamed:
+                _drop_clashing_plays_written(ws, con, prepared, counts, own_ids)
             drop_cross_file_duplicates(ws, output, own_ids)
             if prepared.streamed and output.duplicate_plays:
                 _drop_duplicate_plays_written(ws, con, prepared, counts)

@@ -60,6 +60,7 @@ __all__ = ["LineIssue", "ParsedRecording", "PlayIds", "RecordingRejected", "line
 
 LINES = "raw_arc3__recording_lines"
 STEPS = "core_arc3__steps"
+PLAYS = "core_arc3__plays"
 USAGE = "core_arc3__usage"
 
 
@@ -160,6 +161,7 @@ class PlayIds(Sequence):
 
 CHUNK_BYTES = 32 * 1024 * 1024  # input read between two `on_chunk` calls (the rows a chunk adds are ~3% of it)
 STEP_CHUNK_ROWS = 20_000  # steps built (and, by ingest, written) at a time
+PLAY_CHUNK_ROWS = 100_000  # plays built (and, by ingest, written) at a time
 SHARED_VALUES = ("game_id", "guid", "state", "frame")
 READ_BUFFER = 1024 * 1024  # frame lines are ~12 KB: a small buffer reads each in several pieces
 
@@ -980,6 +982,14 @@ def _micros_of(frames: Sequence[Line]) -> Callable[[int], int | None]:
     return from_lines
 
 
+def _numbers_of(frames: Sequence[Line]) -> Callable[[int], int]:
+    """The line number of `frames[j]`, without making its `Line`."""
+    if isinstance(frames, LineView):
+        numbers, positions = frames.store.number, frames.positions
+        return lambda j: numbers[positions[j]]
+    return lambda j: frames[j].number
+
+
 def _jumps_ahead(micros: Callable[[int], int | None], index: int, n: int,
                  last_time: datetime | None) -> list[int] | None:
     """The indices of the JUMP_WINDOW timed lines after `frames[index]` that show its time alone jumps ahead,
@@ -1323,40 +1333,66 @@ class _ArrowCArray:
         return self.array.__arrow_c_array__(requested_schema)
 
 
-def _play_rows(rec: ParsedRecording, file_id: str) -> list[dict]:
-    # Each play's first and last line, its count and its first and last time (not its lines: a large file has
-    # millions). The times are those the lines keep: a line whose time was dropped (`_jumps_ahead`) has none.
-    # Indices into the steps, their times from the columns of a large file's: a `Line` is made only for these.
-    by_play: dict[int, list] = {}  # play -> [first step, last step, steps, first timed step, last timed step]
-    micros = _micros_of(rec.steps)
-    for j, play in enumerate(rec.play_index):
-        timed = j if micros(j) is not None else None
-        seen = by_play.get(play)
-        if seen is None:
-            by_play[play] = [j, j, 1, timed, timed]
+def play_frames(rec: ParsedRecording, file_id: str, chunk_rows: int | None = None) -> Iterator[pl.DataFrame]:
+    """The recording's core_arc3__plays rows, `chunk_rows` plays at a time (ingest writes each as it comes):
+    each play's first and last line, its count and its first and last time (not its lines: a large file has
+    millions). The times are those the lines keep: a line whose time was dropped (`_jumps_ahead`) has none.
+    A play's steps are consecutive (`play_index` only grows), so one pass over the steps' columns makes each
+    play's entry; as rows of dicts, all at once, a recording of a million one-step plays took 1.6 GB."""
+    chunk_rows = chunk_rows or PLAY_CHUNK_ROWS
+    micros, numbers = _micros_of(rec.steps), _numbers_of(rec.steps)
+    # (the file's values, worked out once: `has_frames` reads every step)
+    constant = {"file_id": file_id, "guid": rec.guid, "game_id": rec.game_id, "recording_variant": rec.variant,
+                "schema_generation": rec.schema_generation}
+    flags = {"has_frames": rec.has_frames, "is_only_reset_levels": rec.is_only_reset_levels,
+             "is_action_ids_lost": rec.is_action_ids_lost, "is_replay_needed": False}
+    leading_reset, file_flags = rec.has_leading_reset, list(rec.flags)
+
+    def frame(columns: list[array]) -> pl.DataFrame:
+        index, first, last, n_steps, started, ended = (pl.Series(np.array(c, dtype=np.int64)) for c in columns)
+        n = len(index)
+        return table_from_columns("core_arc3__plays", {
+            # (the ids `ParsedRecording.play_id` gives, made in one go)
+            "play_id": pl.select(pl.lit(f"{rec.guid}/") + pl.lit(index).cast(pl.String)).to_series(),
+            **{name: repeated(value, n) for name, value in constant.items()},
+            "play_index": index, "first_line_number": first, "last_line_number": last, "n_steps": n_steps,
+            "started_at": _times(started), "ended_at": _times(ended),
+            **{name: repeated(value, n, pl.Boolean) for name, value in flags.items()},
+            "has_leading_reset": index.ne(0) | leading_reset,
+            "flags": repeated(file_flags, n, pl.List(pl.String)),
+        })
+
+    columns = [array("q") for _ in range(6)]  # play_index, first and last line, steps, first and last time
+    index, first, last, n_steps, started, ended = columns
+    play = None
+    for j, step_play in enumerate(rec.play_index):
+        t = micros(j)
+        t = _NO_TIME if t is None else t
+        if step_play != play:
+            if len(index) == chunk_rows:
+                yield frame(columns)
+                for column in columns:
+                    del column[:]
+            play = step_play
+            index.append(play)
+            first.append(numbers(j))
+            last.append(first[-1])
+            n_steps.append(1)
+            started.append(t)
+            ended.append(t)
         else:
-            seen[1] = j
-            seen[2] += 1
-            if timed is not None:
-                seen[4] = timed
-                if seen[3] is None:
-                    seen[3] = timed
-    steps = rec.steps
+            last[-1] = numbers(j)
+            n_steps[-1] += 1
+            if t != _NO_TIME:
+                ended[-1] = t
+                if started[-1] == _NO_TIME:
+                    started[-1] = t
+    if index:
+        yield frame(columns)
 
-    def time_of(j: int | None) -> datetime | None:
-        return None if j is None else steps[j].recorded_at
 
-    has_frames = rec.has_frames
-    return [{
-        "play_id": rec.play_id(idx), "file_id": file_id, "guid": rec.guid, "game_id": rec.game_id,
-        "play_index": idx, "recording_variant": rec.variant, "schema_generation": rec.schema_generation,
-        "first_line_number": steps[first].number, "last_line_number": steps[last].number,
-        "n_steps": n, "started_at": time_of(started), "ended_at": time_of(ended),
-        "has_frames": has_frames, "is_only_reset_levels": rec.is_only_reset_levels,
-        "is_action_ids_lost": rec.is_action_ids_lost,
-        "has_leading_reset": rec.has_leading_reset if idx == 0 else True, "is_replay_needed": False,
-        "flags": list(rec.flags),
-    } for idx, (first, last, n, started, ended) in sorted(by_play.items())]
+def _times(micros: pl.Series) -> pl.Series:
+    return micros.set(micros == _NO_TIME, None).cast(pl.Datetime("us", "UTC"))
 
 
 def line_rows(lines: Sequence[Line], file_id: str) -> pl.DataFrame:
@@ -1380,14 +1416,16 @@ def line_rows(lines: Sequence[Line], file_id: str) -> pl.DataFrame:
 
 
 def recording_tables(rec: ParsedRecording, file_id: str, frames_file: str | None = None, *,
-                     streamed: bool = False) -> dict[str, pl.DataFrame]:
+                     streamed: bool = False, plays: bool = True) -> dict[str, pl.DataFrame]:
     """The recording's rows of raw_arc3__recording_lines, core_arc3__steps, core_arc3__plays, and when the
     file has them core_arc3__card_plays (trailing summary) and core_arc3__usage (agents recorder), conformed
     to their schemas. ``streamed``: the lines' and the steps' rows are taken chunk by chunk (`line_rows`,
-    `step_frames`), leave them out."""
+    `step_frames`), leave them out; ``plays`` false: the plays' rows are taken chunk by chunk too (`play_frames`).
+    """
     tables = {} if streamed else {LINES: line_rows(rec.lines, file_id),
                                   STEPS: pl.concat(list(step_frames(rec, file_id, frames_file)))}
-    tables["core_arc3__plays"] = conform("core_arc3__plays", _play_rows(rec, file_id))
+    if plays:
+        tables[PLAYS] = pl.concat([empty_frame(PLAYS), *play_frames(rec, file_id)])
     if rec.summary is not None and rec.summary.data.get("cards"):
         tables["core_arc3__card_plays"] = conform("core_arc3__card_plays",
                                                   [{**row, "file_id": file_id} for row in rec.card_slots])

@@ -167,6 +167,44 @@ def test_a_commit_runs_under_a_bounded_memory_limit_and_the_defaults_come_back(d
         assert ws.row_count("raw_ingest__files") == 3
 
 
+class _InsertWatch(_CommitWatch):
+    """Notes DuckDB's memory limit as each INSERT is sent."""
+
+    def __init__(self, con):
+        super().__init__(con)
+        self.limits_at_insert: list[str] = []
+
+    def execute(self, sql, *args):
+        if sql.strip().upper().startswith("INSERT"):
+            self.limits_at_insert.append(_memory_limit(self._con))
+        return super().execute(sql, *args)
+
+
+def test_a_long_frame_is_inserted_in_slices_under_the_bound_and_lands_whole(tmp_path: Path, monkeypatch):
+    """A frame of BOUNDED_INSERT_ROWS rows or more goes in as a stream of slices under COMMIT_MEMORY (a million
+    plays' frame held its Arrow copy and DuckDB's buffer whole: 0.38 GB); a shorter one as it was."""
+    monkeypatch.setattr(workspace, "INSERT_SLICE_ROWS", 1)  # two rows: two slices
+    with duckdb.connect() as fresh:
+        default = _memory_limit(fresh)
+        fresh.execute(f"SET memory_limit = '{workspace.COMMIT_MEMORY}'")
+        bounded = _memory_limit(fresh)
+    frame = good_files_frame()
+    assert frame.height == 3
+    with Workspace(tmp_path / "whole.duckdb") as ws:  # (the threshold: one insert, as before)
+        ws.insert_frame("raw_ingest__files", frame)
+        whole = ws.read("SELECT * FROM raw_ingest__files ORDER BY file_id")
+    with Workspace(tmp_path / "sliced.duckdb") as ws:
+        watch = _InsertWatch(ws.con)
+        ws.con = watch
+        monkeypatch.setattr(workspace, "BOUNDED_INSERT_ROWS", 2)
+        with ws.transaction() as con:
+            ws.insert_frame("raw_ingest__files", frame.head(1), con=con)
+            ws.insert_frame("raw_ingest__files", frame.tail(2), con=con)
+        assert watch.limits_at_insert == [default, bounded]
+        assert _memory_limit(watch._con) == default
+        assert ws.read("SELECT * FROM raw_ingest__files ORDER BY file_id").equals(whole)
+
+
 def test_a_commit_whose_bound_duckdb_refuses_still_lands(db_path: Path, monkeypatch):
     monkeypatch.setattr(workspace, "COMMIT_MEMORY", "not a size")
     with Workspace(db_path) as ws:
