@@ -67,6 +67,11 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
   sitting each play's entry was held to the end and listed in the card, the manifest and the console: 2.13 GB, a
   197 MB card and a 277 MB manifest for the first, 0.57 GB for the second; now the entries wait on disk and the
   lists name the first 1,000 (a file holds every one): 0.24 GB and 0.27 GB;
+- `reset-plays`: `arcstudy ingest` of the shipped-game file of `export-reset-plays-shipped` (before the
+  twenty-seventh sitting 2.09 GB, each play's row made as a dict and the plays' table inserted whole; now built as
+  columns and written a chunk of 100,000 plays at a time, as the steps are);
+- `export-db-reset-plays`: `arcstudy export-transitions --db` of a database holding that file (the ingest is not
+  measured; the twenty-sixth sitting: 0.81 GB, the file's plays table and its play ids read whole);
 - `view-db-steps`: `arcstudy view` of one play of that file from the database (the nineteenth sitting: 7.9 GB, the
   file's steps read whole and the text of every row made at once for their digest).
 
@@ -411,6 +416,8 @@ CASES = {
     "view-db-steps": lambda d, s: played_steps(d, int(2_000_000 * s)),
     "export-reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=False),
     "export-reset-plays-shipped": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
+    "reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
+    "export-db-reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
 }
 
 
@@ -462,7 +469,8 @@ def main() -> None:
                     out = folder / "dataset"
                     code, peak, seconds = run(["export-transitions", "--db", str(db), "--out", str(out)], folder)
                     note = "dataset written" if (out / "manifest.json").exists() else "no dataset"
-            elif name in ("score-db-steps", "build-db-steps", "view-db-steps", "export-db-steps"):  # ingested first
+            elif name in ("score-db-steps", "build-db-steps", "view-db-steps", "export-db-steps",
+                          "export-db-reset-plays"):  # ingested first
                 db = folder / "steps.duckdb"
                 code, _, _ = run(["ingest", str(path), "--db", str(db)], folder)
                 if code != 0:
@@ -470,7 +478,7 @@ def main() -> None:
                 if name == "build-db-steps":
                     code, peak, seconds = run(["build", "--db", str(db)], folder)
                     note = "tables built" if code == 0 else "build failed"
-                elif name == "export-db-steps":
+                elif name in ("export-db-steps", "export-db-reset-plays"):
                     out = folder / "dataset"
                     code, peak, seconds = run(["export-transitions", "--db", str(db), "--out", str(out)], folder)
                     note = "dataset written" if (out / "manifest.json").exists() else "no dataset"
