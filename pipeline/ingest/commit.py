@@ -136,8 +136,8 @@ def _reject_clashes(output: ReaderOutput, name: str, key: list[str], hits: pl.Da
 CLASH_BATCH_ROWS = 50_000
 
 
-def _drop_clashing_plays_written(ws: Workspace, con, prepared: PreparedFile, written: dict[str, int],
-                                 own_file_ids: list[str]) -> None:
+def _drop_clashing_plays_written(con, prepared: PreparedFile, written: dict[str, int], own_file_ids: list[str]
+                                 ) -> None:
     """`drop_cross_file_duplicates` for the plays a streamed file wrote in its transaction (they are written as
     read, not held: a file of a million one-step plays took 0.4 GB of them): those another file already loaded
     are found in the database, read back a batch at a time to be rejected as that function rejects a play row,
@@ -148,14 +148,13 @@ def _drop_clashing_plays_written(ws: Workspace, con, prepared: PreparedFile, wri
         return
     placeholders = ", ".join("?" for _ in own_file_ids)
     columns = ", ".join(f"m.{c}" for c in get_table(PLAYS).columns)
-    # `__i`: the play's position in the file's table from 0, as the rows held in memory are numbered
+    others = f"SELECT play_id FROM {PLAYS} WHERE file_id NOT IN ({placeholders})"  # (the other files' plays)
     with _bounded_insert(con, SPILL_INSERT_MEMORY, one_thread=False):
-        clashing = con.execute(
-            f"SELECT count(*) FROM {PLAYS} n WHERE n.file_id = ? AND EXISTS (SELECT 1 FROM {PLAYS} t "
-            f"WHERE t.play_id = n.play_id AND t.file_id NOT IN ({placeholders}))",
-            [ctx.file_id, *own_file_ids]).fetchall()[0][0]
+        clashing = con.execute(f"SELECT count(*) FROM {PLAYS} WHERE file_id = ? AND play_id IN ({others})",
+                               [ctx.file_id, *own_file_ids]).fetchall()[0][0]
         if not clashing:
             return
+        # `__i`: the play's position in the file's table from 0, as the rows held in memory are numbered
         hits_query = con.sql(
             f"WITH clash AS (SELECT n.play_id, any_value(t.file_id) AS other_file_id, "
             f"any_value(f.file_path) AS other_path FROM {PLAYS} n JOIN {PLAYS} t ON t.play_id = n.play_id "
@@ -170,13 +169,7 @@ def _drop_clashing_plays_written(ws: Workspace, con, prepared: PreparedFile, wri
             assert isinstance(hits, pl.DataFrame)
             hits = hits.with_columns(pl.col(name).cast(dtype) for name, dtype in schema.items())
             _reject_clashes(output, PLAYS, ["play_id"], hits, None)
-    pairs = pl.DataFrame({"play_id": list(output.duplicate_plays)}, schema={"play_id": pl.String})
-    con.register("_clashing_plays", pairs.to_arrow())
-    try:
-        con.execute(f"DELETE FROM {PLAYS} WHERE file_id = ? AND play_id IN (SELECT play_id FROM _clashing_plays)",
-                    [ctx.file_id])
-    finally:
-        con.unregister("_clashing_plays")
+        con.execute(f"DELETE FROM {PLAYS} WHERE file_id = ? AND play_id IN ({others})", [ctx.file_id, *own_file_ids])
     written[PLAYS] -= clashing
 
 
@@ -366,7 +359,7 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
             output = prepared.output
             assert output is not None
             if prepared.streamed:
-                _drop_clashing_plays_written(ws, con, prepared, counts, own_ids)
+                _drop_clashing_plays_written(con, prepared, counts, own_ids)
             drop_cross_file_duplicates(ws, output, own_ids)
             if prepared.streamed and output.duplicate_plays:
                 _drop_duplicate_plays_written(ws, con, prepared, counts)
