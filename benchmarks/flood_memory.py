@@ -70,6 +70,10 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
 - `reset-plays`: `arcstudy ingest` of the shipped-game file of `export-reset-plays-shipped` (before the
   twenty-seventh sitting 2.09 GB, each play's row made as a dict and the plays' table inserted whole; now built as
   columns and written a chunk of 100,000 plays at a time, as the steps are);
+- `copy-reset-plays`: `arcstudy ingest` of a changed copy of that file (its last line written twice) into a
+  database holding it: every play a duplicate of one another file loaded, quarantined with its step (the
+  twenty-seventh sitting: first an out-of-memory failure, then 2.76 GB and 0.87 GB, the duplicate plays held in a
+  dict and their steps quarantined by an unbounded statement; now listed in the database);
 - `export-db-reset-plays`: `arcstudy export-transitions --db` of a database holding that file (the ingest is not
   measured; the twenty-sixth sitting: 0.81 GB, the file's plays table and its play ids read whole);
 - `view-db-steps`: `arcstudy view` of one play of that file from the database (the nineteenth sitting: 7.9 GB, the
@@ -418,6 +422,7 @@ CASES = {
     "export-reset-plays-shipped": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
     "reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
     "export-db-reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
+    "copy-reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
 }
 
 
@@ -489,6 +494,23 @@ def main() -> None:
                 else:
                     code, peak, seconds = run(["score", "--db", str(db), "--out", str(folder / "scored")], folder)
                     note = "scorecard written" if any((folder / "scored").glob("scorecard__*.json")) else "no scorecard"
+            elif name == "copy-reset-plays":  # the file ingested first (not measured), then a changed copy of it
+                db = folder / "plays.duckdb"
+                code, _, _ = run(["ingest", str(path), "--db", str(db)], folder)
+                if code != 0:
+                    raise SystemExit(f"{name}: the ingest failed with exit code {code}")
+                copy = folder / "copy" / path.name
+                copy.parent.mkdir()
+                import shutil
+
+                shutil.copyfile(path, copy)
+                with path.open("rb") as f:
+                    f.seek(-4096, os.SEEK_END)
+                    last = f.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+                with copy.open("ab") as f:
+                    f.write(last + b"\n")
+                code, peak, seconds = run(["ingest", str(copy), "--db", str(db)], folder)
+                note = "copy quarantined" if code == 3 else "not quarantined"
             elif name in ("score-frameless-steps", "score-long-script", "score-bad-lines", "score-played-steps",
                           "score-framed-steps"):
                 code, peak, seconds = run(["score", str(path), "--out", str(folder / "scored")], folder)

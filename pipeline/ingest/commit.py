@@ -115,11 +115,12 @@ def drop_cross_file_duplicates(ws: Workspace, output: ReaderOutput, own_file_ids
         _drop_duplicate_plays_rows(output)
 
 
-def _reject_clashes(output: ReaderOutput, name: str, key: list[str], hits: pl.DataFrame, loc_col: str | None
-                    ) -> None:
+def _reject_clashes(output: ReaderOutput, name: str, key: list[str], hits: pl.DataFrame, loc_col: str | None,
+                    *, note_plays: bool = True) -> None:
     """A reject for each row of `hits` (the table's rows whose key another file loaded, with `__i`, their
     position from 0, and the other file's `other_file_id`, `other_path`, maybe `other_row`); a play's id goes
-    to `output.duplicate_plays`, for the rows it owns."""
+    to `output.duplicate_plays`, for the rows it owns (unless ``note_plays`` is false: they are listed in the
+    database)."""
     unit = "line" if loc_col == "line_number" else "row"
     for rec in hits.iter_rows(named=True):
         key_text = ", ".join(f"{k}={rec[k]!r}" for k in key)
@@ -129,7 +130,7 @@ def _reject_clashes(output: ReaderOutput, name: str, key: list[str], hits: pl.Da
         output.rejects.append(Reject(location, "duplicate_across_files",
                                      f"{name} already holds ({key_text}) from {where}",
                                      clip(str(raw)), name))
-        if name == PLAYS:
+        if name == PLAYS and note_plays:
             output.duplicate_plays[rec["play_id"]] = rec["other_path"] or rec["other_file_id"]
 
 
@@ -137,40 +138,56 @@ CLASH_BATCH_ROWS = 50_000
 
 
 def _drop_clashing_plays_written(con, prepared: PreparedFile, written: dict[str, int], own_file_ids: list[str]
-                                 ) -> None:
+                                 ) -> bool:
     """`drop_cross_file_duplicates` for the plays a streamed file wrote in its transaction (they are written as
     read, not held: a file of a million one-step plays took 0.4 GB of them): those another file already loaded
     are found in the database, read back a batch at a time to be rejected as that function rejects a play row,
-    and deleted; their other rows follow them (`output.duplicate_plays`)."""
+    and deleted. They stay listed in the temporary table `_clashing_plays` (play_id, other: the file that holds
+    it), whose rows `_drop_duplicate_plays_written` then moves to quarantine; only the in-memory tables' plays
+    among them go to `output.duplicate_plays` (every one, held, took 0.3 GB for a copy of a million plays).
+    Under the bound of the spilled inserts: the clashes are listed narrow first (a sort of every wide row of a
+    million plays ran out of it). True when there were any."""
     output, ctx = prepared.output, prepared.ctx
     assert output is not None
     if not written.get(PLAYS):
-        return
+        return False
     placeholders = ", ".join("?" for _ in own_file_ids)
-    columns = ", ".join(f"m.{c}" for c in get_table(PLAYS).columns)
     others = f"SELECT play_id FROM {PLAYS} WHERE file_id NOT IN ({placeholders})"  # (the other files' plays)
     with _bounded_insert(con, SPILL_INSERT_MEMORY, one_thread=False):
         clashing = con.execute(f"SELECT count(*) FROM {PLAYS} WHERE file_id = ? AND play_id IN ({others})",
                                [ctx.file_id, *own_file_ids]).fetchall()[0][0]
         if not clashing:
-            return
-        # `__i`: the play's position in the file's table from 0, as the rows held in memory are numbered
-        hits_query = con.sql(
-            f"WITH clash AS (SELECT n.play_id, any_value(t.file_id) AS other_file_id, "
-            f"any_value(f.file_path) AS other_path FROM {PLAYS} n JOIN {PLAYS} t ON t.play_id = n.play_id "
-            f"LEFT JOIN raw_ingest__files f ON f.file_id = t.file_id "
-            f"WHERE n.file_id = ? AND t.file_id NOT IN ({placeholders}) GROUP BY n.play_id), "
-            f"mine AS (SELECT *, row_number() OVER (ORDER BY play_index) - 1 AS __i FROM {PLAYS} WHERE file_id = ?) "
-            f"SELECT m.__i, {columns}, c.other_file_id, c.other_path FROM mine m JOIN clash c USING (play_id) "
-            f"ORDER BY m.__i", params=[ctx.file_id, *own_file_ids, ctx.file_id])
+            return False
+        # Each clashing play's place in the file's table (`__i`, from 0, as the rows held in memory are
+        # numbered), the file that holds it, and its rank among them (`k`, the batches' order).
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE _clashing_plays AS WITH "
+            f"mine AS (SELECT play_id, row_number() OVER (ORDER BY play_index) - 1 AS __i FROM {PLAYS} "
+            f"WHERE file_id = ?), "
+            f"clash AS (SELECT t.play_id, any_value(t.file_id) AS other_file_id, any_value(f.file_path) AS other_path "
+            f"FROM {PLAYS} t LEFT JOIN raw_ingest__files f ON f.file_id = t.file_id WHERE t.file_id NOT IN "
+            f"({placeholders}) AND t.play_id IN (SELECT play_id FROM mine) GROUP BY t.play_id) "
+            f"SELECT m.__i, row_number() OVER (ORDER BY m.__i) AS k, c.*, coalesce(c.other_path, c.other_file_id) "
+            f"AS other FROM mine m JOIN clash c USING (play_id)", [ctx.file_id, *own_file_ids])
+        columns = ", ".join(f"m.{c}" for c in get_table(PLAYS).columns)
         schema = empty_frame(PLAYS).schema  # (DuckDB names its own time zone: the rows read back as written)
-        for batch in hits_query.to_arrow_reader(CLASH_BATCH_ROWS):
-            hits = pl.from_arrow(batch)
-            assert isinstance(hits, pl.DataFrame)
+        for first in range(0, clashing, CLASH_BATCH_ROWS):
+            hits = con.sql(
+                f"SELECT c.__i, {columns}, c.other_file_id, c.other_path FROM _clashing_plays c JOIN {PLAYS} m "
+                f"USING (play_id) WHERE m.file_id = ? AND c.k > ? AND c.k <= ? ORDER BY c.k",
+                params=[ctx.file_id, first, first + CLASH_BATCH_ROWS]).pl()
             hits = hits.with_columns(pl.col(name).cast(dtype) for name, dtype in schema.items())
-            _reject_clashes(output, PLAYS, ["play_id"], hits, None)
-        con.execute(f"DELETE FROM {PLAYS} WHERE file_id = ? AND play_id IN ({others})", [ctx.file_id, *own_file_ids])
+            _reject_clashes(output, PLAYS, ["play_id"], hits, None, note_plays=False)
+        con.execute(f"DELETE FROM {PLAYS} WHERE file_id = ? AND play_id IN (SELECT play_id FROM _clashing_plays)",
+                    [ctx.file_id])
     written[PLAYS] -= clashing
+    held = sorted({play for df in output.tables.values() if "play_id" in df.columns
+                   for play in df["play_id"].drop_nulls().unique().to_list()})
+    if held:  # (a card's slots, from its one line)
+        output.duplicate_plays.update(con.execute(
+            "SELECT play_id, other FROM _clashing_plays WHERE play_id IN (SELECT unnest(?::VARCHAR[]))",
+            [held]).fetchall())
+    return True
 
 
 PLAYS = "core_arc3__plays"
@@ -210,22 +227,21 @@ def _drop_duplicate_plays_rows(output: ReaderOutput) -> None:
         output.tables[name] = df.filter(~owned)
 
 
-def _drop_duplicate_plays_written(ws: Workspace, con, prepared: PreparedFile, written: dict[str, int]) -> None:
+def _drop_duplicate_plays_written(con, prepared: PreparedFile, written: dict[str, int]) -> None:
     """The rows of duplicate plays that a streamed file already wrote in its transaction (its steps): moved to
-    `quarantine` in the database, a line each, without passing through memory."""
+    `quarantine` in the database, a line each, without passing through memory; the plays are those
+    `_drop_clashing_plays_written` listed in `_clashing_plays`, which goes afterwards."""
     from schemas import TABLES
 
     output, ctx = prepared.output, prepared.ctx
     assert output is not None
-    pairs = pl.DataFrame({"play_id": list(output.duplicate_plays), "other": list(output.duplicate_plays.values())},
-                         schema={"play_id": pl.String, "other": pl.String})
-    con.register("_dup_plays", pairs.to_arrow())
-    try:
+    # (under the spilled inserts' bound: unbounded, a million duplicate one-step plays' steps took 2.76 GB)
+    with _bounded_insert(con, SPILL_INSERT_MEMORY, one_thread=False):
         for name in written:
             if "play_id" not in TABLES[name].columns or "line_number" not in TABLES[name].columns:
                 continue
             n = con.execute(
-                f"SELECT count(*) FROM {name} t JOIN _dup_plays d USING (play_id) WHERE t.file_id = ?",
+                f"SELECT count(*) FROM {name} t JOIN _clashing_plays d USING (play_id) WHERE t.file_id = ?",
                 [ctx.file_id]).fetchall()[0][0]
             if not n:
                 continue
@@ -238,14 +254,13 @@ def _drop_duplicate_plays_written(ws: Workspace, con, prepared: PreparedFile, wr
                 f"SELECT sha256(? || '|line ' || t.line_number || '|duplicate_play|' || ?), ?, t.file_id, ?, ?, "
                 f"'line ' || t.line_number, ?, 'duplicate_play', {reason}, left(CAST(t AS VARCHAR), {MAX_RAW_TEXT}), "
                 f"octet_length(encode(CAST(t AS VARCHAR))), sha256(CAST(t AS VARCHAR)) "
-                f"FROM {name} t JOIN _dup_plays d USING (play_id) WHERE t.file_id = ?",
+                f"FROM {name} t JOIN _clashing_plays d USING (play_id) WHERE t.file_id = ?",
                 [ctx.file_id, name, ctx.run_id, str(ctx.path), prepared.fmt_name, name, ctx.file_id])
-            con.execute(f"DELETE FROM {name} WHERE file_id = ? AND play_id IN (SELECT play_id FROM _dup_plays)",
+            con.execute(f"DELETE FROM {name} WHERE file_id = ? AND play_id IN (SELECT play_id FROM _clashing_plays)",
                         [ctx.file_id])
             written[name] -= n
             output.n_quarantined_in_db += n
-    finally:
-        con.unregister("_dup_plays")
+        con.execute("DROP TABLE _clashing_plays")  # (a failure rolls the transaction back, the table with it)
 
 
 class _Refused(Exception):
@@ -358,11 +373,10 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                     counts[name] = counts.get(name, 0) + n
             output = prepared.output
             assert output is not None
-            if prepared.streamed:
-                _drop_clashing_plays_written(con, prepared, counts, own_ids)
+            clashed = prepared.streamed and _drop_clashing_plays_written(con, prepared, counts, own_ids)
             drop_cross_file_duplicates(ws, output, own_ids)
-            if prepared.streamed and output.duplicate_plays:
-                _drop_duplicate_plays_written(ws, con, prepared, counts)
+            if clashed:
+                _drop_duplicate_plays_written(con, prepared, counts)
             for name, df in output.tables.items():
                 ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
             staged: dict[str, list[str]] = {}
