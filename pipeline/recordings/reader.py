@@ -1344,20 +1344,20 @@ def play_frames(rec: ParsedRecording, file_id: str, chunk_rows: int | None = Non
     # (the file's values, worked out once: `has_frames` reads every step)
     constant = {"file_id": file_id, "guid": rec.guid, "game_id": rec.game_id, "recording_variant": rec.variant,
                 "schema_generation": rec.schema_generation}
-    flags = {"has_frames": rec.has_frames, "is_only_reset_levels": rec.is_only_reset_levels,
-             "is_action_ids_lost": rec.is_action_ids_lost, "is_replay_needed": False}
+    truths = {"has_frames": rec.has_frames, "is_only_reset_levels": rec.is_only_reset_levels,
+              "is_action_ids_lost": rec.is_action_ids_lost, "is_replay_needed": False}
     leading_reset, file_flags = rec.has_leading_reset, list(rec.flags)
 
     def frame(columns: list[array]) -> pl.DataFrame:
         index, first, last, n_steps, started, ended = (pl.Series(np.array(c, dtype=np.int64)) for c in columns)
         n = len(index)
-        return table_from_columns("core_arc3__plays", {
+        return table_from_columns(PLAYS, {
             # (the ids `ParsedRecording.play_id` gives, made in one go)
             "play_id": pl.select(pl.lit(f"{rec.guid}/") + pl.lit(index).cast(pl.String)).to_series(),
             **{name: repeated(value, n) for name, value in constant.items()},
             "play_index": index, "first_line_number": first, "last_line_number": last, "n_steps": n_steps,
             "started_at": _times(started), "ended_at": _times(ended),
-            **{name: repeated(value, n, pl.Boolean) for name, value in flags.items()},
+            **{name: repeated(value, n, pl.Boolean) for name, value in truths.items()},
             "has_leading_reset": index.ne(0) | leading_reset,
             "flags": repeated(file_flags, n, pl.List(pl.String)),
         })
