@@ -73,7 +73,8 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
 - `copy-reset-plays`: `arcstudy ingest` of a changed copy of that file (its last line written twice) into a
   database holding it: every play a duplicate of one another file loaded, quarantined with its step (the
   twenty-seventh sitting: first an out-of-memory failure, then 2.76 GB and 0.87 GB, the duplicate plays held in a
-  dict and their steps quarantined by an unbounded statement; now listed in the database);
+  dict and their steps quarantined by an unbounded statement; now listed in a scratch Parquet file, under the
+  bound: 0.56-0.60 GB);
 - `export-db-reset-plays`: `arcstudy export-transitions --db` of a database holding that file (the ingest is not
   measured; the twenty-sixth sitting: 0.81 GB, the file's plays table and its play ids read whole);
 - `view-db-steps`: `arcstudy view` of one play of that file from the database (the nineteenth sitting: 7.9 GB, the

@@ -138,56 +138,60 @@ CLASH_BATCH_ROWS = 50_000
 
 
 def _drop_clashing_plays_written(con, prepared: PreparedFile, written: dict[str, int], own_file_ids: list[str]
-                                 ) -> bool:
+                                 ) -> None:
     """`drop_cross_file_duplicates` for the plays a streamed file wrote in its transaction (they are written as
     read, not held: a file of a million one-step plays took 0.4 GB of them): those another file already loaded
-    are found in the database, read back a batch at a time to be rejected as that function rejects a play row,
-    and deleted. They stay listed in the temporary table `_clashing_plays` (play_id, other: the file that holds
-    it), whose rows `_drop_duplicate_plays_written` then moves to quarantine; only the in-memory tables' plays
-    among them go to `output.duplicate_plays` (every one, held, took 0.3 GB for a copy of a million plays).
-    Under the bound of the spilled inserts: the clashes are listed narrow first (a sort of every wide row of a
-    million plays ran out of it). True when there were any."""
+    are found in the database and listed in a scratch Parquet file (play_id, the file that holds it, its place);
+    read back a batch at a time, each is rejected as that function rejects a play row; the rows of the other
+    tables that belong to them are moved to quarantine in the database, a line each, and the plays deleted. Only
+    the in-memory tables' plays (a card's slots) go to `output.duplicate_plays`: every one, held, took 0.3 GB for
+    a copy of a million plays. Under the bound of the spilled inserts (unbounded, the steps' quarantine took
+    2.76 GB; and the clashes are listed narrow: a sort of every wide row of a million plays ran out of it)."""
     output, ctx = prepared.output, prepared.ctx
     assert output is not None
     if not written.get(PLAYS):
-        return False
+        return
     placeholders = ", ".join("?" for _ in own_file_ids)
     others = f"SELECT play_id FROM {PLAYS} WHERE file_id NOT IN ({placeholders})"  # (the other files' plays)
     with _bounded_insert(con, SPILL_INSERT_MEMORY, one_thread=False):
         clashing = con.execute(f"SELECT count(*) FROM {PLAYS} WHERE file_id = ? AND play_id IN ({others})",
                                [ctx.file_id, *own_file_ids]).fetchall()[0][0]
         if not clashing:
-            return False
-        # Each clashing play's place in the file's table (`__i`, from 0, as the rows held in memory are
-        # numbered), the file that holds it, and its rank among them (`k`, the batches' order).
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE _clashing_plays AS WITH "
-            f"mine AS (SELECT play_id, row_number() OVER (ORDER BY play_index) - 1 AS __i FROM {PLAYS} "
-            f"WHERE file_id = ?), "
-            f"clash AS (SELECT t.play_id, any_value(t.file_id) AS other_file_id, any_value(f.file_path) AS other_path "
-            f"FROM {PLAYS} t LEFT JOIN raw_ingest__files f ON f.file_id = t.file_id WHERE t.file_id NOT IN "
-            f"({placeholders}) AND t.play_id IN (SELECT play_id FROM mine) GROUP BY t.play_id) "
-            f"SELECT m.__i, row_number() OVER (ORDER BY m.__i) AS k, c.*, coalesce(c.other_path, c.other_file_id) "
-            f"AS other FROM mine m JOIN clash c USING (play_id)", [ctx.file_id, *own_file_ids])
-        columns = ", ".join(f"m.{c}" for c in get_table(PLAYS).columns)
-        schema = empty_frame(PLAYS).schema  # (DuckDB names its own time zone: the rows read back as written)
-        for first in range(0, clashing, CLASH_BATCH_ROWS):
-            hits = con.sql(
-                f"SELECT c.__i, {columns}, c.other_file_id, c.other_path FROM _clashing_plays c JOIN {PLAYS} m "
-                f"USING (play_id) WHERE m.file_id = ? AND c.k > ? AND c.k <= ? ORDER BY c.k",
-                params=[ctx.file_id, first, first + CLASH_BATCH_ROWS]).pl()
-            hits = hits.with_columns(pl.col(name).cast(dtype) for name, dtype in schema.items())
-            _reject_clashes(output, PLAYS, ["play_id"], hits, None, note_plays=False)
-        con.execute(f"DELETE FROM {PLAYS} WHERE file_id = ? AND play_id IN (SELECT play_id FROM _clashing_plays)",
-                    [ctx.file_id])
+            return
+        with _SpillFolder() as folder:
+            listed = str(folder.path / "clashing_plays.parquet").replace("'", "''")
+            # Each clashing play's place in the file's table (`__i`, from 0, as the rows held in memory are
+            # numbered), the file that holds it (`other`: its path, else its id), and its rank (`k`).
+            con.execute(
+                f"COPY (WITH "
+                f"mine AS (SELECT play_id, row_number() OVER (ORDER BY play_index) - 1 AS __i FROM {PLAYS} "
+                f"WHERE file_id = ?), "
+                f"clash AS (SELECT t.play_id, any_value(t.file_id) AS other_file_id, any_value(f.file_path) AS "
+                f"other_path FROM {PLAYS} t LEFT JOIN raw_ingest__files f ON f.file_id = t.file_id WHERE t.file_id "
+                f"NOT IN ({placeholders}) AND t.play_id IN (SELECT play_id FROM mine) GROUP BY t.play_id) "
+                f"SELECT m.__i, row_number() OVER (ORDER BY m.__i) AS k, c.*, coalesce(c.other_path, "
+                f"c.other_file_id) AS other FROM mine m JOIN clash c USING (play_id)) TO '{listed}' (FORMAT parquet)",
+                [ctx.file_id, *own_file_ids])
+            clashes = f"read_parquet('{listed}')"
+            columns = ", ".join(f"m.{c}" for c in get_table(PLAYS).columns)
+            schema = empty_frame(PLAYS).schema  # (DuckDB names its own time zone: the rows read back as written)
+            for first in range(0, clashing, CLASH_BATCH_ROWS):
+                hits = con.sql(
+                    f"SELECT c.__i, {columns}, c.other_file_id, c.other_path FROM {clashes} c JOIN {PLAYS} m "
+                    f"USING (play_id) WHERE m.file_id = ? AND c.k > ? AND c.k <= ? ORDER BY c.k",
+                    params=[ctx.file_id, first, first + CLASH_BATCH_ROWS]).pl()
+                hits = hits.with_columns(pl.col(name).cast(dtype) for name, dtype in schema.items())
+                _reject_clashes(output, PLAYS, ["play_id"], hits, None, note_plays=False)
+            held = sorted({play for df in output.tables.values() if "play_id" in df.columns
+                           for play in df["play_id"].drop_nulls().unique().to_list()})
+            if held:  # (a card's slots, from its one line)
+                output.duplicate_plays.update(con.execute(
+                    f"SELECT play_id, other FROM {clashes} WHERE play_id IN (SELECT unnest(?::VARCHAR[]))",
+                    [held]).fetchall())
+            _quarantine_rows_of_plays(con, prepared, written, clashes)
+            con.execute(f"DELETE FROM {PLAYS} WHERE file_id = ? AND play_id IN (SELECT play_id FROM {clashes})",
+                        [ctx.file_id])
     written[PLAYS] -= clashing
-    held = sorted({play for df in output.tables.values() if "play_id" in df.columns
-                   for play in df["play_id"].drop_nulls().unique().to_list()})
-    if held:  # (a card's slots, from its one line)
-        output.duplicate_plays.update(con.execute(
-            "SELECT play_id, other FROM _clashing_plays WHERE play_id IN (SELECT unnest(?::VARCHAR[]))",
-            [held]).fetchall())
-    return True
 
 
 PLAYS = "core_arc3__plays"
@@ -227,40 +231,36 @@ def _drop_duplicate_plays_rows(output: ReaderOutput) -> None:
         output.tables[name] = df.filter(~owned)
 
 
-def _drop_duplicate_plays_written(con, prepared: PreparedFile, written: dict[str, int]) -> None:
+def _quarantine_rows_of_plays(con, prepared: PreparedFile, written: dict[str, int], plays: str) -> None:
     """The rows of duplicate plays that a streamed file already wrote in its transaction (its steps): moved to
-    `quarantine` in the database, a line each, without passing through memory; the plays are those
-    `_drop_clashing_plays_written` listed in `_clashing_plays`, which goes afterwards."""
+    `quarantine` in the database, a line each, without passing through memory. ``plays``: the relation that
+    lists them (play_id, other: the file that holds it)."""
     from schemas import TABLES
 
     output, ctx = prepared.output, prepared.ctx
     assert output is not None
-    # (under the spilled inserts' bound: unbounded, a million duplicate one-step plays' steps took 2.76 GB)
-    with _bounded_insert(con, SPILL_INSERT_MEMORY, one_thread=False):
-        for name in written:
-            if "play_id" not in TABLES[name].columns or "line_number" not in TABLES[name].columns:
-                continue
-            n = con.execute(
-                f"SELECT count(*) FROM {name} t JOIN _clashing_plays d USING (play_id) WHERE t.file_id = ?",
-                [ctx.file_id]).fetchall()[0][0]
-            if not n:
-                continue
-            reason = (f"'{name} row belongs to play ''' || d.play_id || ''', which duplicates the play already "
-                      f"loaded from ' || d.other || ' (same play in another file, encoding or folder): quarantined "
-                      f"with its play, so the play counts once'")
-            con.execute(
-                f"INSERT INTO quarantine (quarantine_id, run_id, file_id, file_path, source_format, source_location, "
-                f"target_table, check_name, reason, raw_text, n_raw_bytes, raw_sha256) "
-                f"SELECT sha256(? || '|line ' || t.line_number || '|duplicate_play|' || ?), ?, t.file_id, ?, ?, "
-                f"'line ' || t.line_number, ?, 'duplicate_play', {reason}, left(CAST(t AS VARCHAR), {MAX_RAW_TEXT}), "
-                f"octet_length(encode(CAST(t AS VARCHAR))), sha256(CAST(t AS VARCHAR)) "
-                f"FROM {name} t JOIN _clashing_plays d USING (play_id) WHERE t.file_id = ?",
-                [ctx.file_id, name, ctx.run_id, str(ctx.path), prepared.fmt_name, name, ctx.file_id])
-            con.execute(f"DELETE FROM {name} WHERE file_id = ? AND play_id IN (SELECT play_id FROM _clashing_plays)",
-                        [ctx.file_id])
-            written[name] -= n
-            output.n_quarantined_in_db += n
-        con.execute("DROP TABLE _clashing_plays")  # (a failure rolls the transaction back, the table with it)
+    for name in written:
+        if name == PLAYS or "play_id" not in TABLES[name].columns or "line_number" not in TABLES[name].columns:
+            continue
+        n = con.execute(f"SELECT count(*) FROM {name} t JOIN {plays} d USING (play_id) WHERE t.file_id = ?",
+                        [ctx.file_id]).fetchall()[0][0]
+        if not n:
+            continue
+        reason = (f"'{name} row belongs to play ''' || d.play_id || ''', which duplicates the play already "
+                  f"loaded from ' || d.other || ' (same play in another file, encoding or folder): quarantined "
+                  f"with its play, so the play counts once'")
+        con.execute(
+            f"INSERT INTO quarantine (quarantine_id, run_id, file_id, file_path, source_format, source_location, "
+            f"target_table, check_name, reason, raw_text, n_raw_bytes, raw_sha256) "
+            f"SELECT sha256(? || '|line ' || t.line_number || '|duplicate_play|' || ?), ?, t.file_id, ?, ?, "
+            f"'line ' || t.line_number, ?, 'duplicate_play', {reason}, left(CAST(t AS VARCHAR), {MAX_RAW_TEXT}), "
+            f"octet_length(encode(CAST(t AS VARCHAR))), sha256(CAST(t AS VARCHAR)) "
+            f"FROM {name} t JOIN {plays} d USING (play_id) WHERE t.file_id = ?",
+            [ctx.file_id, name, ctx.run_id, str(ctx.path), prepared.fmt_name, name, ctx.file_id])
+        con.execute(f"DELETE FROM {name} WHERE file_id = ? AND play_id IN (SELECT play_id FROM {plays})",
+                    [ctx.file_id])
+        written[name] -= n
+        output.n_quarantined_in_db += n
 
 
 class _Refused(Exception):
@@ -373,10 +373,9 @@ def commit_file(ws: Workspace, prepared: PreparedFile) -> FileReport:
                     counts[name] = counts.get(name, 0) + n
             output = prepared.output
             assert output is not None
-            clashed = prepared.streamed and _drop_clashing_plays_written(con, prepared, counts, own_ids)
+            if prepared.streamed:  # (its plays are in the database: they are checked there)
+                _drop_clashing_plays_written(con, prepared, counts, own_ids)
             drop_cross_file_duplicates(ws, output, own_ids)
-            if clashed:
-                _drop_duplicate_plays_written(con, prepared, counts)
             for name, df in output.tables.items():
                 ws.insert_frame(name, df, con=con, validate=False)  # validated above (validate_output)
             staged: dict[str, list[str]] = {}
