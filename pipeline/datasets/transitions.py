@@ -146,10 +146,22 @@ EMPTY_FRAMES = np.zeros((0, 64, 64), dtype=np.uint8)
 DB_STEP_COLUMNS = (*STEP_COLUMNS, "frames_file")  # what the export reads of stored steps
 
 
-@functools.lru_cache(maxsize=256)
 def _game(game_id: str, dirs: tuple[str, ...]) -> tuple[Any, str]:
-    """The game and the sha256 of its source, once per process (a worker exports many files of one game)."""
-    info = resolve_game(game_id, [Path(d) for d in dirs])
+    """The game and the sha256 of its source, once per process (a worker exports many files of one game);
+    GameNotFoundError for one that cannot be loaded, also looked for once (each of 100,000 one-play files of a
+    game not shipped walked the game folders again: 74 s for the export)."""
+    found = _game_or_why(game_id, dirs)
+    if isinstance(found, GameNotFoundError):
+        raise type(found)(*found.args)  # (a new one: raising the cached one again grows its traceback)
+    return found
+
+
+@functools.lru_cache(maxsize=256)
+def _game_or_why(game_id: str, dirs: tuple[str, ...]) -> tuple[Any, str] | GameNotFoundError:
+    try:
+        info = resolve_game(game_id, [Path(d) for d in dirs])
+    except GameNotFoundError as err:
+        return err.with_traceback(None)
     return info, info.source_sha256()
 
 
