@@ -836,9 +836,9 @@ def _print_card_differences(result) -> None:
     import json
 
     for k, pr in enumerate(result.policies):
-        doc = json.loads(pr.scorecard_json).get("card_inputs")
-        if not doc:
+        if not pr.card_inputs:  # (the scorecard's text parsed again: a card of a million runs took 5 GB more)
             continue
+        doc = json.loads(json.dumps(pr.card_inputs))  # as the scorecard holds it
         stated = sorted(name for name, card in (doc.get("cards") or {}).items() if card.get("competition_mode"))
         if k == 0 and stated and not result.competition:  # once: the cards, not the policies
             more = f" and {len(stated) - 3} more" if len(stated) > 3 else ""

@@ -87,6 +87,7 @@ class PolicyResult:
     scorecard_json: str
     baselines: dict[str, ResolvedBaseline]
     scores: VectorizedScores
+    card_inputs: dict[str, Any] | None = None  # the scorecard's `card_inputs` (not parsed back from its text)
 
 
 @dataclass
@@ -544,7 +545,7 @@ def score_recordings(recordings: Sequence[RecordingInput], request: ScoreRequest
         if competition is not None:
             extra["competition"] = competition
         text = scorecard_to_json(sc, extra=extra)
-        results.append(PolicyResult(policy, sc, text, baselines, scores))
+        results.append(PolicyResult(policy, sc, text, baselines, scores, extra.get("card_inputs")))
 
     result = ScoreResult(card_id=card_id, checks=checks, excluded=excluded, policies=results, competition=competition,
                          file_names=file_names,

@@ -12,6 +12,7 @@ scorecard knows its rules) and, under policies with an action cutoff, ``runs[].c
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -212,9 +213,15 @@ def scorecard_to_dict(sc: Scorecard, extra: Mapping[str, Any] | None = None) -> 
 
 
 def scorecard_to_json(sc: Scorecard, indent: int | None = 2, extra: Mapping[str, Any] | None = None) -> str:
-    """Deterministic JSON text (sorted keys, stable float repr, no NaN, trailing newline)."""
-    return json.dumps(scorecard_to_dict(sc, extra), sort_keys=True, indent=indent, allow_nan=False,
-                      ensure_ascii=False) + "\n"
+    """Deterministic JSON text (sorted keys, stable float repr, no NaN, trailing newline). Its pieces are
+    written one by one into one buffer: `json.dumps` with an indent lists every piece before joining them, about
+    sixty a run (a card of a million runs: 6 GB more for the list, beside the 1.1 GB text)."""
+    encoder = json.JSONEncoder(sort_keys=True, indent=indent, allow_nan=False, ensure_ascii=False)
+    text = io.StringIO()
+    for piece in encoder.iterencode(scorecard_to_dict(sc, extra)):
+        text.write(piece)
+    text.write("\n")
+    return text.getvalue()
 
 
 def _num(v: Any) -> int | float:

@@ -55,6 +55,19 @@ def test_round_trip_and_determinism(policy_id):
     assert all(isinstance(e["score"], float) for e in d["environments"])
 
 
+def test_the_text_is_json_dumps_text_written_piece_by_piece():
+    """The scorecard's text is written a piece at a time (json.dumps with an indent listed every piece first: 6 GB
+    for a card of a million runs); the text is the same, byte for byte, non-ASCII and tiny floats included, and
+    a NaN is still refused."""
+    cards, infos = one_card_per_game()
+    sc = build_scorecard("card-é", list(cards.values()), infos, "arc-agi-3/2026-04", opaque={"note": "naïve ✓"})
+    extra = {"verification": {"tiny": 1e-07, "big": 1e16, "third": 1 / 3, "empty": [], "none": {}}}
+    assert scorecard_to_json(sc, extra=extra) == json.dumps(
+        scorecard_to_dict(sc, extra), sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        scorecard_to_json(sc, extra={"verification": {"x": float("nan")}})
+
+
 def test_parse_toolkit_environment_entries():
     """Sidecar ``scored.environment`` entries are toolkit output; they parse strictly (aggregates consistent)."""
     for exp in SIDECARS:
