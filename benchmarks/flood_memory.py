@@ -75,6 +75,10 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
   twenty-seventh sitting: first an out-of-memory failure, then 2.76 GB and 0.87 GB, the duplicate plays held in a
   dict and their steps quarantined by an unbounded statement; now listed in a scratch Parquet file, under the
   bound: 0.56-0.60 GB);
+- `score-reset-plays`: `arcstudy score` of that file (every play replayed, scored and listed: the scorecard
+  holds a run per play, 1.09 GB of JSON). Over the bound, left open: 9.18 GB before the twenty-seventh sitting,
+  7.38 GB after it (the scorecard's text written a piece at a time, its card inputs not parsed back); every stage
+  of `score` holds each play (checks, card plays, both scorers, the scorecard dict, the out tables);
 - `export-db-reset-plays`: `arcstudy export-transitions --db` of a database holding that file (the ingest is not
   measured; the twenty-sixth sitting: 0.81 GB, the file's plays table and its play ids read whole);
 - `view-db-steps`: `arcstudy view` of one play of that file from the database (the nineteenth sitting: 7.9 GB, the
@@ -424,6 +428,7 @@ CASES = {
     "reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
     "export-db-reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
     "copy-reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
+    "score-reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
 }
 
 
@@ -513,7 +518,7 @@ def main() -> None:
                 code, peak, seconds = run(["ingest", str(copy), "--db", str(db)], folder)
                 note = "copy quarantined" if code == 3 else "not quarantined"
             elif name in ("score-frameless-steps", "score-long-script", "score-bad-lines", "score-played-steps",
-                          "score-framed-steps"):
+                          "score-framed-steps", "score-reset-plays"):
                 code, peak, seconds = run(["score", str(path), "--out", str(folder / "scored")], folder)
                 note = "scorecard written" if any((folder / "scored").glob("scorecard__*.json")) else "no scorecard"
             else:
