@@ -100,6 +100,17 @@ def duckdb_bounds(con: duckdb.DuckDBPyConnection, *, memory: str, threads: int |
                 settings.execute(f"RESET {name}")
 
 
+def insert_arrow(con: duckdb.DuckDBPyConnection, table_name: str, rows: Any) -> None:
+    """One INSERT ... SELECT into `table_name` (its columns, by name) from `rows`, a pyarrow Table or
+    RecordBatchReader (a stream is read batch by batch). A failed insert leaves the registration in place: in a
+    transaction DuckDB then refuses every statement, unregister too, and that refusal would hide the insert's
+    own error; the caller rolls back, and the next registration under the name replaces it."""
+    columns = ", ".join(get_table(table_name).columns)
+    con.register("_incoming", rows)
+    con.execute(f"INSERT INTO {table_name} ({columns}) SELECT {columns} FROM _incoming")
+    con.unregister("_incoming")
+
+
 class WorkspaceError(RuntimeError):
     """A problem opening or using the database, with a message meant for the user."""
 
@@ -495,7 +506,6 @@ class Workspace:
         raises with every failure listed rather than dropping rows.
         """
         con = con or self.con
-        table = get_table(table_name)
         df = conform(table_name, df)
         if validate:
             result = validate_frame(table_name, df)
@@ -514,13 +524,8 @@ class Workspace:
             incoming = pa.RecordBatchReader.from_batches(
                 first.schema, (batch for part in itertools.chain([first], slices) for batch in part.to_batches()))
             bounds = duckdb_bounds(con, memory=COMMIT_MEMORY, best_effort=True)
-        con.register("_incoming", incoming)
-        try:
-            cols = ", ".join(table.columns)
-            with bounds:
-                con.execute(f"INSERT INTO {table_name} ({cols}) SELECT {cols} FROM _incoming")
-        finally:
-            con.unregister("_incoming")
+        with bounds:
+            insert_arrow(con, table_name, incoming)
 
     def replace_table(self, table_name: str, df: pl.DataFrame, *, con: duckdb.DuckDBPyConnection | None = None) -> None:
         con = con or self.con

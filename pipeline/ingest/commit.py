@@ -4,7 +4,7 @@
   key another file already loaded are quarantined (`drop_cross_file_duplicates`);
 - a large file of a streaming format is read inside the transaction, a chunk of rows at a time
   (`_read_streamed`); a big file read in pieces (H-ARC data.csv) has its pieces checked one at a time and
-  their rows streamed into the database with bounded memory (`_stage_pieces`, `_insert_stream`,
+  their rows streamed into the database with bounded memory (`_stage_pieces`, `insert_arrow`,
   `_insert_spilled`);
 - a refused file leaves only its quarantine rows (`_write_file_failure`).
 """
@@ -26,7 +26,7 @@ import polars as pl
 from pipeline.core.outputs import OutputError, as_output_error
 from pipeline.core.prefetch import prefetched
 from pipeline.core.spool import Spool
-from pipeline.core.workspace import Workspace, WorkspaceError, duckdb_bounds
+from pipeline.core.workspace import Workspace, WorkspaceError, duckdb_bounds, insert_arrow
 from pipeline.ingest.background import BackgroundWriter
 from pipeline.ingest.base import (
     MAX_RAW_TEXT,
@@ -553,7 +553,7 @@ def _stage_pieces(ws: Workspace, con: duckdb.DuckDBPyConnection, pieces, own_ids
             source = batches(streamed, schema, failure)
             try:
                 with _bounded_insert(con, PIECES_INSERT_MEMORY):
-                    _insert_stream(con, streamed, pa.RecordBatchReader.from_batches(schema, source))
+                    insert_arrow(con, streamed, pa.RecordBatchReader.from_batches(schema, source))
             except BaseException as err:
                 if failure:
                     raise failure[0] from None
@@ -614,17 +614,7 @@ def _insert_spilled(con, name: str, spills: list[str]) -> None:
     with pa.memory_map(spills[0]) as source:
         schema = pa.ipc.open_file(source).schema
     with _bounded_insert(con, SPILL_INSERT_MEMORY, one_thread=False):  # the reader is done: nothing runs beside it
-        _insert_stream(con, name, pa.RecordBatchReader.from_batches(schema, batches()))
-
-
-def _insert_stream(con: duckdb.DuckDBPyConnection, name: str, stream) -> None:
-    """One INSERT ... SELECT into table `name` from a pyarrow RecordBatchReader. A failed insert leaves the
-    registration in place: DuckDB refuses every statement of an aborted transaction, unregister too, until
-    the caller rolls it back (the next registration under the name replaces it)."""
-    columns = ", ".join(get_table(name).columns)
-    con.register("_stream", stream)
-    con.execute(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM _stream")
-    con.unregister("_stream")
+        insert_arrow(con, name, pa.RecordBatchReader.from_batches(schema, batches()))
 
 
 def _insert_quarantine(ws: Workspace, con, ctx: FileContext, fmt_name: str | None, rejects) -> int:
@@ -653,7 +643,7 @@ def _insert_quarantine(ws: Workspace, con, ctx: FileContext, fmt_name: str | Non
             yield from (table if table.schema == schema else table.cast(schema)).to_batches(QUARANTINE_SLICE_ROWS)
 
     with _bounded_insert(con, STREAM_INSERT_MEMORY):
-        _insert_stream(con, "quarantine", pa.RecordBatchReader.from_batches(schema, stream()))
+        insert_arrow(con, "quarantine", pa.RecordBatchReader.from_batches(schema, stream()))
     # A GROUP BY under a memory limit: DuckDB spills it to disk for millions of rows. Not under the insert's
     # 64 MB: 12,000,000 rejects of one file ran out of memory there (an 8 MiB allocation at 61 MB).
     with _bounded_insert(con, SPILL_INSERT_MEMORY):

@@ -205,6 +205,21 @@ def test_a_long_frame_is_inserted_in_slices_under_the_bound_and_lands_whole(tmp_
         assert ws.read("SELECT * FROM raw_ingest__files ORDER BY file_id").equals(whole)
 
 
+@pytest.mark.parametrize("rows", [1, 3], ids=["whole", "in-slices"])
+def test_an_insert_that_fails_in_a_transaction_raises_its_own_error(db_path: Path, monkeypatch, rows: int):
+    """Unregistering the rows after a failed insert was itself refused (the transaction is aborted), and that
+    refusal hid the insert's error: "Current transaction is aborted" instead of the constraint that failed."""
+    monkeypatch.setattr(workspace, "BOUNDED_INSERT_ROWS", rows)
+    monkeypatch.setattr(workspace, "INSERT_SLICE_ROWS", 1)
+    bad = good_files_frame().with_columns(pl.lit(None, pl.String).alias("file_id"))  # NOT NULL in the table
+    with Workspace(db_path) as ws:
+        with pytest.raises(duckdb.ConstraintException, match="NOT NULL constraint failed"):
+            with ws.transaction() as con:
+                ws.insert_frame("raw_ingest__files", bad, con=con, validate=False)
+        ws.insert_frame("raw_ingest__files", good_files_frame())  # rolled back: the next insert lands
+        assert ws.row_count("raw_ingest__files") == 3
+
+
 def test_a_commit_whose_bound_duckdb_refuses_still_lands(db_path: Path, monkeypatch):
     monkeypatch.setattr(workspace, "COMMIT_MEMORY", "not a size")
     with Workspace(db_path) as ws:
