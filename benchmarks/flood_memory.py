@@ -79,6 +79,9 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
   holds a run per play, 1.09 GB of JSON). Over the bound, left open: 9.18 GB before the twenty-seventh sitting,
   7.38 GB after it (the scorecard's text written a piece at a time, its card inputs not parsed back); every stage
   of `score` holds each play (checks, card plays, both scorers, the scorecard dict, the out tables);
+- `export-many-files`: `arcstudy export-transitions` of 100,000 two-line recordings of a game not found, in
+  folders of a thousand (a flood of files: 0.31 GB, 23 s in the twenty-seventh sitting, 74 s before the game was
+  looked for once; it grows about 2 KB a file: the paths, the jobs, the manifest's inputs, left open);
 - `export-db-reset-plays`: `arcstudy export-transitions --db` of a database holding that file (the ingest is not
   measured; the twenty-sixth sitting: 0.81 GB, the file's plays table and its play ids read whole);
 - `view-db-steps`: `arcstudy view` of one play of that file from the database (the nineteenth sitting: 7.9 GB, the
@@ -344,6 +347,23 @@ def played_steps(folder: Path, n: int) -> Path:
     return path
 
 
+def many_files(folder: Path, n: int) -> Path:
+    """`n` frameless two-line recordings (a RESET and an action, each file its own guid) of a game that is not
+    found, a thousand to a folder: a flood of files rather than of lines. Returns the folder that holds them."""
+    root = folder / "recordings"
+    for i in range(n):
+        guid = f"00000000-0000-4000-8000-{i:012d}"
+        sub = root / f"d{i // 1000:04d}"
+        if i % 1000 == 0:
+            sub.mkdir(parents=True)
+        lines = [json.dumps({"timestamp": f"2026-11-22T03:00:00.{k:06d}+00:00", "data": {
+            "game_id": GAME, "state": "NOT_FINISHED", "levels_completed": 0, "win_levels": 5,
+            "action_input": {"id": action, "data": {}, "reasoning": None}, "guid": guid, "full_reset": k == 0,
+            "available_actions": [3, 4]}}) for k, action in enumerate(("RESET", "ACTION3"))]
+        (sub / f"{GAME}-{guid}.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
 def reset_plays(folder: Path, n: int, shipped: bool) -> Path:
     """A frameless recording of `n` one-step plays: every line a RESET with `full_reset` true (a recorder that
     restarts on each step), for a game that is not found (every play left out: no frames to export) or, with
@@ -429,6 +449,7 @@ CASES = {
     "export-db-reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
     "copy-reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
     "score-reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
+    "export-many-files": lambda d, s: many_files(d, int(100_000 * s)),
 }
 
 
@@ -453,7 +474,7 @@ def main() -> None:
                 code, peak, seconds = run(["replay", str(path), "--out", str(out)], folder)
                 note = f"recording {out.stat().st_size / 1e6:.0f} MB" if out.exists() else "no recording"
             elif name in ("export-bad-lines", "export-long-script", "export-played-steps", "export-framed-steps",
-                          "export-reset-plays", "export-reset-plays-shipped"):
+                          "export-reset-plays", "export-reset-plays-shipped", "export-many-files"):
                 out = folder / "dataset"
                 code, peak, seconds = run(["export-transitions", str(path), "--out", str(out)], folder)
                 manifest = out / "manifest.json"
