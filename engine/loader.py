@@ -26,7 +26,7 @@ import re
 import stat
 import sys
 import types
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +48,7 @@ __all__ = [
     "load_game_module",
     "metadata_files",
     "metadata_problem",
+    "iter_walk_files",
     "walk_files",
     "METADATA_MAX_BYTES",
 ]
@@ -116,31 +117,45 @@ def metadata_files(root: str | Path) -> list[Path]:
 
 
 def walk_files(root: str | Path) -> list[Path]:
+    """Every entry below ``root`` that is not a folder (`iter_walk_files`), as paths."""
+    return [Path(name) for name in iter_walk_files(root)]
+
+
+def iter_walk_files(root: str | Path) -> Iterator[str]:
     """Every entry below ``root`` that is not a folder (files, and symlinks, FIFOs, sockets or devices for the
-    caller to refuse by name), sorted, named through ``root`` as given. A symlinked folder is followed as the
-    folder it stands for; one already walked (a loop, or a second link to it) is not walked again, and a link to a
-    folder that holds ``root`` (``/``, the home folder, ``..``) is left out, so the walk ends and no file is listed
-    twice. A loop, not recursion (os.walk of Python 3.11 recursed once per level: a tree a thousand folders deep
-    failed), and folders known by device and inode, not by real path (whose making costs a look-up per level)."""
-    found: list[Path] = []
+    caller to refuse by name), sorted as paths sort, named through ``root`` as given (as `Path` names them). A
+    symlinked folder is followed as the folder it stands for; one already walked (a loop, or a second link to it)
+    is not walked again, and a link to a folder that holds ``root`` (``/``, the home folder, ``..``) is left out,
+    so the walk ends and no file is listed twice. A loop, not recursion (os.walk of Python 3.11 recursed once per
+    level: a tree a thousand folders deep failed), and folders known by device and inode, not by real path (whose
+    making costs a look-up per level). Lazy: depth first, each folder's entries in name order, which is the
+    sorted order of the paths; memory holds the listings of the folders open on the way down, never the whole
+    tree (a million files listed at once took about 650 bytes each as paths)."""
     seen: set[tuple[int, int]] = set()
     root_real = os.path.realpath(root)
-    stack = [str(root)]  # folders to walk, the next on top: depth first, in name order
+    top = str(Path(root))
+    stack = [iter([(top, True)])]  # each open folder's entries still to visit, the deepest on top
     while stack:
-        top = stack.pop()
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        path, is_folder = entry
+        if not is_folder:
+            yield path
+            continue
         try:
-            folder = os.stat(top)
+            folder = os.stat(path)
             if (folder.st_dev, folder.st_ino) in seen:
                 continue
             seen.add((folder.st_dev, folder.st_ino))
-            with os.scandir(top) as entries:
+            with os.scandir(path) as entries:
                 listed = [(entry.name, _is_folder(entry)) for entry in entries if not _links_up(entry, root_real)]
         except OSError:
             continue
-        found.extend(Path(top) / name for name, is_folder in listed if not is_folder)
         # of two links to one folder, the first by name is the one walked, whatever order the OS lists them in
-        stack.extend(os.path.join(top, name) for name, is_folder in sorted(listed, reverse=True) if is_folder)
-    return sorted(found)
+        listed.sort()
+        stack.append(iter([(name if path == "." else os.path.join(path, name), sub) for name, sub in listed]))
 
 
 def _links_up(entry: os.DirEntry, root_real: str) -> bool:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +12,7 @@ import typer
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
-from pipeline.core.special_files import tree_files
+from pipeline.core.special_files import iter_tree_files
 from pipeline.scoring.policies import DEFAULT_POLICY_ID, POLICIES, ScoringPolicy, get_policy
 
 from .common import (
@@ -46,19 +48,23 @@ def parse_policies(value: str) -> list[ScoringPolicy]:
 
 
 def expand_recordings(paths: list[Path]) -> list[Path]:
-    """Files as given; folders searched recursively for `*.jsonl`; sorted, without duplicates. A `*.jsonl` that
-    is not a regular file (a FIFO, a dangling symlink, a symlink loop) is kept, so that it is reported as
-    rejected input rather than vanishing silently."""
-    found: list[Path] = []
+    """`iter_recordings`, as a list of paths."""
+    return [Path(p) for p in iter_recordings(paths)]
+
+
+def iter_recordings(paths: Iterable[Path]) -> Iterator[str]:
+    """Files as given; folders searched recursively for `*.jsonl`, in sorted order; each file once (by its real
+    path). A `*.jsonl` that is not a regular file (a FIFO, a dangling symlink, a symlink loop) is kept, so that
+    it is reported as rejected input rather than vanishing silently. Lazy: what it keeps per file is a 16-byte
+    digest of the real path (a flood of files is a flood of paths; a set of the paths took about 150 bytes a
+    file more)."""
+    seen: set[bytes] = set()
     for p in paths:
-        found.extend([q for q in tree_files(p) if q.name.endswith(".jsonl")] if p.is_dir() else [p])
-    seen, unique = set(), []
-    for p in found:
-        key = os.path.realpath(p)  # Path.resolve raises on a symlink loop
-        if key not in seen:
-            seen.add(key)
-            unique.append(p)
-    return unique
+        for name in (q for q in iter_tree_files(p) if q.endswith(".jsonl")) if p.is_dir() else [str(p)]:
+            key = hashlib.blake2b(os.fsencode(os.path.realpath(name)), digest_size=16).digest()  # (never raises on
+            if key not in seen:  # a symlink loop, as Path.resolve does)
+                seen.add(key)
+                yield name
 
 
 def score_command(

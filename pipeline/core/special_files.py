@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
@@ -18,6 +19,11 @@ def not_regular_file(path: Path, *, dir_ok: bool = False) -> str | None:
         mode = path.stat().st_mode
     except (OSError, ValueError):
         return None
+    return not_regular_mode(mode, dir_ok=dir_ok)
+
+
+def not_regular_mode(mode: int, *, dir_ok: bool = False) -> str | None:
+    """`not_regular_file` of a file whose `os.stat` mode is known."""
     if stat.S_ISREG(mode) or (dir_ok and stat.S_ISDIR(mode)):
         return None
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
@@ -52,6 +58,13 @@ def tree_files(folder: Path) -> list[Path]:
     from engine.loader import walk_files  # here, not at the top: the engine's imports are paid only by a walk
 
     return walk_files(folder)
+
+
+def iter_tree_files(folder: Path) -> Iterator[str]:
+    """`tree_files` as it walks, by name (`engine.loader.iter_walk_files`): for a flood of files."""
+    from engine.loader import iter_walk_files
+
+    return iter_walk_files(folder)
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)

@@ -73,3 +73,36 @@ def test_a_link_to_a_folder_holding_the_walk_is_left_out(tmp_path):
     os.symlink("/", top / "everything")
     os.symlink(tmp_path, top / "parent")
     assert [p.name for p in tree_files(top)] == ["a.jsonl"]
+
+
+def test_the_walk_yields_paths_in_sorted_order_as_it_goes(tmp_path, monkeypatch):
+    """`iter_walk_files` (export-transitions' walk of a flood of files): the order `sorted` gives paths (a folder
+    `a` before a file `a.jsonl`, `a-b` after `a`'s files), named as `Path` names them, and lazily: the first file
+    comes before the other folders are listed. The walk once listed the whole tree, then sorted it (about 650
+    bytes a file as paths)."""
+    import engine.loader as loader
+
+    top = tmp_path / "in"
+    for folder in ("a/x", "a-b", "b/c/d", "é"):
+        (top / folder).mkdir(parents=True)
+    for name in ("a.jsonl", "a/x/1.jsonl", "a/2.jsonl", "a-b/3.jsonl", "b/c/d/4.jsonl", "b/5.jsonl", "é/6.jsonl",
+                 "Z.jsonl"):
+        (top / name).write_text("{}\n")
+    os.symlink(top / "b", top / "a" / "link")  # a linked folder: walked where it comes first by name
+    listed: list[str] = []
+    scandir = os.scandir
+    monkeypatch.setattr(loader.os, "scandir", lambda path: listed.append(str(path)) or scandir(path))
+    walk = loader.iter_walk_files(str(top) + "//")
+    first = next(walk)
+    assert first == str(top / "Z.jsonl") and listed == [str(top)]
+    assert Path(next(walk)) == top / "a" / "2.jsonl" and listed == [str(top), str(top / "a")]
+    rest = [first, str(top / "a" / "2.jsonl"), *walk]
+    assert [Path(p) for p in rest] == sorted(Path(p) for p in rest)
+    assert [str(Path(p).relative_to(top)) for p in rest] == [
+        "Z.jsonl", "a/2.jsonl", "a/link/5.jsonl", "a/link/c/d/4.jsonl", "a/x/1.jsonl", "a-b/3.jsonl", "a.jsonl",
+        "é/6.jsonl"]
+    assert rest == [str(p) for p in tree_files(top)]
+    monkeypatch.chdir(top)
+    assert list(loader.iter_walk_files(".")) == [str(p) for p in tree_files(Path("."))] == [
+        "Z.jsonl", "a/2.jsonl", "a/link/5.jsonl", "a/link/c/d/4.jsonl", "a/x/1.jsonl", "a-b/3.jsonl", "a.jsonl",
+        "é/6.jsonl"]
