@@ -74,9 +74,11 @@ class Executor(Protocol):
 
     def map_ordered(self, fn: Callable[[Any], Any], items: Iterable[tuple[Any, Any]], *,
                     look_ahead: int | None = None, progress: Progress | None = None,
-                    description: str = "working") -> Iterator[Outcome]:
+                    description: str = "working", total: int | None = None) -> Iterator[Outcome]:
         """`fn(item)` for every (key, item), yielded in input order, with at most `look_ahead` (default: one
-        per worker) pieces submitted beyond the one being waited for, so memory stays flat."""
+        per worker) pieces submitted beyond the one being waited for, so memory stays flat. With ``total``
+        (how many items there are, for the progress bar), ``items`` is read as the pieces are submitted, never
+        listed whole: an iterator of a flood of pieces made one by one."""
         ...
 
 
@@ -295,6 +297,14 @@ def _tracked(outcomes: Iterator[Outcome], total: int, progress: Progress | None,
     yield from (progress(outcomes, description, total) if progress else outcomes)
 
 
+def _counted(items: Iterable[tuple[Any, Any]], total: int | None) -> tuple[Iterable[tuple[Any, Any]], int]:
+    """``items`` and their count: as they are when ``total`` says it, else listed to count them."""
+    if total is not None:
+        return items, total
+    pairs = list(items)
+    return pairs, len(pairs)
+
+
 class SerialExecutor:
     """Every piece in this process, in input order, when it is asked for."""
 
@@ -304,18 +314,18 @@ class SerialExecutor:
         pairs = list(items)
         return _tracked((_call(fn, key, item) for key, item in pairs), len(pairs), progress, description)
 
-    def map_ordered(self, fn, items, *, look_ahead=None, progress=None, description="working"):
+    def map_ordered(self, fn, items, *, look_ahead=None, progress=None, description="working", total=None):
         """In input order. With ``look_ahead`` N, the next N pieces' `fn` has run before a piece is handed out:
         for pieces that start background work and return at once (an export's sandbox calls, made on a thread
         while this process writes the piece before), so that the work of the next piece overlaps the caller's
         work on this one. Without it, each piece runs when it is asked for."""
+        pairs, n = _counted(items, total)
         if not look_ahead:
-            return self.map_unordered(fn, items, progress=progress, description=description)
-        pairs = list(items)
-        return _tracked(self._ahead(fn, pairs, look_ahead), len(pairs), progress, description)
+            return _tracked((_call(fn, key, item) for key, item in pairs), n, progress, description)
+        return _tracked(self._ahead(fn, pairs, look_ahead), n, progress, description)
 
     @staticmethod
-    def _ahead(fn, pairs: list, look_ahead: int) -> Iterator[Outcome]:
+    def _ahead(fn, pairs: Iterable, look_ahead: int) -> Iterator[Outcome]:
         done: deque[Outcome] = deque()
         for key, item in pairs:
             done.append(_call(fn, key, item))
@@ -383,10 +393,9 @@ class DaskExecutor:
             submit_next()
             yield outcome
 
-    def map_ordered(self, fn, items, *, look_ahead=None, progress=None, description="working"):
-        pairs = list(items)
-        return _tracked(self._ordered(fn, pairs, look_ahead or self.n_workers), len(pairs), progress,
-                        description)
+    def map_ordered(self, fn, items, *, look_ahead=None, progress=None, description="working", total=None):
+        pairs, n = _counted(items, total)
+        return _tracked(self._ordered(fn, pairs, look_ahead or self.n_workers), n, progress, description)
 
     def _ordered(self, fn, pairs, look_ahead: int):
         run = uuid.uuid4().hex[:12]
@@ -587,8 +596,8 @@ class HelperExecutor:
     def map_unordered(self, fn, items, *, progress=None, description="working"):
         return self.map_ordered(fn, items, progress=progress, description=description)
 
-    def map_ordered(self, fn, items, *, look_ahead=None, progress=None, description="working"):
-        pairs = list(items)
+    def map_ordered(self, fn, items, *, look_ahead=None, progress=None, description="working", total=None):
+        pairs = list(items)  # (indexed as the helper takes pieces: listed even with ``total``)
         return _tracked(self._ordered(fn, pairs, look_ahead or HELPER_LOOK_AHEAD), len(pairs), progress,
                         description)
 

@@ -185,3 +185,24 @@ def test_serial_map_ordered_without_look_ahead_runs_each_piece_when_asked_for():
     outcomes = SerialExecutor().map_ordered(lambda x: ran.append(x) or x, enumerate(range(3)))
     assert ran == []
     assert next(outcomes).value == 0 and ran == [0]
+
+
+def test_map_ordered_with_a_total_reads_its_items_as_it_submits_them(local):
+    """With ``total`` (export-transitions' pieces of a flood of files, made one by one), the items are an
+    iterator read a look-ahead at a time, never listed whole first; the progress bar is told the total. Without
+    it, the items were listed before the first piece ran."""
+    for ex in (SerialExecutor(), local):
+        made: list[int] = []
+
+        def items(made: list[int] = made):
+            for i in range(20):
+                made.append(i)
+                yield i, -i
+
+        log: list = []
+        outcomes = ex.map_ordered(abs, items(), look_ahead=2, progress=recording_progress(log),
+                                  description="abs", total=20)
+        first = next(outcomes)
+        assert first.value == 0 and len(made) <= 4  # the piece handed out, the look-ahead, and one in hand
+        assert log[0] == ("abs", 20)
+        assert [o.value for o in outcomes] == list(range(1, 20)) and len(made) == 20
