@@ -4,7 +4,9 @@ a verified transitions dataset (Parquet shards, dataset card, manifest)."""
 from __future__ import annotations
 
 import gc
+import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -15,6 +17,7 @@ import typer
 
 from pipeline.core.console import out
 from pipeline.core.outputs import named, output_folder, write_text
+from pipeline.core.spool import Spool
 
 from .common import (
     EXIT_OK,
@@ -39,33 +42,57 @@ LICENCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]{0,63}")  # SPDX ids and the 
 # the scorer's thresholds on (pipeline.scoring.parallel), with a worker per two cores (each worker's sandbox
 # child replays beside it); not measured here, on a machine of 2 cores.
 PROBLEMS_FILE = "problems.jsonl"  # every problem, past the manifest's first LISTED_PROBLEMS
+INPUTS_FILE = "inputs.jsonl"  # every input file, past the manifest's first LISTED_INPUTS
 GC_YOUNG_THRESHOLD = 20_000  # allocations between young collections while exporting (Python's default: 700)
 
 
-def _copies(paths: Iterator[Path]) -> dict[Path, Path]:
-    """Each file whose bytes are those of a file given before it -> that file (as `score` reads such a file
-    once): its rows would be every row again, with the same play ids and file id. Only files of a size given
-    twice are hashed."""
+def _files_to_export(given: list[Path], problems: list[tuple[str, str]]) -> tuple[Spool, int]:
+    """The files to export, as (path, size or None) in the order given, waiting on disk (a flood of files is
+    never listed in memory), and their total size. Folders are walked (`iter_recordings`). A file that is not a
+    regular file, or whose bytes are those of a file given before it (as `score` reads such a file once: its rows
+    would be every row again, with the same play ids and file id), goes to ``problems`` instead. Only files of a
+    size given twice are hashed; what memory keeps per file is a count per size and, for those, a digest."""
     from pipeline.core.manifest import sha256_file
+    from pipeline.core.special_files import not_regular_mode
+    from pipeline.scoring.plays import same_content_as
 
-    by_size: dict[int, list[Path]] = {}
-    for path in paths:
+    from .score import iter_recordings
+
+    found = Spool()  # (path, size or None) of each regular file, or a stat that failed (said by the export)
+    n_of_size: Counter[int] = Counter()
+    for path in iter_recordings(given):
         try:
-            by_size.setdefault(path.stat().st_size, []).append(path)
-        except OSError:  # said by the export, which reads it
+            st = os.stat(path)
+        except (OSError, ValueError):
+            found.append((path, None))
             continue
-    copies: dict[Path, Path] = {}
-    for same_size in (group for group in by_size.values() if len(group) > 1):
-        first: dict[str, Path] = {}
-        for path in same_size:
+        if (why := not_regular_mode(st.st_mode)) is not None:
+            problems.append((path, f"{why}, not a regular file: only regular files are read"))
+            continue
+        found.append((path, st.st_size))
+        n_of_size[st.st_size] += 1
+    first_of: dict[bytes, int] = {}  # sha256 -> the first file with those bytes
+    copies: dict[int, int] = {}  # a copy's place -> its first's
+    for at, (path, size) in enumerate(found):
+        if size is not None and n_of_size[size] > 1:
             try:
-                digest = sha256_file(path)
-            except OSError:
+                digest = bytes.fromhex(sha256_file(Path(path)))
+            except OSError:  # said by the export, which reads it
                 continue
-            copies_of = first.setdefault(digest, path)
-            if copies_of != path:
-                copies[path] = copies_of
-    return copies
+            if (first := first_of.setdefault(digest, at)) != at:
+                copies[at] = first
+    del first_of, n_of_size
+    firsts = dict.fromkeys(copies.values(), "")  # the place of a file with copies -> its path
+    to_export, n_bytes = Spool(), 0
+    for at, (path, size) in enumerate(found):
+        if at in firsts:
+            firsts[at] = path
+        if at in copies:
+            problems.append((path, same_content_as(firsts[copies[at]])))
+        else:
+            to_export.append((path, size))
+            n_bytes += size or 0
+    return to_export, n_bytes
 
 
 @contextmanager
@@ -104,23 +131,17 @@ def _automatic(n_items: int, below_threshold: Callable[[], str | None]) -> int |
     return 1
 
 
-def _automatic_workers(jobs: list) -> int | None:
+def _automatic_workers(n_files: int, n_bytes: int) -> int | None:
     """`_automatic` for files: small below the scorer's PARALLEL_MIN_BYTES of input."""
     from pipeline.scoring.parallel import PARALLEL_MIN_BYTES
 
     def below() -> str | None:
-        total = 0
-        for job in jobs:
-            try:
-                total += Path(job.path).stat().st_size
-            except OSError:
-                continue
-        if total >= PARALLEL_MIN_BYTES:
+        if n_bytes >= PARALLEL_MIN_BYTES:
             return None
-        return (f"{total / (1 << 20):,.1f} MiB of input: below the {PARALLEL_MIN_BYTES >> 20} MiB from which "
+        return (f"{n_bytes / (1 << 20):,.1f} MiB of input: below the {PARALLEL_MIN_BYTES >> 20} MiB from which "
                 "worker processes pay for their start-up")
 
-    return _automatic(len(jobs), below)
+    return _automatic(n_files, below)
 
 
 def _automatic_workers_db(n_files: int, n_steps: int) -> int | None:
@@ -154,7 +175,7 @@ def _clear_dataset(stage: Path) -> None:
     from pipeline.datasets.shards import PLAY_LISTINGS
 
     # (the listings of an export with many problems or plays: left from an earlier one, they would describe it)
-    for name in ("README.md", "manifest.json", PROBLEMS_FILE, *PLAY_LISTINGS.values()):
+    for name in ("README.md", "manifest.json", PROBLEMS_FILE, INPUTS_FILE, *PLAY_LISTINGS.values()):
         (stage / name).unlink(missing_ok=True)
 
 
@@ -210,15 +231,14 @@ def export_transitions_command(
     from engine.loader import default_environments_dir
     from pipeline.core.executor import SerialExecutor, open_executor
     from pipeline.core.manifest import LISTED_ON_SCREEN, RunManifest, unlisted_note
-    from pipeline.core.special_files import not_regular_file
-    from pipeline.core.spool import Spool
     from pipeline.datasets.shards import PLAY_LISTINGS, DatasetSummary, ShardWriter, dataset_card
     from pipeline.datasets.transitions import (
         ExportJob,
         PlayOwners,
         export_files,
         export_group,
-        group_jobs,
+        iter_job_pieces,
+        iter_pieces,
         note_repeated_plays,
         recovered_pairs,
         replay_lanes,
@@ -227,12 +247,9 @@ def export_transitions_command(
     from pipeline.scoring.plays import (
         RecordingReadError,
         load_recovered_actions,
-        same_content_as,
         unmatched_reason,
         unmatched_recovered,
     )
-
-    from .score import expand_recordings
 
     if not LICENCE_ID.fullmatch(licence):  # it goes into the card's YAML front matter as it is
         raise fail(f"--licence {licence!r}: give a licence identifier (letters, digits, '.', '+', '-': an SPDX id "
@@ -262,17 +279,15 @@ def export_transitions_command(
     run_workers = workers  # what the run uses (the manifest keeps what was asked)
     common = dict(game_dirs=game_dirs, recovered=recovered_pairs(recovered), game_version=game_version)
     if from_files:
-        paths = expand_recordings(list(recordings or []))
-        if not paths:
+        files, n_bytes = _files_to_export(list(recordings or []), problems)
+        if not files and not problems:
             raise fail("no *.jsonl file found in " + ", ".join(str(p) for p in recordings or []), EXIT_USAGE)
-        special = [p for p in paths if not_regular_file(p) is not None]
-        problems += [(str(p), f"{not_regular_file(p)}, not a regular file: only regular files are read")
-                     for p in special]
-        copies = _copies(p for p in paths if p not in special)
-        problems += [(str(p), same_content_as(str(first))) for p, first in copies.items()]
-        jobs = [ExportJob(path=str(p), **common) for p in paths if p not in special and p not in copies]
+        n_jobs = len(files)
+
+        def sized_jobs() -> Iterator[tuple[ExportJob, int | None]]:  # (made as the pieces are handed out)
+            return ((ExportJob(path=path, **common), size) for path, size in files)
         if workers is None and scheduler is None:
-            run_workers = _automatic_workers(jobs)
+            run_workers = _automatic_workers(n_jobs, n_bytes)
     else:
         import duckdb
 
@@ -292,9 +307,12 @@ def export_transitions_command(
             raise fail(f"cannot read the plays of {db_path}: {err}") from err
         if not ids:
             raise fail(f"no plays{' of ' + ', '.join(game) if game else ''} in the database {db_path}")
-        jobs = [ExportJob(db=str(db_path), file_id=fid, **common) for fid in ids]
+        n_jobs = len(ids)
+
+        def sized_jobs() -> Iterator[tuple[ExportJob, int | None]]:
+            return ((ExportJob(db=str(db_path), file_id=fid, **common), 0) for fid in ids)
         if workers is None and scheduler is None:
-            run_workers = _automatic_workers_db(len(jobs), n_steps)
+            run_workers = _automatic_workers_db(n_jobs, n_steps)
     _check_out(out_dir, overwrite)
 
     manifest = RunManifest(command=command_line(ctx), config={
@@ -308,51 +326,61 @@ def export_transitions_command(
         _clear_dataset(stage)
         writer = ShardWriter(stage, max_bytes=shard_mb << 20)
         summary = DatasetSummary()
-        first_file = PlayOwners()  # play_id -> the file_id that gave its rows (unrepeated_rows)
-        labels: dict[str | None, str] = {}  # file_id -> its label, for the reasons
-        file_ids: dict[str, tuple] = {}  # label -> its file_id and guids (what --recovered-actions may name)
+        first_file = PlayOwners()  # play_id -> the label of the file that gave its rows (unrepeated_rows)
+        names = Spool()  # what --recovered-actions may name: files' names, file_ids and guids
         n_engine = 0
-        input_sha256: dict[str, str] = {}  # files' hashes as their readers computed them (not read a second time)
+        inputs = Spool()  # (path, sha256 as its reader computed it, or None): not read a second time
+        serial = False
+        in_flight: dict[int, tuple[ExportJob, ...]] = {}  # pieces handed out, by key (to name a failed one's files)
+
+        def pieces() -> Iterator[tuple[int, tuple[ExportJob, ...]]]:
+            for key, piece in enumerate(iter_job_pieces(sized_jobs(), lanes=lanes if serial else 1)):
+                in_flight[key] = piece
+                yield key, piece
+
         try:
-            with _fewer_collections(), open_executor(run_workers, scheduler, n_items=len(jobs)) as ex:
-                if isinstance(ex, SerialExecutor):  # pieces run in this process: their rows need no compression,
-                    # and stream to the writer as they are replayed (several files' first replay calls made in one);
-                    # the next pieces are read while this one is written, and the sandbox's children (one per
-                    # lane, the pieces in turn) replay them meanwhile
-                    lanes = replay_lanes()
-                    pieces = group_jobs(jobs, lanes=lanes)
-                    outcomes = ex.map_ordered(export_files, enumerate(pieces), look_ahead=lanes, progress=out.track,
-                                              description=f"replaying and exporting ({len(jobs):,} files in "
-                                                          f"{len(pieces):,} pieces)")
+            with _fewer_collections(), open_executor(run_workers, scheduler, n_items=n_jobs) as ex:
+                serial = isinstance(ex, SerialExecutor)
+                lanes = replay_lanes() if serial else 1
+                n_pieces = sum(1 for _ in iter_pieces((None, size) for _, size in sized_jobs()))
+                description = f"replaying and exporting ({n_jobs:,} files in {n_pieces:,} pieces)"
+                if serial:  # pieces run in this process: their rows need no compression, and stream to the
+                    # writer as they are replayed (several files' first replay calls made in one); the next pieces
+                    # are read while this one is written, and the sandbox's children (one per lane, the pieces in
+                    # turn) replay them meanwhile
+                    outcomes = ex.map_ordered(export_files, pieces(), look_ahead=lanes, progress=out.track,
+                                              description=description, total=n_pieces)
                 else:  # on workers: several short files a piece (a task's own cost is more than a short file's)
-                    pieces = group_jobs(jobs)
-                    outcomes = ex.map_ordered(export_group, enumerate(pieces), progress=out.track,
-                                              description=f"replaying and exporting ({len(jobs):,} files in "
-                                                          f"{len(pieces):,} pieces)")
+                    outcomes = ex.map_ordered(export_group, pieces(), progress=out.track, description=description,
+                                              total=n_pieces)
                 for key, value, error in outcomes:
+                    piece_jobs = in_flight.pop(key)
                     if error is not None:
                         problems += [(job.label, f"export failed: {type(error).__name__}: {error}")
-                                     for job in pieces[key]]
+                                     for job in piece_jobs]
+                        inputs += [(job.path, None) for job in piece_jobs if job.path is not None]
+                        names += [Path(job.label).name for job in piece_jobs] if recovered else []
                         continue
                     piece = value if isinstance(value, list) else [value]
+                    labels = {export.file_id: export.label for export in piece}  # (the reasons name files so)
                     for export in piece:  # a piece's rows may travel with another of its files' export
-                        export.batches = unrepeated_rows(export.batches, first_file)
+                        export.batches = unrepeated_rows(export.batches, first_file, labels)
                         writer.write_export(export)
-                        labels[export.file_id] = export.label
                     for export in piece:
-                        file_ids[export.label] = (export.file_id, *{p.play_id.split("/")[0] for p in export.plays})
-                        note_repeated_plays(export, first_file, labels)
+                        if recovered:
+                            names += [Path(export.label).name, export.file_id,
+                                      *{p.play_id.split("/")[0] for p in export.plays}]
+                        note_repeated_plays(export, first_file, export.label)
                         summary.add(export)
                         n_engine += export.n_engine_steps
-                        if export.file_sha256 is not None:
-                            input_sha256[export.label] = export.file_sha256
+                        if from_files:
+                            inputs.append((export.label, export.file_sha256))
                         problems += ((export.label, p) for p in export.problems)
                         export.batches = []  # written: let the bytes go
             shards = writer.close()
             if recovered and from_files:  # said, not ignored: the file's plays would stay unexported unsaid
-                exported = [(Path(j.label).name, *file_ids.get(j.label, ())) for j in jobs]
                 problems += [(str(recovered_actions), unmatched_reason(key)) for key in unmatched_recovered(
-                    recovered, (x for names in exported for x in names))]
+                    recovered, (name for name in names if name is not None))]
         except OSError as err:
             writer.abort()
             raise fail(f"cannot write the dataset under {out_dir}: {err.strerror or err}") from err
@@ -370,18 +398,17 @@ def export_transitions_command(
                                           created_at=created))
         except OSError as err:
             raise fail(f"cannot write the card {out_dir / card.name}: {err.strerror or err}") from err
-        for job in jobs:
-            if job.path is not None:
-                try:
-                    manifest.add_input(job.path, input_sha256.get(job.label))
-                except OSError:
-                    pass
+        try:  # (a flood of files: the first LISTED_INPUTS here, every one in a file beside the manifest)
+            inputs_note = manifest.listed_inputs(inputs, stage / INPUTS_FILE)
+        except OSError as err:
+            raise fail(f"cannot write the list of inputs {out_dir / INPUTS_FILE}: {err.strerror or err}") from err
         if not from_files:
             manifest.inputs[f"{db_path}#core_arc3__steps"] = "database"
         for p in [*shards, card]:
             manifest.add_output(p)
         code = EXIT_REJECTED if problems or summary.not_exported else EXIT_OK
-        manifest.notes["transitions"] = {"rows": summary.n_rows, "shards": len(shards), "engine_steps": n_engine}
+        manifest.notes["transitions"] = {"rows": summary.n_rows, "shards": len(shards), "engine_steps": n_engine,
+                                         **inputs_note}
         for note in listed.values():
             manifest.notes["transitions"].update(note)
         # (a flood's: the first LISTED_PROBLEMS here, every one in a file beside the manifest)

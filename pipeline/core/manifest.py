@@ -14,7 +14,7 @@ import platform
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -33,6 +33,7 @@ FileVersion = tuple[int, int, int, int]
 # Problems (rejected inputs, lines left out) a manifest lists word for word. A flood of bad lines gives millions:
 # past this many, the manifest counts them and names a file beside it that lists every one.
 LISTED_PROBLEMS = 1_000
+LISTED_INPUTS = 1_000  # input files a manifest names (past them, every one is in a file beside it: `listed_inputs`)
 LISTED_ON_SCREEN = 10  # ... and a command prints one by one (the rest counted, with where to find them)
 
 
@@ -138,6 +139,34 @@ class RunManifest:
                 n += 1
         self.add_output(path)
         return {key: listed, f"{key}_count": n, f"{key}_file": path.name}
+
+    def listed_inputs(self, inputs: Iterable[tuple[str, str | None]], path: Path) -> dict[str, Any]:
+        """Add the (path, sha256) ``inputs`` (a digest None: the file is read for it; one that cannot be read is
+        left out), as `listed_problems` lists problems: the first LISTED_INPUTS in the manifest's inputs and, when
+        there are more, every one in ``path`` (JSON lines: an object of ``path`` and ``sha256`` each, in order),
+        an output of the run, which the note returned names with ``inputs_count`` and ``inputs_file``. A flood of
+        input files leaves the manifest small, and the inputs are never all in memory. The note is empty when
+        every one is in the manifest."""
+        def digested() -> Iterator[tuple[str, str]]:
+            for name, digest in inputs:
+                try:
+                    yield name, digest or sha256_file(Path(name))
+                except OSError:
+                    continue
+
+        them = digested()
+        listed = list(itertools.islice(them, LISTED_INPUTS))
+        more = next(them, None)
+        self.inputs.update(listed)
+        if more is None:
+            return {}
+        n = 0
+        with open_output(path) as fh:
+            for name, digest in itertools.chain(listed, [more], them):
+                fh.write(json.dumps({"path": name, "sha256": digest}, ensure_ascii=False) + "\n")
+                n += 1
+        self.add_output(path)
+        return {"inputs_count": n, "inputs_file": path.name}
 
     def finish(self, exit_code: int) -> None:
         self.finished_at = datetime.now(UTC)

@@ -135,7 +135,8 @@ from pipeline.scoring.verify import (
 from schemas.transitions import ARROW_SCHEMA, FRAME_SHAPE
 
 __all__ = ["ExportJob", "FileExport", "PlayExport", "PlayOwners", "RowBlock", "batches_from_bytes", "build_batch",
-           "export_files", "export_group", "export_transitions", "group_jobs", "source_of"]
+           "export_files", "export_group", "export_transitions", "group_jobs", "iter_job_pieces",
+           "iter_pieces", "source_of"]
 
 BATCH_ROWS = 1024  # rows per Arrow batch sent back (and per Parquet row group)
 BATCH_FRAME_BYTES = 16 << 20  # ... or fewer, once their frames hold this many bytes
@@ -272,17 +273,22 @@ def batches_from_bytes(data: bytes | pa.RecordBatch | RowBlock) -> list[pa.Recor
 
 
 def unrepeated_rows(items: Iterable[bytes | pa.RecordBatch | RowBlock],
-                    first_file: PlayOwners | dict[str, str | None]) -> Iterator[bytes | pa.RecordBatch | RowBlock]:
+                    first_file: PlayOwners | dict[str, str | None],
+                    names: Mapping[str | None, str] | None = None) -> Iterator[bytes | pa.RecordBatch | RowBlock]:
     """``items`` (a file export's batches, as they stream) without the rows of plays an earlier file gave: the same
     play_id (the same guid, as in a copy of a recording) from another file_id, as `score` leaves such a file out
     (`duplicate_play`): each (play_id, step) is one row of the dataset. Rows are matched by their own file_id,
     since a piece's rows may travel with another file's export (`export_group`). ``first_file``: play_id -> the
-    file_id that gave it first, filled as rows pass (files come in the order given)."""
+    file that gave it first, filled as rows pass (files come in the order given), each file by its name in
+    ``names`` (file_id -> a name, one per file: an export's label), else by its file_id."""
+    def name(file: str | None) -> str | None:
+        return file if names is None else names.get(file, file)
+
     for item in items:
         if isinstance(item, RowBlock):
             # in row order (the first file given wins): `_row` has play_id second, file_id last but one
             pairs = dict.fromkeys([(values[1], values[-2]) for values in item.rows])
-            repeated = {(file, play) for play, file in pairs if first_file.setdefault(play, file) != file}
+            repeated = {(file, play) for play, file in pairs if first_file.setdefault(play, name(file)) != name(file)}
             if repeated:
                 item = _without_plays(item, repeated)
             if item.num_rows:
@@ -292,7 +298,7 @@ def unrepeated_rows(items: Iterable[bytes | pa.RecordBatch | RowBlock],
             pairs = pa.Table.from_batches([batch]).group_by(["play_id", "file_id"], use_threads=False).aggregate([])
             repeated = {(file, play) for play, file in zip(pairs.column("play_id").to_pylist(),
                                                            pairs.column("file_id").to_pylist(), strict=True)
-                        if first_file.setdefault(play, file) != file}
+                        if first_file.setdefault(play, name(file)) != name(file)}
             if repeated:
                 import pyarrow.compute as pc
 
@@ -304,14 +310,16 @@ def unrepeated_rows(items: Iterable[bytes | pa.RecordBatch | RowBlock],
 
 
 class PlayOwners:
-    """Which file gave each play's rows first (play_id -> file_id), as `unrepeated_rows` fills it: a dict's
-    `setdefault` and `get`. A play id is its recording's guid and the play's index (`guid/index`): the plays of
-    one guid are held as runs of consecutive indices that one file gave (a file's plays come in order, so a
-    recording of a million one-step plays is one run), other ids one by one. A dict of every play id took about
-    150 bytes a play."""
+    """Which file gave each play's rows first (play_id -> the file's name), as `unrepeated_rows` fills it: a
+    dict's `setdefault` and `get`. A play id is its recording's guid and the play's index (`guid/index`): the
+    plays of one guid are held as runs of consecutive indices that one file gave (a file's plays come in order,
+    so a recording of a million one-step plays is one run), other ids one by one. A dict of every play id took
+    about 150 bytes a play. A guid of one run (the usual case: a recording is one file) is held as one tuple, a
+    guid of several runs as arrays: a flood of one-play files took about 450 bytes a guid as arrays, 200 so."""
 
     def __init__(self) -> None:
-        self._runs: dict[str, tuple[array, array, list]] = {}  # guid -> (starts, stops, file ids), by start
+        self._run: dict[str, tuple[int, int, str | None]] = {}  # guid -> (start, stop, file) of its one run
+        self._runs: dict[str, tuple[array, array, list]] = {}  # guid -> (starts, stops, files) of several, by start
         self._others: dict[str, str | None] = {}
 
     @staticmethod
@@ -326,12 +334,16 @@ class PlayOwners:
         split = self._split(play_id)
         if split is None:
             return self._others.get(play_id, default)
-        runs = self._runs.get(split[0])
+        guid, index = split
+        one = self._run.get(guid)
+        if one is not None:
+            return one[2] if one[0] <= index < one[1] else default
+        runs = self._runs.get(guid)
         if runs is None:
             return default
         starts, stops, files = runs
-        at = bisect.bisect_right(starts, split[1]) - 1
-        return files[at] if at >= 0 and split[1] < stops[at] else default
+        at = bisect.bisect_right(starts, index) - 1
+        return files[at] if at >= 0 and index < stops[at] else default
 
     def setdefault(self, play_id: str, file_id: str | None) -> str | None:
         """The file that gave ``play_id`` first: ``file_id`` if none did (it is then recorded as the one)."""
@@ -339,7 +351,20 @@ class PlayOwners:
         if split is None:
             return self._others.setdefault(play_id, file_id)
         guid, index = split
-        starts, stops, files = self._runs.setdefault(guid, (array("q"), array("q"), []))
+        one = self._run.get(guid)
+        if one is not None:
+            start, stop, first = one
+            if start <= index < stop:
+                return first
+            if index == stop and first == file_id:
+                self._run[guid] = (start, stop + 1, first)  # the next play of the same run
+                return file_id
+            del self._run[guid]  # a second run: the guid's runs as arrays
+            self._runs[guid] = (array("q", [start]), array("q", [stop]), [first])
+        elif guid not in self._runs:
+            self._run[guid] = (index, index + 1, file_id)
+            return file_id
+        starts, stops, files = self._runs[guid]
         at = bisect.bisect_right(starts, index) - 1
         if at >= 0 and index < stops[at]:
             return files[at]
@@ -354,13 +379,15 @@ class PlayOwners:
 
 
 def note_repeated_plays(export: FileExport, first_file: PlayOwners | dict[str, str | None],
-                        labels: dict[str | None, str]) -> None:
+                        name: str | None = None) -> None:
     """After a piece's rows were written through `unrepeated_rows`: each play of ``export`` that an earlier file
-    gave is not exported (its rows were left out), with the reason naming that file (``labels``: file_id ->
-    label)."""
+    gave is not exported (its rows were left out), with the reason naming that file as ``first_file`` names it.
+    ``name``: the name ``first_file`` knows this file by (default: its file_id)."""
+    own = export.file_id if name is None else name
+
     def first_of(play: PlayExport) -> str | None:
         first = first_file.get(play.play_id) if play.n_rows else None
-        return first if first != export.file_id else None
+        return first if first != own else None
 
     if not any(first_of(play) is not None for play in export.plays):  # (the plays may wait on disk: read twice,
         return  # and written again only when one changes)
@@ -372,10 +399,9 @@ def note_repeated_plays(export: FileExport, first_file: PlayOwners | dict[str, s
         first = first_of(play)
         if first is not None:
             export.n_rows -= play.n_rows
-            why = (f"duplicate_play: the same play (guid) as in {labels.get(first, first)}, given first and "
-                   "exported: each step is one row")
+            why = f"duplicate_play: the same play (guid) as in {first}, given first and exported: each step is one row"
             play.status, play.n_rows, play.n_unconfirmed_rows, play.detail = "not_exported", 0, 0, why
-            firsts.add(labels.get(first, first))
+            firsts.add(first)
             n_repeated += 1
         return play
 
@@ -778,30 +804,42 @@ def replay_lanes() -> int:
 
 def group_jobs(jobs: Sequence[ExportJob], max_bytes: int | None = None, max_files: int | None = None,
                lanes: int = 1) -> list[tuple[ExportJob, ...]]:
-    """Consecutive jobs in pieces of at most ``max_files`` files and about ``max_bytes`` of input (a larger file is
-    a piece of its own; a file whose size cannot be read counts as ``max_bytes``), in order. With ``lanes`` N, the
-    pieces' jobs go to the sandbox lanes 0, 1, ..., N-1 in turn (a piece's files all to one). The bounds default
-    to GROUP_BYTES and GROUP_FILES."""
+    """`iter_job_pieces` of ``jobs``, each file's size read from the disk, as a list."""
+    def size(job: ExportJob) -> int | None:
+        try:
+            return os.path.getsize(job.path) if job.path is not None else 0
+        except OSError:
+            return None
+
+    return list(iter_job_pieces(((job, size(job)) for job in jobs), max_bytes, max_files, lanes))
+
+
+def iter_job_pieces(sized_jobs: Iterable[tuple[ExportJob, int | None]], max_bytes: int | None = None,
+                    max_files: int | None = None, lanes: int = 1) -> Iterator[tuple[ExportJob, ...]]:
+    """`iter_pieces` of (job, its input's size). With ``lanes`` N, the pieces' jobs go to the sandbox lanes 0, 1,
+    ..., N-1 in turn (a piece's files all to one)."""
+    for i, piece in enumerate(iter_pieces(sized_jobs, max_bytes, max_files)):
+        yield tuple(dataclasses.replace(job, lane=i % lanes) for job in piece) if lanes > 1 else tuple(piece)
+
+
+def iter_pieces(sized: Iterable[tuple[Any, int | None]], max_bytes: int | None = None,
+                max_files: int | None = None) -> Iterator[list[Any]]:
+    """Consecutive items, each given with its input's size, in pieces of at most ``max_files`` items and about
+    ``max_bytes`` of input (a larger item is a piece of its own; a size of None, not known, counts as
+    ``max_bytes``), in order, made as they are read. The bounds default to GROUP_BYTES and GROUP_FILES."""
     max_bytes = GROUP_BYTES if max_bytes is None else max_bytes
     max_files = GROUP_FILES if max_files is None else max_files
-    groups: list[tuple[ExportJob, ...]] = []
-    current: list[ExportJob] = []
+    current: list[Any] = []
     size = 0
-    for job in jobs:
-        try:
-            n = os.path.getsize(job.path) if job.path is not None else 0
-        except OSError:
-            n = max_bytes
+    for item, n in sized:
+        n = max_bytes if n is None else n
         if current and (size + n > max_bytes or len(current) >= max_files):
-            groups.append(tuple(current))
+            yield current
             current, size = [], 0
-        current.append(job)
+        current.append(item)
         size += n
     if current:
-        groups.append(tuple(current))
-    if lanes > 1:
-        groups = [tuple(dataclasses.replace(job, lane=i % lanes) for job in group) for i, group in enumerate(groups)]
-    return groups
+        yield current
 
 
 def _export(job: ExportJob, result: FileExport) -> Iterator[bytes | RowBlock]:

@@ -185,12 +185,16 @@ def test_play_owners_answer_as_a_dict_of_every_play_id(claims):
 
 
 def test_a_files_consecutive_plays_are_one_run():
-    """A recording of many plays is one run of indices, however many plays it has."""
+    """A recording of many plays is one run of indices, however many plays it has: one tuple, until another run
+    of the guid comes (a flood of one-play files, each its own guid, took about 450 bytes a guid as arrays)."""
     from pipeline.datasets.transitions import PlayOwners
 
     owners = PlayOwners()
     for i in range(10_000):
         assert owners.setdefault(f"g/{i}", "A") == "A"
     assert owners.setdefault("g/5", "B") == "A" and owners.get("g/10000") is None
+    assert owners._run["g"] == (0, 10_000, "A") and "g" not in owners._runs
+    assert owners.setdefault("g/20000", "B") == "B" and owners.setdefault("g/20001", "B") == "B"
     starts, stops, files = owners._runs["g"]
-    assert (list(starts), list(stops), files) == ([0], [10_000], ["A"])
+    assert (list(starts), list(stops), files) == ([0, 20_000], [10_000, 20_002], ["A", "B"]) and "g" not in owners._run
+    assert owners.get("g/9999") == "A" and owners.get("g/20001") == "B" and owners.get("g/10000") is None

@@ -438,7 +438,6 @@ def test_the_automatic_choice_keeps_one_process_on_two_cores_and_small_input(tmp
     one process below them. Whenever it stays in one process it says why."""
     import pipeline.core.executor as executor
     from pipeline.commands import export_transitions as command
-    from pipeline.datasets.transitions import ExportJob
     from pipeline.scoring.parallel import PARALLEL_MIN_BYTES, PARALLEL_MIN_STEPS
 
     monkeypatch.setattr(executor, "default_workers", lambda: cores)
@@ -448,8 +447,8 @@ def test_the_automatic_choice_keeps_one_process_on_two_cores_and_small_input(tmp
     small.write_bytes(b"x" * 1000)
     with open(big, "wb") as fh:
         fh.truncate(PARALLEL_MIN_BYTES)  # sparse: the size is what counts
-    files = lambda *paths: [ExportJob(path=str(p)) for p in paths]  # noqa: E731
-    choices = (command._automatic_workers(files(small, small)), command._automatic_workers(files(small, big)),
+    files = lambda *paths: (len(paths), sum(p.stat().st_size for p in paths))  # noqa: E731
+    choices = (command._automatic_workers(*files(small, small)), command._automatic_workers(*files(small, big)),
                command._automatic_workers_db(2, 10), command._automatic_workers_db(2, PARALLEL_MIN_STEPS))
     said = "\n".join(messages)
     if cores == 1:

@@ -198,6 +198,44 @@ def test_an_export_of_a_flood_of_plays_left_out_lists_the_first_and_writes_every
     assert [p.play_id for p in result.plays] == [f"{GUID}/{i}" for i in range(N_BAD)]
 
 
+def test_an_export_of_a_flood_of_files_lists_the_first_inputs_and_writes_every_one(tmp_path, small_lists,
+                                                                                      monkeypatch):
+    """100,000 two-line files once took `export-transitions` to 0.31 GB, growing about 2 KB a file: the paths,
+    the jobs, and a manifest naming every input (18.6 MB). The files are now walked and grouped as they are
+    exported, and past LISTED_INPUTS the manifest names a file beside it that lists every input with its sha256.
+    Here 80 one-play files, 2 of them copies of another (left out, as before, and not inputs)."""
+    import hashlib
+
+    monkeypatch.setattr(manifest_mod, "LISTED_INPUTS", LISTED)
+    game_id = "bg41-a6ea70d5"
+    answer = _reset_answer(game_id)
+    folder = tmp_path / "recordings"
+    paths = []
+    for i in range(80):
+        sub = folder / f"d{i // 30}"
+        sub.mkdir(parents=True, exist_ok=True)
+        guid = f"00000000-0000-4000-8000-{i:012d}"
+        data = {"game_id": game_id, **answer, "full_reset": True, "guid": guid,
+                "action_input": {"id": "RESET", "data": {}, "reasoning": None}}
+        paths.append(sub / f"{game_id}-{guid}.jsonl")
+        paths[-1].write_text(json.dumps({"timestamp": "2026-11-22T03:00:00.000000+00:00", "data": data}) + "\n")
+    copies = [folder / "d2" / "z-copy-1.jsonl", folder / "d2" / "z-copy-2.jsonl"]  # (after their first)
+    for copy, of in zip(copies, (paths[3], paths[70]), strict=True):
+        copy.write_bytes(of.read_bytes())
+    out = tmp_path / "dataset"
+    output, manifest = _run("export-transitions", str(folder), "--out", str(out), manifest=out / "manifest.json")
+    note = manifest["notes"]["transitions"]
+    assert note["rows"] == 80 and note["inputs_count"] == 80 and note["inputs_file"] == "inputs.jsonl"
+    every = [json.loads(line) for line in (out / "inputs.jsonl").read_text().splitlines()]
+    assert [e["path"] for e in every] == [str(p) for p in sorted(paths)]  # the order of the walk
+    assert all(e["sha256"] == hashlib.sha256(Path(e["path"]).read_bytes()).hexdigest() for e in every)
+    assert manifest["inputs"] == {e["path"]: e["sha256"] for e in every[:LISTED]}
+    assert str(out / "inputs.jsonl") in manifest["outputs"]
+    assert note["problems"] == [f"{copies[0]}: same content as {paths[3]} (given twice: read once)",
+                                f"{copies[1]}: same content as {paths[70]} (given twice: read once)"]
+    assert output.count("rejected: ") == 2
+
+
 def test_plays_after_a_divergence_are_listed_cut_from_disk_in_order(tmp_path, small_lists):
     """300 one-step plays of a shipped game, the 101st recording other available actions than the game answers: the 100
     plays before it are exported a row each, and it and every play after it are cut, entries made in play order
@@ -239,6 +277,7 @@ def test_an_overwrite_removes_the_listings_an_earlier_export_wrote(tmp_path, sma
     out = tmp_path / "dataset"
     _run("export-transitions", str(flood), str(bad_lines), "--out", str(out), manifest=out / "manifest.json")
     assert (out / "plays_not_exported.jsonl").exists() and (out / "problems.jsonl").exists()
+    (out / "inputs.jsonl").write_text("{}\n")  # (an export of a flood of files writes it)
     game_id = "bg41-a6ea70d5"
     (tmp_path / "few").mkdir()
     few = _one_step_plays(tmp_path / "few" / f"{game_id}-{GUID}.jsonl", 3, game_id, _reset_answer(game_id))
