@@ -81,7 +81,12 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
   of `score` holds each play (checks, card plays, both scorers, the scorecard dict, the out tables);
 - `export-many-files`: `arcstudy export-transitions` of 100,000 two-line recordings of a game not found, in
   folders of a thousand (a flood of files: 0.31 GB, 23 s in the twenty-seventh sitting, 74 s before the game was
-  looked for once; it grows about 2 KB a file: the paths, the jobs, the manifest's inputs, left open);
+  looked for once; it grew about 2 KB a file: the paths, the jobs, the manifest's inputs; 0.16 GB in the
+  twenty-eighth (0.14 GB in its run of this script), the files walked, checked and grouped as they are
+  exported, the inputs listed in a file);
+- `export-many-files-shipped`: the same of 100,000 one-line recordings of the first shipped game, each its own
+  guid (every play replayed and exported: what each file leaves behind is the first file of its play, for the
+  duplicate check; the twenty-eighth sitting: 0.38 GB before, 0.20 GB; 1,000,000 such files by hand 0.51 GB);
 - `export-db-reset-plays`: `arcstudy export-transitions --db` of a database holding that file (the ingest is not
   measured; the twenty-sixth sitting: 0.81 GB, the file's plays table and its play ids read whole);
 - `view-db-steps`: `arcstudy view` of one play of that file from the database (the nineteenth sitting: 7.9 GB, the
@@ -347,15 +352,31 @@ def played_steps(folder: Path, n: int) -> Path:
     return path
 
 
-def many_files(folder: Path, n: int) -> Path:
+def many_files(folder: Path, n: int, shipped: bool = False) -> Path:
     """`n` frameless two-line recordings (a RESET and an action, each file its own guid) of a game that is not
-    found, a thousand to a folder: a flood of files rather than of lines. Returns the folder that holds them."""
+    found, a thousand to a folder: a flood of files rather than of lines. With ``shipped``, `n` one-line
+    recordings of the first shipped game instead (its RESET answer, each file its own guid: every play replayed
+    and exported). Returns the folder that holds them."""
     root = folder / "recordings"
+    if shipped:
+        from engine.base_game import FRAMES_NONE
+        from engine.env import GameEnv
+
+        info, _ = _winning_run()
+        response = GameEnv(info).reset(frames=FRAMES_NONE)
+        answer = {"game_id": info.game_id, "state": response.state.name,
+                  "levels_completed": response.levels_completed, "win_levels": response.win_levels,
+                  "full_reset": True, "available_actions": [int(a) for a in response.available_actions],
+                  "action_input": {"id": "RESET", "data": {}, "reasoning": None}}
     for i in range(n):
         guid = f"00000000-0000-4000-8000-{i:012d}"
         sub = root / f"d{i // 1000:04d}"
         if i % 1000 == 0:
             sub.mkdir(parents=True)
+        if shipped:
+            lines = [json.dumps({"timestamp": "2026-11-22T03:00:00.000000+00:00", "data": {**answer, "guid": guid}})]
+            (sub / f"{answer['game_id']}-{guid}.jsonl").write_text(lines[0] + "\n")
+            continue
         lines = [json.dumps({"timestamp": f"2026-11-22T03:00:00.{k:06d}+00:00", "data": {
             "game_id": GAME, "state": "NOT_FINISHED", "levels_completed": 0, "win_levels": 5,
             "action_input": {"id": action, "data": {}, "reasoning": None}, "guid": guid, "full_reset": k == 0,
@@ -450,6 +471,7 @@ CASES = {
     "copy-reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
     "score-reset-plays": lambda d, s: reset_plays(d, int(1_000_000 * s), shipped=True),
     "export-many-files": lambda d, s: many_files(d, int(100_000 * s)),
+    "export-many-files-shipped": lambda d, s: many_files(d, int(100_000 * s), shipped=True),
 }
 
 
@@ -459,7 +481,7 @@ def main() -> None:
     parser.add_argument("--case", action="append", choices=sorted(CASES), help="run only these cases")
     opts = parser.parse_args()
     peaks = []
-    print(f"{'case':<18}{'input MB':>10}{'peak RSS MB':>13}{'seconds':>9}  exit  output")
+    print(f"{'case':<27}{'input MB':>10}{'peak RSS MB':>13}{'seconds':>9}  exit  output")
     for name in opts.case or list(CASES):
         with tempfile.TemporaryDirectory(prefix="arcstudy-flood-") as tmp:
             folder = Path(tmp)
@@ -474,7 +496,8 @@ def main() -> None:
                 code, peak, seconds = run(["replay", str(path), "--out", str(out)], folder)
                 note = f"recording {out.stat().st_size / 1e6:.0f} MB" if out.exists() else "no recording"
             elif name in ("export-bad-lines", "export-long-script", "export-played-steps", "export-framed-steps",
-                          "export-reset-plays", "export-reset-plays-shipped", "export-many-files"):
+                          "export-reset-plays", "export-reset-plays-shipped", "export-many-files",
+                          "export-many-files-shipped"):
                 out = folder / "dataset"
                 code, peak, seconds = run(["export-transitions", str(path), "--out", str(out)], folder)
                 manifest = out / "manifest.json"
@@ -546,7 +569,7 @@ def main() -> None:
                 code, peak, seconds = run(["ingest", str(path), "--db", str(folder / "flood.duckdb")], folder)
                 note = ""
             peaks.append(peak)
-            print(f"{name:<18}{size / 1e6:>10.1f}{peak / 1e6:>13.0f}{seconds:>9.1f}  {code:>4}  {note}", flush=True)
+            print(f"{name:<27}{size / 1e6:>10.1f}{peak / 1e6:>13.0f}{seconds:>9.1f}  {code:>4}  {note}", flush=True)
     largest = max(peaks)
     print(f"flood peak RSS max {largest / BOUND_BYTES:.2f} GB of {BOUND_BYTES / BOUND_BYTES:.2f} GB"
           + ("" if largest < BOUND_BYTES else "  (over the bound)"))

@@ -60,27 +60,32 @@ def _files_to_export(given: list[Path], problems: list[tuple[str, str]]) -> tupl
 
     found = Spool()  # (path, size or None) of each regular file, or a stat that failed (said by the export)
     n_of_size: Counter[int] = Counter()
-    for path in iter_recordings(given):
-        try:
-            st = os.stat(path)
-        except (OSError, ValueError):
-            found.append((path, None))
-            continue
-        if (why := not_regular_mode(st.st_mode)) is not None:
-            problems.append((path, f"{why}, not a regular file: only regular files are read"))
-            continue
-        found.append((path, st.st_size))
-        n_of_size[st.st_size] += 1
-    first_of: dict[bytes, int] = {}  # sha256 -> the first file with those bytes
-    copies: dict[int, int] = {}  # a copy's place -> its first's
-    for at, (path, size) in enumerate(found):
-        if size is not None and n_of_size[size] > 1:
+    with out.progress("finding the files", None) as bar:
+        for path in iter_recordings(given):
+            if bar is not None:
+                bar.advance(0)
             try:
-                digest = bytes.fromhex(sha256_file(Path(path)))
-            except OSError:  # said by the export, which reads it
+                st = os.stat(path)
+            except (OSError, ValueError):
+                found.append((path, None))
                 continue
-            if (first := first_of.setdefault(digest, at)) != at:
-                copies[at] = first
+            if (why := not_regular_mode(st.st_mode)) is not None:
+                problems.append((path, f"{why}, not a regular file: only regular files are read"))
+                continue
+            found.append((path, st.st_size))
+            n_of_size[st.st_size] += 1
+    first_of: dict[bytes, int] = {}  # sha256 (its first 16 bytes) -> the first file with those bytes
+    copies: dict[int, int] = {}  # a copy's place -> its first's
+    n_alike = sum(n for n in n_of_size.values() if n > 1)
+    alike = ((at, path) for at, (path, size) in enumerate(found) if size is not None and n_of_size[size] > 1)
+    for at, path in out.track(alike, f"looking for copies among {n_alike:,} files of a size given twice",
+                              total=n_alike):
+        try:
+            digest = bytes.fromhex(sha256_file(Path(path)))[:16]  # (a 128-bit prefix: no chance pair collides)
+        except OSError:  # said by the export, which reads it
+            continue
+        if (first := first_of.setdefault(digest, at)) != at:
+            copies[at] = first
     del first_of, n_of_size
     firsts = dict.fromkeys(copies.values(), "")  # the place of a file with copies -> its path
     to_export, n_bytes = Spool(), 0
