@@ -8,8 +8,10 @@ plus one `FailureRecord` per problem: table, row, column, check, value, reason.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from functools import cache
+from typing import Any
 
 import polars as pl
 
@@ -293,8 +295,10 @@ def _type_words(dtype: pl.DataType, *, plural: bool = False) -> str:
     return f"{dtype} values" if plural else f"a {dtype}"
 
 
-def conform(table_name: str, rows: list[dict] | pl.DataFrame, *, without: tuple[str, ...] = ()) -> pl.DataFrame:
-    """Build a frame with the table's columns, order and dtypes from python rows (missing keys = null).
+def conform(table_name: str, rows: Iterable[Mapping[str, Any]] | pl.DataFrame, *,
+            without: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Build a frame with the table's columns, order and dtypes from python rows (missing keys = null), which may
+    be a generator (`rows_frame`).
 
     `without`: columns the caller adds later (e.g. the H-ARC analyses compute one release's rows and the
     orchestration adds `release_generation`)."""
@@ -304,4 +308,17 @@ def conform(table_name: str, rows: list[dict] | pl.DataFrame, *, without: tuple[
             return rows  # already the table's layout (a select per table and file adds up on small files)
         return rows.select([pl.col(c).cast(t) if c in rows.columns else pl.lit(None, t).alias(c)
                             for c, t in schema.items()])
-    return pl.DataFrame([{c: r.get(c) for c in schema} for r in rows], schema=schema, orient="row")
+    return rows_frame(rows, schema)
+
+
+def rows_frame(rows: Iterable[Mapping[str, Any]], schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """A frame of ``schema`` from python rows (missing keys = null), made a column at a time as the rows come: a
+    generator's rows are never all held as dicts. A list of 100,000 rows of `score`'s replay checks, copied into
+    a second list of dicts for polars' row constructor, took about 250 MB at `score`'s peak; this is also about
+    twice as fast."""
+    columns: dict[str, list[Any]] = {c: [] for c in schema}
+    filled = list(columns.items())
+    for row in rows:
+        for name, values in filled:
+            values.append(row.get(name))
+    return pl.DataFrame(columns, schema=dict(schema))

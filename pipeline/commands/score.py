@@ -12,6 +12,7 @@ import typer
 from rich.table import Table as RichTable
 
 from pipeline.core.console import out
+from pipeline.core.memory import give_back_freed_memory
 from pipeline.core.special_files import iter_tree_files
 from pipeline.scoring.policies import DEFAULT_POLICY_ID, POLICIES, ScoringPolicy, get_policy
 
@@ -398,6 +399,7 @@ def score_command(
         # steps are a few hundred MB).
         scripts_replayed = [(rec.label, rec.script.describe()) for rec in recs if rec.script is not None]
         del recs, replayed
+        give_back_freed_memory()
         out_dir = out_dir or (default_out_dir(db_path, result.card_id) if temporary is None
                               else Path("arcstudy-score") / result.card_id)
         # The folder is written whole (pipeline.core.outputs): files that cannot be written (a missing or
@@ -417,6 +419,8 @@ def score_command(
                 comparison = compare_scorecards(compare_doc, _policy_to_compare(result, compare_doc),
                                                 other_label=label)
                 written += write_comparison(comparison, stage)
+            result.let_go_of_scorecard_texts()  # written and compared (a flood of plays: 100 MB or more each)
+            give_back_freed_memory()
             for path in written:
                 manifest.add_output(path)
             _add_baseline_inputs(manifest, result)

@@ -499,11 +499,12 @@ class Workspace:
             return fn(con)
 
     def insert_frame(self, table_name: str, df: pl.DataFrame, *, con: duckdb.DuckDBPyConnection | None = None,
-                     validate: bool = True) -> None:
+                     validate: bool = True, memory: str | None = None) -> None:
         """Append a frame to a table after validating it against the table's schema.
 
         Callers quarantine bad rows before this point; a failure here is a programming error, so it
-        raises with every failure listed rather than dropping rows.
+        raises with every failure listed rather than dropping rows. ``memory``: DuckDB's limit for the insert,
+        whatever the frame's length (by default COMMIT_MEMORY, from BOUNDED_INSERT_ROWS rows on).
         """
         con = con or self.con
         df = conform(table_name, df)
@@ -514,7 +515,7 @@ class Workspace:
                 raise WorkspaceError(f"refusing to write invalid rows to {table_name}:\n{lines}")
         if df.height == 0:
             return
-        if df.height < BOUNDED_INSERT_ROWS:
+        if df.height < BOUNDED_INSERT_ROWS and memory is None:
             incoming, bounds = df.to_arrow(), nullcontext()
         else:
             import pyarrow as pa
@@ -523,7 +524,7 @@ class Workspace:
             first = next(slices)
             incoming = pa.RecordBatchReader.from_batches(
                 first.schema, (batch for part in itertools.chain([first], slices) for batch in part.to_batches()))
-            bounds = duckdb_bounds(con, memory=COMMIT_MEMORY, best_effort=True)
+            bounds = duckdb_bounds(con, memory=memory or COMMIT_MEMORY, best_effort=True)
         with bounds:
             insert_arrow(con, table_name, incoming)
 

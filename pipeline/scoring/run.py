@@ -36,7 +36,7 @@ import polars as pl
 
 from engine.loader import GameNotFoundError, find_games, resolve_game
 from pipeline.recordings.counting import Card, CardPlay, play_flags
-from schemas.validate import conform
+from schemas.validate import conform, rows_frame
 
 from .baseline_sources import BaselineSource, ResolvedBaseline, resolve_baselines
 from .card_input import CARD_VARIANT, SUMMARY_ONLY, card_checks, environment_difference, stated_differences
@@ -106,6 +106,12 @@ class ScoreResult:
     @property
     def n_excluded(self) -> int:
         return len(self.excluded)
+
+    def let_go_of_scorecard_texts(self) -> None:
+        """Drop each policy's scorecard JSON once it is written: `score` of a flood of plays held one of 110 MB per
+        policy at 100,000 plays while it wrote the tables. Its `scorecard_json` is then empty."""
+        for pr in self.policies:
+            pr.scorecard_json = ""
 
     def status_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -561,7 +567,7 @@ def build_tables(result: ScoreResult, cards: Sequence[Card],
                  play_ids: dict[int, str]) -> dict[str, pl.DataFrame]:
     card_id = result.card_id
     status = {c.play_id: c.status for c in result.checks}
-    checks = conform("out_arc3__replay_checks", [{
+    checks = conform("out_arc3__replay_checks", ({
         "card_id": card_id, "play_id": c.play_id, "file_id": c.file_id, "game_id": c.game_id, "guid": c.guid,
         "verification_status": c.status, "replay_input": c.replay_input,
         "is_only_reset_levels": c.is_only_reset_levels, "n_steps_replayed": c.n_steps_replayed,
@@ -572,19 +578,19 @@ def build_tables(result: ScoreResult, cards: Sequence[Card],
         "is_score_excluded": c.play_id in result.excluded, "exclusion_reason": result.excluded.get(c.play_id),
         "file_name": result.file_names.get(c.file_id),
         "is_recovered": c.is_recovered, "recovery_provenance": c.recovery,
-    } for c in sorted(result.checks, key=lambda c: c.play_id)])
+    } for c in sorted(result.checks, key=lambda c: c.play_id)))  # (a row at a time: a flood of plays' checks)
 
     play_info = {}
     for card in cards:
         for index, play in enumerate(card.plays):
             play_info[play_ids[id(play)]] = (index, play)
-    info = pl.DataFrame([{"play_id": p, "run_index": i, "guid": play.guid, "actions": play.actions,
-                          "resets": play.resets, "state": play.state, "is_completed": play.completed,
-                          "card_actions_by_level": [list(pair) for pair in play.actions_by_level]}
-                         for p, (i, play) in play_info.items()],
-                        schema={"play_id": pl.String, "run_index": pl.Int64, "guid": pl.String,
-                                "actions": pl.Int64, "resets": pl.Int64, "state": pl.String,
-                                "is_completed": pl.Boolean, "card_actions_by_level": pl.List(pl.List(pl.Int64))})
+    info = rows_frame(({"play_id": p, "run_index": i, "guid": play.guid, "actions": play.actions,
+                        "resets": play.resets, "state": play.state, "is_completed": play.completed,
+                        "card_actions_by_level": [list(pair) for pair in play.actions_by_level]}
+                       for p, (i, play) in play_info.items()),
+                      {"play_id": pl.String, "run_index": pl.Int64, "guid": pl.String, "actions": pl.Int64,
+                       "resets": pl.Int64, "state": pl.String, "is_completed": pl.Boolean,
+                       "card_actions_by_level": pl.List(pl.List(pl.Int64))})
     runs, levels, games, by_policy = [], [], [], {}
     for pr in result.policies:
         pid = pr.policy.policy_id

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from itertools import accumulate
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
 from pipeline.core.console import out
@@ -64,6 +65,12 @@ def write_score_files(result, out_dir: Path, *, figures: bool) -> list[Path]:
     return written
 
 
+# DuckDB's memory limit while the score tables are inserted. The rows of a flood of plays (100,000 one-step plays:
+# 700,000 level rows) filled the workspace's 256 MB bound on top of everything `score` holds by then, for a peak
+# of 1.04 GB; at 64 MB, 0.87 GB. A write refused for memory is rolled back and made again under the wider bound.
+SCORE_TABLES_MEMORY = "64MB"
+
+
 def write_score_tables(ws, result) -> None:
     """Replace this scorecard's rows (per policy where the table has one) in the out_arc3__* score tables."""
     from schemas import get_table
@@ -77,14 +84,21 @@ def write_score_tables(ws, result) -> None:
         if have is not None and tuple(have) != get_table(name).columns:
             out.info(f"{name} had other columns (older arcstudy): recreated")
             ws.recreate_table(name)
-    with ws.transaction() as con:
-        for name in SCORE_TABLES:
-            if name in PER_POLICY_TABLES:
-                con.execute(f"DELETE FROM {name} WHERE card_id = ? AND policy_id IN (SELECT unnest(?::VARCHAR[]))",
-                            [card_id, policy_ids])
-            else:
-                con.execute(f"DELETE FROM {name} WHERE card_id = ?", [card_id])
-            ws.insert_frame(name, result.tables[name], con=con)
+    for memory in (SCORE_TABLES_MEMORY, None):
+        try:
+            with ws.transaction() as con:
+                for name in SCORE_TABLES:
+                    if name in PER_POLICY_TABLES:
+                        con.execute(f"DELETE FROM {name} WHERE card_id = ? AND policy_id IN "
+                                    "(SELECT unnest(?::VARCHAR[]))", [card_id, policy_ids])
+                    else:
+                        con.execute(f"DELETE FROM {name} WHERE card_id = ?", [card_id])
+                    ws.insert_frame(name, result.tables[name], con=con, memory=memory)
+            return
+        except duckdb.OutOfMemoryException:
+            if memory is None:
+                raise
+            # rolled back: made again under the workspace's own, wider bound (COMMIT_MEMORY)
 
 
 # The texts every step of a play repeats (its play, file, guid and game ids): read as the play's place among the

@@ -422,3 +422,45 @@ def test_a_game_id_with_a_final_newline_is_one_bad_line_not_a_stopped_run(tmp_pa
     assert code == 3, output
     assert "bad_game_id" in output
     assert (tmp_path / "out" / SLUG).exists()
+
+
+def test_the_score_tables_go_in_under_a_tight_bound_and_again_under_the_wide_one_if_refused(inputs, from_files,
+                                                                                          tmp_path, monkeypatch):
+    """`score` inserts its out tables under SCORE_TABLES_MEMORY (a flood of 100,000 plays peaked at 1.04 GB under
+    the workspace's 256 MB, 0.92 GB so). A write DuckDB refuses for memory is rolled back, rows already inserted
+    included, and made again under the wider bound: the same rows land, once."""
+    import duckdb
+
+    from pipeline.core import workspace as workspace_mod
+    from pipeline.scoring import storage
+
+    limits: list[tuple[str, str | None, str]] = []
+    insert_frame, insert_arrow = workspace_mod.Workspace.insert_frame, workspace_mod.insert_arrow
+
+    def refusing(self, table_name, df, *, con=None, validate=True, memory=None):
+        limits.append((table_name, memory, ""))
+        if memory == storage.SCORE_TABLES_MEMORY and table_name == storage.SCORE_TABLES[1]:
+            raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block (as the test says)")
+        return insert_frame(self, table_name, df, con=con, validate=validate, memory=memory)
+
+    def noting_limit(con, table_name, rows):
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        limits[-1] = (*limits[-1][:2], limit)
+        return insert_arrow(con, table_name, rows)
+
+    monkeypatch.setattr(workspace_mod.Workspace, "insert_frame", refusing)
+    monkeypatch.setattr(workspace_mod, "insert_arrow", noting_limit)
+    db, out = tmp_path / "again.duckdb", tmp_path / "out"
+    code, output = run(str(SAMPLES), *common(inputs, db, out), "--policy", "all", "--no-figures")
+    assert code == 0, output
+    first, second = storage.SCORE_TABLES[:2]
+    limits = [entry for entry in limits if entry[0] in storage.SCORE_TABLES]  # (not the runs table's row)
+    assert [(t, m) for t, m, _ in limits] == [(first, storage.SCORE_TABLES_MEMORY),
+                                              (second, storage.SCORE_TABLES_MEMORY),
+                                              *((t, None) for t in storage.SCORE_TABLES)]
+    assert limits[0][2].replace(" ", "") in ("61.0MiB", "64.0MB", "64MB")  # the tight bound was in force
+    ours, theirs = tables({"db": db, "out": out}), tables(from_files)
+    for name in ("out_arc3__run_scores", "out_arc3__replay_checks", "out_arc3__game_scores"):
+        assert ours[name].height == theirs[name].height > 0  # every row, once (the first try's rows rolled back)
+        assert ours[name].drop("card_id").sort(ours[name].columns[1:3]).equals(
+            theirs[name].drop("card_id").sort(theirs[name].columns[1:3])), name

@@ -157,3 +157,27 @@ def test_a_value_a_column_cannot_hold_is_described_in_plain_words(row: dict, wor
     from schemas.validate import type_problem
 
     assert type_problem("core_arc3__environments", row) == (next(iter(row)), words)
+
+
+def test_conform_builds_a_table_from_a_generator_of_rows_as_the_row_constructor_did():
+    """`conform` (and `rows_frame`) take the rows as they come, a column at a time: `score` passes its replay
+    checks as a generator, so a flood of plays' rows is never a list of dicts (copied into a second one for
+    polars' row constructor before). Missing keys are null; the types are the table's."""
+    from schemas.validate import _columns, conform
+
+    rows = [{"card_id": "c", "play_id": f"g/{i}", "n_steps_replayed": i, "is_score_excluded": i % 2 == 0,
+             "divergence_expected": None if i else "x"} for i in range(5)]
+    rows.append({"play_id": "h/0", "unknown_key": 1})
+    schema = _columns("out_arc3__replay_checks", ())
+    by_rows = pl.DataFrame([{c: r.get(c) for c in schema} for r in rows], schema=schema, orient="row")
+    made: list[int] = []
+
+    def one_at_a_time():
+        for i, row in enumerate(rows):
+            made.append(i)
+            yield row
+
+    got = conform("out_arc3__replay_checks", one_at_a_time())
+    assert got.equals(by_rows) and got.schema == by_rows.schema and made == list(range(6))
+    assert got["n_steps_replayed"].to_list() == [0, 1, 2, 3, 4, None]
+    assert conform("out_arc3__replay_checks", iter(())).schema == by_rows.schema
