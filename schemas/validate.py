@@ -321,4 +321,8 @@ def rows_frame(rows: Iterable[Mapping[str, Any]], schema: Mapping[str, pl.DataTy
     for row in rows:
         for name, values in filled:
             values.append(row.get(name))
-    return pl.DataFrame(columns, schema=dict(schema))
+    try:
+        return pl.DataFrame(columns, schema=dict(schema))
+    except TypeError:  # a value of another type than its column's (a float in an integer column): the row
+        # constructor's casts, as before (made column-wise without `strict`, an unreadable value became null)
+        return pl.DataFrame(list(zip(*columns.values(), strict=True)), schema=dict(schema), orient="row")

@@ -181,3 +181,14 @@ def test_conform_builds_a_table_from_a_generator_of_rows_as_the_row_constructor_
     assert got.equals(by_rows) and got.schema == by_rows.schema and made == list(range(6))
     assert got["n_steps_replayed"].to_list() == [0, 1, 2, 3, 4, None]
     assert conform("out_arc3__replay_checks", iter(())).schema == by_rows.schema
+
+
+def test_conform_casts_a_value_of_another_type_as_the_row_constructor_did():
+    """A float in an integer column is cast (as polars' row constructor did; the strict column constructor
+    refuses it), a text that is no number is still refused, never made null."""
+    from schemas.validate import conform
+
+    got = conform("out_arc3__replay_checks", iter([{"play_id": "g/0", "n_steps_replayed": 3.0}]))
+    assert got["n_steps_replayed"].to_list() == [3]
+    with pytest.raises(pl.exceptions.ComputeError):
+        conform("out_arc3__replay_checks", iter([{"play_id": "g/0", "n_steps_replayed": "three"}]))
