@@ -81,7 +81,7 @@ def _files_to_export(given: list[Path], problems: list[tuple[str, str]]) -> tupl
     for at, path in out.track(alike, f"looking for copies among {n_alike:,} files of a size given twice",
                               total=n_alike):
         try:
-            digest = bytes.fromhex(sha256_file(Path(path)))[:16]  # (a 128-bit prefix: no chance pair collides)
+            digest = bytes.fromhex(sha256_file(Path(path)))[:16]  # (128 bits tell files apart as well as 256)
         except OSError:  # said by the export, which reads it
             continue
         if (first := first_of.setdefault(digest, at)) != at:

@@ -11,7 +11,7 @@ comparison (`pipeline.recordings.replaying.iter_replay_classified`).
 A file is replayed in chunks of at most `ExportJob.batch_rows` steps, one sandbox call each, the replay kept
 alive in the child between calls; each chunk comes back as one buffer of frames (through memory shared with
 the child), whose sha256 digests are computed here, once (`_digests`), and becomes blocks of at most
-`batch_rows` rows (or BATCH_FRAME_BYTES of frames). Files are exported in groups (`group_jobs`,
+`batch_rows` rows (or BATCH_FRAME_BYTES of frames). Files are exported in groups (`iter_job_pieces`,
 `_group_streams`): a group's files are read first, then the whole replays of its short files go to the sandbox
 in as few calls as their frames allow (`transition_replay.replay_chunks`), and each file's stream goes on from
 its answer. The calls after a file's first, and in this process a group's calls, are made on a background
@@ -135,8 +135,8 @@ from pipeline.scoring.verify import (
 from schemas.transitions import ARROW_SCHEMA, FRAME_SHAPE
 
 __all__ = ["ExportJob", "FileExport", "PlayExport", "PlayOwners", "RowBlock", "batches_from_bytes", "build_batch",
-           "export_files", "export_group", "export_transitions", "group_jobs", "iter_job_pieces",
-           "iter_pieces", "source_of"]
+           "export_files", "export_group", "export_transitions", "iter_job_pieces", "iter_pieces",
+           "source_of"]
 
 BATCH_ROWS = 1024  # rows per Arrow batch sent back (and per Parquet row group)
 BATCH_FRAME_BYTES = 16 << 20  # ... or fewer, once their frames hold this many bytes
@@ -203,7 +203,7 @@ class ExportJob:
     game_version: str | None = None  # playback scripts: the version to replay on
     batch_rows: int = BATCH_ROWS
     compress: bool = True  # zstd IPC streams (they travel from a worker); False: the batches as they are (serial)
-    lane: int = 0  # which of a game's sandbox children replays it (`group_jobs`' ``lanes``)
+    lane: int = 0  # which of a game's sandbox children replays it (`iter_job_pieces`' ``lanes``)
 
     @property
     def label(self) -> str:
@@ -800,18 +800,6 @@ def replay_lanes() -> int:
     from pipeline.core.executor import default_workers
 
     return max(1, min(MAX_LANES, default_workers()))
-
-
-def group_jobs(jobs: Sequence[ExportJob], max_bytes: int | None = None, max_files: int | None = None,
-               lanes: int = 1) -> list[tuple[ExportJob, ...]]:
-    """`iter_job_pieces` of ``jobs``, each file's size read from the disk, as a list."""
-    def size(job: ExportJob) -> int | None:
-        try:
-            return os.path.getsize(job.path) if job.path is not None else 0
-        except OSError:
-            return None
-
-    return list(iter_job_pieces(((job, size(job)) for job in jobs), max_bytes, max_files, lanes))
 
 
 def iter_job_pieces(sized_jobs: Iterable[tuple[ExportJob, int | None]], max_bytes: int | None = None,

@@ -751,17 +751,19 @@ def test_an_export_of_files_starts_without_duckdb(tmp_path):
 
 
 def test_files_are_grouped_into_pieces_of_bounded_size_in_order(tmp_path):
-    from pipeline.datasets.transitions import ExportJob, export_group, group_jobs
+    from pipeline.datasets.transitions import ExportJob, export_group, iter_job_pieces
 
-    sizes = [10, 10, 10, 50, 10, 10, 10, 10]
+    sizes = [10, 10, 10, 50, 10, 10, 10, 10, None, 10]  # (None: a size not known counts as the bound)
     jobs = []
     for i, n in enumerate(sizes):
         path = tmp_path / f"f{i}.jsonl"
-        path.write_bytes(b"x" * n)
+        path.write_bytes(b"x" * (n or 1))
         jobs.append(ExportJob(path=str(path)))
-    groups = group_jobs(jobs, max_bytes=35, max_files=3)
+    groups = list(iter_job_pieces(zip(jobs, sizes, strict=True), max_bytes=35, max_files=3, lanes=2))
     assert [[Path(j.path).name for j in g] for g in groups] == [
-        ["f0.jsonl", "f1.jsonl", "f2.jsonl"], ["f3.jsonl"], ["f4.jsonl", "f5.jsonl", "f6.jsonl"], ["f7.jsonl"]]
+        ["f0.jsonl", "f1.jsonl", "f2.jsonl"], ["f3.jsonl"], ["f4.jsonl", "f5.jsonl", "f6.jsonl"], ["f7.jsonl"],
+        ["f8.jsonl"], ["f9.jsonl"]]
+    assert [{j.lane for j in g} for g in groups] == [{0}, {1}, {0}, {1}, {0}, {1}]  # a piece's files to one lane
     # one piece's files exported in order, their rows gathered into streams that keep the file order; a bad file
     # is that file's rejection, the others are exported
     script = PLAYBACK / "ck17_scripted-win.playback.jsonl"
