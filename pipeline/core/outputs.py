@@ -253,8 +253,16 @@ def write_bytes(path: Path | str, data: bytes, *, make_parents: bool = True) -> 
     return write_with(path, lambda tmp: _fill(tmp, data), make_parents=make_parents)
 
 
+TEXT_SLICE = 1 << 20  # characters encoded and written at a time (`write_text`)
+
+
 def write_text(path: Path | str, text: str, encoding: str = "utf-8", *, make_parents: bool = True) -> Path:
-    return write_bytes(path, text.encode(encoding), make_parents=make_parents)
+    """Write `path` whole with `text` (`open_output`), a slice at a time: encoded at once, a text was held twice
+    while it was written (`score` of 100,000 plays: a 110 MB scorecard)."""
+    with open_output(path, encoding=encoding, make_parents=make_parents) as fh:
+        for start in range(0, len(text), TEXT_SLICE):
+            fh.write(text[start:start + TEXT_SLICE])
+    return Path(path)
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -65,7 +65,8 @@ def test_the_null_device_is_written_as_itself_never_replaced(tmp_path, monkeypat
     assert stand_in.read_text() == "the device\n" and sorted(os.listdir(stand_in.parent)) == ["null"]
 
 
-def test_a_failed_file_write_keeps_the_old_file_and_leaves_no_tmp(tmp_path, monkeypatch):
+@pytest.mark.parametrize("how", ["bytes", "text"])
+def test_a_failed_file_write_keeps_the_old_file_and_leaves_no_tmp(tmp_path, monkeypatch, how):
     target = tmp_path / "x.json"
     target.write_text("old\n")
 
@@ -73,12 +74,34 @@ def test_a_failed_file_write_keeps_the_old_file_and_leaves_no_tmp(tmp_path, monk
         tmp.write_bytes(data[: len(data) // 2])
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
+    def part_then_full(fh, text: str) -> int:  # (a text is written a slice at a time, as a stream is)
+        fh.write(text[: len(text) // 2])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
     monkeypatch.setattr(outputs, "_fill", half_then_full)
+    monkeypatch.setattr(outputs, "_write_part", part_then_full)
     with pytest.raises(OutputError) as info:
-        write_text(target, "a new and longer content\n")
+        if how == "bytes":
+            outputs.write_bytes(target, b"a new and longer content\n")
+        else:
+            write_text(target, "a new and longer content\n")
     assert info.value.errno == errno.ENOSPC and info.value.path == str(target)
     assert str(info.value) == f"cannot write {target}: No space left on device"
     assert target.read_text() == "old\n" and leftovers(tmp_path) == []
+
+
+def test_a_long_text_is_written_a_slice_at_a_time_and_whole(tmp_path, monkeypatch):
+    """`write_text` encodes a slice at a time (`score`'s 110 MB scorecard was held twice, as text and as bytes):
+    the file holds the text exactly, non-ASCII text across a slice's edge included."""
+    monkeypatch.setattr(outputs, "TEXT_SLICE", 7)
+    parts: list[str] = []
+    real = outputs._write_part
+    monkeypatch.setattr(outputs, "_write_part", lambda fh, text: parts.append(text) or real(fh, text))
+    text = "héllo wörld, ☃ and 𝔘nicode\n" * 3
+    write_text(tmp_path / "t.txt", text)
+    assert (tmp_path / "t.txt").read_bytes() == text.encode("utf-8") and max(map(len, parts)) == 7
+    write_text(tmp_path / "empty.txt", "")
+    assert (tmp_path / "empty.txt").read_bytes() == b""
 
 
 @pytest.mark.parametrize("where", ["under-a-file", "too-long"])
