@@ -78,9 +78,9 @@ Cases (full size as in the issue; `--scale 0.1` runs a tenth of each, for a quic
 - `score-reset-plays`: `arcstudy score` of that file (every play replayed, scored and listed: the scorecard
   holds a run per play, 1.09 GB of JSON). Over the bound, left open: 9.18 GB before the twenty-seventh sitting,
   7.38 GB after it (the scorecard's text written a piece at a time, its card inputs not parsed back), 5.9 GB after
-  the twenty-eighth (the tables built a column at a time, the texts let go, a 64 MB bound on the tables' insert;
-  at `--scale 0.1`, 100,000 plays, 1.15 GB -> 950 MB); every stage of `score` holds each play (checks, card
-  plays, both scorers, the scorecard dict, the out tables);
+  the twenty-eighth (the tables built a column at a time, the texts let go and written in slices, the key test
+  hashed, a 64 MB bound on the tables' insert; at `--scale 0.1`, 100,000 plays, 1.15 GB -> 897 MB); every stage
+  of `score` holds each play (checks, card plays, both scorers, the scorecard dict, the out tables);
 - `export-many-files`: `arcstudy export-transitions` of 100,000 two-line recordings of a game not found, in
   folders of a thousand (a flood of files: 0.31 GB, 23 s in the twenty-seventh sitting, 74 s before the game was
   looked for once; it grew about 2 KB a file: the paths, the jobs, the manifest's inputs; 0.16 GB in the
