@@ -291,6 +291,9 @@ def export_transitions_command(
 
         def sized_jobs() -> Iterator[tuple[ExportJob, int | None]]:  # (made as the pieces are handed out)
             return ((ExportJob(path=path, **common), size) for path, size in files)
+
+        def input_sizes() -> Iterator[int | None]:  # (the pieces counted without making the jobs)
+            return (size for _, size in files)
         if workers is None and scheduler is None:
             run_workers = _automatic_workers(n_jobs, n_bytes)
     else:
@@ -316,6 +319,9 @@ def export_transitions_command(
 
         def sized_jobs() -> Iterator[tuple[ExportJob, int | None]]:
             return ((ExportJob(db=str(db_path), file_id=fid, **common), 0) for fid in ids)
+
+        def input_sizes() -> Iterator[int | None]:
+            return (0 for _ in ids)
         if workers is None and scheduler is None:
             run_workers = _automatic_workers_db(n_jobs, n_steps)
     _check_out(out_dir, overwrite)
@@ -347,7 +353,7 @@ def export_transitions_command(
             with _fewer_collections(), open_executor(run_workers, scheduler, n_items=n_jobs) as ex:
                 serial = isinstance(ex, SerialExecutor)
                 lanes = replay_lanes() if serial else 1
-                n_pieces = sum(1 for _ in iter_pieces((None, size) for _, size in sized_jobs()))
+                n_pieces = sum(1 for _ in iter_pieces((None, size) for size in input_sizes()))
                 description = f"replaying and exporting ({n_jobs:,} files in {n_pieces:,} pieces)"
                 if serial:  # pieces run in this process: their rows need no compression, and stream to the
                     # writer as they are replayed (several files' first replay calls made in one); the next pieces
